@@ -1,0 +1,59 @@
+"""Time `memory_trend` and `step_trend` on 10^4, 10^5 and 10^6 samples (goal: < 1 s each).
+
+Memory series longer than `AnalysisConfig.max_points` are binned to medians of
+consecutive samples before the O(n^2) Theil-Sen fit, so the cost is O(n) in the
+binning plus a constant. Prints a markdown table with the ratio of the best of three
+runs to the 1 s goal.
+
+Run: python benchmarks/analysis_speed.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.analysis.config import AnalysisConfig  # noqa: E402
+from harness.analysis.growth import memory_trend, step_trend  # noqa: E402
+
+GOAL_S = 1.0
+SIZES = (10**4, 10**5, 10**6)
+
+
+def best_of(runs: int, call: object) -> float:
+    """Return the shortest wall time of `runs` calls of `call`."""
+    assert callable(call)
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - began)
+    return min(times)
+
+
+def main() -> int:
+    """Print the table; return 1 if any size misses the goal."""
+    cfg = AnalysisConfig()
+    rng = np.random.default_rng(4)
+    print("| samples | memory_trend s | step_trend s | ratio to 1 s goal |")
+    print("|---:|---:|---:|---:|")
+    missed = False
+    for n in SIZES:
+        iters = np.arange(n, dtype=np.float64) * 10.0
+        rss = 800 * 2**20 + 16 * 1024 * iters + rng.normal(0, 256 * 1024, n)
+        steps = rng.lognormal(np.log(0.05), 0.1, n)
+        mem_s = best_of(3, lambda: memory_trend("rss", iters, rss, cfg))
+        step_s = best_of(3, lambda: step_trend(steps, cfg))
+        worst = max(mem_s, step_s)
+        missed |= worst >= GOAL_S
+        print(f"| {n:,} | {mem_s:.4f} | {step_s:.4f} | {worst / GOAL_S:.3f} |")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""The in-container agent: stdlib only, Python 3.6+, never imports harness.*.
+
+The host mounts this directory read-only and runs `python3 agent.py ...` with the
+image's own interpreter; nothing here is imported by the host.
+"""

@@ -1,0 +1,416 @@
+"""harness agent: run a scenario, time each step, sample memory, write JSON lines.
+
+Stdlib only; runs on Python 3.6+ with the image's own interpreter; never imports
+harness.*. Output schema 1, one JSON object per line, to --out (line-buffered) and
+stdout: one "header", many "sample", one "end" (also when the scenario raises).
+
+A scenario defines setup(params) -> state and step(state), optionally teardown(state),
+fw_bytes(state) -> int (framework allocator bytes) and info(state) -> dict. A file
+without setup/step is run whole, sampled by the timer thread only.
+
+The measured loop stops early when the --control file appears (the host's live
+analysis decided); the end record then says stopped_early.
+"""
+import argparse
+import ctypes
+import gc
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+
+SCHEMA = 1
+_HERE = os.path.dirname(os.path.abspath(__file__))
+ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
+            "TENSORFLOW_VERSION", "NVIDIA_BUILD_ID", "NVIDIA_PYTORCH_VERSION",
+            "NVIDIA_VISIBLE_DEVICES", "PYTHONMALLOC", "OMP_NUM_THREADS", "TF_CPP_MIN_LOG_LEVEL")
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: finish with an end record instead of dying silently."""
+
+
+# ---------------------------------------------------------------- memory readers
+def read_rss():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_uss():
+    """Private_Clean + Private_Dirty from smaps_rollup (Linux 4.14+)."""
+    try:
+        total = 0
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith(("Private_Clean:", "Private_Dirty:", "Private_Hugetlb:")):
+                    total += int(line.split()[1]) * 1024
+        return total
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cgroup_reader():
+    """(version, path) of this process's cgroup memory usage file, or (None, None)."""
+    for version, path in (("v2", "/sys/fs/cgroup/memory.current"),
+                          ("v1", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        if os.path.exists(path):
+            return version, path
+    return None, None
+
+
+def read_int_file(path):
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def count_fds():
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return None
+
+
+def count_threads():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return threading.active_count()
+
+
+class Heap(object):
+    """glibc heap in-use bytes (uordblks + hblkhd) read after malloc_trim(0).
+
+    mallinfo2 (glibc >= 2.33) has size_t fields; older glibc has only mallinfo, whose
+    int fields wrap past 2-4 GiB, so its readings are flagged in the header.
+    """
+
+    FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+              "uordblks", "fordblks", "keepcost")
+
+    def __init__(self):
+        self.func = None
+        self.note = None
+        try:
+            libc = ctypes.CDLL(None)
+        except OSError as exc:
+            self.note = "cannot load libc: %s" % exc
+            return
+        kind = ctypes.c_size_t
+        fn = getattr(libc, "mallinfo2", None)
+        name = "mallinfo2"
+        if fn is None:
+            fn = getattr(libc, "mallinfo", None)
+            kind = ctypes.c_int
+            name = "mallinfo"
+            self.note = "glibc < 2.33: mallinfo() int fields wrap past 2-4 GiB"
+        if fn is None:
+            self.note = "no mallinfo in libc (musl?): heap signal unavailable"
+            return
+
+        class Info(ctypes.Structure):
+            _fields_ = [(n, kind) for n in Heap.FIELDS]
+
+        fn.restype = Info
+        fn.argtypes = []
+        self._fn = fn
+        self._trim = getattr(libc, "malloc_trim", None)
+        if self._trim is not None:
+            self._trim.argtypes = [ctypes.c_size_t]
+            self._trim.restype = ctypes.c_int
+        self.func = name
+
+    def read(self):
+        if self.func is None:
+            return None
+        if self._trim is not None:
+            self._trim(0)
+        info = self._fn()
+        value = int(info.uordblks) + int(info.hblkhd)
+        if self.func == "mallinfo":
+            value &= 0xFFFFFFFF
+        return value
+
+
+# ---------------------------------------------------------------- output
+class Writer(object):
+    """Line-buffered JSON lines to a file and stdout, serialised across threads."""
+
+    def __init__(self, path, echo=True):
+        self.lock = threading.Lock()
+        self.file = open(path, "a", buffering=1) if path else None
+        self.echo = echo
+
+    def write(self, record):
+        line = json.dumps(record, separators=(",", ":"), default=str)
+        with self.lock:
+            if self.file is not None:
+                self.file.write(line + "\n")
+            if self.echo:
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+
+    def close(self):
+        with self.lock:
+            if self.file is not None:
+                self.file.flush()
+                os.fsync(self.file.fileno())
+                self.file.close()
+                self.file = None
+
+
+# ---------------------------------------------------------------- sampler
+class Sampler(object):
+    def __init__(self, writer, heap_enabled=True):
+        self.writer = writer
+        self.heap = Heap() if heap_enabled else None
+        self.cg_version, self.cg_path = cgroup_reader()
+        self.nvml = None
+        self.t0 = time.monotonic()
+        self.steps_done = 0
+        self.phase = "setup"
+        self.state = None
+        self.fw = None
+
+    def start_nvml(self):
+        sys.path.insert(0, _HERE)
+        try:
+            import nvml  # noqa: the agent's own sibling module
+            self.nvml = nvml.Nvml(os.environ.get("HARNESS_NVML_LIB", "libnvidia-ml.so.1"))
+        finally:
+            sys.path.pop(0)
+
+    def snapshot(self, src, dt=None):
+        rec = {"type": "sample", "src": src, "phase": self.phase, "i": self.steps_done,
+               "t": round(time.monotonic() - self.t0, 6), "rss": read_rss(),
+               "uss": read_uss(), "cgroup": read_int_file(self.cg_path),
+               "fds": count_fds(), "threads": count_threads()}
+        if self.nvml is not None and self.nvml.available:
+            rec["gpu_used"] = self.nvml.used()
+        if src == "step":
+            # Heap and framework reads touch the allocator and the framework: only
+            # between steps on the main thread, never from the timer thread.
+            if self.heap is not None:
+                rec["heap"] = self.heap.read()
+            if self.fw is not None:
+                try:
+                    value = self.fw(self.state)
+                    rec["fw"] = int(value) if value is not None else None
+                except Exception as exc:  # a broken fw_bytes must not kill the run
+                    rec["fw_error"] = repr(exc)[:200]
+                    self.fw = None
+            rec["gc"] = sum(s.get("collections", 0) for s in gc.get_stats())
+            rec["dt"] = dt or []
+        self.writer.write(rec)
+
+
+def timer_loop(sampler, interval, stop):
+    while not stop.wait(interval):
+        try:
+            sampler.snapshot("timer")
+        except Exception:  # sampling must never take the run down
+            pass
+
+
+# ---------------------------------------------------------------- fingerprint
+def installed_packages():
+    """{name: version} from *.dist-info / *.egg-info on sys.path (no importlib.metadata on 3.6)."""
+    found = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            for suffix in (".dist-info", ".egg-info"):
+                if name.endswith(suffix):
+                    stem = name[: -len(suffix)]
+                    pkg, _, version = stem.partition("-")
+                    if pkg and version:
+                        found.setdefault(pkg.lower().replace("_", "-"), version.split("-")[0])
+    return found
+
+
+def header(args, sampler, params):
+    gpu = None
+    gpu_reason = None
+    if sampler.nvml is not None:
+        if sampler.nvml.available:
+            gpu = {"devices": sampler.nvml.devices(), "driver": sampler.nvml.driver()}
+        else:
+            gpu_reason = sampler.nvml.reason
+    heap = sampler.heap
+    return {"type": "header", "schema": SCHEMA, "scenario": args.scenario, "params": params,
+            "config": {"iterations": args.iterations, "warmup": args.warmup,
+                       "sample_every": args.sample_every, "sample_interval": args.sample_interval},
+            "python": platform.python_version(), "implementation": platform.python_implementation(),
+            "platform": platform.platform(), "machine": platform.machine(),
+            "hostname": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
+            "env": dict((k, os.environ[k]) for k in ENV_KEYS if k in os.environ),
+            "packages": installed_packages(),
+            "heap": {"func": heap.func if heap else None, "note": heap.note if heap else
+                     "disabled"},
+            "pythonmalloc": os.environ.get("PYTHONMALLOC"),
+            "cgroup": sampler.cg_version, "gpu": gpu, "gpu_reason": gpu_reason,
+            "cpu_count": os.cpu_count()}
+
+
+def load_scenario(path):
+    """Import the scenario file as a module named after it."""
+    import importlib.util
+    name = "harness_scenario_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot import scenario %s" % path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------- run
+def run(args):
+    params = json.loads(args.params) if args.params else {}
+    writer = Writer(args.out, echo=not args.quiet)
+    sampler = Sampler(writer, heap_enabled=not args.no_heap)
+    if not args.no_gpu:
+        sampler.start_nvml()
+    writer.write(header(args, sampler, params))
+    stop_timer = threading.Event()
+    timer = threading.Thread(target=timer_loop, args=(sampler, args.sample_interval, stop_timer))
+    timer.daemon = True
+    timer.start()
+    phases = {}
+    end = {"type": "end", "status": "ok", "warmup": 0, "iterations": 0, "stopped_early": False}
+    module = state = None
+    started = time.monotonic()
+
+    def on_term(signum, frame):
+        raise Terminated("signal %d" % signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        t = time.monotonic()
+        if not has_protocol(args.scenario):
+            end["mode"] = "script"
+            sampler.phase = "script"
+            run_script(args)
+            phases["script"] = time.monotonic() - t
+        else:
+            sampler.phase = "import"
+            module = load_scenario(args.scenario)
+            phases["import"] = time.monotonic() - t
+            end["mode"] = "steps"
+            t = time.monotonic()
+            sampler.phase = "setup"
+            state = module.setup(params)
+            sampler.state = state
+            sampler.fw = getattr(module, "fw_bytes", None)
+            phases["setup"] = time.monotonic() - t
+            sampler.snapshot("step")
+            step = module.step
+            clock = time.perf_counter
+            every = args.sample_every
+            for phase, count in (("warmup", args.warmup), ("measure", args.iterations)):
+                sampler.phase = phase
+                t = time.monotonic()
+                dts = []
+                done = 0
+                while done < count:
+                    t1 = clock()
+                    step(state)
+                    dts.append(clock() - t1)
+                    done += 1
+                    sampler.steps_done += 1
+                    if done % every == 0 or done == count:
+                        sampler.snapshot("step", [round(x, 9) for x in dts])
+                        dts = []
+                        if phase == "measure" and args.control and os.path.exists(args.control):
+                            end["stopped_early"] = True
+                            break
+                end[phase if phase == "warmup" else "iterations"] = done
+                phases[phase] = time.monotonic() - t
+            info = getattr(module, "info", None)
+            if info is not None:
+                end["info"] = info(state)
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
+        end["status"] = "error"
+        end["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000],
+                        "traceback": traceback.format_exc()[-20000:]}
+    finally:
+        teardown = getattr(module, "teardown", None) if module is not None else None
+        if teardown is not None and state is not None:
+            t = time.monotonic()
+            try:
+                teardown(state)
+            except Exception as exc:
+                end.setdefault("teardown_error", repr(exc)[:2000])
+            phases["teardown"] = time.monotonic() - t
+        stop_timer.set()
+        end["phases"] = dict((k, round(v, 6)) for k, v in phases.items())
+        end["elapsed_s"] = round(time.monotonic() - started, 6)
+        writer.write(end)
+        writer.close()
+    return 0 if end["status"] == "ok" else 1
+
+
+def has_protocol(path):
+    """True when the file defines top-level setup() and step()."""
+    import ast
+    with open(path, "rb") as f:
+        tree = ast.parse(f.read(), path)
+    names = set(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
+    return "setup" in names and "step" in names
+
+
+def run_script(args):
+    """A plain script: run it whole under the timer sampler."""
+    import runpy
+    sys.argv = [args.scenario]
+    runpy.run_path(args.scenario, run_name="__main__")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="harness in-container agent")
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--params", default="{}", help="JSON object of scenario params")
+    p.add_argument("--iterations", type=int, default=2000)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--sample-every", type=int, default=10)
+    p.add_argument("--sample-interval", type=float, default=0.5)
+    p.add_argument("--out", default=None, help="JSON lines file (appended, line-buffered)")
+    p.add_argument("--control", default=None, help="stop measuring when this file appears")
+    p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
+    p.add_argument("--no-gpu", action="store_true", help="skip NVML")
+    p.add_argument("--quiet", action="store_true", help="do not echo records to stdout")
+    args = p.parse_args(argv)
+    if args.sample_every < 1 or args.iterations < 0 or args.warmup < 0:
+        p.error("--sample-every must be >= 1, --iterations/--warmup >= 0")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

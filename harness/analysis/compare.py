@@ -1,0 +1,135 @@
+"""Between-cell comparisons against the baseline cell: step times and peak memory.
+
+Step times follow asv's rule: a change counts only when a two-sided Mann-Whitney U test
+gives p < `alpha` **and** the ratio of medians lies outside [1/min_ratio, min_ratio];
+otherwise the direction is "~". Peak memory is one number per cell, so there is no
+test: the ratio must pass `peak_min_ratio` and the difference `peak_floor_bytes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from harness.analysis.config import AnalysisConfig
+
+Direction = Literal["slower", "faster", "~"]
+PeakDirection = Literal["higher", "lower", "~"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepComparison:
+    """Step times of a cell against the baseline.
+
+    Attributes:
+        ratio: median(other) / median(base).
+        p_value: Two-sided Mann-Whitney U p-value.
+        direction: "slower"/"faster" when significant and beyond `min_ratio`, else "~".
+        n_base: Number of baseline step times.
+        n_other: Number of step times of the compared cell.
+    """
+
+    ratio: float
+    p_value: float
+    direction: Direction
+    n_base: int = 0
+    n_other: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PeakComparison:
+    """Peak memory of a cell against the baseline.
+
+    Attributes:
+        ratio: other_peak / base_peak.
+        direction: "higher"/"lower" when beyond `peak_min_ratio` and `peak_floor_bytes`,
+            else "~".
+    """
+
+    ratio: float
+    direction: PeakDirection
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def compare_steps(
+    base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
+) -> StepComparison:
+    """Compare the step times of a cell with those of the baseline cell.
+
+    Args:
+        base: Seconds per measured iteration of the baseline cell.
+        other: Seconds per measured iteration of the compared cell.
+        cfg: Supplies `alpha` and `min_ratio`.
+
+    Returns:
+        The ratio of medians, the p-value and the direction.
+
+    Raises:
+        ValueError: Either sample is empty, or the baseline median is not positive, so
+            no ratio exists.
+    """
+    b = np.asarray(base, dtype=np.float64)
+    o = np.asarray(other, dtype=np.float64)
+    if b.size == 0 or o.size == 0:
+        raise ValueError(
+            f"compare_steps: need step times on both sides, got {b.size} baseline and "
+            f"{o.size} compared; check that both cells ran measured iterations"
+        )
+    base_median = float(np.median(b))
+    if not base_median > 0.0:
+        raise ValueError(
+            f"compare_steps: baseline median step time is {base_median!r} s, so no ratio "
+            "exists; step times must be positive seconds"
+        )
+    ratio = float(np.median(o)) / base_median
+    p_value = float(stats.mannwhitneyu(o, b, alternative="two-sided").pvalue)
+    direction: Direction = "~"
+    if p_value < cfg.alpha:
+        if ratio > cfg.min_ratio:
+            direction = "slower"
+        elif ratio < 1.0 / cfg.min_ratio:
+            direction = "faster"
+    return StepComparison(ratio, p_value, direction, int(b.size), int(o.size))
+
+
+def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
+    """Compare the peak memory of a cell with that of the baseline cell.
+
+    Args:
+        base_peak: Peak bytes of the baseline cell.
+        other_peak: Peak bytes of the compared cell.
+        cfg: Supplies `peak_min_ratio` and `peak_floor_bytes`.
+
+    Returns:
+        The ratio and the direction.
+
+    Raises:
+        ValueError: The baseline peak is not a positive finite number, or the other
+            peak is negative or not finite.
+    """
+    if not (np.isfinite(base_peak) and base_peak > 0.0):
+        raise ValueError(
+            f"compare_peaks: baseline peak is {base_peak!r} bytes; it must be positive "
+            "(was the baseline's memory sampled?)"
+        )
+    if not (np.isfinite(other_peak) and other_peak >= 0.0):
+        raise ValueError(f"compare_peaks: compared peak is {other_peak!r} bytes; it must be >= 0")
+    ratio = float(other_peak) / float(base_peak)
+    direction: PeakDirection = "~"
+    if abs(other_peak - base_peak) > cfg.peak_floor_bytes:
+        if ratio > cfg.peak_min_ratio:
+            direction = "higher"
+        elif ratio < 1.0 / cfg.peak_min_ratio:
+            direction = "lower"
+    return PeakComparison(ratio, direction)

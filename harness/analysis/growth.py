@@ -1,0 +1,320 @@
+"""Within-run trends: memory growth per source and step-time slowdown.
+
+Memory: a robust Theil-Sen slope over the whole measured span and over the late window
+(the last third by default), each with a Sen confidence interval, decide between
+
+- leak: the slope interval is above zero, the growth over the span exceeds the floor,
+  and the late interval is above zero (still growing at the end);
+- plateau: it grew, but the late slope's upper bound is below `stall_fraction` of the
+  whole-span slope (an arena or cache that filled and stopped);
+- stable: the growth estimate does not exceed the floor;
+- ambiguous: anything else, e.g. growth above the floor whose interval includes zero,
+  or a late window too noisy to tell "still growing" from "stopped"; a longer or
+  repeated run decides;
+- insufficient: too few samples.
+
+Memory samples are autocorrelated (GC sawtooth, allocator level shifts), which makes
+Sen's interval, derived for independent errors, too narrow. The variance of Kendall's S
+is therefore scaled by (1 + r) / (1 - r), r being the lag-1 autocorrelation of the
+detrended residuals (the AR(1) effective-sample-size correction of Yue and Wang, 2004).
+
+Step time: the early and late windows (a quarter each by default) are compared with a
+one-sided Mann-Whitney U test and the ratio of medians; ranks and medians shrug off a
+slow first iteration or a few GC pauses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special, stats
+
+from harness.analysis.config import AnalysisConfig
+
+FloatArray = npt.NDArray[np.float64]
+MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
+
+# Fewer points than this in the late window give a meaningless interval.
+_MIN_LATE_POINTS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTrend:
+    """Trend of one memory source over the measured iterations; bytes and bytes/iteration.
+
+    `slope_lo`/`slope_hi` and `late_lo`/`late_hi` are confidence intervals at
+    `AnalysisConfig.confidence` and `late_confidence`. `start`/`end` are medians of the
+    first and last few samples, `peak` the largest sample, `floor` the growth floor
+    applied, `autocorr` the residual lag-1 autocorrelation used to widen the intervals.
+    """
+
+    source: str
+    n: int
+    slope: float
+    slope_lo: float
+    slope_hi: float
+    growth: float
+    late_slope: float
+    late_lo: float
+    late_hi: float
+    start: float
+    end: float
+    peak: float
+    kind: MemoryKind
+    floor: float = 0.0
+    autocorr: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StepTrend:
+    """Early-versus-late comparison of per-iteration step times (seconds).
+
+    `insufficient` is true when there were too few step times to test, in which case
+    `slowdown` is false and `p_value` is 1.
+    """
+
+    n: int
+    median_s: float
+    early_median_s: float
+    late_median_s: float
+    ratio: float
+    p_value: float
+    slowdown: bool
+    insufficient: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SlopeFit:
+    """A Theil-Sen slope with its Sen confidence interval."""
+
+    slope: float
+    lo: float
+    hi: float
+    autocorr: float
+
+
+def bin_medians(
+    iters: FloatArray, values: FloatArray, max_points: int
+) -> tuple[FloatArray, FloatArray]:
+    """Reduce a long series to at most `max_points` points, each the median of a bin.
+
+    Bins hold consecutive samples and differ in size by at most one. Medians (not
+    every k-th sample) keep the estimate robust and cost O(n), so 10^6 samples take
+    tens of milliseconds.
+
+    Args:
+        iters: Iteration index of each sample, increasing.
+        values: Sample values.
+        max_points: Largest number of points to return.
+
+    Returns:
+        The binned iterations and values; the inputs themselves when already short.
+    """
+    n = values.size
+    if n <= max_points:
+        return iters, values
+    size, extra = divmod(n, max_points)
+    # The first `extra` bins hold size + 1 samples, the rest `size`.
+    cut = extra * (size + 1)
+    out_x = np.empty(max_points)
+    out_y = np.empty(max_points)
+    groups = ((0, cut, size + 1, slice(0, extra)), (cut, n, size, slice(extra, None)))
+    for lo, hi, width, into in groups:
+        if hi > lo:
+            out_x[into] = np.median(iters[lo:hi].reshape(-1, width), axis=1)
+            out_y[into] = np.median(values[lo:hi].reshape(-1, width), axis=1)
+    return out_x, out_y
+
+
+def theil_sen(
+    x: FloatArray, y: FloatArray, confidence: float, cfg: AnalysisConfig, min_rho: float = 0.0
+) -> SlopeFit:
+    """Fit a Theil-Sen slope with Sen's interval, widened for autocorrelated residuals.
+
+    O(n^2) in time and memory; callers bin long series first (see `bin_medians`).
+
+    Args:
+        x: Abscissae, increasing.
+        y: Ordinates.
+        confidence: Two-sided confidence level of the interval.
+        cfg: Supplies `autocorrelation` and `max_autocorrelation`.
+        min_rho: Lower bound on the autocorrelation, e.g. one estimated on a longer
+            stretch of the same series than the few points given.
+
+    Returns:
+        The slope, its interval and the autocorrelation used.
+    """
+    n = x.size
+    i, j = np.triu_indices(n, 1)
+    dx = x[j] - x[i]
+    keep = dx > 0
+    slopes = (y[j] - y[i])[keep] / dx[keep]
+    m = slopes.size
+    if m == 0:
+        return SlopeFit(0.0, -np.inf, np.inf, 0.0)
+    mid = (m - 1) // 2, m // 2
+    rho = 0.0
+    var_s = n * (n - 1) * (2 * n + 5) / 18.0
+    z = float(special.ndtri(0.5 + confidence / 2.0))
+    ranks = _interval_ranks(m, z * np.sqrt(var_s))
+    part = np.partition(slopes, sorted({*mid, *ranks}))
+    slope = 0.5 * float(part[mid[0]] + part[mid[1]])
+    if cfg.autocorrelation:
+        rho = min(max(_lag1(y - slope * x), min_rho), cfg.max_autocorrelation)
+        if rho > 0.0:
+            ranks = _interval_ranks(m, z * np.sqrt(var_s * (1.0 + rho) / (1.0 - rho)))
+            part = np.partition(part, sorted(set(ranks)))
+    return SlopeFit(slope, float(part[ranks[0]]), float(part[ranks[1]]), rho)
+
+
+def memory_trend(
+    source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
+) -> MemoryTrend:
+    """Classify the trend of one memory source after warm-up.
+
+    Series longer than `cfg.max_points` are binned to that many medians of
+    consecutive samples (deterministic, O(n)) before fitting, so a 10^6-sample series
+    is analysed in well under a second.
+
+    Args:
+        source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
+        iters: Iteration index of each post-warm-up sample, increasing, possibly irregular.
+        values: Bytes at each sample; NaN-free.
+
+    Returns:
+        The trend with its verdict in `kind`.
+
+    Raises:
+        ValueError: `iters` and `values` differ in length.
+    """
+    x = np.asarray(iters, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(
+            f"memory source {source!r}: iters has shape {x.shape} but values {y.shape}; "
+            "pass one iteration index per sample"
+        )
+    n = y.size
+    if n < max(cfg.min_samples, 2) or x[-1] <= x[0]:
+        return _insufficient(source, y, cfg)
+    edge = max(1, min(5, n // 10))
+    start, end, peak = float(np.median(y[:edge])), float(np.median(y[-edge:])), float(y.max())
+    floor = cfg.floor(float(np.median(y)))
+    span = float(x[-1] - x[0])
+    bx, by = bin_medians(x, y, cfg.max_points)
+    whole = theil_sen(bx, by, cfg.confidence, cfg)
+    tail = max(_MIN_LATE_POINTS, int(np.ceil(bx.size * cfg.late_fraction)))
+    # A window of ~10 points cannot see a GC sawtooth or an allocator level shift as
+    # correlated noise, but the whole series can, so its autocorrelation is a floor.
+    late = theil_sen(bx[-tail:], by[-tail:], cfg.late_confidence, cfg, whole.autocorr)
+    growth = whole.slope * span
+    # Growth within the series' own noise band (sawtooth, allocator level shifts) is not
+    # evidence, however narrow the slope interval claims to be. The band is taken from
+    # successive differences so that a plateau's curvature does not count as noise.
+    spread = np.subtract(*np.percentile(np.diff(by), [75.0, 25.0])) / np.sqrt(2.0)
+    # Memory that fell back by D (GC, arena trim) shows the series swings by D without
+    # leaking; a leak never gives back, so its drawdown is the noise alone.
+    drawdown = float(np.max(np.maximum.accumulate(by) - by))
+    floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
+    return MemoryTrend(
+        source=source,
+        n=n,
+        slope=whole.slope,
+        slope_lo=whole.lo,
+        slope_hi=whole.hi,
+        growth=growth,
+        late_slope=late.slope,
+        late_lo=late.lo,
+        late_hi=late.hi,
+        start=start,
+        end=end,
+        peak=peak,
+        kind=_memory_kind(whole, late, growth, end - start, floor, span, cfg),
+        floor=floor,
+        autocorr=whole.autocorr,
+    )
+
+
+def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
+    """Test whether step times rise from the early to the late window.
+
+    Args:
+        step_s: Seconds per measured iteration, in order (warm-up already dropped).
+        cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
+
+    Returns:
+        The medians, late/early ratio, one-sided p-value and the slowdown flag.
+    """
+    t = np.asarray(step_s, dtype=np.float64)
+    n = t.size
+    if n == 0:
+        return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True)
+    width = max(1, int(n * cfg.step_window))
+    early, late = t[:width], t[n - width :]
+    early_med, late_med = float(np.median(early)), float(np.median(late))
+    ratio = late_med / early_med if early_med > 0 else 1.0
+    if n < cfg.min_step_samples:
+        return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
+    p_value = float(stats.mannwhitneyu(late, early, alternative="greater").pvalue)
+    slowdown = p_value < cfg.alpha and ratio > cfg.min_ratio
+    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, slowdown)
+
+
+def _insufficient(source: str, y: FloatArray, cfg: AnalysisConfig) -> MemoryTrend:
+    # Levels are still reported, so a short run's peak can be compared between cells.
+    start, end, peak = (float(y[0]), float(y[-1]), float(y.max())) if y.size else (0.0, 0.0, 0.0)
+    floor = cfg.floor(float(np.median(y)) if y.size else 0.0)
+    return MemoryTrend(
+        source, int(y.size), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, start, end, peak,
+        "insufficient", floor,
+    )
+
+
+def _memory_kind(
+    whole: SlopeFit,
+    late: SlopeFit,
+    growth: float,
+    rise: float,
+    floor: float,
+    span: float,
+    cfg: AnalysisConfig,
+) -> MemoryKind:
+    trending = whole.lo > 0.0 and growth > floor
+    # Still growing means even the late slope's lower bound, kept up over the whole
+    # span, passes the floor: a creep, or one level shift late on, is not enough.
+    if trending and late.lo * span > floor:
+        return "leak"
+    # A ratchet or a filled buffer shows as a rise between the first and last samples
+    # even where a straight line fits it badly.
+    if trending or rise > floor:
+        stalled = late.hi < cfg.stall_fraction * whole.slope or late.hi * span <= floor
+        return "plateau" if stalled else "ambiguous"
+    if growth <= floor:
+        return "stable"
+    return "ambiguous"
+
+
+def _interval_ranks(m: int, half_width: float) -> tuple[int, int]:
+    # Sen (1968), eq. 2.6: the interval is bounded by order statistics (m -+ z*sd(S)) / 2.
+    lo = int(np.clip(np.floor((m - half_width) / 2.0), 0, m - 1))
+    hi = int(np.clip(np.ceil((m + half_width) / 2.0), 0, m - 1))
+    return lo, hi
+
+
+def _lag1(residuals: FloatArray) -> float:
+    r = residuals - residuals.mean()
+    denom = float(r @ r)
+    if denom <= 0.0:
+        return 0.0
+    return max(0.0, float(r[:-1] @ r[1:]) / denom)

@@ -1,0 +1,149 @@
+"""One verdict per cell, from how it ended and what its series show.
+
+`decide` is the within-run decision (outcome first, then memory and step trends);
+`compare_to_baseline` adds the between-cell decision (regression). Every number behind
+a verdict is in `CellVerdict.to_dict()` so a reader can check it.
+
+Which memory source may carry a leak: the glibc heap (clean with PYTHONMALLOC=malloc)
+alone; RSS only when USS agrees (page-cache and arena noise hit one, not both); the GPU
+and the framework allocator alone; the container cgroup only inside a container and
+with RSS or USS agreeing (outside, the cgroup is the whole session's).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from harness.analysis.compare import PeakComparison, StepComparison, compare_peaks, compare_steps
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
+from harness.ingest import Series
+from harness.runtimes.base import RunOutcome
+
+Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
+                  "not-applicable", "ambiguous"]
+VERDICTS: tuple[str, ...] = ("ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout",
+                             "crash", "not-applicable", "ambiguous")
+BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeout", "crash"})
+GOOD: frozenset[str] = frozenset({"ok", "plateau"})
+SOURCES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup", "gpu_used": "gpu",
+           "fw": "fw"}
+# Log lines that mean "this image cannot run on this GPU", not "it crashed".
+NOT_APPLICABLE = re.compile(
+    r"no kernel image is available for execution|CUDA_ERROR_NO_BINARY_FOR_GPU|"
+    r"cudaErrorNoKernelImageForDevice|CUDA driver version is insufficient|"
+    r"unsupported display driver / cuda driver combination|requires CUDA compute capability",
+    re.IGNORECASE)
+
+
+@dataclass
+class CellVerdict:
+    verdict: Verdict
+    reason: str
+    carrier: str | None = None
+    findings: list[str] = field(default_factory=list)
+    memory: dict[str, MemoryTrend] = field(default_factory=dict)
+    steps: StepTrend | None = None
+    vs_baseline: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "reason": self.reason, "carrier": self.carrier,
+                "findings": self.findings,
+                "memory": {k: v.to_dict() for k, v in self.memory.items()},
+                "steps": self.steps.to_dict() if self.steps else None,
+                "vs_baseline": self.vs_baseline}
+
+
+def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
+    out: dict[str, MemoryTrend] = {}
+    for key, name in SOURCES.items():
+        x, y = series.memory(key)
+        if len(x):
+            out[name] = memory_trend(name, x, y, cfg)
+    return out
+
+
+def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
+    end = series.end
+    if outcome.error:
+        return "crash", outcome.error
+    if outcome.timed_out:
+        return "timeout", f"killed at the {outcome.duration_s:.0f}s deadline"
+    text = outcome.log_tail + (str(end.get("error", {}).get("traceback", "")) if end else "")
+    if outcome.exit_code == 137:
+        limit = outcome.mem_limit_bytes
+        peak = outcome.details.get("host_max_usage")
+        near = bool(limit and isinstance(peak, int) and peak >= 0.9 * limit)
+        if outcome.oom_killed or near:
+            how = "OOMKilled" if outcome.oom_killed else f"cgroup peak {peak} near limit"
+            return "oom", f"exit 137, {how} (limit {limit} bytes)"
+        return "crash", "killed by SIGKILL from outside (exit 137, not OOMKilled)"
+    if NOT_APPLICABLE.search(text):
+        return "not-applicable", NOT_APPLICABLE.search(text).group(0)  # type: ignore[union-attr]
+    if end is not None and end.get("status") == "error":
+        err = end.get("error") or {}
+        return "crash", f"{err.get('type', 'error')}: {str(err.get('message', ''))[:300]}"
+    if outcome.exit_code not in (0, None):
+        last = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-1:]
+        return "crash", f"exit code {outcome.exit_code}" + (f": {last[0][:200]}" if last else "")
+    if end is None:
+        return "crash", "the agent ended without an end record"
+    return None
+
+
+def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
+           in_container: bool) -> CellVerdict:
+    """Within-run verdict for one cell."""
+    memory = trends(series, cfg)
+    times = series.step_times()
+    steps = step_trend(times, cfg) if len(times) else None
+    ended = _outcome_verdict(series, outcome)
+    if ended is not None:
+        return CellVerdict(ended[0], ended[1], memory=memory, steps=steps)
+    kind = {k: t.kind for k, t in memory.items()}
+    pairs = [("heap", kind.get("heap") == "leak"),
+             ("uss+rss", kind.get("uss") == "leak" and kind.get("rss") == "leak"),
+             ("gpu", kind.get("gpu") == "leak"), ("fw", kind.get("fw") == "leak"),
+             ("cgroup", in_container and kind.get("cgroup") == "leak"
+              and "leak" in (kind.get("rss"), kind.get("uss")))]
+    carriers = [name for name, hit in pairs if hit]
+    findings: list[str] = []
+    if steps is not None and steps.slowdown:
+        findings.append("slowdown")
+    if carriers:
+        carrier = carriers[0]
+        t = memory[carrier.split("+")[0]]
+        findings.insert(0, "leak")
+        reason = (f"{carrier} grows {t.slope / 1024:+.2f} KiB/iteration "
+                  f"(CI {t.slope_lo / 1024:+.2f}..{t.slope_hi / 1024:+.2f}), "
+                  f"{t.growth / 1024**2:+.2f} MiB over {series.measured} iterations")
+        return CellVerdict("leak", reason, carrier, findings, memory, steps)
+    if findings:
+        assert steps is not None
+        return CellVerdict("slowdown", f"late steps {steps.ratio:.2f}x early "
+                           f"(p={steps.p_value:.2g})", None, findings, memory, steps)
+    primary = next((k for k in ("heap", "uss", "rss") if k in memory), None)
+    if primary is None or memory[primary].kind == "insufficient":
+        return CellVerdict("ambiguous", "too few memory samples to decide", primary, findings,
+                           memory, steps)
+    if memory[primary].kind == "ambiguous":
+        return CellVerdict("ambiguous", f"{primary} neither clearly growing nor stable",
+                           primary, findings, memory, steps)
+    plateaus = [k for k in ("heap", "uss", "rss", "gpu", "fw") if kind.get(k) == "plateau"]
+    if plateaus:
+        t = memory[plateaus[0]]
+        return CellVerdict("plateau", f"{plateaus[0]} grew {t.growth / 1024**2:+.2f} MiB then "
+                           "flattened", plateaus[0], ["plateau"], memory, steps)
+    return CellVerdict("ok", "memory stable, no slowdown", primary, findings, memory, steps)
+
+
+def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
+                        times: np.ndarray, peak: float | None,
+                        cfg: AnalysisConfig) -> tuple[StepComparison | None, PeakComparison | None]:
+    steps = compare_steps(base_times, times, cfg) if len(base_times) and len(times) else None
+    peaks = compare_peaks(base_peak, peak, cfg) if base_peak and peak else None
+    return steps, peaks

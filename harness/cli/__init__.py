@@ -1,0 +1,54 @@
+"""`python -m harness COMMAND`: thin commands over the pipeline. main(argv) -> exit code.
+
+Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment
+unavailable (no engine, no GPU, image missing), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
+
+COMMANDS = ("sweep", "report", "images", "doctor")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"harness: error: {message}\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from harness.cli import doctor, images, report, sweep
+
+    parser = _Parser(prog="harness", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for module in (sweep, report, images, doctor):
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    try:
+        code: int = args.func(args)
+        return code
+    except HarnessError as exc:
+        sys.stderr.write(f"harness: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("\nharness: interrupted; finished cells are saved "
+                         "(re-run with --resume to complete)\n")
+        return EXIT_INTERRUPTED
+
+
+def entry() -> None:
+    sys.exit(main())

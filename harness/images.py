@@ -1,0 +1,145 @@
+"""Build the offline CPU test images from `images/images.yaml` (cached by tag + recipe hash).
+
+Containers have no network, so Python packages are installed on the host with
+`pip install --target` (the host's Python minor matches the base image's) and COPYed
+on top of the debootstrapped base; `.pyc` files are baked in so `--rm` runs do not
+recompile on every start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import ImageUnavailable, InputError
+from harness.runtimes import process
+from harness.runtimes.base import Progress
+from harness.runtimes.local import cache_dir
+
+RECIPE_LABEL = "harness.recipe"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    tag: str
+    script: Path | None = None        # shell recipe (the debootstrap base)
+    base: str | None = None           # name of the recipe this one builds FROM
+    pip: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def digest(self, recipes: dict[str, Recipe]) -> str:
+        parts: list[Any] = [self.tag, list(self.pip), list(self.env)]
+        if self.script is not None:
+            parts.append(self.script.read_text(encoding="utf-8"))
+        if self.base is not None:
+            parts.append(recipes[self.base].digest(recipes))
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def load_recipes(path: Path) -> dict[str, Recipe]:
+    """Read images.yaml.
+
+    Raises:
+        InputError: unreadable file, unknown key or base.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot read recipes: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping of image name -> recipe")
+    out: dict[str, Recipe] = {}
+    for name, raw in data.items():
+        if not isinstance(raw, dict) or "tag" not in raw:
+            raise InputError(f"{path}: {name}: a recipe is a mapping with at least `tag`")
+        unknown = set(raw) - {"tag", "script", "from", "pip", "env"}
+        if unknown:
+            raise InputError(f"{path}: {name}: unknown keys {sorted(unknown)}; allowed: tag, "
+                             "script, from, pip, env")
+        script = path.parent / raw["script"] if "script" in raw else None
+        out[str(name)] = Recipe(str(name), str(raw["tag"]), script, raw.get("from"),
+                                tuple(str(p) for p in raw.get("pip", [])),
+                                tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()))
+    for r in out.values():
+        if r.base is not None and r.base not in out:
+            raise InputError(f"{path}: {r.name}: from {r.base!r} is not a recipe here")
+    return out
+
+
+def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
+          force: bool = False) -> list[str]:
+    """Build the named recipes (and their bases) in order; skip up-to-date tags."""
+    from harness.runtimes.docker import DockerRuntime
+
+    engine = DockerRuntime()
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name not in recipes:
+            raise InputError(f"no image recipe {name!r}; known: {', '.join(recipes)}")
+        base = recipes[name].base
+        if base is not None:
+            visit(base)
+        if name not in order:
+            order.append(name)
+
+    for n in names or list(recipes):
+        visit(n)
+    built: list[str] = []
+    for i, name in enumerate(order, 1):
+        r = recipes[name]
+        digest = r.digest(recipes)
+        labels = engine.image_labels(r.tag)
+        if not force and labels is not None and labels.get(RECIPE_LABEL) == digest:
+            progress(f"[{i}/{len(order)}] {r.tag}: up to date")
+            continue
+        progress(f"[{i}/{len(order)}] {r.tag}: building")
+        if r.script is not None:
+            rc = process.stream_lines(["bash", str(r.script), r.tag],
+                                      on_line=lambda t: progress(f"  {t}"))
+            if rc != 0:
+                raise ImageUnavailable(f"{r.script} failed with exit code {rc}")
+        else:
+            assert r.base is not None
+            _build_pip(engine, r, recipes[r.base].tag, digest, progress)
+        built.append(r.tag)
+    return built
+
+
+def _build_pip(engine: Any, r: Recipe, base_tag: str, digest: str, progress: Progress) -> None:
+    ctx = cache_dir() / "image-contexts" / f"{r.name}-{digest}"
+    site = ctx / "site"
+    if not (ctx / ".complete").exists():
+        shutil.rmtree(ctx, ignore_errors=True)
+        site.mkdir(parents=True)
+        progress(f"  pip install --target ({' '.join(r.pip)}) ...")
+        tail: list[str] = []
+        rc = process.stream_lines(
+            [sys.executable, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check",
+             "--progress-bar", "off", "--target", str(site), *r.pip],
+            on_line=lambda t: tail.append(t))
+        if rc != 0:
+            raise ImageUnavailable(f"{r.name}: pip install failed:\n" + "\n".join(tail[-10:]))
+        progress("  compiling .pyc ...")
+        process.check_output([sys.executable, "-m", "compileall", "-q", "-j", "0",
+                              "--invalidation-mode", "unchecked-hash", str(site)], timeout=1800)
+        (ctx / ".complete").write_text("ok")
+    env_lines = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in r.env)
+    (ctx / "Dockerfile").write_text(
+        f"FROM {base_tag}\nCOPY site /opt/harness-site\nENV PYTHONPATH=/opt/harness-site\n"
+        f"{env_lines}")
+    engine.build(ctx, r.tag, {RECIPE_LABEL: digest, "harness.pip": " ".join(r.pip)}, progress)
+    progress(f"  built {r.tag}")
+
+
+def default_recipes() -> Path:
+    return Path(os.environ.get("HARNESS_IMAGES", "images/images.yaml"))

@@ -1,0 +1,235 @@
+"""plan -> run cells -> ingest -> analyse -> store: the sweep as one visible pipeline.
+
+Cells run one per GPU lane (CPU-only cells form their own lane); lanes run in
+parallel up to `max-parallel`. Every finished cell is on disk before the next starts,
+so Ctrl-C or a crash loses at most the running cell, and `--resume` skips the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.verdict import BAD, GOOD, CellVerdict, compare_to_baseline, decide
+from harness.ingest import Series, read_samples
+from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
+from harness.spec.model import Cell, ImageSpec, Matrix
+from harness.store.results import SCHEMA, RunStore
+
+FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
+                    "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
+
+
+@dataclass
+class SweepOutcome:
+    store: RunStore
+    results: dict[str, dict[str, Any]]
+    ran: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def bad(self) -> list[str]:
+        return [k for k, r in self.results.items() if r["verdict"] in BAD]
+
+
+def lanes(cells: list[Cell]) -> list[list[Cell]]:
+    """Group cells so each GPU runs one cell at a time; CPU-only cells get one lane."""
+    out: dict[str, list[Cell]] = {}
+    for c in cells:
+        out.setdefault(c.gpu.value, []).append(c)
+    return list(out.values())
+
+
+def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
+    times = series.step_times()
+    summary: dict[str, Any] = {"iterations": series.measured,
+                               "median_step_s": float(np.median(times)) if len(times) else None}
+    for name, t in verdict.memory.items():
+        summary[f"{name}_slope"] = t.slope
+        summary[f"{name}_peak"] = t.peak
+    summary["peak_rss"] = series.peak("rss")
+    return summary
+
+
+class Sweep:
+    """Runs cells of one matrix against one runtime into one store."""
+
+    def __init__(self, matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress):
+        self.matrix = matrix
+        self.runtime = runtime
+        self.store = store
+        self.progress = progress
+        self.cfg: AnalysisConfig = matrix.analysis
+        self._images: dict[str, ImageInfo] = {}
+        self._image_lock = threading.Lock()
+        self._lock = threading.Lock()
+
+    def image(self, spec: ImageSpec) -> ImageInfo:
+        with self._image_lock:
+            if spec.label not in self._images:
+                self._images[spec.label] = self.runtime.prepare(spec, self.progress)
+            return self._images[spec.label]
+
+    def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
+        start = time.monotonic()
+        outcome = SweepOutcome(self.store, {})
+        todo: list[Cell] = []
+        for cell in cells:
+            old = self.store.load_cell(cell.id) if resume else None
+            if old is not None:
+                outcome.results[cell.id] = old
+                outcome.reused += 1
+            else:
+                todo.append(cell)
+        if outcome.reused:
+            self.progress(f"resume: {outcome.reused} finished cells reused, {len(todo)} to run")
+        total = len(todo)
+        counter = [0]
+        stop = threading.Event()
+
+        def lane(cells_in_lane: list[Cell]) -> None:
+            for cell in cells_in_lane:
+                if stop.is_set():
+                    return
+                with self._lock:
+                    counter[0] += 1
+                    n = counter[0]
+                self.progress(f"[{n}/{total}] {cell.id}: running "
+                              f"({cell.settings.iterations} iterations)")
+                result = self.run_cell(cell)
+                with self._lock:
+                    outcome.results[cell.id] = result
+                    outcome.ran += 1
+                self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} "
+                              f"({result['reason']}) in {result['timings']['cell_s']:.1f}s")
+                if self.matrix.fail_fast and result["verdict"] in BAD:
+                    stop.set()
+
+        groups = lanes(todo)
+        width = min(len(groups), self.matrix.max_parallel or len(groups)) or 1
+        if width <= 1:
+            for group in groups:
+                lane(group)
+        else:
+            pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
+            try:
+                futures = [pool.submit(lane, g) for g in groups]
+                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+                for f in done:
+                    f.result()
+            finally:
+                stop.set()
+                pool.shutdown(wait=True)
+        self.compare_rows(cells, outcome.results)
+        outcome.seconds = time.monotonic() - start
+        return outcome
+
+    def run_cell(self, cell: Cell) -> dict[str, Any]:
+        t0 = time.monotonic()
+        info = self.image(cell.image)
+        attempts: list[dict[str, Any]] = []
+        while True:
+            outdir = self.store.cell_dir(cell.id, fresh=True)
+            request = RunRequest(cell, info, outdir, outdir / "stop")
+            t_run = time.monotonic()
+            ended = self.runtime.run(request, self.progress)
+            run_s = time.monotonic() - t_run
+            t_an = time.monotonic()
+            series = read_samples(outdir / "samples.jsonl")
+            verdict = decide(series, ended, self.cfg, in_container=self.runtime.name == "docker")
+            analyse_s = time.monotonic() - t_an
+            attempts.append({"verdict": verdict.verdict, "reason": verdict.reason})
+            if verdict.verdict != "ambiguous" or len(attempts) > cell.settings.repeats:
+                break
+            self.progress(f"{cell.id}: ambiguous ({verdict.reason}); repeating "
+                          f"({len(attempts)}/{cell.settings.repeats})")
+        end = series.end or {}
+        header = series.header or {}
+        result: dict[str, Any] = {
+            "schema": SCHEMA, "id": cell.id, "row": cell.row,
+            "image": {"label": cell.image.label, "ref": cell.image.ref, "index": cell.image.index,
+                      "digest": info.digest, "labels": info.labels, "pip": list(cell.image.pip)},
+            "gpu": {"value": cell.gpu.value, "label": cell.gpu.label},
+            "scenario": {"id": cell.scenario.id, "script": self._rel(cell.scenario.script),
+                         "params": dict(cell.scenario.params)},
+            "settings": {f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
+                                  else getattr(cell.settings, f.name))
+                         for f in dataclasses.fields(cell.settings)},
+            "runtime": self.runtime.name,
+            **verdict.to_dict(),
+            "summary": summarise(series, verdict),
+            "outcome": ended.to_dict(),
+            "host_samples": ended.host_samples[-2000:],
+            "fingerprint": {k: header.get(k) for k in FINGERPRINT_KEYS},
+            "end": {k: end.get(k) for k in ("status", "error", "info", "phases", "iterations",
+                                            "warmup", "stopped_early", "mode", "elapsed_s")},
+            "problems": series.problems, "skipped_lines": series.skipped,
+            "attempts": attempts,
+            "timings": {"prepare_s": info.prepare_s, "run_s": run_s, "analyse_s": analyse_s,
+                        "cell_s": time.monotonic() - t0},
+        }
+        self.store.write_cell(cell.id, result)
+        return result
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.matrix.file.resolve().parent))
+        except ValueError:
+            return str(path)
+
+    def compare_rows(self, cells: list[Cell], results: dict[str, dict[str, Any]]) -> None:
+        """Each cell vs its row's baseline (the matrix's, else the row's first image)."""
+        rows: dict[str, list[Cell]] = {}
+        for c in cells:
+            if c.id in results:
+                rows.setdefault(c.row, []).append(c)
+        for row_cells in rows.values():
+            row_cells.sort(key=lambda c: c.image.index)
+            base = next((c for c in row_cells if c.image.label == self.matrix.baseline),
+                        row_cells[0])
+            base_res = results[base.id]
+            if base_res["verdict"] not in GOOD | {"leak", "slowdown"}:
+                continue
+            base_series = read_samples(self.store.samples_path(base.id))
+            for c in row_cells:
+                if c is base:
+                    continue
+                res = results[c.id]
+                series = read_samples(self.store.samples_path(c.id))
+                steps, peaks = compare_to_baseline(
+                    base_series.step_times(), base_series.peak("rss"), series.step_times(),
+                    series.peak("rss"), self.cfg)
+                res["vs_baseline"] = {"baseline": base.image.label,
+                                      "steps": steps.to_dict() if steps else None,
+                                      "peak_rss": peaks.to_dict() if peaks else None}
+                if res["verdict"] in GOOD:
+                    why = []
+                    if steps is not None and steps.direction == "slower":
+                        why.append(f"steps {steps.ratio:.2f}x {base.image.label} "
+                                   f"(p={steps.p_value:.2g})")
+                    if peaks is not None and peaks.direction == "higher":
+                        why.append(f"peak RSS {peaks.ratio:.2f}x {base.image.label}")
+                    if why:
+                        res["verdict"] = "regression"
+                        res["reason"] = "; ".join(why)
+                        res.setdefault("findings", []).append("regression")
+                self.store.write_cell(c.id, res)
+
+
+def sweep(matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
+          progress: Callable[[str], None], resume: bool) -> SweepOutcome:
+    """Check the runtime, clean up leftovers, run the cells, compare rows."""
+    runtime.cleanup()
+    runtime.check(cells)
+    return Sweep(matrix, runtime, store, progress).run(cells, resume)

@@ -1,0 +1,78 @@
+"""One report model built from stored results; every renderer reads only this."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.analysis.verdict import BAD
+from harness.search import RowAnswer, answer_rows
+
+RESULTS_SCHEMA = 1
+
+
+def cell_numbers(res: Mapping[str, Any]) -> str:
+    """Key numbers of a cell: growth/iteration of the deciding source, median step."""
+    parts: list[str] = []
+    memory = res.get("memory") or {}
+    source = (res.get("carrier") or "").split("+")[0] or None
+    if source not in memory:
+        source = next((s for s in ("heap", "uss", "rss") if s in memory), None)
+    if source is not None:
+        slope = float(memory[source]["slope"])
+        parts.append(f"{source} {slope / 1024:+.1f}KiB/it")
+    step = (res.get("summary") or {}).get("median_step_s")
+    if step is not None:
+        parts.append(f"{step * 1000:.3g}ms")
+    vs = res.get("vs_baseline") or {}
+    steps = vs.get("steps") or {}
+    if steps and steps.get("direction") not in (None, "~"):
+        parts.append(f"{steps['ratio']:.2f}x")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Report:
+    name: str
+    images: list[str]
+    rows: list[RowAnswer]
+    results: dict[str, dict[str, Any]]
+    meta: dict[str, Any]
+
+    @classmethod
+    def from_results(cls, name: str, results: Mapping[str, dict[str, Any]],
+                     meta: Mapping[str, Any] | None = None) -> Report:
+        order: dict[str, int] = {}
+        for r in results.values():
+            order.setdefault(r["image"]["label"], r["image"]["index"])
+        images = sorted(order, key=lambda k: order[k])
+        return cls(name, images, answer_rows(results), dict(results), dict(meta or {}))
+
+    @property
+    def bad_cells(self) -> list[str]:
+        return sorted(k for k, r in self.results.items() if r["verdict"] in BAD)
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """Header and rows: GPU x scenario down, images across, then the answer."""
+        header = ["row", *self.images, "first bad / last good"]
+        body: list[list[str]] = []
+        for row in self.rows:
+            by_image = {label: cid for label, _, cid in row.cells}
+            cells = []
+            for img in self.images:
+                cid = by_image.get(img)
+                if cid is None:
+                    cells.append("")
+                    continue
+                res = self.results[cid]
+                cells.append(f"{res['verdict']} {cell_numbers(res)}".strip())
+            body.append([row.row, *cells, row.sentence])
+        return header, body
+
+    def to_json(self) -> dict[str, Any]:
+        cells = {k: {kk: vv for kk, vv in v.items() if kk != "host_samples"}
+                 for k, v in sorted(self.results.items())}
+        return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
+                "images": self.images, "rows": [r.to_dict() for r in self.rows],
+                "bad_cells": self.bad_cells, "cells": cells}

@@ -1,0 +1,105 @@
+"""The Runtime protocol: how a cell becomes a running agent, and what comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.spec.model import Cell, ImageSpec
+
+AGENT_DIR = Path(__file__).resolve().parent.parent / "agent"
+LABEL = "harness.managed"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """What was actually run: digest/interpreter, labels, and seconds spent preparing."""
+
+    ref: str
+    digest: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    python: str = "python3"
+    prepare_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    cell: Cell
+    image: ImageInfo
+    outdir: Path                      # host directory, writable, holds samples.jsonl
+    control: Path                     # host path of the early-stop control file
+
+    def agent_args(self, agent: str, scenario: str, out: str, control: str) -> list[str]:
+        s = self.cell.settings
+        import json
+
+        args = [agent, "--scenario", scenario, "--params",
+                json.dumps(dict(self.cell.scenario.params), sort_keys=True),
+                "--iterations", str(s.iterations), "--warmup", str(s.warmup),
+                "--sample-every", str(s.sample_every),
+                "--sample-interval", str(s.sample_interval),
+                "--out", out, "--control", control, "--quiet"]
+        if not self.cell.gpu.wants_gpu:
+            args.append("--no-gpu")
+        return args
+
+    def environment(self) -> dict[str, str]:
+        env = dict(self.cell.settings.env)
+        if self.cell.settings.pythonmalloc:
+            env.setdefault("PYTHONMALLOC", "malloc")
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        return env
+
+
+@dataclass
+class RunOutcome:
+    """How the process/container ended. A leak is not decided here."""
+
+    exit_code: int | None
+    timed_out: bool = False
+    oom_killed: bool = False
+    error: str | None = None          # the harness's own view, e.g. "engine lost"
+    duration_s: float = 0.0
+    host_samples: list[dict[str, Any]] = field(default_factory=list)
+    log_tail: str = ""
+    mem_limit_bytes: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"exit_code": self.exit_code, "timed_out": self.timed_out,
+                "oom_killed": self.oom_killed, "error": self.error,
+                "duration_s": round(self.duration_s, 3), "log_tail": self.log_tail[-4000:],
+                "mem_limit_bytes": self.mem_limit_bytes, "details": self.details,
+                "host_samples": len(self.host_samples)}
+
+
+class Runtime(Protocol):
+    """A backend that runs cells. Chosen by name in the matrix (`runtime:`)."""
+
+    name: str
+
+    def check(self, cells: list[Cell]) -> None:
+        """Raise EnvironmentUnavailable if these cells cannot run here at all."""
+
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        """Make the image available (pull / build venv); raise ImageUnavailable."""
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        """Run one cell to completion or deadline; always clean up what it started."""
+
+    def cleanup(self) -> int:
+        """Remove anything this or an earlier, crashed harness left behind; count it."""
+
+
+def parse_size(text: str | None) -> int | None:
+    if text is None:
+        return None
+    units = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+    t = text.strip().lower()
+    if t[-1] in units:
+        return int(t[:-1]) * units[t[-1]]
+    return int(t)

@@ -1,0 +1,278 @@
+"""Run a cell as a Docker container. The only module that imports `docker`.
+
+Containers get the NGC flags (shm 1g, memlock -1, stack 64 MiB), GPUs through a
+DeviceRequest, no network unless asked, the agent and the scenario's directory mounted
+read-only and the cell's output directory read-write. `container.wait(timeout)` is only
+an HTTP timeout, so the deadline is ours: we poll the state and kill. Every container
+carries labels naming its owner process, so Ctrl-C, an error or a crashed harness never
+leaves one running: `cleanup()` removes those whose owner is gone.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import DeviceRequest, Ulimit
+
+from harness import gpu
+from harness.errors import EngineUnavailable, GpuUnavailable, ImageUnavailable
+from harness.runtimes import process
+from harness.runtimes.base import (
+    AGENT_DIR,
+    LABEL,
+    ImageInfo,
+    Progress,
+    RunOutcome,
+    RunRequest,
+    parse_size,
+)
+from harness.spec.model import Cell, ImageSpec
+
+OWNER = f"{socket.gethostname()}:{os.getpid()}"
+STACK_BYTES = 64 * 1024 * 1024
+POLL_S = 0.1
+ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+NO_ENGINE_FIX = ("start the engine (`dockerd --iptables=false --bridge=none &` on this kind of "
+                 "machine, or `systemctl start docker`), check DOCKER_HOST, or use "
+                 "`runtime: local` in the matrix")
+
+
+class DockerRuntime:
+    name = "docker"
+
+    def __init__(self, base_url: str | None = None):
+        self.base_url = base_url
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        """The docker-py client, connected lazily.
+
+        Raises:
+            EngineUnavailable: no engine answers at DOCKER_HOST / base_url.
+        """
+        if self._client is None:
+            try:
+                client = (docker.DockerClient(base_url=self.base_url, timeout=120)
+                          if self.base_url else docker.from_env(timeout=120))
+                client.ping()
+            except ENGINE_ERRORS as exc:
+                where = self.base_url or os.environ.get("DOCKER_HOST", "the default socket")
+                raise EngineUnavailable(f"no Docker engine answers at {where}: {exc}\n"
+                                        f"  fix: {NO_ENGINE_FIX}") from exc
+            self._client = client
+        return self._client
+
+    def check(self, cells: list[Cell]) -> None:
+        info = self.client.info()
+        wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
+        if not wants:
+            return
+        local = self.base_url is None or self.base_url.startswith("unix://")
+        if local and not gpu.host_has_gpu():
+            raise GpuUnavailable(
+                f"the matrix asks for GPU {', '.join(wants)} but this host has no NVIDIA GPU "
+                "or driver (no /proc/driver/nvidia/gpus, no /dev/nvidiactl).\n  fix: run the "
+                "sweep on a GPU host with the NVIDIA driver and nvidia-container-toolkit, or "
+                "set `gpu: [none]` for a CPU-only sweep")
+        if gpu.engine_gpu_support(info) is None and not local:
+            raise GpuUnavailable("the engine offers no NVIDIA runtime or CDI devices.\n  fix: "
+                                 "install nvidia-container-toolkit and restart dockerd")
+
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        start = time.monotonic()
+        try:
+            img = self.client.images.get(image.ref)
+        except docker.errors.ImageNotFound:
+            img = self._pull(image.ref, progress)
+        except ENGINE_ERRORS as exc:
+            raise EngineUnavailable(f"engine error looking up {image.ref}: {exc}") from exc
+        digests = img.attrs.get("RepoDigests") or []
+        return ImageInfo(ref=image.ref, digest=digests[0] if digests else img.id,
+                         labels=dict(img.labels or {}), python=image.python or "python3",
+                         prepare_s=time.monotonic() - start)
+
+    def _pull(self, ref: str, progress: Progress) -> Any:
+        repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+        progress(f"pulling {ref} ...")
+        last = 0.0
+        try:
+            for event in self.client.api.pull(repo, tag=tag or "latest", stream=True,
+                                              decode=True):
+                if "error" in event:
+                    raise docker.errors.APIError(event["error"])
+                if time.monotonic() - last > 5:
+                    last = time.monotonic()
+                    progress(f"pull {ref}: {event.get('status', '')} {event.get('progress', '')}")
+            return self.client.images.get(ref)
+        except ENGINE_ERRORS as exc:
+            raise ImageUnavailable(
+                f"image {ref} is not present on the engine and could not be pulled: "
+                f"{str(exc)[:300]}\n  fix: `docker pull {ref}` on a host with registry "
+                "access (then `docker save | docker load`), or build the test images with "
+                "`python -m harness images build`") from exc
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        cell, s = request.cell, request.cell.settings
+        script = cell.scenario.script
+        args = request.agent_args("/harness/agent/agent.py", f"/harness/scenario/{script.name}",
+                                  "/harness/out/samples.jsonl",
+                                  f"/harness/out/{request.control.name}")
+        kwargs: dict[str, Any] = {
+            "command": [request.image.python, *args],
+            "labels": {LABEL: "1", "harness.owner": OWNER, "harness.cell": cell.id},
+            "environment": request.environment(),
+            "volumes": {str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"},
+                        str(script.parent): {"bind": "/harness/scenario", "mode": "ro"},
+                        str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
+            "working_dir": "/harness/scenario",
+            "shm_size": s.shm_size,
+            "ulimits": [Ulimit(name="memlock", soft=-1, hard=-1),
+                        Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)],
+            "detach": True,
+        }
+        if not s.network:
+            kwargs["network_disabled"] = True
+            kwargs["network_mode"] = "none"
+        limit = parse_size(s.mem_limit)
+        if limit is not None:
+            kwargs["mem_limit"] = limit
+            kwargs["memswap_limit"] = limit  # no swap: over the limit is an OOM kill
+        if cell.gpu.wants_gpu:
+            kwargs["device_requests"] = [DeviceRequest(**gpu.device_request_kwargs(
+                cell.gpu.value))]
+        outcome = RunOutcome(exit_code=None, mem_limit_bytes=limit)
+        container = None
+        start = time.monotonic()
+        try:
+            container = self.client.containers.create(request.image.ref, **kwargs)
+            stats: list[dict[str, Any]] = []
+            container.start()
+            t_stats = threading.Thread(target=self._stats, args=(container, stats, start),
+                                       daemon=True)
+            t_stats.start()
+            while True:
+                state = self.client.api.inspect_container(container.id)["State"]
+                if not state.get("Running") and state.get("Status") in ("exited", "dead"):
+                    break
+                if time.monotonic() - start > s.timeout:
+                    outcome.timed_out = True
+                    container.kill()
+                    state = self._wait_exit(container.id)
+                    break
+                time.sleep(POLL_S)
+            outcome.duration_s = time.monotonic() - start
+            outcome.exit_code = state.get("ExitCode")
+            outcome.oom_killed = bool(state.get("OOMKilled"))
+            t_stats.join(timeout=2.0)
+            outcome.host_samples = stats
+            if stats:
+                outcome.details["host_max_usage"] = max(int(x.get("max_usage") or x["usage"])
+                                                        for x in stats)
+            logs = container.logs(tail=200)
+            outcome.log_tail = logs.decode("utf-8", "replace") if isinstance(logs, bytes) else ""
+            (request.outdir / "agent.log").write_text(outcome.log_tail, encoding="utf-8")
+        except docker.errors.ImageNotFound as exc:
+            raise ImageUnavailable(f"image {request.image.ref} vanished: {exc}") from exc
+        except ENGINE_ERRORS as exc:
+            outcome.error = f"engine error: {str(exc)[:500]}"
+            outcome.duration_s = time.monotonic() - start
+        finally:
+            if container is not None:
+                self._remove(container.id)
+        return outcome
+
+    def _wait_exit(self, cid: str) -> dict[str, Any]:
+        for _ in range(100):
+            state: dict[str, Any] = self.client.api.inspect_container(cid)["State"]
+            if not state.get("Running"):
+                return state
+            time.sleep(POLL_S)
+        return state
+
+    def _stats(self, container: Any, out: list[dict[str, Any]], start: float) -> None:
+        """Host-side cgroup memory from the engine's stats stream (1 Hz)."""
+        try:
+            for st in container.stats(stream=True, decode=True):
+                mem = st.get("memory_stats") or {}
+                if "usage" in mem:
+                    out.append({"t": round(time.monotonic() - start, 3), "usage": mem["usage"],
+                                "max_usage": mem.get("max_usage"),
+                                "limit": mem.get("limit"),
+                                "rss": (mem.get("stats") or {}).get("rss")})
+                elif out:
+                    return  # the container has stopped
+        except ENGINE_ERRORS:
+            return
+
+    def _remove(self, cid: str) -> None:
+        try:
+            self.client.api.remove_container(cid, force=True)
+        except docker.errors.NotFound:
+            pass
+        except ENGINE_ERRORS:
+            pass  # cleanup() on the next start removes it by label
+
+    def cleanup(self) -> int:
+        """Remove labelled containers whose owning harness process is gone; count them."""
+        removed = 0
+        host = socket.gethostname()
+        try:
+            found = self.client.containers.list(all=True, filters={"label": LABEL})
+        except ENGINE_ERRORS:
+            return 0
+        for c in found:
+            owner = (c.labels or {}).get("harness.owner", "")
+            name, _, pid = owner.partition(":")
+            mine = owner == OWNER
+            orphan = name == host and pid.isdigit() and not process.alive(int(pid))
+            if mine or orphan:
+                self._remove(c.id)
+                removed += 1
+        return removed
+
+    def managed_containers(self) -> list[str]:
+        return [c.id for c in self.client.containers.list(all=True, filters={"label": LABEL})]
+
+    def build(self, context: Path, tag: str, labels: dict[str, str], progress: Progress) -> str:
+        """`docker build` of a directory with no network; returns the image id.
+
+        Raises:
+            ImageUnavailable: the build failed (its last log lines are in the message).
+        """
+        tail: list[str] = []
+        try:
+            for chunk in self.client.api.build(path=str(context), tag=tag, labels=labels,
+                                               network_mode="none", rm=True, decode=True,
+                                               forcerm=True):
+                text = (chunk.get("stream") or chunk.get("status") or "").rstrip()
+                if "error" in chunk:
+                    raise ImageUnavailable(f"building {tag}: {chunk['error']}\n" +
+                                           "\n".join(tail[-10:]))
+                if text:
+                    tail.append(text)
+                    if text.startswith("Step "):
+                        progress(f"{tag}: {text}")
+            img = self.client.images.get(tag)
+        except ENGINE_ERRORS as exc:
+            raise ImageUnavailable(f"building {tag} failed: {exc}") from exc
+        return str(img.id)
+
+    def image_labels(self, tag: str) -> dict[str, str] | None:
+        try:
+            return dict(self.client.images.get(tag).labels or {})
+        except docker.errors.ImageNotFound:
+            return None
+
+    def import_tar(self, data: io.BufferedReader, tag: str) -> None:
+        repo, _, t = tag.rpartition(":")
+        self.client.api.import_image_from_stream(data, repository=repo, tag=t)

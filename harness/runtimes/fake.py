@@ -1,0 +1,86 @@
+"""A runtime for unit tests of the orchestrator: writes agent-shaped JSON lines itself.
+
+Each cell's behaviour comes from a function of the cell (leak bytes/iteration, step
+time, exit code, crash text...), so tests state the truth and check the verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest
+from harness.spec.model import Cell, ImageSpec
+
+
+@dataclass
+class Behaviour:
+    leak_per_iter: float = 0.0      # bytes
+    step_s: float = 0.001
+    slowdown_per_iter: float = 0.0  # seconds added per iteration
+    exit_code: int = 0
+    error: str | None = None        # scenario raises -> end status error
+    oom: bool = False
+    timed_out: bool = False
+    truncate: bool = False          # the agent died mid-write
+    base_bytes: float = 200e6
+    noise: float = 4096.0
+    seed: int = 0
+
+
+@dataclass
+class FakeRuntime:
+    behave: Callable[[Cell], Behaviour]
+    name: str = "fake"
+    runs: list[str] = field(default_factory=list)
+    prepared: list[str] = field(default_factory=list)
+
+    def check(self, cells: list[Cell]) -> None:
+        return None
+
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        self.prepared.append(image.label)
+        return ImageInfo(ref=image.ref, digest=f"sha256:fake-{image.label}")
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        cell = request.cell
+        self.runs.append(cell.id)
+        b = self.behave(cell)
+        rng = random.Random(f"{b.seed}:{cell.id}:{len(self.runs)}")
+        s = cell.settings
+        lines: list[dict[str, Any]] = [{"type": "header", "schema": 1, "python": "3.11.7",
+                                        "packages": {"demo": cell.image.label}, "env": {}}]
+        steps = 0
+        for phase, count in (("warmup", s.warmup), ("measure", s.iterations)):
+            dts: list[float] = []
+            for k in range(count):
+                steps += 1
+                dts.append(max(1e-6, b.step_s + b.slowdown_per_iter * steps
+                               + rng.gauss(0, b.step_s * 0.05)))
+                if (k + 1) % s.sample_every == 0 or k + 1 == count:
+                    mem = b.base_bytes + b.leak_per_iter * steps
+                    noisy = mem + 4096 * round(rng.gauss(0, b.noise) / 4096)
+                    lines.append({"type": "sample", "src": "step", "phase": phase, "i": steps,
+                                  "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
+                                  "heap": mem / 2 + rng.gauss(0, 64), "dt": dts})
+                    dts = []
+        if b.error:
+            lines.append({"type": "end", "status": "error",
+                          "error": {"type": "RuntimeError", "message": b.error,
+                                    "traceback": f"Traceback...\nRuntimeError: {b.error}"}})
+        elif not (b.oom or b.timed_out or b.exit_code):
+            lines.append({"type": "end", "status": "ok", "iterations": s.iterations})
+        text = "".join(json.dumps(x) + "\n" for x in lines)
+        if b.truncate:
+            text = text[: len(text) * 2 // 3]
+        (request.outdir / "samples.jsonl").write_text(text)
+        code = 137 if b.oom else (b.exit_code or (1 if b.error else 0))
+        return RunOutcome(exit_code=None if b.timed_out else code, timed_out=b.timed_out,
+                          oom_killed=b.oom, duration_s=0.01,
+                          mem_limit_bytes=1 << 30 if b.oom else None)
+
+    def cleanup(self) -> int:
+        return 0

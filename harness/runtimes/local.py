@@ -1,0 +1,152 @@
+"""Run a cell as a subprocess of a Python interpreter or of a cached venv.
+
+The local "image" is an interpreter (`python3.11`, `/usr/bin/python3`) or a pip
+requirement set built into a venv under the cache directory, keyed by a hash of the
+interpreter's version and the sorted requirements, so a sweep over package versions
+runs on any machine without Docker. Memory limits are a Docker feature and are not
+applied here (the result says so).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from harness.errors import EnvironmentUnavailable, ImageUnavailable
+from harness.runtimes import process
+from harness.runtimes.base import AGENT_DIR, ImageInfo, Progress, RunOutcome, RunRequest
+from harness.spec.model import Cell, ImageSpec
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("HARNESS_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "harness")
+    return Path(base)
+
+
+class LocalRuntime:
+    name = "local"
+
+    def __init__(self, cache: Path | None = None):
+        self.cache = cache or cache_dir()
+
+    def check(self, cells: list[Cell]) -> None:
+        wants = sorted({c.id for c in cells if c.gpu.wants_gpu})
+        if wants:
+            from harness import gpu
+
+            if not gpu.host_has_gpu():
+                raise EnvironmentUnavailable(
+                    f"cells {', '.join(wants[:3])} ask for a GPU but this host has no NVIDIA "
+                    "driver (no /proc/driver/nvidia/gpus).\n  fix: run on a GPU host, or set "
+                    "`gpu: [none]` in the matrix")
+
+    def _interpreter(self, name: str) -> str:
+        found = shutil.which(name) if os.sep not in name else (name if os.access(
+            name, os.X_OK) else None)
+        if found is None:
+            raise ImageUnavailable(f"Python interpreter {name!r} not found on PATH.\n  fix: "
+                                   "install it, or name an existing one in the image's `python:`")
+        return found
+
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        start = time.monotonic()
+        python = self._interpreter(image.python or (image.ref if not image.pip else
+                                                    sys.executable))
+        rc, version = process.check_output([python, "-c", "import sys;print(sys.version)"],
+                                           timeout=60)
+        if rc != 0:
+            raise ImageUnavailable(f"{image.label}: interpreter {python} does not run: "
+                                   f"{version.strip()[:300]}\n  fix: install it or name "
+                                   "another interpreter")
+        if not image.pip:
+            return ImageInfo(ref=image.ref, digest=f"python {version.split()[0]}",
+                             python=python, prepare_s=time.monotonic() - start)
+        reqs = sorted(image.pip)
+        key = hashlib.sha256("\n".join([version.strip(), *reqs]).encode()).hexdigest()[:16]
+        venv = self.cache / "venvs" / key
+        vpy = venv / "bin" / "python"
+        if not vpy.exists():
+            self._build(python, reqs, venv, progress, image.label)
+        else:
+            progress(f"{image.label}: cached venv {venv}")
+        return ImageInfo(ref=" ".join(reqs), digest=f"venv:{key}", python=str(vpy),
+                         labels={"venv": str(venv)}, prepare_s=time.monotonic() - start)
+
+    def _build(self, python: str, reqs: list[str], venv: Path, progress: Progress,
+               label: str) -> None:
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        with (venv.parent / f"{venv.name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two sweeps building the same venv
+            if (venv / "bin" / "python").exists():
+                return
+            tmp = venv.parent / f"{venv.name}.tmp{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            progress(f"{label}: building venv with {' '.join(reqs)}")
+            rc, out = process.check_output([python, "-m", "venv", str(tmp)], timeout=300)
+            if rc != 0:
+                raise ImageUnavailable(f"{label}: `{python} -m venv` failed: {out[-500:]}")
+            tail: list[str] = []
+
+            def line(text: str) -> None:
+                tail.append(text)
+                del tail[:-30]
+                if text.startswith(("Collecting", "Successfully", "ERROR")):
+                    progress(f"{label}: pip: {text}")
+
+            rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
+                                       "--disable-pip-version-check", "-q", "--progress-bar",
+                                       "off", *reqs], on_line=line)
+            if rc != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise ImageUnavailable(f"{label}: pip install {' '.join(reqs)} failed:\n" +
+                                       "\n".join(tail[-10:]) +
+                                       "\n  fix: check the versions exist for this Python")
+            os.replace(tmp, venv)
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        cell = request.cell
+        out = request.outdir / "samples.jsonl"
+        args = request.agent_args(str(AGENT_DIR / "agent.py"), str(cell.scenario.script),
+                                  str(out), str(request.control))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.update(request.environment())
+        if not cell.gpu.wants_gpu:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        elif cell.gpu.value != "all":
+            env["CUDA_VISIBLE_DEVICES"] = cell.gpu.value
+        host: list[dict[str, object]] = []
+        pid_box: list[int] = []
+        t0 = time.monotonic()
+
+        def poll() -> None:
+            if pid_box:
+                try:
+                    with open(f"/proc/{pid_box[0]}/statm") as f:
+                        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                    host.append({"t": round(time.monotonic() - t0, 3), "rss": rss})
+                except (OSError, ValueError, IndexError):
+                    pass
+
+        log = request.outdir / "agent.log"
+        finished = process.run_with_deadline(
+            [request.image.python, *args], env=env, log=log,
+            deadline_s=cell.settings.timeout, cwd=cell.scenario.script.parent,
+            on_start=pid_box.append, poll=poll)
+        tail = log.read_bytes()[-8000:].decode("utf-8", "replace") if log.exists() else ""
+        details: dict[str, object] = {}
+        if cell.settings.mem_limit:
+            details["mem_limit"] = "not applied by the local runtime"
+        code = finished.returncode
+        return RunOutcome(exit_code=code, timed_out=finished.timed_out,
+                          oom_killed=False, duration_s=finished.duration_s,
+                          host_samples=host, log_tail=tail, details=details)
+
+    def cleanup(self) -> int:
+        """Subprocesses die with their group; nothing persists between sweeps."""
+        return 0

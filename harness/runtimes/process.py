@@ -1,0 +1,118 @@
+"""The one module that spawns processes: agent subprocesses, venv builds, tools.
+
+Children start in their own session so a deadline or Ctrl-C kills the whole group,
+escalating SIGTERM -> SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+GRACE_S = 3.0
+
+
+@dataclass
+class Finished:
+    returncode: int | None
+    timed_out: bool
+    duration_s: float
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
+                      deadline_s: float, cwd: Path | None = None,
+                      on_start: Callable[[int], None] | None = None,
+                      poll: Callable[[], None] | None = None) -> Finished:
+    """Run argv (no shell), stdout+stderr to `log`, killing the group at the deadline.
+
+    `poll` is called about every 0.2 s while the child runs (host-side sampling).
+    KeyboardInterrupt kills the group before propagating.
+    """
+    start = time.monotonic()
+    with log.open("ab") as out:
+        proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                                start_new_session=True)
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        while True:
+            try:
+                proc.wait(0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if poll is not None:
+                poll()
+            if time.monotonic() - start > deadline_s:
+                _kill_group(proc)
+                return Finished(proc.returncode, True, time.monotonic() - start)
+    except BaseException:
+        _kill_group(proc, grace=1.0)
+        raise
+    return Finished(proc.returncode, False, time.monotonic() - start)
+
+
+def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> tuple[int, str]:
+    """Run a short tool; (returncode, combined output). Missing program -> (127, message)."""
+    try:
+        done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=timeout, env=env, cwd=cwd,
+                              check=False)
+    except FileNotFoundError as exc:
+        return 127, str(exc)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else ""
+        return 124, out + f"\n(timed out after {timeout:.0f}s)"
+    return done.returncode, done.stdout.decode("utf-8", "replace")
+
+
+def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
+                 env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+    """Run a long tool (pip, debootstrap), passing each output line to on_line."""
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+    assert proc.stdout is not None
+    try:
+        for raw in proc.stdout:
+            on_line(raw.decode("utf-8", "replace").rstrip())
+        return proc.wait()
+    except BaseException:
+        _kill_group(proc, grace=1.0)
+        raise
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_thread(target: Callable[[], None]) -> threading.Thread:
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t

@@ -1,0 +1,92 @@
+"""Matrix axes x exclude/include -> Cells with stable ids (pure)."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.spec.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
+
+if TYPE_CHECKING:
+    from harness.spec.load import _Ctx
+
+AXES = ("image", "gpu", "scenario")
+
+
+def cell_id(image: ImageSpec, gpu: GpuSel, scenario: ScenarioSpec) -> str:
+    return f"{image.label}.{gpu.label}.{scenario.id}"
+
+
+def _match_image(pattern: Any, image: ImageSpec) -> bool:
+    pat = str(pattern)
+    return any(fnmatch.fnmatchcase(v, pat) for v in (image.label, image.ref))
+
+
+def _match_gpu(pattern: Any, gpu: GpuSel) -> bool:
+    return str(pattern) in (gpu.value, gpu.label)
+
+
+def _match_scenario(pattern: Any, scenario: ScenarioSpec) -> bool:
+    pat = str(pattern)
+    return fnmatch.fnmatchcase(scenario.id, pat) or fnmatch.fnmatchcase(
+        scenario.script.as_posix(), pat) or scenario.script.as_posix().endswith("/" + pat)
+
+
+def expand(ctx: _Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
+           scenarios: tuple[ScenarioSpec, ...], exclude: Any, include: Any, base: Path,
+           defaults: RunSettings) -> tuple[Cell, ...]:
+    """Cross the axes, drop excludes (each must match something), add includes.
+
+    Raises:
+        SpecError: an exclude/include entry is malformed or an exclude matches nothing.
+    """
+    cells = [Cell(cell_id(i, g, s), i, g, s) for i in images for g in gpus for s in scenarios]
+    if not isinstance(exclude, list):
+        raise ctx.fail(("exclude",), "exclude must be a list of mappings")
+    for n, entry in enumerate(exclude):
+        path = ("exclude", n)
+        rule = ctx.mapping(entry, path, AXES)
+        if not rule:
+            raise ctx.fail(path, "an empty exclude would drop every cell")
+
+        def hit(cell: Cell, rule: dict[str, Any] = rule) -> bool:
+            return (("image" not in rule or _match_image(rule["image"], cell.image))
+                    and ("gpu" not in rule or _match_gpu(rule["gpu"], cell.gpu))
+                    and ("scenario" not in rule or _match_scenario(rule["scenario"],
+                                                                   cell.scenario)))
+
+        kept = [c for c in cells if not hit(c)]
+        if len(kept) == len(cells):
+            raise ctx.fail(path, f"exclude {rule} matches no cell",
+                           "patterns match image labels/refs, GPU values and scenario ids; "
+                           "remove the entry or fix the pattern")
+        cells = kept
+    if not isinstance(include, list):
+        raise ctx.fail(("include",), "include must be a list of mappings")
+    from harness.spec.load import parse_image, parse_scenario
+
+    runtime_is_docker = not images or (not images[0].pip and images[0].python is None)
+    for n, entry in enumerate(include):
+        path = ("include", n)
+        rule = ctx.mapping(entry, path, AXES)
+        if "image" not in rule or "scenario" not in rule:
+            raise ctx.fail(path, "an include names at least `image` and `scenario`")
+        image = next((i for i in images if _match_image(rule["image"], i)), None)
+        if image is None:
+            image = parse_image(ctx, rule["image"], (*path, "image"),
+                                "docker" if runtime_is_docker else "local", len(images) + n)
+        scenario = next((s for s in scenarios if rule["scenario"] in (s.id,)), None)
+        if scenario is None:
+            scenario = parse_scenario(ctx, rule["scenario"], (*path, "scenario"), base, defaults)
+        gpu = gpus[0]
+        if "gpu" in rule:
+            gpu = next((g for g in gpus if _match_gpu(rule["gpu"], g)), None) or GpuSel(
+                str(rule["gpu"]))
+        cell = Cell(cell_id(image, gpu, scenario), image, gpu, scenario)
+        if all(c.id != cell.id for c in cells):
+            cells.append(cell)
+    if not cells:
+        raise ctx.fail(("matrix",), "the matrix expands to no cells",
+                       "check `exclude:`; it removed every combination")
+    return tuple(cells)

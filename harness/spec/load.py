@@ -1,0 +1,299 @@
+"""matrix.yaml -> validated `Matrix`. Every error names the file, key path, line and fix."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness.analysis.config import AnalysisConfig
+from harness.errors import SpecError
+from harness.spec.expand import expand
+from harness.spec.model import RUNTIMES, GpuSel, ImageSpec, Matrix, RunSettings, ScenarioSpec
+from harness.spec.yamlsrc import Located, PathKey, format_path, load_text
+
+TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
+            "analysis", "max-parallel", "fail-fast")
+MATRIX_KEYS = ("image", "gpu", "scenario")
+IMAGE_KEYS = ("name", "ref", "pip", "python")
+SCENARIO_KEYS = ("script", "id", "params")
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings))
+# Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
+SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_ID = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class _Ctx:
+    def __init__(self, doc: Located):
+        self.doc = doc
+
+    def fail(self, path: PathKey, problem: str, fix: str = "") -> SpecError:
+        return SpecError(self.doc.file, format_path(path), self.doc.line(path), problem, fix)
+
+    def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            if not isinstance(key, str) or key not in allowed:
+                raise self.fail((*path, str(key)), f"unknown key {key!r}",
+                                f"allowed keys here: {', '.join(allowed)}")
+        return value
+
+    def seq(self, value: Any, path: PathKey) -> list[Any]:
+        if isinstance(value, list):
+            if not value:
+                raise self.fail(path, "empty list", "give at least one entry")
+            return value
+        return [value]
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def load(path: str | Path) -> Matrix:
+    """Read and validate a matrix file.
+
+    Raises:
+        SpecError: anything wrong in the file, or the file cannot be read.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise SpecError(str(file), "", None, "file not found",
+                        "pass the path of a matrix YAML file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
+    return parse(text, file)
+
+
+def parse(text: str, file: Path) -> Matrix:
+    """Validate matrix text; `file` locates relative scenario paths and names errors."""
+    doc = load_text(text, str(file))
+    ctx = _Ctx(doc)
+    if doc.data is None:
+        raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")
+    top = ctx.mapping(doc.data, (), TOP_KEYS)
+    if "matrix" not in top:
+        raise ctx.fail((), "missing key 'matrix'", "add matrix: {image: [...], scenario: [...]}")
+    name = top.get("name", file.stem)
+    if not isinstance(name, str) or not name.strip() or _ID.sub("-", name) != name:
+        raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
+                       f"got {name!r}")
+    runtime = top.get("runtime", "docker")
+    if runtime not in RUNTIMES:
+        raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
+                       f"allowed values: {', '.join(RUNTIMES)}")
+    defaults = _settings(ctx, top.get("defaults", {}), ("defaults",), RunSettings())
+    m = ctx.mapping(top["matrix"], ("matrix",), MATRIX_KEYS)
+    for key in ("image", "scenario"):
+        if key not in m:
+            raise ctx.fail(("matrix",), f"missing key 'matrix.{key}'")
+    images = _images(ctx, m["image"], runtime)
+    gpus = tuple(_gpu(ctx, g, ("matrix", "gpu", i))
+                 for i, g in enumerate(ctx.seq(m.get("gpu", "none"), ("matrix", "gpu"))))
+    if len({g.value for g in gpus}) != len(gpus):
+        raise ctx.fail(("matrix", "gpu"), "the same GPU is listed twice")
+    scenarios = _scenarios(ctx, m["scenario"], file.parent, defaults)
+    baseline = _baseline(ctx, top.get("baseline"), images)
+    analysis = _analysis(ctx, top.get("analysis", {}))
+    max_parallel = top.get("max-parallel")
+    if max_parallel is not None and (type(max_parallel) is not int or max_parallel < 1):
+        raise ctx.fail(("max-parallel",), "must be a positive integer")
+    fail_fast = top.get("fail-fast", False)
+    if not isinstance(fail_fast, bool):
+        raise ctx.fail(("fail-fast",), "must be true or false")
+    cells = expand(ctx, images, gpus, scenarios, top.get("exclude", []), top.get("include", []),
+                   file.parent, defaults)
+    return Matrix(name=name, file=file, runtime=runtime, images=images, gpus=gpus,
+                  scenarios=scenarios, cells=cells, baseline=baseline, analysis=analysis,
+                  max_parallel=max_parallel, fail_fast=fail_fast)
+
+
+def image_label(ref: str) -> str:
+    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`."""
+    last = ref.rsplit("/", 1)[-1]
+    name, _, tag = last.partition(":")
+    return _ID.sub("-", tag or name).strip("-") or "image"
+
+
+def _images(ctx: _Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
+    out: list[ImageSpec] = []
+    for i, item in enumerate(ctx.seq(value, ("matrix", "image"))):
+        out.append(parse_image(ctx, item, ("matrix", "image", i), runtime, i))
+    labels = [img.label for img in out]
+    for i, img in enumerate(out):
+        if labels.index(img.label) != i:
+            raise ctx.fail(("matrix", "image", i), f"two images share the label {img.label!r}",
+                           "give one of them a mapping with a distinct `name:`")
+    return tuple(out)
+
+
+def parse_image(ctx: _Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
+    if isinstance(item, str) and item.strip():
+        label = image_label(item) if runtime == "docker" else _ID.sub("-", Path(item).name)
+        return ImageSpec(label=label, ref=item.strip(), index=index)
+    if not isinstance(item, dict):
+        raise ctx.fail(path, f"an image is a string or a mapping, got {_kind(item)}")
+    ctx.mapping(item, path, IMAGE_KEYS)
+    pip = item.get("pip", [])
+    if isinstance(pip, str):
+        pip = [pip]
+    if not isinstance(pip, list) or not all(isinstance(p, str) and p.strip() for p in pip):
+        raise ctx.fail((*path, "pip"), "pip must be a list of requirement strings")
+    python = item.get("python")
+    if python is not None and (not isinstance(python, str) or not python.strip()):
+        raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
+    ref = item.get("ref")
+    if runtime == "docker":
+        if not isinstance(ref, str) or not ref.strip():
+            raise ctx.fail(path, "a docker image mapping needs `ref: REPO:TAG`")
+        if pip:
+            raise ctx.fail((*path, "pip"), "pip requirement sets are for `runtime: local`",
+                           "build an image with those packages (images/) and name it in ref")
+    else:
+        if ref is not None:
+            raise ctx.fail((*path, "ref"), "`ref` is for docker images",
+                           "for the local runtime give `python:` and/or `pip:`")
+        ref = python or "python3"
+    name = item.get("name")
+    if name is None:
+        name = image_label(ref) if runtime == "docker" else _ID.sub("-", "_".join(pip) or ref)
+    if not isinstance(name, str) or not _ID.sub("", name) or _ID.sub("-", name) != name:
+        raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
+                       f"got {name!r}")
+    return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python)
+
+
+def _gpu(ctx: _Ctx, value: Any, path: PathKey) -> GpuSel:
+    if type(value) is int and value >= 0:
+        return GpuSel(str(value))
+    if isinstance(value, str) and (value in ("all", "none") or value.isdigit()
+                                   or re.fullmatch(r"(GPU|MIG)-[0-9a-fA-F-]{8,}", value)):
+        return GpuSel(value)
+    raise ctx.fail(path, f"bad GPU {value!r}",
+                   "use an index (0), a UUID (GPU-...), \"all\" or \"none\"")
+
+
+def _scenarios(ctx: _Ctx, value: Any, base: Path,
+               defaults: RunSettings) -> tuple[ScenarioSpec, ...]:
+    out: list[ScenarioSpec] = []
+    for i, item in enumerate(ctx.seq(value, ("matrix", "scenario"))):
+        out.append(parse_scenario(ctx, item, ("matrix", "scenario", i), base, defaults))
+    ids = [s.id for s in out]
+    for i, sc in enumerate(out):
+        if ids.index(sc.id) != i:
+            raise ctx.fail(("matrix", "scenario", i), f"two scenarios share the id {sc.id!r}",
+                           "give one of them `id: SOMETHING_ELSE`")
+    return tuple(out)
+
+
+def parse_scenario(ctx: _Ctx, item: Any, path: PathKey, base: Path,
+                   defaults: RunSettings) -> ScenarioSpec:
+    if isinstance(item, str):
+        item = {"script": item}
+    if not isinstance(item, dict):
+        raise ctx.fail(path, f"a scenario is a path or a mapping, got {_kind(item)}")
+    ctx.mapping(item, path, SCENARIO_KEYS + SETTING_KEYS)
+    script = item.get("script")
+    if not isinstance(script, str) or not script.strip():
+        raise ctx.fail(path, "missing `script: PATH/TO/scenario.py`")
+    resolved = (base / script).resolve()
+    if not resolved.is_file():
+        raise ctx.fail((*path, "script") if "script" in item else path,
+                       f"scenario file not found: {script} (looked at {resolved})",
+                       "paths are relative to the matrix file's directory")
+    sid = item.get("id", resolved.stem)
+    if not isinstance(sid, str) or not sid or _ID.sub("-", sid) != sid:
+        raise ctx.fail((*path, "id"), f"id must be letters, digits, '.', '_', '-'; got {sid!r}")
+    params = item.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise ctx.fail((*path, "params"), f"params must be a mapping, got {_kind(params)}")
+    overrides = {k: v for k, v in item.items() if k in SETTING_KEYS}
+    settings = _settings(ctx, overrides, path, defaults)
+    return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),
+                        settings=settings)
+
+
+def parse_duration(value: Any) -> float | None:
+    if type(value) in (int, float) and value > 0:
+        return float(value)
+    if isinstance(value, str) and (m := _DURATION.match(value)):
+        scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+        seconds = float(m.group(1)) * scale
+        return seconds if seconds > 0 else None
+    return None
+
+
+def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSettings:
+    raw = ctx.mapping(value or {}, path, SETTING_KEYS)
+    changes: dict[str, Any] = {}
+    for key, v in raw.items():
+        field = key.replace("-", "_")
+        here = (*path, key)
+        if field == "timeout":
+            seconds = parse_duration(v)
+            if seconds is None:
+                raise ctx.fail(here, f"bad duration {v!r}", "write e.g. 90s, 20m, 1h or 600")
+            changes[field] = seconds
+        elif field == "sample_interval":
+            if type(v) not in (int, float) or not 0.01 <= v <= 3600:
+                raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
+            changes[field] = float(v)
+        elif field in ("iterations", "warmup", "sample_every", "repeats"):
+            low = 1 if field in ("iterations", "sample_every") else 0
+            if type(v) is not int or v < low:
+                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}")
+            changes[field] = v
+        elif field in ("pythonmalloc", "network"):
+            if not isinstance(v, bool):
+                raise ctx.fail(here, f"must be true or false, got {v!r}")
+            changes[field] = v
+        elif field in ("mem_limit", "shm_size"):
+            if not (isinstance(v, str) and re.fullmatch(r"\d+[bkmgBKMG]?", v)) and not (
+                    type(v) is int and v > 0):
+                raise ctx.fail(here, f"bad size {v!r}", "write e.g. 512m or 2g")
+            changes[field] = str(v)
+        elif field == "env":
+            if not isinstance(v, dict) or not all(
+                    isinstance(k, str) and isinstance(x, str | int | float) for k, x in v.items()):
+                raise ctx.fail(here, "env must be a mapping of NAME: value")
+            changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
+    return dataclasses.replace(base, **changes)
+
+
+def _baseline(ctx: _Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None:
+    if value is None:
+        return None
+    raw = ctx.mapping(value, ("baseline",), ("image",))
+    want = raw.get("image")
+    for img in images:
+        if want in (img.label, img.ref):
+            return img.label
+    raise ctx.fail(("baseline", "image"), f"baseline image {want!r} is not in matrix.image",
+                   f"allowed values: {', '.join(i.label for i in images)}")
+
+
+def _analysis(ctx: _Ctx, value: Any) -> AnalysisConfig:
+    names = tuple(f.name for f in dataclasses.fields(AnalysisConfig))
+    raw = ctx.mapping(value or {}, ("analysis",), names + tuple(n.replace("_", "-") for n in names))
+    changes: dict[str, Any] = {}
+    for key, v in raw.items():
+        field = key.replace("-", "_")
+        kind = type(getattr(AnalysisConfig(), field))
+        ok = isinstance(v, bool) if kind is bool else (
+            type(v) is int if kind is int else type(v) in (int, float))
+        if not ok:
+            raise ctx.fail(("analysis", key), f"must be a {kind.__name__}, got {v!r}")
+        changes[field] = kind(v)
+    try:
+        return AnalysisConfig(**changes)
+    except ValueError as exc:
+        raise ctx.fail(("analysis",), str(exc)) from exc
+

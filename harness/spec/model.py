@@ -1,0 +1,107 @@
+"""The validated, frozen matrix model and the Cells it expands to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from harness.analysis.config import AnalysisConfig
+
+RuntimeName = Literal["docker", "local"]
+RUNTIMES: tuple[str, ...] = ("docker", "local")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How one cell runs. Set in `defaults:` and overridable per scenario."""
+
+    iterations: int = 2000
+    warmup: int = 200
+    sample_every: int = 10
+    sample_interval: float = 0.5    # seconds between timer-thread samples
+    timeout: float = 1200.0         # seconds, whole cell, enforced by the harness
+    mem_limit: str | None = None    # e.g. "2g"; docker only
+    pythonmalloc: bool = True       # run with PYTHONMALLOC=malloc so the heap signal is clean
+    repeats: int = 2                # extra runs of an ambiguous cell
+    network: bool = False           # docker: network off unless asked
+    shm_size: str = "1g"
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """An image: a Docker reference, or for the local runtime a Python environment."""
+
+    label: str                      # short, unique, used in cell ids and table columns
+    ref: str                        # docker reference, or interpreter for local
+    index: int                      # position in the matrix = version order
+    pip: tuple[str, ...] = ()       # local runtime: requirements built into a cached venv
+    python: str | None = None       # interpreter inside the image / for the venv
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    id: str
+    script: Path                    # absolute
+    params: Mapping[str, Any]
+    settings: RunSettings
+
+
+@dataclass(frozen=True)
+class GpuSel:
+    """`0`, a UUID, "all" or "none"."""
+
+    value: str
+
+    @property
+    def label(self) -> str:
+        if self.value == "none":
+            return "cpu"
+        if self.value == "all":
+            return "gpuall"
+        if self.value.isdigit():
+            return f"gpu{self.value}"
+        return "gpu-" + self.value.removeprefix("GPU-")[:8]
+
+    @property
+    def wants_gpu(self) -> bool:
+        return self.value != "none"
+
+    def device_ids(self) -> list[str] | None:
+        """Docker DeviceRequest ids; None means all GPUs (count=-1)."""
+        return None if self.value == "all" else [self.value]
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    image: ImageSpec
+    gpu: GpuSel
+    scenario: ScenarioSpec
+
+    @property
+    def row(self) -> str:
+        """GPU x scenario: the row of the comparison table."""
+        return f"{self.gpu.label}.{self.scenario.id}"
+
+    @property
+    def settings(self) -> RunSettings:
+        return self.scenario.settings
+
+
+@dataclass(frozen=True)
+class Matrix:
+    name: str
+    file: Path
+    runtime: RuntimeName
+    images: tuple[ImageSpec, ...]
+    gpus: tuple[GpuSel, ...]
+    scenarios: tuple[ScenarioSpec, ...]
+    cells: tuple[Cell, ...]
+    baseline: str | None            # image label
+    analysis: AnalysisConfig
+    max_parallel: int | None = None
+    fail_fast: bool = False

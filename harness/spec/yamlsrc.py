@@ -1,0 +1,94 @@
+"""YAML text -> plain data plus the line of every key path (safe loader only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from harness.errors import SpecError
+
+PathKey = tuple[str | int, ...]
+
+# An alias bomb expands to billions of nodes when walked; real matrices have hundreds.
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+MAX_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Located:
+    """Parsed YAML and the 1-based line of each key path, e.g. ("matrix", "image", 1)."""
+
+    file: str
+    data: Any
+    lines: dict[PathKey, int]
+
+    def line(self, path: PathKey) -> int | None:
+        # Fall back to the nearest enclosing key that has a line.
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), None)
+
+
+def format_path(path: PathKey) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_text(text: str, file: str) -> Located:
+    """Parse YAML with `yaml.SafeLoader`, recording lines.
+
+    Raises:
+        SpecError: the text is not valid YAML, too big, or too deeply nested.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise SpecError(file, "", None, f"file is larger than {MAX_BYTES // 1024} KiB",
+                        "a matrix is a short YAML file; split it")
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict[PathKey, int] = {}
+        if node is not None:
+            _walk(node, (), lines, [0], file)
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or str(exc)
+        raise SpecError(file, "", line, f"not valid YAML: {problem}",
+                        "check indentation and quoting near that line") from exc
+    except yaml.YAMLError as exc:
+        raise SpecError(file, "", None, f"not valid YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise SpecError(file, "", None, "YAML nesting is too deep") from exc
+    finally:
+        loader.dispose()
+    return Located(file, data, lines)
+
+
+def _walk(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], count: list[int],
+          file: str) -> None:
+    count[0] += 1
+    if count[0] > MAX_NODES:
+        raise SpecError(file, format_path(path), node.start_mark.line + 1,
+                        f"more than {MAX_NODES} YAML nodes (an alias/anchor bomb?)",
+                        "write the matrix out plainly")
+    if len(path) > MAX_DEPTH:
+        raise SpecError(file, format_path(path), node.start_mark.line + 1,
+                        f"nested deeper than {MAX_DEPTH} levels")
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.tag)
+            child = (*path, str(key))
+            lines.setdefault(child, key_node.start_mark.line + 1)
+            _walk(value_node, child, lines, count, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*path, index), lines, count, file)

@@ -1,0 +1,148 @@
+"""`reports/<sweep>/<timestamp>/` with cells/<id>/{samples.jsonl,result.json}, results.json.
+
+Writes are atomic (temp file in the same directory, fsync, rename), so a crash or
+Ctrl-C leaves either the old file or the new one, never half of one. A directory is
+locked while a sweep writes to it; `--resume` reuses the newest directory of the
+sweep and skips cells whose result.json is complete.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from harness.errors import InputError, StoreError
+
+SCHEMA = 1
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` atomically.
+
+    Raises:
+        StoreError: the directory is read-only, full, or missing.
+    """
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        hint = {errno.ENOSPC: "the disk is full: free space or use --out elsewhere",
+                errno.EROFS: "the file system is read-only: use --out DIR on a writable one",
+                errno.EACCES: "permission denied: use --out DIR you can write"}.get(
+                    exc.errno or 0, "check the results directory")
+        raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: {hint}") from exc
+
+
+def write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def load_json(path: Path) -> Any:
+    """Read JSON written by this module; a missing or broken file gives None."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+class RunStore:
+    """One sweep's results directory."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lock: IO[str] | None = None
+
+    @classmethod
+    def open(cls, base: Path, name: str, resume: bool | Path) -> RunStore:
+        """A new timestamped directory, or with `resume` the newest existing one.
+
+        Raises:
+            InputError: --resume given but nothing to resume.
+            StoreError: cannot create or lock the directory.
+        """
+        if isinstance(resume, Path):
+            if not (resume / "cells").is_dir() and not (resume / "matrix.yaml").exists():
+                raise InputError(f"--resume {resume}: not a harness results directory")
+            store = cls(resume)
+        elif resume:
+            runs = sorted(p for p in (base / name).glob("*") if p.is_dir()) if (
+                base / name).is_dir() else []
+            if not runs:
+                raise InputError(f"--resume: no earlier sweep of {name!r} under {base}/{name}; "
+                                 "run without --resume first")
+            store = cls(runs[-1])
+        else:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            root = base / name / stamp
+            n = 1
+            while root.exists():
+                n += 1
+                root = base / name / f"{stamp}-{n}"
+            store = cls(root)
+        store.lock()
+        return store
+
+    def lock(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            f = (self.root / ".lock").open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise StoreError(f"cannot create results directory {self.root}: {exc.strerror}\n"
+                             "  fix: use --out DIR on a writable file system") from exc
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            f.seek(0)
+            who = f.read().strip() or "another harness"
+            f.close()
+            raise StoreError(f"{self.root} is in use by {who}\n  fix: wait for it to finish, "
+                             "or write to another directory with --out") from exc
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        self._lock = f
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def cell_dir(self, cell_id: str, fresh: bool = False) -> Path:
+        d = self.root / "cells" / cell_id
+        if fresh and d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def load_cell(self, cell_id: str) -> dict[str, Any] | None:
+        data = load_json(self.root / "cells" / cell_id / "result.json")
+        if isinstance(data, dict) and data.get("schema") == SCHEMA and "verdict" in data:
+            return data
+        return None
+
+    def write_cell(self, cell_id: str, result: dict[str, Any]) -> None:
+        write_json(self.cell_dir(cell_id) / "result.json", result)
+
+    def write(self, name: str, data: Any) -> Path:
+        path = self.root / name
+        if isinstance(data, str):
+            atomic_write_text(path, data)
+        else:
+            write_json(path, data)
+        return path
+
+    def samples_path(self, cell_id: str) -> Path:
+        return self.root / "cells" / cell_id / "samples.jsonl"

@@ -1,0 +1,201 @@
+"""Memory-trend and step-trend verdicts on synthetic series with realistic noise.
+
+RSS noise is page-granular (4 KiB), allocator arenas toggle by 64 KiB - 1 MiB at
+random times, Python's GC adds a sawtooth; heap (mallinfo) noise is small. Samples
+are taken every 10 iterations, as the agent does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.growth import bin_medians, memory_trend, step_trend
+
+KiB = 1024.0
+MiB = 1024.0 * KiB
+CFG = AnalysisConfig()
+
+
+def rss_noise(rng: np.random.Generator, t: np.ndarray, jitter: float = 64 * KiB) -> np.ndarray:
+    """Base level, page jitter, GC sawtooth and allocator toggles (not rounded yet)."""
+    y = 900 * MiB + rng.normal(0.0, jitter, t.size)
+    y += 256 * KiB * np.mod(t / rng.uniform(30, 200) + rng.uniform(), 1.0)
+    levels = np.array([0.0, *np.cumsum(rng.uniform(64 * KiB, 1 * MiB, 2))])
+    state, out = 0, np.empty(t.size)
+    for k in range(t.size):
+        if rng.random() < 0.02:
+            state = int(rng.integers(0, 3))
+        out[k] = levels[state]
+    return y + out
+
+
+def pages(y: np.ndarray) -> np.ndarray:
+    return np.round(y / (4 * KiB)) * 4 * KiB
+
+
+def sampled(iterations: int) -> np.ndarray:
+    return np.arange(0, iterations, 10, dtype=np.float64)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_slow_leak_hidden_in_noise_is_a_leak_with_the_true_rate_inside_the_ci(seed: int) -> None:
+    # GIVEN 300 iterations (30 samples) leaking 16 KiB/iteration under realistic noise
+    rng = np.random.default_rng(seed)
+    t = sampled(300)
+    y = pages(rss_noise(rng, t) + 16 * KiB * t)
+    # WHEN the trend is analysed
+    trend = memory_trend("rss", t, y, CFG)
+    # THEN it is a leak and the slope interval holds the true rate
+    assert trend.kind == "leak"
+    assert trend.slope_lo < 16 * KiB < trend.slope_hi
+    assert trend.slope_lo > 0 and trend.late_lo > 0
+    assert trend.n == 30
+
+
+def test_rfft_style_leak_over_2000_iterations_reports_bytes_per_iteration() -> None:
+    # ~23 KiB per call forever (the nvidia-tensorflow 1.15.5 rfft bug)
+    rng = np.random.default_rng(11)
+    t = sampled(2000)
+    y = pages(rss_noise(rng, t) + 23 * KiB * t)
+    trend = memory_trend("rss", t, y, CFG)
+    assert trend.kind == "leak"
+    assert trend.slope == pytest.approx(23 * KiB, rel=0.1)
+    assert trend.slope_lo < 23 * KiB < trend.slope_hi
+    assert trend.growth == pytest.approx(23 * KiB * t[-1], rel=0.1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_arena_ratchet_that_stops_is_a_plateau(seed: int) -> None:
+    # onnxruntime arena: ratchets to the largest shape in the first 150 iterations, stops
+    rng = np.random.default_rng(100 + seed)
+    t = sampled(600)
+    steps_at = np.sort(rng.uniform(0, 150, 6))
+    ratchet = (t[:, None] >= steps_at[None, :]) @ rng.uniform(512 * KiB, 4 * MiB, 6)
+    y = pages(rss_noise(rng, t) + ratchet)
+    trend = memory_trend("rss", t, y, CFG)
+    assert trend.kind == "plateau"
+    assert trend.late_lo <= 0.0 <= trend.late_hi
+    assert trend.end - trend.start > 2 * MiB
+
+
+def test_filled_prefetch_buffer_is_a_plateau_not_a_leak() -> None:
+    # tf.data shuffle buffer: fills linearly to 48 MiB by iteration 400, then stops
+    rng = np.random.default_rng(7)
+    t = sampled(1500)
+    y = pages(rss_noise(rng, t) + 48 * MiB * np.minimum(t / 400.0, 1.0))
+    trend = memory_trend("rss", t, y, CFG)
+    assert trend.kind == "plateau"
+    assert trend.peak >= 948 * MiB
+
+
+def test_stable_series_with_allocator_toggles_are_never_leaks() -> None:
+    rng = np.random.default_rng(3)
+    kinds = [memory_trend("rss", sampled(n), pages(rss_noise(rng, sampled(n))), CFG).kind
+             for n in (300, 1000) for _ in range(100)]
+    assert "leak" not in kinds
+    assert kinds.count("stable") >= 150
+
+
+def test_quiet_heap_is_stable_with_a_ci_around_zero() -> None:
+    rng = np.random.default_rng(5)
+    t = sampled(1000)
+    y = 50 * MiB + np.round(rng.normal(0, 2 * KiB, t.size) / 16) * 16
+    trend = memory_trend("heap", t, y, CFG)
+    assert trend.kind == "stable"
+    assert trend.slope_lo <= 0.0 <= trend.slope_hi
+    assert abs(trend.growth) < 64 * KiB
+
+
+def test_leak_is_found_with_only_25_samples() -> None:
+    rng = np.random.default_rng(9)
+    t = sampled(250)
+    y = pages(rss_noise(rng, t, jitter=16 * KiB) + 64 * KiB * t)
+    trend = memory_trend("rss", t, y, CFG)
+    assert trend.kind == "leak"
+    assert trend.slope_lo < 64 * KiB < trend.slope_hi
+
+
+def test_irregular_sampling_keeps_the_rate_in_bytes_per_iteration() -> None:
+    rng = np.random.default_rng(13)
+    t = np.sort(rng.choice(np.arange(3000.0), 120, replace=False))
+    y = pages(600 * MiB + 8 * KiB * t + rng.normal(0, 32 * KiB, t.size))
+    trend = memory_trend("uss", t, y, CFG)
+    assert trend.kind == "leak"
+    assert trend.slope_lo < 8 * KiB < trend.slope_hi
+
+
+def test_too_few_samples_are_insufficient() -> None:
+    t = sampled(60)
+    trend = memory_trend("rss", t, 1e9 + 1e6 * t, CFG)
+    assert trend.kind == "insufficient"
+    assert trend.n == 6 and trend.peak == pytest.approx(1e9 + 1e6 * 50)
+    assert memory_trend("rss", np.empty(0), np.empty(0), CFG).kind == "insufficient"
+
+
+def test_mismatched_lengths_raise_with_the_source_name() -> None:
+    with pytest.raises(ValueError, match="'gpu'"):
+        memory_trend("gpu", sampled(100), np.zeros(5), CFG)
+
+
+def test_million_samples_are_binned_and_analysed_within_a_second() -> None:
+    rng = np.random.default_rng(1)
+    t = np.arange(1_000_000, dtype=np.float64)
+    y = 2e9 + 1.0 * KiB * t + rng.normal(0, 1 * MiB, t.size)
+    began = time.perf_counter()
+    trend = memory_trend("rss", t, y, CFG)
+    assert time.perf_counter() - began < 1.0
+    assert trend.kind == "leak" and trend.n == 1_000_000
+    assert trend.slope_lo < 1 * KiB < trend.slope_hi
+
+
+def test_bin_medians_keeps_every_sample_in_one_bin() -> None:
+    x = np.arange(1003, dtype=np.float64)
+    bx, by = bin_medians(x, 2 * x, 10)
+    assert bx.size == 10 and np.all(np.diff(bx) > 0)
+    assert bx[0] == pytest.approx(50.0) and bx[-1] == pytest.approx(952.5)
+    np.testing.assert_allclose(by, 2 * bx)
+    same_x, _ = bin_medians(x[:5], x[:5], 10)
+    assert same_x is x[:5] or np.array_equal(same_x, x[:5])
+
+
+def test_memory_trend_serialises_to_json() -> None:
+    t = sampled(300)
+    data = memory_trend("rss", t, 1e9 + 0 * t, CFG).to_dict()
+    assert json.loads(json.dumps(data))["kind"] == "stable"
+
+
+def steps_with_outliers(rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
+    """Log-normal jitter, a 30x JIT first iteration and ~2 % GC pauses."""
+    s = base * rng.lognormal(0.0, 0.05, base.size)
+    s[0] *= 30.0
+    s[rng.random(base.size) < 0.02] *= 4.0
+    return s
+
+
+def test_step_times_growing_per_call_are_a_slowdown() -> None:
+    rng = np.random.default_rng(21)
+    s = steps_with_outliers(rng, 0.02 * np.linspace(1.0, 1.5, 400))
+    trend = step_trend(s, CFG)
+    assert trend.slowdown
+    assert trend.p_value < CFG.alpha and trend.ratio > 1.3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_flat_step_times_with_jit_and_gc_outliers_are_not_a_slowdown(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    s = steps_with_outliers(rng, np.full(300, 0.02))
+    s[-3:] *= 6.0  # late GC pauses must not flip the verdict
+    trend = step_trend(s, CFG)
+    assert not trend.slowdown
+    assert trend.ratio == pytest.approx(1.0, abs=0.05)
+
+
+def test_few_step_times_are_insufficient_not_a_slowdown() -> None:
+    trend = step_trend(np.array([0.1, 0.1, 0.2, 0.3, 0.4, 0.5]), CFG)
+    assert trend.insufficient and not trend.slowdown and trend.p_value == 1.0
+    assert step_trend(np.empty(0), CFG).insufficient
