@@ -12,22 +12,23 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.config import AnalysisConfig  # noqa: E402
-from harness.analysis.growth import memory_trend, step_trend  # noqa: E402
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.growth import memory_trend, step_trend
 
 GOAL_S = 1.0
 SIZES = (10**4, 10**5, 10**6)
 
 
-def best_of(runs: int, call: object) -> float:
+def best_of(runs: int, call: Callable[[], object]) -> float:
     """Return the shortest wall time of `runs` calls of `call`."""
-    assert callable(call)
     times = []
     for _ in range(runs):
         began = time.perf_counter()
@@ -47,8 +48,8 @@ def main() -> int:
         iters = np.arange(n, dtype=np.float64) * 10.0
         rss = 800 * 2**20 + 16 * 1024 * iters + rng.normal(0, 256 * 1024, n)
         steps = rng.lognormal(np.log(0.05), 0.1, n)
-        mem_s = best_of(3, lambda: memory_trend("rss", iters, rss, cfg))
-        step_s = best_of(3, lambda: step_trend(steps, cfg))
+        mem_s = best_of(3, partial(memory_trend, "rss", iters, rss, cfg))
+        step_s = best_of(3, partial(step_trend, steps, cfg))
         worst = max(mem_s, step_s)
         missed |= worst >= GOAL_S
         print(f"| {n:,} | {mem_s:.4f} | {step_s:.4f} | {worst / GOAL_S:.3f} |")

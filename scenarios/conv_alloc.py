@@ -169,12 +169,13 @@ def _forward(tf, p, variables, x):
 def _make_variables(tf, np, p, variable_ctor):
     rng = np.random.RandomState(0)
     variables = {}
-    for name, kin, kout in _var_specs(p):
+    specs = _var_specs(p)
+    for idx, (name, kin, kout) in enumerate(specs):
         std = np.sqrt(2.0 / 9.0 / float(kin))
         variables[name + "_w"] = variable_ctor(
             (rng.standard_normal((3, 3, kin, kout)) * std).astype(np.float32), name + "_w")
         variables[name + "_b"] = variable_ctor(np.zeros((kout,), np.float32), name + "_b")
-        if p["batchnorm"]:
+        if p["batchnorm"] and idx < len(specs) - 1:  # no batch norm on the output conv
             variables[name + "_gamma"] = variable_ctor(np.ones((kout,), np.float32), name + "_gamma")
             variables[name + "_beta"] = variable_ctor(np.zeros((kout,), np.float32), name + "_beta")
     return variables
@@ -252,7 +253,8 @@ def setup(params):
                 loss = tf.reduce_mean(tf.square(out - target))
             grads = tape.gradient(loss, var_list)
             for v, g in zip(var_list, grads):
-                v.assign_sub(_LR * g)
+                if g is not None:
+                    v.assign_sub(_LR * g)
             return loss
 
         if mode == "function":

@@ -1,22 +1,24 @@
 """Within-run trends: memory growth per source and step-time slowdown.
 
-Memory: a robust Theil-Sen slope over the whole measured span and over the late window
-(the last third by default), each with a Sen confidence interval, decide between
+Memory: Theil-Sen slopes over the whole measured span and over the late window (the
+last third by default), each with Sen's confidence interval, decide between
 
-- leak: the slope interval is above zero, the growth over the span exceeds the floor,
-  and the late interval is above zero (still growing at the end);
-- plateau: it grew, but the late slope's upper bound is below `stall_fraction` of the
-  whole-span slope (an arena or cache that filled and stopped);
-- stable: the growth estimate does not exceed the floor;
-- ambiguous: anything else, e.g. growth above the floor whose interval includes zero,
-  or a late window too noisy to tell "still growing" from "stopped"; a longer or
-  repeated run decides;
-- insufficient: too few samples.
+- leak: the slope interval is above zero, the growth over the span passes the floor,
+  and the late interval's lower bound, kept up over the span, passes it too;
+- plateau: it grew (trend above, or end-minus-start rise over the floor), but the late
+  slope's upper bound is below `stall_fraction` of the mean rate of rise, or would not
+  pass the floor over the span (an arena, cache or buffer that filled and stopped);
+- stable: neither trend nor rise passes the floor;
+- ambiguous: anything else, e.g. a late window too noisy to tell "still growing" from
+  "stopped"; a longer or repeated run decides;
+- insufficient: fewer than `min_samples` samples.
 
-Memory samples are autocorrelated (GC sawtooth, allocator level shifts), which makes
-Sen's interval, derived for independent errors, too narrow. The variance of Kendall's S
-is therefore scaled by (1 + r) / (1 - r), r being the lag-1 autocorrelation of the
-detrended residuals (the AR(1) effective-sample-size correction of Yue and Wang, 2004).
+The floor is the largest of the configured floors, `noise_multiple` times the noise
+band and `drawdown_multiple` times the largest fall from an earlier high. Sen's
+interval assumes independent errors, but memory samples are autocorrelated (GC
+sawtooth, allocator level shifts); the variance of Kendall's S is therefore scaled by
+(1 + r) / (1 - r), r the lag-1 autocorrelation of the detrended residuals (the AR(1)
+effective-sample-size correction of Yue and Wang, 2004).
 
 Step time: the early and late windows (a quarter each by default) are compared with a
 one-sided Mann-Whitney U test and the ratio of medians; ranks and medians shrug off a
@@ -275,10 +277,9 @@ def _insufficient(source: str, y: FloatArray, cfg: AnalysisConfig) -> MemoryTren
     # Levels are still reported, so a short run's peak can be compared between cells.
     start, end, peak = (float(y[0]), float(y[-1]), float(y.max())) if y.size else (0.0, 0.0, 0.0)
     floor = cfg.floor(float(np.median(y)) if y.size else 0.0)
-    return MemoryTrend(
-        source, int(y.size), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, start, end, peak,
-        "insufficient", floor,
-    )
+    zero = 0.0
+    return MemoryTrend(source, int(y.size), zero, zero, zero, zero, zero, zero, zero,
+                       start, end, peak, "insufficient", floor)  # fmt: skip
 
 
 def _memory_kind(
@@ -298,7 +299,9 @@ def _memory_kind(
     # A ratchet or a filled buffer shows as a rise between the first and last samples
     # even where a straight line fits it badly.
     if trending or rise > floor:
-        stalled = late.hi < cfg.stall_fraction * whole.slope or late.hi * span <= floor
+        # Against the mean rate of rise as well: Theil-Sen all but ignores a few steps.
+        rate = max(whole.slope, rise / span)
+        stalled = late.hi < cfg.stall_fraction * rate or late.hi * span <= floor
         return "plateau" if stalled else "ambiguous"
     if growth <= floor:
         return "stable"

@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
+    runtime.cleanup()
+    runtime.check(cells)  # no engine / no GPU: exit 3 before any results directory exists
     old = signal.signal(signal.SIGTERM, on_term)
     store = RunStore.open(args.out, matrix.name, resume)
     try:

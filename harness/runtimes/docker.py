@@ -52,6 +52,7 @@ class DockerRuntime:
     def __init__(self, base_url: str | None = None):
         self.base_url = base_url
         self._client: Any = None
+        self._memlock_refused = False
 
     @property
     def client(self) -> Any:
@@ -136,8 +137,7 @@ class DockerRuntime:
                         str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
             "working_dir": "/harness/scenario",
             "shm_size": s.shm_size,
-            "ulimits": [Ulimit(name="memlock", soft=-1, hard=-1),
-                        Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)],
+            "ulimits": self._ulimits(),
             "detach": True,
         }
         if not s.network:
@@ -155,8 +155,21 @@ class DockerRuntime:
         start = time.monotonic()
         try:
             container = self.client.containers.create(request.image.ref, **kwargs)
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                if "error setting rlimit" not in str(exc) or self._memlock_refused:
+                    raise
+                # Unprivileged engines (rootless, sandboxes) cannot raise RLIMIT_MEMLOCK.
+                self._memlock_refused = True
+                progress("engine refuses memlock=-1 (NGC flag); running with its default")
+                self._remove(container.id)
+                kwargs["ulimits"] = self._ulimits()
+                container = self.client.containers.create(request.image.ref, **kwargs)
+                container.start()
+            if self._memlock_refused:
+                outcome.details["memlock"] = "engine refused -1; engine default used"
             stats: list[dict[str, Any]] = []
-            container.start()
             t_stats = threading.Thread(target=self._stats, args=(container, stats, start),
                                        daemon=True)
             t_stats.start()
@@ -190,6 +203,12 @@ class DockerRuntime:
             if container is not None:
                 self._remove(container.id)
         return outcome
+
+    def _ulimits(self) -> list[Any]:
+        limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)]
+        if not self._memlock_refused:
+            limits.insert(0, Ulimit(name="memlock", soft=-1, hard=-1))
+        return limits
 
     def _wait_exit(self, cid: str) -> dict[str, Any]:
         for _ in range(100):

@@ -95,8 +95,11 @@ def test_filled_prefetch_buffer_is_a_plateau_not_a_leak() -> None:
 
 def test_stable_series_with_allocator_toggles_are_never_leaks() -> None:
     rng = np.random.default_rng(3)
-    kinds = [memory_trend("rss", sampled(n), pages(rss_noise(rng, sampled(n))), CFG).kind
-             for n in (300, 1000) for _ in range(100)]
+    kinds = [
+        memory_trend("rss", sampled(n), pages(rss_noise(rng, sampled(n))), CFG).kind
+        for n in (300, 1000)
+        for _ in range(100)
+    ]
     assert "leak" not in kinds
     assert kinds.count("stable") >= 150
 

@@ -1,0 +1,100 @@
+"""Test-wide guards: unmarked tests must not touch Docker; `docker`/`gpu` tests need one.
+
+- An unmarked test that calls `docker.from_env()` or builds a `docker.DockerClient`
+  fails (nox's conftest does the same for external tools): a unit test must use
+  `FakeRuntime`, never an engine that may or may not be there.
+- Tests marked `docker` skip when no engine answers, unless HARNESS_REQUIRE_DOCKER=1
+  (CI), where they fail with the reason instead of silently passing.
+- Tests marked `gpu` skip unless /proc/driver/nvidia/gpus lists a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
+NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
+
+_engine_state: dict[str, str | None] = {}
+
+
+def docker_unavailable_reason() -> str | None:
+    """None when a Docker engine answers ping(); otherwise why not (cached per session)."""
+    if "reason" not in _engine_state:
+        try:
+            import docker
+
+            client = docker.from_env(timeout=5)
+            try:
+                client.ping()
+            finally:
+                client.close()
+            _engine_state["reason"] = None
+        except Exception as exc:  # any failure means "no engine here"
+            _engine_state["reason"] = f"{type(exc).__name__}: {exc}"
+    return _engine_state["reason"]
+
+
+def gpu_present(root: Path = NVIDIA_GPUS) -> bool:
+    try:
+        return any(root.iterdir())
+    except OSError:
+        return False
+
+
+def _engine_missing(item: pytest.Item, reason: str) -> None:
+    if os.environ.get(REQUIRE_DOCKER) == "1":
+        pytest.fail(f"{item.nodeid} needs a Docker engine and {REQUIRE_DOCKER}=1, but none "
+                    f"answers: {reason}\n  fix: start dockerd (see DESIGN.md section 9) or "
+                    f"unset {REQUIRE_DOCKER}", pytrace=False)
+    pytest.skip(f"no Docker engine: {reason}")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker") is not None:
+        reason = docker_unavailable_reason()
+        if reason is not None:
+            _engine_missing(item, reason)
+    if item.get_closest_marker("gpu") is not None and not gpu_present():
+        pytest.skip(f"no NVIDIA GPU ({NVIDIA_GPUS} is empty or missing)")
+
+
+class DockerForbidden(RuntimeError):
+    """An unmarked test reached for a Docker engine."""
+
+
+@pytest.fixture(autouse=True)
+def _no_docker_unless_marked(request: pytest.FixtureRequest,
+                             monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if request.node.get_closest_marker("docker") is not None:
+        yield
+        return
+    try:
+        import docker
+    except ImportError:  # nothing to guard
+        yield
+        return
+    nodeid = request.node.nodeid
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise DockerForbidden(f"{nodeid} touched Docker but is not marked "
+                              "@pytest.mark.docker; use FakeRuntime or mark it")
+
+    class GuardedClient(docker.DockerClient):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            refuse()
+
+        @classmethod
+        def from_env(cls, *args: Any, **kwargs: Any) -> Any:
+            return refuse()
+
+    monkeypatch.setattr(docker, "from_env", refuse)
+    monkeypatch.setattr(docker, "DockerClient", GuardedClient)
+    monkeypatch.setattr(docker.client, "from_env", refuse)
+    monkeypatch.setattr(docker.client, "DockerClient", GuardedClient)
+    yield

@@ -1,0 +1,122 @@
+"""The Docker runtime against the real engine and the offline base image.
+
+Needs `harness-test/base:bookworm` (built by `.ci/run` / `python -m harness images
+build base`). Marked `docker`: skipped without an engine unless HARNESS_REQUIRE_DOCKER=1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docker
+import pytest
+
+from harness.cli import main
+from harness.runtimes.base import LABEL
+
+pytestmark = pytest.mark.docker
+BASE = "harness-test/base:bookworm"
+HERE = Path(__file__).parent
+
+
+def write_matrix(tmp_path: Path, scenarios: str, image: str = BASE, extra: str = "") -> Path:
+    m = tmp_path / "m.yaml"
+    m.write_text(f"""
+name: it
+runtime: docker
+defaults: {{iterations: 300, warmup: 20, sample_every: 10, timeout: 60s}}
+matrix:
+  image: [{image}]
+  gpu: [none]
+  scenario:
+{scenarios}
+{extra}
+""")
+    return m
+
+
+def results(tmp_path: Path) -> dict[str, dict]:
+    files = list((tmp_path / "out").glob("it/*/results.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())["cells"]
+
+
+def no_leftovers() -> None:
+    client = docker.from_env()
+    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+
+
+def test_stable_and_leaking_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = HERE / "scenarios"
+    m = write_matrix(tmp_path, f"    - {s / 'stable.py'}\n    - {s / 'leaky.py'}")
+    code = main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"])
+    cells = results(tmp_path)
+    assert cells["bookworm.cpu.stable"]["verdict"] == "ok", cells["bookworm.cpu.stable"]["reason"]
+    leak = cells["bookworm.cpu.leaky"]
+    assert leak["verdict"] == "leak"
+    heap = leak["memory"]["heap"]
+    assert heap["slope_lo"] <= 16384 * 1.05 and heap["slope_hi"] >= 16384 * 0.95
+    assert leak["fingerprint"]["python"].startswith("3.11")
+    assert leak["fingerprint"]["pythonmalloc"] == "malloc"
+    assert leak["image"]["digest"]
+    assert code == 1
+    assert "leak" in capsys.readouterr().out
+    no_leftovers()
+
+
+def test_oom_under_mem_limit(tmp_path: Path) -> None:
+    s = HERE / "scenarios"
+    m = write_matrix(tmp_path, f"    - {{script: {s / 'leaky.py'}, id: big, mem-limit: 48m, "
+                               f"iterations: 5000, params: {{bytes: 1048576}}}}")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
+    cell = results(tmp_path)["bookworm.cpu.big"]
+    assert cell["verdict"] == "oom", cell["reason"]
+    assert cell["outcome"]["exit_code"] == 137
+    assert cell["summary"]["iterations"] > 0  # the partial series is kept
+    no_leftovers()
+
+
+def test_hang_is_killed_at_deadline(tmp_path: Path) -> None:
+    s = HERE / "scenarios"
+    m = write_matrix(tmp_path, f"    - {{script: {s / 'hang.py'}, timeout: 4s}}")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
+    cell = results(tmp_path)["bookworm.cpu.hang"]
+    assert cell["verdict"] == "timeout"
+    assert cell["outcome"]["duration_s"] < 20
+    assert cell["outcome"]["host_samples"] >= 1  # engine stats sampled while it ran
+    no_leftovers()
+
+
+def test_scenario_that_raises_is_a_crash_with_traceback(tmp_path: Path) -> None:
+    s = HERE / "scenarios"
+    m = write_matrix(tmp_path, f"    - {s / 'raises.py'}")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
+    cell = results(tmp_path)["bookworm.cpu.raises"]
+    assert cell["verdict"] == "crash"
+    assert "scenario exploded on purpose" in cell["reason"]
+    assert "RuntimeError" in cell["end"]["error"]["traceback"]
+    no_leftovers()
+
+
+def test_missing_image_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = HERE / "scenarios"
+    m = write_matrix(tmp_path, f"    - {s / 'stable.py'}",
+                     image="harness-test/does-not-exist:0.0")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 3
+    err = capsys.readouterr().err
+    assert "harness-test/does-not-exist:0.0" in err and "fix:" in err
+    assert "Traceback" not in err
+    no_leftovers()
+
+
+def test_gpu_matrix_on_cpu_host_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if Path("/proc/driver/nvidia/gpus").exists():
+        pytest.skip("this host has GPUs")
+    s = HERE / "scenarios"
+    m = tmp_path / "g.yaml"
+    m.write_text(f"name: it\nruntime: docker\nmatrix:\n  image: [{BASE}]\n  gpu: [0]\n"
+                 f"  scenario: [{s / 'stable.py'}]\n")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 3
+    err = capsys.readouterr().err
+    assert "GPU" in err and "gpu: [none]" in err and "Traceback" not in err

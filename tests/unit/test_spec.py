@@ -1,0 +1,377 @@
+"""matrix.yaml -> Matrix -> Cells: every error names file, key path, line and the fix."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import spec
+from harness.cli import main
+from harness.errors import EXIT_BAD_INPUT, InputError, SpecError
+from harness.spec.model import Matrix
+
+STEPS = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+NGC = "nvcr.io/nvidia/tensorflow"
+
+
+def write_matrix(tmp_path: Path, text: str, scenarios: tuple[str, ...] = ("rfft_loop",
+                                                                          "zeros")) -> Path:
+    for name in scenarios:
+        (tmp_path / f"{name}.py").write_text(STEPS)
+    path = tmp_path / "matrix.yaml"
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def load(tmp_path: Path, text: str) -> Matrix:
+    return spec.load(write_matrix(tmp_path, text))
+
+
+def spec_error(tmp_path: Path, text: str) -> SpecError:
+    path = write_matrix(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        spec.load(path)
+    return info.value
+
+
+def check(err: SpecError, path: str, line: int | None, *fix_words: str,
+          problem: str = "") -> None:
+    """The message names the file, the key path, the line and carries a fix."""
+    text = str(err)
+    assert err.file.endswith("matrix.yaml")
+    assert text.startswith(err.file)
+    assert err.path == path
+    if path:
+        assert f" {path}:" in text
+    assert err.line == line
+    if line is not None:
+        assert f"matrix.yaml:{line}:" in text
+    assert problem in err.problem
+    if fix_words:
+        assert "\n  fix: " in text
+        for word in fix_words:
+            assert word in err.fix
+
+
+GOOD = """
+name: demo
+runtime: docker
+defaults: {iterations: 100, warmup: 10, sample_every: 5, timeout: 20m}
+matrix:
+  image: [nvcr.io/nvidia/tensorflow:20.12-tf1-py3, nvcr.io/nvidia/tensorflow:22.12-tf1-py3]
+  gpu: [0]
+  scenario:
+    - rfft_loop.py
+    - {script: rfft_loop.py, id: rfft_zeros, params: {input: zeros}}
+"""
+
+
+# ---------------------------------------------------------------- errors
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    # GIVEN a typo at the top level (line 2)
+    err = spec_error(tmp_path, GOOD.replace("runtime: docker", "runtime: docker\nretries: 3"))
+    # THEN the key, its line and the allowed keys are named
+    check(err, "retries", 3, "allowed keys", "baseline", problem="unknown key 'retries'")
+
+
+def test_unknown_key_in_defaults(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace("timeout: 20m}", "timeout: 20m,\n  iteratons: 5}"))
+    check(err, "defaults.iteratons", 4, "iterations", "sample-every",
+          problem="unknown key 'iteratons'")
+
+
+def test_wrong_type_for_iterations(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace("iterations: 100", 'iterations: "ten"'))
+    check(err, "defaults.iterations", 3, "integer", problem="'ten'")
+
+
+@pytest.mark.parametrize("value", ["20 minutes", "-5", "0", "true", "[1]"])
+def test_bad_duration(tmp_path: Path, value: str) -> None:
+    err = spec_error(tmp_path, GOOD.replace("timeout: 20m", f"timeout: {value}"))
+    check(err, "defaults.timeout", 3, "20m", problem="bad duration")
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("90s", 90.0), ("20m", 1200.0), ("1h", 3600.0),
+                                                ("600", 600.0), ("250ms", 0.25)])
+def test_good_durations(tmp_path: Path, value: str, seconds: float) -> None:
+    m = load(tmp_path, GOOD.replace("timeout: 20m", f"timeout: {value}"))
+    assert m.cells[0].settings.timeout == seconds
+
+
+def test_exclude_matching_nothing(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD + "exclude:\n  - {image: '*19.01*'}\n")
+    check(err, "exclude[0]", 11, "remove the entry", problem="matches no cell")
+
+
+def test_exclude_with_unknown_key(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD + "exclude:\n  - image: '*20.12*'\n    python: 3.8\n")
+    check(err, "exclude[0].python", 12, "image, gpu, scenario", problem="unknown key 'python'")
+
+
+def test_include_without_scenario(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD + "include:\n  - {image: 'x/y:1', gpu: 0}\n")
+    check(err, "include[0]", 11, "scenario", problem="`image` and `scenario`")
+
+
+def test_missing_scenario_file(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace("- rfft_loop.py", "- nosuch.py"))
+    check(err, "matrix.scenario[0]", 8, "relative to the matrix file",
+          problem="scenario file not found: nosuch.py")
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
+def test_empty_matrix_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as info:
+        spec.load(path)
+    check(info.value, "", None, "examples/", problem="empty")
+
+
+def test_missing_matrix_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        spec.load(tmp_path / "matrix.yaml")
+    check(info.value, "", None, "matrix YAML", problem="not found")
+
+
+def test_empty_image_list(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace(
+        "image: [nvcr.io/nvidia/tensorflow:20.12-tf1-py3, nvcr.io/nvidia/tensorflow:22.12-tf1-py3]",
+        "image: []"))
+    check(err, "matrix.image", 5, "at least one", problem="empty list")
+
+
+def test_duplicate_scenario_ids(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace("id: rfft_zeros", "id: rfft_loop"))
+    check(err, "matrix.scenario[1]", 9, "id:", problem="share the id 'rfft_loop'")
+
+
+def test_duplicate_image_labels(tmp_path: Path) -> None:
+    # GIVEN two registries with the same tag: both labels would be 22.12-tf1-py3
+    err = spec_error(tmp_path, GOOD.replace(f"{NGC}:20.12-tf1-py3",
+                                            "example.org/tf:22.12-tf1-py3"))
+    check(err, "matrix.image[1]", 5, "name:", problem="share the label '22.12-tf1-py3'")
+
+
+def test_baseline_not_in_images(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD + "baseline: {image: '21.01-tf1-py3'}\n")
+    check(err, "baseline.image", 10, "20.12-tf1-py3", "22.12-tf1-py3",
+          problem="'21.01-tf1-py3' is not in matrix.image")
+
+
+@pytest.mark.parametrize("value", ["gpu0", "-1", "1.5", "true", "GPU-xyz"])
+def test_bad_gpu_value(tmp_path: Path, value: str) -> None:
+    err = spec_error(tmp_path, GOOD.replace("gpu: [0]", f"gpu: [0, {value}]"))
+    check(err, "matrix.gpu[1]", 6, '"all"', "UUID", problem="bad GPU")
+
+
+def test_unknown_runtime(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace("runtime: docker", "runtime: podman"))
+    check(err, "runtime", 2, "docker, local", problem="unknown runtime 'podman'")
+
+
+def test_invalid_yaml_reports_line(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, GOOD.replace("gpu: [0]", "gpu: [0\n  bad: {"))
+    assert err.line is not None and 7 <= err.line <= 9
+    check(err, "", err.line, "indentation", problem="not valid YAML")
+
+
+def test_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    # GIVEN "billion laughs": 9 levels of 10 aliases = 10^9 leaves, a few hundred bytes
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    path = tmp_path / "matrix.yaml"
+    path.write_text("\n".join(levels) + "\n")
+    # WHEN it is loaded
+    t0 = time.monotonic()
+    with pytest.raises(SpecError) as info:
+        spec.load(path)
+    # THEN a clean SpecError comes back in well under a second or two
+    assert time.monotonic() - t0 < 5
+    assert "alias" in info.value.problem
+    assert info.value.line is not None
+    assert "write the matrix out plainly" in info.value.fix
+
+
+def test_recursive_alias_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "matrix.yaml"
+    path.write_text("a: &a\n  b: *a\n")
+    with pytest.raises(SpecError, match="nested deeper"):
+        spec.load(path)
+
+
+@pytest.mark.parametrize(("block", "path", "words"), [
+    ("{alpha: high}", "analysis.alpha", ("number",)),
+    ("{min_samples: 10.5}", "analysis.min_samples", ("int",)),
+    ("{autocorrelation: 1}", "analysis.autocorrelation", ("bool",)),
+    ("{alpha: 0.9}", "analysis", ("0.5", "alpha")),
+    ("{min-samples: 2}", "analysis", ("min_samples",)),
+    ("{alpah: 0.01}", "analysis.alpah", ("alpha",)),
+])
+def test_analysis_block_errors(tmp_path: Path, block: str, path: str,
+                               words: tuple[str, ...]) -> None:
+    err = spec_error(tmp_path, GOOD + f"analysis: {block}\n")
+    assert err.path == path
+    assert err.line == 10
+    assert "matrix.yaml:10:" in str(err)
+    text = err.problem + err.fix
+    for word in words:
+        assert word in text
+
+
+def test_analysis_block_is_applied(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD + "analysis: {alpha: 0.01, min-samples: 12}\n")
+    assert m.analysis.alpha == 0.01
+    assert m.analysis.min_samples == 12
+
+
+# ---------------------------------------------------------------- expansion
+def test_cells_are_the_product_of_the_axes(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD.replace("gpu: [0]", "gpu: [0, 1]"))
+    assert [c.id for c in m.cells] == [
+        "20.12-tf1-py3.gpu0.rfft_loop", "20.12-tf1-py3.gpu0.rfft_zeros",
+        "20.12-tf1-py3.gpu1.rfft_loop", "20.12-tf1-py3.gpu1.rfft_zeros",
+        "22.12-tf1-py3.gpu0.rfft_loop", "22.12-tf1-py3.gpu0.rfft_zeros",
+        "22.12-tf1-py3.gpu1.rfft_loop", "22.12-tf1-py3.gpu1.rfft_zeros",
+    ]
+    assert [i.index for i in m.images] == [0, 1]
+    assert m.cells[-1].row == "gpu1.rfft_zeros"
+    assert m.cells[0].scenario.script == (tmp_path / "rfft_loop.py").resolve()
+    assert dict(m.cells[1].scenario.params) == {"input": "zeros"}
+
+
+def test_cell_ids_are_stable(tmp_path: Path) -> None:
+    first = [c.id for c in load(tmp_path, GOOD).cells]
+    second = [c.id for c in load(tmp_path, GOOD).cells]
+    assert first == second
+    assert "22.12-tf1-py3.gpu0.rfft_loop" in first
+
+
+def test_gpu_labels(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD.replace("gpu: [0]", 'gpu: [none, all, "GPU-0123abcd-4567"]'))
+    assert [g.label for g in m.gpus] == ["cpu", "gpuall", "gpu-0123abcd"]
+
+
+def test_exclude_with_glob_on_image(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD.replace("gpu: [0]", "gpu: [0, 1]")
+             + "exclude:\n  - {image: '*20.12*', gpu: 1}\n")
+    ids = {c.id for c in m.cells}
+    assert len(ids) == 6
+    assert not any(i.startswith("20.12-tf1-py3.gpu1.") for i in ids)
+    assert "22.12-tf1-py3.gpu1.rfft_loop" in ids
+
+
+def test_include_adds_a_cell(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD + "include:\n  - {image: 'nvcr.io/nvidia/tensorflow:23.03-tf1-py3', "
+             "gpu: 1, scenario: rfft_zeros}\n")
+    assert len(m.cells) == 5
+    added = m.cells[-1]
+    assert added.id == "23.03-tf1-py3.gpu1.rfft_zeros"
+    assert added.image.index == 2
+    assert dict(added.scenario.params) == {"input": "zeros"}
+
+
+def test_include_of_an_existing_cell_adds_nothing(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD + "include:\n  - {image: '22.12-tf1-py3', scenario: rfft_loop}\n")
+    assert len(m.cells) == 4
+
+
+def test_per_scenario_overrides(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD.replace("id: rfft_zeros,", "id: rfft_zeros, iterations: 7,"))
+    by_id = {c.scenario.id: c.settings for c in m.cells}
+    assert by_id["rfft_loop"].iterations == 100
+    assert by_id["rfft_zeros"].iterations == 7
+    # the other defaults are inherited, not reset
+    assert by_id["rfft_zeros"].warmup == 10
+    assert by_id["rfft_zeros"].timeout == 1200.0
+
+
+@pytest.mark.parametrize("key", ["sample_every", "sample-every"])
+def test_sample_every_both_spellings(tmp_path: Path, key: str) -> None:
+    m = load(tmp_path, GOOD.replace("sample_every: 5", f"{key}: 3"))
+    assert {c.settings.sample_every for c in m.cells} == {3}
+
+
+def test_local_runtime_images(tmp_path: Path) -> None:
+    m = load(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{pip: [numpy==1.26.4]}, {python: /usr/bin/python3, name: sys}]
+          scenario: rfft_loop.py
+        """)
+    assert [i.label for i in m.images] == ["numpy-1.26.4", "sys"]
+    assert m.images[0].pip == ("numpy==1.26.4",)
+    assert [c.id for c in m.cells] == ["numpy-1.26.4.cpu.rfft_loop", "sys.cpu.rfft_loop"]
+    assert m.name == "matrix"
+
+
+# ---------------------------------------------------------------- -k selection
+def ids(m: Matrix, expr: str | None) -> list[str]:
+    return [c.id for c in spec.select(m.cells, expr)]
+
+
+def test_select_and_not(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD)
+    assert ids(m, "rfft and not zeros") == ["20.12-tf1-py3.gpu0.rfft_loop",
+                                            "22.12-tf1-py3.gpu0.rfft_loop"]
+
+
+def test_select_parentheses(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD)
+    assert ids(m, "(20.12 or zeros) and not (22.12 and loop)") == [
+        "20.12-tf1-py3.gpu0.rfft_loop", "20.12-tf1-py3.gpu0.rfft_zeros",
+        "22.12-tf1-py3.gpu0.rfft_zeros"]
+    assert ids(m, "not (20.12 or zeros)") == ["22.12-tf1-py3.gpu0.rfft_loop"]
+
+
+def test_select_is_case_insensitive_and_empty_selects_all(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD)
+    assert ids(m, "ZEROS") == ["20.12-tf1-py3.gpu0.rfft_zeros", "22.12-tf1-py3.gpu0.rfft_zeros"]
+    assert len(ids(m, None)) == len(ids(m, "")) == 4
+
+
+@pytest.mark.parametrize("expr", ["rfft and", "(rfft", "rfft)", "and", "not", "rfft zeros",
+                                  "()", "rfft or or zeros"])
+def test_select_bad_expression(tmp_path: Path, expr: str) -> None:
+    m = load(tmp_path, GOOD)
+    with pytest.raises(InputError, match="-k"):
+        spec.select(m.cells, expr)
+
+
+def test_select_nothing(tmp_path: Path) -> None:
+    m = load(tmp_path, GOOD)
+    with pytest.raises(InputError, match="selects no cell") as info:
+        spec.select(m.cells, "pytorch")
+    assert "20.12-tf1-py3.gpu0.rfft_loop" in str(info.value)
+    assert info.value.exit_code == EXIT_BAD_INPUT
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_bad_matrix_exits_2_without_traceback(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_matrix(tmp_path, GOOD.replace("runtime: docker", "runtime: podman"))
+    code = main(["sweep", str(path), "--out", str(tmp_path / "reports")])
+    out, err = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT
+    assert "Traceback" not in out + err
+    assert f"{path}:2: runtime: unknown runtime 'podman'" in err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_cli_list_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_matrix(tmp_path, GOOD)
+    assert main(["sweep", str(path), "--list", "-k", "zeros"]) == 0
+    assert capsys.readouterr().out.split() == ["20.12-tf1-py3.gpu0.rfft_zeros",
+                                               "22.12-tf1-py3.gpu0.rfft_zeros"]
+
+
+def test_cli_bad_k_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_matrix(tmp_path, GOOD)
+    assert main(["sweep", str(path), "--list", "-k", "rfft and"]) == EXIT_BAD_INPUT
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "unexpected end" in err
