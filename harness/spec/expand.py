@@ -71,7 +71,8 @@ def expand(ctx: _Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
         path = ("include", n)
         rule = ctx.mapping(entry, path, AXES)
         if "image" not in rule or "scenario" not in rule:
-            raise ctx.fail(path, "an include names at least `image` and `scenario`")
+            raise ctx.fail(path, "an include names at least `image` and `scenario`",
+                           "write e.g. {image: REPO:TAG, scenario: SCENARIO_ID}")
         image = next((i for i in images if _match_image(rule["image"], i)), None)
         if image is None:
             image = parse_image(ctx, rule["image"], (*path, "image"),

@@ -194,6 +194,7 @@ def _scenarios(ctx: _Ctx, value: Any, base: Path,
 
 def parse_scenario(ctx: _Ctx, item: Any, path: PathKey, base: Path,
                    defaults: RunSettings) -> ScenarioSpec:
+    given_as_path = isinstance(item, str)
     if isinstance(item, str):
         item = {"script": item}
     if not isinstance(item, dict):
@@ -204,7 +205,7 @@ def parse_scenario(ctx: _Ctx, item: Any, path: PathKey, base: Path,
         raise ctx.fail(path, "missing `script: PATH/TO/scenario.py`")
     resolved = (base / script).resolve()
     if not resolved.is_file():
-        raise ctx.fail((*path, "script") if "script" in item else path,
+        raise ctx.fail(path if given_as_path else (*path, "script"),
                        f"scenario file not found: {script} (looked at {resolved})",
                        "paths are relative to the matrix file's directory")
     sid = item.get("id", resolved.stem)
@@ -249,7 +250,8 @@ def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSet
         elif field in ("iterations", "warmup", "sample_every", "repeats"):
             low = 1 if field in ("iterations", "sample_every") else 0
             if type(v) is not int or v < low:
-                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}")
+                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
+                               f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")
             changes[field] = v
         elif field in ("pythonmalloc", "network"):
             if not isinstance(v, bool):
@@ -290,10 +292,12 @@ def _analysis(ctx: _Ctx, value: Any) -> AnalysisConfig:
         ok = isinstance(v, bool) if kind is bool else (
             type(v) is int if kind is int else type(v) in (int, float))
         if not ok:
-            raise ctx.fail(("analysis", key), f"must be a {kind.__name__}, got {v!r}")
+            raise ctx.fail(("analysis", key), f"must be a {kind.__name__}, got {v!r}",
+                           f"write e.g. {key}: {str(getattr(AnalysisConfig(), field)).lower()}")
         changes[field] = kind(v)
     try:
         return AnalysisConfig(**changes)
     except ValueError as exc:
-        raise ctx.fail(("analysis",), str(exc)) from exc
+        raise ctx.fail(("analysis",), str(exc),
+                       "use a value in that range, or drop the key for the default") from exc
 

@@ -85,7 +85,7 @@ def test_unknown_key_in_defaults(tmp_path: Path) -> None:
 
 def test_wrong_type_for_iterations(tmp_path: Path) -> None:
     err = spec_error(tmp_path, GOOD.replace("iterations: 100", 'iterations: "ten"'))
-    check(err, "defaults.iterations", 3, "integer", problem="'ten'")
+    check(err, "defaults.iterations", 3, "whole number", "iterations: 2000", problem="'ten'")
 
 
 @pytest.mark.parametrize("value", ["20 minutes", "-5", "0", "true", "[1]"])
@@ -113,7 +113,7 @@ def test_exclude_with_unknown_key(tmp_path: Path) -> None:
 
 def test_include_without_scenario(tmp_path: Path) -> None:
     err = spec_error(tmp_path, GOOD + "include:\n  - {image: 'x/y:1', gpu: 0}\n")
-    check(err, "include[0]", 11, "scenario", problem="`image` and `scenario`")
+    check(err, "include[0]", 11, "scenario:", problem="`image` and `scenario`")
 
 
 def test_missing_scenario_file(tmp_path: Path) -> None:
@@ -122,13 +122,14 @@ def test_missing_scenario_file(tmp_path: Path) -> None:
           problem="scenario file not found: nosuch.py")
 
 
-@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
-def test_empty_matrix_file(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize(("text", "line"), [("", None), ("# only a comment\n", None),
+                                            ("---\n", 2)])
+def test_empty_matrix_file(tmp_path: Path, text: str, line: int | None) -> None:
     path = tmp_path / "matrix.yaml"
     path.write_text(text)
     with pytest.raises(SpecError) as info:
         spec.load(path)
-    check(info.value, "", None, "examples/", problem="empty")
+    check(info.value, "", line, "examples/", problem="empty")
 
 
 def test_missing_matrix_file(tmp_path: Path) -> None:
@@ -205,10 +206,10 @@ def test_recursive_alias_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("block", "path", "words"), [
-    ("{alpha: high}", "analysis.alpha", ("number",)),
+    ("{alpha: high}", "analysis.alpha", ("float", "alpha: 0.002")),
     ("{min_samples: 10.5}", "analysis.min_samples", ("int",)),
-    ("{autocorrelation: 1}", "analysis.autocorrelation", ("bool",)),
-    ("{alpha: 0.9}", "analysis", ("0.5", "alpha")),
+    ("{autocorrelation: 1}", "analysis.autocorrelation", ("bool", "true")),
+    ("{alpha: 0.9}", "analysis", ("0.5", "alpha", "range")),
     ("{min-samples: 2}", "analysis", ("min_samples",)),
     ("{alpah: 0.01}", "analysis.alpah", ("alpha",)),
 ])
@@ -218,6 +219,7 @@ def test_analysis_block_errors(tmp_path: Path, block: str, path: str,
     assert err.path == path
     assert err.line == 10
     assert "matrix.yaml:10:" in str(err)
+    assert "\n  fix: " in str(err)
     text = err.problem + err.fix
     for word in words:
         assert word in text

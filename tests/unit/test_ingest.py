@@ -1,0 +1,195 @@
+"""Tolerant reading of agent JSON lines: a cell that died mid-way still has a series."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.ingest import MAX_LINE, parse_lines, read_samples
+
+HEADER: dict[str, Any] = {"type": "header", "schema": 1, "python": "3.8.10"}
+
+
+def sample(i: int, dt: list[float] | None = None, phase: str = "measure", src: str = "step",
+           **extra: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {"type": "sample", "src": src, "phase": phase, "i": i, "t": i * 0.001,
+                           "rss": 1000 + i, "uss": 900 + i, "heap": 500 + 2 * i}
+    if src == "step":
+        rec["dt"] = dt if dt is not None else [0.001, 0.002]
+    rec.update(extra)
+    return rec
+
+
+END: dict[str, Any] = {"type": "end", "status": "ok", "iterations": 4}
+
+
+def lines(*records: Any) -> list[bytes]:
+    out = []
+    for r in records:
+        out.append(r if isinstance(r, bytes) else (json.dumps(r) + "\n").encode())
+    return out
+
+
+def write(path: Path, *records: Any) -> Path:
+    path.write_bytes(b"".join(lines(*records)))
+    return path
+
+
+def test_a_clean_file(tmp_path: Path) -> None:
+    # GIVEN header, a warm-up sample, two measured samples, a timer sample, an end
+    path = write(tmp_path / "s.jsonl", HEADER, sample(2, phase="warmup", dt=[9.0, 9.0]),
+                 sample(4, [0.001, 0.002]), sample(5, src="timer"), sample(6, [0.003, 0.004]), END)
+    # WHEN it is read
+    s = read_samples(path)
+    # THEN nothing is a problem and the arrays hold only measured step samples
+    assert s.problems == [] and s.skipped == 0
+    assert s.header is not None and s.header["python"] == "3.8.10"
+    assert s.end == END
+    np.testing.assert_array_equal(s.step_times(), [0.001, 0.002, 0.003, 0.004])
+    x, y = s.memory("heap")
+    np.testing.assert_array_equal(x, [4, 6])
+    np.testing.assert_array_equal(y, [508, 512])
+    xw, _ = s.memory("rss", phase="warmup")
+    np.testing.assert_array_equal(xw, [2])
+    assert s.measured == 4
+    assert s.peak("rss") == 1006
+    assert s.memory("gpu_used")[0].size == 0
+    assert s.peak("fw") is None
+
+
+def test_truncated_last_line(tmp_path: Path) -> None:
+    # GIVEN the agent was killed in the middle of writing a sample
+    partial = (json.dumps(sample(6)) + "\n").encode()[:25]
+    path = write(tmp_path / "s.jsonl", HEADER, sample(4), partial)
+    s = read_samples(path)
+    # THEN the complete records are kept, the fragment is one problem, there is no end
+    assert len(s.samples) == 1
+    assert s.end is None
+    assert s.skipped == 1
+    assert "line 3" in s.problems[0] and "truncated" in s.problems[0]
+    np.testing.assert_array_equal(s.step_times(), [0.001, 0.002])
+
+
+def test_garbage_lines_are_skipped() -> None:
+    s = parse_lines(lines(b"Segmentation fault (core dumped)\n", HEADER, b"[1, 2]\n", b"\n",
+                          b"   \n", b'"text"\n', sample(4), b"{\"type\": \"bogus\"}\n", END))
+    assert len(s.samples) == 1
+    assert s.end is not None and s.header is not None
+    assert s.skipped == 4
+    assert any("not JSON" in p for p in s.problems)
+    assert any("not a JSON object" in p for p in s.problems)
+    assert any("unknown record type 'bogus'" in p for p in s.problems)
+
+
+def test_invalid_utf8() -> None:
+    s = parse_lines(lines(HEADER, b'{"type": "sample", "note": "\xff\xfe"}\n', sample(4), END))
+    assert len(s.samples) == 1
+    assert s.skipped == 1
+    assert "line 2" in s.problems[0]
+
+
+def test_a_5mb_line_is_skipped_with_bounded_memory(tmp_path: Path) -> None:
+    # GIVEN a 5 MB line (e.g. a runaway print) between good records, no newline inside
+    monster = b'{"type": "sample", "junk": "' + b"x" * (5 * 1024 * 1024) + b'"}\n'
+    path = write(tmp_path / "s.jsonl", HEADER, sample(4), monster, sample(6), END)
+    # WHEN it is read, tracing Python allocations
+    tracemalloc.start()
+    try:
+        s = read_samples(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # THEN it is skipped, the records after it are kept, and it was never held whole
+    assert [r["i"] for r in s.samples] == [4, 6]
+    assert s.end is not None
+    assert s.skipped == 1
+    assert f"longer than {MAX_LINE} bytes" in s.problems[0]
+    assert peak < 4.5 * MAX_LINE < len(monster)  # ~4 MiB of read buffers, whatever the line
+
+
+def test_a_long_last_line_without_newline(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.jsonl", HEADER, sample(4), b"y" * (3 * MAX_LINE))
+    s = read_samples(path)
+    assert len(s.samples) == 1
+    assert s.skipped == 1
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"rss": "1000"}, "'rss' is not a non-negative number"),
+    ({"heap": -5}, "'heap' is not a non-negative number"),
+    ({"uss": True}, "'uss' is not a non-negative number"),
+    ({"t": float("nan")}, "'t' is not a non-negative number"),
+    ({"dt": [0.001, -0.5]}, "'dt' is not a list of non-negative numbers"),
+    ({"dt": "0.001"}, "'dt' is not a list"),
+    ({"dt": [0.001, None]}, "'dt' is not a list"),
+    ({"i": "4"}, "without integer 'i'"),
+    ({"i": True}, "without integer 'i'"),
+    ({"src": "gpu"}, "unknown 'src'"),
+    ({"phase": None}, "without 'phase'"),
+])
+def test_wrongly_typed_samples_are_skipped(change: dict[str, Any], why: str) -> None:
+    bad = sample(4)
+    bad.update(change)
+    s = parse_lines(lines(HEADER, bad, sample(6, [0.5]), END))
+    assert [r["i"] for r in s.samples] == [6]
+    assert s.skipped == 1
+    assert why in s.problems[0]
+    np.testing.assert_array_equal(s.step_times(), [0.5])
+
+
+def test_integer_dt_becomes_float() -> None:
+    s = parse_lines(lines(HEADER, sample(4, [1, 2]), END))
+    assert s.step_times().dtype == np.float64
+    np.testing.assert_array_equal(s.step_times(), [1.0, 2.0])
+
+
+def test_second_header_is_ignored() -> None:
+    s = parse_lines(lines(HEADER, sample(4), {**HEADER, "python": "3.12.0"}, END))
+    assert s.header is not None and s.header["python"] == "3.8.10"
+    assert s.problems == ["line 3: second header ignored"]
+
+
+def test_unknown_schema_header() -> None:
+    s = parse_lines(lines({**HEADER, "schema": 2}, sample(4), END))
+    assert s.header is None
+    assert "unknown schema 2" in s.problems[0]
+
+
+def test_sample_after_end_is_ignored() -> None:
+    s = parse_lines(lines(HEADER, sample(4), END, sample(6)))
+    assert [r["i"] for r in s.samples] == [4]
+    assert s.problems == ["line 4: sample after end ignored"]
+
+
+def test_a_fake_second_end_is_ignored() -> None:
+    # GIVEN a scenario that prints its own "end" after the agent's (e.g. echoed output)
+    fake = {"type": "end", "status": "ok", "iterations": 999999}
+    s = parse_lines(lines(HEADER, sample(4), END, fake))
+    assert s.end == END
+    assert s.problems == ["line 4: second end ignored"]
+
+
+def test_end_with_unknown_status() -> None:
+    s = parse_lines(lines(HEADER, sample(4), {"type": "end", "status": "done"}))
+    assert s.end is None
+    assert "unknown status" in s.problems[0]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    s = read_samples(tmp_path / "nope.jsonl")
+    assert s.header is None and s.end is None and s.samples == []
+    assert s.problems == ["no samples file: the agent never started"]
+    assert s.step_times().size == 0
+    assert s.memory("rss")[0].size == 0
+    assert s.measured == 0
+
+
+def test_problems_are_capped_but_counted() -> None:
+    s = parse_lines([b"garbage\n"] * 100)
+    assert s.skipped == 100
+    assert len(s.problems) == 20
