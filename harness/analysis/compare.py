@@ -95,7 +95,7 @@ def compare_steps(
     ratio = float(np.median(o)) / base_median
     p_value = float(stats.mannwhitneyu(o, b, alternative="two-sided").pvalue)
     direction: Direction = "~"
-    if p_value < cfg.alpha:
+    if p_value < cfg.alpha and abs(float(np.median(o)) - base_median) >= cfg.step_floor_s:
         if ratio > cfg.min_ratio:
             direction = "slower"
         elif ratio < 1.0 / cfg.min_ratio:

@@ -35,6 +35,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "max_points": (20, 100_000, True, True),
     "step_window": (0.05, 0.5, True, True),
     "min_step_samples": (8, math.inf, True, False),
+    "step_floor_s": (0.0, math.inf, True, False),
 }
 
 
@@ -72,6 +73,9 @@ class AnalysisConfig:
             O(n^2) Theil-Sen fit.
         step_window: Share of the step times in each of the early and late windows.
         min_step_samples: Fewer step times than this never give a slowdown.
+        step_floor_s: Median step-time differences below this many seconds are never a
+            slowdown or regression: micro-second steps drift by tens of percent with CPU
+            frequency and cache state, and nobody's training loop cares.
     """
 
     alpha: float = 0.002
@@ -92,6 +96,7 @@ class AnalysisConfig:
     max_points: int = 200
     step_window: float = 0.25
     min_step_samples: int = 16
+    step_floor_s: float = 1e-5
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

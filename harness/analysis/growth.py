@@ -264,7 +264,8 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     if n < cfg.min_step_samples:
         return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
     p_value = float(stats.mannwhitneyu(late, early, alternative="greater").pvalue)
-    slowdown = p_value < cfg.alpha and ratio > cfg.min_ratio
+    slowdown = (p_value < cfg.alpha and ratio > cfg.min_ratio
+                and late_med - early_med >= cfg.step_floor_s)
     return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, slowdown)
 
 

@@ -144,6 +144,12 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
 def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
                         times: np.ndarray, peak: float | None,
                         cfg: AnalysisConfig) -> tuple[StepComparison | None, PeakComparison | None]:
-    steps = compare_steps(base_times, times, cfg) if len(base_times) and len(times) else None
-    peaks = compare_peaks(base_peak, peak, cfg) if base_peak and peak else None
+    try:
+        steps = compare_steps(base_times, times, cfg) if len(base_times) and len(times) else None
+    except ValueError:  # a zero median: nothing to compare
+        steps = None
+    try:
+        peaks = compare_peaks(base_peak, peak, cfg) if base_peak and peak else None
+    except ValueError:
+        peaks = None
     return steps, peaks

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import glob
+import itertools
 import json
 import os
 import re
@@ -76,7 +77,7 @@ def run_agent(python: str, script: Path, tmp_path: Path, *extra: str, iterations
     args = [python, str(AGENT), "--scenario", str(script), "--iterations", str(iterations),
             "--warmup", str(warmup), "--sample-every", str(every), "--out", str(out),
             "--no-gpu", "--params", json.dumps(params or {}), *extra]
-    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.run(args, capture_output=True, text=True,
                           timeout=timeout, cwd=tmp_path, env={**os.environ, **(env or {})})
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return proc, records
@@ -250,7 +251,7 @@ def test_heap_grows_for_a_leak(python: str, tmp_path: Path) -> None:
     assert header["heap"]["func"] in ("mallinfo2", "mallinfo")
     heap = [s["heap"] for s in step_samples(records, "measure")]
     assert len(heap) == 20 and all(isinstance(h, int) for h in heap)
-    assert all(b > a for a, b in zip(heap, heap[1:]))
+    assert all(b > a for a, b in itertools.pairwise(heap))
     # 190 steps between the first and last measured sample, 10 KB each
     assert 0.9 * 190 * 10000 < heap[-1] - heap[0] < 1.5 * 190 * 10000
 
@@ -304,15 +305,15 @@ def test_sigterm_during_a_long_step(python: str, tmp_path: Path) -> None:
     assert code == 1
     assert end["type"] == "end" and end["status"] == "error"
     assert end["error"]["type"] == "Terminated"
-    assert "signal %d" % signal.SIGTERM in end["error"]["message"]
+    assert f"signal {int(signal.SIGTERM)}" in end["error"]["message"]
     assert any(r.get("src") == "timer" for r in records)  # a hung step still yields samples
 
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     script = scenario(tmp_path, STABLE)
     proc = subprocess.run([sys.executable, str(AGENT), "--scenario", str(script),
-                           "--sample-every", "0"], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=30)
+                           "--sample-every", "0"], capture_output=True,
+                          text=True, timeout=30)
     assert proc.returncode == 2
     assert "--sample-every must be >= 1" in proc.stderr
 
@@ -367,5 +368,5 @@ def test_agent_compiles_with_the_oldest_python() -> None:
     python = str(OLDEST.values[0])
     proc = subprocess.run([python, "-c", "import sys, ast\nfor p in sys.argv[1:]:\n"
                            "    ast.parse(open(p).read(), p)", *map(str, AGENT_FILES)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -157,7 +157,7 @@ def test_first_bad_per_row(swept: Swept) -> None:
     assert rows["gpu1.loop"].last_good is None
     report = Report.from_results("orc", swept.outcome.results)
     assert report.images == ["v1", "v2", "v3", "v4"]
-    assert [r.sentence for r in report.rows][0] == "first bad: v2 (last good: v1)"
+    assert next(r.sentence for r in report.rows) == "first bad: v2 (last good: v1)"
     assert len(report.bad_cells) == 7
 
 
