@@ -14,16 +14,19 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.verdict import BAD, GOOD, CellVerdict, compare_to_baseline, decide
+from harness.analysis.kinds import BAD, GOOD
 from harness.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
 from harness.spec.model import Cell, ImageSpec, Matrix
 from harness.store.results import SCHEMA, RunStore
+
+if TYPE_CHECKING:
+    from harness.analysis.verdict import CellVerdict
 
 FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
                     "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
@@ -136,6 +139,10 @@ class Sweep:
         return outcome
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
+        # SciPy takes ~1.4 s to import: the CLI starts that import in a background
+        # thread (see prefetch_analysis) while the first container starts.
+        from harness.analysis.verdict import decide
+
         t0 = time.monotonic()
         info = self.image(cell.image)
         attempts: list[dict[str, Any]] = []
@@ -190,6 +197,8 @@ class Sweep:
 
     def compare_rows(self, cells: list[Cell], results: dict[str, dict[str, Any]]) -> None:
         """Each cell vs its row's baseline (the matrix's, else the row's first image)."""
+        from harness.analysis.verdict import compare_to_baseline
+
         rows: dict[str, list[Cell]] = {}
         for c in cells:
             if c.id in results:
@@ -225,6 +234,16 @@ class Sweep:
                         res["reason"] = "; ".join(why)
                         res.setdefault("findings", []).append("regression")
                 self.store.write_cell(c.id, res)
+
+
+def prefetch_analysis() -> threading.Thread:
+    """Import the statistics (SciPy) in the background; the first verdict needs them."""
+    import importlib
+
+    t = threading.Thread(target=importlib.import_module, args=("harness.analysis.verdict",),
+                         daemon=True, name="prefetch")
+    t.start()
+    return t
 
 
 def sweep(matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.analysis.verdict import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD
 
 ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
             "TENSORFLOW_VERSION")

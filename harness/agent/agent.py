@@ -402,6 +402,12 @@ def run(args):
             info = getattr(module, "info", None)
             if info is not None:
                 end["info"] = info(state)
+    except SystemExit as exc:
+        # A script's sys.exit(N): N != 0 is a failure the end record must say, not "ok".
+        if exc.code not in (None, 0):
+            end["status"] = "error"
+            end["error"] = {"type": "SystemExit", "message": str(exc.code)[:2000],
+                            "traceback": traceback.format_exc()[-20000:]}
     except (Exception, KeyboardInterrupt, Terminated) as exc:
         end["status"] = "error"
         end["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000],

@@ -14,22 +14,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from harness.analysis.compare import PeakComparison, StepComparison, compare_peaks, compare_steps
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
+from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.ingest import Series
 from harness.runtimes.base import RunOutcome
 
-Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
-                  "not-applicable", "ambiguous"]
-VERDICTS: tuple[str, ...] = ("ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout",
-                             "crash", "not-applicable", "ambiguous")
-BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeout", "crash"})
-GOOD: frozenset[str] = frozenset({"ok", "plateau"})
+__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "decide"]
 SOURCES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup", "gpu_used": "gpu",
            "fw": "fw"}
 # Log lines that mean "this image cannot run on this GPU", not "it crashed".

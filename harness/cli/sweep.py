@@ -13,7 +13,7 @@ from typing import Any
 
 from harness import spec
 from harness.errors import EXIT_OK, EXIT_REGRESSION
-from harness.orchestrator import sweep
+from harness.orchestrator import prefetch_analysis, sweep
 from harness.report import ConsoleReporter, Report, write_all
 from harness.runtimes import get_runtime
 from harness.spec.model import Cell
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < (1 if flag == "iterations" else 0):
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
     matrix = spec.load(args.matrix)
+    prefetch_analysis()
     cells = _override(spec.select(matrix.cells, args.select), args)
     if args.list:
         for c in cells:

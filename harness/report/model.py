@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.verdict import BAD
+from harness.analysis.kinds import BAD
 from harness.search import RowAnswer, answer_rows
 
 RESULTS_SCHEMA = 1

@@ -75,6 +75,7 @@ class DockerRuntime:
 
     def check(self, cells: list[Cell]) -> None:
         info = self.client.info()
+        self._memlock_refused = self._memlock_refused or self._memlock_file().exists()
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
@@ -162,6 +163,7 @@ class DockerRuntime:
                     raise
                 # Unprivileged engines (rootless, sandboxes) cannot raise RLIMIT_MEMLOCK.
                 self._memlock_refused = True
+                self._remember_memlock()
                 progress("engine refuses memlock=-1 (NGC flag); running with its default")
                 self._remove(container.id)
                 kwargs["ulimits"] = self._ulimits()
@@ -186,8 +188,9 @@ class DockerRuntime:
             outcome.duration_s = time.monotonic() - start
             outcome.exit_code = state.get("ExitCode")
             outcome.oom_killed = bool(state.get("OOMKilled"))
-            t_stats.join(timeout=2.0)
-            outcome.host_samples = stats
+            # The stats stream only ends when the container is removed; don't wait on it.
+            t_stats.join(timeout=0.05)
+            outcome.host_samples = list(stats)
             if stats:
                 outcome.details["host_max_usage"] = max(int(x.get("max_usage") or x["usage"])
                                                         for x in stats)
@@ -203,6 +206,20 @@ class DockerRuntime:
             if container is not None:
                 self._remove(container.id)
         return outcome
+
+    def _memlock_file(self) -> Path:
+        from harness.runtimes.local import cache_dir
+
+        engine = str(self.client.info().get("ID", "default")).replace(":", "_").replace("/", "_")
+        return cache_dir() / "engines" / f"{engine}.memlock-refused"
+
+    def _remember_memlock(self) -> None:
+        try:
+            path = self._memlock_file()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("engine refused memlock=-1\n")
+        except OSError:
+            pass
 
     def _ulimits(self) -> list[Any]:
         limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)]

@@ -207,6 +207,21 @@ def test_plain_script_that_fails(tmp_path: Path) -> None:
     assert "plain script broke" in records[-1]["error"]["traceback"]
 
 
+@pytest.mark.parametrize(("code", "status", "rc"), [("0", "ok", 0), ("None", "ok", 0),
+                                                     ("3", "error", 1), ("'bad input'", "error", 1)])
+def test_plain_script_calling_sys_exit(tmp_path: Path, code: str, status: str, rc: int) -> None:
+    # GIVEN the common `sys.exit(main())` ending of a script
+    script = scenario(tmp_path, f"import sys\nprint('ran')\nsys.exit({code})\n")
+    proc, records = run_agent(sys.executable, script, tmp_path)
+    # THEN a non-zero exit is an error in the end record, not "ok"
+    assert proc.returncode == rc
+    end = records[-1]
+    assert end["type"] == "end" and end["status"] == status
+    if status == "error":
+        assert end["error"]["type"] == "SystemExit"
+        assert end["error"]["message"] == code.strip("'")
+
+
 @pytest.mark.parametrize("python", INTERPRETERS)
 def test_control_file_stops_early(python: str, tmp_path: Path) -> None:
     # GIVEN a scenario that creates the control file at its 25th step

@@ -1,0 +1,12 @@
+"""Verdict names and which are good or bad: light, so reports and search need no SciPy."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
+                  "not-applicable", "ambiguous"]
+VERDICTS: tuple[str, ...] = ("ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout",
+                             "crash", "not-applicable", "ambiguous")
+BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeout", "crash"})
+GOOD: frozenset[str] = frozenset({"ok", "plateau"})
