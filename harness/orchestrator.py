@@ -227,7 +227,8 @@ class Sweep:
                     if steps is not None and steps.direction == "slower":
                         why.append(f"steps {steps.ratio:.2f}x {base.image.label} "
                                    f"(p={steps.p_value:.2g})")
-                    if peaks is not None and peaks.direction == "higher":
+                    if (peaks is not None and peaks.direction == "higher"
+                            and peaks.ratio >= self.cfg.peak_regression_ratio):
                         why.append(f"peak RSS {peaks.ratio:.2f}x {base.image.label}")
                     if why:
                         res["verdict"] = "regression"

@@ -8,6 +8,8 @@ from typing import Any
 
 from harness.analysis.kinds import BAD, GOOD
 
+FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
+              "numpy", "keras", "nvidia-", "scikit-image", "opencv")
 ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
             "TENSORFLOW_VERSION")
 
@@ -71,7 +73,8 @@ def fingerprint_diff(good: Mapping[str, Any], bad: Mapping[str, Any]) -> list[tu
     for key in ENV_KEYS:
         add(key, ea.get(key), eb.get(key))
     pa, pb = ga.get("packages") or {}, gb.get("packages") or {}
-    for name in sorted(set(pa) | set(pb)):
+    # Frameworks first: they are what a reader looks for in a long pip diff.
+    for name in sorted(set(pa) | set(pb), key=lambda n: (not n.startswith(FRAMEWORKS), n)):
         add(f"pip {name}", pa.get(name), pb.get(name))
     gpa, gpb = ga.get("gpu") or {}, gb.get("gpu") or {}
     names_a = [d.get("name") for d in gpa.get("devices", [])] if gpa else None

@@ -89,7 +89,10 @@ def _parse_params(params):
 
 def setup(params):
     p = _parse_params(params)
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError as exc:
+        raise ImportError("resize_loop needs numpy: {}".format(exc))
     state = {"p": p, "np": np, "steps": 0, "out_shape": None}
     h, w, c = p["size"]
     nh, nw = max(1, int(h * p["factor"])), max(1, int(w * p["factor"]))

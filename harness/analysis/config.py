@@ -36,6 +36,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "step_window": (0.05, 0.5, True, True),
     "min_step_samples": (8, math.inf, True, False),
     "step_floor_s": (0.0, math.inf, True, False),
+    "peak_regression_ratio": (1.0, math.inf, True, False),
 }
 
 
@@ -73,6 +74,9 @@ class AnalysisConfig:
             O(n^2) Theil-Sen fit.
         step_window: Share of the step times in each of the early and late windows.
         min_step_samples: Fewer step times than this never give a slowdown.
+        peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
+            a regression; between `peak_min_ratio` and this it is only reported
+            ("higher"), since new framework releases routinely import more code.
         step_floor_s: Median step-time differences below this many seconds are never a
             slowdown or regression: micro-second steps drift by tens of percent with CPU
             frequency and cache state, and nobody's training loop cares.
@@ -97,6 +101,7 @@ class AnalysisConfig:
     step_window: float = 0.25
     min_step_samples: int = 16
     step_floor_s: float = 1e-5
+    peak_regression_ratio: float = 1.5
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

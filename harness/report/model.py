@@ -28,7 +28,10 @@ def cell_numbers(res: Mapping[str, Any]) -> str:
     vs = res.get("vs_baseline") or {}
     steps = vs.get("steps") or {}
     if steps and steps.get("direction") not in (None, "~"):
-        parts.append(f"{steps['ratio']:.2f}x")
+        parts.append(f"{steps['direction']} {steps['ratio']:.2f}x")
+    peak = vs.get("peak_rss") or {}
+    if peak and peak.get("direction") not in (None, "~"):
+        parts.append(f"peak {peak['ratio']:.2f}x")
     return " ".join(parts)
 
 
