@@ -42,15 +42,31 @@ class Series:
                 out.extend(s["dt"])
         return np.asarray(out, dtype=np.float64)
 
+    def cpu_times(self) -> np.ndarray | None:
+        """Per-iteration process CPU seconds of the measured phase, or None if not recorded."""
+        out: list[float] = []
+        for s in self.samples:
+            if s.get("src") == "step" and s.get("phase") == "measure":
+                cpu = s.get("cpu")
+                if cpu is None or len(cpu) != len(s["dt"]):
+                    return None
+                out.extend(cpu)
+        return np.asarray(out, dtype=np.float64) if out else None
+
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
-        """(iteration, bytes) of step samples in `phase` that carry `source`."""
-        xs: list[float] = []
-        ys: list[float] = []
+        """(iteration, bytes) of samples in `phase` that carry `source`, by iteration.
+
+        Timer samples count too (they carry the iteration reached when taken): USS is
+        read mostly by the timer thread.
+        """
+        pairs: list[tuple[float, float]] = []
         for s in self.samples:
             v = s.get(source)
-            if s.get("src") == "step" and s.get("phase") == phase and v is not None:
-                xs.append(float(s["i"]))
-                ys.append(float(v))
+            if s.get("phase") == phase and v is not None:
+                pairs.append((float(s["i"]), float(v)))
+        pairs.sort(key=lambda p: p[0])
+        xs = [p[0] for p in pairs]
+        ys = [p[1] for p in pairs]
         return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
 
     def peak(self, source: str) -> float | None:
@@ -82,6 +98,13 @@ def _valid_sample(rec: dict[str, Any]) -> str | None:
                 and x >= 0 for x in dt):
             return "sample 'dt' is not a list of non-negative numbers"
         rec["dt"] = [float(x) for x in dt]
+        cpu = rec.get("cpu")
+        if cpu is not None:
+            if not isinstance(cpu, list) or not all(
+                    isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                    and x >= 0 for x in cpu):
+                return "sample 'cpu' is not a list of non-negative numbers"
+            rec["cpu"] = [float(x) for x in cpu]
     return None
 
 

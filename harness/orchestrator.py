@@ -146,21 +146,29 @@ class Sweep:
         t0 = time.monotonic()
         info = self.image(cell.image)
         attempts: list[dict[str, Any]] = []
+        run_cell = cell
         while True:
             outdir = self.store.cell_dir(cell.id, fresh=True)
-            request = RunRequest(cell, info, outdir, outdir / "stop")
+            request = RunRequest(run_cell, info, outdir, outdir / "stop")
             t_run = time.monotonic()
             ended = self.runtime.run(request, self.progress)
             run_s = time.monotonic() - t_run
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
-            verdict = decide(series, ended, self.cfg, in_container=self.runtime.name == "docker")
+            verdict = decide(series, ended, self.cfg)
             analyse_s = time.monotonic() - t_an
-            attempts.append({"verdict": verdict.verdict, "reason": verdict.reason})
+            attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
+                             "iterations": run_cell.settings.iterations})
             if verdict.verdict != "ambiguous" or len(attempts) > cell.settings.repeats:
                 break
-            self.progress(f"{cell.id}: ambiguous ({verdict.reason}); repeating "
-                          f"({len(attempts)}/{cell.settings.repeats})")
+            # Undecided growth needs a longer look, not the same look again.
+            longer = dataclasses.replace(run_cell.settings,
+                                         iterations=run_cell.settings.iterations * 2)
+            run_cell = dataclasses.replace(run_cell, scenario=dataclasses.replace(
+                run_cell.scenario, settings=longer))
+            self.progress(f"{cell.id}: ambiguous ({verdict.reason}); running again with "
+                          f"{longer.iterations} iterations ({len(attempts)}/"
+                          f"{cell.settings.repeats})")
         end = series.end or {}
         header = series.header or {}
         result: dict[str, Any] = {
@@ -219,12 +227,20 @@ class Sweep:
                 steps, peaks = compare_to_baseline(
                     base_series.step_times(), base_series.peak("rss"), series.step_times(),
                     series.peak("rss"), self.cfg)
+                cpu = None
+                base_cpu, cell_cpu = base_series.cpu_times(), series.cpu_times()
+                if base_cpu is not None and cell_cpu is not None:
+                    cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None,
+                                                 self.cfg)
                 res["vs_baseline"] = {"baseline": base.image.label,
                                       "steps": steps.to_dict() if steps else None,
+                                      "cpu": cpu.to_dict() if cpu else None,
                                       "peak_rss": peaks.to_dict() if peaks else None}
                 if res["verdict"] in GOOD:
                     why = []
-                    if steps is not None and steps.direction == "slower":
+                    # A busy host slows wall time only; more work shows in CPU time too.
+                    cpu_agrees = cpu is None or cpu.ratio > 1 + (self.cfg.min_ratio - 1) / 2
+                    if steps is not None and steps.direction == "slower" and cpu_agrees:
                         why.append(f"steps {steps.ratio:.2f}x {base.image.label} "
                                    f"(p={steps.p_value:.2g})")
                     if (peaks is not None and peaks.direction == "higher"

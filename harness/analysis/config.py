@@ -37,6 +37,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "min_step_samples": (8, math.inf, True, False),
     "step_floor_s": (0.0, math.inf, True, False),
     "peak_regression_ratio": (1.0, math.inf, True, False),
+    "heap_floor_bytes": (0.0, math.inf, True, False),
 }
 
 
@@ -74,6 +75,9 @@ class AnalysisConfig:
             O(n^2) Theil-Sen fit.
         step_window: Share of the step times in each of the early and late windows.
         min_step_samples: Fewer step times than this never give a slowdown.
+        heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which after
+            malloc_trim under PYTHONMALLOC=malloc has almost no noise (psleak decides
+            2-11 KiB/call leaks in 200 calls from it).
         peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
             a regression; between `peak_min_ratio` and this it is only reported
             ("higher"), since new framework releases routinely import more code.
@@ -102,6 +106,7 @@ class AnalysisConfig:
     min_step_samples: int = 16
     step_floor_s: float = 1e-5
     peak_regression_ratio: float = 1.5
+    heap_floor_bytes: float = 256 * 1024
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

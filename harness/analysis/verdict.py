@@ -1,17 +1,22 @@
 """One verdict per cell, from how it ended and what its series show.
 
+Which memory source may carry a leak: the glibc heap (clean with PYTHONMALLOC=malloc)
+alone; RSS only when USS agrees (file-backed pages, arenas and page-cache noise move
+RSS, not USS); the GPU and the framework allocator alone. The container cgroup (v1
+counts page cache) is reported, never decisive. RSS growing with nothing to confirm
+it is `ambiguous`, which makes the orchestrator run the cell again, longer.
+
+A slowdown needs the wall-clock trend and, where the agent recorded it, the process
+CPU time per step to agree: a busy host stretches wall time, not CPU time.
+
 `decide` is the within-run decision (outcome first, then memory and step trends);
 `compare_to_baseline` adds the between-cell decision (regression). Every number behind
 a verdict is in `CellVerdict.to_dict()` so a reader can check it.
-
-Which memory source may carry a leak: the glibc heap (clean with PYTHONMALLOC=malloc)
-alone; RSS only when USS agrees (page-cache and arena noise hit one, not both); the GPU
-and the framework allocator alone; the container cgroup only inside a container and
-with RSS or USS agreeing (outside, the cgroup is the whole session's).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,12 +60,22 @@ class CellVerdict:
 
 
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
+    heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
     for key, name in SOURCES.items():
         x, y = series.memory(key)
         if len(x):
-            out[name] = memory_trend(name, x, y, cfg)
+            out[name] = memory_trend(name, x, y, heap_cfg if name == "heap" else cfg)
     return out
+
+
+def cpu_confirms(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
+    """The CPU-time trend, judged at half the wall-clock ratio; None if not recorded."""
+    cpu = series.cpu_times()
+    if cpu is None or not len(cpu):
+        return None
+    half = dataclasses.replace(cfg, min_ratio=1 + (cfg.min_ratio - 1) / 2)
+    return step_trend(cpu, half)
 
 
 def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
@@ -91,8 +106,7 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
     return None
 
 
-def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
-           in_container: bool) -> CellVerdict:
+def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
     """Within-run verdict for one cell."""
     memory = trends(series, cfg)
     times = series.step_times()
@@ -103,13 +117,15 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
     kind = {k: t.kind for k, t in memory.items()}
     pairs = [("heap", kind.get("heap") == "leak"),
              ("uss+rss", kind.get("uss") == "leak" and kind.get("rss") == "leak"),
-             ("gpu", kind.get("gpu") == "leak"), ("fw", kind.get("fw") == "leak"),
-             ("cgroup", in_container and kind.get("cgroup") == "leak"
-              and "leak" in (kind.get("rss"), kind.get("uss")))]
+             ("gpu", kind.get("gpu") == "leak"), ("fw", kind.get("fw") == "leak")]
     carriers = [name for name, hit in pairs if hit]
     findings: list[str] = []
+    cpu = cpu_confirms(series, cfg)
     if steps is not None and steps.slowdown:
-        findings.append("slowdown")
+        if cpu is None or cpu.slowdown:
+            findings.append("slowdown")
+        else:
+            findings.append("wall-time drift without more CPU time (busy host?)")
     if carriers:
         carrier = carriers[0]
         t = memory[carrier.split("+")[0]]
@@ -118,7 +134,7 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
                   f"(CI {t.slope_lo / 1024:+.2f}..{t.slope_hi / 1024:+.2f}), "
                   f"{t.growth / 1024**2:+.2f} MiB over {series.measured} iterations")
         return CellVerdict("leak", reason, carrier, findings, memory, steps)
-    if findings:
+    if "slowdown" in findings:
         assert steps is not None
         return CellVerdict("slowdown", f"late steps {steps.ratio:.2f}x early "
                            f"(p={steps.p_value:.2g})", None, findings, memory, steps)
@@ -129,6 +145,10 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
     if memory[primary].kind == "ambiguous":
         return CellVerdict("ambiguous", f"{primary} neither clearly growing nor stable",
                            primary, findings, memory, steps)
+    if kind.get("rss") == "leak" and kind.get("uss") != "stable":
+        t = memory["rss"]
+        return CellVerdict("ambiguous", f"rss grows {t.slope / 1024:+.2f} KiB/iteration but "
+                           f"{primary} does not confirm it", "rss", findings, memory, steps)
     plateaus = [k for k in ("heap", "uss", "rss", "gpu", "fw") if kind.get(k) == "plateau"]
     if plateaus:
         t = memory[plateaus[0]]

@@ -298,6 +298,9 @@ def _analysis(ctx: _Ctx, value: Any) -> AnalysisConfig:
     try:
         return AnalysisConfig(**changes)
     except ValueError as exc:
-        raise ctx.fail(("analysis",), str(exc),
+        # The message starts "analysis.<field>: ..."; point at the key as it was written.
+        field, _, problem = str(exc).partition(": ")
+        written = next((k for k in raw if f"analysis.{k.replace('-', '_')}" == field), None)
+        raise ctx.fail(("analysis", written) if written else ("analysis",), problem or str(exc),
                        "use a value in that range, or drop the key for the default") from exc
 

@@ -8,6 +8,7 @@ sweep and skips cells whose result.json is complete.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -37,7 +38,8 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         hint = {errno.ENOSPC: "the disk is full: free space or use --out elsewhere",
                 errno.EROFS: "the file system is read-only: use --out DIR on a writable one",
                 errno.EACCES: "permission denied: use --out DIR you can write"}.get(

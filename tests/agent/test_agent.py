@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import glob
+import importlib.util
 import itertools
 import json
 import os
@@ -188,7 +189,9 @@ def test_plain_script(python: str, tmp_path: Path) -> None:
             time.sleep(0.05)
         print("done", len(data))
         """)
-    proc, records = run_agent(python, script, tmp_path, "--sample-interval", "0.05")
+    # (--quiet, as the runtimes run it: the echo of timer samples to stdout from another
+    # thread may split the script's own print lines)
+    proc, records = run_agent(python, script, tmp_path, "--sample-interval", "0.05", "--quiet")
     assert proc.returncode == 0, proc.stderr
     end = records[-1]
     assert end["status"] == "ok" and end["mode"] == "script"
@@ -196,7 +199,25 @@ def test_plain_script(python: str, tmp_path: Path) -> None:
     assert step_samples(records) == []
     timer = [r for r in records if r["type"] == "sample" and r["src"] == "timer"]
     assert timer and all(r["phase"] == "script" for r in timer)
-    assert "done 6" in proc.stdout
+    assert proc.stdout == "done 6\n"
+
+
+def test_nothing_is_written_after_the_end_record(tmp_path: Path) -> None:
+    # GIVEN the agent's writer (a timer sample may race the end record)
+    spec = importlib.util.spec_from_file_location("harness_agent_under_test", AGENT)
+    assert spec is not None and spec.loader is not None
+    agent: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent)
+    out = tmp_path / "samples.jsonl"
+    writer = agent.Writer(str(out), echo=False)
+    # WHEN a sample arrives after the end
+    writer.write({"type": "sample", "i": 1})
+    writer.write({"type": "end", "status": "ok"})
+    writer.write({"type": "sample", "i": 2})
+    writer.close()
+    writer.write({"type": "sample", "i": 3})
+    # THEN the end record is the last line
+    assert [json.loads(x)["type"] for x in out.read_text().splitlines()] == ["sample", "end"]
 
 
 def test_plain_script_that_fails(tmp_path: Path) -> None:
@@ -207,8 +228,8 @@ def test_plain_script_that_fails(tmp_path: Path) -> None:
     assert "plain script broke" in records[-1]["error"]["traceback"]
 
 
-@pytest.mark.parametrize(("code", "status", "rc"), [("0", "ok", 0), ("None", "ok", 0),
-                                                     ("3", "error", 1), ("'bad input'", "error", 1)])
+@pytest.mark.parametrize(("code", "status", "rc"), [
+    ("0", "ok", 0), ("None", "ok", 0), ("3", "error", 1), ("'bad input'", "error", 1)])
 def test_plain_script_calling_sys_exit(tmp_path: Path, code: str, status: str, rc: int) -> None:
     # GIVEN the common `sys.exit(main())` ending of a script
     script = scenario(tmp_path, f"import sys\nprint('ran')\nsys.exit({code})\n")

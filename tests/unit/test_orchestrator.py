@@ -352,9 +352,6 @@ def test_atomic_write_over_a_directory_is_a_store_error(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # temp file cleaned
 
 
-@pytest.mark.xfail(strict=True, raises=NotADirectoryError,
-                   reason="harness/store/results.py: tmp.unlink(missing_ok=True) in the except "
-                          "branch raises NotADirectoryError when the parent is a file")
 def test_atomic_write_under_a_file_is_a_store_error(tmp_path: Path) -> None:
     # GIVEN the parent "directory" is a regular file (root cannot write there either)
     (tmp_path / "reports").write_text("not a directory")

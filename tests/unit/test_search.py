@@ -71,9 +71,9 @@ def test_fingerprint_diff_names_packages_and_cuda() -> None:
         ("image", "nvcr.io/nvidia/tensorflow:20.12-tf1-py3",
          "nvcr.io/nvidia/tensorflow:22.12-tf1-py3"),
         ("CUDA_VERSION", "11.1.0", "11.8.0"),
+        ("pip tensorflow", "1.15.4", "1.15.5"),  # frameworks first, then by name
         ("pip gone", "1", "-"),
         ("pip new", "-", "2"),
-        ("pip tensorflow", "1.15.4", "1.15.5"),
     ]
 
 

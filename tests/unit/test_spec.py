@@ -209,8 +209,8 @@ def test_recursive_alias_is_refused(tmp_path: Path) -> None:
     ("{alpha: high}", "analysis.alpha", ("float", "alpha: 0.002")),
     ("{min_samples: 10.5}", "analysis.min_samples", ("int",)),
     ("{autocorrelation: 1}", "analysis.autocorrelation", ("bool", "true")),
-    ("{alpha: 0.9}", "analysis", ("0.5", "alpha", "range")),
-    ("{min-samples: 2}", "analysis", ("min_samples",)),
+    ("{alpha: 0.9}", "analysis.alpha", ("(0, 0.5]", "range")),
+    ("{min-samples: 2}", "analysis.min-samples", ("[6, inf)", "range")),
     ("{alpah: 0.01}", "analysis.alpah", ("alpha",)),
 ])
 def test_analysis_block_errors(tmp_path: Path, block: str, path: str,

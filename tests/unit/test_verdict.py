@@ -1,0 +1,106 @@
+"""Within-run verdicts from hand-built agent records (GIVEN series, WHEN decide, THEN verdict)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.verdict import decide
+from harness.ingest import Series, parse_lines
+from harness.runtimes.base import RunOutcome
+
+CFG = AnalysisConfig()
+OK = RunOutcome(exit_code=0)
+
+
+def series(n: int = 600, every: int = 10, heap_leak: float = 0.0, rss_leak: float = 0.0,
+           uss_leak: float | None = 0.0, step: float = 0.001, wall_growth: float = 0.0,
+           cpu_growth: float | None = 0.0, seed: int = 1) -> Series:
+    """n measured iterations; wall/cpu step times grow linearly by the given share."""
+    rng = random.Random(seed)
+    recs: list[dict[str, Any]] = [{"type": "header", "schema": 1}]
+    for k in range(every, n + 1, every):
+        dt = [step * (1 + wall_growth * (k - every + j) / n) * rng.uniform(0.97, 1.03)
+              for j in range(every)]
+        rec: dict[str, Any] = {
+            "type": "sample", "src": "step", "phase": "measure", "i": k, "t": k * step,
+            "rss": 300e6 + rss_leak * k + 4096 * rng.randint(-2, 2),
+            "heap": 120e6 + heap_leak * k + rng.randint(-64, 64), "dt": dt}
+        if uss_leak is not None:
+            rec["uss"] = 250e6 + uss_leak * k + 4096 * rng.randint(-2, 2)
+        if cpu_growth is not None:
+            rec["cpu"] = [step * (1 + cpu_growth * (k - every + j) / n) for j in range(every)]
+        recs.append(rec)
+    recs.append({"type": "end", "status": "ok", "iterations": n})
+    return parse_lines([(json.dumps(r) + "\n").encode() for r in recs])
+
+
+def test_heap_leak_is_a_leak_carried_by_the_heap() -> None:
+    v = decide(series(heap_leak=16384), OK, CFG)
+    assert v.verdict == "leak" and v.carrier == "heap"
+    heap = v.memory["heap"]
+    assert heap.slope_lo <= 16384 <= heap.slope_hi
+
+
+def test_rss_growth_without_heap_or_uss_is_not_called_a_leak() -> None:
+    # GIVEN RSS grows (file-backed pages, say) while USS and the heap stay flat
+    v = decide(series(rss_leak=16384, uss_leak=0.0), OK, CFG)
+    assert v.verdict != "leak"
+
+
+def test_rss_growth_with_no_uss_readings_is_ambiguous() -> None:
+    v = decide(series(rss_leak=16384, uss_leak=None), OK, CFG)
+    assert v.verdict == "ambiguous" and "rss grows" in v.reason
+
+
+def test_rss_and_uss_together_carry_a_leak() -> None:
+    v = decide(series(rss_leak=16384, uss_leak=16384), OK, CFG)
+    assert v.verdict == "leak" and v.carrier == "uss+rss"
+
+
+def test_wall_time_drift_without_cpu_time_is_a_busy_host_not_a_slowdown() -> None:
+    v = decide(series(wall_growth=1.0, cpu_growth=0.0), OK, CFG)
+    assert v.verdict == "ok"
+    assert any("busy host" in f for f in v.findings)
+
+
+def test_wall_and_cpu_time_growing_together_is_a_slowdown() -> None:
+    v = decide(series(wall_growth=1.0, cpu_growth=1.0), OK, CFG)
+    assert v.verdict == "slowdown"
+    assert v.steps is not None and v.steps.ratio > 1.3
+
+
+def test_without_cpu_records_wall_time_alone_decides() -> None:
+    v = decide(series(wall_growth=1.0, cpu_growth=None), OK, CFG)
+    assert v.verdict == "slowdown"
+
+
+def test_microsecond_steps_never_slow_down_below_the_floor() -> None:
+    v = decide(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, CFG)
+    assert v.verdict == "ok"
+
+
+def test_sigkill_from_outside_is_a_crash_not_an_oom() -> None:
+    v = decide(series(), RunOutcome(exit_code=137, mem_limit_bytes=1 << 30,
+                                    details={"host_max_usage": 100 << 20}), CFG)
+    assert v.verdict == "crash" and "SIGKILL" in v.reason
+
+
+def test_oom_killed_is_oom_and_keeps_the_partial_series() -> None:
+    v = decide(series(n=200), RunOutcome(exit_code=137, oom_killed=True,
+                                         mem_limit_bytes=64 << 20), CFG)
+    assert v.verdict == "oom" and "heap" in v.memory
+
+
+def test_no_kernel_image_in_the_log_is_not_applicable() -> None:
+    out = RunOutcome(exit_code=1, log_tail="CUDA error: no kernel image is available for "
+                                           "execution on the device")
+    assert decide(series(), out, CFG).verdict == "not-applicable"
+
+
+def test_missing_end_record_is_a_crash() -> None:
+    s = series()
+    s.end = None
+    assert decide(s, OK, CFG).verdict == "crash"
