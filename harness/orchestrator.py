@@ -22,7 +22,7 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD
 from harness.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
-from harness.spec.model import Cell, ImageSpec, Matrix
+from harness.spec.model import Cell, Matrix
 from harness.store.results import SCHEMA, RunStore
 
 if TYPE_CHECKING:
@@ -47,10 +47,11 @@ class SweepOutcome:
 
 
 def lanes(cells: list[Cell]) -> list[list[Cell]]:
-    """Group cells so each GPU runs one cell at a time; CPU-only cells get one lane."""
-    out: dict[str, list[Cell]] = {}
+    """Group cells so each GPU of each host runs one cell at a time; CPU-only cells of a
+    host share one lane."""
+    out: dict[tuple[str, str], list[Cell]] = {}
     for c in cells:
-        out.setdefault(c.gpu.value, []).append(c)
+        out.setdefault(c.lane, []).append(c)
     return list(out.values())
 
 
@@ -68,9 +69,12 @@ def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
 class Sweep:
     """Runs cells of one matrix against one runtime into one store."""
 
-    def __init__(self, matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress):
+    def __init__(self, matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
+                 runtimes: dict[str, Runtime] | None = None):
         self.matrix = matrix
         self.runtime = runtime
+        # One runtime per host label; a single-host sweep uses `runtime` for all cells.
+        self.runtimes = runtimes or {}
         self.store = store
         self.progress = progress
         self.cfg: AnalysisConfig = matrix.analysis
@@ -78,11 +82,15 @@ class Sweep:
         self._image_lock = threading.Lock()
         self._lock = threading.Lock()
 
-    def image(self, spec: ImageSpec) -> ImageInfo:
+    def runtime_for(self, cell: Cell) -> Runtime:
+        return self.runtimes.get(cell.host.label, self.runtime)
+
+    def image(self, cell: Cell) -> ImageInfo:
+        key = f"{cell.host.label}/{cell.image.label}"
         with self._image_lock:
-            if spec.label not in self._images:
-                self._images[spec.label] = self.runtime.prepare(spec, self.progress)
-            return self._images[spec.label]
+            if key not in self._images:
+                self._images[key] = self.runtime_for(cell).prepare(cell.image, self.progress)
+            return self._images[key]
 
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
         start = time.monotonic()
@@ -108,8 +116,10 @@ class Sweep:
                 with self._lock:
                     counter[0] += 1
                     n = counter[0]
-                self.progress(f"[{n}/{total}] {cell.id}: running "
-                              f"({cell.settings.iterations} iterations)")
+                s = cell.settings
+                how = (f"up to {s.max_iterations} iterations, early stop" if s.max_iterations
+                       else f"{s.iterations} iterations")
+                self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
                 result = self.run_cell(cell)
                 with self._lock:
                     outcome.results[cell.id] = result
@@ -144,14 +154,15 @@ class Sweep:
         from harness.analysis.verdict import decide
 
         t0 = time.monotonic()
-        info = self.image(cell.image)
+        info = self.image(cell)
+        runtime = self.runtime_for(cell)
         attempts: list[dict[str, Any]] = []
         run_cell = cell
         while True:
             outdir = self.store.cell_dir(cell.id, fresh=True)
             request = RunRequest(run_cell, info, outdir, outdir / "stop")
             t_run = time.monotonic()
-            ended = self.runtime.run(request, self.progress)
+            ended = runtime.run(request, self.progress)
             run_s = time.monotonic() - t_run
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
@@ -181,7 +192,8 @@ class Sweep:
             "settings": {f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
                                   else getattr(cell.settings, f.name))
                          for f in dataclasses.fields(cell.settings)},
-            "runtime": self.runtime.name,
+            "runtime": runtime.name,
+            "host": {"label": cell.host.label, "url": cell.host.url},
             **verdict.to_dict(),
             "summary": summarise(series, verdict),
             "outcome": ended.to_dict(),
@@ -264,8 +276,10 @@ def prefetch_analysis() -> threading.Thread:
 
 
 def sweep(matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
-          progress: Callable[[str], None], resume: bool) -> SweepOutcome:
-    """Check the runtime, clean up leftovers, run the cells, compare rows."""
-    runtime.cleanup()
-    runtime.check(cells)
-    return Sweep(matrix, runtime, store, progress).run(cells, resume)
+          progress: Callable[[str], None], resume: bool,
+          runtimes: dict[str, Runtime] | None = None) -> SweepOutcome:
+    """Check the runtime(s), clean up leftovers, run the cells, compare rows."""
+    for label, rt in (runtimes or {"": runtime}).items():
+        rt.cleanup()
+        rt.check([c for c in cells if not label or c.host.label == label])
+    return Sweep(matrix, runtime, store, progress, runtimes).run(cells, resume)

@@ -112,3 +112,87 @@ def answer_rows(results: Mapping[str, Mapping[str, Any]]) -> list[RowAnswer]:
                                  bad, good, contiguous, sentence, diff))
     answers.sort(key=lambda a: a.row)
     return answers
+
+
+# ---------------------------------------------------------------- bisect planner
+@dataclass(frozen=True)
+class BisectStep:
+    """What to do next in a bisect over `n` images in order (index 0 = oldest).
+
+    `action` is "probe" (run image `index`), "found" (the first bad is `hi`, the last
+    good `lo`), or "stop" (an endpoint is not as required or stayed undecided; `why`
+    says which). `lo`/`hi` are the known good/bad indices bracketing the first bad.
+    """
+
+    action: str
+    index: int | None
+    lo: int | None
+    hi: int | None
+    why: str = ""
+    skipped: tuple[int, ...] = ()
+
+
+def decided(verdicts: Sequence[str]) -> str | None:
+    """"good", "bad", or None: the first decided verdict among a probe's repeats."""
+    for v in verdicts:
+        if v in GOOD:
+            return "good"
+        if v in BAD:
+            return "bad"
+    return None
+
+
+def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1) -> BisectStep:
+    """The next bisect step, from every verdict seen so far (pure; call it in a loop).
+
+    Both endpoints are probed first: image 0 must be good and image n-1 bad. Then the
+    undecided image nearest the middle of the bracket is probed. A probe whose verdicts
+    are all undecided (`ambiguous`) is repeated up to `repeats` more times; after that,
+    or at once for `not-applicable`, it is skipped and its nearest neighbour probed
+    instead, as `git bisect skip` does. A good image seen after a bad one (noise, or a
+    fix then a new break) is ignored for the bracket: the first bad seen wins.
+
+    Args:
+        n: Number of images, in version order.
+        observed: Index -> the verdicts seen for that image, oldest first.
+        repeats: Extra probes of an image whose verdict stayed undecided.
+
+    Raises:
+        ValueError: fewer than two images, or an observed index out of range.
+    """
+    if n < 2:
+        raise ValueError(f"bisect needs at least two images, got {n}")
+    if any(not 0 <= i < n for i in observed):
+        raise ValueError(f"observed index out of range 0..{n - 1}: {sorted(observed)}")
+
+    def state(i: int) -> str:
+        seen = observed.get(i, ())
+        got = decided(seen)
+        if got is not None:
+            return got
+        if not seen:
+            return "unknown"
+        if "not-applicable" in seen or len(seen) > repeats:
+            return "skip"
+        return "retry"
+
+    for end, want in ((0, "good"), (n - 1, "bad")):
+        s = state(end)
+        if s in ("unknown", "retry"):
+            return BisectStep("probe", end, None, None, f"endpoint must be {want}")
+        if s == "skip":
+            return BisectStep("stop", end, None, None,
+                              f"endpoint stayed undecided ({', '.join(observed[end])})")
+        if s != want:
+            return BisectStep("stop", end, None, None, f"endpoint is {s}, must be {want}")
+    hi = min(i for i in range(n) if state(i) == "bad")
+    lo = max(i for i in range(hi) if state(i) == "good")
+    skipped = tuple(i for i in range(lo + 1, hi) if state(i) == "skip")
+    retry = [i for i in range(lo + 1, hi) if state(i) == "retry"]
+    if retry:
+        return BisectStep("probe", retry[0], lo, hi, "undecided, probing again", skipped)
+    todo = [i for i in range(lo + 1, hi) if state(i) == "unknown"]
+    if not todo:
+        return BisectStep("found", None, lo, hi, "", skipped)
+    mid = (lo + hi) // 2
+    return BisectStep("probe", min(todo, key=lambda i: (abs(i - mid), i)), lo, hi, "", skipped)

@@ -231,7 +231,7 @@ def setup(params):
                     state["extra"] = {"bytes_in_use": BytesInUse(), "max_bytes_in_use": MaxBytesInUse()}
                 except Exception:
                     pass
-        config = v1.ConfigProto()
+        config = v1.ConfigProto(allow_soft_placement=True)
         if p["allow_growth"]:
             config.gpu_options.allow_growth = True
         if device == "cpu":

@@ -126,7 +126,9 @@ def _set_memory_growth(tf):
 def _session_config(tf, fold_constants, allow_growth, device):
     v1 = tf.compat.v1
     config = v1.ConfigProto()
-    config.allow_soft_placement = False
+    # ops without a kernel on the pinned device (e.g. dct's shape helpers) fall back to CPU;
+    # info() records on which device the FFT node really ran
+    config.allow_soft_placement = True
     if allow_growth:
         config.gpu_options.allow_growth = True
     if not fold_constants:

@@ -16,6 +16,7 @@ from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.orchestrator import prefetch_analysis, sweep
 from harness.report import ConsoleReporter, Report, write_all
 from harness.runtimes import get_runtime
+from harness.runtimes.base import Runtime
 from harness.spec.model import Cell
 from harness.store import RunStore
 
@@ -66,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
             print(c.id)
         return EXIT_OK
     runtime = get_runtime(args.runtime or matrix.runtime, args.docker_host)
+    runtimes: dict[str, Runtime] | None = None
+    if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
+        runtimes = {h.label: get_runtime("docker", h.url) for h in matrix.hosts}
     resume: bool | Path = Path(args.resume) if isinstance(args.resume, str) else args.resume
     started = time.time()
 
@@ -77,14 +81,15 @@ def run(args: argparse.Namespace) -> int:
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    runtime.cleanup()
-    runtime.check(cells)  # no engine / no GPU: exit 3 before any results directory exists
+    for label, rt in (runtimes or {"": runtime}).items():
+        rt.cleanup()  # no engine / no GPU: exit 3 before any results directory exists
+        rt.check([c for c in cells if not label or c.host.label == label])
     old = signal.signal(signal.SIGTERM, on_term)
     store = RunStore.open(args.out, matrix.name, resume)
     try:
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
         progress(f"{len(cells)} cells, runtime {runtime.name}, results in {store.root}")
-        outcome = sweep(matrix, cells, runtime, store, progress, bool(resume))
+        outcome = sweep(matrix, cells, runtime, store, progress, bool(resume), runtimes)
         report = Report.from_results(matrix.name, outcome.results, {
             "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
             "seconds": round(outcome.seconds, 3), "ran": outcome.ran, "reused": outcome.reused,
@@ -92,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         paths = write_all(store, report)
     finally:
         try:
-            runtime.cleanup()
+            for rt in (runtimes or {"": runtime}).values():
+                rt.cleanup()
         finally:
             store.unlock()
             signal.signal(signal.SIGTERM, old)

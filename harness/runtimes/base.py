@@ -38,7 +38,7 @@ class RunRequest:
 
         args = [agent, "--scenario", scenario, "--params",
                 json.dumps(dict(self.cell.scenario.params), sort_keys=True),
-                "--iterations", str(s.iterations), "--warmup", str(s.warmup),
+                "--iterations", str(s.agent_iterations), "--warmup", str(s.warmup),
                 "--sample-every", str(s.sample_every),
                 "--sample-interval", str(s.sample_interval),
                 "--out", out, "--control", control, "--quiet"]

@@ -63,8 +63,15 @@ class DockerRuntime:
         """
         if self._client is None:
             try:
-                client = (docker.DockerClient(base_url=self.base_url, timeout=120)
-                          if self.base_url else docker.from_env(timeout=120))
+                url = self.base_url
+                if url and "://" not in url:  # a docker context name
+                    ctx = docker.ContextAPI.get_context(url)
+                    if ctx is None:
+                        raise EngineUnavailable(f"no docker context named {url!r}\n  fix: "
+                                                "`docker context ls`, or give an endpoint URL")
+                    url = ctx.Host
+                client = (docker.DockerClient(base_url=url, timeout=120, use_ssh_client=bool(
+                    url and url.startswith("ssh://"))) if url else docker.from_env(timeout=120))
                 client.ping()
             except ENGINE_ERRORS as exc:
                 where = self.base_url or os.environ.get("DOCKER_HOST", "the default socket")

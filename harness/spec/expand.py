@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.spec.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
+from harness.spec.model import LOCAL_HOST, Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
 
 if TYPE_CHECKING:
     from harness.spec.load import _Ctx
@@ -14,8 +15,18 @@ if TYPE_CHECKING:
 AXES = ("image", "gpu", "scenario")
 
 
-def cell_id(image: ImageSpec, gpu: GpuSel, scenario: ScenarioSpec) -> str:
-    return f"{image.label}.{gpu.label}.{scenario.id}"
+def cell_id(image: ImageSpec, gpu: GpuSel, scenario: ScenarioSpec,
+            host: Host = LOCAL_HOST) -> str:
+    base = f"{image.label}.{gpu.label}.{scenario.id}"
+    return base if host is LOCAL_HOST else f"{host.label}.{base}"
+
+
+def across_hosts(cells: tuple[Cell, ...], hosts: tuple[Host, ...]) -> tuple[Cell, ...]:
+    """Every cell once per host (one host: unchanged ids)."""
+    if hosts == (LOCAL_HOST,):
+        return cells
+    return tuple(dataclasses.replace(c, host=h, id=cell_id(c.image, c.gpu, c.scenario, h))
+                 for h in hosts for c in cells)
 
 
 def _match_image(pattern: Any, image: ImageSpec) -> bool:

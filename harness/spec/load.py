@@ -10,12 +10,21 @@ from typing import Any
 
 from harness.analysis.config import AnalysisConfig
 from harness.errors import SpecError
-from harness.spec.expand import expand
-from harness.spec.model import RUNTIMES, GpuSel, ImageSpec, Matrix, RunSettings, ScenarioSpec
+from harness.spec.expand import across_hosts, expand
+from harness.spec.model import (
+    LOCAL_HOST,
+    RUNTIMES,
+    GpuSel,
+    Host,
+    ImageSpec,
+    Matrix,
+    RunSettings,
+    ScenarioSpec,
+)
 from harness.spec.yamlsrc import Located, PathKey, format_path, load_text
 
 TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
-            "analysis", "max-parallel", "fail-fast")
+            "analysis", "max-parallel", "fail-fast", "hosts")
 MATRIX_KEYS = ("image", "gpu", "scenario")
 IMAGE_KEYS = ("name", "ref", "pip", "python")
 SCENARIO_KEYS = ("script", "id", "params")
@@ -109,9 +118,55 @@ def parse(text: str, file: Path) -> Matrix:
         raise ctx.fail(("fail-fast",), "must be true or false")
     cells = expand(ctx, images, gpus, scenarios, top.get("exclude", []), top.get("include", []),
                    file.parent, defaults)
+    hosts = _hosts(ctx, top.get("hosts"), runtime)
     return Matrix(name=name, file=file, runtime=runtime, images=images, gpus=gpus,
-                  scenarios=scenarios, cells=cells, baseline=baseline, analysis=analysis,
-                  max_parallel=max_parallel, fail_fast=fail_fast)
+                  scenarios=scenarios, cells=across_hosts(cells, hosts), baseline=baseline,
+                  analysis=analysis, max_parallel=max_parallel, fail_fast=fail_fast,
+                  hosts=hosts)
+
+
+def host_label(url: str) -> str:
+    """`ssh://root@gpu-4090:22` -> `gpu-4090`; `unix:///var/run/docker.sock` -> `local`."""
+    if url.startswith("unix://"):
+        return "local"
+    rest = url.split("://", 1)[-1]
+    rest = rest.rsplit("@", 1)[-1].split("/", 1)[0]
+    # [ipv6]:port or name:port
+    rest = rest[1:].split("]", 1)[0] if rest.startswith("[") else rest.split(":", 1)[0]
+    return _ID.sub("-", rest).strip("-") or "host"
+
+
+def _hosts(ctx: _Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
+    if value is None:
+        return (LOCAL_HOST,)
+    if runtime != "docker":
+        raise ctx.fail(("hosts",), "hosts are Docker endpoints", "use `runtime: docker`")
+    out: list[Host] = []
+    for i, item in enumerate(ctx.seq(value, ("hosts",))):
+        path = ("hosts", i)
+        if isinstance(item, dict):
+            ctx.mapping(item, path, ("name", "url"))
+            url, name = item.get("url"), item.get("name")
+        else:
+            url, name = item, None
+        if not isinstance(url, str) or not url.strip():
+            raise ctx.fail(path, "a host is a Docker endpoint URL or context name",
+                           "e.g. unix:///var/run/docker.sock, tcp://10.0.0.5:2376, "
+                           "ssh://user@gpu-4090, or {name: 4090, url: ssh://...}")
+        if "://" in url and url.split("://", 1)[0] not in ("unix", "tcp", "ssh", "http",
+                                                            "https", "npipe"):
+            raise ctx.fail(path, f"unknown endpoint scheme in {url!r}",
+                           "allowed: unix://, tcp://, ssh://, or a docker context name")
+        label = name if isinstance(name, str) and name else host_label(url)
+        if _ID.sub("-", label) != label:
+            raise ctx.fail((*path, "name"), f"bad host name {label!r}")
+        out.append(Host(label, url))
+    labels = [h.label for h in out]
+    for i, h in enumerate(out):
+        if labels.index(h.label) != i:
+            raise ctx.fail(("hosts", i), f"two hosts share the name {h.label!r}",
+                           "give one a mapping {name: ..., url: ...}")
+    return tuple(out)
 
 
 def image_label(ref: str) -> str:
@@ -247,8 +302,9 @@ def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSet
             if type(v) not in (int, float) or not 0.01 <= v <= 3600:
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
             changes[field] = float(v)
-        elif field in ("iterations", "warmup", "sample_every", "repeats"):
-            low = 1 if field in ("iterations", "sample_every") else 0
+        elif field in ("iterations", "warmup", "sample_every", "repeats", "min_iterations",
+                       "max_iterations"):
+            low = 0 if field in ("warmup", "repeats") else 1
             if type(v) is not int or v < low:
                 raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
                                f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")
@@ -267,7 +323,12 @@ def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSet
                     isinstance(k, str) and isinstance(x, str | int | float) for k, x in v.items()):
                 raise ctx.fail(here, "env must be a mapping of NAME: value")
             changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
-    return dataclasses.replace(base, **changes)
+    result = dataclasses.replace(base, **changes)
+    if result.max_iterations is not None and result.max_iterations < result.min_iterations:
+        raise ctx.fail(path, f"max_iterations ({result.max_iterations}) is below "
+                       f"min_iterations ({result.min_iterations})",
+                       "raise max_iterations or lower min_iterations")
+    return result
 
 
 def _baseline(ctx: _Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None:

@@ -29,6 +29,14 @@ class RunSettings:
     network: bool = False           # docker: network off unless asked
     shm_size: str = "1g"
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Early-stop mode (set max_iterations): the host decides live and stops the agent
+    # as soon as the verdict is certain, after at least min_iterations.
+    min_iterations: int = 50
+    max_iterations: int | None = None
+
+    @property
+    def agent_iterations(self) -> int:
+        return self.max_iterations if self.max_iterations is not None else self.iterations
 
 
 @dataclass(frozen=True)
@@ -76,16 +84,34 @@ class GpuSel:
 
 
 @dataclass(frozen=True)
+class Host:
+    """A Docker endpoint (unix://, tcp://, ssh://user@host) or a docker context name."""
+
+    label: str
+    url: str | None                 # None: the default engine (DOCKER_HOST / local socket)
+
+
+LOCAL_HOST = Host("local", None)
+
+
+@dataclass(frozen=True)
 class Cell:
     id: str
     image: ImageSpec
     gpu: GpuSel
     scenario: ScenarioSpec
+    host: Host = LOCAL_HOST
 
     @property
     def row(self) -> str:
-        """GPU x scenario: the row of the comparison table."""
-        return f"{self.gpu.label}.{self.scenario.id}"
+        """(host x) GPU x scenario: the row of the comparison table."""
+        base = f"{self.gpu.label}.{self.scenario.id}"
+        return base if self.host is LOCAL_HOST else f"{self.host.label}.{base}"
+
+    @property
+    def lane(self) -> tuple[str, str]:
+        """Cells sharing a lane run one at a time: one per GPU per host."""
+        return (self.host.label, self.gpu.value)
 
     @property
     def settings(self) -> RunSettings:
@@ -105,3 +131,4 @@ class Matrix:
     analysis: AnalysisConfig
     max_parallel: int | None = None
     fail_fast: bool = False
+    hosts: tuple[Host, ...] = (LOCAL_HOST,)

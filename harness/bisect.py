@@ -1,0 +1,161 @@
+"""Bisect one row (GPU x scenario) over an ordered image list: drive `plan_bisect`.
+
+The planner (`harness.search.plan_bisect`) is pure; this module runs its probes
+through an injected runner (in the CLI, `Sweep.run_cell`; in tests, a FakeRuntime
+sweep), reuses results already on disk, and says each step as it goes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.search import BisectStep, fingerprint_diff, plan_bisect
+from harness.spec.model import Cell
+
+Runner = Callable[[Cell], dict[str, Any]]
+Cache = Callable[[Cell], "dict[str, Any] | None"]
+Say = Callable[[str], None]
+
+
+@dataclass
+class BisectOutcome:
+    """How a bisect ended, with every result it looked at (by image index)."""
+
+    row: str
+    labels: list[str]
+    step: BisectStep
+    results: dict[int, dict[str, Any]] = field(default_factory=dict)
+    runs: int = 0           # runtime invocations, repeats inside run_cell included
+    probes: int = 0         # calls of the runner
+    reused: int = 0         # results taken from disk instead of run
+
+    @property
+    def found(self) -> bool:
+        return self.step.action == "found"
+
+    @property
+    def first_bad(self) -> str | None:
+        return self.labels[self.step.hi] if self.found and self.step.hi is not None else None
+
+    @property
+    def last_good(self) -> str | None:
+        return self.labels[self.step.lo] if self.found and self.step.lo is not None else None
+
+    def diff(self) -> list[tuple[str, str, str]]:
+        """Fingerprint differences between the last good and the first bad image."""
+        if not self.found or self.step.lo is None or self.step.hi is None:
+            return []
+        return fingerprint_diff(self.results[self.step.lo], self.results[self.step.hi])
+
+    def sentence(self) -> str:
+        """One line: the answer, or why the bisect stopped."""
+        if self.found:
+            text = f"first bad: {self.first_bad} (last good: {self.last_good})"
+            if self.step.skipped:
+                names = ", ".join(self.labels[i] for i in self.step.skipped)
+                text += f"; undecided images in between: {names} (the first bad may be one)"
+            return text
+        assert self.step.index is not None
+        label = self.labels[self.step.index]
+        res = self.results.get(self.step.index, {})
+        which = "first" if self.step.index == 0 else "last"
+        want = "good" if self.step.index == 0 else "bad"
+        return (f"stopped: the {which} image {label} is {res.get('verdict', '?')} "
+                f"({res.get('reason', '')}), but bisect needs it {want}")
+
+
+def expected_probes(n: int) -> int:
+    """Probes a noise-free bisect needs at most: two endpoints, then halving."""
+    return 2 + math.ceil(math.log2(n - 1)) if n > 2 else n
+
+
+def bisect(cells: Sequence[Cell], runner: Runner, say: Say, cache: Cache | None = None,
+           repeats: int = 1) -> BisectOutcome:
+    """Find the first bad image among `cells` (one row, in image order).
+
+    Args:
+        cells: The row's cells, ordered by image index.
+        runner: Runs a cell and returns its result dict (with "verdict" and "reason").
+        say: Receives one line per step.
+        cache: Returns a finished result for a cell, or None; consulted once per image
+            before its first run, so an earlier sweep or bisect is not paid for again.
+        repeats: Extra probes of an image whose verdict stays undecided.
+
+    Raises:
+        ValueError: fewer than two cells, or cells of more than one row.
+    """
+    if len({c.row for c in cells}) > 1:
+        raise ValueError(f"bisect one row at a time, got {sorted({c.row for c in cells})}")
+    labels = [c.image.label for c in cells]
+    observed: dict[int, list[str]] = {}
+    out = BisectOutcome(cells[0].row if cells else "", labels, BisectStep("stop", None, None,
+                                                                             None))
+    while True:
+        step = plan_bisect(len(cells), observed, repeats)
+        out.step = step
+        if step.action != "probe":
+            break
+        assert step.index is not None
+        i = step.index
+        cell = cells[i]
+        result = cache(cell) if cache is not None and i not in observed else None
+        how = "cached"
+        if result is None:
+            result = runner(cell)
+            out.probes += 1
+            out.runs += max(1, len(result.get("attempts") or ()))
+            how = f"run {out.probes}"
+        else:
+            out.reused += 1
+        out.results[i] = result
+        observed.setdefault(i, []).append(result["verdict"])
+        say(_describe(step, labels, result, how, plan_bisect(len(cells), observed, repeats)))
+    return out
+
+
+def _describe(step: BisectStep, labels: list[str], result: dict[str, Any], how: str,
+              after: BisectStep) -> str:
+    assert step.index is not None
+    kind = "endpoint" if step.lo is None else "probe"
+    head = (f"{kind} {labels[step.index]} [{step.index + 1}/{len(labels)}, {how}]: "
+            f"{result['verdict']} ({result.get('reason', '')})")
+    if after.action == "found":
+        assert after.hi is not None and after.lo is not None
+        return f"{head} -> first bad is {labels[after.hi]} (last good {labels[after.lo]})"
+    if after.action == "stop":
+        return f"{head} -> stop: {after.why}"
+    if after.lo is None:
+        return f"{head} -> {after.why or 'next endpoint'}"
+    assert after.hi is not None
+    left = after.hi - after.lo - 1 - len(after.skipped)
+    tail = f" (again: {after.why})" if after.why else ""
+    return (f"{head} -> first bad is in {labels[after.lo + 1]}..{labels[after.hi]} "
+            f"({left} untested){tail}")
+
+
+def sweep_runner(sweep: Any, cells: Sequence[Cell]) -> Runner:
+    """A runner over `Sweep.run_cell` that also compares each probe with the first image.
+
+    Without the comparison a probe would only see within-run trends; with it a cell
+    that is uniformly slower than the known-good first image is a `regression`, as in
+    a full sweep (`Sweep.compare_rows` picks the matrix baseline, else the first cell).
+    """
+    first = cells[0]
+    done: dict[str, dict[str, Any]] = {}
+
+    def run(cell: Cell) -> dict[str, Any]:
+        result: dict[str, Any] = sweep.run_cell(cell)
+        done[cell.id] = result
+        if first.id not in done:
+            # The first endpoint may have come from the cache: it is in the store.
+            cached = sweep.store.load_cell(first.id)
+            if cached is not None:
+                done[first.id] = cached
+        if cell.id != first.id and first.id in done:
+            sweep.compare_rows([first, cell], done)
+        return result
+
+    return run

@@ -1,0 +1,137 @@
+"""`harness bisect matrix.yaml --scenario ID --gpu G`: first bad image without a full sweep."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness import spec
+from harness.bisect import bisect, expected_probes, sweep_runner
+from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.orchestrator import Sweep, prefetch_analysis
+from harness.runtimes import get_runtime
+from harness.spec.model import Cell, Matrix
+from harness.store import RunStore
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("bisect", help="find the first bad image of one row by bisection")
+    p.add_argument("matrix", type=Path, help="matrix YAML file; `image:` order is version order")
+    p.add_argument("--scenario", metavar="ID", help="scenario id (needed if several)")
+    p.add_argument("--gpu", metavar="G", help="GPU value or label, e.g. 0 or gpu0 (needed "
+                                              "if several)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="extra probes of an image whose verdict stays ambiguous (default 1)")
+    p.add_argument("--reuse", type=Path, action="append", default=[], metavar="DIR",
+                   help="also reuse finished cells of this results directory (repeatable)")
+    p.add_argument("--out", type=Path, default=Path("reports"),
+                   help="results base directory (default: reports/); the bisect keeps its "
+                        "cells in <out>/<name>/bisect-<row> and reuses them on the next run")
+    p.add_argument("--runtime", choices=("docker", "local"), help="override `runtime:`")
+    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
+    p.add_argument("--iterations", type=int, help="override iterations for every cell")
+    p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
+    p.add_argument("-q", "--quiet", action="store_true", help="no runtime progress lines")
+    p.set_defaults(func=run)
+
+
+def pick(values: list[str], wanted: str | None, flag: str, source: Path) -> str:
+    """The one value the flag names (or the only one there is).
+
+    Raises:
+        InputError: the flag is missing while there is a choice, or names nothing.
+    """
+    if wanted is None:
+        if len(values) == 1:
+            return values[0]
+        raise InputError(f"{source}: the matrix has several {flag[2:]}s; pass {flag} "
+                         f"(allowed values: {', '.join(values)})")
+    if wanted not in values:
+        raise InputError(f"{flag} {wanted}: not in {source} (allowed values: "
+                         f"{', '.join(values)})")
+    return wanted
+
+
+def row_cells(matrix: Matrix, scenario: str | None, gpu: str | None) -> list[Cell]:
+    """The cells of one row, in image order.
+
+    Raises:
+        InputError: unknown scenario or GPU, or fewer than two images in the row.
+    """
+    sid = pick(sorted({s.id for s in matrix.scenarios}), scenario, "--scenario", matrix.file)
+    labels = {g.label: g.value for g in matrix.gpus}
+    if gpu is not None and gpu in labels.values() and gpu not in labels:
+        gpu = next(k for k, v in labels.items() if v == gpu)
+    glabel = pick(sorted(labels), gpu, "--gpu", matrix.file)
+    cells = sorted((c for c in matrix.cells if c.scenario.id == sid and c.gpu.label == glabel),
+                   key=lambda c: c.image.index)
+    if len(cells) < 2:
+        raise InputError(f"{matrix.file}: row {glabel}.{sid} has {len(cells)} image(s); "
+                         "bisect needs at least two (check `exclude:`)")
+    return cells
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.cli.sweep import _override
+
+    if args.repeats < 0:
+        raise InputError("--repeats must be >= 0")
+    for d in args.reuse:
+        if not (d / "cells").is_dir():
+            raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
+                             "written by `harness sweep`")
+    matrix = spec.load(args.matrix)
+    cells = _override(row_cells(matrix, args.scenario, args.gpu), args)
+    prefetch_analysis()
+    runtime = get_runtime(args.runtime or matrix.runtime, args.docker_host)
+    runtime.cleanup()
+    runtime.check(cells)
+    row = cells[0].row
+    # A fixed directory, not a timestamped one: the next bisect of this row reuses it.
+    store = RunStore(args.out / matrix.name / f"bisect-{row}")
+    store.lock()
+    others = [RunStore(d) for d in args.reuse]
+
+    def cache(cell: Cell) -> dict[str, Any] | None:
+        found = store.load_cell(cell.id)
+        for other in others:
+            if found is not None:
+                break
+            found = other.load_cell(cell.id)
+            if found is not None:  # samples too: comparisons with the first image read them
+                shutil.copytree(other.root / "cells" / cell.id, store.root / "cells" / cell.id,
+                                dirs_exist_ok=True)
+        return found
+
+    def progress(text: str) -> None:
+        if not args.quiet:
+            print(f"harness: {text}", file=sys.stderr, flush=True)
+
+    print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
+          f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
+          f"noise; cells in {store.root}", flush=True)
+    try:
+        sweep = Sweep(matrix, runtime, store, progress)
+        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+        outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
+                         cache, args.repeats)
+    finally:
+        try:
+            runtime.cleanup()
+        finally:
+            store.unlock()
+    print(f"\n{row}: {outcome.sentence()}")
+    for what, good, bad in outcome.diff():
+        print(f"  {what}: {good} -> {bad}")
+    print(f"{outcome.runs} cell run(s), {outcome.reused} reused; a full sweep of this row "
+          f"is {len(cells)} runs")
+    if not outcome.found:
+        print("  fix: choose an image list that starts at a known-good version and ends at "
+              "a bad one" if outcome.step.why.startswith("endpoint is") else
+              "  fix: raise iterations (--iterations) so the endpoint's verdict is decided",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_REGRESSION if outcome.first_bad else EXIT_OK
