@@ -128,7 +128,9 @@ def _describe(step: BisectStep, labels: list[str], result: dict[str, Any], how: 
     if after.action == "stop":
         return f"{head} -> stop: {after.why}"
     if after.lo is None:
-        return f"{head} -> {after.why or 'next endpoint'}"
+        if after.index == step.index:
+            return f"{head} -> undecided, probing it again"
+        return f"{head} -> good, as the first image must be; now the last image"
     assert after.hi is not None
     left = after.hi - after.lo - 1 - len(after.skipped)
     tail = f" (again: {after.why})" if after.why else ""

@@ -1,8 +1,13 @@
 """Read an agent's JSON lines tolerantly into a `Series`.
 
 A cell that died mid-way is an outcome, so a truncated last line, garbage lines and a
-missing `end` are recorded as problems and everything readable is kept. Reading is
-bounded: over-long lines are skipped without being held whole in memory.
+missing `end` are recorded as problems and everything readable is kept. What comes out
+of a container is untrusted: reading is bounded (over-long lines are skipped without
+being held whole in memory, and the total bytes and records kept are capped), every
+record is checked against schema 1 (fields of the wrong type are dropped with a
+problem). The first `end` counts; anything after it is a problem (the agent writes its
+`end` last, so a forged end mid-run shows as a "second end" and the exit code, which a
+scenario cannot forge, still decides a crash).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any
 import numpy as np
 
 MAX_LINE = 1 << 20          # 1 MiB: a sample line is ~300 bytes
-MAX_RECORDS = 5_000_000
+MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
+MAX_TOTAL = 128 << 20      # bytes read, whatever the line count (~1 GiB parsed)
 MAX_PROBLEMS = 20
 MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
 
@@ -29,8 +35,8 @@ class Series:
     problems: list[str] = field(default_factory=list)
     skipped: int = 0
 
-    def _problem(self, text: str) -> None:
-        self.skipped += 1
+    def _problem(self, text: str, skipped: bool = True) -> None:
+        self.skipped += skipped
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(text)
 
@@ -108,13 +114,62 @@ def _valid_sample(rec: dict[str, Any]) -> str | None:
     return None
 
 
+_STR = (str,)
+_NUM = (int, float)
+# Header and end fields the host reads, with the types schema 1 gives them.
+HEADER_TYPES: dict[str, tuple[type, ...]] = {
+    "scenario": _STR, "params": (dict,), "config": (dict,), "python": _STR,
+    "implementation": _STR, "platform": _STR, "machine": _STR, "hostname": _STR,
+    "pid": (int,), "time": _NUM, "env": (dict,), "packages": (dict,), "heap": (dict,),
+    "pythonmalloc": _STR, "cgroup": (*_STR, int), "gpu": (dict,), "gpu_reason": _STR,
+    "cpu_count": (int,)}
+END_TYPES: dict[str, tuple[type, ...]] = {
+    "error": (dict,), "info": (dict,), "phases": (dict,), "iterations": (int,),
+    "warmup": (int,), "stopped_early": (bool,), "mode": _STR, "elapsed_s": _NUM,
+    "sampling_s": _NUM, "teardown_error": _STR}
+
+
+def _checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,
+             problems: list[str]) -> dict[str, Any]:
+    """`rec` without the fields whose type schema 1 does not allow (None is allowed)."""
+    out: dict[str, Any] = {}
+    for key, value in rec.items():
+        want = types.get(key)
+        bad = want is not None and value is not None and (
+            not isinstance(value, want) or (isinstance(value, bool) and bool not in want))
+        if bad:
+            problems.append(f"{what} field {key!r} has the wrong type; dropped")
+        else:
+            out[key] = value
+    if what == "header":
+        for key in ("env", "packages"):
+            if isinstance(out.get(key), dict) and not all(
+                    isinstance(v, str) for v in out[key].values()):
+                problems.append(f"header field {key!r} is not a mapping of strings; dropped")
+                del out[key]
+        gpu = out.get("gpu")
+        if gpu is not None and not (isinstance(gpu.get("devices", []), list) and all(
+                isinstance(d, dict) for d in gpu.get("devices", []))):
+            problems.append("header field 'gpu' has malformed devices; dropped")
+            del out["gpu"]
+    if what == "end" and isinstance(out.get("error"), dict):
+        out["error"] = {k: str(v) for k, v in out["error"].items()
+                        if k in ("type", "message", "traceback")}
+    if what == "end" and out.get("status") == "error" and not isinstance(out.get("error"), dict):
+        out["error"] = {"type": "error", "message": "the end record's error was malformed"}
+    return out
+
+
 def parse_lines(lines: Any) -> Series:
     """Build a Series from an iterable of byte lines."""
     series = Series()
+    total = 0
     for n, raw in enumerate(lines, 1):
-        if len(series.samples) >= MAX_RECORDS:
-            series._problem(f"more than {MAX_RECORDS} records; the rest ignored")
+        if len(series.samples) >= MAX_RECORDS or total > MAX_TOTAL:
+            series._problem(f"more than {MAX_RECORDS} records or {MAX_TOTAL >> 20} MiB; "
+                            "the rest ignored")
             break
+        total += min(len(raw), MAX_LINE + 1)
         if len(raw) > MAX_LINE:
             series._problem(f"line {n}: longer than {MAX_LINE} bytes, skipped")
             continue
@@ -136,7 +191,10 @@ def parse_lines(lines: Any) -> Series:
             elif rec.get("schema") != 1:
                 series._problem(f"line {n}: unknown schema {rec.get('schema')!r}")
             else:
-                series.header = rec
+                problems: list[str] = []
+                series.header = _checked(rec, HEADER_TYPES, "header", problems)
+                for p in problems:
+                    series._problem(f"line {n}: {p}", skipped=False)
         elif kind == "sample":
             if series.end is not None:
                 series._problem(f"line {n}: sample after end ignored")
@@ -152,7 +210,10 @@ def parse_lines(lines: Any) -> Series:
             elif rec.get("status") not in ("ok", "error"):
                 series._problem(f"line {n}: end with unknown status")
             else:
-                series.end = rec
+                problems = []
+                series.end = _checked(rec, END_TYPES, "end", problems)
+                for p in problems:
+                    series._problem(f"line {n}: {p}", skipped=False)
         else:
             series._problem(f"line {n}: unknown record type {kind!r}")
     return series

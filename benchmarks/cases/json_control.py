@@ -8,4 +8,4 @@ def setup(params):
 
 def step(state):
     j = state["json"]
-    j.loads(j.dumps({"k%d" % i: [i, str(i)] for i in range(20)}))
+    j.loads(j.dumps({f"k{i}": [i, str(i)] for i in range(20)}))

@@ -7,7 +7,7 @@ Leaks ~6 KB per step in multidict 6.5.0 ... 6.6.3 (aio-libs/multidict#1232), fix
 
 def setup(params):
     from multidict import MultiDict
-    keys = ["X-Any-%d" % i for i in range(int(params.get("keys", 100)))]
+    keys = [f"X-Any-{i}" for i in range(int(params.get("keys", 100)))]
     return {"cls": MultiDict, "keys": keys}
 
 

@@ -6,13 +6,13 @@ Leaks ~600 B per step in ujson <= 5.12.0 (ultrajson/ultrajson#631), fixed in 5.1
 """
 
 
-class ExampleObject(object):
+class ExampleObject:
     def __init__(self, document, items):
         self.document = document
         self.items = items
 
     def __repr__(self):
-        return "PromptSearchItemMock(document=%s, items=%s)" % (self.document, self.items)
+        return f"PromptSearchItemMock(document={self.document}, items={self.items})"
 
 
 def setup(params):
@@ -25,6 +25,6 @@ def _fallback(obj):
 
 
 def step(state):
-    ex = {"search_results": [ExampleObject(document=u"\u751f\u65e5\u5feb\u4e50",
+    ex = {"search_results": [ExampleObject(document="\u751f\u65e5\u5feb\u4e50",
                                            items=["computer"]) for _ in range(3)]}
     state["dumps"](ex, ensure_ascii=True, default=_fallback)

@@ -1,20 +1,52 @@
 """NVML through ctypes (libnvidia-ml.so.1), for the agent. Stdlib only, Python 3.6+.
 
-Symbols and structs follow NVIDIA's NVML API reference: nvmlInit_v2,
-nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetName,
-nvmlDeviceGetUUID, nvmlDeviceGetCudaComputeCapability, nvmlDeviceGetMemoryInfo
-(nvmlMemory_t = {unsigned long long total, free, used}), nvmlSystemGetDriverVersion.
-Inside a container NVML cannot map its own PIDs, so only device-level figures are used;
-the harness runs one cell per GPU so the device figure is the cell's.
+Symbols, signatures and structs follow NVIDIA's NVML API reference (nvml.h):
+  nvmlReturn_t nvmlInit_v2(void);  nvmlReturn_t nvmlShutdown(void);
+  const char *nvmlErrorString(nvmlReturn_t);
+  nvmlDeviceGetCount_v2(unsigned int *);
+  nvmlDeviceGetHandleByIndex_v2(unsigned int, nvmlDevice_t *);
+  nvmlDeviceGetName / nvmlDeviceGetUUID(nvmlDevice_t, char *, unsigned int);
+  nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int *major, int *minor);
+  nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t *)
+      with nvmlMemory_t = {unsigned long long total, free, used};
+  nvmlSystemGetDriverVersion(char *, unsigned int);
+  nvmlSystemGetCudaDriverVersion_v2(int *)   (1000 * major + 10 * minor).
+nvmlDevice_t is an opaque pointer, kept as c_void_p. Inside a container NVML cannot map
+its own PIDs (the PID namespace differs), so only device-level figures are used; the
+harness runs one cell per GPU so that the device's figure is the cell's.
+
+`python nvml.py [LIB]` prints the summary as JSON (a probe for `harness doctor`).
 """
 import ctypes
+import json
+import sys
 
 NVML_SUCCESS = 0
+TEXT_SIZE = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE == NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
 
 class _Memory(ctypes.Structure):
     _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
                 ("used", ctypes.c_ulonglong)]
+
+
+_P = ctypes.POINTER
+_SIGNATURES = {
+    "nvmlInit_v2": [],
+    "nvmlShutdown": [],
+    "nvmlDeviceGetCount_v2": [_P(ctypes.c_uint)],
+    "nvmlDeviceGetHandleByIndex_v2": [ctypes.c_uint, _P(ctypes.c_void_p)],
+    "nvmlDeviceGetName": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint],
+    "nvmlDeviceGetUUID": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint],
+    "nvmlDeviceGetCudaComputeCapability": [ctypes.c_void_p, _P(ctypes.c_int),
+                                           _P(ctypes.c_int)],
+    "nvmlDeviceGetMemoryInfo": [ctypes.c_void_p, _P(_Memory)],
+    "nvmlSystemGetDriverVersion": [ctypes.c_char_p, ctypes.c_uint],
+}
+_OPTIONAL = {
+    "nvmlSystemGetCudaDriverVersion_v2": [_P(ctypes.c_int)],
+    "nvmlErrorString": [ctypes.c_int],
+}
 
 
 class Nvml(object):
@@ -25,79 +57,133 @@ class Nvml(object):
         self.reason = None
         self.handles = []
         self._lib = None
+        self._fn = {}
         try:
             lib = ctypes.CDLL(libname)
         except OSError as exc:
-            self.reason = "no %s (%s)" % (libname, exc)
+            self.reason = "cannot load %s (%s): no NVIDIA driver in this container" % (
+                libname, exc)
             return
         try:
-            rc = lib.nvmlInit_v2()
-            if rc != NVML_SUCCESS:
-                self.reason = "nvmlInit_v2 returned %d" % rc
-                return
-            count = ctypes.c_uint(0)
-            rc = lib.nvmlDeviceGetCount_v2(ctypes.byref(count))
-            if rc != NVML_SUCCESS:
-                self.reason = "nvmlDeviceGetCount_v2 returned %d" % rc
-                return
-            for i in range(count.value):
-                handle = ctypes.c_void_p()
-                if lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(i),
-                                                     ctypes.byref(handle)) == NVML_SUCCESS:
-                    self.handles.append(handle)
+            for name, argtypes in _SIGNATURES.items():
+                self._fn[name] = self._bind(lib, name, argtypes, ctypes.c_int)
         except AttributeError as exc:
-            self.reason = "NVML symbol missing: %s" % exc
+            self.reason = "NVML symbol missing in %s: %s" % (libname, exc)
             return
+        for name, argtypes in _OPTIONAL.items():
+            restype = ctypes.c_char_p if name == "nvmlErrorString" else ctypes.c_int
+            try:
+                self._fn[name] = self._bind(lib, name, argtypes, restype)
+            except AttributeError:
+                pass
+        rc = self._fn["nvmlInit_v2"]()
+        if rc != NVML_SUCCESS:
+            self.reason = "nvmlInit_v2 failed: %s" % self.error(rc)
+            return
+        count = ctypes.c_uint(0)
+        rc = self._fn["nvmlDeviceGetCount_v2"](ctypes.byref(count))
+        if rc != NVML_SUCCESS:
+            self.reason = "nvmlDeviceGetCount_v2 failed: %s" % self.error(rc)
+            self._fn["nvmlShutdown"]()
+            return
+        for i in range(count.value):
+            handle = ctypes.c_void_p()
+            if self._fn["nvmlDeviceGetHandleByIndex_v2"](i, ctypes.byref(handle)) == 0:
+                self.handles.append(handle)
         self._lib = lib
         self.available = True
 
-    def _text(self, func, *args):
-        buf = ctypes.create_string_buffer(96)
-        if func(*(args + (buf, ctypes.c_uint(96)))) != NVML_SUCCESS:
+    @staticmethod
+    def _bind(lib, name, argtypes, restype):
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+        return fn
+
+    def error(self, rc):
+        """`Driver Not Loaded (9)`: NVML's own words for a return code."""
+        fn = self._fn.get("nvmlErrorString")
+        text = fn(rc) if fn is not None else None
+        return "%s (%d)" % (text.decode("utf-8", "replace") if text else "error", rc)
+
+    def _text(self, name, *args):
+        buf = ctypes.create_string_buffer(TEXT_SIZE)
+        if self._fn[name](*(args + (buf, TEXT_SIZE))) != NVML_SUCCESS:
             return None
         return buf.value.decode("utf-8", "replace")
 
     def devices(self):
-        """[{index, name, uuid, cc: [major, minor], memory_total}], plus driver version."""
+        """[{index, name, uuid, cc: [major, minor], memory_total}] of the visible GPUs."""
         out = []
         if not self.available:
             return out
-        lib = self._lib
         for i, h in enumerate(self.handles):
             major, minor = ctypes.c_int(0), ctypes.c_int(0)
             cc = None
-            if lib.nvmlDeviceGetCudaComputeCapability(h, ctypes.byref(major),
-                                                      ctypes.byref(minor)) == NVML_SUCCESS:
+            if self._fn["nvmlDeviceGetCudaComputeCapability"](
+                    h, ctypes.byref(major), ctypes.byref(minor)) == NVML_SUCCESS:
                 cc = [major.value, minor.value]
             mem = self.memory(i)
-            out.append({"index": i, "name": self._text(lib.nvmlDeviceGetName, h),
-                        "uuid": self._text(lib.nvmlDeviceGetUUID, h), "cc": cc,
+            out.append({"index": i, "name": self._text("nvmlDeviceGetName", h),
+                        "uuid": self._text("nvmlDeviceGetUUID", h), "cc": cc,
                         "memory_total": mem[0] if mem else None})
         return out
 
     def driver(self):
+        """The kernel driver's version string, e.g. "535.129.03", or None."""
         if not self.available:
             return None
-        return self._text(self._lib.nvmlSystemGetDriverVersion)
+        return self._text("nvmlSystemGetDriverVersion")
+
+    def cuda_driver(self):
+        """The newest CUDA version the driver supports, e.g. "12.2", or None."""
+        fn = self._fn.get("nvmlSystemGetCudaDriverVersion_v2")
+        if not self.available or fn is None:
+            return None
+        version = ctypes.c_int(0)
+        if fn(ctypes.byref(version)) != NVML_SUCCESS:
+            return None
+        return "%d.%d" % (version.value // 1000, (version.value % 1000) // 10)
+
+    def summary(self):
+        """The header's `gpu` block: devices, driver and the driver's CUDA version."""
+        return {"devices": self.devices(), "driver": self.driver(),
+                "cuda_driver": self.cuda_driver()}
 
     def memory(self, index):
         """(total, used) bytes of device `index`, or None."""
         if not self.available or index >= len(self.handles):
             return None
         mem = _Memory()
-        if self._lib.nvmlDeviceGetMemoryInfo(self.handles[index],
-                                             ctypes.byref(mem)) != NVML_SUCCESS:
+        if self._fn["nvmlDeviceGetMemoryInfo"](self.handles[index],
+                                               ctypes.byref(mem)) != NVML_SUCCESS:
             return None
         return (mem.total, mem.used)
+
+    def used_by_device(self):
+        """[used bytes or None] per visible device."""
+        return [(m[1] if m else None) for m in map(self.memory, range(len(self.handles)))]
 
     def used(self):
         """Bytes used summed over the visible devices, or None."""
         if not self.available or not self.handles:
             return None
-        total = 0
-        for i in range(len(self.handles)):
-            m = self.memory(i)
-            if m is None:
-                return None
-            total += m[1]
-        return total
+        per = self.used_by_device()
+        return None if None in per else sum(per)
+
+    def close(self):
+        if self.available:
+            self._fn["nvmlShutdown"]()
+            self.available = False
+
+
+def main(argv):
+    nvml = Nvml(argv[1] if len(argv) > 1 else "libnvidia-ml.so.1")
+    out = nvml.summary() if nvml.available else {"reason": nvml.reason}
+    nvml.close()
+    sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
+    return 0 if "devices" in out else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

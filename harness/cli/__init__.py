@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 
-COMMANDS = ("sweep", "report", "images", "doctor")
+COMMANDS = ("sweep", "bisect", "compare", "report", "images", "doctor")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,11 +23,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.cli import doctor, images, report, sweep
+    from harness.cli import bisect, compare, doctor, images, report, sweep
 
     parser = _Parser(prog="harness", description=__doc__.splitlines()[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (sweep, report, images, doctor):
+    for module in (sweep, bisect, compare, report, images, doctor):
         module.add_parser(sub)
     return parser
 

@@ -1,58 +1,186 @@
-"""`harness doctor [matrix.yaml]`: can this host run the sweep? What to fix."""
+"""`harness doctor [matrix.yaml]`: can this host run the sweep? What to fix.
+
+Checks, in order: the NVIDIA driver and GPUs (NVML: name, compute capability, memory),
+each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one), the
+engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus` hook), each image's
+presence and CUDA version, and whether each image can run on each selected GPU
+(the same precheck the sweep uses). Exits 3 when something makes the sweep unusable;
+warnings (a cell that will be not-applicable) do not.
+"""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness import gpu
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
+from harness.spec.model import GpuSel, Matrix
+
+TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
+               "--runtime=docker` and restart dockerd")
+
+
+class Engine(Protocol):
+    """The little doctor needs from a Docker engine (DockerRuntime, or a fake in tests)."""
+
+    def info(self) -> Mapping[str, Any]: ...
+
+    def image_config(self, ref: str) -> Mapping[str, Any] | None:
+        """{"labels": {...}, "env": ["K=V", ...]} of a local image, None when absent."""
+
+
+@dataclass
+class Checks:
+    lines: list[str] = field(default_factory=list)
+    failures: int = 0
+
+    def add(self, level: str, what: str, fix: str = "") -> None:
+        self.failures += level == "FAIL"
+        self.lines.append(f"[{level}] {what}" + (f"\n       fix: {fix}" if fix else ""))
+
+    @property
+    def code(self) -> int:
+        return EXIT_ENVIRONMENT if self.failures else EXIT_OK
+
+
+class _DockerEngine:
+    def __init__(self, url: str | None):
+        from harness.runtimes.docker import DockerRuntime
+
+        self.rt = DockerRuntime(url)
+
+    def info(self) -> Mapping[str, Any]:
+        info: Mapping[str, Any] = self.rt.client.info()
+        return info
+
+    def image_config(self, ref: str) -> Mapping[str, Any] | None:
+        labels = self.rt.image_labels(ref)
+        if labels is None:
+            return None
+        config = self.rt.client.images.get(ref).attrs.get("Config") or {}
+        return {"labels": labels, "env": config.get("Env") or []}
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("doctor", help="check engine, GPUs and images")
+    p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
-    p.add_argument("--docker-host")
+    p.add_argument("--docker-host", help="check this engine instead of the matrix's hosts")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from harness import spec
 
-    problems = 0
-
-    def line(ok: bool, what: str, fix: str = "") -> None:
-        nonlocal problems
-        problems += 0 if ok else 1
-        print(f"[{'ok' if ok else 'FAIL'}] {what}" + (f"\n       fix: {fix}" if fix else ""))
-
     matrix = spec.load(args.matrix) if args.matrix else None
-    has_gpu = gpu.host_has_gpu()
-    line(True, f"NVIDIA driver: {'present' if has_gpu else 'absent (CPU-only host)'}")
-    gpus = gpu.list_gpus()
-    for g in gpus:
-        line(True, f"GPU {g.index}: {g.name} cc {g.cc} {g.uuid}")
-    if matrix is None or matrix.runtime == "docker":
-        from harness.runtimes.docker import DockerRuntime
+    if args.docker_host:
+        endpoints: dict[str, str | None] = {args.docker_host: args.docker_host}
+    elif matrix is not None:
+        endpoints = {h.label: h.url for h in matrix.hosts}
+    else:
+        endpoints = {"local": None}
+    checks = diagnose(matrix, endpoints, _DockerEngine, gpu.probe(), gpu.host_has_gpu(),
+                      shutil.which("nvidia-container-runtime-hook") is not None)
+    print("\n".join(checks.lines))
+    return checks.code
 
-        rt = DockerRuntime(args.docker_host)
-        try:
-            info = rt.client.info()
-            line(True, f"Docker engine {info.get('ServerVersion')} "
-                       f"(cgroup {info.get('CgroupVersion')})")
-            support = gpu.engine_gpu_support(info)
-            line(support is not None or not has_gpu,
-                 f"GPU support in engine: {support or 'none'}",
-                 "" if support or not has_gpu else "install nvidia-container-toolkit")
-            if matrix is not None:
-                for img in matrix.images:
-                    present = rt.image_labels(img.ref) is not None
-                    line(present, f"image {img.ref}",
-                         "" if present else f"docker pull {img.ref}, or harness images build")
-        except HarnessError as exc:
-            line(False, str(exc).splitlines()[0], str(exc).splitlines()[-1].strip())
-    if matrix is not None and any(g.wants_gpu for g in matrix.gpus) and not has_gpu:
-        line(False, "the matrix asks for GPUs but this host has none",
-             "run on a GPU host or set gpu: [none]")
-    return EXIT_ENVIRONMENT if problems else EXIT_OK
+
+def _is_local(url: str | None) -> bool:
+    return url is None or url.startswith("unix://")
+
+
+def selected(sel: GpuSel, gpus: list[gpu.Gpu]) -> list[gpu.Gpu] | None:
+    """The host GPUs a matrix selection names; None when it names one that is absent."""
+    if sel.value == "all":
+        return list(gpus)
+    hit = [g for g in gpus if sel.value in (str(g.index), g.uuid)]
+    return hit or None
+
+
+def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
+             connect: Callable[[str | None], Engine], host: gpu.HostGpus, has_gpu: bool,
+             hook_found: bool) -> Checks:
+    """Every check, as lines to print; `failures` counts what makes the sweep unusable."""
+    c = Checks()
+    wants_gpu = matrix is not None and any(g.wants_gpu for g in matrix.gpus)
+    if not has_gpu:
+        c.add("ok" if not wants_gpu else "warn", "NVIDIA driver: absent (CPU-only host)")
+    elif host.driver is None:
+        c.add("warn", f"NVIDIA driver present; GPU details unavailable: {host.reason}",
+              "pip install 'harness[gpu]' (nvidia-ml-py) for names, compute capability "
+              "and host-side GPU memory sampling")
+    else:
+        cuda = f", CUDA {host.cuda_driver[0]}.{host.cuda_driver[1]}" if host.cuda_driver else ""
+        c.add("ok", f"NVIDIA driver {host.driver}{cuda}, {len(host.gpus)} GPU(s)")
+    for g in host.gpus:
+        cc = f"{g.cc[0]}.{g.cc[1]}" if g.cc else "?"
+        mem = f", {g.memory_total // 2**20} MiB" if g.memory_total else ""
+        c.add("ok", f"GPU {g.index}: {g.name}, compute capability {cc}{mem}, {g.uuid}")
+    if matrix is not None and matrix.runtime == "local":
+        if wants_gpu and not has_gpu:
+            c.add("FAIL", "the matrix asks for GPUs but this host has none",
+                  "run on a GPU host or set gpu: [none]")
+        return c
+    for label, url in endpoints.items():
+        _engine_checks(c, matrix, label, url, connect, host, has_gpu, hook_found, wants_gpu)
+    return c
+
+
+def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None,
+                   connect: Callable[[str | None], Engine], host: gpu.HostGpus,
+                   has_gpu: bool, hook_found: bool, wants_gpu: bool) -> None:
+    where = f"engine {label}" + (f" ({url})" if url and url != label else "")
+    local = _is_local(url)
+    try:
+        engine = connect(url)
+        info = engine.info()
+    except HarnessError as exc:
+        first, *rest = str(exc).splitlines()
+        c.add("FAIL", f"{where}: {first}", rest[-1].strip().removeprefix("fix: ") if rest else "")
+        return
+    c.add("ok", f"{where}: Docker {info.get('ServerVersion')} (cgroup "
+                f"{info.get('CgroupVersion')}, runtime {info.get('DefaultRuntime')})")
+    mechanisms = gpu.engine_gpu_mechanisms(info, hook_found and local)
+    if mechanisms:
+        c.add("ok", f"{where}: GPU support: {', '.join(mechanisms)}")
+    elif wants_gpu and local:
+        c.add("FAIL", f"{where}: no NVIDIA runtime, CDI devices or --gpus hook", TOOLKIT_FIX)
+    elif wants_gpu:
+        c.add("warn", f"{where}: no nvidia runtime or CDI devices listed by the remote "
+                      "engine; `--gpus` support cannot be seen from here",
+              f"if cells fail to start, on that host: {TOOLKIT_FIX}")
+    if wants_gpu and local and not has_gpu:
+        c.add("FAIL", f"{where}: the matrix asks for GPUs but this host has none",
+              "run on a GPU host or set gpu: [none]")
+    if matrix is None:
+        return
+    gpus = host.gpus if local else []
+    if local and host.gpus:
+        for sel in matrix.gpus:
+            if sel.wants_gpu and selected(sel, host.gpus) is None:
+                c.add("FAIL", f"{where}: the matrix selects GPU {sel.value}, which this host "
+                              f"does not have (GPUs: {', '.join(str(g.index) for g in gpus)})",
+                      "fix `gpu:` in the matrix")
+    elif wants_gpu and not local:
+        c.add("warn", f"{where}: the remote host's GPUs are not visible from here; image/GPU "
+                      "compatibility is decided when its cells run")
+    for img in matrix.images:
+        config = engine.image_config(img.ref)
+        if config is None:
+            c.add("FAIL", f"{where}: image {img.ref} is missing",
+                  f"docker pull {img.ref} on that host, or `harness images build`")
+            continue
+        cuda = gpu.image_cuda(config.get("labels"), config.get("env"))
+        c.add("ok", f"{where}: image {img.ref}" + (
+            f" (CUDA {cuda[0]}.{cuda[1]})" if cuda else ""))
+        targets = {g.index: g for sel in matrix.gpus if sel.wants_gpu
+                   for g in selected(sel, gpus) or []}
+        for g in targets.values():
+            found = gpu.precheck(cuda, g, host.cuda_driver)
+            if found is not None:
+                c.add("warn", f"{where}: {img.label} on GPU {g.index} ({g.name}): "
+                              f"{found[0]}: {found[1]}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.analysis.kinds import BAD
@@ -21,7 +22,7 @@ def cell_numbers(res: Mapping[str, Any]) -> str:
         source = next((s for s in ("heap", "uss", "rss") if s in memory), None)
     if source is not None:
         slope = float(memory[source]["slope"])
-        parts.append(f"{source} {slope / 1024:+.1f}KiB/it")
+        parts.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f}KiB/it")  # no "-0.0"
     step = (res.get("summary") or {}).get("median_step_s")
     if step is not None:
         parts.append(f"{step * 1000:.3g}ms")
@@ -42,15 +43,25 @@ class Report:
     rows: list[RowAnswer]
     results: dict[str, dict[str, Any]]
     meta: dict[str, Any]
+    root: Path | None = None        # the results directory: samples.jsonl for plots
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, dict[str, Any]],
-                     meta: Mapping[str, Any] | None = None) -> Report:
+                     meta: Mapping[str, Any] | None = None, root: Path | None = None
+                     ) -> Report:
+        """Build the model; `root` lets renderers read each cell's samples.jsonl."""
         order: dict[str, int] = {}
         for r in results.values():
             order.setdefault(r["image"]["label"], r["image"]["index"])
         images = sorted(order, key=lambda k: order[k])
-        return cls(name, images, answer_rows(results), dict(results), dict(meta or {}))
+        return cls(name, images, answer_rows(results), dict(results), dict(meta or {}), root)
+
+    def samples_path(self, cell_id: str) -> Path | None:
+        """Where a cell's samples.jsonl is, if the results directory is known and has it."""
+        if self.root is None:
+            return None
+        path = self.root / "cells" / cell_id / "samples.jsonl"
+        return path if path.is_file() else None
 
     @property
     def bad_cells(self) -> list[str]:

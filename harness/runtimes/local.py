@@ -29,6 +29,16 @@ def cache_dir() -> Path:
     return Path(base)
 
 
+def _tail(path: Path, size: int) -> str:
+    """The last `size` bytes of a log a scenario may have flooded, without reading it all."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - size))
+            return f.read(size).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 class LocalRuntime:
     name = "local"
 
@@ -138,7 +148,7 @@ class LocalRuntime:
             [request.image.python, *args], env=env, log=log,
             deadline_s=cell.settings.timeout, cwd=cell.scenario.script.parent,
             on_start=pid_box.append, poll=poll)
-        tail = log.read_bytes()[-8000:].decode("utf-8", "replace") if log.exists() else ""
+        tail = _tail(log, 8000)
         details: dict[str, object] = {}
         if cell.settings.mem_limit:
             details["mem_limit"] = "not applied by the local runtime"

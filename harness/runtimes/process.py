@@ -1,7 +1,8 @@
 """The one module that spawns processes: agent subprocesses, venv builds, tools.
 
 Children start in their own session so a deadline or Ctrl-C kills the whole group,
-escalating SIGTERM -> SIGKILL.
+escalating SIGTERM -> SIGKILL. When the leader exits by itself, whatever it forked and
+left behind in its group (a scenario's worker holding memory) is killed too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:
             continue
 
 
+def _reap_group(pgid: int) -> None:
+    """SIGKILL what is left of a finished leader's process group."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
                       deadline_s: float, cwd: Path | None = None,
                       on_start: Callable[[int], None] | None = None,
@@ -65,10 +74,12 @@ def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
                 poll()
             if time.monotonic() - start > deadline_s:
                 _kill_group(proc)
+                _reap_group(proc.pid)
                 return Finished(proc.returncode, True, time.monotonic() - start)
     except BaseException:
         _kill_group(proc, grace=1.0)
         raise
+    _reap_group(proc.pid)
     return Finished(proc.returncode, False, time.monotonic() - start)
 
 

@@ -23,6 +23,13 @@ from harness.errors import InputError, StoreError
 SCHEMA = 1
 
 
+def _hint(exc: OSError) -> str:
+    return {errno.ENOSPC: "the disk is full: free space or use --out elsewhere",
+            errno.EROFS: "the file system is read-only: use --out DIR on a writable one",
+            errno.EACCES: "permission denied: use --out DIR you can write"}.get(
+                exc.errno or 0, "check the results directory")
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace `path` with `text` atomically.
 
@@ -40,11 +47,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        hint = {errno.ENOSPC: "the disk is full: free space or use --out elsewhere",
-                errno.EROFS: "the file system is read-only: use --out DIR on a writable one",
-                errno.EACCES: "permission denied: use --out DIR you can write"}.get(
-                    exc.errno or 0, "check the results directory")
-        raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: {hint}") from exc
+        raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: {_hint(exc)}") from exc
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -123,10 +126,19 @@ class RunStore:
             self._lock = None
 
     def cell_dir(self, cell_id: str, fresh: bool = False) -> Path:
+        """The cell's directory (emptied with `fresh`).
+
+        Raises:
+            StoreError: it cannot be removed or created (read-only, full, permissions).
+        """
         d = self.root / "cells" / cell_id
-        if fresh and d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True, exist_ok=True)
+        try:
+            if fresh and d.exists():
+                shutil.rmtree(d)
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot prepare {d}: {exc.strerror}\n  fix: "
+                             f"{_hint(exc)}") from exc
         return d
 
     def load_cell(self, cell_id: str) -> dict[str, Any] | None:

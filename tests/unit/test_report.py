@@ -152,7 +152,7 @@ def test_write_all_and_load_results_round_trip(tmp_path: Path, report: Report) -
         paths = write_all(store, report)
     finally:
         store.unlock()
-    assert [p.name for p in paths] == ["results.json", "report.md"]
+    assert [p.name for p in paths] == ["results.json", "report.md", "report.html", "junit.xml"]
     assert paths[1].read_text() == render_md(report)
     loaded = load_results(store.root)
     assert loaded == report.results

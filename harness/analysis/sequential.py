@@ -1,0 +1,278 @@
+"""Live leak decisions while a cell runs, valid however often the host looks.
+
+The host feeds the agent's records to a `LiveDecider` as they arrive; once the heap's
+growth rate is certainly above or certainly below a floor it returns a `LiveDecision`
+and the host creates the agent's control file, so the agent stops measuring and still
+writes its end record (`watch_file` is that loop).
+
+The test is a sign test on the per-interval growth rates r_k = (heap_k - heap_{k-1}) /
+(i_k - i_{k-1}) in bytes/iteration, made sequential by a mixture of likelihood ratios
+(a mixture SPRT). For a rate f, let a be the intervals with r_k > f and b those with
+r_k < f. If at every interval P(r_k > f | past) <= 1/2 (the median rate is at most f),
+
+    E_f = 2^(a+b) * 2 * integral_{1/2}^{1} p^a (1 - p)^b dp
+
+is a non-negative supermartingale with E_f(0) = 1, so by Ville's inequality it ever
+reaches 1/alpha with probability at most alpha, at every look, without a horizon. The
+rates f it rejects give an anytime-valid lower bound `lo` of the median rate; the mirror
+test gives an upper bound `hi`. Signs ignore magnitudes, so the heap's occasional jumps
+(an arena, a dict resize, a freed cache) count as one interval each, whatever their size.
+
+- leak: lo > floor, and the mean rate over the span is above the floor, the growth
+  passes `min_growth`, and the latest third of the intervals is still growing: its
+  median above the floor, its lower quartile >= `decay_ratio` of the earliest third's
+  median rate (a cache that fills and slows
+  is a plateau, not a leak). The extra conditions only make "leak" rarer, so alpha holds;
+- stable: hi < floor and the mean rate is below the floor (a leak that comes in rare
+  big chunks has a median of 0 but a high mean: it is never called stable).
+
+A linear fill that lasts longer than the decision needs is a leak for as long as it
+lasts; no live test can tell it from one. The heap must be read after gc.collect()
+(as psleak does): otherwise cyclic garbage and free lists grow like a leak until the
+collector or the list's cap stops them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from scipy import special
+
+from harness.analysis.config import AnalysisConfig
+
+__all__ = ["LiveDecider", "LiveDecision", "median_bounds", "sign_evalue", "watch_file"]
+
+FLOOR_BYTES = 128.0          # bytes/iteration: growth the live test must see to call a leak
+MIN_GROWTH_BYTES = 8192.0    # and at least this much growth since the warm-up ended
+DECAY_RATIO = 0.5            # latest-third median rate >= this share of the earliest third's
+POLL_S = 0.05
+
+Kind = Literal["leak", "stable"]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveDecision:
+    """A verdict reached while the cell was still running; rates in bytes/iteration."""
+
+    verdict: Kind
+    source: str
+    iterations: int
+    reason: str
+    floor: float = 0.0
+    lo: float = 0.0
+    hi: float = 0.0
+    mean_rate: float = 0.0
+    growth: float = 0.0
+    intervals: int = 0
+    alpha: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict (infinite bounds as None)."""
+        out: dict[str, object] = asdict(self)
+        for key in ("lo", "hi"):
+            value = out[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                out[key] = None
+        return out
+
+
+def sign_evalue(above: Any, below: Any) -> Any:
+    """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2.
+
+    Vectorised over numpy arrays of counts.
+
+    Args:
+        above: Intervals on the tested side of the rate.
+        below: Intervals on the other side (ties count on neither).
+
+    Raises:
+        ValueError: A count is negative.
+    """
+    a, b = np.asarray(above, dtype=np.float64), np.asarray(below, dtype=np.float64)
+    if np.any(a < 0) or np.any(b < 0):
+        raise ValueError(f"counts must be >= 0, got above={above}, below={below}")
+    # integral_{1/2}^1 p^a (1-p)^b dp = B(a+1, b+1) * I_{1/2}(b+1, a+1)
+    with np.errstate(divide="ignore"):
+        out = ((a + b + 1) * math.log(2.0) + special.betaln(a + 1, b + 1)
+               + np.log(special.betainc(b + 1, a + 1, 0.5)))
+    return float(out) if out.ndim == 0 else out
+
+
+def median_bounds(rates: Any, alpha: float) -> tuple[float, float]:
+    """Anytime-valid (1 - alpha) lower and upper bounds of the median rate.
+
+    `lo` is the largest rate below which the sign e-value rejects "median <= f";
+    `hi` the smallest above which it rejects "median >= f". -inf/+inf when none.
+    Ties between rates are counted on neither side, as the test does.
+    """
+    r = np.sort(np.asarray(rates, dtype=np.float64))
+    n = r.size
+    if n == 0:
+        return -math.inf, math.inf
+    need = math.log(1.0 / alpha)
+    # For f just below r[j]: `above` rates exceed it, `below` are less than it.
+    above = n - np.searchsorted(r, r, side="left")
+    below = np.searchsorted(r, r, side="left")
+    ok = np.flatnonzero(sign_evalue(above, below) >= need)
+    lo = float(r[ok[-1]]) if ok.size else -math.inf
+    # For f just above r[j]: rates below it vs rates above it.
+    below_hi = np.searchsorted(r, r, side="right")
+    ok = np.flatnonzero(sign_evalue(below_hi, n - below_hi) >= need)
+    hi = float(r[ok[0]]) if ok.size else math.inf
+    return lo, hi
+
+
+class LiveDecider:
+    """Reads agent records in order; decides leak or stable once the sign test is sure.
+
+    Args:
+        cfg: `alpha` is the error rate of each verdict (false leak, false stable).
+        min_iterations: No decision before this many measured iterations.
+        max_iterations: Past this many measured iterations it stops deciding
+            (`exhausted`); the post-run analysis then gives the verdict.
+        source: The sample key to test ("heap").
+        floor: Growth rate in bytes/iteration that separates leak from stable.
+        min_growth: Bytes of growth a leak verdict needs at least.
+        decay_ratio: See the module docstring; 0 turns the check off.
+
+    Raises:
+        ValueError: The bounds or thresholds are out of range.
+    """
+
+    def __init__(self, cfg: AnalysisConfig, min_iterations: int, max_iterations: int,
+                 source: str = "heap", *, floor: float = FLOOR_BYTES,
+                 min_growth: float = MIN_GROWTH_BYTES, decay_ratio: float = DECAY_RATIO):
+        if not 1 <= min_iterations <= max_iterations:
+            raise ValueError(f"need 1 <= min_iterations ({min_iterations}) <= "
+                             f"max_iterations ({max_iterations})")
+        if floor <= 0 or min_growth < 0 or not 0 <= decay_ratio < 1:
+            raise ValueError(f"need floor > 0, min_growth >= 0, 0 <= decay_ratio < 1; got "
+                             f"{floor}, {min_growth}, {decay_ratio}")
+        self.cfg, self.source = cfg, source
+        self.min_iterations, self.max_iterations = min_iterations, max_iterations
+        self.floor, self.min_growth, self.decay_ratio = floor, min_growth, decay_ratio
+        self.decision: LiveDecision | None = None
+        self._warm_i = 0                     # steps done when the warm-up ended
+        self._base: tuple[int, float] | None = None
+        self._last: tuple[int, float] | None = None
+        self._rates: list[float] = []
+
+    @property
+    def measured(self) -> int:
+        """Measured iterations seen so far."""
+        return self._last[0] - self._warm_i if self._last else 0
+
+    @property
+    def exhausted(self) -> bool:
+        """True when max_iterations passed without a decision."""
+        return self.decision is None and self.measured >= self.max_iterations
+
+    def feed(self, record: dict[str, Any]) -> LiveDecision | None:
+        """Feed one agent record (header, sample or end, in file order).
+
+        Returns:
+            The decision the first time one is certain (never before min_iterations
+            measured iterations), else None; later calls return None.
+        """
+        if self.decision is not None or record.get("type") != "sample":
+            return None
+        value, i = record.get(self.source), record.get("i")
+        if not isinstance(value, (int, float)) or not isinstance(i, int):
+            return None
+        if record.get("phase") != "measure":
+            if self._last is not None:
+                return None
+            # The last reading before the measured phase is its starting level.
+            self._warm_i, self._base = i, (i, float(value))
+            return None
+        prev = self._last or self._base
+        self._last = (i, float(value))
+        if prev is None:
+            self._base = self._last         # no warm-up reading: start from this one
+            return None
+        if i <= prev[0]:
+            self._last = prev
+            return None
+        self._rates.append((float(value) - prev[1]) / (i - prev[0]))
+        return self._decide()
+
+    def _decide(self) -> LiveDecision | None:
+        n = self.measured
+        if n < self.min_iterations or n > self.max_iterations or not self._rates:
+            return None
+        assert self._base is not None and self._last is not None
+        rates = np.asarray(self._rates)
+        lo, hi = median_bounds(rates, self.cfg.alpha)
+        growth = self._last[1] - self._base[1]
+        mean = growth / max(1, self._last[0] - self._base[0])
+        third = max(1, rates.size // 3)
+        late, early = float(np.median(rates[-third:])), float(np.median(rates[:third]))
+        # The late third's lower quartile: one jump there must not hide a fading fill.
+        late_low = float(np.percentile(rates[-third:], 25))
+        f = self.floor
+        verdict: Kind | None = None
+        if (lo > f and mean > f and growth >= self.min_growth
+                and late > f and late_low >= self.decay_ratio * early):
+            verdict = "leak"
+            why = (f"{self.source} grows {mean:+.0f} B/iteration, median rate >= {lo:.0f} "
+                   f"B/iteration > floor {f:.0f} at alpha {self.cfg.alpha:g}")
+        elif hi < f and mean < f:
+            verdict = "stable"
+            why = (f"{self.source} median rate <= {hi:.0f} B/iteration < floor {f:.0f} at "
+                   f"alpha {self.cfg.alpha:g}, mean {mean:+.0f} B/iteration")
+        if verdict is None:
+            return None
+        why += f"; {growth / 1024:+.1f} KiB over {n} iterations ({rates.size} intervals)"
+        self.decision = LiveDecision(verdict, self.source, n, why, f, lo, hi, mean, growth,
+                                     int(rates.size), self.cfg.alpha)
+        return self.decision
+
+
+def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.Event,
+               poll_s: float = POLL_S) -> LiveDecision | None:
+    """Tail the agent's JSON-lines file into `decider`; on a decision create `control`.
+
+    Returns when a decision is made (after writing it as JSON into `control`, which
+    tells the agent to stop measuring), when the end record arrives, or when `stop` is
+    set and the file has been read to its end. Partial and garbled lines are skipped,
+    as `harness.ingest` does.
+
+    Returns:
+        The decision, or None when the run ended (or was stopped) undecided.
+    """
+    pending = b""
+    offset = 0
+    while True:
+        stopping = stop.is_set()
+        try:
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            chunk = b""
+        offset += len(chunk)
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            decision = decider.feed(record)
+            if decision is not None:
+                tmp = control.with_name(control.name + ".tmp")
+                tmp.write_text(json.dumps(decision.to_dict()))
+                tmp.replace(control)
+                return decision
+            if record.get("type") == "end":
+                return None
+        if stopping:
+            return None
+        stop.wait(poll_s)

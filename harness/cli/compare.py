@@ -1,0 +1,63 @@
+"""`harness compare A B`: where two hosts' results differ; `--image X --image Y`: two images."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
+from harness.hostcompare import compare_hosts, compare_images
+from harness.report import load_results
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("compare", help="join two results directories and show differences")
+    p.add_argument("a", type=Path, help="results directory (reports/<name>/<timestamp>)")
+    p.add_argument("b", type=Path, nargs="?",
+                   help="second results directory (default: A again, with --image twice)")
+    p.add_argument("--image", action="append", default=[], metavar="LABEL",
+                   help="compare image LABEL of A with the second --image of B (or of A)")
+    p.set_defaults(func=run)
+
+
+def results_of(path: Path, flag: str) -> dict[str, dict[str, Any]]:
+    """The finished cells of a results directory.
+
+    Raises:
+        InputError: the directory holds no cell results.
+    """
+    results = load_results(path)
+    if not results:
+        raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "
+                         "written by `harness sweep`")
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    a = results_of(args.a, "A")
+    if args.image:
+        if len(args.image) != 2:
+            raise InputError(f"--image given {len(args.image)} time(s); give it twice, e.g. "
+                             "--image 20.12-tf1-py3 --image 22.12-tf1-py3")
+        b = results_of(args.b, "B") if args.b else a
+        for label, results, where in ((args.image[0], a, args.a), (args.image[1], b,
+                                                                   args.b or args.a)):
+            known = sorted({r["image"]["label"] for r in results.values()})
+            if label not in known:
+                raise InputError(f"--image {label}: no such image in {where} (allowed "
+                                 f"values: {', '.join(known)})")
+        comparison = compare_images(a, b, args.image[0], args.image[1])
+    else:
+        if args.b is None:
+            raise InputError("compare needs two results directories (A B), or one with "
+                             "--image X --image Y")
+        b = results_of(args.b, "B")
+        comparison = compare_hosts(a, b, (args.a.name, args.b.name))
+    if not comparison.joined:
+        raise InputError(f"{args.a} and {args.b or args.a} share no "
+                         f"({', '.join(comparison.key_names)}): nothing to compare\n"
+                         "  fix: sweep the same matrix on both hosts")
+    comparison.render(sys.stdout)
+    return EXIT_REGRESSION if comparison.any_bad else EXIT_OK

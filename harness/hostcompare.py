@@ -1,0 +1,205 @@
+"""Join two result sets and say where they differ: hosts (GPUs), or two images.
+
+Host mode joins two results directories (say a 3090 host and a 4090 host) on
+(image, scenario); each side is named by the GPU its cells recorded, else its host.
+Image mode joins the cells of one image with those of another, on (GPU, scenario).
+The sentence a reader wants is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-py3".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from tabulate import tabulate
+
+from harness.analysis.kinds import BAD, GOOD
+from harness.report.model import cell_numbers
+
+Result = dict[str, Any]
+VERBS = {"leak": "leaks", "slowdown": "slows down", "regression": "regresses",
+         "oom": "runs out of memory", "timeout": "times out", "crash": "crashes"}
+
+
+def gpu_names(res: Mapping[str, Any]) -> list[str]:
+    """GPU names a cell recorded in its fingerprint, shortened ("RTX 4090")."""
+    gpu = (res.get("fingerprint") or {}).get("gpu") or {}
+    names = [str(d.get("name")) for d in gpu.get("devices") or [] if d.get("name")]
+    return [n.removeprefix("NVIDIA ").removeprefix("GeForce ") for n in names]
+
+
+def host_of(res: Mapping[str, Any]) -> str | None:
+    host = (res.get("fingerprint") or {}).get("hostname")
+    return str(host) if host else None
+
+
+def _most_common(values: list[str]) -> str | None:
+    return Counter(values).most_common(1)[0][0] if values else None
+
+
+def side_names(a: Mapping[str, Result], b: Mapping[str, Result], fallback: tuple[str, str]
+               ) -> tuple[str, str]:
+    """Names for two hosts' result sets: GPU, with the host where GPUs do not tell them apart."""
+    def describe(results: Mapping[str, Result]) -> tuple[str | None, str | None]:
+        gpus = [" + ".join(gpu_names(r)) for r in results.values() if gpu_names(r)]
+        hosts = [h for r in results.values() if (h := host_of(r))]
+        return _most_common(gpus), _most_common(hosts)
+
+    (ga, ha), (gb, hb) = describe(a), describe(b)
+    if ga and gb and ga != gb:
+        return ga, gb
+    names = []
+    for gpu, host, fb in ((ga, ha, fallback[0]), (gb, hb, fallback[1])):
+        if host and ha != hb:
+            names.append(f"{gpu} on {host}" if gpu else host)
+        else:
+            names.append(f"{gpu} ({fb})" if gpu else fb)
+    return names[0], names[1]
+
+
+@dataclass(frozen=True)
+class Pair:
+    key: tuple[str, ...]
+    a: Result | None
+    b: Result | None
+
+    @property
+    def bad_a(self) -> bool:
+        return self.a is not None and self.a["verdict"] in BAD
+
+    @property
+    def bad_b(self) -> bool:
+        return self.b is not None and self.b["verdict"] in BAD
+
+    @property
+    def differs(self) -> bool:
+        return (self.a is not None and self.b is not None
+                and self.a["verdict"] != self.b["verdict"])
+
+
+@dataclass
+class Comparison:
+    mode: str                       # "hosts" or "images"
+    a_name: str
+    b_name: str
+    key_names: tuple[str, ...]
+    pairs: list[Pair] = field(default_factory=list)
+
+    @property
+    def joined(self) -> list[Pair]:
+        return [p for p in self.pairs if p.a is not None and p.b is not None]
+
+    @property
+    def any_bad(self) -> bool:
+        return any(p.bad_a or p.bad_b for p in self.joined)
+
+    def sentences(self) -> list[str]:
+        """Where the two sides differ, one sentence per scenario, side and verdict."""
+        groups: dict[tuple[str, str, str], list[Pair]] = {}
+        other: list[str] = []
+        for p in self.joined:
+            if not p.differs:
+                continue
+            assert p.a is not None and p.b is not None
+            va, vb = p.a["verdict"], p.b["verdict"]
+            scenario = p.a["scenario"]["id"]
+            if p.bad_a != p.bad_b and (va in GOOD or vb in GOOD):
+                side, verdict = ("a", va) if p.bad_a else ("b", vb)
+                groups.setdefault((scenario, side, verdict), []).append(p)
+            else:
+                where = self._where_pair(p)
+                other.append(f"{scenario} {where}: {va} on {self.a_name}, {vb} on "
+                             f"{self.b_name}")
+        out = []
+        for (scenario, side, verdict), pairs in groups.items():
+            bad_name = self.a_name if side == "a" else self.b_name
+            good_name = self.b_name if side == "a" else self.a_name
+            verb = VERBS.get(verdict, f"is {verdict}")
+            if self.mode == "hosts":
+                images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
+                out.append(f"{scenario} {verb} only on {bad_name} with {images} "
+                           f"(not on {good_name})")
+            else:
+                cells = [(p.a if side == "a" else p.b) or {} for p in pairs]
+                gpus = sorted({" + ".join(gpu_names(c)) or c["gpu"]["label"] for c in cells})
+                out.append(f"{scenario} {verb} only with {bad_name} (not with {good_name}) "
+                           f"on {_join_words(gpus)}")
+        return out + other
+
+    def _where_pair(self, p: Pair) -> str:
+        return f"with {p.key[0]}" if self.mode == "hosts" else f"on {p.key[0]}"
+
+    def render(self, out: TextIO) -> None:
+        """A table of the joined cells (`*` where they differ), then the sentences."""
+        body = []
+        for p in self.pairs:
+            ratio = ""
+            if p.a is not None and p.b is not None:
+                sa = (p.a.get("summary") or {}).get("median_step_s")
+                sb = (p.b.get("summary") or {}).get("median_step_s")
+                ratio = f"{sb / sa:.2f}x" if sa and sb else ""
+            body.append(["*" if p.differs else "", *p.key, _cell(p.a), _cell(p.b), ratio])
+        header = ["", *self.key_names, self.a_name, self.b_name, "step B/A"]
+        out.write(tabulate(body, headers=header, tablefmt="simple", disable_numparse=True)
+                  + "\n")
+        said = self.sentences()
+        out.write("\n" + ("\n".join(said) if said else
+                          f"no differences in verdict between {self.a_name} and "
+                          f"{self.b_name}") + "\n")
+        for name, only in ((self.a_name, [p for p in self.pairs if p.b is None]),
+                           (self.b_name, [p for p in self.pairs if p.a is None])):
+            if only:
+                out.write(f"only on {name}: {', '.join('/'.join(p.key) for p in only)}\n")
+
+
+def _cell(res: Result | None) -> str:
+    return "-" if res is None else f"{res['verdict']} {cell_numbers(res)}".strip()
+
+
+def _index(pairs: list[Pair]) -> Any:
+    order = {p.key[0]: ((p.a or p.b) or {}).get("image", {}).get("index", 0) for p in pairs}
+    return lambda label: order.get(label, 0)
+
+
+def _join_words(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _join(a: Mapping[str, Result], b: Mapping[str, Result], key: Any) -> list[Pair]:
+    ka = {key(r): r for r in a.values()}
+    kb = {key(r): r for r in b.values()}
+    order = {k: (r.get("image", {}).get("index", 0), k) for k, r in {**kb, **ka}.items()}
+    return [Pair(k, ka.get(k), kb.get(k)) for k in sorted(order, key=lambda k: order[k])]
+
+
+def compare_hosts(a: Mapping[str, Result], b: Mapping[str, Result],
+                  fallback: tuple[str, str] = ("A", "B")) -> Comparison:
+    """Join two hosts' results on (image, scenario); GPU label too if a host has several."""
+    def count(results: Mapping[str, Result]) -> int:
+        keys = [(r["image"]["label"], r["scenario"]["id"]) for r in results.values()]
+        return max(Counter(keys).values(), default=0)
+
+    several = count(a) > 1 or count(b) > 1
+    names = ("image", "scenario", "gpu") if several else ("image", "scenario")
+
+    def key(r: Result) -> tuple[str, ...]:
+        base = (r["image"]["label"], r["scenario"]["id"])
+        return (*base, r["gpu"]["label"]) if several else base
+
+    an, bn = side_names(a, b, fallback)
+    return Comparison("hosts", an, bn, names, _join(a, b, key))
+
+
+def compare_images(a: Mapping[str, Result], b: Mapping[str, Result], image_a: str,
+                   image_b: str) -> Comparison:
+    """Join image `image_a`'s cells in `a` with `image_b`'s in `b` on (GPU, scenario)."""
+    def only(results: Mapping[str, Result], image: str) -> dict[str, Result]:
+        return {k: r for k, r in results.items() if r["image"]["label"] == image}
+
+    def key(r: Result) -> tuple[str, ...]:
+        return (r["gpu"]["label"], r["scenario"]["id"])
+
+    return Comparison("images", image_a, image_b, ("gpu", "scenario"),
+                      _join(only(a, image_a), only(b, image_b), key))

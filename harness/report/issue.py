@@ -1,0 +1,192 @@
+"""A bug report draft for the upstream tracker, for one row: `harness report DIR --issue ROW`.
+
+System information comes from the first bad cell's fingerprint (the agent's header),
+the scenario text from the script the matrix named, and the numbers from the stored
+results: growth with the slope's confidence interval, and the slowdown against the
+last good image with a bootstrap interval over the two cells' step times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.ingest import read_samples
+from harness.report.model import Report
+from harness.search import FRAMEWORKS, RowAnswer
+
+Result = Mapping[str, Any]
+BOOTSTRAP = 2000
+MAX_STEPS = 4000          # per cell, evenly strided: the interval does not need them all
+
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def _kib(value: float) -> str:
+    """Signed, two decimals, without "-0.00" for tiny negative noise."""
+    return f"{round(value / 1024, 2) + 0.0:+.2f}"
+
+
+def ratio_ci(base: np.ndarray, other: np.ndarray, level: float = 0.95, seed: int = 0
+             ) -> tuple[float, float, float]:
+    """median(other)/median(base) with a percentile bootstrap interval (deterministic)."""
+    rng = np.random.default_rng(seed)
+    a = base[:: max(1, len(base) // MAX_STEPS)]
+    b = other[:: max(1, len(other) // MAX_STEPS)]
+    ma = np.median(rng.choice(a, (BOOTSTRAP, len(a))), axis=1)
+    mb = np.median(rng.choice(b, (BOOTSTRAP, len(b))), axis=1)
+    ratios = mb / ma
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    return float(np.median(other) / np.median(base)), float(lo), float(hi)
+
+
+def scenario_text(report: Report, res: Result) -> tuple[str, str]:
+    """(path shown, script text) of a cell's scenario; the text says so if not found."""
+    script = str((res.get("scenario") or {}).get("script") or "")
+    if not script:
+        return "", "(the result does not name its scenario script)"
+    # Stored relative to the matrix file; not relative to the current directory, where
+    # a file of the same name may be another scenario.
+    tries: list[Path] = []
+    matrix = report.meta.get("matrix")
+    if Path(script).is_absolute():
+        tries.append(Path(script))
+    elif matrix:
+        tries.append(Path(str(matrix)).parent / script)
+    if report.root is not None and not Path(script).is_absolute():
+        tries.append(report.root / script)
+    for path in tries:
+        if path.is_file():
+            return script, path.read_text(encoding="utf-8", errors="replace")
+    return script, ("(script not found; looked at " + ", ".join(map(str, tries)) +
+                    "; paste it here)")
+
+
+def system_lines(res: Result) -> list[str]:
+    fp = res.get("fingerprint") or {}
+    env = fp.get("env") or {}
+    packages = fp.get("packages") or {}
+    frameworks = [f"{n} {v}" for n, v in sorted(packages.items())
+                  if n.startswith(FRAMEWORKS)] or ["(no framework package recorded)"]
+    gpu = fp.get("gpu") or {}
+    devices = [f"{d.get('name')} (compute capability {'.'.join(map(str, d.get('cc') or []))})"
+               for d in gpu.get("devices") or []]
+    image = res.get("image") or {}
+    return [f"- Framework: {', '.join(frameworks)}",
+            f"- CUDA: {env.get('CUDA_VERSION', '-')}, cuDNN: {env.get('CUDNN_VERSION', '-')}, "
+            f"NCCL: {env.get('NCCL_VERSION', '-')}",
+            f"- GPU: {', '.join(devices) or fp.get('gpu_reason') or 'none recorded'}",
+            f"- NVIDIA driver: {gpu.get('driver') or '-'}",
+            f"- Image: `{image.get('ref')}` (digest `{image.get('digest') or '-'}`)",
+            f"- Python: {fp.get('python') or '-'}; OS: {fp.get('platform') or '-'}",
+            f"- Runtime: {res.get('runtime') or '-'}; heap reading: {fp.get('heap') or '-'}"]
+
+
+def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str]:
+    """Growth and slowdown of the first bad cell, with intervals, vs the last good."""
+    lines = ["| | " + (f"last good ({_md(good['image']['label'])}) | " if good else "") +
+             f"first bad ({_md(bad['image']['label'])}) |",
+             "|---|" + ("---|" if good else "") + "---|"]
+    cells = [c for c in (good, bad) if c is not None]
+
+    def row(name: str, value: Any) -> None:
+        lines.append(f"| {name} | " + " | ".join(_md(value(c)) for c in cells) + " |")
+
+    row("verdict", lambda c: f"{c['verdict']}: {c.get('reason', '')}")
+    sources = sorted({s for c in cells for s in (c.get("memory") or {})})
+    for s in sources:
+        def growth(c: Result, s: str = s) -> str:
+            t = (c.get("memory") or {}).get(s)
+            if not t or "slope_lo" not in t:
+                return "-"
+            return (f"{_kib(t['slope'])} KiB/it (CI {_kib(t['slope_lo'])}.."
+                    f"{_kib(t['slope_hi'])}), {_kib(t['growth'] / 1024)} MiB "
+                    f"over {t['n']} samples, {t['kind']}")
+        row(f"{s} growth", growth)
+
+    def trend(c: Result) -> str:
+        st = c.get("steps") or {}
+        return (f"median {st['median_s'] * 1e3:.4g} ms; late/early {st['ratio']:.2f}x "
+                f"(p={st['p_value']:.2g})") if st else "-"
+    row("step time", trend)
+    out = lines
+    if good is not None and report.root is not None:
+        ga = read_samples(report.root / "cells" / good["id"] / "samples.jsonl").step_times()
+        gb = read_samples(report.root / "cells" / bad["id"] / "samples.jsonl").step_times()
+        if len(ga) and len(gb) and np.median(ga) > 0:
+            ratio, lo, hi = ratio_ci(ga, gb)
+            out.append(f"\nStep time, first bad vs last good: {ratio:.2f}x (95% bootstrap CI "
+                       f"{lo:.2f}..{hi:.2f}, {len(ga)} and {len(gb)} steps).")
+    out.append("\nSlope intervals (CI) are at the sweep's `analysis.confidence` (0.99 unless "
+               "the matrix sets it); growth is the slope times the measured span of iterations.")
+    vs = (bad.get("vs_baseline") or {}).get("steps") or {}
+    if vs:
+        out.append(f"\nAgainst the baseline {_md(bad['vs_baseline'].get('baseline'))}: "
+                   f"{vs['ratio']:.2f}x step time (Mann-Whitney U p={vs['p_value']:.2g}).")
+    return out
+
+
+class IssueReporter:
+    """Markdown for a new issue about one row's first bad image."""
+
+    def __init__(self, report: Report, row: RowAnswer):
+        self.report = report
+        self.row = row
+
+    @classmethod
+    def from_results(cls, report: Report, row: str) -> IssueReporter:
+        """The reporter for `row` (e.g. "gpu0.rfft_loop").
+
+        Raises:
+            InputError: no such row, or the row has no bad cell.
+        """
+        rows = {r.row: r for r in report.rows}
+        if row not in rows:
+            raise InputError(f"--issue {row}: no such row (allowed values: "
+                             f"{', '.join(sorted(rows))})")
+        if rows[row].first_bad is None:
+            raise InputError(f"--issue {row}: the row has no bad cell, so there is nothing "
+                             "to report; pick a row whose first bad is named")
+        return cls(report, rows[row])
+
+    def render(self, out: TextIO) -> None:
+        r, row = self.report, self.row
+        by_label = {label: r.results[cid] for label, _, cid in row.cells}
+        bad = by_label[str(row.first_bad)]
+        good = by_label.get(str(row.last_good)) if row.last_good else None
+        verb = {"leak": "leaks memory", "slowdown": "slows down", "regression": "is slower",
+                "oom": "runs out of memory", "crash": "crashes", "timeout": "hangs"}.get(
+                    bad["verdict"], bad["verdict"])
+        scen = bad["scenario"]
+        since = f" (not in {good['image']['label']})" if good else ""
+        out.write(f"# {scen['id']} {verb} in {bad['image']['label']}{since}\n\n")
+        out.write("## System information\n\n" + "\n".join(system_lines(bad)) + "\n\n")
+        path, text = scenario_text(r, bad)
+        settings = bad.get("settings") or {}
+        fence = "````" if "```" in text else "```"
+        out.write(f"## Minimal scenario\n\n`{path}` with params `{scen.get('params') or {}}`,"
+                  f" {settings.get('iterations', '?')} iterations after "
+                  f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
+                  f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"
+                  f"{fence}\n\n")
+        last = f"last good: {good['image']['label']}" if good else "no good image before it"
+        out.write(f"## Versions\n\nFirst bad: {bad['image']['label']} ({last}); images in "
+                  f"order: {', '.join(f'{lb} ({v})' for lb, v, _ in row.cells)}.\n")
+        if not row.contiguous:
+            out.write("\nThe bad cells are not contiguous (flaky, or fixed and broken "
+                      "again).\n")
+        out.write("\n## Measured\n\n" + "\n".join(measured_lines(r, good, bad)) + "\n")
+        if row.diff:
+            out.write("\n## What changed between the two images\n\n| changed | last good | "
+                      "first bad |\n|---|---|---|\n")
+            for what, a, b in row.diff:
+                out.write(f"| {_md(what)} | {_md(a)} | {_md(b)} |\n")
+        out.write(f"\nMeasured with harness; cell ids {good['id'] if good else '-'} and "
+                  f"{bad['id']}.\n")

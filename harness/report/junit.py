@@ -1,0 +1,107 @@
+"""junit.xml: one testcase per cell, so CI shows a sweep as tests.
+
+leak, slowdown, regression and oom are `<failure>`s (the code under test misbehaved)
+with the numbers in the message; crash and timeout are `<error>`s (it did not finish);
+not-applicable and ambiguous are `<skipped>` with the reason, since neither says the
+code is wrong. ElementTree does the XML escaping.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from harness.report.model import Report, cell_numbers
+
+FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
+ERRORS = frozenset({"crash", "timeout"})
+SKIPPED = frozenset({"not-applicable", "ambiguous"})
+# XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def clean(text: str) -> str:
+    """Text without the characters XML 1.0 forbids (each becomes U+FFFD)."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def details(res: Mapping[str, Any]) -> str:
+    """Every number behind a verdict, one line each, for the failure body."""
+    lines = [f"verdict: {res['verdict']}: {res.get('reason', '')}"]
+    for name, t in sorted((res.get("memory") or {}).items()):
+        if "slope_lo" in t:
+            lines.append(f"{name}: {t.get('kind')} slope {t['slope'] / 1024:+.3f} KiB/it "
+                         f"(CI {t['slope_lo'] / 1024:+.3f}..{t['slope_hi'] / 1024:+.3f}), "
+                         f"growth {t['growth'] / 1024**2:+.2f} MiB, peak "
+                         f"{t['peak'] / 1024**2:.1f} MiB over {t['n']} samples")
+    steps = res.get("steps") or {}
+    if steps:
+        lines.append(f"steps: median {steps['median_s'] * 1e3:.4g} ms, late/early "
+                     f"{steps['ratio']:.3f}x (p={steps['p_value']:.3g})")
+    vs = res.get("vs_baseline") or {}
+    for key in ("steps", "cpu", "peak_rss"):
+        c = vs.get(key) or {}
+        if c:
+            p = f", p={c['p_value']:.3g}" if "p_value" in c else ""
+            lines.append(f"vs {vs.get('baseline')} {key}: {c['ratio']:.3f}x{p} "
+                         f"({c['direction']})")
+    return "\n".join(lines)
+
+
+class JunitReporter:
+    def __init__(self, report: Report):
+        self.report = report
+
+    @classmethod
+    def from_results(cls, report: Report) -> JunitReporter:
+        return cls(report)
+
+    def tree(self) -> ET.Element:
+        """`<testsuites>` with one `<testsuite>` per row, one `<testcase>` per cell."""
+        r = self.report
+        top = ET.Element("testsuites", name=f"harness {r.name}")
+        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for row in r.rows:
+            suite = ET.SubElement(top, "testsuite", name=row.row)
+            counts = dict.fromkeys(totals, 0)
+            seconds = 0.0
+            for _, verdict, cid in row.cells:
+                res = r.results[cid]
+                cell_s = float((res.get("timings") or {}).get("cell_s") or 0.0)
+                seconds += cell_s
+                case = ET.SubElement(suite, "testcase", classname=f"harness.{row.row}",
+                                     name=clean(cid), time=f"{cell_s:.3f}")
+                counts["tests"] += 1
+                message = f"{verdict}: {res.get('reason', '')}"
+                numbers = cell_numbers(res)
+                if numbers:
+                    message += f" [{numbers}]"
+                if verdict in FAILURES:
+                    counts["failures"] += 1
+                    el = ET.SubElement(case, "failure", message=clean(message), type=verdict)
+                    el.text = clean(details(res))
+                elif verdict in ERRORS:
+                    counts["errors"] += 1
+                    el = ET.SubElement(case, "error", message=clean(message), type=verdict)
+                    err = (res.get("end") or {}).get("error") or {}
+                    el.text = clean(str(err.get("traceback") or details(res)))
+                elif verdict in SKIPPED:
+                    counts["skipped"] += 1
+                    ET.SubElement(case, "skipped", message=clean(message))
+                else:
+                    ET.SubElement(case, "system-out").text = clean(details(res))
+            for key, value in counts.items():
+                suite.set(key, str(value))
+                totals[key] += value
+            suite.set("time", f"{seconds:.3f}")
+        for key, value in totals.items():
+            top.set(key, str(value))
+        return top
+
+    def render(self, out: TextIO) -> None:
+        top = self.tree()
+        ET.indent(top)
+        out.write('<?xml version="1.0" encoding="utf-8"?>\n')
+        out.write(ET.tostring(top, encoding="unicode") + "\n")

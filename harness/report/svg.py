@@ -1,0 +1,142 @@
+"""Small inline SVG line charts, drawn in Python so report.html works offline.
+
+No plotting library and no CDN: a chart is a string of SVG with every piece of text
+escaped here, handed to the template as `Markup`. Long series are reduced to the
+min and max of each bucket, so a spike survives the reduction and a page with many
+cells stays small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+from markupsafe import Markup
+
+WIDTH, HEIGHT = 340, 150
+LEFT, RIGHT, TOP, BOTTOM = 70, 10, 22, 24
+MAX_POINTS = 400
+FIT_COLOUR = "#d62728"
+
+
+@dataclass(frozen=True)
+class Line:
+    xs: Sequence[float]
+    ys: Sequence[float]
+    colour: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Fit:
+    """y = slope * x + intercept over [x0, x1], drawn dashed over the data."""
+
+    slope: float
+    intercept: float
+    x0: float
+    x1: float
+
+
+def reduce(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_POINTS
+           ) -> tuple[list[float], list[float]]:
+    """At most about `limit` points: per bucket, the lowest and highest y in x order."""
+    if len(xs) <= limit:
+        return list(xs), list(ys)
+    size = -(-2 * len(xs) // limit)
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for start in range(0, len(xs), size):
+        idx = range(start, min(start + size, len(xs)))
+        lo = min(idx, key=lambda i: ys[i])
+        hi = max(idx, key=lambda i: ys[i])
+        for i in sorted({lo, hi}):
+            out_x.append(xs[i])
+            out_y.append(ys[i])
+    return out_x, out_y
+
+
+def human(value: float, unit: str, span: float = 0.0) -> str:
+    """A tick label: bytes as KiB/MiB/GiB, seconds as ms/us.
+
+    Enough decimals that ticks `span` apart read differently: a flat 95 MiB heap
+    with 100 bytes of noise must not show three identical labels.
+    """
+    scales = {"B": (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0)),
+              "s": (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))}.get(unit)
+    if scales is None:
+        return f"{value:.4g}"
+    name, scale = next(((n, f) for n, f in scales if abs(value) >= f), scales[-1])
+    step = span / 2 / scale if span > 0 else 1.0
+    decimals = min(6, max(0, 1 - math.floor(math.log10(step)))) if step < 10 else 0
+    return f"{value / scale:.{decimals}f} {name}"
+
+
+def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None = None,
+          fit: Fit | None = None, note: str = "") -> Markup:
+    """One chart: the lines against iteration, warm-up shaded, fitted slope dashed."""
+    points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
+    if not points:
+        return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
+    x_lo = min(0.0, min(p[0] for p in points))
+    x_hi = max(p[0] for p in points)
+    y_lo = min(p[1] for p in points)
+    y_hi = max(p[1] for p in points)
+    if fit is not None:
+        for x in (fit.x0, fit.x1):
+            y = fit.slope * x + fit.intercept
+            y_lo, y_hi = min(y_lo, y), max(y_hi, y)
+    if y_hi - y_lo < 1e-12 * max(1.0, abs(y_hi)):
+        y_lo, y_hi = y_lo - 1, y_hi + 1
+    pad = (y_hi - y_lo) * 0.05
+    y_lo, y_hi = y_lo - pad, y_hi + pad
+    x_hi = x_hi if x_hi > x_lo else x_lo + 1
+    w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def px(x: float) -> float:
+        return LEFT + (x - x_lo) / (x_hi - x_lo) * w
+
+    def py(y: float) -> float:
+        return TOP + (1 - (y - y_lo) / (y_hi - y_lo)) * h
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{WIDTH}" '
+             f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+             f'aria-label="{escape(title)}">',
+             f'<title>{escape(title)}</title>',
+             f'<rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="#fff" '
+             'stroke="#bbb"/>']
+    if warmup_end is not None and warmup_end > x_lo:
+        end = px(min(warmup_end, x_hi))
+        parts.append(f'<rect class="warmup" x="{LEFT}" y="{TOP}" width="{end - LEFT:.1f}" '
+                     f'height="{h}" fill="#e8e8e8"><title>warm-up (iterations up to '
+                     f'{warmup_end:.0f})</title></rect>')
+        parts.append(f'<text x="{LEFT + 3}" y="{TOP + h - 4}" font-size="9" '
+                     'fill="#777">warm-up</text>')
+    for frac in (0.0, 0.5, 1.0):
+        y = y_lo + frac * (y_hi - y_lo)
+        parts.append(f'<text x="{LEFT - 4}" y="{py(y) + 3:.1f}" font-size="9" '
+                     f'text-anchor="end" fill="#444">{escape(human(y, unit, y_hi - y_lo))}</text>')
+        x = x_lo + frac * (x_hi - x_lo)
+        parts.append(f'<text x="{px(x):.1f}" y="{HEIGHT - 8}" font-size="9" '
+                     f'text-anchor="middle" fill="#444">{x:.0f}</text>')
+    for ln in lines:
+        xs, ys = reduce(ln.xs, ln.ys)
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
+        parts.append(f'<polyline class="series" fill="none" stroke="{escape(ln.colour)}" '
+                     f'stroke-width="1.2" points="{path}"><title>{escape(ln.label)}</title>'
+                     '</polyline>')
+    if fit is not None:
+        parts.append(f'<line class="fit" x1="{px(fit.x0):.1f}" '
+                     f'y1="{py(fit.slope * fit.x0 + fit.intercept):.1f}" '
+                     f'x2="{px(fit.x1):.1f}" y2="{py(fit.slope * fit.x1 + fit.intercept):.1f}" '
+                     f'stroke="{FIT_COLOUR}" stroke-width="1.5" stroke-dasharray="5,3">'
+                     '<title>fitted slope (Theil-Sen, after warm-up)</title></line>')
+    parts.append(f'<text x="{LEFT}" y="{TOP - 8}" font-size="11" font-weight="bold" '
+                 f'fill="#222">{escape(title)}</text>')
+    if note:
+        parts.append(f'<text x="{WIDTH - RIGHT}" y="{TOP - 8}" font-size="9" '
+                     f'text-anchor="end" fill="#555">{escape(note)}</text>')
+    parts.append(f'<text x="{LEFT + w / 2:.0f}" y="{HEIGHT - 0.5}" font-size="8" '
+                 'text-anchor="middle" fill="#777">iteration</text></svg>')
+    return Markup("".join(parts))

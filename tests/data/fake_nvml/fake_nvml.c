@@ -1,0 +1,214 @@
+/* A small fake libnvidia-ml.so.1 for tests: the real NVML symbol names, signatures,
+ * return codes and structs (nvml.h of the NVML API reference), with devices made up
+ * from environment variables, so the harness's ctypes and pynvml paths are exercised
+ * exactly as on a GPU host, without one.
+ *
+ *   FAKE_NVML_DEVICES  "NAME:CC:TOTAL[:USED];..."   e.g.
+ *                      "NVIDIA GeForce RTX 4090:8.9:24564MiB:312MiB;NVIDIA GeForce RTX 3090:8.6:24576MiB"
+ *                      sizes take B/KiB/MiB/GiB; default one RTX 4090.
+ *   FAKE_NVML_DRIVER   driver version string, default "535.129.03"
+ *   FAKE_NVML_CUDA     CUDA driver version as NVML encodes it (1000*major + 10*minor),
+ *                      default 12020 (12.2)
+ *   FAKE_NVML_INIT_ERROR  nvmlInit* returns this nvmlReturn_t (e.g. 9 DRIVER_NOT_LOADED)
+ *   FAKE_NVML_LEAK     bytes added to every device's `used` on each
+ *                      nvmlDeviceGetMemoryInfo call (a simulated GPU memory leak)
+ *
+ * Build: gcc -shared -fPIC -o libnvidia-ml.so.1 fake_nvml.c
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;                 /* an enum in nvml.h: int-sized */
+#define NVML_SUCCESS 0
+#define NVML_ERROR_UNINITIALIZED 1
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_DRIVER_NOT_LOADED 9
+#define NVML_ERROR_UNKNOWN 999
+
+typedef struct {                          /* nvmlMemory_t (v1) */
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_t;
+
+#define MAX_DEVICES 16
+#define TEXT 96                           /* NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID too */
+
+struct nvmlDevice_st {
+    char name[TEXT];
+    char uuid[TEXT];
+    int major, minor;
+    unsigned long long total, used;
+};
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+static struct nvmlDevice_st devices[MAX_DEVICES];
+static unsigned int device_count;
+static int initialised;                   /* a reference count, as NVML keeps */
+static unsigned long long leak;
+
+static unsigned long long parse_size(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (strncmp(end, "GiB", 3) == 0) v *= 1024.0 * 1024.0 * 1024.0;
+    else if (strncmp(end, "MiB", 3) == 0) v *= 1024.0 * 1024.0;
+    else if (strncmp(end, "KiB", 3) == 0) v *= 1024.0;
+    return (unsigned long long)v;
+}
+
+static void load_devices(void) {
+    const char *spec = getenv("FAKE_NVML_DEVICES");
+    const char *leak_text = getenv("FAKE_NVML_LEAK");
+    char buf[4096];
+    char *save = NULL, *item;
+    device_count = 0;
+    leak = leak_text ? strtoull(leak_text, NULL, 10) : 0;
+    snprintf(buf, sizeof buf, "%s",
+             spec && *spec ? spec : "NVIDIA GeForce RTX 4090:8.9:24564MiB:312MiB");
+    for (item = strtok_r(buf, ";", &save); item && device_count < MAX_DEVICES;
+         item = strtok_r(NULL, ";", &save)) {
+        struct nvmlDevice_st *d = &devices[device_count];
+        char *fields[4] = {0};
+        char *f, *fsave = NULL;
+        int n = 0;
+        for (f = strtok_r(item, ":", &fsave); f && n < 4; f = strtok_r(NULL, ":", &fsave))
+            fields[n++] = f;
+        if (n < 3) continue;
+        snprintf(d->name, TEXT, "%s", fields[0]);
+        if (sscanf(fields[1], "%d.%d", &d->major, &d->minor) != 2) continue;
+        d->total = parse_size(fields[2]);
+        d->used = n > 3 ? parse_size(fields[3]) : 300ULL * 1024 * 1024;
+        snprintf(d->uuid, TEXT, "GPU-fa4e0000-0000-4000-8000-%012u", device_count);
+        device_count++;
+    }
+}
+
+static nvmlReturn_t copy_text(const char *text, char *out, unsigned int length) {
+    if (out == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(text) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(out, text, strlen(text) + 1);
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t check_device(nvmlDevice_t device) {
+    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    if (device < devices || device >= devices + device_count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
+    const char *fail = getenv("FAKE_NVML_INIT_ERROR");
+    (void)flags;
+    if (fail && *fail) return (nvmlReturn_t)atoi(fail);
+    if (initialised++ == 0) load_devices();
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
+nvmlReturn_t nvmlInit(void) { return nvmlInitWithFlags(0); }
+
+nvmlReturn_t nvmlShutdown(void) {
+    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    initialised--;
+    return NVML_SUCCESS;
+}
+
+const char *nvmlErrorString(nvmlReturn_t result) {
+    switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    default: return "Unknown Error";
+    }
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+    const char *v = getenv("FAKE_NVML_DRIVER");
+    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    return copy_text(v && *v ? v : "535.129.03", version, length);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion) {
+    const char *v = getenv("FAKE_NVML_CUDA");
+    if (cudaDriverVersion == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *cudaDriverVersion = v && *v ? atoi(v) : 12020;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion) {
+    return nvmlSystemGetCudaDriverVersion_v2(cudaDriverVersion);
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
+    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    if (deviceCount == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *deviceCount = device_count;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
+    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    if (device == NULL || index >= device_count) return NVML_ERROR_INVALID_ARGUMENT;
+    *device = &devices[index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
+    unsigned int i;
+    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    if (uuid == NULL || device == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    for (i = 0; i < device_count; i++) {
+        if (strcmp(devices[i].uuid, uuid) == 0) {
+            *device = &devices[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index) {
+    nvmlReturn_t rc = check_device(device);
+    if (rc != NVML_SUCCESS) return rc;
+    *index = (unsigned int)(device - devices);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length) {
+    nvmlReturn_t rc = check_device(device);
+    return rc != NVML_SUCCESS ? rc : copy_text(device->name, name, length);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
+    nvmlReturn_t rc = check_device(device);
+    return rc != NVML_SUCCESS ? rc : copy_text(device->uuid, uuid, length);
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
+    nvmlReturn_t rc = check_device(device);
+    if (rc != NVML_SUCCESS) return rc;
+    if (major == NULL || minor == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *major = device->major;
+    *minor = device->minor;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+    nvmlReturn_t rc = check_device(device);
+    unsigned long long used;
+    if (rc != NVML_SUCCESS) return rc;
+    if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    /* The agent reads from two threads: grow atomically. */
+    used = __atomic_add_fetch(&device->used, leak, __ATOMIC_SEQ_CST);
+    if (used > device->total) used = device->total;
+    memory->total = device->total;
+    memory->used = used;
+    memory->free = device->total - used;
+    return NVML_SUCCESS;
+}

@@ -1,0 +1,127 @@
+"""Ctrl-C, SIGTERM and SIGKILL of `harness sweep` mid-cell, on Docker and locally.
+
+Each interrupted sweep must leave no container or process behind, keep the finished
+cells on disk, and `--resume` must finish with the same cells and verdicts as a sweep
+that was never interrupted.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from faultkit import (
+    Sweep,
+    cell_done,
+    cell_running,
+    managed,
+    run_dirs,
+    run_sweep,
+    scenario,
+    temp_files,
+    verdicts,
+    wait_for,
+    write_matrix,
+)
+
+# Three cells: a finished one, the one we interrupt, one not started.
+SCENARIOS = [f"{{script: {scenario('slow.py')}, id: first, params: {{sleep: 0.001}}}}",
+             f"{{script: {scenario('slow.py')}, id: second, "
+             f"params: {{sleep: 0.01}}}}",
+             f"{{script: {scenario('slow.py')}, id: third, params: {{sleep: 0.001}}}}"]
+
+
+def _matrix(tmp: Path, runtime: str) -> Path:
+    return write_matrix(tmp, SCENARIOS, runtime=runtime)
+
+
+def _label(runtime: str) -> str:
+    import sys
+
+    return "bookworm" if runtime == "docker" else Path(sys.executable).name
+
+
+def _interrupt_and_resume(tmp: Path, runtime: str, sig: int, reference: dict[str, str]) -> None:
+    m = _matrix(tmp, runtime)
+    out = tmp / "out"
+    lab = _label(runtime)
+    sweep = Sweep(m, out)
+    try:
+        wait_for("the second cell to run", lambda: cell_done(out, f"{lab}.cpu.first")
+                 and cell_running(out, f"{lab}.cpu.second"), timeout=90)
+        if sig == signal.SIGINT:
+            sweep.signal_group(sig)      # a terminal's Ctrl-C: the whole foreground group
+        else:
+            sweep.proc.send_signal(sig)  # `kill PID`
+        code = sweep.wait(60)
+    finally:
+        sweep.kill()
+    err = sweep.stderr
+    assert code == 130, err
+    assert "--resume" in err and "Traceback" not in err
+    if runtime == "docker":
+        assert managed(sweep.proc.pid) == [], "the running container was left behind"
+    [root] = run_dirs(out)
+    assert (root / "cells" / f"{lab}.cpu.first" / "result.json").exists()
+    assert not (root / "cells" / f"{lab}.cpu.second" / "result.json").exists()
+    assert not (root / "cells" / f"{lab}.cpu.third").exists()
+    assert temp_files(root) == []
+    code, err = run_sweep(m, out, "--resume", "-q")
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert verdicts(out) == reference
+
+
+@pytest.fixture(scope="module")
+def reference_docker(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("ref-docker")
+    code, err = run_sweep(_matrix(tmp, "docker"), tmp / "out", "-q")
+    assert code == 0, err
+    return verdicts(tmp / "out")
+
+
+@pytest.fixture(scope="module")
+def reference_local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("ref-local")
+    code, err = run_sweep(_matrix(tmp, "local"), tmp / "out", "-q")
+    assert code == 0, err
+    return verdicts(tmp / "out")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_docker_interrupt_then_resume(tmp_path: Path, sig: int,
+                                      reference_docker: dict[str, str]) -> None:
+    assert set(reference_docker.values()) == {"ok"}
+    _interrupt_and_resume(tmp_path, "docker", sig, reference_docker)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_local_interrupt_then_resume(tmp_path: Path, sig: int,
+                                     reference_local: dict[str, str]) -> None:
+    assert set(reference_local.values()) == {"ok"}
+    _interrupt_and_resume(tmp_path, "local", sig, reference_local)
+
+
+@pytest.mark.docker
+def test_docker_sigkill_orphan_is_removed_and_resume_completes(
+        tmp_path: Path, reference_docker: dict[str, str]) -> None:
+    m = _matrix(tmp_path, "docker")
+    out = tmp_path / "out"
+    sweep = Sweep(m, out)
+    try:
+        wait_for("the second cell to run", lambda: cell_running(out, "bookworm.cpu.second"))
+        sweep.proc.send_signal(signal.SIGKILL)  # the harness only: its container lives on
+        sweep.wait(30)
+    finally:
+        sweep.kill()
+    orphans = managed(sweep.proc.pid)
+    assert len(orphans) == 1, "SIGKILL cannot clean up: the container should be orphaned"
+    resumed = Sweep(m, out, "--resume")
+    code = resumed.wait(150)
+    assert code == 0, resumed.stderr
+    assert managed(sweep.proc.pid) == [] and managed(resumed.proc.pid) == []
+    assert verdicts(out) == reference_docker
+    [root] = run_dirs(out)
+    assert temp_files(root) == []

@@ -1,0 +1,96 @@
+"""`harness report DIR [--format F] [--issue ROW]` over a FakeRuntime sweep's directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness import spec
+from harness.cli import main
+from harness.orchestrator import sweep
+from harness.runtimes.fake import Behaviour, FakeRuntime
+from harness.store import RunStore
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("cli_report")
+    (tmp / "loop.py").write_text(SCENARIO)
+    (tmp / "m.yaml").write_text(
+        "name: rep\nruntime: local\n"
+        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
+        "matrix:\n  image: [{name: v1}, {name: v2}]\n  gpu: [0]\n"
+        "  scenario: [loop.py, {script: loop.py, id: zeros}]\n")
+    matrix = spec.load(tmp / "m.yaml")
+    store = RunStore.open(tmp / "reports", matrix.name, False)
+    try:
+        sweep(matrix, list(matrix.cells), FakeRuntime(
+            lambda c: Behaviour(leak_per_iter=16384) if c.image.label == "v2"
+            and c.scenario.id == "loop" else Behaviour()), store, lambda _: None, False)
+        store.write("results.json", {"name": "rep", "meta": {"matrix": str(tmp / "m.yaml")}})
+    finally:
+        store.unlock()
+    return store.root
+
+
+@pytest.fixture
+def rdir(swept: Path, tmp_path: Path) -> Path:
+    """A private copy: `harness report` rewrites files in the directory."""
+    return Path(shutil.copytree(swept, tmp_path / "run"))
+
+
+def test_report_rewrites_every_file(rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir)]) == 1
+    out = capsys.readouterr().out
+    assert "gpu0.loop: first bad: v2 (last good: v1)" in out
+    for name in ("results.json", "report.md", "report.html", "junit.xml"):
+        assert (rdir / name).is_file(), name
+    assert (rdir / "report.html").read_text().count("<svg") == 4 * 4
+    assert json.loads((rdir / "results.json").read_text())["schema"] == 1
+
+
+@pytest.mark.parametrize(("fmt", "check"), [
+    ("md", lambda s: s.startswith("# harness sweep: rep\n")),
+    ("html", lambda s: s.startswith("<!DOCTYPE html>") and "<svg" in s),
+    ("junit", lambda s: ET.fromstring(s.split("\n", 1)[1]).get("failures") == "1"),
+    ("json", lambda s: json.loads(s)["bad_cells"] == ["v2.gpu0.loop"]),
+])
+def test_format_prints_one_rendering(rdir: Path, fmt: str, check: object,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir), "--format", fmt]) == 1
+    assert callable(check) and check(capsys.readouterr().out)
+
+
+def test_issue_is_written_and_printed(rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir), "--issue", "gpu0.loop"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("# loop leaks memory in v2 (not in v1)")
+    assert "def step(state):" in captured.out  # the scenario, found next to the matrix
+    assert (rdir / "issue-gpu0.loop.md").read_text() == captured.out
+    assert "written:" in captured.err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--issue", "gpu0.zeros"], "--issue gpu0.zeros: the row has no bad cell"),
+    (["--issue", "gpu7.x"], "--issue gpu7.x: no such row (allowed values: gpu0.loop, "
+                            "gpu0.zeros)"),
+    (["--format", "pdf"], "argument --format: invalid choice: 'pdf'"),
+])
+def test_bad_input_exits_2(rdir: Path, argv: list[str], message: str,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_not_a_results_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2
+    assert "no cells/*/result.json here" in capsys.readouterr().err

@@ -1,0 +1,294 @@
+"""GPU facts at their boundary: image CUDA from real NGC configs, the compatibility
+precheck, run-time detection from the first step and the logs, engine GPU mechanisms,
+and `harness doctor` against a fake engine and a fake NVML probe."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import gpu, spec
+from harness.cli import doctor
+from harness.errors import EngineUnavailable
+from harness.gpu import Gpu, HostGpus, image_cuda, precheck, runtime_incompatibility
+
+# The config of nvcr.io/nvidia/tensorflow:20.12-tf1-py3 and 22.12-tf1-py3 (docker inspect:
+# Config.Env and Config.Labels, trimmed).
+NGC_20_12_ENV = ["PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/bin",
+                 "CUDA_VERSION=11.1.1.017", "CUDA_DRIVER_VERSION=455.32.00",
+                 "CUDNN_VERSION=8.0.5.39", "NVIDIA_TENSORFLOW_VERSION=20.12-tf1",
+                 "NVIDIA_REQUIRE_CUDA=cuda>=9.0"]
+NGC_20_12_LABELS = {"com.nvidia.cuda.version": "11.1.1.017", "com.nvidia.cudnn.version":
+                    "8.0.5.39", "com.nvidia.build.id": "17950526"}
+NGC_22_12_ENV = ["CUDA_VERSION=11.8.0.065", "CUDNN_VERSION=8.7.0.84",
+                 "NVIDIA_TENSORFLOW_VERSION=22.12-tf1"]
+NGC_22_12_LABELS = {"com.nvidia.cuda.version": "11.8.0.065"}
+
+RTX_4090 = Gpu(0, "NVIDIA GeForce RTX 4090", "GPU-4090", (8, 9), 24564 << 20)
+RTX_3090 = Gpu(0, "NVIDIA GeForce RTX 3090", "GPU-3090", (8, 6), 24576 << 20)
+H100 = Gpu(0, "NVIDIA H100 80GB HBM3", "GPU-h100", (9, 0), 81559 << 20)
+
+
+# ---------------------------------------------------------------- image CUDA
+def test_image_cuda_from_ngc_env_labels_and_require() -> None:
+    assert image_cuda(NGC_20_12_LABELS, NGC_20_12_ENV) == (11, 1)
+    assert image_cuda({}, NGC_22_12_ENV) == (11, 8)
+    assert image_cuda(NGC_22_12_LABELS, []) == (11, 8)
+    assert image_cuda(None, {"CUDA_VERSION": "12.0.0"}) == (12, 0)
+    # nvidia/cuda base images without CUDA_VERSION still say what they require
+    assert image_cuda({}, ["NVIDIA_REQUIRE_CUDA=cuda>=11.8 brand=tesla,driver>=470"]) == (11, 8)
+    assert image_cuda({"maintainer": "x"}, ["PATH=/bin", "EMPTY="]) is None
+
+
+# ---------------------------------------------------------------- precheck
+@pytest.mark.parametrize(("cuda", "card", "kind"), [
+    ((11, 1), RTX_4090, "not-applicable"),   # 20.12 on the 4090: CUDA 11.1 predates cc 8.9
+    ((11, 8), RTX_4090, None),               # 22.12 on the 4090
+    ((11, 1), RTX_3090, None),               # 20.12 on the 3090: sm_86 arrived in 11.1
+    ((11, 0), RTX_3090, "not-applicable"),   # 20.06 (CUDA 11.0) knew sm_80 only
+    ((11, 7), H100, "not-applicable"),       # Hopper needs 11.8
+    ((12, 8), (12, 0), None),                # RTX 50xx from CUDA 12.8
+    ((12, 6), (12, 0), "not-applicable"),
+    ((13, 0), (7, 0), "not-applicable"),     # CUDA 13 dropped Volta
+    ((12, 9), (7, 0), None),
+    ((12, 9), (14, 0), "degraded"),          # a GPU newer than the table: PTX JIT at best
+    (None, RTX_4090, None),                  # unknown CUDA: decided at run time
+    ((11, 1), None, None),
+])
+def test_precheck(cuda: tuple[int, int] | None, card: Any, kind: str | None) -> None:
+    found = precheck(cuda, card)
+    assert (found[0] if found else None) == kind, found
+
+
+def test_precheck_reason_names_versions_and_fix() -> None:
+    found = precheck((11, 1), RTX_4090)
+    assert found is not None
+    assert "CUDA 11.1 predates compute capability 8.9 (Ada)" in found[1]
+    assert "supported from CUDA 11.8" in found[1] and "RTX 3090" in found[1]
+    assert gpu.compatibility((11, 1), (8, 9)) == found[1]
+
+
+def test_precheck_against_the_driver() -> None:
+    major = precheck((12, 2), RTX_4090, driver_cuda=(11, 4))
+    assert major is not None and major[0] == "not-applicable"
+    assert "driver supports CUDA 11.4" in major[1]
+    minor = precheck((12, 4), RTX_4090, driver_cuda=(12, 2))
+    assert minor is not None and minor[0] == "degraded" and "PTX JIT" in minor[1]
+    assert precheck((11, 8), RTX_4090, driver_cuda=(12, 2)) is None
+
+
+# ---------------------------------------------------------------- at run time
+def test_runtime_logs_decide_first() -> None:
+    torch = ("UserWarning: NVIDIA GeForce RTX 4090 with CUDA capability sm_89 is not "
+             "compatible with the current PyTorch installation.")
+    assert runtime_incompatibility(0.1, 0.001, torch)[0] == "not-applicable"  # type: ignore[index]
+    cuda = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    found = runtime_incompatibility(None, None, cuda)
+    assert found == ("not-applicable", "no kernel image for this GPU "
+                                       "(cudaErrorNoKernelImageForDevice)")
+    ptxas = "ptxas fatal   : Value 'sm_89' is not defined for option 'gpu-name'"
+    assert runtime_incompatibility(1.0, 0.001, ptxas)[0] == "not-applicable"  # type: ignore[index]
+    tf = ("TensorFlow was not built with CUDA kernel binaries compatible with compute "
+          "capability 8.9. CUDA kernels will be jit-compiled from PTX, which could take 30 "
+          "minutes or longer.")
+    assert runtime_incompatibility(2.0, 0.001, tf) == (
+        "degraded", "PTX JIT: TensorFlow has no native kernels for this GPU")
+
+
+def test_runtime_first_step_timing() -> None:
+    # A normal TF1 first session.run (graph build, autotune) is seconds: not JIT.
+    assert runtime_incompatibility(3.0, 0.0011, "") is None
+    found = runtime_incompatibility(240.0, 0.0011, "")
+    assert found is not None and found[0] == "degraded" and "240 s" in found[1]
+    # The same image's first step on the 3090 took 1.5 s: 20 s here is JIT.
+    assert runtime_incompatibility(20.0, 0.0011, "", baseline_first_s=1.5) is not None
+    assert runtime_incompatibility(2.0, 0.0011, "", baseline_first_s=1.5) is None
+    assert runtime_incompatibility(None, 0.001, "") is None
+    assert runtime_incompatibility(10.0, 0.0, "") is None
+
+
+# ---------------------------------------------------------------- engine
+def test_engine_gpu_mechanisms() -> None:
+    assert gpu.engine_gpu_mechanisms({"Runtimes": {"runc": {}}}) == []
+    info = {"Runtimes": {"nvidia": {"path": "nvidia-container-runtime"}, "runc": {}},
+            "DiscoveredDevices": [{"Source": "cdi", "ID": "nvidia.com/gpu=0"},
+                                  {"Source": "cdi", "ID": "nvidia.com/gpu=all"}]}
+    assert gpu.engine_gpu_mechanisms(info, hook_found=True) == [
+        "nvidia runtime", "CDI (2 nvidia.com/gpu devices)",
+        "--gpus (nvidia-container-runtime-hook)"]
+    assert gpu.engine_gpu_support(info) == "nvidia runtime"
+    assert gpu.engine_gpu_support({"CDISpecDirs": ["/etc/cdi"]}) == "CDI"
+    assert gpu.engine_gpu_support({"CDISpecDirs": None}) is None
+
+
+class FakeNvml:
+    """pynvml's surface as gpu.probe uses it."""
+
+    def __init__(self, cards: list[tuple[str, tuple[int, int]]], fail: bool = False):
+        self.cards = cards
+        self.fail = fail
+
+    def nvmlInit(self) -> None:
+        if self.fail:
+            raise RuntimeError("NVML Shared Library Not Found")
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "535.129.03"
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        return 12020
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.cards)
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]:
+        return self.cards[h][1]
+
+    def nvmlDeviceGetName(self, h: int) -> bytes:
+        return self.cards[h][0].encode()
+
+    def nvmlDeviceGetUUID(self, h: int) -> str:
+        return f"GPU-{h:08d}"
+
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
+        return type("Mem", (), {"total": 24 << 30})()
+
+
+def test_probe_reads_driver_and_gpus() -> None:
+    host = gpu.probe(FakeNvml([("NVIDIA GeForce RTX 4090", (8, 9))]))
+    assert host.driver == "535.129.03" and host.cuda_driver == (12, 2)
+    assert host.gpus == [Gpu(0, "NVIDIA GeForce RTX 4090", "GPU-00000000", (8, 9), 24 << 30)]
+    failed = gpu.probe(FakeNvml([], fail=True))
+    assert failed.gpus == [] and failed.reason is not None and "Not Found" in failed.reason
+
+
+# ---------------------------------------------------------------- doctor
+class FakeEngine:
+    def __init__(self, info: Mapping[str, Any], images: Mapping[str, Mapping[str, Any]]):
+        self._info = info
+        self.images = images
+
+    def info(self) -> Mapping[str, Any]:
+        return self._info
+
+    def image_config(self, ref: str) -> Mapping[str, Any] | None:
+        return self.images.get(ref)
+
+
+NGC = "nvcr.io/nvidia/tensorflow"
+ENGINE_INFO = {"ServerVersion": "28.2.2", "CgroupVersion": "2", "DefaultRuntime": "runc",
+               "Runtimes": {"nvidia": {}, "runc": {}}}
+IMAGES = {f"{NGC}:20.12-tf1-py3": {"labels": NGC_20_12_LABELS, "env": NGC_20_12_ENV},
+          f"{NGC}:22.12-tf1-py3": {"labels": NGC_22_12_LABELS, "env": NGC_22_12_ENV}}
+
+
+def ngc_matrix(tmp_path: Path, gpus: str = "0", hosts: str = "") -> Any:
+    (tmp_path / "rfft.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    m = tmp_path / "matrix.yaml"
+    m.write_text(f"name: ngc\nruntime: docker\n{hosts}matrix:\n"
+                 f"  image: [{NGC}:20.12-tf1-py3, {NGC}:22.12-tf1-py3]\n"
+                 f"  gpu: [{gpus}]\n  scenario: [rfft.py]\n")
+    return spec.load(m)
+
+
+def host_with(*cards: Gpu) -> HostGpus:
+    return HostGpus(driver="535.129.03", cuda_driver=(12, 2), gpus=list(cards))
+
+
+def test_doctor_on_the_4090_box_warns_20_12_not_applicable(tmp_path: Path) -> None:
+    engine = FakeEngine(ENGINE_INFO, IMAGES)
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: engine,
+                             host_with(RTX_4090), has_gpu=True, hook_found=False)
+    text = "\n".join(checks.lines)
+    assert checks.code == 0, text
+    assert "[ok] NVIDIA driver 535.129.03, CUDA 12.2, 1 GPU(s)" in text
+    assert "GPU 0: NVIDIA GeForce RTX 4090, compute capability 8.9, 24564 MiB" in text
+    assert "GPU support: nvidia runtime" in text
+    assert f"[ok] engine local: image {NGC}:20.12-tf1-py3 (CUDA 11.1)" in text
+    assert ("[warn] engine local: 20.12-tf1-py3 on GPU 0 (NVIDIA GeForce RTX 4090): "
+            "not-applicable: CUDA 11.1 predates compute capability 8.9") in text
+    assert "22.12-tf1-py3 on GPU 0" not in text
+
+
+def test_doctor_on_the_3090_box_is_clean(tmp_path: Path) -> None:
+    engine = FakeEngine(ENGINE_INFO, IMAGES)
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: engine,
+                             host_with(RTX_3090), has_gpu=True, hook_found=False)
+    assert checks.code == 0 and not any("[warn]" in x for x in checks.lines), checks.lines
+
+
+def test_doctor_fails_with_fixes(tmp_path: Path) -> None:
+    engine = FakeEngine({"ServerVersion": "20.10.24", "Runtimes": {"runc": {}}},
+                        {f"{NGC}:22.12-tf1-py3": IMAGES[f"{NGC}:22.12-tf1-py3"]})
+    checks = doctor.diagnose(ngc_matrix(tmp_path, gpus="0, 1"), {"local": None},
+                             lambda url: engine, host_with(RTX_4090), has_gpu=True,
+                             hook_found=False)
+    text = "\n".join(checks.lines)
+    assert checks.code == 3 and checks.failures == 3, text
+    assert "[FAIL] engine local: no NVIDIA runtime, CDI devices or --gpus hook" in text
+    assert "fix: install nvidia-container-toolkit" in text
+    assert "selects GPU 1, which this host does not have (GPUs: 0)" in text
+    assert f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is missing" in text
+    assert f"fix: docker pull {NGC}:20.12-tf1-py3" in text
+
+
+def test_doctor_without_gpu_or_engine(tmp_path: Path) -> None:
+    def no_engine(url: str | None) -> doctor.Engine:
+        raise EngineUnavailable("no Docker engine answers at the default socket: refused\n"
+                                "  fix: start the engine")
+
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, no_engine,
+                             HostGpus(reason="no pynvml"), has_gpu=False, hook_found=False)
+    text = "\n".join(checks.lines)
+    assert checks.code == 3
+    assert "[warn] NVIDIA driver: absent (CPU-only host)" in text
+    assert "[FAIL] engine local: no Docker engine answers" in text
+    assert "fix: start the engine" in text
+
+
+def test_doctor_cpu_matrix_on_cpu_host_passes(tmp_path: Path) -> None:
+    engine = FakeEngine({"ServerVersion": "20.10.24", "Runtimes": {"runc": {}}}, IMAGES)
+    checks = doctor.diagnose(ngc_matrix(tmp_path, gpus="none"), {"local": None},
+                             lambda url: engine, HostGpus(), has_gpu=False, hook_found=False)
+    assert checks.code == 0, checks.lines
+
+
+def test_doctor_remote_hosts_warn_instead_of_guessing(tmp_path: Path) -> None:
+    engine = FakeEngine({"ServerVersion": "28.2.2", "Runtimes": {"runc": {}}}, IMAGES)
+    seen: list[str | None] = []
+
+    def connect(url: str | None) -> doctor.Engine:
+        seen.append(url)
+        return engine
+
+    matrix = ngc_matrix(tmp_path, hosts="hosts: [ssh://lab@gpu-3090, ssh://lab@gpu-4090]\n")
+    checks = doctor.diagnose(matrix, {h.label: h.url for h in matrix.hosts}, connect,
+                             HostGpus(), has_gpu=False, hook_found=False)
+    text = "\n".join(checks.lines)
+    assert seen == ["ssh://lab@gpu-3090", "ssh://lab@gpu-4090"]
+    assert checks.code == 0, text
+    assert "`--gpus` support cannot be seen from here" in text
+    assert "remote host's GPUs are not visible from here" in text
+
+
+def test_doctor_local_runtime_only_checks_gpus(tmp_path: Path) -> None:
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    m = tmp_path / "m.yaml"
+    m.write_text("name: l\nruntime: local\nmatrix:\n  image: [python3]\n  gpu: [0]\n"
+                 "  scenario: [s.py]\n")
+
+    def refuse(url: str | None) -> doctor.Engine:
+        raise AssertionError("a local matrix needs no engine")
+
+    checks = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
+                             hook_found=False)
+    assert checks.code == 3 and "asks for GPUs but this host has none" in checks.lines[-1]

@@ -1,0 +1,137 @@
+"""`harness compare`: two FakeRuntime sweeps that differ in the GPU their header recorded."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import spec
+from harness.cli import main
+from harness.hostcompare import compare_hosts, compare_images, side_names
+from harness.orchestrator import sweep
+from harness.report import load_results
+from harness.runtimes.base import Progress, RunOutcome, RunRequest
+from harness.runtimes.fake import Behaviour, FakeRuntime
+from harness.spec.model import Cell
+from harness.store import RunStore
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+RTX = {"3090": ("NVIDIA GeForce RTX 3090", [8, 6], "gpu-3090"),
+       "4090": ("NVIDIA GeForce RTX 4090", [8, 9], "gpu-4090")}
+
+
+@dataclass
+class GpuFakeRuntime(FakeRuntime):
+    """FakeRuntime whose header says which GPU and host the cell ran on."""
+
+    gpu_name: str = ""
+    cc: tuple[int, int] = (0, 0)
+    host: str = ""
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        outcome = super().run(request, progress)
+        path = request.outdir / "samples.jsonl"
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        header["gpu"] = {"devices": [{"name": self.gpu_name, "cc": list(self.cc)}],
+                         "driver": "535.104.05"}
+        header["hostname"] = self.host
+        path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+        return outcome
+
+
+def swept(tmp: Path, card: str, behave: Callable[[Cell], Behaviour]) -> Path:
+    (tmp / "loop.py").write_text(SCENARIO)
+    (tmp / "m.yaml").write_text(
+        "name: cmp\nruntime: local\n"
+        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
+        "matrix:\n  image: [{name: '20.12'}, {name: '22.12'}]\n  gpu: [0]\n"
+        "  scenario: [loop.py, {script: loop.py, id: zeros}]\n")
+    matrix = spec.load(tmp / "m.yaml")
+    name, cc, host = RTX[card]
+    runtime = GpuFakeRuntime(behave, gpu_name=name, cc=(cc[0], cc[1]), host=host)
+    store = RunStore.open(tmp / card, matrix.name, False)
+    try:
+        sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False)
+    finally:
+        store.unlock()
+    return store.root
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """3090: all clean. 4090: 22.12 leaks in `loop`, the `zeros` scenario is clean."""
+    tmp = tmp_path_factory.mktemp("hosts")
+    a = swept(tmp, "3090", lambda c: Behaviour())
+    b = swept(tmp, "4090", lambda c: Behaviour(leak_per_iter=16384)
+              if c.image.label == "22.12" and c.scenario.id == "loop" else Behaviour())
+    return a, b
+
+
+def test_the_sentence_names_gpu_and_image(hosts: tuple[Path, Path]) -> None:
+    a, b = hosts
+    comparison = compare_hosts(load_results(a), load_results(b))
+    assert (comparison.a_name, comparison.b_name) == ("RTX 3090", "RTX 4090")
+    assert comparison.sentences() == [
+        "loop leaks only on RTX 4090 with 22.12 (not on RTX 3090)"]
+    assert [p.key for p in comparison.pairs if p.differs] == [("22.12", "loop")]
+    assert len(comparison.joined) == 4
+
+
+def test_render_marks_the_differing_pair(hosts: tuple[Path, Path]) -> None:
+    out = io.StringIO()
+    compare_hosts(load_results(hosts[0]), load_results(hosts[1])).render(out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:4] == ["image", "scenario", "RTX", "3090"]
+    marked = [ln for ln in lines if ln.startswith("*")]
+    assert len(marked) == 1 and "22.12" in marked[0] and "leak heap +8.0KiB/it" in marked[0]
+
+
+def test_same_gpu_model_is_told_apart_by_host() -> None:
+    def res(host: str) -> dict[str, Any]:
+        return {"fingerprint": {"hostname": host, "gpu": {"devices": [
+            {"name": "NVIDIA GeForce RTX 3090"}]}}}
+
+    assert side_names({"x": res("h1")}, {"x": res("h2")}, ("A", "B")) == (
+        "RTX 3090 on h1", "RTX 3090 on h2")
+    assert side_names({"x": {}}, {"x": {}}, ("dirA", "dirB")) == ("dirA", "dirB")
+
+
+def test_one_image_against_another_on_the_same_host(hosts: tuple[Path, Path]) -> None:
+    results = load_results(hosts[1])
+    comparison = compare_images(results, results, "20.12", "22.12")
+    assert comparison.sentences() == [
+        "loop leaks only with 22.12 (not with 20.12) on RTX 4090"]
+    assert [p.key for p in comparison.pairs] == [("gpu0", "loop"), ("gpu0", "zeros")]
+
+
+def test_cli_compare_hosts(hosts: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(hosts[0]), str(hosts[1])]) == 1
+    out = capsys.readouterr().out
+    assert "loop leaks only on RTX 4090 with 22.12 (not on RTX 3090)" in out
+
+
+def test_cli_compare_images(hosts: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(hosts[0]), "--image", "20.12", "--image", "22.12"]) == 0
+    assert "no differences in verdict between 20.12 and 22.12" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["{a}"], "compare needs two results directories"),
+    (["{a}", "{empty}"], "B {empty}: no cells/*/result.json here"),
+    (["{a}", "--image", "20.12"], "--image given 1 time(s)"),
+    (["{a}", "--image", "20.12", "--image", "99.99"], "--image 99.99: no such image"),
+])
+def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: list[str],
+                               message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    names = {"a": str(hosts[0]), "empty": str(tmp_path)}
+    assert main(["compare", *(x.format(**names) for x in argv)]) == 2
+    err = capsys.readouterr().err
+    assert message.format(**names) in err
+    assert "Traceback" not in err

@@ -1,0 +1,127 @@
+"""report.html: plots per cell from samples.jsonl, first bad marked, offline, escaped."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import spec
+from harness.orchestrator import sweep
+from harness.report import HtmlReporter, Report, write_all
+from harness.report.svg import chart, human, reduce
+from harness.runtimes.fake import Behaviour, FakeRuntime
+from harness.store import RunStore
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+XSS = "<script>alert(1)</script>"
+
+
+def render(report: Report) -> str:
+    out = io.StringIO()
+    HtmlReporter.from_results(report).render(out)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunStore]:
+    """v1 clean, v2 leaking, v3 leaking and slower: one row, real samples on disk."""
+    tmp = tmp_path_factory.mktemp("html")
+    (tmp / "loop.py").write_text(SCENARIO)
+    (tmp / "m.yaml").write_text(
+        "name: html\nruntime: local\n"
+        "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0}\n"
+        "matrix:\n  image: [{name: v1}, {name: v2}, {name: v3}]\n  gpu: [0]\n"
+        "  scenario: [loop.py]\n")
+    matrix = spec.load(tmp / "m.yaml")
+    table = {"v2": Behaviour(leak_per_iter=16384),
+             "v3": Behaviour(leak_per_iter=16384, step_s=0.002)}
+    store = RunStore.open(tmp / "reports", matrix.name, False)
+    try:
+        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(
+            lambda c: table.get(c.image.label, Behaviour())), store, lambda _: None, False)
+    finally:
+        store.unlock()
+    return Report.from_results(matrix.name, outcome.results, {}, store.root), store
+
+
+def test_every_cell_gets_memory_and_step_plots(swept: tuple[Report, RunStore]) -> None:
+    page = render(swept[0])
+    # FakeRuntime writes heap, uss and rss: three memory plots and a step-time plot per cell
+    assert page.count("<svg") == 3 * 4
+    assert page.count('class="warmup"') == 3 * 4
+    assert page.count('class="fit"') == 3 * 3  # every memory source has a fitted slope
+    assert "+8.00 [+8.00..+8.00] KiB/it, leak" in page  # heap: half the leaked bytes
+    assert "late/early" in page
+
+
+def test_first_bad_and_last_good_are_marked(swept: tuple[Report, RunStore]) -> None:
+    page = render(swept[0])
+    assert re.search(r'<div class="cell first-bad" id="v2\.gpu0\.loop">', page)
+    assert re.search(r'<div class="cell last-good" id="v1\.gpu0\.loop">', page)
+    assert '<td class="bad first-bad"><a href="#v2.gpu0.loop">' in page
+
+
+def test_page_is_self_contained(swept: tuple[Report, RunStore]) -> None:
+    page = render(swept[0])
+    # the only URL is the SVG namespace: no CDN, no script, no stylesheet link
+    assert set(re.findall(r"https?://[^\s\"']+", page)) == {"http://www.w3.org/2000/svg"}
+    assert "<script" not in page and "<link" not in page and " src=" not in page
+
+
+def test_write_all_writes_html_and_junit_with_plots(tmp_path: Path,
+                                                    swept: tuple[Report, RunStore]) -> None:
+    report, store = swept
+    # GIVEN a report built without a root (as `harness sweep` builds it)
+    bare = Report.from_results(report.name, report.results, report.meta)
+    assert "no samples.jsonl next to this result" in render(bare)
+    paths = write_all(store, bare)
+    assert [p.name for p in paths] == ["results.json", "report.md", "report.html", "junit.xml"]
+    assert paths[2].read_text().count("<svg") == 12  # write_all pointed it at the store
+
+
+def hostile() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    res: dict[str, Any] = {
+        "schema": 1, "id": f"v1.gpu0.{XSS}", "row": f"gpu0.{XSS}", "verdict": "crash",
+        "reason": f"RuntimeError: {XSS}", "carrier": None, "memory": {},
+        "image": {"label": f"v1{XSS}", "index": 0, "ref": XSS},
+        "gpu": {"value": "0", "label": "gpu0"}, "scenario": {"id": XSS},
+        "summary": {}, "fingerprint": {}, "problems": [f"line 3: {XSS}"],
+        "end": {"error": {"traceback": f"Traceback...\n  File \"{XSS}\"\nRuntimeError: {XSS}"}},
+    }
+    return {res["id"]: res}, {"matrix": XSS}
+
+
+def test_everything_from_cells_is_escaped(tmp_path: Path) -> None:
+    results, meta = hostile()
+    cid = next(iter(results))
+    cell_dir = tmp_path / "cells" / cid
+    cell_dir.mkdir(parents=True)
+    lines = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": i, "t": i * 0.001,
+         "heap": 1e6 + i, "dt": [0.001] * 5} for i in range(5, 200, 5)]
+    (cell_dir / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    page = render(Report.from_results(f"sweep {XSS}", results, meta, tmp_path))
+    assert XSS not in page
+    assert "<script" not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8
+    assert page.count("<svg") == 2  # the hostile cell still gets its heap and step plots
+
+
+def test_reduce_keeps_spikes_and_bounds_points() -> None:
+    xs = [float(i) for i in range(10_000)]
+    ys = [1e9 if i == 7_777 else 0.0 for i in range(10_000)]
+    rx, ry = reduce(xs, ys, 400)
+    assert len(rx) <= 402 and 1e9 in ry and 7_777.0 in rx
+    assert rx == sorted(rx)
+
+
+def test_chart_labels() -> None:
+    assert human(95.37 * 2**20, "B", 2e6) == "95.37 MiB"
+    assert human(95.37 * 2**20, "B", 200) != human(95.37 * 2**20 + 100, "B", 200)
+    assert human(0.00117, "s", 3e-4) == "1.17 ms"
+    assert "no samples" in chart("heap", [], "B")

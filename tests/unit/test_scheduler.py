@@ -1,0 +1,162 @@
+"""The per-GPU scheduler: lanes and max-parallel, proven with a runtime that records when
+each cell held its GPU. One cell per GPU at a time, cells spread across the matrix's
+GPUs, max-parallel honoured, CPU-only cells alongside, hosts independent."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from harness import spec
+from harness.orchestrator import SweepOutcome, lanes, sweep
+from harness.runtimes.base import Progress, RunOutcome, RunRequest, Runtime
+from harness.runtimes.fake import Behaviour, FakeRuntime
+from harness.spec.model import Matrix
+from harness.store import RunStore
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+
+
+@dataclass
+class Held:
+    host: str
+    gpu: str
+    start: float
+    end: float
+
+
+@dataclass
+class TimedRuntime(FakeRuntime):
+    """FakeRuntime whose run() holds the cell's GPU for `hold_s` and records when."""
+
+    hold_s: float = 0.05
+    held: list[Held] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        start = time.monotonic()
+        outcome = super().run(request, progress)
+        time.sleep(max(0.0, self.hold_s - (time.monotonic() - start)))
+        with self._lock:
+            self.held.append(Held(request.cell.host.label, request.cell.gpu.value, start,
+                                  time.monotonic()))
+        return outcome
+
+
+def timed(hold_s: float = 0.05) -> TimedRuntime:
+    return TimedRuntime(lambda cell: Behaviour(), hold_s=hold_s)
+
+
+def make_matrix(tmp_path: Path, images: int, gpus: str, extra: str = "",
+                runtime: str = "local") -> Matrix:
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    names = ", ".join(f"{{name: v{i}}}" if runtime == "local" else f"img/v:{i}"
+                      for i in range(images))
+    path = tmp_path / "matrix.yaml"
+    path.write_text(f"name: sched\nruntime: {runtime}\n{extra}"
+                    "defaults: {iterations: 40, warmup: 0, sample_every: 5, repeats: 0}\n"
+                    f"matrix:\n  image: [{names}]\n  gpu: [{gpus}]\n  scenario: [loop.py]\n")
+    return spec.load(path)
+
+
+def run(matrix: Matrix, runtime: Runtime, base: Path,
+        runtimes: dict[str, Runtime] | None = None) -> SweepOutcome:
+    store = RunStore.open(base / "reports", matrix.name, False)
+    try:
+        return sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False,
+                     runtimes)
+    finally:
+        store.unlock()
+
+
+def max_concurrent(held: list[Held]) -> int:
+    events = sorted([(h.start, 1) for h in held] + [(h.end, -1) for h in held])
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def overlaps(a: Held, b: Held) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def assert_one_cell_per_gpu(held: list[Held]) -> None:
+    for i, a in enumerate(held):
+        for b in held[i + 1:]:
+            if (a.host, a.gpu) == (b.host, b.gpu) or "all" in (a.gpu, b.gpu) and (
+                    a.host == b.host and "none" not in (a.gpu, b.gpu)):
+                assert not overlaps(a, b), f"two cells on GPU {a.gpu} of {a.host} at once"
+
+
+def test_lanes_group_by_host_and_gpu(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=3, gpus="0, 1, none")
+    groups = lanes(list(matrix.cells))
+    assert [[c.id for c in g] for g in groups] == [
+        [f"v{i}.gpu0.loop" for i in range(3)], [f"v{i}.gpu1.loop" for i in range(3)],
+        [f"v{i}.cpu.loop" for i in range(3)]]
+
+
+def test_one_cell_per_gpu_and_spread_across_gpus(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=3, gpus="0, 1, 2, 3")
+    rt = timed()
+    outcome = run(matrix, rt, tmp_path)
+    assert outcome.ran == 12 and len(rt.held) == 12
+    assert_one_cell_per_gpu(rt.held)
+    assert max_concurrent(rt.held) == 4  # every GPU busy at once
+    # wall time vs cells/N is measured by benchmarks/scheduler.py, not asserted here
+
+
+def test_max_parallel_is_honoured(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=2, gpus="0, 1, 2, 3", extra="max-parallel: 2\n")
+    rt = timed()
+    run(matrix, rt, tmp_path)
+    assert len(rt.held) == 8
+    assert_one_cell_per_gpu(rt.held)
+    assert max_concurrent(rt.held) == 2
+
+
+def test_max_parallel_one_is_serial(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=2, gpus="0, 1", extra="max-parallel: 1\n")
+    rt = timed(0.02)
+    run(matrix, rt, tmp_path)
+    assert max_concurrent(rt.held) == 1
+
+
+def test_cpu_cells_run_alongside_gpu_cells(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=3, gpus="0, none")
+    rt = timed()
+    run(matrix, rt, tmp_path)
+    cpu = [h for h in rt.held if h.gpu == "none"]
+    gpu0 = [h for h in rt.held if h.gpu == "0"]
+    assert len(cpu) == len(gpu0) == 3
+    assert any(overlaps(c, g) for c in cpu for g in gpu0)
+    assert_one_cell_per_gpu(rt.held)
+
+
+def test_hosts_run_the_same_gpu_index_at_once(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=2, gpus="0", runtime="docker",
+                         extra="hosts: [{name: box3090, url: 'unix:///a.sock'}, "
+                               "{name: box4090, url: 'unix:///b.sock'}]\n")
+    per_host = {"box3090": timed(), "box4090": timed()}
+    outcome = run(matrix, per_host["box3090"], tmp_path, dict(per_host))
+    assert outcome.ran == 4
+    for label, rt in per_host.items():
+        assert {h.host for h in rt.held} == {label} and len(rt.held) == 2
+    held = per_host["box3090"].held + per_host["box4090"].held
+    assert_one_cell_per_gpu(held)
+    assert max_concurrent(held) == 2
+
+
+@pytest.mark.xfail(strict=True, reason="a `gpu: all` cell shares no lane with `gpu: 0`, so "
+                   "both can hold GPU 0 at once; see the scheduler note in test_scheduler.py")
+def test_all_gpus_cell_never_overlaps_a_single_gpu_cell(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, images=2, gpus="0, all")
+    rt = timed()
+    run(matrix, rt, tmp_path)
+    assert_one_cell_per_gpu(rt.held)
