@@ -33,21 +33,24 @@ class RowAnswer:
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:
     """(first bad, last good before it, bad cells contiguous?) over (label, verdict) pairs.
 
-    The first bad is the first bad image after a good one; if the very first image is
-    already bad, it is reported with no last good. Cells that are neither good nor bad
-    (ambiguous, not-applicable) are skipped.
+    As DESIGN.md §6 says, the first bad is the first bad image after a good one: that is
+    where a regression entered. If no bad image follows a good one but some are bad (the
+    first images already are), the first bad image is named with no last good. Cells
+    that are neither good nor bad (ambiguous, not-applicable) are skipped.
     """
     last_good: str | None = None
-    bad_at: list[int] = []
     first: str | None = None
     good_before: str | None = None
+    bad_at: list[int] = []
     for i, (label, verdict) in enumerate(ordered):
         if verdict in GOOD:
             last_good = label
         elif verdict in BAD:
             bad_at.append(i)
-            if first is None:
+            if first is None and last_good is not None:
                 first, good_before = label, last_good
+    if first is None and bad_at:
+        first = ordered[bad_at[0]][0]
     decided = [i for i, (_, v) in enumerate(ordered) if v in GOOD | BAD]
     contiguous = True
     if bad_at:

@@ -222,3 +222,22 @@ def test_cli_bisect_endpoint_not_good_exits_2(tmp_path: Path, monkeypatch: pytes
     captured = capsys.readouterr()
     assert "stopped: the first image v00 is leak" in captured.out
     assert "fix: choose an image list that starts at a known-good version" in captured.err
+
+
+def test_cli_bisect_reuses_an_earlier_sweep(tmp_path: Path, fake_cli: list[FakeRuntime],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a sweep that already ran the endpoints of row gpu0.loop
+    matrix = make_matrix(tmp_path, 12)
+    store = RunStore.open(tmp_path / "sweeps", matrix.name, False)
+    try:
+        ends = [c for c in row(matrix) if c.image.index in (0, 11)]
+        Sweep(matrix, FakeRuntime(leaks_from(5)), store, lambda _: None).run(ends, False)
+    finally:
+        store.unlock()
+    # WHEN bisecting with --reuse THEN the endpoints are not run again
+    assert main(["bisect", str(tmp_path / "m.yaml"), "--gpu", "0", "--out",
+                 str(tmp_path / "r"), "--reuse", str(store.root), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert "endpoint v00 [1/12, cached]: ok" in out and "endpoint v11 [12/12, cached]" in out
+    assert "v00.gpu0.loop" not in fake_cli[0].runs and "v11.gpu0.loop" not in fake_cli[0].runs
+    assert "gpu0.loop: first bad: v05 (last good: v04)" in out

@@ -38,6 +38,11 @@ def test_empty() -> None:
     assert first_bad([]) == (None, None, True)
 
 
+def test_bad_good_bad_names_the_regression_after_the_good_one() -> None:
+    # GIVEN the oldest image already bad, then fixed, then broken again
+    assert first_bad(seq("a:leak", "b:ok", "c:leak")) == ("c", "b", False)
+
+
 def test_non_contiguous() -> None:
     # GIVEN a regression that was fixed and came back (or a flaky cell)
     assert first_bad(seq("a:ok", "b:leak", "c:ok", "d:leak")) == ("b", "a", False)
