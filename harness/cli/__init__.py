@@ -7,6 +7,7 @@ unavailable (no engine, no GPU, image missing), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -44,6 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         sys.stderr.write(f"harness: {exc}\n")
         return exc.exit_code
+    except BrokenPipeError:
+        # `harness ... | head`: the reader left; not an error of ours.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout must stay open
+        except OSError:
+            pass
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write("\nharness: interrupted; finished cells are saved "
                          "(re-run with --resume to complete)\n")

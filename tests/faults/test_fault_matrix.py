@@ -24,7 +24,7 @@ from harness.spec.load import SCENARIO_KEYS, SETTING_KEYS, TOP_KEYS, parse
 from harness.spec.model import Matrix
 
 SCENARIO = Path(__file__).parent / "scenarios" / "slow.py"
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
@@ -102,8 +102,8 @@ HOSTILE = [
      "deeper|unknown key"),
     ("billion-laughs", BOMB, "anchor bomb"),
     ("5MiB-file", "x: " + "y" * (5 << 20), "larger than"),
-    ("200k-keys", "name: a\n" + "\n".join(f"k{i}: {i}" for i in range(200_000)),
-     "larger than|nodes|unknown key"),
+    ("10k-keys", "name: a\n" + "\n".join(f"k{i}: {i}" for i in range(10_000)),
+     "unknown key 'k0'"),
     ("python-object-tag", "!!python/object/apply:os.system [echo pwned]", "not valid YAML"),
     ("python-name-tag", "name: !!python/name:os.system\nmatrix: {}", "not valid YAML"),
     ("unhashable-key", "? [a, b]\n: c\n", "not valid YAML"),
@@ -160,6 +160,15 @@ def test_hostile_files(tmp_path: Path, text: str, where: str) -> None:
 @pytest.mark.parametrize("text, where", [c[1:] for c in KNOWN], ids=[c[0] for c in KNOWN])
 def test_hostile_files_known_bugs(tmp_path: Path, text: str, where: str) -> None:
     _load_clean(tmp_path, text, where)
+
+
+@pytest.mark.xfail(strict=True, reason="spec/yamlsrc.py MAX_BYTES is 4 MiB, but PyYAML composes "
+                   "~13 s per MiB here (200k keys, 2.3 MiB: 28 s before the node limit says "
+                   "no); fix: MAX_BYTES = 256 * 1024 (a matrix is a short file)")
+def test_size_cap_keeps_loading_fast() -> None:
+    from harness.spec import yamlsrc
+
+    assert yamlsrc.MAX_BYTES <= 256 * 1024
 
 
 def test_binary_file(tmp_path: Path) -> None:
