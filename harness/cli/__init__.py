@@ -7,6 +7,7 @@ unavailable (no engine, no GPU, image missing), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -47,10 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         # `harness ... | head`: the reader left; not an error of ours.
-        try:
+        with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout must stay open
-        except OSError:
-            pass
         return 0
     except KeyboardInterrupt:
         sys.stderr.write("\nharness: interrupted; finished cells are saved "
