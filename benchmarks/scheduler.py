@@ -12,19 +12,16 @@ last cell end, and the whole sweep including analysis) and the ratio to the idea
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness import spec  # noqa: E402
-from harness.orchestrator import prefetch_analysis, sweep  # noqa: E402
-from harness.runtimes.base import Progress, RunOutcome, RunRequest  # noqa: E402
-from harness.runtimes.fake import Behaviour, FakeRuntime  # noqa: E402
-from harness.store import RunStore  # noqa: E402
+from harness import spec
+from harness.orchestrator import prefetch_analysis, sweep
+from harness.runtimes.base import Progress, RunOutcome, RunRequest
+from harness.runtimes.fake import Behaviour, FakeRuntime
+from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 

@@ -9,7 +9,8 @@ and the release that fixed it, plus clean controls) it builds a venv under
 - harness: the agent as a subprocess (`--iterations MAX --warmup 10 --sample-every 5
   --control CTRL`), tailed by `harness.analysis.sequential.watch_file` feeding a
   `LiveDecider`; on a decision the control file stops the agent. Calls = measured
-  iterations at the decision; wall time from the agent's start to the decision. A run
+  iterations at the decision; wall time from the agent's start to the decision
+  (interpreter start-up and imports included). A run
   that ends undecided at MAX gets the post-run `memory_trend` verdict on the heap.
 
 The cell environment is PYTHONMALLOC=malloc plus GLIBC_TUNABLES=glibc.malloc.tcache_count=0
@@ -21,7 +22,7 @@ agent and environment unchanged.
 
 psleak spends its full schedule (~22.7k calls, seconds) on every leak, so leaking cases
 run psleak `--psleak-leak-runs` times (default 10); all else runs `--runs` (default 100).
-Default total: about 8-10 minutes on 2 cores.
+Default total: about 5 minutes on 2 cores once the venvs exist (measured 287 s).
 
 Run: python benchmarks/vs_psleak.py [--runs 100] [--cases multidict,ujson] [--stock]
 """
@@ -154,14 +155,17 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
     stop = threading.Event()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=cell_env(stock))
-    box: list[object] = []
-    watcher = threading.Thread(target=lambda: box.append(watch_file(out, decider, ctrl, stop)))
+    box: list[tuple[object, float]] = []
+
+    def watch() -> None:
+        box.append((watch_file(out, decider, ctrl, stop), time.perf_counter() - t0))
+
+    watcher = threading.Thread(target=watch)
     watcher.start()
     proc.wait(timeout=600)
     stop.set()
     watcher.join()
-    wall = time.perf_counter() - t0
-    decision = box[0] if box else None
+    decision, wall = box[0] if box else (None, time.perf_counter() - t0)
     if decision is not None:
         assert hasattr(decision, "verdict") and hasattr(decision, "iterations")
         return str(decision.verdict), int(decision.iterations), wall

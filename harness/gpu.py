@@ -135,6 +135,14 @@ def list_gpus() -> list[Gpu]:
     return probe().gpus
 
 
+def select(value: str, gpus: Sequence[Gpu]) -> list[Gpu] | None:
+    """The GPUs a matrix selection (index, UUID, "all") names; None when one is absent."""
+    if value == "all":
+        return list(gpus)
+    hit = [g for g in gpus if value in (str(g.index), g.uuid)]
+    return hit or None
+
+
 def parse_cuda_version(text: str | None) -> Version | None:
     """`11.1.1.017` / `11.8` / `cuda>=12.0 brand=tesla` -> (11, 1)."""
     if not text:

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness import gpu
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD
+from harness.hostsample import reconcile
 from harness.ingest import Series, read_samples
-from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
+from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
 from harness.store.results import SCHEMA, RunStore
 
@@ -81,6 +83,8 @@ class Sweep:
         self._images: dict[str, ImageInfo] = {}
         self._image_lock = threading.Lock()
         self._lock = threading.Lock()
+        self._host_gpus: gpu.HostGpus | None = None
+        self.cancel = threading.Event()
 
     def runtime_for(self, cell: Cell) -> Runtime:
         return self.runtimes.get(cell.host.label, self.runtime)
@@ -129,44 +133,94 @@ class Sweep:
                 if self.matrix.fail_fast and result["verdict"] in BAD:
                     stop.set()
 
-        groups = lanes(todo)
-        width = min(len(groups), self.matrix.max_parallel or len(groups)) or 1
-        if width <= 1:
-            for group in groups:
-                lane(group)
-        else:
-            pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
-            try:
-                futures = [pool.submit(lane, g) for g in groups]
-                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-                for f in done:
-                    f.result()
-            finally:
-                stop.set()
-                pool.shutdown(wait=True)
+        # A `gpu: all` cell holds every GPU of its host: it runs after the other lanes.
+        spread = [c for c in todo if c.gpu.value != "all"]
+        whole = [c for c in todo if c.gpu.value == "all"]
+        for groups in (lanes(spread), lanes(whole)):
+            self._run_lanes(groups, lane, stop)
         self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
 
+    def _run_lanes(self, groups: list[list[Cell]], lane: Callable[[list[Cell]], None],
+                   stop: threading.Event) -> None:
+        width = min(len(groups), self.matrix.max_parallel or len(groups)) or 1
+        if width <= 1:
+            for group in groups:
+                lane(group)
+            return
+        pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
+        try:
+            futures = [pool.submit(lane, g) for g in groups]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for f in done:
+                f.result()
+        except BaseException:
+            # Ctrl-C lands in this thread: tell the running cells to kill their
+            # containers/processes now instead of waiting for them to finish.
+            self.cancel.set()
+            raise
+        finally:
+            stop.set()
+            pool.shutdown(wait=True)
+
+    def gpu_precheck(self, cell: Cell, info: ImageInfo) -> tuple[str, str] | None:
+        """not-applicable / degraded decided from the image's CUDA and the GPU, or None."""
+        if not cell.gpu.wants_gpu or (cell.host.url not in (None, "") and not str(
+                cell.host.url).startswith("unix://")):
+            return None
+        cuda = gpu.image_cuda(info.labels, info.env)
+        if cuda is None:
+            return None
+        with self._image_lock:
+            if self._host_gpus is None:
+                self._host_gpus = gpu.probe()
+        host = self._host_gpus
+        chosen = gpu.select(cell.gpu.value, host.gpus) or []
+        worst: tuple[str, str] | None = None
+        for g in chosen:
+            found = gpu.precheck(cuda, g, host.cuda_driver)
+            if found is not None and (worst is None or found[0] == "not-applicable"):
+                worst = found
+        return worst
+
     def run_cell(self, cell: Cell) -> dict[str, Any]:
         # SciPy takes ~1.4 s to import: the CLI starts that import in a background
         # thread (see prefetch_analysis) while the first container starts.
-        from harness.analysis.verdict import decide
+        from harness.analysis.verdict import CellVerdict, decide
 
         t0 = time.monotonic()
         info = self.image(cell)
         runtime = self.runtime_for(cell)
         attempts: list[dict[str, Any]] = []
         run_cell = cell
+        retried = False
+        pre = self.gpu_precheck(cell, info)
+        if pre is not None and pre[0] == "not-applicable":
+            self.store.cell_dir(cell.id, fresh=True)
+            result = self._result(cell, info, runtime, RunOutcome(exit_code=None), Series(),
+                                  CellVerdict("not-applicable", pre[1]), [],
+                                  {"prepare_s": info.prepare_s, "run_s": 0.0, "analyse_s": 0.0,
+                                   "cell_s": time.monotonic() - t0})
+            self.store.write_cell(cell.id, result)
+            return result
         while True:
             outdir = self.store.cell_dir(cell.id, fresh=True)
-            request = RunRequest(run_cell, info, outdir, outdir / "stop")
+            request = RunRequest(run_cell, info, outdir, outdir / "stop", self.cancel)
             t_run = time.monotonic()
             ended = runtime.run(request, self.progress)
             run_s = time.monotonic() - t_run
+            if ended.error and not retried:
+                # The engine went away (restart, lost connection): once more, then record.
+                retried = True
+                attempts.append({"verdict": "crash", "reason": ended.error,
+                                 "iterations": run_cell.settings.iterations})
+                self.progress(f"{cell.id}: {ended.error}; retrying once")
+                continue
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
             verdict = decide(series, ended, self.cfg)
+            self._gpu_afterwards(verdict, series, ended, pre)
             analyse_s = time.monotonic() - t_an
             attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
                              "iterations": run_cell.settings.iterations})
@@ -180,6 +234,33 @@ class Sweep:
             self.progress(f"{cell.id}: ambiguous ({verdict.reason}); running again with "
                           f"{longer.iterations} iterations ({len(attempts)}/"
                           f"{cell.settings.repeats})")
+        result = self._result(cell, info, runtime, ended, series, verdict, attempts,
+                              {"prepare_s": info.prepare_s, "run_s": run_s,
+                               "analyse_s": analyse_s, "cell_s": time.monotonic() - t0})
+        self.store.write_cell(cell.id, result)
+        return result
+
+    def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
+                        pre: tuple[str, str] | None) -> None:
+        """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
+        if pre is not None:
+            verdict.findings.append(f"{pre[0]}: {pre[1]}")
+        first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
+                      and s.get("dt")), None)
+        times = series.step_times()
+        median = float(np.median(times)) if len(times) else None
+        err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
+        found = gpu.runtime_incompatibility(first, median, ended.log_tail + err)
+        if found is None:
+            return
+        if found[0] == "not-applicable" and verdict.verdict in ("crash", "ok", "ambiguous"):
+            verdict.verdict, verdict.reason = "not-applicable", found[1]
+        else:
+            verdict.findings.append(f"{found[0]}: {found[1]}")
+
+    def _result(self, cell: Cell, info: ImageInfo, runtime: Runtime, ended: RunOutcome,
+                series: Series, verdict: CellVerdict, attempts: list[dict[str, Any]],
+                timings: dict[str, float]) -> dict[str, Any]:
         end = series.end or {}
         header = series.header or {}
         result: dict[str, Any] = {
@@ -198,15 +279,16 @@ class Sweep:
             "summary": summarise(series, verdict),
             "outcome": ended.to_dict(),
             "host_samples": ended.host_samples[-2000:],
+            "reconcile": reconcile(series.samples, ended.host_samples,
+                                   list(ended.details.get("host_gpu") or [])),
             "fingerprint": {k: header.get(k) for k in FINGERPRINT_KEYS},
             "end": {k: end.get(k) for k in ("status", "error", "info", "phases", "iterations",
-                                            "warmup", "stopped_early", "mode", "elapsed_s")},
+                                            "warmup", "stopped_early", "mode", "elapsed_s",
+                                            "sampling_s")},
             "problems": series.problems, "skipped_lines": series.skipped,
             "attempts": attempts,
-            "timings": {"prepare_s": info.prepare_s, "run_s": run_s, "analyse_s": analyse_s,
-                        "cell_s": time.monotonic() - t0},
+            "timings": timings,
         }
-        self.store.write_cell(cell.id, result)
         return result
 
     def _rel(self, path: Path) -> str:

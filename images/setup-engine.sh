@@ -7,10 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
-    echo "setup: installing docker.io and debootstrap"
+# docker.io: the engine (and `docker system dial-stdio` for ssh:// endpoints);
+# debootstrap: the base image; openssh-*: the ssh:// endpoint test on loopback;
+# gcc: the fake libnvidia-ml.so.1 the NVML tests build.
+NEED=""
+for pair in dockerd:docker.io debootstrap:debootstrap sshd:openssh-server ssh:openssh-client \
+            gcc:gcc; do
+    command -v "${pair%%:*}" >/dev/null || [ -x "/usr/sbin/${pair%%:*}" ] || NEED="$NEED ${pair#*:}"
+done
+if [ -n "$NEED" ]; then
+    echo "setup: installing$NEED"
     apt-get update -qq
-    apt-get install -y -qq docker.io debootstrap >/dev/null
+    apt-get install -y -qq $NEED >/dev/null
 fi
 if ! docker info >/dev/null 2>&1; then
     echo "setup: starting dockerd (log: /tmp/harness-dockerd.log)"

@@ -307,7 +307,7 @@ def header(args, sampler, params):
     gpu_reason = None
     if sampler.nvml is not None:
         if sampler.nvml.available:
-            gpu = {"devices": sampler.nvml.devices(), "driver": sampler.nvml.driver()}
+            gpu = sampler.nvml.summary()
         else:
             gpu_reason = sampler.nvml.reason
     heap = sampler.heap
@@ -441,6 +441,11 @@ def run(args):
                 end.setdefault("teardown_error", repr(exc)[:2000])
             phases["teardown"] = time.monotonic() - t
         stop_timer.set()
+        if sampler.nvml is not None:
+            try:
+                sampler.nvml.close()
+            except Exception:
+                pass
         end["phases"] = dict((k, round(v, 6)) for k, v in phases.items())
         end["elapsed_s"] = round(time.monotonic() - started, 6)
         writer.write(end)

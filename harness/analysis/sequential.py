@@ -28,8 +28,10 @@ test gives an upper bound `hi`. Signs ignore magnitudes, so the heap's occasiona
 
 A linear fill that lasts longer than the decision needs is a leak for as long as it
 lasts; no live test can tell it from one. The heap must be read after gc.collect()
-(as psleak does): otherwise cyclic garbage and free lists grow like a leak until the
-collector or the list's cap stops them.
+(as psleak does) with glibc's tcache off (GLIBC_TUNABLES=glibc.malloc.tcache_count=0):
+otherwise cyclic garbage, Python's free lists and the tcache (~240 KiB of freed chunks
+that mallinfo counts as in use) grow like a leak for hundreds of calls until the
+collector or their caps stop them.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from harness import gpu
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
-from harness.spec.model import GpuSel, Matrix
+from harness.spec.model import Matrix
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
                "--runtime=docker` and restart dockerd")
@@ -93,14 +93,6 @@ def _is_local(url: str | None) -> bool:
     return url is None or url.startswith("unix://")
 
 
-def selected(sel: GpuSel, gpus: list[gpu.Gpu]) -> list[gpu.Gpu] | None:
-    """The host GPUs a matrix selection names; None when it names one that is absent."""
-    if sel.value == "all":
-        return list(gpus)
-    hit = [g for g in gpus if sel.value in (str(g.index), g.uuid)]
-    return hit or None
-
-
 def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
              connect: Callable[[str | None], Engine], host: gpu.HostGpus, has_gpu: bool,
              hook_found: bool) -> Checks:
@@ -161,7 +153,7 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
     gpus = host.gpus if local else []
     if local and host.gpus:
         for sel in matrix.gpus:
-            if sel.wants_gpu and selected(sel, host.gpus) is None:
+            if sel.wants_gpu and gpu.select(sel.value, host.gpus) is None:
                 c.add("FAIL", f"{where}: the matrix selects GPU {sel.value}, which this host "
                               f"does not have (GPUs: {', '.join(str(g.index) for g in gpus)})",
                       "fix `gpu:` in the matrix")
@@ -178,7 +170,7 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
         c.add("ok", f"{where}: image {img.ref}" + (
             f" (CUDA {cuda[0]}.{cuda[1]})" if cuda else ""))
         targets = {g.index: g for sel in matrix.gpus if sel.wants_gpu
-                   for g in selected(sel, gpus) or []}
+                   for g in gpu.select(sel.value, gpus) or []}
         for g in targets.values():
             found = gpu.precheck(cuda, g, host.cuda_driver)
             if found is not None:

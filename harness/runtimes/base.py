@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ class ImageInfo:
     labels: dict[str, str] = field(default_factory=dict)
     python: str = "python3"
     prepare_s: float = 0.0
+    env: tuple[str, ...] = ()         # the image config's ENV (CUDA_VERSION=...)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class RunRequest:
     image: ImageInfo
     outdir: Path                      # host directory, writable, holds samples.jsonl
     control: Path                     # host path of the early-stop control file
+    cancel: threading.Event | None = None   # set on Ctrl-C: kill the cell now
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def agent_args(self, agent: str, scenario: str, out: str, control: str) -> list[str]:
         s = self.cell.settings

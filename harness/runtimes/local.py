@@ -135,6 +135,8 @@ class LocalRuntime:
         t0 = time.monotonic()
 
         def poll() -> None:
+            if request.cancelled():
+                raise KeyboardInterrupt  # run_with_deadline kills the process group
             if pid_box:
                 try:
                     with open(f"/proc/{pid_box[0]}/statm") as f:

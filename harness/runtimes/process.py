@@ -7,6 +7,7 @@ left behind in its group (a scenario's worker holding memory) is killed too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -41,10 +42,8 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:
 
 def _reap_group(pgid: int) -> None:
     """SIGKILL what is left of a finished leader's process group."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,

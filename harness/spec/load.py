@@ -258,8 +258,14 @@ def parse_scenario(ctx: _Ctx, item: Any, path: PathKey, base: Path,
     script = item.get("script")
     if not isinstance(script, str) or not script.strip():
         raise ctx.fail(path, "missing `script: PATH/TO/scenario.py`")
-    resolved = (base / script).resolve()
-    if not resolved.is_file():
+    try:
+        resolved = (base / script).resolve()
+        is_file = resolved.is_file()
+    except OSError as exc:
+        raise ctx.fail((*path, "script") if "script" in item else path,
+                       f"scenario path unusable: {exc.strerror}",
+                       "give a short path to an existing .py file") from exc
+    if not is_file:
         raise ctx.fail(path if given_as_path else (*path, "script"),
                        f"scenario file not found: {script} (looked at {resolved})",
                        "paths are relative to the matrix file's directory")

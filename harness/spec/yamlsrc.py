@@ -14,7 +14,7 @@ PathKey = tuple[str | int, ...]
 # An alias bomb expands to billions of nodes when walked; real matrices have hundreds.
 MAX_NODES = 100_000
 MAX_DEPTH = 64
-MAX_BYTES = 4 * 1024 * 1024
+MAX_BYTES = 256 * 1024   # parsing costs ~13 s per MiB; real matrices are a few KiB
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,10 @@ def load_text(text: str, file: str) -> Located:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise SpecError(file, "", None, f"file is larger than {MAX_BYTES // 1024} KiB",
                         "a matrix is a short YAML file; split it")
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        # The constructor already rejects control characters (ReaderError).
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         lines: dict[PathKey, int] = {}
         if node is not None:
@@ -68,7 +70,8 @@ def load_text(text: str, file: str) -> Located:
     except RecursionError as exc:
         raise SpecError(file, "", None, "YAML nesting is too deep") from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return Located(file, data, lines)
 
 

@@ -72,6 +72,7 @@ class Sweep:
         if self.proc.poll() is None:
             self.signal_group(signal.SIGKILL)
             self.proc.wait(10)
+        self.err_file.close()
 
 
 def run_sweep(matrix: Path, out: Path, *args: str, timeout: float = 150) -> tuple[int, str]:
@@ -132,7 +133,7 @@ def managed(*pids: int) -> list[Any]:
         found: list[Any] = []
         for pid in pids:
             found += client.containers.list(all=True, filters={"label": [
-                LABEL, f"harness.owner={socket.gethostname()}:{pid}"]})
+                LABEL, f"harness.host={socket.gethostname()}", f"harness.pid={pid}"]})
         return found
     finally:
         client.close()

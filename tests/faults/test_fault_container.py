@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from faultkit import (
     Sweep,
-    cell_running,
     cells,
     managed,
     run_dirs,
@@ -85,9 +84,6 @@ def test_local_agent_killed_by_sigkill_mid_write(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-@pytest.mark.xfail(strict=True, reason="the agent is PID 1 in its container: the kernel drops "
-                   "signals it has no handler for (SIGKILL from inside, SIGINT), and nothing "
-                   "reaps zombies; fix: `init=True` in DockerRuntime.run's create() kwargs")
 def test_docker_agent_is_not_pid_1(tmp_path: Path) -> None:
     cell = _one(tmp_path, f"{{script: {scenario('truncated.py')}, params: {{at: 60, how: kill}}}}")
     assert cell["verdict"] == "crash", cell["reason"]

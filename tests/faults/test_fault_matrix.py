@@ -155,16 +155,11 @@ def test_hostile_files(tmp_path: Path, text: str, where: str) -> None:
     _load_clean(tmp_path, text, where)
 
 
-@pytest.mark.xfail(strict=True, raises=(yaml.YAMLError, OSError),
-                   reason="uncaught in harness/spec (yamlsrc.load_text, load.parse_scenario)")
 @pytest.mark.parametrize("text, where", [c[1:] for c in KNOWN], ids=[c[0] for c in KNOWN])
-def test_hostile_files_known_bugs(tmp_path: Path, text: str, where: str) -> None:
+def test_hostile_files_once_uncaught(tmp_path: Path, text: str, where: str) -> None:
     _load_clean(tmp_path, text, where)
 
 
-@pytest.mark.xfail(strict=True, reason="spec/yamlsrc.py MAX_BYTES is 4 MiB, but PyYAML composes "
-                   "~13 s per MiB here (200k keys, 2.3 MiB: 28 s before the node limit says "
-                   "no); fix: MAX_BYTES = 256 * 1024 (a matrix is a short file)")
 def test_size_cap_keeps_loading_fast() -> None:
     from harness.spec import yamlsrc
 

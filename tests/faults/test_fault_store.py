@@ -4,6 +4,7 @@ half-written result file (writes go through a temporary file and a rename)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -55,11 +56,8 @@ def test_disk_full_is_exit_3_with_no_half_files(tmp_path: Path, tmpfs: Path) -> 
     # Fill the tmpfs but for a few KiB: the matrix copy fits, the cell's files do not.
     m = write_matrix(tmp_path, FAST, runtime="local")
     filler = tmpfs / "filler"
-    with filler.open("wb") as f:
-        try:
-            f.write(b"\0" * (64 * 1024 - 6 * 1024))
-        except OSError:
-            pass
+    with filler.open("wb") as f, contextlib.suppress(OSError):
+        f.write(b"\0" * (64 * 1024 - 6 * 1024))
     code, err = run_sweep(m, tmpfs, "-q")
     assert code == 3, err
     assert "disk is full" in err or "No space left" in err, err
@@ -86,11 +84,8 @@ def test_disk_fills_up_mid_sweep(tmp_path: Path, tmpfs: Path) -> None:
         wait_for("cell a done, b running", lambda: cell_done(tmpfs, "python.cpu.a", ) and
                  cell_running(tmpfs, "python.cpu.b"), timeout=60)
         # (remount,ro is refused while the agent has its file open: fill the disk instead)
-        with (tmpfs / "filler").open("wb") as f:
-            try:
-                f.write(b"\0" * (64 * 1024))
-            except OSError:
-                pass
+        with (tmpfs / "filler").open("wb") as f, contextlib.suppress(OSError):
+            f.write(b"\0" * (64 * 1024))
         code = sweep.wait(90)
     finally:
         sweep.kill()

@@ -20,6 +20,7 @@ CI=true or HARNESS_REQUIRE_DOCKER=1; otherwise skipped) and paramiko.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -163,6 +164,9 @@ Host 127.0.0.1
         monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
         yield Sshd(port, f"ssh://root@127.0.0.1:{port}")
     finally:
+        # Collect docker-py's leftovers now, under this module's warning filters, not
+        # at the end of the session where they would fail the run.
+        gc.collect()
         proc.terminate()
         try:
             proc.wait(timeout=10)

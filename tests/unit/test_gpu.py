@@ -163,6 +163,14 @@ class FakeNvml:
         return type("Mem", (), {"total": 24 << 30})()
 
 
+def test_select_by_index_uuid_and_all() -> None:
+    cards = [RTX_3090, Gpu(1, "NVIDIA GeForce RTX 4090", "GPU-4090", (8, 9), None)]
+    assert gpu.select("1", cards) == cards[1:]
+    assert gpu.select("GPU-3090", cards) == cards[:1]
+    assert gpu.select("all", cards) == cards
+    assert gpu.select("2", cards) is None
+
+
 def test_probe_reads_driver_and_gpus() -> None:
     host = gpu.probe(FakeNvml([("NVIDIA GeForce RTX 4090", (8, 9))]))
     assert host.driver == "535.129.03" and host.cuda_driver == (12, 2)

@@ -1,0 +1,170 @@
+"""Live leak decisions: the sign-test e-value, its bounds, LiveDecider and watch_file.
+
+Records are hand-built as the agent writes them: a warm-up sample ends the warm-up,
+measured samples every 5 iterations carry the glibc heap in bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.sequential import LiveDecider, median_bounds, sign_evalue, watch_file
+
+CFG = AnalysisConfig()
+
+
+def heap_records(increments: list[float], every: int = 5, warmup: int = 10,
+                 start: float = 8e6) -> list[dict[str, Any]]:
+    recs: list[dict[str, Any]] = [
+        {"type": "header", "schema": 1, "config": {"warmup": warmup}},
+        {"type": "sample", "src": "step", "phase": "setup", "i": 0, "heap": start - 5e5},
+        {"type": "sample", "src": "step", "phase": "warmup", "i": warmup, "heap": start},
+    ]
+    level = start
+    for k, inc in enumerate(increments, 1):
+        level += inc
+        recs.append({"type": "sample", "src": "timer", "phase": "measure",
+                     "i": warmup + k * every - 2, "rss": 1})
+        recs.append({"type": "sample", "src": "step", "phase": "measure",
+                     "i": warmup + k * every, "heap": level})
+    recs.append({"type": "end", "status": "ok"})
+    return recs
+
+
+def first_decision(decider: LiveDecider, recs: list[dict[str, Any]]) -> Any:
+    for rec in recs:
+        got = decider.feed(rec)
+        if got is not None:
+            return got
+    return None
+
+
+def test_sign_evalue_matches_the_closed_form_and_needs_12_clean_intervals_at_alpha() -> None:
+    # All-above: E = 2^(n+1) (1 - 2^-(n+1)) / (n + 1)
+    for n in (1, 5, 12):
+        want = (2 ** (n + 1) - 1) / (n + 1)
+        assert math.exp(sign_evalue(n, 0)) == pytest.approx(want, rel=1e-9)
+    need = math.log(1 / CFG.alpha)
+    assert sign_evalue(11, 0) < need <= sign_evalue(12, 0)
+    assert sign_evalue(0, 30) < 0  # evidence for the other side lowers E
+    with pytest.raises(ValueError, match="counts"):
+        sign_evalue(-1, 0)
+
+
+def test_sign_evalue_is_a_supermartingale_under_the_null_by_simulation() -> None:
+    # GIVEN fair coin flips (median exactly at the tested rate), 200 looks each
+    rng = np.random.default_rng(1)
+    flips = rng.random((4000, 200)) < 0.5
+    above = np.cumsum(flips, axis=1)
+    below = np.arange(1, 201) - above
+    # WHEN the e-value is checked at every look
+    crossed = (sign_evalue(above, below) >= math.log(1 / 0.05)).any(axis=1).mean()
+    # THEN it ever crosses 1/alpha in at most alpha of the runs (Ville)
+    assert 0.005 < crossed <= 0.05
+
+
+def test_median_bounds_bracket_the_rates_and_are_infinite_without_evidence() -> None:
+    lo, hi = median_bounds(np.full(40, 600.0) + np.arange(40), 0.002)
+    assert 600 <= lo <= hi <= 640
+    assert median_bounds([1.0, 2.0], 0.002) == (-math.inf, math.inf)
+    assert median_bounds([], 0.002) == (-math.inf, math.inf)
+
+
+def test_steady_leak_is_called_at_min_iterations_with_rate_in_the_reason() -> None:
+    # GIVEN 6 KB/iteration as in multidict 6.6.3 (29920 bytes per 5 iterations)
+    decider = LiveDecider(CFG, min_iterations=60, max_iterations=2000)
+    got = first_decision(decider, heap_records([29920.0] * 40))
+    # THEN it is a leak at 60 measured iterations, the bound is the exact rate
+    assert got.verdict == "leak" and got.iterations == 60 and got.source == "heap"
+    assert got.lo == pytest.approx(5984.0)
+    assert "5984 B/iteration" in got.reason
+    assert json.loads(json.dumps(got.to_dict()))["verdict"] == "leak"
+    # AND later records give nothing more
+    assert decider.feed(heap_records([1.0])[-2]) is None
+
+
+def test_flat_heap_with_rare_huge_jumps_is_stable_not_a_leak() -> None:
+    # GIVEN zeros with a +1 MiB jump that is given back later (an arena, a cache)
+    incs = [0.0] * 30
+    incs[3], incs[9] = 2.0**20, -(2.0**20)
+    got = first_decision(LiveDecider(CFG, 50, 2000), heap_records(incs))
+    assert got is not None and got.verdict == "stable"
+    assert got.hi <= 0 and got.iterations >= 60
+    # AND one that is kept is never a leak; the mean keeps "stable" off until it is small
+    incs[9] = 0.0
+    decider = LiveDecider(CFG, 50, 2000)
+    assert first_decision(decider, heap_records(incs + [0.0] * 370)) is None
+
+
+def test_fading_fill_is_never_a_leak_and_nothing_is_decided_before_min_iterations() -> None:
+    # GIVEN a cache that fills with a time constant of 40 iterations: 64 KiB in all
+    t = np.arange(0, 2005, 5.0)
+    fill = 65536 * (1 - np.exp(-t / 40))
+    decider = LiveDecider(CFG, 80, 2000)
+    got = first_decision(decider, heap_records(list(np.diff(fill))))
+    assert got is None or got.verdict == "stable"
+    assert got is None or got.iterations >= 80
+
+
+def test_chunky_leak_with_zero_median_is_never_called_stable() -> None:
+    # GIVEN 64 KiB every 10th interval (mean ~1.3 KiB/iteration, median 0)
+    incs = [65536.0 if k % 10 == 9 else 0.0 for k in range(300)]
+    decider = LiveDecider(CFG, 50, 1500)
+    assert first_decision(decider, heap_records(incs)) is None
+    assert decider.exhausted
+
+
+def test_constructor_rejects_bad_bounds() -> None:
+    with pytest.raises(ValueError, match="min_iterations"):
+        LiveDecider(CFG, 100, 50)
+    with pytest.raises(ValueError, match="floor"):
+        LiveDecider(CFG, 10, 50, floor=0)
+
+
+def test_watch_file_tails_a_growing_file_and_creates_the_control_file(tmp_path: Path) -> None:
+    # GIVEN an agent that writes lines (one split mid-way) until it sees the control file
+    out, ctrl = tmp_path / "samples.jsonl", tmp_path / "stop"
+    lines = [json.dumps(r) + "\n" for r in heap_records([29920.0] * 400)]
+    written = [0]
+
+    def agent() -> None:
+        with out.open("w") as fh:
+            for k, line in enumerate(lines):
+                if ctrl.exists():
+                    break
+                if k == 5:
+                    fh.write("garbage\n")
+                fh.write(line[:10])
+                fh.flush()
+                fh.write(line[10:])
+                fh.flush()
+                written[0] = k
+                threading.Event().wait(0.001)
+
+    writer = threading.Thread(target=agent)
+    writer.start()
+    stop = threading.Event()
+    got = watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, stop, poll_s=0.01)
+    writer.join()
+    # THEN the decision is made live, written to the control file, and the agent stopped
+    assert got is not None and got.verdict == "leak"
+    assert json.loads(ctrl.read_text())["iterations"] == got.iterations
+    assert written[0] < len(lines) - 1
+
+
+def test_watch_file_returns_none_at_the_end_record_or_on_stop(tmp_path: Path) -> None:
+    out, ctrl = tmp_path / "samples.jsonl", tmp_path / "stop"
+    out.write_text("".join(json.dumps(r) + "\n" for r in heap_records([0.0] * 3)))
+    assert watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, threading.Event()) is None
+    stop = threading.Event()
+    stop.set()
+    assert watch_file(tmp_path / "missing", LiveDecider(CFG, 60, 2000), ctrl, stop) is None
+    assert not ctrl.exists()
