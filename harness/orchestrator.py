@@ -208,7 +208,11 @@ class Sweep:
             outdir = self.store.cell_dir(cell.id, fresh=True)
             request = RunRequest(run_cell, info, outdir, outdir / "stop", self.cancel)
             t_run = time.monotonic()
-            ended = runtime.run(request, self.progress)
+            live = self._start_live(run_cell, outdir)
+            try:
+                ended = runtime.run(request, self.progress)
+            finally:
+                decision = self._stop_live(live)
             run_s = time.monotonic() - t_run
             if ended.error and not retried:
                 # The engine went away (restart, lost connection): once more, then record.
@@ -220,6 +224,7 @@ class Sweep:
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
             verdict = decide(series, ended, self.cfg)
+            self._use_live(verdict, decision)
             self._gpu_afterwards(verdict, series, ended, pre)
             analyse_s = time.monotonic() - t_an
             attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
@@ -239,6 +244,47 @@ class Sweep:
                                "analyse_s": analyse_s, "cell_s": time.monotonic() - t0})
         self.store.write_cell(cell.id, result)
         return result
+
+    def _start_live(self, cell: Cell, outdir: Path) -> tuple[Any, ...] | None:
+        """Early-stop mode: tail samples.jsonl on a thread, stop the agent once certain."""
+        s = cell.settings
+        if s.max_iterations is None:
+            return None
+        from harness.analysis.sequential import LiveDecider, watch_file
+
+        decider = LiveDecider(self.cfg, s.min_iterations, s.max_iterations,
+                              floor=self.cfg.live_floor_bytes,
+                              min_growth=self.cfg.live_min_growth_bytes,
+                              decay_ratio=self.cfg.live_decay_ratio)
+        stop = threading.Event()
+        box: list[Any] = []
+        thread = threading.Thread(
+            target=lambda: box.append(watch_file(outdir / "samples.jsonl", decider,
+                                                 outdir / "stop", stop)),
+            daemon=True, name="live")
+        thread.start()
+        return thread, stop, box
+
+    def _stop_live(self, live: tuple[Any, ...] | None) -> Any:
+        if live is None:
+            return None
+        thread, stop, box = live
+        stop.set()
+        thread.join(timeout=30)
+        return box[0] if box else None
+
+    def _use_live(self, verdict: CellVerdict, decision: Any) -> None:
+        """The live decision is valid under repeated looks; the post-run fit on a short
+        series often is not decided, so the live one wins where they differ."""
+        if decision is None:
+            return
+        verdict.live = decision.to_dict()
+        if decision.verdict == "leak" and verdict.verdict in ("ok", "ambiguous", "plateau"):
+            verdict.verdict, verdict.reason, verdict.carrier = "leak", decision.reason, "heap"
+            if "leak" not in verdict.findings:
+                verdict.findings.insert(0, "leak")
+        elif decision.verdict == "stable" and verdict.verdict == "ambiguous":
+            verdict.verdict, verdict.reason = "ok", decision.reason
 
     def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
                         pre: tuple[str, str] | None) -> None:

@@ -237,6 +237,7 @@ class Sampler(object):
         self.phase = "setup"
         self.state = None
         self.fw = None
+        self.collect = False
 
     def start_nvml(self):
         sys.path.insert(0, _HERE)
@@ -260,6 +261,10 @@ class Sampler(object):
             # Heap and framework reads touch the allocator and the framework: only
             # between steps on the main thread, never from the timer thread.
             if self.heap is not None:
+                if self.collect:
+                    # Free-lists and cycles give memory back only after a collection:
+                    # without it a filling free-list looks like a slow leak.
+                    gc.collect()
                 rec["heap"] = self.heap.read()
             if self.fw is not None:
                 try:
@@ -345,6 +350,7 @@ def run(args):
     params = json.loads(args.params) if args.params else {}
     writer = Writer(args.out, echo=not args.quiet)
     sampler = Sampler(writer, heap_enabled=not args.no_heap)
+    sampler.collect = args.collect
     if not args.no_gpu:
         sampler.start_nvml()
     writer.write(header(args, sampler, params))
@@ -480,6 +486,8 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="JSON lines file (appended, line-buffered)")
     p.add_argument("--control", default=None, help="stop measuring when this file appears")
     p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
+    p.add_argument("--collect", action="store_true",
+                   help="gc.collect() before each heap reading (early-stop mode)")
     p.add_argument("--no-gpu", action="store_true", help="skip NVML")
     p.add_argument("--quiet", action="store_true", help="do not echo records to stdout")
     args = p.parse_args(argv)

@@ -38,6 +38,9 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "step_floor_s": (0.0, math.inf, True, False),
     "peak_regression_ratio": (1.0, math.inf, True, False),
     "heap_floor_bytes": (0.0, math.inf, True, False),
+    "live_floor_bytes": (0.0, math.inf, False, False),
+    "live_min_growth_bytes": (0.0, math.inf, True, False),
+    "live_decay_ratio": (0.0, 1.0, True, False),
 }
 
 
@@ -78,6 +81,12 @@ class AnalysisConfig:
         heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which after
             malloc_trim under PYTHONMALLOC=malloc has almost no noise (psleak decides
             2-11 KiB/call leaks in 200 calls from it).
+        live_floor_bytes: Early-stop mode (`max_iterations`): heap growth per iteration
+            that the sequential test must prove to call a leak, or disprove to call the
+            cell stable (see harness/analysis/sequential.py).
+        live_min_growth_bytes: Early-stop mode: total heap growth a leak needs.
+        live_decay_ratio: Early-stop mode: the latest third of the increments must keep
+            at least this share of the earliest third's median (a filling cache decays).
         peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
             a regression; between `peak_min_ratio` and this it is only reported
             ("higher"), since new framework releases routinely import more code.
@@ -107,6 +116,9 @@ class AnalysisConfig:
     step_floor_s: float = 1e-5
     peak_regression_ratio: float = 1.5
     heap_floor_bytes: float = 256 * 1024
+    live_floor_bytes: float = 128.0
+    live_min_growth_bytes: float = 8192.0
+    live_decay_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

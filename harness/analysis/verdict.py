@@ -50,9 +50,11 @@ class CellVerdict:
     memory: dict[str, MemoryTrend] = field(default_factory=dict)
     steps: StepTrend | None = None
     vs_baseline: dict[str, Any] | None = None
+    live: dict[str, Any] | None = None      # early-stop mode: the sequential decision
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "reason": self.reason, "carrier": self.carrier,
+                "live": self.live,
                 "findings": self.findings,
                 "memory": {k: v.to_dict() for k, v in self.memory.items()},
                 "steps": self.steps.to_dict() if self.steps else None,

@@ -50,12 +50,18 @@ class RunRequest:
                 "--out", out, "--control", control, "--quiet"]
         if not self.cell.gpu.wants_gpu:
             args.append("--no-gpu")
+        if s.max_iterations is not None:
+            args.append("--collect")
         return args
 
     def environment(self) -> dict[str, str]:
         env = dict(self.cell.settings.env)
         if self.cell.settings.pythonmalloc:
             env.setdefault("PYTHONMALLOC", "malloc")
+            if self.cell.settings.max_iterations is not None:
+                # glibc's per-thread cache keeps up to ~240 KiB of freed chunks that
+                # mallinfo counts as in use; it fills over the first hundreds of calls.
+                env.setdefault("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         return env
