@@ -1,0 +1,67 @@
+"""Verdicts on real recorded series (tests/data/recorded, see its README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.verdict import decide
+from harness.ingest import read_samples
+from harness.runtimes.base import RunOutcome
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "recorded"
+CFG = AnalysisConfig()
+
+
+def verdict_of(name: str, outcome: RunOutcome | None = None):  # type: ignore[no-untyped-def]
+    series = read_samples(DATA / f"{name}.jsonl")
+    assert series.problems == [], series.problems
+    return decide(series, outcome or RunOutcome(exit_code=0), CFG)
+
+
+def test_real_multidict_leak_is_found_in_the_heap_with_its_rate() -> None:
+    v = verdict_of("multidict-6.5.1.cpu.multidict_pop")
+    assert v.verdict == "leak" and v.carrier == "heap"
+    heap = v.memory["heap"]
+    # measured by hand at 5984 B/call (tests/data/recorded/README.md)
+    assert heap.slope_lo <= 5984 * 1.02 and heap.slope_hi >= 5984 * 0.97
+
+
+def test_fixed_multidict_is_ok() -> None:
+    assert verdict_of("multidict-6.4.4.cpu.multidict_pop").verdict == "ok"
+
+
+@pytest.mark.parametrize("name", ["2.12.0.cpu.rfft_loop", "2.21.0.cpu.rfft_loop",
+                                  "2.21.0.cpu.tfdata_py_function", "latest.cpu.ort_fixed",
+                                  "latest.cpu.resize_cv2"])
+def test_stable_real_series_are_not_leaks(name: str) -> None:
+    v = verdict_of(name)
+    assert v.verdict == "ok", v.reason
+
+
+@pytest.mark.parametrize("name, source", [("2.21.0.cpu.tfdata_interleave", "rss"),
+                                          ("2.21.0.cpu.conv_small", "uss")])
+def test_buffers_and_allocators_that_fill_are_plateaus(name: str, source: str) -> None:
+    v = verdict_of(name)
+    assert v.verdict == "plateau" and v.carrier == source, v.reason
+
+
+def test_ort_arena_ratchet_plateaus_in_memory() -> None:
+    # the ramp param grows the input shapes, so the steps really get slower too
+    v = verdict_of("latest.cpu.ort_varying_ramp")
+    assert v.memory["heap"].kind == "plateau" and v.memory["rss"].kind == "plateau"
+    assert v.verdict == "slowdown"
+
+
+def test_tf212_py_function_heap_growth() -> None:
+    v = verdict_of("2.12.0.cpu.tfdata_py_function")
+    assert v.verdict == "leak" and v.carrier == "heap"
+    assert 1500 < v.memory["heap"].slope < 2500
+
+
+def test_oom_keeps_its_partial_series() -> None:
+    v = verdict_of("2.21.0.cpu.conv_big_oom",
+                   RunOutcome(exit_code=137, oom_killed=True, mem_limit_bytes=2 << 30))
+    assert v.verdict == "oom"
