@@ -90,6 +90,7 @@ class StepTrend:
     p_value: float
     slowdown: bool
     insufficient: bool = False
+    trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields as a JSON-ready dict."""
@@ -264,9 +265,24 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     if n < cfg.min_step_samples:
         return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
     p_value = float(stats.mannwhitneyu(late, early, alternative="greater").pvalue)
-    slowdown = (p_value < cfg.alpha and ratio > cfg.min_ratio
+    trend_p = _monotone_p(t)
+    # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
+    # drifts between fast and slow regimes only happens to end slower. Both tests.
+    slowdown = (p_value < cfg.alpha and trend_p < cfg.alpha and ratio > cfg.min_ratio
                 and late_med - early_med >= cfg.step_floor_s)
-    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, slowdown)
+    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, slowdown,
+                     trend_p=trend_p)
+
+
+def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
+    """One-sided Kendall tau p-value that medians of consecutive bins keep rising."""
+    bins = min(max_bins, t.size // 8)
+    if bins < 6:  # six bins in perfect order give p = 1/720 < 0.002
+        return 0.0
+    medians = np.array([np.median(x) for x in np.array_split(t, bins)])
+    res = stats.kendalltau(np.arange(bins), medians, alternative="greater")
+    p = float(res.pvalue)
+    return p if p == p else 1.0  # NaN (all equal) -> no trend
 
 
 def _insufficient(source: str, y: FloatArray, cfg: AnalysisConfig) -> MemoryTrend:
