@@ -11,7 +11,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,21 @@ def lanes(cells: list[Cell]) -> list[list[Cell]]:
     return list(out.values())
 
 
+def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
+               wait_s: float, cell_s: float) -> dict[str, float]:
+    """Where a cell's time went: pull/build (and how much of it the cell waited for),
+    container start and agent phases (import, setup, warm-up, measure), analysis."""
+    phases = (series.end or {}).get("phases") or {}
+    agent_s = float((series.end or {}).get("elapsed_s") or 0.0)
+    out = {"prepare_s": info.prepare_s, "waited_for_image_s": wait_s, "run_s": run_s,
+           "start_and_exit_s": max(0.0, run_s - agent_s) if agent_s else run_s,
+           "analyse_s": analyse_s, "cell_s": cell_s}
+    for k in ("import", "setup", "warmup", "measure", "teardown", "script"):
+        if isinstance(phases.get(k), int | float):
+            out[f"{k}_s"] = float(phases[k])
+    return out
+
+
 def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
     times = series.step_times()
     summary: dict[str, Any] = {"iterations": series.measured,
@@ -80,7 +95,10 @@ class Sweep:
         self.store = store
         self.progress = progress
         self.cfg: AnalysisConfig = matrix.analysis
-        self._images: dict[str, ImageInfo] = {}
+        self._images: dict[str, Future[ImageInfo]] = {}
+        # One worker: pulls/builds one image at a time, ahead of the cells that need
+        # them, so the next image is pulled while the current cell runs.
+        self._prepare_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare")
         self._image_lock = threading.Lock()
         self._lock = threading.Lock()
         self._host_gpus: gpu.HostGpus | None = None
@@ -89,12 +107,22 @@ class Sweep:
     def runtime_for(self, cell: Cell) -> Runtime:
         return self.runtimes.get(cell.host.label, self.runtime)
 
-    def image(self, cell: Cell) -> ImageInfo:
+    def _prepare(self, cell: Cell) -> Future[ImageInfo]:
         key = f"{cell.host.label}/{cell.image.label}"
         with self._image_lock:
             if key not in self._images:
-                self._images[key] = self.runtime_for(cell).prepare(cell.image, self.progress)
+                self._images[key] = self._prepare_pool.submit(
+                    self.runtime_for(cell).prepare, cell.image, self.progress)
             return self._images[key]
+
+    def image(self, cell: Cell) -> ImageInfo:
+        """The cell's image, prepared (pulled, venv built) once per host."""
+        return self._prepare(cell).result()
+
+    def prefetch(self, cells: list[Cell]) -> None:
+        """Queue every image the cells need, in run order."""
+        for cell in cells:
+            self._prepare(cell)
 
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
         start = time.monotonic()
@@ -136,8 +164,12 @@ class Sweep:
         # A `gpu: all` cell holds every GPU of its host: it runs after the other lanes.
         spread = [c for c in todo if c.gpu.value != "all"]
         whole = [c for c in todo if c.gpu.value == "all"]
-        for groups in (lanes(spread), lanes(whole)):
-            self._run_lanes(groups, lane, stop)
+        self.prefetch(spread + whole)
+        try:
+            for groups in (lanes(spread), lanes(whole)):
+                self._run_lanes(groups, lane, stop)
+        finally:
+            self._prepare_pool.shutdown(wait=False, cancel_futures=True)
         self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
@@ -185,6 +217,9 @@ class Sweep:
         return worst
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
+        t_wait = time.monotonic()
+        self.image(cell)
+        wait_s = time.monotonic() - t_wait
         # SciPy takes ~1.4 s to import: the CLI starts that import in a background
         # thread (see prefetch_analysis) while the first container starts.
         from harness.analysis.verdict import CellVerdict, decide
@@ -240,8 +275,8 @@ class Sweep:
                           f"{longer.iterations} iterations ({len(attempts)}/"
                           f"{cell.settings.repeats})")
         result = self._result(cell, info, runtime, ended, series, verdict, attempts,
-                              {"prepare_s": info.prepare_s, "run_s": run_s,
-                               "analyse_s": analyse_s, "cell_s": time.monotonic() - t0})
+                              timings_of(info, series, run_s, analyse_s, wait_s,
+                                         time.monotonic() - t0))
         self.store.write_cell(cell.id, result)
         return result
 
