@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 
-COMMANDS = ("sweep", "bisect", "compare", "report", "images", "doctor")
+COMMANDS = ("sweep", "bisect", "compare", "report", "images", "doctor", "watch")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,11 +25,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.cli import bisect, compare, doctor, images, report, sweep
+    from harness.cli import bisect, compare, doctor, images, report, sweep, watch
 
     parser = _Parser(prog="harness", description=__doc__.splitlines()[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in (sweep, bisect, compare, report, images, doctor):
+    for module in (sweep, bisect, compare, report, images, doctor, watch):
         module.add_parser(sub)
     return parser
 

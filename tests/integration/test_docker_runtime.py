@@ -7,6 +7,8 @@ build base`). Marked `docker`: skipped without an engine unless HARNESS_REQUIRE_
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 
 import docker
@@ -43,8 +45,10 @@ def results(tmp_path: Path) -> dict[str, dict]:
 
 
 def no_leftovers() -> None:
+    """No container of this process (other sweeps may be running on the engine)."""
     client = docker.from_env()
-    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+    mine = [LABEL, f"harness.host={socket.gethostname()}", f"harness.pid={os.getpid()}"]
+    assert client.containers.list(all=True, filters={"label": mine}) == []
 
 
 def test_stable_and_leaking_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,109 @@
+"""`harness watch REPO --baseline TAG --matrix SUITE`: run new registry tags vs a baseline."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
+from harness.orchestrator import prefetch_analysis
+from harness.registry import list_tags, parse_repo
+from harness.report import ConsoleReporter
+from harness.runtimes import get_runtime
+from harness.runtimes.base import Runtime
+from harness.store import RunStore
+from harness.watch import WatchState, make_plan, run_plan, suite_matrix, suite_name
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("watch", help="run a repository's new tags against a baseline tag")
+    p.add_argument("repo", metavar="REPO",
+                   help="repository without tag, e.g. nvcr.io/nvidia/tensorflow")
+    p.add_argument("--baseline", required=True, metavar="TAG",
+                   help="known-good tag; only tags of its kind are compared (23.01-tf1-py3: "
+                        "every YY.MM-tf1-py3)")
+    p.add_argument("--matrix", required=True, type=Path, metavar="FILE",
+                   help="the suite: a matrix whose matrix.image and baseline are replaced")
+    p.add_argument("--state", type=Path, metavar="FILE",
+                   help="last tag checked (default: <out>/<suite name>/watch-state.json)")
+    p.add_argument("--out", type=Path, default=Path("reports"),
+                   help="results base directory (default: reports/)")
+    p.add_argument("--insecure", action="store_true",
+                   help="plain HTTP to the registry (always so for localhost/127.0.0.1)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the new tags and the cells, run nothing, keep the state")
+    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
+    p.add_argument("--iterations", type=int, help="override iterations for every cell")
+    p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.cli.sweep import _override
+
+    for flag, least in (("iterations", 1), ("warmup", 0)):
+        value = getattr(args, flag)
+        if value is not None and value < least:
+            raise InputError(f"--{flag} must be >= {least}")
+    repo = parse_repo(args.repo)
+    state = WatchState.load(args.state or args.out / suite_name(args.matrix)
+                            / "watch-state.json")
+    last = state.last(repo.written)
+    tags = list_tags(repo, args.insecure)
+    plan = make_plan(repo, args.baseline, tags, last)
+    print(f"{repo.written}: {len(tags)} tags; baseline {plan.baseline}; last checked "
+          f"{last or '(none: starting from the baseline)'}", flush=True)
+    if not plan.new:
+        print(f"no new tags after {last or plan.baseline}; nothing to run")
+        return EXIT_OK
+    print(f"new: {', '.join(plan.new)}", flush=True)
+    matrix, text = suite_matrix(args.matrix, plan)
+    cells = _override(list(matrix.cells), args)
+    if args.dry_run:
+        print(f"would run {len(cells)} cells (state {state.path} unchanged):")
+        for c in cells:
+            print(f"  {c.id}  {c.image.ref}")
+        return EXIT_OK
+    prefetch_analysis()
+    runtime = get_runtime("docker", args.docker_host)
+    runtimes: dict[str, Runtime] | None = None
+    if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
+        runtimes = {h.label: get_runtime("docker", h.url) for h in matrix.hosts}
+
+    def progress(text: str) -> None:
+        if not args.quiet:
+            print(f"harness: {text}", file=sys.stderr, flush=True)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    for label, rt in (runtimes or {"": runtime}).items():
+        rt.cleanup()  # no engine: exit 3 before any results directory exists
+        rt.check([c for c in cells if not label or c.host.label == label])
+    old = signal.signal(signal.SIGTERM, on_term)
+    store = RunStore.open(args.out, matrix.name, False)
+    try:
+        store.write("matrix.yaml", text)
+        progress(f"{len(cells)} cells, results in {store.root}")
+        outcome = run_plan(plan, matrix, cells, runtime, store, progress, runtimes)
+    finally:
+        try:
+            for rt in (runtimes or {"": runtime}).values():
+                rt.cleanup()
+        finally:
+            store.unlock()
+            signal.signal(signal.SIGTERM, old)
+    ConsoleReporter.from_results(outcome.report).render(sys.stdout)
+    print(f"\nresults: {store.root} ({', '.join(p.name for p in outcome.paths)})")
+    state.record(plan, store.root, outcome.bad_tags)
+    print(f"state: {state.path}: last checked {plan.new[-1]}")
+    if outcome.bad_tags:
+        print(f"bad new tags vs baseline {plan.baseline}: {', '.join(outcome.bad_tags)}")
+        return EXIT_REGRESSION
+    print(f"no regression in {', '.join(plan.new)} vs {plan.baseline}")
+    return EXIT_OK
