@@ -33,7 +33,7 @@ from harness.registry import RepoRef
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
 from harness.spec.model import Cell, Matrix
-from harness.spec.yamlsrc import format_path, load_text
+from harness.spec.yamlsrc import Located, format_path, load_text
 from harness.store.results import RunStore, atomic_write_text
 
 STATE_SCHEMA = 1
@@ -193,7 +193,7 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
         raise SpecError(str(file), exc.path, line, exc.problem, exc.fix) from exc
 
 
-def _read_suite(file: Path) -> tuple[str, Any]:
+def _read_suite(file: Path) -> tuple[str, Located]:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
@@ -210,6 +210,7 @@ class WatchOutcome:
     sweep: SweepOutcome
     bad_tags: list[str]         # new tags with a bad cell (leak, regression vs baseline...)
     paths: list[Path]
+    baseline_bad: list[str]     # cell ids: the baseline itself is bad there (no comparison)
 
 
 def run_plan(plan: Plan, matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
@@ -229,4 +230,6 @@ def run_plan(plan: Plan, matrix: Matrix, cells: list[Cell], runtime: Runtime, st
     paths = write_all(store, report)
     bad_refs = {r["image"]["ref"] for r in outcome.results.values() if r["verdict"] in BAD}
     bad = [t for t in plan.new if plan.repo.image(t) in bad_refs]
-    return WatchOutcome(report, outcome, bad, paths)
+    base_bad = sorted(k for k, r in outcome.results.items()
+                      if r["verdict"] in BAD and r["image"]["ref"] == plan.images[0])
+    return WatchOutcome(report, outcome, bad, paths, base_bad)

@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 # docker.io: the engine (and `docker system dial-stdio` for ssh:// endpoints);
 # debootstrap: the base image; openssh-*: the ssh:// endpoint test on loopback;
-# gcc: the fake libnvidia-ml.so.1 the NVML tests build.
+# gcc: the fake libnvidia-ml.so.1 the NVML tests build; docker-registry: a real
+# registry on loopback for `harness watch`; chromium: the HTML report screenshot test.
 NEED=""
 for pair in dockerd:docker.io debootstrap:debootstrap sshd:openssh-server ssh:openssh-client \
-            gcc:gcc; do
+            gcc:gcc docker-registry:docker-registry chromium:chromium; do
     command -v "${pair%%:*}" >/dev/null || [ -x "/usr/sbin/${pair%%:*}" ] || NEED="$NEED ${pair#*:}"
 done
 if [ -n "$NEED" ]; then

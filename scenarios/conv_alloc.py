@@ -37,6 +37,8 @@ on TF1 GPU tf.contrib.memory_stats.BytesInUse), info() the allocator peak.
 
 import os
 
+import _params  # shared param parsing (stdlib only), next to this file
+
 _PARAM_SPEC = {
     "height": (128, ("int", 8)),
     "width": (128, ("int", 8)),
@@ -53,45 +55,8 @@ _PARAM_SPEC = {
 _LR = 1e-4
 
 
-def _as_bool(name, value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.strip().lower() in ("true", "1", "yes")
-    raise ValueError("conv_alloc: param {!r} must be true or false, got {!r}".format(name, value))
-
-
 def _parse_params(params):
-    params = dict(params or {})
-    unknown = sorted(k for k in params if k not in _PARAM_SPEC)
-    if unknown:
-        raise ValueError("conv_alloc: unknown param(s) {}; allowed params: {}".format(
-            ", ".join(repr(k) for k in unknown), ", ".join(sorted(_PARAM_SPEC))))
-    out = {}
-    for name, (default, allowed) in _PARAM_SPEC.items():
-        value = params.get(name, default)
-        if allowed == "bool":
-            out[name] = _as_bool(name, value)
-        elif isinstance(allowed, tuple) and allowed[0] == "int":
-            try:
-                if isinstance(value, bool):
-                    raise ValueError()
-                ivalue = int(value)
-                if ivalue < allowed[1]:
-                    raise ValueError()
-            except (TypeError, ValueError):
-                raise ValueError("conv_alloc: param {!r} got {!r}; allowed values: an integer >= {}".format(
-                    name, value, allowed[1]))
-            out[name] = ivalue
-        else:
-            sval = str(value).strip().lower()
-            if sval not in allowed:
-                raise ValueError("conv_alloc: param {!r} got {!r}; allowed values: {}".format(
-                    name, value, " | ".join(allowed)))
-            out[name] = sval
-    return out
+    return _params.parse("conv_alloc", params, _PARAM_SPEC)
 
 
 def _list_gpus(tf):

@@ -41,6 +41,8 @@ IR version, and the largest shape fed.
 
 import os
 
+import _params  # shared param parsing (stdlib only), next to this file
+
 _SEQ_CYCLE = (8, 64, 256, 32, 512, 16, 128, 384)
 _N_META = 11  # wenet's models carry 11 metadata entries
 
@@ -59,45 +61,8 @@ _PARAM_SPEC = {
 }
 
 
-def _as_bool(name, value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.strip().lower() in ("true", "1", "yes")
-    raise ValueError("ort_session: param {!r} must be true or false, got {!r}".format(name, value))
-
-
 def _parse_params(params):
-    params = dict(params or {})
-    unknown = sorted(k for k in params if k not in _PARAM_SPEC)
-    if unknown:
-        raise ValueError("ort_session: unknown param(s) {}; allowed params: {}".format(
-            ", ".join(repr(k) for k in unknown), ", ".join(sorted(_PARAM_SPEC))))
-    out = {}
-    for name, (default, allowed) in _PARAM_SPEC.items():
-        value = params.get(name, default)
-        if allowed == "bool":
-            out[name] = _as_bool(name, value)
-        elif isinstance(allowed, tuple) and allowed[0] == "int":
-            try:
-                if isinstance(value, bool):
-                    raise ValueError()
-                ivalue = int(value)
-                if ivalue < allowed[1]:
-                    raise ValueError()
-            except (TypeError, ValueError):
-                raise ValueError("ort_session: param {!r} got {!r}; allowed values: an integer >= {}".format(
-                    name, value, allowed[1]))
-            out[name] = ivalue
-        else:
-            sval = str(value).strip().lower()
-            if sval not in allowed:
-                raise ValueError("ort_session: param {!r} got {!r}; allowed values: {}".format(
-                    name, value, " | ".join(allowed)))
-            out[name] = sval
-    return out
+    return _params.parse("ort_session", params, _PARAM_SPEC)
 
 
 def _build_model(onnx, np, dim, hidden):

@@ -27,64 +27,22 @@ Params (all optional):
 info() records numpy / scikit-image / OpenCV versions and the output shape.
 """
 
+import _params  # shared param parsing (stdlib only), next to this file
+
 _BACKENDS = ("skimage", "cv2", "skimage_rescale")
 
-
-def _as_bool(name, value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.strip().lower() in ("true", "1", "yes")
-    raise ValueError("resize_loop: param {!r} must be true or false, got {!r}".format(name, value))
-
-
-def _parse_size(value):
-    try:
-        if isinstance(value, (list, tuple)):
-            dims = [int(x) for x in value]
-        else:
-            dims = [int(x) for x in str(value).lower().replace(",", "x").split("x") if x.strip()]
-        if len(dims) == 2:
-            dims.append(3)
-        if len(dims) != 3 or min(dims) < 1 or dims[2] not in (1, 3, 4):
-            raise ValueError()
-    except (TypeError, ValueError):
-        raise ValueError("resize_loop: param 'size' got {!r}; allowed values: 'HxW' or 'HxWxC' with "
-                         "positive ints and C in 1, 3, 4 (e.g. 720x1280x3)".format(value))
-    return tuple(dims)
+# validated in this order (the first bad one raises)
+_PARAM_SPEC = {
+    "backend": ("skimage", _BACKENDS),
+    "factor": (0.5, ("float_gt", 0)),
+    "seed": (0, "int_any"),
+    "size": ("720x1280x3", "size"),
+    "fresh": (False, "bool"),
+}
 
 
 def _parse_params(params):
-    params = dict(params or {})
-    allowed = ("backend", "size", "factor", "fresh", "seed")
-    unknown = sorted(k for k in params if k not in allowed)
-    if unknown:
-        raise ValueError("resize_loop: unknown param(s) {}; allowed params: {}".format(
-            ", ".join(repr(k) for k in unknown), ", ".join(sorted(allowed))))
-    backend = str(params.get("backend", "skimage")).strip().lower()
-    if backend not in _BACKENDS:
-        raise ValueError("resize_loop: param 'backend' got {!r}; allowed values: {}".format(
-            params.get("backend"), " | ".join(_BACKENDS)))
-    try:
-        factor = float(params.get("factor", 0.5))
-        if not factor > 0:
-            raise ValueError()
-    except (TypeError, ValueError):
-        raise ValueError("resize_loop: param 'factor' got {!r}; allowed values: a float > 0".format(
-            params.get("factor")))
-    try:
-        seed = int(params.get("seed", 0))
-    except (TypeError, ValueError):
-        raise ValueError("resize_loop: param 'seed' got {!r}; allowed values: an int".format(params.get("seed")))
-    return {
-        "backend": backend,
-        "size": _parse_size(params.get("size", "720x1280x3")),
-        "factor": factor,
-        "fresh": _as_bool("fresh", params.get("fresh", False)),
-        "seed": seed,
-    }
+    return _params.parse("resize_loop", params, _PARAM_SPEC)
 
 
 def setup(params):

@@ -50,6 +50,8 @@ else None.
 import os
 import time
 
+import _params  # shared param parsing (stdlib only), next to this file
+
 FRAMES_SHAPE = (144, 400)
 FFT_LENGTH = 512
 
@@ -70,34 +72,8 @@ _OP_TYPES = {
 }
 
 
-def _as_bool(name, value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.strip().lower() in ("true", "1", "yes")
-    raise ValueError("rfft_loop: param {!r} must be true or false, got {!r}".format(name, value))
-
-
 def _parse_params(params):
-    params = dict(params or {})
-    unknown = sorted(k for k in params if k not in _PARAM_SPEC)
-    if unknown:
-        raise ValueError("rfft_loop: unknown param(s) {}; allowed params: {}".format(
-            ", ".join(repr(k) for k in unknown), ", ".join(sorted(_PARAM_SPEC))))
-    out = {}
-    for name, (default, allowed) in _PARAM_SPEC.items():
-        value = params.get(name, default)
-        if allowed == "bool":
-            out[name] = _as_bool(name, value)
-        else:
-            sval = str(value).strip().lower()
-            if sval not in allowed:
-                raise ValueError("rfft_loop: param {!r} got {!r}; allowed values: {}".format(
-                    name, value, " | ".join(allowed)))
-            out[name] = sval
-    return out
+    return _params.parse("rfft_loop", params, _PARAM_SPEC)
 
 
 def _gpu_available(tf):

@@ -62,75 +62,32 @@ import os
 import shutil
 import tempfile
 
-_AUTOTUNE = -1
+import _params  # shared param parsing (stdlib only), next to this file
+
+_AUTOTUNE = _params.AUTOTUNE  # -1
 
 _PARAM_SPEC = {
     "pipeline": ("interleave", ("interleave", "parallel_reads", "sample_from", "range_index",
                                 "py_function")),
-    "batch": (16, ("int", 1)),
-    "shuffle_buffer": (256, ("int", 0)),
+    "batch": (16, ("int_strict", 1)),
+    "shuffle_buffer": (256, ("int_strict", 0)),
     "parallel_calls": (4, ("int_or_autotune", 1)),
     "map_parallel": (False, "bool"),
-    "parallel_reads": (4, ("int", 1)),
+    "parallel_reads": (4, ("int_strict", 1)),
     "interleave_calls": (4, ("int_or_autotune", 1)),
     "prefetch": (0, ("int_or_autotune", 0)),
     "cache": (False, "bool"),
     "encoding": ("jpeg", ("jpeg", "raw")),
-    "image": (64, ("int", 8)),
-    "files": (8, ("int", 2)),
-    "records": (64, ("int", 1)),
-    "py_alloc_kib": (256, ("int", 0)),
+    "image": (64, ("int_strict", 8)),
+    "files": (8, ("int_strict", 2)),
+    "records": (64, ("int_strict", 1)),
+    "py_alloc_kib": (256, ("int_strict", 0)),
     "mode": ("auto", ("auto", "eager", "graph")),
 }
 
 
-def _as_bool(name, value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
-        return value.strip().lower() in ("true", "1", "yes")
-    raise ValueError("tfdata_pipeline: param {!r} must be true or false, got {!r}".format(name, value))
-
-
-def _as_int(name, value, minimum, autotune):
-    try:
-        if isinstance(value, bool):
-            raise ValueError()
-        if isinstance(value, str) and autotune and value.strip().lower() in ("autotune", "auto"):
-            return _AUTOTUNE
-        ivalue = int(value)
-        if isinstance(value, float) and value != ivalue:
-            raise ValueError()
-    except (TypeError, ValueError):
-        ivalue = None
-    if ivalue is None or not (ivalue >= minimum or (autotune and ivalue == _AUTOTUNE)):
-        raise ValueError("tfdata_pipeline: param {!r} got {!r}; allowed values: an integer >= {}{}".format(
-            name, value, minimum, " or -1 / autotune" if autotune else ""))
-    return ivalue
-
-
 def _parse_params(params):
-    params = dict(params or {})
-    unknown = sorted(k for k in params if k not in _PARAM_SPEC)
-    if unknown:
-        raise ValueError("tfdata_pipeline: unknown param(s) {}; allowed params: {}".format(
-            ", ".join(repr(k) for k in unknown), ", ".join(sorted(_PARAM_SPEC))))
-    out = {}
-    for name, (default, allowed) in _PARAM_SPEC.items():
-        value = params.get(name, default)
-        if allowed == "bool":
-            out[name] = _as_bool(name, value)
-        elif isinstance(allowed, tuple) and allowed and allowed[0] in ("int", "int_or_autotune"):
-            out[name] = _as_int(name, value, allowed[1], allowed[0] == "int_or_autotune")
-        else:
-            sval = str(value).strip().lower()
-            if sval not in allowed:
-                raise ValueError("tfdata_pipeline: param {!r} got {!r}; allowed values: {}".format(
-                    name, value, " | ".join(allowed)))
-            out[name] = sval
-    return out
+    return _params.parse("tfdata_pipeline", params, _PARAM_SPEC)
 
 
 def _tune(tf, n):

@@ -102,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nresults: {store.root} ({', '.join(p.name for p in outcome.paths)})")
     state.record(plan, store.root, outcome.bad_tags)
     print(f"state: {state.path}: last checked {plan.new[-1]}")
+    if outcome.baseline_bad:
+        print(f"note: the baseline {plan.baseline} is itself bad in "
+              f"{', '.join(outcome.baseline_bad)}: new tags there are not compared with it")
     if outcome.bad_tags:
         print(f"bad new tags vs baseline {plan.baseline}: {', '.join(outcome.bad_tags)}")
         return EXIT_REGRESSION

@@ -134,7 +134,8 @@ def registry() -> Iterator[Registry]:
     reg = Registry()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(reg))
     reg.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
     thread.start()
     try:
         yield reg
