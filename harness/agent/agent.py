@@ -25,6 +25,7 @@ import time
 import traceback
 
 SCHEMA = 1
+MIN_SAMPLES = 30
 _HERE = os.path.dirname(os.path.abspath(__file__))
 ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
             "TENSORFLOW_VERSION", "NVIDIA_BUILD_ID", "NVIDIA_PYTORCH_VERSION",
@@ -179,11 +180,21 @@ class Heap(object):
             self._trim.restype = ctypes.c_int
         self.func = name
 
+    TRIM_BUDGET = 200.0
+    _trim_at = None
+    _trim_cost = 0.0
+
     def read(self):
         if self.func is None:
             return None
         if self._trim is not None:
-            self._trim(0)
+            # malloc_trim walks the whole heap (~0.3 ms here); it moves nothing out of
+            # the in-use count, so it runs only when it costs under 0.5 % of the time.
+            now = time.monotonic()
+            if self._trim_at is None or now - self._trim_at >= self.TRIM_BUDGET * self._trim_cost:
+                self._trim(0)
+                self._trim_at = now
+                self._trim_cost = time.monotonic() - now
         info = self._fn()
         value = int(info.uordblks) + int(info.hblkhd)
         if self.func == "mallinfo":
@@ -392,6 +403,7 @@ def run(args):
             # host (same work, less CPU for us): contention stretches wall time only.
             cpu_clock = time.process_time
             every = args.sample_every
+            budget = args.max_overhead if args.max_overhead > 0 else float("inf")
             sampling = 0.0
             for phase, count in (("warmup", args.warmup), ("measure", args.iterations)):
                 sampler.phase = phase
@@ -399,6 +411,10 @@ def run(args):
                 dts = []
                 cpus = []
                 done = 0
+                since = 0.0     # step seconds since the last sample
+                gap = 0         # steps since the last sample
+                cost = 0.0      # what the last sample cost
+                cap = max(every, count // MIN_SAMPLES)
                 while done < count:
                     c1 = cpu_clock()
                     t1 = clock()
@@ -408,14 +424,25 @@ def run(args):
                     dts.append(t2 - t1)
                     done += 1
                     sampler.steps_done += 1
+                    since += t2 - t1
+                    gap += 1
+                    # Sample every `every` steps, but no more often than keeps the
+                    # agent's own cost under --max-overhead of the step time, and never
+                    # so rarely that a phase yields fewer than MIN_SAMPLES samples.
                     if done % every == 0 or done == count:
-                        t2 = clock()
-                        sampler.snapshot("step", [round(x, 9) for x in dts],
-                                         cpu=[round(x, 9) for x in cpus])
-                        sampling += clock() - t2
-                        dts = []
-                        cpus = []
-                        if phase == "measure" and args.control and os.path.exists(args.control):
+                        stop_now = bool(phase == "measure" and args.control
+                                        and os.path.exists(args.control))
+                        if stop_now or done == count or since * budget >= cost or gap >= cap:
+                            t2 = clock()
+                            sampler.snapshot("step", [round(x, 9) for x in dts],
+                                             cpu=[round(x, 9) for x in cpus])
+                            cost = clock() - t2
+                            sampling += cost
+                            since = 0.0
+                            gap = 0
+                            dts = []
+                            cpus = []
+                        if stop_now:
                             end["stopped_early"] = True
                             break
                 end[phase if phase == "warmup" else "iterations"] = done
@@ -486,6 +513,9 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="JSON lines file (appended, line-buffered)")
     p.add_argument("--control", default=None, help="stop measuring when this file appears")
     p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
+    p.add_argument("--max-overhead", type=float, default=0.01,
+                   help="stretch the sampling interval so sampling costs at most this "
+                        "share of the step time (0: always every --sample-every steps)")
     p.add_argument("--collect", action="store_true",
                    help="gc.collect() before each heap reading (early-stop mode)")
     p.add_argument("--no-gpu", action="store_true", help="skip NVML")

@@ -51,7 +51,8 @@ class RunRequest:
         if not self.cell.gpu.wants_gpu:
             args.append("--no-gpu")
         if s.max_iterations is not None:
-            args.append("--collect")
+            # Early stop is about calls to a verdict: sample every `sample_every` steps.
+            args += ["--collect", "--max-overhead", "0"]
         return args
 
     def environment(self) -> dict[str, str]:
