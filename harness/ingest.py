@@ -49,14 +49,20 @@ class Series:
         return np.asarray(out, dtype=np.float64)
 
     def cpu_times(self) -> np.ndarray | None:
-        """Per-iteration process CPU seconds of the measured phase, or None if not recorded."""
+        """Process CPU seconds per iteration in the measured phase, or None if not recorded.
+
+        The agent records CPU time per sample interval (`cpu_s`, one value per sample:
+        the interval's mean per step); older recordings carry a per-step `cpu` list.
+        """
         out: list[float] = []
         for s in self.samples:
-            if s.get("src") == "step" and s.get("phase") == "measure":
-                cpu = s.get("cpu")
-                if cpu is None or len(cpu) != len(s["dt"]):
+            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
+                if "cpu" in s and len(s["cpu"]) == len(s["dt"]):
+                    out.extend(s["cpu"])
+                elif isinstance(s.get("cpu_s"), float):
+                    out.append(s["cpu_s"] / len(s["dt"]))
+                else:
                     return None
-                out.extend(cpu)
         return np.asarray(out, dtype=np.float64) if out else None
 
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
@@ -104,6 +110,12 @@ def _valid_sample(rec: dict[str, Any]) -> str | None:
                 and x >= 0 for x in dt):
             return "sample 'dt' is not a list of non-negative numbers"
         rec["dt"] = [float(x) for x in dt]
+        cpu_s = rec.get("cpu_s")
+        if cpu_s is not None:
+            if isinstance(cpu_s, bool) or not isinstance(cpu_s, int | float) or not (
+                    math.isfinite(cpu_s) and cpu_s >= 0):
+                return "sample 'cpu_s' is not a non-negative number"
+            rec["cpu_s"] = float(cpu_s)
         cpu = rec.get("cpu")
         if cpu is not None:
             if not isinstance(cpu, list) or not all(
