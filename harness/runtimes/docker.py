@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import socket
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -58,11 +59,32 @@ NO_ENGINE_FIX = ("start the engine (`dockerd --iptables=false --bridge=none &` o
                  "`runtime: local` in the matrix")
 
 
+def _tar_inputs(scenario_dir: Path) -> bytes:
+    """A tar of harness/agent/*.py, the scenario's directory and an empty harness/out."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in sorted(AGENT_DIR.glob("*.py")):
+            tar.add(path, arcname=f"harness/agent/{path.name}")
+        tar.add(scenario_dir, arcname="harness/scenario",
+                filter=lambda t: None if "__pycache__" in t.name else t)
+        out = tarfile.TarInfo("harness/out")
+        out.type = tarfile.DIRTYPE
+        out.mode = 0o777
+        tar.addfile(out)
+    return buf.getvalue()
+
+
 class DockerRuntime:
     name = "docker"
 
-    def __init__(self, base_url: str | None = None):
+    def __init__(self, base_url: str | None = None, copy_files: bool | None = None):
         self.base_url = base_url
+        # Bind mounts need the engine on this machine; a tcp:// or ssh:// engine gets
+        # the files copied in and out instead (HARNESS_DOCKER_COPY=1 forces it).
+        if copy_files is None:
+            copy_files = os.environ.get("HARNESS_DOCKER_COPY") == "1" or not (
+                base_url is None or base_url.startswith("unix://"))
+        self.copy_files = copy_files
         self._client: Any = None
         self._memlock_refused = False
 
@@ -156,9 +178,10 @@ class DockerRuntime:
             "labels": {LABEL: "1", "harness.owner": OWNER, "harness.cell": cell.id,
                        "harness.host": socket.gethostname(), "harness.pid": str(os.getpid())},
             "environment": request.environment(),
-            "volumes": {str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"},
-                        str(script.parent): {"bind": "/harness/scenario", "mode": "ro"},
-                        str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
+            "volumes": {} if self.copy_files else {
+                str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"},
+                str(script.parent): {"bind": "/harness/scenario", "mode": "ro"},
+                str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
             "working_dir": "/harness/scenario",
             "shm_size": s.shm_size,
             "ulimits": self._ulimits(),
@@ -182,7 +205,7 @@ class DockerRuntime:
         gpu_sampler: HostGpuSampler | None = None
         start = time.monotonic()
         try:
-            container = self.client.containers.create(request.image.ref, **kwargs)
+            container = self._create(request, kwargs)
             if cell.gpu.wants_gpu and self._is_local:
                 # Host-side NVML per device, first reading before the container starts.
                 gpu_sampler = HostGpuSampler(cell.gpu.value, s.sample_interval).start()
@@ -197,7 +220,7 @@ class DockerRuntime:
                 progress("engine refuses memlock=-1 (NGC flag); running with its default")
                 self._remove(container.id)
                 kwargs["ulimits"] = self._ulimits()
-                container = self.client.containers.create(request.image.ref, **kwargs)
+                container = self._create(request, kwargs)
                 container.start()
             if self._memlock_refused:
                 outcome.details["memlock"] = "engine refused -1; engine default used"
@@ -227,6 +250,8 @@ class DockerRuntime:
             if stats:
                 outcome.details["host_max_usage"] = max(int(x.get("max_usage") or x["usage"])
                                                         for x in stats)
+            if self.copy_files:
+                self._fetch_out(container, request.outdir)
             logs = container.logs(tail=200)
             outcome.log_tail = logs.decode("utf-8", "replace") if isinstance(logs, bytes) else ""
             (request.outdir / "agent.log").write_text(outcome.log_tail, encoding="utf-8")
@@ -244,6 +269,33 @@ class DockerRuntime:
             if container is not None:
                 self._remove(container.id)
         return outcome
+
+    def _create(self, request: RunRequest, kwargs: dict[str, Any]) -> Any:
+        container = self.client.containers.create(request.image.ref, **kwargs)
+        if self.copy_files:
+            # A remote engine cannot see our files: copy the agent and the scenario's
+            # directory in before start (no live early stop: the control file and the
+            # samples stay on the far side until the container exits).
+            container.put_archive("/", _tar_inputs(request.cell.scenario.script.parent))
+        return container
+
+    def _fetch_out(self, container: Any, outdir: Path) -> None:
+        """Copy /harness/out back from a remote container (even a killed one)."""
+        try:
+            stream, _ = container.get_archive("/harness/out")
+        except docker.errors.NotFound:
+            return
+        data = io.BytesIO(b"".join(stream))
+        with tarfile.open(fileobj=data) as tar:
+            for member in tar.getmembers():
+                name = Path(member.name)
+                # Only plain files directly under out/: nothing a container wrote may
+                # escape the cell's directory (links, "..", absolute names).
+                if not member.isfile() or len(name.parts) != 2 or name.parts[0] != "out":
+                    continue
+                src = tar.extractfile(member)
+                if src is not None:
+                    (outdir / name.name).write_bytes(src.read())
 
     @property
     def _is_local(self) -> bool:

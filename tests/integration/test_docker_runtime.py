@@ -124,3 +124,16 @@ def test_gpu_matrix_on_cpu_host_exits_3(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 3
     err = capsys.readouterr().err
     assert "GPU" in err and "gpu: [none]" in err and "Traceback" not in err
+
+
+def test_copy_mode_for_remote_engines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the files are copied in and out (what a tcp:// or ssh:// engine needs), not bound
+    monkeypatch.setenv("HARNESS_DOCKER_COPY", "1")
+    s = HERE / "scenarios"
+    m = write_matrix(tmp_path, f"    - {s / 'stable.py'}\n    - {s / 'leaky.py'}")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
+    cells = results(tmp_path)
+    assert cells["bookworm.cpu.stable"]["verdict"] == "ok"
+    assert cells["bookworm.cpu.leaky"]["verdict"] == "leak"
+    assert cells["bookworm.cpu.leaky"]["summary"]["iterations"] == 300
+    no_leftovers()
