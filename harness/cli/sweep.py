@@ -60,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < (1 if flag == "iterations" else 0):
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
     matrix = spec.load(args.matrix)
-    prefetch_analysis()
     cells = _override(spec.select(matrix.cells, args.select), args)
     if args.list:
         for c in cells:
@@ -86,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
         rt.check([c for c in cells if not label or c.host.label == label])
     old = signal.signal(signal.SIGTERM, on_term)
     store = RunStore.open(args.out, matrix.name, resume)
+    # Imports SciPy while the first cell starts; after every other import of this
+    # command, so the two threads never import the same modules at once.
+    prefetch_analysis()
     try:
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
         progress(f"{len(cells)} cells, runtime {runtime.name}, results in {store.root}")

@@ -94,6 +94,7 @@ def test_conv_alloc_runs_small_and_ooms_big(tmp_path: Path) -> None:
     big = by_id["big"]
     assert big["verdict"] == "oom", big["reason"]
     assert big["outcome"]["exit_code"] == 137
-    # The partial series is kept: the engine's stats saw the memory climb to the limit.
+    # The engine's stats were sampled while it ran (1 Hz: the climb to the limit itself
+    # can fall between two readings, so OOMKilled, not the peak, is what decides).
     assert big["outcome"]["host_samples"] >= 1
-    assert big["outcome"]["details"]["host_max_usage"] >= 0.9 * (1 << 30)
+    assert big["outcome"]["oom_killed"] is True
