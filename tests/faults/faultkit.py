@@ -23,7 +23,10 @@ def write_matrix(tmp: Path, scenarios: list[str], *, runtime: str = "docker",
                  defaults: str = "{iterations: 200, warmup: 10, sample_every: 10, timeout: 60s}",
                  image: str | None = None, name: str = "faults", extra: str = "") -> Path:
     """A matrix of one image x CPU x `scenarios` (YAML flow items, paths or mappings)."""
-    img = image or (BASE if runtime == "docker" else sys.executable)
+    # The local image gets a fixed name: its label would otherwise follow the name of
+    # the interpreter running the tests (python, python3, python3.11).
+    img = image or (BASE if runtime == "docker" else
+                    f"{{name: python, python: {sys.executable}}}")
     body = "\n".join(f"    - {s}" for s in scenarios)
     m = tmp / "m.yaml"
     m.write_text(f"name: {name}\nruntime: {runtime}\ndefaults: {defaults}\nmatrix:\n"

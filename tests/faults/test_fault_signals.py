@@ -37,9 +37,7 @@ def _matrix(tmp: Path, runtime: str) -> Path:
 
 
 def _label(runtime: str) -> str:
-    import sys
-
-    return "bookworm" if runtime == "docker" else Path(sys.executable).name
+    return "bookworm" if runtime == "docker" else "python"  # faultkit names the local image
 
 
 def _interrupt_and_resume(tmp: Path, runtime: str, sig: int, reference: dict[str, str]) -> None:
