@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         rt.cleanup()  # no engine / no GPU: exit 3 before any results directory exists
         rt.check([c for c in cells if not label or c.host.label == label])
     old = signal.signal(signal.SIGTERM, on_term)
+    # A shell starts background jobs with SIGINT ignored and Python then keeps it
+    # ignored; a sweep must still stop cleanly on Ctrl-C / kill -INT.
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     store = RunStore.open(args.out, matrix.name, resume)
     # Imports SciPy while the first cell starts; after every other import of this
     # command, so the two threads never import the same modules at once.
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             store.unlock()
             signal.signal(signal.SIGTERM, old)
+            signal.signal(signal.SIGINT, old_int)
     ConsoleReporter.from_results(report).render(sys.stdout)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
     return EXIT_REGRESSION if report.bad_cells else EXIT_OK
