@@ -121,9 +121,9 @@ class LocalRuntime:
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         cell = request.cell
-        out = request.outdir / "samples.jsonl"
+        out = (request.outdir / "samples.jsonl").absolute()
         args = request.agent_args(str(AGENT_DIR / "agent.py"), str(cell.scenario.script),
-                                  str(out), str(request.control))
+                                  str(out), str(request.control.absolute()))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(request.environment())
         if not cell.gpu.wants_gpu:

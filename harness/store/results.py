@@ -66,7 +66,9 @@ class RunStore:
     """One sweep's results directory."""
 
     def __init__(self, root: Path):
-        self.root = root
+        # Absolute: cells run with other working directories (the local runtime runs
+        # the agent in the scenario's directory) and must still find their output.
+        self.root = root.absolute()
         self._lock: IO[str] | None = None
 
     @classmethod
