@@ -442,7 +442,7 @@ def sweep(matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
           progress: Callable[[str], None], resume: bool,
           runtimes: dict[str, Runtime] | None = None) -> SweepOutcome:
     """Check the runtime(s), clean up leftovers, run the cells, compare rows."""
-    for label, rt in (runtimes or {"": runtime}).items():
-        rt.cleanup()
-        rt.check([c for c in cells if not label or c.host.label == label])
+    from harness.runtimes import Engines
+
+    Engines(runtime, runtimes).start(cells)
     return Sweep(matrix, runtime, store, progress, runtimes).run(cells, resume)

@@ -28,7 +28,7 @@ import yaml
 from harness import spec
 from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
-from harness.orchestrator import SweepOutcome, sweep
+from harness.orchestrator import Sweep, SweepOutcome
 from harness.registry import RepoRef
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
@@ -218,11 +218,13 @@ def run_plan(plan: Plan, matrix: Matrix, cells: list[Cell], runtime: Runtime, st
              runtimes: dict[str, Runtime] | None = None) -> WatchOutcome:
     """Sweep the cells (the runtime pulls the new tags) and write the reports.
 
+    The caller has started the runtimes (`harness.runtimes.Engines.start`).
+
     Raises:
         HarnessError: whatever the sweep raises (engine, image, store).
     """
     started = time.time()
-    outcome = sweep(matrix, cells, runtime, store, progress, False, runtimes)
+    outcome = Sweep(matrix, runtime, store, progress, runtimes).run(cells, False)
     report = Report.from_results(matrix.name, outcome.results, {
         "watch": plan.repo.written, "new_tags": list(plan.new), "runtime": runtime.name,
         "started": started, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 
@@ -55,6 +57,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("\nharness: interrupted; finished cells are saved "
                          "(re-run with --resume to complete)\n")
         return EXIT_INTERRUPTED
+
+
+def printer(quiet: bool) -> Callable[[str], None]:
+    """Progress lines on stderr (`harness: ...`), or nothing with -q."""
+    def progress(text: str) -> None:
+        if not quiet:
+            print(f"harness: {text}", file=sys.stderr, flush=True)
+
+    return progress
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM and SIGINT both end a long command through KeyboardInterrupt, so running
+    cells are killed and finished ones kept. SIGINT is set too because a shell starts
+    background jobs with it ignored, and Python then keeps it ignored."""
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old_term = signal.signal(signal.SIGTERM, on_term)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
 
 
 def entry() -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 from harness import spec
 from harness.bisect import bisect, expected_probes, sweep_runner
+from harness.cli import printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.orchestrator import Sweep, prefetch_analysis
-from harness.runtimes import get_runtime
+from harness.runtimes import Engines
 from harness.spec.model import Cell, Matrix
 from harness.store import RunStore
 
@@ -86,9 +87,8 @@ def run(args: argparse.Namespace) -> int:
     matrix = spec.load(args.matrix)
     cells = _override(row_cells(matrix, args.scenario, args.gpu), args)
     prefetch_analysis()
-    runtime = get_runtime(args.runtime or matrix.runtime, args.docker_host)
-    runtime.cleanup()
-    runtime.check(cells)
+    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    engines.start(cells)
     row = cells[0].row
     # A fixed directory, not a timestamped one: the next bisect of this row reuses it.
     store = RunStore(args.out / matrix.name / f"bisect-{row}")
@@ -106,21 +106,18 @@ def run(args: argparse.Namespace) -> int:
                                 dirs_exist_ok=True)
         return found
 
-    def progress(text: str) -> None:
-        if not args.quiet:
-            print(f"harness: {text}", file=sys.stderr, flush=True)
-
+    progress = printer(args.quiet)
     print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
           f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
           f"noise; cells in {store.root}", flush=True)
     try:
-        sweep = Sweep(matrix, runtime, store, progress)
+        sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
         outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
                          cache, args.repeats)
     finally:
         try:
-            runtime.cleanup()
+            engines.stop()
         finally:
             store.unlock()
     print(f"\n{row}: {outcome.sentence()}")

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from harness import spec
+from harness.cli import interruptible, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
-from harness.orchestrator import prefetch_analysis, sweep
+from harness.orchestrator import Sweep, prefetch_analysis
 from harness.report import ConsoleReporter, Report, write_all
-from harness.runtimes import get_runtime
-from harness.runtimes.base import Runtime
+from harness.runtimes import Engines
 from harness.spec.model import Cell
 from harness.store import RunStore
 
@@ -65,49 +63,32 @@ def run(args: argparse.Namespace) -> int:
         for c in cells:
             print(c.id)
         return EXIT_OK
-    runtime = get_runtime(args.runtime or matrix.runtime, args.docker_host)
-    runtimes: dict[str, Runtime] | None = None
-    if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
-        runtimes = {h.label: get_runtime("docker", h.url) for h in matrix.hosts}
+    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    runtime = engines.default
     resume: bool | Path = Path(args.resume) if isinstance(args.resume, str) else args.resume
     started = time.time()
-
-    def progress(text: str) -> None:
-        if not args.quiet:
-            print(f"harness: {text}", file=sys.stderr, flush=True)
-
-    # SIGTERM gets the same orderly path as Ctrl-C: kill the running cell, keep the rest.
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    for label, rt in (runtimes or {"": runtime}).items():
-        rt.cleanup()  # no engine / no GPU: exit 3 before any results directory exists
-        rt.check([c for c in cells if not label or c.host.label == label])
-    old = signal.signal(signal.SIGTERM, on_term)
-    # A shell starts background jobs with SIGINT ignored and Python then keeps it
-    # ignored; a sweep must still stop cleanly on Ctrl-C / kill -INT.
-    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    store = RunStore.open(args.out, matrix.name, resume)
-    # Imports SciPy while the first cell starts; after every other import of this
-    # command, so the two threads never import the same modules at once.
-    prefetch_analysis()
-    try:
-        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        progress(f"{len(cells)} cells, runtime {runtime.name}, results in {store.root}")
-        outcome = sweep(matrix, cells, runtime, store, progress, bool(resume), runtimes)
-        report = Report.from_results(matrix.name, outcome.results, {
-            "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
-            "seconds": round(outcome.seconds, 3), "ran": outcome.ran, "reused": outcome.reused,
-            "baseline": matrix.baseline})
-        paths = write_all(store, report)
-    finally:
+    progress = printer(args.quiet)
+    engines.start(cells)  # no engine / no GPU: exit 3 before any results directory exists
+    with interruptible():
+        store = RunStore.open(args.out, matrix.name, resume)
+        # Imports SciPy while the first cell starts; after every other import of this
+        # command, so the two threads never import the same modules at once.
+        prefetch_analysis()
         try:
-            for rt in (runtimes or {"": runtime}).values():
-                rt.cleanup()
+            store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+            progress(f"{len(cells)} cells, runtime {runtime.name}, results in {store.root}")
+            outcome = Sweep(matrix, runtime, store, progress, engines.by_host).run(
+                cells, bool(resume))
+            report = Report.from_results(matrix.name, outcome.results, {
+                "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
+                "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
+                "reused": outcome.reused, "baseline": matrix.baseline})
+            paths = write_all(store, report)
         finally:
-            store.unlock()
-            signal.signal(signal.SIGTERM, old)
-            signal.signal(signal.SIGINT, old_int)
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
     ConsoleReporter.from_results(report).render(sys.stdout)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
     return EXIT_REGRESSION if report.bad_cells else EXIT_OK

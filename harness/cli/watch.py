@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
+from harness.cli import interruptible, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 from harness.orchestrator import prefetch_analysis
 from harness.registry import list_tags, parse_repo
 from harness.report import ConsoleReporter
-from harness.runtimes import get_runtime
-from harness.runtimes.base import Runtime
+from harness.runtimes import Engines
 from harness.store import RunStore
 from harness.watch import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
@@ -70,34 +68,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {c.id}  {c.image.ref}")
         return EXIT_OK
     prefetch_analysis()
-    runtime = get_runtime("docker", args.docker_host)
-    runtimes: dict[str, Runtime] | None = None
-    if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
-        runtimes = {h.label: get_runtime("docker", h.url) for h in matrix.hosts}
-
-    def progress(text: str) -> None:
-        if not args.quiet:
-            print(f"harness: {text}", file=sys.stderr, flush=True)
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    for label, rt in (runtimes or {"": runtime}).items():
-        rt.cleanup()  # no engine: exit 3 before any results directory exists
-        rt.check([c for c in cells if not label or c.host.label == label])
-    old = signal.signal(signal.SIGTERM, on_term)
-    store = RunStore.open(args.out, matrix.name, False)
-    try:
-        store.write("matrix.yaml", text)
-        progress(f"{len(cells)} cells, results in {store.root}")
-        outcome = run_plan(plan, matrix, cells, runtime, store, progress, runtimes)
-    finally:
+    engines = Engines.for_matrix(matrix, "docker", args.docker_host)
+    progress = printer(args.quiet)
+    engines.start(cells)  # no engine: exit 3 before any results directory exists
+    with interruptible():
+        store = RunStore.open(args.out, matrix.name, False)
         try:
-            for rt in (runtimes or {"": runtime}).values():
-                rt.cleanup()
+            store.write("matrix.yaml", text)
+            progress(f"{len(cells)} cells, results in {store.root}")
+            outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
+                               engines.by_host)
         finally:
-            store.unlock()
-            signal.signal(signal.SIGTERM, old)
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in outcome.paths)})")
     state.record(plan, store.root, outcome.bad_tags)

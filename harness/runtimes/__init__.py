@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from harness.errors import InputError
 from harness.runtimes.base import Runtime
+from harness.spec.model import Cell, Matrix
 
 NAMES = ("docker", "local")
 
@@ -23,3 +26,39 @@ def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
 
         return DockerRuntime(docker_host)
     raise InputError(f"unknown runtime {name!r}; allowed values: {', '.join(NAMES)}")
+
+
+@dataclass
+class Engines:
+    """The runtime of each host a matrix names: one, unless `hosts:` lists endpoints.
+
+    `start` removes what a crashed harness left behind and checks that the cells can
+    run (raising EnvironmentUnavailable: exit 3 before any results directory exists);
+    `stop` removes what this harness left.
+    """
+
+    default: Runtime
+    by_host: dict[str, Runtime] | None = None
+
+    @classmethod
+    def for_matrix(cls, matrix: Matrix, name: str,
+                   docker_host: str | None = None) -> Engines:
+        """Raises: InputError: unknown runtime name."""
+        default = get_runtime(name, docker_host)
+        by_host = None
+        if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
+            by_host = {h.label: get_runtime("docker", h.url) for h in matrix.hosts}
+        return cls(default, by_host)
+
+    def each(self) -> dict[str, Runtime]:
+        """Host label -> runtime; "" stands for every host when there is one runtime."""
+        return self.by_host or {"": self.default}
+
+    def start(self, cells: list[Cell]) -> None:
+        for label, rt in self.each().items():
+            rt.cleanup()
+            rt.check([c for c in cells if not label or c.host.label == label])
+
+    def stop(self) -> None:
+        for rt in self.each().values():
+            rt.cleanup()

@@ -175,7 +175,7 @@ def fake_cli(monkeypatch: pytest.MonkeyPatch) -> list[FakeRuntime]:
         made.append(FakeRuntime(leaks_from(5)))
         return made[-1]
 
-    monkeypatch.setattr("harness.cli.bisect.get_runtime", get_runtime)
+    monkeypatch.setattr("harness.runtimes.get_runtime", get_runtime)
     return made
 
 
@@ -215,7 +215,7 @@ def test_cli_bisect_bad_input(tmp_path: Path, fake_cli: list[FakeRuntime], extra
 def test_cli_bisect_endpoint_not_good_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     make_matrix(tmp_path, 4)
-    monkeypatch.setattr("harness.cli.bisect.get_runtime",
+    monkeypatch.setattr("harness.runtimes.get_runtime",
                         lambda name, host=None: FakeRuntime(leaks_from(0)))
     assert main(["bisect", str(tmp_path / "m.yaml"), "--gpu", "gpu1", "--out",
                  str(tmp_path / "r"), "-q"]) == 2
