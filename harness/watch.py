@@ -32,6 +32,7 @@ from harness.orchestrator import Sweep, SweepOutcome
 from harness.registry import RepoRef
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
+from harness.spec.load import read_text
 from harness.spec.model import Cell, Matrix
 from harness.spec.yamlsrc import Located, format_path, load_text
 from harness.store.results import RunStore, atomic_write_text
@@ -194,13 +195,7 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
 
 
 def _read_suite(file: Path) -> tuple[str, Located]:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise SpecError(str(file), "", None, "file not found",
-                        "pass --matrix with the path of a suite (matrix YAML) file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
+    text = read_text(file, "pass --matrix with the path of a suite (matrix YAML) file")
     return text, load_text(text, str(file))
 
 

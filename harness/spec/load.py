@@ -70,14 +70,21 @@ def load(path: str | Path) -> Matrix:
         SpecError: anything wrong in the file, or the file cannot be read.
     """
     file = Path(path)
+    return parse(read_text(file, "pass the path of a matrix YAML file"), file)
+
+
+def read_text(file: Path, fix: str) -> str:
+    """A matrix-like file's text; `fix` says how to name the right file.
+
+    Raises:
+        SpecError: the file is missing, unreadable or not UTF-8.
+    """
     try:
-        text = file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise SpecError(str(file), "", None, "file not found",
-                        "pass the path of a matrix YAML file") from exc
+        raise SpecError(str(file), "", None, "file not found", fix) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
-    return parse(text, file)
 
 
 def parse(text: str, file: Path) -> Matrix:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hostkit import ensure_apt, free_port, required
 
 from harness.cli import main
 from harness.runtimes.docker import DockerRuntime
@@ -48,31 +49,10 @@ BASE = "harness-test/base:bookworm"
 SCENARIOS = Path(__file__).parent / "scenarios"
 
 
-def _required() -> bool:
-    return os.environ.get("CI") == "true" or os.environ.get("HARNESS_REQUIRE_DOCKER") == "1"
-
-
 def _missing(what: str) -> None:
-    if _required():
+    if required():
         pytest.fail(f"{what}; CI must provide it (see this module's docstring)", pytrace=False)
     pytest.skip(what)
-
-
-def _ensure_sshd() -> None:
-    if os.path.exists(SSHD):
-        return
-    if os.geteuid() != 0 or not _required() or shutil.which("apt-get") is None:
-        pytest.skip("openssh-server is not installed (apt-get install -y openssh-server)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, timeout=300)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                    "openssh-server"], env=env, check=True, timeout=300)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -97,7 +77,7 @@ class Sshd:
 @pytest.fixture
 def sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sshd]:
     """sshd on 127.0.0.1:PORT, key-only root login, and a client HOME that trusts it."""
-    _ensure_sshd()
+    ensure_apt(SSHD, "openssh-server")
     try:
         import paramiko  # noqa: F401  (docker-py's ssh:// transport)
     except ImportError:
@@ -120,7 +100,7 @@ def sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sshd]:
     if os.environ.get("DOCKER_HOST"):
         options = f'environment="DOCKER_HOST={os.environ["DOCKER_HOST"]}" '
     (d / "authorized_keys").write_text(options + (dot / "id_ed25519.pub").read_text())
-    port = _free_port()
+    port = free_port()
     (d / "sshd_config").write_text(f"""\
 Port {port}
 ListenAddress 127.0.0.1

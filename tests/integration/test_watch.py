@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,6 +29,7 @@ import docker
 import docker.errors
 import pytest
 import requests
+from hostkit import ensure_apt, free_port, required
 
 from harness.cli import main
 
@@ -56,27 +54,6 @@ def step(state):
 '''
 
 
-def _required() -> bool:
-    return os.environ.get("CI") == "true" or os.environ.get("HARNESS_REQUIRE_DOCKER") == "1"
-
-
-def _ensure_registry() -> None:
-    if os.path.exists(REGISTRY):
-        return
-    if os.geteuid() != 0 or not _required() or shutil.which("apt-get") is None:
-        pytest.skip("docker-registry is not installed (apt-get install -y docker-registry)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, timeout=300)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                    "docker-registry"], env=env, check=True, timeout=300)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class LocalRegistry:
     port: int
@@ -97,15 +74,15 @@ class LocalRegistry:
 
 @pytest.fixture
 def registry(tmp_path: Path) -> Iterator[LocalRegistry]:
-    _ensure_registry()
+    ensure_apt(REGISTRY, "docker-registry")
     client = docker.from_env()
     try:
         client.images.get(BASE)
     except docker.errors.ImageNotFound:
-        if _required():
+        if required():
             pytest.fail(f"{BASE} is missing: `python -m harness images build base`")
         pytest.skip(f"{BASE} is missing (python -m harness images build base)")
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "registry.yml"
     config.write_text(f"version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem:\n"
                       f"    rootdirectory: {tmp_path / 'storage'}\n"
