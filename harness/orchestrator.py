@@ -198,8 +198,7 @@ class Sweep:
 
     def gpu_precheck(self, cell: Cell, info: ImageInfo) -> tuple[str, str] | None:
         """not-applicable / degraded decided from the image's CUDA and the GPU, or None."""
-        if not cell.gpu.wants_gpu or (cell.host.url not in (None, "") and not str(
-                cell.host.url).startswith("unix://")):
+        if not cell.gpu.wants_gpu or not cell.host.is_local:
             return None
         cuda = gpu.image_cuda(info.labels, info.env)
         if cuda is None:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from harness import gpu
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
-from harness.spec.model import Matrix
+from harness.spec.model import Matrix, is_local_endpoint
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
                "--runtime=docker` and restart dockerd")
@@ -89,10 +89,6 @@ def run(args: argparse.Namespace) -> int:
     return checks.code
 
 
-def _is_local(url: str | None) -> bool:
-    return url is None or url.startswith("unix://")
-
-
 def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
              connect: Callable[[str | None], Engine], host: gpu.HostGpus, has_gpu: bool,
              hook_found: bool) -> Checks:
@@ -126,7 +122,7 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
                    connect: Callable[[str | None], Engine], host: gpu.HostGpus,
                    has_gpu: bool, hook_found: bool, wants_gpu: bool) -> None:
     where = f"engine {label}" + (f" ({url})" if url and url != label else "")
-    local = _is_local(url)
+    local = is_local_endpoint(url)
     try:
         engine = connect(url)
         info = engine.info()

@@ -37,7 +37,7 @@ from harness.runtimes.base import (
     RunRequest,
     parse_size,
 )
-from harness.spec.model import Cell, ImageSpec
+from harness.spec.model import Cell, ImageSpec, is_local_endpoint
 
 
 def _start_time(pid: int) -> str:
@@ -82,8 +82,8 @@ class DockerRuntime:
         # Bind mounts need the engine on this machine; a tcp:// or ssh:// engine gets
         # the files copied in and out instead (HARNESS_DOCKER_COPY=1 forces it).
         if copy_files is None:
-            copy_files = os.environ.get("HARNESS_DOCKER_COPY") == "1" or not (
-                base_url is None or base_url.startswith("unix://"))
+            copy_files = (os.environ.get("HARNESS_DOCKER_COPY") == "1"
+                          or not is_local_endpoint(base_url))
         self.copy_files = copy_files
         self._client: Any = None
         self._memlock_refused = False
@@ -122,7 +122,7 @@ class DockerRuntime:
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
-        local = self.base_url is None or self.base_url.startswith("unix://")
+        local = self._is_local
         if local and not gpu.host_has_gpu():
             raise GpuUnavailable(
                 f"the matrix asks for GPU {', '.join(wants)} but this host has no NVIDIA GPU "
@@ -299,7 +299,7 @@ class DockerRuntime:
 
     @property
     def _is_local(self) -> bool:
-        return self.base_url is None or self.base_url.startswith("unix://")
+        return is_local_endpoint(self.base_url)
 
     def _memlock_file(self) -> Path:
         from harness.runtimes.local import cache_dir

@@ -83,12 +83,22 @@ class GpuSel:
         return None if self.value == "all" else [self.value]
 
 
+def is_local_endpoint(url: str | None) -> bool:
+    """The default engine or a unix socket: an engine on this machine, which sees our
+    files (bind mounts) and our GPUs. A context name counts as remote."""
+    return url is None or url.startswith("unix://")
+
+
 @dataclass(frozen=True)
 class Host:
     """A Docker endpoint (unix://, tcp://, ssh://user@host) or a docker context name."""
 
     label: str
     url: str | None                 # None: the default engine (DOCKER_HOST / local socket)
+
+    @property
+    def is_local(self) -> bool:
+        return is_local_endpoint(self.url)
 
 
 LOCAL_HOST = Host("local", None)
