@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hostkit import ensure_apt, free_port, required
+from hostkit import ensure_apt, free_port, required, stop
 
 from harness.cli import main
 from harness.runtimes.docker import DockerRuntime
@@ -147,12 +147,7 @@ Host 127.0.0.1
         # Collect docker-py's leftovers now, under this module's warning filters, not
         # at the end of the session where they would fail the run.
         gc.collect()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def test_docker_runtime_reaches_the_engine_over_ssh(sshd: Sshd) -> None:

@@ -29,7 +29,7 @@ import docker
 import docker.errors
 import pytest
 import requests
-from hostkit import ensure_apt, free_port, required
+from hostkit import ensure_apt, free_port, required, stop
 
 from harness.cli import main
 
@@ -105,12 +105,7 @@ def registry(tmp_path: Path) -> Iterator[LocalRegistry]:
             time.sleep(0.1)
         yield reg
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
         # Untag only what this test pushed or pulled: the same image also carries BASE.
         for image in client.images.list(name=reg.repo):
