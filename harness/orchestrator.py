@@ -165,8 +165,12 @@ class Sweep:
         spread = [c for c in todo if c.gpu.value != "all"]
         whole = [c for c in todo if c.gpu.value == "all"]
         self.prefetch(spread + whole)
+        plan: tuple[list[list[Cell]], ...] = (lanes(spread), lanes(whole))
+        if getattr(self.runtime, "queues_cells", False):
+            # A cluster scheduler (Slurm) decides what runs when: submit every cell now.
+            plan = ([[c] for c in todo],)
         try:
-            for groups in (lanes(spread), lanes(whole)):
+            for groups in plan:
                 self._run_lanes(groups, lane, stop)
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)

@@ -37,9 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["_cell"]:  # hidden: one cell inside a Slurm job (runtimes/slurmjob.py)
+        from harness.runtimes.slurmjob import main as cell_main
+
+        return cell_main(argv[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:

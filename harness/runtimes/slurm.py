@@ -1,0 +1,431 @@
+"""Cells as Slurm jobs: the cluster's scheduler decides where and when each cell runs.
+
+`slurm:` in the matrix wraps the matrix's runtime (docker or local): every cell is
+one `sbatch` job asking for the cell's GPUs (`--gres=gpu[:TYPE]:N`) and memory, and
+inside the job `harness _cell` runs it as that runtime would here (see slurmjob.py).
+The orchestrator submits every cell at once (`queues_cells`); one poller thread asks
+`squeue` about all of the sweep's jobs every few seconds, and a job's end state
+(from accounting when the cluster keeps it, else `scontrol` while the job is kept)
+maps to an outcome:
+
+    COMPLETED / FAILED   what `_cell` wrote to outcome.json (else a crash, with the log)
+    TIMEOUT              timeout (the job's time limit)
+    OUT_OF_MEMORY        oom (exit 137)
+    NODE_FAIL, PREEMPTED an engine-lost error: the orchestrator runs it once more,
+    BOOT_FAIL            then records a crash
+    CANCELLED            interrupted: the sweep stops (exit 130) and --resume reruns it
+
+Results come back through the results directory, which must be on a file system the
+nodes mount at the same path; the first cell checks that with a small probe job
+before any cell is submitted. Ctrl-C cancels every job of the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import EnvironmentUnavailable
+from harness.runtimes import process
+from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, parse_size
+from harness.runtimes.slurmjob import OUTCOME, outcome_from_json, write_spec
+from harness.spec.model import Cell, ImageSpec, SlurmSpec
+
+ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
+          "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
+          "RESV_DEL_HOLD")
+LOST = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
+HEADROOM = 256 * 2**20     # the `_cell` process beside the cell, in the job's memory
+TIME_MARGIN_S = 120.0      # our own deadline fires first; Slurm's limit is the backstop
+POLL_S = 2.0
+HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
+NO_SLURM_FIX = ("run harness on a Slurm login node (sinfo must answer), or start the "
+                "single-node test cluster with `bash images/setup-slurm.sh`")
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    job_id: str
+    state: str              # COMPLETED, FAILED, TIMEOUT, CANCELLED, OUT_OF_MEMORY, ...
+    exit_code: int | None   # the batch script's exit status (ExitCode N:signal)
+    signal: int | None
+    elapsed_s: float | None
+    node: str = ""
+
+
+def slurm_cli(argv: list[str], timeout: float = 60) -> tuple[int, str]:
+    """Run a Slurm command; a missing one is an environment problem (exit 3).
+
+    Raises:
+        EnvironmentUnavailable: the command is not installed.
+    """
+    rc, out = process.check_output(argv, timeout=timeout)
+    if rc == 127 and "No such file" in out:
+        raise EnvironmentUnavailable(f"`{argv[0]}` is not installed here: {out.strip()}\n"
+                                     f"  fix: {NO_SLURM_FIX}")
+    return rc, out
+
+
+def duration_s(text: str) -> float | None:
+    """Slurm's `[D-]HH:MM:SS` / `MM:SS` -> seconds."""
+    try:
+        days, _, rest = text.strip().rpartition("-")
+        parts = [float(p) for p in rest.split(":")]
+    except ValueError:
+        return None
+    seconds = 0.0
+    for p in parts:
+        seconds = seconds * 60 + p
+    return seconds + (int(days) * 86400 if days else 0)
+
+
+def parse_exit(text: str) -> tuple[int | None, int | None]:
+    code, _, sig = text.strip().partition(":")
+    try:
+        return int(code), int(sig or 0)
+    except ValueError:
+        return None, None
+
+
+def job_end(job_id: str) -> JobEnd | None:
+    """The finished job's record: accounting first, then the controller's copy."""
+    rc, out = slurm_cli(["sacct", "-X", "-n", "-P", "-j", job_id, "-o",
+                         "JobID,State,ExitCode,Elapsed,NodeList"])
+    for line in out.splitlines() if rc == 0 else []:
+        f = line.split("|")
+        if len(f) >= 5 and f[0] == job_id and f[1].split()[0] not in ACTIVE:
+            code, sig = parse_exit(f[2])
+            return JobEnd(job_id, f[1].split()[0], code, sig, duration_s(f[3]), f[4])
+    rc, out = slurm_cli(["scontrol", "show", "job", "-o", job_id])
+    if rc != 0:
+        return None
+    fields = dict(t.split("=", 1) for t in out.split() if "=" in t)
+    state = fields.get("JobState", "")
+    if not state or state in ACTIVE:
+        return None
+    code, sig = parse_exit(fields.get("ExitCode", ""))
+    return JobEnd(job_id, state, code, sig, duration_s(fields.get("RunTime", "")),
+                  fields.get("NodeList", ""))
+
+
+class JobWatcher:
+    """One thread asks `squeue` about every job of the sweep; waiters get the end."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self._cond = threading.Condition()
+        self._waiting: dict[str, str] = {}          # job id -> cell id
+        self._seen: dict[str, str] = {}             # job id -> last state
+        self._ends: dict[str, JobEnd] = {}
+        self._thread: threading.Thread | None = None
+
+    def watch(self, job_id: str, cell_id: str) -> None:
+        with self._cond:
+            self._waiting[job_id] = cell_id
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, daemon=True,
+                                                name="slurm-poll")
+                self._thread.start()
+
+    def wait(self, job_id: str, timeout: float) -> JobEnd | None:
+        with self._cond:
+            self._cond.wait_for(lambda: job_id in self._ends, timeout)
+            return self._ends.pop(job_id, None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                ids = list(self._waiting)
+            if not ids:
+                with self._cond:
+                    if not self._waiting:
+                        self._thread = None
+                        return
+                continue
+            try:
+                rc, out = slurm_cli(["squeue", "-h", "-t", "all", "-j", ",".join(ids),
+                                     "-o", "%i|%T|%r|%N"])
+            except EnvironmentUnavailable:
+                rc, out = 1, ""
+            states: dict[str, list[str]] = {}
+            for line in out.splitlines() if rc == 0 else []:
+                row = line.strip().split("|")
+                if len(row) == 4:
+                    states[row[0]] = row
+            if rc != 0 and "Invalid job id" not in out:
+                time.sleep(POLL_S)  # the controller did not answer: ask again
+                continue
+            for job_id in ids:
+                f = states.get(job_id)
+                state = f[1] if f else "GONE"
+                if f and state != self._seen.get(job_id):
+                    self._seen[job_id] = state
+                    cell = self._waiting[job_id]
+                    if state == "RUNNING":
+                        self.progress(f"{cell}: Slurm job {job_id} running on {f[3]}")
+                    elif state == "PENDING" and f[2] not in ("None", "Priority"):
+                        self.progress(f"{cell}: Slurm job {job_id} pending ({f[2]})")
+                if state in ACTIVE:
+                    continue
+                end = job_end(job_id)
+                if end is None and state != "GONE":
+                    continue  # accounting has not caught up yet
+                with self._cond:
+                    self._ends[job_id] = end or JobEnd(job_id, "UNKNOWN", None, None, None)
+                    self._waiting.pop(job_id, None)
+                    self._seen.pop(job_id, None)
+                    self._cond.notify_all()
+            time.sleep(POLL_S)
+
+
+def gres(cell: Cell, spec: SlurmSpec) -> str | None:
+    """`gpu[:TYPE]:N` for the cell's GPUs: an index or UUID is one GPU (Slurm picks
+    which), `all` is slurm.gpus_per_node, `none` asks for none."""
+    if not cell.gpu.wants_gpu:
+        return None
+    n = spec.gpus_per_node if cell.gpu.value == "all" else 1
+    return f"gpu:{spec.gpu_type}:{n}" if spec.gpu_type else f"gpu:{n}"
+
+
+def job_minutes(cell: Cell, spec: SlurmSpec) -> int:
+    seconds = spec.time if spec.time is not None else cell.settings.timeout + TIME_MARGIN_S
+    return max(1, math.ceil(seconds / 60))
+
+
+def job_mem(cell: Cell, spec: SlurmSpec) -> str | None:
+    """slurm.mem, else the cell's mem_limit plus room for `_cell` (MiB), else none."""
+    if spec.mem is not None:
+        return spec.mem
+    limit = parse_size(cell.settings.mem_limit)
+    return None if limit is None else f"{math.ceil((limit + HEADROOM) / 2**20)}M"
+
+
+def sbatch_args(cell: Cell, spec: SlurmSpec, script: Path, log: Path, name: str) -> list[str]:
+    """The sbatch command line for one cell (argument list, no shell)."""
+    args = ["sbatch", "--parsable", f"--job-name={name}", f"--output={log}",
+            "--no-requeue", "--nodes=1", "--ntasks=1", f"--time={job_minutes(cell, spec)}"]
+    if spec.partition:
+        args.append(f"--partition={spec.partition}")
+    if spec.account:
+        args.append(f"--account={spec.account}")
+    g = gres(cell, spec)
+    if g:
+        args.append(f"--gres={g}")
+    mem = job_mem(cell, spec)
+    if mem:
+        args.append(f"--mem={mem}")
+    return [*args, *spec.options, str(script)]
+
+
+def job_script(command: list[str]) -> str:
+    """The batch script: this harness's interpreter and code (the same paths must
+    exist on the nodes: a shared file system, or the same install everywhere)."""
+    return ("#!/bin/sh\n# Written by harness: one cell of a sweep, run by Slurm.\n"
+            f"export PYTHONPATH={shlex.quote(str(HARNESS_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+            f"exec {' '.join(shlex.quote(a) for a in command)}\n")
+
+
+class SlurmRuntime:
+    """Hands each cell to Slurm; `inner` (docker or local) runs it inside the job."""
+
+    queues_cells = True   # the orchestrator submits every cell at once
+
+    def __init__(self, inner: str, spec: SlurmSpec, sweep_name: str = "sweep",
+                 docker_host: str | None = None):
+        self.inner = inner
+        self.spec = spec
+        self.sweep_name = sweep_name
+        self.docker_host = docker_host
+        self.name = f"slurm/{inner}"
+        self._jobs: set[str] = set()
+        self._lock = threading.RLock()  # _probe submits while holding it
+        self._probed: Path | None = None
+        self._probe_error: EnvironmentUnavailable | None = None
+        self._watcher: JobWatcher | None = None
+
+    def check(self, cells: list[Cell]) -> None:
+        """sinfo answers, and Slurm would accept each kind of job the cells make
+        (`sbatch --test-only`: the partition, account, GPU type and count, memory)."""
+        rc, out = slurm_cli(["sinfo", "-h", "-o", "%P"])
+        if rc != 0:
+            raise EnvironmentUnavailable(f"Slurm does not answer: `sinfo` says "
+                                         f"{out.strip()[:300]}\n  fix: {NO_SLURM_FIX}")
+        kinds: dict[tuple[str, ...], list[str]] = {}
+        for c in cells:
+            args = sbatch_args(c, self.spec, Path("-"), Path("/dev/null"), "harness-check")
+            kinds.setdefault(tuple(a for a in args[1:-1] if not a.startswith(
+                ("--job-name", "--output", "--parsable"))), []).append(c.id)
+        for opts, ids in kinds.items():
+            rc, out = slurm_cli(["sbatch", "--test-only", *opts, "--wrap=true"])
+            if rc != 0:
+                why = [ln for ln in out.splitlines() if ln.strip()][-1:] or [out]
+                raise EnvironmentUnavailable(
+                    f"Slurm would refuse the job of {', '.join(ids[:3])}"
+                    f"{' and others' if len(ids) > 3 else ''}: {why[0].strip()}\n"
+                    f"  options: {' '.join(opts)}\n  fix: match slurm: (partition, account, "
+                    "gpu_type, mem, options) and the cells' gpu:/mem_limit to the cluster: "
+                    "`sinfo -o '%P %G %m'` lists partitions, GPUs and memory")
+
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        """local: the venv is built here, into a cache the nodes must see
+        (HARNESS_CACHE on the shared file system); docker: the node's engine pulls the
+        image inside the job, so nothing happens here."""
+        if self.inner == "local":
+            from harness.runtimes.local import LocalRuntime
+
+            return LocalRuntime().prepare(image, progress)
+        return ImageInfo(ref=image.ref, python=image.python or "python3")
+
+    def _probe(self, root: Path, request: RunRequest, progress: Progress) -> None:
+        """Once per results directory: a tiny job writes a file there with this
+        harness's interpreter and code; the file must appear here."""
+        with self._lock:
+            if self._probe_error is not None:
+                raise self._probe_error
+            if self._probed == root:
+                return
+            if request.cancelled():
+                raise KeyboardInterrupt
+            mark = root / ".slurm-probe"
+            mark.unlink(missing_ok=True)
+            script = root / ".slurm-probe.sh"
+            script.write_text(job_script([sys.executable, "-c",
+                                          "import harness,os,sys;open(sys.argv[1],'w')"
+                                          ".write(os.environ.get('SLURM_JOB_ID',''))",
+                                          str(mark)]), encoding="utf-8")
+            log = root / ".slurm-probe.log"
+            argv = ["sbatch", "--parsable", f"--job-name=harness-probe-{self.sweep_name}",
+                    f"--output={log}", "--time=2", "--mem=200M", "--nodes=1", "--ntasks=1",
+                    *self._placement(), *self.spec.options, str(script)]
+            progress(f"Slurm: checking that jobs can write to {root}")
+            job_id = self._submit(argv)
+            end = self._wait(job_id, "results directory check", request, progress)
+            seen = mark.read_text(encoding="utf-8") if mark.exists() else None
+            if seen != job_id:
+                from harness.runtimes.local import _tail
+
+                self._probe_error = EnvironmentUnavailable(
+                    f"a Slurm job could not write to the results directory {root} "
+                    f"(job {job_id} {end.state} {end.exit_code}:{end.signal}: "
+                    f"{_tail(log, 400).strip()})\n  fix: put the results on a file system "
+                    "every node mounts at the same path (--out /shared/...), with harness "
+                    "and its Python installed at the same path too")
+                raise self._probe_error
+            for p in (mark, script, log):
+                p.unlink(missing_ok=True)
+            self._probed = root
+
+    def _placement(self) -> list[str]:
+        return ([f"--partition={self.spec.partition}"] if self.spec.partition else []) + \
+            ([f"--account={self.spec.account}"] if self.spec.account else [])
+
+    def _submit(self, argv: list[str]) -> str:
+        """sbatch; the job id.
+
+        Raises:
+            EnvironmentUnavailable: Slurm refused the job (no such GPU type, account,
+                too much memory for any node).
+        """
+        rc, out = slurm_cli(argv)
+        job_id = out.strip().splitlines()[-1].split(";")[0] if out.strip() else ""
+        if rc != 0 or not job_id.isdigit():
+            raise EnvironmentUnavailable(f"Slurm refused the job: {out.strip()[-400:]}\n"
+                                         f"  command: {shlex.join(argv)}\n  fix: check "
+                                         "slurm: in the matrix against `sinfo -o '%P %G %m'`")
+        with self._lock:
+            self._jobs.add(job_id)
+        return job_id
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        outdir = request.outdir
+        self._probe(outdir.parent.parent, request, progress)
+        if request.cancelled():
+            raise KeyboardInterrupt
+        cell = request.cell
+        spec_path, script, log = outdir / "slurm-cell.json", outdir / "slurm-job.sh", \
+            outdir / "slurm.log"
+        inner = "pyxis" if self.spec.pyxis else self.inner
+        write_spec(spec_path, request, inner, self.docker_host)
+        script.write_text(job_script([sys.executable, "-m", "harness", "_cell",
+                                      str(spec_path)]), encoding="utf-8")
+        argv = sbatch_args(cell, self.spec, script, log,
+                           f"harness-{self.sweep_name}-{cell.id}")
+        job_id = self._submit(argv)
+        start = time.monotonic()
+        end = self._wait(job_id, cell.id, request, progress)
+        return self._outcome(end, request, log, time.monotonic() - start, argv)
+
+    def _wait(self, job_id: str, cell_id: str, request: RunRequest,
+              progress: Progress) -> JobEnd:
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = JobWatcher(progress)
+            watcher = self._watcher
+        watcher.watch(job_id, cell_id)
+        cancelled_at: float | None = None
+        while True:
+            end = watcher.wait(job_id, 0.5)
+            if end is not None:
+                break
+            if request.cancelled() and cancelled_at is None:
+                cancelled_at = time.monotonic()
+                slurm_cli(["scancel", job_id])
+            if cancelled_at is not None and time.monotonic() - cancelled_at > 60:
+                raise KeyboardInterrupt  # scancel sent; the controller is slow to confirm
+        if end.state == "CANCELLED" or cancelled_at is not None:
+            if cancelled_at is None:
+                progress(f"{cell_id}: Slurm job {job_id} was cancelled (scancel); "
+                         "stopping the sweep")
+            raise KeyboardInterrupt
+        return end
+
+    def _outcome(self, end: JobEnd, request: RunRequest, log: Path, waited_s: float,
+                 argv: list[str]) -> RunOutcome:
+        path = request.outdir / OUTCOME
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        outcome = (outcome_from_json(data) if isinstance(data, dict)
+                   else RunOutcome(exit_code=end.exit_code))
+        from harness.runtimes.local import _tail
+
+        slurm_log = _tail(log, 4000)
+        if not isinstance(data, dict):
+            outcome.log_tail = slurm_log
+            outcome.duration_s = end.elapsed_s or 0.0
+        outcome.details["slurm"] = {"job": end.job_id, "state": end.state,
+                                    "exit_code": end.exit_code, "signal": end.signal,
+                                    "elapsed_s": end.elapsed_s, "node": end.node,
+                                    "waited_s": round(waited_s, 3), "sbatch": argv}
+        if end.state == "TIMEOUT":
+            outcome.timed_out = True
+            outcome.exit_code = None
+            outcome.duration_s = end.elapsed_s or outcome.duration_s
+        elif end.state == "OUT_OF_MEMORY":
+            outcome.exit_code, outcome.oom_killed = 137, True
+            mem = job_mem(request.cell, self.spec)
+            outcome.mem_limit_bytes = outcome.mem_limit_bytes or (
+                parse_size(mem.lower()) if mem else None)
+        elif end.state in LOST or end.state == "UNKNOWN":
+            outcome.error = (f"Slurm job {end.job_id} ended {end.state}"
+                             + (f" on {end.node}" if end.node else ""))
+        elif not isinstance(data, dict):
+            outcome.exit_code = end.exit_code if end.exit_code else 1
+            outcome.log_tail = f"Slurm job {end.job_id} {end.state} " \
+                               f"{end.exit_code}:{end.signal}\n{slurm_log}"
+        return outcome
+
+    def cleanup(self) -> int:
+        """Cancel the jobs this sweep submitted that are still queued or running."""
+        with self._lock:
+            jobs = sorted(self._jobs)
+        if jobs:
+            slurm_cli(["scancel", *jobs])
+        return len(jobs)
