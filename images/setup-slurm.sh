@@ -37,7 +37,9 @@ done
 LAST=$((GPUS - 1))
 if [ "$GPUS" -gt 1 ]; then FILES="/dev/fakegpu[0-$LAST]"; else FILES=/dev/fakegpu0; fi
 MEM_MB=$(awk '/MemTotal/ {print int($2 / 1024) - 1024}' /proc/meminfo)
-CPUS=$(nproc)
+# At least 4 CPUs (slurmd accepts more than it has with config_overrides), so on a
+# 2-core machine the GPUs, not the cores, are what makes the third GPU job wait.
+CPUS=$(nproc); [ "$CPUS" -ge 4 ] || CPUS=4
 
 # Config. Written only when it changes, so a running cluster is not disturbed.
 write() {  # write FILE MODE OWNER: stdin -> FILE when different
@@ -66,6 +68,7 @@ SlurmdLogFile=$LOG/slurmd.log
 ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup
 ReturnToService=2
+SlurmdParameters=config_overrides
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
