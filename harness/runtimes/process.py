@@ -104,8 +104,9 @@ def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
                             stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
     assert proc.stdout is not None
     try:
-        for raw in proc.stdout:
-            on_line(raw.decode("utf-8", "replace").rstrip())
+        with proc.stdout:  # closed here, or the pipe leaks (a ResourceWarning per build)
+            for raw in proc.stdout:
+                on_line(raw.decode("utf-8", "replace").rstrip())
         return proc.wait()
     except BaseException:
         _kill_group(proc, grace=1.0)

@@ -43,7 +43,8 @@ ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUE
 LOST = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
 HEADROOM = 256 * 2**20     # the `_cell` process beside the cell, in the job's memory
 TIME_MARGIN_S = 120.0      # our own deadline fires first; Slurm's limit is the backstop
-POLL_S = 2.0
+POLL_S = 1.0              # one squeue for all jobs; slower as the sweep grows:
+POLL_MAX_S = 10.0         # each poll costs the controller one RPC
 HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
 NO_SLURM_FIX = ("run harness on a Slurm login node (sinfo must answer), or start the "
                 "single-node test cluster with `bash images/setup-slurm.sh`")
@@ -159,7 +160,7 @@ class JobWatcher:
                 if len(row) == 4:
                     states[row[0]] = row
             if rc != 0 and "Invalid job id" not in out:
-                time.sleep(POLL_S)  # the controller did not answer: ask again
+                time.sleep(POLL_MAX_S)  # the controller did not answer: ask again
                 continue
             for job_id in ids:
                 f = states.get(job_id)
@@ -181,7 +182,7 @@ class JobWatcher:
                     self._waiting.pop(job_id, None)
                     self._seen.pop(job_id, None)
                     self._cond.notify_all()
-            time.sleep(POLL_S)
+            time.sleep(min(POLL_MAX_S, POLL_S + len(ids) / 100))
 
 
 def gres(cell: Cell, spec: SlurmSpec) -> str | None:
