@@ -56,7 +56,7 @@ CHANGED=0
 write /etc/slurm/slurm.conf 644 root <<EOF
 # Written by harness images/setup-slurm.sh: a single-node test cluster.
 ClusterName=harness
-SlurmctldHost=$NODE
+SlurmctldHost=$NODE(127.0.0.1)
 SlurmUser=slurm
 AuthType=auth/munge
 StateSaveLocation=/var/spool/slurmctld
@@ -81,10 +81,10 @@ InactiveLimit=0
 JobAcctGatherType=jobacct_gather/cgroup
 JobAcctGatherFrequency=5
 AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=$NODE
+AccountingStorageHost=127.0.0.1
 AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
-NodeName=$NODE CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:$GPU_TYPE:$GPUS State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:$GPU_TYPE:$GPUS State=UNKNOWN
 PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
 write /etc/slurm/gres.conf 644 root <<EOF
@@ -101,6 +101,7 @@ EOF
 write /etc/slurm/slurmdbd.conf 600 slurm <<EOF
 AuthType=auth/munge
 DbdHost=$NODE
+DbdAddr=127.0.0.1
 SlurmUser=slurm
 PidFile=$RUN/slurmdbd.pid
 LogFile=$LOG/slurmdbd.log

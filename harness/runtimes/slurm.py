@@ -28,161 +28,19 @@ import shlex
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable
-from harness.runtimes import process
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, parse_size
 from harness.runtimes.slurmjob import OUTCOME, outcome_from_json, write_spec
+from harness.runtimes.slurmqueue import NO_SLURM_FIX, JobEnd, JobWatcher, slurm_cli
 from harness.spec.model import Cell, ImageSpec, SlurmSpec
 
-ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
-          "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
-          "RESV_DEL_HOLD")
-LOST = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
 HEADROOM = 256 * 2**20     # the `_cell` process beside the cell, in the job's memory
 TIME_MARGIN_S = 120.0      # our own deadline fires first; Slurm's limit is the backstop
-POLL_S = 1.0              # one squeue for all jobs; slower as the sweep grows:
-POLL_MAX_S = 10.0         # each poll costs the controller one RPC
 HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
-NO_SLURM_FIX = ("run harness on a Slurm login node (sinfo must answer), or start the "
-                "single-node test cluster with `bash images/setup-slurm.sh`")
-
-
-@dataclass(frozen=True)
-class JobEnd:
-    job_id: str
-    state: str              # COMPLETED, FAILED, TIMEOUT, CANCELLED, OUT_OF_MEMORY, ...
-    exit_code: int | None   # the batch script's exit status (ExitCode N:signal)
-    signal: int | None
-    elapsed_s: float | None
-    node: str = ""
-
-
-def slurm_cli(argv: list[str], timeout: float = 60) -> tuple[int, str]:
-    """Run a Slurm command; a missing one is an environment problem (exit 3).
-
-    Raises:
-        EnvironmentUnavailable: the command is not installed.
-    """
-    rc, out = process.check_output(argv, timeout=timeout)
-    if rc == 127 and "No such file" in out:
-        raise EnvironmentUnavailable(f"`{argv[0]}` is not installed here: {out.strip()}\n"
-                                     f"  fix: {NO_SLURM_FIX}")
-    return rc, out
-
-
-def duration_s(text: str) -> float | None:
-    """Slurm's `[D-]HH:MM:SS` / `MM:SS` -> seconds."""
-    try:
-        days, _, rest = text.strip().rpartition("-")
-        parts = [float(p) for p in rest.split(":")]
-    except ValueError:
-        return None
-    seconds = 0.0
-    for p in parts:
-        seconds = seconds * 60 + p
-    return seconds + (int(days) * 86400 if days else 0)
-
-
-def parse_exit(text: str) -> tuple[int | None, int | None]:
-    code, _, sig = text.strip().partition(":")
-    try:
-        return int(code), int(sig or 0)
-    except ValueError:
-        return None, None
-
-
-def job_end(job_id: str) -> JobEnd | None:
-    """The finished job's record: accounting first, then the controller's copy."""
-    rc, out = slurm_cli(["sacct", "-X", "-n", "-P", "-j", job_id, "-o",
-                         "JobID,State,ExitCode,Elapsed,NodeList"])
-    for line in out.splitlines() if rc == 0 else []:
-        f = line.split("|")
-        if len(f) >= 5 and f[0] == job_id and f[1].split()[0] not in ACTIVE:
-            code, sig = parse_exit(f[2])
-            return JobEnd(job_id, f[1].split()[0], code, sig, duration_s(f[3]), f[4])
-    rc, out = slurm_cli(["scontrol", "show", "job", "-o", job_id])
-    if rc != 0:
-        return None
-    fields = dict(t.split("=", 1) for t in out.split() if "=" in t)
-    state = fields.get("JobState", "")
-    if not state or state in ACTIVE:
-        return None
-    code, sig = parse_exit(fields.get("ExitCode", ""))
-    return JobEnd(job_id, state, code, sig, duration_s(fields.get("RunTime", "")),
-                  fields.get("NodeList", ""))
-
-
-class JobWatcher:
-    """One thread asks `squeue` about every job of the sweep; waiters get the end."""
-
-    def __init__(self, progress: Progress):
-        self.progress = progress
-        self._cond = threading.Condition()
-        self._waiting: dict[str, str] = {}          # job id -> cell id
-        self._seen: dict[str, str] = {}             # job id -> last state
-        self._ends: dict[str, JobEnd] = {}
-        self._thread: threading.Thread | None = None
-
-    def watch(self, job_id: str, cell_id: str) -> None:
-        with self._cond:
-            self._waiting[job_id] = cell_id
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, daemon=True,
-                                                name="slurm-poll")
-                self._thread.start()
-
-    def wait(self, job_id: str, timeout: float) -> JobEnd | None:
-        with self._cond:
-            self._cond.wait_for(lambda: job_id in self._ends, timeout)
-            return self._ends.pop(job_id, None)
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                ids = list(self._waiting)
-            if not ids:
-                with self._cond:
-                    if not self._waiting:
-                        self._thread = None
-                        return
-                continue
-            try:
-                rc, out = slurm_cli(["squeue", "-h", "-t", "all", "-j", ",".join(ids),
-                                     "-o", "%i|%T|%r|%N"])
-            except EnvironmentUnavailable:
-                rc, out = 1, ""
-            states: dict[str, list[str]] = {}
-            for line in out.splitlines() if rc == 0 else []:
-                row = line.strip().split("|")
-                if len(row) == 4:
-                    states[row[0]] = row
-            if rc != 0 and "Invalid job id" not in out:
-                time.sleep(POLL_MAX_S)  # the controller did not answer: ask again
-                continue
-            for job_id in ids:
-                f = states.get(job_id)
-                state = f[1] if f else "GONE"
-                if f and state != self._seen.get(job_id):
-                    self._seen[job_id] = state
-                    cell = self._waiting[job_id]
-                    if state == "RUNNING":
-                        self.progress(f"{cell}: Slurm job {job_id} running on {f[3]}")
-                    elif state == "PENDING" and f[2] not in ("None", "Priority"):
-                        self.progress(f"{cell}: Slurm job {job_id} pending ({f[2]})")
-                if state in ACTIVE:
-                    continue
-                end = job_end(job_id)
-                if end is None and state != "GONE":
-                    continue  # accounting has not caught up yet
-                with self._cond:
-                    self._ends[job_id] = end or JobEnd(job_id, "UNKNOWN", None, None, None)
-                    self._waiting.pop(job_id, None)
-                    self._seen.pop(job_id, None)
-                    self._cond.notify_all()
-            time.sleep(min(POLL_MAX_S, POLL_S + len(ids) / 100))
+LOST = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
 
 
 def gres(cell: Cell, spec: SlurmSpec) -> str | None:
@@ -283,15 +141,22 @@ class SlurmRuntime:
             return LocalRuntime().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
 
-    def _probe(self, root: Path, request: RunRequest, progress: Progress) -> None:
+    def probe(self, root: Path, progress: Progress, cancelled: Callable[[], bool] = bool,
+              timeout_s: float | None = None) -> None:
         """Once per results directory: a tiny job writes a file there with this
-        harness's interpreter and code; the file must appear here."""
+        harness's interpreter and code; the file must appear here.
+
+        Raises:
+            EnvironmentUnavailable: the file did not appear (not a shared file system,
+                harness or its Python missing on the node), or the job did not end
+                within `timeout_s`.
+        """
         with self._lock:
             if self._probe_error is not None:
                 raise self._probe_error
             if self._probed == root:
                 return
-            if request.cancelled():
+            if cancelled():
                 raise KeyboardInterrupt
             mark = root / ".slurm-probe"
             mark.unlink(missing_ok=True)
@@ -306,7 +171,8 @@ class SlurmRuntime:
                     *self._placement(), *self.spec.options, str(script)]
             progress(f"Slurm: checking that jobs can write to {root}")
             job_id = self._submit(argv)
-            end = self._wait(job_id, "results directory check", request, progress)
+            end = self._wait(job_id, "results directory check", cancelled, progress,
+                             timeout_s)
             seen = mark.read_text(encoding="utf-8") if mark.exists() else None
             if seen != job_id:
                 from harness.runtimes.local import _tail
@@ -345,7 +211,7 @@ class SlurmRuntime:
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         outdir = request.outdir
-        self._probe(outdir.parent.parent, request, progress)
+        self.probe(outdir.parent.parent, progress, request.cancelled)
         if request.cancelled():
             raise KeyboardInterrupt
         cell = request.cell
@@ -359,22 +225,42 @@ class SlurmRuntime:
                            f"harness-{self.sweep_name}-{cell.id}")
         job_id = self._submit(argv)
         start = time.monotonic()
-        end = self._wait(job_id, cell.id, request, progress)
+        end = self._wait(job_id, cell.id, request.cancelled, progress)
         return self._outcome(end, request, log, time.monotonic() - start, argv)
 
-    def _wait(self, job_id: str, cell_id: str, request: RunRequest,
-              progress: Progress) -> JobEnd:
+    def _wait(self, job_id: str, cell_id: str, cancelled: Callable[[], bool],
+              progress: Progress, timeout_s: float | None = None) -> JobEnd:
+        """The job's end; KeyboardInterrupt once it ended cancelled (ours or scancel's).
+
+        Raises:
+            EnvironmentUnavailable: it did not end within `timeout_s` (then cancelled).
+        """
+        try:
+            return self._wait_watched(job_id, cell_id, cancelled, progress, timeout_s)
+        finally:
+            with self._lock:
+                self._jobs.discard(job_id)
+
+    def _wait_watched(self, job_id: str, cell_id: str, cancelled: Callable[[], bool],
+                      progress: Progress, timeout_s: float | None) -> JobEnd:
         with self._lock:
             if self._watcher is None:
                 self._watcher = JobWatcher(progress)
             watcher = self._watcher
         watcher.watch(job_id, cell_id)
         cancelled_at: float | None = None
+        start = time.monotonic()
         while True:
             end = watcher.wait(job_id, 0.5)
             if end is not None:
                 break
-            if request.cancelled() and cancelled_at is None:
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                slurm_cli(["scancel", job_id])
+                raise EnvironmentUnavailable(
+                    f"{cell_id}: Slurm job {job_id} did not end within {timeout_s:.0f}s "
+                    "(cancelled); the partition may be busy\n  fix: try again later, or "
+                    "name a partition with free nodes in slurm.partition")
+            if cancelled() and cancelled_at is None:
                 cancelled_at = time.monotonic()
                 slurm_cli(["scancel", job_id])
             if cancelled_at is not None and time.monotonic() - cancelled_at > 60:

@@ -227,3 +227,18 @@ def test_multidict_demo_gives_the_same_verdicts_and_first_bad_with_slurm(
     assert first_bad[0] == first_bad[1] == [
         "cpu.multidict_pop: first bad: multidict-6.5.1 (last good: multidict-6.4.4)"]
     assert verdicts[0]["multidict-6.6.4.cpu.multidict_pop"] == "ok"
+
+
+def test_doctor_checks_the_cluster_gres_and_shared_results(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = write_matrix(tmp_path, "doc", "    - work.py", slurm="{gpu_type: rtx3090}", gpu="[0]")
+    assert main(["doctor", str(m), "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "[ok] Slurm: GPU gres in gpu: gpu:rtx3090:2" in out
+    assert f"[ok] Slurm: a job wrote to {tmp_path / 'r'}" in out
+    assert "[FAIL]" not in out
+    bad = write_matrix(tmp_path, "doc2", "    - work.py", slurm="{gpu_type: a100}", gpu="[0]")
+    assert main(["doctor", str(bad), "--out", str(tmp_path / "r")]) == 3
+    out = capsys.readouterr().out
+    assert "[FAIL] Slurm: partition gpu has no GPU gres of type a100" in out
+    assert "fix: fix slurm.gpu_type" in out

@@ -15,7 +15,7 @@ from harness.errors import SpecError
 from harness.ingest import Series
 from harness.runtimes import Engines
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
-from harness.runtimes.slurm import JobEnd, SlurmRuntime, duration_s, job_mem, sbatch_args
+from harness.runtimes.slurm import SlurmRuntime, job_mem, sbatch_args
 from harness.runtimes.slurmjob import (
     cell_from_json,
     cell_to_json,
@@ -24,6 +24,7 @@ from harness.runtimes.slurmjob import (
     outcome_to_json,
     pyxis_command,
 )
+from harness.runtimes.slurmqueue import JobEnd, duration_s
 from harness.spec.model import Matrix, SlurmSpec
 
 
