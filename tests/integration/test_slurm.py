@@ -175,7 +175,7 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     # WHEN Ctrl-C
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=90)
+    _, rest = proc.communicate(timeout=90)
     took = time.monotonic() - t0
     # THEN exit 130, no job of the sweep left, no container of it left
     assert proc.returncode == 130, "".join(lines) + rest
@@ -242,3 +242,40 @@ def test_doctor_checks_the_cluster_gres_and_shared_results(
     out = capsys.readouterr().out
     assert "[FAIL] Slurm: partition gpu has no GPU gres of type a100" in out
     assert "fix: fix slurm.gpu_type" in out
+
+
+def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
+    # GIVEN a cell of a few seconds; WHEN its node goes down under its first job
+    m = write_matrix(tmp_path, "nodefail", "    - work.py",
+                     defaults="iterations: 1500, warmup: 10, timeout: 2m")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", str(m), "--out",
+                             str(tmp_path / "r")], env=env, stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    assert proc.stderr is not None
+    node = os.uname().nodename
+    lines: list[str] = []
+    try:
+        while "running on" not in (line := proc.stderr.readline()):
+            lines.append(line)
+            assert line, "".join(lines)
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=down",
+                        "reason=harness-test"], check=True)
+        time.sleep(1.5)
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
+                       check=False, capture_output=True)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
+                       check=False, capture_output=True)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+    # THEN the job ended NODE_FAIL, the cell was submitted once more and finished
+    text = "".join(lines) + rest
+    assert proc.returncode == 0, text
+    assert "ended NODE_FAIL" in text and "retrying once" in text
+    (r,) = results(tmp_path / "r", "nodefail").values()
+    assert r["verdict"] == "ok"
+    assert r["attempts"][0]["verdict"] == "crash" and "NODE_FAIL" in r["attempts"][0]["reason"]
+    assert r["outcome"]["details"]["slurm"]["state"] == "COMPLETED"
