@@ -20,7 +20,8 @@ import numpy as np
 
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.hostsample import reconcile
 from harness.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
@@ -46,6 +47,10 @@ class SweepOutcome:
     @property
     def bad(self) -> list[str]:
         return [k for k, r in self.results.items() if r["verdict"] in BAD]
+
+    @property
+    def unavailable(self) -> list[str]:
+        return [k for k, r in self.results.items() if r["verdict"] == UNAVAILABLE]
 
 
 def lanes(cells: list[Cell]) -> list[list[Cell]]:
@@ -168,6 +173,13 @@ class Sweep:
         try:
             for groups in (lanes(spread), lanes(whole)):
                 self._run_lanes(groups, lane, stop)
+        except BaseException:
+            # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
+            for rt in (self.runtime, *self.runtimes.values()):
+                abort = getattr(rt, "abort_prepare", None)
+                if abort is not None:
+                    abort()
+            raise
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
         self.compare_rows(cells, outcome.results)
@@ -217,7 +229,12 @@ class Sweep:
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
         t_wait = time.monotonic()
-        self.image(cell)
+        try:
+            self.image(cell)
+        except EnvironmentUnavailable as exc:
+            # An image that cannot be pulled / a pip pin that does not install: this
+            # cell is `unavailable`, the others still run and the reports are written.
+            return self._unavailable(cell, exc, time.monotonic() - t_wait)
         wait_s = time.monotonic() - t_wait
         # SciPy takes ~1.4 s to import: the CLI starts that import in a background
         # thread (see prefetch_analysis) while the first container starts.
@@ -276,6 +293,23 @@ class Sweep:
         result = self._result(cell, info, runtime, ended, series, verdict, attempts,
                               timings_of(info, series, run_s, analyse_s, wait_s,
                                          time.monotonic() - t0))
+        self.store.write_cell(cell.id, result)
+        return result
+
+    def _unavailable(self, cell: Cell, exc: EnvironmentUnavailable, waited: float
+                     ) -> dict[str, Any]:
+        from harness.analysis.verdict import CellVerdict
+
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        what = "engine" if isinstance(exc, EngineUnavailable) else "image"
+        self.store.cell_dir(cell.id, fresh=True)
+        result = self._result(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
+                              RunOutcome(exit_code=None, error=text),
+                              Series(), CellVerdict("unavailable", reason), [],
+                              {"prepare_s": waited, "run_s": 0.0, "analyse_s": 0.0,
+                               "cell_s": waited})
+        result["unavailable"] = {"what": what, "message": text}
         self.store.write_cell(cell.id, result)
         return result
 
@@ -397,6 +431,8 @@ class Sweep:
                 if c is base:
                     continue
                 res = results[c.id]
+                if res["verdict"] == UNAVAILABLE:
+                    continue
                 series = read_samples(self.store.samples_path(c.id))
                 steps, peaks = compare_to_baseline(
                     base_series.step_times(), base_series.peak("rss"), series.step_times(),

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness import spec
 from harness.cli import interruptible, printer
-from harness.errors import EXIT_OK, EXIT_REGRESSION
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.report import ConsoleReporter, Report, write_all
 from harness.runtimes import Engines
@@ -91,4 +91,14 @@ def run(args: argparse.Namespace) -> int:
                 store.unlock()
     ConsoleReporter.from_results(report).render(sys.stdout)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
-    return EXIT_REGRESSION if report.bad_cells else EXIT_OK
+    return exit_code(report)
+
+
+def exit_code(report: Report) -> int:
+    """1 when a cell is bad; else 3 when a cell could not be prepared (its image or pip
+    pin is unavailable), since the sweep did not answer for it; else 0."""
+    if report.bad_cells:
+        return EXIT_REGRESSION
+    if report.unavailable_cells:
+        return EXIT_ENVIRONMENT
+    return EXIT_OK

@@ -10,7 +10,7 @@ from harness.report.model import Report
 
 COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
            "crash": "31", "ok": "32", "plateau": "36", "ambiguous": "90",
-           "not-applicable": "90"}
+           "not-applicable": "90", "unavailable": "33"}
 
 
 class ConsoleReporter:
@@ -28,6 +28,12 @@ class ConsoleReporter:
         if colour:
             body = [[_paint(c) for c in row] for row in body]
         out.write(tabulate(body, headers=header, tablefmt="simple") + "\n")
+        notes = self.report.unavailable_notes()
+        if notes:
+            out.write(f"\nnot run ({len(self.report.unavailable_cells)} unavailable "
+                      f"cell{'s' if len(self.report.unavailable_cells) != 1 else ''}):\n")
+            for note in notes:
+                out.write("  " + note.replace("\n", "\n  ") + "\n")
         for row in self.report.rows:
             if row.first_bad:
                 out.write(f"\n{row.row}: {row.sentence}\n")

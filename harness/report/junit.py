@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from harness.report.model import Report, cell_numbers
 
 FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
-ERRORS = frozenset({"crash", "timeout"})
+ERRORS = frozenset({"crash", "timeout", "unavailable"})
 SKIPPED = frozenset({"not-applicable", "ambiguous"})
 # XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

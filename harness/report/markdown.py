@@ -29,6 +29,11 @@ class MarkdownReporter:
         out.write("|" + "---|" * len(header) + "\n")
         for line in body:
             out.write("| " + " | ".join(_md(c) for c in line) + " |\n")
+        notes = r.unavailable_notes()
+        if notes:
+            out.write("\n**Not run** (image or environment unavailable):\n\n")
+            for note in notes:
+                out.write(f"- {_md(note)}\n")
         for row in r.rows:
             out.write(f"\n## {_md(row.row)}\n\n{_md(row.sentence)}\n")
             if row.diff:

@@ -67,6 +67,20 @@ class Report:
     def bad_cells(self) -> list[str]:
         return sorted(k for k, r in self.results.items() if r["verdict"] in BAD)
 
+    @property
+    def unavailable_cells(self) -> list[str]:
+        return sorted(k for k, r in self.results.items() if r["verdict"] == "unavailable")
+
+    def unavailable_notes(self) -> list[str]:
+        """One line per image (and host) that could not be prepared, with the reason."""
+        seen: dict[str, str] = {}
+        for cid in self.unavailable_cells:
+            res = self.results[cid]
+            key = res["image"]["label"]
+            seen.setdefault(key, str((res.get("outcome") or {}).get("error")
+                                     or res.get("reason") or ""))
+        return [f"{label}: {text}" for label, text in seen.items()]
+
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and rows: GPU x scenario down, images across, then the answer."""
         header = ["row", *self.images, "first bad / last good"]

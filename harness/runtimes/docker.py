@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import socket
 import tarfile
 import threading
@@ -72,6 +73,36 @@ def _tar_inputs(scenario_dir: Path) -> bytes:
         out.mode = 0o777
         tar.addfile(out)
     return buf.getvalue()
+
+
+def _engine_text(exc: BaseException) -> str:
+    """The engine's own words, without docker-py's 'NNN Client Error for http+docker://...'."""
+    text = str(getattr(exc, "explanation", None) or exc).strip()
+    text = re.sub(r"^\d{3} \w+ Error for \S+: \w[\w ]*\(\"?(.*?)\"?\)$", r"\1", text)
+    text = re.sub(r"\s+", " ", text)
+    return text[:200]
+
+
+def pull_failure(ref: str, exc: BaseException) -> str:
+    """One line of why `ref` could not be pulled, then the fix that fits this kind of image."""
+    said = _engine_text(exc)
+    low = said.lower()
+    if any(k in low for k in ("manifest unknown", "not found", "does not exist", "404")):
+        why = f"image {ref} not found in its registry (no such repository or tag)"
+    elif any(k in low for k in ("unauthorized", "denied", "authentication")):
+        why = f"image {ref}: the registry refused access (login needed?)"
+    elif any(k in low for k in ("no such host", "dial tcp", "timeout", "connection refused",
+                                "network is unreachable", "temporary failure")):
+        why = f"image {ref} is not on the engine and its registry cannot be reached"
+    else:
+        why = f"image {ref} is not on the engine and could not be pulled"
+    text = f"{why} ({said})" if said else why
+    if ref.startswith("harness-test/"):
+        fix = "build the offline test images: `harness images build`"
+    else:
+        fix = (f"check the tag exists, or `docker pull {ref}` (or `docker login`) on a host "
+               "with registry access, then `docker save | docker load` here")
+    return f"{text}\n  fix: {fix}"
 
 
 class DockerRuntime:
@@ -140,7 +171,8 @@ class DockerRuntime:
         except docker.errors.ImageNotFound:
             img = self._pull(image.ref, progress)
         except ENGINE_ERRORS as exc:
-            raise EngineUnavailable(f"engine error looking up {image.ref}: {exc}") from exc
+            raise EngineUnavailable(f"engine error looking up {image.ref}: "
+                                    f"{_engine_text(exc)}") from exc
         digests = img.attrs.get("RepoDigests") or []
         env = tuple((img.attrs.get("Config") or {}).get("Env") or ())
         return ImageInfo(ref=image.ref, digest=digests[0] if digests else img.id,
@@ -161,11 +193,7 @@ class DockerRuntime:
                     progress(f"pull {ref}: {event.get('status', '')} {event.get('progress', '')}")
             return self.client.images.get(ref)
         except ENGINE_ERRORS as exc:
-            raise ImageUnavailable(
-                f"image {ref} is not present on the engine and could not be pulled: "
-                f"{str(exc)[:300]}\n  fix: `docker pull {ref}` on a host with registry "
-                "access (then `docker save | docker load`), or build the test images with "
-                "`python -m harness images build`") from exc
+            raise ImageUnavailable(pull_failure(ref, exc)) from exc
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         cell, s = request.cell, request.cell.settings
