@@ -86,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
                              "written by `harness sweep`")
     matrix = spec.load(args.matrix)
     cells = _override(row_cells(matrix, args.scenario, args.gpu), args)
+    from harness.preflight import compile_scenarios
+
+    compile_scenarios(cells)
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start(cells)

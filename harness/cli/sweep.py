@@ -11,7 +11,7 @@ from typing import Any
 
 from harness import spec
 from harness.cli import interruptible, printer
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION
+from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.report import ConsoleReporter, Report, write_all
 from harness.runtimes import Engines
@@ -59,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
     matrix = spec.load(args.matrix)
     cells = _override(spec.select(matrix.cells, args.select), args)
+    if not args.list:
+        from harness.preflight import compile_scenarios
+
+        compile_scenarios(cells)  # a syntax error is exit 2 with file:line, no container
     if args.list:
         for c in cells:
             print(c.id)
@@ -95,10 +99,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def exit_code(report: Report) -> int:
-    """1 when a cell is bad; else 3 when a cell could not be prepared (its image or pip
-    pin is unavailable), since the sweep did not answer for it; else 0."""
-    if report.bad_cells:
+    """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
+    scenario bug, not a finding); else 3 when a cell could not be prepared (its image or
+    pip pin is unavailable), since the sweep did not answer for it; else 0."""
+    if report.findings:
         return EXIT_REGRESSION
+    if report.broken_scenarios:
+        return EXIT_BAD_INPUT
     if report.unavailable_cells:
         return EXIT_ENVIRONMENT
     return EXIT_OK

@@ -35,7 +35,7 @@ class ConsoleReporter:
             for note in notes:
                 out.write("  " + note.replace("\n", "\n  ") + "\n")
         for row in self.report.rows:
-            if row.first_bad:
+            if row.first_bad or row.scenario_error:
                 out.write(f"\n{row.row}: {row.sentence}\n")
                 for what, good, bad in row.diff[:15]:
                     out.write(f"  {what}: {good} -> {bad}\n")

@@ -68,6 +68,17 @@ class Report:
         return sorted(k for k, r in self.results.items() if r["verdict"] in BAD)
 
     @property
+    def broken_scenarios(self) -> list[str]:
+        """Rows whose scenario fails the same way on every image."""
+        return [r.row for r in self.rows if r.scenario_error is not None]
+
+    @property
+    def findings(self) -> list[str]:
+        """Bad cells, less those of rows where the scenario itself is broken."""
+        broken = set(self.broken_scenarios)
+        return [k for k in self.bad_cells if self.results[k]["row"] not in broken]
+
+    @property
     def unavailable_cells(self) -> list[str]:
         return sorted(k for k, r in self.results.items() if r["verdict"] == "unavailable")
 
