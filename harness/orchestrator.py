@@ -8,6 +8,7 @@ so Ctrl-C or a crash loses at most the running cell, and `--resume` skips the re
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -388,7 +389,8 @@ class Sweep:
                                   else getattr(cell.settings, f.name))
                          for f in dataclasses.fields(cell.settings)},
             "runtime": runtime.name,
-            "host": {"label": cell.host.label, "url": cell.host.url},
+            "host": {"label": cell.host.label, "url": cell.host.url,
+                     "machine": socket.gethostname()},   # the machine the harness ran on
             **verdict.to_dict(),
             "summary": summarise(series, verdict),
             "outcome": ended.to_dict(),

@@ -35,6 +35,12 @@ def results_of(path: Path, flag: str) -> dict[str, dict[str, Any]]:
     return results
 
 
+def run_name(path: Path) -> str:
+    """NAME/TIMESTAMP of a results directory: what tells two runs apart."""
+    full = path.resolve()
+    return f"{full.parent.name}/{full.name}" if full.parent.name else full.name
+
+
 def run(args: argparse.Namespace) -> int:
     a = results_of(args.a, "A")
     if args.image:
@@ -54,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("compare needs two results directories (A B), or one with "
                              "--image X --image Y")
         b = results_of(args.b, "B")
-        comparison = compare_hosts(a, b, (args.a.name, args.b.name))
+        names = (run_name(args.a), run_name(args.b))
+        if names[0] == names[1]:
+            names = (str(args.a.resolve()), str(args.b.resolve()))
+        comparison = compare_hosts(a, b, names)
     if not comparison.joined:
         raise InputError(f"{args.a} and {args.b or args.a} share no "
                          f"({', '.join(comparison.key_names)}): nothing to compare\n"
