@@ -17,8 +17,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("a", type=Path, help="results directory (reports/<name>/<timestamp>)")
     p.add_argument("b", type=Path, nargs="?",
                    help="second results directory (default: A again, with --image twice)")
-    p.add_argument("--image", action="append", default=[], metavar="LABEL",
-                   help="compare image LABEL of A with the second --image of B (or of A)")
+    p.add_argument("--image", action="append", default=[], metavar="IMAGE",
+                   help="compare IMAGE (label or full reference) of A with the second "
+                        "--image of B (or of A)")
     p.set_defaults(func=run)
 
 
@@ -35,6 +36,24 @@ def results_of(path: Path, flag: str) -> dict[str, dict[str, Any]]:
     return results
 
 
+def image_label(name: str, results: dict[str, dict[str, Any]], where: Path) -> str:
+    """The image label `name` means: a label, or an image's full reference
+    (nvcr.io/nvidia/tensorflow:22.12-tf1-py3).
+
+    Raises:
+        InputError: no image of `results` has that label or reference.
+    """
+    refs = {str(r["image"]["label"]): str(r["image"].get("ref") or "")
+            for r in results.values()}
+    if name in refs:
+        return name
+    for label, ref in refs.items():
+        if name == ref:
+            return label
+    raise InputError(f"--image {name}: no such image in {where} (allowed values: "
+                     f"{', '.join(sorted(refs))}, or their full references)")
+
+
 def run_name(path: Path) -> str:
     """NAME/TIMESTAMP of a results directory: what tells two runs apart."""
     full = path.resolve()
@@ -48,13 +67,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--image given {len(args.image)} time(s); give it twice, e.g. "
                              "--image 20.12-tf1-py3 --image 22.12-tf1-py3")
         b = results_of(args.b, "B") if args.b else a
-        for label, results, where in ((args.image[0], a, args.a), (args.image[1], b,
-                                                                   args.b or args.a)):
-            known = sorted({r["image"]["label"] for r in results.values()})
-            if label not in known:
-                raise InputError(f"--image {label}: no such image in {where} (allowed "
-                                 f"values: {', '.join(known)})")
-        comparison = compare_images(a, b, args.image[0], args.image[1])
+        labels = [image_label(name, results, where) for name, results, where in
+                  ((args.image[0], a, args.a), (args.image[1], b, args.b or args.a))]
+        comparison = compare_images(a, b, labels[0], labels[1])
     else:
         if args.b is None:
             raise InputError("compare needs two results directories (A B), or one with "

@@ -158,3 +158,17 @@ def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: l
     err = capsys.readouterr().err
     assert message.format(**names) in err
     assert "Traceback" not in err
+
+
+def test_compare_image_accepts_the_full_reference(tmp_path: Path) -> None:
+    from harness.cli.compare import image_label
+    from harness.errors import InputError
+
+    results = {f"{t}.gpu0.x": {"image": {"label": f"{t}-tf1-py3",
+                                         "ref": f"nvcr.io/nvidia/tensorflow:{t}-tf1-py3"}}
+               for t in ("20.12", "22.12")}
+    assert image_label("nvcr.io/nvidia/tensorflow:22.12-tf1-py3", results, tmp_path) == \
+        "22.12-tf1-py3"
+    assert image_label("20.12-tf1-py3", results, tmp_path) == "20.12-tf1-py3"
+    with pytest.raises(InputError, match="or their full references"):
+        image_label("nvcr.io/nvidia/tensorflow:23.01-tf1-py3", results, tmp_path)
