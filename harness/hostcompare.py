@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.report.model import cell_numbers
+from harness.report.model import cell_text
 from harness.spec.model import is_local_endpoint
 
 Result = dict[str, Any]
@@ -186,7 +186,7 @@ class Comparison:
 
 
 def _cell(res: Result | None) -> str:
-    return "-" if res is None else f"{res['verdict']} {cell_numbers(res)}".strip()
+    return "-" if res is None else cell_text(res)
 
 
 def _index(pairs: list[Pair]) -> Any:

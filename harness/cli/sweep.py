@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         prefetch_analysis()
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-            progress(f"{len(cells)} cells, runtime {runtime.name}, results in {store.root}")
+            progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
+                     f"{runtime.name}, results in {store.root}")
             outcome = Sweep(matrix, runtime, store, progress, engines.by_host).run(
                 cells, bool(resume))
             report = Report.from_results(matrix.name, outcome.results, {

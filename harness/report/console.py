@@ -44,6 +44,6 @@ class ConsoleReporter:
 
 
 def _paint(text: str) -> str:
-    word = text.split(" ", 1)[0]
+    word = text.split(" ", 1)[0].rstrip(":")
     code = COLOURS.get(word)
     return f"\x1b[{code}m{text}\x1b[0m" if code else text

@@ -8,6 +8,7 @@ last good image with a bootstrap interval over the two cells' step times.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -106,7 +107,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
             t = (c.get("memory") or {}).get(s)
             if not t or "slope_lo" not in t:
                 return "-"
-            return (f"{_kib(t['slope'])} KiB/it (CI {_kib(t['slope_lo'])}.."
+            return (f"{_kib(t['slope'])} KiB/call (CI {_kib(t['slope_lo'])}.."
                     f"{_kib(t['slope_hi'])}), {_kib(t['growth'] / 1024)} MiB "
                     f"over {t['n']} samples, {t['kind']}")
         row(f"{s} growth", growth)
@@ -171,7 +172,9 @@ class IssueReporter:
         path, text = scenario_text(r, bad)
         settings = bad.get("settings") or {}
         fence = "````" if "```" in text else "```"
-        out.write(f"## Minimal scenario\n\n`{path}` with params `{scen.get('params') or {}}`,"
+        params = scen.get("params") or {}
+        said = (f"params `{json.dumps(params, sort_keys=True)}`" if params else "no params")
+        out.write(f"## Minimal scenario\n\n`{path}` with {said},"
                   f" {settings.get('iterations', '?')} iterations after "
                   f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
                   f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"

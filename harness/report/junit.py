@@ -32,7 +32,7 @@ def details(res: Mapping[str, Any]) -> str:
     lines = [f"verdict: {res['verdict']}: {res.get('reason', '')}"]
     for name, t in sorted((res.get("memory") or {}).items()):
         if "slope_lo" in t:
-            lines.append(f"{name}: {t.get('kind')} slope {t['slope'] / 1024:+.3f} KiB/it "
+            lines.append(f"{name}: {t.get('kind')} slope {t['slope'] / 1024:+.3f} KiB/call "
                          f"(CI {t['slope_lo'] / 1024:+.3f}..{t['slope_hi'] / 1024:+.3f}), "
                          f"growth {t['growth'] / 1024**2:+.2f} MiB, peak "
                          f"{t['peak'] / 1024**2:.1f} MiB over {t['n']} samples")
