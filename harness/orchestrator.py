@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
@@ -79,6 +77,8 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
+    import numpy as np
+
     times = series.step_times()
     summary: dict[str, Any] = {"iterations": series.measured,
                                "median_step_s": float(np.median(times)) if len(times) else None}
@@ -358,6 +358,8 @@ class Sweep:
     def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
                         pre: tuple[str, str] | None) -> None:
         """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
+        import numpy as np
+
         if pre is not None:
             verdict.findings.append(f"{pre[0]}: {pre[1]}")
         first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
@@ -465,12 +467,16 @@ class Sweep:
                 self.store.write_cell(c.id, res)
 
 
-def prefetch_analysis() -> threading.Thread:
-    """Import the statistics (SciPy) in the background; the first verdict needs them."""
+def prefetch_analysis(*more: str) -> threading.Thread:
+    """Import the statistics (NumPy) and `more` modules (the reporters) in the background,
+    while the first container starts: the first verdict and the reports need them."""
     import importlib
 
-    t = threading.Thread(target=importlib.import_module, args=("harness.analysis.verdict",),
-                         daemon=True, name="prefetch")
+    def load() -> None:
+        for name in ("harness.analysis.verdict", *more):
+            importlib.import_module(name)
+
+    t = threading.Thread(target=load, daemon=True, name="prefetch")
     t.start()
     return t
 

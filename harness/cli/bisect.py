@@ -6,16 +6,13 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness import spec
-from harness.bisect import bisect, expected_probes, sweep_runner
 from harness.cli import printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.orchestrator import Sweep, prefetch_analysis
-from harness.runtimes import Engines
-from harness.spec.model import Cell, Matrix
-from harness.store import RunStore
+
+if TYPE_CHECKING:
+    from harness.spec.model import Cell, Matrix
 
 
 def add_parser(sub: Any) -> None:
@@ -102,7 +99,12 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness import spec
+    from harness.bisect import bisect, expected_probes, sweep_runner
     from harness.cli.sweep import _override
+    from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.runtimes import Engines
+    from harness.store import RunStore
 
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
-from harness.hostcompare import compare_hosts, compare_images
-from harness.report import load_results
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +27,8 @@ def results_of(path: Path, flag: str) -> dict[str, dict[str, Any]]:
     Raises:
         InputError: the directory holds no cell results.
     """
+    from harness.report import load_results
+
     results = load_results(path)
     if not results:
         raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "
@@ -61,6 +61,8 @@ def run_name(path: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.hostcompare import compare_hosts, compare_images
+
     a = results_of(args.a, "A")
     if args.image:
         if len(args.image) != 2:

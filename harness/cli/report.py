@@ -6,22 +6,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import EXIT_OK, InputError
-from harness.report import (
-    ConsoleReporter,
-    HtmlReporter,
-    IssueReporter,
-    JunitReporter,
-    MarkdownReporter,
-    Renderer,
-    Report,
-    load_results,
-    render_text,
-    write_all,
-)
-from harness.store import RunStore, load_json
+
+if TYPE_CHECKING:
+    from harness.report import Renderer, Report
 
 FORMATS = ("console", "md", "html", "junit", "json")
 
@@ -50,6 +40,19 @@ def newest_run(path: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     import json
+
+    from harness.report import (
+        ConsoleReporter,
+        HtmlReporter,
+        IssueReporter,
+        JunitReporter,
+        MarkdownReporter,
+        Report,
+        load_results,
+        render_text,
+        write_all,
+    )
+    from harness.store import RunStore, load_json
 
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
