@@ -158,7 +158,11 @@ class Sweep:
                 how = (f"up to {s.max_iterations} iterations, early stop" if s.max_iterations
                        else f"{s.iterations} iterations")
                 self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
-                result = self.run_cell(cell)
+                self._event(cell, "running", None)
+                try:
+                    result = self.run_cell(cell)
+                finally:
+                    self._event(cell, "done", None)
                 with self._lock:
                     outcome.results[cell.id] = result
                     outcome.ran += 1
@@ -186,6 +190,12 @@ class Sweep:
         self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
+
+    def _event(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+        """Tell a live display (harness/report/live.py) that a cell started or ended."""
+        hook = getattr(self.progress, "cell", None)
+        if hook is not None:
+            hook(cell, event, result)
 
     def _run_lanes(self, groups: list[list[Cell]], lane: Callable[[list[Cell]], None],
                    stop: threading.Event) -> None:

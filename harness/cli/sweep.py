@@ -85,8 +85,14 @@ def run(args: argparse.Namespace) -> int:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
-            outcome = Sweep(matrix, runtime, store, progress, engines.by_host).run(
-                cells, bool(resume))
+            from harness.report.live import progress_for
+
+            live = progress_for(args.quiet, store.samples_path)
+            try:
+                outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
+                    cells, bool(resume))
+            finally:
+                live.close()
             prefetch.join()   # the reporters were imported while the cells ran
             from harness.report import ConsoleReporter, Report, write_all
 

@@ -75,6 +75,34 @@ def _tar_inputs(scenario_dir: Path) -> bytes:
     return buf.getvalue()
 
 
+class PullLayers:
+    """Pull progress by layer, from the engine's pull events."""
+
+    def __init__(self) -> None:
+        self.layers: dict[str, tuple[str, int, int]] = {}   # id -> (status, done, total)
+
+    def add(self, event: dict[str, Any]) -> None:
+        lid, status = event.get("id"), str(event.get("status") or "")
+        if not lid or ":" in str(lid) or status.startswith(("Pulling from", "Digest", "Status")):
+            return
+        detail = event.get("progressDetail") or {}
+        _, done, total = self.layers.get(lid, ("", 0, 0))
+        if detail.get("total"):
+            done, total = int(detail.get("current") or 0), int(detail["total"])
+        self.layers[lid] = (status, done, total)
+
+    def summary(self) -> str:
+        n = len(self.layers)
+        complete = sum(1 for st, _, _ in self.layers.values()
+                       if st in ("Pull complete", "Already exists"))
+        done = sum(d for st, d, _ in self.layers.values() if st == "Downloading")
+        total = sum(t for st, _, t in self.layers.values() if st == "Downloading")
+        text = f"{complete}/{n} layers done"
+        if total:
+            text += f", downloading {done / 1e6:.0f}/{total / 1e6:.0f} MB"
+        return text
+
+
 def _engine_text(exc: BaseException) -> str:
     """The engine's own words, without docker-py's 'NNN Client Error for http+docker://...'."""
     text = str(getattr(exc, "explanation", None) or exc).strip()
@@ -187,14 +215,16 @@ class DockerRuntime:
         repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
         progress(f"pulling {ref} ...")
         last = 0.0
+        layers = PullLayers()
         try:
             for event in self.client.api.pull(repo, tag=tag or "latest", stream=True,
                                               decode=True):
                 if "error" in event:
                     raise docker.errors.APIError(event["error"])
-                if time.monotonic() - last > 5:
+                layers.add(event)
+                if time.monotonic() - last > 2:
                     last = time.monotonic()
-                    progress(f"pull {ref}: {event.get('status', '')} {event.get('progress', '')}")
+                    progress(f"pull {ref}: {layers.summary()}")
             return self.client.images.get(ref)
         except ENGINE_ERRORS as exc:
             raise ImageUnavailable(pull_failure(ref, exc)) from exc

@@ -14,8 +14,9 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def _modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
-                         env=ENV, capture_output=True, text=True, check=True, cwd=ROOT)
+    code += "\nimport sys\nprint(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True,
+                         text=True, check=True, cwd=ROOT)
     return set(out.stdout.split())
 
 
