@@ -93,8 +93,8 @@ class ConsoleReporter:
         for i, image in enumerate(images):
             table.add_row(image, *(text(r[1 + i]) for r in body))
         console.print(table)
-        for row, r in zip(self.report.rows, body, strict=True):
-            if not (row.first_bad or row.scenario_error):   # those are said below
+        for answer, r in zip(self.report.rows, body, strict=True):
+            if not (answer.first_bad or answer.scenario_error):   # those are said below
                 console.print(f"{r[0]}: {r[-1]}", markup=False)
 
 
