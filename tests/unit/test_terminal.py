@@ -109,3 +109,57 @@ def test_plain_lines_when_not_a_terminal(swept: tuple[Path, str], tmp_path: Path
                           env=_env(), capture_output=True, text=True, timeout=120)
     assert "\x1b[" not in proc.stdout + proc.stderr
     assert "harness: [1/1] interp-0.cpu.s: running" in proc.stderr
+
+
+def test_pull_progress_by_layer() -> None:
+    from harness.runtimes.docker import PullLayers
+
+    layers = PullLayers()
+    for event in [{"status": "Pulling from nvidia/tensorflow", "id": "22.12-tf1-py3"},
+                  {"status": "Pulling fs layer", "id": "a"}, {"status": "Pulling fs layer",
+                                                              "id": "b"},
+                  {"status": "Already exists", "id": "c"},
+                  {"status": "Downloading", "id": "a",
+                   "progressDetail": {"current": 50_000_000, "total": 200_000_000}},
+                  {"status": "Downloading", "id": "b",
+                   "progressDetail": {"current": 10_000_000, "total": 20_000_000}},
+                  {"status": "Pull complete", "id": "b"}]:
+        layers.add(event)
+    assert layers.summary() == "2/3 layers done, downloading 50/200 MB"
+
+
+def test_live_progress_reads_iterations_and_keeps_prepare_lines_in_place(
+        tmp_path: Path) -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from harness.report.live import LiveProgress
+    from tests.unit.test_orchestrator import make_matrix
+
+    matrix = make_matrix(tmp_path, images="v1")
+    [cell] = matrix.cells
+    samples = tmp_path / "samples.jsonl"
+    out = io.StringIO()
+    live = LiveProgress(lambda cid: samples, Console(file=out, force_terminal=True,
+                                                     width=100), refresh_s=0.05)
+    try:
+        live("pulling nvcr.io/nvidia/tensorflow:22.12-tf1-py3 ...")
+        assert list(live.preparing) == ["nvcr.io/nvidia/tensorflow:22.12-tf1-py3"]
+        live(f"[1/1] {cell.id}: running (400 iterations)")
+        live.cell(cell, "running", None)
+        samples.write_text(json.dumps({"type": "sample", "phase": "measure", "i": 120}) + "\n")
+        time.sleep(0.4)
+        samples.write_text(json.dumps({"type": "sample", "phase": "measure", "i": 300}) + "\n")
+        time.sleep(0.4)
+        [task] = live.bars.tasks
+        assert task.completed == 300 and task.total == 420
+        assert task.fields["rate"].endswith("it/s")
+        live.cell(cell, "done", None)
+        live(f"[1/1] {cell.id}: ok (fine) in 1.0s")
+    finally:
+        live.close()
+    text = ANSI.sub("", out.getvalue())
+    assert f"harness: [1/1] {cell.id}: ok (fine)" in text
+    assert f"harness: [1/1] {cell.id}: running" not in text     # the bar said it
