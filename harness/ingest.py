@@ -16,9 +16,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_LINE = 1 << 20          # 1 MiB: a sample line is ~300 bytes
 MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
@@ -42,6 +43,8 @@ class Series:
 
     def step_times(self) -> np.ndarray:
         """Per-iteration seconds of the measured phase, in order."""
+        import numpy as np
+
         out: list[float] = []
         for s in self.samples:
             if s.get("src") == "step" and s.get("phase") == "measure":
@@ -54,6 +57,8 @@ class Series:
         The agent records CPU time per sample interval (`cpu_s`, one value per sample:
         the interval's mean per step); older recordings carry a per-step `cpu` list.
         """
+        import numpy as np
+
         out: list[float] = []
         for s in self.samples:
             if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
@@ -71,6 +76,8 @@ class Series:
         Timer samples count too (they carry the iteration reached when taken): USS is
         read mostly by the timer thread.
         """
+        import numpy as np
+
         pairs: list[tuple[float, float]] = []
         for s in self.samples:
             v = s.get(source)

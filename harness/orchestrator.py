@@ -8,6 +8,7 @@ so Ctrl-C or a crash loses at most the running cell, and `--resume` skips the re
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -16,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.hostsample import reconcile
 from harness.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
@@ -46,6 +46,10 @@ class SweepOutcome:
     @property
     def bad(self) -> list[str]:
         return [k for k, r in self.results.items() if r["verdict"] in BAD]
+
+    @property
+    def unavailable(self) -> list[str]:
+        return [k for k, r in self.results.items() if r["verdict"] == UNAVAILABLE]
 
 
 def lanes(cells: list[Cell]) -> list[list[Cell]]:
@@ -73,6 +77,8 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
+    import numpy as np
+
     times = series.step_times()
     summary: dict[str, Any] = {"iterations": series.measured,
                                "median_step_s": float(np.median(times)) if len(times) else None}
@@ -152,7 +158,11 @@ class Sweep:
                 how = (f"up to {s.max_iterations} iterations, early stop" if s.max_iterations
                        else f"{s.iterations} iterations")
                 self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
-                result = self.run_cell(cell)
+                self._event(cell, "running", None)
+                try:
+                    result = self.run_cell(cell)
+                finally:
+                    self._event(cell, "done", None)
                 with self._lock:
                     outcome.results[cell.id] = result
                     outcome.ran += 1
@@ -168,11 +178,24 @@ class Sweep:
         try:
             for groups in (lanes(spread), lanes(whole)):
                 self._run_lanes(groups, lane, stop)
+        except BaseException:
+            # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
+            for rt in (self.runtime, *self.runtimes.values()):
+                abort = getattr(rt, "abort_prepare", None)
+                if abort is not None:
+                    abort()
+            raise
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
         self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
+
+    def _event(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+        """Tell a live display (harness/report/live.py) that a cell started or ended."""
+        hook = getattr(self.progress, "cell", None)
+        if hook is not None:
+            hook(cell, event, result)
 
     def _run_lanes(self, groups: list[list[Cell]], lane: Callable[[list[Cell]], None],
                    stop: threading.Event) -> None:
@@ -217,7 +240,12 @@ class Sweep:
 
     def run_cell(self, cell: Cell) -> dict[str, Any]:
         t_wait = time.monotonic()
-        self.image(cell)
+        try:
+            self.image(cell)
+        except EnvironmentUnavailable as exc:
+            # An image that cannot be pulled / a pip pin that does not install: this
+            # cell is `unavailable`, the others still run and the reports are written.
+            return self._unavailable(cell, exc, time.monotonic() - t_wait)
         wait_s = time.monotonic() - t_wait
         # SciPy takes ~1.4 s to import: the CLI starts that import in a background
         # thread (see prefetch_analysis) while the first container starts.
@@ -279,6 +307,23 @@ class Sweep:
         self.store.write_cell(cell.id, result)
         return result
 
+    def _unavailable(self, cell: Cell, exc: EnvironmentUnavailable, waited: float
+                     ) -> dict[str, Any]:
+        from harness.analysis.verdict import CellVerdict
+
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        what = "engine" if isinstance(exc, EngineUnavailable) else "image"
+        self.store.cell_dir(cell.id, fresh=True)
+        result = self._result(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
+                              RunOutcome(exit_code=None, error=text),
+                              Series(), CellVerdict("unavailable", reason), [],
+                              {"prepare_s": waited, "run_s": 0.0, "analyse_s": 0.0,
+                               "cell_s": waited})
+        result["unavailable"] = {"what": what, "message": text}
+        self.store.write_cell(cell.id, result)
+        return result
+
     def _start_live(self, cell: Cell, outdir: Path) -> tuple[Any, ...] | None:
         """Early-stop mode: tail samples.jsonl on a thread, stop the agent once certain."""
         s = cell.settings
@@ -323,6 +368,8 @@ class Sweep:
     def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
                         pre: tuple[str, str] | None) -> None:
         """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
+        import numpy as np
+
         if pre is not None:
             verdict.findings.append(f"{pre[0]}: {pre[1]}")
         first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
@@ -354,7 +401,8 @@ class Sweep:
                                   else getattr(cell.settings, f.name))
                          for f in dataclasses.fields(cell.settings)},
             "runtime": runtime.name,
-            "host": {"label": cell.host.label, "url": cell.host.url},
+            "host": {"label": cell.host.label, "url": cell.host.url,
+                     "machine": socket.gethostname()},   # the machine the harness ran on
             **verdict.to_dict(),
             "summary": summarise(series, verdict),
             "outcome": ended.to_dict(),
@@ -397,6 +445,8 @@ class Sweep:
                 if c is base:
                     continue
                 res = results[c.id]
+                if res["verdict"] == UNAVAILABLE:
+                    continue
                 series = read_samples(self.store.samples_path(c.id))
                 steps, peaks = compare_to_baseline(
                     base_series.step_times(), base_series.peak("rss"), series.step_times(),
@@ -427,12 +477,16 @@ class Sweep:
                 self.store.write_cell(c.id, res)
 
 
-def prefetch_analysis() -> threading.Thread:
-    """Import the statistics (SciPy) in the background; the first verdict needs them."""
+def prefetch_analysis(*more: str) -> threading.Thread:
+    """Import the statistics (NumPy) and `more` modules (the reporters) in the background,
+    while the first container starts: the first verdict and the reports need them."""
     import importlib
 
-    t = threading.Thread(target=importlib.import_module, args=("harness.analysis.verdict",),
-                         daemon=True, name="prefetch")
+    def load() -> None:
+        for name in ("harness.analysis.verdict", *more):
+            importlib.import_module(name)
+
+    t = threading.Thread(target=load, daemon=True, name="prefetch")
     t.start()
     return t
 

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,11 @@ class LocalRuntime:
 
     def __init__(self, cache: Path | None = None):
         self.cache = cache or cache_dir()
+        self._building: set[subprocess.Popen[bytes]] = set()
+
+    def abort_prepare(self) -> None:
+        """Ctrl-C: kill a running venv build now; its temporary folder is removed."""
+        process.kill_all(self._building)
 
     def check(self, cells: list[Cell]) -> None:
         wants = sorted({c.id for c in cells if c.gpu.wants_gpu})
@@ -97,27 +103,37 @@ class LocalRuntime:
                 return
             tmp = venv.parent / f"{venv.name}.tmp{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
-            progress(f"{label}: building venv with {' '.join(reqs)}")
-            rc, out = process.check_output([python, "-m", "venv", str(tmp)], timeout=300)
-            if rc != 0:
-                raise ImageUnavailable(f"{label}: `{python} -m venv` failed: {out[-500:]}")
-            tail: list[str] = []
-
-            def line(text: str) -> None:
-                tail.append(text)
-                del tail[:-30]
-                if text.startswith(("Collecting", "Successfully", "ERROR")):
-                    progress(f"{label}: pip: {text}")
-
-            rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
-                                       "--disable-pip-version-check", "-q", "--progress-bar",
-                                       "off", *reqs], on_line=line)
-            if rc != 0:
+            try:
+                self._build_into(python, reqs, tmp, progress, label)
+                os.replace(tmp, venv)
+            finally:
+                # Ctrl-C or a failed pip: no half-built venv is left behind.
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise ImageUnavailable(f"{label}: pip install {' '.join(reqs)} failed:\n" +
-                                       "\n".join(tail[-10:]) +
-                                       "\n  fix: check the versions exist for this Python")
-            os.replace(tmp, venv)
+
+    def _build_into(self, python: str, reqs: list[str], tmp: Path, progress: Progress,
+                    label: str) -> None:
+        progress(f"{label}: building venv with {' '.join(reqs)}")
+        rc, out = process.check_output([python, "-m", "venv", str(tmp)], timeout=300)
+        if rc != 0:
+            raise ImageUnavailable(f"{label}: `{python} -m venv` failed: {out.strip()[-300:]}")
+        tail: list[str] = []
+
+        def line(text: str) -> None:
+            tail.append(text)
+            del tail[:-30]
+            if text.startswith(("Collecting", "Successfully", "ERROR")):
+                progress(f"{label}: pip: {text}")
+
+        rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
+                                   "--disable-pip-version-check", "-q", "--progress-bar",
+                                   "off", *reqs], on_line=line, running=self._building)
+        if rc != 0:
+            errors = [t.strip() for t in tail if t.startswith("ERROR")]
+            said = errors[-1][len("ERROR:"):].strip() if errors else (
+                tail[-1].strip() if tail else f"exit {rc}")
+            raise ImageUnavailable(f"{label}: pip cannot install {' '.join(reqs)}: {said}\n"
+                                   "  fix: check that these versions exist for this Python "
+                                   f"({python})")
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         cell = request.cell
