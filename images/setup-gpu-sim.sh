@@ -25,11 +25,12 @@ MiB=1048576
 NAMES="3090 4090"
 
 stop_engine() {
-    local pidfile="$SIM/$1.pid"
-    if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-        echo "gpu-sim: stopping engine $1 (pid $(cat "$pidfile"))"
-        kill "$(cat "$pidfile")"
-        for _ in $(seq 1 30); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 1; done
+    local pidfile="$SIM/$1.pid" pid
+    pid="$(cat "$pidfile" 2>/dev/null || true)"
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        echo "gpu-sim: stopping engine $1 (pid $pid)"
+        kill "$pid"
+        for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     fi
 }
 if [ "${1:-}" = "stop" ]; then
@@ -75,6 +76,8 @@ for n in $NAMES; do
         extra="--add-runtime nvidia=$bin/nvidia-container-runtime --default-runtime nvidia"
     fi
     echo "gpu-sim: starting engine $n at unix://$sock (log: /tmp/harness-sim-$n.log)"
+    # As docker.service's LimitMEMLOCK=infinity: containers may then ask for memlock -1 (NGC).
+    ulimit -l unlimited 2>/dev/null || true
     # shellcheck disable=SC2086
     PATH="$bin:$PATH" setsid nohup dockerd --data-root "$DATA/$n" --exec-root "$SIM/$n/exec" \
         --pidfile "$SIM/$n.pid" -H "unix://$sock" --iptables=false --bridge=none $extra \
