@@ -203,6 +203,10 @@ class Sweep:
         if not cell.gpu.wants_gpu:
             return None
         host = self.host_gpus(cell, info)
+        if host is not None and host.gpus and gpu.select(cell.gpu.value, host.gpus) is None:
+            have = ", ".join(f"{g.index} ({g.name})" for g in host.gpus)
+            return ("not-applicable", f"GPU {cell.gpu.value} is not on host {cell.host.label} "
+                    f"(its GPUs: {have})")
         cuda = gpu.image_cuda(info.labels, info.env)
         if cuda is None or host is None:
             return None
@@ -259,7 +263,8 @@ class Sweep:
                 run_cell.settings.timeout, UNSUPPORTED_DEADLINE_S))
             run_cell = dataclasses.replace(run_cell, scenario=dataclasses.replace(
                 run_cell.scenario, settings=short))
-            self.progress(f"{cell.id}: {pre[1]} (deadline {short.timeout:.0f}s)")
+            pre = (pre[0], f"{pre[1]} (deadline {short.timeout:.0f}s)")
+            self.progress(f"{cell.id}: {pre[1]}")
         while True:
             outdir = self.store.cell_dir(cell.id, fresh=True)
             request = RunRequest(run_cell, info, outdir, outdir / "stop", self.cancel)
