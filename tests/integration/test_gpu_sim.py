@@ -277,3 +277,17 @@ matrix:
     assert "cannot give containers GPUs" in err and "nvidia-container-toolkit" in err
     assert "Traceback" not in err
     assert not list((tmp_path / "out").glob("*/*/*/samples.jsonl"))  # no cell ran
+
+
+def test_doctor_sees_each_engines_own_gpus(sims: dict[str, Any],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["doctor", str(ROOT / "matrix.yaml"), "--docker-host", SIM["4090"]]) == 0
+    out = capsys.readouterr().out
+    assert "GPUs through the engine (probe in 20.12-tf1-py3): 1x NVIDIA GeForce RTX 4090 (8.9)" \
+        in out
+    assert "20.12-tf1-py3 on GPU 0 (NVIDIA GeForce RTX 4090): unsupported" in out
+    assert "[FAIL]" not in out, out
+    assert main(["doctor", str(ROOT / "matrix.yaml"), "--docker-host", SIM["3090"]]) == 0
+    out = capsys.readouterr().out
+    assert "2x NVIDIA GeForce RTX 3090 (8.6)" in out and "[warn] engine" not in out, out
