@@ -4,7 +4,8 @@
 #       525.147.05 / CUDA 12.0; the fake `nvidia` runtime is its default runtime (as on
 #       hosts set up for GPU containers without --gpus)
 #   unix:///run/harness-sim/4090.sock  1x "NVIDIA GeForce RTX 4090" (8.9, 24 GiB), same driver;
-#       GPUs only through --gpus (DeviceRequest), Docker's default
+#       GPUs only through --gpus (DeviceRequest), Docker's default; also on
+#       tcp://127.0.0.1:23909 (loopback, no TLS) to stand for a remote engine in tests
 # Each is a separate dockerd (own data-root, exec-root, pidfile, socket; no iptables, no
 # bridge) whose PATH alone holds the fake nvidia-container-runtime-hook (images/gpu-sim),
 # so only these engines register Docker's `nvidia` device driver; the main engine at
@@ -23,6 +24,7 @@ SIM=/run/harness-sim
 DATA=/var/lib/harness-sim
 MiB=1048576
 NAMES="3090 4090"
+TCP_4090=23909
 
 stop_engine() {
     local pidfile="$SIM/$1.pid" pid
@@ -67,13 +69,22 @@ for n in $NAMES; do
         mv "$bin/libnvidia-ml.so.1.tmp" "$bin/libnvidia-ml.so.1"
     fi
     sock="$SIM/$n.sock"
-    if docker -H "unix://$sock" info >/dev/null 2>&1; then
-        echo "gpu-sim: engine $n answers at unix://$sock"
-        continue
-    fi
     extra=""
+    tcp=""
     if [ "$n" = 3090 ]; then
         extra="--add-runtime nvidia=$bin/nvidia-container-runtime --default-runtime nvidia"
+    else
+        # Also on loopback TCP: a "remote" endpoint for tests (files copied in and out,
+        # GPUs learnt through the engine). Loopback only; no TLS.
+        tcp="tcp://127.0.0.1:$TCP_4090"
+        extra="-H $tcp"
+    fi
+    if docker -H "unix://$sock" info >/dev/null 2>&1; then
+        if [ -z "$tcp" ] || docker -H "$tcp" info >/dev/null 2>&1; then
+            echo "gpu-sim: engine $n answers at unix://$sock${tcp:+ and $tcp}"
+            continue
+        fi
+        stop_engine "$n"
     fi
     echo "gpu-sim: starting engine $n at unix://$sock (log: /tmp/harness-sim-$n.log)"
     # As docker.service's LimitMEMLOCK=infinity: containers may then ask for memlock -1 (NGC).

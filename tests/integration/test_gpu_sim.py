@@ -291,3 +291,36 @@ def test_doctor_sees_each_engines_own_gpus(sims: dict[str, Any],
     assert main(["doctor", str(ROOT / "matrix.yaml"), "--docker-host", SIM["3090"]]) == 0
     out = capsys.readouterr().out
     assert "2x NVIDIA GeForce RTX 3090 (8.6)" in out and "[warn] engine" not in out, out
+
+
+REMOTE_4090 = "tcp://127.0.0.1:23909"
+
+
+def test_remote_engine_gets_its_gpus_and_the_precheck(sims: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    # tcp:// is a remote engine to harness: files are copied in and out, and the GPUs
+    # and the image/GPU compatibility come through the engine (skipped before)
+    try:
+        docker.DockerClient(base_url=REMOTE_4090, timeout=10).ping()
+    except Exception as exc:
+        msg = f"the 4090 engine does not answer on {REMOTE_4090}: {exc}"
+        if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
+            pytest.fail(msg + "\n  fix: bash images/setup-gpu-sim.sh", pytrace=False)
+        pytest.skip(msg)
+    m = write(tmp_path, f"""
+name: remote
+runtime: docker
+hosts: [{{name: far, url: "{REMOTE_4090}"}}]
+defaults: {{iterations: 60, warmup: 5, sample_every: 10, timeout: 2m}}
+matrix:
+  image: [{NGC}:20.12-tf1-py3]
+  gpu: [0]
+  scenario: [{SCENARIO}]
+""")
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 0
+    (c,) = cells_of(tmp_path / "out").values()
+    (g,) = c["host"]["gpus"]
+    assert g["name"] == "NVIDIA GeForce RTX 4090" and g["cc"] == [8, 9]
+    assert c["end"]["info"]["uuids"] == [g["uuid"]]
+    assert any(f.startswith("unsupported: CUDA 11.1 predates compute capability 8.9")
+               for f in c["findings"]), c["findings"]
