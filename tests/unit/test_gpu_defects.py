@@ -134,3 +134,18 @@ def test_probe_output_after_an_entrypoint_banner() -> None:
                                        "CUDA 12.0")
     none = gpuprobe.parse('{"reason": "cannot load libnvidia-ml.so.1"}\n')
     assert none.gpus == [] and "libnvidia-ml" in (none.reason or "")
+
+
+def test_notes_and_no_gpu_are_said_in_the_reason() -> None:
+    from harness.analysis.verdict import CellVerdict
+    from harness.orchestrator import flag_cell
+
+    s = heap_series([(3 * GiB + k * 600 * (1 << 20)) % (1 << 32) for k in range(8)])
+    s.end = {"status": "ok", "info": {"device": "cpu"}}
+    v = CellVerdict("ok", "memory stable")
+    flag_cell(_Cell("0"), v, s)  # type: ignore[arg-type]
+    assert v.reason.startswith("memory stable; no-gpu: a GPU cell, but the framework saw no GPU")
+    assert "mallinfo(), which wraps at 4 GiB; 1 wrap(s) unwrapped" in v.reason
+    cpu_cell = CellVerdict("ok", "memory stable")
+    flag_cell(_Cell("none"), cpu_cell, heap_series([1 << 20] * 8))  # type: ignore[arg-type]
+    assert cpu_cell.reason == "memory stable"
