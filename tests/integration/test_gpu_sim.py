@@ -324,3 +324,25 @@ matrix:
     assert c["end"]["info"]["uuids"] == [g["uuid"]]
     assert any(f.startswith("unsupported: CUDA 11.1 predates compute capability 8.9")
                for f in c["findings"]), c["findings"]
+
+
+def test_unsupported_pair_decided_not_applicable_from_the_log(sims: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    # A (simulated) framework that fails as a CUDA 11.1 build without sm_89 code would:
+    # the cell runs, and the log, not the rule, makes it not-applicable.
+    m = write(tmp_path, f"""
+name: smcheck
+runtime: docker
+defaults: {{iterations: 40, warmup: 5, sample_every: 10, timeout: 20m}}
+matrix:
+  image: [{NGC}:20.12-tf1-py3, {NGC}:22.12-tf1-py3]
+  gpu: [0]
+  scenario: [{{script: {SCENARIO}, id: sm, params: {{sm_check: true}}}}]
+""")
+    sweep([str(m), "--out", str(tmp_path / "out")], SIM["4090"])
+    cells = cells_of(tmp_path / "out")
+    old, new = cells["20.12-tf1-py3.gpu0.sm"], cells["22.12-tf1-py3.gpu0.sm"]
+    assert old["verdict"] == "not-applicable", old["reason"]
+    assert "no kernel image is available" in old["reason"]
+    assert any("run to decide: not-applicable from evidence" in f for f in old["findings"])
+    assert new["verdict"] == "ok", new["reason"]

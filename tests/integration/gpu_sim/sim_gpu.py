@@ -10,6 +10,9 @@ Params:
   oom_at    step at which to fail the way TensorFlow's BFC allocator does on a full GPU:
             its allocation summary to stderr, then ResourceExhaustedError (default: never)
   hold_s    seconds to sleep per step (default 0), to make cells overlap if they could
+  sm_check  true: fail at setup as a CUDA 11.1-11.7 build fails on compute capability 8.9
+            when it has no binary for it ("no kernel image is available"), judged from
+            the image's CUDA_VERSION and the GPU profile (default false)
 info(): the GPUs this container was given (UUIDs from the profile), whether the NVML
 library was injected, and wall-clock start/end (to check one cell per GPU at a time).
 Stdlib only, Python 3.6 syntax (runs in the Python 3.7 NGC stand-ins).
@@ -31,7 +34,28 @@ def _uuids():
         return []
 
 
+def _cc_and_cuda():
+    cc = None
+    try:
+        with open(os.path.join(STATE, "profile")) as f:
+            for line in f:
+                if line.startswith("gpu "):
+                    cc = tuple(int(x) for x in line.split()[2].split("."))
+                    break
+    except OSError:
+        pass
+    cuda = tuple(int(x) for x in os.environ.get("CUDA_VERSION", "0.0").split(".")[:2])
+    return cc, cuda
+
+
 def setup(params):
+    if str(params.get("sm_check", "false")).lower() == "true":
+        cc, cuda = _cc_and_cuda()
+        if cc == (8, 9) and cuda < (11, 8):
+            sys.stderr.write("2022-12-01 12:00:00.000000: E tensorflow/stream_executor/cuda/"
+                             "cuda_driver.cc] CUDA error: no kernel image is available for "
+                             "execution on the device\n")
+            raise RuntimeError("simulated: no kernel image for sm_89 in a CUDA 11.1 build")
     return {"alloc": int(params.get("alloc", 0)), "oom_at": int(params.get("oom_at", -1)),
             "hold_s": float(params.get("hold_s", 0)), "uuids": _uuids(), "held": 0,
             "steps": 0, "start": time.time()}
