@@ -453,7 +453,7 @@ class Sweep:
                         why.append(f"peak RSS {peaks.ratio:.2f}x {base.image.label}")
                     if why:
                         res["verdict"] = "regression"
-                        res["reason"] = "; ".join(why)
+                        res["reason"] = "; ".join(why + said_flags(res))
                         res.setdefault("findings", []).append("regression")
                 self.store.write_cell(c.id, res)
 
@@ -483,6 +483,14 @@ def unsupported_evidence(verdict: CellVerdict, series: Series,
                 f"({series.measured} iterations, no CUDA error in the log)")
     return (f"unsupported pair, run to decide: ran {series.measured} iterations on the GPU "
             "with no CUDA compatibility error: a real measurement")
+
+
+FLAG_PREFIXES = ("no-gpu:", "heap:")
+
+
+def said_flags(result: dict[str, Any]) -> list[str]:
+    """The flag_cell texts of a result, to keep in a reason that is rewritten later."""
+    return [f for f in result.get("findings") or [] if str(f).startswith(FLAG_PREFIXES)]
 
 
 def flag_cell(cell: Cell, verdict: CellVerdict, series: Series) -> None:
