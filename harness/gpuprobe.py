@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from harness import gpu
-from harness.errors import GpuUnavailable
+from harness.errors import EngineUnavailable, GpuUnavailable
 
 PROBE_TIMEOUT_S = 60.0
 NO_DRIVER = ("could not select device driver", "unknown or invalid runtime name: nvidia")
@@ -73,6 +73,7 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
 
     Raises:
         GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
+        EngineUnavailable: the probe container could not be created.
     """
     from docker.types import DeviceRequest
 
@@ -87,7 +88,11 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
         from harness.runtimes.base import AGENT_DIR
 
         kwargs["volumes"] = {str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"}}
-    container = client.containers.create(image, **kwargs)
+    try:
+        container = client.containers.create(image, **kwargs)
+    except Exception as exc:  # docker.errors.*, requests: the engine's own words
+        raise EngineUnavailable(f"the engine at {where} could not create the GPU probe "
+                                f"container from {image}: {str(exc)[:300]}") from exc
     try:
         if not mount:
             container.put_archive("/", _agent_tar())
