@@ -474,9 +474,13 @@ def unsupported_evidence(verdict: CellVerdict, series: Series,
     device = framework_device(series)
     if found is not None:
         return f"unsupported pair, run to decide: {found[0]} from evidence ({found[1]})"
-    if verdict.verdict in ("crash", "timeout"):
-        return (f"unsupported pair, run to decide: {verdict.verdict} with no CUDA "
-                "compatibility error in the log: the failure is not attributed to the GPU")
+    if verdict.verdict == "timeout":
+        return ("unsupported pair, run to decide: undecided: killed at the short deadline "
+                "with no CUDA error in the log (PTX JIT compiling every kernel looks like "
+                "this): run the cell alone with a longer timeout to tell")
+    if verdict.verdict == "crash":
+        return ("unsupported pair, run to decide: crash with no CUDA compatibility error "
+                "in the log: the failure is not attributed to the GPU")
     if device is not None and "gpu" not in device:
         return (f"unsupported pair, run to decide: undecided: the framework ran on "
                 f"{device}, not the GPU, so the run proves nothing about the GPU "
