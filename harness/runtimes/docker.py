@@ -133,6 +133,13 @@ def pull_failure(ref: str, exc: BaseException) -> str:
     return f"{text}\n  fix: {fix}"
 
 
+def split_ref(ref: str) -> tuple[str, str]:
+    """`repo[:tag]` or `repo@sha256:...` -> (repo, tag or digest) for the pull API, by
+    docker-py's own parser (a registry port, `host:5000/x`, is not a tag)."""
+    repo, tag = docker.utils.parse_repository_tag(ref)
+    return repo, tag or "latest"
+
+
 class DockerRuntime:
     name = "docker"
 
@@ -146,6 +153,7 @@ class DockerRuntime:
         self.copy_files = copy_files
         self._client: Any = None
         self._memlock_refused = False
+        self._gpus: gpu.HostGpus | None = None
 
     @property
     def client(self) -> Any:
@@ -185,8 +193,14 @@ class DockerRuntime:
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
+        # The engine decides, not this machine: probe it with a GPU image it already has
+        # (a missing toolkit stops the sweep here, exit 3); else judge from `docker info`.
+        for c in cells:
+            if c.gpu.wants_gpu and self.image_labels(c.image.ref) is not None:
+                self.gpu_inventory(c.image.ref, c.image.python or "python3")
+                return
         local = self._is_local
-        if local and not gpu.host_has_gpu():
+        if local and not gpu.host_has_gpu() and gpu.engine_gpu_support(info) is None:
             raise GpuUnavailable(
                 f"the matrix asks for GPU {', '.join(wants)} but this host has no NVIDIA GPU "
                 "or driver (no /proc/driver/nvidia/gpus, no /dev/nvidiactl).\n  fix: run the "
@@ -195,6 +209,25 @@ class DockerRuntime:
         if gpu.engine_gpu_support(info) is None and not local:
             raise GpuUnavailable("the engine offers no NVIDIA runtime or CDI devices.\n  fix: "
                                  "install nvidia-container-toolkit and restart dockerd")
+
+    def gpu_inventory(self, image: str, python: str = "python3") -> gpu.HostGpus:
+        """This engine's GPUs, as a probe container in `image` sees them (once per engine).
+
+        Raises:
+            GpuUnavailable: the engine refuses GPU requests, or gives a container none.
+        """
+        if self._gpus is None:
+            from harness import gpuprobe
+
+            where = self.base_url or os.environ.get("DOCKER_HOST", "the default socket")
+            found = gpuprobe.engine_inventory(self.client, image, python,
+                                              not self.copy_files, where)
+            if not found.gpus:
+                raise GpuUnavailable(
+                    f"the engine at {where} started a GPU container but it saw no GPU: "
+                    f"{found.reason}\n  fix: {gpuprobe.TOOLKIT_FIX}")
+            self._gpus = found
+        return self._gpus
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
         start = time.monotonic()
@@ -212,12 +245,12 @@ class DockerRuntime:
                          prepare_s=time.monotonic() - start, env=env)
 
     def _pull(self, ref: str, progress: Progress) -> Any:
-        repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+        repo, tag = split_ref(ref)
         progress(f"pulling {ref} ...")
         last = 0.0
         layers = PullLayers()
         try:
-            for event in self.client.api.pull(repo, tag=tag or "latest", stream=True,
+            for event in self.client.api.pull(repo, tag=tag, stream=True,
                                               decode=True):
                 if "error" in event:
                     raise docker.errors.APIError(event["error"])

@@ -40,6 +40,23 @@ def _tail(path: Path, size: int) -> str:
         return ""
 
 
+def gpu_env(cell: Cell) -> dict[str, str]:
+    """GPU selection for a process on this machine (no container to hide other GPUs).
+
+    CUDA numbers devices fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while NVML
+    (and the matrix's `gpu: N`, like Docker's device ids) counts in PCI bus order: with
+    the order set, CUDA_VISIBLE_DEVICES=N is NVML's device N. HARNESS_NVML_DEVICES makes
+    the agent read NVML for the cell's GPUs only, not every GPU of the machine.
+    """
+    if not cell.gpu.wants_gpu:
+        return {"CUDA_VISIBLE_DEVICES": ""}
+    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    if cell.gpu.value != "all":
+        env["CUDA_VISIBLE_DEVICES"] = cell.gpu.value
+        env["HARNESS_NVML_DEVICES"] = cell.gpu.value
+    return env
+
+
 class LocalRuntime:
     name = "local"
 
@@ -142,10 +159,7 @@ class LocalRuntime:
                                   str(out), str(request.control.absolute()))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(request.environment())
-        if not cell.gpu.wants_gpu:
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        elif cell.gpu.value != "all":
-            env["CUDA_VISIBLE_DEVICES"] = cell.gpu.value
+        env.update(gpu_env(cell))
         host: list[dict[str, object]] = []
         pid_box: list[int] = []
         t0 = time.monotonic()
