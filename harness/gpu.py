@@ -186,8 +186,10 @@ def precheck(cuda: Version | None, gpu: Gpu | Version | None,
              driver_cuda: Version | None = None) -> tuple[str, str] | None:
     """Can an image built with CUDA `cuda` run on `gpu`? Decided before running it.
 
-    Returns ("not-applicable", reason), ("degraded", reason), or None when it can run
-    natively or too little is known (then `runtime_incompatibility` decides later).
+    Returns ("not-applicable", reason), ("degraded", reason), ("unsupported", reason)
+    (NVIDIA does not support the pair but binaries of the same major may run: run it
+    and decide from evidence), or None when it can run natively or too little is known
+    (then `runtime_incompatibility` decides later).
     """
     cc = gpu.cc if isinstance(gpu, Gpu) else gpu
     if cuda is None or cc is None:
@@ -213,8 +215,18 @@ def precheck(cuda: Version | None, gpu: Gpu | Version | None,
         known = [k for k in MIN_CUDA_FOR_CC if k <= cc]
         need = MIN_CUDA_FOR_CC[max(known)] if known else None
     if need is not None and cuda < need:
-        # An 8.6 cubin does execute on 8.9 (same major), but NVIDIA supports the GPU
-        # from CUDA `need` on: older cuDNN/cuBLAS and ptxas (XLA) do not know it.
+        # An 8.6 cubin does execute on 8.9 (same major, later minor: NVIDIA's binary
+        # compatibility rule), though NVIDIA supports the GPU from CUDA `need` on and
+        # older cuDNN/cuBLAS and ptxas (XLA) do not know it. Whether the image works is
+        # then a question for a run, not a rule: "unsupported" runs the cell with a
+        # short deadline and decides from what happened.
+        same_major = [k for k, v in MIN_CUDA_FOR_CC.items()
+                      if k[0] == cc[0] and k < cc and v <= cuda]
+        if same_major:
+            older = max(same_major)
+            return ("unsupported", f"CUDA {_v(cuda)} predates {_arch(cc)}, supported from "
+                    f"CUDA {_v(need)}; its sm_{older[0]}{older[1]} binaries may still run "
+                    f"on it (same major): run with a short deadline, decided from evidence")
         return ("not-applicable", f"CUDA {_v(cuda)} predates {_arch(cc)}, supported from "
                 f"CUDA {_v(need)}: run this image on an older GPU (e.g. the RTX 3090 host) "
                 "or use a newer image")

@@ -1,7 +1,8 @@
 """Join two result sets and say where they differ: hosts (GPUs), or two images.
 
 Host mode joins two results directories (say a 3090 host and a 4090 host) on
-(image, scenario); each side is named by the GPU its cells recorded, else its host.
+(image, scenario); each side is named by the GPU its cells recorded, else its `hosts:`
+label, else its results directory; two runs on one machine "differ between runs".
 Image mode joins the cells of one image with those of another, on (GPU, scenario).
 The sentence a reader wants is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-py3".
 """
@@ -16,7 +17,8 @@ from typing import Any, TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.report.model import cell_numbers
+from harness.report.model import cell_text
+from harness.spec.model import is_local_endpoint
 
 Result = dict[str, Any]
 VERBS = {"leak": "leaks", "slowdown": "slows down", "regression": "regresses",
@@ -30,32 +32,55 @@ def gpu_names(res: Mapping[str, Any]) -> list[str]:
     return [n.removeprefix("NVIDIA ").removeprefix("GeForce ") for n in names]
 
 
-def host_of(res: Mapping[str, Any]) -> str | None:
-    host = (res.get("fingerprint") or {}).get("hostname")
-    return str(host) if host else None
+def host_label(res: Mapping[str, Any]) -> str | None:
+    """The `hosts:` label a cell ran under; None for the default, unnamed engine."""
+    label = (res.get("host") or {}).get("label")
+    return str(label) if label and label != "local" else None
+
+
+def machine_of(res: Mapping[str, Any]) -> str | None:
+    """Which machine ran a cell: a remote engine's URL, else the machine the harness ran
+    on. Never the container's hostname, which is random per container."""
+    host = res.get("host") or {}
+    url = host.get("url")
+    if url and not is_local_endpoint(str(url)):
+        return str(url)
+    if host.get("machine"):
+        return str(host["machine"])
+    if res.get("runtime") == "local":   # the agent ran on the machine itself
+        name = (res.get("fingerprint") or {}).get("hostname")
+        return str(name) if name else None
+    return None
 
 
 def _most_common(values: list[str]) -> str | None:
     return Counter(values).most_common(1)[0][0] if values else None
 
 
+def same_machine(a: Mapping[str, Result], b: Mapping[str, Result]) -> bool:
+    """Both result sets ran on one machine (as far as they recorded)."""
+    ma = _most_common([m for r in a.values() if (m := machine_of(r))])
+    mb = _most_common([m for r in b.values() if (m := machine_of(r))])
+    return ma is not None and ma == mb
+
+
 def side_names(a: Mapping[str, Result], b: Mapping[str, Result], fallback: tuple[str, str]
                ) -> tuple[str, str]:
-    """Names for two hosts' result sets: GPU, with the host where GPUs do not tell them apart."""
+    """Names for two result sets: GPU model where they differ, else the `hosts:` label,
+    else the results directory (`fallback`)."""
     def describe(results: Mapping[str, Result]) -> tuple[str | None, str | None]:
         gpus = [" + ".join(gpu_names(r)) for r in results.values() if gpu_names(r)]
-        hosts = [h for r in results.values() if (h := host_of(r))]
-        return _most_common(gpus), _most_common(hosts)
+        labels = [h for r in results.values() if (h := host_label(r))]
+        return _most_common(gpus), _most_common(labels)
 
-    (ga, ha), (gb, hb) = describe(a), describe(b)
+    (ga, la), (gb, lb) = describe(a), describe(b)
+    labels_differ = bool(la and lb and la != lb)
     if ga and gb and ga != gb:
-        return ga, gb
+        return ((f"{ga} on {la}", f"{gb} on {lb}") if labels_differ else (ga, gb))
     names = []
-    for gpu, host, fb in ((ga, ha, fallback[0]), (gb, hb, fallback[1])):
-        if host and ha != hb:
-            names.append(f"{gpu} on {host}" if gpu else host)
-        else:
-            names.append(f"{gpu} ({fb})" if gpu else fb)
+    for gpu, label, fb in ((ga, la, fallback[0]), (gb, lb, fallback[1])):
+        name = label if labels_differ and label else fb
+        names.append(f"{gpu} on {name}" if gpu else name)
     return names[0], names[1]
 
 
@@ -86,6 +111,7 @@ class Comparison:
     b_name: str
     key_names: tuple[str, ...]
     pairs: list[Pair] = field(default_factory=list)
+    same_host: bool = False         # hosts mode: two runs on one machine
 
     @property
     def joined(self) -> list[Pair]:
@@ -117,7 +143,12 @@ class Comparison:
             bad_name = self.a_name if side == "a" else self.b_name
             good_name = self.b_name if side == "a" else self.a_name
             verb = VERBS.get(verdict, f"is {verdict}")
-            if self.mode == "hosts":
+            if self.mode == "hosts" and self.same_host:
+                images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
+                out.append(f"{scenario} {verb} with {images} in {bad_name}, not in "
+                           f"{good_name}: differs between runs on the same host (noise or a "
+                           "changed environment; re-run to confirm)")
+            elif self.mode == "hosts":
                 images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
                 out.append(f"{scenario} {verb} only on {bad_name} with {images} "
                            f"(not on {good_name})")
@@ -155,7 +186,7 @@ class Comparison:
 
 
 def _cell(res: Result | None) -> str:
-    return "-" if res is None else f"{res['verdict']} {cell_numbers(res)}".strip()
+    return "-" if res is None else cell_text(res)
 
 
 def _index(pairs: list[Pair]) -> Any:
@@ -189,7 +220,13 @@ def compare_hosts(a: Mapping[str, Result], b: Mapping[str, Result],
         return (*base, r["gpu"]["label"]) if several else base
 
     an, bn = side_names(a, b, fallback)
-    return Comparison("hosts", an, bn, names, _join(a, b, key))
+
+    def gpu(results: Mapping[str, Result]) -> str | None:
+        return _most_common([" + ".join(gpu_names(r)) for r in results.values()
+                             if gpu_names(r)])
+
+    same = same_machine(a, b) and gpu(a) == gpu(b)
+    return Comparison("hosts", an, bn, names, _join(a, b, key), same)
 
 
 def compare_images(a: Mapping[str, Result], b: Mapping[str, Result], image_a: str,

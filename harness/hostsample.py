@@ -104,9 +104,28 @@ class HostGpuSampler:
     def _sample(self, nv: Any, devices: list[tuple[int, str, Any]]) -> None:
         t = round(time.monotonic() - self._t0, 3)
         for index, uuid, h in devices:
-            mem = nv.nvmlDeviceGetMemoryInfo(h)
-            self.samples.append({"t": t, "gpu": index, "uuid": uuid, "used": int(mem.used),
-                                 "total": int(mem.total)})
+            used, total, reserved = memory_info(nv, h)
+            self.samples.append({"t": t, "gpu": index, "uuid": uuid, "used": used,
+                                 "total": total, "reserved": reserved})
+
+
+def memory_info(nv: Any, handle: Any) -> tuple[int, int, int | None]:
+    """(used, total, reserved) of a device through pynvml, reserved apart when it can be.
+
+    Since R510 drivers `nvmlDeviceGetMemoryInfo` (v1) counts the driver's reservation
+    (a few hundred MiB per GPU) as used: an idle GPU then looks held by someone. The v2
+    struct (`version=pynvml.nvmlMemory_v2`, nvidia-ml-py >= 11.510) reports it apart; v1
+    is the fallback for older drivers and bindings (reserved None).
+    """
+    version = getattr(nv, "nvmlMemory_v2", None)
+    if version is not None:
+        try:
+            mem = nv.nvmlDeviceGetMemoryInfo(handle, version=version)
+            return int(mem.used), int(mem.total), int(mem.reserved)
+        except Exception:  # TypeError (old binding), NVMLError (old driver): use v1
+            pass
+    mem = nv.nvmlDeviceGetMemoryInfo(handle)
+    return int(mem.used), int(mem.total), None
 
 
 def _stats(values: list[float]) -> dict[str, float] | None:
@@ -119,7 +138,7 @@ def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
     """Put the agent's, the engine's and the host NVML's memory figures side by side.
 
     Args:
-        agent: the agent's sample records (`rss`, `cgroup`, `gpu_used` keys).
+        agent: the agent's sample records (`rss`, `rss_anon`, `cgroup`, `gpu_used` keys).
         host_cgroup: the engine's stats samples (`usage` key), RunOutcome.host_samples.
         host_gpu: HostGpuSampler samples (`gpu`, `used`).
         tolerance: relative difference accepted between two figures of one quantity.
@@ -136,6 +155,7 @@ def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
         gpu_total[s["t"]] = gpu_total.get(s["t"], 0.0) + float(s["used"])
     sources = {
         "rss": _stats(series(agent, "rss")),
+        "rss_anon": _stats(series(agent, "rss_anon")),
         "cgroup": _stats(series(agent, "cgroup")),
         "engine_cgroup": _stats(series(host_cgroup, "usage")),
         "gpu_agent": _stats(series(agent, "gpu_used")),
@@ -161,9 +181,12 @@ def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
     if cg and eng and apart(cg["peak"], eng["peak"]):
         flags.append(f"cgroup: agent read peak {mib(cg['peak'])}, engine stats peak "
                      f"{mib(eng['peak'])} (engine stats are 1 Hz; cgroup v1 counts page cache)")
-    rss = sources["rss"]
+    # Anonymous RSS, not RSS: a shared library's file pages are charged to the cgroup
+    # of whichever container read them first, so RSS exceeds a later container's cgroup
+    # without anything being wrong. Anonymous memory is always charged to our cgroup.
+    anon = sources.get("rss_anon")
     box = cg or eng
-    if rss and box and rss["peak"] > box["peak"] + max(floor, tolerance * box["peak"]):
-        flags.append(f"process RSS peak {mib(rss['peak'])} exceeds the cgroup's "
+    if anon and box and anon["peak"] > box["peak"] + max(floor, tolerance * box["peak"]):
+        flags.append(f"process anonymous RSS peak {mib(anon['peak'])} exceeds the cgroup's "
                      f"{mib(box['peak'])}: the figures come from different cgroups")
     return {"sources": {k: v for k, v in sources.items() if v is not None}, "flags": flags}

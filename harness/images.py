@@ -35,9 +35,12 @@ class Recipe:
     base: str | None = None           # name of the recipe this one builds FROM
     pip: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    python: str | None = None         # interpreter for `pip install --target` (default: ours)
 
     def digest(self, recipes: dict[str, Recipe]) -> str:
         parts: list[Any] = [self.tag, list(self.pip), list(self.env)]
+        if self.python is not None:
+            parts.append(self.python)
         if self.script is not None:
             parts.append(self.script.read_text(encoding="utf-8"))
         if self.base is not None:
@@ -61,14 +64,15 @@ def load_recipes(path: Path) -> dict[str, Recipe]:
     for name, raw in data.items():
         if not isinstance(raw, dict) or "tag" not in raw:
             raise InputError(f"{path}: {name}: a recipe is a mapping with at least `tag`")
-        unknown = set(raw) - {"tag", "script", "from", "pip", "env"}
+        unknown = set(raw) - {"tag", "script", "from", "pip", "env", "python"}
         if unknown:
             raise InputError(f"{path}: {name}: unknown keys {sorted(unknown)}; allowed: tag, "
-                             "script, from, pip, env")
+                             "script, from, pip, env, python")
         script = path.parent / raw["script"] if "script" in raw else None
         out[str(name)] = Recipe(str(name), str(raw["tag"]), script, raw.get("from"),
                                 tuple(str(p) for p in raw.get("pip", [])),
-                                tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()))
+                                tuple((str(k), str(v)) for k, v in (raw.get("env") or {}).items()),
+                                str(raw["python"]) if "python" in raw else None)
     for r in out.values():
         if r.base is not None and r.base not in out:
             raise InputError(f"{path}: {r.name}: from {r.base!r} is not a recipe here")
@@ -121,16 +125,17 @@ def _build_pip(engine: Any, r: Recipe, base_tag: str, digest: str, progress: Pro
     if not (ctx / ".complete").exists():
         shutil.rmtree(ctx, ignore_errors=True)
         site.mkdir(parents=True)
+        python = _interpreter(r)
         progress(f"  pip install --target ({' '.join(r.pip)}) ...")
         tail: list[str] = []
         rc = process.stream_lines(
-            [sys.executable, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check",
+            [python, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check",
              "--progress-bar", "off", "--target", str(site), *r.pip],
             on_line=lambda t: tail.append(t))
         if rc != 0:
             raise ImageUnavailable(f"{r.name}: pip install failed:\n" + "\n".join(tail[-10:]))
         progress("  compiling .pyc ...")
-        process.check_output([sys.executable, "-m", "compileall", "-q", "-j", "0",
+        process.check_output([python, "-m", "compileall", "-q", "-j", "0",
                               "--invalidation-mode", "unchecked-hash", str(site)], timeout=1800)
         (ctx / ".complete").write_text("ok")
     env_lines = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in r.env)
@@ -139,6 +144,22 @@ def _build_pip(engine: Any, r: Recipe, base_tag: str, digest: str, progress: Pro
         f"{env_lines}")
     engine.build(ctx, r.tag, {RECIPE_LABEL: digest, "harness.pip": " ".join(r.pip)}, progress)
     progress(f"  built {r.tag}")
+
+
+def _interpreter(r: Recipe) -> str:
+    """The Python that installs a recipe's packages: its minor must match the image's.
+
+    Raises:
+        ImageUnavailable: the recipe names an interpreter this machine lacks.
+    """
+    if r.python is None:
+        return sys.executable
+    path = Path(os.path.expanduser(r.python))
+    if not os.access(path, os.X_OK):
+        raise ImageUnavailable(f"{r.name}: recipe needs Python {r.python} for `pip install "
+                               "--target` and it is not here.\n  fix: build it (e.g. `pyenv "
+                               "install 3.7`) or edit `python:` in images/images.yaml")
+    return str(path)
 
 
 def default_recipes() -> Path:

@@ -16,9 +16,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_LINE = 1 << 20          # 1 MiB: a sample line is ~300 bytes
 MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
@@ -34,6 +35,7 @@ class Series:
     samples: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     skipped: int = 0
+    notes: list[str] = field(default_factory=list)   # what reading changed, for the reader
 
     def _problem(self, text: str, skipped: bool = True) -> None:
         self.skipped += skipped
@@ -42,6 +44,8 @@ class Series:
 
     def step_times(self) -> np.ndarray:
         """Per-iteration seconds of the measured phase, in order."""
+        import numpy as np
+
         out: list[float] = []
         for s in self.samples:
             if s.get("src") == "step" and s.get("phase") == "measure":
@@ -54,6 +58,8 @@ class Series:
         The agent records CPU time per sample interval (`cpu_s`, one value per sample:
         the interval's mean per step); older recordings carry a per-step `cpu` list.
         """
+        import numpy as np
+
         out: list[float] = []
         for s in self.samples:
             if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
@@ -71,6 +77,8 @@ class Series:
         Timer samples count too (they carry the iteration reached when taken): USS is
         read mostly by the timer thread.
         """
+        import numpy as np
+
         pairs: list[tuple[float, float]] = []
         for s in self.samples:
             v = s.get(source)
@@ -228,7 +236,50 @@ def parse_lines(lines: Any) -> Series:
                     series._problem(f"line {n}: {p}", skipped=False)
         else:
             series._problem(f"line {n}: unknown record type {kind!r}")
+    unwrap_mallinfo(series)
     return series
+
+
+WRAP = 1 << 32
+
+
+def unwrap_mallinfo(series: Series) -> int:
+    """Undo the 4 GiB wrap of glibc < 2.33's mallinfo() across samples; count the wraps.
+
+    Without mallinfo2 the agent reads mallinfo(), whose int fields wrap (the agent keeps
+    the low 32 bits). Samples are ~10 iterations apart, so a jump of more than 2 GiB
+    between neighbours is a wrap, not an allocation: each one moves the rest by 4 GiB.
+    Says so in `series.notes` (the console and the report show it with the verdict).
+    """
+    heap = (series.header or {}).get("heap") or {}
+    if heap.get("func") != "mallinfo":
+        return 0
+    offset = 0
+    prev: float | None = None
+    wraps = 0
+    for s in series.samples:
+        v = s.get("heap")
+        if v is None:
+            continue
+        value = float(v) + offset
+        if prev is not None and value < prev - WRAP / 2:
+            offset += WRAP
+            value += WRAP
+            wraps += 1
+        elif prev is not None and value > prev + WRAP / 2 and offset >= WRAP:
+            offset -= WRAP
+            value -= WRAP
+            wraps += 1
+        s["heap"] = value
+        prev = value
+    if wraps:
+        series.notes.append(f"heap: glibc < 2.33 has only mallinfo(), which wraps at 4 GiB; "
+                            f"{wraps} wrap(s) unwrapped across samples")
+    elif prev is not None and prev >= WRAP / 2:
+        series.notes.append("heap: glibc < 2.33 has only mallinfo(), which wraps at 4 GiB; "
+                            "the heap passed 2 GiB, so a wrap between two samples cannot "
+                            "be ruled out")
+    return wraps
 
 
 def _bounded_lines(path: Path) -> Any:

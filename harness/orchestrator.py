@@ -8,6 +8,7 @@ so Ctrl-C or a crash loses at most the running cell, and `--resume` skips the re
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -16,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.hostsample import reconcile
 from harness.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
@@ -46,6 +46,10 @@ class SweepOutcome:
     @property
     def bad(self) -> list[str]:
         return [k for k, r in self.results.items() if r["verdict"] in BAD]
+
+    @property
+    def unavailable(self) -> list[str]:
+        return [k for k, r in self.results.items() if r["verdict"] == UNAVAILABLE]
 
 
 def lanes(cells: list[Cell]) -> list[list[Cell]]:
@@ -73,6 +77,8 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
+    import numpy as np
+
     times = series.step_times()
     summary: dict[str, Any] = {"iterations": series.measured,
                                "median_step_s": float(np.median(times)) if len(times) else None}
@@ -102,6 +108,8 @@ class Sweep:
         self._image_lock = threading.Lock()
         self._lock = threading.Lock()
         self._host_gpus: gpu.HostGpus | None = None
+        self._gpu_lock = threading.Lock()
+        self._gpu_seen: dict[str, gpu.HostGpus] = {}
         self.cancel = threading.Event()
 
     def runtime_for(self, cell: Cell) -> Runtime:
@@ -152,7 +160,11 @@ class Sweep:
                 how = (f"up to {s.max_iterations} iterations, early stop" if s.max_iterations
                        else f"{s.iterations} iterations")
                 self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
-                result = self.run_cell(cell)
+                self._event(cell, "running", None)
+                try:
+                    result = self.run_cell(cell)
+                finally:
+                    self._event(cell, "done", None)
                 with self._lock:
                     outcome.results[cell.id] = result
                     outcome.ran += 1
@@ -172,11 +184,24 @@ class Sweep:
         try:
             for groups in plan:
                 self._run_lanes(groups, lane, stop)
+        except BaseException:
+            # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
+            for rt in (self.runtime, *self.runtimes.values()):
+                abort = getattr(rt, "abort_prepare", None)
+                if abort is not None:
+                    abort()
+            raise
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
         self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
+
+    def _event(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+        """Tell a live display (harness/report/live.py) that a cell started or ended."""
+        hook = getattr(self.progress, "cell", None)
+        if hook is not None:
+            hook(cell, event, result)
 
     def _run_lanes(self, groups: list[list[Cell]], lane: Callable[[list[Cell]], None],
                    stop: threading.Event) -> None:
@@ -202,15 +227,16 @@ class Sweep:
 
     def gpu_precheck(self, cell: Cell, info: ImageInfo) -> tuple[str, str] | None:
         """not-applicable / degraded decided from the image's CUDA and the GPU, or None."""
-        if not cell.gpu.wants_gpu or not cell.host.is_local:
+        if not cell.gpu.wants_gpu:
             return None
+        host = self.host_gpus(cell, info)
+        if host is not None and host.gpus and gpu.select(cell.gpu.value, host.gpus) is None:
+            have = ", ".join(f"{g.index} ({g.name})" for g in host.gpus)
+            return ("not-applicable", f"GPU {cell.gpu.value} is not on host {cell.host.label} "
+                    f"(its GPUs: {have})")
         cuda = gpu.image_cuda(info.labels, info.env)
-        if cuda is None:
+        if cuda is None or host is None:
             return None
-        with self._image_lock:
-            if self._host_gpus is None:
-                self._host_gpus = gpu.probe()
-        host = self._host_gpus
         chosen = gpu.select(cell.gpu.value, host.gpus) or []
         worst: tuple[str, str] | None = None
         for g in chosen:
@@ -219,9 +245,30 @@ class Sweep:
                 worst = found
         return worst
 
+    def host_gpus(self, cell: Cell, info: ImageInfo) -> gpu.HostGpus | None:
+        """The cell's host's GPUs: through its engine (a probe container) where the runtime
+        can, else this machine's NVML for a local host; None for another host."""
+        inventory = getattr(self.runtime_for(cell), "gpu_inventory", None)
+        if inventory is not None:
+            with self._gpu_lock:  # one probe per engine, not one per lane
+                found: gpu.HostGpus = inventory(info.ref, info.python)
+            self._gpu_seen[cell.host.label] = found
+            return found
+        if not cell.host.is_local:
+            return None
+        with self._image_lock:
+            if self._host_gpus is None:
+                self._host_gpus = gpu.probe()
+        return self._host_gpus
+
     def run_cell(self, cell: Cell) -> dict[str, Any]:
         t_wait = time.monotonic()
-        self.image(cell)
+        try:
+            self.image(cell)
+        except EnvironmentUnavailable as exc:
+            # An image that cannot be pulled / a pip pin that does not install: this
+            # cell is `unavailable`, the others still run and the reports are written.
+            return self._unavailable(cell, exc, time.monotonic() - t_wait)
         wait_s = time.monotonic() - t_wait
         # SciPy takes ~1.4 s to import: the CLI starts that import in a background
         # thread (see prefetch_analysis) while the first container starts.
@@ -242,6 +289,14 @@ class Sweep:
                                    "cell_s": time.monotonic() - t0})
             self.store.write_cell(cell.id, result)
             return result
+        if pre is not None and pre[0] == "unsupported":
+            # Run it, briefly: what happens decides (see _gpu_afterwards).
+            short = dataclasses.replace(run_cell.settings, timeout=min(
+                run_cell.settings.timeout, UNSUPPORTED_DEADLINE_S))
+            run_cell = dataclasses.replace(run_cell, scenario=dataclasses.replace(
+                run_cell.scenario, settings=short))
+            pre = (pre[0], f"{pre[1]} (deadline {short.timeout:.0f}s)")
+            self.progress(f"{cell.id}: {pre[1]}")
         while True:
             outdir = self.store.cell_dir(cell.id, fresh=True)
             request = RunRequest(run_cell, info, outdir, outdir / "stop", self.cancel)
@@ -264,6 +319,7 @@ class Sweep:
             verdict = decide(series, ended, self.cfg)
             self._use_live(verdict, decision)
             self._gpu_afterwards(verdict, series, ended, pre)
+            flag_cell(cell, verdict, series)
             analyse_s = time.monotonic() - t_an
             attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
                              "iterations": run_cell.settings.iterations})
@@ -280,6 +336,23 @@ class Sweep:
         result = self._result(cell, info, runtime, ended, series, verdict, attempts,
                               timings_of(info, series, run_s, analyse_s, wait_s,
                                          time.monotonic() - t0))
+        self.store.write_cell(cell.id, result)
+        return result
+
+    def _unavailable(self, cell: Cell, exc: EnvironmentUnavailable, waited: float
+                     ) -> dict[str, Any]:
+        from harness.analysis.verdict import CellVerdict
+
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        what = "engine" if isinstance(exc, EngineUnavailable) else "image"
+        self.store.cell_dir(cell.id, fresh=True)
+        result = self._result(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
+                              RunOutcome(exit_code=None, error=text),
+                              Series(), CellVerdict("unavailable", reason), [],
+                              {"prepare_s": waited, "run_s": 0.0, "analyse_s": 0.0,
+                               "cell_s": waited})
+        result["unavailable"] = {"what": what, "message": text}
         self.store.write_cell(cell.id, result)
         return result
 
@@ -327,6 +400,8 @@ class Sweep:
     def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
                         pre: tuple[str, str] | None) -> None:
         """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
+        import numpy as np
+
         if pre is not None:
             verdict.findings.append(f"{pre[0]}: {pre[1]}")
         first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
@@ -335,6 +410,8 @@ class Sweep:
         median = float(np.median(times)) if len(times) else None
         err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
         found = gpu.runtime_incompatibility(first, median, ended.log_tail + err)
+        if pre is not None and pre[0] == "unsupported":
+            verdict.findings.append(unsupported_evidence(verdict, series, found))
         if found is None:
             return
         if found[0] == "not-applicable" and verdict.verdict in ("crash", "ok", "ambiguous"):
@@ -358,7 +435,9 @@ class Sweep:
                                   else getattr(cell.settings, f.name))
                          for f in dataclasses.fields(cell.settings)},
             "runtime": runtime.name,
-            "host": {"label": cell.host.label, "url": cell.host.url},
+            "host": {"label": cell.host.label, "url": cell.host.url,
+                     "machine": socket.gethostname(),   # the machine the harness ran on
+                     **host_gpu_fields(self._gpu_seen.get(cell.host.label))},
             **verdict.to_dict(),
             "summary": summarise(series, verdict),
             "outcome": ended.to_dict(),
@@ -401,6 +480,8 @@ class Sweep:
                 if c is base:
                     continue
                 res = results[c.id]
+                if res["verdict"] == UNAVAILABLE:
+                    continue
                 series = read_samples(self.store.samples_path(c.id))
                 steps, peaks = compare_to_baseline(
                     base_series.step_times(), base_series.peak("rss"), series.step_times(),
@@ -426,17 +507,87 @@ class Sweep:
                         why.append(f"peak RSS {peaks.ratio:.2f}x {base.image.label}")
                     if why:
                         res["verdict"] = "regression"
-                        res["reason"] = "; ".join(why)
+                        res["reason"] = "; ".join(why + said_flags(res))
                         res.setdefault("findings", []).append("regression")
                 self.store.write_cell(c.id, res)
 
 
-def prefetch_analysis() -> threading.Thread:
-    """Import the statistics (SciPy) in the background; the first verdict needs them."""
+UNSUPPORTED_DEADLINE_S = 300.0
+
+
+def framework_device(series: Series) -> str | None:
+    """Where the scenario says its framework ran (`info()["device"]`), lower-cased."""
+    info = (series.end or {}).get("info")
+    device = info.get("device") if isinstance(info, dict) else None
+    return str(device).lower() if device is not None else None
+
+
+def unsupported_evidence(verdict: CellVerdict, series: Series,
+                         found: tuple[str, str] | None) -> str:
+    """What running an NVIDIA-unsupported image/GPU pair showed, as a finding."""
+    device = framework_device(series)
+    if found is not None:
+        return f"unsupported pair, run to decide: {found[0]} from evidence ({found[1]})"
+    if verdict.verdict == "timeout":
+        return ("unsupported pair, run to decide: undecided: killed at the short deadline "
+                "with no CUDA error in the log (PTX JIT compiling every kernel looks like "
+                "this): run the cell alone with a longer timeout to tell")
+    if verdict.verdict == "crash":
+        return ("unsupported pair, run to decide: crash with no CUDA compatibility error "
+                "in the log: the failure is not attributed to the GPU")
+    if device is not None and "gpu" not in device:
+        return (f"unsupported pair, run to decide: undecided: the framework ran on "
+                f"{device}, not the GPU, so the run proves nothing about the GPU "
+                f"({series.measured} iterations, no CUDA error in the log)")
+    return (f"unsupported pair, run to decide: ran {series.measured} iterations on the GPU "
+            "with no CUDA compatibility error: a real measurement")
+
+
+FLAG_PREFIXES = ("no-gpu:", "heap:")
+
+
+def said_flags(result: dict[str, Any]) -> list[str]:
+    """The flag_cell texts of a result, to keep in a reason that is rewritten later."""
+    return [f for f in result.get("findings") or [] if str(f).startswith(FLAG_PREFIXES)]
+
+
+def flag_cell(cell: Cell, verdict: CellVerdict, series: Series) -> None:
+    """Say in the verdict's reason (console, report) what a reader must not miss: a GPU
+    cell whose framework saw no GPU, the heap notes of reading (mallinfo's 4 GiB wrap)."""
+    extra: list[str] = []
+    device = framework_device(series)
+    if cell.gpu.wants_gpu and device is not None and "gpu" not in device \
+            and verdict.verdict not in ("not-applicable",):
+        extra.append(f"no-gpu: a GPU cell, but the framework saw no GPU and ran on {device}: "
+                     "measured on the CPU")
+    extra.extend(series.notes)
+    for text in extra:
+        if text not in verdict.findings:
+            verdict.findings.append(text)
+        verdict.reason = f"{verdict.reason}; {text}"
+
+
+def host_gpu_fields(host: gpu.HostGpus | None) -> dict[str, Any]:
+    """The result's `host.gpus` (as the engine gave them to a probe container), if known."""
+    if host is None:
+        return {}
+    return {"gpus": [{"index": g.index, "name": g.name, "uuid": g.uuid,
+                      "cc": list(g.cc) if g.cc else None, "memory_total": g.memory_total}
+                     for g in host.gpus],
+            "driver": host.driver,
+            "cuda_driver": ".".join(map(str, host.cuda_driver)) if host.cuda_driver else None}
+
+
+def prefetch_analysis(*more: str) -> threading.Thread:
+    """Import the statistics (NumPy) and `more` modules (the reporters) in the background,
+    while the first container starts: the first verdict and the reports need them."""
     import importlib
 
-    t = threading.Thread(target=importlib.import_module, args=("harness.analysis.verdict",),
-                         daemon=True, name="prefetch")
+    def load() -> None:
+        for name in ("harness.analysis.verdict", *more):
+            importlib.import_module(name)
+
+    t = threading.Thread(target=load, daemon=True, name="prefetch")
     t.start()
     return t
 

@@ -25,6 +25,7 @@ class RowAnswer:
     contiguous: bool
     sentence: str
     diff: list[tuple[str, str, str]] = field(default_factory=list)  # (what, good, bad)
+    scenario_error: str | None = None   # the same error on every image: a scenario bug
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +88,21 @@ def fingerprint_diff(good: Mapping[str, Any], bad: Mapping[str, Any]) -> list[tu
     return out
 
 
+def same_failure(items: Sequence[Mapping[str, Any]]) -> str | None:
+    """'Type: message' when every image that ran crashed with the same scenario error (at
+    least two images): the scenario is broken, not the images."""
+    ran = [r for r in items if r["verdict"] not in ("unavailable", "not-applicable")]
+    if len(ran) < 2 or any(r["verdict"] != "crash" for r in ran):
+        return None
+    said = set()
+    for r in ran:
+        err = (r.get("end") or {}).get("error") or {}
+        if not isinstance(err, Mapping) or not err.get("type"):
+            return None
+        said.add(f"{err['type']}: {err.get('message', '')}".strip())
+    return said.pop() if len(said) == 1 else None
+
+
 def answer_rows(results: Mapping[str, Mapping[str, Any]]) -> list[RowAnswer]:
     """Group stored cell results by row, order by image index, name the first bad."""
     rows: dict[str, list[Mapping[str, Any]]] = {}
@@ -97,7 +113,12 @@ def answer_rows(results: Mapping[str, Mapping[str, Any]]) -> list[RowAnswer]:
         items.sort(key=lambda r: r["image"]["index"])
         ordered = [(r["image"]["label"], r["verdict"]) for r in items]
         bad, good, contiguous = first_bad(ordered)
-        if bad is None:
+        broken = same_failure(items)
+        if broken is not None:
+            bad, good, contiguous = None, None, True
+            sentence = (f"the scenario fails on every image ({broken}); fix the scenario, "
+                        "these are not findings about the images")
+        elif bad is None:
             sentence = "no bad image"
         elif good is None:
             sentence = f"bad from the first image ({bad}); no good image before it"
@@ -112,7 +133,7 @@ def answer_rows(results: Mapping[str, Mapping[str, Any]]) -> list[RowAnswer]:
         first = items[0]
         answers.append(RowAnswer(row, first["gpu"]["label"], first["scenario"]["id"],
                                  [(r["image"]["label"], r["verdict"], r["id"]) for r in items],
-                                 bad, good, contiguous, sentence, diff))
+                                 bad, good, contiguous, sentence, diff, broken))
     answers.sort(key=lambda a: a.row)
     return answers
 

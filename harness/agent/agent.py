@@ -76,11 +76,21 @@ class Readers(object):
         self.lock = threading.Lock()
 
     def rss(self):
+        return self.rss_and_anon()[0]
+
+    def rss_and_anon(self):
+        """(RSS, anonymous RSS) bytes from one statm read: resident - shared is RssAnon.
+
+        A cgroup is charged a shared library's file pages only by the first container
+        that read them, so the host compares the cgroup with the anonymous part."""
         text = self.statm.read(256)
         try:
-            return int(text.split()[1]) * PAGE if text else None
+            fields = text.split() if text else None
+            if not fields:
+                return None, None
+            return int(fields[1]) * PAGE, (int(fields[1]) - int(fields[2])) * PAGE
         except (ValueError, IndexError):
-            return None
+            return None, None
 
     def uss(self, force=False):
         """Private_Clean + Private_Dirty (+ Hugetlb) bytes, or None when skipped."""
@@ -265,8 +275,9 @@ class Sampler(object):
         r = self.readers
         # USS is costly (smaps_rollup walks the page tables): the timer thread reads it
         # every time, off the main thread; step samples only within a 0.5 % budget.
+        rss, rss_anon = r.rss_and_anon()
         rec = {"type": "sample", "src": src, "phase": self.phase, "i": self.steps_done,
-               "t": round(time.monotonic() - self.t0, 6), "rss": r.rss(),
+               "t": round(time.monotonic() - self.t0, 6), "rss": rss, "rss_anon": rss_anon,
                "uss": r.uss(force or src == "timer"), "cgroup": r.cgroup_bytes(),
                "fds": count_fds(), "threads": r.threads()}
         if self.nvml is not None and self.nvml.available:

@@ -9,9 +9,17 @@ Symbols, signatures and structs follow NVIDIA's NVML API reference (nvml.h):
   nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int *major, int *minor);
   nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t *)
       with nvmlMemory_t = {unsigned long long total, free, used};
+  nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t, nvmlMemory_v2_t *)
+      with nvmlMemory_v2_t = {unsigned int version; unsigned long long total, reserved,
+      free, used} and version = sizeof(nvmlMemory_v2_t) | 2 << 24.
+Since R510 drivers the v1 call counts the driver's reserved memory (a few hundred MiB
+per GPU) as used, so an idle GPU looks held; `_v2` reports it apart and is used when the
+library has it.
   nvmlSystemGetDriverVersion(char *, unsigned int);
   nvmlSystemGetCudaDriverVersion_v2(int *)   (1000 * major + 10 * minor).
-nvmlDevice_t is an opaque pointer, kept as c_void_p. Inside a container NVML cannot map
+HARNESS_NVML_DEVICES (comma-separated NVML indices or UUIDs) restricts the readings to
+the cell's GPUs where nothing else does (the local runtime: no container, every GPU of
+the host is visible to NVML). nvmlDevice_t is an opaque pointer, kept as c_void_p. Inside a container NVML cannot map
 its own PIDs (the PID namespace differs), so only device-level figures are used; the
 harness runs one cell per GPU so that the device's figure is the cell's.
 
@@ -19,6 +27,7 @@ harness runs one cell per GPU so that the device's figure is the cell's.
 """
 import ctypes
 import json
+import os
 import sys
 
 NVML_SUCCESS = 0
@@ -29,6 +38,14 @@ class _Memory(ctypes.Structure):
     _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
                 ("used", ctypes.c_ulonglong)]
 
+
+class _MemoryV2(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong),
+                ("reserved", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
+MEMORY_V2 = ctypes.sizeof(_MemoryV2) | (2 << 24)  # NVML_STRUCT_VERSION(Memory, 2)
 
 _P = ctypes.POINTER
 _SIGNATURES = {
@@ -46,6 +63,7 @@ _SIGNATURES = {
 _OPTIONAL = {
     "nvmlSystemGetCudaDriverVersion_v2": [_P(ctypes.c_int)],
     "nvmlErrorString": [ctypes.c_int],
+    "nvmlDeviceGetMemoryInfo_v2": [ctypes.c_void_p, _P(_MemoryV2)],
 }
 
 
@@ -56,6 +74,8 @@ class Nvml(object):
         self.available = False
         self.reason = None
         self.handles = []
+        self.indices = []          # NVML index of each handle (a subset when restricted)
+        self.memory_api = None
         self._lib = None
         self._fn = {}
         try:
@@ -86,12 +106,19 @@ class Nvml(object):
             self.reason = "nvmlDeviceGetCount_v2 failed: %s" % self.error(rc)
             self._fn["nvmlShutdown"]()
             return
+        only = [x.strip() for x in os.environ.get("HARNESS_NVML_DEVICES", "").split(",")
+                if x.strip()]
         for i in range(count.value):
             handle = ctypes.c_void_p()
             if self._fn["nvmlDeviceGetHandleByIndex_v2"](i, ctypes.byref(handle)) == 0:
+                if only and str(i) not in only and \
+                        self._text("nvmlDeviceGetUUID", handle) not in only:
+                    continue
                 self.handles.append(handle)
+                self.indices.append(i)
         self._lib = lib
         self.available = True
+        self.memory_api = "v2" if "nvmlDeviceGetMemoryInfo_v2" in self._fn else "v1"
 
     @staticmethod
     def _bind(lib, name, argtypes, restype):
@@ -123,10 +150,13 @@ class Nvml(object):
             if self._fn["nvmlDeviceGetCudaComputeCapability"](
                     h, ctypes.byref(major), ctypes.byref(minor)) == NVML_SUCCESS:
                 cc = [major.value, minor.value]
-            mem = self.memory(i)
-            out.append({"index": i, "name": self._text("nvmlDeviceGetName", h),
+            mem = self.memory_info(i)
+            out.append({"index": self.indices[i], "name": self._text("nvmlDeviceGetName", h),
                         "uuid": self._text("nvmlDeviceGetUUID", h), "cc": cc,
-                        "memory_total": mem[0] if mem else None})
+                        "memory_total": mem["total"] if mem else None,
+                        "memory_reserved": mem["reserved"] if mem else None,
+                        "memory_used": mem["used"] if mem else None,
+                        "memory_api": mem["api"] if mem else None})
         return out
 
     def driver(self):
@@ -150,15 +180,33 @@ class Nvml(object):
         return {"devices": self.devices(), "driver": self.driver(),
                 "cuda_driver": self.cuda_driver()}
 
-    def memory(self, index):
-        """(total, used) bytes of device `index`, or None."""
+    def memory_info(self, index):
+        """{total, used, reserved, api} bytes of the index-th visible device, or None.
+
+        `_v2` first: `used` then excludes the driver's reservation (`reserved`); with
+        only v1 (drivers before R510, or a library without `_v2`) `reserved` is None and
+        `used` may include it.
+        """
         if not self.available or index >= len(self.handles):
             return None
+        fn = self._fn.get("nvmlDeviceGetMemoryInfo_v2")
+        if fn is not None:
+            mem2 = _MemoryV2()
+            mem2.version = MEMORY_V2
+            if fn(self.handles[index], ctypes.byref(mem2)) == NVML_SUCCESS:
+                return {"total": mem2.total, "used": mem2.used, "reserved": mem2.reserved,
+                        "api": "v2"}
         mem = _Memory()
         if self._fn["nvmlDeviceGetMemoryInfo"](self.handles[index],
                                                ctypes.byref(mem)) != NVML_SUCCESS:
             return None
-        return (mem.total, mem.used)
+        return {"total": mem.total, "used": mem.used, "reserved": None, "api": "v1"}
+
+    def memory(self, index):
+        """(total, used) bytes of the index-th visible device, or None (used: v2 when
+        available, i.e. without the driver's reservation)."""
+        mem = self.memory_info(index)
+        return (mem["total"], mem["used"]) if mem else None
 
     def used_by_device(self):
         """[used bytes or None] per visible device."""

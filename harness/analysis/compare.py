@@ -13,9 +13,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.ranktests import mannwhitneyu_p
 
 Direction = Literal["slower", "faster", "~"]
 PeakDirection = Literal["higher", "lower", "~"]
@@ -93,7 +93,7 @@ def compare_steps(
             "exists; step times must be positive seconds"
         )
     ratio = float(np.median(o)) / base_median
-    p_value = float(stats.mannwhitneyu(o, b, alternative="two-sided").pvalue)
+    p_value = mannwhitneyu_p(o, b, "two-sided")
     direction: Direction = "~"
     if p_value < cfg.alpha and abs(float(np.median(o)) - base_median) >= cfg.step_floor_s:
         if ratio > cfg.min_ratio:

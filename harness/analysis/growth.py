@@ -32,9 +32,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
 
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p, norm_ppf
 
 FloatArray = npt.NDArray[np.float64]
 MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
@@ -166,7 +166,7 @@ def theil_sen(
     mid = (m - 1) // 2, m // 2
     rho = 0.0
     var_s = n * (n - 1) * (2 * n + 5) / 18.0
-    z = float(special.ndtri(0.5 + confidence / 2.0))
+    z = norm_ppf(0.5 + confidence / 2.0)
     ranks = _interval_ranks(m, z * np.sqrt(var_s))
     part = np.partition(slopes, sorted({*mid, *ranks}))
     slope = 0.5 * float(part[mid[0]] + part[mid[1]])
@@ -264,7 +264,7 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     ratio = late_med / early_med if early_med > 0 else 1.0
     if n < cfg.min_step_samples:
         return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
-    p_value = float(stats.mannwhitneyu(late, early, alternative="greater").pvalue)
+    p_value = mannwhitneyu_p(late, early, "greater")
     trend_p = _monotone_p(t)
     # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
     # drifts between fast and slow regimes only happens to end slower. Both tests.
@@ -280,8 +280,7 @@ def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
     if bins < 6:  # six bins in perfect order give p = 1/720 < 0.002
         return 0.0
     medians = np.array([np.median(x) for x in np.array_split(t, bins)])
-    res = stats.kendalltau(np.arange(bins), medians, alternative="greater")
-    p = float(res.pvalue)
+    p = kendall_increasing_p(medians)
     return p if p == p else 1.0  # NaN (all equal) -> no trend
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Literal
 
 Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
-                  "not-applicable", "ambiguous"]
+                  "not-applicable", "ambiguous", "unavailable"]
 VERDICTS: tuple[str, ...] = ("ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout",
-                             "crash", "not-applicable", "ambiguous")
+                             "crash", "not-applicable", "ambiguous", "unavailable")
+# `unavailable`: the cell could not be prepared (image not found, pip pin that does not
+# install); it ran nothing, so it is neither good nor bad and the sweep goes on.
+UNAVAILABLE = "unavailable"
 BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeout", "crash"})
 GOOD: frozenset[str] = frozenset({"ok", "plateau"})

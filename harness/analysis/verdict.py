@@ -39,6 +39,32 @@ NOT_APPLICABLE = re.compile(
     r"cudaErrorNoKernelImageForDevice|CUDA driver version is insufficient|"
     r"unsupported display driver / cuda driver combination|requires CUDA compute capability",
     re.IGNORECASE)
+# A framework's own out-of-memory on the device: the process is not OOM-killed, the
+# framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
+# OutOfMemoryError, a bare CUDA error) and the agent ends with an error.
+GPU_OOM = re.compile(
+    r"ResourceExhaustedError|OOM when allocating tensor|CUDA out of memory|"
+    r"CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|torch\.cuda\.OutOfMemoryError|"
+    r"failed to allocate [\d.]+[KMG]?i?B? .*from device: CUDA_ERROR_OUT_OF_MEMORY")
+# The allocation report a framework prints with it (TF's BFC allocator summary and the
+# OOM line, PyTorch's "Tried to allocate ... already allocated" sentence).
+ALLOCATION_REPORT = re.compile(
+    r"OOM when allocating tensor.*|Tried to allocate .*|Sum Total of in-use chunks.*|"
+    r"^\s*(?:Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Largest free block)\s*[:=].*|"
+    r"Current allocation summary follows.*|report_tensor_allocations_upon_oom.*|"
+    r"CUDA_ERROR_OUT_OF_MEMORY.*", re.MULTILINE)
+
+
+def allocation_report(text: str, limit: int = 12) -> list[str]:
+    """The framework's allocation report lines found in a log, in order, deduplicated."""
+    out: list[str] = []
+    for m in ALLOCATION_REPORT.finditer(text):
+        line = m.group(0).strip()[:300]
+        if line and line not in out:
+            out.append(line)
+        if len(out) >= limit:
+            break
+    return out
 
 
 @dataclass
@@ -95,6 +121,13 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
             how = "OOMKilled" if outcome.oom_killed else f"cgroup peak {peak} near limit"
             return "oom", f"exit 137, {how} (limit {limit} bytes)"
         return "crash", "killed by SIGKILL from outside (exit 137, not OOMKilled)"
+    if GPU_OOM.search(text) and (outcome.exit_code not in (0, None) or (
+            end is not None and end.get("status") == "error")):
+        report = allocation_report(text)
+        what = GPU_OOM.search(text).group(0)  # type: ignore[union-attr]
+        return "oom", (f"out of device memory in the framework ({what})" +
+                       (": " + " | ".join(report) if report else
+                        "; the framework printed no allocation report"))
     if NOT_APPLICABLE.search(text):
         return "not-applicable", NOT_APPLICABLE.search(text).group(0)  # type: ignore[union-attr]
     if end is not None and end.get("status") == "error":

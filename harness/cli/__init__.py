@@ -1,4 +1,4 @@
-"""`python -m harness COMMAND`: thin commands over the pipeline. main(argv) -> exit code.
+"""`harness COMMAND`: thin commands over the pipeline. main(argv) -> exit code.
 
 Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment
 unavailable (no engine, no GPU, image missing), 130 interrupted.
@@ -19,21 +19,53 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 COMMANDS = ("sweep", "bisect", "compare", "report", "images", "doctor", "watch")
 
 
+HELP = """\
+Find which container image, package version or GPU introduced a memory leak or a
+slowdown, and show the numbers behind each verdict."""
+
+EPILOG = """\
+examples:
+  harness sweep examples/multidict.yaml          run every cell of a matrix
+  harness report reports/multidict-pop           re-render the newest run's reports
+  harness compare DIR_A DIR_B                    where two hosts' (or runs') results differ
+  harness bisect matrix.yaml --good A --bad B    first bad image of one row, ~log2(n) cells
+  harness doctor [matrix.yaml]                   what is missing on this machine
+
+exit codes: 0 clean, 1 a leak/slowdown/regression/crash found, 2 bad input (matrix,
+flag, scenario), 3 environment unavailable (engine, GPU, image), 130 interrupted.
+`harness COMMAND --help` describes each command."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"harness: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness import __version__
     from harness.cli import bisect, compare, doctor, images, report, sweep, watch
 
-    parser = _Parser(prog="harness", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND")
     for module in (sweep, bisect, compare, report, images, doctor, watch):
         module.add_parser(sub)
+    _own_parser(parser)
     return parser
+
+
+def _own_parser(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command's namespace carries its own parser, so an unknown flag is
+    answered with that command's usage, not the top-level one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                child.set_defaults(_parser=child)
+                _own_parser(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cell_main(argv[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            owner = getattr(args, "_parser", parser)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:

@@ -1,4 +1,4 @@
-"""`harness bisect matrix.yaml --scenario ID --gpu G`: first bad image without a full sweep."""
+"""`harness bisect matrix.yaml [--good A --bad B]`: first bad image without a full sweep."""
 
 from __future__ import annotations
 
@@ -6,16 +6,13 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness import spec
-from harness.bisect import bisect, expected_probes, sweep_runner
 from harness.cli import printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.orchestrator import Sweep, prefetch_analysis
-from harness.runtimes import Engines
-from harness.spec.model import Cell, Matrix
-from harness.store import RunStore
+
+if TYPE_CHECKING:
+    from harness.spec.model import Cell, Matrix
 
 
 def add_parser(sub: Any) -> None:
@@ -24,6 +21,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scenario", metavar="ID", help="scenario id (needed if several)")
     p.add_argument("--gpu", metavar="G", help="GPU value or label, e.g. 0 or gpu0 (needed "
                                               "if several)")
+    p.add_argument("--good", metavar="IMAGE",
+                   help="a known-good image (label or reference): bisect from here")
+    p.add_argument("--bad", metavar="IMAGE",
+                   help="a known-bad image (label or reference): bisect up to here")
     p.add_argument("--repeats", type=int, default=1,
                    help="extra probes of an image whose verdict stays ambiguous (default 1)")
     p.add_argument("--reuse", type=Path, action="append", default=[], metavar="DIR",
@@ -75,8 +76,35 @@ def row_cells(matrix: Matrix, scenario: str | None, gpu: str | None) -> list[Cel
     return cells
 
 
+def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) -> list[Cell]:
+    """The row's cells from --good to --bad (inclusive), in image order.
+
+    Raises:
+        InputError: an image that is not in the row, --bad not after --good.
+    """
+    def index(name: str, flag: str) -> int:
+        for i, c in enumerate(cells):
+            if name in (c.image.label, c.image.ref):
+                return i
+        raise InputError(f"{flag} {name}: not an image of {source} (allowed values: "
+                         f"{', '.join(c.image.label for c in cells)})")
+
+    lo = index(good, "--good") if good is not None else 0
+    hi = index(bad, "--bad") if bad is not None else len(cells) - 1
+    if hi <= lo:
+        raise InputError(f"--bad {cells[hi].image.label} is not after --good "
+                         f"{cells[lo].image.label} in {source}: `image:` order is version "
+                         "order, the good one comes first")
+    return cells[lo:hi + 1]
+
+
 def run(args: argparse.Namespace) -> int:
+    from harness import spec
+    from harness.bisect import bisect, expected_probes, sweep_runner
     from harness.cli.sweep import _override
+    from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.runtimes import Engines
+    from harness.store import RunStore
 
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
@@ -85,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
                              "written by `harness sweep`")
     matrix = spec.load(args.matrix)
-    cells = _override(row_cells(matrix, args.scenario, args.gpu), args)
+    cells = _override(between(row_cells(matrix, args.scenario, args.gpu), args.good,
+                              args.bad, matrix.file), args)
+    from harness.preflight import compile_scenarios
+
+    compile_scenarios(cells)
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start(cells)
@@ -126,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{outcome.runs} cell run(s), {outcome.reused} reused; a full sweep of this row "
           f"is {len(cells)} runs")
     if not outcome.found:
-        print("  fix: choose an image list that starts at a known-good version and ends at "
-              "a bad one" if outcome.step.why.startswith("endpoint is") else
+        print("  fix: bisect between a known-good and a known-bad image: --good IMAGE "
+              "--bad IMAGE" if outcome.step.why.startswith("endpoint is") else
               "  fix: raise iterations (--iterations) so the endpoint's verdict is decided",
               file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -65,6 +65,10 @@ class _DockerEngine:
         config = self.rt.client.images.get(ref).attrs.get("Config") or {}
         return {"labels": labels, "env": config.get("Env") or []}
 
+    def gpu_inventory(self, ref: str) -> gpu.HostGpus:
+        """The engine's GPUs as a probe container in image `ref` sees them."""
+        return self.rt.gpu_inventory(ref)
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
@@ -129,6 +133,32 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
     return c
 
 
+def _probe(c: Checks, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpus | None:
+    """The engine's GPUs through a probe container in the first matrix image it has."""
+    inventory = getattr(engine, "gpu_inventory", None)
+    if inventory is None:
+        return None
+    for img in matrix.images:
+        if engine.image_config(img.ref) is None:
+            continue
+        try:
+            found: gpu.HostGpus = inventory(img.ref)
+        except HarnessError as exc:
+            first, *rest = str(exc).splitlines()
+            c.add("FAIL", f"{where}: {first}",
+                  rest[-1].strip().removeprefix("fix: ") if rest else "")
+            return None
+        from harness.gpuprobe import describe
+
+        c.add("ok", f"{where}: GPUs through the engine (probe in {img.label}): "
+                    f"{describe(found)}")
+        for g in found.gpus:
+            cc = f"{g.cc[0]}.{g.cc[1]}" if g.cc else "?"
+            c.add("ok", f"{where}: GPU {g.index}: {g.name}, compute capability {cc}, {g.uuid}")
+        return found
+    return None
+
+
 def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None,
                    connect: Callable[[str | None], Engine], host: gpu.HostGpus,
                    has_gpu: bool, hook_found: bool, wants_gpu: bool) -> None:
@@ -143,7 +173,14 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
         return
     c.add("ok", f"{where}: Docker {info.get('ServerVersion')} (cgroup "
                 f"{info.get('CgroupVersion')}, runtime {info.get('DefaultRuntime')})")
+    probed = _probe(c, engine, matrix, where) if wants_gpu and matrix is not None else None
+    if probed is not None:  # the engine's own GPUs, not this machine's
+        host, has_gpu, local_gpus = probed, True, True
+    else:
+        local_gpus = local
     mechanisms = gpu.engine_gpu_mechanisms(info, hook_found and local)
+    if probed is not None and not mechanisms:
+        mechanisms = ["--gpus (a probe container was given GPUs)"]
     if mechanisms:
         c.add("ok", f"{where}: GPU support: {', '.join(mechanisms)}")
     elif wants_gpu and local:
@@ -152,19 +189,19 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
         c.add("warn", f"{where}: no nvidia runtime or CDI devices listed by the remote "
                       "engine; `--gpus` support cannot be seen from here",
               f"if cells fail to start, on that host: {TOOLKIT_FIX}")
-    if wants_gpu and local and not has_gpu:
+    if wants_gpu and local and not has_gpu and probed is None:
         c.add("FAIL", f"{where}: the matrix asks for GPUs but this host has none",
               "run on a GPU host or set gpu: [none]")
     if matrix is None:
         return
-    gpus = host.gpus if local else []
-    if local and host.gpus:
+    gpus = host.gpus if local_gpus else []
+    if local_gpus and host.gpus:
         for sel in matrix.gpus:
             if sel.wants_gpu and gpu.select(sel.value, host.gpus) is None:
                 c.add("FAIL", f"{where}: the matrix selects GPU {sel.value}, which this host "
                               f"does not have (GPUs: {', '.join(str(g.index) for g in gpus)})",
                       "fix `gpu:` in the matrix")
-    elif wants_gpu and not local:
+    elif wants_gpu and not local_gpus:
         c.add("warn", f"{where}: the remote host's GPUs are not visible from here; image/GPU "
                       "compatibility is decided when its cells run")
     for img in matrix.images:

@@ -11,12 +11,21 @@ from harness.errors import EXIT_OK
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("images", help="build or list the offline test images")
-    p.add_argument("action", choices=("build", "list"))
-    p.add_argument("names", nargs="*", help="recipe names (default: all)")
-    p.add_argument("--recipes", type=Path, default=Path("images/images.yaml"))
-    p.add_argument("--force", action="store_true", help="rebuild even if up to date")
-    p.set_defaults(func=run)
+    p = sub.add_parser("images", help="build or list the offline test images",
+                       description="Build or list the offline CPU test images "
+                                   "(images/images.yaml).")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    b = actions.add_parser("build", help="build the test images that are out of date",
+                           description="Build the offline CPU test images whose recipe "
+                                       "changed (cached by recipe hash).")
+    b.add_argument("names", nargs="*", help="recipe names (default: all)")
+    b.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    lst = actions.add_parser("list", help="list the recipes and their image tags",
+                             description="List the recipes in images/images.yaml.")
+    for q in (b, lst):
+        q.add_argument("--recipes", type=Path, default=Path("images/images.yaml"),
+                       help="recipes file (default: images/images.yaml)")
+        q.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

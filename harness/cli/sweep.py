@@ -7,16 +7,14 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness import spec
 from harness.cli import interruptible, printer
-from harness.errors import EXIT_OK, EXIT_REGRESSION
-from harness.orchestrator import Sweep, prefetch_analysis
-from harness.report import ConsoleReporter, Report, write_all
-from harness.runtimes import Engines
-from harness.spec.model import Cell
-from harness.store import RunStore
+from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION
+
+if TYPE_CHECKING:
+    from harness.report import Report
+    from harness.spec.model import Cell
 
 
 def add_parser(sub: Any) -> None:
@@ -51,7 +49,12 @@ def _override(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `harness --help` must not pay for them.
+    from harness import spec
     from harness.errors import InputError
+    from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.runtimes import Engines
+    from harness.store import RunStore
 
     for flag in ("iterations", "warmup"):
         value = getattr(args, flag)
@@ -59,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
     matrix = spec.load(args.matrix)
     cells = _override(spec.select(matrix.cells, args.select), args)
+    if not args.list:
+        from harness.preflight import compile_scenarios
+
+        compile_scenarios(cells)  # a syntax error is exit 2 with file:line, no container
     if args.list:
         for c in cells:
             print(c.id)
@@ -71,14 +78,24 @@ def run(args: argparse.Namespace) -> int:
     engines.start(cells)  # no engine / no GPU: exit 3 before any results directory exists
     with interruptible():
         store = RunStore.open(args.out, matrix.name, resume)
-        # Imports SciPy while the first cell starts; after every other import of this
-        # command, so the two threads never import the same modules at once.
-        prefetch_analysis()
+        # Imports NumPy and the reporters while the first cell runs; after every other
+        # import of this command, so the two threads never import the same modules at once.
+        prefetch = prefetch_analysis("harness.report")
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-            progress(f"{len(cells)} cells, runtime {runtime.name}, results in {store.root}")
-            outcome = Sweep(matrix, runtime, store, progress, engines.by_host).run(
-                cells, bool(resume))
+            progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
+                     f"{runtime.name}, results in {store.root}")
+            from harness.report.live import progress_for
+
+            live = progress_for(args.quiet, store.samples_path)
+            try:
+                outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
+                    cells, bool(resume))
+            finally:
+                live.close()
+            prefetch.join()   # the reporters were imported while the cells ran
+            from harness.report import ConsoleReporter, Report, write_all
+
             report = Report.from_results(matrix.name, outcome.results, {
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
                 "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
@@ -91,4 +108,17 @@ def run(args: argparse.Namespace) -> int:
                 store.unlock()
     ConsoleReporter.from_results(report).render(sys.stdout)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
-    return EXIT_REGRESSION if report.bad_cells else EXIT_OK
+    return exit_code(report)
+
+
+def exit_code(report: Report) -> int:
+    """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
+    scenario bug, not a finding); else 3 when a cell could not be prepared (its image or
+    pip pin is unavailable), since the sweep did not answer for it; else 0."""
+    if report.findings:
+        return EXIT_REGRESSION
+    if report.broken_scenarios:
+        return EXIT_BAD_INPUT
+    if report.unavailable_cells:
+        return EXIT_ENVIRONMENT
+    return EXIT_OK

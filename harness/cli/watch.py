@@ -9,12 +9,6 @@ from typing import Any
 
 from harness.cli import interruptible, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
-from harness.orchestrator import prefetch_analysis
-from harness.registry import list_tags, parse_repo
-from harness.report import ConsoleReporter
-from harness.runtimes import Engines
-from harness.store import RunStore
-from harness.watch import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
 
 def add_parser(sub: Any) -> None:
@@ -43,6 +37,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.cli.sweep import _override
+    from harness.orchestrator import prefetch_analysis
+    from harness.registry import list_tags, parse_repo
+    from harness.report import ConsoleReporter
+    from harness.runtimes import Engines
+    from harness.store import RunStore
+    from harness.watch import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
     for flag, least in (("iterations", 1), ("warmup", 0)):
         value = getattr(args, flag)

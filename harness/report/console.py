@@ -1,7 +1,9 @@
-"""The terminal table; colour only on a TTY."""
+"""The terminal table: fits the terminal's width; colour only on a TTY without NO_COLOR."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import TextIO
 
 from tabulate import tabulate
@@ -10,7 +12,7 @@ from harness.report.model import Report
 
 COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
            "crash": "31", "ok": "32", "plateau": "36", "ambiguous": "90",
-           "not-applicable": "90"}
+           "not-applicable": "90", "unavailable": "33"}
 
 
 class ConsoleReporter:
@@ -21,15 +23,32 @@ class ConsoleReporter:
     def from_results(cls, report: Report) -> ConsoleReporter:
         return cls(report)
 
-    def render(self, out: TextIO, colour: bool | None = None) -> None:
+    def render(self, out: TextIO, colour: bool | None = None, width: int | None = None
+               ) -> None:
+        """The table and the answers. On a terminal (or with `width`) the table fits the
+        width: cells wrap, and with too many images for columns the table is transposed
+        (images down); elsewhere it is one plain line per row, for logs and grep.
+        Colour only on a terminal and never with NO_COLOR."""
+        tty = out.isatty()
         if colour is None:
-            colour = out.isatty()
-        header, body = self.report.table()
-        if colour:
-            body = [[_paint(c) for c in row] for row in body]
-        out.write(tabulate(body, headers=header, tablefmt="simple") + "\n")
+            colour = tty and not os.environ.get("NO_COLOR")
+        if width is None and tty:
+            width = shutil.get_terminal_size((100, 24)).columns
+        if width is not None:
+            self._fitted(out, width, colour)
+        else:
+            header, body = self.report.table()
+            if colour:
+                body = [[_paint(c) for c in row] for row in body]
+            out.write(tabulate(body, headers=header, tablefmt="simple") + "\n")
+        notes = self.report.unavailable_notes()
+        if notes:
+            out.write(f"\nnot run ({len(self.report.unavailable_cells)} unavailable "
+                      f"cell{'s' if len(self.report.unavailable_cells) != 1 else ''}):\n")
+            for note in notes:
+                out.write("  " + note.replace("\n", "\n  ") + "\n")
         for row in self.report.rows:
-            if row.first_bad:
+            if row.first_bad or row.scenario_error:
                 out.write(f"\n{row.row}: {row.sentence}\n")
                 for what, good, bad in row.diff[:15]:
                     out.write(f"  {what}: {good} -> {bad}\n")
@@ -37,7 +56,54 @@ class ConsoleReporter:
                     out.write(f"  ... {len(row.diff) - 15} more differences in report.md\n")
 
 
+    def _fitted(self, out: TextIO, width: int, colour: bool) -> None:
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        console = Console(file=out, width=width, no_color=not colour, force_terminal=colour,
+                          highlight=False, emoji=False)
+        header, body = self.report.table()
+        images = header[1:-1]
+
+        def text(value: str) -> Text:
+            code = COLOURS.get(value.split(" ", 1)[0].rstrip(":"))
+            return Text(value, style=STYLES.get(code or "", "") if colour else "")
+
+        # One column per image, each wide enough for its name and a wrapped verdict.
+        widths = [min(max(MIN_COLUMN, len(h)), 28) for h in images]
+        row_width = min(max(len(r[0]) for r in body), 30) if body else 10
+        if sum(w + 3 for w in widths) + row_width + 3 + MIN_COLUMN <= width:
+            table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
+            table.add_column(header[0], overflow="fold", min_width=min(row_width, 12))
+            for h, w in zip(images, widths, strict=True):
+                table.add_column(h, overflow="fold", min_width=w)
+            table.add_column(header[-1], overflow="fold", min_width=MIN_COLUMN)
+            for row in body:
+                table.add_row(row[0], *(text(c) for c in row[1:-1]), row[-1])
+            console.print(table)
+            return
+        # Too many images: images down, rows across (with the answers below).
+        rows = [r[0] for r in body]
+        table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
+        table.add_column("image", overflow="fold")
+        for name in rows:
+            table.add_column(name, overflow="fold")
+        for i, image in enumerate(images):
+            table.add_row(image, *(text(r[1 + i]) for r in body))
+        console.print(table)
+        for answer, r in zip(self.report.rows, body, strict=True):
+            if not (answer.first_bad or answer.scenario_error):   # those are said below
+                console.print(f"{r[0]}: {r[-1]}", markup=False)
+
+
+STYLES = {"31": "red", "32": "green", "33": "yellow", "35": "magenta", "36": "cyan",
+          "90": "bright_black"}
+MIN_COLUMN = 16
+
+
 def _paint(text: str) -> str:
-    word = text.split(" ", 1)[0]
+    word = text.split(" ", 1)[0].rstrip(":")
     code = COLOURS.get(word)
     return f"\x1b[{code}m{text}\x1b[0m" if code else text

@@ -9,6 +9,8 @@ its own text, is passed as `Markup`.
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -17,14 +19,19 @@ from markupsafe import Markup
 
 from harness.analysis.kinds import BAD, GOOD
 from harness.ingest import Series, read_samples
-from harness.report.model import Report, cell_numbers
-from harness.report.svg import Fit, Line, chart
+from harness.report.model import Report, cell_numbers, human_seconds
+from harness.report.svg import Fit, Line, chart, robust_range
 
 # sample key -> name of the trend in result["memory"] (see analysis.verdict.SOURCES)
 SOURCES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgroup"),
            ("gpu_used", "gpu"), ("fw", "fw"))
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
-           "gpu": "#ff7f0e", "fw": "#17becf", "step": "#444444"}
+           "gpu": "#ff7f0e", "fw": "#17becf", "step": "#2c3e70", "baseline": "#999999"}
+MIN_POINTS = 3                  # a source needs this many measured samples for a panel
+MIN_SPAN = {"heap": 256 * 1024.0}   # bytes: below this, a row's heap span is noise
+DEFAULT_MIN_SPAN = 1024 * 1024.0
+SEVERITY = {"crash": 0, "oom": 1, "timeout": 2, "leak": 3, "regression": 4, "slowdown": 5,
+            "ambiguous": 6, "plateau": 7, "unavailable": 8, "not-applicable": 9, "ok": 10}
 
 
 @dataclass
@@ -39,6 +46,11 @@ class CellView:
     traceback: str = ""
     problems: list[str] = field(default_factory=list)
     note: str = ""
+    links: list[tuple[str, str]] = field(default_factory=list)   # (text, relative href)
+
+    @property
+    def sort_key(self) -> str:
+        return f"{SEVERITY.get(self.verdict, 5):02d} {self.verdict} {self.numbers}"
 
     @property
     def kind(self) -> str:
@@ -55,13 +67,23 @@ def warmup_end(series: Series) -> float | None:
     return max(ends) if ends else None
 
 
-def memory_plot(series: Series, key: str, name: str, trend: dict[str, Any] | None) -> Markup:
-    """Bytes of one source against iteration, every phase, with the fitted slope."""
+def measured(series: Series, key: str) -> list[float]:
+    return [float(v) for smp in series.samples if smp.get("phase") == "measure"
+            and (v := smp.get(key)) is not None]
+
+
+def memory_plot(series: Series, key: str, name: str, trend: dict[str, Any] | None,
+                span: float | None = None, fitted: bool = True) -> Markup:
+    """Bytes of one source against iteration, every phase, with the fitted slope.
+
+    With `span`, the y axis is that many bytes tall (the largest range of this source
+    in the row), from this cell's lowest measured value: a 30 KiB drift next to a
+    1.7 MiB leak looks like one. The slope is printed large either way."""
     pairs = sorted((float(s["i"]), float(s[key])) for s in series.samples
                    if s.get(key) is not None)
     xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
-    fit, note = None, ""
-    if trend is not None:
+    fit, note, headline = None, "", ""
+    if trend is not None and fitted:
         slope = float(trend["slope"])
         mx, my = series.memory(key)
         if len(mx):
@@ -70,14 +92,21 @@ def memory_plot(series: Series, key: str, name: str, trend: dict[str, Any] | Non
                                           for x, y in zip(mx, my, strict=True))
             fit = Fit(slope, intercept, float(mx[0]), float(mx[-1]))
         lo, hi = trend.get("slope_lo"), trend.get("slope_hi")
-        ci = f" [{kib(lo)}..{kib(hi)}]" if lo is not None and hi is not None else ""
-        note = f"{kib(slope)}{ci} KiB/it, {trend.get('kind', '')}"
+        ci = f"CI {kib(lo)}..{kib(hi)} KiB/call, " if lo is not None and hi is not None else ""
+        headline = f"{kib(slope)} KiB/call"
+        note = f"{ci}{trend.get('kind', '')}"
+    elif not fitted:
+        note = "never decisive"
+    y_range = None
+    values = measured(series, key) or ys
+    if span is not None and values:
+        low = min(values)
+        y_range = (low - span * 0.08, low + span * 1.08)
     line = Line(xs, ys, COLOURS.get(name, "#333"), name)
-    return chart(name, [line], "B", warmup_end(series), fit, note)
+    return chart(name, [line], "B", warmup_end(series), fit, note, y_range, headline)
 
 
-def step_plot(series: Series, steps: dict[str, Any] | None) -> Markup:
-    """Seconds per step against iteration, warm-up included and shaded."""
+def step_points(series: Series) -> tuple[list[float], list[float]]:
     xs: list[float] = []
     ys: list[float] = []
     for s in series.samples:
@@ -86,14 +115,67 @@ def step_plot(series: Series, steps: dict[str, Any] | None) -> Markup:
             first = int(s["i"]) - len(dt) + 1
             xs.extend(float(first + k) for k in range(len(dt)))
             ys.extend(dt)
+    return xs, ys
+
+
+def step_plot(series: Series, steps: dict[str, Any] | None,
+              y_range: tuple[float, float] | None = None,
+              baseline: tuple[str, Series] | None = None) -> Markup:
+    """Seconds per step against iteration, warm-up included and shaded but not scaling
+    the axis; the row's baseline image overlaid (dashed grey) where the cell is compared."""
+    xs, ys = step_points(series)
+    lines = [Line(xs, ys, COLOURS["step"], "this image")]
+    if baseline is not None:
+        bx, by = step_points(baseline[1])
+        if bx:
+            lines.append(Line(bx, by, COLOURS["baseline"], f"baseline {baseline[0]}",
+                              dashed=True))
     note = ""
     if steps:
         note = f"late/early {float(steps['ratio']):.2f}x, p={float(steps['p_value']):.2g}"
-    return chart("step time", [Line(xs, ys, COLOURS["step"], "step time")], "s",
-                 warmup_end(series), None, note)
+    times = series.step_times()
+    headline = f"median {human_seconds(float(statistics.median(times)))}" if len(times) else ""
+    if y_range is None:
+        y_range = robust_range([float(t) for t in times] or ys)
+    return chart("step time", lines, "s", warmup_end(series), None, note, y_range, headline)
 
 
-def cell_view(report: Report, cid: str, role: str) -> CellView:
+@dataclass
+class RowScales:
+    """One y scale per source across a row: the memory span and the step-time range."""
+
+    spans: dict[str, float] = field(default_factory=dict)
+    steps: tuple[float, float] | None = None
+
+
+def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> RowScales:
+    out = RowScales()
+    for key, name in sources:
+        spans = []
+        for one in series.values():
+            values = measured(one, key)
+            if len(values) >= MIN_POINTS:
+                spans.append(max(values) - min(values))
+        if spans:
+            out.spans[key] = max(max(spans), MIN_SPAN.get(name, DEFAULT_MIN_SPAN))
+    ranges = [robust_range([float(t) for t in one.step_times()]) for one in series.values()
+              if len(one.step_times())]
+    if ranges:
+        out.steps = (max(0.0, min(r[0] for r in ranges)), max(r[1] for r in ranges))
+    return out
+
+
+def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
+    """The memory sources with data in the measured phase (USS read only during import
+    has no panel); the local runtime's cgroup is the whole machine: no panel either."""
+    return [(key, name) for key, name in SOURCES
+            if len(measured(series, key)) >= MIN_POINTS
+            and not (name == "cgroup" and runtime == "local")]
+
+
+def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
+              scales: RowScales | None = None, baseline: tuple[str, Series] | None = None
+              ) -> CellView:
     res = report.results[cid]
     err = (res.get("end") or {}).get("error") or {}
     view = CellView(cid, res["image"]["label"], res["verdict"], str(res.get("reason", "")),
@@ -103,16 +185,45 @@ def cell_view(report: Report, cid: str, role: str) -> CellView:
     if path is None:
         view.note = "no samples.jsonl next to this result: no plots"
         return view
-    series = read_samples(path)
+    assert report.root is not None
+    for text, name in (("samples", "samples.jsonl"), ("log", "agent.log"),
+                       ("result", "result.json")):
+        if (report.root / "cells" / cid / name).is_file():
+            view.links.append((text, f"cells/{cid}/{name}"))
+    series = series or read_samples(path)
+    scales = scales or RowScales()
     memory = res.get("memory") or {}
-    for key, name in SOURCES:
-        if any(s.get(key) is not None for s in series.samples):
-            view.plots.append(memory_plot(series, key, name, memory.get(name)))
+    for key, name in sources_of(series, str(res.get("runtime") or "")):
+        view.plots.append(memory_plot(series, key, name, memory.get(name),
+                                      scales.spans.get(key), fitted=name != "cgroup"))
     if series.step_times().size or any(s.get("src") == "step" for s in series.samples):
-        view.plots.append(step_plot(series, res.get("steps")))
+        view.plots.append(step_plot(series, res.get("steps"), scales.steps, baseline))
     if not view.plots:
         view.note = "samples.jsonl holds no samples"
     return view
+
+
+def split_diff(diff: list[tuple[str, str, str]], fold_after: int
+               ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """(rows shown, pip rows folded into <details>): pip rows fold when there are many."""
+    pips = [d for d in diff if d[0].startswith("pip ")]
+    if len(pips) <= fold_after:
+        return diff, []
+    return [d for d in diff if not d[0].startswith("pip ")], pips
+
+
+def meta_items(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The run's facts in words: a date, not an epoch; no 'baseline: None'."""
+    out: list[tuple[str, str]] = []
+    for key, value in sorted(meta.items()):
+        if key == "started" and isinstance(value, int | float):
+            value = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(value))
+        elif key == "seconds" and isinstance(value, int | float):
+            key, value = "took", human_seconds(float(value))
+        elif key == "baseline" and value is None:
+            value = "each row's first image"
+        out.append((key, str(value)))
+    return out
 
 
 def environment() -> Environment:
@@ -137,10 +248,23 @@ class HtmlReporter:
         header, body = r.table()
         views: dict[str, CellView] = {}
         for row in r.rows:
+            loaded: dict[str, Series] = {}
+            for _, _, cid in row.cells:
+                path = r.samples_path(cid)
+                if path is not None:
+                    loaded[cid] = read_samples(path)
+            runtime = next((str(r.results[c].get("runtime") or "") for c in loaded), "")
+            keys = {k for s in loaded.values() for k in sources_of(s, runtime)}
+            scales = row_scales(loaded, sorted(keys))
+            by_label = {label: cid for label, _, cid in row.cells}
             for label, _, cid in row.cells:
                 role = ("first-bad" if label == row.first_bad else
                         "last-good" if label == row.last_good else "")
-                views[cid] = cell_view(r, cid, role)
+                base = (r.results[cid].get("vs_baseline") or {}).get("baseline")
+                base_id = by_label.get(str(base)) if base else None
+                baseline = ((str(base), loaded[base_id]) if base_id in loaded and
+                            base_id != cid and base_id is not None else None)
+                views[cid] = cell_view(r, cid, role, loaded.get(cid), scales, baseline)
         grid = []
         for row, line in zip(r.rows, body, strict=True):
             by_image = {label: cid for label, _, cid in row.cells}
@@ -148,4 +272,5 @@ class HtmlReporter:
                                for img, text in zip(r.images, line[1:-1], strict=True)]))
         template = environment().get_template("report.html.j2")
         out.write(template.render(report=r, header=header, grid=grid, views=views,
-                                  bad=len(r.bad_cells), meta=sorted(r.meta.items())))
+                                  bad=len(r.bad_cells), meta=meta_items(r.meta),
+                                  fold_after=8, split_diff=split_diff))

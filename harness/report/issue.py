@@ -8,16 +8,18 @@ last good image with a bootstrap interval over the two cells' step times.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import InputError
 from harness.ingest import read_samples
 from harness.report.model import Report
 from harness.search import FRAMEWORKS, RowAnswer
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Result = Mapping[str, Any]
 BOOTSTRAP = 2000
@@ -36,6 +38,8 @@ def _kib(value: float) -> str:
 def ratio_ci(base: np.ndarray, other: np.ndarray, level: float = 0.95, seed: int = 0
              ) -> tuple[float, float, float]:
     """median(other)/median(base) with a percentile bootstrap interval (deterministic)."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     a = base[:: max(1, len(base) // MAX_STEPS)]
     b = other[:: max(1, len(other) // MAX_STEPS)]
@@ -106,7 +110,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
             t = (c.get("memory") or {}).get(s)
             if not t or "slope_lo" not in t:
                 return "-"
-            return (f"{_kib(t['slope'])} KiB/it (CI {_kib(t['slope_lo'])}.."
+            return (f"{_kib(t['slope'])} KiB/call (CI {_kib(t['slope_lo'])}.."
                     f"{_kib(t['slope_hi'])}), {_kib(t['growth'] / 1024)} MiB "
                     f"over {t['n']} samples, {t['kind']}")
         row(f"{s} growth", growth)
@@ -120,6 +124,8 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
     if good is not None and report.root is not None:
         ga = read_samples(report.root / "cells" / good["id"] / "samples.jsonl").step_times()
         gb = read_samples(report.root / "cells" / bad["id"] / "samples.jsonl").step_times()
+        import numpy as np
+
         if len(ga) and len(gb) and np.median(ga) > 0:
             ratio, lo, hi = ratio_ci(ga, gb)
             out.append(f"\nStep time, first bad vs last good: {ratio:.2f}x (95% bootstrap CI "
@@ -171,7 +177,9 @@ class IssueReporter:
         path, text = scenario_text(r, bad)
         settings = bad.get("settings") or {}
         fence = "````" if "```" in text else "```"
-        out.write(f"## Minimal scenario\n\n`{path}` with params `{scen.get('params') or {}}`,"
+        params = scen.get("params") or {}
+        said = (f"params `{json.dumps(params, sort_keys=True)}`" if params else "no params")
+        out.write(f"## Minimal scenario\n\n`{path}` with {said},"
                   f" {settings.get('iterations', '?')} iterations after "
                   f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
                   f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"

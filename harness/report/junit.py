@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from harness.report.model import Report, cell_numbers
 
 FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
-ERRORS = frozenset({"crash", "timeout"})
+ERRORS = frozenset({"crash", "timeout", "unavailable"})
 SKIPPED = frozenset({"not-applicable", "ambiguous"})
 # XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -32,7 +32,7 @@ def details(res: Mapping[str, Any]) -> str:
     lines = [f"verdict: {res['verdict']}: {res.get('reason', '')}"]
     for name, t in sorted((res.get("memory") or {}).items()):
         if "slope_lo" in t:
-            lines.append(f"{name}: {t.get('kind')} slope {t['slope'] / 1024:+.3f} KiB/it "
+            lines.append(f"{name}: {t.get('kind')} slope {t['slope'] / 1024:+.3f} KiB/call "
                          f"(CI {t['slope_lo'] / 1024:+.3f}..{t['slope_hi'] / 1024:+.3f}), "
                          f"growth {t['growth'] / 1024**2:+.2f} MiB, peak "
                          f"{t['peak'] / 1024**2:.1f} MiB over {t['n']} samples")

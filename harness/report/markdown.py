@@ -11,6 +11,13 @@ def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
+FOLD_AFTER = 8   # pip differences shown inline; more fold into <details>
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 class MarkdownReporter:
     def __init__(self, report: Report):
         self.report = report
@@ -23,19 +30,36 @@ class MarkdownReporter:
         r = self.report
         out.write(f"# harness sweep: {_md(r.name)}\n\n")
         bad = len(r.bad_cells)
-        out.write(f"{len(r.results)} cells, {bad} bad.\n\n")
+        out.write(f"{plural(len(r.results), 'cell')}, {bad} bad"
+                  + (f", {len(r.unavailable_cells)} unavailable" if r.unavailable_cells else "")
+                  + ". Plots of every cell: [report.html](report.html).\n\n")
         header, body = r.table()
         out.write("| " + " | ".join(_md(h) for h in header) + " |\n")
         out.write("|" + "---|" * len(header) + "\n")
         for line in body:
             out.write("| " + " | ".join(_md(c) for c in line) + " |\n")
+        notes = r.unavailable_notes()
+        if notes:
+            out.write("\n**Not run** (image or environment unavailable):\n\n")
+            for note in notes:
+                out.write(f"- {_md(note)}\n")
         for row in r.rows:
             out.write(f"\n## {_md(row.row)}\n\n{_md(row.sentence)}\n")
             if row.diff:
                 out.write(f"\n| changed | last good ({_md(row.last_good)}) | "
                           f"first bad ({_md(row.first_bad)}) |\n|---|---|---|\n")
-                for what, good, badv in row.diff:
+                main = [d for d in row.diff if not d[0].startswith("pip ")]
+                pips = [d for d in row.diff if d[0].startswith("pip ")]
+                shown = main + (pips if len(pips) <= FOLD_AFTER else [])
+                for what, good, badv in shown:
                     out.write(f"| {_md(what)} | {_md(good)} | {_md(badv)} |\n")
+                if len(pips) > FOLD_AFTER:
+                    out.write(f"\n<details><summary>{len(pips)} pip packages changed"
+                              "</summary>\n\n| package | last good | first bad |\n"
+                              "|---|---|---|\n")
+                    for what, good, badv in pips:
+                        out.write(f"| {_md(what[4:])} | {_md(good)} | {_md(badv)} |\n")
+                    out.write("\n</details>\n")
             out.write("\n| cell | verdict | why |\n|---|---|---|\n")
             for _, verdict, cid in row.cells:
                 res = r.results[cid]

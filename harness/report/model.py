@@ -13,8 +13,18 @@ from harness.search import RowAnswer, answer_rows
 RESULTS_SCHEMA = 1
 
 
+def human_seconds(seconds: float) -> str:
+    """0.0000159 -> '15.9 µs', 0.0123 -> '12.3 ms', 2.5 -> '2.5 s'."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
+
+
 def cell_numbers(res: Mapping[str, Any]) -> str:
-    """Key numbers of a cell: growth/iteration of the deciding source, median step."""
+    """Key numbers of a cell, each saying what it is: growth per call of the deciding
+    source, median time per call, and the ratios against the row's baseline."""
     parts: list[str] = []
     memory = res.get("memory") or {}
     source = (res.get("carrier") or "").split("+")[0] or None
@@ -22,18 +32,24 @@ def cell_numbers(res: Mapping[str, Any]) -> str:
         source = next((s for s in ("heap", "uss", "rss") if s in memory), None)
     if source is not None:
         slope = float(memory[source]["slope"])
-        parts.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f}KiB/it")  # no "-0.0"
+        parts.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
     step = (res.get("summary") or {}).get("median_step_s")
     if step is not None:
-        parts.append(f"{step * 1000:.3g}ms")
+        parts.append(f"{human_seconds(float(step))}/call")
     vs = res.get("vs_baseline") or {}
     steps = vs.get("steps") or {}
     if steps and steps.get("direction") not in (None, "~"):
-        parts.append(f"{steps['direction']} {steps['ratio']:.2f}x")
+        parts.append(f"time {steps['ratio']:.2f}x baseline")
     peak = vs.get("peak_rss") or {}
     if peak and peak.get("direction") not in (None, "~"):
-        parts.append(f"peak {peak['ratio']:.2f}x")
-    return " ".join(parts)
+        parts.append(f"peak RSS {peak['ratio']:.2f}x baseline")
+    return ", ".join(parts)
+
+
+def cell_text(res: Mapping[str, Any]) -> str:
+    """'leak: heap +5.9 KiB/call, 15.9 µs/call, peak RSS 1.12x baseline'."""
+    numbers = cell_numbers(res)
+    return f"{res['verdict']}: {numbers}" if numbers else str(res["verdict"])
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,31 @@ class Report:
     def bad_cells(self) -> list[str]:
         return sorted(k for k, r in self.results.items() if r["verdict"] in BAD)
 
+    @property
+    def broken_scenarios(self) -> list[str]:
+        """Rows whose scenario fails the same way on every image."""
+        return [r.row for r in self.rows if r.scenario_error is not None]
+
+    @property
+    def findings(self) -> list[str]:
+        """Bad cells, less those of rows where the scenario itself is broken."""
+        broken = set(self.broken_scenarios)
+        return [k for k in self.bad_cells if self.results[k]["row"] not in broken]
+
+    @property
+    def unavailable_cells(self) -> list[str]:
+        return sorted(k for k, r in self.results.items() if r["verdict"] == "unavailable")
+
+    def unavailable_notes(self) -> list[str]:
+        """One line per image (and host) that could not be prepared, with the reason."""
+        seen: dict[str, str] = {}
+        for cid in self.unavailable_cells:
+            res = self.results[cid]
+            key = res["image"]["label"]
+            seen.setdefault(key, str((res.get("outcome") or {}).get("error")
+                                     or res.get("reason") or ""))
+        return [f"{label}: {text}" for label, text in seen.items()]
+
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Header and rows: GPU x scenario down, images across, then the answer."""
         header = ["row", *self.images, "first bad / last good"]
@@ -80,7 +121,7 @@ class Report:
                     cells.append("")
                     continue
                 res = self.results[cid]
-                cells.append(f"{res['verdict']} {cell_numbers(res)}".strip())
+                cells.append(cell_text(res))
             body.append([row.row, *cells, row.sentence])
         return header, body
 

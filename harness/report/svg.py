@@ -27,6 +27,7 @@ class Line:
     ys: Sequence[float]
     colour: str
     label: str
+    dashed: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def human(value: float, unit: str, span: float = 0.0) -> str:
     with 100 bytes of noise must not show three identical labels.
     """
     scales = {"B": (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0)),
-              "s": (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))}.get(unit)
+              "s": (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))}.get(unit)
     if scales is None:
         return f"{value:.4g}"
     name, scale = next(((n, f) for n, f in scales if abs(value) >= f), scales[-1])
@@ -73,24 +74,48 @@ def human(value: float, unit: str, span: float = 0.0) -> str:
     return f"{value / scale:.{decimals}f} {name}"
 
 
+def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.99
+                 ) -> tuple[float, float]:
+    """The [lo_q, hi_q] quantiles of ys, widened by half their spread: one slow warm-up
+    step (40 ms against 0.3 ms) must not flatten the rest of the plot."""
+    if not ys:
+        return 0.0, 1.0
+    v = sorted(ys)
+    lo = v[int(lo_q * (len(v) - 1))]
+    hi = v[math.ceil(hi_q * (len(v) - 1))]
+    spread = hi - lo or abs(hi) * 0.05 or 1.0
+    return lo - spread * 0.5, hi + spread * 0.5
+
+
 def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None = None,
-          fit: Fit | None = None, note: str = "") -> Markup:
-    """One chart: the lines against iteration, warm-up shaded, fitted slope dashed."""
+          fit: Fit | None = None, note: str = "", y_range: tuple[float, float] | None = None,
+          headline: str = "") -> Markup:
+    """One chart: the lines against iteration, warm-up shaded, fitted slope dashed.
+
+    `y_range` fixes the y axis (shared across a row, or robust to warm-up outliers);
+    points outside it are drawn at the edge and counted in a note. `headline` is
+    printed large (the slope), so two charts compare by number whatever their scale."""
     points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
     if not points:
         return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
     x_lo = min(0.0, min(p[0] for p in points))
     x_hi = max(p[0] for p in points)
-    y_lo = min(p[1] for p in points)
-    y_hi = max(p[1] for p in points)
-    if fit is not None:
-        for x in (fit.x0, fit.x1):
-            y = fit.slope * x + fit.intercept
-            y_lo, y_hi = min(y_lo, y), max(y_hi, y)
+    clipped: list[float] = []
+    if y_range is not None:
+        y_lo, y_hi = y_range
+        clipped = [p[1] for p in points if p[1] > y_hi or p[1] < y_lo]
+    else:
+        y_lo = min(p[1] for p in points)
+        y_hi = max(p[1] for p in points)
+        if fit is not None:
+            for x in (fit.x0, fit.x1):
+                y = fit.slope * x + fit.intercept
+                y_lo, y_hi = min(y_lo, y), max(y_hi, y)
     if y_hi - y_lo < 1e-12 * max(1.0, abs(y_hi)):
         y_lo, y_hi = y_lo - 1, y_hi + 1
-    pad = (y_hi - y_lo) * 0.05
-    y_lo, y_hi = y_lo - pad, y_hi + pad
+    if y_range is None:
+        pad = (y_hi - y_lo) * 0.05
+        y_lo, y_hi = y_lo - pad, y_hi + pad
     x_hi = x_hi if x_hi > x_lo else x_lo + 1
     w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
@@ -122,10 +147,27 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
                      f'text-anchor="middle" fill="#444">{x:.0f}</text>')
     for ln in lines:
         xs, ys = reduce(ln.xs, ln.ys)
+        ys = [min(max(y, y_lo), y_hi) for y in ys]
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
+        dash = ' stroke-dasharray="3,2"' if ln.dashed else ""
         parts.append(f'<polyline class="series" fill="none" stroke="{escape(ln.colour)}" '
-                     f'stroke-width="1.2" points="{path}"><title>{escape(ln.label)}</title>'
-                     '</polyline>')
+                     f'stroke-width="1.2"{dash} points="{path}"><title>{escape(ln.label)}'
+                     '</title></polyline>')
+    if len(lines) > 1:
+        for k, ln in enumerate(reversed(lines)):
+            parts.append(f'<text class="legend" x="{LEFT + w - 4}" y="{TOP + h - 4 - 10 * k}" '
+                         f'font-size="9" text-anchor="end" fill="{escape(ln.colour)}">'
+                         f'{escape(ln.label)}</text>')
+    above = [y for y in clipped if y > y_hi]
+    below = [y for y in clipped if y < y_lo]
+    said = []
+    if above:
+        said.append(f"{len(above)} above: max {human(max(above), unit, abs(max(above)))}")
+    if below:
+        said.append(f"{len(below)} below")
+    if said:
+        parts.append(f'<text class="clipped" x="{LEFT + 3}" y="{TOP + 9}" font-size="9" '
+                     f'fill="#a40">{escape("; ".join(said))}</text>')
     if fit is not None:
         parts.append(f'<line class="fit" x1="{px(fit.x0):.1f}" '
                      f'y1="{py(fit.slope * fit.x0 + fit.intercept):.1f}" '
@@ -134,8 +176,12 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
                      '<title>fitted slope (Theil-Sen, after warm-up)</title></line>')
     parts.append(f'<text x="{LEFT}" y="{TOP - 8}" font-size="11" font-weight="bold" '
                  f'fill="#222">{escape(title)}</text>')
-    if note:
-        parts.append(f'<text x="{WIDTH - RIGHT}" y="{TOP - 8}" font-size="9" '
+    if headline:
+        parts.append(f'<text class="headline" x="{WIDTH - RIGHT}" y="{TOP - 7}" '
+                     f'font-size="12" font-weight="bold" text-anchor="end" fill="#222">'
+                     f'{escape(headline)}</text>')
+    if note:   # inside the plot, top right: never over the title or the axis labels
+        parts.append(f'<text class="note" x="{LEFT + w - 4}" y="{TOP + 9}" font-size="8" '
                      f'text-anchor="end" fill="#555">{escape(note)}</text>')
     parts.append(f'<text x="{LEFT + w / 2:.0f}" y="{HEIGHT - 0.5}" font-size="8" '
                  'text-anchor="middle" fill="#777">iteration</text></svg>')

@@ -63,6 +63,11 @@ class RunRequest:
                 # glibc's per-thread cache keeps up to ~240 KiB of freed chunks that
                 # mallinfo counts as in use; it fills over the first hundreds of calls.
                 env.setdefault("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
+        if not self.cell.gpu.wants_gpu:
+            # NGC images set NVIDIA_VISIBLE_DEVICES=all: on an engine whose default runtime
+            # is nvidia a "CPU" cell would get every GPU. `void` makes the toolkit inject
+            # nothing (no device, no driver library).
+            env.setdefault("NVIDIA_VISIBLE_DEVICES", "void")
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         return env

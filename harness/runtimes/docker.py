@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import socket
 import tarfile
 import threading
@@ -74,6 +75,71 @@ def _tar_inputs(scenario_dir: Path) -> bytes:
     return buf.getvalue()
 
 
+class PullLayers:
+    """Pull progress by layer, from the engine's pull events."""
+
+    def __init__(self) -> None:
+        self.layers: dict[str, tuple[str, int, int]] = {}   # id -> (status, done, total)
+
+    def add(self, event: dict[str, Any]) -> None:
+        lid, status = event.get("id"), str(event.get("status") or "")
+        if not lid or ":" in str(lid) or status.startswith(("Pulling from", "Digest", "Status")):
+            return
+        detail = event.get("progressDetail") or {}
+        _, done, total = self.layers.get(lid, ("", 0, 0))
+        if detail.get("total"):
+            done, total = int(detail.get("current") or 0), int(detail["total"])
+        self.layers[lid] = (status, done, total)
+
+    def summary(self) -> str:
+        n = len(self.layers)
+        complete = sum(1 for st, _, _ in self.layers.values()
+                       if st in ("Pull complete", "Already exists"))
+        done = sum(d for st, d, _ in self.layers.values() if st == "Downloading")
+        total = sum(t for st, _, t in self.layers.values() if st == "Downloading")
+        text = f"{complete}/{n} layers done"
+        if total:
+            text += f", downloading {done / 1e6:.0f}/{total / 1e6:.0f} MB"
+        return text
+
+
+def _engine_text(exc: BaseException) -> str:
+    """The engine's own words, without docker-py's 'NNN Client Error for http+docker://...'."""
+    text = str(getattr(exc, "explanation", None) or exc).strip()
+    text = re.sub(r"^\d{3} \w+ Error for \S+: \w[\w ]*\(\"?(.*?)\"?\)$", r"\1", text)
+    text = re.sub(r"\s+", " ", text)
+    return text[:200]
+
+
+def pull_failure(ref: str, exc: BaseException) -> str:
+    """One line of why `ref` could not be pulled, then the fix that fits this kind of image."""
+    said = _engine_text(exc)
+    low = said.lower()
+    if any(k in low for k in ("manifest unknown", "not found", "does not exist", "404")):
+        why = f"image {ref} not found in its registry (no such repository or tag)"
+    elif any(k in low for k in ("unauthorized", "denied", "authentication")):
+        why = f"image {ref}: the registry refused access (login needed?)"
+    elif any(k in low for k in ("no such host", "dial tcp", "timeout", "connection refused",
+                                "network is unreachable", "temporary failure")):
+        why = f"image {ref} is not on the engine and its registry cannot be reached"
+    else:
+        why = f"image {ref} is not on the engine and could not be pulled"
+    text = f"{why} ({said})" if said else why
+    if ref.startswith("harness-test/"):
+        fix = "build the offline test images: `harness images build`"
+    else:
+        fix = (f"check the tag exists, or `docker pull {ref}` (or `docker login`) on a host "
+               "with registry access, then `docker save | docker load` here")
+    return f"{text}\n  fix: {fix}"
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """`repo[:tag]` or `repo@sha256:...` -> (repo, tag or digest) for the pull API, by
+    docker-py's own parser (a registry port, `host:5000/x`, is not a tag)."""
+    repo, tag = docker.utils.parse_repository_tag(ref)
+    return repo, tag or "latest"
+
+
 class DockerRuntime:
     name = "docker"
 
@@ -87,6 +153,7 @@ class DockerRuntime:
         self.copy_files = copy_files
         self._client: Any = None
         self._memlock_refused = False
+        self._gpus: gpu.HostGpus | None = None
 
     @property
     def client(self) -> Any:
@@ -104,6 +171,10 @@ class DockerRuntime:
                         raise EngineUnavailable(f"no docker context named {url!r}\n  fix: "
                                                 "`docker context ls`, or give an endpoint URL")
                     url = ctx.Host
+                if (url or os.environ.get("DOCKER_HOST") or "").startswith("ssh://"):
+                    from harness.runtimes.dockerlib import enable_ssh
+
+                    enable_ssh()
                 # ssh:// goes through paramiko: the ssh CLI transport costs ~0.8 s per
                 # API call (measured on loopback) against ~0.06 s.
                 client = (docker.DockerClient(base_url=url, timeout=120) if url
@@ -122,8 +193,14 @@ class DockerRuntime:
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
+        # The engine decides, not this machine: probe it with a GPU image it already has
+        # (a missing toolkit stops the sweep here, exit 3); else judge from `docker info`.
+        for c in cells:
+            if c.gpu.wants_gpu and self.image_labels(c.image.ref) is not None:
+                self.gpu_inventory(c.image.ref, c.image.python or "python3")
+                return
         local = self._is_local
-        if local and not gpu.host_has_gpu():
+        if local and not gpu.host_has_gpu() and gpu.engine_gpu_support(info) is None:
             raise GpuUnavailable(
                 f"the matrix asks for GPU {', '.join(wants)} but this host has no NVIDIA GPU "
                 "or driver (no /proc/driver/nvidia/gpus, no /dev/nvidiactl).\n  fix: run the "
@@ -133,6 +210,25 @@ class DockerRuntime:
             raise GpuUnavailable("the engine offers no NVIDIA runtime or CDI devices.\n  fix: "
                                  "install nvidia-container-toolkit and restart dockerd")
 
+    def gpu_inventory(self, image: str, python: str = "python3") -> gpu.HostGpus:
+        """This engine's GPUs, as a probe container in `image` sees them (once per engine).
+
+        Raises:
+            GpuUnavailable: the engine refuses GPU requests, or gives a container none.
+        """
+        if self._gpus is None:
+            from harness import gpuprobe
+
+            where = self.base_url or os.environ.get("DOCKER_HOST", "the default socket")
+            found = gpuprobe.engine_inventory(self.client, image, python,
+                                              not self.copy_files, where)
+            if not found.gpus:
+                raise GpuUnavailable(
+                    f"the engine at {where} started a GPU container but it saw no GPU: "
+                    f"{found.reason}\n  fix: {gpuprobe.TOOLKIT_FIX}")
+            self._gpus = found
+        return self._gpus
+
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
         start = time.monotonic()
         try:
@@ -140,7 +236,8 @@ class DockerRuntime:
         except docker.errors.ImageNotFound:
             img = self._pull(image.ref, progress)
         except ENGINE_ERRORS as exc:
-            raise EngineUnavailable(f"engine error looking up {image.ref}: {exc}") from exc
+            raise EngineUnavailable(f"engine error looking up {image.ref}: "
+                                    f"{_engine_text(exc)}") from exc
         digests = img.attrs.get("RepoDigests") or []
         env = tuple((img.attrs.get("Config") or {}).get("Env") or ())
         return ImageInfo(ref=image.ref, digest=digests[0] if digests else img.id,
@@ -148,24 +245,22 @@ class DockerRuntime:
                          prepare_s=time.monotonic() - start, env=env)
 
     def _pull(self, ref: str, progress: Progress) -> Any:
-        repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+        repo, tag = split_ref(ref)
         progress(f"pulling {ref} ...")
         last = 0.0
+        layers = PullLayers()
         try:
-            for event in self.client.api.pull(repo, tag=tag or "latest", stream=True,
+            for event in self.client.api.pull(repo, tag=tag, stream=True,
                                               decode=True):
                 if "error" in event:
                     raise docker.errors.APIError(event["error"])
-                if time.monotonic() - last > 5:
+                layers.add(event)
+                if time.monotonic() - last > 2:
                     last = time.monotonic()
-                    progress(f"pull {ref}: {event.get('status', '')} {event.get('progress', '')}")
+                    progress(f"pull {ref}: {layers.summary()}")
             return self.client.images.get(ref)
         except ENGINE_ERRORS as exc:
-            raise ImageUnavailable(
-                f"image {ref} is not present on the engine and could not be pulled: "
-                f"{str(exc)[:300]}\n  fix: `docker pull {ref}` on a host with registry "
-                "access (then `docker save | docker load`), or build the test images with "
-                "`python -m harness images build`") from exc
+            raise ImageUnavailable(pull_failure(ref, exc)) from exc
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         cell, s = request.cell, request.cell.settings
@@ -228,6 +323,7 @@ class DockerRuntime:
             t_stats = threading.Thread(target=self._stats, args=(container, stats, start),
                                        daemon=True)
             t_stats.start()
+            poll = 0.02   # short cells end within a few polls: start fast, back off
             while True:
                 state = self.client.api.inspect_container(container.id)["State"]
                 if not state.get("Running") and state.get("Status") in ("exited", "dead"):
@@ -240,7 +336,8 @@ class DockerRuntime:
                     container.kill()
                     state = self._wait_exit(container.id)
                     break
-                time.sleep(POLL_S)
+                time.sleep(poll)
+                poll = min(POLL_S, poll * 1.5)
             outcome.duration_s = time.monotonic() - start
             outcome.exit_code = state.get("ExitCode")
             outcome.oom_killed = bool(state.get("OOMKilled"))

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,11 +40,33 @@ def _tail(path: Path, size: int) -> str:
         return ""
 
 
+def gpu_env(cell: Cell) -> dict[str, str]:
+    """GPU selection for a process on this machine (no container to hide other GPUs).
+
+    CUDA numbers devices fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while NVML
+    (and the matrix's `gpu: N`, like Docker's device ids) counts in PCI bus order: with
+    the order set, CUDA_VISIBLE_DEVICES=N is NVML's device N. HARNESS_NVML_DEVICES makes
+    the agent read NVML for the cell's GPUs only, not every GPU of the machine.
+    """
+    if not cell.gpu.wants_gpu:
+        return {"CUDA_VISIBLE_DEVICES": ""}
+    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    if cell.gpu.value != "all":
+        env["CUDA_VISIBLE_DEVICES"] = cell.gpu.value
+        env["HARNESS_NVML_DEVICES"] = cell.gpu.value
+    return env
+
+
 class LocalRuntime:
     name = "local"
 
     def __init__(self, cache: Path | None = None):
         self.cache = cache or cache_dir()
+        self._building: set[subprocess.Popen[bytes]] = set()
+
+    def abort_prepare(self) -> None:
+        """Ctrl-C: kill a running venv build now; its temporary folder is removed."""
+        process.kill_all(self._building)
 
     def check(self, cells: list[Cell]) -> None:
         wants = sorted({c.id for c in cells if c.gpu.wants_gpu})
@@ -97,27 +120,37 @@ class LocalRuntime:
                 return
             tmp = venv.parent / f"{venv.name}.tmp{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
-            progress(f"{label}: building venv with {' '.join(reqs)}")
-            rc, out = process.check_output([python, "-m", "venv", str(tmp)], timeout=300)
-            if rc != 0:
-                raise ImageUnavailable(f"{label}: `{python} -m venv` failed: {out[-500:]}")
-            tail: list[str] = []
-
-            def line(text: str) -> None:
-                tail.append(text)
-                del tail[:-30]
-                if text.startswith(("Collecting", "Successfully", "ERROR")):
-                    progress(f"{label}: pip: {text}")
-
-            rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
-                                       "--disable-pip-version-check", "-q", "--progress-bar",
-                                       "off", *reqs], on_line=line)
-            if rc != 0:
+            try:
+                self._build_into(python, reqs, tmp, progress, label)
+                os.replace(tmp, venv)
+            finally:
+                # Ctrl-C or a failed pip: no half-built venv is left behind.
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise ImageUnavailable(f"{label}: pip install {' '.join(reqs)} failed:\n" +
-                                       "\n".join(tail[-10:]) +
-                                       "\n  fix: check the versions exist for this Python")
-            os.replace(tmp, venv)
+
+    def _build_into(self, python: str, reqs: list[str], tmp: Path, progress: Progress,
+                    label: str) -> None:
+        progress(f"{label}: building venv with {' '.join(reqs)}")
+        rc, out = process.check_output([python, "-m", "venv", str(tmp)], timeout=300)
+        if rc != 0:
+            raise ImageUnavailable(f"{label}: `{python} -m venv` failed: {out.strip()[-300:]}")
+        tail: list[str] = []
+
+        def line(text: str) -> None:
+            tail.append(text)
+            del tail[:-30]
+            if text.startswith(("Collecting", "Successfully", "ERROR")):
+                progress(f"{label}: pip: {text}")
+
+        rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
+                                   "--disable-pip-version-check", "-q", "--progress-bar",
+                                   "off", *reqs], on_line=line, running=self._building)
+        if rc != 0:
+            errors = [t.strip() for t in tail if t.startswith("ERROR")]
+            said = errors[-1][len("ERROR:"):].strip() if errors else (
+                tail[-1].strip() if tail else f"exit {rc}")
+            raise ImageUnavailable(f"{label}: pip cannot install {' '.join(reqs)}: {said}\n"
+                                   "  fix: check that these versions exist for this Python "
+                                   f"({python})")
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         cell = request.cell
@@ -126,10 +159,7 @@ class LocalRuntime:
                                   str(out), str(request.control.absolute()))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(request.environment())
-        if not cell.gpu.wants_gpu:
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        elif cell.gpu.value != "all":
-            env["CUDA_VISIBLE_DEVICES"] = cell.gpu.value
+        env.update(gpu_env(cell))
         host: list[dict[str, object]] = []
         pid_box: list[int] = []
         t0 = time.monotonic()

@@ -98,11 +98,15 @@ def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | N
 
 
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
-                 env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-    """Run a long tool (pip, debootstrap), passing each output line to on_line."""
+                 env: dict[str, str] | None = None, cwd: Path | None = None,
+                 running: set[subprocess.Popen[bytes]] | None = None) -> int:
+    """Run a long tool (pip, debootstrap), passing each output line to on_line. While it
+    runs, the process is in `running` (so a Ctrl-C elsewhere can kill it)."""
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
     assert proc.stdout is not None
+    if running is not None:
+        running.add(proc)
     try:
         with proc.stdout:  # closed here, or the pipe leaks (a ResourceWarning per build)
             for raw in proc.stdout:
@@ -111,6 +115,17 @@ def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
     except BaseException:
         _kill_group(proc, grace=1.0)
         raise
+    finally:
+        proc.stdout.close()
+        if running is not None:
+            running.discard(proc)
+
+
+def kill_all(running: set[subprocess.Popen[bytes]]) -> None:
+    """Kill every process (group) in `running` now (Ctrl-C during a venv build)."""
+    for proc in list(running):
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def alive(pid: int) -> bool:

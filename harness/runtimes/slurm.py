@@ -30,12 +30,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, parse_size
 from harness.runtimes.slurmjob import OUTCOME, outcome_from_json, write_spec
 from harness.runtimes.slurmqueue import NO_SLURM_FIX, JobEnd, JobWatcher, slurm_cli
 from harness.spec.model import Cell, ImageSpec, SlurmSpec
+
+if TYPE_CHECKING:
+    from harness.runtimes.local import LocalRuntime
 
 HEADROOM = 256 * 2**20     # the `_cell` process beside the cell, in the job's memory
 TIME_MARGIN_S = 120.0      # our own deadline fires first; Slurm's limit is the backstop
@@ -107,6 +111,7 @@ class SlurmRuntime:
         self._probed: Path | None = None
         self._probe_error: EnvironmentUnavailable | None = None
         self._watcher: JobWatcher | None = None
+        self._builder: LocalRuntime | None = None   # builds venvs for runtime: local
 
     def check(self, cells: list[Cell]) -> None:
         """sinfo answers, and Slurm would accept each kind of job the cells make
@@ -136,10 +141,21 @@ class SlurmRuntime:
         (HARNESS_CACHE on the shared file system); docker: the node's engine pulls the
         image inside the job, so nothing happens here."""
         if self.inner == "local":
-            from harness.runtimes.local import LocalRuntime
-
-            return LocalRuntime().prepare(image, progress)
+            return self._local().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
+
+    def _local(self) -> LocalRuntime:
+        with self._lock:
+            if self._builder is None:
+                from harness.runtimes.local import LocalRuntime
+
+                self._builder = LocalRuntime()
+            return self._builder
+
+    def abort_prepare(self) -> None:
+        """Ctrl-C: kill a venv build in progress (see LocalRuntime.abort_prepare)."""
+        if self._builder is not None:
+            self._builder.abort_prepare()
 
     def probe(self, root: Path, progress: Progress, cancelled: Callable[[], bool] = bool,
               timeout_s: float | None = None) -> None:

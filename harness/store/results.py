@@ -116,6 +116,14 @@ class RunStore:
             f.close()
             raise StoreError(f"{self.root} is in use by {who}\n  fix: wait for it to finish, "
                              "or write to another directory with --out") from exc
+        try:
+            same = os.fstat(f.fileno()).st_ino == os.stat(self.root / ".lock").st_ino
+        except OSError:
+            same = False
+        if not same:  # its holder removed it as we locked it: lock the new one
+            f.close()
+            self.lock()
+            return
         f.seek(0)
         f.truncate()
         f.write(f"pid {os.getpid()}\n")
@@ -124,6 +132,9 @@ class RunStore:
 
     def unlock(self) -> None:
         if self._lock is not None:
+            # Removed while still held: a sweep that opens it next gets a new file.
+            with contextlib.suppress(OSError):
+                (self.root / ".lock").unlink()
             self._lock.close()
             self._lock = None
 

@@ -107,10 +107,16 @@ def test_missing_image_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str
     s = HERE / "scenarios"
     m = write_matrix(tmp_path, f"    - {s / 'stable.py'}",
                      image="harness-test/does-not-exist:0.0")
+    # issue 15: the cell is `unavailable`, the reports are still written, exit 3
     assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 3
-    err = capsys.readouterr().err
-    assert "harness-test/does-not-exist:0.0" in err and "fix:" in err
-    assert "Traceback" not in err
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "harness-test/does-not-exist:0.0" in said and "fix:" in said
+    assert "harness images build" in said        # one of our offline test images
+    assert "Traceback" not in said and "Client Error" not in said
+    assert "http+docker" not in said
+    cell = results(tmp_path)["0.0.cpu.stable"]
+    assert cell["verdict"] == "unavailable"
     no_leftovers()
 
 

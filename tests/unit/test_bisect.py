@@ -221,7 +221,7 @@ def test_cli_bisect_endpoint_not_good_exits_2(tmp_path: Path, monkeypatch: pytes
                  str(tmp_path / "r"), "-q"]) == 2
     captured = capsys.readouterr()
     assert "stopped: the first image v00 is leak" in captured.out
-    assert "fix: choose an image list that starts at a known-good version" in captured.err
+    assert "fix: bisect between a known-good and a known-bad image: --good IMAGE" in captured.err
 
 
 def test_cli_bisect_reuses_an_earlier_sweep(tmp_path: Path, fake_cli: list[FakeRuntime],
@@ -241,3 +241,24 @@ def test_cli_bisect_reuses_an_earlier_sweep(tmp_path: Path, fake_cli: list[FakeR
     assert "endpoint v00 [1/12, cached]: ok" in out and "endpoint v11 [12/12, cached]" in out
     assert "v00.gpu0.loop" not in fake_cli[0].runs and "v11.gpu0.loop" not in fake_cli[0].runs
     assert "gpu0.loop: first bad: v05 (last good: v04)" in out
+
+
+def test_cli_bisect_good_bad_narrow_the_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's demo shape: bad in the middle, fixed later, so the last image is good."""
+    make_matrix(tmp_path, 12)
+    bad = {f"v{i:02d}" for i in range(5, 9)}
+    monkeypatch.setattr("harness.runtimes.get_runtime", lambda name, host=None: FakeRuntime(
+        lambda c: Behaviour(leak_per_iter=16384) if c.image.label in bad else Behaviour()))
+    argv = ["bisect", str(tmp_path / "m.yaml"), "--gpu", "0", "--out", str(tmp_path / "r"),
+            "-q"]
+    assert main(argv) == 2                              # the last image is good again
+    capsys.readouterr()
+    assert main([*argv, "--good", "v01", "--bad", "v07"]) == 1
+    out = capsys.readouterr().out
+    assert "over 7 images (v01 .. v07)" in out
+    assert "gpu0.loop: first bad: v05 (last good: v04)" in out
+    assert main([*argv, "--good", "v07", "--bad", "v01"]) == 2
+    assert "is not after --good v07" in capsys.readouterr().err
+    assert main([*argv, "--bad", "v99"]) == 2
+    assert "--bad v99: not an image of" in capsys.readouterr().err

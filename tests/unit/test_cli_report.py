@@ -63,12 +63,14 @@ def test_report_rewrites_every_file(rdir: Path, capsys: pytest.CaptureFixture[st
 ])
 def test_format_prints_one_rendering(rdir: Path, fmt: str, check: object,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(rdir), "--format", fmt]) == 1
+    before = {p.name: p.stat().st_mtime_ns for p in rdir.iterdir() if p.is_file()}
+    assert main(["report", str(rdir), "--format", fmt]) == 0   # printed, not re-judged
     assert callable(check) and check(capsys.readouterr().out)
+    assert {p.name: p.stat().st_mtime_ns for p in rdir.iterdir() if p.is_file()} == before
 
 
 def test_issue_is_written_and_printed(rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(rdir), "--issue", "gpu0.loop"]) == 1
+    assert main(["report", str(rdir), "--issue", "gpu0.loop"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("# loop leaks memory in v2 (not in v1)")
     assert "def step(state):" in captured.out  # the scenario, found next to the matrix
@@ -94,3 +96,15 @@ def test_not_a_results_directory(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "no such directory" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
     assert "no cells/*/result.json here" in capsys.readouterr().err
+
+
+def test_report_of_a_sweep_name_takes_its_newest_run(rdir: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    base = tmp_path / "reports" / "rep"
+    shutil.copytree(rdir, base / "20260101-000000")
+    shutil.copytree(rdir, base / "20260102-000000")
+    assert main(["report", str(base)]) == 1
+    assert (base / "20260102-000000" / "report.md").is_file()
+    assert not (base / "20260101-000000" / "report.md").exists()
+    assert "gpu0.loop: first bad: v2" in capsys.readouterr().out

@@ -45,10 +45,12 @@ def test_image_cuda_from_ngc_env_labels_and_require() -> None:
 
 # ---------------------------------------------------------------- precheck
 @pytest.mark.parametrize(("cuda", "card", "kind"), [
-    ((11, 1), RTX_4090, "not-applicable"),   # 20.12 on the 4090: CUDA 11.1 predates cc 8.9
+    ((11, 1), RTX_4090, "unsupported"),      # 20.12 on the 4090: CUDA 11.1 predates cc 8.9,
+                                             # its sm_86 cubins may run: run it, decide then
     ((11, 8), RTX_4090, None),               # 22.12 on the 4090
     ((11, 1), RTX_3090, None),               # 20.12 on the 3090: sm_86 arrived in 11.1
-    ((11, 0), RTX_3090, "not-applicable"),   # 20.06 (CUDA 11.0) knew sm_80 only
+    ((11, 0), RTX_3090, "unsupported"),      # 20.06 (CUDA 11.0) knew sm_80 only (same major)
+    ((10, 2), RTX_3090, "not-applicable"),   # no Ampere binaries at all
     ((11, 7), H100, "not-applicable"),       # Hopper needs 11.8
     ((12, 8), (12, 0), None),                # RTX 50xx from CUDA 12.8
     ((12, 6), (12, 0), "not-applicable"),
@@ -67,7 +69,7 @@ def test_precheck_reason_names_versions_and_fix() -> None:
     found = precheck((11, 1), RTX_4090)
     assert found is not None
     assert "CUDA 11.1 predates compute capability 8.9 (Ada)" in found[1]
-    assert "supported from CUDA 11.8" in found[1] and "RTX 3090" in found[1]
+    assert "supported from CUDA 11.8" in found[1] and "sm_86 binaries may still run" in found[1]
     assert gpu.compatibility((11, 1), (8, 9)) == found[1]
 
 
@@ -212,7 +214,7 @@ def host_with(*cards: Gpu) -> HostGpus:
     return HostGpus(driver="535.129.03", cuda_driver=(12, 2), gpus=list(cards))
 
 
-def test_doctor_on_the_4090_box_warns_20_12_not_applicable(tmp_path: Path) -> None:
+def test_doctor_on_the_4090_box_warns_20_12_unsupported(tmp_path: Path) -> None:
     engine = FakeEngine(ENGINE_INFO, IMAGES)
     checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: engine,
                              host_with(RTX_4090), has_gpu=True, hook_found=False)
@@ -223,7 +225,7 @@ def test_doctor_on_the_4090_box_warns_20_12_not_applicable(tmp_path: Path) -> No
     assert "GPU support: nvidia runtime" in text
     assert f"[ok] engine local: image {NGC}:20.12-tf1-py3 (CUDA 11.1)" in text
     assert ("[warn] engine local: 20.12-tf1-py3 on GPU 0 (NVIDIA GeForce RTX 4090): "
-            "not-applicable: CUDA 11.1 predates compute capability 8.9") in text
+            "unsupported: CUDA 11.1 predates compute capability 8.9") in text
     assert "22.12-tf1-py3 on GPU 0" not in text
 
 

@@ -90,17 +90,40 @@ def test_render_marks_the_differing_pair(hosts: tuple[Path, Path]) -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].split()[:4] == ["image", "scenario", "RTX", "3090"]
     marked = [ln for ln in lines if ln.startswith("*")]
-    assert len(marked) == 1 and "22.12" in marked[0] and "leak heap +8.0KiB/it" in marked[0]
+    assert len(marked) == 1 and "22.12" in marked[0] and "leak: heap +8.0 KiB/call" in marked[0]
 
 
-def test_same_gpu_model_is_told_apart_by_host() -> None:
-    def res(host: str) -> dict[str, Any]:
-        return {"fingerprint": {"hostname": host, "gpu": {"devices": [
-            {"name": "NVIDIA GeForce RTX 3090"}]}}}
+def test_same_gpu_model_is_told_apart_by_hosts_label_never_container_hostname() -> None:
+    def res(label: str, container: str) -> dict[str, Any]:
+        return {"host": {"label": label, "url": "ssh://root@" + label},
+                "runtime": "docker",
+                "fingerprint": {"hostname": container, "gpu": {"devices": [
+                    {"name": "NVIDIA GeForce RTX 3090"}]}}}
 
-    assert side_names({"x": res("h1")}, {"x": res("h2")}, ("A", "B")) == (
-        "RTX 3090 on h1", "RTX 3090 on h2")
+    assert side_names({"x": res("h1", "c85a0d351681")}, {"x": res("h2", "5dc5b2f5be21")},
+                      ("A", "B")) == ("RTX 3090 on h1", "RTX 3090 on h2")
+    # the default engine: no label, so the results directory names each side
+    unnamed = {"host": {"label": "local", "url": None, "machine": "m1"}, "runtime": "docker",
+               "fingerprint": {"hostname": "c85a0d351681"}}
+    other = {**unnamed, "fingerprint": {"hostname": "5dc5b2f5be21"}}
+    assert side_names({"x": unnamed}, {"x": other}, ("n/t1", "n/t2")) == ("n/t1", "n/t2")
     assert side_names({"x": {}}, {"x": {}}, ("dirA", "dirB")) == ("dirA", "dirB")
+
+
+def test_two_runs_on_one_machine_differ_between_runs(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    clean = swept(tmp_path / "one", "3090", lambda c: Behaviour())
+    leaky = swept(tmp_path / "two", "3090", lambda c: Behaviour(leak_per_iter=16384)
+                  if c.image.label == "22.12" and c.scenario.id == "loop" else Behaviour())
+    assert main(["compare", str(clean), str(leaky)]) == 1
+    out = capsys.readouterr().out
+    assert "differs between runs on the same host" in out
+    assert "gpu-3090" not in out                    # the recorded (container) hostname
+    assert "only on" not in out
+    assert f"cmp/{leaky.name}" in out or str(leaky) in out   # equal NAME/TIME: full paths
 
 
 def test_one_image_against_another_on_the_same_host(hosts: tuple[Path, Path]) -> None:
@@ -135,3 +158,17 @@ def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: l
     err = capsys.readouterr().err
     assert message.format(**names) in err
     assert "Traceback" not in err
+
+
+def test_compare_image_accepts_the_full_reference(tmp_path: Path) -> None:
+    from harness.cli.compare import image_label
+    from harness.errors import InputError
+
+    results = {f"{t}.gpu0.x": {"image": {"label": f"{t}-tf1-py3",
+                                         "ref": f"nvcr.io/nvidia/tensorflow:{t}-tf1-py3"}}
+               for t in ("20.12", "22.12")}
+    assert image_label("nvcr.io/nvidia/tensorflow:22.12-tf1-py3", results, tmp_path) == \
+        "22.12-tf1-py3"
+    assert image_label("20.12-tf1-py3", results, tmp_path) == "20.12-tf1-py3"
+    with pytest.raises(InputError, match="or their full references"):
+        image_label("nvcr.io/nvidia/tensorflow:23.01-tf1-py3", results, tmp_path)

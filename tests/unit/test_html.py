@@ -55,7 +55,8 @@ def test_every_cell_gets_memory_and_step_plots(swept: tuple[Report, RunStore]) -
     assert page.count("<svg") == 3 * 4
     assert page.count('class="warmup"') == 3 * 4
     assert page.count('class="fit"') == 3 * 3  # every memory source has a fitted slope
-    assert "+8.00 [+8.00..+8.00] KiB/it, leak" in page  # heap: half the leaked bytes
+    assert ">+8.00 KiB/call</text>" in page  # heap: half the leaked bytes, printed large
+    assert "CI +8.00..+8.00 KiB/call, leak" in page
     assert "late/early" in page
 
 
@@ -63,14 +64,16 @@ def test_first_bad_and_last_good_are_marked(swept: tuple[Report, RunStore]) -> N
     page = render(swept[0])
     assert re.search(r'<div class="cell first-bad" id="v2\.gpu0\.loop">', page)
     assert re.search(r'<div class="cell last-good" id="v1\.gpu0\.loop">', page)
-    assert '<td class="bad first-bad"><a href="#v2.gpu0.loop">' in page
+    assert re.search(r'<td class="bad first-bad" data-key="[^"]*"><a href="#v2.gpu0.loop">',
+                     page)
 
 
 def test_page_is_self_contained(swept: tuple[Report, RunStore]) -> None:
     page = render(swept[0])
-    # the only URL is the SVG namespace: no CDN, no script, no stylesheet link
+    # the only URL is the SVG namespace: no CDN, no stylesheet link, one inline script
     assert set(re.findall(r"https?://[^\s\"']+", page)) == {"http://www.w3.org/2000/svg"}
-    assert "<script" not in page and "<link" not in page and " src=" not in page
+    assert page.count("<script") == 1 and "<script>" in page
+    assert "<link" not in page and " src=" not in page
 
 
 def test_write_all_writes_html_and_junit_with_plots(tmp_path: Path,
@@ -107,7 +110,7 @@ def test_everything_from_cells_is_escaped(tmp_path: Path) -> None:
     (cell_dir / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     page = render(Report.from_results(f"sweep {XSS}", results, meta, tmp_path))
     assert XSS not in page
-    assert "<script" not in page
+    assert page.count("<script") == 1   # our own filter/sort script, nothing from a cell
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8
     assert page.count("<svg") == 2  # the hostile cell still gets its heap and step plots
 
@@ -125,3 +128,33 @@ def test_chart_labels() -> None:
     assert human(95.37 * 2**20, "B", 200) != human(95.37 * 2**20 + 100, "B", 200)
     assert human(0.00117, "s", 3e-4) == "1.17 ms"
     assert "no samples" in chart("heap", [], "B")
+
+
+def test_header_in_words_links_and_folded_pip_diff(swept: tuple[Report, RunStore]) -> None:
+    from harness.report.html import meta_items, split_diff
+
+    assert dict(meta_items({"started": 0, "seconds": 12.3, "baseline": None})) == {
+        "started": "1970-01-01 00:00:00 UTC", "took": "12.3 s",
+        "baseline": "each row's first image"}
+    report, _ = swept
+    page = render(Report.from_results(report.name, report.results,
+                                      {"started": 1.8e9, "baseline": None}, report.root))
+    assert "1.8e9" not in page and "None" not in page and "2027-01-15" in page
+    assert '<a href="cells/v2.gpu0.loop/samples.jsonl">samples</a>' in page
+    assert '<input id="filter"' in page and 'class="sort"' in page
+    diff = [("image", "a", "b")] + [(f"pip p{i}", "1", "2") for i in range(37)]
+    shown, folded = split_diff(diff, 8)
+    assert shown == [("image", "a", "b")] and len(folded) == 37
+    assert split_diff(diff[:5], 8) == (diff[:5], [])
+
+
+def test_panels_only_for_sources_with_data() -> None:
+    from harness.ingest import Series
+    from harness.report.html import sources_of
+
+    samples = [{"type": "sample", "src": "step", "phase": "measure", "i": i, "heap": 1.0,
+                "rss": 2.0, "cgroup": 3.0, **({"uss": 4.0} if i < 2 else {})}
+               for i in range(10)]
+    series = Series(samples=samples)
+    assert [n for _, n in sources_of(series, "local")] == ["heap", "rss"]
+    assert [n for _, n in sources_of(series, "docker")] == ["heap", "rss", "cgroup"]

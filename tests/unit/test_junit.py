@@ -81,11 +81,11 @@ def test_one_testcase_per_cell_and_counts(xml_text: str) -> None:
     by_name = {c.get("name"): c for c in cases}
     leak = by_name["22.12-tf1-py3.gpu0.rfft_loop"].find("failure")
     assert leak is not None and leak.get("type") == "leak"
-    assert "heap +23.0KiB/it" in str(leak.get("message"))
+    assert "heap +23.0 KiB/call" in str(leak.get("message"))
     assert "CI +22.530..+23.470" in str(leak.text)
     regression = by_name["21.06-tf1-py3.gpu0.rfft_loop"].find("failure")
     assert regression is not None
-    assert "slower 1.52x" in str(regression.get("message"))
+    assert "time 1.52x baseline" in str(regression.get("message"))
     crash = by_name["22.12-tf1-py3.gpu0.zeros"].find("error")
     assert crash is not None and "<&>" in str(crash.text)
     assert by_name["20.12-tf1-py3.gpu0.zeros"].find("skipped") is not None

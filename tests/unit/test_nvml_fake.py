@@ -29,7 +29,7 @@ MiB = 1024 * 1024
 TWO_GPUS = "NVIDIA GeForce RTX 4090:8.9:24564MiB:312MiB;NVIDIA GeForce RTX 3090:8.6:24576MiB:1GiB"
 PY36 = sorted(glob.glob("/root/.pyenv/versions/3.6*/bin/python3.6"))
 FAKE_ENV = ("FAKE_NVML_DEVICES", "FAKE_NVML_DRIVER", "FAKE_NVML_CUDA", "FAKE_NVML_INIT_ERROR",
-            "FAKE_NVML_LEAK")
+            "FAKE_NVML_LEAK", "HARNESS_NVML_DEVICES")
 
 
 def _compile(source: Path, out: Path) -> Path:
@@ -54,6 +54,7 @@ def fake_nvml(fake_nvml_build: Path, tmp_path: Path,
     """A fresh copy per test: dlopen keeps one state per file, and env is read at init."""
     for name in FAKE_ENV:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FAKE_NVML_PROFILE", str(tmp_path / "no-profile"))
     lib = tmp_path / "lib" / "libnvidia-ml.so.1"
     lib.parent.mkdir()
     shutil.copy(fake_nvml_build, lib)
@@ -94,6 +95,57 @@ def test_used_grows_when_the_gpu_leaks(fake_nvml: Path, monkeypatch: pytest.Monk
     nv = agent_nvml().Nvml(str(fake_nvml))
     first, second = nv.used(), nv.used()
     assert first is not None and second is not None and second - first == MiB
+
+
+def write_profile(tmp_path: Path) -> Path:
+    """Two simulated RTX 3090s as the fake hook writes them (reserved 333 MiB each)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    profile = tmp_path / "profile"
+    profile.write_text(
+        f"driver 525.147.05\ncuda 12000\nstate {state}\n"
+        f"gpu GPU-aaaa-0 8.6 {24576 * MiB} {333 * MiB} {2 * MiB} NVIDIA GeForce RTX 3090\n"
+        f"gpu GPU-aaaa-1 8.6 {24576 * MiB} {333 * MiB} {2 * MiB} NVIDIA GeForce RTX 3090\n")
+    return profile
+
+
+def test_profile_v2_reports_reserved_apart(fake_nvml: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NVML_PROFILE", str(write_profile(tmp_path)))
+    nv = agent_nvml().Nvml(str(fake_nvml))
+    assert nv.available and nv.memory_api == "v2"
+    summary = nv.summary()
+    assert summary["driver"] == "525.147.05" and summary["cuda_driver"] == "12.0"
+    d0 = summary["devices"][0]
+    assert (d0["name"], d0["uuid"], d0["cc"]) == ("NVIDIA GeForce RTX 3090", "GPU-aaaa-0", [8, 6])
+    assert d0["memory_reserved"] == 333 * MiB and d0["memory_used"] == 2 * MiB
+    assert nv.used() == 4 * MiB  # two idle GPUs: the reservation is not "used"
+    # v1 as current drivers answer it: the reservation counts as used
+    v1 = agent_nvml().Nvml(str(fake_nvml))
+    v1._fn.pop("nvmlDeviceGetMemoryInfo_v2")
+    assert v1.memory(0) == (24576 * MiB, 335 * MiB)
+
+
+def test_profile_counter_file_drives_used(fake_nvml: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NVML_PROFILE", str(write_profile(tmp_path)))
+    nv = agent_nvml().Nvml(str(fake_nvml))
+    before = nv.used_by_device()
+    (tmp_path / "state" / "GPU-aaaa-1.used").write_text(str(512 * MiB))
+    after = nv.used_by_device()
+    assert after[0] == before[0] and after[1] - before[1] == 512 * MiB
+
+
+def test_restricted_to_the_cells_gpus(fake_nvml: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NVML_PROFILE", str(write_profile(tmp_path)))
+    monkeypatch.setenv("HARNESS_NVML_DEVICES", "GPU-aaaa-1")
+    nv = agent_nvml().Nvml(str(fake_nvml))
+    assert [d["index"] for d in nv.devices()] == [1]
+    (tmp_path / "state" / "GPU-aaaa-0.used").write_text(str(900 * MiB))  # another job
+    assert nv.used() == 2 * MiB
+    monkeypatch.setenv("HARNESS_NVML_DEVICES", "0")
+    assert [d["uuid"] for d in agent_nvml().Nvml(str(fake_nvml)).devices()] == ["GPU-aaaa-0"]
 
 
 def test_missing_library_says_why() -> None:
@@ -261,9 +313,11 @@ def test_host_sampler_with_stub_and_failing_init() -> None:
 
 
 # ---------------------------------------------------------------- reconciling sources
-def agent_rows(gpu: list[int], rss: int = 400 * MiB,
-               cgroup: int = 500 * MiB) -> list[dict[str, Any]]:
-    return [{"type": "sample", "rss": rss, "cgroup": cgroup, "gpu_used": g} for g in gpu]
+def agent_rows(gpu: list[int], rss: int = 400 * MiB, cgroup: int = 500 * MiB,
+               rss_anon: int | None = None) -> list[dict[str, Any]]:
+    anon = rss if rss_anon is None else rss_anon
+    return [{"type": "sample", "rss": rss, "rss_anon": anon, "cgroup": cgroup, "gpu_used": g}
+            for g in gpu]
 
 
 def test_reconcile_agreeing_sources_raise_no_flag() -> None:
@@ -282,4 +336,12 @@ def test_reconcile_flags_disagreement_and_shared_gpu() -> None:
     assert "agent NVML peak 4000 MiB vs host NVML peak 2000 MiB" in text
     assert "already held 900 MiB before the cell started" in text
     assert "agent read peak 500 MiB, engine stats peak 2000 MiB" in text
-    assert "RSS peak 900 MiB exceeds the cgroup's 500 MiB" in text
+    assert "anonymous RSS peak 900 MiB exceeds the cgroup's 500 MiB" in text
+
+
+def test_reconcile_compares_anonymous_rss_with_the_cgroup() -> None:
+    # 600 MiB of TF's shared libraries were charged to the container that read them
+    # first: RSS exceeds this container's cgroup, its anonymous part does not.
+    got = reconcile(agent_rows([0], rss=900 * MiB, rss_anon=300 * MiB), [], [])
+    assert not any("different cgroups" in f for f in got["flags"]), got["flags"]
+    assert got["sources"]["rss_anon"]["peak"] == 300 * MiB

@@ -60,7 +60,7 @@ def test_model(report: Report) -> None:
     header, body = report.table()
     assert header == ["row", "20.12-tf1-py3", "22.12-tf1-py3", "first bad / last good"]
     assert body[0][0] == "gpu0.rfft_loop"
-    assert body[0][2] == "leak heap +23.0KiB/it 1.9ms"
+    assert body[0][2] == "leak: heap +23.0 KiB/call, 1.9 ms/call"
     assert body[1][1] == "ok"  # no numbers known: just the verdict
     assert "host_samples" not in json.dumps(report.to_json())
     assert report.to_json()["bad_cells"] == report.bad_cells
@@ -76,7 +76,7 @@ def test_console_without_colour_on_a_stringio(report: Report) -> None:
     assert "gpu0.rfft_loop: first bad: 22.12-tf1-py3 (last good: 20.12-tf1-py3)" in text
     assert "  pip tensorflow: 1.15.4 -> 1.15.5" in text
     assert "  CUDA_VERSION: 11.1.1 -> 11.8.0" in text
-    assert "leak heap +23.0KiB/it" in text
+    assert "leak: heap +23.0 KiB/call" in text
 
 
 def test_console_colour_when_asked(report: Report) -> None:

@@ -13,6 +13,20 @@
  *   FAKE_NVML_LEAK     bytes added to every device's `used` on each
  *                      nvmlDeviceGetMemoryInfo call (a simulated GPU memory leak)
  *
+ * Profile mode (the simulated GPU host, images/gpu-sim): when the file FAKE_NVML_PROFILE
+ * (default /run/nvidia-sim/profile, written into the container by the fake
+ * nvidia-container-runtime-hook) exists, it replaces FAKE_NVML_DEVICES/DRIVER/CUDA:
+ *     driver 525.147.05
+ *     cuda 12000
+ *     state /run/nvidia-sim
+ *     gpu <uuid> <cc major.minor> <total bytes> <reserved bytes> <used bytes> <name...>
+ * one `gpu` line per GPU the container may see, in NVML index order. A device's `used`
+ * is its profile figure plus the decimal number in <state>/<uuid>.used when that file
+ * exists, re-read on every memory query: a scenario raises it to simulate device
+ * allocations (a GPU memory leak visible end to end).
+ * Memory as current drivers (R510+) report it: nvmlDeviceGetMemoryInfo (v1) counts the
+ * driver-reserved memory as used; nvmlDeviceGetMemoryInfo_v2 reports it apart.
+ *
  * Build: gcc -shared -fPIC -o libnvidia-ml.so.1 fake_nvml.c
  */
 #include <stdio.h>
@@ -28,11 +42,22 @@ typedef int nvmlReturn_t;                 /* an enum in nvml.h: int-sized */
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_UNKNOWN 999
 
+#define NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
+
 typedef struct {                          /* nvmlMemory_t (v1) */
     unsigned long long total;
     unsigned long long free;
     unsigned long long used;
 } nvmlMemory_t;
+
+typedef struct {                          /* nvmlMemory_v2_t */
+    unsigned int version;
+    unsigned long long total;
+    unsigned long long reserved;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_v2_t;
+#define nvmlMemory_v2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2 << 24)))
 
 #define MAX_DEVICES 16
 #define TEXT 96                           /* NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID too */
@@ -41,7 +66,7 @@ struct nvmlDevice_st {
     char name[TEXT];
     char uuid[TEXT];
     int major, minor;
-    unsigned long long total, used;
+    unsigned long long total, used, reserved;
 };
 typedef struct nvmlDevice_st *nvmlDevice_t;
 
@@ -49,6 +74,60 @@ static struct nvmlDevice_st devices[MAX_DEVICES];
 static unsigned int device_count;
 static int initialised;                   /* a reference count, as NVML keeps */
 static unsigned long long leak;
+static char driver_version[TEXT] = "535.129.03";
+static int cuda_version = 12020;
+static char state_dir[512];
+
+static const char *profile_path(void) {
+    const char *p = getenv("FAKE_NVML_PROFILE");
+    return p && *p ? p : "/run/nvidia-sim/profile";
+}
+
+/* 1 when a profile file was read (it then replaces the environment variables). */
+static int load_profile(void) {
+    FILE *f = fopen(profile_path(), "r");
+    char line[1024];
+    if (f == NULL) return 0;
+    device_count = 0;
+    state_dir[0] = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char key[16];
+        int used_chars = 0;
+        line[strcspn(line, "\n")] = 0;
+        if (sscanf(line, "%15s %n", key, &used_chars) != 1) continue;
+        if (strcmp(key, "driver") == 0) {
+            snprintf(driver_version, TEXT, "%s", line + used_chars);
+        } else if (strcmp(key, "cuda") == 0) {
+            cuda_version = atoi(line + used_chars);
+        } else if (strcmp(key, "state") == 0) {
+            snprintf(state_dir, sizeof state_dir, "%s", line + used_chars);
+        } else if (strcmp(key, "gpu") == 0 && device_count < MAX_DEVICES) {
+            struct nvmlDevice_st *d = &devices[device_count];
+            int name_at = 0;
+            if (sscanf(line + used_chars, "%95s %d.%d %llu %llu %llu %n", d->uuid, &d->major,
+                       &d->minor, &d->total, &d->reserved, &d->used, &name_at) < 6)
+                continue;
+            snprintf(d->name, TEXT, "%s", line + used_chars + name_at);
+            device_count++;
+        }
+    }
+    fclose(f);
+    return 1;
+}
+
+/* Bytes a scenario "allocated" on the device: <state>/<uuid>.used, 0 when absent. */
+static unsigned long long allocated(const struct nvmlDevice_st *d) {
+    char path[700];
+    FILE *f;
+    unsigned long long v = 0;
+    if (!state_dir[0]) return 0;
+    snprintf(path, sizeof path, "%s/%s.used", state_dir, d->uuid);
+    f = fopen(path, "r");
+    if (f == NULL) return 0;
+    if (fscanf(f, "%llu", &v) != 1) v = 0;
+    fclose(f);
+    return v;
+}
 
 static unsigned long long parse_size(const char *s) {
     char *end;
@@ -64,8 +143,13 @@ static void load_devices(void) {
     const char *leak_text = getenv("FAKE_NVML_LEAK");
     char buf[4096];
     char *save = NULL, *item;
+    const char *drv = getenv("FAKE_NVML_DRIVER");
+    const char *cuda = getenv("FAKE_NVML_CUDA");
     device_count = 0;
     leak = leak_text ? strtoull(leak_text, NULL, 10) : 0;
+    if (drv && *drv) snprintf(driver_version, TEXT, "%s", drv);
+    if (cuda && *cuda) cuda_version = atoi(cuda);
+    if (load_profile()) return;
     snprintf(buf, sizeof buf, "%s",
              spec && *spec ? spec : "NVIDIA GeForce RTX 4090:8.9:24564MiB:312MiB");
     for (item = strtok_r(buf, ";", &save); item && device_count < MAX_DEVICES;
@@ -82,6 +166,7 @@ static void load_devices(void) {
         d->total = parse_size(fields[2]);
         d->used = n > 3 ? parse_size(fields[3]) : 300ULL * 1024 * 1024;
         snprintf(d->uuid, TEXT, "GPU-fa4e0000-0000-4000-8000-%012u", device_count);
+        d->reserved = 0;
         device_count++;
     }
 }
@@ -125,20 +210,19 @@ const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
     default: return "Unknown Error";
     }
 }
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
-    const char *v = getenv("FAKE_NVML_DRIVER");
     if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    return copy_text(v && *v ? v : "535.129.03", version, length);
+    return copy_text(driver_version, version, length);
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion) {
-    const char *v = getenv("FAKE_NVML_CUDA");
     if (cudaDriverVersion == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-    *cudaDriverVersion = v && *v ? atoi(v) : 12020;
+    *cudaDriverVersion = cuda_version;
     return NVML_SUCCESS;
 }
 
@@ -199,16 +283,38 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
     return NVML_SUCCESS;
 }
 
+/* used (apart from reserved) now: the profile's figure, the scenario's allocations, the
+ * FAKE_NVML_LEAK growth; capped at what is left after the reservation. */
+static unsigned long long used_now(struct nvmlDevice_st *device) {
+    unsigned long long used = __atomic_add_fetch(&device->used, leak, __ATOMIC_SEQ_CST);
+    used += allocated(device);
+    if (used + device->reserved > device->total) used = device->total - device->reserved;
+    return used;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
     nvmlReturn_t rc = check_device(device);
     unsigned long long used;
     if (rc != NVML_SUCCESS) return rc;
     if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-    /* The agent reads from two threads: grow atomically. */
-    used = __atomic_add_fetch(&device->used, leak, __ATOMIC_SEQ_CST);
-    if (used > device->total) used = device->total;
+    /* The agent reads from two threads: grow atomically. v1 counts reserved as used. */
+    used = used_now(device) + device->reserved;
     memory->total = device->total;
     memory->used = used;
     memory->free = device->total - used;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+    nvmlReturn_t rc = check_device(device);
+    unsigned long long used;
+    if (rc != NVML_SUCCESS) return rc;
+    if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    used = used_now(device);
+    memory->total = device->total;
+    memory->reserved = device->reserved;
+    memory->used = used;
+    memory->free = device->total - device->reserved - used;
     return NVML_SUCCESS;
 }

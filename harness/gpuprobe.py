@@ -1,0 +1,136 @@
+"""A host's GPUs as its Docker engine gives them to containers, not as this machine sees them.
+
+A short probe container (the cell's own image, every GPU requested through a
+DeviceRequest, network off) runs the agent's NVML reader (`harness/agent/nvml.py`) and
+prints the driver, the CUDA version it supports and the GPUs it was given. So the
+compatibility precheck and the report work for every engine the same way: a remote
+`ssh://` engine, or several engines on one machine (the simulated GPU hosts of
+images/setup-gpu-sim.sh), each shows its own GPUs. Host-side NVML sampling during a cell
+stays where the engine runs on this machine.
+
+An engine without GPU support (no nvidia-container-toolkit: dockerd has no `nvidia`
+device driver and refuses the DeviceRequest) is a `GpuUnavailable`: the sweep stops
+before any cell with exit 3 and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tarfile
+import time
+from typing import Any
+
+from harness import gpu
+from harness.errors import EngineUnavailable, GpuUnavailable
+
+PROBE_TIMEOUT_S = 60.0
+NO_DRIVER = ("could not select device driver", "unknown or invalid runtime name: nvidia")
+TOOLKIT_FIX = ("install nvidia-container-toolkit on that host and restart dockerd "
+               "(`nvidia-ctk runtime configure --runtime=docker`), point DOCKER_HOST / "
+               "`hosts:` at a GPU host, or set `gpu: [none]` for a CPU-only sweep")
+
+
+def parse(output: str) -> gpu.HostGpus:
+    """The probe's stdout (an image's entrypoint banner may come first) -> HostGpus."""
+    found: dict[str, Any] | None = None
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                found = json.loads(line)
+            except ValueError:
+                continue
+    if found is None:
+        return gpu.HostGpus(reason=f"the NVML probe printed no result: {output[-300:]!r}")
+    if "devices" not in found:
+        return gpu.HostGpus(reason=str(found.get("reason") or "NVML unavailable in the probe"))
+    gpus = [gpu.Gpu(int(d["index"]), str(d.get("name") or "?"), str(d.get("uuid") or "?"),
+                    (int(d["cc"][0]), int(d["cc"][1])) if d.get("cc") else None,
+                    d.get("memory_total"))
+            for d in found["devices"]]
+    return gpu.HostGpus(driver=found.get("driver"),
+                        cuda_driver=gpu.parse_cuda_version(found.get("cuda_driver")),
+                        gpus=gpus)
+
+
+def _agent_tar() -> bytes:
+    from harness.runtimes.base import AGENT_DIR
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in sorted(AGENT_DIR.glob("*.py")):
+            tar.add(path, arcname=f"harness/agent/{path.name}")
+    return buf.getvalue()
+
+
+def engine_inventory(client: Any, image: str, python: str, mount: bool,
+                     where: str) -> gpu.HostGpus:
+    """Run the NVML probe in `image` on the engine behind `client` (docker-py).
+
+    `mount`: bind-mount the agent (an engine on this machine); else copy it in.
+
+    Raises:
+        GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
+        EngineUnavailable: the probe container could not be created.
+    """
+    from docker.types import DeviceRequest
+
+    kwargs: dict[str, Any] = {
+        "command": [python, "/harness/agent/nvml.py"],
+        "device_requests": [DeviceRequest(**gpu.device_request_kwargs("all"))],
+        "network_disabled": True, "network_mode": "none",
+        "labels": {"harness.probe": "nvml"},
+        "detach": True,
+    }
+    if mount:
+        from harness.runtimes.base import AGENT_DIR
+
+        kwargs["volumes"] = {str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"}}
+    try:
+        container = client.containers.create(image, **kwargs)
+    except Exception as exc:  # docker.errors.*, requests: the engine's own words
+        raise EngineUnavailable(f"the engine at {where} could not create the GPU probe "
+                                f"container from {image}: {str(exc)[:300]}") from exc
+    try:
+        if not mount:
+            container.put_archive("/", _agent_tar())
+        try:
+            container.start()
+        except Exception as exc:  # docker.errors.APIError: the engine's own words
+            text = str(exc)
+            if any(s in text for s in NO_DRIVER):
+                raise GpuUnavailable(
+                    f"the engine at {where} cannot give containers GPUs: {text[:300]}\n"
+                    f"  fix: {TOOLKIT_FIX}") from exc
+            raise GpuUnavailable(f"the GPU probe container on {where} did not start: "
+                                 f"{text[:400]}\n  fix: {TOOLKIT_FIX}") from exc
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            container.reload()
+            if container.status in ("exited", "dead"):
+                break
+            time.sleep(0.1)
+        out = container.logs(stdout=True, stderr=False)
+        text = out.decode("utf-8", "replace") if isinstance(out, bytes) else str(out)
+        return parse(text)
+    finally:
+        with contextlib.suppress(Exception):  # best effort; labelled for a later look
+            container.remove(force=True)
+
+
+def describe(host: gpu.HostGpus) -> str:
+    """`2x NVIDIA GeForce RTX 3090 (8.6), driver 525.147.05, CUDA 12.0` or the reason."""
+    if not host.gpus:
+        return host.reason or "no GPU"
+    names: dict[str, int] = {}
+    for g in host.gpus:
+        cc = f" ({g.cc[0]}.{g.cc[1]})" if g.cc else ""
+        names[g.name + cc] = names.get(g.name + cc, 0) + 1
+    text = ", ".join(f"{n}x {k}" for k, n in names.items())
+    if host.driver:
+        text += f", driver {host.driver}"
+    if host.cuda_driver:
+        text += f", CUDA {host.cuda_driver[0]}.{host.cuda_driver[1]}"
+    return text

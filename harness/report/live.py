@@ -1,0 +1,194 @@
+"""The sweep on a terminal: a live display on a TTY, plain lines everywhere else.
+
+`progress_for(quiet, samples)` gives the sweep's progress callback:
+
+- on a TTY (and not `-q`): `LiveProgress`, a rich display on stderr with one bar per
+  running cell (iterations done / planned, rate, elapsed; read from the tail of the
+  cell's samples.jsonl), the latest pull / venv-build line per image, and the other
+  lines (finished cells among them) printed above it in the order they happen;
+- elsewhere: `PlainProgress`, one `harness: ...` line per event (logs, CI);
+- `-q`: nothing.
+
+`NO_COLOR` (set and not empty) turns colour off, as no-color.org asks; the live display
+still redraws in place on a TTY.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.progress import TaskID
+
+    from harness.spec.model import Cell
+
+RUNNING = re.compile(r"^\[\d+/\d+\] \S+: running\b")
+PREPARING = re.compile(r"^(?:pull(?:ing)? (?P<ref>[^\s:]+(?::[^\s:]+)?)|"
+                       r"(?P<label>\S+): (?:pip: |building venv|cached venv))")
+
+
+def no_colour() -> bool:
+    return bool(os.environ.get("NO_COLOR"))
+
+
+class PlainProgress:
+    """`harness: TEXT` on stderr, one line per event; nothing with `quiet`."""
+
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None):
+        self.quiet = quiet
+        self.stream = stream
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(f"harness: {text}", file=self.stream or sys.stderr, flush=True)
+
+    def cell(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+        """Structured cell events; the plain lines already say everything."""
+
+    def close(self) -> None:
+        """Nothing to tear down."""
+
+
+def last_iteration(path: Path, chunk: int = 8192) -> tuple[int, str] | None:
+    """(iterations done, phase) from the last complete sample line of samples.jsonl."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - chunk))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = tail.splitlines()
+    if size > chunk:
+        lines = lines[1:]           # the first one is cut
+    for line in reversed(lines):
+        if '"i"' not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("i"), int):
+            return int(rec["i"]), str(rec.get("phase") or "")
+    return None
+
+
+class LiveProgress:
+    """A rich live display of the running cells (see the module docstring)."""
+
+    def __init__(self, samples: Callable[[str], Path], console: Console | None = None,
+                 refresh_s: float = 0.25):
+        from rich.console import Console
+        from rich.live import Live
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.samples = samples          # cell id -> its samples.jsonl
+        self.console = console or Console(stderr=True, no_color=no_colour(),
+                                          highlight=False)
+        self.bars = Progress(
+            TextColumn("{task.description}"), BarColumn(bar_width=None),
+            MofNCompleteColumn(), TextColumn("it"),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+            console=self.console, expand=True)
+        # cell id -> (bar, first (time, iteration) seen: the rate is measured from there)
+        self.tasks: dict[str, tuple[TaskID, list[float]]] = {}
+        self.preparing: dict[str, str] = {}
+        self.lock = threading.RLock()
+        self.live = Live(self._view(), console=self.console, refresh_per_second=4,
+                         transient=True, redirect_stderr=False, redirect_stdout=False)
+        self.live.start()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, args=(refresh_s,), daemon=True,
+                                        name="live-display")
+        self._thread.start()
+
+    def _view(self) -> RenderableType:
+        from rich.console import Group
+        from rich.text import Text
+
+        lines: list[RenderableType] = [
+            Text(f"  {v}", style="dim", overflow="ellipsis", no_wrap=True)
+            for v in self.preparing.values()]
+        return Group(*lines, self.bars)
+
+    def __call__(self, text: str) -> None:
+        if RUNNING.match(text):
+            return                      # the bar says it
+        found = PREPARING.match(text)
+        with self.lock:
+            if found is not None:
+                key = found.group("ref") or found.group("label") or text
+                self.preparing[key] = text
+                self.live.update(self._view())
+                return
+            self.console.print(f"harness: {text}", markup=False, highlight=False,
+                               soft_wrap=True)
+
+    def cell(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+        s = cell.settings
+        with self.lock:
+            if event == "running":
+                total = s.warmup + (s.max_iterations or s.iterations)
+                task = self.bars.add_task(_short(cell.id, 40), total=total, rate="")
+                self.tasks[cell.id] = (task, [])
+                for key in (cell.image.ref, cell.image.label):
+                    self.preparing.pop(key, None)
+                self.live.update(self._view())
+            elif event == "done" and cell.id in self.tasks:
+                task, _ = self.tasks.pop(cell.id)
+                self.bars.remove_task(task)
+
+    def _poll(self, every: float) -> None:
+        while not self._stop.wait(every):
+            with self.lock:
+                for cid, (task, first) in list(self.tasks.items()):
+                    self._update(cid, task, first)
+
+    def _update(self, cid: str, task: TaskID, first: list[float]) -> None:
+        got = last_iteration(self.samples(cid))
+        if got is None:
+            return
+        done, phase = got
+        now = time.monotonic()
+        if not first:
+            first += [now, float(done)]
+        rate = ""
+        if now - first[0] > 0.2 and done > first[1]:
+            rate = f"{(done - first[1]) / (now - first[0]):,.0f} it/s"
+        if phase == "warmup":
+            rate = f"{rate} warm-up".strip()
+        self.bars.update(task, completed=done, rate=rate)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.live.stop()
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def progress_for(quiet: bool, samples: Callable[[str], Path], stream: TextIO | None = None
+                 ) -> PlainProgress | LiveProgress:
+    """The progress callback for this terminal: live on a TTY, plain lines otherwise."""
+    out = stream or sys.stderr
+    if quiet or not out.isatty() or os.environ.get("TERM") == "dumb":
+        return PlainProgress(quiet, stream)
+    return LiveProgress(samples)

@@ -1,0 +1,121 @@
+"""Issue 15 point 6: the CLI behaves as a user expects from a command-line tool."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import __version__
+from harness.cli import main
+from harness.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"harness {__version__}"
+
+
+def test_top_help_is_user_text(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: harness [-h] [--version] COMMAND")
+    assert "Find which container image" in out and "exit codes:" in out
+    assert "thin commands" not in out and "main(argv)" not in out and "`" not in out.split(
+        "\n\n")[1]
+
+
+def test_each_subcommand_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["images", "build", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: harness images build")
+    assert "--force" in out and "{build,list}" not in out
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["sweep", "m.yaml", "--bogus"], "usage: harness sweep "),
+    (["images", "build", "--nope"], "usage: harness images build "),
+    (["report", "x", "--frmat", "md"], "usage: harness report "),
+])
+def test_unknown_flag_prints_the_subcommands_usage(argv: list[str], usage: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage), err
+    assert f"unrecognized arguments: {argv[-1] if argv[-1] != 'md' else '--frmat md'}" in err
+
+
+def test_readme_uses_the_command_on_path() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert "python -m harness" not in text
+    assert "harness sweep examples/multidict.yaml" in text
+
+
+def test_lock_file_is_removed_at_the_end(tmp_path: Path) -> None:
+    store = RunStore.open(tmp_path, "x", False)
+    assert (store.root / ".lock").is_file()
+    (store.root / "cells").mkdir()
+    store.unlock()
+    assert not (store.root / ".lock").exists()
+    again = RunStore.open(tmp_path, "x", store.root)   # --resume DIR locks it again
+    assert (again.root / ".lock").is_file()
+    again.unlock()
+
+
+def _hanging_index() -> tuple[socket.socket, str]:
+    """A package index that accepts and never answers: pip waits on it."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/simple"
+
+
+def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path) -> None:
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 1\ndef step(s):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: intr\nruntime: local\ndefaults: {iterations: 20, warmup: 0}\nmatrix:\n"
+        f"  image: [{{name: slow, python: {sys.executable}, pip: [harness-never-pkg==1.0]}}]\n"
+        "  scenario: [s.py]\n")
+    srv, url = _hanging_index()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_CACHE": str(tmp_path / "cache"),
+           "PIP_INDEX_URL": url, "PIP_TIMEOUT": "120", "PIP_RETRIES": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
+                             str(tmp_path / "r")], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        venvs = tmp_path / "cache" / "venvs"
+        while not list(venvs.glob("*.tmp*/bin/pip")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert list(venvs.glob("*.tmp*")), "the venv build never started"
+        time.sleep(1.0)                          # pip is now waiting on the index
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        srv.close()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert list(venvs.glob("*.tmp*")) == []
+    assert list(venvs.glob("*/bin/python")) == []        # and no half venv passes for one

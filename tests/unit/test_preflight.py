@@ -1,0 +1,68 @@
+"""Issue 15 point 2: scenario bugs are the user's input, not findings about images."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.cli.sweep import exit_code
+from harness.report import Report
+from harness.search import answer_rows
+
+
+def _matrix(tmp_path: Path, scenario: str, images: int = 2) -> Path:
+    (tmp_path / "s.py").write_text(scenario)
+    imgs = ", ".join(f"{{name: py{i}, python: {sys.executable}}}" for i in range(images))
+    path = tmp_path / "m.yaml"
+    path.write_text("name: pre\nruntime: local\ndefaults: {iterations: 40, warmup: 2, "
+                    f"repeats: 0}}\nmatrix:\n  image: [{imgs}]\n  scenario: [s.py]\n")
+    return path
+
+
+def test_syntax_error_is_exit_2_with_file_and_line_before_any_cell(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = _matrix(tmp_path, "def setup(p):\n    return 1\n\ndef step(s)\n    pass\n")
+    code = main(["sweep", str(m), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{tmp_path / 's.py'}:4: SyntaxError" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r").exists()          # no container/process, no results dir
+
+
+def test_same_error_on_every_image_is_a_scenario_bug_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = _matrix(tmp_path, "def setup(p):\n    return 1\n\ndef step(s):\n    undefined_x\n")
+    code = main(["sweep", str(m), "-q", "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "the scenario fails on every image (NameError" in out
+    assert "first bad:" not in out and "bad from the first image" not in out
+    [results] = list((tmp_path / "r" / "pre").glob("*/results.json"))
+    assert json.loads(results.read_text())["rows"][0]["first_bad"] is None
+
+
+def _cell(label: str, index: int, verdict: str, message: str) -> dict[str, object]:
+    return {"row": "cpu.s", "image": {"label": label, "index": index},
+            "gpu": {"label": "cpu"}, "scenario": {"id": "s"}, "id": f"{label}.cpu.s",
+            "verdict": verdict, "reason": "", "fingerprint": {},
+            "end": {"error": {"type": "ImportError", "message": message}}}
+
+
+def test_different_errors_or_one_image_stay_findings() -> None:
+    differ = {"a": _cell("a", 0, "crash", "no module x"), "b": _cell("b", 1, "crash", "y")}
+    [row] = answer_rows(differ)
+    assert row.scenario_error is None and row.first_bad == "a"
+    same = {"a": _cell("a", 0, "crash", "m"), "b": _cell("b", 1, "crash", "m")}
+    assert answer_rows(same)[0].scenario_error == "ImportError: m"
+    assert exit_code(Report.from_results("x", same)) == 2
+    one = {"a": _cell("a", 0, "crash", "m")}
+    assert answer_rows(one)[0].scenario_error is None
+    mixed = {"a": _cell("a", 0, "ok", ""), "b": _cell("b", 1, "crash", "m"),
+             "c": _cell("c", 2, "crash", "m")}
+    assert answer_rows(mixed)[0].first_bad == "b"
+    assert exit_code(Report.from_results("x", mixed)) == 1

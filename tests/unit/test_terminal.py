@@ -1,0 +1,165 @@
+"""Issue 15 point 4: the terminal. Run through a pseudo-terminal at 80 and 160 columns:
+a live display while cells run, a table that fits the width, NO_COLOR honoured, plain
+lines when not a terminal."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-9]m|\x1b\[[0-9;]*9[0-7]m")
+SCENARIO = "import time\n\ndef setup(p):\n    return 1\n\ndef step(s):\n    time.sleep(0.005)\n"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env.update(PYTHONPATH=str(ROOT), TERM="xterm-256color", **extra)
+    return env
+
+
+def in_pty(argv: list[str], cols: int, cwd: Path, **env: str) -> tuple[int, str]:
+    """Run argv with stdin/stdout/stderr on a pseudo-terminal `cols` wide."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
+                            env=_env(**env), start_new_session=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(master, 65536)
+        except OSError:          # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    code = proc.wait(timeout=30)
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Six images (too many for 80 columns), swept in an 80-column terminal."""
+    tmp = tmp_path_factory.mktemp("term")
+    (tmp / "s.py").write_text(SCENARIO)
+    images = ", ".join(f"{{name: interp-{i}, python: {sys.executable}}}"
+                       for i in range(6))
+    (tmp / "m.yaml").write_text(
+        "name: term\nruntime: local\ndefaults: {iterations: 160, warmup: 10, "
+        f"sample_every: 5, repeats: 0}}\nmatrix:\n  image: [{images}]\n  scenario: [s.py]\n")
+    code, out = in_pty([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out", "r"],
+                       80, tmp)
+    assert code in (0, 1), out
+    [root] = list((tmp / "r" / "term").iterdir())
+    return root, out
+
+
+def test_live_display_shows_iterations_rate_and_elapsed(swept: tuple[Path, str]) -> None:
+    _, out = swept
+    plain = ANSI.sub("", out)
+    assert re.search(r"\d+/170 it", plain), plain[-3000:]        # iterations done / planned
+    assert re.search(r"[\d,]+ it/s", plain), plain[-3000:]        # rate
+    assert re.search(r"\d:\d\d:\d\d", plain)                      # elapsed
+    assert "harness: [6/6] interp-5.cpu.s:" in plain  # finished lines above
+    assert plain.index("harness: [1/6]") < plain.index("results:")
+
+
+@pytest.mark.parametrize("cols", [80, 160])
+def test_table_fits_the_terminal(swept: tuple[Path, str], cols: int) -> None:
+    root, _ = swept
+    code, out = in_pty([sys.executable, "-m", "harness", "report", str(root)], cols, root)
+    assert code in (0, 1), out
+    lines = ANSI.sub("", out).replace("\r", "").splitlines()
+    assert max(len(line) for line in lines) <= cols, "\n".join(lines)
+    assert "interp-5" in out
+    if cols == 80:   # six images do not fit across 80 columns: images go down
+        assert any(line.lstrip().startswith("interp-5") for line in lines)
+    else:
+        assert any("interp-0" in line and "interp-5" in line
+                   for line in lines)
+    assert COLOUR.search(out), "colour on a terminal"
+
+
+def test_no_color_is_honoured(swept: tuple[Path, str]) -> None:
+    root, _ = swept
+    _, out = in_pty([sys.executable, "-m", "harness", "report", str(root)], 160, root,
+                    NO_COLOR="1")
+    assert "interp-5" in out
+    assert not COLOUR.search(out), repr(out[:500])
+
+
+def test_plain_lines_when_not_a_terminal(swept: tuple[Path, str], tmp_path: Path) -> None:
+    root, _ = swept
+    m = root.parent.parent.parent / "m.yaml"
+    proc = subprocess.run([sys.executable, "-m", "harness", "sweep", str(m), "--out",
+                           str(tmp_path), "-k", "interp-0"],
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert "\x1b[" not in proc.stdout + proc.stderr
+    assert "harness: [1/1] interp-0.cpu.s: running" in proc.stderr
+
+
+def test_pull_progress_by_layer() -> None:
+    from harness.runtimes.docker import PullLayers
+
+    layers = PullLayers()
+    for event in [{"status": "Pulling from nvidia/tensorflow", "id": "22.12-tf1-py3"},
+                  {"status": "Pulling fs layer", "id": "a"}, {"status": "Pulling fs layer",
+                                                              "id": "b"},
+                  {"status": "Already exists", "id": "c"},
+                  {"status": "Downloading", "id": "a",
+                   "progressDetail": {"current": 50_000_000, "total": 200_000_000}},
+                  {"status": "Downloading", "id": "b",
+                   "progressDetail": {"current": 10_000_000, "total": 20_000_000}},
+                  {"status": "Pull complete", "id": "b"}]:
+        layers.add(event)
+    assert layers.summary() == "2/3 layers done, downloading 50/200 MB"
+
+
+def test_live_progress_reads_iterations_and_keeps_prepare_lines_in_place(
+        tmp_path: Path) -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from harness.report.live import LiveProgress
+    from tests.unit.test_orchestrator import make_matrix
+
+    matrix = make_matrix(tmp_path, images="v1")
+    [cell] = matrix.cells
+    samples = tmp_path / "samples.jsonl"
+    out = io.StringIO()
+    live = LiveProgress(lambda cid: samples, Console(file=out, force_terminal=True,
+                                                     width=100), refresh_s=0.05)
+    try:
+        live("pulling nvcr.io/nvidia/tensorflow:22.12-tf1-py3 ...")
+        assert list(live.preparing) == ["nvcr.io/nvidia/tensorflow:22.12-tf1-py3"]
+        live(f"[1/1] {cell.id}: running (400 iterations)")
+        live.cell(cell, "running", None)
+        samples.write_text(json.dumps({"type": "sample", "phase": "measure", "i": 120}) + "\n")
+        time.sleep(0.4)
+        samples.write_text(json.dumps({"type": "sample", "phase": "measure", "i": 300}) + "\n")
+        time.sleep(0.4)
+        [task] = live.bars.tasks
+        assert task.completed == 300 and task.total == 420
+        assert task.fields["rate"].endswith("it/s")
+        live.cell(cell, "done", None)
+        live(f"[1/1] {cell.id}: ok (fine) in 1.0s")
+    finally:
+        live.close()
+    text = ANSI.sub("", out.getvalue())
+    assert f"harness: [1/1] {cell.id}: ok (fine)" in text
+    assert f"harness: [1/1] {cell.id}: running" not in text     # the bar said it

@@ -1,0 +1,102 @@
+"""Issue 15 point 1: a cell that cannot be prepared is `unavailable`, the sweep carries on
+and the reports are written; the reason is one clean sentence with a fix that fits."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import docker.errors
+import pytest
+
+from harness.cli import main
+from harness.cli.sweep import exit_code
+from harness.errors import ImageUnavailable
+from harness.report import Report, write_all
+from harness.runtimes.base import ImageInfo, Progress
+from harness.runtimes.docker import pull_failure
+from harness.runtimes.fake import Behaviour, FakeRuntime
+from harness.spec.model import ImageSpec
+from tests.unit.test_orchestrator import by_image, make_matrix, run
+
+RAW = ('404 Client Error for http+docker://localhost/v1.43/images/create?tag=9.99&'
+       'fromImage=nvcr.io%2Fnvidia%2Ftensorflow: Not Found ("manifest for '
+       'nvcr.io/nvidia/tensorflow:9.99 not found: manifest unknown: manifest unknown")')
+
+
+class MissingImage(FakeRuntime):
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        if image.label == "v2":
+            self.prepared.append(image.label)
+            raise ImageUnavailable(pull_failure("nvcr.io/nvidia/tensorflow:9.99",
+                                                docker.errors.APIError(RAW)))
+        return super().prepare(image, progress)
+
+
+@pytest.mark.parametrize("leak_v3, code", [(0.0, 3), (8192.0, 1)])
+def test_missing_image_is_a_cell_outcome_and_the_sweep_goes_on(
+        tmp_path: Path, leak_v3: float, code: int) -> None:
+    matrix = make_matrix(tmp_path)
+    rt = MissingImage(by_image({"v3": Behaviour(leak_per_iter=leak_v3)}))
+    outcome = run(matrix, rt, tmp_path)
+    verdicts = {k.split(".")[0]: r["verdict"] for k, r in outcome.results.items()}
+    assert verdicts["v2"] == "unavailable"
+    assert verdicts["v1"] == "ok"
+    assert verdicts["v3"] == ("leak" if leak_v3 else "ok")
+    assert [c.split(".")[0] for c in rt.runs] == ["v1", "v3"]   # v2 never started
+    assert rt.prepared.count("v2") == 1
+    res = outcome.results["v2.gpu0.loop"]
+    assert "not found in its registry" in res["reason"]
+    assert "http+docker" not in json.dumps(res) and "Client Error" not in json.dumps(res)
+    on_disk = json.loads((outcome.store.root / "cells" / "v2.gpu0.loop" / "result.json")
+                         .read_text())
+    assert on_disk["verdict"] == "unavailable"
+    report = Report.from_results(matrix.name, outcome.results, root=outcome.store.root)
+    paths = write_all(outcome.store, report)
+    assert {p.name for p in paths} >= {"results.json", "report.md", "report.html", "junit.xml"}
+    assert "Not run" in (outcome.store.root / "report.md").read_text()
+    assert exit_code(report) == code
+
+
+def test_pull_failure_text_is_clean_and_the_fix_fits_the_registry() -> None:
+    text = pull_failure("nvcr.io/nvidia/tensorflow:9.99", docker.errors.APIError(RAW))
+    first, fix = text.splitlines()
+    assert first.startswith("image nvcr.io/nvidia/tensorflow:9.99 not found in its registry")
+    assert "Client Error" not in text and "http+docker" not in text
+    assert "images build" not in text and "docker pull nvcr.io" in fix
+    ours = pull_failure("harness-test/tf-cpu:9.9", docker.errors.APIError(
+        "pull access denied for harness-test/tf-cpu, repository does not exist"))
+    assert "harness images build" in ours
+    offline = pull_failure("python:3.12", docker.errors.APIError(
+        'Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: '
+        "no such host"))
+    assert "cannot be reached" in offline.splitlines()[0]
+
+
+def test_bad_pip_pin_on_the_local_runtime_is_unavailable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 1\ndef step(s):\n    pass\n")
+    missing = tmp_path / "no-such-package-dir"
+    (tmp_path / "m.yaml").write_text(
+        "name: pins\nruntime: local\ndefaults: {iterations: 60, warmup: 5, repeats: 0}\n"
+        f"matrix:\n  image: [{{name: good, python: {sys.executable}}}, "
+        f"{{name: badpin, python: {sys.executable}, pip: ['{missing}']}}, "
+        f"{{name: after, python: {sys.executable}}}]\n  scenario: [s.py]\n")
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    code = main(["sweep", str(tmp_path / "m.yaml"), "-q", "--out", str(tmp_path / "r")])
+    out, err = capsys.readouterr()
+    assert code == 3, (out, err)
+    assert "Traceback" not in err + out
+    [results] = list((tmp_path / "r" / "pins").glob("*/results.json"))
+    cells = json.loads(results.read_text())["cells"]
+    assert cells["badpin.cpu.s"]["verdict"] == "unavailable"
+    assert "pip cannot install" in cells["badpin.cpu.s"]["reason"]
+    # the cells around it ran (their verdict is whatever 60 iterations say)
+    assert cells["good.cpu.s"]["end"]["status"] == "ok"
+    assert cells["after.cpu.s"]["end"]["status"] == "ok"
+    assert (results.parent / "report.html").is_file()
+    assert "badpin: badpin: pip cannot install" in out or "badpin:" in out
+    leftovers = list((tmp_path / "cache" / "venvs").glob("*.tmp*"))
+    assert leftovers == []

@@ -1,0 +1,67 @@
+"""Issue 15 point 8: every number in a report says what it is."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from harness.report import MarkdownReporter, Report
+from harness.report.issue import IssueReporter
+from harness.report.model import cell_text, human_seconds
+from tests.unit.test_report import result
+
+
+def _leaky() -> dict[str, Any]:
+    res = result("6.5.1", 1, "leak", "heap grows +5.90 KiB/iteration", "1", "1",
+                 heap_slope=5.9 * 1024, median_step_s=0.0000159)
+    res["vs_baseline"] = {"baseline": "6.4.4", "steps": {"direction": "slower", "ratio": 1.17},
+                          "peak_rss": {"direction": "higher", "ratio": 1.12}}
+    return res
+
+
+def test_cell_text_names_each_number() -> None:
+    assert cell_text(_leaky()) == ("leak: heap +5.9 KiB/call, 15.9 µs/call, "
+                                   "time 1.17x baseline, peak RSS 1.12x baseline")
+    assert human_seconds(0.0123) == "12.3 ms" and human_seconds(2.5) == "2.5 s"
+
+
+def _md(results: dict[str, dict[str, Any]]) -> str:
+    out = io.StringIO()
+    MarkdownReporter.from_results(Report.from_results("w", results)).render(out)
+    return out.getvalue()
+
+
+def test_markdown_counts_in_words_and_links_the_html() -> None:
+    base = result("6.4.4", 0, "ok", "fine", "1", "1")
+    text = _md({base["id"]: base})
+    assert "1 cell, 0 bad." in text and "1 cells" not in text
+    assert "[report.html](report.html)" in text
+
+
+def test_long_pip_diffs_fold_into_details() -> None:
+    good = result("a", 0, "ok", "fine", "1", "1")
+    bad = result("b", 1, "leak", "grows", "2", "1", heap_slope=9000.0)
+    good["fingerprint"]["packages"] = {f"pkg{i:02d}": "1.0" for i in range(37)}
+    bad["fingerprint"]["packages"] = {f"pkg{i:02d}": "2.0" for i in range(37)}
+    text = _md({good["id"]: good, bad["id"]: bad})
+    assert "<details><summary>37 pip packages changed</summary>" in text
+    assert text.count("| pkg") == 37 and "</details>" in text
+    few = result("b", 1, "leak", "grows", "2", "1", heap_slope=9000.0)
+    few["fingerprint"]["packages"] = {"pkg00": "2.0"}
+    good["fingerprint"]["packages"] = {"pkg00": "1.0"}
+    assert "<details>" not in _md({good["id"]: good, few["id"]: few})
+
+
+def test_issue_shows_params_without_python_reprs() -> None:
+    good = result("a", 0, "ok", "fine", "1", "1")
+    bad = result("b", 1, "leak", "grows", "2", "1", heap_slope=9000.0)
+    for r in (good, bad):
+        r["scenario"] = {"id": "rfft_loop", "script": "s.py", "params": {"input": "random",
+                                                                          "on": True}}
+        r["settings"] = {"iterations": 10, "warmup": 1}
+    out = io.StringIO()
+    IssueReporter.from_results(Report.from_results("w", {good["id"]: good, bad["id"]: bad}),
+                               "gpu0.rfft_loop").render(out)
+    text = out.getvalue()
+    assert '`{"input": "random", "on": true}`' in text
+    assert "{'input'" not in text and "True" not in text
