@@ -279,3 +279,39 @@ def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
     assert r["verdict"] == "ok"
     assert r["attempts"][0]["verdict"] == "crash" and "NODE_FAIL" in r["attempts"][0]["reason"]
     assert r["outcome"]["details"]["slurm"]["state"] == "COMPLETED"
+
+
+@pytest.mark.docker
+def test_docker_cells_get_the_jobs_gpus_on_the_simulated_3090_engine(tmp_path: Path) -> None:
+    # GIVEN the simulated 2x RTX 3090 engine (images/setup-gpu-sim.sh) as the node's
+    # engine, and three one-GPU docker cells
+    import docker
+
+    sim = "unix:///run/harness-sim/3090.sock"
+    try:
+        client = docker.DockerClient(base_url=sim, timeout=30)
+        client.images.get("nvcr.io/nvidia/tensorflow:22.12-tf1-py3")
+        client.close()
+    except Exception as exc:
+        msg = f"simulated 3090 engine missing: {exc}\n  fix: bash images/setup-gpu-sim.sh"
+        if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    scen = "\n".join(f"    - {{script: work.py, id: g{i}}}" for i in range(3))
+    m = write_matrix(tmp_path, "simgpu", scen, slurm="{gpu_type: rtx3090}", gpu="[0]",
+                     runtime="docker", image="nvcr.io/nvidia/tensorflow:22.12-tf1-py3",
+                     defaults="iterations: 200, warmup: 10, timeout: 2m")
+    # WHEN the sweep runs through Slurm with that engine on the node
+    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q",
+                 "--docker-host", sim]) == 0
+    # THEN each container saw exactly the GPU Slurm gave its job (SLURM_JOB_GPUS -> the
+    # device request): the fake NVML's UUID ends in the node's GPU index
+    res = results(tmp_path / "r", "simgpu")
+    seen = set()
+    for r in res.values():
+        job_gpu = r["outcome"]["details"]["job_gpus"]
+        (dev,) = r["fingerprint"]["gpu"]["devices"]
+        assert dev["name"] == "NVIDIA GeForce RTX 3090"
+        assert dev["uuid"].endswith(f"{int(job_gpu):012d}"), (job_gpu, dev["uuid"])
+        seen.add(job_gpu)
+    assert seen == {"0", "1"}
