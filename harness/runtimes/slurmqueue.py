@@ -71,8 +71,9 @@ def parse_exit(text: str) -> tuple[int | None, int | None]:
 
 def job_end(job_id: str) -> JobEnd | None:
     """The finished job's record: accounting first, then the controller's copy."""
-    rc, out = slurm_cli(["sacct", "-X", "-n", "-P", "-j", job_id, "-o",
-                         "JobID,State,ExitCode,Elapsed,NodeList"])
+    # No sacct (or no accounting: sacct says so and exits non-zero): scontrol below.
+    rc, out = process.check_output(["sacct", "-X", "-n", "-P", "-j", job_id, "-o",
+                                    "JobID,State,ExitCode,Elapsed,NodeList"], timeout=60)
     for line in out.splitlines() if rc == 0 else []:
         f = line.split("|")
         if len(f) >= 5 and f[0] == job_id and f[1].split()[0] not in ACTIVE:
@@ -116,45 +117,53 @@ class JobWatcher:
 
     def _loop(self) -> None:
         while True:
-            with self._cond:
-                ids = list(self._waiting)
-            if not ids:
-                with self._cond:
-                    if not self._waiting:
-                        self._thread = None
-                        return
-                continue
             try:
-                rc, out = slurm_cli(["squeue", "-h", "-t", "all", "-j", ",".join(ids),
-                                     "-o", "%i|%T|%r|%N"])
-            except EnvironmentUnavailable:
-                rc, out = 1, ""
-            states: dict[str, list[str]] = {}
-            for line in out.splitlines() if rc == 0 else []:
-                row = line.strip().split("|")
-                if len(row) == 4:
-                    states[row[0]] = row
-            if rc != 0 and "Invalid job id" not in out:
-                time.sleep(POLL_MAX_S)  # the controller did not answer: ask again
+                if self._poll():
+                    return
+            except Exception as exc:  # a poller that dies leaves every waiter hanging
+                self.progress(f"Slurm: polling failed ({type(exc).__name__}: {exc}); "
+                              "retrying")
+                time.sleep(POLL_MAX_S)
+
+    def _poll(self) -> bool:
+        """One round; True when nothing is left to watch (the thread ends)."""
+        with self._cond:
+            ids = list(self._waiting)
+            if not ids:
+                self._thread = None
+                return True
+        try:
+            rc, out = slurm_cli(["squeue", "-h", "-t", "all", "-j", ",".join(ids),
+                                 "-o", "%i|%T|%r|%N"])
+        except EnvironmentUnavailable:
+            rc, out = 1, ""
+        if rc != 0 and "Invalid job id" not in out:
+            time.sleep(POLL_MAX_S)  # the controller did not answer: ask again
+            return False
+        states: dict[str, list[str]] = {}
+        for line in out.splitlines() if rc == 0 else []:
+            row = line.strip().split("|")
+            if len(row) == 4:
+                states[row[0]] = row
+        for job_id in ids:
+            f = states.get(job_id)
+            state = f[1] if f else "GONE"
+            if f and state != self._seen.get(job_id):
+                self._seen[job_id] = state
+                cell = self._waiting[job_id]
+                if state == "RUNNING":
+                    self.progress(f"{cell}: Slurm job {job_id} running on {f[3]}")
+                elif state == "PENDING" and f[2] not in ("None", "Priority"):
+                    self.progress(f"{cell}: Slurm job {job_id} pending ({f[2]})")
+            if state in ACTIVE:
                 continue
-            for job_id in ids:
-                f = states.get(job_id)
-                state = f[1] if f else "GONE"
-                if f and state != self._seen.get(job_id):
-                    self._seen[job_id] = state
-                    cell = self._waiting[job_id]
-                    if state == "RUNNING":
-                        self.progress(f"{cell}: Slurm job {job_id} running on {f[3]}")
-                    elif state == "PENDING" and f[2] not in ("None", "Priority"):
-                        self.progress(f"{cell}: Slurm job {job_id} pending ({f[2]})")
-                if state in ACTIVE:
-                    continue
-                end = job_end(job_id)
-                if end is None and state != "GONE":
-                    continue  # accounting has not caught up yet
-                with self._cond:
-                    self._ends[job_id] = end or JobEnd(job_id, "UNKNOWN", None, None, None)
-                    self._waiting.pop(job_id, None)
-                    self._seen.pop(job_id, None)
-                    self._cond.notify_all()
-            time.sleep(min(POLL_MAX_S, POLL_S + len(ids) / 100))
+            end = job_end(job_id)
+            if end is None and state != "GONE":
+                continue  # accounting has not caught up yet
+            with self._cond:
+                self._ends[job_id] = end or JobEnd(job_id, "UNKNOWN", None, None, None)
+                self._waiting.pop(job_id, None)
+                self._seen.pop(job_id, None)
+                self._cond.notify_all()
+        time.sleep(min(POLL_MAX_S, POLL_S + len(ids) / 100))
+        return False

@@ -244,6 +244,19 @@ def test_doctor_checks_the_cluster_gres_and_shared_results(
     assert "fix: fix slurm.gpu_type" in out
 
 
+def resume(node: str) -> None:
+    """Bring the node back; `state=resume` is refused while it is still going down."""
+    for _ in range(40):
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
+                       check=False, capture_output=True)
+        state = subprocess.run(["sinfo", "-h", "-n", node, "-o", "%t"], capture_output=True,
+                               text=True, check=False).stdout.strip()
+        if state and not state.startswith(("down", "drain", "fail")):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"node {node} stays {state!r} after scontrol update state=resume")
+
+
 def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
     # GIVEN a cell of a few seconds; WHEN its node goes down under its first job
     m = write_matrix(tmp_path, "nodefail", "    - work.py",
@@ -262,12 +275,10 @@ def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
         subprocess.run(["scontrol", "update", f"nodename={node}", "state=down",
                         "reason=harness-test"], check=True)
         time.sleep(1.5)
-        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
-                       check=False, capture_output=True)
+        resume(node)
         _, rest = proc.communicate(timeout=120)
     finally:
-        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
-                       check=False, capture_output=True)
+        resume(node)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=60)
