@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, parse_size
-from harness.runtimes.slurmjob import OUTCOME, outcome_from_json, write_spec
+from harness.runtimes.slurmjob import ENDED, OUTCOME, STARTED, outcome_from_json, write_spec
 from harness.runtimes.slurmqueue import NO_SLURM_FIX, JobEnd, JobWatcher, slurm_cli
 from harness.spec.model import Cell, ImageSpec, SlurmSpec
 
@@ -45,6 +45,7 @@ HEADROOM = 256 * 2**20     # the `_cell` process beside the cell, in the job's m
 TIME_MARGIN_S = 120.0      # our own deadline fires first; Slurm's limit is the backstop
 HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
 LOST = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
+CANCEL_GRACE_S = 30.0      # for `_cell` to stop its container after scancel
 
 
 def gres(cell: Cell, spec: SlurmSpec) -> str | None:
@@ -241,11 +242,12 @@ class SlurmRuntime:
                            f"harness-{self.sweep_name}-{cell.id}")
         job_id = self._submit(argv)
         start = time.monotonic()
-        end = self._wait(job_id, cell.id, request.cancelled, progress)
+        end = self._wait(job_id, cell.id, request.cancelled, progress, outdir=outdir)
         return self._outcome(end, request, log, time.monotonic() - start, argv)
 
     def _wait(self, job_id: str, cell_id: str, cancelled: Callable[[], bool],
-              progress: Progress, timeout_s: float | None = None) -> JobEnd:
+              progress: Progress, timeout_s: float | None = None,
+              outdir: Path | None = None) -> JobEnd:
         """The job's end; KeyboardInterrupt once it ended cancelled (ours or scancel's).
 
         Raises:
@@ -253,6 +255,13 @@ class SlurmRuntime:
         """
         try:
             return self._wait_watched(job_id, cell_id, cancelled, progress, timeout_s)
+        except KeyboardInterrupt:
+            if outdir is not None and (outdir / STARTED).exists():
+                # Slurm says CANCELLED before `_cell` has stopped its container.
+                until = time.monotonic() + CANCEL_GRACE_S
+                while not (outdir / ENDED).exists() and time.monotonic() < until:
+                    time.sleep(0.2)
+            raise
         finally:
             with self._lock:
                 self._jobs.discard(job_id)

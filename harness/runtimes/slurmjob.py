@@ -25,6 +25,7 @@ from harness.spec.model import Cell, GpuSel, Host, ImageSpec, RunSettings, Scena
 
 SPEC_VERSION = 1
 OUTCOME = "outcome.json"
+STARTED, ENDED = ".cell-started", ".cell-ended"
 
 
 def cell_to_json(cell: Cell) -> dict[str, Any]:
@@ -142,15 +143,23 @@ def main(argv: list[str]) -> int:
     def progress(text: str) -> None:
         print(f"harness[_cell]: {text}", file=sys.stderr, flush=True)
 
+    spec_path = Path(argv[0])
+    started = spec_path.parent / STARTED
     try:
         with interruptible():
-            return _run(Path(argv[0]), progress)
+            started.touch()
+            return _run(spec_path, progress)
     except HarnessError as exc:
         print(f"harness[_cell]: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except KeyboardInterrupt:
         progress("cancelled (the cell's container or process is stopped)")
         return 130
+    finally:
+        # The submitting harness waits for this after scancel: Slurm calls the job
+        # CANCELLED at once, before its container is gone.
+        if started.exists():
+            (spec_path.parent / ENDED).touch()
 
 
 def _run(spec_path: Path, progress: Any) -> int:

@@ -261,7 +261,7 @@ def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
     # GIVEN a cell of a few seconds; WHEN its node goes down under its first job
     m = write_matrix(tmp_path, "nodefail", "    - work.py",
                      defaults="iterations: 1500, warmup: 10, timeout: 2m")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", str(m), "--out",
                              str(tmp_path / "r")], env=env, stderr=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, text=True)
@@ -276,7 +276,12 @@ def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
                         "reason=harness-test"], check=True)
         time.sleep(1.5)
         resume(node)
-        _, rest = proc.communicate(timeout=120)
+        try:
+            _, rest = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # every thread's stack, for the report
+            _, rest = proc.communicate(timeout=30)
+            pytest.fail("the sweep did not end:\n" + "".join(lines) + rest)
     finally:
         resume(node)
         if proc.poll() is None:
