@@ -25,6 +25,10 @@ MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
 MAX_TOTAL = 128 << 20      # bytes read, whatever the line count (~1 GiB parsed)
 MAX_PROBLEMS = 20
 MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
+# Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
+# run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
+# and throttled periods. Older recordings lack them; True means an integer count.
+CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True}
 
 
 @dataclass
@@ -64,6 +68,25 @@ class Series:
                 else:
                     return None
         return np.asarray(out, dtype=np.float64) if out else None
+
+    def contention(self) -> dict[str, np.ndarray] | None:
+        """Per measured step sample: `steps`, `dt_s` (their summed step time), `rq_s`
+        and `thr_s` (NaN where a sample lacks it); None when no sample recorded
+        run-queue delay (an agent older than the contention counters)."""
+        rows: list[tuple[float, float, float, float]] = []
+        seen = False
+        for s in self.samples:
+            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
+                rq, thr = s.get("rq_s"), s.get("thr_s")
+                seen = seen or rq is not None
+                rows.append((float(len(s["dt"])), float(sum(s["dt"])),
+                             float("nan") if rq is None else rq,
+                             float("nan") if thr is None else thr))
+        if not seen:
+            return None
+        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+        return {"steps": cols[:, 0], "dt_s": cols[:, 1], "rq_s": cols[:, 2],
+                "thr_s": cols[:, 3]}
 
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
         """(iteration, bytes) of samples in `phase` that carry `source`, by iteration.
@@ -116,6 +139,15 @@ def _valid_sample(rec: dict[str, Any]) -> str | None:
                     math.isfinite(cpu_s) and cpu_s >= 0):
                 return "sample 'cpu_s' is not a non-negative number"
             rec["cpu_s"] = float(cpu_s)
+        for key, integral in CONTENTION_FIELDS.items():
+            v = rec.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                    math.isfinite(v) and v >= 0) or (integral and not isinstance(v, int)):
+                kind = "integer" if integral else "number"
+                return f"sample {key!r} is not a non-negative {kind}"
+            rec[key] = v if integral else float(v)
         cpu = rec.get("cpu")
         if cpu is not None:
             if not isinstance(cpu, list) or not all(

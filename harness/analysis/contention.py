@@ -1,0 +1,103 @@
+"""How much of a run's step time the host took away: run-queue delay and throttling.
+
+The agent records, per sample interval, the stepping thread's run-queue delay (time it
+was runnable but another task had the CPU) and the cgroup's throttled time. Both are
+time the step could have run and did not, so they measure contention directly instead
+of inferring it from CPU time (which also stays flat when a step waits on a sleep, a
+lock or a GPU, the slowdowns that matter most).
+
+- `explain`: of a within-run slowdown (late minus early median step time), the share
+  the rise in contention per step accounts for. At `AnalysisConfig.contention_share`
+  or more the slowdown is `ambiguous` (the orchestrator runs the cell again).
+- `busy_share`: contention (the larger of run-queue delay and throttled time) as a
+  share of a run's step time, to drop confirmation rounds run while the host was busy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from harness.ingest import Series
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """Contention per step (seconds) in the early and late windows of a run.
+
+    A throttled thread stays queued, so its run-queue delay already contains the
+    throttled time; the larger of the two rises counts, never their sum.
+
+    Attributes:
+        early_s: Run-queue delay per step, early window.
+        late_s: The same, late window.
+        throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
+        extra_s: Late minus early median step time (the slowdown to explain).
+        share: max(late_s - early_s, throttle_rise_s) / extra_s; 0 without extra time.
+    """
+
+    early_s: float
+    late_s: float
+    throttle_rise_s: float
+    extra_s: float
+    share: float
+
+    @property
+    def throttled(self) -> bool:
+        """Throttling, not other tasks, is the larger part of the rise."""
+        return self.throttle_rise_s > max(0.0, self.late_s - self.early_s)
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:
+    steps = float(cols["steps"][mask].sum())
+    if steps <= 0:
+        return 0.0, 0.0
+    rq = float(np.nansum(cols["rq_s"][mask])) / steps
+    thr = float(np.nansum(cols["thr_s"][mask])) / steps
+    return rq, thr
+
+
+def explain(series: Series, window: float, extra_s: float) -> Explained | None:
+    """Contention in the early and late `window` share of the measured steps.
+
+    Args:
+        series: The run; its step samples carry `rq_s`/`thr_s` (agents from issue 12 on).
+        window: Share of the steps in each of the early and late windows.
+        extra_s: Late minus early median step time, seconds.
+
+    Returns:
+        The contention rise and the share of `extra_s` it explains, or None when the
+        agent did not record contention.
+    """
+    cols = series.contention()
+    if cols is None or not cols["steps"].size:
+        return None
+    end = np.cumsum(cols["steps"])
+    start = end - cols["steps"]
+    n = float(end[-1])
+    width = max(1.0, np.floor(n * window))
+    # A sample covers steps [start, end); it belongs to a window when it overlaps it.
+    early = start < width
+    late = end > n - width
+    e_rq, e_thr = _per_step(cols, early)
+    l_rq, l_thr = _per_step(cols, late)
+    rise = max(l_rq - e_rq, l_thr - e_thr)
+    share = rise / extra_s if extra_s > 0 else 0.0
+    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share)
+
+
+def busy_share(series: Series) -> float | None:
+    """Run-queue delay plus throttled time over step time, measured phase; None when
+    the agent did not record contention."""
+    cols = series.contention()
+    if cols is None:
+        return None
+    total = float(cols["dt_s"].sum())
+    if total <= 0:
+        return 0.0
+    return max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
