@@ -138,6 +138,7 @@ class Sweep:
         if outcome.reused:
             self.progress(f"resume: {outcome.reused} finished cells reused, {len(todo)} to run")
         total = len(todo)
+        compared = {c for c, base in self.row_bases(cells).items() if c != base}
         counter = [0]
         stop = threading.Event()
 
@@ -156,8 +157,11 @@ class Sweep:
                 with self._lock:
                     outcome.results[cell.id] = result
                     outcome.ran += 1
-                self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} "
-                              f"({result['reason']}) in {result['timings']['cell_s']:.1f}s")
+                # Only what is known now: the row comparison prints its own line later.
+                pending = "; vs baseline: pending" if cell.id in compared else ""
+                self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} within run "
+                              f"({result['reason']}){pending} in "
+                              f"{result['timings']['cell_s']:.1f}s")
                 if self.matrix.fail_fast and result["verdict"] in BAD:
                     stop.set()
 
@@ -168,9 +172,10 @@ class Sweep:
         try:
             for groups in (lanes(spread), lanes(whole)):
                 self._run_lanes(groups, lane, stop)
+            # Confirmation rounds may need a resumed sweep's baseline image prepared.
+            self.compare_rows(cells, outcome.results)
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
-        self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
 
@@ -377,6 +382,20 @@ class Sweep:
         except ValueError:
             return str(path)
 
+    def row_bases(self, cells: list[Cell]) -> dict[str, str]:
+        """Cell id -> its row baseline's id: the matrix's baseline image, else the row's
+        first image."""
+        rows: dict[str, list[Cell]] = {}
+        for c in cells:
+            rows.setdefault(c.row, []).append(c)
+        out: dict[str, str] = {}
+        for row_cells in rows.values():
+            row_cells.sort(key=lambda c: c.image.index)
+            base = next((c for c in row_cells if c.image.label == self.matrix.baseline),
+                        row_cells[0])
+            out.update({c.id: base.id for c in row_cells})
+        return out
+
     def compare_rows(self, cells: list[Cell], results: dict[str, dict[str, Any]]) -> None:
         """Each cell vs its row's baseline (the matrix's, else the row's first image)."""
         from harness.analysis.verdict import compare_to_baseline
@@ -397,6 +416,9 @@ class Sweep:
                 if c is base:
                     continue
                 res = results[c.id]
+                old = res.get("vs_baseline") or {}
+                if old.get("baseline") == base.image.label and old.get("confirmation"):
+                    continue    # a resumed cell keeps the rounds it already ran
                 series = read_samples(self.store.samples_path(c.id))
                 steps, peaks = compare_to_baseline(
                     base_series.step_times(), base_series.peak("rss"), series.step_times(),
@@ -411,20 +433,52 @@ class Sweep:
                                       "cpu": cpu.to_dict() if cpu else None,
                                       "peak_rss": peaks.to_dict() if peaks else None}
                 if res["verdict"] in GOOD:
-                    why = []
-                    # A busy host slows wall time only; more work shows in CPU time too.
-                    cpu_agrees = cpu is None or cpu.ratio > 1 + (self.cfg.min_ratio - 1) / 2
-                    if steps is not None and steps.direction == "slower" and cpu_agrees:
-                        why.append(f"steps {steps.ratio:.2f}x {base.image.label} "
-                                   f"(p={steps.p_value:.2g})")
-                    if (peaks is not None and peaks.direction == "higher"
-                            and peaks.ratio >= self.cfg.peak_regression_ratio):
-                        why.append(f"peak RSS {peaks.ratio:.2f}x {base.image.label}")
-                    if why:
-                        res["verdict"] = "regression"
-                        res["reason"] = "; ".join(why)
-                        res.setdefault("findings", []).append("regression")
+                    self._judge_change(base, c, res, steps, peaks, len(series.step_times()))
                 self.store.write_cell(c.id, res)
+
+    def _judge_change(self, base: Cell, cell: Cell, res: dict[str, Any], steps: Any,
+                      peaks: Any, measured: int) -> None:
+        """A pooled step-time change is only suspected until interleaved rounds confirm
+        it (`harness.replicate`); without rounds it is reported as `suspected`."""
+        from harness.replicate import confirm
+
+        label, vs = base.image.label, res["vs_baseline"]
+        why: list[str] = []
+        suspected = None
+        if steps is not None and steps.direction != "~":
+            pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
+            vs["direction"] = "suspected " + steps.direction
+            if cell.settings.rounds > 0:
+                self.progress(f"{cell.id} vs {label}: {pooled}, suspected {steps.direction}; "
+                              f"confirming in {cell.settings.rounds} interleaved rounds")
+                conf = confirm(self, base, cell, steps.direction, cell.settings.rounds,
+                               measured)
+                vs["confirmation"] = conf.to_dict()
+                vs["direction"] = conf.direction
+                if conf.confirmed and conf.direction == "slower":
+                    why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
+                res.setdefault("findings", []).append(f"vs {label}: {conf.reason}")
+            elif steps.direction == "slower":
+                suspected = f"{pooled}; not confirmed (rounds: 0)"
+        if (peaks is not None and peaks.direction == "higher"
+                and peaks.ratio >= self.cfg.peak_regression_ratio):
+            why.append(f"peak RSS {peaks.ratio:.2f}x {label}")
+        if why:
+            res["verdict"], res["reason"] = "regression", "; ".join(why)
+            res.setdefault("findings", []).append("regression")
+        elif suspected:
+            res["verdict"], res["reason"] = "suspected", suspected
+        said = f"{res['verdict']} ({res['reason']})" if why or suspected else (
+            f"no change ({_vs_text(vs)})")
+        self.progress(f"{cell.id} vs {label}: {said}")
+
+
+def _vs_text(vs: dict[str, Any]) -> str:
+    steps = vs.get("steps") or {}
+    conf = vs.get("confirmation")
+    if conf:
+        return str(conf["reason"])
+    return f"steps {steps['ratio']:.2f}x" if steps else "no step times"
 
 
 def prefetch_analysis() -> threading.Thread:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
-                  "not-applicable", "ambiguous"]
+                  "not-applicable", "ambiguous", "suspected"]
 VERDICTS: tuple[str, ...] = ("ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout",
-                             "crash", "not-applicable", "ambiguous")
+                             "crash", "not-applicable", "ambiguous", "suspected")
 BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeout", "crash"})
 GOOD: frozenset[str] = frozenset({"ok", "plateau"})
+# "suspected": slower than the baseline on pooled steps, not confirmed by interleaved
+# rounds (`rounds: 0`); neither good nor bad, so bisect and first-bad skip it.

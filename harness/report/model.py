@@ -28,8 +28,13 @@ def cell_numbers(res: Mapping[str, Any]) -> str:
         parts.append(f"{step * 1000:.3g}ms")
     vs = res.get("vs_baseline") or {}
     steps = vs.get("steps") or {}
-    if steps and steps.get("direction") not in (None, "~"):
-        parts.append(f"{steps['direction']} {steps['ratio']:.2f}x")
+    conf = vs.get("confirmation") or {}
+    # The rounds' direction when they ran; a pooled one alone is only "suspected".
+    direction = vs.get("direction", steps.get("direction"))
+    if conf.get("ratio") is not None and direction not in (None, "~"):
+        parts.append(f"{direction} {conf['ratio']:.2f}x ({len(conf['decided_by'])} rounds)")
+    elif steps and direction not in (None, "~"):
+        parts.append(f"{direction} {steps['ratio']:.2f}x")
     peak = vs.get("peak_rss") or {}
     if peak and peak.get("direction") not in (None, "~"):
         parts.append(f"peak {peak['ratio']:.2f}x")
