@@ -263,7 +263,7 @@ class Sweep:
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
             verdict = decide(series, ended, self.cfg)
-            self._use_live(verdict, decision)
+            self._use_live(verdict, decision, series)
             self._gpu_afterwards(verdict, series, ended, pre)
             analyse_s = time.monotonic() - t_an
             attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
@@ -312,18 +312,24 @@ class Sweep:
         thread.join(timeout=30)
         return box[0] if box else None
 
-    def _use_live(self, verdict: CellVerdict, decision: Any) -> None:
+    def _use_live(self, verdict: CellVerdict, decision: Any, series: Series) -> None:
         """The live decision is valid under repeated looks; the post-run fit on a short
         series often is not decided, so the live one wins where they differ."""
         if decision is None:
             return
         verdict.live = decision.to_dict()
+        # When the host wrote its decision vs how far the agent got before it stopped.
+        calls_run = (series.end or {}).get("iterations")
+        verdict.live["calls_to_decision"] = decision.iterations
+        verdict.live["calls_run"] = calls_run if isinstance(calls_run, int) else series.measured
         if decision.verdict == "leak" and verdict.verdict in ("ok", "ambiguous", "plateau"):
             verdict.verdict, verdict.reason, verdict.carrier = "leak", decision.reason, "heap"
             if "leak" not in verdict.findings:
                 verdict.findings.insert(0, "leak")
         elif decision.verdict == "stable" and verdict.verdict == "ambiguous":
             verdict.verdict, verdict.reason = "ok", decision.reason
+        verdict.reason += (f"; decided live at call {decision.iterations}, stopped at call "
+                           f"{verdict.live['calls_run']}")
 
     def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
                         pre: tuple[str, str] | None) -> None:
