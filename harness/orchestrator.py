@@ -20,6 +20,7 @@ import numpy as np
 
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD
 from harness.hostsample import reconcile
 from harness.ingest import Series, read_samples
@@ -439,29 +440,37 @@ class Sweep:
                                       "cpu": cpu.to_dict() if cpu else None,
                                       "peak_rss": peaks.to_dict() if peaks else None}
                 if res["verdict"] in GOOD:
-                    self._judge_change(base, c, res, steps, peaks, len(series.step_times()))
+                    busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
+                    self._judge_change(base, c, res, steps, peaks, len(series.step_times()),
+                                       busy)
                 self.store.write_cell(c.id, res)
 
     def _judge_change(self, base: Cell, cell: Cell, res: dict[str, Any], steps: Any,
-                      peaks: Any, measured: int) -> None:
+                      peaks: Any, measured: int, busy: float) -> None:
         """A pooled step-time change is only suspected until interleaved rounds confirm
-        it (`harness.replicate`); without rounds it is reported as `suspected`."""
+        it (`harness.replicate`); without rounds it is reported as `suspected`. Rounds
+        also run when either cell ran on a busy host (`busy` share of run-queue delay at
+        `busy_share` or more), since load can hide a change as well as fake one."""
         from harness.replicate import confirm
 
         label, vs = base.image.label, res["vs_baseline"]
         why: list[str] = []
         suspected = None
-        if steps is not None and steps.direction != "~":
+        loaded = busy >= self.cfg.busy_share and steps is not None
+        if steps is not None and (steps.direction != "~" or loaded):
             pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
+            what = (f"suspected {steps.direction}" if steps.direction != "~"
+                    else f"host busy ({busy:.0%} run-queue delay)")
             vs["direction"] = "suspected " + steps.direction
             if cell.settings.rounds > 0:
-                self.progress(f"{cell.id} vs {label}: {pooled}, suspected {steps.direction}; "
+                self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
                               f"confirming in {cell.settings.rounds} interleaved rounds")
                 conf = confirm(self, base, cell, steps.direction, cell.settings.rounds,
                                measured)
                 vs["confirmation"] = conf.to_dict()
                 vs["direction"] = conf.direction
-                if conf.confirmed and conf.direction == "slower":
+                # The rounds decide, whatever the pooled steps suspected.
+                if conf.direction == "slower":
                     why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
                 res.setdefault("findings", []).append(f"vs {label}: {conf.reason}")
             elif steps.direction == "slower":

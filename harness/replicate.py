@@ -7,7 +7,11 @@ then the suspect cell afresh, shorter than the cells themselves (half their meas
 calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
 then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds that ran
 on a busy host are replaced, up to twice `rounds` in all; once two usable rounds
-disagree in direction nothing can confirm the change and no more are run.
+disagree in direction nothing can confirm the change and no more are run. After a busy
+round the next waits 1, 2, 4, 8 s: a burst of load passes.
+
+Each run's statistic is its median step time net of the run-queue delay the agent
+measured (`harness.analysis.contention.net_median`).
 """
 
 from __future__ import annotations
@@ -15,10 +19,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from harness.analysis.compare import Direction
-from harness.analysis.contention import busy_share
+from harness.analysis.contention import busy_share, net_median
 from harness.analysis.rounds import Confirmation, Round, busy_reason, decide_rounds
 from harness.ingest import read_samples
 from harness.runtimes.base import RunRequest
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from harness.orchestrator import Sweep
 
 MIN_CALLS, MAX_CALLS = 50, 1000
+BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 
 def round_cell(cell: Cell, measured: int) -> Cell:
@@ -49,11 +52,11 @@ def _run(sweep: Sweep, cell: Cell, suspect: Cell, k: int, role: str
     request = RunRequest(cell, sweep.image(cell), outdir, outdir / "stop", sweep.cancel)
     ended = sweep.runtime_for(cell).run(request, sweep.progress)
     series = read_samples(outdir / "samples.jsonl")
-    times = series.step_times()
-    if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not len(times):
+    median = net_median(series)
+    if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not median:
         why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
         return None, None, f"{role} run failed: {why}"
-    return float(np.median(times)), busy_share(series), None
+    return median, busy_share(series), None
 
 
 def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: int,
@@ -85,6 +88,9 @@ def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: 
         usable = [x.ratio for x in done if x.excluded is None]
         if any(x > 1 for x in usable) and any(x < 1 for x in usable):
             break   # the rounds disagree: nothing more can confirm it
+        if why and why.startswith("host busy"):
+            # A load burst passes: wait a little longer after each busy round.
+            sweep.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if sweep.cancel.is_set():
             break
     return decide_rounds(done, suspected, cfg)

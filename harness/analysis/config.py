@@ -130,7 +130,7 @@ class AnalysisConfig:
     live_min_growth_bytes: float = 8192.0
     live_decay_ratio: float = 0.5
     contention_share: float = 0.5
-    busy_share: float = 0.1
+    busy_share: float = 0.3
     round_confidence: float = 0.9
 
     def __post_init__(self) -> None:

@@ -9,6 +9,8 @@ lock or a GPU, the slowdowns that matter most).
 - `explain`: of a within-run slowdown (late minus early median step time), the share
   the rise in contention per step accounts for. At `AnalysisConfig.contention_share`
   or more the slowdown is `ambiguous` (the orchestrator runs the cell again).
+- `net_median`: the step time a run would have had without the run-queue delay, the
+  per-round statistic of confirmation rounds.
 - `busy_share`: contention (the larger of run-queue delay and throttled time) as a
   share of a run's step time, to drop confirmation rounds run while the host was busy.
 """
@@ -101,3 +103,21 @@ def busy_share(series: Series) -> float | None:
     if total <= 0:
         return 0.0
     return max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
+
+
+def net_median(series: Series) -> float | None:
+    """Median over the measured sample intervals of step time net of run-queue delay,
+    per step; the plain median step time when contention was not recorded.
+
+    A busy host adds run-queue delay to whichever steps it preempts; taking it out per
+    interval (not per step, where it is not known) leaves what the step itself cost,
+    waits included. None when nothing was measured.
+    """
+    cols = series.contention()
+    if cols is None:
+        times = series.step_times()
+        return float(np.median(times)) if times.size else None
+    if not cols["steps"].size:
+        return None
+    net = (cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"]
+    return float(np.median(np.maximum(net, 0.0)))

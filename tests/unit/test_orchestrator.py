@@ -426,3 +426,22 @@ def test_busy_rounds_are_replaced_and_named(tmp_path: Path) -> None:
     conf = res["vs_baseline"]["confirmation"]
     assert res["verdict"] == "regression" and conf["decided_by"] == [2, 3, 4]
     assert "left out: round 1 (host busy" in res["reason"]
+
+
+def test_a_slower_image_hidden_by_a_loaded_baseline_is_still_found(tmp_path: Path) -> None:
+    # GIVEN v2 truly 1.3x slower, but v1's cell ran on a busy host at v2's speed
+    seen: list[int] = []
+
+    def behave(cell: Cell) -> Behaviour:
+        if cell.image.label == "v2":
+            return Behaviour(step_s=0.0013, rq_share=0.0)
+        seen.append(1)
+        first = len(seen) == 1
+        return Behaviour(step_s=0.0013 if first else 0.001, rq_share=0.4 if first else 0.0)
+
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    # THEN the pooled steps saw nothing, but the busy baseline called for rounds
+    assert res["vs_baseline"]["steps"]["direction"] == "~"
+    assert res["verdict"] == "regression"
+    assert 1.2 < res["vs_baseline"]["confirmation"]["ratio"] < 1.4
