@@ -27,8 +27,10 @@ MAX_PROBLEMS = 20
 MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
 # Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
 # run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
-# and throttled periods. Older recordings lack them; True means an integer count.
-CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True}
+# and throttled periods, and `ref_s`, the time of a fixed canary loop (the CPU's speed).
+# Older recordings lack them; True means an integer count.
+CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True,
+                     "ref_s": False}
 
 
 @dataclass
@@ -70,23 +72,23 @@ class Series:
         return np.asarray(out, dtype=np.float64) if out else None
 
     def contention(self) -> dict[str, np.ndarray] | None:
-        """Per measured step sample: `steps`, `dt_s` (their summed step time), `rq_s`
-        and `thr_s` (NaN where a sample lacks it); None when no sample recorded
-        run-queue delay (an agent older than the contention counters)."""
-        rows: list[tuple[float, float, float, float]] = []
+        """Per measured step sample: `steps`, `dt_s` (their summed step time), `rq_s`,
+        `thr_s`, `ref_s` and `cpu_s` (NaN where a sample lacks it); None when no sample
+        recorded run-queue delay (an agent older than the contention counters)."""
+        keys = ("rq_s", "thr_s", "ref_s", "cpu_s")
+        rows: list[list[float]] = []
         seen = False
         for s in self.samples:
             if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
-                rq, thr = s.get("rq_s"), s.get("thr_s")
-                seen = seen or rq is not None
-                rows.append((float(len(s["dt"])), float(sum(s["dt"])),
-                             float("nan") if rq is None else rq,
-                             float("nan") if thr is None else thr))
+                seen = seen or s.get("rq_s") is not None
+                rows.append([float(len(s["dt"])), float(sum(s["dt"]))] + [
+                    float("nan") if s.get(k) is None else float(s[k]) for k in keys])
         if not seen:
             return None
-        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
-        return {"steps": cols[:, 0], "dt_s": cols[:, 1], "rq_s": cols[:, 2],
-                "thr_s": cols[:, 3]}
+        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(keys))
+        out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
+        out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
+        return out
 
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
         """(iteration, bytes) of samples in `phase` that carry `source`, by iteration.

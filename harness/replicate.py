@@ -11,7 +11,8 @@ disagree in direction nothing can confirm the change and no more are run. After 
 round the next waits 1, 2, 4, 8 s: a burst of load passes.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
-measured (`harness.analysis.contention.net_median`).
+measured, with the CPU part put at the round's common CPU speed (the agent's canary
+loop; `harness.analysis.contention.speed_scaled`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from harness.analysis.compare import Direction
-from harness.analysis.contention import busy_share, net_median
+from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
 from harness.analysis.rounds import Confirmation, Round, busy_reason, decide_rounds
 from harness.ingest import read_samples
 from harness.runtimes.base import RunRequest
@@ -43,8 +44,8 @@ def round_cell(cell: Cell, measured: int) -> Cell:
 
 
 def _run(sweep: Sweep, cell: Cell, suspect: Cell, k: int, role: str
-         ) -> tuple[float | None, float | None, str | None]:
-    """(median step s, busy share, failure) of one confirmation run."""
+         ) -> tuple[RunStat | None, float | None, str | None]:
+    """(step time statistic, busy share, failure) of one confirmation run."""
     outdir = sweep.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.iterdir():
@@ -52,11 +53,11 @@ def _run(sweep: Sweep, cell: Cell, suspect: Cell, k: int, role: str
     request = RunRequest(cell, sweep.image(cell), outdir, outdir / "stop", sweep.cancel)
     ended = sweep.runtime_for(cell).run(request, sweep.progress)
     series = read_samples(outdir / "samples.jsonl")
-    median = net_median(series)
-    if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not median:
+    stat = run_stat(series)
+    if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
         why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
         return None, None, f"{role} run failed: {why}"
-    return median, busy_share(series), None
+    return stat, busy_share(series), None
 
 
 def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: int,
@@ -80,10 +81,15 @@ def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: 
         b_med, b_busy, b_fail = _run(sweep, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(sweep, runs[1], cell, k, "suspect")
         why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg)
-        r = Round(k, b_med or 0.0, o_med or 0.0, b_busy, o_busy, why)
+        speed = None
+        b_s = o_s = 0.0
+        if b_med is not None and o_med is not None:
+            b_s, o_s, speed = speed_scaled(b_med, o_med)
+        r = Round(k, b_s, o_s, b_busy, o_busy, why, speed)
         done.append(r)
         sweep.progress(f"{cell.id} vs {base.image.label}: round {k}: "
-                       + (f"{r.ratio:.2f}x" if b_med and o_med else "-")
+                       + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
+                       + (f" (CPU speed {speed:.2f}x the baseline's)" if speed else "")
                        + (f" (left out: {why})" if why else ""))
         usable = [x.ratio for x in done if x.excluded is None]
         if any(x > 1 for x in usable) and any(x < 1 for x in usable):

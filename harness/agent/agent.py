@@ -267,9 +267,19 @@ class Contention(object):
         return seconds, count
 
     @staticmethod
-    def delta(now, last):
+    def canary(clock):
+        """Seconds a fixed 1000-iteration loop takes now (~10-20 us): the CPU's speed
+        at this moment. A busy hyperthread sibling or a lower clock slows every process
+        by up to 1.5x with no run-queue delay at all; this is how the host sees it."""
+        t = clock()
+        for _ in range(1000):
+            pass
+        return clock() - t
+
+    @staticmethod
+    def delta(now, last, ref=None):
         """Per-interval differences of two read() results, as JSON members."""
-        out = ""
+        out = "" if ref is None else ',"ref_s":%.9f' % ref
         names = ("rq_s", "ivcs")
         for name, a, b in zip(names, now[:2], last[:2]):
             if a is not None and b is not None:
@@ -572,8 +582,9 @@ def run(args):
                             t2 = clock()
                             cpu_now = cpu_clock()
                             cont_now = contention.read()
+                            ref = Contention.canary(clock)
                             sampler.snapshot("step", dts, cpu=cpu_now - cpu_last,
-                                             extra=Contention.delta(cont_now, cont_last))
+                                             extra=Contention.delta(cont_now, cont_last, ref))
                             cost = clock() - t2
                             cpu_last = cpu_clock()  # the sample's own CPU is left out
                             cont_last = contention.read()

@@ -9,8 +9,9 @@ lock or a GPU, the slowdowns that matter most).
 - `explain`: of a within-run slowdown (late minus early median step time), the share
   the rise in contention per step accounts for. At `AnalysisConfig.contention_share`
   or more the slowdown is `ambiguous` (the orchestrator runs the cell again).
-- `net_median`: the step time a run would have had without the run-queue delay, the
-  per-round statistic of confirmation rounds.
+- `run_stat`, `speed_scaled`: the step time a run would have had without run-queue
+  delay and at a common CPU speed (the agent's canary loop), the per-round statistic
+  of confirmation rounds.
 - `busy_share`: contention (the larger of run-queue delay and throttled time) as a
   share of a run's step time, to drop confirmation rounds run while the host was busy.
 """
@@ -105,19 +106,63 @@ def busy_share(series: Series) -> float | None:
     return max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
 
 
-def net_median(series: Series) -> float | None:
-    """Median over the measured sample intervals of step time net of run-queue delay,
-    per step; the plain median step time when contention was not recorded.
+@dataclass(frozen=True, slots=True)
+class RunStat:
+    """One run's step time for comparing runs: medians over its sample intervals.
+
+    Attributes:
+        net_s: Step time net of run-queue delay, per step.
+        cpu_s: The part of it that was CPU time (at most `net_s`); NaN if not recorded.
+        ref_s: The agent's canary loop time (the CPU's speed); NaN if not recorded.
+    """
+
+    net_s: float
+    cpu_s: float = float("nan")
+    ref_s: float = float("nan")
+
+
+def run_stat(series: Series) -> RunStat | None:
+    """The run's `RunStat`; the plain median step time for recordings without
+    contention counters; None when nothing was measured.
 
     A busy host adds run-queue delay to whichever steps it preempts; taking it out per
     interval (not per step, where it is not known) leaves what the step itself cost,
-    waits included. None when nothing was measured.
+    waits included.
     """
     cols = series.contention()
     if cols is None:
         times = series.step_times()
-        return float(np.median(times)) if times.size else None
+        return RunStat(float(np.median(times))) if times.size else None
     if not cols["steps"].size:
         return None
-    net = (cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"]
-    return float(np.median(np.maximum(net, 0.0)))
+    net = np.maximum((cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"], 0.0)
+    med = float(np.median(net))
+    cpu = cols["cpu_s"] / cols["steps"]
+    cpu_med = min(float(np.median(cpu)), med) if np.isfinite(cpu).all() else float("nan")
+    ref = cols["ref_s"]
+    ref_med = float(np.median(ref)) if np.isfinite(ref).all() else float("nan")
+    return RunStat(med, cpu_med, ref_med)
+
+
+def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
+    """Both runs' step times with their CPU parts put at one CPU speed.
+
+    A process that landed on a slower CPU (a busy hyperthread sibling, a lower clock)
+    takes longer for the same work without any run-queue delay; the canary loop timed
+    by the agent shows by how much. Only the CPU part of a step is scaled: a wait (a
+    sleep, a GPU) does not run faster on a faster CPU.
+
+    Returns:
+        (base seconds, other seconds, other's CPU speed over base's), the last None
+        (and the times unscaled) when either run lacks canary or CPU times.
+    """
+    usable = all(np.isfinite(x) and x > 0 for x in (base.ref_s, other.ref_s)) and all(
+        np.isfinite(x) for x in (base.cpu_s, other.cpu_s))
+    if not usable:
+        return base.net_s, other.net_s, None
+    ref0 = float(np.sqrt(base.ref_s * other.ref_s))
+
+    def scaled(r: RunStat) -> float:
+        return (r.net_s - r.cpu_s) + r.cpu_s * ref0 / r.ref_s
+
+    return scaled(base), scaled(other), base.ref_s / other.ref_s

@@ -41,6 +41,8 @@ class Round:
         base_busy: Contention share of the baseline run (None: not recorded).
         other_busy: The same for the suspect run.
         excluded: Why the round does not count, or None.
+        speed: The suspect run's CPU speed over the baseline run's (canary loop); the
+            times are already scaled to one speed. None when not measured.
     """
 
     index: int
@@ -49,6 +51,7 @@ class Round:
     base_busy: float | None = None
     other_busy: float | None = None
     excluded: str | None = None
+    speed: float | None = None
 
     @property
     def ratio(self) -> float:

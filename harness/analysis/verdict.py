@@ -92,8 +92,11 @@ def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
 def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, cfg: AnalysisConfig) -> str:
     text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g})"
     if cpu is not None and not cpu.insufficient:
-        # Half the wall-clock rise in CPU time: the step does more work; less: it waits.
-        bound = "CPU-bound" if cpu.ratio - 1 >= (steps.ratio - 1) / 2 else "wait-bound"
+        # Half the wall-clock rise (in seconds) in CPU time: the step does more work;
+        # less: it waits longer (sleep, lock, device).
+        more_cpu = cpu.late_median_s - cpu.early_median_s
+        more_wall = steps.late_median_s - steps.early_median_s
+        bound = "CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound"
         text += f"; CPU time per step {cpu.ratio:.2f}x ({bound})"
     return text
 

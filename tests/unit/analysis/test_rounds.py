@@ -66,3 +66,33 @@ def test_differences_under_the_step_floor_are_never_confirmed() -> None:
 def test_new_thresholds_are_range_checked(field: str) -> None:
     with pytest.raises(ValueError, match=f"analysis.{field}"):
         AnalysisConfig(**{field: 1.5})
+
+
+def test_cpu_work_is_put_at_one_cpu_speed_but_waits_are_not() -> None:
+    from harness.analysis.contention import RunStat, speed_scaled
+
+    # GIVEN the same CPU-bound step, the suspect run on a CPU 1.5x slower (canary too)
+    b, o, speed = speed_scaled(RunStat(0.001, 0.001, 10e-6), RunStat(0.0015, 0.0015, 15e-6))
+    assert o / b == pytest.approx(1.0) and speed == pytest.approx(2 / 3)
+    # GIVEN a step that only sleeps: a slower CPU does not make the sleep longer
+    b, o, _ = speed_scaled(RunStat(0.0013, 0.0, 10e-6), RunStat(0.001, 0.0, 15e-6))
+    assert o / b == pytest.approx(1 / 1.3)
+    # GIVEN recordings without canary: unscaled
+    assert speed_scaled(RunStat(1.0), RunStat(1.3)) == (1.0, 1.3, None)
+
+
+def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
+    import json
+
+    from harness.analysis.contention import run_stat
+    from harness.ingest import parse_lines
+
+    recs = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.01 * k,
+         "dt": [0.002] * 10, "rq_s": 0.01 if k % 2 else 0.0, "cpu_s": 0.01, "ref_s": 2e-5}
+        for k in range(1, 8)] + [{"type": "end", "status": "ok"}]
+    stat = run_stat(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
+    assert stat is not None
+    # every other interval lost half its time to the run queue: 1 ms net, or 2 ms
+    assert stat.net_s == pytest.approx(0.001) and stat.cpu_s == pytest.approx(0.001)
+    assert stat.ref_s == pytest.approx(2e-5)
