@@ -37,6 +37,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -212,6 +213,10 @@ def one_sweep(line: Line, root: Path, k: int, rng: random.Random, burst: bool,
             "reruns": sum(len(r["attempts"]) - 1 for r in out.results.values())}, wall, hit
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sweeps", type=int, default=20)
@@ -221,6 +226,8 @@ def main() -> int:
     parser.add_argument("--log", default=None, help="progress lines of every sweep")
     parser.add_argument("--json", default=None, help="write the tallies here")
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so a running burst is always terminated.
+    signal.signal(signal.SIGTERM, _interrupt)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="time-verdicts-"))
     setup_dir(root)

@@ -450,13 +450,13 @@ class Sweep:
         """A pooled step-time change is only suspected until interleaved rounds confirm
         it (`harness.replicate`); without rounds it is reported as `suspected`. Rounds
         also run when either cell ran on a busy host (`busy` share of run-queue delay at
-        `busy_share` or more), since load can hide a change as well as fake one."""
+        `recheck_share` or more), since load can hide a change as well as fake one."""
         from harness.replicate import confirm
 
         label, vs = base.image.label, res["vs_baseline"]
         why: list[str] = []
         suspected = None
-        loaded = busy >= self.cfg.busy_share and steps is not None
+        loaded = busy >= self.cfg.recheck_share and steps is not None
         if steps is not None and (steps.direction != "~" or loaded):
             pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
             what = (f"suspected {steps.direction}" if steps.direction != "~"

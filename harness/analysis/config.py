@@ -43,6 +43,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "live_decay_ratio": (0.0, 1.0, True, False),
     "contention_share": (0.0, 1.0, False, True),
     "busy_share": (0.0, 1.0, False, True),
+    "recheck_share": (0.0, 1.0, False, True),
     "round_confidence": (0.5, 1.0, False, False),
 }
 
@@ -94,7 +95,13 @@ class AnalysisConfig:
             is at least this share explained by the rise in run-queue delay (or cgroup
             throttling) per step is `ambiguous` (busy host), not a slowdown.
         busy_share: A confirmation round whose run-queue delay (or throttled time) is
-            this share of its step time or more ran on a busy host and is left out.
+            this share of its step time or more ran on a host too busy to measure and
+            is left out. Below it the round's step time is corrected for the delay
+            and the CPU speed (on this project's shared 2-core machine rounds at
+            40-70 % delay still gave identical images 0.94-1.10x).
+        recheck_share: Cells compared with their baseline get confirmation rounds,
+            even when the pooled steps show no change, when either ran with this share
+            of run-queue delay or more: load can hide a change as well as fake one.
         round_confidence: Two-sided confidence of the interval on the per-round
             ratio that must clear `min_ratio` to confirm a regression.
         peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
@@ -130,7 +137,8 @@ class AnalysisConfig:
     live_min_growth_bytes: float = 8192.0
     live_decay_ratio: float = 0.5
     contention_share: float = 0.5
-    busy_share: float = 0.3
+    busy_share: float = 0.75
+    recheck_share: float = 0.2
     round_confidence: float = 0.9
 
     def __post_init__(self) -> None:

@@ -419,7 +419,7 @@ def test_busy_rounds_are_replaced_and_named(tmp_path: Path) -> None:
         if cell.image.label != "v2":
             return Behaviour()
         seen.append(1)
-        return Behaviour(step_s=0.0013, rq_share=0.5 if len(seen) == 2 else 0.0)
+        return Behaviour(step_s=0.0013, rq_share=0.8 if len(seen) == 2 else 0.0)
 
     out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
     res = out.results["v2.gpu0.loop"]

@@ -39,13 +39,13 @@ def test_agreeing_rounds_whose_interval_reaches_min_ratio_are_not_enough() -> No
 
 def test_busy_rounds_are_left_out_and_said() -> None:
     c = decide_rounds(rounds((1.0, 1.3), (1.0, 2.5), (1.0, 1.32), (1.0, 1.29),
-                             busy={2: 0.4}), "slower", CFG)
+                             busy={2: 0.8}), "slower", CFG)
     assert c.confirmed and c.decided_by == [1, 3, 4]
-    assert "left out: round 2 (host busy: run-queue delay 40% of the suspect run" in c.reason
+    assert "left out: round 2 (host busy: run-queue delay 80% of the suspect run" in c.reason
 
 
 def test_fewer_than_two_usable_rounds_confirm_nothing() -> None:
-    c = decide_rounds(rounds((1.0, 1.5), (1.0, 1.5), busy={2: 0.3}), "slower", CFG)
+    c = decide_rounds(rounds((1.0, 1.5), (1.0, 1.5), busy={2: 0.9}), "slower", CFG)
     assert not c.confirmed and "1 usable round(s) of 2" in c.reason
     assert c.to_dict()["ratio"] is None
 
