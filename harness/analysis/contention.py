@@ -37,7 +37,12 @@ class Explained:
         late_s: The same, late window.
         throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
         extra_s: Late minus early median step time (the slowdown to explain).
-        share: max(late_s - early_s, throttle_rise_s) / extra_s; 0 without extra time.
+        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s; 0
+            without extra time.
+        slower_cpu_s: Step time a slower CPU accounts for: the early CPU time per step
+            times the rise of the canary loop's time (a busy hyperthread sibling or a
+            lower clock slows the same work with no run-queue delay).
+        cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
     """
 
     early_s: float
@@ -45,11 +50,22 @@ class Explained:
     throttle_rise_s: float
     extra_s: float
     share: float
+    slower_cpu_s: float = 0.0
+    cpu_speed: float | None = None
+
+    @property
+    def cause(self) -> str:
+        """What the largest part of the rise was."""
+        rises = {"run-queue delay": self.late_s - self.early_s,
+                 "cgroup throttling": self.throttle_rise_s,
+                 f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
+                     self.slower_cpu_s}
+        return max(rises, key=lambda k: rises[k])
 
     @property
     def throttled(self) -> bool:
         """Throttling, not other tasks, is the larger part of the rise."""
-        return self.throttle_rise_s > max(0.0, self.late_s - self.early_s)
+        return self.cause == "cgroup throttling"
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields as a JSON-ready dict."""
@@ -89,9 +105,16 @@ def explain(series: Series, window: float, extra_s: float) -> Explained | None:
     late = end > n - width
     e_rq, e_thr = _per_step(cols, early)
     l_rq, l_thr = _per_step(cols, late)
-    rise = max(l_rq - e_rq, l_thr - e_thr)
+    slower_cpu, speed = 0.0, None
+    ref, cpu = cols["ref_s"], cols["cpu_s"] / cols["steps"]
+    if np.isfinite(ref[early | late]).all() and np.isfinite(cpu[early]).all():
+        e_ref, l_ref = float(np.median(ref[early])), float(np.median(ref[late]))
+        if e_ref > 0 and l_ref > 0:
+            speed = e_ref / l_ref
+            slower_cpu = max(0.0, float(np.median(cpu[early])) * (l_ref / e_ref - 1.0))
+    rise = max(l_rq - e_rq, l_thr - e_thr, slower_cpu)
     share = rise / extra_s if extra_s > 0 else 0.0
-    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share)
+    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share, slower_cpu, speed)
 
 
 def busy_share(series: Series) -> float | None:

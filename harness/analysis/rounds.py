@@ -155,7 +155,10 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
             direction = "slower"
         elif all(r.ratio < 1 for r in usable) and hi < 1 / cfg.min_ratio:
             direction = "faster"
-    if direction == suspected:
+    verb: str
+    if suspected == "~":     # rounds run because a cell ran on a busy host
+        verb = "no change" if direction == "~" else direction
+    elif direction == suspected:
         verb = "confirmed"
     elif direction == "~":
         verb = "not confirmed"

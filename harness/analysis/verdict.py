@@ -155,10 +155,9 @@ def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVer
     if steps is not None and steps.slowdown:
         busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s)
         if busy is not None and busy.share >= cfg.contention_share:
-            what = "cgroup throttling" if busy.throttled else "run-queue delay"
             findings.append(
-                f"busy host: {what} rose {busy.share * busy.extra_s * 1e6:.0f} us/step, "
-                f"{busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step slowdown")
+                f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
+                f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step slowdown")
         else:
             findings.append("slowdown")
     if carriers:

@@ -140,3 +140,17 @@ def test_missing_end_record_is_a_crash() -> None:
     s = series()
     s.end = None
     assert decide(s, OK, CFG).verdict == "crash"
+
+
+def test_a_cpu_that_got_slower_explains_a_slowdown() -> None:
+    # GIVEN CPU-bound steps that got 1.5x slower with no run-queue delay, and the
+    # agent's canary loop slower by as much (a busy hyperthread sibling)
+    s = series(wall_growth=1.0, cpu_growth=None, rq_share=0.0)
+    for rec in s.samples:
+        frac = rec["i"] / 600
+        rec["ref_s"] = 1e-5 * (1 + frac)
+        rec["cpu_s"] = sum(rec["dt"])
+    v = decide(s, OK, CFG)
+    assert v.verdict == "ambiguous" and "a slower CPU (canary loop" in v.reason
+    assert v.contention is not None and v.contention.cpu_speed is not None
+    assert v.contention.cpu_speed < 0.8
