@@ -6,8 +6,9 @@ with its row's baseline says slower or faster. Each round runs the baseline cell
 then the suspect cell afresh, shorter than the cells themselves (half their measured
 calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
 then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds that ran
-on a busy host are replaced, up to twice `rounds` in all; once two usable rounds
-disagree in direction nothing can confirm the change and no more are run. After a busy
+on a busy host are replaced, and rounds that all agree in direction but whose interval
+still reaches `min_ratio` are followed by more, up to twice `rounds` in all; once two
+usable rounds disagree in direction nothing can confirm the change and no more are run. After a busy
 round the next waits 1, 2, 4, 8 s: a burst of load passes.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
@@ -76,7 +77,13 @@ def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: 
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
     k = 0
-    while sum(r.excluded is None for r in done) < rounds and k < 2 * rounds:
+    while k < 2 * rounds:
+        usable = [x.ratio for x in done if x.excluded is None]
+        if len(usable) >= rounds and (
+                decide_rounds(done, suspected, cfg).direction != "~"
+                or not (all(x > 1 for x in usable) or all(x < 1 for x in usable))):
+            break   # decided, or the rounds disagree
+        # Rounds that all agree but whose interval still reaches min_ratio: more rounds.
         k += 1
         b_med, b_busy, b_fail = _run(sweep, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(sweep, runs[1], cell, k, "suspect")

@@ -9,7 +9,13 @@ fw_bytes(state) -> int (framework allocator bytes) and info(state) -> dict. A fi
 without setup/step is run whole, sampled by the timer thread only.
 
 The measured loop stops early when the --control file appears (the host's live
-analysis decided); the end record then says stopped_early.
+analysis decided; looked for at each sample and every 20 ms); the end record then says
+stopped_early.
+
+Each step sample also carries what the host took from the stepping thread in that
+interval (class Contention): run-queue delay `rq_s`, involuntary context switches
+`ivcs`, the cgroup's throttled time `thr_s` and periods `thr_n`, and `ref_s`, the time
+of a fixed canary loop (the CPU's speed at that moment).
 """
 import argparse
 import ctypes

@@ -137,11 +137,17 @@ class RunStat:
         net_s: Step time net of run-queue delay, per step.
         cpu_s: The part of it that was CPU time (at most `net_s`); NaN if not recorded.
         ref_s: The agent's canary loop time (the CPU's speed); NaN if not recorded.
+        work: CPU time per step in canary loops, taken per interval (the CPU's speed
+            changes within a run as a hyperthread sibling gets busy and idle); NaN if
+            not recorded.
+        wait_s: The part of the step that was not CPU time (sleeps, locks, a device).
     """
 
     net_s: float
     cpu_s: float = float("nan")
     ref_s: float = float("nan")
+    work: float = float("nan")
+    wait_s: float = float("nan")
 
 
 def run_stat(series: Series) -> RunStat | None:
@@ -160,11 +166,12 @@ def run_stat(series: Series) -> RunStat | None:
         return None
     net = np.maximum((cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"], 0.0)
     med = float(np.median(net))
-    cpu = cols["cpu_s"] / cols["steps"]
-    cpu_med = min(float(np.median(cpu)), med) if np.isfinite(cpu).all() else float("nan")
+    cpu = np.minimum(cols["cpu_s"] / cols["steps"], net)
     ref = cols["ref_s"]
-    ref_med = float(np.median(ref)) if np.isfinite(ref).all() else float("nan")
-    return RunStat(med, cpu_med, ref_med)
+    if not (np.isfinite(cpu).all() and np.isfinite(ref).all() and (ref > 0).all()):
+        return RunStat(med)
+    return RunStat(med, float(np.median(cpu)), float(np.median(ref)),
+                   float(np.median(cpu / ref)), float(np.median(net - cpu)))
 
 
 def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
@@ -179,13 +186,12 @@ def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | N
         (base seconds, other seconds, other's CPU speed over base's), the last None
         (and the times unscaled) when either run lacks canary or CPU times.
     """
-    usable = all(np.isfinite(x) and x > 0 for x in (base.ref_s, other.ref_s)) and all(
-        np.isfinite(x) for x in (base.cpu_s, other.cpu_s))
+    usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
     if not usable:
         return base.net_s, other.net_s, None
     ref0 = float(np.sqrt(base.ref_s * other.ref_s))
 
     def scaled(r: RunStat) -> float:
-        return (r.net_s - r.cpu_s) + r.cpu_s * ref0 / r.ref_s
+        return r.wait_s + r.work * ref0
 
     return scaled(base), scaled(other), base.ref_s / other.ref_s

@@ -3,8 +3,7 @@
 leak, slowdown, regression and oom are `<failure>`s (the code under test misbehaved)
 with the numbers in the message; crash and timeout are `<error>`s (it did not finish);
 not-applicable, ambiguous and suspected (an unconfirmed change) are `<skipped>` with
-the reason, since none says the
-code is wrong. ElementTree does the XML escaping.
+the reason, since none says the code is wrong. ElementTree does the XML escaping.
 """
 
 from __future__ import annotations

@@ -72,10 +72,12 @@ def test_cpu_work_is_put_at_one_cpu_speed_but_waits_are_not() -> None:
     from harness.analysis.contention import RunStat, speed_scaled
 
     # GIVEN the same CPU-bound step, the suspect run on a CPU 1.5x slower (canary too)
-    b, o, speed = speed_scaled(RunStat(0.001, 0.001, 10e-6), RunStat(0.0015, 0.0015, 15e-6))
+    b, o, speed = speed_scaled(RunStat(0.001, 0.001, 10e-6, 100.0, 0.0),
+                               RunStat(0.0015, 0.0015, 15e-6, 100.0, 0.0))
     assert o / b == pytest.approx(1.0) and speed == pytest.approx(2 / 3)
     # GIVEN a step that only sleeps: a slower CPU does not make the sleep longer
-    b, o, _ = speed_scaled(RunStat(0.0013, 0.0, 10e-6), RunStat(0.001, 0.0, 15e-6))
+    b, o, _ = speed_scaled(RunStat(0.0013, 0.0, 10e-6, 0.0, 0.0013),
+                           RunStat(0.001, 0.0, 15e-6, 0.0, 0.001))
     assert o / b == pytest.approx(1 / 1.3)
     # GIVEN recordings without canary: unscaled
     assert speed_scaled(RunStat(1.0), RunStat(1.3)) == (1.0, 1.3, None)
@@ -95,4 +97,5 @@ def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
     assert stat is not None
     # every other interval lost half its time to the run queue: 1 ms net, or 2 ms
     assert stat.net_s == pytest.approx(0.001) and stat.cpu_s == pytest.approx(0.001)
-    assert stat.ref_s == pytest.approx(2e-5)
+    assert stat.ref_s == pytest.approx(2e-5) and stat.work == pytest.approx(50.0)
+    assert stat.wait_s == pytest.approx(0.0)
