@@ -81,13 +81,53 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
     return rq, thr
 
 
-def explain(series: Series, window: float, extra_s: float) -> Explained | None:
+def at_one_speed(series: Series) -> np.ndarray | None:
+    """Measured step times with their CPU part put at the run's median CPU speed.
+
+    Per sample interval, the share of the step that was CPU time is scaled by the
+    canary loop's time then over its median over the run; waits (and run-queue delay)
+    are left as they are. On a shared machine the CPU's speed changes by up to 1.9x
+    within a run (a hyperthread sibling gets busy and idle), enough to hide or fake a
+    1.5x slowdown of the same work. None when the agent did not record the canary
+    and CPU time on every sample.
+    """
+    rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
+            and s["dt"]]
+    if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
+        return None
+    r0 = float(np.median([s["ref_s"] for s in rows]))
+    out: list[np.ndarray] = []
+    for s in rows:
+        dt = np.asarray(s["dt"], dtype=np.float64)
+        total = float(dt.mean())
+        cpu = min(float(s["cpu_s"]) / dt.size, total)
+        scale = ((total - cpu) + cpu * r0 / float(s["ref_s"])) / total if total > 0 else 1.0
+        out.append(dt * scale)
+    return np.concatenate(out)
+
+
+def cpu_at_one_speed(series: Series) -> np.ndarray | None:
+    """CPU seconds per step, one value per sample interval, put at the run's median
+    CPU speed (canary loop); None without canary and CPU time on every sample."""
+    rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
+            and s["dt"]]
+    if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
+        return None
+    r0 = float(np.median([s["ref_s"] for s in rows]))
+    return np.asarray([float(s["cpu_s"]) / len(s["dt"]) * r0 / float(s["ref_s"])
+                       for s in rows], dtype=np.float64)
+
+
+def explain(series: Series, window: float, extra_s: float,
+            count_speed: bool = True) -> Explained | None:
     """Contention in the early and late `window` share of the measured steps.
 
     Args:
         series: The run; its step samples carry `rq_s`/`thr_s` (agents from issue 12 on).
         window: Share of the steps in each of the early and late windows.
         extra_s: Late minus early median step time, seconds.
+        count_speed: Count a slower CPU (canary) as contention; False when the step times
+            were already put at one CPU speed (`at_one_speed`).
 
     Returns:
         The contention rise and the share of `extra_s` it explains, or None when the
@@ -107,7 +147,7 @@ def explain(series: Series, window: float, extra_s: float) -> Explained | None:
     l_rq, l_thr = _per_step(cols, late)
     slower_cpu, speed = 0.0, None
     ref, cpu = cols["ref_s"], cols["cpu_s"] / cols["steps"]
-    if np.isfinite(ref[early | late]).all() and np.isfinite(cpu[early]).all():
+    if count_speed and np.isfinite(ref[early | late]).all() and np.isfinite(cpu[early]).all():
         e_ref, l_ref = float(np.median(ref[early])), float(np.median(ref[late]))
         if e_ref > 0 and l_ref > 0:
             speed = e_ref / l_ref

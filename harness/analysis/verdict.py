@@ -10,8 +10,11 @@ A slowdown is the wall-clock trend (late steps slower than early ones, rising bi
 after bin). CPU time per step is evidence, not a veto: a step that waits longer (a
 sleep, a lock, a GPU) slows with flat CPU time. What can void a slowdown is measured
 contention: when the rise in the stepping thread's run-queue delay (or the cgroup's
-throttling) per step accounts for `contention_share` of the extra step time, the host
-was busy and the cell is `ambiguous` (run again), with the reason.
+throttling) per step accounts for `contention_share` of the extra step time, and CPU
+time per step did not rise by half of it (more work), the host was busy and the cell is
+`ambiguous` (run again), with the reason. Where the agent timed its canary loop, step
+and CPU times are first put at one CPU speed: on a shared machine the CPU's speed moves
+by up to 1.9x within a run (a hyperthread sibling), with no run-queue delay to show.
 
 `decide` is the within-run decision (outcome first, then memory and step trends);
 `compare_to_baseline` adds the between-cell decision (regression). Every number behind
@@ -29,7 +32,7 @@ import numpy as np
 
 from harness.analysis.compare import PeakComparison, StepComparison, compare_peaks, compare_steps
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.contention import Explained, explain
+from harness.analysis.contention import Explained, at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.ingest import Series
@@ -82,15 +85,19 @@ def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
 
 
 def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
-    """CPU time per step, early vs late; None if the agent did not record it."""
-    cpu = series.cpu_times()
+    """CPU time per step (at one CPU speed where the canary was timed), early vs late;
+    None if the agent did not record it."""
+    cpu = cpu_at_one_speed(series)
+    if cpu is None:
+        cpu = series.cpu_times()
     if cpu is None or not len(cpu):
         return None
     return step_trend(cpu, cfg)
 
 
-def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, cfg: AnalysisConfig) -> str:
-    text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g})"
+def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool) -> str:
+    text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
+    text += ", at one CPU speed)" if at_speed else ")"
     if cpu is not None and not cpu.insufficient:
         # Half the wall-clock rise (in seconds) in CPU time: the step does more work;
         # less: it waits longer (sleep, lock, device).
@@ -139,7 +146,9 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerd
 
 def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
     memory = trends(series, cfg)
-    times = series.step_times()
+    # The trend is tested at one CPU speed where the agent timed its canary loop.
+    same_speed = at_one_speed(series)
+    times = same_speed if same_speed is not None else series.step_times()
     steps = step_trend(times, cfg) if len(times) else None
     ended = _outcome_verdict(series, outcome)
     if ended is not None:
@@ -153,8 +162,14 @@ def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVer
     cpu = cpu_trend(series, cfg)
     busy: Explained | None = None
     if steps is not None and steps.slowdown:
-        busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s)
-        if busy is not None and busy.share >= cfg.contention_share:
+        busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s,
+                       count_speed=same_speed is None)
+        # Contention voids a slowdown only when the step did not do more work: CPU time
+        # per step rising by half the extra time says it did, whatever the load.
+        more_work = cpu is not None and not cpu.insufficient and (
+            cpu.late_median_s - cpu.early_median_s
+            >= (steps.late_median_s - steps.early_median_s) / 2)
+        if busy is not None and busy.share >= cfg.contention_share and not more_work:
             findings.append(
                 f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
                 f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step slowdown")
@@ -171,8 +186,8 @@ def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVer
                            cpu_steps=cpu, contention=busy)
     if "slowdown" in findings:
         assert steps is not None
-        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, cfg), None, findings,
-                           memory, steps, cpu_steps=cpu, contention=busy)
+        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, same_speed is not None),
+                           None, findings, memory, steps, cpu_steps=cpu, contention=busy)
     if busy is not None and findings:
         assert steps is not None
         return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "
