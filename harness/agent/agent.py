@@ -14,8 +14,9 @@ stopped_early.
 
 Each step sample also carries what the host took from the stepping thread in that
 interval (class Contention): run-queue delay `rq_s`, involuntary context switches
-`ivcs`, the cgroup's throttled time `thr_s` and periods `thr_n`, and `ref_s`, the time
-of a fixed canary loop (the CPU's speed at that moment).
+`ivcs`, the cgroup's throttled time `thr_s` and periods `thr_n`, the run-queue delay
+and run time summed over all the process's threads `rq_all_s`/`run_all_s` (class
+AllThreads), and `ref_s`, the time of a fixed canary loop (the CPU's speed now).
 """
 import argparse
 import ctypes
@@ -299,6 +300,56 @@ class Contention(object):
         return out
 
 
+class AllThreads(object):
+    """Run time and run-queue delay summed over every thread of the process, per call.
+
+    A framework's worker threads (TF's intra-op pool, BLAS) do the step's work while the
+    stepping thread waits on them: their queueing is the step's contention too. Files
+    stay open and the thread list is re-read at most every REFRESH s; a thread counts
+    from its first reading, one that exited drops out.
+    """
+
+    REFRESH = 1.0
+
+    def __init__(self):
+        self.files = {}
+        self.last = {}
+        self.listed_at = None
+
+    def _list(self, now):
+        try:
+            tids = os.listdir("/proc/self/task")
+        except OSError:
+            return
+        self.listed_at = now
+        for tid in tids:
+            if tid not in self.files:
+                self.files[tid] = ProcFile("/proc/self/task/%s/schedstat" % tid)
+        for tid in [t for t in self.files if t not in tids]:
+            f = self.files.pop(tid)
+            self.last.pop(tid, None)
+            if f.fd is not None:
+                os.close(f.fd)
+
+    def interval(self, now):
+        """(run-queue delay s, run time s) of all threads since the last call."""
+        if self.listed_at is None or now - self.listed_at >= self.REFRESH:
+            self._list(now)
+        rq = run = 0
+        for tid, f in self.files.items():
+            text = f.read(128)
+            try:
+                on, wait = [int(x) for x in text.split()[:2]]
+            except (AttributeError, ValueError):
+                continue
+            prev = self.last.get(tid)
+            self.last[tid] = (on, wait)
+            if prev is not None:
+                run += on - prev[0]
+                rq += wait - prev[1]
+        return rq / 1e9, run / 1e9
+
+
 class ControlCheck(object):
     """Whether the host's stop file has appeared: looked at on every sample point and
     at least every INTERVAL s between them, so a slow step stops within a call or two.
@@ -554,6 +605,7 @@ def run(args):
             cpu_clock = time.process_time
             every = args.sample_every
             contention = Contention()
+            threads = AllThreads()
             control = ControlCheck(args.control)
             budget = args.max_overhead if args.max_overhead > 0 else float("inf")
             sampling = 0.0
@@ -563,6 +615,7 @@ def run(args):
                 dts = []
                 cpu_last = cpu_clock()
                 cont_last = contention.read()
+                threads.interval(clock())
                 done = 0
                 since = 0.0     # step seconds since the last sample
                 gap = 0         # steps since the last sample
@@ -589,8 +642,10 @@ def run(args):
                             cpu_now = cpu_clock()
                             cont_now = contention.read()
                             ref = Contention.canary(clock)
-                            sampler.snapshot("step", dts, cpu=cpu_now - cpu_last,
-                                             extra=Contention.delta(cont_now, cont_last, ref))
+                            rq_all, run_all = threads.interval(t2)
+                            extra = Contention.delta(cont_now, cont_last, ref)
+                            extra += ',"rq_all_s":%.9f,"run_all_s":%.9f' % (rq_all, run_all)
+                            sampler.snapshot("step", dts, cpu=cpu_now - cpu_last, extra=extra)
                             cost = clock() - t2
                             cpu_last = cpu_clock()  # the sample's own CPU is left out
                             cont_last = contention.read()

@@ -158,15 +158,21 @@ def explain(series: Series, window: float, extra_s: float,
 
 
 def busy_share(series: Series) -> float | None:
-    """Run-queue delay plus throttled time over step time, measured phase; None when
-    the agent did not record contention."""
+    """How busy the host was for this run, measured phase: the larger of the stepping
+    thread's run-queue delay (or throttled time) over step time and, where recorded,
+    the share of all the process's runnable thread time spent in the run queue (worker
+    threads queue while the stepping thread waits on them). None when the agent did
+    not record contention."""
     cols = series.contention()
     if cols is None:
         return None
     total = float(cols["dt_s"].sum())
     if total <= 0:
         return 0.0
-    return max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
+    own = max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
+    rq_all, run_all = float(np.nansum(cols["rq_all_s"])), float(np.nansum(cols["run_all_s"]))
+    every = rq_all / (rq_all + run_all) if rq_all + run_all > 0 else 0.0
+    return max(own, every)
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,3 +99,19 @@ def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
     assert stat.net_s == pytest.approx(0.001) and stat.cpu_s == pytest.approx(0.001)
     assert stat.ref_s == pytest.approx(2e-5) and stat.work == pytest.approx(50.0)
     assert stat.wait_s == pytest.approx(0.0)
+
+
+def test_busy_share_counts_worker_threads_queueing() -> None:
+    import json
+
+    from harness.analysis.contention import busy_share
+    from harness.ingest import parse_lines
+
+    # GIVEN the stepping thread never queued, but all threads together spent 60 % of
+    # their runnable time in the run queue (a thread pool on a busy host)
+    recs = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.01 * k,
+         "dt": [0.002] * 10, "rq_s": 0.0, "rq_all_s": 0.06, "run_all_s": 0.04}
+        for k in range(1, 5)] + [{"type": "end", "status": "ok"}]
+    share = busy_share(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
+    assert share == pytest.approx(0.6)
