@@ -159,7 +159,8 @@ class Sweep:
                     outcome.results[cell.id] = result
                     outcome.ran += 1
                 # Only what is known now: the row comparison prints its own line later.
-                pending = "; vs baseline: pending" if cell.id in compared else ""
+                pending = ("; vs baseline: pending" if cell.id in compared
+                           and result["verdict"] in GOOD else "")
                 self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} within run "
                               f"({result['reason']}){pending} in "
                               f"{result['timings']['cell_s']:.1f}s")
