@@ -28,10 +28,11 @@ MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
 # Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
 # run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
 # and throttled periods, the run-queue delay and run time of all the process's threads
-# (`rq_all_s`, `run_all_s`), and `ref_s`, the time of a fixed canary loop (CPU speed).
+# (`rq_all_s`, `run_all_s`), the stepping thread's time on a CPU (`on_s`), and `ref_s`,
+# the time of a fixed canary loop (CPU speed).
 # Older recordings lack them; True means an integer count.
 CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True,
-                     "ref_s": False, "rq_all_s": False, "run_all_s": False}
+                     "ref_s": False, "rq_all_s": False, "run_all_s": False, "on_s": False}
 
 
 @dataclass
@@ -76,7 +77,7 @@ class Series:
         """Per measured step sample: `steps`, `dt_s` (their summed step time), `rq_s`,
         `thr_s`, `ref_s` and `cpu_s` (NaN where a sample lacks it); None when no sample
         recorded run-queue delay (an agent older than the contention counters)."""
-        keys = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s")
+        keys = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
         rows: list[list[float]] = []
         seen = False
         for s in self.samples:

@@ -14,7 +14,7 @@ stopped_early.
 
 Each step sample also carries what the host took from the stepping thread in that
 interval (class Contention): run-queue delay `rq_s`, involuntary context switches
-`ivcs`, the cgroup's throttled time `thr_s` and periods `thr_n`, the run-queue delay
+`ivcs`, its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the run-queue delay
 and run time summed over all the process's threads `rq_all_s`/`run_all_s` (class
 AllThreads), and `ref_s`, the time of a fixed canary loop (the CPU's speed now).
 """
@@ -229,16 +229,17 @@ class Contention(object):
         self.cpu_stat, self.throttle_scale = cpu_stat_reader()
 
     def read(self):
-        """(run-queue delay s, involuntary switches, throttled s, nr_throttled); None
-        for any counter this kernel or cgroup does not offer."""
+        """(run-queue delay s, involuntary switches, (throttled s, nr_throttled), time on
+        CPU s); None for any counter this kernel or cgroup does not offer."""
         rq = None
         text = self.sched.read(128)
+        on = None
         if text:
             try:
-                rq = int(text.split()[1]) / 1e9
+                on, rq = [int(x) / 1e9 for x in text.split()[:2]]
             except (ValueError, IndexError):
-                rq = None
-        return rq, self._nivcsw(), self._throttled()
+                on = rq = None
+        return rq, self._nivcsw(), self._throttled(), on
 
     def _nivcsw(self):
         text = self.status.read(4096)
@@ -292,6 +293,8 @@ class Contention(object):
             if a is not None and b is not None:
                 out += (',"%s":%.9f' % (name, a - b)) if name == "rq_s" else (
                     ',"%s":%d' % (name, a - b))
+        if now[3] is not None and last[3] is not None:
+            out += ',"on_s":%.9f' % (now[3] - last[3])
         (ts, tn), (ls, ln) = now[2], last[2]
         if ts is not None and ls is not None:
             out += ',"thr_s":%.9f' % (ts - ls)

@@ -84,8 +84,9 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
 def at_one_speed(series: Series) -> np.ndarray | None:
     """Measured step times with their CPU part put at the run's median CPU speed.
 
-    Per sample interval, the share of the step that was CPU time is scaled by the
-    canary loop's time then over its median over the run; waits (and run-queue delay)
+    Per sample interval, the share of the step that was the stepping thread's own CPU
+    time is scaled by the canary loop's time then over its median over the run (worker
+    threads run on other CPUs, whose speed the canary does not see); waits (and run-queue delay)
     are left as they are. On a shared machine the CPU's speed changes by up to 1.9x
     within a run (a hyperthread sibling gets busy and idle), enough to hide or fake a
     1.5x slowdown of the same work. None when the agent did not record the canary
@@ -100,7 +101,8 @@ def at_one_speed(series: Series) -> np.ndarray | None:
     for s in rows:
         dt = np.asarray(s["dt"], dtype=np.float64)
         total = float(dt.mean())
-        cpu = min(float(s["cpu_s"]) / dt.size, total)
+        cpu = min(float(s["cpu_s"]) / dt.size, total) * float(
+            _own_share(s.get("on_s", np.nan), s["cpu_s"]))
         scale = ((total - cpu) + cpu * r0 / float(s["ref_s"])) / total if total > 0 else 1.0
         out.append(dt * scale)
     return np.concatenate(out)
@@ -114,8 +116,11 @@ def cpu_at_one_speed(series: Series) -> np.ndarray | None:
     if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
         return None
     r0 = float(np.median([s["ref_s"] for s in rows]))
-    return np.asarray([float(s["cpu_s"]) / len(s["dt"]) * r0 / float(s["ref_s"])
-                       for s in rows], dtype=np.float64)
+    out = []
+    for s in rows:
+        own = float(_own_share(s.get("on_s", np.nan), s["cpu_s"]))
+        out.append(float(s["cpu_s"]) / len(s["dt"]) * (own * r0 / float(s["ref_s"]) + 1 - own))
+    return np.asarray(out, dtype=np.float64)
 
 
 def explain(series: Series, window: float, extra_s: float,
@@ -216,8 +221,19 @@ def run_stat(series: Series) -> RunStat | None:
     ref = cols["ref_s"]
     if not (np.isfinite(cpu).all() and np.isfinite(ref).all() and (ref > 0).all()):
         return RunStat(med)
+    # Only the stepping thread's own CPU time runs at the canary's speed; worker
+    # threads run on other CPUs, whose speed the canary does not see.
+    mine = cpu * _own_share(cols["on_s"], cols["cpu_s"])
     return RunStat(med, float(np.median(cpu)), float(np.median(ref)),
-                   float(np.median(cpu / ref)), float(np.median(net - cpu)))
+                   float(np.median(mine / ref)), float(np.median(net - mine)))
+
+
+def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarray:
+    """The stepping thread's share of the process's CPU time (1 where not recorded)."""
+    on, cpu = np.asarray(on_s, dtype=np.float64), np.asarray(cpu_s, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(np.isfinite(on) & (cpu > 0), on / cpu, 1.0)
+    return np.asarray(np.clip(share, 0.0, 1.0))
 
 
 def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:

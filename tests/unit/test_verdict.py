@@ -168,3 +168,15 @@ def test_more_cpu_work_on_a_busy_host_is_still_a_slowdown() -> None:
     # GIVEN CPU time per step rising with the wall time, and run-queue delay rising too
     v = decide(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.9), OK, CFG)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason
+
+
+def test_worker_thread_cpu_is_not_put_at_the_stepping_threads_speed() -> None:
+    # GIVEN a thread-pool step (the stepping thread itself on a CPU 0 % of the time),
+    # 2x slower late, while the stepping thread's canary also got 2x slower
+    s = series(wall_growth=1.0, cpu_growth=None, rq_share=0.0)
+    for rec in s.samples:
+        rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
+        rec["cpu_s"], rec["on_s"] = sum(rec["dt"]), 0.0
+    v = decide(s, OK, CFG)
+    # THEN the workers' time is left as measured: the slowdown stands
+    assert v.verdict == "slowdown" and v.steps is not None and v.steps.ratio > 1.5
