@@ -484,8 +484,7 @@ class Sweep:
             res.setdefault("findings", []).append("regression")
         elif suspected:
             res["verdict"], res["reason"] = "suspected", suspected
-        said = f"{res['verdict']} ({res['reason']})" if why or suspected else (
-            f"no change ({_vs_text(vs)})")
+        said = f"{res['verdict']} ({res['reason']})" if why or suspected else _vs_text(vs)
         self.progress(f"{cell.id} vs {label}: {said}")
 
 
@@ -493,8 +492,8 @@ def _vs_text(vs: dict[str, Any]) -> str:
     steps = vs.get("steps") or {}
     conf = vs.get("confirmation")
     if conf:
-        return str(conf["reason"])
-    return f"steps {steps['ratio']:.2f}x" if steps else "no step times"
+        return str(conf["reason"])   # starts with what the rounds decided
+    return f"no change (steps {steps['ratio']:.2f}x)" if steps else "no step times"
 
 
 def prefetch_analysis() -> threading.Thread:
