@@ -462,7 +462,8 @@ class Sweep:
             pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
             what = (f"suspected {steps.direction}" if steps.direction != "~"
                     else f"host busy ({busy:.0%} run-queue delay)")
-            vs["direction"] = "suspected " + steps.direction
+            vs["direction"] = ("suspected " + steps.direction if steps.direction != "~"
+                               else "~")
             if cell.settings.rounds > 0:
                 self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
                               f"confirming in {cell.settings.rounds} interleaved rounds")
