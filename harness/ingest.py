@@ -26,6 +26,14 @@ MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
 MAX_TOTAL = 128 << 20      # bytes read, whatever the line count (~1 GiB parsed)
 MAX_PROBLEMS = 20
 MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
+# Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
+# run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
+# and throttled periods, the run-queue delay and run time of all the process's threads
+# (`rq_all_s`, `run_all_s`), the stepping thread's time on a CPU (`on_s`), and `ref_s`,
+# the time of a fixed canary loop (CPU speed).
+# Older recordings lack them; True means an integer count.
+CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True,
+                     "ref_s": False, "rq_all_s": False, "run_all_s": False, "on_s": False}
 
 
 @dataclass
@@ -70,6 +78,27 @@ class Series:
                 else:
                     return None
         return np.asarray(out, dtype=np.float64) if out else None
+
+    def contention(self) -> dict[str, np.ndarray] | None:
+        """Per measured step sample: `steps`, `dt_s` (their summed step time), `rq_s`,
+        `thr_s`, `ref_s` and `cpu_s` (NaN where a sample lacks it); None when no sample
+        recorded run-queue delay (an agent older than the contention counters)."""
+        import numpy as np
+
+        keys = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
+        rows: list[list[float]] = []
+        seen = False
+        for s in self.samples:
+            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
+                seen = seen or s.get("rq_s") is not None
+                rows.append([float(len(s["dt"])), float(sum(s["dt"]))] + [
+                    float("nan") if s.get(k) is None else float(s[k]) for k in keys])
+        if not seen:
+            return None
+        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(keys))
+        out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
+        out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
+        return out
 
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
         """(iteration, bytes) of samples in `phase` that carry `source`, by iteration.
@@ -124,6 +153,15 @@ def _valid_sample(rec: dict[str, Any]) -> str | None:
                     math.isfinite(cpu_s) and cpu_s >= 0):
                 return "sample 'cpu_s' is not a non-negative number"
             rec["cpu_s"] = float(cpu_s)
+        for key, integral in CONTENTION_FIELDS.items():
+            v = rec.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                    math.isfinite(v) and v >= 0) or (integral and not isinstance(v, int)):
+                kind = "integer" if integral else "number"
+                return f"sample {key!r} is not a non-negative {kind}"
+            rec[key] = v if integral else float(v)
         cpu = rec.get("cpu")
         if cpu is not None:
             if not isinstance(cpu, list) or not all(

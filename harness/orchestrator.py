@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.hostsample import reconcile
@@ -146,6 +147,7 @@ class Sweep:
         if outcome.reused:
             self.progress(f"resume: {outcome.reused} finished cells reused, {len(todo)} to run")
         total = len(todo)
+        compared = {c for c, base in self.row_bases(cells).items() if c != base}
         counter = [0]
         stop = threading.Event()
 
@@ -168,8 +170,12 @@ class Sweep:
                 with self._lock:
                     outcome.results[cell.id] = result
                     outcome.ran += 1
-                self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} "
-                              f"({result['reason']}) in {result['timings']['cell_s']:.1f}s")
+                # Only what is known now: the row comparison prints its own line later.
+                pending = ("; vs baseline: pending" if cell.id in compared
+                           and result["verdict"] in GOOD else "")
+                self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} within run "
+                              f"({result['reason']}){pending} in "
+                              f"{result['timings']['cell_s']:.1f}s")
                 if self.matrix.fail_fast and result["verdict"] in BAD:
                     stop.set()
 
@@ -184,6 +190,8 @@ class Sweep:
         try:
             for groups in plan:
                 self._run_lanes(groups, lane, stop)
+            # Confirmation rounds may need a resumed sweep's baseline image prepared.
+            self.compare_rows(cells, outcome.results)
         except BaseException:
             # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
             for rt in (self.runtime, *self.runtimes.values()):
@@ -193,7 +201,6 @@ class Sweep:
             raise
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
-        self.compare_rows(cells, outcome.results)
         outcome.seconds = time.monotonic() - start
         return outcome
 
@@ -317,7 +324,7 @@ class Sweep:
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
             verdict = decide(series, ended, self.cfg)
-            self._use_live(verdict, decision)
+            self._use_live(verdict, decision, series)
             self._gpu_afterwards(verdict, series, ended, pre)
             flag_cell(cell, verdict, series)
             analyse_s = time.monotonic() - t_an
@@ -384,18 +391,24 @@ class Sweep:
         thread.join(timeout=30)
         return box[0] if box else None
 
-    def _use_live(self, verdict: CellVerdict, decision: Any) -> None:
+    def _use_live(self, verdict: CellVerdict, decision: Any, series: Series) -> None:
         """The live decision is valid under repeated looks; the post-run fit on a short
         series often is not decided, so the live one wins where they differ."""
         if decision is None:
             return
         verdict.live = decision.to_dict()
+        # When the host wrote its decision vs how far the agent got before it stopped.
+        calls_run = (series.end or {}).get("iterations")
+        verdict.live["calls_to_decision"] = decision.iterations
+        verdict.live["calls_run"] = calls_run if isinstance(calls_run, int) else series.measured
         if decision.verdict == "leak" and verdict.verdict in ("ok", "ambiguous", "plateau"):
             verdict.verdict, verdict.reason, verdict.carrier = "leak", decision.reason, "heap"
             if "leak" not in verdict.findings:
                 verdict.findings.insert(0, "leak")
         elif decision.verdict == "stable" and verdict.verdict == "ambiguous":
             verdict.verdict, verdict.reason = "ok", decision.reason
+        verdict.reason += (f"; decided live at call {decision.iterations}, stopped at call "
+                           f"{verdict.live['calls_run']}")
 
     def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
                         pre: tuple[str, str] | None) -> None:
@@ -460,6 +473,20 @@ class Sweep:
         except ValueError:
             return str(path)
 
+    def row_bases(self, cells: list[Cell]) -> dict[str, str]:
+        """Cell id -> its row baseline's id: the matrix's baseline image, else the row's
+        first image."""
+        rows: dict[str, list[Cell]] = {}
+        for c in cells:
+            rows.setdefault(c.row, []).append(c)
+        out: dict[str, str] = {}
+        for row_cells in rows.values():
+            row_cells.sort(key=lambda c: c.image.index)
+            base = next((c for c in row_cells if c.image.label == self.matrix.baseline),
+                        row_cells[0])
+            out.update({c.id: base.id for c in row_cells})
+        return out
+
     def compare_rows(self, cells: list[Cell], results: dict[str, dict[str, Any]]) -> None:
         """Each cell vs its row's baseline (the matrix's, else the row's first image)."""
         from harness.analysis.verdict import compare_to_baseline
@@ -482,6 +509,9 @@ class Sweep:
                 res = results[c.id]
                 if res["verdict"] == UNAVAILABLE:
                     continue
+                old = res.get("vs_baseline") or {}
+                if old.get("baseline") == base.image.label and old.get("confirmation"):
+                    continue    # a resumed cell keeps the rounds it already ran
                 series = read_samples(self.store.samples_path(c.id))
                 steps, peaks = compare_to_baseline(
                     base_series.step_times(), base_series.peak("rss"), series.step_times(),
@@ -496,20 +526,61 @@ class Sweep:
                                       "cpu": cpu.to_dict() if cpu else None,
                                       "peak_rss": peaks.to_dict() if peaks else None}
                 if res["verdict"] in GOOD:
-                    why = []
-                    # A busy host slows wall time only; more work shows in CPU time too.
-                    cpu_agrees = cpu is None or cpu.ratio > 1 + (self.cfg.min_ratio - 1) / 2
-                    if steps is not None and steps.direction == "slower" and cpu_agrees:
-                        why.append(f"steps {steps.ratio:.2f}x {base.image.label} "
-                                   f"(p={steps.p_value:.2g})")
-                    if (peaks is not None and peaks.direction == "higher"
-                            and peaks.ratio >= self.cfg.peak_regression_ratio):
-                        why.append(f"peak RSS {peaks.ratio:.2f}x {base.image.label}")
-                    if why:
-                        res["verdict"] = "regression"
-                        res["reason"] = "; ".join(why + said_flags(res))
-                        res.setdefault("findings", []).append("regression")
+                    busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
+                    self._judge_change(base, c, res, steps, peaks, len(series.step_times()),
+                                       busy)
                 self.store.write_cell(c.id, res)
+
+    def _judge_change(self, base: Cell, cell: Cell, res: dict[str, Any], steps: Any,
+                      peaks: Any, measured: int, busy: float) -> None:
+        """A pooled step-time change is only suspected until interleaved rounds confirm
+        it (`harness.replicate`); without rounds it is reported as `suspected`. Rounds
+        also run when either cell ran on a busy host (`busy` share of run-queue delay at
+        `recheck_share` or more), since load can hide a change as well as fake one."""
+        from harness.replicate import confirm
+
+        label, vs = base.image.label, res["vs_baseline"]
+        why: list[str] = []
+        suspected = None
+        loaded = busy >= self.cfg.recheck_share and steps is not None
+        if steps is not None and (steps.direction != "~" or loaded):
+            pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
+            what = (f"suspected {steps.direction}" if steps.direction != "~"
+                    else f"host busy ({busy:.0%} run-queue delay)")
+            vs["direction"] = ("suspected " + steps.direction if steps.direction != "~"
+                               else "~")
+            if cell.settings.rounds > 0:
+                self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
+                              f"confirming in {cell.settings.rounds} interleaved rounds")
+                conf = confirm(self, base, cell, steps.direction, cell.settings.rounds,
+                               measured)
+                vs["confirmation"] = conf.to_dict()
+                vs["direction"] = conf.direction
+                # The rounds decide, whatever the pooled steps suspected.
+                if conf.direction == "slower":
+                    why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
+                res.setdefault("findings", []).append(f"vs {label}: {conf.reason}")
+            elif steps.direction == "slower":
+                suspected = f"{pooled}; not confirmed (rounds: 0)"
+        if (peaks is not None and peaks.direction == "higher"
+                and peaks.ratio >= self.cfg.peak_regression_ratio):
+            why.append(f"peak RSS {peaks.ratio:.2f}x {label}")
+        if why:
+            res["verdict"], res["reason"] = "regression", "; ".join(why + said_flags(res))
+            res.setdefault("findings", []).append("regression")
+        elif suspected:
+            res["verdict"], res["reason"] = "suspected", "; ".join([suspected,
+                                                                    *said_flags(res)])
+        said = f"{res['verdict']} ({res['reason']})" if why or suspected else _vs_text(vs)
+        self.progress(f"{cell.id} vs {label}: {said}")
+
+
+def _vs_text(vs: dict[str, Any]) -> str:
+    steps = vs.get("steps") or {}
+    conf = vs.get("confirmation")
+    if conf:
+        return str(conf["reason"])   # starts with what the rounds decided
+    return f"no change (steps {steps['ratio']:.2f}x)" if steps else "no step times"
 
 
 UNSUPPORTED_DEADLINE_S = 300.0

@@ -9,7 +9,14 @@ fw_bytes(state) -> int (framework allocator bytes) and info(state) -> dict. A fi
 without setup/step is run whole, sampled by the timer thread only.
 
 The measured loop stops early when the --control file appears (the host's live
-analysis decided); the end record then says stopped_early.
+analysis decided; looked for at each sample and every 20 ms); the end record then says
+stopped_early.
+
+Each step sample also carries what the host took from the stepping thread in that
+interval (class Contention): run-queue delay `rq_s`, involuntary context switches
+`ivcs`, its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the run-queue delay
+and run time summed over all the process's threads `rq_all_s`/`run_all_s` (class
+AllThreads), and `ref_s`, the time of a fixed canary loop (the CPU's speed now).
 """
 import argparse
 import ctypes
@@ -212,6 +219,195 @@ class Heap(object):
         return value
 
 
+# ---------------------------------------------------------------- contention
+class Contention(object):
+    """Cumulative contention counters of the stepping thread and its cgroup.
+
+    Run-queue delay (schedstat field 2: ns runnable but not running) and involuntary
+    context switches belong to the thread that reads them: create and read this on the
+    stepping thread. The cgroup's CPU throttling comes from cpu.stat (v2 throttled_usec,
+    v1 throttled_time in ns). A host busy with other work shows as run-queue delay; a
+    step that waits (sleep, lock, device) shows none, so the host can tell them apart.
+    """
+
+    def __init__(self):
+        self.sched = ProcFile("/proc/thread-self/schedstat")
+        if self.sched.fd is None:
+            # Linux < 3.17: the main thread's task id is the process id.
+            self.sched = ProcFile("/proc/self/task/%d/schedstat" % os.getpid())
+        self.status = ProcFile("/proc/thread-self/status")
+        self.cpu_stat, self.throttle_scale = cpu_stat_reader()
+
+    def read(self):
+        """(run-queue delay s, involuntary switches, (throttled s, nr_throttled), time on
+        CPU s); None for any counter this kernel or cgroup does not offer."""
+        rq = None
+        text = self.sched.read(128)
+        on = None
+        if text:
+            try:
+                on, rq = [int(x) / 1e9 for x in text.split()[:2]]
+            except (ValueError, IndexError):
+                on = rq = None
+        return rq, self._nivcsw(), self._throttled(), on
+
+    def _nivcsw(self):
+        text = self.status.read(4096)
+        if text:
+            for line in text.splitlines():
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    try:
+                        return int(line.split()[1])
+                    except (ValueError, IndexError):
+                        break
+        try:
+            import resource
+            return resource.getrusage(getattr(resource, "RUSAGE_THREAD", 1)).ru_nivcsw
+        except (ImportError, OSError, ValueError):
+            return None
+
+    def _throttled(self):
+        if self.cpu_stat is None:
+            return None, None
+        text = self.cpu_stat.read(1024)
+        seconds = count = None
+        for line in (text or "").splitlines():
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            try:
+                if parts[0] in ("throttled_usec", "throttled_time"):
+                    seconds = int(parts[1]) * self.throttle_scale
+                elif parts[0] == "nr_throttled":
+                    count = int(parts[1])
+            except ValueError:
+                pass
+        return seconds, count
+
+    @staticmethod
+    def canary(clock):
+        """Seconds a fixed 1000-iteration loop takes now (~10-20 us): the CPU's speed
+        at this moment. A busy hyperthread sibling or a lower clock slows every process
+        by up to 1.5x with no run-queue delay at all; this is how the host sees it."""
+        t = clock()
+        for _ in range(1000):
+            pass
+        return clock() - t
+
+    @staticmethod
+    def delta(now, last, ref=None):
+        """Per-interval differences of two read() results, as JSON members."""
+        out = "" if ref is None else ',"ref_s":%.9f' % ref
+        names = ("rq_s", "ivcs")
+        for name, a, b in zip(names, now[:2], last[:2]):
+            if a is not None and b is not None:
+                out += (',"%s":%.9f' % (name, a - b)) if name == "rq_s" else (
+                    ',"%s":%d' % (name, a - b))
+        if now[3] is not None and last[3] is not None:
+            out += ',"on_s":%.9f' % (now[3] - last[3])
+        (ts, tn), (ls, ln) = now[2], last[2]
+        if ts is not None and ls is not None:
+            out += ',"thr_s":%.9f' % (ts - ls)
+        if tn is not None and ln is not None:
+            out += ',"thr_n":%d' % (tn - ln)
+        return out
+
+
+class AllThreads(object):
+    """Run time and run-queue delay summed over every thread of the process, per call.
+
+    A framework's worker threads (TF's intra-op pool, BLAS) do the step's work while the
+    stepping thread waits on them: their queueing is the step's contention too. Files
+    stay open and the thread list is re-read at most every REFRESH s; a thread counts
+    from its first reading, one that exited drops out.
+    """
+
+    REFRESH = 1.0
+
+    def __init__(self):
+        self.files = {}
+        self.last = {}
+        self.listed_at = None
+
+    def _list(self, now):
+        try:
+            tids = os.listdir("/proc/self/task")
+        except OSError:
+            return
+        self.listed_at = now
+        for tid in tids:
+            if tid not in self.files:
+                self.files[tid] = ProcFile("/proc/self/task/%s/schedstat" % tid)
+        for tid in [t for t in self.files if t not in tids]:
+            f = self.files.pop(tid)
+            self.last.pop(tid, None)
+            if f.fd is not None:
+                os.close(f.fd)
+
+    def interval(self, now):
+        """(run-queue delay s, run time s) of all threads since the last call."""
+        if self.listed_at is None or now - self.listed_at >= self.REFRESH:
+            self._list(now)
+        rq = run = 0
+        for tid, f in self.files.items():
+            text = f.read(128)
+            try:
+                on, wait = [int(x) for x in text.split()[:2]]
+            except (AttributeError, ValueError):
+                continue
+            prev = self.last.get(tid)
+            self.last[tid] = (on, wait)
+            if prev is not None:
+                run += on - prev[0]
+                rq += wait - prev[1]
+        return rq / 1e9, run / 1e9
+
+
+class ControlCheck(object):
+    """Whether the host's stop file has appeared: looked at on every sample point and
+    at least every INTERVAL s between them, so a slow step stops within a call or two.
+
+    A stat costs ~2 us; the clock comparison made on every step costs ~0.1 us."""
+
+    INTERVAL = 0.02
+
+    def __init__(self, path):
+        self.path = path
+        self.next_at = 0.0
+
+    def due(self, now, sample_point=False):
+        if not self.path or (now < self.next_at and not sample_point):
+            return False
+        self.next_at = now + self.INTERVAL
+        return os.path.exists(self.path)
+
+
+def cpu_stat_reader():
+    """(ProcFile of this process's cgroup cpu.stat, seconds per unit) or (None, None)."""
+    candidates = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                hid, ctrls, path = line.rstrip("\n").split(":", 2)
+                if hid == "0" and ctrls == "":
+                    candidates.append(("/sys/fs/cgroup" + path.rstrip("/") + "/cpu.stat", 1e-6))
+                elif "cpu" in ctrls.split(","):
+                    for mount in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+                        candidates.append((mount + path.rstrip("/") + "/cpu.stat", 1e-9))
+    except (OSError, ValueError):
+        pass
+    # Inside a container the cgroup namespace makes the own cgroup the mount's root.
+    candidates += [("/sys/fs/cgroup/cpu.stat", 1e-6), ("/sys/fs/cgroup/cpu/cpu.stat", 1e-9),
+                   ("/sys/fs/cgroup/cpu,cpuacct/cpu.stat", 1e-9)]
+    for path, scale in candidates:
+        if os.path.exists(path):
+            reader = ProcFile(path)
+            text = reader.read(1024) or ""
+            if "throttled" in text:
+                return reader, scale
+    return None, None
+
+
 # ---------------------------------------------------------------- output
 class Writer(object):
     """Line-buffered JSON lines to a file and stdout, serialised across threads."""
@@ -271,7 +467,7 @@ class Sampler(object):
         finally:
             sys.path.pop(0)
 
-    def snapshot(self, src, dt=None, force=False, cpu=None):
+    def snapshot(self, src, dt=None, force=False, cpu=None, extra=""):
         r = self.readers
         # USS is costly (smaps_rollup walks the page tables): the timer thread reads it
         # every time, off the main thread; step samples only within a 0.5 % budget.
@@ -304,7 +500,7 @@ class Sampler(object):
             tail = ',"dt":[' + ",".join(["%.9f" % x for x in dt or ()]) + "]"
             if cpu is not None:
                 tail += ',"cpu_s":%.9f' % cpu
-            self.writer.write(rec, tail)
+            self.writer.write(rec, tail + extra)
             return
         self.writer.write(rec)
 
@@ -422,6 +618,9 @@ def run(args):
             # time only. Read at sample points, not per step: it is a syscall (~1 us).
             cpu_clock = time.process_time
             every = args.sample_every
+            contention = Contention()
+            threads = AllThreads()
+            control = ControlCheck(args.control)
             budget = args.max_overhead if args.max_overhead > 0 else float("inf")
             sampling = 0.0
             for phase, count in (("warmup", args.warmup), ("measure", args.iterations)):
@@ -429,6 +628,8 @@ def run(args):
                 t = time.monotonic()
                 dts = []
                 cpu_last = cpu_clock()
+                cont_last = contention.read()
+                threads.interval(clock())
                 done = 0
                 since = 0.0     # step seconds since the last sample
                 gap = 0         # steps since the last sample
@@ -446,15 +647,22 @@ def run(args):
                     # Sample every `every` steps, but no more often than keeps the
                     # agent's own cost under --max-overhead of the step time, and never
                     # so rarely that a phase yields fewer than MIN_SAMPLES samples.
-                    if done % every == 0 or done == count:
-                        stop_now = bool(phase == "measure" and args.control
-                                        and os.path.exists(args.control))
+                    # The control file is looked at on a timer too, so a live decision
+                    # stops the run within a few calls, not at the next sample.
+                    stop_now = phase == "measure" and control.due(t2, done % every == 0)
+                    if stop_now or done % every == 0 or done == count:
                         if stop_now or done == count or since * budget >= cost or gap >= cap:
                             t2 = clock()
                             cpu_now = cpu_clock()
-                            sampler.snapshot("step", dts, cpu=cpu_now - cpu_last)
+                            cont_now = contention.read()
+                            ref = Contention.canary(clock)
+                            rq_all, run_all = threads.interval(t2)
+                            extra = Contention.delta(cont_now, cont_last, ref)
+                            extra += ',"rq_all_s":%.9f,"run_all_s":%.9f' % (rq_all, run_all)
+                            sampler.snapshot("step", dts, cpu=cpu_now - cpu_last, extra=extra)
                             cost = clock() - t2
                             cpu_last = cpu_clock()  # the sample's own CPU is left out
+                            cont_last = contention.read()
                             sampling += cost
                             since = 0.0
                             gap = 0

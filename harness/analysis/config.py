@@ -41,6 +41,10 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "live_floor_bytes": (0.0, math.inf, False, False),
     "live_min_growth_bytes": (0.0, math.inf, True, False),
     "live_decay_ratio": (0.0, 1.0, True, False),
+    "contention_share": (0.0, 1.0, False, True),
+    "busy_share": (0.0, 1.0, False, True),
+    "recheck_share": (0.0, 1.0, False, True),
+    "round_confidence": (0.5, 1.0, False, False),
 }
 
 
@@ -87,6 +91,19 @@ class AnalysisConfig:
         live_min_growth_bytes: Early-stop mode: total heap growth a leak needs.
         live_decay_ratio: Early-stop mode: the latest third of the increments must keep
             at least this share of the earliest third's median (a filling cache decays).
+        contention_share: A within-run slowdown whose late-minus-early step time rise
+            is at least this share explained by the rise in run-queue delay (or cgroup
+            throttling) per step is `ambiguous` (busy host), not a slowdown.
+        busy_share: A confirmation round whose run-queue delay (or throttled time) is
+            this share of its step time or more ran on a host too busy to measure and
+            is left out. Below it the round's step time is corrected for the delay
+            and the CPU speed (on this project's shared 2-core machine rounds at
+            40-70 % delay still gave identical images 0.94-1.10x).
+        recheck_share: Cells compared with their baseline get confirmation rounds,
+            even when the pooled steps show no change, when either ran with this share
+            of run-queue delay or more: load can hide a change as well as fake one.
+        round_confidence: Two-sided confidence of the interval on the per-round
+            ratio that must clear `min_ratio` to confirm a regression.
         peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
             a regression; between `peak_min_ratio` and this it is only reported
             ("higher"), since new framework releases routinely import more code.
@@ -119,6 +136,10 @@ class AnalysisConfig:
     live_floor_bytes: float = 128.0
     live_min_growth_bytes: float = 8192.0
     live_decay_ratio: float = 0.5
+    contention_share: float = 0.5
+    busy_share: float = 0.75
+    recheck_share: float = 0.2
+    round_confidence: float = 0.9
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

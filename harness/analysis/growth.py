@@ -275,10 +275,15 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
 
 
 def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
-    """One-sided Kendall tau p-value that medians of consecutive bins keep rising."""
-    bins = min(max_bins, t.size // 8)
-    if bins < 6:  # six bins in perfect order give p = 1/720 < 0.002
-        return 0.0
+    """One-sided Kendall tau p-value that medians of consecutive bins keep rising.
+
+    Bins hold 8 values where there are enough, else fewer (at least one), so a short
+    series gets the exact test on 6+ bins; under 6 values there is no evidence (p = 1):
+    six in perfect order give p = 1/720, the least p a short series can give.
+    """
+    bins = min(max_bins, max(t.size // 8, min(6, t.size)))
+    if bins < 6:
+        return 1.0
     medians = np.array([np.median(x) for x in np.array_split(t, bins)])
     p = kendall_increasing_p(medians)
     return p if p == p else 1.0  # NaN (all equal) -> no trend

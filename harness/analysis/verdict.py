@@ -6,8 +6,15 @@ RSS, not USS); the GPU and the framework allocator alone. The container cgroup (
 counts page cache) is reported, never decisive. RSS growing with nothing to confirm
 it is `ambiguous`, which makes the orchestrator run the cell again, longer.
 
-A slowdown needs the wall-clock trend and, where the agent recorded it, the process
-CPU time per step to agree: a busy host stretches wall time, not CPU time.
+A slowdown is the wall-clock trend (late steps slower than early ones, rising bin
+after bin). CPU time per step is evidence, not a veto: a step that waits longer (a
+sleep, a lock, a GPU) slows with flat CPU time. What can void a slowdown is measured
+contention: when the rise in the stepping thread's run-queue delay (or the cgroup's
+throttling) per step accounts for `contention_share` of the extra step time, and CPU
+time per step did not rise by half of it (more work), the host was busy and the cell is
+`ambiguous` (run again), with the reason. Where the agent timed its canary loop, step
+and CPU times are first put at one CPU speed: on a shared machine the CPU's speed moves
+by up to 1.9x within a run (a hyperthread sibling), with no run-queue delay to show.
 
 `decide` is the within-run decision (outcome first, then memory and step trends);
 `compare_to_baseline` adds the between-cell decision (regression). Every number behind
@@ -25,6 +32,7 @@ import numpy as np
 
 from harness.analysis.compare import PeakComparison, StepComparison, compare_peaks, compare_steps
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.contention import Explained, at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.ingest import Series
@@ -77,6 +85,9 @@ class CellVerdict:
     steps: StepTrend | None = None
     vs_baseline: dict[str, Any] | None = None
     live: dict[str, Any] | None = None      # early-stop mode: the sequential decision
+    cpu_steps: StepTrend | None = None      # CPU time per step, early vs late (evidence)
+    contention: Explained | None = None     # run-queue delay behind a slowdown
+
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "reason": self.reason, "carrier": self.carrier,
@@ -84,7 +95,9 @@ class CellVerdict:
                 "findings": self.findings,
                 "memory": {k: v.to_dict() for k, v in self.memory.items()},
                 "steps": self.steps.to_dict() if self.steps else None,
-                "vs_baseline": self.vs_baseline}
+                "vs_baseline": self.vs_baseline,
+                "cpu_steps": self.cpu_steps.to_dict() if self.cpu_steps else None,
+                "contention": self.contention.to_dict() if self.contention else None}
 
 
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
@@ -97,13 +110,28 @@ def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
     return out
 
 
-def cpu_confirms(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
-    """The CPU-time trend, judged at half the wall-clock ratio; None if not recorded."""
-    cpu = series.cpu_times()
+def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
+    """CPU time per step (at one CPU speed where the canary was timed), early vs late;
+    None if the agent did not record it."""
+    cpu = cpu_at_one_speed(series)
+    if cpu is None:
+        cpu = series.cpu_times()
     if cpu is None or not len(cpu):
         return None
-    half = dataclasses.replace(cfg, min_ratio=1 + (cfg.min_ratio - 1) / 2)
-    return step_trend(cpu, half)
+    return step_trend(cpu, cfg)
+
+
+def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool) -> str:
+    text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
+    text += ", at one CPU speed)" if at_speed else ")"
+    if cpu is not None and not cpu.insufficient:
+        # Half the wall-clock rise (in seconds) in CPU time: the step does more work;
+        # less: it waits longer (sleep, lock, device).
+        more_cpu = cpu.late_median_s - cpu.early_median_s
+        more_wall = steps.late_median_s - steps.early_median_s
+        bound = "CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound"
+        text += f"; CPU time per step {cpu.ratio:.2f}x ({bound})"
+    return text
 
 
 def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
@@ -142,9 +170,18 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
 
 
 def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
-    """Within-run verdict for one cell."""
+    """Within-run verdict for one cell, with CPU time per step kept as evidence."""
+    verdict = _decide(series, outcome, cfg)
+    if verdict.cpu_steps is None and verdict.steps is not None:
+        verdict.cpu_steps = cpu_trend(series, cfg)
+    return verdict
+
+
+def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
     memory = trends(series, cfg)
-    times = series.step_times()
+    # The trend is tested at one CPU speed where the agent timed its canary loop.
+    same_speed = at_one_speed(series)
+    times = same_speed if same_speed is not None else series.step_times()
     steps = step_trend(times, cfg) if len(times) else None
     ended = _outcome_verdict(series, outcome)
     if ended is not None:
@@ -155,12 +192,22 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerd
              ("gpu", kind.get("gpu") == "leak"), ("fw", kind.get("fw") == "leak")]
     carriers = [name for name, hit in pairs if hit]
     findings: list[str] = []
-    cpu = cpu_confirms(series, cfg)
+    cpu = cpu_trend(series, cfg)
+    busy: Explained | None = None
     if steps is not None and steps.slowdown:
-        if cpu is None or cpu.slowdown:
-            findings.append("slowdown")
+        busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s,
+                       count_speed=same_speed is None)
+        # Contention voids a slowdown only when the step did not do more work: CPU time
+        # per step rising by half the extra time says it did, whatever the load.
+        more_work = cpu is not None and not cpu.insufficient and (
+            cpu.late_median_s - cpu.early_median_s
+            >= (steps.late_median_s - steps.early_median_s) / 2)
+        if busy is not None and busy.share >= cfg.contention_share and not more_work:
+            findings.append(
+                f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
+                f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step slowdown")
         else:
-            findings.append("wall-time drift without more CPU time (busy host?)")
+            findings.append("slowdown")
     if carriers:
         carrier = carriers[0]
         t = memory[carrier.split("+")[0]]
@@ -168,11 +215,17 @@ def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerd
         reason = (f"{carrier} grows {t.slope / 1024:+.2f} KiB/iteration "
                   f"(CI {t.slope_lo / 1024:+.2f}..{t.slope_hi / 1024:+.2f}), "
                   f"{t.growth / 1024**2:+.2f} MiB over {series.measured} iterations")
-        return CellVerdict("leak", reason, carrier, findings, memory, steps)
+        return CellVerdict("leak", reason, carrier, findings, memory, steps,
+                           cpu_steps=cpu, contention=busy)
     if "slowdown" in findings:
         assert steps is not None
-        return CellVerdict("slowdown", f"late steps {steps.ratio:.2f}x early "
-                           f"(p={steps.p_value:.2g})", None, findings, memory, steps)
+        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, same_speed is not None),
+                           None, findings, memory, steps, cpu_steps=cpu, contention=busy)
+    if busy is not None and findings:
+        assert steps is not None
+        return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "
+                           f"{findings[-1]}", None, findings, memory, steps, cpu_steps=cpu,
+                           contention=busy)
     primary = next((k for k in ("heap", "uss", "rss") if k in memory), None)
     if primary is None or memory[primary].kind == "insufficient":
         return CellVerdict("ambiguous", "too few memory samples to decide", primary, findings,

@@ -12,7 +12,7 @@ from harness.report.model import Report
 
 COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
            "crash": "31", "ok": "32", "plateau": "36", "ambiguous": "90",
-           "not-applicable": "90", "unavailable": "33"}
+           "not-applicable": "90", "unavailable": "33", "suspected": "35"}
 
 
 class ConsoleReporter:

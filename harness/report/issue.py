@@ -135,7 +135,11 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
     vs = (bad.get("vs_baseline") or {}).get("steps") or {}
     if vs:
         out.append(f"\nAgainst the baseline {_md(bad['vs_baseline'].get('baseline'))}: "
-                   f"{vs['ratio']:.2f}x step time (Mann-Whitney U p={vs['p_value']:.2g}).")
+                   f"{vs['ratio']:.2f}x step time pooled (Mann-Whitney U "
+                   f"p={vs['p_value']:.2g}).")
+        conf = bad["vs_baseline"].get("confirmation")
+        if conf:
+            out.append(f"Interleaved baseline/suspect rounds: {_md(conf['reason'])}.")
     return out
 
 

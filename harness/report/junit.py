@@ -2,8 +2,8 @@
 
 leak, slowdown, regression and oom are `<failure>`s (the code under test misbehaved)
 with the numbers in the message; crash and timeout are `<error>`s (it did not finish);
-not-applicable and ambiguous are `<skipped>` with the reason, since neither says the
-code is wrong. ElementTree does the XML escaping.
+not-applicable, ambiguous and suspected (an unconfirmed change) are `<skipped>` with
+the reason, since none says the code is wrong. ElementTree does the XML escaping.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from harness.report.model import Report, cell_numbers
 
 FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
 ERRORS = frozenset({"crash", "timeout", "unavailable"})
-SKIPPED = frozenset({"not-applicable", "ambiguous"})
+SKIPPED = frozenset({"not-applicable", "ambiguous", "suspected"})
 # XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 

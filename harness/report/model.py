@@ -38,7 +38,13 @@ def cell_numbers(res: Mapping[str, Any]) -> str:
         parts.append(f"{human_seconds(float(step))}/call")
     vs = res.get("vs_baseline") or {}
     steps = vs.get("steps") or {}
-    if steps and steps.get("direction") not in (None, "~"):
+    conf = vs.get("confirmation") or {}
+    # The rounds' direction when they ran; a pooled one alone is only "suspected".
+    direction = vs.get("direction", steps.get("direction"))
+    if conf.get("ratio") is not None and direction not in (None, "~"):
+        parts.append(f"time {conf['ratio']:.2f}x baseline ({direction} in "
+                     f"{len(conf['decided_by'])} interleaved rounds)")
+    elif steps and direction not in (None, "~"):
         parts.append(f"time {steps['ratio']:.2f}x baseline")
     peak = vs.get("peak_rss") or {}
     if peak and peak.get("direction") not in (None, "~"):

@@ -28,6 +28,7 @@ from docker.types import DeviceRequest, Ulimit
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable, ImageUnavailable
 from harness.hostsample import HostGpuSampler
+from harness.pressure import cpu_pressure
 from harness.runtimes import process
 from harness.runtimes.base import (
     AGENT_DIR,
@@ -428,6 +429,7 @@ class DockerRuntime:
 
     def _stats(self, container: Any, out: list[dict[str, Any]], start: float) -> None:
         """Host-side cgroup memory from the engine's stats stream (1 Hz)."""
+        psi = is_local_endpoint(self.base_url)   # this machine's PSI is the engine's
         try:
             for st in container.stats(stream=True, decode=True):
                 mem = st.get("memory_stats") or {}
@@ -435,7 +437,8 @@ class DockerRuntime:
                     out.append({"t": round(time.monotonic() - start, 3), "usage": mem["usage"],
                                 "max_usage": mem.get("max_usage"),
                                 "limit": mem.get("limit"),
-                                "rss": (mem.get("stats") or {}).get("rss")})
+                                "rss": (mem.get("stats") or {}).get("rss"),
+                                **(cpu_pressure() if psi else {})})
                 elif out:
                     return  # the container has stopped
         except Exception:  # best effort: the stream breaks in many ways when the engine goes

@@ -29,6 +29,7 @@ class Behaviour:
     base_bytes: float = 200e6
     noise: float = 4096.0
     seed: int = 0
+    rq_share: float | None = None   # run-queue delay as a share of step time (busy host)
 
 
 @dataclass
@@ -63,9 +64,12 @@ class FakeRuntime:
                 if (k + 1) % s.sample_every == 0 or k + 1 == count:
                     mem = b.base_bytes + b.leak_per_iter * steps
                     noisy = mem + 4096 * round(rng.gauss(0, b.noise) / 4096)
-                    lines.append({"type": "sample", "src": "step", "phase": phase, "i": steps,
-                                  "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
-                                  "heap": mem / 2 + rng.gauss(0, 64), "dt": dts})
+                    rec = {"type": "sample", "src": "step", "phase": phase, "i": steps,
+                           "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
+                           "heap": mem / 2 + rng.gauss(0, 64), "dt": dts}
+                    if b.rq_share is not None:
+                        rec["rq_s"] = b.rq_share * sum(dts)
+                    lines.append(rec)
                     dts = []
         if b.error:
             lines.append({"type": "end", "status": "error",

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
+from harness.pressure import cpu_pressure
 from harness.runtimes import process
 from harness.runtimes.base import AGENT_DIR, ImageInfo, Progress, RunOutcome, RunRequest
 from harness.spec.model import Cell, ImageSpec
@@ -171,7 +172,8 @@ class LocalRuntime:
                 try:
                     with open(f"/proc/{pid_box[0]}/statm") as f:
                         rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-                    host.append({"t": round(time.monotonic() - t0, 3), "rss": rss})
+                    host.append({"t": round(time.monotonic() - t0, 3), "rss": rss,
+                                 **cpu_pressure()})
                 except (OSError, ValueError, IndexError):
                     pass
 

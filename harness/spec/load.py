@@ -319,8 +319,8 @@ def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSet
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
             changes[field] = float(v)
         elif field in ("iterations", "warmup", "sample_every", "repeats", "min_iterations",
-                       "max_iterations"):
-            low = 0 if field in ("warmup", "repeats") else 1
+                       "max_iterations", "rounds"):
+            low = 0 if field in ("warmup", "repeats", "rounds") else 1
             if type(v) is not int or v < low:
                 raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
                                f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")

@@ -26,6 +26,7 @@ class RunSettings:
     mem_limit: str | None = None    # e.g. "2g"; docker only
     pythonmalloc: bool = True       # run with PYTHONMALLOC=malloc so the heap signal is clean
     repeats: int = 2                # extra runs of an ambiguous cell
+    rounds: int = 3                 # interleaved B S rounds confirming a vs-baseline change
     network: bool = False           # docker: network off unless asked
     shm_size: str = "1g"
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

@@ -406,3 +406,54 @@ def test_agent_compiles_with_the_oldest_python() -> None:
                            "    ast.parse(open(p).read(), p)", *map(str, AGENT_FILES)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("python", [OLDEST])
+def test_control_file_is_seen_between_sample_points(python: str, tmp_path: Path) -> None:
+    # GIVEN 5 ms steps sampled every 100 steps, and the control file made at step 25
+    control = tmp_path / "stop"
+    script = scenario(tmp_path, """
+        import time
+
+
+        def setup(params):
+            return {"n": 0, "control": params["control"]}
+
+
+        def step(state):
+            state["n"] += 1
+            time.sleep(0.005)
+            if state["n"] == 25:
+                open(state["control"], "w").close()
+        """)
+    proc, records = run_agent(python, script, tmp_path, "--control", str(control),
+                              iterations=1000, warmup=0, every=100,
+                              params={"control": str(control)})
+    # THEN the timer check stops it within a few calls, not at step 100
+    assert proc.returncode == 0, proc.stderr
+    end = records[-1]
+    assert end["stopped_early"] is True and 25 <= end["iterations"] <= 30
+
+
+@pytest.mark.parametrize("python", [OLDEST, INTERPRETERS[-1]])
+def test_step_samples_carry_contention_counters(python: str, tmp_path: Path) -> None:
+    # GIVEN a step that sleeps: its run-queue delay is that of a thread that waits
+    script = scenario(tmp_path, """
+        import time
+
+
+        def setup(params):
+            return {}
+
+
+        def step(state):
+            time.sleep(0.001)
+        """)
+    proc, records = run_agent(python, script, tmp_path, iterations=40, warmup=0)
+    assert proc.returncode == 0, proc.stderr
+    measured = step_samples(records, "measure")
+    assert measured and all(isinstance(s["rq_s"], float) and s["rq_s"] >= 0 for s in measured)
+    assert all(isinstance(s["ivcs"], int) and s["ivcs"] >= 0 for s in measured)
+    assert all(s["rq_all_s"] >= 0 and s["run_all_s"] >= 0 and s["ref_s"] > 0 for s in measured)
+    # waiting is not queueing: far less run-queue delay than the 10 ms slept per sample
+    assert sum(s["rq_s"] for s in measured) < 0.5 * sum(sum(s["dt"]) for s in measured)

@@ -262,3 +262,27 @@ def test_cli_bisect_good_bad_narrow_the_row(tmp_path: Path, monkeypatch: pytest.
     assert "is not after --good v07" in capsys.readouterr().err
     assert main([*argv, "--bad", "v99"]) == 2
     assert "--bad v99: not an image of" in capsys.readouterr().err
+
+
+def test_a_probe_that_drifted_once_is_not_called_bad(tmp_path: Path) -> None:
+    # GIVEN every image is the same speed, but v02's probe ran on a host 30 % slower
+    matrix = make_matrix(tmp_path, 6)
+    first_v02 = [True]
+
+    def behave(c: Cell) -> Behaviour:
+        if c.image.index == 5:
+            return Behaviour(step_s=0.002)          # the true culprit: last image
+        if c.image.index == 2 and first_v02[0]:
+            first_v02[0] = False
+            return Behaviour(step_s=0.0013)
+        return Behaviour()
+
+    runtime = FakeRuntime(behave)
+    cells = row(matrix)
+    out = bisect(cells, sweep_runner(Sweep(matrix, runtime, RunStore(tmp_path / "s"),
+                                           lambda _: None), cells), lambda _: None)
+    # THEN the probes use the same interleaved confirmation as a sweep
+    assert out.first_bad == "v05"
+    assert out.results[5]["vs_baseline"]["confirmation"]["confirmed"] is True
+    assert out.results[2]["verdict"] == "ok"
+    assert out.results[2]["vs_baseline"]["confirmation"]["confirmed"] is False

@@ -194,3 +194,43 @@ def test_problems_are_capped_but_counted() -> None:
     s = parse_lines([b"garbage\n"] * 100)
     assert s.skipped == 100
     assert len(s.problems) == 20
+
+
+def test_contention_fields_are_read_per_step_sample() -> None:
+    s = parse_lines(lines(HEADER, sample(2, rq_s=0.0005, ivcs=3, thr_s=0, thr_n=0),
+                          sample(4, rq_s=0.001, ivcs=1), END))
+    cols = s.contention()
+    assert cols is not None
+    np.testing.assert_allclose(cols["rq_s"], [0.0005, 0.001])
+    np.testing.assert_allclose(cols["steps"], [2, 2])
+    assert cols["thr_s"][0] == 0.0 and np.isnan(cols["thr_s"][1])
+
+
+def test_recordings_without_contention_still_load() -> None:
+    s = parse_lines(lines(HEADER, sample(2), sample(4, cpu_s=0.002), END))
+    assert s.contention() is None and len(s.samples) == 2 and not s.problems
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"rq_s": -0.1}, "'rq_s' is not a non-negative number"),
+    ({"rq_s": "0.1"}, "'rq_s' is not a non-negative number"),
+    ({"ivcs": 1.5}, "'ivcs' is not a non-negative integer"),
+    ({"thr_n": True}, "'thr_n' is not a non-negative integer"),
+    ({"thr_s": float("inf")}, "'thr_s' is not a non-negative number"),
+])
+def test_wrongly_typed_contention_fields_skip_the_sample(change: dict[str, Any],
+                                                         why: str) -> None:
+    bad = sample(4)
+    bad.update(change)
+    s = parse_lines(lines(HEADER, bad, sample(6, [0.5]), END))
+    assert [r["i"] for r in s.samples] == [6] and why in s.problems[0]
+
+
+def test_host_cpu_pressure_is_read_where_the_kernel_has_it(tmp_path: Path) -> None:
+    from harness.pressure import cpu_pressure
+
+    psi = tmp_path / "cpu"
+    psi.write_text("some avg10=21.90 avg60=12.83 avg300=4.57 total=17462070\n"
+                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    assert cpu_pressure(str(psi)) == {"psi_some_avg10": 21.9, "psi_some_total_us": 17462070.0}
+    assert cpu_pressure(str(tmp_path / "absent")) == {}

@@ -91,8 +91,10 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
 
 
 def test_every_cell_ran_once_and_is_on_disk(swept: Swept) -> None:
-    assert sorted(swept.runtime.runs) == sorted(swept.outcome.results)
-    assert len(swept.runtime.runs) == 8
+    # v2 (slower) also ran 3 interleaved confirmation rounds with its baseline v1
+    assert sorted(set(swept.runtime.runs)) == sorted(swept.outcome.results)
+    assert len(swept.runtime.runs) == 8 + 2 * 3
+    assert swept.runtime.runs[8:] == ["v1.gpu0.loop", "v2.gpu0.loop"] * 3
     assert sorted(swept.runtime.prepared) == ["v1", "v2", "v3", "v4"]
     assert on_disk(swept.outcome).keys() == swept.outcome.results.keys()
     assert swept.outcome.ran == 8 and swept.outcome.reused == 0
@@ -113,6 +115,10 @@ def test_slower_image_is_a_regression_vs_baseline(swept: Swept) -> None:
     assert res["vs_baseline"]["steps"]["direction"] == "slower"
     assert 1.8 < res["vs_baseline"]["steps"]["ratio"] < 2.2
     assert re.search(r"steps (1\.[89]\d|2\.[01]\d)x v1", res["reason"]), res["reason"]
+    conf = res["vs_baseline"]["confirmation"]
+    assert conf["confirmed"] and conf["decided_by"] == [1, 2, 3] and conf["lo"] > 1.1
+    assert "confirmed: rounds 1, 2, 3" in res["reason"]
+    assert all(1.8 < r["ratio"] < 2.2 for r in conf["rounds"])
     assert on_disk(swept.outcome)["v2.gpu0.loop"]["verdict"] == "regression"
 
 
@@ -197,8 +203,9 @@ def test_resume_reruns_only_missing_cells(tmp_path: Path) -> None:
     # WHEN the sweep is resumed
     again = FakeRuntime(behave)
     second = run(matrix, again, tmp_path, resume=True)
-    # THEN only that cell runs again, in the same directory, with the same verdicts
-    assert again.runs == ["v2.gpu0.loop"]
+    # THEN only that cell runs again (and its confirmation rounds with the baseline),
+    # in the same directory, with the same verdicts
+    assert again.runs == ["v2.gpu0.loop"] + ["v1.gpu0.loop", "v2.gpu0.loop"] * 3
     assert (second.ran, second.reused) == (1, 2)
     assert second.store.root == first.store.root
     assert {k: r["verdict"] for k, r in on_disk(second).items()} == before
@@ -358,3 +365,83 @@ def test_atomic_write_under_a_file_is_a_store_error(tmp_path: Path) -> None:
     (tmp_path / "reports").write_text("not a directory")
     with pytest.raises(StoreError, match="cannot write"):
         atomic_write_text(tmp_path / "reports" / "result.json", "{}")
+
+
+# ---------------------------------------------------------------- confirmation rounds
+def drifting(first_step_s: float, then_step_s: float, label: str = "v2",
+             **extra: Any) -> Callable[[Cell], Behaviour]:
+    """`label`'s first run takes first_step_s per step (the host drifted), later runs
+    then_step_s; every other image 1 ms."""
+    seen: list[str] = []
+
+    def behave(cell: Cell) -> Behaviour:
+        if cell.image.label != label:
+            return Behaviour()
+        seen.append(cell.id)
+        return Behaviour(step_s=first_step_s if len(seen) == 1 else then_step_s, **extra)
+
+    return behave
+
+
+def test_identical_images_that_drifted_once_are_not_a_regression(tmp_path: Path) -> None:
+    # GIVEN v2 is v1 under another tag, but its cell ran while the host was 25 % slower
+    matrix = make_matrix(tmp_path, "v1, v2")
+    lines: list[str] = []
+    out = run(matrix, FakeRuntime(drifting(0.00125, 0.001)), tmp_path, progress=lines.append)
+    res = out.results["v2.gpu0.loop"]
+    # THEN the pooled steps suspected it, the interleaved rounds did not confirm it
+    assert res["vs_baseline"]["steps"]["direction"] == "slower"
+    assert res["verdict"] == "ok" and res["vs_baseline"]["direction"] == "~"
+    assert res["vs_baseline"]["confirmation"]["confirmed"] is False
+    # AND the progress said "pending" first and gave the comparison its own line
+    assert any("v2.gpu0.loop: ok within run" in x and "vs baseline: pending" in x
+               for x in lines)
+    assert any(x.startswith("v2.gpu0.loop vs v1: not confirmed") for x in lines)
+
+
+def test_without_rounds_a_pooled_slowdown_is_only_suspected(tmp_path: Path) -> None:
+    make_matrix(tmp_path, "v1, v2")
+    path = tmp_path / "matrix.yaml"
+    path.write_text(path.read_text().replace("repeats: 0", "repeats: 0, rounds: 0"))
+    matrix = spec.load(path)
+    runtime = FakeRuntime(by_image({"v2": Behaviour(step_s=0.002)}))
+    out = run(matrix, runtime, tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    assert res["verdict"] == "suspected" and "not confirmed (rounds: 0)" in res["reason"]
+    assert len(runtime.runs) == 2 and out.bad == []
+
+
+def test_busy_rounds_are_replaced_and_named(tmp_path: Path) -> None:
+    # GIVEN v2 truly 1.3x slower; its first confirmation run is on a busy host
+    seen: list[int] = []
+
+    def behave(cell: Cell) -> Behaviour:
+        if cell.image.label != "v2":
+            return Behaviour()
+        seen.append(1)
+        return Behaviour(step_s=0.0013, rq_share=0.8 if len(seen) == 2 else 0.0)
+
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    conf = res["vs_baseline"]["confirmation"]
+    assert res["verdict"] == "regression" and conf["decided_by"] == [2, 3, 4]
+    assert "left out: round 1 (host busy" in res["reason"]
+
+
+def test_a_slower_image_hidden_by_a_loaded_baseline_is_still_found(tmp_path: Path) -> None:
+    # GIVEN v2 truly 1.3x slower, but v1's cell ran on a busy host at v2's speed
+    seen: list[int] = []
+
+    def behave(cell: Cell) -> Behaviour:
+        if cell.image.label == "v2":
+            return Behaviour(step_s=0.0013, rq_share=0.0)
+        seen.append(1)
+        first = len(seen) == 1
+        return Behaviour(step_s=0.0013 if first else 0.001, rq_share=0.4 if first else 0.0)
+
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    # THEN the pooled steps saw nothing, but the busy baseline called for rounds
+    assert res["vs_baseline"]["steps"]["direction"] == "~"
+    assert res["verdict"] == "regression"
+    assert 1.2 < res["vs_baseline"]["confirmation"]["ratio"] < 1.4

@@ -377,3 +377,13 @@ def test_cli_bad_k_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert "unexpected end" in err
+
+
+def test_rounds_setting_defaults_to_three_and_is_validated(tmp_path: Path) -> None:
+    assert {c.settings.rounds for c in load(tmp_path, GOOD).cells} == {3}
+    m = load(tmp_path, GOOD.replace("sample_every: 5", "sample_every: 5, rounds: 0"))
+    assert {c.settings.rounds for c in m.cells} == {0}
+    err = spec_error(tmp_path, GOOD.replace("sample_every: 5", "sample_every: 5, rounds: -1"))
+    assert "rounds" in str(err) and "must be an integer >= 0" in str(err)
+    err = spec_error(tmp_path, GOOD.replace("sample_every: 5", "sample_every: 5, rounds: two"))
+    assert "rounds" in str(err)

@@ -17,8 +17,12 @@ OK = RunOutcome(exit_code=0)
 
 def series(n: int = 600, every: int = 10, heap_leak: float = 0.0, rss_leak: float = 0.0,
            uss_leak: float | None = 0.0, step: float = 0.001, wall_growth: float = 0.0,
-           cpu_growth: float | None = 0.0, seed: int = 1) -> Series:
-    """n measured iterations; wall/cpu step times grow linearly by the given share."""
+           cpu_growth: float | None = 0.0, seed: int = 1, rq_share: float | None = None,
+           thr_share: float | None = None) -> Series:
+    """n measured iterations; wall/cpu step times grow linearly by the given share.
+
+    `rq_share`/`thr_share`: that share of each interval's extra wall time (over the
+    first step's) was run-queue delay / cgroup throttling, as the agent records them."""
     rng = random.Random(seed)
     recs: list[dict[str, Any]] = [{"type": "header", "schema": 1}]
     for k in range(every, n + 1, every):
@@ -32,6 +36,11 @@ def series(n: int = 600, every: int = 10, heap_leak: float = 0.0, rss_leak: floa
             rec["uss"] = 250e6 + uss_leak * k + 4096 * rng.randint(-2, 2)
         if cpu_growth is not None:
             rec["cpu"] = [step * (1 + cpu_growth * (k - every + j) / n) for j in range(every)]
+        extra = max(0.0, sum(dt) - every * step)
+        if rq_share is not None:
+            rec["rq_s"], rec["ivcs"] = rq_share * extra, int(rq_share * 10)
+        if thr_share is not None:
+            rec["thr_s"], rec["thr_n"] = thr_share * extra, int(thr_share * 10)
         recs.append(rec)
     recs.append({"type": "end", "status": "ok", "iterations": n})
     return parse_lines([(json.dumps(r) + "\n").encode() for r in recs])
@@ -60,10 +69,37 @@ def test_rss_and_uss_together_carry_a_leak() -> None:
     assert v.verdict == "leak" and v.carrier == "uss+rss"
 
 
-def test_wall_time_drift_without_cpu_time_is_a_busy_host_not_a_slowdown() -> None:
+def test_a_step_that_waits_longer_is_a_slowdown_though_cpu_time_is_flat() -> None:
+    # GIVEN a step whose sleep grows: wall time up, CPU time flat, no run-queue delay
+    v = decide(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.0), OK, CFG)
+    assert v.verdict == "slowdown"
+    assert "wait-bound" in v.reason
+    assert v.cpu_steps is not None and v.cpu_steps.ratio < 1.05   # kept as evidence
+    assert v.contention is not None and v.contention.share < 0.01
+
+
+def test_cpu_bound_step_on_a_busy_host_is_ambiguous_with_the_reason() -> None:
+    # GIVEN the extra wall time is all run-queue delay (other tasks had the CPU)
+    v = decide(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.9), OK, CFG)
+    assert v.verdict == "ambiguous"
+    assert "busy host: run-queue delay" in v.reason
+    assert v.contention is not None and 0.8 < v.contention.share < 1.0
+    assert v.to_dict()["contention"]["share"] == v.contention.share
+
+
+def test_contention_explaining_under_half_leaves_the_slowdown_standing() -> None:
+    v = decide(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.3), OK, CFG)
+    assert v.verdict == "slowdown" and "CPU-bound" in v.reason
+
+
+def test_rising_cgroup_throttling_makes_a_slowdown_ambiguous() -> None:
+    v = decide(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.8), OK, CFG)
+    assert v.verdict == "ambiguous" and "cgroup throttling" in v.reason
+
+
+def test_old_recordings_without_contention_fall_back_to_the_wall_clock() -> None:
     v = decide(series(wall_growth=1.0, cpu_growth=0.0), OK, CFG)
-    assert v.verdict == "ok"
-    assert any("busy host" in f for f in v.findings)
+    assert v.verdict == "slowdown" and v.contention is None
 
 
 def test_wall_and_cpu_time_growing_together_is_a_slowdown() -> None:
@@ -104,3 +140,43 @@ def test_missing_end_record_is_a_crash() -> None:
     s = series()
     s.end = None
     assert decide(s, OK, CFG).verdict == "crash"
+
+
+def test_a_cpu_that_got_slower_is_not_a_slowdown_of_the_step() -> None:
+    # GIVEN CPU-bound steps 2x slower late with no run-queue delay, and the agent's
+    # canary loop slower by as much (a busy hyperthread sibling, a lower clock)
+    s = series(wall_growth=1.0, cpu_growth=None, rq_share=0.0)
+    for rec in s.samples:
+        rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
+        rec["cpu_s"] = sum(rec["dt"])
+    v = decide(s, OK, CFG)
+    # THEN at one CPU speed the step did the same work throughout
+    assert v.verdict == "ok" and v.steps is not None and v.steps.ratio < 1.1
+
+
+def test_more_work_hidden_by_a_cpu_that_got_faster_is_a_slowdown() -> None:
+    # GIVEN wall time flat, but the canary says the CPU got 1.6x faster meanwhile
+    s = series(wall_growth=0.0, cpu_growth=None, rq_share=0.0)
+    for rec in s.samples:
+        rec["ref_s"] = 1e-5 / (1 + 0.6 * rec["i"] / 600)
+        rec["cpu_s"] = sum(rec["dt"])
+    v = decide(s, OK, CFG)
+    assert v.verdict == "slowdown" and "at one CPU speed" in v.reason
+
+
+def test_more_cpu_work_on_a_busy_host_is_still_a_slowdown() -> None:
+    # GIVEN CPU time per step rising with the wall time, and run-queue delay rising too
+    v = decide(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.9), OK, CFG)
+    assert v.verdict == "slowdown" and "CPU-bound" in v.reason
+
+
+def test_worker_thread_cpu_is_not_put_at_the_stepping_threads_speed() -> None:
+    # GIVEN a thread-pool step (the stepping thread itself on a CPU 0 % of the time),
+    # 2x slower late, while the stepping thread's canary also got 2x slower
+    s = series(wall_growth=1.0, cpu_growth=None, rq_share=0.0)
+    for rec in s.samples:
+        rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
+        rec["cpu_s"], rec["on_s"] = sum(rec["dt"]), 0.0
+    v = decide(s, OK, CFG)
+    # THEN the workers' time is left as measured: the slowdown stands
+    assert v.verdict == "slowdown" and v.steps is not None and v.steps.ratio > 1.5

@@ -202,3 +202,23 @@ def test_few_step_times_are_insufficient_not_a_slowdown() -> None:
     trend = step_trend(np.array([0.1, 0.1, 0.2, 0.3, 0.4, 0.5]), CFG)
     assert trend.insufficient and not trend.slowdown and trend.p_value == 1.0
     assert step_trend(np.empty(0), CFG).insufficient
+
+
+def test_a_short_series_that_only_ends_slower_is_no_monotone_evidence() -> None:
+    # GIVEN 40 step times (below 48: the old guard answered p = 0 here) that are flat
+    # but for a late jump: early/late differ, but they do not rise bin after bin
+    t = np.r_[np.full(20, 0.010), np.full(20, 0.015)] * np.tile([1.0, 1.01, 0.99, 1.0], 10)
+    trend = step_trend(t, CFG)
+    assert trend.p_value < CFG.alpha and trend.ratio > 1.3
+    assert trend.trend_p > CFG.alpha and not trend.slowdown
+
+
+def test_a_short_series_rising_every_call_passes_the_exact_monotone_test() -> None:
+    trend = step_trend(0.01 * np.linspace(1.0, 2.0, 40), CFG)
+    assert trend.trend_p == pytest.approx(1 / 720) and trend.slowdown
+
+
+def test_under_six_values_there_is_no_monotone_evidence() -> None:
+    from harness.analysis.growth import _monotone_p
+
+    assert _monotone_p(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == 1.0

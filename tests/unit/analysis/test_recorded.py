@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.analysis.config import AnalysisConfig
@@ -65,3 +66,15 @@ def test_oom_keeps_its_partial_series() -> None:
     v = verdict_of("2.21.0.cpu.conv_big_oom",
                    RunOutcome(exit_code=137, oom_killed=True, mem_limit_bytes=2 << 30))
     assert v.verdict == "oom"
+
+
+def test_current_agent_recordings_carry_contention_and_decide_the_same() -> None:
+    # the multidict series were re-recorded by the issue-12 agent
+    for name, verdict in (("multidict-6.5.1.cpu.multidict_pop", "leak"),
+                          ("multidict-6.4.4.cpu.multidict_pop", "ok")):
+        series = read_samples(DATA / f"{name}.jsonl")
+        cols = series.contention()
+        assert cols is not None and np.isfinite(cols["ref_s"]).all()
+        assert np.isfinite(cols["rq_all_s"]).all() and series.cpu_times() is not None
+        v = verdict_of(name)
+        assert v.verdict == verdict and v.cpu_steps is not None

@@ -1,0 +1,259 @@
+"""How much of a run's step time the host took away: run-queue delay and throttling.
+
+The agent records, per sample interval, the stepping thread's run-queue delay (time it
+was runnable but another task had the CPU) and the cgroup's throttled time. Both are
+time the step could have run and did not, so they measure contention directly instead
+of inferring it from CPU time (which also stays flat when a step waits on a sleep, a
+lock or a GPU, the slowdowns that matter most).
+
+- `explain`: of a within-run slowdown (late minus early median step time), the share
+  the rise in contention per step accounts for. At `AnalysisConfig.contention_share`
+  or more the slowdown is `ambiguous` (the orchestrator runs the cell again).
+- `run_stat`, `speed_scaled`: the step time a run would have had without run-queue
+  delay and at a common CPU speed (the agent's canary loop), the per-round statistic
+  of confirmation rounds.
+- `busy_share`: contention (the larger of run-queue delay and throttled time) as a
+  share of a run's step time, to drop confirmation rounds run while the host was busy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from harness.ingest import Series
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """Contention per step (seconds) in the early and late windows of a run.
+
+    A throttled thread stays queued, so its run-queue delay already contains the
+    throttled time; the larger of the two rises counts, never their sum.
+
+    Attributes:
+        early_s: Run-queue delay per step, early window.
+        late_s: The same, late window.
+        throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
+        extra_s: Late minus early median step time (the slowdown to explain).
+        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s; 0
+            without extra time.
+        slower_cpu_s: Step time a slower CPU accounts for: the early CPU time per step
+            times the rise of the canary loop's time (a busy hyperthread sibling or a
+            lower clock slows the same work with no run-queue delay).
+        cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
+    """
+
+    early_s: float
+    late_s: float
+    throttle_rise_s: float
+    extra_s: float
+    share: float
+    slower_cpu_s: float = 0.0
+    cpu_speed: float | None = None
+
+    @property
+    def cause(self) -> str:
+        """What the largest part of the rise was."""
+        rises = {"run-queue delay": self.late_s - self.early_s,
+                 "cgroup throttling": self.throttle_rise_s,
+                 f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
+                     self.slower_cpu_s}
+        return max(rises, key=lambda k: rises[k])
+
+    @property
+    def throttled(self) -> bool:
+        """Throttling, not other tasks, is the larger part of the rise."""
+        return self.cause == "cgroup throttling"
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:
+    steps = float(cols["steps"][mask].sum())
+    if steps <= 0:
+        return 0.0, 0.0
+    rq = float(np.nansum(cols["rq_s"][mask])) / steps
+    thr = float(np.nansum(cols["thr_s"][mask])) / steps
+    return rq, thr
+
+
+def at_one_speed(series: Series) -> np.ndarray | None:
+    """Measured step times with their CPU part put at the run's median CPU speed.
+
+    Per sample interval, the share of the step that was the stepping thread's own CPU
+    time is scaled by the canary loop's time then over its median over the run (worker
+    threads run on other CPUs, whose speed the canary does not see); waits (and run-queue delay)
+    are left as they are. On a shared machine the CPU's speed changes by up to 1.9x
+    within a run (a hyperthread sibling gets busy and idle), enough to hide or fake a
+    1.5x slowdown of the same work. None when the agent did not record the canary
+    and CPU time on every sample.
+    """
+    rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
+            and s["dt"]]
+    if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
+        return None
+    r0 = float(np.median([s["ref_s"] for s in rows]))
+    out: list[np.ndarray] = []
+    for s in rows:
+        dt = np.asarray(s["dt"], dtype=np.float64)
+        total = float(dt.mean())
+        cpu = min(float(s["cpu_s"]) / dt.size, total) * float(
+            _own_share(s.get("on_s", np.nan), s["cpu_s"]))
+        scale = ((total - cpu) + cpu * r0 / float(s["ref_s"])) / total if total > 0 else 1.0
+        out.append(dt * scale)
+    return np.concatenate(out)
+
+
+def cpu_at_one_speed(series: Series) -> np.ndarray | None:
+    """CPU seconds per step, one value per sample interval, put at the run's median
+    CPU speed (canary loop); None without canary and CPU time on every sample."""
+    rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
+            and s["dt"]]
+    if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
+        return None
+    r0 = float(np.median([s["ref_s"] for s in rows]))
+    out = []
+    for s in rows:
+        own = float(_own_share(s.get("on_s", np.nan), s["cpu_s"]))
+        out.append(float(s["cpu_s"]) / len(s["dt"]) * (own * r0 / float(s["ref_s"]) + 1 - own))
+    return np.asarray(out, dtype=np.float64)
+
+
+def explain(series: Series, window: float, extra_s: float,
+            count_speed: bool = True) -> Explained | None:
+    """Contention in the early and late `window` share of the measured steps.
+
+    Args:
+        series: The run; its step samples carry `rq_s`/`thr_s` (agents from issue 12 on).
+        window: Share of the steps in each of the early and late windows.
+        extra_s: Late minus early median step time, seconds.
+        count_speed: Count a slower CPU (canary) as contention; False when the step times
+            were already put at one CPU speed (`at_one_speed`).
+
+    Returns:
+        The contention rise and the share of `extra_s` it explains, or None when the
+        agent did not record contention.
+    """
+    cols = series.contention()
+    if cols is None or not cols["steps"].size:
+        return None
+    end = np.cumsum(cols["steps"])
+    start = end - cols["steps"]
+    n = float(end[-1])
+    width = max(1.0, np.floor(n * window))
+    # A sample covers steps [start, end); it belongs to a window when it overlaps it.
+    early = start < width
+    late = end > n - width
+    e_rq, e_thr = _per_step(cols, early)
+    l_rq, l_thr = _per_step(cols, late)
+    slower_cpu, speed = 0.0, None
+    ref, cpu = cols["ref_s"], cols["cpu_s"] / cols["steps"]
+    if count_speed and np.isfinite(ref[early | late]).all() and np.isfinite(cpu[early]).all():
+        e_ref, l_ref = float(np.median(ref[early])), float(np.median(ref[late]))
+        if e_ref > 0 and l_ref > 0:
+            speed = e_ref / l_ref
+            slower_cpu = max(0.0, float(np.median(cpu[early])) * (l_ref / e_ref - 1.0))
+    rise = max(l_rq - e_rq, l_thr - e_thr, slower_cpu)
+    share = rise / extra_s if extra_s > 0 else 0.0
+    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share, slower_cpu, speed)
+
+
+def busy_share(series: Series) -> float | None:
+    """How busy the host was for this run, measured phase: the larger of the stepping
+    thread's run-queue delay (or throttled time) over step time and, where recorded,
+    the share of all the process's runnable thread time spent in the run queue (worker
+    threads queue while the stepping thread waits on them). None when the agent did
+    not record contention."""
+    cols = series.contention()
+    if cols is None:
+        return None
+    total = float(cols["dt_s"].sum())
+    if total <= 0:
+        return 0.0
+    own = max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
+    rq_all, run_all = float(np.nansum(cols["rq_all_s"])), float(np.nansum(cols["run_all_s"]))
+    every = rq_all / (rq_all + run_all) if rq_all + run_all > 0 else 0.0
+    return max(own, every)
+
+
+@dataclass(frozen=True, slots=True)
+class RunStat:
+    """One run's step time for comparing runs: medians over its sample intervals.
+
+    Attributes:
+        net_s: Step time net of run-queue delay, per step.
+        cpu_s: The part of it that was CPU time (at most `net_s`); NaN if not recorded.
+        ref_s: The agent's canary loop time (the CPU's speed); NaN if not recorded.
+        work: CPU time per step in canary loops, taken per interval (the CPU's speed
+            changes within a run as a hyperthread sibling gets busy and idle); NaN if
+            not recorded.
+        wait_s: The part of the step that was not CPU time (sleeps, locks, a device).
+    """
+
+    net_s: float
+    cpu_s: float = float("nan")
+    ref_s: float = float("nan")
+    work: float = float("nan")
+    wait_s: float = float("nan")
+
+
+def run_stat(series: Series) -> RunStat | None:
+    """The run's `RunStat`; the plain median step time for recordings without
+    contention counters; None when nothing was measured.
+
+    A busy host adds run-queue delay to whichever steps it preempts; taking it out per
+    interval (not per step, where it is not known) leaves what the step itself cost,
+    waits included.
+    """
+    cols = series.contention()
+    if cols is None:
+        times = series.step_times()
+        return RunStat(float(np.median(times))) if times.size else None
+    if not cols["steps"].size:
+        return None
+    net = np.maximum((cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"], 0.0)
+    med = float(np.median(net))
+    cpu = np.minimum(cols["cpu_s"] / cols["steps"], net)
+    ref = cols["ref_s"]
+    if not (np.isfinite(cpu).all() and np.isfinite(ref).all() and (ref > 0).all()):
+        return RunStat(med)
+    # Only the stepping thread's own CPU time runs at the canary's speed; worker
+    # threads run on other CPUs, whose speed the canary does not see.
+    mine = cpu * _own_share(cols["on_s"], cols["cpu_s"])
+    return RunStat(med, float(np.median(cpu)), float(np.median(ref)),
+                   float(np.median(mine / ref)), float(np.median(net - mine)))
+
+
+def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarray:
+    """The stepping thread's share of the process's CPU time (1 where not recorded)."""
+    on, cpu = np.asarray(on_s, dtype=np.float64), np.asarray(cpu_s, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(np.isfinite(on) & (cpu > 0), on / cpu, 1.0)
+    return np.asarray(np.clip(share, 0.0, 1.0))
+
+
+def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
+    """Both runs' step times with their CPU parts put at one CPU speed.
+
+    A process that landed on a slower CPU (a busy hyperthread sibling, a lower clock)
+    takes longer for the same work without any run-queue delay; the canary loop timed
+    by the agent shows by how much. Only the CPU part of a step is scaled: a wait (a
+    sleep, a GPU) does not run faster on a faster CPU.
+
+    Returns:
+        (base seconds, other seconds, other's CPU speed over base's), the last None
+        (and the times unscaled) when either run lacks canary or CPU times.
+    """
+    usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
+    if not usable:
+        return base.net_s, other.net_s, None
+    ref0 = float(np.sqrt(base.ref_s * other.ref_s))
+
+    def scaled(r: RunStat) -> float:
+        return r.wait_s + r.work * ref0
+
+    return scaled(base), scaled(other), base.ref_s / other.ref_s

@@ -1,0 +1,168 @@
+"""Confirm a between-cell change on interleaved rounds, never on pooled steps alone.
+
+A row's cells run one after another while the host's load drifts, and thousands of
+autocorrelated step times pooled into one Mann-Whitney test make a 10 % drift look
+certain (p = 1e-50). So a suspected regression (or improvement) is run again: baseline
+and suspect alternate, B S B S ..., and each pair of runs is one round whose statistic
+is the ratio of the two runs' median step times. The change is confirmed when
+
+- at least two rounds are usable (rounds whose agent measured the stepping thread's
+  run-queue delay, or cgroup throttling, at `busy_share` of its step time or more ran
+  on a busy host and are left out, with the reason);
+- every usable round agrees in direction; and
+- the `round_confidence` interval of the mean log ratio (Student t over rounds, so the
+  between-run variance counts) lies wholly beyond `min_ratio` (or below 1/min_ratio),
+  and the medians differ by at least `step_floor_s`.
+
+asv's `--interleave-processes` plus a two-sample test on per-process results is the
+same idea; the per-round agreement and the busy-round exclusion are what is added.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from harness.analysis.compare import Direction
+from harness.analysis.config import AnalysisConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One baseline run and one suspect run, back to back.
+
+    Attributes:
+        index: 1-based round number.
+        base_s: Median step time of the baseline run, seconds.
+        other_s: Median step time of the suspect run, seconds.
+        base_busy: Contention share of the baseline run (None: not recorded).
+        other_busy: The same for the suspect run.
+        excluded: Why the round does not count, or None.
+        speed: The suspect run's CPU speed over the baseline run's (canary loop); the
+            times are already scaled to one speed. None when not measured.
+    """
+
+    index: int
+    base_s: float
+    other_s: float
+    base_busy: float | None = None
+    other_busy: float | None = None
+    excluded: str | None = None
+    speed: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.other_s / self.base_s if self.base_s > 0 else math.nan
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields and the ratio as a JSON-ready dict."""
+        return {**asdict(self), "ratio": self.ratio}
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """What the rounds said about a suspected change.
+
+    Attributes:
+        suspected: The pooled comparison's direction that was put to the test.
+        direction: The confirmed direction, "~" when not confirmed.
+        ratio: Geometric mean of the usable rounds' ratios (NaN without rounds).
+        lo: Lower bound of its interval.
+        hi: Upper bound of its interval.
+        decided_by: Indices of the rounds that decided.
+        reason: One line for the report.
+        rounds: Every round, excluded ones included.
+    """
+
+    suspected: Direction
+    direction: Direction
+    ratio: float
+    lo: float
+    hi: float
+    decided_by: list[int]
+    reason: str
+    rounds: list[Round] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.direction != "~" and self.direction == self.suspected
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""
+        return {"suspected": self.suspected, "direction": self.direction,
+                "confirmed": self.confirmed, "ratio": _num(self.ratio), "lo": _num(self.lo),
+                "hi": _num(self.hi), "decided_by": list(self.decided_by),
+                "reason": self.reason, "rounds": [r.to_dict() for r in self.rounds]}
+
+
+def _num(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def busy_reason(base_busy: float | None, other_busy: float | None,
+                cfg: AnalysisConfig) -> str | None:
+    """Why a round ran on a busy host, or None when neither run did."""
+    for name, share in (("baseline", base_busy), ("suspect", other_busy)):
+        if share is not None and share >= cfg.busy_share:
+            return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
+    return None
+
+
+def _span(indices: list[int]) -> str:
+    return ", ".join(str(i) for i in indices)
+
+
+def decide_rounds(rounds: list[Round], suspected: Direction,
+                  cfg: AnalysisConfig) -> Confirmation:
+    """Decide a suspected change from interleaved rounds.
+
+    Args:
+        rounds: The rounds run, in order; `excluded` ones are reported, not used.
+        suspected: "slower" or "faster", the pooled comparison's finding.
+        cfg: Supplies `min_ratio`, `round_confidence` and `step_floor_s`.
+
+    Returns:
+        The confirmed direction ("~" unless every usable round agrees and the interval
+        clears the threshold), the interval and the rounds that decided it.
+    """
+    usable = [r for r in rounds if r.excluded is None and r.base_s > 0 and r.other_s > 0]
+    left_out = [r for r in rounds if r not in usable]
+    note = ""
+    if left_out:
+        note = "; left out: " + "; ".join(
+            f"round {r.index} ({r.excluded or 'no step times'})" for r in left_out)
+    ids = [r.index for r in usable]
+    if len(usable) < 2:
+        return Confirmation(suspected, "~", math.nan, math.nan, math.nan, ids,
+                            f"not confirmed: {len(usable)} usable round(s) of {len(rounds)}, "
+                            f"2 needed{note}", list(rounds))
+    logs = np.log([r.ratio for r in usable])
+    mean = float(logs.mean())
+    sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    t = float(stats.t.ppf(0.5 + cfg.round_confidence / 2, len(logs) - 1))
+    lo, hi = math.exp(mean - t * sem), math.exp(mean + t * sem)
+    ratio = math.exp(mean)
+    diff = abs(float(np.median([r.other_s - r.base_s for r in usable])))
+    ratios = ", ".join(f"{r.ratio:.2f}" for r in usable)
+    head = (f"rounds {_span(ids)}: ratios {ratios}, mean {ratio:.2f}x "
+            f"({cfg.round_confidence:.0%} CI {lo:.2f}..{hi:.2f})")
+    direction: Direction = "~"
+    if diff >= cfg.step_floor_s:
+        if all(r.ratio > 1 for r in usable) and lo > cfg.min_ratio:
+            direction = "slower"
+        elif all(r.ratio < 1 for r in usable) and hi < 1 / cfg.min_ratio:
+            direction = "faster"
+    verb: str
+    if suspected == "~":     # rounds run because a cell ran on a busy host
+        verb = "no change" if direction == "~" else direction
+    elif direction == suspected:
+        verb = "confirmed"
+    elif direction == "~":
+        verb = "not confirmed"
+    else:
+        verb = f"reversed ({direction})"
+    return Confirmation(suspected, direction, ratio, lo, hi, ids,
+                        f"{verb}: {head}{note}", list(rounds))

@@ -1,0 +1,31 @@
+"""The host's CPU pressure (Linux PSI), read beside each host-side sample.
+
+`/proc/pressure/cpu`'s "some" line gives the share of time at least one runnable task
+waited for a CPU (avg10, percent over 10 s) and the total stall time (microseconds).
+The agent measures its own thread's run-queue delay; this says how busy the whole
+host was, for the report. Kernels without PSI (or with it disabled) give nothing.
+"""
+
+from __future__ import annotations
+
+PSI_CPU = "/proc/pressure/cpu"
+
+
+def cpu_pressure(path: str = PSI_CPU) -> dict[str, float]:
+    """{"psi_some_avg10": percent, "psi_some_total_us": us}, or {} without PSI."""
+    try:
+        with open(path) as f:
+            text = f.read(512)
+    except OSError:
+        return {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind != "some":
+            continue
+        fields = dict(p.split("=", 1) for p in rest.split() if "=" in p)
+        try:
+            return {"psi_some_avg10": float(fields["avg10"]),
+                    "psi_some_total_us": float(fields["total"])}
+        except (KeyError, ValueError):
+            return {}
+    return {}

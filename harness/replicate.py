@@ -1,0 +1,109 @@
+"""Run a suspected change again in interleaved rounds: B S B S ... (the `rounds` setting).
+
+`Sweep.compare_rows` (and so `harness bisect`, whose probes are compared with the first
+image the same way) calls `confirm` when the pooled step-time comparison of a cell
+with its row's baseline says slower or faster. Each round runs the baseline cell and
+then the suspect cell afresh, shorter than the cells themselves (half their measured
+calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
+then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds that ran
+on a busy host are replaced, and rounds that all agree in direction but whose interval
+still reaches `min_ratio` are followed by more, up to twice `rounds` in all; once two
+usable rounds disagree in direction nothing can confirm the change and no more are run. After a busy
+round the next waits 1, 2, 4, 8 s: a burst of load passes.
+
+Each run's statistic is its median step time net of the run-queue delay the agent
+measured, with the CPU part put at the round's common CPU speed (the agent's canary
+loop; `harness.analysis.contention.speed_scaled`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from harness.analysis.compare import Direction
+from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
+from harness.analysis.rounds import Confirmation, Round, busy_reason, decide_rounds
+from harness.ingest import read_samples
+from harness.runtimes.base import RunRequest
+from harness.spec.model import Cell
+
+if TYPE_CHECKING:
+    from harness.orchestrator import Sweep
+
+MIN_CALLS, MAX_CALLS = 50, 1000
+BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
+
+
+def round_cell(cell: Cell, measured: int) -> Cell:
+    """The cell as a confirmation run: fixed, shorter length, no early stop or repeats."""
+    s = cell.settings
+    calls = max(MIN_CALLS, min(MAX_CALLS, (measured or s.agent_iterations) // 2))
+    short = dataclasses.replace(s, iterations=calls, max_iterations=None,
+                                warmup=min(s.warmup, calls), repeats=0)
+    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+
+
+def _run(sweep: Sweep, cell: Cell, suspect: Cell, k: int, role: str
+         ) -> tuple[RunStat | None, float | None, str | None]:
+    """(step time statistic, busy share, failure) of one confirmation run."""
+    outdir = sweep.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
+    outdir.mkdir(parents=True, exist_ok=True)
+    for old in outdir.iterdir():
+        old.unlink()
+    request = RunRequest(cell, sweep.image(cell), outdir, outdir / "stop", sweep.cancel)
+    ended = sweep.runtime_for(cell).run(request, sweep.progress)
+    series = read_samples(outdir / "samples.jsonl")
+    stat = run_stat(series)
+    if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
+        why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
+        return None, None, f"{role} run failed: {why}"
+    return stat, busy_share(series), None
+
+
+def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: int,
+            measured: int) -> Confirmation:
+    """Run `rounds` interleaved baseline/suspect rounds and decide from them.
+
+    Args:
+        sweep: Supplies the runtime, image, store, cancel flag, progress and config.
+        base: The row's baseline cell.
+        cell: The suspect cell.
+        suspected: The pooled comparison's direction ("slower" or "faster").
+        rounds: How many usable rounds to get (>= 1).
+        measured: Calls the suspect cell measured (sets the rounds' length).
+    """
+    cfg = sweep.cfg
+    runs = (round_cell(base, measured), round_cell(cell, measured))
+    done: list[Round] = []
+    k = 0
+    while k < 2 * rounds:
+        usable = [x.ratio for x in done if x.excluded is None]
+        if len(usable) >= rounds and (
+                decide_rounds(done, suspected, cfg).direction != "~"
+                or not (all(x > 1 for x in usable) or all(x < 1 for x in usable))):
+            break   # decided, or the rounds disagree
+        # Rounds that all agree but whose interval still reaches min_ratio: more rounds.
+        k += 1
+        b_med, b_busy, b_fail = _run(sweep, runs[0], cell, k, "baseline")
+        o_med, o_busy, o_fail = _run(sweep, runs[1], cell, k, "suspect")
+        why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg)
+        speed = None
+        b_s = o_s = 0.0
+        if b_med is not None and o_med is not None:
+            b_s, o_s, speed = speed_scaled(b_med, o_med)
+        r = Round(k, b_s, o_s, b_busy, o_busy, why, speed)
+        done.append(r)
+        sweep.progress(f"{cell.id} vs {base.image.label}: round {k}: "
+                       + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
+                       + (f" (CPU speed {speed:.2f}x the baseline's)" if speed else "")
+                       + (f" (left out: {why})" if why else ""))
+        usable = [x.ratio for x in done if x.excluded is None]
+        if any(x > 1 for x in usable) and any(x < 1 for x in usable):
+            break   # the rounds disagree: nothing more can confirm it
+        if why and why.startswith("host busy"):
+            # A load burst passes: wait a little longer after each busy round.
+            sweep.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
+        if sweep.cancel.is_set():
+            break
+    return decide_rounds(done, suspected, cfg)

@@ -1,0 +1,117 @@
+"""Confirmation of a between-cell change on interleaved rounds (GIVEN rounds, THEN decision)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.rounds import Round, busy_reason, decide_rounds
+
+CFG = AnalysisConfig()
+
+
+def rounds(*pairs: tuple[float, float], busy: dict[int, float] | None = None) -> list[Round]:
+    out = []
+    for k, (b, o) in enumerate(pairs, 1):
+        share = (busy or {}).get(k)
+        out.append(Round(k, b, o, 0.0, share, busy_reason(0.0, share, CFG)))
+    return out
+
+
+def test_every_round_slower_beyond_min_ratio_confirms() -> None:
+    c = decide_rounds(rounds((1.0, 1.31), (1.02, 1.30), (0.99, 1.33)), "slower", CFG)
+    assert c.confirmed and c.direction == "slower" and c.decided_by == [1, 2, 3]
+    assert c.lo > CFG.min_ratio and c.lo < c.ratio < c.hi
+    assert c.reason.startswith("confirmed: rounds 1, 2, 3")
+
+
+def test_identical_images_drifting_either_way_are_not_confirmed() -> None:
+    c = decide_rounds(rounds((1.0, 1.08), (1.0, 0.97), (1.0, 1.02)), "slower", CFG)
+    assert not c.confirmed and c.direction == "~"
+    assert c.reason.startswith("not confirmed")
+
+
+def test_agreeing_rounds_whose_interval_reaches_min_ratio_are_not_enough() -> None:
+    # GIVEN every round slower, but one only 1.02x: the interval does not clear 1.1
+    c = decide_rounds(rounds((1.0, 1.25), (1.0, 1.02), (1.0, 1.3)), "slower", CFG)
+    assert not c.confirmed and c.lo < CFG.min_ratio
+
+
+def test_busy_rounds_are_left_out_and_said() -> None:
+    c = decide_rounds(rounds((1.0, 1.3), (1.0, 2.5), (1.0, 1.32), (1.0, 1.29),
+                             busy={2: 0.8}), "slower", CFG)
+    assert c.confirmed and c.decided_by == [1, 3, 4]
+    assert "left out: round 2 (host busy: run-queue delay 80% of the suspect run" in c.reason
+
+
+def test_fewer_than_two_usable_rounds_confirm_nothing() -> None:
+    c = decide_rounds(rounds((1.0, 1.5), (1.0, 1.5), busy={2: 0.9}), "slower", CFG)
+    assert not c.confirmed and "1 usable round(s) of 2" in c.reason
+    assert c.to_dict()["ratio"] is None
+
+
+def test_a_confirmed_improvement_and_a_reversal() -> None:
+    faster = decide_rounds(rounds((1.0, 0.7), (1.0, 0.72), (1.0, 0.69)), "faster", CFG)
+    assert faster.confirmed and faster.direction == "faster"
+    reversed_ = decide_rounds(rounds((1.0, 0.7), (1.0, 0.72), (1.0, 0.69)), "slower", CFG)
+    assert not reversed_.confirmed and reversed_.reason.startswith("reversed (faster)")
+
+
+def test_differences_under_the_step_floor_are_never_confirmed() -> None:
+    c = decide_rounds(rounds((1e-6, 2e-6), (1e-6, 2e-6), (1e-6, 2e-6)), "slower", CFG)
+    assert not c.confirmed
+
+
+@pytest.mark.parametrize("field", ["busy_share", "contention_share", "round_confidence"])
+def test_new_thresholds_are_range_checked(field: str) -> None:
+    with pytest.raises(ValueError, match=f"analysis.{field}"):
+        AnalysisConfig(**{field: 1.5})
+
+
+def test_cpu_work_is_put_at_one_cpu_speed_but_waits_are_not() -> None:
+    from harness.analysis.contention import RunStat, speed_scaled
+
+    # GIVEN the same CPU-bound step, the suspect run on a CPU 1.5x slower (canary too)
+    b, o, speed = speed_scaled(RunStat(0.001, 0.001, 10e-6, 100.0, 0.0),
+                               RunStat(0.0015, 0.0015, 15e-6, 100.0, 0.0))
+    assert o / b == pytest.approx(1.0) and speed == pytest.approx(2 / 3)
+    # GIVEN a step that only sleeps: a slower CPU does not make the sleep longer
+    b, o, _ = speed_scaled(RunStat(0.0013, 0.0, 10e-6, 0.0, 0.0013),
+                           RunStat(0.001, 0.0, 15e-6, 0.0, 0.001))
+    assert o / b == pytest.approx(1 / 1.3)
+    # GIVEN recordings without canary: unscaled
+    assert speed_scaled(RunStat(1.0), RunStat(1.3)) == (1.0, 1.3, None)
+
+
+def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
+    import json
+
+    from harness.analysis.contention import run_stat
+    from harness.ingest import parse_lines
+
+    recs = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.01 * k,
+         "dt": [0.002] * 10, "rq_s": 0.01 if k % 2 else 0.0, "cpu_s": 0.01, "ref_s": 2e-5}
+        for k in range(1, 8)] + [{"type": "end", "status": "ok"}]
+    stat = run_stat(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
+    assert stat is not None
+    # every other interval lost half its time to the run queue: 1 ms net, or 2 ms
+    assert stat.net_s == pytest.approx(0.001) and stat.cpu_s == pytest.approx(0.001)
+    assert stat.ref_s == pytest.approx(2e-5) and stat.work == pytest.approx(50.0)
+    assert stat.wait_s == pytest.approx(0.0)
+
+
+def test_busy_share_counts_worker_threads_queueing() -> None:
+    import json
+
+    from harness.analysis.contention import busy_share
+    from harness.ingest import parse_lines
+
+    # GIVEN the stepping thread never queued, but all threads together spent 60 % of
+    # their runnable time in the run queue (a thread pool on a busy host)
+    recs = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.01 * k,
+         "dt": [0.002] * 10, "rq_s": 0.0, "rq_all_s": 0.06, "run_all_s": 0.04}
+        for k in range(1, 5)] + [{"type": "end", "status": "ok"}]
+    share = busy_share(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
+    assert share == pytest.approx(0.6)
