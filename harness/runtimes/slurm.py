@@ -185,11 +185,15 @@ class SlurmRuntime:
             log = root / ".slurm-probe.log"
             argv = ["sbatch", "--parsable", f"--job-name=harness-probe-{self.sweep_name}",
                     f"--output={log}", "--time=2", "--mem=200M", "--nodes=1", "--ntasks=1",
+                    "--no-requeue",
                     *self._placement(), *self.spec.options, str(script)]
             progress(f"Slurm: checking that jobs can write to {root}")
-            job_id = self._submit(argv)
-            end = self._wait(job_id, "results directory check", cancelled, progress,
-                             timeout_s)
+            for _ in range(2):  # a lost node: once more, as for cells
+                job_id = self._submit(argv)
+                end = self._wait(job_id, "results directory check", cancelled, progress,
+                                 timeout_s)
+                if end.state not in LOST:
+                    break
             seen = mark.read_text(encoding="utf-8") if mark.exists() else None
             if seen != job_id:
                 from harness.runtimes.local import _tail

@@ -257,10 +257,6 @@ def resume(node: str) -> None:
     raise AssertionError(f"node {node} stays {state!r} after scontrol update state=resume")
 
 
-@pytest.mark.skipif(os.environ.get("HARNESS_SLURM_NODE_FAIL") != "1",
-                    reason="opt-in (HARNESS_SLURM_NODE_FAIL=1): in about 1 of 4 runs after "
-                           "other tests the sweep did not end after the resubmitted job "
-                           "completed; cause not found yet (the test dumps its threads)")
 def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
     # GIVEN a cell of a few seconds; WHEN its node goes down under its first job
     m = write_matrix(tmp_path, "nodefail", "    - work.py",
@@ -273,7 +269,9 @@ def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
     node = os.uname().nodename
     lines: list[str] = []
     try:
-        while "running on" not in (line := proc.stderr.readline()):
+        # the cell's job, not the results-directory check before it
+        while not ("work: Slurm job" in (line := proc.stderr.readline())
+                   and "running on" in line):
             lines.append(line)
             assert line, "".join(lines)
         subprocess.run(["scontrol", "update", f"nodename={node}", "state=down",
