@@ -183,8 +183,12 @@ class Sweep:
         spread = [c for c in todo if c.gpu.value != "all"]
         whole = [c for c in todo if c.gpu.value == "all"]
         self.prefetch(spread + whole)
+        plan: tuple[list[list[Cell]], ...] = (lanes(spread), lanes(whole))
+        if getattr(self.runtime, "queues_cells", False):
+            # A cluster scheduler (Slurm) decides what runs when: submit every cell now.
+            plan = ([[c] for c in todo],)
         try:
-            for groups in (lanes(spread), lanes(whole)):
+            for groups in plan:
                 self._run_lanes(groups, lane, stop)
             # Confirmation rounds may need a resumed sweep's baseline image prepared.
             self.compare_rows(cells, outcome.results)

@@ -6,6 +6,8 @@
 - Tests marked `docker` skip when no engine answers, unless HARNESS_REQUIRE_DOCKER=1
   (CI), where they fail with the reason instead of silently passing.
 - Tests marked `gpu` skip unless /proc/driver/nvidia/gpus lists a GPU.
+- Tests marked `slurm` skip when `sinfo` does not answer, unless HARNESS_REQUIRE_SLURM=1
+  (CI, after `bash images/setup-slurm.sh`), where they fail instead.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
+REQUIRE_SLURM = "HARNESS_REQUIRE_SLURM"
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 
 _engine_state: dict[str, str | None] = {}
@@ -40,6 +43,24 @@ def docker_unavailable_reason() -> str | None:
     return _engine_state["reason"]
 
 
+def slurm_unavailable_reason() -> str | None:
+    """None when `sinfo` lists a node that is up; otherwise why not (cached)."""
+    if "slurm" not in _engine_state:
+        import subprocess
+
+        try:
+            out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
+                                 timeout=20, check=False)
+            states = out.stdout.split()
+            ok = out.returncode == 0 and any(s.rstrip("*~#") in ("idle", "mix", "alloc")
+                                             for s in states)
+            _engine_state["slurm"] = None if ok else (
+                f"sinfo exit {out.returncode}: {(out.stderr or out.stdout).strip()[:200]}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _engine_state["slurm"] = f"{type(exc).__name__}: {exc}"
+    return _engine_state["slurm"]
+
+
 def gpu_present(root: Path = NVIDIA_GPUS) -> bool:
     try:
         return any(root.iterdir())
@@ -60,6 +81,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         reason = docker_unavailable_reason()
         if reason is not None:
             _engine_missing(item, reason)
+    if item.get_closest_marker("slurm") is not None:
+        reason = slurm_unavailable_reason()
+        if reason is not None:
+            if os.environ.get(REQUIRE_SLURM) == "1":
+                pytest.fail(f"{item.nodeid} needs Slurm and {REQUIRE_SLURM}=1, but: {reason}"
+                            "\n  fix: bash images/setup-slurm.sh", pytrace=False)
+            pytest.skip(f"no Slurm: {reason}")
     if item.get_closest_marker("gpu") is not None and not gpu_present():
         pytest.skip(f"no NVIDIA GPU ({NVIDIA_GPUS} is empty or missing)")
 

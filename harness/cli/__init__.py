@@ -69,9 +69,14 @@ def _own_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["_cell"]:  # hidden: one cell inside a Slurm job (runtimes/slurmjob.py)
+        from harness.runtimes.slurmjob import main as cell_main
+
+        return cell_main(argv[1:])
     parser = build_parser()
     try:
-        args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+        args, extra = parser.parse_known_args(argv)
         if extra:
             owner = getattr(args, "_parser", parser)
             owner.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -74,6 +74,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
     p.add_argument("--docker-host", help="check this engine instead of the matrix's hosts")
+    p.add_argument("--out", type=Path, default=Path("reports"),
+                   help="results base directory (slurm: must be shared with the nodes)")
     p.set_defaults(func=run)
 
 
@@ -81,6 +83,15 @@ def run(args: argparse.Namespace) -> int:
     from harness import spec
 
     matrix = spec.load(args.matrix) if args.matrix else None
+    if matrix is not None and matrix.slurm is not None:
+        # The cells run on the cluster's nodes: check the cluster, not this host.
+        from harness.runtimes.slurmdoctor import cluster_checks
+
+        slurm = Checks()
+        for level, what, fix in cluster_checks(matrix, args.out):
+            slurm.add(level, what, fix)
+        print("\n".join(slurm.lines))
+        return slurm.code
     if args.docker_host:
         endpoints: dict[str, str | None] = {args.docker_host: args.docker_host}
     elif matrix is not None:

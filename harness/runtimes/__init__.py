@@ -47,6 +47,13 @@ class Engines:
     def for_matrix(cls, matrix: Matrix, name: str,
                    docker_host: str | None = None) -> Engines:
         """Raises: InputError: unknown runtime name."""
+        if matrix.slurm is not None:
+            # Cells become Slurm jobs; `name` runs each one inside its job.
+            from harness.runtimes.slurm import SlurmRuntime
+
+            if name not in NAMES:
+                get_runtime(name)  # the "allowed values" error
+            return cls(SlurmRuntime(name, matrix.slurm, matrix.name, docker_host))
         default = get_runtime(name, docker_host)
         by_host = None
         if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:

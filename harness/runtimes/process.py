@@ -108,8 +108,9 @@ def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
     if running is not None:
         running.add(proc)
     try:
-        for raw in proc.stdout:
-            on_line(raw.decode("utf-8", "replace").rstrip())
+        with proc.stdout:  # closed here, or the pipe leaks (a ResourceWarning per build)
+            for raw in proc.stdout:
+                on_line(raw.decode("utf-8", "replace").rstrip())
         return proc.wait()
     except BaseException:
         _kill_group(proc, grace=1.0)

@@ -24,7 +24,7 @@ from harness.spec.model import (
 from harness.spec.yamlsrc import Located, PathKey, format_path, load_text
 
 TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
-            "analysis", "max-parallel", "fail-fast", "hosts")
+            "analysis", "max-parallel", "fail-fast", "hosts", "slurm")
 MATRIX_KEYS = ("image", "gpu", "scenario")
 IMAGE_KEYS = ("name", "ref", "pip", "python")
 SCENARIO_KEYS = ("script", "id", "params")
@@ -126,10 +126,13 @@ def parse(text: str, file: Path) -> Matrix:
     cells = expand(ctx, images, gpus, scenarios, top.get("exclude", []), top.get("include", []),
                    file.parent, defaults)
     hosts = _hosts(ctx, top.get("hosts"), runtime)
+    from harness.spec.slurm import parse_slurm
+
+    slurm = parse_slurm(ctx, top.get("slurm"), runtime, gpus, hosts)
     return Matrix(name=name, file=file, runtime=runtime, images=images, gpus=gpus,
                   scenarios=scenarios, cells=across_hosts(cells, hosts), baseline=baseline,
                   analysis=analysis, max_parallel=max_parallel, fail_fast=fail_fast,
-                  hosts=hosts)
+                  hosts=hosts, slurm=slurm)
 
 
 def host_label(url: str) -> str:

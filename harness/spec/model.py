@@ -130,6 +130,20 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class SlurmSpec:
+    """`slurm:` in the matrix: every cell becomes one job of the cluster's scheduler."""
+
+    partition: str | None = None
+    account: str | None = None
+    time: float | None = None       # seconds; None: the cell's timeout plus a margin
+    gpu_type: str | None = None     # --gres=gpu:TYPE:N
+    gpus_per_node: int | None = None  # what `gpu: all` asks for
+    mem: str | None = None          # --mem; None: the cell's mem_limit plus headroom
+    options: tuple[str, ...] = ()   # extra sbatch options, e.g. --qos=high
+    pyxis: bool = False             # docker images through `srun --container-image`
+
+
+@dataclass(frozen=True)
 class Matrix:
     name: str
     file: Path
@@ -143,3 +157,4 @@ class Matrix:
     max_parallel: int | None = None
     fail_fast: bool = False
     hosts: tuple[Host, ...] = (LOCAL_HOST,)
+    slurm: SlurmSpec | None = None
