@@ -16,8 +16,9 @@ time per step did not rise by half of it (more work), the host was busy and the 
 and CPU times are first put at one CPU speed: on a shared machine the CPU's speed moves
 by up to 1.9x within a run (a hyperthread sibling), with no run-queue delay to show.
 
-`decide` is the within-run decision (outcome first, then memory and step trends);
-`compare_to_baseline` adds the between-cell decision (regression). Every number behind
+`within_run` is the within-run reading (outcome first, then memory and step trends);
+`compare_to_baseline` the between-cell comparison; `harness.analysis.decision.decide`
+turns them (with the run's other facts) into the verdict. Every number behind
 a verdict is in `CellVerdict.to_dict()` so a reader can check it.
 """
 
@@ -38,7 +39,7 @@ from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.ingest import Series
 from harness.runtimes.base import RunOutcome
 
-__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "decide"]
+__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
 SOURCES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup", "gpu_used": "gpu",
            "fw": "fw"}
 # Log lines that mean "this image cannot run on this GPU", not "it crashed".
@@ -169,8 +170,9 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
     return None
 
 
-def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
-    """Within-run verdict for one cell, with CPU time per step kept as evidence."""
+def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
+    """Within-run verdict for one cell, with CPU time per step kept as evidence; only
+    `harness.analysis.decision.decide` calls it (and tests of the series analysis)."""
     verdict = _decide(series, outcome, cfg)
     if verdict.cpu_steps is None and verdict.steps is not None:
         verdict.cpu_steps = cpu_trend(series, cfg)
