@@ -22,8 +22,8 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
-from harness.hostsample import reconcile
-from harness.ingest import Series, read_samples
+from harness.gpu.hostsample import reconcile
+from harness.protocol.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
 from harness.store.results import SCHEMA, RunStore

@@ -24,7 +24,7 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import GOOD
 from harness.analysis.verdict import CellVerdict, within_run
 from harness.gpu import runtime_incompatibility
-from harness.ingest import Series
+from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
 
 if TYPE_CHECKING:

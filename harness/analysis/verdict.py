@@ -36,7 +36,7 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import Explained, at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
-from harness.ingest import Series
+from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
 
 __all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]

@@ -100,7 +100,7 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 
 def run(args: argparse.Namespace) -> int:
     from harness import spec
-    from harness.bisect import bisect, expected_probes, sweep_runner
+    from harness.answers.bisect import bisect, expected_probes, sweep_runner
     from harness.cli.sweep import _override
     from harness.orchestrator import Sweep, prefetch_analysis
     from harness.runtimes import Engines

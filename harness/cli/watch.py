@@ -38,11 +38,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.cli.sweep import _override
     from harness.orchestrator import prefetch_analysis
-    from harness.registry import list_tags, parse_repo
     from harness.report import ConsoleReporter
     from harness.runtimes import Engines
     from harness.store import RunStore
-    from harness.watch import WatchState, make_plan, run_plan, suite_matrix, suite_name
+    from harness.watch.registry import list_tags, parse_repo
+    from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
     for flag, least in (("iterations", 1), ("warmup", 0)):
         value = getattr(args, flag)

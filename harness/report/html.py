@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.ingest import Series, read_samples
+from harness.protocol.ingest import Series, read_samples
 from harness.report.model import Report, cell_numbers, human_seconds
 from harness.report.svg import Fit, Line, chart, robust_range
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.ingest import read_samples
+from harness.protocol.ingest import read_samples
 from harness.report.model import Report
-from harness.search import FRAMEWORKS, RowAnswer
 
 if TYPE_CHECKING:
     import numpy as np

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.kinds import BAD
-from harness.search import RowAnswer, answer_rows
+from harness.answers.search import RowAnswer, answer_rows
 
 RESULTS_SCHEMA = 1
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import ingest
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
-from harness.ingest import parse_lines, read_samples
+from harness.protocol import ingest
+from harness.protocol.ingest import parse_lines, read_samples
 from harness.runtimes.base import RunOutcome
 
 HEADER = {"type": "header", "schema": 1, "python": "3.11.2", "env": {}, "packages": {}}
@@ -101,7 +101,7 @@ def test_wrong_typed_end_fields_never_break_the_verdict(end: dict[str, object]) 
                                  {"packages": "numpy"}, {"gpu": {"devices": "x"}},
                                  {"gpu": ["x"]}, {"python": {"v": 3}}])
 def test_wrong_typed_header_fields_are_dropped(bad: dict[str, object]) -> None:
-    from harness.search import fingerprint_diff
+    from harness.answers.search import fingerprint_diff
 
     s = parse_lines([_line({**HEADER, **bad})])
     assert s.header is not None

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.search import answer_rows, fingerprint_diff, first_bad
+from harness.answers.search import answer_rows, fingerprint_diff, first_bad
 
 
 def seq(*pairs: str) -> list[tuple[str, str]]:

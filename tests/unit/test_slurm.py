@@ -12,7 +12,7 @@ import pytest
 from harness import spec
 from harness.analysis.verdict import within_run
 from harness.errors import SpecError
-from harness.ingest import Series
+from harness.protocol.ingest import Series
 from harness.runtimes import Engines
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
 from harness.runtimes.slurm import SlurmRuntime, job_mem, sbatch_args

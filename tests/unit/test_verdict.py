@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
-from harness.ingest import Series, parse_lines
+from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
 
 CFG = AnalysisConfig()

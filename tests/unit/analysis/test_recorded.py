@@ -9,7 +9,7 @@ import pytest
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
-from harness.ingest import read_samples
+from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "recorded"
