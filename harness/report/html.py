@@ -20,6 +20,7 @@ from markupsafe import Markup
 from harness.analysis.kinds import BAD, GOOD
 from harness.protocol.ingest import TREND_NAMES, Series, read_samples
 from harness.report.model import Report, cell_numbers, human_seconds
+from harness.report.parts import VsBaseline
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.report.text import kib
 
@@ -253,7 +254,8 @@ class HtmlReporter:
             for label, _, cid in row.cells:
                 role = ("first-bad" if label == row.first_bad else
                         "last-good" if label == row.last_good else "")
-                base = (r.results[cid].get("vs_baseline") or {}).get("baseline")
+                vs = VsBaseline.of(r.results[cid])
+                base = vs.baseline if vs is not None else None
                 base_id = by_label.get(str(base)) if base else None
                 baseline = ((str(base), loaded[base_id]) if base_id in loaded and
                             base_id != cid and base_id is not None else None)

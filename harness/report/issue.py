@@ -17,6 +17,7 @@ from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
 from harness.protocol.ingest import read_samples
 from harness.report.model import Report
+from harness.report.parts import VsBaseline
 from harness.report.text import kib, md
 
 if TYPE_CHECKING:
@@ -124,14 +125,13 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
                        f"{lo:.2f}..{hi:.2f}, {len(ga)} and {len(gb)} steps).")
     out.append("\nSlope intervals (CI) are at the sweep's `analysis.confidence` (0.99 unless "
                "the matrix sets it); growth is the slope times the measured span of iterations.")
-    vs = (bad.get("vs_baseline") or {}).get("steps") or {}
-    if vs:
-        out.append(f"\nAgainst the baseline {md(bad['vs_baseline'].get('baseline'))}: "
-                   f"{vs['ratio']:.2f}x step time pooled (Mann-Whitney U "
-                   f"p={vs['p_value']:.2g}).")
-        conf = bad["vs_baseline"].get("confirmation")
-        if conf:
-            out.append(f"Interleaved baseline/suspect rounds: {md(conf['reason'])}.")
+    vs = VsBaseline.of(bad)
+    if vs is not None and vs.steps is not None:
+        out.append(f"\nAgainst the baseline {md(vs.baseline)}: "
+                   f"{vs.steps.ratio:.2f}x step time pooled (Mann-Whitney U "
+                   f"p={vs.steps.p_value:.2g}).")
+        if vs.confirmation is not None:
+            out.append(f"Interleaved baseline/suspect rounds: {md(vs.confirmation.reason)}.")
     return out
 
 
