@@ -1,6 +1,6 @@
 """Cell runs `harness bisect` needs for 8..128 images, against a full sweep of the row.
 
-The planner (`harness.search.plan_bisect`, the same code the CLI drives) is run
+The planner (`harness.answers.search.plan_bisect`, the same code the CLI drives) is run
 against simulated verdicts: the culprit is drawn uniformly from images 1..n-1, and
 each probe comes back `ambiguous` with probability p (the cell must run again; after
 `repeats` extra runs the image is skipped). A cell run is one probe. Goal: 40 images in
@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.bisect import expected_probes
-from harness.search import plan_bisect
+from harness.answers.bisect import expected_probes
+from harness.answers.search import plan_bisect
 
 SIZES = (8, 16, 32, 40, 64, 128)
 NOISE = (0.0, 0.1, 0.3)

@@ -12,15 +12,19 @@ last cell end, and the whole sweep including analysis) and the ratio to the idea
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+# The fake runtime is a test double: it lives in tests/, not in the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from fakeruntime import Behaviour, FakeRuntime
+
 from harness import spec
 from harness.orchestrator import prefetch_analysis, sweep
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

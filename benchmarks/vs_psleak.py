@@ -52,7 +52,7 @@ from cases.cases import CASES, Case  # noqa: E402
 from harness.analysis.config import AnalysisConfig  # noqa: E402
 from harness.analysis.growth import memory_trend  # noqa: E402
 from harness.analysis.sequential import LiveDecider, watch_file  # noqa: E402
-from harness.ingest import read_samples  # noqa: E402
+from harness.protocol.ingest import read_samples  # noqa: E402
 
 PSLEAK = "psleak==0.1.6"
 VENVS = Path.home() / ".cache" / "harness" / "bench-venvs"

@@ -22,8 +22,8 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
-from harness.hostsample import reconcile
-from harness.ingest import Series, read_samples
+from harness.gpu.hostsample import reconcile
+from harness.protocol.ingest import Series, read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
 from harness.store.results import SCHEMA, RunStore
@@ -279,7 +279,7 @@ class Sweep:
         wait_s = time.monotonic() - t_wait
         # SciPy takes ~1.4 s to import: the CLI starts that import in a background
         # thread (see prefetch_analysis) while the first container starts.
-        from harness.analysis.verdict import CellVerdict, decide
+        from harness.analysis.decision import CellFacts, decide
 
         t0 = time.monotonic()
         info = self.image(cell)
@@ -291,7 +291,7 @@ class Sweep:
         if pre is not None and pre[0] == "not-applicable":
             self.store.cell_dir(cell.id, fresh=True)
             result = self._result(cell, info, runtime, RunOutcome(exit_code=None), Series(),
-                                  CellVerdict("not-applicable", pre[1]), [],
+                                  decide(CellFacts(self.cfg, precheck=pre)), [],
                                   {"prepare_s": info.prepare_s, "run_s": 0.0, "analyse_s": 0.0,
                                    "cell_s": time.monotonic() - t0})
             self.store.write_cell(cell.id, result)
@@ -323,10 +323,8 @@ class Sweep:
                 continue
             t_an = time.monotonic()
             series = read_samples(outdir / "samples.jsonl")
-            verdict = decide(series, ended, self.cfg)
-            self._use_live(verdict, decision, series)
-            self._gpu_afterwards(verdict, series, ended, pre)
-            flag_cell(cell, verdict, series)
+            verdict = decide(CellFacts(self.cfg, series, ended, cell.gpu.wants_gpu, decision,
+                                       pre))
             analyse_s = time.monotonic() - t_an
             attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
                              "iterations": run_cell.settings.iterations})
@@ -348,7 +346,7 @@ class Sweep:
 
     def _unavailable(self, cell: Cell, exc: EnvironmentUnavailable, waited: float
                      ) -> dict[str, Any]:
-        from harness.analysis.verdict import CellVerdict
+        from harness.analysis.decision import CellFacts, decide
 
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__
@@ -356,7 +354,7 @@ class Sweep:
         self.store.cell_dir(cell.id, fresh=True)
         result = self._result(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
                               RunOutcome(exit_code=None, error=text),
-                              Series(), CellVerdict("unavailable", reason), [],
+                              Series(), decide(CellFacts(self.cfg, unavailable=reason)), [],
                               {"prepare_s": waited, "run_s": 0.0, "analyse_s": 0.0,
                                "cell_s": waited})
         result["unavailable"] = {"what": what, "message": text}
@@ -390,47 +388,6 @@ class Sweep:
         stop.set()
         thread.join(timeout=30)
         return box[0] if box else None
-
-    def _use_live(self, verdict: CellVerdict, decision: Any, series: Series) -> None:
-        """The live decision is valid under repeated looks; the post-run fit on a short
-        series often is not decided, so the live one wins where they differ."""
-        if decision is None:
-            return
-        verdict.live = decision.to_dict()
-        # When the host wrote its decision vs how far the agent got before it stopped.
-        calls_run = (series.end or {}).get("iterations")
-        verdict.live["calls_to_decision"] = decision.iterations
-        verdict.live["calls_run"] = calls_run if isinstance(calls_run, int) else series.measured
-        if decision.verdict == "leak" and verdict.verdict in ("ok", "ambiguous", "plateau"):
-            verdict.verdict, verdict.reason, verdict.carrier = "leak", decision.reason, "heap"
-            if "leak" not in verdict.findings:
-                verdict.findings.insert(0, "leak")
-        elif decision.verdict == "stable" and verdict.verdict == "ambiguous":
-            verdict.verdict, verdict.reason = "ok", decision.reason
-        verdict.reason += (f"; decided live at call {decision.iterations}, stopped at call "
-                           f"{verdict.live['calls_run']}")
-
-    def _gpu_afterwards(self, verdict: CellVerdict, series: Series, ended: RunOutcome,
-                        pre: tuple[str, str] | None) -> None:
-        """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
-        import numpy as np
-
-        if pre is not None:
-            verdict.findings.append(f"{pre[0]}: {pre[1]}")
-        first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
-                      and s.get("dt")), None)
-        times = series.step_times()
-        median = float(np.median(times)) if len(times) else None
-        err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
-        found = gpu.runtime_incompatibility(first, median, ended.log_tail + err)
-        if pre is not None and pre[0] == "unsupported":
-            verdict.findings.append(unsupported_evidence(verdict, series, found))
-        if found is None:
-            return
-        if found[0] == "not-applicable" and verdict.verdict in ("crash", "ok", "ambiguous"):
-            verdict.verdict, verdict.reason = "not-applicable", found[1]
-        else:
-            verdict.findings.append(f"{found[0]}: {found[1]}")
 
     def _result(self, cell: Cell, info: ImageInfo, runtime: Runtime, ended: RunOutcome,
                 series: Series, verdict: CellVerdict, attempts: list[dict[str, Any]],
@@ -488,8 +445,13 @@ class Sweep:
         return out
 
     def compare_rows(self, cells: list[Cell], results: dict[str, dict[str, Any]]) -> None:
-        """Each cell vs its row's baseline (the matrix's, else the row's first image)."""
+        """Each cell vs its row's baseline (the matrix's, else the row's first image):
+        the comparison (and its confirmation rounds) are gathered as facts and `decide`
+        sets the verdict. The cell's within-run result is already on disk (so a crash
+        loses at most the running cell); it is written again with the comparison."""
+        from harness.analysis.decision import Baseline, CellFacts, decide, needs_rounds
         from harness.analysis.verdict import compare_to_baseline
+        from harness.replicate import confirm
 
         rows: dict[str, list[Cell]] = {}
         for c in cells:
@@ -503,6 +465,7 @@ class Sweep:
             if base_res["verdict"] not in GOOD | {"leak", "slowdown"}:
                 continue
             base_series = read_samples(self.store.samples_path(base.id))
+            label = base.image.label
             for c in row_cells:
                 if c is base:
                     continue
@@ -510,7 +473,7 @@ class Sweep:
                 if res["verdict"] == UNAVAILABLE:
                     continue
                 old = res.get("vs_baseline") or {}
-                if old.get("baseline") == base.image.label and old.get("confirmation"):
+                if old.get("baseline") == label and old.get("confirmation"):
                     continue    # a resumed cell keeps the rounds it already ran
                 series = read_samples(self.store.samples_path(c.id))
                 steps, peaks = compare_to_baseline(
@@ -521,58 +484,29 @@ class Sweep:
                 if base_cpu is not None and cell_cpu is not None:
                     cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None,
                                                  self.cfg)
-                res["vs_baseline"] = {"baseline": base.image.label,
-                                      "steps": steps.to_dict() if steps else None,
-                                      "cpu": cpu.to_dict() if cpu else None,
-                                      "peak_rss": peaks.to_dict() if peaks else None}
+                facts = Baseline(label, steps, peaks, cpu, rounds=c.settings.rounds)
                 if res["verdict"] in GOOD:
                     busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
-                    self._judge_change(base, c, res, steps, peaks, len(series.step_times()),
-                                       busy)
+                    facts = dataclasses.replace(facts, busy=busy)
+                    if steps is not None and needs_rounds(facts, self.cfg):
+                        pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
+                        what = (f"suspected {steps.direction}" if steps.direction != "~"
+                                else f"host busy ({busy:.0%} run-queue delay)")
+                        self.progress(f"{c.id} vs {label}: {pooled}, {what}; "
+                                      f"confirming in {c.settings.rounds} interleaved rounds")
+                        facts = dataclasses.replace(facts, confirmation=confirm(
+                            self, base, c, steps.direction, c.settings.rounds,
+                            len(series.step_times())))
+                was = res["verdict"]
+                v = decide(CellFacts(self.cfg, baseline=facts, within=res))
+                res.update(verdict=v.verdict, reason=v.reason, findings=v.findings,
+                           vs_baseline=v.vs_baseline)
+                if was in GOOD:
+                    changed = v.verdict != was
+                    said = (f"{v.verdict} ({v.reason})" if changed
+                            else _vs_text(v.vs_baseline or {}))
+                    self.progress(f"{c.id} vs {label}: {said}")
                 self.store.write_cell(c.id, res)
-
-    def _judge_change(self, base: Cell, cell: Cell, res: dict[str, Any], steps: Any,
-                      peaks: Any, measured: int, busy: float) -> None:
-        """A pooled step-time change is only suspected until interleaved rounds confirm
-        it (`harness.replicate`); without rounds it is reported as `suspected`. Rounds
-        also run when either cell ran on a busy host (`busy` share of run-queue delay at
-        `recheck_share` or more), since load can hide a change as well as fake one."""
-        from harness.replicate import confirm
-
-        label, vs = base.image.label, res["vs_baseline"]
-        why: list[str] = []
-        suspected = None
-        loaded = busy >= self.cfg.recheck_share and steps is not None
-        if steps is not None and (steps.direction != "~" or loaded):
-            pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
-            what = (f"suspected {steps.direction}" if steps.direction != "~"
-                    else f"host busy ({busy:.0%} run-queue delay)")
-            vs["direction"] = ("suspected " + steps.direction if steps.direction != "~"
-                               else "~")
-            if cell.settings.rounds > 0:
-                self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
-                              f"confirming in {cell.settings.rounds} interleaved rounds")
-                conf = confirm(self, base, cell, steps.direction, cell.settings.rounds,
-                               measured)
-                vs["confirmation"] = conf.to_dict()
-                vs["direction"] = conf.direction
-                # The rounds decide, whatever the pooled steps suspected.
-                if conf.direction == "slower":
-                    why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
-                res.setdefault("findings", []).append(f"vs {label}: {conf.reason}")
-            elif steps.direction == "slower":
-                suspected = f"{pooled}; not confirmed (rounds: 0)"
-        if (peaks is not None and peaks.direction == "higher"
-                and peaks.ratio >= self.cfg.peak_regression_ratio):
-            why.append(f"peak RSS {peaks.ratio:.2f}x {label}")
-        if why:
-            res["verdict"], res["reason"] = "regression", "; ".join(why + said_flags(res))
-            res.setdefault("findings", []).append("regression")
-        elif suspected:
-            res["verdict"], res["reason"] = "suspected", "; ".join([suspected,
-                                                                    *said_flags(res)])
-        said = f"{res['verdict']} ({res['reason']})" if why or suspected else _vs_text(vs)
-        self.progress(f"{cell.id} vs {label}: {said}")
 
 
 def _vs_text(vs: dict[str, Any]) -> str:
@@ -584,58 +518,6 @@ def _vs_text(vs: dict[str, Any]) -> str:
 
 
 UNSUPPORTED_DEADLINE_S = 300.0
-
-
-def framework_device(series: Series) -> str | None:
-    """Where the scenario says its framework ran (`info()["device"]`), lower-cased."""
-    info = (series.end or {}).get("info")
-    device = info.get("device") if isinstance(info, dict) else None
-    return str(device).lower() if device is not None else None
-
-
-def unsupported_evidence(verdict: CellVerdict, series: Series,
-                         found: tuple[str, str] | None) -> str:
-    """What running an NVIDIA-unsupported image/GPU pair showed, as a finding."""
-    device = framework_device(series)
-    if found is not None:
-        return f"unsupported pair, run to decide: {found[0]} from evidence ({found[1]})"
-    if verdict.verdict == "timeout":
-        return ("unsupported pair, run to decide: undecided: killed at the short deadline "
-                "with no CUDA error in the log (PTX JIT compiling every kernel looks like "
-                "this): run the cell alone with a longer timeout to tell")
-    if verdict.verdict == "crash":
-        return ("unsupported pair, run to decide: crash with no CUDA compatibility error "
-                "in the log: the failure is not attributed to the GPU")
-    if device is not None and "gpu" not in device:
-        return (f"unsupported pair, run to decide: undecided: the framework ran on "
-                f"{device}, not the GPU, so the run proves nothing about the GPU "
-                f"({series.measured} iterations, no CUDA error in the log)")
-    return (f"unsupported pair, run to decide: ran {series.measured} iterations on the GPU "
-            "with no CUDA compatibility error: a real measurement")
-
-
-FLAG_PREFIXES = ("no-gpu:", "heap:")
-
-
-def said_flags(result: dict[str, Any]) -> list[str]:
-    """The flag_cell texts of a result, to keep in a reason that is rewritten later."""
-    return [f for f in result.get("findings") or [] if str(f).startswith(FLAG_PREFIXES)]
-
-
-def flag_cell(cell: Cell, verdict: CellVerdict, series: Series) -> None:
-    """Say in the verdict's reason (console, report) what a reader must not miss: a GPU
-    cell whose framework saw no GPU, the heap notes of reading (mallinfo's 4 GiB wrap)."""
-    extra: list[str] = []
-    device = framework_device(series)
-    if cell.gpu.wants_gpu and device is not None and "gpu" not in device \
-            and verdict.verdict not in ("not-applicable",):
-        extra.append(f"no-gpu: a GPU cell, but the framework saw no GPU and ran on {device}: "
-                     "measured on the CPU")
-    extra.extend(series.notes)
-    for text in extra:
-        if text not in verdict.findings:
-            verdict.findings.append(text)
-        verdict.reason = f"{verdict.reason}; {text}"
 
 
 def host_gpu_fields(host: gpu.HostGpus | None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from harness.analysis.compare import Direction
 from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
 from harness.analysis.rounds import Confirmation, Round, busy_reason, decide_rounds
-from harness.ingest import read_samples
+from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunRequest
 from harness.spec.model import Cell
 

@@ -71,7 +71,7 @@ def gpu_present(root: Path = NVIDIA_GPUS) -> bool:
 def _engine_missing(item: pytest.Item, reason: str) -> None:
     if os.environ.get(REQUIRE_DOCKER) == "1":
         pytest.fail(f"{item.nodeid} needs a Docker engine and {REQUIRE_DOCKER}=1, but none "
-                    f"answers: {reason}\n  fix: start dockerd (see DESIGN.md section 9) or "
+                    f"answers: {reason}\n  fix: start dockerd (`bash images/setup-engine.sh`) or "
                     f"unset {REQUIRE_DOCKER}", pytrace=False)
     pytest.skip(f"no Docker engine: {reason}")
 

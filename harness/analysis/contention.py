@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from harness.ingest import Series
+from harness.protocol.ingest import Series
 
 
 @dataclass(frozen=True, slots=True)

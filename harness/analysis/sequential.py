@@ -243,7 +243,7 @@ def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.
     Returns when a decision is made (after writing it as JSON into `control`, which
     tells the agent to stop measuring), when the end record arrives, or when `stop` is
     set and the file has been read to its end. Partial and garbled lines are skipped,
-    as `harness.ingest` does.
+    as `harness.protocol.ingest` does.
 
     Returns:
         The decision, or None when the run ended (or was stopped) undecided.

@@ -16,8 +16,9 @@ time per step did not rise by half of it (more work), the host was busy and the 
 and CPU times are first put at one CPU speed: on a shared machine the CPU's speed moves
 by up to 1.9x within a run (a hyperthread sibling), with no run-queue delay to show.
 
-`decide` is the within-run decision (outcome first, then memory and step trends);
-`compare_to_baseline` adds the between-cell decision (regression). Every number behind
+`within_run` is the within-run reading (outcome first, then memory and step trends);
+`compare_to_baseline` the between-cell comparison; `harness.analysis.decision.decide`
+turns them (with the run's other facts) into the verdict. Every number behind
 a verdict is in `CellVerdict.to_dict()` so a reader can check it.
 """
 
@@ -35,18 +36,11 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import Explained, at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
-from harness.ingest import Series
+from harness.gpu import NOT_APPLICABLE_TEXT
+from harness.protocol.ingest import TREND_NAMES, Series
 from harness.runtimes.base import RunOutcome
 
-__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "decide"]
-SOURCES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup", "gpu_used": "gpu",
-           "fw": "fw"}
-# Log lines that mean "this image cannot run on this GPU", not "it crashed".
-NOT_APPLICABLE = re.compile(
-    r"no kernel image is available for execution|CUDA_ERROR_NO_BINARY_FOR_GPU|"
-    r"cudaErrorNoKernelImageForDevice|CUDA driver version is insufficient|"
-    r"unsupported display driver / cuda driver combination|requires CUDA compute capability",
-    re.IGNORECASE)
+__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the
 # framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
 # OutOfMemoryError, a bare CUDA error) and the agent ends with an error.
@@ -103,7 +97,7 @@ class CellVerdict:
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
     heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
-    for key, name in SOURCES.items():
+    for key, name in TREND_NAMES.items():
         x, y = series.memory(key)
         if len(x):
             out[name] = memory_trend(name, x, y, heap_cfg if name == "heap" else cfg)
@@ -156,8 +150,8 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
         return "oom", (f"out of device memory in the framework ({what})" +
                        (": " + " | ".join(report) if report else
                         "; the framework printed no allocation report"))
-    if NOT_APPLICABLE.search(text):
-        return "not-applicable", NOT_APPLICABLE.search(text).group(0)  # type: ignore[union-attr]
+    if NOT_APPLICABLE_TEXT.search(text):
+        return "not-applicable", NOT_APPLICABLE_TEXT.search(text).group(0)  # type: ignore[union-attr]
     if end is not None and end.get("status") == "error":
         err = end.get("error") or {}
         return "crash", f"{err.get('type', 'error')}: {str(err.get('message', ''))[:300]}"
@@ -169,8 +163,9 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
     return None
 
 
-def decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
-    """Within-run verdict for one cell, with CPU time per step kept as evidence."""
+def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
+    """Within-run verdict for one cell, with CPU time per step kept as evidence; only
+    `harness.analysis.decision.decide` calls it (and tests of the series analysis)."""
     verdict = _decide(series, outcome, cfg)
     if verdict.cpu_steps is None and verdict.steps is not None:
         verdict.cpu_steps = cpu_trend(series, cfg)

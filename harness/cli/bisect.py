@@ -100,8 +100,8 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 
 def run(args: argparse.Namespace) -> int:
     from harness import spec
-    from harness.bisect import bisect, expected_probes, sweep_runner
-    from harness.cli.sweep import _override
+    from harness.answers.bisect import bisect, expected_probes, sweep_runner
+    from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
     from harness.runtimes import Engines
     from harness.store import RunStore
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
                              "written by `harness sweep`")
     matrix = spec.load(args.matrix)
-    cells = _override(between(row_cells(matrix, args.scenario, args.gpu), args.good,
+    cells = apply_overrides(between(row_cells(matrix, args.scenario, args.gpu), args.good,
                               args.bad, matrix.file), args)
     from harness.preflight import compile_scenarios
 

@@ -61,7 +61,7 @@ def run_name(path: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.hostcompare import compare_hosts, compare_images
+    from harness.answers.hostcompare import compare_hosts, compare_images
 
     a = results_of(args.a, "A")
     if args.image:

@@ -148,7 +148,7 @@ def _probe(c: Checks, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpu
             c.add("FAIL", f"{where}: {first}",
                   rest[-1].strip().removeprefix("fix: ") if rest else "")
             return None
-        from harness.gpuprobe import describe
+        from harness.gpu.engine import describe
 
         c.add("ok", f"{where}: GPUs through the engine (probe in {img.label}): "
                     f"{describe(found)}")

@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness import images
+    from harness.devtools import images
 
     recipes = images.load_recipes(args.recipes)
     if args.action == "list":

@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _override(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
+def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
     changes = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup))
                if v is not None}
     if not changes:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < (1 if flag == "iterations" else 0):
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
     matrix = spec.load(args.matrix)
-    cells = _override(spec.select(matrix.cells, args.select), args)
+    cells = apply_overrides(spec.select(matrix.cells, args.select), args)
     if not args.list:
         from harness.preflight import compile_scenarios
 

@@ -36,13 +36,13 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.sweep import _override
+    from harness.cli.sweep import apply_overrides
     from harness.orchestrator import prefetch_analysis
-    from harness.registry import list_tags, parse_repo
     from harness.report import ConsoleReporter
     from harness.runtimes import Engines
     from harness.store import RunStore
-    from harness.watch import WatchState, make_plan, run_plan, suite_matrix, suite_name
+    from harness.watch.registry import list_tags, parse_repo
+    from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
     for flag, least in (("iterations", 1), ("warmup", 0)):
         value = getattr(args, flag)
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"new: {', '.join(plan.new)}", flush=True)
     matrix, text = suite_matrix(args.matrix, plan)
-    cells = _override(list(matrix.cells), args)
+    cells = apply_overrides(list(matrix.cells), args)
     if args.dry_run:
         print(f"would run {len(cells)} cells (state {state.path} unchanged):")
         for c in cells:

@@ -18,13 +18,12 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.ingest import Series, read_samples
+from harness.protocol.ingest import TREND_NAMES, Series, read_samples
 from harness.report.model import Report, cell_numbers, human_seconds
+from harness.report.parts import VsBaseline
 from harness.report.svg import Fit, Line, chart, robust_range
+from harness.report.text import kib
 
-# sample key -> name of the trend in result["memory"] (see analysis.verdict.SOURCES)
-SOURCES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgroup"),
-           ("gpu_used", "gpu"), ("fw", "fw"))
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
            "gpu": "#ff7f0e", "fw": "#17becf", "step": "#2c3e70", "baseline": "#999999"}
 MIN_POINTS = 3                  # a source needs this many measured samples for a panel
@@ -55,11 +54,6 @@ class CellView:
     @property
     def kind(self) -> str:
         return "bad" if self.verdict in BAD else "good" if self.verdict in GOOD else "other"
-
-
-def kib(value: float) -> str:
-    """Bytes as signed KiB, two decimals, without a "-0.00" for tiny negative noise."""
-    return f"{round(value / 1024, 2) + 0.0:+.2f}"
 
 
 def warmup_end(series: Series) -> float | None:
@@ -168,7 +162,7 @@ def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> 
 def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
     """The memory sources with data in the measured phase (USS read only during import
     has no panel); the local runtime's cgroup is the whole machine: no panel either."""
-    return [(key, name) for key, name in SOURCES
+    return [(key, name) for key, name in TREND_NAMES.items()
             if len(measured(series, key)) >= MIN_POINTS
             and not (name == "cgroup" and runtime == "local")]
 
@@ -260,7 +254,8 @@ class HtmlReporter:
             for label, _, cid in row.cells:
                 role = ("first-bad" if label == row.first_bad else
                         "last-good" if label == row.last_good else "")
-                base = (r.results[cid].get("vs_baseline") or {}).get("baseline")
+                vs = VsBaseline.of(r.results[cid])
+                base = vs.baseline if vs is not None else None
                 base_id = by_label.get(str(base)) if base else None
                 baseline = ((str(base), loaded[base_id]) if base_id in loaded and
                             base_id != cid and base_id is not None else None)

@@ -13,10 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.ingest import read_samples
+from harness.protocol.ingest import read_samples
 from harness.report.model import Report
-from harness.search import FRAMEWORKS, RowAnswer
+from harness.report.parts import VsBaseline
+from harness.report.text import kib, md
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,15 +26,6 @@ if TYPE_CHECKING:
 Result = Mapping[str, Any]
 BOOTSTRAP = 2000
 MAX_STEPS = 4000          # per cell, evenly strided: the interval does not need them all
-
-
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
-
-
-def _kib(value: float) -> str:
-    """Signed, two decimals, without "-0.00" for tiny negative noise."""
-    return f"{round(value / 1024, 2) + 0.0:+.2f}"
 
 
 def ratio_ci(base: np.ndarray, other: np.ndarray, level: float = 0.95, seed: int = 0
@@ -95,13 +88,13 @@ def system_lines(res: Result) -> list[str]:
 
 def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str]:
     """Growth and slowdown of the first bad cell, with intervals, vs the last good."""
-    lines = ["| | " + (f"last good ({_md(good['image']['label'])}) | " if good else "") +
-             f"first bad ({_md(bad['image']['label'])}) |",
+    lines = ["| | " + (f"last good ({md(good['image']['label'])}) | " if good else "") +
+             f"first bad ({md(bad['image']['label'])}) |",
              "|---|" + ("---|" if good else "") + "---|"]
     cells = [c for c in (good, bad) if c is not None]
 
     def row(name: str, value: Any) -> None:
-        lines.append(f"| {name} | " + " | ".join(_md(value(c)) for c in cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(md(value(c)) for c in cells) + " |")
 
     row("verdict", lambda c: f"{c['verdict']}: {c.get('reason', '')}")
     sources = sorted({s for c in cells for s in (c.get("memory") or {})})
@@ -110,8 +103,8 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
             t = (c.get("memory") or {}).get(s)
             if not t or "slope_lo" not in t:
                 return "-"
-            return (f"{_kib(t['slope'])} KiB/call (CI {_kib(t['slope_lo'])}.."
-                    f"{_kib(t['slope_hi'])}), {_kib(t['growth'] / 1024)} MiB "
+            return (f"{kib(t['slope'])} KiB/call (CI {kib(t['slope_lo'])}.."
+                    f"{kib(t['slope_hi'])}), {kib(t['growth'] / 1024)} MiB "
                     f"over {t['n']} samples, {t['kind']}")
         row(f"{s} growth", growth)
 
@@ -132,14 +125,13 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
                        f"{lo:.2f}..{hi:.2f}, {len(ga)} and {len(gb)} steps).")
     out.append("\nSlope intervals (CI) are at the sweep's `analysis.confidence` (0.99 unless "
                "the matrix sets it); growth is the slope times the measured span of iterations.")
-    vs = (bad.get("vs_baseline") or {}).get("steps") or {}
-    if vs:
-        out.append(f"\nAgainst the baseline {_md(bad['vs_baseline'].get('baseline'))}: "
-                   f"{vs['ratio']:.2f}x step time pooled (Mann-Whitney U "
-                   f"p={vs['p_value']:.2g}).")
-        conf = bad["vs_baseline"].get("confirmation")
-        if conf:
-            out.append(f"Interleaved baseline/suspect rounds: {_md(conf['reason'])}.")
+    vs = VsBaseline.of(bad)
+    if vs is not None and vs.steps is not None:
+        out.append(f"\nAgainst the baseline {md(vs.baseline)}: "
+                   f"{vs.steps.ratio:.2f}x step time pooled (Mann-Whitney U "
+                   f"p={vs.steps.p_value:.2g}).")
+        if vs.confirmation is not None:
+            out.append(f"Interleaved baseline/suspect rounds: {md(vs.confirmation.reason)}.")
     return out
 
 
@@ -199,6 +191,6 @@ class IssueReporter:
             out.write("\n## What changed between the two images\n\n| changed | last good | "
                       "first bad |\n|---|---|---|\n")
             for what, a, b in row.diff:
-                out.write(f"| {_md(what)} | {_md(a)} | {_md(b)} |\n")
+                out.write(f"| {md(what)} | {md(a)} | {md(b)} |\n")
         out.write(f"\nMeasured with harness; cell ids {good['id'] if good else '-'} and "
                   f"{bad['id']}.\n")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from harness.report.model import Report, cell_numbers
+from harness.report.parts import VsBaseline
 
 FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
 ERRORS = frozenset({"crash", "timeout", "unavailable"})
@@ -40,13 +41,12 @@ def details(res: Mapping[str, Any]) -> str:
     if steps:
         lines.append(f"steps: median {steps['median_s'] * 1e3:.4g} ms, late/early "
                      f"{steps['ratio']:.3f}x (p={steps['p_value']:.3g})")
-    vs = res.get("vs_baseline") or {}
-    for key in ("steps", "cpu", "peak_rss"):
-        c = vs.get(key) or {}
-        if c:
-            p = f", p={c['p_value']:.3g}" if "p_value" in c else ""
-            lines.append(f"vs {vs.get('baseline')} {key}: {c['ratio']:.3f}x{p} "
-                         f"({c['direction']})")
+    vs = VsBaseline.of(res)
+    if vs is not None:
+        for key, c in (("steps", vs.steps), ("cpu", vs.cpu), ("peak_rss", vs.peak_rss)):
+            if c is not None:
+                p = f", p={c.p_value:.3g}" if c.p_value is not None else ""
+                lines.append(f"vs {vs.baseline} {key}: {c.ratio:.3f}x{p} ({c.direction})")
     return "\n".join(lines)
 
 

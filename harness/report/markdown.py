@@ -5,11 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from harness.report.model import Report
-
-
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
-
+from harness.report.text import md
 
 FOLD_AFTER = 8   # pip differences shown inline; more fold into <details>
 
@@ -28,39 +24,39 @@ class MarkdownReporter:
 
     def render(self, out: TextIO) -> None:
         r = self.report
-        out.write(f"# harness sweep: {_md(r.name)}\n\n")
+        out.write(f"# harness sweep: {md(r.name)}\n\n")
         bad = len(r.bad_cells)
         out.write(f"{plural(len(r.results), 'cell')}, {bad} bad"
                   + (f", {len(r.unavailable_cells)} unavailable" if r.unavailable_cells else "")
                   + ". Plots of every cell: [report.html](report.html).\n\n")
         header, body = r.table()
-        out.write("| " + " | ".join(_md(h) for h in header) + " |\n")
+        out.write("| " + " | ".join(md(h) for h in header) + " |\n")
         out.write("|" + "---|" * len(header) + "\n")
         for line in body:
-            out.write("| " + " | ".join(_md(c) for c in line) + " |\n")
+            out.write("| " + " | ".join(md(c) for c in line) + " |\n")
         notes = r.unavailable_notes()
         if notes:
             out.write("\n**Not run** (image or environment unavailable):\n\n")
             for note in notes:
-                out.write(f"- {_md(note)}\n")
+                out.write(f"- {md(note)}\n")
         for row in r.rows:
-            out.write(f"\n## {_md(row.row)}\n\n{_md(row.sentence)}\n")
+            out.write(f"\n## {md(row.row)}\n\n{md(row.sentence)}\n")
             if row.diff:
-                out.write(f"\n| changed | last good ({_md(row.last_good)}) | "
-                          f"first bad ({_md(row.first_bad)}) |\n|---|---|---|\n")
+                out.write(f"\n| changed | last good ({md(row.last_good)}) | "
+                          f"first bad ({md(row.first_bad)}) |\n|---|---|---|\n")
                 main = [d for d in row.diff if not d[0].startswith("pip ")]
                 pips = [d for d in row.diff if d[0].startswith("pip ")]
                 shown = main + (pips if len(pips) <= FOLD_AFTER else [])
                 for what, good, badv in shown:
-                    out.write(f"| {_md(what)} | {_md(good)} | {_md(badv)} |\n")
+                    out.write(f"| {md(what)} | {md(good)} | {md(badv)} |\n")
                 if len(pips) > FOLD_AFTER:
                     out.write(f"\n<details><summary>{len(pips)} pip packages changed"
                               "</summary>\n\n| package | last good | first bad |\n"
                               "|---|---|---|\n")
                     for what, good, badv in pips:
-                        out.write(f"| {_md(what[4:])} | {_md(good)} | {_md(badv)} |\n")
+                        out.write(f"| {md(what[4:])} | {md(good)} | {md(badv)} |\n")
                     out.write("\n</details>\n")
             out.write("\n| cell | verdict | why |\n|---|---|---|\n")
             for _, verdict, cid in row.cells:
                 res = r.results[cid]
-                out.write(f"| {_md(cid)} | {_md(verdict)} | {_md(res.get('reason', ''))} |\n")
+                out.write(f"| {md(cid)} | {md(verdict)} | {md(res.get('reason', ''))} |\n")

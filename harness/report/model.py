@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.kinds import BAD
-from harness.search import RowAnswer, answer_rows
+from harness.answers.search import RowAnswer, answer_rows
+from harness.report.parts import VsBaseline
 
 RESULTS_SCHEMA = 1
 
@@ -36,19 +37,18 @@ def cell_numbers(res: Mapping[str, Any]) -> str:
     step = (res.get("summary") or {}).get("median_step_s")
     if step is not None:
         parts.append(f"{human_seconds(float(step))}/call")
-    vs = res.get("vs_baseline") or {}
-    steps = vs.get("steps") or {}
-    conf = vs.get("confirmation") or {}
+    vs = VsBaseline.of(res)
+    if vs is None:
+        return ", ".join(parts)
     # The rounds' direction when they ran; a pooled one alone is only "suspected".
-    direction = vs.get("direction", steps.get("direction"))
-    if conf.get("ratio") is not None and direction not in (None, "~"):
-        parts.append(f"time {conf['ratio']:.2f}x baseline ({direction} in "
-                     f"{len(conf['decided_by'])} interleaved rounds)")
-    elif steps and direction not in (None, "~"):
-        parts.append(f"time {steps['ratio']:.2f}x baseline")
-    peak = vs.get("peak_rss") or {}
-    if peak and peak.get("direction") not in (None, "~"):
-        parts.append(f"peak RSS {peak['ratio']:.2f}x baseline")
+    conf, steps, peak = vs.confirmation, vs.steps, vs.peak_rss
+    if conf is not None and conf.ratio is not None and vs.direction not in (None, "~"):
+        parts.append(f"time {conf.ratio:.2f}x baseline ({vs.direction} in "
+                     f"{conf.decided_by} interleaved rounds)")
+    elif steps is not None and vs.direction not in (None, "~"):
+        parts.append(f"time {steps.ratio:.2f}x baseline")
+    if peak is not None and peak.direction not in (None, "~"):
+        parts.append(f"peak RSS {peak.ratio:.2f}x baseline")
     return ", ".join(parts)
 
 

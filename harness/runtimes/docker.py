@@ -27,7 +27,7 @@ from docker.types import DeviceRequest, Ulimit
 
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable, ImageUnavailable
-from harness.hostsample import HostGpuSampler
+from harness.gpu.hostsample import HostGpuSampler
 from harness.pressure import cpu_pressure
 from harness.runtimes import process
 from harness.runtimes.base import (
@@ -218,7 +218,7 @@ class DockerRuntime:
             GpuUnavailable: the engine refuses GPU requests, or gives a container none.
         """
         if self._gpus is None:
-            from harness import gpuprobe
+            from harness.gpu import engine as gpuprobe
 
             where = self.base_url or os.environ.get("DOCKER_HOST", "the default socket")
             found = gpuprobe.engine_inventory(self.client, image, python,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.spec.model import LOCAL_HOST, Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
 
 if TYPE_CHECKING:
-    from harness.spec.load import _Ctx
+    from harness.spec.load import Ctx
 
 AXES = ("image", "gpu", "scenario")
 
@@ -44,7 +44,7 @@ def _match_scenario(pattern: Any, scenario: ScenarioSpec) -> bool:
         scenario.script.as_posix(), pat) or scenario.script.as_posix().endswith("/" + pat)
 
 
-def expand(ctx: _Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
+def expand(ctx: Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
            scenarios: tuple[ScenarioSpec, ...], exclude: Any, include: Any, base: Path,
            defaults: RunSettings) -> tuple[Cell, ...]:
     """Cross the axes, drop excludes (each must match something), add includes.

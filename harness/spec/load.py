@@ -35,7 +35,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _ID = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-class _Ctx:
+class Ctx:
     def __init__(self, doc: Located):
         self.doc = doc
 
@@ -90,7 +90,7 @@ def read_text(file: Path, fix: str) -> str:
 def parse(text: str, file: Path) -> Matrix:
     """Validate matrix text; `file` locates relative scenario paths and names errors."""
     doc = load_text(text, str(file))
-    ctx = _Ctx(doc)
+    ctx = Ctx(doc)
     if doc.data is None:
         raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")
     top = ctx.mapping(doc.data, (), TOP_KEYS)
@@ -146,7 +146,7 @@ def host_label(url: str) -> str:
     return _ID.sub("-", rest).strip("-") or "host"
 
 
-def _hosts(ctx: _Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
+def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
     if value is None:
         return (LOCAL_HOST,)
     if runtime != "docker":
@@ -186,7 +186,7 @@ def image_label(ref: str) -> str:
     return _ID.sub("-", tag or name).strip("-") or "image"
 
 
-def _images(ctx: _Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
+def _images(ctx: Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
     out: list[ImageSpec] = []
     for i, item in enumerate(ctx.seq(value, ("matrix", "image"))):
         out.append(parse_image(ctx, item, ("matrix", "image", i), runtime, i))
@@ -198,7 +198,7 @@ def _images(ctx: _Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
     return tuple(out)
 
 
-def parse_image(ctx: _Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
+def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
     if isinstance(item, str) and item.strip():
         label = image_label(item) if runtime == "docker" else _ID.sub("-", Path(item).name)
         return ImageSpec(label=label, ref=item.strip(), index=index)
@@ -234,7 +234,7 @@ def parse_image(ctx: _Ctx, item: Any, path: PathKey, runtime: str, index: int) -
     return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python)
 
 
-def _gpu(ctx: _Ctx, value: Any, path: PathKey) -> GpuSel:
+def _gpu(ctx: Ctx, value: Any, path: PathKey) -> GpuSel:
     if type(value) is int and value >= 0:
         return GpuSel(str(value))
     if isinstance(value, str) and (value in ("all", "none") or value.isdigit()
@@ -244,7 +244,7 @@ def _gpu(ctx: _Ctx, value: Any, path: PathKey) -> GpuSel:
                    "use an index (0), a UUID (GPU-...), \"all\" or \"none\"")
 
 
-def _scenarios(ctx: _Ctx, value: Any, base: Path,
+def _scenarios(ctx: Ctx, value: Any, base: Path,
                defaults: RunSettings) -> tuple[ScenarioSpec, ...]:
     out: list[ScenarioSpec] = []
     for i, item in enumerate(ctx.seq(value, ("matrix", "scenario"))):
@@ -257,7 +257,7 @@ def _scenarios(ctx: _Ctx, value: Any, base: Path,
     return tuple(out)
 
 
-def parse_scenario(ctx: _Ctx, item: Any, path: PathKey, base: Path,
+def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
                    defaults: RunSettings) -> ScenarioSpec:
     given_as_path = isinstance(item, str)
     if isinstance(item, str):
@@ -303,7 +303,7 @@ def parse_duration(value: Any) -> float | None:
     return None
 
 
-def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSettings:
+def _settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSettings:
     raw = ctx.mapping(value or {}, path, SETTING_KEYS)
     changes: dict[str, Any] = {}
     for key, v in raw.items():
@@ -347,7 +347,7 @@ def _settings(ctx: _Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSet
     return result
 
 
-def _baseline(ctx: _Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None:
+def _baseline(ctx: Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None:
     if value is None:
         return None
     raw = ctx.mapping(value, ("baseline",), ("image",))
@@ -359,7 +359,7 @@ def _baseline(ctx: _Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | Non
                    f"allowed values: {', '.join(i.label for i in images)}")
 
 
-def _analysis(ctx: _Ctx, value: Any) -> AnalysisConfig:
+def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:
     names = tuple(f.name for f in dataclasses.fields(AnalysisConfig))
     raw = ctx.mapping(value or {}, ("analysis",), names + tuple(n.replace("_", "-") for n in names))
     changes: dict[str, Any] = {}

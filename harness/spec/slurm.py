@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from harness.spec.model import GpuSel, Host, SlurmSpec
 
 if TYPE_CHECKING:
-    from harness.spec.load import _Ctx
+    from harness.spec.load import Ctx
 
 KEYS = ("partition", "account", "time", "gpu_type", "gpus_per_node", "mem", "options",
         "pyxis")
@@ -21,7 +21,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 _SIZE = re.compile(r"^\d+[kmgtKMGT]?$")
 
 
-def parse_slurm(ctx: _Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
+def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
                 hosts: tuple[Host, ...]) -> SlurmSpec | None:
     """Validate `slurm:` (None when absent).
 
@@ -73,7 +73,7 @@ def parse_slurm(ctx: _Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
     return SlurmSpec(**got)
 
 
-def _options(ctx: _Ctx, value: Any, path: tuple[str, ...]) -> tuple[str, ...]:
+def _options(ctx: Ctx, value: Any, path: tuple[str, ...]) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(o, str) and o for o in items):
         raise ctx.fail(path, "options must be a list of sbatch options",

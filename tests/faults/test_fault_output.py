@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import ingest
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.verdict import decide
-from harness.ingest import parse_lines, read_samples
+from harness.analysis.verdict import within_run
+from harness.protocol import ingest
+from harness.protocol.ingest import parse_lines, read_samples
 from harness.runtimes.base import RunOutcome
 
 HEADER = {"type": "header", "schema": 1, "python": "3.11.2", "env": {}, "packages": {}}
@@ -92,7 +92,7 @@ def test_bad_records_are_problems(raw: bytes, problem: str) -> None:
 def test_wrong_typed_end_fields_never_break_the_verdict(end: dict[str, object]) -> None:
     s = parse_lines([_line(HEADER)] + [_line(_sample(i)) for i in range(50)] + [_line(end)])
     assert s.end is not None
-    v = decide(s, RunOutcome(exit_code=1 if end["status"] == "error" else 0),
+    v = within_run(s, RunOutcome(exit_code=1 if end["status"] == "error" else 0),
                AnalysisConfig())
     assert v.verdict in ("crash", "ambiguous", "ok", "leak", "plateau")
 
@@ -101,7 +101,7 @@ def test_wrong_typed_end_fields_never_break_the_verdict(end: dict[str, object]) 
                                  {"packages": "numpy"}, {"gpu": {"devices": "x"}},
                                  {"gpu": ["x"]}, {"python": {"v": 3}}])
 def test_wrong_typed_header_fields_are_dropped(bad: dict[str, object]) -> None:
-    from harness.search import fingerprint_diff
+    from harness.answers.search import fingerprint_diff
 
     s = parse_lines([_line({**HEADER, **bad})])
     assert s.header is not None
@@ -115,7 +115,7 @@ def test_a_forged_end_mid_run_cannot_hide_a_crash() -> None:
     real = {"type": "end", "status": "error", "error": {"type": "RuntimeError"}}
     s = parse_lines([_line(HEADER), _line(_sample(1)), _line(forged), _line(_sample(2)),
                      _line(real)])
-    v = decide(s, RunOutcome(exit_code=1), AnalysisConfig())
+    v = within_run(s, RunOutcome(exit_code=1), AnalysisConfig())
     assert v.verdict == "crash"
     assert "sample after end ignored" in s.problems[0]
 

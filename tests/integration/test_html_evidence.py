@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
 from harness.orchestrator import sweep
 from harness.report import Report, write_all
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.store import RunStore
 from tests.integration.test_html_screenshot import browser, decode_png, near
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
 from harness.orchestrator import sweep
 from harness.report import Report, write_all
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.store import RunStore
 
 REQUIRE = "HARNESS_REQUIRE_CHROMIUM"

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
-from harness.bisect import bisect, expected_probes, sweep_runner
+from harness.answers.bisect import bisect, expected_probes, sweep_runner
+from harness.answers.search import plan_bisect
 from harness.cli import main
 from harness.orchestrator import Sweep
-from harness.runtimes.fake import Behaviour, FakeRuntime
-from harness.search import plan_bisect
 from harness.spec.model import Cell, Matrix
 from harness.store import RunStore
 

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
 from harness.cli import main
 from harness.orchestrator import sweep
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

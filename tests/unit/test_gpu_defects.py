@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness import gpuprobe
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.verdict import allocation_report, decide
-from harness.hostsample import memory_info
-from harness.ingest import parse_lines
+from harness.analysis.verdict import allocation_report, within_run
+from harness.gpu import engine as gpuprobe
+from harness.gpu.hostsample import memory_info
+from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import RunOutcome
 from harness.runtimes.docker import split_ref
 from harness.runtimes.local import gpu_env
@@ -47,7 +47,7 @@ def test_mallinfo_wrap_is_unwrapped_across_samples_and_said() -> None:
 def test_unwrapped_heap_decides_a_leak() -> None:
     true = [3 * GiB + k * 64 * (1 << 20) for k in range(60)]
     s = heap_series([v % (1 << 32) for v in true])
-    v = decide(s, RunOutcome(exit_code=0), AnalysisConfig())
+    v = within_run(s, RunOutcome(exit_code=0), AnalysisConfig())
     assert v.verdict == "leak" and v.carrier == "heap", v.reason
 
 
@@ -61,7 +61,7 @@ def test_tf_gpu_oom_is_oom_with_the_allocation_report() -> None:
                            {"type": "end", "status": "error",
                             "error": {"type": "ResourceExhaustedError", "message": "OOM",
                                       "traceback": ""}}]))
-    v = decide(s, RunOutcome(exit_code=1, log_tail=log), AnalysisConfig())
+    v = within_run(s, RunOutcome(exit_code=1, log_tail=log), AnalysisConfig())
     assert v.verdict == "oom"
     assert "Sum Total of in-use chunks: 22.91GiB" in v.reason and "Limit:" in v.reason
     assert "OOM when allocating tensor with shape[268435456]" in v.reason
@@ -74,7 +74,7 @@ def test_pytorch_cuda_oom_and_no_false_positive_on_success() -> None:
     s = parse_lines(lines([{"type": "header", "schema": 1},
                            {"type": "end", "status": "ok", "iterations": 0}]))
     # a run that logged the words but ended fine is not an OOM
-    assert decide(s, RunOutcome(exit_code=0, log_tail=log), AnalysisConfig()).verdict != "oom"
+    assert within_run(s, RunOutcome(exit_code=0, log_tail=log), AnalysisConfig()).verdict != "oom"
 
 
 def test_pull_splits_digests_and_registry_ports() -> None:
@@ -137,15 +137,15 @@ def test_probe_output_after_an_entrypoint_banner() -> None:
 
 
 def test_notes_and_no_gpu_are_said_in_the_reason() -> None:
+    from harness.analysis.decision import flag_cell
     from harness.analysis.verdict import CellVerdict
-    from harness.orchestrator import flag_cell
 
     s = heap_series([(3 * GiB + k * 600 * (1 << 20)) % (1 << 32) for k in range(8)])
     s.end = {"status": "ok", "info": {"device": "cpu"}}
     v = CellVerdict("ok", "memory stable")
-    flag_cell(_Cell("0"), v, s)  # type: ignore[arg-type]
+    flag_cell(True, v, s)
     assert v.reason.startswith("memory stable; no-gpu: a GPU cell, but the framework saw no GPU")
     assert "mallinfo(), which wraps at 4 GiB; 1 wrap(s) unwrapped" in v.reason
     cpu_cell = CellVerdict("ok", "memory stable")
-    flag_cell(_Cell("none"), cpu_cell, heap_series([1 << 20] * 8))  # type: ignore[arg-type]
+    flag_cell(False, cpu_cell, heap_series([1 << 20] * 8))
     assert cpu_cell.reason == "memory stable"

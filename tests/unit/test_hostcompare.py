@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
+from harness.answers.hostcompare import compare_hosts, compare_images, side_names
 from harness.cli import main
-from harness.hostcompare import compare_hosts, compare_images, side_names
 from harness.orchestrator import sweep
 from harness.report import load_results
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.spec.model import Cell
 from harness.store import RunStore
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
 from harness.orchestrator import sweep
 from harness.report import HtmlReporter, Report, write_all
 from harness.report.svg import chart, human, reduce
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
@@ -149,7 +149,7 @@ def test_header_in_words_links_and_folded_pip_diff(swept: tuple[Report, RunStore
 
 
 def test_panels_only_for_sources_with_data() -> None:
-    from harness.ingest import Series
+    from harness.protocol.ingest import Series
     from harness.report.html import sources_of
 
     samples = [{"type": "sample", "src": "step", "phase": "measure", "i": i, "heap": 1.0,

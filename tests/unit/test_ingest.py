@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.ingest import MAX_LINE, parse_lines, read_samples
+from harness.protocol.ingest import MAX_LINE, parse_lines, read_samples
 
 HEADER: dict[str, Any] = {"type": "header", "schema": 1, "python": "3.8.10"}
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
 from harness.errors import InputError
 from harness.orchestrator import sweep
 from harness.report import IssueReporter, Report
 from harness.report.issue import ratio_ci
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.store import RunStore
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.hostsample import NO_PYNVML, HostGpuSampler, reconcile
+from harness.gpu.hostsample import NO_PYNVML, HostGpuSampler, reconcile
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "data" / "fake_nvml" / "fake_nvml.c"
@@ -229,7 +229,7 @@ def test_agent_without_nvml_records_reason(tmp_path: Path) -> None:
 HOST_PROBE = """
 import json, time
 from harness import gpu
-from harness.hostsample import HostGpuSampler
+from harness.gpu.hostsample import HostGpuSampler
 sampler = HostGpuSampler({sel!r}, interval=0.02).start()
 time.sleep(0.2)
 samples = sampler.stop()

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
+from harness.answers.search import answer_rows
 from harness.errors import StoreError
 from harness.orchestrator import SweepOutcome, lanes, sweep
 from harness.report import ConsoleReporter, Report, write_all
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.runtimes.fake import Behaviour, FakeRuntime
-from harness.search import answer_rows
 from harness.spec.model import Cell, Matrix
 from harness.store import RunStore, atomic_write_text
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.answers.search import answer_rows
 from harness.cli import main
 from harness.cli.sweep import exit_code
 from harness.report import Report
-from harness.search import answer_rows
 
 
 def _matrix(tmp_path: Path, scenario: str, images: int = 2) -> Path:

@@ -22,19 +22,19 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness.cli import main
 from harness.errors import EnvironmentUnavailable, InputError, SpecError
-from harness.registry import (
+from harness.store import RunStore
+from harness.watch.registry import (
     RegistryClient,
     RepoRef,
     credentials_for,
     parse_challenge,
     parse_repo,
 )
-from harness.runtimes.fake import Behaviour, FakeRuntime
-from harness.store import RunStore
-from harness.watch import (
+from harness.watch.suite import (
     WatchState,
     make_plan,
     newer_tags,

@@ -9,10 +9,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fakeruntime import Behaviour, FakeRuntime
+
 from harness import spec
 from harness.orchestrator import SweepOutcome, lanes, sweep
 from harness.runtimes.base import Progress, RunOutcome, RunRequest, Runtime
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.spec.model import Matrix
 from harness.store import RunStore
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.search import answer_rows, fingerprint_diff, first_bad
+from harness.answers.search import answer_rows, fingerprint_diff, first_bad
 
 
 def seq(*pairs: str) -> list[tuple[str, str]]:
@@ -132,3 +132,12 @@ def test_answer_rows_all_good() -> None:
     (row,) = answer_rows({"a": result("a", 0, "ok")})
     assert row.sentence == "no bad image"
     assert row.first_bad is None
+
+
+def test_search_compares_only_env_keys_the_agent_records() -> None:
+    # The agent is stdlib-only and self-contained (it runs inside the images), so it
+    # keeps its own list; the stack keys compared must be among the recorded ones.
+    from harness.agent import agent
+    from harness.answers import search
+
+    assert set(search.STACK_ENV_KEYS) <= set(agent.ENV_KEYS)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness import spec
-from harness.analysis.verdict import decide
+from harness.analysis.verdict import within_run
 from harness.errors import SpecError
-from harness.ingest import Series
+from harness.protocol.ingest import Series
 from harness.runtimes import Engines
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
 from harness.runtimes.slurm import SlurmRuntime, job_mem, sbatch_args
@@ -165,7 +165,7 @@ def _outcome(tmp_path: Path, state: str, code: int | None, sig: int | None,
     rt = SlurmRuntime("local", m.slurm or SlurmSpec())
     got = rt._outcome(JobEnd("7", state, code, sig, 75.0, "node1"), req,
                       req.outdir / "slurm.log", 80.0, ["sbatch"])
-    return got, decide(Series(), got, m.analysis).verdict
+    return got, within_run(Series(), got, m.analysis).verdict
 
 
 def test_slurm_end_states_map_to_outcomes(tmp_path: Path) -> None:

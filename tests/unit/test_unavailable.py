@@ -9,6 +9,7 @@ from pathlib import Path
 
 import docker.errors
 import pytest
+from fakeruntime import Behaviour, FakeRuntime
 
 from harness.cli import main
 from harness.cli.sweep import exit_code
@@ -16,7 +17,6 @@ from harness.errors import ImageUnavailable
 from harness.report import Report, write_all
 from harness.runtimes.base import ImageInfo, Progress
 from harness.runtimes.docker import pull_failure
-from harness.runtimes.fake import Behaviour, FakeRuntime
 from harness.spec.model import ImageSpec
 from tests.unit.test_orchestrator import by_image, make_matrix, run
 

@@ -1,4 +1,5 @@
-"""Within-run verdicts from hand-built agent records (GIVEN series, WHEN decide, THEN verdict)."""
+"""Within-run verdicts from hand-built agent records (GIVEN series, WHEN within_run, THEN
+verdict)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import random
 from typing import Any
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.verdict import decide
-from harness.ingest import Series, parse_lines
+from harness.analysis.verdict import within_run
+from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
 
 CFG = AnalysisConfig()
@@ -47,7 +48,7 @@ def series(n: int = 600, every: int = 10, heap_leak: float = 0.0, rss_leak: floa
 
 
 def test_heap_leak_is_a_leak_carried_by_the_heap() -> None:
-    v = decide(series(heap_leak=16384), OK, CFG)
+    v = within_run(series(heap_leak=16384), OK, CFG)
     assert v.verdict == "leak" and v.carrier == "heap"
     heap = v.memory["heap"]
     assert heap.slope_lo <= 16384 <= heap.slope_hi
@@ -55,23 +56,23 @@ def test_heap_leak_is_a_leak_carried_by_the_heap() -> None:
 
 def test_rss_growth_without_heap_or_uss_is_not_called_a_leak() -> None:
     # GIVEN RSS grows (file-backed pages, say) while USS and the heap stay flat
-    v = decide(series(rss_leak=16384, uss_leak=0.0), OK, CFG)
+    v = within_run(series(rss_leak=16384, uss_leak=0.0), OK, CFG)
     assert v.verdict != "leak"
 
 
 def test_rss_growth_with_no_uss_readings_is_ambiguous() -> None:
-    v = decide(series(rss_leak=16384, uss_leak=None), OK, CFG)
+    v = within_run(series(rss_leak=16384, uss_leak=None), OK, CFG)
     assert v.verdict == "ambiguous" and "rss grows" in v.reason
 
 
 def test_rss_and_uss_together_carry_a_leak() -> None:
-    v = decide(series(rss_leak=16384, uss_leak=16384), OK, CFG)
+    v = within_run(series(rss_leak=16384, uss_leak=16384), OK, CFG)
     assert v.verdict == "leak" and v.carrier == "uss+rss"
 
 
 def test_a_step_that_waits_longer_is_a_slowdown_though_cpu_time_is_flat() -> None:
     # GIVEN a step whose sleep grows: wall time up, CPU time flat, no run-queue delay
-    v = decide(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.0), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.0), OK, CFG)
     assert v.verdict == "slowdown"
     assert "wait-bound" in v.reason
     assert v.cpu_steps is not None and v.cpu_steps.ratio < 1.05   # kept as evidence
@@ -80,7 +81,7 @@ def test_a_step_that_waits_longer_is_a_slowdown_though_cpu_time_is_flat() -> Non
 
 def test_cpu_bound_step_on_a_busy_host_is_ambiguous_with_the_reason() -> None:
     # GIVEN the extra wall time is all run-queue delay (other tasks had the CPU)
-    v = decide(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.9), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.9), OK, CFG)
     assert v.verdict == "ambiguous"
     assert "busy host: run-queue delay" in v.reason
     assert v.contention is not None and 0.8 < v.contention.share < 1.0
@@ -88,44 +89,44 @@ def test_cpu_bound_step_on_a_busy_host_is_ambiguous_with_the_reason() -> None:
 
 
 def test_contention_explaining_under_half_leaves_the_slowdown_standing() -> None:
-    v = decide(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.3), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.3), OK, CFG)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason
 
 
 def test_rising_cgroup_throttling_makes_a_slowdown_ambiguous() -> None:
-    v = decide(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.8), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.8), OK, CFG)
     assert v.verdict == "ambiguous" and "cgroup throttling" in v.reason
 
 
 def test_old_recordings_without_contention_fall_back_to_the_wall_clock() -> None:
-    v = decide(series(wall_growth=1.0, cpu_growth=0.0), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0), OK, CFG)
     assert v.verdict == "slowdown" and v.contention is None
 
 
 def test_wall_and_cpu_time_growing_together_is_a_slowdown() -> None:
-    v = decide(series(wall_growth=1.0, cpu_growth=1.0), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=1.0), OK, CFG)
     assert v.verdict == "slowdown"
     assert v.steps is not None and v.steps.ratio > 1.3
 
 
 def test_without_cpu_records_wall_time_alone_decides() -> None:
-    v = decide(series(wall_growth=1.0, cpu_growth=None), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=None), OK, CFG)
     assert v.verdict == "slowdown"
 
 
 def test_microsecond_steps_never_slow_down_below_the_floor() -> None:
-    v = decide(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, CFG)
+    v = within_run(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, CFG)
     assert v.verdict == "ok"
 
 
 def test_sigkill_from_outside_is_a_crash_not_an_oom() -> None:
-    v = decide(series(), RunOutcome(exit_code=137, mem_limit_bytes=1 << 30,
+    v = within_run(series(), RunOutcome(exit_code=137, mem_limit_bytes=1 << 30,
                                     details={"host_max_usage": 100 << 20}), CFG)
     assert v.verdict == "crash" and "SIGKILL" in v.reason
 
 
 def test_oom_killed_is_oom_and_keeps_the_partial_series() -> None:
-    v = decide(series(n=200), RunOutcome(exit_code=137, oom_killed=True,
+    v = within_run(series(n=200), RunOutcome(exit_code=137, oom_killed=True,
                                          mem_limit_bytes=64 << 20), CFG)
     assert v.verdict == "oom" and "heap" in v.memory
 
@@ -133,13 +134,13 @@ def test_oom_killed_is_oom_and_keeps_the_partial_series() -> None:
 def test_no_kernel_image_in_the_log_is_not_applicable() -> None:
     out = RunOutcome(exit_code=1, log_tail="CUDA error: no kernel image is available for "
                                            "execution on the device")
-    assert decide(series(), out, CFG).verdict == "not-applicable"
+    assert within_run(series(), out, CFG).verdict == "not-applicable"
 
 
 def test_missing_end_record_is_a_crash() -> None:
     s = series()
     s.end = None
-    assert decide(s, OK, CFG).verdict == "crash"
+    assert within_run(s, OK, CFG).verdict == "crash"
 
 
 def test_a_cpu_that_got_slower_is_not_a_slowdown_of_the_step() -> None:
@@ -149,7 +150,7 @@ def test_a_cpu_that_got_slower_is_not_a_slowdown_of_the_step() -> None:
     for rec in s.samples:
         rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
         rec["cpu_s"] = sum(rec["dt"])
-    v = decide(s, OK, CFG)
+    v = within_run(s, OK, CFG)
     # THEN at one CPU speed the step did the same work throughout
     assert v.verdict == "ok" and v.steps is not None and v.steps.ratio < 1.1
 
@@ -160,13 +161,13 @@ def test_more_work_hidden_by_a_cpu_that_got_faster_is_a_slowdown() -> None:
     for rec in s.samples:
         rec["ref_s"] = 1e-5 / (1 + 0.6 * rec["i"] / 600)
         rec["cpu_s"] = sum(rec["dt"])
-    v = decide(s, OK, CFG)
+    v = within_run(s, OK, CFG)
     assert v.verdict == "slowdown" and "at one CPU speed" in v.reason
 
 
 def test_more_cpu_work_on_a_busy_host_is_still_a_slowdown() -> None:
     # GIVEN CPU time per step rising with the wall time, and run-queue delay rising too
-    v = decide(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.9), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.9), OK, CFG)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason
 
 
@@ -177,6 +178,6 @@ def test_worker_thread_cpu_is_not_put_at_the_stepping_threads_speed() -> None:
     for rec in s.samples:
         rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
         rec["cpu_s"], rec["on_s"] = sum(rec["dt"]), 0.0
-    v = decide(s, OK, CFG)
+    v = within_run(s, OK, CFG)
     # THEN the workers' time is left as measured: the slowdown stands
     assert v.verdict == "slowdown" and v.steps is not None and v.steps.ratio > 1.5

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.verdict import decide
-from harness.ingest import read_samples
+from harness.analysis.verdict import within_run
+from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "recorded"
@@ -19,7 +19,7 @@ CFG = AnalysisConfig()
 def verdict_of(name: str, outcome: RunOutcome | None = None):  # type: ignore[no-untyped-def]
     series = read_samples(DATA / f"{name}.jsonl")
     assert series.problems == [], series.problems
-    return decide(series, outcome or RunOutcome(exit_code=0), CFG)
+    return within_run(series, outcome or RunOutcome(exit_code=0), CFG)
 
 
 def test_real_multidict_leak_is_found_in_the_heap_with_its_rate() -> None:

@@ -87,7 +87,7 @@ def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
     import json
 
     from harness.analysis.contention import run_stat
-    from harness.ingest import parse_lines
+    from harness.protocol.ingest import parse_lines
 
     recs = [{"type": "header", "schema": 1}] + [
         {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.01 * k,
@@ -105,7 +105,7 @@ def test_busy_share_counts_worker_threads_queueing() -> None:
     import json
 
     from harness.analysis.contention import busy_share
-    from harness.ingest import parse_lines
+    from harness.protocol.ingest import parse_lines
 
     # GIVEN the stepping thread never queued, but all threads together spent 60 % of
     # their runnable time in the run queue (a thread pool on a busy host)

@@ -59,6 +59,15 @@ NOT_APPLICABLE_LOGS: list[tuple[str, str]] = [
      "PyTorch in the image was not built for this GPU"),
     (r"CUBLAS_STATUS_ARCH_MISMATCH", "cuBLAS in the image does not support this GPU"),
 ]
+# The same texts as one pattern, for the within-run reading of how a run ended
+# (`analysis.verdict`): a run that ended on one of them is `not-applicable`, not a
+# crash, and its reason is the text found. `NOT_APPLICABLE_LOGS` above then explains
+# (and catches the texts a run printed without ending on them).
+NOT_APPLICABLE_TEXT = re.compile(
+    r"no kernel image is available for execution|CUDA_ERROR_NO_BINARY_FOR_GPU|"
+    r"cudaErrorNoKernelImageForDevice|CUDA driver version is insufficient|"
+    r"unsupported display driver / cuda driver combination|requires CUDA compute capability",
+    re.IGNORECASE)
 DEGRADED_LOGS: list[tuple[str, str]] = [
     (r"CUDA kernels will be jit-compiled from PTX",
      "PTX JIT: TensorFlow has no native kernels for this GPU"),

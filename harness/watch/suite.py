@@ -1,6 +1,6 @@
 """New tags of a repository, run through a suite against a baseline tag.
 
-list tags (harness.registry) -> the tags newer than the last one checked -> a matrix
+list tags (harness.watch.registry) -> the tags newer than the last one checked -> a matrix
 (the suite's, with `matrix.image` = [baseline, new...] and `baseline:` set) -> sweep ->
 reports -> the state file moves on to the newest tag run.
 
@@ -29,13 +29,13 @@ from harness import spec
 from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
 from harness.orchestrator import Sweep, SweepOutcome
-from harness.registry import RepoRef
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
 from harness.spec.load import read_text
 from harness.spec.model import Cell, Matrix
 from harness.spec.yamlsrc import Located, format_path, load_text
 from harness.store.results import RunStore, atomic_write_text
+from harness.watch.registry import RepoRef
 
 STATE_SCHEMA = 1
 _CALENDAR = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d+))?(-.+)?")

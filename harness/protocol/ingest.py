@@ -26,6 +26,9 @@ MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
 MAX_TOTAL = 128 << 20      # bytes read, whatever the line count (~1 GiB parsed)
 MAX_PROBLEMS = 20
 MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
+# Sample key -> name of its trend in a result's `memory` (and in the report's panels).
+TREND_NAMES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup",
+               "gpu_used": "gpu", "fw": "fw"}
 # Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
 # run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
 # and throttled periods, the run-queue delay and run time of all the process's threads

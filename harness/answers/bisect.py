@@ -1,6 +1,6 @@
 """Bisect one row (GPU x scenario) over an ordered image list: drive `plan_bisect`.
 
-The planner (`harness.search.plan_bisect`) is pure; this module runs its probes
+The planner (`harness.answers.search.plan_bisect`) is pure; this module runs its probes
 through an injected runner (in the CLI, `Sweep.run_cell`; in tests, a FakeRuntime
 sweep), reuses results already on disk, and says each step as it goes.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.search import BisectStep, fingerprint_diff, plan_bisect
+from harness.answers.search import BisectStep, fingerprint_diff, plan_bisect
 from harness.spec.model import Cell
 
 Runner = Callable[[Cell], dict[str, Any]]

@@ -10,7 +10,9 @@ from harness.analysis.kinds import BAD, GOOD
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
-ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
+# Of the env vars the agent records (its own ENV_KEYS), those that name the image's
+# software stack: compared between last good and first bad.
+STACK_ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
             "TENSORFLOW_VERSION")
 
 
@@ -34,7 +36,7 @@ class RowAnswer:
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:
     """(first bad, last good before it, bad cells contiguous?) over (label, verdict) pairs.
 
-    As DESIGN.md §6 says, the first bad is the first bad image after a good one: that is
+    The first bad is the first bad image after a good one: that is
     where a regression entered. If no bad image follows a good one but some are bad (the
     first images already are), the first bad image is named with no last good. Cells
     that are neither good nor bad (ambiguous, not-applicable) are skipped.
@@ -74,7 +76,7 @@ def fingerprint_diff(good: Mapping[str, Any], bad: Mapping[str, Any]) -> list[tu
     add("python", ga.get("python"), gb.get("python"))
     add("os", ga.get("platform"), gb.get("platform"))
     ea, eb = ga.get("env") or {}, gb.get("env") or {}
-    for key in ENV_KEYS:
+    for key in STACK_ENV_KEYS:
         add(key, ea.get(key), eb.get(key))
     pa, pb = ga.get("packages") or {}, gb.get("packages") or {}
     # Frameworks first: they are what a reader looks for in a long pip diff.

@@ -1,0 +1,16 @@
+"""The agent protocol, host side: the JSON lines the in-container agent
+(`harness/agent/agent.py`) writes to `samples.jsonl`, read by `ingest.read_samples`.
+
+Schema 1, one JSON object per line, each with `"type"`:
+- `header` (first, once, `"schema": 1`): scenario, params, config, python,
+  implementation, platform, machine, hostname, pid, time, env, packages, heap,
+  pythonmalloc, cgroup, gpu, gpu_reason, cpu_count.
+- `sample`: `i` (iteration), `src` (`step`: carries `dt`, the step times, and the
+  contention fields of `ingest.CONTENTION_FIELDS`; `timer`: a timed reading), `phase`
+  (warmup|measure|...), `t` (seconds), and memory bytes per source (heap, uss, rss,
+  cgroup, gpu_used, fw).
+- `end` (last, once): status (ok|error), error {type, message, traceback}, info,
+  phases, iterations, warmup, stopped_early, mode, elapsed_s, sampling_s.
+Lines that do not parse or fail the schema are counted and described (`Series.skipped`,
+`Series.problems`), never fatal.
+"""

@@ -1,0 +1,2 @@
+"""`harness watch`: a repository's new tags (registry) run through a suite against a
+baseline tag (suite)."""
