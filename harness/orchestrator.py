@@ -449,7 +449,13 @@ class Sweep:
         the comparison (and its confirmation rounds) are gathered as facts and `decide`
         sets the verdict. The cell's within-run result is already on disk (so a crash
         loses at most the running cell); it is written again with the comparison."""
-        from harness.analysis.decision import Baseline, CellFacts, decide, needs_rounds
+        from harness.analysis.decision import (
+            Baseline,
+            CellFacts,
+            decide,
+            needs_rounds,
+            pooled_text,
+        )
         from harness.analysis.verdict import compare_to_baseline
         from harness.replicate import confirm
 
@@ -489,7 +495,7 @@ class Sweep:
                     busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
                     facts = dataclasses.replace(facts, busy=busy)
                     if steps is not None and needs_rounds(facts, self.cfg):
-                        pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
+                        pooled = pooled_text(steps, label)
                         what = (f"suspected {steps.direction}" if steps.direction != "~"
                                 else f"host busy ({busy:.0%} run-queue delay)")
                         self.progress(f"{c.id} vs {label}: {pooled}, {what}; "

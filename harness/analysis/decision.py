@@ -77,12 +77,21 @@ def decide(facts: CellFacts) -> CellVerdict:
     return verdict
 
 
-def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
-    """Whether the pooled comparison asks for interleaved rounds to confirm it: a
-    suspected step-time change, or either cell ran on a busy host."""
+def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
+    """Whether the pooled comparison leaves the step time in doubt: a suspected change,
+    or either cell ran on a busy host (load can hide a change as well as fake one)."""
     steps = base.steps
-    loaded = base.busy >= cfg.recheck_share and steps is not None
-    return steps is not None and (steps.direction != "~" or loaded) and base.rounds > 0
+    return steps is not None and (steps.direction != "~" or base.busy >= cfg.recheck_share)
+
+
+def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
+    """Whether interleaved rounds are run to settle the doubt (`suspects`)."""
+    return suspects(base, cfg) and base.rounds > 0
+
+
+def pooled_text(steps: StepComparison, label: str) -> str:
+    """What the pooled step-time test said, for reasons and progress lines."""
+    return f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
 
 
 def _vs_baseline(base: Baseline, within: Mapping[str, Any], cfg: AnalysisConfig
@@ -100,9 +109,8 @@ def _vs_baseline(base: Baseline, within: Mapping[str, Any], cfg: AnalysisConfig
         return CellVerdict(verdict, reason, findings=findings, vs_baseline=vs)
     why: list[str] = []
     suspected = None
-    loaded = base.busy >= cfg.recheck_share and steps is not None
-    if steps is not None and (steps.direction != "~" or loaded):
-        pooled = f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
+    if steps is not None and suspects(base, cfg):
+        pooled = pooled_text(steps, label)
         vs["direction"] = ("suspected " + steps.direction if steps.direction != "~" else "~")
         conf = base.confirmation
         if conf is not None:

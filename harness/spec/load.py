@@ -51,6 +51,13 @@ class Ctx:
                                 f"allowed keys here: {', '.join(allowed)}")
         return value
 
+    def duration(self, value: Any, path: PathKey, fix: str) -> float:
+        """Seconds from `90`, `90s`, `20m`, `1h` or `500ms`, or the error at `path`."""
+        seconds = parse_duration(value)
+        if seconds is None:
+            raise self.fail(path, f"bad duration {value!r}", fix)
+        return seconds
+
     def seq(self, value: Any, path: PathKey) -> list[Any]:
         if isinstance(value, list):
             if not value:
@@ -310,10 +317,7 @@ def _settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSett
         field = key.replace("-", "_")
         here = (*path, key)
         if field == "timeout":
-            seconds = parse_duration(v)
-            if seconds is None:
-                raise ctx.fail(here, f"bad duration {v!r}", "write e.g. 90s, 20m, 1h or 600")
-            changes[field] = seconds
+            changes[field] = ctx.duration(v, here, "write e.g. 90s, 20m, 1h or 600")
         elif field == "sample_interval":
             if type(v) not in (int, float) or not 0.01 <= v <= 3600:
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")

@@ -31,8 +31,6 @@ def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
     """
     if value is None:
         return None
-    from harness.spec.load import parse_duration
-
     raw = ctx.mapping({} if value is True else value, ("slurm",), ALLOWED)
     if len(hosts) > 1 or hosts[0].url is not None:
         raise ctx.fail(("slurm",), "`slurm:` and `hosts:` both say where cells run",
@@ -47,10 +45,7 @@ def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
                                "account": "mylab", "gpu_type": "a100"}[field])
             got[field] = v
         elif field == "time":
-            seconds = parse_duration(v)
-            if seconds is None:
-                raise ctx.fail(here, f"bad duration {v!r}", "write e.g. 30m, 2h or 90s")
-            got[field] = seconds
+            got[field] = ctx.duration(v, here, "write e.g. 30m, 2h or 90s")
         elif field == "gpus_per_node":
             if type(v) is not int or v < 1:
                 raise ctx.fail(here, f"must be an integer >= 1, got {v!r}")
