@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from harness.analysis.compare import Direction
 from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
-from harness.analysis.rounds import Confirmation, Round, busy_reason, decide_rounds
+from harness.analysis.records import Confirmation, Direction, Round
+from harness.analysis.rounds import busy_reason, decide_rounds
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunRequest
 from harness.spec.model import Cell

@@ -8,58 +8,12 @@ test: the ratio must pass `peak_min_ratio` and the difference `peak_floor_bytes`
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Literal
-
 import numpy as np
 import numpy.typing as npt
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.ranktests import mannwhitneyu_p
-
-Direction = Literal["slower", "faster", "~"]
-PeakDirection = Literal["higher", "lower", "~"]
-
-
-@dataclass(frozen=True, slots=True)
-class StepComparison:
-    """Step times of a cell against the baseline.
-
-    Attributes:
-        ratio: median(other) / median(base).
-        p_value: Two-sided Mann-Whitney U p-value.
-        direction: "slower"/"faster" when significant and beyond `min_ratio`, else "~".
-        n_base: Number of baseline step times.
-        n_other: Number of step times of the compared cell.
-    """
-
-    ratio: float
-    p_value: float
-    direction: Direction
-    n_base: int = 0
-    n_other: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class PeakComparison:
-    """Peak memory of a cell against the baseline.
-
-    Attributes:
-        ratio: other_peak / base_peak.
-        direction: "higher"/"lower" when beyond `peak_min_ratio` and `peak_floor_bytes`,
-            else "~".
-    """
-
-    ratio: float
-    direction: PeakDirection
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
+from harness.analysis.records import Direction, PeakComparison, PeakDirection, StepComparison
 
 
 def compare_steps(

@@ -18,58 +18,12 @@ lock or a GPU, the slowdowns that matter most).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
+from harness.analysis.records import Explained
 from harness.protocol.ingest import Series
-
-
-@dataclass(frozen=True, slots=True)
-class Explained:
-    """Contention per step (seconds) in the early and late windows of a run.
-
-    A throttled thread stays queued, so its run-queue delay already contains the
-    throttled time; the larger of the two rises counts, never their sum.
-
-    Attributes:
-        early_s: Run-queue delay per step, early window.
-        late_s: The same, late window.
-        throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
-        extra_s: Late minus early median step time (the slowdown to explain).
-        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s; 0
-            without extra time.
-        slower_cpu_s: Step time a slower CPU accounts for: the early CPU time per step
-            times the rise of the canary loop's time (a busy hyperthread sibling or a
-            lower clock slows the same work with no run-queue delay).
-        cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
-    """
-
-    early_s: float
-    late_s: float
-    throttle_rise_s: float
-    extra_s: float
-    share: float
-    slower_cpu_s: float = 0.0
-    cpu_speed: float | None = None
-
-    @property
-    def cause(self) -> str:
-        """What the largest part of the rise was."""
-        rises = {"run-queue delay": self.late_s - self.early_s,
-                 "cgroup throttling": self.throttle_rise_s,
-                 f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
-                     self.slower_cpu_s}
-        return max(rises, key=lambda k: rises[k])
-
-    @property
-    def throttled(self) -> bool:
-        """Throttling, not other tasks, is the larger part of the rise."""
-        return self.cause == "cgroup throttling"
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
 
 
 def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:

@@ -19,17 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.analysis.compare import PeakComparison, StepComparison
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import GOOD
+from harness.analysis.records import PeakComparison, StepComparison
 from harness.analysis.verdict import CellVerdict, within_run
 from harness.gpu import runtime_incompatibility
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
 
 if TYPE_CHECKING:
-    from harness.analysis.rounds import Confirmation
-    from harness.analysis.sequential import LiveDecision
+    from harness.analysis.records import Confirmation, LiveDecision
 
 FLAG_PREFIXES = ("no-gpu:", "heap:")
 

@@ -27,74 +27,18 @@ slow first iteration or a few GC pauses.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p, norm_ppf
+from harness.analysis.records import MemoryKind, MemoryTrend, StepTrend
 
 FloatArray = npt.NDArray[np.float64]
-MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
-
 # Fewer points than this in the late window give a meaningless interval.
 _MIN_LATE_POINTS = 4
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryTrend:
-    """Trend of one memory source over the measured iterations; bytes and bytes/iteration.
-
-    `slope_lo`/`slope_hi` and `late_lo`/`late_hi` are confidence intervals at
-    `AnalysisConfig.confidence` and `late_confidence`. `start`/`end` are medians of the
-    first and last few samples, `peak` the largest sample, `floor` the growth floor
-    applied, `autocorr` the residual lag-1 autocorrelation used to widen the intervals.
-    """
-
-    source: str
-    n: int
-    slope: float
-    slope_lo: float
-    slope_hi: float
-    growth: float
-    late_slope: float
-    late_lo: float
-    late_hi: float
-    start: float
-    end: float
-    peak: float
-    kind: MemoryKind
-    floor: float = 0.0
-    autocorr: float = 0.0
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class StepTrend:
-    """Early-versus-late comparison of per-iteration step times (seconds).
-
-    `insufficient` is true when there were too few step times to test, in which case
-    `slowdown` is false and `p_value` is 1.
-    """
-
-    n: int
-    median_s: float
-    early_median_s: float
-    late_median_s: float
-    ratio: float
-    p_value: float
-    slowdown: bool
-    insufficient: bool = False
-    trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

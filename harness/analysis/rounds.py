@@ -21,85 +21,12 @@ same idea; the per-round agreement and the busy-round exclusion are what is adde
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import stats
 
-from harness.analysis.compare import Direction
 from harness.analysis.config import AnalysisConfig
-
-
-@dataclass(frozen=True, slots=True)
-class Round:
-    """One baseline run and one suspect run, back to back.
-
-    Attributes:
-        index: 1-based round number.
-        base_s: Median step time of the baseline run, seconds.
-        other_s: Median step time of the suspect run, seconds.
-        base_busy: Contention share of the baseline run (None: not recorded).
-        other_busy: The same for the suspect run.
-        excluded: Why the round does not count, or None.
-        speed: The suspect run's CPU speed over the baseline run's (canary loop); the
-            times are already scaled to one speed. None when not measured.
-    """
-
-    index: int
-    base_s: float
-    other_s: float
-    base_busy: float | None = None
-    other_busy: float | None = None
-    excluded: str | None = None
-    speed: float | None = None
-
-    @property
-    def ratio(self) -> float:
-        return self.other_s / self.base_s if self.base_s > 0 else math.nan
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields and the ratio as a JSON-ready dict."""
-        return {**asdict(self), "ratio": self.ratio}
-
-
-@dataclass(frozen=True, slots=True)
-class Confirmation:
-    """What the rounds said about a suspected change.
-
-    Attributes:
-        suspected: The pooled comparison's direction that was put to the test.
-        direction: The confirmed direction, "~" when not confirmed.
-        ratio: Geometric mean of the usable rounds' ratios (NaN without rounds).
-        lo: Lower bound of its interval.
-        hi: Upper bound of its interval.
-        decided_by: Indices of the rounds that decided.
-        reason: One line for the report.
-        rounds: Every round, excluded ones included.
-    """
-
-    suspected: Direction
-    direction: Direction
-    ratio: float
-    lo: float
-    hi: float
-    decided_by: list[int]
-    reason: str
-    rounds: list[Round] = field(default_factory=list)
-
-    @property
-    def confirmed(self) -> bool:
-        return self.direction != "~" and self.direction == self.suspected
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""
-        return {"suspected": self.suspected, "direction": self.direction,
-                "confirmed": self.confirmed, "ratio": _num(self.ratio), "lo": _num(self.lo),
-                "hi": _num(self.hi), "decided_by": list(self.decided_by),
-                "reason": self.reason, "rounds": [r.to_dict() for r in self.rounds]}
-
-
-def _num(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+from harness.analysis.records import Confirmation, Direction, Round
 
 
 def busy_reason(base_busy: float | None, other_busy: float | None,

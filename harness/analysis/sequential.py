@@ -39,14 +39,14 @@ from __future__ import annotations
 import json
 import math
 import threading
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from scipy import special
 
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.records import Kind, LiveDecision
 
 __all__ = ["LiveDecider", "LiveDecision", "median_bounds", "sign_evalue", "watch_file"]
 
@@ -54,35 +54,6 @@ FLOOR_BYTES = 128.0          # bytes/iteration: growth the live test must see to
 MIN_GROWTH_BYTES = 8192.0    # and at least this much growth since the warm-up ended
 DECAY_RATIO = 0.5            # latest-third median rate >= this share of the earliest third's
 POLL_S = 0.02   # with the agent checking every 20 ms: a stop within ~40 ms of a sample
-
-Kind = Literal["leak", "stable"]
-
-
-@dataclass(frozen=True, slots=True)
-class LiveDecision:
-    """A verdict reached while the cell was still running; rates in bytes/iteration."""
-
-    verdict: Kind
-    source: str
-    iterations: int
-    reason: str
-    floor: float = 0.0
-    lo: float = 0.0
-    hi: float = 0.0
-    mean_rate: float = 0.0
-    growth: float = 0.0
-    intervals: int = 0
-    alpha: float = 0.0
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict (infinite bounds as None)."""
-        out: dict[str, object] = asdict(self)
-        for key in ("lo", "hi"):
-            value = out[key]
-            if isinstance(value, float) and not math.isfinite(value):
-                out[key] = None
-        return out
-
 
 def sign_evalue(above: Any, below: Any) -> Any:
     """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2.

@@ -31,11 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.compare import PeakComparison, StepComparison, compare_peaks, compare_steps
+from harness.analysis.compare import compare_peaks, compare_steps
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.contention import Explained, at_one_speed, cpu_at_one_speed, explain
-from harness.analysis.growth import MemoryTrend, StepTrend, memory_trend, step_trend
+from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
+from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
+from harness.analysis.records import (
+    Explained,
+    MemoryTrend,
+    PeakComparison,
+    StepComparison,
+    StepTrend,
+)
 from harness.gpu import NOT_APPLICABLE_TEXT
 from harness.protocol.ingest import TREND_NAMES, Series
 from harness.runtimes.base import RunOutcome

@@ -1,0 +1,301 @@
+"""The analysis's results as plain frozen records: what a verdict rests on.
+
+Trends (`MemoryTrend`, `StepTrend`), the contention behind a slowdown (`Explained`),
+comparisons with the baseline (`StepComparison`, `PeakComparison`, `VsBaseline`),
+interleaved rounds (`Round`, `Confirmation`) and the live decision (`LiveDecision`,
+`LiveRun`). The modules that compute them import them from here; this module needs
+neither NumPy nor SciPy, so the result model, the reports and search can load it cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Direction = Literal["slower", "faster", "~"]
+
+
+PeakDirection = Literal["higher", "lower", "~"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepComparison:
+    """Step times of a cell against the baseline.
+
+    Attributes:
+        ratio: median(other) / median(base).
+        p_value: Two-sided Mann-Whitney U p-value.
+        direction: "slower"/"faster" when significant and beyond `min_ratio`, else "~".
+        n_base: Number of baseline step times.
+        n_other: Number of step times of the compared cell.
+    """
+
+    ratio: float
+    p_value: float
+    direction: Direction
+    n_base: int = 0
+    n_other: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PeakComparison:
+    """Peak memory of a cell against the baseline.
+
+    Attributes:
+        ratio: other_peak / base_peak.
+        direction: "higher"/"lower" when beyond `peak_min_ratio` and `peak_floor_bytes`,
+            else "~".
+    """
+
+    ratio: float
+    direction: PeakDirection
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTrend:
+    """Trend of one memory source over the measured iterations; bytes and bytes/iteration.
+
+    `slope_lo`/`slope_hi` and `late_lo`/`late_hi` are confidence intervals at
+    `AnalysisConfig.confidence` and `late_confidence`. `start`/`end` are medians of the
+    first and last few samples, `peak` the largest sample, `floor` the growth floor
+    applied, `autocorr` the residual lag-1 autocorrelation used to widen the intervals.
+    """
+
+    source: str
+    n: int
+    slope: float
+    slope_lo: float
+    slope_hi: float
+    growth: float
+    late_slope: float
+    late_lo: float
+    late_hi: float
+    start: float
+    end: float
+    peak: float
+    kind: MemoryKind
+    floor: float = 0.0
+    autocorr: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StepTrend:
+    """Early-versus-late comparison of per-iteration step times (seconds).
+
+    `insufficient` is true when there were too few step times to test, in which case
+    `slowdown` is false and `p_value` is 1.
+    """
+
+    n: int
+    median_s: float
+    early_median_s: float
+    late_median_s: float
+    ratio: float
+    p_value: float
+    slowdown: bool
+    insufficient: bool = False
+    trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """Contention per step (seconds) in the early and late windows of a run.
+
+    A throttled thread stays queued, so its run-queue delay already contains the
+    throttled time; the larger of the two rises counts, never their sum.
+
+    Attributes:
+        early_s: Run-queue delay per step, early window.
+        late_s: The same, late window.
+        throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
+        extra_s: Late minus early median step time (the slowdown to explain).
+        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s; 0
+            without extra time.
+        slower_cpu_s: Step time a slower CPU accounts for: the early CPU time per step
+            times the rise of the canary loop's time (a busy hyperthread sibling or a
+            lower clock slows the same work with no run-queue delay).
+        cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
+    """
+
+    early_s: float
+    late_s: float
+    throttle_rise_s: float
+    extra_s: float
+    share: float
+    slower_cpu_s: float = 0.0
+    cpu_speed: float | None = None
+
+    @property
+    def cause(self) -> str:
+        """What the largest part of the rise was."""
+        rises = {"run-queue delay": self.late_s - self.early_s,
+                 "cgroup throttling": self.throttle_rise_s,
+                 f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
+                     self.slower_cpu_s}
+        return max(rises, key=lambda k: rises[k])
+
+    @property
+    def throttled(self) -> bool:
+        """Throttling, not other tasks, is the larger part of the rise."""
+        return self.cause == "cgroup throttling"
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One baseline run and one suspect run, back to back.
+
+    Attributes:
+        index: 1-based round number.
+        base_s: Median step time of the baseline run, seconds.
+        other_s: Median step time of the suspect run, seconds.
+        base_busy: Contention share of the baseline run (None: not recorded).
+        other_busy: The same for the suspect run.
+        excluded: Why the round does not count, or None.
+        speed: The suspect run's CPU speed over the baseline run's (canary loop); the
+            times are already scaled to one speed. None when not measured.
+    """
+
+    index: int
+    base_s: float
+    other_s: float
+    base_busy: float | None = None
+    other_busy: float | None = None
+    excluded: str | None = None
+    speed: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.other_s / self.base_s if self.base_s > 0 else math.nan
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields and the ratio as a JSON-ready dict."""
+        return {**asdict(self), "ratio": self.ratio}
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """What the rounds said about a suspected change.
+
+    Attributes:
+        suspected: The pooled comparison's direction that was put to the test.
+        direction: The confirmed direction, "~" when not confirmed.
+        ratio: Geometric mean of the usable rounds' ratios (NaN without rounds).
+        lo: Lower bound of its interval.
+        hi: Upper bound of its interval.
+        decided_by: Indices of the rounds that decided.
+        reason: One line for the report.
+        rounds: Every round, excluded ones included.
+    """
+
+    suspected: Direction
+    direction: Direction
+    ratio: float
+    lo: float
+    hi: float
+    decided_by: list[int]
+    reason: str
+    rounds: list[Round] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.direction != "~" and self.direction == self.suspected
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""
+        return {"suspected": self.suspected, "direction": self.direction,
+                "confirmed": self.confirmed, "ratio": _num(self.ratio), "lo": _num(self.lo),
+                "hi": _num(self.hi), "decided_by": list(self.decided_by),
+                "reason": self.reason, "rounds": [r.to_dict() for r in self.rounds]}
+
+
+def _num(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+Kind = Literal["leak", "stable"]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveDecision:
+    """A verdict reached while the cell was still running; rates in bytes/iteration."""
+
+    verdict: Kind
+    source: str
+    iterations: int
+    reason: str
+    floor: float = 0.0
+    lo: float = 0.0
+    hi: float = 0.0
+    mean_rate: float = 0.0
+    growth: float = 0.0
+    intervals: int = 0
+    alpha: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a JSON-ready dict (infinite bounds as None)."""
+        out: dict[str, object] = asdict(self)
+        for key in ("lo", "hi"):
+            value = out[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                out[key] = None
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRun(LiveDecision):
+    """The live decision as the cell ran it: when the host decided vs how far the agent
+    got before it stopped."""
+
+    calls_to_decision: int = 0
+    calls_run: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class VsBaseline:
+    """A cell against its row's baseline: pooled step times, CPU times and peak RSS,
+    and the interleaved rounds when they ran.
+
+    Attributes:
+        baseline: The baseline image's label.
+        direction: The rounds' direction when they ran; else "suspected slower" /
+            "suspected faster" / "~" from a pooled change or a busy host; None when
+            the pooled steps raised no doubt.
+    """
+
+    baseline: str
+    steps: StepComparison | None = None
+    cpu: StepComparison | None = None
+    peak_rss: PeakComparison | None = None
+    direction: str | None = None
+    confirmation: Confirmation | None = None
+
+    @property
+    def said_direction(self) -> str | None:
+        """The direction the report shows: the rounds', else the pooled steps'."""
+        if self.direction is not None:
+            return self.direction
+        return self.steps.direction if self.steps is not None else None

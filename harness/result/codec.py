@@ -1,0 +1,212 @@
+"""Typed values <-> JSON, for the result model: one encoder and one checking decoder.
+
+`encode` turns frozen dataclasses (and tuples, dicts, floats) into JSON values:
+fields in order, tuples as lists, NaN and infinities as null. `decode(T, value)` builds
+a `T` from JSON, checking every value against the field's type and naming the path of
+the first one that does not fit (`memory.heap.slope: expected a number, got 'x'`).
+
+Written by older code, a field may be missing: it reads as its default, else as the
+empty value of its type (0, "", False, None, an empty collection). A `Literal` field
+with no default and the fields named in `required` must be there. Keys the type does
+not know are ignored, so a newer writer's additions do not break an older reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import (
+    TYPE_CHECKING,
+    Literal,
+    TypeAlias,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+if TYPE_CHECKING:
+    JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
+else:
+    class JSON:
+        """At run time, the marker the decoder knows a free-form JSON field by."""
+T = TypeVar("T")
+
+
+class DecodeError(ValueError):
+    """A JSON value that does not fit the type; `path` says where."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path or '(top)'}: {message}")
+        self.path = path
+
+
+def encode(value: object) -> JSON:
+    """A JSON value for a typed one (dataclass fields in order)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    item = getattr(value, "item", None)   # a NumPy scalar
+    if callable(item):
+        return encode(item())
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+_HINTS: dict[type, dict[str, object]] = {}
+
+
+def _hints(cls: type) -> dict[str, object]:
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _what(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _empty(tp: object, path: str) -> object:
+    """The value a missing field of type `tp` (without a default) reads as."""
+    origin = get_origin(tp)
+    if tp is type(None) or (origin in (Union, types.UnionType)
+                            and type(None) in get_args(tp)):
+        return None
+    if tp is JSON:
+        return None
+    if tp is str:
+        return ""
+    if tp is bool:
+        return False
+    if tp is int:
+        return 0
+    if tp is float:
+        return math.nan
+    if origin is tuple:
+        return ()
+    if origin is list:
+        return []
+    if origin is dict:
+        return {}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return decode(tp, {}, path)
+    raise DecodeError(path, "missing")
+
+
+def _json(value: object, path: str) -> JSON:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list):
+        return [_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {str(k): _json(v, f"{path}.{k}") for k, v in value.items()}
+    raise DecodeError(path, f"not a JSON value: {_what(value)}")
+
+
+def _decode(tp: object, value: object, path: str) -> object:
+    origin = get_origin(tp)
+    if tp is JSON:
+        return _json(value, path)
+    if tp is object:
+        return value
+    if origin in (Union, types.UnionType):
+        options = get_args(tp)
+        if value is None:
+            if type(None) in options:
+                return None
+            raise DecodeError(path, "expected a value, got null")
+        errors: list[DecodeError] = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _decode(option, value, path)
+            except DecodeError as exc:
+                errors.append(exc)
+        raise errors[0]
+    if origin is Literal:
+        if value in get_args(tp):
+            return value
+        raise DecodeError(path, f"expected one of {', '.join(map(str, get_args(tp)))}, "
+                                f"got {_what(value)}")
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise DecodeError(path, f"expected true or false, got {_what(value)}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise DecodeError(path, f"expected a whole number, got {_what(value)}")
+    if tp is float:
+        if value is None:       # NaN and infinities are written as null
+            return math.nan
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise DecodeError(path, f"expected a number, got {_what(value)}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise DecodeError(path, f"expected text, got {_what(value)}")
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise DecodeError(path, f"expected a list, got {_what(value)}")
+        args = get_args(tp)
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(args) != len(value):
+                raise DecodeError(path, f"expected {len(args)} items, got {len(value)}")
+            return tuple(_decode(a, v, f"{path}[{i}]")
+                         for i, (a, v) in enumerate(zip(args, value, strict=True)))
+        items = [_decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise DecodeError(path, f"expected a mapping, got {_what(value)}")
+        _, vt = get_args(tp)
+        return {str(k): _decode(vt, v, f"{path}.{k}" if path else str(k))
+                for k, v in value.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return decode(tp, value, path)
+    raise DecodeError(path, f"no decoder for {tp!r}")
+
+
+def decode(cls: type[T], value: object, path: str = "",
+           required: typing.Collection[str] = ()) -> T:
+    """A `cls` (a dataclass) from a JSON object; see the module docstring.
+
+    Raises:
+        DecodeError: a value does not fit its field's type, or a required one is missing.
+    """
+    if not isinstance(value, dict):
+        raise DecodeError(path, f"expected a mapping, got {_what(value)}")
+    hints = _hints(cls)
+    kwargs: dict[str, object] = {}
+    for f in dataclasses.fields(cls):   # type: ignore[arg-type]
+        if not f.init:
+            continue
+        where = f"{path}.{f.name}" if path else f.name
+        tp = hints[f.name]
+        if f.name in value:
+            kwargs[f.name] = _decode(tp, value[f.name], where)
+        elif f.name in required:
+            raise DecodeError(where, "missing")
+        elif (f.default is not dataclasses.MISSING
+              or f.default_factory is not dataclasses.MISSING):
+            continue
+        else:
+            kwargs[f.name] = _empty(tp, where)
+    return cls(**kwargs)
