@@ -19,20 +19,44 @@ loop; `harness.analysis.contention.speed_scaled`).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+import threading
+from typing import Protocol
 
+from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rounds import busy_reason, decide_rounds
 from harness.protocol.ingest import read_samples
-from harness.runtimes.base import RunRequest
+from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
 from harness.spec.model import Cell
-
-if TYPE_CHECKING:
-    from harness.orchestrator import Sweep
+from harness.store.results import RunStore
 
 MIN_CALLS, MAX_CALLS = 50, 1000
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
+
+
+class RoundRunner(Protocol):
+    """What `confirm` needs of the sweep that calls it (the sweep satisfies it)."""
+
+    @property
+    def cfg(self) -> AnalysisConfig: ...       # thresholds for deciding the rounds
+
+    @property
+    def store(self) -> RunStore: ...           # where the rounds' runs write
+
+    @property
+    def cancel(self) -> threading.Event: ...   # set: stop after the current run
+
+    @property
+    def progress(self) -> Progress: ...        # one line per round
+
+    def image(self, cell: Cell) -> ImageInfo:
+        """The cell's image, prepared."""
+        ...
+
+    def runtime_for(self, cell: Cell) -> Runtime:
+        """The runtime (host) that runs the cell."""
+        ...
 
 
 def round_cell(cell: Cell, measured: int) -> Cell:
@@ -44,7 +68,7 @@ def round_cell(cell: Cell, measured: int) -> Cell:
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
 
 
-def _run(sweep: Sweep, cell: Cell, suspect: Cell, k: int, role: str
+def _run(sweep: RoundRunner, cell: Cell, suspect: Cell, k: int, role: str
          ) -> tuple[RunStat | None, float | None, str | None]:
     """(step time statistic, busy share, failure) of one confirmation run."""
     outdir = sweep.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
@@ -61,7 +85,7 @@ def _run(sweep: Sweep, cell: Cell, suspect: Cell, k: int, role: str
     return stat, busy_share(series), None
 
 
-def confirm(sweep: Sweep, base: Cell, cell: Cell, suspected: Direction, rounds: int,
+def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, rounds: int,
             measured: int) -> Confirmation:
     """Run `rounds` interleaved baseline/suspect rounds and decide from them.
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from types import FrameType
+from collections.abc import Callable, Sequence
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
+from harness.signals import interruptible as interruptible  # re-exported for the commands
 
 COMMANDS = ("sweep", "bisect", "compare", "report", "images", "doctor", "watch")
 
@@ -106,23 +105,6 @@ def printer(quiet: bool) -> Callable[[str], None]:
             print(f"harness: {text}", file=sys.stderr, flush=True)
 
     return progress
-
-
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGTERM and SIGINT both end a long command through KeyboardInterrupt, so running
-    cells are killed and finished ones kept. SIGINT is set too because a shell starts
-    background jobs with it ignored, and Python then keeps it ignored."""
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    old_term = signal.signal(signal.SIGTERM, on_term)
-    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
-        signal.signal(signal.SIGINT, old_int)
 
 
 def entry() -> None:

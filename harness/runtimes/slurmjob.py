@@ -132,8 +132,8 @@ def pyxis_command(request: RunRequest, gpus: str | None) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """`harness _cell SPEC.json`: run one cell here (inside a Slurm job)."""
-    from harness.cli import interruptible
     from harness.errors import HarnessError
+    from harness.signals import interruptible
 
     if len(argv) != 1:
         print("usage: harness _cell SPEC.json (run by Slurm jobs harness submits)",

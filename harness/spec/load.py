@@ -96,7 +96,12 @@ def read_text(file: Path, fix: str) -> str:
 
 def parse(text: str, file: Path) -> Matrix:
     """Validate matrix text; `file` locates relative scenario paths and names errors."""
-    doc = load_text(text, str(file))
+    return parse_located(load_text(text, str(file)), file)
+
+
+def parse_located(doc: Located, file: Path) -> Matrix:
+    """Validate matrix data already parsed (or built from parsed data, as `harness watch`
+    does); errors name `doc.file` and the line `doc.line` gives for the key path."""
     ctx = Ctx(doc)
     if doc.data is None:
         raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")

@@ -1,4 +1,5 @@
-"""YAML text -> plain data plus the line of every key path (safe loader only)."""
+"""YAML text -> plain data plus the line of every key path (safe loader only), and plain
+data -> YAML text (`dump_text`)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,11 @@ def load_text(text: str, file: str) -> Located:
         if loader is not None:
             loader.dispose()
     return Located(file, data, lines)
+
+
+def dump_text(data: Any) -> str:
+    """Plain data (as `load_text` returns it) as YAML text, keys in their given order."""
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def _walk(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], count: list[int],

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness import spec
 from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
@@ -33,7 +31,7 @@ from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
 from harness.spec.load import read_text
 from harness.spec.model import Cell, Matrix
-from harness.spec.yamlsrc import Located, format_path, load_text
+from harness.spec.yamlsrc import Located, dump_text, load_text
 from harness.store.results import RunStore, atomic_write_text
 from harness.watch.registry import RepoRef
 
@@ -160,21 +158,21 @@ def suite_name(file: Path) -> str:
     Raises:
         SpecError: the file cannot be read or is not YAML.
     """
-    data = _read_suite(file)[1].data
+    data = _read_suite(file).data
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) and name else file.stem
 
 
 def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
     """The suite with `matrix.image` = the plan's images and the baseline set, validated
-    by the same code as any matrix; also the generated text (kept with the results).
+    by the same code as any matrix; also that matrix as YAML text (kept with the results).
 
     Raises:
         SpecError: the suite is wrong; lines refer to `file`.
     """
-    text, doc = _read_suite(file)
+    doc = _read_suite(file)
     if not isinstance(doc.data, dict) or not isinstance(doc.data.get("matrix"), dict):
-        spec.parse(text, file)  # says what is wrong, with the line
+        spec.parse_located(doc, file)  # says what is wrong, with the line
         raise SpecError(str(file), "matrix", doc.line(("matrix",)), "must be a mapping")
     if doc.data.get("runtime", "docker") != "docker":
         raise SpecError(str(file), "runtime", doc.line(("runtime",)),
@@ -182,21 +180,17 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
     data = dict(doc.data)
     data["matrix"] = {**doc.data["matrix"], "image": plan.images}
     data["baseline"] = {"image": plan.images[0]}
+    # The suite's lines: an error in a replaced key points at the suite's own key (or the
+    # nearest enclosing one it has).
+    matrix = spec.parse_located(Located(doc.file, data, doc.lines), file)
     generated = (f"# harness watch {plan.repo.written}: {file} with matrix.image and "
-                 f"baseline replaced\n" + yaml.safe_dump(data, sort_keys=False))
-    try:
-        return spec.parse(generated, file), generated
-    except SpecError as exc:
-        # Point at the suite's own line for the key, not the generated text's.
-        paths = {format_path(k): k for k in load_text(generated, str(file)).lines}
-        key = paths.get(exc.path)
-        line = doc.line(key) if key is not None else None
-        raise SpecError(str(file), exc.path, line, exc.problem, exc.fix) from exc
+                 f"baseline replaced\n" + dump_text(data))
+    return matrix, generated
 
 
-def _read_suite(file: Path) -> tuple[str, Located]:
+def _read_suite(file: Path) -> Located:
     text = read_text(file, "pass --matrix with the path of a suite (matrix YAML) file")
-    return text, load_text(text, str(file))
+    return load_text(text, str(file))
 
 
 @dataclass(frozen=True)
