@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
@@ -24,13 +24,33 @@ from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.gpu.hostsample import reconcile
 from harness.protocol.ingest import Series, read_samples
+from harness.result.codec import as_json, decode
+from harness.result.model import (
+    AgentEnd,
+    Attempt,
+    CellResult,
+    Fingerprint,
+    GpuFact,
+    GpuPart,
+    HostPart,
+    ImagePart,
+    Outcome,
+    Reconcile,
+    ScenarioPart,
+    Summary,
+    Timings,
+    Unavailable,
+)
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
-from harness.store.results import SCHEMA, RunStore
+from harness.store.results import RunStore
 
 if TYPE_CHECKING:
+    from harness.analysis.records import LiveDecision, VsBaseline
     from harness.analysis.verdict import CellVerdict
 
+END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
+            "mode", "elapsed_s", "sampling_s")
 FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
                     "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
 
@@ -38,7 +58,8 @@ FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "
 @dataclass
 class SweepOutcome:
     store: RunStore
-    results: dict[str, dict[str, Any]]
+    results: dict[str, CellResult]
+    series: dict[str, Series] = field(default_factory=dict)   # parsed once, by cell id
     ran: int = 0
     reused: int = 0
     seconds: float = 0.0
@@ -46,11 +67,21 @@ class SweepOutcome:
 
     @property
     def bad(self) -> list[str]:
-        return [k for k, r in self.results.items() if r["verdict"] in BAD]
+        return [k for k, r in self.results.items() if r.verdict in BAD]
 
     @property
     def unavailable(self) -> list[str]:
-        return [k for k, r in self.results.items() if r["verdict"] == UNAVAILABLE]
+        return [k for k, r in self.results.items() if r.verdict == UNAVAILABLE]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A cell that ran (or could not): its within-run result, held in memory until its
+    row's comparison is known, with the verdict and series the comparison needs."""
+
+    result: CellResult
+    verdict: CellVerdict
+    series: Series
 
 
 def lanes(cells: list[Cell]) -> list[list[Cell]]:
@@ -63,31 +94,56 @@ def lanes(cells: list[Cell]) -> list[list[Cell]]:
 
 
 def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
-               wait_s: float, cell_s: float) -> dict[str, float]:
+               wait_s: float, cell_s: float) -> Timings:
     """Where a cell's time went: pull/build (and how much of it the cell waited for),
     container start and agent phases (import, setup, warm-up, measure), analysis."""
     phases = (series.end or {}).get("phases") or {}
     agent_s = float((series.end or {}).get("elapsed_s") or 0.0)
-    out = {"prepare_s": info.prepare_s, "waited_for_image_s": wait_s, "run_s": run_s,
-           "start_and_exit_s": max(0.0, run_s - agent_s) if agent_s else run_s,
-           "analyse_s": analyse_s, "cell_s": cell_s}
-    for k in ("import", "setup", "warmup", "measure", "teardown", "script"):
-        if isinstance(phases.get(k), int | float):
-            out[f"{k}_s"] = float(phases[k])
-    return out
+    agent = {f"{k}_s": float(phases[k]) for k in ("import", "setup", "warmup", "measure",
+                                                  "teardown", "script")
+             if isinstance(phases.get(k), int | float)}
+    return Timings(cell_s=cell_s, prepare_s=info.prepare_s, waited_for_image_s=wait_s,
+                   run_s=run_s,
+                   start_and_exit_s=max(0.0, run_s - agent_s) if agent_s else run_s,
+                   analyse_s=analyse_s, **agent)
 
 
-def summarise(series: Series, verdict: CellVerdict) -> dict[str, Any]:
+def summarise(series: Series) -> Summary:
     import numpy as np
 
     times = series.step_times()
-    summary: dict[str, Any] = {"iterations": series.measured,
-                               "median_step_s": float(np.median(times)) if len(times) else None}
-    for name, t in verdict.memory.items():
-        summary[f"{name}_slope"] = t.slope
-        summary[f"{name}_peak"] = t.peak
-    summary["peak_rss"] = series.peak("rss")
-    return summary
+    return Summary(series.measured, float(np.median(times)) if len(times) else None,
+                   series.peak("rss"))
+
+
+def _fingerprint(header: dict[str, object], problems: list[str]) -> Fingerprint:
+    """The agent's header as a Fingerprint; a field of the wrong type is left out (and
+    said in the cell's problems), never fatal."""
+    return _lenient(Fingerprint, {k: header.get(k) for k in FINGERPRINT_KEYS}, "header",
+                    problems)
+
+
+def _agent_end(end: dict[str, object], problems: list[str]) -> AgentEnd:
+    return _lenient(AgentEnd, {k: end.get(k) for k in END_KEYS}, "end", problems)
+
+
+T = TypeVar("T")
+
+
+def _lenient(cls: type[T], data: dict[str, object], what: str, problems: list[str]) -> T:
+    from harness.result.codec import DecodeError
+
+    kept: dict[str, object] = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        try:
+            decode(cls, {key: value})
+        except DecodeError as exc:
+            problems.append(f"{what}: {exc}; left out")
+            continue
+        kept[key] = value
+    return decode(cls, kept)
 
 
 class Sweep:
@@ -112,6 +168,7 @@ class Sweep:
         self._gpu_lock = threading.Lock()
         self._gpu_seen: dict[str, gpu.HostGpus] = {}
         self.cancel = threading.Event()
+        self._series: dict[str, Series] = {}    # each cell's series, parsed once
 
     def runtime_for(self, cell: Cell) -> Runtime:
         return self.runtimes.get(cell.host.label, self.runtime)
@@ -147,7 +204,7 @@ class Sweep:
         if outcome.reused:
             self.progress(f"resume: {outcome.reused} finished cells reused, {len(todo)} to run")
         total = len(todo)
-        compared = {c for c, base in self.row_bases(cells).items() if c != base}
+        rows = RowComparisons(self, cells, outcome.results)
         counter = [0]
         stop = threading.Event()
 
@@ -164,19 +221,20 @@ class Sweep:
                 self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
                 self._event(cell, "running", None)
                 try:
-                    result = self.run_cell(cell)
+                    measured = self.run_cell(cell)
                 finally:
                     self._event(cell, "done", None)
+                result = measured.result
                 with self._lock:
-                    outcome.results[cell.id] = result
                     outcome.ran += 1
-                # Only what is known now: the row comparison prints its own line later.
-                pending = ("; vs baseline: pending" if cell.id in compared
-                           and result["verdict"] in GOOD else "")
-                self.progress(f"[{n}/{total}] {cell.id}: {result['verdict']} within run "
-                              f"({result['reason']}){pending} in "
-                              f"{result['timings']['cell_s']:.1f}s")
-                if self.matrix.fail_fast and result["verdict"] in BAD:
+                # Only what is known now: the row comparison prints its own line.
+                pending = ("; vs baseline: pending" if rows.compared(cell)
+                           and result.verdict in GOOD else "")
+                self.progress(f"[{n}/{total}] {cell.id}: {result.verdict} within run "
+                              f"({result.reason}){pending} in "
+                              f"{result.timings.cell_s:.1f}s")
+                rows.settle(cell, measured)
+                if self.matrix.fail_fast and result.verdict in BAD:
                     stop.set()
 
         # A `gpu: all` cell holds every GPU of its host: it runs after the other lanes.
@@ -190,8 +248,7 @@ class Sweep:
         try:
             for groups in plan:
                 self._run_lanes(groups, lane, stop)
-            # Confirmation rounds may need a resumed sweep's baseline image prepared.
-            self.compare_rows(cells, outcome.results)
+            rows.flush()
         except BaseException:
             # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
             for rt in (self.runtime, *self.runtimes.values()):
@@ -202,9 +259,10 @@ class Sweep:
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
         outcome.seconds = time.monotonic() - start
+        outcome.series = self.series
         return outcome
 
-    def _event(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+    def _event(self, cell: Cell, event: str, result: CellResult | None) -> None:
         """Tell a live display (harness/report/live.py) that a cell started or ended."""
         hook = getattr(self.progress, "cell", None)
         if hook is not None:
@@ -268,7 +326,10 @@ class Sweep:
                 self._host_gpus = gpu.probe()
         return self._host_gpus
 
-    def run_cell(self, cell: Cell) -> dict[str, Any]:
+    def run_cell(self, cell: Cell) -> Measured:
+        """Run the cell (again, longer, while its growth is ambiguous) and decide its
+        within-run verdict. Nothing is written here but the agent's samples: the result
+        is written once its row's comparison is known (`RowComparisons.settle`)."""
         t_wait = time.monotonic()
         try:
             self.image(cell)
@@ -284,18 +345,16 @@ class Sweep:
         t0 = time.monotonic()
         info = self.image(cell)
         runtime = self.runtime_for(cell)
-        attempts: list[dict[str, Any]] = []
+        attempts: list[Attempt] = []
         run_cell = cell
         retried = False
         pre = self.gpu_precheck(cell, info)
         if pre is not None and pre[0] == "not-applicable":
             self.store.cell_dir(cell.id, fresh=True)
-            result = self._result(cell, info, runtime, RunOutcome(exit_code=None), Series(),
-                                  decide(CellFacts(self.cfg, precheck=pre)), [],
-                                  {"prepare_s": info.prepare_s, "run_s": 0.0, "analyse_s": 0.0,
-                                   "cell_s": time.monotonic() - t0})
-            self.store.write_cell(cell.id, result)
-            return result
+            verdict = decide(CellFacts(self.cfg, precheck=pre))
+            return self._measured(cell, info, runtime, RunOutcome(exit_code=None), Series(),
+                                  verdict, [], Timings(cell_s=time.monotonic() - t0,
+                                                       prepare_s=info.prepare_s))
         if pre is not None and pre[0] == "unsupported":
             # Run it, briefly: what happens decides (see _gpu_afterwards).
             short = dataclasses.replace(run_cell.settings, timeout=min(
@@ -317,8 +376,7 @@ class Sweep:
             if ended.error and not retried:
                 # The engine went away (restart, lost connection): once more, then record.
                 retried = True
-                attempts.append({"verdict": "crash", "reason": ended.error,
-                                 "iterations": run_cell.settings.iterations})
+                attempts.append(Attempt("crash", ended.error, run_cell.settings.iterations))
                 self.progress(f"{cell.id}: {ended.error}; retrying once")
                 continue
             t_an = time.monotonic()
@@ -326,8 +384,8 @@ class Sweep:
             verdict = decide(CellFacts(self.cfg, series, ended, cell.gpu.wants_gpu, decision,
                                        pre))
             analyse_s = time.monotonic() - t_an
-            attempts.append({"verdict": verdict.verdict, "reason": verdict.reason,
-                             "iterations": run_cell.settings.iterations})
+            attempts.append(Attempt(verdict.verdict, verdict.reason,
+                                    run_cell.settings.iterations))
             if verdict.verdict != "ambiguous" or len(attempts) > cell.settings.repeats:
                 break
             # Undecided growth needs a longer look, not the same look again.
@@ -338,30 +396,26 @@ class Sweep:
             self.progress(f"{cell.id}: ambiguous ({verdict.reason}); running again with "
                           f"{longer.iterations} iterations ({len(attempts)}/"
                           f"{cell.settings.repeats})")
-        result = self._result(cell, info, runtime, ended, series, verdict, attempts,
+        return self._measured(cell, info, runtime, ended, series, verdict, attempts,
                               timings_of(info, series, run_s, analyse_s, wait_s,
                                          time.monotonic() - t0))
-        self.store.write_cell(cell.id, result)
-        return result
 
     def _unavailable(self, cell: Cell, exc: EnvironmentUnavailable, waited: float
-                     ) -> dict[str, Any]:
+                     ) -> Measured:
         from harness.analysis.decision import CellFacts, decide
 
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__
         what = "engine" if isinstance(exc, EngineUnavailable) else "image"
         self.store.cell_dir(cell.id, fresh=True)
-        result = self._result(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
-                              RunOutcome(exit_code=None, error=text),
-                              Series(), decide(CellFacts(self.cfg, unavailable=reason)), [],
-                              {"prepare_s": waited, "run_s": 0.0, "analyse_s": 0.0,
-                               "cell_s": waited})
-        result["unavailable"] = {"what": what, "message": text}
-        self.store.write_cell(cell.id, result)
-        return result
+        verdict = decide(CellFacts(self.cfg, unavailable=reason))
+        measured = self._measured(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
+                                  RunOutcome(exit_code=None, error=text), Series(), verdict,
+                                  [], Timings(cell_s=waited, prepare_s=waited))
+        result = dataclasses.replace(measured.result, unavailable=Unavailable(what, text))
+        return dataclasses.replace(measured, result=result)
 
-    def _start_live(self, cell: Cell, outdir: Path) -> tuple[Any, ...] | None:
+    def _start_live(self, cell: Cell, outdir: Path) -> _Live | None:
         """Early-stop mode: tail samples.jsonl on a thread, stop the agent once certain."""
         s = cell.settings
         if s.max_iterations is None:
@@ -372,57 +426,67 @@ class Sweep:
                               floor=self.cfg.live_floor_bytes,
                               min_growth=self.cfg.live_min_growth_bytes,
                               decay_ratio=self.cfg.live_decay_ratio)
-        stop = threading.Event()
-        box: list[Any] = []
-        thread = threading.Thread(
-            target=lambda: box.append(watch_file(outdir / "samples.jsonl", decider,
-                                                 outdir / "stop", stop)),
-            daemon=True, name="live")
-        thread.start()
-        return thread, stop, box
+        live = _Live(threading.Event())
 
-    def _stop_live(self, live: tuple[Any, ...] | None) -> Any:
+        def watch() -> None:
+            live.decision = watch_file(outdir / "samples.jsonl", decider, outdir / "stop",
+                                       live.stop)
+
+        live.thread = threading.Thread(target=watch, daemon=True, name="live")
+        live.thread.start()
+        return live
+
+    def _stop_live(self, live: _Live | None) -> LiveDecision | None:
         if live is None:
             return None
-        thread, stop, box = live
-        stop.set()
-        thread.join(timeout=30)
-        return box[0] if box else None
+        live.stop.set()
+        if live.thread is not None:
+            live.thread.join(timeout=30)
+        return live.decision
 
-    def _result(self, cell: Cell, info: ImageInfo, runtime: Runtime, ended: RunOutcome,
-                series: Series, verdict: CellVerdict, attempts: list[dict[str, Any]],
-                timings: dict[str, float]) -> dict[str, Any]:
-        end = series.end or {}
-        header = series.header or {}
-        result: dict[str, Any] = {
-            "schema": SCHEMA, "id": cell.id, "row": cell.row,
-            "image": {"label": cell.image.label, "ref": cell.image.ref, "index": cell.image.index,
-                      "digest": info.digest, "labels": info.labels, "pip": list(cell.image.pip)},
-            "gpu": {"value": cell.gpu.value, "label": cell.gpu.label},
-            "scenario": {"id": cell.scenario.id, "script": self._rel(cell.scenario.script),
-                         "params": dict(cell.scenario.params)},
-            "settings": {f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
-                                  else getattr(cell.settings, f.name))
-                         for f in dataclasses.fields(cell.settings)},
-            "runtime": runtime.name,
-            "host": {"label": cell.host.label, "url": cell.host.url,
-                     "machine": socket.gethostname(),   # the machine the harness ran on
-                     **host_gpu_fields(self._gpu_seen.get(cell.host.label))},
-            **verdict.to_dict(),
-            "summary": summarise(series, verdict),
-            "outcome": ended.to_dict(),
-            "host_samples": ended.host_samples[-2000:],
-            "reconcile": reconcile(series.samples, ended.host_samples,
-                                   list(ended.details.get("host_gpu") or [])),
-            "fingerprint": {k: header.get(k) for k in FINGERPRINT_KEYS},
-            "end": {k: end.get(k) for k in ("status", "error", "info", "phases", "iterations",
-                                            "warmup", "stopped_early", "mode", "elapsed_s",
-                                            "sampling_s")},
-            "problems": series.problems, "skipped_lines": series.skipped,
-            "attempts": attempts,
-            "timings": timings,
-        }
-        return result
+    def _measured(self, cell: Cell, info: ImageInfo, runtime: Runtime, ended: RunOutcome,
+                  series: Series, verdict: CellVerdict, attempts: list[Attempt],
+                  timings: Timings) -> Measured:
+        """The cell's within-run result, from everything the run left."""
+        problems = list(series.problems)
+        sent = [f for f in FINGERPRINT_KEYS if f in (series.header or {})]
+        fingerprint = (_fingerprint(dict(series.header or {}), problems) if sent
+                       else Fingerprint())
+        settings = as_json({f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
+                                     else getattr(cell.settings, f.name))
+                            for f in dataclasses.fields(cell.settings)}, "settings")
+        assert isinstance(settings, dict)
+        params = as_json(dict(cell.scenario.params), "scenario.params")
+        assert isinstance(params, dict)
+        details = as_json(ended.details, "outcome.details")
+        assert isinstance(details, dict)
+        samples = [as_json(s, "host_samples") for s in ended.host_samples[-2000:]]
+        result = CellResult(
+            id=cell.id, row=cell.row, verdict=verdict.verdict, reason=verdict.reason,
+            image=ImagePart(cell.image.label, cell.image.index, cell.image.ref, info.digest,
+                            dict(info.labels), tuple(cell.image.pip)),
+            gpu=GpuPart(cell.gpu.value, cell.gpu.label),
+            scenario=ScenarioPart(cell.scenario.id, self._rel(cell.scenario.script), params),
+            settings=settings,
+            runtime=runtime.name,
+            host=host_part(cell.host.label, cell.host.url,
+                           self._gpu_seen.get(cell.host.label)),
+            carrier=verdict.carrier, findings=tuple(verdict.findings),
+            memory=dict(verdict.memory), steps=verdict.steps, cpu_steps=verdict.cpu_steps,
+            contention=verdict.contention, live=verdict.live, vs_baseline=verdict.vs_baseline,
+            summary=summarise(series),
+            outcome=Outcome(ended.exit_code, ended.timed_out, ended.oom_killed, ended.error,
+                            round(ended.duration_s, 3), ended.log_tail[-4000:],
+                            ended.mem_limit_bytes, details, len(ended.host_samples)),
+            host_samples=tuple(s for s in samples if isinstance(s, dict)),
+            reconcile=decode(Reconcile, as_json(reconcile(
+                series.samples, ended.host_samples,
+                list(ended.details.get("host_gpu") or [])), "reconcile")),
+            fingerprint=fingerprint,
+            end=_agent_end(dict(series.end or {}), problems),
+            problems=tuple(problems), skipped_lines=series.skipped,
+            attempts=tuple(attempts), timings=timings)
+        return Measured(result, verdict, series)
 
     def _rel(self, path: Path) -> str:
         try:
@@ -444,11 +508,33 @@ class Sweep:
             out.update({c.id: base.id for c in row_cells})
         return out
 
-    def compare_rows(self, cells: list[Cell], results: dict[str, dict[str, Any]]) -> None:
-        """Each cell vs its row's baseline (the matrix's, else the row's first image):
-        the comparison (and its confirmation rounds) are gathered as facts and `decide`
-        sets the verdict. The cell's within-run result is already on disk (so a crash
-        loses at most the running cell); it is written again with the comparison."""
+    def keep(self, cell_id: str, series: Series) -> None:
+        """Keep a cell's parsed series (comparisons and reports use it, not the file)."""
+        with self._lock:
+            self._series[cell_id] = series
+
+    @property
+    def series(self) -> dict[str, Series]:
+        """Every series parsed so far, by cell id."""
+        with self._lock:
+            return dict(self._series)
+
+    def series_of(self, cell_id: str) -> Series:
+        """A finished cell's series: the one its run parsed, else its samples.jsonl read
+        once (a resumed or cached baseline)."""
+        with self._lock:
+            found = self._series.get(cell_id)
+        if found is None:
+            found = read_samples(self.store.samples_path(cell_id))
+            with self._lock:
+                self._series[cell_id] = found
+        return found
+
+    def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
+                ) -> CellResult:
+        """The cell against its row's baseline, in memory: the pooled comparison, and
+        interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
+        final verdict. Nothing is written here."""
         from harness.analysis.decision import (
             Baseline,
             CellFacts,
@@ -459,82 +545,122 @@ class Sweep:
         from harness.analysis.verdict import compare_to_baseline
         from harness.replicate import confirm
 
-        rows: dict[str, list[Cell]] = {}
-        for c in cells:
-            if c.id in results:
-                rows.setdefault(c.row, []).append(c)
-        for row_cells in rows.values():
-            row_cells.sort(key=lambda c: c.image.index)
-            base = next((c for c in row_cells if c.image.label == self.matrix.baseline),
-                        row_cells[0])
-            base_res = results[base.id]
-            if base_res["verdict"] not in GOOD | {"leak", "slowdown"}:
-                continue
-            base_series = read_samples(self.store.samples_path(base.id))
-            label = base.image.label
-            for c in row_cells:
-                if c is base:
-                    continue
-                res = results[c.id]
-                if res["verdict"] == UNAVAILABLE:
-                    continue
-                old = res.get("vs_baseline") or {}
-                if old.get("baseline") == label and old.get("confirmation"):
-                    continue    # a resumed cell keeps the rounds it already ran
-                series = read_samples(self.store.samples_path(c.id))
-                steps, peaks = compare_to_baseline(
-                    base_series.step_times(), base_series.peak("rss"), series.step_times(),
-                    series.peak("rss"), self.cfg)
-                cpu = None
-                base_cpu, cell_cpu = base_series.cpu_times(), series.cpu_times()
-                if base_cpu is not None and cell_cpu is not None:
-                    cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None,
-                                                 self.cfg)
-                facts = Baseline(label, steps, peaks, cpu, rounds=c.settings.rounds)
-                if res["verdict"] in GOOD:
-                    busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
-                    facts = dataclasses.replace(facts, busy=busy)
-                    if steps is not None and needs_rounds(facts, self.cfg):
-                        pooled = pooled_text(steps, label)
-                        what = (f"suspected {steps.direction}" if steps.direction != "~"
-                                else f"host busy ({busy:.0%} run-queue delay)")
-                        self.progress(f"{c.id} vs {label}: {pooled}, {what}; "
-                                      f"confirming in {c.settings.rounds} interleaved rounds")
-                        facts = dataclasses.replace(facts, confirmation=confirm(
-                            self, base, c, steps.direction, c.settings.rounds,
-                            len(series.step_times())))
-                was = res["verdict"]
-                v = decide(CellFacts(self.cfg, baseline=facts, within=res))
-                res.update(verdict=v.verdict, reason=v.reason, findings=v.findings,
-                           vs_baseline=v.vs_baseline)
-                if was in GOOD:
-                    changed = v.verdict != was
-                    said = (f"{v.verdict} ({v.reason})" if changed
-                            else _vs_text(v.vs_baseline or {}))
-                    self.progress(f"{c.id} vs {label}: {said}")
-                self.store.write_cell(c.id, res)
+        res = measured.result
+        if (base_result.verdict not in GOOD | {"leak", "slowdown"}
+                or res.verdict == UNAVAILABLE):
+            return res
+        base_series, series = self.series_of(base.id), measured.series
+        label = base.image.label
+        steps, peaks = compare_to_baseline(
+            base_series.step_times(), base_series.peak("rss"), series.step_times(),
+            series.peak("rss"), self.cfg)
+        cpu = None
+        base_cpu, cell_cpu = base_series.cpu_times(), series.cpu_times()
+        if base_cpu is not None and cell_cpu is not None:
+            cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None, self.cfg)
+        facts = Baseline(label, steps, peaks, cpu, rounds=cell.settings.rounds)
+        if res.verdict in GOOD:
+            busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
+            facts = dataclasses.replace(facts, busy=busy)
+            if steps is not None and needs_rounds(facts, self.cfg):
+                pooled = pooled_text(steps, label)
+                what = (f"suspected {steps.direction}" if steps.direction != "~"
+                        else f"host busy ({busy:.0%} run-queue delay)")
+                self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
+                              f"confirming in {cell.settings.rounds} interleaved rounds")
+                facts = dataclasses.replace(facts, confirmation=confirm(
+                    self, base, cell, steps.direction, cell.settings.rounds,
+                    len(series.step_times())))
+        v = decide(CellFacts(self.cfg, baseline=facts, within=measured.verdict))
+        if res.verdict in GOOD:
+            said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
+                    else _vs_text(v.vs_baseline))
+            self.progress(f"{cell.id} vs {label}: {said}")
+        return dataclasses.replace(res, verdict=v.verdict, reason=v.reason,
+                                   findings=tuple(v.findings), vs_baseline=v.vs_baseline)
 
 
-def _vs_text(vs: dict[str, Any]) -> str:
-    steps = vs.get("steps") or {}
-    conf = vs.get("confirmation")
-    if conf:
-        return str(conf["reason"])   # starts with what the rounds decided
-    return f"no change (steps {steps['ratio']:.2f}x)" if steps else "no step times"
+@dataclass
+class _Live:
+    """The live (early-stop) watcher of one run."""
+
+    stop: threading.Event
+    thread: threading.Thread | None = None
+    decision: LiveDecision | None = None
+
+
+class RowComparisons:
+    """Settles each cell of a sweep once: a row's baseline is written as soon as it ran;
+    any other cell is compared with it in memory (waiting for it if it has not run
+    yet), then written, once. Cells whose baseline never ran (fail-fast) are written
+    as they are by `flush`."""
+
+    def __init__(self, sweep: Sweep, cells: list[Cell], results: dict[str, CellResult]):
+        self.sweep = sweep
+        self.bases = sweep.row_bases(cells)
+        self.cells = {c.id: c for c in cells}
+        self.results = results      # final results, shared with the SweepOutcome
+        self.waiting: dict[str, list[tuple[Cell, Measured]]] = {}
+        self.lock = threading.Lock()
+
+    def compared(self, cell: Cell) -> bool:
+        return self.bases.get(cell.id, cell.id) != cell.id
+
+    def settle(self, cell: Cell, measured: Measured) -> None:
+        sweep = self.sweep
+        sweep.keep(cell.id, measured.series)
+        base_id = self.bases.get(cell.id, cell.id)
+        if base_id == cell.id:
+            self._final(cell.id, measured.result)
+            with self.lock:
+                held = self.waiting.pop(cell.id, [])
+            for other, m in held:
+                self._final(other.id, sweep.compare(other, m, cell, measured.result))
+            return
+        with self.lock:
+            base_result = self.results.get(base_id)
+            if base_result is None:
+                self.waiting.setdefault(base_id, []).append((cell, measured))
+                return
+        self._final(cell.id, sweep.compare(cell, measured, self.cells[base_id],
+                                           base_result))
+
+    def flush(self) -> None:
+        """Write the cells still waiting for a baseline that did not run."""
+        with self.lock:
+            held = [x for waiting in self.waiting.values() for x in waiting]
+            self.waiting.clear()
+        for cell, measured in held:
+            self._final(cell.id, measured.result)
+
+    def _final(self, cell_id: str, result: CellResult) -> None:
+        self.sweep.store.write_cell(result)
+        with self.lock:
+            self.results[cell_id] = result
+
+
+def _vs_text(vs: VsBaseline | None) -> str:
+    if vs is not None and vs.confirmation is not None:
+        return vs.confirmation.reason   # starts with what the rounds decided
+    if vs is not None and vs.steps is not None:
+        return f"no change (steps {vs.steps.ratio:.2f}x)"
+    return "no step times"
 
 
 UNSUPPORTED_DEADLINE_S = 300.0
 
 
-def host_gpu_fields(host: gpu.HostGpus | None) -> dict[str, Any]:
-    """The result's `host.gpus` (as the engine gave them to a probe container), if known."""
+def host_part(label: str, url: str | None, host: gpu.HostGpus | None) -> HostPart:
+    """The result's `host`: its label and URL, this machine, and the GPUs the engine gave
+    a probe container, if known."""
+    machine = socket.gethostname()    # the machine the harness ran on
     if host is None:
-        return {}
-    return {"gpus": [{"index": g.index, "name": g.name, "uuid": g.uuid,
-                      "cc": list(g.cc) if g.cc else None, "memory_total": g.memory_total}
-                     for g in host.gpus],
-            "driver": host.driver,
-            "cuda_driver": ".".join(map(str, host.cuda_driver)) if host.cuda_driver else None}
+        return HostPart(label, url, machine)
+    cuda = ".".join(map(str, host.cuda_driver)) if host.cuda_driver else None
+    return HostPart(label, url, machine,
+                    tuple(GpuFact(g.index, g.name, g.uuid,
+                                  (g.cc[0], g.cc[1]) if g.cc else None, g.memory_total)
+                          for g in host.gpus), host.driver, cuda)
 
 
 def prefetch_analysis(*more: str) -> threading.Thread:

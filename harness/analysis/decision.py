@@ -7,28 +7,31 @@ series into trends lives in `harness.analysis.verdict.within_run`; everything th
 turns facts into `ok` / `leak` / `regression` / `not-applicable` ... is here.
 
 Two moments call it: right after a cell ran (`baseline` is None), and once a row's
-comparison with its baseline is known (`baseline` and `within`, the within-run result
-already on disk, are given).
+comparison with its baseline is known (`baseline` and `within`, the within-run verdict
+held in memory, are given). Nothing is written before the second.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.kinds import GOOD
-from harness.analysis.records import PeakComparison, StepComparison
+from harness.analysis.kinds import GOOD, Verdict
+from harness.analysis.records import (
+    Confirmation,
+    LiveDecision,
+    LiveRun,
+    PeakComparison,
+    StepComparison,
+    VsBaseline,
+)
 from harness.analysis.verdict import CellVerdict, within_run
 from harness.gpu import runtime_incompatibility
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
-
-if TYPE_CHECKING:
-    from harness.analysis.records import Confirmation, LiveDecision
 
 FLAG_PREFIXES = ("no-gpu:", "heap:")
 
@@ -58,7 +61,7 @@ class CellFacts:
     precheck: tuple[str, str] | None = None    # (not-applicable|unsupported|degraded, why)
     unavailable: str | None = None             # the image / engine could not be had
     baseline: Baseline | None = None
-    within: Mapping[str, Any] | None = None    # the within-run result, with `baseline`
+    within: CellVerdict | None = None          # the within-run verdict, with `baseline`
 
 
 def decide(facts: CellFacts) -> CellVerdict:
@@ -68,7 +71,8 @@ def decide(facts: CellFacts) -> CellVerdict:
     if facts.precheck is not None and facts.precheck[0] == "not-applicable":
         return CellVerdict("not-applicable", facts.precheck[1])
     if facts.baseline is not None:
-        return _vs_baseline(facts.baseline, facts.within or {}, facts.cfg)
+        within = facts.within or CellVerdict("ok", "")
+        return _vs_baseline(facts.baseline, within, facts.cfg)
     verdict = within_run(facts.series, facts.outcome, facts.cfg)
     _use_live(verdict, facts.live, facts.series)
     _gpu_afterwards(verdict, facts.series, facts.outcome, facts.precheck)
@@ -93,29 +97,30 @@ def pooled_text(steps: StepComparison, label: str) -> str:
     return f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
 
 
-def _vs_baseline(base: Baseline, within: Mapping[str, Any], cfg: AnalysisConfig
-                 ) -> CellVerdict:
+def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> CellVerdict:
     """A pooled step-time change is only suspected until interleaved rounds confirm
     it; without rounds it is reported as `suspected`."""
     label, steps, peaks = base.label, base.steps, base.peaks
-    findings = list(within.get("findings") or [])
-    vs: dict[str, Any] = {"baseline": label,
-                          "steps": steps.to_dict() if steps else None,
-                          "cpu": base.cpu.to_dict() if base.cpu else None,
-                          "peak_rss": peaks.to_dict() if peaks else None}
-    verdict, reason = within["verdict"], within["reason"]
+    findings = list(within.findings)
+    vs = VsBaseline(label, steps, base.cpu, peaks)
+    verdict, reason = within.verdict, within.reason
+
+    def out(verdict: Verdict, reason: str) -> CellVerdict:
+        return dataclasses.replace(within, verdict=verdict, reason=reason,
+                                   findings=findings, vs_baseline=vs)
+
     if verdict not in GOOD:
-        return CellVerdict(verdict, reason, findings=findings, vs_baseline=vs)
+        return out(verdict, reason)
     why: list[str] = []
     suspected = None
     if steps is not None and suspects(base, cfg):
         pooled = pooled_text(steps, label)
-        vs["direction"] = ("suspected " + steps.direction if steps.direction != "~" else "~")
+        vs = dataclasses.replace(vs, direction=(
+            "suspected " + steps.direction if steps.direction != "~" else "~"))
         conf = base.confirmation
         if conf is not None:
-            vs["confirmation"] = conf.to_dict()
-            vs["direction"] = conf.direction
             # The rounds decide, whatever the pooled steps suspected.
+            vs = dataclasses.replace(vs, confirmation=conf, direction=conf.direction)
             if conf.direction == "slower":
                 why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(f"vs {label}: {conf.reason}")
@@ -127,12 +132,10 @@ def _vs_baseline(base: Baseline, within: Mapping[str, Any], cfg: AnalysisConfig
     flags = [f for f in findings if str(f).startswith(FLAG_PREFIXES)]
     if why:
         findings.append("regression")
-        return CellVerdict("regression", "; ".join(why + flags), findings=findings,
-                           vs_baseline=vs)
+        return out("regression", "; ".join(why + flags))
     if suspected:
-        return CellVerdict("suspected", "; ".join([suspected, *flags]), findings=findings,
-                           vs_baseline=vs)
-    return CellVerdict(verdict, reason, findings=findings, vs_baseline=vs)
+        return out("suspected", "; ".join([suspected, *flags]))
+    return out(verdict, reason)
 
 
 def _use_live(verdict: CellVerdict, decision: LiveDecision | None, series: Series) -> None:
@@ -140,11 +143,13 @@ def _use_live(verdict: CellVerdict, decision: LiveDecision | None, series: Serie
     series often is not decided, so the live one wins where they differ."""
     if decision is None:
         return
-    verdict.live = decision.to_dict()
     # When the host wrote its decision vs how far the agent got before it stopped.
     calls_run = (series.end or {}).get("iterations")
-    verdict.live["calls_to_decision"] = decision.iterations
-    verdict.live["calls_run"] = calls_run if isinstance(calls_run, int) else series.measured
+    verdict.live = LiveRun(**{f.name: getattr(decision, f.name)
+                              for f in dataclasses.fields(decision)},
+                           calls_to_decision=decision.iterations,
+                           calls_run=calls_run if isinstance(calls_run, int)
+                           else series.measured)
     if decision.verdict == "leak" and verdict.verdict in ("ok", "ambiguous", "plateau"):
         verdict.verdict, verdict.reason, verdict.carrier = "leak", decision.reason, "heap"
         if "leak" not in verdict.findings:
@@ -152,7 +157,7 @@ def _use_live(verdict: CellVerdict, decision: LiveDecision | None, series: Serie
     elif decision.verdict == "stable" and verdict.verdict == "ambiguous":
         verdict.verdict, verdict.reason = "ok", decision.reason
     verdict.reason += (f"; decided live at call {decision.iterations}, stopped at call "
-                       f"{verdict.live['calls_run']}")
+                       f"{verdict.live.calls_run}")
 
 
 def _gpu_afterwards(verdict: CellVerdict, series: Series, ended: RunOutcome,

@@ -19,7 +19,7 @@ by up to 1.9x within a run (a hyperthread sibling), with no run-queue delay to s
 `within_run` is the within-run reading (outcome first, then memory and step trends);
 `compare_to_baseline` the between-cell comparison; `harness.analysis.decision.decide`
 turns them (with the run's other facts) into the verdict. Every number behind
-a verdict is in `CellVerdict.to_dict()` so a reader can check it.
+a verdict is in `CellVerdict` (and so in the stored result) so a reader can check it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -38,10 +37,12 @@ from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.analysis.records import (
     Explained,
+    LiveRun,
     MemoryTrend,
     PeakComparison,
     StepComparison,
     StepTrend,
+    VsBaseline,
 )
 from harness.gpu import NOT_APPLICABLE_TEXT
 from harness.protocol.ingest import TREND_NAMES, Series
@@ -78,27 +79,29 @@ def allocation_report(text: str, limit: int = 12) -> list[str]:
 
 @dataclass
 class CellVerdict:
+    """The verdict of one cell and every number behind it (`decide` sets it)."""
+
     verdict: Verdict
     reason: str
     carrier: str | None = None
     findings: list[str] = field(default_factory=list)
     memory: dict[str, MemoryTrend] = field(default_factory=dict)
     steps: StepTrend | None = None
-    vs_baseline: dict[str, Any] | None = None
-    live: dict[str, Any] | None = None      # early-stop mode: the sequential decision
+    vs_baseline: VsBaseline | None = None
+    live: LiveRun | None = None             # early-stop mode: the sequential decision
     cpu_steps: StepTrend | None = None      # CPU time per step, early vs late (evidence)
     contention: Explained | None = None     # run-queue delay behind a slowdown
 
+    def to_dict(self) -> dict[str, object]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "reason": self.reason, "carrier": self.carrier,
-                "live": self.live,
-                "findings": self.findings,
-                "memory": {k: v.to_dict() for k, v in self.memory.items()},
-                "steps": self.steps.to_dict() if self.steps else None,
-                "vs_baseline": self.vs_baseline,
-                "cpu_steps": self.cpu_steps.to_dict() if self.cpu_steps else None,
-                "contention": self.contention.to_dict() if self.contention else None}
+
+def _plain(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:

@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.answers.search import BisectStep, fingerprint_diff, plan_bisect
+from harness.result.model import CellResult
 from harness.spec.model import Cell
 
-Runner = Callable[[Cell], dict[str, Any]]
-Cache = Callable[[Cell], "dict[str, Any] | None"]
+if TYPE_CHECKING:
+    from harness.orchestrator import Sweep
+
+Runner = Callable[[Cell], CellResult]
+Cache = Callable[[Cell], "CellResult | None"]
 Say = Callable[[str], None]
 
 
@@ -27,7 +31,7 @@ class BisectOutcome:
     row: str
     labels: list[str]
     step: BisectStep
-    results: dict[int, dict[str, Any]] = field(default_factory=dict)
+    results: dict[int, CellResult] = field(default_factory=dict)
     runs: int = 0           # runtime invocations, repeats inside run_cell included
     probes: int = 0         # calls of the runner
     reused: int = 0         # results taken from disk instead of run
@@ -60,11 +64,11 @@ class BisectOutcome:
             return text
         assert self.step.index is not None
         label = self.labels[self.step.index]
-        res = self.results.get(self.step.index, {})
+        res = self.results.get(self.step.index)
         which = "first" if self.step.index == 0 else "last"
         want = "good" if self.step.index == 0 else "bad"
-        return (f"stopped: the {which} image {label} is {res.get('verdict', '?')} "
-                f"({res.get('reason', '')}), but bisect needs it {want}")
+        said = f"{res.verdict} ({res.reason})" if res is not None else "? ()"
+        return f"stopped: the {which} image {label} is {said}, but bisect needs it {want}"
 
 
 def expected_probes(n: int) -> int:
@@ -78,7 +82,7 @@ def bisect(cells: Sequence[Cell], runner: Runner, say: Say, cache: Cache | None 
 
     Args:
         cells: The row's cells, ordered by image index.
-        runner: Runs a cell and returns its result dict (with "verdict" and "reason").
+        runner: Runs a cell and returns its (final) result.
         say: Receives one line per step.
         cache: Returns a finished result for a cell, or None; consulted once per image
             before its first run, so an earlier sweep or bisect is not paid for again.
@@ -106,22 +110,22 @@ def bisect(cells: Sequence[Cell], runner: Runner, say: Say, cache: Cache | None 
         if result is None:
             result = runner(cell)
             out.probes += 1
-            out.runs += max(1, len(result.get("attempts") or ()))
+            out.runs += max(1, len(result.attempts))
             how = f"run {out.probes}"
         else:
             out.reused += 1
         out.results[i] = result
-        observed.setdefault(i, []).append(result["verdict"])
+        observed.setdefault(i, []).append(result.verdict)
         say(_describe(step, labels, result, how, plan_bisect(len(cells), observed, repeats)))
     return out
 
 
-def _describe(step: BisectStep, labels: list[str], result: dict[str, Any], how: str,
+def _describe(step: BisectStep, labels: list[str], result: CellResult, how: str,
               after: BisectStep) -> str:
     assert step.index is not None
     kind = "endpoint" if step.lo is None else "probe"
     head = (f"{kind} {labels[step.index]} [{step.index + 1}/{len(labels)}, {how}]: "
-            f"{result['verdict']} ({result.get('reason', '')})")
+            f"{result.verdict} ({result.reason})")
     if after.action == "found":
         assert after.hi is not None and after.lo is not None
         return f"{head} -> first bad is {labels[after.hi]} (last good {labels[after.lo]})"
@@ -138,26 +142,30 @@ def _describe(step: BisectStep, labels: list[str], result: dict[str, Any], how: 
             f"({left} untested){tail}")
 
 
-def sweep_runner(sweep: Any, cells: Sequence[Cell]) -> Runner:
-    """A runner over `Sweep.run_cell` that also compares each probe with the first image.
+def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
+    """A runner over the sweep that also compares each probe with the first image.
 
     Without the comparison a probe would only see within-run trends; with it a cell
     that is uniformly slower than the known-good first image is a `regression`, as in
-    a full sweep (`Sweep.compare_rows` picks the matrix baseline, else the first cell).
+    a full sweep (which picks the matrix baseline, else the first cell). Each probe's
+    result is written once, compared.
     """
     first = cells[0]
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, CellResult] = {}
 
-    def run(cell: Cell) -> dict[str, Any]:
-        result: dict[str, Any] = sweep.run_cell(cell)
-        done[cell.id] = result
+    def run(cell: Cell) -> CellResult:
+        measured = sweep.run_cell(cell)
         if first.id not in done:
             # The first endpoint may have come from the cache: it is in the store.
             cached = sweep.store.load_cell(first.id)
             if cached is not None:
                 done[first.id] = cached
+        result = measured.result
         if cell.id != first.id and first.id in done:
-            sweep.compare_rows([first, cell], done)
+            result = sweep.compare(cell, measured, first, done[first.id])
+        sweep.keep(cell.id, measured.series)
+        sweep.store.write_cell(result)
+        done[cell.id] = result
         return result
 
     return run

@@ -10,46 +10,44 @@ The sentence a reader wants is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.report.model import cell_text
+from harness.result.model import CellResult
+from harness.result.words import cell_text
 from harness.spec.model import is_local_endpoint
 
-Result = dict[str, Any]
+Result = CellResult
 VERBS = {"leak": "leaks", "slowdown": "slows down", "regression": "regresses",
          "oom": "runs out of memory", "timeout": "times out", "crash": "crashes"}
 
 
-def gpu_names(res: Mapping[str, Any]) -> list[str]:
+def gpu_names(res: CellResult) -> list[str]:
     """GPU names a cell recorded in its fingerprint, shortened ("RTX 4090")."""
-    gpu = (res.get("fingerprint") or {}).get("gpu") or {}
-    names = [str(d.get("name")) for d in gpu.get("devices") or [] if d.get("name")]
-    return [n.removeprefix("NVIDIA ").removeprefix("GeForce ") for n in names]
+    return [n.removeprefix("NVIDIA ").removeprefix("GeForce ")
+            for n in res.fingerprint.gpu_names()]
 
 
-def host_label(res: Mapping[str, Any]) -> str | None:
+def host_label(res: CellResult) -> str | None:
     """The `hosts:` label a cell ran under; None for the default, unnamed engine."""
-    label = (res.get("host") or {}).get("label")
-    return str(label) if label and label != "local" else None
+    label = res.host.label
+    return label if label and label != "local" else None
 
 
-def machine_of(res: Mapping[str, Any]) -> str | None:
+def machine_of(res: CellResult) -> str | None:
     """Which machine ran a cell: a remote engine's URL, else the machine the harness ran
     on. Never the container's hostname, which is random per container."""
-    host = res.get("host") or {}
-    url = host.get("url")
-    if url and not is_local_endpoint(str(url)):
-        return str(url)
-    if host.get("machine"):
-        return str(host["machine"])
-    if res.get("runtime") == "local":   # the agent ran on the machine itself
-        name = (res.get("fingerprint") or {}).get("hostname")
-        return str(name) if name else None
+    url = res.host.url
+    if url and not is_local_endpoint(url):
+        return url
+    if res.host.machine:
+        return res.host.machine
+    if res.runtime == "local":   # the agent ran on the machine itself
+        return res.fingerprint.hostname or None
     return None
 
 
@@ -92,16 +90,16 @@ class Pair:
 
     @property
     def bad_a(self) -> bool:
-        return self.a is not None and self.a["verdict"] in BAD
+        return self.a is not None and self.a.verdict in BAD
 
     @property
     def bad_b(self) -> bool:
-        return self.b is not None and self.b["verdict"] in BAD
+        return self.b is not None and self.b.verdict in BAD
 
     @property
     def differs(self) -> bool:
         return (self.a is not None and self.b is not None
-                and self.a["verdict"] != self.b["verdict"])
+                and self.a.verdict != self.b.verdict)
 
 
 @dataclass
@@ -129,8 +127,8 @@ class Comparison:
             if not p.differs:
                 continue
             assert p.a is not None and p.b is not None
-            va, vb = p.a["verdict"], p.b["verdict"]
-            scenario = p.a["scenario"]["id"]
+            va, vb = str(p.a.verdict), str(p.b.verdict)
+            scenario = p.a.scenario.id
             if p.bad_a != p.bad_b and (va in GOOD or vb in GOOD):
                 side, verdict = ("a", va) if p.bad_a else ("b", vb)
                 groups.setdefault((scenario, side, verdict), []).append(p)
@@ -153,8 +151,8 @@ class Comparison:
                 out.append(f"{scenario} {verb} only on {bad_name} with {images} "
                            f"(not on {good_name})")
             else:
-                cells = [(p.a if side == "a" else p.b) or {} for p in pairs]
-                gpus = sorted({" + ".join(gpu_names(c)) or c["gpu"]["label"] for c in cells})
+                cells = [c for p in pairs if (c := p.a if side == "a" else p.b) is not None]
+                gpus = sorted({" + ".join(gpu_names(c)) or c.gpu.label for c in cells})
                 out.append(f"{scenario} {verb} only with {bad_name} (not with {good_name}) "
                            f"on {_join_words(gpus)}")
         return out + other
@@ -168,8 +166,7 @@ class Comparison:
         for p in self.pairs:
             ratio = ""
             if p.a is not None and p.b is not None:
-                sa = (p.a.get("summary") or {}).get("median_step_s")
-                sb = (p.b.get("summary") or {}).get("median_step_s")
+                sa, sb = p.a.summary.median_step_s, p.b.summary.median_step_s
                 ratio = f"{sb / sa:.2f}x" if sa and sb else ""
             body.append(["*" if p.differs else "", *p.key, _cell(p.a), _cell(p.b), ratio])
         header = ["", *self.key_names, self.a_name, self.b_name, "step B/A"]
@@ -189,8 +186,8 @@ def _cell(res: Result | None) -> str:
     return "-" if res is None else cell_text(res)
 
 
-def _index(pairs: list[Pair]) -> Any:
-    order = {p.key[0]: ((p.a or p.b) or {}).get("image", {}).get("index", 0) for p in pairs}
+def _index(pairs: list[Pair]) -> Callable[[str], int]:
+    order = {p.key[0]: r.image.index for p in pairs if (r := p.a or p.b) is not None}
     return lambda label: order.get(label, 0)
 
 
@@ -198,10 +195,11 @@ def _join_words(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _join(a: Mapping[str, Result], b: Mapping[str, Result], key: Any) -> list[Pair]:
+def _join(a: Mapping[str, Result], b: Mapping[str, Result],
+          key: Callable[[Result], tuple[str, ...]]) -> list[Pair]:
     ka = {key(r): r for r in a.values()}
     kb = {key(r): r for r in b.values()}
-    order = {k: (r.get("image", {}).get("index", 0), k) for k, r in {**kb, **ka}.items()}
+    order = {k: (r.image.index, k) for k, r in {**kb, **ka}.items()}
     return [Pair(k, ka.get(k), kb.get(k)) for k in sorted(order, key=lambda k: order[k])]
 
 
@@ -209,15 +207,15 @@ def compare_hosts(a: Mapping[str, Result], b: Mapping[str, Result],
                   fallback: tuple[str, str] = ("A", "B")) -> Comparison:
     """Join two hosts' results on (image, scenario); GPU label too if a host has several."""
     def count(results: Mapping[str, Result]) -> int:
-        keys = [(r["image"]["label"], r["scenario"]["id"]) for r in results.values()]
+        keys = [(r.image.label, r.scenario.id) for r in results.values()]
         return max(Counter(keys).values(), default=0)
 
     several = count(a) > 1 or count(b) > 1
     names = ("image", "scenario", "gpu") if several else ("image", "scenario")
 
     def key(r: Result) -> tuple[str, ...]:
-        base = (r["image"]["label"], r["scenario"]["id"])
-        return (*base, r["gpu"]["label"]) if several else base
+        base = (r.image.label, r.scenario.id)
+        return (*base, r.gpu.label) if several else base
 
     an, bn = side_names(a, b, fallback)
 
@@ -233,10 +231,10 @@ def compare_images(a: Mapping[str, Result], b: Mapping[str, Result], image_a: st
                    image_b: str) -> Comparison:
     """Join image `image_a`'s cells in `a` with `image_b`'s in `b` on (GPU, scenario)."""
     def only(results: Mapping[str, Result], image: str) -> dict[str, Result]:
-        return {k: r for k, r in results.items() if r["image"]["label"] == image}
+        return {k: r for k, r in results.items() if r.image.label == image}
 
     def key(r: Result) -> tuple[str, ...]:
-        return (r["gpu"]["label"], r["scenario"]["id"])
+        return (r.gpu.label, r.scenario.id)
 
     return Comparison("images", image_a, image_b, ("gpu", "scenario"),
                       _join(only(a, image_a), only(b, image_b), key))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from harness.analysis.kinds import BAD, GOOD
+from harness.result.model import CellResult
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
@@ -29,7 +29,7 @@ class RowAnswer:
     diff: list[tuple[str, str, str]] = field(default_factory=list)  # (what, good, bad)
     scenario_error: str | None = None   # the same error on every image: a scenario bug
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -62,58 +62,54 @@ def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | Non
     return first, good_before, contiguous
 
 
-def fingerprint_diff(good: Mapping[str, Any], bad: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, str]]:
     """What differs between two cells' fingerprints: image, Python, CUDA env, packages, GPU."""
     out: list[tuple[str, str, str]] = []
 
-    def add(what: str, a: Any, b: Any) -> None:
+    def add(what: str, a: object, b: object) -> None:
         if a != b:
             out.append((what, "-" if a is None else str(a), "-" if b is None else str(b)))
 
-    ga, gb = good.get("fingerprint") or {}, bad.get("fingerprint") or {}
-    add("image", good.get("image", {}).get("ref"), bad.get("image", {}).get("ref"))
-    add("digest", good.get("image", {}).get("digest"), bad.get("image", {}).get("digest"))
-    add("python", ga.get("python"), gb.get("python"))
-    add("os", ga.get("platform"), gb.get("platform"))
-    ea, eb = ga.get("env") or {}, gb.get("env") or {}
+    ga, gb = good.fingerprint, bad.fingerprint
+    add("image", good.image.ref or None, bad.image.ref or None)
+    add("digest", good.image.digest, bad.image.digest)
+    add("python", ga.python, gb.python)
+    add("os", ga.platform, gb.platform)
     for key in STACK_ENV_KEYS:
-        add(key, ea.get(key), eb.get(key))
-    pa, pb = ga.get("packages") or {}, gb.get("packages") or {}
+        add(key, ga.env.get(key), gb.env.get(key))
+    pa, pb = ga.packages, gb.packages
     # Frameworks first: they are what a reader looks for in a long pip diff.
     for name in sorted(set(pa) | set(pb), key=lambda n: (not n.startswith(FRAMEWORKS), n)):
         add(f"pip {name}", pa.get(name), pb.get(name))
-    gpa, gpb = ga.get("gpu") or {}, gb.get("gpu") or {}
-    names_a = [d.get("name") for d in gpa.get("devices", [])] if gpa else None
-    names_b = [d.get("name") for d in gpb.get("devices", [])] if gpb else None
-    add("gpu", names_a, names_b)
-    add("driver", gpa.get("driver") if gpa else None, gpb.get("driver") if gpb else None)
+    add("gpu", ga.gpu_names() if ga.gpu else None, gb.gpu_names() if gb.gpu else None)
+    add("driver", ga.gpu_driver, gb.gpu_driver)
     return out
 
 
-def same_failure(items: Sequence[Mapping[str, Any]]) -> str | None:
+def same_failure(items: Sequence[CellResult]) -> str | None:
     """'Type: message' when every image that ran crashed with the same scenario error (at
     least two images): the scenario is broken, not the images."""
-    ran = [r for r in items if r["verdict"] not in ("unavailable", "not-applicable")]
-    if len(ran) < 2 or any(r["verdict"] != "crash" for r in ran):
+    ran = [r for r in items if r.verdict not in ("unavailable", "not-applicable")]
+    if len(ran) < 2 or any(r.verdict != "crash" for r in ran):
         return None
     said = set()
     for r in ran:
-        err = (r.get("end") or {}).get("error") or {}
-        if not isinstance(err, Mapping) or not err.get("type"):
+        err = r.end.error
+        if err is None or not err.type:
             return None
-        said.add(f"{err['type']}: {err.get('message', '')}".strip())
+        said.add(f"{err.type}: {err.message}".strip())
     return said.pop() if len(said) == 1 else None
 
 
-def answer_rows(results: Mapping[str, Mapping[str, Any]]) -> list[RowAnswer]:
-    """Group stored cell results by row, order by image index, name the first bad."""
-    rows: dict[str, list[Mapping[str, Any]]] = {}
+def answer_rows(results: Mapping[str, CellResult]) -> list[RowAnswer]:
+    """Group cell results by row, order by image index, name the first bad."""
+    rows: dict[str, list[CellResult]] = {}
     for res in results.values():
-        rows.setdefault(res["row"], []).append(res)
+        rows.setdefault(res.row, []).append(res)
     answers: list[RowAnswer] = []
     for row, items in rows.items():
-        items.sort(key=lambda r: r["image"]["index"])
-        ordered = [(r["image"]["label"], r["verdict"]) for r in items]
+        items.sort(key=lambda r: r.image.index)
+        ordered = [(r.image.label, str(r.verdict)) for r in items]
         bad, good, contiguous = first_bad(ordered)
         broken = same_failure(items)
         if broken is not None:
@@ -130,11 +126,11 @@ def answer_rows(results: Mapping[str, Mapping[str, Any]]) -> list[RowAnswer]:
             sentence += "; bad cells are not contiguous (flaky, or fixed then broken again)"
         diff: list[tuple[str, str, str]] = []
         if bad is not None and good is not None:
-            by_label = {r["image"]["label"]: r for r in items}
+            by_label = {r.image.label: r for r in items}
             diff = fingerprint_diff(by_label[good], by_label[bad])
         first = items[0]
-        answers.append(RowAnswer(row, first["gpu"]["label"], first["scenario"]["id"],
-                                 [(r["image"]["label"], r["verdict"], r["id"]) for r in items],
+        answers.append(RowAnswer(row, first.gpu.label, first.scenario.id,
+                                 [(r.image.label, str(r.verdict), r.id) for r in items],
                                  bad, good, contiguous, sentence, diff, broken))
     answers.sort(key=lambda a: a.row)
     return answers

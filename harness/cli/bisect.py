@@ -12,6 +12,7 @@ from harness.cli import printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
+    from harness.result.model import CellResult
     from harness.spec.model import Cell, Matrix
 
 
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     store.lock()
     others = [RunStore(d) for d in args.reuse]
 
-    def cache(cell: Cell) -> dict[str, Any] | None:
+    def cache(cell: Cell) -> CellResult | None:
         found = store.load_cell(cell.id)
         for other in others:
             if found is not None:

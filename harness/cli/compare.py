@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
+
+if TYPE_CHECKING:
+    from harness.result.model import CellResult
 
 
 def add_parser(sub: Any) -> None:
@@ -21,7 +24,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def results_of(path: Path, flag: str) -> dict[str, dict[str, Any]]:
+def results_of(path: Path, flag: str) -> dict[str, CellResult]:
     """The finished cells of a results directory.
 
     Raises:
@@ -36,15 +39,14 @@ def results_of(path: Path, flag: str) -> dict[str, dict[str, Any]]:
     return results
 
 
-def image_label(name: str, results: dict[str, dict[str, Any]], where: Path) -> str:
+def image_label(name: str, results: dict[str, CellResult], where: Path) -> str:
     """The image label `name` means: a label, or an image's full reference
     (nvcr.io/nvidia/tensorflow:22.12-tf1-py3).
 
     Raises:
         InputError: no image of `results` has that label or reference.
     """
-    refs = {str(r["image"]["label"]): str(r["image"].get("ref") or "")
-            for r in results.values()}
+    refs = {r.image.label: r.image.ref for r in results.values()}
     if name in refs:
         return name
     for label, ref in refs.items():

@@ -61,9 +61,13 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         raise InputError(f"{args.dir}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
-    old = load_json(args.dir / "results.json") or {}
-    name = old.get("name") or args.dir.parent.name
-    report = Report.from_results(name, results, old.get("meta"), args.dir)
+    old = load_json(args.dir / "results.json")
+    old = old if isinstance(old, dict) else {}
+    name = old.get("name")
+    meta = old.get("meta")
+    report = Report.from_results(name if isinstance(name, str) and name
+                                 else args.dir.parent.name, results,
+                                 meta if isinstance(meta, dict) else None, args.dir)
     store = RunStore(args.dir)
     if args.issue is not None:
         text = render_text(IssueReporter.from_results(report, args.issue))

@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
             report = Report.from_results(matrix.name, outcome.results, {
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
                 "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
-                "reused": outcome.reused, "baseline": matrix.baseline})
+                "reused": outcome.reused, "baseline": matrix.baseline}, store.root,
+                outcome.series)
             paths = write_all(store, report)
         finally:
             try:

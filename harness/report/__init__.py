@@ -6,14 +6,17 @@ import dataclasses
 import io
 import json
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
+from harness.errors import InputError
 from harness.report.console import ConsoleReporter
 from harness.report.html import HtmlReporter
 from harness.report.issue import IssueReporter
 from harness.report.junit import JunitReporter
 from harness.report.markdown import MarkdownReporter
 from harness.report.model import Report
+from harness.result.codec import JSON, DecodeError
+from harness.result.model import CellResult, load_result
 from harness.store.results import RunStore, atomic_write_text, load_json
 
 
@@ -34,25 +37,37 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     Raises:
         StoreError: the results directory cannot be written.
     """
-    if report.root is None:  # the HTML plots read samples.jsonl next to the results
-        report = dataclasses.replace(report, root=store.root)
+    if report.root is None:  # the HTML links (and plots) the files next to the results
+        report = dataclasses.replace(report, root=store.root,
+                                     series=report.series.at(store.root))
     return [store.write("results.json", report.to_json()),
             store.write("report.md", render_text(MarkdownReporter.from_results(report))),
             store.write("report.html", render_text(HtmlReporter.from_results(report))),
             store.write("junit.xml", render_text(JunitReporter.from_results(report)))]
 
 
-def load_results(root: Path) -> dict[str, dict[str, Any]]:
-    """Cell results under a results directory (cells/*/result.json)."""
-    out: dict[str, dict[str, Any]] = {}
+def load_results(root: Path) -> dict[str, CellResult]:
+    """Cell results under a results directory (cells/*/result.json, schema 1 or 2).
+
+    Raises:
+        InputError: a result.json that is not one this harness can read (the message
+            names the file and the key).
+    """
+    out: dict[str, CellResult] = {}
     for path in sorted(root.glob("cells/*/result.json")):
         data = load_json(path)
-        if isinstance(data, dict) and "verdict" in data:
-            out[data["id"]] = data
+        if not isinstance(data, dict) or "verdict" not in data:
+            continue
+        try:
+            res = load_result(data)
+        except DecodeError as exc:
+            raise InputError(f"{path}: {exc}\n  fix: re-run that cell (harness sweep "
+                             "--resume after deleting its result.json)") from exc
+        out[res.id] = res
     return out
 
 
-def dump_json(path: Path, data: Any) -> None:
+def dump_json(path: Path, data: JSON) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 

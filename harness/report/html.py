@@ -12,17 +12,19 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.protocol.ingest import TREND_NAMES, Series, read_samples
-from harness.report.model import Report, cell_numbers, human_seconds
-from harness.report.parts import VsBaseline
+from harness.analysis.records import MemoryTrend, StepTrend
+from harness.protocol.ingest import TREND_NAMES, Series
+from harness.report.model import Report
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.report.text import kib
+from harness.result.codec import JSON
+from harness.result.words import cell_numbers, human_seconds
 
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
            "gpu": "#ff7f0e", "fw": "#17becf", "step": "#2c3e70", "baseline": "#999999"}
@@ -66,7 +68,7 @@ def measured(series: Series, key: str) -> list[float]:
             and (v := smp.get(key)) is not None]
 
 
-def memory_plot(series: Series, key: str, name: str, trend: dict[str, Any] | None,
+def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
                 span: float | None = None, fitted: bool = True) -> Markup:
     """Bytes of one source against iteration, every phase, with the fitted slope.
 
@@ -78,17 +80,17 @@ def memory_plot(series: Series, key: str, name: str, trend: dict[str, Any] | Non
     xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
     fit, note, headline = None, "", ""
     if trend is not None and fitted:
-        slope = float(trend["slope"])
+        slope = trend.slope
         mx, my = series.memory(key)
         if len(mx):
             # Theil-Sen's intercept: the median offset of the points from the slope.
             intercept = statistics.median(float(y) - slope * float(x)
                                           for x, y in zip(mx, my, strict=True))
             fit = Fit(slope, intercept, float(mx[0]), float(mx[-1]))
-        lo, hi = trend.get("slope_lo"), trend.get("slope_hi")
-        ci = f"CI {kib(lo)}..{kib(hi)} KiB/call, " if lo is not None and hi is not None else ""
+        lo, hi = trend.slope_lo, trend.slope_hi
+        ci = f"CI {kib(lo)}..{kib(hi)} KiB/call, " if lo == lo and hi == hi else ""  # not NaN
         headline = f"{kib(slope)} KiB/call"
-        note = f"{ci}{trend.get('kind', '')}"
+        note = f"{ci}{trend.kind}"
     elif not fitted:
         note = "never decisive"
     y_range = None
@@ -112,7 +114,7 @@ def step_points(series: Series) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def step_plot(series: Series, steps: dict[str, Any] | None,
+def step_plot(series: Series, steps: StepTrend | None,
               y_range: tuple[float, float] | None = None,
               baseline: tuple[str, Series] | None = None) -> Markup:
     """Seconds per step against iteration, warm-up included and shaded but not scaling
@@ -125,8 +127,8 @@ def step_plot(series: Series, steps: dict[str, Any] | None,
             lines.append(Line(bx, by, COLOURS["baseline"], f"baseline {baseline[0]}",
                               dashed=True))
     note = ""
-    if steps:
-        note = f"late/early {float(steps['ratio']):.2f}x, p={float(steps['p_value']):.2g}"
+    if steps is not None:
+        note = f"late/early {steps.ratio:.2f}x, p={steps.p_value:.2g}"
     times = series.step_times()
     headline = f"median {human_seconds(float(statistics.median(times)))}" if len(times) else ""
     if y_range is None:
@@ -171,27 +173,25 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
               scales: RowScales | None = None, baseline: tuple[str, Series] | None = None
               ) -> CellView:
     res = report.results[cid]
-    err = (res.get("end") or {}).get("error") or {}
-    view = CellView(cid, res["image"]["label"], res["verdict"], str(res.get("reason", "")),
-                    cell_numbers(res), role, traceback=str(err.get("traceback") or ""),
-                    problems=[str(p) for p in res.get("problems") or []])
-    path = report.samples_path(cid)
-    if path is None:
+    err = res.end.error
+    view = CellView(cid, res.image.label, res.verdict, res.reason,
+                    cell_numbers(res), role, traceback=err.traceback if err else "",
+                    problems=list(res.problems))
+    series = series or report.series(cid)
+    if series is None:
         view.note = "no samples.jsonl next to this result: no plots"
         return view
-    assert report.root is not None
-    for text, name in (("samples", "samples.jsonl"), ("log", "agent.log"),
-                       ("result", "result.json")):
-        if (report.root / "cells" / cid / name).is_file():
-            view.links.append((text, f"cells/{cid}/{name}"))
-    series = series or read_samples(path)
+    if report.root is not None:
+        for text, name in (("samples", "samples.jsonl"), ("log", "agent.log"),
+                           ("result", "result.json")):
+            if (report.root / "cells" / cid / name).is_file():
+                view.links.append((text, f"cells/{cid}/{name}"))
     scales = scales or RowScales()
-    memory = res.get("memory") or {}
-    for key, name in sources_of(series, str(res.get("runtime") or "")):
-        view.plots.append(memory_plot(series, key, name, memory.get(name),
+    for key, name in sources_of(series, res.runtime):
+        view.plots.append(memory_plot(series, key, name, res.memory.get(name),
                                       scales.spans.get(key), fitted=name != "cgroup"))
     if series.step_times().size or any(s.get("src") == "step" for s in series.samples):
-        view.plots.append(step_plot(series, res.get("steps"), scales.steps, baseline))
+        view.plots.append(step_plot(series, res.steps, scales.steps, baseline))
     if not view.plots:
         view.note = "samples.jsonl holds no samples"
     return view
@@ -206,7 +206,7 @@ def split_diff(diff: list[tuple[str, str, str]], fold_after: int
     return [d for d in diff if not d[0].startswith("pip ")], pips
 
 
-def meta_items(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+def meta_items(meta: Mapping[str, JSON]) -> list[tuple[str, str]]:
     """The run's facts in words: a date, not an epoch; no 'baseline: None'."""
     out: list[tuple[str, str]] = []
     for key, value in sorted(meta.items()):
@@ -244,21 +244,21 @@ class HtmlReporter:
         for row in r.rows:
             loaded: dict[str, Series] = {}
             for _, _, cid in row.cells:
-                path = r.samples_path(cid)
-                if path is not None:
-                    loaded[cid] = read_samples(path)
-            runtime = next((str(r.results[c].get("runtime") or "") for c in loaded), "")
+                one = r.series(cid)
+                if one is not None:
+                    loaded[cid] = one
+            runtime = next((r.results[c].runtime for c in loaded), "")
             keys = {k for s in loaded.values() for k in sources_of(s, runtime)}
             scales = row_scales(loaded, sorted(keys))
             by_label = {label: cid for label, _, cid in row.cells}
             for label, _, cid in row.cells:
                 role = ("first-bad" if label == row.first_bad else
                         "last-good" if label == row.last_good else "")
-                vs = VsBaseline.of(r.results[cid])
+                vs = r.results[cid].vs_baseline
                 base = vs.baseline if vs is not None else None
-                base_id = by_label.get(str(base)) if base else None
-                baseline = ((str(base), loaded[base_id]) if base_id in loaded and
-                            base_id != cid and base_id is not None else None)
+                base_id = by_label.get(base) if base else None
+                baseline = ((base, loaded[base_id]) if base is not None and base_id is not None
+                            and base_id in loaded and base_id != cid else None)
                 views[cid] = cell_view(r, cid, role, loaded.get(cid), scales, baseline)
         grid = []
         for row, line in zip(r.rows, body, strict=True):

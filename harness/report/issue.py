@@ -9,21 +9,21 @@ last good image with a bootstrap interval over the two cells' step times.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.protocol.ingest import read_samples
 from harness.report.model import Report
-from harness.report.parts import VsBaseline
 from harness.report.text import kib, md
+from harness.result.codec import JSON
+from harness.result.model import CellResult
 
 if TYPE_CHECKING:
     import numpy as np
 
-Result = Mapping[str, Any]
+Result = CellResult
 BOOTSTRAP = 2000
 MAX_STEPS = 4000          # per cell, evenly strided: the interval does not need them all
 
@@ -46,7 +46,7 @@ def ratio_ci(base: np.ndarray, other: np.ndarray, level: float = 0.95, seed: int
 
 def scenario_text(report: Report, res: Result) -> tuple[str, str]:
     """(path shown, script text) of a cell's scenario; the text says so if not found."""
-    script = str((res.get("scenario") or {}).get("script") or "")
+    script = res.scenario.script
     if not script:
         return "", "(the result does not name its scenario script)"
     # Stored relative to the matrix file; not relative to the current directory, where
@@ -55,8 +55,8 @@ def scenario_text(report: Report, res: Result) -> tuple[str, str]:
     matrix = report.meta.get("matrix")
     if Path(script).is_absolute():
         tries.append(Path(script))
-    elif matrix:
-        tries.append(Path(str(matrix)).parent / script)
+    elif isinstance(matrix, str) and matrix:
+        tries.append(Path(matrix).parent / script)
     if report.root is not None and not Path(script).is_absolute():
         tries.append(report.root / script)
     for path in tries:
@@ -67,56 +67,58 @@ def scenario_text(report: Report, res: Result) -> tuple[str, str]:
 
 
 def system_lines(res: Result) -> list[str]:
-    fp = res.get("fingerprint") or {}
-    env = fp.get("env") or {}
-    packages = fp.get("packages") or {}
-    frameworks = [f"{n} {v}" for n, v in sorted(packages.items())
+    fp = res.fingerprint
+    env = fp.env
+    frameworks = [f"{n} {v}" for n, v in sorted(fp.packages.items())
                   if n.startswith(FRAMEWORKS)] or ["(no framework package recorded)"]
-    gpu = fp.get("gpu") or {}
-    devices = [f"{d.get('name')} (compute capability {'.'.join(map(str, d.get('cc') or []))})"
-               for d in gpu.get("devices") or []]
-    image = res.get("image") or {}
+
+    def cc(d: dict[str, JSON]) -> str:
+        value = d.get("cc")
+        return ".".join(map(str, value)) if isinstance(value, list) else ""
+
+    devices = [f"{d.get('name')} (compute capability {cc(d)})" for d in fp.gpu_devices()]
     return [f"- Framework: {', '.join(frameworks)}",
             f"- CUDA: {env.get('CUDA_VERSION', '-')}, cuDNN: {env.get('CUDNN_VERSION', '-')}, "
             f"NCCL: {env.get('NCCL_VERSION', '-')}",
-            f"- GPU: {', '.join(devices) or fp.get('gpu_reason') or 'none recorded'}",
-            f"- NVIDIA driver: {gpu.get('driver') or '-'}",
-            f"- Image: `{image.get('ref')}` (digest `{image.get('digest') or '-'}`)",
-            f"- Python: {fp.get('python') or '-'}; OS: {fp.get('platform') or '-'}",
-            f"- Runtime: {res.get('runtime') or '-'}; heap reading: {fp.get('heap') or '-'}"]
+            f"- GPU: {', '.join(devices) or fp.gpu_reason or 'none recorded'}",
+            f"- NVIDIA driver: {fp.gpu_driver or '-'}",
+            f"- Image: `{res.image.ref}` (digest `{res.image.digest or '-'}`)",
+            f"- Python: {fp.python or '-'}; OS: {fp.platform or '-'}",
+            f"- Runtime: {res.runtime or '-'}; heap reading: {fp.heap or '-'}"]
 
 
 def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str]:
     """Growth and slowdown of the first bad cell, with intervals, vs the last good."""
-    lines = ["| | " + (f"last good ({md(good['image']['label'])}) | " if good else "") +
-             f"first bad ({md(bad['image']['label'])}) |",
+    lines = ["| | " + (f"last good ({md(good.image.label)}) | " if good else "") +
+             f"first bad ({md(bad.image.label)}) |",
              "|---|" + ("---|" if good else "") + "---|"]
     cells = [c for c in (good, bad) if c is not None]
 
-    def row(name: str, value: Any) -> None:
+    def row(name: str, value: Callable[[Result], str]) -> None:
         lines.append(f"| {name} | " + " | ".join(md(value(c)) for c in cells) + " |")
 
-    row("verdict", lambda c: f"{c['verdict']}: {c.get('reason', '')}")
-    sources = sorted({s for c in cells for s in (c.get("memory") or {})})
+    row("verdict", lambda c: f"{c.verdict}: {c.reason}")
+    sources = sorted({s for c in cells for s in c.memory})
     for s in sources:
         def growth(c: Result, s: str = s) -> str:
-            t = (c.get("memory") or {}).get(s)
-            if not t or "slope_lo" not in t:
+            t = c.memory.get(s)
+            if t is None:
                 return "-"
-            return (f"{kib(t['slope'])} KiB/call (CI {kib(t['slope_lo'])}.."
-                    f"{kib(t['slope_hi'])}), {kib(t['growth'] / 1024)} MiB "
-                    f"over {t['n']} samples, {t['kind']}")
+            return (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}.."
+                    f"{kib(t.slope_hi)}), {kib(t.growth / 1024)} MiB "
+                    f"over {t.n} samples, {t.kind}")
         row(f"{s} growth", growth)
 
     def trend(c: Result) -> str:
-        st = c.get("steps") or {}
-        return (f"median {st['median_s'] * 1e3:.4g} ms; late/early {st['ratio']:.2f}x "
-                f"(p={st['p_value']:.2g})") if st else "-"
+        st = c.steps
+        return (f"median {st.median_s * 1e3:.4g} ms; late/early {st.ratio:.2f}x "
+                f"(p={st.p_value:.2g})") if st is not None else "-"
     row("step time", trend)
     out = lines
-    if good is not None and report.root is not None:
-        ga = read_samples(report.root / "cells" / good["id"] / "samples.jsonl").step_times()
-        gb = read_samples(report.root / "cells" / bad["id"] / "samples.jsonl").step_times()
+    sa = report.series(good.id) if good is not None else None
+    sb = report.series(bad.id)
+    if sa is not None and sb is not None:
+        ga, gb = sa.step_times(), sb.step_times()
         import numpy as np
 
         if len(ga) and len(gb) and np.median(ga) > 0:
@@ -125,7 +127,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
                        f"{lo:.2f}..{hi:.2f}, {len(ga)} and {len(gb)} steps).")
     out.append("\nSlope intervals (CI) are at the sweep's `analysis.confidence` (0.99 unless "
                "the matrix sets it); growth is the slope times the measured span of iterations.")
-    vs = VsBaseline.of(bad)
+    vs = bad.vs_baseline
     if vs is not None and vs.steps is not None:
         out.append(f"\nAgainst the baseline {md(vs.baseline)}: "
                    f"{vs.steps.ratio:.2f}x step time pooled (Mann-Whitney U "
@@ -165,23 +167,23 @@ class IssueReporter:
         good = by_label.get(str(row.last_good)) if row.last_good else None
         verb = {"leak": "leaks memory", "slowdown": "slows down", "regression": "is slower",
                 "oom": "runs out of memory", "crash": "crashes", "timeout": "hangs"}.get(
-                    bad["verdict"], bad["verdict"])
-        scen = bad["scenario"]
-        since = f" (not in {good['image']['label']})" if good else ""
-        out.write(f"# {scen['id']} {verb} in {bad['image']['label']}{since}\n\n")
+                    bad.verdict, str(bad.verdict))
+        scen = bad.scenario
+        since = f" (not in {good.image.label})" if good else ""
+        out.write(f"# {scen.id} {verb} in {bad.image.label}{since}\n\n")
         out.write("## System information\n\n" + "\n".join(system_lines(bad)) + "\n\n")
         path, text = scenario_text(r, bad)
-        settings = bad.get("settings") or {}
+        settings = bad.settings
         fence = "````" if "```" in text else "```"
-        params = scen.get("params") or {}
+        params = scen.params
         said = (f"params `{json.dumps(params, sort_keys=True)}`" if params else "no params")
         out.write(f"## Minimal scenario\n\n`{path}` with {said},"
                   f" {settings.get('iterations', '?')} iterations after "
                   f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
                   f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"
                   f"{fence}\n\n")
-        last = f"last good: {good['image']['label']}" if good else "no good image before it"
-        out.write(f"## Versions\n\nFirst bad: {bad['image']['label']} ({last}); images in "
+        last = f"last good: {good.image.label}" if good else "no good image before it"
+        out.write(f"## Versions\n\nFirst bad: {bad.image.label} ({last}); images in "
                   f"order: {', '.join(f'{lb} ({v})' for lb, v, _ in row.cells)}.\n")
         if not row.contiguous:
             out.write("\nThe bad cells are not contiguous (flaky, or fixed and broken "
@@ -192,5 +194,5 @@ class IssueReporter:
                       "first bad |\n|---|---|---|\n")
             for what, a, b in row.diff:
                 out.write(f"| {md(what)} | {md(a)} | {md(b)} |\n")
-        out.write(f"\nMeasured with harness; cell ids {good['id'] if good else '-'} and "
-                  f"{bad['id']}.\n")
+        out.write(f"\nMeasured with harness; cell ids {good.id if good else '-'} and "
+                  f"{bad.id}.\n")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TextIO
 
-from harness.report.model import Report, cell_numbers
-from harness.report.parts import VsBaseline
+from harness.report.model import Report
+from harness.result.model import CellResult
+from harness.result.words import cell_numbers
 
 FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
 ERRORS = frozenset({"crash", "timeout", "unavailable"})
@@ -28,25 +28,27 @@ def clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def details(res: Mapping[str, Any]) -> str:
+def details(res: CellResult) -> str:
     """Every number behind a verdict, one line each, for the failure body."""
-    lines = [f"verdict: {res['verdict']}: {res.get('reason', '')}"]
-    for name, t in sorted((res.get("memory") or {}).items()):
-        if "slope_lo" in t:
-            lines.append(f"{name}: {t.get('kind')} slope {t['slope'] / 1024:+.3f} KiB/call "
-                         f"(CI {t['slope_lo'] / 1024:+.3f}..{t['slope_hi'] / 1024:+.3f}), "
-                         f"growth {t['growth'] / 1024**2:+.2f} MiB, peak "
-                         f"{t['peak'] / 1024**2:.1f} MiB over {t['n']} samples")
-    steps = res.get("steps") or {}
-    if steps:
-        lines.append(f"steps: median {steps['median_s'] * 1e3:.4g} ms, late/early "
-                     f"{steps['ratio']:.3f}x (p={steps['p_value']:.3g})")
-    vs = VsBaseline.of(res)
+    lines = [f"verdict: {res.verdict}: {res.reason}"]
+    for name, t in sorted(res.memory.items()):
+        lines.append(f"{name}: {t.kind} slope {t.slope / 1024:+.3f} KiB/call "
+                     f"(CI {t.slope_lo / 1024:+.3f}..{t.slope_hi / 1024:+.3f}), "
+                     f"growth {t.growth / 1024**2:+.2f} MiB, peak "
+                     f"{t.peak / 1024**2:.1f} MiB over {t.n} samples")
+    steps = res.steps
+    if steps is not None:
+        lines.append(f"steps: median {steps.median_s * 1e3:.4g} ms, late/early "
+                     f"{steps.ratio:.3f}x (p={steps.p_value:.3g})")
+    vs = res.vs_baseline
     if vs is not None:
-        for key, c in (("steps", vs.steps), ("cpu", vs.cpu), ("peak_rss", vs.peak_rss)):
+        for key, c in (("steps", vs.steps), ("cpu", vs.cpu)):
             if c is not None:
-                p = f", p={c.p_value:.3g}" if c.p_value is not None else ""
-                lines.append(f"vs {vs.baseline} {key}: {c.ratio:.3f}x{p} ({c.direction})")
+                lines.append(f"vs {vs.baseline} {key}: {c.ratio:.3f}x, p={c.p_value:.3g} "
+                             f"({c.direction})")
+        if vs.peak_rss is not None:
+            lines.append(f"vs {vs.baseline} peak_rss: {vs.peak_rss.ratio:.3f}x "
+                         f"({vs.peak_rss.direction})")
     return "\n".join(lines)
 
 
@@ -69,12 +71,12 @@ class JunitReporter:
             seconds = 0.0
             for _, verdict, cid in row.cells:
                 res = r.results[cid]
-                cell_s = float((res.get("timings") or {}).get("cell_s") or 0.0)
+                cell_s = res.timings.cell_s
                 seconds += cell_s
                 case = ET.SubElement(suite, "testcase", classname=f"harness.{row.row}",
                                      name=clean(cid), time=f"{cell_s:.3f}")
                 counts["tests"] += 1
-                message = f"{verdict}: {res.get('reason', '')}"
+                message = f"{verdict}: {res.reason}"
                 numbers = cell_numbers(res)
                 if numbers:
                     message += f" [{numbers}]"
@@ -85,8 +87,9 @@ class JunitReporter:
                 elif verdict in ERRORS:
                     counts["errors"] += 1
                     el = ET.SubElement(case, "error", message=clean(message), type=verdict)
-                    err = (res.get("end") or {}).get("error") or {}
-                    el.text = clean(str(err.get("traceback") or details(res)))
+                    err = res.end.error
+                    el.text = clean(err.traceback if err is not None and err.traceback
+                                    else details(res))
                 elif verdict in SKIPPED:
                     counts["skipped"] += 1
                     ET.SubElement(case, "skipped", message=clean(message))

@@ -59,4 +59,4 @@ class MarkdownReporter:
             out.write("\n| cell | verdict | why |\n|---|---|---|\n")
             for _, verdict, cid in row.cells:
                 res = r.results[cid]
-                out.write(f"| {md(cid)} | {md(verdict)} | {md(res.get('reason', ''))} |\n")
+                out.write(f"| {md(cid)} | {md(verdict)} | {md(res.reason)} |\n")

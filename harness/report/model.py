@@ -1,61 +1,53 @@
-"""One report model built from stored results; every renderer reads only this."""
+"""One report model built from cell results; every renderer reads only this."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.analysis.kinds import BAD
 from harness.answers.search import RowAnswer, answer_rows
-from harness.report.parts import VsBaseline
+from harness.protocol.ingest import Series, read_samples
+from harness.result.codec import JSON, as_json
+from harness.result.model import CellResult
+from harness.result.words import cell_text, human_seconds
 
-RESULTS_SCHEMA = 1
+__all__ = ["RESULTS_SCHEMA", "Report", "SeriesSource", "cell_text", "human_seconds"]
 
-
-def human_seconds(seconds: float) -> str:
-    """0.0000159 -> '15.9 µs', 0.0123 -> '12.3 ms', 2.5 -> '2.5 s'."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.3g} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds:.3g} s"
+RESULTS_SCHEMA = 2
 
 
-def cell_numbers(res: Mapping[str, Any]) -> str:
-    """Key numbers of a cell, each saying what it is: growth per call of the deciding
-    source, median time per call, and the ratios against the row's baseline."""
-    parts: list[str] = []
-    memory = res.get("memory") or {}
-    source = (res.get("carrier") or "").split("+")[0] or None
-    if source not in memory:
-        source = next((s for s in ("heap", "uss", "rss") if s in memory), None)
-    if source is not None:
-        slope = float(memory[source]["slope"])
-        parts.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
-    step = (res.get("summary") or {}).get("median_step_s")
-    if step is not None:
-        parts.append(f"{human_seconds(float(step))}/call")
-    vs = VsBaseline.of(res)
-    if vs is None:
-        return ", ".join(parts)
-    # The rounds' direction when they ran; a pooled one alone is only "suspected".
-    conf, steps, peak = vs.confirmation, vs.steps, vs.peak_rss
-    if conf is not None and conf.ratio is not None and vs.direction not in (None, "~"):
-        parts.append(f"time {conf.ratio:.2f}x baseline ({vs.direction} in "
-                     f"{conf.decided_by} interleaved rounds)")
-    elif steps is not None and vs.direction not in (None, "~"):
-        parts.append(f"time {steps.ratio:.2f}x baseline")
-    if peak is not None and peak.direction not in (None, "~"):
-        parts.append(f"peak RSS {peak.ratio:.2f}x baseline")
-    return ", ".join(parts)
+class SeriesSource:
+    """Each cell's series, parsed once: handed over by the sweep that parsed them, else
+    read from the results directory's samples.jsonl on first use and kept."""
 
+    def __init__(self, root: Path | None, known: Mapping[str, Series] | None = None):
+        self.root = root
+        self._known: dict[str, Series] = dict(known or {})
+        self._lock = threading.Lock()
 
-def cell_text(res: Mapping[str, Any]) -> str:
-    """'leak: heap +5.9 KiB/call, 15.9 µs/call, peak RSS 1.12x baseline'."""
-    numbers = cell_numbers(res)
-    return f"{res['verdict']}: {numbers}" if numbers else str(res["verdict"])
+    def at(self, root: Path) -> SeriesSource:
+        """The same series, with samples.jsonl read from `root` for the others."""
+        with self._lock:
+            return SeriesSource(root, self._known)
+
+    def path(self, cell_id: str) -> Path | None:
+        if self.root is None:
+            return None
+        path = self.root / "cells" / cell_id / "samples.jsonl"
+        return path if path.is_file() else None
+
+    def __call__(self, cell_id: str) -> Series | None:
+        with self._lock:
+            found = self._known.get(cell_id)
+            if found is None:
+                path = self.path(cell_id)
+                if path is None:
+                    return None
+                found = self._known[cell_id] = read_samples(path)
+            return found
 
 
 @dataclass(frozen=True)
@@ -63,20 +55,23 @@ class Report:
     name: str
     images: list[str]
     rows: list[RowAnswer]
-    results: dict[str, dict[str, Any]]
-    meta: dict[str, Any]
+    results: dict[str, CellResult]
+    meta: dict[str, JSON]
     root: Path | None = None        # the results directory: samples.jsonl for plots
+    series: SeriesSource = field(default_factory=lambda: SeriesSource(None), compare=False)
 
     @classmethod
-    def from_results(cls, name: str, results: Mapping[str, dict[str, Any]],
-                     meta: Mapping[str, Any] | None = None, root: Path | None = None
-                     ) -> Report:
-        """Build the model; `root` lets renderers read each cell's samples.jsonl."""
+    def from_results(cls, name: str, results: Mapping[str, CellResult],
+                     meta: Mapping[str, JSON] | None = None, root: Path | None = None,
+                     series: Mapping[str, Series] | None = None) -> Report:
+        """Build the model. Renderers get each cell's series through `series`: those
+        given (a sweep's, already parsed), else read once from `root`'s samples.jsonl."""
         order: dict[str, int] = {}
         for r in results.values():
-            order.setdefault(r["image"]["label"], r["image"]["index"])
+            order.setdefault(r.image.label, r.image.index)
         images = sorted(order, key=lambda k: order[k])
-        return cls(name, images, answer_rows(results), dict(results), dict(meta or {}), root)
+        return cls(name, images, answer_rows(results), dict(results), dict(meta or {}), root,
+                   SeriesSource(root, series))
 
     def samples_path(self, cell_id: str) -> Path | None:
         """Where a cell's samples.jsonl is, if the results directory is known and has it."""
@@ -87,7 +82,7 @@ class Report:
 
     @property
     def bad_cells(self) -> list[str]:
-        return sorted(k for k, r in self.results.items() if r["verdict"] in BAD)
+        return sorted(k for k, r in self.results.items() if r.verdict in BAD)
 
     @property
     def broken_scenarios(self) -> list[str]:
@@ -98,20 +93,18 @@ class Report:
     def findings(self) -> list[str]:
         """Bad cells, less those of rows where the scenario itself is broken."""
         broken = set(self.broken_scenarios)
-        return [k for k in self.bad_cells if self.results[k]["row"] not in broken]
+        return [k for k in self.bad_cells if self.results[k].row not in broken]
 
     @property
     def unavailable_cells(self) -> list[str]:
-        return sorted(k for k, r in self.results.items() if r["verdict"] == "unavailable")
+        return sorted(k for k, r in self.results.items() if r.verdict == "unavailable")
 
     def unavailable_notes(self) -> list[str]:
         """One line per image (and host) that could not be prepared, with the reason."""
         seen: dict[str, str] = {}
         for cid in self.unavailable_cells:
             res = self.results[cid]
-            key = res["image"]["label"]
-            seen.setdefault(key, str((res.get("outcome") or {}).get("error")
-                                     or res.get("reason") or ""))
+            seen.setdefault(res.image.label, res.outcome.error or res.reason)
         return [f"{label}: {text}" for label, text in seen.items()]
 
     def table(self) -> tuple[list[str], list[list[str]]]:
@@ -131,9 +124,11 @@ class Report:
             body.append([row.row, *cells, row.sentence])
         return header, body
 
-    def to_json(self) -> dict[str, Any]:
-        cells = {k: {kk: vv for kk, vv in v.items() if kk != "host_samples"}
-                 for k, v in sorted(self.results.items())}
+    def to_json(self) -> dict[str, JSON]:
+        """results.json: the rows' answers and every cell (without host samples)."""
+        cells: dict[str, JSON] = {k: v.to_json(host_samples=False)
+                                  for k, v in sorted(self.results.items())}
+        rows: list[JSON] = [as_json(r.to_dict()) for r in self.rows]
         return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
-                "images": self.images, "rows": [r.to_dict() for r in self.rows],
-                "bad_cells": self.bad_cells, "cells": cells}
+                "images": list(self.images), "rows": rows,
+                "bad_cells": list(self.bad_cells), "cells": cells}

@@ -109,11 +109,22 @@ def _empty(tp: object, path: str) -> object:
 def _json(value: object, path: str) -> JSON:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
-    if isinstance(value, list):
-        return [_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (list, tuple)):
+        return [as_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {str(k): _json(v, f"{path}.{k}") for k, v in value.items()}
+        return {str(k): as_json(v, f"{path}.{k}") for k, v in value.items()}
     raise DecodeError(path, f"not a JSON value: {_what(value)}")
+
+
+def as_json(value: object, path: str = "") -> JSON:
+    """`value` as a JSON value (dicts, lists, text, numbers, None), or DecodeError naming
+    where it is not one. NumPy scalars become numbers."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, (list, dict, str)):
+        value = item()
+    if isinstance(value, tuple):
+        value = list(value)
+    return _json(value, path)
 
 
 def _decode(tp: object, value: object, path: str) -> object:

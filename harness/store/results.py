@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.errors import InputError, StoreError
+from harness.result.codec import DecodeError
+from harness.result.model import SCHEMA, CellResult, load_result
 
-SCHEMA = 1
+__all__ = ["SCHEMA", "RunStore", "atomic_write_text", "load_json", "write_json"]
 
 
 def _hint(exc: OSError) -> str:
@@ -154,14 +156,20 @@ class RunStore:
                              f"{_hint(exc)}") from exc
         return d
 
-    def load_cell(self, cell_id: str) -> dict[str, Any] | None:
+    def load_cell(self, cell_id: str) -> CellResult | None:
+        """The cell's finished result (schema 1 or 2), or None: missing, half-written by
+        an older harness, or not a result this harness can read."""
         data = load_json(self.root / "cells" / cell_id / "result.json")
-        if isinstance(data, dict) and data.get("schema") == SCHEMA and "verdict" in data:
-            return data
-        return None
+        if not isinstance(data, dict) or "verdict" not in data:
+            return None
+        try:
+            return load_result(data)
+        except DecodeError:
+            return None
 
-    def write_cell(self, cell_id: str, result: dict[str, Any]) -> None:
-        write_json(self.cell_dir(cell_id) / "result.json", result)
+    def write_cell(self, result: CellResult) -> None:
+        """Write the cell's result, once: when its verdict is final."""
+        write_json(self.cell_dir(result.id) / "result.json", result.to_json())
 
     def write(self, name: str, data: Any) -> Path:
         path = self.root / name

@@ -217,10 +217,10 @@ def run_plan(plan: Plan, matrix: Matrix, cells: list[Cell], runtime: Runtime, st
     report = Report.from_results(matrix.name, outcome.results, {
         "watch": plan.repo.written, "new_tags": list(plan.new), "runtime": runtime.name,
         "started": started, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
-        "reused": outcome.reused, "baseline": matrix.baseline})
+        "reused": outcome.reused, "baseline": matrix.baseline}, store.root, outcome.series)
     paths = write_all(store, report)
-    bad_refs = {r["image"]["ref"] for r in outcome.results.values() if r["verdict"] in BAD}
+    bad_refs = {r.image.ref for r in outcome.results.values() if r.verdict in BAD}
     bad = [t for t in plan.new if plan.repo.image(t) in bad_refs]
     base_bad = sorted(k for k, r in outcome.results.items()
-                      if r["verdict"] in BAD and r["image"]["ref"] == plan.images[0])
+                      if r.verdict in BAD and r.image.ref == plan.images[0])
     return WatchOutcome(report, outcome, bad, paths, base_bad)

@@ -1,0 +1,278 @@
+"""`CellResult`: one cell, from agent record to rendered report, as frozen dataclasses.
+
+The orchestrator builds it once the cell's verdict is final (`harness.analysis.decision
+.decide`); the store writes it (`cells/<id>/result.json`, its serialisation through
+`harness.result.codec`) and reads it back (`load_result`, which also reads schema 1
+directories); search, bisect, host compare and every renderer read its fields.
+
+Free-form parts that come from outside the harness (a scenario's `info()`, the agent's
+host fingerprint details, a runtime's details) are `JSON` values, not `Any`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.analysis.kinds import Verdict
+from harness.analysis.records import (
+    Explained,
+    LiveRun,
+    MemoryTrend,
+    StepTrend,
+    VsBaseline,
+)
+from harness.result.codec import JSON, DecodeError, decode, encode
+
+SCHEMA = 2
+READS = (1, 2)       # result.json schemas this code reads
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """The cell's image: its matrix label and order, and what the engine had."""
+
+    label: str
+    index: int
+    ref: str = ""
+    digest: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    pip: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuPart:
+    value: str = ""          # the matrix's selection: "0", "1,2", "all", "none"
+    label: str = ""          # "gpu0", "cpu", ...
+
+
+@dataclass(frozen=True)
+class ScenarioPart:
+    id: str = ""
+    script: str = ""         # relative to the matrix file where it can be
+    params: dict[str, JSON] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuFact:
+    """One GPU of the cell's host, as the engine showed it to a probe container."""
+
+    index: int
+    name: str
+    uuid: str | None = None
+    cc: tuple[int, int] | None = None
+    memory_total: int | None = None
+
+
+@dataclass(frozen=True)
+class HostPart:
+    label: str = ""
+    url: str | None = None
+    machine: str = ""        # the machine the harness ran on
+    gpus: tuple[GpuFact, ...] = ()
+    driver: str | None = None
+    cuda_driver: str | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    iterations: int = 0
+    median_step_s: float | None = None
+    peak_rss: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the process or container ended (`RunOutcome`, as stored)."""
+
+    exit_code: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    error: str | None = None
+    duration_s: float = 0.0
+    log_tail: str = ""
+    mem_limit_bytes: int | None = None
+    details: dict[str, JSON] = field(default_factory=dict)
+    host_samples: int = 0    # how many the runtime took (the result keeps the last 2000)
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    first: float
+    peak: float
+    last: float
+
+
+@dataclass(frozen=True)
+class Reconcile:
+    """The agent's, the engine's and the host NVML's memory figures side by side."""
+
+    sources: dict[str, MemoryStats] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What the agent saw inside the image (its header)."""
+
+    python: str | None = None
+    implementation: str | None = None
+    platform: str | None = None
+    hostname: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    packages: dict[str, str] = field(default_factory=dict)
+    gpu: dict[str, JSON] | None = None
+    gpu_reason: str | None = None
+    heap: JSON = None            # how the agent read the heap (mallinfo2, ...)
+    pythonmalloc: str | None = None
+    cgroup: str | int | None = None
+    cpu_count: int | None = None
+
+    def gpu_names(self) -> list[str]:
+        """The GPU names the agent saw, in order."""
+        return [str(d["name"]) for d in self.gpu_devices() if d.get("name")]
+
+    def gpu_devices(self) -> list[dict[str, JSON]]:
+        devices = (self.gpu or {}).get("devices")
+        return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+
+    @property
+    def gpu_driver(self) -> str | None:
+        driver = (self.gpu or {}).get("driver")
+        return str(driver) if driver is not None else None
+
+
+@dataclass(frozen=True)
+class AgentError:
+    type: str = ""
+    message: str = ""
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class AgentEnd:
+    """The agent's end record, as far as the result keeps it."""
+
+    status: str | None = None
+    error: AgentError | None = None
+    info: dict[str, JSON] | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    iterations: int | None = None
+    warmup: int | None = None
+    stopped_early: bool | None = None
+    mode: str | None = None
+    elapsed_s: float | None = None
+    sampling_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of the cell (an ambiguous one is run again, longer)."""
+
+    verdict: Verdict
+    reason: str
+    iterations: int
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Where the cell's time went, seconds (the agent's phases where it reported them)."""
+
+    cell_s: float = 0.0
+    prepare_s: float = 0.0
+    waited_for_image_s: float = 0.0
+    run_s: float = 0.0
+    start_and_exit_s: float = 0.0
+    analyse_s: float = 0.0
+    import_s: float | None = None
+    setup_s: float | None = None
+    warmup_s: float | None = None
+    measure_s: float | None = None
+    teardown_s: float | None = None
+    script_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    what: str            # "image" or "engine"
+    message: str
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One cell's result: what ran, its verdict and every number behind it."""
+
+    id: str
+    row: str
+    verdict: Verdict
+    image: ImagePart
+    reason: str = ""
+    schema: int = SCHEMA
+    gpu: GpuPart = field(default_factory=GpuPart)
+    scenario: ScenarioPart = field(default_factory=ScenarioPart)
+    settings: dict[str, JSON] = field(default_factory=dict)
+    runtime: str = ""
+    host: HostPart = field(default_factory=HostPart)
+    carrier: str | None = None
+    findings: tuple[str, ...] = ()
+    memory: dict[str, MemoryTrend] = field(default_factory=dict)
+    steps: StepTrend | None = None
+    cpu_steps: StepTrend | None = None
+    contention: Explained | None = None
+    live: LiveRun | None = None
+    vs_baseline: VsBaseline | None = None
+    summary: Summary = field(default_factory=Summary)
+    outcome: Outcome = field(default_factory=Outcome)
+    host_samples: tuple[dict[str, JSON], ...] = ()
+    reconcile: Reconcile = field(default_factory=Reconcile)
+    fingerprint: Fingerprint = field(default_factory=Fingerprint)
+    end: AgentEnd = field(default_factory=AgentEnd)
+    problems: tuple[str, ...] = ()
+    skipped_lines: int = 0
+    attempts: tuple[Attempt, ...] = ()
+    timings: Timings = field(default_factory=Timings)
+    unavailable: Unavailable | None = None
+
+    @property
+    def deciding_source(self) -> str | None:
+        """The memory source behind the verdict: the carrier's first, else the best
+        recorded (heap, USS, RSS)."""
+        source = (self.carrier or "").split("+")[0] or None
+        if source in self.memory:
+            return source
+        return next((s for s in ("heap", "uss", "rss") if s in self.memory), None)
+
+    def to_json(self, host_samples: bool = True) -> dict[str, JSON]:
+        """The result.json object (without `host_samples` for results.json)."""
+        out = encode(self)
+        assert isinstance(out, dict)
+        if not host_samples:
+            out.pop("host_samples", None)
+        return out
+
+
+REQUIRED = ("id", "row", "verdict", "image")
+
+
+def load_result(data: object, where: str = "result") -> CellResult:
+    """A CellResult from a result.json object, schema 1 (today's and older code) or 2.
+
+    Raises:
+        DecodeError: not a result, an unknown schema, or a value of the wrong type; the
+            message names the key.
+    """
+    if not isinstance(data, dict):
+        raise DecodeError("", f"{where}: not a JSON object")
+    schema = data.get("schema", 1)
+    if schema not in READS:
+        raise DecodeError("schema", f"{where}: schema {schema!r} is not one this harness "
+                                    f"reads ({', '.join(map(str, READS))}): update harness")
+    image = data.get("image")
+    if isinstance(image, dict):
+        for key in ("label", "index"):
+            if key not in image:
+                raise DecodeError(f"image.{key}", "missing")
+    legacy = dict(data)
+    # Schema 1 kept the live decision flat and the unwrapped confirmation keys; both
+    # decode as they are. Its `summary` held per-source slopes: ignored (see memory).
+    legacy["schema"] = SCHEMA
+    return decode(CellResult, legacy, required=REQUIRED)
