@@ -18,7 +18,13 @@ import numpy as np
 import pytest
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.sequential import LiveDecider, median_bounds, sign_evalue, watch_file
+from harness.analysis.sequential import (
+    LiveDecider,
+    Watched,
+    median_bounds,
+    sign_evalue,
+    watch_file,
+)
 from harness.protocol.ingest import MAX_LINE, Record, SeriesReader, read_samples
 
 CFG = AnalysisConfig()
@@ -192,22 +198,29 @@ def test_watch_file_is_undecided_on_a_short_run_or_a_missing_file(tmp_path: Path
     assert not ctrl.exists()
 
 
-def append_in_chunks(path: Path, data: bytes, cuts: list[int], stop: threading.Event,
-                     pause_s: float) -> None:
-    """Write `data` to `path` cut at `cuts`, pausing between writes; set `stop` at the end."""
-    with path.open("wb") as fh:
-        for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
-            fh.write(data[a:b])
-            fh.flush()
-            threading.Event().wait(pause_s)
-    stop.set()
-
-
-def random_cuts(rng: random.Random, data: bytes, every: int) -> list[int]:
-    """Random chunk ends, one of them in the middle of a line."""
+def tail_while_written(out: Path, data: bytes, rng: random.Random, every: int) -> Watched:
+    """Live mode on `out` while a thread writes `data` to it in random-sized chunks (one
+    ending mid-line, pauses between them) and sets `stop` once it is done, as the host
+    does when the agent exits."""
     nl = data.index(b"\n", len(data) // 3)
-    cuts = {rng.randrange(1, len(data)) for _ in range(len(data) // every)} | {nl - 7}
-    return sorted(cuts)
+    cuts = sorted({rng.randrange(1, len(data)) for _ in range(len(data) // every)} | {nl - 7})
+    stop = threading.Event()
+
+    def agent() -> None:
+        with out.open("wb") as fh:
+            for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
+                fh.write(data[a:b])
+                fh.flush()
+                threading.Event().wait(0.002)
+        stop.set()
+
+    writer = threading.Thread(target=agent)
+    writer.start()
+    try:
+        return watch_file(out, LiveDecider(CFG, 60, 2000), out.with_name("stop"), stop,
+                          poll_s=0.001)
+    finally:
+        writer.join()
 
 
 @pytest.mark.parametrize(("name", "verdict"), [
@@ -217,14 +230,9 @@ def test_the_live_series_of_a_real_recording_is_the_file_read_afterwards(
         tmp_path: Path, name: str, verdict: str | None) -> None:
     # GIVEN a real agent output written in random-sized chunks, one ending mid-line
     data = (RECORDED / f"{name}.jsonl").read_bytes()
-    rng = random.Random(name)
-    out, ctrl, stop = tmp_path / "samples.jsonl", tmp_path / "stop", threading.Event()
-    cuts = random_cuts(rng, data, 600)
-    writer = threading.Thread(target=append_in_chunks, args=(out, data, cuts, stop, 0.002))
-    writer.start()
+    out, ctrl = tmp_path / "samples.jsonl", tmp_path / "stop"
     # WHEN live mode tails it
-    got = watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, stop, poll_s=0.001)
-    writer.join()
+    got = tail_while_written(out, data, random.Random(name), 600)
     # THEN its Series is the finished file's, record for record, problems and notes too
     assert got.series == read_samples(out)
     assert len(got.series.samples) > 30 and got.series.end is not None
@@ -248,14 +256,8 @@ def test_the_live_series_of_a_garbled_file_is_the_file_read_afterwards(tmp_path:
     for k, junk in enumerate(bad):
         lines.insert(3 + 4 * k, junk)
     lines += [lines[5], b'{"type": "sample", "src": "ti']
-    data = b"".join(lines)
-    rng = random.Random(7)
-    out, ctrl, stop = tmp_path / "samples.jsonl", tmp_path / "stop", threading.Event()
-    cuts = random_cuts(rng, data, 40000)
-    writer = threading.Thread(target=append_in_chunks, args=(out, data, cuts, stop, 0.003))
-    writer.start()
-    got = watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, stop, poll_s=0.001)
-    writer.join()
+    out = tmp_path / "samples.jsonl"
+    got = tail_while_written(out, b"".join(lines), random.Random(7), 40000)
     # THEN the live Series is the one read afterwards, each problem described once
     want = read_samples(out)
     assert got.series == want
