@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.growth import memory_trend
 from harness.analysis.sequential import FLOOR_BYTES, LiveDecider
+from harness.protocol.ingest import Record
 
 Array = npt.NDArray[np.float64]
 KiB = 1024.0
@@ -102,12 +103,13 @@ def leak(rate: float) -> Callable[[np.random.Generator, Array], Array]:
     return make
 
 
-def records(t: Array, y: Array) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = [{"type": "sample", "src": "step", "phase": "warmup",
-                                     "i": int(t[0]), "heap": float(y[0])}]
-    for i, v in zip(t[1:], y[1:], strict=True):
-        out.append({"type": "sample", "src": "step", "phase": "measure", "i": int(i),
-                    "heap": float(v)})
+def records(t: Array, y: Array) -> list[Record]:
+    """Step samples as `SeriesReader` keeps them: the warm-up's last, then measured ones."""
+    out = [Record("sample", 1, {"type": "sample", "src": "step", "phase": "warmup",
+                                "i": int(t[0]), "heap": float(y[0]), "dt": []})]
+    for n, (i, v) in enumerate(zip(t[1:], y[1:], strict=True), 2):
+        out.append(Record("sample", n, {"type": "sample", "src": "step", "phase": "measure",
+                                        "i": int(i), "heap": float(v), "dt": []}))
     return out
 
 

@@ -51,8 +51,13 @@ from cases.cases import CASES, Case  # noqa: E402
 
 from harness.analysis.config import AnalysisConfig  # noqa: E402
 from harness.analysis.growth import memory_trend  # noqa: E402
-from harness.analysis.sequential import LiveDecider, watch_file  # noqa: E402
-from harness.protocol.ingest import read_samples  # noqa: E402
+from harness.analysis.sequential import (  # noqa: E402
+    LiveDecider,
+    LiveDecision,
+    Watched,
+    watch_file,
+)
+from harness.protocol.ingest import Record  # noqa: E402
 
 PSLEAK = "psleak==0.1.6"
 VENVS = Path.home() / ".cache" / "harness" / "bench-venvs"
@@ -142,6 +147,18 @@ def cell_env(stock: bool) -> dict[str, str]:
     return env
 
 
+class TimedDecider(LiveDecider):
+    """A LiveDecider that notes when (time.perf_counter) it decided."""
+
+    decided_at: float | None = None
+
+    def feed(self, record: Record) -> LiveDecision | None:
+        got = super().feed(record)
+        if got is not None:
+            self.decided_at = time.perf_counter()
+        return got
+
+
 def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str, int, float]:
     out, ctrl = work / "samples.jsonl", work / "stop"
     for p in (out, ctrl):
@@ -151,13 +168,14 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
             str(EVERY), "--out", str(out), "--control", str(ctrl), "--quiet", "--no-gpu"]
     cmd = ([str(python), str(AGENT), *args] if stock else
            [str(python), "-c", GC_WRAPPER, str(AGENT.parent), *args])
-    decider = LiveDecider(CFG, MIN_ITERATIONS, MAX_ITERATIONS)
+    decider = TimedDecider(CFG, MIN_ITERATIONS, MAX_ITERATIONS)
     stop = threading.Event()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=cell_env(stock))
-    box: list[tuple[object, float]] = []
+    box: list[tuple[Watched, float]] = []
 
     def watch() -> None:
+        # watch_file reads on to the file's end once `stop` is set after the agent exits.
         box.append((watch_file(out, decider, ctrl, stop), time.perf_counter() - t0))
 
     watcher = threading.Thread(target=watch)
@@ -165,12 +183,12 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
     proc.wait(timeout=600)
     stop.set()
     watcher.join()
-    decision, wall = box[0] if box else (None, time.perf_counter() - t0)
-    if decision is not None:
-        assert hasattr(decision, "verdict") and hasattr(decision, "iterations")
-        return str(decision.verdict), int(decision.iterations), wall
+    watched, wall = box[0]
+    if watched.decision is not None and decider.decided_at is not None:
+        return (str(watched.decision.verdict), int(watched.decision.iterations),
+                decider.decided_at - t0)
     # Undecided at MAX: the fixed-length verdict on the heap, as after any run.
-    x, y = read_samples(out).memory("heap")
+    x, y = watched.series.memory("heap")
     heap_cfg = dataclasses.replace(CFG, leak_floor_bytes=CFG.heap_floor_bytes)
     kind = memory_trend("heap", x, y, heap_cfg).kind
     return ("leak" if kind == "leak" else "stable"), int(x[-1] - WARMUP) if len(x) else 0, wall

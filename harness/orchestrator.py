@@ -46,7 +46,8 @@ from harness.spec.model import Cell, Matrix
 from harness.store.results import RunStore
 
 if TYPE_CHECKING:
-    from harness.analysis.records import LiveDecision, VsBaseline
+    from harness.analysis.records import VsBaseline
+    from harness.analysis.sequential import Watched
     from harness.analysis.verdict import CellVerdict
 
 END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
@@ -371,7 +372,7 @@ class Sweep:
             try:
                 ended = runtime.run(request, self.progress)
             finally:
-                decision = self._stop_live(live)
+                watched = self._stop_live(live)
             run_s = time.monotonic() - t_run
             if ended.error and not retried:
                 # The engine went away (restart, lost connection): once more, then record.
@@ -380,7 +381,10 @@ class Sweep:
                 self.progress(f"{cell.id}: {ended.error}; retrying once")
                 continue
             t_an = time.monotonic()
-            series = read_samples(outdir / "samples.jsonl")
+            # Early-stop mode parsed the samples as they came (one reader, once).
+            series = (watched.series if watched is not None
+                      else read_samples(outdir / "samples.jsonl"))
+            decision = watched.decision if watched is not None else None
             verdict = decide(CellFacts(self.cfg, series, ended, cell.gpu.wants_gpu, decision,
                                        pre))
             analyse_s = time.monotonic() - t_an
@@ -429,20 +433,22 @@ class Sweep:
         live = _Live(threading.Event())
 
         def watch() -> None:
-            live.decision = watch_file(outdir / "samples.jsonl", decider, outdir / "stop",
-                                       live.stop)
+            live.watched = watch_file(outdir / "samples.jsonl", decider, outdir / "stop",
+                                      live.stop)
 
         live.thread = threading.Thread(target=watch, daemon=True, name="live")
         live.thread.start()
         return live
 
-    def _stop_live(self, live: _Live | None) -> LiveDecision | None:
+    def _stop_live(self, live: _Live | None) -> Watched | None:
+        """The watcher's decision and the series it read (None: no watcher, or it did
+        not finish reading within 30 s, when the file is read again)."""
         if live is None:
             return None
         live.stop.set()
         if live.thread is not None:
             live.thread.join(timeout=30)
-        return live.decision
+        return live.watched
 
     def _measured(self, cell: Cell, info: ImageInfo, runtime: Runtime, ended: RunOutcome,
                   series: Series, verdict: CellVerdict, attempts: list[Attempt],
@@ -586,7 +592,7 @@ class _Live:
 
     stop: threading.Event
     thread: threading.Thread | None = None
-    decision: LiveDecision | None = None
+    watched: Watched | None = None
 
 
 class RowComparisons:

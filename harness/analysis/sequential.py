@@ -3,7 +3,9 @@
 The host feeds the agent's records to a `LiveDecider` as they arrive; once the heap's
 growth rate is certainly above or certainly below a floor it returns a `LiveDecision`
 and the host creates the agent's control file, so the agent stops measuring and still
-writes its end record (`watch_file` is that loop).
+writes its end record. `watch_file` is that loop: it tails the file through
+`protocol.ingest.SeriesReader`, the one reader of agent lines, and reads on to the end,
+so the cell's samples are parsed once and the Series comes back with the decision.
 
 The test is a sign test on the per-interval growth rates r_k = (heap_k - heap_{k-1}) /
 (i_k - i_{k-1}) in bytes/iteration, made sequential by a mixture of likelihood ratios
@@ -47,8 +49,10 @@ from scipy import special
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.records import Kind, LiveDecision
+from harness.protocol.ingest import READ_CHUNK, Record, Series, SeriesReader, no_samples
 
-__all__ = ["LiveDecider", "LiveDecision", "median_bounds", "sign_evalue", "watch_file"]
+__all__ = ["LiveDecider", "LiveDecision", "Watched", "median_bounds", "sign_evalue",
+           "watch_file"]
 
 FLOOR_BYTES = 128.0          # bytes/iteration: growth the live test must see to call a leak
 MIN_GROWTH_BYTES = 8192.0    # and at least this much growth since the warm-up ended
@@ -146,19 +150,20 @@ class LiveDecider:
         """True when max_iterations passed without a decision."""
         return self.decision is None and self.measured >= self.max_iterations
 
-    def feed(self, record: dict[str, Any]) -> LiveDecision | None:
-        """Feed one agent record (header, sample or end, in file order).
+    def feed(self, record: Record) -> LiveDecision | None:
+        """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
 
         Returns:
             The decision the first time one is certain (never before min_iterations
             measured iterations), else None; later calls return None.
         """
-        if self.decision is not None or record.get("type") != "sample":
+        if self.decision is not None or record.kind != "sample":
             return None
-        value, i = record.get(self.source), record.get("i")
-        if not isinstance(value, (int, float)) or not isinstance(i, int):
+        fields = record.fields
+        value, i = fields.get(self.source), fields["i"]
+        if not isinstance(value, int | float):
             return None
-        if record.get("phase") != "measure":
+        if fields["phase"] != "measure":
             if self._last is not None:
                 return None
             # The last reading before the measured phase is its starting level.
@@ -207,45 +212,53 @@ class LiveDecider:
         return self.decision
 
 
-def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.Event,
-               poll_s: float = POLL_S) -> LiveDecision | None:
-    """Tail the agent's JSON-lines file into `decider`; on a decision create `control`.
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """What tailing a cell's samples file gave: the live decision (None when the run
+    ended undecided) and the Series of the whole file, as `read_samples` reads it."""
 
-    Returns when a decision is made (after writing it as JSON into `control`, which
-    tells the agent to stop measuring), when the end record arrives, or when `stop` is
-    set and the file has been read to its end. Partial and garbled lines are skipped,
-    as `harness.protocol.ingest` does.
+    decision: LiveDecision | None
+    series: Series
+
+
+def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.Event,
+               poll_s: float = POLL_S) -> Watched:
+    """Tail the agent's JSON-lines file through one `SeriesReader` into `decider`.
+
+    On a decision it at once writes it as JSON into `control` (the agent polls for that
+    file every 20 ms and stops measuring), then reads on. It returns once `stop` is set
+    (the caller sets it when the agent has exited) and the file has been read to its
+    end, a last line without its newline included: `series` is then what
+    `read_samples(path)` gives for the finished file (a missing file included).
 
     Returns:
-        The decision, or None when the run ended (or was stopped) undecided.
+        The decision (None when undecided) and the file's Series.
     """
-    pending = b""
+    reader = SeriesReader()
+    decision: LiveDecision | None = None
     offset = 0
+    seen = False
     while True:
         stopping = stop.is_set()
         try:
             with path.open("rb") as fh:
+                seen = True
                 fh.seek(offset)
-                chunk = fh.read()
+                while not reader.full and (chunk := fh.read(READ_CHUNK)):
+                    offset += len(chunk)
+                    for record in reader.feed_bytes(chunk):
+                        if decision is None:
+                            decision = decider.feed(record)
+                            if decision is not None:
+                                _write_control(control, decision)
         except FileNotFoundError:
-            chunk = b""
-        offset += len(chunk)
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict):
-                continue
-            decision = decider.feed(record)
-            if decision is not None:
-                tmp = control.with_name(control.name + ".tmp")
-                tmp.write_text(json.dumps(decision.to_dict()))
-                tmp.replace(control)
-                return decision
-            if record.get("type") == "end":
-                return None
+            pass
         if stopping:
-            return None
+            return Watched(decision, reader.finish() if seen else no_samples())
         stop.wait(poll_s)
+
+
+def _write_control(control: Path, decision: LiveDecision) -> None:
+    tmp = control.with_name(control.name + ".tmp")
+    tmp.write_text(json.dumps(decision.to_dict()))
+    tmp.replace(control)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 Version = tuple[int, int]
 
@@ -44,36 +44,66 @@ ARCH_EXCEPTIONS = {(7, 5): "Turing", (8, 9): "Ada"}  # same major, another archi
 JIT_MIN_FIRST_S = 30.0
 JIT_MIN_RATIO = 100.0
 
-# What CUDA runtimes and frameworks print when an image cannot use the GPU.
-NOT_APPLICABLE_LOGS: list[tuple[str, str]] = [
-    (r"no kernel image is available for execution on the device",
-     "no kernel image for this GPU (cudaErrorNoKernelImageForDevice)"),
-    (r"CUDA_ERROR_NO_BINARY_FOR_GPU", "no binary for this GPU (CUDA_ERROR_NO_BINARY_FOR_GPU)"),
-    (r"CUDA driver version is insufficient for CUDA runtime version",
-     "the driver is older than the image's CUDA runtime (cudaErrorInsufficientDriver)"),
-    (r"forward compatibility was attempted on non supported HW",
-     "CUDA forward compatibility is not supported on this GPU (error 804)"),
-    (r"Value 'sm_\d+' is not defined for option 'gpu-name'",
-     "the image's ptxas does not know this GPU"),
-    (r"with CUDA capability sm_\d+ is not compatible with the current PyTorch",
-     "PyTorch in the image was not built for this GPU"),
-    (r"CUBLAS_STATUS_ARCH_MISMATCH", "cuBLAS in the image does not support this GPU"),
-]
-# The same texts as one pattern, for the within-run reading of how a run ended
-# (`analysis.verdict`): a run that ended on one of them is `not-applicable`, not a
-# crash, and its reason is the text found. `NOT_APPLICABLE_LOGS` above then explains
-# (and catches the texts a run printed without ending on them).
+SignKind = Literal["not-applicable", "degraded"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogSign:
+    """A text CUDA or a framework prints when an image cannot use the GPU (or only
+    through PTX JIT): what it means, and the pattern each of the two log readings uses.
+
+    - `after_run`: `runtime_incompatibility`, after every run, searches the log and the
+      traceback for this case-sensitive pattern, in table order; the first sign found
+      gives (`kind`, `why`).
+    - `in_run`: the within-run reading of how a run ended (`analysis.verdict`) searches
+      for these, case-insensitively, as one pattern (`NOT_APPLICABLE_TEXT`); a run whose
+      log has one is `not-applicable`, not a crash, and the text found is its reason.
+      The texts are shorter there (the reason quotes what was found), and some signs are
+      read only one way: a sign with no pattern for a reading is not read by it.
+    """
+
+    kind: SignKind
+    why: str
+    after_run: str | None = None
+    in_run: str | None = None
+
+
+# The one table of what CUDA runtimes and frameworks print when an image cannot use the
+# GPU; not-applicable signs first (`runtime_incompatibility` takes the first one found).
+LOG_SIGNS: tuple[LogSign, ...] = (
+    LogSign("not-applicable", "no kernel image for this GPU (cudaErrorNoKernelImageForDevice)",
+            r"no kernel image is available for execution on the device",
+            r"no kernel image is available for execution|cudaErrorNoKernelImageForDevice"),
+    LogSign("not-applicable", "no binary for this GPU (CUDA_ERROR_NO_BINARY_FOR_GPU)",
+            r"CUDA_ERROR_NO_BINARY_FOR_GPU", r"CUDA_ERROR_NO_BINARY_FOR_GPU"),
+    LogSign("not-applicable",
+            "the driver is older than the image's CUDA runtime (cudaErrorInsufficientDriver)",
+            r"CUDA driver version is insufficient for CUDA runtime version",
+            r"CUDA driver version is insufficient"),
+    LogSign("not-applicable",
+            "CUDA forward compatibility is not supported on this GPU (error 804)",
+            r"forward compatibility was attempted on non supported HW"),
+    LogSign("not-applicable", "the image's ptxas does not know this GPU",
+            r"Value 'sm_\d+' is not defined for option 'gpu-name'"),
+    LogSign("not-applicable", "PyTorch in the image was not built for this GPU",
+            r"with CUDA capability sm_\d+ is not compatible with the current PyTorch"),
+    LogSign("not-applicable", "cuBLAS in the image does not support this GPU",
+            r"CUBLAS_STATUS_ARCH_MISMATCH"),
+    LogSign("not-applicable",
+            "the display driver and the CUDA driver do not match (error 803)",
+            in_run=r"unsupported display driver / cuda driver combination"),
+    LogSign("not-applicable", "the framework needs a GPU of a higher compute capability",
+            in_run=r"requires CUDA compute capability"),
+    LogSign("degraded", "PTX JIT: TensorFlow has no native kernels for this GPU",
+            r"CUDA kernels will be jit-compiled from PTX"),
+    LogSign("degraded", "PTX newer than the driver: kernels that need JIT fail",
+            r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION|PTX was compiled with an unsupported toolchain"),
+)
+# The within-run reading's signs as one pattern: the reason is the text found.
 NOT_APPLICABLE_TEXT = re.compile(
-    r"no kernel image is available for execution|CUDA_ERROR_NO_BINARY_FOR_GPU|"
-    r"cudaErrorNoKernelImageForDevice|CUDA driver version is insufficient|"
-    r"unsupported display driver / cuda driver combination|requires CUDA compute capability",
+    "|".join(f"(?:{sign.in_run})" for sign in LOG_SIGNS
+             if sign.in_run is not None and sign.kind == "not-applicable"),
     re.IGNORECASE)
-DEGRADED_LOGS: list[tuple[str, str]] = [
-    (r"CUDA kernels will be jit-compiled from PTX",
-     "PTX JIT: TensorFlow has no native kernels for this GPU"),
-    (r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION|PTX was compiled with an unsupported toolchain",
-     "PTX newer than the driver: kernels that need JIT fail"),
-]
 
 
 @dataclass(frozen=True)
@@ -262,12 +292,9 @@ def runtime_incompatibility(first_step_s: float | None, median_step_s: float | N
     kernel was JIT-compiled from PTX. `baseline_first_s` (the same image's first step on
     another GPU) makes that call sharper. Returns (verdict, reason) or None.
     """
-    for pattern, why in NOT_APPLICABLE_LOGS:
-        if re.search(pattern, log_text):
-            return ("not-applicable", why)
-    for pattern, why in DEGRADED_LOGS:
-        if re.search(pattern, log_text):
-            return ("degraded", why)
+    for sign in LOG_SIGNS:
+        if sign.after_run is not None and re.search(sign.after_run, log_text):
+            return (sign.kind, sign.why)
     if first_step_s is None or not median_step_s or median_step_s <= 0:
         return None
     ratio = first_step_s / median_step_s

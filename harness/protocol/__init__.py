@@ -1,5 +1,6 @@
 """The agent protocol, host side: the JSON lines the in-container agent
-(`harness/agent/agent.py`) writes to `samples.jsonl`, read by `ingest.read_samples`.
+(`harness/agent/agent.py`) writes to `samples.jsonl`, read by `ingest.SeriesReader`
+(while the cell runs in live mode, else through `ingest.read_samples`).
 
 Schema 1, one JSON object per line, each with `"type"`:
 - `header` (first, once, `"schema": 1`): scenario, params, config, python,

@@ -8,15 +8,21 @@ record is checked against schema 1 (fields of the wrong type are dropped with a
 problem). The first `end` counts; anything after it is a problem (the agent writes its
 `end` last, so a forged end mid-run shows as a "second end" and the exit code, which a
 scenario cannot forge, still decides a crash).
+
+`SeriesReader` is the one reader of these lines: live mode feeds it the file's bytes as
+the agent writes them (`analysis.sequential.watch_file`), `read_samples` a finished file;
+a cell's samples are parsed once, by whichever of the two ran.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -221,30 +227,76 @@ def _checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,
     return out
 
 
-def parse_lines(lines: Any) -> Series:
-    """Build a Series from an iterable of byte lines."""
-    series = Series()
-    total = 0
-    for n, raw in enumerate(lines, 1):
-        if len(series.samples) >= MAX_RECORDS or total > MAX_TOTAL:
+RecordKind = Literal["header", "sample", "end"]
+
+
+class Record(NamedTuple):
+    """One line the reader kept: its kind, its line number (from 1) and its checked
+    fields, the very dict the Series holds (`Series.header`, `.end`, `.samples[k]`)."""
+
+    kind: RecordKind
+    line: int
+    fields: dict[str, Any]
+
+
+class SeriesReader:
+    """The one reader of an agent's lines: validates them, one at a time, into a Series.
+
+    Feed it lines (`feed`) or the bytes of the stream as they arrive (`feed_bytes`,
+    which cuts them into lines as `read_samples` does and carries a line cut by a
+    chunk's end over to the next chunk), then call `finish` once for the Series. Live
+    mode tails the file through it while the agent runs (`analysis.sequential`);
+    `read_samples` reads a finished file through it: both give the same Series.
+    Reading is bounded: past `MAX_RECORDS` samples or `MAX_TOTAL` bytes the next line
+    stops it (`full`), and a line over `MAX_LINE` bytes is never held whole.
+    """
+
+    def __init__(self) -> None:
+        self._series = Series()
+        self._line = 0
+        self._total = 0
+        self._full = False
+        self._finished = False
+        self._part = bytearray()              # the stream's incomplete last line
+        self._queue: deque[bytes] = deque()   # lines cut by feed_bytes, not yet read
+
+    @property
+    def full(self) -> bool:
+        """True once the limits stopped reading: later lines are ignored."""
+        return self._full
+
+    def feed(self, raw: bytes) -> Record | None:
+        """Read one line (with or without its newline).
+
+        Returns:
+            The record kept, or None for a blank line, a line that is a problem (it is
+            described in the Series) and every line once the reader is `full`.
+        """
+        if self._full:
+            return None
+        series = self._series
+        self._line += 1
+        n = self._line
+        if len(series.samples) >= MAX_RECORDS or self._total > MAX_TOTAL:
             series._problem(f"more than {MAX_RECORDS} records or {MAX_TOTAL >> 20} MiB; "
                             "the rest ignored")
-            break
-        total += min(len(raw), MAX_LINE + 1)
+            self._full = True
+            return None
+        self._total += min(len(raw), MAX_LINE + 1)
         if len(raw) > MAX_LINE:
             series._problem(f"line {n}: longer than {MAX_LINE} bytes, skipped")
-            continue
+            return None
         text = raw.strip()
         if not text:
-            continue
+            return None
         try:
             rec = json.loads(text.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             series._problem(f"line {n}: not JSON (truncated write?)")
-            continue
+            return None
         if not isinstance(rec, dict):
             series._problem(f"line {n}: not a JSON object")
-            continue
+            return None
         kind = rec.get("type")
         if kind == "header":
             if series.header is not None:
@@ -256,15 +308,17 @@ def parse_lines(lines: Any) -> Series:
                 series.header = _checked(rec, HEADER_TYPES, "header", problems)
                 for p in problems:
                     series._problem(f"line {n}: {p}", skipped=False)
+                return Record("header", n, series.header)
         elif kind == "sample":
             if series.end is not None:
                 series._problem(f"line {n}: sample after end ignored")
-                continue
+                return None
             why = _valid_sample(rec)
             if why:
                 series._problem(f"line {n}: {why}")
             else:
                 series.samples.append(rec)
+                return Record("sample", n, rec)
         elif kind == "end":
             if series.end is not None:
                 series._problem(f"line {n}: second end ignored")
@@ -275,10 +329,69 @@ def parse_lines(lines: Any) -> Series:
                 series.end = _checked(rec, END_TYPES, "end", problems)
                 for p in problems:
                     series._problem(f"line {n}: {p}", skipped=False)
+                return Record("end", n, series.end)
         else:
             series._problem(f"line {n}: unknown record type {kind!r}")
-    unwrap_mallinfo(series)
-    return series
+        return None
+
+    def feed_bytes(self, data: bytes) -> Iterator[Record]:
+        """Read the next bytes of the stream; yields each record kept as its line is read.
+
+        The chunk is cut into lines at once; lines the caller does not iterate over are
+        read by the next call or by `finish`, so no line is lost or read twice.
+        """
+        self._queue.extend(self._cut(data))
+        return self._read_queue()
+
+    def _read_queue(self) -> Iterator[Record]:
+        while self._queue:
+            record = self.feed(self._queue.popleft())
+            if record is not None:
+                yield record
+
+    def _cut(self, data: bytes) -> list[bytes]:
+        """Complete lines of `data`, the first continuing the carried-over part; a line
+        over MAX_LINE keeps only its first MAX_LINE + 1 bytes (it is skipped anyway)."""
+        out: list[bytes] = []
+        limit = MAX_LINE + 1
+        start, size = 0, len(data)
+        while start < size:
+            nl = data.find(b"\n", start)
+            stop = size if nl < 0 else nl + 1
+            if not self._part and nl >= 0 and stop - start <= limit:
+                out.append(data[start:stop])
+            else:
+                room = limit - len(self._part)
+                if room > 0:
+                    self._part += data[start:start + min(room, stop - start)]
+                if nl >= 0:
+                    out.append(bytes(self._part))
+                    self._part.clear()
+            start = stop
+        return out
+
+    def finish(self) -> Series:
+        """The Series: reads the lines not yet read and a last line without its newline,
+        then undoes mallinfo's wrap (`unwrap_mallinfo`). Later calls return it again."""
+        if not self._finished:
+            self._finished = True
+            for _ in self._read_queue():
+                pass
+            if self._part:
+                self.feed(bytes(self._part))
+                self._part.clear()
+            unwrap_mallinfo(self._series)
+        return self._series
+
+
+def parse_lines(lines: Iterable[bytes]) -> Series:
+    """Build a Series from an iterable of byte lines."""
+    reader = SeriesReader()
+    for raw in lines:
+        reader.feed(raw)
+        if reader.full:
+            break
+    return reader.finish()
 
 
 WRAP = 1 << 32
@@ -323,25 +436,24 @@ def unwrap_mallinfo(series: Series) -> int:
     return wraps
 
 
-def _bounded_lines(path: Path) -> Any:
-    """Yield lines, cutting any line over MAX_LINE so memory stays bounded."""
-    with path.open("rb") as f:
-        while True:
-            line = f.readline(MAX_LINE + 1)
-            if not line:
-                return
-            if len(line) > MAX_LINE and not line.endswith(b"\n"):
-                while True:  # drain the rest of the monster line
-                    more = f.readline(MAX_LINE)
-                    if not more or more.endswith(b"\n"):
-                        break
-            yield line
+READ_CHUNK = 1 << 16   # bytes read at a time (at most this many lines queued)
+NO_FILE = "no samples file: the agent never started"
+
+
+def no_samples() -> Series:
+    """The Series of a cell whose agent never created its samples file."""
+    series = Series()
+    series._problem(NO_FILE)
+    return series
 
 
 def read_samples(path: Path) -> Series:
     """Read a samples.jsonl file; a missing file gives an empty Series with a problem."""
     if not path.exists():
-        series = Series()
-        series._problem("no samples file: the agent never started")
-        return series
-    return parse_lines(_bounded_lines(path))
+        return no_samples()
+    reader = SeriesReader()
+    with path.open("rb") as f:
+        while not reader.full and (chunk := f.read(READ_CHUNK)):
+            for _ in reader.feed_bytes(chunk):
+                pass
+    return reader.finish()

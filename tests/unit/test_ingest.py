@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.protocol.ingest import MAX_LINE, parse_lines, read_samples
+from harness.protocol import ingest
+from harness.protocol.ingest import MAX_LINE, SeriesReader, parse_lines, read_samples
 
 HEADER: dict[str, Any] = {"type": "header", "schema": 1, "python": "3.8.10"}
 
@@ -118,6 +120,46 @@ def test_a_long_last_line_without_newline(tmp_path: Path) -> None:
     s = read_samples(path)
     assert len(s.samples) == 1
     assert s.skipped == 1
+
+
+def test_bytes_fed_in_any_chunks_give_the_series_read_from_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN good records, garbage, over-long lines (MAX_LINE made 200 bytes) and a last
+    # line without its newline
+    monkeypatch.setattr(ingest, "MAX_LINE", 200)
+    long = b'{"type": "sample", "junk": "' + b"x" * 500 + b'"}\n'
+    path = write(tmp_path / "s.jsonl", HEADER, sample(2), b"garbage\n", long, sample(4),
+                 b"\n", b"y" * 199 + b"\n", b"z" * 200 + b"\n", sample(6), END,
+                 b'{"type": "sample", "i"')
+    data = path.read_bytes()
+    want = read_samples(path)
+    assert [r["i"] for r in want.samples] == [2, 4, 6] and want.end is not None
+    assert want.skipped == 5 and "line 11: not JSON" in want.problems[-1]
+    rng = random.Random(3)
+    for size in (1, 2, 7, 199, 200, 201, 4096, None):
+        # WHEN the same bytes reach a reader in chunks of that size (None: random sizes)
+        reader, pos, kept = SeriesReader(), 0, []
+        while pos < len(data):
+            step = size or rng.randint(1, 300)
+            kept += list(reader.feed_bytes(data[pos:pos + step]))
+            pos += step
+        # THEN the Series is the file's, and each kept record is the Series' own dict
+        got = reader.finish()
+        assert got == want, size
+        assert [r.kind for r in kept] == ["header", "sample", "sample", "sample", "end"]
+        assert [r.line for r in kept] == [1, 2, 5, 9, 10]
+        assert kept[3].fields is got.samples[2] and kept[4].fields is got.end
+
+
+def test_lines_the_caller_does_not_iterate_over_are_read_later() -> None:
+    reader = SeriesReader()
+    chunk = b"".join(lines(HEADER, sample(2), sample(4)))
+    first = next(reader.feed_bytes(chunk))     # the caller stops after one record
+    assert first.kind == "header"
+    rest = list(reader.feed_bytes(b"".join(lines(sample(6), END))))
+    assert [r.fields["i"] for r in rest if r.kind == "sample"] == [2, 4, 6]
+    s = reader.finish()
+    assert len(s.samples) == 3 and s.end == END and reader.finish() is s
 
 
 @pytest.mark.parametrize(("change", "why"), [

@@ -1,13 +1,15 @@
 """Live leak decisions: the sign-test e-value, its bounds, LiveDecider and watch_file.
 
-Records are hand-built as the agent writes them: a warm-up sample ends the warm-up,
-measured samples every 5 iterations carry the glibc heap in bytes.
+Records are hand-built as the agent writes them (a warm-up sample ends the warm-up,
+measured samples every 5 iterations carry the glibc heap in bytes) and reach the
+decider through `SeriesReader`, as in a run.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,17 @@ import numpy as np
 import pytest
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.sequential import LiveDecider, median_bounds, sign_evalue, watch_file
+from harness.analysis.sequential import (
+    LiveDecider,
+    Watched,
+    median_bounds,
+    sign_evalue,
+    watch_file,
+)
+from harness.protocol.ingest import MAX_LINE, Record, SeriesReader, read_samples
 
 CFG = AnalysisConfig()
+RECORDED = Path(__file__).parents[2] / "data" / "recorded"
 
 
 def heap_records(increments: list[float], every: int = 5, warmup: int = 10,
@@ -39,8 +49,16 @@ def heap_records(increments: list[float], every: int = 5, warmup: int = 10,
     return recs
 
 
+def read(recs: list[dict[str, Any]]) -> list[Record]:
+    """The records as the reader keeps them from the agent's lines."""
+    reader = SeriesReader()
+    kept = [reader.feed((json.dumps(r) + "\n").encode()) for r in recs]
+    assert reader.finish().problems == []
+    return [r for r in kept if r is not None]
+
+
 def first_decision(decider: LiveDecider, recs: list[dict[str, Any]]) -> Any:
-    for rec in recs:
+    for rec in read(recs):
         got = decider.feed(rec)
         if got is not None:
             return got
@@ -88,7 +106,7 @@ def test_steady_leak_is_called_at_min_iterations_with_rate_in_the_reason() -> No
     assert "5984 B/iteration" in got.reason
     assert json.loads(json.dumps(got.to_dict()))["verdict"] == "leak"
     # AND later records give nothing more
-    assert decider.feed(heap_records([1.0])[-2]) is None
+    assert decider.feed(read(heap_records([1.0]))[-2]) is None
 
 
 def test_flat_heap_with_rare_huge_jumps_is_stable_not_a_leak() -> None:
@@ -130,10 +148,13 @@ def test_constructor_rejects_bad_bounds() -> None:
 
 
 def test_watch_file_tails_a_growing_file_and_creates_the_control_file(tmp_path: Path) -> None:
-    # GIVEN an agent that writes lines (one split mid-way) until it sees the control file
+    # GIVEN an agent that writes lines (one split mid-way) until it sees the control file,
+    # then its end record, and a host that sets `stop` once the agent has exited
     out, ctrl = tmp_path / "samples.jsonl", tmp_path / "stop"
-    lines = [json.dumps(r) + "\n" for r in heap_records([29920.0] * 400)]
+    recs = heap_records([29920.0] * 400)
+    lines = [json.dumps(r) + "\n" for r in recs[:-1]]
     written = [0]
+    stop = threading.Event()
 
     def agent() -> None:
         with out.open("w") as fh:
@@ -148,23 +169,98 @@ def test_watch_file_tails_a_growing_file_and_creates_the_control_file(tmp_path: 
                 fh.flush()
                 written[0] = k
                 threading.Event().wait(0.001)
+            fh.write(json.dumps(recs[-1]) + "\n")
+        stop.set()
 
     writer = threading.Thread(target=agent)
     writer.start()
-    stop = threading.Event()
     got = watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, stop, poll_s=0.01)
     writer.join()
     # THEN the decision is made live, written to the control file, and the agent stopped
-    assert got is not None and got.verdict == "leak"
-    assert json.loads(ctrl.read_text())["iterations"] == got.iterations
+    assert got.decision is not None and got.decision.verdict == "leak"
+    assert json.loads(ctrl.read_text())["iterations"] == got.decision.iterations
     assert written[0] < len(lines) - 1
+    # AND the reading went on to the end: the Series is the whole file's, garbage included
+    assert got.series.end == {"type": "end", "status": "ok"}
+    assert got.series == read_samples(out) and got.series.skipped == 1
 
 
-def test_watch_file_returns_none_at_the_end_record_or_on_stop(tmp_path: Path) -> None:
+def test_watch_file_is_undecided_on_a_short_run_or_a_missing_file(tmp_path: Path) -> None:
     out, ctrl = tmp_path / "samples.jsonl", tmp_path / "stop"
     out.write_text("".join(json.dumps(r) + "\n" for r in heap_records([0.0] * 3)))
-    assert watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, threading.Event()) is None
     stop = threading.Event()
     stop.set()
-    assert watch_file(tmp_path / "missing", LiveDecider(CFG, 60, 2000), ctrl, stop) is None
+    got = watch_file(out, LiveDecider(CFG, 60, 2000), ctrl, stop)
+    assert got.decision is None and len(got.series.samples) == 8
+    missing = watch_file(tmp_path / "missing", LiveDecider(CFG, 60, 2000), ctrl, stop)
+    assert missing.decision is None and missing.series == read_samples(tmp_path / "missing")
+    assert missing.series.problems == ["no samples file: the agent never started"]
     assert not ctrl.exists()
+
+
+def tail_while_written(out: Path, data: bytes, rng: random.Random, every: int) -> Watched:
+    """Live mode on `out` while a thread writes `data` to it in random-sized chunks (one
+    ending mid-line, pauses between them) and sets `stop` once it is done, as the host
+    does when the agent exits."""
+    nl = data.index(b"\n", len(data) // 3)
+    cuts = sorted({rng.randrange(1, len(data)) for _ in range(len(data) // every)} | {nl - 7})
+    stop = threading.Event()
+
+    def agent() -> None:
+        with out.open("wb") as fh:
+            for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
+                fh.write(data[a:b])
+                fh.flush()
+                threading.Event().wait(0.002)
+        stop.set()
+
+    writer = threading.Thread(target=agent)
+    writer.start()
+    try:
+        return watch_file(out, LiveDecider(CFG, 60, 2000), out.with_name("stop"), stop,
+                          poll_s=0.001)
+    finally:
+        writer.join()
+
+
+@pytest.mark.parametrize(("name", "verdict"), [
+    ("multidict-6.5.1.cpu.multidict_pop", "leak"), ("2.12.0.cpu.rfft_loop", "stable"),
+    ("2.12.0.cpu.tfdata_py_function", None)])
+def test_the_live_series_of_a_real_recording_is_the_file_read_afterwards(
+        tmp_path: Path, name: str, verdict: str | None) -> None:
+    # GIVEN a real agent output written in random-sized chunks, one ending mid-line
+    data = (RECORDED / f"{name}.jsonl").read_bytes()
+    out, ctrl = tmp_path / "samples.jsonl", tmp_path / "stop"
+    # WHEN live mode tails it
+    got = tail_while_written(out, data, random.Random(name), 600)
+    # THEN its Series is the finished file's, record for record, problems and notes too
+    assert got.series == read_samples(out)
+    assert len(got.series.samples) > 30 and got.series.end is not None
+    # AND the decision was written to the control file, and reading went on past it
+    if verdict is None:
+        assert got.decision is None and not ctrl.exists()
+    else:
+        assert got.decision is not None and got.decision.verdict == verdict
+        assert json.loads(ctrl.read_text())["verdict"] == verdict
+        assert got.series.measured > got.decision.iterations
+
+
+def test_the_live_series_of_a_garbled_file_is_the_file_read_afterwards(tmp_path: Path) -> None:
+    # GIVEN a real recording with garbage, an over-long line, bad samples, a line after
+    # the end and a last line cut without its newline, written in random chunks
+    lines = (RECORDED / "multidict-6.4.4.cpu.multidict_pop.jsonl").read_bytes().splitlines(
+        keepends=True)
+    bad = [b"Segmentation fault (core dumped)\n", b"\xff\xfe\n", b"[1, 2]\n", b"\n",
+           b'{"type": "sample", "src": "step", "phase": "measure", "i": 3, "heap": -1}\n',
+           b"x" * (MAX_LINE + 10) + b"\n", b'{"type": "header", "schema": 1}\n']
+    for k, junk in enumerate(bad):
+        lines.insert(3 + 4 * k, junk)
+    lines += [lines[5], b'{"type": "sample", "src": "ti']
+    out = tmp_path / "samples.jsonl"
+    got = tail_while_written(out, b"".join(lines), random.Random(7), 40000)
+    # THEN the live Series is the one read afterwards, each problem described once
+    want = read_samples(out)
+    assert got.series == want
+    assert want.skipped == 8 and len(want.problems) == 8  # the blank line is none
+    assert any("longer than" in p for p in want.problems)
+    assert "truncated" in want.problems[-1] and "after end" in want.problems[-2]
