@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
