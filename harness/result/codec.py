@@ -94,7 +94,7 @@ def _empty(tp: object, path: str) -> object:
     if tp is int:
         return 0
     if tp is float:
-        return math.nan
+        return 0.0
     if origin is tuple:
         return ()
     if origin is list:

@@ -92,7 +92,7 @@ class Outcome:
     log_tail: str = ""
     mem_limit_bytes: int | None = None
     details: dict[str, JSON] = field(default_factory=dict)
-    host_samples: int = 0    # how many the runtime took (the result keeps the last 2000)
+    samples_taken: int = 0   # host samples, by the runtime (the result keeps the last 2000)
 
 
 @dataclass(frozen=True)

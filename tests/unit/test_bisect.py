@@ -163,7 +163,7 @@ def test_probe_slower_than_the_first_image_is_a_regression(tmp_path: Path) -> No
     out = bisect(cells, sweep_runner(Sweep(matrix, runtime, RunStore(tmp_path / "s"),
                                            lambda _: None), cells), lambda _: None)
     assert out.first_bad == "v03"
-    assert out.results[5]["verdict"] == "regression"
+    assert out.results[5].verdict == "regression"
 
 
 # ---------------------------------------------------------------- CLI
@@ -283,6 +283,6 @@ def test_a_probe_that_drifted_once_is_not_called_bad(tmp_path: Path) -> None:
                                            lambda _: None), cells), lambda _: None)
     # THEN the probes use the same interleaved confirmation as a sweep
     assert out.first_bad == "v05"
-    assert out.results[5]["vs_baseline"]["confirmation"]["confirmed"] is True
-    assert out.results[2]["verdict"] == "ok"
-    assert out.results[2]["vs_baseline"]["confirmation"]["confirmed"] is False
+    assert out.results[5].vs_baseline.confirmation.confirmed is True
+    assert out.results[2].verdict == "ok"
+    assert out.results[2].vs_baseline.confirmation.confirmed is False

@@ -52,7 +52,7 @@ def test_report_rewrites_every_file(rdir: Path, capsys: pytest.CaptureFixture[st
     for name in ("results.json", "report.md", "report.html", "junit.xml"):
         assert (rdir / name).is_file(), name
     assert (rdir / "report.html").read_text().count("<svg") == 4 * 4
-    assert json.loads((rdir / "results.json").read_text())["schema"] == 1
+    assert json.loads((rdir / "results.json").read_text())["schema"] == 2
 
 
 @pytest.mark.parametrize(("fmt", "check"), [

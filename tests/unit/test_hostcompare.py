@@ -20,6 +20,7 @@ from harness.report import load_results
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.spec.model import Cell
 from harness.store import RunStore
+from tests.resultkit import as_results
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 RTX = {"3090": ("NVIDIA GeForce RTX 3090", [8, 6], "gpu-3090"),
@@ -100,14 +101,17 @@ def test_same_gpu_model_is_told_apart_by_hosts_label_never_container_hostname() 
                 "fingerprint": {"hostname": container, "gpu": {"devices": [
                     {"name": "NVIDIA GeForce RTX 3090"}]}}}
 
-    assert side_names({"x": res("h1", "c85a0d351681")}, {"x": res("h2", "5dc5b2f5be21")},
+    assert side_names(as_results({"x": res("h1", "c85a0d351681")}),
+                      as_results({"x": res("h2", "5dc5b2f5be21")}),
                       ("A", "B")) == ("RTX 3090 on h1", "RTX 3090 on h2")
     # the default engine: no label, so the results directory names each side
     unnamed = {"host": {"label": "local", "url": None, "machine": "m1"}, "runtime": "docker",
                "fingerprint": {"hostname": "c85a0d351681"}}
     other = {**unnamed, "fingerprint": {"hostname": "5dc5b2f5be21"}}
-    assert side_names({"x": unnamed}, {"x": other}, ("n/t1", "n/t2")) == ("n/t1", "n/t2")
-    assert side_names({"x": {}}, {"x": {}}, ("dirA", "dirB")) == ("dirA", "dirB")
+    assert side_names(as_results({"x": unnamed}), as_results({"x": other}),
+                      ("n/t1", "n/t2")) == ("n/t1", "n/t2")
+    assert side_names(as_results({"x": {}}), as_results({"x": {}}),
+                      ("dirA", "dirB")) == ("dirA", "dirB")
 
 
 def test_two_runs_on_one_machine_differ_between_runs(tmp_path: Path,
@@ -164,9 +168,9 @@ def test_compare_image_accepts_the_full_reference(tmp_path: Path) -> None:
     from harness.cli.compare import image_label
     from harness.errors import InputError
 
-    results = {f"{t}.gpu0.x": {"image": {"label": f"{t}-tf1-py3",
-                                         "ref": f"nvcr.io/nvidia/tensorflow:{t}-tf1-py3"}}
-               for t in ("20.12", "22.12")}
+    results = as_results({f"{t}.gpu0.x": {
+        "image": {"label": f"{t}-tf1-py3", "ref": f"nvcr.io/nvidia/tensorflow:{t}-tf1-py3"}}
+        for t in ("20.12", "22.12")})
     assert image_label("nvcr.io/nvidia/tensorflow:22.12-tf1-py3", results, tmp_path) == \
         "22.12-tf1-py3"
     assert image_label("20.12-tf1-py3", results, tmp_path) == "20.12-tf1-py3"

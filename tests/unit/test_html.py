@@ -16,6 +16,7 @@ from harness.orchestrator import sweep
 from harness.report import HtmlReporter, Report, write_all
 from harness.report.svg import chart, human, reduce
 from harness.store import RunStore
+from tests.resultkit import as_results
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 XSS = "<script>alert(1)</script>"
@@ -108,7 +109,7 @@ def test_everything_from_cells_is_escaped(tmp_path: Path) -> None:
         {"type": "sample", "src": "step", "phase": "measure", "i": i, "t": i * 0.001,
          "heap": 1e6 + i, "dt": [0.001] * 5} for i in range(5, 200, 5)]
     (cell_dir / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    page = render(Report.from_results(f"sweep {XSS}", results, meta, tmp_path))
+    page = render(Report.from_results(f"sweep {XSS}", as_results(results), meta, tmp_path))
     assert XSS not in page
     assert page.count("<script") == 1   # our own filter/sort script, nothing from a cell
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8

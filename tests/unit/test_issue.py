@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -18,6 +19,7 @@ from harness.orchestrator import sweep
 from harness.report import IssueReporter, Report
 from harness.report.issue import ratio_ci
 from harness.store import RunStore
+from tests.resultkit import as_results
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HARNESS_UPDATE_GOLDEN") == "1"
@@ -70,7 +72,7 @@ def report(tmp_path: Path) -> Report:
                   "11.1.1", 0.0, 0.0011),
              cell("22.12-tf1-py3", 1, "leak", "heap grows +23.00 KiB/iteration",
                   "1.15.5+nv22.12", "11.8.0", 23 * 1024.0, 0.0019)]
-    return Report.from_results("tf1-rfft", {c["id"]: c for c in cells},
+    return Report.from_results("tf1-rfft", as_results({c["id"]: c for c in cells}),
                                {"matrix": str(tmp_path / "matrix.yaml")})
 
 
@@ -112,7 +114,7 @@ def test_unknown_row(report: Report, row: str, message: str) -> None:
 
 
 def test_row_without_bad_cell(report: Report) -> None:
-    clean = Report.from_results("x", {k: {**v, "verdict": "ok"} for k, v in
+    clean = Report.from_results("x", {k: dataclasses.replace(v, verdict="ok") for k, v in
                                       report.results.items()})
     with pytest.raises(InputError, match="has no bad cell"):
         render(clean)

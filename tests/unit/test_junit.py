@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.report import JunitReporter, Report
+from tests.resultkit import as_results
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HARNESS_UPDATE_GOLDEN") == "1"
@@ -55,7 +56,7 @@ def results() -> dict[str, dict[str, Any]]:
         cell("22.12-tf1-py3", 2, "crash", "RuntimeError: bad \x1b[31m<&>", "zeros",
              end={"error": {"traceback": "Traceback...\nRuntimeError: bad \x1b[31m<&>\x00"}}),
     ]
-    return {c["id"]: c for c in cells}
+    return as_results({c["id"]: c for c in cells})
 
 
 @pytest.fixture

@@ -40,14 +40,16 @@ def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
                     lambda _: None, False)
     finally:
         store.unlock()
-    by_id = {r["scenario"]["id"]: r for r in out.results.values()}
+    by_id = {r.scenario.id: r for r in out.results.values()}
     leak, steady = by_id["leaky"], by_id["steady"]
-    assert leak["verdict"] == "leak" and leak["live"]["verdict"] == "leak"
-    assert steady["verdict"] == "ok" and steady["live"]["verdict"] == "stable"
+    assert leak.verdict == "leak" and leak.live is not None and leak.live.verdict == "leak"
+    assert steady.verdict == "ok" and steady.live is not None
+    assert steady.live.verdict == "stable"
     for r in (leak, steady):
-        assert r["end"]["status"] == "ok" and r["end"]["stopped_early"] is True
-        assert 80 <= r["live"]["iterations"] <= r["summary"]["iterations"] < 20000
-    assert leak["live"]["lo"] > 8000  # the bound on bytes/iteration is shown, near 16 KiB
+        assert r.end.status == "ok" and r.end.stopped_early is True
+        assert r.live is not None
+        assert 80 <= r.live.iterations <= r.summary.iterations < 20000
+    assert leak.live.lo > 8000  # the bound on bytes/iteration is shown, near 16 KiB
 
 
 SLOW_LEAKY = '''
@@ -76,10 +78,10 @@ def test_a_live_stop_comes_within_a_few_calls_of_the_decision(tmp_path: Path) ->
     finally:
         store.unlock()
     (res,) = out.results.values()
-    live = res["live"]
+    live = res.live
     # THEN calls-to-decision and calls-run are both recorded, a few calls apart: the
     # agent looks for the decision every 20 ms, not at its next sample 20 calls on
-    assert live["verdict"] == "leak" and res["end"]["stopped_early"] is True
-    assert live["calls_run"] == res["end"]["iterations"] == res["summary"]["iterations"]
-    assert 0 <= live["calls_run"] - live["calls_to_decision"] <= 8, live
-    assert f"decided live at call {live['calls_to_decision']}" in res["reason"]
+    assert live.verdict == "leak" and res.end.stopped_early is True
+    assert live.calls_run == res.end.iterations == res.summary.iterations
+    assert 0 <= live.calls_run - live.calls_to_decision <= 8, live
+    assert f"decided live at call {live.calls_to_decision}" in res.reason

@@ -87,14 +87,19 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
             "v3": Behaviour(truncate=True), "v4": Behaviour(exit_code=3)}
     runtime = FakeRuntime(lambda c: (gpu0 if c.gpu.value == "0" else gpu1)[c.image.label])
     outcome = run(matrix, runtime, tmp)
-    return Swept(outcome, runtime, {k: r["verdict"] for k, r in outcome.results.items()})
+    return Swept(outcome, runtime, {k: r.verdict for k, r in outcome.results.items()})
 
 
 def test_every_cell_ran_once_and_is_on_disk(swept: Swept) -> None:
-    # v2 (slower) also ran 3 interleaved confirmation rounds with its baseline v1
-    assert sorted(set(swept.runtime.runs)) == sorted(swept.outcome.results)
-    assert len(swept.runtime.runs) == 8 + 2 * 3
-    assert swept.runtime.runs[8:] == ["v1.gpu0.loop", "v2.gpu0.loop"] * 3
+    # v2 (slower) also ran 3 interleaved confirmation rounds with its baseline v1, in
+    # its lane right after it ran (before the lane's next cell, v3)
+    runs = swept.runtime.runs
+    assert sorted(set(runs)) == sorted(swept.outcome.results)
+    assert len(runs) == 8 + 2 * 3
+    lane = [r for r in runs if ".gpu0." in r]    # the lanes run side by side
+    after = lane.index("v2.gpu0.loop") + 1
+    assert lane[after:after + 6] == ["v1.gpu0.loop", "v2.gpu0.loop"] * 3
+    assert lane.index("v3.gpu0.loop") > after + 5
     assert sorted(swept.runtime.prepared) == ["v1", "v2", "v3", "v4"]
     assert on_disk(swept.outcome).keys() == swept.outcome.results.keys()
     assert swept.outcome.ran == 8 and swept.outcome.reused == 0
@@ -102,57 +107,57 @@ def test_every_cell_ran_once_and_is_on_disk(swept: Swept) -> None:
 
 def test_clean_cell_is_ok(swept: Swept) -> None:
     res = swept.outcome.results["v1.gpu0.loop"]
-    assert res["verdict"] == "ok"
-    assert res["summary"]["iterations"] == 400
-    assert res["end"]["status"] == "ok"
-    assert res["memory"]["heap"]["kind"] == "stable"
+    assert res.verdict == "ok"
+    assert res.summary.iterations == 400
+    assert res.end.status == "ok"
+    assert res.memory["heap"].kind == "stable"
 
 
 def test_slower_image_is_a_regression_vs_baseline(swept: Swept) -> None:
     res = swept.outcome.results["v2.gpu0.loop"]
-    assert res["verdict"] == "regression"
-    assert res["vs_baseline"]["baseline"] == "v1"
-    assert res["vs_baseline"]["steps"]["direction"] == "slower"
-    assert 1.8 < res["vs_baseline"]["steps"]["ratio"] < 2.2
-    assert re.search(r"steps (1\.[89]\d|2\.[01]\d)x v1", res["reason"]), res["reason"]
-    conf = res["vs_baseline"]["confirmation"]
-    assert conf["confirmed"] and conf["decided_by"] == [1, 2, 3] and conf["lo"] > 1.1
-    assert "confirmed: rounds 1, 2, 3" in res["reason"]
-    assert all(1.8 < r["ratio"] < 2.2 for r in conf["rounds"])
+    assert res.verdict == "regression"
+    assert res.vs_baseline.baseline == "v1"
+    assert res.vs_baseline.steps.direction == "slower"
+    assert 1.8 < res.vs_baseline.steps.ratio < 2.2
+    assert re.search(r"steps (1\.[89]\d|2\.[01]\d)x v1", res.reason), res.reason
+    conf = res.vs_baseline.confirmation
+    assert conf.confirmed and conf.decided_by == [1, 2, 3] and conf.lo > 1.1
+    assert "confirmed: rounds 1, 2, 3" in res.reason
+    assert all(1.8 < r.ratio < 2.2 for r in conf.rounds)
     assert on_disk(swept.outcome)["v2.gpu0.loop"]["verdict"] == "regression"
 
 
 def test_leaking_image_is_a_leak(swept: Swept) -> None:
     res = swept.outcome.results["v3.gpu0.loop"]
-    assert res["verdict"] == "leak"
-    assert res["carrier"] == "heap"
+    assert res.verdict == "leak"
+    assert res.carrier == "heap"
     # Behaviour's heap is half the leaked bytes: 10_000 bytes per iteration
-    assert res["memory"]["heap"]["slope"] == pytest.approx(10_000, rel=0.01)
+    assert res.memory["heap"].slope == pytest.approx(10_000, rel=0.01)
 
 
 def test_crash_keeps_the_message(swept: Swept) -> None:
     res = swept.outcome.results["v4.gpu0.loop"]
-    assert res["verdict"] == "crash"
-    assert res["reason"] == "RuntimeError: CUDA went away"
-    assert "CUDA went away" in res["end"]["error"]["traceback"]
-    assert swept.outcome.results["v4.gpu1.loop"]["verdict"] == "crash"
-    assert swept.outcome.results["v4.gpu1.loop"]["reason"] == "exit code 3"
+    assert res.verdict == "crash"
+    assert res.reason == "RuntimeError: CUDA went away"
+    assert "CUDA went away" in res.end.error.traceback
+    assert swept.outcome.results["v4.gpu1.loop"].verdict == "crash"
+    assert swept.outcome.results["v4.gpu1.loop"].reason == "exit code 3"
 
 
 def test_oom_and_timeout(swept: Swept) -> None:
     assert swept.verdicts["v1.gpu1.loop"] == "oom"
-    assert "OOMKilled" in swept.outcome.results["v1.gpu1.loop"]["reason"]
+    assert "OOMKilled" in swept.outcome.results["v1.gpu1.loop"].reason
     assert swept.verdicts["v2.gpu1.loop"] == "timeout"
-    assert swept.outcome.results["v2.gpu1.loop"]["outcome"]["timed_out"] is True
+    assert swept.outcome.results["v2.gpu1.loop"].outcome.timed_out is True
 
 
 def test_truncated_output_keeps_partial_data(swept: Swept) -> None:
     res = swept.outcome.results["v3.gpu1.loop"]
-    assert res["verdict"] == "crash"
-    assert "without an end record" in res["reason"]
-    assert 0 < res["summary"]["iterations"] < 400
-    assert res["memory"]  # the partial series was still analysed
-    assert res["skipped_lines"] <= 1
+    assert res.verdict == "crash"
+    assert "without an end record" in res.reason
+    assert 0 < res.summary.iterations < 400
+    assert res.memory  # the partial series was still analysed
+    assert res.skipped_lines <= 1
 
 
 def test_first_bad_per_row(swept: Swept) -> None:
@@ -390,9 +395,9 @@ def test_identical_images_that_drifted_once_are_not_a_regression(tmp_path: Path)
     out = run(matrix, FakeRuntime(drifting(0.00125, 0.001)), tmp_path, progress=lines.append)
     res = out.results["v2.gpu0.loop"]
     # THEN the pooled steps suspected it, the interleaved rounds did not confirm it
-    assert res["vs_baseline"]["steps"]["direction"] == "slower"
-    assert res["verdict"] == "ok" and res["vs_baseline"]["direction"] == "~"
-    assert res["vs_baseline"]["confirmation"]["confirmed"] is False
+    assert res.vs_baseline.steps.direction == "slower"
+    assert res.verdict == "ok" and res.vs_baseline.direction == "~"
+    assert res.vs_baseline.confirmation.confirmed is False
     # AND the progress said "pending" first and gave the comparison its own line
     assert any("v2.gpu0.loop: ok within run" in x and "vs baseline: pending" in x
                for x in lines)
@@ -407,7 +412,7 @@ def test_without_rounds_a_pooled_slowdown_is_only_suspected(tmp_path: Path) -> N
     runtime = FakeRuntime(by_image({"v2": Behaviour(step_s=0.002)}))
     out = run(matrix, runtime, tmp_path)
     res = out.results["v2.gpu0.loop"]
-    assert res["verdict"] == "suspected" and "not confirmed (rounds: 0)" in res["reason"]
+    assert res.verdict == "suspected" and "not confirmed (rounds: 0)" in res.reason
     assert len(runtime.runs) == 2 and out.bad == []
 
 
@@ -423,9 +428,9 @@ def test_busy_rounds_are_replaced_and_named(tmp_path: Path) -> None:
 
     out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
     res = out.results["v2.gpu0.loop"]
-    conf = res["vs_baseline"]["confirmation"]
-    assert res["verdict"] == "regression" and conf["decided_by"] == [2, 3, 4]
-    assert "left out: round 1 (host busy" in res["reason"]
+    conf = res.vs_baseline.confirmation
+    assert res.verdict == "regression" and conf.decided_by == [2, 3, 4]
+    assert "left out: round 1 (host busy" in res.reason
 
 
 def test_a_slower_image_hidden_by_a_loaded_baseline_is_still_found(tmp_path: Path) -> None:
@@ -442,6 +447,6 @@ def test_a_slower_image_hidden_by_a_loaded_baseline_is_still_found(tmp_path: Pat
     out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
     res = out.results["v2.gpu0.loop"]
     # THEN the pooled steps saw nothing, but the busy baseline called for rounds
-    assert res["vs_baseline"]["steps"]["direction"] == "~"
-    assert res["verdict"] == "regression"
-    assert 1.2 < res["vs_baseline"]["confirmation"]["ratio"] < 1.4
+    assert res.vs_baseline.steps.direction == "~"
+    assert res.verdict == "regression"
+    assert 1.2 < res.vs_baseline.confirmation.ratio < 1.4

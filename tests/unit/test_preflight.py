@@ -12,6 +12,7 @@ from harness.answers.search import answer_rows
 from harness.cli import main
 from harness.cli.sweep import exit_code
 from harness.report import Report
+from tests.resultkit import as_results
 
 
 def _matrix(tmp_path: Path, scenario: str, images: int = 2) -> Path:
@@ -55,14 +56,14 @@ def _cell(label: str, index: int, verdict: str, message: str) -> dict[str, objec
 
 def test_different_errors_or_one_image_stay_findings() -> None:
     differ = {"a": _cell("a", 0, "crash", "no module x"), "b": _cell("b", 1, "crash", "y")}
-    [row] = answer_rows(differ)
+    [row] = answer_rows(as_results(differ))
     assert row.scenario_error is None and row.first_bad == "a"
     same = {"a": _cell("a", 0, "crash", "m"), "b": _cell("b", 1, "crash", "m")}
-    assert answer_rows(same)[0].scenario_error == "ImportError: m"
-    assert exit_code(Report.from_results("x", same)) == 2
+    assert answer_rows(as_results(same))[0].scenario_error == "ImportError: m"
+    assert exit_code(Report.from_results("x", as_results(same))) == 2
     one = {"a": _cell("a", 0, "crash", "m")}
-    assert answer_rows(one)[0].scenario_error is None
+    assert answer_rows(as_results(one))[0].scenario_error is None
     mixed = {"a": _cell("a", 0, "ok", ""), "b": _cell("b", 1, "crash", "m"),
              "c": _cell("c", 2, "crash", "m")}
-    assert answer_rows(mixed)[0].first_bad == "b"
-    assert exit_code(Report.from_results("x", mixed)) == 1
+    assert answer_rows(as_results(mixed))[0].first_bad == "b"
+    assert exit_code(Report.from_results("x", as_results(mixed))) == 1

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from harness.report import ConsoleReporter, MarkdownReporter, Report, load_results, write_all
+from harness.result.model import load_result
 from harness.store import RunStore
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -32,7 +33,7 @@ def result(label: str, index: int, verdict: str, reason: str, tf: str, cuda: str
         "host_samples": [{"t": 0.0, "usage": 1}],
     }
     if heap_slope is not None:
-        res["memory"]["heap"] = {"slope": heap_slope}
+        res["memory"]["heap"] = {"slope": heap_slope, "kind": "leak" if heap_slope else "stable"}
     return res
 
 
@@ -46,7 +47,7 @@ def hand_built() -> dict[str, dict[str, Any]]:
         result("22.12-tf1-py3", 1, "crash", "ValueError: a|b <script>alert(1)</script>\nnext",
                "1.15.5", "11.8.0", scenario="rfft_zeros"),
     ]
-    return {c["id"]: c for c in cells}
+    return {c["id"]: load_result(c) for c in cells}
 
 
 @pytest.fixture
@@ -147,8 +148,8 @@ def test_markdown_golden(report: Report) -> None:
 def test_write_all_and_load_results_round_trip(tmp_path: Path, report: Report) -> None:
     store = RunStore.open(tmp_path, "demo", False)
     try:
-        for cid, res in report.results.items():
-            store.write_cell(cid, res)
+        for res in report.results.values():
+            store.write_cell(res)
         paths = write_all(store, report)
     finally:
         store.unlock()

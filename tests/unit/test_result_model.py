@@ -90,7 +90,7 @@ def test_a_wrong_type_names_its_key() -> None:
 def test_missing_identity_and_unknown_schema_are_errors() -> None:
     with pytest.raises(DecodeError, match="verdict: missing"):
         load_result({"id": "x", "row": "r", "image": {"label": "a", "index": 0}})
-    with pytest.raises(DecodeError, match="image.index: missing"):
+    with pytest.raises(DecodeError, match=r"image\.index: missing"):
         load_result({"id": "x", "row": "r", "verdict": "ok", "image": {"label": "a"}})
     with pytest.raises(DecodeError, match="schema 9"):
         load_result({"schema": 9, "id": "x", "row": "r", "verdict": "ok",

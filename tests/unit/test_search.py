@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from harness.answers.search import answer_rows, fingerprint_diff, first_bad
+from tests.resultkit import as_result, as_results
 
 
 def seq(*pairs: str) -> list[tuple[str, str]]:
@@ -71,7 +72,7 @@ def test_fingerprint_diff_names_packages_and_cuda() -> None:
     good = fingerprint({"tensorflow": "1.15.4", "numpy": "1.17.3", "gone": "1"}, "11.1.0")
     bad = fingerprint({"tensorflow": "1.15.5", "numpy": "1.17.3", "new": "2"}, "11.8.0",
                       ref="nvcr.io/nvidia/tensorflow:22.12-tf1-py3")
-    diff = fingerprint_diff(good, bad)
+    diff = fingerprint_diff(as_result(good), as_result(bad))
     assert diff == [
         ("image", "nvcr.io/nvidia/tensorflow:20.12-tf1-py3",
          "nvcr.io/nvidia/tensorflow:22.12-tf1-py3"),
@@ -83,11 +84,13 @@ def test_fingerprint_diff_names_packages_and_cuda() -> None:
 
 
 def test_fingerprint_diff_of_identical_cells_is_empty() -> None:
-    assert fingerprint_diff(fingerprint({"a": "1"}, "11"), fingerprint({"a": "1"}, "11")) == []
+    assert fingerprint_diff(as_result(fingerprint({"a": "1"}, "11")),
+                            as_result(fingerprint({"a": "1"}, "11"))) == []
 
 
 def test_fingerprint_diff_with_missing_fingerprint() -> None:
-    diff = fingerprint_diff({"image": {"ref": "x"}}, fingerprint({"a": "1"}, "11", ref="x"))
+    diff = fingerprint_diff(as_result({"image": {"ref": "x"}}),
+                            as_result(fingerprint({"a": "1"}, "11", ref="x")))
     assert ("CUDA_VERSION", "-", "11") in diff
     assert ("pip a", "-", "1") in diff
     assert ("gpu", "-", "['RTX 3090']") in diff
@@ -107,7 +110,7 @@ def test_answer_rows_orders_by_image_index_not_dict_order() -> None:
     results = {r["id"]: r for r in (result("c", 2, "leak", tf="2"), result("a", 0, "ok", tf="1"),
                                     result("b", 1, "ok", tf="1"),
                                     result("a", 0, "leak", "gpu1.loop"))}
-    rows = answer_rows(results)
+    rows = answer_rows(as_results(results))
     assert [r.row for r in rows] == ["gpu0.loop", "gpu1.loop"]
     r0, r1 = rows
     assert [c[0] for c in r0.cells] == ["a", "b", "c"]
@@ -122,14 +125,14 @@ def test_answer_rows_orders_by_image_index_not_dict_order() -> None:
 def test_answer_rows_flags_non_contiguous() -> None:
     results = {r["id"]: r for r in (result("a", 0, "ok"), result("b", 1, "crash"),
                                     result("c", 2, "ok"), result("d", 3, "crash"))}
-    (row,) = answer_rows(results)
+    (row,) = answer_rows(as_results(results))
     assert not row.contiguous
     assert "not contiguous" in row.sentence
     assert row.to_dict()["first_bad"] == "b"
 
 
 def test_answer_rows_all_good() -> None:
-    (row,) = answer_rows({"a": result("a", 0, "ok")})
+    (row,) = answer_rows(as_results({"a": result("a", 0, "ok")}))
     assert row.sentence == "no bad image"
     assert row.first_bad is None
 

@@ -40,15 +40,16 @@ def test_missing_image_is_a_cell_outcome_and_the_sweep_goes_on(
     matrix = make_matrix(tmp_path)
     rt = MissingImage(by_image({"v3": Behaviour(leak_per_iter=leak_v3)}))
     outcome = run(matrix, rt, tmp_path)
-    verdicts = {k.split(".")[0]: r["verdict"] for k, r in outcome.results.items()}
+    verdicts = {k.split(".")[0]: r.verdict for k, r in outcome.results.items()}
     assert verdicts["v2"] == "unavailable"
     assert verdicts["v1"] == "ok"
     assert verdicts["v3"] == ("leak" if leak_v3 else "ok")
     assert [c.split(".")[0] for c in rt.runs] == ["v1", "v3"]   # v2 never started
     assert rt.prepared.count("v2") == 1
     res = outcome.results["v2.gpu0.loop"]
-    assert "not found in its registry" in res["reason"]
-    assert "http+docker" not in json.dumps(res) and "Client Error" not in json.dumps(res)
+    assert "not found in its registry" in res.reason
+    text = json.dumps(res.to_json())
+    assert "http+docker" not in text and "Client Error" not in text
     on_disk = json.loads((outcome.store.root / "cells" / "v2.gpu0.loop" / "result.json")
                          .read_text())
     assert on_disk["verdict"] == "unavailable"

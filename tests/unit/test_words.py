@@ -7,7 +7,8 @@ from typing import Any
 
 from harness.report import MarkdownReporter, Report
 from harness.report.issue import IssueReporter
-from harness.report.model import cell_text, human_seconds
+from harness.result.words import cell_text, human_seconds
+from tests.resultkit import as_result, as_results
 from tests.unit.test_report import result
 
 
@@ -20,14 +21,14 @@ def _leaky() -> dict[str, Any]:
 
 
 def test_cell_text_names_each_number() -> None:
-    assert cell_text(_leaky()) == ("leak: heap +5.9 KiB/call, 15.9 µs/call, "
+    assert cell_text(as_result(_leaky())) == ("leak: heap +5.9 KiB/call, 15.9 µs/call, "
                                    "time 1.17x baseline, peak RSS 1.12x baseline")
     assert human_seconds(0.0123) == "12.3 ms" and human_seconds(2.5) == "2.5 s"
 
 
 def _md(results: dict[str, dict[str, Any]]) -> str:
     out = io.StringIO()
-    MarkdownReporter.from_results(Report.from_results("w", results)).render(out)
+    MarkdownReporter.from_results(Report.from_results("w", as_results(results))).render(out)
     return out.getvalue()
 
 
@@ -60,7 +61,8 @@ def test_issue_shows_params_without_python_reprs() -> None:
                                                                           "on": True}}
         r["settings"] = {"iterations": 10, "warmup": 1}
     out = io.StringIO()
-    IssueReporter.from_results(Report.from_results("w", {good["id"]: good, bad["id"]: bad}),
+    IssueReporter.from_results(Report.from_results("w", as_results({good["id"]: good,
+                                                                    bad["id"]: bad})),
                                "gpu0.rfft_loop").render(out)
     text = out.getvalue()
     assert '`{"input": "random", "on": true}`' in text
