@@ -457,3 +457,27 @@ def read_samples(path: Path) -> Series:
             for _ in reader.feed_bytes(chunk):
                 pass
     return reader.finish()
+
+
+def last_sample(path: Path, chunk: int = 8192) -> Record | None:
+    """The last valid sample record of a samples.jsonl being written (the live display's
+    progress), read from the file's tail by the same validation as the rest."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - chunk))
+            tail = f.read()
+    except OSError:
+        return None
+    lines = tail.split(b"\n")
+    if size > chunk:
+        lines = lines[1:]           # the first one is cut
+    for line in reversed(lines):
+        if b'"sample"' not in line:
+            continue
+        record = SeriesReader().feed(line)
+        if record is not None and record.kind == "sample":
+            return record
+    return None
+

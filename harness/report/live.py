@@ -15,7 +15,6 @@ still redraws in place on a TTY.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -60,27 +59,12 @@ class PlainProgress:
 
 def last_iteration(path: Path, chunk: int = 8192) -> tuple[int, str] | None:
     """(iterations done, phase) from the last complete sample line of samples.jsonl."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - chunk))
-            tail = f.read().decode("utf-8", "replace")
-    except OSError:
+    from harness.protocol.ingest import last_sample
+
+    record = last_sample(path, chunk)
+    if record is None:
         return None
-    lines = tail.splitlines()
-    if size > chunk:
-        lines = lines[1:]           # the first one is cut
-    for line in reversed(lines):
-        if '"i"' not in line:
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("i"), int):
-            return int(rec["i"]), str(rec.get("phase") or "")
-    return None
+    return int(record.fields["i"]), str(record.fields.get("phase") or "")
 
 
 class LiveProgress:

@@ -149,9 +149,11 @@ def test_live_progress_reads_iterations_and_keeps_prepare_lines_in_place(
         assert list(live.preparing) == ["nvcr.io/nvidia/tensorflow:22.12-tf1-py3"]
         live(f"[1/1] {cell.id}: running (400 iterations)")
         live.cell(cell, "running", None)
-        samples.write_text(json.dumps({"type": "sample", "phase": "measure", "i": 120}) + "\n")
+        samples.write_text(json.dumps({"type": "sample", "src": "timer", "phase": "measure",
+                                       "i": 120}) + "\n")
         time.sleep(0.4)
-        samples.write_text(json.dumps({"type": "sample", "phase": "measure", "i": 300}) + "\n")
+        samples.write_text(json.dumps({"type": "sample", "src": "timer", "phase": "measure",
+                                       "i": 300}) + "\n")
         time.sleep(0.4)
         [task] = live.bars.tasks
         assert task.completed == 300 and task.total == 420
