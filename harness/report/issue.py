@@ -22,13 +22,15 @@ from harness.result.model import CellResult
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
 Result = CellResult
 BOOTSTRAP = 2000
 MAX_STEPS = 4000          # per cell, evenly strided: the interval does not need them all
 
 
-def ratio_ci(base: np.ndarray, other: np.ndarray, level: float = 0.95, seed: int = 0
+def ratio_ci(base: npt.NDArray[np.float64], other: npt.NDArray[np.float64],
+             level: float = 0.95, seed: int = 0
              ) -> tuple[float, float, float]:
     """median(other)/median(base) with a percentile bootstrap interval (deterministic)."""
     import numpy as np

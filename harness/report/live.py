@@ -22,12 +22,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.progress import TaskID
 
+    from harness.result.model import CellResult
     from harness.spec.model import Cell
 
 RUNNING = re.compile(r"^\[\d+/\d+\] \S+: running\b")
@@ -50,7 +51,7 @@ class PlainProgress:
         if not self.quiet:
             print(f"harness: {text}", file=self.stream or sys.stderr, flush=True)
 
-    def cell(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+    def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
         """Structured cell events; the plain lines already say everything."""
 
     def close(self) -> None:
@@ -124,7 +125,7 @@ class LiveProgress:
             self.console.print(f"harness: {text}", markup=False, highlight=False,
                                soft_wrap=True)
 
-    def cell(self, cell: Cell, event: str, result: dict[str, Any] | None) -> None:
+    def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
         s = cell.settings
         with self.lock:
             if event == "running":

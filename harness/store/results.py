@@ -16,10 +16,10 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from harness.errors import InputError, StoreError
-from harness.result.codec import DecodeError
+from harness.result.codec import JSON, DecodeError
 from harness.result.model import SCHEMA, CellResult, load_result
 
 __all__ = ["SCHEMA", "RunStore", "atomic_write_text", "load_json", "write_json"]
@@ -52,14 +52,15 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: {_hint(exc)}") from exc
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: JSON) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def load_json(path: Path) -> Any:
+def load_json(path: Path) -> JSON:
     """Read JSON written by this module; a missing or broken file gives None."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data: JSON = json.loads(path.read_text(encoding="utf-8"))
+        return data
     except (OSError, ValueError):
         return None
 
@@ -171,7 +172,7 @@ class RunStore:
         """Write the cell's result, once: when its verdict is final."""
         write_json(self.cell_dir(result.id) / "result.json", result.to_json())
 
-    def write(self, name: str, data: Any) -> Path:
+    def write(self, name: str, data: JSON) -> Path:
         path = self.root / name
         if isinstance(data, str):
             atomic_write_text(path, data)
