@@ -1,46 +1,31 @@
 """plan -> run cells -> ingest -> analyse -> store: the sweep as one visible pipeline.
 
 Cells run one per GPU lane (CPU-only cells form their own lane); lanes run in
-parallel up to `max-parallel`. Every finished cell is on disk before the next starts,
-so Ctrl-C or a crash loses at most the running cell, and `--resume` skips the rest.
+parallel up to `max-parallel`. A cell's result is written once, when its verdict is
+final: a row's baseline right after it ran, any other cell right after it is compared
+with its baseline in memory (`RowComparisons`). Ctrl-C or a crash loses at most the
+running cells and those waiting for their baseline; `--resume` skips the rest.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
-from harness.gpu.hostsample import reconcile
 from harness.protocol.ingest import Series, read_samples
-from harness.result.codec import as_json, decode
-from harness.result.model import (
-    AgentEnd,
-    Attempt,
-    CellResult,
-    Fingerprint,
-    GpuFact,
-    GpuPart,
-    HostPart,
-    ImagePart,
-    Outcome,
-    Reconcile,
-    ScenarioPart,
-    Summary,
-    Timings,
-    Unavailable,
-)
+from harness.result.build import cell_result, timings_of
+from harness.result.model import Attempt, CellResult, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
 from harness.store.results import RunStore
@@ -49,11 +34,6 @@ if TYPE_CHECKING:
     from harness.analysis.records import VsBaseline
     from harness.analysis.sequential import Watched
     from harness.analysis.verdict import CellVerdict
-
-END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
-            "mode", "elapsed_s", "sampling_s")
-FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
-                    "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
 
 
 @dataclass
@@ -92,59 +72,6 @@ def lanes(cells: list[Cell]) -> list[list[Cell]]:
     for c in cells:
         out.setdefault(c.lane, []).append(c)
     return list(out.values())
-
-
-def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
-               wait_s: float, cell_s: float) -> Timings:
-    """Where a cell's time went: pull/build (and how much of it the cell waited for),
-    container start and agent phases (import, setup, warm-up, measure), analysis."""
-    phases = (series.end or {}).get("phases") or {}
-    agent_s = float((series.end or {}).get("elapsed_s") or 0.0)
-    agent = {f"{k}_s": float(phases[k]) for k in ("import", "setup", "warmup", "measure",
-                                                  "teardown", "script")
-             if isinstance(phases.get(k), int | float)}
-    return Timings(cell_s=cell_s, prepare_s=info.prepare_s, waited_for_image_s=wait_s,
-                   run_s=run_s,
-                   start_and_exit_s=max(0.0, run_s - agent_s) if agent_s else run_s,
-                   analyse_s=analyse_s, **agent)
-
-
-def summarise(series: Series) -> Summary:
-    import numpy as np
-
-    times = series.step_times()
-    return Summary(series.measured, float(np.median(times)) if len(times) else None,
-                   series.peak("rss"))
-
-
-def _fingerprint(header: dict[str, object], problems: list[str]) -> Fingerprint:
-    """The agent's header as a Fingerprint; a field of the wrong type is left out (and
-    said in the cell's problems), never fatal."""
-    return _lenient(Fingerprint, {k: header.get(k) for k in FINGERPRINT_KEYS}, "header",
-                    problems)
-
-
-def _agent_end(end: dict[str, object], problems: list[str]) -> AgentEnd:
-    return _lenient(AgentEnd, {k: end.get(k) for k in END_KEYS}, "end", problems)
-
-
-T = TypeVar("T")
-
-
-def _lenient(cls: type[T], data: dict[str, object], what: str, problems: list[str]) -> T:
-    from harness.result.codec import DecodeError
-
-    kept: dict[str, object] = {}
-    for key, value in data.items():
-        if value is None:
-            continue
-        try:
-            decode(cls, {key: value})
-        except DecodeError as exc:
-            problems.append(f"{what}: {exc}; left out")
-            continue
-        kept[key] = value
-    return decode(cls, kept)
 
 
 class Sweep:
@@ -454,44 +381,10 @@ class Sweep:
                   series: Series, verdict: CellVerdict, attempts: list[Attempt],
                   timings: Timings) -> Measured:
         """The cell's within-run result, from everything the run left."""
-        problems = list(series.problems)
-        sent = [f for f in FINGERPRINT_KEYS if f in (series.header or {})]
-        fingerprint = (_fingerprint(dict(series.header or {}), problems) if sent
-                       else Fingerprint())
-        settings = as_json({f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
-                                     else getattr(cell.settings, f.name))
-                            for f in dataclasses.fields(cell.settings)}, "settings")
-        assert isinstance(settings, dict)
-        params = as_json(dict(cell.scenario.params), "scenario.params")
-        assert isinstance(params, dict)
-        details = as_json(ended.details, "outcome.details")
-        assert isinstance(details, dict)
-        samples = [as_json(s, "host_samples") for s in ended.host_samples[-2000:]]
-        result = CellResult(
-            id=cell.id, row=cell.row, verdict=verdict.verdict, reason=verdict.reason,
-            image=ImagePart(cell.image.label, cell.image.index, cell.image.ref, info.digest,
-                            dict(info.labels), tuple(cell.image.pip)),
-            gpu=GpuPart(cell.gpu.value, cell.gpu.label),
-            scenario=ScenarioPart(cell.scenario.id, self._rel(cell.scenario.script), params),
-            settings=settings,
-            runtime=runtime.name,
-            host=host_part(cell.host.label, cell.host.url,
-                           self._gpu_seen.get(cell.host.label)),
-            carrier=verdict.carrier, findings=tuple(verdict.findings),
-            memory=dict(verdict.memory), steps=verdict.steps, cpu_steps=verdict.cpu_steps,
-            contention=verdict.contention, live=verdict.live, vs_baseline=verdict.vs_baseline,
-            summary=summarise(series),
-            outcome=Outcome(ended.exit_code, ended.timed_out, ended.oom_killed, ended.error,
-                            round(ended.duration_s, 3), ended.log_tail[-4000:],
-                            ended.mem_limit_bytes, details, len(ended.host_samples)),
-            host_samples=tuple(s for s in samples if isinstance(s, dict)),
-            reconcile=decode(Reconcile, as_json(reconcile(
-                series.samples, ended.host_samples,
-                list(ended.details.get("host_gpu") or [])), "reconcile")),
-            fingerprint=fingerprint,
-            end=_agent_end(dict(series.end or {}), problems),
-            problems=tuple(problems), skipped_lines=series.skipped,
-            attempts=tuple(attempts), timings=timings)
+        result = cell_result(cell, verdict, series, ended, info=info, runtime=runtime.name,
+                             script=self._rel(cell.scenario.script),
+                             gpus=self._gpu_seen.get(cell.host.label), attempts=attempts,
+                             timings=timings)
         return Measured(result, verdict, series)
 
     def _rel(self, path: Path) -> str:
@@ -654,19 +547,6 @@ def _vs_text(vs: VsBaseline | None) -> str:
 
 
 UNSUPPORTED_DEADLINE_S = 300.0
-
-
-def host_part(label: str, url: str | None, host: gpu.HostGpus | None) -> HostPart:
-    """The result's `host`: its label and URL, this machine, and the GPUs the engine gave
-    a probe container, if known."""
-    machine = socket.gethostname()    # the machine the harness ran on
-    if host is None:
-        return HostPart(label, url, machine)
-    cuda = ".".join(map(str, host.cuda_driver)) if host.cuda_driver else None
-    return HostPart(label, url, machine,
-                    tuple(GpuFact(g.index, g.name, g.uuid,
-                                  (g.cc[0], g.cc[1]) if g.cc else None, g.memory_total)
-                          for g in host.gpus), host.driver, cuda)
 
 
 def prefetch_analysis(*more: str) -> threading.Thread:

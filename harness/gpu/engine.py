@@ -56,7 +56,7 @@ def parse(output: str) -> gpu.HostGpus:
 
 
 def _agent_tar() -> bytes:
-    from harness.runtimes.base import AGENT_DIR
+    from harness.protocol import AGENT_DIR
 
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -85,7 +85,7 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
         "detach": True,
     }
     if mount:
-        from harness.runtimes.base import AGENT_DIR
+        from harness.protocol import AGENT_DIR
 
         kwargs["volumes"] = {str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"}}
     try:

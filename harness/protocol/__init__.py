@@ -15,3 +15,10 @@ Schema 1, one JSON object per line, each with `"type"`:
 Lines that do not parse or fail the schema are counted and described (`Series.skipped`,
 `Series.problems`), never fatal.
 """
+
+from pathlib import Path
+
+# The agent's code on this machine: what every runtime mounts or copies into the cell.
+AGENT_DIR = Path(__file__).resolve().parent.parent / "agent"
+
+__all__ = ["AGENT_DIR"]

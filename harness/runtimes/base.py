@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.protocol import AGENT_DIR
 from harness.spec.model import Cell, ImageSpec
 
-AGENT_DIR = Path(__file__).resolve().parent.parent / "agent"
+__all__ = ["AGENT_DIR", "LABEL", "ImageInfo", "Progress", "RunOutcome", "RunRequest", "Runtime",
+           "parse_size"]
+
 LABEL = "harness.managed"
 Progress = Callable[[str], None]
 

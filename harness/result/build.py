@@ -1,0 +1,149 @@
+"""A CellResult from what a cell's run left: the cell, its image, how the run ended,
+the agent's series, the verdict, the attempts and where the time went.
+
+The agent's header and end record come from inside the image: a field of the wrong
+type is left out of the result and said in its `problems`, never fatal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from harness.gpu.hostsample import reconcile
+from harness.result.codec import JSON, DecodeError, as_json, decode
+from harness.result.model import (
+    AgentEnd,
+    Attempt,
+    CellResult,
+    Fingerprint,
+    GpuFact,
+    GpuPart,
+    HostPart,
+    ImagePart,
+    Outcome,
+    Reconcile,
+    ScenarioPart,
+    Summary,
+    Timings,
+)
+
+if TYPE_CHECKING:
+    from harness.analysis.verdict import CellVerdict
+    from harness.gpu import HostGpus
+    from harness.protocol.ingest import Series
+    from harness.runtimes.base import ImageInfo, RunOutcome
+    from harness.spec.model import Cell
+
+END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
+            "mode", "elapsed_s", "sampling_s")
+FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
+                    "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
+HOST_SAMPLES_KEPT = 2000
+T = TypeVar("T")
+
+
+def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutcome, *,
+                info: ImageInfo, runtime: str, script: str, gpus: HostGpus | None,
+                attempts: Sequence[Attempt], timings: Timings) -> CellResult:
+    """The cell's result (its within-run verdict until the row comparison replaces it).
+
+    Args:
+        script: The scenario script as the result names it (relative to the matrix).
+        gpus: The host's GPUs as its engine showed them, if known.
+    """
+    problems = list(series.problems)
+    header = dict(series.header or {})
+    fingerprint = (_lenient(Fingerprint, {k: header.get(k) for k in FINGERPRINT_KEYS},
+                            "header", problems)
+                   if any(k in header for k in FINGERPRINT_KEYS) else Fingerprint())
+    end = dict(series.end or {})
+    settings = _object({f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
+                                 else getattr(cell.settings, f.name))
+                        for f in dataclasses.fields(cell.settings)}, "settings")
+    samples = [as_json(s, "host_samples") for s in ended.host_samples[-HOST_SAMPLES_KEPT:]]
+    return CellResult(
+        id=cell.id, row=cell.row, verdict=verdict.verdict, reason=verdict.reason,
+        image=ImagePart(cell.image.label, cell.image.index, cell.image.ref, info.digest,
+                        dict(info.labels), tuple(cell.image.pip)),
+        gpu=GpuPart(cell.gpu.value, cell.gpu.label),
+        scenario=ScenarioPart(cell.scenario.id, script,
+                              _object(dict(cell.scenario.params), "scenario.params")),
+        settings=settings,
+        runtime=runtime,
+        host=host_part(cell.host.label, cell.host.url, gpus),
+        carrier=verdict.carrier, findings=tuple(verdict.findings),
+        memory=dict(verdict.memory), steps=verdict.steps, cpu_steps=verdict.cpu_steps,
+        contention=verdict.contention, live=verdict.live, vs_baseline=verdict.vs_baseline,
+        summary=summarise(series),
+        outcome=Outcome(ended.exit_code, ended.timed_out, ended.oom_killed, ended.error,
+                        round(ended.duration_s, 3), ended.log_tail[-4000:],
+                        ended.mem_limit_bytes, _object(ended.details, "outcome.details"),
+                        len(ended.host_samples)),
+        host_samples=tuple(s for s in samples if isinstance(s, dict)),
+        reconcile=decode(Reconcile, as_json(reconcile(
+            series.samples, ended.host_samples,
+            list(ended.details.get("host_gpu") or [])), "reconcile")),
+        fingerprint=fingerprint,
+        end=_lenient(AgentEnd, {k: end.get(k) for k in END_KEYS}, "end", problems),
+        problems=tuple(problems), skipped_lines=series.skipped,
+        attempts=tuple(attempts), timings=timings)
+
+
+def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
+               wait_s: float, cell_s: float) -> Timings:
+    """Where a cell's time went: pull/build (and how much of it the cell waited for),
+    container start and agent phases (import, setup, warm-up, measure), analysis."""
+    phases = (series.end or {}).get("phases") or {}
+    agent_s = float((series.end or {}).get("elapsed_s") or 0.0)
+    agent = {f"{k}_s": float(phases[k]) for k in ("import", "setup", "warmup", "measure",
+                                                  "teardown", "script")
+             if isinstance(phases.get(k), int | float)}
+    return Timings(cell_s=cell_s, prepare_s=info.prepare_s, waited_for_image_s=wait_s,
+                   run_s=run_s,
+                   start_and_exit_s=max(0.0, run_s - agent_s) if agent_s else run_s,
+                   analyse_s=analyse_s, **agent)
+
+
+def summarise(series: Series) -> Summary:
+    import numpy as np
+
+    times = series.step_times()
+    return Summary(series.measured, float(np.median(times)) if len(times) else None,
+                   series.peak("rss"))
+
+
+def host_part(label: str, url: str | None, host: HostGpus | None) -> HostPart:
+    """The result's `host`: its label and URL, this machine, and the GPUs the engine gave
+    a probe container, if known."""
+    machine = socket.gethostname()    # the machine the harness ran on
+    if host is None:
+        return HostPart(label, url, machine)
+    cuda = ".".join(map(str, host.cuda_driver)) if host.cuda_driver else None
+    return HostPart(label, url, machine,
+                    tuple(GpuFact(g.index, g.name, g.uuid,
+                                  (g.cc[0], g.cc[1]) if g.cc else None, g.memory_total)
+                          for g in host.gpus), host.driver, cuda)
+
+
+def _object(value: object, path: str) -> dict[str, JSON]:
+    found = as_json(value, path)
+    assert isinstance(found, dict)
+    return found
+
+
+def _lenient(cls: type[T], data: dict[str, object], what: str, problems: list[str]) -> T:
+    """`cls` from the fields of `data` that fit it; the others are said in `problems`."""
+    kept: dict[str, object] = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        try:
+            decode(cls, {key: value})
+        except DecodeError as exc:
+            problems.append(f"{what}: {exc}; left out")
+            continue
+        kept[key] = value
+    return decode(cls, kept)
