@@ -13,6 +13,20 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+
+class Record:
+    """A frozen result record: `to_dict` gives its fields as a JSON-ready dict;
+    `json_extra` what the stored form adds for a reader (derived values)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = asdict(self)  # type: ignore[call-overload]
+        return out
+
+    def json_extra(self) -> dict[str, object]:
+        return {}
+
 Direction = Literal["slower", "faster", "~"]
 
 
@@ -20,7 +34,7 @@ PeakDirection = Literal["higher", "lower", "~"]
 
 
 @dataclass(frozen=True, slots=True)
-class StepComparison:
+class StepComparison(Record):
     """Step times of a cell against the baseline.
 
     Attributes:
@@ -37,13 +51,9 @@ class StepComparison:
     n_base: int = 0
     n_other: int = 0
 
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class PeakComparison:
+class PeakComparison(Record):
     """Peak memory of a cell against the baseline.
 
     Attributes:
@@ -55,16 +65,12 @@ class PeakComparison:
     ratio: float
     direction: PeakDirection
 
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
 
 MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryTrend:
+class MemoryTrend(Record):
     """Trend of one memory source over the measured iterations; bytes and bytes/iteration.
 
     `slope_lo`/`slope_hi` and `late_lo`/`late_hi` are confidence intervals at
@@ -89,13 +95,9 @@ class MemoryTrend:
     floor: float = 0.0
     autocorr: float = 0.0
 
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class StepTrend:
+class StepTrend(Record):
     """Early-versus-late comparison of per-iteration step times (seconds).
 
     `insufficient` is true when there were too few step times to test, in which case
@@ -112,13 +114,9 @@ class StepTrend:
     insufficient: bool = False
     trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
 
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class Explained:
+class Explained(Record):
     """Contention per step (seconds) in the early and late windows of a run.
 
     A throttled thread stays queued, so its run-queue delay already contains the
@@ -159,13 +157,9 @@ class Explained:
         """Throttling, not other tasks, is the larger part of the rise."""
         return self.cause == "cgroup throttling"
 
-    def to_dict(self) -> dict[str, object]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class Round:
+class Round(Record):
     """One baseline run and one suspect run, back to back.
 
     Attributes:
@@ -195,9 +189,12 @@ class Round:
         """Return the fields and the ratio as a JSON-ready dict."""
         return {**asdict(self), "ratio": self.ratio}
 
+    def json_extra(self) -> dict[str, object]:
+        return {"ratio": self.ratio}
+
 
 @dataclass(frozen=True, slots=True)
-class Confirmation:
+class Confirmation(Record):
     """What the rounds said about a suspected change.
 
     Attributes:
@@ -224,6 +221,9 @@ class Confirmation:
     def confirmed(self) -> bool:
         return self.direction != "~" and self.direction == self.suspected
 
+    def json_extra(self) -> dict[str, object]:
+        return {"confirmed": self.confirmed}
+
     def to_dict(self) -> dict[str, object]:
         """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""
         return {"suspected": self.suspected, "direction": self.direction,
@@ -240,7 +240,7 @@ Kind = Literal["leak", "stable"]
 
 
 @dataclass(frozen=True, slots=True)
-class LiveDecision:
+class LiveDecision(Record):
     """A verdict reached while the cell was still running; rates in bytes/iteration."""
 
     verdict: Kind
@@ -275,7 +275,7 @@ class LiveRun(LiveDecision):
 
 
 @dataclass(frozen=True, slots=True)
-class VsBaseline:
+class VsBaseline(Record):
     """A cell against its row's baseline: pooled step times, CPU times and peak RSS,
     and the interleaved rounds when they ran.
 

@@ -8,21 +8,14 @@ from typing import TextIO
 
 from tabulate import tabulate
 
-from harness.report.model import Report
+from harness.report.model import Reporter
 
 COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
            "crash": "31", "ok": "32", "plateau": "36", "ambiguous": "90",
            "not-applicable": "90", "unavailable": "33", "suspected": "35"}
 
 
-class ConsoleReporter:
-    def __init__(self, report: Report):
-        self.report = report
-
-    @classmethod
-    def from_results(cls, report: Report) -> ConsoleReporter:
-        return cls(report)
-
+class ConsoleReporter(Reporter):
     def render(self, out: TextIO, colour: bool | None = None, width: int | None = None
                ) -> None:
         """The table and the answers. On a terminal (or with `width`) the table fits the

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from harness.analysis.kinds import BAD, GOOD
 from harness.analysis.records import MemoryTrend, StepTrend
 from harness.protocol.ingest import TREND_NAMES, Series
-from harness.report.model import Report
+from harness.report.model import Report, Reporter
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.report.text import kib
 from harness.result.codec import JSON
@@ -227,15 +227,8 @@ def environment() -> Environment:
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-class HtmlReporter:
+class HtmlReporter(Reporter):
     """report.html from a Report (with `root` set, to plot each cell's samples)."""
-
-    def __init__(self, report: Report):
-        self.report = report
-
-    @classmethod
-    def from_results(cls, report: Report) -> HtmlReporter:
-        return cls(report)
 
     def render(self, out: TextIO) -> None:
         r = self.report

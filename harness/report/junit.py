@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TextIO
 
-from harness.report.model import Report
+from harness.report.model import Reporter
 from harness.result.model import CellResult
 from harness.result.words import cell_numbers
 
@@ -52,14 +52,7 @@ def details(res: CellResult) -> str:
     return "\n".join(lines)
 
 
-class JunitReporter:
-    def __init__(self, report: Report):
-        self.report = report
-
-    @classmethod
-    def from_results(cls, report: Report) -> JunitReporter:
-        return cls(report)
-
+class JunitReporter(Reporter):
     def tree(self) -> ET.Element:
         """`<testsuites>` with one `<testsuite>` per row, one `<testcase>` per cell."""
         r = self.report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from harness.report.model import Report
+from harness.report.model import Reporter
 from harness.report.text import md
 
 FOLD_AFTER = 8   # pip differences shown inline; more fold into <details>
@@ -14,14 +14,7 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-class MarkdownReporter:
-    def __init__(self, report: Report):
-        self.report = report
-
-    @classmethod
-    def from_results(cls, report: Report) -> MarkdownReporter:
-        return cls(report)
-
+class MarkdownReporter(Reporter):
     def render(self, out: TextIO) -> None:
         r = self.report
         out.write(f"# harness sweep: {md(r.name)}\n\n")

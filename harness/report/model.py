@@ -6,6 +6,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from harness.analysis.kinds import BAD
 from harness.answers.search import RowAnswer, answer_rows
@@ -14,7 +15,7 @@ from harness.result.codec import JSON, as_json
 from harness.result.model import CellResult
 from harness.result.words import cell_text, human_seconds
 
-__all__ = ["RESULTS_SCHEMA", "Report", "SeriesSource", "cell_text", "human_seconds"]
+__all__ = ["RESULTS_SCHEMA", "Report", "Reporter", "SeriesSource", "cell_text", "human_seconds"]
 
 RESULTS_SCHEMA = 2
 
@@ -132,3 +133,17 @@ class Report:
         return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
                 "images": list(self.images), "rows": rows,
                 "bad_cells": list(self.bad_cells), "cells": cells}
+
+
+R = TypeVar("R", bound="Reporter")
+
+
+class Reporter:
+    """A renderer over one Report: `Kind.from_results(report).render(out)`."""
+
+    def __init__(self, report: Report):
+        self.report = report
+
+    @classmethod
+    def from_results(cls: type[R], report: Report) -> R:
+        return cls(report)

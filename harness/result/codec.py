@@ -1,7 +1,9 @@
 """Typed values <-> JSON, for the result model: one encoder and one checking decoder.
 
 `encode` turns frozen dataclasses (and tuples, dicts, floats) into JSON values:
-fields in order, tuples as lists, NaN and infinities as null. `decode(T, value)` builds
+fields in order (then what a record's `json_extra()` adds: derived values, such as a
+round's ratio, for a reader; the decoder ignores them), tuples as lists, NaN and
+infinities as null. `decode(T, value)` builds
 a `T` from JSON, checking every value against the field's type and naming the path of
 the first one that does not fit (`memory.heap.slope: expected a number, got 'x'`).
 
@@ -54,7 +56,11 @@ def encode(value: object) -> JSON:
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        extra = getattr(value, "json_extra", None)    # derived values for a reader
+        if callable(extra):
+            out.update({k: encode(v) for k, v in extra().items()})
+        return out
     if isinstance(value, Mapping):
         return {str(k): encode(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -198,15 +198,22 @@ def image_label(ref: str) -> str:
     return _ID.sub("-", tag or name).strip("-") or "image"
 
 
+def _unique(ctx: Ctx, keys: list[str], key: str, what: str, fix: str) -> None:
+    """Each of `matrix.<key>`'s entries has its own `what` (a label, an id).
+
+    Raises:
+        SpecError: at the second entry that repeats one.
+    """
+    for i, k in enumerate(keys):
+        if keys.index(k) != i:
+            raise ctx.fail(("matrix", key, i), f"two {key}s share the {what} {k!r}", fix)
+
+
 def _images(ctx: Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
-    out: list[ImageSpec] = []
-    for i, item in enumerate(ctx.seq(value, ("matrix", "image"))):
-        out.append(parse_image(ctx, item, ("matrix", "image", i), runtime, i))
-    labels = [img.label for img in out]
-    for i, img in enumerate(out):
-        if labels.index(img.label) != i:
-            raise ctx.fail(("matrix", "image", i), f"two images share the label {img.label!r}",
-                           "give one of them a mapping with a distinct `name:`")
+    out = [parse_image(ctx, item, ("matrix", "image", i), runtime, i)
+           for i, item in enumerate(ctx.seq(value, ("matrix", "image")))]
+    _unique(ctx, [img.label for img in out], "image", "label",
+            "give one of them a mapping with a distinct `name:`")
     return tuple(out)
 
 
@@ -258,14 +265,9 @@ def _gpu(ctx: Ctx, value: Any, path: PathKey) -> GpuSel:
 
 def _scenarios(ctx: Ctx, value: Any, base: Path,
                defaults: RunSettings) -> tuple[ScenarioSpec, ...]:
-    out: list[ScenarioSpec] = []
-    for i, item in enumerate(ctx.seq(value, ("matrix", "scenario"))):
-        out.append(parse_scenario(ctx, item, ("matrix", "scenario", i), base, defaults))
-    ids = [s.id for s in out]
-    for i, sc in enumerate(out):
-        if ids.index(sc.id) != i:
-            raise ctx.fail(("matrix", "scenario", i), f"two scenarios share the id {sc.id!r}",
-                           "give one of them `id: SOMETHING_ELSE`")
+    out = [parse_scenario(ctx, item, ("matrix", "scenario", i), base, defaults)
+           for i, item in enumerate(ctx.seq(value, ("matrix", "scenario")))]
+    _unique(ctx, [s.id for s in out], "scenario", "id", "give one of them `id: SOMETHING_ELSE`")
     return tuple(out)
 
 
