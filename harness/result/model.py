@@ -92,7 +92,7 @@ class Outcome:
     log_tail: str = ""
     mem_limit_bytes: int | None = None
     details: dict[str, JSON] = field(default_factory=dict)
-    samples_taken: int = 0   # host samples, by the runtime (the result keeps the last 2000)
+    host_samples: int = 0    # taken by the runtime (the result keeps the last 2000)
 
 
 @dataclass(frozen=True)
