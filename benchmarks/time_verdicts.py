@@ -207,10 +207,10 @@ def one_sweep(line: Line, root: Path, k: int, rng: random.Random, burst: bool,
     finally:
         store.unlock()
     wall = time.monotonic() - t0
-    last = max(out.results.values(), key=lambda r: r["image"]["index"])
-    cells_s = sum(r["timings"]["cell_s"] for r in out.results.values())
+    last = max(out.results.values(), key=lambda r: r.image.index)
+    cells_s = sum(r.timings.cell_s for r in out.results.values())
     return {"last": last, "cells_s": cells_s,
-            "reruns": sum(len(r["attempts"]) - 1 for r in out.results.values())}, wall, hit
+            "reruns": sum(len(r.attempts) - 1 for r in out.results.values())}, wall, hit
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -253,16 +253,17 @@ def run_lines(args: argparse.Namespace, rng: random.Random, root: Path, log: Any
                                            log)
                 last = got["last"]
                 t.sweeps += 1
-                t.hits += last["verdict"] == line.want
-                steps = (last.get("vs_baseline") or {}).get("steps") or {}
-                t.pooled += steps.get("direction") == "slower"
+                t.hits += last.verdict == line.want
+                vs = last.vs_baseline
+                t.pooled += vs is not None and vs.steps is not None and \
+                    vs.steps.direction == "slower"
                 t.bursts += hit
                 t.wall_s += wall
                 t.cells_s += got["cells_s"]
                 t.reruns += got["reruns"]
-                if (last["verdict"] == line.want) != line.good:
-                    t.notes.append(f"sweep {k}: {last['verdict']} ({last['reason']})")
-                print(f"{key} {k}: {last['verdict']} ({last['reason']}) "
+                if (last.verdict == line.want) != line.good:
+                    t.notes.append(f"sweep {k}: {last.verdict} ({last.reason})")
+                print(f"{key} {k}: {last.verdict} ({last.reason}) "
                       f"wall {wall:.1f}s burst={hit}", file=log, flush=True)
             print(f"{key}: {t.hits}/{t.sweeps} {line.want}", file=sys.stderr, flush=True)
     finally:
