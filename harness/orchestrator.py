@@ -259,6 +259,7 @@ class Sweep:
         within-run verdict. Nothing is written here but the agent's samples: the result
         is written once its row's comparison is known (`RowComparisons.settle`)."""
         t_wait = time.monotonic()
+        outdir = self.store.cell_dir(cell.id, fresh=True)
         try:
             self.image(cell)
         except EnvironmentUnavailable as exc:
@@ -278,7 +279,6 @@ class Sweep:
         retried = False
         pre = self.gpu_precheck(cell, info)
         if pre is not None and pre[0] == "not-applicable":
-            self.store.cell_dir(cell.id, fresh=True)
             verdict = decide(CellFacts(self.cfg, precheck=pre))
             return self._measured(cell, info, runtime, RunOutcome(exit_code=None), Series(),
                                   verdict, [], Timings(cell_s=time.monotonic() - t0,
@@ -292,7 +292,8 @@ class Sweep:
             pre = (pre[0], f"{pre[1]} (deadline {short.timeout:.0f}s)")
             self.progress(f"{cell.id}: {pre[1]}")
         while True:
-            outdir = self.store.cell_dir(cell.id, fresh=True)
+            if attempts:    # a run again starts from an empty directory
+                outdir = self.store.cell_dir(cell.id, fresh=True)
             request = RunRequest(run_cell, info, outdir, outdir / "stop", self.cancel)
             t_run = time.monotonic()
             live = self._start_live(run_cell, outdir)
@@ -338,7 +339,6 @@ class Sweep:
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__
         what = "engine" if isinstance(exc, EngineUnavailable) else "image"
-        self.store.cell_dir(cell.id, fresh=True)
         verdict = decide(CellFacts(self.cfg, unavailable=reason))
         measured = self._measured(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
                                   RunOutcome(exit_code=None, error=text), Series(), verdict,
