@@ -5,22 +5,15 @@
 # (no iptables, no bridge: containers run with network off) when no engine answers,
 # then builds the images of images/images.yaml that are missing or out of date.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/apt-need.sh"
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 # docker.io: the engine (and `docker system dial-stdio` for ssh:// endpoints);
 # debootstrap: the base image; openssh-*: the ssh:// endpoint test on loopback;
 # gcc: the fake libnvidia-ml.so.1 the NVML tests build; docker-registry: a real
 # registry on loopback for `harness watch`; chromium: the HTML report screenshot test.
-NEED=""
-for pair in dockerd:docker.io debootstrap:debootstrap sshd:openssh-server ssh:openssh-client \
-            gcc:gcc docker-registry:docker-registry chromium:chromium; do
-    command -v "${pair%%:*}" >/dev/null || [ -x "/usr/sbin/${pair%%:*}" ] || NEED="$NEED ${pair#*:}"
-done
-if [ -n "$NEED" ]; then
-    echo "setup: installing$NEED"
-    apt-get update -qq
-    apt-get install -y -qq $NEED >/dev/null
-fi
+need_packages setup dockerd:docker.io debootstrap:debootstrap sshd:openssh-server \
+    ssh:openssh-client gcc:gcc docker-registry:docker-registry chromium:chromium
 if ! docker info >/dev/null 2>&1; then
     echo "setup: starting dockerd (log: /tmp/harness-dockerd.log)"
     setsid nohup dockerd --iptables=false --bridge=none >/tmp/harness-dockerd.log 2>&1 </dev/null &

@@ -10,22 +10,15 @@
 # Accounting goes through slurmdbd + MariaDB so `sacct` keeps each job's end state.
 # Logs and pid files: /var/log/harness-slurm/, /run/harness-slurm/.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/apt-need.sh"
 export DEBIAN_FRONTEND=noninteractive
 GPUS=${HARNESS_SLURM_GPUS:-2}
 GPU_TYPE=${HARNESS_SLURM_GPU_TYPE:-rtx3090}
 NODE=$(hostname)
 LOG=/var/log/harness-slurm
 RUN=/run/harness-slurm
-NEED=""
-for pair in slurmctld:slurmctld slurmd:slurmd sinfo:slurm-client munged:munge \
-            slurmdbd:slurmdbd mariadbd:mariadb-server; do
-    command -v "${pair%%:*}" >/dev/null || [ -x "/usr/sbin/${pair%%:*}" ] || NEED="$NEED ${pair#*:}"
-done
-if [ -n "$NEED" ]; then
-    echo "setup-slurm: installing$NEED"
-    apt-get update -qq
-    apt-get install -y -qq $NEED >/dev/null
-fi
+need_packages setup-slurm slurmctld:slurmctld slurmd:slurmd sinfo:slurm-client munged:munge \
+    slurmdbd:slurmdbd mariadbd:mariadb-server
 mkdir -p "$LOG" "$RUN" /var/spool/slurmctld /var/spool/slurmd /etc/slurm /run/munge
 chown slurm:slurm "$LOG" "$RUN" /var/spool/slurmctld 2>/dev/null || true
 

@@ -35,9 +35,8 @@ fw_bytes() reports tf.config.experimental.get_memory_info(device)['current'] (TF
 on TF1 GPU tf.contrib.memory_stats.BytesInUse), info() the allocator peak.
 """
 
-import os
-
 import _params  # shared param parsing (stdlib only), next to this file
+import _tf  # shared TensorFlow plumbing (stdlib only), next to this file
 
 _PARAM_SPEC = {
     "height": (128, ("int", 8)),
@@ -57,15 +56,6 @@ _LR = 1e-4
 
 def _parse_params(params):
     return _params.parse("conv_alloc", params, _PARAM_SPEC)
-
-
-def _list_gpus(tf):
-    try:
-        lister = getattr(tf.config, "list_physical_devices", None) or \
-            tf.config.experimental.list_physical_devices
-        return lister("GPU")
-    except Exception:
-        return []
 
 
 def _var_specs(p):
@@ -148,32 +138,19 @@ def _make_variables(tf, np, p, variable_ctor):
 
 def setup(params):
     p = _parse_params(params)
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except ImportError as exc:
-        raise ImportError("conv_alloc needs tensorflow (1.15 or 2.x) and numpy: {}".format(exc))
+    np, tf = _tf.import_tf("conv_alloc")
     is_tf2 = hasattr(tf, "function") and tf.__version__.split(".")[0] != "1"
-    eager_now = bool(getattr(tf, "executing_eagerly", lambda: False)())
+    eager_now = _tf.executing_eagerly(tf)
     if p["allow_growth"]:
-        for gpu in _list_gpus(tf):
-            try:
-                tf.config.experimental.set_memory_growth(gpu, True)
-            except Exception:
-                pass
+        _tf.set_memory_growth(tf)
     mode = p["mode"]
     if mode == "auto":
         mode = "function" if (is_tf2 and eager_now) else "graph"
     if mode in ("function", "eager") and not eager_now:
         raise RuntimeError("conv_alloc: mode={} needs TF 2.x executing eagerly (TF {}); use mode=graph".format(
             mode, tf.__version__))
-    has_gpu = len(_list_gpus(tf)) > 0
-    device = p["device"]
-    if device == "auto":
-        device = "gpu" if has_gpu else "cpu"
-    if device == "gpu" and not has_gpu:
-        raise RuntimeError("conv_alloc: device=gpu requested but TF {} sees no GPU".format(tf.__version__))
-    device_name = "/device:GPU:0" if device == "gpu" else "/device:CPU:0"
+    has_gpu = len(_tf.list_gpus(tf) or []) > 0
+    device, device_name = _tf.pick_device("conv_alloc", tf, p["device"], has_gpu)
     shape = (p["batch"], p["height"], p["width"], p["in_channels"])
     state = {"tf": tf, "p": p, "mode": mode, "device": device, "device_name": device_name,
              "session": None, "extra": {}, "steps": 0, "loss": None, "fw_api": None}
@@ -189,13 +166,8 @@ def setup(params):
             loss = tf.reduce_mean(tf.square(out - target))
             train = v1.train.GradientDescentOptimizer(_LR).minimize(loss)
             init = v1.global_variables_initializer()
-            if device == "gpu" and getattr(getattr(tf.config, "experimental", None),
-                                           "get_memory_info", None) is None:
-                try:
-                    from tensorflow.contrib.memory_stats import BytesInUse, MaxBytesInUse
-                    state["extra"] = {"bytes_in_use": BytesInUse(), "max_bytes_in_use": MaxBytesInUse()}
-                except Exception:
-                    pass
+            if device == "gpu" and _tf.memory_info_getter(tf) is None:
+                state["extra"] = _tf.contrib_memory_ops()
         config = v1.ConfigProto(allow_soft_placement=True)
         if p["allow_growth"]:
             config.gpu_options.allow_growth = True
@@ -242,45 +214,13 @@ def step(state):
     state["steps"] += 1
 
 
-def _mem_info(state):
-    tf = state["tf"]
-    getter = getattr(getattr(tf.config, "experimental", None), "get_memory_info", None)
-    if getter is None:
-        return None
-    return getter("GPU:0" if state["device"] == "gpu" else "CPU:0")
-
-
 def fw_bytes(state):
-    api = state["fw_api"]
-    if api == "none":
-        return None
-    if api in (None, "memory_info"):
-        try:
-            stats = _mem_info(state)
-            if stats is not None:
-                state["fw_api"] = "memory_info"
-                return int(stats["current"])
-        except Exception:
-            pass
-        if api == "memory_info":
-            return None
-    if "bytes_in_use" in state["extra"] and state["session"] is not None:
-        try:
-            value = int(state["session"].run(state["extra"]["bytes_in_use"]))
-            state["fw_api"] = "contrib"
-            return value
-        except Exception:
-            pass
-    state["fw_api"] = "none"
-    return None
+    return _tf.fw_bytes(state)
 
 
 def info(state):
-    tf = state["tf"]
-    out = {
-        "tf_version": getattr(tf, "__version__", None),
-        "tf_git_version": getattr(getattr(tf, "version", None), "GIT_VERSION", None),
-        "nvidia_tensorflow_version": os.environ.get("NVIDIA_TENSORFLOW_VERSION"),
+    out = _tf.versions(state["tf"])
+    out.update({
         "mode": state["mode"],
         "device": state["device"],
         "params": dict(state["p"]),
@@ -289,26 +229,21 @@ def info(state):
         "conv_weights": state["n_params"],
         "full_res_activation_bytes": state["activation_bytes"],
         "fw_bytes_api": state["fw_api"],
-    }
+    })
     try:
-        stats = _mem_info(state)
+        stats = _tf.memory_info(state["tf"], state["device"])
         if stats is not None:
             out["fw_peak_bytes"] = int(stats["peak"])
             out["fw_current_bytes"] = int(stats["current"])
     except Exception as exc:
         out["fw_peak_error"] = "{}: {}".format(type(exc).__name__, exc)
-    if "max_bytes_in_use" in state["extra"] and state["session"] is not None:
-        try:
-            out["fw_peak_bytes"] = int(state["session"].run(state["extra"]["max_bytes_in_use"]))
-        except Exception:
-            pass
+    peak = _tf.contrib_stat(state, "max_bytes_in_use")
+    if peak is not None:
+        out["fw_peak_bytes"] = peak
     return out
 
 
 def teardown(state):
-    sess = state.get("session")
-    if sess is not None:
-        state["session"] = None
-        sess.close()
+    _tf.close_session(state)
     for key in ("variables", "x", "target", "train_step"):
         state.pop(key, None)

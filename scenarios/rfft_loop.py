@@ -47,10 +47,10 @@ fw_bytes() reports the TF allocator's current bytes on the device where an API e
 else None.
 """
 
-import os
 import time
 
 import _params  # shared param parsing (stdlib only), next to this file
+import _tf  # shared TensorFlow plumbing (stdlib only), next to this file
 
 FRAMES_SHAPE = (144, 400)
 FFT_LENGTH = 512
@@ -77,26 +77,13 @@ def _parse_params(params):
 
 
 def _gpu_available(tf):
+    gpus = _tf.list_gpus(tf)
+    if gpus is not None:
+        return len(gpus) > 0
     try:
-        lister = getattr(tf.config, "list_physical_devices", None)
-        if lister is None:
-            lister = tf.config.experimental.list_physical_devices
-        return len(lister("GPU")) > 0
+        return bool(tf.test.is_gpu_available())
     except Exception:
-        try:
-            return bool(tf.test.is_gpu_available())
-        except Exception:
-            return False
-
-
-def _set_memory_growth(tf):
-    try:
-        lister = getattr(tf.config, "list_physical_devices", None) or \
-            tf.config.experimental.list_physical_devices
-        for gpu in lister("GPU"):
-            tf.config.experimental.set_memory_growth(gpu, True)
-    except Exception:
-        pass
+        return False
 
 
 def _session_config(tf, fold_constants, allow_growth, device):
@@ -148,36 +135,20 @@ def _build_graph(tf, np, p, device_name):
                 spec = tf.signal.dct(frames, type=2, name="spec")
         init = v1.global_variables_initializer()
         # TF1: allocator stats ops (contrib) for fw_bytes where get_memory_info is missing
-        if device_name.startswith("/device:GPU") and not hasattr(
-                getattr(tf.config, "experimental", None), "get_memory_info"):
-            try:
-                from tensorflow.contrib.memory_stats import BytesInUse, MaxBytesInUse
-                with graph.device(device_name):
-                    extra["bytes_in_use"] = BytesInUse()
-                    extra["max_bytes_in_use"] = MaxBytesInUse()
-            except Exception:
-                pass
+        if device_name.startswith("/device:GPU") and _tf.memory_info_getter(tf) is None:
+            with graph.device(device_name):
+                extra = _tf.contrib_memory_ops()
     return graph, spec, init, extra
 
 
 def setup(params):
     p = _parse_params(params)
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except ImportError as exc:
-        raise ImportError("rfft_loop needs tensorflow (1.15 or 2.x) and numpy: {}".format(exc))
+    np, tf = _tf.import_tf("rfft_loop")
     if not hasattr(tf, "compat") or not hasattr(tf.compat, "v1"):
         raise ImportError("rfft_loop needs tf.compat.v1 (TF >= 1.13), got TF {}".format(tf.__version__))
     if p["allow_growth"]:
-        _set_memory_growth(tf)
-    has_gpu = _gpu_available(tf)
-    device = p["device"]
-    if device == "auto":
-        device = "gpu" if has_gpu else "cpu"
-    if device == "gpu" and not has_gpu:
-        raise RuntimeError("rfft_loop: device=gpu requested but TF {} sees no GPU".format(tf.__version__))
-    device_name = "/device:GPU:0" if device == "gpu" else "/device:CPU:0"
+        _tf.set_memory_growth(tf)
+    device, device_name = _tf.pick_device("rfft_loop", tf, p["device"], _gpu_available(tf))
 
     graph, spec, init, extra = _build_graph(tf, np, p, device_name)
     config = _session_config(tf, p["fold_constants"], p["allow_growth"], device)
@@ -253,49 +224,19 @@ def _trace(state):
 
 
 def fw_bytes(state):
-    tf = state["tf"]
-    api = state["fw_api"]
-    if api == "none":
-        return None
-    dev = "GPU:0" if state["device"] == "gpu" else "CPU:0"
-    if api in (None, "memory_info"):
-        getter = getattr(getattr(tf.config, "experimental", None), "get_memory_info", None)
-        if getter is not None:
-            try:
-                stats = getter(dev)
-                value = int(stats["current"])
-                if value == 0 and int(stats.get("peak", 0)) == 0 and dev.startswith("CPU"):
-                    # CPU allocator stats are off unless TF enables them: 0/0 means "unknown"
-                    return None
-                state["fw_api"] = "memory_info"
-                return value
-            except Exception:
-                pass
-        if api == "memory_info":
-            return None
-    if api in (None, "contrib") and "bytes_in_use" in state["extra"] and state["session"] is not None:
-        try:
-            value = int(state["session"].run(state["extra"]["bytes_in_use"]))
-            state["fw_api"] = "contrib"
-            return value
-        except Exception:
-            pass
-    state["fw_api"] = "none"
-    return None
+    return _tf.fw_bytes(state, cpu_zero_is_unknown=True)
 
 
 def info(state):
     tf = state["tf"]
-    out = {
-        "tf_version": getattr(tf, "__version__", None),
-        "tf_git_version": getattr(getattr(tf, "version", None), "GIT_VERSION", None),
-        "nvidia_tensorflow_version": os.environ.get("NVIDIA_TENSORFLOW_VERSION"),
+    out = _tf.versions(tf)
+    out.update({
         "device": state["device"],
         "device_name": state["device_name"],
         "params": dict(state["p"]),
         "steps": state["steps"],
         "fw_bytes_api": state["fw_api"],
-    }
+    })
     try:
         build = tf.sysconfig.get_build_info()
         out["tf_build"] = {k: build.get(k) for k in ("cuda_version", "cudnn_version", "is_cuda_build")
@@ -303,24 +244,19 @@ def info(state):
     except Exception:
         pass
     out.update(_trace(state) or {})
-    getter = getattr(getattr(tf.config, "experimental", None), "get_memory_info", None)
-    if getter is not None:
+    if _tf.memory_info_getter(tf) is not None:
         try:
-            out["fw_peak_bytes"] = int(getter("GPU:0" if state["device"] == "gpu" else "CPU:0")["peak"])
+            out["fw_peak_bytes"] = int(_tf.memory_info(tf, state["device"])["peak"])
         except Exception:
             pass
-    elif "max_bytes_in_use" in state["extra"] and state["session"] is not None:
-        try:
-            out["fw_peak_bytes"] = int(state["session"].run(state["extra"]["max_bytes_in_use"]))
-        except Exception:
-            pass
+    else:
+        peak = _tf.contrib_stat(state, "max_bytes_in_use")
+        if peak is not None:
+            out["fw_peak_bytes"] = peak
     return out
 
 
 def teardown(state):
     # capture the trace before the session goes away, whichever of info/teardown comes first
     _trace(state)
-    sess = state.get("session")
-    if sess is not None:
-        state["session"] = None
-        sess.close()
+    _tf.close_session(state)

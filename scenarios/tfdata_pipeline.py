@@ -63,6 +63,7 @@ import shutil
 import tempfile
 
 import _params  # shared param parsing (stdlib only), next to this file
+import _tf  # shared TensorFlow plumbing (stdlib only), next to this file
 
 _AUTOTUNE = _params.AUTOTUNE  # -1
 
@@ -254,12 +255,8 @@ def _decode_image_has_expand(tf):
 
 def setup(params):
     p = _parse_params(params)
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except ImportError as exc:
-        raise ImportError("tfdata_pipeline needs tensorflow (1.15 or 2.x) and numpy: {}".format(exc))
-    eager_now = bool(getattr(tf, "executing_eagerly", lambda: False)())
+    np, tf = _tf.import_tf("tfdata_pipeline")
+    eager_now = _tf.executing_eagerly(tf)
     mode = p["mode"]
     if mode == "auto":
         mode = "eager" if eager_now else "graph"
@@ -303,42 +300,36 @@ def step(state):
 def fw_bytes(state):
     if state.get("fw_api") == "none":
         return None
-    tf = state["tf"]
-    getter = getattr(getattr(tf.config, "experimental", None), "get_memory_info", None)
-    if getter is None:
-        state["fw_api"] = "none"
-        return None
     try:
-        return int(getter("CPU:0")["current"])
+        stats = _tf.memory_info(state["tf"], "cpu")
+        if stats is not None:
+            return int(stats["current"])
     except Exception:
-        state["fw_api"] = "none"
-        return None
+        pass
+    state["fw_api"] = "none"
+    return None
 
 
 def info(state):
     tf = state["tf"]
-    out = {
-        "tf_version": getattr(tf, "__version__", None),
-        "tf_git_version": getattr(getattr(tf, "version", None), "GIT_VERSION", None),
+    out = _tf.versions(tf, nvidia=False)
+    out.update({
         "mode": state["mode"],
         "params": dict(state["p"]),
         "steps": state["steps"],
         "last_batch_size": state["last_batch"],
         "record_bytes": state.get("record_bytes"),
-    }
-    getter = getattr(getattr(tf.config, "experimental", None), "get_memory_info", None)
-    if getter is not None:
-        try:
-            out["fw_peak_bytes"] = int(getter("CPU:0")["peak"])
-        except Exception:
-            pass
+    })
+    try:
+        stats = _tf.memory_info(tf, "cpu")
+        if stats is not None:
+            out["fw_peak_bytes"] = int(stats["peak"])
+    except Exception:
+        pass
     return out
 
 
 def teardown(state):
     state["it"] = None
-    sess = state.get("session")
-    if sess is not None:
-        state["session"] = None
-        sess.close()
+    _tf.close_session(state)
     shutil.rmtree(state["dir"], ignore_errors=True)

@@ -128,15 +128,20 @@ class Readers(object):
             return None
 
     def threads(self):
-        text = self.status.read(4096)
-        if text:
-            for line in text.splitlines():
-                if line.startswith("Threads:"):
-                    try:
-                        return int(line.split()[1])
-                    except (ValueError, IndexError):
-                        break
-        return threading.active_count()
+        n = status_int(self.status.read(4096), "Threads:")
+        return threading.active_count() if n is None else n
+
+
+def status_int(text, label):
+    """The number on the first line of /proc/<pid>/status text that starts with `label`
+    (e.g. "Threads:"), or None when the text, the line or the number is missing."""
+    for line in (text or "").splitlines():
+        if line.startswith(label):
+            try:
+                return int(line.split()[1])
+            except (ValueError, IndexError):
+                return None
+    return None
 
 
 def cgroup_reader():
@@ -252,14 +257,9 @@ class Contention(object):
         return rq, self._nivcsw(), self._throttled(), on
 
     def _nivcsw(self):
-        text = self.status.read(4096)
-        if text:
-            for line in text.splitlines():
-                if line.startswith("nonvoluntary_ctxt_switches:"):
-                    try:
-                        return int(line.split()[1])
-                    except (ValueError, IndexError):
-                        break
+        n = status_int(self.status.read(4096), "nonvoluntary_ctxt_switches:")
+        if n is not None:
+            return n
         try:
             import resource
             return resource.getrusage(getattr(resource, "RUSAGE_THREAD", 1)).ru_nivcsw

@@ -39,19 +39,18 @@ def compile_expr(expr: str) -> Pred:
         pos += 1
         return str(tokens[pos - 1])
 
-    def p_or() -> Pred:
-        left = p_and()
-        while peek() == "or":
+    def chain(word: str, operand: Callable[[], Pred], join: Callable[[Pred, Pred], Pred]) -> Pred:
+        left = operand()
+        while peek() == word:
             take()
-            left = _either(left, p_and())
+            left = join(left, operand())
         return left
 
+    def p_or() -> Pred:
+        return chain("or", p_and, _either)
+
     def p_and() -> Pred:
-        left = p_not()
-        while peek() == "and":
-            take()
-            left = _both(left, p_not())
-        return left
+        return chain("and", p_not, _both)
 
     def p_not() -> Pred:
         if peek() == "not":

@@ -243,22 +243,38 @@ def test_plain_script_calling_sys_exit(tmp_path: Path, code: str, status: str, r
         assert end["error"]["message"] == code.strip("'")
 
 
+STOPS_AT_25 = """
+import time
+
+
+def setup(params):
+    return {"n": 0, "control": params["control"], "sleep_s": params["sleep_s"]}
+
+
+def step(state):
+    state["n"] += 1
+    if state["sleep_s"]:
+        time.sleep(state["sleep_s"])
+    if state["n"] == 25:
+        open(state["control"], "w").close()
+"""
+
+
+def run_until_control(python: str, tmp_path: Path, every: int = 10,
+                      sleep_s: float = 0) -> tuple[subprocess.CompletedProcess[str],
+                                                   list[dict[str, Any]]]:
+    """The agent on a scenario that creates the control file at its 25th step (sleeping
+    sleep_s per step), for up to 1000 measured steps sampled every `every`."""
+    control = tmp_path / "stop"
+    script = scenario(tmp_path, STOPS_AT_25)
+    return run_agent(python, script, tmp_path, "--control", str(control), iterations=1000,
+                     warmup=0, every=every, params={"control": str(control), "sleep_s": sleep_s})
+
+
 @pytest.mark.parametrize("python", INTERPRETERS)
 def test_control_file_stops_early(python: str, tmp_path: Path) -> None:
     # GIVEN a scenario that creates the control file at its 25th step
-    control = tmp_path / "stop"
-    script = scenario(tmp_path, """
-        def setup(params):
-            return {"n": 0, "control": params["control"]}
-
-
-        def step(state):
-            state["n"] += 1
-            if state["n"] == 25:
-                open(state["control"], "w").close()
-        """)
-    proc, records = run_agent(python, script, tmp_path, "--control", str(control),
-                              iterations=1000, warmup=0, params={"control": str(control)})
+    proc, records = run_until_control(python, tmp_path)
     # THEN the measured loop stops at the next sample point
     assert proc.returncode == 0, proc.stderr
     end = records[-1]
@@ -411,24 +427,7 @@ def test_agent_compiles_with_the_oldest_python() -> None:
 @pytest.mark.parametrize("python", [OLDEST])
 def test_control_file_is_seen_between_sample_points(python: str, tmp_path: Path) -> None:
     # GIVEN 5 ms steps sampled every 100 steps, and the control file made at step 25
-    control = tmp_path / "stop"
-    script = scenario(tmp_path, """
-        import time
-
-
-        def setup(params):
-            return {"n": 0, "control": params["control"]}
-
-
-        def step(state):
-            state["n"] += 1
-            time.sleep(0.005)
-            if state["n"] == 25:
-                open(state["control"], "w").close()
-        """)
-    proc, records = run_agent(python, script, tmp_path, "--control", str(control),
-                              iterations=1000, warmup=0, every=100,
-                              params={"control": str(control)})
+    proc, records = run_until_control(python, tmp_path, every=100, sleep_s=0.005)
     # THEN the timer check stops it within a few calls, not at step 100
     assert proc.returncode == 0, proc.stderr
     end = records[-1]

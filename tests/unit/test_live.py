@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness import spec
 from harness.orchestrator import sweep
+from harness.result.model import CellResult
 from harness.runtimes.local import LocalRuntime
 from harness.store import RunStore
 
@@ -25,14 +26,14 @@ def step(state):
 '''
 
 
-def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
-    (tmp_path / "leaky.py").write_text(LEAKY)
-    (tmp_path / "steady.py").write_text(STEADY)
+def sweep_live(tmp_path: Path, defaults: str, scenarios: dict[str, str]) -> list[CellResult]:
+    """Each scenario (file name -> text) swept in live mode on the local runtime under
+    this interpreter, with the matrix `defaults` (a YAML flow mapping's inside)."""
+    for name, text in scenarios.items():
+        (tmp_path / name).write_text(text)
     m = tmp_path / "m.yaml"
-    m.write_text(f"name: live\nruntime: local\n"
-                 f"defaults: {{max_iterations: 20000, min_iterations: 80, warmup: 10, "
-                 f"sample_every: 5}}\nmatrix:\n  image: [{sys.executable}]\n"
-                 f"  scenario: [leaky.py, steady.py]\n")
+    m.write_text(f"name: live\nruntime: local\ndefaults: {{{defaults}}}\nmatrix:\n"
+                 f"  image: [{sys.executable}]\n  scenario: [{', '.join(scenarios)}]\n")
     matrix = spec.load(m)
     store = RunStore.open(tmp_path / "out", matrix.name, False)
     try:
@@ -40,7 +41,13 @@ def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
                     lambda _: None, False)
     finally:
         store.unlock()
-    by_id = {r.scenario.id: r for r in out.results.values()}
+    return list(out.results.values())
+
+
+def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
+    results = sweep_live(tmp_path, "max_iterations: 20000, min_iterations: 80, warmup: 10, "
+                                   "sample_every: 5", {"leaky.py": LEAKY, "steady.py": STEADY})
+    by_id = {r.scenario.id: r for r in results}
     leak, steady = by_id["leaky"], by_id["steady"]
     assert leak.verdict == "leak" and leak.live is not None and leak.live.verdict == "leak"
     assert steady.verdict == "ok" and steady.live is not None
@@ -64,20 +71,8 @@ def step(state):
 
 def test_a_live_stop_comes_within_a_few_calls_of_the_decision(tmp_path: Path) -> None:
     # GIVEN 10 ms steps sampled every 20 calls (the multidict-live example's shape)
-    (tmp_path / "slow.py").write_text(SLOW_LEAKY)
-    m = tmp_path / "m.yaml"
-    m.write_text(f"name: live\nruntime: local\n"
-                 f"defaults: {{max_iterations: 2000, min_iterations: 80, warmup: 5, "
-                 f"sample_every: 20}}\nmatrix:\n  image: [{sys.executable}]\n"
-                 f"  scenario: [slow.py]\n")
-    matrix = spec.load(m)
-    store = RunStore.open(tmp_path / "out", matrix.name, False)
-    try:
-        out = sweep(matrix, list(matrix.cells), LocalRuntime(tmp_path / "cache"), store,
-                    lambda _: None, False)
-    finally:
-        store.unlock()
-    (res,) = out.results.values()
+    (res,) = sweep_live(tmp_path, "max_iterations: 2000, min_iterations: 80, warmup: 5, "
+                                  "sample_every: 20", {"slow.py": SLOW_LEAKY})
     live = res.live
     # THEN calls-to-decision and calls-run are both recorded, a few calls apart: the
     # agent looks for the decision every 20 ms, not at its next sample 20 calls on
