@@ -1,8 +1,9 @@
 """Run a suspected change again in interleaved rounds: B S B S ... (the `rounds` setting).
 
-`Sweep.compare_rows` (and so `harness bisect`, whose probes are compared with the first
-image the same way) calls `confirm` when the pooled step-time comparison of a cell
-with its row's baseline says slower or faster. Each round runs the baseline cell and
+`Sweep.compare` (in a sweep, and in `harness bisect`, whose probes are compared with
+the first image the same way) calls `confirm` when the pooled step-time comparison of
+a cell with its row's baseline leaves a doubt (slower or faster, or a busy host), in
+the cell's lane right after it ran. Each round runs the baseline cell and
 then the suspect cell afresh, shorter than the cells themselves (half their measured
 calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
 then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds that ran
