@@ -112,3 +112,15 @@ def test_decode_fills_what_an_older_writer_left_out() -> None:
     got = decode(Fingerprint, {"python": "3.6"})
     assert got == Fingerprint(python="3.6")
     assert encode(got)["env"] == {}  # type: ignore[index]
+
+
+def test_result_json_keeps_what_a_reader_of_schema_1_looked_for() -> None:
+    data = full().to_json()
+    vs = data["vs_baseline"]
+    assert isinstance(vs, dict) and isinstance(vs["confirmation"], dict)
+    conf = vs["confirmation"]
+    assert conf["confirmed"] is True
+    rounds = conf["rounds"]
+    assert isinstance(rounds, list) and isinstance(rounds[0], dict)
+    assert rounds[0]["ratio"] == pytest.approx(1.3)
+    assert data["outcome"] == {**data["outcome"], "host_samples": 0}
