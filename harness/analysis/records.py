@@ -150,7 +150,7 @@ class Explained(Record):
                  "cgroup throttling": self.throttle_rise_s,
                  f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
                      self.slower_cpu_s}
-        return max(rises, key=lambda k: rises[k])
+        return max(rises, key=rises.__getitem__)
 
     @property
     def throttled(self) -> bool:
@@ -187,7 +187,7 @@ class Round(Record):
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields and the ratio as a JSON-ready dict."""
-        return {**asdict(self), "ratio": self.ratio}
+        return {**Record.to_dict(self), "ratio": self.ratio}
 
     def json_extra(self) -> dict[str, object]:
         return {"ratio": self.ratio}

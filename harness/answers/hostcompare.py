@@ -200,7 +200,7 @@ def _join(a: Mapping[str, Result], b: Mapping[str, Result],
     ka = {key(r): r for r in a.values()}
     kb = {key(r): r for r in b.values()}
     order = {k: (r.image.index, k) for k, r in {**kb, **ka}.items()}
-    return [Pair(k, ka.get(k), kb.get(k)) for k in sorted(order, key=lambda k: order[k])]
+    return [Pair(k, ka.get(k), kb.get(k)) for k in sorted(order, key=order.__getitem__)]
 
 
 def compare_hosts(a: Mapping[str, Result], b: Mapping[str, Result],

@@ -30,7 +30,8 @@ class RowAnswer:
     scenario_error: str | None = None   # the same error on every image: a scenario bug
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        out: dict[str, object] = asdict(self)
+        return out
 
 
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:
@@ -79,7 +80,10 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
         add(key, ga.env.get(key), gb.env.get(key))
     pa, pb = ga.packages, gb.packages
     # Frameworks first: they are what a reader looks for in a long pip diff.
-    for name in sorted(set(pa) | set(pb), key=lambda n: (not n.startswith(FRAMEWORKS), n)):
+    def frameworks_first(name: str) -> tuple[bool, str]:
+        return not name.startswith(FRAMEWORKS), name
+
+    for name in sorted(set(pa) | set(pb), key=frameworks_first):
         add(f"pip {name}", pa.get(name), pb.get(name))
     add("gpu", ga.gpu_names() if ga.gpu else None, gb.gpu_names() if gb.gpu else None)
     add("driver", ga.gpu_driver, gb.gpu_driver)
@@ -217,4 +221,8 @@ def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1)
     if not todo:
         return BisectStep("found", None, lo, hi, "", skipped)
     mid = (lo + hi) // 2
-    return BisectStep("probe", min(todo, key=lambda i: (abs(i - mid), i)), lo, hi, "", skipped)
+
+    def nearest(i: int) -> tuple[int, int]:
+        return abs(i - mid), i
+
+    return BisectStep("probe", min(todo, key=nearest), lo, hi, "", skipped)

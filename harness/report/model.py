@@ -70,7 +70,7 @@ class Report:
         order: dict[str, int] = {}
         for r in results.values():
             order.setdefault(r.image.label, r.image.index)
-        images = sorted(order, key=lambda k: order[k])
+        images = sorted(order, key=order.__getitem__)
         return cls(name, images, answer_rows(results), dict(results), dict(meta or {}), root,
                    SeriesSource(root, series))
 

@@ -271,8 +271,8 @@ def load_result(data: object, where: str = "result") -> CellResult:
         for key in ("label", "index"):
             if key not in image:
                 raise DecodeError(f"image.{key}", "missing")
-    legacy = dict(data)
-    # Schema 1 kept the live decision flat and the unwrapped confirmation keys; both
+    # Schema 1 kept the live decision flat and the confirmation's derived keys; both
     # decode as they are. Its `summary` held per-source slopes: ignored (see memory).
-    legacy["schema"] = SCHEMA
-    return decode(CellResult, legacy, required=REQUIRED)
+    current: dict[str, object] = {str(k): v for k, v in data.items()}
+    current["schema"] = SCHEMA
+    return decode(CellResult, current, required=REQUIRED)
