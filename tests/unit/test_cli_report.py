@@ -91,6 +91,18 @@ def test_bad_input_exits_2(rdir: Path, argv: list[str], message: str,
     assert message in err and "Traceback" not in err
 
 
+def test_a_result_json_of_the_wrong_shape_names_file_and_key(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = rdir / "cells" / "v1.gpu0.loop" / "result.json"
+    data = json.loads(path.read_text())
+    data["memory"]["heap"]["slope"] = "fast"
+    path.write_text(json.dumps(data))
+    assert main(["report", str(rdir)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: memory.heap.slope: expected a number, got 'fast'" in err
+    assert "fix: re-run that cell" in err and "Traceback" not in err
+
+
 def test_not_a_results_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "no such directory" in capsys.readouterr().err

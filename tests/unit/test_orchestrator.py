@@ -225,6 +225,30 @@ def test_resume_skips_a_broken_result(tmp_path: Path) -> None:
     assert again.runs == ["v1.gpu0.loop"]
 
 
+def test_resume_reuses_a_schema_1_result_and_compares_against_it(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path, "v1, v2")
+    behave = by_image({"v2": Behaviour(leak_per_iter=20_000)})
+    first = run(matrix, FakeRuntime(behave), tmp_path)
+    cells = first.store.root / "cells"
+    # GIVEN the baseline's result as an older harness wrote it (schema 1, no `unavailable`)
+    # and the other cell lost
+    base = json.loads((cells / "v1.gpu0.loop" / "result.json").read_text())
+    base["schema"] = 1
+    del base["unavailable"]
+    (cells / "v1.gpu0.loop" / "result.json").write_text(json.dumps(base))
+    (cells / "v2.gpu0.loop" / "result.json").unlink()
+    again = FakeRuntime(behave)
+    second = run(matrix, again, tmp_path, resume=True)
+    # THEN the old baseline is reused, and the re-run cell is compared with it (its
+    # samples read from disk once) and written once
+    assert again.runs == ["v2.gpu0.loop"]
+    res = second.results["v2.gpu0.loop"]
+    assert res.verdict == "leak" and res.vs_baseline is not None
+    assert res.vs_baseline.baseline == "v1" and res.vs_baseline.peak_rss is not None
+    assert second.results["v1.gpu0.loop"].schema == 2
+    assert json.loads((cells / "v2.gpu0.loop" / "result.json").read_text())["schema"] == 2
+
+
 def test_resume_without_an_earlier_sweep(tmp_path: Path) -> None:
     from harness.errors import InputError
 
