@@ -23,12 +23,12 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
-from harness.protocol.ingest import Series, read_samples
+from harness.protocol.ingest import Series, no_samples, read_samples
 from harness.result.build import cell_result, timings_of
 from harness.result.model import Attempt, CellResult, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
-from harness.store.results import RunStore
+from harness.store.results import RunStore, SeriesCache
 
 if TYPE_CHECKING:
     from harness.analysis.records import VsBaseline
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 class SweepOutcome:
     store: RunStore
     results: dict[str, CellResult]
-    series: dict[str, Series] = field(default_factory=dict)   # parsed once, by cell id
+    series: SeriesCache = field(default_factory=lambda: SeriesCache(None))  # parsed once
     ran: int = 0
     reused: int = 0
     seconds: float = 0.0
@@ -96,7 +96,7 @@ class Sweep:
         self._gpu_lock = threading.Lock()
         self._gpu_seen: dict[str, gpu.HostGpus] = {}
         self.cancel = threading.Event()
-        self._series: dict[str, Series] = {}    # each cell's series, parsed once
+        self.series = SeriesCache(store.root)    # each cell's series, parsed once
 
     def runtime_for(self, cell: Cell) -> Runtime:
         return self.runtimes.get(cell.host.label, self.runtime)
@@ -340,11 +340,9 @@ class Sweep:
         reason = text.splitlines()[0] if text else type(exc).__name__
         what = "engine" if isinstance(exc, EngineUnavailable) else "image"
         verdict = decide(CellFacts(self.cfg, unavailable=reason))
-        measured = self._measured(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
-                                  RunOutcome(exit_code=None, error=text), Series(), verdict,
-                                  [], Timings(cell_s=waited, prepare_s=waited))
-        result = dataclasses.replace(measured.result, unavailable=Unavailable(what, text))
-        return dataclasses.replace(measured, result=result)
+        return self._measured(cell, ImageInfo(ref=cell.image.ref), self.runtime_for(cell),
+                              RunOutcome(exit_code=None, error=text), Series(), verdict, [],
+                              Timings(cell_s=waited, prepare_s=waited), Unavailable(what, text))
 
     def _start_live(self, cell: Cell, outdir: Path) -> _Live | None:
         """Early-stop mode: tail samples.jsonl on a thread, stop the agent once certain."""
@@ -379,12 +377,12 @@ class Sweep:
 
     def _measured(self, cell: Cell, info: ImageInfo, runtime: Runtime, ended: RunOutcome,
                   series: Series, verdict: CellVerdict, attempts: list[Attempt],
-                  timings: Timings) -> Measured:
+                  timings: Timings, unavailable: Unavailable | None = None) -> Measured:
         """The cell's within-run result, from everything the run left."""
         result = cell_result(cell, verdict, series, ended, info=info, runtime=runtime.name,
                              script=self._rel(cell.scenario.script),
                              gpus=self._gpu_seen.get(cell.host.label), attempts=attempts,
-                             timings=timings)
+                             timings=timings, unavailable=unavailable)
         return Measured(result, verdict, series)
 
     def _rel(self, path: Path) -> str:
@@ -407,27 +405,6 @@ class Sweep:
             out.update({c.id: base.id for c in row_cells})
         return out
 
-    def keep(self, cell_id: str, series: Series) -> None:
-        """Keep a cell's parsed series (comparisons and reports use it, not the file)."""
-        with self._lock:
-            self._series[cell_id] = series
-
-    @property
-    def series(self) -> dict[str, Series]:
-        """Every series parsed so far, by cell id."""
-        with self._lock:
-            return dict(self._series)
-
-    def series_of(self, cell_id: str) -> Series:
-        """A finished cell's series: the one its run parsed, else its samples.jsonl read
-        once (a resumed or cached baseline)."""
-        with self._lock:
-            found = self._series.get(cell_id)
-        if found is None:
-            found = read_samples(self.store.samples_path(cell_id))
-            with self._lock:
-                self._series[cell_id] = found
-        return found
 
     def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
                 ) -> CellResult:
@@ -448,7 +425,8 @@ class Sweep:
         if (base_result.verdict not in GOOD | {"leak", "slowdown"}
                 or res.verdict == UNAVAILABLE):
             return res
-        base_series, series = self.series_of(base.id), measured.series
+        # A resumed or cached baseline's samples are read once, here.
+        base_series, series = self.series(base.id) or no_samples(), measured.series
         label = base.image.label
         steps, peaks = compare_to_baseline(
             base_series.step_times(), base_series.peak("rss"), series.step_times(),
@@ -507,7 +485,7 @@ class RowComparisons:
 
     def settle(self, cell: Cell, measured: Measured) -> None:
         sweep = self.sweep
-        sweep.keep(cell.id, measured.series)
+        sweep.series.keep(cell.id, measured.series)
         base_id = self.bases.get(cell.id, cell.id)
         if base_id == cell.id:
             self._final(cell.id, measured.result)

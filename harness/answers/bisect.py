@@ -163,7 +163,7 @@ def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
         result = measured.result
         if cell.id != first.id and first.id in done:
             result = sweep.compare(cell, measured, first, done[first.id])
-        sweep.keep(cell.id, measured.series)
+        sweep.series.keep(cell.id, measured.series)
         sweep.store.write_cell(result)
         done[cell.id] = result
         return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,45 +9,14 @@ from typing import TypeVar
 
 from harness.analysis.kinds import BAD
 from harness.answers.search import RowAnswer, answer_rows
-from harness.protocol.ingest import Series, read_samples
 from harness.result.codec import JSON, as_json
 from harness.result.model import CellResult
 from harness.result.words import cell_text, human_seconds
+from harness.store.results import SeriesCache
 
-__all__ = ["RESULTS_SCHEMA", "Report", "Reporter", "SeriesSource", "cell_text", "human_seconds"]
+__all__ = ["RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
 
 RESULTS_SCHEMA = 2
-
-
-class SeriesSource:
-    """Each cell's series, parsed once: handed over by the sweep that parsed them, else
-    read from the results directory's samples.jsonl on first use and kept."""
-
-    def __init__(self, root: Path | None, known: Mapping[str, Series] | None = None):
-        self.root = root
-        self._known: dict[str, Series] = dict(known or {})
-        self._lock = threading.Lock()
-
-    def at(self, root: Path) -> SeriesSource:
-        """The same series, with samples.jsonl read from `root` for the others."""
-        with self._lock:
-            return SeriesSource(root, self._known)
-
-    def path(self, cell_id: str) -> Path | None:
-        if self.root is None:
-            return None
-        path = self.root / "cells" / cell_id / "samples.jsonl"
-        return path if path.is_file() else None
-
-    def __call__(self, cell_id: str) -> Series | None:
-        with self._lock:
-            found = self._known.get(cell_id)
-            if found is None:
-                path = self.path(cell_id)
-                if path is None:
-                    return None
-                found = self._known[cell_id] = read_samples(path)
-            return found
 
 
 @dataclass(frozen=True)
@@ -59,27 +27,20 @@ class Report:
     results: dict[str, CellResult]
     meta: dict[str, JSON]
     root: Path | None = None        # the results directory: samples.jsonl for plots
-    series: SeriesSource = field(default_factory=lambda: SeriesSource(None), compare=False)
+    series: SeriesCache = field(default_factory=lambda: SeriesCache(None), compare=False)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
                      meta: Mapping[str, JSON] | None = None, root: Path | None = None,
-                     series: Mapping[str, Series] | None = None) -> Report:
-        """Build the model. Renderers get each cell's series through `series`: those
-        given (a sweep's, already parsed), else read once from `root`'s samples.jsonl."""
+                     series: SeriesCache | None = None) -> Report:
+        """Build the model. Renderers get each cell's series through `series` (the
+        sweep's, already parsed), else read once from `root`'s samples.jsonl."""
         order: dict[str, int] = {}
         for r in results.values():
             order.setdefault(r.image.label, r.image.index)
         images = sorted(order, key=order.__getitem__)
         return cls(name, images, answer_rows(results), dict(results), dict(meta or {}), root,
-                   SeriesSource(root, series))
-
-    def samples_path(self, cell_id: str) -> Path | None:
-        """Where a cell's samples.jsonl is, if the results directory is known and has it."""
-        if self.root is None:
-            return None
-        path = self.root / "cells" / cell_id / "samples.jsonl"
-        return path if path.is_file() else None
+                   series or SeriesCache(root))
 
     @property
     def bad_cells(self) -> list[str]:

@@ -28,6 +28,7 @@ from harness.result.model import (
     ScenarioPart,
     Summary,
     Timings,
+    Unavailable,
 )
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ T = TypeVar("T")
 
 def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutcome, *,
                 info: ImageInfo, runtime: str, script: str, gpus: HostGpus | None,
-                attempts: Sequence[Attempt], timings: Timings) -> CellResult:
+                attempts: Sequence[Attempt], timings: Timings,
+                unavailable: Unavailable | None = None) -> CellResult:
     """The cell's result (its within-run verdict until the row comparison replaces it).
 
     Args:
@@ -89,7 +91,7 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
         fingerprint=fingerprint,
         end=_lenient(AgentEnd, {k: end.get(k) for k in END_KEYS}, "end", problems),
         problems=tuple(problems), skipped_lines=series.skipped,
-        attempts=tuple(attempts), timings=timings)
+        attempts=tuple(attempts), timings=timings, unavailable=unavailable)
 
 
 def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
@@ -135,15 +137,9 @@ def _object(value: object, path: str) -> dict[str, JSON]:
 
 
 def _lenient(cls: type[T], data: dict[str, object], what: str, problems: list[str]) -> T:
-    """`cls` from the fields of `data` that fit it; the others are said in `problems`."""
-    kept: dict[str, object] = {}
-    for key, value in data.items():
-        if value is None:
-            continue
-        try:
-            decode(cls, {key: value})
-        except DecodeError as exc:
-            problems.append(f"{what}: {exc}; left out")
-            continue
-        kept[key] = value
-    return decode(cls, kept)
+    """`cls` from the fields of `data` that fit it (None: not sent); the others are said
+    in `problems`."""
+    def left_out(exc: DecodeError) -> None:
+        problems.append(f"{what}: {exc}; left out")
+
+    return decode(cls, {k: v for k, v in data.items() if v is not None}, skip=left_out)

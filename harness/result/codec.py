@@ -19,7 +19,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import (
     TYPE_CHECKING,
     Literal,
@@ -80,6 +80,11 @@ def _hints(cls: type) -> dict[str, object]:
     return _HINTS[cls]
 
 
+def _at(path: str, key: object) -> str:
+    """The path of `key` inside `path` ("memory" + "heap" -> "memory.heap")."""
+    return f"{path}.{key}" if path else str(key)
+
+
 def _what(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -118,7 +123,7 @@ def _json(value: object, path: str) -> JSON:
     if isinstance(value, (list, tuple)):
         return [as_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {str(k): as_json(v, f"{path}.{k}") for k, v in value.items()}
+        return {str(k): as_json(v, _at(path, k)) for k, v in value.items()}
     raise DecodeError(path, f"not a JSON value: {_what(value)}")
 
 
@@ -194,7 +199,7 @@ def _decode(tp: object, value: object, path: str) -> object:
         if not isinstance(value, dict):
             raise DecodeError(path, f"expected a mapping, got {_what(value)}")
         _, vt = get_args(tp)
-        return {str(k): _decode(vt, v, f"{path}.{k}" if path else str(k))
+        return {str(k): _decode(vt, v, _at(path, k))
                 for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return decode(tp, value, path)
@@ -202,11 +207,18 @@ def _decode(tp: object, value: object, path: str) -> object:
 
 
 def decode(cls: type[T], value: object, path: str = "",
-           required: typing.Collection[str] = ()) -> T:
+           required: typing.Collection[str] = (),
+           skip: Callable[[DecodeError], None] | None = None) -> T:
     """A `cls` (a dataclass) from a JSON object; see the module docstring.
 
+    Args:
+        skip: Given, a field of `cls` whose value does not fit is passed over as if it
+            were missing, and its error handed to `skip` (input from outside the harness,
+            where one bad field must not lose the rest).
+
     Raises:
-        DecodeError: a value does not fit its field's type, or a required one is missing.
+        DecodeError: a value does not fit its field's type (without `skip`), or a
+            required one is missing.
     """
     if not isinstance(value, dict):
         raise DecodeError(path, f"expected a mapping, got {_what(value)}")
@@ -215,15 +227,18 @@ def decode(cls: type[T], value: object, path: str = "",
     for f in dataclasses.fields(cls):   # type: ignore[arg-type]
         if not f.init:
             continue
-        where = f"{path}.{f.name}" if path else f.name
+        where = _at(path, f.name)
         tp = hints[f.name]
         if f.name in value:
-            kwargs[f.name] = _decode(tp, value[f.name], where)
-        elif f.name in required:
+            try:
+                kwargs[f.name] = _decode(tp, value[f.name], where)
+                continue
+            except DecodeError as exc:
+                if skip is None:
+                    raise
+                skip(exc)
+        if f.name in required:
             raise DecodeError(where, "missing")
-        elif (f.default is not dataclasses.MISSING
-              or f.default_factory is not dataclasses.MISSING):
-            continue
-        else:
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             kwargs[f.name] = _empty(tp, where)
     return cls(**kwargs)

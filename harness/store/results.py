@@ -14,15 +14,18 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 from harness.errors import InputError, StoreError
+from harness.protocol.ingest import Series, read_samples
 from harness.result.codec import JSON, DecodeError
 from harness.result.model import SCHEMA, CellResult, load_result
 
-__all__ = ["SCHEMA", "RunStore", "atomic_write_text", "load_json", "write_json"]
+__all__ = ["SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json", "write_json"]
 
 
 def _hint(exc: OSError) -> str:
@@ -181,4 +184,38 @@ class RunStore:
         return path
 
     def samples_path(self, cell_id: str) -> Path:
-        return self.root / "cells" / cell_id / "samples.jsonl"
+        return samples_path(self.root, cell_id)
+
+
+def samples_path(root: Path, cell_id: str) -> Path:
+    return root / "cells" / cell_id / "samples.jsonl"
+
+
+class SeriesCache:
+    """Each cell's parsed samples, by cell id: kept as the sweep parsed them, else read
+    once from the results directory's cells/<id>/samples.jsonl on first use."""
+
+    def __init__(self, root: Path | None, known: Mapping[str, Series] | None = None):
+        self.root = root
+        self._known: dict[str, Series] = dict(known or {})
+        self._lock = threading.Lock()
+
+    def keep(self, cell_id: str, series: Series) -> None:
+        with self._lock:
+            self._known[cell_id] = series
+
+    def at(self, root: Path) -> SeriesCache:
+        """The same series, with the others read from `root`."""
+        with self._lock:
+            return SeriesCache(root, self._known)
+
+    def __call__(self, cell_id: str) -> Series | None:
+        """The cell's series; None when it was not kept and has no samples file."""
+        with self._lock:
+            found = self._known.get(cell_id)
+            if found is None and self.root is not None:
+                path = samples_path(self.root, cell_id)
+                if path.is_file():
+                    found = self._known[cell_id] = read_samples(path)
+            return found
+

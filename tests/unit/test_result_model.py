@@ -124,3 +124,13 @@ def test_result_json_keeps_what_a_reader_of_schema_1_looked_for() -> None:
     assert isinstance(rounds, list) and isinstance(rounds[0], dict)
     assert rounds[0]["ratio"] == pytest.approx(1.3)
     assert data["outcome"] == {**data["outcome"], "host_samples": 0}
+
+
+def test_decode_with_skip_passes_over_a_bad_field_and_keeps_the_rest() -> None:
+    said: list[str] = []
+    got = decode(Fingerprint, {"python": "3.6", "env": ["CUDA_VERSION"],
+                               "packages": {"numpy": "1.19"}}, skip=lambda e: said.append(str(e)))
+    assert got == Fingerprint(python="3.6", packages={"numpy": "1.19"})
+    assert said == ["env: expected a mapping, got ['CUDA_VERSION']"]
+    with pytest.raises(DecodeError, match="env: expected a mapping"):
+        decode(Fingerprint, {"env": ["CUDA_VERSION"]})
