@@ -71,8 +71,8 @@ def decide(facts: CellFacts) -> CellVerdict:
     if facts.precheck is not None and facts.precheck[0] == "not-applicable":
         return CellVerdict("not-applicable", facts.precheck[1])
     if facts.baseline is not None:
-        within = facts.within or CellVerdict("ok", "")
-        return _vs_baseline(facts.baseline, within, facts.cfg)
+        assert facts.within is not None, "a row comparison needs the within-run verdict"
+        return _vs_baseline(facts.baseline, facts.within, facts.cfg)
     verdict = within_run(facts.series, facts.outcome, facts.cfg)
     _use_live(verdict, facts.live, facts.series)
     _gpu_afterwards(verdict, facts.series, facts.outcome, facts.precheck)

@@ -93,15 +93,7 @@ class CellVerdict:
     contention: Explained | None = None     # run-queue delay behind a slowdown
 
     def to_dict(self) -> dict[str, object]:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-
-def _plain(value: object) -> object:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+        return dataclasses.asdict(self)
 
 
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from harness.analysis.kinds import BAD
 from harness.answers.search import RowAnswer, answer_rows
-from harness.result.codec import JSON, as_json
+from harness.result.codec import JSON, encode
 from harness.result.model import CellResult
 from harness.result.words import cell_text, human_seconds
 from harness.store.results import SeriesCache
@@ -90,7 +90,7 @@ class Report:
         """results.json: the rows' answers and every cell (without host samples)."""
         cells: dict[str, JSON] = {k: v.to_json(host_samples=False)
                                   for k, v in sorted(self.results.items())}
-        rows: list[JSON] = [as_json(r.to_dict()) for r in self.rows]
+        rows: list[JSON] = [encode(r) for r in self.rows]
         return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
                 "images": list(self.images), "rows": rows,
                 "bad_cells": list(self.bad_cells), "cells": cells}

@@ -138,7 +138,8 @@ def as_json(value: object, path: str = "") -> JSON:
     return _json(value, path)
 
 
-def _decode(tp: object, value: object, path: str) -> object:
+def _decode(tp: object, value: object, path: str,
+            required: typing.Collection[str] = ()) -> object:
     origin = get_origin(tp)
     if tp is JSON:
         return _json(value, path)
@@ -155,7 +156,7 @@ def _decode(tp: object, value: object, path: str) -> object:
             if option is type(None):
                 continue
             try:
-                return _decode(option, value, path)
+                return _decode(option, value, path, required)
             except DecodeError as exc:
                 errors.append(exc)
         raise errors[0]
@@ -202,7 +203,7 @@ def _decode(tp: object, value: object, path: str) -> object:
         return {str(k): _decode(vt, v, _at(path, k))
                 for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return decode(tp, value, path)
+        return decode(tp, value, path, required)
     raise DecodeError(path, f"no decoder for {tp!r}")
 
 
@@ -212,6 +213,8 @@ def decode(cls: type[T], value: object, path: str = "",
     """A `cls` (a dataclass) from a JSON object; see the module docstring.
 
     Args:
+        required: Paths of fields that must be there ("id", "image.label"); a missing
+            field of any other reads as its default or its type's empty value.
         skip: Given, a field of `cls` whose value does not fit is passed over as if it
             were missing, and its error handed to `skip` (input from outside the harness,
             where one bad field must not lose the rest).
@@ -231,13 +234,13 @@ def decode(cls: type[T], value: object, path: str = "",
         tp = hints[f.name]
         if f.name in value:
             try:
-                kwargs[f.name] = _decode(tp, value[f.name], where)
+                kwargs[f.name] = _decode(tp, value[f.name], where, required)
                 continue
             except DecodeError as exc:
                 if skip is None:
                     raise
                 skip(exc)
-        if f.name in required:
+        if where in required:
             raise DecodeError(where, "missing")
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             kwargs[f.name] = _empty(tp, where)

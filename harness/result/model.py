@@ -250,7 +250,7 @@ class CellResult:
         return out
 
 
-REQUIRED = ("id", "row", "verdict", "image")
+REQUIRED = ("id", "row", "verdict", "image", "image.label", "image.index")
 
 
 def load_result(data: object, where: str = "result") -> CellResult:
@@ -266,11 +266,6 @@ def load_result(data: object, where: str = "result") -> CellResult:
     if schema not in READS:
         raise DecodeError("schema", f"{where}: schema {schema!r} is not one this harness "
                                     f"reads ({', '.join(map(str, READS))}): update harness")
-    image = data.get("image")
-    if isinstance(image, dict):
-        for key in ("label", "index"):
-            if key not in image:
-                raise DecodeError(f"image.{key}", "missing")
     # Schema 1 kept the live decision flat and the confirmation's derived keys; both
     # decode as they are. Its `summary` held per-source slopes: ignored (see memory).
     current: dict[str, object] = {str(k): v for k, v in data.items()}
