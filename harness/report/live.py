@@ -122,8 +122,9 @@ class LiveProgress:
                 self.preparing[key] = text
                 self.live.update(self._view())
                 return
-            self.console.print(f"harness: {text}", markup=False, highlight=False,
-                               soft_wrap=True)
+            # rich wraps the line itself: it then knows how many rows it took, so the
+            # live region below is redrawn under it, not over its wrapped tail.
+            self.console.print(f"harness: {text}", markup=False, highlight=False)
 
     def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
         s = cell.settings

@@ -67,6 +67,21 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, out
 
 
+def test_finished_lines_wider_than_the_terminal_are_shown_whole(
+        swept: tuple[Path, str]) -> None:
+    """What a person sees: the pty's bytes drawn by a terminal emulator. A line that wraps
+    must not lose its tail under the live region redrawn below it."""
+    import pyte
+
+    _, out = swept
+    screen = pyte.Screen(80, 400)
+    pyte.ByteStream(screen).feed(out.encode("utf-8"))
+    text = " ".join(line.strip() for line in screen.display)
+    for k in range(1, 7):
+        assert re.search(rf"harness: \[{k}/6\] interp-\d\.cpu\.s: ok within run \(memory "
+                         rf"stable, no slowdown\)(; vs baseline: pending)? in \d+\.\ds", text), text
+
+
 def test_live_display_shows_iterations_rate_and_elapsed(swept: tuple[Path, str]) -> None:
     _, out = swept
     plain = ANSI.sub("", out)
