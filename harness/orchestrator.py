@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING
 
 from harness import gpu
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.contention import busy_share
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.protocol.ingest import Series, no_samples, read_samples
-from harness.result.build import cell_result, timings_of
+from harness.result.build import cell_result, timings_of, with_verdict
 from harness.result.model import Attempt, CellResult, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
 from harness.spec.model import Cell, Matrix
@@ -349,12 +348,10 @@ class Sweep:
         s = cell.settings
         if s.max_iterations is None:
             return None
-        from harness.analysis.sequential import LiveDecider, watch_file
+        from harness.analysis.replay import live_decider
+        from harness.analysis.sequential import watch_file
 
-        decider = LiveDecider(self.cfg, s.min_iterations, s.max_iterations,
-                              floor=self.cfg.live_floor_bytes,
-                              min_growth=self.cfg.live_min_growth_bytes,
-                              decay_ratio=self.cfg.live_decay_ratio)
+        decider = live_decider(self.cfg, s.min_iterations, s.max_iterations)
         live = _Live(threading.Event())
 
         def watch() -> None:
@@ -411,14 +408,8 @@ class Sweep:
         """The cell against its row's baseline, in memory: the pooled comparison, and
         interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
         final verdict. Nothing is written here."""
-        from harness.analysis.decision import (
-            Baseline,
-            CellFacts,
-            decide,
-            needs_rounds,
-            pooled_text,
-        )
-        from harness.analysis.verdict import compare_to_baseline
+        from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+        from harness.analysis.rowcompare import baseline_facts
         from harness.replicate import confirm
 
         res = measured.result
@@ -428,33 +419,24 @@ class Sweep:
         # A resumed or cached baseline's samples are read once, here.
         base_series, series = self.series(base.id) or no_samples(), measured.series
         label = base.image.label
-        steps, peaks = compare_to_baseline(
-            base_series.step_times(), base_series.peak("rss"), series.step_times(),
-            series.peak("rss"), self.cfg)
-        cpu = None
-        base_cpu, cell_cpu = base_series.cpu_times(), series.cpu_times()
-        if base_cpu is not None and cell_cpu is not None:
-            cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None, self.cfg)
-        facts = Baseline(label, steps, peaks, cpu, rounds=cell.settings.rounds)
-        if res.verdict in GOOD:
-            busy = max(busy_share(base_series) or 0.0, busy_share(series) or 0.0)
-            facts = dataclasses.replace(facts, busy=busy)
-            if steps is not None and needs_rounds(facts, self.cfg):
-                pooled = pooled_text(steps, label)
-                what = (f"suspected {steps.direction}" if steps.direction != "~"
-                        else f"host busy ({busy:.0%} run-queue delay)")
-                self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
-                              f"confirming in {cell.settings.rounds} interleaved rounds")
-                facts = dataclasses.replace(facts, confirmation=confirm(
-                    self, base, cell, steps.direction, cell.settings.rounds,
-                    len(series.step_times())))
+        facts = baseline_facts(self.cfg, base_series, series, label, cell.settings.rounds,
+                               good=res.verdict in GOOD)
+        steps, busy = facts.steps, facts.busy
+        if res.verdict in GOOD and steps is not None and needs_rounds(facts, self.cfg):
+            pooled = pooled_text(steps, label)
+            what = (f"suspected {steps.direction}" if steps.direction != "~"
+                    else f"host busy ({busy:.0%} run-queue delay)")
+            self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
+                          f"confirming in {cell.settings.rounds} interleaved rounds")
+            facts = dataclasses.replace(facts, confirmation=confirm(
+                self, base, cell, steps.direction, cell.settings.rounds,
+                len(series.step_times())))
         v = decide(CellFacts(self.cfg, baseline=facts, within=measured.verdict))
         if res.verdict in GOOD:
             said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
                     else _vs_text(v.vs_baseline))
             self.progress(f"{cell.id} vs {label}: {said}")
-        return dataclasses.replace(res, verdict=v.verdict, reason=v.reason,
-                                   findings=tuple(v.findings), vs_baseline=v.vs_baseline)
+        return with_verdict(res, v)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop)"
                         ", and print it")
+    p.add_argument("--reanalyze", action="store_true",
+                   help="decide every cell again from its samples.jsonl with this harness "
+                        "and the directory's matrix.yaml analysis: block (recorded "
+                        "confirmation rounds stand); prints the table and what changed, "
+                        "writes nothing unless --write")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="analysis.KEY=VALUE",
+                   help="with --reanalyze: an analysis setting to decide with instead "
+                        "(repeatable), e.g. --set analysis.alpha=0.01")
+    p.add_argument("--write", action="store_true",
+                   help="with --reanalyze: write the re-decided run as a new results "
+                        "directory beside DIR (DIR-reanalyzed); DIR is never rewritten")
     p.set_defaults(func=run)
 
 
@@ -36,6 +49,76 @@ def newest_run(path: Path) -> Path:
         return path
     runs = sorted(p for p in path.iterdir() if p.is_dir() and (p / "cells").is_dir())
     return runs[-1] if runs else path
+
+
+def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
+    """`--reanalyze`: every cell decided again; the table, what changed, the exit code
+    the sweep would give now. Writes only with `--write`, into a new directory."""
+    from harness.answers.reanalyze import reanalyze
+    from harness.cli.sweep import exit_code
+    from harness.report import ConsoleReporter, Report, write_all
+    from harness.spec.load import analysis_of
+    from harness.store import RunStore, SeriesCache
+
+    if args.issue is not None or (args.format not in (None, "console")):
+        raise InputError("--reanalyze prints the console table; --issue and --format "
+                         f"{args.format or ''} read the directory as recorded")
+    cfg = analysis_of(args.dir / "matrix.yaml", args.overrides)
+    base = recorded.meta.get("baseline")
+    results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
+                                 base if isinstance(base, str) else None)
+    report = Report.from_results(recorded.name, results, recorded.meta, args.dir)
+    ConsoleReporter.from_results(report).render(sys.stdout)
+    how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
+    print(f"\nre-decided {len(results)} cells from their samples{how}: "
+          f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
+    for c in changed:
+        print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})")
+    if args.write:
+        out = beside(args.dir)
+        store = RunStore(out)
+        copy_run(args.dir, out)
+        for res in results.values():
+            store.write_cell(res)
+        write_all(store, dataclasses.replace(report, root=None))
+        print(f"written: {out} ({args.dir} unchanged)")
+    else:
+        print(f"nothing written; --write puts the re-decided run beside {args.dir}")
+    return exit_code(report)
+
+
+def beside(run_dir: Path) -> Path:
+    """A new directory next to `run_dir` for its re-decided copy."""
+    n = 1
+    while True:
+        out = run_dir.with_name(run_dir.name + "-reanalyzed" + (f"-{n}" if n > 1 else ""))
+        if not out.exists():
+            return out
+        n += 1
+
+
+def copy_run(src: Path, dst: Path) -> None:
+    """What a run left, but its results and reports: cells' samples and logs, the matrix.
+
+    Raises:
+        StoreError: the new directory cannot be written.
+    """
+    import shutil
+
+    from harness.errors import StoreError
+
+    try:
+        dst.mkdir(parents=True)
+        for name in ("matrix.yaml",):
+            if (src / name).is_file():
+                shutil.copy2(src / name, dst / name)
+        for cell in sorted((src / "cells").iterdir()):
+            if cell.is_dir():
+                shutil.copytree(cell, dst / "cells" / cell.name,
+                                ignore=shutil.ignore_patterns("result.json", "stop"))
+    except OSError as exc:
+        raise StoreError(f"cannot write {dst}: {exc}\n  fix: pass a directory you can "
+                         "write beside, or run without --write") from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +152,11 @@ def run(args: argparse.Namespace) -> int:
                                  else args.dir.parent.name, results,
                                  meta if isinstance(meta, dict) else None, args.dir)
     store = RunStore(args.dir)
+    if args.reanalyze:
+        return reanalyzed(args, report)
+    if args.overrides or args.write:
+        raise InputError("--set and --write go with --reanalyze: harness report DIR "
+                         "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.issue is not None:
         text = render_text(IssueReporter.from_results(report, args.issue))
         path = store.write(f"issue-{args.issue}.md", text)

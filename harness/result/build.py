@@ -30,12 +30,13 @@ from harness.result.model import (
     Timings,
     Unavailable,
 )
+from harness.runtimes.base import RunOutcome
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
     from harness.gpu import HostGpus
     from harness.protocol.ingest import Series
-    from harness.runtimes.base import ImageInfo, RunOutcome
+    from harness.runtimes.base import ImageInfo
     from harness.spec.model import Cell
 
 END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
@@ -92,6 +93,29 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
         end=_lenient(AgentEnd, {k: end.get(k) for k in END_KEYS}, "end", problems),
         problems=tuple(problems), skipped_lines=series.skipped,
         attempts=tuple(attempts), timings=timings, unavailable=unavailable)
+
+
+def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:
+    """`res` with the verdict and every number behind it taken from `verdict` (each
+    field the two share: a field added to both is carried without a change here)."""
+    mine = {f.name for f in dataclasses.fields(CellResult)}
+    given = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)
+             if f.name in mine}
+    for name, value in given.items():
+        if isinstance(value, list):
+            given[name] = tuple(value)
+        elif isinstance(value, dict):
+            given[name] = dict(value)
+    return dataclasses.replace(res, **given)
+
+
+def run_outcome(res: CellResult) -> RunOutcome:
+    """How a recorded cell's run ended, as its runtime said it (the host samples the
+    result kept)."""
+    o = res.outcome
+    return RunOutcome(o.exit_code, o.timed_out, o.oom_killed, o.error, o.duration_s,
+                      [dict(s) for s in res.host_samples], o.log_tail, o.mem_limit_bytes,
+                      dict(o.details))
 
 
 def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,

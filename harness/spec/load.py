@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import yaml
 
 from harness.analysis.config import AnalysisConfig
 from harness.errors import SpecError
@@ -368,6 +372,45 @@ def _baseline(ctx: Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None
             return img.label
     raise ctx.fail(("baseline", "image"), f"baseline image {want!r} is not in matrix.image",
                    f"allowed values: {', '.join(i.label for i in images)}")
+
+
+def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
+    """The `analysis:` block of a matrix file (a results directory keeps its copy),
+    with `analysis.KEY=VALUE` overrides (`harness report --reanalyze --set`); a missing
+    file gives the defaults.
+
+    Raises:
+        SpecError: the file's block or an override is not a valid setting (an override
+            is named as `--set`, with the nearest key when it has none such).
+    """
+    doc = (load_text(read_text(file, "pass a results directory"), str(file))
+           if file.is_file() else Located(str(file), None, {}))
+    top = doc.data if isinstance(doc.data, dict) else {}
+    block = top.get("analysis") or {}
+    cfg = _analysis(Ctx(doc), block)      # the file's own block, its errors located
+    if not overrides:
+        return cfg
+    block = dict(block)
+    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
+    for text in overrides:
+        key, eq, value = text.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not eq or section != "analysis" or not dot:
+            raise SpecError("--set", text, None, "expected analysis.KEY=VALUE",
+                            "e.g. --set analysis.alpha=0.01")
+        if name.replace("-", "_") not in names:
+            near = difflib.get_close_matches(name.replace("-", "_"), names, n=1)
+            raise SpecError("--set", text, None, f"analysis has no key {name!r}",
+                            f"did you mean analysis.{near[0]}?" if near
+                            else "the keys are those of a matrix's analysis: block")
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise SpecError("--set", text, None, "the value is not a number or true/false",
+                            "e.g. --set analysis.alpha=0.01") from exc
+        block.pop(name.replace("_", "-"), None)
+        block[name.replace("-", "_")] = parsed
+    return _analysis(Ctx(Located("--set", None, {})), block)
 
 
 def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:

@@ -1,0 +1,108 @@
+"""Decide a recorded sweep again: every cell from its `samples.jsonl`, with today's code.
+
+A results directory keeps what each cell's run left (the agent's samples, how the
+process ended, the cell's settings), so a verdict can be set again after an upgrade of
+harness or with other thresholds (`harness report DIR --reanalyze --set
+analysis.alpha=0.01`). What cannot be had again is kept as recorded: the interleaved
+confirmation rounds a sweep ran (they need both images running), an image or engine
+that was unavailable, a GPU precheck that made a cell not applicable. The early-stop
+decision is replayed: the live decider is fed the recorded samples in order, as the
+sweep fed them while the cell ran.
+
+Nothing here writes; `harness.cli.report` writes a new directory when asked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.decision import CellFacts, decide
+from harness.analysis.kinds import GOOD, UNAVAILABLE
+from harness.analysis.replay import replay_live
+from harness.analysis.rowcompare import baseline_facts
+from harness.analysis.verdict import CellVerdict
+from harness.protocol.ingest import Series, no_samples
+from harness.result.build import run_outcome, with_verdict
+from harness.result.model import CellResult
+from harness.store.results import SeriesCache
+
+__all__ = ["Changed", "reanalyze"]
+
+# Verdicts set before anything ran: there are no samples to decide them from again.
+KEPT = frozenset({UNAVAILABLE, "not-applicable"})
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A cell whose verdict the new analysis set differently."""
+
+    cell: str
+    before: str
+    after: str
+    reason: str
+
+
+def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
+    """The cell's within-run verdict from its recorded samples."""
+    low, top = res.settings.get("min_iterations"), res.settings.get("max_iterations")
+    live = (replay_live(cfg, series, low, top)
+            if isinstance(low, int) and isinstance(top, int) else None)
+    return decide(CellFacts(cfg, series, run_outcome(res), res.gpu.value not in ("", "none"),
+                            live))
+
+
+def _baselines(results: Mapping[str, CellResult], baseline: str | None) -> dict[str, str]:
+    """Cell id -> its row baseline's id (the matrix's baseline image, else the row's
+    first image), as the sweep chose it."""
+    rows: dict[str, list[CellResult]] = {}
+    for r in results.values():
+        rows.setdefault(r.row, []).append(r)
+    out: dict[str, str] = {}
+    for cells in rows.values():
+        cells.sort(key=lambda r: r.image.index)
+        base = next((r for r in cells if r.image.label == baseline), cells[0])
+        out.update({r.id: base.id for r in cells})
+    return out
+
+
+def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
+              baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
+    """Every cell decided again, and the cells whose verdict changed.
+
+    Args:
+        series: Each cell's recorded samples (cells/<id>/samples.jsonl).
+        baseline: The matrix's baseline image label (results.json meta), if it had one.
+    """
+    decided: dict[str, tuple[CellResult, CellVerdict | None]] = {}
+    for cell_id, res in results.items():
+        found = series(cell_id)
+        if res.verdict in KEPT or found is None:
+            decided[cell_id] = (res, None)
+        else:
+            mine = within(cfg, res, found)
+            decided[cell_id] = (with_verdict(res, mine), mine)
+    bases = _baselines(results, baseline)
+    out: dict[str, CellResult] = {}
+    for cell_id, (res, verdict) in decided.items():
+        base_id = bases[cell_id]
+        base_res = decided[base_id][0]
+        if verdict is not None and base_id != cell_id and (
+                base_res.verdict in GOOD | {"leak", "slowdown"}):
+            base_series = series(base_id) or no_samples()
+            # Rounds cannot run again: the recorded ones stand (or none ran).
+            old = res.vs_baseline.confirmation if res.vs_baseline is not None else None
+            rounds = res.settings.get("rounds")
+            facts = baseline_facts(cfg, base_series, series(cell_id) or no_samples(),
+                                   base_res.image.label,
+                                   rounds if isinstance(rounds, int) else 0,
+                                   good=res.verdict in GOOD)
+            facts = dataclasses.replace(facts, confirmation=old)
+            verdict = decide(CellFacts(cfg, baseline=facts, within=verdict))
+            res = with_verdict(res, verdict)
+        out[cell_id] = res
+    changed = [Changed(i, results[i].verdict, r.verdict, r.reason)
+               for i, r in out.items() if r.verdict != results[i].verdict]
+    return out, changed
