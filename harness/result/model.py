@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import (
     Explained,
+    Finding,
     LiveRun,
     MemoryTrend,
     StepTrend,
@@ -23,8 +24,8 @@ from harness.analysis.records import (
 )
 from harness.result.codec import JSON, DecodeError, decode, encode
 
-SCHEMA = 2
-READS = (1, 2)       # result.json schemas this code reads
+SCHEMA = 3
+READS = (1, 2, 3)    # result.json schemas this code reads (3: findings as {kind, text})
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ class CellResult:
     runtime: str = ""
     host: HostPart = field(default_factory=HostPart)
     carrier: str | None = None
-    findings: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
     memory: dict[str, MemoryTrend] = field(default_factory=dict)
     steps: StepTrend | None = None
     cpu_steps: StepTrend | None = None
@@ -254,7 +255,7 @@ REQUIRED = ("id", "row", "verdict", "image", "image.label", "image.index")
 
 
 def load_result(data: object, where: str = "result") -> CellResult:
-    """A CellResult from a result.json object, schema 1 (today's and older code) or 2.
+    """A CellResult from a result.json object, schema 1, 2 or 3 (findings kept as text before 3).
 
     Raises:
         DecodeError: not a result, an unknown schema, or a value of the wrong type; the
