@@ -254,6 +254,26 @@ class CellResult:
 REQUIRED = ("id", "row", "verdict", "image", "image.label", "image.index")
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A cell the sweep set out to run (its results directory's plan.json): a report
+    names the planned cells the directory lacks."""
+
+    id: str
+    row: str
+    image: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """plan.json: every cell of the sweep, written before the first one runs."""
+
+    cells: tuple[Planned, ...] = ()
+    matrix: str = ""             # the matrix file as the sweep was given it
+    schema: int = 1
+
+
 def load_result(data: object, where: str = "result") -> CellResult:
     """A CellResult from a result.json object, schema 1, 2 or 3 (findings kept as text before 3).
 
