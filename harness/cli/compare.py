@@ -21,7 +21,55 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--image", action="append", default=[], metavar="IMAGE",
                    help="compare IMAGE (label or full reference) of A with the second "
                         "--image of B (or of A)")
+    p.add_argument("--host", action="append", default=[], metavar="HOST",
+                   help="with one directory of a `hosts:` sweep: compare host HOST (the "
+                        "old one) with the second --host (default: the matrix's first two "
+                        "hosts, in its order)")
     p.set_defaults(func=run)
+
+
+def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
+    """The `hosts:` labels of a results directory, in the matrix's order (its copy in
+    the directory), else in the order of the cells."""
+    import yaml
+
+    found: list[str] = []
+    for r in sorted(results.values(), key=lambda r: r.id):
+        if r.host.label and r.host.label not in found:
+            found.append(r.host.label)
+    try:
+        top = yaml.safe_load((path / "matrix.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return found
+    hosts = top.get("hosts") if isinstance(top, dict) else None
+    named = [h.get("name") if isinstance(h, dict) else None for h in hosts or []]
+    ordered = [n for n in named if isinstance(n, str) and n in found]
+    return ordered + [h for h in found if h not in ordered]
+
+
+def split_hosts(path: Path, results: dict[str, CellResult], wanted: list[str]
+                ) -> tuple[dict[str, CellResult], dict[str, CellResult], tuple[str, str]]:
+    """Two hosts' cells of one `hosts:` sweep: `wanted`, else its first two hosts.
+
+    Raises:
+        InputError: fewer than two hosts, or a --host that is not one of them.
+    """
+    hosts = host_order(path, results)
+    if len(wanted) not in (0, 2):
+        raise InputError(f"--host given {len(wanted)} time(s); give it twice, e.g. "
+                         f"--host {' --host '.join(hosts[:2]) or 'old --host new'}")
+    for name in wanted:
+        if name not in hosts:
+            raise InputError(f"--host {name}: no such host in {path} (allowed values: "
+                             f"{', '.join(hosts) or 'none: not a hosts: sweep'})")
+    pick = wanted or hosts[:2]
+    if len(pick) < 2:
+        raise InputError(f"{path} holds one host's cells ({', '.join(hosts) or 'local'}); "
+                         "compare needs two results directories (A B), a `hosts:` sweep, "
+                         "or one directory with --image X --image Y")
+    return ({k: r for k, r in results.items() if r.host.label == pick[0]},
+            {k: r for k, r in results.items() if r.host.label == pick[1]},
+            (pick[0], pick[1]))
 
 
 def results_of(path: Path, flag: str) -> dict[str, CellResult]:
@@ -74,10 +122,14 @@ def run(args: argparse.Namespace) -> int:
         labels = [image_label(name, results, where) for name, results, where in
                   ((args.image[0], a, args.a), (args.image[1], b, args.b or args.a))]
         comparison = compare_images(a, b, labels[0], labels[1])
+    elif args.b is None or args.b.resolve() == args.a.resolve() or args.host:
+        # One `hosts:` sweep: its hosts side by side, the first the old one.
+        if args.b is not None and args.b.resolve() != args.a.resolve():
+            raise InputError("--host picks two hosts of one directory; with two "
+                             "directories, leave it out")
+        old, new, hosts = split_hosts(args.a, a, args.host)
+        comparison = compare_hosts(old, new, hosts)
     else:
-        if args.b is None:
-            raise InputError("compare needs two results directories (A B), or one with "
-                             "--image X --image Y")
         b = results_of(args.b, "B")
         names = (run_name(args.a), run_name(args.b))
         if names[0] == names[1]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,3 +177,47 @@ def test_compare_image_accepts_the_full_reference(tmp_path: Path) -> None:
     assert image_label("20.12-tf1-py3", results, tmp_path) == "20.12-tf1-py3"
     with pytest.raises(InputError, match="or their full references"):
         image_label("nvcr.io/nvidia/tensorflow:23.01-tf1-py3", results, tmp_path)
+
+
+@pytest.fixture
+def one_dir(hosts: tuple[Path, Path], tmp_path: Path) -> Path:
+    """The two hosts' cells in one results directory, as a `hosts:` sweep writes them
+    (cell ids prefixed by the host label; the 4090 host listed first in cell order)."""
+    out = tmp_path / "both"
+    for label, src in (("h4090", hosts[1]), ("h3090", hosts[0])):
+        for cell in (src / "cells").iterdir():
+            data = json.loads((cell / "result.json").read_text())
+            data["id"] = f"{label}.{data['id']}"
+            data["host"]["label"] = label
+            dst = out / "cells" / data["id"]
+            shutil.copytree(cell, dst)
+            (dst / "result.json").write_text(json.dumps(data))
+    (out / "matrix.yaml").write_text(
+        "name: cmp\nhosts: [{name: h3090, url: 'tcp://a:2375'}, {name: h4090, url: "
+        "'tcp://b:2375'}]\nmatrix: {image: ['20.12', '22.12'], scenario: [loop.py]}\n")
+    return out
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_one_hosts_sweep_compares_its_hosts(one_dir: Path, twice: bool,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # WHEN `compare DIR` (or `compare DIR DIR`) on a sweep over two hosts
+    argv = ["compare", str(one_dir)] + ([str(one_dir)] if twice else [])
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    # THEN the matrix's first host is the old one, each side named by its GPU
+    assert "loop leaks only on RTX 4090 on h4090 with 22.12 (not on RTX 3090 on h3090)" in out
+    head = out.splitlines()[0]
+    assert head.index("RTX 3090") < head.index("RTX 4090")
+    assert "on both" not in out
+
+
+def test_host_flags_pick_and_order_the_hosts(one_dir: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(one_dir), "--host", "h4090", "--host", "h3090"]) == 1
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.index("RTX 4090") < head.index("RTX 3090")
+    assert main(["compare", str(one_dir), "--host", "h5090", "--host", "h3090"]) == 2
+    assert "--host h5090: no such host" in capsys.readouterr().err
+    assert main(["compare", str(one_dir), "--host", "h3090"]) == 2
+    assert "--host given 1 time(s)" in capsys.readouterr().err
