@@ -6,11 +6,12 @@ a cell with its row's baseline leaves a doubt (slower or faster, or a busy host)
 the cell's lane right after it ran. Each round runs the baseline cell and
 then the suspect cell afresh, shorter than the cells themselves (half their measured
 calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
-then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds that ran
-on a busy host are replaced, and rounds that all agree in direction but whose interval
-still reaches `min_ratio` are followed by more, up to twice `rounds` in all; once two
-usable rounds disagree in direction nothing can confirm the change and no more are run. After a busy
-round the next waits 1, 2, 4, 8 s: a burst of load passes.
+then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
+until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
+the threshold either way, or usable rounds disagree), at least two usable ones and at
+most twice `rounds` in all; rounds that ran on a busy host are left out and replaced.
+After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes. What the
+rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from typing import Protocol
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
 from harness.analysis.records import Confirmation, Direction, Round
-from harness.analysis.rounds import busy_reason, decide_rounds
+from harness.analysis.rounds import busy_reason, decide_rounds, settled
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
 from harness.spec.model import Cell
@@ -102,13 +104,11 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
     k = 0
+    started = time.monotonic()
     while k < 2 * rounds:
-        usable = [x.ratio for x in done if x.excluded is None]
-        if len(usable) >= rounds and (
-                decide_rounds(done, suspected, cfg).direction != "~"
-                or not (all(x > 1 for x in usable) or all(x < 1 for x in usable))):
-            break   # decided, or the rounds disagree
-        # Rounds that all agree but whose interval still reaches min_ratio: more rounds.
+        if settled(decide_rounds(done, suspected, cfg), cfg):
+            break   # decided either way, or the rounds disagree: more cannot change it
+        # Rounds whose interval still straddles a threshold: one more.
         k += 1
         b_med, b_busy, b_fail = _run(sweep, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(sweep, runs[1], cell, k, "suspect")
@@ -123,12 +123,13 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
                        + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
                        + (f" (CPU speed {speed:.2f}x the baseline's)" if speed else "")
                        + (f" (left out: {why})" if why else ""))
-        usable = [x.ratio for x in done if x.excluded is None]
-        if any(x > 1 for x in usable) and any(x < 1 for x in usable):
-            break   # the rounds disagree: nothing more can confirm it
         if why and why.startswith("host busy"):
             # A load burst passes: wait a little longer after each busy round.
             sweep.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if sweep.cancel.is_set():
             break
-    return decide_rounds(done, suspected, cfg)
+    found = decide_rounds(done, suspected, cfg)
+    cost = time.monotonic() - started
+    return dataclasses.replace(found, seconds=round(cost, 3), reason=(
+        f"{found.reason}; {len(done)} round{'s' if len(done) != 1 else ''} "
+        f"({2 * len(done)} runs) in {cost:.1f} s"))

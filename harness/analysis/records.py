@@ -216,6 +216,13 @@ class Confirmation(Record):
     decided_by: list[int]
     reason: str
     rounds: list[Round] = field(default_factory=list)
+    seconds: float = 0.0        # what the rounds cost, wall clock
+
+    def interval(self) -> str:
+        """"1.52x (90% CI 1.31..1.76)" style, for tables; "-" without rounds."""
+        if math.isnan(self.ratio):
+            return "-"
+        return f"{self.ratio:.2f}x (CI {self.lo:.2f}..{self.hi:.2f})"
 
     @property
     def confirmed(self) -> bool:

@@ -16,6 +16,12 @@ is the ratio of the two runs' median step times. The change is confirmed when
 
 asv's `--interleave-processes` plus a two-sample test on per-process results is the
 same idea; the per-round agreement and the busy-round exclusion are what is added.
+
+Rounds stop as soon as the question is settled (`settled`): once two usable rounds
+give an interval that clears the threshold (confirmed, or reversed), or lies wholly
+inside the no-change band (1/min_ratio, min_ratio), or the rounds disagree in
+direction. Looking after every round makes the interval's nominal level optimistic;
+what keeps a false confirmation rare is that every round must agree as well.
 """
 
 from __future__ import annotations
@@ -36,6 +42,20 @@ def busy_reason(base_busy: float | None, other_busy: float | None,
         if share is not None and share >= cfg.busy_share:
             return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
     return None
+
+
+def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
+    """Whether more rounds could change the answer: not once the direction is decided,
+    the interval lies inside the no-change band, or usable rounds disagree."""
+    usable = [r.ratio for r in conf.rounds if r.excluded is None and r.base_s > 0
+              and r.other_s > 0]
+    if len(usable) < 2:
+        return False
+    if conf.direction != "~":
+        return True
+    if any(x > 1 for x in usable) and any(x < 1 for x in usable):
+        return True
+    return 1 / cfg.min_ratio < conf.lo and conf.hi < cfg.min_ratio
 
 
 def _span(indices: list[int]) -> str:
