@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import (
     Explained,
+    GpuTime,
     LiveRun,
     MemoryTrend,
     StepTrend,
@@ -218,6 +219,7 @@ class CellResult:
     steps: StepTrend | None = None
     cpu_steps: StepTrend | None = None
     contention: Explained | None = None
+    gpu_time: GpuTime | None = None
     live: LiveRun | None = None
     vs_baseline: VsBaseline | None = None
     summary: Summary = field(default_factory=Summary)
