@@ -101,8 +101,8 @@ def slowdown_label(bound: str, gpu: GpuTime | None) -> str:
     if gpu is None or not gpu.bound:
         return bound
     if bound == "CPU-bound":
-        return "GPU-bound (the host spin-waits on the device)"
-    return "GPU-bound (the host waits on the device)"
+        return "GPU-bound: the host spin-waits on the device"
+    return "GPU-bound: the host waits on the device"
 
 
 def gpu_evidence(gpu: GpuTime | None) -> str:
