@@ -19,6 +19,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
 EXIT_ENVIRONMENT = 3
+EXIT_UNDECIDED = 4       # no cell bad, but the answer is not whole: cells undecided or missing
 EXIT_INTERRUPTED = 130
 
 

@@ -22,6 +22,7 @@ from harness import gpu
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
+from harness.preflight import decidable_iterations
 from harness.protocol.ingest import Series, no_samples, read_samples
 from harness.result.build import cell_result, timings_of, with_verdict
 from harness.result.model import Attempt, CellResult, Timings, Unavailable
@@ -319,9 +320,11 @@ class Sweep:
                                     run_cell.settings.iterations))
             if verdict.verdict != "ambiguous" or len(attempts) > cell.settings.repeats:
                 break
-            # Undecided growth needs a longer look, not the same look again.
-            longer = dataclasses.replace(run_cell.settings,
-                                         iterations=run_cell.settings.iterations * 2)
+            # Undecided growth needs a longer look, not the same look again: twice as
+            # long, and at least long enough to decide from step samples alone.
+            longer = dataclasses.replace(run_cell.settings, iterations=max(
+                run_cell.settings.iterations * 2,
+                decidable_iterations(run_cell.settings, self.cfg)))
             run_cell = dataclasses.replace(run_cell, scenario=dataclasses.replace(
                 run_cell.scenario, settings=longer))
             self.progress(f"{cell.id}: ambiguous ({verdict.reason}); running again with "

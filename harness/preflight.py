@@ -10,8 +10,39 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness.analysis.config import AnalysisConfig
 from harness.errors import InputError
-from harness.spec.model import Cell
+from harness.spec.model import Cell, RunSettings
+
+
+def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:
+    """Measured iterations that give `cfg.min_samples` memory samples from step samples
+    alone (one every `sample_every` calls): a run of this length can always decide."""
+    return cfg.min_samples * settings.sample_every
+
+
+def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig) -> None:
+    """Refuse, before anything runs, cells too short to ever decide: a memory trend
+    needs `min_samples` samples at distinct calls, so fewer calls than that can never
+    tell (timer samples of slow steps may add samples, never distinct calls).
+
+    Raises:
+        InputError: the cells, the length they asked for and the length they need.
+    """
+    short: dict[tuple[int, int], list[str]] = {}
+    for cell in cells:
+        s = cell.settings
+        if s.agent_iterations < cfg.min_samples:
+            short.setdefault((s.agent_iterations, s.sample_every), []).append(cell.id)
+    for (iterations, every), ids in short.items():
+        need = decidable_iterations(
+            next(c.settings for c in cells if c.id == ids[0]), cfg)
+        raise InputError(
+            f"{iterations} measured iteration{'s' if iterations != 1 else ''} cannot decide "
+            f"a cell ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): a memory trend "
+            f"needs {cfg.min_samples} samples at distinct calls (analysis.min_samples)\n"
+            f"  fix: --iterations {need} or more (at sample_every {every}: "
+            f"{cfg.min_samples} samples)")
 
 
 def compile_scenarios(cells: Iterable[Cell]) -> None:

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.devices import device_kind
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.records import (
     Confirmation,
+    Finding,
     LiveDecision,
     LiveRun,
     PeakComparison,
@@ -32,8 +34,6 @@ from harness.analysis.verdict import CellVerdict, within_run
 from harness.gpu import runtime_incompatibility
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
-
-FLAG_PREFIXES = ("no-gpu:", "heap:")
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class CellFacts:
 
 
 def decide(facts: CellFacts) -> CellVerdict:
-    """The cell's verdict from everything known about it."""
+    """The cell's verdict from everything known about it, built once."""
     if facts.unavailable is not None:
         return CellVerdict("unavailable", facts.unavailable)
     if facts.precheck is not None and facts.precheck[0] == "not-applicable":
@@ -73,11 +73,22 @@ def decide(facts: CellFacts) -> CellVerdict:
     if facts.baseline is not None:
         assert facts.within is not None, "a row comparison needs the within-run verdict"
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
-    verdict = within_run(facts.series, facts.outcome, facts.cfg)
-    _use_live(verdict, facts.live, facts.series)
-    _gpu_afterwards(verdict, facts.series, facts.outcome, facts.precheck)
-    flag_cell(facts.wants_gpu, verdict, facts.series)
-    return verdict
+    within = within_run(facts.series, facts.outcome, facts.cfg)
+    verdict, reason, carrier = within.verdict, within.reason, within.carrier
+    findings = list(within.findings)
+    live = live_run(facts.live, facts.series)
+    if live is not None:
+        verdict, reason, carrier, lead = _with_live(within, live)
+        findings[:0] = [f for f in lead if f not in findings]
+    gpu = gpu_evidence(verdict, facts.series, facts.outcome, facts.precheck)
+    findings += gpu.findings
+    if gpu.not_applicable is not None:
+        verdict, reason = "not-applicable", gpu.not_applicable
+    flags = cell_flags(facts.wants_gpu, verdict, facts.series)
+    findings += [f for f in flags if f not in findings]
+    reason = "; ".join([reason, *(f.text for f in flags)])
+    return dataclasses.replace(within, verdict=verdict, reason=reason, carrier=carrier,
+                               findings=tuple(findings), live=live)
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -107,7 +118,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
 
     def out(verdict: Verdict, reason: str) -> CellVerdict:
         return dataclasses.replace(within, verdict=verdict, reason=reason,
-                                   findings=findings, vs_baseline=vs)
+                                   findings=tuple(findings), vs_baseline=vs)
 
     if verdict not in GOOD:
         return out(verdict, reason)
@@ -123,48 +134,64 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             vs = dataclasses.replace(vs, confirmation=conf, direction=conf.direction)
             if conf.direction == "slower":
                 why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
-            findings.append(f"vs {label}: {conf.reason}")
+            findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
     if (peaks is not None and peaks.direction == "higher"
             and peaks.ratio >= cfg.peak_regression_ratio):
         why.append(f"peak RSS {peaks.ratio:.2f}x {label}")
-    flags = [f for f in findings if str(f).startswith(FLAG_PREFIXES)]
+    flags = [f.text for f in findings if f.flag]
     if why:
-        findings.append("regression")
+        findings.append(Finding("regression", "regression"))
         return out("regression", "; ".join(why + flags))
     if suspected:
         return out("suspected", "; ".join([suspected, *flags]))
     return out(verdict, reason)
 
 
-def _use_live(verdict: CellVerdict, decision: LiveDecision | None, series: Series) -> None:
-    """The live decision is valid under repeated looks; the post-run fit on a short
-    series often is not decided, so the live one wins where they differ."""
+def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
+    """The live decision as the cell ran it: when the host decided vs how far the agent
+    got before it stopped."""
     if decision is None:
-        return
-    # When the host wrote its decision vs how far the agent got before it stopped.
+        return None
     calls_run = (series.end or {}).get("iterations")
-    verdict.live = LiveRun(**{f.name: getattr(decision, f.name)
-                              for f in dataclasses.fields(decision)},
-                           calls_to_decision=decision.iterations,
-                           calls_run=calls_run if isinstance(calls_run, int)
-                           else series.measured)
-    if decision.verdict == "leak" and verdict.verdict in ("ok", "ambiguous", "plateau"):
-        verdict.verdict, verdict.reason, verdict.carrier = "leak", decision.reason, "heap"
-        if "leak" not in verdict.findings:
-            verdict.findings.insert(0, "leak")
-    elif decision.verdict == "stable" and verdict.verdict == "ambiguous":
-        verdict.verdict, verdict.reason = "ok", decision.reason
-    verdict.reason += (f"; decided live at call {decision.iterations}, stopped at call "
-                       f"{verdict.live.calls_run}")
+    return LiveRun(**{f.name: getattr(decision, f.name)
+                      for f in dataclasses.fields(decision)},
+                   calls_to_decision=decision.iterations,
+                   calls_run=calls_run if isinstance(calls_run, int) else series.measured)
 
 
-def _gpu_afterwards(verdict: CellVerdict, series: Series, ended: RunOutcome,
-                    pre: tuple[str, str] | None) -> None:
+def _with_live(within: CellVerdict, live: LiveRun
+               ) -> tuple[Verdict, str, str | None, list[Finding]]:
+    """Verdict, reason, carrier and leading findings once the live decision is known.
+
+    The live decision is valid under repeated looks; the post-run fit on a short series
+    often is not decided, so the live one wins where they differ."""
+    verdict, reason, carrier = within.verdict, within.reason, within.carrier
+    lead: list[Finding] = []
+    if live.verdict == "leak" and verdict in ("ok", "ambiguous", "plateau"):
+        verdict, reason, carrier = "leak", live.reason, live.source
+        lead = [Finding("leak", f"leak: {live.source} {live.mean_rate / 1024:+.1f} KiB/call")]
+    elif live.verdict == "stable" and verdict == "ambiguous":
+        verdict, reason = "ok", live.reason
+    reason += f"; decided live at call {live.calls_to_decision}, stopped at call {live.calls_run}"
+    return verdict, reason, carrier, lead
+
+
+@dataclass(frozen=True)
+class GpuEvidence:
+    """What the GPU precheck and the run's CUDA signs add to a verdict."""
+
+    findings: list[Finding]
+    not_applicable: str | None = None     # the run showed the image cannot use the GPU
+
+
+def gpu_evidence(verdict: Verdict, series: Series, ended: RunOutcome,
+                 pre: tuple[str, str] | None) -> GpuEvidence:
     """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
+    found_in: list[Finding] = []
     if pre is not None:
-        verdict.findings.append(f"{pre[0]}: {pre[1]}")
+        found_in.append(Finding("gpu-check", f"{pre[0]}: {pre[1]}"))
     first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
                   and s.get("dt")), None)
     times = series.step_times()
@@ -172,13 +199,12 @@ def _gpu_afterwards(verdict: CellVerdict, series: Series, ended: RunOutcome,
     err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
     found = runtime_incompatibility(first, median, ended.log_tail + err)
     if pre is not None and pre[0] == "unsupported":
-        verdict.findings.append(unsupported_evidence(verdict, series, found))
+        found_in.append(Finding("gpu-check", unsupported_evidence(verdict, series, found)))
     if found is None:
-        return
-    if found[0] == "not-applicable" and verdict.verdict in ("crash", "ok", "ambiguous"):
-        verdict.verdict, verdict.reason = "not-applicable", found[1]
-    else:
-        verdict.findings.append(f"{found[0]}: {found[1]}")
+        return GpuEvidence(found_in)
+    if found[0] == "not-applicable" and verdict in ("crash", "ok", "ambiguous"):
+        return GpuEvidence(found_in, found[1])
+    return GpuEvidence([*found_in, Finding("gpu-check", f"{found[0]}: {found[1]}")])
 
 
 def framework_device(series: Series) -> str | None:
@@ -188,20 +214,20 @@ def framework_device(series: Series) -> str | None:
     return str(device).lower() if device is not None else None
 
 
-def unsupported_evidence(verdict: CellVerdict, series: Series,
+def unsupported_evidence(verdict: Verdict, series: Series,
                          found: tuple[str, str] | None) -> str:
-    """What running an NVIDIA-unsupported image/GPU pair showed, as a finding."""
+    """What running an NVIDIA-unsupported image/GPU pair showed, as a finding's text."""
     device = framework_device(series)
     if found is not None:
         return f"unsupported pair, run to decide: {found[0]} from evidence ({found[1]})"
-    if verdict.verdict == "timeout":
+    if verdict == "timeout":
         return ("unsupported pair, run to decide: undecided: killed at the short deadline "
                 "with no CUDA error in the log (PTX JIT compiling every kernel looks like "
                 "this): run the cell alone with a longer timeout to tell")
-    if verdict.verdict == "crash":
+    if verdict == "crash":
         return ("unsupported pair, run to decide: crash with no CUDA compatibility error "
                 "in the log: the failure is not attributed to the GPU")
-    if device is not None and "gpu" not in device:
+    if device is not None and device_kind(device) == "cpu":
         return (f"unsupported pair, run to decide: undecided: the framework ran on "
                 f"{device}, not the GPU, so the run proves nothing about the GPU "
                 f"({series.measured} iterations, no CUDA error in the log)")
@@ -209,17 +235,24 @@ def unsupported_evidence(verdict: CellVerdict, series: Series,
             "with no CUDA compatibility error: a real measurement")
 
 
-def flag_cell(wants_gpu: bool, verdict: CellVerdict, series: Series) -> None:
-    """Say in the verdict's reason (console, report) what a reader must not miss: a GPU
-    cell whose framework saw no GPU, the heap notes of reading (mallinfo's 4 GiB wrap)."""
-    extra: list[str] = []
+def cell_flags(wants_gpu: bool, verdict: Verdict, series: Series) -> list[Finding]:
+    """What a reader must not miss, said in the verdict's reason too: a GPU cell whose
+    framework ran on the CPU, the heap notes of reading (mallinfo's 4 GiB wrap)."""
+    out: list[Finding] = []
     device = framework_device(series)
-    if wants_gpu and device is not None and "gpu" not in device \
-            and verdict.verdict not in ("not-applicable",):
-        extra.append(f"no-gpu: a GPU cell, but the framework saw no GPU and ran on {device}: "
-                     "measured on the CPU")
-    extra.extend(series.notes)
-    for text in extra:
-        if text not in verdict.findings:
-            verdict.findings.append(text)
-        verdict.reason = f"{verdict.reason}; {text}"
+    if (wants_gpu and device is not None and device_kind(device) == "cpu"
+            and verdict != "not-applicable"):
+        out.append(Finding("no-gpu", f"no-gpu: a GPU cell, but the framework saw no GPU "
+                                     f"and ran on {device}: measured on the CPU"))
+    out.extend(Finding("heap-note", note) for note in series.notes)
+    return out
+
+
+def flag_cell(wants_gpu: bool, verdict: CellVerdict, series: Series) -> CellVerdict:
+    """`verdict` with `cell_flags` added to its findings and said in its reason."""
+    flags = cell_flags(wants_gpu, verdict.verdict, series)
+    if not flags:
+        return verdict
+    return dataclasses.replace(
+        verdict, reason="; ".join([verdict.reason, *(f.text for f in flags)]),
+        findings=(*verdict.findings, *(f for f in flags if f not in verdict.findings)))

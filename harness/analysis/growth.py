@@ -122,6 +122,10 @@ def theil_sen(
     return SlopeFit(slope, float(part[ranks[0]]), float(part[ranks[1]]), rho)
 
 
+NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
+NEAR_FLOOR_DECAY = 0.8      # ... with the late slope under this share of the whole one
+
+
 def memory_trend(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
 ) -> MemoryTrend:
@@ -255,7 +259,10 @@ def _memory_kind(
     # Still growing means even the late slope's lower bound, kept up over the whole
     # span, passes the floor: a creep, or one level shift late on, is not enough.
     if trending and late.lo * span > floor:
-        return "leak"
+        # Growth that slows and ends barely over the floor (a short run of a warming
+        # cache or allocator) is not a leak until a longer run says so.
+        slowing = late.slope < NEAR_FLOOR_DECAY * whole.slope
+        return "ambiguous" if slowing and growth < NEAR_FLOOR_MULTIPLE * floor else "leak"
     # A ratchet or a filled buffer shows as a rise between the first and last samples
     # even where a straight line fits it badly.
     if trending or rise > floor:

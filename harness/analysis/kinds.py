@@ -15,3 +15,8 @@ BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeo
 GOOD: frozenset[str] = frozenset({"ok", "plateau"})
 # "suspected": slower than the baseline on pooled steps, not confirmed by interleaved
 # rounds (`rounds: 0`); neither good nor bad, so bisect and first-bad skip it.
+# Not decided: the cell ran but its series could not tell (run longer). Not clean.
+UNDECIDED: frozenset[str] = frozenset({"ambiguous"})
+# Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
+NOT_RUN = "not run"
+UNREADABLE = "unreadable"

@@ -106,15 +106,58 @@ def median_bounds(rates: Any, alpha: float) -> tuple[float, float]:
     return lo, hi
 
 
+SOURCES = ("heap", "gpu", "fw")   # the sources a leak may be carried by, tested live
+# Sources that count exact bytes (the device's used memory, the framework allocator's
+# bytes in use): no allocator noise, so growth in every interval is evidence enough.
+EXACT = frozenset({"gpu", "fw"})
+STEADY_INTERVALS = 5         # intervals of steady growth an exact source needs
+
+
+class _Source:
+    """The live test's state for one memory source."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.warm_i = 0                      # steps done when the warm-up ended
+        self.base: tuple[int, float] | None = None
+        self.last: tuple[int, float] | None = None
+        self.rates: list[float] = []
+
+    def feed(self, i: int, value: float, measuring: bool) -> bool:
+        """Take one reading; True when it added a rate."""
+        if not measuring:
+            if self.last is None:
+                # The last reading before the measured phase is its starting level.
+                self.warm_i, self.base = i, (i, value)
+            return False
+        prev = self.last or self.base
+        self.last = (i, value)
+        if prev is None:
+            self.base = self.last            # no warm-up reading: start from this one
+            return False
+        if i <= prev[0]:
+            self.last = prev
+            return False
+        self.rates.append((value - prev[1]) / (i - prev[0]))
+        return True
+
+
 class LiveDecider:
     """Reads agent records in order; decides leak or stable once the sign test is sure.
+
+    Every source of `sources` the agent reports is tested; a leak on any of them stops
+    the cell (the one growing most when several are sure at once), "stable" needs every
+    source with readings stable. Exact byte counters (`EXACT`: the device's memory, the
+    framework allocator) are also called leaking after `STEADY_INTERVALS` intervals that
+    all grew above the floor, without decay: they have no allocator noise for a sign
+    test to see through, so waiting for its dozen intervals only costs calls.
 
     Args:
         cfg: `alpha` is the error rate of each verdict (false leak, false stable).
         min_iterations: No decision before this many measured iterations.
         max_iterations: Past this many measured iterations it stops deciding
             (`exhausted`); the post-run analysis then gives the verdict.
-        source: The sample key to test ("heap").
+        source: One sample key to test alone (tests); default: `SOURCES`.
         floor: Growth rate in bytes/iteration that separates leak from stable.
         min_growth: Bytes of growth a leak verdict needs at least.
         decay_ratio: See the module docstring; 0 turns the check off.
@@ -124,7 +167,7 @@ class LiveDecider:
     """
 
     def __init__(self, cfg: AnalysisConfig, min_iterations: int, max_iterations: int,
-                 source: str = "heap", *, floor: float = FLOOR_BYTES,
+                 source: str | None = None, *, floor: float = FLOOR_BYTES,
                  min_growth: float = MIN_GROWTH_BYTES, decay_ratio: float = DECAY_RATIO):
         if not 1 <= min_iterations <= max_iterations:
             raise ValueError(f"need 1 <= min_iterations ({min_iterations}) <= "
@@ -132,19 +175,17 @@ class LiveDecider:
         if floor <= 0 or min_growth < 0 or not 0 <= decay_ratio < 1:
             raise ValueError(f"need floor > 0, min_growth >= 0, 0 <= decay_ratio < 1; got "
                              f"{floor}, {min_growth}, {decay_ratio}")
-        self.cfg, self.source = cfg, source
+        self.cfg = cfg
+        self.sources = {n: _Source(n) for n in ((source,) if source else SOURCES)}
         self.min_iterations, self.max_iterations = min_iterations, max_iterations
         self.floor, self.min_growth, self.decay_ratio = floor, min_growth, decay_ratio
         self.decision: LiveDecision | None = None
-        self._warm_i = 0                     # steps done when the warm-up ended
-        self._base: tuple[int, float] | None = None
-        self._last: tuple[int, float] | None = None
-        self._rates: list[float] = []
 
     @property
     def measured(self) -> int:
-        """Measured iterations seen so far."""
-        return self._last[0] - self._warm_i if self._last else 0
+        """Measured iterations seen so far (by the source read furthest)."""
+        return max((s.last[0] - s.warm_i for s in self.sources.values() if s.last),
+                   default=0)
 
     @property
     def exhausted(self) -> bool:
@@ -161,56 +202,60 @@ class LiveDecider:
         if self.decision is not None or record.kind != "sample":
             return None
         fields = record.fields
-        value, i = fields.get(self.source), fields["i"]
-        if not isinstance(value, int | float):
-            return None
-        if fields["phase"] != "measure":
-            if self._last is not None:
-                return None
-            # The last reading before the measured phase is its starting level.
-            self._warm_i, self._base = i, (i, float(value))
-            return None
-        prev = self._last or self._base
-        self._last = (i, float(value))
-        if prev is None:
-            self._base = self._last         # no warm-up reading: start from this one
-            return None
-        if i <= prev[0]:
-            self._last = prev
-            return None
-        self._rates.append((float(value) - prev[1]) / (i - prev[0]))
-        return self._decide()
+        i, measuring = fields["i"], fields["phase"] == "measure"
+        grew = False
+        for src in self.sources.values():
+            value = fields.get(src.name)
+            if isinstance(value, int | float):
+                grew = src.feed(i, float(value), measuring) or grew
+        return self._decide() if grew else None
 
     def _decide(self) -> LiveDecision | None:
-        n = self.measured
-        if n < self.min_iterations or n > self.max_iterations or not self._rates:
+        tested = [s for s in self.sources.values() if s.rates]
+        found = [d for d in (self._test(s) for s in tested) if d is not None]
+        leaks = [d for d in found if d.verdict == "leak"]
+        if leaks:
+            self.decision = max(leaks, key=lambda d: d.mean_rate)
+        elif found and len(found) == len(tested):
+            # Stable on every source read: say the one a reader reads first (heap).
+            self.decision = found[0]
+        return self.decision
+
+    def _test(self, src: _Source) -> LiveDecision | None:
+        n = src.last[0] - src.warm_i if src.last else 0
+        if n < self.min_iterations or n > self.max_iterations:
             return None
-        assert self._base is not None and self._last is not None
-        rates = np.asarray(self._rates)
+        assert src.base is not None and src.last is not None
+        rates = np.asarray(src.rates)
         lo, hi = median_bounds(rates, self.cfg.alpha)
-        growth = self._last[1] - self._base[1]
-        mean = growth / max(1, self._last[0] - self._base[0])
+        growth = src.last[1] - src.base[1]
+        mean = growth / max(1, src.last[0] - src.base[0])
         third = max(1, rates.size // 3)
         late, early = float(np.median(rates[-third:])), float(np.median(rates[:third]))
         # The late third's lower quartile: one jump there must not hide a fading fill.
         late_low = float(np.percentile(rates[-third:], 25))
         f = self.floor
+        grows = (mean > f and growth >= self.min_growth and late > f
+                 and late_low >= self.decay_ratio * early)
+        steady = (src.name in EXACT and rates.size >= STEADY_INTERVALS
+                  and float(rates.min()) > f)
         verdict: Kind | None = None
-        if (lo > f and mean > f and growth >= self.min_growth
-                and late > f and late_low >= self.decay_ratio * early):
+        if grows and (lo > f or steady):
             verdict = "leak"
-            why = (f"{self.source} grows {mean:+.0f} B/iteration, median rate >= {lo:.0f} "
-                   f"B/iteration > floor {f:.0f} at alpha {self.cfg.alpha:g}")
+            how = (f"median rate >= {lo:.0f} B/call > floor {f:.0f} at alpha "
+                   f"{self.cfg.alpha:g}" if lo > f else
+                   f"every one of {rates.size} intervals grew above the floor {f:.0f} "
+                   "B/call (exact byte counter)")
+            why = f"{src.name} grows {mean / 1024:+.1f} KiB/call, {how}"
         elif hi < f and mean < f:
             verdict = "stable"
-            why = (f"{self.source} median rate <= {hi:.0f} B/iteration < floor {f:.0f} at "
-                   f"alpha {self.cfg.alpha:g}, mean {mean:+.0f} B/iteration")
+            why = (f"{src.name} median rate <= {hi:.0f} B/call < floor {f:.0f} at "
+                   f"alpha {self.cfg.alpha:g}, mean {mean:+.0f} B/call")
         if verdict is None:
             return None
-        why += f"; {growth / 1024:+.1f} KiB over {n} iterations ({rates.size} intervals)"
-        self.decision = LiveDecision(verdict, self.source, n, why, f, lo, hi, mean, growth,
-                                     int(rates.size), self.cfg.alpha)
-        return self.decision
+        why += f"; {growth / 1024:+.1f} KiB over {n} calls ({rates.size} intervals)"
+        return LiveDecision(verdict, src.name, n, why, f, lo, hi, mean, growth,
+                            int(rates.size), self.cfg.alpha)
 
 
 @dataclass(frozen=True, slots=True)

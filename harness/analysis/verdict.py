@@ -38,6 +38,7 @@ from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.analysis.records import (
     Explained,
+    Finding,
     GpuTime,
     LiveRun,
     MemoryTrend,
@@ -79,14 +80,14 @@ def allocation_report(text: str, limit: int = 12) -> list[str]:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class CellVerdict:
-    """The verdict of one cell and every number behind it (`decide` sets it)."""
+    """The verdict of one cell and every number behind it (`decide` sets it, once)."""
 
     verdict: Verdict
     reason: str
     carrier: str | None = None
-    findings: list[str] = field(default_factory=list)
+    findings: tuple[Finding, ...] = ()
     memory: dict[str, MemoryTrend] = field(default_factory=dict)
     steps: StepTrend | None = None
     vs_baseline: VsBaseline | None = None
@@ -97,6 +98,40 @@ class CellVerdict:
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+    def has(self, kind: str) -> bool:
+        """Whether a finding of this kind is among the findings."""
+        return any(f.kind == kind for f in self.findings)
+
+
+# Memory that may carry a leak, and the trend sources each needs leaking: RSS only
+# with USS agreeing (file-backed pages and page cache move RSS, not USS).
+CARRIERS: dict[str, tuple[str, ...]] = {
+    "heap": ("heap",), "uss+rss": ("uss", "rss"), "gpu": ("gpu",), "fw": ("fw",)}
+
+
+def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
+    """The sources allowed to carry a leak that leak, the largest growth per call first
+    (the carrier); ties keep the order of `CARRIERS`."""
+    found = [(name, memory[parts[0]]) for name, parts in CARRIERS.items()
+             if all(p in memory and memory[p].kind == "leak" for p in parts)]
+    return sorted(found, key=lambda pair: -pair[1].slope)
+
+
+def kib(rate: float) -> str:
+    """Bytes per call as KiB/call, one decimal."""
+    return f"{rate / 1024:+.1f}"
+
+
+def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
+    """"gpu grows +1024.0 KiB/call (CI ..), +1.46 GiB over 1500 calls; also fw +1024.0,
+    heap +2.4 KiB/call"."""
+    name, t = found[0]
+    text = (f"{name} grows {kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)}), "
+            f"{t.growth / 1024**2:+.2f} MiB over {measured} calls")
+    if len(found) > 1:
+        text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
+    return text
 
 
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
@@ -172,30 +207,20 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
     """Within-run verdict for one cell, with CPU time per step kept as evidence; only
     `harness.analysis.decision.decide` calls it (and tests of the series analysis)."""
-    verdict = _decide(series, outcome, cfg)
-    if verdict.cpu_steps is None and verdict.steps is not None:
-        verdict.cpu_steps = cpu_trend(series, cfg)
-    return verdict
-
-
-def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
     memory = trends(series, cfg)
     # The trend is tested at one CPU speed where the agent timed its canary loop.
     same_speed = at_one_speed(series)
     times = same_speed if same_speed is not None else series.step_times()
     steps = step_trend(times, cfg) if len(times) else None
+    cpu = cpu_trend(series, cfg) if steps is not None else None
     ended = _outcome_verdict(series, outcome)
     if ended is not None:
-        return CellVerdict(ended[0], ended[1], memory=memory, steps=steps)
+        return CellVerdict(ended[0], ended[1], memory=memory, steps=steps, cpu_steps=cpu)
     kind = {k: t.kind for k, t in memory.items()}
-    pairs = [("heap", kind.get("heap") == "leak"),
-             ("uss+rss", kind.get("uss") == "leak" and kind.get("rss") == "leak"),
-             ("gpu", kind.get("gpu") == "leak"), ("fw", kind.get("fw") == "leak")]
-    carriers = [name for name, hit in pairs if hit]
-    findings: list[str] = []
-    cpu = cpu_trend(series, cfg)
+    findings: list[Finding] = []
     busy: Explained | None = None
     gpu: GpuTime | None = None
+    slowdown = False
     if steps is not None and steps.slowdown:
         gpu = gpu_time(series, cfg.step_window, steps.late_median_s - steps.early_median_s)
         busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s,
@@ -206,47 +231,48 @@ def _decide(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVer
             cpu.late_median_s - cpu.early_median_s
             >= (steps.late_median_s - steps.early_median_s) / 2)
         if busy is not None and busy.share >= cfg.contention_share and not more_work:
-            findings.append(
-                f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
-                f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step slowdown")
+            findings.append(Finding(
+                "busy-host", f"busy host: {busy.cause} rose "
+                f"{busy.share * busy.extra_s * 1e6:.0f} us/step, {busy.share:.0%} of the "
+                f"{busy.extra_s * 1e6:.0f} us/step slowdown"))
         else:
-            findings.append("slowdown")
-    if carriers:
-        carrier = carriers[0]
-        t = memory[carrier.split("+")[0]]
-        findings.insert(0, "leak")
-        reason = (f"{carrier} grows {t.slope / 1024:+.2f} KiB/iteration "
-                  f"(CI {t.slope_lo / 1024:+.2f}..{t.slope_hi / 1024:+.2f}), "
-                  f"{t.growth / 1024**2:+.2f} MiB over {series.measured} iterations")
-        return CellVerdict("leak", reason, carrier, findings, memory, steps,
-                           cpu_steps=cpu, contention=busy)
-    if "slowdown" in findings:
+            slowdown = True
+            findings.append(Finding("slowdown", "slowdown"))
+    found = leaking(memory)
+    if found:
+        leaks = [Finding("leak", f"leak: {n} {kib(t.slope)} KiB/call") for n, t in found]
+        return CellVerdict("leak", leak_reason(found, series.measured), found[0][0],
+                           (*leaks, *findings), memory, steps, cpu_steps=cpu, contention=busy)
+    if slowdown:
         assert steps is not None
         return CellVerdict("slowdown", _slowdown_reason(steps, cpu, same_speed is not None, gpu),
-                           None, findings, memory, steps, cpu_steps=cpu, contention=busy,
-                           gpu_time=gpu)
+                           None, tuple(findings), memory, steps, cpu_steps=cpu,
+                           contention=busy, gpu_time=gpu)
     if busy is not None and findings:
         assert steps is not None
         return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "
-                           f"{findings[-1]}", None, findings, memory, steps, cpu_steps=cpu,
-                           contention=busy)
+                           f"{findings[-1]}", None, tuple(findings), memory, steps,
+                           cpu_steps=cpu, contention=busy)
     primary = next((k for k in ("heap", "uss", "rss") if k in memory), None)
     if primary is None or memory[primary].kind == "insufficient":
-        return CellVerdict("ambiguous", "too few memory samples to decide", primary, findings,
-                           memory, steps)
+        return CellVerdict("ambiguous", "too few memory samples to decide", primary,
+                           tuple(findings), memory, steps, cpu_steps=cpu)
     if memory[primary].kind == "ambiguous":
         return CellVerdict("ambiguous", f"{primary} neither clearly growing nor stable",
-                           primary, findings, memory, steps)
+                           primary, tuple(findings), memory, steps, cpu_steps=cpu)
     if kind.get("rss") == "leak" and kind.get("uss") != "stable":
         t = memory["rss"]
-        return CellVerdict("ambiguous", f"rss grows {t.slope / 1024:+.2f} KiB/iteration but "
-                           f"{primary} does not confirm it", "rss", findings, memory, steps)
+        return CellVerdict("ambiguous", f"rss grows {kib(t.slope)} KiB/call but {primary} "
+                           "does not confirm it", "rss", tuple(findings), memory, steps,
+                           cpu_steps=cpu)
     plateaus = [k for k in ("heap", "uss", "rss", "gpu", "fw") if kind.get(k) == "plateau"]
     if plateaus:
         t = memory[plateaus[0]]
         return CellVerdict("plateau", f"{plateaus[0]} grew {t.growth / 1024**2:+.2f} MiB then "
-                           "flattened", plateaus[0], ["plateau"], memory, steps)
-    return CellVerdict("ok", "memory stable, no slowdown", primary, findings, memory, steps)
+                           "flattened", plateaus[0], (Finding("plateau", "plateau"),),
+                           memory, steps, cpu_steps=cpu)
+    return CellVerdict("ok", "memory stable, no slowdown", primary, tuple(findings), memory,
+                       steps, cpu_steps=cpu)
 
 
 def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,

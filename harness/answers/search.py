@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from harness.analysis.kinds import BAD, GOOD
-from harness.result.model import CellResult
+from harness.analysis.kinds import BAD, GOOD, NOT_RUN, UNAVAILABLE, UNDECIDED, UNREADABLE
+from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
@@ -28,6 +28,9 @@ class RowAnswer:
     sentence: str
     diff: list[tuple[str, str, str]] = field(default_factory=list)  # (what, good, bad)
     scenario_error: str | None = None   # the same error on every image: a scenario bug
+    # Images that could hold the first bad but told nothing (not run, unreadable,
+    # undecided, unavailable): no first bad or last good is named across them.
+    gap: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = asdict(self)
@@ -61,6 +64,26 @@ def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | Non
         span = [i for i in decided if bad_at[0] <= i <= bad_at[-1]]
         contiguous = all(i in bad_at for i in span)
     return first, good_before, contiguous
+
+
+def image_index(res: CellResult) -> int:
+    return res.image.index
+
+
+# Verdicts that leave an image's goodness unknown: the first bad may be hiding there.
+UNKNOWN = UNDECIDED | {"suspected", NOT_RUN, UNREADABLE, UNAVAILABLE}
+
+
+def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
+    """Images with an unknown verdict between the last good image before `bad` (or the
+    first image) and `bad` (or the end of the row when nothing is bad)."""
+    labels = [label for label, _ in ordered]
+    end = labels.index(bad) if bad is not None else len(ordered)
+    start = 0
+    for i in range(end):
+        if ordered[i][1] in GOOD:
+            start = i + 1
+    return [label for label, v in ordered[start:end] if v in UNKNOWN]
 
 
 def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, str]]:
@@ -105,21 +128,40 @@ def same_failure(items: Sequence[CellResult]) -> str | None:
     return said.pop() if len(said) == 1 else None
 
 
-def answer_rows(results: Mapping[str, CellResult]) -> list[RowAnswer]:
-    """Group cell results by row, order by image index, name the first bad."""
+def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
+                unreadable: Collection[str] = ()) -> list[RowAnswer]:
+    """Group cell results by row, order by image index, name the first bad.
+
+    Args:
+        planned: The cells the sweep planned; those without a result are "not run" (or
+            "unreadable", when their id is in `unreadable`) and count as gaps.
+    """
     rows: dict[str, list[CellResult]] = {}
     for res in results.values():
         rows.setdefault(res.row, []).append(res)
+    absent: dict[str, list[tuple[int, str, str, str]]] = {}
+    for p in planned:
+        if p.id not in results:
+            absent.setdefault(p.row, []).append(
+                (p.index, p.image, UNREADABLE if p.id in unreadable else NOT_RUN, p.id))
     answers: list[RowAnswer] = []
-    for row, items in rows.items():
-        items.sort(key=lambda r: r.image.index)
-        ordered = [(r.image.label, str(r.verdict)) for r in items]
+    for row in sorted(set(rows) | set(absent)):
+        items = sorted(rows.get(row, []), key=image_index)
+        line = sorted([(r.image.index, r.image.label, str(r.verdict), r.id) for r in items]
+                      + absent.get(row, []))
+        ordered = [(label, verdict) for _, label, verdict, _ in line]
         bad, good, contiguous = first_bad(ordered)
         broken = same_failure(items)
+        gap = gap_before(ordered, bad)
         if broken is not None:
-            bad, good, contiguous = None, None, True
+            bad, good, contiguous, gap = None, None, True, []
             sentence = (f"the scenario fails on every image ({broken}); fix the scenario, "
                         "these are not findings about the images")
+        elif gap:
+            unknown = ", ".join(f"{label} {dict(ordered)[label]}" for label in gap)
+            sentence = (f"{unknown}: first bad is {gap[0]} or later"
+                        + (f", up to {bad}" if bad is not None else ", if any"))
+            bad, good = None, None
         elif bad is None:
             sentence = "no bad image"
         elif good is None:
@@ -132,11 +174,11 @@ def answer_rows(results: Mapping[str, CellResult]) -> list[RowAnswer]:
         if bad is not None and good is not None:
             by_label = {r.image.label: r for r in items}
             diff = fingerprint_diff(by_label[good], by_label[bad])
-        first = items[0]
-        answers.append(RowAnswer(row, first.gpu.label, first.scenario.id,
-                                 [(r.image.label, str(r.verdict), r.id) for r in items],
-                                 bad, good, contiguous, sentence, diff, broken))
-    answers.sort(key=lambda a: a.row)
+        gpu, scenario = ((items[0].gpu.label, items[0].scenario.id) if items
+                         else tuple(row.split(".", 1)) if "." in row else ("", row))
+        answers.append(RowAnswer(row, gpu, scenario,
+                                 [(label, verdict, cid) for _, label, verdict, cid in line],
+                                 bad, good, contiguous, sentence, diff, broken, gap))
     return answers
 
 

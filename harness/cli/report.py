@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         JunitReporter,
         MarkdownReporter,
         Report,
-        load_results,
+        read_run,
         render_text,
         write_all,
     )
@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     args.dir = newest_run(args.dir)
-    results = load_results(args.dir)
-    if not results:
+    run = read_run(args.dir)
+    if not run.results and not run.planned:
         raise InputError(f"{args.dir}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
     old = load_json(args.dir / "results.json")
@@ -149,8 +149,9 @@ def run(args: argparse.Namespace) -> int:
     name = old.get("name")
     meta = old.get("meta")
     report = Report.from_results(name if isinstance(name, str) and name
-                                 else args.dir.parent.name, results,
-                                 meta if isinstance(meta, dict) else None, args.dir)
+                                 else args.dir.parent.name, run.results,
+                                 meta if isinstance(meta, dict) else None, args.dir,
+                                 planned=run.planned, unreadable=run.unreadable)
     store = RunStore(args.dir)
     if args.reanalyze:
         return reanalyzed(args, report)
@@ -164,11 +165,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nwritten: {path}", file=sys.stderr)
         return EXIT_OK
     if args.format is None:
-        # Re-render: every file rewritten, the table printed, the sweep's exit code.
-        write_all(store, report)
-        ConsoleReporter.from_results(report).render(sys.stdout)
+        # Re-render: every file rewritten, the table printed, the sweep's exit code;
+        # a directory that lacks cells is reported on the terminal only, so a partial
+        # report never replaces a whole one.
         from harness.cli.sweep import exit_code
 
+        ConsoleReporter.from_results(report).render(sys.stdout)
+        missing = report.missing_cells
+        if missing:
+            print(f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned cells "
+                  "missing; nothing written (the reports there are left as they are):")
+            for cid in missing:
+                print(f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}")
+            matrix = run.matrix or report.meta.get("matrix") or "MATRIX"
+            print(f"  fix: harness sweep {matrix} --resume {args.dir} runs them")
+        else:
+            write_all(store, report)
+        if not run.has_plan:
+            print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none): "
+                  "cells that never ran cannot be named")
+        note = report.incomplete_note()
+        if note is not None:
+            print(f"\n{note}")
         return exit_code(report)
     if args.format == "console":
         ConsoleReporter.from_results(report).render(sys.stdout)

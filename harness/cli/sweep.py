@@ -10,15 +10,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli import interruptible, printer
-from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+)
 
 if TYPE_CHECKING:
     from harness.report import Report
+    from harness.result.model import Planned
     from harness.spec.model import Cell
 
 
+SWEEP_EPILOG = """examples:
+  harness sweep examples/multidict.yaml              the demo: a real leak, no Docker
+  harness sweep matrix.yaml -k "gpu0 and rfft"        only the cells matching
+  harness sweep matrix.yaml --resume                  finish an interrupted sweep
+  harness sweep matrix.yaml --iterations 500 -q       every cell shorter, no progress
+
+exit codes:
+  0  every cell ran and none is bad
+  1  a cell is bad (leak, slowdown, regression, oom, timeout, crash)
+  2  bad input (matrix, flag, scenario that does not compile or fails on every image)
+  3  environment unavailable (no engine or GPU; an image or pin could not be had)
+  4  no cell bad, but not a complete answer: cells undecided or missing
+  130 interrupted (finished cells are kept; --resume continues)
+"""
+
+
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("sweep", help="run a matrix of images x GPUs x scenarios")
+    p = sub.add_parser(
+        "sweep", help="run a matrix of images x GPUs x scenarios",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, help="matrix YAML file")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only cells whose id matches EXPR (substrings, and/or/not)")
@@ -53,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
     from harness import spec
     from harness.errors import InputError
     from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.result.codec import encode
+    from harness.result.model import Plan
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.results import PLAN_FILE
 
     for flag in ("iterations", "warmup"):
         value = getattr(args, flag)
@@ -63,9 +91,10 @@ def run(args: argparse.Namespace) -> int:
     matrix = spec.load(args.matrix)
     cells = apply_overrides(spec.select(matrix.cells, args.select), args)
     if not args.list:
-        from harness.preflight import compile_scenarios
+        from harness.preflight import check_lengths, compile_scenarios
 
         compile_scenarios(cells)  # a syntax error is exit 2 with file:line, no container
+        check_lengths(cells, matrix.analysis)   # too short to ever decide: exit 2
     if args.list:
         for c in cells:
             print(c.id)
@@ -83,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         prefetch = prefetch_analysis("harness.report")
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+            planned = plan_of(cells)
+            store.write(PLAN_FILE, encode(Plan(planned, str(args.matrix))))
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             from harness.report.live import progress_for
@@ -100,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
                 "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
                 "reused": outcome.reused, "baseline": matrix.baseline}, store.root,
-                outcome.series)
+                outcome.series, planned)
             paths = write_all(store, report)
         finally:
             try:
@@ -109,17 +140,32 @@ def run(args: argparse.Namespace) -> int:
                 store.unlock()
     ConsoleReporter.from_results(report).render(sys.stdout)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
+    note = report.incomplete_note()
+    if note is not None:
+        print(f"{note}: run longer (--iterations) or --resume; exit {EXIT_UNDECIDED}"
+              if not report.findings else note)
     return exit_code(report)
+
+
+def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
+    """plan.json's cells: what a report checks the directory against."""
+    from harness.result.model import Planned
+
+    return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in cells)
 
 
 def exit_code(report: Report) -> int:
     """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
     scenario bug, not a finding); else 3 when a cell could not be prepared (its image or
-    pip pin is unavailable), since the sweep did not answer for it; else 0."""
+    pip pin is unavailable), since the sweep did not answer for it; else 4 when a cell
+    is undecided (ambiguous after its re-runs) or a planned cell is missing from the
+    directory: not a clean answer; else 0."""
     if report.findings:
         return EXIT_REGRESSION
     if report.broken_scenarios:
         return EXIT_BAD_INPUT
     if report.unavailable_cells:
         return EXIT_ENVIRONMENT
+    if report.undecided_cells or report.missing_cells:
+        return EXIT_UNDECIDED
     return EXIT_OK

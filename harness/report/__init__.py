@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
 
@@ -15,9 +16,9 @@ from harness.report.issue import IssueReporter
 from harness.report.junit import JunitReporter
 from harness.report.markdown import MarkdownReporter
 from harness.report.model import Report
-from harness.result.codec import JSON, DecodeError
-from harness.result.model import CellResult, load_result
-from harness.store.results import RunStore, atomic_write_text, load_json
+from harness.result.codec import JSON, DecodeError, decode
+from harness.result.model import CellResult, Plan, Planned, load_result
+from harness.store.results import PLAN_FILE, RunStore, atomic_write_text, load_json
 
 
 class Renderer(Protocol):
@@ -46,30 +47,75 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
             store.write("junit.xml", render_text(JunitReporter.from_results(report)))]
 
 
-def load_results(root: Path) -> dict[str, CellResult]:
-    """Cell results under a results directory (cells/*/result.json, schema 1 or 2).
+@dataclass(frozen=True)
+class RunDir:
+    """What a results directory holds: readable cell results, the cells whose
+    result.json cannot be read (with why), and the sweep's plan where it was kept."""
+
+    results: dict[str, CellResult]
+    unreadable: dict[str, str]
+    planned: tuple[Planned, ...] = ()
+    has_plan: bool = False
+    matrix: str = ""             # the matrix file the sweep ran, as plan.json says
+
+
+def read_run(root: Path) -> RunDir:
+    """Everything `harness report` needs to tell a whole answer from a partial one.
 
     Raises:
-        InputError: a result.json that is not one this harness can read (the message
-            names the file and the key).
+        InputError: a result.json of the wrong shape (the message names the file and
+            the key), or a plan.json that is not one.
     """
-    out: dict[str, CellResult] = {}
+    results: dict[str, CellResult] = {}
+    unreadable: dict[str, str] = {}
     for path in sorted(root.glob("cells/*/result.json")):
         data = load_json(path)
         if not isinstance(data, dict) or "verdict" not in data:
+            unreadable[path.parent.name] = f"{path}: not a whole result.json (cut short?)"
             continue
         try:
             res = load_result(data)
         except DecodeError as exc:
             raise InputError(f"{path}: {exc}\n  fix: re-run that cell (harness sweep "
                              "--resume after deleting its result.json)") from exc
-        out[res.id] = res
-    return out
+        results[res.id] = res
+    plan = root / PLAN_FILE
+    if not plan.is_file():
+        return RunDir(results, unreadable)
+    try:
+        found = decode(Plan, load_json(plan), "plan")
+    except DecodeError as exc:
+        raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
+                         "are without checking for missing ones") from exc
+    return RunDir(results, unreadable, found.cells, True, found.matrix)
+
+
+def load_results(root: Path) -> dict[str, CellResult]:
+    """Cell results under a results directory (cells/*/result.json, schema 1 to 3);
+    unreadable ones are left out (`read_run` names them).
+
+    Raises:
+        InputError: a result.json that is not one this harness can read (the message
+            names the file and the key).
+    """
+    return read_run(root).results
 
 
 def dump_json(path: Path, data: JSON) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-__all__ = ["ConsoleReporter", "HtmlReporter", "IssueReporter", "JunitReporter",
-           "MarkdownReporter", "Renderer", "Report", "load_results", "render_text", "write_all"]
+__all__ = [
+    "ConsoleReporter",
+    "HtmlReporter",
+    "IssueReporter",
+    "JunitReporter",
+    "MarkdownReporter",
+    "Renderer",
+    "Report",
+    "RunDir",
+    "load_results",
+    "read_run",
+    "render_text",
+    "write_all",
+]

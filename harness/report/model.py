@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from harness.analysis.kinds import BAD
+from harness.analysis.kinds import BAD, UNDECIDED
 from harness.answers.search import RowAnswer, answer_rows
 from harness.result.codec import JSON, encode
-from harness.result.model import CellResult
+from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text, human_seconds
 from harness.store.results import SeriesCache
 
@@ -28,19 +28,52 @@ class Report:
     meta: dict[str, JSON]
     root: Path | None = None        # the results directory: samples.jsonl for plots
     series: SeriesCache = field(default_factory=lambda: SeriesCache(None), compare=False)
+    planned: tuple[Planned, ...] = ()           # the sweep's plan, where it was kept
+    unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
                      meta: Mapping[str, JSON] | None = None, root: Path | None = None,
-                     series: SeriesCache | None = None) -> Report:
+                     series: SeriesCache | None = None, planned: Sequence[Planned] = (),
+                     unreadable: Mapping[str, str] | None = None) -> Report:
         """Build the model. Renderers get each cell's series through `series` (the
-        sweep's, already parsed), else read once from `root`'s samples.jsonl."""
+        sweep's, already parsed), else read once from `root`'s samples.jsonl. Cells of
+        `planned` without a result are "not run" (or unreadable) in the table, and no
+        first bad is named across them."""
         order: dict[str, int] = {}
         for r in results.values():
             order.setdefault(r.image.label, r.image.index)
+        for p in planned:
+            order.setdefault(p.image, p.index)
         images = sorted(order, key=order.__getitem__)
-        return cls(name, images, answer_rows(results), dict(results), dict(meta or {}), root,
-                   series or SeriesCache(root))
+        gone = dict(unreadable or {})
+        return cls(name, images, answer_rows(results, planned, gone), dict(results),
+                   dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone)
+
+    @property
+    def missing_cells(self) -> list[str]:
+        """Planned cells with no readable result: not run (interrupted) or unreadable."""
+        return sorted({p.id for p in self.planned if p.id not in self.results}
+                      | set(self.unreadable))
+
+    @property
+    def undecided_cells(self) -> list[str]:
+        """Cells that ran but were neither good nor bad: run longer to decide them."""
+        return sorted(k for k, r in self.results.items() if r.verdict in UNDECIDED)
+
+    def incomplete_note(self) -> str | None:
+        """The line a reader must not miss when the answer is not a whole one."""
+        missing, undecided = self.missing_cells, self.undecided_cells
+        if not missing and not undecided:
+            return None
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} of {len(self.planned) or len(missing)} planned "
+                         f"cells missing ({', '.join(missing)})")
+        if undecided:
+            parts.append(f"{len(undecided)} cell{'s' if len(undecided) != 1 else ''} "
+                         f"undecided ({', '.join(undecided)})")
+        return "not a complete answer: " + "; ".join(parts)
 
     @property
     def bad_cells(self) -> list[str]:
@@ -76,13 +109,14 @@ class Report:
         for row in self.rows:
             by_image = {label: cid for label, _, cid in row.cells}
             cells = []
+            said = {label: verdict for label, verdict, _ in row.cells}
             for img in self.images:
                 cid = by_image.get(img)
                 if cid is None:
                     cells.append("")
                     continue
-                res = self.results[cid]
-                cells.append(cell_text(res))
+                res = self.results.get(cid)
+                cells.append(cell_text(res) if res is not None else said[img])
             body.append([row.row, *cells, row.sentence])
         return header, body
 
@@ -93,7 +127,9 @@ class Report:
         rows: list[JSON] = [encode(r) for r in self.rows]
         return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
                 "images": list(self.images), "rows": rows,
-                "bad_cells": list(self.bad_cells), "cells": cells}
+                "bad_cells": list(self.bad_cells), "cells": cells,
+                "missing_cells": list(self.missing_cells),
+                "undecided_cells": list(self.undecided_cells)}
 
 
 R = TypeVar("R", bound="Reporter")

@@ -223,6 +223,10 @@ def decode(cls: type[T], value: object, path: str = "",
         DecodeError: a value does not fit its field's type (without `skip`), or a
             required one is missing.
     """
+    from_text = getattr(cls, "from_text", None)
+    if isinstance(value, str) and callable(from_text):   # a record older files kept as text
+        found: T = from_text(value)
+        return found
     if not isinstance(value, dict):
         raise DecodeError(path, f"expected a mapping, got {_what(value)}")
     hints = _hints(cls)

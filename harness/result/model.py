@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import (
     Explained,
+    Finding,
     GpuTime,
     LiveRun,
     MemoryTrend,
@@ -24,8 +25,8 @@ from harness.analysis.records import (
 )
 from harness.result.codec import JSON, DecodeError, decode, encode
 
-SCHEMA = 2
-READS = (1, 2)       # result.json schemas this code reads
+SCHEMA = 3
+READS = (1, 2, 3)    # result.json schemas this code reads (3: findings as {kind, text})
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ class CellResult:
     runtime: str = ""
     host: HostPart = field(default_factory=HostPart)
     carrier: str | None = None
-    findings: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
     memory: dict[str, MemoryTrend] = field(default_factory=dict)
     steps: StepTrend | None = None
     cpu_steps: StepTrend | None = None
@@ -255,8 +256,28 @@ class CellResult:
 REQUIRED = ("id", "row", "verdict", "image", "image.label", "image.index")
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A cell the sweep set out to run (its results directory's plan.json): a report
+    names the planned cells the directory lacks."""
+
+    id: str
+    row: str
+    image: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """plan.json: every cell of the sweep, written before the first one runs."""
+
+    cells: tuple[Planned, ...] = ()
+    matrix: str = ""             # the matrix file as the sweep was given it
+    schema: int = 1
+
+
 def load_result(data: object, where: str = "result") -> CellResult:
-    """A CellResult from a result.json object, schema 1 (today's and older code) or 2.
+    """A CellResult from a result.json object, schema 1, 2 or 3 (findings kept as text before 3).
 
     Raises:
         DecodeError: not a result, an unknown schema, or a value of the wrong type; the

@@ -15,19 +15,31 @@ def human_seconds(seconds: float) -> str:
 
 
 def cell_numbers(res: CellResult) -> str:
-    """Key numbers of a cell, each saying what it is: growth per call of the deciding
-    source, median time per call, and the ratios against the row's baseline."""
-    parts: list[str] = []
+    """Key numbers of a cell, each saying what it is, what made its verdict first: the
+    late/early step ratio of a slowdown, the ratios against the row's baseline of a
+    regression, else growth per call of the deciding source; then median time per call."""
+    memory: list[str] = []
     source = res.deciding_source
-    if source is not None:
+    if source is not None and res.verdict != "slowdown":
         slope = res.memory[source].slope
-        parts.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
+        memory.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
     step = res.summary.median_step_s
-    if step is not None:
-        parts.append(f"{human_seconds(step)}/call")
+    per_call = [f"{human_seconds(step)}/call"] if step is not None else []
+    lead: list[str] = []
+    if res.verdict == "slowdown" and res.steps is not None:
+        lead.append(f"late steps {res.steps.ratio:.2f}x early")
+    versus = baseline_numbers(res)
+    if res.verdict in ("regression", "suspected"):
+        return ", ".join([*versus, *lead, *memory, *per_call])
+    return ", ".join([*lead, *memory, *per_call, *versus])
+
+
+def baseline_numbers(res: CellResult) -> list[str]:
+    """The ratios against the row's baseline that a reader may take as found."""
     vs = res.vs_baseline
     if vs is None:
-        return ", ".join(parts)
+        return []
+    parts: list[str] = []
     # The rounds' direction when they ran; a pooled one alone is only "suspected".
     conf, steps, peak = vs.confirmation, vs.steps, vs.peak_rss
     direction = vs.said_direction
@@ -38,7 +50,7 @@ def cell_numbers(res: CellResult) -> str:
         parts.append(f"time {steps.ratio:.2f}x baseline")
     if peak is not None and peak.direction != "~":
         parts.append(f"peak RSS {peak.ratio:.2f}x baseline")
-    return ", ".join(parts)
+    return parts
 
 
 def cell_text(res: CellResult) -> str:

@@ -25,7 +25,10 @@ from harness.protocol.ingest import Series, read_samples
 from harness.result.codec import JSON, DecodeError
 from harness.result.model import SCHEMA, CellResult, load_result
 
-__all__ = ["SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json", "write_json"]
+PLAN_FILE = "plan.json"     # the cells a sweep set out to run, written before the first
+
+__all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json",
+           "write_json"]
 
 
 def _hint(exc: OSError) -> str:

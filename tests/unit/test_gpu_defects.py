@@ -142,10 +142,8 @@ def test_notes_and_no_gpu_are_said_in_the_reason() -> None:
 
     s = heap_series([(3 * GiB + k * 600 * (1 << 20)) % (1 << 32) for k in range(8)])
     s.end = {"status": "ok", "info": {"device": "cpu"}}
-    v = CellVerdict("ok", "memory stable")
-    flag_cell(True, v, s)
+    v = flag_cell(True, CellVerdict("ok", "memory stable"), s)
     assert v.reason.startswith("memory stable; no-gpu: a GPU cell, but the framework saw no GPU")
     assert "mallinfo(), which wraps at 4 GiB; 1 wrap(s) unwrapped" in v.reason
-    cpu_cell = CellVerdict("ok", "memory stable")
-    flag_cell(False, cpu_cell, heap_series([1 << 20] * 8))
+    cpu_cell = flag_cell(False, CellVerdict("ok", "memory stable"), heap_series([1 << 20] * 8))
     assert cpu_cell.reason == "memory stable"

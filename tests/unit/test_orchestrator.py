@@ -21,6 +21,7 @@ from harness.answers.search import answer_rows
 from harness.errors import StoreError
 from harness.orchestrator import SweepOutcome, lanes, sweep
 from harness.report import ConsoleReporter, Report, write_all
+from harness.result.model import SCHEMA
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.spec.model import Cell, Matrix
 from harness.store import RunStore, atomic_write_text
@@ -130,9 +131,12 @@ def test_slower_image_is_a_regression_vs_baseline(swept: Swept) -> None:
 def test_leaking_image_is_a_leak(swept: Swept) -> None:
     res = swept.outcome.results["v3.gpu0.loop"]
     assert res.verdict == "leak"
-    assert res.carrier == "heap"
-    # Behaviour's heap is half the leaked bytes: 10_000 bytes per iteration
+    # The carrier is the source growing most per call: USS and RSS take the whole
+    # 20_000 leaked bytes per iteration, Behaviour's heap half of it, said after it.
+    assert res.carrier == "uss+rss"
     assert res.memory["heap"].slope == pytest.approx(10_000, rel=0.01)
+    assert res.reason.startswith("uss+rss grows +19.5 KiB/call")
+    assert "; also heap +9.8 KiB/call" in res.reason
 
 
 def test_crash_keeps_the_message(swept: Swept) -> None:
@@ -245,8 +249,8 @@ def test_resume_reuses_a_schema_1_result_and_compares_against_it(tmp_path: Path)
     res = second.results["v2.gpu0.loop"]
     assert res.verdict == "leak" and res.vs_baseline is not None
     assert res.vs_baseline.baseline == "v1" and res.vs_baseline.peak_rss is not None
-    assert second.results["v1.gpu0.loop"].schema == 2
-    assert json.loads((cells / "v2.gpu0.loop" / "result.json").read_text())["schema"] == 2
+    assert second.results["v1.gpu0.loop"].schema == SCHEMA
+    assert json.loads((cells / "v2.gpu0.loop" / "result.json").read_text())["schema"] == SCHEMA
 
 
 def test_resume_without_an_earlier_sweep(tmp_path: Path) -> None:

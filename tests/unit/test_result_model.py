@@ -10,6 +10,7 @@ import pytest
 
 from harness.analysis.records import (
     Confirmation,
+    Finding,
     MemoryTrend,
     Round,
     StepComparison,
@@ -67,7 +68,7 @@ def full() -> CellResult:
         fingerprint=Fingerprint(python="3.8", env={"CUDA_VERSION": "11.1"},
                                 gpu={"devices": [{"name": "RTX 3090", "cc": [8, 6]}]},
                                 heap={"func": "mallinfo2"}),
-        findings=("regression",))
+        findings=(Finding("regression", "regression"),))
 
 
 def test_round_trip_through_json_is_exact() -> None:

@@ -222,3 +222,23 @@ def test_under_six_values_there_is_no_monotone_evidence() -> None:
     from harness.analysis.growth import _monotone_p
 
     assert _monotone_p(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == 1.0
+
+
+def test_growth_that_slows_and_ends_barely_over_the_floor_is_not_yet_a_leak() -> None:
+    # GIVEN a 600-call heap series that grows at twice the floor's rate for 300 calls,
+    # then at 1.1 times it, ending 1.7 floors up (issue 20: a stable GPU scenario
+    # read `leak` at 600 calls, +0.27 MiB against the 0.25 MiB heap floor; `ok` at 1500)
+    cfg = AnalysisConfig(leak_floor_bytes=CFG.heap_floor_bytes)
+    rng = np.random.default_rng(1)
+    t = sampled(600)
+    floor_rate = cfg.leak_floor_bytes / (t[-1] - t[0])
+    y = 50 * MiB + np.where(t < 300, 2.2 * floor_rate * t,
+                            2.2 * floor_rate * 300 + 1.1 * floor_rate * (t - 300))
+    trend = memory_trend("heap", t, y + rng.normal(0, 500, t.size), cfg)
+    assert 1.0 < trend.growth / trend.floor < 2.0
+    assert trend.late_lo * (t[-1] - t[0]) > trend.floor      # the old rule: a leak
+    # THEN it is ambiguous (the sweep runs it again, longer), not a leak
+    assert trend.kind == "ambiguous"
+    # AND the same growth at a steady rate is a leak
+    steady = 50 * MiB + 1.3 * floor_rate * t + rng.normal(0, 500, t.size)
+    assert memory_trend("heap", t, steady, cfg).kind == "leak"

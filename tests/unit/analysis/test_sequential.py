@@ -103,7 +103,7 @@ def test_steady_leak_is_called_at_min_iterations_with_rate_in_the_reason() -> No
     # THEN it is a leak at 60 measured iterations, the bound is the exact rate
     assert got.verdict == "leak" and got.iterations == 60 and got.source == "heap"
     assert got.lo == pytest.approx(5984.0)
-    assert "5984 B/iteration" in got.reason
+    assert "5984 B/call" in got.reason
     assert json.loads(json.dumps(got.to_dict()))["verdict"] == "leak"
     # AND later records give nothing more
     assert decider.feed(read(heap_records([1.0]))[-2]) is None
@@ -264,3 +264,43 @@ def test_the_live_series_of_a_garbled_file_is_the_file_read_afterwards(tmp_path:
     assert want.skipped == 8 and len(want.problems) == 8  # the blank line is none
     assert any("longer than" in p for p in want.problems)
     assert "truncated" in want.problems[-1] and "after end" in want.problems[-2]
+
+
+def exact_records(source: str, per_call: float, samples: int, every: int = 10,
+                  warmup: int = 50) -> list[dict[str, Any]]:
+    """A device counter growing `per_call` bytes every call, sampled every `every`."""
+    out: list[dict[str, Any]] = [
+        {"type": "header", "schema": 1, "config": {"warmup": warmup}},
+        {"type": "sample", "src": "step", "phase": "warmup", "i": warmup, source: 1e9,
+         "heap": 5e6}]
+    for k in range(1, samples + 1):
+        out.append({"type": "sample", "src": "step", "phase": "measure",
+                    "i": warmup + k * every, source: 1e9 + per_call * k * every,
+                    "heap": 5e6 + (k % 3) * 100})
+    return out
+
+
+@pytest.mark.parametrize("source", ["gpu", "fw"])
+def test_an_exact_counter_leak_is_decided_at_the_first_look(source: str) -> None:
+    # GIVEN a device leak of 1 MiB/call, read every 10 calls, min_iterations 50
+    got = first_decision(LiveDecider(CFG, 50, 3000), exact_records(source, 2**20, 30))
+    # THEN it is decided at 50 measured calls, on that source, not on the heap
+    assert got.verdict == "leak" and got.source == source and got.iterations == 50
+    assert "+1024.0 KiB/call" in got.reason
+
+
+def test_the_heap_alone_is_not_trusted_without_noise_evidence() -> None:
+    # GIVEN the same steady growth on the heap (allocator noise is possible there)
+    recs = [{**r, "heap": r["gpu"]} if "gpu" in r else r
+            for r in exact_records("gpu", 2**20, 30)]
+    got = first_decision(LiveDecider(CFG, 50, 3000, "heap"), recs)
+    # THEN the sign test decides it, later than the exact counter's first look
+    assert got.verdict == "leak" and got.source == "heap" and got.iterations > 50
+
+
+def test_a_filling_device_cache_is_not_a_steady_leak() -> None:
+    # GIVEN device memory that grows fast, then slows to a tenth: a cache filling
+    recs = exact_records("gpu", 2**20, 3) + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 80 + 10 * k,
+         "gpu": 1e9 + 3 * 10 * 2**20 + k * 10 * 2**17, "heap": 5e6} for k in range(1, 4)]
+    assert first_decision(LiveDecider(CFG, 50, 3000, "gpu"), recs) is None

@@ -1,0 +1,167 @@
+"""Never a falsely clean answer (issue 21 points 1 and 2): a results directory that lacks
+cells, a cell that cannot be read, undecided cells and runs too short to decide."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fakeruntime import Behaviour, FakeRuntime
+
+from harness import spec
+from harness.cli import main
+from harness.cli.sweep import exit_code, plan_of
+from harness.errors import EXIT_UNDECIDED
+from harness.orchestrator import sweep
+from harness.report import Report, read_run, write_all
+from harness.result.codec import encode
+from harness.result.model import Plan
+from harness.store import RunStore
+from harness.store.results import PLAN_FILE
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+IMAGES = ["v1", "v2", "v3", "v4"]
+
+
+def leaky(label: str) -> bool:
+    return label in ("v2", "v3")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A whole sweep of four images, v2 and v3 leaking, with its plan as the CLI writes."""
+    tmp = tmp_path_factory.mktemp("incomplete")
+    (tmp / "loop.py").write_text(SCENARIO)
+    (tmp / "m.yaml").write_text(
+        "name: inc\nruntime: local\n"
+        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
+        "matrix:\n  image: [" + ", ".join(f"{{name: {i}}}" for i in IMAGES) + "]\n"
+        "  gpu: [0]\n  scenario: [loop.py]\n")
+    matrix = spec.load(tmp / "m.yaml")
+    cells = list(matrix.cells)
+    store = RunStore.open(tmp / "reports", matrix.name, False)
+    try:
+        store.write(PLAN_FILE, encode(Plan(plan_of(cells), str(tmp / "m.yaml"))))
+        outcome = sweep(matrix, cells, FakeRuntime(
+            lambda c: Behaviour(leak_per_iter=16384) if leaky(c.image.label)
+            else Behaviour()), store, lambda _: None, False)
+        write_all(store, Report.from_results("inc", outcome.results, None, store.root,
+                                             planned=plan_of(cells)))
+    finally:
+        store.unlock()
+    return store.root
+
+
+@pytest.fixture
+def rdir(swept: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(swept, tmp_path / "run"))
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.iterdir() if p.is_file()}
+
+
+def test_the_whole_directory_names_the_first_bad(rdir: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir)]) == 1
+    assert "first bad: v2 (last good: v1)" in capsys.readouterr().out
+
+
+def test_a_missing_first_bad_cell_is_a_gap_not_a_later_first_bad(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the first bad cell's result deleted (as after an interrupted sweep)
+    (rdir / "cells" / "v2.gpu0.loop" / "result.json").unlink()
+    before = digest(rdir)
+    code = main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    # THEN v3 is not named first bad: v2 may be it
+    assert "first bad: v3" not in out and "last good: v1" not in out
+    assert "v2 not run: first bad is v2 or later, up to v3" in out
+    assert "1 of 4 planned cells missing" in out and "v2.gpu0.loop" in out
+    # AND the complete report already there is not replaced by a partial one
+    assert digest(rdir) == before
+    assert code == 1          # v3 is bad whatever v2 is
+
+
+def test_an_interrupted_sweep_is_not_clean(rdir: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN only the first image's cell finished
+    for label in IMAGES[1:]:
+        shutil.rmtree(rdir / "cells" / f"{label}.gpu0.loop")
+    code = main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    # THEN no "no bad image", the missing cells are named, the exit code is not 0
+    assert "no bad image" not in out
+    assert "first bad is v2 or later, if any" in out
+    assert code == EXIT_UNDECIDED
+    assert out.rstrip().splitlines()[-1].startswith("not a complete answer: 3 of 4")
+
+
+def test_a_cut_short_result_is_named_unreadable(rdir: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = rdir / "cells" / "v2.gpu0.loop" / "result.json"
+    path.write_text(path.read_text()[:120])
+    main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    assert "v2 unreadable: first bad is v2 or later" in out
+    assert "not a whole result.json" in out
+    assert read_run(rdir).unreadable.keys() == {"v2.gpu0.loop"}
+
+
+def test_undecided_cells_have_their_own_exit_code(rdir: Path) -> None:
+    run = read_run(rdir)
+    results = {k: r for k, r in run.results.items() if not leaky(r.image.label)}
+    import dataclasses
+    vague = {k: dataclasses.replace(r, verdict="ambiguous") for k, r in results.items()}
+    report = Report.from_results("inc", vague, planned=[p for p in run.planned
+                                                         if p.id in vague])
+    assert report.undecided_cells == sorted(vague)
+    assert exit_code(report) == EXIT_UNDECIDED
+    assert report.rows[0].first_bad is None and "or later, if any" in report.rows[0].sentence
+    assert "undecided" in (report.incomplete_note() or "")
+
+
+def test_results_json_lists_missing_and_undecided(rdir: Path) -> None:
+    (rdir / "cells" / "v4.gpu0.loop" / "result.json").unlink()
+    main(["report", str(rdir), "--format", "json"])
+    run = read_run(rdir)
+    data = Report.from_results("inc", run.results, planned=run.planned).to_json()
+    assert data["missing_cells"] == ["v4.gpu0.loop"]
+    assert json.loads((rdir / "results.json").read_text())["missing_cells"] == []
+
+
+def test_a_run_too_short_to_decide_is_refused_up_front(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: short\nruntime: local\ndefaults: {sample_every: 10}\n"
+        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    code = main(["sweep", str(tmp_path / "m.yaml"), "--iterations", "1",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert "1 measured iteration cannot decide" in err and "--iterations 100" in err
+
+
+def test_a_rerun_grows_to_a_length_that_can_decide(tmp_path: Path) -> None:
+    # GIVEN a cell of 20 iterations sampled every 10: two samples, never enough
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: grow\nruntime: local\n"
+        "defaults: {iterations: 20, warmup: 5, sample_every: 10, repeats: 1}\n"
+        "matrix:\n  image: [{name: a}]\n  gpu: [0]\n  scenario: [loop.py]\n")
+    matrix = spec.load(tmp_path / "m.yaml")
+    store = RunStore.open(tmp_path / "r", matrix.name, False)
+    try:
+        out = sweep(matrix, list(matrix.cells), FakeRuntime(lambda c: Behaviour()), store,
+                    lambda _: None, False)
+    finally:
+        store.unlock()
+    attempts = out.results["a.gpu0.loop"].attempts
+    # THEN the re-run is long enough for min_samples step samples (10 x 10), not 40
+    assert [a.iterations for a in attempts] == [20, 100]
+    assert attempts[0].verdict == "ambiguous"
