@@ -15,7 +15,8 @@ rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
-loop; `harness.analysis.contention.speed_scaled`).
+loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
+SM clock of both runs beside the CPU speed, where NVML gave it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from typing import Protocol
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.contention import RunStat, busy_share, run_stat, speed_scaled
+from harness.analysis.contention import RunStat, busy_share, run_stat, sm_clocks, speed_scaled
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rounds import busy_reason, decide_rounds, settled
 from harness.protocol.ingest import read_samples
@@ -117,11 +118,13 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
         b_s = o_s = 0.0
         if b_med is not None and o_med is not None:
             b_s, o_s, speed = speed_scaled(b_med, o_med)
-        r = Round(k, b_s, o_s, b_busy, o_busy, why, speed)
+        r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
         done.append(r)
         sweep.progress(f"{cell.id} vs {base.image.label}: round {k}: "
                        + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
                        + (f" (CPU speed {speed:.2f}x the baseline's)" if speed else "")
+                       + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
+                          if r.base_sm_mhz and r.other_sm_mhz else "")
                        + (f" (left out: {why})" if why else ""))
         if why and why.startswith("host busy"):
             # A load burst passes: wait a little longer after each busy round.

@@ -30,6 +30,7 @@ class Behaviour:
     noise: float = 4096.0
     seed: int = 0
     rq_share: float | None = None   # run-queue delay as a share of step time (busy host)
+    sm_mhz: int | None = None       # the GPU's SM clock the agent read (NVML), per sample
 
 
 @dataclass
@@ -69,6 +70,8 @@ class FakeRuntime:
                            "heap": mem / 2 + rng.gauss(0, 64), "dt": dts}
                     if b.rq_share is not None:
                         rec["rq_s"] = b.rq_share * sum(dts)
+                    if b.sm_mhz is not None:
+                        rec["sm_mhz"] = b.sm_mhz
                     lines.append(rec)
                     dts = []
         if b.error:

@@ -16,7 +16,9 @@ Each step sample also carries what the host took from the stepping thread in tha
 interval (class Contention): run-queue delay `rq_s`, involuntary context switches
 `ivcs`, its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the run-queue delay
 and run time summed over all the process's threads `rq_all_s`/`run_all_s` (class
-AllThreads), and `ref_s`, the time of a fixed canary loop (the CPU's speed now).
+AllThreads), and `ref_s`, the time of a fixed canary loop (the CPU's speed now). Where
+NVML answers, step samples also carry the device's utilization `gpu_util` (percent), SM
+clock `sm_mhz` and clock-event reasons `clk_reasons` (nvml.Nvml.activity).
 """
 import argparse
 import ctypes
@@ -478,6 +480,10 @@ class Sampler(object):
                "fds": count_fds(), "threads": r.threads()}
         if self.nvml is not None and self.nvml.available:
             rec["gpu_used"] = self.nvml.used()
+            if src == "step":
+                # Utilization, SM clock and clock-event reasons: was the device busy in
+                # this interval, and was its clock held down (power, heat)?
+                rec.update(self.nvml.activity())
         if src == "step":
             # Heap and framework reads touch the allocator and the framework: only
             # between steps on the main thread, never from the timer thread.

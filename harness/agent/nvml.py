@@ -17,6 +17,17 @@ per GPU) as used, so an idle GPU looks held; `_v2` reports it apart and is used 
 library has it.
   nvmlSystemGetDriverVersion(char *, unsigned int);
   nvmlSystemGetCudaDriverVersion_v2(int *)   (1000 * major + 10 * minor).
+What the device is doing (read per sample by `activity`; each optional, skipped where a
+driver lacks it or answers NOT_SUPPORTED, never fatal):
+  nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t *)
+      with nvmlUtilization_t = {unsigned int gpu, memory} (percent of the driver's last
+      sample period, 1/6 s to 1 s by product, in which a kernel ran);
+  nvmlDeviceGetClockInfo(nvmlDevice_t, nvmlClockType_t, unsigned int *)  (MHz;
+      NVML_CLOCK_SM = 1);
+  nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long *)  (R535+;
+      older drivers name it nvmlDeviceGetCurrentClocksThrottleReasons: same bits, 0x1
+      GPU idle, 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal,
+      0x80 HW power brake).
 HARNESS_NVML_DEVICES (comma-separated NVML indices or UUIDs) restricts the readings to
 the cell's GPUs where nothing else does (the local runtime: no container, every GPU of
 the host is visible to NVML). nvmlDevice_t is an opaque pointer, kept as c_void_p. Inside a container NVML cannot map
@@ -47,6 +58,15 @@ class _MemoryV2(ctypes.Structure):
 
 MEMORY_V2 = ctypes.sizeof(_MemoryV2) | (2 << 24)  # NVML_STRUCT_VERSION(Memory, 2)
 
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+NVML_CLOCK_SM = 1
+# The sample fields `activity` fills (the host's list: harness.protocol.ingest).
+ACTIVITY_FIELDS = ("gpu_util", "sm_mhz", "clk_reasons")
+
 _P = ctypes.POINTER
 _SIGNATURES = {
     "nvmlInit_v2": [],
@@ -64,6 +84,10 @@ _OPTIONAL = {
     "nvmlSystemGetCudaDriverVersion_v2": [_P(ctypes.c_int)],
     "nvmlErrorString": [ctypes.c_int],
     "nvmlDeviceGetMemoryInfo_v2": [ctypes.c_void_p, _P(_MemoryV2)],
+    "nvmlDeviceGetUtilizationRates": [ctypes.c_void_p, _P(_Utilization)],
+    "nvmlDeviceGetClockInfo": [ctypes.c_void_p, ctypes.c_int, _P(ctypes.c_uint)],
+    "nvmlDeviceGetCurrentClocksEventReasons": [ctypes.c_void_p, _P(ctypes.c_ulonglong)],
+    "nvmlDeviceGetCurrentClocksThrottleReasons": [ctypes.c_void_p, _P(ctypes.c_ulonglong)],
 }
 
 
@@ -218,6 +242,47 @@ class Nvml(object):
             return None
         per = self.used_by_device()
         return None if None in per else sum(per)
+
+    def _ask(self, name, index, *args):
+        """True when `name` answered for the index-th device; a function that fails
+        (NOT_SUPPORTED on this GPU, a driver without it) is not asked again."""
+        fn = self._fn.get(name)
+        if fn is None:
+            return False
+        if fn(self.handles[index], *args) == NVML_SUCCESS:
+            return True
+        self._fn.pop(name, None)
+        return False
+
+    def activity(self):
+        """What the visible devices did lately: {gpu_util: percent, sm_mhz: MHz,
+        clk_reasons: bitmask}, each key present only where NVML answered.
+
+        Over several devices: the highest utilization, the lowest SM clock and every
+        reason seen (a cell normally has one GPU). Costs one NVML call per function and
+        device (~10-50 us on a real GPU): the agent reads it at its step samples only.
+        """
+        out = {}
+        if not self.available or not self.handles:
+            return out
+        util = _Utilization()
+        clock = ctypes.c_uint(0)
+        bits = ctypes.c_ulonglong(0)
+        reasons = None
+        for i in range(len(self.handles)):
+            if self._ask("nvmlDeviceGetUtilizationRates", i, ctypes.byref(util)):
+                out["gpu_util"] = max(out.get("gpu_util", 0), int(util.gpu))
+            if self._ask("nvmlDeviceGetClockInfo", i, NVML_CLOCK_SM, ctypes.byref(clock)):
+                mhz = int(clock.value)
+                out["sm_mhz"] = min(out.get("sm_mhz", mhz), mhz)
+            for name in ("nvmlDeviceGetCurrentClocksEventReasons",
+                         "nvmlDeviceGetCurrentClocksThrottleReasons"):
+                if self._ask(name, i, ctypes.byref(bits)):
+                    reasons = (reasons or 0) | int(bits.value)
+                    break
+        if reasons is not None:
+            out["clk_reasons"] = reasons
+        return out
 
     def close(self):
         if self.available:

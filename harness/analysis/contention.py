@@ -14,6 +14,21 @@ lock or a GPU, the slowdowns that matter most).
   of confirmation rounds.
 - `busy_share`: contention (the larger of run-queue delay and throttled time) as a
   share of a run's step time, to drop confirmation rounds run while the host was busy.
+
+A spin-wait is not CPU work. `torch.cuda.synchronize()` spins on a CPU until the
+device is done, so a step that waits on a busy GPU shows its whole wait as CPU time; a
+faster canary then "speeds up" a step that no CPU could make faster (on an H100, a flat
+42.8 ms matrix-product step read as a 1.55x slowdown "at one CPU speed" when the canary
+got 1.6x faster mid-run). The rule, per sample interval: a step never takes less than
+the device's busy time in it (utilization x step time, `gputime.device_share`), so only
+the stepping thread's CPU time beyond that, at most step x (1 - utilization), is CPU
+work that a CPU-speed change moves; the rest is left as measured, as waits are. With
+the GPU idle, or where NVML gave no utilization (no GPU, old recordings), every CPU
+second counts as work, as before. Where the GPU overlapped real CPU work (an
+asynchronous pipeline) the rule corrects less than it could: the device, not the CPU,
+then bounds the step, so its time does not move with the CPU's speed either. (A flat
+raw step time is not taken as proof of a spin: more CPU work on a CPU that got as much
+faster looks the same, and is a slowdown.)
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.analysis.gputime import device_share
 from harness.analysis.records import Explained
 from harness.protocol.ingest import Series
 
@@ -57,6 +73,7 @@ def at_one_speed(series: Series) -> np.ndarray | None:
         total = float(dt.mean())
         cpu = min(float(s["cpu_s"]) / dt.size, total) * float(
             _own_share(s.get("on_s", np.nan), s["cpu_s"]))
+        cpu = min(cpu, total * (1.0 - device_share(s)))   # a spin on the device is no work
         scale = ((total - cpu) + cpu * r0 / float(s["ref_s"])) / total if total > 0 else 1.0
         out.append(dt * scale)
     return np.concatenate(out)
@@ -72,8 +89,11 @@ def cpu_at_one_speed(series: Series) -> np.ndarray | None:
     r0 = float(np.median([s["ref_s"] for s in rows]))
     out = []
     for s in rows:
-        own = float(_own_share(s.get("on_s", np.nan), s["cpu_s"]))
-        out.append(float(s["cpu_s"]) / len(s["dt"]) * (own * r0 / float(s["ref_s"]) + 1 - own))
+        per_step = float(s["cpu_s"]) / len(s["dt"])
+        own = float(_own_share(s.get("on_s", np.nan), s["cpu_s"])) * per_step
+        # The stepping thread's CPU work, less what spun while the device was busy.
+        work = min(own, float(np.mean(s["dt"])) * (1.0 - device_share(s)))
+        out.append(per_step - work + work * r0 / float(s["ref_s"]))
     return np.asarray(out, dtype=np.float64)
 
 
@@ -145,7 +165,9 @@ class RunStat:
         work: CPU time per step in canary loops, taken per interval (the CPU's speed
             changes within a run as a hyperthread sibling gets busy and idle); NaN if
             not recorded.
-        wait_s: The part of the step that was not CPU time (sleeps, locks, a device).
+        wait_s: The part of the step that was not CPU work (sleeps, locks, a device,
+            a spin-wait on a busy device).
+        sm_mhz: The GPU's SM clock (MHz) over the run's samples; NaN if not recorded.
     """
 
     net_s: float
@@ -153,6 +175,7 @@ class RunStat:
     ref_s: float = float("nan")
     work: float = float("nan")
     wait_s: float = float("nan")
+    sm_mhz: float = float("nan")
 
 
 def run_stat(series: Series) -> RunStat | None:
@@ -164,9 +187,12 @@ def run_stat(series: Series) -> RunStat | None:
     waits included.
     """
     cols = series.contention()
+    gpu = series.gpu_activity()
+    clocks = gpu["sm_mhz"][np.isfinite(gpu["sm_mhz"])] if gpu is not None else np.empty(0)
+    mhz = float(np.median(clocks)) if clocks.size else float("nan")
     if cols is None:
         times = series.step_times()
-        return RunStat(float(np.median(times))) if times.size else None
+        return RunStat(float(np.median(times)), sm_mhz=mhz) if times.size else None
     if not cols["steps"].size:
         return None
     net = np.maximum((cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"], 0.0)
@@ -174,12 +200,16 @@ def run_stat(series: Series) -> RunStat | None:
     cpu = np.minimum(cols["cpu_s"] / cols["steps"], net)
     ref = cols["ref_s"]
     if not (np.isfinite(cpu).all() and np.isfinite(ref).all() and (ref > 0).all()):
-        return RunStat(med)
+        return RunStat(med, sm_mhz=mhz)
     # Only the stepping thread's own CPU time runs at the canary's speed; worker
-    # threads run on other CPUs, whose speed the canary does not see.
+    # threads run on other CPUs, whose speed the canary does not see. Of it, what spun
+    # while the device was busy is no work (the module's docstring).
     mine = cpu * _own_share(cols["on_s"], cols["cpu_s"])
+    if gpu is not None:
+        busy = np.clip(np.nan_to_num(gpu["gpu_util"]) / 100.0, 0.0, 1.0)
+        mine = np.minimum(mine, cols["dt_s"] / cols["steps"] * (1.0 - busy))
     return RunStat(med, float(np.median(cpu)), float(np.median(ref)),
-                   float(np.median(mine / ref)), float(np.median(net - mine)))
+                   float(np.median(mine / ref)), float(np.median(net - mine)), mhz)
 
 
 def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarray:
@@ -211,3 +241,13 @@ def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | N
         return r.wait_s + r.work * ref0
 
     return scaled(base), scaled(other), base.ref_s / other.ref_s
+
+
+def sm_clocks(base: RunStat | None, other: RunStat | None) -> tuple[float | None, float | None]:
+    """Both runs' median GPU SM clocks (MHz) for a round's record; None where not
+    recorded (no GPU, no NVML clock, a failed run)."""
+
+    def clock(r: RunStat | None) -> float | None:
+        return r.sm_mhz if r is not None and np.isfinite(r.sm_mhz) else None
+
+    return clock(base), clock(other)

@@ -171,6 +171,10 @@ class Round(Record):
         excluded: Why the round does not count, or None.
         speed: The suspect run's CPU speed over the baseline run's (canary loop); the
             times are already scaled to one speed. None when not measured.
+        base_sm_mhz: The baseline run's median GPU SM clock (MHz), beside the CPU
+            speed: a GPU held down by power or heat slows the same work. None when
+            NVML gave no clock.
+        other_sm_mhz: The same for the suspect run.
     """
 
     index: int
@@ -180,6 +184,8 @@ class Round(Record):
     other_busy: float | None = None
     excluded: str | None = None
     speed: float | None = None
+    base_sm_mhz: float | None = None
+    other_sm_mhz: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -306,6 +312,80 @@ class VsBaseline(Record):
         if self.direction is not None:
             return self.direction
         return self.steps.direction if self.steps is not None else None
+
+
+# Clock-event reasons (nvmlClocksEventReasons) that hold a busy GPU's clock down for
+# power or heat: a cause of "every call got slower" on its own.
+CLOCK_REASONS = {0x4: "SW power cap", 0x8: "HW slowdown", 0x20: "SW thermal slowdown",
+                 0x40: "HW thermal slowdown", 0x80: "HW power brake"}
+CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it dropped
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTime(Record):
+    """The device behind a slowdown: busy time per step and SM clock, early vs late
+    (`harness.analysis.gputime`).
+
+    Attributes:
+        extra_s: Late minus early median step time (the slowdown), seconds.
+        early_busy_s: Device busy seconds per step (utilization x interval / steps),
+            early window; None where NVML gave no utilization.
+        late_busy_s: The same, late window.
+        early_util: Median utilization (percent), early window; None if not recorded.
+        late_util: The same, late window.
+        early_sm_mhz: Median SM clock (MHz), early window; None if not recorded.
+        late_sm_mhz: The same, late window.
+        reasons: The power and thermal clock-event reasons seen in the late window.
+    """
+
+    extra_s: float = 0.0
+    early_busy_s: float | None = None
+    late_busy_s: float | None = None
+    early_util: float | None = None
+    late_util: float | None = None
+    early_sm_mhz: float | None = None
+    late_sm_mhz: float | None = None
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def bound(self) -> bool:
+        """GPU-bound: the device's busy time per step rose by half the slowdown or more."""
+        if self.early_busy_s is None or self.late_busy_s is None or self.extra_s <= 0:
+            return False
+        return self.late_busy_s - self.early_busy_s >= self.extra_s / 2
+
+    @property
+    def clock_drop(self) -> bool:
+        """The SM clock fell by 5 % or more from the early window to the late one."""
+        return (self.early_sm_mhz is not None and self.late_sm_mhz is not None
+                and self.early_sm_mhz > 0
+                and self.late_sm_mhz <= CLOCK_DROP * self.early_sm_mhz)
+
+    @property
+    def throttled(self) -> bool:
+        """The clock dropped and the driver named power or heat for it."""
+        return self.clock_drop and bool(self.reasons)
+
+    @property
+    def text(self) -> str:
+        """The evidence in words: "GPU busy 12.0 -> 24.1 ms/step (util 99% -> 100%);
+        GPU clock 1980 -> 1410 MHz, SW power cap"."""
+        parts: list[str] = []
+        if self.early_busy_s is not None and self.late_busy_s is not None:
+            util = (f" (util {self.early_util:.0f}% -> {self.late_util:.0f}%)"
+                    if self.early_util is not None and self.late_util is not None else "")
+            parts.append(f"GPU busy {_ms(self.early_busy_s)} -> {_ms(self.late_busy_s)} "
+                         f"ms/step{util}")
+        if self.early_sm_mhz is not None and self.late_sm_mhz is not None and (
+                self.clock_drop or self.reasons):
+            parts.append(f"GPU clock {self.early_sm_mhz:.0f} -> {self.late_sm_mhz:.0f} MHz"
+                         + "".join(f", {r}" for r in self.reasons))
+        return "; ".join(parts)
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
 
 
 FindingKind = Literal[

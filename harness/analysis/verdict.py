@@ -33,11 +33,13 @@ import numpy as np
 from harness.analysis.compare import compare_peaks, compare_steps
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
+from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
 from harness.analysis.records import (
     Explained,
     Finding,
+    GpuTime,
     LiveRun,
     MemoryTrend,
     PeakComparison,
@@ -92,6 +94,7 @@ class CellVerdict:
     live: LiveRun | None = None             # early-stop mode: the sequential decision
     cpu_steps: StepTrend | None = None      # CPU time per step, early vs late (evidence)
     contention: Explained | None = None     # run-queue delay behind a slowdown
+    gpu_time: GpuTime | None = None         # device busy time and clock behind a slowdown
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -152,7 +155,8 @@ def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
     return step_trend(cpu, cfg)
 
 
-def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool) -> str:
+def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
+                     gpu: GpuTime | None = None) -> str:
     text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
     text += ", at one CPU speed)" if at_speed else ")"
     if cpu is not None and not cpu.insufficient:
@@ -160,9 +164,9 @@ def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool) ->
         # less: it waits longer (sleep, lock, device).
         more_cpu = cpu.late_median_s - cpu.early_median_s
         more_wall = steps.late_median_s - steps.early_median_s
-        bound = "CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound"
+        bound = slowdown_label("CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound", gpu)
         text += f"; CPU time per step {cpu.ratio:.2f}x ({bound})"
-    return text
+    return text + gpu_evidence(gpu)
 
 
 def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
@@ -215,8 +219,10 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> Cell
     kind = {k: t.kind for k, t in memory.items()}
     findings: list[Finding] = []
     busy: Explained | None = None
+    gpu: GpuTime | None = None
     slowdown = False
     if steps is not None and steps.slowdown:
+        gpu = gpu_time(series, cfg.step_window, steps.late_median_s - steps.early_median_s)
         busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s,
                        count_speed=same_speed is None)
         # Contention voids a slowdown only when the step did not do more work: CPU time
@@ -239,9 +245,9 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> Cell
                            (*leaks, *findings), memory, steps, cpu_steps=cpu, contention=busy)
     if slowdown:
         assert steps is not None
-        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, same_speed is not None),
+        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, same_speed is not None, gpu),
                            None, tuple(findings), memory, steps, cpu_steps=cpu,
-                           contention=busy)
+                           contention=busy, gpu_time=gpu)
     if busy is not None and findings:
         assert steps is not None
         return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "

@@ -9,7 +9,8 @@ Schema 1, one JSON object per line, each with `"type"`:
 - `sample`: `i` (iteration), `src` (`step`: carries `dt`, the step times, and the
   contention fields of `ingest.CONTENTION_FIELDS`; `timer`: a timed reading), `phase`
   (warmup|measure|...), `t` (seconds), and memory bytes per source (heap, uss, rss,
-  cgroup, gpu_used, fw).
+  cgroup, gpu_used, fw); where NVML answered, step samples also carry the device's
+  `gpu_util` (percent), `sm_mhz` and `clk_reasons` (`ingest.GPU_ACTIVITY_FIELDS`).
 - `end` (last, once): status (ok|error), error {type, message, traceback}, info,
   phases, iterations, warmup, stopped_early, mode, elapsed_s, sampling_s.
 Lines that do not parse or fail the schema are counted and described (`Series.skipped`,

@@ -43,6 +43,12 @@ TREND_NAMES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup",
 # Older recordings lack them; True means an integer count.
 CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True,
                      "ref_s": False, "rq_all_s": False, "run_all_s": False, "on_s": False}
+# Per step sample where NVML answered (agents from issue 20 on; the agent's list is
+# `harness/agent/nvml.py:ACTIVITY_FIELDS`): the device's utilization in percent (share
+# of NVML's last sample period in which a kernel ran), its SM clock in MHz and the
+# clock-event reasons bitmask. Each may be missing (an old driver, a GPU that does not
+# support it, an older recording); all are non-negative integers.
+GPU_ACTIVITY_FIELDS = ("gpu_util", "sm_mhz", "clk_reasons")
 
 
 @dataclass
@@ -109,6 +115,28 @@ class Series:
         out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
         return out
 
+    def gpu_activity(self) -> dict[str, np.ndarray] | None:
+        """Per measured step sample: `steps`, `dt_s` (their summed step time),
+        `gpu_util` (percent), `sm_mhz` and `clk_reasons` (NaN where a sample lacks it);
+        None when no sample recorded the GPU's utilization or SM clock (no NVML, an
+        old driver, a recording from before issue 20)."""
+        import numpy as np
+
+        rows: list[list[float]] = []
+        seen = False
+        for s in self.samples:
+            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
+                seen = seen or s.get("gpu_util") is not None or s.get("sm_mhz") is not None
+                rows.append([float(len(s["dt"])), float(sum(s["dt"]))] + [
+                    float("nan") if s.get(k) is None else float(s[k])
+                    for k in GPU_ACTIVITY_FIELDS])
+        if not seen:
+            return None
+        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(GPU_ACTIVITY_FIELDS))
+        out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
+        out.update({k: cols[:, 2 + n] for n, k in enumerate(GPU_ACTIVITY_FIELDS)})
+        return out
+
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
         """(iteration, bytes) of samples in `phase` that carry `source`, by iteration.
 
@@ -149,6 +177,12 @@ def _valid_sample(rec: dict[str, Any]) -> str | None:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
                               or not math.isfinite(v) or v < 0):
             return f"sample field {key!r} is not a non-negative number"
+    for key in GPU_ACTIVITY_FIELDS:
+        v = rec.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0
+                              or (key == "gpu_util" and v > 100)):
+            return f"sample {key!r} is not a non-negative integer" + (
+                " up to 100" if key == "gpu_util" else "")
     if rec["src"] == "step":
         dt = rec.get("dt", [])
         if not isinstance(dt, list) or not all(

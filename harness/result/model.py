@@ -17,6 +17,7 @@ from harness.analysis.kinds import Verdict
 from harness.analysis.records import (
     Explained,
     Finding,
+    GpuTime,
     LiveRun,
     MemoryTrend,
     StepTrend,
@@ -219,6 +220,7 @@ class CellResult:
     steps: StepTrend | None = None
     cpu_steps: StepTrend | None = None
     contention: Explained | None = None
+    gpu_time: GpuTime | None = None
     live: LiveRun | None = None
     vs_baseline: VsBaseline | None = None
     summary: Summary = field(default_factory=Summary)

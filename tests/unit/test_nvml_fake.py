@@ -29,17 +29,18 @@ MiB = 1024 * 1024
 TWO_GPUS = "NVIDIA GeForce RTX 4090:8.9:24564MiB:312MiB;NVIDIA GeForce RTX 3090:8.6:24576MiB:1GiB"
 PY36 = sorted(glob.glob("/root/.pyenv/versions/3.6*/bin/python3.6"))
 FAKE_ENV = ("FAKE_NVML_DEVICES", "FAKE_NVML_DRIVER", "FAKE_NVML_CUDA", "FAKE_NVML_INIT_ERROR",
-            "FAKE_NVML_LEAK", "HARNESS_NVML_DEVICES")
+            "FAKE_NVML_LEAK", "HARNESS_NVML_DEVICES", "FAKE_NVML_ACTIVITY",
+            "FAKE_NVML_ACTIVITY_FILE", "FAKE_NVML_ACTIVITY_ERROR")
 
 
-def _compile(source: Path, out: Path) -> Path:
+def _compile(source: Path, out: Path, *defines: str) -> Path:
     gcc = shutil.which("gcc")
     if gcc is None:
         if os.environ.get("CI") == "true":
             pytest.fail("gcc is missing: CI must `apt-get install -y gcc`", pytrace=False)
         pytest.skip("no gcc to build the fake libnvidia-ml.so.1")
-    subprocess.run([gcc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", str(out),
-                    str(source)], check=True)
+    subprocess.run([gcc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
+                    *(f"-D{d}" for d in defines), "-o", str(out), str(source)], check=True)
     return out
 
 
@@ -148,6 +149,53 @@ def test_restricted_to_the_cells_gpus(fake_nvml: Path, tmp_path: Path,
     assert [d["uuid"] for d in agent_nvml().Nvml(str(fake_nvml)).devices()] == ["GPU-aaaa-0"]
 
 
+def test_activity_reads_utilization_clock_and_reasons(fake_nvml: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    nv = agent_nvml().Nvml(str(fake_nvml))
+    # an idle GPU answers as an idle H100 did: 0 %, 375 MHz, 0x1 (GPU idle)
+    assert nv.activity() == {"gpu_util": 0, "sm_mhz": 375, "clk_reasons": 1}
+    monkeypatch.setenv("FAKE_NVML_ACTIVITY", "100:1410:0x4")
+    assert nv.activity() == {"gpu_util": 100, "sm_mhz": 1410, "clk_reasons": 4}
+    state = tmp_path / "activity"
+    monkeypatch.setenv("FAKE_NVML_ACTIVITY_FILE", str(state))
+    state.write_text("97:1980:0x0\n")
+    assert nv.activity() == {"gpu_util": 97, "sm_mhz": 1980, "clk_reasons": 0}
+    # two devices: the busier one's utilization, the lower clock, every reason
+    monkeypatch.setenv("FAKE_NVML_DEVICES", TWO_GPUS)
+    (tmp_path / "two").mkdir()
+    lib = shutil.copy(fake_nvml, tmp_path / "two" / "libnvidia-ml.so.1")
+    two = agent_nvml().Nvml(str(lib))
+    assert len(two.handles) == 2 and two.activity()["gpu_util"] == 97
+
+
+def test_activity_skips_what_the_driver_lacks(fake_nvml_build: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in FAKE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FAKE_NVML_PROFILE", str(tmp_path / "no-profile"))
+    monkeypatch.setenv("FAKE_NVML_ACTIVITY", "88:1500:0x40")
+    # a library without the three functions: no keys, memory still read
+    (tmp_path / "old").mkdir()
+    old = _compile(SOURCE, tmp_path / "old" / "libnvidia-ml.so.1", "FAKE_NVML_NO_ACTIVITY")
+    nv = agent_nvml().Nvml(str(old))
+    assert nv.available and nv.activity() == {} and nv.used() is not None
+    # a driver before R535: the reasons under their older name
+    (tmp_path / "r530").mkdir()
+    r530 = _compile(SOURCE, tmp_path / "r530" / "libnvidia-ml.so.1", "FAKE_NVML_THROTTLE_ONLY")
+    nv = agent_nvml().Nvml(str(r530))
+    assert "nvmlDeviceGetCurrentClocksEventReasons" not in nv._fn
+    assert nv.activity() == {"gpu_util": 88, "sm_mhz": 1500, "clk_reasons": 0x40}
+    # a GPU that answers NOT_SUPPORTED: skipped, and not asked again
+    monkeypatch.setenv("FAKE_NVML_ACTIVITY_ERROR", "3")
+    lib = tmp_path / "ns" / "libnvidia-ml.so.1"
+    lib.parent.mkdir()
+    shutil.copy(fake_nvml_build, lib)
+    nv = agent_nvml().Nvml(str(lib))
+    assert nv.activity() == {} and "nvmlDeviceGetUtilizationRates" not in nv._fn
+    monkeypatch.delenv("FAKE_NVML_ACTIVITY_ERROR")
+    assert nv.activity() == {}
+
+
 def test_missing_library_says_why() -> None:
     nv = agent_nvml().Nvml("/nonexistent/libnvidia-ml.so.1")
     assert not nv.available
@@ -210,6 +258,49 @@ def test_agent_reports_gpu_header_and_used(fake_nvml: Path, tmp_path: Path, pyth
     used = [r["gpu_used"] for r in records if r["type"] == "sample" and r["src"] == "step"]
     assert len(used) == 11 and used == sorted(used) and used[-1] > used[0]
     assert records[-1]["status"] == "ok"
+
+
+BUSY_LATER = """
+import os
+
+
+def setup(params):
+    return {"k": 0}
+
+
+def step(state):
+    state["k"] += 1
+    if state["k"] == 50:
+        with open(os.environ["FAKE_NVML_ACTIVITY_FILE"], "w") as f:
+            f.write("100:1410:0x4")
+"""
+
+
+@pytest.mark.parametrize("python", [sys.executable, *PY36[-1:]],
+                         ids=lambda p: "current" if p == sys.executable else "py3.6")
+def test_agent_samples_gpu_activity_and_the_host_reads_it(fake_nvml: Path, tmp_path: Path,
+                                                         python: str) -> None:
+    from harness.protocol.ingest import read_samples
+
+    # GIVEN a scenario that makes the (fake) GPU busy and power-capped half-way
+    scenario = tmp_path / "busy.py"
+    scenario.write_text(BUSY_LATER)
+    activity = tmp_path / "activity"
+    activity.write_text("3:1980:0x0")
+    out = tmp_path / "samples.jsonl"
+    env = {**os.environ, "HARNESS_NVML_LIB": str(fake_nvml),
+           "FAKE_NVML_ACTIVITY_FILE": str(activity)}
+    subprocess.run([python, str(AGENT_DIR / "agent.py"), "--scenario", str(scenario),
+                    "--iterations", "100", "--warmup", "0", "--sample-every", "10",
+                    "--max-overhead", "0", "--sample-interval", "30", "--out", str(out),
+                    "--quiet"], env=env, check=True, timeout=60)
+    series = read_samples(out)
+    assert not series.problems
+    cols = series.gpu_activity()
+    assert cols is not None
+    assert list(cols["gpu_util"]) == [3.0] * 4 + [100.0] * 6
+    assert list(cols["sm_mhz"]) == [1980.0] * 4 + [1410.0] * 6
+    assert list(cols["clk_reasons"]) == [0.0] * 4 + [4.0] * 6
 
 
 def test_agent_without_nvml_records_reason(tmp_path: Path) -> None:

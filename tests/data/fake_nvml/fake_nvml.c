@@ -27,7 +27,22 @@
  * Memory as current drivers (R510+) report it: nvmlDeviceGetMemoryInfo (v1) counts the
  * driver-reserved memory as used; nvmlDeviceGetMemoryInfo_v2 reports it apart.
  *
+ * What the device is doing (nvmlDeviceGetUtilizationRates, nvmlDeviceGetClockInfo,
+ * nvmlDeviceGetCurrentClocksEventReasons and its older name ...ThrottleReasons), the
+ * same for every device:
+ *   FAKE_NVML_ACTIVITY  "UTIL:SM_MHZ:REASONS"   e.g. "100:1410:0x4" (a busy GPU held
+ *                       down by its power cap); default "0:375:0x1" (idle, as an idle
+ *                       H100 answers). Re-read on every call, so a test can change it.
+ *   FAKE_NVML_ACTIVITY_FILE  a file holding the same text, re-read on every call (a
+ *                       scenario writes it to change what the device does mid-run);
+ *                       it wins over FAKE_NVML_ACTIVITY while it exists.
+ *   FAKE_NVML_ACTIVITY_ERROR  these calls return this nvmlReturn_t (e.g. 3
+ *                       NOT_SUPPORTED, as some GPUs answer for utilization).
+ * Profile mode reads <state>/activity the same way.
+ *
  * Build: gcc -shared -fPIC -o libnvidia-ml.so.1 fake_nvml.c
+ *   -DFAKE_NVML_NO_ACTIVITY: an old library without those three functions;
+ *   -DFAKE_NVML_THROTTLE_ONLY: a driver before R535 (ClocksThrottleReasons only).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +52,7 @@ typedef int nvmlReturn_t;                 /* an enum in nvml.h: int-sized */
 #define NVML_SUCCESS 0
 #define NVML_ERROR_UNINITIALIZED 1
 #define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
@@ -318,3 +334,76 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
     memory->free = device->total - device->reserved - used;
     return NVML_SUCCESS;
 }
+
+#ifndef FAKE_NVML_NO_ACTIVITY
+typedef struct {                          /* nvmlUtilization_t */
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+#define NVML_CLOCK_SM 1
+
+/* The device's utilization, SM clock and clock-event reasons now (see the top). */
+static nvmlReturn_t activity(nvmlDevice_t device, unsigned int *util, unsigned int *mhz,
+                             unsigned long long *reasons) {
+    nvmlReturn_t rc = check_device(device);
+    const char *fail = getenv("FAKE_NVML_ACTIVITY_ERROR");
+    const char *env = getenv("FAKE_NVML_ACTIVITY");
+    const char *path = getenv("FAKE_NVML_ACTIVITY_FILE");
+    char text[128] = "0:375:0x1", state_path[600];
+    FILE *f = NULL;
+    if (rc != NVML_SUCCESS) return rc;
+    if (fail && *fail) return (nvmlReturn_t)atoi(fail);
+    if (env && *env) snprintf(text, sizeof text, "%s", env);
+    if (state_dir[0]) {
+        snprintf(state_path, sizeof state_path, "%s/activity", state_dir);
+        f = fopen(state_path, "r");
+    }
+    if (f == NULL && path && *path) f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(text, sizeof text, f) == NULL) text[0] = 0;
+        fclose(f);
+    }
+    *util = 0;
+    *mhz = 0;
+    *reasons = 0;
+    if (sscanf(text, "%u:%u:%lli", util, mhz, reasons) < 2) return NVML_ERROR_UNKNOWN;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization) {
+    unsigned int util, mhz;
+    unsigned long long reasons;
+    nvmlReturn_t rc;
+    if (utilization == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    rc = activity(device, &util, &mhz, &reasons);
+    if (rc != NVML_SUCCESS) return rc;
+    utilization->gpu = util;
+    utilization->memory = util / 2;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *clock) {
+    unsigned int util, mhz;
+    unsigned long long reasons;
+    nvmlReturn_t rc;
+    if (clock == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    rc = activity(device, &util, &mhz, &reasons);
+    if (rc != NVML_SUCCESS) return rc;
+    *clock = type == NVML_CLOCK_SM ? mhz : 1593;   /* other clocks: an HBM3 memory clock */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long *clocksThrottleReasons) {
+    unsigned int util, mhz;
+    if (clocksThrottleReasons == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    return activity(device, &util, &mhz, clocksThrottleReasons);
+}
+
+#ifndef FAKE_NVML_THROTTLE_ONLY
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long *clocksEventReasons) {
+    return nvmlDeviceGetCurrentClocksThrottleReasons(device, clocksEventReasons);
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+"""Interleaved confirmation rounds record the GPU's SM clock beside the CPU speed, and
+the agent's GPU activity fields are checked on the way in (GIVEN a fake sweep or agent
+lines, THEN the stored rounds and the Series)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fakeruntime import Behaviour, FakeRuntime
+
+from harness import spec
+from harness.orchestrator import sweep
+from harness.protocol.ingest import parse_lines
+from harness.store import RunStore
+
+MATRIX = """\
+name: gpuclock
+runtime: local
+defaults: {iterations: 400, warmup: 20, sample_every: 5, repeats: 0}
+matrix:
+  image: [{name: v1}, {name: v2}]
+  gpu: ["0"]
+  scenario: [loop.py]
+"""
+
+
+def test_rounds_record_each_runs_sm_clock(tmp_path: Path) -> None:
+    # GIVEN v2 2x slower than v1, its GPU held at 1410 MHz where v1's ran at 1980
+    (tmp_path / "loop.py").write_text("def setup(params):\n    return None\n\n\n"
+                                      "def step(state):\n    pass\n")
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    matrix = spec.load(tmp_path / "matrix.yaml")
+    table = {"v1": Behaviour(sm_mhz=1980), "v2": Behaviour(step_s=0.002, sm_mhz=1410)}
+    runtime = FakeRuntime(lambda c: table[c.image.label])
+    lines: list[str] = []
+    store = RunStore.open(tmp_path / "reports", matrix.name, False)
+    try:
+        outcome = sweep(matrix, list(matrix.cells), runtime, store, lines.append, False)
+    finally:
+        store.unlock()
+    res = outcome.results["v2.gpu0.loop"]
+    assert res.verdict == "regression"
+    conf = res.vs_baseline.confirmation if res.vs_baseline else None
+    assert conf is not None and conf.rounds
+    # THEN every round has both runs' clocks, stored and said
+    assert {(r.base_sm_mhz, r.other_sm_mhz) for r in conf.rounds} == {(1980.0, 1410.0)}
+    stored = json.loads((outcome.store.root / "cells" / "v2.gpu0.loop" / "result.json")
+                        .read_text())
+    first = stored["vs_baseline"]["confirmation"]["rounds"][0]
+    assert (first["base_sm_mhz"], first["other_sm_mhz"]) == (1980.0, 1410.0)
+    assert any("GPU clock 1980 / 1410 MHz" in line for line in lines)
+
+
+def _sample(**extra: object) -> bytes:
+    rec = {"type": "sample", "src": "step", "phase": "measure", "i": 10, "t": 0.1,
+           "dt": [0.01] * 10, **extra}
+    return (json.dumps(rec) + "\n").encode()
+
+
+def test_gpu_activity_fields_are_checked_and_old_samples_load() -> None:
+    header = (json.dumps({"type": "header", "schema": 1}) + "\n").encode()
+    good = parse_lines([header, _sample(gpu_util=97, sm_mhz=1980, clk_reasons=4),
+                        _sample()])
+    assert len(good.samples) == 2 and not good.problems
+    cols = good.gpu_activity()
+    assert cols is not None and cols["sm_mhz"][0] == 1980.0
+    assert str(cols["sm_mhz"][1]) == "nan"
+    assert parse_lines([header, _sample()]).gpu_activity() is None
+    for bad in ({"gpu_util": 101}, {"sm_mhz": -1}, {"clk_reasons": 1.5},
+                {"gpu_util": True}):
+        series = parse_lines([header, _sample(**bad)])
+        key = next(iter(bad))
+        assert not series.samples and key in series.problems[0], series.problems
