@@ -96,6 +96,7 @@ class Sweep:
         self._gpu_lock = threading.Lock()
         self._gpu_seen: dict[str, gpu.HostGpus] = {}
         self.cancel = threading.Event()
+        self._busy_said = threading.Event()   # the host-busy note, once a sweep
         self.series = SeriesCache(store.root)    # each cell's series, parsed once
 
     def runtime_for(self, cell: Cell) -> Runtime:
@@ -427,10 +428,16 @@ class Sweep:
         steps, busy = facts.steps, facts.busy
         if res.verdict in GOOD and steps is not None and needs_rounds(facts, self.cfg):
             pooled = pooled_text(steps, label)
-            what = (f"suspected {steps.direction}" if steps.direction != "~"
-                    else f"host busy ({busy:.0%} run-queue delay)")
-            self.progress(f"{cell.id} vs {label}: {pooled}, {what}; "
-                          f"confirming in {cell.settings.rounds} interleaved rounds")
+            what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
+            if steps.direction == "~" and not self._busy_said.is_set():
+                # Said once a sweep: every later cell on this host is as busy.
+                self._busy_said.set()
+                self.progress(f"host busy: {busy:.0%} run-queue delay in {cell.id} or its "
+                              "baseline; unchanged-looking cells are confirmed in "
+                              "interleaved rounds")
+            self.progress(f"{cell.id} vs {label}: {pooled}, {what}; confirming in "
+                          f"interleaved rounds (2 to {2 * cell.settings.rounds}, until "
+                          "settled)")
             facts = dataclasses.replace(facts, confirmation=confirm(
                 self, base, cell, steps.direction, cell.settings.rounds,
                 len(series.step_times())))
@@ -505,7 +512,9 @@ def _vs_text(vs: VsBaseline | None) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
-        return f"no change (steps {vs.steps.ratio:.2f}x)"
+        s = vs.steps
+        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), not a "
+                "significant change beyond min_ratio")
     return "no step times"
 
 

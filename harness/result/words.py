@@ -35,19 +35,22 @@ def cell_numbers(res: CellResult) -> str:
 
 
 def baseline_numbers(res: CellResult) -> list[str]:
-    """The ratios against the row's baseline that a reader may take as found."""
+    """The ratios against the row's baseline, each with its interval, and marked
+    unconfirmed where no interleaved rounds confirmed it."""
     vs = res.vs_baseline
     if vs is None:
         return []
     parts: list[str] = []
-    # The rounds' direction when they ran; a pooled one alone is only "suspected".
     conf, steps, peak = vs.confirmation, vs.steps, vs.peak_rss
     direction = vs.said_direction
     if conf is not None and direction not in (None, "~"):
-        parts.append(f"time {conf.ratio:.2f}x baseline ({direction} in "
+        parts.append(f"time {conf.interval()} baseline ({direction} in "
                      f"{len(conf.decided_by)} interleaved rounds)")
     elif steps is not None and direction not in (None, "~"):
-        parts.append(f"time {steps.ratio:.2f}x baseline")
+        # A pooled comparison alone: thousands of autocorrelated steps make any drift
+        # look certain, so it is never stated as found.
+        parts.append(f"time {steps.ratio:.2f}x baseline (pooled, p={steps.p_value:.2g}; "
+                     "unconfirmed)")
     if peak is not None and peak.direction != "~":
         parts.append(f"peak RSS {peak.ratio:.2f}x baseline")
     return parts

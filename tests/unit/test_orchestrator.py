@@ -481,3 +481,22 @@ def test_a_slower_image_hidden_by_a_loaded_baseline_is_still_found(tmp_path: Pat
     assert res.vs_baseline.steps.direction == "~"
     assert res.verdict == "regression"
     assert 1.2 < res.vs_baseline.confirmation.ratio < 1.4
+
+
+def test_a_busy_host_is_said_once_a_sweep(tmp_path: Path) -> None:
+    # GIVEN every cell of four images ran with a third of its step time in the run queue
+    lines: list[str] = []
+    matrix = make_matrix(tmp_path, "v1, v2, v3, v4")
+    out = run(matrix, FakeRuntime(lambda c: Behaviour(rq_share=0.3)), tmp_path,
+              progress=lines.append)
+    # THEN the three compared cells are confirmed in rounds, the host named busy once
+    assert sum(line.startswith("host busy:") for line in lines) == 1
+    confirming = [ln for ln in lines if "confirming in interleaved rounds" in ln]
+    assert len(confirming) == 3
+    assert all("(2 to 6, until settled)" in ln for ln in confirming)
+    # AND each says what its rounds cost
+    for cid in ("v2.gpu0.loop", "v3.gpu0.loop", "v4.gpu0.loop"):
+        conf = out.results[cid].vs_baseline.confirmation
+        assert conf is not None and f"{len(conf.rounds)} rounds" in conf.reason
+        # identical images: two rounds inside the no-change band settle it (were 3 to 6)
+        assert len(conf.rounds) == 2 and out.results[cid].verdict == "ok", conf.reason

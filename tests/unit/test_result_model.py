@@ -33,7 +33,7 @@ def test_an_old_result_without_direction_or_rounds_takes_the_pooled_direction() 
     assert vs is not None
     assert vs.said_direction == "slower" and vs.confirmation is None and vs.cpu is None
     assert vs.peak_rss is not None and vs.peak_rss.ratio == 1.0
-    assert cell_numbers(res) == "time 1.50x baseline"
+    assert cell_numbers(res) == "time 1.50x baseline (pooled, p=0.001; unconfirmed)"
 
 
 def test_rounds_decide_the_direction_and_nan_reads_back() -> None:

@@ -21,8 +21,10 @@ def _leaky() -> dict[str, Any]:
 
 
 def test_cell_text_names_each_number() -> None:
-    assert cell_text(as_result(_leaky())) == ("leak: heap +5.9 KiB/call, 15.9 µs/call, "
-                                   "time 1.17x baseline, peak RSS 1.12x baseline")
+    # (a pooled step ratio that no rounds confirmed is marked so: issue 21 point 3)
+    assert cell_text(as_result(_leaky())) == (
+        "leak: heap +5.9 KiB/call, 15.9 µs/call, time 1.17x baseline (pooled, p=0; "
+        "unconfirmed), peak RSS 1.12x baseline")
     assert human_seconds(0.0123) == "12.3 ms" and human_seconds(2.5) == "2.5 s"
 
 
@@ -67,3 +69,14 @@ def test_issue_shows_params_without_python_reprs() -> None:
     text = out.getvalue()
     assert '`{"input": "random", "on": true}`' in text
     assert "{'input'" not in text and "True" not in text
+
+
+def test_a_confirmed_ratio_is_printed_with_its_interval() -> None:
+    res = _leaky()
+    res["verdict"] = "regression"
+    res["vs_baseline"]["direction"] = "slower"
+    res["vs_baseline"]["confirmation"] = {
+        "suspected": "slower", "direction": "slower", "ratio": 1.52, "lo": 1.31, "hi": 1.76,
+        "decided_by": [1, 2], "reason": "confirmed"}
+    assert cell_text(as_result(res)).startswith(
+        "regression: time 1.52x (CI 1.31..1.76) baseline (slower in 2 interleaved rounds)")
