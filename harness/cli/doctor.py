@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from harness import gpu
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
+from harness.runtimes.localdoctor import local_checks
 from harness.spec.model import Matrix, is_local_endpoint
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
@@ -99,15 +100,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         endpoints = {"local": None}
     checks = diagnose(matrix, endpoints, _DockerEngine, gpu.probe(), gpu.host_has_gpu(),
-                      shutil.which("nvidia-container-runtime-hook") is not None)
+                      shutil.which("nvidia-container-runtime-hook") is not None, args.out)
     print("\n".join(checks.lines))
     return checks.code
 
 
 def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
              connect: Callable[[str | None], Engine], host: gpu.HostGpus, has_gpu: bool,
-             hook_found: bool) -> Checks:
-    """Every check, as lines to print; `failures` counts what makes the sweep unusable."""
+             hook_found: bool, out: Path = Path("reports")) -> Checks:
+    """Every check, as lines to print; `failures` counts what makes the sweep unusable.
+
+    Args:
+        out: The results base directory (a local matrix: checked writable)."""
     c = Checks()
     wants_gpu = matrix is not None and any(g.wants_gpu for g in matrix.gpus)
     if not has_gpu:
@@ -127,10 +131,33 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
         if wants_gpu and not has_gpu:
             c.add("FAIL", "the matrix asks for GPUs but this host has none",
                   "run on a GPU host or set gpu: [none]")
+        for level, what, fix in local_checks(matrix, out):
+            c.add(level, what, fix)
+        _scenario_check(c, matrix)
         return c
     for label, url in endpoints.items():
         _engine_checks(c, matrix, label, url, connect, host, has_gpu, hook_found, wants_gpu)
+    if matrix is not None:
+        _scenario_check(c, matrix)
     return c
+
+
+def _scenario_check(c: Checks, matrix: Matrix) -> None:
+    """Every scenario compiles with this Python (as the sweep checks before it runs)."""
+    from harness.errors import InputError
+    from harness.preflight import compile_scenarios
+
+    try:
+        compile_scenarios(matrix.cells)
+    except InputError as exc:
+        lines = str(exc).splitlines()
+        fixes = [ln.strip().removeprefix("fix: ") for ln in lines if ln.strip().startswith(
+            "fix:")]
+        said = [ln.strip() for ln in lines[1:] if not ln.strip().startswith("fix:")]
+        c.add("FAIL", f"scenario {lines[0]}" + (f": {' '.join(said)}" if said else ""),
+              fixes[0] if fixes else "correct the scenario")
+        return
+    c.add("ok", f"scenarios compile ({len({x.scenario.script for x in matrix.cells})})")
 
 
 def _probe(c: Checks, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpus | None:

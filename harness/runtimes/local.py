@@ -58,6 +58,24 @@ def gpu_env(cell: Cell) -> dict[str, str]:
     return env
 
 
+def short_pip_error(lines: list[str]) -> str:
+    """The line of pip's output that says why, without the list of every version:
+    "No matching distribution found for multidict==9.9 (versions: 1.0 .. 6.7.0, 95)"."""
+    errors = [t.strip()[len("ERROR:"):].strip() for t in lines if t.startswith("ERROR")]
+    versions = next((e for e in errors if "(from versions:" in e), None)
+    last = next((e for e in reversed(errors) if "(from versions:" not in e),
+                errors[-1] if errors else (lines[-1].strip() if lines else "no output"))
+    if versions is not None:
+        listed = versions.split("(from versions:", 1)[1].rstrip(")").split(",")
+        listed = [v.strip() for v in listed if v.strip() and v.strip() != "none"]
+        if listed:
+            last += f" (versions: {listed[0]} .. {listed[-1]}, {len(listed)} in all)"
+        else:
+            last += " (no versions at all: is the package name right?)"
+    return last
+
+
+
 class LocalRuntime:
     name = "local"
 
@@ -139,17 +157,15 @@ class LocalRuntime:
         def line(text: str) -> None:
             tail.append(text)
             del tail[:-30]
-            if text.startswith(("Collecting", "Successfully", "ERROR")):
+            if text.startswith(("Collecting", "Successfully")):
                 progress(f"{label}: pip: {text}")
 
         rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
                                    "--disable-pip-version-check", "-q", "--progress-bar",
                                    "off", *reqs], on_line=line, running=self._building)
         if rc != 0:
-            errors = [t.strip() for t in tail if t.startswith("ERROR")]
-            said = errors[-1][len("ERROR:"):].strip() if errors else (
-                tail[-1].strip() if tail else f"exit {rc}")
-            raise ImageUnavailable(f"{label}: pip cannot install {' '.join(reqs)}: {said}\n"
+            said = short_pip_error(tail) if tail else f"exit {rc}"
+            raise ImageUnavailable(f"pip cannot install {' '.join(reqs)}: {said}\n"
                                    "  fix: check that these versions exist for this Python "
                                    f"({python})")
 

@@ -301,4 +301,43 @@ def test_doctor_local_runtime_only_checks_gpus(tmp_path: Path) -> None:
 
     checks = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
                              hook_found=False)
-    assert checks.code == 3 and "asks for GPUs but this host has none" in checks.lines[-1]
+    assert checks.code == 3 and "asks for GPUs but this host has none" in checks.lines[1]
+
+
+def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
+    """Issue 21 point 4: a missing interpreter, a pin that does not resolve and a
+    scenario with a syntax error each FAIL with a fix; a good image is [ok]."""
+    (tmp_path / "bad.py").write_text("def setup(p):\n    return 0\ndef step(s)\n    pass\n")
+    (tmp_path / "good.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    m = tmp_path / "m.yaml"
+    m.write_text("name: l\nruntime: local\nmatrix:\n  image:\n"
+                 "    - {name: nopy, python: python9.9}\n    - {name: here, python: python3}\n"
+                 "  scenario: [bad.py, good.py]\n")
+
+    def refuse(url: str | None) -> doctor.Engine:
+        raise AssertionError("a local matrix needs no engine")
+
+    checks = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
+                             hook_found=False, out=tmp_path / "out")
+    text = "\n".join(checks.lines)
+    assert checks.code == 3 and checks.failures == 2, text
+    assert "[FAIL] image nopy: interpreter 'python9.9' not found" in text
+    assert "[ok] image here: Python 3." in text
+    assert "bad.py:3: SyntaxError" in text and "fix: correct the scenario" in text
+    assert "[ok] results directory" in text
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "file").write_text("")
+    blocked = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(),
+                              has_gpu=False, hook_found=False,
+                              out=tmp_path / "ro" / "file" / "sub")
+    assert any(ln.startswith("[FAIL] results directory") for ln in blocked.lines)
+
+
+def test_a_pin_error_is_one_line_without_every_version() -> None:
+    from harness.runtimes.local import short_pip_error
+
+    lines = ["ERROR: Could not find a version that satisfies the requirement multidict==99 "
+             "(from versions: 1.0, 1.1, 6.4.4, 6.6.4)",
+             "ERROR: No matching distribution found for multidict==99"]
+    assert short_pip_error(lines) == ("No matching distribution found for multidict==99 "
+                                      "(versions: 1.0 .. 6.6.4, 4 in all)")

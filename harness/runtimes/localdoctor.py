@@ -1,0 +1,80 @@
+"""`harness doctor` for a local matrix: what the sweep needs from this machine.
+
+Each image's interpreter exists and runs; its `pip:` pins resolve (a dry run of pip,
+no install: `pip install --dry-run`, pip >= 22.2); the results directory can be
+written (`harness.cli.doctor` adds that every scenario compiles). Each check is one
+line with its fix, as the Docker and Slurm doctors give theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.runtimes import process
+from harness.runtimes.local import short_pip_error
+from harness.spec.model import ImageSpec, Matrix
+
+Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix)
+RESOLVE_TIMEOUT_S = 120.0
+
+
+def interpreter(image: ImageSpec) -> str:
+    """The interpreter a local image runs (or builds its venv with)."""
+    return image.python or (image.ref if not image.pip else sys.executable)
+
+
+def _image_checks(image: ImageSpec) -> Iterator[Check]:
+    name = interpreter(image)
+    found = shutil.which(name) if os.sep not in name else (
+        name if os.access(name, os.X_OK) else None)
+    if found is None:
+        yield ("FAIL", f"image {image.label}: interpreter {name!r} not found",
+               "install it, or name an existing one in the image's `python:`")
+        return
+    rc, out = process.check_output([found, "-c", "import sys;print(sys.version.split()[0])"],
+                                   timeout=60)
+    if rc != 0:
+        yield ("FAIL", f"image {image.label}: interpreter {found} does not run: "
+                       f"{out.strip()[-200:]}", "install it, or name another interpreter")
+        return
+    yield ("ok", f"image {image.label}: Python {out.strip()} ({found})", "")
+    if not image.pip:
+        return
+    rc, out = process.check_output(
+        [found, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
+         "--disable-pip-version-check", *image.pip], timeout=RESOLVE_TIMEOUT_S)
+    if rc == 0:
+        yield ("ok", f"image {image.label}: pins resolve ({' '.join(image.pip)})", "")
+    elif "no such option: --dry-run" in out:
+        yield ("warn", f"image {image.label}: pip of {found} is too old to check pins "
+                       "without installing them", f"{found} -m pip install -U pip")
+    else:
+        yield ("FAIL", f"image {image.label}: pins do not resolve: "
+                       f"{short_pip_error(out.splitlines())}",
+               "check that these versions exist for this Python (and the index pip uses)")
+
+
+def _writable(out: Path) -> Check:
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:   # access() says yes to root everywhere, /proc included: try it
+        fd, name = tempfile.mkstemp(dir=probe, prefix=".harness-doctor")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        return ("FAIL", f"results directory {out}: cannot be written ({probe}: "
+                        f"{exc.strerror})", "pass --out DIR you can write")
+    return ("ok", f"results directory {out}: writable", "")
+
+
+def local_checks(matrix: Matrix, out: Path) -> Iterator[Check]:
+    """Every check of a local matrix, in order."""
+    for image in matrix.images:
+        yield from _image_checks(image)
+    yield _writable(out)
