@@ -54,7 +54,7 @@ def size(n: float) -> str:
     sign = "-" if n < 0 else ""
     n = abs(n)
     for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
-        if n >= scale:
+        if n >= scale * (1 - 1e-9):     # a fitted 1 GiB may come out a hair under
             return f"{sign}{n / scale:.3g} {unit}" if n < 100 * scale else \
                 f"{sign}{n / scale:.0f} {unit}"
     return f"{sign}{n:.0f} B"

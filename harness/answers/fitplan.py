@@ -100,14 +100,21 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
     budget = probe_bound(lo, hi)
     candidates = fails - fits
 
+    def worst(v: int) -> int:
+        return max(v - fits, fails - v)
+
     def affordable(v: int) -> bool:
-        worst = max(v - fits, fails - v)
-        return runs + 1 + bisect_cost(worst) <= budget
+        return runs + 1 + bisect_cost(worst(v)) <= budget
 
     middle = fits + (candidates + 1) // 2
     guesses: list[tuple[str, int]] = []
     if predicted is not None and math.isfinite(predicted):
-        guesses.append(("predicted", min(max(math.floor(predicted), fits + 1), fails - 1)))
+        # The boundary is floor(predicted) when the prediction is right: probe it and
+        # the value above it, the one that leaves fewer candidates first (above it,
+        # while nothing failed yet: that failure closes the range).
+        near = {min(max(v, fits + 1), fails - 1) for v in (math.floor(predicted),
+                                                              math.floor(predicted) + 1)}
+        guesses += [("predicted", v) for v in sorted(near, key=lambda v: (worst(v), -v))]
     if fails == hi + 1:
         # Nothing failed yet: double the distance from lo (lo, lo+1, lo+3, ...).
         guesses.append(("doubling", min(2 * fits - lo + 1 if fits >= lo else lo, hi)))
