@@ -114,7 +114,10 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
         # while nothing failed yet: that failure closes the range).
         near = {min(max(v, fits + 1), fails - 1) for v in (math.floor(predicted),
                                                               math.floor(predicted) + 1)}
-        guesses += [("predicted", v) for v in sorted(near, key=lambda v: (worst(v), -v))]
+        def order(v: int) -> tuple[int, int]:
+            return worst(v), -v
+
+        guesses += [("predicted", v) for v in sorted(near, key=order)]
     if fails == hi + 1:
         # Nothing failed yet: double the distance from lo (lo, lo+1, lo+3, ...).
         guesses.append(("doubling", min(2 * fits - lo + 1 if fits >= lo else lo, hi)))
