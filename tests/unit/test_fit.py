@@ -28,6 +28,11 @@ from harness.store import RunStore
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 MiB = 1 << 20
 LIMIT = 1 << 30
+TF_OOM = ("OOM when allocating tensor with shape[9,32,128,128] and type float on "
+          "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+          "Sum Total of in-use chunks: 1.00GiB\n"
+          "Hint: If you want to see a list of allocated tensors when OOM happens, add "
+          "report_tensor_allocations_upon_oom to RunOptions for current allocation info.")
 
 
 def make_matrix(tmp: Path, images: int = 1, extra: str = "") -> Matrix:
@@ -48,8 +53,8 @@ def memory(per_unit: Callable[[Cell], float], fixed: float = 300 * MiB,
         peak = fixed + per_unit(cell) * int(cell.scenario.params["batch"])
         if peak <= LIMIT:
             return Behaviour(base_bytes=peak)
-        return Behaviour(base_bytes=peak, oom=fail == "oom",
-                         error="std::bad_alloc" if fail == "crash" else None)
+        errors = {"crash": "std::bad_alloc", "tf": TF_OOM}
+        return Behaviour(base_bytes=peak, oom=fail == "oom", error=errors.get(fail))
 
     return behave
 
@@ -98,6 +103,19 @@ def test_a_crash_is_not_called_out_of_memory(tmp_path: Path) -> None:
     assert row.max_fit == truth(100 * MiB) == 7
     assert row.first_fail is not None and row.first_fail.outcome == "crash"
     assert row.sentence() == "fits 7 (8: crash)"
+
+
+def test_the_framework_account_at_the_first_failure(tmp_path: Path) -> None:
+    # GIVEN a framework that raises its own out-of-memory with an allocation report
+    matrix = make_matrix(tmp_path)
+    sweep = Sweep(matrix, FakeRuntime(memory(lambda c: 100 * MiB, fail="tf")),
+                  RunStore(tmp_path / "s"), lambda _: None)
+    row = fit_row(matrix.cells[0], Target("batch", 1, 16), sweep_runner(sweep), lambda _: None)
+    # THEN it is an oom, and its report's top entries are the row's account
+    assert row.sentence() == "fits 7 (8: oom)"
+    top = row.allocation_top()
+    assert top[0].startswith("OOM when allocating tensor with shape[9,32,128,128]")
+    assert "Sum Total of in-use chunks: 1.00GiB" in top
 
 
 def test_nothing_fits_and_everything_fits(tmp_path: Path) -> None:
