@@ -28,7 +28,7 @@ from harness.spec.model import (
 from harness.spec.yamlsrc import Located, PathKey, format_path, load_text
 
 TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
-            "analysis", "max-parallel", "fail-fast", "hosts", "slurm")
+            "analysis", "max-parallel", "fail-fast", "hosts", "slurm", "fit")
 MATRIX_KEYS = ("image", "gpu", "scenario")
 IMAGE_KEYS = ("name", "ref", "pip", "python")
 SCENARIO_KEYS = ("script", "id", "params")
@@ -145,10 +145,13 @@ def parse_located(doc: Located, file: Path) -> Matrix:
     from harness.spec.slurm import parse_slurm
 
     slurm = parse_slurm(ctx, top.get("slurm"), runtime, gpus, hosts)
+    from harness.spec.fitblock import parse_fit
+
+    fit = parse_fit(ctx, top.get("fit"), scenarios)
     return Matrix(name=name, file=file, runtime=runtime, images=images, gpus=gpus,
                   scenarios=scenarios, cells=across_hosts(cells, hosts), baseline=baseline,
                   analysis=analysis, max_parallel=max_parallel, fail_fast=fail_fast,
-                  hosts=hosts, slurm=slurm)
+                  hosts=hosts, slurm=slurm, fit=fit)
 
 
 def host_label(url: str) -> str:

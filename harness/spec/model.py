@@ -144,6 +144,15 @@ class SlurmSpec:
 
 
 @dataclass(frozen=True)
+class FitSpec:
+    """`fit:` in the matrix: `harness fit` finds the largest `param` in lo..hi that runs."""
+
+    param: str
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
 class Matrix:
     name: str
     file: Path
@@ -158,3 +167,4 @@ class Matrix:
     fail_fast: bool = False
     hosts: tuple[Host, ...] = (LOCAL_HOST,)
     slurm: SlurmSpec | None = None
+    fit: FitSpec | None = None

@@ -1,0 +1,113 @@
+"""Memory per unit of a param: peak = fixed + per_unit * value, and the value at a limit.
+
+Pure: the peaks come in as numbers (`harness.answers.fit` reads them from each fitting
+probe's samples). A least-squares line through (value, peak) splits a run's memory into
+what it holds whatever the value (framework, weights, libraries) and what each unit adds
+(a sample's activations); where that line meets the memory limit is the predicted
+largest value that fits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.protocol.ingest import Series
+
+# Sample keys of the memory sources, with the names the results use. `gpu` is the
+# device as NVML sees it, `fw` the framework allocator, the others the process / its
+# cgroup on the host.
+SOURCES: dict[str, str] = {"gpu_used": "gpu", "fw": "fw", "rss": "rss", "rss_anon": "rss_anon",
+                           "uss": "uss", "heap": "heap", "cgroup": "cgroup"}
+DEVICE = ("fw", "gpu")            # limited by the GPU's memory
+HOST = ("rss_anon", "rss")        # limited by the cell's mem_limit (anonymous memory first:
+                                  # file pages of shared libraries are reclaimable)
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Line:
+    """peak = fixed + per_unit * value, fitted through `points` (value, peak bytes)."""
+
+    source: str
+    fixed: float
+    per_unit: float
+    points: tuple[tuple[int, float], ...]
+
+    def at(self, value: float) -> float:
+        return self.fixed + self.per_unit * value
+
+    def limit_value(self, limit: float) -> float | None:
+        """The value at which the line reaches `limit` (None: memory does not grow)."""
+        if self.per_unit <= 0:
+            return None
+        return (limit - self.fixed) / self.per_unit
+
+    def text(self, unit: str) -> str:
+        """'fixed 1.1 GiB + 450 MiB per batch'."""
+        return f"fixed {size(self.fixed)} + {size(self.per_unit)} per {unit}"
+
+
+def size(n: float) -> str:
+    """Bytes in the largest binary unit that keeps a digit before the point."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if n >= scale * (1 - 1e-9):     # a fitted 1 GiB may come out a hair under
+            return f"{sign}{n / scale:.3g} {unit}" if n < 100 * scale else \
+                f"{sign}{n / scale:.0f} {unit}"
+    return f"{sign}{n:.0f} B"
+
+
+def peaks(series: Series) -> dict[str, float]:
+    """The peak of each memory source a run's samples carry."""
+    out: dict[str, float] = {}
+    for key, name in SOURCES.items():
+        peak = series.peak(key)
+        if peak is not None and math.isfinite(peak):
+            out[name] = peak
+    return out
+
+
+def fit_line(source: str, points: Sequence[tuple[int, float]]) -> Line | None:
+    """Least squares through at least two distinct values; None with fewer."""
+    pts = tuple(sorted(points))
+    if len({v for v, _ in pts}) < 2:
+        return None
+    n = len(pts)
+    mx = sum(v for v, _ in pts) / n
+    my = sum(p for _, p in pts) / n
+    sxx = sum((v - mx) ** 2 for v, _ in pts)
+    sxy = sum((v - mx) * (p - my) for v, p in pts)
+    slope = sxy / sxx
+    return Line(source, my - slope * mx, slope, pts)
+
+
+def fit_sources(by_value: Mapping[int, Mapping[str, float]]) -> dict[str, Line]:
+    """One line per source seen in at least two fitting probes' peaks."""
+    names = sorted({s for p in by_value.values() for s in p})
+    out: dict[str, Line] = {}
+    for name in names:
+        line = fit_line(name, [(v, p[name]) for v, p in by_value.items() if name in p])
+        if line is not None:
+            out[name] = line
+    return out
+
+
+def limiting(lines: Mapping[str, Line], device_limit: float | None,
+             host_limit: float | None) -> tuple[Line, float] | None:
+    """The line that meets a known limit, with that limit: the device's when the run
+    used one (framework allocator first), else the host's; None when neither applies."""
+    for names, limit in ((DEVICE, device_limit), (HOST, host_limit)):
+        if limit is None:
+            continue
+        for name in names:
+            if name in lines:
+                return lines[name], limit
+    return None
+
+
+def prediction_error(predicted: float, found: int) -> float | None:
+    """(predicted - found) / found; None when found is not positive."""
+    return (predicted - found) / found if found > 0 else None

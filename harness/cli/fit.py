@@ -1,0 +1,115 @@
+"""`harness fit matrix.yaml --param batch=1..64`: the largest value that runs, per row."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cli import printer
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
+
+if TYPE_CHECKING:
+    from harness.answers.fit import Target
+    from harness.spec.model import Matrix
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("fit", help="largest value of an integer param that runs, per row")
+    p.add_argument("matrix", type=Path, help="matrix YAML file")
+    p.add_argument("--param", metavar="NAME=LO..HI",
+                   help="the integer scenario param and its range, e.g. batch=1..64 "
+                        "(default: the matrix's `fit:` block)")
+    p.add_argument("-k", dest="select", metavar="EXPR",
+                   help="only the rows (cells) whose id matches, as in `harness sweep -k`")
+    p.add_argument("--out", type=Path, default=Path("reports"),
+                   help="results base directory (default: reports/); probes are kept in "
+                        "<out>/<name>/fit-<param> and reused on the next run")
+    p.add_argument("--runtime", choices=("docker", "local"), help="override `runtime:`")
+    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
+    p.add_argument("--iterations", type=int, help="override iterations for every probe")
+    p.add_argument("--warmup", type=int, help="override warm-up iterations for every probe")
+    p.add_argument("-q", "--quiet", action="store_true", help="no runtime progress lines")
+    p.set_defaults(func=run)
+
+
+def target_of(matrix: Matrix, given: str | None) -> Target:
+    """The param and range: `--param`, else the matrix's `fit:` block.
+
+    Raises:
+        InputError: neither is given, or `--param` is malformed.
+    """
+    from harness.answers.fit import Target
+    from harness.spec.fitblock import RANGE_FIX, check_param, parse_range
+
+    if given is None:
+        if matrix.fit is None:
+            raise InputError(f"{matrix.file}: nothing to fit; pass --param NAME=LO..HI (e.g. "
+                             "--param batch=1..64) or add `fit: {param: batch, range: 1..64}` "
+                             "to the matrix")
+        return Target(matrix.fit.param, matrix.fit.lo, matrix.fit.hi)
+    name, eq, text = given.partition("=")
+    bounds = parse_range(text)
+    if not eq or bounds is None:
+        raise InputError(f"--param {given}: expected NAME=LO..HI; {RANGE_FIX}")
+    problem = check_param(name.strip(), matrix.scenarios)
+    if problem is not None:
+        raise InputError(f"--param {given}: {problem} (in {matrix.file})")
+    return Target(name.strip(), bounds[0], bounds[1])
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness import spec
+    from harness.answers.fit import fit_row, store_cache, sweep_runner
+    from harness.cli.sweep import apply_overrides
+    from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.preflight import compile_scenarios
+    from harness.report.fitreport import FitReport
+    from harness.runtimes import Engines
+    from harness.store import RunStore
+
+    for flag in ("iterations", "warmup"):
+        value = getattr(args, flag)
+        if value is not None and value < (1 if flag == "iterations" else 0):
+            raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
+    matrix = spec.load(args.matrix)
+    target = target_of(matrix, args.param)
+    cells = apply_overrides(spec.select(matrix.cells, args.select), args)
+    compile_scenarios(cells)
+    prefetch_analysis()
+    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    engines.start(cells)
+    # A fixed directory: the next fit of this matrix and param reuses its probes.
+    store = RunStore(args.out / matrix.name / f"fit-{target.param}")
+    store.lock()
+    print(f"fit {target.param} in {target.lo}..{target.hi} over {len(cells)} row(s): at most "
+          f"{_bound(target)} probes per row; cells in {store.root}", flush=True)
+    rows = []
+    try:
+        sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
+        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+        runner, cache = sweep_runner(sweep), store_cache(sweep)
+        for cell in cells:
+            rows.append(fit_row(cell, target, runner, lambda s: print(s, flush=True), cache))
+    finally:
+        try:
+            engines.stop()
+        finally:
+            store.unlock()
+    report = FitReport.from_rows(rows)
+    for name, text in report.files().items():
+        store.write(name, text)
+    print()
+    print(report.console())
+    print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
+    if report.smaller:
+        return EXIT_REGRESSION
+    if any(r.step.action == "stop" and r.step.why.startswith("unavailable") for r in rows):
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
+
+
+def _bound(target: Target) -> int:
+    from harness.answers.fitplan import probe_bound
+
+    return probe_bound(target.lo, target.hi)

@@ -1,0 +1,109 @@
+"""`harness fit`'s planner (pure) and memory lines, against stated boundaries."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from harness.analysis.memfit import fit_line, fit_sources, limiting, size
+from harness.answers.fitplan import FitStep, plan_fit, probe_bound
+
+
+def drive(lo: int, hi: int, truth: Callable[[int], str],
+          predict: Callable[[dict[int, str]], float | None] = lambda _: None
+          ) -> tuple[list[int], FitStep]:
+    """Run the planner against `truth(value)`; return the probed values and the end."""
+    seen: dict[int, str] = {}
+    probed: list[int] = []
+    while True:
+        step = plan_fit(lo, hi, seen, len(probed), predict(seen))
+        if step.action != "probe":
+            return probed, step
+        assert step.value is not None and lo <= step.value <= hi
+        assert step.value not in seen          # nothing is probed twice
+        probed.append(step.value)
+        seen[step.value] = truth(step.value)
+
+
+def below(boundary: int, failure: str = "oom") -> Callable[[int], str]:
+    return lambda v: "fit" if v <= boundary else failure
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(1, 1), (1, 2), (1, 64), (0, 100), (4, 9), (1, 1000)])
+def test_every_boundary_is_found_within_the_bound(lo: int, hi: int) -> None:
+    for boundary in range(lo - 1, hi + 1):
+        probed, step = drive(lo, hi, below(boundary))
+        assert step.action == "done" and step.fits == boundary, (lo, hi, boundary)
+        assert len(probed) <= probe_bound(lo, hi) == math.ceil(math.log2(hi - lo + 1)) + 3
+
+
+@pytest.mark.parametrize("error", [0.0, 0.05, -0.05, 0.5, -0.5, 3.0, -0.9])
+def test_a_wrong_prediction_never_breaks_the_bound(error: float) -> None:
+    # GIVEN a prediction off by `error` (relative) from the true boundary
+    for boundary in range(0, 65):
+        probed, step = drive(1, 64, below(boundary),
+                             lambda seen, b=boundary: (b + 0.5) * (1 + error)
+                             if sum(o == "fit" for o in seen.values()) >= 2 else None)
+        assert step.fits == boundary
+        assert len(probed) <= 9
+
+
+def test_an_exact_prediction_needs_few_probes() -> None:
+    # GIVEN the memory model predicts 16.6 once two values fit (boundary 16)
+    probed, step = drive(1, 64, below(16), lambda seen: 16.6 if len(seen) >= 2 else None)
+    # THEN lo, the doubling, above the prediction (fails), the prediction (fits)
+    assert probed == [1, 2, 17, 16]
+    assert step.fits == 16 and step.fails == 17
+
+
+def test_crash_and_timeout_do_not_fit_and_stop_on_unavailable() -> None:
+    for failure in ("crash", "timeout"):
+        _, step = drive(1, 32, below(5, failure))
+        assert (step.fits, step.fails) == (5, 6)
+    probed, step = drive(1, 32, lambda v: "unavailable")
+    assert step.action == "stop" and probed == [1] and step.why.startswith("unavailable at 1")
+
+
+def test_known_results_are_not_probed_again() -> None:
+    # GIVEN value 8 fit and 9 failed earlier (on disk): nothing to run
+    step = plan_fit(1, 64, {8: "fit", 9: "oom"}, 0)
+    assert step.action == "done" and step.fits == 8
+    # GIVEN only 40 fit: everything below fits, the next probe is above it
+    step = plan_fit(1, 64, {40: "fit"}, 0)
+    assert step.action == "probe" and step.value is not None and step.value > 40
+
+
+def test_a_failure_below_a_fit_is_named() -> None:
+    step = plan_fit(1, 64, {4: "crash", 8: "fit", 9: "oom"}, 3)
+    assert step.action == "done" and step.fits == 8 and step.conflicts == (4,)
+
+
+def test_planner_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="empty range"):
+        plan_fit(5, 4, {}, 0)
+    with pytest.raises(ValueError, match="out of range"):
+        plan_fit(1, 4, {9: "fit"}, 0)
+    with pytest.raises(ValueError, match="unknown outcome"):
+        plan_fit(1, 4, {2: "leak"}, 0)
+
+
+def test_line_through_peaks_and_its_limit() -> None:
+    # GIVEN peaks of 1 GiB + 100 MiB per unit at 1, 2 and 4
+    mib = 1 << 20
+    line = fit_line("rss", [(1, 1124 * mib), (2, 1224 * mib), (4, 1424 * mib)])
+    assert line is not None
+    assert line.fixed == pytest.approx(1024 * mib) and line.per_unit == pytest.approx(100 * mib)
+    assert line.text("batch") == "fixed 1 GiB + 100 MiB per batch"
+    assert line.limit_value(2048 * mib) == pytest.approx(10.24)
+    assert fit_line("rss", [(3, 1.0), (3, 2.0)]) is None      # one value: no slope
+    lines = fit_sources({1: {"rss": 2.0, "fw": 5.0}, 2: {"rss": 3.0, "fw": 7.0}})
+    assert sorted(lines) == ["fw", "rss"]
+    # the device limit wins when the run used one; the host's otherwise
+    got = limiting(lines, 100.0, 50.0)
+    assert got is not None and got[0].source == "fw" and got[1] == 100.0
+    got = limiting(lines, None, 50.0)
+    assert got is not None and got[0].source == "rss"
+    assert limiting(lines, None, None) is None
+    assert size(1.1 * (1 << 30)) == "1.1 GiB" and size(450 * mib) == "450 MiB"
