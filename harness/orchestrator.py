@@ -145,8 +145,8 @@ class Sweep:
                     counter[0] += 1
                     n = counter[0]
                 s = cell.settings
-                how = (f"up to {s.max_iterations} iterations, early stop" if s.max_iterations
-                       else f"{s.iterations} iterations")
+                how = (f"up to {s.max_iterations} calls, early stop" if s.max_iterations
+                       else f"{s.iterations} call{'s' if s.iterations != 1 else ''}")
                 self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
                 self._event(cell, "running", None)
                 try:

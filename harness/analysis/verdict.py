@@ -68,6 +68,30 @@ ALLOCATION_REPORT = re.compile(
     r"CUDA_ERROR_OUT_OF_MEMORY.*", re.MULTILINE)
 
 
+FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def frames(traceback: str) -> list[tuple[str, int, str]]:
+    """(file, line, function) of each frame of a Python traceback, the agent's own left
+    out: where in the scenario (or the library it called) the error came from."""
+    out = []
+    for m in FRAME.finditer(traceback):
+        path = m.group(1)
+        if "/harness/agent/" in path or path.endswith(("/agent.py", "<string>")):
+            continue
+        out.append((path, int(m.group(2)), m.group(3)))
+    return out
+
+
+def raised_at(traceback: str) -> str | None:
+    """"loop.py:6 in step": the innermost frame outside the agent, file name only."""
+    found = frames(traceback)
+    if not found:
+        return None
+    path, line, func = found[-1]
+    return f"{path.rsplit('/', 1)[-1]}:{line} in {func}"
+
+
 def allocation_report(text: str, limit: int = 12) -> list[str]:
     """The framework's allocation report lines found in a log, in order, deduplicated."""
     out: list[str] = []
@@ -195,7 +219,9 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
         return "not-applicable", NOT_APPLICABLE_TEXT.search(text).group(0)  # type: ignore[union-attr]
     if end is not None and end.get("status") == "error":
         err = end.get("error") or {}
-        return "crash", f"{err.get('type', 'error')}: {str(err.get('message', ''))[:300]}"
+        where = raised_at(str(err.get("traceback", "")))
+        return "crash", (f"{err.get('type', 'error')}: {str(err.get('message', ''))[:300]}"
+                         + (f" (at {where})" if where else ""))
     if outcome.exit_code not in (0, None):
         last = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-1:]
         return "crash", f"exit code {outcome.exit_code}" + (f": {last[0][:200]}" if last else "")

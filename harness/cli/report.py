@@ -28,6 +28,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop)"
                         ", and print it")
+    p.add_argument("--width", type=int, metavar="COLUMNS",
+                   help="fit the table to this width (default: the terminal's; piped: "
+                        "$COLUMNS, else one line per row)")
     p.add_argument("--reanalyze", action="store_true",
                    help="decide every cell again from its samples.jsonl with this harness "
                         "and the directory's matrix.yaml analysis: block (recorded "
@@ -68,7 +71,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
                                  base if isinstance(base, str) else None)
     report = Report.from_results(recorded.name, results, recorded.meta, args.dir)
-    ConsoleReporter.from_results(report).render(sys.stdout)
+    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
     print(f"\nre-decided {len(results)} cells from their samples{how}: "
           f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
@@ -137,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from harness.store import RunStore, load_json
 
+    if args.dir.exists() and not args.dir.is_dir():
+        raise InputError(f"{args.dir}: a file, not a results directory; pass the "
+                         f"directory it is in ({args.dir.parent}) or reports/<name>/<timestamp>")
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     args.dir = newest_run(args.dir)
@@ -170,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         # report never replaces a whole one.
         from harness.cli.sweep import exit_code
 
-        ConsoleReporter.from_results(report).render(sys.stdout)
+        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
         missing = report.missing_cells
         if missing:
             print(f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned cells "
@@ -189,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n{note}")
         return exit_code(report)
     if args.format == "console":
-        ConsoleReporter.from_results(report).render(sys.stdout)
+        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
     elif args.format == "json":
         sys.stdout.write(json.dumps(report.to_json(), indent=1, sort_keys=True, default=str)
                          + "\n")

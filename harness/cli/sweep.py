@@ -45,6 +45,9 @@ def add_parser(sub: Any) -> None:
         "sweep", help="run a matrix of images x GPUs x scenarios",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, help="matrix YAML file")
+    p.add_argument("--width", type=int, metavar="COLUMNS",
+                   help="fit the final table to this width (default: the terminal's; "
+                        "piped: $COLUMNS, else one line per row)")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only cells whose id matches EXPR (substrings, and/or/not)")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
@@ -138,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 engines.stop()
             finally:
                 store.unlock()
-    ConsoleReporter.from_results(report).render(sys.stdout)
+    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
     print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
     note = report.incomplete_note()
     if note is not None:

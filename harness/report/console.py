@@ -18,15 +18,19 @@ COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "tim
 class ConsoleReporter(Reporter):
     def render(self, out: TextIO, colour: bool | None = None, width: int | None = None
                ) -> None:
-        """The table and the answers. On a terminal (or with `width`) the table fits the
-        width: cells wrap, and with too many images for columns the table is transposed
-        (images down); elsewhere it is one plain line per row, for logs and grep.
+        """The table and the answers. On a terminal (or with `width`, or `COLUMNS` set
+        when piped) the table fits the width: cells wrap, and with too many images for
+        columns the table is transposed (images down); elsewhere it is one plain line per
+        row, for logs and grep.
         Colour only on a terminal and never with NO_COLOR."""
         tty = out.isatty()
         if colour is None:
             colour = tty and not os.environ.get("NO_COLOR")
         if width is None and tty:
             width = shutil.get_terminal_size((100, 24)).columns
+        elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
+            # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
+            width = max(40, int(os.environ["COLUMNS"]))
         if width is not None:
             self._fitted(out, width, colour)
         else:
@@ -40,6 +44,10 @@ class ConsoleReporter(Reporter):
                       f"cell{'s' if len(self.report.unavailable_cells) != 1 else ''}):\n")
             for note in notes:
                 out.write("  " + note.replace("\n", "\n  ") + "\n")
+        for cid, lines in self.report.crash_frames().items():
+            out.write(f"\n{cid}: {self.report.results[cid].reason}\n")
+            for line in lines:
+                out.write(f"  {line}\n")
         for row in self.report.rows:
             if row.first_bad or row.scenario_error:
                 out.write(f"\n{row.row}: {row.sentence}\n")

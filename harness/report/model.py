@@ -61,6 +61,25 @@ class Report:
         """Cells that ran but were neither good nor bad: run longer to decide them."""
         return sorted(k for k, r in self.results.items() if r.verdict in UNDECIDED)
 
+    def crash_frames(self, depth: int = 3) -> dict[str, list[str]]:
+        """Cell id -> the last frames of the error its scenario raised (file, line and
+        code, the agent's own frames left out), for the cells that crashed."""
+        out: dict[str, list[str]] = {}
+        for cid, res in sorted(self.results.items()):
+            err = res.end.error
+            if res.verdict != "crash" or err is None or not err.traceback:
+                continue
+            lines = err.traceback.rstrip().splitlines()[1:-1]    # no header, no message
+            kept: list[str] = []
+            for i, line in enumerate(lines):
+                if line.lstrip().startswith("File ") and "/harness/agent/" not in line:
+                    code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[
+                        i + 1].lstrip().startswith("File ") else ""
+                    kept.append(line.strip() + (f": {code}" if code else ""))
+            if kept:
+                out[cid] = kept[-depth:]
+        return out
+
     def incomplete_note(self) -> str | None:
         """The line a reader must not miss when the answer is not a whole one."""
         missing, undecided = self.missing_cells, self.undecided_cells

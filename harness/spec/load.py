@@ -51,8 +51,10 @@ class Ctx:
             raise self.fail(path, f"expected a mapping, got {_kind(value)}")
         for key in value:
             if not isinstance(key, str) or key not in allowed:
+                near = difflib.get_close_matches(str(key), allowed, n=1)
                 raise self.fail((*path, str(key)), f"unknown key {key!r}",
-                                f"allowed keys here: {', '.join(allowed)}")
+                                f"did you mean {near[0]!r}?" if near
+                                else f"allowed keys here: {', '.join(allowed)}")
         return value
 
     def duration(self, value: Any, path: PathKey, fix: str) -> float:

@@ -163,3 +163,29 @@ def test_write_all_and_load_results_round_trip(tmp_path: Path, report: Report) -
     assert loaded == report.results
     again = Report.from_results("tf1|rfft", loaded)
     assert [r.sentence for r in again.rows] == [r.sentence for r in report.rows]
+
+
+def test_a_scenario_that_raises_shows_where_on_the_terminal() -> None:
+    """Issue 21 point 5: the terminal said only "ValueError: boom at step 6"."""
+    import io as _io
+
+    from harness.analysis.verdict import raised_at
+    from harness.report import ConsoleReporter, Report
+    from harness.result.model import load_result
+
+    tb = ('Traceback (most recent call last):\n'
+          '  File "/x/harness/agent/agent.py", line 646, in run\n    step(state)\n'
+          '  File "/tmp/s/boom.py", line 8, in step\n    raise ValueError("boom")\n'
+          'ValueError: boom at step 6\n')
+    res = load_result({"id": "a.cpu.boom", "row": "cpu.boom", "verdict": "crash",
+                       "reason": f"ValueError: boom at step 6 (at {raised_at(tb)})",
+                       "image": {"label": "a", "index": 0},
+                       "end": {"status": "error", "error": {
+                           "type": "ValueError", "message": "boom at step 6",
+                           "traceback": tb}}})
+    out = _io.StringIO()
+    ConsoleReporter.from_results(Report.from_results("x", {res.id: res})).render(out)
+    text = out.getvalue()
+    assert "a.cpu.boom: ValueError: boom at step 6 (at boom.py:8 in step)" in text
+    assert 'File "/tmp/s/boom.py", line 8, in step: raise ValueError("boom")' in text
+    assert "agent.py" not in text

@@ -180,3 +180,17 @@ def test_live_progress_reads_iterations_and_keeps_prepare_lines_in_place(
     text = ANSI.sub("", out.getvalue())
     assert f"harness: [1/1] {cell.id}: ok (fine)" in text
     assert f"harness: [1/1] {cell.id}: running" not in text     # the bar said it
+
+
+@pytest.mark.parametrize("how", ["COLUMNS", "--width"])
+def test_piped_table_honours_columns(swept: tuple[Path, str], how: str) -> None:
+    """Issue 21 point 5: piped, the table was one 280-column line per row."""
+    root, _ = swept
+    argv = [sys.executable, "-m", "harness", "report", str(root), "--format", "console"]
+    env = _env(COLUMNS="100") if how == "COLUMNS" else _env()
+    if how == "--width":
+        argv += ["--width", "100"]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100, proc.stdout
+    assert "interp-5" in proc.stdout and "\x1b[" not in proc.stdout
