@@ -26,8 +26,8 @@ def add_parser(sub: Any) -> None:
                         "rewritten (without it: rewrite every report file, print the "
                         "table, exit as the sweep did)")
     p.add_argument("--issue", metavar="ROW",
-                   help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop)"
-                        ", and print it")
+                   help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
+                        " or a cell id of that row), and print it")
     p.add_argument("--width", type=int, metavar="COLUMNS",
                    help="fit the table to this width (default: the terminal's; piped: "
                         "$COLUMNS, else one line per row)")
@@ -165,8 +165,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.issue is not None:
-        text = render_text(IssueReporter.from_results(report, args.issue))
-        path = store.write(f"issue-{args.issue}.md", text)
+        issue = IssueReporter.from_results(report, args.issue)   # a row, or a cell's row
+        text = render_text(issue)
+        path = store.write(f"issue-{issue.row.row}.md", text)
         sys.stdout.write(text)
         print(f"\nwritten: {path}", file=sys.stderr)
         return EXIT_OK

@@ -68,25 +68,42 @@ def scenario_text(report: Report, res: Result) -> tuple[str, str]:
                     "; paste it here)")
 
 
-def system_lines(res: Result) -> list[str]:
+def plain(value: JSON) -> str:
+    """A JSON value as words, not a Python repr: {"func": "mallinfo2"} -> "func mallinfo2"."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(plain(v) for v in value)
+    return "-" if value is None else str(value)
+
+
+def system_lines(res: Result, changed: list[tuple[str, str, str]] | None = None) -> list[str]:
     fp = res.fingerprint
     env = fp.env
     frameworks = [f"{n} {v}" for n, v in sorted(fp.packages.items())
-                  if n.startswith(FRAMEWORKS)] or ["(no framework package recorded)"]
+                  if n.startswith(FRAMEWORKS)]
+    # The packages that differ from the last good image say more than a framework list.
+    moved = [f"{what.removeprefix('pip ')} {a} -> {b}" for what, a, b in changed or []
+             if what.startswith("pip ")]
+    packages = ([f"- Packages that changed: {', '.join(moved)}"] if moved else []) + (
+        [f"- Framework: {', '.join(frameworks)}"] if frameworks else [])
+    if not packages:
+        packages = ["- Packages: " + (", ".join(f"{n} {v}" for n, v in
+                                              sorted(fp.packages.items())[:8]) or "-")]
 
     def cc(d: dict[str, JSON]) -> str:
         value = d.get("cc")
         return ".".join(map(str, value)) if isinstance(value, list) else ""
 
     devices = [f"{d.get('name')} (compute capability {cc(d)})" for d in fp.gpu_devices()]
-    return [f"- Framework: {', '.join(frameworks)}",
+    return [*packages,
             f"- CUDA: {env.get('CUDA_VERSION', '-')}, cuDNN: {env.get('CUDNN_VERSION', '-')}, "
             f"NCCL: {env.get('NCCL_VERSION', '-')}",
             f"- GPU: {', '.join(devices) or fp.gpu_reason or 'none recorded'}",
             f"- NVIDIA driver: {fp.gpu_driver or '-'}",
             f"- Image: `{res.image.ref}` (digest `{res.image.digest or '-'}`)",
             f"- Python: {fp.python or '-'}; OS: {fp.platform or '-'}",
-            f"- Runtime: {res.runtime or '-'}; heap reading: {fp.heap or '-'}"]
+            f"- Runtime: {res.runtime or '-'}; heap reading: {plain(fp.heap)}"]
 
 
 def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str]:
@@ -139,6 +156,32 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
     return out
 
 
+def reproducer(bad: Result, script: str, good: Result | None) -> str:
+    """A stand-alone reproduction: the first bad image's pins (or image), and a loop
+    over the scenario that prints the process's memory, without harness."""
+    name = script.rsplit("/", 1)[-1] or "scenario.py"
+    calls = bad.settings.get("iterations", 1000)
+    if bad.image.pip:
+        env = (f"python3 -m venv bad && . bad/bin/activate && pip install "
+               f"{' '.join(bad.image.pip)}")
+        if good is not None and good.image.pip:
+            env += f"\n# the last good image instead: pip install {' '.join(good.image.pip)}"
+    elif bad.runtime == "docker":
+        env = f"docker run --rm -it -v $PWD:/w -w /w {bad.image.ref} bash"
+    else:
+        env = f"# the interpreter of image {bad.image.label}: {bad.image.ref}"
+    params = json.dumps(dict(bad.scenario.params), sort_keys=True)
+    return (f"## Reproduce without harness\n\n```sh\n{env}\npython3 - <<'EOF'\n"
+            f"import importlib.util, resource\n"
+            f"spec = importlib.util.spec_from_file_location('scenario', '{name}')\n"
+            f"mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+            f"state = mod.setup({params})\n"
+            f"for i in range({calls}):\n    mod.step(state)\n"
+            f"    if i % 100 == 0:\n"
+            f"        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            f"        print(f'call {{i}}: max RSS {{kib}} KiB')\nEOF\n```\n\n")
+
+
 class IssueReporter:
     """Markdown for a new issue about one row's first bad image."""
 
@@ -154,9 +197,11 @@ class IssueReporter:
             InputError: no such row, or the row has no bad cell.
         """
         rows = {r.row: r for r in report.rows}
+        if row not in rows and row in report.results:     # a cell id names its row
+            row = report.results[row].row
         if row not in rows:
             raise InputError(f"--issue {row}: no such row (allowed values: "
-                             f"{', '.join(sorted(rows))})")
+                             f"{', '.join(sorted(rows))}) or cell id of one")
         if rows[row].first_bad is None:
             raise InputError(f"--issue {row}: the row has no bad cell, so there is nothing "
                              "to report; pick a row whose first bad is named")
@@ -173,7 +218,8 @@ class IssueReporter:
         scen = bad.scenario
         since = f" (not in {good.image.label})" if good else ""
         out.write(f"# {scen.id} {verb} in {bad.image.label}{since}\n\n")
-        out.write("## System information\n\n" + "\n".join(system_lines(bad)) + "\n\n")
+        out.write("## System information\n\n" + "\n".join(system_lines(bad, row.diff))
+                  + "\n\n")
         path, text = scenario_text(r, bad)
         settings = bad.settings
         fence = "````" if "```" in text else "```"
@@ -184,6 +230,7 @@ class IssueReporter:
                   f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
                   f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"
                   f"{fence}\n\n")
+        out.write(reproducer(bad, path, good))
         last = f"last good: {good.image.label}" if good else "no good image before it"
         out.write(f"## Versions\n\nFirst bad: {bad.image.label} ({last}); images in "
                   f"order: {', '.join(f'{lb} ({v})' for lb, v, _ in row.cells)}.\n")

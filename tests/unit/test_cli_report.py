@@ -120,3 +120,12 @@ def test_report_of_a_sweep_name_takes_its_newest_run(rdir: Path, tmp_path: Path,
     assert (base / "20260102-000000" / "report.md").is_file()
     assert not (base / "20260101-000000" / "report.md").exists()
     assert "gpu0.loop: first bad: v2" in capsys.readouterr().out
+
+
+def test_issue_by_cell_id_writes_the_rows_issue(rdir: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir), "--issue", "v2.gpu0.loop"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# loop leaks memory in v2 (not in v1)")
+    assert "## Reproduce without harness" in out and "{'" not in out
+    assert (rdir / "issue-gpu0.loop.md").is_file()

@@ -153,3 +153,11 @@ def test_issue_from_a_sweep_has_a_bootstrap_interval(tmp_path: Path) -> None:
     ratio, lo, hi = (float(x) for x in found.groups())
     assert 1.9 < lo <= ratio <= hi < 2.1
     assert "def step(state):" in text
+
+
+def test_issue_accepts_a_cell_id_and_has_no_python_reprs() -> None:
+    """Issue 21 point 5: `--issue` takes a cell id too; no repr of the heap reading."""
+    from harness.report.issue import plain
+
+    assert plain({"func": "mallinfo2", "note": None}) == "func mallinfo2, note -"
+    assert plain(["a", 1]) == "a, 1"
