@@ -201,7 +201,7 @@ class IssueReporter:
             row = report.results[row].row
         if row not in rows:
             raise InputError(f"--issue {row}: no such row (allowed values: "
-                             f"{', '.join(sorted(rows))}) or cell id of one")
+                             f"{', '.join(sorted(rows))})")
         if rows[row].first_bad is None:
             raise InputError(f"--issue {row}: the row has no bad cell, so there is nothing "
                              "to report; pick a row whose first bad is named")
