@@ -16,7 +16,7 @@ from html import escape
 from markupsafe import Markup
 
 WIDTH, HEIGHT = 340, 150
-LEFT, RIGHT, TOP, BOTTOM = 70, 10, 22, 24
+LEFT, RIGHT, TOP, BOTTOM = 70, 10, 32, 24
 MAX_POINTS = 400
 FIT_COLOUR = "#d62728"
 
@@ -74,17 +74,20 @@ def human(value: float, unit: str, span: float = 0.0) -> str:
     return f"{value / scale:.{decimals}f} {name}"
 
 
-def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.99
+def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.98
                  ) -> tuple[float, float]:
-    """The [lo_q, hi_q] quantiles of ys, widened by half their spread: one slow warm-up
-    step (40 ms against 0.3 ms) must not flatten the rest of the plot."""
+    """The [lo_q, hi_q] quantiles of ys, widened by a quarter of their spread and never
+    below 0 for values that are never negative (times): one slow warm-up step (40 ms
+    against 0.3 ms), or the top 2 % of spikes, must not flatten the rest of the plot;
+    what is left out is counted on the chart."""
     if not ys:
         return 0.0, 1.0
     v = sorted(ys)
     lo = v[int(lo_q * (len(v) - 1))]
     hi = v[math.ceil(hi_q * (len(v) - 1))]
     spread = hi - lo or abs(hi) * 0.05 or 1.0
-    return lo - spread * 0.5, hi + spread * 0.5
+    low = lo - spread * 0.25
+    return (max(0.0, low) if v[0] >= 0 else low), hi + spread * 0.25
 
 
 def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None = None,
@@ -100,10 +103,10 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
         return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
     x_lo = min(0.0, min(p[0] for p in points))
     x_hi = max(p[0] for p in points)
-    clipped: list[float] = []
+    clipped: list[tuple[float, float]] = []
     if y_range is not None:
         y_lo, y_hi = y_range
-        clipped = [p[1] for p in points if p[1] > y_hi or p[1] < y_lo]
+        clipped = [p for p in points if p[1] > y_hi or p[1] < y_lo]
     else:
         y_lo = min(p[1] for p in points)
         y_hi = max(p[1] for p in points)
@@ -153,35 +156,43 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
         parts.append(f'<polyline class="series" fill="none" stroke="{escape(ln.colour)}" '
                      f'stroke-width="1.2"{dash} points="{path}"><title>{escape(ln.label)}'
                      '</title></polyline>')
-    if len(lines) > 1:
-        for k, ln in enumerate(reversed(lines)):
-            parts.append(f'<text class="legend" x="{LEFT + w - 4}" y="{TOP + h - 4 - 10 * k}" '
-                         f'font-size="9" text-anchor="end" fill="{escape(ln.colour)}">'
-                         f'{escape(ln.label)}</text>')
-    above = [y for y in clipped if y > y_hi]
-    below = [y for y in clipped if y < y_lo]
+    if len(lines) > 1:   # under the axis, left of "iteration": never over the trace
+        legend = " · ".join(ln.label for ln in lines)
+        parts.append(f'<text class="legend" x="2" y="{HEIGHT - 0.5}" '
+                     f'font-size="8" fill="#555">'
+                     + "".join(f'<tspan fill="{escape(ln.colour)}">{escape(ln.label)}'
+                               f'{" · " if k < len(lines) - 1 else ""}</tspan>'
+                               for k, ln in enumerate(lines))
+                     + f'<title>{escape(legend)}</title></text>')
     said = []
-    if above:
-        said.append(f"{len(above)} above: max {human(max(above), unit, abs(max(above)))}")
-    if below:
-        said.append(f"{len(below)} below")
+    # Points off the axis are drawn on its edge; say how many, how far and whether they
+    # are warm-up, above the plot, never over the trace.
+    for side, off in (("above", [p for p in clipped if p[1] > y_hi]),
+                      ("below", [p for p in clipped if p[1] < y_lo])):
+        if not off:
+            continue
+        warm = sum(1 for x, _ in off if warmup_end is not None and x <= warmup_end)
+        far = max(y for _, y in off) if side == "above" else min(y for _, y in off)
+        said.append(f"{len(off)}{' warm-up' if warm == len(off) else ''} {side} "
+                    f"({'max' if side == 'above' else 'min'} {human(far, unit, 0)})")
     if said:
-        parts.append(f'<text class="clipped" x="{LEFT + 3}" y="{TOP + 9}" font-size="9" '
-                     f'fill="#a40">{escape("; ".join(said))}</text>')
+        parts.append(f'<text class="clipped" x="{LEFT}" y="{TOP - 4}" font-size="8" '
+                     f'fill="#a40">{escape("; ".join(said))}<title>samples off the axis, '
+                     'drawn on its edge</title></text>')
     if fit is not None:
         parts.append(f'<line class="fit" x1="{px(fit.x0):.1f}" '
                      f'y1="{py(fit.slope * fit.x0 + fit.intercept):.1f}" '
                      f'x2="{px(fit.x1):.1f}" y2="{py(fit.slope * fit.x1 + fit.intercept):.1f}" '
                      f'stroke="{FIT_COLOUR}" stroke-width="1.5" stroke-dasharray="5,3">'
                      '<title>fitted slope (Theil-Sen, after warm-up)</title></line>')
-    parts.append(f'<text x="{LEFT}" y="{TOP - 8}" font-size="11" font-weight="bold" '
+    parts.append(f'<text x="{LEFT}" y="{TOP - 17}" font-size="11" font-weight="bold" '
                  f'fill="#222">{escape(title)}</text>')
     if headline:
-        parts.append(f'<text class="headline" x="{WIDTH - RIGHT}" y="{TOP - 7}" '
+        parts.append(f'<text class="headline" x="{WIDTH - RIGHT}" y="{TOP - 16}" '
                      f'font-size="12" font-weight="bold" text-anchor="end" fill="#222">'
                      f'{escape(headline)}</text>')
-    if note:   # inside the plot, top right: never over the title or the axis labels
-        parts.append(f'<text class="note" x="{LEFT + w - 4}" y="{TOP + 9}" font-size="8" '
+    if note:   # above the plot, right: never over the trace, the title or the axis labels
+        parts.append(f'<text class="note" x="{WIDTH - RIGHT}" y="{TOP - 4}" font-size="8" '
                      f'text-anchor="end" fill="#555">{escape(note)}</text>')
     parts.append(f'<text x="{LEFT + w / 2:.0f}" y="{HEIGHT - 0.5}" font-size="8" '
                  'text-anchor="middle" fill="#777">iteration</text></svg>')
