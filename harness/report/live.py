@@ -94,6 +94,8 @@ class LiveProgress:
         # cell id -> (bar, first (time, iteration) seen: the rate is measured from there)
         self.tasks: dict[str, tuple[TaskID, list[float]]] = {}
         self.preparing: dict[str, str] = {}
+        self.prepare_t: dict[str, float] = {}        # when each image's first line came
+        self.images: dict[str, tuple[str, str]] = {}  # cell id -> (image ref, label)
         self.lock = threading.RLock()
         self.live = Live(self._view(), console=self.console, refresh_per_second=4,
                          transient=True, redirect_stderr=False, redirect_stdout=False)
@@ -120,6 +122,7 @@ class LiveProgress:
             if found is not None:
                 key = found.group("ref") or found.group("label") or text
                 self.preparing[key] = text
+                self.prepare_t.setdefault(key, time.monotonic())
                 self.live.update(self._view())
                 return
             # rich wraps the line itself: it then knows how many rows it took, so the
@@ -130,11 +133,13 @@ class LiveProgress:
         s = cell.settings
         with self.lock:
             if event == "running":
+                # The cell may still wait for its image: its clock starts with its
+                # first sample, not here.
                 total = s.warmup + (s.max_iterations or s.iterations)
-                task = self.bars.add_task(_short(cell.id, 40), total=total, rate="")
+                task = self.bars.add_task(_short(cell.id, 40), total=total, rate="",
+                                          start=False)
                 self.tasks[cell.id] = (task, [])
-                for key in (cell.image.ref, cell.image.label):
-                    self.preparing.pop(key, None)
+                self.images[cell.id] = (cell.image.ref, cell.image.label)
                 self.live.update(self._view())
             elif event == "done" and cell.id in self.tasks:
                 task, _ = self.tasks.pop(cell.id)
@@ -154,6 +159,8 @@ class LiveProgress:
         now = time.monotonic()
         if not first:
             first += [now, float(done)]
+            self.bars.start_task(task)
+            self._prepared(cid, now)
         rate = ""
         if now - first[0] > 0.2 and done > first[1]:
             rate = f"{(done - first[1]) / (now - first[0]):,.0f} it/s"
@@ -161,9 +168,23 @@ class LiveProgress:
             rate = f"{rate} warm-up".strip()
         self.bars.update(task, completed=done, rate=rate)
 
+    def _prepared(self, cid: str, now: float) -> None:
+        """The cell's image is ready (its agent wrote a sample): its preparing line
+        gives way to one line saying how long the build took."""
+        for key in self.images.pop(cid, ()):
+            text = self.preparing.pop(key, None)
+            started = self.prepare_t.pop(key, None)
+            if text is not None and started is not None and "cached venv" not in text:
+                self.console.print(f"harness: {key}: built in {now - started:.1f} s",
+                                   markup=False, highlight=False)
+        self.live.update(self._view())
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2)
+        with self.lock:      # Ctrl-C or the end: no "building" line is left behind
+            self.preparing.clear()
+            self.live.update(self._view())
         self.live.stop()
 
 

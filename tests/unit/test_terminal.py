@@ -194,3 +194,40 @@ def test_piped_table_honours_columns(swept: tuple[Path, str], how: str) -> None:
     lines = proc.stdout.splitlines()
     assert max(len(line) for line in lines) <= 100, proc.stdout
     assert "interp-5" in proc.stdout and "\x1b[" not in proc.stdout
+
+
+def test_a_cell_waiting_for_its_venv_has_no_clock_and_the_build_line_gives_way(
+        tmp_path: Path) -> None:
+    """Issue 21 point 5: a bar counted time while the venv built; "building venv"
+    lingered after the build and after Ctrl-C."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from harness.report.live import LiveProgress
+    from tests.unit.test_orchestrator import make_matrix
+
+    matrix = make_matrix(tmp_path, images="v1")
+    [cell] = matrix.cells
+    samples = tmp_path / "samples.jsonl"
+    out = io.StringIO()
+    live = LiveProgress(lambda cid: samples, Console(file=out, force_terminal=True,
+                                                     width=100), refresh_s=0.05)
+    try:
+        live(f"{cell.image.label}: building venv with multidict==6.5.1")
+        live.cell(cell, "running", None)
+        time.sleep(0.3)
+        [task] = live.bars.tasks
+        assert not task.started and task.elapsed is None      # waiting: no clock
+        assert list(live.preparing) == [cell.image.label]
+        samples.write_text(json.dumps({"type": "sample", "src": "timer", "phase": "measure",
+                                       "i": 10}) + "\n")
+        time.sleep(0.3)
+        assert task.started and live.preparing == {}
+        live("v2: building venv with multidict==6.6.4")      # another image, then Ctrl-C
+    finally:
+        live.close()
+    text = ANSI.sub("", out.getvalue())
+    assert re.search(rf"harness: {cell.image.label}: built in \d+\.\d s", text)
+    assert live.preparing == {}
