@@ -75,6 +75,11 @@ def results_dir(base: Path) -> Path:
     return found[0].parent
 
 
+def texts(cell: dict[str, Any]) -> list[str]:
+    """A stored cell's findings as text (schema 3 keeps each as {kind, text})."""
+    return [f["text"] if isinstance(f, dict) else f for f in cell["findings"]]
+
+
 def cells_of(base: Path) -> dict[str, dict[str, Any]]:
     cells: dict[str, dict[str, Any]] = json.loads(
         (results_dir(base) / "results.json").read_text())["cells"]
@@ -142,19 +147,19 @@ def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str,
     cells = cells_of(seed_runs["4090"])
     for cid, c in cells.items():
         if not cid.startswith("20.12"):
-            assert not any("unsupported" in f for f in c["findings"]), cid
+            assert not any("unsupported" in f for f in texts(c)), cid
             continue
         assert c["verdict"] != "not-applicable", c["reason"]
         assert c["summary"]["iterations"] == 150, cid       # it really ran
         # under a short deadline (the matrix says 20m)
         assert any(f.startswith("unsupported: ") and "(deadline 300s)" in f
-                   for f in c["findings"]), c["findings"]
-        evidence = [f for f in c["findings"] if f.startswith("unsupported pair, run to decide")]
+                   for f in texts(c)), c["findings"]
+        evidence = [f for f in texts(c) if f.startswith("unsupported pair, run to decide")]
         # what happened decides: here the framework ran on the CPU, so the GPU question
         # stays open, and the cell says so instead of claiming either answer
         assert evidence and "undecided: the framework ran on cpu" in evidence[0], c["findings"]
     on_3090 = cells_of(seed_runs["3090"])
-    assert not any("unsupported" in f for c in on_3090.values() for f in c["findings"])
+    assert not any("unsupported" in f for c in on_3090.values() for f in texts(c))
 
 
 def test_compare_names_the_two_hosts(seed_runs: dict[str, Path],
@@ -327,7 +332,7 @@ matrix:
     assert g["name"] == "NVIDIA GeForce RTX 4090" and g["cc"] == [8, 9]
     assert c["end"]["info"]["uuids"] == [g["uuid"]]
     assert any(f.startswith("unsupported: CUDA 11.1 predates compute capability 8.9")
-               for f in c["findings"]), c["findings"]
+               for f in texts(c)), c["findings"]
 
 
 def test_unsupported_pair_decided_not_applicable_from_the_log(sims: dict[str, Any],
@@ -348,5 +353,5 @@ matrix:
     old, new = cells["20.12-tf1-py3.gpu0.sm"], cells["22.12-tf1-py3.gpu0.sm"]
     assert old["verdict"] == "not-applicable", old["reason"]
     assert "no kernel image is available" in old["reason"]
-    assert any("run to decide: not-applicable from evidence" in f for f in old["findings"])
+    assert any("run to decide: not-applicable from evidence" in f for f in texts(old))
     assert new["verdict"] == "ok", new["reason"]
