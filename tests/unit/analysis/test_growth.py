@@ -44,7 +44,7 @@ def sampled(iterations: int) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_slow_leak_hidden_in_noise_is_a_leak_with_the_true_rate_inside_the_ci(seed: int) -> None:
-    # GIVEN 300 iterations (30 samples) leaking 16 KiB/iteration under realistic noise
+    # GIVEN 300 iterations (30 samples) leaking 16 KiB/call under realistic noise
     rng = np.random.default_rng(seed)
     t = sampled(300)
     y = pages(rss_noise(rng, t) + 16 * KiB * t)

@@ -133,7 +133,7 @@ def test_fading_fill_is_never_a_leak_and_nothing_is_decided_before_min_iteration
 
 
 def test_chunky_leak_with_zero_median_is_never_called_stable() -> None:
-    # GIVEN 64 KiB every 10th interval (mean ~1.3 KiB/iteration, median 0)
+    # GIVEN 64 KiB every 10th interval (mean ~1.3 KiB/call, median 0)
     incs = [65536.0 if k % 10 == 9 else 0.0 for k in range(300)]
     decider = LiveDecider(CFG, 50, 1500)
     assert first_decision(decider, heap_records(incs)) is None
