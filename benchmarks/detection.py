@@ -1,11 +1,11 @@
 """Detection quality of `harness.analysis.memory_trend` on simulated RSS series.
 
-For leak rates of 1, 4, 16 and 64 KiB/iteration and several noise levels this prints
+For leak rates of 1, 4, 16 and 64 KiB/call and several noise levels this prints
 (markdown) the power (share of leaking runs called "leak") at 300 measured iterations,
 the number of measured iterations needed for >= 99 % power, and the false-leak rate on
 stable and on plateau series, each over `--runs` (default 1000) seeded runs per cell.
 
-Goal (issue 4): a 16 KiB/iteration leak found in <= 300 iterations with >= 99 % power,
+Goal (issue 4): a 16 KiB/call leak found in <= 300 iterations with >= 99 % power,
 and <= 0.5 % false leaks on stable and plateau series.
 
 The simulated RSS, sampled every 10 iterations as the agent does, is made of
@@ -96,7 +96,7 @@ def background(rng: np.random.Generator, runs: int, iters: int, noise: Noise) ->
 
 
 def leak(rng: np.random.Generator, runs: int, iters: int, noise: Noise, rate: float) -> Array:
-    """Background plus `rate` bytes/iteration, visible as a staircase of arena chunks."""
+    """Background plus `rate` bytes/call, visible as a staircase of arena chunks."""
     t = np.arange(0, iters, EVERY, dtype=np.float64)
     chunk = rng.choice(np.array([4, 16, 64, 256]) * KiB, (runs, 1))
     offset = rng.uniform(0, 1, (runs, 1))
@@ -192,14 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"## Leak power ({args.runs} runs per cell, a memory sample every {EVERY} iterations)\n"
         )
-        print("| noise | leak KiB/iter | power @ 300 iter | iterations for >= 99 % power |")
+        print("| noise | leak KiB/call | power @ 300 iter | iterations for >= 99 % power |")
         print("|---|---:|---:|---:|")
         for (noise, rate), future in zip(cases, powers, strict=True):
             at_300, needed, got = future.result()
             need = f"{needed} ({got:.1%})" if needed else f"> {ITERS_GRID[-1]}"
             print(f"| {noise.name} | {rate} | {at_300:.1%} | {need} |", flush=True)
             if rate == 16 and at_300 < GOAL_POWER:
-                missed.append(f"16 KiB/iter power {at_300:.1%} at 300 iterations ({noise.name})")
+                missed.append(f"16 KiB/call power {at_300:.1%} at 300 iterations ({noise.name})")
 
         heads = " | ".join(f"{n} iter" for n in FP_ITERS)
         print(f"\n## False leaks ({args.runs} runs per cell)\n")

@@ -10,7 +10,7 @@ sampled every 5 iterations after a 10-iteration warm-up) are fed sample by sampl
 It prints the false-leak rate of both on stable and plateau series (each over `--runs`
 seeded series of `--iterations` measured iterations; the naive loop on the first
 `--naive-runs`, next to one memory_trend at the end), then the power and the median
-iterations to a decision of `LiveDecider` for leaks of 256 B, 1, 4 and 16 KiB/iteration.
+iterations to a decision of `LiveDecider` for leaks of 256 B, 1, 4 and 16 KiB/call.
 
 The series: a level of 4-64 MiB; per interval, exact zero with probability 0.3-0.8,
 else Laplace jitter of 16-256 B; allocator level toggles (alloc then free) of 1-256 KiB
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(pool.map(one, jobs, chunksize=64))
     alpha = CFG.alpha
-    print(f"Live decision: sign-test mixture SPRT, floor {FLOOR_BYTES:.0f} B/iteration, "
+    print(f"Live decision: sign-test mixture SPRT, floor {FLOOR_BYTES:.0f} B/call, "
           f"alpha {alpha}, looks after every sample (every {EVERY} iterations), "
           f"min {MIN_ITERATIONS} / max {args.iterations} measured iterations.\n")
     print("| series | runs | LiveDecider false leaks | LiveDecider 'stable' | undecided "
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {kind} | {len(part)} | {fl} ({fl / len(part):.2%}, {ok} alpha) | {st} | "
               f"{len(part) - fl - st} | {m} | {once} ({once / m:.1%}) | "
               f"{every} ({every / m:.1%}) |")
-    print("\n| leak B/iteration | runs | called leak (power) | called stable | "
+    print("\n| leak B/call | runs | called leak (power) | called stable | "
           "median iterations to leak | 95th percentile |")
     print("|---|---|---|---|---|---|")
     for k, rate in enumerate(LEAK_RATES):

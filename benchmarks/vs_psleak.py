@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {case.name}: done ({time.perf_counter() - started:.0f} s)",
                   file=sys.stderr)
     mode = "stock agent" if args.stock else "heap after gc.collect(), tcache off"
-    print(f"harness: LiveDecider (floor 128 B/iteration, alpha {CFG.alpha}, min "
+    print(f"harness: LiveDecider (floor 128 B/call, alpha {CFG.alpha}, min "
           f"{MIN_ITERATIONS} / max {MAX_ITERATIONS} measured calls, {WARMUP} warm-up, "
           f"sample every {EVERY}; {mode}). psleak 0.1.6 defaults. Calls: median (max); "
           "harness counts measured calls, psleak all calls. Wall: median seconds.\n")

@@ -247,12 +247,3 @@ def cell_flags(wants_gpu: bool, verdict: Verdict, series: Series) -> list[Findin
     out.extend(Finding("heap-note", note) for note in series.notes)
     return out
 
-
-def flag_cell(wants_gpu: bool, verdict: CellVerdict, series: Series) -> CellVerdict:
-    """`verdict` with `cell_flags` added to its findings and said in its reason."""
-    flags = cell_flags(wants_gpu, verdict.verdict, series)
-    if not flags:
-        return verdict
-    return dataclasses.replace(
-        verdict, reason="; ".join([verdict.reason, *(f.text for f in flags)]),
-        findings=(*verdict.findings, *(f for f in flags if f not in verdict.findings)))

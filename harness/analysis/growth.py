@@ -123,7 +123,7 @@ def theil_sen(
 
 
 NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
-NEAR_FLOOR_DECAY = 0.8      # ... with the late slope under this share of the whole one
+NEAR_FLOOR_DECAY = 0.9      # ... with the late slope under this share of the whole one
 
 
 def memory_trend(

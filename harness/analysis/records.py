@@ -71,7 +71,7 @@ MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
 
 @dataclass(frozen=True, slots=True)
 class MemoryTrend(Record):
-    """Trend of one memory source over the measured iterations; bytes and bytes/iteration.
+    """Trend of one memory source over the measured iterations; bytes and bytes/call.
 
     `slope_lo`/`slope_hi` and `late_lo`/`late_hi` are confidence intervals at
     `AnalysisConfig.confidence` and `late_confidence`. `start`/`end` are medians of the
@@ -254,7 +254,7 @@ Kind = Literal["leak", "stable"]
 
 @dataclass(frozen=True, slots=True)
 class LiveDecision(Record):
-    """A verdict reached while the cell was still running; rates in bytes/iteration."""
+    """A verdict reached while the cell was still running; rates in bytes/call."""
 
     verdict: Kind
     source: str

@@ -1,14 +1,15 @@
 """Live leak decisions while a cell runs, valid however often the host looks.
 
-The host feeds the agent's records to a `LiveDecider` as they arrive; once the heap's
-growth rate is certainly above or certainly below a floor it returns a `LiveDecision`
+The host feeds the agent's records to a `LiveDecider` as they arrive; once a memory
+source's growth rate (the heap's, USS with RSS, the device's, the framework allocator's)
+is certainly above or certainly below a floor it returns a `LiveDecision`
 and the host creates the agent's control file, so the agent stops measuring and still
 writes its end record. `watch_file` is that loop: it tails the file through
 `protocol.ingest.SeriesReader`, the one reader of agent lines, and reads on to the end,
 so the cell's samples are parsed once and the Series comes back with the decision.
 
 The test is a sign test on the per-interval growth rates r_k = (heap_k - heap_{k-1}) /
-(i_k - i_{k-1}) in bytes/iteration, made sequential by a mixture of likelihood ratios
+(i_k - i_{k-1}) in bytes/call, made sequential by a mixture of likelihood ratios
 (a mixture SPRT). For a rate f, let a be the intervals with r_k > f and b those with
 r_k < f. If at every interval P(r_k > f | past) <= 1/2 (the median rate is at most f),
 
@@ -38,6 +39,7 @@ collector or their caps stop them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -50,12 +52,20 @@ from scipy import special
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.records import Kind, LiveDecision
-from harness.protocol.ingest import READ_CHUNK, Record, Series, SeriesReader, no_samples
+from harness.analysis.verdict import CARRIERS
+from harness.protocol.ingest import (
+    READ_CHUNK,
+    TREND_NAMES,
+    Record,
+    Series,
+    SeriesReader,
+    no_samples,
+)
 
 __all__ = ["LiveDecider", "LiveDecision", "Watched", "median_bounds", "sign_evalue",
            "watch_file"]
 
-FLOOR_BYTES = 128.0          # bytes/iteration: growth the live test must see to call a leak
+FLOOR_BYTES = 128.0          # bytes/call: growth the live test must see to call a leak
 MIN_GROWTH_BYTES = 8192.0    # and at least this much growth since the warm-up ended
 DECAY_RATIO = 0.5            # latest-third median rate >= this share of the earliest third's
 POLL_S = 0.02   # with the agent checking every 20 ms: a stop within ~40 ms of a sample
@@ -106,7 +116,15 @@ def median_bounds(rates: Any, alpha: float) -> tuple[float, float]:
     return lo, hi
 
 
-SOURCES = ("heap", "gpu", "fw")   # the sources a leak may be carried by, tested live
+# The sources a leak may be carried by, tested live: the carriers of the post-run
+# verdict (`analysis.verdict.CARRIERS`), each read from the agent's sample keys; RSS
+# only with USS agreeing.
+SOURCES = tuple(CARRIERS)
+SAMPLE_KEYS = {name: key for key, name in TREND_NAMES.items()}   # "gpu" -> "gpu_used"
+# A stable decision needs these stable where they are read; RSS and USS move with
+# page cache, arenas and lazily touched pages, so they only ever add a leak (they decide
+# "stable" alone only when none of these is read).
+STABLE_NEEDS = ("heap", "gpu", "fw")
 # Sources that count exact bytes (the device's used memory, the framework allocator's
 # bytes in use): no allocator noise, so growth in every interval is evidence enough.
 EXACT = frozenset({"gpu", "fw"})
@@ -145,25 +163,28 @@ class _Source:
 class LiveDecider:
     """Reads agent records in order; decides leak or stable once the sign test is sure.
 
-    Every source of `sources` the agent reports is tested; a leak on any of them stops
-    the cell (the one growing most when several are sure at once), "stable" needs every
-    source with readings stable. Exact byte counters (`EXACT`: the device's memory, the
-    framework allocator) are also called leaking after `STEADY_INTERVALS` intervals that
-    all grew above the floor, without decay: they have no allocator noise for a sign
-    test to see through, so waiting for its dozen intervals only costs calls.
+    Every source of `sources` the agent reports is tested (the heap, USS with RSS, the
+    device's memory, the framework allocator); a leak on any of them stops the cell
+    (the one growing most when several are sure at once; USS and RSS only when both
+    are), "stable" needs every source of `STABLE_NEEDS` with readings stable. Exact byte
+    counters (`EXACT`: the device's memory, the framework allocator) are also called
+    leaking after `STEADY_INTERVALS` intervals that all grew above the floor, without
+    decay: they have no allocator noise for a sign test to see through, so waiting for
+    its dozen intervals only costs calls.
 
     Args:
         cfg: `alpha` is the error rate of each verdict (false leak, false stable).
         min_iterations: No decision before this many measured iterations.
         max_iterations: Past this many measured iterations it stops deciding
             (`exhausted`); the post-run analysis then gives the verdict.
-        source: One sample key to test alone (tests); default: `SOURCES`.
-        floor: Growth rate in bytes/iteration that separates leak from stable.
+        source: One source of `SOURCES` to test alone (tests, benchmarks); default: all.
+        floor: Growth rate in bytes/call that separates leak from stable.
         min_growth: Bytes of growth a leak verdict needs at least.
         decay_ratio: See the module docstring; 0 turns the check off.
 
     Raises:
-        ValueError: The bounds or thresholds are out of range.
+        ValueError: The bounds or thresholds are out of range, or `source` is none of
+            `SOURCES`.
     """
 
     def __init__(self, cfg: AnalysisConfig, min_iterations: int, max_iterations: int,
@@ -175,8 +196,12 @@ class LiveDecider:
         if floor <= 0 or min_growth < 0 or not 0 <= decay_ratio < 1:
             raise ValueError(f"need floor > 0, min_growth >= 0, 0 <= decay_ratio < 1; got "
                              f"{floor}, {min_growth}, {decay_ratio}")
+        if source is not None and source not in CARRIERS:
+            raise ValueError(f"source {source!r}: allowed values are {', '.join(SOURCES)}")
         self.cfg = cfg
-        self.sources = {n: _Source(n) for n in ((source,) if source else SOURCES)}
+        self.carriers = {n: CARRIERS[n] for n in ((source,) if source else SOURCES)}
+        # One reading per trend source, under its name (heap, uss, rss, gpu, fw).
+        self.sources = {n: _Source(n) for parts in self.carriers.values() for n in parts}
         self.min_iterations, self.max_iterations = min_iterations, max_iterations
         self.floor, self.min_growth, self.decay_ratio = floor, min_growth, decay_ratio
         self.decision: LiveDecision | None = None
@@ -205,23 +230,40 @@ class LiveDecider:
         i, measuring = fields["i"], fields["phase"] == "measure"
         grew = False
         for src in self.sources.values():
-            value = fields.get(src.name)
-            if isinstance(value, int | float):
+            value = fields.get(SAMPLE_KEYS.get(src.name, src.name))
+            if isinstance(value, int | float) and not isinstance(value, bool):
                 grew = src.feed(i, float(value), measuring) or grew
         return self._decide() if grew else None
 
     def _decide(self) -> LiveDecision | None:
-        tested = [s for s in self.sources.values() if s.rates]
-        found = [d for d in (self._test(s) for s in tested) if d is not None]
-        leaks = [d for d in found if d.verdict == "leak"]
+        found: dict[str, LiveDecision] = {}    # carrier -> its decision, where sure
+        read: list[str] = []                   # carriers with readings to test
+        for carrier, parts in self.carriers.items():
+            srcs = [self.sources[p] for p in parts]
+            if not all(s.rates for s in srcs):
+                continue
+            read.append(carrier)
+            tests = [self._test(s, carrier if k == 0 else s.name) for k, s in enumerate(srcs)]
+            first = tests[0]
+            if first is not None and all(t is not None and t.verdict == first.verdict
+                                         for t in tests):
+                if first.verdict == "leak" and len(tests) > 1:
+                    first = dataclasses.replace(first, reason=first.reason + "; " + ", ".join(
+                        f"{t.source} {t.mean_rate / 1024:+.1f} KiB/call agrees"
+                        for t in tests[1:] if t is not None))
+                found[carrier] = first
+        leaks = [d for d in found.values() if d.verdict == "leak"]
         if leaks:
+            # The one growing most; on a tie the first of `SOURCES`.
             self.decision = max(leaks, key=lambda d: d.mean_rate)
-        elif found and len(found) == len(tested):
-            # Stable on every source read: say the one a reader reads first (heap).
-            self.decision = found[0]
+            return self.decision
+        needs = [c for c in read if c in STABLE_NEEDS] or read
+        if needs and all(c in found for c in needs):
+            # Stable on every source it needs: say the one a reader reads first (heap).
+            self.decision = found[needs[0]]
         return self.decision
 
-    def _test(self, src: _Source) -> LiveDecision | None:
+    def _test(self, src: _Source, label: str) -> LiveDecision | None:
         n = src.last[0] - src.warm_i if src.last else 0
         if n < self.min_iterations or n > self.max_iterations:
             return None
@@ -246,15 +288,15 @@ class LiveDecider:
                    f"{self.cfg.alpha:g}" if lo > f else
                    f"every one of {rates.size} intervals grew above the floor {f:.0f} "
                    "B/call (exact byte counter)")
-            why = f"{src.name} grows {mean / 1024:+.1f} KiB/call, {how}"
+            why = f"{label} grows {mean / 1024:+.1f} KiB/call, {how}"
         elif hi < f and mean < f:
             verdict = "stable"
-            why = (f"{src.name} median rate <= {hi:.0f} B/call < floor {f:.0f} at "
+            why = (f"{label} median rate <= {hi:.0f} B/call < floor {f:.0f} at "
                    f"alpha {self.cfg.alpha:g}, mean {mean:+.0f} B/call")
         if verdict is None:
             return None
         why += f"; {growth / 1024:+.1f} KiB over {n} calls ({rates.size} intervals)"
-        return LiveDecision(verdict, src.name, n, why, f, lo, hi, mean, growth,
+        return LiveDecision(verdict, label, n, why, f, lo, hi, mean, growth,
                             int(rates.size), self.cfg.alpha)
 
 

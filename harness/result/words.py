@@ -22,7 +22,9 @@ def cell_numbers(res: CellResult) -> str:
     source = res.deciding_source
     if source is not None and res.verdict != "slowdown":
         slope = res.memory[source].slope
-        memory.append(f"{source} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
+        # The carrier's name as the reason says it ("uss+rss", whose figure is USS's).
+        name = res.carrier if res.carrier and res.carrier.split("+")[0] == source else source
+        memory.append(f"{name} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
     step = res.summary.median_step_s
     per_call = [f"{human_seconds(step)}/call"] if step is not None else []
     lead: list[str] = []

@@ -137,13 +137,16 @@ def test_probe_output_after_an_entrypoint_banner() -> None:
 
 
 def test_notes_and_no_gpu_are_said_in_the_reason() -> None:
-    from harness.analysis.decision import flag_cell
-    from harness.analysis.verdict import CellVerdict
+    from harness.analysis.decision import CellFacts, cell_flags, decide
 
     s = heap_series([(3 * GiB + k * 600 * (1 << 20)) % (1 << 32) for k in range(8)])
     s.end = {"status": "ok", "info": {"device": "cpu"}}
-    v = flag_cell(True, CellVerdict("ok", "memory stable"), s)
-    assert v.reason.startswith("memory stable; no-gpu: a GPU cell, but the framework saw no GPU")
-    assert "mallinfo(), which wraps at 4 GiB; 1 wrap(s) unwrapped" in v.reason
-    cpu_cell = flag_cell(False, CellVerdict("ok", "memory stable"), heap_series([1 << 20] * 8))
-    assert cpu_cell.reason == "memory stable"
+    flags = cell_flags(True, "ok", s)
+    assert [f.kind for f in flags] == ["no-gpu", "heap-note"]
+    assert flags[0].text.startswith("no-gpu: a GPU cell, but the framework saw no GPU")
+    assert "mallinfo(), which wraps at 4 GiB; 1 wrap(s) unwrapped" in flags[1].text
+    # The verdict is built once with them: in its findings and said in its reason.
+    v = decide(CellFacts(AnalysisConfig(), s, RunOutcome(exit_code=0), wants_gpu=True))
+    assert v.reason.endswith("; " + flags[0].text + "; " + flags[1].text)
+    assert v.has("no-gpu") and v.has("heap-note")
+    assert cell_flags(False, "ok", heap_series([1 << 20] * 8)) == []

@@ -70,7 +70,7 @@ def report(tmp_path: Path) -> Report:
     (tmp_path / "scenarios" / "rfft_loop.py").write_text(SCRIPT)
     cells = [cell("20.12-tf1-py3", 0, "ok", "memory stable, no slowdown", "1.15.4+nv20.12",
                   "11.1.1", 0.0, 0.0011),
-             cell("22.12-tf1-py3", 1, "leak", "heap grows +23.00 KiB/iteration",
+             cell("22.12-tf1-py3", 1, "leak", "heap grows +23.0 KiB/call",
                   "1.15.5+nv22.12", "11.8.0", 23 * 1024.0, 0.0019)]
     return Report.from_results("tf1-rfft", as_results({c["id"]: c for c in cells}),
                                {"matrix": str(tmp_path / "matrix.yaml")})

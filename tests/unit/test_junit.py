@@ -48,7 +48,7 @@ def results() -> dict[str, dict[str, Any]]:
              vs_baseline={"baseline": "20.12-tf1-py3",
                           "steps": {"ratio": 1.52, "p_value": 1e-30, "direction": "slower"},
                           "peak_rss": {"ratio": 1.01, "direction": "~"}}),
-        cell("22.12-tf1-py3", 2, "leak", "heap grows +23.00 KiB/iteration",
+        cell("22.12-tf1-py3", 2, "leak", "heap grows +23.0 KiB/call",
              memory={"heap": trend(23 * 1024.0, "leak")}),
         cell("20.12-tf1-py3", 0, "not-applicable", "no kernel image for sm_89", "zeros"),
         cell("21.06-tf1-py3", 1, "ambiguous", "heap neither clearly growing nor stable",

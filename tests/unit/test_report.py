@@ -40,7 +40,7 @@ def result(label: str, index: int, verdict: str, reason: str, tf: str, cuda: str
 def hand_built() -> dict[str, dict[str, Any]]:
     cells = [
         result("20.12-tf1-py3", 0, "ok", "memory stable, no slowdown", "1.15.4", "11.1.1"),
-        result("22.12-tf1-py3", 1, "leak", "heap grows +23.00 KiB/iteration", "1.15.5",
+        result("22.12-tf1-py3", 1, "leak", "heap grows +23.0 KiB/call", "1.15.5",
                "11.8.0", heap_slope=23 * 1024.0, median_step_s=0.0019),
         result("20.12-tf1-py3", 0, "ok", "fine", "1.15.4", "11.1.1", scenario="rfft_zeros",
                heap_slope=None, median_step_s=None),

@@ -135,3 +135,19 @@ def test_decode_with_skip_passes_over_a_bad_field_and_keeps_the_rest() -> None:
     assert said == ["env: expected a mapping, got ['CUDA_VERSION']"]
     with pytest.raises(DecodeError, match="env: expected a mapping"):
         decode(Fingerprint, {"env": ["CUDA_VERSION"]})
+
+
+def test_findings_an_older_writer_kept_as_text_load_typed() -> None:
+    """The H100 run's result.json (schema 2) kept findings as bare text."""
+    path = (Path(__file__).parents[1] / "data" / "h100" / "gpu-real" / "cells"
+            / "torch.gpu0.jax_leak" / "result.json")
+    raw = json.loads(path.read_text())
+    assert raw["schema"] == 2 and all(isinstance(f, str) for f in raw["findings"])
+    res = load_result(raw)
+    assert [f.kind for f in res.findings] == ["leak", "no-gpu"]
+    assert res.findings[1].text == raw["findings"][1] and res.findings[1].flag
+    # AND written again they are {kind, text}, read back equal
+    again = res.to_json()
+    assert again["schema"] == SCHEMA and again["findings"][1] == {  # type: ignore[index]
+        "kind": "no-gpu", "text": raw["findings"][1]}
+    assert load_result(json.loads(json.dumps(again))) == res

@@ -13,7 +13,7 @@ from tests.unit.test_report import result
 
 
 def _leaky() -> dict[str, Any]:
-    res = result("6.5.1", 1, "leak", "heap grows +5.90 KiB/iteration", "1", "1",
+    res = result("6.5.1", 1, "leak", "heap grows +5.9 KiB/call", "1", "1",
                  heap_slope=5.9 * 1024, median_step_s=0.0000159)
     res["vs_baseline"] = {"baseline": "6.4.4", "steps": {"direction": "slower", "ratio": 1.17},
                           "peak_rss": {"direction": "higher", "ratio": 1.12}}
@@ -80,3 +80,17 @@ def test_a_confirmed_ratio_is_printed_with_its_interval() -> None:
         "decided_by": [1, 2], "reason": "confirmed"}
     assert cell_text(as_result(res)).startswith(
         "regression: time 1.52x (CI 1.31..1.76) baseline (slower in 2 interleaved rounds)")
+
+
+def test_cell_text_shows_the_carriers_figure_not_the_heaps() -> None:
+    # GIVEN a 1 MiB/call device leak with the heap growing 2.4 KiB/call beside it
+    res = result("b", 1, "leak", "gpu grows +1024.0 KiB/call; also heap +2.4 KiB/call",
+                 "1", "1", heap_slope=2.4 * 1024, median_step_s=0.00006)
+    res["carrier"] = "gpu"
+    res["memory"]["gpu"] = {"slope": 1024.0 * 1024, "kind": "leak"}
+    # THEN the one-line text leads with the device's figure
+    assert cell_text(as_result(res)) == "leak: gpu +1024.0 KiB/call, 60 µs/call"
+    # AND a leak carried by USS with RSS is said under that name, with USS's figure
+    res["carrier"] = "uss+rss"
+    res["memory"]["uss"] = {"slope": 324.0 * 1024, "kind": "leak"}
+    assert cell_text(as_result(res)) == "leak: uss+rss +324.0 KiB/call, 60 µs/call"

@@ -44,7 +44,7 @@ def sampled(iterations: int) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_slow_leak_hidden_in_noise_is_a_leak_with_the_true_rate_inside_the_ci(seed: int) -> None:
-    # GIVEN 300 iterations (30 samples) leaking 16 KiB/iteration under realistic noise
+    # GIVEN 300 iterations (30 samples) leaking 16 KiB/call under realistic noise
     rng = np.random.default_rng(seed)
     t = sampled(300)
     y = pages(rss_noise(rng, t) + 16 * KiB * t)
@@ -242,3 +242,29 @@ def test_growth_that_slows_and_ends_barely_over_the_floor_is_not_yet_a_leak() ->
     # AND the same growth at a steady rate is a leak
     steady = 50 * MiB + 1.3 * floor_rate * t + rng.normal(0, 500, t.size)
     assert memory_trend("heap", t, steady, cfg).kind == "leak"
+
+
+def test_a_real_heap_with_a_slowing_fill_at_600_calls_is_not_yet_a_leak() -> None:
+    """The H100 run's heap readings (gpu_rfft, PyTorch on the GPU, read every 10 calls)
+    for the first 600 measured calls, with a fill added that slows (t^0.7) and ends 1.26
+    heap floors up, as issue 20 saw a stable GPU scenario at 600 calls."""
+    from pathlib import Path
+
+    from harness.protocol.ingest import read_samples
+
+    cells = Path(__file__).resolve().parents[2] / "data" / "h100" / "gpu-live" / "cells"
+    x, y = read_samples(cells / "torch.gpu0.gpu_rfft" / "samples.jsonl").memory("heap")
+    keep = x <= x[0] + 600
+    x, y = x[keep], y[keep]
+    cfg = AnalysisConfig(leak_floor_bytes=CFG.heap_floor_bytes)
+    # GIVEN the real heap alone: stable
+    assert memory_trend("heap", x, y, cfg).kind == "stable"
+    d = (x - x[0]) / (x[-1] - x[0])
+    slowing = memory_trend("heap", x, y + 0.35 * MiB * d**0.7, cfg)
+    # WHEN the fill slows (late slope under 0.9 of the whole) and ends under two floors
+    assert 1.0 < slowing.growth / slowing.floor < 2.0
+    assert slowing.late_lo * (x[-1] - x[0]) > slowing.floor   # what once made it a leak
+    # THEN it is ambiguous: the sweep runs it again, longer
+    assert slowing.kind == "ambiguous"
+    # AND the same growth at a steady rate is a leak
+    assert memory_trend("heap", x, y + 0.35 * MiB * d, cfg).kind == "leak"

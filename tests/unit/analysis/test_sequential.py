@@ -133,7 +133,7 @@ def test_fading_fill_is_never_a_leak_and_nothing_is_decided_before_min_iteration
 
 
 def test_chunky_leak_with_zero_median_is_never_called_stable() -> None:
-    # GIVEN 64 KiB every 10th interval (mean ~1.3 KiB/iteration, median 0)
+    # GIVEN 64 KiB every 10th interval (mean ~1.3 KiB/call, median 0)
     incs = [65536.0 if k % 10 == 9 else 0.0 for k in range(300)]
     decider = LiveDecider(CFG, 50, 1500)
     assert first_decision(decider, heap_records(incs)) is None
@@ -268,7 +268,9 @@ def test_the_live_series_of_a_garbled_file_is_the_file_read_afterwards(tmp_path:
 
 def exact_records(source: str, per_call: float, samples: int, every: int = 10,
                   warmup: int = 50) -> list[dict[str, Any]]:
-    """A device counter growing `per_call` bytes every call, sampled every `every`."""
+    """A device counter growing `per_call` bytes every call, sampled every `every`
+    (`source` is the trend name; the agent writes the device's memory as `gpu_used`)."""
+    source = {"gpu": "gpu_used"}.get(source, source)
     out: list[dict[str, Any]] = [
         {"type": "header", "schema": 1, "config": {"warmup": warmup}},
         {"type": "sample", "src": "step", "phase": "warmup", "i": warmup, source: 1e9,
@@ -291,7 +293,7 @@ def test_an_exact_counter_leak_is_decided_at_the_first_look(source: str) -> None
 
 def test_the_heap_alone_is_not_trusted_without_noise_evidence() -> None:
     # GIVEN the same steady growth on the heap (allocator noise is possible there)
-    recs = [{**r, "heap": r["gpu"]} if "gpu" in r else r
+    recs = [{**r, "heap": r["gpu_used"]} if "gpu_used" in r else r
             for r in exact_records("gpu", 2**20, 30)]
     got = first_decision(LiveDecider(CFG, 50, 3000, "heap"), recs)
     # THEN the sign test decides it, later than the exact counter's first look
@@ -302,5 +304,48 @@ def test_a_filling_device_cache_is_not_a_steady_leak() -> None:
     # GIVEN device memory that grows fast, then slows to a tenth: a cache filling
     recs = exact_records("gpu", 2**20, 3) + [
         {"type": "sample", "src": "step", "phase": "measure", "i": 80 + 10 * k,
-         "gpu": 1e9 + 3 * 10 * 2**20 + k * 10 * 2**17, "heap": 5e6} for k in range(1, 4)]
+         "gpu_used": 1e9 + 3 * 10 * 2**20 + k * 10 * 2**17, "heap": 5e6} for k in range(1, 4)]
     assert first_decision(LiveDecider(CFG, 50, 3000, "gpu"), recs) is None
+
+
+def process_records(uss_per_call: float, rss_per_call: float, samples: int = 40,
+                    every: int = 10, warmup: int = 50) -> list[dict[str, Any]]:
+    """A flat heap beside USS and RSS growing `*_per_call` bytes a call, with 4 KiB of
+    page-granular jitter, as the agent's timer and step samples carry them."""
+    rng = random.Random(3)
+    out: list[dict[str, Any]] = [
+        {"type": "header", "schema": 1, "config": {"warmup": warmup}},
+        {"type": "sample", "src": "step", "phase": "warmup", "i": warmup, "heap": 5e6,
+         "uss": 4e8, "rss": 5e8}]
+    for k in range(1, samples + 1):
+        calls = k * every
+        out.append({"type": "sample", "src": "step", "phase": "measure", "i": warmup + calls,
+                    "heap": 5e6 + (k % 3) * 100,
+                    "uss": 4e8 + uss_per_call * calls + 4096 * rng.randint(0, 1),
+                    "rss": 5e8 + rss_per_call * calls + 4096 * rng.randint(0, 1)})
+    return out
+
+
+def test_uss_with_rss_carries_a_live_leak_when_both_grow() -> None:
+    # GIVEN 64 KiB/call of process memory outside the heap (USS and RSS agree)
+    got = first_decision(LiveDecider(CFG, 50, 3000), process_records(65536, 65536))
+    # THEN the live decision is a leak carried by uss+rss, RSS's agreement said
+    assert got.verdict == "leak" and got.source == "uss+rss", got
+    assert got.reason.startswith("uss+rss grows +64.0 KiB/call")
+    assert "rss +64.0 KiB/call agrees" in got.reason
+
+
+def test_rss_alone_growing_is_no_live_leak() -> None:
+    # GIVEN RSS growing 64 KiB/call (page cache, file-backed pages) with USS flat
+    decider = LiveDecider(CFG, 50, 3000)
+    got = first_decision(decider, process_records(0, 65536))
+    # THEN no leak is called: the heap (and USS) stable make it stable, on the heap
+    assert got is not None and got.verdict == "stable" and got.source == "heap", got
+
+
+def test_each_source_can_be_tested_alone_by_its_name() -> None:
+    recs = process_records(65536, 65536)
+    assert first_decision(LiveDecider(CFG, 50, 3000, "heap"), recs).verdict == "stable"
+    assert first_decision(LiveDecider(CFG, 50, 3000, "uss+rss"), recs).source == "uss+rss"
+    with pytest.raises(ValueError, match="allowed values are heap, uss\\+rss, gpu, fw"):
+        LiveDecider(CFG, 50, 3000, "gpu_used")
