@@ -165,3 +165,51 @@ def test_a_rerun_grows_to_a_length_that_can_decide(tmp_path: Path) -> None:
     # THEN the re-run is long enough for min_samples step samples (10 x 10), not 40
     assert [a.iterations for a in attempts] == [20, 100]
     assert attempts[0].verdict == "ambiguous"
+
+
+def test_an_interrupted_sweep_gets_a_partial_report_that_says_so(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an interrupted sweep's directory: cells missing and no report written yet
+    for label in IMAGES[1:]:
+        shutil.rmtree(rdir / "cells" / f"{label}.gpu0.loop")
+    for name in ("results.json", "report.md", "report.html", "junit.xml"):
+        (rdir / name).unlink()
+    code = main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    # THEN the partial report is written, and it names what it lacks
+    assert code == EXIT_UNDECIDED
+    assert "3 of 4 planned cells missing; partial report written" in out
+    data = json.loads((rdir / "results.json").read_text())
+    assert data["missing_cells"] == [f"{v}.gpu0.loop" for v in IMAGES[1:]]
+    md = (rdir / "report.md").read_text()
+    assert "not a complete answer: 3 of 4 planned cells missing" in md
+    assert "no bad image" not in md and "first bad is v2 or later, if any" in md
+    assert "| v3.gpu0.loop | not run | no result.json" in md
+    junit = (rdir / "junit.xml").read_text()
+    assert 'errors="3"' in junit and 'type="not run"' in junit
+    assert "not run" in (rdir / "report.html").read_text()
+    # AND a second report over it (still partial) may rewrite it: nothing whole is lost
+    assert main(["report", str(rdir)]) == EXIT_UNDECIDED
+    assert "partial report written" in capsys.readouterr().out
+
+
+def test_a_complete_report_is_replaced_by_a_partial_one_only_with_force(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (rdir / "cells" / "v4.gpu0.loop" / "result.json").unlink()
+    before = digest(rdir)
+    main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    assert "nothing written: the complete report there is not replaced" in out
+    assert "--force replaces it" in out and digest(rdir) == before
+    # WHEN asked to, with --force
+    assert main(["report", str(rdir), "--force"]) == 1
+    out = capsys.readouterr().out
+    assert "partial report written" in out and "replacing the complete one (--force)" in out
+    assert json.loads((rdir / "results.json").read_text())["missing_cells"] == [
+        "v4.gpu0.loop"]
+
+
+def test_force_only_goes_with_writing_reports(rdir: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir), "--force", "--format", "md"]) == 2
+    assert "--force goes with a plain `harness report DIR`" in capsys.readouterr().err
