@@ -213,3 +213,61 @@ def test_force_only_goes_with_writing_reports(rdir: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(rdir), "--force", "--format", "md"]) == 2
     assert "--force goes with a plain `harness report DIR`" in capsys.readouterr().err
+
+
+def grow_matrix(tmp_path: Path, defaults: str) -> spec.Matrix:
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        f"name: grow\nruntime: local\ndefaults: {{{defaults}}}\n"
+        "matrix:\n  image: [{name: a}]\n  gpu: [0]\n  scenario: [loop.py]\n")
+    return spec.load(tmp_path / "m.yaml")
+
+
+def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
+    # GIVEN early-stop mode: the agent runs up to max_iterations (20: two samples)
+    matrix = grow_matrix(tmp_path, "max_iterations: 20, min_iterations: 10, warmup: 5, "
+                                   "sample_every: 10, repeats: 2")
+    runtime = FakeRuntime(lambda c: Behaviour())
+    got: list[int] = []
+    run = runtime.run
+
+    def recording(request, progress):  # type: ignore[no-untyped-def]
+        got.append(request.cell.settings.agent_iterations)
+        return run(request, progress)
+
+    runtime.run = recording  # type: ignore[method-assign]
+    store = RunStore.open(tmp_path / "r", matrix.name, False)
+    try:
+        out = sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False)
+    finally:
+        store.unlock()
+    res = out.results["a.gpu0.loop"]
+    # THEN the re-run looks longer (not 20 again), long enough to decide, and decides
+    assert got == [20, 100]
+    assert [a.iterations for a in res.attempts] == [20, 100]
+    assert res.attempts[0].verdict == "ambiguous" and res.verdict == "ok"
+
+
+def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(tmp_path: Path) -> None:
+    # GIVEN a cell whose 20 calls took ~1 s and a 3 s timeout: 100 calls cannot finish
+    matrix = grow_matrix(tmp_path, "iterations: 20, warmup: 5, sample_every: 10, "
+                                   "repeats: 2, timeout: 3")
+    runtime = FakeRuntime(lambda c: Behaviour())
+    run = runtime.run
+
+    def slow(request, progress):  # type: ignore[no-untyped-def]
+        import time
+        time.sleep(1.0)
+        return run(request, progress)
+
+    runtime.run = slow  # type: ignore[method-assign]
+    said: list[str] = []
+    store = RunStore.open(tmp_path / "r", matrix.name, False)
+    try:
+        out = sweep(matrix, list(matrix.cells), runtime, store, said.append, False)
+    finally:
+        store.unlock()
+    res = out.results["a.gpu0.loop"]
+    assert runtime.runs == ["a.gpu0.loop"] and res.verdict == "ambiguous"
+    assert any("not run again: 100 iterations would take about 5 s, past the cell's "
+               "timeout (3 s)" in line for line in said), said
