@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         write_all,
     )
     from harness.store import RunStore, load_json
+    from harness.store.results import PLAN_FILE
 
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
@@ -211,8 +212,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             write_all(store, report)
         if not run.has_plan:
+            print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none) and "
+                  "no readable results.json or matrix.yaml: cells that never ran cannot "
+                  "be named")
+        elif run.plan_from != PLAN_FILE:
             print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none): "
-                  "cells that never ran cannot be named")
+                  f"cells checked against its {run.plan_from}"
+                  + (" (every cell of the matrix; a sweep run with -k had fewer)"
+                     if run.plan_from == "matrix.yaml" else ""))
         note = report.incomplete_note()
         if note is not None:
             print(f"\n{note}")

@@ -44,6 +44,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cells = list(matrix.cells)
     store = RunStore.open(tmp / "reports", matrix.name, False)
     try:
+        store.write("matrix.yaml", (tmp / "m.yaml").read_text())
         store.write(PLAN_FILE, encode(Plan(plan_of(cells), str(tmp / "m.yaml"))))
         outcome = sweep(matrix, cells, FakeRuntime(
             lambda c: Behaviour(leak_per_iter=16384) if leaky(c.image.label)
@@ -271,3 +272,44 @@ def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(tmp_path: Path) 
     assert runtime.runs == ["a.gpu0.loop"] and res.verdict == "ambiguous"
     assert any("not run again: 100 iterations would take about 5 s, past the cell's "
                "timeout (3 s)" in line for line in said), said
+
+
+def test_an_older_finished_directory_is_checked_against_its_results_json(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a directory of an older sweep (no plan.json) whose first bad result is gone
+    (rdir / PLAN_FILE).unlink()
+    (rdir / "cells" / "v2.gpu0.loop" / "result.json").unlink()
+    before = digest(rdir)
+    assert main(["report", str(rdir)]) == 1
+    out = capsys.readouterr().out
+    # THEN its results.json (written when that sweep finished) names the missing cell
+    assert "first bad: v3" not in out
+    assert "v2 not run: first bad is v2 or later, up to v3" in out
+    assert "cells checked against its results.json" in out
+    assert digest(rdir) == before
+
+
+def test_an_older_interrupted_directory_is_checked_against_its_matrix(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an older sweep interrupted after its first cell: no plan.json, no reports,
+    # a copy of the matrix whose scenario path does not resolve from the directory
+    (rdir / PLAN_FILE).unlink()
+    for name in ("results.json", "report.md", "report.html", "junit.xml"):
+        (rdir / name).unlink()
+    for label in IMAGES[1:]:
+        shutil.rmtree(rdir / "cells" / f"{label}.gpu0.loop")
+    assert not (rdir / "loop.py").exists()
+    code = main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    # THEN the matrix's cells the directory lacks are named and the answer is not clean
+    assert code == EXIT_UNDECIDED and "no bad image" not in out
+    assert "3 of 4 planned cells missing" in out
+    assert "cells checked against its matrix.yaml" in out
+
+
+def test_a_directory_with_nothing_to_check_against_says_so(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in (PLAN_FILE, "results.json", "matrix.yaml"):
+        (rdir / name).unlink()
+    assert main(["report", str(rdir)]) == 1
+    assert "cells that never ran cannot be named" in capsys.readouterr().out
