@@ -313,3 +313,25 @@ def test_a_directory_with_nothing_to_check_against_says_so(
         (rdir / name).unlink()
     assert main(["report", str(rdir)]) == 1
     assert "cells that never ran cannot be named" in capsys.readouterr().out
+
+
+def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an early-stop matrix (the agent runs up to max_iterations)
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: short\nruntime: local\n"
+        "defaults: {max_iterations: 2000, min_iterations: 80, sample_every: 10}\n"
+        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    # WHEN --iterations 1: THEN it is the length asked for, and too short: refused
+    code = main(["sweep", str(tmp_path / "m.yaml"), "--iterations", "1",
+                 "--out", str(tmp_path / "out")])
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert "1 measured iteration cannot decide" in capsys.readouterr().err
+    # AND a length that can decide bounds the run (min_iterations lowered to fit)
+    from harness.cli import build_parser
+    from harness.cli.sweep import apply_overrides
+
+    args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
+    (cell,) = apply_overrides(list(spec.load(tmp_path / "m.yaml").cells), args)
+    assert (cell.settings.agent_iterations, cell.settings.min_iterations) == (50, 50)
