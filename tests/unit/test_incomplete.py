@@ -335,3 +335,11 @@ def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
     args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
     (cell,) = apply_overrides(list(spec.load(tmp_path / "m.yaml").cells), args)
     assert (cell.settings.agent_iterations, cell.settings.min_iterations) == (50, 50)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"]])
+def test_help_documents_the_incomplete_exit_code(argv: list[str],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "4 no cell bad" in text or "4 no cell bad, but not a complete answer" in text
