@@ -317,20 +317,27 @@ class Sweep:
             verdict = decide(CellFacts(self.cfg, series, ended, cell.gpu.wants_gpu, decision,
                                        pre))
             analyse_s = time.monotonic() - t_an
-            attempts.append(Attempt(verdict.verdict, verdict.reason,
-                                    run_cell.settings.iterations))
+            s = run_cell.settings
+            attempts.append(Attempt(verdict.verdict, verdict.reason, s.agent_iterations))
             if verdict.verdict != "ambiguous" or len(attempts) > cell.settings.repeats:
                 break
             # Undecided growth needs a longer look, not the same look again: twice as
-            # long, and at least long enough to decide from step samples alone.
-            longer = dataclasses.replace(run_cell.settings, iterations=max(
-                run_cell.settings.iterations * 2,
-                decidable_iterations(run_cell.settings, self.cfg)))
+            # long, and at least long enough to decide from step samples alone. In
+            # early-stop mode the agent runs up to max_iterations: that is what grows.
+            calls = max(s.agent_iterations * 2, decidable_iterations(s, self.cfg))
+            longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
+                      else dataclasses.replace(s, max_iterations=calls))
+            expected_s = run_s * calls / max(1, s.agent_iterations)
+            if expected_s > s.timeout:
+                self.progress(f"{cell.id}: ambiguous ({verdict.reason}); not run again: "
+                              f"{calls} iterations would take about {expected_s:.0f} s, "
+                              f"past the cell's timeout ({s.timeout:.0f} s); raise "
+                              "timeout: to let it decide")
+                break
             run_cell = dataclasses.replace(run_cell, scenario=dataclasses.replace(
                 run_cell.scenario, settings=longer))
             self.progress(f"{cell.id}: ambiguous ({verdict.reason}); running again with "
-                          f"{longer.iterations} iterations ({len(attempts)}/"
-                          f"{cell.settings.repeats})")
+                          f"{calls} iterations ({len(attempts)}/{cell.settings.repeats})")
         return self._measured(cell, info, runtime, ended, series, verdict, attempts,
                               timings_of(info, series, run_s, analyse_s, wait_s,
                                          time.monotonic() - t0))

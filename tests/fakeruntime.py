@@ -56,7 +56,7 @@ class FakeRuntime:
         lines: list[dict[str, Any]] = [{"type": "header", "schema": 1, "python": "3.11.7",
                                         "packages": {"demo": cell.image.label}, "env": {}}]
         steps = 0
-        for phase, count in (("warmup", s.warmup), ("measure", s.iterations)):
+        for phase, count in (("warmup", s.warmup), ("measure", s.agent_iterations)):
             dts: list[float] = []
             for k in range(count):
                 steps += 1
@@ -79,7 +79,7 @@ class FakeRuntime:
                           "error": {"type": "RuntimeError", "message": b.error,
                                     "traceback": f"Traceback...\nRuntimeError: {b.error}"}})
         elif not (b.oom or b.timed_out or b.exit_code):
-            lines.append({"type": "end", "status": "ok", "iterations": s.iterations})
+            lines.append({"type": "end", "status": "ok", "iterations": s.agent_iterations})
         text = "".join(json.dumps(x) + "\n" for x in lines)
         if b.truncate:
             text = text[: len(text) * 2 // 3]

@@ -1,7 +1,8 @@
 """`harness COMMAND`: thin commands over the pipeline. main(argv) -> exit code.
 
 Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment
-unavailable (no engine, no GPU, image missing), 130 interrupted.
+unavailable (no engine, no GPU, image missing), 4 not a complete answer (cells
+undecided or missing), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ examples:
   harness sweep examples/multidict.yaml          run every cell of a matrix
   harness report reports/multidict-pop           re-render the newest run's reports
   harness compare DIR_A DIR_B                    where two hosts' (or runs') results differ
+  harness compare DIR                            the hosts of one `hosts:` sweep compared
   harness bisect matrix.yaml --good A --bad B    first bad image of one row, ~log2(n) cells
   harness fit matrix.yaml --param batch=1..64    largest batch that runs, per row
   harness doctor [matrix.yaml]                   what is missing on this machine
 
 exit codes: 0 clean, 1 a leak/slowdown/regression/crash found, 2 bad input (matrix,
-flag, scenario), 3 environment unavailable (engine, GPU, image), 130 interrupted.
+flag, scenario), 3 environment unavailable (engine, GPU, image), 4 no cell bad but not
+a complete answer (cells undecided or missing), 130 interrupted.
 `harness COMMAND --help` describes each command."""
 
 

@@ -1,4 +1,5 @@
-"""`harness compare A B`: where two hosts' results differ; `--image X --image Y`: two images."""
+"""`harness compare A B`: where two hosts' results differ; `compare DIR`: the hosts of one
+`hosts:` sweep, each against the first; `--image X --image Y`: two images."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
+    from harness.answers.hostcompare import Comparison
     from harness.result.model import CellResult
 
 
@@ -23,8 +25,8 @@ def add_parser(sub: Any) -> None:
                         "--image of B (or of A)")
     p.add_argument("--host", action="append", default=[], metavar="HOST",
                    help="with one directory of a `hosts:` sweep: compare host HOST (the "
-                        "old one) with the second --host (default: the matrix's first two "
-                        "hosts, in its order)")
+                        "old one) with the second --host (default: the matrix's first "
+                        "host with each of the others, in its order)")
     p.set_defaults(func=run)
 
 
@@ -48,8 +50,9 @@ def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
 
 
 def split_hosts(path: Path, results: dict[str, CellResult], wanted: list[str]
-                ) -> tuple[dict[str, CellResult], dict[str, CellResult], tuple[str, str]]:
-    """Two hosts' cells of one `hosts:` sweep: `wanted`, else its first two hosts.
+                ) -> list[tuple[dict[str, CellResult], dict[str, CellResult], tuple[str, str]]]:
+    """Host against host of one `hosts:` sweep: the two `wanted`, else the matrix's
+    first host (the old one) against each of the others in turn.
 
     Raises:
         InputError: fewer than two hosts, or a --host that is not one of them.
@@ -62,14 +65,16 @@ def split_hosts(path: Path, results: dict[str, CellResult], wanted: list[str]
         if name not in hosts:
             raise InputError(f"--host {name}: no such host in {path} (allowed values: "
                              f"{', '.join(hosts) or 'none: not a hosts: sweep'})")
-    pick = wanted or hosts[:2]
-    if len(pick) < 2:
+    if len(wanted or hosts) < 2:
         raise InputError(f"{path} holds one host's cells ({', '.join(hosts) or 'local'}); "
                          "compare needs two results directories (A B), a `hosts:` sweep, "
                          "or one directory with --image X --image Y")
-    return ({k: r for k, r in results.items() if r.host.label == pick[0]},
-            {k: r for k, r in results.items() if r.host.label == pick[1]},
-            (pick[0], pick[1]))
+    pairs = [(wanted[0], wanted[1])] if wanted else [(hosts[0], h) for h in hosts[1:]]
+
+    def on(host: str) -> dict[str, CellResult]:
+        return {k: r for k, r in results.items() if r.host.label == host}
+
+    return [(on(old), on(new), (old, new)) for old, new in pairs]
 
 
 def results_of(path: Path, flag: str) -> dict[str, CellResult]:
@@ -127,17 +132,32 @@ def run(args: argparse.Namespace) -> int:
         if args.b is not None and args.b.resolve() != args.a.resolve():
             raise InputError("--host picks two hosts of one directory; with two "
                              "directories, leave it out")
-        old, new, hosts = split_hosts(args.a, a, args.host)
-        comparison = compare_hosts(old, new, hosts)
+        comparisons = [compare_hosts(old, new, hosts)
+                       for old, new, hosts in split_hosts(args.a, a, args.host)]
+        return show(comparisons, f"{args.a}")
     else:
         b = results_of(args.b, "B")
         names = (run_name(args.a), run_name(args.b))
         if names[0] == names[1]:
             names = (str(args.a.resolve()), str(args.b.resolve()))
         comparison = compare_hosts(a, b, names)
-    if not comparison.joined:
-        raise InputError(f"{args.a} and {args.b or args.a} share no "
-                         f"({', '.join(comparison.key_names)}): nothing to compare\n"
-                         "  fix: sweep the same matrix on both hosts")
-    comparison.render(sys.stdout)
-    return EXIT_REGRESSION if comparison.any_bad else EXIT_OK
+    return show([comparison], f"{args.a} and {args.b or args.a}")
+
+
+def show(comparisons: list[Comparison], where: str) -> int:
+    """Each comparison rendered (a heading for each when there are several); exit 1
+    when a compared cell is bad.
+
+    Raises:
+        InputError: two sides that share no cell.
+    """
+    for c in comparisons:
+        if not c.joined:
+            raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
+                             f"({', '.join(c.key_names)}): nothing to compare\n"
+                             "  fix: sweep the same matrix on both hosts")
+    for i, c in enumerate(comparisons):
+        if len(comparisons) > 1:
+            sys.stdout.write(("\n" if i else "") + f"== {c.a_name} (old) vs {c.b_name} ==\n")
+        c.render(sys.stdout)
+    return EXIT_REGRESSION if any(c.any_bad for c in comparisons) else EXIT_OK

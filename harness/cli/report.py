@@ -43,6 +43,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--write", action="store_true",
                    help="with --reanalyze: write the re-decided run as a new results "
                         "directory beside DIR (DIR-reanalyzed); DIR is never rewritten")
+    p.add_argument("--force", action="store_true",
+                   help="write the reports even when cells are missing and DIR already "
+                        "holds a complete report (without it, a complete report is never "
+                        "replaced by a partial one)")
     p.set_defaults(func=run)
 
 
@@ -124,6 +128,16 @@ def copy_run(src: Path, dst: Path) -> None:
                          "write beside, or run without --write") from exc
 
 
+def complete_report(run_dir: Path) -> bool:
+    """`run_dir` holds the reports of a complete run: a results.json that lists no
+    missing cells (an interrupted sweep writes none; a partial report lists them)."""
+    from harness.store import load_json
+
+    data = load_json(run_dir / "results.json")
+    return (isinstance(data, dict) and isinstance(data.get("cells"), dict)
+            and not data.get("missing_cells"))
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -139,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         write_all,
     )
     from harness.store import RunStore, load_json
+    from harness.store.results import PLAN_FILE
 
     if args.dir.exists() and not args.dir.is_dir():
         raise InputError(f"{args.dir}: a file, not a results directory; pass the "
@@ -159,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
                                  meta if isinstance(meta, dict) else None, args.dir,
                                  planned=run.planned, unreadable=run.unreadable)
     store = RunStore(args.dir)
+    if args.force and (args.issue is not None or args.format is not None
+                       or args.reanalyze):
+        raise InputError("--force goes with a plain `harness report DIR` (it lets a "
+                         "partial report replace a complete one); --issue, --format "
+                         "and --reanalyze write no reports")
     if args.reanalyze:
         return reanalyzed(args, report)
     if args.overrides or args.write:
@@ -172,16 +192,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nwritten: {path}", file=sys.stderr)
         return EXIT_OK
     if args.format is None:
-        # Re-render: every file rewritten, the table printed, the sweep's exit code;
-        # a directory that lacks cells is reported on the terminal only, so a partial
-        # report never replaces a whole one.
+        # Re-render: every file rewritten, the table printed, the sweep's exit code. A
+        # directory that lacks cells gets partial reports only where no complete one
+        # is (an interrupted sweep wrote none): a partial report never replaces a whole
+        # one unless --force.
         from harness.cli.sweep import exit_code
 
         ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
         missing = report.missing_cells
         if missing:
+            whole = complete_report(args.dir)
+            if whole and not args.force:
+                told = ("nothing written: the complete report there is not replaced by "
+                        "a partial one (--force replaces it)")
+            else:
+                paths = write_all(store, report)
+                told = ("partial report written (" + ", ".join(p.name for p in paths)
+                        + "; report.md and results.json name the missing cells)"
+                        + (", replacing the complete one (--force)" if whole else ""))
             print(f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned cells "
-                  "missing; nothing written (the reports there are left as they are):")
+                  f"missing; {told}:")
             for cid in missing:
                 print(f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}")
             matrix = run.matrix or report.meta.get("matrix") or "MATRIX"
@@ -189,8 +219,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             write_all(store, report)
         if not run.has_plan:
+            print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none) and "
+                  "no readable results.json or matrix.yaml: cells that never ran cannot "
+                  "be named")
+        elif run.plan_from != PLAN_FILE:
             print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none): "
-                  "cells that never ran cannot be named")
+                  f"cells checked against its {run.plan_from}"
+                  + (" (every cell of the matrix; a sweep run with -k had fewer)"
+                     if run.plan_from == "matrix.yaml" else ""))
         note = report.incomplete_note()
         if note is not None:
             print(f"\n{note}")

@@ -56,7 +56,9 @@ def add_parser(sub: Any) -> None:
                    help="results base directory (default: reports/)")
     p.add_argument("--runtime", choices=("docker", "local"), help="override `runtime:`")
     p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int, help="override iterations for every cell")
+    p.add_argument("--iterations", type=int,
+                   help="override iterations for every cell (in early-stop mode, "
+                        "max_iterations)")
     p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -71,6 +73,11 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
     out = []
     for c in cells:
         settings = dataclasses.replace(c.settings, **changes)
+        if args.iterations is not None and settings.max_iterations is not None:
+            # Early-stop mode runs up to max_iterations: that is the length asked for.
+            settings = dataclasses.replace(
+                settings, max_iterations=args.iterations,
+                min_iterations=min(settings.min_iterations, args.iterations))
         out.append(dataclasses.replace(c, scenario=dataclasses.replace(c.scenario,
                                                                        settings=settings)))
     return out

@@ -57,6 +57,10 @@ class RunDir:
     planned: tuple[Planned, ...] = ()
     has_plan: bool = False
     matrix: str = ""             # the matrix file the sweep ran, as plan.json says
+    # Where `planned` came from: plan.json; in a directory of an older sweep (none
+    # written), its results.json (the cells a finished sweep had) or else its
+    # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
+    plan_from: str = ""
 
 
 def read_run(root: Path) -> RunDir:
@@ -81,13 +85,48 @@ def read_run(root: Path) -> RunDir:
         results[res.id] = res
     plan = root / PLAN_FILE
     if not plan.is_file():
+        for source, cells in (("results.json", planned_by_results(root)),
+                              ("matrix.yaml", planned_by_matrix(root))):
+            if cells:
+                return RunDir(results, unreadable, cells, True, plan_from=source)
         return RunDir(results, unreadable)
     try:
         found = decode(Plan, load_json(plan), "plan")
     except DecodeError as exc:
         raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
                          "are without checking for missing ones") from exc
-    return RunDir(results, unreadable, found.cells, True, found.matrix)
+    return RunDir(results, unreadable, found.cells, True, found.matrix, PLAN_FILE)
+
+
+def planned_by_results(root: Path) -> tuple[Planned, ...]:
+    """The cells an older sweep's results.json lists: it was written when the sweep
+    finished, so a cell it has and the directory lacks was deleted or cut short."""
+    data = load_json(root / "results.json")
+    cells = data.get("cells") if isinstance(data, dict) else None
+    out: list[Planned] = []
+    for cid, cell in sorted(cells.items()) if isinstance(cells, dict) else ():
+        image = cell.get("image") if isinstance(cell, dict) else None
+        row = cell.get("row") if isinstance(cell, dict) else None
+        label = image.get("label") if isinstance(image, dict) else None
+        index = image.get("index") if isinstance(image, dict) else None
+        if not (isinstance(row, str) and isinstance(label, str) and isinstance(index, int)):
+            return ()     # not a results.json this harness wrote: no plan from it
+        out.append(Planned(cid, row, label, index))
+    return tuple(out)
+
+
+def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
+    """Every cell of the directory's copy of its matrix (an older sweep that was
+    interrupted left no other list); none when the copy does not read."""
+    from harness.errors import SpecError
+    from harness.spec import parse
+
+    path = root / "matrix.yaml"
+    try:
+        matrix = parse(path.read_text(encoding="utf-8"), path, check_files=False)
+    except (OSError, UnicodeDecodeError, SpecError):
+        return ()
+    return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in matrix.cells)
 
 
 def load_results(root: Path) -> dict[str, CellResult]:

@@ -245,6 +245,8 @@ class HtmlReporter(Reporter):
             scales = row_scales(loaded, sorted(keys))
             by_label = {label: cid for label, _, cid in row.cells}
             for label, _, cid in row.cells:
+                if cid not in r.results:   # not run or unreadable: the table says which
+                    continue
                 role = ("first-bad" if label == row.first_bad else
                         "last-good" if label == row.last_good else "")
                 vs = r.results[cid].vs_baseline

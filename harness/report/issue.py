@@ -209,7 +209,8 @@ class IssueReporter:
 
     def render(self, out: TextIO) -> None:
         r, row = self.report, self.row
-        by_label = {label: r.results[cid] for label, _, cid in row.cells}
+        by_label = {label: r.results[cid] for label, _, cid in row.cells
+                    if cid in r.results}
         bad = by_label[str(row.first_bad)]
         good = by_label.get(str(row.last_good)) if row.last_good else None
         verb = {"leak": "leaks memory", "slowdown": "slows down", "regression": "is slower",

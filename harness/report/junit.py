@@ -63,7 +63,15 @@ class JunitReporter(Reporter):
             counts = dict.fromkeys(totals, 0)
             seconds = 0.0
             for _, verdict, cid in row.cells:
-                res = r.results[cid]
+                res = r.results.get(cid)
+                if res is None:   # planned, not run or unreadable: no answer is an error
+                    counts["tests"] += 1
+                    counts["errors"] += 1
+                    case = ET.SubElement(suite, "testcase", classname=f"harness.{row.row}",
+                                         name=clean(cid), time="0.000")
+                    ET.SubElement(case, "error", type=verdict, message=clean(
+                        f"{verdict}: " + r.unreadable.get(cid, "no result.json")))
+                    continue
                 cell_s = res.timings.cell_s
                 seconds += cell_s
                 case = ET.SubElement(suite, "testcase", classname=f"harness.{row.row}",

@@ -22,6 +22,9 @@ class MarkdownReporter(Reporter):
         out.write(f"{plural(len(r.results), 'cell')}, {bad} bad"
                   + (f", {len(r.unavailable_cells)} unavailable" if r.unavailable_cells else "")
                   + ". Plots of every cell: [report.html](report.html).\n\n")
+        note = r.incomplete_note()   # a partial or undecided answer says so first
+        if note is not None:
+            out.write(f"**{md(note)}**\n\n")
         header, body = r.table()
         out.write("| " + " | ".join(md(h) for h in header) + " |\n")
         out.write("|" + "---|" * len(header) + "\n")
@@ -51,5 +54,7 @@ class MarkdownReporter(Reporter):
                     out.write("\n</details>\n")
             out.write("\n| cell | verdict | why |\n|---|---|---|\n")
             for _, verdict, cid in row.cells:
-                res = r.results[cid]
-                out.write(f"| {md(cid)} | {md(verdict)} | {md(res.reason)} |\n")
+                res = r.results.get(cid)   # None: not run or unreadable (a partial report)
+                why = res.reason if res is not None else r.unreadable.get(
+                    cid, "no result.json: the sweep did not finish this cell")
+                out.write(f"| {md(cid)} | {md(verdict)} | {md(why)} |\n")

@@ -40,8 +40,9 @@ _ID = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class Ctx:
-    def __init__(self, doc: Located):
+    def __init__(self, doc: Located, check_files: bool = True):
         self.doc = doc
+        self.check_files = check_files   # False: a results directory's copy, cells only
 
     def fail(self, path: PathKey, problem: str, fix: str = "") -> SpecError:
         return SpecError(self.doc.file, format_path(path), self.doc.line(path), problem, fix)
@@ -100,15 +101,17 @@ def read_text(file: Path, fix: str) -> str:
         raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
 
 
-def parse(text: str, file: Path) -> Matrix:
-    """Validate matrix text; `file` locates relative scenario paths and names errors."""
-    return parse_located(load_text(text, str(file)), file)
+def parse(text: str, file: Path, check_files: bool = True) -> Matrix:
+    """Validate matrix text; `file` locates relative scenario paths and names errors.
+    `check_files=False` reads the copy a results directory keeps, away from its
+    scenario files: the cells it has, not a matrix to run."""
+    return parse_located(load_text(text, str(file)), file, check_files)
 
 
-def parse_located(doc: Located, file: Path) -> Matrix:
+def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     """Validate matrix data already parsed (or built from parsed data, as `harness watch`
     does); errors name `doc.file` and the line `doc.line` gives for the key path."""
-    ctx = Ctx(doc)
+    ctx = Ctx(doc, check_files)
     if doc.data is None:
         raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")
     top = ctx.mapping(doc.data, (), TOP_KEYS)
@@ -298,7 +301,7 @@ def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
         raise ctx.fail((*path, "script") if "script" in item else path,
                        f"scenario path unusable: {exc.strerror}",
                        "give a short path to an existing .py file") from exc
-    if not is_file:
+    if not is_file and ctx.check_files:
         raise ctx.fail(path if given_as_path else (*path, "script"),
                        f"scenario file not found: {script} (looked at {resolved})",
                        "paths are relative to the matrix file's directory")

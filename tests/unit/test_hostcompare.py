@@ -221,3 +221,32 @@ def test_host_flags_pick_and_order_the_hosts(one_dir: Path,
     assert "--host h5090: no such host" in capsys.readouterr().err
     assert main(["compare", str(one_dir), "--host", "h3090"]) == 2
     assert "--host given 1 time(s)" in capsys.readouterr().err
+
+
+def test_a_sweep_over_three_hosts_compares_the_first_with_each_other(
+        one_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a third host, a second 4090 machine, in the same results directory
+    for cell in sorted((one_dir / "cells").iterdir()):
+        if cell.name.startswith("h4090."):
+            data = json.loads((cell / "result.json").read_text())
+            data["id"] = "h4090b." + data["id"].removeprefix("h4090.")
+            data["host"]["label"] = "h4090b"
+            dst = one_dir / "cells" / data["id"]
+            shutil.copytree(cell, dst)
+            (dst / "result.json").write_text(json.dumps(data))
+    matrix = one_dir / "matrix.yaml"
+    matrix.write_text(matrix.read_text().replace(
+        "]\nmatrix", ", {name: h4090b, url: 'tcp://c:2375'}]\nmatrix"))
+    # WHEN `compare DIR`
+    assert main(["compare", str(one_dir)]) == 1
+    out = capsys.readouterr().out
+    # THEN the first host is compared with each of the others, each named by its GPU
+    heads = [line for line in out.splitlines() if line.startswith("== ")]
+    assert heads == ["== RTX 3090 on h3090 (old) vs RTX 4090 on h4090 ==",
+                     "== RTX 3090 on h3090 (old) vs RTX 4090 on h4090b =="]
+    assert "loop leaks only on RTX 4090 on h4090b with 22.12 (not on RTX 3090 on h3090)" in out
+    # AND --host picks one pair of them
+    assert main(["compare", str(one_dir), "--host", "h4090", "--host", "h4090b"]) == 1
+    out = capsys.readouterr().out
+    assert not any(line.startswith("== ") for line in out.splitlines())
+    assert "no differences in verdict between RTX 4090 on h4090 and RTX 4090 on h4090b" in out

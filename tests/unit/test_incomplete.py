@@ -44,6 +44,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cells = list(matrix.cells)
     store = RunStore.open(tmp / "reports", matrix.name, False)
     try:
+        store.write("matrix.yaml", (tmp / "m.yaml").read_text())
         store.write(PLAN_FILE, encode(Plan(plan_of(cells), str(tmp / "m.yaml"))))
         outcome = sweep(matrix, cells, FakeRuntime(
             lambda c: Behaviour(leak_per_iter=16384) if leaky(c.image.label)
@@ -165,3 +166,180 @@ def test_a_rerun_grows_to_a_length_that_can_decide(tmp_path: Path) -> None:
     # THEN the re-run is long enough for min_samples step samples (10 x 10), not 40
     assert [a.iterations for a in attempts] == [20, 100]
     assert attempts[0].verdict == "ambiguous"
+
+
+def test_an_interrupted_sweep_gets_a_partial_report_that_says_so(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an interrupted sweep's directory: cells missing and no report written yet
+    for label in IMAGES[1:]:
+        shutil.rmtree(rdir / "cells" / f"{label}.gpu0.loop")
+    for name in ("results.json", "report.md", "report.html", "junit.xml"):
+        (rdir / name).unlink()
+    code = main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    # THEN the partial report is written, and it names what it lacks
+    assert code == EXIT_UNDECIDED
+    assert "3 of 4 planned cells missing; partial report written" in out
+    data = json.loads((rdir / "results.json").read_text())
+    assert data["missing_cells"] == [f"{v}.gpu0.loop" for v in IMAGES[1:]]
+    md = (rdir / "report.md").read_text()
+    assert "not a complete answer: 3 of 4 planned cells missing" in md
+    assert "no bad image" not in md and "first bad is v2 or later, if any" in md
+    assert "| v3.gpu0.loop | not run | no result.json" in md
+    junit = (rdir / "junit.xml").read_text()
+    assert 'errors="3"' in junit and 'type="not run"' in junit
+    assert "not run" in (rdir / "report.html").read_text()
+    # AND a second report over it (still partial) may rewrite it: nothing whole is lost
+    assert main(["report", str(rdir)]) == EXIT_UNDECIDED
+    assert "partial report written" in capsys.readouterr().out
+
+
+def test_a_complete_report_is_replaced_by_a_partial_one_only_with_force(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (rdir / "cells" / "v4.gpu0.loop" / "result.json").unlink()
+    before = digest(rdir)
+    main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    assert "nothing written: the complete report there is not replaced" in out
+    assert "--force replaces it" in out and digest(rdir) == before
+    # WHEN asked to, with --force
+    assert main(["report", str(rdir), "--force"]) == 1
+    out = capsys.readouterr().out
+    assert "partial report written" in out and "replacing the complete one (--force)" in out
+    assert json.loads((rdir / "results.json").read_text())["missing_cells"] == [
+        "v4.gpu0.loop"]
+
+
+def test_force_only_goes_with_writing_reports(rdir: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(rdir), "--force", "--format", "md"]) == 2
+    assert "--force goes with a plain `harness report DIR`" in capsys.readouterr().err
+
+
+def grow_matrix(tmp_path: Path, defaults: str) -> spec.Matrix:
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        f"name: grow\nruntime: local\ndefaults: {{{defaults}}}\n"
+        "matrix:\n  image: [{name: a}]\n  gpu: [0]\n  scenario: [loop.py]\n")
+    return spec.load(tmp_path / "m.yaml")
+
+
+def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
+    # GIVEN early-stop mode: the agent runs up to max_iterations (20: two samples)
+    matrix = grow_matrix(tmp_path, "max_iterations: 20, min_iterations: 10, warmup: 5, "
+                                   "sample_every: 10, repeats: 2")
+    runtime = FakeRuntime(lambda c: Behaviour())
+    got: list[int] = []
+    run = runtime.run
+
+    def recording(request, progress):  # type: ignore[no-untyped-def]
+        got.append(request.cell.settings.agent_iterations)
+        return run(request, progress)
+
+    runtime.run = recording  # type: ignore[method-assign]
+    store = RunStore.open(tmp_path / "r", matrix.name, False)
+    try:
+        out = sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False)
+    finally:
+        store.unlock()
+    res = out.results["a.gpu0.loop"]
+    # THEN the re-run looks longer (not 20 again), long enough to decide, and decides
+    assert got == [20, 100]
+    assert [a.iterations for a in res.attempts] == [20, 100]
+    assert res.attempts[0].verdict == "ambiguous" and res.verdict == "ok"
+
+
+def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(tmp_path: Path) -> None:
+    # GIVEN a cell whose 20 calls took ~1 s and a 3 s timeout: 100 calls cannot finish
+    matrix = grow_matrix(tmp_path, "iterations: 20, warmup: 5, sample_every: 10, "
+                                   "repeats: 2, timeout: 3")
+    runtime = FakeRuntime(lambda c: Behaviour())
+    run = runtime.run
+
+    def slow(request, progress):  # type: ignore[no-untyped-def]
+        import time
+        time.sleep(1.0)
+        return run(request, progress)
+
+    runtime.run = slow  # type: ignore[method-assign]
+    said: list[str] = []
+    store = RunStore.open(tmp_path / "r", matrix.name, False)
+    try:
+        out = sweep(matrix, list(matrix.cells), runtime, store, said.append, False)
+    finally:
+        store.unlock()
+    res = out.results["a.gpu0.loop"]
+    assert runtime.runs == ["a.gpu0.loop"] and res.verdict == "ambiguous"
+    assert any("not run again: 100 iterations would take about 5 s, past the cell's "
+               "timeout (3 s)" in line for line in said), said
+
+
+def test_an_older_finished_directory_is_checked_against_its_results_json(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a directory of an older sweep (no plan.json) whose first bad result is gone
+    (rdir / PLAN_FILE).unlink()
+    (rdir / "cells" / "v2.gpu0.loop" / "result.json").unlink()
+    before = digest(rdir)
+    assert main(["report", str(rdir)]) == 1
+    out = capsys.readouterr().out
+    # THEN its results.json (written when that sweep finished) names the missing cell
+    assert "first bad: v3" not in out
+    assert "v2 not run: first bad is v2 or later, up to v3" in out
+    assert "cells checked against its results.json" in out
+    assert digest(rdir) == before
+
+
+def test_an_older_interrupted_directory_is_checked_against_its_matrix(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an older sweep interrupted after its first cell: no plan.json, no reports,
+    # a copy of the matrix whose scenario path does not resolve from the directory
+    (rdir / PLAN_FILE).unlink()
+    for name in ("results.json", "report.md", "report.html", "junit.xml"):
+        (rdir / name).unlink()
+    for label in IMAGES[1:]:
+        shutil.rmtree(rdir / "cells" / f"{label}.gpu0.loop")
+    assert not (rdir / "loop.py").exists()
+    code = main(["report", str(rdir)])
+    out = capsys.readouterr().out
+    # THEN the matrix's cells the directory lacks are named and the answer is not clean
+    assert code == EXIT_UNDECIDED and "no bad image" not in out
+    assert "3 of 4 planned cells missing" in out
+    assert "cells checked against its matrix.yaml" in out
+
+
+def test_a_directory_with_nothing_to_check_against_says_so(
+        rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in (PLAN_FILE, "results.json", "matrix.yaml"):
+        (rdir / name).unlink()
+    assert main(["report", str(rdir)]) == 1
+    assert "cells that never ran cannot be named" in capsys.readouterr().out
+
+
+def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an early-stop matrix (the agent runs up to max_iterations)
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: short\nruntime: local\n"
+        "defaults: {max_iterations: 2000, min_iterations: 80, sample_every: 10}\n"
+        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    # WHEN --iterations 1: THEN it is the length asked for, and too short: refused
+    code = main(["sweep", str(tmp_path / "m.yaml"), "--iterations", "1",
+                 "--out", str(tmp_path / "out")])
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert "1 measured iteration cannot decide" in capsys.readouterr().err
+    # AND a length that can decide bounds the run (min_iterations lowered to fit)
+    from harness.cli import build_parser
+    from harness.cli.sweep import apply_overrides
+
+    args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
+    (cell,) = apply_overrides(list(spec.load(tmp_path / "m.yaml").cells), args)
+    assert (cell.settings.agent_iterations, cell.settings.min_iterations) == (50, 50)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"]])
+def test_help_documents_the_incomplete_exit_code(argv: list[str],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "4 no cell bad" in text or "4 no cell bad, but not a complete answer" in text
