@@ -117,7 +117,24 @@ def run_name(path: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from harness.answers.hostcompare import compare_hosts, compare_images
+    from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 
+    fits = fit_rows(args.a) if not args.image else None
+    if fits is not None:
+        # Two hosts' `harness fit` runs (or one over a hosts: matrix): the boundaries.
+        param = param_of(args.a)
+        other = fit_rows(args.b) if args.b is not None and \
+            args.b.resolve() != args.a.resolve() else None
+        if other is not None:
+            return compare_fits(fits, other, (run_name(args.a), run_name(args.b)), param)
+        hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
+        pick = args.host or hosts[:2]
+        if len(pick) != 2 or any(h not in hosts for h in pick):
+            raise InputError(f"{args.a}: a fit over host(s) {', '.join(hosts)}; compare needs "
+                             "a second fit directory, or --host A --host B of these")
+        return compare_fits([r for r in fits if r.get("host") == pick[0]],
+                            [r for r in fits if r.get("host") == pick[1]],
+                            (pick[0], pick[1]), param)
     a = results_of(args.a, "A")
     if args.image:
         if len(args.image) != 2:
