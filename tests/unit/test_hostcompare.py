@@ -92,7 +92,7 @@ def test_render_marks_the_differing_pair(hosts: tuple[Path, Path]) -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].split()[:4] == ["image", "scenario", "RTX", "3090"]
     marked = [ln for ln in lines if ln.startswith("*")]
-    assert len(marked) == 1 and "22.12" in marked[0] and "leak: uss +16.0 KiB/call" in marked[0]
+    assert len(marked) == 1 and "22.12" in marked[0] and "leak: uss+rss +16.0 KiB/call" in marked[0]
 
 
 def test_same_gpu_model_is_told_apart_by_hosts_label_never_container_hostname() -> None:
