@@ -126,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
         other = fit_rows(args.b) if args.b is not None and \
             args.b.resolve() != args.a.resolve() else None
         if other is not None:
-            return compare_fits(fits, other, (run_name(args.a), run_name(args.b)), param)
+            names = (run_name(args.a), run_name(args.b))
+            if names[0] == names[1]:
+                names = (str(args.a.resolve()), str(args.b.resolve()))
+            return compare_fits(fits, other, names, param)
         hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
         pick = args.host or hosts[:2]
         if len(pick) != 2 or any(h not in hosts for h in pick):
