@@ -21,28 +21,43 @@ def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:
     return cfg.min_samples * settings.sample_every
 
 
-def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig) -> None:
-    """Refuse, before anything runs, cells too short to ever decide: a memory trend
-    needs `min_samples` samples at distinct calls, so fewer calls than that can never
-    tell (timer samples of slow steps may add samples, never distinct calls).
+def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:
+    """Cells too short to ever decide a trend: a memory trend needs `min_samples`
+    samples at distinct calls, so fewer calls than that can never tell (timer samples of
+    slow steps may add samples, never distinct calls). Only how such a run ends (an
+    out-of-memory, a crash, a timeout) can be told from it.
+
+    Args:
+        refuse: The length came from the command line (`--iterations`): refuse it. A
+            length the matrix sets is the author's (a smoke run of a heavy scenario, an
+            OOM check): it is said, not refused.
+
+    Returns:
+        One warning per length the matrix sets too short (without `refuse`).
 
     Raises:
-        InputError: the cells, the length they asked for and the length they need.
+        InputError: with `refuse`, the cells, the length and the length they need.
     """
+    cells = list(cells)
     short: dict[tuple[int, int], list[str]] = {}
     for cell in cells:
         s = cell.settings
         if s.agent_iterations < cfg.min_samples:
             short.setdefault((s.agent_iterations, s.sample_every), []).append(cell.id)
+    said: list[str] = []
     for (iterations, every), ids in short.items():
         need = decidable_iterations(
             next(c.settings for c in cells if c.id == ids[0]), cfg)
-        raise InputError(
-            f"{iterations} measured iteration{'s' if iterations != 1 else ''} cannot decide "
-            f"a cell ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): a memory trend "
-            f"needs {cfg.min_samples} samples at distinct calls (analysis.min_samples)\n"
-            f"  fix: --iterations {need} or more (at sample_every {every}: "
-            f"{cfg.min_samples} samples)")
+        head = (f"{iterations} measured iteration{'s' if iterations != 1 else ''} cannot "
+                f"decide a trend ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): a "
+                f"memory trend needs {cfg.min_samples} samples at distinct calls "
+                "(analysis.min_samples)")
+        if refuse:
+            raise InputError(f"{head}\n  fix: --iterations {need} or more (at sample_every "
+                             f"{every}: {cfg.min_samples} samples)")
+        said.append(f"{head}; only how it ends (oom, crash, timeout) can be told: give it "
+                    f"{need} iterations or more to decide a leak or slowdown")
+    return said
 
 
 def compile_scenarios(cells: Iterable[Cell]) -> None:

@@ -104,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
         from harness.preflight import check_lengths, compile_scenarios
 
         compile_scenarios(cells)  # a syntax error is exit 2 with file:line, no container
-        check_lengths(cells, matrix.analysis)   # too short to ever decide: exit 2
+        # Too short to ever decide: --iterations is refused (exit 2), a matrix's own
+        # length is said (a smoke or OOM run is the author's choice).
+        for warning in check_lengths(cells, matrix.analysis,
+                                     refuse=args.iterations is not None):
+            print(f"harness: {warning}", file=sys.stderr)
     if args.list:
         for c in cells:
             print(c.id)

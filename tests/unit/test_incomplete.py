@@ -343,3 +343,18 @@ def test_help_documents_the_incomplete_exit_code(argv: list[str],
     assert main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "4 no cell bad" in text or "4 no cell bad, but not a complete answer" in text
+
+
+def test_a_short_length_in_the_matrix_is_said_not_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a matrix that asks for 5 calls itself (a smoke or OOM check of a heavy scenario)
+    (tmp_path / "loop.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: smoke\nruntime: local\ndefaults: {iterations: 5, warmup: 1, sample_every: 1, "
+        "repeats: 0}\nmatrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    code = main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    # THEN it runs, says what such a run can tell, and is not called clean
+    assert "only how it ends (oom, crash, timeout) can be told" in err
+    assert list((tmp_path / "out").glob("smoke/*/results.json"))
+    assert code == EXIT_UNDECIDED
