@@ -97,13 +97,15 @@ def fit_sources(by_value: Mapping[int, Mapping[str, float]]) -> dict[str, Line]:
 
 def limiting(lines: Mapping[str, Line], device_limit: float | None,
              host_limit: float | None) -> tuple[Line, float] | None:
-    """The line that meets a known limit, with that limit: the device's when the run
-    used one (framework allocator first), else the host's; None when neither applies."""
+    """The line that meets a known limit, with that limit: the device's when the run's
+    device memory grows with the param (framework allocator first), else the host's;
+    None when neither applies. A line that does not grow never meets a limit: a GPU
+    cell whose scenario holds host memory is limited by the host's."""
     for names, limit in ((DEVICE, device_limit), (HOST, host_limit)):
         if limit is None:
             continue
         for name in names:
-            if name in lines:
+            if name in lines and lines[name].per_unit > 0:
                 return lines[name], limit
     return None
 

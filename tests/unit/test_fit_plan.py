@@ -107,3 +107,14 @@ def test_line_through_peaks_and_its_limit() -> None:
     assert got is not None and got[0].source == "rss"
     assert limiting(lines, None, None) is None
     assert size(1.1 * (1 << 30)) == "1.1 GiB" and size(450 * mib) == "450 MiB"
+
+
+def test_a_flat_device_line_gives_way_to_the_host_limit() -> None:
+    """A GPU cell whose scenario holds host memory (seen on the simulated RTX 3090 host:
+    no prediction because the flat `gpu` line was taken for the device's limit)."""
+    from harness.analysis.memfit import Line
+
+    lines = {"gpu": Line("gpu", 2 * 2**20, 0.0, ((1, 2.0 * 2**20), (4, 2.0 * 2**20))),
+             "rss_anon": Line("rss_anon", 8 * 2**20, 2**20, ((1, 9.0 * 2**20), (4, 12.0 * 2**20)))}
+    hit = limiting(lines, 24 * 2**30, 256 * 2**20)
+    assert hit is not None and hit[0].source == "rss_anon" and hit[1] == 256 * 2**20
