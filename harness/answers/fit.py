@@ -181,7 +181,12 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
     row.order.append(value)
     if cached:
         row.reused += 1
-    if row.host_limit is None:
+    # The limit the runtime applied wins over the matrix's (a Slurm job is given its
+    # mem_limit plus headroom): taken from any probe that says it, OOM-killed ones too.
+    said = result.outcome.mem_limit_bytes
+    if said:
+        row.host_limit = max(row.host_limit or 0.0, float(said))
+    elif row.host_limit is None:
         row.host_limit = _host_limit(result, row.cell)
     if row.device_limit is None and row.cell.gpu.wants_gpu:
         row.device_limit = _device_limit(result, row.cell)
