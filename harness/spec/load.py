@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-from harness.analysis.config import AnalysisConfig
 from harness.errors import SpecError
 from harness.spec.entries import (
     NON_ID,
@@ -36,6 +35,7 @@ from harness.spec.model import (
 )
 from harness.spec.slurm import parse_slurm
 from harness.spec.yamlsrc import Located, PathKey, load_text
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",
            "parse", "parse_located", "read_text"]
