@@ -123,7 +123,7 @@ def layering_faults(root: Path, names: list[set[str]]) -> list[str]:
     known = modules(root)
     faults = []
     for module, path in known.items():
-        if module == ENTRY or module == APART or module.startswith(APART + "."):
+        if module in (ENTRY, APART) or module.startswith(APART + "."):
             continue
         here = floor_of(module, names)
         rel = path.relative_to(root)
