@@ -31,7 +31,7 @@ from harness.analysis.records import (
     VsBaseline,
 )
 from harness.analysis.verdict import CellVerdict, within_run
-from harness.gpu import runtime_incompatibility
+from harness.gpu.logsigns import runtime_incompatibility
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
 

@@ -47,7 +47,7 @@ from harness.analysis.records import (
     StepTrend,
     VsBaseline,
 )
-from harness.gpu import NOT_APPLICABLE_TEXT
+from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
 from harness.protocol.ingest import TREND_NAMES, Series
 from harness.runtimes.base import RunOutcome
 

@@ -3,10 +3,16 @@
 The planner (`harness.answers.search.plan_bisect`) is pure; this module runs its probes
 through an injected runner (in the CLI, `Sweep.run_cell`; in tests, a FakeRuntime
 sweep), reuses results already on disk, and says each step as it goes.
+
+A cell's result is written once. A probe of an image that already has one (an undecided
+image probed again) is a new attempt, run and recorded beside it as the cell
+`<id>.attempt-<n>` (`cells/<id>.attempt-2/`, ...); the latest attempt answers for the
+image, here and when a later bisect of the row reuses the directory.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +21,7 @@ from typing import TYPE_CHECKING
 from harness.answers.search import BisectStep, fingerprint_diff, plan_bisect
 from harness.result.model import CellResult
 from harness.spec.model import Cell
+from harness.store.results import RunStore
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
@@ -142,27 +149,55 @@ def _describe(step: BisectStep, labels: list[str], result: CellResult, how: str,
             f"({left} untested){tail}")
 
 
+def attempt_id(cell_id: str, n: int) -> str:
+    """The id of a cell's n-th run (the first keeps the cell's own id)."""
+    return cell_id if n == 1 else f"{cell_id}.attempt-{n}"
+
+
+def attempts(store: RunStore, cell_id: str) -> list[CellResult]:
+    """The cell's results in the store, one per run, the first run's first."""
+    found: list[CellResult] = []
+    n = 1
+    while (result := store.load_cell(attempt_id(cell_id, n))) is not None:
+        found.append(result)
+        n += 1
+    return found
+
+
+def latest(store: RunStore, cell_id: str) -> CellResult | None:
+    """The result of the cell's latest run in the store, or None."""
+    found = attempts(store, cell_id)
+    return found[-1] if found else None
+
+
 def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
     """A runner over the sweep that also compares each probe with the first image.
 
     Without the comparison a probe would only see within-run trends; with it a cell
     that is uniformly slower than the known-good first image is a `regression`, as in
     a full sweep (which picks the matrix baseline, else the first cell). Each probe's
-    result is written once, compared.
+    result is written once, compared; a probe of a cell that has a result already is
+    the cell's next attempt, beside it (see the module's docstring).
     """
     first = cells[0]
     done: dict[str, CellResult] = {}
 
     def run(cell: Cell) -> CellResult:
-        measured = sweep.run_cell(cell)
+        runs = attempts(sweep.store, cell.id)
+        this = cell if not runs else dataclasses.replace(
+            cell, id=attempt_id(cell.id, len(runs) + 1))
+        measured = sweep.run_cell(this)
         if first.id not in done:
             # The first endpoint may have come from the cache: it is in the store.
-            cached = sweep.store.load_cell(first.id)
-            if cached is not None:
-                done[first.id] = cached
+            cached = attempts(sweep.store, first.id)
+            if cached:
+                done[first.id] = cached[-1]
+                series = sweep.series(cached[-1].id)
+                if series is not None:
+                    sweep.series.keep(first.id, series)
         result = measured.result
         if cell.id != first.id and first.id in done:
-            result = sweep.compare(cell, measured, first, done[first.id])
+            result = sweep.compare(this, measured, first, done[first.id])
         sweep.series.keep(cell.id, measured.series)
         sweep.store.write_cell(result)
         done[cell.id] = result

@@ -101,7 +101,7 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 
 def run(args: argparse.Namespace) -> int:
     from harness import spec
-    from harness.answers.bisect import bisect, expected_probes, sweep_runner
+    from harness.answers.bisect import bisect, expected_probes, latest, sweep_runner
     from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
     from harness.runtimes import Engines
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     others = [RunStore(d) for d in args.reuse]
 
     def cache(cell: Cell) -> CellResult | None:
-        found = store.load_cell(cell.id)
+        found = latest(store, cell.id)
         for other in others:
             if found is not None:
                 break

@@ -10,7 +10,9 @@ stays where the engine runs on this machine.
 
 An engine without GPU support (no nvidia-container-toolkit: dockerd has no `nvidia`
 device driver and refuses the DeviceRequest) is a `GpuUnavailable`: the sweep stops
-before any cell with exit 3 and the fix.
+before any cell with exit 3 and the fix. Which GPU mechanisms an engine offers at all
+(`docker info`: the `nvidia` runtime, CDI devices, the `--gpus` hook) and the
+DeviceRequest arguments for a cell's `gpu:` value are here too.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import io
 import json
 import tarfile
 import time
+from collections.abc import Mapping
 from typing import Any
 
-from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
+from harness.gpu.cuda import parse_cuda_version
+from harness.gpu.host import Gpu, HostGpus
 
 PROBE_TIMEOUT_S = 60.0
 NO_DRIVER = ("could not select device driver", "unknown or invalid runtime name: nvidia")
@@ -32,7 +36,7 @@ TOOLKIT_FIX = ("install nvidia-container-toolkit on that host and restart docker
                "`hosts:` at a GPU host, or set `gpu: [none]` for a CPU-only sweep")
 
 
-def parse(output: str) -> gpu.HostGpus:
+def parse(output: str) -> HostGpus:
     """The probe's stdout (an image's entrypoint banner may come first) -> HostGpus."""
     found: dict[str, Any] | None = None
     for line in output.splitlines():
@@ -43,15 +47,15 @@ def parse(output: str) -> gpu.HostGpus:
             except ValueError:
                 continue
     if found is None:
-        return gpu.HostGpus(reason=f"the NVML probe printed no result: {output[-300:]!r}")
+        return HostGpus(reason=f"the NVML probe printed no result: {output[-300:]!r}")
     if "devices" not in found:
-        return gpu.HostGpus(reason=str(found.get("reason") or "NVML unavailable in the probe"))
-    gpus = [gpu.Gpu(int(d["index"]), str(d.get("name") or "?"), str(d.get("uuid") or "?"),
+        return HostGpus(reason=str(found.get("reason") or "NVML unavailable in the probe"))
+    gpus = [Gpu(int(d["index"]), str(d.get("name") or "?"), str(d.get("uuid") or "?"),
                     (int(d["cc"][0]), int(d["cc"][1])) if d.get("cc") else None,
                     d.get("memory_total"))
             for d in found["devices"]]
-    return gpu.HostGpus(driver=found.get("driver"),
-                        cuda_driver=gpu.parse_cuda_version(found.get("cuda_driver")),
+    return HostGpus(driver=found.get("driver"),
+                        cuda_driver=parse_cuda_version(found.get("cuda_driver")),
                         gpus=gpus)
 
 
@@ -66,7 +70,7 @@ def _agent_tar() -> bytes:
 
 
 def engine_inventory(client: Any, image: str, python: str, mount: bool,
-                     where: str) -> gpu.HostGpus:
+                     where: str) -> HostGpus:
     """Run the NVML probe in `image` on the engine behind `client` (docker-py).
 
     `mount`: bind-mount the agent (an engine on this machine); else copy it in.
@@ -79,7 +83,7 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
 
     kwargs: dict[str, Any] = {
         "command": [python, "/harness/agent/nvml.py"],
-        "device_requests": [DeviceRequest(**gpu.device_request_kwargs("all"))],
+        "device_requests": [DeviceRequest(**device_request_kwargs("all"))],
         "network_disabled": True, "network_mode": "none",
         "labels": {"harness.probe": "nvml"},
         "detach": True,
@@ -120,7 +124,7 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
             container.remove(force=True)
 
 
-def describe(host: gpu.HostGpus) -> str:
+def describe(host: HostGpus) -> str:
     """`2x NVIDIA GeForce RTX 3090 (8.6), driver 525.147.05, CUDA 12.0` or the reason."""
     if not host.gpus:
         return host.reason or "no GPU"
@@ -134,3 +138,43 @@ def describe(host: gpu.HostGpus) -> str:
     if host.cuda_driver:
         text += f", CUDA {host.cuda_driver[0]}.{host.cuda_driver[1]}"
     return text
+
+
+def device_request_kwargs(value: str) -> dict[str, Any]:
+    """Arguments for docker.types.DeviceRequest selecting `value` ("all", index, UUID)."""
+    if value == "all":
+        return {"count": -1, "capabilities": [["gpu"]]}
+    return {"device_ids": [value], "capabilities": [["gpu"]]}
+
+
+def engine_gpu_mechanisms(info: Mapping[str, Any], hook_found: bool = False) -> list[str]:
+    """How this engine can give a container GPUs, from `docker info` (empty: none seen).
+
+    - the `nvidia` runtime registered by nvidia-container-toolkit (`--runtime nvidia`);
+    - CDI devices `nvidia.com/gpu=...` the engine discovered (Docker 28 lists them under
+      DiscoveredDevices; `--device nvidia.com/gpu=all`);
+    - `--gpus` / DeviceRequest: needs API >= 1.40 and `nvidia-container-runtime-hook` on
+      the daemon's PATH, which only a local check can see (`hook_found`).
+    """
+    found = []
+    if "nvidia" in (info.get("Runtimes") or {}):
+        found.append("nvidia runtime")
+    cdi = [d.get("ID", "") for d in info.get("DiscoveredDevices") or []
+           if d.get("Source") == "cdi" and str(d.get("ID", "")).startswith("nvidia.com/gpu")]
+    if cdi:
+        found.append(f"CDI ({len(cdi)} nvidia.com/gpu devices)")
+    if hook_found:
+        found.append("--gpus (nvidia-container-runtime-hook)")
+    return found
+
+
+def engine_gpu_support(info: Mapping[str, Any]) -> str | None:
+    """From `docker info`: the first GPU mechanism the engine offers, or None.
+
+    CDI spec directories alone (listed by default since Docker 25) are a weak sign, kept
+    so that a remote engine whose `--gpus` hook cannot be seen from here is not refused.
+    """
+    found = engine_gpu_mechanisms(info)
+    if not found and info.get("CDISpecDirs"):
+        found.append("CDI")
+    return found[0] if found else None

@@ -5,12 +5,10 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.spec.entries import Ctx, parse_image, parse_scenario
 from harness.spec.model import LOCAL_HOST, Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
-
-if TYPE_CHECKING:
-    from harness.spec.load import Ctx
 
 AXES = ("image", "gpu", "scenario")
 
@@ -75,8 +73,6 @@ def expand(ctx: Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
         cells = kept
     if not isinstance(include, list):
         raise ctx.fail(("include",), "include must be a list of mappings")
-    from harness.spec.load import parse_image, parse_scenario
-
     runtime_is_docker = not images or (not images[0].pip and images[0].python is None)
     for n, entry in enumerate(include):
         path = ("include", n)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.spec.model import Cell, FitSpec, ScenarioSpec
 
 if TYPE_CHECKING:
-    from harness.spec.load import Ctx
+    from harness.spec.entries import Ctx
 
 KEYS = ("param", "range")
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")

@@ -7,14 +7,22 @@ import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import yaml
 
-from harness.analysis.config import AnalysisConfig
 from harness.errors import SpecError
+from harness.spec.entries import (
+    NON_ID,
+    SCENARIO_KEYS,
+    SETTING_KEYS,
+    Ctx,
+    parse_image,
+    parse_scenario,
+    parse_settings,
+)
 from harness.spec.expand import across_hosts, expand
+from harness.spec.fitblock import parse_fit
 from harness.spec.model import (
     LOCAL_HOST,
     RUNTIMES,
@@ -25,56 +33,16 @@ from harness.spec.model import (
     RunSettings,
     ScenarioSpec,
 )
-from harness.spec.yamlsrc import Located, PathKey, format_path, load_text
+from harness.spec.slurm import parse_slurm
+from harness.spec.yamlsrc import Located, PathKey, load_text
+from harness.thresholds import AnalysisConfig
+
+__all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",
+           "parse", "parse_located", "read_text"]
 
 TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
             "analysis", "max-parallel", "fail-fast", "hosts", "slurm", "fit")
 MATRIX_KEYS = ("image", "gpu", "scenario")
-IMAGE_KEYS = ("name", "ref", "pip", "python")
-SCENARIO_KEYS = ("script", "id", "params")
-_FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings))
-# Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
-SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_ID = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-class Ctx:
-    def __init__(self, doc: Located, check_files: bool = True):
-        self.doc = doc
-        self.check_files = check_files   # False: a results directory's copy, cells only
-
-    def fail(self, path: PathKey, problem: str, fix: str = "") -> SpecError:
-        return SpecError(self.doc.file, format_path(path), self.doc.line(path), problem, fix)
-
-    def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(path, f"expected a mapping, got {_kind(value)}")
-        for key in value:
-            if not isinstance(key, str) or key not in allowed:
-                near = difflib.get_close_matches(str(key), allowed, n=1)
-                raise self.fail((*path, str(key)), f"unknown key {key!r}",
-                                f"did you mean {near[0]!r}?" if near
-                                else f"allowed keys here: {', '.join(allowed)}")
-        return value
-
-    def duration(self, value: Any, path: PathKey, fix: str) -> float:
-        """Seconds from `90`, `90s`, `20m`, `1h` or `500ms`, or the error at `path`."""
-        seconds = parse_duration(value)
-        if seconds is None:
-            raise self.fail(path, f"bad duration {value!r}", fix)
-        return seconds
-
-    def seq(self, value: Any, path: PathKey) -> list[Any]:
-        if isinstance(value, list):
-            if not value:
-                raise self.fail(path, "empty list", "give at least one entry")
-            return value
-        return [value]
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 def load(path: str | Path) -> Matrix:
@@ -118,14 +86,14 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     if "matrix" not in top:
         raise ctx.fail((), "missing key 'matrix'", "add matrix: {image: [...], scenario: [...]}")
     name = top.get("name", file.stem)
-    if not isinstance(name, str) or not name.strip() or _ID.sub("-", name) != name:
+    if not isinstance(name, str) or not name.strip() or NON_ID.sub("-", name) != name:
         raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
                        f"got {name!r}")
     runtime = top.get("runtime", "docker")
     if runtime not in RUNTIMES:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
                        f"allowed values: {', '.join(RUNTIMES)}")
-    defaults = _settings(ctx, top.get("defaults", {}), ("defaults",), RunSettings())
+    defaults = parse_settings(ctx, top.get("defaults", {}), ("defaults",), RunSettings())
     m = ctx.mapping(top["matrix"], ("matrix",), MATRIX_KEYS)
     for key in ("image", "scenario"):
         if key not in m:
@@ -147,11 +115,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     cells = expand(ctx, images, gpus, scenarios, top.get("exclude", []), top.get("include", []),
                    file.parent, defaults)
     hosts = _hosts(ctx, top.get("hosts"), runtime)
-    from harness.spec.slurm import parse_slurm
-
     slurm = parse_slurm(ctx, top.get("slurm"), runtime, gpus, hosts)
-    from harness.spec.fitblock import parse_fit
-
     fit = parse_fit(ctx, top.get("fit"), scenarios)
     return Matrix(name=name, file=file, runtime=runtime, images=images, gpus=gpus,
                   scenarios=scenarios, cells=across_hosts(cells, hosts), baseline=baseline,
@@ -167,7 +131,7 @@ def host_label(url: str) -> str:
     rest = rest.rsplit("@", 1)[-1].split("/", 1)[0]
     # [ipv6]:port or name:port
     rest = rest[1:].split("]", 1)[0] if rest.startswith("[") else rest.split(":", 1)[0]
-    return _ID.sub("-", rest).strip("-") or "host"
+    return NON_ID.sub("-", rest).strip("-") or "host"
 
 
 def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
@@ -192,7 +156,7 @@ def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
             raise ctx.fail(path, f"unknown endpoint scheme in {url!r}",
                            "allowed: unix://, tcp://, ssh://, or a docker context name")
         label = name if isinstance(name, str) and name else host_label(url)
-        if _ID.sub("-", label) != label:
+        if NON_ID.sub("-", label) != label:
             raise ctx.fail((*path, "name"), f"bad host name {label!r}")
         out.append(Host(label, url))
     labels = [h.label for h in out]
@@ -201,13 +165,6 @@ def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
             raise ctx.fail(("hosts", i), f"two hosts share the name {h.label!r}",
                            "give one a mapping {name: ..., url: ...}")
     return tuple(out)
-
-
-def image_label(ref: str) -> str:
-    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`."""
-    last = ref.rsplit("/", 1)[-1]
-    name, _, tag = last.partition(":")
-    return _ID.sub("-", tag or name).strip("-") or "image"
 
 
 def _unique(ctx: Ctx, keys: list[str], key: str, what: str, fix: str) -> None:
@@ -229,42 +186,6 @@ def _images(ctx: Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
     return tuple(out)
 
 
-def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
-    if isinstance(item, str) and item.strip():
-        label = image_label(item) if runtime == "docker" else _ID.sub("-", Path(item).name)
-        return ImageSpec(label=label, ref=item.strip(), index=index)
-    if not isinstance(item, dict):
-        raise ctx.fail(path, f"an image is a string or a mapping, got {_kind(item)}")
-    ctx.mapping(item, path, IMAGE_KEYS)
-    pip = item.get("pip", [])
-    if isinstance(pip, str):
-        pip = [pip]
-    if not isinstance(pip, list) or not all(isinstance(p, str) and p.strip() for p in pip):
-        raise ctx.fail((*path, "pip"), "pip must be a list of requirement strings")
-    python = item.get("python")
-    if python is not None and (not isinstance(python, str) or not python.strip()):
-        raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
-    ref = item.get("ref")
-    if runtime == "docker":
-        if not isinstance(ref, str) or not ref.strip():
-            raise ctx.fail(path, "a docker image mapping needs `ref: REPO:TAG`")
-        if pip:
-            raise ctx.fail((*path, "pip"), "pip requirement sets are for `runtime: local`",
-                           "build an image with those packages (images/) and name it in ref")
-    else:
-        if ref is not None:
-            raise ctx.fail((*path, "ref"), "`ref` is for docker images",
-                           "for the local runtime give `python:` and/or `pip:`")
-        ref = python or "python3"
-    name = item.get("name")
-    if name is None:
-        name = image_label(ref) if runtime == "docker" else _ID.sub("-", "_".join(pip) or ref)
-    if not isinstance(name, str) or not _ID.sub("", name) or _ID.sub("-", name) != name:
-        raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
-                       f"got {name!r}")
-    return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python)
-
-
 def _gpu(ctx: Ctx, value: Any, path: PathKey) -> GpuSel:
     if type(value) is int and value >= 0:
         return GpuSel(str(value))
@@ -281,93 +202,6 @@ def _scenarios(ctx: Ctx, value: Any, base: Path,
            for i, item in enumerate(ctx.seq(value, ("matrix", "scenario")))]
     _unique(ctx, [s.id for s in out], "scenario", "id", "give one of them `id: SOMETHING_ELSE`")
     return tuple(out)
-
-
-def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
-                   defaults: RunSettings) -> ScenarioSpec:
-    given_as_path = isinstance(item, str)
-    if isinstance(item, str):
-        item = {"script": item}
-    if not isinstance(item, dict):
-        raise ctx.fail(path, f"a scenario is a path or a mapping, got {_kind(item)}")
-    ctx.mapping(item, path, SCENARIO_KEYS + SETTING_KEYS)
-    script = item.get("script")
-    if not isinstance(script, str) or not script.strip():
-        raise ctx.fail(path, "missing `script: PATH/TO/scenario.py`")
-    try:
-        resolved = (base / script).resolve()
-        is_file = resolved.is_file()
-    except OSError as exc:
-        raise ctx.fail((*path, "script") if "script" in item else path,
-                       f"scenario path unusable: {exc.strerror}",
-                       "give a short path to an existing .py file") from exc
-    if not is_file and ctx.check_files:
-        raise ctx.fail(path if given_as_path else (*path, "script"),
-                       f"scenario file not found: {script} (looked at {resolved})",
-                       "paths are relative to the matrix file's directory")
-    sid = item.get("id", resolved.stem)
-    if not isinstance(sid, str) or not sid or _ID.sub("-", sid) != sid:
-        raise ctx.fail((*path, "id"), f"id must be letters, digits, '.', '_', '-'; got {sid!r}")
-    params = item.get("params", {})
-    if params is None:
-        params = {}
-    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
-        raise ctx.fail((*path, "params"), f"params must be a mapping, got {_kind(params)}")
-    overrides = {k: v for k, v in item.items() if k in SETTING_KEYS}
-    settings = _settings(ctx, overrides, path, defaults)
-    return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),
-                        settings=settings)
-
-
-def parse_duration(value: Any) -> float | None:
-    if type(value) in (int, float) and value > 0:
-        return float(value)
-    if isinstance(value, str) and (m := _DURATION.match(value)):
-        scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
-        seconds = float(m.group(1)) * scale
-        return seconds if seconds > 0 else None
-    return None
-
-
-def _settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSettings:
-    raw = ctx.mapping(value or {}, path, SETTING_KEYS)
-    changes: dict[str, Any] = {}
-    for key, v in raw.items():
-        field = key.replace("-", "_")
-        here = (*path, key)
-        if field == "timeout":
-            changes[field] = ctx.duration(v, here, "write e.g. 90s, 20m, 1h or 600")
-        elif field == "sample_interval":
-            if type(v) not in (int, float) or not 0.01 <= v <= 3600:
-                raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
-            changes[field] = float(v)
-        elif field in ("iterations", "warmup", "sample_every", "repeats", "min_iterations",
-                       "max_iterations", "rounds"):
-            low = 0 if field in ("warmup", "repeats", "rounds") else 1
-            if type(v) is not int or v < low:
-                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
-                               f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")
-            changes[field] = v
-        elif field in ("pythonmalloc", "network"):
-            if not isinstance(v, bool):
-                raise ctx.fail(here, f"must be true or false, got {v!r}")
-            changes[field] = v
-        elif field in ("mem_limit", "shm_size"):
-            if not (isinstance(v, str) and re.fullmatch(r"\d+[bkmgBKMG]?", v)) and not (
-                    type(v) is int and v > 0):
-                raise ctx.fail(here, f"bad size {v!r}", "write e.g. 512m or 2g")
-            changes[field] = str(v)
-        elif field == "env":
-            if not isinstance(v, dict) or not all(
-                    isinstance(k, str) and isinstance(x, str | int | float) for k, x in v.items()):
-                raise ctx.fail(here, "env must be a mapping of NAME: value")
-            changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
-    result = dataclasses.replace(base, **changes)
-    if result.max_iterations is not None and result.max_iterations < result.min_iterations:
-        raise ctx.fail(path, f"max_iterations ({result.max_iterations}) is below "
-                       f"min_iterations ({result.min_iterations})",
-                       "raise max_iterations or lower min_iterations")
-    return result
 
 
 def _baseline(ctx: Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None:

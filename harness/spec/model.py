@@ -8,7 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from harness.analysis.config import AnalysisConfig
+from harness.thresholds import AnalysisConfig
 
 RuntimeName = Literal["docker", "local"]
 RUNTIMES: tuple[str, ...] = ("docker", "local")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from harness.spec.model import GpuSel, Host, SlurmSpec
 
 if TYPE_CHECKING:
-    from harness.spec.load import Ctx
+    from harness.spec.entries import Ctx
 
 KEYS = ("partition", "account", "time", "gpu_type", "gpus_per_node", "mem", "options",
         "pyxis")

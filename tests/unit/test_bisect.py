@@ -10,7 +10,7 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import spec
-from harness.answers.bisect import bisect, expected_probes, sweep_runner
+from harness.answers.bisect import attempts, bisect, expected_probes, latest, sweep_runner
 from harness.answers.search import plan_bisect
 from harness.cli import main
 from harness.orchestrator import Sweep
@@ -286,3 +286,27 @@ def test_a_probe_that_drifted_once_is_not_called_bad(tmp_path: Path) -> None:
     assert out.results[5].vs_baseline.confirmation.confirmed is True
     assert out.results[2].verdict == "ok"
     assert out.results[2].vs_baseline.confirmation.confirmed is False
+
+
+def test_a_probe_run_again_is_a_new_attempt_beside_the_first(tmp_path: Path) -> None:
+    # GIVEN a bisect's runner that has probed v02 once
+    matrix = make_matrix(tmp_path, 4)
+    runtime = FakeRuntime(lambda c: Behaviour(leak_per_iter=16384) if runtime.runs[1:]
+                          else Behaviour())
+    store = RunStore(tmp_path / "s")
+    cells = row(matrix)
+    run = sweep_runner(Sweep(matrix, runtime, store, lambda _: None), cells)
+    first = run(cells[2])
+    written = (store.root / "cells" / cells[2].id / "result.json").read_bytes()
+    # WHEN the planner probes v02 again (an undecided image is probed up to --repeats)
+    again = run(cells[2])
+    # THEN the first run's record stands as written; the new run is attempt 2 beside it
+    assert (store.root / "cells" / cells[2].id / "result.json").read_bytes() == written
+    assert (first.id, first.verdict) == (cells[2].id, "ok")
+    assert (again.id, again.verdict) == (f"{cells[2].id}.attempt-2", "leak")
+    assert (store.root / "cells" / f"{cells[2].id}.attempt-2" / "samples.jsonl").is_file()
+    assert [r.id for r in attempts(store, cells[2].id)] == [first.id, again.id]
+    # AND the latest attempt answers for the image when the row is bisected again
+    assert latest(store, cells[2].id) == again
+    assert run(cells[2]).id == f"{cells[2].id}.attempt-3"
+    assert latest(store, cells[0].id) is None

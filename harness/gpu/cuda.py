@@ -1,0 +1,133 @@
+"""Whether an image's CUDA can run on a GPU, decided before the run: the compatibility
+tables (which toolkit first and last targets each compute capability), the image's CUDA
+version from its config, and the precheck. The rules follow NVIDIA's documents, cited
+where each table is; what a run shows afterwards is `harness.gpu.logsigns`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from harness.gpu.host import Gpu, Version
+
+# First CUDA toolkit whose nvcc targets each compute capability natively (sm_XY), from
+# the CUDA Toolkit release notes and NVIDIA's per-architecture compatibility guides:
+# Volta sm_70 in CUDA 9.0; Turing sm_75 in 10.0; Ampere sm_80 (A100) in 11.0, sm_86
+# (RTX 30xx) in 11.1, sm_87 (Orin) in 11.4; Ada sm_89 (RTX 40xx) and Hopper sm_90 both
+# in 11.8 (the Ada and Hopper guides treat "11.7 or earlier" as pre-support); Blackwell
+# sm_100 / sm_101 / sm_120 (RTX 50xx) in 12.8, sm_103 and sm_121 in 12.9.
+MIN_CUDA_FOR_CC: dict[Version, Version] = {
+    (6, 0): (8, 0), (6, 1): (8, 0), (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0),
+    (8, 6): (11, 1), (8, 7): (11, 4), (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8),
+    (10, 1): (12, 8), (10, 3): (12, 9), (12, 0): (12, 8), (12, 1): (12, 9),
+}
+# First CUDA toolkit that no longer targets a compute capability: CUDA 11.0 removed
+# sm_30 (Kepler), 12.0 removed sm_35/sm_37, and 13.0 removed offline compilation for
+# Maxwell, Pascal and Volta (sm_50 ... sm_72).
+DROPPED_IN: list[tuple[Version, Version, Version]] = [  # (cc from, cc to, CUDA)
+    ((3, 0), (3, 2), (11, 0)), ((3, 5), (3, 7), (12, 0)), ((5, 0), (7, 2), (13, 0)),
+]
+ARCH = {5: "Maxwell", 6: "Pascal", 7: "Volta", 8: "Ampere", 9: "Hopper", 10: "Blackwell",
+        11: "Blackwell", 12: "Blackwell"}
+ARCH_EXCEPTIONS = {(7, 5): "Turing", (8, 9): "Ada"}  # same major, another architecture
+
+
+def parse_cuda_version(text: str | None) -> Version | None:
+    """`11.1.1.017` / `11.8` / `cuda>=12.0 brand=tesla` -> (11, 1)."""
+    if not text:
+        return None
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def image_cuda(labels: Mapping[str, str] | None,
+               env: Sequence[str] | Mapping[str, str] | None) -> Version | None:
+    """The CUDA version an image was built with, from its config, or None.
+
+    NGC images set `ENV CUDA_VERSION=11.1.1.017` (20.12) and the label
+    `com.nvidia.cuda.version`; nvidia/cuda base images set CUDA_VERSION and
+    `NVIDIA_REQUIRE_CUDA=cuda>=11.8 ...`. `env` is the image config's `Env` list
+    (`KEY=VALUE` strings) or a mapping.
+    """
+    if isinstance(env, Mapping):
+        variables = dict(env)
+    else:
+        variables = dict(item.partition("=")[::2] for item in env or ())
+    labels = labels or {}
+    for text in (variables.get("CUDA_VERSION"), labels.get("com.nvidia.cuda.version")):
+        found = parse_cuda_version(text)
+        if found is not None:
+            return found
+    m = re.search(r"cuda>=(\d+\.\d+)", variables.get("NVIDIA_REQUIRE_CUDA", ""))
+    return parse_cuda_version(m.group(1)) if m else None
+
+
+def _v(v: Version) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def _arch(cc: Version) -> str:
+    name = ARCH_EXCEPTIONS.get(cc, ARCH.get(cc[0]))
+    return f"compute capability {_v(cc)}" + (f" ({name})" if name else "")
+
+
+def precheck(cuda: Version | None, gpu: Gpu | Version | None,
+             driver_cuda: Version | None = None) -> tuple[str, str] | None:
+    """Can an image built with CUDA `cuda` run on `gpu`? Decided before running it.
+
+    Returns ("not-applicable", reason), ("degraded", reason), ("unsupported", reason)
+    (NVIDIA does not support the pair but binaries of the same major may run: run it
+    and decide from evidence), or None when it can run natively or too little is known
+    (then `runtime_incompatibility` decides later).
+    """
+    cc = gpu.cc if isinstance(gpu, Gpu) else gpu
+    if cuda is None or cc is None:
+        return None
+    for low, high, dropped in DROPPED_IN:
+        if low <= cc <= high and cuda >= dropped:
+            return ("not-applicable", f"CUDA {_v(dropped)} removed {_arch(cc)}; the image "
+                    f"has CUDA {_v(cuda)}: run it on a newer GPU")
+    if driver_cuda is not None and cuda[0] > driver_cuda[0]:
+        return ("not-applicable", f"the image needs CUDA {_v(cuda)} but the driver supports "
+                f"CUDA {_v(driver_cuda)}: upgrade the driver (forward-compatibility "
+                "packages work on data-center GPUs only)")
+    need = MIN_CUDA_FOR_CC.get(cc)
+    if need is None and cc > max(MIN_CUDA_FOR_CC):
+        newest = max(MIN_CUDA_FOR_CC)
+        if cuda < MIN_CUDA_FOR_CC[newest]:
+            need = MIN_CUDA_FOR_CC[newest]
+        else:
+            return ("degraded", f"PTX JIT: {_arch(cc)} is newer than any CUDA this harness "
+                    f"knows; CUDA {_v(cuda)} can only JIT-compile PTX for it, if the image "
+                    "ships PTX")
+    if need is None:  # an unlisted older or embedded part: the nearest listed below
+        known = [k for k in MIN_CUDA_FOR_CC if k <= cc]
+        need = MIN_CUDA_FOR_CC[max(known)] if known else None
+    if need is not None and cuda < need:
+        # An 8.6 cubin does execute on 8.9 (same major, later minor: NVIDIA's binary
+        # compatibility rule), though NVIDIA supports the GPU from CUDA `need` on and
+        # older cuDNN/cuBLAS and ptxas (XLA) do not know it. Whether the image works is
+        # then a question for a run, not a rule: "unsupported" runs the cell with a
+        # short deadline and decides from what happened.
+        same_major = [k for k, v in MIN_CUDA_FOR_CC.items()
+                      if k[0] == cc[0] and k < cc and v <= cuda]
+        if same_major:
+            older = max(same_major)
+            return ("unsupported", f"CUDA {_v(cuda)} predates {_arch(cc)}, supported from "
+                    f"CUDA {_v(need)}; its sm_{older[0]}{older[1]} binaries may still run "
+                    f"on it (same major): run with a short deadline, decided from evidence")
+        return ("not-applicable", f"CUDA {_v(cuda)} predates {_arch(cc)}, supported from "
+                f"CUDA {_v(need)}: run this image on an older GPU (e.g. the RTX 3090 host) "
+                "or use a newer image")
+    if driver_cuda is not None and cuda > driver_cuda:
+        return ("degraded", f"PTX JIT unavailable: the image's CUDA {_v(cuda)} is newer than "
+                f"the driver's {_v(driver_cuda)} (minor-version compatibility runs native "
+                "code only)")
+    return None
+
+
+def compatibility(cuda: Version | None, cc: Version | None) -> str | None:
+    """A reason the image cannot run natively on the GPU, or None (kept for callers)."""
+    found = precheck(cuda, cc)
+    return found[1] if found else None

@@ -1,0 +1,197 @@
+"""The parts of a matrix every reader of it shares: `Ctx` (the document and how an
+error at a key path is said), one image entry, one scenario entry with its run
+settings, and durations. `load` reads the file's blocks with them, `expand` its
+`include:` entries, `slurm` and `fitblock` their own blocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness.errors import SpecError
+from harness.spec.model import ImageSpec, RunSettings, ScenarioSpec
+from harness.spec.yamlsrc import Located, PathKey, format_path
+
+IMAGE_KEYS = ("name", "ref", "pip", "python")
+SCENARIO_KEYS = ("script", "id", "params")
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings))
+# Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
+SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+# What a name or id may not contain (labels, ids and host names are words of these).
+NON_ID = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class Ctx:
+    """One matrix document being read: each parser reports a bad value through `fail`."""
+
+    def __init__(self, doc: Located, check_files: bool = True):
+        self.doc = doc
+        self.check_files = check_files   # False: a results directory's copy, cells only
+
+    def fail(self, path: PathKey, problem: str, fix: str = "") -> SpecError:
+        return SpecError(self.doc.file, format_path(path), self.doc.line(path), problem, fix)
+
+    def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"expected a mapping, got {kind_of(value)}")
+        for key in value:
+            if not isinstance(key, str) or key not in allowed:
+                near = difflib.get_close_matches(str(key), allowed, n=1)
+                raise self.fail((*path, str(key)), f"unknown key {key!r}",
+                                f"did you mean {near[0]!r}?" if near
+                                else f"allowed keys here: {', '.join(allowed)}")
+        return value
+
+    def duration(self, value: Any, path: PathKey, fix: str) -> float:
+        """Seconds from `90`, `90s`, `20m`, `1h` or `500ms`, or the error at `path`."""
+        seconds = parse_duration(value)
+        if seconds is None:
+            raise self.fail(path, f"bad duration {value!r}", fix)
+        return seconds
+
+    def seq(self, value: Any, path: PathKey) -> list[Any]:
+        if isinstance(value, list):
+            if not value:
+                raise self.fail(path, "empty list", "give at least one entry")
+            return value
+        return [value]
+
+
+def kind_of(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def image_label(ref: str) -> str:
+    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`."""
+    last = ref.rsplit("/", 1)[-1]
+    name, _, tag = last.partition(":")
+    return NON_ID.sub("-", tag or name).strip("-") or "image"
+
+
+def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
+    if isinstance(item, str) and item.strip():
+        label = image_label(item) if runtime == "docker" else NON_ID.sub("-", Path(item).name)
+        return ImageSpec(label=label, ref=item.strip(), index=index)
+    if not isinstance(item, dict):
+        raise ctx.fail(path, f"an image is a string or a mapping, got {kind_of(item)}")
+    ctx.mapping(item, path, IMAGE_KEYS)
+    pip = item.get("pip", [])
+    if isinstance(pip, str):
+        pip = [pip]
+    if not isinstance(pip, list) or not all(isinstance(p, str) and p.strip() for p in pip):
+        raise ctx.fail((*path, "pip"), "pip must be a list of requirement strings")
+    python = item.get("python")
+    if python is not None and (not isinstance(python, str) or not python.strip()):
+        raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
+    ref = item.get("ref")
+    if runtime == "docker":
+        if not isinstance(ref, str) or not ref.strip():
+            raise ctx.fail(path, "a docker image mapping needs `ref: REPO:TAG`")
+        if pip:
+            raise ctx.fail((*path, "pip"), "pip requirement sets are for `runtime: local`",
+                           "build an image with those packages (images/) and name it in ref")
+    else:
+        if ref is not None:
+            raise ctx.fail((*path, "ref"), "`ref` is for docker images",
+                           "for the local runtime give `python:` and/or `pip:`")
+        ref = python or "python3"
+    name = item.get("name")
+    if name is None:
+        name = image_label(ref) if runtime == "docker" else NON_ID.sub("-", "_".join(pip) or ref)
+    if not isinstance(name, str) or not NON_ID.sub("", name) or NON_ID.sub("-", name) != name:
+        raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
+                       f"got {name!r}")
+    return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python)
+
+
+def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
+                   defaults: RunSettings) -> ScenarioSpec:
+    given_as_path = isinstance(item, str)
+    if isinstance(item, str):
+        item = {"script": item}
+    if not isinstance(item, dict):
+        raise ctx.fail(path, f"a scenario is a path or a mapping, got {kind_of(item)}")
+    ctx.mapping(item, path, SCENARIO_KEYS + SETTING_KEYS)
+    script = item.get("script")
+    if not isinstance(script, str) or not script.strip():
+        raise ctx.fail(path, "missing `script: PATH/TO/scenario.py`")
+    try:
+        resolved = (base / script).resolve()
+        is_file = resolved.is_file()
+    except OSError as exc:
+        raise ctx.fail((*path, "script") if "script" in item else path,
+                       f"scenario path unusable: {exc.strerror}",
+                       "give a short path to an existing .py file") from exc
+    if not is_file and ctx.check_files:
+        raise ctx.fail(path if given_as_path else (*path, "script"),
+                       f"scenario file not found: {script} (looked at {resolved})",
+                       "paths are relative to the matrix file's directory")
+    sid = item.get("id", resolved.stem)
+    if not isinstance(sid, str) or not sid or NON_ID.sub("-", sid) != sid:
+        raise ctx.fail((*path, "id"), f"id must be letters, digits, '.', '_', '-'; got {sid!r}")
+    params = item.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise ctx.fail((*path, "params"), f"params must be a mapping, got {kind_of(params)}")
+    overrides = {k: v for k, v in item.items() if k in SETTING_KEYS}
+    settings = parse_settings(ctx, overrides, path, defaults)
+    return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),
+                        settings=settings)
+
+
+def parse_duration(value: Any) -> float | None:
+    if type(value) in (int, float) and value > 0:
+        return float(value)
+    if isinstance(value, str) and (m := _DURATION.match(value)):
+        scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+        seconds = float(m.group(1)) * scale
+        return seconds if seconds > 0 else None
+    return None
+
+
+def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> RunSettings:
+    raw = ctx.mapping(value or {}, path, SETTING_KEYS)
+    changes: dict[str, Any] = {}
+    for key, v in raw.items():
+        field = key.replace("-", "_")
+        here = (*path, key)
+        if field == "timeout":
+            changes[field] = ctx.duration(v, here, "write e.g. 90s, 20m, 1h or 600")
+        elif field == "sample_interval":
+            if type(v) not in (int, float) or not 0.01 <= v <= 3600:
+                raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
+            changes[field] = float(v)
+        elif field in ("iterations", "warmup", "sample_every", "repeats", "min_iterations",
+                       "max_iterations", "rounds"):
+            low = 0 if field in ("warmup", "repeats", "rounds") else 1
+            if type(v) is not int or v < low:
+                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
+                               f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")
+            changes[field] = v
+        elif field in ("pythonmalloc", "network"):
+            if not isinstance(v, bool):
+                raise ctx.fail(here, f"must be true or false, got {v!r}")
+            changes[field] = v
+        elif field in ("mem_limit", "shm_size"):
+            if not (isinstance(v, str) and re.fullmatch(r"\d+[bkmgBKMG]?", v)) and not (
+                    type(v) is int and v > 0):
+                raise ctx.fail(here, f"bad size {v!r}", "write e.g. 512m or 2g")
+            changes[field] = str(v)
+        elif field == "env":
+            if not isinstance(v, dict) or not all(
+                    isinstance(k, str) and isinstance(x, str | int | float) for k, x in v.items()):
+                raise ctx.fail(here, "env must be a mapping of NAME: value")
+            changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
+    result = dataclasses.replace(base, **changes)
+    if result.max_iterations is not None and result.max_iterations < result.min_iterations:
+        raise ctx.fail(path, f"max_iterations ({result.max_iterations}) is below "
+                       f"min_iterations ({result.min_iterations})",
+                       "raise max_iterations or lower min_iterations")
+    return result

@@ -1,0 +1,192 @@
+"""Thresholds for the verdict statistics, settable from the `analysis:` block of matrix.yaml.
+
+Every field is a YAML key of the same (snake_case) name and has a default that the
+detection benchmark (`benchmarks/detection.py`) was tuned against. Values are checked
+when the object is built, so a bad matrix fails before any container starts.
+
+Example:
+    >>> AnalysisConfig(alpha=0.01, leak_floor_bytes=4 * 2**20).min_ratio
+    1.1
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+_MiB = float(2**20)
+
+# (low, high, low_inclusive, high_inclusive) per field; bools are not range-checked.
+_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "alpha": (0.0, 0.5, False, True),
+    "min_ratio": (1.0, math.inf, True, False),
+    "peak_min_ratio": (1.0, math.inf, True, False),
+    "peak_floor_bytes": (0.0, math.inf, True, False),
+    "leak_floor_bytes": (0.0, math.inf, True, False),
+    "leak_floor_relative": (0.0, 1.0, True, True),
+    "noise_multiple": (0.0, math.inf, True, False),
+    "drawdown_multiple": (0.0, math.inf, True, False),
+    "confidence": (0.5, 1.0, False, False),
+    "late_confidence": (0.5, 1.0, False, False),
+    "late_fraction": (0.1, 0.5, True, True),
+    "stall_fraction": (0.0, 1.0, False, True),
+    "max_autocorrelation": (0.0, 0.99, True, True),
+    "min_samples": (6, math.inf, True, False),
+    "max_points": (20, 100_000, True, True),
+    "step_window": (0.05, 0.5, True, True),
+    "min_step_samples": (8, math.inf, True, False),
+    "step_floor_s": (0.0, math.inf, True, False),
+    "peak_regression_ratio": (1.0, math.inf, True, False),
+    "heap_floor_bytes": (0.0, math.inf, True, False),
+    "live_floor_bytes": (0.0, math.inf, False, False),
+    "live_min_growth_bytes": (0.0, math.inf, True, False),
+    "live_decay_ratio": (0.0, 1.0, True, False),
+    "contention_share": (0.0, 1.0, False, True),
+    "busy_share": (0.0, 1.0, False, True),
+    "recheck_share": (0.0, 1.0, False, True),
+    "round_confidence": (0.5, 1.0, False, False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisConfig:
+    """Thresholds for memory-trend, step-trend and between-cell decisions.
+
+    Attributes:
+        alpha: Significance level of every Mann-Whitney U test (slowdown within a run,
+            step-time comparison between cells). asv uses 0.002.
+        min_ratio: Median step-time ratio that counts as a slowdown or regression; the
+            reciprocal counts as "faster".
+        peak_min_ratio: Peak-memory ratio between cells that counts as higher/lower.
+        peak_floor_bytes: Peak differences smaller than this are "~" whatever the ratio,
+            so that small processes do not flap on a few pages.
+        leak_floor_bytes: Growth over the measured span below this is never a leak.
+        leak_floor_relative: The same floor relative to the series' median level; the
+            larger of the two floors applies.
+        noise_multiple: The floor is also at least this multiple of the interquartile
+            range of successive differences over sqrt(2) (the series' noise band).
+        drawdown_multiple: ... and at least this multiple of the largest fall from an
+            earlier high (GC drops, arena trims): swings the series shows it can undo.
+        confidence: Two-sided confidence level of the whole-span slope interval.
+        late_confidence: Two-sided confidence level of the late-window slope interval.
+            Lower than `confidence` because it is only asked once growth is proven.
+        late_fraction: Share of the (binned) samples that forms the late window.
+        stall_fraction: A grown series is a plateau only when the late slope's upper
+            bound is below this share of the whole-span slope.
+        autocorrelation: Widen slope intervals for lag-1 autocorrelated residuals
+            (GC sawtooth, allocator steps); without it stable series with level
+            shifts are called leaks far more often.
+        max_autocorrelation: Cap on the estimated lag-1 autocorrelation.
+        min_samples: Fewer memory samples than this give "insufficient".
+        max_points: Longer memory series are binned to this many medians before the
+            O(n^2) Theil-Sen fit.
+        step_window: Share of the step times in each of the early and late windows.
+        min_step_samples: Fewer step times than this never give a slowdown.
+        heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which after
+            malloc_trim under PYTHONMALLOC=malloc has almost no noise (psleak decides
+            2-11 KiB/call leaks in 200 calls from it).
+        live_floor_bytes: Early-stop mode (`max_iterations`): heap growth per iteration
+            that the sequential test must prove to call a leak, or disprove to call the
+            cell stable (see harness/analysis/sequential.py).
+        live_min_growth_bytes: Early-stop mode: total heap growth a leak needs.
+        live_decay_ratio: Early-stop mode: the latest third of the increments must keep
+            at least this share of the earliest third's median (a filling cache decays).
+        contention_share: A within-run slowdown whose late-minus-early step time rise
+            is at least this share explained by the rise in run-queue delay (or cgroup
+            throttling) per step is `ambiguous` (busy host), not a slowdown.
+        busy_share: A confirmation round whose run-queue delay (or throttled time) is
+            this share of its step time or more ran on a host too busy to measure and
+            is left out. Below it the round's step time is corrected for the delay
+            and the CPU speed (on this project's shared 2-core machine rounds at
+            40-70 % delay still gave identical images 0.94-1.10x).
+        recheck_share: Cells compared with their baseline get confirmation rounds,
+            even when the pooled steps show no change, when either ran with this share
+            of run-queue delay or more: load can hide a change as well as fake one.
+        round_confidence: Two-sided confidence of the interval on the per-round
+            ratio that must clear `min_ratio` to confirm a regression.
+        peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
+            a regression; between `peak_min_ratio` and this it is only reported
+            ("higher"), since new framework releases routinely import more code.
+        step_floor_s: Median step-time differences below this many seconds are never a
+            slowdown or regression: micro-second steps drift by tens of percent with CPU
+            frequency and cache state, and nobody's training loop cares.
+    """
+
+    alpha: float = 0.002
+    min_ratio: float = 1.1
+    peak_min_ratio: float = 1.1
+    peak_floor_bytes: float = 1 * _MiB
+    leak_floor_bytes: float = 1 * _MiB
+    leak_floor_relative: float = 0.001
+    noise_multiple: float = 2.0
+    drawdown_multiple: float = 1.0
+    confidence: float = 0.99
+    late_confidence: float = 0.80
+    late_fraction: float = 1 / 3
+    stall_fraction: float = 0.5
+    autocorrelation: bool = True
+    max_autocorrelation: float = 0.9
+    min_samples: int = 10
+    max_points: int = 200
+    step_window: float = 0.25
+    min_step_samples: int = 16
+    step_floor_s: float = 1e-5
+    peak_regression_ratio: float = 1.5
+    heap_floor_bytes: float = 256 * 1024
+    live_floor_bytes: float = 128.0
+    live_min_growth_bytes: float = 8192.0
+    live_decay_ratio: float = 0.5
+    contention_share: float = 0.5
+    busy_share: float = 0.75
+    recheck_share: float = 0.2
+    round_confidence: float = 0.9
+
+    def __post_init__(self) -> None:
+        """Check types and ranges of every field.
+
+        Raises:
+            ValueError: A field has the wrong type or lies outside its allowed range;
+                the message names the field and the range.
+        """
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.type in ("bool", bool):
+                if not isinstance(value, bool):
+                    raise ValueError(
+                        f"analysis.{field.name}: expected true or false, got {value!r}"
+                    )
+                continue
+            integral = field.type in ("int", int)
+            # bool is an int subclass; `confidence: true` in YAML must not pass as 1.
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                kind = "an integer" if integral else "a number"
+                raise ValueError(f"analysis.{field.name}: expected {kind}, got {value!r}")
+            if integral and not isinstance(value, int):
+                raise ValueError(f"analysis.{field.name}: expected an integer, got {value!r}")
+            low, high, low_in, high_in = _RANGES[field.name]
+            above = value >= low if low_in else value > low
+            below = value <= high if high_in else value < high
+            if not (above and below and math.isfinite(value)):
+                left = "[" if low_in else "("
+                right = "]" if high_in else ")"
+                raise ValueError(
+                    f"analysis.{field.name}: {value!r} is outside the allowed range "
+                    f"{left}{_fmt(low)}, {_fmt(high)}{right}"
+                )
+
+    def floor(self, median_level: float) -> float:
+        """Return the growth floor in bytes for a series whose median level is given.
+
+        Args:
+            median_level: Median of the series in bytes.
+
+        Returns:
+            The larger of the absolute and the relative leak floor.
+        """
+        return max(self.leak_floor_bytes, self.leak_floor_relative * abs(median_level))
+
+
+def _fmt(bound: float) -> str:
+    if math.isinf(bound):
+        return "inf"
+    return f"{bound:g}"

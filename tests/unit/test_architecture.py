@@ -1,0 +1,246 @@
+"""ARCHITECTURE.md's import layering, held against the code.
+
+ARCHITECTURE.md lists the floors of `harness/`, top first, in one sentence ("Every module
+imports only modules of its own floor or of lower floors of this list (cli, ..., and
+... at the bottom; ...)"). Read from there, so the document and this test cannot
+drift apart:
+
+- every module under `harness/` stands on a floor of that list, and every name on the
+  list is a module or folder of `harness/`;
+- no import runs back up: a module imports only modules of its own floor or lower ones.
+  Every `import` counts, wherever it stands (inside a function, under
+  `if TYPE_CHECKING:`), and so does `importlib.import_module("harness....")` with a
+  literal name; a name built at run time is not seen;
+- no circle: no modules import each other in a loop through their module-level imports
+  (those under `if TYPE_CHECKING:` too, which type checkers and readers follow).
+
+`harness/agent/` is left out: it is stdlib only and copied into images on its own.
+`python -m harness` (`__main__`) stands above every floor; the package's own
+`__init__` (its version) imports nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APART = "harness.agent"
+ENTRY = "harness.__main__"
+SENTENCE = re.compile(r"imports only modules of its own floor or of lower floors of this list\s*"
+                      r"\(([^;)]*)")
+
+
+def floors(text: str) -> list[set[str]]:
+    """The floor list of ARCHITECTURE.md's text, top first; names sharing a floor are
+    written `a / b`, the last floor ends `at the bottom`."""
+    found = SENTENCE.search(text)
+    if found is None:
+        raise AssertionError("ARCHITECTURE.md has no sentence 'Every module imports only "
+                             "modules of its own floor or of lower floors of this list (...)'")
+    words = " ".join(found.group(1).split())
+    words = re.sub(r"\s+at the bottom$", "", words)
+    out = []
+    for item in words.split(","):
+        item = re.sub(r"^\s*and\s+", "", item)
+        out.append({name.strip() for name in item.split("/") if name.strip()})
+    return out
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module under root/harness by dotted name (a package by its own name)."""
+    out = {}
+    for path in sorted((root / "harness").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The module an imported name lives in: `harness.gpu.LOG_SIGNS` -> `harness.gpu`."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _named(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module is not None:
+        base = node.module if node.level == 0 else ""   # harness/ uses absolute imports
+        return [f"{base}.{alias.name}" for alias in node.names] if base else []
+    if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (getattr(node.func, "attr", None) == "import_module"
+                 or getattr(node.func, "id", None) in ("import_module", "__import__"))):
+        return [node.args[0].value]
+    return []
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements run when the module is imported, `if`/`try` blocks opened."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _module_level(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _module_level(node.body + node.orelse + node.finalbody
+                                     + [s for h in node.handlers for s in h.body])
+        else:
+            yield node
+
+
+def imports(path: Path, known: dict[str, Path], everywhere: bool) -> list[tuple[str, int]]:
+    """(module of this tree, line) for each import of `path`: all of them, or with
+    `everywhere=False` only those made at module level."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    nodes = ast.walk(tree) if everywhere else _module_level(tree.body)
+    out = []
+    for node in nodes:
+        for name in _named(node):
+            if name.split(".")[0] == "harness":
+                target = _resolve(name, known)
+                if target is not None:
+                    out.append((target, getattr(node, "lineno", 0)))
+    return out
+
+
+def floor_of(module: str, names: list[set[str]]) -> int | None:
+    """The index of the module's floor (0 is the top); the package root is the ground."""
+    if module == "harness":
+        return len(names)
+    head = module.split(".")[1]
+    return next((i for i, floor in enumerate(names) if head in floor), None)
+
+
+def layering_faults(root: Path, names: list[set[str]]) -> list[str]:
+    """Modules on no floor, and imports that run back up, as readable lines."""
+    known = modules(root)
+    faults = []
+    for module, path in known.items():
+        if module in (ENTRY, APART) or module.startswith(APART + "."):
+            continue
+        here = floor_of(module, names)
+        rel = path.relative_to(root)
+        if here is None:
+            faults.append(f"{rel}: on no floor; name `{module.split('.')[1]}` in "
+                          "ARCHITECTURE.md's floor list")
+            continue
+        for target, line in imports(path, known, everywhere=True):
+            there = floor_of(target, names)
+            if target == ENTRY or there is None or there < here:
+                faults.append(f"{rel}:{line} imports {target}, a floor above its own")
+    return faults
+
+
+def circles(root: Path) -> list[list[str]]:
+    """Groups of modules that import each other in a loop (module-level imports)."""
+    known = modules(root)
+    graph = {m: sorted({t for t, _ in imports(p, known, everywhere=False) if t != m})
+             for m, p in known.items() if not (m == APART or m.startswith(APART + "."))}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:      # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+@pytest.fixture(scope="module")
+def floor_list() -> list[set[str]]:
+    return floors((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+
+
+def test_every_floor_named_is_a_part_of_harness(floor_list: list[set[str]]) -> None:
+    heads = {m.split(".")[1] for m in modules(ROOT) if m != "harness"}
+    named = set().union(*floor_list)
+    assert len(floor_list) >= 10 and "cli" in floor_list[0]
+    assert sorted(named - heads) == []
+
+
+def test_no_import_runs_back_up(floor_list: list[set[str]]) -> None:
+    assert layering_faults(ROOT, floor_list) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(ROOT) == []
+
+
+def test_the_package_root_imports_nothing_of_its_own() -> None:
+    known = modules(ROOT)
+    assert imports(known["harness"], known, everywhere=True) == []
+
+
+# ---------------------------------------------------------------- the checks can fail
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_floors_are_read_from_the_sentence() -> None:
+    text = ("Every module imports only modules of its own floor or of lower floors of this "
+            "list (cli, report,\nanalysis, and errors / signals at the bottom; the agent "
+            "apart): no import runs back up.")
+    assert floors(text) == [{"cli"}, {"report"}, {"analysis"}, {"errors", "signals"}]
+    with pytest.raises(AssertionError, match="no sentence"):
+        floors("Every module imports only modules on lower floors (cli, errors)")
+
+
+def test_a_backward_import_is_found_wherever_it_stands(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/cli.py": "import harness.low\n",
+        "harness/low.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                           "    from harness.cli import main\n"),
+        "harness/mid/__init__.py": "",
+        "harness/mid/a.py": "def f():\n    from harness import cli\n",
+        "harness/mid/b.py": "import importlib\nimportlib.import_module('harness.cli')\n",
+        "harness/stray.py": "",
+        "harness/agent/agent.py": "import harness.cli\n",
+    })
+    faults = layering_faults(root, [{"cli"}, {"mid"}, {"low"}])
+    assert [f.split(" ")[0] for f in faults] == [
+        "harness/low.py:3", "harness/mid/a.py:2", "harness/mid/b.py:2", "harness/stray.py:"]
+
+
+def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/spec/__init__.py": "",
+        "harness/spec/load.py": "from harness.spec.expand import expand\n",
+        "harness/spec/expand.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from harness.spec.load import Ctx\n"),
+        "harness/a.py": "import harness.b\n",
+        "harness/b.py": "def f():\n    import harness.a\n",
+    })
+    assert circles(root) == [["harness.spec.expand", "harness.spec.load"]]
