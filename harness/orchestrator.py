@@ -26,7 +26,14 @@ from harness.preflight import decidable_iterations
 from harness.protocol.ingest import Series, no_samples, read_samples
 from harness.result.build import cell_result, timings_of, with_verdict
 from harness.result.model import Attempt, CellResult, Timings, Unavailable
-from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
+from harness.runtimes.base import (
+    CellEvents,
+    ImageInfo,
+    Progress,
+    RunOutcome,
+    RunRequest,
+    Runtime,
+)
 from harness.spec.model import Cell, Matrix
 from harness.store.results import RunStore, SeriesCache
 
@@ -171,7 +178,7 @@ class Sweep:
         whole = [c for c in todo if c.gpu.value == "all"]
         self.prefetch(spread + whole)
         plan: tuple[list[list[Cell]], ...] = (lanes(spread), lanes(whole))
-        if getattr(self.runtime, "queues_cells", False):
+        if self.runtime.queues_cells:
             # A cluster scheduler (Slurm) decides what runs when: submit every cell now.
             plan = ([[c] for c in todo],)
         try:
@@ -181,9 +188,7 @@ class Sweep:
         except BaseException:
             # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
             for rt in (self.runtime, *self.runtimes.values()):
-                abort = getattr(rt, "abort_prepare", None)
-                if abort is not None:
-                    abort()
+                rt.abort_prepare()
             raise
         finally:
             self._prepare_pool.shutdown(wait=False, cancel_futures=True)
@@ -193,9 +198,8 @@ class Sweep:
 
     def _event(self, cell: Cell, event: str, result: CellResult | None) -> None:
         """Tell a live display (harness/report/live.py) that a cell started or ended."""
-        hook = getattr(self.progress, "cell", None)
-        if hook is not None:
-            hook(cell, event, result)
+        if isinstance(self.progress, CellEvents):
+            self.progress.cell(cell, event, result)
 
     def _run_lanes(self, groups: list[list[Cell]], lane: Callable[[list[Cell]], None],
                    stop: threading.Event) -> None:
@@ -242,10 +246,9 @@ class Sweep:
     def host_gpus(self, cell: Cell, info: ImageInfo) -> gpu.HostGpus | None:
         """The cell's host's GPUs: through its engine (a probe container) where the runtime
         can, else this machine's NVML for a local host; None for another host."""
-        inventory = getattr(self.runtime_for(cell), "gpu_inventory", None)
-        if inventory is not None:
-            with self._gpu_lock:  # one probe per engine, not one per lane
-                found: gpu.HostGpus = inventory(info.ref, info.python)
+        with self._gpu_lock:  # one probe per engine, not one per lane
+            found = self.runtime_for(cell).gpu_inventory(info.ref, info.python or "python3")
+        if found is not None:
             self._gpu_seen[cell.host.label] = found
             return found
         if not cell.host.is_local:

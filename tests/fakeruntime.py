@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest
+from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
 from harness.spec.model import Cell, ImageSpec
 
 
@@ -34,7 +34,7 @@ class Behaviour:
 
 
 @dataclass
-class FakeRuntime:
+class FakeRuntime(RuntimeBase):
     behave: Callable[[Cell], Behaviour]
     name: str = "fake"
     runs: list[str] = field(default_factory=list)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cli import printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.spec.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.answers.fit import Target
@@ -25,7 +26,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("reports"),
                    help="results base directory (default: reports/); probes are kept in "
                         "<out>/<name>/fit-<param> and reused on the next run")
-    p.add_argument("--runtime", choices=("docker", "local"), help="override `runtime:`")
+    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
     p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
     p.add_argument("--iterations", type=int, help="override iterations for every probe")
     p.add_argument("--warmup", type=int, help="override warm-up iterations for every probe")

@@ -17,6 +17,7 @@ from harness.errors import (
     EXIT_REGRESSION,
     EXIT_UNDECIDED,
 )
+from harness.spec.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.report import Report
@@ -54,7 +55,7 @@ def add_parser(sub: Any) -> None:
                    help="continue the newest (or the given) results directory")
     p.add_argument("--out", type=Path, default=Path("reports"),
                    help="results base directory (default: reports/)")
-    p.add_argument("--runtime", choices=("docker", "local"), help="override `runtime:`")
+    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
     p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
     p.add_argument("--iterations", type=int,
                    help="override iterations for every cell (in early-stop mode, "

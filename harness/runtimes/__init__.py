@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import InputError
 from harness.runtimes.base import Runtime
-from harness.spec.model import Cell, Matrix
+from harness.spec.model import RUNTIMES, Cell, Matrix
 
-NAMES = ("docker", "local")
+
+def _local(docker_host: str | None) -> Runtime:
+    from harness.runtimes.local import LocalRuntime
+
+    return LocalRuntime()
+
+
+def _docker(docker_host: str | None) -> Runtime:
+    from harness.runtimes.dockerlib import import_docker
+
+    import_docker()  # without paramiko: ~130 ms less start-up
+    from harness.runtimes.docker import DockerRuntime
+
+    return DockerRuntime(docker_host)
+
+
+# One factory per name of `spec.model.RUNTIMES` (tests/unit/test_architecture.py checks).
+FACTORIES: dict[str, Callable[[str | None], Runtime]] = {"local": _local, "docker": _docker}
+NAMES = RUNTIMES
 
 
 def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
@@ -17,18 +36,10 @@ def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
     Raises:
         InputError: unknown name (the message lists the allowed values).
     """
-    if name == "local":
-        from harness.runtimes.local import LocalRuntime
-
-        return LocalRuntime()
-    if name == "docker":
-        from harness.runtimes.dockerlib import import_docker
-
-        import_docker()  # without paramiko: ~130 ms less start-up
-        from harness.runtimes.docker import DockerRuntime
-
-        return DockerRuntime(docker_host)
-    raise InputError(f"unknown runtime {name!r}; allowed values: {', '.join(NAMES)}")
+    factory = FACTORIES.get(name)
+    if factory is None:
+        raise InputError(f"unknown runtime {name!r}; allowed values: {', '.join(NAMES)}")
+    return factory(docker_host)
 
 
 @dataclass

@@ -6,16 +6,27 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.protocol import AGENT_DIR
 from harness.spec.model import Cell, ImageSpec
+
+if TYPE_CHECKING:
+    from harness.gpu.host import HostGpus
 
 __all__ = ["AGENT_DIR", "LABEL", "ImageInfo", "Progress", "RunOutcome", "RunRequest", "Runtime",
            "parse_size"]
 
 LABEL = "harness.managed"
 Progress = Callable[[str], None]
+
+
+@runtime_checkable
+class CellEvents(Protocol):
+    """A progress sink that also wants to know when a cell starts and ends (the live
+    terminal display: harness/report/live.py); a plain `Progress` callable need not."""
+
+    def cell(self, cell: Cell, event: str, result: object) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -99,9 +110,21 @@ class RunOutcome:
 
 
 class Runtime(Protocol):
-    """A backend that runs cells. Chosen by name in the matrix (`runtime:`)."""
+    """A backend that runs cells. Chosen by name in the matrix (`runtime:`).
+
+    Besides running cells it declares what it can do (`RuntimeBase` gives the defaults):
+    whether a scheduler queues the cells itself, how to abort an image build on Ctrl-C,
+    and the GPUs its engine gives a probe container."""
 
     name: str
+    queues_cells: bool      # a cluster scheduler decides what runs when: submit all at once
+
+    def abort_prepare(self) -> None:
+        """Ctrl-C: stop an image build or venv install in progress, leaving nothing."""
+
+    def gpu_inventory(self, image: str, python: str = "python3") -> HostGpus | None:
+        """The GPUs a container of `image` is given on this runtime's engine; None when
+        the runtime has no engine of its own to ask (this machine's NVML answers)."""
 
     def check(self, cells: list[Cell]) -> None:
         """Raise EnvironmentUnavailable if these cells cannot run here at all."""
@@ -114,6 +137,20 @@ class Runtime(Protocol):
 
     def cleanup(self) -> int:
         """Remove anything this or an earlier, crashed harness left behind; count it."""
+
+
+class RuntimeBase:
+    """What a runtime does not have to do: no queue, nothing to abort, no engine to ask
+    for its GPUs. A runtime subclasses it and overrides what it can do."""
+
+    queues_cells = False
+
+    def abort_prepare(self) -> None:
+        """Nothing is built in the background: nothing to abort."""
+
+    def gpu_inventory(self, image: str, python: str = "python3") -> HostGpus | None:
+        """No engine of its own: None (the host's NVML answers for a local host)."""
+        return None
 
 
 def parse_size(text: str | None) -> int | None:

@@ -37,6 +37,7 @@ from harness.runtimes.base import (
     Progress,
     RunOutcome,
     RunRequest,
+    RuntimeBase,
     parse_size,
 )
 from harness.spec.model import Cell, ImageSpec, is_local_endpoint
@@ -141,7 +142,7 @@ def split_ref(ref: str) -> tuple[str, str]:
     return repo, tag or "latest"
 
 
-class DockerRuntime:
+class DockerRuntime(RuntimeBase):
     name = "docker"
 
     def __init__(self, base_url: str | None = None, copy_files: bool | None = None):

@@ -21,7 +21,14 @@ from pathlib import Path
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
 from harness.pressure import cpu_pressure
 from harness.runtimes import process
-from harness.runtimes.base import AGENT_DIR, ImageInfo, Progress, RunOutcome, RunRequest
+from harness.runtimes.base import (
+    AGENT_DIR,
+    ImageInfo,
+    Progress,
+    RunOutcome,
+    RunRequest,
+    RuntimeBase,
+)
 from harness.spec.model import Cell, ImageSpec
 
 
@@ -76,7 +83,7 @@ def short_pip_error(lines: list[str]) -> str:
 
 
 
-class LocalRuntime:
+class LocalRuntime(RuntimeBase):
     name = "local"
 
     def __init__(self, cache: Path | None = None):

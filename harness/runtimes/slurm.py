@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
-from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, parse_size
+from harness.runtimes.base import (
+    ImageInfo,
+    Progress,
+    RunOutcome,
+    RunRequest,
+    RuntimeBase,
+    parse_size,
+)
 from harness.runtimes.slurmjob import ENDED, OUTCOME, STARTED, outcome_from_json, write_spec
 from harness.runtimes.slurmqueue import NO_SLURM_FIX, JobEnd, JobWatcher, slurm_cli
 from harness.spec.model import Cell, ImageSpec, SlurmSpec
@@ -95,7 +102,7 @@ def job_script(command: list[str]) -> str:
             f"exec {' '.join(shlex.quote(a) for a in command)}\n")
 
 
-class SlurmRuntime:
+class SlurmRuntime(RuntimeBase):
     """Hands each cell to Slurm; `inner` (docker or local) runs it inside the job."""
 
     queues_cells = True   # the orchestrator submits every cell at once

@@ -6,12 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from harness.thresholds import AnalysisConfig
 
+# The one list of runtime names: the matrix's `runtime:` is checked against it, the CLI's
+# --runtime offers it, and harness/runtimes/__init__.py:FACTORIES has one entry per name
+# (a test holds the two together).
 RuntimeName = Literal["docker", "local"]
-RUNTIMES: tuple[str, ...] = ("docker", "local")
+RUNTIMES: tuple[str, ...] = get_args(RuntimeName)
 
 
 @dataclass(frozen=True)

@@ -244,3 +244,20 @@ def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path
         "harness/b.py": "def f():\n    import harness.a\n",
     })
     assert circles(root) == [["harness.spec.expand", "harness.spec.load"]]
+
+
+def test_one_registry_of_runtime_names() -> None:
+    """Issue 22 point 2: the matrix's names, the CLI's choices and the factories agree,
+    and every runtime declares its abilities through RuntimeBase (no getattr probing)."""
+    from harness.runtimes import FACTORIES, NAMES
+    from harness.runtimes.base import RuntimeBase
+    from harness.runtimes.docker import DockerRuntime
+    from harness.runtimes.local import LocalRuntime
+    from harness.runtimes.slurm import SlurmRuntime
+    from harness.spec.model import RUNTIMES
+
+    assert set(FACTORIES) == set(RUNTIMES) and tuple(NAMES) == tuple(RUNTIMES)
+    for cls in (DockerRuntime, LocalRuntime, SlurmRuntime):
+        assert issubclass(cls, RuntimeBase), cls
+    orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "orchestrator.py")
+    assert "getattr(" not in orchestrator.read_text()
