@@ -12,8 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.agent import fields
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
 from harness.spec.model import Cell, ImageSpec
+
+KNOWN = {"header": set(fields.HEADER), "sample": set(fields.sample_fields()),
+         "end": set(fields.END)}
 
 
 @dataclass
@@ -80,6 +84,8 @@ class FakeRuntime(RuntimeBase):
                                     "traceback": f"Traceback...\nRuntimeError: {b.error}"}})
         elif not (b.oom or b.timed_out or b.exit_code):
             lines.append({"type": "end", "status": "ok", "iterations": s.agent_iterations})
+        for record in lines:    # what the agent may write, from the one list of names
+            assert set(record) <= KNOWN[record["type"]], set(record) - KNOWN[record["type"]]
         text = "".join(json.dumps(x) + "\n" for x in lines)
         if b.truncate:
             text = text[: len(text) * 2 // 3]

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from harness.agent import fields
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -31,24 +33,23 @@ MAX_LINE = 1 << 20          # 1 MiB: a sample line is ~300 bytes
 MAX_RECORDS = 1_000_000    # a 2000-iteration cell writes a few hundred
 MAX_TOTAL = 128 << 20      # bytes read, whatever the line count (~1 GiB parsed)
 MAX_PROBLEMS = 20
-MEMORY_SOURCES = ("heap", "uss", "rss", "cgroup", "gpu_used", "fw")
+# The protocol's field names are the agent's own (harness/agent/fields.py).
+MEMORY_SOURCES = tuple(key for key, _ in fields.TREND_NAMES)
 # Sample key -> name of its trend in a result's `memory` (and in the report's panels).
-TREND_NAMES = {"heap": "heap", "uss": "uss", "rss": "rss", "cgroup": "cgroup",
-               "gpu_used": "gpu", "fw": "fw"}
+TREND_NAMES = dict(fields.TREND_NAMES)
 # Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
 # run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
 # and throttled periods, the run-queue delay and run time of all the process's threads
 # (`rq_all_s`, `run_all_s`), the stepping thread's time on a CPU (`on_s`), and `ref_s`,
 # the time of a fixed canary loop (CPU speed).
 # Older recordings lack them; True means an integer count.
-CONTENTION_FIELDS = {"rq_s": False, "ivcs": True, "thr_s": False, "thr_n": True,
-                     "ref_s": False, "rq_all_s": False, "run_all_s": False, "on_s": False}
+CONTENTION_FIELDS = dict(fields.CONTENTION)
 # Per step sample where NVML answered (agents from issue 20 on; the agent's list is
 # `harness/agent/nvml.py:ACTIVITY_FIELDS`): the device's utilization in percent (share
 # of NVML's last sample period in which a kernel ran), its SM clock in MHz and the
 # clock-event reasons bitmask. Each may be missing (an old driver, a GPU that does not
 # support it, an older recording); all are non-negative integers.
-GPU_ACTIVITY_FIELDS = ("gpu_util", "sm_mhz", "clk_reasons")
+GPU_ACTIVITY_FIELDS: tuple[str, ...] = fields.GPU_ACTIVITY
 
 
 @dataclass

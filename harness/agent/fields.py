@@ -1,0 +1,39 @@
+"""The agent protocol's field names, in one place (stdlib only, Python 3.6).
+
+The agent writes these; the host's reader (`harness/protocol/ingest.py`) and the test
+double (`tests/fakeruntime.py`) import them from here, and
+`tests/agent/test_fields.py` fails when the agent writes a field not listed here.
+"""
+
+# One per line of samples.jsonl, in `"type"`.
+RECORD_TYPES = ("header", "sample", "end")
+
+HEADER = ("type", "schema", "scenario", "params", "config", "python", "implementation",
+          "platform", "machine", "hostname", "pid", "time", "env", "packages", "heap",
+          "pythonmalloc", "cgroup", "gpu", "gpu_reason", "cpu_count")
+
+# Every sample: where and when, and memory bytes per source.
+SAMPLE = ("type", "src", "phase", "i", "t", "rss", "rss_anon", "uss", "cgroup", "fds",
+          "threads")
+# Memory sources a trend is fitted to (sample key), as a result's `memory` names them.
+TREND_NAMES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgroup"),
+               ("gpu_used", "gpu"), ("fw", "fw"))
+# Step samples only (read between steps on the main thread): heap, framework bytes,
+# collections, step times and CPU time.
+STEP = ("heap", "fw", "fw_error", "gc", "dt", "cpu_s")
+# Step samples, per interval: contention (True: an integer count).
+CONTENTION = (("rq_s", False), ("ivcs", True), ("thr_s", False), ("thr_n", True),
+              ("ref_s", False), ("rq_all_s", False), ("run_all_s", False), ("on_s", False))
+# Where NVML answers: device memory on every sample, activity on step samples.
+GPU = ("gpu_used",)
+GPU_ACTIVITY = ("gpu_util", "sm_mhz", "clk_reasons")
+
+END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
+       "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error")
+ERROR = ("type", "message", "traceback")
+
+
+def sample_fields():
+    # type: () -> tuple[str, ...]
+    """Every field a sample record may carry."""
+    return (SAMPLE + STEP + tuple(k for k, _ in CONTENTION) + GPU + GPU_ACTIVITY)
