@@ -8,7 +8,8 @@ then the suspect cell afresh, shorter than the cells themselves (half their meas
 calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
 then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
 until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
-the threshold either way, or usable rounds disagree), at least two usable ones and at
+the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
+sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
 most twice `rounds` in all; rounds that ran on a busy host are left out and replaced.
 After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes. What the
 rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
