@@ -498,5 +498,5 @@ def test_a_busy_host_is_said_once_a_sweep(tmp_path: Path) -> None:
     for cid in ("v2.gpu0.loop", "v3.gpu0.loop", "v4.gpu0.loop"):
         conf = out.results[cid].vs_baseline.confirmation
         assert conf is not None and f"{len(conf.rounds)} rounds" in conf.reason
-        # identical images: two rounds inside the no-change band settle it (were 3 to 6)
+        # identical images: two rounds below min_ratio settle it (were 3 to 6)
         assert len(conf.rounds) == 2 and out.results[cid].verdict == "ok", conf.reason
