@@ -41,5 +41,7 @@ def steps_vs_baseline(vs: VsBaseline) -> str:
         return "-"
     pooled = f"{steps.ratio:.2f}x pooled (p={steps.p_value:.2g})"
     if steps.direction == "~":
-        return f"{pooled}, no change beyond min_ratio"
+        # Which threshold held it back (the ratio, the p-value or the step floor) is the
+        # matrix's analysis block's to say; the words do not guess.
+        return f"{pooled}, not a change by the pooled test's thresholds"
     return f"{pooled}, suspected {steps.direction}, unconfirmed: no interleaved rounds"

@@ -500,3 +500,27 @@ def test_a_busy_host_is_said_once_a_sweep(tmp_path: Path) -> None:
         assert conf is not None and f"{len(conf.rounds)} rounds" in conf.reason
         # identical images: two rounds below min_ratio settle it (were 3 to 6)
         assert len(conf.rounds) == 2 and out.results[cid].verdict == "ok", conf.reason
+
+
+def test_a_no_change_line_names_the_threshold_that_held_it_back(tmp_path: Path) -> None:
+    """Issue 21 point 3: the words match what was found — a pooled 0.95x at p=1e-69 is
+    not 'not a significant change', it is within min_ratio."""
+    lines: list[str] = []
+    run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(by_image(
+        {"v1": Behaviour(step_s=0.001), "v2": Behaviour(step_s=0.00095)})), tmp_path,
+        progress=lines.append)
+    said = [ln for ln in lines if ln.startswith("v2.gpu0.loop vs v1: no change")]
+    assert len(said) == 1, lines
+    assert said[0].endswith("within min_ratio 1.1"), said
+    assert "significant" not in said[0]
+
+
+def test_unchanged_because_names_each_threshold() -> None:
+    from harness.analysis.compare import unchanged_because
+    from harness.analysis.config import AnalysisConfig
+    from harness.analysis.records import StepComparison
+
+    cfg = AnalysisConfig()
+    assert unchanged_because(StepComparison(1.23, 0.3, "~"), cfg).startswith("not significant")
+    assert unchanged_because(StepComparison(1.05, 1e-9, "~"), cfg) == "within min_ratio 1.1"
+    assert "step floor (10 µs)" in unchanged_because(StepComparison(1.2, 1e-9, "~"), cfg)

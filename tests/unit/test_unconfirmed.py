@@ -37,6 +37,10 @@ def conf(suspected: str, direction: str, *ratios: float) -> Confirmation:
 def test_a_pooled_ratio_is_never_a_fact() -> None:
     text = steps_vs_baseline(VsBaseline("v1", POOLED))
     assert text == "1.69x pooled (p=1e-30), suspected slower, unconfirmed: no interleaved rounds"
+    # a pooled ratio the test did not count (here: under the step floor) is not called
+    # "no change beyond min_ratio" when it lies beyond it
+    below = steps_vs_baseline(VsBaseline("v1", StepComparison(1.12, 2e-59, "~")))
+    assert below == "1.12x pooled (p=2e-59), not a change by the pooled test's thresholds"
 
 
 def test_rounds_give_the_interval_the_outcome_and_the_cost() -> None:
@@ -47,10 +51,11 @@ def test_rounds_give_the_interval_the_outcome_and_the_cost() -> None:
     text = steps_vs_baseline(vs)
     assert text == "1.03x (CI 0.95..1.08) in 3 interleaved rounds (4.2 s), slower not confirmed"
     assert "1.69" not in text
-    confirmed = dataclasses.replace(vs.confirmation, direction="slower")  # type: ignore[arg-type]
+    assert vs.confirmation is not None
+    confirmed = dataclasses.replace(vs.confirmation, direction="slower")
     assert steps_vs_baseline(dataclasses.replace(vs, confirmation=confirmed)).endswith(
         "3 interleaved rounds (4.2 s), confirmed slower")
-    busy = dataclasses.replace(vs.confirmation, suspected="~")  # type: ignore[arg-type]
+    busy = dataclasses.replace(vs.confirmation, suspected="~")
     assert steps_vs_baseline(dataclasses.replace(vs, confirmation=busy)).endswith(
         ", no change")
 
@@ -71,3 +76,22 @@ def test_junit_and_the_issue_draft_mark_a_pooled_ratio_unconfirmed() -> None:
     text = out.getvalue()
     assert "Step time against the baseline v1: 1.69x pooled (p=1e-30), suspected slower, " \
            "unconfirmed: no interleaved rounds." in text, text
+
+
+def test_the_html_card_says_what_the_rounds_found_and_cost() -> None:
+    from harness.report.html import cell_view
+
+    # GIVEN an ok cell that rounds (run for a busy host) found unchanged
+    good, bad = bad_pair(VsBaseline("v1", StepComparison(0.94, 1e-68, "~"),
+                                    confirmation=conf("~", "~", 0.93, 0.95)))
+    ok = dataclasses.replace(bad, verdict="ok", reason="memory stable, no slowdown")
+    report = Report.from_results("m", {good.id: good, ok.id: ok})
+    view = cell_view(report, ok.id, "")
+    assert view.vs == ("step time vs v1: 1.03x (CI 0.95..1.08) in 2 interleaved rounds "
+                       "(4.2 s), no change")
+    out = io.StringIO()
+    from harness.report import HtmlReporter
+    HtmlReporter.from_results(report).render(out)
+    assert "in 2 interleaved rounds (4.2 s), no change</div>" in out.getvalue()
+    # AND a cell never compared has no such line
+    assert cell_view(report, good.id, "").vs == ""
