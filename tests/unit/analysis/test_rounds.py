@@ -151,3 +151,23 @@ def test_sequential_rounds_still_confirm_and_still_wait_when_in_doubt() -> None:
     assert rounds_to_settle([1.12, 1.25, 1.08, 1.3, 1.1, 1.2], "slower") == 6
     # GIVEN a suspected improvement that is none: above 1/min_ratio settles it
     assert rounds_to_settle([0.97, 0.96, 0.98], "faster") == 2
+
+
+def test_a_mostly_sleeping_step_is_not_called_busy() -> None:
+    """Issue 21 point 7: three mostly-sleeping cells took 60 s of rounds. Their runnable
+    time is tiny, so a few ms in the run queue were 13 % of it (seen on this machine:
+    rq_all 3.8 ms, run_all 25 ms, over 1.03 s of 5 ms sleeps) — called busy, and on a
+    busier host left out as busy round after round — though the step time moved 0.4 %."""
+    import json
+
+    from harness.analysis.contention import busy_share
+    from harness.protocol.ingest import parse_lines
+
+    recs = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.05 * k,
+         "dt": [0.005] * 10, "rq_s": 0.0002, "rq_all_s": 0.0004, "run_all_s": 0.0006}
+        for k in range(1, 21)] + [{"type": "end", "status": "ok"}]
+    share = busy_share(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
+    # 40 % of its runnable time queued, but 0.8 % of its step time
+    assert share == pytest.approx(0.008)
+    assert share < CFG.recheck_share and share < CFG.busy_share
