@@ -524,3 +524,47 @@ def test_unchanged_because_names_each_threshold() -> None:
     assert unchanged_because(StepComparison(1.23, 0.3, "~"), cfg).startswith("not significant")
     assert unchanged_because(StepComparison(1.05, 1e-9, "~"), cfg) == "within min_ratio 1.1"
     assert "step floor (10 µs)" in unchanged_because(StepComparison(1.2, 1e-9, "~"), cfg)
+
+
+def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
+        tmp_path: Path) -> None:
+    """Issue 21 point 7: on a host busy in every round, rounds stop once the rounds left
+    cannot give two usable ones (5 of 6 here), and no back-off follows the last one:
+    1 + 2 + 4 + 8 s of waits, not 1 + 2 + 4 + 8 + 8 + 8."""
+    import threading
+
+    waits: list[float] = []
+
+    class Counting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout or 0.0)
+            return False
+
+    def behave(cell: Cell) -> Behaviour:
+        # the sweep's own cells quiet, 1.3x apart; every confirmation run busy
+        slow = 0.0013 if cell.image.label == "v2" else 0.001
+        busy = cell.settings.iterations < 300
+        return Behaviour(step_s=slow, rq_share=0.8 if busy else 0.0)
+
+    matrix = make_matrix(tmp_path, "v1, v2")
+    store = RunStore.open(tmp_path / "reports", matrix.name, False)
+    import harness.orchestrator as orch
+
+    real = orch.Sweep.__init__
+
+    def init(self: orch.Sweep, *a: Any, **kw: Any) -> None:
+        real(self, *a, **kw)
+        self.cancel = Counting()
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(orch.Sweep, "__init__", init)
+            out = sweep(matrix, list(matrix.cells), FakeRuntime(behave), store,
+                        lambda _: None, False)
+    finally:
+        store.unlock()
+    conf = out.results["v2.gpu0.loop"].vs_baseline.confirmation
+    assert conf is not None and len(conf.rounds) == 5, conf.reason
+    assert all(r.excluded and r.excluded.startswith("host busy") for r in conf.rounds)
+    assert waits == [1.0, 2.0, 4.0, 8.0], waits
+    assert "0 usable round(s) of 5" in conf.reason and "5 rounds (10 runs)" in conf.reason
