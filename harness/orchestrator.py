@@ -454,7 +454,7 @@ class Sweep:
         v = decide(CellFacts(self.cfg, baseline=facts, within=measured.verdict))
         if res.verdict in GOOD:
             said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
-                    else _vs_text(v.vs_baseline))
+                    else _vs_text(v.vs_baseline, self.cfg))
             self.progress(f"{cell.id} vs {label}: {said}")
         return with_verdict(res, v)
 
@@ -518,13 +518,15 @@ class RowComparisons:
             self.results[cell_id] = result
 
 
-def _vs_text(vs: VsBaseline | None) -> str:
+def _vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
+    from harness.analysis.compare import unchanged_because
+
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
         s = vs.steps
-        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), not a "
-                "significant change beyond min_ratio")
+        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
+                f"{unchanged_because(s, cfg)}")
     return "no step times"
 
 

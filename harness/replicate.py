@@ -8,9 +8,11 @@ then the suspect cell afresh, shorter than the cells themselves (half their meas
 calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
 then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
 until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
-the threshold either way, or usable rounds disagree), at least two usable ones and at
+the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
+sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
 most twice `rounds` in all; rounds that ran on a busy host are left out and replaced.
-After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes. What the
+After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait, and no
+round, once the rounds left cannot give two usable ones). What the
 rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
@@ -89,6 +91,10 @@ def _run(sweep: RoundRunner, cell: Cell, suspect: Cell, k: int, role: str
     return stat, busy_share(series), None
 
 
+def _usable(done: list[Round]) -> int:
+    return sum(r.excluded is None and r.base_s > 0 and r.other_s > 0 for r in done)
+
+
 def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, rounds: int,
             measured: int) -> Confirmation:
     """Run `rounds` interleaved baseline/suspect rounds and decide from them.
@@ -106,9 +112,12 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
     done: list[Round] = []
     k = 0
     started = time.monotonic()
-    while k < 2 * rounds:
+    most = 2 * rounds
+    while k < most:
         if settled(decide_rounds(done, suspected, cfg), cfg):
             break   # decided either way, or the rounds disagree: more cannot change it
+        if _usable(done) + (most - k) < 2:
+            break   # the rounds left cannot give the two usable ones a decision needs
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
         b_med, b_busy, b_fail = _run(sweep, runs[0], cell, k, "baseline")
@@ -126,8 +135,10 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
                        + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
                           if r.base_sm_mhz and r.other_sm_mhz else "")
                        + (f" (left out: {why})" if why else ""))
-        if why and why.startswith("host busy"):
-            # A load burst passes: wait a little longer after each busy round.
+        more = k < most and _usable(done) + (most - k) >= 2
+        if why and why.startswith("host busy") and more:
+            # A load burst passes: wait a little longer after each busy round (never
+            # after the last round that can run: nothing would use the wait).
             sweep.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if sweep.cancel.is_set():
             break

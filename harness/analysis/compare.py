@@ -57,6 +57,16 @@ def compare_steps(
     return StepComparison(ratio, p_value, direction, int(b.size), int(o.size))
 
 
+def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
+    """Which threshold held a "~" pooled comparison back, in words: "p=0.31, not
+    significant", "within min_ratio 1.1" or "under the step floor"."""
+    if not steps.p_value < cfg.alpha:
+        return f"not significant at alpha {cfg.alpha:g}"
+    if 1.0 / cfg.min_ratio <= steps.ratio <= cfg.min_ratio:
+        return f"within min_ratio {cfg.min_ratio:g}"
+    return f"the medians differ by less than the step floor ({cfg.step_floor_s * 1e6:g} µs)"
+
+
 def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
     """Compare the peak memory of a cell with that of the baseline cell.
 

@@ -140,8 +140,8 @@ def busy_share(series: Series) -> float | None:
     """How busy the host was for this run, measured phase: the larger of the stepping
     thread's run-queue delay (or throttled time) over step time and, where recorded,
     the share of all the process's runnable thread time spent in the run queue (worker
-    threads queue while the stepping thread waits on them). None when the agent did
-    not record contention."""
+    threads queue while the stepping thread waits on them), at most that queueing over
+    the step time. None when the agent did not record contention."""
     cols = series.contention()
     if cols is None:
         return None
@@ -151,7 +151,10 @@ def busy_share(series: Series) -> float | None:
     own = max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
     rq_all, run_all = float(np.nansum(cols["rq_all_s"])), float(np.nansum(cols["run_all_s"]))
     every = rq_all / (rq_all + run_all) if rq_all + run_all > 0 else 0.0
-    return max(own, every)
+    # Never more than the queueing could add to the steps: a step that mostly sleeps
+    # has little runnable time, so a few ms in the queue were a large share of it
+    # (and called rounds, then left them out as busy) while its step time moved 0.4 %.
+    return max(own, min(every, rq_all / total))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,10 +18,11 @@ asv's `--interleave-processes` plus a two-sample test on per-process results is 
 same idea; the per-round agreement and the busy-round exclusion are what is added.
 
 Rounds stop as soon as the question is settled (`settled`): once two usable rounds
-give an interval that clears the threshold (confirmed, or reversed), or lies wholly
-inside the no-change band (1/min_ratio, min_ratio), or the rounds disagree in
-direction. Looking after every round makes the interval's nominal level optimistic;
-what keeps a false confirmation rare is that every round must agree as well.
+give an interval that clears the threshold (confirmed, or reversed), or lies wholly on
+the no-change side of the threshold asked about (below min_ratio for a suspected or
+hidden slowdown), or the rounds disagree in direction. Looking after every round makes
+the interval's nominal level optimistic; what keeps a false confirmation rare is that
+every round must agree as well.
 """
 
 from __future__ import annotations
@@ -45,8 +46,18 @@ def busy_reason(base_busy: float | None, other_busy: float | None,
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
-    """Whether more rounds could change the answer: not once the direction is decided,
-    the interval lies inside the no-change band, or usable rounds disagree."""
+    """Whether more rounds could change the answer (a sequential rule, looked at after
+    every round once two are usable).
+
+    The rounds answer one question: is the suspect slower than the baseline by
+    `min_ratio` or more (faster, where the pooled test suspected faster; slower, where a
+    busy host called for them: only a slowdown changes a verdict). Settled when
+
+    - the interval clears the threshold either way (a direction is decided);
+    - usable rounds disagree in direction (every round must agree to confirm); or
+    - the interval lies wholly on the no-change side of the question's threshold
+      (below `min_ratio` for a slowdown, above 1/`min_ratio` for an improvement).
+    """
     usable = [r.ratio for r in conf.rounds if r.excluded is None and r.base_s > 0
               and r.other_s > 0]
     if len(usable) < 2:
@@ -55,7 +66,9 @@ def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
         return True
     if any(x > 1 for x in usable) and any(x < 1 for x in usable):
         return True
-    return 1 / cfg.min_ratio < conf.lo and conf.hi < cfg.min_ratio
+    if conf.suspected == "faster":
+        return conf.lo > 1 / cfg.min_ratio
+    return conf.hi < cfg.min_ratio
 
 
 def _span(indices: list[int]) -> str:

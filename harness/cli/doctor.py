@@ -3,7 +3,8 @@
 Checks, in order: the NVIDIA driver and GPUs (NVML: name, compute capability, memory),
 each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one), the
 engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus` hook), each image's
-presence and CUDA version, and whether each image can run on each selected GPU
+presence and CUDA version (a missing one: whether its registry has it, asked of the
+engine without pulling), and whether each image can run on each selected GPU
 (the same precheck the sweep uses). Exits 3 when something makes the sweep unusable;
 warnings (a cell that will be not-applicable) do not.
 """
@@ -33,6 +34,10 @@ class Engine(Protocol):
 
     def image_config(self, ref: str) -> Mapping[str, Any] | None:
         """{"labels": {...}, "env": ["K=V", ...]} of a local image, None when absent."""
+
+    def pullable(self, ref: str) -> str | None:
+        """None when the engine can pull `ref` (its registry has it), else why not and
+        the fix ("...\n  fix: ..."); nothing is pulled."""
 
 
 @dataclass
@@ -65,6 +70,9 @@ class _DockerEngine:
             return None
         config = self.rt.client.images.get(ref).attrs.get("Config") or {}
         return {"labels": labels, "env": config.get("Env") or []}
+
+    def pullable(self, ref: str) -> str | None:
+        return self.rt.pullable(ref)
 
     def gpu_inventory(self, ref: str) -> gpu.HostGpus:
         """The engine's GPUs as a probe container in image `ref` sees them."""
@@ -234,8 +242,19 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
     for img in matrix.images:
         config = engine.image_config(img.ref)
         if config is None:
-            c.add("FAIL", f"{where}: image {img.ref} is missing",
-                  f"docker pull {img.ref} on that host, or `harness images build`")
+            # The sweep pulls a missing image: only one its registry lacks (or that no
+            # registry can give) stops it.
+            why = engine.pullable(img.ref)
+            if why is None:
+                c.add("ok", f"{where}: image {img.ref}: not on the engine yet, its registry "
+                            "has it (the sweep pulls it)")
+                continue
+            first, *rest = why.splitlines()
+            fix = rest[-1].strip().removeprefix("fix: ") if rest else ""
+            c.add("FAIL", f"{where}: image {img.ref} is missing and cannot be pulled: "
+                          f"{first.removeprefix(f'image {img.ref} ')}",
+                  f"docker pull {img.ref} on that host, or `harness images build`"
+                  + (f" ({fix})" if fix and not img.ref.startswith("harness-test/") else ""))
             continue
         cuda = gpu.image_cuda(config.get("labels"), config.get("env"))
         c.add("ok", f"{where}: image {img.ref}" + (

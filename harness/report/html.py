@@ -22,7 +22,7 @@ from harness.analysis.records import MemoryTrend, StepTrend
 from harness.protocol.ingest import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
 from harness.report.svg import Fit, Line, chart, robust_range
-from harness.report.text import kib
+from harness.report.text import kib, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.words import cell_numbers, human_seconds
 
@@ -48,6 +48,7 @@ class CellView:
     problems: list[str] = field(default_factory=list)
     note: str = ""
     links: list[tuple[str, str]] = field(default_factory=list)   # (text, relative href)
+    vs: str = ""                    # step time against the row's baseline, as far as known
 
     @property
     def sort_key(self) -> str:
@@ -177,6 +178,9 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
     view = CellView(cid, res.image.label, res.verdict, res.reason,
                     cell_numbers(res), role, traceback=err.traceback if err else "",
                     problems=list(res.problems))
+    vs = res.vs_baseline
+    if vs is not None and (vs.confirmation is not None or vs.steps is not None):
+        view.vs = f"step time vs {vs.baseline}: {steps_vs_baseline(vs)}"
     series = series or report.series(cid)
     if series is None:
         view.note = "no samples.jsonl next to this result: no plots"

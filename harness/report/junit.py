@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from harness.report.model import Reporter
+from harness.report.text import steps_vs_baseline
 from harness.result.model import CellResult
 from harness.result.words import cell_numbers
 
@@ -42,10 +43,12 @@ def details(res: CellResult) -> str:
                      f"{steps.ratio:.3f}x (p={steps.p_value:.3g})")
     vs = res.vs_baseline
     if vs is not None:
-        for key, c in (("steps", vs.steps), ("cpu", vs.cpu)):
-            if c is not None:
-                lines.append(f"vs {vs.baseline} {key}: {c.ratio:.3f}x, p={c.p_value:.3g} "
-                             f"({c.direction})")
+        if vs.steps is not None or vs.confirmation is not None:
+            lines.append(f"vs {vs.baseline} steps: {steps_vs_baseline(vs)}")
+        if vs.cpu is not None:
+            c = vs.cpu
+            lines.append(f"vs {vs.baseline} cpu: {c.ratio:.3f}x pooled, p={c.p_value:.3g} "
+                         f"({c.direction})")
         if vs.peak_rss is not None:
             lines.append(f"vs {vs.baseline} peak_rss: {vs.peak_rss.ratio:.3f}x "
                          f"({vs.peak_rss.direction})")

@@ -1,6 +1,9 @@
-"""Small text helpers the renderers share: Markdown table cells, signed KiB."""
+"""Small text helpers the renderers share: Markdown table cells, signed KiB, a ratio
+against the baseline with what it rests on."""
 
 from __future__ import annotations
+
+from harness.analysis.records import VsBaseline
 
 
 def md(text: object) -> str:
@@ -11,3 +14,34 @@ def md(text: object) -> str:
 def kib(value: float) -> str:
     """Bytes as signed KiB, two decimals, without a "-0.00" for tiny negative noise."""
     return f"{round(value / 1024, 2) + 0.0:+.2f}"
+
+
+def steps_vs_baseline(vs: VsBaseline) -> str:
+    """The step-time ratio against the baseline as far as it is known: the interleaved
+    rounds' ratio with its interval, confirmed or not, and what they cost; else the pooled
+    ratio marked unconfirmed (two runs one after the other: host drift is in it).
+
+    "1.52x (CI 1.31..1.76) in 3 interleaved rounds (8.2 s), confirmed slower" or
+    "1.69x pooled (p=1e-30), suspected slower, unconfirmed: no interleaved rounds"."""
+    conf, steps = vs.confirmation, vs.steps
+    if conf is not None:
+        n = len(conf.rounds)
+        cost = f"{n} interleaved round{'s' if n != 1 else ''}" + (
+            f" ({conf.seconds:.1f} s)" if conf.seconds else "")
+        if conf.confirmed:
+            said = f"confirmed {conf.direction}"
+        elif conf.direction != "~":
+            said = f"{conf.direction}, not the {conf.suspected} suspected"
+        elif conf.suspected != "~":
+            said = f"{conf.suspected} not confirmed"
+        else:
+            said = "no change"
+        return f"{conf.interval()} in {cost}, {said}"
+    if steps is None:
+        return "-"
+    pooled = f"{steps.ratio:.2f}x pooled (p={steps.p_value:.2g})"
+    if steps.direction == "~":
+        # Which threshold held it back (the ratio, the p-value or the step floor) is the
+        # matrix's analysis block's to say; the words do not guess.
+        return f"{pooled}, not a change by the pooled test's thresholds"
+    return f"{pooled}, suspected {steps.direction}, unconfirmed: no interleaved rounds"

@@ -500,6 +500,30 @@ class DockerRuntime(RuntimeBase):
             raise ImageUnavailable(f"building {tag} failed: {exc}") from exc
         return str(img.id)
 
+    def pullable(self, ref: str, timeout_s: float = 30.0) -> str | None:
+        """None when the engine's registry has `ref` (its manifest answers: the sweep can
+        pull it), else why not, with the fix (`pull_failure`). Nothing is pulled; the
+        question is time-boxed, as an unreachable registry can hang the engine's call."""
+        if ref.startswith("harness-test/"):     # built here, never in a registry
+            return pull_failure(ref, RuntimeError("built locally, not in a registry"))
+        found: list[BaseException | None] = []
+
+        def ask() -> None:
+            try:
+                self.client.api.inspect_distribution(ref)
+                found.append(None)
+            except Exception as exc:  # any failure: not pullable, and said
+                found.append(exc)
+
+        t = threading.Thread(target=ask, daemon=True, name="registry-check")
+        t.start()
+        t.join(timeout_s)
+        if not found:
+            return pull_failure(ref, TimeoutError(f"no answer from its registry in "
+                                                  f"{timeout_s:.0f} s (timeout)"))
+        exc = found[0]
+        return None if exc is None else pull_failure(ref, exc)
+
     def image_labels(self, tag: str) -> dict[str, str] | None:
         try:
             return dict(self.client.images.get(tag).labels or {})

@@ -50,6 +50,10 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
          "--disable-pip-version-check", *image.pip], timeout=RESOLVE_TIMEOUT_S)
     if rc == 0:
         yield ("ok", f"image {image.label}: pins resolve ({' '.join(image.pip)})", "")
+    elif rc == 124:     # time-boxed: a slow or unreachable index is not a wrong pin
+        yield ("warn", f"image {image.label}: pins not checked: pip found no answer from "
+                       f"its index in {RESOLVE_TIMEOUT_S:.0f} s",
+               "check the index pip uses (pip config list) answers from this host")
     elif "no such option: --dry-run" in out:
         yield ("warn", f"image {image.label}: pip of {found} is too old to check pins "
                        "without installing them", f"{found} -m pip install -U pip")

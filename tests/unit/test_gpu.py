@@ -183,15 +183,23 @@ def test_probe_reads_driver_and_gpus() -> None:
 
 # ---------------------------------------------------------------- doctor
 class FakeEngine:
-    def __init__(self, info: Mapping[str, Any], images: Mapping[str, Mapping[str, Any]]):
+    def __init__(self, info: Mapping[str, Any], images: Mapping[str, Mapping[str, Any]],
+                 registry: frozenset[str] = frozenset()):
         self._info = info
         self.images = images
+        self.registry = registry       # refs a pull would find
 
     def info(self) -> Mapping[str, Any]:
         return self._info
 
     def image_config(self, ref: str) -> Mapping[str, Any] | None:
         return self.images.get(ref)
+
+    def pullable(self, ref: str) -> str | None:
+        if ref in self.registry:
+            return None
+        return (f"image {ref} not found in its registry (no such repository or tag) "
+                "(manifest unknown)\n  fix: check the tag exists")
 
 
 NGC = "nvcr.io/nvidia/tensorflow"
@@ -341,3 +349,93 @@ def test_a_pin_error_is_one_line_without_every_version() -> None:
              "ERROR: No matching distribution found for multidict==99"]
     assert short_pip_error(lines) == ("No matching distribution found for multidict==99 "
                                       "(versions: 1.0 .. 6.6.4, 4 in all)")
+
+
+def test_doctor_tells_a_pullable_image_from_one_no_registry_has(tmp_path: Path) -> None:
+    """Issue 21 point 4: for docker, images present *or pullable*: a missing image the
+    registry has is what the sweep pulls ([ok]); one it lacks FAILs with the reason."""
+    only_22 = {f"{NGC}:22.12-tf1-py3": IMAGES[f"{NGC}:22.12-tf1-py3"]}
+    engine = FakeEngine(ENGINE_INFO, only_22, registry=frozenset({f"{NGC}:20.12-tf1-py3"}))
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: engine,
+                             host_with(RTX_3090), has_gpu=True, hook_found=False)
+    text = "\n".join(checks.lines)
+    assert checks.code == 0, text
+    assert (f"[ok] engine local: image {NGC}:20.12-tf1-py3: not on the engine yet, its "
+            "registry has it (the sweep pulls it)") in text
+    gone = FakeEngine(ENGINE_INFO, only_22)
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: gone,
+                             host_with(RTX_3090), has_gpu=True, hook_found=False)
+    text = "\n".join(checks.lines)
+    assert checks.code == 3, text
+    assert (f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is missing and cannot be "
+            "pulled: not found in its registry") in text
+
+
+def test_the_registry_question_is_time_boxed_and_said_in_one_line() -> None:
+    import threading
+
+    from harness.runtimes.docker import DockerRuntime
+
+    class Hanging:
+        def inspect_distribution(self, ref: str) -> None:
+            threading.Event().wait(5)
+
+    class NotFound:
+        def inspect_distribution(self, ref: str) -> None:
+            raise RuntimeError("manifest unknown: manifest unknown")
+
+    rt = DockerRuntime.__new__(DockerRuntime)
+    for api, said in ((Hanging(), "its registry cannot be reached"),
+                      (NotFound(), "not found in its registry")):
+        rt._client = type("C", (), {"api": api})()
+        why = rt.pullable("example/x:1", timeout_s=0.2)
+        assert why is not None and said in why.splitlines()[0], why
+        assert why.splitlines()[-1].startswith("  fix: ")
+    rt._client = type("C", (), {"api": type("A", (), {
+        "inspect_distribution": lambda self, ref: {}})()})()
+    assert rt.pullable("example/x:1") is None
+    assert "harness images build" in str(rt.pullable("harness-test/py:1"))
+
+
+FAKE_PY = """#!/bin/sh
+# An interpreter whose pip cannot find {pin}: prints what pip prints, every version too.
+case "$*" in
+  *"-m pip install --dry-run"*) {pip} ;;
+  *) exec python3 "$@" ;;
+esac
+"""
+
+
+def test_doctor_local_pin_that_does_not_resolve_fails_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21 point 4: an uninstallable pin is a FAIL naming the pin, one line, no
+    version list; an index that does not answer in time is a warning, not a FAIL."""
+    from harness.runtimes import localdoctor
+
+    versions = ", ".join(f"1.{k}" for k in range(40))
+    fake = tmp_path / "python-fake"
+    fake.write_text(FAKE_PY.format(pin="multidict==9.9", pip=(
+        f"echo 'ERROR: Could not find a version that satisfies the requirement "
+        f"multidict==9.9 (from versions: {versions})'; echo 'ERROR: No matching "
+        f"distribution found for multidict==9.9'; exit 1")))
+    fake.chmod(0o755)
+    slow = tmp_path / "python-slow"
+    slow.write_text(FAKE_PY.format(pin="-", pip="sleep 5"))
+    slow.chmod(0o755)
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    m = tmp_path / "m.yaml"
+    m.write_text(f"name: l\nruntime: local\nmatrix:\n  image:\n"
+                 f"    - {{name: nine, python: {fake}, pip: [multidict==9.9]}}\n"
+                 f"    - {{name: slow, python: {slow}, pip: [multidict==6.4.4]}}\n"
+                 f"  scenario: [s.py]\n")
+    monkeypatch.setattr(localdoctor, "RESOLVE_TIMEOUT_S", 1.0)
+    checks = doctor.diagnose(spec.load(m), {"local": None}, lambda url: FakeEngine({}, {}),
+                             HostGpus(), has_gpu=False, hook_found=False, out=tmp_path / "out")
+    text = "\n".join(checks.lines)
+    assert checks.failures == 1 and checks.code == 3, text
+    line = next(ln for ln in checks.lines if ln.startswith("[FAIL] image nine"))
+    assert ("pins do not resolve: No matching distribution found for multidict==9.9 "
+            "(versions: 1.0 .. 1.39, 40 in all)") in line, line
+    assert "1.17" not in text and text.count("image nine") == 2     # the pin line and Python
+    assert "[warn] image slow: pins not checked: pip found no answer from its index in 1 s" \
+        in text

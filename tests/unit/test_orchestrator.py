@@ -498,5 +498,73 @@ def test_a_busy_host_is_said_once_a_sweep(tmp_path: Path) -> None:
     for cid in ("v2.gpu0.loop", "v3.gpu0.loop", "v4.gpu0.loop"):
         conf = out.results[cid].vs_baseline.confirmation
         assert conf is not None and f"{len(conf.rounds)} rounds" in conf.reason
-        # identical images: two rounds inside the no-change band settle it (were 3 to 6)
+        # identical images: two rounds below min_ratio settle it (were 3 to 6)
         assert len(conf.rounds) == 2 and out.results[cid].verdict == "ok", conf.reason
+
+
+def test_a_no_change_line_names_the_threshold_that_held_it_back(tmp_path: Path) -> None:
+    """Issue 21 point 3: the words match what was found — a pooled 0.95x at p=1e-69 is
+    not 'not a significant change', it is within min_ratio."""
+    lines: list[str] = []
+    run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(by_image(
+        {"v1": Behaviour(step_s=0.001), "v2": Behaviour(step_s=0.00095)})), tmp_path,
+        progress=lines.append)
+    said = [ln for ln in lines if ln.startswith("v2.gpu0.loop vs v1: no change")]
+    assert len(said) == 1, lines
+    assert said[0].endswith("within min_ratio 1.1"), said
+    assert "significant" not in said[0]
+
+
+def test_unchanged_because_names_each_threshold() -> None:
+    from harness.analysis.compare import unchanged_because
+    from harness.analysis.config import AnalysisConfig
+    from harness.analysis.records import StepComparison
+
+    cfg = AnalysisConfig()
+    assert unchanged_because(StepComparison(1.23, 0.3, "~"), cfg).startswith("not significant")
+    assert unchanged_because(StepComparison(1.05, 1e-9, "~"), cfg) == "within min_ratio 1.1"
+    assert "step floor (10 µs)" in unchanged_because(StepComparison(1.2, 1e-9, "~"), cfg)
+
+
+def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
+        tmp_path: Path) -> None:
+    """Issue 21 point 7: on a host busy in every round, rounds stop once the rounds left
+    cannot give two usable ones (5 of 6 here), and no back-off follows the last one:
+    1 + 2 + 4 + 8 s of waits, not 1 + 2 + 4 + 8 + 8 + 8."""
+    import threading
+
+    waits: list[float] = []
+
+    class Counting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout or 0.0)
+            return False
+
+    def behave(cell: Cell) -> Behaviour:
+        # the sweep's own cells quiet, 1.3x apart; every confirmation run busy
+        slow = 0.0013 if cell.image.label == "v2" else 0.001
+        busy = cell.settings.iterations < 300
+        return Behaviour(step_s=slow, rq_share=0.8 if busy else 0.0)
+
+    matrix = make_matrix(tmp_path, "v1, v2")
+    store = RunStore.open(tmp_path / "reports", matrix.name, False)
+    import harness.orchestrator as orch
+
+    real = orch.Sweep.__init__
+
+    def init(self: orch.Sweep, *a: Any, **kw: Any) -> None:
+        real(self, *a, **kw)
+        self.cancel = Counting()
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(orch.Sweep, "__init__", init)
+            out = sweep(matrix, list(matrix.cells), FakeRuntime(behave), store,
+                        lambda _: None, False)
+    finally:
+        store.unlock()
+    conf = out.results["v2.gpu0.loop"].vs_baseline.confirmation
+    assert conf is not None and len(conf.rounds) == 5, conf.reason
+    assert all(r.excluded and r.excluded.startswith("host busy") for r in conf.rounds)
+    assert waits == [1.0, 2.0, 4.0, 8.0], waits
+    assert "0 usable round(s) of 5" in conf.reason and "5 rounds (10 runs)" in conf.reason

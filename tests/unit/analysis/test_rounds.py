@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.rounds import Round, busy_reason, decide_rounds
+from harness.analysis.records import Direction
+from harness.analysis.rounds import Round, busy_reason, decide_rounds, settled
 
 CFG = AnalysisConfig()
 
@@ -115,3 +116,58 @@ def test_busy_share_counts_worker_threads_queueing() -> None:
         for k in range(1, 5)] + [{"type": "end", "status": "ok"}]
     share = busy_share(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
     assert share == pytest.approx(0.6)
+
+
+def rounds_to_settle(ratios: list[float], suspected: Direction, most: int = 6) -> int:
+    """How many rounds `replicate.confirm`'s loop runs on these per-round ratios."""
+    done: list[Round] = []
+    for k, x in enumerate(ratios[:most], 1):
+        if settled(decide_rounds(done, suspected, CFG), CFG):
+            break
+        done.append(Round(k, 1.0, x))
+    return len(done)
+
+
+def test_a_no_change_pair_stops_once_the_interval_is_below_min_ratio() -> None:
+    # GIVEN the README demo's unchanged cell on a busy host (rounds ran for the busy
+    # host, not a suspicion): ratios 0.93, 0.95, 0.98, 0.91, 0.95 took 5 rounds
+    ratios = [0.93, 0.95, 0.98, 0.91, 0.95, 0.94]
+    two = decide_rounds([Round(1, 1.0, 0.93), Round(2, 1.0, 0.95)], "~", CFG)
+    # THEN after two rounds the interval cannot reach a 1.1x slowdown, though it is not
+    # inside the whole no-change band (the rule before stopped only there)
+    assert two.hi < CFG.min_ratio and two.lo < 1 / CFG.min_ratio
+    assert rounds_to_settle(ratios, "~") == 2
+    assert decide_rounds([Round(1, 1.0, 0.93), Round(2, 1.0, 0.95)], "~",
+                         CFG).reason.startswith("no change")
+    # AND a suspected slowdown that is not one stops as early
+    assert rounds_to_settle([1.02, 1.04, 1.06, 1.05, 1.03, 1.04], "slower") == 2
+
+
+def test_sequential_rounds_still_confirm_and_still_wait_when_in_doubt() -> None:
+    # GIVEN a real 1.3x slowdown: confirmed after two agreeing rounds
+    assert rounds_to_settle([1.30, 1.31, 1.29], "slower") == 2
+    assert decide_rounds([Round(1, 1.0, 1.30), Round(2, 1.0, 1.31)], "slower", CFG).confirmed
+    # GIVEN rounds near the threshold: more are run, up to the most allowed
+    assert rounds_to_settle([1.12, 1.25, 1.08, 1.3, 1.1, 1.2], "slower") == 6
+    # GIVEN a suspected improvement that is none: above 1/min_ratio settles it
+    assert rounds_to_settle([0.97, 0.96, 0.98], "faster") == 2
+
+
+def test_a_mostly_sleeping_step_is_not_called_busy() -> None:
+    """Issue 21 point 7: three mostly-sleeping cells took 60 s of rounds. Their runnable
+    time is tiny, so a few ms in the run queue were 13 % of it (seen on this machine:
+    rq_all 3.8 ms, run_all 25 ms, over 1.03 s of 5 ms sleeps) — called busy, and on a
+    busier host left out as busy round after round — though the step time moved 0.4 %."""
+    import json
+
+    from harness.analysis.contention import busy_share
+    from harness.protocol.ingest import parse_lines
+
+    recs = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": 10 * k, "t": 0.05 * k,
+         "dt": [0.005] * 10, "rq_s": 0.0002, "rq_all_s": 0.0004, "run_all_s": 0.0006}
+        for k in range(1, 21)] + [{"type": "end", "status": "ok"}]
+    share = busy_share(parse_lines([(json.dumps(r) + "\n").encode() for r in recs]))
+    # 40 % of its runnable time queued, but 0.8 % of its step time
+    assert share == pytest.approx(0.008)
+    assert share < CFG.recheck_share and share < CFG.busy_share
