@@ -695,6 +695,9 @@ def run(args):
         end["status"] = "error"
         end["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000],
                         "traceback": traceback.format_exc()[-20000:]}
+        # agent.log (the cell's stderr) shows where the scenario raised, as Python would.
+        sys.stderr.write(end["error"]["traceback"])
+        sys.stderr.flush()
     finally:
         teardown = getattr(module, "teardown", None) if module is not None else None
         if teardown is not None and state is not None:

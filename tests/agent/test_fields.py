@@ -34,6 +34,7 @@ def info(state):
     return {"device": "cpu", "steps": state["n"]}
 """
 
+OLDEST_PATH = str(OLDEST.values[0]) if hasattr(OLDEST, "values") else str(OLDEST)
 KNOWN = {"header": set(fields.HEADER), "sample": set(fields.sample_fields()),
          "end": set(fields.END)}
 
@@ -68,3 +69,12 @@ def test_the_reader_knows_the_list() -> None:
     assert set(ingest.MEMORY_SOURCES) <= set(fields.sample_fields())
     assert set(ingest.CONTENTION_FIELDS) | set(ingest.GPU_ACTIVITY_FIELDS) <= set(
         fields.sample_fields())
+
+
+def test_a_scenario_that_raises_leaves_its_traceback_on_stderr(tmp_path: Path) -> None:
+    """Issue 21 point 5: agent.log (the cell's stderr) was empty when a scenario raised."""
+    script = scenario(tmp_path, WITH_FW.replace("10 ** 9", "5"))
+    proc, records = run_agent(OLDEST_PATH, script, tmp_path)
+    assert records[-1]["status"] == "error"
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert 'raise ValueError("boom")' in proc.stderr and "ValueError: boom" in proc.stderr
