@@ -34,7 +34,7 @@ from harness.runtimes.base import (
     RunRequest,
     Runtime,
 )
-from harness.spec.model import Cell, Matrix
+from harness.spec.model import Cell, Matrix, row_baselines
 from harness.store.results import RunStore, SeriesCache
 
 if TYPE_CHECKING:
@@ -405,16 +405,7 @@ class Sweep:
     def row_bases(self, cells: list[Cell]) -> dict[str, str]:
         """Cell id -> its row baseline's id: the matrix's baseline image, else the row's
         first image."""
-        rows: dict[str, list[Cell]] = {}
-        for c in cells:
-            rows.setdefault(c.row, []).append(c)
-        out: dict[str, str] = {}
-        for row_cells in rows.values():
-            row_cells.sort(key=lambda c: c.image.index)
-            base = next((c for c in row_cells if c.image.label == self.matrix.baseline),
-                        row_cells[0])
-            out.update({c.id: base.id for c in row_cells})
-        return out
+        return row_baselines(cells, self.matrix.baseline)
 
 
     def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult

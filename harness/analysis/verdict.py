@@ -49,6 +49,7 @@ from harness.analysis.records import (
 )
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
 from harness.protocol.ingest import TREND_NAMES, Series
+from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 
 __all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
@@ -66,30 +67,6 @@ ALLOCATION_REPORT = re.compile(
     r"^\s*(?:Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Largest free block)\s*[:=].*|"
     r"Current allocation summary follows.*|report_tensor_allocations_upon_oom.*|"
     r"CUDA_ERROR_OUT_OF_MEMORY.*", re.MULTILINE)
-
-
-FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-
-
-def frames(traceback: str) -> list[tuple[str, int, str]]:
-    """(file, line, function) of each frame of a Python traceback, the agent's own left
-    out: where in the scenario (or the library it called) the error came from."""
-    out = []
-    for m in FRAME.finditer(traceback):
-        path = m.group(1)
-        if "/harness/agent/" in path or path.endswith(("/agent.py", "<string>")):
-            continue
-        out.append((path, int(m.group(2)), m.group(3)))
-    return out
-
-
-def raised_at(traceback: str) -> str | None:
-    """"loop.py:6 in step": the innermost frame outside the agent, file name only."""
-    found = frames(traceback)
-    if not found:
-        return None
-    path, line, func = found[-1]
-    return f"{path.rsplit('/', 1)[-1]}:{line} in {func}"
 
 
 def allocation_report(text: str, limit: int = 12) -> list[str]:

@@ -27,6 +27,7 @@ from harness.analysis.verdict import CellVerdict
 from harness.protocol.ingest import Series, no_samples
 from harness.result.build import run_outcome, with_verdict
 from harness.result.model import CellResult
+from harness.spec.model import row_baselines
 from harness.store.results import SeriesCache
 
 __all__ = ["Changed", "reanalyze"]
@@ -54,20 +55,6 @@ def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
                             live))
 
 
-def _baselines(results: Mapping[str, CellResult], baseline: str | None) -> dict[str, str]:
-    """Cell id -> its row baseline's id (the matrix's baseline image, else the row's
-    first image), as the sweep chose it."""
-    rows: dict[str, list[CellResult]] = {}
-    for r in results.values():
-        rows.setdefault(r.row, []).append(r)
-    out: dict[str, str] = {}
-    for cells in rows.values():
-        cells.sort(key=lambda r: r.image.index)
-        base = next((r for r in cells if r.image.label == baseline), cells[0])
-        out.update({r.id: base.id for r in cells})
-    return out
-
-
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
     """Every cell decided again, and the cells whose verdict changed.
@@ -84,7 +71,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
         else:
             mine = within(cfg, res, found)
             decided[cell_id] = (with_verdict(res, mine), mine)
-    bases = _baselines(results, baseline)
+    bases = row_baselines(results.values(), baseline)
     out: dict[str, CellResult] = {}
     for cell_id, (res, verdict) in decided.items():
         base_id = bases[cell_id]

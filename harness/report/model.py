@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from harness.analysis.kinds import BAD, UNDECIDED
 from harness.answers.search import RowAnswer, answer_rows
+from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text, human_seconds
@@ -69,13 +70,7 @@ class Report:
             err = res.end.error
             if res.verdict != "crash" or err is None or not err.traceback:
                 continue
-            lines = err.traceback.rstrip().splitlines()[1:-1]    # no header, no message
-            kept: list[str] = []
-            for i, line in enumerate(lines):
-                if line.lstrip().startswith("File ") and "/harness/agent/" not in line:
-                    code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[
-                        i + 1].lstrip().startswith("File ") else ""
-                    kept.append(line.strip() + (f": {code}" if code else ""))
+            kept = [str(f) for f in frames(err.traceback)]
             if kept:
                 out[cid] = kept[-depth:]
         return out

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 from harness.thresholds import AnalysisConfig
 
@@ -171,3 +171,40 @@ class Matrix:
     hosts: tuple[Host, ...] = (LOCAL_HOST,)
     slurm: SlurmSpec | None = None
     fit: FitSpec | None = None
+
+
+class _Image(Protocol):
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+
+class InRow(Protocol):
+    """A cell as the sweep plans it (`Cell`) or as it ended (`CellResult`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def row(self) -> str: ...
+
+    @property
+    def image(self) -> _Image: ...
+
+
+def row_baselines(cells: Iterable[InRow], baseline: str | None) -> dict[str, str]:
+    """Cell id -> its row baseline's id: the image labelled `baseline` (the matrix's
+    `baseline:`), else the row's first image. The sweep compares with it, and a
+    re-analysis of the sweep's results picks the same one."""
+    rows: dict[str, list[InRow]] = {}
+    for c in cells:
+        rows.setdefault(c.row, []).append(c)
+    out: dict[str, str] = {}
+    for row_cells in rows.values():
+        row_cells.sort(key=lambda c: c.image.index)
+        base = next((c for c in row_cells if c.image.label == baseline), row_cells[0])
+        out.update({c.id: base.id for c in row_cells})
+    return out
+
