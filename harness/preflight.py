@@ -38,16 +38,15 @@ def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> l
     Raises:
         InputError: with `refuse`, the cells, the length and the length they need.
     """
-    cells = list(cells)
-    short: dict[tuple[int, int], list[str]] = {}
+    short: dict[tuple[int, int], list[Cell]] = {}
     for cell in cells:
         s = cell.settings
         if s.agent_iterations < cfg.min_samples:
-            short.setdefault((s.agent_iterations, s.sample_every), []).append(cell.id)
+            short.setdefault((s.agent_iterations, s.sample_every), []).append(cell)
     said: list[str] = []
-    for (iterations, every), ids in short.items():
-        need = decidable_iterations(
-            next(c.settings for c in cells if c.id == ids[0]), cfg)
+    for (iterations, every), group in short.items():
+        need = decidable_iterations(group[0].settings, cfg)
+        ids = [c.id for c in group]
         head = (f"{iterations} measured iteration{'s' if iterations != 1 else ''} cannot "
                 f"decide a trend ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): a "
                 f"memory trend needs {cfg.min_samples} samples at distinct calls "
