@@ -39,7 +39,7 @@ import numpy as np
 
 from harness.analysis.gputime import device_share
 from harness.analysis.records import Explained
-from harness.protocol.ingest import Series
+from harness.protocol.series import Series
 
 
 def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:

@@ -32,7 +32,7 @@ from harness.analysis.records import (
 )
 from harness.analysis.verdict import CellVerdict, within_run
 from harness.gpu.logsigns import runtime_incompatibility
-from harness.protocol.ingest import Series
+from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome
 
 

@@ -48,7 +48,7 @@ from harness.analysis.records import (
     VsBaseline,
 )
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
-from harness.protocol.ingest import TREND_NAMES, Series
+from harness.protocol.series import TREND_NAMES, Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 
