@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.gputime import device_share
-from harness.analysis.records import Explained
+from harness.analysis.trends import Explained
 from harness.protocol.series import Series
 
 

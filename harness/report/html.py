@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.analysis.records import MemoryTrend, StepTrend
+from harness.analysis.trends import MemoryTrend, StepTrend
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
 from harness.report.svg import Fit, Line, chart, robust_range
