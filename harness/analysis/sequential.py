@@ -50,16 +50,10 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.records import Kind, LiveDecision
+from harness.analysis.trends import Kind, LiveDecision
 from harness.analysis.verdict import CARRIERS
-from harness.protocol.ingest import (
-    READ_CHUNK,
-    TREND_NAMES,
-    Record,
-    Series,
-    SeriesReader,
-    no_samples,
-)
+from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
+from harness.protocol.series import TREND_NAMES, Series
 
 __all__ = ["LiveDecider", "LiveDecision", "Watched", "median_bounds", "sign_evalue",
            "watch_file"]

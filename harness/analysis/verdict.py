@@ -31,24 +31,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.compare import compare_peaks, compare_steps
+from harness.analysis.comparisons import PeakComparison, StepComparison, VsBaseline
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
-from harness.analysis.records import (
-    Explained,
-    Finding,
-    GpuTime,
-    LiveRun,
-    MemoryTrend,
-    PeakComparison,
-    StepComparison,
-    StepTrend,
-    VsBaseline,
-)
+from harness.analysis.records import Finding
+from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
-from harness.protocol.ingest import TREND_NAMES, Series
+from harness.protocol.series import TREND_NAMES, Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from harness.analysis.config import AnalysisConfig
-from harness.protocol.ingest import Series
+from harness.protocol.series import Series
 from harness.result.model import Attempt, CellResult, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
 from harness.spec.model import Cell, Matrix
