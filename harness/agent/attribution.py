@@ -67,27 +67,37 @@ def _why(exc):
     return ("%s: %s" % (type(exc).__name__, exc))[:300]
 
 
+_THIS = os.path.splitext(os.path.abspath(__file__))[0]
+
+
+def frame_class(path):
+    """0: keep; 1: leave out (threading, tracemalloc, this module: the TF1 wrapper sits
+    between the scenario and the session); 2: the agent, which calls the step: stop."""
+    if not path:
+        return 0
+    full = os.path.abspath(path)
+    if os.path.splitext(full)[0] == _THIS or os.path.basename(full) in _SKIP_BASENAMES:
+        return 1
+    return 2 if full.startswith(_AGENT_DIR) else 0
+
+
 def is_agent_file(path):
-    return bool(path) and os.path.abspath(path).startswith(_AGENT_DIR)
-
-
-def _skipped(path):
-    return os.path.basename(path or "") in _SKIP_BASENAMES
+    return frame_class(path) != 0
 
 
 def trim(frames):
     """Innermost-first [file, line, func] frames -> the part below the agent.
 
-    Cut at the first agent frame (the agent's step call and what runs it), drop threading
-    and tracemalloc frames, keep KEEP_FRAMES. Empty: the agent's own allocation or stack.
+    Cut at the first frame of the agent (its step call and what runs it), leave out
+    threading, tracemalloc and this module's frames, keep KEEP_FRAMES. Empty: the agent's
+    own allocation or stack.
     """
     out = []
     for fr in frames:
-        if is_agent_file(fr[0]):
+        c = frame_class(fr[0])
+        if c == 2:
             break
-        if _skipped(fr[0]):
-            continue
-        if len(out) < KEEP_FRAMES:
+        if c == 0 and len(out) < KEEP_FRAMES:
             out.append([fr[0], fr[1], fr[2]])
     return out
 
@@ -230,7 +240,6 @@ class StackPart(object):
         clock = time.perf_counter
         current = sys._current_frames
         which = self.windows.which
-        agent = _AGENT_DIR
         counts = self.counts
         cache = {}  # co_filename -> is the agent's (or a skipped) file
         next_at = clock()
@@ -252,8 +261,7 @@ class StackPart(object):
                 fn = co.co_filename
                 kind = cache.get(fn)
                 if kind is None:
-                    kind = cache[fn] = (2 if os.path.abspath(fn).startswith(agent)
-                                        else 1 if _skipped(fn) else 0)
+                    kind = cache[fn] = frame_class(fn)
                 if kind == 2:
                     break
                 if kind == 0:
@@ -353,8 +361,9 @@ class TF1Ops(object):
         for dev in step_stats.dev_stats:
             device = dev.device
             tail = device.rsplit("/", 1)[-1]
-            if tail.startswith("stream:") and tail != "stream:all" or "memcpy" in tail:
-                continue  # per-stream copies of stream:all
+            if (tail.startswith("stream:") and tail != "stream:all" or "memcpy" in tail
+                    or "/host:" in device):
+                continue  # per-stream copies of stream:all, TF 1.15's host-side duplicates
             short = device.split("device:", 1)[-1].lower()
             for ns in dev.node_stats:
                 key = (short, ns.node_name)
@@ -364,6 +373,9 @@ class TF1Ops(object):
                                               "op": self._op_type(sess, ns.node_name,
                                                                   ns.timeline_label)}
                 acc[w] += ns.all_end_rel_micros
+
+    def at_sample(self, done):
+        pass
 
     def close(self):
         if self.sm.BaseSession.run is not self.orig:
@@ -478,7 +490,8 @@ class TorchOps(object):
 
 
 def make_ops(ctx):
-    sm = sys.modules.get("tensorflow.python.client.session")
+    sm = (sys.modules.get("tensorflow.python.client.session")
+          or sys.modules.get("tensorflow_core.python.client.session"))
     if "tensorflow" in sys.modules and sm is not None and hasattr(sm, "BaseSession"):
         return TF1Ops(ctx, sm)
     if "torch" in sys.modules:
@@ -551,7 +564,18 @@ class DevicePart(object):
 
 
 # ---------------------------------------------------------------- native: memray
-_INTERPRETER_LIBS = ("libpython", "/python3", "libc.so", "libc-", "ld-linux", "libpthread")
+# The interpreter's and libc's own frames say nothing about the site: left out of native
+# stacks (file names as the debug info or the library path give them).
+_INTERPRETER = ("Objects/", "Python/", "Include/", "Parser/", "Modules/", "libpython",
+                "/python3", "libc.so", "libc-", "ld-linux", "libpthread", "malloc",
+                "sysdeps/", "csu/")
+
+
+def _interpreter_frame(fr):
+    path = fr[0] or ""
+    if path.endswith(".py"):
+        return False
+    return fr[2] == "_start" or any(s in path for s in _INTERPRETER)
 
 
 class NativePart(object):
@@ -595,11 +619,11 @@ class NativePart(object):
                 except Exception:
                     stack = rec.stack_trace()
                 raw = [(fr[1], fr[2], fr[0]) for fr in stack]  # (func, file, line) -> ours
-                fr = trim(raw)
-                if not fr and raw and is_agent_file(raw[0][0]):
-                    continue  # the agent's own allocation
-                # The interpreter's and libc's own frames say nothing about the site.
-                fr = [f for f in fr if not any(s in (f[0] or "") for s in _INTERPRETER_LIBS)]
+                if any(is_agent_file(f[0]) for f in raw) and not trim(
+                        [f for f in raw if f[0].endswith(".py")]):
+                    continue  # allocated by the agent's own Python code
+                own = [f for f in raw if not _interpreter_frame(f)]
+                fr = trim(own or raw[:1])
                 total += rec.size
                 key = tuple(tuple(f) for f in fr)
                 acc = sites.setdefault(key, [0, 0])
