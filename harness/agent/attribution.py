@@ -420,7 +420,7 @@ class TorchOps(object):
         self.acts = acts
         self.prof = None
         self.current = None
-        self.results = {}   # window -> (steps, {op: [cpu_us, cuda_us, count]})
+        self.results = {}   # window -> (from step, to step, {op: [cpu_us, cuda_us, count]})
         self._start("early", 0)
 
     def _start(self, w, done):
@@ -441,7 +441,7 @@ class TorchOps(object):
             acc[0] += evt.self_cpu_time_total
             acc[1] += dev or 0
             acc[2] += evt.count
-        self.results[w] = (done - since, table)
+        self.results[w] = (since, done, table)
 
     def at_sample(self, done):
         if self.current is not None and self.current[0] == "early" and done >= self.windows.early[1]:
@@ -464,13 +464,14 @@ class TorchOps(object):
         if not self.results:
             raise RuntimeError("the profiler window covered no step")
         names = set()
-        for _, table in self.results.values():
+        for _, _, table in self.results.values():
             names.update(table)
         ops = []
         for name in names:
             row = {"name": name, "op": name}
             for w in ("early", "late"):
-                steps, table = self.results.get(w, (0, {}))
+                since, to, table = self.results.get(w, (0, 0, {}))
+                steps = to - since
                 v = table.get(name)
                 row[w + "_us"] = round(v[0] / steps, 3) if v and steps else (0.0 if steps else None)
                 if self.cuda:
@@ -483,10 +484,9 @@ class TorchOps(object):
         ops.sort(key=weight)
         win = {}
         for w in ("early", "late"):
-            steps = self.results.get(w, (0, None))[0]
-            win[w] = {"calls": steps}
-        desc = self.windows.describe(win)
-        return {"source": "torch-profiler", "windows": desc, "ops": ops[:TOP]}
+            since, to, _ = self.results.get(w, (0, 0, None))
+            win[w] = {"from": since, "to": to, "calls": to - since}
+        return {"source": "torch-profiler", "windows": win, "ops": ops[:TOP]}
 
 
 def make_ops(ctx):
