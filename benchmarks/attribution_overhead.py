@@ -103,7 +103,8 @@ def importable(python: str, name: str) -> bool:
     return subprocess.run([python, "-c", f"import {name}"], capture_output=True).returncode == 0
 
 
-def overhead(python: str, tmp: Path, runner: Path, kinds: list[str], steps: int, rounds: int) -> None:
+def overhead(python: str, tmp: Path, runner: Path, kinds: list[str], steps: int,
+             rounds: int) -> None:
     print(f"overhead: median step time and median ratio to no attribution, {rounds} rounds "
           f"x {steps} steps, {python}")
     print(f"{'step':8} {'kind':7} {'median step':>12} {'ratio':>7}  per-round ratios")
@@ -113,17 +114,17 @@ def overhead(python: str, tmp: Path, runner: Path, kinds: list[str], steps: int,
             continue
         scenario = tmp / f"step_{name}.py"
         scenario.write_text(source)
-        medians: dict[str, list[float]] = {k: [] for k in ["none"] + kinds}
+        medians: dict[str, list[float]] = {k: [] for k in ["none", *kinds]}
         for r in range(rounds):
-            order = ["none"] + kinds
+            order = ["none", *kinds]
             if r % 2:
                 order.reverse()
             for kind in order:
                 dts = run_once(python, runner, scenario, kind, steps)["dts"]
                 medians[kind].append(statistics.median(dts))
         base = medians["none"]
-        for kind in ["none"] + kinds:
-            ratios = [m / b for m, b in zip(medians[kind], base)]
+        for kind in ["none", *kinds]:
+            ratios = [m / b for m, b in zip(medians[kind], base, strict=True)]
             print(f"{name:8} {kind:7} {statistics.median(medians[kind]) * 1e6:10.1f}us "
                   f"{statistics.median(ratios):7.3f}  " + " ".join(f"{x:.3f}" for x in ratios))
 
@@ -134,7 +135,7 @@ def accuracy(python: str, tmp: Path, runner: Path, kinds: list[str], steps: int)
     probe = subprocess.run([python, "-c", "import sys; print(*[sys.getsizeof(bytearray(n)) "
                             "for n in (100, 1000, 10000, 100000)])"],
                            capture_output=True, text=True, check=True).stdout.split()
-    for n, size in zip((100, 1000, 10000, 100000), probe):
+    for n, size in zip((100, 1000, 10000, 100000), probe, strict=True):
         truth = int(size) + 8
         scenario = tmp / f"grow_{n}.py"
         scenario.write_text(GROW % n)
@@ -150,7 +151,8 @@ def accuracy(python: str, tmp: Path, runner: Path, kinds: list[str], steps: int)
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=600)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--python", default=sys.executable)

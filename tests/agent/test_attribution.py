@@ -22,7 +22,6 @@ from tests.agent.test_agent import INTERPRETERS, OLDEST
 
 DRIVER = Path(__file__).resolve().parent / "attribution_driver.py"
 AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "agent"
-PYTHONS = [INTERPRETERS[-1], OLDEST] if OLDEST is not INTERPRETERS[-1] else [OLDEST]
 CURRENT = next(p for p in INTERPRETERS if "current" in str(p.id))
 PYTHONS = [CURRENT] + ([OLDEST] if OLDEST is not CURRENT else [])
 
@@ -121,7 +120,8 @@ def test_heap_control_without_growth_names_no_site_at_its_line(python: str, tmp_
 
 
 @pytest.mark.parametrize("python", PYTHONS)
-def test_stack_late_window_concentrates_in_the_function_that_slows(python: str, tmp_path: Path) -> None:
+def test_stack_late_window_concentrates_in_the_function_that_slows(python: str,
+                                                                   tmp_path: Path) -> None:
     rec = drive(python, tmp_path, SLOWING, "stack", 240, 10, 10)
     stack = rec["stack"]
     win = stack["windows"]
@@ -191,7 +191,7 @@ def test_kinds_parsed_and_unknown_ones_named() -> None:
         sys.path.remove(str(AGENT_DIR))
     assert attribution.parse_kinds("all") == list(attribution.KINDS)
     assert attribution.parse_kinds("stack, heap") == ["heap", "stack"]
-    with pytest.raises(ValueError, match="'bogus'.*heap,stack,ops,device,native"):
+    with pytest.raises(ValueError, match=r"'bogus'.*heap,stack,ops,device,native"):
         attribution.parse_kinds("heap,bogus")
     where = attribution.make(["heap", "bogus"], "x.py")
     where.measure_start(0, lambda: 0)
