@@ -244,12 +244,14 @@ class StackPart(object):
         cache = {}  # co_filename -> is the agent's (or a skipped) file
         next_at = clock()
         while not self.stop_flag:
+            # Always sleep: a sample taken late (the GIL is handed over at the switch
+            # interval, 5 ms by default) must not be followed at once by another at the
+            # same point of the step, which would count it twice.
             next_at += period
-            delay = next_at - clock()
-            if delay > 0:
-                time.sleep(delay)
-            else:
-                next_at = clock()  # fell behind (long GIL hold): no burst to catch up
+            now = clock()
+            if next_at < now + period / 2:
+                next_at = now + period / 2
+            time.sleep(next_at - now)
             t = clock()
             w = which(self.progress())
             if w is None:
