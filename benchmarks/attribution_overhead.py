@@ -10,7 +10,7 @@ Accuracy: a step keeping one bytearray(N) per call at a known line; the bytes pe
 that heap (and native, where memray is importable) name for that line vs the truth,
 sys.getsizeof(bytearray(N)) + the list's pointer slot (8 bytes).
 
-    python benchmarks/attribution_overhead.py [--steps 600] [--rounds 5] [--python PY]
+    python benchmarks/attribution_overhead.py [--steps 300] [--rounds 5] [--python PY]
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def accuracy(python: str, tmp: Path, runner: Path, kinds: list[str], steps: int)
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--python", default=sys.executable)
     args = p.parse_args()
