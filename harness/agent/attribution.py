@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 
 KINDS = ("heap", "stack", "ops", "device", "native")
 FRAMES = 25          # traceback depth: enough to reach the scenario's line
@@ -426,14 +427,18 @@ class TorchOps(object):
         self._start("early", 0)
 
     def _start(self, w, done):
-        self.prof = self.torch.profiler.profile(activities=self.acts)
-        self.prof.__enter__()
+        with warnings.catch_warnings():  # "clears events at the end of each cycle"
+            warnings.simplefilter("ignore")
+            self.prof = self.torch.profiler.profile(activities=self.acts)
+            self.prof.__enter__()
         self.current = (w, done)
 
     def _stop(self, done):
         prof, (w, since) = self.prof, self.current
         self.prof = self.current = None
-        prof.__exit__(None, None, None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prof.__exit__(None, None, None)
         table = {}
         for evt in prof.key_averages():
             dev = getattr(evt, "self_device_time_total", None)
