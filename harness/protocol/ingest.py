@@ -60,6 +60,7 @@ class Series:
     problems: list[str] = field(default_factory=list)
     skipped: int = 0
     notes: list[str] = field(default_factory=list)   # what reading changed, for the reader
+    where: dict[str, Any] | None = None   # the agent's --attribute record (fields.WHERE)
 
     def _problem(self, text: str, skipped: bool = True) -> None:
         self.skipped += skipped
@@ -365,6 +366,8 @@ class SeriesReader:
                 for p in problems:
                     series._problem(f"line {n}: {p}", skipped=False)
                 return Record("end", n, series.end)
+        elif kind == "where":
+            series.where = rec if series.where is None else series.where
         else:
             series._problem(f"line {n}: unknown record type {kind!r}")
         return None
