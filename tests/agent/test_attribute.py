@@ -88,8 +88,7 @@ def run(python: str, tmp_path: Path, *extra: str, text: str = STABLE, mode: str 
                            "--iterations", str(iterations), "--warmup", "10",
                            "--sample-every", "10", "--no-gpu", "--quiet",
                            "--params", json.dumps(params or {}), *extra],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=60, env=env)
+                          capture_output=True, text=True, timeout=60, env=env)
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return proc.returncode, records, proc.stderr
 
