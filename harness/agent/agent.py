@@ -11,15 +11,22 @@ without setup/step is run whole, sampled by the timer thread only.
 
 The measured loop stops early when the --control file appears (the host's live
 analysis decided; looked for at each sample and every 20 ms); the end record then says
-stopped_early.
+stopped_early. With --attribute KINDS, one "where" record (what the sibling module
+attribution found in the measured phase) comes just before the end record.
 
 Each step sample also carries what the host took from the stepping thread in that
-interval (class Contention): run-queue delay `rq_s`, involuntary context switches
-`ivcs`, its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the run-queue delay
-and run time summed over all the process's threads `rq_all_s`/`run_all_s` (class
-AllThreads), and `ref_s`, the time of a fixed canary loop (the CPU's speed now). Where
-NVML answers, step samples also carry the device's utilization `gpu_util` (percent), SM
-clock `sm_mhz` and clock-event reasons `clk_reasons` (nvml.Nvml.activity).
+interval (contention.py): run-queue delay `rq_s`, involuntary context switches `ivcs`,
+its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the
+run-queue delay and run time summed over all the process's threads
+`rq_all_s`/`run_all_s`, and `ref_s`, the time of a fixed canary loop (the CPU's speed
+now). Where NVML answers, step samples also carry the device's utilization `gpu_util`
+(percent), SM clock `sm_mhz` and clock-event reasons `clk_reasons` (nvml.Nvml.activity).
+
+The parts, each a module beside this one: agent.py (arguments, header, main), loop.py
+(the run and its end record), stepper.py (a phase's steps and sample points),
+writer.py (records as JSON lines, sample records), readers.py (memory, threads, fds),
+contention.py, hooks.py (--attribute), scenariofile.py, nvml.py, fields.py (the
+protocol's field names).
 """
 import argparse
 import os
@@ -120,10 +127,9 @@ def parse_args(argv):
 def attribute_kinds(text):
     """(kinds in the protocol's order, unknown names) of a --attribute comma list."""
     names = [n.strip() for n in text.split(",") if n.strip()]
-    if "all" in names:
-        names = list(fields.WHERE_KINDS)
-    return ([k for k in fields.WHERE_KINDS if k in names],
-            [n for n in names if n not in fields.WHERE_KINDS])
+    unknown = [n for n in names if n not in fields.WHERE_KINDS and n != "all"]
+    wanted = fields.WHERE_KINDS if "all" in names else names
+    return [k for k in fields.WHERE_KINDS if k in wanted], unknown
 
 
 def main(argv=None):

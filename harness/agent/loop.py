@@ -54,11 +54,11 @@ class Run(object):
         self.sampler.snapshot("step", force=True)
         stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att)
         for phase, count in (("warmup", self.args.warmup), ("measure", self.args.iterations)):
-            stepper.begin(phase, count)
+            stepper.start_phase(phase, count)
             t = time.monotonic()
             done, stopped = stepper.steps(count)
             self.phases[phase] = time.monotonic() - t
-            stepper.end(done)
+            stepper.end_phase(done)
             self.end[phase if phase == "warmup" else "iterations"] = done
             self.end["stopped_early"] = stopped
         # The agent's own cost inside the measured phase (between steps).
@@ -156,8 +156,8 @@ def close_nvml(sampler):
 
 
 def write_safely(writer, record):
-    """Write a record that may hold what a scenario or attribution returned: one that
-    cannot be written as JSON becomes a note, never a failed run."""
+    """Write the where or end record; a where record (attribution's) that cannot be
+    written as JSON is replaced by one that says why."""
     try:
         writer.write(record)
     except (TypeError, ValueError) as exc:

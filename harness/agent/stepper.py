@@ -40,6 +40,9 @@ class Stepper(object):
     (a real slowdown, more work, from a busy host, same work and less CPU: contention
     stretches wall time only; read at sample points, not per step, as it is a syscall)
     and the contention the stepping thread met (contention.py).
+
+    With --attribute, `att` (hooks.Attribution) hears of the measured phase: its start,
+    each sample point (at_sample counts as the sample's cost) and its end.
     """
 
     def __init__(self, args, sampler, step, state, att=None):
@@ -59,7 +62,7 @@ class Stepper(object):
         self.cost = 0.0         # what the last sample cost
         self.sampling = 0.0     # what this phase's samples cost
 
-    def begin(self, phase, count):
+    def start_phase(self, phase, count):
         """Start a phase: attribution first (measured phase), then the interval."""
         self.sampler.phase = phase
         self.measuring = phase == "measure"
@@ -71,7 +74,7 @@ class Stepper(object):
         self.cont_last = self.contention.read()
         self.threads.interval(self.clock())
 
-    def end(self, done):
+    def end_phase(self, done):
         if self.measuring and self.att is not None:
             self.att.measure_end(done)
 
