@@ -59,14 +59,20 @@ def installed_packages():
             names = os.listdir(entry or ".")
         except OSError:
             continue
-        for name in names:
-            for suffix in (".dist-info", ".egg-info"):
-                if name.endswith(suffix):
-                    stem = name[: -len(suffix)]
-                    pkg, _, version = stem.partition("-")
-                    if pkg and version:
-                        found.setdefault(pkg.lower().replace("_", "-"), version.split("-")[0])
+        for pkg, version in filter(None, map(dist_info, names)):
+            found.setdefault(pkg, version)
     return found
+
+
+def dist_info(name):
+    """(package, version) of a *.dist-info / *.egg-info directory name, or None."""
+    for suffix in (".dist-info", ".egg-info"):
+        if not name.endswith(suffix):
+            continue
+        pkg, _, version = name[: -len(suffix)].partition("-")
+        if pkg and version:
+            return pkg.lower().replace("_", "-"), version.split("-")[0]
+    return None
 
 
 def header(args, sampler, params):

@@ -146,25 +146,37 @@ class AllThreads(object):
 
 def cpu_stat_reader():
     """(ProcFile of this process's cgroup cpu.stat, seconds per unit) or (None, None)."""
-    candidates = []
+    # Inside a container the cgroup namespace makes the own cgroup the mount's root.
+    candidates = cgroup_cpu_stats() + [
+        ("/sys/fs/cgroup/cpu.stat", 1e-6), ("/sys/fs/cgroup/cpu/cpu.stat", 1e-9),
+        ("/sys/fs/cgroup/cpu,cpuacct/cpu.stat", 1e-9)]
+    for path, scale in candidates:
+        if not os.path.exists(path):
+            continue
+        reader = ProcFile(path)
+        if "throttled" in (reader.read(1024) or ""):
+            return reader, scale
+    return None, None
+
+
+def cgroup_cpu_stats():
+    """[(path, seconds per unit)] of the cpu.stat files /proc/self/cgroup names (v2: usec,
+    v1: ns), up to its first malformed line."""
     try:
         with open("/proc/self/cgroup") as f:
-            for line in f:
-                hid, ctrls, path = line.rstrip("\n").split(":", 2)
-                if hid == "0" and ctrls == "":
-                    candidates.append(("/sys/fs/cgroup" + path.rstrip("/") + "/cpu.stat", 1e-6))
-                elif "cpu" in ctrls.split(","):
-                    for mount in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
-                        candidates.append((mount + path.rstrip("/") + "/cpu.stat", 1e-9))
+            lines = f.read().splitlines()
     except (OSError, ValueError):
-        pass
-    # Inside a container the cgroup namespace makes the own cgroup the mount's root.
-    candidates += [("/sys/fs/cgroup/cpu.stat", 1e-6), ("/sys/fs/cgroup/cpu/cpu.stat", 1e-9),
-                   ("/sys/fs/cgroup/cpu,cpuacct/cpu.stat", 1e-9)]
-    for path, scale in candidates:
-        if os.path.exists(path):
-            reader = ProcFile(path)
-            text = reader.read(1024) or ""
-            if "throttled" in text:
-                return reader, scale
-    return None, None
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            break
+        hid, ctrls, path = parts
+        stat = path.rstrip("/") + "/cpu.stat"
+        if hid == "0" and ctrls == "":
+            out.append(("/sys/fs/cgroup" + stat, 1e-6))
+        elif "cpu" in ctrls.split(","):
+            out += [(mount + stat, 1e-9) for mount in ("/sys/fs/cgroup/cpu",
+                                                      "/sys/fs/cgroup/cpu,cpuacct")]
+    return out

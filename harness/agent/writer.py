@@ -2,6 +2,7 @@
 sample records of this process's memory (class Sampler, also run by a timer thread).
 Stdlib only, Python 3.6+."""
 import gc
+import itertools
 import json
 import os
 import sys
@@ -11,6 +12,9 @@ import time
 from readers import Heap, Readers, count_fds
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# One encoder for every line (json.dumps with options makes a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_NS = itertools.repeat(9)   # round(x, 9): seconds to the ns
 
 
 class Writer(object):
@@ -23,7 +27,7 @@ class Writer(object):
         self.ended = False
 
     def write(self, record):
-        line = json.dumps(record, separators=(",", ":"), default=str)
+        line = _ENCODE(record)
         with self.lock:
             # The end record is the last line: a timer sample already under way when
             # the run ended would otherwise land after it (and be ignored by the host).
@@ -112,7 +116,7 @@ class Sampler(object):
                 self.fw = None
         rec["gc"] = sum(s.get("collections", 0) for s in gc.get_stats())
         # Seconds to the ns, as the protocol has always written them.
-        rec["dt"] = [round(x, 9) for x in dt or ()]
+        rec["dt"] = list(map(round, dt or (), _NS))
         if cpu is not None:
             rec["cpu_s"] = round(cpu, 9)
 
