@@ -35,15 +35,23 @@ import socket
 import sys
 import time
 
-# The agent's modules sit beside this file, imported by name: run as a script, this
-# directory is sys.path[0]; loaded from a path (a test), it is put there.
+# The agent's modules sit beside this file and are imported by name, from here: run as
+# a script this directory is sys.path[0] anyway; imported from the host (a test, as
+# harness.agent.agent) it is there only while they are imported. Then their names leave
+# sys.modules (they keep their references to each other), so that a scenario's own
+# `import fields` or `import loop` finds the scenario's module, not the agent's.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-import fields  # noqa: E402
-from loop import run  # noqa: E402
-from writer import Writer  # noqa: E402,F401  (the agent's parts stay reachable by name)
+_PARTS = ("fields", "readers", "contention", "writer", "scenariofile", "hooks", "stepper",
+          "loop")
+sys.path.insert(0, _HERE)
+try:
+    import fields
+    from loop import run
+    from writer import Writer  # noqa: F401  (the agent's parts stay reachable by name)
+finally:
+    sys.path.remove(_HERE)
+    for _name in _PARTS:
+        sys.modules.pop(_name, None)
 
 SCHEMA = 1
 ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
