@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.gputime import device_share
-from harness.analysis.records import Explained
-from harness.protocol.ingest import Series
+from harness.analysis.trends import Explained
+from harness.protocol.series import Series
 
 
 def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from harness.analysis.records import CLOCK_REASONS, GpuTime
-from harness.protocol.ingest import Series
+from harness.analysis.trends import CLOCK_REASONS, GpuTime
+from harness.protocol.series import Series
 
 __all__ = ["device_share", "gpu_evidence", "gpu_time", "reason_names", "slowdown_label"]
 

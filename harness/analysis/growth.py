@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p, norm_ppf
-from harness.analysis.records import MemoryKind, MemoryTrend, StepTrend
+from harness.analysis.trends import MemoryKind, MemoryTrend, StepTrend
 
 FloatArray = npt.NDArray[np.float64]
 # Fewer points than this in the late window give a meaningless interval.

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.protocol.ingest import Series
+from harness.protocol.series import Series
 
 # Sample keys of the memory sources, with the names the results use. `gpu` is the
 # device as NVML sees it, `fw` the framework allocator, the others the process / its

@@ -10,9 +10,10 @@ replay real runs.
 from __future__ import annotations
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.records import LiveDecision
 from harness.analysis.sequential import LiveDecider
-from harness.protocol.ingest import Record, Series
+from harness.analysis.trends import LiveDecision
+from harness.protocol.ingest import Record
+from harness.protocol.series import Series
 
 __all__ = ["replay_live"]
 

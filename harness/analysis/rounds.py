@@ -30,10 +30,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
+from harness.analysis.comparisons import Confirmation, Direction, Round
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.records import Confirmation, Direction, Round
 
 
 def busy_reason(base_busy: float | None, other_busy: float | None,
@@ -102,6 +101,10 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     logs = np.log([r.ratio for r in usable])
     mean = float(logs.mean())
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    # SciPy (~1.4 s to import) only when rounds run: not at the top, so a sweep that
+    # never confirms never loads it (tests/unit/test_startup.py).
+    from scipy import stats
+
     t = float(stats.t.ppf(0.5 + cfg.round_confidence / 2, len(logs) - 1))
     lo, hi = math.exp(mean - t * sem), math.exp(mean + t * sem)
     ratio = math.exp(mean)

@@ -14,7 +14,7 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import busy_share
 from harness.analysis.decision import Baseline
 from harness.analysis.verdict import compare_to_baseline
-from harness.protocol.ingest import Series
+from harness.protocol.series import Series
 
 __all__ = ["baseline_facts"]
 

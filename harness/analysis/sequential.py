@@ -48,19 +48,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.records import Kind, LiveDecision
+from harness.analysis.trends import Kind, LiveDecision
 from harness.analysis.verdict import CARRIERS
-from harness.protocol.ingest import (
-    READ_CHUNK,
-    TREND_NAMES,
-    Record,
-    Series,
-    SeriesReader,
-    no_samples,
-)
+from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
+from harness.protocol.series import TREND_NAMES, Series
 
 __all__ = ["LiveDecider", "LiveDecision", "Watched", "median_bounds", "sign_evalue",
            "watch_file"]
@@ -86,6 +79,9 @@ def sign_evalue(above: Any, below: Any) -> Any:
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError(f"counts must be >= 0, got above={above}, below={below}")
     # integral_{1/2}^1 p^a (1-p)^b dp = B(a+1, b+1) * I_{1/2}(b+1, a+1)
+    # SciPy takes ~1.4 s to import, and only early stop needs it: imported here, not at the
+    # top, so a sweep without early stop never loads it (tests/unit/test_startup.py).
+    from scipy import special
     with np.errstate(divide="ignore"):
         out = ((a + b + 1) * math.log(2.0) + special.betaln(a + 1, b + 1)
                + np.log(special.betainc(b + 1, a + 1, 0.5)))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from harness.analysis import memfit
 from harness.analysis.verdict import allocation_report
 from harness.answers.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
-from harness.protocol.ingest import Series
+from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.runtimes.base import parse_size
 from harness.spec.fitblock import probe_cell

@@ -7,14 +7,14 @@ Schema 1, one JSON object per line, each with `"type"`:
   implementation, platform, machine, hostname, pid, time, env, packages, heap,
   pythonmalloc, cgroup, gpu, gpu_reason, cpu_count.
 - `sample`: `i` (iteration), `src` (`step`: carries `dt`, the step times, and the
-  contention fields of `ingest.CONTENTION_FIELDS`; `timer`: a timed reading), `phase`
+  contention fields of `series.CONTENTION_FIELDS`; `timer`: a timed reading), `phase`
   (warmup|measure|...), `t` (seconds), and memory bytes per source (heap, uss, rss,
   cgroup, gpu_used, fw); where NVML answered, step samples also carry the device's
-  `gpu_util` (percent), `sm_mhz` and `clk_reasons` (`ingest.GPU_ACTIVITY_FIELDS`).
+  `gpu_util` (percent), `sm_mhz` and `clk_reasons` (`series.GPU_ACTIVITY_FIELDS`).
 - `end` (last, once): status (ok|error), error {type, message, traceback}, info,
   phases, iterations, warmup, stopped_early, mode, elapsed_s, sampling_s.
-Lines that do not parse or fail the schema are counted and described (`Series.skipped`,
-`Series.problems`), never fatal.
+Lines that do not parse or fail the schema (`schema`) are counted and described
+(`Series.skipped`, `Series.problems`, `series.Series` the whole), never fatal.
 """
 
 from pathlib import Path

@@ -18,8 +18,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.analysis.records import MemoryTrend, StepTrend
-from harness.protocol.ingest import TREND_NAMES, Series
+from harness.analysis.trends import MemoryTrend, StepTrend
+from harness.protocol.series import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.report.text import kib, steps_vs_baseline

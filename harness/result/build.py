@@ -35,7 +35,7 @@ from harness.runtimes.base import RunOutcome
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
     from harness.gpu.host import HostGpus
-    from harness.protocol.ingest import Series
+    from harness.protocol.series import Series
     from harness.runtimes.base import ImageInfo
     from harness.spec.model import Cell
 

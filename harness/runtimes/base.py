@@ -48,6 +48,7 @@ class RunRequest:
     outdir: Path                      # host directory, writable, holds samples.jsonl
     control: Path                     # host path of the early-stop control file
     cancel: threading.Event | None = None   # set on Ctrl-C: kill the cell now
+    attribute: tuple[str, ...] = ()   # `harness explain`: the agent's --attribute kinds
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
@@ -64,6 +65,8 @@ class RunRequest:
                 "--out", out, "--control", control, "--quiet"]
         if not self.cell.gpu.wants_gpu:
             args.append("--no-gpu")
+        if self.attribute:
+            args += ["--attribute", ",".join(self.attribute)]
         if s.max_iterations is not None:
             # Early stop is about calls to a verdict: sample every `sample_every` steps.
             args += ["--collect", "--max-overhead", "0"]

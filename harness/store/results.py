@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from harness.errors import InputError, StoreError
-from harness.protocol.ingest import Series, read_samples
+from harness.protocol.ingest import read_samples
+from harness.protocol.series import Series
 from harness.result.codec import JSON, DecodeError
 from harness.result.model import SCHEMA, CellResult, load_result
 

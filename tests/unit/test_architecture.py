@@ -266,3 +266,14 @@ def test_one_registry_of_runtime_names() -> None:
         assert issubclass(cls, RuntimeBase), cls
     orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "orchestrator.py")
     assert "getattr(" not in orchestrator.read_text()
+
+
+def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
+    """ARCHITECTURE.md's pipeline names the stages a cell goes through, in order; they
+    are the functions `stages.measure.STAGES` runs."""
+    from harness.stages.measure import STAGES
+
+    text = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text()
+    drawn = re.search(r"one CellRun through the stages in order\s*\n\s*(.+)\n", text)
+    assert drawn is not None, "ARCHITECTURE.md lost its line of stages"
+    assert drawn.group(1).split(" -> ") == [f.__name__ for f in STAGES]

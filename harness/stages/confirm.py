@@ -1,6 +1,6 @@
 """Run a suspected change again in interleaved rounds: B S B S ... (the `rounds` setting).
 
-`Sweep.compare` (in a sweep, and in `harness bisect`, whose probes are compared with
+`rows.compare` (in a sweep, and in `harness bisect`, whose probes are compared with
 the first image the same way) calls `confirm` when the pooled step-time comparison of
 a cell with its row's baseline leaves a doubt (slower or faster, or a busy host), in
 the cell's lane right after it ran. Each round runs the baseline cell and
@@ -24,45 +24,17 @@ SM clock of both runs beside the CPU speed, where NVML gave it.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
-from typing import Protocol
 
-from harness.analysis.config import AnalysisConfig
+from harness.analysis.comparisons import Confirmation, Direction, Round
 from harness.analysis.contention import RunStat, busy_share, run_stat, sm_clocks, speed_scaled
-from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rounds import busy_reason, decide_rounds, settled
-from harness.protocol.ingest import read_samples
-from harness.runtimes.base import ImageInfo, Progress, RunRequest, Runtime
 from harness.spec.model import Cell
-from harness.store.results import RunStore
+from harness.stages.attempts import execute
+from harness.stages.context import Context
 
 MIN_CALLS, MAX_CALLS = 50, 1000
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
-
-
-class RoundRunner(Protocol):
-    """What `confirm` needs of the sweep that calls it (the sweep satisfies it)."""
-
-    @property
-    def cfg(self) -> AnalysisConfig: ...       # thresholds for deciding the rounds
-
-    @property
-    def store(self) -> RunStore: ...           # where the rounds' runs write
-
-    @property
-    def cancel(self) -> threading.Event: ...   # set: stop after the current run
-
-    @property
-    def progress(self) -> Progress: ...        # one line per round
-
-    def image(self, cell: Cell) -> ImageInfo:
-        """The cell's image, prepared."""
-        ...
-
-    def runtime_for(self, cell: Cell) -> Runtime:
-        """The runtime (host) that runs the cell."""
-        ...
 
 
 def round_cell(cell: Cell, measured: int) -> Cell:
@@ -74,16 +46,15 @@ def round_cell(cell: Cell, measured: int) -> Cell:
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
 
 
-def _run(sweep: RoundRunner, cell: Cell, suspect: Cell, k: int, role: str
+def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
          ) -> tuple[RunStat | None, float | None, str | None]:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    outdir = sweep.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
+    outdir = ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.iterdir():
         old.unlink()
-    request = RunRequest(cell, sweep.image(cell), outdir, outdir / "stop", sweep.cancel)
-    ended = sweep.runtime_for(cell).run(request, sweep.progress)
-    series = read_samples(outdir / "samples.jsonl")
+    ran = execute(ctx, cell, ctx.image(cell), outdir)
+    ended, series = ran.ended, ran.series
     stat = run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
         why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
@@ -95,19 +66,19 @@ def _usable(done: list[Round]) -> int:
     return sum(r.excluded is None and r.base_s > 0 and r.other_s > 0 for r in done)
 
 
-def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, rounds: int,
+def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: int,
             measured: int) -> Confirmation:
     """Run `rounds` interleaved baseline/suspect rounds and decide from them.
 
     Args:
-        sweep: Supplies the runtime, image, store, cancel flag, progress and config.
+        ctx: Supplies the runtime, image, store, cancel flag, progress and config.
         base: The row's baseline cell.
         cell: The suspect cell.
         suspected: The pooled comparison's direction ("slower" or "faster").
         rounds: How many usable rounds to get (>= 1).
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
-    cfg = sweep.cfg
+    cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
     k = 0
@@ -120,8 +91,8 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
             break   # the rounds left cannot give the two usable ones a decision needs
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
-        b_med, b_busy, b_fail = _run(sweep, runs[0], cell, k, "baseline")
-        o_med, o_busy, o_fail = _run(sweep, runs[1], cell, k, "suspect")
+        b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
+        o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
         why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg)
         speed = None
         b_s = o_s = 0.0
@@ -129,7 +100,7 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
             b_s, o_s, speed = speed_scaled(b_med, o_med)
         r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
         done.append(r)
-        sweep.progress(f"{cell.id} vs {base.image.label}: round {k}: "
+        ctx.progress(f"{cell.id} vs {base.image.label}: round {k}: "
                        + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
                        + (f" (CPU speed {speed:.2f}x the baseline's)" if speed else "")
                        + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
@@ -139,8 +110,8 @@ def confirm(sweep: RoundRunner, base: Cell, cell: Cell, suspected: Direction, ro
         if why and why.startswith("host busy") and more:
             # A load burst passes: wait a little longer after each busy round (never
             # after the last round that can run: nothing would use the wait).
-            sweep.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
-        if sweep.cancel.is_set():
+            ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
+        if ctx.cancel.is_set():
             break
     found = decide_rounds(done, suspected, cfg)
     cost = time.monotonic() - started

@@ -1,0 +1,108 @@
+"""Schema 1, checked one record at a time: what a `sample` must carry (`valid_sample`,
+which also normalises its numbers) and the types of the `header` and `end` fields the
+host reads (`HEADER_TYPES`, `END_TYPES`; `checked` drops a field of the wrong type with
+a problem). The reader (`ingest.SeriesReader`) decides what a failed check costs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.protocol.series import CONTENTION_FIELDS, GPU_ACTIVITY_FIELDS, MEMORY_SOURCES
+
+
+def valid_sample(rec: dict[str, Any]) -> str | None:
+    if not isinstance(rec.get("i"), int) or isinstance(rec.get("i"), bool):
+        return "sample without integer 'i'"
+    if rec.get("src") not in ("step", "timer"):
+        return "sample with unknown 'src'"
+    if not isinstance(rec.get("phase"), str):
+        return "sample without 'phase'"
+    for key in (*MEMORY_SOURCES, "t"):
+        v = rec.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                              or not math.isfinite(v) or v < 0):
+            return f"sample field {key!r} is not a non-negative number"
+    for key in GPU_ACTIVITY_FIELDS:
+        v = rec.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0
+                              or (key == "gpu_util" and v > 100)):
+            return f"sample {key!r} is not a non-negative integer" + (
+                " up to 100" if key == "gpu_util" else "")
+    if rec["src"] == "step":
+        dt = rec.get("dt", [])
+        if not isinstance(dt, list) or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                and x >= 0 for x in dt):
+            return "sample 'dt' is not a list of non-negative numbers"
+        rec["dt"] = [float(x) for x in dt]
+        cpu_s = rec.get("cpu_s")
+        if cpu_s is not None:
+            if isinstance(cpu_s, bool) or not isinstance(cpu_s, int | float) or not (
+                    math.isfinite(cpu_s) and cpu_s >= 0):
+                return "sample 'cpu_s' is not a non-negative number"
+            rec["cpu_s"] = float(cpu_s)
+        for key, integral in CONTENTION_FIELDS.items():
+            v = rec.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                    math.isfinite(v) and v >= 0) or (integral and not isinstance(v, int)):
+                kind = "integer" if integral else "number"
+                return f"sample {key!r} is not a non-negative {kind}"
+            rec[key] = v if integral else float(v)
+        cpu = rec.get("cpu")
+        if cpu is not None:
+            if not isinstance(cpu, list) or not all(
+                    isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                    and x >= 0 for x in cpu):
+                return "sample 'cpu' is not a list of non-negative numbers"
+            rec["cpu"] = [float(x) for x in cpu]
+    return None
+
+
+_STR = (str,)
+_NUM = (int, float)
+# Header and end fields the host reads, with the types schema 1 gives them.
+HEADER_TYPES: dict[str, tuple[type, ...]] = {
+    "scenario": _STR, "params": (dict,), "config": (dict,), "python": _STR,
+    "implementation": _STR, "platform": _STR, "machine": _STR, "hostname": _STR,
+    "pid": (int,), "time": _NUM, "env": (dict,), "packages": (dict,), "heap": (dict,),
+    "pythonmalloc": _STR, "cgroup": (*_STR, int), "gpu": (dict,), "gpu_reason": _STR,
+    "cpu_count": (int,)}
+END_TYPES: dict[str, tuple[type, ...]] = {
+    "error": (dict,), "info": (dict,), "phases": (dict,), "iterations": (int,),
+    "warmup": (int,), "stopped_early": (bool,), "mode": _STR, "elapsed_s": _NUM,
+    "sampling_s": _NUM, "teardown_error": _STR}
+
+
+def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,
+             problems: list[str]) -> dict[str, Any]:
+    """`rec` without the fields whose type schema 1 does not allow (None is allowed)."""
+    out: dict[str, Any] = {}
+    for key, value in rec.items():
+        want = types.get(key)
+        bad = want is not None and value is not None and (
+            not isinstance(value, want) or (isinstance(value, bool) and bool not in want))
+        if bad:
+            problems.append(f"{what} field {key!r} has the wrong type; dropped")
+        else:
+            out[key] = value
+    if what == "header":
+        for key in ("env", "packages"):
+            if isinstance(out.get(key), dict) and not all(
+                    isinstance(v, str) for v in out[key].values()):
+                problems.append(f"header field {key!r} is not a mapping of strings; dropped")
+                del out[key]
+        gpu = out.get("gpu")
+        if gpu is not None and not (isinstance(gpu.get("devices", []), list) and all(
+                isinstance(d, dict) for d in gpu.get("devices", []))):
+            problems.append("header field 'gpu' has malformed devices; dropped")
+            del out["gpu"]
+    if what == "end" and isinstance(out.get("error"), dict):
+        out["error"] = {k: str(v) for k, v in out["error"].items()
+                        if k in ("type", "message", "traceback")}
+    if what == "end" and out.get("status") == "error" and not isinstance(out.get("error"), dict):
+        out["error"] = {"type": "error", "message": "the end record's error was malformed"}
+    return out

@@ -1,0 +1,265 @@
+"""One cell as one container (`run_container`): the NGC flags (shm, memlock -1, stack
+64 MiB), GPUs through a DeviceRequest, no network unless asked, the agent and the
+scenario's directory mounted read-only and the output directory read-write (or copied
+in and out for a remote engine). `container.wait(timeout)` is only an HTTP timeout, so
+the deadline is ours: we poll the state and kill. Every container carries labels naming
+its owner process (`OWNER`), so `DockerRuntime.cleanup` can remove those whose owner is
+gone.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import docker.errors
+from docker.types import DeviceRequest, Ulimit
+
+from harness import gpu
+from harness.errors import EngineUnavailable, ImageUnavailable
+from harness.gpu.hostsample import HostGpuSampler
+from harness.pressure import cpu_pressure
+from harness.runtimes.base import AGENT_DIR, LABEL, Progress, RunOutcome, RunRequest, parse_size
+from harness.runtimes.dockerengine import ENGINE_ERRORS
+
+
+def start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "?"
+
+
+# host:pid:start — a later process reusing the pid is not taken for a live owner.
+OWNER = f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
+STACK_BYTES = 64 * 1024 * 1024
+POLL_S = 0.1
+
+
+class Engine(Protocol):
+    """What running a container needs of the runtime that holds the engine
+    (`DockerRuntime` is one)."""
+
+    copy_files: bool          # a remote engine: files copied in and out, not mounted
+    memlock_refused: bool     # the engine refuses memlock=-1: its default is used
+
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def local(self) -> bool: ...
+
+    def refuse_memlock(self) -> None:
+        """Remember that the engine refuses memlock=-1."""
+
+    def lost(self) -> None:
+        """An engine call failed mid-run: connect again next time."""
+
+    def remove(self, cid: str) -> None:
+        """Remove the container, whatever state it is in."""
+
+
+def tar_inputs(scenario_dir: Path) -> bytes:
+    """A tar of harness/agent/*.py, the scenario's directory and an empty harness/out."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in sorted(AGENT_DIR.glob("*.py")):
+            tar.add(path, arcname=f"harness/agent/{path.name}")
+        tar.add(scenario_dir, arcname="harness/scenario",
+                filter=lambda t: None if "__pycache__" in t.name else t)
+        out = tarfile.TarInfo("harness/out")
+        out.type = tarfile.DIRTYPE
+        out.mode = 0o777
+        tar.addfile(out)
+    return buf.getvalue()
+
+
+def ulimits(memlock_refused: bool) -> list[Any]:
+    limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)]
+    if not memlock_refused:
+        limits.insert(0, Ulimit(name="memlock", soft=-1, hard=-1))
+    return limits
+
+
+def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
+    """docker-py's `containers.create` arguments for the cell."""
+    cell, s = request.cell, request.cell.settings
+    script = cell.scenario.script
+    args = request.agent_args("/harness/agent/agent.py", f"/harness/scenario/{script.name}",
+                              "/harness/out/samples.jsonl",
+                              f"/harness/out/{request.control.name}")
+    kwargs: dict[str, Any] = {
+        "command": [request.image.python, *args],
+        "labels": {LABEL: "1", "harness.owner": OWNER, "harness.cell": cell.id,
+                   "harness.host": socket.gethostname(), "harness.pid": str(os.getpid())},
+        "environment": request.environment(),
+        "volumes": {} if engine.copy_files else {
+            str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"},
+            str(script.parent): {"bind": "/harness/scenario", "mode": "ro"},
+            str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
+        "working_dir": "/harness/scenario",
+        "shm_size": s.shm_size,
+        "ulimits": ulimits(engine.memlock_refused),
+        "detach": True,
+        # tini as PID 1: signals reach the agent and zombies of forked children are
+        # reaped (the agent as PID 1 ignores signals it has no handler for).
+        "init": True,
+    }
+    if not s.network:
+        kwargs["network_disabled"] = True
+        kwargs["network_mode"] = "none"
+    limit = parse_size(s.mem_limit)
+    if limit is not None:
+        kwargs["mem_limit"] = limit
+        kwargs["memswap_limit"] = limit  # no swap: over the limit is an OOM kill
+    if cell.gpu.wants_gpu:
+        kwargs["device_requests"] = [DeviceRequest(**gpu.device_request_kwargs(
+            cell.gpu.value))]
+    return kwargs
+
+
+def run_container(engine: Engine, request: RunRequest, progress: Progress) -> RunOutcome:
+    """Run the cell's container to its end, its deadline or a cancel, and remove it.
+
+    An engine lost mid-run (restart, cut connection) is an outcome (`error`), not a
+    harness abort.
+
+    Raises:
+        ImageUnavailable: the image vanished from the engine.
+        KeyboardInterrupt: the request was cancelled (the container is removed).
+    """
+    cell, s = request.cell, request.cell.settings
+    kwargs = container_kwargs(request, engine)
+    outcome = RunOutcome(exit_code=None, mem_limit_bytes=parse_size(s.mem_limit))
+    container = None
+    gpu_sampler: HostGpuSampler | None = None
+    start = time.monotonic()
+    try:
+        container = _create(engine, request, kwargs)
+        if cell.gpu.wants_gpu and engine.local:
+            # Host-side NVML per device, first reading before the container starts.
+            gpu_sampler = HostGpuSampler(cell.gpu.value, s.sample_interval).start()
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            if "error setting rlimit" not in str(exc) or engine.memlock_refused:
+                raise
+            # Unprivileged engines (rootless, sandboxes) cannot raise RLIMIT_MEMLOCK.
+            engine.refuse_memlock()
+            progress("engine refuses memlock=-1 (NGC flag); running with its default")
+            engine.remove(container.id)
+            kwargs["ulimits"] = ulimits(engine.memlock_refused)
+            container = _create(engine, request, kwargs)
+            container.start()
+        if engine.memlock_refused:
+            outcome.details["memlock"] = "engine refused -1; engine default used"
+        stats: list[dict[str, Any]] = []
+        t_stats = threading.Thread(target=_stats, args=(container, stats, start, engine.local),
+                                   daemon=True)
+        t_stats.start()
+        poll = 0.02   # short cells end within a few polls: start fast, back off
+        while True:
+            state = engine.client.api.inspect_container(container.id)["State"]
+            if not state.get("Running") and state.get("Status") in ("exited", "dead"):
+                break
+            if request.cancelled():
+                container.kill()
+                raise KeyboardInterrupt  # the finally below removes the container
+            if time.monotonic() - start > s.timeout:
+                outcome.timed_out = True
+                container.kill()
+                state = _wait_exit(engine.client, container.id)
+                break
+            time.sleep(poll)
+            poll = min(POLL_S, poll * 1.5)
+        outcome.duration_s = time.monotonic() - start
+        outcome.exit_code = state.get("ExitCode")
+        outcome.oom_killed = bool(state.get("OOMKilled"))
+        # The stats stream only ends when the container is removed; don't wait on it.
+        t_stats.join(timeout=0.05)
+        outcome.host_samples = list(stats)
+        if stats:
+            outcome.details["host_max_usage"] = max(int(x.get("max_usage") or x["usage"])
+                                                    for x in stats)
+        if engine.copy_files:
+            fetch_out(container, request.outdir)
+        logs = container.logs(tail=200)
+        outcome.log_tail = logs.decode("utf-8", "replace") if isinstance(logs, bytes) else ""
+        (request.outdir / "agent.log").write_text(outcome.log_tail, encoding="utf-8")
+    except docker.errors.ImageNotFound as exc:
+        raise ImageUnavailable(f"image {request.image.ref} vanished: {exc}") from exc
+    except (*ENGINE_ERRORS, EngineUnavailable) as exc:
+        outcome.error = f"engine error: {str(exc)[:500]}"
+        outcome.duration_s = time.monotonic() - start
+        engine.lost()  # reconnect next time: the engine may have restarted
+    finally:
+        if gpu_sampler is not None:
+            outcome.details["host_gpu"] = gpu_sampler.stop()
+            outcome.details["host_gpu_reason"] = gpu_sampler.reason
+        if container is not None:
+            engine.remove(container.id)
+    return outcome
+
+
+def _create(engine: Engine, request: RunRequest, kwargs: dict[str, Any]) -> Any:
+    container = engine.client.containers.create(request.image.ref, **kwargs)
+    if engine.copy_files:
+        # A remote engine cannot see our files: copy the agent and the scenario's
+        # directory in before start (no live early stop: the control file and the
+        # samples stay on the far side until the container exits).
+        container.put_archive("/", tar_inputs(request.cell.scenario.script.parent))
+    return container
+
+
+def fetch_out(container: Any, outdir: Path) -> None:
+    """Copy /harness/out back from a remote container (even a killed one)."""
+    try:
+        stream, _ = container.get_archive("/harness/out")
+    except docker.errors.NotFound:
+        return
+    data = io.BytesIO(b"".join(stream))
+    with tarfile.open(fileobj=data) as tar:
+        for member in tar.getmembers():
+            name = Path(member.name)
+            # Only plain files directly under out/: nothing a container wrote may
+            # escape the cell's directory (links, "..", absolute names).
+            if not member.isfile() or len(name.parts) != 2 or name.parts[0] != "out":
+                continue
+            src = tar.extractfile(member)
+            if src is not None:
+                (outdir / name.name).write_bytes(src.read())
+
+
+def _wait_exit(client: Any, cid: str) -> dict[str, Any]:
+    for _ in range(100):
+        state: dict[str, Any] = client.api.inspect_container(cid)["State"]
+        if not state.get("Running"):
+            return state
+        time.sleep(POLL_S)
+    return state
+
+
+def _stats(container: Any, out: list[dict[str, Any]], start: float, psi: bool) -> None:
+    """Host-side cgroup memory from the engine's stats stream (1 Hz); with `psi`, this
+    machine's CPU pressure beside it (a local engine: its PSI is ours)."""
+    try:
+        for st in container.stats(stream=True, decode=True):
+            mem = st.get("memory_stats") or {}
+            if "usage" in mem:
+                out.append({"t": round(time.monotonic() - start, 3), "usage": mem["usage"],
+                            "max_usage": mem.get("max_usage"),
+                            "limit": mem.get("limit"),
+                            "rss": (mem.get("stats") or {}).get("rss"),
+                            **(cpu_pressure() if psi else {})})
+            elif out:
+                return  # the container has stopped
+    except Exception:  # best effort: the stream breaks in many ways when the engine goes
+        return

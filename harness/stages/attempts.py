@@ -1,0 +1,135 @@
+"""Stage 3, run attempts: each attempt runs the agent (`execute`: the runtime, the live
+watcher in early-stop mode, the samples read once), then decides the within-run
+verdict. An engine that went away is retried once; growth that stays ambiguous runs
+again, longer (up to the cell's `repeats`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.analysis.decision import CellFacts, decide
+from harness.analysis.replay import live_decider
+from harness.analysis.sequential import Watched, watch_file
+from harness.preflight import decidable_iterations
+from harness.protocol.ingest import read_samples
+from harness.protocol.series import Series
+from harness.result.model import Attempt
+from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
+from harness.spec.model import Cell
+from harness.stages.context import CellRun, Context, cell_outdir
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One run of the agent: how it ended, its samples, the live decision (early stop)."""
+
+    ended: RunOutcome
+    series: Series
+    watched: Watched | None
+    run_s: float
+
+
+def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
+            attribute: tuple[str, ...] = ()) -> Ran:
+    """Run the agent once into `outdir` and read what it wrote (parsed while it runs in
+    early-stop mode, else after)."""
+    request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute)
+    t_run = time.monotonic()
+    live = _Live.start(ctx, cell, outdir)
+    try:
+        ended = ctx.runtime_for(cell).run(request, ctx.progress)
+    finally:
+        watched = live.finish() if live is not None else None
+    run_s = time.monotonic() - t_run
+    series = (watched.series if watched is not None
+              else read_samples(outdir / "samples.jsonl"))
+    return Ran(ended, series, watched, run_s)
+
+
+def run_attempts(ctx: Context, run: CellRun) -> None:
+    """Run the cell until its within-run verdict is decided or its repeats are spent."""
+    assert run.info is not None
+    retried = False
+    while True:
+        cell = run.running
+        ran = execute(ctx, cell, run.info, cell_outdir(ctx.store, run.cell))
+        run.ended, run.run_s = ran.ended, ran.run_s
+        if ran.ended.error and not retried:
+            # The engine went away (restart, lost connection): once more, then record.
+            retried = True
+            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
+            ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
+            continue
+        t_an = time.monotonic()
+        run.series = ran.series
+        decision = ran.watched.decision if ran.watched is not None else None
+        run.verdict = decide(CellFacts(ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu,
+                                       decision, run.precheck))
+        run.analyse_s = time.monotonic() - t_an
+        run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
+                                    cell.settings.agent_iterations))
+        if not _longer(ctx, run):
+            return
+
+
+def _longer(ctx: Context, run: CellRun) -> bool:
+    """Lengthen an ambiguous cell for one more attempt; False: it stands as it is."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    if verdict.verdict != "ambiguous" or len(run.attempts) > run.cell.settings.repeats:
+        return False
+    # Undecided growth needs a longer look, not the same look again: twice as long, and
+    # at least long enough to decide from step samples alone. In early-stop mode the
+    # agent runs up to max_iterations: that is what grows.
+    calls = max(s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
+    expected_s = run.run_s * calls / max(1, s.agent_iterations)
+    cid = run.cell.id
+    if expected_s > s.timeout:
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: {calls} "
+                     f"iterations would take about {expected_s:.0f} s, past the cell's "
+                     f"timeout ({s.timeout:.0f} s); raise timeout: to let it decide")
+        return False
+    longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
+              else dataclasses.replace(s, max_iterations=calls))
+    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
+        run.running.scenario, settings=longer))
+    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again with {calls} "
+                 f"iterations ({len(run.attempts)}/{run.cell.settings.repeats})")
+    return True
+
+
+class _Live:
+    """Early-stop mode: tail samples.jsonl on a thread, stop the agent once certain."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.watched: Watched | None = None
+
+    @classmethod
+    def start(cls, ctx: Context, cell: Cell, outdir: Path) -> _Live | None:
+        s = cell.settings
+        if s.max_iterations is None:
+            return None
+        decider = live_decider(ctx.cfg, s.min_iterations, s.max_iterations)
+        live = cls()
+
+        def watch() -> None:
+            live.watched = watch_file(outdir / "samples.jsonl", decider, outdir / "stop",
+                                      live.stop)
+
+        live.thread = threading.Thread(target=watch, daemon=True, name="live")
+        live.thread.start()
+        return live
+
+    def finish(self) -> Watched | None:
+        """The watcher's decision and the series it read (None: it did not finish reading
+        within 30 s, when the file is read again)."""
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=30)
+        return self.watched

@@ -1,0 +1,99 @@
+"""What every stage shares (the `Context`, which `orchestrator.Sweep` satisfies) and the
+values a cell carries from stage to stage (`CellRun`, then `Measured`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from harness.analysis.config import AnalysisConfig
+from harness.protocol.series import Series
+from harness.result.model import Attempt, CellResult, Unavailable
+from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
+from harness.spec.model import Cell, Matrix
+from harness.store.results import RunStore, SeriesCache
+
+if TYPE_CHECKING:
+    from harness.analysis.verdict import CellVerdict
+    from harness.stages.gpucheck import GpuFacts
+
+
+class Context(Protocol):
+    """What the stages need of the sweep that runs them."""
+
+    @property
+    def matrix(self) -> Matrix: ...
+
+    @property
+    def cfg(self) -> AnalysisConfig: ...        # thresholds for every decision
+
+    @property
+    def store(self) -> RunStore: ...            # where cells and rounds write
+
+    @property
+    def cancel(self) -> threading.Event: ...    # set on Ctrl-C: stop after the current run
+
+    @property
+    def progress(self) -> Progress: ...         # one line per event
+
+    @property
+    def series(self) -> SeriesCache: ...        # each cell's samples, parsed once
+
+    @property
+    def gpus(self) -> GpuFacts: ...             # the hosts' GPUs, probed once
+
+    @property
+    def busy_said(self) -> threading.Event: ... # the host-busy note, said once a sweep
+
+    def image(self, cell: Cell) -> ImageInfo:
+        """The cell's image, prepared (pulled, venv built) once per host."""
+        ...
+
+    def runtime_for(self, cell: Cell) -> Runtime:
+        """The runtime (host) that runs the cell."""
+        ...
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A cell that ran (or could not): its within-run result, held in memory until its
+    row's comparison is known, with the verdict and series the comparison needs."""
+
+    result: CellResult
+    verdict: CellVerdict
+    series: Series
+
+
+@dataclass
+class CellRun:
+    """One cell on its way through the stages: each stage fills in what it found; a stage
+    that settles the cell (no image, not applicable) sets `verdict` and the rest skip."""
+
+    cell: Cell                        # as the matrix asks for it
+    started: float = field(default_factory=time.monotonic)
+    run_cell: Cell | None = None      # as it is run (shortened, lengthened)
+    info: ImageInfo | None = None
+    runtime: Runtime | None = None
+    wait_s: float = 0.0               # waiting for the image
+    t0: float = 0.0                   # when the image was ready
+    precheck: tuple[str, str] | None = None
+    ended: RunOutcome = field(default_factory=lambda: RunOutcome(exit_code=None))
+    series: Series = field(default_factory=Series)
+    verdict: CellVerdict | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    run_s: float = 0.0
+    analyse_s: float = 0.0
+    unavailable: Unavailable | None = None
+    settled: bool = False             # decided before any run: later stages skip
+
+    @property
+    def running(self) -> Cell:
+        return self.run_cell or self.cell
+
+
+def cell_outdir(store: RunStore, cell: Cell) -> Path:
+    """The cell's directory, emptied for a (new) run."""
+    return store.cell_dir(cell.id, fresh=True)

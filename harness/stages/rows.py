@@ -1,0 +1,119 @@
+"""Compare with the row, then store: each cell of a sweep is settled once. A row's
+baseline is written as soon as it ran; any other cell is compared with it in memory
+(waiting for it if it has not run yet; confirmation rounds where the pooled test leaves
+a doubt), then written, once (`cells/<id>/result.json`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+
+from harness.analysis.compare import unchanged_because
+from harness.analysis.comparisons import VsBaseline
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+from harness.analysis.kinds import GOOD, UNAVAILABLE
+from harness.analysis.rowcompare import baseline_facts
+from harness.protocol.ingest import no_samples
+from harness.result.build import with_verdict
+from harness.result.model import CellResult
+from harness.spec.model import Cell, row_baselines
+from harness.stages.confirm import confirm
+from harness.stages.context import Context, Measured
+
+
+def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
+            ) -> CellResult:
+    """The cell against its row's baseline, in memory: the pooled comparison, and
+    interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
+    final verdict. Nothing is written here."""
+    res, cfg = measured.result, ctx.cfg
+    if base_result.verdict not in GOOD | {"leak", "slowdown"} or res.verdict == UNAVAILABLE:
+        return res
+    # A resumed or cached baseline's samples are read once, here.
+    base_series, series = ctx.series(base.id) or no_samples(), measured.series
+    label = base.image.label
+    facts = baseline_facts(cfg, base_series, series, label, cell.settings.rounds,
+                           good=res.verdict in GOOD)
+    steps, busy = facts.steps, facts.busy
+    if res.verdict in GOOD and steps is not None and needs_rounds(facts, cfg):
+        pooled = pooled_text(steps, label)
+        what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
+        if steps.direction == "~" and not ctx.busy_said.is_set():
+            # Said once a sweep: every later cell on this host is as busy.
+            ctx.busy_said.set()
+            ctx.progress(f"host busy: {busy:.0%} run-queue delay in {cell.id} or its "
+                         "baseline; unchanged-looking cells are confirmed in interleaved "
+                         "rounds")
+        ctx.progress(f"{cell.id} vs {label}: {pooled}, {what}; confirming in interleaved "
+                     f"rounds (2 to {2 * cell.settings.rounds}, until settled)")
+        facts = dataclasses.replace(facts, confirmation=confirm(
+            ctx, base, cell, steps.direction, cell.settings.rounds,
+            len(series.step_times())))
+    v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
+    if res.verdict in GOOD:
+        said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
+                else vs_text(v.vs_baseline, cfg))
+        ctx.progress(f"{cell.id} vs {label}: {said}")
+    return with_verdict(res, v)
+
+
+def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
+    """What the comparison with the row's baseline found, in words."""
+    if vs is not None and vs.confirmation is not None:
+        return vs.confirmation.reason   # starts with what the rounds decided
+    if vs is not None and vs.steps is not None:
+        s = vs.steps
+        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
+                f"{unchanged_because(s, cfg)}")
+    return "no step times"
+
+
+class RowComparisons:
+    """Settles each cell once: compared with its row's baseline (held until that has
+    run), then stored. Cells whose baseline never ran (fail-fast) are written as they
+    are by `flush`."""
+
+    def __init__(self, ctx: Context, cells: Sequence[Cell], baseline: str | None,
+                 results: dict[str, CellResult]):
+        self.ctx = ctx
+        self.bases = row_baselines(list(cells), baseline)
+        self.cells = {c.id: c for c in cells}
+        self.results = results      # final results, shared with the SweepOutcome
+        self.waiting: dict[str, list[tuple[Cell, Measured]]] = {}
+        self.lock = threading.Lock()
+
+    def compared(self, cell: Cell) -> bool:
+        return self.bases.get(cell.id, cell.id) != cell.id
+
+    def settle(self, cell: Cell, measured: Measured) -> None:
+        ctx = self.ctx
+        ctx.series.keep(cell.id, measured.series)
+        base_id = self.bases.get(cell.id, cell.id)
+        if base_id == cell.id:
+            self._store(cell.id, measured.result)
+            with self.lock:
+                held = self.waiting.pop(cell.id, [])
+            for other, m in held:
+                self._store(other.id, compare(ctx, other, m, cell, measured.result))
+            return
+        with self.lock:
+            base_result = self.results.get(base_id)
+            if base_result is None:
+                self.waiting.setdefault(base_id, []).append((cell, measured))
+                return
+        self._store(cell.id, compare(ctx, cell, measured, self.cells[base_id], base_result))
+
+    def flush(self) -> None:
+        """Write the cells still waiting for a baseline that did not run."""
+        with self.lock:
+            held = [x for waiting in self.waiting.values() for x in waiting]
+            self.waiting.clear()
+        for cell, measured in held:
+            self._store(cell.id, measured.result)
+
+    def _store(self, cell_id: str, result: CellResult) -> None:
+        self.ctx.store.write_cell(result)
+        with self.lock:
+            self.results[cell_id] = result

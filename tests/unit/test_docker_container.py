@@ -1,0 +1,174 @@
+"""One cell's container (`runtimes.dockercontainer.run_container`) through
+`DockerRuntime.run`, against a fake engine client: no engine is touched."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+import requests.exceptions
+
+from harness import spec
+from harness.runtimes.base import LABEL, ImageInfo, RunRequest
+from harness.runtimes.docker import DockerRuntime
+from harness.runtimes.dockercontainer import OWNER
+
+
+class FakeContainer:
+    def __init__(self, engine: FakeEngine, kwargs: dict[str, Any]) -> None:
+        self.engine, self.kwargs = engine, kwargs
+        self.id = f"c{len(engine.created)}"
+        self.archives: list[bytes] = []
+
+    def start(self) -> None:
+        memlock = any(u["Name"] == "memlock" for u in self.kwargs["ulimits"])
+        if memlock and self.engine.refuse_memlock:
+            raise docker.errors.APIError("error setting rlimit type 8: operation not permitted")
+        self.engine.started.append(self.id)
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        self.archives.append(data)
+
+    def get_archive(self, path: str) -> tuple[list[bytes], dict[str, Any]]:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, body in (("out/samples.jsonl", b"{}\n"), ("out/../evil", b"x"),
+                               ("out/sub/deep", b"y")):
+                info = tarfile.TarInfo(name)
+                info.size = len(body)
+                tar.addfile(info, io.BytesIO(body))
+        return [buf.getvalue()], {}
+
+    def kill(self) -> None:
+        self.engine.killed.append(self.id)
+
+    def logs(self, tail: int) -> bytes:
+        return b"agent says hi\n"
+
+    def stats(self, stream: bool, decode: bool) -> list[dict[str, Any]]:
+        return [{"memory_stats": {"usage": 5 << 20, "max_usage": 6 << 20}}]
+
+
+class FakeEngine:
+    """What `run_container` calls of docker-py's client."""
+
+    def __init__(self, refuse_memlock: bool = False, lose: bool = False) -> None:
+        self.refuse_memlock, self.lose = refuse_memlock, lose
+        self.created: list[FakeContainer] = []
+        self.started: list[str] = []
+        self.killed: list[str] = []
+        self.removed: list[str] = []
+        self.containers = self
+        self.api = self
+
+    def create(self, ref: str, **kwargs: Any) -> FakeContainer:
+        container = FakeContainer(self, kwargs)
+        self.created.append(container)
+        return container
+
+    def inspect_container(self, cid: str) -> dict[str, Any]:
+        if self.lose:
+            raise requests.exceptions.ConnectionError("connection reset by peer")
+        return {"State": {"Running": False, "Status": "exited", "ExitCode": 3,
+                          "OOMKilled": False}}
+
+    def remove_container(self, cid: str, force: bool) -> None:
+        self.removed.append(cid)
+
+    def info(self) -> dict[str, Any]:
+        return {"ID": "fake:engine"}
+
+
+def _request(tmp_path: Path) -> RunRequest:
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\ndef step(s):\n    pass\n")
+    (tmp_path / "matrix.yaml").write_text(textwrap.dedent("""\
+        name: demo
+        runtime: docker
+        defaults: {timeout: 10m, mem_limit: 1g}
+        matrix:
+          image: [python:3.12]
+          gpu: [none]
+          scenario: [s.py]
+        """))
+    cell = spec.load(tmp_path / "matrix.yaml").cells[0]
+    out = tmp_path / "cells" / cell.id
+    out.mkdir(parents=True)
+    return RunRequest(cell, ImageInfo(ref=cell.image.ref), out, out / "stop")
+
+
+def _runtime(engine: FakeEngine, copy_files: bool = False) -> DockerRuntime:
+    rt = DockerRuntime(copy_files=copy_files)
+    rt._client = engine
+    return rt
+
+
+def test_a_cell_runs_as_one_labelled_container_that_is_removed(tmp_path: Path) -> None:
+    engine = FakeEngine()
+    req = _request(tmp_path)
+    outcome = _runtime(engine).run(req, lambda text: None)
+    assert (outcome.exit_code, outcome.oom_killed, outcome.error) == (3, False, None)
+    assert outcome.mem_limit_bytes == 1 << 30 and outcome.log_tail == "agent says hi\n"
+    assert (req.outdir / "agent.log").read_text() == "agent says hi\n"
+    [container] = engine.created
+    kw = container.kwargs
+    assert kw["labels"][LABEL] == "1" and kw["labels"]["harness.owner"] == OWNER
+    assert kw["labels"]["harness.cell"] == req.cell.id
+    assert kw["network_mode"] == "none" and kw["memswap_limit"] == 1 << 30
+    assert kw["volumes"][str(req.outdir.resolve())] == {"bind": "/harness/out", "mode": "rw"}
+    assert [u["Name"] for u in kw["ulimits"]] == ["memlock", "stack"]
+    assert "device_requests" not in kw
+    assert engine.started == ["c0"] and engine.removed == ["c0"]
+
+
+def test_an_engine_refusing_memlock_runs_with_its_default_and_is_remembered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    engine = FakeEngine(refuse_memlock=True)
+    said: list[str] = []
+    rt = _runtime(engine)
+    outcome = rt.run(_request(tmp_path), said.append)
+    assert engine.started == ["c1"] and engine.removed == ["c0", "c1"]
+    assert [u["Name"] for u in engine.created[1].kwargs["ulimits"]] == ["stack"]
+    assert outcome.details["memlock"].startswith("engine refused -1")
+    assert any("memlock" in line for line in said)
+    assert (tmp_path / "cache" / "engines" / "fake_engine.memlock-refused").exists()
+    fresh = _runtime(FakeEngine())
+    fresh.check([])
+    assert fresh.memlock_refused
+
+
+def test_an_engine_lost_mid_run_is_an_outcome_and_reconnects_next_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine, restarted = FakeEngine(lose=True), FakeEngine()
+    connects: list[str | None] = []
+
+    def connect(base_url: str | None) -> FakeEngine:
+        connects.append(base_url)
+        return restarted
+
+    monkeypatch.setattr("harness.runtimes.docker.connect", connect)
+    rt = _runtime(engine)
+    outcome = rt.run(_request(tmp_path), lambda text: None)
+    assert outcome.exit_code is None and outcome.error is not None
+    assert outcome.error.startswith("engine error: connection reset")
+    # The container is removed through a new connection, not the lost one.
+    assert connects == [None] and rt._client is restarted
+    assert engine.removed == [] and restarted.removed == ["c0"]
+
+
+def test_a_remote_engine_gets_the_inputs_copied_and_only_plain_out_files_back(
+        tmp_path: Path) -> None:
+    engine = FakeEngine()
+    req = _request(tmp_path)
+    _runtime(engine, copy_files=True).run(req, lambda text: None)
+    [container] = engine.created
+    assert container.kwargs["volumes"] == {}
+    with tarfile.open(fileobj=io.BytesIO(container.archives[0])) as tar:
+        names = tar.getnames()
+    assert "harness/agent/agent.py" in names and "harness/scenario/s.py" in names
+    assert sorted(p.name for p in req.outdir.iterdir()) == ["agent.log", "samples.jsonl"]
