@@ -5,8 +5,8 @@ double (`tests/fakeruntime.py`) import them from here, and
 `tests/agent/test_fields.py` fails when the agent writes a field not listed here.
 """
 
-# One per line of samples.jsonl, in `"type"`.
-RECORD_TYPES = ("header", "sample", "end")
+# One per line of samples.jsonl, in `"type"`; "where" only with --attribute.
+RECORD_TYPES = ("header", "sample", "where", "end")
 
 HEADER = ("type", "schema", "scenario", "params", "config", "python", "implementation",
           "platform", "machine", "hostname", "pid", "time", "env", "packages", "heap",
@@ -27,6 +27,13 @@ CONTENTION = (("rq_s", False), ("ivcs", True), ("thr_s", False), ("thr_n", True)
 # Where NVML answers: device memory on every sample, activity on step samples.
 GPU = ("gpu_used",)
 GPU_ACTIVITY = ("gpu_util", "sm_mhz", "clk_reasons")
+
+# With --attribute KINDS, one record just before the end: where the measured phase's
+# memory and time went, by kind (the agent's attribution module); "errors" says, by
+# kind (or "all"), what could not be taken and why.
+WHERE = ("type", "kinds", "calls", "frames", "heap", "stack", "ops", "device", "native",
+         "errors")
+WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error")

@@ -147,6 +147,8 @@ class SeriesReader:
                 for p in problems:
                     series._problem(f"line {n}: {p}", skipped=False)
                 return Record("end", n, series.end)
+        elif kind == "where":
+            series.where = rec if series.where is None else series.where
         else:
             series._problem(f"line {n}: unknown record type {kind!r}")
         return None

@@ -43,6 +43,7 @@ class Series:
     problems: list[str] = field(default_factory=list)
     skipped: int = 0
     notes: list[str] = field(default_factory=list)   # what reading changed, for the reader
+    where: dict[str, Any] | None = None   # the agent's --attribute record (fields.WHERE)
 
     def _problem(self, text: str, skipped: bool = True) -> None:
         self.skipped += skipped

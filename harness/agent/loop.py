@@ -1,0 +1,168 @@
+"""The run: a scenario's phases (import, setup, warmup, measure, teardown) or a plain
+script, with samples between steps and an end record however it ends.
+
+The steps of a phase are stepper.py's; the end record says how the run ended (status,
+steps done, stopped_early, phase times). Stdlib only, Python 3.6+.
+"""
+import json
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from hooks import Attribution
+from scenariofile import has_protocol, load_scenario, run_script
+from stepper import Stepper
+from writer import Sampler, Writer, timer_loop
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: finish with an end record instead of dying silently."""
+
+
+def on_term(signum, frame):
+    raise Terminated("signal %d" % signum)
+
+
+class Run(object):
+    """One run of the agent: what the end record will say, filled in as it goes."""
+
+    def __init__(self, args, sampler, params):
+        self.args = args
+        self.sampler = sampler
+        self.params = params
+        self.end = {"type": "end", "status": "ok", "warmup": 0, "iterations": 0,
+                    "stopped_early": False}
+        self.phases = {}
+        self.module = self.state = None
+        self.att = Attribution(args.attribute, (Terminated,)) if args.attribute else None
+        self.started = time.monotonic()
+
+    def scenario(self):
+        if not has_protocol(self.args.scenario):
+            self.end["mode"] = "script"
+            self.timed("script", run_script, self.args)
+            return
+        if self.att is not None:
+            self.att.make(self.args.scenario)
+        self.module = self.timed("import", load_scenario, self.args.scenario)
+        self.end["mode"] = "steps"
+        self.state = self.timed("setup", self.module.setup, self.params)
+        self.sampler.state = self.state
+        self.sampler.fw = getattr(self.module, "fw_bytes", None)
+        self.sampler.snapshot("step", force=True)
+        stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att)
+        for phase, count in (("warmup", self.args.warmup), ("measure", self.args.iterations)):
+            stepper.start_phase(phase, count)
+            t = time.monotonic()
+            done, stopped = stepper.steps(count)
+            self.phases[phase] = time.monotonic() - t
+            stepper.end_phase(done)
+            self.end[phase if phase == "warmup" else "iterations"] = done
+            self.end["stopped_early"] = stopped
+        # The agent's own cost inside the measured phase (between steps).
+        self.end["sampling_s"] = round(stepper.sampling, 6)
+        info = getattr(self.module, "info", None)
+        if info is not None:
+            self.end["info"] = info(self.state)
+
+    def timed(self, phase, func, *args):
+        self.sampler.phase = phase
+        t = time.monotonic()
+        out = func(*args)
+        self.phases[phase] = time.monotonic() - t
+        return out
+
+    def failed(self, exc, name=None, message=None):
+        self.end["status"] = "error"
+        self.end["error"] = {"type": name or type(exc).__name__,
+                             "message": (str(exc) if message is None else message)[:2000],
+                             "traceback": traceback.format_exc()[-20000:]}
+
+    def teardown(self):
+        if self.att is not None:
+            self.att.finish()
+        teardown = getattr(self.module, "teardown", None) if self.module is not None else None
+        if teardown is None or self.state is None:
+            return
+        t = time.monotonic()
+        try:
+            teardown(self.state)
+        except Exception as exc:
+            self.end.setdefault("teardown_error", repr(exc)[:2000])
+        self.phases["teardown"] = time.monotonic() - t
+
+    def records(self):
+        """What follows the samples: the where record (--attribute), the end record."""
+        if self.att is not None:
+            why = ("a plain script (no setup/step) has no measured phase"
+                   if self.end.get("mode") == "script" else
+                   "the run ended before its measured phase")
+            yield self.att.where(why)
+        self.end["phases"] = dict((k, round(v, 6)) for k, v in self.phases.items())
+        self.end["elapsed_s"] = round(time.monotonic() - self.started, 6)
+        yield self.end
+
+
+def start_timer(sampler, interval):
+    """The timer thread's stop event: samples every `interval` s off the main thread."""
+    stop = threading.Event()
+    timer = threading.Thread(target=timer_loop, args=(sampler, interval, stop))
+    timer.daemon = True
+    timer.start()
+    return stop
+
+
+def run(args, make_header):
+    """Run the scenario of `args`; 0 when it ended well, 1 when it raised."""
+    params = json.loads(args.params) if args.params else {}
+    writer = Writer(args.out, echo=not args.quiet)
+    sampler = Sampler(writer, heap_enabled=not args.no_heap)
+    sampler.collect = args.collect
+    if not args.no_gpu:
+        sampler.start_nvml()
+    writer.write(make_header(args, sampler, params))
+    stop_timer = start_timer(sampler, args.sample_interval)
+    this = Run(args, sampler, params)
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        this.scenario()
+    except SystemExit as exc:
+        # A script's sys.exit(N): N != 0 is a failure the end record must say, not "ok".
+        if exc.code not in (None, 0):
+            this.failed(exc, "SystemExit", str(exc.code))
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
+        this.failed(exc)
+        # agent.log (the cell's stderr) shows where the scenario raised, as Python would.
+        sys.stderr.write(this.end["error"]["traceback"])
+        sys.stderr.flush()
+    finally:
+        this.teardown()
+        stop_timer.set()
+        close_nvml(sampler)
+        for record in this.records():
+            write_safely(writer, record)
+        writer.close()
+    return 0 if this.end["status"] == "ok" else 1
+
+
+def close_nvml(sampler):
+    if sampler.nvml is not None:
+        try:
+            sampler.nvml.close()
+        except Exception:
+            pass
+
+
+def write_safely(writer, record):
+    """Write the where or end record; a where record (attribution's) that cannot be
+    written as JSON is replaced by one that says why."""
+    try:
+        writer.write(record)
+    except (TypeError, ValueError) as exc:
+        if record.get("type") != "where":
+            raise
+        writer.write({"type": "where", "kinds": record.get("kinds"),
+                      "errors": {"all": "cannot write the where record: %s: %s"
+                                 % (type(exc).__name__, exc)}})

@@ -1,0 +1,129 @@
+"""The steps of one phase, with samples between them.
+
+The measured loop stops early when the --control file appears (the host's live
+analysis decided; looked for at each sample point and every 20 ms); the end record then
+says stopped_early. Stdlib only, Python 3.6+.
+"""
+import os
+import time
+
+from contention import AllThreads, Contention
+
+MIN_SAMPLES = 30
+
+
+class ControlCheck(object):
+    """Whether the host's stop file has appeared: looked at on every sample point and
+    at least every INTERVAL s between them, so a slow step stops within a call or two.
+
+    A stat costs ~2 us; the clock comparison made on every step costs ~0.1 us."""
+
+    INTERVAL = 0.02
+
+    def __init__(self, path):
+        self.path = path
+        self.next_at = 0.0
+
+    def due(self, now, sample_point=False):
+        if not self.path or (now < self.next_at and not sample_point):
+            return False
+        self.next_at = now + self.INTERVAL
+        return os.path.exists(self.path)
+
+
+class Stepper(object):
+    """Steps the scenario through one phase at a time, sampling between steps.
+
+    Samples every `every` steps, but no more often than keeps the agent's own cost under
+    --max-overhead of the step time, and never so rarely that a phase yields fewer than
+    MIN_SAMPLES samples. Each step sample carries the process CPU time of its interval
+    (a real slowdown, more work, from a busy host, same work and less CPU: contention
+    stretches wall time only; read at sample points, not per step, as it is a syscall)
+    and the contention the stepping thread met (contention.py).
+
+    With --attribute, `att` (hooks.Attribution) hears of the measured phase: its start,
+    each sample point (at_sample counts as the sample's cost) and its end.
+    """
+
+    def __init__(self, args, sampler, step, state, att=None):
+        self.sampler = sampler
+        self.step = step
+        self.state = state
+        self.att = att
+        self.every = args.sample_every
+        self.budget = args.max_overhead if args.max_overhead > 0 else float("inf")
+        self.control = ControlCheck(args.control)
+        self.contention = Contention()
+        self.threads = AllThreads()
+        self.clock = time.perf_counter
+        self.cpu_clock = time.process_time
+        self.measuring = False
+        self.cpu_last = self.cont_last = None
+        self.cost = 0.0         # what the last sample cost
+        self.sampling = 0.0     # what this phase's samples cost
+
+    def start_phase(self, phase, count):
+        """Start a phase: attribution first (measured phase), then the interval."""
+        self.sampler.phase = phase
+        self.measuring = phase == "measure"
+        if self.measuring and self.att is not None:
+            base = self.sampler.steps_done
+            self.att.measure_start(count, lambda: self.sampler.steps_done - base)
+        self.cost = self.sampling = 0.0
+        self.cpu_last = self.cpu_clock()
+        self.cont_last = self.contention.read()
+        self.threads.interval(self.clock())
+
+    def end_phase(self, done):
+        if self.measuring and self.att is not None:
+            self.att.measure_end(done)
+
+    def steps(self, count):
+        """Run `count` steps; (steps done, whether the control file stopped them)."""
+        step, state, clock, sampler = self.step, self.state, self.clock, self.sampler
+        every, control, measuring = self.every, self.control, self.measuring
+        cap = max(every, count // MIN_SAMPLES)
+        dts = []
+        done = gap = 0      # steps done, steps since the last sample
+        since = 0.0         # step seconds since the last sample
+        while done < count:
+            t1 = clock()
+            step(state)
+            t2 = clock()
+            dts.append(t2 - t1)
+            done += 1
+            sampler.steps_done += 1
+            since += t2 - t1
+            gap += 1
+            # The control file is looked at on a timer too, so a live decision stops
+            # the run within a few calls, not at the next sample.
+            point = done % every == 0
+            stop_now = measuring and control.due(t2, point)
+            if not (stop_now or point or done == count):
+                continue
+            if stop_now or done == count or since * self.budget >= self.cost or gap >= cap:
+                self.sample(dts, done)
+                dts = []
+                since = 0.0
+                gap = 0
+            if stop_now:
+                return done, True
+        return done, False
+
+    def sample(self, dts, done):
+        clock = self.clock
+        t = clock()
+        cpu_now = self.cpu_clock()
+        cont_now = self.contention.read()
+        ref = Contention.canary(clock)
+        rq_all, run_all = self.threads.interval(t)
+        extra = Contention.delta(cont_now, self.cont_last, ref)
+        extra["rq_all_s"] = round(rq_all, 9)
+        extra["run_all_s"] = round(run_all, 9)
+        self.sampler.snapshot("step", dts, cpu=cpu_now - self.cpu_last, extra=extra)
+        if self.measuring and self.att is not None:
+            self.att.at_sample(done)
+        self.cost = clock() - t
+        self.cpu_last = self.cpu_clock()  # the sample's own CPU is left out
+        self.cont_last = self.contention.read()
+        self.sampling += self.cost

@@ -1,0 +1,129 @@
+"""The agent's output: records built as dicts, one JSON line each (class Writer), and the
+sample records of this process's memory (class Sampler, also run by a timer thread).
+Stdlib only, Python 3.6+."""
+import gc
+import itertools
+import json
+import os
+import sys
+import threading
+import time
+
+from readers import Heap, Readers, count_fds
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# One encoder for every line (json.dumps with options makes a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_NS = itertools.repeat(9)   # round(x, 9): seconds to the ns
+
+
+class Writer(object):
+    """Line-buffered JSON lines to a file and stdout, serialised across threads."""
+
+    def __init__(self, path, echo=True):
+        self.lock = threading.Lock()
+        self.file = open(path, "a", buffering=1) if path else None
+        self.echo = echo
+        self.ended = False
+
+    def write(self, record):
+        line = _ENCODE(record)
+        with self.lock:
+            # The end record is the last line: a timer sample already under way when
+            # the run ended would otherwise land after it (and be ignored by the host).
+            if self.ended:
+                return
+            self.ended = record.get("type") == "end"
+            if self.file is not None:
+                self.file.write(line + "\n")
+            if self.echo:
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+
+    def close(self):
+        with self.lock:
+            if self.file is not None:
+                self.file.flush()
+                os.fsync(self.file.fileno())
+                self.file.close()
+                self.file = None
+
+
+class Sampler(object):
+    """Sample records: memory by source on every sample; on step samples (taken between
+    steps on the stepping thread) also the heap, framework bytes, collections, the step
+    times and what the caller measured of the interval (CPU time, contention)."""
+
+    def __init__(self, writer, heap_enabled=True):
+        self.writer = writer
+        self.heap = Heap() if heap_enabled else None
+        self.readers = Readers()
+        self.cg_version = self.readers.cg_version
+        self.nvml = None
+        self.t0 = time.monotonic()
+        self.steps_done = 0
+        self.phase = "setup"
+        self.state = None
+        self.fw = None
+        self.collect = False
+
+    def start_nvml(self):
+        sys.path.insert(0, _HERE)
+        try:
+            import nvml  # noqa: the agent's own sibling module
+            self.nvml = nvml.Nvml(os.environ.get("HARNESS_NVML_LIB", "libnvidia-ml.so.1"))
+        finally:
+            sys.path.pop(0)
+
+    def snapshot(self, src, dt=None, force=False, cpu=None, extra=None):
+        """Write one sample: `dt` the step seconds since the last one, `cpu` the process
+        CPU seconds of the interval, `extra` more members (contention) for a step sample."""
+        r = self.readers
+        # USS is costly (smaps_rollup walks the page tables): the timer thread reads it
+        # every time, off the main thread; step samples only within a 0.5 % budget.
+        rss, rss_anon = r.rss_and_anon()
+        rec = {"type": "sample", "src": src, "phase": self.phase, "i": self.steps_done,
+               "t": round(time.monotonic() - self.t0, 6), "rss": rss, "rss_anon": rss_anon,
+               "uss": r.uss(force or src == "timer"), "cgroup": r.cgroup_bytes(),
+               "fds": count_fds(), "threads": r.threads()}
+        if self.nvml is not None and self.nvml.available:
+            rec["gpu_used"] = self.nvml.used()
+            if src == "step":
+                # Utilization, SM clock and clock-event reasons: was the device busy in
+                # this interval, and was its clock held down (power, heat)?
+                rec.update(self.nvml.activity())
+        if src == "step":
+            self._step_members(rec, dt, cpu)
+            if extra:
+                rec.update(extra)
+        self.writer.write(rec)
+
+    def _step_members(self, rec, dt, cpu):
+        # Heap and framework reads touch the allocator and the framework: only between
+        # steps on the main thread, never from the timer thread.
+        if self.heap is not None:
+            if self.collect:
+                # Free-lists and cycles give memory back only after a collection:
+                # without it a filling free-list looks like a slow leak.
+                gc.collect()
+            rec["heap"] = self.heap.read()
+        if self.fw is not None:
+            try:
+                value = self.fw(self.state)
+                rec["fw"] = int(value) if value is not None else None
+            except Exception as exc:  # a broken fw_bytes must not kill the run
+                rec["fw_error"] = repr(exc)[:200]
+                self.fw = None
+        rec["gc"] = sum(s.get("collections", 0) for s in gc.get_stats())
+        # Seconds to the ns, as the protocol has always written them.
+        rec["dt"] = list(map(round, dt or (), _NS))
+        if cpu is not None:
+            rec["cpu_s"] = round(cpu, 9)
+
+
+def timer_loop(sampler, interval, stop):
+    while not stop.wait(interval):
+        try:
+            sampler.snapshot("timer")
+        except Exception:  # sampling must never take the run down
+            pass
