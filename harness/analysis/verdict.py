@@ -141,7 +141,7 @@ def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
     """A heap that grew like a leak, but that one `gc.collect()` after the last call (the
     agent's `collected` end field) brought back within the floor, grew cyclic garbage that
     Python's oldest generation frees in its own time (PyTorch's rfft, ~0.3 KiB/call on an
-    H100: tests/data/h100/gpu-torch-1123): a run that ends before the first such
+    H100: tests/data/h100/sweep-1123): a run that ends before the first such
     collection would otherwise read it as a leak. None when that is not so."""
     got = (series.end or {}).get("collected")
     if heap.kind != "leak" or not isinstance(got, dict):

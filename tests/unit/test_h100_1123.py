@@ -1,5 +1,5 @@
 """A live sweep on a real H100 with this project's code (2026-11-23: examples/gpu-torch.yaml,
-tests/data/h100/gpu-torch-1123, recorded with the NVML utilization and clock readings
+tests/data/h100/sweep-1123, recorded with the NVML utilization and clock readings
 of issue 20), decided again with today's code: what each cell reads must stay true.
 
 Truth (tests/data/h100/README.md): the rfft controls are clean on the device; a kept
@@ -23,7 +23,7 @@ from harness.report import load_results
 from harness.result.model import CellResult
 from harness.store import SeriesCache
 
-RUN = Path(__file__).resolve().parents[1] / "data" / "h100" / "gpu-torch-1123"
+RUN = Path(__file__).resolve().parents[1] / "data" / "h100" / "sweep-1123"
 
 
 @pytest.fixture(scope="module")
