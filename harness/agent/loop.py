@@ -63,6 +63,10 @@ class Run(object):
             self.end["stopped_early"] = stopped
         # The agent's own cost inside the measured phase (between steps).
         self.end["sampling_s"] = round(stepper.sampling, 6)
+        if self.end["iterations"]:
+            collected = self.sampler.collected()
+            if collected is not None:
+                self.end["collected"] = collected
         info = getattr(self.module, "info", None)
         if info is not None:
             self.end["info"] = info(self.state)

@@ -121,6 +121,23 @@ class Sampler(object):
             rec["cpu_s"] = round(cpu, 9)
 
 
+    def collected(self):
+        """The heap just before and just after one full gc.collect() (the end record's
+        `collected`): growth that the collection gives back was cyclic garbage, which
+        the oldest generation frees in its own time, not a leak. None without a heap
+        reader, or where every heap reading is collected anyway (early-stop mode)."""
+        if self.heap is None or self.collect:
+            return None
+        before = self.heap.read()
+        t = time.monotonic()
+        freed = gc.collect()
+        after = self.heap.read()
+        if before is None or after is None:
+            return None
+        return {"heap": before, "heap_after": after, "objects": freed,
+                "s": round(time.monotonic() - t, 6)}
+
+
 def timer_loop(sampler, interval, stop):
     while not stop.wait(interval):
         try:
