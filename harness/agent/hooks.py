@@ -17,12 +17,19 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_ERROR = 2000
 
 
+# attribution.py and its parts; their names leave sys.modules once imported, as the
+# agent's own do (agent.py), so a scenario's module of the same name is its own.
+ATTRIBUTION_MODULES = ("attribution", "attr_frames", "attr_memory", "attr_time")
+
+
 def _import_attribution():
     sys.path.insert(0, _HERE)
     try:
-        import attribution  # noqa: the agent's own sibling module
+        import attribution  # noqa: F401  (the agent's own sibling module)
     finally:
         sys.path.pop(0)
+        for name in ATTRIBUTION_MODULES:
+            sys.modules.pop(name, None)
     return attribution
 
 

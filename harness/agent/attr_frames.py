@@ -1,0 +1,127 @@
+"""What the attribution parts share (attribution.py's modules; stdlib only, Python 3.6+):
+the kinds, frame trimming (the agent's own frames cut off), function names for
+tracemalloc's frames, the early and late windows."""
+
+import dis
+import os
+
+KINDS = ("heap", "stack", "ops", "device", "native")
+FRAMES = 25          # traceback depth: enough to reach the scenario's line
+KEEP_FRAMES = 12     # frames kept per site, innermost first
+TOP = 50
+UNAVAILABLE = "memray is not importable in this image"
+
+STEP_CALLER = "stepper.py"   # the agent's module that calls the scenario's step()
+_AGENT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_SKIP_BASENAMES = ("threading.py", "tracemalloc.py")
+
+
+def _env_number(name, default, kind=float):
+    try:
+        value = kind(os.environ.get(name, default))
+        return value if value > 0 else default
+    except ValueError:
+        return default
+
+
+def _why(exc):
+    return ("%s: %s" % (type(exc).__name__, exc))[:300]
+
+
+# The attribution modules themselves (the TF1 wrapper sits between the scenario and
+# the session): left out of stacks, not cut at.
+_OWN = ("attribution", "attr_frames", "attr_memory", "attr_time")
+
+
+def frame_class(path):
+    """0: keep; 1: leave out (threading, tracemalloc, the attribution modules: the TF1 wrapper sits
+    between the scenario and the session); 2: the agent, which calls the step: stop."""
+    if not path:
+        return 0
+    full = os.path.abspath(path)
+    own = (full.startswith(_AGENT_DIR)
+           and os.path.splitext(os.path.basename(full))[0] in _OWN)
+    if own or os.path.basename(full) in _SKIP_BASENAMES:
+        return 1
+    return 2 if full.startswith(_AGENT_DIR) else 0
+
+
+def is_agent_file(path):
+    return frame_class(path) != 0
+
+
+def trim(frames):
+    """Innermost-first [file, line, func] frames -> the part below the agent.
+
+    Cut at the first frame of the agent (its step call and what runs it), leave out
+    threading, tracemalloc and the attribution modules' frames, keep KEEP_FRAMES. Empty:
+    the agent's own allocation or stack (its first agent frame is not the step call).
+    """
+    out = []
+    for fr in frames:
+        c = frame_class(fr[0])
+        if c == 2:
+            # Below the stepper's call of step(): the scenario's. Below any other agent
+            # frame (its sampler, its JSON writer): the agent's own, not the scenario's.
+            return out if os.path.basename(fr[0]) == STEP_CALLER else []
+        if c == 0 and len(out) < KEEP_FRAMES:
+            out.append([fr[0], fr[1], fr[2]])
+    return out
+
+
+class _FuncNames(object):
+    """(file, line) -> function name, for tracemalloc frames (which carry no name):
+    compile the file once and map each line to the innermost code object holding it."""
+
+    def __init__(self):
+        self.files = {}
+
+    def name(self, path, line):
+        table = self.files.get(path)
+        if table is None:
+            table = self.files[path] = self._table(path)
+        return table.get(line, "?")
+
+    @staticmethod
+    def _table(path):
+        table = {}
+        try:
+            with open(path, "rb") as f:
+                code = compile(f.read(), path, "exec", dont_inherit=True)
+        except Exception:  # C module, <string>, unreadable: names stay "?"
+            return table
+        todo = [code]
+        while todo:
+            co = todo.pop()
+            name = getattr(co, "co_qualname", co.co_name)
+            for _, line in dis.findlinestarts(co):
+                if line is not None:
+                    table[line] = name  # nested code comes later and overrides
+            todo.extend(c for c in co.co_consts if hasattr(c, "co_code"))
+        return table
+
+
+# ---------------------------------------------------------------- windows
+class Windows(object):
+    """Early: steps [0, q); late: [count - q, count); q = a quarter of the planned steps."""
+
+    def __init__(self, count, span=None):
+        q = max(1, count // 4)
+        if span is not None:
+            q = max(1, min(q, span))
+        self.count = count
+        self.early = (0, min(q, count))
+        self.late = (max(0, count - q), count)
+
+    def which(self, i):
+        if self.early[0] <= i < self.early[1]:
+            return "early"
+        if self.late[0] <= i < self.late[1]:
+            return "late"
+        return None
+
+    def describe(self, extra):
+        return {"early": dict({"from": self.early[0], "to": self.early[1]}, **extra["early"]),
+                "late": dict({"from": self.late[0], "to": self.late[1]}, **extra["late"])}
+
+
