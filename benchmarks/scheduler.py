@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile
 from harness.orchestrator import prefetch_analysis, sweep
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.store import RunStore
@@ -54,7 +54,7 @@ def measure(workdir: Path, cells: int, gpus: int, hold: float) -> tuple[float, f
                  "defaults: {iterations: 40, warmup: 0, sample_every: 5, repeats: 0}\n"
                  f"matrix:\n  image: [{images}]\n  gpu: [{', '.join(map(str, range(gpus)))}]\n"
                  "  scenario: [loop.py]\n")
-    matrix = spec.load(m)
+    matrix = matrixfile.load(m)
     assert len(matrix.cells) == cells, "cells must be a multiple of every N"
     runtime = HoldingRuntime(hold)
     store = RunStore.open(workdir / "reports", matrix.name, False)

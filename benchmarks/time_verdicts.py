@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import spec
+from harness import matrixfile
 from harness.orchestrator import sweep
 from harness.runtimes.local import LocalRuntime
 from harness.store import RunStore
@@ -191,7 +191,7 @@ def one_sweep(line: Line, root: Path, k: int, rng: random.Random, burst: bool,
               log: Any) -> tuple[dict[str, Any], float, bool]:
     m = root / f"m-{k}.yaml"
     m.write_text(matrix_text(line, root))
-    matrix = spec.load(m)
+    matrix = matrixfile.load(m)
     store = RunStore.open(root / "out", f"{line.scenario}-{k}", False)
     t0 = time.monotonic()
     hit = False

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.matrixfile.model import Cell, Matrix, row_baselines
 from harness.result.model import CellResult
 from harness.runtimes import Engines
 from harness.runtimes.base import CellEvents, ImageInfo, Progress, Runtime
-from harness.spec.model import Cell, Matrix, row_baselines
 from harness.stages import lanes as lane_plan
 from harness.stages.context import Measured
 from harness.stages.gpucheck import GpuFacts

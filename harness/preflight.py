@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.analysis.config import AnalysisConfig
 from harness.errors import InputError
-from harness.spec.model import Cell, RunSettings
+from harness.matrixfile.model import Cell, RunSettings
 
 
 def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.agent import fields
+from harness.matrixfile.model import Cell, ImageSpec
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
-from harness.spec.model import Cell, ImageSpec
 
 KNOWN = {"header": set(fields.HEADER), "sample": set(fields.sample_fields()),
          "end": set(fields.END)}

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.answers.search import BisectStep, fingerprint_diff, plan_bisect
+from harness.matrixfile.model import Cell
 from harness.result.model import CellResult
-from harness.spec.model import Cell
 from harness.store.results import RunStore
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 from harness.analysis import memfit
 from harness.analysis.verdict import allocation_report
 from harness.answers.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
+from harness.matrixfile.fitblock import probe_cell
+from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.runtimes.base import parse_size
-from harness.spec.fitblock import probe_cell
-from harness.spec.model import Cell
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep

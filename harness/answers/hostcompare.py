@@ -17,9 +17,9 @@ from typing import TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD
+from harness.matrixfile.model import is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.words import cell_text
-from harness.spec.model import is_local_endpoint
 
 Result = CellResult
 VERBS = {"leak": "leaks", "slowdown": "slows down", "regression": "regresses",

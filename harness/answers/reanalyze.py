@@ -24,11 +24,11 @@ from harness.analysis.kinds import GOOD, UNAVAILABLE
 from harness.analysis.replay import replay_live
 from harness.analysis.rowcompare import baseline_facts
 from harness.analysis.verdict import CellVerdict
+from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
 from harness.result.build import run_outcome, with_verdict
 from harness.result.model import CellResult
-from harness.spec.model import row_baselines
 from harness.store.results import SeriesCache
 
 __all__ = ["Changed", "reanalyze"]

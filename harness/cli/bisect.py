@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cli import printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.spec.model import RUNTIMES
+from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
     from harness.result.model import CellResult
-    from harness.spec.model import Cell, Matrix
 
 
 def add_parser(sub: Any) -> None:
@@ -101,7 +101,7 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness import spec
+    from harness import matrixfile
     from harness.answers.bisect import bisect, expected_probes, latest, sweep_runner
     from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if not (d / "cells").is_dir():
             raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
                              "written by `harness sweep`")
-    matrix = spec.load(args.matrix)
+    matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(between(row_cells(matrix, args.scenario, args.gpu), args.good,
                               args.bad, matrix.file), args)
     from harness.preflight import compile_scenarios

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from harness import gpu
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
+from harness.matrixfile.model import Matrix, is_local_endpoint
 from harness.runtimes.localdoctor import local_checks
-from harness.spec.model import Matrix, is_local_endpoint
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
                "--runtime=docker` and restart dockerd")
@@ -89,9 +89,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness import spec
+    from harness import matrixfile
 
-    matrix = spec.load(args.matrix) if args.matrix else None
+    matrix = matrixfile.load(args.matrix) if args.matrix else None
     if matrix is not None and matrix.slurm is not None:
         # The cells run on the cluster's nodes: check the cluster, not this host.
         from harness.runtimes.slurmdoctor import cluster_checks

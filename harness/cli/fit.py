@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cli import printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.spec.model import RUNTIMES
+from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.answers.fit import Target
-    from harness.spec.model import Matrix
+    from harness.matrixfile.model import Matrix
 
 
 def add_parser(sub: Any) -> None:
@@ -41,7 +41,7 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
         InputError: neither is given, or `--param` is malformed.
     """
     from harness.answers.fit import Target
-    from harness.spec.fitblock import RANGE_FIX, check_param, parse_range
+    from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
 
     if given is None:
         if matrix.fit is None:
@@ -60,7 +60,7 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness import spec
+    from harness import matrixfile
     from harness.answers.fit import fit_row, store_cache, sweep_runner
     from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
@@ -73,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, flag)
         if value is not None and value < (1 if flag == "iterations" else 0):
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
-    matrix = spec.load(args.matrix)
+    matrix = matrixfile.load(args.matrix)
     target = target_of(matrix, args.param)
-    cells = apply_overrides(spec.select(matrix.cells, args.select), args)
+    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
     compile_scenarios(cells)
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)

@@ -63,8 +63,8 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     the sweep would give now. Writes only with `--write`, into a new directory."""
     from harness.answers.reanalyze import reanalyze
     from harness.cli.sweep import exit_code
+    from harness.matrixfile.load import analysis_of
     from harness.report import ConsoleReporter, Report, write_all
-    from harness.spec.load import analysis_of
     from harness.store import RunStore, SeriesCache
 
     if args.issue is not None or (args.format not in (None, "console")):

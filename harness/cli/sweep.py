@@ -17,12 +17,12 @@ from harness.errors import (
     EXIT_REGRESSION,
     EXIT_UNDECIDED,
 )
-from harness.spec.model import RUNTIMES
+from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell
     from harness.report import Report
     from harness.result.model import Planned
-    from harness.spec.model import Cell
 
 
 SWEEP_EPILOG = """examples:
@@ -86,7 +86,7 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `harness --help` must not pay for them.
-    from harness import spec
+    from harness import matrixfile
     from harness.errors import InputError
     from harness.orchestrator import Sweep, prefetch_analysis
     from harness.result.codec import encode
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, flag)
         if value is not None and value < (1 if flag == "iterations" else 0):
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
-    matrix = spec.load(args.matrix)
-    cells = apply_overrides(spec.select(matrix.cells, args.select), args)
+    matrix = matrixfile.load(args.matrix)
+    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
     if not args.list:
         from harness.preflight import check_lengths, compile_scenarios
 

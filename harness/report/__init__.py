@@ -119,7 +119,7 @@ def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
     """Every cell of the directory's copy of its matrix (an older sweep that was
     interrupted left no other list); none when the copy does not read."""
     from harness.errors import SpecError
-    from harness.spec import parse
+    from harness.matrixfile import parse
 
     path = root / "matrix.yaml"
     try:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.progress import TaskID
 
+    from harness.matrixfile.model import Cell
     from harness.result.model import CellResult
-    from harness.spec.model import Cell
 
 RUNNING = re.compile(r"^\[\d+/\d+\] \S+: running\b")
 PREPARING = re.compile(r"^(?:pull(?:ing)? (?P<ref>[^\s:]+(?::[^\s:]+)?)|"

@@ -35,9 +35,9 @@ from harness.runtimes.base import RunOutcome
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
     from harness.gpu.host import HostGpus
+    from harness.matrixfile.model import Cell
     from harness.protocol.series import Series
     from harness.runtimes.base import ImageInfo
-    from harness.spec.model import Cell
 
 END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
             "mode", "elapsed_s", "sampling_s")

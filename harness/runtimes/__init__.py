@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import InputError
+from harness.matrixfile.model import RUNTIMES, Cell, Matrix
 from harness.runtimes.base import Runtime
-from harness.spec.model import RUNTIMES, Cell, Matrix
 
 
 def _local(docker_host: str | None) -> Runtime:
@@ -25,7 +25,7 @@ def _docker(docker_host: str | None) -> Runtime:
     return DockerRuntime(docker_host)
 
 
-# One factory per name of `spec.model.RUNTIMES` (tests/unit/test_architecture.py checks).
+# One factory per name of `matrixfile.model.RUNTIMES` (tests/unit/test_architecture.py checks).
 FACTORIES: dict[str, Callable[[str | None], Runtime]] = {"local": _local, "docker": _docker}
 NAMES = RUNTIMES
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from harness.matrixfile.model import Cell, ImageSpec
 from harness.protocol import AGENT_DIR
-from harness.spec.model import Cell, ImageSpec
 
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus

@@ -20,12 +20,12 @@ import docker.errors
 
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
+from harness.matrixfile.model import Cell, ImageSpec, is_local_endpoint
 from harness.runtimes import dockerimage, process
 from harness.runtimes.base import LABEL, ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
 from harness.runtimes.dockercontainer import OWNER, run_container, start_time
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect, where
 from harness.runtimes.dockerimage import PullLayers, pull_failure, split_ref
-from harness.spec.model import Cell, ImageSpec, is_local_endpoint
 
 # The image helpers were first defined here; callers still read them from here.
 __all__ = ["DockerRuntime", "PullLayers", "pull_failure", "split_ref"]

@@ -16,9 +16,9 @@ import docker
 import docker.errors
 
 from harness.errors import EngineUnavailable, ImageUnavailable
+from harness.matrixfile.model import ImageSpec
 from harness.runtimes.base import ImageInfo, Progress
 from harness.runtimes.dockerengine import ENGINE_ERRORS, engine_text
-from harness.spec.model import ImageSpec
 
 
 class PullLayers:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
+from harness.matrixfile.model import Cell, ImageSpec
 from harness.pressure import cpu_pressure
 from harness.runtimes import process
 from harness.runtimes.base import (
@@ -29,7 +30,6 @@ from harness.runtimes.base import (
     RunRequest,
     RuntimeBase,
 )
-from harness.spec.model import Cell, ImageSpec
 
 
 def cache_dir() -> Path:

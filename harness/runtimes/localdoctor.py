@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.matrixfile.model import ImageSpec, Matrix
 from harness.runtimes import process
 from harness.runtimes.local import short_pip_error
-from harness.spec.model import ImageSpec, Matrix
 
 Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix)
 RESOLVE_TIMEOUT_S = 120.0

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
+from harness.matrixfile.model import Cell, ImageSpec, SlurmSpec
 from harness.runtimes.base import (
     ImageInfo,
     Progress,
@@ -43,7 +44,6 @@ from harness.runtimes.base import (
 )
 from harness.runtimes.slurmjob import ENDED, OUTCOME, STARTED, outcome_from_json, write_spec
 from harness.runtimes.slurmqueue import NO_SLURM_FIX, JobEnd, JobWatcher, slurm_cli
-from harness.spec.model import Cell, ImageSpec, SlurmSpec
 
 if TYPE_CHECKING:
     from harness.runtimes.local import LocalRuntime

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from harness.matrixfile.model import Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
 from harness.runtimes.base import AGENT_DIR, ImageInfo, RunOutcome, RunRequest
-from harness.spec.model import Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
 
 SPEC_VERSION = 1
 OUTCOME = "outcome.json"

@@ -14,12 +14,12 @@ from pathlib import Path
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.replay import live_decider
 from harness.analysis.sequential import Watched, watch_file
+from harness.matrixfile.model import Cell
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
 from harness.result.model import Attempt
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
-from harness.spec.model import Cell
 from harness.stages.context import CellRun, Context, cell_outdir
 
 

@@ -29,7 +29,7 @@ import time
 from harness.analysis.comparisons import Confirmation, Direction, Round
 from harness.analysis.contention import RunStat, busy_share, run_stat, sm_clocks, speed_scaled
 from harness.analysis.rounds import busy_reason, decide_rounds, settled
-from harness.spec.model import Cell
+from harness.matrixfile.model import Cell
 from harness.stages.attempts import execute
 from harness.stages.context import Context
 

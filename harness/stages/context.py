@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from harness.analysis.config import AnalysisConfig
+from harness.matrixfile.model import Cell, Matrix
 from harness.protocol.series import Series
 from harness.result.model import Attempt, CellResult, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
-from harness.spec.model import Cell, Matrix
 from harness.store.results import RunStore, SeriesCache
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable
 
 from harness import gpu
+from harness.matrixfile.model import Cell
 from harness.runtimes.base import ImageInfo, Runtime
-from harness.spec.model import Cell
 
 
 class GpuFacts:

@@ -7,8 +7,8 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from harness.matrixfile.model import Cell
 from harness.runtimes.base import ImageInfo, Progress, Runtime
-from harness.spec.model import Cell
 
 
 class ImagePool:

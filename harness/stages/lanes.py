@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-from harness.spec.model import Cell
+from harness.matrixfile.model import Cell
 
 Lane = Callable[[list[Cell]], None]
 

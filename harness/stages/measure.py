@@ -10,10 +10,10 @@ from pathlib import Path
 
 from harness.analysis.decision import CellFacts, decide
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
+from harness.matrixfile.model import Cell
 from harness.result.build import cell_result, timings_of
 from harness.result.model import Timings, Unavailable
 from harness.runtimes.base import ImageInfo, RunOutcome
-from harness.spec.model import Cell
 from harness.stages.attempts import run_attempts
 from harness.stages.context import CellRun, Context, Measured, cell_outdir
 

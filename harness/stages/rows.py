@@ -15,10 +15,10 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
 from harness.analysis.kinds import GOOD, UNAVAILABLE
 from harness.analysis.rowcompare import baseline_facts
+from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.result.build import with_verdict
 from harness.result.model import CellResult
-from harness.spec.model import Cell, row_baselines
 from harness.stages.confirm import confirm
 from harness.stages.context import Context, Measured
 

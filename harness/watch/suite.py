@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import spec
+from harness import matrixfile
 from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
+from harness.matrixfile.load import read_text
+from harness.matrixfile.model import Cell, Matrix
+from harness.matrixfile.yamlsrc import Located, dump_text, load_text
 from harness.orchestrator import Sweep, SweepOutcome
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
-from harness.spec.load import read_text
-from harness.spec.model import Cell, Matrix
-from harness.spec.yamlsrc import Located, dump_text, load_text
 from harness.store.results import RunStore, atomic_write_text
 from harness.watch.registry import RepoRef
 
@@ -172,7 +172,7 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
     """
     doc = _read_suite(file)
     if not isinstance(doc.data, dict) or not isinstance(doc.data.get("matrix"), dict):
-        spec.parse_located(doc, file)  # says what is wrong, with the line
+        matrixfile.parse_located(doc, file)  # says what is wrong, with the line
         raise SpecError(str(file), "matrix", doc.line(("matrix",)), "must be a mapping")
     if doc.data.get("runtime", "docker") != "docker":
         raise SpecError(str(file), "runtime", doc.line(("runtime",)),
@@ -182,7 +182,7 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
     data["baseline"] = {"image": plan.images[0]}
     # The suite's lines: an error in a replaced key points at the suite's own key (or the
     # nearest enclosing one it has).
-    matrix = spec.parse_located(Located(doc.file, data, doc.lines), file)
+    matrix = matrixfile.parse_located(Located(doc.file, data, doc.lines), file)
     generated = (f"# harness watch {plan.repo.written}: {file} with matrix.image and "
                  f"baseline replaced\n" + dump_text(data))
     return matrix, generated

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.errors import SpecError
-from harness.spec import load
-from harness.spec.load import SCENARIO_KEYS, SETTING_KEYS, TOP_KEYS, parse
-from harness.spec.model import Matrix
+from harness.matrixfile import load
+from harness.matrixfile.load import SCENARIO_KEYS, SETTING_KEYS, TOP_KEYS, parse
+from harness.matrixfile.model import Matrix
 
 SCENARIO = Path(__file__).parent / "scenarios" / "slow.py"
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
@@ -161,7 +161,7 @@ def test_hostile_files_once_uncaught(tmp_path: Path, text: str, where: str) -> N
 
 
 def test_size_cap_keeps_loading_fast() -> None:
-    from harness.spec import yamlsrc
+    from harness.matrixfile import yamlsrc
 
     assert yamlsrc.MAX_BYTES <= 256 * 1024
 

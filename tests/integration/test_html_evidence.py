@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.orchestrator import sweep
 from harness.report import Report, write_all
 from harness.runtimes.base import Progress, RunOutcome, RunRequest

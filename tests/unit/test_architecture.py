@@ -241,25 +241,25 @@ def test_a_backward_import_is_found_wherever_it_stands(tmp_path: Path) -> None:
 def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
         "harness/__init__.py": "",
-        "harness/spec/__init__.py": "",
-        "harness/spec/load.py": "from harness.spec.expand import expand\n",
-        "harness/spec/expand.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                   "    from harness.spec.load import Ctx\n"),
+        "harness/matrixfile/__init__.py": "",
+        "harness/matrixfile/load.py": "from harness.matrixfile.expand import expand\n",
+        "harness/matrixfile/expand.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from harness.matrixfile.load import Ctx\n"),
         "harness/a.py": "import harness.b\n",
         "harness/b.py": "def f():\n    import harness.a\n",
     })
-    assert circles(root) == [["harness.spec.expand", "harness.spec.load"]]
+    assert circles(root) == [["harness.matrixfile.expand", "harness.matrixfile.load"]]
 
 
 def test_one_registry_of_runtime_names() -> None:
     """Issue 22 point 2: the matrix's names, the CLI's choices and the factories agree,
     and every runtime declares its abilities through RuntimeBase (no getattr probing)."""
+    from harness.matrixfile.model import RUNTIMES
     from harness.runtimes import FACTORIES, NAMES
     from harness.runtimes.base import RuntimeBase
     from harness.runtimes.docker import DockerRuntime
     from harness.runtimes.local import LocalRuntime
     from harness.runtimes.slurm import SlurmRuntime
-    from harness.spec.model import RUNTIMES
 
     assert set(FACTORIES) == set(RUNTIMES) and tuple(NAMES) == tuple(RUNTIMES)
     for cls in (DockerRuntime, LocalRuntime, SlurmRuntime):

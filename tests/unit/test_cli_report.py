@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.cli import main
 from harness.orchestrator import sweep
 from harness.store import RunStore

@@ -13,7 +13,7 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.runtimes.base import LABEL, ImageInfo, RunRequest
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockercontainer import OWNER

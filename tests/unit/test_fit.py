@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.answers.fit import (
     Target,
     first_smaller,
@@ -21,8 +21,8 @@ from harness.answers.fit import (
 )
 from harness.cli import main
 from harness.errors import SpecError
+from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import Sweep
-from harness.spec.model import Cell, Matrix
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

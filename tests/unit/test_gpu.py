@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness import gpu, spec
+from harness import gpu
+from harness import matrixfile as spec
 from harness.cli import doctor
 from harness.errors import EngineUnavailable
 from harness.gpu import Gpu, HostGpus, image_cuda, precheck, runtime_incompatibility

@@ -10,11 +10,11 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import allocation_report, within_run
 from harness.gpu import engine as gpuprobe
 from harness.gpu.hostsample import memory_info
+from harness.matrixfile.model import GpuSel
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import RunOutcome
 from harness.runtimes.docker import split_ref
 from harness.runtimes.local import gpu_env
-from harness.spec.model import GpuSel
 
 GiB = 1 << 30
 

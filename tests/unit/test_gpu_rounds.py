@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.orchestrator import sweep
 from harness.protocol.ingest import parse_lines
 from harness.store import RunStore

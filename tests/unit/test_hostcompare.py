@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.answers.hostcompare import compare_hosts, compare_images, side_names
 from harness.cli import main
+from harness.matrixfile.model import Cell
 from harness.orchestrator import sweep
 from harness.report import load_results
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.spec.model import Cell
 from harness.store import RunStore
 from tests.resultkit import as_results
 

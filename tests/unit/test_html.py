@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.orchestrator import sweep
 from harness.report import HtmlReporter, Report, write_all
 from harness.report.svg import chart, human, reduce

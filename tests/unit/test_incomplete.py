@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.cli import main
 from harness.cli.sweep import exit_code, plan_of
 from harness.errors import EXIT_UNDECIDED

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.errors import InputError
 from harness.orchestrator import sweep
 from harness.report import IssueReporter, Report

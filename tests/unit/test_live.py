@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.orchestrator import sweep
 from harness.result.model import CellResult
 from harness.runtimes.local import LocalRuntime

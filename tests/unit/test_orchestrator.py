@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.answers.search import answer_rows
 from harness.errors import StoreError
+from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import SweepOutcome, lanes, sweep
 from harness.report import ConsoleReporter, Report, write_all
 from harness.result.model import SCHEMA
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.spec.model import Cell, Matrix
 from harness.store import RunStore, atomic_write_text
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

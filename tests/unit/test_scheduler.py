@@ -11,10 +11,10 @@ from pathlib import Path
 
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import spec
+from harness import matrixfile as spec
+from harness.matrixfile.model import Matrix
 from harness.orchestrator import SweepOutcome, lanes, sweep
 from harness.runtimes.base import Progress, RunOutcome, RunRequest, Runtime
-from harness.spec.model import Matrix
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

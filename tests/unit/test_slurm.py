@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.analysis.verdict import within_run
 from harness.errors import SpecError
+from harness.matrixfile.model import Matrix, SlurmSpec
 from harness.protocol.ingest import Series
 from harness.runtimes import Engines
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
@@ -25,7 +26,6 @@ from harness.runtimes.slurmjob import (
     pyxis_command,
 )
 from harness.runtimes.slurmqueue import JobEnd, duration_s
-from harness.spec.model import Matrix, SlurmSpec
 
 
 def matrix(tmp_path: Path, slurm: str, runtime: str = "local", gpu: str = "[0, none]",

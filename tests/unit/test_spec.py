@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import spec
+from harness import matrixfile as spec
 from harness.cli import main
 from harness.errors import EXIT_BAD_INPUT, InputError, SpecError
-from harness.spec.model import Matrix
+from harness.matrixfile.model import Matrix
 
 STEPS = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 NGC = "nvcr.io/nvidia/tensorflow"

@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import SpecError
-from harness.spec.model import ImageSpec, RunSettings, ScenarioSpec
-from harness.spec.yamlsrc import Located, PathKey, format_path
+from harness.matrixfile.model import ImageSpec, RunSettings, ScenarioSpec
+from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
 IMAGE_KEYS = ("name", "ref", "pip", "python")
 SCENARIO_KEYS = ("script", "id", "params")

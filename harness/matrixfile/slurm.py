@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from harness.spec.model import GpuSel, Host, SlurmSpec
+from harness.matrixfile.model import GpuSel, Host, SlurmSpec
 
 if TYPE_CHECKING:
-    from harness.spec.entries import Ctx
+    from harness.matrixfile.entries import Ctx
 
 KEYS = ("partition", "account", "time", "gpu_type", "gpus_per_node", "mem", "options",
         "pyxis")

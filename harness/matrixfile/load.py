@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from harness.errors import SpecError
-from harness.spec.entries import (
+from harness.matrixfile.entries import (
     NON_ID,
     SCENARIO_KEYS,
     SETTING_KEYS,
@@ -21,9 +21,9 @@ from harness.spec.entries import (
     parse_scenario,
     parse_settings,
 )
-from harness.spec.expand import across_hosts, expand
-from harness.spec.fitblock import parse_fit
-from harness.spec.model import (
+from harness.matrixfile.expand import across_hosts, expand
+from harness.matrixfile.fitblock import parse_fit
+from harness.matrixfile.model import (
     LOCAL_HOST,
     RUNTIMES,
     GpuSel,
@@ -33,8 +33,8 @@ from harness.spec.model import (
     RunSettings,
     ScenarioSpec,
 )
-from harness.spec.slurm import parse_slurm
-from harness.spec.yamlsrc import Located, PathKey, load_text
+from harness.matrixfile.slurm import parse_slurm
+from harness.matrixfile.yamlsrc import Located, PathKey, load_text
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",

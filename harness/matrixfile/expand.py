@@ -7,8 +7,16 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
-from harness.spec.entries import Ctx, parse_image, parse_scenario
-from harness.spec.model import LOCAL_HOST, Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
+from harness.matrixfile.entries import Ctx, parse_image, parse_scenario
+from harness.matrixfile.model import (
+    LOCAL_HOST,
+    Cell,
+    GpuSel,
+    Host,
+    ImageSpec,
+    RunSettings,
+    ScenarioSpec,
+)
 
 AXES = ("image", "gpu", "scenario")
 

@@ -7,10 +7,10 @@ import re
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from harness.spec.model import Cell, FitSpec, ScenarioSpec
+from harness.matrixfile.model import Cell, FitSpec, ScenarioSpec
 
 if TYPE_CHECKING:
-    from harness.spec.entries import Ctx
+    from harness.matrixfile.entries import Ctx
 
 KEYS = ("param", "range")
 _RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from harness.errors import InputError
-from harness.spec.model import Cell
+from harness.matrixfile.model import Cell
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
 Pred = Callable[[str], bool]
