@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 from harness.signals import interruptible as interruptible  # re-exported for the commands
 
-COMMANDS = ("sweep", "bisect", "fit", "compare", "report", "images", "doctor", "watch")
+COMMANDS = ("sweep", "bisect", "fit", "explain", "compare", "report", "images", "doctor",
+            "watch")
 
 
 HELP = """\
@@ -31,6 +32,7 @@ examples:
   harness compare DIR                            the hosts of one `hosts:` sweep compared
   harness bisect matrix.yaml --good A --bad B    first bad image of one row, ~log2(n) cells
   harness fit matrix.yaml --param batch=1..64    largest batch that runs, per row
+  harness explain DIR                            where the first bad cell leaks or slows
   harness doctor [matrix.yaml]                   what is missing on this machine
 
 exit codes: 0 clean, 1 a leak/slowdown/regression/crash found, 2 bad input (matrix,
@@ -48,14 +50,14 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from harness import __version__
-    from harness.cli import bisect, compare, doctor, fit, images, report, sweep, watch
+    from harness.cli import bisect, compare, doctor, explain, fit, images, report, sweep, watch
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
-    for module in (sweep, bisect, fit, compare, report, images, doctor, watch):
+    for module in (sweep, bisect, fit, explain, compare, report, images, doctor, watch):
         module.add_parser(sub)
     _own_parser(parser)
     return parser

@@ -20,9 +20,11 @@ from harness.errors import (
 from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
-    from harness.matrixfile.model import Cell
+    from harness.matrixfile.model import Cell, Matrix
     from harness.report import Report
-    from harness.result.model import Planned
+    from harness.result.model import CellResult, Planned
+    from harness.runtimes.base import Progress, Runtime
+    from harness.store import RunStore
 
 
 SWEEP_EPILOG = """examples:
@@ -30,6 +32,7 @@ SWEEP_EPILOG = """examples:
   harness sweep matrix.yaml -k "gpu0 and rfft"        only the cells matching
   harness sweep matrix.yaml --resume                  finish an interrupted sweep
   harness sweep matrix.yaml --iterations 500 -q       every cell shorter, no progress
+  harness sweep matrix.yaml --explain                 then: where the first bad leaks or slows
 
 exit codes:
   0  every cell ran and none is bad
@@ -61,6 +64,9 @@ def add_parser(sub: Any) -> None:
                    help="override iterations for every cell (in early-stop mode, "
                         "max_iterations)")
     p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
+    p.add_argument("--explain", action="store_true",
+                   help="then run each row's first bad cell and its last good cell again "
+                        "with attribution: where it leaks or slows (harness explain)")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
@@ -139,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
                     cells, bool(resume))
             finally:
                 live.close()
+            if args.explain:   # its where.json files go into the reports below
+                explain_after(matrix, runtime, store, progress, engines.by_host,
+                                          outcome.results)
             prefetch.join()   # the reporters were imported while the cells ran
             from harness.report import ConsoleReporter, Report, write_all
 
@@ -160,6 +169,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"{note}: run longer (--iterations) or --resume; exit {EXIT_UNDECIDED}"
               if not report.findings else note)
     return exit_code(report)
+
+
+def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
+                  by_host: dict[str, Runtime] | None, results: dict[str, CellResult]
+                  ) -> list[str]:
+    """`--explain`: each row's first bad cell and its last good cell, run again with
+    attribution once the sweep is done; the cells explained."""
+    from harness.answers.explain import pairs
+    from harness.cli.explain import explain_cells
+    from harness.orchestrator import Sweep
+
+    todo = pairs(results)
+    if not todo:
+        progress("explain: no row has a bad cell; nothing to explain")
+        return []
+    explain_cells(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
+                  store.root)
+    return [p.cell for p in todo]
 
 
 def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:

@@ -55,7 +55,36 @@ class ConsoleReporter(Reporter):
                     out.write(f"  {what}: {good} -> {bad}\n")
                 if len(row.diff) > 15:
                     out.write(f"  ... {len(row.diff) - 15} more differences in report.md\n")
+            for _, _, cid in row.cells:
+                found = self.report.where_lines(cid)
+                if found and self.report.explained[cid].role != "last good":
+                    out.write(f"\nwhere, {cid} ({self.report.explained[cid].role}):\n")
+                    for text in found[:12]:
+                        out.write(f"  {text}\n")
 
+
+    def render_where(self, out: TextIO, cells: list[str]) -> None:
+        """`harness explain`'s answer: per explained cell, the diff with its paired cell
+        (else what its own run showed), the notes, and what the paired run showed."""
+        r = self.report
+        for cid in cells:
+            ex = r.explained.get(cid)
+            if ex is None:
+                out.write(f"{cid}: not explained (its attributed run failed)\n\n")
+                continue
+            res = r.results.get(cid)
+            head = f"{cid}: {res.verdict} ({res.reason})" if res is not None else cid
+            out.write(f"{head}\n  where ({ex.role}"
+                      + (f", against {ex.paired}" if ex.paired else "")
+                      + f"; {ex.calls} calls with --attribute {','.join(ex.kinds)}):\n")
+            for text in r.where_lines(cid):
+                out.write(f"  {text}\n")
+            paired = r.explained.get(ex.paired) if ex.paired else None
+            if paired is not None:
+                out.write(f"  {paired.cell} ({paired.role}), its own run:\n")
+                for text in (*paired.summary, *paired.notes):
+                    out.write(f"    {text}\n")
+            out.write("\n")
 
     def _fitted(self, out: TextIO, width: int, colour: bool) -> None:
         from rich import box
@@ -108,3 +137,4 @@ def _paint(text: str) -> str:
     word = text.split(" ", 1)[0].rstrip(":")
     code = COLOURS.get(word)
     return f"\x1b[{code}m{text}\x1b[0m" if code else text
+

@@ -49,6 +49,8 @@ class CellView:
     note: str = ""
     links: list[tuple[str, str]] = field(default_factory=list)   # (text, relative href)
     vs: str = ""                    # step time against the row's baseline, as far as known
+    where: list[str] = field(default_factory=list)   # `harness explain`: sites, diffed
+    where_head: str = ""
 
     @property
     def sort_key(self) -> str:
@@ -178,6 +180,11 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
     view = CellView(cid, res.image.label, res.verdict, res.reason,
                     cell_numbers(res), role, traceback=err.traceback if err else "",
                     problems=list(res.problems))
+    view.where = report.where_lines(cid)
+    if view.where:
+        ex = report.explained[cid]
+        view.where_head = (f"where ({ex.role}" + (f", against {ex.paired}" if ex.paired else "")
+                           + f"; {ex.calls} calls with attribution)")
     vs = res.vs_baseline
     if vs is not None and (vs.confirmation is not None or vs.steps is not None):
         view.vs = f"step time vs {vs.baseline}: {steps_vs_baseline(vs)}"
@@ -187,7 +194,7 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
         return view
     if report.root is not None:
         for text, name in (("samples", "samples.jsonl"), ("log", "agent.log"),
-                           ("result", "result.json")):
+                           ("result", "result.json"), ("where", "where.json")):
             if (report.root / "cells" / cid / name).is_file():
                 view.links.append((text, f"cells/{cid}/{name}"))
     scales = scales or RowScales()

@@ -245,5 +245,12 @@ class IssueReporter:
                       "first bad |\n|---|---|---|\n")
             for what, a, b in row.diff:
                 out.write(f"| {md(what)} | {md(a)} | {md(b)} |\n")
+        found = r.where_lines(bad.id)
+        if found:
+            ex = r.explained[bad.id]
+            out.write(f"\n## Where\n\nBoth cells run again with attribution ({', '.join(ex.kinds)}"
+                      f"; {ex.calls} calls; these runs decide nothing):\n\n")
+            for text in found:
+                out.write(f"- {md(text)}\n")
         out.write(f"\nMeasured with harness; cell ids {good.id if good else '-'} and "
                   f"{bad.id}.\n")

@@ -52,6 +52,15 @@ class MarkdownReporter(Reporter):
                     for what, good, badv in pips:
                         out.write(f"| {md(what[4:])} | {md(good)} | {md(badv)} |\n")
                     out.write("\n</details>\n")
+            for _, _, cid in row.cells:
+                found = r.where_lines(cid)
+                if found:
+                    ex = r.explained[cid]
+                    paired = f", against {md(ex.paired)}" if ex.paired else ""
+                    out.write(f"\n**Where** ({md(cid)}, {md(ex.role)}{paired}; "
+                              f"`harness explain`, {ex.calls} calls with attribution):\n\n")
+                    for text in found:
+                        out.write(f"- {md(text)}\n")
             out.write("\n| cell | verdict | why |\n|---|---|---|\n")
             for _, verdict, cid in row.cells:
                 res = r.results.get(cid)   # None: not run or unreadable (a partial report)

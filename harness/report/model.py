@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.analysis.kinds import BAD, UNDECIDED
+from harness.answers.explain import Explanation, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode
@@ -31,6 +32,8 @@ class Report:
     series: SeriesCache = field(default_factory=lambda: SeriesCache(None), compare=False)
     planned: tuple[Planned, ...] = ()           # the sweep's plan, where it was kept
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
+    # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
+    explained: dict[str, Explanation] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -49,7 +52,16 @@ class Report:
         images = sorted(order, key=order.__getitem__)
         gone = dict(unreadable or {})
         return cls(name, images, answer_rows(results, planned, gone), dict(results),
-                   dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone)
+                   dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
+                   load_explanations(root) if root is not None else {})
+
+    def where_lines(self, cell_id: str) -> list[str]:
+        """What `harness explain` found for the cell: the diff with its paired cell (the
+        answer; else what its own run showed), then the notes; empty when not explained."""
+        ex = self.explained.get(cell_id)
+        if ex is None:
+            return []
+        return [*(ex.diff or ex.summary), *ex.notes]
 
     @property
     def missing_cells(self) -> list[str]:

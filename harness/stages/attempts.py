@@ -18,6 +18,7 @@ from harness.matrixfile.model import Cell
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
+from harness.result.codec import JSON, as_json
 from harness.result.model import Attempt
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
 from harness.stages.context import CellRun, Context, cell_outdir
@@ -31,6 +32,10 @@ class Ran:
     series: Series
     watched: Watched | None
     run_s: float
+
+    def where(self) -> JSON:
+        """The agent's where record (`--attribute`), as JSON; None without one."""
+        return as_json(self.series.where) if self.series.where is not None else None
 
 
 def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,

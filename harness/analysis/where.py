@@ -1,0 +1,314 @@
+"""Where a cell's memory and time went: the agent's "where" record (`--attribute`),
+ranked per call and diffed between the last good and the first bad cell of a row.
+
+Sites are matched across versions by the scenario's own innermost frame (its file's
+name and line: the scenario is the same on both sides) and the innermost library
+function below it, never by a library's line numbers, which move between releases.
+Pure: no I/O but reading a scenario's source line where a `Source` is given.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+Frame = tuple[str, int, str]               # file, line, function; innermost first
+Source = Callable[[str, int], str | None]  # (file's base name, line) -> the line's text
+KINDS = ("heap", "stack", "ops", "device", "native")
+MEMORY_PARTS = ("heap", "device", "native")
+TOP = 5                                    # sites a summary names per part
+
+
+@dataclass(frozen=True)
+class Site:
+    """One allocation site (bytes and blocks grown over the run) or one sampled stack
+    (samples in the early and late windows)."""
+
+    frames: tuple[Frame, ...]
+    size: int = 0
+    count: int = 0
+    early: int = 0
+    late: int = 0
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """One framework op: mean µs per call in the early and late windows."""
+
+    name: str
+    op: str
+    early_us: float
+    late_us: float
+
+
+@dataclass(frozen=True)
+class Where:
+    """A parsed where record; `problems` lists what was malformed and left out."""
+
+    calls: int
+    kinds: tuple[str, ...] = ()
+    sites: dict[str, tuple[Site, ...]] = field(default_factory=dict)   # heap/device/native
+    totals: dict[str, int] = field(default_factory=dict)   # part -> bytes grown in all
+    stack: tuple[Site, ...] = ()
+    stack_samples: tuple[int, int] = (0, 0)               # early, late
+    ops: tuple[OpTime, ...] = ()
+    ops_source: str | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+def _frames(raw: object) -> tuple[Frame, ...] | None:
+    if not isinstance(raw, list):
+        return None
+    out: list[Frame] = []
+    for fr in raw:
+        if (not isinstance(fr, list) or len(fr) != 3 or not isinstance(fr[0], str)
+                or not isinstance(fr[1], int) or not isinstance(fr[2], (str, type(None)))):
+            return None
+        out.append((fr[0], fr[1], fr[2] or "?"))
+    return tuple(out)
+
+
+def _int(d: Mapping[str, object], key: str) -> int:
+    v = d.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _num(d: Mapping[str, object], key: str) -> float:
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _sites(part: object, what: str, problems: list[str]) -> tuple[Site, ...]:
+    raw = part.get("sites") if isinstance(part, dict) else None
+    if not isinstance(raw, list):
+        return ()
+    out: list[Site] = []
+    for s in raw:
+        frames = _frames(s.get("frames")) if isinstance(s, dict) else None
+        if frames is None or not isinstance(s, dict):
+            problems.append(f"{what}: a site without [file, line, function] frames; left out")
+            continue
+        out.append(Site(frames, _int(s, "size"), _int(s, "count"), _int(s, "early"),
+                        _int(s, "late")))
+    return tuple(out)
+
+
+def parse_where(record: Mapping[str, object]) -> Where:
+    """The typed form of a where record; what does not fit is a problem, never raised."""
+    problems: list[str] = []
+    raw_kinds = record.get("kinds")
+    kinds = tuple(k for k in raw_kinds if isinstance(k, str)) if isinstance(
+        raw_kinds, list) else ()
+    sites: dict[str, tuple[Site, ...]] = {}
+    totals: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    raw_errors = record.get("errors")
+    if isinstance(raw_errors, dict):
+        errors = {str(k): str(v) for k, v in raw_errors.items()}
+    for part in MEMORY_PARTS:
+        got = record.get(part)
+        if not isinstance(got, dict):
+            continue
+        if isinstance(got.get("unavailable"), str):
+            errors.setdefault(part, str(got["unavailable"]))
+            continue
+        sites[part] = _sites(got, part, problems)
+        if part == "heap":
+            totals[part] = _int(got, "traced_end") - _int(got, "traced_start")
+        else:
+            totals[part] = _int(got, "total")
+    stack = record.get("stack")
+    stack_sites: tuple[Site, ...] = ()
+    samples = (0, 0)
+    if isinstance(stack, dict):
+        stack_sites = _sites(stack, "stack", problems)
+        windows = stack.get("windows")
+        if isinstance(windows, dict):
+            early, late = windows.get("early"), windows.get("late")
+            samples = (_int(early, "samples") if isinstance(early, dict) else 0,
+                       _int(late, "samples") if isinstance(late, dict) else 0)
+    ops: list[OpTime] = []
+    source = None
+    raw_ops = record.get("ops")
+    if isinstance(raw_ops, dict):
+        source = str(raw_ops.get("source") or "") or None
+        listed = raw_ops.get("ops")
+        for o in listed if isinstance(listed, list) else []:
+            if not isinstance(o, dict) or not isinstance(o.get("name"), str):
+                problems.append("ops: an op without a name; left out")
+                continue
+            ops.append(OpTime(o["name"], str(o.get("op") or ""), _num(o, "early_us"),
+                              _num(o, "late_us")))
+    return Where(_int(record, "calls"), kinds, sites, totals, stack_sites, samples,
+                 tuple(ops), source, errors, tuple(problems))
+
+
+# ---------------------------------------------------------------- naming sites
+def library(path: str) -> str:
+    """The package a file belongs to ("multidict", "torch"), else the file's name."""
+    parts = path.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            i = parts.index(marker)
+            if i + 1 < len(parts):
+                return re.sub(r"\.py$", "", parts[i + 1])
+    return os.path.basename(path)
+
+
+def site_key(frames: Sequence[Frame], scenario: str) -> str:
+    """What matches a site across versions: the scenario's innermost frame (file name,
+    line, function) and the innermost library function below it, if any."""
+    own = next((f for f in frames if os.path.basename(f[0]) == scenario), None)
+    if own is None:
+        own = frames[-1] if frames else ("?", 0, "?")
+    key = f"{os.path.basename(own[0])}:{own[1]} {own[2]}"
+    if frames and frames[0] is not own:
+        key += f" -> {library(frames[0][0])} {frames[0][2]}"
+    return key
+
+
+def _label(key: str, source: Source | None) -> str:
+    """The key with the scenario line's text: "x.py:19 step (md.pop(k)) -> multidict"."""
+    if source is None:
+        return key
+    m = re.match(r"([^:]+):(\d+) (\S+)(.*)", key)
+    if not m:
+        return key
+    text = source(m.group(1), int(m.group(2)))
+    return f"{m.group(1)}:{m.group(2)} {m.group(3)}" + (f" ({text.strip()})" if text else "") \
+        + m.group(4)
+
+
+def _rates(sites: Sequence[Site], calls: int, scenario: str) -> dict[str, float]:
+    """Site key -> bytes per call (sites with the same key added up)."""
+    out: dict[str, float] = {}
+    for s in sites:
+        k = site_key(s.frames, scenario)
+        out[k] = out.get(k, 0.0) + s.size / max(calls, 1)
+    return out
+
+
+def kib(rate: float) -> str:
+    return f"{rate / 1024:+.1f} KiB/call"
+
+
+# ---------------------------------------------------------------- one cell in words
+PART_NAMES = {"heap": "Python's allocator", "device": "device (PyTorch's CUDA allocator)",
+              "native": "native (memray)"}
+
+
+MIN_RATE = 51.2          # bytes/call a site must grow to be named (+0.1 KiB/call shown)
+# Parts that do not apply to a scenario (no torch imported) are not news.
+NOT_NEWS = re.compile(r"not imported|no torch|no TensorFlow|no framework", re.IGNORECASE)
+
+
+def summary(w: Where, scenario: str, source: Source | None = None, top: int = TOP
+            ) -> list[str]:
+    """What one attributed run shows, a line each: the largest sites per call of each
+    memory part, where the late steps' time went, the ops that grew."""
+    lines: list[str] = []
+    for part in MEMORY_PARTS:
+        if part not in w.sites:
+            continue
+        rates = sorted(_rates(w.sites[part], w.calls, scenario).items(), key=lambda kv: -kv[1])
+        shown = [(k, r) for k, r in rates if r >= MIN_RATE][:top]
+        for k, r in shown:
+            lines.append(f"{part}: {kib(r)} at {_label(k, source)}")
+        if not shown:
+            lines.append(f"{part}: no site grew over {w.calls} calls")
+    lines += _stack_lines(w, scenario, source, top)
+    lines += _ops_lines(w, top)
+    return lines
+
+
+def notes(w: Where, heap_rate: float | None = None) -> list[str]:
+    """How much of the heap's growth (`heap_rate`, bytes/call, from the sweep's own run)
+    Python's allocator saw, the rest native; and the parts that could not be taken."""
+    lines: list[str] = []
+    if "heap" in w.totals and heap_rate is not None and heap_rate >= MIN_RATE:
+        seen = max(w.totals["heap"] / max(w.calls, 1), 0.0)
+        rest = heap_rate - seen
+        lines.append(f"heap: Python's allocator saw {kib(seen)} of the heap's {kib(heap_rate)}"
+                     + (f"; the rest, {kib(rest)}, is native, not seen by Python's allocator"
+                        if rest > 0.1 * heap_rate else ""))
+    for part, why in w.errors.items():
+        if part in w.kinds and not NOT_NEWS.search(why):
+            lines.append(f"{part}: not attributed: {why}")
+    return lines
+
+
+def shares(w: Where, scenario: str) -> dict[str, tuple[float, float]]:
+    """Stack key -> (share of early samples, share of late samples)."""
+    early_n, late_n = (max(n, 1) for n in w.stack_samples)
+    out: dict[str, tuple[float, float]] = {}
+    for s in w.stack:
+        k = site_key(s.frames, scenario)
+        e, l_ = out.get(k, (0.0, 0.0))
+        out[k] = (e + s.early / early_n, l_ + s.late / late_n)
+    return out
+
+
+def _stack_lines(w: Where, scenario: str, source: Source | None, top: int) -> list[str]:
+    if not w.stack:
+        return []
+    rows = sorted(shares(w, scenario).items(), key=lambda kv: -kv[1][1])[:top]
+    return [f"time: {late:.0%} of late samples (early {early:.0%}) in {_label(k, source)}"
+            for k, (early, late) in rows if late >= 0.05 or early >= 0.05]
+
+
+def _ops_lines(w: Where, top: int) -> list[str]:
+    rows = sorted(w.ops, key=lambda o: -(o.late_us - o.early_us))[:top]
+    return [f"op {_op_name(o)}: {_ms(o.early_us)} early, {_ms(o.late_us)} late"
+            for o in rows if o.late_us > 0]
+
+
+def _op_name(o: OpTime) -> str:
+    return f"{o.name} ({o.op})" if o.op and o.op != o.name else o.name
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.2f} ms/call" if us >= 100 else f"{us:.0f} µs/call"
+
+
+# ---------------------------------------------------------------- good vs bad
+def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_label: str,
+         source: Source | None = None, top: int = TOP) -> list[str]:
+    """The answer: the bad cell's sites matched with the good one's."""
+    lines: list[str] = []
+    for part in MEMORY_PARTS:
+        if part not in bad.sites:
+            continue
+        b = _rates(bad.sites[part], bad.calls, scenario)
+        g = _rates(good.sites.get(part, ()), good.calls, scenario) if good is not None else {}
+        ranked = sorted(b.items(), key=lambda kv: -(kv[1] - g.get(kv[0], 0.0)))
+        for k, rate in ranked[:top]:
+            before = g.get(k, 0.0)
+            if rate - before < MIN_RATE:
+                continue
+            was = ("0" if before < MIN_RATE else kib(before)) if good is not None else "not run"
+            lines.append(f"{part}: {kib(rate)} at {_label(k, source)} in {bad_label}; "
+                         f"{was} in {good_label}")
+    if bad.stack:
+        b_sh = shares(bad, scenario)
+        g_sh = shares(good, scenario) if good is not None and good.stack else {}
+        ranked_t = sorted(b_sh.items(), key=lambda kv: -(kv[1][1] - g_sh.get(kv[0], (0, 0))[1]))
+        for k, (early, late) in ranked_t[:top]:
+            before = g_sh.get(k, (0.0, 0.0))[1]
+            if late - before < 0.05 and late - early < 0.05:
+                continue
+            lines.append(f"time: {late:.0%} of late samples in {_label(k, source)} in "
+                         f"{bad_label} (early {early:.0%}); {before:.0%} in {good_label}")
+    if bad.ops:
+        g_ops = {o.name: o for o in good.ops} if good is not None else {}
+        grown = sorted(bad.ops, key=lambda o: -(o.late_us - g_ops[o.name].late_us
+                                                if o.name in g_ops else o.late_us))
+        for o in grown[:top]:
+            prev = g_ops.get(o.name)
+            rising = " and rising" if o.late_us > 1.5 * max(o.early_us, 1e-9) else ""
+            lines.append(f"op {_op_name(o)}: "
+                         + (f"{_ms(prev.late_us)} in {good_label}, " if prev is not None else "")
+                         + f"{_ms(o.late_us)}{rising} in {bad_label}")
+    return lines

@@ -1,0 +1,212 @@
+"""`harness explain`: where the first bad cell of a row leaks or slows, against its last
+good cell. Another plan over the sweep's stages: each of the two cells is run again
+through `stages.attempts.execute` with the agent's `--attribute` (the kinds its verdict
+calls for), into `explain/<cell>/` of the results directory; the where records are
+ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`. The
+sweep's verdicts are never taken from these runs: attribution slows a run (tracemalloc
+by 20-120x on allocation-heavy steps, benchmarks/attribution_overhead.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.analysis.kinds import BAD
+from harness.analysis.where import Where, diff, notes, parse_where, summary
+from harness.answers.search import answer_rows
+from harness.matrixfile.model import Cell
+from harness.result.codec import JSON
+from harness.result.model import CellResult
+from harness.stages.attempts import execute
+from harness.stages.context import Context
+from harness.store.results import load_json
+
+EXPLAIN_DIR = "explain"
+WHERE_FILE = "where.json"
+MEMORY = ("heap", "device", "native")
+TIME = ("stack", "ops")
+KINDS_FOR: Mapping[str, tuple[str, ...]] = {
+    "leak": MEMORY, "plateau": MEMORY, "oom": MEMORY,
+    "slowdown": TIME, "regression": ("stack", "ops", "heap")}
+OTHER = ("heap", "device", "native", "stack")
+# tracemalloc makes an allocating step 20-120x slower: memory is attributed over fewer
+# calls (bytes per call need no long run), time over the cell's own length.
+MEMORY_CALLS = 300
+TIMEOUT_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A cell to explain and the cell it is matched with (its row's last good one)."""
+
+    cell: str
+    good: str | None
+    row: str
+
+
+def pairs(results: Mapping[str, CellResult], only: str | None = None) -> list[Pair]:
+    """The first bad cell of each row with its last good cell (never across a missing or
+    undecided one: `answers.search`), or the one cell `only` names (paired with its row's
+    last good cell where it is that row's first bad)."""
+    out: list[Pair] = []
+    for row in answer_rows(results):
+        ids = {label: cid for label, _, cid in row.cells}
+        bad = ids.get(row.first_bad) if row.first_bad else None
+        good = ids.get(row.last_good) if row.last_good else None
+        if only is not None:
+            if only in ids.values():
+                return [Pair(only, good if only == bad else None, row.row)]
+            continue
+        if bad is not None:
+            out.append(Pair(bad, good, row.row))
+    return out
+
+
+def kinds_for(result: CellResult) -> tuple[str, ...]:
+    return KINDS_FOR.get(str(result.verdict), OTHER)
+
+
+def attributed(cell: Cell, kinds: Sequence[str]) -> Cell:
+    """The cell as an attribution run: fixed length (no early stop, no re-runs), shorter
+    and with a longer deadline where tracemalloc slows it."""
+    s = cell.settings
+    calls = s.agent_iterations
+    timeout = s.timeout
+    if "heap" in kinds:
+        calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
+    short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
+                                timeout=timeout)
+    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+
+
+def source_of(cell: Cell) -> Callable[[str, int], str | None]:
+    """The scenario's line text by (file name, line), from this machine's copy."""
+    script = cell.scenario.script
+
+    def line(name: str, number: int) -> str | None:
+        if name != script.name:
+            return None
+        return linecache.getline(str(script), number).strip() or None
+
+    return line
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """cells/<id>/where.json: what one attributed run showed, and its diff with the
+    paired cell (on the first bad side)."""
+
+    cell: str
+    role: str                      # "first bad", "last good" or "cell"
+    paired: str | None
+    kinds: tuple[str, ...]
+    calls: int
+    summary: tuple[str, ...]
+    diff: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    errors: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    record: Mapping[str, JSON] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"cell": self.cell, "role": self.role, "paired": self.paired,
+                "kinds": list(self.kinds), "calls": self.calls,
+                "summary": list(self.summary), "diff": list(self.diff),
+                "notes": list(self.notes),
+                "errors": dict(self.errors), "record": dict(self.record)}
+
+    @classmethod
+    def from_json(cls, data: object) -> Explanation | None:
+        """None where the file is not one (an older or damaged where.json)."""
+        if not isinstance(data, dict) or not isinstance(data.get("cell"), str):
+            return None
+
+        def strings(key: str) -> tuple[str, ...]:
+            v = data.get(key)
+            return tuple(str(x) for x in v) if isinstance(v, list) else ()
+
+        errors = data.get("errors")
+        calls = data.get("calls")
+        paired = data.get("paired")
+        return cls(str(data["cell"]), str(data.get("role") or "cell"),
+                   paired if isinstance(paired, str) else None, strings("kinds"),
+                   calls if isinstance(calls, int) else 0, strings("summary"),
+                   strings("diff"), strings("notes"),
+                   {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict)
+                   else {})
+
+
+class AttributionFailed(Exception):
+    """The attributed run gave no where record (it crashed, or the image's agent is old)."""
+
+
+def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
+                   ) -> tuple[Where, dict[str, JSON]]:
+    """Run the cell once with `--attribute KINDS` and parse its where record."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    for old in outdir.iterdir():
+        if old.is_file():
+            old.unlink()
+    ran = execute(ctx, cell, ctx.image(cell), outdir, attribute=tuple(kinds))
+    record = ran.where()
+    if not isinstance(record, dict):
+        why = ran.ended.error or ("timed out" if ran.ended.timed_out
+                                  else f"exit {ran.ended.exit_code}")
+        raise AttributionFailed(f"{cell.id}: the attributed run left no where record ({why}; "
+                                f"see {outdir / 'agent.log'})")
+    return parse_where(record), record
+
+
+def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
+            todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
+    """Run each pair's cells with attribution and write their where.json; returns them
+    by cell id. A pair whose run fails is said and skipped; the others go on."""
+    out: dict[str, Explanation] = {}
+    for pair in todo:
+        bad_res = results[pair.cell]
+        kinds = kinds_for(bad_res)
+        runs: dict[str, tuple[Where, dict[str, JSON]]] = {}
+        for cid in (pair.cell, pair.good):
+            if cid is None or ctx.cancel.is_set():
+                continue
+            cell = attributed(cells[cid], kinds)
+            ctx.progress(f"explain {cid}: running with --attribute {','.join(kinds)} "
+                         f"({cell.settings.iterations} calls)")
+            try:
+                runs[cid] = run_attributed(ctx, cell, kinds, root / EXPLAIN_DIR / cid)
+            except AttributionFailed as exc:
+                ctx.progress(f"explain: {exc}")
+        if pair.cell not in runs:
+            continue
+        cell = cells[pair.cell]
+        scenario, source = cell.scenario.script.name, source_of(cell)
+        good_where = runs[pair.good][0] if pair.good in runs else None
+        for cid, (w, record) in runs.items():
+            res = results[cid]
+            heap = res.memory.get("heap")
+            lines = summary(w, scenario, source)
+            said = notes(w, heap.slope if heap is not None else None)
+            is_bad = cid == pair.cell
+            found = (diff(good_where, w, scenario, results[pair.good].image.label
+                          if pair.good else "the last good image", res.image.label, source)
+                     if is_bad and (good_where is not None or pair.good is None) else [])
+            role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
+                    else "last good" if not is_bad else "cell")
+            ex = Explanation(cid, role, pair.good if is_bad else pair.cell, w.kinds, w.calls,
+                             tuple(lines), tuple(found), tuple(said), dict(w.errors), record)
+            ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
+            out[cid] = ex
+    return out
+
+
+def load_explanations(root: Path) -> dict[str, Explanation]:
+    """Every cells/<id>/where.json of a results directory that reads as one."""
+    out: dict[str, Explanation] = {}
+    for path in sorted(root.glob(f"cells/*/{WHERE_FILE}")):
+        ex = Explanation.from_json(load_json(path))
+        if ex is not None:
+            out[ex.cell] = ex
+    return out

@@ -1,0 +1,141 @@
+"""`harness explain DIR [CELL]`: where the first bad cell of each row leaks or slows,
+against its last good cell (both run again with attribution; cells/<id>/where.json)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cli import interruptible, printer
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, InputError
+from harness.matrixfile.model import RUNTIMES
+
+if TYPE_CHECKING:
+    from harness.answers.explain import Explanation, Pair
+    from harness.matrixfile.model import Matrix
+    from harness.orchestrator import Sweep
+    from harness.result.model import CellResult
+
+EPILOG = """examples:
+  harness explain reports/multidict-pop/20261123-080000     every row's first bad vs last good
+  harness explain DIR multidict-6.5.1.cpu.multidict_pop     one cell (with its last good)
+  harness sweep examples/multidict.yaml --explain           the sweep, then explain
+
+Each explained cell runs again with the agent's --attribute: memory verdicts with
+tracemalloc (heap), PyTorch's CUDA allocator history (device) and memray (native, where
+the image has it); time verdicts with a stack sampler and per-op times (TensorFlow 1
+step stats, torch.profiler). These runs are slower and decide no verdict. The answer
+goes to cells/<id>/where.json and into report.md, report.html and `--issue`.
+
+exit codes: 0 explained (or nothing to explain), 2 bad input (no such directory or
+cell, no matrix), 3 environment unavailable (no engine; no attributed run succeeded),
+130 interrupted
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "explain", help="where the first bad cell leaks or slows, against the last good one",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
+    p.add_argument("cell", nargs="?", help="only this cell (default: each row's first bad)")
+    p.add_argument("--matrix", type=Path,
+                   help="the sweep's matrix file (default: the one its plan.json names)")
+    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
+    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def matrix_of(root: Path, given: Path | None) -> Path:
+    """The sweep's matrix: `given`, else the file its plan.json names."""
+    from harness.store import load_json
+    from harness.store.results import PLAN_FILE
+
+    if given is not None:
+        if not given.is_file():
+            raise InputError(f"--matrix {given}: no such file")
+        return given
+    plan = load_json(root / PLAN_FILE)
+    named = plan.get("matrix") if isinstance(plan, dict) else None
+    if not isinstance(named, str) or not named:
+        raise InputError(f"{root}: its plan.json names no matrix file; pass --matrix FILE "
+                         "(the matrix the sweep ran)")
+    if not Path(named).is_file():
+        raise InputError(f"{root}: the sweep's matrix {named} is not there (paths are from "
+                         "where the sweep ran); pass --matrix FILE")
+    return Path(named)
+
+
+def chosen(results: dict[str, CellResult], cell: str | None) -> list[Pair]:
+    from harness.answers.explain import pairs
+
+    if cell is not None and cell not in results:
+        near = difflib.get_close_matches(cell, list(results), n=1)
+        raise InputError(f"no cell {cell!r} in this directory"
+                         + (f"; did you mean {near[0]!r}?" if near else
+                            "; `harness report DIR` lists them"))
+    return pairs(results, cell)
+
+
+def explain_cells(sweep: Sweep, matrix: Matrix, results: dict[str, CellResult],
+                  todo: list[Pair], root: Path) -> dict[str, Explanation]:
+    """Run the pairs' cells with attribution (the sweep's runtimes and store)."""
+    from harness.answers.explain import explain
+
+    cells = {c.id: c for c in matrix.cells}
+    gone = [cid for p in todo for cid in (p.cell, p.good) if cid and cid not in cells]
+    if gone:
+        raise InputError(f"cell {gone[0]} is not in matrix {matrix.file} (did it change "
+                         "since the sweep?); pass --matrix with the sweep's own")
+    return explain(sweep, results, cells, todo, root)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness import matrixfile
+    from harness.cli.report import newest_run
+    from harness.orchestrator import Sweep
+    from harness.report import ConsoleReporter, Report, read_run, write_all
+    from harness.runtimes import Engines
+    from harness.store import RunStore, load_json
+
+    if not args.dir.is_dir():
+        raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
+    root = newest_run(args.dir)
+    found = read_run(root)
+    todo = chosen(found.results, args.cell)
+    if not todo:
+        print("no row has a bad cell: nothing to explain")
+        return EXIT_OK
+    matrix = matrixfile.load(matrix_of(root, args.matrix))
+    wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
+    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    engines.start([c for c in matrix.cells if c.id in wanted])
+    progress = printer(args.quiet)
+    with interruptible():
+        store = RunStore(root)
+        store.lock()
+        try:
+            sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
+            explained = explain_cells(sweep, matrix, found.results, todo, root)
+            old = load_json(root / "results.json")
+            meta = old.get("meta") if isinstance(old, dict) else None
+            report = Report.from_results(matrix.name, found.results,
+                                         meta if isinstance(meta, dict) else None, root,
+                                         planned=found.planned, unreadable=found.unreadable)
+            if not report.missing_cells:   # a partial report never replaces a whole one
+                write_all(store, report)
+        finally:
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
+    ConsoleReporter.from_results(report).render_where(sys.stdout, [p.cell for p in todo])
+    if not explained:
+        print("harness: no attributed run left a where record; see explain/*/agent.log",
+              file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
