@@ -13,6 +13,20 @@ UNAVAILABLE = "memray is not importable in this image"
 
 STEP_CALLER = "stepper.py"   # the agent's module that calls the scenario's step()
 _AGENT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _step_lines():
+    """The lines of stepper.py that call the scenario's step(state): a stack or an
+    allocation is the scenario's only when the agent's frame above it is one of them
+    (not the agent's own stop-file check or sampler, also in stepper.py)."""
+    try:
+        with open(os.path.join(_AGENT_DIR, STEP_CALLER)) as f:
+            return frozenset(i for i, text in enumerate(f, 1) if text.strip() == "step(state)")
+    except OSError:
+        return frozenset()
+
+
+STEP_LINES = _step_lines()
 _SKIP_BASENAMES = ("threading.py", "tracemalloc.py")
 
 
@@ -63,7 +77,8 @@ def trim(frames):
         if c == 2:
             # Below the stepper's call of step(): the scenario's. Below any other agent
             # frame (its sampler, its JSON writer): the agent's own, not the scenario's.
-            return out if os.path.basename(fr[0]) == STEP_CALLER else []
+            return out if (os.path.basename(fr[0]) == STEP_CALLER
+                           and fr[1] in STEP_LINES) else []
         if c == 0 and len(out) < KEEP_FRAMES:
             out.append([fr[0], fr[1], fr[2]])
     return out

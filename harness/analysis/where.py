@@ -202,7 +202,8 @@ PART_NAMES = {"heap": "Python's allocator", "device": "device (PyTorch's CUDA al
 
 MIN_RATE = 51.2          # bytes/call a site must grow to be named (+0.1 KiB/call shown)
 # Parts that do not apply to a scenario (no torch imported) are not news.
-NOT_NEWS = re.compile(r"not imported|no torch|no TensorFlow|no framework", re.IGNORECASE)
+NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|no framework",
+                      re.IGNORECASE)
 
 
 def summary(w: Where, scenario: str, source: Source | None = None, top: int = TOP

@@ -197,3 +197,24 @@ def test_kinds_parsed_and_unknown_ones_named() -> None:
     where.measure_start(0, lambda: 0)
     rec = where.measure_end(0)
     assert "unknown kind" in rec["errors"]["bogus"] and rec["kinds"] == ["heap"]
+
+
+def test_the_step_call_line_is_found_in_the_stepper() -> None:
+    """attr_frames.STEP_LINES: the stepper's `step(state)` lines, which tell a scenario's
+    stack or allocation from the agent's own (its stop-file check, its sampler)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "harness" / "agent" / "attr_frames.py"
+    spec = importlib.util.spec_from_file_location("attr_frames_probe", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stepper = (path.parent / "stepper.py").read_text().splitlines()
+    assert mod.STEP_LINES and all(stepper[n - 1].strip() == "step(state)"
+                                  for n in mod.STEP_LINES)
+    agent = str(path.parent / "stepper.py")
+    inside = [["/s/x.py", 3, "step"], [agent, min(mod.STEP_LINES), "steps"]]
+    check = [["/usr/lib/python3/genericpath.py", 19, "exists"], [agent, 31, "due"],
+             [agent, 101, "steps"]]
+    assert mod.trim(inside) == [["/s/x.py", 3, "step"]]
+    assert mod.trim(check) == []

@@ -1,0 +1,150 @@
+"""`harness sweep --explain` and `harness explain` end to end, with the real agent on the
+local runtime: two "images" (this interpreter, the second with BAD=1) where the second
+leaks memory allocated at a known line in one scenario and slows in a known function in
+another. The first bad cell's where.json must name that line (bytes per call; the site is
+where the kept memory was allocated) and that function, absent or flat in the good one.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.answers.explain import Explanation, pairs
+from harness.cli import main
+from harness.report import read_run
+
+LEAKY = """
+import os
+
+BAD = os.environ.get("BAD") == "1"
+KEPT = []
+
+
+def setup(params):
+    return {"n": 0}
+
+
+def step(state):
+    state["n"] += 1
+    data = bytearray(4000)       # allocated here, kept below when BAD
+    if BAD:
+        KEPT.append(data)
+"""
+ALLOC_LINE = 13
+SLOW = """
+import os
+
+BAD = os.environ.get("BAD") == "1"
+
+
+def setup(params):
+    return {"n": 0}
+
+
+def step(state):
+    state["n"] += 1
+    fixed()
+    growing(state["n"] if BAD else 1)
+
+
+def fixed():
+    return sum(i * i for i in range(20000))
+
+
+def growing(n):
+    total = 0
+    for i in range(100 + 150 * n):
+        total += i * i
+    return total
+"""
+
+
+def interpreter(tmp: Path, name: str, bad: bool) -> Path:
+    path = tmp / name
+    path.write_text(f"#!/bin/sh\nBAD={1 if bad else 0} exec {sys.executable} \"$@\"\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("explain")
+    (tmp / "leaky.py").write_text(textwrap.dedent(LEAKY).lstrip())
+    (tmp / "slow.py").write_text(textwrap.dedent(SLOW).lstrip())
+    assert (tmp / "leaky.py").read_text().splitlines()[ALLOC_LINE - 1].strip().startswith(
+        "data = bytearray(4000)")
+    good, bad = interpreter(tmp, "py-good", False), interpreter(tmp, "py-bad", True)
+    matrix = tmp / "m.yaml"
+    matrix.write_text(
+        "name: explain-e2e\nruntime: local\n"
+        "defaults: {iterations: 300, warmup: 10, sample_every: 10, timeout: 2m}\n"
+        f"matrix:\n  image:\n    - {{name: good, python: {good}}}\n"
+        f"    - {{name: bad, python: {bad}}}\n  scenario:\n    - leaky.py\n"
+        "    - slow.py\n")
+    code = main(["sweep", str(matrix), "--explain", "-q", "--out", str(tmp / "reports")])
+    assert code == 1, "the bad image leaks: exit 1"
+    [run] = list((tmp / "reports" / "explain-e2e").iterdir())
+    return run
+
+
+def where(run: Path, image: str, scenario: str = "leaky") -> Explanation:
+    ex = Explanation.from_json(json.loads(
+        (run / "cells" / f"{image}.cpu.{scenario}" / "where.json").read_text()))
+    assert ex is not None
+    return ex
+
+
+def test_the_bad_cells_leaking_line_is_named_per_call_and_absent_in_the_good_one(
+        explained: Path) -> None:
+    bad = where(explained, "bad")
+    assert bad.role == "first bad" and bad.paired == "good.cpu.leaky"
+    assert "heap" in bad.kinds
+    [line] = [d for d in bad.diff if d.startswith("heap:")]
+    assert f"leaky.py:{ALLOC_LINE} step (data = bytearray(4000)" in line, line
+    assert line.endswith("in bad; 0 in good"), line
+    rate = float(line.split(" KiB/call")[0].split("+")[1])
+    assert 3.8 <= rate <= 4.2, line          # bytearray(4000) per call
+    assert any("Python's allocator saw" in n for n in bad.notes)
+    good = where(explained, "good")
+    assert good.role == "last good" and good.summary == ("heap: no site grew over 300 calls",)
+
+
+def test_the_reports_show_where(explained: Path) -> None:
+    md = (explained / "report.md").read_text()
+    assert "**Where** (bad.cpu.leaky, first bad" in md and f"leaky.py:{ALLOC_LINE}" in md
+    html = (explained / "report.html").read_text()
+    assert 'class="where"' in html and f"leaky.py:{ALLOC_LINE}" in html
+    assert main(["report", str(explained), "--issue", "cpu.leaky"]) == 0
+    issue = (explained / "issue-cpu.leaky.md").read_text()
+    assert "## Where" in issue and f"leaky.py:{ALLOC_LINE}" in issue
+
+
+def test_a_slowdown_is_explained_by_the_function_that_took_the_late_time(
+        explained: Path) -> None:
+    bad = where(explained, "bad", "slow")
+    assert set(bad.kinds) >= {"stack"}, bad.kinds
+    top = next(d for d in bad.diff if d.startswith("time:"))
+    assert "slow.py:" in top and " growing " in top and top.endswith("in good"), bad.diff
+    share = int(top.split("time: ")[1].split("%")[0])
+    assert share >= 60, top
+
+
+def test_explain_one_cell_again(explained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = read_run(explained)
+    assert sorted(p.cell for p in pairs(run.results)) == ["bad.cpu.leaky", "bad.cpu.slow"]
+    code = main(["explain", str(explained), "bad.cpu.leaky", "-q"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("bad.cpu.leaky: leak") and f"leaky.py:{ALLOC_LINE}" in out
+
+
+def test_bad_input_is_named(explained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(explained), "bad.cpu.leakyy"]) == 2
+    assert "did you mean 'bad.cpu.leaky'" in capsys.readouterr().err
+    assert main(["explain", str(explained / "nope")]) == 2

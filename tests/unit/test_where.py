@@ -1,0 +1,105 @@
+"""analysis.where: where records ranked per call and matched between the last good and
+the first bad cell by the scenario's own line (a library's line numbers move between
+releases), in words a reader can act on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.analysis.where import diff, notes, parse_where, shares, site_key, summary
+
+SCEN = "multidict_pop.py"
+OLD_LIB = "/venv-a/lib/python3.11/site-packages/multidict/_multidict_py.py"
+NEW_LIB = "/venv-b/lib/python3.11/site-packages/multidict/_multidict_py.py"
+
+
+def record(calls: int = 100, **parts: Any) -> dict[str, Any]:
+    return {"type": "where", "kinds": list(parts) or ["heap"], "calls": calls, **parts}
+
+
+def heap(*sites: tuple[int, list[list[Any]]], start: int = 0, end: int | None = None
+         ) -> dict[str, Any]:
+    total = sum(size for size, _ in sites)
+    return {"traced_start": start, "traced_end": start + total if end is None else end,
+            "sites": [{"size": size, "count": 1, "frames": frames} for size, frames in sites]}
+
+
+def at(lib: str, lib_line: int) -> list[list[Any]]:
+    return [[lib, lib_line, "pop"], [f"/harness/scenario/{SCEN}", 19, "step"]]
+
+
+def test_a_site_is_matched_across_releases_by_the_scenarios_line_not_the_librarys() -> None:
+    assert site_key(at(OLD_LIB, 120), SCEN) == site_key(at(NEW_LIB, 377), SCEN)
+    assert site_key(at(OLD_LIB, 120), SCEN) == "multidict_pop.py:19 step -> multidict pop"
+    other = [[OLD_LIB, 120, "pop"], [f"/harness/scenario/{SCEN}", 21, "step"]]
+    assert site_key(other, SCEN) != site_key(at(OLD_LIB, 120), SCEN)
+
+
+def test_the_diff_names_the_bad_site_per_call_and_its_absence_in_the_good_cell() -> None:
+    good = parse_where(record(heap=heap((20, at(OLD_LIB, 120)))))
+    bad = parse_where(record(heap=heap((600_000, at(NEW_LIB, 377)), (30, at(NEW_LIB, 12)))))
+    lines = diff(good, bad, SCEN, "6.4.4", "6.5.1",
+                 source=lambda name, line: "md.pop(k)" if (name, line) == (SCEN, 19) else None)
+    assert lines == ["heap: +5.9 KiB/call at multidict_pop.py:19 step (md.pop(k)) -> multidict "
+                     "pop in 6.5.1; 0 in 6.4.4"]
+
+
+def test_a_site_that_grows_in_both_cells_says_so() -> None:
+    good = parse_where(record(heap=heap((300_000, at(OLD_LIB, 1)))))
+    bad = parse_where(record(heap=heap((900_000, at(NEW_LIB, 2)))))
+    [line] = diff(good, bad, SCEN, "a", "b")
+    assert line.endswith("in b; +2.9 KiB/call in a"), line
+
+
+def test_notes_split_the_heaps_growth_into_python_seen_and_native() -> None:
+    w = parse_where(record(heap=heap((100 * 1024, at(NEW_LIB, 2)))))
+    [line] = notes(w, heap_rate=4 * 1024.0)
+    assert line == ("heap: Python's allocator saw +1.0 KiB/call of the heap's +4.0 KiB/call; "
+                    "the rest, +3.0 KiB/call, is native, not seen by Python's allocator")
+    [whole] = notes(w, heap_rate=1024.0)
+    assert "native" not in whole
+
+
+def test_parts_that_could_not_be_taken_are_said_unless_they_do_not_apply() -> None:
+    w = parse_where({"type": "where", "kinds": ["heap", "device", "native"], "calls": 10,
+                     "native": {"unavailable": "memray is not importable in this image"},
+                     "errors": {"device": "RuntimeError: torch is not imported by the "
+                                          "scenario"}})
+    assert notes(w) == ["native: not attributed: memray is not importable in this image"]
+
+
+def test_stack_shares_and_the_function_that_took_the_late_time() -> None:
+    slow = [["/s/x.py", 7, "growing_work"], [f"/harness/scenario/{SCEN}", 30, "step"]]
+    fast = [["/s/x.py", 3, "fixed_work"], [f"/harness/scenario/{SCEN}", 29, "step"]]
+    stack = {"hz": 200, "windows": {"early": {"samples": 100}, "late": {"samples": 100}},
+             "sites": [{"frames": slow, "early": 20, "late": 90},
+                       {"frames": fast, "early": 80, "late": 10}]}
+    bad = parse_where(record(stack=stack))
+    got = shares(bad, SCEN)
+    assert got["multidict_pop.py:30 step -> x.py growing_work"] == (0.2, 0.9)
+    lines = diff(None, bad, SCEN, "old", "new")
+    assert lines[0].startswith("time: 90% of late samples in multidict_pop.py:30 step -> x.py "
+                               "growing_work in new (early 20%)"), lines
+
+
+def test_ops_diff_says_which_op_slowed_and_whether_it_still_rises() -> None:
+    def ops(early: float, late: float) -> dict[str, Any]:
+        return {"source": "tf1-step-stats",
+                "ops": [{"name": "spectrum", "op": "RFFT", "early_us": early, "late_us": late},
+                        {"name": "add", "op": "AddV2", "early_us": 5.0, "late_us": 5.0}]}
+
+    good = parse_where(record(ops=ops(200.0, 210.0)))
+    bad = parse_where(record(ops=ops(300.0, 3000.0)))
+    lines = diff(good, bad, SCEN, "1.15.4", "1.15.5")
+    assert lines[0] == ("op spectrum (RFFT): 0.21 ms/call in 1.15.4, 3.00 ms/call and rising "
+                        "in 1.15.5")
+    assert summary(bad, SCEN)[0] == "op spectrum (RFFT): 0.30 ms/call early, 3.00 ms/call late"
+
+
+def test_malformed_parts_are_problems_not_errors() -> None:
+    w = parse_where({"type": "where", "calls": 5, "kinds": ["heap"],
+                     "heap": {"sites": [{"size": 5, "frames": "nope"},
+                                        {"size": 9000, "frames": [["/a.py", 1, "f"]]}]},
+                     "ops": {"ops": [{"op": "x"}]}})
+    assert len(w.problems) == 2
+    assert [s.size for s in w.sites["heap"]] == [9000]
