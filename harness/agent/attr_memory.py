@@ -76,7 +76,7 @@ class DevicePart(object):
     def __init__(self, ctx):
         torch = sys.modules.get("torch")
         if torch is None:
-            if "jax" in sys.modules:
+            if "jax" in sys.modules and "tensorflow" not in sys.modules:
                 raise RuntimeError("JAX device memory is not attributed (only PyTorch's "
                                    "CUDA allocator history is read)")
             raise RuntimeError("torch is not imported by the scenario")

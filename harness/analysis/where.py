@@ -172,6 +172,8 @@ def site_key(frames: Sequence[Frame], scenario: str) -> str:
 
 def _label(key: str, source: Source | None) -> str:
     """The key with the scenario line's text: "x.py:19 step (md.pop(k)) -> multidict"."""
+    if key.startswith("<unknown>:0"):
+        return "no Python frame (allocated by a native thread or at start-up)"
     if source is None:
         return key
     m = re.match(r"([^:]+):(\d+) (\S+)(.*)", key)
@@ -188,6 +190,19 @@ def _rates(sites: Sequence[Site], calls: int, scenario: str) -> dict[str, float]
     for s in sites:
         k = site_key(s.frames, scenario)
         out[k] = out.get(k, 0.0) + s.size / max(calls, 1)
+    return out
+
+
+def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[float, str]]:
+    """Match key -> (bytes per call, the site's key to show). A site with the scenario's
+    own frame is matched by it; one without (a framework's callback thread) by its
+    innermost library function alone: the frames above it move between releases."""
+    out: dict[str, tuple[float, str]] = {}
+    for key, rate in rates.items():
+        own = key.startswith(f"{scenario}:")
+        match = key if own or " -> " not in key else key.split(" -> ", 1)[1]
+        was = out.get(match)
+        out[match] = (rate + (was[0] if was else 0.0), was[1] if was else key)
     return out
 
 
@@ -232,9 +247,15 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
     if "heap" in w.totals and heap_rate is not None and heap_rate >= MIN_RATE:
         seen = max(w.totals["heap"] / max(w.calls, 1), 0.0)
         rest = heap_rate - seen
-        lines.append(f"heap: Python's allocator saw {kib(seen)} of the heap's {kib(heap_rate)}"
-                     + (f"; the rest, {kib(rest)}, is native, not seen by Python's allocator"
-                        if rest > 0.1 * heap_rate else ""))
+        if seen >= heap_rate:
+            lines.append(f"heap: Python's allocator saw {kib(seen)} in the attributed run, as "
+                         f"much as the heap grew in the sweep ({kib(heap_rate)}): none of it "
+                         "is native")
+        else:
+            lines.append(f"heap: Python's allocator saw {kib(seen)} of the heap's "
+                         f"{kib(heap_rate)}"
+                         + (f"; the rest, {kib(rest)}, is native, not seen by Python's "
+                            "allocator" if rest > 0.1 * heap_rate else ""))
     for part, why in w.errors.items():
         if part in w.kinds and not NOT_NEWS.search(why):
             lines.append(f"{part}: not attributed: {why}")
@@ -282,11 +303,12 @@ def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_lab
     for part in MEMORY_PARTS:
         if part not in bad.sites:
             continue
-        b = _rates(bad.sites[part], bad.calls, scenario)
-        g = _rates(good.sites.get(part, ()), good.calls, scenario) if good is not None else {}
-        ranked = sorted(b.items(), key=lambda kv: -(kv[1] - g.get(kv[0], 0.0)))
-        for k, rate in ranked[:top]:
-            before = g.get(k, 0.0)
+        b = _matching(_rates(bad.sites[part], bad.calls, scenario), scenario)
+        g = _matching(_rates(good.sites.get(part, ()), good.calls, scenario), scenario) if (
+            good is not None) else {}
+        ranked = sorted(b.items(), key=lambda kv: -(kv[1][0] - g.get(kv[0], (0.0, ""))[0]))
+        for match, (rate, k) in ranked[:top]:
+            before = g.get(match, (0.0, ""))[0]
             if rate - before < MIN_RATE:
                 continue
             was = ("0" if before < MIN_RATE else kib(before)) if good is not None else "not run"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.kinds import BAD
+from harness.analysis.kinds import BAD, GOOD
 from harness.analysis.where import Where, diff, notes, parse_where, summary
 from harness.answers.search import answer_rows
 from harness.matrixfile.model import Cell
@@ -57,6 +57,11 @@ def pairs(results: Mapping[str, CellResult], only: str | None = None) -> list[Pa
         ids = {label: cid for label, _, cid in row.cells}
         bad = ids.get(row.first_bad) if row.first_bad else None
         good = ids.get(row.last_good) if row.last_good else None
+        if bad is not None and good is None:
+            # Bad from the first image: matched with the first good one after it (the
+            # release that fixed it), where there is one.
+            after = [cid for _, verdict, cid in row.cells if verdict in GOOD]
+            good = next((cid for cid in after if image_after(results, cid, bad)), None)
         if only is not None:
             if only in ids.values():
                 return [Pair(only, good if only == bad else None, row.row)]
@@ -64,6 +69,11 @@ def pairs(results: Mapping[str, CellResult], only: str | None = None) -> list[Pa
         if bad is not None:
             out.append(Pair(bad, good, row.row))
     return out
+
+
+def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool:
+    return cid in results and other in results and (
+        results[cid].image.index > results[other].image.index)
 
 
 def kinds_for(result: CellResult) -> tuple[str, ...]:
@@ -179,6 +189,21 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
                 runs[cid] = run_attributed(ctx, cell, kinds, root / EXPLAIN_DIR / cid)
             except AttributionFailed as exc:
                 ctx.progress(f"explain: {exc}")
+                rest = tuple(k for k in kinds if k != "heap")
+                if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
+                    continue
+                # tracemalloc is what most often breaks a framework (a segfault in
+                # TF 2.21's tf.data threads): once more without it, and say so.
+                ctx.progress(f"explain {cid}: running again without heap "
+                             f"(--attribute {','.join(rest)})")
+                try:
+                    w, record = run_attributed(ctx, cell, rest, root / EXPLAIN_DIR / cid)
+                except AttributionFailed as again:
+                    ctx.progress(f"explain: {again}")
+                    continue
+                why = f"the run crashed under tracemalloc ({exc}); run again without it"
+                runs[cid] = (dataclasses.replace(w, errors={**w.errors, "heap": why},
+                                                 kinds=(*w.kinds, "heap")), record)
         if pair.cell not in runs:
             continue
         cell = cells[pair.cell]
@@ -193,8 +218,9 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             found = (diff(good_where, w, scenario, results[pair.good].image.label
                           if pair.good else "the last good image", res.image.label, source)
                      if is_bad and (good_where is not None or pair.good is None) else [])
+            fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
-                    else "last good" if not is_bad else "cell")
+                    else ("fixed in" if fixed else "last good") if not is_bad else "cell")
             ex = Explanation(cid, role, pair.good if is_bad else pair.cell, w.kinds, w.calls,
                              tuple(lines), tuple(found), tuple(said), dict(w.errors), record)
             ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())

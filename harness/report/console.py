@@ -57,7 +57,7 @@ class ConsoleReporter(Reporter):
                     out.write(f"  ... {len(row.diff) - 15} more differences in report.md\n")
             for _, _, cid in row.cells:
                 found = self.report.where_lines(cid)
-                if found and self.report.explained[cid].role != "last good":
+                if found and self.report.explained[cid].role in ("first bad", "cell"):
                     out.write(f"\nwhere, {cid} ({self.report.explained[cid].role}):\n")
                     for text in found[:12]:
                         out.write(f"  {text}\n")
