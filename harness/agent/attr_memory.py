@@ -150,6 +150,9 @@ def _interpreter_frame(fr):
     return fr[2] == "_start" or any(s in path for s in _INTERPRETER)
 
 
+NATIVE_RESOLVE = 200   # leaked records whose native stacks are resolved, largest first
+
+
 class NativePart(object):
     def __init__(self, ctx):
         import memray
@@ -184,8 +187,17 @@ class NativePart(object):
             self.close()
             reader = self.memray.FileReader(self.path)
             sites = {}
-            total = 0
-            for rec in reader.get_leaked_allocation_records(merge_threads=True):
+            records = list(reader.get_leaked_allocation_records(merge_threads=True))
+            total = sum(rec.size for rec in records)
+            # Resolving a native stack is slow (symbols of libraries as large as
+            # libtorch_cuda take seconds each): the largest records only, within a budget.
+            records.sort(key=lambda rec: -rec.size)
+            deadline = time.monotonic() + _env_number("HARNESS_NATIVE_S", 30.0)
+            resolved = 0
+            for rec in records[:NATIVE_RESOLVE]:
+                if time.monotonic() > deadline:
+                    break
+                resolved += 1
                 try:
                     stack = rec.hybrid_stack_trace()
                 except Exception:
@@ -196,7 +208,6 @@ class NativePart(object):
                     continue  # allocated by the agent's own Python code
                 own = [f for f in raw if not _interpreter_frame(f)]
                 fr = trim(own or raw[:1])
-                total += rec.size
                 key = tuple(tuple(f) for f in fr)
                 acc = sites.setdefault(key, [0, 0])
                 acc[0] += rec.size
@@ -205,7 +216,8 @@ class NativePart(object):
         finally:
             self._cleanup()
         top = sorted(sites.items(), key=lambda kv: -kv[1][0])[:TOP]
-        return {"source": "memray", "total": total,
+        return {"source": "memray", "total": total, "records": len(records),
+                "resolved": resolved,
                 "sites": [{"size": v[0], "count": v[1], "frames": [list(f) for f in k]}
                           for k, v in top]}
 

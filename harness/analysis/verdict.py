@@ -138,23 +138,26 @@ def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
 
 
 def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
-    """A heap that grew like a leak, but that one `gc.collect()` after the last call (the
-    agent's `collected` end field) brought back within the floor, grew cyclic garbage that
-    Python's oldest generation frees in its own time (PyTorch's rfft, ~0.3 KiB/call on an
-    H100: tests/data/h100/sweep-1123): a run that ends before the first such
-    collection would otherwise read it as a leak. None when that is not so."""
+    """A heap that grew like a leak (or too much to call stable), but that one
+    `gc.collect()` after the last call (the agent's `collected` end field) brought back
+    within the floor, grew cyclic garbage that Python's oldest generation frees in its
+    own time (PyTorch's rfft, ~0.3 KiB/call on an H100: tests/data/h100/sweep-1123): a run
+    that ends before the first such collection would otherwise read it as a leak, or as
+    undecided. A leak keeps what it grew, collection or not. None when that is not so."""
     got = (series.end or {}).get("collected")
-    if heap.kind != "leak" or not isinstance(got, dict):
+    if heap.kind not in ("leak", "ambiguous") or not isinstance(got, dict):
         return None
     before, after = got.get("heap"), got.get("heap_after")
     if not isinstance(before, int) or not isinstance(after, int):
         return None
     grew, kept = before - heap.start, after - heap.start
-    if grew <= 0 or kept > grew / 2 or kept > heap.floor:
+    if heap.kind == "leak" and (grew <= 0 or kept > grew / 2 or kept > heap.floor):
         return None
-    return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB, and "
-                   f"gc.collect() after the last call gave back {(before - after) / 1024:.0f}"
-                   " KiB: cyclic garbage, not a leak")
+    if heap.kind == "ambiguous" and kept > heap.floor / 2:
+        return None
+    return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "
+                   f"after the last call gave back {(before - after) / 1024:.0f} KiB, and "
+                   f"it keeps {kept / 1024:+.0f} KiB: cyclic garbage, not a leak")
 
 
 def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:

@@ -311,9 +311,9 @@ def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_lab
             before = g.get(match, (0.0, ""))[0]
             if rate - before < MIN_RATE:
                 continue
-            was = ("0" if before < MIN_RATE else kib(before)) if good is not None else "not run"
-            lines.append(f"{part}: {kib(rate)} at {_label(k, source)} in {bad_label}; "
-                         f"{was} in {good_label}")
+            was = "0" if before < MIN_RATE else kib(before)
+            lines.append(f"{part}: {kib(rate)} at {_label(k, source)} in {bad_label}"
+                         + (f"; {was} in {good_label}" if good is not None else ""))
     if bad.stack:
         b_sh = shares(bad, scenario)
         g_sh = shares(good, scenario) if good is not None and good.stack else {}
@@ -323,7 +323,8 @@ def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_lab
             if late - before < 0.05 and late - early < 0.05:
                 continue
             lines.append(f"time: {late:.0%} of late samples in {_label(k, source)} in "
-                         f"{bad_label} (early {early:.0%}); {before:.0%} in {good_label}")
+                         f"{bad_label} (early {early:.0%})"
+                         + (f"; {before:.0%} in {good_label}" if good is not None else ""))
     if bad.ops:
         g_ops = {o.name: o for o in good.ops} if good is not None else {}
         grown = sorted(bad.ops, key=lambda o: -(o.late_us - g_ops[o.name].late_us
