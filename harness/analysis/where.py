@@ -148,7 +148,10 @@ def parse_where(record: Mapping[str, object]) -> Where:
 
 # ---------------------------------------------------------------- naming sites
 def library(path: str) -> str:
-    """The package a file belongs to ("multidict", "torch"), else the file's name."""
+    """The package a file belongs to ("multidict", "torch"), else the file's name; a
+    native frame without one is "native"."""
+    if not path or path.startswith("<unknown"):
+        return "native"
     parts = path.replace("\\", "/").split("/")
     for marker in ("site-packages", "dist-packages"):
         if marker in parts:

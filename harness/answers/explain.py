@@ -27,16 +27,23 @@ from harness.store.results import load_json
 
 EXPLAIN_DIR = "explain"
 WHERE_FILE = "where.json"
-MEMORY = ("heap", "device", "native")
+MEMORY = ("heap", "device")
+# memray's native stacks: asked for in a second run, only where Python's allocator saw
+# less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process
+# as large as PyTorch's took over two minutes on an H100 machine).
+NATIVE = ("native",)
+NATIVE_SHARE = 0.9
+MEMRAY = "memray>=1.10"
 TIME = ("stack", "ops")
 KINDS_FOR: Mapping[str, tuple[str, ...]] = {
     "leak": MEMORY, "plateau": MEMORY, "oom": MEMORY,
     "slowdown": TIME, "regression": ("stack", "ops", "heap")}
-OTHER = ("heap", "device", "native", "stack")
+OTHER = ("heap", "device", "stack")
 # tracemalloc makes an allocating step 20-120x slower: memory is attributed over fewer
 # calls (bytes per call need no long run), time over the cell's own length.
 MEMORY_CALLS = 300
 TIMEOUT_FACTOR = 4
+DEADLINE_FACTOR = 10
 
 
 @dataclass(frozen=True)
@@ -80,14 +87,18 @@ def kinds_for(result: CellResult) -> tuple[str, ...]:
     return KINDS_FOR.get(str(result.verdict), OTHER)
 
 
-def attributed(cell: Cell, kinds: Sequence[str]) -> Cell:
+def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) -> Cell:
     """The cell as an attribution run: fixed length (no early stop, no re-runs), shorter
-    and with a longer deadline where tracemalloc slows it."""
+    where tracemalloc slows it; its deadline is the cell's, longer under tracemalloc, but
+    never more than DEADLINE_FACTOR times what the sweep's run of it took (`took_s`) plus
+    a minute: a part that hangs (a native symbol table) ends the run, not the session."""
     s = cell.settings
     calls = s.agent_iterations
     timeout = s.timeout
     if "heap" in kinds:
         calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
+    if took_s:
+        timeout = min(timeout, DEADLINE_FACTOR * took_s + 60.0)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                 timeout=timeout)
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
@@ -170,6 +181,84 @@ def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
     return parse_where(record), record
 
 
+def _took(res: CellResult) -> float | None:
+    return res.timings.run_s or None
+
+
+def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], outdir: Path,
+              native: bool | None = None) -> tuple[Where, dict[str, JSON]] | None:
+    """One cell's attributed run (None: it failed, said); a run that crashes under
+    tracemalloc runs again without it; memray's native stacks are taken in a second run
+    where Python's allocator saw too little of the heap's growth (`native` None: decide
+    from this cell; True/False: as its pair's bad cell did)."""
+    run_as = attributed(cell, kinds, _took(res))
+    ctx.progress(f"explain {cell.id}: running with --attribute {','.join(kinds)} "
+                 f"({run_as.settings.iterations} calls)")
+    try:
+        w, record = run_attributed(ctx, run_as, kinds, outdir)
+    except AttributionFailed as exc:
+        ctx.progress(f"explain: {exc}")
+        rest = tuple(k for k in kinds if k != "heap")
+        if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
+            return None
+        # tracemalloc is what most often breaks a framework (a segfault in TF 2.21's
+        # tf.data threads): once more without it, and say so.
+        ctx.progress(f"explain {cell.id}: running again without heap "
+                     f"(--attribute {','.join(rest)})")
+        try:
+            w, record = run_attributed(ctx, attributed(cell, rest, _took(res)), rest, outdir)
+        except AttributionFailed as again:
+            ctx.progress(f"explain: {again}")
+            return None
+        why = f"the run crashed under tracemalloc ({exc}); run again without it"
+        w = dataclasses.replace(w, errors={**w.errors, "heap": why}, kinds=(*w.kinds, "heap"))
+    if native is None:
+        native = needs_native(res, w) and "heap" in kinds
+    if native and not ctx.cancel.is_set():
+        w = _with_native(ctx, cell, res, w, outdir.with_name(outdir.name + ".native"))
+    return w, record
+
+
+def needs_native(res: CellResult, w: Where) -> bool:
+    """The heap leaked (or grew to a plateau) more than Python's allocator saw."""
+    heap, seen = res.memory.get("heap"), w.totals.get("heap")
+    return (heap is not None and seen is not None and heap.kind in ("leak", "plateau")
+            and seen / max(w.calls, 1) < NATIVE_SHARE * heap.slope)
+
+
+def with_memray(ctx: Context, cell: Cell) -> Cell:
+    """A local-runtime venv (`pip:`) gets memray beside its pins for the native run (a
+    venv of its own, cached like any other); any other image runs as it is, and says so
+    when it has no memray."""
+    image = cell.image
+    if ctx.runtime_for(cell).name != "local" or not image.pip or any(
+            p.split("=")[0].split("<")[0].split(">")[0].strip().lower() == "memray"
+            for p in image.pip):
+        return cell
+    return dataclasses.replace(cell, image=dataclasses.replace(
+        image, label=f"{image.label}+memray", pip=(*image.pip, MEMRAY)))
+
+
+def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Path) -> Where:
+    """`w` with memray's native sites from a second run (or why there are none)."""
+    ctx.progress(f"explain {cell.id}: Python's allocator saw less than the heap grew; "
+                 "running again with --attribute native (memray)")
+    try:
+        n, _ = run_attributed(ctx, attributed(with_memray(ctx, cell), NATIVE, _took(res)),
+                              NATIVE, outdir)
+    except AttributionFailed as exc:
+        return dataclasses.replace(w, errors={**w.errors, "native": str(exc)},
+                                   kinds=(*w.kinds, "native"))
+    sites = dict(w.sites)
+    totals = dict(w.totals)
+    if "native" in n.sites:
+        sites["native"] = n.sites["native"]
+        totals["native"] = n.totals.get("native", 0)
+    errors = {**w.errors, **{k: v for k, v in n.errors.items() if k == "native"}}
+    return dataclasses.replace(w, sites=sites, totals=totals, errors=errors,
+                               kinds=(*w.kinds, "native"))
+
+
 def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
             todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
     """Run each pair's cells with attribution and write their where.json; returns them
@@ -179,31 +268,17 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
         bad_res = results[pair.cell]
         kinds = kinds_for(bad_res)
         runs: dict[str, tuple[Where, dict[str, JSON]]] = {}
+        native: bool | None = None      # the good cell as its bad one: same parts
         for cid in (pair.cell, pair.good):
             if cid is None or ctx.cancel.is_set():
                 continue
-            cell = attributed(cells[cid], kinds)
-            ctx.progress(f"explain {cid}: running with --attribute {','.join(kinds)} "
-                         f"({cell.settings.iterations} calls)")
-            try:
-                runs[cid] = run_attributed(ctx, cell, kinds, root / EXPLAIN_DIR / cid)
-            except AttributionFailed as exc:
-                ctx.progress(f"explain: {exc}")
-                rest = tuple(k for k in kinds if k != "heap")
-                if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
-                    continue
-                # tracemalloc is what most often breaks a framework (a segfault in
-                # TF 2.21's tf.data threads): once more without it, and say so.
-                ctx.progress(f"explain {cid}: running again without heap "
-                             f"(--attribute {','.join(rest)})")
-                try:
-                    w, record = run_attributed(ctx, cell, rest, root / EXPLAIN_DIR / cid)
-                except AttributionFailed as again:
-                    ctx.progress(f"explain: {again}")
-                    continue
-                why = f"the run crashed under tracemalloc ({exc}); run again without it"
-                runs[cid] = (dataclasses.replace(w, errors={**w.errors, "heap": why},
-                                                 kinds=(*w.kinds, "heap")), record)
+            got = attribute(ctx, cells[cid], results[cid], kinds, root / EXPLAIN_DIR / cid,
+                            native)
+            if got is not None:
+                runs[cid] = got
+                native = "native" in got[0].kinds
+            elif native is None:
+                native = False
         if pair.cell not in runs:
             continue
         cell = cells[pair.cell]
@@ -216,7 +291,7 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
             found = (diff(good_where, w, scenario, results[pair.good].image.label
-                          if pair.good else "the last good image", res.image.label, source)
+                          if pair.good else "", res.image.label, source)
                      if is_bad and (good_where is not None or pair.good is None) else [])
             fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
