@@ -18,7 +18,8 @@ from pathlib import Path
 from harness.analysis.kinds import BAD, GOOD
 from harness.analysis.where import Where, diff, notes, parse_where, summary
 from harness.answers.search import answer_rows
-from harness.matrixfile.model import Cell
+from harness.errors import InputError
+from harness.matrixfile.model import Cell, Matrix
 from harness.result.codec import JSON
 from harness.result.model import CellResult
 from harness.stages.attempts import execute
@@ -301,6 +302,21 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
             out[cid] = ex
     return out
+
+
+def explain_matrix(ctx: Context, matrix: Matrix, results: Mapping[str, CellResult],
+                   todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
+    """`explain` over the cells of `matrix` (the sweep's own).
+
+    Raises:
+        InputError: a cell to explain is not in the matrix (it changed since the sweep).
+    """
+    cells = {c.id: c for c in matrix.cells}
+    gone = [cid for p in todo for cid in (p.cell, p.good) if cid and cid not in cells]
+    if gone:
+        raise InputError(f"cell {gone[0]} is not in matrix {matrix.file} (did it change "
+                         "since the sweep?); pass --matrix with the sweep's own")
+    return explain(ctx, results, cells, todo, root)
 
 
 def load_explanations(root: Path) -> dict[str, Explanation]:

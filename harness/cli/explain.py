@@ -14,9 +14,7 @@ from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, InputError
 from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
-    from harness.answers.explain import Explanation, Pair
-    from harness.matrixfile.model import Matrix
-    from harness.orchestrator import Sweep
+    from harness.answers.explain import Pair
     from harness.result.model import CellResult
 
 EPILOG = """examples:
@@ -81,21 +79,9 @@ def chosen(results: dict[str, CellResult], cell: str | None) -> list[Pair]:
     return pairs(results, cell)
 
 
-def explain_cells(sweep: Sweep, matrix: Matrix, results: dict[str, CellResult],
-                  todo: list[Pair], root: Path) -> dict[str, Explanation]:
-    """Run the pairs' cells with attribution (the sweep's runtimes and store)."""
-    from harness.answers.explain import explain
-
-    cells = {c.id: c for c in matrix.cells}
-    gone = [cid for p in todo for cid in (p.cell, p.good) if cid and cid not in cells]
-    if gone:
-        raise InputError(f"cell {gone[0]} is not in matrix {matrix.file} (did it change "
-                         "since the sweep?); pass --matrix with the sweep's own")
-    return explain(sweep, results, cells, todo, root)
-
-
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
+    from harness.answers.explain import explain_matrix
     from harness.cli.report import newest_run
     from harness.orchestrator import Sweep
     from harness.report import ConsoleReporter, Report, read_run, write_all
@@ -120,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         store.lock()
         try:
             sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
-            explained = explain_cells(sweep, matrix, found.results, todo, root)
+            explained = explain_matrix(sweep, matrix, found.results, todo, root)
             old = load_json(root / "results.json")
             meta = old.get("meta") if isinstance(old, dict) else None
             report = Report.from_results(matrix.name, found.results,

@@ -176,16 +176,15 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
                   ) -> list[str]:
     """`--explain`: each row's first bad cell and its last good cell, run again with
     attribution once the sweep is done; the cells explained."""
-    from harness.answers.explain import pairs
-    from harness.cli.explain import explain_cells
+    from harness.answers.explain import explain_matrix, pairs
     from harness.orchestrator import Sweep
 
     todo = pairs(results)
     if not todo:
         progress("explain: no row has a bad cell; nothing to explain")
         return []
-    explain_cells(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
-                  store.root)
+    explain_matrix(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
+                   store.root)
     return [p.cell for p in todo]
 
 
