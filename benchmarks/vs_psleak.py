@@ -63,6 +63,13 @@ PSLEAK = "psleak==0.1.6"
 VENVS = Path.home() / ".cache" / "harness" / "bench-venvs"
 AGENT = ROOT / "harness" / "agent" / "agent.py"
 CASE_DIR = ROOT / "benchmarks" / "cases"
+EXAMPLES = ROOT / "examples" / "scenarios"   # the cases that are examples too live there
+
+
+def scenario_path(case: Case) -> Path:
+    """The case's scenario: benchmarks/cases/, else examples/scenarios/ (one copy)."""
+    own = CASE_DIR / case.scenario
+    return own if own.is_file() else EXAMPLES / case.scenario
 MIN_ITERATIONS, MAX_ITERATIONS, WARMUP, EVERY = 80, 2000, 10, 5
 CFG = AnalysisConfig()
 
@@ -163,7 +170,7 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
     out, ctrl = work / "samples.jsonl", work / "stop"
     for p in (out, ctrl):
         p.unlink(missing_ok=True)
-    args = ["--scenario", str(CASE_DIR / case.scenario), "--params", json.dumps(case.params),
+    args = ["--scenario", str(scenario_path(case)), "--params", json.dumps(case.params),
             "--iterations", str(MAX_ITERATIONS), "--warmup", str(WARMUP), "--sample-every",
             str(EVERY), "--out", str(out), "--control", str(ctrl), "--quiet", "--no-gpu"]
     cmd = ([str(python), str(AGENT), *args] if stock else
@@ -197,7 +204,7 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
 def run_psleak(python: Path, case: Case, work: Path) -> tuple[str, int, float]:
     driver = work / "psleak_driver.py"
     driver.write_text(PSLEAK_DRIVER)
-    res = subprocess.run([str(python), str(driver), str(CASE_DIR / case.scenario),
+    res = subprocess.run([str(python), str(driver), str(scenario_path(case)),
                           json.dumps(case.params)], env=cell_env(True), check=True,
                          capture_output=True, text=True, timeout=600)
     got = json.loads(res.stdout.strip().splitlines()[-1])

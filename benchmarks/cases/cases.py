@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Case:
     name: str
-    scenario: str                      # file in benchmarks/cases/
+    scenario: str                      # file in benchmarks/cases/ or examples/scenarios/
     requirement: str | None            # pip requirement of the venv, None: stdlib only
     leaks: bool
     params: dict[str, object] = field(default_factory=dict)

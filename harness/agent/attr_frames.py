@@ -140,3 +140,11 @@ class Windows(object):
                 "late": dict({"from": self.late[0], "to": self.late[1]}, **extra["late"])}
 
 
+class Part(object):
+    """What every attribution part answers: at_sample (nothing, unless it works in
+    windows), close (stop without a record), end (its part of the where record)."""
+
+    on = False
+
+    def at_sample(self, done):
+        pass

@@ -7,10 +7,10 @@ import sys
 import tempfile
 import time
 
-from attr_frames import FRAMES, TOP, _env_number, _FuncNames, is_agent_file, trim
+from attr_frames import Part, FRAMES, TOP, _env_number, _FuncNames, is_agent_file, trim
 
 # ---------------------------------------------------------------- heap
-class HeapPart(object):
+class HeapPart(Part):
     def __init__(self, ctx):
         import tracemalloc
         self.tm = tracemalloc
@@ -25,8 +25,6 @@ class HeapPart(object):
         self.start = tracemalloc.take_snapshot()
         self.overhead = time.perf_counter() - t
 
-    def at_sample(self, done):
-        pass
 
     def end(self, done):
         tm = self.tm
@@ -72,7 +70,7 @@ class HeapPart(object):
 
 
 # ---------------------------------------------------------------- device: torch CUDA
-class DevicePart(object):
+class DevicePart(Part):
     def __init__(self, ctx):
         torch = sys.modules.get("torch")
         if torch is None:
@@ -94,8 +92,6 @@ class DevicePart(object):
             self.old_api = True
         self.on = True
 
-    def at_sample(self, done):
-        pass
 
     def close(self):
         if self.on:
@@ -153,7 +149,7 @@ def _interpreter_frame(fr):
 NATIVE_RESOLVE = 200   # leaked records whose native stacks are resolved, largest first
 
 
-class NativePart(object):
+class NativePart(Part):
     def __init__(self, ctx):
         import memray
         self.memray = memray
@@ -163,8 +159,6 @@ class NativePart(object):
         self.tracker.__enter__()
         self.on = True
 
-    def at_sample(self, done):
-        pass
 
     def close(self):
         if self.on:

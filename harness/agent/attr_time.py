@@ -7,10 +7,10 @@ import threading
 import time
 import warnings
 
-from attr_frames import KEEP_FRAMES, TOP, Windows, _env_number, _why, frame_class
+from attr_frames import Part, KEEP_FRAMES, TOP, Windows, _env_number, _why, frame_class
 
 # ---------------------------------------------------------------- stack
-class StackPart(object):
+class StackPart(Part):
     def __init__(self, ctx):
         self.hz = _env_number("HARNESS_STACK_HZ", 200.0)
         self.windows = Windows(ctx.count)
@@ -68,8 +68,6 @@ class StackPart(object):
                 self.samples[w] += 1
             self.busy += clock() - t
 
-    def at_sample(self, done):
-        pass
 
     def close(self):
         self.stop_flag = True
@@ -95,7 +93,7 @@ class StackPart(object):
 
 
 # ---------------------------------------------------------------- ops: TF1
-class TF1Ops(object):
+class TF1Ops(Part):
     """Wrap BaseSession.run while measuring: every k-th call in a window is traced."""
 
     def __init__(self, ctx, session_module):
@@ -165,8 +163,6 @@ class TF1Ops(object):
                                                                   ns.timeline_label)}
                 acc[w] += ns.all_end_rel_micros
 
-    def at_sample(self, done):
-        pass
 
     def close(self):
         if self.sm.BaseSession.run is not self.orig:
@@ -194,7 +190,7 @@ class TF1Ops(object):
 
 
 # ---------------------------------------------------------------- ops: torch
-class TorchOps(object):
+class TorchOps(Part):
     """torch.profiler over the first and the last HARNESS_OPS_STEPS (default 50) steps,
     started and stopped at sample points."""
 
