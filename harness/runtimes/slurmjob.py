@@ -64,7 +64,8 @@ def write_spec(path: Path, request: RunRequest, inner: str, docker_host: str | N
     data = {"version": SPEC_VERSION, "inner": inner, "docker_host": docker_host,
             "cell": cell_to_json(request.cell), "image": info,
             "outdir": str(request.outdir.absolute()),
-            "control": str(request.control.absolute())}
+            "control": str(request.control.absolute()),
+            "attribute": list(request.attribute)}
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
 
@@ -179,7 +180,8 @@ def _run(spec_path: Path, progress: Any) -> int:
     info = ImageInfo(**info_d)
     outdir = Path(spec["outdir"])
     cancel = threading.Event()
-    request = RunRequest(cell, info, outdir, Path(spec["control"]), cancel)
+    request = RunRequest(cell, info, outdir, Path(spec["control"]), cancel,
+                         attribute=tuple(str(k) for k in spec.get("attribute") or ()))
     details: dict[str, Any] = {"node": os.uname().nodename,
                                "slurm_job": os.environ.get("SLURM_JOB_ID"),
                                "job_gpus": gpus}

@@ -154,6 +154,22 @@ def test_pyxis_command_mounts_agent_scenario_and_output(tmp_path: Path) -> None:
     assert "/harness/scenario/s.py" in argv
 
 
+def test_explains_attribution_kinds_reach_the_job(tmp_path: Path) -> None:
+    """`harness explain` on a Slurm matrix: the job's spec carries --attribute's kinds,
+    and the node's agent gets them."""
+    import dataclasses
+
+    from harness.runtimes.slurmjob import write_spec
+
+    m = matrix(tmp_path, "slurm: {pyxis: true}\n", runtime="docker")
+    req = dataclasses.replace(_request(tmp_path, m), attribute=("heap", "device"))
+    spec = tmp_path / "spec.json"
+    write_spec(spec, req, "pyxis", None)
+    assert json.loads(spec.read_text())["attribute"] == ["heap", "device"]
+    argv = pyxis_command(req, "0")
+    assert argv[argv.index("--attribute") + 1] == "heap,device"
+
+
 def _outcome(tmp_path: Path, state: str, code: int | None, sig: int | None,
              written: RunOutcome | None = None) -> tuple[RunOutcome, str]:
     tmp_path.mkdir()
