@@ -45,6 +45,7 @@ OTHER = ("heap", "device", "stack")
 MEMORY_CALLS = 300
 TIMEOUT_FACTOR = 4
 DEADLINE_FACTOR = 10
+TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attribution_overhead)
 
 
 @dataclass(frozen=True)
@@ -91,15 +92,18 @@ def kinds_for(result: CellResult) -> tuple[str, ...]:
 def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) -> Cell:
     """The cell as an attribution run: fixed length (no early stop, no re-runs), shorter
     where tracemalloc slows it; its deadline is the cell's, longer under tracemalloc, but
-    never more than DEADLINE_FACTOR times what the sweep's run of it took (`took_s`) plus
-    a minute: a part that hangs (a native symbol table) ends the run, not the session."""
+    never more than DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under tracemalloc) what the
+    sweep's run took per call (`took_s` for the cell's calls), plus a minute: a part that
+    hangs (a native symbol table) ends the run, not the session."""
     s = cell.settings
     calls = s.agent_iterations
-    timeout = s.timeout
+    timeout, slower = s.timeout, float(DEADLINE_FACTOR)
     if "heap" in kinds:
         calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
+        slower = TRACEMALLOC_SLOWER
     if took_s:
-        timeout = min(timeout, DEADLINE_FACTOR * took_s + 60.0)
+        per_call = took_s / max(s.agent_iterations, 1)
+        timeout = min(timeout, slower * per_call * calls + 60.0)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                 timeout=timeout)
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
@@ -203,7 +207,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
         if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
             return None
         # tracemalloc is what most often breaks a framework (a segfault in TF 2.21's
-        # tf.data threads): once more without it, and say so.
+        # tf.data threads) or runs past the deadline: once more without it, and say so.
         ctx.progress(f"explain {cell.id}: running again without heap "
                      f"(--attribute {','.join(rest)})")
         try:
@@ -211,7 +215,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
         except AttributionFailed as again:
             ctx.progress(f"explain: {again}")
             return None
-        why = f"the run crashed under tracemalloc ({exc}); run again without it"
+        why = f"the run failed under tracemalloc ({exc}); run again without it"
         w = dataclasses.replace(w, errors={**w.errors, "heap": why}, kinds=(*w.kinds, "heap"))
     if native is None:
         native = needs_native(res, w) and "heap" in kinds

@@ -148,3 +148,22 @@ def test_bad_input_is_named(explained: Path, capsys: pytest.CaptureFixture[str])
     assert main(["explain", str(explained), "bad.cpu.leakyy"]) == 2
     assert "did you mean 'bad.cpu.leaky'" in capsys.readouterr().err
     assert main(["explain", str(explained / "nope")]) == 2
+
+
+def test_attributed_runs_are_fixed_length_with_a_deadline_from_the_sweeps_run(
+        tmp_path: Path) -> None:
+    from harness import matrixfile
+    from harness.answers.explain import MEMORY_CALLS, attributed
+
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: m\nruntime: local\ndefaults: {max_iterations: 1000, timeout: 10m}\n"
+        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [s.py]\n")
+    [cell] = matrixfile.load(tmp_path / "m.yaml").cells
+    mem = attributed(cell, ("heap", "device"), took_s=10.0)     # 10 ms a call in the sweep
+    assert mem.settings.max_iterations is None and mem.settings.repeats == 0
+    assert mem.settings.iterations == MEMORY_CALLS
+    assert mem.settings.timeout == 150 * 0.01 * MEMORY_CALLS + 60  # tracemalloc's worst
+    time_ = attributed(cell, ("stack", "ops"), took_s=10.0)
+    assert time_.settings.iterations == 1000 and time_.settings.timeout == 10 * 10.0 + 60
+    assert attributed(cell, ("stack",), took_s=None).settings.timeout == 600
