@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from harness.answers.search import answer_rows
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, Matrix
 from harness.result.codec import JSON
-from harness.result.model import CellResult
+from harness.result.model import CellResult, Planned
 from harness.stages.attempts import execute
 from harness.stages.context import Context
 from harness.store.results import load_json
@@ -56,12 +56,14 @@ class Pair:
     row: str
 
 
-def pairs(results: Mapping[str, CellResult], only: str | None = None) -> list[Pair]:
+def pairs(results: Mapping[str, CellResult], only: str | None = None,
+          planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
     """The first bad cell of each row with its last good cell (never across a missing or
-    undecided one: `answers.search`), or the one cell `only` names (paired with its row's
-    last good cell where it is that row's first bad)."""
+    undecided one: `answers.search`; a cell is missing where `planned` has it and
+    `results` lacks it), or the one cell `only` names (paired with its row's last good
+    cell where it is that row's first bad)."""
     out: list[Pair] = []
-    for row in answer_rows(results):
+    for row in answer_rows(results, planned, unreadable):
         ids = {label: cid for label, _, cid in row.cells}
         bad = ids.get(row.first_bad) if row.first_bad else None
         good = ids.get(row.last_good) if row.last_good else None
