@@ -265,15 +265,40 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
     return lines
 
 
-def shares(w: Where, scenario: str) -> dict[str, tuple[float, float]]:
-    """Stack key -> (share of early samples, share of late samples)."""
+def _function_key(key: str) -> str:
+    """A stack's match key: a site in the scenario's own code is its function, whichever
+    of its lines the samples fell on ("x.py:22 growing" and "x.py:23 growing" are one);
+    a call into a library stays the scenario's line that makes it."""
+    if " -> " in key:
+        return key
+    m = re.match(r"([^:]+):\d+ (.*)", key)
+    return f"{m.group(1)} {m.group(2)}" if m else key
+
+
+def _stack_groups(w: Where, scenario: str) -> dict[str, tuple[str, float, float]]:
+    """Function key -> (the key of its most sampled line, to show; share of early
+    samples; share of late samples)."""
     early_n, late_n = (max(n, 1) for n in w.stack_samples)
-    out: dict[str, tuple[float, float]] = {}
+    sums: dict[str, tuple[float, float]] = {}
     for s in w.stack:
         k = site_key(s.frames, scenario)
-        e, l_ = out.get(k, (0.0, 0.0))
-        out[k] = (e + s.early / early_n, l_ + s.late / late_n)
+        e, l_ = sums.get(k, (0.0, 0.0))
+        sums[k] = (e + s.early / early_n, l_ + s.late / late_n)
+    out: dict[str, tuple[str, float, float]] = {}
+    best: dict[str, float] = {}
+    for k, (e, l_) in sums.items():
+        f = _function_key(k)
+        shown, e0, l0 = out.get(f, (k, 0.0, 0.0))
+        if e + l_ > best.get(f, -1.0):
+            best[f], shown = e + l_, k
+        out[f] = (shown, e0 + e, l0 + l_)
     return out
+
+
+def shares(w: Where, scenario: str) -> dict[str, tuple[float, float]]:
+    """Stack key (of a function's most sampled line) -> (share of early samples, share
+    of late samples), a function's lines added up."""
+    return {shown: (e, l_) for shown, e, l_ in _stack_groups(w, scenario).values()}
 
 
 def _stack_lines(w: Where, scenario: str, source: Source | None, top: int) -> list[str]:
@@ -318,11 +343,16 @@ def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_lab
             lines.append(f"{part}: {kib(rate)} at {_label(k, source)} in {bad_label}"
                          + (f"; {was} in {good_label}" if good is not None else ""))
     if bad.stack:
-        b_sh = shares(bad, scenario)
-        g_sh = shares(good, scenario) if good is not None and good.stack else {}
-        ranked_t = sorted(b_sh.items(), key=lambda kv: -(kv[1][1] - g_sh.get(kv[0], (0, 0))[1]))
-        for k, (early, late) in ranked_t[:top]:
-            before = g_sh.get(k, (0.0, 0.0))[1]
+        b_sh = _stack_groups(bad, scenario)
+        g_sh = _stack_groups(good, scenario) if good is not None and good.stack else {}
+
+        def grown(f: str) -> float:   # good -> bad, or early -> late without a good cell
+            _, early, late = b_sh[f]
+            return late - (g_sh[f][2] if f in g_sh else 0.0 if good is not None else early)
+
+        for f in sorted(b_sh, key=lambda f: -grown(f))[:top]:
+            k, early, late = b_sh[f]
+            before = g_sh[f][2] if f in g_sh else 0.0
             if late - before < 0.05 and late - early < 0.05:
                 continue
             lines.append(f"time: {late:.0%} of late samples in {_label(k, source)} in "
