@@ -346,11 +346,11 @@ def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_lab
         b_sh = _stack_groups(bad, scenario)
         g_sh = _stack_groups(good, scenario) if good is not None and good.stack else {}
 
-        def grown(f: str) -> float:   # good -> bad, or early -> late without a good cell
+        def rise(f: str) -> float:   # good -> bad, or early -> late without a good cell
             _, early, late = b_sh[f]
             return late - (g_sh[f][2] if f in g_sh else 0.0 if good is not None else early)
 
-        for f in sorted(b_sh, key=lambda f: -grown(f))[:top]:
+        for f in sorted(b_sh, key=lambda f: -rise(f))[:top]:
             k, early, late = b_sh[f]
             before = g_sh[f][2] if f in g_sh else 0.0
             if late - before < 0.05 and late - early < 0.05:
