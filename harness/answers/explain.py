@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.analysis.where import Where, diff, notes, parse_where, summary
+from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.search import answer_rows
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, Matrix
@@ -134,12 +134,17 @@ class Explanation:
     notes: tuple[str, ...] = ()
     errors: Mapping[str, str] = dataclasses.field(default_factory=dict)
     record: Mapping[str, JSON] = dataclasses.field(default_factory=dict)
+    # The diff as report.html's table: (what, site, in the bad cell, in the good one),
+    # under the two images' labels (bad, good).
+    table: tuple[tuple[str, str, str, str], ...] = ()
+    labels: tuple[str, str] = ("", "")
 
     def to_json(self) -> dict[str, JSON]:
         return {"cell": self.cell, "role": self.role, "paired": self.paired,
                 "kinds": list(self.kinds), "calls": self.calls,
                 "summary": list(self.summary), "diff": list(self.diff),
                 "notes": list(self.notes),
+                "table": {"labels": list(self.labels), "rows": [list(r) for r in self.table]},
                 "errors": dict(self.errors), "record": dict(self.record)}
 
     @classmethod
@@ -155,12 +160,20 @@ class Explanation:
         errors = data.get("errors")
         calls = data.get("calls")
         paired = data.get("paired")
+        table: object = data.get("table")
+        rows: object = table.get("rows") if isinstance(table, dict) else None
+        labels: object = table.get("labels") if isinstance(table, dict) else None
+        listed: list[object] = list(rows) if isinstance(rows, list) else []
         return cls(str(data["cell"]), str(data.get("role") or "cell"),
                    paired if isinstance(paired, str) else None, strings("kinds"),
                    calls if isinstance(calls, int) else 0, strings("summary"),
                    strings("diff"), strings("notes"),
                    {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict)
-                   else {})
+                   else {},
+                   table=tuple((str(r[0]), str(r[1]), str(r[2]), str(r[3]))
+                               for r in listed if isinstance(r, list) and len(r) == 4),
+                   labels=(str(labels[0]), str(labels[1])) if isinstance(labels, list)
+                   and len(labels) == 2 else ("", ""))
 
 
 class AttributionFailed(Exception):
@@ -293,14 +306,17 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             lines = summary(w, scenario, source)
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
-            found = (diff(good_where, w, scenario, results[pair.good].image.label
-                          if pair.good else "", res.image.label, source)
+            good_label = results[pair.good].image.label if pair.good else ""
+            found = (changes(good_where, w, scenario, source)
                      if is_bad and (good_where is not None or pair.good is None) else [])
             fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
                     else ("fixed in" if fixed else "last good") if not is_bad else "cell")
             ex = Explanation(cid, role, pair.good if is_bad else pair.cell, w.kinds, w.calls,
-                             tuple(lines), tuple(found), tuple(said), dict(w.errors), record)
+                             tuple(lines), tuple(c.line(good_label, res.image.label)
+                                                 for c in found),
+                             tuple(said), dict(w.errors), record,
+                             tuple(c.cells() for c in found), (res.image.label, good_label))
             ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
             out[cid] = ex
     return out

@@ -15,6 +15,8 @@ from harness import matrixfile as spec
 from harness.answers.explain import Pair, explain_matrix, kinds_for, pairs
 from harness.cli.sweep import plan_of
 from harness.orchestrator import Sweep, sweep
+from harness.report import Report, render_text, write_all
+from harness.report.issue import IssueReporter
 from harness.result.model import CellResult
 from harness.store import RunStore
 
@@ -121,7 +123,7 @@ def test_explain_runs_the_pairs_with_attribution_and_writes_where(
     bad = json.loads((root / "cells" / "v3.gpu0.loop" / "where.json").read_text())
     assert bad["role"] == "first bad" and bad["paired"] == "v2.gpu0.loop"
     assert bad["diff"] == [f"heap: +16.0 KiB/call at loop.py:{LEAK_LINE} step "
-                           "(state[\"kept\"].append(lib.pop())   # LEAK_LINE) -> demo pop "
+                           "(state[\"kept\"].append(lib.pop()) # LEAK_LINE) -> demo pop "
                            "in v3; 0 in v2"]
     assert bad["record"]["heap"]["sites"][0]["size"] == 16384 * 300
     good = json.loads((root / "cells" / "v2.gpu0.loop" / "where.json").read_text())
@@ -132,3 +134,30 @@ def test_explain_runs_the_pairs_with_attribution_and_writes_where(
                             "(early 10%); 10% in v3"], slow
     # The sweep's verdicts are not taken from these runs.
     assert {p: p.read_bytes() for p in root.glob("cells/*/result.json")} == before
+
+
+def test_the_reports_show_the_diff(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    """report.html: under the first bad cell's plots, a table of its sites against the
+    last good cell's; report.md and the issue draft say it in words."""
+    matrix, store, results = swept
+    store.lock()
+    try:
+        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None), matrix,
+                       results, [Pair("v3.gpu0.loop", "v2.gpu0.loop", "gpu0.loop")],
+                       store.root)
+        write_all(store, Report.from_results(matrix.name, results, None, store.root))
+    finally:
+        store.unlock()
+    html = (store.root / "report.html").read_text()
+    cell = html[html.index('id="v3.gpu0.loop"'):]
+    cell = cell[:cell.index('<div class="cell')] if '<div class="cell' in cell else cell
+    assert cell.index('class="plots"') < cell.index('<table class="sites">'), cell
+    assert ("<tr><th></th><th>site</th><th>v3 (bad)</th><th>v2</th></tr><tr><td>heap</td>"
+            f'<td class="site">loop.py:{LEAK_LINE} step') in cell
+    assert "<td>+16.0 KiB/call</td><td>0</td></tr>" in cell
+    md = (store.root / "report.md").read_text()
+    assert f"- heap: +16.0 KiB/call at loop.py:{LEAK_LINE} step" in md
+    issue = render_text(IssueReporter.from_results(
+        Report.from_results(matrix.name, results, None, store.root), "gpu0.loop"))
+    assert "## Where" in issue and "in v3; 0 in v2" in issue
