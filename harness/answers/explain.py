@@ -81,6 +81,15 @@ def pairs(results: Mapping[str, CellResult], only: str | None = None,
     return out
 
 
+def unpaired(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
+             unreadable: Collection[str] = ()) -> list[str]:
+    """Rows with a bad cell that `pairs` leaves out, with why: a cell not run, unreadable
+    or undecided before it may hold the first bad, so no pair is named across it."""
+    return [f"{row.row}: {row.sentence}; not explained (name a CELL to explain it alone)"
+            for row in answer_rows(results, planned, unreadable)
+            if row.gap and any(verdict in BAD for _, verdict, _ in row.cells)]
+
+
 def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool:
     return cid in results and other in results and (
         results[cid].image.index > results[other].image.index)

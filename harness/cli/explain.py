@@ -95,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
     root = newest_run(args.dir)
     found = read_run(root)
     todo = chosen(found.results, args.cell, found.planned, found.unreadable)
+    if args.cell is None:
+        from harness.answers.explain import unpaired
+
+        for line in unpaired(found.results, found.planned, found.unreadable):
+            print(f"harness: {line}", file=sys.stderr)
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK

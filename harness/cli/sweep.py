@@ -177,10 +177,12 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
                   planned: Sequence[Planned] = ()) -> list[str]:
     """`--explain`: each row's first bad cell and its last good cell, run again with
     attribution once the sweep is done; the cells explained."""
-    from harness.answers.explain import explain_matrix, pairs
+    from harness.answers.explain import explain_matrix, pairs, unpaired
     from harness.orchestrator import Sweep
 
     todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
+    for line in unpaired(results, planned):
+        progress(f"explain: {line}")
     if not todo:
         progress("explain: no row has a bad cell; nothing to explain")
         return []

@@ -12,7 +12,7 @@ import pytest
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
-from harness.answers.explain import Pair, explain_matrix, kinds_for, pairs
+from harness.answers.explain import Pair, explain_matrix, kinds_for, pairs, unpaired
 from harness.cli.sweep import plan_of
 from harness.orchestrator import Sweep, sweep
 from harness.report import Report, render_text, write_all
@@ -90,6 +90,10 @@ def test_never_paired_across_a_missing_or_undecided_cell(
     undecided["v2.gpu0.loop"] = dataclasses.replace(results["v2.gpu0.loop"],
                                                     verdict="ambiguous")
     assert [p.cell for p in pairs(undecided, planned=planned)] == ["v4.gpu0.slow"]
+    assert unpaired(undecided, planned) == [
+        "gpu0.loop: v2 ambiguous: first bad is v2 or later, up to v3; not explained (name a "
+        "CELL to explain it alone)"]
+    assert unpaired(results, planned) == []
 
 
 def test_explain_runs_the_pairs_with_attribution_and_writes_where(
