@@ -325,7 +325,8 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
                              tuple(lines), tuple(c.line(good_label, res.image.label)
                                                  for c in found),
                              tuple(said), dict(w.errors), record,
-                             tuple(c.cells() for c in found), (res.image.label, good_label))
+                             tuple(c.cells() for c in found),
+                             (res.image.label, good_label) if found else ("", ""))
             ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
             out[cid] = ex
     return out
