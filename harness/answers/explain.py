@@ -297,6 +297,8 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
         for cid in (pair.cell, pair.good):
             if cid is None or ctx.cancel.is_set():
                 continue
+            # An older explain's answer is not shown as this one's if this run fails.
+            (root / "cells" / cid / WHERE_FILE).unlink(missing_ok=True)
             got = attribute(ctx, cells[cid], results[cid], kinds, root / EXPLAIN_DIR / cid,
                             native)
             if got is not None:

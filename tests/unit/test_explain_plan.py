@@ -165,3 +165,23 @@ def test_the_reports_show_the_diff(
     issue = render_text(IssueReporter.from_results(
         Report.from_results(matrix.name, results, None, store.root), "gpu0.loop"))
     assert "## Where" in issue and "in v3; 0 in v2" in issue
+
+
+def test_a_failed_attributed_run_leaves_no_older_answer_behind(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    matrix, store, results = swept
+    pair = [Pair("v4.gpu0.slow", "v3.gpu0.slow", "gpu0.slow")]
+    old = store.root / "cells" / "v4.gpu0.slow" / "where.json"
+    store.lock()
+    try:
+        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None), matrix,
+                       results, pair, store.root)
+        assert old.is_file()
+        # GIVEN the same cells explained again, their runs now crashing
+        said: list[str] = []
+        got = explain_matrix(Sweep(matrix, FakeRuntime(lambda c: Behaviour(error="boom")),
+                                   store, said.append), matrix, results, pair, store.root)
+    finally:
+        store.unlock()
+    assert got == {} and not old.exists()
+    assert any("left no where record" in s for s in said), said
