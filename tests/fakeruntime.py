@@ -17,7 +17,11 @@ from harness.matrixfile.model import Cell, ImageSpec
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
 
 KNOWN = {"header": set(fields.HEADER), "sample": set(fields.sample_fields()),
-         "end": set(fields.END)}
+         "end": set(fields.END), "where": set(fields.WHERE)}
+# Where a fake cell's leak is allocated (its where record under --attribute): a library
+# function called from the scenario's line 6; the library's line moves between images.
+LEAK_LIB = "/venv/lib/python3.11/site-packages/demo/_impl.py"
+LEAK_LINE = 6
 
 
 @dataclass
@@ -43,6 +47,8 @@ class FakeRuntime(RuntimeBase):
     name: str = "fake"
     runs: list[str] = field(default_factory=list)
     prepared: list[str] = field(default_factory=list)
+    attributed: list[tuple[str, tuple[str, ...], int, int | None]] = field(
+        default_factory=list)   # (cell, --attribute kinds, iterations, max_iterations)
 
     def check(self, cells: list[Cell]) -> None:
         return None
@@ -84,6 +90,11 @@ class FakeRuntime(RuntimeBase):
                                     "traceback": f"Traceback...\nRuntimeError: {b.error}"}})
         elif not (b.oom or b.timed_out or b.exit_code):
             lines.append({"type": "end", "status": "ok", "iterations": s.agent_iterations})
+        if request.attribute and not (b.error or b.oom or b.timed_out or b.exit_code):
+            self.attributed.append((cell.id, request.attribute, s.agent_iterations,
+                                    s.max_iterations))
+            lines.insert(len(lines) - 1, where_record(cell, request.attribute,
+                                                      s.agent_iterations, b))
         for record in lines:    # what the agent may write, from the one list of names
             assert set(record) <= KNOWN[record["type"]], set(record) - KNOWN[record["type"]]
         text = "".join(json.dumps(x) + "\n" for x in lines)
@@ -97,3 +108,34 @@ class FakeRuntime(RuntimeBase):
 
     def cleanup(self) -> int:
         return 0
+
+
+def where_record(cell: Cell, kinds: tuple[str, ...], calls: int, b: Behaviour
+                 ) -> dict[str, Any]:
+    """The agent's where record for a fake cell: its leak, all of it seen by Python's
+    allocator, at the scenario's LEAK_LINE (through LEAK_LIB, at a line of its own per
+    image); its slowdown as late stack samples in a growing function."""
+    rec: dict[str, Any] = {"type": "where", "kinds": list(kinds), "calls": calls,
+                           "frames": 10, "errors": {}}
+    scenario = str(cell.scenario.script)
+    if "heap" in kinds:
+        size = int(b.leak_per_iter * calls)
+        frames = [[LEAK_LIB, 100 + cell.image.index, "pop"], [scenario, LEAK_LINE, "step"]]
+        rec["heap"] = {"traced_start": 1 << 20, "traced_end": (1 << 20) + size,
+                       "peak": (1 << 21) + size, "overhead_s": 0.0,
+                       "sites": [{"size": size, "count": calls, "frames": frames}] if size
+                       else []}
+    if "device" in kinds:
+        rec["errors"]["device"] = "RuntimeError: torch is not imported by the scenario"
+    if "stack" in kinds:
+        late = min(90, int(100 * b.slowdown_per_iter / max(b.step_s, 1e-9) * calls / 4))
+        rec["stack"] = {"hz": 200.0, "windows": {"early": {"from": 0, "to": calls // 4,
+                                                           "samples": 100},
+                                                  "late": {"from": calls - calls // 4,
+                                                           "to": calls, "samples": 100}},
+                        "sites": [{"frames": [[scenario, 9, "growing"],
+                                              [scenario, 3, "step"]], "early": 10,
+                                   "late": 10 + late},
+                                  {"frames": [[scenario, 7, "fixed"], [scenario, 2, "step"]],
+                                   "early": 90, "late": 90 - late}]}
+    return rec

@@ -7,9 +7,13 @@ import threading
 import time
 import warnings
 
-from attr_frames import Part, KEEP_FRAMES, TOP, Windows, _env_number, _why, frame_class
+from attr_frames import (Part, KEEP_FRAMES, STEP_CALLER, STEP_LINES, TOP, Windows, _env_number,
+                         _why, frame_class)
 
 # ---------------------------------------------------------------- stack
+SWITCH_S = 0.0005   # the GIL's switch interval while the sampler runs
+
+
 class StackPart(Part):
     def __init__(self, ctx):
         self.hz = _env_number("HARNESS_STACK_HZ", 200.0)
@@ -20,6 +24,12 @@ class StackPart(Part):
         self.samples = {"early": 0, "late": 0}
         self.busy = 0.0  # the sampler's own time
         self.stop_flag = False
+        # A thread waiting for the GIL gets it where the stepping thread drops it: at an
+        # I/O call (the agent's stop-file check) long before the switch interval (5 ms)
+        # forces it, so at 5 ms every sample of a pure-Python step landed between steps.
+        # At 0.5 ms a sample lands where the step spends its time.
+        self.switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self.switch, SWITCH_S))
         self.thread = threading.Thread(target=self._loop, name="harness-stack-sampler")
         self.thread.daemon = True
         self.thread.start()
@@ -47,15 +57,20 @@ class StackPart(Part):
                 continue
             frame = current().get(self.ident)
             key = []
-            while frame is not None and len(key) < KEEP_FRAMES:
+            while frame is not None:
                 co = frame.f_code
                 fn = co.co_filename
                 kind = cache.get(fn)
                 if kind is None:
                     kind = cache[fn] = frame_class(fn)
                 if kind == 2:
+                    # Below the stepper's step(state): the scenario's. Below any other
+                    # agent frame (its stop-file check, its sample writer): the agent's
+                    # own time between steps, not counted (as attr_frames.trim).
+                    if not (fn.endswith(STEP_CALLER) and frame.f_lineno in STEP_LINES):
+                        key = []
                     break
-                if kind == 0:
+                if kind == 0 and len(key) < KEEP_FRAMES:
                     key.append((fn, frame.f_lineno, getattr(co, "co_qualname", co.co_name)))
                 frame = frame.f_back
             frame = None
@@ -70,6 +85,8 @@ class StackPart(Part):
 
 
     def close(self):
+        if not self.stop_flag:
+            sys.setswitchinterval(self.switch)
         self.stop_flag = True
         if self.thread.is_alive() and self.thread is not threading.current_thread():
             self.thread.join(2.0)

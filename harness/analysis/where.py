@@ -183,8 +183,8 @@ def _label(key: str, source: Source | None) -> str:
     if not m:
         return key
     text = source(m.group(1), int(m.group(2)))
-    return f"{m.group(1)}:{m.group(2)} {m.group(3)}" + (f" ({text.strip()})" if text else "") \
-        + m.group(4)
+    said = f" ({' '.join(text.split())})" if text else ""   # runs of spaces as one
+    return f"{m.group(1)}:{m.group(2)} {m.group(3)}{said}{m.group(4)}"
 
 
 def _rates(sites: Sequence[Site], calls: int, scenario: str) -> dict[str, float]:
@@ -265,15 +265,40 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
     return lines
 
 
-def shares(w: Where, scenario: str) -> dict[str, tuple[float, float]]:
-    """Stack key -> (share of early samples, share of late samples)."""
+def _function_key(key: str) -> str:
+    """A stack's match key: a site in the scenario's own code is its function, whichever
+    of its lines the samples fell on ("x.py:22 growing" and "x.py:23 growing" are one);
+    a call into a library stays the scenario's line that makes it."""
+    if " -> " in key:
+        return key
+    m = re.match(r"([^:]+):\d+ (.*)", key)
+    return f"{m.group(1)} {m.group(2)}" if m else key
+
+
+def _stack_groups(w: Where, scenario: str) -> dict[str, tuple[str, float, float]]:
+    """Function key -> (the key of its most sampled line, to show; share of early
+    samples; share of late samples)."""
     early_n, late_n = (max(n, 1) for n in w.stack_samples)
-    out: dict[str, tuple[float, float]] = {}
+    sums: dict[str, tuple[float, float]] = {}
     for s in w.stack:
         k = site_key(s.frames, scenario)
-        e, l_ = out.get(k, (0.0, 0.0))
-        out[k] = (e + s.early / early_n, l_ + s.late / late_n)
+        e, l_ = sums.get(k, (0.0, 0.0))
+        sums[k] = (e + s.early / early_n, l_ + s.late / late_n)
+    out: dict[str, tuple[str, float, float]] = {}
+    best: dict[str, float] = {}
+    for k, (e, l_) in sums.items():
+        f = _function_key(k)
+        shown, e0, l0 = out.get(f, (k, 0.0, 0.0))
+        if e + l_ > best.get(f, -1.0):
+            best[f], shown = e + l_, k
+        out[f] = (shown, e0 + e, l0 + l_)
     return out
+
+
+def shares(w: Where, scenario: str) -> dict[str, tuple[float, float]]:
+    """Stack key (of a function's most sampled line) -> (share of early samples, share
+    of late samples), a function's lines added up."""
+    return {shown: (e, l_) for shown, e, l_ in _stack_groups(w, scenario).values()}
 
 
 def _stack_lines(w: Where, scenario: str, source: Source | None, top: int) -> list[str]:
@@ -299,10 +324,41 @@ def _ms(us: float) -> str:
 
 
 # ---------------------------------------------------------------- good vs bad
-def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_label: str,
-         source: Source | None = None, top: int = TOP) -> list[str]:
-    """The answer: the bad cell's sites matched with the good one's."""
-    lines: list[str] = []
+@dataclass(frozen=True)
+class Change:
+    """One row of the answer: a site (or op) of the first bad cell against the last good."""
+
+    part: str            # heap, device, native; time (stack samples); op
+    site: str            # where, with the scenario line's text
+    bad: str             # its value in the bad cell: "+5.9 KiB/call", "73%", "3.00 ms/call"
+    good: str | None     # in the good cell ("0" where absent); None: nothing to match with
+    detail: str = ""     # time: "early 33%"; op: "rising" (late well over early)
+
+    def line(self, good_label: str, bad_label: str) -> str:
+        """The change in words, as the console, report.md and the issue draft say it."""
+        if self.part == "op":
+            rising = " and rising" if self.detail == "rising" else ""
+            return (f"op {self.site}: "
+                    + (f"{self.good} in {good_label}, " if self.good is not None else "")
+                    + f"{self.bad}{rising} in {bad_label}")
+        was = f"; {self.good} in {good_label}" if self.good is not None else ""
+        if self.part == "time":
+            return (f"time: {self.bad} of late samples in {self.site} in {bad_label} "
+                    f"({self.detail}){was}")
+        return f"{self.part}: {self.bad} at {self.site} in {bad_label}{was}"
+
+    def cells(self) -> tuple[str, str, str, str]:
+        """(what, site, bad, good): a row of report.html's table."""
+        bad = (f"{self.bad} of late samples ({self.detail})" if self.part == "time"
+               else f"{self.bad}, rising" if self.detail == "rising" else self.bad)
+        return self.part, self.site, bad, "-" if self.good is None else self.good
+
+
+def changes(good: Where | None, bad: Where, scenario: str, source: Source | None = None,
+            top: int = TOP) -> list[Change]:
+    """The answer: the bad cell's sites matched with the good one's, those that grew
+    most first (memory per call, share of late samples, op time per call)."""
+    out: list[Change] = []
     for part in MEMORY_PARTS:
         if part not in bad.sites:
             continue
@@ -315,27 +371,37 @@ def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_lab
             if rate - before < MIN_RATE:
                 continue
             was = "0" if before < MIN_RATE else kib(before)
-            lines.append(f"{part}: {kib(rate)} at {_label(k, source)} in {bad_label}"
-                         + (f"; {was} in {good_label}" if good is not None else ""))
+            out.append(Change(part, _label(k, source), kib(rate),
+                              was if good is not None else None))
     if bad.stack:
-        b_sh = shares(bad, scenario)
-        g_sh = shares(good, scenario) if good is not None and good.stack else {}
-        ranked_t = sorted(b_sh.items(), key=lambda kv: -(kv[1][1] - g_sh.get(kv[0], (0, 0))[1]))
-        for k, (early, late) in ranked_t[:top]:
-            before = g_sh.get(k, (0.0, 0.0))[1]
+        b_sh = _stack_groups(bad, scenario)
+        g_sh = _stack_groups(good, scenario) if good is not None and good.stack else {}
+
+        def rise(f: str) -> float:   # good -> bad, or early -> late without a good cell
+            _, early, late = b_sh[f]
+            return late - (g_sh[f][2] if f in g_sh else 0.0 if good is not None else early)
+
+        for f in sorted(b_sh, key=lambda f: -rise(f))[:top]:
+            k, early, late = b_sh[f]
+            before = g_sh[f][2] if f in g_sh else 0.0
             if late - before < 0.05 and late - early < 0.05:
                 continue
-            lines.append(f"time: {late:.0%} of late samples in {_label(k, source)} in "
-                         f"{bad_label} (early {early:.0%})"
-                         + (f"; {before:.0%} in {good_label}" if good is not None else ""))
+            out.append(Change("time", _label(k, source), f"{late:.0%}",
+                              f"{before:.0%}" if good is not None else None,
+                              f"early {early:.0%}"))
     if bad.ops:
         g_ops = {o.name: o for o in good.ops} if good is not None else {}
         grown = sorted(bad.ops, key=lambda o: -(o.late_us - g_ops[o.name].late_us
                                                 if o.name in g_ops else o.late_us))
         for o in grown[:top]:
             prev = g_ops.get(o.name)
-            rising = " and rising" if o.late_us > 1.5 * max(o.early_us, 1e-9) else ""
-            lines.append(f"op {_op_name(o)}: "
-                         + (f"{_ms(prev.late_us)} in {good_label}, " if prev is not None else "")
-                         + f"{_ms(o.late_us)}{rising} in {bad_label}")
-    return lines
+            rising = "rising" if o.late_us > 1.5 * max(o.early_us, 1e-9) else ""
+            out.append(Change("op", _op_name(o), _ms(o.late_us),
+                              _ms(prev.late_us) if prev is not None else None, rising))
+    return out
+
+
+def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_label: str,
+         source: Source | None = None, top: int = TOP) -> list[str]:
+    """The answer in words, a line per change (`changes`)."""
+    return [c.line(good_label, bad_label) for c in changes(good, bad, scenario, source, top)]

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.analysis.where import Where, diff, notes, parse_where, summary
+from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.search import answer_rows
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, Matrix
 from harness.result.codec import JSON
-from harness.result.model import CellResult
+from harness.result.model import CellResult, Planned
 from harness.stages.attempts import execute
 from harness.stages.context import Context
 from harness.store.results import load_json
@@ -57,12 +57,14 @@ class Pair:
     row: str
 
 
-def pairs(results: Mapping[str, CellResult], only: str | None = None) -> list[Pair]:
+def pairs(results: Mapping[str, CellResult], only: str | None = None,
+          planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
     """The first bad cell of each row with its last good cell (never across a missing or
-    undecided one: `answers.search`), or the one cell `only` names (paired with its row's
-    last good cell where it is that row's first bad)."""
+    undecided one: `answers.search`; a cell is missing where `planned` has it and
+    `results` lacks it), or the one cell `only` names (paired with its row's last good
+    cell where it is that row's first bad)."""
     out: list[Pair] = []
-    for row in answer_rows(results):
+    for row in answer_rows(results, planned, unreadable):
         ids = {label: cid for label, _, cid in row.cells}
         bad = ids.get(row.first_bad) if row.first_bad else None
         good = ids.get(row.last_good) if row.last_good else None
@@ -78,6 +80,15 @@ def pairs(results: Mapping[str, CellResult], only: str | None = None) -> list[Pa
         if bad is not None:
             out.append(Pair(bad, good, row.row))
     return out
+
+
+def unpaired(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
+             unreadable: Collection[str] = ()) -> list[str]:
+    """Rows with a bad cell that `pairs` leaves out, with why: a cell not run, unreadable
+    or undecided before it may hold the first bad, so no pair is named across it."""
+    return [f"{row.row}: {row.sentence}; not explained (name a CELL to explain it alone)"
+            for row in answer_rows(results, planned, unreadable)
+            if row.gap and any(verdict in BAD for _, verdict, _ in row.cells)]
 
 
 def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool:
@@ -136,12 +147,17 @@ class Explanation:
     notes: tuple[str, ...] = ()
     errors: Mapping[str, str] = dataclasses.field(default_factory=dict)
     record: Mapping[str, JSON] = dataclasses.field(default_factory=dict)
+    # The diff as report.html's table: (what, site, in the bad cell, in the good one),
+    # under the two images' labels (bad, good).
+    table: tuple[tuple[str, str, str, str], ...] = ()
+    labels: tuple[str, str] = ("", "")
 
     def to_json(self) -> dict[str, JSON]:
         return {"cell": self.cell, "role": self.role, "paired": self.paired,
                 "kinds": list(self.kinds), "calls": self.calls,
                 "summary": list(self.summary), "diff": list(self.diff),
                 "notes": list(self.notes),
+                "table": {"labels": list(self.labels), "rows": [list(r) for r in self.table]},
                 "errors": dict(self.errors), "record": dict(self.record)}
 
     @classmethod
@@ -157,12 +173,20 @@ class Explanation:
         errors = data.get("errors")
         calls = data.get("calls")
         paired = data.get("paired")
+        table: object = data.get("table")
+        rows: object = table.get("rows") if isinstance(table, dict) else None
+        labels: object = table.get("labels") if isinstance(table, dict) else None
+        listed: list[object] = list(rows) if isinstance(rows, list) else []
         return cls(str(data["cell"]), str(data.get("role") or "cell"),
                    paired if isinstance(paired, str) else None, strings("kinds"),
                    calls if isinstance(calls, int) else 0, strings("summary"),
                    strings("diff"), strings("notes"),
                    {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict)
-                   else {})
+                   else {},
+                   table=tuple((str(r[0]), str(r[1]), str(r[2]), str(r[3]))
+                               for r in listed if isinstance(r, list) and len(r) == 4),
+                   labels=(str(labels[0]), str(labels[1])) if isinstance(labels, list)
+                   and len(labels) == 2 else ("", ""))
 
 
 class AttributionFailed(Exception):
@@ -277,6 +301,8 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
         for cid in (pair.cell, pair.good):
             if cid is None or ctx.cancel.is_set():
                 continue
+            # An older explain's answer is not shown as this one's if this run fails.
+            (root / "cells" / cid / WHERE_FILE).unlink(missing_ok=True)
             got = attribute(ctx, cells[cid], results[cid], kinds, root / EXPLAIN_DIR / cid,
                             native)
             if got is not None:
@@ -295,14 +321,18 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             lines = summary(w, scenario, source)
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
-            found = (diff(good_where, w, scenario, results[pair.good].image.label
-                          if pair.good else "", res.image.label, source)
+            good_label = results[pair.good].image.label if pair.good else ""
+            found = (changes(good_where, w, scenario, source)
                      if is_bad and (good_where is not None or pair.good is None) else [])
             fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
                     else ("fixed in" if fixed else "last good") if not is_bad else "cell")
             ex = Explanation(cid, role, pair.good if is_bad else pair.cell, w.kinds, w.calls,
-                             tuple(lines), tuple(found), tuple(said), dict(w.errors), record)
+                             tuple(lines), tuple(c.line(good_label, res.image.label)
+                                                 for c in found),
+                             tuple(said), dict(w.errors), record,
+                             tuple(c.cells() for c in found),
+                             (res.image.label, good_label) if found else ("", ""))
             ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
             out[cid] = ex
     return out

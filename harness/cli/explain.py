@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
-    from harness.result.model import CellResult
+    from harness.result.model import CellResult, Planned
 
 EPILOG = """examples:
   harness explain reports/multidict-pop/20261123-080000     every row's first bad vs last good
@@ -68,7 +69,8 @@ def matrix_of(root: Path, given: Path | None) -> Path:
     return Path(named)
 
 
-def chosen(results: dict[str, CellResult], cell: str | None) -> list[Pair]:
+def chosen(results: dict[str, CellResult], cell: str | None,
+           planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
     from harness.answers.explain import pairs
 
     if cell is not None and cell not in results:
@@ -76,7 +78,7 @@ def chosen(results: dict[str, CellResult], cell: str | None) -> list[Pair]:
         raise InputError(f"no cell {cell!r} in this directory"
                          + (f"; did you mean {near[0]!r}?" if near else
                             "; `harness report DIR` lists them"))
-    return pairs(results, cell)
+    return pairs(results, cell, planned, unreadable)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,7 +94,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     root = newest_run(args.dir)
     found = read_run(root)
-    todo = chosen(found.results, args.cell)
+    todo = chosen(found.results, args.cell, found.planned, found.unreadable)
+    if args.cell is None:
+        from harness.answers.explain import unpaired
+
+        for line in unpaired(found.results, found.planned, found.unreadable):
+            print(f"harness: {line}", file=sys.stderr)
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
                 live.close()
             if args.explain:   # its where.json files go into the reports below
                 explain_after(matrix, runtime, store, progress, engines.by_host,
-                                          outcome.results)
+                              outcome.results, planned)
             prefetch.join()   # the reporters were imported while the cells ran
             from harness.report import ConsoleReporter, Report, write_all
 
@@ -172,14 +173,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
-                  by_host: dict[str, Runtime] | None, results: dict[str, CellResult]
-                  ) -> list[str]:
+                  by_host: dict[str, Runtime] | None, results: dict[str, CellResult],
+                  planned: Sequence[Planned] = ()) -> list[str]:
     """`--explain`: each row's first bad cell and its last good cell, run again with
     attribution once the sweep is done; the cells explained."""
-    from harness.answers.explain import explain_matrix, pairs
+    from harness.answers.explain import explain_matrix, pairs, unpaired
     from harness.orchestrator import Sweep
 
-    todo = pairs(results)
+    todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
+    for line in unpaired(results, planned):
+        progress(f"explain: {line}")
     if not todo:
         progress("explain: no row has a bad cell; nothing to explain")
         return []

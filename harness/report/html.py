@@ -51,6 +51,10 @@ class CellView:
     vs: str = ""                    # step time against the row's baseline, as far as known
     where: list[str] = field(default_factory=list)   # `harness explain`: sites, diffed
     where_head: str = ""
+    # The diff as a table, (what, site, bad, good) under (bad, good) image labels; then
+    # `where` holds only the notes.
+    where_table: list[tuple[str, str, str, str]] = field(default_factory=list)
+    where_labels: tuple[str, str] = ("", "")
 
     @property
     def sort_key(self) -> str:
@@ -185,6 +189,9 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
         ex = report.explained[cid]
         view.where_head = (f"where ({ex.role}" + (f", against {ex.paired}" if ex.paired else "")
                            + f"; {ex.calls} calls with attribution)")
+        if ex.table:
+            view.where_table, view.where_labels = list(ex.table), ex.labels
+            view.where = list(ex.notes)
     vs = res.vs_baseline
     if vs is not None and (vs.confirmation is not None or vs.steps is not None):
         view.vs = f"step time vs {vs.baseline}: {steps_vs_baseline(vs)}"

@@ -1,0 +1,187 @@
+"""`harness explain`'s plan over a fake runtime (tests/fakeruntime.py writes the agent's
+where record itself): which cells run again with attribution, with which kinds and how
+long, what cells/<id>/where.json says, and that the sweep's verdicts stay as they were.
+The real agent's runs are tests/unit/test_explain.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
+
+from harness import matrixfile as spec
+from harness.answers.explain import Pair, explain_matrix, kinds_for, pairs, unpaired
+from harness.cli.sweep import plan_of
+from harness.orchestrator import Sweep, sweep
+from harness.report import Report, render_text, write_all
+from harness.report.issue import IssueReporter
+from harness.result.model import CellResult
+from harness.store import RunStore
+
+SCENARIO = """def setup(params):
+    return {"kept": []}
+
+
+def step(state):
+    state["kept"].append(lib.pop())   # LEAK_LINE
+"""
+IMAGES = ["v1", "v2", "v3", "v4", "v5"]
+
+
+def behaviour(cell: spec.Cell) -> Behaviour:
+    """loop.py leaks from v3 on; slow.py slows from v4 on."""
+    index = IMAGES.index(cell.image.label)
+    if cell.scenario.id == "loop":
+        return Behaviour(leak_per_iter=16384) if index >= 2 else Behaviour()
+    return Behaviour(slowdown_per_iter=2e-5) if index >= 3 else Behaviour()
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory
+          ) -> tuple[spec.Matrix, RunStore, dict[str, CellResult]]:
+    tmp = tmp_path_factory.mktemp("plan")
+    (tmp / "loop.py").write_text(SCENARIO)
+    assert SCENARIO.splitlines()[LEAK_LINE - 1].endswith("# LEAK_LINE")
+    (tmp / "slow.py").write_text(SCENARIO)
+    (tmp / "m.yaml").write_text(
+        "name: plan\nruntime: local\n"
+        "defaults: {iterations: 600, warmup: 10, sample_every: 5, repeats: 0}\n"
+        "matrix:\n  image: [" + ", ".join(f"{{name: {i}}}" for i in IMAGES) + "]\n"
+        "  gpu: [0]\n  scenario: [loop.py, slow.py]\n")
+    matrix = spec.load(tmp / "m.yaml")
+    store = RunStore.open(tmp / "reports", matrix.name, False)
+    try:
+        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(behaviour), store,
+                        lambda _: None, False)
+    finally:
+        store.unlock()
+    return matrix, store, outcome.results
+
+
+def test_each_rows_first_bad_is_paired_with_its_last_good(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    _, _, results = swept
+    assert {cid: str(r.verdict) for cid, r in results.items() if r.row == "gpu0.loop"} == {
+        "v1.gpu0.loop": "ok", "v2.gpu0.loop": "ok", "v3.gpu0.loop": "leak",
+        "v4.gpu0.loop": "leak", "v5.gpu0.loop": "leak"}
+    assert str(results["v4.gpu0.slow"].verdict) == "slowdown"
+    assert pairs(results) == [Pair("v3.gpu0.loop", "v2.gpu0.loop", "gpu0.loop"),
+                              Pair("v4.gpu0.slow", "v3.gpu0.slow", "gpu0.slow")]
+    assert kinds_for(results["v3.gpu0.loop"]) == ("heap", "device")
+    assert kinds_for(results["v4.gpu0.slow"])[:2] == ("stack", "ops")
+    # One cell by id: the first bad with its last good; any other cell alone.
+    assert pairs(results, "v3.gpu0.loop") == [Pair("v3.gpu0.loop", "v2.gpu0.loop",
+                                                   "gpu0.loop")]
+    assert pairs(results, "v5.gpu0.loop") == [Pair("v5.gpu0.loop", None, "gpu0.loop")]
+
+
+def test_never_paired_across_a_missing_or_undecided_cell(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    matrix, _, results = swept
+    planned = plan_of(list(matrix.cells))
+    # v2's result gone (an interrupted sweep): v1 good, v3 bad, but the first bad may be
+    # v2; nothing is explained in that row.
+    gone = {cid: r for cid, r in results.items() if cid != "v2.gpu0.loop"}
+    assert [p.cell for p in pairs(gone, planned=planned)] == ["v4.gpu0.slow"]
+    # v2 undecided: the same.
+    undecided = dict(results)
+    undecided["v2.gpu0.loop"] = dataclasses.replace(results["v2.gpu0.loop"],
+                                                    verdict="ambiguous")
+    assert [p.cell for p in pairs(undecided, planned=planned)] == ["v4.gpu0.slow"]
+    assert unpaired(undecided, planned) == [
+        "gpu0.loop: v2 ambiguous: first bad is v2 or later, up to v3; not explained (name a "
+        "CELL to explain it alone)"]
+    assert unpaired(results, planned) == []
+
+
+def test_explain_runs_the_pairs_with_attribution_and_writes_where(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    matrix, store, results = swept
+    root = store.root
+    before = {p: p.read_bytes() for p in root.glob("cells/*/result.json")}
+    runtime = FakeRuntime(behaviour)
+    said: list[str] = []
+    store.lock()
+    try:
+        explained = explain_matrix(Sweep(matrix, runtime, store, said.append), matrix,
+                                   results, pairs(results), root)
+    finally:
+        store.unlock()
+    # THEN only the two pairs' cells ran, each once, with the kinds its verdict calls
+    # for, at a fixed length (no early stop), into explain/<cell>/
+    assert sorted(runtime.runs) == sorted(["v3.gpu0.loop", "v2.gpu0.loop",
+                                           "v4.gpu0.slow", "v3.gpu0.slow"])
+    by_cell = {cid: (kinds, n, cap) for cid, kinds, n, cap in runtime.attributed}
+    assert by_cell["v3.gpu0.loop"] == by_cell["v2.gpu0.loop"] == (("heap", "device"), 300,
+                                                                   None)
+    assert by_cell["v4.gpu0.slow"][0] == kinds_for(results["v4.gpu0.slow"])
+    assert by_cell["v4.gpu0.slow"][1:] == (600, None)
+    assert (root / "explain" / "v3.gpu0.loop" / "samples.jsonl").is_file()
+    assert any("explain v3.gpu0.loop: running with --attribute heap,device" in s
+               for s in said), said
+    # where.json: the leak named per call at the scenario's line, absent in the good
+    # image (the library's own line differs between images and is not matched on)
+    assert set(explained) == {"v3.gpu0.loop", "v2.gpu0.loop", "v4.gpu0.slow", "v3.gpu0.slow"}
+    bad = json.loads((root / "cells" / "v3.gpu0.loop" / "where.json").read_text())
+    assert bad["role"] == "first bad" and bad["paired"] == "v2.gpu0.loop"
+    assert bad["diff"] == [f"heap: +16.0 KiB/call at loop.py:{LEAK_LINE} step "
+                           "(state[\"kept\"].append(lib.pop()) # LEAK_LINE) -> demo pop "
+                           "in v3; 0 in v2"]
+    assert bad["record"]["heap"]["sites"][0]["size"] == 16384 * 300
+    good = json.loads((root / "cells" / "v2.gpu0.loop" / "where.json").read_text())
+    assert good["role"] == "last good" and good["diff"] == []
+    assert good["summary"] == ["heap: no site grew over 300 calls"]
+    slow = json.loads((root / "cells" / "v4.gpu0.slow" / "where.json").read_text())
+    assert slow["diff"] == ["time: 100% of late samples in slow.py:9 growing in v4 "
+                            "(early 10%); 10% in v3"], slow
+    # The sweep's verdicts are not taken from these runs.
+    assert {p: p.read_bytes() for p in root.glob("cells/*/result.json")} == before
+
+
+def test_the_reports_show_the_diff(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    """report.html: under the first bad cell's plots, a table of its sites against the
+    last good cell's; report.md and the issue draft say it in words."""
+    matrix, store, results = swept
+    store.lock()
+    try:
+        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None), matrix,
+                       results, [Pair("v3.gpu0.loop", "v2.gpu0.loop", "gpu0.loop")],
+                       store.root)
+        write_all(store, Report.from_results(matrix.name, results, None, store.root))
+    finally:
+        store.unlock()
+    html = (store.root / "report.html").read_text()
+    cell = html[html.index('id="v3.gpu0.loop"'):]
+    cell = cell[:cell.index('<div class="cell')] if '<div class="cell' in cell else cell
+    assert cell.index('class="plots"') < cell.index('<table class="sites">'), cell
+    assert ("<tr><th></th><th>site</th><th>v3 (bad)</th><th>v2</th></tr><tr><td>heap</td>"
+            f'<td class="site">loop.py:{LEAK_LINE} step') in cell
+    assert "<td>+16.0 KiB/call</td><td>0</td></tr>" in cell
+    md = (store.root / "report.md").read_text()
+    assert f"- heap: +16.0 KiB/call at loop.py:{LEAK_LINE} step" in md
+    issue = render_text(IssueReporter.from_results(
+        Report.from_results(matrix.name, results, None, store.root), "gpu0.loop"))
+    assert "## Where" in issue and "in v3; 0 in v2" in issue
+
+
+def test_a_failed_attributed_run_leaves_no_older_answer_behind(
+        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    matrix, store, results = swept
+    pair = [Pair("v4.gpu0.slow", "v3.gpu0.slow", "gpu0.slow")]
+    old = store.root / "cells" / "v4.gpu0.slow" / "where.json"
+    store.lock()
+    try:
+        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None), matrix,
+                       results, pair, store.root)
+        assert old.is_file()
+        # GIVEN the same cells explained again, their runs now crashing
+        said: list[str] = []
+        got = explain_matrix(Sweep(matrix, FakeRuntime(lambda c: Behaviour(error="boom")),
+                                   store, said.append), matrix, results, pair, store.root)
+    finally:
+        store.unlock()
+    assert got == {} and not old.exists()
+    assert any("left no where record" in s for s in said), said
