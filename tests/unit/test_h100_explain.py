@@ -58,3 +58,15 @@ def test_the_spin_wait_slowdown_is_attributed_to_synchronize() -> None:
     ops = {o.name: o for o in w.ops}
     sync = ops["cudaDeviceSynchronize"]
     assert sync.late_us > 3 * sync.early_us
+
+
+def test_the_device_leak_is_attributed_to_its_line_by_pytorchs_allocator_history() -> None:
+    """`harness explain DIR torch.gpu0.gpu_leak` on the H100 (its where.json kept here):
+    PyTorch's CUDA allocator history names the scenario's line, 1 MiB per call."""
+    where = json.loads((RUN / "cells" / "torch.gpu0.gpu_leak" / "where.json").read_text())
+    w = parse_where(where["record"])
+    [site] = w.sites["device"]
+    assert site.frames[0][1:] == (13, "step") and site.frames[0][0].endswith("gpu_leak.py")
+    assert site.size / w.calls == 1024 * 1024
+    [line] = diff(None, w, "gpu_leak.py", "", "torch")[1:2]
+    assert line.startswith("device: +1024.0 KiB/call at gpu_leak.py:13 step"), line
