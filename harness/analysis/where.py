@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harness.analysis import verdict
+
 Frame = tuple[str, int, str]               # file, line, function; innermost first
 Source = Callable[[str, int], str | None]  # (file's base name, line) -> the line's text
 KINDS = ("heap", "stack", "ops", "device", "native")
@@ -210,14 +212,10 @@ def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[floa
 
 
 def kib(rate: float) -> str:
-    return f"{rate / 1024:+.1f} KiB/call"
+    return f"{verdict.kib(rate)} KiB/call"
 
 
 # ---------------------------------------------------------------- one cell in words
-PART_NAMES = {"heap": "Python's allocator", "device": "device (PyTorch's CUDA allocator)",
-              "native": "native (memray)"}
-
-
 MIN_RATE = 51.2          # bytes/call a site must grow to be named (+0.1 KiB/call shown)
 # Parts that do not apply to a scenario (no torch imported) are not news.
 NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|no framework",

@@ -22,7 +22,7 @@ from harness.errors import InputError
 from harness.matrixfile.model import Cell, Matrix
 from harness.result.codec import JSON
 from harness.result.model import CellResult, Planned
-from harness.stages.attempts import execute
+from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
 from harness.store.results import load_json
 
@@ -196,11 +196,7 @@ class AttributionFailed(Exception):
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                    ) -> tuple[Where, dict[str, JSON]]:
     """Run the cell once with `--attribute KINDS` and parse its where record."""
-    outdir.mkdir(parents=True, exist_ok=True)
-    for old in outdir.iterdir():
-        if old.is_file():
-            old.unlink()
-    ran = execute(ctx, cell, ctx.image(cell), outdir, attribute=tuple(kinds))
+    ran = execute(ctx, cell, ctx.image(cell), emptied(outdir), attribute=tuple(kinds))
     record = ran.where()
     if not isinstance(record, dict):
         why = ran.ended.error or ("timed out" if ran.ended.timed_out

@@ -49,18 +49,13 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def matrix_of(root: Path, given: Path | None) -> Path:
-    """The sweep's matrix: `given`, else the file its plan.json names."""
-    from harness.store import load_json
-    from harness.store.results import PLAN_FILE
-
+def matrix_of(root: Path, named: str, given: Path | None) -> Path:
+    """The sweep's matrix: `given`, else `named`, the file its plan.json names."""
     if given is not None:
         if not given.is_file():
             raise InputError(f"--matrix {given}: no such file")
         return given
-    plan = load_json(root / PLAN_FILE)
-    named = plan.get("matrix") if isinstance(plan, dict) else None
-    if not isinstance(named, str) or not named:
+    if not named:
         raise InputError(f"{root}: its plan.json names no matrix file; pass --matrix FILE "
                          "(the matrix the sweep ran)")
     if not Path(named).is_file():
@@ -103,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK
-    matrix = matrixfile.load(matrix_of(root, args.matrix))
+    matrix = matrixfile.load(matrix_of(root, found.matrix, args.matrix))
     wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start([c for c in matrix.cells if c.id in wanted])

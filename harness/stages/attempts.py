@@ -38,6 +38,16 @@ class Ran:
         return as_json(self.series.where) if self.series.where is not None else None
 
 
+def emptied(outdir: Path) -> Path:
+    """`outdir`, made and emptied of an earlier run's files (a confirmation round, an
+    attributed run: each writes into its own directory again)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    for old in outdir.iterdir():
+        if old.is_file():
+            old.unlink()
+    return outdir
+
+
 def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
             attribute: tuple[str, ...] = ()) -> Ran:
     """Run the agent once into `outdir` and read what it wrote (parsed while it runs in

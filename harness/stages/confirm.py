@@ -30,7 +30,7 @@ from harness.analysis.comparisons import Confirmation, Direction, Round
 from harness.analysis.contention import RunStat, busy_share, run_stat, sm_clocks, speed_scaled
 from harness.analysis.rounds import busy_reason, decide_rounds, settled
 from harness.matrixfile.model import Cell
-from harness.stages.attempts import execute
+from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
 
 MIN_CALLS, MAX_CALLS = 50, 1000
@@ -49,10 +49,7 @@ def round_cell(cell: Cell, measured: int) -> Cell:
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
          ) -> tuple[RunStat | None, float | None, str | None]:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    outdir = ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
-    outdir.mkdir(parents=True, exist_ok=True)
-    for old in outdir.iterdir():
-        old.unlink()
+    outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
     ran = execute(ctx, cell, ctx.image(cell), outdir)
     ended, series = ran.ended, ran.series
     stat = run_stat(series)
