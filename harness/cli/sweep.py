@@ -174,9 +174,9 @@ def run(args: argparse.Namespace) -> int:
 
 def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
                   by_host: dict[str, Runtime] | None, results: dict[str, CellResult],
-                  planned: Sequence[Planned] = ()) -> list[str]:
+                  planned: Sequence[Planned] = ()) -> None:
     """`--explain`: each row's first bad cell and its last good cell, run again with
-    attribution once the sweep is done; the cells explained."""
+    attribution once the sweep is done (their where.json files go into the reports)."""
     from harness.answers.explain import explain_matrix, pairs, unpaired
     from harness.orchestrator import Sweep
 
@@ -185,10 +185,9 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
         progress(f"explain: {line}")
     if not todo:
         progress("explain: no row has a bad cell; nothing to explain")
-        return []
+        return
     explain_matrix(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
                    store.root)
-    return [p.cell for p in todo]
 
 
 def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:

@@ -70,7 +70,8 @@ class Measured:
 @dataclass
 class CellRun:
     """One cell on its way through the stages: each stage fills in what it found; a stage
-    that settles the cell (no image, not applicable) sets `verdict` and the rest skip."""
+    that settles the cell (no image, not applicable) sets `verdict` and the rest skip
+    (only the last stage, run_attempts, sets it after a run)."""
 
     cell: Cell                        # as the matrix asks for it
     started: float = field(default_factory=time.monotonic)
@@ -87,7 +88,6 @@ class CellRun:
     run_s: float = 0.0
     analyse_s: float = 0.0
     unavailable: Unavailable | None = None
-    settled: bool = False             # decided before any run: later stages skip
 
     @property
     def running(self) -> Cell:

@@ -34,7 +34,6 @@ def prepare_image(ctx: Context, run: CellRun) -> None:
         run.info, run.ended = ImageInfo(ref=run.cell.image.ref), RunOutcome(None, error=text)
         run.unavailable = Unavailable(what, text)
         run.verdict = decide(CellFacts(ctx.cfg, unavailable=reason))
-        run.settled = True
         return
     run.wait_s = time.monotonic() - run.started
     run.t0 = time.monotonic()
@@ -48,7 +47,6 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
     pre = ctx.gpus.precheck(run.cell, run.info)
     if pre is not None and pre[0] == "not-applicable":
         run.verdict = decide(CellFacts(ctx.cfg, precheck=pre))
-        run.settled = True
     elif pre is not None and pre[0] == "unsupported":
         s = run.cell.settings
         short = dataclasses.replace(s, timeout=min(s.timeout, UNSUPPORTED_DEADLINE_S))
@@ -69,7 +67,7 @@ def measure(ctx: Context, cell: Cell) -> Measured:
     run = CellRun(cell)
     for stage in STAGES:
         stage(ctx, run)
-        if run.settled:
+        if run.verdict is not None:   # settled before any run (no image, no GPU)
             break
     return result(ctx, run)
 
