@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.report.model import Report
+from harness.report.model import Report, Reporter
 from harness.report.text import kib, md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
@@ -183,21 +183,30 @@ def reproducer(bad: Result, script: str, good: Result | None) -> str:
             f"        print(f'call {{i}}: max RSS {{kib}} KiB')\nEOF\n```\n\n")
 
 
-class IssueReporter:
+class IssueReporter(Reporter):
     """Markdown for a new issue about one row's first bad image."""
 
-    def __init__(self, report: Report, row: RowAnswer):
-        self.report = report
-        self.row = row
+    def __init__(self, report: Report, row: RowAnswer | None = None):
+        super().__init__(report)
+        self._row = row
+
+    @property
+    def row(self) -> RowAnswer:
+        if self._row is None:
+            raise InputError("an issue draft is about one row: pass --issue ROW")
+        return self._row
 
     @classmethod
-    def from_results(cls, report: Report, row: str) -> IssueReporter:
+    def from_results(cls, report: Report, row: str | None = None) -> IssueReporter:
         """The reporter for `row` (e.g. "gpu0.rfft_loop").
 
         Raises:
-            InputError: no such row, or the row has no bad cell.
+            InputError: no row given, no such row, or the row has no bad cell.
         """
         rows = {r.row: r for r in report.rows}
+        if row is None:
+            raise InputError("an issue draft is about one row: pass --issue ROW "
+                             f"(allowed values: {', '.join(sorted(rows))})")
         if row not in rows and row in report.results:     # a cell id names its row
             row = report.results[row].row
         if row not in rows:
