@@ -157,7 +157,8 @@ def _row_json(r: FitRow) -> dict[str, object]:
                                               "reason": fail.result.reason},
         "allocation_report": r.allocation_top(),
         "probes": [{"value": v, "answer": r.probes[v].answer,
-                    "verdict": r.probes[v].result.verdict, "outcome": r.probes[v].outcome, "cached": r.probes[v].cached,
+                    "verdict": r.probes[v].result.verdict, "outcome": r.probes[v].outcome,
+                    "cached": r.probes[v].cached,
                     "cell": r.probes[v].result.id, "peaks": r.probes[v].peaks}
                    for v in r.order],
         # `fixed` is None where the fit's intercept (kept as `intercept`) is below zero.
