@@ -158,8 +158,8 @@ class RuntimeBase:
 
 # The runtimes whose cells each run in a memory cgroup of their own, one the agent reads
 # as its cgroup mount's root (a container's cgroup namespace). Elsewhere (`local`, and
-# Slurm running `local` in its job) the agent reads the cgroup it was started in: the
-# whole session's or machine's, never the cell's. Declared by name, since a result
+# Slurm running `local` in its job) that root is the session's (a container the harness
+# itself runs in) or the machine's, never the cell's. Declared by name, since a result
 # keeps only its runtime's name (`CellResult.runtime`, "slurm/docker" for Slurm).
 OWN_CGROUP: frozenset[str] = frozenset({"docker"})
 
