@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.analysis import memfit
+from harness.analysis.kinds import BAD
 from harness.analysis.verdict import allocation_report
 from harness.answers.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
 from harness.matrixfile.fitblock import probe_cell
@@ -63,6 +64,16 @@ class ProbeResult:
     outcome: str
     peaks: dict[str, float]
     cached: bool
+
+    @property
+    def answer(self) -> str:
+        """Fit's answer for the value: "runs", or how it failed (oom, crash, ...). The
+        within-run verdict is not that answer (an undecided leak still ran); a leak or a
+        slowdown it found is said beside it: "runs (leak)"."""
+        if self.outcome != FIT:
+            return self.outcome
+        verdict = self.result.verdict
+        return f"runs ({verdict})" if verdict in BAD else "runs"
 
 
 @dataclass
@@ -169,7 +180,7 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
         p = row.probes[value]
         how = row.step.how + (f" {pred[2]:.1f}" if row.step.how == "predicted" and pred else "")
         say(f"{cell.id} {target.param}={value} [{how}, run {row.runs}/{row.bound}]: "
-            f"{p.result.verdict}" + ("" if p.outcome == FIT else f" ({p.result.reason[:160]})"))
+            f"{p.answer}" + ("" if p.outcome == FIT else f" ({p.result.reason[:160]})"))
     return row
 
 
@@ -177,7 +188,8 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
     result, series = got
     outcome = outcome_of(result.verdict)
     seen[value] = outcome
-    row.probes[value] = ProbeResult(value, result, outcome, memfit.peaks(series), cached)
+    row.probes[value] = ProbeResult(value, result, outcome, memfit.peaks(series, result.runtime),
+                                    cached)
     row.order.append(value)
     if cached:
         row.reused += 1

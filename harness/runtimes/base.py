@@ -14,8 +14,8 @@ from harness.protocol import AGENT_DIR
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
 
-__all__ = ["AGENT_DIR", "LABEL", "ImageInfo", "Progress", "RunOutcome", "RunRequest", "Runtime",
-           "parse_size"]
+__all__ = ["AGENT_DIR", "LABEL", "OWN_CGROUP", "ImageInfo", "Progress", "RunOutcome", "RunRequest",
+           "Runtime", "own_cgroup", "parse_size"]
 
 LABEL = "harness.managed"
 Progress = Callable[[str], None]
@@ -154,6 +154,20 @@ class RuntimeBase:
     def gpu_inventory(self, image: str, python: str = "python3") -> HostGpus | None:
         """No engine of its own: None (the host's NVML answers for a local host)."""
         return None
+
+
+# The runtimes whose cells each run in a memory cgroup of their own, one the agent reads
+# as its cgroup mount's root (a container's cgroup namespace). Elsewhere (`local`, and
+# Slurm running `local` in its job) that root is the session's (a container the harness
+# itself runs in) or the machine's, never the cell's. Declared by name, since a result
+# keeps only its runtime's name (`CellResult.runtime`, "slurm/docker" for Slurm).
+OWN_CGROUP: frozenset[str] = frozenset({"docker"})
+
+
+def own_cgroup(runtime: str) -> bool:
+    """Whether a cell run by the runtime called `runtime` had a memory cgroup of its own
+    (so the agent's `cgroup` reading is the cell's); "slurm/<inner>": the inner one's."""
+    return runtime.rpartition("/")[2] in OWN_CGROUP
 
 
 def parse_size(text: str | None) -> int | None:
