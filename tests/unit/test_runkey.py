@@ -256,3 +256,50 @@ def test_report_refuses_a_fit_directory(tmp_path: Path, monkeypatch: pytest.Monk
     assert sorted(p.name for p in fdir.iterdir()) == before
 
 
+
+
+def test_explain_leaves_out_a_pair_whose_scenario_changed(
+        tmp_path: Path, fake_cli: list[FakeRuntime],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a sweep where b leaks first (a is the last good)
+    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
+    m = write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"])
+    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
+    [run] = list((tmp_path / "r" / "keys").iterdir())
+    # WHEN the scenario is edited and the sweep explained
+    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=False))
+    capsys.readouterr()
+    code = main(["explain", str(run), "-q"])
+    err = capsys.readouterr().err
+    # THEN no verdict of the old scenario is explained with the new one: said, exit 4
+    assert code == 4, err
+    assert "not explained: b.gpu0.loop: scenario file changed since it ran" in err
+    assert f"fix: harness sweep {m} --resume {run} runs it again" in err
+    assert fake_cli[-1].attributed == []
+    # AND with the scenario as it ran, the pair is explained, its runs in explain/,
+    # which reads only through the sweep's report
+    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
+    assert main(["explain", str(run), "-q"]) == 0
+    assert sorted(c for c, *_ in fake_cli[-1].attributed) == ["a.gpu0.loop", "b.gpu0.loop"]
+    assert kind_of(run / "explain") == "explain"
+    capsys.readouterr()
+    assert main(["report", str(run / "explain")]) == 2
+    assert "read it with harness report on the sweep directory" in capsys.readouterr().err
+
+
+def test_a_reanalyzed_copy_is_a_results_directory_of_its_kind(
+        tmp_path: Path, fake_cli: list[FakeRuntime],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
+    m = write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"])
+    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
+    [run] = list((tmp_path / "r" / "keys").iterdir())
+    assert main(["report", str(run), "--reanalyze", "--write"]) == 1
+    copy = run.with_name(run.name + "-reanalyzed")
+    assert kind_of(copy) == "reanalyzed"
+    # read as a sweep's results, and not resumed as a sweep
+    capsys.readouterr()
+    assert main(["report", str(copy)]) == 1
+    assert "gpu0.loop: first bad: b" in capsys.readouterr().out
+    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "--resume", str(copy)]) == 2
+    assert "a reanalyzed directory, which --resume does not read" in capsys.readouterr().err
