@@ -17,7 +17,8 @@ from harness.matrixfile.model import Cell
 from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
 from harness.store.runs import kind_of
 
-SCENARIO = "LEAK = {leak}\n\n\ndef setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+SCENARIO = ("LEAK = {leak}\n\n\ndef setup(params):\n    return None\n\n\n"
+            "def step(state):\n    pass\n")
 MiB = 1 << 20
 
 
