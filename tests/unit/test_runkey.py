@@ -304,3 +304,25 @@ def test_a_reanalyzed_copy_is_a_results_directory_of_its_kind(
     assert "gpu0.loop: first bad: b" in capsys.readouterr().out
     assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "--resume", str(copy)]) == 2
     assert "a reanalyzed directory, which --resume does not read" in capsys.readouterr().err
+
+
+def test_resume_continues_only_a_sweep_of_the_same_matrix(tmp_path: Path) -> None:
+    from harness.errors import InputError
+    from harness.store import RunStore
+
+    # GIVEN two sweeps of "keys" (the later one started later) and one of another matrix
+    older = RunStore(tmp_path / "keys" / "b-older")
+    older.mark("sweep", "keys", "m.yaml", started=200.0)
+    newer = RunStore(tmp_path / "keys" / "a-newer")
+    newer.mark("sweep", "keys", "m.yaml", started=300.0)
+    RunStore(tmp_path / "keys" / "bisect-gpu0.loop").mark("bisect", "keys", "m.yaml",
+                                                          started=400.0)
+    other = RunStore(tmp_path / "other" / "x")
+    other.mark("sweep", "other", "o.yaml")
+    # THEN --resume takes the newest sweep by recorded time, not by name
+    store = RunStore.open(tmp_path, "keys", True)
+    store.unlock()
+    assert store.root == newer.root
+    # AND refuses a sweep of another matrix, naming it
+    with pytest.raises(InputError, match="a sweep of the matrix 'other', not 'keys'"):
+        RunStore.open(tmp_path, "keys", other.root)
