@@ -67,10 +67,12 @@ def kind_of(root: Path) -> str | None:
         return kind if isinstance(kind, str) and kind in KINDS else SWEEP
     if (root / PLAN_FILE).exists():
         return SWEEP        # unreadable: `harness report` says what is wrong with it
-    if (root / "fit.json").is_file() or root.name.startswith("fit-"):
+    if (root / "fit.json").is_file():
         return FIT
     if not (root / "cells").is_dir():
-        return None
+        return None          # `reports/<name>` (a matrix may be named fit-...), a checkout
+    if root.name.startswith("fit-"):
+        return FIT
     if root.name.startswith("bisect-"):
         return BISECT
     return REANALYZED if "-reanalyzed" in root.name else SWEEP

@@ -326,3 +326,19 @@ def test_resume_continues_only_a_sweep_of_the_same_matrix(tmp_path: Path) -> Non
     # AND refuses a sweep of another matrix, naming it
     with pytest.raises(InputError, match="a sweep of the matrix 'other', not 'keys'"):
         RunStore.open(tmp_path, "keys", other.root)
+
+
+def test_older_directories_are_told_by_what_they_hold(tmp_path: Path) -> None:
+    # a matrix named like a fit's directory: its folder of runs is no results directory
+    (tmp_path / "fit-conv" / "20260101-000000" / "cells").mkdir(parents=True)
+    assert kind_of(tmp_path / "fit-conv") is None
+    assert kind_of(tmp_path / "fit-conv" / "20260101-000000") == "sweep"
+    (tmp_path / "fit-conv" / "fit-batch" / "cells").mkdir(parents=True)
+    assert kind_of(tmp_path / "fit-conv" / "fit-batch") == "fit"
+    (tmp_path / "n" / "bisect-gpu0.loop" / "cells").mkdir(parents=True)
+    assert kind_of(tmp_path / "n" / "bisect-gpu0.loop") == "bisect"
+    # a plan.json without a kind: a sweep's
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "plan.json").write_text('{"cells": [], "matrix": "m.yaml"}')
+    assert kind_of(tmp_path / "old") == "sweep"
+    assert kind_of(tmp_path) is None
