@@ -165,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
           f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
           f"noise; cells in {store.root}", flush=True)
-    sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
     try:
+        sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
         store.mark(BISECT, matrix.name, str(args.matrix))
         outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
