@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,10 +73,16 @@ def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = ()) -> RunKe
         gpu=cell.gpu.value)
 
 
+_NAMES: dict[tuple[Path, bytes], tuple[tuple[Path, str], ...]] = {}  # a file's imports
+_NAMES_LOCK = threading.Lock()
+
+
 def scenario_hash(script: Path) -> str:
     """sha256 over the script and, transitively, the modules of its own directory it
     imports (`import helpers`, `from lib.util import x`); a file that is missing or does
-    not parse counts by what it is (its bytes, or its absence)."""
+    not parse counts by what it is (its bytes, or its absence). Every file is read each
+    time; what a file imports is parsed once per content (a resume or a fit checks many
+    cells of one scenario)."""
     root = script.parent
     digest = hashlib.sha256()
     seen: set[Path] = set()
@@ -89,17 +96,25 @@ def scenario_hash(script: Path) -> str:
             data = path.read_bytes()
         except OSError:
             data = b"(missing)"
+        own = hashlib.sha256(data).digest()
         digest.update(f"{path.relative_to(root) if path.is_relative_to(root) else path}\0"
-                      .encode() + hashlib.sha256(data).digest())
-        todo.extend(sorted(_local_imports(data, path, root), reverse=True))
+                      .encode() + own)
+        with _NAMES_LOCK:
+            names = _NAMES.get((path, own))
+        if names is None:
+            names = _imported(data, path, root)
+            with _NAMES_LOCK:
+                _NAMES[(path, own)] = names
+        todo.extend(sorted(_local_files(names), reverse=True))
     return digest.hexdigest()
 
 
-def _local_imports(data: bytes, path: Path, root: Path) -> list[Path]:
+def _imported(data: bytes, path: Path, root: Path) -> tuple[tuple[Path, str], ...]:
+    """(the folder a name is looked up in, the dotted name) of each import in `data`."""
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):
-        return []
+        return ()
     names: list[tuple[Path, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -114,6 +129,12 @@ def _local_imports(data: bytes, path: Path, root: Path) -> list[Path]:
             names.extend((base, f"{module}.{a.name}" if module else a.name) for a in node.names)
             if module:
                 names.append((base, module))
+    return tuple(dict.fromkeys(names))
+
+
+def _local_files(names: tuple[tuple[Path, str], ...]) -> list[Path]:
+    """The files of the scenario's folder those imports are (looked for each time: a
+    module may have been added or removed)."""
     found: list[Path] = []
     for base, name in names:
         parts = name.split(".")
