@@ -25,6 +25,7 @@ from harness.result.model import CellResult, Planned
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
 from harness.store.results import load_json
+from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
 EXPLAIN_DIR = "explain"
 WHERE_FILE = "where.json"
@@ -289,6 +290,9 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
     """Run each pair's cells with attribution and write their where.json; returns them
     by cell id. A pair whose run fails is said and skipped; the others go on."""
     out: dict[str, Explanation] = {}
+    # The attributed runs' folder, marked as what it is: read through the sweep's report.
+    ctx.store.write(f"{EXPLAIN_DIR}/{PLAN_FILE}",
+                    plan_json(EXPLAIN, ctx.matrix.name, str(ctx.matrix.file)))
     for pair in todo:
         bad_res = results[pair.cell]
         kinds = kinds_for(bad_res)

@@ -3,7 +3,8 @@
 Each probe is a normal cell, the row's cell with the param set to one value (id
 `<cell id>.<param><value>`), run through an injected runner (in the CLI,
 `Sweep.run_cell`; in tests, a FakeRuntime sweep), so an out-of-memory, a crash or a
-timeout is decided as in any sweep. Probes already on disk are reused and cost nothing.
+timeout is decided as in any sweep. Probes already on disk are reused and cost nothing,
+when the same run made them (their key, `harness.result.runkey`, matches).
 The fitting probes' memory peaks give the memory-per-unit lines (`analysis.memfit`),
 and, once two values fit and the limit is known, the predicted boundary the planner may
 jump to.
@@ -25,6 +26,7 @@ from harness.matrixfile.fitblock import probe_cell
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
+from harness.result.runkey import key_of, why_changed
 from harness.runtimes.base import parse_size
 
 if TYPE_CHECKING:
@@ -266,11 +268,18 @@ def sweep_runner(sweep: Sweep) -> Runner:
     return run
 
 
-def store_cache(sweep: Sweep) -> Cache:
-    """Probes a store already holds (result and samples)."""
+def store_cache(sweep: Sweep, say: Say | None = None) -> Cache:
+    """Probes a store already holds (result and samples), when the same run made them
+    (their key matches the probe's now); a probe whose key changed is said, with why,
+    and run again in its place."""
     def cache(cell: Cell) -> Probe | None:
         result = sweep.store.load_cell(cell.id)
         if result is None:
+            return None
+        why = why_changed(result.key, key_of(cell, sweep.runtime_for(cell).name))
+        if why is not None:
+            if say is not None:
+                say(f"{cell.id}: {why}; running it again")
             return None
         series = sweep.series(cell.id)
         return result, series if series is not None else Series()

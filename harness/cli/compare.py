@@ -81,10 +81,13 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
     """The finished cells of a results directory.
 
     Raises:
-        InputError: the directory holds no cell results.
+        InputError: not a sweep's results directory (a bisect's: the message names the
+            command that reads it), or one that holds no cell results.
     """
     from harness.report import load_results
+    from harness.store.runs import SWEEP_RESULTS, require
 
+    require(path, SWEEP_RESULTS, "harness compare", flag)
     results = load_results(path)
     if not results:
         raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.fitreport import FitReport
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.runs import FIT
 
     for flag in ("iterations", "warmup"):
         value = getattr(args, flag)
@@ -89,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        runner, cache = sweep_runner(sweep), store_cache(sweep)
+        store.mark(FIT, matrix.name, str(args.matrix))
+        runner = sweep_runner(sweep)
+        cache = store_cache(sweep, lambda s: print(s, flush=True))
         for cell in cells:
             rows.append(fit_row(cell, target, runner, lambda s: print(s, flush=True), cache))
     finally:
@@ -102,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
         store.write(name, text)
     print()
     print(report.console())
+    reused = sum(r.reused for r in rows)
+    if reused:
+        print(f"\n{reused} probe(s) reused from {store.root}, "
+              f"{sum(r.runs for r in rows)} run")
     print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
     if report.smaller:
         return EXIT_REGRESSION

@@ -50,12 +50,21 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def newest_run(path: Path) -> Path:
-    """`path` itself if it holds cells, else its newest results subdirectory."""
-    if (path / "cells").is_dir() or not path.is_dir():
-        return path
-    runs = sorted(p for p in path.iterdir() if p.is_dir() and (p / "cells").is_dir())
-    return runs[-1] if runs else path
+def newest_run(path: Path, command: str) -> Path:
+    """`path` itself when it is a results directory, else its newest subdirectory of a
+    sweep's results (by recorded start time, never a bisect's or a fit's); then checked:
+    `command` reads only a sweep's results.
+
+    Raises:
+        InputError: not a results directory (nor a folder of them), or one of another
+            kind (the message names the command that reads it).
+    """
+    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require
+
+    if kind_of(path) is None:
+        path = newest(path, SWEEP_RESULTS) or path
+    require(path, SWEEP_RESULTS, command)
+    return path
 
 
 def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
@@ -66,6 +75,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     from harness.matrixfile.load import analysis_of
     from harness.report import ConsoleReporter, Report, write_all
     from harness.store import RunStore, SeriesCache
+    from harness.store.runs import REANALYZED
 
     if args.issue is not None or (args.format not in (None, "console")):
         raise InputError("--reanalyze prints the console table; --issue and --format "
@@ -85,6 +95,9 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
         out = beside(args.dir)
         store = RunStore(out)
         copy_run(args.dir, out)
+        matrix = recorded.meta.get("matrix")
+        store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
+                   recorded.planned)
         for res in results.values():
             store.write_cell(res)
         write_all(store, dataclasses.replace(report, root=None))
@@ -160,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
                          f"directory it is in ({args.dir.parent}) or reports/<name>/<timestamp>")
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
-    args.dir = newest_run(args.dir)
+    args.dir = newest_run(args.dir, "harness report")
     run = read_run(args.dir)
     if not run.results and not run.planned:
         raise InputError(f"{args.dir}: no cells/*/result.json here; pass a directory "

@@ -96,11 +96,9 @@ def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.errors import InputError
     from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.result.codec import encode
-    from harness.result.model import Plan
     from harness.runtimes import Engines
     from harness.store import RunStore
-    from harness.store.results import PLAN_FILE
+    from harness.store.runs import SWEEP
 
     for flag in ("iterations", "warmup"):
         value = getattr(args, flag)
@@ -135,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
-            store.write(PLAN_FILE, encode(Plan(planned, str(args.matrix))))
+            store.mark(SWEEP, matrix.name, str(args.matrix), planned, started)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             from harness.report.live import progress_for

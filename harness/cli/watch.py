@@ -36,11 +36,12 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.sweep import apply_overrides
+    from harness.cli.sweep import apply_overrides, plan_of
     from harness.orchestrator import prefetch_analysis
     from harness.report import ConsoleReporter
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.runs import SWEEP
     from harness.watch.registry import list_tags, parse_repo
     from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         store = RunStore.open(args.out, matrix.name, False)
         try:
             store.write("matrix.yaml", text)
+            store.mark(SWEEP, matrix.name, str(store.root / "matrix.yaml"), plan_of(cells))
             progress(f"{len(cells)} cells, results in {store.root}")
             outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
                                engines.by_host)

@@ -192,7 +192,8 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
                           str(tmp_path / "r"), "--resume", "--iterations", "200"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "resume: 1 finished cells reused, 3 to run" in out.stderr
+    assert "resume: 1 finished cells reused from " in out.stderr
+    assert ", 3 to run" in out.stderr
     res = results(tmp_path / "r", "cancel")
     assert {r["verdict"] for r in res.values()} == {"ok"} and len(res) == 4
     jobs = {cid: int(r["outcome"]["details"]["slurm"]["job"]) for cid, r in res.items()}
