@@ -76,7 +76,7 @@ def test_bisect_after_changed_pins_runs_again(tmp_path: Path, bisected: list[str
     # THEN the changed images run again, said why, and the answer is no bad image
     assert "c: pins changed since it ran (demo==1.2 -> demo==1.0); running it again" in out
     assert "first bad" not in out
-    assert "stopped: the last image c is ok" in out
+    assert "no bad image: the last image c is ok" in out
     assert code == 2
     assert fake_cli[1].runs == ["c.gpu0.loop.attempt-2"]    # beside the first run
     # AND the unchanged image is reused, and where from is said
@@ -91,7 +91,7 @@ def test_bisect_after_an_edited_scenario_runs_again(tmp_path: Path, bisected: li
     assert main(bisected) == 2
     out = capsys.readouterr().out
     assert "a: scenario file changed since it ran; running it again" in out
-    assert "first bad" not in out and "stopped: the last image c is ok" in out
+    assert "first bad" not in out and "no bad image: the last image c is ok" in out
     assert sorted(fake_cli[1].runs) == ["a.gpu0.loop.attempt-2", "c.gpu0.loop.attempt-2"]
 
 
