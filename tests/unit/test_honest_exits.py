@@ -4,6 +4,7 @@ file, a fit param the scenario never reads, a timeout on every image, compare)."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,3 +43,72 @@ def test_a_reader_that_leaves_keeps_the_answers_exit_code(tmp_path: Path,
     assert code == whole.returncode, err
     assert code == (1 if not argv else 0)
     assert "Traceback" not in err and "Exception ignored" not in err and "Broken" not in err
+
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+
+
+@pytest.fixture
+def timeouts(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
+    """The CLI's runtime is a FakeRuntime; a cell times out when its scenario id maps
+    to a set holding its image's label."""
+    from fakeruntime import Behaviour, FakeRuntime
+
+    from harness.matrixfile.model import Cell
+
+    killed: dict[str, set[str]] = {}
+
+    def behave(cell: Cell) -> Behaviour:
+        return Behaviour(timed_out=cell.image.label in killed.get(cell.scenario.id, ()))
+
+    monkeypatch.setattr("harness.runtimes.get_runtime",
+                        lambda name, docker_host=None: FakeRuntime(behave))
+    return killed
+
+
+def timeout_matrix(tmp_path: Path) -> Path:
+    (tmp_path / "s.py").write_text(SCENARIO)
+    path = tmp_path / "m.yaml"
+    path.write_text("name: slow\nruntime: local\n"
+                    "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0, "
+                    "timeout: 45}\nmatrix:\n  image: [{name: v1}, {name: v2}, {name: v3}]\n"
+                    "  gpu: [none]\n  scenario: [s.py, {script: s.py, id: big}]\n")
+    return path
+
+
+def test_a_timeout_on_every_image_is_a_run_too_short_exit_2(
+        tmp_path: Path, timeouts: dict[str, set[str]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    # GIVEN a row whose scenario is killed at its 45 s deadline on every image
+    timeouts["big"] = {"v1", "v2", "v3"}
+    argv = ["sweep", str(timeout_matrix(tmp_path)), "-q", "--out", str(tmp_path / "r")]
+    # THEN the sweep says what to change, as for a crash on every image, and exits 2
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert ("cpu.big: killed at its timeout on every image: the run is too short for the "
+            "scenario; raise `timeout:` (now 45s) or lower `iterations:` (now 300); these "
+            "are not findings about the images") in out
+    assert "bad from the first image" not in out and "first bad:" not in out
+    # AND no issue draft is written for it (it would be about no image)
+    [run] = list((tmp_path / "r" / "slow").iterdir())
+    assert main(["report", str(run), "--issue", "cpu.big"]) == 2
+    err = capsys.readouterr().err
+    assert "the run is too short for the scenario" in err and not re.search(r"\bhang", err)
+
+
+def test_a_timeout_on_some_images_is_a_finding_and_no_hang(
+        tmp_path: Path, timeouts: dict[str, set[str]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    timeouts["big"] = {"v2", "v3"}
+    argv = ["sweep", str(timeout_matrix(tmp_path)), "-q", "--out", str(tmp_path / "r")]
+    assert main(argv) == 1
+    assert "cpu.big: first bad: v2 (last good: v1)" in capsys.readouterr().out
+    [run] = list((tmp_path / "r" / "slow").iterdir())
+    assert main(["report", str(run), "--issue", "cpu.big"]) == 0
+    issue = capsys.readouterr().out
+    assert issue.startswith("# big does not finish within its timeout in v2 (not in v1)")
+    assert not re.search(r"\bhang", issue)
