@@ -112,3 +112,54 @@ def test_a_timeout_on_some_images_is_a_finding_and_no_hang(
     issue = capsys.readouterr().out
     assert issue.startswith("# big does not finish within its timeout in v2 (not in v1)")
     assert not re.search(r"\bhang", issue)
+
+
+def test_a_samples_file_cut_short_is_unreadable_when_decided_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fakeruntime import Behaviour, FakeRuntime
+
+    from harness import matrixfile as spec
+    from harness.cli import main
+    from harness.orchestrator import sweep
+    from harness.store import RunStore
+
+    # GIVEN a sweep: v2 and v4 leak, v3 is killed at its timeout and v5's agent died
+    # mid-write (neither of those two wrote an end record: their outcome decides them)
+    (tmp_path / "s.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: cut\nruntime: local\n"
+        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
+        "matrix:\n  image: [{name: v1}, {name: v2}, {name: v3}, {name: v4}, {name: v5}]\n"
+        "  gpu: [none]\n  scenario: [s.py]\n")
+    matrix = spec.load(tmp_path / "m.yaml")
+    store = RunStore.open(tmp_path / "r", matrix.name, False)
+    how = {"v2": Behaviour(leak_per_iter=16384), "v3": Behaviour(timed_out=True),
+           "v4": Behaviour(leak_per_iter=16384), "v5": Behaviour(truncate=True)}
+    try:
+        sweep(matrix, list(matrix.cells), FakeRuntime(lambda c: how.get(
+            c.image.label, Behaviour())), store, lambda _: None, False)
+    finally:
+        store.unlock()
+    run = store.root
+    assert main(["report", str(run)]) == 1
+    assert "cpu.s: first bad: v2 (last good: v1)" in capsys.readouterr().out
+    # WHEN v2's samples.jsonl loses its tail after the run: the end record, and the
+    # last sample cut in the middle
+    samples = run / "cells" / "v2.cpu.s" / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    assert '"type": "end"' in lines[-1]
+    samples.write_text("".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])
+    code = main(["report", str(run), "--reanalyze", "--write"])
+    out = capsys.readouterr().out
+    # THEN v2 is unreadable, not a crash ("no end record"), and no first bad is named
+    # past it; the killed and the died cells are decided from their outcome as before
+    assert "v2.cpu.s: leak -> unreadable (samples.jsonl cut short" in out
+    assert "leak -> crash" not in out
+    assert "first bad: v4" not in out and "first bad is v2 or later, up to v3" in out
+    assert "v3.cpu.s: timeout" not in out and "v5.cpu.s: crash" not in out   # unchanged
+    assert "not a complete answer: 1 of 5 planned cells missing (v2.cpu.s)" in out
+    assert code == 1                  # v3's timeout and v4's leak are still bad
+    # AND the re-decided copy says it lacks v2, as the report of it does
+    assert main(["report", str(run) + "-reanalyzed"]) == 1
+    again = capsys.readouterr().out
+    assert "1 of 5 planned cells missing" in again and "first bad: v4" not in again
