@@ -163,3 +163,45 @@ def test_a_samples_file_cut_short_is_unreadable_when_decided_again(
     assert main(["report", str(run) + "-reanalyzed"]) == 1
     again = capsys.readouterr().out
     assert "1 of 5 planned cells missing" in again and "first bad: v4" not in again
+
+
+READS = """\
+def setup(params):
+    return {"data": [0] * params["batch"], "keys": params.get("keys", 4)}
+
+
+def step(state):
+    state["data"].append(state["keys"])
+    state["data"].pop()
+"""
+
+
+def fit_matrix(tmp_path: Path, scenario: str = READS) -> Path:
+    (tmp_path / "reads.py").write_text(scenario)
+    path = tmp_path / "m.yaml"
+    path.write_text("name: reads\nruntime: local\n"
+                    "defaults: {iterations: 20, warmup: 2, sample_every: 5, repeats: 0}\n"
+                    f"matrix:\n  image: [{{name: py, python: {sys.executable}}}]\n"
+                    "  scenario: [{script: reads.py, params: {batch: 2}}]\n")
+    return path
+
+
+def test_fit_of_a_param_the_scenario_never_reads_is_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    # GIVEN a scenario whose setup reads params["batch"] and params.get("keys")
+    argv = ["fit", str(fit_matrix(tmp_path)), "--out", str(tmp_path / "r"), "-q"]
+    # WHEN a fit varies a param it never reads (the local runtime, the real agent)
+    code = main([*argv, "--param", "nosuch=1..8"])
+    captured = capsys.readouterr()
+    # THEN the first probe stops it, naming what the scenario read
+    assert code == 2, captured.out + captured.err
+    assert ("fit --param nosuch: the scenario's setup never read params['nosuch'] (it "
+            "read: batch, keys)") in captured.err
+    assert "the whole range" not in captured.out
+    # one probe ran, not the range
+    assert len(list((tmp_path / "r" / "reads" / "fit-nosuch" / "cells").iterdir())) == 1
+    # AND a param it reads is fitted as before
+    assert main([*argv, "--param", "batch=1..2"]) == 0
+    assert "fits 2 (the whole range)" in capsys.readouterr().out
