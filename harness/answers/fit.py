@@ -188,10 +188,10 @@ def check_read(param: str, series: Series) -> None:
     Raises:
         InputError: the scenario's run never read params[param].
     """
-    read = (series.end or {}).get("params_read")
-    if not isinstance(read, list) or param in read:
+    read = series.params_read()
+    if read is None or param in read:
         return
-    names = ", ".join(str(k) for k in read) or "no param"
+    names = ", ".join(read) or "no param"
     raise InputError(f"fit --param {param}: the scenario's setup never read "
                      f"params[{param!r}] (it read: {names})\n"
                      f"  fix: fit a param the scenario reads, or read params[{param!r}] "

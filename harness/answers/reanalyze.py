@@ -70,9 +70,9 @@ def cut_short(res: CellResult, series: Series) -> str | None:
     None), and its outcome decides it again as it did in the sweep (oom, timeout,
     crash); only a stored end record that the file lacks now means the file was cut,
     and deciding from what is left would call a leak a crash ("no end record")."""
-    if series.end is not None or res.end.status is None:
+    if series.ended or res.end.status is None:
         return None
-    kept = f"{series.measured} measured calls left" if series.samples else "no sample left"
+    kept = f"{series.measured} measured calls left"
     return (f"samples.jsonl cut short: it ends without the end record the run wrote "
             f"(the stored result has it: status {res.end.status}, {res.end.iterations} "
             f"calls; {kept}), so it cannot be decided again")
@@ -128,4 +128,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     changed = [Changed(i, results[i].verdict, r.verdict, r.reason)
                for i, r in out.items() if r.verdict != results[i].verdict]
     changed += [Changed(i, results[i].verdict, UNREADABLE, why) for i, why in cut.items()]
-    return out, sorted(changed, key=lambda c: c.cell)
+    def by_cell(c: Changed) -> str:
+        return c.cell
+
+    return out, sorted(changed, key=by_cell)

@@ -201,10 +201,10 @@ def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
 def exit_code(report: Report) -> int:
     """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
     scenario bug, not a finding) or times out on every image (a run too short for
-    the scenario: the `timeout:` or `iterations:` to change); else 3 when a cell could not be prepared (its image or
-    pip pin is unavailable), since the sweep did not answer for it; else 4 when a cell
-    is undecided (ambiguous after its re-runs) or a planned cell is missing from the
-    directory: not a clean answer; else 0."""
+    the scenario: the `timeout:` or `iterations:` to change); else 3 when a cell could
+    not be prepared (its image or pip pin is unavailable), since the sweep did not
+    answer for it; else 4 when a cell is undecided (ambiguous after its re-runs) or a
+    planned cell is missing from the directory: not a clean answer; else 0."""
     if report.findings:
         return EXIT_REGRESSION
     if report.broken_scenarios:

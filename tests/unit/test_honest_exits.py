@@ -205,3 +205,67 @@ def test_fit_of_a_param_the_scenario_never_reads_is_exit_2(
     # AND a param it reads is fitted as before
     assert main([*argv, "--param", "batch=1..2"]) == 0
     assert "fits 2 (the whole range)" in capsys.readouterr().out
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """One recorded run (leaks in it) in two directories: the same verdicts on both."""
+    return (Path(shutil.copytree(H100 / "gpu-real", tmp_path / "a" / "gpu-real")),
+            Path(shutil.copytree(H100 / "gpu-real", tmp_path / "b" / "gpu-real")))
+
+
+def test_compare_says_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    assert main(["compare", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "exit codes:" in out and "even where both sides agree" in out
+    assert "the same directory\n     twice (but one of a `hosts:` sweep)" in out
+    readme = (ROOT / "README.md").read_text()
+    assert '"no differences in verdict" with a\nleak on both hosts still exits 1' in readme
+
+
+def test_compare_of_two_runs_that_agree_on_a_leak_exits_1(
+        two_runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    a, b = two_runs
+    assert main(["compare", str(a), str(b)]) == 1
+    assert "no differences in verdict" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("second", ["{a}", "{a}/", "{a}/../gpu-real"])
+def test_compare_of_one_directory_twice_is_exit_2(
+        two_runs: tuple[Path, Path], second: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    a, _ = two_runs
+    assert main(["compare", str(a), second.format(a=a)]) == 2
+    err = capsys.readouterr().err
+    assert "are one directory (the cells of one host: local): nothing to compare" in err
+    assert "compare needs two results directories" not in err   # not "one host's cells"
+
+
+@pytest.mark.parametrize("width", [70, 80, 100])
+@pytest.mark.parametrize("how", ["--width", "COLUMNS"])
+def test_compare_table_fits_the_width(two_runs: tuple[Path, Path], width: int, how: str,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    a, b = two_runs
+    argv = ["compare", str(a), str(b)]
+    if how == "COLUMNS":
+        monkeypatch.setenv("COLUMNS", str(width))     # piped (capsys): $COLUMNS counts
+    else:
+        argv += ["--width", str(width)]
+    main(argv)
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= width
+    text = "\n".join(lines)
+    for word in ("fft_plans_capped", "gpu_fft_plans", "rfft_const", "1.00x"):
+        assert word in text            # wrapped, never cut
+    monkeypatch.delenv("COLUMNS", raising=False)
+    main(["compare", str(a), str(b)])    # piped, no width: one line per row
+    plain = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in plain) > 100
