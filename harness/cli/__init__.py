@@ -89,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     out = sys.stdout
-    sys.stdout = cast(TextIO, ReaderMayLeave(out))
+    wrapped = ReaderMayLeave(out)
+    sys.stdout = cast(TextIO, wrapped)
     try:
         code: int = args.func(args)
         return code
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "(re-run with --resume to complete)\n")
         return EXIT_INTERRUPTED
     finally:
-        sys.stdout.flush()     # what is still buffered, while a closed pipe can be told
+        wrapped.flush()     # what is still buffered, while a closed pipe can be told
         sys.stdout = out
 
 

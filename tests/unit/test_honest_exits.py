@@ -269,3 +269,25 @@ def test_compare_table_fits_the_width(two_runs: tuple[Path, Path], width: int, h
     main(["compare", str(a), str(b)])    # piped, no width: one line per row
     plain = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in plain) > 100
+
+
+def test_a_reader_that_leaves_mid_print_stops_the_printing_only() -> None:
+    import io
+
+    from harness.cli import ReaderMayLeave
+
+    # GIVEN stdout on a pipe whose reader takes the first line and leaves
+    r, w = os.pipe()
+    out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(w, "w")), encoding="utf-8")
+    stdout = ReaderMayLeave(out)
+    stdout.write("first line\n")
+    stdout.flush()
+    with os.fdopen(r, "rb") as reader:
+        assert reader.readline() == b"first line\n"
+    # WHEN the answer goes on printing, more than the pipe holds
+    for _ in range(1000):
+        assert stdout.write("x" * 199 + "\n") == 200
+    stdout.flush()
+    # THEN no error reached the command, and the rest went nowhere
+    assert stdout.left
+    out.close()
