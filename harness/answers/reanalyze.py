@@ -128,6 +128,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     changed = [Changed(i, results[i].verdict, r.verdict, r.reason)
                for i, r in out.items() if r.verdict != results[i].verdict]
     changed += [Changed(i, results[i].verdict, UNREADABLE, why) for i, why in cut.items()]
+
     def by_cell(c: Changed) -> str:
         return c.cell
 
