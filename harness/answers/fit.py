@@ -22,6 +22,7 @@ from harness.analysis import memfit
 from harness.analysis.kinds import BAD
 from harness.analysis.verdict import allocation_report
 from harness.answers.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
+from harness.errors import InputError
 from harness.matrixfile.fitblock import probe_cell
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
@@ -153,6 +154,9 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
             cache: Cache | None = None) -> FitRow:
     """Find the largest value of `target.param` that fits in `cell`'s row.
 
+    Raises:
+        InputError: a probe's agent says the scenario never read the param (exit 2).
+
     Args:
         cell: The row's cell as the matrix gives it.
         target: The param and its range.
@@ -168,6 +172,7 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
             got = cache(probe_cell(cell, target.param, value))
             if got is not None:
                 _record(row, seen, value, got, cached=True)
+                check_read(target.param, got[1])
     while True:
         pred = row.prediction()
         row.step = plan_fit(target.lo, target.hi, seen, row.runs,
@@ -179,11 +184,31 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
         got = runner(probe_cell(cell, target.param, value))
         row.runs += 1
         _record(row, seen, value, got, cached=False)
+        check_read(target.param, got[1])
         p = row.probes[value]
         how = row.step.how + (f" {pred[2]:.1f}" if row.step.how == "predicted" and pred else "")
         say(f"{cell.id} {target.param}={value} [{how}, run {row.runs}/{row.bound}]: "
             f"{p.answer}" + ("" if p.outcome == FIT else f" ({p.result.reason[:160]})"))
     return row
+
+
+def check_read(param: str, series: Series) -> None:
+    """Stop at the first probe whose agent says the scenario never read `param`: every
+    value would run the same scenario, and "fits the whole range" would be no answer.
+    A probe without the agent's `params_read` (killed before its end record, a plain
+    script, an older agent) tells nothing; the next one is checked.
+
+    Raises:
+        InputError: the scenario's run never read params[param].
+    """
+    read = series.params_read()
+    if read is None or param in read:
+        return
+    names = ", ".join(read) or "no param"
+    raise InputError(f"fit --param {param}: the scenario's setup never read "
+                     f"params[{param!r}] (it read: {names})\n"
+                     f"  fix: fit a param the scenario reads, or read params[{param!r}] "
+                     "in its setup")
 
 
 def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: bool) -> None:

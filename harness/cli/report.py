@@ -70,10 +70,12 @@ def newest_run(path: Path, command: str) -> Path:
 def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     """`--reanalyze`: every cell decided again; the table, what changed, the exit code
     the sweep would give now. Writes only with `--write`, into a new directory."""
+    from harness.analysis.kinds import UNREADABLE
     from harness.answers.reanalyze import reanalyze
     from harness.cli.sweep import exit_code
     from harness.matrixfile.load import analysis_of
     from harness.report import ConsoleReporter, Report, write_all
+    from harness.result.model import Planned
     from harness.store import RunStore, SeriesCache
     from harness.store.runs import REANALYZED
 
@@ -84,20 +86,32 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     base = recorded.meta.get("baseline")
     results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
                                  base if isinstance(base, str) else None)
-    report = Report.from_results(recorded.name, results, recorded.meta, args.dir)
+    # A cell whose samples were cut short is unreadable now: named as missing, and no
+    # first bad is named across it (its row's plan entry is kept for that).
+    cut = {c.cell: c.reason for c in changed if c.after == UNREADABLE}
+    planned = list(recorded.planned) + [
+        Planned(cid, r.row, r.image.label, r.image.index)
+        for cid, r in recorded.results.items()
+        if cid in cut and cid not in {p.id for p in recorded.planned}]
+    report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
+                                 planned=planned, unreadable={**recorded.unreadable, **cut})
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
     print(f"\nre-decided {len(results)} cells from their samples{how}: "
           f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
     for c in changed:
         print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})")
+    note = report.incomplete_note()
+    if note is not None:
+        print(note)
     if args.write:
         out = beside(args.dir)
         store = RunStore(out)
         copy_run(args.dir, out)
         matrix = recorded.meta.get("matrix")
+        # The copy's plan names what it lacks too (a cut-short cell has no result).
         store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
-                   recorded.planned)
+                   tuple(planned))
         for res in results.values():
             store.write_cell(res)
         write_all(store, dataclasses.replace(report, root=None))

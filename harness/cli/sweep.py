@@ -38,7 +38,8 @@ SWEEP_EPILOG = """examples:
 exit codes:
   0  every cell ran and none is bad
   1  a cell is bad (leak, slowdown, regression, oom, timeout, crash)
-  2  bad input (matrix, flag, scenario that does not compile or fails on every image)
+  2  bad input (matrix, flag, scenario that does not compile or fails on every image;
+     a timeout on every image: a run too short for the scenario)
   3  environment unavailable (no engine or GPU; an image or pin could not be had)
   4  no cell bad, but not a complete answer: cells undecided or missing
   130 interrupted (finished cells are kept; --resume continues)
@@ -197,10 +198,11 @@ def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
 
 def exit_code(report: Report) -> int:
     """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
-    scenario bug, not a finding); else 3 when a cell could not be prepared (its image or
-    pip pin is unavailable), since the sweep did not answer for it; else 4 when a cell
-    is undecided (ambiguous after its re-runs) or a planned cell is missing from the
-    directory: not a clean answer; else 0."""
+    scenario bug, not a finding) or times out on every image (a run too short for
+    the scenario: the `timeout:` or `iterations:` to change); else 3 when a cell could
+    not be prepared (its image or pip pin is unavailable), since the sweep did not
+    answer for it; else 4 when a cell is undecided (ambiguous after its re-runs) or a
+    planned cell is missing from the directory: not a clean answer; else 0."""
     if report.findings:
         return EXIT_REGRESSION
     if report.broken_scenarios:

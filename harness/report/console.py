@@ -15,6 +15,19 @@ COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "tim
            "not-applicable": "90", "unavailable": "33", "suspected": "35"}
 
 
+def table_width(out: TextIO, width: int | None = None) -> int | None:
+    """The width a table on `out` must fit: `width` (--width) if given, else the
+    terminal's, else $COLUMNS when piped; None: no limit (one plain line per row)."""
+    if width is not None:
+        return width
+    if out.isatty():
+        return shutil.get_terminal_size((100, 24)).columns
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
+        return max(40, int(os.environ["COLUMNS"]))
+    return None
+
+
 class ConsoleReporter(Reporter):
     def render(self, out: TextIO, colour: bool | None = None, width: int | None = None
                ) -> None:
@@ -26,11 +39,7 @@ class ConsoleReporter(Reporter):
         tty = out.isatty()
         if colour is None:
             colour = tty and not os.environ.get("NO_COLOR")
-        if width is None and tty:
-            width = shutil.get_terminal_size((100, 24)).columns
-        elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
-            # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
-            width = max(40, int(os.environ["COLUMNS"]))
+        width = table_width(out, width)
         if width is not None:
             self._fitted(out, width, colour)
         else:

@@ -212,6 +212,9 @@ class IssueReporter(Reporter):
         if row not in rows:
             raise InputError(f"--issue {row}: no such row (allowed values: "
                              f"{', '.join(sorted(rows))})")
+        if rows[row].scenario_error is not None:
+            raise InputError(f"--issue {row}: {rows[row].sentence}; there is no image to "
+                             "report")
         if rows[row].first_bad is None:
             raise InputError(f"--issue {row}: the row has no bad cell, so there is nothing "
                              "to report; pick a row whose first bad is named")
@@ -224,7 +227,9 @@ class IssueReporter(Reporter):
         bad = by_label[str(row.first_bad)]
         good = by_label.get(str(row.last_good)) if row.last_good else None
         verb = {"leak": "leaks memory", "slowdown": "slows down", "regression": "is slower",
-                "oom": "runs out of memory", "crash": "crashes", "timeout": "hangs"}.get(
+                "oom": "runs out of memory", "crash": "crashes",
+                # killed at its deadline: slow or stuck, the run cannot tell which
+                "timeout": "does not finish within its timeout"}.get(
                     bad.verdict, str(bad.verdict))
         scen = bad.scenario
         since = f" (not in {good.image.label})" if good else ""

@@ -107,7 +107,7 @@ class Report:
 
     @property
     def broken_scenarios(self) -> list[str]:
-        """Rows whose scenario fails the same way on every image."""
+        """Rows whose scenario fails the same way, or times out, on every image."""
         return [r.row for r in self.rows if r.scenario_error is not None]
 
     @property
