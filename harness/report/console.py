@@ -13,6 +13,7 @@ from harness.report.model import Reporter
 COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
            "crash": "31", "ok": "32", "plateau": "36", "ambiguous": "90",
            "not-applicable": "90", "unavailable": "33", "suspected": "35"}
+MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
 
 
 class ConsoleReporter(Reporter):
@@ -30,7 +31,7 @@ class ConsoleReporter(Reporter):
             width = shutil.get_terminal_size((100, 24)).columns
         elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
             # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
-            width = max(40, int(os.environ["COLUMNS"]))
+            width = max(MIN_WIDTH, int(os.environ["COLUMNS"]))
         if width is not None:
             self._fitted(out, width, colour)
         else:
