@@ -17,7 +17,7 @@ from typing import TextIO
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import kind
 from harness.analysis.trends import MemoryTrend, StepTrend
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
@@ -31,8 +31,6 @@ COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c
 MIN_POINTS = 3                  # a source needs this many measured samples for a panel
 MIN_SPAN = {"heap": 256 * 1024.0}   # bytes: below this, a row's heap span is noise
 DEFAULT_MIN_SPAN = 1024 * 1024.0
-SEVERITY = {"crash": 0, "oom": 1, "timeout": 2, "leak": 3, "regression": 4, "slowdown": 5,
-            "ambiguous": 6, "plateau": 7, "unavailable": 8, "not-applicable": 9, "ok": 10}
 
 
 @dataclass
@@ -58,11 +56,11 @@ class CellView:
 
     @property
     def sort_key(self) -> str:
-        return f"{SEVERITY.get(self.verdict, 5):02d} {self.verdict} {self.numbers}"
+        return f"{kind(self.verdict).severity:02d} {self.verdict} {self.numbers}"
 
     @property
     def kind(self) -> str:
-        return "bad" if self.verdict in BAD else "good" if self.verdict in GOOD else "other"
+        return kind(self.verdict).css
 
 
 def warmup_end(series: Series) -> float | None:
