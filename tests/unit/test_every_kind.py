@@ -61,9 +61,9 @@ def test_the_list_is_the_verdict_type() -> None:
 
 
 def test_the_classes_the_answers_read() -> None:
-    assert BAD == {k for k in VERDICTS if kind(k).cls == "bad"}
-    assert GOOD == {k for k in VERDICTS if kind(k).cls == "good"}
-    assert UNDECIDED == {"ambiguous"}          # run longer: exit 4
+    assert {k for k in VERDICTS if kind(k).cls == "bad"} == BAD
+    assert {k for k in VERDICTS if kind(k).cls == "good"} == GOOD
+    assert {"ambiguous"} == UNDECIDED          # run longer: exit 4
     # the first bad may hide where goodness is unknown, never in a skipped cell
     assert {"ambiguous", "suspected", "unavailable"} <= UNKNOWN
     assert not UNKNOWN & (BAD | GOOD | {"not-applicable"})
