@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
-from harness.matrixfile.model import Cell, Matrix, row_baselines
+from harness.matrixfile.model import Cell, Matrix
 from harness.result.model import CellResult
 from harness.result.runkey import key_of, why_changed
 from harness.runtimes import Engines
@@ -84,10 +84,6 @@ class Sweep:
     def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
                 ) -> CellResult:
         return compare(self, cell, measured, base, base_result)
-
-    def row_bases(self, cells: list[Cell]) -> dict[str, str]:
-        """Cell id -> its row baseline's id."""
-        return row_baselines(cells, self.matrix.baseline)
 
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
         start = time.monotonic()

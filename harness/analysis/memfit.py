@@ -129,8 +129,3 @@ def limiting(lines: Mapping[str, Line], device_limit: float | None,
             if name in lines and lines[name].per_unit > 0:
                 return lines[name], limit
     return None
-
-
-def prediction_error(predicted: float, found: int) -> float | None:
-    """(predicted - found) / found; None when found is not positive."""
-    return (predicted - found) / found if found > 0 else None

@@ -38,7 +38,7 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import memory_trend, step_trend
-from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
+from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
@@ -46,7 +46,7 @@ from harness.protocol.series import TREND_NAMES, Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 
-__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
+__all__ = ["BAD", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the
 # framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
 # OutOfMemoryError, a bare CUDA error) and the agent ends with an error.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, kind
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.search import answer_rows
 from harness.errors import InputError
@@ -29,18 +29,12 @@ from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
 EXPLAIN_DIR = "explain"
 WHERE_FILE = "where.json"
-MEMORY = ("heap", "device")
 # memray's native stacks: asked for in a second run, only where Python's allocator saw
 # less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process
 # as large as PyTorch's took over two minutes on an H100 machine).
 NATIVE = ("native",)
 NATIVE_SHARE = 0.9
 MEMRAY = "memray>=1.10"
-TIME = ("stack", "ops")
-KINDS_FOR: Mapping[str, tuple[str, ...]] = {
-    "leak": MEMORY, "plateau": MEMORY, "oom": MEMORY,
-    "slowdown": TIME, "regression": ("stack", "ops", "heap")}
-OTHER = ("heap", "device", "stack")
 # tracemalloc makes an allocating step 20-120x slower: memory is attributed over fewer
 # calls (bytes per call need no long run), time over the cell's own length.
 MEMORY_CALLS = 300
@@ -98,7 +92,8 @@ def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool
 
 
 def kinds_for(result: CellResult) -> tuple[str, ...]:
-    return KINDS_FOR.get(str(result.verdict), OTHER)
+    """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`)."""
+    return kind(result.verdict).attribute
 
 
 def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) -> Cell:

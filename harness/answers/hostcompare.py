@@ -17,14 +17,12 @@ from typing import TextIO
 
 from tabulate import tabulate
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, kind
 from harness.matrixfile.model import is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 
 Result = CellResult
-VERBS = {"leak": "leaks", "slowdown": "slows down", "regression": "regresses",
-         "oom": "runs out of memory", "timeout": "times out", "crash": "crashes"}
 
 
 def gpu_names(res: CellResult) -> list[str]:
@@ -141,7 +139,7 @@ class Comparison:
         for (scenario, side, verdict), pairs in groups.items():
             bad_name = self.a_name if side == "a" else self.b_name
             good_name = self.b_name if side == "a" else self.a_name
-            verb = VERBS.get(verdict, f"is {verdict}")
+            verb = kind(verdict).verb
             if self.mode == "hosts" and self.same_host:
                 images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
                 out.append(f"{scenario} {verb} with {images} in {bad_name}, not in "

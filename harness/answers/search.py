@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from harness.analysis.kinds import BAD, GOOD, NOT_RUN, UNAVAILABLE, UNDECIDED, UNREADABLE
+from harness.analysis.kinds import BAD, GOOD, NOT_MEASURED, NOT_RUN, UNKNOWN, UNREADABLE
 from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
@@ -70,8 +70,6 @@ def image_index(res: CellResult) -> int:
     return res.image.index
 
 
-# Verdicts that leave an image's goodness unknown: the first bad may be hiding there.
-UNKNOWN = UNDECIDED | {"suspected", NOT_RUN, UNREADABLE, UNAVAILABLE}
 
 
 def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
@@ -116,7 +114,7 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
 def same_failure(items: Sequence[CellResult]) -> str | None:
     """'Type: message' when every image that ran crashed with the same scenario error (at
     least two images): the scenario is broken, not the images."""
-    ran = [r for r in items if r.verdict not in ("unavailable", "not-applicable")]
+    ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if len(ran) < 2 or any(r.verdict != "crash" for r in ran):
         return None
     said = set()

@@ -17,10 +17,6 @@ from typing import TextIO, cast
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 from harness.signals import interruptible as interruptible  # re-exported for the commands
 
-COMMANDS = ("sweep", "bisect", "fit", "explain", "compare", "report", "images", "doctor",
-            "watch")
-
-
 HELP = """\
 Find which container image, package version or GPU introduced a memory leak or a
 slowdown, and show the numbers behind each verdict."""

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import printer
+from harness.cli import options, printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -31,14 +30,9 @@ def add_parser(sub: Any) -> None:
                    help="extra probes of an image whose verdict stays ambiguous (default 1)")
     p.add_argument("--reuse", type=Path, action="append", default=[], metavar="DIR",
                    help="also reuse finished cells of this results directory (repeatable)")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (default: reports/); the bisect keeps its "
-                        "cells in <out>/<name>/bisect-<row> and reuses them on the next run")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int, help="override iterations for every cell")
-    p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
-    p.add_argument("-q", "--quiet", action="store_true", help="no runtime progress lines")
+    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
+                out_keeps="the bisect keeps its cells in <out>/<name>/bisect-<row> and "
+                          "reuses them on the next run")
     p.set_defaults(func=run)
 
 
@@ -110,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.store import RunStore
     from harness.store.runs import BISECT, SWEEP_RESULTS, require
 
+    options.check(args)
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
     for d in args.reuse:

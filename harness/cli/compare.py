@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli import options
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
@@ -46,9 +47,7 @@ def add_parser(sub: Any) -> None:
                    help="with one directory of a `hosts:` sweep: compare host HOST (the "
                         "old one) with the second --host (default: the matrix's first "
                         "host with each of the others, in its order)")
-    p.add_argument("--width", type=int, metavar="COLUMNS",
-                   help="fit the table to this width (default: the terminal's; piped: "
-                        "$COLUMNS, else one line per row)")
+    options.add(p, "width")
     p.set_defaults(func=run)
 
 
@@ -144,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.answers.hostcompare import compare_hosts, compare_images
     from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 
+    options.check(args)
     # `compare A A`: one directory, which compares only where it holds two hosts.
     twice = args.b is not None and args.b.resolve() == args.a.resolve() and not args.image
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness import gpu
+from harness.cli import options
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
 from harness.matrixfile.model import Matrix, is_local_endpoint
 from harness.runtimes.localdoctor import local_checks
@@ -82,7 +83,8 @@ class _DockerEngine:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
-    p.add_argument("--docker-host", help="check this engine instead of the matrix's hosts")
+    p.add_argument("--docker-host", help=f"check this engine instead of the matrix's hosts: "
+                                         f"{options.DOCKER_HOST_HELP}")
     p.add_argument("--out", type=Path, default=Path("reports"),
                    help="results base directory (slurm: must be shared with the nodes)")
     p.set_defaults(func=run)

@@ -10,9 +10,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, printer
+from harness.cli import interruptible, options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError
-from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
@@ -45,9 +44,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("cell", nargs="?", help="only this cell (default: each row's first bad)")
     p.add_argument("--matrix", type=Path,
                    help="the sweep's matrix file (default: the one its plan.json names)")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    options.add(p, "runtime", "docker-host", "quiet")
     p.set_defaults(func=run)
 
 
@@ -116,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.runtimes import Engines
     from harness.store import RunStore, load_json
 
+    options.check(args)
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     root = newest_run(args.dir, "harness explain")

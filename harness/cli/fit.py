@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import printer
+from harness.cli import options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.answers.fit import Target
@@ -23,14 +22,9 @@ def add_parser(sub: Any) -> None:
                         "(default: the matrix's `fit:` block)")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only the rows (cells) whose id matches, as in `harness sweep -k`")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (default: reports/); probes are kept in "
-                        "<out>/<name>/fit-<param> and reused on the next run")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int, help="override iterations for every probe")
-    p.add_argument("--warmup", type=int, help="override warm-up iterations for every probe")
-    p.add_argument("-q", "--quiet", action="store_true", help="no runtime progress lines")
+    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
+                per="probe", out_keeps="probes are kept in <out>/<name>/fit-<param> and "
+                                       "reused on the next run")
     p.set_defaults(func=run)
 
 
@@ -70,10 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.store import RunStore
     from harness.store.runs import FIT
 
-    for flag in ("iterations", "warmup"):
-        value = getattr(args, flag)
-        if value is not None and value < (1 if flag == "iterations" else 0):
-            raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
+    options.check(args)
     matrix = matrixfile.load(args.matrix)
     target = target_of(matrix, args.param)
     cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)

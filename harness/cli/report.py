@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli import options
 from harness.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
@@ -28,9 +29,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
                         " or a cell id of that row), and print it")
-    p.add_argument("--width", type=int, metavar="COLUMNS",
-                   help="fit the table to this width (default: the terminal's; piped: "
-                        "$COLUMNS, else one line per row)")
+    options.add(p, "width")
     p.add_argument("--reanalyze", action="store_true",
                    help="decide every cell again from its samples.jsonl with this harness "
                         "and the directory's matrix.yaml analysis: block (recorded "
@@ -182,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.store import RunStore, load_json
     from harness.store.results import PLAN_FILE
 
+    options.check(args)
     if args.dir.exists() and not args.dir.is_dir():
         raise InputError(f"{args.dir}: a file, not a results directory; pass the "
                          f"directory it is in ({args.dir.parent}) or reports/<name>/<timestamp>")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness.analysis.kinds import kind
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
 from harness.report.model import Report, Reporter
@@ -226,11 +227,7 @@ class IssueReporter(Reporter):
                     if cid in r.results}
         bad = by_label[str(row.first_bad)]
         good = by_label.get(str(row.last_good)) if row.last_good else None
-        verb = {"leak": "leaks memory", "slowdown": "slows down", "regression": "is slower",
-                "oom": "runs out of memory", "crash": "crashes",
-                # killed at its deadline: slow or stuck, the run cannot tell which
-                "timeout": "does not finish within its timeout"}.get(
-                    bad.verdict, str(bad.verdict))
+        verb = kind(bad.verdict).title
         scen = bad.scenario
         since = f" (not in {good.image.label})" if good else ""
         out.write(f"# {scen.id} {verb} in {bad.image.label}{since}\n\n")

@@ -10,7 +10,6 @@ never leaves one running.
 
 from __future__ import annotations
 
-import io
 import os
 import socket
 from pathlib import Path
@@ -158,9 +157,6 @@ class DockerRuntime(RuntimeBase):
                 removed += 1
         return removed
 
-    def managed_containers(self) -> list[str]:
-        return [c.id for c in self.client.containers.list(all=True, filters={"label": LABEL})]
-
     def build(self, context: Path, tag: str, labels: dict[str, str], progress: Progress) -> str:
         """`docker build` of a directory with no network; returns the image id.
 
@@ -176,7 +172,3 @@ class DockerRuntime(RuntimeBase):
 
     def image_labels(self, tag: str) -> dict[str, str] | None:
         return dockerimage.image_labels(self.client, tag)
-
-    def import_tar(self, data: io.BufferedReader, tag: str) -> None:
-        repo, _, t = tag.rpartition(":")
-        self.client.api.import_image_from_stream(data, repository=repo, tag=t)
