@@ -17,7 +17,7 @@ from typing import TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.matrixfile.model import is_local_endpoint
+from harness.matrixfile.model import abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 
@@ -46,7 +46,7 @@ def machine_of(res: CellResult) -> str | None:
         return url
     if res.host.machine:
         return res.host.machine
-    if res.runtime == "local":   # the agent ran on the machine itself
+    if not abilities(res.runtime).container_images:   # the agent ran on the machine itself
         return res.fingerprint.hostname or None
     return None
 

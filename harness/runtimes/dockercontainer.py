@@ -15,6 +15,7 @@ import socket
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,12 +51,17 @@ class Engine(Protocol):
 
     copy_files: bool          # a remote engine: files copied in and out, not mounted
     memlock_refused: bool     # the engine refuses memlock=-1: its default is used
+    own_ulimits: tuple[tuple[str, int, int], ...]   # (name, soft, hard) besides ours
 
     @property
     def client(self) -> Any: ...
 
     @property
     def local(self) -> bool: ...
+
+    @property
+    def gpu_by(self) -> str:
+        """How a GPU is requested (gpu.device_request_kwargs)."""
 
     def refuse_memlock(self) -> None:
         """Remember that the engine refuses memlock=-1."""
@@ -65,6 +71,10 @@ class Engine(Protocol):
 
     def remove(self, cid: str) -> None:
         """Remove the container, whatever state it is in."""
+
+    def watch_oom(self, cid: str) -> Callable[[], bool] | None:
+        """For an engine that does not report OOMKilled itself: a watch of the started
+        container's memory cgroup, asked once it has exited (None: the engine reports)."""
 
 
 def tar_inputs(scenario_dir: Path) -> bytes:
@@ -82,8 +92,9 @@ def tar_inputs(scenario_dir: Path) -> bytes:
     return buf.getvalue()
 
 
-def ulimits(memlock_refused: bool) -> list[Any]:
-    limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)]
+def ulimits(memlock_refused: bool, own: tuple[tuple[str, int, int], ...] = ()) -> list[Any]:
+    limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES),
+              *(Ulimit(name=name, soft=soft, hard=hard) for name, soft, hard in own)]
     if not memlock_refused:
         limits.insert(0, Ulimit(name="memlock", soft=-1, hard=-1))
     return limits
@@ -107,7 +118,7 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
             str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
         "working_dir": "/harness/scenario",
         "shm_size": s.shm_size,
-        "ulimits": ulimits(engine.memlock_refused),
+        "ulimits": ulimits(engine.memlock_refused, engine.own_ulimits),
         "detach": True,
         # tini as PID 1: signals reach the agent and zombies of forked children are
         # reaped (the agent as PID 1 ignores signals it has no handler for).
@@ -122,7 +133,7 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
         kwargs["memswap_limit"] = limit  # no swap: over the limit is an OOM kill
     if cell.gpu.wants_gpu:
         kwargs["device_requests"] = [DeviceRequest(**gpu.device_request_kwargs(
-            cell.gpu.value))]
+            cell.gpu.value, engine.gpu_by))]
     return kwargs
 
 
@@ -156,9 +167,10 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             engine.refuse_memlock()
             progress("engine refuses memlock=-1 (NGC flag); running with its default")
             engine.remove(container.id)
-            kwargs["ulimits"] = ulimits(engine.memlock_refused)
+            kwargs["ulimits"] = ulimits(engine.memlock_refused, engine.own_ulimits)
             container = _create(engine, request, kwargs)
             container.start()
+        oom_seen = engine.watch_oom(container.id)
         if engine.memlock_refused:
             outcome.details["memlock"] = "engine refused -1; engine default used"
         stats: list[dict[str, Any]] = []
@@ -182,7 +194,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             poll = min(POLL_S, poll * 1.5)
         outcome.duration_s = time.monotonic() - start
         outcome.exit_code = state.get("ExitCode")
-        outcome.oom_killed = bool(state.get("OOMKilled"))
+        outcome.oom_killed = bool(state.get("OOMKilled")) or (oom_seen is not None and oom_seen())
         # The stats stream only ends when the container is removed; don't wait on it.
         t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
