@@ -65,6 +65,7 @@ class _DockerEngine:
         assert isinstance(rt, DockerRuntime), f"runtime {runtime} has no Docker API"
         self.rt = rt
         self.product = rt.name.capitalize()
+        self.gpu_by = rt.gpu_by
 
     def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
         """What this machine lacks for the runtime before its engine is asked."""
@@ -230,11 +231,15 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
         host, has_gpu, local_gpus = probed, True, True
     else:
         local_gpus = local
-    mechanisms = gpu.engine_gpu_mechanisms(info, hook_found and local)
+    # GPUs by CDI name (podman): the runtime's setup checks above looked for the spec.
+    cdi = getattr(engine, "gpu_by", None) == "cdi"
+    mechanisms = [] if cdi else gpu.engine_gpu_mechanisms(info, hook_found and local)
     if probed is not None and not mechanisms:
-        mechanisms = ["--gpus (a probe container was given GPUs)"]
+        mechanisms = [("CDI" if cdi else "--gpus") + " (a probe container was given GPUs)"]
     if mechanisms:
         c.add("ok", f"{where}: GPU support: {', '.join(mechanisms)}")
+    elif cdi:
+        pass
     elif wants_gpu and local:
         c.add("FAIL", f"{where}: no NVIDIA runtime, CDI devices or --gpus hook", TOOLKIT_FIX)
     elif wants_gpu:

@@ -71,11 +71,13 @@ def _agent_tar() -> bytes:
 
 
 def engine_inventory(client: Any, image: str, python: str, mount: bool,
-                     where: str, by: str = "device-request") -> HostGpus:
+                     where: str, by: str = "device-request",
+                     ulimits: list[Any] | None = None) -> HostGpus:
     """Run the NVML probe in `image` on the engine behind `client` (docker-py).
 
     `mount`: bind-mount the agent (an engine on this machine); else copy it in.
-    `by`: how GPUs are requested (`device_request_kwargs`).
+    `by`: how GPUs are requested (`device_request_kwargs`); `ulimits`: docker-py
+    Ulimits the engine needs given (podman: this process's nofile and nproc).
 
     Raises:
         GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
@@ -90,6 +92,8 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
         "labels": {"harness.probe": "nvml"},
         "detach": True,
     }
+    if ulimits:
+        kwargs["ulimits"] = ulimits
     if mount:
         from harness.protocol import AGENT_DIR
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
+from docker.types import Ulimit
 
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
@@ -97,7 +98,8 @@ class DockerRuntime(RuntimeBase):
 
             found = gpuprobe.engine_inventory(self.client, image, python,
                                               not self.copy_files, where(self.base_url),
-                                              self.gpu_by)
+                                              self.gpu_by, [Ulimit(name=n, soft=s, hard=h)
+                                                            for n, s, h in self.own_ulimits])
             if not found.gpus:
                 raise GpuUnavailable(
                     f"the engine at {where(self.base_url)} started a GPU container but it "

@@ -45,7 +45,7 @@ START_FIX = ("start podman's Docker-compatible service: `podman system service -
 INSTALL_FIX = "install podman (`apt-get install podman catatonit`), or use `runtime: docker`"
 CDI_FIX = ("generate the NVIDIA CDI spec: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` "
            "(nvidia-container-toolkit), or set `gpu: [none]`")
-COMPAT_CDI_FIX = ("this podman's Docker-compatible API passed no CDI device on (podman 4.3 "
+COMPAT_CDI_FIX = ("where the host has GPUs and a CDI spec, this podman's Docker-compatible API passed no CDI device on (podman 4.3 "
                   "ignores a DeviceRequest; `podman run --device nvidia.com/gpu=0` works): "
                   "use a podman whose compat API takes CDI DeviceRequests, or `runtime: "
                   "docker` for GPU cells")
@@ -195,11 +195,12 @@ class PodmanRuntime(DockerRuntime):
                 (the message says how to start it).
         """
         if self._client is None:
-            if shutil.which("podman") is None and self.local:
-                raise EngineUnavailable(f"podman is not installed\n  fix: {INSTALL_FIX}")
             try:
                 self._client = connect(self.base_url)
             except EngineUnavailable as exc:
+                if shutil.which("podman") is None and self.local:
+                    raise EngineUnavailable(f"podman is not installed (nothing answers at "
+                                            f"{self.base_url})\n  fix: {INSTALL_FIX}") from exc
                 first = str(exc).splitlines()[0].replace("Docker engine", "podman service")
                 raise EngineUnavailable(
                     f"{first}\n  fix: {START_FIX.format(url=self.base_url)}") from exc
@@ -232,4 +233,6 @@ class PodmanRuntime(DockerRuntime):
             return super().gpu_inventory(image, python)
         except GpuUnavailable as exc:
             first = str(exc).splitlines()[0]
+            if "saw no GPU" not in first:
+                raise
             raise GpuUnavailable(f"{first}\n  fix: {COMPAT_CDI_FIX}") from exc
