@@ -17,7 +17,7 @@ from typing import TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.matrixfile.model import abilities, is_local_endpoint
+from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 
@@ -35,7 +35,7 @@ def gpu_names(res: CellResult) -> list[str]:
 def host_label(res: CellResult) -> str | None:
     """The `hosts:` label a cell ran under; None for the default, unnamed engine."""
     label = res.host.label
-    return label if label and label != "local" else None
+    return label if label and label != LOCAL_HOST.label else None
 
 
 def machine_of(res: CellResult) -> str | None:
