@@ -46,7 +46,8 @@ INSTALL_FIX = "install podman (`apt-get install podman catatonit`), or use `runt
 CDI_FIX = ("generate the NVIDIA CDI spec: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` "
            "(nvidia-container-toolkit), or set `gpu: [none]`")
 COMPAT_CDI_FIX = ("where the host has GPUs and a CDI spec, this podman's Docker-compatible "
-                  "API passed no CDI device on (podman 4.3 ignores a DeviceRequest; `podman run --device nvidia.com/gpu=0` works): "
+                  "API passed no CDI device on (podman 4.3 ignores a DeviceRequest; "
+                  "`podman run --device nvidia.com/gpu=0` works): "
                   "use a podman whose compat API takes CDI DeviceRequests, or `runtime: "
                   "docker` for GPU cells")
 Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix), as the doctors give them
