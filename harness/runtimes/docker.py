@@ -113,8 +113,8 @@ class DockerRuntime(RuntimeBase):
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         return run_container(self, request, progress)
 
-    def watch_oom(self, cid: str) -> Callable[[], bool] | None:
-        """dockerd reports OOMKilled in the container's state: nothing to watch."""
+    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
+        """dockerd reports OOMKilled and streams stats each second: nothing to watch."""
         return None
 
     def lost(self) -> None:

@@ -72,9 +72,10 @@ class Engine(Protocol):
     def remove(self, cid: str) -> None:
         """Remove the container, whatever state it is in."""
 
-    def watch_oom(self, cid: str) -> Callable[[], bool] | None:
-        """For an engine that does not report OOMKilled itself: a watch of the started
-        container's memory cgroup, asked once it has exited (None: the engine reports)."""
+    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
+        """For an engine that reports OOMKilled wrong or its stats too seldom: a watch of
+        the started container's memory cgroup, asked once it has exited for (OOM kill
+        seen, peak bytes); None: the engine's state and stats say it."""
 
 
 def tar_inputs(scenario_dir: Path) -> bytes:
@@ -170,7 +171,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             kwargs["ulimits"] = ulimits(engine.memlock_refused, engine.own_ulimits)
             container = _create(engine, request, kwargs)
             container.start()
-        oom_seen = engine.watch_oom(container.id)
+        cgroup = engine.watch_cgroup(container.id)
         if engine.memlock_refused:
             outcome.details["memlock"] = "engine refused -1; engine default used"
         stats: list[dict[str, Any]] = []
@@ -194,13 +195,14 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             poll = min(POLL_S, poll * 1.5)
         outcome.duration_s = time.monotonic() - start
         outcome.exit_code = state.get("ExitCode")
-        outcome.oom_killed = bool(state.get("OOMKilled")) or (oom_seen is not None and oom_seen())
+        oom_seen, peak = cgroup() if cgroup is not None else (False, None)
+        outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen
         # The stats stream only ends when the container is removed; don't wait on it.
         t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
-        if stats:
-            outcome.details["host_max_usage"] = max(int(x.get("max_usage") or x["usage"])
-                                                    for x in stats)
+        if stats or peak is not None:
+            outcome.details["host_max_usage"] = max([int(x.get("max_usage") or x["usage"])
+                                                     for x in stats] + [peak or 0])
         if engine.copy_files:
             fetch_out(container, request.outdir)
         logs = container.logs(tail=200)

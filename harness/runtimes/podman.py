@@ -18,6 +18,9 @@ differs is all here:
   /var/run/cdi (`cdi_specs`). Podman 4.3's compat API passes no DeviceRequest on (its
   `podman run --device nvidia.com/gpu=0` works, the API's create does not): the GPU
   probe then sees no GPU and the sweep stops with exit 3 and this module's fix;
+- OOM kills and peak memory: read from the container's memory cgroup (`CgroupWatch`),
+  which podman 4.3 reports wrong (OOMKilled false on cgroup v1) or too seldom (stats
+  every 5 s);
 - `hosts:` endpoints stay docker's (`Abilities.serves_hosts`).
 """
 
@@ -147,35 +150,58 @@ def oom_kills(path: Path) -> int | None:
     return 0
 
 
-class OomWatch:
-    """Podman 4.3 on cgroup v1 reports OOMKilled false for a container the kernel's OOM
-    killer ended (seen here: exit 137, `oom_kill 1` in its cgroup, `State.OOMKilled`
-    false). So its memory cgroup's OOM-kill counter is read every `every_s` while it
-    exists: the cgroup outlives the killed process by the moment podman takes to clean
-    up (tenths of a second), far longer than a poll."""
+PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak", "memory.current")
 
-    def __init__(self, path: Path, every_s: float = 0.01):
-        self.path, self.every_s = path, every_s
+
+def read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class CgroupWatch:
+    """What podman 4.3 does not say of a container, read from its memory cgroup every
+    `every_s` while the cgroup exists (it outlives the container's last process by the
+    moment podman takes to clean up, tenths of a second, far longer than a poll):
+
+    - an OOM kill: on cgroup v1 podman reports OOMKilled false for a container the
+      kernel's OOM killer ended (seen here: exit 137, `oom_kill 1` in its cgroup);
+    - the peak memory: its stats stream gives a sample every 5 s, so a short cell's
+      peak would be its first reading (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`,
+      else the largest `memory.current` read)."""
+
+    def __init__(self, counter: Path, every_s: float = 0.01):
+        self.counter, self.every_s = counter, every_s
+        self.peak_file = next((counter.parent / n for n in PEAK_FILES
+                               if (counter.parent / n).exists()), None)
         self.kills = 0
+        self.peak: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
-        while True:
-            n = oom_kills(self.path)
-            if n is None:
-                return   # the cgroup is gone: its last count stands
-            self.kills = max(self.kills, n)
-            if self._stop.wait(self.every_s):
-                return
+    def _read(self) -> bool:
+        n = oom_kills(self.counter)
+        if n is None:
+            return False   # the cgroup is gone: the last readings stand
+        self.kills = max(self.kills, n)
+        peak = read_int(self.peak_file) if self.peak_file is not None else None
+        if peak is not None:
+            self.peak = max(self.peak or 0, peak)
+        return True
 
-    def __call__(self) -> bool:
-        """Whether the OOM killer ended a process of the container (stops the watch)."""
+    def _run(self) -> None:
+        while self._read() and not self._stop.wait(self.every_s):
+            pass
+
+    def __call__(self) -> tuple[bool, int | None]:
+        """(the OOM killer ended a process of the container, its peak memory in bytes);
+        stops the watch."""
         self._stop.set()
         self._thread.join(timeout=1.0)
-        n = oom_kills(self.path)
-        return max(self.kills, n or 0) > 0
+        self._read()
+        return self.kills > 0, self.peak
 
 
 class PodmanRuntime(DockerRuntime):
@@ -207,7 +233,7 @@ class PodmanRuntime(DockerRuntime):
                     f"{first}\n  fix: {START_FIX.format(url=self.base_url)}") from exc
         return self._client
 
-    def watch_oom(self, cid: str) -> Callable[[], bool] | None:
+    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
         """A watch of the container's memory cgroup (this machine's engine only)."""
         if not self.local:
             return None
@@ -216,7 +242,7 @@ class PodmanRuntime(DockerRuntime):
         except (*ENGINE_ERRORS, EngineUnavailable, ValueError):
             return None
         path = cgroup_oom_file(pid) if pid > 0 else None
-        return OomWatch(path) if path is not None else None
+        return CgroupWatch(path) if path is not None else None
 
     def setup_checks(self, wants_gpu: bool) -> list[Check]:
         return setup_checks(wants_gpu) if self.local else []

@@ -4,6 +4,7 @@ fake engine client of test_docker_container: no engine is touched."""
 from __future__ import annotations
 
 import resource
+import time
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -84,15 +85,18 @@ def test_a_gpu_is_asked_for_by_its_cdi_name(tmp_path: Path,
     assert request["Driver"] == "cdi" and request["DeviceIDs"] == ["nvidia.com/gpu=1"]
 
 
-def test_an_oom_kill_podman_does_not_report_is_read_from_the_cgroup(
+def test_an_oom_kill_and_the_peak_podman_does_not_report_are_read_from_the_cgroup(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     counter = tmp_path / "memory.oom_control"
     counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    (tmp_path / "memory.max_usage_in_bytes").write_text(f"{200 << 20}\n")
     seen: list[int] = []
     monkeypatch.setattr(podman, "cgroup_oom_file", lambda pid: seen.append(pid) or counter)
     outcome = _runtime(PodmanEngine(), monkeypatch).run(_request(tmp_path), lambda t: None)
     assert seen == [4242]
     assert (outcome.exit_code, outcome.oom_killed) == (137, True)
+    # the stats stream said 6 MiB at most (podman streams every 5 s): the cgroup's peak
+    assert outcome.details["host_max_usage"] == 200 << 20
     counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
     outcome = _runtime(PodmanEngine(), monkeypatch).run(_request(tmp_path), lambda t: None)
     assert (outcome.exit_code, outcome.oom_killed) == (137, False)   # a kill from outside
@@ -117,15 +121,19 @@ def test_the_oom_counter_is_found_for_cgroup_v1_and_v2(tmp_path: Path) -> None:
     assert podman.oom_kills(root / "gone") is None
 
 
-def test_the_watch_keeps_the_count_after_the_cgroup_is_gone(tmp_path: Path) -> None:
-    counter = tmp_path / "memory.events"
+def test_the_watch_keeps_its_readings_after_the_cgroup_is_gone(tmp_path: Path) -> None:
+    counter, current = tmp_path / "memory.events", tmp_path / "memory.current"
     counter.write_text("oom_kill 0\n")
-    watch = podman.OomWatch(counter, every_s=0.001)
+    current.write_text("1000\n")
+    watch = podman.CgroupWatch(counter, every_s=0.001)
+    current.write_text("5000\n")
     counter.write_text("oom_kill 1\n")
-    while watch.kills == 0:          # the watch reads it while the cgroup exists...
-        pass
+    deadline = time.monotonic() + 30
+    while (watch.kills == 0 or watch.peak != 5000) and time.monotonic() < deadline:
+        time.sleep(0.001)            # read while the cgroup exists...
+    current.write_text("10\n")
     counter.unlink()                 # ...then podman removes the cgroup
-    assert watch() is True
+    assert watch() == (True, 5000)
 
 
 def test_gpu_cells_need_a_cdi_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
