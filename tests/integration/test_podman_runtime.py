@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import docker
@@ -129,3 +131,23 @@ matrix:
     full = (1 << (last + 1)) - 1
     assert int(facts["cap_eff"], 16) != full                # not privileged
     no_leftovers()
+
+
+def _doctor(env: dict[str, str]) -> tuple[int, str]:
+    """`harness doctor` on the example, as a user runs it (its own process)."""
+    done = subprocess.run([sys.executable, "-m", "harness", "doctor",
+                           str(ROOT / "examples" / "podman-base.yaml")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_doctor_says_what_podman_lacks(tmp_path: Path) -> None:
+    code, said = _doctor({})
+    assert code == 0, said
+    assert "Podman " in said and "image harness-test/base:bookworm" in said
+    code, said = _doctor({"HARNESS_PODMAN_HOST": f"unix://{tmp_path}/none.sock"})
+    assert code == 3, said
+    assert f"no podman service answers at unix://{tmp_path}/none.sock" in said
+    assert f"podman system service --time=0 unix://{tmp_path}/none.sock" in said
+    assert "Traceback" not in said

@@ -4,8 +4,8 @@ fake engine client of test_docker_container: no engine is touched."""
 from __future__ import annotations
 
 import resource
-import time
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
