@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
-from harness.matrixfile.model import Cell, ImageSpec, SlurmSpec
+from harness.matrixfile.model import Cell, ImageSpec, SlurmSpec, abilities
 from harness.runtimes.base import (
     ImageInfo,
     Progress,
@@ -148,7 +148,7 @@ class SlurmRuntime(RuntimeBase):
         """local: the venv is built here, into a cache the nodes must see
         (HARNESS_CACHE on the shared file system); docker: the node's engine pulls the
         image inside the job, so nothing happens here."""
-        if self.inner == "local":
+        if not abilities(self.inner).container_images:
             return self._local().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
 
