@@ -1,8 +1,10 @@
 """`harness doctor [matrix.yaml]`: can this host run the sweep? What to fix.
 
 Checks, in order: the NVIDIA driver and GPUs (NVML: name, compute capability, memory),
-each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one), the
-engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus` hook), each image's
+each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one; a
+podman matrix: podman's service, and its CDI spec for GPU cells, through the runtime's
+`setup_checks`), the engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus`
+hook), each image's
 presence and CUDA version (a missing one: whether its registry has it, asked of the
 engine without pulling), and whether each image can run on each selected GPU
 (the same precheck the sweep uses). Exits 3 when something makes the sweep unusable;

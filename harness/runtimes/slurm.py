@@ -103,7 +103,7 @@ def job_script(command: list[str]) -> str:
 
 
 class SlurmRuntime(RuntimeBase):
-    """Hands each cell to Slurm; `inner` (docker or local) runs it inside the job."""
+    """Hands each cell to Slurm; `inner` (docker, podman or local) runs it inside the job."""
 
     queues_cells = True   # the orchestrator submits every cell at once
 
@@ -146,8 +146,9 @@ class SlurmRuntime(RuntimeBase):
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
         """local: the venv is built here, into a cache the nodes must see
-        (HARNESS_CACHE on the shared file system); docker: the node's engine pulls the
-        image inside the job, so nothing happens here."""
+        (HARNESS_CACHE on the shared file system); a container runtime (docker,
+        podman): the node's engine pulls the image inside the job, so nothing happens
+        here."""
         if not abilities(self.inner).container_images:
             return self._local().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
