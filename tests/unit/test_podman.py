@@ -153,3 +153,25 @@ def test_gpu_cells_need_a_cdi_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     rt = _runtime(FakeEngine(), monkeypatch)
     with pytest.raises(GpuUnavailable, match="no CDI spec"):
         rt.check([_request(tmp_path, gpu="0").cell])
+
+
+def test_no_service_says_how_to_start_it_and_no_podman_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.errors import EngineUnavailable
+
+    def refuse(url: str | None) -> Any:
+        raise EngineUnavailable(f"no Docker engine answers at {url}: refused\n  fix: dockerd")
+
+    monkeypatch.setattr(podman, "connect", refuse)
+    rt = PodmanRuntime("unix:///run/podman/podman.sock")
+    monkeypatch.setattr(podman.shutil, "which", lambda name: "/usr/bin/podman")
+    with pytest.raises(EngineUnavailable) as info:
+        rt.client  # noqa: B018
+    said = str(info.value)
+    assert said.startswith("no podman service answers at unix:///run/podman/podman.sock")
+    assert "podman system service --time=0 unix:///run/podman/podman.sock &" in said
+    assert "dockerd" not in said
+    monkeypatch.setattr(podman.shutil, "which", lambda name: None)
+    with pytest.raises(EngineUnavailable, match="podman is not installed") as info:
+        rt.client  # noqa: B018
+    assert "apt-get install podman" in str(info.value)
