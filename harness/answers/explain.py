@@ -19,7 +19,7 @@ from harness.analysis.kinds import BAD, GOOD, kind
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.search import answer_rows
 from harness.errors import InputError
-from harness.matrixfile.model import Cell, Matrix
+from harness.matrixfile.model import Cell, Matrix, abilities
 from harness.result.codec import JSON
 from harness.result.model import CellResult, Planned
 from harness.stages.attempts import emptied, execute
@@ -252,7 +252,7 @@ def with_memray(ctx: Context, cell: Cell) -> Cell:
     venv of its own, cached like any other); any other image runs as it is, and says so
     when it has no memray."""
     image = cell.image
-    if ctx.runtime_for(cell).name != "local" or not image.pip or any(
+    if not abilities(ctx.runtime_for(cell).name).adds_tools or not image.pip or any(
             p.split("=")[0].split("<")[0].split(">")[0].strip().lower() == "memray"
             for p in image.pip):
         return cell

@@ -28,7 +28,7 @@ from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.result.runkey import key_of, why_changed
-from harness.runtimes.base import parse_size
+from harness.runtimes.base import own_cgroup, parse_size
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
@@ -234,7 +234,7 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
 def _host_limit(result: CellResult, cell: Cell) -> float | None:
     if result.outcome.mem_limit_bytes:
         return float(result.outcome.mem_limit_bytes)
-    if result.runtime == "local":      # the local runtime does not apply mem_limit
+    if not own_cgroup(result.runtime):   # no cgroup of its own: mem_limit is not applied
         return None
     limit = parse_size(cell.settings.mem_limit)
     return float(limit) if limit else None

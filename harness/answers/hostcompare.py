@@ -18,7 +18,7 @@ from typing import TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD, kind
-from harness.matrixfile.model import is_local_endpoint
+from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 
@@ -34,7 +34,7 @@ def gpu_names(res: CellResult) -> list[str]:
 def host_label(res: CellResult) -> str | None:
     """The `hosts:` label a cell ran under; None for the default, unnamed engine."""
     label = res.host.label
-    return label if label and label != "local" else None
+    return label if label and label != LOCAL_HOST.label else None
 
 
 def machine_of(res: CellResult) -> str | None:
@@ -45,7 +45,7 @@ def machine_of(res: CellResult) -> str | None:
         return url
     if res.host.machine:
         return res.host.machine
-    if res.runtime == "local":   # the agent ran on the machine itself
+    if not abilities(res.runtime).container_images:   # the agent ran on the machine itself
         return res.fingerprint.hostname or None
     return None
 

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {c.id}  {c.image.ref}")
         return EXIT_OK
     prefetch_analysis()
-    engines = Engines.for_matrix(matrix, "docker", args.docker_host)
+    engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
     progress = printer(args.quiet)
     engines.start(cells)  # no engine: exit 3 before any results directory exists
     with interruptible():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from harness.analysis.kinds import kind
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
+from harness.matrixfile.model import abilities
 from harness.report.model import Report, Reporter
 from harness.report.text import kib, md, steps_vs_baseline
 from harness.result.codec import JSON
@@ -168,8 +169,8 @@ def reproducer(bad: Result, script: str, good: Result | None) -> str:
                f"{' '.join(bad.image.pip)}")
         if good is not None and good.image.pip:
             env += f"\n# the last good image instead: pip install {' '.join(good.image.pip)}"
-    elif bad.runtime == "docker":
-        env = f"docker run --rm -it -v $PWD:/w -w /w {bad.image.ref} bash"
+    elif (command := abilities(bad.runtime).command) is not None:
+        env = f"{command} run --rm -it -v $PWD:/w -w /w {bad.image.ref} bash"
     else:
         env = f"# the interpreter of image {bad.image.label}: {bad.image.ref}"
     params = json.dumps(dict(bad.scenario.params), sort_keys=True)

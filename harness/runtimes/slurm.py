@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
-from harness.matrixfile.model import Cell, ImageSpec, SlurmSpec
+from harness.matrixfile.model import Cell, ImageSpec, SlurmSpec, abilities
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
 from harness.runtimes.slurmbatch import LOST, job_script, outcome_of, sbatch_args
 from harness.runtimes.slurmjob import write_spec
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 
 class SlurmRuntime(RuntimeBase):
-    """Hands each cell to Slurm; `inner` (docker or local) runs it inside the job."""
+    """Hands each cell to Slurm; `inner` (docker, podman or local) runs it inside the job."""
 
     queues_cells = True   # the orchestrator submits every cell at once
 
@@ -84,9 +84,10 @@ class SlurmRuntime(RuntimeBase):
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
         """local: the venv is built here, into a cache the nodes must see
-        (HARNESS_CACHE on the shared file system); docker: the node's engine pulls the
-        image inside the job, so nothing happens here."""
-        if self.inner == "local":
+        (HARNESS_CACHE on the shared file system); a container runtime (docker,
+        podman): the node's engine pulls the image inside the job, so nothing happens
+        here."""
+        if not abilities(self.inner).container_images:
             return self._local().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
 

@@ -385,6 +385,9 @@ def test_suite_errors_name_the_suites_line(tmp_path: Path) -> None:
     local = write_suite(tmp_path, SUITE.replace("runtime: docker", "runtime: local"))
     with pytest.raises(SpecError, match="runtime: docker"):
         suite_matrix(local, plan)
+    # any runtime that pulls registry images runs a suite (issue 31: podman)
+    on_podman = write_suite(tmp_path, SUITE.replace("runtime: docker", "runtime: podman"))
+    assert suite_matrix(on_podman, plan)[0].runtime == "podman"
 
 
 def test_a_leaking_new_tag_is_bad_and_the_baseline_is_not(tmp_path: Path) -> None:
