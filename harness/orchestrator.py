@@ -10,6 +10,7 @@ waiting for their baseline; `--resume` skips the rest.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 import time
@@ -171,8 +172,12 @@ def prefetch_analysis(*more: str) -> threading.Thread:
     while the first container starts: the first verdict and the reports need them."""
 
     def load() -> None:
-        for name in ("harness.analysis.verdict", *more):
-            importlib.import_module(name)
+        # Only a head start: the main thread imports these again where it needs them, and
+        # a failure is reported there. Here it is never said: Ctrl-C during a slow import
+        # ends the interpreter under this thread, which must not print a traceback then.
+        with contextlib.suppress(BaseException):
+            for name in ("harness.analysis.verdict", *more):
+                importlib.import_module(name)
 
     t = threading.Thread(target=load, daemon=True, name="prefetch")
     t.start()
