@@ -123,7 +123,7 @@ def run(args, make_header):
     params = json.loads(args.params) if args.params else {}
     writer = Writer(args.out, echo=not args.quiet)
     sampler = Sampler(writer, heap_enabled=not args.no_heap)
-    sampler.collect = args.collect
+    sampler.collect = args.heap == "quiet"
     if not args.no_gpu:
         sampler.start_nvml()
     writer.write(make_header(args, sampler, params))

@@ -125,7 +125,7 @@ class Sampler(object):
         """The heap just before and just after one full gc.collect() (the end record's
         `collected`): growth that the collection gives back was cyclic garbage, which
         the oldest generation frees in its own time, not a leak. None without a heap
-        reader, or where every heap reading is collected anyway (early-stop mode)."""
+        reader, or where every heap reading is collected anyway (--heap quiet)."""
         if self.heap is None or self.collect:
             return None
         before = self.heap.read()
