@@ -55,13 +55,22 @@ from harness.analysis.verdict import CARRIERS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
 
-__all__ = ["LiveDecider", "LiveDecision", "Watched", "median_bounds", "sign_evalue",
-           "watch_file"]
+__all__ = ["FIRST_LOOK", "SPACING", "LiveDecider", "LiveDecision", "Watched",
+           "median_bounds", "sign_evalue", "watch_file"]
 
 FLOOR_BYTES = 128.0          # bytes/call: growth the live test must see to call a leak
 MIN_GROWTH_BYTES = 8192.0    # and at least this much growth since the warm-up ended
 DECAY_RATIO = 0.5            # latest-third median rate >= this share of the earliest third's
 POLL_S = 0.02   # with the agent checking every 20 ms: a stop within ~40 ms of a sample
+# The live schedule, from the quiet heap's readings of real releases (benchmarks/
+# vs_psleak.py): read after gc.collect() with the tcache off, a C leak grows by its exact
+# size every call and a fixed release by 0, so a reading every SPACING calls and a first
+# look at FIRST_LOOK measured calls (12 intervals: the fewest a sign test at alpha 0.002
+# can decide on) call both in ~24-30 calls. A release's own fill (ujson 5.12.1 grows
+# ~300 B/call, fading over its first ~100 calls) reads as a leak that early: it needs
+# the warm-up a sweep gives (`warmup`, 200 by default), not a later first look.
+FIRST_LOOK = 24
+SPACING = 2
 
 def sign_evalue(above: Any, below: Any) -> Any:
     """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2.
