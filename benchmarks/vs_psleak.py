@@ -11,7 +11,8 @@ and the release that fixed it, plus clean controls) it builds a venv under
   it);
 
   both with the live schedule of `harness.analysis.sequential` (first look
-  `FIRST_LOOK`, a heap reading every `SPACING` calls, `--warmup 100`, up to 2000 calls),
+  `FIRST_LOOK`, a heap reading every `SPACING` calls, up to 2000 calls) after the
+  warm-up a sweep gives by default (`warmup`, 200 calls),
   tailed by `sequential.watch_file` feeding the sweep's decider (`replay.live_decider`);
   on a decision the control file stops the agent. Calls = measured iterations at the
   decision; wall time from the agent's start to the decision (interpreter start-up and
@@ -78,7 +79,7 @@ VENVS = Path.home() / ".cache" / "harness" / "bench-venvs"
 AGENT = ROOT / "harness" / "agent" / "agent.py"
 CASE_DIR = ROOT / "benchmarks" / "cases"
 EXAMPLES = ROOT / "examples" / "scenarios"   # the cases that are examples too live there
-MAX_ITERATIONS, WARMUP = 2000, 100
+MAX_ITERATIONS, WARMUP = 2000, RunSettings().warmup   # a sweep's warm-up by default
 LEAK_GOAL, STABLE_GOAL = 80, 150             # median measured calls to a right verdict
 QUICK_CASE = "multidict 6.6.3"
 CFG = AnalysisConfig()
