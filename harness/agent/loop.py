@@ -51,7 +51,7 @@ class Run(object):
         self.state = self.timed("setup", self.module.setup, self.params)
         self.sampler.state = self.state
         self.sampler.fw = getattr(self.module, "fw_bytes", None)
-        self.sampler.snapshot("step", force=True)
+        self.sampler.snapshot("step", force=True, settle=True)
         stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att)
         for phase, count in (("warmup", self.args.warmup), ("measure", self.args.iterations)):
             stepper.start_phase(phase, count)

@@ -94,3 +94,24 @@ def test_quiet_does_not_read_cyclic_garbage_as_a_leak_where_stock_does(tmp_path:
     assert stock == "leak"          # what the quiet heap is for
     quiet, _ = run(sys.executable, tmp_path, CYCLES, "quiet")
     assert quiet == "stable"
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_quiet_collects_before_each_measured_reading_and_the_warmups_last(
+        python: str, tmp_path: Path) -> None:
+    # GIVEN a scenario with automatic collection off: only the agent's gc.collect() counts
+    script = scenario(tmp_path, CYCLES)
+    proc, records = run_agent(python, script, tmp_path, "--heap", "quiet", "--max-overhead",
+                              "0", iterations=20, warmup=20, every=2)
+    assert proc.returncode == 0, proc.stderr
+    steps = [r for r in records if r["type"] == "sample" and r["src"] == "step"]
+    gcs = {phase: [r["gc"] for r in steps if r["phase"] == phase]
+           for phase in ("setup", "warmup", "measure")}
+    # THEN the setup reading is collected, the warm-up's are not but for its last (the
+    # measured phase's starting level), and every measured one is
+    assert len(gcs["warmup"]) == 10 and len(gcs["measure"]) == 10
+    assert len(set(gcs["warmup"][:-1])) == 1
+    assert gcs["warmup"][0] == gcs["setup"][0]
+    assert gcs["warmup"][-1] == gcs["warmup"][0] + 1
+    assert [b - a for a, b in zip(gcs["warmup"][-1:] + gcs["measure"][:-1],
+                                  gcs["measure"], strict=True)] == [1] * 10
