@@ -115,3 +115,41 @@ def test_quiet_collects_before_each_measured_reading_and_the_warmups_last(
     assert gcs["warmup"][-1] == gcs["warmup"][0] + 1
     assert [b - a for a, b in zip(gcs["warmup"][-1:] + gcs["measure"][:-1],
                                   gcs["measure"], strict=True)] == [1] * 10
+
+
+# What lives when the measured phase starts, as a scenario sees it from its steps.
+FROZEN = """
+import gc
+
+
+def setup(params):
+    return {"kept": [object() for _ in range(1000)], "seen": []}
+
+
+def step(state):
+    state["seen"].append(gc.get_freeze_count() if hasattr(gc, "get_freeze_count") else -1)
+
+
+def info(state):
+    return {"seen": state["seen"]}
+"""
+
+
+@pytest.mark.parametrize("heap", ["quiet", "stock"])
+def test_quiet_takes_what_lives_before_the_measured_phase_out_of_each_collection(
+        heap: str, tmp_path: Path) -> None:
+    # GIVEN a scenario that keeps 1000 objects from its setup and notes, at each step,
+    # how many objects the collector has been told to leave alone (gc.freeze)
+    script = scenario(tmp_path, FROZEN)
+    proc, records = run_agent(sys.executable, script, tmp_path, "--heap", heap,
+                              iterations=10, warmup=10, every=5)
+    assert proc.returncode == 0, proc.stderr
+    seen = records[-1]["info"]["seen"]
+    # THEN under quiet the measured steps see them frozen (each collection before a
+    # heap reading walks only newer objects), the warm-up's only those of the setup;
+    # stock freezes nothing
+    warm, measured = seen[:10], seen[10:]
+    if heap == "stock":
+        assert set(seen) == {0}
+    else:
+        assert min(warm) >= 1000 and min(measured) >= max(warm)
