@@ -3,8 +3,17 @@
 Runs A (bare) and B (agent) alternately in fresh subprocesses of the same interpreter
 and prints, per round and as medians, the wall time of the measured iterations and
 the ratio B/A. Goal: <= 1 % overhead (ratio <= 1.01). Two step kinds: a fixed 1 ms
-busy-wait (overhead = the agent's sampling cost per step) and fixed CPU work (also
-shows any perturbation of the step itself).
+busy-wait (overhead = the agent's sampling cost per step) and fixed CPU work (integer
+additions, each result a new object from the allocator: also shows any perturbation of
+the step itself).
+
+Each with the heap modes side by side, in the environment a sweep gives the cell
+(`RunRequest.environment`, PYTHONMALLOC=malloc in both): `heap: stock` and `heap: quiet`
+(glibc's tcache off, `--heap quiet`: gc.collect() before each heap reading), the bare
+loop in the same environment as the agent (the ratio is the agent's own cost), and the
+bare loop under quiet against stock (what the tcache off costs the step itself); then
+quiet as early stop runs it: a heap reading every `sequential.SPACING` calls, no
+overhead budget (`--max-overhead 0`), in microseconds per step.
 
     python benchmarks/agent_overhead.py [--iterations 2000] [--rounds 5]
 """
@@ -21,7 +30,14 @@ import tempfile
 import time
 from pathlib import Path
 
-AGENT = Path(__file__).resolve().parent.parent / "harness" / "agent" / "agent.py"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.analysis.sequential import SPACING  # noqa: E402
+from harness.runtimes.base import quiet_tunables  # noqa: E402
+
+AGENT = ROOT / "harness" / "agent" / "agent.py"
+MODES = ("stock", "quiet")
 SCENARIO = '''
 import time
 def setup(params):
@@ -52,27 +68,31 @@ print(time.perf_counter() - t0)
 '''
 
 
-def _env(pythonmalloc: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
-    if pythonmalloc:
-        env["PYTHONMALLOC"] = "malloc"
+def _env(heap: str) -> dict[str, str]:
+    """This process's environment with the allocator settings of `heap:` (as
+    `RunRequest.environment` sets them, PYTHONMALLOC=malloc in both)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "GLIBC_TUNABLES")}
+    env["PYTHONMALLOC"] = "malloc"
+    if heap == "quiet":
+        env["GLIBC_TUNABLES"] = quiet_tunables(None)
     return env
 
 
-def bare(kind: str, n: int, workdir: Path, pythonmalloc: bool = True) -> float:
+def bare(kind: str, n: int, workdir: Path, heap: str) -> float:
     out = subprocess.run([sys.executable, str(workdir / "bare.py"), kind, str(n)],
-                         capture_output=True, text=True, check=True, env=_env(pythonmalloc))
+                         capture_output=True, text=True, check=True, env=_env(heap))
     return float(out.stdout.strip())
 
 
-def agent(kind: str, n: int, workdir: Path, every: int, pythonmalloc: bool = True) -> float:
+def agent(kind: str, n: int, workdir: Path, every: int, heap: str, budget: bool = True
+          ) -> float:
     out = workdir / "samples.jsonl"
     out.unlink(missing_ok=True)
-    env = _env(pythonmalloc)
+    extra = [] if budget else ["--max-overhead", "0"]
     subprocess.run([sys.executable, str(AGENT), "--scenario", str(workdir / "scen.py"),
                     "--params", json.dumps({"kind": kind}), "--iterations", str(n),
                     "--warmup", "50", "--sample-every", str(every), "--out", str(out),
-                    "--quiet", "--no-gpu"], check=True, env=env)
+                    "--heap", heap, "--quiet", "--no-gpu", *extra], check=True, env=_env(heap))
     end = json.loads(out.read_text().splitlines()[-1])
     return float(end["phases"]["measure"])
 
@@ -83,32 +103,38 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--sample-every", type=int, default=10)
     a = p.parse_args()
+    n = a.iterations
     with tempfile.TemporaryDirectory() as d:
         wd = Path(d)
         (wd / "scen.py").write_text(SCENARIO)
         (wd / "bare.py").write_text(BARE)
-        print(f"agent overhead, {a.iterations} steps, sample every {a.sample_every}, "
-              f"{a.rounds} alternating rounds, {sys.version.split()[0]}\n")
-        print("Both sides run with the same allocator (PYTHONMALLOC=malloc, the harness "
-              "default, or pymalloc).\n")
-        print("| step | allocator | bare s (median) | agent s (median) | ratio agent/bare "
-              "| goal <= 1.01 |")
-        print("|---|---|---|---|---|---|")
+        print(f"agent overhead, {n} steps, sample every {a.sample_every} (stretched to "
+              f"keep the agent under 1 %), {a.rounds} alternating rounds, "
+              f"{sys.version.split()[0]}, PYTHONMALLOC=malloc\n")
+        print("| step | heap | bare s (median) | agent s (median) | ratio agent/bare "
+              "| goal <= 1.01 | bare quiet/stock | early stop: us/step over bare |")
+        print("|---|---|---|---|---|---|---|---|")
         for kind in ("busy", "work"):
-            for pm in (True, False):
-                ratios, bs, ags = [], [], []
-                for _ in range(a.rounds):
-                    b = bare(kind, a.iterations, wd, pm)
-                    g = agent(kind, a.iterations, wd, a.sample_every, pm)
-                    bs.append(b)
-                    ags.append(g)
-                    ratios.append(g / b)
-                r = statistics.median(ratios)
-                label = "1 ms busy-wait" if kind == "busy" else "fixed CPU work"
-                print(f"| {label} | {'malloc' if pm else 'pymalloc'} | "
-                      f"{statistics.median(bs):.4f} | {statistics.median(ags):.4f} | "
-                      f"{r:.4f} | {'met' if r <= 1.01 else 'missed'} |")
-    print(f"\n(took {time.process_time():.1f} s CPU in this process)")
+            got: dict[str, dict[str, list[float]]] = {
+                m: {"bare": [], "agent": [], "early": []} for m in MODES}
+            for _ in range(a.rounds):
+                for m in MODES:
+                    got[m]["bare"].append(bare(kind, n, wd, m))
+                    got[m]["agent"].append(agent(kind, n, wd, a.sample_every, m))
+                    got[m]["early"].append(agent(kind, n, wd, SPACING, m, budget=False))
+            label = "1 ms busy-wait" if kind == "busy" else "fixed CPU work"
+            base = statistics.median(got["stock"]["bare"])
+            for m in MODES:
+                g = got[m]
+                ratio = statistics.median(x / y for x, y in zip(g["agent"], g["bare"], strict=True))
+                alloc = statistics.median(g["bare"]) / base
+                early = (statistics.median(g["early"]) - statistics.median(g["bare"])) / n
+                print(f"| {label} | {m} | {statistics.median(g['bare']):.4f} | "
+                      f"{statistics.median(g['agent']):.4f} | {ratio:.4f} | "
+                      f"{'met' if ratio <= 1.01 else 'missed'} | {alloc:.3f} | "
+                      f"{early * 1e6:.0f} |")
+    print(f"\n(took {time.process_time():.1f} s CPU in this process; early stop reads "
+          f"the heap every {SPACING} calls)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """False leaks of the live decision under repeated looks, next to naive re-testing.
 
 Simulated heap series (glibc in-use bytes read after gc.collect() and malloc_trim,
-sampled every 5 iterations after a 10-iteration warm-up) are fed sample by sample to
+sampled every `sequential.SPACING` iterations after a 10-iteration warm-up, first look at
+`sequential.FIRST_LOOK`; --every and --first-look change them) are fed sample by sample to
 
 - `LiveDecider` (looks after every sample; stops at its first decision), and
 - the NAIVE loop: `memory_trend` on the heap series so far after every sample (with the
@@ -44,15 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.growth import memory_trend
-from harness.analysis.sequential import FLOOR_BYTES, LiveDecider
+from harness.analysis.sequential import FIRST_LOOK, FLOOR_BYTES, SPACING, LiveDecider
 from harness.protocol.ingest import Record
 
 Array = npt.NDArray[np.float64]
 KiB = 1024.0
 MiB = 1024.0 * KiB
-EVERY = 5
+EVERY = SPACING               # the live schedule (--every, --first-look change them)
 WARMUP = 10
-MIN_ITERATIONS = 80
+MIN_ITERATIONS = FIRST_LOOK
 CFG = AnalysisConfig()
 HEAP_CFG = dataclasses.replace(CFG, leak_floor_bytes=CFG.heap_floor_bytes)
 LEAK_RATES = (256.0, 1 * KiB, 4 * KiB, 16 * KiB)
@@ -150,7 +151,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="series per kind re-tested naively (each look is a full fit)")
     p.add_argument("--seed", type=int, default=9)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--every", type=int, default=SPACING,
+                   help="iterations between samples (default: sequential.SPACING)")
+    p.add_argument("--first-look", type=int, default=FIRST_LOOK,
+                   help="measured iterations before a decision (sequential.FIRST_LOOK)")
     args = p.parse_args(argv)
+    global EVERY, MIN_ITERATIONS
+    EVERY, MIN_ITERATIONS = args.every, args.first_look   # forked workers inherit them
     started = time.perf_counter()
     jobs: list[tuple[str, float, int, int, bool]] = []
     for k, kind in enumerate(("stable", "plateau")):

@@ -2,29 +2,33 @@
 
 For each case of `benchmarks/cases/cases.py` (pinned releases with a known C-level leak
 and the release that fixed it, plus clean controls) it builds a venv under
-~/.cache/harness/bench-venvs/ (the pinned package + psleak), then `--runs` times:
+~/.cache/harness/bench-venvs/ (the pinned package + psleak), then `--runs` times each of
 
-- psleak: `MemoryLeakTestCase.execute(fun)` with its defaults, under PYTHONMALLOC=malloc;
-  calls counted (warm-up included), wall time from the first call to the verdict.
-- harness: the agent as a subprocess (`--iterations MAX --warmup 10 --sample-every 5
-  --control CTRL`), tailed by `harness.analysis.sequential.watch_file` feeding a
-  `LiveDecider`; on a decision the control file stops the agent. Calls = measured
-  iterations at the decision; wall time from the agent's start to the decision
-  (interpreter start-up and imports included). A run
-  that ends undecided at MAX gets the post-run `memory_trend` verdict on the heap.
+- harness quiet: the agent as a sweep runs it with `heap: quiet` (the default): the
+  environment of `RunRequest.environment` (PYTHONMALLOC=malloc, glibc's tcache off) and
+  the agent's `--heap quiet` (gc.collect() before each heap reading);
+- harness stock: `heap: stock` (PYTHONMALLOC=malloc only, the heap as the scenario leaves
+  it);
 
-The cell environment is PYTHONMALLOC=malloc plus GLIBC_TUNABLES=glibc.malloc.tcache_count=0
-(glibc's per-thread cache holds up to ~240 KiB of freed chunks that mallinfo counts as
-in use; it fills over the first hundreds of calls like a leak), and the heap is read after
-gc.collect() (free lists and cyclic garbage, as psleak does): the agent is run through a
-small wrapper that adds that, until the agent has the option itself. `--stock` runs the
-agent and environment unchanged.
+  both with the live schedule of `harness.analysis.sequential` (first look
+  `FIRST_LOOK`, a heap reading every `SPACING` calls, up to 2000 calls) after the
+  warm-up a sweep gives by default (`warmup`, 200 calls),
+  tailed by `sequential.watch_file` feeding the sweep's decider (`replay.live_decider`);
+  on a decision the control file stops the agent. Calls = measured iterations at the
+  decision; wall time from the agent's start to the decision (interpreter start-up and
+  imports included). A run that ends undecided at the maximum gets the post-run
+  `memory_trend` verdict on the heap;
+- psleak defaults: `MemoryLeakTestCase.execute(fun)`, under PYTHONMALLOC=malloc; calls
+  counted (warm-up included), wall time from the first call to the verdict;
+- psleak `times=2`: the same with `execute(fun, times=2)`.
 
-psleak spends its full schedule (~22.7k calls, seconds) on every leak, so leaking cases
-run psleak `--psleak-leak-runs` times (default 10); all else runs `--runs` (default 100).
-Default total: about 5 minutes on 2 cores once the venvs exist (measured 287 s).
+psleak's defaults spend their full schedule (~22.7k calls, seconds) on every leak, so
+leaking cases run them `--psleak-leak-runs` times (default 10).
 
-Run: python benchmarks/vs_psleak.py [--runs 100] [--cases multidict,ujson] [--stock]
+`--quick` (CI): one leaking case, 2 runs, no psleak defaults; seconds once its venv
+exists. Exit 3 when a venv cannot be built (no pip, no index).
+
+Run: python benchmarks/vs_psleak.py [--runs 100] [--cases multidict,ujson] [--quick]
 """
 
 from __future__ import annotations
@@ -52,41 +56,42 @@ from cases.cases import CASES, Case  # noqa: E402
 from harness.analysis.config import AnalysisConfig  # noqa: E402
 from harness.analysis.growth import memory_trend  # noqa: E402
 from harness.analysis.sequential import (  # noqa: E402
+    FIRST_LOOK,
+    SPACING,
     LiveDecider,
     LiveDecision,
     Watched,
     watch_file,
 )
+from harness.matrixfile.model import (  # noqa: E402
+    Cell,
+    GpuSel,
+    HeapMode,
+    ImageSpec,
+    RunSettings,
+    ScenarioSpec,
+)
 from harness.protocol.ingest import Record  # noqa: E402
+from harness.runtimes.base import ImageInfo, RunRequest  # noqa: E402
 
 PSLEAK = "psleak==0.1.6"
 VENVS = Path.home() / ".cache" / "harness" / "bench-venvs"
 AGENT = ROOT / "harness" / "agent" / "agent.py"
 CASE_DIR = ROOT / "benchmarks" / "cases"
 EXAMPLES = ROOT / "examples" / "scenarios"   # the cases that are examples too live there
+MAX_ITERATIONS, WARMUP = 2000, RunSettings().warmup   # a sweep's warm-up by default
+LEAK_GOAL, STABLE_GOAL = 80, 150             # median measured calls to a right verdict
+QUICK_CASE = "multidict 6.6.3"
+CFG = AnalysisConfig()
 
 
 def scenario_path(case: Case) -> Path:
     """The case's scenario: benchmarks/cases/, else examples/scenarios/ (one copy)."""
     own = CASE_DIR / case.scenario
     return own if own.is_file() else EXAMPLES / case.scenario
-MIN_ITERATIONS, MAX_ITERATIONS, WARMUP, EVERY = 80, 2000, 10, 5
-CFG = AnalysisConfig()
 
-# Runs the agent with the heap read after gc.collect() (argv: agent dir, agent args).
-GC_WRAPPER = """
-import gc, sys
-sys.path.insert(0, sys.argv[1])
-import agent
-_read = agent.Heap.read
-def read(self):
-    gc.collect()
-    return _read(self)
-agent.Heap.read = read
-sys.exit(agent.main(sys.argv[2:]))
-"""
 
-# psleak on one scenario (argv: scenario path, params JSON); prints one JSON line.
+# psleak on one scenario (argv: scenario path, params JSON, times or ""); one JSON line.
 PSLEAK_DRIVER = """
 import importlib.util, json, sys, time, unittest
 import psleak
@@ -94,13 +99,14 @@ spec = importlib.util.spec_from_file_location("scenario", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 state = mod.setup(json.loads(sys.argv[2]))
+opts = {"times": int(sys.argv[3])} if sys.argv[3] else {}
 calls = [0]
 def fun():
     calls[0] += 1
     mod.step(state)
 class T(psleak.MemoryLeakTestCase):
     def test_step(self):
-        self.execute(fun)
+        self.execute(fun, **opts)
 t0 = time.perf_counter()
 res = unittest.TextTestRunner(verbosity=0, stream=open("/dev/null", "w")).run(
     unittest.defaultTestLoader.loadTestsFromTestCase(T))
@@ -122,36 +128,52 @@ class Tally:
         self.calls.append(calls)
         self.walls.append(wall)
 
-    def cells(self, leaks: bool) -> list[str]:
+    def right(self, leaks: bool) -> int:
+        return sum(v == ("leak" if leaks else "stable") for v in self.verdicts)
+
+    def false_leaks(self, leaks: bool) -> int:
+        return 0 if leaks else sum(v == "leak" for v in self.verdicts)
+
+    def cell(self, leaks: bool) -> str:
+        """'median (max) calls, wall s, right/runs[, false leaks]' or '-'."""
         n = len(self.verdicts)
         if not n:
-            return ["-"] * 5
-        right = "leak" if leaks else "stable"
-        correct = sum(v == right for v in self.verdicts)
-        fp = "-" if leaks else str(sum(v == "leak" for v in self.verdicts))
-        calls = f"{statistics.median(self.calls):.0f} (max {max(self.calls)})"
-        return [str(n), calls, f"{statistics.median(self.walls):.2f}",
-                f"{correct}/{n}", fp]
+            return "-"
+        fp = "" if leaks else f", {self.false_leaks(leaks)} false"
+        return (f"{statistics.median(self.calls):.0f} (max {max(self.calls)}), "
+                f"{statistics.median(self.walls):.2f} s, {self.right(leaks)}/{n}{fp}")
 
 
 def venv(case: Case) -> Path:
-    """The cached venv of a case: its pinned requirement and psleak."""
+    """The cached venv of a case: its pinned requirement and psleak.
+
+    Raises:
+        RuntimeError: the venv or its packages cannot be installed.
+    """
     name = (case.requirement or "stdlib").replace("==", "-")
     path = VENVS / name
     python = path / "bin" / "python"
     if not (path / ".complete").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
         reqs = [r for r in (case.requirement, PSLEAK) if r]
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *reqs], check=True)
+        for cmd in ([sys.executable, "-m", "venv", "--clear", str(path)],
+                    [str(python), "-m", "pip", "install", "-q", *reqs]):
+            got = subprocess.run(cmd, capture_output=True, text=True)
+            if got.returncode:
+                raise RuntimeError(f"cannot build {path} ({' '.join(reqs)}): "
+                                   f"{(got.stderr or got.stdout).strip()[-400:]}")
         (path / ".complete").touch()
     return python
 
 
-def cell_env(stock: bool) -> dict[str, str]:
-    env = dict(os.environ, PYTHONMALLOC="malloc", PYTHONUNBUFFERED="1")
-    if not stock:
-        env["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
-    return env
+def cell_env(case: Case, heap: HeapMode) -> dict[str, str]:
+    """The environment a sweep gives this case's cell under `heap:` (the one place
+    runtimes take it from: `RunRequest.environment`), over this process's."""
+    settings = RunSettings(heap=heap, max_iterations=MAX_ITERATIONS)
+    cell = Cell(case.name, ImageSpec("venv", "python", 0), GpuSel("none"),
+                ScenarioSpec("case", scenario_path(case), dict(case.params), settings))
+    request = RunRequest(cell, ImageInfo("python"), Path("."), Path("stop"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "GLIBC_TUNABLES")}
+    return env | request.environment()
 
 
 class TimedDecider(LiveDecider):
@@ -166,24 +188,31 @@ class TimedDecider(LiveDecider):
         return got
 
 
-def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str, int, float]:
+def decider() -> TimedDecider:
+    """The sweep's decider (as `replay.live_decider` makes it), timed."""
+    return TimedDecider(CFG, FIRST_LOOK, MAX_ITERATIONS, floor=CFG.live_floor_bytes,
+                        min_growth=CFG.live_min_growth_bytes,
+                        decay_ratio=CFG.live_decay_ratio)
+
+
+def run_harness(python: Path, case: Case, heap: HeapMode, work: Path
+                ) -> tuple[str, int, float]:
     out, ctrl = work / "samples.jsonl", work / "stop"
     for p in (out, ctrl):
         p.unlink(missing_ok=True)
-    args = ["--scenario", str(scenario_path(case)), "--params", json.dumps(case.params),
-            "--iterations", str(MAX_ITERATIONS), "--warmup", str(WARMUP), "--sample-every",
-            str(EVERY), "--out", str(out), "--control", str(ctrl), "--quiet", "--no-gpu"]
-    cmd = ([str(python), str(AGENT), *args] if stock else
-           [str(python), "-c", GC_WRAPPER, str(AGENT.parent), *args])
-    decider = TimedDecider(CFG, MIN_ITERATIONS, MAX_ITERATIONS)
+    cmd = [str(python), str(AGENT), "--scenario", str(scenario_path(case)),
+           "--params", json.dumps(case.params), "--iterations", str(MAX_ITERATIONS),
+           "--warmup", str(WARMUP), "--sample-every", str(SPACING), "--max-overhead", "0",
+           "--heap", heap, "--out", str(out), "--control", str(ctrl), "--quiet", "--no-gpu"]
+    timed = decider()
     stop = threading.Event()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=cell_env(stock))
+    proc = subprocess.Popen(cmd, env=cell_env(case, heap))
     box: list[tuple[Watched, float]] = []
 
     def watch() -> None:
         # watch_file reads on to the file's end once `stop` is set after the agent exits.
-        box.append((watch_file(out, decider, ctrl, stop), time.perf_counter() - t0))
+        box.append((watch_file(out, timed, ctrl, stop), time.perf_counter() - t0))
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -191,9 +220,9 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
     stop.set()
     watcher.join()
     watched, wall = box[0]
-    if watched.decision is not None and decider.decided_at is not None:
+    if watched.decision is not None and timed.decided_at is not None:
         return (str(watched.decision.verdict), int(watched.decision.iterations),
-                decider.decided_at - t0)
+                timed.decided_at - t0)
     # Undecided at MAX: the fixed-length verdict on the heap, as after any run.
     x, y = watched.series.memory("heap")
     heap_cfg = dataclasses.replace(CFG, leak_floor_bytes=CFG.heap_floor_bytes)
@@ -201,58 +230,94 @@ def run_harness(python: Path, case: Case, stock: bool, work: Path) -> tuple[str,
     return ("leak" if kind == "leak" else "stable"), int(x[-1] - WARMUP) if len(x) else 0, wall
 
 
-def run_psleak(python: Path, case: Case, work: Path) -> tuple[str, int, float]:
+def run_psleak(python: Path, case: Case, work: Path, times: int | None
+               ) -> tuple[str, int, float]:
     driver = work / "psleak_driver.py"
     driver.write_text(PSLEAK_DRIVER)
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"} | {
+        "PYTHONMALLOC": "malloc"}
     res = subprocess.run([str(python), str(driver), str(scenario_path(case)),
-                          json.dumps(case.params)], env=cell_env(True), check=True,
+                          json.dumps(case.params), str(times or "")], env=env, check=True,
                          capture_output=True, text=True, timeout=600)
     got = json.loads(res.stdout.strip().splitlines()[-1])
     return str(got["verdict"]), int(got["calls"]), float(got["wall"])
 
 
+TOOLS = ("harness quiet", "harness stock", "psleak defaults", "psleak times=2")
+
+
+def measure(case: Case, runs: int, psleak_full_runs: int, work: Path) -> dict[str, Tally]:
+    """Every tool's tally on `case`, the tools' runs interleaved (a busy spell of the
+    machine falls on all of them)."""
+    python = venv(case)
+    got = {t: Tally() for t in TOOLS}
+    for k in range(runs):
+        got["harness quiet"].add(*run_harness(python, case, "quiet", work))
+        got["harness stock"].add(*run_harness(python, case, "stock", work))
+        got["psleak times=2"].add(*run_psleak(python, case, work, 2))
+        if k < psleak_full_runs:
+            got["psleak defaults"].add(*run_psleak(python, case, work, None))
+    return got
+
+
+def table(rows: list[tuple[Case, dict[str, Tally]]]) -> list[str]:
+    lines = ["| case | truth | " + " | ".join(TOOLS) + " |", "|---" * (2 + len(TOOLS)) + "|"]
+    for case, got in rows:
+        cells = " | ".join(got[t].cell(case.leaks) for t in TOOLS)
+        lines.append(f"| {case.name} | {'leak' if case.leaks else 'fixed'} | {cells} |")
+    return lines
+
+
+def goal(rows: list[tuple[Case, dict[str, Tally]]], tool: str) -> tuple[bool, int]:
+    """(every case of `tool` right in every run within the median goals, false leaks)."""
+    ok = all(t.right(c.leaks) == len(t.verdicts) and statistics.median(t.calls)
+             <= (LEAK_GOAL if c.leaks else STABLE_GOAL)
+             for c, got in rows for t in (got[tool],) if t.verdicts)
+    return ok, sum(got[tool].false_leaks(c.leaks) for c, got in rows)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--runs", type=int, default=100)
     p.add_argument("--psleak-leak-runs", type=int, default=10)
     p.add_argument("--cases", default="", help="comma-separated substrings of case names")
-    p.add_argument("--stock", action="store_true",
-                   help="unchanged agent and env (no gc.collect, tcache on)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"CI: {QUICK_CASE!r} only, 2 runs, no psleak defaults")
     args = p.parse_args(argv)
+    if args.quick:
+        args.runs, args.cases, args.psleak_leak_runs = 2, QUICK_CASE, 0
+    if args.runs < 1:
+        p.error("--runs must be >= 1")
     picked = [c for c in CASES if not args.cases
-              or any(s.strip() in c.name for s in args.cases.split(","))]
+              or any(s.strip() and s.strip() in c.name for s in args.cases.split(","))]
+    if not picked:
+        p.error(f"--cases {args.cases!r} names none of: {', '.join(c.name for c in CASES)}")
     started = time.perf_counter()
     rows = []
     with tempfile.TemporaryDirectory(prefix="vs-psleak-") as tmp:
-        work = Path(tmp)
         for case in picked:
-            python = venv(case)
-            ours, theirs = Tally(), Tally()
-            for _ in range(args.runs):
-                ours.add(*run_harness(python, case, args.stock, work))
-            for _ in range(min(args.runs, args.psleak_leak_runs) if case.leaks else args.runs):
-                theirs.add(*run_psleak(python, case, work))
-            rows.append((case, ours, theirs))
+            full = args.psleak_leak_runs if case.leaks else args.runs
+            try:
+                rows.append((case, measure(case, args.runs, min(args.runs, full), Path(tmp))))
+            except RuntimeError as exc:
+                print(f"vs_psleak: {exc}\n  fix: pip and a package index must be "
+                      "reachable to build the benchmark's venvs", file=sys.stderr)
+                return 3
             print(f"  {case.name}: done ({time.perf_counter() - started:.0f} s)",
                   file=sys.stderr)
-    mode = "stock agent" if args.stock else "heap after gc.collect(), tcache off"
-    print(f"harness: LiveDecider (floor 128 B/call, alpha {CFG.alpha}, min "
-          f"{MIN_ITERATIONS} / max {MAX_ITERATIONS} measured calls, {WARMUP} warm-up, "
-          f"sample every {EVERY}; {mode}). psleak 0.1.6 defaults. Calls: median (max); "
-          "harness counts measured calls, psleak all calls. Wall: median seconds.\n")
-    print("| case | leaks | tool | runs | calls to verdict | wall s | correct | false leaks |")
-    print("|---|---|---|---|---|---|---|---|")
-    for case, ours, theirs in rows:
-        for tool, tally in (("harness", ours), ("psleak", theirs)):
-            cells = " | ".join(tally.cells(case.leaks))
-            print(f"| {case.name} | {'yes' if case.leaks else 'no'} | {tool} | {cells} |")
-    within = all(max(o.calls) <= 100 and all(v == ("leak" if c.leaks else "stable")
-                                              for v in o.verdicts) for c, o, _ in rows)
-    fps = sum(v == "leak" for c, o, _ in rows if not c.leaks for v in o.verdicts)
-    print(f"\nGoal (correct in <= 100 measured calls, every run): "
-          f"{'met' if within else 'missed'}; harness false leaks on fixed versions and "
-          f"controls: {fps}. ({time.perf_counter() - started:.0f} s; "
-          f"numpy {np.__version__})")
+    print(f"harness: the sweep's live decider (floor {CFG.live_floor_bytes:.0f} B/call, "
+          f"alpha {CFG.alpha}, first look {FIRST_LOOK} / max {MAX_ITERATIONS} measured "
+          f"calls, {WARMUP} warm-up, a heap reading every {SPACING}); quiet: tcache off, "
+          "gc.collect() before each heap reading; stock: the heap as left. psleak 0.1.6. "
+          "Cells: calls to verdict, median (max); wall s, median; right/runs; false "
+          "leaks. harness counts measured calls, psleak all calls.\n")
+    print("\n".join(table(rows)))
+    for tool in ("harness quiet", "harness stock"):
+        ok, fps = goal(rows, tool)
+        print(f"\n{tool}: goal (every run right; median calls <= {LEAK_GOAL} to a leak, "
+              f"<= {STABLE_GOAL} to stable) {'met' if ok else 'missed'}; false leaks on "
+              f"fixed versions and controls: {fps}.", end="")
+    print(f"\n({time.perf_counter() - started:.0f} s; numpy {np.__version__})")
     return 0
 
 

@@ -54,9 +54,11 @@ finally:
         sys.modules.pop(_name, None)
 
 SCHEMA = 1
+HEAP_MODES = ("quiet", "stock")
 ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
             "TENSORFLOW_VERSION", "NVIDIA_BUILD_ID", "NVIDIA_PYTORCH_VERSION",
-            "NVIDIA_VISIBLE_DEVICES", "PYTHONMALLOC", "OMP_NUM_THREADS", "TF_CPP_MIN_LOG_LEVEL")
+            "NVIDIA_VISIBLE_DEVICES", "PYTHONMALLOC", "GLIBC_TUNABLES", "OMP_NUM_THREADS",
+            "TF_CPP_MIN_LOG_LEVEL")
 
 
 def installed_packages():
@@ -102,7 +104,7 @@ def header(args, sampler, params):
             "packages": installed_packages(),
             "heap": {"func": heap.func if heap else None, "note": heap.note if heap else
                      "disabled"},
-            "pythonmalloc": os.environ.get("PYTHONMALLOC"),
+            "pythonmalloc": os.environ.get("PYTHONMALLOC"), "heap_mode": args.heap,
             "cgroup": sampler.cg_version, "gpu": gpu, "gpu_reason": gpu_reason,
             "cpu_count": os.cpu_count()}
 
@@ -121,8 +123,11 @@ def parse_args(argv):
     p.add_argument("--max-overhead", type=float, default=0.01,
                    help="stretch the sampling interval so sampling costs at most this "
                         "share of the step time (0: always every --sample-every steps)")
-    p.add_argument("--collect", action="store_true",
-                   help="gc.collect() before each heap reading (early-stop mode)")
+    p.add_argument("--heap", choices=HEAP_MODES, default="stock",
+                   help="quiet: gc.collect() before each heap reading, so free lists and "
+                        "cyclic garbage do not read as growth (the host also starts the "
+                        "cell with PYTHONMALLOC=malloc and glibc's tcache off); stock: "
+                        "the heap as the scenario leaves it")
     p.add_argument("--no-gpu", action="store_true", help="skip NVML")
     p.add_argument("--quiet", action="store_true", help="do not echo records to stdout")
     p.add_argument("--attribute", default="", metavar="KINDS",

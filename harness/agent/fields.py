@@ -10,7 +10,7 @@ RECORD_TYPES = ("header", "sample", "where", "end")
 
 HEADER = ("type", "schema", "scenario", "params", "config", "python", "implementation",
           "platform", "machine", "hostname", "pid", "time", "env", "packages", "heap",
-          "pythonmalloc", "cgroup", "gpu", "gpu_reason", "cpu_count")
+          "pythonmalloc", "heap_mode", "cgroup", "gpu", "gpu_reason", "cpu_count")
 
 # Every sample: where and when, and memory bytes per source.
 SAMPLE = ("type", "src", "phase", "i", "t", "rss", "rss_anon", "uss", "cgroup", "fds",

@@ -52,7 +52,7 @@ class Run(object):
         self.state = self.timed("setup", self.module.setup, self.params)
         self.sampler.state = self.state
         self.sampler.fw = getattr(self.module, "fw_bytes", None)
-        self.sampler.snapshot("step", force=True)
+        self.sampler.snapshot("step", force=True, settle=True)
         stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att)
         for phase, count in (("warmup", self.args.warmup), ("measure", self.args.iterations)):
             stepper.start_phase(phase, count)
@@ -126,7 +126,7 @@ def run(args, make_header):
     params = json.loads(args.params) if args.params else {}
     writer = Writer(args.out, echo=not args.quiet)
     sampler = Sampler(writer, heap_enabled=not args.no_heap)
-    sampler.collect = args.collect
+    sampler.collect = args.heap == "quiet"
     if not args.no_gpu:
         sampler.start_nvml()
     writer.write(make_header(args, sampler, params))

@@ -102,7 +102,7 @@ class Stepper(object):
             if not (stop_now or point or done == count):
                 continue
             if stop_now or done == count or since * self.budget >= self.cost or gap >= cap:
-                self.sample(dts, done)
+                self.sample(dts, done, done == count)
                 dts = []
                 since = 0.0
                 gap = 0
@@ -110,7 +110,8 @@ class Stepper(object):
                 return done, True
         return done, False
 
-    def sample(self, dts, done):
+    def sample(self, dts, done, last=False):
+        """Write one step sample; `last`: the phase's last (it settles the heap)."""
         clock = self.clock
         t = clock()
         cpu_now = self.cpu_clock()
@@ -120,7 +121,8 @@ class Stepper(object):
         extra = Contention.delta(cont_now, self.cont_last, ref)
         extra["rq_all_s"] = round(rq_all, 9)
         extra["run_all_s"] = round(run_all, 9)
-        self.sampler.snapshot("step", dts, cpu=cpu_now - self.cpu_last, extra=extra)
+        self.sampler.snapshot("step", dts, cpu=cpu_now - self.cpu_last, extra=extra,
+                              settle=last)
         if self.measuring and self.att is not None:
             self.att.at_sample(done)
         self.cost = clock() - t

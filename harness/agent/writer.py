@@ -75,9 +75,11 @@ class Sampler(object):
         finally:
             sys.path.pop(0)
 
-    def snapshot(self, src, dt=None, force=False, cpu=None, extra=None):
+    def snapshot(self, src, dt=None, force=False, cpu=None, extra=None, settle=False):
         """Write one sample: `dt` the step seconds since the last one, `cpu` the process
-        CPU seconds of the interval, `extra` more members (contention) for a step sample."""
+        CPU seconds of the interval, `extra` more members (contention) for a step sample.
+        `settle`: the last reading before the measured phase (its starting level), which
+        --heap quiet collects like every measured one."""
         r = self.readers
         # USS is costly (smaps_rollup walks the page tables): the timer thread reads it
         # every time, off the main thread; step samples only within a 0.5 % budget.
@@ -93,19 +95,28 @@ class Sampler(object):
                 # this interval, and was its clock held down (power, heat)?
                 rec.update(self.nvml.activity())
         if src == "step":
-            self._step_members(rec, dt, cpu)
+            self._step_members(rec, dt, cpu, settle)
             if extra:
                 rec.update(extra)
         self.writer.write(rec)
 
-    def _step_members(self, rec, dt, cpu):
+    def _step_members(self, rec, dt, cpu, settle=False):
         # Heap and framework reads touch the allocator and the framework: only between
         # steps on the main thread, never from the timer thread.
         if self.heap is not None:
-            if self.collect:
+            if self.collect and (settle or self.phase == "measure"):
                 # Free-lists and cycles give memory back only after a collection:
-                # without it a filling free-list looks like a slow leak.
+                # without it a filling free-list looks like a slow leak. The warm-up's
+                # readings are not compared (only its last one, the measured phase's
+                # starting level): a full collection there would only cost time.
                 gc.collect()
+                if settle and hasattr(gc, "freeze"):
+                    # What lives at the start of the measured phase is moved out of the
+                    # collector's sight (3.7+), so each collection there walks only the
+                    # objects made since: a TensorFlow process's ~1 s full collection
+                    # becomes one of the step's own garbage. An old object in a cycle
+                    # freed later stays: at most once each, never growth per call.
+                    gc.freeze()
             rec["heap"] = self.heap.read()
         if self.fw is not None:
             try:
@@ -125,7 +136,7 @@ class Sampler(object):
         """The heap just before and just after one full gc.collect() (the end record's
         `collected`): growth that the collection gives back was cyclic garbage, which
         the oldest generation frees in its own time, not a leak. None without a heap
-        reader, or where every heap reading is collected anyway (early-stop mode)."""
+        reader, or where every heap reading is collected anyway (--heap quiet)."""
         if self.heap is None or self.collect:
             return None
         before = self.heap.read()

@@ -55,13 +55,24 @@ from harness.analysis.verdict import CARRIERS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
 
-__all__ = ["LiveDecider", "LiveDecision", "Watched", "median_bounds", "sign_evalue",
-           "watch_file"]
+__all__ = ["FIRST_LOOK", "SPACING", "LiveDecider", "LiveDecision", "Watched",
+           "median_bounds", "sign_evalue", "watch_file"]
 
 FLOOR_BYTES = 128.0          # bytes/call: growth the live test must see to call a leak
 MIN_GROWTH_BYTES = 8192.0    # and at least this much growth since the warm-up ended
 DECAY_RATIO = 0.5            # latest-third median rate >= this share of the earliest third's
 POLL_S = 0.02   # with the agent checking every 20 ms: a stop within ~40 ms of a sample
+# The live schedule. Read after gc.collect() with the tcache off and after a sweep's
+# warm-up, a real C leak grows by its exact size every call and a fixed release by 0
+# (benchmarks/vs_psleak.py: multidict 6.6.3/6.6.4, ujson 5.12.0/5.12.1), so the sign
+# test could call both at its 12th interval, 24 calls at a reading every 2. But a fill
+# that starts with the measured phase (benchmarks/sequential_fpr.py: up to 64 KiB, time
+# constant 5-50 calls) is then still growing: a first look at 24 calls called 41 % of
+# stable series leaks, at 48 calls 7 %, at 80 calls none (150 series each). So the
+# first look stays at 80 measured calls; a reading every 2 calls (not 5) gives the
+# test 40 intervals there, and a stable release its verdict sooner.
+FIRST_LOOK = 80
+SPACING = 2
 
 def sign_evalue(above: Any, below: Any) -> Any:
     """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2.

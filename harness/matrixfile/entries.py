@@ -14,7 +14,13 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import SpecError
-from harness.matrixfile.model import ImageSpec, RunSettings, ScenarioSpec, abilities
+from harness.matrixfile.model import (
+    HEAP_MODES,
+    ImageSpec,
+    RunSettings,
+    ScenarioSpec,
+    abilities,
+)
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
 IMAGE_KEYS = ("name", "ref", "pip", "python")
@@ -179,6 +185,13 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
         elif field in ("pythonmalloc", "network"):
             if not isinstance(v, bool):
                 raise ctx.fail(here, f"must be true or false, got {v!r}")
+            changes[field] = v
+        elif field == "heap":
+            if v not in HEAP_MODES:
+                raise ctx.fail(here, f"must be one of {', '.join(HEAP_MODES)}, got {v!r}",
+                               "heap: quiet (the default) reads the heap after "
+                               "gc.collect() with glibc's tcache off; heap: stock as the "
+                               "scenario leaves it")
             changes[field] = v
         elif field in ("mem_limit", "shm_size"):
             if not (isinstance(v, str) and re.fullmatch(r"\d+[bkmgBKMG]?", v)) and not (

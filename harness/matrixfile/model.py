@@ -59,6 +59,14 @@ def abilities(runtime: str) -> Abilities:
     return ABILITIES.get(name, ABILITIES[DEFAULT_RUNTIME])
 
 
+# How the agent reads the heap (`heap:`): quiet (the default) starts the cell with
+# glibc's thread cache off and PYTHONMALLOC=malloc (with `pythonmalloc: true`) and
+# collects garbage before each heap reading; stock reads the heap as the scenario
+# leaves it (runtimes/base.py: RunRequest.agent_args and environment).
+HeapMode = Literal["quiet", "stock"]
+HEAP_MODES: tuple[str, ...] = get_args(HeapMode)
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """How one cell runs. Set in `defaults:` and overridable per scenario."""
@@ -70,6 +78,7 @@ class RunSettings:
     timeout: float = 1200.0         # seconds, whole cell, enforced by the harness
     mem_limit: str | None = None    # e.g. "2g"; docker only
     pythonmalloc: bool = True       # run with PYTHONMALLOC=malloc so the heap signal is clean
+    heap: HeapMode = "quiet"        # quiet: tcache off, gc.collect() before heap reads
     repeats: int = 2                # extra runs of an ambiguous cell
     rounds: int = 3                 # interleaved B S rounds confirming a vs-baseline change
     network: bool = False           # docker: network off unless asked

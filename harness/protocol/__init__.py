@@ -5,7 +5,7 @@
 Schema 1, one JSON object per line, each with `"type"`:
 - `header` (first, once, `"schema": 1`): scenario, params, config, python,
   implementation, platform, machine, hostname, pid, time, env, packages, heap,
-  pythonmalloc, cgroup, gpu, gpu_reason, cpu_count.
+  pythonmalloc, heap_mode (quiet|stock), cgroup, gpu, gpu_reason, cpu_count.
 - `sample`: `i` (iteration), `src` (`step`: carries `dt`, the step times, and the
   contention fields of `series.CONTENTION_FIELDS`; `timer`: a timed reading), `phase`
   (warmup|measure|...), `t` (seconds), and memory bytes per source (heap, uss, rss,

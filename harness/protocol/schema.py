@@ -69,8 +69,8 @@ HEADER_TYPES: dict[str, tuple[type, ...]] = {
     "scenario": _STR, "params": (dict,), "config": (dict,), "python": _STR,
     "implementation": _STR, "platform": _STR, "machine": _STR, "hostname": _STR,
     "pid": (int,), "time": _NUM, "env": (dict,), "packages": (dict,), "heap": (dict,),
-    "pythonmalloc": _STR, "cgroup": (*_STR, int), "gpu": (dict,), "gpu_reason": _STR,
-    "cpu_count": (int,)}
+    "pythonmalloc": _STR, "heap_mode": _STR, "cgroup": (*_STR, int), "gpu": (dict,),
+    "gpu_reason": _STR, "cpu_count": (int,)}
 END_TYPES: dict[str, tuple[type, ...]] = {
     "error": (dict,), "info": (dict,), "phases": (dict,), "iterations": (int,),
     "warmup": (int,), "stopped_early": (bool,), "mode": _STR, "elapsed_s": _NUM,

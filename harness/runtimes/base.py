@@ -67,19 +67,22 @@ class RunRequest:
             args.append("--no-gpu")
         if self.attribute:
             args += ["--attribute", ",".join(self.attribute)]
+        args += ["--heap", s.heap]
         if s.max_iterations is not None:
             # Early stop is about calls to a verdict: sample every `sample_every` steps.
-            args += ["--collect", "--max-overhead", "0"]
+            args += ["--max-overhead", "0"]
         return args
 
     def environment(self) -> dict[str, str]:
-        env = dict(self.cell.settings.env)
-        if self.cell.settings.pythonmalloc:
+        """The cell's environment, the one place every runtime takes it from: the
+        matrix's `env:`, then the allocator settings of `pythonmalloc` and `heap`
+        (before the interpreter starts, which is the only time they take effect)."""
+        s = self.cell.settings
+        env = dict(s.env)
+        if s.pythonmalloc:
             env.setdefault("PYTHONMALLOC", "malloc")
-            if self.cell.settings.max_iterations is not None:
-                # glibc's per-thread cache keeps up to ~240 KiB of freed chunks that
-                # mallinfo counts as in use; it fills over the first hundreds of calls.
-                env.setdefault("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
+        if s.heap == "quiet":
+            env["GLIBC_TUNABLES"] = quiet_tunables(env.get("GLIBC_TUNABLES"))
         if not self.cell.gpu.wants_gpu:
             # NGC images set NVIDIA_VISIBLE_DEVICES=all: on an engine whose default runtime
             # is nvidia a "CPU" cell would get every GPU. `void` makes the toolkit inject
@@ -88,6 +91,20 @@ class RunRequest:
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         return env
+
+
+def quiet_tunables(given: str | None) -> str:
+    """GLIBC_TUNABLES with glibc's per-thread cache off (tcache_count=0), the matrix's
+    own tunables kept. The tcache keeps up to ~240 KiB of freed chunks that mallinfo
+    counts as in use, filling over the first hundreds of calls like a leak. A
+    tcache_count the matrix set itself stands."""
+    parts = [p for p in (given or "").split(":") if p]
+    if not any(p.startswith(TCACHE + "=") for p in parts):
+        parts.append(TCACHE + "=0")
+    return ":".join(parts)
+
+
+TCACHE = "glibc.malloc.tcache_count"
 
 
 @dataclass

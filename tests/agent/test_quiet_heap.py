@@ -1,0 +1,155 @@
+"""The quiet heap (`heap: quiet`, the agent's `--heap quiet`): the cell starts with the
+environment the host gives it (PYTHONMALLOC=malloc, glibc's tcache off) and the agent
+collects garbage before each heap reading. A native leak is still read as one by the
+live decider; cyclic garbage, which the stock heap reads as growth until the oldest
+generation is collected, is not; the header says which mode was used."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from test_agent import INTERPRETERS, run_agent, scenario
+
+from harness.analysis.config import AnalysisConfig
+from harness.analysis.replay import replay_live
+from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
+from harness.protocol.ingest import read_samples
+from harness.runtimes.base import ImageInfo, RunRequest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="mallinfo is glibc's")
+
+# A C-level leak: 2000 bytes from libc's malloc per call, never freed.
+NATIVE_LEAK = """
+import ctypes
+
+
+def setup(params):
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    return libc
+
+
+def step(libc):
+    libc.malloc(2000)
+"""
+# Each call leaves a reference cycle holding 1 KB and keeps nothing; automatic
+# collection is off, as it is in effect while the oldest generation waits its turn.
+CYCLES = """
+import gc
+
+
+def setup(params):
+    gc.disable()
+
+
+def step(state):
+    node = {"data": bytearray(1000)}
+    node["self"] = node
+"""
+MIN_CALLS, MAX_CALLS = 40, 400
+
+
+def host_env(tmp_path: Path, heap: str) -> dict[str, str]:
+    """The environment the host starts a cell with under `heap:` (runtimes/base.py)."""
+    settings = RunSettings(heap=heap)  # type: ignore[arg-type]
+    cell = Cell("c", ImageSpec("py", "python3", 0), GpuSel("none"),
+                ScenarioSpec("s", tmp_path / "s.py", {}, settings))
+    return RunRequest(cell, ImageInfo("python3"), tmp_path, tmp_path / "stop").environment()
+
+
+def run(python: str, tmp_path: Path, text: str, heap: str) -> tuple[str | None, dict[str, object]]:
+    """(the live decision's verdict, the header) of one run under `heap`."""
+    tmp_path = tmp_path / heap      # a directory of its own: the agent appends to --out
+    tmp_path.mkdir()
+    script = scenario(tmp_path, text)
+    proc, records = run_agent(python, script, tmp_path, "--heap", heap, "--max-overhead", "0",
+                              iterations=MAX_CALLS, warmup=10, every=2,
+                              env=host_env(tmp_path, heap))
+    assert proc.returncode == 0, proc.stderr
+    series = read_samples(tmp_path / "samples.jsonl")
+    decision = replay_live(AnalysisConfig(), series, MIN_CALLS, MAX_CALLS)
+    return (decision.verdict if decision else None), records[0]
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_quiet_reads_a_native_leak_and_says_so_in_the_header(python: str,
+                                                             tmp_path: Path) -> None:
+    verdict, header = run(python, tmp_path, NATIVE_LEAK, "quiet")
+    assert verdict == "leak"
+    assert header["heap_mode"] == "quiet"
+    assert header["env"] == {"PYTHONMALLOC": "malloc", "NVIDIA_VISIBLE_DEVICES": "void",
+                             "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"} | {
+        k: v for k, v in header["env"].items()  # type: ignore[union-attr]
+        if k not in ("PYTHONMALLOC", "NVIDIA_VISIBLE_DEVICES", "GLIBC_TUNABLES")}
+
+
+def test_quiet_does_not_read_cyclic_garbage_as_a_leak_where_stock_does(tmp_path: Path) -> None:
+    stock, header = run(sys.executable, tmp_path, CYCLES, "stock")
+    assert header["heap_mode"] == "stock"
+    assert "GLIBC_TUNABLES" not in header["env"]  # type: ignore[operator]
+    assert stock == "leak"          # what the quiet heap is for
+    quiet, _ = run(sys.executable, tmp_path, CYCLES, "quiet")
+    assert quiet == "stable"
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_quiet_collects_before_each_measured_reading_and_the_warmups_last(
+        python: str, tmp_path: Path) -> None:
+    # GIVEN a scenario with automatic collection off: only the agent's gc.collect() counts
+    script = scenario(tmp_path, CYCLES)
+    proc, records = run_agent(python, script, tmp_path, "--heap", "quiet", "--max-overhead",
+                              "0", iterations=20, warmup=20, every=2)
+    assert proc.returncode == 0, proc.stderr
+    steps = [r for r in records if r["type"] == "sample" and r["src"] == "step"]
+    gcs = {phase: [r["gc"] for r in steps if r["phase"] == phase]
+           for phase in ("setup", "warmup", "measure")}
+    # THEN the setup reading is collected, the warm-up's are not but for its last (the
+    # measured phase's starting level), and every measured one is
+    assert len(gcs["warmup"]) == 10 and len(gcs["measure"]) == 10
+    assert len(set(gcs["warmup"][:-1])) == 1
+    assert gcs["warmup"][0] == gcs["setup"][0]
+    assert gcs["warmup"][-1] == gcs["warmup"][0] + 1
+    assert [b - a for a, b in zip(gcs["warmup"][-1:] + gcs["measure"][:-1],
+                                  gcs["measure"], strict=True)] == [1] * 10
+
+
+# What lives when the measured phase starts, as a scenario sees it from its steps.
+FROZEN = """
+import gc
+
+
+def setup(params):
+    return {"kept": [object() for _ in range(1000)], "seen": []}
+
+
+def step(state):
+    state["seen"].append(gc.get_freeze_count() if hasattr(gc, "get_freeze_count") else -1)
+
+
+def info(state):
+    return {"seen": state["seen"]}
+"""
+
+
+@pytest.mark.parametrize("heap", ["quiet", "stock"])
+def test_quiet_takes_what_lives_before_the_measured_phase_out_of_each_collection(
+        heap: str, tmp_path: Path) -> None:
+    # GIVEN a scenario that keeps 1000 objects from its setup and notes, at each step,
+    # how many objects the collector has been told to leave alone (gc.freeze)
+    script = scenario(tmp_path, FROZEN)
+    proc, records = run_agent(sys.executable, script, tmp_path, "--heap", heap,
+                              iterations=10, warmup=10, every=5)
+    assert proc.returncode == 0, proc.stderr
+    seen = records[-1]["info"]["seen"]
+    # THEN under quiet the measured steps see them frozen (each collection before a
+    # heap reading walks only newer objects), the warm-up's only those of the setup;
+    # stock freezes nothing
+    warm, measured = seen[:10], seen[10:]
+    if heap == "stock":
+        assert set(seen) == {0}
+    else:
+        assert min(warm) >= 1000 and min(measured) >= max(warm)
