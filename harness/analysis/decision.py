@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.analysis.comparisons import Confirmation, PeakComparison, StepComparison, VsBaseline
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.devices import device_kind
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.records import Finding
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, within_run
+from harness.analysis.vsbaseline import Confirmation, PeakComparison, StepComparison, VsBaseline
 from harness.gpu.logsigns import runtime_incompatibility
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome

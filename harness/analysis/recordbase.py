@@ -1,4 +1,4 @@
-"""`Record`, the base of the analysis's frozen result records (`trends`, `comparisons`,
+"""`Record`, the base of the analysis's frozen result records (`trends`, `vsbaseline`,
 `records.Finding`): how one turns into JSON for `result.json`."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ it finds (`Finding`, typed by `FindingKind`), defined here.
 
 The records themselves live by concern: what one run shows over its own course in
 `trends` (`MemoryTrend`, `StepTrend`, `LiveDecision`, `LiveRun`, `Explained`, `GpuTime`),
-a cell against its baseline in `comparisons` (`StepComparison`, `PeakComparison`,
+a cell against its baseline in `vsbaseline` (`StepComparison`, `PeakComparison`,
 `Round`, `Confirmation`, `VsBaseline`), their base in `recordbase`; every name is read
 from here too. None of them needs NumPy or SciPy, so the result model, the reports and
 search load them cheaply.
@@ -14,15 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.analysis.comparisons import (
-    Confirmation,
-    Direction,
-    PeakComparison,
-    PeakDirection,
-    Round,
-    StepComparison,
-    VsBaseline,
-)
 from harness.analysis.recordbase import Record
 from harness.analysis.trends import (
     CLOCK_DROP,
@@ -35,6 +26,15 @@ from harness.analysis.trends import (
     MemoryKind,
     MemoryTrend,
     StepTrend,
+)
+from harness.analysis.vsbaseline import (
+    Confirmation,
+    Direction,
+    PeakComparison,
+    PeakDirection,
+    Round,
+    StepComparison,
+    VsBaseline,
 )
 
 __all__ = ["CLOCK_DROP", "CLOCK_REASONS", "FLAG_KINDS", "Confirmation", "Direction",

@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.analysis.compare import compare_peaks, compare_steps
-from harness.analysis.comparisons import PeakComparison, StepComparison, VsBaseline
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
+from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
+from harness.analysis.vsbaseline import PeakComparison, StepComparison, VsBaseline
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
 from harness.protocol.series import TREND_NAMES, Series
 from harness.protocol.tracebacks import raised_at

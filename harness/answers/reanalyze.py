@@ -21,11 +21,11 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.analysis.baselinefacts import baseline_facts
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.kinds import GOOD, UNAVAILABLE, UNREADABLE
 from harness.analysis.replay import replay_live
-from harness.analysis.rowcompare import baseline_facts
 from harness.analysis.verdict import CellVerdict
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples

@@ -3,7 +3,7 @@ against the baseline with what it rests on."""
 
 from __future__ import annotations
 
-from harness.analysis.comparisons import VsBaseline
+from harness.analysis.vsbaseline import VsBaseline
 
 
 def md(text: object) -> str:

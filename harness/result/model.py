@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.analysis.comparisons import VsBaseline
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
+from harness.analysis.vsbaseline import VsBaseline
 from harness.result.codec import JSON, DecodeError, decode, encode
 from harness.result.runkey import RunKey
 

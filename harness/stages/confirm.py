@@ -26,9 +26,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from harness.analysis.comparisons import Confirmation, Direction, Round
 from harness.analysis.contention import RunStat, busy_share, run_stat, sm_clocks, speed_scaled
 from harness.analysis.rounds import busy_reason, decide_rounds, settled
+from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context

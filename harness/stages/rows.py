@@ -9,12 +9,12 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 
-from harness.analysis.compare import unchanged_because
-from harness.analysis.comparisons import VsBaseline
+from harness.analysis.baselinefacts import baseline_facts
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
 from harness.analysis.kinds import GOOD, UNAVAILABLE
-from harness.analysis.rowcompare import baseline_facts
+from harness.analysis.pooled import unchanged_because
+from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.result.build import with_verdict

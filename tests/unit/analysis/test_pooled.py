@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.analysis.compare import compare_peaks, compare_steps
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.pooled import compare_peaks, compare_steps
 
 CFG = AnalysisConfig()
 MiB = 2.0**20

@@ -1,7 +1,7 @@
 """A cell against its row's baseline, as frozen records: pooled step times and peaks
 (`StepComparison`, `PeakComparison`), the interleaved rounds that confirm a suspected
 change (`Round`, `Confirmation`) and all of it together (`VsBaseline`).
-`analysis.compare`, `rounds` and `rowcompare` compute them; this module needs neither
+`analysis.pooled`, `rounds` and `baselinefacts` compute them; this module needs neither
 NumPy nor SciPy.
 """
 
