@@ -24,6 +24,7 @@ Leaks add rate x iteration, delivered in per-call chunks with 10 % jitter.
 
 Run: python benchmarks/sequential_fpr.py [--runs 2000] [--leak-runs 500] [--naive-runs 300]
      [--iterations 1000] [--seed 9]     (about 3 minutes on 2 cores)
+     [--quick]     (--quick: 20 series per kind of 300 iterations: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -150,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="series per kind re-tested naively (each look is a full fit)")
     p.add_argument("--seed", type=int, default=9)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--quick", action="store_true",
+                   help="20 series per kind (10 per leak rate, 5 naive) of 300 iterations")
     args = p.parse_args(argv)
+    if args.quick:
+        args.runs, args.leak_runs, args.naive_runs, args.iterations = 20, 10, 5, 300
     started = time.perf_counter()
     jobs: list[tuple[str, float, int, int, bool]] = []
     for k, kind in enumerate(("stable", "plateau")):
