@@ -144,6 +144,8 @@ def one(job: tuple[str, float, int, int, bool]) -> tuple[str | None, int, tuple[
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true",
+                   help="20 series per kind (10 per leak rate, 5 naive) of 300 iterations")
     p.add_argument("--runs", type=int, default=2000)
     p.add_argument("--iterations", type=int, default=1000)
     p.add_argument("--leak-runs", type=int, default=500)
@@ -151,12 +153,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="series per kind re-tested naively (each look is a full fit)")
     p.add_argument("--seed", type=int, default=9)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--quick", action="store_true",
-                   help="20 series per kind (10 per leak rate, 5 naive) of 300 iterations")
     args = p.parse_args(argv)
+    started = time.perf_counter()
     if args.quick:
         args.runs, args.leak_runs, args.naive_runs, args.iterations = 20, 10, 5, 300
-    started = time.perf_counter()
     jobs: list[tuple[str, float, int, int, bool]] = []
     for k, kind in enumerate(("stable", "plateau")):
         jobs += [(kind, 0.0, args.seed * 10**7 + k * 10**6 + r, args.iterations,
