@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
-from harness.matrixfile.model import Cell, Matrix, row_baselines
+from harness.matrixfile.model import Cell, Matrix
 from harness.result.model import CellResult
+from harness.result.runkey import key_of, why_changed
 from harness.runtimes import Engines
 from harness.runtimes.base import CellEvents, ImageInfo, Progress, Runtime
 from harness.stages import lanes as lane_plan
@@ -84,16 +85,13 @@ class Sweep:
                 ) -> CellResult:
         return compare(self, cell, measured, base, base_result)
 
-    def row_bases(self, cells: list[Cell]) -> dict[str, str]:
-        """Cell id -> its row baseline's id."""
-        return row_baselines(cells, self.matrix.baseline)
-
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
         start = time.monotonic()
         outcome = SweepOutcome(self.store, {})
         todo = [c for c in cells if not (resume and self._reuse(c, outcome))]
         if outcome.reused:
-            self.progress(f"resume: {outcome.reused} finished cells reused, {len(todo)} to run")
+            self.progress(f"resume: {outcome.reused} finished cells reused from "
+                          f"{self.store.root}, {len(todo)} to run")
         rows = RowComparisons(self, cells, self.matrix.baseline, outcome.results)
         stop, counter = threading.Event(), [0]
 
@@ -122,11 +120,18 @@ class Sweep:
         return outcome
 
     def _reuse(self, cell: Cell, outcome: SweepOutcome) -> bool:
+        """Reuse the cell's stored result when the same run made it (its key matches);
+        else say why it runs again."""
         old = self.store.load_cell(cell.id)
-        if old is not None:
-            outcome.results[cell.id] = old
-            outcome.reused += 1
-        return old is not None
+        if old is None:
+            return False
+        why = why_changed(old.key, key_of(cell, self.runtime_for(cell).name))
+        if why is not None:
+            self.progress(f"resume: {cell.id}: {why}; running it again")
+            return False
+        outcome.results[cell.id] = old
+        outcome.reused += 1
+        return True
 
     def _one(self, cell: Cell, rows: RowComparisons, outcome: SweepOutcome, counter: list[int],
              total: int, stop: threading.Event) -> None:

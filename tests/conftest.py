@@ -5,6 +5,9 @@
   `FakeRuntime`, never an engine that may or may not be there.
 - Tests marked `docker` skip when no engine answers, unless HARNESS_REQUIRE_DOCKER=1
   (CI), where they fail with the reason instead of silently passing.
+- Tests marked `podman` skip when podman's Docker-compatible service does not answer
+  (its socket: `harness.runtimes.podman.default_socket`), unless HARNESS_REQUIRE_PODMAN=1
+  (CI, after `bash images/setup-podman.sh`), where they fail instead.
 - Tests marked `gpu` skip unless /proc/driver/nvidia/gpus lists a GPU.
 - Tests marked `slurm` skip when `sinfo` does not answer, unless HARNESS_REQUIRE_SLURM=1
   (CI, after `bash images/setup-slurm.sh`), where they fail instead.
@@ -21,6 +24,7 @@ import pytest
 
 REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
 REQUIRE_SLURM = "HARNESS_REQUIRE_SLURM"
+REQUIRE_PODMAN = "HARNESS_REQUIRE_PODMAN"
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 
 _engine_state: dict[str, str | None] = {}
@@ -41,6 +45,25 @@ def docker_unavailable_reason() -> str | None:
         except Exception as exc:  # any failure means "no engine here"
             _engine_state["reason"] = f"{type(exc).__name__}: {exc}"
     return _engine_state["reason"]
+
+
+def podman_unavailable_reason() -> str | None:
+    """None when podman's service answers ping() on its socket; else why not (cached)."""
+    if "podman" not in _engine_state:
+        try:
+            import docker
+
+            from harness.runtimes.podman import default_socket
+
+            client = docker.DockerClient(base_url=default_socket(), timeout=5)
+            try:
+                client.ping()
+            finally:
+                client.close()
+            _engine_state["podman"] = None
+        except Exception as exc:  # any failure means "no podman service here"
+            _engine_state["podman"] = f"{type(exc).__name__}: {exc}"
+    return _engine_state["podman"]
 
 
 def slurm_unavailable_reason() -> str | None:
@@ -76,11 +99,23 @@ def _engine_missing(item: pytest.Item, reason: str) -> None:
     pytest.skip(f"no Docker engine: {reason}")
 
 
+def _podman_missing(item: pytest.Item, reason: str) -> None:
+    if os.environ.get(REQUIRE_PODMAN) == "1":
+        pytest.fail(f"{item.nodeid} needs podman and {REQUIRE_PODMAN}=1, but its service "
+                    f"does not answer: {reason}\n  fix: bash images/setup-podman.sh",
+                    pytrace=False)
+    pytest.skip(f"no podman service: {reason}")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("docker") is not None:
         reason = docker_unavailable_reason()
         if reason is not None:
             _engine_missing(item, reason)
+    if item.get_closest_marker("podman") is not None:
+        reason = podman_unavailable_reason()
+        if reason is not None:
+            _podman_missing(item, reason)
     if item.get_closest_marker("slurm") is not None:
         reason = slurm_unavailable_reason()
         if reason is not None:
@@ -99,7 +134,7 @@ class DockerForbidden(RuntimeError):
 @pytest.fixture(autouse=True)
 def _no_docker_unless_marked(request: pytest.FixtureRequest,
                              monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    if request.node.get_closest_marker("docker") is not None:
+    if any(request.node.get_closest_marker(m) is not None for m in ("docker", "podman")):
         yield
         return
     try:

@@ -39,6 +39,7 @@ class Behaviour:
     seed: int = 0
     rq_share: float | None = None   # run-queue delay as a share of step time (busy host)
     sm_mhz: int | None = None       # the GPU's SM clock the agent read (NVML), per sample
+    cgroup_bytes: float | None = None   # the agent's cgroup reading: this plus the cell's rss
 
 
 @dataclass
@@ -82,6 +83,8 @@ class FakeRuntime(RuntimeBase):
                         rec["rq_s"] = b.rq_share * sum(dts)
                     if b.sm_mhz is not None:
                         rec["sm_mhz"] = b.sm_mhz
+                    if b.cgroup_bytes is not None:
+                        rec["cgroup"] = b.cgroup_bytes + noisy
                     lines.append(rec)
                     dts = []
         if b.error:

@@ -36,7 +36,8 @@ WHERE = ("type", "kinds", "calls", "frames", "heap", "stack", "ops", "device", "
 WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
-       "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected")
+       "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
+       "params_read")
 ERROR = ("type", "message", "traceback")
 
 

@@ -12,7 +12,7 @@ import time
 import traceback
 
 from hooks import Attribution
-from scenariofile import has_protocol, load_scenario, run_script
+from scenariofile import Params, has_protocol, load_scenario, run_script
 from stepper import Stepper
 from writer import Sampler, Writer, timer_loop
 
@@ -48,6 +48,7 @@ class Run(object):
             self.att.make(self.args.scenario)
         self.module = self.timed("import", load_scenario, self.args.scenario)
         self.end["mode"] = "steps"
+        self.params = Params(self.params)   # notes the keys the scenario reads
         self.state = self.timed("setup", self.module.setup, self.params)
         self.sampler.state = self.state
         self.sampler.fw = getattr(self.module, "fw_bytes", None)
@@ -105,6 +106,8 @@ class Run(object):
                    "the run ended before its measured phase")
             yield self.att.where(why)
         self.end["phases"] = dict((k, round(v, 6)) for k, v in self.phases.items())
+        if isinstance(self.params, Params):   # setup(params) ran: what it (or step) read
+            self.end["params_read"] = self.params.noted()
         self.end["elapsed_s"] = round(time.monotonic() - self.started, 6)
         yield self.end
 

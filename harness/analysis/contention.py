@@ -28,7 +28,9 @@ second counts as work, as before. Where the GPU overlapped real CPU work (an
 asynchronous pipeline) the rule corrects less than it could: the device, not the CPU,
 then bounds the step, so its time does not move with the CPU's speed either. (A flat
 raw step time is not taken as proof of a spin: more CPU work on a CPU that got as much
-faster looks the same, and is a slowdown.)
+faster looks the same. But the verdict reads the wall clock first,
+`verdict.step_reading`: a slowdown must show there, and this correction can only lower
+it, so a flat wall clock with more work on a faster CPU is no slowdown either.)
 """
 
 from __future__ import annotations

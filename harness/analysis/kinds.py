@@ -1,22 +1,114 @@
-"""Verdict names and which are good or bad: light, so reports and search need no SciPy."""
+"""The verdict kinds, each once: its class (good, bad, undecided, unavailable, skipped)
+and how every report shows it (`KINDS`). Light, so reports and search need no SciPy.
+
+Every renderer reads a kind's presentation from here (`kind(name)`), never from a list of
+its own: a kind added here and not given a presentation fails `Kind`'s own fields (all
+required), and `tests/unit/test_every_kind.py` runs each kind through every renderer.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
                   "not-applicable", "ambiguous", "unavailable", "suspected"]
-VERDICTS: tuple[str, ...] = ("ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout",
-                             "crash", "not-applicable", "ambiguous", "unavailable", "suspected")
-# `unavailable`: the cell could not be prepared (image not found, pip pin that does not
-# install); it ran nothing, so it is neither good nor bad and the sweep goes on.
+# good: the code under test behaves. bad: it misbehaved (a finding, exit 1).
+# undecided: it ran, and whether it is good or bad is not known (ambiguous: the series
+# could not tell, run longer, exit 4; suspected: a pooled step-time change that
+# interleaved rounds did not confirm, `rounds: 0`, a complete answer by the user's
+# choice). unavailable: the cell could not be prepared (image not found, a pip pin that
+# does not install): it ran nothing, the sweep goes on, exit 3. skipped: the cell does not
+# apply (not-applicable: the GPU is not on the host, or the image cannot use it).
+# The first bad may hide in an undecided or unavailable cell, never in a skipped one.
+Class = Literal["good", "bad", "undecided", "unavailable", "skipped"]
+# How junit.xml shows a cell: a passing testcase, a <failure> (the code misbehaved), an
+# <error> (it did not finish, or could not run), or <skipped>.
+JunitAs = Literal["passed", "failure", "error", "skipped"]
+Colour = Literal["red", "green", "yellow", "magenta", "cyan", "grey"]
+# `harness explain`: the agent's --attribute kinds by what a verdict is about.
+MEMORY = ("heap", "device")
+TIME = ("stack", "ops")
+BASELINE = ("stack", "ops", "heap")   # slower or larger than the baseline
+UNSURE = ("heap", "device", "stack")  # no sign of which
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One verdict kind: its class and its presentation in every report.
+
+    Attributes:
+        junit: junit.xml's element for it (a bad kind is never "passed").
+        colour: the terminal table's colour.
+        severity: report.html's sort order, worst first.
+        verb: what the scenario does, in `harness compare`'s sentences ("rfft_loop leaks
+            only on RTX 4090 with 22.12-tf1-py3").
+        title: the same in an issue draft's title ("rfft_loop leaks memory in 22.12").
+        attribute: what `harness explain` attributes for a cell of this kind.
+        run_longer: the cell ran and could not tell: the answer is not complete (exit 4).
+    """
+
+    name: Verdict
+    cls: Class
+    junit: JunitAs
+    colour: Colour
+    severity: int
+    verb: str
+    title: str
+    attribute: tuple[str, ...]
+    run_longer: bool = False
+
+    @property
+    def css(self) -> str:
+        """report.html's class for its cells: "good", "bad" or "other"."""
+        return self.cls if self.cls in ("good", "bad") else "other"
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("crash", "bad", "error", "red", 0, "crashes", "crashes", UNSURE),
+    Kind("oom", "bad", "failure", "red", 1, "runs out of memory", "runs out of memory",
+         MEMORY),
+    # killed at its deadline: slow or stuck, the run cannot tell which (never "hangs")
+    Kind("timeout", "bad", "error", "red", 2, "times out", "does not finish within its timeout",
+         UNSURE),
+    Kind("leak", "bad", "failure", "red", 3, "leaks", "leaks memory", MEMORY),
+    Kind("regression", "bad", "failure", "magenta", 4, "regresses", "is slower", BASELINE),
+    Kind("slowdown", "bad", "failure", "yellow", 5, "slows down", "slows down", TIME),
+    Kind("suspected", "undecided", "skipped", "magenta", 6, "may be slower",
+         "may be slower", UNSURE),
+    Kind("ambiguous", "undecided", "skipped", "grey", 7, "is ambiguous", "is ambiguous",
+         UNSURE, run_longer=True),
+    Kind("plateau", "good", "passed", "cyan", 8, "plateaus", "plateaus", MEMORY),
+    Kind("unavailable", "unavailable", "error", "yellow", 9, "is unavailable",
+         "is unavailable", UNSURE),
+    Kind("not-applicable", "skipped", "skipped", "grey", 10, "does not apply",
+         "does not apply", UNSURE),
+    Kind("ok", "good", "passed", "green", 11, "is ok", "is ok", UNSURE),
+)}
+
+
+def kind(name: str) -> Kind:
+    """The kind of a verdict.
+
+    Raises:
+        KeyError: not a verdict kind (a renderer must not guess how to show it).
+    """
+    return KINDS[name]
+
+
+def of_class(*classes: Class) -> frozenset[str]:
+    return frozenset(k.name for k in KINDS.values() if k.cls in classes)
+
+
 UNAVAILABLE = "unavailable"
-BAD: frozenset[str] = frozenset({"leak", "slowdown", "regression", "oom", "timeout", "crash"})
-GOOD: frozenset[str] = frozenset({"ok", "plateau"})
-# "suspected": slower than the baseline on pooled steps, not confirmed by interleaved
-# rounds (`rounds: 0`); neither good nor bad, so bisect and first-bad skip it.
-# Not decided: the cell ran but its series could not tell (run longer). Not clean.
-UNDECIDED: frozenset[str] = frozenset({"ambiguous"})
+BAD: frozenset[str] = of_class("bad")
+GOOD: frozenset[str] = of_class("good")
+# Ran, but could not tell: run longer. Not a complete answer.
+UNDECIDED: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
 # Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
 NOT_RUN = "not run"
 UNREADABLE = "unreadable"
+# Whether the image is good or bad is not known there: the first bad may be hiding.
+UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREADABLE}
+# Cells that measured nothing of the code: they could not, or need not, run.
+NOT_MEASURED: frozenset[str] = of_class("unavailable", "skipped")

@@ -14,10 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.protocol.series import Series
+from harness.runtimes.base import own_cgroup
 
 # Sample keys of the memory sources, with the names the results use. `gpu` is the
 # device as NVML sees it, `fw` the framework allocator, the others the process / its
-# cgroup on the host.
+# cgroup on the host: the cell's only where its runtime gave it a cgroup of its own
+# (`runtimes.base.own_cgroup`); elsewhere the agent's reading is the whole session's or
+# machine's, kept in the samples, never fitted as the cell's.
 SOURCES: dict[str, str] = {"gpu_used": "gpu", "fw": "fw", "rss": "rss", "rss_anon": "rss_anon",
                            "uss": "uss", "heap": "heap", "cgroup": "cgroup"}
 DEVICE = ("fw", "gpu")            # limited by the GPU's memory
@@ -44,9 +47,24 @@ class Line:
             return None
         return (limit - self.fixed) / self.per_unit
 
+    @property
+    def resolved(self) -> bool:
+        """Whether the fixed part reads as memory: an intercept below zero is no memory
+        the run holds, but a line that does not hold down to a value of 0 (memory that
+        grows faster than one line over the probes, or probes far from 0 whose scatter
+        tips the line); its per-unit slope and where it meets a limit still stand."""
+        return self.fixed >= 0
+
     def text(self, unit: str) -> str:
-        """'fixed 1.1 GiB + 450 MiB per batch'."""
-        return f"fixed {size(self.fixed)} + {size(self.per_unit)} per {unit}"
+        """'fixed 1.1 GiB + 450 MiB per batch'; with the intercept below zero,
+        '450 MiB per batch, fixed part not resolved (...)'."""
+        if self.resolved:
+            return f"fixed {size(self.fixed)} + {size(self.per_unit)} per {unit}"
+        why = "the fit's intercept is below zero"
+        if self.per_unit > 0:
+            why += (f": the line through the probes is under 0 bytes below {unit}="
+                    f"{-self.fixed / self.per_unit:.3g}")
+        return f"{size(self.per_unit)} per {unit}, fixed part not resolved ({why})"
 
 
 def size(n: float) -> str:
@@ -60,10 +78,13 @@ def size(n: float) -> str:
     return f"{sign}{n:.0f} B"
 
 
-def peaks(series: Series) -> dict[str, float]:
-    """The peak of each memory source a run's samples carry."""
+def peaks(series: Series, runtime: str) -> dict[str, float]:
+    """The peak of each memory source of the cell that a run's samples carry; the
+    cgroup's only where `runtime` (the result's) gave the cell a cgroup of its own."""
     out: dict[str, float] = {}
     for key, name in SOURCES.items():
+        if name == "cgroup" and not own_cgroup(runtime):
+            continue
         peak = series.peak(key)
         if peak is not None and math.isfinite(peak):
             out[name] = peak
@@ -108,8 +129,3 @@ def limiting(lines: Mapping[str, Line], device_limit: float | None,
             if name in lines and lines[name].per_unit > 0:
                 return lines[name], limit
     return None
-
-
-def prediction_error(predicted: float, found: int) -> float | None:
-    """(predicted - found) / found; None when found is not positive."""
-    return (predicted - found) / found if found > 0 else None

@@ -15,6 +15,8 @@ time per step did not rise by half of it (more work), the host was busy and the 
 `ambiguous` (run again), with the reason. Where the agent timed its canary loop, step
 and CPU times are first put at one CPU speed: on a shared machine the CPU's speed moves
 by up to 1.9x within a run (a hyperthread sibling), with no run-queue delay to show.
+That correction can only explain a wall-clock slowdown away (or lower its figure), never
+make one from a flat wall clock (`step_reading`, the one place that rule lives).
 
 `within_run` is the within-run reading (outcome first, then memory and step trends);
 `compare_to_baseline` the between-cell comparison; `harness.analysis.decision.decide`
@@ -36,7 +38,7 @@ from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import memory_trend, step_trend
-from harness.analysis.kinds import BAD, GOOD, VERDICTS, Verdict
+from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
@@ -44,7 +46,7 @@ from harness.protocol.series import TREND_NAMES, Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 
-__all__ = ["BAD", "GOOD", "VERDICTS", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
+__all__ = ["BAD", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the
 # framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
 # OutOfMemoryError, a bare CUDA error) and the agent ends with an error.
@@ -171,6 +173,44 @@ def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
     return step_trend(cpu, cfg)
 
 
+def step_reading(series: Series, cfg: AnalysisConfig
+                 ) -> tuple[StepTrend | None, bool, Finding | None]:
+    """The step-time trend a slowdown verdict reads: the one rule between the wall clock
+    and the CPU-speed correction.
+
+    A slowdown is what the wall clock shows. Where the agent timed its canary loop,
+    `contention.at_one_speed` puts the step's CPU work at one CPU speed; that corrected
+    series may only lower the wall clock's reading, never raise it. It is read where its
+    ratio is no higher than the wall clock's (a slower CPU explains a slowdown away, or
+    part of it) and, where the wall clock shows no slowdown, where it shows none either;
+    else the wall clock's trend stands. So a step spinning on a busy device, recorded
+    without utilization, that a faster CPU "sped up" although no CPU made it faster (a
+    flat 42.8 ms H100 step read 1.55x) stays flat; the corrected slowdown is said as a
+    note, never as a verdict.
+
+    Returns:
+        The trend (None without step times), whether it is the corrected one (its
+        reason says "at one CPU speed"), and the note of a corrected slowdown the wall
+        clock did not show.
+    """
+    wall_times = series.step_times()
+    if not len(wall_times):
+        return None, False, None
+    wall = step_trend(wall_times, cfg)
+    same_speed = at_one_speed(series)
+    if same_speed is None or not len(same_speed):
+        return wall, False, None
+    corrected = step_trend(same_speed, cfg)
+    if corrected.ratio <= wall.ratio and (wall.slowdown or not corrected.slowdown):
+        return corrected, True, None
+    if wall.slowdown or not corrected.slowdown:
+        return wall, False, None
+    return wall, False, Finding("note", (
+        f"no slowdown on the wall clock (late steps {wall.ratio:.2f}x early); at one CPU "
+        f"speed {corrected.ratio:.2f}x, which the CPU-speed correction alone made: not a "
+        "slowdown"))
+
+
 def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
                      gpu: GpuTime | None = None) -> str:
     text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
@@ -229,23 +269,20 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> Cell
     cyclic = garbage(series, memory["heap"]) if "heap" in memory else None
     if cyclic is not None:
         memory["heap"] = dataclasses.replace(memory["heap"], kind="stable")
-    # The trend is tested at one CPU speed where the agent timed its canary loop.
-    same_speed = at_one_speed(series)
-    times = same_speed if same_speed is not None else series.step_times()
-    steps = step_trend(times, cfg) if len(times) else None
+    steps, at_speed, unseen = step_reading(series, cfg)
     cpu = cpu_trend(series, cfg) if steps is not None else None
     ended = _outcome_verdict(series, outcome)
     if ended is not None:
         return CellVerdict(ended[0], ended[1], memory=memory, steps=steps, cpu_steps=cpu)
     kind = {k: t.kind for k, t in memory.items()}
-    findings: list[Finding] = [cyclic] if cyclic is not None else []
+    findings: list[Finding] = [f for f in (cyclic, unseen) if f is not None]
     busy: Explained | None = None
     gpu: GpuTime | None = None
     slowdown = False
     if steps is not None and steps.slowdown:
         gpu = gpu_time(series, cfg.step_window, steps.late_median_s - steps.early_median_s)
         busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s,
-                       count_speed=same_speed is None)
+                       count_speed=not at_speed)
         # Contention voids a slowdown only when the step did not do more work: CPU time
         # per step rising by half the extra time says it did, whatever the load.
         more_work = cpu is not None and not cpu.insufficient and (
@@ -266,7 +303,7 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> Cell
                            (*leaks, *findings), memory, steps, cpu_steps=cpu, contention=busy)
     if slowdown:
         assert steps is not None
-        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, same_speed is not None, gpu),
+        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, at_speed, gpu),
                            None, tuple(findings), memory, steps, cpu_steps=cpu,
                            contention=busy, gpu_time=gpu)
     if busy is not None and findings:

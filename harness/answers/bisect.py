@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from harness.analysis.kinds import GOOD
 from harness.answers.search import BisectStep, fingerprint_diff, plan_bisect
 from harness.matrixfile.model import Cell
 from harness.result.model import CellResult
@@ -75,6 +76,10 @@ class BisectOutcome:
         which = "first" if self.step.index == 0 else "last"
         want = "good" if self.step.index == 0 else "bad"
         said = f"{res.verdict} ({res.reason})" if res is not None else "? ()"
+        if want == "bad" and res is not None and res.verdict in GOOD:
+            # The answer to "which image went bad" here: none, as far as the end shows.
+            return (f"no bad image: the last image {label} is {said}; bisect needs a bad "
+                    "image to search back from")
         return f"stopped: the {which} image {label} is {said}, but bisect needs it {want}"
 
 

@@ -15,31 +15,26 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, kind
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.search import answer_rows
 from harness.errors import InputError
-from harness.matrixfile.model import Cell, Matrix
+from harness.matrixfile.model import Cell, Matrix, abilities
 from harness.result.codec import JSON
 from harness.result.model import CellResult, Planned
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
 from harness.store.results import load_json
+from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
 EXPLAIN_DIR = "explain"
 WHERE_FILE = "where.json"
-MEMORY = ("heap", "device")
 # memray's native stacks: asked for in a second run, only where Python's allocator saw
 # less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process
 # as large as PyTorch's took over two minutes on an H100 machine).
 NATIVE = ("native",)
 NATIVE_SHARE = 0.9
 MEMRAY = "memray>=1.10"
-TIME = ("stack", "ops")
-KINDS_FOR: Mapping[str, tuple[str, ...]] = {
-    "leak": MEMORY, "plateau": MEMORY, "oom": MEMORY,
-    "slowdown": TIME, "regression": ("stack", "ops", "heap")}
-OTHER = ("heap", "device", "stack")
 # tracemalloc makes an allocating step 20-120x slower: memory is attributed over fewer
 # calls (bytes per call need no long run), time over the cell's own length.
 MEMORY_CALLS = 300
@@ -97,7 +92,8 @@ def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool
 
 
 def kinds_for(result: CellResult) -> tuple[str, ...]:
-    return KINDS_FOR.get(str(result.verdict), OTHER)
+    """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`)."""
+    return kind(result.verdict).attribute
 
 
 def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) -> Cell:
@@ -256,7 +252,7 @@ def with_memray(ctx: Context, cell: Cell) -> Cell:
     venv of its own, cached like any other); any other image runs as it is, and says so
     when it has no memray."""
     image = cell.image
-    if ctx.runtime_for(cell).name != "local" or not image.pip or any(
+    if not abilities(ctx.runtime_for(cell).name).adds_tools or not image.pip or any(
             p.split("=")[0].split("<")[0].split(">")[0].strip().lower() == "memray"
             for p in image.pip):
         return cell
@@ -289,6 +285,9 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
     """Run each pair's cells with attribution and write their where.json; returns them
     by cell id. A pair whose run fails is said and skipped; the others go on."""
     out: dict[str, Explanation] = {}
+    # The attributed runs' folder, marked as what it is: read through the sweep's report.
+    ctx.store.write(f"{EXPLAIN_DIR}/{PLAN_FILE}",
+                    plan_json(EXPLAIN, ctx.matrix.name, str(ctx.matrix.file)))
     for pair in todo:
         bad_res = results[pair.cell]
         kinds = kinds_for(bad_res)

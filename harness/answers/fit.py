@@ -3,7 +3,8 @@
 Each probe is a normal cell, the row's cell with the param set to one value (id
 `<cell id>.<param><value>`), run through an injected runner (in the CLI,
 `Sweep.run_cell`; in tests, a FakeRuntime sweep), so an out-of-memory, a crash or a
-timeout is decided as in any sweep. Probes already on disk are reused and cost nothing.
+timeout is decided as in any sweep. Probes already on disk are reused and cost nothing,
+when the same run made them (their key, `harness.result.runkey`, matches).
 The fitting probes' memory peaks give the memory-per-unit lines (`analysis.memfit`),
 and, once two values fit and the limit is known, the predicted boundary the planner may
 jump to.
@@ -18,13 +19,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.analysis import memfit
+from harness.analysis.kinds import BAD
 from harness.analysis.verdict import allocation_report
 from harness.answers.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
+from harness.errors import InputError
 from harness.matrixfile.fitblock import probe_cell
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.runtimes.base import parse_size
+from harness.result.runkey import key_of, why_changed
+from harness.runtimes.base import own_cgroup, parse_size
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
@@ -63,6 +67,16 @@ class ProbeResult:
     outcome: str
     peaks: dict[str, float]
     cached: bool
+
+    @property
+    def answer(self) -> str:
+        """Fit's answer for the value: "runs", or how it failed (oom, crash, ...). The
+        within-run verdict is not that answer (an undecided leak still ran); a leak or a
+        slowdown it found is said beside it: "runs (leak)"."""
+        if self.outcome != FIT:
+            return self.outcome
+        verdict = self.result.verdict
+        return f"runs ({verdict})" if verdict in BAD else "runs"
 
 
 @dataclass
@@ -140,6 +154,9 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
             cache: Cache | None = None) -> FitRow:
     """Find the largest value of `target.param` that fits in `cell`'s row.
 
+    Raises:
+        InputError: a probe's agent says the scenario never read the param (exit 2).
+
     Args:
         cell: The row's cell as the matrix gives it.
         target: The param and its range.
@@ -155,6 +172,7 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
             got = cache(probe_cell(cell, target.param, value))
             if got is not None:
                 _record(row, seen, value, got, cached=True)
+                check_read(target.param, got[1])
     while True:
         pred = row.prediction()
         row.step = plan_fit(target.lo, target.hi, seen, row.runs,
@@ -166,18 +184,39 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
         got = runner(probe_cell(cell, target.param, value))
         row.runs += 1
         _record(row, seen, value, got, cached=False)
+        check_read(target.param, got[1])
         p = row.probes[value]
         how = row.step.how + (f" {pred[2]:.1f}" if row.step.how == "predicted" and pred else "")
         say(f"{cell.id} {target.param}={value} [{how}, run {row.runs}/{row.bound}]: "
-            f"{p.result.verdict}" + ("" if p.outcome == FIT else f" ({p.result.reason[:160]})"))
+            f"{p.answer}" + ("" if p.outcome == FIT else f" ({p.result.reason[:160]})"))
     return row
+
+
+def check_read(param: str, series: Series) -> None:
+    """Stop at the first probe whose agent says the scenario never read `param`: every
+    value would run the same scenario, and "fits the whole range" would be no answer.
+    A probe without the agent's `params_read` (killed before its end record, a plain
+    script, an older agent) tells nothing; the next one is checked.
+
+    Raises:
+        InputError: the scenario's run never read params[param].
+    """
+    read = series.params_read()
+    if read is None or param in read:
+        return
+    names = ", ".join(read) or "no param"
+    raise InputError(f"fit --param {param}: the scenario's setup never read "
+                     f"params[{param!r}] (it read: {names})\n"
+                     f"  fix: fit a param the scenario reads, or read params[{param!r}] "
+                     "in its setup")
 
 
 def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: bool) -> None:
     result, series = got
     outcome = outcome_of(result.verdict)
     seen[value] = outcome
-    row.probes[value] = ProbeResult(value, result, outcome, memfit.peaks(series), cached)
+    row.probes[value] = ProbeResult(value, result, outcome, memfit.peaks(series, result.runtime),
+                                    cached)
     row.order.append(value)
     if cached:
         row.reused += 1
@@ -195,7 +234,7 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
 def _host_limit(result: CellResult, cell: Cell) -> float | None:
     if result.outcome.mem_limit_bytes:
         return float(result.outcome.mem_limit_bytes)
-    if result.runtime == "local":      # the local runtime does not apply mem_limit
+    if not own_cgroup(result.runtime):   # no cgroup of its own: mem_limit is not applied
         return None
     limit = parse_size(cell.settings.mem_limit)
     return float(limit) if limit else None
@@ -254,11 +293,18 @@ def sweep_runner(sweep: Sweep) -> Runner:
     return run
 
 
-def store_cache(sweep: Sweep) -> Cache:
-    """Probes a store already holds (result and samples)."""
+def store_cache(sweep: Sweep, say: Say | None = None) -> Cache:
+    """Probes a store already holds (result and samples), when the same run made them
+    (their key matches the probe's now); a probe whose key changed is said, with why,
+    and run again in its place."""
     def cache(cell: Cell) -> Probe | None:
         result = sweep.store.load_cell(cell.id)
         if result is None:
+            return None
+        why = why_changed(result.key, key_of(cell, sweep.runtime_for(cell).name))
+        if why is not None:
+            if say is not None:
+                say(f"{cell.id}: {why}; running it again")
             return None
         series = sweep.series(cell.id)
         return result, series if series is not None else Series()

@@ -9,21 +9,20 @@ The sentence a reader wants is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from tabulate import tabulate
 
-from harness.analysis.kinds import BAD, GOOD
-from harness.matrixfile.model import is_local_endpoint
+from harness.analysis.kinds import BAD, GOOD, kind
+from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 
 Result = CellResult
-VERBS = {"leak": "leaks", "slowdown": "slows down", "regression": "regresses",
-         "oom": "runs out of memory", "timeout": "times out", "crash": "crashes"}
 
 
 def gpu_names(res: CellResult) -> list[str]:
@@ -35,7 +34,7 @@ def gpu_names(res: CellResult) -> list[str]:
 def host_label(res: CellResult) -> str | None:
     """The `hosts:` label a cell ran under; None for the default, unnamed engine."""
     label = res.host.label
-    return label if label and label != "local" else None
+    return label if label and label != LOCAL_HOST.label else None
 
 
 def machine_of(res: CellResult) -> str | None:
@@ -46,7 +45,7 @@ def machine_of(res: CellResult) -> str | None:
         return url
     if res.host.machine:
         return res.host.machine
-    if res.runtime == "local":   # the agent ran on the machine itself
+    if not abilities(res.runtime).container_images:   # the agent ran on the machine itself
         return res.fingerprint.hostname or None
     return None
 
@@ -140,7 +139,7 @@ class Comparison:
         for (scenario, side, verdict), pairs in groups.items():
             bad_name = self.a_name if side == "a" else self.b_name
             good_name = self.b_name if side == "a" else self.a_name
-            verb = VERBS.get(verdict, f"is {verdict}")
+            verb = kind(verdict).verb
             if self.mode == "hosts" and self.same_host:
                 images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
                 out.append(f"{scenario} {verb} with {images} in {bad_name}, not in "
@@ -160,8 +159,10 @@ class Comparison:
     def _where_pair(self, p: Pair) -> str:
         return f"with {p.key[0]}" if self.mode == "hosts" else f"on {p.key[0]}"
 
-    def render(self, out: TextIO) -> None:
-        """A table of the joined cells (`*` where they differ), then the sentences."""
+    def render(self, out: TextIO, width: int | None = None) -> None:
+        """A table of the joined cells (`*` where they differ), then the sentences; with
+        `width`, the table's longest columns wrap so that no line is wider (one plain
+        line per row without it, for logs and grep)."""
         body = []
         for p in self.pairs:
             ratio = ""
@@ -170,16 +171,49 @@ class Comparison:
                 ratio = f"{sb / sa:.2f}x" if sa and sb else ""
             body.append(["*" if p.differs else "", *p.key, _cell(p.a), _cell(p.b), ratio])
         header = ["", *self.key_names, self.a_name, self.b_name, "step B/A"]
-        out.write(tabulate(body, headers=header, tablefmt="simple", disable_numparse=True)
-                  + "\n")
-        said = self.sentences()
-        out.write("\n" + ("\n".join(said) if said else
-                          f"no differences in verdict between {self.a_name} and "
-                          f"{self.b_name}") + "\n")
+        sides = (len(header) - 3, len(header) - 2)     # A's and B's verdict columns
+        cells, heads = (column_limits(header, body, width, sides) if width is not None
+                        else (None, None))
+        out.write(tabulate(body, headers=header, tablefmt="simple", disable_numparse=True,
+                           maxcolwidths=cells, maxheadercolwidths=heads) + "\n")
+        said = self.sentences() or [f"no differences in verdict between {self.a_name} and "
+                                    f"{self.b_name}"]
         for name, only in ((self.a_name, [p for p in self.pairs if p.b is None]),
                            (self.b_name, [p for p in self.pairs if p.a is None])):
             if only:
-                out.write(f"only on {name}: {', '.join('/'.join(p.key) for p in only)}\n")
+                said.append(f"only on {name}: {', '.join('/'.join(p.key) for p in only)}")
+        lines = said
+        if width is not None:
+            lines = [textwrap.fill(x, width, subsequent_indent="  ", break_long_words=False,
+                                   break_on_hyphens=False) for x in lines]
+        out.write("\n" + "\n".join(lines) + "\n")
+
+
+GAP = 2          # tabulate's "simple" format: two spaces between columns
+PAD = 2          # and a header two wider than its words (tabulate's MIN_PADDING)
+NARROWEST = 8    # a wrapped column is never made narrower
+
+
+def column_limits(header: list[str], body: list[list[str]], width: int,
+                  first: Sequence[int] = ()) -> tuple[list[int | None], list[int]]:
+    """The largest width of each column's cells and of its header so that the table
+    fits in `width` columns: the widest of the `first` columns (the verdicts' words) is
+    narrowed (wrapped) one step at a time, then the widest of all, until the line fits
+    or every column is down to NARROWEST."""
+    def widest_line(text: str) -> int:
+        return max((len(line) for line in text.splitlines()), default=0)
+
+    sizes = [max([widest_line(h) + PAD, *(widest_line(str(r[i])) for r in body)])
+             for i, h in enumerate(header)]
+    room = width - GAP * (len(sizes) - 1)
+    for pick in (list(first), list(range(len(sizes)))):
+        while sum(sizes) > room and pick:
+            widest = max(pick, key=sizes.__getitem__)
+            if sizes[widest] <= NARROWEST:
+                break
+            sizes[widest] -= 1
+    return ([n if n > 0 else None for n in sizes],
+            [max(1, n - PAD) for n in sizes])
 
 
 def _cell(res: Result | None) -> str:

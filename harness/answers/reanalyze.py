@@ -9,6 +9,9 @@ that was unavailable, a GPU precheck that made a cell not applicable. The early-
 decision is replayed: the live decider is fed the recorded samples in order, as the
 sweep fed them while the cell ran.
 
+A samples file cut short after the run (`cut_short`) is not decided again: the cell is
+`unreadable`, as a cut-short result.json is, and no first bad is named across it.
+
 Nothing here writes; `harness.cli.report` writes a new directory when asked.
 """
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import CellFacts, decide
-from harness.analysis.kinds import GOOD, UNAVAILABLE
+from harness.analysis.kinds import GOOD, UNAVAILABLE, UNREADABLE
 from harness.analysis.replay import replay_live
 from harness.analysis.rowcompare import baseline_facts
 from harness.analysis.verdict import CellVerdict
@@ -56,18 +59,46 @@ def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
                             live))
 
 
+def cut_short(res: CellResult, series: Series) -> str | None:
+    """Why the cell's samples file no longer holds the run the sweep decided, or None.
+
+    The agent writes its end record last, so a file without one is either a run that
+    never wrote it or a file that lost its tail after the sweep read it (a copy cut
+    short, a disk that filled, a last line cut in the middle). The result stored at
+    the time tells them apart: `end` keeps the end record the sweep read. A run killed
+    by OOM, by its timeout or by a signal wrote none (its stored `end.status` is
+    None), and its outcome decides it again as it did in the sweep (oom, timeout,
+    crash); only a stored end record that the file lacks now means the file was cut,
+    and deciding from what is left would call a leak a crash ("no end record")."""
+    if series.ended or res.end.status is None:
+        return None
+    kept = f"{series.measured} measured calls left"
+    return (f"samples.jsonl cut short: it ends without the end record the run wrote "
+            f"(the stored result has it: status {res.end.status}, {res.end.iterations} "
+            f"calls; {kept}), so it cannot be decided again")
+
+
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
     """Every cell decided again, and the cells whose verdict changed.
+
+    A cell whose samples file was cut short (`cut_short`) is left out of the results
+    and listed as changed to `unreadable`, with why; a cell whose row baseline was cut
+    short keeps its recorded verdict (its comparison cannot be made again).
 
     Args:
         series: Each cell's recorded samples (cells/<id>/samples.jsonl).
         baseline: The matrix's baseline image label (results.json meta), if it had one.
     """
     decided: dict[str, tuple[CellResult, CellVerdict | None]] = {}
+    cut: dict[str, str] = {}
     for cell_id, res in results.items():
         found = series(cell_id)
-        if res.verdict in KEPT or found is None:
+        why = cut_short(res, found) if found is not None and res.verdict not in KEPT \
+            else None
+        if why is not None:
+            cut[cell_id] = why
+        elif res.verdict in KEPT or found is None:
             decided[cell_id] = (res, None)
         else:
             mine = within(cfg, res, found)
@@ -76,6 +107,9 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     out: dict[str, CellResult] = {}
     for cell_id, (res, verdict) in decided.items():
         base_id = bases[cell_id]
+        if base_id in cut:
+            out[cell_id] = results[cell_id]
+            continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (
                 base_res.verdict in GOOD | {"leak", "slowdown"}):
@@ -93,4 +127,9 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
         out[cell_id] = res
     changed = [Changed(i, results[i].verdict, r.verdict, r.reason)
                for i, r in out.items() if r.verdict != results[i].verdict]
-    return out, changed
+    changed += [Changed(i, results[i].verdict, UNREADABLE, why) for i, why in cut.items()]
+
+    def by_cell(c: Changed) -> str:
+        return c.cell
+
+    return out, sorted(changed, key=by_cell)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from harness.analysis.kinds import BAD, GOOD, NOT_RUN, UNAVAILABLE, UNDECIDED, UNREADABLE
+from harness.analysis.kinds import BAD, GOOD, NOT_MEASURED, NOT_RUN, UNKNOWN, UNREADABLE
 from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
@@ -70,8 +70,6 @@ def image_index(res: CellResult) -> int:
     return res.image.index
 
 
-# Verdicts that leave an image's goodness unknown: the first bad may be hiding there.
-UNKNOWN = UNDECIDED | {"suspected", NOT_RUN, UNREADABLE, UNAVAILABLE}
 
 
 def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
@@ -116,7 +114,7 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
 def same_failure(items: Sequence[CellResult]) -> str | None:
     """'Type: message' when every image that ran crashed with the same scenario error (at
     least two images): the scenario is broken, not the images."""
-    ran = [r for r in items if r.verdict not in ("unavailable", "not-applicable")]
+    ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if len(ran) < 2 or any(r.verdict != "crash" for r in ran):
         return None
     said = set()
@@ -126,6 +124,22 @@ def same_failure(items: Sequence[CellResult]) -> str | None:
             return None
         said.add(f"{err.type}: {err.message}".strip())
     return said.pop() if len(said) == 1 else None
+
+
+def all_timed_out(items: Sequence[CellResult]) -> str | None:
+    """What to change when every image that ran (at least two) was killed at its
+    deadline: the run is too short for the scenario, on any image, so no image is to
+    blame (a hang on every image is the scenario's too). None otherwise."""
+    ran = [r for r in items if r.verdict not in ("unavailable", "not-applicable")]
+    if len(ran) < 2 or any(r.verdict != "timeout" for r in ran):
+        return None
+    limits = sorted({float(v) for r in ran
+                     if isinstance(v := r.settings.get("timeout"), int | float)})
+    calls = sorted({v for r in ran if isinstance(v := r.settings.get("iterations"), int)})
+    now_limit = f" (now {'/'.join(f'{v:g}s' for v in limits)})" if limits else ""
+    now_calls = f" (now {'/'.join(str(n) for n in calls)})" if calls else ""
+    return (f"killed at its timeout on every image: the run is too short for the "
+            f"scenario; raise `timeout:`{now_limit} or lower `iterations:`{now_calls}")
 
 
 def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
@@ -152,11 +166,16 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
         ordered = [(label, verdict) for _, label, verdict, _ in line]
         bad, good, contiguous = first_bad(ordered)
         broken = same_failure(items)
+        too_short = all_timed_out(items) if broken is None else None
         gap = gap_before(ordered, bad)
         if broken is not None:
             bad, good, contiguous, gap = None, None, True, []
             sentence = (f"the scenario fails on every image ({broken}); fix the scenario, "
                         "these are not findings about the images")
+        elif too_short is not None:
+            # Like a crash on every image: the matrix's input to fix, not a finding.
+            bad, good, contiguous, gap, broken = None, None, True, [], too_short
+            sentence = f"{too_short}; these are not findings about the images"
         elif gap:
             unknown = ", ".join(f"{label} {dict(ordered)[label]}" for label in gap)
             sentence = (f"{unknown}: first bad is {gap[0]} or later"

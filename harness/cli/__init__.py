@@ -12,13 +12,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TextIO, cast
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 from harness.signals import interruptible as interruptible  # re-exported for the commands
-
-COMMANDS = ("sweep", "bisect", "fit", "explain", "compare", "report", "images", "doctor",
-            "watch")
-
 
 HELP = """\
 Find which container image, package version or GPU introduced a memory leak or a
@@ -87,21 +84,67 @@ def main(argv: Sequence[str] | None = None) -> int:
             owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    out = sys.stdout
+    wrapped = ReaderMayLeave(out)
+    sys.stdout = cast(TextIO, wrapped)
     try:
         code: int = args.func(args)
         return code
     except HarnessError as exc:
         sys.stderr.write(f"harness: {exc}\n")
         return exc.exit_code
-    except BrokenPipeError:
-        # `harness ... | head`: the reader left; not an error of ours.
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout must stay open
-        return 0
     except KeyboardInterrupt:
         sys.stderr.write("\nharness: interrupted; finished cells are saved "
                          "(re-run with --resume to complete)\n")
         return EXIT_INTERRUPTED
+    finally:
+        wrapped.flush()     # what is still buffered, while a closed pipe can be told
+        sys.stdout = out
+
+
+class ReaderMayLeave:
+    """sys.stdout while a command runs. `harness report DIR | head -1`: the reader
+    leaves after one line, and the next write fails with EPIPE. The answer was computed
+    all the same, so the command goes on and exits with its own code (1 for a leak, not
+    the 0 of "the pipe closed"); the rest of what it prints goes to /dev/null. Python
+    ignores SIGPIPE, so a closed pipe is this BrokenPipeError on a write or a flush."""
+
+    def __init__(self, out: TextIO):
+        self._out = out
+        self.left = False
+
+    def write(self, text: str) -> int:
+        if not self.left:
+            try:
+                return self._out.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def writelines(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self.left:
+            try:
+                self._out.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def _leave(self) -> None:
+        """Point the file descriptor at /dev/null: the bytes still buffered (flushed
+        again at exit) go nowhere instead of failing the interpreter's last flush."""
+        self.left = True
+        with contextlib.suppress(OSError, ValueError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._out.fileno())
+            finally:
+                os.close(null)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._out, name)
 
 
 def printer(quiet: bool) -> Callable[[str], None]:

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import printer
+from harness.cli import options, printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -31,14 +30,9 @@ def add_parser(sub: Any) -> None:
                    help="extra probes of an image whose verdict stays ambiguous (default 1)")
     p.add_argument("--reuse", type=Path, action="append", default=[], metavar="DIR",
                    help="also reuse finished cells of this results directory (repeatable)")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (default: reports/); the bisect keeps its "
-                        "cells in <out>/<name>/bisect-<row> and reuses them on the next run")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int, help="override iterations for every cell")
-    p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
-    p.add_argument("-q", "--quiet", action="store_true", help="no runtime progress lines")
+    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
+                out_keeps="the bisect keeps its cells in <out>/<name>/bisect-<row> and "
+                          "reuses them on the next run")
     p.set_defaults(func=run)
 
 
@@ -105,15 +99,19 @@ def run(args: argparse.Namespace) -> int:
     from harness.answers.bisect import bisect, expected_probes, latest, sweep_runner
     from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.result.runkey import key_of, why_changed
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.runs import BISECT, SWEEP_RESULTS, require
 
+    options.check(args)
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
     for d in args.reuse:
         if not (d / "cells").is_dir():
             raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
                              "written by `harness sweep`")
+        require(d, (*SWEEP_RESULTS, BISECT), "harness bisect", "--reuse")
     matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(between(row_cells(matrix, args.scenario, args.gpu), args.good,
                               args.bad, matrix.file), args)
@@ -128,17 +126,35 @@ def run(args: argparse.Namespace) -> int:
     store = RunStore(args.out / matrix.name / f"bisect-{row}")
     store.lock()
     others = [RunStore(d) for d in args.reuse]
+    sources: dict[str, int] = {}      # where reused results came from
 
     def cache(cell: Cell) -> CellResult | None:
+        """The cell's result from this row's directory, else a --reuse directory, when
+        the same run made it (its key matches); else None, said why."""
+        key = key_of(cell, sweep.runtime_for(cell).name)
         found = latest(store, cell.id)
+        if found is not None:
+            why = why_changed(found.key, key)
+            if why is None:
+                sources[str(store.root)] = sources.get(str(store.root), 0) + 1
+                return found
+            print(f"{cell.image.label}: {why}; running it again", flush=True)
         for other in others:
-            if found is not None:
-                break
-            found = other.load_cell(cell.id)
-            if found is not None:  # samples too: comparisons with the first image read them
-                shutil.copytree(other.root / "cells" / cell.id, store.root / "cells" / cell.id,
-                                dirs_exist_ok=True)
-        return found
+            got = other.load_cell(cell.id)
+            if got is None:
+                continue
+            why = why_changed(got.key, key)
+            if why is not None:
+                print(f"{cell.image.label}: not reused from {other.root}: {why}", flush=True)
+                continue
+            if found is not None:   # its runs here stand: a new run is their next attempt
+                continue
+            # Samples too: comparisons with the first image read them.
+            shutil.copytree(other.root / "cells" / cell.id, store.root / "cells" / cell.id,
+                            dirs_exist_ok=True)
+            sources[str(other.root)] = sources.get(str(other.root), 0) + 1
+            return got
+        return None
 
     progress = printer(args.quiet)
     print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
@@ -147,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+        store.mark(BISECT, matrix.name, str(args.matrix))
         outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
                          cache, args.repeats)
     finally:
@@ -157,8 +174,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{row}: {outcome.sentence()}")
     for what, good, bad in outcome.diff():
         print(f"  {what}: {good} -> {bad}")
-    print(f"{outcome.runs} cell run(s), {outcome.reused} reused; a full sweep of this row "
-          f"is {len(cells)} runs")
+    whence = "; ".join(f"{n} from {where}" for where, n in sources.items())
+    print(f"{outcome.runs} cell run(s), {outcome.reused} reused"
+          + (f" ({whence})" if whence else "")
+          + f"; a full sweep of this row is {len(cells)} runs")
     if not outcome.found:
         print("  fix: bisect between a known-good and a known-bad image: --good IMAGE "
               "--bad IMAGE" if outcome.step.why.startswith("endpoint is") else

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli import options
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
@@ -15,8 +16,27 @@ if TYPE_CHECKING:
     from harness.result.model import CellResult
 
 
+COMPARE_EPILOG = """examples:
+  harness compare DIR_3090 DIR_4090              two hosts' (or two runs') results
+  harness compare DIR                            the hosts of one `hosts:` sweep
+  harness compare DIR --image 20.12 --image 22.12   two images of one directory
+  harness compare FIT_A FIT_B                    two `harness fit` directories
+
+exit codes:
+  0  no compared cell is bad on either side (fits: B fits as much as A)
+  1  a compared cell is bad on either side, even where both sides agree ("no
+     differences in verdict": a leak on both hosts is still a leak); fits: B fits
+     less than A, by more than one step
+  2  bad input: a directory that is not a results directory, the same directory
+     twice (but one of a `hosts:` sweep), two sides that share no cell, an --image
+     or --host that is not there
+"""
+
+
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="join two results directories and show differences")
+    p = sub.add_parser("compare", help="join two results directories and show differences",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=COMPARE_EPILOG)
     p.add_argument("a", type=Path, help="results directory (reports/<name>/<timestamp>)")
     p.add_argument("b", type=Path, nargs="?",
                    help="second results directory (default: A again, with --image twice)")
@@ -27,6 +47,7 @@ def add_parser(sub: Any) -> None:
                    help="with one directory of a `hosts:` sweep: compare host HOST (the "
                         "old one) with the second --host (default: the matrix's first "
                         "host with each of the others, in its order)")
+    options.add(p, "width")
     p.set_defaults(func=run)
 
 
@@ -81,10 +102,13 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
     """The finished cells of a results directory.
 
     Raises:
-        InputError: the directory holds no cell results.
+        InputError: not a sweep's results directory (a bisect's: the message names the
+            command that reads it), or one that holds no cell results.
     """
     from harness.report import load_results
+    from harness.store.runs import SWEEP_RESULTS, require
 
+    require(path, SWEEP_RESULTS, "harness compare", flag)
     results = load_results(path)
     if not results:
         raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "
@@ -119,6 +143,17 @@ def run(args: argparse.Namespace) -> int:
     from harness.answers.hostcompare import compare_hosts, compare_images
     from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 
+    options.check(args)
+    # `compare A A`: one directory, which compares only where it holds two hosts.
+    twice = args.b is not None and args.b.resolve() == args.a.resolve() and not args.image
+
+    def one_directory(hosts: list[str]) -> None:
+        if twice and len(hosts) < 2:
+            raise InputError(
+                f"{args.a} and {args.b} are one directory (the cells of one host: "
+                f"{', '.join(hosts) or 'local'}): nothing to compare\n  fix: pass two "
+                "results directories (A B), or one directory with --image X --image Y")
+
     fits = fit_rows(args.a) if not args.image else None
     if fits is not None:
         # Two hosts' `harness fit` runs (or one over a hosts: matrix): the boundaries.
@@ -131,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
                 names = (str(args.a.resolve()), str(args.b.resolve()))
             return compare_fits(fits, other, names, param)
         hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
+        if not args.host:
+            one_directory([h for h in hosts if h != "None"])
         pick = args.host or hosts[:2]
         if len(pick) != 2 or any(h not in hosts for h in pick):
             raise InputError(f"{args.a}: a fit over host(s) {', '.join(hosts)}; compare needs "
@@ -152,21 +189,24 @@ def run(args: argparse.Namespace) -> int:
         if args.b is not None and args.b.resolve() != args.a.resolve():
             raise InputError("--host picks two hosts of one directory; with two "
                              "directories, leave it out")
+        if not args.host:
+            one_directory(host_order(args.a, a))
         comparisons = [compare_hosts(old, new, hosts)
                        for old, new, hosts in split_hosts(args.a, a, args.host)]
-        return show(comparisons, f"{args.a}")
+        return show(comparisons, f"{args.a}", args.width)
     else:
         b = results_of(args.b, "B")
         names = (run_name(args.a), run_name(args.b))
         if names[0] == names[1]:
             names = (str(args.a.resolve()), str(args.b.resolve()))
         comparison = compare_hosts(a, b, names)
-    return show([comparison], f"{args.a} and {args.b or args.a}")
+    return show([comparison], f"{args.a} and {args.b or args.a}", args.width)
 
 
-def show(comparisons: list[Comparison], where: str) -> int:
-    """Each comparison rendered (a heading for each when there are several); exit 1
-    when a compared cell is bad.
+def show(comparisons: list[Comparison], where: str, width: int | None = None) -> int:
+    """Each comparison rendered (a heading for each when there are several), its table
+    within `width` (else the terminal's, else $COLUMNS); exit 1 when a compared cell is
+    bad on either side, even where the two sides agree.
 
     Raises:
         InputError: two sides that share no cell.
@@ -176,8 +216,10 @@ def show(comparisons: list[Comparison], where: str) -> int:
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
+    from harness.report.console import table_width
+
     for i, c in enumerate(comparisons):
         if len(comparisons) > 1:
             sys.stdout.write(("\n" if i else "") + f"== {c.a_name} (old) vs {c.b_name} ==\n")
-        c.render(sys.stdout)
+        c.render(sys.stdout, table_width(sys.stdout, width))
     return EXIT_REGRESSION if any(c.any_bad for c in comparisons) else EXIT_OK

@@ -1,8 +1,10 @@
 """`harness doctor [matrix.yaml]`: can this host run the sweep? What to fix.
 
 Checks, in order: the NVIDIA driver and GPUs (NVML: name, compute capability, memory),
-each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one), the
-engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus` hook), each image's
+each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one; a
+podman matrix: podman's service, and its CDI spec for GPU cells, through the runtime's
+`setup_checks`), the engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus`
+hook), each image's
 presence and CUDA version (a missing one: whether its registry has it, asked of the
 engine without pulling), and whether each image can run on each selected GPU
 (the same precheck the sweep uses). Exits 3 when something makes the sweep unusable;
@@ -19,8 +21,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness import gpu
+from harness.cli import options
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
-from harness.matrixfile.model import Matrix, is_local_endpoint
+from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities, is_local_endpoint
 from harness.runtimes.localdoctor import local_checks
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
@@ -55,10 +58,21 @@ class Checks:
 
 
 class _DockerEngine:
-    def __init__(self, url: str | None):
+    """An engine with the Docker API (dockerd, podman's service) as a runtime sees it."""
+
+    def __init__(self, url: str | None, runtime: str = DEFAULT_RUNTIME):
+        from harness.runtimes import get_runtime
         from harness.runtimes.docker import DockerRuntime
 
-        self.rt = DockerRuntime(url)
+        rt = get_runtime(runtime, url)
+        assert isinstance(rt, DockerRuntime), f"runtime {runtime} has no Docker API"
+        self.rt = rt
+        self.product = rt.name.capitalize()
+        self.gpu_by = rt.gpu_by
+
+    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+        """What this machine lacks for the runtime before its engine is asked."""
+        return self.rt.setup_checks(wants_gpu)
 
     def info(self) -> Mapping[str, Any]:
         info: Mapping[str, Any] = self.rt.client.info()
@@ -82,7 +96,8 @@ class _DockerEngine:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
-    p.add_argument("--docker-host", help="check this engine instead of the matrix's hosts")
+    p.add_argument("--docker-host", help=f"check this engine instead of the matrix's hosts: "
+                                         f"{options.DOCKER_HOST_HELP}")
     p.add_argument("--out", type=Path, default=Path("reports"),
                    help="results base directory (slurm: must be shared with the nodes)")
     p.set_defaults(func=run)
@@ -107,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
         endpoints = {h.label: h.url for h in matrix.hosts}
     else:
         endpoints = {"local": None}
-    checks = diagnose(matrix, endpoints, _DockerEngine, gpu.probe(), gpu.host_has_gpu(),
+    name = matrix.runtime if matrix is not None else DEFAULT_RUNTIME
+    checks = diagnose(matrix, endpoints, lambda url: _DockerEngine(url, name), gpu.probe(),
+                      gpu.host_has_gpu(),
                       shutil.which("nvidia-container-runtime-hook") is not None, args.out)
     print("\n".join(checks.lines))
     return checks.code
@@ -135,7 +152,7 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
         cc = f"{g.cc[0]}.{g.cc[1]}" if g.cc else "?"
         mem = f", {g.memory_total // 2**20} MiB" if g.memory_total else ""
         c.add("ok", f"GPU {g.index}: {g.name}, compute capability {cc}{mem}, {g.uuid}")
-    if matrix is not None and matrix.runtime == "local":
+    if matrix is not None and not abilities(matrix.runtime).container_images:
         if wants_gpu and not has_gpu:
             c.add("FAIL", "the matrix asks for GPUs but this host has none",
                   "run on a GPU host or set gpu: [none]")
@@ -201,23 +218,32 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
     local = is_local_endpoint(url)
     try:
         engine = connect(url)
-        info = engine.info()
+        setup = getattr(engine, "setup_checks", None)   # a fake engine may have none
+        found = setup(wants_gpu) if setup is not None else []
+        for level, what, fix in found:
+            c.add(level, f"{where}: {what}", fix)
+        info = engine.info()   # no engine: the runtime's own words and fix
     except HarnessError as exc:
         first, *rest = str(exc).splitlines()
         c.add("FAIL", f"{where}: {first}", rest[-1].strip().removeprefix("fix: ") if rest else "")
         return
-    c.add("ok", f"{where}: Docker {info.get('ServerVersion')} (cgroup "
+    product = getattr(engine, "product", "Docker")
+    c.add("ok", f"{where}: {product} {info.get('ServerVersion')} (cgroup "
                 f"{info.get('CgroupVersion')}, runtime {info.get('DefaultRuntime')})")
     probed = _probe(c, engine, matrix, where) if wants_gpu and matrix is not None else None
     if probed is not None:  # the engine's own GPUs, not this machine's
         host, has_gpu, local_gpus = probed, True, True
     else:
         local_gpus = local
-    mechanisms = gpu.engine_gpu_mechanisms(info, hook_found and local)
+    # GPUs by CDI name (podman): the runtime's setup checks above looked for the spec.
+    cdi = getattr(engine, "gpu_by", None) == "cdi"
+    mechanisms = [] if cdi else gpu.engine_gpu_mechanisms(info, hook_found and local)
     if probed is not None and not mechanisms:
-        mechanisms = ["--gpus (a probe container was given GPUs)"]
+        mechanisms = [("CDI" if cdi else "--gpus") + " (a probe container was given GPUs)"]
     if mechanisms:
         c.add("ok", f"{where}: GPU support: {', '.join(mechanisms)}")
+    elif cdi:
+        pass
     elif wants_gpu and local:
         c.add("FAIL", f"{where}: no NVIDIA runtime, CDI devices or --gpus hook", TOOLKIT_FIX)
     elif wants_gpu:

@@ -10,13 +10,14 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, printer
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, InputError
-from harness.matrixfile.model import RUNTIMES
+from harness.cli import interruptible, options, printer
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
+    from harness.matrixfile.model import Matrix
     from harness.result.model import CellResult, Planned
+    from harness.runtimes import Engines
 
 EPILOG = """examples:
   harness explain reports/multidict-pop/20261123-080000     every row's first bad vs last good
@@ -43,9 +44,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("cell", nargs="?", help="only this cell (default: each row's first bad)")
     p.add_argument("--matrix", type=Path,
                    help="the sweep's matrix file (default: the one its plan.json names)")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    options.add(p, "runtime", "docker-host", "quiet")
     p.set_defaults(func=run)
 
 
@@ -76,6 +75,35 @@ def chosen(results: dict[str, CellResult], cell: str | None,
     return pairs(results, cell, planned, unreadable)
 
 
+def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
+            engines: Engines, where: Path) -> list[Pair]:
+    """The pairs whose cells the matrix still runs the way the sweep did (their keys
+    match): explaining a verdict of another run would name the wrong lines. Each pair
+    left out is said, with why and the fix."""
+    from harness.result.runkey import key_of, why_changed
+
+    cells = {c.id: c for c in matrix.cells}
+    runtimes = engines.by_host or {}
+    keep = []
+    for pair in todo:
+        stale = []
+        for cid in (pair.cell, pair.good):
+            if cid is None or cid not in cells or cid not in results:
+                continue   # explain_matrix names a cell the matrix no longer has
+            cell = cells[cid]
+            name = runtimes.get(cell.host.label, engines.default).name
+            why = why_changed(results[cid].key, key_of(cell, name))
+            if why is not None:
+                stale.append(f"{cid}: {why}")
+        if stale:
+            print(f"harness: not explained: {'; '.join(stale)}\n  fix: harness sweep "
+                  f"{matrix.file} --resume {where} runs it again, then explain",
+                  file=sys.stderr)
+        else:
+            keep.append(pair)
+    return keep
+
+
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.answers.explain import explain_matrix
@@ -85,9 +113,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.runtimes import Engines
     from harness.store import RunStore, load_json
 
+    options.check(args)
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
-    root = newest_run(args.dir)
+    root = newest_run(args.dir, "harness explain")
     found = read_run(root)
     todo = chosen(found.results, args.cell, found.planned, found.unreadable)
     if args.cell is None:
@@ -99,8 +128,13 @@ def run(args: argparse.Namespace) -> int:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK
     matrix = matrixfile.load(matrix_of(root, found.matrix, args.matrix))
-    wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    todo = current(todo, found.results, matrix, engines, args.dir)
+    if not todo:
+        print("harness: no pair left to explain: run the changed cells again first",
+              file=sys.stderr)
+        return EXIT_UNDECIDED
+    wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines.start([c for c in matrix.cells if c.id in wanted])
     progress = printer(args.quiet)
     with interruptible():

@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import printer
+from harness.cli import options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
-from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.answers.fit import Target
@@ -23,14 +22,9 @@ def add_parser(sub: Any) -> None:
                         "(default: the matrix's `fit:` block)")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only the rows (cells) whose id matches, as in `harness sweep -k`")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (default: reports/); probes are kept in "
-                        "<out>/<name>/fit-<param> and reused on the next run")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int, help="override iterations for every probe")
-    p.add_argument("--warmup", type=int, help="override warm-up iterations for every probe")
-    p.add_argument("-q", "--quiet", action="store_true", help="no runtime progress lines")
+    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
+                per="probe", out_keeps="probes are kept in <out>/<name>/fit-<param> and "
+                                       "reused on the next run")
     p.set_defaults(func=run)
 
 
@@ -68,11 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.fitreport import FitReport
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.runs import FIT
 
-    for flag in ("iterations", "warmup"):
-        value = getattr(args, flag)
-        if value is not None and value < (1 if flag == "iterations" else 0):
-            raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
+    options.check(args)
     matrix = matrixfile.load(args.matrix)
     target = target_of(matrix, args.param)
     cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
@@ -89,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
         store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        runner, cache = sweep_runner(sweep), store_cache(sweep)
+        store.mark(FIT, matrix.name, str(args.matrix))
+        runner = sweep_runner(sweep)
+        cache = store_cache(sweep, lambda s: print(s, flush=True))
         for cell in cells:
             rows.append(fit_row(cell, target, runner, lambda s: print(s, flush=True), cache))
     finally:
@@ -102,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         store.write(name, text)
     print()
     print(report.console())
+    reused = sum(r.reused for r in rows)
+    if reused:
+        print(f"\n{reused} probe(s) reused from {store.root}, "
+              f"{sum(r.runs for r in rows)} run")
     print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
     if report.smaller:
         return EXIT_REGRESSION

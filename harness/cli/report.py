@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli import options
 from harness.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
@@ -28,9 +29,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
                         " or a cell id of that row), and print it")
-    p.add_argument("--width", type=int, metavar="COLUMNS",
-                   help="fit the table to this width (default: the terminal's; piped: "
-                        "$COLUMNS, else one line per row)")
+    options.add(p, "width")
     p.add_argument("--reanalyze", action="store_true",
                    help="decide every cell again from its samples.jsonl with this harness "
                         "and the directory's matrix.yaml analysis: block (recorded "
@@ -50,22 +49,34 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def newest_run(path: Path) -> Path:
-    """`path` itself if it holds cells, else its newest results subdirectory."""
-    if (path / "cells").is_dir() or not path.is_dir():
-        return path
-    runs = sorted(p for p in path.iterdir() if p.is_dir() and (p / "cells").is_dir())
-    return runs[-1] if runs else path
+def newest_run(path: Path, command: str) -> Path:
+    """`path` itself when it is a results directory, else its newest subdirectory of a
+    sweep's results (by recorded start time, never a bisect's or a fit's); then checked:
+    `command` reads only a sweep's results.
+
+    Raises:
+        InputError: not a results directory (nor a folder of them), or one of another
+            kind (the message names the command that reads it).
+    """
+    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require
+
+    if kind_of(path) is None:
+        path = newest(path, SWEEP_RESULTS) or path
+    require(path, SWEEP_RESULTS, command)
+    return path
 
 
 def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     """`--reanalyze`: every cell decided again; the table, what changed, the exit code
     the sweep would give now. Writes only with `--write`, into a new directory."""
+    from harness.analysis.kinds import UNREADABLE
     from harness.answers.reanalyze import reanalyze
     from harness.cli.sweep import exit_code
     from harness.matrixfile.load import analysis_of
     from harness.report import ConsoleReporter, Report, write_all
+    from harness.result.model import Planned
     from harness.store import RunStore, SeriesCache
+    from harness.store.runs import REANALYZED
 
     if args.issue is not None or (args.format not in (None, "console")):
         raise InputError("--reanalyze prints the console table; --issue and --format "
@@ -74,17 +85,32 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     base = recorded.meta.get("baseline")
     results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
                                  base if isinstance(base, str) else None)
-    report = Report.from_results(recorded.name, results, recorded.meta, args.dir)
+    # A cell whose samples were cut short is unreadable now: named as missing, and no
+    # first bad is named across it (its row's plan entry is kept for that).
+    cut = {c.cell: c.reason for c in changed if c.after == UNREADABLE}
+    planned = list(recorded.planned) + [
+        Planned(cid, r.row, r.image.label, r.image.index)
+        for cid, r in recorded.results.items()
+        if cid in cut and cid not in {p.id for p in recorded.planned}]
+    report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
+                                 planned=planned, unreadable={**recorded.unreadable, **cut})
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
     print(f"\nre-decided {len(results)} cells from their samples{how}: "
           f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
     for c in changed:
         print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})")
+    note = report.incomplete_note()
+    if note is not None:
+        print(note)
     if args.write:
         out = beside(args.dir)
         store = RunStore(out)
         copy_run(args.dir, out)
+        matrix = recorded.meta.get("matrix")
+        # The copy's plan names what it lacks too (a cut-short cell has no result).
+        store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
+                   tuple(planned))
         for res in results.values():
             store.write_cell(res)
         write_all(store, dataclasses.replace(report, root=None))
@@ -155,12 +181,13 @@ def run(args: argparse.Namespace) -> int:
     from harness.store import RunStore, load_json
     from harness.store.results import PLAN_FILE
 
+    options.check(args)
     if args.dir.exists() and not args.dir.is_dir():
         raise InputError(f"{args.dir}: a file, not a results directory; pass the "
                          f"directory it is in ({args.dir.parent}) or reports/<name>/<timestamp>")
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
-    args.dir = newest_run(args.dir)
+    args.dir = newest_run(args.dir, "harness report")
     run = read_run(args.dir)
     if not run.results and not run.planned:
         raise InputError(f"{args.dir}: no cells/*/result.json here; pass a directory "

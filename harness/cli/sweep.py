@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, printer
+from harness.cli import interruptible, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -18,7 +18,6 @@ from harness.errors import (
     EXIT_REGRESSION,
     EXIT_UNDECIDED,
 )
-from harness.matrixfile.model import RUNTIMES
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -38,7 +37,8 @@ SWEEP_EPILOG = """examples:
 exit codes:
   0  every cell ran and none is bad
   1  a cell is bad (leak, slowdown, regression, oom, timeout, crash)
-  2  bad input (matrix, flag, scenario that does not compile or fails on every image)
+  2  bad input (matrix, flag, scenario that does not compile or fails on every image;
+     a timeout on every image: a run too short for the scenario)
   3  environment unavailable (no engine or GPU; an image or pin could not be had)
   4  no cell bad, but not a complete answer: cells undecided or missing
   130 interrupted (finished cells are kept; --resume continues)
@@ -50,26 +50,17 @@ def add_parser(sub: Any) -> None:
         "sweep", help="run a matrix of images x GPUs x scenarios",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, help="matrix YAML file")
-    p.add_argument("--width", type=int, metavar="COLUMNS",
-                   help="fit the final table to this width (default: the terminal's; "
-                        "piped: $COLUMNS, else one line per row)")
+    options.add(p, "width")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only cells whose id matches EXPR (substrings, and/or/not)")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
                    help="continue the newest (or the given) results directory")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (default: reports/)")
-    p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int,
-                   help="override iterations for every cell (in early-stop mode, "
-                        "max_iterations)")
-    p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
+    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup")
     p.add_argument("--explain", action="store_true",
                    help="then run each row's first bad cell and its last good cell again "
                         "with attribution: where it leaks or slows (harness explain)")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    options.add(p, "quiet")
     p.set_defaults(func=run)
 
 
@@ -94,18 +85,12 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `harness --help` must not pay for them.
     from harness import matrixfile
-    from harness.errors import InputError
     from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.result.codec import encode
-    from harness.result.model import Plan
     from harness.runtimes import Engines
     from harness.store import RunStore
-    from harness.store.results import PLAN_FILE
+    from harness.store.runs import SWEEP
 
-    for flag in ("iterations", "warmup"):
-        value = getattr(args, flag)
-        if value is not None and value < (1 if flag == "iterations" else 0):
-            raise InputError(f"--{flag} must be {'>= 1' if flag == 'iterations' else '>= 0'}")
+    options.check(args)
     matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
     if not args.list:
@@ -135,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
-            store.write(PLAN_FILE, encode(Plan(planned, str(args.matrix))))
+            store.mark(SWEEP, matrix.name, str(args.matrix), planned, started)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             from harness.report.live import progress_for
@@ -199,10 +184,11 @@ def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
 
 def exit_code(report: Report) -> int:
     """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
-    scenario bug, not a finding); else 3 when a cell could not be prepared (its image or
-    pip pin is unavailable), since the sweep did not answer for it; else 4 when a cell
-    is undecided (ambiguous after its re-runs) or a planned cell is missing from the
-    directory: not a clean answer; else 0."""
+    scenario bug, not a finding) or times out on every image (a run too short for
+    the scenario: the `timeout:` or `iterations:` to change); else 3 when a cell could
+    not be prepared (its image or pip pin is unavailable), since the sweep did not
+    answer for it; else 4 when a cell is undecided (ambiguous after its re-runs) or a
+    planned cell is missing from the directory: not a clean answer; else 0."""
     if report.findings:
         return EXIT_REGRESSION
     if report.broken_scenarios:

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import interruptible, printer
-from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
+from harness.cli import interruptible, options, printer
+from harness.errors import EXIT_OK, EXIT_REGRESSION
 
 
 def add_parser(sub: Any) -> None:
@@ -22,32 +22,26 @@ def add_parser(sub: Any) -> None:
                    help="the suite: a matrix whose matrix.image and baseline are replaced")
     p.add_argument("--state", type=Path, metavar="FILE",
                    help="last tag checked (default: <out>/<suite name>/watch-state.json)")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (default: reports/)")
+    options.add(p, "out")
     p.add_argument("--insecure", action="store_true",
                    help="plain HTTP to the registry (always so for localhost/127.0.0.1)")
     p.add_argument("--dry-run", action="store_true",
                    help="list the new tags and the cells, run nothing, keep the state")
-    p.add_argument("--docker-host", help="Docker endpoint (unix://, tcp://, ssh://user@host)")
-    p.add_argument("--iterations", type=int, help="override iterations for every cell")
-    p.add_argument("--warmup", type=int, help="override warm-up iterations for every cell")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    options.add(p, "docker-host", "iterations", "warmup", "quiet")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.sweep import apply_overrides
+    from harness.cli.sweep import apply_overrides, plan_of
     from harness.orchestrator import prefetch_analysis
     from harness.report import ConsoleReporter
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.runs import SWEEP
     from harness.watch.registry import list_tags, parse_repo
     from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
-    for flag, least in (("iterations", 1), ("warmup", 0)):
-        value = getattr(args, flag)
-        if value is not None and value < least:
-            raise InputError(f"--{flag} must be >= {least}")
+    options.check(args)
     repo = parse_repo(args.repo)
     state = WatchState.load(args.state or args.out / suite_name(args.matrix)
                             / "watch-state.json")
@@ -68,13 +62,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {c.id}  {c.image.ref}")
         return EXIT_OK
     prefetch_analysis()
-    engines = Engines.for_matrix(matrix, "docker", args.docker_host)
+    engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
     progress = printer(args.quiet)
     engines.start(cells)  # no engine: exit 3 before any results directory exists
     with interruptible():
         store = RunStore.open(args.out, matrix.name, False)
         try:
             store.write("matrix.yaml", text)
+            store.mark(SWEEP, matrix.name, str(store.root / "matrix.yaml"), plan_of(cells))
             progress(f"{len(cells)} cells, results in {store.root}")
             outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
                                engines.by_host)

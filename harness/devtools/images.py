@@ -160,7 +160,3 @@ def _interpreter(r: Recipe) -> str:
                                "--target` and it is not here.\n  fix: build it (e.g. `pyenv "
                                "install 3.7`) or edit `python:` in images/images.yaml")
     return str(path)
-
-
-def default_recipes() -> Path:
-    return Path(os.environ.get("HARNESS_IMAGES", "images/images.yaml"))

@@ -30,6 +30,7 @@ from harness.gpu.cuda import parse_cuda_version
 from harness.gpu.host import Gpu, HostGpus
 
 PROBE_TIMEOUT_S = 60.0
+CDI_KIND = "nvidia.com/gpu"     # the CDI device kind of NVIDIA GPUs
 NO_DRIVER = ("could not select device driver", "unknown or invalid runtime name: nvidia")
 TOOLKIT_FIX = ("install nvidia-container-toolkit on that host and restart dockerd "
                "(`nvidia-ctk runtime configure --runtime=docker`), point DOCKER_HOST / "
@@ -70,10 +71,13 @@ def _agent_tar() -> bytes:
 
 
 def engine_inventory(client: Any, image: str, python: str, mount: bool,
-                     where: str) -> HostGpus:
+                     where: str, by: str = "device-request",
+                     ulimits: list[Any] | None = None) -> HostGpus:
     """Run the NVML probe in `image` on the engine behind `client` (docker-py).
 
     `mount`: bind-mount the agent (an engine on this machine); else copy it in.
+    `by`: how GPUs are requested (`device_request_kwargs`); `ulimits`: docker-py
+    Ulimits the engine needs given (podman: this process's nofile and nproc).
 
     Raises:
         GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
@@ -83,11 +87,13 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
 
     kwargs: dict[str, Any] = {
         "command": [python, "/harness/agent/nvml.py"],
-        "device_requests": [DeviceRequest(**device_request_kwargs("all"))],
+        "device_requests": [DeviceRequest(**device_request_kwargs("all", by))],
         "network_disabled": True, "network_mode": "none",
         "labels": {"harness.probe": "nvml"},
         "detach": True,
     }
+    if ulimits:
+        kwargs["ulimits"] = ulimits
     if mount:
         from harness.protocol import AGENT_DIR
 
@@ -140,8 +146,13 @@ def describe(host: HostGpus) -> str:
     return text
 
 
-def device_request_kwargs(value: str) -> dict[str, Any]:
-    """Arguments for docker.types.DeviceRequest selecting `value` ("all", index, UUID)."""
+def device_request_kwargs(value: str, by: str = "device-request") -> dict[str, Any]:
+    """Arguments for docker.types.DeviceRequest selecting `value` ("all", index, UUID):
+    `by` "cdi" names the CDI device `nvidia.com/gpu=VALUE` (podman's way: its CDI spec
+    from `nvidia-ctk cdi generate` names each GPU by index, UUID and `all`), else the
+    NVIDIA driver's request by index or UUID (Docker's `--gpus`)."""
+    if by == "cdi":
+        return {"driver": "cdi", "device_ids": [f"{CDI_KIND}={value}"]}
     if value == "all":
         return {"count": -1, "capabilities": [["gpu"]]}
     return {"device_ids": [value], "capabilities": [["gpu"]]}

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import SpecError
-from harness.matrixfile.model import ImageSpec, RunSettings, ScenarioSpec
+from harness.matrixfile.model import ImageSpec, RunSettings, ScenarioSpec, abilities
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
 IMAGE_KEYS = ("name", "ref", "pip", "python")
@@ -75,8 +75,9 @@ def image_label(ref: str) -> str:
 
 
 def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
+    containers = abilities(runtime).container_images
     if isinstance(item, str) and item.strip():
-        label = image_label(item) if runtime == "docker" else NON_ID.sub("-", Path(item).name)
+        label = image_label(item) if containers else NON_ID.sub("-", Path(item).name)
         return ImageSpec(label=label, ref=item.strip(), index=index)
     if not isinstance(item, dict):
         raise ctx.fail(path, f"an image is a string or a mapping, got {kind_of(item)}")
@@ -90,20 +91,20 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int) ->
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
     ref = item.get("ref")
-    if runtime == "docker":
+    if containers:
         if not isinstance(ref, str) or not ref.strip():
-            raise ctx.fail(path, "a docker image mapping needs `ref: REPO:TAG`")
+            raise ctx.fail(path, f"a {runtime} image mapping needs `ref: REPO:TAG`")
         if pip:
             raise ctx.fail((*path, "pip"), "pip requirement sets are for `runtime: local`",
                            "build an image with those packages (images/) and name it in ref")
     else:
         if ref is not None:
-            raise ctx.fail((*path, "ref"), "`ref` is for docker images",
+            raise ctx.fail((*path, "ref"), "`ref` is for container images",
                            "for the local runtime give `python:` and/or `pip:`")
         ref = python or "python3"
     name = item.get("name")
     if name is None:
-        name = image_label(ref) if runtime == "docker" else NON_ID.sub("-", "_".join(pip) or ref)
+        name = image_label(ref) if containers else NON_ID.sub("-", "_".join(pip) or ref)
     if not isinstance(name, str) or not NON_ID.sub("", name) or NON_ID.sub("-", name) != name:
         raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
                        f"got {name!r}")

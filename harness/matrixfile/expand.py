@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.matrixfile.entries import Ctx, parse_image, parse_scenario
 from harness.matrixfile.model import (
+    DEFAULT_RUNTIME,
     LOCAL_HOST,
     Cell,
     GpuSel,
@@ -52,8 +53,9 @@ def _match_scenario(pattern: Any, scenario: ScenarioSpec) -> bool:
 
 def expand(ctx: Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
            scenarios: tuple[ScenarioSpec, ...], exclude: Any, include: Any, base: Path,
-           defaults: RunSettings) -> tuple[Cell, ...]:
-    """Cross the axes, drop excludes (each must match something), add includes.
+           defaults: RunSettings, runtime: str = DEFAULT_RUNTIME) -> tuple[Cell, ...]:
+    """Cross the axes, drop excludes (each must match something), add includes (an
+    include's new image is parsed as `runtime`'s images are).
 
     Raises:
         SpecError: an exclude/include entry is malformed or an exclude matches nothing.
@@ -81,7 +83,6 @@ def expand(ctx: Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
         cells = kept
     if not isinstance(include, list):
         raise ctx.fail(("include",), "include must be a list of mappings")
-    runtime_is_docker = not images or (not images[0].pip and images[0].python is None)
     for n, entry in enumerate(include):
         path = ("include", n)
         rule = ctx.mapping(entry, path, AXES)
@@ -91,7 +92,7 @@ def expand(ctx: Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
         image = next((i for i in images if _match_image(rule["image"], i)), None)
         if image is None:
             image = parse_image(ctx, rule["image"], (*path, "image"),
-                                "docker" if runtime_is_docker else "local", len(images) + n)
+                                runtime, len(images) + n)
         scenario = next((s for s in scenarios if rule["scenario"] in (s.id,)), None)
         if scenario is None:
             scenario = parse_scenario(ctx, rule["scenario"], (*path, "scenario"), base, defaults)

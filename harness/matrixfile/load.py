@@ -24,6 +24,7 @@ from harness.matrixfile.entries import (
 from harness.matrixfile.expand import across_hosts, expand
 from harness.matrixfile.fitblock import parse_fit
 from harness.matrixfile.model import (
+    DEFAULT_RUNTIME,
     LOCAL_HOST,
     RUNTIMES,
     GpuSel,
@@ -32,6 +33,7 @@ from harness.matrixfile.model import (
     Matrix,
     RunSettings,
     ScenarioSpec,
+    abilities,
 )
 from harness.matrixfile.slurm import parse_slurm
 from harness.matrixfile.yamlsrc import Located, PathKey, load_text
@@ -89,7 +91,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     if not isinstance(name, str) or not name.strip() or NON_ID.sub("-", name) != name:
         raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
                        f"got {name!r}")
-    runtime = top.get("runtime", "docker")
+    runtime = top.get("runtime", DEFAULT_RUNTIME)
     if runtime not in RUNTIMES:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
                        f"allowed values: {', '.join(RUNTIMES)}")
@@ -113,7 +115,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     if not isinstance(fail_fast, bool):
         raise ctx.fail(("fail-fast",), "must be true or false")
     cells = expand(ctx, images, gpus, scenarios, top.get("exclude", []), top.get("include", []),
-                   file.parent, defaults)
+                   file.parent, defaults, runtime)
     hosts = _hosts(ctx, top.get("hosts"), runtime)
     slurm = parse_slurm(ctx, top.get("slurm"), runtime, gpus, hosts)
     fit = parse_fit(ctx, top.get("fit"), scenarios)
@@ -137,8 +139,10 @@ def host_label(url: str) -> str:
 def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
     if value is None:
         return (LOCAL_HOST,)
-    if runtime != "docker":
-        raise ctx.fail(("hosts",), "hosts are Docker endpoints", "use `runtime: docker`")
+    if not abilities(runtime).serves_hosts:
+        takes = ", ".join(f"`runtime: {n}`" for n in RUNTIMES if abilities(n).serves_hosts)
+        raise ctx.fail(("hosts",), f"runtime {runtime} runs no `hosts:` endpoints",
+                       f"hosts are Docker API endpoints: use {takes}")
     out: list[Host] = []
     for i, item in enumerate(ctx.seq(value, ("hosts",))):
         path = ("hosts", i)

@@ -11,10 +11,52 @@ from typing import Any, Literal, Protocol, get_args
 from harness.thresholds import AnalysisConfig
 
 # The one list of runtime names: the matrix's `runtime:` is checked against it, the CLI's
-# --runtime offers it, and harness/runtimes/__init__.py:FACTORIES has one entry per name
-# (a test holds the two together).
-RuntimeName = Literal["docker", "local"]
+# --runtime offers it, harness/runtimes/__init__.py:FACTORIES has one entry per name and
+# ABILITIES below one `Abilities` per name (a test holds the three together).
+RuntimeName = Literal["docker", "local", "podman"]
 RUNTIMES: tuple[str, ...] = get_args(RuntimeName)
+DEFAULT_RUNTIME = "docker"      # a matrix without `runtime:`
+
+
+@dataclass(frozen=True)
+class Abilities:
+    """What a runtime can do, declared once per name. Code outside harness/runtimes/
+    asks these (matrix validation, answers, renderers, doctor), never the runtime's name;
+    the runtime's class reads its own entry (`RuntimeBase.abilities`)."""
+
+    container_images: bool      # an image is a container reference (else an interpreter,
+    #                             a venv built from `pip:`)
+    pulls_images: bool          # a missing image is pulled from its registry
+    own_cgroup: bool            # each cell in a memory cgroup of its own: `mem_limit`
+    #                             applies and the `cgroup` series is the cell's alone
+    serves_hosts: bool          # `hosts:` endpoints (Docker API URLs) run cells
+    gpu_by: Literal["device-request", "cdi", "visible-devices"]
+    #                             how a cell gets GPU N: a DeviceRequest by index/UUID,
+    #                             the CDI device `nvidia.com/gpu=N`, CUDA_VISIBLE_DEVICES
+    adds_tools: bool            # can add an attribution tool (memray) to an image's
+    #                             packages (a venv built from `pip:`)
+    command: str | None         # the engine's command line, for a reproducer; None: none
+
+
+ABILITIES: Mapping[str, Abilities] = MappingProxyType({
+    "docker": Abilities(container_images=True, pulls_images=True, own_cgroup=True,
+                        serves_hosts=True, gpu_by="device-request", adds_tools=False,
+                        command="docker"),
+    "local": Abilities(container_images=False, pulls_images=False, own_cgroup=False,
+                       serves_hosts=False, gpu_by="visible-devices", adds_tools=True,
+                       command=None),
+    "podman": Abilities(container_images=True, pulls_images=True, own_cgroup=True,
+                        serves_hosts=False, gpu_by="cdi", adds_tools=False,
+                        command="podman"),
+})
+
+
+def abilities(runtime: str) -> Abilities:
+    """The abilities of the runtime called `runtime` (as a result records it: a Slurm
+    sweep's `slurm/docker` is docker's). An unknown name (a result from another
+    version) reads as the default runtime's."""
+    name = runtime.rpartition("/")[2]
+    return ABILITIES.get(name, ABILITIES[DEFAULT_RUNTIME])
 
 
 @dataclass(frozen=True)

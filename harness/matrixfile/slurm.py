@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from harness.matrixfile.model import GpuSel, Host, SlurmSpec
+from harness.matrixfile.model import RUNTIMES, GpuSel, Host, SlurmSpec, abilities
 
 if TYPE_CHECKING:
     from harness.matrixfile.entries import Ctx
@@ -57,8 +57,10 @@ def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
         elif field == "pyxis":
             if not isinstance(v, bool):
                 raise ctx.fail(here, f"must be true or false, got {v!r}")
-            if v and runtime != "docker":
-                raise ctx.fail(here, "pyxis runs container images", "use `runtime: docker`")
+            if v and not abilities(runtime).container_images:
+                runs = " or ".join(f"`runtime: {n}`" for n in RUNTIMES
+                                   if abilities(n).container_images)
+                raise ctx.fail(here, "pyxis runs container images", f"use {runs}")
             got[field] = v
         elif field == "options":
             got[field] = _options(ctx, v, here)

@@ -149,6 +149,19 @@ class Series:
         return sum(len(s["dt"]) for s in self.samples
                    if s.get("src") == "step" and s.get("phase") == "measure")
 
+    @property
+    def ended(self) -> bool:
+        """The agent's end record was read (it writes it last, however the run ends,
+        unless it is killed)."""
+        return self.end is not None
+
+    def params_read(self) -> list[str] | None:
+        """The keys of params the scenario read, as the end record says (a run of
+        setup(params)); None where it does not say (killed, a plain script, an agent
+        from before `params_read`)."""
+        read = (self.end or {}).get("params_read")
+        return [str(k) for k in read] if isinstance(read, list) else None
+
 
 WRAP = 1 << 32
 

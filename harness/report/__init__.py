@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -16,9 +15,9 @@ from harness.report.issue import IssueReporter
 from harness.report.junit import JunitReporter
 from harness.report.markdown import MarkdownReporter
 from harness.report.model import Report
-from harness.result.codec import JSON, DecodeError, decode
+from harness.result.codec import DecodeError, decode
 from harness.result.model import CellResult, Plan, Planned, load_result
-from harness.store.results import PLAN_FILE, RunStore, atomic_write_text, load_json
+from harness.store.results import PLAN_FILE, RunStore, load_json
 
 
 class Renderer(Protocol):
@@ -138,10 +137,6 @@ def load_results(root: Path) -> dict[str, CellResult]:
             names the file and the key).
     """
     return read_run(root).results
-
-
-def dump_json(path: Path, data: JSON) -> None:
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 __all__ = [

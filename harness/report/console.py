@@ -8,11 +8,28 @@ from typing import TextIO
 
 from tabulate import tabulate
 
+from harness.analysis.kinds import KINDS, Colour
 from harness.report.model import Reporter
 
-COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
-           "crash": "31", "ok": "32", "plateau": "36", "ambiguous": "90",
-           "not-applicable": "90", "unavailable": "33", "suspected": "35"}
+# A kind's colour (harness.analysis.kinds) as an ANSI code, and as rich's style.
+ANSI: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
+                           "cyan": "36", "grey": "90"}
+STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
+                             "magenta": "magenta", "cyan": "cyan", "grey": "bright_black"}
+MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
+
+
+def table_width(out: TextIO, width: int | None = None) -> int | None:
+    """The width a table on `out` must fit: `width` (--width) if given, else the
+    terminal's, else $COLUMNS when piped; None: no limit (one plain line per row)."""
+    if width is not None:
+        return width
+    if out.isatty():
+        return shutil.get_terminal_size((100, 24)).columns
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
+        return max(MIN_WIDTH, int(os.environ["COLUMNS"]))
+    return None
 
 
 class ConsoleReporter(Reporter):
@@ -26,11 +43,7 @@ class ConsoleReporter(Reporter):
         tty = out.isatty()
         if colour is None:
             colour = tty and not os.environ.get("NO_COLOR")
-        if width is None and tty:
-            width = shutil.get_terminal_size((100, 24)).columns
-        elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
-            # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
-            width = max(40, int(os.environ["COLUMNS"]))
+        width = table_width(out, width)
         if width is not None:
             self._fitted(out, width, colour)
         else:
@@ -98,8 +111,8 @@ class ConsoleReporter(Reporter):
         images = header[1:-1]
 
         def text(value: str) -> Text:
-            code = COLOURS.get(value.split(" ", 1)[0].rstrip(":"))
-            return Text(value, style=STYLES.get(code or "", "") if colour else "")
+            named = colour_of(value)
+            return Text(value, style=STYLES[named] if colour and named else "")
 
         # One column per image, each wide enough for its name and a wrapped verdict.
         widths = [min(max(MIN_COLUMN, len(h)), 28) for h in images]
@@ -128,13 +141,17 @@ class ConsoleReporter(Reporter):
                 console.print(f"{r[0]}: {r[-1]}", markup=False)
 
 
-STYLES = {"31": "red", "32": "green", "33": "yellow", "35": "magenta", "36": "cyan",
-          "90": "bright_black"}
 MIN_COLUMN = 16
 
 
+def colour_of(text: str) -> Colour | None:
+    """The colour of a table cell ("leak: +5.9 KiB/call"): its verdict kind's; none for
+    a cell with no verdict ("not run", "unreadable")."""
+    found = KINDS.get(text.split(" ", 1)[0].rstrip(":"))
+    return found.colour if found is not None else None
+
+
 def _paint(text: str) -> str:
-    word = text.split(" ", 1)[0].rstrip(":")
-    code = COLOURS.get(word)
-    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+    named = colour_of(text)
+    return f"\x1b[{ANSI[named]}m{text}\x1b[0m" if named else text
 

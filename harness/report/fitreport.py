@@ -109,7 +109,7 @@ class FitReport:
 def row_lines(r: FitRow) -> list[str]:
     """The answer, then the probes, the memory per unit and the allocation report."""
     p = r.target.param
-    probes = ", ".join(f"{v}:{r.probes[v].result.verdict}" + ("*" if r.probes[v].cached else "")
+    probes = ", ".join(f"{v}:{r.probes[v].answer}" + ("*" if r.probes[v].cached else "")
                        for v in r.order)
     out = [r.sentence(), f"probes ({r.runs} run, {r.reused} reused*, bound {r.bound}): {probes}"]
     lines = r.lines()
@@ -156,11 +156,14 @@ def _row_json(r: FitRow) -> dict[str, object]:
                                               fail.result.verdict,
                                               "reason": fail.result.reason},
         "allocation_report": r.allocation_top(),
-        "probes": [{"value": v, "verdict": r.probes[v].result.verdict,
-                    "outcome": r.probes[v].outcome, "cached": r.probes[v].cached,
+        "probes": [{"value": v, "answer": r.probes[v].answer,
+                    "verdict": r.probes[v].result.verdict, "outcome": r.probes[v].outcome,
+                    "cached": r.probes[v].cached,
                     "cell": r.probes[v].result.id, "peaks": r.probes[v].peaks}
                    for v in r.order],
-        "memory": {k: {"fixed": ln.fixed, "per_unit": ln.per_unit, "text": ln.text(r.target.param)}
+        # `fixed` is None where the fit's intercept (kept as `intercept`) is below zero.
+        "memory": {k: {"fixed": ln.fixed if ln.resolved else None, "intercept": ln.fixed,
+                       "per_unit": ln.per_unit, "text": ln.text(r.target.param)}
                    for k, ln in r.lines().items()},
         "limits": {"device": r.device_limit, "host": r.host_limit},
         "prediction": None if pred is None else {

@@ -17,7 +17,7 @@ from typing import TextIO
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import kind
 from harness.analysis.trends import MemoryTrend, StepTrend
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
@@ -25,14 +25,13 @@ from harness.report.svg import Fit, Line, chart, robust_range
 from harness.report.text import kib, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.words import cell_numbers, human_seconds
+from harness.runtimes.base import own_cgroup
 
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
            "gpu": "#ff7f0e", "fw": "#17becf", "step": "#2c3e70", "baseline": "#999999"}
 MIN_POINTS = 3                  # a source needs this many measured samples for a panel
 MIN_SPAN = {"heap": 256 * 1024.0}   # bytes: below this, a row's heap span is noise
 DEFAULT_MIN_SPAN = 1024 * 1024.0
-SEVERITY = {"crash": 0, "oom": 1, "timeout": 2, "leak": 3, "regression": 4, "slowdown": 5,
-            "ambiguous": 6, "plateau": 7, "unavailable": 8, "not-applicable": 9, "ok": 10}
 
 
 @dataclass
@@ -58,11 +57,11 @@ class CellView:
 
     @property
     def sort_key(self) -> str:
-        return f"{SEVERITY.get(self.verdict, 5):02d} {self.verdict} {self.numbers}"
+        return f"{kind(self.verdict).severity:02d} {self.verdict} {self.numbers}"
 
     @property
     def kind(self) -> str:
-        return "bad" if self.verdict in BAD else "good" if self.verdict in GOOD else "other"
+        return kind(self.verdict).css
 
 
 def warmup_end(series: Series) -> float | None:
@@ -170,10 +169,11 @@ def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> 
 
 def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
     """The memory sources with data in the measured phase (USS read only during import
-    has no panel); the local runtime's cgroup is the whole machine: no panel either."""
+    has no panel); a cell without a cgroup of its own (the local runtime: the agent reads
+    the session's or machine's) has no cgroup panel either."""
     return [(key, name) for key, name in TREND_NAMES.items()
             if len(measured(series, key)) >= MIN_POINTS
-            and not (name == "cgroup" and runtime == "local")]
+            and not (name == "cgroup" and not own_cgroup(runtime))]
 
 
 def cell_view(report: Report, cid: str, role: str, series: Series | None = None,

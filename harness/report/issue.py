@@ -13,9 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harness.analysis.kinds import kind
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.report.model import Report
+from harness.matrixfile.model import abilities
+from harness.report.model import Report, Reporter
 from harness.report.text import kib, md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
@@ -167,8 +169,8 @@ def reproducer(bad: Result, script: str, good: Result | None) -> str:
                f"{' '.join(bad.image.pip)}")
         if good is not None and good.image.pip:
             env += f"\n# the last good image instead: pip install {' '.join(good.image.pip)}"
-    elif bad.runtime == "docker":
-        env = f"docker run --rm -it -v $PWD:/w -w /w {bad.image.ref} bash"
+    elif (command := abilities(bad.runtime).command) is not None:
+        env = f"{command} run --rm -it -v $PWD:/w -w /w {bad.image.ref} bash"
     else:
         env = f"# the interpreter of image {bad.image.label}: {bad.image.ref}"
     params = json.dumps(dict(bad.scenario.params), sort_keys=True)
@@ -183,26 +185,38 @@ def reproducer(bad: Result, script: str, good: Result | None) -> str:
             f"        print(f'call {{i}}: max RSS {{kib}} KiB')\nEOF\n```\n\n")
 
 
-class IssueReporter:
+class IssueReporter(Reporter):
     """Markdown for a new issue about one row's first bad image."""
 
-    def __init__(self, report: Report, row: RowAnswer):
-        self.report = report
-        self.row = row
+    def __init__(self, report: Report, row: RowAnswer | None = None):
+        super().__init__(report)
+        self._row = row
+
+    @property
+    def row(self) -> RowAnswer:
+        if self._row is None:
+            raise InputError("an issue draft is about one row: pass --issue ROW")
+        return self._row
 
     @classmethod
-    def from_results(cls, report: Report, row: str) -> IssueReporter:
+    def from_results(cls, report: Report, row: str | None = None) -> IssueReporter:
         """The reporter for `row` (e.g. "gpu0.rfft_loop").
 
         Raises:
-            InputError: no such row, or the row has no bad cell.
+            InputError: no row given, no such row, or the row has no bad cell.
         """
         rows = {r.row: r for r in report.rows}
+        if row is None:
+            raise InputError("an issue draft is about one row: pass --issue ROW "
+                             f"(allowed values: {', '.join(sorted(rows))})")
         if row not in rows and row in report.results:     # a cell id names its row
             row = report.results[row].row
         if row not in rows:
             raise InputError(f"--issue {row}: no such row (allowed values: "
                              f"{', '.join(sorted(rows))})")
+        if rows[row].scenario_error is not None:
+            raise InputError(f"--issue {row}: {rows[row].sentence}; there is no image to "
+                             "report")
         if rows[row].first_bad is None:
             raise InputError(f"--issue {row}: the row has no bad cell, so there is nothing "
                              "to report; pick a row whose first bad is named")
@@ -214,9 +228,7 @@ class IssueReporter:
                     if cid in r.results}
         bad = by_label[str(row.first_bad)]
         good = by_label.get(str(row.last_good)) if row.last_good else None
-        verb = {"leak": "leaks memory", "slowdown": "slows down", "regression": "is slower",
-                "oom": "runs out of memory", "crash": "crashes", "timeout": "hangs"}.get(
-                    bad.verdict, str(bad.verdict))
+        verb = kind(bad.verdict).title
         scen = bad.scenario
         since = f" (not in {good.image.label})" if good else ""
         out.write(f"# {scen.id} {verb} in {bad.image.label}{since}\n\n")

@@ -1,9 +1,11 @@
 """junit.xml: one testcase per cell, so CI shows a sweep as tests.
 
-leak, slowdown, regression and oom are `<failure>`s (the code under test misbehaved)
-with the numbers in the message; crash and timeout are `<error>`s (it did not finish);
-not-applicable, ambiguous and suspected (an unconfirmed change) are `<skipped>` with
-the reason, since none says the code is wrong. ElementTree does the XML escaping.
+Each verdict kind's element is its `Kind.junit` (harness.analysis.kinds): leak,
+slowdown, regression and oom are `<failure>`s (the code under test misbehaved) with the
+numbers in the message; crash and timeout are `<error>`s (it did not finish), and
+unavailable too (it could not run); not-applicable, ambiguous and suspected (an
+unconfirmed change) are `<skipped>` with the reason, since none says the code is wrong;
+only ok and plateau pass. ElementTree does the XML escaping.
 """
 
 from __future__ import annotations
@@ -12,14 +14,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TextIO
 
+from harness.analysis.kinds import kind
 from harness.report.model import Reporter
 from harness.report.text import steps_vs_baseline
 from harness.result.model import CellResult
 from harness.result.words import cell_numbers
 
-FAILURES = frozenset({"leak", "slowdown", "regression", "oom"})
-ERRORS = frozenset({"crash", "timeout", "unavailable"})
-SKIPPED = frozenset({"not-applicable", "ambiguous", "suspected"})
 # XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -84,17 +84,18 @@ class JunitReporter(Reporter):
                 numbers = cell_numbers(res)
                 if numbers:
                     message += f" [{numbers}]"
-                if verdict in FAILURES:
+                shown = kind(verdict).junit
+                if shown == "failure":
                     counts["failures"] += 1
                     el = ET.SubElement(case, "failure", message=clean(message), type=verdict)
                     el.text = clean(details(res))
-                elif verdict in ERRORS:
+                elif shown == "error":
                     counts["errors"] += 1
                     el = ET.SubElement(case, "error", message=clean(message), type=verdict)
                     err = res.end.error
                     el.text = clean(err.traceback if err is not None and err.traceback
                                     else details(res))
-                elif verdict in SKIPPED:
+                elif shown == "skipped":
                     counts["skipped"] += 1
                     ET.SubElement(case, "skipped", message=clean(message))
                 else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, UNDECIDED
 from harness.answers.explain import Explanation, load_explanations
@@ -107,7 +107,7 @@ class Report:
 
     @property
     def broken_scenarios(self) -> list[str]:
-        """Rows whose scenario fails the same way on every image."""
+        """Rows whose scenario fails the same way, or times out, on every image."""
         return [r.row for r in self.rows if r.scenario_error is not None]
 
     @property
@@ -162,7 +162,11 @@ R = TypeVar("R", bound="Reporter")
 
 
 class Reporter:
-    """A renderer over one Report: `Kind.from_results(report).render(out)`."""
+    """A renderer over one Report: `Kind.from_results(report).render(out)`.
+
+    Every renderer (console, report.md, report.html, junit.xml, the issue draft)
+    subclasses it and writes only what it reads from `self.report`.
+    """
 
     def __init__(self, report: Report):
         self.report = report
@@ -170,3 +174,7 @@ class Reporter:
     @classmethod
     def from_results(cls: type[R], report: Report) -> R:
         return cls(report)
+
+    def render(self, out: TextIO) -> None:
+        """Write this rendering of the report to `out`."""
+        raise NotImplementedError(f"{type(self).__name__} does not render")

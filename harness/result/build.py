@@ -30,6 +30,7 @@ from harness.result.model import (
     Timings,
     Unavailable,
 )
+from harness.result.runkey import key_of
 from harness.runtimes.base import RunOutcome
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
         scenario=ScenarioPart(cell.scenario.id, script,
                               _object(dict(cell.scenario.params), "scenario.params")),
         settings=settings,
-        runtime=runtime,
+        runtime=runtime, key=key_of(cell, runtime),
         host=host_part(cell.host.label, cell.host.url, gpus),
         carrier=verdict.carrier, findings=tuple(verdict.findings),
         memory=dict(verdict.memory), steps=verdict.steps, cpu_steps=verdict.cpu_steps,

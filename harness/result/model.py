@@ -18,6 +18,7 @@ from harness.analysis.kinds import Verdict
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.result.codec import JSON, DecodeError, decode, encode
+from harness.result.runkey import RunKey
 
 SCHEMA = 3
 READS = (1, 2, 3)    # result.json schemas this code reads (3: findings as {kind, text})
@@ -228,6 +229,7 @@ class CellResult:
     attempts: tuple[Attempt, ...] = ()
     timings: Timings = field(default_factory=Timings)
     unavailable: Unavailable | None = None
+    key: RunKey | None = None      # what the run depended on (None: recorded before keys)
 
     @property
     def deciding_source(self) -> str | None:
@@ -263,11 +265,15 @@ class Planned:
 
 @dataclass(frozen=True)
 class Plan:
-    """plan.json: every cell of the sweep, written before the first one runs."""
+    """plan.json: what made the results directory (its kind, when, from which matrix)
+    and every cell a sweep set out to run, written before the first one runs."""
 
     cells: tuple[Planned, ...] = ()
     matrix: str = ""             # the matrix file as the sweep was given it
     schema: int = 1
+    kind: str = "sweep"          # harness.store.runs.KINDS; a plan.json without one: sweep
+    started: float | None = None  # time.time() when the command that wrote it started
+    name: str = ""               # the matrix's `name:`
 
 
 def load_result(data: object, where: str = "result") -> CellResult:

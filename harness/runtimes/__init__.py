@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import InputError
-from harness.matrixfile.model import RUNTIMES, Cell, Matrix
+from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Runtime
 
 
@@ -25,8 +25,18 @@ def _docker(docker_host: str | None) -> Runtime:
     return DockerRuntime(docker_host)
 
 
+def _podman(podman_host: str | None) -> Runtime:
+    from harness.runtimes.dockerlib import import_docker
+
+    import_docker()
+    from harness.runtimes.podman import PodmanRuntime
+
+    return PodmanRuntime(podman_host)
+
+
 # One factory per name of `matrixfile.model.RUNTIMES` (tests/unit/test_architecture.py checks).
-FACTORIES: dict[str, Callable[[str | None], Runtime]] = {"local": _local, "docker": _docker}
+FACTORIES: dict[str, Callable[[str | None], Runtime]] = {"local": _local, "docker": _docker,
+                                                         "podman": _podman}
 NAMES = RUNTIMES
 
 
@@ -68,7 +78,9 @@ class Engines:
         default = get_runtime(name, docker_host)
         by_host = None
         if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
-            by_host = {h.label: get_runtime("docker", h.url) for h in matrix.hosts}
+            # `hosts:` passed validation: the matrix's runtime serves them.
+            serves = name if abilities(name).serves_hosts else matrix.runtime
+            by_host = {h.label: get_runtime(serves, h.url) for h in matrix.hosts}
         return cls(default, by_host)
 
     def each(self) -> dict[str, Runtime]:

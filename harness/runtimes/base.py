@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.matrixfile.model import Cell, ImageSpec
+from harness.matrixfile.model import ABILITIES, Abilities, Cell, ImageSpec, abilities
 from harness.protocol import AGENT_DIR
 
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
 
-__all__ = ["AGENT_DIR", "LABEL", "ImageInfo", "Progress", "RunOutcome", "RunRequest", "Runtime",
-           "parse_size"]
+__all__ = ["AGENT_DIR", "LABEL", "ImageInfo", "Progress", "RunOutcome", "RunRequest",
+           "Runtime", "own_cgroup", "parse_size"]
 
 LABEL = "harness.managed"
 Progress = Callable[[str], None]
@@ -129,6 +129,10 @@ class Runtime(Protocol):
         """The GPUs a container of `image` is given on this runtime's engine; None when
         the runtime has no engine of its own to ask (this machine's NVML answers)."""
 
+    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+        """`harness doctor`: what this machine lacks for this runtime before its engine
+        is asked, as (ok|warn|FAIL, what, fix)."""
+
     def check(self, cells: list[Cell]) -> None:
         """Raise EnvironmentUnavailable if these cells cannot run here at all."""
 
@@ -147,6 +151,18 @@ class RuntimeBase:
     for its GPUs. A runtime subclasses it and overrides what it can do."""
 
     queues_cells = False
+    name: str
+
+    @property
+    def abilities(self) -> Abilities:
+        """What this runtime can do, as `matrixfile.model.ABILITIES` declares it for its
+        name (the one place: matrix validation and the answers read the same entry)."""
+        return abilities(self.name)
+
+    @property
+    def gpu_by(self) -> str:
+        """How this runtime's engine is asked for a GPU (`Abilities.gpu_by`)."""
+        return self.abilities.gpu_by
 
     def abort_prepare(self) -> None:
         """Nothing is built in the background: nothing to abort."""
@@ -154,6 +170,22 @@ class RuntimeBase:
     def gpu_inventory(self, image: str, python: str = "python3") -> HostGpus | None:
         """No engine of its own: None (the host's NVML answers for a local host)."""
         return None
+
+    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+        """`harness doctor`: what this machine lacks for the runtime before its engine is
+        asked, as (ok|warn|FAIL, what, fix); nothing to say by default."""
+        return []
+
+
+def own_cgroup(runtime: str) -> bool:
+    """Whether a cell run by the runtime called `runtime` had a memory cgroup of its own,
+    which the agent reads as its cgroup mount's root (a container's cgroup namespace), so
+    its `cgroup` reading is the cell's. Elsewhere (`local`, and Slurm running `local` in
+    its job) that root is the session's or the machine's, never the cell's. By name, as a
+    result keeps only its runtime's name ("slurm/<inner>": the inner one's); a name this
+    version does not know has none, so no figure that may not be the cell's is shown."""
+    name = runtime.rpartition("/")[2]
+    return name in ABILITIES and abilities(name).own_cgroup
 
 
 def parse_size(text: str | None) -> int | None:

@@ -10,13 +10,14 @@ never leaves one running.
 
 from __future__ import annotations
 
-import io
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import docker.errors
+from docker.types import Ulimit
 
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
@@ -33,6 +34,7 @@ __all__ = ["DockerRuntime", "PullLayers", "pull_failure", "split_ref"]
 
 class DockerRuntime(RuntimeBase):
     name = "docker"
+    own_ulimits: tuple[tuple[str, int, int], ...] = ()  # the engine's defaults serve
 
     def __init__(self, base_url: str | None = None, copy_files: bool | None = None):
         self.base_url = base_url
@@ -94,7 +96,9 @@ class DockerRuntime(RuntimeBase):
             from harness.gpu import engine as gpuprobe
 
             found = gpuprobe.engine_inventory(self.client, image, python,
-                                              not self.copy_files, where(self.base_url))
+                                              not self.copy_files, where(self.base_url),
+                                              self.gpu_by, [Ulimit(name=n, soft=s, hard=h)
+                                                            for n, s, h in self.own_ulimits])
             if not found.gpus:
                 raise GpuUnavailable(
                     f"the engine at {where(self.base_url)} started a GPU container but it "
@@ -107,6 +111,10 @@ class DockerRuntime(RuntimeBase):
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         return run_container(self, request, progress)
+
+    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
+        """dockerd reports OOMKilled and streams stats each second: nothing to watch."""
+        return None
 
     def lost(self) -> None:
         """An engine call failed mid-run: connect again next time (it may have restarted)."""
@@ -158,9 +166,6 @@ class DockerRuntime(RuntimeBase):
                 removed += 1
         return removed
 
-    def managed_containers(self) -> list[str]:
-        return [c.id for c in self.client.containers.list(all=True, filters={"label": LABEL})]
-
     def build(self, context: Path, tag: str, labels: dict[str, str], progress: Progress) -> str:
         """`docker build` of a directory with no network; returns the image id.
 
@@ -176,7 +181,3 @@ class DockerRuntime(RuntimeBase):
 
     def image_labels(self, tag: str) -> dict[str, str] | None:
         return dockerimage.image_labels(self.client, tag)
-
-    def import_tar(self, data: io.BufferedReader, tag: str) -> None:
-        repo, _, t = tag.rpartition(":")
-        self.client.api.import_image_from_stream(data, repository=repo, tag=t)

@@ -15,6 +15,7 @@ import socket
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,12 +51,17 @@ class Engine(Protocol):
 
     copy_files: bool          # a remote engine: files copied in and out, not mounted
     memlock_refused: bool     # the engine refuses memlock=-1: its default is used
+    own_ulimits: tuple[tuple[str, int, int], ...]   # (name, soft, hard) besides ours
 
     @property
     def client(self) -> Any: ...
 
     @property
     def local(self) -> bool: ...
+
+    @property
+    def gpu_by(self) -> str:
+        """How a GPU is requested (gpu.device_request_kwargs)."""
 
     def refuse_memlock(self) -> None:
         """Remember that the engine refuses memlock=-1."""
@@ -65,6 +71,11 @@ class Engine(Protocol):
 
     def remove(self, cid: str) -> None:
         """Remove the container, whatever state it is in."""
+
+    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
+        """For an engine that reports OOMKilled wrong or its stats too seldom: a watch of
+        the started container's memory cgroup, asked once it has exited for (OOM kill
+        seen, peak bytes); None: the engine's state and stats say it."""
 
 
 def tar_inputs(scenario_dir: Path) -> bytes:
@@ -82,8 +93,9 @@ def tar_inputs(scenario_dir: Path) -> bytes:
     return buf.getvalue()
 
 
-def ulimits(memlock_refused: bool) -> list[Any]:
-    limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES)]
+def ulimits(memlock_refused: bool, own: tuple[tuple[str, int, int], ...] = ()) -> list[Any]:
+    limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES),
+              *(Ulimit(name=name, soft=soft, hard=hard) for name, soft, hard in own)]
     if not memlock_refused:
         limits.insert(0, Ulimit(name="memlock", soft=-1, hard=-1))
     return limits
@@ -107,7 +119,7 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
             str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
         "working_dir": "/harness/scenario",
         "shm_size": s.shm_size,
-        "ulimits": ulimits(engine.memlock_refused),
+        "ulimits": ulimits(engine.memlock_refused, engine.own_ulimits),
         "detach": True,
         # tini as PID 1: signals reach the agent and zombies of forked children are
         # reaped (the agent as PID 1 ignores signals it has no handler for).
@@ -122,7 +134,7 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
         kwargs["memswap_limit"] = limit  # no swap: over the limit is an OOM kill
     if cell.gpu.wants_gpu:
         kwargs["device_requests"] = [DeviceRequest(**gpu.device_request_kwargs(
-            cell.gpu.value))]
+            cell.gpu.value, engine.gpu_by))]
     return kwargs
 
 
@@ -156,9 +168,10 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             engine.refuse_memlock()
             progress("engine refuses memlock=-1 (NGC flag); running with its default")
             engine.remove(container.id)
-            kwargs["ulimits"] = ulimits(engine.memlock_refused)
+            kwargs["ulimits"] = ulimits(engine.memlock_refused, engine.own_ulimits)
             container = _create(engine, request, kwargs)
             container.start()
+        cgroup = engine.watch_cgroup(container.id)
         if engine.memlock_refused:
             outcome.details["memlock"] = "engine refused -1; engine default used"
         stats: list[dict[str, Any]] = []
@@ -182,13 +195,14 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             poll = min(POLL_S, poll * 1.5)
         outcome.duration_s = time.monotonic() - start
         outcome.exit_code = state.get("ExitCode")
-        outcome.oom_killed = bool(state.get("OOMKilled"))
+        oom_seen, peak = cgroup() if cgroup is not None else (False, None)
+        outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen
         # The stats stream only ends when the container is removed; don't wait on it.
         t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
-        if stats:
-            outcome.details["host_max_usage"] = max(int(x.get("max_usage") or x["usage"])
-                                                    for x in stats)
+        if stats or peak is not None:
+            outcome.details["host_max_usage"] = max([int(x.get("max_usage") or x["usage"])
+                                                     for x in stats] + [peak or 0])
         if engine.copy_files:
             fetch_out(container, request.outdir)
         logs = container.logs(tail=200)

@@ -11,7 +11,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -136,9 +135,3 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def start_thread(target: Callable[[], None]) -> threading.Thread:
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    return t

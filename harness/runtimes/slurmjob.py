@@ -20,7 +20,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness.matrixfile.model import Cell, GpuSel, Host, ImageSpec, RunSettings, ScenarioSpec
+from harness.matrixfile.model import (
+    Cell,
+    GpuSel,
+    Host,
+    ImageSpec,
+    RunSettings,
+    ScenarioSpec,
+    abilities,
+)
 from harness.runtimes.base import AGENT_DIR, ImageInfo, RunOutcome, RunRequest
 
 SPEC_VERSION = 1
@@ -185,17 +193,17 @@ def _run(spec_path: Path, progress: Any) -> int:
     details: dict[str, Any] = {"node": os.uname().nodename,
                                "slurm_job": os.environ.get("SLURM_JOB_ID"),
                                "job_gpus": gpus}
-    if inner == "docker":
-        from harness.runtimes.docker import DockerRuntime
+    if inner == "pyxis":
+        outcome = _run_pyxis(request, gpus)
+    elif abilities(inner).container_images:   # docker, podman: the node's engine
+        from harness.runtimes import get_runtime
 
-        rt = DockerRuntime(spec.get("docker_host"))
+        rt = get_runtime(inner, spec.get("docker_host"))
         # The node's engine pulls the image when it lacks it; the digest is the node's.
         info = rt.prepare(cell.image, progress)
         request = dataclasses.replace(request, image=info)
         details["image"] = {"digest": info.digest, "prepare_s": round(info.prepare_s, 3)}
         outcome = rt.run(request, progress)
-    elif inner == "pyxis":
-        outcome = _run_pyxis(request, gpus)
     else:
         from harness.runtimes.local import LocalRuntime
 

@@ -8,19 +8,24 @@ the controller still holds the job (MinJobAge).
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable
 from harness.runtimes import process
 from harness.runtimes.base import Progress
+from harness.runtimes.slurmjob import ENDED, STARTED
 
 ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
           "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
           "RESV_DEL_HOLD")
 POLL_S = 1.0              # one squeue for all jobs; slower as the sweep grows:
 POLL_MAX_S = 10.0         # each poll costs the controller one RPC
+CANCEL_GRACE_S = 30.0     # for `_cell` to stop its container after scancel
 NO_SLURM_FIX = ("run harness on a Slurm login node (sinfo must answer), or start the "
                 "single-node test cluster with `bash images/setup-slurm.sh`")
 
@@ -167,3 +172,90 @@ class JobWatcher:
                 self._cond.notify_all()
         time.sleep(min(POLL_MAX_S, POLL_S + len(ids) / 100))
         return False
+
+
+class JobQueue:
+    """The sweep's jobs: submitted here, waited for through one JobWatcher, cancelled
+    together on Ctrl-C."""
+
+    def __init__(self) -> None:
+        self._jobs: set[str] = set()
+        self._lock = threading.Lock()
+        self._watcher: JobWatcher | None = None
+
+    def submit(self, argv: list[str]) -> str:
+        """sbatch; the job id.
+
+        Raises:
+            EnvironmentUnavailable: Slurm refused the job (no such GPU type, account,
+                too much memory for any node).
+        """
+        rc, out = slurm_cli(argv)
+        job_id = out.strip().splitlines()[-1].split(";")[0] if out.strip() else ""
+        if rc != 0 or not job_id.isdigit():
+            raise EnvironmentUnavailable(f"Slurm refused the job: {out.strip()[-400:]}\n"
+                                         f"  command: {shlex.join(argv)}\n  fix: check "
+                                         "slurm: in the matrix against `sinfo -o '%P %G %m'`")
+        with self._lock:
+            self._jobs.add(job_id)
+        return job_id
+
+    def wait(self, job_id: str, cell_id: str, cancelled: Callable[[], bool],
+              progress: Progress, timeout_s: float | None = None,
+              outdir: Path | None = None) -> JobEnd:
+        """The job's end; KeyboardInterrupt once it ended cancelled (ours or scancel's).
+
+        Raises:
+            EnvironmentUnavailable: it did not end within `timeout_s` (then cancelled).
+        """
+        try:
+            return self._wait_watched(job_id, cell_id, cancelled, progress, timeout_s)
+        except KeyboardInterrupt:
+            if outdir is not None and (outdir / STARTED).exists():
+                # Slurm says CANCELLED before `_cell` has stopped its container.
+                until = time.monotonic() + CANCEL_GRACE_S
+                while not (outdir / ENDED).exists() and time.monotonic() < until:
+                    time.sleep(0.2)
+            raise
+        finally:
+            with self._lock:
+                self._jobs.discard(job_id)
+
+    def _wait_watched(self, job_id: str, cell_id: str, cancelled: Callable[[], bool],
+                      progress: Progress, timeout_s: float | None) -> JobEnd:
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = JobWatcher(progress)
+            watcher = self._watcher
+        watcher.watch(job_id, cell_id)
+        cancelled_at: float | None = None
+        start = time.monotonic()
+        while True:
+            end = watcher.wait(job_id, 0.5)
+            if end is not None:
+                break
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                slurm_cli(["scancel", job_id])
+                raise EnvironmentUnavailable(
+                    f"{cell_id}: Slurm job {job_id} did not end within {timeout_s:.0f}s "
+                    "(cancelled); the partition may be busy\n  fix: try again later, or "
+                    "name a partition with free nodes in slurm.partition")
+            if cancelled() and cancelled_at is None:
+                cancelled_at = time.monotonic()
+                slurm_cli(["scancel", job_id])
+            if cancelled_at is not None and time.monotonic() - cancelled_at > 60:
+                raise KeyboardInterrupt  # scancel sent; the controller is slow to confirm
+        if end.state == "CANCELLED" or cancelled_at is not None:
+            if cancelled_at is None:
+                progress(f"{cell_id}: Slurm job {job_id} was cancelled (scancel); "
+                         "stopping the sweep")
+            raise KeyboardInterrupt
+        return end
+
+    def cancel_all(self) -> int:
+        """scancel every job still queued or running; how many there were."""
+        with self._lock:
+            jobs = sorted(self._jobs)
+        if jobs:
+            slurm_cli(["scancel", *jobs])
+        return len(jobs)

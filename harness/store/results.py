@@ -2,8 +2,9 @@
 
 Writes are atomic (temp file in the same directory, fsync, rename), so a crash or
 Ctrl-C leaves either the old file or the new one, never half of one. A directory is
-locked while a sweep writes to it; `--resume` reuses the newest directory of the
-sweep and skips cells whose result.json is complete.
+locked while a sweep writes to it; `--resume` continues the newest sweep of the matrix
+(`harness.store.runs`: by recorded kind and time) and skips cells whose result.json is
+complete and was made by the same run (`harness.result.runkey`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from harness.errors import InputError, StoreError
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
 from harness.result.codec import JSON, DecodeError
-from harness.result.model import SCHEMA, CellResult, load_result
-
-PLAN_FILE = "plan.json"     # the cells a sweep set out to run, written before the first
+from harness.result.model import SCHEMA, CellResult, Planned, load_result
+from harness.store.runs import PLAN_FILE, SWEEP, name_of, newest, plan_json, require
 
 __all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json",
            "write_json"]
@@ -83,23 +83,28 @@ class RunStore:
 
     @classmethod
     def open(cls, base: Path, name: str, resume: bool | Path) -> RunStore:
-        """A new timestamped directory, or with `resume` the newest existing one.
+        """A new timestamped directory, or with `resume` a sweep of the matrix `name` to
+        continue: the given one, else the newest sweep by recorded start time (never a
+        bisect's or a fit's directory beside it).
 
         Raises:
-            InputError: --resume given but nothing to resume.
+            InputError: --resume given but no sweep of this matrix to resume.
             StoreError: cannot create or lock the directory.
         """
         if isinstance(resume, Path):
-            if not (resume / "cells").is_dir() and not (resume / "matrix.yaml").exists():
-                raise InputError(f"--resume {resume}: not a harness results directory")
+            require(resume, (SWEEP,), "--resume")
+            recorded = name_of(resume)
+            if recorded and recorded != name:
+                raise InputError(f"--resume {resume}: a sweep of the matrix {recorded!r}, "
+                                 f"not {name!r}; --resume continues a sweep of the same "
+                                 "matrix (or run without --resume)")
             store = cls(resume)
         elif resume:
-            runs = sorted(p for p in (base / name).glob("*") if p.is_dir()) if (
-                base / name).is_dir() else []
-            if not runs:
+            found = newest(base / name, (SWEEP,), name)
+            if found is None:
                 raise InputError(f"--resume: no earlier sweep of {name!r} under {base}/{name}; "
                                  "run without --resume first")
-            store = cls(runs[-1])
+            store = cls(found)
         else:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             root = base / name / stamp
@@ -110,6 +115,16 @@ class RunStore:
             store = cls(root)
         store.lock()
         return store
+
+    def mark(self, kind: str, name: str, matrix: str, cells: tuple[Planned, ...] = (),
+             started: float | None = None) -> None:
+        """Record what made the directory (plan.json: kind, start time, matrix, and a
+        sweep's planned cells).
+
+        Raises:
+            StoreError: it cannot be written.
+        """
+        self.write(PLAN_FILE, plan_json(kind, name, matrix, cells, started))
 
     def lock(self) -> None:
         try:

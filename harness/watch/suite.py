@@ -27,7 +27,7 @@ from harness import matrixfile
 from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
 from harness.matrixfile.load import read_text
-from harness.matrixfile.model import Cell, Matrix
+from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text
 from harness.orchestrator import Sweep, SweepOutcome
 from harness.report import Report, write_all
@@ -174,9 +174,11 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
     if not isinstance(doc.data, dict) or not isinstance(doc.data.get("matrix"), dict):
         matrixfile.parse_located(doc, file)  # says what is wrong, with the line
         raise SpecError(str(file), "matrix", doc.line(("matrix",)), "must be a mapping")
-    if doc.data.get("runtime", "docker") != "docker":
+    runtime = doc.data.get("runtime", DEFAULT_RUNTIME)
+    if not isinstance(runtime, str) or not abilities(runtime).pulls_images:
+        pulls = ", ".join(f"`runtime: {n}`" for n in RUNTIMES if abilities(n).pulls_images)
         raise SpecError(str(file), "runtime", doc.line(("runtime",)),
-                        "harness watch runs registry images", "set `runtime: docker`")
+                        "harness watch runs registry images", f"set {pulls}")
     data = dict(doc.data)
     data["matrix"] = {**doc.data["matrix"], "image": plan.images}
     data["baseline"] = {"image": plan.images[0]}

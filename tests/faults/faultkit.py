@@ -13,10 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from harness.matrixfile.model import abilities
+
 HERE = Path(__file__).parent
 SCENARIOS = HERE / "scenarios"
 BASE = "harness-test/base:bookworm"
 REPO = HERE.parent.parent
+# The container engines every container fault runs on (each skipped without its engine,
+# unless CI requires it).
+ENGINES = [pytest.param("docker", marks=pytest.mark.docker),
+           pytest.param("podman", marks=pytest.mark.podman)]
 
 
 def write_matrix(tmp: Path, scenarios: list[str], *, runtime: str = "docker",
@@ -25,7 +33,7 @@ def write_matrix(tmp: Path, scenarios: list[str], *, runtime: str = "docker",
     """A matrix of one image x CPU x `scenarios` (YAML flow items, paths or mappings)."""
     # The local image gets a fixed name: its label would otherwise follow the name of
     # the interpreter running the tests (python, python3, python3.11).
-    img = image or (BASE if runtime == "docker" else
+    img = image or (BASE if abilities(runtime).container_images else
                     f"{{name: python, python: {sys.executable}}}")
     body = "\n".join(f"    - {s}" for s in scenarios)
     m = tmp / "m.yaml"
@@ -125,13 +133,16 @@ def temp_files(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if ".tmp" in p.name]
 
 
-def managed(*pids: int) -> list[Any]:
-    """Labelled containers owned by these harness processes (other suites may run too)."""
+def managed(*pids: int, runtime: str = "docker") -> list[Any]:
+    """Labelled containers owned by these harness processes (other suites may run too),
+    on the engine of `runtime` (docker's, or podman's service)."""
     import docker
 
     from harness.runtimes.base import LABEL
+    from harness.runtimes.podman import default_socket
 
-    client = docker.from_env()
+    client = (docker.DockerClient(base_url=default_socket()) if runtime == "podman"
+              else docker.from_env())
     try:
         found: list[Any] = []
         for pid in pids:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from faultkit import (
+    ENGINES,
     Sweep,
     cells,
     managed,
@@ -43,16 +44,17 @@ def _one(tmp: Path, item: str, runtime: str = "docker", defaults: str = FAST,
     return cell
 
 
-@pytest.mark.docker
-def test_container_killed_from_outside_is_a_crash_and_the_sweep_goes_on(tmp_path: Path) -> None:
-    m = write_matrix(tmp_path, [
+@pytest.mark.parametrize("engine", ENGINES)
+def test_container_killed_from_outside_is_a_crash_and_the_sweep_goes_on(tmp_path: Path,
+                                                                         engine: str) -> None:
+    m = write_matrix(tmp_path, runtime=engine, scenarios=[
         f"{{script: {scenario('slow.py')}, id: victim, params: {{sleep: 0.05}}}}",
         f"{{script: {scenario('slow.py')}, id: after, params: {{sleep: 0.001}}}}"])
     out = tmp_path / "out"
     sweep = Sweep(m, out, "-q")
     try:
         wait_for("the victim to measure", lambda: b'"measure"' in _samples(out, "victim"))
-        [victim] = wait_for("its container", lambda: managed(sweep.proc.pid))
+        [victim] = wait_for("its container", lambda: managed(sweep.proc.pid, runtime=engine))
         victim.kill()                                   # `docker kill` from outside
         code = sweep.wait(90)
     finally:
@@ -63,10 +65,10 @@ def test_container_killed_from_outside_is_a_crash_and_the_sweep_goes_on(tmp_path
     assert "outside" in res["bookworm.cpu.victim"]["reason"]
     assert res["bookworm.cpu.victim"]["summary"]["iterations"] > 0  # partial series kept
     assert res["bookworm.cpu.after"]["verdict"] == "ok"
-    assert managed(sweep.proc.pid) == []
+    assert managed(sweep.proc.pid, runtime=engine) == []
 
 
-@pytest.mark.parametrize("runtime", [pytest.param("docker", marks=pytest.mark.docker), "local"])
+@pytest.mark.parametrize("runtime", [*ENGINES, "local"])
 def test_agent_dies_mid_write(tmp_path: Path, runtime: str) -> None:
     cell = _one(tmp_path, f"{{script: {scenario('truncated.py')}, params: {{at: 60}}}}", runtime)
     assert cell["verdict"] == "crash", cell["reason"]
@@ -83,18 +85,19 @@ def test_local_agent_killed_by_sigkill_mid_write(tmp_path: Path) -> None:
     assert any("not JSON" in p for p in cell["problems"]), cell["problems"]
 
 
-@pytest.mark.docker
-def test_docker_agent_is_not_pid_1(tmp_path: Path) -> None:
-    cell = _one(tmp_path, f"{{script: {scenario('truncated.py')}, params: {{at: 60, how: kill}}}}")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_container_agent_is_not_pid_1(tmp_path: Path, engine: str) -> None:
+    cell = _one(tmp_path, f"{{script: {scenario('truncated.py')}, params: {{at: 60, how: kill}}}}",
+                engine)
     assert cell["verdict"] == "crash", cell["reason"]
     # As PID 1 the SIGKILL is dropped and the scenario falls through to os._exit(9).
     assert cell["outcome"]["exit_code"] == 137
 
 
-@pytest.mark.docker
-def test_docker_hang_in_c_call_is_killed_at_deadline(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_container_hang_in_c_call_is_killed_at_deadline(tmp_path: Path, engine: str) -> None:
     t0 = time.monotonic()
-    cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}")
+    cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}", engine)
     assert cell["verdict"] == "timeout", cell["reason"]
     assert cell["outcome"]["duration_s"] < 10
     assert time.monotonic() - t0 < 30
@@ -107,12 +110,12 @@ def test_local_hang_in_c_call_is_killed_at_deadline(tmp_path: Path) -> None:
     assert cell["outcome"]["duration_s"] < 3 + 3 + 5
 
 
-@pytest.mark.docker
-def test_children_memory_is_counted_by_the_container_cgroup(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_children_memory_is_counted_by_the_container_cgroup(tmp_path: Path, engine: str) -> None:
     """A forked child's 200 MiB is in the cgroup (agent `cgroup` field and the engine's
     stats) but not in the agent's RSS: the report must read the cgroup for this."""
     cell = _one(tmp_path, f"{{script: {scenario('fork_mem.py')}, iterations: 300, "
-                f"params: {{mb: 200, sleep: 0.01}}}}",
+                f"params: {{mb: 200, sleep: 0.01}}}}", engine,
                 defaults="{iterations: 300, warmup: 10, sample_every: 10, timeout: 60s, "
                 "sample_interval: 0.2}", expect=0)
     mib = 1024 * 1024
@@ -138,10 +141,11 @@ def test_local_children_do_not_outlive_their_cell(tmp_path: Path) -> None:
     pytest.fail(f"the scenario's child {pid} outlived its cell")
 
 
-@pytest.mark.docker
-def test_hostile_output_is_bounded_and_validated(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hostile_output_is_bounded_and_validated(tmp_path: Path, engine: str) -> None:
     t0 = time.monotonic()
-    cell = _one(tmp_path, f"{{script: {scenario('hostile.py')}, params: {{flood: 20000}}}}")
+    cell = _one(tmp_path, f"{{script: {scenario('hostile.py')}, params: {{flood: 20000}}}}",
+                engine)
     assert time.monotonic() - t0 < 60
     # The forged "ok" end came first and is kept, but the exit code (which the scenario
     # cannot forge) still makes it a crash; the agent's own end shows as a second end.

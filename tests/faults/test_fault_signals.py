@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from faultkit import (
+    ENGINES,
     Sweep,
     cell_done,
     cell_running,
@@ -25,6 +26,8 @@ from faultkit import (
     write_matrix,
 )
 
+from harness.matrixfile.model import abilities
+
 # Three cells: a finished one, the one we interrupt, one not started.
 SCENARIOS = [f"{{script: {scenario('slow.py')}, id: first, params: {{sleep: 0.001}}}}",
              f"{{script: {scenario('slow.py')}, id: second, "
@@ -37,7 +40,8 @@ def _matrix(tmp: Path, runtime: str) -> Path:
 
 
 def _label(runtime: str) -> str:
-    return "bookworm" if runtime == "docker" else "python"  # faultkit names the local image
+    # faultkit names the local image
+    return "bookworm" if abilities(runtime).container_images else "python"
 
 
 def _interrupt_and_resume(tmp: Path, runtime: str, sig: int, reference: dict[str, str]) -> None:
@@ -58,8 +62,9 @@ def _interrupt_and_resume(tmp: Path, runtime: str, sig: int, reference: dict[str
     err = sweep.stderr
     assert code == 130, err
     assert "--resume" in err and "Traceback" not in err
-    if runtime == "docker":
-        assert managed(sweep.proc.pid) == [], "the running container was left behind"
+    if abilities(runtime).container_images:
+        assert managed(sweep.proc.pid, runtime=runtime) == [], \
+            "the running container was left behind"
     [root] = run_dirs(out)
     assert (root / "cells" / f"{lab}.cpu.first" / "result.json").exists()
     assert not (root / "cells" / f"{lab}.cpu.second" / "result.json").exists()
@@ -102,10 +107,26 @@ def test_local_interrupt_then_resume(tmp_path: Path, sig: int,
     _interrupt_and_resume(tmp_path, "local", sig, reference_local)
 
 
-@pytest.mark.docker
-def test_docker_sigkill_orphan_is_removed_and_resume_completes(
-        tmp_path: Path, reference_docker: dict[str, str]) -> None:
-    m = _matrix(tmp_path, "docker")
+@pytest.fixture(scope="module")
+def reference_podman(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("ref-podman")
+    code, err = run_sweep(_matrix(tmp, "podman"), tmp / "out", "-q")
+    assert code == 0, err
+    return verdicts(tmp / "out")
+
+
+@pytest.mark.podman
+def test_podman_interrupt_then_resume(tmp_path: Path, reference_podman: dict[str, str]) -> None:
+    """Ctrl-C of a podman sweep removes its running container, as on docker."""
+    assert set(reference_podman.values()) == {"ok"}
+    _interrupt_and_resume(tmp_path, "podman", signal.SIGINT, reference_podman)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_container_sigkill_orphan_is_removed_and_resume_completes(
+        tmp_path: Path, engine: str, request: pytest.FixtureRequest) -> None:
+    reference: dict[str, str] = request.getfixturevalue(f"reference_{engine}")
+    m = _matrix(tmp_path, engine)
     out = tmp_path / "out"
     sweep = Sweep(m, out)
     try:
@@ -114,12 +135,12 @@ def test_docker_sigkill_orphan_is_removed_and_resume_completes(
         sweep.wait(30)
     finally:
         sweep.kill()
-    orphans = managed(sweep.proc.pid)
+    orphans = managed(sweep.proc.pid, runtime=engine)
     assert len(orphans) == 1, "SIGKILL cannot clean up: the container should be orphaned"
     resumed = Sweep(m, out, "--resume")
     code = resumed.wait(150)
     assert code == 0, resumed.stderr
-    assert managed(sweep.proc.pid) == [] and managed(resumed.proc.pid) == []
-    assert verdicts(out) == reference_docker
+    assert managed(sweep.proc.pid, resumed.proc.pid, runtime=engine) == []
+    assert verdicts(out) == reference
     [root] = run_dirs(out)
     assert temp_files(root) == []

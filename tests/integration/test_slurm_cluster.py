@@ -192,7 +192,8 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
                           str(tmp_path / "r"), "--resume", "--iterations", "200"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "resume: 1 finished cells reused, 3 to run" in out.stderr
+    assert "resume: 1 finished cells reused from " in out.stderr
+    assert ", 3 to run" in out.stderr
     res = results(tmp_path / "r", "cancel")
     assert {r["verdict"] for r in res.values()} == {"ok"} and len(res) == 4
     jobs = {cid: int(r["outcome"]["details"]["slurm"]["job"]) for cid, r in res.items()}
@@ -333,3 +334,18 @@ def test_docker_cells_get_the_jobs_gpus_on_the_simulated_3090_engine(tmp_path: P
         assert dev["uuid"].endswith(f"{int(job_gpu):012d}"), (job_gpu, dev["uuid"])
         seen.add(job_gpu)
     assert seen == {"0", "1"}
+
+
+@pytest.mark.podman
+def test_podman_cells_run_in_the_jobs_on_the_nodes_podman(tmp_path: Path) -> None:
+    # GIVEN a podman matrix with `slurm:` (the job runs the cell on the node's podman)
+    m = write_matrix(tmp_path, "pmjob", "    - {script: work.py, id: calm}", runtime="podman",
+                     image=BASE)
+    # WHEN it is swept through Slurm
+    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 0
+    # THEN the cell ran in its job, in a container of the node's podman
+    (r,) = results(tmp_path / "r", "pmjob").values()
+    assert r["verdict"] == "ok", r["reason"]
+    assert r["runtime"] == "slurm/podman"
+    assert r["outcome"]["details"]["slurm"]["state"] == "COMPLETED"
+    assert r["outcome"]["details"]["image"]["digest"]  # the node's podman prepared it

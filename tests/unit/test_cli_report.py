@@ -107,7 +107,8 @@ def test_not_a_results_directory(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "no such directory" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
-    assert "no cells/*/result.json here" in capsys.readouterr().err
+    assert "not a results directory (no plan.json or cells/ here)" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []          # nothing written there
 
 
 def test_report_of_a_sweep_name_takes_its_newest_run(rdir: Path, tmp_path: Path,

@@ -115,3 +115,25 @@ def test_marked_tests_end_to_end(tmp_path: Path, require: str, expected: str) ->
         assert proc.returncode == 0, text
     if not Path("/proc/driver/nvidia/gpus").exists():
         assert "no NVIDIA GPU (/proc/driver/nvidia/gpus is empty or missing)" in text
+
+
+def test_missing_podman_skips_by_default(guard: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                         request: pytest.FixtureRequest) -> None:
+    monkeypatch.delenv("HARNESS_REQUIRE_PODMAN", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no podman service: refused"):
+        guard._podman_missing(request.node, "refused")
+
+
+def test_missing_podman_fails_when_required(guard: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                            request: pytest.FixtureRequest) -> None:
+    monkeypatch.setenv("HARNESS_REQUIRE_PODMAN", "1")
+    with pytest.raises(pytest.fail.Exception,
+                       match="HARNESS_REQUIRE_PODMAN=1, but its service does not answer"):
+        guard._podman_missing(request.node, "refused")
+
+
+def test_the_podman_runtime_is_guarded_too() -> None:
+    from harness.runtimes.podman import PodmanRuntime
+
+    with pytest.raises(RuntimeError, match="not marked"):
+        PodmanRuntime(NO_ENGINE).client  # noqa: B018

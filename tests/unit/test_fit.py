@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from harness.cli import main
 from harness.errors import SpecError
 from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import Sweep
+from harness.report.fitreport import FitReport
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
@@ -225,3 +227,56 @@ def test_cli_fit_bad_input(tmp_path: Path, fake_cli: list[FakeRuntime], extra: l
     assert main(["fit", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), *extra]) == 2
     assert message in capsys.readouterr().err
     assert fake_cli == []
+
+
+# ---------------------------------------------------------------- only the cell's numbers
+def fitted(tmp: Path, behave: Callable[[Cell], Behaviour], runtime: str = "local",
+           hi: int = 64) -> str:
+    """The console text of one row fitted over a FakeRuntime called `runtime`."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    matrix = make_matrix(tmp)
+    sweep = Sweep(matrix, FakeRuntime(behave, name=runtime), RunStore(tmp / runtime),
+                  lambda _: None)
+    row = fit_row(matrix.cells[0], Target("batch", 1, hi), sweep_runner(sweep), lambda _: None)
+    return FitReport.from_rows([row]).console()
+
+
+def with_cgroup(behave: Callable[[Cell], Behaviour]) -> Callable[[Cell], Behaviour]:
+    """The agent also reads a cgroup: 6 GiB of the session's besides the cell's memory."""
+    return lambda cell: dataclasses.replace(behave(cell), cgroup_bytes=6 * 1024 * MiB)
+
+
+def test_fit_on_the_local_runtime_shows_no_cgroup_line(tmp_path: Path) -> None:
+    # GIVEN the agent reading a cgroup that holds the whole session (local runtime)
+    behave = with_cgroup(memory(lambda c: 50 * MiB))
+    text = fitted(tmp_path, behave, "local")
+    # THEN fit neither shows nor fits it as the cell's; the cell's own lines stand
+    assert "cgroup" not in text, text
+    assert "rss: fixed 300 MiB + 50 MiB per batch" in text
+    # AND a runtime that gives each cell its cgroup (docker) shows that line
+    own = fitted(tmp_path, behave, "docker")
+    assert "cgroup: fixed 6.29 GiB + 50 MiB per batch" in own, own
+
+
+def test_a_negative_fixed_part_is_never_printed_as_memory(tmp_path: Path) -> None:
+    # GIVEN memory that grows faster than one line (5 MiB x batch^2 over 10 MiB): the
+    # straight line through the fitting probes has its intercept below zero
+    text = fitted(tmp_path, memory(lambda c: 5 * MiB * int(c.scenario.params["batch"]),
+                                   fixed=10 * MiB))
+    # THEN no memory line shows a negative fixed part; it says it is not resolved
+    assert "fixed -" not in text and "-" not in text.split("rss:")[1].split("\n")[0], text
+    assert "per batch, fixed part not resolved (the fit's intercept is below zero: the " \
+           "line through the probes is under 0 bytes below batch=" in text, text
+
+
+def test_a_probe_that_ran_says_runs(tmp_path: Path) -> None:
+    # GIVEN probes that run (some with a leak the within-run analysis finds)
+    text = fitted(tmp_path, memory(lambda c: 50 * MiB))
+    probes = next(ln for ln in text.splitlines() if "probes (" in ln)
+    # THEN each says fit's answer: runs, or how it failed
+    assert "1:runs" in probes and "15:oom" in probes, probes
+    assert not any(v in probes for v in (":ok", ":ambiguous", ":plateau")), probes
+    leaky = fitted(tmp_path / "leak", lambda c: dataclasses.replace(
+        memory(lambda c: 50 * MiB)(c), leak_per_iter=64 * 1024))
+    probes = next(ln for ln in leaky.splitlines() if "probes (" in ln)
+    assert "1:runs (leak)" in probes, probes

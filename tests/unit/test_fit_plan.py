@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
 import pytest
 
-from harness.analysis.memfit import fit_line, fit_sources, limiting, size
+from harness.analysis.memfit import fit_line, fit_sources, limiting, peaks, size
 from harness.answers.fitplan import FitStep, plan_fit, probe_bound
+from harness.protocol.ingest import parse_lines
+from harness.runtimes.base import own_cgroup
 
 
 def drive(lo: int, hi: int, truth: Callable[[int], str],
@@ -118,3 +121,35 @@ def test_a_flat_device_line_gives_way_to_the_host_limit() -> None:
              "rss_anon": Line("rss_anon", 8 * 2**20, 2**20, ((1, 9.0 * 2**20), (4, 12.0 * 2**20)))}
     hit = limiting(lines, 24 * 2**30, 256 * 2**20)
     assert hit is not None and hit[0].source == "rss_anon" and hit[1] == 256 * 2**20
+
+
+def test_an_intercept_below_zero_is_no_fixed_memory() -> None:
+    # GIVEN uss peaks whose straight line has its intercept at -27.7 MiB (the issue's)
+    mib = 1 << 20
+    line = fit_line("uss", [(v, -27.7 * mib + 1.84 * mib * v) for v in (32, 64, 128)])
+    assert line is not None and line.fixed == pytest.approx(-27.7 * mib)
+    # THEN its words never show the negative part as memory, and say why
+    text = line.text("keys")
+    assert not line.resolved and "-" not in text.split("(")[0], text
+    assert text.startswith("1.84 MiB per keys, fixed part not resolved (the fit's intercept "
+                           "is below zero: the line through the probes is under 0 bytes "
+                           "below keys=15.1)"), text
+    # AND its slope still meets a limit where the line does
+    assert line.limit_value(1024 * mib) == pytest.approx((1024 + 27.7) / 1.84)
+    # AND an intercept of zero or more is memory
+    assert fit_line("uss", [(1, 3.0 * mib), (2, 4.0 * mib)]).text("keys") == (  # type: ignore[union-attr]
+        "fixed 2 MiB + 1 MiB per keys")
+
+
+@pytest.mark.parametrize(("runtime", "own"), [
+    ("docker", True), ("slurm/docker", True), ("local", False), ("slurm/local", False),
+    ("", False)])
+def test_only_a_cell_with_its_own_cgroup_fits_the_cgroup(runtime: str, own: bool) -> None:
+    # GIVEN a run whose agent read rss and a cgroup
+    lines = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": i, "t": i * 0.01,
+         "rss": 100 * 2**20 + i, "cgroup": 6 * 2**30 + i, "dt": [0.01]} for i in range(1, 9)]
+    series = parse_lines([(json.dumps(r) + "\n").encode() for r in lines])
+    # THEN the cgroup's peak is the cell's only where its runtime gave it one
+    assert own_cgroup(runtime) is own
+    assert ("cgroup" in peaks(series, runtime)) is own and "rss" in peaks(series, runtime)

@@ -152,7 +152,7 @@ def test_cli_compare_images(hosts: tuple[Path, Path], capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["{a}"], "compare needs two results directories"),
-    (["{a}", "{empty}"], "B {empty}: no cells/*/result.json here"),
+    (["{a}", "{empty}"], "B {empty}: not a results directory"),
     (["{a}", "--image", "20.12"], "--image given 1 time(s)"),
     (["{a}", "--image", "20.12", "--image", "99.99"], "--image 99.99: no such image"),
 ])

@@ -332,7 +332,7 @@ def test_progress_names_every_cell(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- store
 def test_a_second_store_on_the_same_directory_is_refused(tmp_path: Path) -> None:
     first = RunStore.open(tmp_path, "orc", False)
-    first.write("matrix.yaml", "name: orc\n")
+    first.mark("sweep", "orc", "m.yaml")
     try:
         with pytest.raises(StoreError, match="in use by pid") as info:
             RunStore.open(tmp_path, "orc", first.root)

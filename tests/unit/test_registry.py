@@ -385,6 +385,9 @@ def test_suite_errors_name_the_suites_line(tmp_path: Path) -> None:
     local = write_suite(tmp_path, SUITE.replace("runtime: docker", "runtime: local"))
     with pytest.raises(SpecError, match="runtime: docker"):
         suite_matrix(local, plan)
+    # any runtime that pulls registry images runs a suite (issue 31: podman)
+    on_podman = write_suite(tmp_path, SUITE.replace("runtime: docker", "runtime: podman"))
+    assert suite_matrix(on_podman, plan)[0].runtime == "podman"
 
 
 def test_a_leaking_new_tag_is_bad_and_the_baseline_is_not(tmp_path: Path) -> None:
@@ -423,3 +426,25 @@ def test_cli_dry_run_and_no_new_tags(registry: Registry, tmp_path: Path,
     assert main(["watch", repo, "--baseline", "22.01-cpu", "--matrix", str(suite),
                  "--state", str(state)]) == 2
     assert "fix: pick an existing tag" in capsys.readouterr().err
+
+
+def test_cli_watch_records_its_results_directory_as_a_sweep(
+        registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a new tag, run on the fake runtime
+    registry.tags = ["23.01-cpu", "23.02-cpu"]
+    monkeypatch.setattr("harness.runtimes.get_runtime",
+                        lambda name, docker_host=None: FakeRuntime(lambda c: Behaviour()))
+    repo = f"127.0.0.1:{registry.port}/{NAME}"
+    assert main(["watch", repo, "--baseline", "23.01-cpu", "--matrix",
+                 str(write_suite(tmp_path)), "--state", str(tmp_path / "state.json"),
+                 "--out", str(tmp_path / "r"), "-q"]) == 0
+    # THEN its directory says it is a sweep of the suite, with the cells it set out to run
+    [plan] = list((tmp_path / "r" / "watched").glob("*/plan.json"))
+    data = json.loads(plan.read_text())
+    assert (data["kind"], data["name"]) == ("sweep", "watched")
+    assert isinstance(data["started"], float)
+    assert sorted(c["id"] for c in data["cells"]) == ["23.01-cpu.cpu.loop", "23.02-cpu.cpu.loop"]
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "r" / "watched")]) == 0
+    assert "planned cells missing" not in capsys.readouterr().out

@@ -16,7 +16,8 @@ from harness.matrixfile.model import Matrix, SlurmSpec
 from harness.protocol.ingest import Series
 from harness.runtimes import Engines
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
-from harness.runtimes.slurm import SlurmRuntime, job_mem, sbatch_args
+from harness.runtimes.slurm import SlurmRuntime
+from harness.runtimes.slurmbatch import job_mem, outcome_of, sbatch_args
 from harness.runtimes.slurmjob import (
     cell_from_json,
     cell_to_json,
@@ -178,9 +179,8 @@ def _outcome(tmp_path: Path, state: str, code: int | None, sig: int | None,
     if written is not None:
         (req.outdir / "outcome.json").write_text(json.dumps(outcome_to_json(written)))
     (req.outdir / "slurm.log").write_text("last words\n")
-    rt = SlurmRuntime("local", m.slurm or SlurmSpec())
-    got = rt._outcome(JobEnd("7", state, code, sig, 75.0, "node1"), req,
-                      req.outdir / "slurm.log", 80.0, ["sbatch"])
+    got = outcome_of(JobEnd("7", state, code, sig, 75.0, "node1"), req, m.slurm or SlurmSpec(),
+                     req.outdir / "slurm.log", 80.0, ["sbatch"])
     return got, within_run(Series(), got, m.analysis).verdict
 
 

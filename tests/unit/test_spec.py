@@ -172,8 +172,8 @@ def test_bad_gpu_value(tmp_path: Path, value: str) -> None:
 
 
 def test_unknown_runtime(tmp_path: Path) -> None:
-    err = spec_error(tmp_path, GOOD.replace("runtime: docker", "runtime: podman"))
-    check(err, "runtime", 2, "docker, local", problem="unknown runtime 'podman'")
+    err = spec_error(tmp_path, GOOD.replace("runtime: docker", "runtime: rkt"))
+    check(err, "runtime", 2, "docker, local, podman", problem="unknown runtime 'rkt'")
 
 
 def test_invalid_yaml_reports_line(tmp_path: Path) -> None:
@@ -357,12 +357,12 @@ def test_select_nothing(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- CLI
 def test_cli_bad_matrix_exits_2_without_traceback(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_matrix(tmp_path, GOOD.replace("runtime: docker", "runtime: podman"))
+    path = write_matrix(tmp_path, GOOD.replace("runtime: docker", "runtime: rkt"))
     code = main(["sweep", str(path), "--out", str(tmp_path / "reports")])
     out, err = capsys.readouterr()
     assert code == EXIT_BAD_INPUT
     assert "Traceback" not in out + err
-    assert f"{path}:2: runtime: unknown runtime 'podman'" in err
+    assert f"{path}:2: runtime: unknown runtime 'rkt'" in err
     assert not (tmp_path / "reports").exists()
 
 

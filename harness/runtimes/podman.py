@@ -1,0 +1,265 @@
+"""Run cells as podman containers: docker's modules against podman's Docker-compatible API.
+
+`podman system service` serves the Docker API on a unix socket, and docker-py talks to it
+as to dockerd, so a podman cell is a docker cell (`DockerRuntime`: the same limits, no
+network, no privileges, OOM and timeout outcomes, labels and cleanup of orphans). What
+differs is all here:
+
+- the socket: `HARNESS_PODMAN_HOST`, else podman's own `CONTAINER_HOST`, else the
+  service's default (`/run/podman/podman.sock` as root, `$XDG_RUNTIME_DIR/podman/
+  podman.sock` rootless); no engine there names `podman system service` as the fix;
+- rlimits: podman (unlike dockerd) sets RLIMIT_NOFILE and RLIMIT_NPROC of every
+  container to its own high defaults, which a host without CAP_SYS_RESOURCE (a nested
+  container, a sandboxed VM) cannot grant ("error setting rlimit type 7"): a cell asks
+  for this process's own limits instead, as dockerd would have passed them on
+  (`own_ulimits`); memlock=-1 refused is handled as for docker (`refuse_memlock`);
+- GPUs: through CDI device names (`nvidia.com/gpu=N`, a DeviceRequest with driver
+  `cdi`), which need a CDI spec (`nvidia-ctk cdi generate`) under /etc/cdi or
+  /var/run/cdi (`cdi_specs`). Podman 4.3's compat API passes no DeviceRequest on (its
+  `podman run --device nvidia.com/gpu=0` works, the API's create does not): the GPU
+  probe then sees no GPU and the sweep stops with exit 3 and this module's fix;
+- OOM kills and peak memory: read from the container's memory cgroup (`CgroupWatch`),
+  which podman 4.3 reports wrong (OOMKilled false on cgroup v1) or too seldom (stats
+  every 5 s);
+- `hosts:` endpoints stay docker's (`Abilities.serves_hosts`).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness import gpu
+from harness.errors import EngineUnavailable, GpuUnavailable
+from harness.gpu.engine import CDI_KIND
+from harness.matrixfile.model import Cell
+from harness.runtimes.docker import DockerRuntime
+from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
+
+CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+START_FIX = ("start podman's Docker-compatible service: `podman system service --time=0 "
+             "{url} &` (or `systemctl enable --now podman.socket`), or set "
+             "HARNESS_PODMAN_HOST to the socket it serves")
+INSTALL_FIX = "install podman (`apt-get install podman catatonit`), or use `runtime: docker`"
+CDI_FIX = ("generate the NVIDIA CDI spec: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` "
+           "(nvidia-container-toolkit), or set `gpu: [none]`")
+COMPAT_CDI_FIX = ("where the host has GPUs and a CDI spec, this podman's Docker-compatible "
+                  "API passed no CDI device on (podman 4.3 ignores a DeviceRequest; "
+                  "`podman run --device nvidia.com/gpu=0` works): "
+                  "use a podman whose compat API takes CDI DeviceRequests, or `runtime: "
+                  "docker` for GPU cells")
+Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix), as the doctors give them
+
+
+def default_socket() -> str:
+    """The socket podman's service listens on, as a unix:// URL."""
+    for var in ("HARNESS_PODMAN_HOST", "CONTAINER_HOST"):
+        if os.environ.get(var):
+            return os.environ[var]
+    if os.geteuid() == 0:
+        return "unix:///run/podman/podman.sock"
+    run = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
+    return f"unix://{run}/podman/podman.sock"
+
+
+def own_limits() -> tuple[tuple[str, int, int], ...]:
+    """(name, soft, hard) of RLIMIT_NOFILE and RLIMIT_NPROC as this process has them:
+    what a container may be given without CAP_SYS_RESOURCE. NPROC stays within
+    kernel.pid_max, which podman's service lowers its own hard limit to."""
+    out = []
+    for name, kind in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
+        soft, hard = resource.getrlimit(kind)
+        if kind == resource.RLIMIT_NPROC:
+            try:
+                pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+            except (OSError, ValueError):
+                pid_max = hard
+            hard = pid_max if hard == resource.RLIM_INFINITY else min(hard, pid_max)
+        if hard == resource.RLIM_INFINITY:
+            continue   # nothing to keep within: podman's default is allowed
+        soft = hard if soft == resource.RLIM_INFINITY else min(soft, hard)
+        out.append((name, soft, hard))
+    return tuple(out)
+
+
+def cdi_specs(dirs: tuple[Path, ...] = CDI_DIRS) -> list[Path]:
+    """The CDI spec files that declare NVIDIA GPUs (`kind: nvidia.com/gpu`)."""
+    found = []
+    for d in dirs:
+        files = sorted(d.glob("*.yaml")) + sorted(d.glob("*.json")) if d.is_dir() else []
+        for path in files:
+            try:
+                if CDI_KIND in path.read_text(errors="replace"):
+                    found.append(path)
+            except OSError:
+                continue
+    return found
+
+
+def setup_checks(wants_gpu: bool, dirs: tuple[Path, ...] = CDI_DIRS) -> list[Check]:
+    """What this machine lacks for podman's GPU cells: a CDI spec (podman missing, or
+    its service not answering, is the client's error, with its fix)."""
+    out: list[Check] = []
+    if wants_gpu:
+        specs = cdi_specs(dirs)
+        if specs:
+            out.append(("ok", f"CDI spec for {CDI_KIND}: {', '.join(map(str, specs))}", ""))
+        else:
+            out.append(("FAIL", f"no CDI spec for {CDI_KIND} under "
+                                f"{' or '.join(map(str, dirs))}", CDI_FIX))
+    return out
+
+
+def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
+                    root: Path = Path("/sys/fs/cgroup")) -> Path | None:
+    """The file that counts OOM kills in process `pid`'s memory cgroup: cgroup v1's
+    `memory.oom_control` (its `oom_kill` line), v2's `memory.events`; None if gone."""
+    try:
+        lines = (proc / str(pid) / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            found = root / "memory" / path.lstrip("/") / "memory.oom_control"
+            if found.exists():
+                return found
+    for line in lines:
+        if line.startswith("0::"):
+            found = root / line[3:].lstrip("/") / "memory.events"
+            if found.exists():
+                return found
+    return None
+
+
+def oom_kills(path: Path) -> int | None:
+    """The `oom_kill` count in a memory.oom_control / memory.events file; None: gone."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak", "memory.current")
+
+
+def read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class CgroupWatch:
+    """What podman 4.3 does not say of a container, read from its memory cgroup every
+    `every_s` while the cgroup exists (it outlives the container's last process by the
+    moment podman takes to clean up, tenths of a second, far longer than a poll):
+
+    - an OOM kill: on cgroup v1 podman reports OOMKilled false for a container the
+      kernel's OOM killer ended (seen here: exit 137, `oom_kill 1` in its cgroup);
+    - the peak memory: its stats stream gives a sample every 5 s, so a short cell's
+      peak would be its first reading (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`,
+      else the largest `memory.current` read)."""
+
+    def __init__(self, counter: Path, every_s: float = 0.01):
+        self.counter, self.every_s = counter, every_s
+        self.peak_file = next((counter.parent / n for n in PEAK_FILES
+                               if (counter.parent / n).exists()), None)
+        self.kills = 0
+        self.peak: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> bool:
+        n = oom_kills(self.counter)
+        if n is None:
+            return False   # the cgroup is gone: the last readings stand
+        self.kills = max(self.kills, n)
+        peak = read_int(self.peak_file) if self.peak_file is not None else None
+        if peak is not None:
+            self.peak = max(self.peak or 0, peak)
+        return True
+
+    def _run(self) -> None:
+        while self._read() and not self._stop.wait(self.every_s):
+            pass
+
+    def __call__(self) -> tuple[bool, int | None]:
+        """(the OOM killer ended a process of the container, its peak memory in bytes);
+        stops the watch."""
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+        self._read()
+        return self.kills > 0, self.peak
+
+
+class PodmanRuntime(DockerRuntime):
+    """`runtime: podman`: a `DockerRuntime` on podman's Docker-compatible socket."""
+
+    name = "podman"
+
+    def __init__(self, base_url: str | None = None, copy_files: bool | None = None):
+        super().__init__(base_url or default_socket(), copy_files)
+        self.own_ulimits = own_limits()
+
+    @property
+    def client(self) -> Any:
+        """docker-py on podman's socket.
+
+        Raises:
+            EngineUnavailable: podman is not installed or its service does not answer
+                (the message says how to start it).
+        """
+        if self._client is None:
+            try:
+                self._client = connect(self.base_url)
+            except EngineUnavailable as exc:
+                if shutil.which("podman") is None and self.local:
+                    raise EngineUnavailable(f"podman is not installed (nothing answers at "
+                                            f"{self.base_url})\n  fix: {INSTALL_FIX}") from exc
+                first = str(exc).splitlines()[0].replace("Docker engine", "podman service")
+                raise EngineUnavailable(
+                    f"{first}\n  fix: {START_FIX.format(url=self.base_url)}") from exc
+        return self._client
+
+    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
+        """A watch of the container's memory cgroup (this machine's engine only)."""
+        if not self.local:
+            return None
+        try:
+            pid = int(self.client.api.inspect_container(cid)["State"].get("Pid") or 0)
+        except (*ENGINE_ERRORS, EngineUnavailable, ValueError):
+            return None
+        path = cgroup_oom_file(pid) if pid > 0 else None
+        return CgroupWatch(path) if path is not None else None
+
+    def setup_checks(self, wants_gpu: bool) -> list[Check]:
+        return setup_checks(wants_gpu) if self.local else []
+
+    def check(self, cells: list[Cell]) -> None:
+        """As docker's, with a CDI spec required for GPU cells on this machine."""
+        self.client.info()
+        if self.local and any(c.gpu.wants_gpu for c in cells) and not cdi_specs():
+            raise GpuUnavailable(f"the matrix asks for GPUs but podman has no CDI spec for "
+                                 f"{CDI_KIND}\n  fix: {CDI_FIX}")
+        super().check(cells)
+
+    def gpu_inventory(self, image: str, python: str = "python3") -> gpu.HostGpus:
+        try:
+            return super().gpu_inventory(image, python)
+        except GpuUnavailable as exc:
+            first = str(exc).splitlines()[0]
+            if "saw no GPU" not in first:
+                raise
+            raise GpuUnavailable(f"{first}\n  fix: {COMPAT_CDI_FIX}") from exc

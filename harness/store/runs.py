@@ -1,0 +1,133 @@
+"""Results directories by kind: which command made a directory, when, and which read it.
+
+Every command that makes a results directory records its kind and start time in its
+plan.json (`harness.result.model.Plan`): `sweep` (sweep, watch), `bisect`
+(`<out>/<name>/bisect-<row>`), `fit` (`<out>/<name>/fit-<param>`), `explain` (the
+attributed runs under a sweep's `explain/`), `reanalyzed` (`report --reanalyze --write`).
+"The newest run" is the newest directory of the kinds a command reads, by recorded
+time, never the last name in sort order; a command refuses a directory of a kind it
+does not read (`require`), naming the command that reads it.
+
+Directories of older versions recorded no kind: one with a plan.json reads as a sweep;
+one without is told by what it holds (fit.json, or a `fit-`/`bisect-`/`-reanalyzed`
+name, else cells/ as a sweep). A directory with none of these is not a results
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.result.codec import JSON, encode
+from harness.result.model import Plan, Planned
+
+PLAN_FILE = "plan.json"     # what made the directory; a sweep's cells, written before the first
+
+SWEEP, BISECT, FIT, EXPLAIN, REANALYZED = "sweep", "bisect", "fit", "explain", "reanalyzed"
+KINDS = (SWEEP, BISECT, FIT, EXPLAIN, REANALYZED)
+SWEEP_RESULTS = (SWEEP, REANALYZED)     # a sweep's cells: report, explain, compare read them
+
+READ_BY = {
+    SWEEP: "harness report, harness explain or harness compare",
+    REANALYZED: "harness report, harness explain or harness compare",
+    BISECT: "harness bisect (run it again: it reuses these cells and prints the answer)",
+    FIT: "harness compare (its fit.md holds the answer; harness fit reuses its probes)",
+    EXPLAIN: "harness report on the sweep directory it is in",
+}
+
+
+def plan_json(kind: str, name: str, matrix: str, cells: Sequence[Planned] = (),
+              started: float | None = None) -> JSON:
+    """plan.json's content: the directory's kind, start time (now unless given), matrix
+    and planned cells (`RunStore.mark` writes it)."""
+    assert kind in KINDS, kind
+    return encode(Plan(tuple(cells), matrix, kind=kind,
+                       started=time.time() if started is None else started, name=name))
+
+
+def _plan(root: Path) -> JSON:
+    try:
+        data: JSON = json.loads((root / PLAN_FILE).read_text(encoding="utf-8"))
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def kind_of(root: Path) -> str | None:
+    """The directory's kind; None when it is not a results directory."""
+    if not root.is_dir():
+        return None
+    data = _plan(root)
+    if isinstance(data, dict):
+        kind = data.get("kind")
+        return kind if isinstance(kind, str) and kind in KINDS else SWEEP
+    if (root / PLAN_FILE).exists():
+        return SWEEP        # unreadable: `harness report` says what is wrong with it
+    if (root / "fit.json").is_file():
+        return FIT
+    if not (root / "cells").is_dir():
+        return None          # `reports/<name>` (a matrix may be named fit-...), a checkout
+    if root.name.startswith("fit-"):
+        return FIT
+    if root.name.startswith("bisect-"):
+        return BISECT
+    return REANALYZED if "-reanalyzed" in root.name else SWEEP
+
+
+def started_of(root: Path) -> float:
+    """When the directory's command started: recorded, else (older directories) the
+    time its plan.json, results.json or the directory itself was last written."""
+    data = _plan(root)
+    started = data.get("started") if isinstance(data, dict) else None
+    if isinstance(started, (int, float)) and not isinstance(started, bool):
+        return float(started)
+    for path in (root / PLAN_FILE, root / "results.json", root):
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            continue
+    return 0.0
+
+
+def name_of(root: Path) -> str:
+    """The matrix name the plan.json records ("" when none)."""
+    data = _plan(root)
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def newest(base: Path, kinds: Collection[str], name: str = "") -> Path | None:
+    """The newest directory under `base` of one of `kinds` (of the matrix `name`, where
+    both it and the directory name one), by recorded start time."""
+    if not base.is_dir():
+        return None
+    found = [p for p in base.iterdir() if kind_of(p) in kinds
+             and not (name and name_of(p) and name_of(p) != name)]
+    def when(p: Path) -> tuple[float, str]:
+        return started_of(p), p.name
+
+    return max(found, key=when) if found else None
+
+
+def require(root: Path, kinds: Collection[str], command: str, flag: str = "") -> str:
+    """The directory's kind, when `command` reads it.
+
+    Raises:
+        InputError: not a results directory, or one of a kind `command` does not read
+            (the message names the command that does); `flag` is the option or argument
+            that named it.
+    """
+    kind = kind_of(root)
+    wanted = " or ".join(kinds)
+    where = f"{flag} {root}" if flag else str(root)
+    if kind is None:
+        raise InputError(f"{where}: not a results directory (no plan.json or cells/ here); "
+                         f"{command} reads a {wanted} directory (reports/<name>/<timestamp>)")
+    if kind not in kinds:
+        raise InputError(f"{where}: a {kind} directory, which {command} does not read (it "
+                         f"reads a {wanted} directory); read it with {READ_BY[kind]}")
+    return kind

@@ -1,0 +1,158 @@
+"""Every shell command in README.md and docs/*.md that a user would paste is run here.
+
+A fenced ```sh block is a command a user pastes. The HTML comment on the line before it
+(invisible on the rendered page) says how to check it:
+
+    <!-- docs-test: exit=1 -->                       runs, must exit 1 (default 0)
+    <!-- docs-test: needs=docker exit=0 -->          runs where the marked engine is
+    <!-- docs-test: skip=gpu (why, in words) -->     not run here; the reason is one of SKIPS
+
+The blocks of one file run in order, in one scratch copy of the repository (a later
+block may read what an earlier one wrote, as a reader following the page would), never
+in the checkout itself. A block with no comment runs and must exit 0, so a new command
+in the docs is checked unless someone says why not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+# The only reasons a pasted command is not run by this test.
+SKIPS = {
+    "gpu": "needs an NVIDIA GPU host (and its NGC images)",
+    "registry": "needs a container registry on the network",
+    "ci": "is the command that runs this test suite",
+}
+NEEDS = {"docker", "slurm", "podman"}
+
+COMMENT = re.compile(r"<!--\s*docs-test:(?P<body>.*?)-->")
+FENCE = re.compile(r"^```sh\s*$")
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int
+    text: str
+    exit: int = 0
+    skip: str | None = None
+    needs: set[str] = field(default_factory=set)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(path: Path) -> list[Block]:
+    """The ```sh blocks of a Markdown file with their docs-test settings.
+
+    Raises:
+        ValueError: a docs-test comment with an unknown key or skip reason.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    i = 0
+    while i < len(lines):
+        if not FENCE.match(lines[i]):
+            i += 1
+            continue
+        start = i
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("```"):
+            j += 1
+        block = Block(path, start + 1, "\n".join(lines[start + 1:j]))
+        k = start - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        m = COMMENT.search(lines[k]) if k >= 0 else None
+        if m:
+            for word in m["body"].split():
+                key, _, value = word.partition("=")
+                if key == "exit":
+                    block.exit = int(value)
+                elif key == "skip":
+                    if value not in SKIPS:
+                        raise ValueError(f"{block.where}: skip={value}: not a reason this "
+                                         f"test accepts ({', '.join(SKIPS)})")
+                    block.skip = value
+                elif key == "needs":
+                    if value not in NEEDS:
+                        raise ValueError(f"{block.where}: needs={value}: allowed values: "
+                                         f"{', '.join(sorted(NEEDS))}")
+                    block.needs.add(value)
+                elif key and not key.startswith("("):
+                    if block.skip is None:
+                        raise ValueError(f"{block.where}: docs-test: unknown key {key!r}")
+                    break  # the skip's reason, in words
+        found.append(block)
+        i = j + 1
+    return found
+
+
+def test_every_block_is_read() -> None:
+    """The parser sees every ```sh fence of the docs, and each one's settings parse."""
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        assert len(blocks(path)) == len(re.findall(r"^```sh\s*$", text, re.M)), path
+
+
+def test_skips_are_few() -> None:
+    """Skipped commands are the exception: every file that has commands runs some."""
+    every = [b for p in DOCS for b in blocks(p)]
+    run = [b for b in every if b.skip is None]
+    assert every, "no ```sh block found in README.md or docs/"
+    assert len(run) >= len(every) - len(run), [b.where for b in every if b.skip]
+
+
+def _scratch(tmp: Path) -> Path:
+    """A copy of the repository without its results, caches and VCS data."""
+    dest = tmp / "repo"
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
+        ".git", "reports", ".venv", "__pycache__", "*.egg-info", ".mypy_cache",
+        ".ruff_cache", ".pytest_cache"))
+    return dest
+
+
+def _marks(path: Path) -> list[pytest.MarkDecorator]:
+    needs = {n for b in blocks(path) if b.skip is None for n in b.needs}
+    return [getattr(pytest.mark, n) for n in sorted(needs)] + [pytest.mark.slow]
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT)), marks=_marks(p))
+                                  for p in DOCS if any(b.skip is None for b in blocks(p))])
+def test_commands_run_as_documented(path: Path, tmp_path: Path) -> None:
+    """Each runnable block of the file, in order, exits with the code it documents."""
+    if shutil.which("harness") is None:
+        pytest.fail("no `harness` on PATH: install the package (pip install -e .) first")
+    repo = _scratch(tmp_path)
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    for block in blocks(path):
+        if block.skip is not None:
+            continue
+        done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=repo,
+                              env=env, capture_output=True, text=True, timeout=900,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == block.exit, (
+            f"{block.where}: `{block.text}` exited {done.returncode}, the docs say "
+            f"{block.exit}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+        assert "Traceback (most recent call last)" not in done.stderr, block.where
+
+
+def test_readme_is_a_short_guide_with_one_exit_code_table() -> None:
+    """The README stays a guide (the rest lives in docs/), with one table of exit codes."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert len(re.findall(r"^#+ Exit codes", text, re.M)) == 1
+    assert len(re.findall(r"^\| code \| meaning \|", text, re.M)) == 1
+    for link in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / link).is_file(), f"README links to {link}, which is not there"
