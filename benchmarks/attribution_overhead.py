@@ -11,6 +11,7 @@ that heap (and native, where memray is importable) name for that line vs the tru
 sys.getsizeof(bytearray(N)) + the list's pointer slot (8 bytes).
 
     python benchmarks/attribution_overhead.py [--steps 300] [--rounds 5] [--python PY]
+        [--quick]     (--quick: 10 steps, one round: CI's smoke run, seconds)
 """
 
 from __future__ import annotations
@@ -156,7 +157,10 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--python", default=sys.executable)
+    p.add_argument("--quick", action="store_true", help="10 steps, one round (seconds)")
     args = p.parse_args()
+    if args.quick:
+        args.steps, args.rounds = 10, 1
     kinds = ["heap", "stack"] + (["native"] if importable(args.python, "memray") else [])
     if "native" not in kinds:
         print(f"(memray is not importable by {args.python}: native left out)")

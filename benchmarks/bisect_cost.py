@@ -22,7 +22,8 @@ already re-runs an ambiguous cell `repeats` (2) times itself, which `--cell-repe
 models (a probe is ambiguous with probability p^3).
 
 Run: python benchmarks/bisect_cost.py [--trials N] [--noise ambiguous|busy]
-     [--rounds 3] [--cell-repeats 0]
+     [--rounds 3] [--cell-repeats 0] [--quick]
+     (--quick: 20 trials per size: CI's smoke run, the no-noise goal still checked)
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ def main() -> int:
     parser.add_argument("--noise", choices=("ambiguous", "busy"), default="ambiguous")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cell-repeats", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="20 trials per size (seconds)")
     args = parser.parse_args()
+    if args.quick:
+        args.trials = 20
     rng = random.Random(1)
     head = ["images", "full sweep", "bound"]
     for p in NOISE:

@@ -7,6 +7,7 @@ extra. Also prints the cell's own time (B's result.json `cell_s`), which leaves 
 harness's Python start-up and imports, and how long `harness --help` takes (goal < 0.3 s).
 
     python benchmarks/cell_overhead.py [--rounds 5] [--iterations 2000] [--image TAG]
+        [--quick]     (--quick: one round of 50 iterations: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--image", default="harness-test/base:bookworm")
+    p.add_argument("--quick", action="store_true", help="one round of 50 iterations")
     a = p.parse_args()
+    if a.quick:
+        a.rounds, a.iterations = 1, 50
     with tempfile.TemporaryDirectory() as d:
         wd = Path(d)
         (wd / "scen.py").write_text(SCENARIO)

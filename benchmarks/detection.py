@@ -22,7 +22,8 @@ The simulated RSS, sampled every 10 iterations as the agent does, is made of
   growing by the middle of the measured span (a plateau that still grows in the last
   third is indistinguishable from a leak in that window).
 
-Run: python benchmarks/detection.py [--runs 1000] [--seed 4]
+Run: python benchmarks/detection.py [--runs 1000] [--seed 4] [--quick]
+     (--quick: 10 runs per cell, goals not checked (too few runs to): CI's smoke run)
 """
 
 from __future__ import annotations
@@ -171,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--quick", action="store_true",
+                        help="10 runs per cell, goals not checked (seconds)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.runs = 10
     cfg = AnalysisConfig()
     began = time.perf_counter()
     missed: list[str] = []
@@ -219,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nRuntime: {time.perf_counter() - began:.0f} s (seed {args.seed}, {workers} processes)."
     )
     print("Goals missed: " + ("; ".join(missed) if missed else "none"))
+    if args.quick:
+        print("(--quick: too few runs to check the goals)")
+        return 0
     return 1 if missed else 0
 
 

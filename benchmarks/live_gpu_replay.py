@@ -18,7 +18,7 @@ shows each source over 1500 calls. Target: a 1 MiB/call device leak decided with
 three samples of the first look (60 measured calls at the defaults).
 
 Run: python benchmarks/live_gpu_replay.py [--min-iterations 50] [--max-iterations 3000]
-     (about a second)
+     [--quick]     (about a second; --quick: the early-stop run's cells only, for CI)
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min-iterations", type=int, default=50)
     ap.add_argument("--max-iterations", type=int, default=3000)
+    ap.add_argument("--quick", action="store_true", help="the early-stop run only")
     args = ap.parse_args()
     cfg = AnalysisConfig()
     low, top = args.min_iterations, args.max_iterations
@@ -73,7 +74,7 @@ def main() -> None:
           f"min_iterations {low}, max_iterations {top}; calls are measured calls\n")
     print("| run | cell | first look | decided | " + " | ".join(SOURCES) + " |")
     print("|---|---|---|---|" + "---|" * len(SOURCES))
-    for run in ("gpu-live", "gpu-real"):
+    for run in ("gpu-live",) if args.quick else ("gpu-live", "gpu-real"):
         for cell in sorted((DATA / run / "cells").iterdir()):
             series = read_samples(cell / "samples.jsonl")
             look = first_look(series, low)

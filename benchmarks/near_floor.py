@@ -10,6 +10,7 @@ run on the same seeded series: the power at 300 measured iterations for 1, 4, 16
 300, 1000 and 3000 iterations.
 
 Run: python benchmarks/near_floor.py [--runs 300] [--seed 4]     (about a minute)
+     [--quick]     (--quick: 10 runs per cell: CI's smoke run, seconds)
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=4)
+    ap.add_argument("--quick", action="store_true", help="10 runs per cell (seconds)")
     args = ap.parse_args()
+    if args.quick:
+        args.runs = 10
     cfg = AnalysisConfig()
     print("| noise | series | iterations | leak share, rule on | rule off |")
     print("|---|---|---|---|---|")

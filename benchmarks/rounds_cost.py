@@ -14,6 +14,7 @@ Both stop at a decided direction or disagreeing rounds. It prints, per case, the
 rounds run and how often each rule said "slower".
 
 Run: python benchmarks/rounds_cost.py [--runs 2000] [--seed 5]     (a few seconds)
+     [--quick]     (--quick: 50 runs per case, for CI)
 """
 
 from __future__ import annotations
@@ -60,7 +61,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="50 runs per case")
     args = ap.parse_args()
+    if args.quick:
+        args.runs = 50
     cfg = AnalysisConfig()
     most = 6
     rng = np.random.default_rng(args.seed)

@@ -6,7 +6,8 @@ With N GPUs the matrix has cells/N images x N GPUs, so each GPU gets cells/N cel
 the ideal wall time is cells/N x hold. Prints measured wall time (first cell start to
 last cell end, and the whole sweep including analysis) and the ratio to the ideal.
 
-    python benchmarks/scheduler.py [--cells 16] [--hold 0.25] [--gpus 1 2 4]
+    python benchmarks/scheduler.py [--cells 16] [--hold 0.25] [--gpus 1 2 4] [--quick]
+    (--quick: 4 cells of 0.05 s on 1 and 2 GPUs: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ def main() -> None:
     p.add_argument("--cells", type=int, default=16)
     p.add_argument("--hold", type=float, default=0.25, help="seconds each cell holds its GPU")
     p.add_argument("--gpus", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--quick", action="store_true", help="4 cells of 0.05 s on 1 and 2 GPUs")
     a = p.parse_args()
+    if a.quick:
+        a.cells, a.hold, a.gpus = 4, 0.05, [1, 2]
     prefetch_analysis().join()  # SciPy's import is not the scheduler's cost
     print(f"{a.cells} cells of {a.hold:.2f} s; ideal wall = cells/N x {a.hold:.2f} s")
     print(f"{'N':>3} {'ideal s':>8} {'cells s':>8} {'ratio':>6} {'sweep s':>8} {'ratio':>6}")

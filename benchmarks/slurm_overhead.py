@@ -8,6 +8,7 @@ as the node's CPUs/GPUs allow). Prints wall times and the mean cell time (`run_s
 submission to the outcome) per way. Needs a Slurm cluster (images/setup-slurm.sh).
 
     python benchmarks/slurm_overhead.py [--cells 8] [--iterations 200] [--matrix M.yaml]
+        [--quick]     (--quick: 2 cells of 20 iterations: CI's smoke run)
 
 With --matrix, that matrix (runtime local or docker, no slurm: block) is used instead
 of the built-in one (N cells of a 1 ms step on this interpreter).
@@ -57,7 +58,10 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=8)
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--matrix", type=Path)
+    ap.add_argument("--quick", action="store_true", help="2 cells of 20 iterations")
     args = ap.parse_args()
+    if args.quick:
+        args.cells, args.iterations = 2, 20
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         if args.matrix:

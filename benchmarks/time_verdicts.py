@@ -28,6 +28,8 @@ the sweep's expected length; they are always terminated when the sweep ends.
 time that confirmation rounds (and their back-off after busy rounds) add.
 
 Run: python benchmarks/time_verdicts.py [--sweeps 20] [--lines identical,slower,...]
+     [--quick]     (--quick: one sweep of the identical and wait-bound lines, no burst:
+                    CI's smoke run of a row comparison and a within-run verdict)
 """
 
 from __future__ import annotations
@@ -225,7 +227,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--log", default=None, help="progress lines of every sweep")
     parser.add_argument("--json", default=None, help="write the tallies here")
+    parser.add_argument("--quick", action="store_true",
+                        help="one sweep of the identical and wait-bound lines, no burst")
     args = parser.parse_args()
+    if args.quick:
+        args.sweeps, args.no_burst, args.lines = 1, True, "identical,wait"
     # SIGTERM unwinds like Ctrl-C, so a running burst is always terminated.
     signal.signal(signal.SIGTERM, _interrupt)
     rng = random.Random(args.seed)

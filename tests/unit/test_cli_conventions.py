@@ -71,8 +71,9 @@ def test_lock_file_is_removed_at_the_end(tmp_path: Path) -> None:
     again.unlock()
 
 
-def _hanging_index() -> tuple[socket.socket, str]:
-    """A package index that accepts and never answers: pip waits on it."""
+def _hanging_index() -> tuple[socket.socket, str, list[socket.socket]]:
+    """A package index that accepts and never answers: pip waits on it. The list holds
+    the connections it accepted (pip is waiting once one is there)."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
@@ -87,7 +88,7 @@ def _hanging_index() -> tuple[socket.socket, str]:
             held.append(conn)
 
     threading.Thread(target=accept, daemon=True).start()
-    return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/simple"
+    return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/simple", held
 
 
 def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path) -> None:
@@ -96,7 +97,7 @@ def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path) -> Non
         "name: intr\nruntime: local\ndefaults: {iterations: 20, warmup: 0}\nmatrix:\n"
         f"  image: [{{name: slow, python: {sys.executable}, pip: [harness-never-pkg==1.0]}}]\n"
         "  scenario: [s.py]\n")
-    srv, url = _hanging_index()
+    srv, url, held = _hanging_index()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_CACHE": str(tmp_path / "cache"),
            "PIP_INDEX_URL": url, "PIP_TIMEOUT": "120", "PIP_RETRIES": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
@@ -108,7 +109,9 @@ def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path) -> Non
         while not list(venvs.glob("*.tmp*/bin/pip")) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert list(venvs.glob("*.tmp*")), "the venv build never started"
-        time.sleep(1.0)                          # pip is now waiting on the index
+        while not held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held, "pip never asked the package index"   # it is waiting on it now
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:

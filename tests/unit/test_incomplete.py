@@ -7,6 +7,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
@@ -249,16 +250,22 @@ def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
     assert res.attempts[0].verdict == "ambiguous" and res.verdict == "ok"
 
 
-def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(tmp_path: Path) -> None:
-    # GIVEN a cell whose 20 calls took ~1 s and a 3 s timeout: 100 calls cannot finish
+def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a cell whose 20 calls took 1 s and a 3 s timeout: 100 calls cannot finish
+    # (the attempt stage's clock is a fake one that the run moves on by exactly 1 s, so
+    # the estimate is the same on a busy machine)
+    from harness.stages import attempts
+
+    now = [1000.0]
+    monkeypatch.setattr(attempts, "time", SimpleNamespace(monotonic=lambda: now[0]))
     matrix = grow_matrix(tmp_path, "iterations: 20, warmup: 5, sample_every: 10, "
                                    "repeats: 2, timeout: 3")
     runtime = FakeRuntime(lambda c: Behaviour())
     run = runtime.run
 
     def slow(request, progress):  # type: ignore[no-untyped-def]
-        import time
-        time.sleep(1.0)
+        now[0] += 1.0
         return run(request, progress)
 
     runtime.run = slow  # type: ignore[method-assign]

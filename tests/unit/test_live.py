@@ -74,9 +74,12 @@ def test_a_live_stop_comes_within_a_few_calls_of_the_decision(tmp_path: Path) ->
     (res,) = sweep_live(tmp_path, "max_iterations: 2000, min_iterations: 80, warmup: 5, "
                                   "sample_every: 20", {"slow.py": SLOW_LEAKY})
     live = res.live
-    # THEN calls-to-decision and calls-run are both recorded, a few calls apart: the
-    # agent looks for the decision every 20 ms, not at its next sample 20 calls on
+    # THEN calls-to-decision and calls-run are both recorded, fewer than a sample apart:
+    # the agent looks for the decision every 20 ms, not at its next sample 20 calls on
+    # (which would be exactly 20 apart). How few is the host's latency in tailing the
+    # file and deciding: a few calls on an idle machine, more on a busy one, so only
+    # the bound that tells the two ways apart is asserted.
     assert live.verdict == "leak" and res.end.stopped_early is True
     assert live.calls_run == res.end.iterations == res.summary.iterations
-    assert 0 <= live.calls_run - live.calls_to_decision <= 8, live
+    assert 0 <= live.calls_run - live.calls_to_decision < 20, live
     assert f"decided live at call {live.calls_to_decision}" in res.reason

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,30 @@ ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-9]m|\x1b\[[0-9;]*9[0-7]m")
 SCENARIO = "import time\n\ndef setup(p):\n    return 1\n\ndef step(s):\n    time.sleep(0.005)\n"
+
+
+def wait_for(what: str, done: Callable[[], object], timeout: float = 60) -> None:
+    """Return once `done()` is true; fail naming `what` after `timeout` seconds (a
+    deadline far past what it needs, never a fixed sleep before an assertion)."""
+    end = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.01)
+
+
+def count_polls(live: Any) -> list[str]:
+    """The cell ids of every poll the live display makes from now on, appended after
+    the poll is done."""
+    polled: list[str] = []
+    update = live._update
+
+    def counted(cid: str, task: Any, first: list[float]) -> None:
+        update(cid, task, first)
+        polled.append(cid)
+
+    live._update = counted
+    return polled
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -164,15 +190,16 @@ def test_live_progress_reads_iterations_and_keeps_prepare_lines_in_place(
         assert list(live.preparing) == ["nvcr.io/nvidia/tensorflow:22.12-tf1-py3"]
         live(f"[1/1] {cell.id}: running (400 iterations)")
         live.cell(cell, "running", None)
+        [task] = live.bars.tasks
         samples.write_text(json.dumps({"type": "sample", "src": "timer", "phase": "measure",
                                        "i": 120}) + "\n")
-        time.sleep(0.4)
+        wait_for("the bar at 120", lambda: task.completed == 120)
         samples.write_text(json.dumps({"type": "sample", "src": "timer", "phase": "measure",
                                        "i": 300}) + "\n")
-        time.sleep(0.4)
-        [task] = live.bars.tasks
-        assert task.completed == 300 and task.total == 420
-        assert task.fields["rate"].endswith("it/s")
+        # the rate shows once 0.2 s have passed since the first sample was seen
+        wait_for("the bar at 300 with a rate",
+                 lambda: task.completed == 300 and task.fields["rate"].endswith("it/s"))
+        assert task.total == 420
         live.cell(cell, "done", None)
         live(f"[1/1] {cell.id}: ok (fine) in 1.0s")
     finally:
@@ -215,16 +242,18 @@ def test_a_cell_waiting_for_its_venv_has_no_clock_and_the_build_line_gives_way(
     live = LiveProgress(lambda cid: samples, Console(file=out, force_terminal=True,
                                                      width=100), refresh_s=0.05)
     try:
+        polled = count_polls(live)
         live(f"{cell.image.label}: building venv with multidict==6.5.1")
         live.cell(cell, "running", None)
-        time.sleep(0.3)
+        # two polls of the running cell have looked for its samples and found none
+        wait_for("two polls of the waiting cell", lambda: polled.count(cell.id) >= 2)
         [task] = live.bars.tasks
         assert not task.started and task.elapsed is None      # waiting: no clock
         assert list(live.preparing) == [cell.image.label]
         samples.write_text(json.dumps({"type": "sample", "src": "timer", "phase": "measure",
                                        "i": 10}) + "\n")
-        time.sleep(0.3)
-        assert task.started and live.preparing == {}
+        wait_for("the bar's clock to start", lambda: task.started)
+        wait_for("the build line to give way", lambda: live.preparing == {})
         live("v2: building venv with multidict==6.6.4")      # another image, then Ctrl-C
     finally:
         live.close()

@@ -128,8 +128,14 @@ def test_fading_fill_is_never_a_leak_and_nothing_is_decided_before_min_iteration
     fill = 65536 * (1 - np.exp(-t / 40))
     decider = LiveDecider(CFG, 80, 2000)
     got = first_decision(decider, heap_records(list(np.diff(fill))))
-    assert got is None or got.verdict == "stable"
-    assert got is None or got.iterations >= 80
+    # THEN, once the fill has faded, it is called stable (never a leak), and not before
+    # min_iterations: the fill's whole 64 KiB is in the reason's growth
+    assert got is not None and got.verdict == "stable", got
+    assert got.iterations >= 80 and got.source == "heap"
+    assert got.growth == pytest.approx(65536, rel=0.01)
+    # AND with min_iterations past the fill's end, the first decision waits for it
+    late = first_decision(LiveDecider(CFG, 1000, 2000), heap_records(list(np.diff(fill))))
+    assert late is not None and late.verdict == "stable" and late.iterations >= 1000
 
 
 def test_chunky_leak_with_zero_median_is_never_called_stable() -> None:
