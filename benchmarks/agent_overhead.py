@@ -102,7 +102,11 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--sample-every", type=int, default=10)
+    p.add_argument("--quick", action="store_true",
+                   help="one round of 200 steps: checks the benchmark runs (CI), no figure")
     a = p.parse_args()
+    if a.quick:
+        a.iterations, a.rounds = 200, 1
     n = a.iterations
     with tempfile.TemporaryDirectory() as d:
         wd = Path(d)
