@@ -162,8 +162,9 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
                   planned: Sequence[Planned] = ()) -> None:
     """`--explain`: each row's first bad cell and its last good cell, run again with
     attribution once the sweep is done (their where.json files go into the reports)."""
-    from harness.answers.explain import explain_matrix, pairs, unpaired
+    from harness.answers.explain import pairs, unpaired
     from harness.orchestrator import Sweep
+    from harness.plans.explain import explain_matrix
 
     todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
     for line in unpaired(results, planned):
