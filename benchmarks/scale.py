@@ -45,8 +45,10 @@ def child_sweep(workdir: Path, cells: int) -> None:
     from harness import matrixfile
     from harness.orchestrator import sweep
     from harness.report import Report, write_all
-    from harness.result.model import Planned
+    from harness.result.codec import encode
+    from harness.result.model import Plan, Planned
     from harness.store import RunStore
+    from harness.store.results import PLAN_FILE
 
     images, gpus, scenarios = SHAPES[cells]
     names = tags(images)
@@ -72,13 +74,13 @@ def child_sweep(workdir: Path, cells: int) -> None:
         return Behaviour()
 
     store = RunStore.open(workdir / "reports", matrix.name, False)
+    planned = tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in matrix.cells)
     try:
+        store.write(PLAN_FILE, encode(Plan(planned, str(m))))   # as `harness sweep` does
         t0 = time.monotonic()
         outcome = sweep(matrix, list(matrix.cells), FakeRuntime(behave), store,
                         lambda _: None, False)
         t1 = time.monotonic()
-        planned = tuple(Planned(c.id, c.row, c.image.label, c.image.index)
-                        for c in matrix.cells)
         report = Report.from_results(matrix.name, outcome.results, {}, store.root,
                                      outcome.series, planned)
         write_all(store, report)
