@@ -213,6 +213,17 @@ class SeriesCache:
         with self._lock:
             return SeriesCache(root, self._known)
 
+    def peek(self, cell_id: str) -> Series | None:
+        """The cell's series as `__call__` gives it, but one read from disk is not kept:
+        a renderer that walks every cell once holds one row's series at a time."""
+        with self._lock:
+            found = self._known.get(cell_id)
+        if found is None and self.root is not None:
+            path = samples_path(self.root, cell_id)
+            if path.is_file():
+                return read_samples(path)
+        return found
+
     def __call__(self, cell_id: str) -> Series | None:
         """The cell's series; None when it was not kept and has no samples file."""
         with self._lock:
