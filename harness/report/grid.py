@@ -49,7 +49,7 @@ GLYPHS: dict[str, Glyph] = {
     UNREADABLE: Glyph("!", "90", "unreadable"),
 }
 FIRST_BAD = ("[", "]")          # around the row's first bad token
-DETAILS = 8                     # cells said in full words below the grid, unless --details
+DETAILS = 6                     # cells said in full words below the grid, unless --details
 
 
 def figure(value: float) -> str:
@@ -182,9 +182,8 @@ class Grid:
         blocks = list(self._blocks(widths, name_w))
         out: list[str] = []
         for b, (start, stop) in enumerate(blocks):
-            if len(blocks) > 1:
-                out.append(("" if b == 0 else "\n")
-                           + f"images {start + 1}-{stop} of {len(self.images)}")
+            if b > 0:
+                out.append("")      # a block of the images that did not fit beside
             heads = [_head_lines(self.images[i], widths[i]) for i in range(start, stop)]
             depth = max(len(h) for h in heads)
             for k in range(depth):
