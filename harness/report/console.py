@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import textwrap
 from typing import TextIO
 
 from tabulate import tabulate
 
 from harness.analysis.kinds import UNDECIDED
-from harness.report.grid import DETAILS, Grid, conclusions, wrap
+from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
 from harness.report.model import Reporter, cell_text
 
 COLOURS = {"leak": "31", "slowdown": "33", "regression": "35", "oom": "31", "timeout": "31",
@@ -29,14 +28,9 @@ class ConsoleReporter(Reporter):
         (of every cell with `details`); every line after it wrapped at the width.
         Elsewhere the table is one plain line per row, for logs and grep.
         Colour only on a terminal and never with NO_COLOR."""
-        tty = out.isatty()
         if colour is None:
-            colour = tty and not os.environ.get("NO_COLOR")
-        if width is None and tty:
-            width = shutil.get_terminal_size((100, 24)).columns
-        elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
-            # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
-            width = max(40, int(os.environ["COLUMNS"]))
+            colour = out.isatty() and not os.environ.get("NO_COLOR")
+        width = console_width(out, width)
         gridded = False
         if width is not None:
             gridded = self._fitted(out, width, colour)
@@ -92,7 +86,10 @@ class ConsoleReporter(Reporter):
         else:
             doubt = [cid for cid, res in sorted(r.results.items())
                      if res.verdict == "suspected" or res.verdict in UNDECIDED]
-            said = list(dict.fromkeys([*firsts, *doubt, *r.bad_cells]))
+            said = []
+            for cid in (*firsts, *doubt, *r.bad_cells):
+                if cid not in said:
+                    said.append(cid)
         if not said:
             return
         shown = said if details else said[:DETAILS]

@@ -11,9 +11,12 @@ images, each block a grid of its own.
 
 from __future__ import annotations
 
+import os
+import shutil
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TextIO
 
 from harness.analysis.kinds import NOT_RUN, UNREADABLE
 from harness.answers.search import RowAnswer
@@ -134,6 +137,23 @@ def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
     if line:
         out.append(line)
     return out
+
+
+def console_width(out: TextIO, width: int | None = None) -> int | None:
+    """The width the console writes at: `width` (--width), else the terminal's, else
+    `COLUMNS` when piped; None when piped without it (one plain line per row)."""
+    if width is None and out.isatty():
+        width = shutil.get_terminal_size((100, 24)).columns
+    elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
+        # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
+        width = max(40, int(os.environ["COLUMNS"]))
+    return width
+
+
+def say(out: TextIO, text: str, width: int | None) -> None:
+    """`text` on `out`, its lines wrapped at `width` (as they are without one)."""
+    lines = wrap(text, width) if width is not None else text.split("\n")
+    out.write("".join(line + "\n" for line in lines))
 
 
 def _pieces(word: str, room: int) -> Iterator[str]:
