@@ -197,7 +197,13 @@ def samples_path(root: Path, cell_id: str) -> Path:
 
 class SeriesCache:
     """Each cell's parsed samples, by cell id: kept as the sweep parsed them, else read
-    once from the results directory's cells/<id>/samples.jsonl on first use."""
+    once from the results directory's cells/<id>/samples.jsonl on first use.
+
+    With a results directory to read them back from, at most KEEP series are held (the
+    latest): a sweep of 1,600 cells does not hold 1,600 parsed series; an older one is
+    read again from its samples.jsonl when asked for."""
+
+    KEEP = 128
 
     def __init__(self, root: Path | None, known: Mapping[str, Series] | None = None):
         self.root = root
@@ -206,7 +212,22 @@ class SeriesCache:
 
     def keep(self, cell_id: str, series: Series) -> None:
         with self._lock:
+            self._known.pop(cell_id, None)
             self._known[cell_id] = series
+            self._bound()
+
+    def __len__(self) -> int:
+        """How many parsed series are held now."""
+        with self._lock:
+            return len(self._known)
+
+    def _bound(self) -> None:
+        """Let go of the oldest series beyond KEEP whose samples are on disk."""
+        if self.root is None or len(self._known) <= self.KEEP:
+            return
+        for cid in list(self._known)[: len(self._known) - self.KEEP]:
+            if samples_path(self.root, cid).is_file():
+                del self._known[cid]
 
     def at(self, root: Path) -> SeriesCache:
         """The same series, with the others read from `root`."""
@@ -232,5 +253,6 @@ class SeriesCache:
                 path = samples_path(self.root, cell_id)
                 if path.is_file():
                     found = self._known[cell_id] = read_samples(path)
+                    self._bound()
             return found
 
