@@ -28,7 +28,7 @@ KIND_COLOURS: dict[str, str] = {
     "unavailable": "#fee08b", "not-applicable": "#e0e0e0", "not run": "#ffffff",
     "unreadable": "#f0f0f0",
 }
-WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 150, 64, 34, 18
+WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 150, 74, 34, 18
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ def memory_point(res: CellResult) -> Point | None:
 
 
 def kib(value: float) -> str:
-    return f"{value:+.3g} KiB"
+    """KiB per call, two decimals, without a "-0.00"."""
+    return f"{round(value, 2) + 0.0:+.2f} KiB"
 
 
 def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
