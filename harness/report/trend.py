@@ -113,7 +113,8 @@ def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
                    'stroke-width="2"/>')
     step = max(1, math.ceil(n / 12))       # at most about a dozen labels along x
     for i, label in enumerate(labels):
-        if i % step == 0 or i == first_bad:
+        near = first_bad is not None and i != first_bad and abs(i - first_bad) < step
+        if (i % step == 0 and not near) or i == first_bad:
             red = ' fill="#c00"' if i == first_bad else ""
             out.append(f'<text x="{x(i):.1f}" y="{HEIGHT - BOTTOM + 14}" class="a" '
                        f'text-anchor="middle"{red}>{escape(label)}</text>')
