@@ -188,3 +188,20 @@ def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int)
     assert header_labels(drawn) == TAGS
     assert any(line.startswith("legend:") for line in drawn)
     assert Path(store.root, "report.html").is_file()
+
+
+def test_plain_progress_lines_wrap_at_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: a piped sweep printed 116 columns at COLUMNS=100."""
+    from harness.report.live import PlainProgress
+
+    out = io.StringIO()
+    monkeypatch.setenv("COLUMNS", "60")
+    PlainProgress(stream=out)(f"23.04.gpu0.s00: unavailable: {LONG_REASON}")
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 2 and max(len(x) for x in lines) <= 60
+    assert lines[0].startswith("harness: 23.04.gpu0.s00: unavailable:")
+    assert "drop it from the matrix's image list" in " ".join(x.strip() for x in lines)
+    monkeypatch.delenv("COLUMNS")
+    out = io.StringIO()
+    PlainProgress(stream=out)("x " * 80)          # no width given: one line, for grep
+    assert len(out.getvalue().splitlines()) == 1
