@@ -8,6 +8,7 @@ its own text, is passed as `Markup`.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from markupsafe import Markup
 from harness.analysis.kinds import BAD, GOOD
 from harness.analysis.trends import MemoryTrend, StepTrend
 from harness.answers.search import RowAnswer
+from harness.errors import StoreError
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
 from harness.report.svg import Fit, Line, chart, robust_range
@@ -28,7 +30,6 @@ from harness.report.text import kib, steps_vs_baseline
 from harness.report.trend import KIND_COLOURS, row_trends
 from harness.result.codec import JSON
 from harness.result.words import cell_numbers, human_seconds
-from harness.store.results import atomic_write_text
 
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
            "gpu": "#ff7f0e", "fw": "#17becf", "step": "#2c3e70", "baseline": "#999999"}
@@ -373,10 +374,26 @@ class HtmlReporter(Reporter):
                 continue
             for cid, view in self._views([row], stale).items():
                 path = root / page_of(cid)
-                atomic_write_text(path, template.render(
-                    view=view, row=row, report=r, kind_css=kind_css(), up="../.."))
+                _write_page(path, template.render(view=view, row=row, report=r,
+                                                  kind_css=kind_css(), up="../.."))
                 written.append(path)
         return written
+
+
+def _write_page(path: Path, text: str) -> None:
+    """A cell page, whole or not at all (renamed into place), without the fsync a
+    result gets: a page is made again from the cell whenever it is missing.
+
+    Raises:
+        StoreError: the cell's directory cannot be written.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: check the results "
+                         "directory is writable and its disk not full") from exc
 
 
 def _stale(cell_dir: Path) -> bool:
