@@ -9,6 +9,7 @@ from typing import TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import UNDECIDED
+from harness.answers.search import RowAnswer
 from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
 from harness.report.model import Reporter, cell_text
 
@@ -57,6 +58,11 @@ class ConsoleReporter(Reporter):
                 say(line, "  ")
         if gridded:
             self._answers(out, width or 80, details)
+        elif width is not None and _repeated(answered := [
+                row for row in self.report.rows if row.first_bad or row.scenario_error]):
+            # Rows with the same answer said once, the rows named.
+            out.write("\n" + "".join(f"{line}\n" for line in
+                                      conclusions(answered, width, named=True)))
         else:
             for row in self.report.rows:
                 if row.first_bad or row.scenario_error:
@@ -178,6 +184,12 @@ class ConsoleReporter(Reporter):
             if not (answer.first_bad or answer.scenario_error):   # those are said below
                 console.print(f"{r[0]}: {r[-1]}", markup=False)
         return False
+
+
+def _repeated(rows: list[RowAnswer]) -> bool:
+    """Whether two of the rows give the same answer (first bad and differences)."""
+    seen = [(row.sentence, tuple(row.diff)) for row in rows]
+    return len(set(seen)) < len(seen)
 
 
 def two_lines(text: str) -> int:

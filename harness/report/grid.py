@@ -277,9 +277,11 @@ def _fit(name: str, width: int) -> str:
     return name[: (keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
 
 
-def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15) -> list[str]:
+def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
+                named: bool = False) -> list[str]:
     """Rows with the same answer said once: "38 rows: first bad: 22.03 (last good:
-    22.02)" with the images' differences, then each other answer with its rows named."""
+    22.02)" with the images' differences, then each other answer with its rows named
+    (every group's rows with `named`)."""
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
     for row in rows:
         groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
@@ -292,7 +294,7 @@ def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15) -> list
             out.extend(wrap(f"{head.row}: {head.sentence}", width))
         else:
             out.extend(wrap(f"{n} rows: {head.sentence}", width))
-            if n < len(rows) and (k > 0 or n <= 8):
+            if named or (n < len(rows) and (k > 0 or n <= 8)):
                 out.extend(wrap(", ".join(r.row for r in group), width, "  "))
         if head.first_bad or head.scenario_error:
             for what, good, bad in head.diff[:diff_lines]:

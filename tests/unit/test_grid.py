@@ -205,3 +205,15 @@ def test_plain_progress_lines_wrap_at_columns(monkeypatch: pytest.MonkeyPatch) -
     out = io.StringIO()
     PlainProgress(stream=out)("x " * 80)          # no width given: one line, for grep
     assert len(out.getvalue().splitlines()) == 1
+
+
+def test_rows_with_one_answer_are_said_once_beside_the_table_too() -> None:
+    """30 images x 6 rows at 160 columns: the table in words (images down), and the
+    four rows whose first bad is the same said once, named, not four times."""
+    rows = [f"gpu{g}.scenario0{s}" for g in range(2) for s in (0, 1, 9)]
+    lines = shown(big_report(rows, 30), 160)
+    assert lines[0].split()[0] == "image" and not any(x.startswith("legend:") for x in lines)
+    text = "\n".join(lines)
+    assert text.count("first bad: 22.03 (last good: 22.02)") == 1, text
+    assert "4 rows: first bad: 22.03 (last good: 22.02)" in text
+    assert "gpu0.scenario00, gpu0.scenario01, gpu1.scenario00, gpu1.scenario01" in text
