@@ -20,7 +20,7 @@ import random
 import statistics
 
 from harness.analysis.memfit import fit_sources
-from harness.answers.fitplan import FIT, plan_fit, probe_bound
+from harness.plans.fitplan import FIT, plan_fit, probe_bound
 
 MiB = 1 << 20
 

@@ -1,46 +1,24 @@
-"""`harness explain`: where the first bad cell of a row leaks or slows, against its last
-good cell. Another plan over the sweep's stages: each of the two cells is run again
-through `stages.attempts.execute` with the agent's `--attribute` (the kinds its verdict
-calls for), into `explain/<cell>/` of the results directory; the where records are
-ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`. The
-sweep's verdicts are never taken from these runs: attribution slows a run (tracemalloc
-by 20-120x on allocation-heavy steps, benchmarks/attribution_overhead.py).
+"""`harness explain`'s answers, read from a finished sweep: which pairs a row's first bad
+and last good cell make (`pairs`), what each verdict is attributed for (`kinds_for`), and
+the where records the attributed runs left (`Explanation`, `load_explanations`). The runs
+themselves are a plan over the stages: `harness.plans.explain`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import linecache
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD, kind
-from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.search import answer_rows
-from harness.errors import InputError
-from harness.matrixfile.model import Cell, Matrix, abilities
 from harness.result.codec import JSON
 from harness.result.model import CellResult, Planned
-from harness.stages.attempts import emptied, execute
-from harness.stages.context import Context
 from harness.store.results import load_json
-from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
 EXPLAIN_DIR = "explain"
 WHERE_FILE = "where.json"
-# memray's native stacks: asked for in a second run, only where Python's allocator saw
-# less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process
-# as large as PyTorch's took over two minutes on an H100 machine).
-NATIVE = ("native",)
-NATIVE_SHARE = 0.9
-MEMRAY = "memray>=1.10"
-# tracemalloc makes an allocating step 20-120x slower: memory is attributed over fewer
-# calls (bytes per call need no long run), time over the cell's own length.
-MEMORY_CALLS = 300
-TIMEOUT_FACTOR = 4
-DEADLINE_FACTOR = 10
-TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attribution_overhead)
 
 
 @dataclass(frozen=True)
@@ -94,38 +72,6 @@ def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool
 def kinds_for(result: CellResult) -> tuple[str, ...]:
     """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`)."""
     return kind(result.verdict).attribute
-
-
-def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) -> Cell:
-    """The cell as an attribution run: fixed length (no early stop, no re-runs), shorter
-    where tracemalloc slows it; its deadline is the cell's, longer under tracemalloc, but
-    never more than DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under tracemalloc) what the
-    sweep's run took per call (`took_s` for the cell's calls), plus a minute: a part that
-    hangs (a native symbol table) ends the run, not the session."""
-    s = cell.settings
-    calls = s.agent_iterations
-    timeout, slower = s.timeout, float(DEADLINE_FACTOR)
-    if "heap" in kinds:
-        calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
-        slower = TRACEMALLOC_SLOWER
-    if took_s:
-        per_call = took_s / max(s.agent_iterations, 1)
-        timeout = min(timeout, slower * per_call * calls + 60.0)
-    short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
-                                timeout=timeout)
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
-
-
-def source_of(cell: Cell) -> Callable[[str, int], str | None]:
-    """The scenario's line text by (file name, line), from this machine's copy."""
-    script = cell.scenario.script
-
-    def line(name: str, number: int) -> str | None:
-        if name != script.name:
-            return None
-        return linecache.getline(str(script), number).strip() or None
-
-    return line
 
 
 @dataclass(frozen=True)
@@ -183,169 +129,6 @@ class Explanation:
                                for r in listed if isinstance(r, list) and len(r) == 4),
                    labels=(str(labels[0]), str(labels[1])) if isinstance(labels, list)
                    and len(labels) == 2 else ("", ""))
-
-
-class AttributionFailed(Exception):
-    """The attributed run gave no where record (it crashed, or the image's agent is old)."""
-
-
-def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
-                   ) -> tuple[Where, dict[str, JSON]]:
-    """Run the cell once with `--attribute KINDS` and parse its where record."""
-    ran = execute(ctx, cell, ctx.image(cell), emptied(outdir), attribute=tuple(kinds))
-    record = ran.where()
-    if not isinstance(record, dict):
-        why = ran.ended.error or ("timed out" if ran.ended.timed_out
-                                  else f"exit {ran.ended.exit_code}")
-        raise AttributionFailed(f"{cell.id}: the attributed run left no where record ({why}; "
-                                f"see {outdir / 'agent.log'})")
-    return parse_where(record), record
-
-
-def _took(res: CellResult) -> float | None:
-    return res.timings.run_s or None
-
-
-def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], outdir: Path,
-              native: bool | None = None) -> tuple[Where, dict[str, JSON]] | None:
-    """One cell's attributed run (None: it failed, said); a run that crashes under
-    tracemalloc runs again without it; memray's native stacks are taken in a second run
-    where Python's allocator saw too little of the heap's growth (`native` None: decide
-    from this cell; True/False: as its pair's bad cell did)."""
-    run_as = attributed(cell, kinds, _took(res))
-    ctx.progress(f"explain {cell.id}: running with --attribute {','.join(kinds)} "
-                 f"({run_as.settings.iterations} calls)")
-    try:
-        w, record = run_attributed(ctx, run_as, kinds, outdir)
-    except AttributionFailed as exc:
-        ctx.progress(f"explain: {exc}")
-        rest = tuple(k for k in kinds if k != "heap")
-        if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
-            return None
-        # tracemalloc is what most often breaks a framework (a segfault in TF 2.21's
-        # tf.data threads) or runs past the deadline: once more without it, and say so.
-        ctx.progress(f"explain {cell.id}: running again without heap "
-                     f"(--attribute {','.join(rest)})")
-        try:
-            w, record = run_attributed(ctx, attributed(cell, rest, _took(res)), rest, outdir)
-        except AttributionFailed as again:
-            ctx.progress(f"explain: {again}")
-            return None
-        why = f"the run failed under tracemalloc ({exc}); run again without it"
-        w = dataclasses.replace(w, errors={**w.errors, "heap": why}, kinds=(*w.kinds, "heap"))
-    if native is None:
-        native = needs_native(res, w) and "heap" in kinds
-    if native and not ctx.cancel.is_set():
-        w = _with_native(ctx, cell, res, w, outdir.with_name(outdir.name + ".native"))
-    return w, record
-
-
-def needs_native(res: CellResult, w: Where) -> bool:
-    """The heap leaked (or grew to a plateau) more than Python's allocator saw."""
-    heap, seen = res.memory.get("heap"), w.totals.get("heap")
-    return (heap is not None and seen is not None and heap.kind in ("leak", "plateau")
-            and seen / max(w.calls, 1) < NATIVE_SHARE * heap.slope)
-
-
-def with_memray(ctx: Context, cell: Cell) -> Cell:
-    """A local-runtime venv (`pip:`) gets memray beside its pins for the native run (a
-    venv of its own, cached like any other); any other image runs as it is, and says so
-    when it has no memray."""
-    image = cell.image
-    if not abilities(ctx.runtime_for(cell).name).adds_tools or not image.pip or any(
-            p.split("=")[0].split("<")[0].split(">")[0].strip().lower() == "memray"
-            for p in image.pip):
-        return cell
-    return dataclasses.replace(cell, image=dataclasses.replace(
-        image, label=f"{image.label}+memray", pip=(*image.pip, MEMRAY)))
-
-
-def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Path) -> Where:
-    """`w` with memray's native sites from a second run (or why there are none)."""
-    ctx.progress(f"explain {cell.id}: Python's allocator saw less than the heap grew; "
-                 "running again with --attribute native (memray)")
-    try:
-        n, _ = run_attributed(ctx, attributed(with_memray(ctx, cell), NATIVE, _took(res)),
-                              NATIVE, outdir)
-    except AttributionFailed as exc:
-        return dataclasses.replace(w, errors={**w.errors, "native": str(exc)},
-                                   kinds=(*w.kinds, "native"))
-    sites = dict(w.sites)
-    totals = dict(w.totals)
-    if "native" in n.sites:
-        sites["native"] = n.sites["native"]
-        totals["native"] = n.totals.get("native", 0)
-    errors = {**w.errors, **{k: v for k, v in n.errors.items() if k == "native"}}
-    return dataclasses.replace(w, sites=sites, totals=totals, errors=errors,
-                               kinds=(*w.kinds, "native"))
-
-
-def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
-            todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
-    """Run each pair's cells with attribution and write their where.json; returns them
-    by cell id. A pair whose run fails is said and skipped; the others go on."""
-    out: dict[str, Explanation] = {}
-    # The attributed runs' folder, marked as what it is: read through the sweep's report.
-    ctx.store.write(f"{EXPLAIN_DIR}/{PLAN_FILE}",
-                    plan_json(EXPLAIN, ctx.matrix.name, str(ctx.matrix.file)))
-    for pair in todo:
-        bad_res = results[pair.cell]
-        kinds = kinds_for(bad_res)
-        runs: dict[str, tuple[Where, dict[str, JSON]]] = {}
-        native: bool | None = None      # the good cell as its bad one: same parts
-        for cid in (pair.cell, pair.good):
-            if cid is None or ctx.cancel.is_set():
-                continue
-            # An older explain's answer is not shown as this one's if this run fails.
-            (root / "cells" / cid / WHERE_FILE).unlink(missing_ok=True)
-            got = attribute(ctx, cells[cid], results[cid], kinds, root / EXPLAIN_DIR / cid,
-                            native)
-            if got is not None:
-                runs[cid] = got
-                native = "native" in got[0].kinds
-            elif native is None:
-                native = False
-        if pair.cell not in runs:
-            continue
-        cell = cells[pair.cell]
-        scenario, source = cell.scenario.script.name, source_of(cell)
-        good_where = runs[pair.good][0] if pair.good in runs else None
-        for cid, (w, record) in runs.items():
-            res = results[cid]
-            heap = res.memory.get("heap")
-            lines = summary(w, scenario, source)
-            said = notes(w, heap.slope if heap is not None else None)
-            is_bad = cid == pair.cell
-            good_label = results[pair.good].image.label if pair.good else ""
-            found = (changes(good_where, w, scenario, source)
-                     if is_bad and (good_where is not None or pair.good is None) else [])
-            fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
-            role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
-                    else ("fixed in" if fixed else "last good") if not is_bad else "cell")
-            ex = Explanation(cid, role, pair.good if is_bad else pair.cell, w.kinds, w.calls,
-                             tuple(lines), tuple(c.line(good_label, res.image.label)
-                                                 for c in found),
-                             tuple(said), dict(w.errors), record,
-                             tuple(c.cells() for c in found),
-                             (res.image.label, good_label) if found else ("", ""))
-            ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
-            out[cid] = ex
-    return out
-
-
-def explain_matrix(ctx: Context, matrix: Matrix, results: Mapping[str, CellResult],
-                   todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
-    """`explain` over the cells of `matrix` (the sweep's own).
-
-    Raises:
-        InputError: a cell to explain is not in the matrix (it changed since the sweep).
-    """
-    cells = {c.id: c for c in matrix.cells}
-    gone = [cid for p in todo for cid in (p.cell, p.good) if cid and cid not in cells]
-    if gone:
-        raise InputError(f"cell {gone[0]} is not in matrix {matrix.file} (did it change "
-                         "since the sweep?); pass --matrix with the sweep's own")
-    return explain(ctx, results, cells, todo, root)
 
 
 def load_explanations(root: Path) -> dict[str, Explanation]:

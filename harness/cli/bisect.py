@@ -96,9 +96,9 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
-    from harness.answers.bisect import bisect, expected_probes, latest, sweep_runner
     from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
     from harness.result.runkey import key_of, why_changed
     from harness.runtimes import Engines
     from harness.store import RunStore

@@ -216,10 +216,10 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
-    from harness.report.console import table_width
+    from harness.report.grid import console_width
 
     for i, c in enumerate(comparisons):
         if len(comparisons) > 1:
             sys.stdout.write(("\n" if i else "") + f"== {c.a_name} (old) vs {c.b_name} ==\n")
-        c.render(sys.stdout, table_width(sys.stdout, width))
+        c.render(sys.stdout, console_width(sys.stdout, width))
     return EXIT_REGRESSION if any(c.any_bad for c in comparisons) else EXIT_OK

@@ -106,9 +106,9 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
 
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
-    from harness.answers.explain import explain_matrix
     from harness.cli.report import newest_run
     from harness.orchestrator import Sweep
+    from harness.plans.explain import explain_matrix
     from harness.report import ConsoleReporter, Report, read_run, write_all
     from harness.runtimes import Engines
     from harness.store import RunStore, load_json

@@ -10,8 +10,8 @@ from harness.cli import options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
-    from harness.answers.fit import Target
     from harness.matrixfile.model import Matrix
+    from harness.plans.fit import Target
 
 
 def add_parser(sub: Any) -> None:
@@ -34,8 +34,8 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
     Raises:
         InputError: neither is given, or `--param` is malformed.
     """
-    from harness.answers.fit import Target
     from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
+    from harness.plans.fit import Target
 
     if given is None:
         if matrix.fit is None:
@@ -55,9 +55,9 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
 
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
-    from harness.answers.fit import fit_row, store_cache, sweep_runner
     from harness.cli.sweep import apply_overrides
     from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.plans.fit import fit_row, store_cache, sweep_runner
     from harness.preflight import compile_scenarios
     from harness.report.fitreport import FitReport
     from harness.runtimes import Engines
@@ -109,6 +109,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bound(target: Target) -> int:
-    from harness.answers.fitplan import probe_bound
+    from harness.plans.fitplan import probe_bound
 
     return probe_bound(target.lo, target.hi)

@@ -68,7 +68,7 @@ def check(args: argparse.Namespace) -> None:
                          "0 for none)")
     width = getattr(args, "width", None)
     if width is not None:
-        from harness.report.console import MIN_WIDTH  # only then: the reporters are heavy
+        from harness.report.grid import MIN_WIDTH  # only then: the reporters are heavy
 
         if width < MIN_WIDTH:
             raise InputError(f"--width {width}: the table needs at least {MIN_WIDTH} "

@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
                         " or a cell id of that row), and print it")
     options.add(p, "width")
+    p.add_argument("--details", action="store_true",
+                   help="every cell in full words below the table (by default only the "
+                        "bad, suspected and undecided ones, where cells are a grid)")
     p.add_argument("--reanalyze", action="store_true",
                    help="decide every cell again from its samples.jsonl with this harness "
                         "and the directory's matrix.yaml analysis: block (recorded "
@@ -94,7 +97,8 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
         if cid in cut and cid not in {p.id for p in recorded.planned}]
     report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
                                  planned=planned, unreadable={**recorded.unreadable, **cut})
-    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
+    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                details=args.details)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
     print(f"\nre-decided {len(results)} cells from their samples{how}: "
           f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
@@ -224,8 +228,10 @@ def run(args: argparse.Namespace) -> int:
         # is (an interrupted sweep wrote none): a partial report never replaces a whole
         # one unless --force.
         from harness.cli.sweep import exit_code
+        from harness.report.grid import console_width, say
 
-        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
+        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                    details=args.details)
         missing = report.missing_cells
         if missing:
             whole = complete_report(args.dir)
@@ -237,29 +243,33 @@ def run(args: argparse.Namespace) -> int:
                 told = ("partial report written (" + ", ".join(p.name for p in paths)
                         + "; report.md and results.json name the missing cells)"
                         + (", replacing the complete one (--force)" if whole else ""))
-            print(f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned cells "
-                  f"missing; {told}:")
+            width = console_width(sys.stdout, args.width)
+            say(sys.stdout, f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned "
+                f"cells missing; {told}:", width)
             for cid in missing:
-                print(f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}")
+                say(sys.stdout, f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}",
+                    width)
             matrix = run.matrix or report.meta.get("matrix") or "MATRIX"
-            print(f"  fix: harness sweep {matrix} --resume {args.dir} runs them")
+            say(sys.stdout, f"  fix: harness sweep {matrix} --resume {args.dir} runs them", width)
         else:
             write_all(store, report)
+        width = console_width(sys.stdout, args.width)
         if not run.has_plan:
-            print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none) and "
-                  "no readable results.json or matrix.yaml: cells that never ran cannot "
-                  "be named")
+            say(sys.stdout, f"\n{args.dir}: no plan.json (sweeps of older versions wrote "
+                "none) and no readable results.json or matrix.yaml: cells that never ran "
+                "cannot be named", width)
         elif run.plan_from != PLAN_FILE:
-            print(f"\n{args.dir}: no plan.json (sweeps of older versions wrote none): "
-                  f"cells checked against its {run.plan_from}"
-                  + (" (every cell of the matrix; a sweep run with -k had fewer)"
-                     if run.plan_from == "matrix.yaml" else ""))
+            say(sys.stdout, f"\n{args.dir}: no plan.json (sweeps of older versions wrote "
+                f"none): cells checked against its {run.plan_from}"
+                + (" (every cell of the matrix; a sweep run with -k had fewer)"
+                   if run.plan_from == "matrix.yaml" else ""), width)
         note = report.incomplete_note()
         if note is not None:
-            print(f"\n{note}")
+            say(sys.stdout, f"\n{note}", width)
         return exit_code(report)
     if args.format == "console":
-        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
+        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                    details=args.details)
     elif args.format == "json":
         sys.stdout.write(json.dumps(report.to_json(), indent=1, sort_keys=True, default=str)
                          + "\n")

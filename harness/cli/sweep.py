@@ -51,6 +51,9 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, help="matrix YAML file")
     options.add(p, "width")
+    p.add_argument("--details", action="store_true",
+                   help="every cell in full words below the table (by default only the "
+                        "bad, suspected and undecided ones, where cells are a grid)")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only cells whose id matches EXPR (substrings, and/or/not)")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
@@ -148,12 +151,16 @@ def run(args: argparse.Namespace) -> int:
                 engines.stop()
             finally:
                 store.unlock()
-    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width)
-    print(f"\nresults: {store.root} ({', '.join(p.name for p in paths)})")
+    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                details=args.details)
+    from harness.report.grid import console_width, say
+
+    width = console_width(sys.stdout, args.width)
+    say(sys.stdout, f"\nresults: {store.root} ({', '.join(p.name for p in paths)})", width)
     note = report.incomplete_note()
     if note is not None:
-        print(f"{note}: run longer (--iterations) or --resume; exit {EXIT_UNDECIDED}"
-              if not report.findings else note)
+        say(sys.stdout, f"{note}: run longer (--iterations) or --resume; exit "
+                        f"{EXIT_UNDECIDED}" if not report.findings else note, width)
     return exit_code(report)
 
 
@@ -162,8 +169,9 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
                   planned: Sequence[Planned] = ()) -> None:
     """`--explain`: each row's first bad cell and its last good cell, run again with
     attribution once the sweep is done (their where.json files go into the reports)."""
-    from harness.answers.explain import explain_matrix, pairs, unpaired
+    from harness.answers.explain import pairs, unpaired
     from harness.orchestrator import Sweep
+    from harness.plans.explain import explain_matrix
 
     todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
     for line in unpaired(results, planned):

@@ -3,78 +3,114 @@
 from __future__ import annotations
 
 import os
-import shutil
+import textwrap
 from typing import TextIO
 
 from tabulate import tabulate
 
-from harness.analysis.kinds import KINDS, Colour
-from harness.report.model import Reporter
+from harness.analysis.kinds import KINDS, UNDECIDED, Colour
+from harness.answers.search import RowAnswer
+from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
+from harness.report.model import Reporter, cell_text
 
 # A kind's colour (harness.analysis.kinds) as an ANSI code, and as rich's style.
 ANSI: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
                            "cyan": "36", "grey": "90"}
 STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
                              "magenta": "magenta", "cyan": "cyan", "grey": "bright_black"}
-MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
-
-
-def table_width(out: TextIO, width: int | None = None) -> int | None:
-    """The width a table on `out` must fit: `width` (--width) if given, else the
-    terminal's, else $COLUMNS when piped; None: no limit (one plain line per row)."""
-    if width is not None:
-        return width
-    if out.isatty():
-        return shutil.get_terminal_size((100, 24)).columns
-    if os.environ.get("COLUMNS", "").strip().isdigit():
-        # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
-        return max(MIN_WIDTH, int(os.environ["COLUMNS"]))
-    return None
 
 
 class ConsoleReporter(Reporter):
-    def render(self, out: TextIO, colour: bool | None = None, width: int | None = None
-               ) -> None:
+    def render(self, out: TextIO, colour: bool | None = None, width: int | None = None,
+               details: bool = False) -> None:
         """The table and the answers. On a terminal (or with `width`, or `COLUMNS` set
-        when piped) the table fits the width: cells wrap, and with too many images for
-        columns the table is transposed (images down); elsewhere it is one plain line per
-        row, for logs and grep.
+        when piped) everything fits the width: where full words fit, the table (cells
+        wrap, and with too many images for columns it is transposed, images down); where
+        they do not, a grid of one token per cell (`harness.report.grid`), the rows'
+        answers grouped, and the full words only of bad, suspected and undecided cells
+        (of every cell with `details`); every line after it wrapped at the width.
+        Elsewhere the table is one plain line per row, for logs and grep.
         Colour only on a terminal and never with NO_COLOR."""
-        tty = out.isatty()
         if colour is None:
-            colour = tty and not os.environ.get("NO_COLOR")
-        width = table_width(out, width)
+            colour = out.isatty() and not os.environ.get("NO_COLOR")
+        width = console_width(out, width)
+        gridded = False
         if width is not None:
-            self._fitted(out, width, colour)
+            gridded = self._fitted(out, width, colour)
         else:
             header, body = self.report.table()
             if colour:
                 body = [[_paint(c) for c in row] for row in body]
             out.write(tabulate(body, headers=header, tablefmt="simple") + "\n")
+
+        def say(text: str, indent: str = "") -> None:
+            lines = wrap(text, width, indent) if width is not None else [indent + text]
+            out.write("".join(line + "\n" for line in lines))
+
         notes = self.report.unavailable_notes()
         if notes:
-            out.write(f"\nnot run ({len(self.report.unavailable_cells)} unavailable "
-                      f"cell{'s' if len(self.report.unavailable_cells) != 1 else ''}):\n")
+            say(f"\nnot run ({len(self.report.unavailable_cells)} unavailable "
+                f"cell{'s' if len(self.report.unavailable_cells) != 1 else ''}):")
             for note in notes:
-                out.write("  " + note.replace("\n", "\n  ") + "\n")
-        for cid, lines in self.report.crash_frames().items():
-            out.write(f"\n{cid}: {self.report.results[cid].reason}\n")
+                say(note, "  ")
+        crashed = list(self.report.crash_frames().items())
+        for cid, lines in crashed[: None if details or not gridded else DETAILS]:
+            say(f"\n{cid}: {self.report.results[cid].reason}")
             for line in lines:
-                out.write(f"  {line}\n")
+                say(line, "  ")
+        if gridded:
+            self._answers(out, width or 80, details)
+        elif width is not None and _repeated(answered := [
+                row for row in self.report.rows if row.first_bad or row.scenario_error]):
+            # Rows with the same answer said once, the rows named.
+            out.write("\n" + "".join(f"{line}\n" for line in
+                                      conclusions(answered, width, named=True)))
+        else:
+            for row in self.report.rows:
+                if row.first_bad or row.scenario_error:
+                    say(f"\n{row.row}: {row.sentence}")
+                    for what, good, bad in row.diff[:15]:
+                        say(f"{what}: {good} -> {bad}", "  ")
+                    if len(row.diff) > 15:
+                        say(f"... {len(row.diff) - 15} more differences in report.md", "  ")
         for row in self.report.rows:
-            if row.first_bad or row.scenario_error:
-                out.write(f"\n{row.row}: {row.sentence}\n")
-                for what, good, bad in row.diff[:15]:
-                    out.write(f"  {what}: {good} -> {bad}\n")
-                if len(row.diff) > 15:
-                    out.write(f"  ... {len(row.diff) - 15} more differences in report.md\n")
             for _, _, cid in row.cells:
                 found = self.report.where_lines(cid)
                 if found and self.report.explained[cid].role in ("first bad", "cell"):
-                    out.write(f"\nwhere, {cid} ({self.report.explained[cid].role}):\n")
+                    say(f"\nwhere, {cid} ({self.report.explained[cid].role}):")
                     for text in found[:12]:
-                        out.write(f"  {text}\n")
+                        say(text, "  ")
 
+    def _answers(self, out: TextIO, width: int, details: bool) -> None:
+        """Below the grid: the rows' answers grouped, then the cells in full words (the
+        first bad of each row, the suspected and undecided ones, the other bad ones;
+        every cell with `details`), at most DETAILS of them without it."""
+        r = self.report
+        out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
+        firsts = [cid for row in r.rows for label, _, cid in row.cells
+                  if label == row.first_bad]
+        if details:
+            said = [cid for row in r.rows for _, _, cid in row.cells if cid in r.results]
+        else:
+            doubt = [cid for cid, res in sorted(r.results.items())
+                     if res.verdict == "suspected" or res.verdict in UNDECIDED]
+            said = []
+            for cid in (*firsts, *doubt, *r.bad_cells):
+                if cid not in said:
+                    said.append(cid)
+        if not said:
+            return
+        shown = said if details else said[:DETAILS]
+        out.write("\ncells in words" + ("" if details else
+                                          " (first bad, suspected, undecided, bad)") + ":\n")
+        for cid in shown:
+            res = r.results.get(cid)
+            if res is not None:
+                out.write("".join(f"{line}\n" for line in wrap(
+                    f"{cid}: {cell_text(res)}", width, "  ")))
+        if len(said) > len(shown):
+            out.write("".join(f"{line}\n" for line in wrap(
+                f"... {len(said) - len(shown)} more: --details, or report.md", width, "  ")))
 
     def render_where(self, out: TextIO, cells: list[str]) -> None:
         """`harness explain`'s answer: per explained cell, the diff with its paired cell
@@ -99,7 +135,9 @@ class ConsoleReporter(Reporter):
                     out.write(f"    {text}\n")
             out.write("\n")
 
-    def _fitted(self, out: TextIO, width: int, colour: bool) -> None:
+    def _fitted(self, out: TextIO, width: int, colour: bool) -> bool:
+        """The table where full words fit (images across, else down); else the grid.
+        True when it drew the grid."""
         from rich import box
         from rich.console import Console
         from rich.table import Table
@@ -126,9 +164,17 @@ class ConsoleReporter(Reporter):
             for row in body:
                 table.add_row(row[0], *(text(c) for c in row[1:-1]), row[-1])
             console.print(table)
-            return
-        # Too many images: images down, rows across (with the answers below).
+            return False
+        # Too many images: images down, rows across (with the answers below), where each
+        # row's column can hold its cells' words in two lines.
         rows = [r[0] for r in body]
+        need = [max(len(name), *(two_lines(r[1 + i]) for i in range(len(images))))
+                for name, r in zip(rows, body, strict=True)]
+        image_w = max((len(i) for i in images), default=5)
+        if image_w + sum(w + 3 for w in need) > width:
+            grid = Grid(images, self.report.rows, self.report.results, width, colour)
+            out.write("".join(f"{line}\n" for line in [*grid.lines(), "", *grid.legend()]))
+            return True
         table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
         table.add_column("image", overflow="fold")
         for name in rows:
@@ -139,6 +185,22 @@ class ConsoleReporter(Reporter):
         for answer, r in zip(self.report.rows, body, strict=True):
             if not (answer.first_bad or answer.scenario_error):   # those are said below
                 console.print(f"{r[0]}: {r[-1]}", markup=False)
+        return False
+
+
+def _repeated(rows: list[RowAnswer]) -> bool:
+    """Whether two of the rows give the same answer (first bad and differences)."""
+    seen = [(row.sentence, tuple(row.diff)) for row in rows]
+    return len(set(seen)) < len(seen)
+
+
+def two_lines(text: str) -> int:
+    """The narrowest column that holds `text` in two lines, broken between words."""
+    longest = max((len(w) for w in text.split()), default=0)
+    for w in range(max(longest, (len(text) + 1) // 2), len(text) + 1):
+        if len(textwrap.wrap(text, w)) <= 2:
+            return w
+    return len(text)
 
 
 MIN_COLUMN = 16

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from html import escape
 
 from harness.analysis.memfit import size
-from harness.answers.fit import FitRow, by_row, first_smaller, smaller_sentence
-from harness.answers.fitplan import FIT
+from harness.plans.fit import FitRow, by_row, first_smaller, smaller_sentence
+from harness.plans.fitplan import FIT
 from harness.report import svg
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")

@@ -8,21 +8,26 @@ its own text, is passed as `Markup`.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness.analysis.kinds import kind
+from harness.analysis.kinds import BAD, GOOD, KINDS, kind
 from harness.analysis.trends import MemoryTrend, StepTrend
+from harness.answers.search import RowAnswer
+from harness.errors import StoreError
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.model import Report, Reporter
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.report.text import kib, steps_vs_baseline
+from harness.report.trend import KIND_COLOURS, row_trends
 from harness.result.codec import JSON
 from harness.result.words import cell_numbers, human_seconds
 from harness.runtimes.base import own_cgroup
@@ -245,40 +250,163 @@ def environment() -> Environment:
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
+INLINE_CELLS = 60   # up to this many cells, their plots are on report.html itself
+PAGE = "cell.html"  # above it, on cells/<id>/cell.html, one page per cell
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One cell of the overview (the words table and the heatmap)."""
+
+    id: str
+    image: str
+    text: str          # the cell in words
+    verdict: str
+    role: str          # "first-bad", "last-good" or ""
+    href: str          # its plots: "#<id>" on this page, or its own page; "" if none
+    sort_key: str
+
+    @property
+    def kind(self) -> str:
+        return "bad" if self.verdict in BAD else "good" if self.verdict in GOOD else "other"
+
+    @property
+    def css(self) -> str:
+        return "k-" + self.verdict.replace(" ", "-")
+
+
+def page_of(cid: str) -> str:
+    return f"cells/{cid}/{PAGE}"
+
+
+def roles(row: RowAnswer) -> dict[str, str]:
+    return {label: "first-bad" if label == row.first_bad else
+            "last-good" if label == row.last_good else "" for label, _, _ in row.cells}
+
+
+def kind_css() -> Markup:
+    """One CSS class per verdict kind, its heatmap colour."""
+    return Markup("".join(f".k-{k.replace(' ', '-')}{{background:{c}}}"
+                          for k, c in KIND_COLOURS.items()))
+
+
 class HtmlReporter(Reporter):
-    """report.html from a Report (with `root` set, to plot each cell's samples)."""
+    """report.html from a Report (with `root` set, to plot each cell's samples).
+
+    Up to INLINE_CELLS cells, one self-contained page with every cell's plots; above it,
+    report.html is the overview (heatmap, each row's trend across images, the words
+    table) and each cell's plots are on cells/<id>/cell.html (`write_cells`), so the page
+    a person opens stays small and quick at 1,600 cells."""
+
+    @property
+    def inline(self) -> bool:
+        return len(self.report.results) <= INLINE_CELLS
 
     def render(self, out: TextIO) -> None:
         r = self.report
         header, body = r.table()
+        views = self._views(r.rows) if self.inline else {}
+        grid = []
+        for row, line in zip(r.rows, body, strict=True):
+            said = {label: (verdict, cid) for label, verdict, cid in row.cells}
+            role = roles(row)
+            tiles = []
+            for img, text in zip(r.images, line[1:-1], strict=True):
+                verdict, cid = said.get(img, ("", ""))
+                res = r.results.get(cid)
+                verdict = res.verdict if res is not None else verdict
+                href = "" if res is None else f"#{cid}" if self.inline else page_of(cid)
+                numbers = cell_numbers(res) if res is not None else ""
+                rank = KINDS[verdict].severity if verdict in KINDS else 5   # not run, unreadable
+                key = f"{rank:02d} {verdict} {numbers}" if cid else "99"
+                tiles.append(Tile(cid, img, text, verdict, role.get(img, ""), href, key))
+            grid.append((row, tiles, row_trends(row, r.images, r.results)))
+        template = environment().get_template("report.html.j2")
+        out.write(template.render(report=r, header=header, grid=grid, views=views,
+                                  inline=self.inline, kinds=list(KIND_COLOURS),
+                                  kind_css=kind_css(), bad=len(r.bad_cells),
+                                  meta=meta_items(r.meta), fold_after=8,
+                                  split_diff=split_diff))
+
+    def _views(self, rows: list[RowAnswer], only: set[str] | None = None
+               ) -> dict[str, CellView]:
+        """Each cell's view with its plots, a row at a time (its series read once, on
+        the row's scales, the baseline overlaid); `only` limits which cells."""
+        r = self.report
         views: dict[str, CellView] = {}
-        for row in r.rows:
+        for row in rows:
+            if only is not None and not any(cid in only for _, _, cid in row.cells):
+                continue
             loaded: dict[str, Series] = {}
             for _, _, cid in row.cells:
-                one = r.series(cid)
+                one = r.series.peek(cid)
                 if one is not None:
                     loaded[cid] = one
-            runtime = next((r.results[c].runtime for c in loaded), "")
+            runtime = next((r.results[c].runtime for c in loaded if c in r.results), "")
             keys = {k for s in loaded.values() for k in sources_of(s, runtime)}
             scales = row_scales(loaded, sorted(keys))
             by_label = {label: cid for label, _, cid in row.cells}
+            role = roles(row)
             for label, _, cid in row.cells:
-                if cid not in r.results:   # not run or unreadable: the table says which
-                    continue
-                role = ("first-bad" if label == row.first_bad else
-                        "last-good" if label == row.last_good else "")
+                if cid not in r.results or (only is not None and cid not in only):
+                    continue   # not run or unreadable: the table says which
                 vs = r.results[cid].vs_baseline
                 base = vs.baseline if vs is not None else None
                 base_id = by_label.get(base) if base else None
                 baseline = ((base, loaded[base_id]) if base is not None and base_id is not None
                             and base_id in loaded and base_id != cid else None)
-                views[cid] = cell_view(r, cid, role, loaded.get(cid), scales, baseline)
-        grid = []
-        for row, line in zip(r.rows, body, strict=True):
-            by_image = {label: cid for label, _, cid in row.cells}
-            grid.append((row, [(views.get(by_image.get(img, "")), text)
-                               for img, text in zip(r.images, line[1:-1], strict=True)]))
-        template = environment().get_template("report.html.j2")
-        out.write(template.render(report=r, header=header, grid=grid, views=views,
-                                  bad=len(r.bad_cells), meta=meta_items(r.meta),
-                                  fold_after=8, split_diff=split_diff))
+                views[cid] = cell_view(r, cid, role.get(label, ""), loaded.get(cid), scales,
+                                       baseline)
+        return views
+
+    def write_cells(self, root: Path) -> list[Path]:
+        """cells/<id>/cell.html for every cell whose page is missing or older than its
+        result, samples or where.json (none where report.html holds the plots itself).
+        A row's series are read once and let go before the next row's."""
+        if self.inline:
+            return []
+        r = self.report
+        template = environment().get_template("cell.html.j2")
+        written: list[Path] = []
+        for row in r.rows:
+            stale = {cid for _, _, cid in row.cells
+                     if cid in r.results and _stale(root / "cells" / cid)}
+            if not stale:
+                continue
+            for cid, view in self._views([row], stale).items():
+                path = root / page_of(cid)
+                _write_page(path, template.render(view=view, row=row, report=r,
+                                                  kind_css=kind_css(), up="../.."))
+                written.append(path)
+        return written
+
+
+def _write_page(path: Path, text: str) -> None:
+    """A cell page, whole or not at all (renamed into place), without the fsync a
+    result gets: a page is made again from the cell whenever it is missing.
+
+    Raises:
+        StoreError: the cell's directory cannot be written.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: check the results "
+                         "directory is writable and its disk not full") from exc
+
+
+def _stale(cell_dir: Path) -> bool:
+    page = cell_dir / PAGE
+    try:
+        made = page.stat().st_mtime
+    except OSError:
+        return True
+    for name in ("result.json", "samples.jsonl", "where.json"):
+        try:
+            if (cell_dir / name).stat().st_mtime > made:
+                return True
+        except OSError:
+            continue
+    return False

@@ -48,8 +48,16 @@ class PlainProgress:
         self.stream = stream
 
     def __call__(self, text: str) -> None:
-        if not self.quiet:
-            print(f"harness: {text}", file=self.stream or sys.stderr, flush=True)
+        """One event; wrapped at the terminal's width, or at COLUMNS where it is set
+        (continuation lines indented), else one line as it is, for logs and grep."""
+        if self.quiet:
+            return
+        from harness.report.grid import console_width, wrap
+
+        stream = self.stream or sys.stderr
+        width = console_width(stream)
+        line = f"harness: {text}"
+        print("\n".join(wrap(line, width)) if width else line, file=stream, flush=True)
 
     def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
         """Structured cell events; the plain lines already say everything."""

@@ -55,8 +55,11 @@ def encode(value: object) -> JSON:
         return int(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = _NAMES.get(type(value))
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _NAMES[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        out = {name: encode(getattr(value, name)) for name in names}
         extra = getattr(value, "json_extra", None)    # derived values for a reader
         if callable(extra):
             out.update({k: encode(v) for k, v in extra().items()})
@@ -71,7 +74,10 @@ def encode(value: object) -> JSON:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
+_NAMES: dict[type, tuple[str, ...]] = {}   # a dataclass's field names, once per class
 _HINTS: dict[type, dict[str, object]] = {}
+_SHAPES: dict[object, tuple[object, tuple[object, ...]]] = {}
+_FIELDS: dict[type, list[tuple[str, bool]]] = {}
 
 
 def _hints(cls: type) -> dict[str, object]:
@@ -138,15 +144,40 @@ def as_json(value: object, path: str = "") -> JSON:
     return _json(value, path)
 
 
+def _shape(tp: object) -> tuple[object, tuple[object, ...]]:
+    """(get_origin, get_args) of a type, worked out once per type: decoding 1,600
+    result.json files asks the same few dozen types hundreds of thousands of times."""
+    try:
+        return _SHAPES[tp]
+    except KeyError:
+        found = _SHAPES[tp] = (get_origin(tp), get_args(tp))
+        return found
+    except TypeError:       # an unhashable annotation
+        return get_origin(tp), get_args(tp)
+
+
+def _fields(cls: type) -> list[tuple[str, bool]]:
+    """(name, needs a value) of each init field of a dataclass, once per class."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = [(f.name, f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING)
+                        for f in dataclasses.fields(cls) if f.init]
+    return _FIELDS[cls]
+
+
 def _decode(tp: object, value: object, path: str,
             required: typing.Collection[str] = ()) -> object:
-    origin = get_origin(tp)
+    if tp is str and isinstance(value, str):     # the common cases first
+        return value
+    if tp is float and isinstance(value, float):
+        return value
+    origin, args = _shape(tp)
     if tp is JSON:
         return _json(value, path)
     if tp is object:
         return value
     if origin in (Union, types.UnionType):
-        options = get_args(tp)
+        options = args
         if value is None:
             if type(None) in options:
                 return None
@@ -161,9 +192,9 @@ def _decode(tp: object, value: object, path: str,
                 errors.append(exc)
         raise errors[0]
     if origin is Literal:
-        if value in get_args(tp):
+        if value in args:
             return value
-        raise DecodeError(path, f"expected one of {', '.join(map(str, get_args(tp)))}, "
+        raise DecodeError(path, f"expected one of {', '.join(map(str, args))}, "
                                 f"got {_what(value)}")
     if tp is bool:
         if isinstance(value, bool):
@@ -188,7 +219,6 @@ def _decode(tp: object, value: object, path: str,
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise DecodeError(path, f"expected a list, got {_what(value)}")
-        args = get_args(tp)
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
             if len(args) != len(value):
                 raise DecodeError(path, f"expected {len(args)} items, got {len(value)}")
@@ -199,7 +229,7 @@ def _decode(tp: object, value: object, path: str,
     if origin is dict:
         if not isinstance(value, dict):
             raise DecodeError(path, f"expected a mapping, got {_what(value)}")
-        _, vt = get_args(tp)
+        _, vt = args
         return {str(k): _decode(vt, v, _at(path, k))
                 for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
@@ -231,14 +261,12 @@ def decode(cls: type[T], value: object, path: str = "",
         raise DecodeError(path, f"expected a mapping, got {_what(value)}")
     hints = _hints(cls)
     kwargs: dict[str, object] = {}
-    for f in dataclasses.fields(cls):   # type: ignore[arg-type]
-        if not f.init:
-            continue
-        where = _at(path, f.name)
-        tp = hints[f.name]
-        if f.name in value:
+    for name, needed in _fields(cls):
+        where = _at(path, name)
+        tp = hints[name]
+        if name in value:
             try:
-                kwargs[f.name] = _decode(tp, value[f.name], where, required)
+                kwargs[name] = _decode(tp, value[name], where, required)
                 continue
             except DecodeError as exc:
                 if skip is None:
@@ -246,6 +274,6 @@ def decode(cls: type[T], value: object, path: str = "",
                 skip(exc)
         if where in required:
             raise DecodeError(where, "missing")
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            kwargs[f.name] = _empty(tp, where)
+        if needed:
+            kwargs[name] = _empty(tp, where)
     return cls(**kwargs)

@@ -10,11 +10,11 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
-from harness.answers.bisect import attempts, bisect, expected_probes, latest, sweep_runner
 from harness.answers.search import plan_bisect
 from harness.cli import main
 from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import Sweep
+from harness.plans.bisect import attempts, bisect, expected_probes, latest, sweep_runner
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

@@ -153,7 +153,7 @@ def test_bad_input_is_named(explained: Path, capsys: pytest.CaptureFixture[str])
 def test_attributed_runs_are_fixed_length_with_a_deadline_from_the_sweeps_run(
         tmp_path: Path) -> None:
     from harness import matrixfile
-    from harness.answers.explain import MEMORY_CALLS, attributed
+    from harness.plans.explain import MEMORY_CALLS, attributed
 
     (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
     (tmp_path / "m.yaml").write_text(

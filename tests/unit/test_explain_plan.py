@@ -12,9 +12,10 @@ import pytest
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
-from harness.answers.explain import Pair, explain_matrix, kinds_for, pairs, unpaired
+from harness.answers.explain import Pair, kinds_for, pairs, unpaired
 from harness.cli.sweep import plan_of
 from harness.orchestrator import Sweep, sweep
+from harness.plans.explain import explain_matrix
 from harness.report import Report, render_text, write_all
 from harness.report.issue import IssueReporter
 from harness.result.model import CellResult

@@ -12,7 +12,11 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
-from harness.answers.fit import (
+from harness.cli import main
+from harness.errors import SpecError
+from harness.matrixfile.model import Cell, Matrix
+from harness.orchestrator import Sweep
+from harness.plans.fit import (
     Target,
     first_smaller,
     fit_row,
@@ -20,10 +24,6 @@ from harness.answers.fit import (
     store_cache,
     sweep_runner,
 )
-from harness.cli import main
-from harness.errors import SpecError
-from harness.matrixfile.model import Cell, Matrix
-from harness.orchestrator import Sweep
 from harness.report.fitreport import FitReport
 from harness.store import RunStore
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.analysis.memfit import fit_line, fit_sources, limiting, peaks, size
-from harness.answers.fitplan import FitStep, plan_fit, probe_bound
+from harness.plans.fitplan import FitStep, plan_fit, probe_bound
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import own_cgroup
 

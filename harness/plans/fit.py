@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from harness.analysis import memfit
 from harness.analysis.kinds import BAD
 from harness.analysis.verdict import allocation_report
-from harness.answers.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
 from harness.errors import InputError
 from harness.matrixfile.fitblock import probe_cell
 from harness.matrixfile.model import Cell
+from harness.plans.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
 from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.result.runkey import key_of, why_changed

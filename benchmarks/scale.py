@@ -1,0 +1,164 @@
+"""Harness's own cost as a sweep grows: 72, 400 and 1,600 cells over the fake runtime.
+
+Each size is a release-regression matrix (images named like NGC tags, 20.01 on, x GPUs x
+scenarios; every scenario but the last leaks from one tag on, so each row has a first
+bad) swept through the real orchestrator with `tests/fakeruntime.py` (no containers),
+then read back by `harness report DIR` at COLUMNS=100. Each step runs in a child
+process of its own, so its peak RSS is its own. Prints per size: cells, sweep seconds
+and seconds per cell, the reports' writing, the sweep's peak RSS, `harness report`'s
+seconds and peak RSS, report.html's size, and the console's lines and widest line.
+
+With `--base REV` the same sizes run over that commit's tree too (`git archive`),
+side by side: before and after in one run, on one machine.
+
+    python benchmarks/scale.py [--quick] [--sizes 72 400 1600] [--base REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# size -> (images, GPUs, scenarios)
+SHAPES = {12: (6, 1, 2), 72: (12, 2, 3), 400: (40, 2, 5), 1600: (40, 4, 10)}
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+
+
+def tags(n: int) -> list[str]:
+    """NGC-like release tags: 20.01, 20.02, ... one a month."""
+    return [f"{20 + k // 12}.{k % 12 + 1:02d}" for k in range(n)]
+
+
+def child_sweep(workdir: Path, cells: int) -> None:
+    """In the child: sweep the matrix over the fake runtime, write the reports, and
+    print the seconds each took as JSON."""
+    sys.path.insert(0, str(Path.cwd() / "tests"))
+    from fakeruntime import Behaviour, FakeRuntime
+
+    from harness import matrixfile
+    from harness.orchestrator import sweep
+    from harness.report import Report, write_all
+    from harness.result.codec import encode
+    from harness.result.model import Plan, Planned
+    from harness.store import RunStore
+    from harness.store.results import PLAN_FILE
+
+    images, gpus, scenarios = SHAPES[cells]
+    names = tags(images)
+    first_bad = names[images * 2 // 3]
+    for k in range(scenarios):
+        (workdir / f"s{k:02d}.py").write_text(SCENARIO)
+    m = workdir / "scale.yaml"
+    m.write_text("name: scale\nruntime: local\n"
+                 "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0, "
+                 "rounds: 0}\n"
+                 f"matrix:\n  image: [{', '.join(f'{{name: {n!r}}}' for n in names)}]\n"
+                 f"  gpu: [{', '.join(map(str, range(gpus)))}]\n"
+                 f"  scenario: [{', '.join(f's{k:02d}.py' for k in range(scenarios))}]\n")
+    matrix = matrixfile.load(m)
+    assert len(matrix.cells) == cells, (len(matrix.cells), cells)
+    clean = f"s{scenarios - 1:02d}"
+
+    def behave(cell: object) -> Behaviour:
+        label = cell.image.label  # type: ignore[attr-defined]
+        script = str(cell.scenario.script)  # type: ignore[attr-defined]
+        if label >= first_bad and clean not in script:
+            return Behaviour(leak_per_iter=16384)
+        return Behaviour()
+
+    store = RunStore.open(workdir / "reports", matrix.name, False)
+    planned = tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in matrix.cells)
+    try:
+        store.write(PLAN_FILE, encode(Plan(planned, str(m))))   # as `harness sweep` does
+        t0 = time.monotonic()
+        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(behave), store,
+                        lambda _: None, False)
+        t1 = time.monotonic()
+        report = Report.from_results(matrix.name, outcome.results, {}, store.root,
+                                     outcome.series, planned)
+        write_all(store, report)
+        t2 = time.monotonic()
+    finally:
+        store.unlock()
+    print(json.dumps({"sweep": t1 - t0, "write": t2 - t1, "dir": str(store.root)}))
+
+
+def peak(argv: list[str], tree: Path, env: dict[str, str] | None = None
+         ) -> tuple[str, float, float]:
+    """Run `argv` in `tree`; its stdout, wall seconds and peak RSS (MiB, from wait4)."""
+    full = {**os.environ, "PYTHONPATH": str(tree), **(env or {})}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=tree, env=full, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text = out.read()
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n"
+                             f"{err.read()[-2000:]}")
+    return text, seconds, usage.ru_maxrss / 1024   # KiB on Linux
+
+
+def measure(tree: Path, cells: int, workdir: Path) -> dict[str, float]:
+    workdir.mkdir(parents=True)
+    out, _, sweep_rss = peak([sys.executable, str(REPO / "benchmarks" / "scale.py"),
+                              "--child", str(cells), str(workdir)], tree)
+    facts = json.loads(out.strip().splitlines()[-1])
+    root = Path(facts["dir"])
+    shown, report_s, report_rss = peak(
+        [sys.executable, "-m", "harness", "report", str(root)], tree,
+        {"COLUMNS": "100", "NO_COLOR": "1"})
+    lines = shown.splitlines()
+    return {"cells": cells, "sweep": facts["sweep"], "per_cell": facts["sweep"] / cells,
+            "write": facts["write"], "sweep_rss": sweep_rss, "report": report_s,
+            "report_rss": report_rss,
+            "page": (root / "report.html").stat().st_size / 2**20,
+            "lines": len(lines), "widest": max((len(x) for x in lines), default=0)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="12 cells only (seconds; for CI)")
+    p.add_argument("--sizes", type=int, nargs="+", choices=sorted(SHAPES),
+                   default=[72, 400, 1600])
+    p.add_argument("--base", metavar="REV",
+                   help="also measure this commit's tree, side by side (before/after)")
+    p.add_argument("--child", nargs=2, metavar=("CELLS", "DIR"), help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.child:
+        child_sweep(Path(a.child[1]), int(a.child[0]))
+        return
+    sizes = [12] if a.quick else a.sizes
+    print(f"{'tree':<8} {'cells':>5} {'sweep s':>8} {'s/cell':>7} {'write s':>8} "
+          f"{'sweep MiB':>9} {'report s':>8} {'rep MiB':>7} {'html MB':>7} "
+          f"{'lines':>5} {'widest':>6}", flush=True)
+    with tempfile.TemporaryDirectory() as d:
+        trees = [("this", REPO)]
+        if a.base:
+            base = Path(d) / "base"
+            base.mkdir()
+            archive = subprocess.run(["git", "-C", str(REPO), "archive", a.base],
+                                     check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+            trees.insert(0, ("base", base))
+        for cells in sizes:
+            for name, tree in trees:
+                m = measure(tree, cells, Path(d) / f"{name}-{cells}")
+                print(f"{name:<8} {m['cells']:>5} {m['sweep']:>8.1f} {m['per_cell']:>7.4f} "
+                      f"{m['write']:>8.1f} {m['sweep_rss']:>9.0f} {m['report']:>8.1f} "
+                      f"{m['report_rss']:>7.0f} {m['page']:>7.2f} {m['lines']:>5} "
+                      f"{m['widest']:>6}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

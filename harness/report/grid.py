@@ -1,0 +1,307 @@
+"""The console at any size: a grid of one short token per cell where full words do not
+fit, conclusions grouped, and every line wrapped at the width.
+
+A token is a kind's symbol and, where the kind has one, a figure: a leak's growth per
+call in KiB ("L16"), a slowdown's late/early ratio ("S1.5"), a regression's (or a
+suspected one's) ratio against the row's baseline ("R1.3"). The row's first bad is
+bracketed ("[L16]"). Columns are as wide as their widest token and their header's
+longest word, never narrower; images that do not fit the width are paged as blocks of
+images, each block a grid of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
+
+from harness.analysis.kinds import NOT_RUN, UNREADABLE
+from harness.answers.search import RowAnswer
+from harness.result.model import CellResult
+
+MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
+
+
+@dataclass(frozen=True)
+class Glyph:
+    """How a verdict kind shows in the grid: its symbol, its colour (ANSI SGR code), and
+    the word the legend gives it."""
+
+    symbol: str
+    colour: str
+    word: str
+
+
+# One entry per kind, in the legend's order (a dict keyed by kind, so it can move into
+# one shared list of verdict kinds).
+GLYPHS: dict[str, Glyph] = {
+    "ok": Glyph("·", "32", "ok"),
+    "leak": Glyph("L", "31", "leak"),
+    "plateau": Glyph("P", "36", "plateau"),
+    "slowdown": Glyph("S", "33", "slowdown"),
+    "regression": Glyph("R", "35", "regression"),
+    "suspected": Glyph("?", "35", "suspected"),
+    "ambiguous": Glyph("~", "90", "ambiguous"),
+    "oom": Glyph("M", "31", "oom"),
+    "crash": Glyph("X", "31", "crash"),
+    "timeout": Glyph("T", "31", "timeout"),
+    "unavailable": Glyph("U", "33", "unavailable"),
+    "not-applicable": Glyph("/", "90", "not applicable"),
+    NOT_RUN: Glyph("-", "90", "not run"),
+    UNREADABLE: Glyph("!", "90", "unreadable"),
+}
+FIRST_BAD = ("[", "]")          # around the row's first bad token
+DETAILS = 6                     # cells said in full words below the grid, unless --details
+
+
+def figure(value: float) -> str:
+    """A figure in at most four characters: 0.4, 5.9, 16, 870, 1.2k, 12k."""
+    size = abs(value)
+    if size < 9.95:
+        return f"{value:.1f}".replace("-0.0", "0.0")
+    if size < 999.5:
+        return f"{value:.0f}"
+    if size < 9950:
+        return f"{value / 1000:.1f}k"
+    return f"{value / 1000:.0f}k"
+
+
+def token(verdict: str, res: CellResult | None) -> str:
+    """One cell as its symbol and figure."""
+    glyph = GLYPHS.get(verdict)
+    symbol = glyph.symbol if glyph is not None else verdict[:1]
+    if res is None:
+        return symbol
+    if verdict in ("leak", "plateau"):
+        source = res.deciding_source
+        if source is not None and source in res.memory:
+            return symbol + figure(res.memory[source].slope / 1024)
+    if verdict == "slowdown" and res.steps is not None:
+        return symbol + figure(res.steps.ratio)
+    if verdict in ("regression", "suspected") and res.vs_baseline is not None:
+        vs = res.vs_baseline
+        conf = vs.confirmation
+        if conf is not None and conf.ratio == conf.ratio:    # NaN without rounds
+            return symbol + figure(conf.ratio)
+        if vs.steps is not None:
+            return symbol + figure(vs.steps.ratio)
+        if vs.peak_rss is not None:
+            return symbol + figure(vs.peak_rss.ratio)
+    return symbol
+
+
+def verdict_of(row: RowAnswer, results: dict[str, CellResult]
+               ) -> dict[str, tuple[str, CellResult | None]]:
+    """Image label -> (verdict, result) of the row's cells."""
+    out: dict[str, tuple[str, CellResult | None]] = {}
+    for label, said, cid in row.cells:
+        res = results.get(cid)
+        out[label] = (res.verdict if res is not None else said, res)
+    return out
+
+
+def wrap(text: str, width: int, indent: str = "", more: str = "  ") -> list[str]:
+    """`text`'s lines wrapped at `width` on spaces (a word longer than the width, a path,
+    is broken at a slash where it can be, else anywhere); continuation lines indented by
+    `more` beyond `indent`."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        first = indent + lead
+        rest = first + more
+        room = max(8, width - len(rest))
+        words = [piece for word in line.split() for piece in _pieces(word, room)]
+        wrapper = textwrap.TextWrapper(width=max(len(rest) + 8, width), initial_indent=first,
+                                       subsequent_indent=rest, break_long_words=True,
+                                       break_on_hyphens=False)
+        out.extend(wrapper.wrap(" ".join(words)) or [first.rstrip()])
+    return out
+
+
+def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
+    """Items on lines of at most `width`, `gap` between them, never split but where one
+    is longer than a line (then it is wrapped on its own)."""
+    out: list[str] = []
+    line = ""
+    for item in items:
+        if line and len(line) + len(gap) + len(item) <= width:
+            line += gap + item
+            continue
+        if line:
+            out.append(line)
+        pieces = wrap(item, width, "  " if out or line else "") if len(item) > width \
+            else [("  " if out else "") + item]
+        out.extend(pieces[:-1])
+        line = pieces[-1]
+    if line:
+        out.append(line)
+    return out
+
+
+def console_width(out: TextIO, width: int | None = None) -> int | None:
+    """The width the console writes at: `width` (--width), else the terminal's, else
+    `COLUMNS` when piped; None when piped without it (one plain line per row)."""
+    if width is None and out.isatty():
+        width = shutil.get_terminal_size((100, 24)).columns
+    elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
+        # Piped, but the caller said how wide (CI logs, `COLUMNS=100 harness ... | less`).
+        width = max(MIN_WIDTH, int(os.environ["COLUMNS"]))
+    return width
+
+
+def say(out: TextIO, text: str, width: int | None) -> None:
+    """`text` on `out`, its lines wrapped at `width` (as they are without one)."""
+    lines = wrap(text, width) if width is not None else text.split("\n")
+    out.write("".join(line + "\n" for line in lines))
+
+
+def _pieces(word: str, room: int) -> Iterator[str]:
+    """A word that fits as it is; a longer one cut after slashes into pieces that do."""
+    while len(word) > room:
+        cut = word.rfind("/", 0, room)
+        if cut <= 0:
+            break
+        yield word[: cut + 1]
+        word = word[cut + 1:]
+    yield word
+
+
+@dataclass
+class Grid:
+    """The grid of a report's rows x images, laid out at `width`."""
+
+    images: list[str]
+    rows: list[RowAnswer]
+    results: dict[str, CellResult]
+    width: int
+    colour: bool = False
+
+    def cells(self) -> list[list[str]]:
+        """Each row's tokens, in image order (the first bad bracketed)."""
+        body = []
+        for row in self.rows:
+            said = verdict_of(row, self.results)
+            line = []
+            for img in self.images:
+                verdict, res = said.get(img, ("", None))
+                tok = token(verdict, res) if verdict else " "
+                if img == row.first_bad:
+                    tok = FIRST_BAD[0] + tok + FIRST_BAD[1]
+                line.append(tok)
+            body.append(line)
+        return body
+
+    def lines(self) -> list[str]:
+        tokens = self.cells()
+        verdicts = [verdict_of(row, self.results) for row in self.rows]
+        names = [row.row for row in self.rows]
+        name_w = min(max((len(n) for n in names), default=3), max(8, self.width // 3))
+        widths = [max([_longest_word(img)] + [len(t[i]) for t in tokens])
+                  for i, img in enumerate(self.images)]
+        blocks = self._blocks(widths, name_w)
+        out: list[str] = []
+        for b, (start, stop) in enumerate(blocks):
+            if b > 0:
+                out.append("")      # a block of the images that did not fit beside
+            heads = [_head_lines(self.images[i], widths[i]) for i in range(start, stop)]
+            depth = max(len(h) for h in heads)
+            for k in range(depth):
+                parts = [" " * name_w if k < depth - 1 else "row".ljust(name_w)]
+                for h, i in zip(heads, range(start, stop), strict=True):
+                    pad = depth - len(h)   # headers sit on the line above the cells
+                    parts.append((h[k - pad] if k >= pad else "").ljust(widths[i]))
+                out.append(" ".join(parts).rstrip())
+            for name, toks, said in zip(names, tokens, verdicts, strict=True):
+                parts = [_fit(name, name_w)]
+                for i in range(start, stop):
+                    parts.append(self._paint(toks[i].ljust(widths[i]),
+                                             said.get(self.images[i], ("", None))[0]))
+                out.append(" ".join(parts).rstrip())
+        return out
+
+    def legend(self) -> list[str]:
+        """The symbols the grid uses, in words (only those it shows, and the mark)."""
+        shown = {verdict for said in (verdict_of(r, self.results) for r in self.rows)
+                 for verdict, _ in said.values()}
+        parts = [f"{g.symbol} {g.word}" for kind, g in GLYPHS.items() if kind in shown]
+        if any(row.first_bad for row in self.rows):
+            parts.append(f"{FIRST_BAD[0]}{FIRST_BAD[1]} first bad")
+        parts.append("figures: KiB/call (L, P), ratio (S late/early, R and ? vs baseline)")
+        return pack(["legend:", *parts], self.width)
+
+    def _blocks(self, widths: list[int], name_w: int) -> list[tuple[int, int]]:
+        """(start, stop) of each block of images that fits the width: as few blocks as
+        fit, of even size where even blocks fit (40 images at 160 columns: 20 and 20,
+        not 25 and 15)."""
+        greedy = list(self._greedy(widths, name_w))
+        size = -(-len(widths) // len(greedy))
+        even = [(k, min(k + size, len(widths))) for k in range(0, len(widths), size)]
+        if len(even) == len(greedy) and all(
+                name_w + sum(1 + w for w in widths[a:b]) <= self.width for a, b in even):
+            return even
+        return greedy
+
+    def _greedy(self, widths: list[int], name_w: int) -> Iterator[tuple[int, int]]:
+        start = 0
+        while start < len(widths):
+            used, stop = name_w, start
+            while stop < len(widths) and (used + 1 + widths[stop] <= self.width
+                                          or stop == start):
+                used += 1 + widths[stop]
+                stop += 1
+            yield start, stop
+            start = stop
+
+    def _paint(self, text: str, verdict: str) -> str:
+        glyph = GLYPHS.get(verdict)
+        if not self.colour or glyph is None:
+            return text
+        return f"\x1b[{glyph.colour}m{text}\x1b[0m"
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=1)
+
+
+def _head_lines(text: str, width: int) -> list[str]:
+    """A header on as many lines as its words need at `width` (never inside a word)."""
+    return textwrap.wrap(text, width, break_long_words=False) or [""]
+
+
+def _fit(name: str, width: int) -> str:
+    """A row's name in `width` columns: cut in the middle with "…" when longer."""
+    if len(name) <= width:
+        return name.ljust(width)
+    keep = width - 1
+    return name[: (keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
+
+
+def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
+                named: bool = False) -> list[str]:
+    """Rows with the same answer said once: "38 rows: first bad: 22.03 (last good:
+    22.02)" with the images' differences, then each other answer with its rows named
+    (every group's rows with `named`)."""
+    groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
+    for row in rows:
+        groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
+    ordered = sorted(groups.values(), key=lambda g: -len(g))
+    out: list[str] = []
+    for k, group in enumerate(ordered):
+        head = group[0]
+        n = len(group)
+        if n == 1:
+            out.extend(wrap(f"{head.row}: {head.sentence}", width))
+        else:
+            out.extend(wrap(f"{n} rows: {head.sentence}", width))
+            if named or (n < len(rows) and (k > 0 or n <= 8)):
+                out.extend(wrap(", ".join(r.row for r in group), width, "  "))
+        if head.first_bad or head.scenario_error:
+            for what, good, bad in head.diff[:diff_lines]:
+                out.extend(wrap(f"{what}: {good} -> {bad}", width, "  "))
+            if len(head.diff) > diff_lines:
+                out.extend(wrap(f"... {len(head.diff) - diff_lines} more differences in "
+                                "report.md", width, "  "))
+    return out

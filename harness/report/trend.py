@@ -1,0 +1,151 @@
+"""report.html's overview at any size: the heatmap of rows x images coloured by verdict,
+and each row's trend across images in release order (one figure per cell, with its
+interval, the first bad marked), the way asv draws a benchmark over commits.
+
+Everything here reads only the cells' results (never their samples), so the overview of
+1,600 cells costs what their result.json files cost to read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+
+from markupsafe import Markup
+
+from harness.answers.search import RowAnswer
+from harness.result.model import CellResult
+from harness.result.words import human_seconds
+
+# One colour per verdict kind (a dict keyed by kind, so it can move into one shared
+# list of verdict kinds); "not run" and "unreadable" are the report's pseudo-verdicts.
+KIND_COLOURS: dict[str, str] = {
+    "ok": "#7fc97f", "plateau": "#b3e2cd", "leak": "#d7301f", "slowdown": "#fc8d59",
+    "regression": "#984ea3", "suspected": "#dd88cc", "ambiguous": "#bdbdbd",
+    "oom": "#7f0000", "crash": "#252525", "timeout": "#8c510a",
+    "unavailable": "#fee08b", "not-applicable": "#e0e0e0", "not run": "#ffffff",
+    "unreadable": "#f0f0f0",
+}
+WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 150, 74, 34, 18
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cell's figure on a row's trend: value, interval (lo..hi), its verdict."""
+
+    value: float
+    lo: float
+    hi: float
+    verdict: str
+
+
+def step_point(res: CellResult) -> Point | None:
+    """Step time per call: the median, with the early and late medians as its band."""
+    median = res.summary.median_step_s
+    if median is None:
+        return None
+    steps = res.steps
+    if steps is None or not (steps.early_median_s > 0 and steps.late_median_s > 0):
+        return Point(median, median, median, res.verdict)
+    lo = min(steps.early_median_s, steps.late_median_s, median)
+    hi = max(steps.early_median_s, steps.late_median_s, median)
+    return Point(median, lo, hi, res.verdict)
+
+
+def memory_point(res: CellResult) -> Point | None:
+    """Memory growth per call (KiB) of the deciding source, else heap, else USS, else
+    RSS, with the slope's confidence interval."""
+    order = [res.deciding_source, "heap", "uss", "rss"]
+    source = next((s for s in order if s is not None and s in res.memory), None)
+    if source is None:
+        return None
+    trend = res.memory[source]
+    lo, hi = trend.slope_lo, trend.slope_hi
+    if not (lo == lo and hi == hi):      # NaN: no interval
+        lo = hi = trend.slope
+    return Point(trend.slope / 1024, lo / 1024, hi / 1024, res.verdict)
+
+
+def kib(value: float) -> str:
+    """KiB per call, two decimals, without a "-0.00"."""
+    return f"{round(value, 2) + 0.0:+.2f} KiB"
+
+
+def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
+          first_bad: int | None, say: Callable[[float], str]) -> Markup:
+    """One row's trend: a point per image (coloured by verdict) with its interval as a
+    vertical bar, joined in release order; the first bad image marked by a red line."""
+    known = [p for p in points if p is not None]
+    if not known:
+        return Markup(f'<p class="noplot">{escape(title)}: no figures</p>')
+    lo = min(p.lo for p in known)
+    hi = max(p.hi for p in known)
+    if hi - lo <= abs(hi) * 1e-9:
+        pad = abs(hi) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    n = max(len(labels), 2)
+    plot_w, plot_h = WIDTH - LEFT - 10, HEIGHT - BOTTOM - TOP
+
+    def x(i: int) -> float:
+        return LEFT + plot_w * (i + 0.5) / n
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - (v - lo) / (hi - lo))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{WIDTH}" '
+           f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+           f'aria-label="{escape(title)}">',
+           f'<text x="{LEFT}" y="12" class="t">{escape(title)}</text>',
+           f'<text x="{LEFT - 4}" y="{y(hi):.0f}" class="a" text-anchor="end" '
+           f'dominant-baseline="hanging">{escape(say(hi))}</text>',
+           f'<text x="{LEFT - 4}" y="{y(lo):.0f}" class="a" text-anchor="end">'
+           f'{escape(say(lo))}</text>',
+           f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - 10}" y2="{TOP + plot_h}" '
+           'stroke="#999"/>']
+    if lo < 0 < hi:
+        out.append(f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{WIDTH - 10}" y2="{y(0):.1f}" '
+                   'stroke="#ccc" stroke-dasharray="2 2"/>')
+    if first_bad is not None:
+        out.append(f'<line class="fb" x1="{x(first_bad):.1f}" y1="{TOP - 4}" '
+                   f'x2="{x(first_bad):.1f}" y2="{TOP + plot_h}" stroke="#c00" '
+                   'stroke-width="2"/>')
+    step = max(1, math.ceil(n / 12))       # at most about a dozen labels along x
+    for i, label in enumerate(labels):
+        near = first_bad is not None and i != first_bad and abs(i - first_bad) < step
+        if (i % step == 0 and not near) or i == first_bad:
+            red = ' fill="#c00"' if i == first_bad else ""
+            out.append(f'<text x="{x(i):.1f}" y="{HEIGHT - BOTTOM + 14}" class="a" '
+                       f'text-anchor="middle"{red}>{escape(label)}</text>')
+    path = " ".join(f"{'M' if k == 0 else 'L'}{x(i):.1f},{y(p.value):.1f}"
+                    for k, (i, p) in enumerate((i, p) for i, p in enumerate(points)
+                                               if p is not None))
+    out.append(f'<path d="{path}" fill="none" stroke="#2c3e70" stroke-width="1"/>')
+    bars = " ".join(f"M{x(i):.1f},{y(p.lo):.1f}V{y(p.hi):.1f}"
+                    for i, p in enumerate(points) if p is not None and p.hi > p.lo)
+    if bars:
+        out.append(f'<path d="{bars}" stroke="#555" stroke-width="1"/>')
+    for i, p in enumerate(points):
+        if p is not None:
+            colour = KIND_COLOURS.get(p.verdict, "#888")
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(p.value):.1f}" r="3" '
+                       f'fill="{colour}"><title>{escape(labels[i])}: {escape(say(p.value))}'
+                       f' ({escape(say(p.lo))}..{escape(say(p.hi))}), {escape(p.verdict)}'
+                       '</title></circle>')
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellResult]
+               ) -> list[Markup]:
+    """The row's two trends across every image of the report: step time per call and
+    memory growth per call."""
+    by_image = {label: results.get(cid) for label, _, cid in row.cells}
+    first = images.index(row.first_bad) if row.first_bad in images else None
+    cells = [by_image.get(img) for img in images]
+    steps = [step_point(r) if r is not None else None for r in cells]
+    memory = [memory_point(r) if r is not None else None for r in cells]
+    return [chart("step time per call (median; bar: early..late medians)", images, steps,
+                  first, human_seconds),
+            chart("memory growth per call (bar: the slope's CI)", images, memory, first, kib)]

@@ -1,0 +1,219 @@
+"""Issue 29: the console at 40 images x 40 rows reads in one screen: a grid of tokens
+where full words do not fit, headers never broken, nothing wider than the width, the
+rows' answers grouped, messages wrapped."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import ConsoleReporter, Report
+from harness.report.grid import GLYPHS, wrap
+from harness.result.model import Planned
+from harness.result.words import human_seconds
+from tests.resultkit import as_results
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+TAGS = [f"{20 + k // 12}.{k % 12 + 1:02d}" for k in range(40)]     # 20.01 ... 23.04
+FIRST_BAD = TAGS[26]      # 22.03
+ROWS = [f"gpu{g}.scenario{s:02d}" for g in range(4) for s in range(10)]
+LONG_REASON = ("image not found: " + "nvcr.io/nvidia/pytorch:" * 6 + "23.04-py3 "
+               "(the registry answered 404 for this tag; fix: check the tag exists, log "
+               "in with docker login, or drop it from the matrix's image list)")
+
+
+def cell(image: int, row: str) -> dict[str, Any]:
+    tag = TAGS[image]
+    out: dict[str, Any] = {"id": f"{tag}.{row}", "row": row, "verdict": "ok",
+                           "image": {"label": tag, "index": image},
+                           "summary": {"median_step_s": 0.0009996}}
+    if row.endswith("scenario09"):                     # two kinds of rows differ
+        if row.startswith("gpu3") and image == 30:
+            out.update(verdict="slowdown", reason="slower",
+                       steps={"n": 100, "median_s": 0.001, "early_median_s": 0.001,
+                              "late_median_s": 0.0015, "ratio": 1.5, "p_value": 1e-9,
+                              "slowdown": True})
+        elif row.startswith("gpu2") and image == 5:
+            out.update(verdict="crash", reason="RuntimeError: boom")
+        return out
+    if image >= 26:
+        out.update(verdict="leak", carrier="heap",
+                   memory={"heap": {"source": "heap", "n": 60, "slope": 16384.0,
+                                    "slope_lo": 16000.0, "slope_hi": 16700.0,
+                                    "growth": 1e6, "late_slope": 16384.0,
+                                    "late_lo": 16000.0, "late_hi": 16700.0, "start": 0.0,
+                                    "end": 1e6, "peak": 1e6, "kind": "leak"}})
+    if image == 39 and row == "gpu0.scenario00":
+        out.update(verdict="unavailable", reason="image not found",
+                   outcome={"error": LONG_REASON})
+    return out
+
+
+def big_report(rows: list[str] = ROWS, images: int = 40) -> Report:
+    cells = {c["id"]: c for row in rows for i in range(images) for c in [cell(i, row)]
+             if not (i == 3 and row == "gpu1.scenario01")}       # one cell not run
+    planned = [Planned(f"{TAGS[i]}.{row}", row, TAGS[i], i) for row in rows
+               for i in range(images)]
+    return Report.from_results("big", as_results(cells), {}, planned=planned)
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    return big_report()
+
+
+def shown(report: Report, width: int, **kw: Any) -> list[str]:
+    out = io.StringIO()
+    ConsoleReporter.from_results(report).render(out, colour=False, width=width, **kw)
+    return out.getvalue().splitlines()
+
+
+def header_labels(lines: list[str]) -> list[str]:
+    """Every image label on the grid's header lines ("row" first), block by block."""
+    return [word for line in lines if line.startswith("row ") for word in line.split()[1:]]
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_grid_fits_the_width_and_never_breaks_a_header(report: Report, width: int) -> None:
+    lines = shown(report, width)
+    assert max(len(line) for line in lines) <= width, "\n".join(lines)
+    # every image's header appears whole, once, in order, across the blocks
+    assert header_labels(lines) == TAGS
+    # one line per row per block: each row's name starts as many lines as there are blocks
+    blocks = sum(1 for line in lines if line.startswith("row "))
+    assert blocks == (1 if width >= 9 + 24 + 40 * 6 else blocks) and blocks > 1
+    assert sum(1 for line in lines if line.startswith("gpu0.scenario00 ")) == blocks
+    if width == 100:
+        assert len(lines) <= 150, len(lines)
+
+
+def test_first_bad_is_marked_in_its_row_and_the_legend_says_every_symbol(
+        report: Report) -> None:
+    lines = shown(report, 160)
+    row = next(line for line in lines if line.startswith("gpu0.scenario01 ")
+               and "[" in line)
+    assert "[L16]" in row
+    start = next(k for k, line in enumerate(lines) if line.startswith("legend:"))
+    stop = lines.index("", start)
+    legend = " ".join(lines[start:stop])
+    for kind in ("ok", "leak", "slowdown", "crash", "unavailable", "not run"):
+        assert f"{GLYPHS[kind].symbol} {GLYPHS[kind].word}" in legend, kind
+    assert "[] first bad" in legend
+    assert "P plateau" not in legend       # only the symbols the grid shows
+
+
+def test_conclusions_are_grouped(report: Report) -> None:
+    text = "\n".join(shown(report, 100))
+    # 36 rows leak from 22.03 (one has a cell not run long before it), said once
+    assert re.search(r"^36 rows: first bad: 22\.03 \(last good: 22\.02\)$", text, re.M), text
+    assert text.count("first bad: 22.03 (last good: 22.02)") <= 3   # said once per group
+    assert "gpu3.scenario09" in text and "gpu2.scenario09" in text  # the rows that differ
+
+
+def test_full_words_only_for_bad_and_doubtful_cells_unless_details(report: Report) -> None:
+    lines = shown(report, 100)
+    words = lines[lines.index(next(x for x in lines if x.startswith("cells in words"))):]
+    assert not any(": ok:" in x or x.strip().startswith("20.01.") for x in words)
+    assert any(f"{FIRST_BAD}.gpu0.scenario01: leak: heap +16.0 KiB/call" in x for x in words)
+    assert any("more: --details" in x for x in words)
+    every = shown(report, 100, details=True)
+    assert any(x.strip().startswith("20.01.gpu0.scenario00: ok:") for x in every)
+    assert max(len(x) for x in every) <= 100
+
+
+def test_messages_and_paths_wrap_at_the_width(report: Report) -> None:
+    lines = shown(report, 100)
+    assert max(len(x) for x in lines) <= 100
+    note = " ".join(x.strip() for x in lines)
+    assert "drop it from the matrix's image list" in note      # the whole reason is there
+    path = "/very/long/" + "directory/" * 20 + "result.json"
+    pieces = wrap(f"results: {path}", 60)
+    assert all(len(p) <= 60 for p in pieces)
+    assert "".join(p.strip() for p in pieces) in (f"results:{path}", f"results: {path}")
+
+
+def test_small_report_keeps_the_table_in_words() -> None:
+    """Four images and one row (the README's demo shape) still get today's table, images
+    down at 100 columns; no grid, no legend."""
+    small = big_report(["cpu.multidict_pop"], 4)
+    lines = shown(small, 100)
+    assert lines[0].split() == ["image", "cpu.multidict_pop"]
+    assert any(line.startswith("20.01") and "ok:" in line for line in lines)
+    assert not any(line.startswith("legend:") for line in lines)
+
+
+def test_a_millisecond_is_not_written_1e03_microseconds() -> None:
+    assert human_seconds(0.0009996) == "1 ms"
+    assert human_seconds(0.0000159) == "15.9 µs"
+    assert human_seconds(0.0123) == "12.3 ms"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [80, 160])
+def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int) -> None:
+    """Through a pty, drawn by a terminal emulator: no line wider than the terminal
+    (none wrapped by it) and every header whole."""
+    import pyte
+
+    from harness.store import RunStore
+    from harness.store.results import PLAN_FILE
+    from tests.unit.test_terminal import ANSI as PTY_ANSI
+    from tests.unit.test_terminal import in_pty
+
+    rows = ROWS[::5]                     # 8 rows x 40 images: a grid at both widths
+    small = big_report(rows)
+    root = tmp_path_factory.mktemp("grid")
+    store = RunStore.open(root / "reports", "big", False)
+    try:
+        for res in small.results.values():
+            store.write_cell(res)
+        from harness.result.codec import encode
+        from harness.result.model import Plan
+        store.write(PLAN_FILE, encode(Plan(small.planned, "m.yaml")))
+    finally:
+        store.unlock()
+    code, out = in_pty([sys.executable, "-m", "harness", "report", str(store.root)], cols,
+                       root)
+    assert code in (1, 3), out[-2000:]
+    screen = pyte.Screen(cols, 2000)
+    pyte.ByteStream(screen).feed(out.replace("\n", "\r\n").encode("utf-8"))
+    drawn = [line.rstrip() for line in screen.display]
+    raw = PTY_ANSI.sub("", out).replace("\r", "").splitlines()
+    assert max(len(line) for line in raw) <= cols
+    assert header_labels(drawn) == TAGS
+    assert any(line.startswith("legend:") for line in drawn)
+    assert Path(store.root, "report.html").is_file()
+
+
+def test_plain_progress_lines_wrap_at_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: a piped sweep printed 116 columns at COLUMNS=100."""
+    from harness.report.live import PlainProgress
+
+    out = io.StringIO()
+    monkeypatch.setenv("COLUMNS", "60")
+    PlainProgress(stream=out)(f"23.04.gpu0.s00: unavailable: {LONG_REASON}")
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 2 and max(len(x) for x in lines) <= 60
+    assert lines[0].startswith("harness: 23.04.gpu0.s00: unavailable:")
+    assert "drop it from the matrix's image list" in " ".join(x.strip() for x in lines)
+    monkeypatch.delenv("COLUMNS")
+    out = io.StringIO()
+    PlainProgress(stream=out)("x " * 80)          # no width given: one line, for grep
+    assert len(out.getvalue().splitlines()) == 1
+
+
+def test_rows_with_one_answer_are_said_once_beside_the_table_too() -> None:
+    """30 images x 6 rows at 160 columns: the table in words (images down), and the
+    four rows whose first bad is the same said once, named, not four times."""
+    rows = [f"gpu{g}.scenario0{s}" for g in range(2) for s in (0, 1, 9)]
+    lines = shown(big_report(rows, 30), 160)
+    assert lines[0].split()[0] == "image" and not any(x.startswith("legend:") for x in lines)
+    text = "\n".join(lines)
+    assert text.count("first bad: 22.03 (last good: 22.02)") == 1, text
+    assert "4 rows: first bad: 22.03 (last good: 22.02)" in text
+    assert "gpu0.scenario00, gpu0.scenario01, gpu1.scenario00, gpu1.scenario01" in text
