@@ -31,6 +31,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "live_gpu_replay.py": (),
     "near_floor.py": (),
     "rounds_cost.py": (),
+    "scale.py": (),
     "scheduler.py": (),
     "sequential_fpr.py": (),
     "slurm_overhead.py": ("slurm",),
