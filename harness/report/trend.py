@@ -121,7 +121,7 @@ def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
     path = " ".join(f"{'M' if k == 0 else 'L'}{x(i):.1f},{y(p.value):.1f}"
                     for k, (i, p) in enumerate((i, p) for i, p in enumerate(points)
                                                if p is not None))
-    out.append(f'<path d="{path}" fill="none" stroke="#2c3e70" stroke-width="1"/>')
+    out.append(f'<path d="{path}" fill="none" stroke="#7d8bb3" stroke-width="1"/>')
     bars = " ".join(f"M{x(i):.1f},{y(p.lo):.1f}V{y(p.hi):.1f}"
                     for i, p in enumerate(points) if p is not None and p.hi > p.lo)
     if bars:
