@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,22 @@ def test_only_a_cell_with_its_own_cgroup_fits_the_cgroup(runtime: str, own: bool
     # THEN the cgroup's peak is the cell's only where its runtime gave it one
     assert own_cgroup(runtime) is own
     assert ("cgroup" in peaks(series, runtime)) is own and "rss" in peaks(series, runtime)
+
+
+def test_a_fit_probe_reads_the_heap_as_the_program_leaves_it(tmp_path: Path) -> None:
+    """A probe runs `heap: stock` whatever the matrix says: the quiet heap's collections
+    and thread cache off lowered TF's peaks, and the fit then answered 13 where the plain
+    program fits 11 (tests/integration/test_fit_docker.py measures that on each machine)."""
+    from harness import matrixfile
+    from harness.matrixfile.fitblock import probe_cell
+
+    (tmp_path / "s.py").write_text("def setup(p):\n    return p['batch']\n\n\ndef step(s):\n"
+                                   "    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: m\nruntime: local\ndefaults: {iterations: 20, warmup: 2, heap: quiet}\n"
+        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [s.py]\n")
+    [cell] = matrixfile.load(tmp_path / "m.yaml").cells
+    assert cell.settings.heap == "quiet"
+    probe = probe_cell(cell, "batch", 8)
+    assert probe.settings.heap == "stock" and probe.settings.repeats == 0
+    assert probe.scenario.params["batch"] == 8 and probe.id == f"{cell.id}.batch8"
