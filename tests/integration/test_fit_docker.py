@@ -43,9 +43,12 @@ if hasattr(m, "teardown"):
 # How far from harness's answer the plain probes may lie. harness runs the steps under
 # its agent (a sampler thread and its records: a few MiB, under one unit's 30-70 MiB
 # here), the plain probe does not, so where the plain peak ends within a few MiB of the
-# limit harness fits one less; and a step's peak differs a little between runs (the
-# allocator, thread timing), which moves a boundary that close by one either way.
-TOLERANCE = 1
+# limit harness fits one less; and a step's peak differs between runs (the allocator,
+# TF's thread timing), which moves a boundary that close either way: on an AMD EPYC the
+# conv net's batch 10 ran in one harness fit and was OOM-killed in the next single cell
+# of the same code, image and limit (units of ~59 MiB against a 1 GiB limit), so the
+# plain boundary and harness's may lie two apart.
+TOLERANCE = 2
 # How far the memory line's prediction may lie from the boundary found, in steps (not as
 # a share of the boundary: one step is 6 % of 16 but 12.5 % of 8). The line goes through
 # peaks sampled every 50 ms, at or under the true peaks, and is read as a whole value,
