@@ -19,7 +19,7 @@ from typing import TextIO
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness.analysis.kinds import BAD, GOOD, KINDS, kind
+from harness.analysis.kinds import KINDS, kind
 from harness.analysis.trends import MemoryTrend, StepTrend
 from harness.answers.search import RowAnswer
 from harness.errors import StoreError
@@ -268,7 +268,8 @@ class Tile:
 
     @property
     def kind(self) -> str:
-        return "bad" if self.verdict in BAD else "good" if self.verdict in GOOD else "other"
+        # The kind table's class; "not run" and "unreadable" are the report's, not kinds.
+        return kind(self.verdict).css if self.verdict in KINDS else "other"
 
     @property
     def css(self) -> str:
