@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.plans.explain import explain_matrix
     from harness.report import ConsoleReporter, Report, read_run, write_all
     from harness.runtimes import Engines
-    from harness.store import RunStore, load_json
+    from harness.store import RunStore
+    from harness.store.results import load_json_keys
 
     options.check(args)
     if not args.dir.is_dir():
@@ -143,8 +144,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
             explained = explain_matrix(sweep, matrix, found.results, todo, root)
-            old = load_json(root / "results.json")
-            meta = old.get("meta") if isinstance(old, dict) else None
+            meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
             report = Report.from_results(matrix.name, found.results,
                                          meta if isinstance(meta, dict) else None, root,
                                          planned=found.planned, unreadable=found.unreadable)

@@ -182,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
         render_text,
         write_all,
     )
-    from harness.store import RunStore, load_json
-    from harness.store.results import PLAN_FILE
+    from harness.store import RunStore
+    from harness.store.results import PLAN_FILE, load_json_keys
 
     options.check(args)
     if args.dir.exists() and not args.dir.is_dir():
@@ -196,14 +196,14 @@ def run(args: argparse.Namespace) -> int:
     if not run.results and not run.planned:
         raise InputError(f"{args.dir}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
-    old = load_json(args.dir / "results.json")
-    old = old if isinstance(old, dict) else {}
+    old = load_json_keys(args.dir / "results.json", ("name", "meta"))
     name = old.get("name")
     meta = old.get("meta")
     report = Report.from_results(name if isinstance(name, str) and name
                                  else args.dir.parent.name, run.results,
                                  meta if isinstance(meta, dict) else None, args.dir,
-                                 planned=run.planned, unreadable=run.unreadable)
+                                 planned=run.planned, unreadable=run.unreadable,
+                                 stored=run.stored)
     store = RunStore(args.dir)
     if args.force and (args.issue is not None or args.format is not None
                        or args.reanalyze):

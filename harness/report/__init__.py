@@ -16,8 +16,8 @@ from harness.report.issue import IssueReporter
 from harness.report.junit import JunitReporter
 from harness.report.markdown import MarkdownReporter
 from harness.report.model import Report
-from harness.result.codec import DecodeError, decode
-from harness.result.model import CellResult, Plan, Planned, load_result
+from harness.result.codec import JSON, DecodeError, decode
+from harness.result.model import SCHEMA, CellResult, Plan, Planned, load_result
 from harness.store.results import PLAN_FILE, RunStore, load_json
 
 
@@ -46,13 +46,23 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     html = HtmlReporter.from_results(report)
     # One line, through json's C encoder: indented, results.json of 1,600 cells took
     # most of `harness report`'s time.
-    paths = [store.write("results.json", json.dumps(report.to_json(), sort_keys=True,
-                                                    default=str) + "\n"),
+    paths = [store.write("results.json", results_text(report.to_json())),
              store.write("report.md", render_text(MarkdownReporter.from_results(report))),
              store.write("report.html", render_text(html)),
              store.write("junit.xml", render_text(JunitReporter.from_results(report)))]
     html.write_cells(store.root)
     return paths
+
+
+def results_text(data: dict[str, JSON]) -> str:
+    """results.json's text: one line, keys sorted, but its cells last, so its name and
+    meta read from the file's start (`store.results.load_json_keys`)."""
+    head = {k: v for k, v in data.items() if k != "cells"}
+    text = json.dumps(head, sort_keys=True, default=str)
+    if "cells" not in data:
+        return text + "\n"
+    cells = json.dumps(data["cells"], sort_keys=True, default=str)
+    return f"{text[:-1]}{', ' if head else ''}\"cells\": {cells}}}\n"
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,10 @@ class RunDir:
     # written), its results.json (the cells a finished sweep had) or else its
     # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
     plan_from: str = ""
+    # Each readable cell's result.json object as it was read, where it is of the schema
+    # this harness writes (decoding and encoding it again gives the same object):
+    # results.json copies these instead of encoding 1,600 cells again.
+    stored: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
 
 
 def read_run(root: Path) -> RunDir:
@@ -80,6 +94,7 @@ def read_run(root: Path) -> RunDir:
     """
     results: dict[str, CellResult] = {}
     unreadable: dict[str, str] = {}
+    stored: dict[str, dict[str, JSON]] = {}
     for path in sorted(root.glob("cells/*/result.json")):
         data = load_json(path)
         if not isinstance(data, dict) or "verdict" not in data:
@@ -91,19 +106,22 @@ def read_run(root: Path) -> RunDir:
             raise InputError(f"{path}: {exc}\n  fix: re-run that cell (harness sweep "
                              "--resume after deleting its result.json)") from exc
         results[res.id] = res
+        if data.get("schema") == SCHEMA:
+            stored[res.id] = data
     plan = root / PLAN_FILE
     if not plan.is_file():
         for source, cells in (("results.json", planned_by_results(root)),
                               ("matrix.yaml", planned_by_matrix(root))):
             if cells:
-                return RunDir(results, unreadable, cells, True, plan_from=source)
-        return RunDir(results, unreadable)
+                return RunDir(results, unreadable, cells, True, plan_from=source,
+                              stored=stored)
+        return RunDir(results, unreadable, stored=stored)
     try:
         found = decode(Plan, load_json(plan), "plan")
     except DecodeError as exc:
         raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
                          "are without checking for missing ones") from exc
-    return RunDir(results, unreadable, found.cells, True, found.matrix, PLAN_FILE)
+    return RunDir(results, unreadable, found.cells, True, found.matrix, PLAN_FILE, stored)
 
 
 def planned_by_results(root: Path) -> tuple[Planned, ...]:

@@ -34,16 +34,21 @@ class Report:
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
     # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
     explained: dict[str, Explanation] = field(default_factory=dict)
+    # cell id -> its result.json object as read from disk (current schema only), which
+    # results.json copies instead of encoding the cell again (`report.read_run`)
+    stored: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
                      meta: Mapping[str, JSON] | None = None, root: Path | None = None,
                      series: SeriesCache | None = None, planned: Sequence[Planned] = (),
-                     unreadable: Mapping[str, str] | None = None) -> Report:
+                     unreadable: Mapping[str, str] | None = None,
+                     stored: Mapping[str, Mapping[str, JSON]] | None = None) -> Report:
         """Build the model. Renderers get each cell's series through `series` (the
         sweep's, already parsed), else read once from `root`'s samples.jsonl. Cells of
         `planned` without a result are "not run" (or unreadable) in the table, and no
-        first bad is named across them."""
+        first bad is named across them. `stored`: the cells' result.json objects as
+        read (`RunDir.stored`), for results.json."""
         order: dict[str, int] = {}
         for r in results.values():
             order.setdefault(r.image.label, r.image.index)
@@ -53,7 +58,8 @@ class Report:
         gone = dict(unreadable or {})
         return cls(name, images, answer_rows(results, planned, gone), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
-                   load_explanations(root) if root is not None else {})
+                   load_explanations(root) if root is not None else {},
+                   {k: v for k, v in (stored or {}).items() if k in results})
 
     def where_lines(self, cell_id: str) -> list[str]:
         """What `harness explain` found for the cell: the diff with its paired cell (the
@@ -146,9 +152,16 @@ class Report:
             body.append([row.row, *cells, row.sentence])
         return header, body
 
+    def _cell_json(self, cell_id: str, result: CellResult) -> JSON:
+        """A cell as results.json holds it: its result.json without host samples."""
+        stored = self.stored.get(cell_id)
+        if stored is None:
+            return result.to_json(host_samples=False)
+        return {k: v for k, v in stored.items() if k != "host_samples"}
+
     def to_json(self) -> dict[str, JSON]:
         """results.json: the rows' answers and every cell (without host samples)."""
-        cells: dict[str, JSON] = {k: v.to_json(host_samples=False)
+        cells: dict[str, JSON] = {k: self._cell_json(k, v)
                                   for k, v in sorted(self.results.items())}
         rows: list[JSON] = [encode(r) for r in self.rows]
         return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,

@@ -45,50 +45,89 @@ class DecodeError(ValueError):
     def __init__(self, path: str, message: str):
         super().__init__(f"{path or '(top)'}: {message}")
         self.path = path
+        self.message = message
+
+    def within(self, key: str) -> DecodeError:
+        """The same error seen from the value that holds this one under `key` (a field
+        name, or "[i]" for a list's item)."""
+        if not self.path:
+            return DecodeError(key, self.message)
+        sep = "" if self.path.startswith("[") else "."
+        return DecodeError(f"{key}{sep}{self.path}", self.message)
+
+
+# Both directions are compiled once per type into a function (a dict lookup and a call
+# per value after that): a report of 1,600 cells decodes and encodes ~400,000 values,
+# and asking each value's type its shape again was most of `harness report`'s time.
+
+Encoder = Callable[[object], "JSON"]
+_ENCODERS: dict[type, Encoder] = {}
 
 
 def encode(value: object) -> JSON:
     """A JSON value for a typed one (dataclass fields in order)."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    names = _NAMES.get(type(value))
-    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = _NAMES[type(value)] = tuple(f.name for f in dataclasses.fields(value))
-    if names is not None:
+    try:
+        return _ENCODERS[type(value)](value)
+    except KeyError:
+        return _encoder(type(value), value)(value)
+
+
+def _same(value: object) -> JSON:
+    return value        # type: ignore[return-value]  # None, bool, str: JSON as they are
+
+
+def _int(value: object) -> JSON:
+    return int(value)   # type: ignore[call-overload, no-any-return]
+
+
+def _float(value: object) -> JSON:
+    f = float(value)    # type: ignore[arg-type]
+    return f if math.isfinite(f) else None
+
+
+def _mapping(value: object) -> JSON:
+    return {str(k): encode(v) for k, v in value.items()}    # type: ignore[attr-defined]
+
+
+def _sequence(value: object) -> JSON:
+    return [encode(v) for v in value]       # type: ignore[attr-defined]
+
+
+def _scalar(value: object) -> JSON:
+    return encode(value.item())             # type: ignore[attr-defined]  # a NumPy scalar
+
+
+def _record(names: tuple[str, ...], extra: bool) -> Encoder:
+    def record(value: object) -> JSON:
         out = {name: encode(getattr(value, name)) for name in names}
-        extra = getattr(value, "json_extra", None)    # derived values for a reader
-        if callable(extra):
-            out.update({k: encode(v) for k, v in extra().items()})
+        if extra:       # derived values for a reader
+            out.update({k: encode(v) for k, v in value.json_extra().items()})  # type: ignore[attr-defined]
         return out
-    if isinstance(value, Mapping):
-        return {str(k): encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    item = getattr(value, "item", None)   # a NumPy scalar
-    if callable(item):
-        return encode(item())
-    raise TypeError(f"cannot encode {type(value).__name__}")
+    return record
 
 
-_NAMES: dict[type, tuple[str, ...]] = {}   # a dataclass's field names, once per class
-_HINTS: dict[type, dict[str, object]] = {}
-_SHAPES: dict[object, tuple[object, tuple[object, ...]]] = {}
-_FIELDS: dict[type, list[tuple[str, bool]]] = {}
-
-
-def _hints(cls: type) -> dict[str, object]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def _at(path: str, key: object) -> str:
-    """The path of `key` inside `path` ("memory" + "heap" -> "memory.heap")."""
-    return f"{path}.{key}" if path else str(key)
+def _encoder(cls: type, value: object) -> Encoder:
+    """The encoder of values of `cls`, made once."""
+    found: Encoder
+    if value is None or issubclass(cls, (bool, str)):
+        found = _same
+    elif issubclass(cls, int):
+        found = _int
+    elif issubclass(cls, float):
+        found = _float
+    elif dataclasses.is_dataclass(cls):
+        found = _record(tuple(f.name for f in dataclasses.fields(cls)),
+                        callable(getattr(cls, "json_extra", None)))
+    elif issubclass(cls, Mapping):
+        found = _mapping
+    elif issubclass(cls, (list, tuple)):
+        found = _sequence
+    elif callable(getattr(value, "item", None)):
+        found = _scalar
+    else:
+        raise TypeError(f"cannot encode {cls.__name__}")
+    _ENCODERS[cls] = found
+    return found
 
 
 def _what(value: object) -> str:
@@ -96,7 +135,273 @@ def _what(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _empty(tp: object, path: str) -> object:
+def _json(value: object, path: str) -> JSON:
+    try:
+        return _free(value)
+    except DecodeError as exc:
+        raise (exc.within(path) if path else exc) from None
+
+
+def _free(value: object) -> JSON:
+    """A free-form JSON value as it is, checked; errors name the path inside it."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        out: list[JSON] = []
+        for i, v in enumerate(value):
+            try:
+                out.append(_free(_plain(v)))
+            except DecodeError as exc:
+                raise exc.within(f"[{i}]") from None
+        return out
+    if isinstance(value, dict):
+        items: dict[str, JSON] = {}
+        for k, v in value.items():
+            try:
+                items[str(k)] = _free(_plain(v))
+            except DecodeError as exc:
+                raise exc.within(str(k)) from None
+        return items
+    raise DecodeError("", f"not a JSON value: {_what(value)}")
+
+
+def _plain(value: object) -> object:
+    """NumPy scalars as numbers, tuples as lists."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, (list, dict, str)):
+        value = item()
+    if isinstance(value, tuple):
+        value = list(value)
+    return value
+
+
+def as_json(value: object, path: str = "") -> JSON:
+    """`value` as a JSON value (dicts, lists, text, numbers, None), or DecodeError naming
+    where it is not one. NumPy scalars become numbers."""
+    return _json(_plain(value), path)
+
+
+# A decoder: (value, required) -> the typed value, or DecodeError with the path inside
+# `value` (each level adds its key on the way out, so a path is only built for an error).
+# `required`: paths inside `value` of fields that must be there.
+Decoder = Callable[[object, tuple[str, ...]], object]
+_DECODERS: dict[object, Decoder] = {}
+
+
+def _decoder(tp: object) -> Decoder:
+    try:
+        return _DECODERS[tp]
+    except KeyError:
+        found = _DECODERS[tp] = _build(tp)
+        return found
+    except TypeError:       # an unhashable annotation
+        return _build(tp)
+
+
+def _fail(message: str) -> DecodeError:
+    return DecodeError("", message)
+
+
+def _d_str(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, str):
+        return value
+    raise _fail(f"expected text, got {_what(value)}")
+
+
+def _d_float(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, float):
+        return value
+    if value is None:       # NaN and infinities are written as null
+        return math.nan
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    raise _fail(f"expected a number, got {_what(value)}")
+
+
+def _d_int(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _fail(f"expected a whole number, got {_what(value)}")
+
+
+def _d_bool(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, bool):
+        return value
+    raise _fail(f"expected true or false, got {_what(value)}")
+
+
+def _d_json(value: object, required: tuple[str, ...]) -> object:
+    return _free(value)
+
+
+def _d_object(value: object, required: tuple[str, ...]) -> object:
+    return value
+
+
+def _d_union(options: tuple[object, ...]) -> Decoder:
+    nullable = type(None) in options
+    decoders = [_decoder(o) for o in options if o is not type(None)]
+
+    def union(value: object, required: tuple[str, ...]) -> object:
+        if value is None:
+            if nullable:
+                return None
+            raise _fail("expected a value, got null")
+        first: DecodeError | None = None
+        for decoder in decoders:
+            try:
+                return decoder(value, required)
+            except DecodeError as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+    return union
+
+
+def _d_literal(args: tuple[object, ...]) -> Decoder:
+    def literal(value: object, required: tuple[str, ...]) -> object:
+        if value in args:
+            return value
+        raise _fail(f"expected one of {', '.join(map(str, args))}, got {_what(value)}")
+    return literal
+
+
+def _d_items(item: Decoder, as_tuple: bool) -> Decoder:
+    def items(value: object, required: tuple[str, ...]) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise _fail(f"expected a list, got {_what(value)}")
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(item(v, ()))
+            except DecodeError as exc:
+                raise exc.within(f"[{i}]") from None
+        return tuple(out) if as_tuple else out
+    return items
+
+
+def _d_fixed(parts: list[Decoder]) -> Decoder:
+    def fixed(value: object, required: tuple[str, ...]) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise _fail(f"expected a list, got {_what(value)}")
+        if len(parts) != len(value):
+            raise _fail(f"expected {len(parts)} items, got {len(value)}")
+        out = []
+        for i, (part, v) in enumerate(zip(parts, value, strict=True)):
+            try:
+                out.append(part(v, ()))
+            except DecodeError as exc:
+                raise exc.within(f"[{i}]") from None
+        return tuple(out)
+    return fixed
+
+
+def _d_dict(item: Decoder) -> Decoder:
+    def mapping(value: object, required: tuple[str, ...]) -> object:
+        if not isinstance(value, dict):
+            raise _fail(f"expected a mapping, got {_what(value)}")
+        out = {}
+        for k, v in value.items():
+            try:
+                out[str(k)] = item(v, ())
+            except DecodeError as exc:
+                raise exc.within(str(k)) from None
+        return out
+    return mapping
+
+
+def _build(tp: object) -> Decoder:
+    """The decoder of `tp`, made once per type."""
+    simple: dict[object, Decoder] = {str: _d_str, float: _d_float, int: _d_int,
+                                     bool: _d_bool, JSON: _d_json, object: _d_object}
+    if tp in simple:
+        return simple[tp]
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        return _d_union(args)
+    if origin is Literal:
+        return _d_literal(args)
+    if origin in (list, tuple):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return _d_fixed([_decoder(a) for a in args])
+        return _d_items(_decoder(args[0]), origin is tuple)
+    if origin is dict:
+        return _d_dict(_decoder(args[1]))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _Record(tp)
+    raise DecodeError("", f"no decoder for {tp!r}")
+
+
+class _Record:
+    """A dataclass's decoder; its fields' decoders are made on the first value (a class
+    may name itself, or one defined after it)."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+        self.from_text = getattr(cls, "from_text", None)
+        self.fields: list[tuple[str, bool, object, Decoder]] | None = None
+        self.inner: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
+
+    def _fields(self) -> list[tuple[str, bool, object, Decoder]]:
+        if self.fields is None:
+            hints = get_type_hints(self.cls)
+            self.fields = [(f.name, f.default is dataclasses.MISSING
+                            and f.default_factory is dataclasses.MISSING,
+                            hints[f.name], _decoder(hints[f.name]))
+                           for f in dataclasses.fields(self.cls) if f.init]
+        return self.fields
+
+    def _inner(self, required: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """Per field, the required paths inside it, once per `required`."""
+        found = self.inner.get(required)
+        if found is None:
+            found = self.inner[required] = {
+                name: tuple(r[len(name) + 1:] for r in required if r.startswith(name + "."))
+                for name, *_ in self._fields()}
+        return found
+
+    def __call__(self, value: object, required: tuple[str, ...] = (),
+                 skip: Callable[[DecodeError], None] | None = None) -> object:
+        if isinstance(value, str) and callable(self.from_text):   # older files kept it as text
+            return self.from_text(value)
+        if not isinstance(value, dict):
+            raise _fail(f"expected a mapping, got {_what(value)}")
+        kwargs: dict[str, object] = {}
+        fields = self.fields or self._fields()
+        if not (required or skip):      # the common case, with the least work per field
+            name = ""
+            try:
+                for name, needed, tp, decoder in fields:
+                    if name in value:
+                        kwargs[name] = decoder(value[name], ())
+                    elif needed:
+                        kwargs[name] = _empty(tp)
+            except DecodeError as exc:
+                raise exc.within(name) from None
+            return self.cls(**kwargs)
+        inner = self._inner(required) if required else None
+        for name, needed, tp, decoder in fields:
+            if name in value:
+                try:
+                    kwargs[name] = decoder(value[name], inner[name] if inner else ())
+                    continue
+                except DecodeError as exc:
+                    if skip is None:
+                        raise exc.within(name) from None
+                    skip(exc.within(name))
+            if name in required:
+                raise DecodeError(name, "missing")
+            if needed:
+                try:
+                    kwargs[name] = _empty(tp)
+                except DecodeError as exc:
+                    raise exc.within(name) from None
+        return self.cls(**kwargs)
+
+
+def _empty(tp: object) -> object:
     """The value a missing field of type `tp` (without a default) reads as."""
     origin = get_origin(tp)
     if tp is type(None) or (origin in (Union, types.UnionType)
@@ -119,122 +424,8 @@ def _empty(tp: object, path: str) -> object:
     if origin is dict:
         return {}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return decode(tp, {}, path)
-    raise DecodeError(path, "missing")
-
-
-def _json(value: object, path: str) -> JSON:
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [as_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {str(k): as_json(v, _at(path, k)) for k, v in value.items()}
-    raise DecodeError(path, f"not a JSON value: {_what(value)}")
-
-
-def as_json(value: object, path: str = "") -> JSON:
-    """`value` as a JSON value (dicts, lists, text, numbers, None), or DecodeError naming
-    where it is not one. NumPy scalars become numbers."""
-    item = getattr(value, "item", None)
-    if callable(item) and not isinstance(value, (list, dict, str)):
-        value = item()
-    if isinstance(value, tuple):
-        value = list(value)
-    return _json(value, path)
-
-
-def _shape(tp: object) -> tuple[object, tuple[object, ...]]:
-    """(get_origin, get_args) of a type, worked out once per type: decoding 1,600
-    result.json files asks the same few dozen types hundreds of thousands of times."""
-    try:
-        return _SHAPES[tp]
-    except KeyError:
-        found = _SHAPES[tp] = (get_origin(tp), get_args(tp))
-        return found
-    except TypeError:       # an unhashable annotation
-        return get_origin(tp), get_args(tp)
-
-
-def _fields(cls: type) -> list[tuple[str, bool]]:
-    """(name, needs a value) of each init field of a dataclass, once per class."""
-    if cls not in _FIELDS:
-        _FIELDS[cls] = [(f.name, f.default is dataclasses.MISSING
-                         and f.default_factory is dataclasses.MISSING)
-                        for f in dataclasses.fields(cls) if f.init]
-    return _FIELDS[cls]
-
-
-def _decode(tp: object, value: object, path: str,
-            required: typing.Collection[str] = ()) -> object:
-    if tp is str and isinstance(value, str):     # the common cases first
-        return value
-    if tp is float and isinstance(value, float):
-        return value
-    origin, args = _shape(tp)
-    if tp is JSON:
-        return _json(value, path)
-    if tp is object:
-        return value
-    if origin in (Union, types.UnionType):
-        options = args
-        if value is None:
-            if type(None) in options:
-                return None
-            raise DecodeError(path, "expected a value, got null")
-        errors: list[DecodeError] = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _decode(option, value, path, required)
-            except DecodeError as exc:
-                errors.append(exc)
-        raise errors[0]
-    if origin is Literal:
-        if value in args:
-            return value
-        raise DecodeError(path, f"expected one of {', '.join(map(str, args))}, "
-                                f"got {_what(value)}")
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise DecodeError(path, f"expected true or false, got {_what(value)}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise DecodeError(path, f"expected a whole number, got {_what(value)}")
-    if tp is float:
-        if value is None:       # NaN and infinities are written as null
-            return math.nan
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise DecodeError(path, f"expected a number, got {_what(value)}")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise DecodeError(path, f"expected text, got {_what(value)}")
-    if origin in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise DecodeError(path, f"expected a list, got {_what(value)}")
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            if len(args) != len(value):
-                raise DecodeError(path, f"expected {len(args)} items, got {len(value)}")
-            return tuple(_decode(a, v, f"{path}[{i}]")
-                         for i, (a, v) in enumerate(zip(args, value, strict=True)))
-        items = [_decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if origin is tuple else items
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise DecodeError(path, f"expected a mapping, got {_what(value)}")
-        _, vt = args
-        return {str(k): _decode(vt, v, _at(path, k))
-                for k, v in value.items()}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return decode(tp, value, path, required)
-    raise DecodeError(path, f"no decoder for {tp!r}")
+        return _decoder(tp)({}, ())
+    raise _fail("missing")
 
 
 def decode(cls: type[T], value: object, path: str = "",
@@ -243,8 +434,10 @@ def decode(cls: type[T], value: object, path: str = "",
     """A `cls` (a dataclass) from a JSON object; see the module docstring.
 
     Args:
-        required: Paths of fields that must be there ("id", "image.label"); a missing
-            field of any other reads as its default or its type's empty value.
+        path: Where `value` stands, for the errors' paths.
+        required: Paths inside `value` of fields that must be there ("id",
+            "image.label"); a missing field of any other reads as its default or its
+            type's empty value.
         skip: Given, a field of `cls` whose value does not fit is passed over as if it
             were missing, and its error handed to `skip` (input from outside the harness,
             where one bad field must not lose the rest).
@@ -253,27 +446,10 @@ def decode(cls: type[T], value: object, path: str = "",
         DecodeError: a value does not fit its field's type (without `skip`), or a
             required one is missing.
     """
-    from_text = getattr(cls, "from_text", None)
-    if isinstance(value, str) and callable(from_text):   # a record older files kept as text
-        found: T = from_text(value)
-        return found
-    if not isinstance(value, dict):
-        raise DecodeError(path, f"expected a mapping, got {_what(value)}")
-    hints = _hints(cls)
-    kwargs: dict[str, object] = {}
-    for name, needed in _fields(cls):
-        where = _at(path, name)
-        tp = hints[name]
-        if name in value:
-            try:
-                kwargs[name] = _decode(tp, value[name], where, required)
-                continue
-            except DecodeError as exc:
-                if skip is None:
-                    raise
-                skip(exc)
-        if where in required:
-            raise DecodeError(where, "missing")
-        if needed:
-            kwargs[name] = _empty(tp, where)
-    return cls(**kwargs)
+    decoder = _decoder(cls)
+    assert isinstance(decoder, _Record), cls
+    try:
+        found: T = decoder(value, tuple(required), skip)    # type: ignore[assignment]
+    except DecodeError as exc:
+        raise (exc.within(path) if path else exc) from None
+    return found
