@@ -39,7 +39,9 @@ class Kind:
 
     Attributes:
         junit: junit.xml's element for it (a bad kind is never "passed").
-        colour: the terminal table's colour.
+        colour: the terminal's colour for it (table and grid).
+        symbol: the grid's one-character token for it (`report.grid`).
+        paint: report.html's colour for it (heatmap squares, trend points, legend).
         severity: report.html's sort order, worst first.
         verb: what the scenario does, in `harness compare`'s sentences ("rfft_loop leaks
             only on RTX 4090 with 22.12-tf1-py3").
@@ -52,6 +54,8 @@ class Kind:
     cls: Class
     junit: JunitAs
     colour: Colour
+    symbol: str
+    paint: str
     severity: int
     verb: str
     title: str
@@ -65,25 +69,27 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("crash", "bad", "error", "red", 0, "crashes", "crashes", UNSURE),
-    Kind("oom", "bad", "failure", "red", 1, "runs out of memory", "runs out of memory",
-         MEMORY),
+    Kind("crash", "bad", "error", "red", "X", "#252525", 0, "crashes", "crashes", UNSURE),
+    Kind("oom", "bad", "failure", "red", "M", "#7f0000", 1, "runs out of memory",
+         "runs out of memory", MEMORY),
     # killed at its deadline: slow or stuck, the run cannot tell which (never "hangs")
-    Kind("timeout", "bad", "error", "red", 2, "times out", "does not finish within its timeout",
-         UNSURE),
-    Kind("leak", "bad", "failure", "red", 3, "leaks", "leaks memory", MEMORY),
-    Kind("regression", "bad", "failure", "magenta", 4, "regresses", "is slower", BASELINE),
-    Kind("slowdown", "bad", "failure", "yellow", 5, "slows down", "slows down", TIME),
-    Kind("suspected", "undecided", "skipped", "magenta", 6, "may be slower",
+    Kind("timeout", "bad", "error", "red", "T", "#8c510a", 2, "times out",
+         "does not finish within its timeout", UNSURE),
+    Kind("leak", "bad", "failure", "red", "L", "#d7301f", 3, "leaks", "leaks memory", MEMORY),
+    Kind("regression", "bad", "failure", "magenta", "R", "#984ea3", 4, "regresses",
+         "is slower", BASELINE),
+    Kind("slowdown", "bad", "failure", "yellow", "S", "#fc8d59", 5, "slows down",
+         "slows down", TIME),
+    Kind("suspected", "undecided", "skipped", "magenta", "?", "#dd88cc", 6, "may be slower",
          "may be slower", UNSURE),
-    Kind("ambiguous", "undecided", "skipped", "grey", 7, "is ambiguous", "is ambiguous",
-         UNSURE, run_longer=True),
-    Kind("plateau", "good", "passed", "cyan", 8, "plateaus", "plateaus", MEMORY),
-    Kind("unavailable", "unavailable", "error", "yellow", 9, "is unavailable",
+    Kind("ambiguous", "undecided", "skipped", "grey", "~", "#bdbdbd", 7, "is ambiguous",
+         "is ambiguous", UNSURE, run_longer=True),
+    Kind("plateau", "good", "passed", "cyan", "P", "#b3e2cd", 8, "plateaus", "plateaus", MEMORY),
+    Kind("unavailable", "unavailable", "error", "yellow", "U", "#fee08b", 9, "is unavailable",
          "is unavailable", UNSURE),
-    Kind("not-applicable", "skipped", "skipped", "grey", 10, "does not apply",
+    Kind("not-applicable", "skipped", "skipped", "grey", "/", "#e0e0e0", 10, "does not apply",
          "does not apply", UNSURE),
-    Kind("ok", "good", "passed", "green", 11, "is ok", "is ok", UNSURE),
+    Kind("ok", "good", "passed", "green", "·", "#7fc97f", 11, "is ok", "is ok", UNSURE),
 )}
 
 
@@ -100,6 +106,16 @@ def of_class(*classes: Class) -> frozenset[str]:
     return frozenset(k.name for k in KINDS.values() if k.cls in classes)
 
 
+@dataclass(frozen=True)
+class Look:
+    """How a report shows a cell's verdict: a kind's, or a pseudo-verdict's."""
+
+    symbol: str
+    colour: Colour
+    paint: str
+    word: str
+
+
 UNAVAILABLE = "unavailable"
 BAD: frozenset[str] = of_class("bad")
 GOOD: frozenset[str] = of_class("good")
@@ -108,6 +124,14 @@ UNDECIDED: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_lo
 # Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
 NOT_RUN = "not run"
 UNREADABLE = "unreadable"
+# Every verdict a report shows, kinds first (worst first), then the pseudo-verdicts: the
+# grid's tokens and legend and report.html's colours read them from here.
+LOOKS: dict[str, Look] = {
+    **{k.name: Look(k.symbol, k.colour, k.paint, k.name.replace("-", " "))
+       for k in sorted(KINDS.values(), key=lambda k: k.severity)},
+    NOT_RUN: Look("-", "grey", "#ffffff", NOT_RUN),
+    UNREADABLE: Look("!", "grey", "#f0f0f0", UNREADABLE),
+}
 # Whether the image is good or bad is not known there: the first bad may be hiding.
 UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREADABLE}
 # Cells that measured nothing of the code: they could not, or need not, run.

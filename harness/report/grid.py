@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from harness.analysis.kinds import NOT_RUN, UNREADABLE
+from harness.analysis.kinds import LOOKS, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 
@@ -35,24 +35,11 @@ class Glyph:
     word: str
 
 
-# One entry per kind, in the legend's order (a dict keyed by kind, so it can move into
-# one shared list of verdict kinds).
-GLYPHS: dict[str, Glyph] = {
-    "ok": Glyph("·", "32", "ok"),
-    "leak": Glyph("L", "31", "leak"),
-    "plateau": Glyph("P", "36", "plateau"),
-    "slowdown": Glyph("S", "33", "slowdown"),
-    "regression": Glyph("R", "35", "regression"),
-    "suspected": Glyph("?", "35", "suspected"),
-    "ambiguous": Glyph("~", "90", "ambiguous"),
-    "oom": Glyph("M", "31", "oom"),
-    "crash": Glyph("X", "31", "crash"),
-    "timeout": Glyph("T", "31", "timeout"),
-    "unavailable": Glyph("U", "33", "unavailable"),
-    "not-applicable": Glyph("/", "90", "not applicable"),
-    NOT_RUN: Glyph("-", "90", "not run"),
-    UNREADABLE: Glyph("!", "90", "unreadable"),
-}
+SGR: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
+                          "cyan": "36", "grey": "90"}
+# One entry per verdict, in the legend's order, from the one list of verdict kinds.
+GLYPHS: dict[str, Glyph] = {name: Glyph(look.symbol, SGR[look.colour], look.word)
+                            for name, look in LOOKS.items()}
 FIRST_BAD = ("[", "]")          # around the row's first bad token
 DETAILS = 6                     # cells said in full words below the grid, unless --details
 

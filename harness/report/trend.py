@@ -15,19 +15,14 @@ from html import escape
 
 from markupsafe import Markup
 
+from harness.analysis.kinds import LOOKS
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 from harness.result.words import human_seconds
 
-# One colour per verdict kind (a dict keyed by kind, so it can move into one shared
-# list of verdict kinds); "not run" and "unreadable" are the report's pseudo-verdicts.
-KIND_COLOURS: dict[str, str] = {
-    "ok": "#7fc97f", "plateau": "#b3e2cd", "leak": "#d7301f", "slowdown": "#fc8d59",
-    "regression": "#984ea3", "suspected": "#dd88cc", "ambiguous": "#bdbdbd",
-    "oom": "#7f0000", "crash": "#252525", "timeout": "#8c510a",
-    "unavailable": "#fee08b", "not-applicable": "#e0e0e0", "not run": "#ffffff",
-    "unreadable": "#f0f0f0",
-}
+# report.html's colour of each verdict, from the one list of verdict kinds ("not run" and
+# "unreadable" are the report's pseudo-verdicts).
+KIND_COLOURS: dict[str, str] = {name: look.paint for name, look in LOOKS.items()}
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 150, 74, 34, 18
 
 

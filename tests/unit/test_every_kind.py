@@ -131,3 +131,19 @@ def test_every_kind_through_every_renderer(verdict: str, tmp_path: Path) -> None
     assert k.attribute and set(k.attribute) <= set(WHERE_KINDS)
     found = [(p.cell, p.good) for p in pairs(report.results)]
     assert found == ([(cid, f"good.{ROW}")] if verdict in BAD else [])
+
+
+def test_grid_and_page_read_their_looks_from_the_kind_table() -> None:
+    """The grid's tokens and report.html's colours are the kind table's, one per verdict a
+    report shows, told apart (two kinds with one symbol or colour could not be read)."""
+    from harness.analysis.kinds import LOOKS, NOT_RUN, UNREADABLE
+    from harness.report.grid import GLYPHS
+    from harness.report.trend import KIND_COLOURS
+
+    assert set(LOOKS) == set(KINDS) | {NOT_RUN, UNREADABLE}
+    assert {k: g.symbol for k, g in GLYPHS.items()} == {k: v.symbol for k, v in LOOKS.items()}
+    assert KIND_COLOURS == {k: v.paint for k, v in LOOKS.items()}
+    assert len({v.symbol for v in LOOKS.values()}) == len(LOOKS)
+    assert len({v.paint for v in LOOKS.values()}) == len(LOOKS)
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", v.paint) for v in LOOKS.values())
+    assert all(len(v.symbol) == 1 for v in LOOKS.values())
