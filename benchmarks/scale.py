@@ -6,7 +6,9 @@ bad) swept through the real orchestrator with `tests/fakeruntime.py` (no contain
 then read back by `harness report DIR` at COLUMNS=100. Each step runs in a child
 process of its own, so its peak RSS is its own. Prints per size: cells, sweep seconds
 and seconds per cell, the reports' writing, the sweep's peak RSS, `harness report`'s
-seconds and peak RSS, report.html's size, and the console's lines and widest line.
+seconds and peak RSS, report.html's size, and the console's lines and widest line; and,
+where Chromium is installed, how long report.html takes to open in it (headless: from
+navigation to the load event and a first layout of the whole page; "-" without it).
 
 With `--base REV` the same sizes run over that commit's tree too (`git archive`),
 side by side: before and after in one run, on one machine.
@@ -19,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -109,6 +113,33 @@ def peak(argv: list[str], tree: Path, env: dict[str, str] | None = None
     return text, seconds, usage.ru_maxrss / 1024   # KiB on Linux
 
 
+# Appended to a copy of the page: at the load event, lay the page out and write the time
+# since navigation into the DOM, which --dump-dom prints.
+PROBE = ('<script>addEventListener("load",function(){document.body.offsetHeight;'
+         'var p=document.createElement("pre");p.id="harness-opened-ms";'
+         'p.textContent=String(performance.now());document.body.appendChild(p);});</script>')
+
+
+def page_open(page: Path) -> float:
+    """Seconds from navigation to the page laid out after its load event, in headless
+    Chromium; NaN without a Chromium on PATH (or when it says nothing)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        return float("nan")
+    probe = page.with_name(".open-probe.html")
+    probe.write_text(page.read_text(encoding="utf-8") + PROBE, encoding="utf-8")
+    try:
+        shown = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu",
+                                "--no-first-run", "--dump-dom", probe.as_uri()],
+                               capture_output=True, text=True, timeout=120).stdout
+    except subprocess.TimeoutExpired:
+        return float("nan")
+    finally:
+        probe.unlink()
+    found = re.search(r'id="harness-opened-ms">([0-9.]+)<', shown)
+    return float(found[1]) / 1000 if found else float("nan")
+
+
 def measure(tree: Path, cells: int, workdir: Path) -> dict[str, float]:
     workdir.mkdir(parents=True)
     out, _, sweep_rss = peak([sys.executable, str(REPO / "benchmarks" / "scale.py"),
@@ -123,6 +154,7 @@ def measure(tree: Path, cells: int, workdir: Path) -> dict[str, float]:
             "write": facts["write"], "sweep_rss": sweep_rss, "report": report_s,
             "report_rss": report_rss,
             "page": (root / "report.html").stat().st_size / 2**20,
+            "open": page_open(root / "report.html"),
             "lines": len(lines), "widest": max((len(x) for x in lines), default=0)}
 
 
@@ -141,7 +173,7 @@ def main() -> None:
     sizes = [12] if a.quick else a.sizes
     print(f"{'tree':<8} {'cells':>5} {'sweep s':>8} {'s/cell':>7} {'write s':>8} "
           f"{'sweep MiB':>9} {'report s':>8} {'rep MiB':>7} {'html MB':>7} "
-          f"{'lines':>5} {'widest':>6}", flush=True)
+          f"{'open s':>6} {'lines':>5} {'widest':>6}", flush=True)
     with tempfile.TemporaryDirectory() as d:
         trees = [("this", REPO)]
         if a.base:
@@ -156,7 +188,8 @@ def main() -> None:
                 m = measure(tree, cells, Path(d) / f"{name}-{cells}")
                 print(f"{name:<8} {m['cells']:>5} {m['sweep']:>8.1f} {m['per_cell']:>7.4f} "
                       f"{m['write']:>8.1f} {m['sweep_rss']:>9.0f} {m['report']:>8.1f} "
-                      f"{m['report_rss']:>7.0f} {m['page']:>7.2f} {m['lines']:>5} "
+                      f"{m['report_rss']:>7.0f} {m['page']:>7.2f} {m['open']:>6.2f} "
+                      f"{m['lines']:>5} "
                       f"{m['widest']:>6}", flush=True)
 
 
