@@ -13,7 +13,7 @@ The join, per line:
   its image) on one host: the machine (or `hosts:` entry) the cell ran on, its runtime
   and the GPU model the agent saw (`host_of`). A row measured on two hosts gives two
   lines, named "ROW @ HOST"; hosts are never mixed in one line.
-- Images are in release order (`answers.releases.release_order`): the newest run's
+- Images are in release order (`matrixfile.releases.release_order`): the newest run's
   matrix order, with images only older runs measured slotted in by their tag.
 - Per (line, image): every run's reading, oldest first, and the latest verdict: the
   newest run with a readable result (a result.json that does not read counts only
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD, UNREADABLE
-from harness.answers.releases import release_order
 from harness.errors import InputError
+from harness.matrixfile.releases import release_order
 from harness.result.codec import encode
 from harness.result.model import CellResult, Plan, Planned, load_result
 from harness.store.results import PLAN_FILE, load_json
@@ -102,7 +102,9 @@ class Line:
         """The newest readable reading, else the newest at all (unreadable)."""
         found = self.seen.get(image, ())
         readable = [s for s in found if s.result is not None]
-        return (readable or list(found) or [None])[-1]
+        if readable:
+            return readable[-1]
+        return found[-1] if found else None
 
     def flaky(self) -> list[Flaky]:
         """Per image, each group of same-key runs that went both good and bad."""
@@ -210,7 +212,7 @@ def _watched(path: Path) -> str:
         return ""
     if not first.startswith(WATCH_MARK):
         return ""
-    return first[len(WATCH_MARK):].split(":", 1)[0].strip()
+    return first[len(WATCH_MARK):].split(": ", 1)[0].strip()
 
 
 def host_of(res: CellResult) -> str:
@@ -267,6 +269,14 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
     return kept, notes
 
 
+def _by_start(path: Path) -> tuple[float, str]:
+    return started_of(path), path.name
+
+
+def _seen_order(s: Seen) -> tuple[float, str]:
+    return s.run.started, s.run.tag
+
+
 def read_history(root: Path) -> History:
     """Every sweep-kind run under `root` (reports/NAME) joined per line.
 
@@ -274,7 +284,7 @@ def read_history(root: Path) -> History:
         InputError: `root` is not a matrix's directory of runs (see `run_dirs`).
     """
     paths, notes = run_dirs(root)
-    paths.sort(key=lambda p: (started_of(p), p.name))
+    paths.sort(key=_by_start)
     runs: list[Run] = []
     readings: list[tuple[Run, dict[str, CellResult], dict[str, str], tuple[Planned, ...]]] = []
     for path in paths:
@@ -286,14 +296,14 @@ def read_history(root: Path) -> History:
         index = {p.image: p.index for p in planned}
         for res in results.values():
             index.setdefault(res.image.label, res.image.index)
-        images = tuple(sorted(index, key=lambda label: (index[label], label)))
+        images = tuple(label for _, label in sorted((i, label) for label, i in index.items()))
         run = Run(path, f"r{len(runs) + 1}", kind_of(path) or "", started_of(path), images,
                   _watched(path))
         runs.append(run)
         readings.append((run, results, unreadable, planned))
     if not runs:
         raise InputError(f"{root}: no run here reads; " + "; ".join(notes))
-    images = release_order([r.images for r in reversed(runs)])
+    images = tuple(release_order([r.images for r in reversed(runs)]))
     # (row, host) -> image -> readings, in run order (oldest first)
     table: dict[tuple[str, str], dict[str, list[Seen]]] = {}
     lost: dict[tuple[str, str], list[Seen]] = {}          # (row, image): unreadable
@@ -323,10 +333,10 @@ def read_history(root: Path) -> History:
             name = f"{row} @ {host or 'unknown host'}" if several else row
             by_image = table[(row, host)]
             lines.append(Line(row, host, name, {
-                image: tuple(sorted(by_image[image], key=lambda s: (s.run.started, s.run.tag)))
+                image: tuple(sorted(by_image[image], key=_seen_order))
                 for image in images if image in by_image}))
     name = name_of(runs[-1].path) or root.name
-    return History(name, root, tuple(runs), tuple(images), tuple(lines), tuple(notes))
+    return History(name, root, tuple(runs), images, tuple(lines), tuple(notes))
 
 
 def flaky_lines(history: History) -> list[tuple[Line, list[Flaky]]]:

@@ -48,11 +48,12 @@ def run_words(run: Run) -> str:
     return f"{run.tag} {run.name} ({what}, {when(run)})"
 
 
-def step_words(res: CellResult | None) -> str:
+def step_words(res: CellResult | None, interval: bool = True) -> str:
+    """Step time per call: the median, with the early..late medians."""
     p = step_point(res) if res is not None else None
     if p is None:
         return "-"
-    if p.hi <= p.lo:
+    if p.hi <= p.lo or not interval:
         return human_seconds(p.value)
     lo, hi = human_seconds(p.lo), human_seconds(p.hi)
     unit = hi.split(" ")[-1]
@@ -61,11 +62,12 @@ def step_words(res: CellResult | None) -> str:
     return f"{human_seconds(p.value)} ({lo}..{hi})"
 
 
-def growth_words(res: CellResult | None) -> str:
+def growth_words(res: CellResult | None, interval: bool = True) -> str:
+    """Memory growth per call, with the slope's confidence interval."""
     p = memory_point(res) if res is not None else None
     if p is None:
         return "-"
-    if p.hi <= p.lo:
+    if p.hi <= p.lo or not interval:
         return kib(p.value)
     return f"{kib(p.value)} ({kib(p.lo).removesuffix(' KiB')}..{kib(p.hi)})"
 
@@ -95,11 +97,12 @@ class HistoryConsole:
     def render(self, out: TextIO, width: int | None = None) -> None:
         width = console_width(out, width)
         lines = self._head(width)
-        words = self._words()
-        fits = width is None or (len(self.report.images) <= WORDS_IMAGES
-                                 and all(len(x) <= width for x in words))
-        if fits:
-            lines.extend(words)
+        few = len(self.report.images) <= WORDS_IMAGES
+        for intervals in (True, False):     # the intervals go first where words do not fit
+            words = self._words(intervals)
+            if width is None or (few and all(len(x) <= width for x in words)):
+                lines.extend(words)
+                break
         else:
             lines.extend(self._grid(width))
         for note in self.history.notes:
@@ -112,10 +115,14 @@ class HistoryConsole:
     def _head(self, width: int | None) -> list[str]:
         h = self.history
         n = len(h.runs)
+        rows = len({line.row for line in h.lines})
+        split = len(h.lines) - rows
         out = self._say(f"history of {h.name}: {n} run{'s' if n != 1 else ''}, "
-                        f"{len(self.report.images)} images in release order, "
-                        f"{len(h.lines)} line{'s' if len(h.lines) != 1 else ''} "
-                        f"(row on a host)", width)
+                        f"{len(self.report.images)} images in release order, {rows} "
+                        f"row{'s' if rows != 1 else ''}" + (
+                            f" ({split} more line{'s' if split != 1 else ''}: a row "
+                            "measured on several hosts has a line per host)"
+                            if split else ""), width)
         for run in h.runs:
             out.extend(self._say(run_words(run), width, "  "))
         hosts = sorted({line.host for line in h.lines})
@@ -123,7 +130,7 @@ class HistoryConsole:
             out.extend(self._say(f"measured on {hosts[0] or 'an unknown host'}", width))
         return out
 
-    def _words(self) -> list[str]:
+    def _words(self, intervals: bool = True) -> list[str]:
         out: list[str] = []
         answers = {row.row: row for row in self.report.rows}
         for line in self.history.lines:
@@ -133,8 +140,9 @@ class HistoryConsole:
             out.append(line.name + (f"  (host {line.host})" if " @ " not in line.name
                                     and len({x.host for x in self.history.lines}) > 1
                                     else ""))
-            rows = [["image", "latest", "run", "step time/call (early..late)",
-                     "growth/call (CI)"]]
+            rows = [["image", "latest", "run", "step time/call (early..late)"
+                     if intervals else "step time/call", "growth/call (CI)" if intervals
+                     else "growth/call"]]
             for image in self.report.images:
                 s = line.latest(image)
                 if s is None:
@@ -144,8 +152,9 @@ class HistoryConsole:
                     marks.append("first bad")
                 if image in flaky:
                     marks.append("flaky")
-                rows.append([image, ", ".join(marks), s.run.tag, step_words(s.result),
-                             growth_words(s.result)])
+                rows.append([image, ", ".join(marks), s.run.tag,
+                             step_words(s.result, intervals),
+                             growth_words(s.result, intervals)])
             out.extend(_table(rows))
             if answer is not None:
                 out.append(f"  {answer.sentence}")

@@ -5,7 +5,7 @@ list tags (harness.watch.registry) -> the tags newer than the last one checked -
 reports -> the state file moves on to the newest tag run.
 
 Which tags are "newer" than the baseline (and the last tag checked): those
-`harness.answers.releases.tag_order` compares with it (NGC calendar tags with the
+`harness.matrixfile.releases.tag_order` compares with it (NGC calendar tags with the
 baseline's suffix by (YY, MM, P); anything else as a version of the same shape), and
 later than it.
 """
@@ -21,10 +21,10 @@ from typing import Any
 
 from harness import matrixfile
 from harness.analysis.kinds import BAD
-from harness.answers.releases import tag_order as tag_order
 from harness.errors import InputError, SpecError
 from harness.matrixfile.load import read_text
 from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
+from harness.matrixfile.releases import tag_order as tag_order
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text
 from harness.orchestrator import Sweep, SweepOutcome
 from harness.report import Report, write_all
