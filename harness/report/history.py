@@ -19,7 +19,7 @@ from typing import TextIO
 from harness.analysis.kinds import KINDS, NOT_RUN, UNREADABLE
 from harness.answers.history import Flaky, History, Line, Run, Seen
 from harness.answers.search import RowAnswer
-from harness.report.grid import Grid, conclusions, console_width, wrap
+from harness.report.grid import Grid, conclusions, console_width, token, wrap
 from harness.report.html import environment, kind_css
 from harness.report.model import Report
 from harness.report.trend import kib, memory_point, row_trends, step_point
@@ -29,6 +29,7 @@ from harness.store.results import atomic_write_text
 
 PAGE = "history.html"       # written into reports/NAME/, never into a run directory
 WORDS_IMAGES = 12           # more images than this: the grid, whatever the width
+SHOWN_RUNS = 10             # the words table's run by run column: the newest this many
 
 
 def latest_report(history: History) -> Report:
@@ -62,14 +63,17 @@ def step_words(res: CellResult | None, interval: bool = True) -> str:
     return f"{human_seconds(p.value)} ({lo}..{hi})"
 
 
-def growth_words(res: CellResult | None, interval: bool = True) -> str:
-    """Memory growth per call, with the slope's confidence interval."""
+def growth_words(res: CellResult | None, interval: bool = True, unit: bool = True) -> str:
+    """Memory growth per call in KiB, with the slope's confidence interval ("+5.84 KiB
+    (+5.80..+5.88 KiB)"; the unit left to a column's header without `unit`)."""
     p = memory_point(res) if res is not None else None
     if p is None:
         return "-"
+    said = kib(p.value) if unit else kib(p.value).removesuffix(" KiB")
     if p.hi <= p.lo or not interval:
-        return kib(p.value)
-    return f"{kib(p.value)} ({kib(p.lo).removesuffix(' KiB')}..{kib(p.hi)})"
+        return said
+    lo, hi = (kib(v).removesuffix(" KiB") for v in (p.lo, p.hi))
+    return f"{said} ({lo}..{hi}{' KiB' if unit else ''})"
 
 
 def _flaky_at(line: Line) -> dict[str, list[Flaky]]:
@@ -77,6 +81,13 @@ def _flaky_at(line: Line) -> dict[str, list[Flaky]]:
     for f in line.flaky():
         out.setdefault(f.image, []).append(f)
     return out
+
+
+def by_run(seen: Sequence[Seen], runs: Sequence[Run]) -> str:
+    """A (line, image)'s verdict in each of `runs` as the grid's symbol ("-": that run
+    did not measure it); a run's last reading where it has two."""
+    said = {s.run.tag: s.verdict for s in seen}
+    return "".join(token(said[r.tag], None) if r.tag in said else "-" for r in runs)
 
 
 def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
@@ -99,7 +110,7 @@ class HistoryConsole:
         lines = self._head(width)
         few = len(self.report.images) <= WORDS_IMAGES
         for intervals in (True, False):     # the intervals go first where words do not fit
-            words = self._words(intervals)
+            words = self._words(intervals, width)
             if width is None or (few and all(len(x) <= width for x in words)):
                 lines.extend(words)
                 break
@@ -130,19 +141,21 @@ class HistoryConsole:
             out.extend(self._say(f"measured on {hosts[0] or 'an unknown host'}", width))
         return out
 
-    def _words(self, intervals: bool = True) -> list[str]:
+    def _words(self, intervals: bool = True, width: int | None = None) -> list[str]:
         out: list[str] = []
         answers = {row.row: row for row in self.report.rows}
         for line in self.history.lines:
             answer = answers.get(line.name)
             flaky = _flaky_at(line)
             out.append("")
-            out.append(line.name + (f"  (host {line.host})" if " @ " not in line.name
-                                    and len({x.host for x in self.history.lines}) > 1
-                                    else ""))
-            rows = [["image", "latest", "run", "step time/call (early..late)"
-                     if intervals else "step time/call", "growth/call (CI)" if intervals
-                     else "growth/call"]]
+            out.extend(self._say(line.name + (
+                f"  (host {line.host})" if " @ " not in line.name
+                and len({x.host for x in self.history.lines}) > 1 else ""), width))
+            shown = self.history.runs[-SHOWN_RUNS:]
+            rows = [["image", "latest", "run", f"{shown[0].tag}..{shown[-1].tag}"
+                     if len(shown) > 1 else shown[0].tag, "step time/call (early..late)"
+                     if intervals else "step time/call", "growth KiB/call (CI)"
+                     if intervals else "growth KiB/call"]]
             for image in self.report.images:
                 s = line.latest(image)
                 if s is None:
@@ -153,13 +166,15 @@ class HistoryConsole:
                 if image in flaky:
                     marks.append("flaky")
                 rows.append([image, ", ".join(marks), s.run.tag,
+                             by_run(line.seen.get(image, ()), shown),
                              step_words(s.result, intervals),
-                             growth_words(s.result, intervals)])
+                             growth_words(s.result, intervals, unit=False)])
             out.extend(_table(rows))
             if answer is not None:
-                out.append(f"  {answer.sentence}")
+                out.extend(self._say(answer.sentence, width, "  "))
             for image, found in flaky.items():
-                out.extend(f"  {image}: {f.text()}" for f in found)
+                for f in found:
+                    out.extend(self._say(f"{image}: {f.text()}", width, "  "))
         return out
 
     def _grid(self, width: int | None) -> list[str]:

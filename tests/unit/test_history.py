@@ -114,7 +114,7 @@ def test_three_runs_and_a_watch_run_joined(tmp_path: Path, registry: Registry,
     assert "3 runs, 3 images in release order, 1 row" in out
     assert words_row(out, "23.01-cpu")[1:3] == ["ok", "r3"]
     assert words_row(out, "23.02-cpu")[1:3] == ["leak, first bad", "r3"]
-    assert words_row(out, "23.03-cpu")[1:3] == ["leak, flaky", "r3"]
+    assert words_row(out, "23.03-cpu")[1:4] == ["leak, flaky", "r3", "·LL"]    # r1..r3
     assert "23.03-cpu: flaky: ok in r1, leak in r2" in out
     assert "23.02-cpu: flaky" not in out          # r3 measured another run key
     assert "first bad: 23.02-cpu (last good: 23.01-cpu)" in out
@@ -133,7 +133,7 @@ def test_three_runs_and_a_watch_run_joined(tmp_path: Path, registry: Registry,
              if re.match(r"\s+23\.0\d-cpu ", line)]
     assert order == ["23.01-cpu", "23.02-cpu", "23.03-cpu", "23.04-cpu"]
     assert words_row(out, "23.02-cpu")[1:3] == ["ok", "r4"]
-    assert words_row(out, "23.04-cpu")[1:3] == ["ok", "r4"]
+    assert words_row(out, "23.04-cpu")[1:4] == ["ok", "r4", "---·"]   # only r4 had it
     assert words_row(out, "23.03-cpu")[1:3] == ["leak, first bad, flaky", "r3"]
     # history.html beside the runs, none of them written into
     assert f"written: {base / 'history.html'}" in out
