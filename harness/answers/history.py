@@ -169,10 +169,6 @@ class History:
                     why[cid] = s.why
         return tuple(planned), why
 
-    def latest_run(self, line: Line, image: str) -> Run | None:
-        s = line.latest(image)
-        return s.run if s is not None else None
-
 
 def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...]]:
     """A run's readable results, its unreadable ones (id -> why) and its plan.

@@ -273,3 +273,22 @@ def test_a_reanalyzed_copy_stands_for_its_run(tmp_path: Path) -> None:
     assert [r.name for r in found.runs] == ["20260101-000000-reanalyzed"]
     assert not found.lines[0].flaky()
     assert "read as its re-decided copy" in found.notes[0]
+
+
+def test_an_unreadable_latest_is_no_answer_and_a_readable_one_wins(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = tmp_path / "reports" / "big"
+    cell = {"id": "a.gpu0.s", "row": "gpu0.s", "image": {"label": "a", "index": 0},
+            "verdict": "ok"}
+    # GIVEN one run whose only result.json was cut short
+    _write_run(base, "2", 2000.0, [cell], ["a"])
+    (base / "2" / "cells" / "a.gpu0.s" / "result.json").write_text('{"id": "a.gp')
+    code, out = history(base, capsys, "--width", "100", "--no-html")
+    # THEN no verdict is made up: unreadable, not a complete answer (exit 4)
+    assert code == 4
+    assert "unreadable" in out and "not a complete answer" in out
+    # WHEN an older run read it: its verdict is the latest readable one
+    _write_run(base, "1", 1000.0, [cell], ["a"])
+    code, out = history(base, capsys, "--width", "100", "--no-html")
+    assert code == 0
+    assert words_row(out, "a")[1:4] == ["ok", "r1", "·!"]
