@@ -28,7 +28,6 @@ The join, per line:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +35,8 @@ from pathlib import Path
 from harness.analysis.kinds import BAD, GOOD, UNREADABLE
 from harness.errors import InputError
 from harness.matrixfile.releases import release_order
-from harness.result.codec import encode
 from harness.result.model import CellResult, Plan, Planned, load_result
+from harness.result.runkey import RunKey
 from harness.store.results import PLAN_FILE, load_json
 from harness.store.runs import REANALYZED, SWEEP_RESULTS, kind_of, name_of, started_of
 
@@ -110,13 +109,17 @@ class Line:
         """Per image, each group of same-key runs that went both good and bad."""
         out: list[Flaky] = []
         for image, found in self.seen.items():
-            groups: dict[str, list[Seen]] = {}
+            groups: list[tuple[RunKey | None, list[Seen]]] = []
             for s in found:
-                if s.result is not None:
-                    key = s.result.key
-                    text = json.dumps(encode(key), sort_keys=True) if key is not None else ""
-                    groups.setdefault(text, []).append(s)
-            for group in groups.values():
+                if s.result is None:
+                    continue
+                key = s.result.key
+                same = next((g for k, g in groups if k == key), None)
+                if same is None:
+                    groups.append((key, [s]))
+                else:
+                    same.append(s)
+            for _, group in groups:
                 classes = {"good" if s.verdict in GOOD else "bad" if s.verdict in BAD
                            else "" for s in group}
                 if {"good", "bad"} <= classes:

@@ -109,9 +109,9 @@ class HistoryConsole:
         width = console_width(out, width)
         lines = self._head(width)
         few = len(self.report.images) <= WORDS_IMAGES
-        for intervals in (True, False):     # the intervals go first where words do not fit
-            words = self._words(intervals, width)
-            if width is None or (few and all(len(x) <= width for x in words)):
+        for intervals in (True, False) if few or width is None else ():
+            words = self._words(intervals, width)   # the intervals go first where too wide
+            if width is None or all(len(x) <= width for x in words):
                 lines.extend(words)
                 break
         else:
@@ -239,13 +239,18 @@ def _href(s: Seen) -> str:
 
 
 def _tile(image: str, s: Seen | None, line: str, first_bad: bool = False,
-          flaky: bool = False) -> Tile:
+          flaky: bool = False, latest: bool = True) -> Tile:
+    """A square: its verdict and the run it came from; the latest's says its line and
+    figures too (a run by run square sits in its line's own table, beside the latest)."""
     if s is None:
-        return Tile(image, "", f"{image} {line}: not measured", "")
-    figures = f"; step {step_words(s.result)}; growth {growth_words(s.result)}" \
-        if s.result is not None else f"; {s.why}"
+        return Tile(image, "", f"{image}: not measured", "")
+    if not latest:
+        return Tile(image, s.verdict, f"{image}: {s.verdict} in {s.run.tag}", _href(s),
+                    first_bad, flaky)
+    said = f"step {step_words(s.result)}; growth {growth_words(s.result)}" \
+        if s.result is not None else s.why
     return Tile(image, s.verdict, f"{image} {line}: {s.verdict} in {s.run.tag} "
-                f"({s.run.name}){figures}", _href(s), first_bad, flaky)
+                f"({s.run.name}); {said}", _href(s), first_bad, flaky)
 
 
 @dataclass(frozen=True)
@@ -276,8 +281,8 @@ def render_html(history: History, report: Report, out: TextIO) -> None:
             own = {img: next((s for s in line.seen.get(img, ()) if s.run is run), None)
                    for img in report.images}
             if any(s is not None for s in own.values()):
-                runs.append((run, [_tile(img, own[img], line.name, flaky=img in flaky)
-                                   for img in report.images]))
+                runs.append((run, [_tile(img, own[img], line.name, flaky=img in flaky,
+                                         latest=False) for img in report.images]))
         shown.update(t.verdict for t in latest if t.verdict)
         shown.update(t.verdict for _, tiles in runs for t in tiles if t.verdict)
         trends = [str(svg) for svg in row_trends(answer, report.images, report.results)] \
