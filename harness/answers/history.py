@@ -244,9 +244,14 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
                          f"reports/NAME, the directory above it: harness history {root.parent}")
     found = sorted(p for p in root.iterdir() if kind_of(p) in SWEEP_RESULTS)
     if not found:
+        below = sorted(p.name for p in root.iterdir() if p.is_dir() and kind_of(p) is None
+                       and any(kind_of(q) in SWEEP_RESULTS for q in p.iterdir()))
+        hint = (f"; it holds the runs of {', '.join(below)}: harness history "
+                f"{root / below[0]}" if below else "")
         raise InputError(f"{root}: no run of a sweep here (no <timestamp>/ directory with "
                          "a plan.json of kind sweep or reanalyzed); give reports/NAME, the "
-                         "directory harness sweep or harness watch wrote the runs into")
+                         "directory harness sweep or harness watch wrote the runs into"
+                         + hint)
     # A re-decided copy stands for the run it was made from; the newest copy wins.
     copies: dict[str, Path] = {}
     for p in found:

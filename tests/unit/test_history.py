@@ -185,7 +185,8 @@ def test_two_hosts_are_two_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "flaky" not in out
 
 
-@pytest.mark.parametrize("case", ["missing", "file", "run dir", "empty", "bisect only"])
+@pytest.mark.parametrize("case", ["missing", "file", "run dir", "empty", "bisect only",
+                                  "reports"])
 def test_bad_input_exits_2_and_says_what_to_give(case: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,11 +202,16 @@ def test_bad_input_exits_2_and_says_what_to_give(case: str, tmp_path: Path,
     elif case == "bisect only":
         store = RunStore(base / "bisect-cpu.loop")
         store.mark("bisect", "demo", "m.yaml", ())
+    elif case == "reports":
+        Demo(tmp_path, monkeypatch).sweep()
+        base = base.parent
     code, out = history(base, capsys)
     assert code == 2
     assert "give reports/NAME" in out and "Traceback" not in out
     if case == "run dir":
         assert "the directory above it" in out and str(base.parent) in out
+    if case == "reports":     # the matrices below are named
+        assert f"holds the runs of demo: harness history {base / 'demo'}" in out
 
 
 def _write_run(base: Path, stamp: str, started: float, cells: list[dict[str, object]],
