@@ -281,7 +281,9 @@ def render_html(history: History, report: Report, out: TextIO) -> None:
             own = {img: next((s for s in line.seen.get(img, ()) if s.run is run), None)
                    for img in report.images}
             if any(s is not None for s in own.values()):
-                runs.append((run, [_tile(img, own[img], line.name, flaky=img in flaky,
+                hatched = {img for img, found in flaky.items()
+                           if any(own[img] is s for f in found for s in f.seen)}
+                runs.append((run, [_tile(img, own[img], line.name, flaky=img in hatched,
                                          latest=False) for img in report.images]))
         shown.update(t.verdict for t in latest if t.verdict)
         shown.update(t.verdict for _, tiles in runs for t in tiles if t.verdict)
