@@ -25,6 +25,7 @@ EPILOG = """\
 examples:
   harness sweep examples/multidict.yaml          run every cell of a matrix
   harness report reports/multidict-pop           re-render the newest run's reports
+  harness history reports/multidict-pop          every run of a matrix, release by release
   harness compare DIR_A DIR_B                    where two hosts' (or runs') results differ
   harness compare DIR                            the hosts of one `hosts:` sweep compared
   harness bisect matrix.yaml --good A --bad B    first bad image of one row, ~log2(n) cells
@@ -47,14 +48,26 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from harness import __version__
-    from harness.cli import bisect, compare, doctor, explain, fit, images, report, sweep, watch
+    from harness.cli import (
+        bisect,
+        compare,
+        doctor,
+        explain,
+        fit,
+        history,
+        images,
+        report,
+        sweep,
+        watch,
+    )
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
-    for module in (sweep, bisect, fit, explain, compare, report, images, doctor, watch):
+    for module in (sweep, bisect, fit, explain, compare, report, history, images, doctor,
+                   watch):
         module.add_parser(sub)
     _own_parser(parser)
     return parser

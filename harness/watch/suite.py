@@ -4,19 +4,15 @@ list tags (harness.watch.registry) -> the tags newer than the last one checked -
 (the suite's, with `matrix.image` = [baseline, new...] and `baseline:` set) -> sweep ->
 reports -> the state file moves on to the newest tag run.
 
-Which tags are "newer" than the baseline (and the last tag checked):
-
-- NGC calendar tags `YY.MM[.P][-suffix]` (`23.01-tf1-py3`): only tags with the
-  baseline's suffix (`-tf1-py3`; no suffix matches no suffix), ordered by (YY, MM, P).
-- Anything else is compared as a version: only tags with the baseline's shape, i.e.
-  the same text once each run of digits is blanked out (`2.12.0` goes with `2.13.1`,
-  not with `2.13.0rc1`, `2.13` or `latest`), ordered by the digit runs as integers.
+Which tags are "newer" than the baseline (and the last tag checked): those
+`harness.matrixfile.releases.tag_order` compares with it (NGC calendar tags with the
+baseline's suffix by (YY, MM, P); anything else as a version of the same shape), and
+later than it.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,6 +24,7 @@ from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
 from harness.matrixfile.load import read_text
 from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
+from harness.matrixfile.releases import tag_order as tag_order
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text
 from harness.orchestrator import Sweep, SweepOutcome
 from harness.report import Report, write_all
@@ -36,33 +33,6 @@ from harness.store.results import RunStore, atomic_write_text
 from harness.watch.registry import RepoRef
 
 STATE_SCHEMA = 1
-_CALENDAR = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d+))?(-.+)?")
-_DIGITS = re.compile(r"\d+")
-
-TagKey = tuple[int, ...]
-
-
-def tag_order(baseline: str) -> Callable[[str], TagKey | None]:
-    """The sort key of tags comparable with `baseline`; None for the others."""
-    cal = _CALENDAR.fullmatch(baseline)
-    if cal is not None:
-        suffix = cal[4] or ""
-
-        def calendar(tag: str) -> TagKey | None:
-            m = _CALENDAR.fullmatch(tag)
-            if m is None or (m[4] or "") != suffix:
-                return None
-            return int(m[1]), int(m[2]), int(m[3] or 0)
-
-        return calendar
-    shape = _DIGITS.sub("#", baseline)
-
-    def version(tag: str) -> TagKey | None:
-        if _DIGITS.sub("#", tag) != shape:
-            return None
-        return tuple(int(d) for d in _DIGITS.findall(tag))
-
-    return version
 
 
 def newer_tags(tags: Iterable[str], baseline: str, last: str | None = None) -> list[str]:

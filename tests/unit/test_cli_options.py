@@ -19,6 +19,7 @@ ARGV = {
     "watch": ["localhost:5000/x", "--baseline", "1", "--matrix", "m.yaml"],
     "report": ["some-dir"],
     "compare": ["some-dir", "other-dir"],
+    "history": ["some-dir"],
 }
 BAD = {"iterations": ("0", "-3"), "warmup": ("-1",), "width": ("0", "10")}
 

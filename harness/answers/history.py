@@ -1,0 +1,353 @@
+"""`harness history reports/NAME`: every sweep-kind run of a matrix joined, running none.
+
+Under `reports/NAME` live the run directories of the matrix (or watch suite) NAME
+(`reports/NAME/<timestamp>/`, with plan.json and cells/<id>/result.json). Of those, the
+runs of a sweep's kinds (`store.runs.SWEEP_RESULTS`: sweeps, `harness watch` runs, which
+are sweeps, and `report --reanalyze --write` copies) are read; bisect and fit
+directories are left out. A re-decided copy (`<run>-reanalyzed`) stands for the run it
+was made from (the same measurement decided again), so that run is not read twice.
+
+The join, per line:
+
+- A line is a row of the report model (GPU, scenario and params: the cell id without
+  its image) on one host: the machine (or `hosts:` entry) the cell ran on, its runtime
+  and the GPU model the agent saw (`host_of`). A row measured on two hosts gives two
+  lines, named "ROW @ HOST"; hosts are never mixed in one line.
+- Images are in release order (`matrixfile.releases.release_order`): the newest run's
+  matrix order, with images only older runs measured slotted in by their tag.
+- Per (line, image): every run's reading, oldest first, and the latest verdict: the
+  newest run with a readable result (a result.json that does not read counts only
+  where no run has a readable one; a cell a run did not finish adds nothing).
+- Flaky: two runs of the same image in the same line with the same run key
+  (`result.runkey`: image, pins, scenario hash, params, settings, runtime, host, GPU;
+  everything but the run itself) whose verdicts are of different classes (good vs
+  bad). Runs with different keys measured something different: the latest wins and
+  nothing is flaky.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.analysis.kinds import BAD, GOOD, UNREADABLE
+from harness.errors import InputError
+from harness.matrixfile.releases import release_order
+from harness.result.model import CellResult, Plan, Planned, load_result
+from harness.result.runkey import RunKey
+from harness.store.results import PLAN_FILE, load_json
+from harness.store.runs import REANALYZED, SWEEP_RESULTS, kind_of, name_of, started_of
+
+_REDECIDED = re.compile(r"-reanalyzed(?:-\d+)?$")
+WATCH_MARK = "# harness watch "     # the first line of a watch run's matrix.yaml
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory joined: its short tag (r1 the oldest), kind, start, images in
+    its matrix's order, and the repository it watched (a `harness watch` run)."""
+
+    path: Path
+    tag: str
+    kind: str
+    started: float
+    images: tuple[str, ...]
+    watch: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One run's reading of a (line, image): its result, or why it does not read."""
+
+    run: Run
+    cell: str
+    result: CellResult | None
+    why: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return str(self.result.verdict) if self.result is not None else UNREADABLE
+
+
+@dataclass(frozen=True)
+class Flaky:
+    """Runs of one image and one run key whose verdicts were good in one and bad in
+    another, oldest first."""
+
+    image: str
+    seen: tuple[Seen, ...]
+
+    def text(self) -> str:
+        """ "flaky: ok in r1, leak in r3" """
+        return "flaky: " + ", ".join(f"{s.verdict} in {s.run.tag}" for s in self.seen)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A row on one host, across every run: image -> its readings, oldest first."""
+
+    row: str
+    host: str
+    name: str
+    seen: dict[str, tuple[Seen, ...]]
+
+    def latest(self, image: str) -> Seen | None:
+        """The newest readable reading, else the newest at all (unreadable)."""
+        found = self.seen.get(image, ())
+        readable = [s for s in found if s.result is not None]
+        if readable:
+            return readable[-1]
+        return found[-1] if found else None
+
+    def flaky(self) -> list[Flaky]:
+        """Per image, each group of same-key runs that went both good and bad."""
+        out: list[Flaky] = []
+        for image, found in self.seen.items():
+            groups: list[tuple[RunKey | None, list[Seen]]] = []
+            for s in found:
+                if s.result is None:
+                    continue
+                key = s.result.key
+                same = next((g for k, g in groups if k == key), None)
+                if same is None:
+                    groups.append((key, [s]))
+                else:
+                    same.append(s)
+            for _, group in groups:
+                classes = {"good" if s.verdict in GOOD else "bad" if s.verdict in BAD
+                           else "" for s in group}
+                if {"good", "bad"} <= classes:
+                    out.append(Flaky(image, tuple(s for s in group
+                                                  if s.verdict in GOOD | BAD)))
+        return out
+
+
+@dataclass(frozen=True)
+class History:
+    """Every sweep-kind run of one matrix, joined per line over images in release order."""
+
+    name: str
+    root: Path
+    runs: tuple[Run, ...]           # oldest first
+    images: tuple[str, ...]         # release order
+    lines: tuple[Line, ...]
+    notes: tuple[str, ...] = ()     # runs left out, and why
+
+    def latest_results(self) -> dict[str, CellResult]:
+        """Each line's latest readable results, as a report model reads cells: the id
+        `RUN/CELL` (unique across runs), the row the line's name, the image's index its
+        place in release order."""
+        place = {image: i for i, image in enumerate(self.images)}
+        out: dict[str, CellResult] = {}
+        for line in self.lines:
+            for image in line.seen:
+                s = line.latest(image)
+                if s is None or s.result is None:
+                    continue
+                res = s.result
+                cid = f"{s.run.name}/{s.cell}"
+                out[cid] = dataclasses.replace(
+                    res, id=cid, row=line.name,
+                    image=dataclasses.replace(res.image, index=place[image]))
+        return out
+
+    def unreadable(self) -> tuple[tuple[Planned, ...], dict[str, str]]:
+        """The (line, image)s no run has a readable result for, as planned cells of the
+        report model and why each does not read."""
+        place = {image: i for i, image in enumerate(self.images)}
+        planned: list[Planned] = []
+        why: dict[str, str] = {}
+        for line in self.lines:
+            for image in line.seen:
+                s = line.latest(image)
+                if s is not None and s.result is None:
+                    cid = f"{s.run.name}/{s.cell}"
+                    planned.append(Planned(cid, line.name, image, place[image]))
+                    why[cid] = s.why
+        return tuple(planned), why
+
+
+def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...]]:
+    """A run's readable results, its unreadable ones (id -> why) and its plan.
+
+    Raises:
+        InputError: a result.json or plan.json of the wrong shape (named with the key).
+    """
+    from harness.result.codec import DecodeError, decode
+
+    results: dict[str, CellResult] = {}
+    unreadable: dict[str, str] = {}
+    for file in sorted(path.glob("cells/*/result.json")):
+        data = load_json(file)
+        if not isinstance(data, dict) or "verdict" not in data:
+            unreadable[file.parent.name] = f"{file}: not a whole result.json (cut short?)"
+            continue
+        try:
+            res = load_result(data)
+        except DecodeError as exc:
+            raise InputError(f"{file}: {exc}") from exc
+        results[res.id] = res
+    planned: tuple[Planned, ...] = ()
+    if (path / PLAN_FILE).is_file():
+        try:
+            planned = decode(Plan, load_json(path / PLAN_FILE), "plan").cells
+        except DecodeError as exc:
+            raise InputError(f"{path / PLAN_FILE}: {exc}") from exc
+    return results, unreadable, planned
+
+
+def _watched(path: Path) -> str:
+    """The repository a `harness watch` run checked, from its matrix.yaml's first line."""
+    try:
+        with (path / "matrix.yaml").open(encoding="utf-8") as f:
+            first = f.readline()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not first.startswith(WATCH_MARK):
+        return ""
+    return first[len(WATCH_MARK):].split(": ", 1)[0].strip()
+
+
+def host_of(res: CellResult) -> str:
+    """Where a cell was measured, in words: the machine (or `hosts:` entry), the
+    runtime, the GPU model the agent saw ("builder (docker, NVIDIA H100 80GB HBM3)")."""
+    h = res.host
+    where = h.machine or "unknown machine"
+    if h.url:
+        where = f"{h.label or h.url} ({h.url} from {where})" if h.label else h.url
+    gpus = sorted(set(res.fingerprint.gpu_names())) if res.fingerprint.gpu else []
+    what = ", ".join([res.runtime or "unknown runtime", *gpus])
+    return f"{where} ({what})"
+
+
+def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
+    """The sweep-kind run directories under `root`, and notes on those left out (a run
+    a re-decided copy stands for).
+
+    Raises:
+        InputError: `root` is not a directory, is itself a run directory, or holds no
+            run of a sweep's kinds.
+    """
+    if not root.is_dir():
+        what = "a file" if root.exists() else "no such directory"
+        raise InputError(f"{root}: {what}; give reports/NAME, the directory of a matrix's "
+                         "runs (harness sweep and harness watch write reports/NAME/<timestamp>)")
+    kind = kind_of(root)
+    if kind is not None:
+        raise InputError(f"{root}: a run directory ({kind}), not a matrix's; give "
+                         f"reports/NAME, the directory above it: harness history {root.parent}")
+    found = sorted(p for p in root.iterdir() if kind_of(p) in SWEEP_RESULTS)
+    if not found:
+        below = sorted(p.name for p in root.iterdir() if p.is_dir() and kind_of(p) is None
+                       and any(kind_of(q) in SWEEP_RESULTS for q in p.iterdir()))
+        hint = (f"; it holds the runs of {', '.join(below)}: harness history "
+                f"{root / below[0]}" if below else "")
+        raise InputError(f"{root}: no run of a sweep here (no <timestamp>/ directory with "
+                         "a plan.json of kind sweep or reanalyzed); give reports/NAME, the "
+                         "directory harness sweep or harness watch wrote the runs into"
+                         + hint)
+    # A re-decided copy stands for the run it was made from; the newest copy wins.
+    copies: dict[str, Path] = {}
+    for p in found:
+        if kind_of(p) == REANALYZED and _REDECIDED.search(p.name):
+            source = _REDECIDED.sub("", p.name)
+            best = copies.get(source)
+            if best is None or started_of(p) > started_of(best):
+                copies[source] = p
+    kept: list[Path] = []
+    notes: list[str] = []
+    for p in found:
+        source = _REDECIDED.sub("", p.name) if kind_of(p) == REANALYZED else p.name
+        if p.name in copies and copies[p.name] != p:
+            notes.append(f"{p.name}: read as its re-decided copy {copies[p.name].name}")
+        elif source in copies and copies[source] != p:
+            notes.append(f"{p.name}: a re-decided copy older than {copies[source].name}")
+        else:
+            kept.append(p)
+    return kept, notes
+
+
+def _by_start(path: Path) -> tuple[float, str]:
+    return started_of(path), path.name
+
+
+def _seen_order(s: Seen) -> tuple[float, str]:
+    return s.run.started, s.run.tag
+
+
+def read_history(root: Path) -> History:
+    """Every sweep-kind run under `root` (reports/NAME) joined per line.
+
+    Raises:
+        InputError: `root` is not a matrix's directory of runs (see `run_dirs`).
+    """
+    paths, notes = run_dirs(root)
+    paths.sort(key=_by_start)
+    runs: list[Run] = []
+    readings: list[tuple[Run, dict[str, CellResult], dict[str, str], tuple[Planned, ...]]] = []
+    for path in paths:
+        try:
+            results, unreadable, planned = _read_cells(path)
+        except InputError as exc:
+            notes.append(f"{path.name}: left out, it does not read: {exc}")
+            continue
+        index = {p.image: p.index for p in planned}
+        for res in results.values():
+            index.setdefault(res.image.label, res.image.index)
+        images = tuple(label for _, label in sorted((i, label) for label, i in index.items()))
+        run = Run(path, f"r{len(runs) + 1}", kind_of(path) or "", started_of(path), images,
+                  _watched(path))
+        runs.append(run)
+        readings.append((run, results, unreadable, planned))
+    if not runs:
+        raise InputError(f"{root}: no run here reads; " + "; ".join(notes))
+    images = tuple(release_order([r.images for r in reversed(runs)]))
+    # (row, host) -> image -> readings, in run order (oldest first)
+    table: dict[tuple[str, str], dict[str, list[Seen]]] = {}
+    lost: dict[tuple[str, str], list[Seen]] = {}          # (row, image): unreadable
+    for run, results, unreadable, planned in readings:
+        for cid, res in results.items():
+            table.setdefault((res.row, host_of(res)), {}).setdefault(
+                res.image.label, []).append(Seen(run, cid, res))
+        where = {p.id: p for p in planned}
+        for cid, why in unreadable.items():
+            p = where.get(cid)
+            if p is not None:
+                lost.setdefault((p.row, p.image), []).append(Seen(run, cid, None, why))
+    hosts: dict[str, list[str]] = {}
+    for row, host in table:
+        hosts.setdefault(row, []).append(host)
+    for (row, image), seen in lost.items():
+        homes = hosts.setdefault(row, [])
+        if not homes:
+            homes.append("")
+            table[(row, "")] = {}
+        for host in homes:
+            table[(row, host)].setdefault(image, []).extend(seen)
+    lines = []
+    for row in sorted(hosts):
+        for host in sorted(hosts[row]):
+            several = len(hosts[row]) > 1
+            name = f"{row} @ {host or 'unknown host'}" if several else row
+            by_image = table[(row, host)]
+            lines.append(Line(row, host, name, {
+                image: tuple(sorted(by_image[image], key=_seen_order))
+                for image in images if image in by_image}))
+    name = name_of(runs[-1].path) or root.name
+    return History(name, root, tuple(runs), images, tuple(lines), tuple(notes))
+
+
+def flaky_lines(history: History) -> list[tuple[Line, list[Flaky]]]:
+    """The lines with a flaky image, each with its flaky images."""
+    return [(line, found) for line in history.lines if (found := line.flaky())]
+
+
+__all__ = ["Flaky", "History", "Line", "Run", "Seen", "flaky_lines", "host_of",
+           "read_history", "run_dirs"]
+

@@ -1,0 +1,50 @@
+"""`harness history reports/NAME`: every sweep and watch run of a matrix joined, per row
+and host over images in release order; history.html beside the runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli import options
+from harness.errors import EXIT_OK, EXIT_UNDECIDED
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("history", help="every run of a matrix joined: each image's latest "
+                                       "verdict per row and host, flaky images marked")
+    p.add_argument("dir", type=Path, metavar="reports/NAME",
+                   help="the directory of a matrix's (or watch suite's) runs, the one "
+                        "above its <timestamp> directories")
+    options.add(p, "width")
+    p.add_argument("--no-html", action="store_true",
+                   help="do not write reports/NAME/history.html")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """0 when every latest verdict is good; else as `harness report` exits on the
+    latest verdicts (1 a bad one, 3 an unavailable one, 4 an undecided or unreadable
+    one); 4 too when a run was left out because it does not read."""
+    from harness.answers.history import read_history
+    from harness.cli.sweep import exit_code
+    from harness.report.grid import console_width, say
+    from harness.report.history import HistoryConsole, latest_report, write_html
+
+    options.check(args)
+    history = read_history(args.dir)
+    report = latest_report(history)
+    HistoryConsole(history, report).render(sys.stdout, args.width)
+    width = console_width(sys.stdout, args.width)
+    if not args.no_html:
+        path = write_html(history, report)
+        say(sys.stdout, f"\nwritten: {path}", width)
+    code = exit_code(report)
+    note = report.incomplete_note()
+    if note is not None:
+        say(sys.stdout, f"\n{note}", width)
+    if code == EXIT_OK and any("does not read" in n for n in history.notes):
+        return EXIT_UNDECIDED
+    return code
