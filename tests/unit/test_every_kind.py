@@ -142,7 +142,7 @@ def test_grid_and_page_read_their_looks_from_the_kind_table() -> None:
 
     assert set(LOOKS) == set(KINDS) | {NOT_RUN, UNREADABLE}
     assert {k: g.symbol for k, g in GLYPHS.items()} == {k: v.symbol for k, v in LOOKS.items()}
-    assert KIND_COLOURS == {k: v.paint for k, v in LOOKS.items()}
+    assert {k: v.paint for k, v in LOOKS.items()} == KIND_COLOURS
     assert len({v.symbol for v in LOOKS.values()}) == len(LOOKS)
     assert len({v.paint for v in LOOKS.values()}) == len(LOOKS)
     assert all(re.fullmatch(r"#[0-9a-f]{6}", v.paint) for v in LOOKS.values())

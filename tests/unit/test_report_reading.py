@@ -110,9 +110,9 @@ def test_codec_paths_and_defaults() -> None:
         with pytest.raises(DecodeError) as err:
             decode(Outer, bad)
         assert err.value.path == path, (bad, err.value)
-    with pytest.raises(DecodeError, match="^top.inner.slope: expected a number"):
+    with pytest.raises(DecodeError, match=r"^top\.inner\.slope: expected a number"):
         decode(Outer, {"id": "a", "inner": {"slope": [1]}}, "top")
-    with pytest.raises(DecodeError, match="^inner.slope: missing"):
+    with pytest.raises(DecodeError, match=r"^inner\.slope: missing"):
         decode(Outer, {"id": "a", "inner": {}}, required=("inner.slope",))
     assert decode(Outer, {"id": "a"}).inner == Inner(0.0)
     skipped: list[str] = []
