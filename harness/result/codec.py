@@ -243,6 +243,12 @@ def _d_object(value: object, required: tuple[str, ...]) -> object:
 def _d_union(options: tuple[object, ...]) -> Decoder:
     nullable = type(None) in options
     decoders = [_decoder(o) for o in options if o is not type(None)]
+    if nullable and len(decoders) == 1:     # `T | None`, the usual union
+        (only,) = decoders
+
+        def optional(value: object, required: tuple[str, ...]) -> object:
+            return None if value is None else only(value, required)
+        return optional
 
     def union(value: object, required: tuple[str, ...]) -> object:
         if value is None:
