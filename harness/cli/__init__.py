@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO, cast
+from typing import NoReturn, TextIO, cast
 
 from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
 from harness.signals import interruptible as interruptible  # re-exported for the commands
@@ -157,4 +158,12 @@ def printer(quiet: bool) -> Callable[[str], None]:
 
 
 def entry() -> None:
-    sys.exit(main())
+    finish(main())
+
+
+def finish(code: int) -> NoReturn:
+    """Exit with `code`, without the interpreter's last garbage collection over every
+    object the command made (~0.1 s after a one-cell sweep, 0.3 s on a loaded host):
+    nothing left needs it (results are written and closed, stdout is flushed at exit)."""
+    gc.freeze()
+    sys.exit(code)

@@ -10,10 +10,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.analysis.decision import CellFacts, decide
-from harness.analysis.replay import live_decider
-from harness.analysis.sequential import Watched, watch_file
 from harness.matrixfile.model import Cell
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
@@ -22,6 +20,9 @@ from harness.result.codec import JSON, as_json
 from harness.result.model import Attempt
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
 from harness.stages.context import CellRun, Context, cell_outdir
+
+if TYPE_CHECKING:
+    from harness.analysis.sequential import Watched
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
 
 def run_attempts(ctx: Context, run: CellRun) -> None:
     """Run the cell until its within-run verdict is decided or its repeats are spent."""
+    # Imported here: NumPy loads on the prefetch thread while the first container runs.
+    from harness.analysis.decision import CellFacts, decide
+
     assert run.info is not None
     retried = False
     while True:
@@ -130,6 +134,9 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
+        from harness.analysis.replay import live_decider
+        from harness.analysis.sequential import watch_file
+
         decider = live_decider(ctx.cfg, s.min_iterations, s.max_iterations)
         live = cls()
 
