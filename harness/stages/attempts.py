@@ -68,9 +68,6 @@ def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
 
 def run_attempts(ctx: Context, run: CellRun) -> None:
     """Run the cell until its within-run verdict is decided or its repeats are spent."""
-    # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.decision import CellFacts, decide
-
     assert run.info is not None
     retried = False
     while True:
@@ -83,6 +80,9 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
             run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
             ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
             continue
+        # Imported once the agent ran: NumPy loads on the prefetch thread meanwhile.
+        from harness.analysis.decision import CellFacts, decide
+
         t_an = time.monotonic()
         run.series = ran.series
         decision = ran.watched.decision if ran.watched is not None else None
