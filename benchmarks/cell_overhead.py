@@ -326,7 +326,7 @@ def main() -> None:
                 spawned = time.time()
                 done = subprocess.run([sys.executable, "-c", CHILD, bench, str(rec_file),
                                        "sweep", str(wd / "m.yaml"), "--out", str(out), "-q"],
-                                      stdout=subprocess.DEVNULL, env=env)
+                                      stdout=subprocess.DEVNULL, env=env, cwd=tree)
                 exited = time.time()
                 if done.returncode != 0:
                     sys.exit(f"cell_overhead: the sweep over {name} exited "
@@ -341,9 +341,9 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 t = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "harness", "sweep",
-                                str(REPO / "examples" / "multidict.yaml"), "--out",
+                                str(tree / "examples" / "multidict.yaml"), "--out",
                                 str(wd / "demo"), "-q"], stdout=subprocess.DEVNULL,
-                               env=env, cwd=REPO)
+                               env=env, cwd=tree)
                 demo[name].append(time.perf_counter() - t)
 
         med = statistics.median

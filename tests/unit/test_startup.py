@@ -98,3 +98,18 @@ def test_the_report_template_is_compiled_ahead_once_a_process() -> None:
     env = environment()
     assert env is environment()
     assert env.cache is not None and any(name == "report.html.j2" for _, name in env.cache)
+
+
+def test_a_command_builds_its_own_parser_alone() -> None:
+    """Issue 30 item 3: `harness sweep ...` imports no other command's module (doctor's
+    took ~50 ms of every sweep); the top-level help still lists every command."""
+    mods = _modules_after("from harness.cli import main\n"
+                          "try:\n    main(['sweep', '--help'])\nexcept SystemExit:\n    pass")
+    assert "harness.cli.sweep" in mods
+    assert not {"harness.cli.doctor", "harness.cli.bisect", "harness.cli.watch"} & mods
+    out = subprocess.run([sys.executable, "-m", "harness", "--help"], env=ENV,
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0
+    from harness.cli import COMMANDS
+
+    assert all(name in out.stdout for name in COMMANDS)
