@@ -113,3 +113,15 @@ def test_a_command_builds_its_own_parser_alone() -> None:
     from harness.cli import COMMANDS
 
     assert all(name in out.stdout for name in COMMANDS)
+
+
+def test_docker_is_imported_without_a_character_set_detector() -> None:
+    """Issue 30 item 3: requests' charset_normalizer (~30-70 ms) is left out, and a
+    body without a charset still reads, as UTF-8, with no warning said."""
+    code = ("import warnings\nwarnings.simplefilter('error')\n"
+            "from harness.runtimes import get_runtime\nget_runtime('docker')\n"
+            "import requests\nr = requests.models.Response()\n"
+            "r._content = 'zürich'.encode()\nassert r.text == 'zürich', r.text\n")
+    mods = _modules_after(code)
+    assert "docker" in mods and "requests" in mods
+    assert not {"charset_normalizer", "chardet"} & mods
