@@ -57,6 +57,9 @@ print(t0, time.time())
 CHILD = ("import sys, time; t0 = time.time(); sys.path.insert(0, sys.argv[1]); "
          "import cell_overhead; cell_overhead.child(t0, sys.argv[2], sys.argv[3:])")
 
+# What `heap: quiet` (the default) starts a cell with (ARCHITECTURE.md, the agent
+# protocol): the bare run under it shows what the heap mode costs apart from harness.
+QUIET_ENV = ["-e", "PYTHONMALLOC=malloc", "-e", "GLIBC_TUNABLES=glibc.malloc.tcache_count=0"]
 # Functions timed by name where the tree has them: (module, attribute path, row).
 TIMED = (
     ("harness.report", "write_all", "reports written (report.write_all)"),
@@ -210,31 +213,40 @@ def breakdown(spawned: float, exited: float, rec: dict[str, Any], cell_dir: Path
     rows: dict[str, float] = {"interpreter start-up (to the first statement)":
                               rec["t0"] - spawned}
     calls = [tuple(c) for c in rec["calls"]]
-    start = next((c for c in calls if c[0].endswith("/containers/{id}/start")), None)
-    logs = next((c for c in calls if c[0].endswith("/containers/{id}/logs")), None)
-    lo = start[2] if start else None
-    hi = None
-    if start and logs:
-        # the container's life: `start` returned .. the last engine call before its logs
-        before = [c for c in calls if start[2] <= c[1] and c[2] <= logs[1]]
-        hi = max((c[2] for c in before), default=logs[1])
+    # Each container's life: its `start` returned .. the last engine call before its
+    # logs were read. A cell too short to decide runs again, longer: the last run is
+    # the one its samples tell; the earlier ones are a row of their own.
+    windows: list[tuple[float, float]] = []
+    for start in (c for c in calls if c[0].endswith("/containers/{id}/start")):
+        logs = next((c for c in calls if c[0].endswith("/containers/{id}/logs")
+                     and c[1] >= start[2]), None)
+        if logs is not None:
+            before = [c[2] for c in calls if start[2] <= c[1] and c[2] <= logs[1]]
+            windows.append((start[2], max(before, default=logs[1])))
+
+    def within(t: float) -> bool:
+        return any(lo <= t <= hi for lo, hi in windows)
     inside = 0.0
     for row, secs in sorted(rec["self_s"].items()):
-        if row.startswith("engine ") and lo is not None and hi is not None:
-            inside += sum(c[2] - c[1] for c in calls if c[0] == row and lo <= c[1] <= hi)
-            secs -= sum(c[2] - c[1] for c in calls if c[0] == row and lo <= c[1] <= hi)
-            if not any(c[0] == row and not lo <= c[1] <= hi for c in calls):
+        if row.startswith("engine "):
+            polls = sum(c[2] - c[1] for c in calls if c[0] == row and within(c[1]))
+            inside, secs = inside + polls, secs - polls
+            if all(within(c[1]) for c in calls if c[0] == row):
                 continue
         rows[row] = rows.get(row, 0.0) + secs
-    if lo is not None and hi is not None:
+    if windows:
+        lo, hi = windows[-1]
         header, end = _agent_clock(cell_dir)
-        if header is not None and end is not None:
+        if header is not None and end is not None and lo <= header <= end <= hi + 1:
             rows["container: start returned -> agent header (in-container start-up)"] = \
                 header - lo
             rows["container: agent header -> end (the scenario's run)"] = end - header
             rows["container: agent end -> exit seen by harness"] = hi - end
         else:
             rows["container: start returned -> exit seen"] = hi - lo
+        if len(windows) > 1:
+            rows["container: earlier runs of the cell (too short: run again, longer)"] = \
+                sum(b - a for a, b in windows[:-1])
     rows["interpreter exit (after main returned)"] = exited - rec["t_end"]
     rows["harness's own code (matrix, store, reading, deciding, the rest)"] = \
         (exited - spawned) - sum(rows.values())
@@ -298,6 +310,8 @@ def main() -> None:
             f"  scenario: [scen.py]\n")
         bare_s: list[float] = []
         bare_work: list[float] = []
+        quiet_s: list[float] = []
+        quiet_work: list[float] = []
         pass_s: list[float] = []
         help_s: dict[str, list[float]] = {name: [] for name, _ in trees}
         total: dict[str, list[float]] = {name: [] for name, _ in trees}
@@ -315,6 +329,13 @@ def main() -> None:
                                   text=True).stdout.split()
             bare_s.append(time.perf_counter() - t)
             bare_work.append(float(said[1]) - float(said[0]))
+            t = time.perf_counter()
+            said = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v",
+                                   f"{wd}:/s:ro", *QUIET_ENV, a.image, "python3", "/s/bare.py",
+                                   str(a.iterations)], check=True, capture_output=True,
+                                  text=True).stdout.split()
+            quiet_s.append(time.perf_counter() - t)
+            quiet_work.append(float(said[1]) - float(said[0]))
             for name, tree in trees:
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 t = time.perf_counter()
@@ -371,12 +392,17 @@ def main() -> None:
         print("\n| bare `docker run --rm` | seconds |\n|---|---|")
         print(f"| whole (wall) | {b:.3f} |\n| the work inside it (its own clock) | {w:.3f} |")
         print(f"| docker CLI, container start and removal around it | {b - w:.3f} |")
+        print(f"| whole, under the quiet heap's environment (`heap: quiet`) | {med(quiet_s):.3f} |")
+        print(f"| the work inside that one | {med(quiet_work):.3f} |")
         print(f"| (`python -c pass` on this host, for scale) | {med(pass_s):.3f} |")
         print("\n| harness vs bare | " + " | ".join(names) + " |")
         print("|---|" + "---|" * len(names))
         print("| one-cell sweep minus bare `docker run --rm` (goal <= 0.5 s) | " + " | ".join(
             f"{med(total[n]) - b:+.3f} ({'met' if med(total[n]) - b <= 0.5 else 'missed'})"
             for n in names) + " |")
+        q = med(quiet_s)
+        print("| one-cell sweep minus the bare run under the quiet heap's environment | "
+              + " | ".join(f"{med(total[n]) - q:+.3f}" for n in names) + " |")
         print("| engine round trips the main thread waited for | " + " | ".join(
             f"{med(trips[n]):.0f}" for n in names) + " |")
         print("| `harness --help` (goal < 0.3 s) | " + " | ".join(
