@@ -30,12 +30,13 @@ _LAZY = {"ConsoleReporter": "console", "HtmlReporter": "html", "IssueReporter": 
          "JunitReporter": "junit", "MarkdownReporter": "markdown", "Report": "model"}
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"harness.report.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:   # mypy reads the names above, and still refuses unknown ones
+    def __getattr__(name: str) -> object:
+        if name in _LAZY:
+            value = getattr(importlib.import_module(f"harness.report.{_LAZY[name]}"), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Renderer(Protocol):
