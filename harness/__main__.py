@@ -1,6 +1,6 @@
 import sys
 
-from harness.cli import main
+from harness.cli import finish, main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    finish(main(sys.argv[1:]))

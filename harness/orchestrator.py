@@ -167,17 +167,22 @@ class Sweep:
             self.progress.cell(cell, event, None)
 
 
-def prefetch_analysis(*more: str) -> threading.Thread:
-    """Import the statistics (NumPy) and `more` modules (the reporters) in the background,
-    while the first container starts: the first verdict and the reports need them."""
+def prefetch_analysis(*more: str, then: Callable[[], object] | None = None
+                      ) -> threading.Thread:
+    """Import the statistics (NumPy), the stages' deciding and `more` modules (the
+    reporters) in the background, while the first container starts: the first verdict
+    and the reports need them; then call `then` (the report's template, compiled)."""
 
     def load() -> None:
         # Only a head start: the main thread imports these again where it needs them, and
         # a failure is reported there. Here it is never said: Ctrl-C during a slow import
         # ends the interpreter under this thread, which must not print a traceback then.
         with contextlib.suppress(BaseException):
-            for name in ("harness.analysis.verdict", *more):
+            for name in ("harness.analysis.verdict", "harness.analysis.decision",
+                         "harness.analysis.replay", "harness.analysis.baselinefacts", *more):
                 importlib.import_module(name)
+            if then is not None:
+                then()
 
     t = threading.Thread(target=load, daemon=True, name="prefetch")
     t.start()

@@ -101,11 +101,12 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     logs = np.log([r.ratio for r in usable])
     mean = float(logs.mean())
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    # SciPy (~1.4 s to import) only when rounds run: not at the top, so a sweep that
-    # never confirms never loads it (tests/unit/test_startup.py).
-    from scipy import stats
+    # SciPy only when rounds run: not at the top, so a sweep that never confirms never
+    # loads it (tests/unit/test_startup.py); and its special functions alone, not
+    # scipy.stats (~0.9 s more to import), whose t.ppf is this same stdtrit.
+    from scipy import special
 
-    t = float(stats.t.ppf(0.5 + cfg.round_confidence / 2, len(logs) - 1))
+    t = float(special.stdtrit(len(logs) - 1, 0.5 + cfg.round_confidence / 2))
     lo, hi = math.exp(mean - t * sem), math.exp(mean + t * sem)
     ratio = math.exp(mean)
     diff = abs(float(np.median([r.other_s - r.base_s for r in usable])))

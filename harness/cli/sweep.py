@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `harness --help` must not pay for them.
     from harness import matrixfile
     from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.report.live import progress_for
     from harness.runtimes import Engines
     from harness.store import RunStore
     from harness.store.runs import SWEEP
@@ -119,15 +120,13 @@ def run(args: argparse.Namespace) -> int:
         store = RunStore.open(args.out, matrix.name, resume)
         # Imports NumPy and the reporters while the first cell runs; after every other
         # import of this command, so the two threads never import the same modules at once.
-        prefetch = prefetch_analysis("harness.report")
+        prefetch = prefetch_analysis(*REPORTERS, then=compile_report_template)
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
             store.mark(SWEEP, matrix.name, str(args.matrix), planned, started)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
-            from harness.report.live import progress_for
-
             live = progress_for(args.quiet, store.samples_path)
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
@@ -162,6 +161,18 @@ def run(args: argparse.Namespace) -> int:
         say(sys.stdout, f"{note}: run longer (--iterations) or --resume; exit "
                         f"{EXIT_UNDECIDED}" if not report.findings else note, width)
     return exit_code(report)
+
+
+# What the reports need, imported while the first container runs (prefetch_analysis).
+REPORTERS = ("harness.report.model", "harness.report.console", "harness.report.markdown",
+             "harness.report.junit", "harness.report.html")
+
+
+def compile_report_template() -> None:
+    """report.html's template, compiled ahead (on the prefetch thread)."""
+    from harness.report.html import environment
+
+    environment().get_template("report.html.j2")
 
 
 def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,

@@ -3,22 +3,40 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.errors import InputError
-from harness.report.console import ConsoleReporter
-from harness.report.html import HtmlReporter
-from harness.report.issue import IssueReporter
-from harness.report.junit import JunitReporter
-from harness.report.markdown import MarkdownReporter
-from harness.report.model import Report
 from harness.result.codec import JSON, DecodeError, decode
 from harness.result.model import SCHEMA, CellResult, Plan, Planned, load_result
 from harness.store.results import PLAN_FILE, RunStore, load_json
+
+if TYPE_CHECKING:
+    from harness.report.console import ConsoleReporter
+    from harness.report.html import HtmlReporter
+    from harness.report.issue import IssueReporter
+    from harness.report.junit import JunitReporter
+    from harness.report.markdown import MarkdownReporter
+    from harness.report.model import Report
+
+# The renderers and the model load when first asked for (PEP 562): a module of this
+# package (the live display a sweep shows while its first container runs) is imported
+# without them, and with them NumPy, Jinja2 and tabulate (the prefetch thread's work).
+_LAZY = {"ConsoleReporter": "console", "HtmlReporter": "html", "IssueReporter": "issue",
+         "JunitReporter": "junit", "MarkdownReporter": "markdown", "Report": "model"}
+
+
+if not TYPE_CHECKING:   # mypy reads the names above, and still refuses unknown ones
+    def __getattr__(name: str) -> object:
+        if name in _LAZY:
+            value = getattr(importlib.import_module(f"harness.report.{_LAZY[name]}"), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Renderer(Protocol):
@@ -40,6 +58,10 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     Raises:
         StoreError: the results directory cannot be written.
     """
+    from harness.report.html import HtmlReporter
+    from harness.report.junit import JunitReporter
+    from harness.report.markdown import MarkdownReporter
+
     if report.root is None:  # the HTML links (and plots) the files next to the results
         report = dataclasses.replace(report, root=store.root,
                                      series=report.series.at(store.root))

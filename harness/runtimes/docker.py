@@ -66,7 +66,7 @@ class DockerRuntime(RuntimeBase):
 
     def check(self, cells: list[Cell]) -> None:
         info = self.client.info()
-        self.memlock_refused = self.memlock_refused or self._memlock_file().exists()
+        self.memlock_refused = self.memlock_refused or self._memlock_file(info).exists()
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
@@ -120,10 +120,13 @@ class DockerRuntime(RuntimeBase):
         """An engine call failed mid-run: connect again next time (it may have restarted)."""
         self._client = None
 
-    def _memlock_file(self) -> Path:
+    def _memlock_file(self, info: dict[str, Any] | None = None) -> Path:
+        """Where this engine's refusal is remembered (`info`: the engine's, if asked
+        already: one round trip fewer)."""
         from harness.runtimes.local import cache_dir
 
-        engine = str(self.client.info().get("ID", "default")).replace(":", "_").replace("/", "_")
+        info = self.client.info() if info is None else info
+        engine = str(info.get("ID", "default")).replace(":", "_").replace("/", "_")
         return cache_dir() / "engines" / f"{engine}.memlock-refused"
 
     def refuse_memlock(self) -> None:

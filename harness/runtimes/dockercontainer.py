@@ -2,7 +2,10 @@
 64 MiB), GPUs through a DeviceRequest, no network unless asked, the agent and the
 scenario's directory mounted read-only and the output directory read-write (or copied
 in and out for a remote engine). `container.wait(timeout)` is only an HTTP timeout, so
-the deadline is ours: we poll the state and kill. Every container carries labels naming
+the deadline is ours: the engine's wait runs on a thread (`_waiter`) and ends ours the
+moment the container stops, while we check the cancel flag and the deadline (and
+kill); the state is read once it stopped (polled where the engine's wait fails). Every
+container carries labels naming
 its owner process (`OWNER`), so `DockerRuntime.cleanup` can remove those whose owner is
 gone.
 """
@@ -178,11 +181,16 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         t_stats = threading.Thread(target=_stats, args=(container, stats, start, engine.local),
                                    daemon=True)
         t_stats.start()
-        poll = 0.02   # short cells end within a few polls: start fast, back off
+        stopped = _waiter(engine.client, container.id)
+        poll = 0.02   # without the engine's wait: short cells end within a few polls
         while True:
-            state = engine.client.api.inspect_container(container.id)["State"]
-            if not state.get("Running") and state.get("Status") in ("exited", "dead"):
-                break
+            if stopped.is_set():   # the engine said it stopped (or its wait failed: poll)
+                state = engine.client.api.inspect_container(container.id)["State"]
+                if _exited(state):
+                    break
+                time.sleep(poll)
+            else:
+                stopped.wait(poll)
             if request.cancelled():
                 container.kill()
                 raise KeyboardInterrupt  # the finally below removes the container
@@ -191,7 +199,6 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
                 container.kill()
                 state = _wait_exit(engine.client, container.id)
                 break
-            time.sleep(poll)
             poll = min(POLL_S, poll * 1.5)
         outcome.duration_s = time.monotonic() - start
         outcome.exit_code = state.get("ExitCode")
@@ -250,6 +257,28 @@ def fetch_out(container: Any, outdir: Path) -> None:
             src = tar.extractfile(member)
             if src is not None:
                 (outdir / name.name).write_bytes(src.read())
+
+
+def _exited(state: dict[str, Any]) -> bool:
+    return not state.get("Running") and state.get("Status") in ("exited", "dead")
+
+
+def _waiter(client: Any, cid: str) -> threading.Event:
+    """An event set when the engine's wait for the container returns: it stopped (seen
+    at once, not at the next poll: up to 0.1 s and the polls' round trips saved), or the
+    wait failed (an engine without it, a lost connection), when the caller polls."""
+    stopped = threading.Event()
+
+    def wait() -> None:
+        try:
+            client.api.wait(cid, timeout=None)
+        except Exception:  # any failure: the caller polls the state instead
+            pass
+        finally:
+            stopped.set()
+
+    threading.Thread(target=wait, daemon=True, name=f"wait-{cid[:12]}").start()
+    return stopped
 
 
 def _wait_exit(client: Any, cid: str) -> dict[str, Any]:

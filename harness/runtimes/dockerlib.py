@@ -1,25 +1,38 @@
-"""Import docker-py without paramiko unless an ssh:// engine needs it.
+"""Import docker-py without paramiko unless an ssh:// engine needs it, and without a
+character-set detector.
 
 docker-py imports paramiko (and with it invoke and unittest.mock: ~130 ms, a quarter of
 a one-cell sweep's overhead) for its ssh:// transport alone. `import_docker` imports
 docker with paramiko hidden (docker-py skips the transport on ImportError);
-`enable_ssh` adds the transport back when an ssh:// engine is asked for.
+`enable_ssh` adds the transport back when an ssh:// engine is asked for. requests
+imports charset_normalizer (~30-70 ms) to guess the encoding of a text body that names
+none; an engine answers JSON, and requests reads such a body as UTF-8 without one (its
+documented fallback), so it is hidden too, with requests' warning that it is missing.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
+
+HIDDEN = ("paramiko", "charset_normalizer", "chardet")
 
 
 def import_docker() -> None:
-    """Import docker-py, leaving paramiko out (no-op if either is already imported)."""
-    if "docker" in sys.modules or "paramiko" in sys.modules:
+    """Import docker-py, leaving paramiko and requests' character-set detector out
+    (each left as it is where already imported; no-op once docker is)."""
+    if "docker" in sys.modules:
         return
-    sys.modules["paramiko"] = None  # type: ignore[assignment]  # importing it: ImportError
+    hidden = [name for name in HIDDEN if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # importing it: ImportError
     try:
-        import docker  # noqa: F401
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Unable to find acceptable character")
+            import docker  # noqa: F401
     finally:
-        del sys.modules["paramiko"]
+        for name in hidden:
+            del sys.modules[name]
 
 
 def enable_ssh() -> None:

@@ -10,10 +10,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.analysis.decision import CellFacts, decide
-from harness.analysis.replay import live_decider
-from harness.analysis.sequential import Watched, watch_file
 from harness.matrixfile.model import Cell
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
@@ -22,6 +20,9 @@ from harness.result.codec import JSON, as_json
 from harness.result.model import Attempt
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
 from harness.stages.context import CellRun, Context, cell_outdir
+
+if TYPE_CHECKING:
+    from harness.analysis.sequential import Watched
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
             run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
             ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
             continue
+        # Imported once the agent ran: NumPy loads on the prefetch thread meanwhile.
+        from harness.analysis.decision import CellFacts, decide
+
         t_an = time.monotonic()
         run.series = ran.series
         decision = ran.watched.decision if ran.watched is not None else None
@@ -130,6 +134,9 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
+        from harness.analysis.replay import live_decider
+        from harness.analysis.sequential import watch_file
+
         decider = live_decider(ctx.cfg, s.min_iterations, s.max_iterations)
         live = cls()
 

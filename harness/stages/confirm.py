@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
 
-from harness.analysis.contention import RunStat, busy_share, run_stat, sm_clocks, speed_scaled
-from harness.analysis.rounds import busy_reason, decide_rounds, settled
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
+
+if TYPE_CHECKING:
+    from harness.analysis.contention import RunStat
 
 MIN_CALLS, MAX_CALLS = 50, 1000
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
@@ -49,6 +51,8 @@ def round_cell(cell: Cell, measured: int) -> Cell:
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
          ) -> tuple[RunStat | None, float | None, str | None]:
     """(step time statistic, busy share, failure) of one confirmation run."""
+    from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
+
     outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
     ran = execute(ctx, cell, ctx.image(cell), outdir)
     ended, series = ran.ended, ran.series
@@ -75,6 +79,8 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         rounds: How many usable rounds to get (>= 1).
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
+    from harness.analysis.contention import sm_clocks, speed_scaled  # NumPy: lazily
+    from harness.analysis.rounds import busy_reason, decide_rounds, settled
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []

@@ -9,11 +9,8 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 
-from harness.analysis.baselinefacts import baseline_facts
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
 from harness.analysis.kinds import GOOD, UNAVAILABLE
-from harness.analysis.pooled import unchanged_because
 from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
@@ -28,6 +25,10 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
     """The cell against its row's baseline, in memory: the pooled comparison, and
     interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
     final verdict. Nothing is written here."""
+    # Imported here: NumPy loads on the prefetch thread while the first container runs.
+    from harness.analysis.baselinefacts import baseline_facts
+    from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+
     res, cfg = measured.result, ctx.cfg
     if base_result.verdict not in GOOD | {"leak", "slowdown"} or res.verdict == UNAVAILABLE:
         return res
@@ -64,6 +65,8 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
+        from harness.analysis.pooled import unchanged_because
+
         s = vs.steps
         return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
                 f"{unchanged_because(s, cfg)}")

@@ -33,6 +33,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "rounds_cost.py": (),
     "scale.py": (),
     "scheduler.py": (),
+    "seeds_answer.py": ("docker",),
     "sequential_fpr.py": (),
     "slurm_overhead.py": ("slurm",),
     "time_verdicts.py": (),

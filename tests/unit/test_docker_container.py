@@ -172,3 +172,60 @@ def test_a_remote_engine_gets_the_inputs_copied_and_only_plain_out_files_back(
         names = tar.getnames()
     assert "harness/agent/agent.py" in names and "harness/scenario/s.py" in names
     assert sorted(p.name for p in req.outdir.iterdir()) == ["agent.log", "samples.jsonl"]
+
+
+class WaitingEngine(FakeEngine):
+    """An engine whose container runs until the test lets it stop; its wait returns then."""
+
+    def __init__(self) -> None:
+        import threading
+
+        super().__init__()
+        self.stop = threading.Event()
+        self.inspections = 0
+
+    def wait(self, cid: str, timeout: float | None = None) -> dict[str, Any]:
+        self.stop.wait(30)
+        return {"StatusCode": 3}
+
+    def inspect_container(self, cid: str) -> dict[str, Any]:
+        self.inspections += 1
+        if not self.stop.is_set():
+            return {"State": {"Running": True, "Status": "running"}}
+        return super().inspect_container(cid)
+
+
+def test_the_engine_s_wait_ends_the_run_and_the_state_is_read_once(tmp_path: Path) -> None:
+    """Issue 30 item 3: the exit is seen when the engine's wait returns, not at the
+    next poll (each a round trip, and up to 0.1 s late); the state is read once, after."""
+    import threading
+
+    engine = WaitingEngine()
+    threading.Timer(0.5, engine.stop.set).start()
+    outcome = _runtime(engine).run(_request(tmp_path), lambda text: None)
+    assert (outcome.exit_code, outcome.error) == (3, None)
+    assert engine.inspections == 1 and engine.removed == ["c0"]
+
+
+def test_an_engine_whose_wait_fails_is_polled(tmp_path: Path) -> None:
+    # FakeEngine has no wait: the run polls the state as before
+    engine = FakeEngine()
+    outcome = _runtime(engine).run(_request(tmp_path), lambda text: None)
+    assert (outcome.exit_code, outcome.error) == (3, None) and engine.removed == ["c0"]
+
+
+def test_check_asks_the_engine_for_its_info_once(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's ID for the memlock memory comes from the info check() asked for."""
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    engine = FakeEngine()
+    asked: list[int] = []
+    real = engine.info
+
+    def info() -> dict[str, Any]:
+        asked.append(1)
+        return real()
+
+    monkeypatch.setattr(engine, "info", info)
+    _runtime(engine).check([])
+    assert len(asked) == 1

@@ -171,3 +171,35 @@ def test_a_mostly_sleeping_step_is_not_called_busy() -> None:
     # 40 % of its runnable time queued, but 0.8 % of its step time
     assert share == pytest.approx(0.008)
     assert share < CFG.recheck_share and share < CFG.busy_share
+
+
+def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
+    """Issue 30 item 3: scipy.stats took ~0.9 s to import on top of scipy.special when
+    rounds ran; the t quantile is special.stdtrit, the function t.ppf computes it with,
+    so the interval is what scipy.stats gives, to the last bit."""
+    import math
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    from scipy import stats
+
+    code = ("import sys\nfrom harness.analysis.config import AnalysisConfig\n"
+            "from harness.analysis.rounds import Round, decide_rounds\n"
+            "r = [Round(k, 1.0, o, 0.0, None, None) for k, o in "
+            "enumerate((1.31, 1.30, 1.33), 1)]\n"
+            "decide_rounds(r, 'slower', AnalysisConfig())\n"
+            "print('scipy.stats' in sys.modules)\n")
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.stdout.split()[-1] == "False"
+    for pairs in (((1.0, 1.31), (1.02, 1.30), (0.99, 1.33)), ((1.0, 0.7), (1.0, 0.72))):
+        c = decide_rounds(rounds(*pairs), "slower", CFG)
+        logs = np.log([o / b for b, o in pairs])
+        t = float(stats.t.ppf(0.5 + CFG.round_confidence / 2, len(logs) - 1))
+        sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
+        assert (c.lo, c.hi) == (math.exp(float(logs.mean()) - t * sem),
+                                math.exp(float(logs.mean()) + t * sem))
