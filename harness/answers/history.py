@@ -35,9 +35,9 @@ from pathlib import Path
 from harness.analysis.kinds import BAD, GOOD, UNREADABLE
 from harness.errors import InputError
 from harness.matrixfile.releases import release_order
-from harness.result.model import CellResult, Plan, Planned, load_result
+from harness.result.model import CellResult, Plan, Planned
 from harness.result.runkey import RunKey
-from harness.store.results import PLAN_FILE, load_json
+from harness.store.results import PLAN_FILE, load_json, read_cells
 from harness.store.runs import REANALYZED, SWEEP_RESULTS, kind_of, name_of, started_of
 
 _REDECIDED = re.compile(r"-reanalyzed(?:-\d+)?$")
@@ -181,25 +181,14 @@ def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tupl
     """
     from harness.result.codec import DecodeError, decode
 
-    results: dict[str, CellResult] = {}
-    unreadable: dict[str, str] = {}
-    for file in sorted(path.glob("cells/*/result.json")):
-        data = load_json(file)
-        if not isinstance(data, dict) or "verdict" not in data:
-            unreadable[file.parent.name] = f"{file}: not a whole result.json (cut short?)"
-            continue
-        try:
-            res = load_result(data)
-        except DecodeError as exc:
-            raise InputError(f"{file}: {exc}") from exc
-        results[res.id] = res
+    cells = read_cells(path)
     planned: tuple[Planned, ...] = ()
     if (path / PLAN_FILE).is_file():
         try:
             planned = decode(Plan, load_json(path / PLAN_FILE), "plan").cells
         except DecodeError as exc:
             raise InputError(f"{path / PLAN_FILE}: {exc}") from exc
-    return results, unreadable, planned
+    return cells.results, cells.unreadable, planned
 
 
 def _watched(path: Path) -> str:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.errors import InputError
 from harness.result.codec import JSON, DecodeError, decode
-from harness.result.model import SCHEMA, CellResult, Plan, Planned, load_result
-from harness.store.results import PLAN_FILE, RunStore, load_json
+from harness.result.model import CellResult, Plan, Planned
+from harness.store.results import PLAN_FILE, RunStore, load_json, read_cells
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -114,22 +114,9 @@ def read_run(root: Path) -> RunDir:
         InputError: a result.json of the wrong shape (the message names the file and
             the key), or a plan.json that is not one.
     """
-    results: dict[str, CellResult] = {}
-    unreadable: dict[str, str] = {}
-    stored: dict[str, dict[str, JSON]] = {}
-    for path in sorted(root.glob("cells/*/result.json")):
-        data = load_json(path)
-        if not isinstance(data, dict) or "verdict" not in data:
-            unreadable[path.parent.name] = f"{path}: not a whole result.json (cut short?)"
-            continue
-        try:
-            res = load_result(data)
-        except DecodeError as exc:
-            raise InputError(f"{path}: {exc}\n  fix: re-run that cell (harness sweep "
-                             "--resume after deleting its result.json)") from exc
-        results[res.id] = res
-        if data.get("schema") == SCHEMA:
-            stored[res.id] = data
+    read = read_cells(root, "\n  fix: re-run that cell (harness sweep --resume after "
+                            "deleting its result.json)")
+    results, unreadable, stored = read.results, read.unreadable, read.stored
     plan = root / PLAN_FILE
     if not plan.is_file():
         for source, cells in (("results.json", planned_by_results(root)),

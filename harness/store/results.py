@@ -18,6 +18,7 @@ import shutil
 import threading
 import time
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
@@ -128,6 +129,42 @@ def load_json_keys(path: Path, keys: Collection[str]) -> dict[str, JSON]:
     except (OSError, UnicodeDecodeError):
         return {}
     return found
+
+
+@dataclass(frozen=True)
+class Cells:
+    """A results directory's cells as read: the readable results, the unreadable ones
+    (id -> why) and each readable result.json object as read where it is of the schema
+    this harness writes (`harness report` copies those into results.json)."""
+
+    results: dict[str, CellResult]
+    unreadable: dict[str, str]
+    stored: dict[str, dict[str, JSON]]
+
+
+def read_cells(root: Path, fix: str = "") -> Cells:
+    """Every cells/<id>/result.json under `root`; one cut short is unreadable.
+
+    Raises:
+        InputError: a result.json of the wrong shape (the message names the file and the
+            key, then `fix`).
+    """
+    results: dict[str, CellResult] = {}
+    unreadable: dict[str, str] = {}
+    stored: dict[str, dict[str, JSON]] = {}
+    for path in sorted(root.glob("cells/*/result.json")):
+        data = load_json(path)
+        if not isinstance(data, dict) or "verdict" not in data:
+            unreadable[path.parent.name] = f"{path}: not a whole result.json (cut short?)"
+            continue
+        try:
+            res = load_result(data)
+        except DecodeError as exc:
+            raise InputError(f"{path}: {exc}{fix}") from exc
+        results[res.id] = res
+        if data.get("schema") == SCHEMA:
+            stored[res.id] = data
+    return Cells(results, unreadable, stored)
 
 
 class RunStore:
