@@ -29,7 +29,9 @@ from harness.store.results import atomic_write_text
 
 PAGE = "history.html"       # written into reports/NAME/, never into a run directory
 WORDS_IMAGES = 12           # more images than this: the grid, whatever the width
-SHOWN_RUNS = 10             # the words table's run by run column: the newest this many
+SHOWN_RUNS = 10             # run by run (the words table's column, a line's squares on
+                            # history.html): the newest this many, so a page of weekly
+                            # watch runs stays one size
 
 
 def latest_report(history: History) -> Report:
@@ -258,9 +260,10 @@ class LineView:
     line: Line
     answer: RowAnswer | None
     latest: list[Tile]
-    runs: list[tuple[Run, list[Tile]]]      # the runs that measured the line
+    runs: list[tuple[Run, list[Tile]]]      # the newest SHOWN_RUNS that measured the line
     flaky: list[str]
     trends: list[str]
+    older: int = 0                          # runs that measured it too, not drawn
 
 
 def render_html(history: History, report: Report, out: TextIO) -> None:
@@ -277,7 +280,11 @@ def render_html(history: History, report: Report, out: TextIO) -> None:
                         answer is not None and answer.first_bad == img, img in flaky)
                   for img in report.images]
         runs: list[tuple[Run, list[Tile]]] = []
-        for run in history.runs:
+        older = 0
+        for run in reversed(history.runs):      # the newest first, up to SHOWN_RUNS
+            if len(runs) == SHOWN_RUNS:
+                older += any(s.run is run for seen in line.seen.values() for s in seen)
+                continue
             own = {img: next((s for s in line.seen.get(img, ()) if s.run is run), None)
                    for img in report.images}
             if any(s is not None for s in own.values()):
@@ -285,13 +292,14 @@ def render_html(history: History, report: Report, out: TextIO) -> None:
                            if any(own[img] is s for f in found for s in f.seen)}
                 runs.append((run, [_tile(img, own[img], line.name, flaky=img in hatched,
                                          latest=False) for img in report.images]))
+        runs.reverse()
         shown.update(t.verdict for t in latest if t.verdict)
         shown.update(t.verdict for _, tiles in runs for t in tiles if t.verdict)
         trends = [str(svg) for svg in row_trends(answer, report.images, report.results)] \
             if answer is not None else []
         views.append(LineView(line, answer, latest, runs,
                               [f"{img}: {f.text()}" for img, found in flaky.items()
-                               for f in found], trends))
+                               for f in found], trends, older))
     legend = [k for k in [*KINDS, NOT_RUN, UNREADABLE] if k in shown]
     template = environment().get_template("history.html.j2")
     out.write(template.render(history=history, images=report.images, views=views,

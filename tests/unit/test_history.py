@@ -298,3 +298,25 @@ def test_an_unreadable_latest_is_no_answer_and_a_readable_one_wins(
     code, out = history(base, capsys, "--width", "100", "--no-html")
     assert code == 0
     assert words_row(out, "a")[1:4] == ["ok", "r1", "·!"]
+
+
+def test_the_page_draws_the_newest_runs_of_a_line_and_counts_the_rest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A weekly watch run adds a run each time: the page stays one size (the newest
+    SHOWN_RUNS rows of squares a line), the older runs counted and linked above."""
+    from harness.report.history import SHOWN_RUNS
+
+    base = tmp_path / "reports" / "big"
+    cell = {"id": "a.gpu0.s", "row": "gpu0.s", "image": {"label": "a", "index": 0},
+            "verdict": "ok"}
+    runs = SHOWN_RUNS + 3
+    for k in range(runs):
+        _write_run(base, f"{k:02d}", 1000.0 + k, [cell], ["a"])
+    code, _ = history(base, capsys, "--width", "100")
+    page = (base / "history.html").read_text()
+    assert code == 0
+    # the run table links every run; the line's own squares are the newest SHOWN_RUNS
+    assert all(f'href="{k:02d}/report.html"' in page for k in range(runs))
+    drawn = re.findall(r'<th class="run" title="[^"]*">(r\d+) ', page)
+    assert drawn == [f"r{k + 1}" for k in range(runs - SHOWN_RUNS, runs)]
+    assert "3 older runs measured it too" in page
