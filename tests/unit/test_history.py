@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fakeregistry import NAME, Registry
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness.answers.history import read_history
@@ -23,27 +21,10 @@ from harness.result.model import Planned
 from harness.store import RunStore
 from harness.store.runs import SWEEP
 from tests.resultkit import as_result
-from tests.unit.test_registry import NAME, Registry, _handler
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 TAGS = ["23.01-cpu", "23.02-cpu", "23.03-cpu"]
 LEAK = 16384.0      # bytes per call: a leak the fake runtime states
-
-
-@pytest.fixture
-def registry() -> Iterator[Registry]:
-    reg = Registry()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(reg))
-    reg.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
-                              daemon=True)
-    thread.start()
-    try:
-        yield reg
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 class Demo:
