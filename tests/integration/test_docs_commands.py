@@ -4,6 +4,8 @@ A fenced ```sh block is a command a user pastes. The HTML comment on the line be
 (invisible on the rendered page) says how to check it:
 
     <!-- docs-test: exit=1 -->                       runs, must exit 1 (default 0)
+    <!-- docs-test: exit=0|1 -->                     runs, must exit 0 or 1 (a sweep whose
+                                                     timing verdicts a busy machine may move)
     <!-- docs-test: needs=docker exit=0 -->          runs where the marked engine is
     <!-- docs-test: skip=gpu (why, in words) -->     not run here; the reason is one of SKIPS
 
@@ -44,7 +46,7 @@ class Block:
     path: Path
     line: int
     text: str
-    exit: int = 0
+    exits: tuple[int, ...] = (0,)
     skip: str | None = None
     needs: set[str] = field(default_factory=set)
 
@@ -79,7 +81,7 @@ def blocks(path: Path) -> list[Block]:
             for word in m["body"].split():
                 key, _, value = word.partition("=")
                 if key == "exit":
-                    block.exit = int(value)
+                    block.exits = tuple(int(v) for v in value.split("|"))
                 elif key == "skip":
                     if value not in SKIPS:
                         raise ValueError(f"{block.where}: skip={value}: not a reason this "
@@ -142,9 +144,10 @@ def test_commands_run_as_documented(path: Path, tmp_path: Path) -> None:
         done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=repo,
                               env=env, capture_output=True, text=True, timeout=900,
                               stdin=subprocess.DEVNULL)
-        assert done.returncode == block.exit, (
+        assert done.returncode in block.exits, (
             f"{block.where}: `{block.text}` exited {done.returncode}, the docs say "
-            f"{block.exit}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+            f"{' or '.join(map(str, block.exits))}\n--- stdout\n{done.stdout[-3000:]}"
+            f"\n--- stderr\n{done.stderr[-3000:]}")
         assert "Traceback (most recent call last)" not in done.stderr, block.where
 
 
