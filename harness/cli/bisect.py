@@ -13,7 +13,10 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
+    from harness.orchestrator import Sweep
+    from harness.plans.bisect import BisectOutcome
     from harness.result.model import CellResult
+    from harness.store import RunStore
 
 
 def add_parser(sub: Any) -> None:
@@ -97,84 +100,22 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.cli.sweep import apply_overrides
-    from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
-    from harness.result.runkey import key_of, why_changed
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import BISECT, SWEEP_RESULTS, require
+    from harness.preflight import compile_scenarios
 
     options.check(args)
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
-    for d in args.reuse:
-        if not (d / "cells").is_dir():
-            raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
-                             "written by `harness sweep`")
-        require(d, (*SWEEP_RESULTS, BISECT), "harness bisect", "--reuse")
+    check_reuse(args.reuse)
     matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(between(row_cells(matrix, args.scenario, args.gpu), args.good,
                               args.bad, matrix.file), args)
-    from harness.preflight import compile_scenarios
-
     compile_scenarios(cells)
-    prefetch_analysis()
-    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
-    engines.start(cells)
+    outcome, cache = bisect_row(args, matrix, cells)
     row = cells[0].row
-    # A fixed directory, not a timestamped one: the next bisect of this row reuses it.
-    store = RunStore(args.out / matrix.name / f"bisect-{row}")
-    store.lock()
-    others = [RunStore(d) for d in args.reuse]
-    sources: dict[str, int] = {}      # where reused results came from
-
-    def cache(cell: Cell) -> CellResult | None:
-        """The cell's result from this row's directory, else a --reuse directory, when
-        the same run made it (its key matches); else None, said why."""
-        key = key_of(cell, sweep.runtime_for(cell).name)
-        found = latest(store, cell.id)
-        if found is not None:
-            why = why_changed(found.key, key)
-            if why is None:
-                sources[str(store.root)] = sources.get(str(store.root), 0) + 1
-                return found
-            print(f"{cell.image.label}: {why}; running it again", flush=True)
-        for other in others:
-            got = other.load_cell(cell.id)
-            if got is None:
-                continue
-            why = why_changed(got.key, key)
-            if why is not None:
-                print(f"{cell.image.label}: not reused from {other.root}: {why}", flush=True)
-                continue
-            if found is not None:   # its runs here stand: a new run is their next attempt
-                continue
-            # Samples too: comparisons with the first image read them.
-            shutil.copytree(other.root / "cells" / cell.id, store.root / "cells" / cell.id,
-                            dirs_exist_ok=True)
-            sources[str(other.root)] = sources.get(str(other.root), 0) + 1
-            return got
-        return None
-
-    progress = printer(args.quiet)
-    print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
-          f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
-          f"noise; cells in {store.root}", flush=True)
-    try:
-        sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
-        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        store.mark(BISECT, matrix.name, str(args.matrix))
-        outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
-                         cache, args.repeats)
-    finally:
-        try:
-            engines.stop()
-        finally:
-            store.unlock()
     print(f"\n{row}: {outcome.sentence()}")
     for what, good, bad in outcome.diff():
         print(f"  {what}: {good} -> {bad}")
-    whence = "; ".join(f"{n} from {where}" for where, n in sources.items())
+    whence = "; ".join(f"{n} from {where}" for where, n in cache.sources.items())
     print(f"{outcome.runs} cell run(s), {outcome.reused} reused"
           + (f" ({whence})" if whence else "")
           + f"; a full sweep of this row is {len(cells)} runs")
@@ -185,3 +126,98 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_REGRESSION if outcome.first_bad else EXIT_OK
+
+
+def check_reuse(dirs: list[Path]) -> None:
+    """Each --reuse directory: a sweep's (or a bisect's) results.
+
+    Raises:
+        InputError: no cells/ there, or results of another kind.
+    """
+    from harness.store.runs import BISECT, SWEEP_RESULTS, require
+
+    for d in dirs:
+        if not (d / "cells").is_dir():
+            raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
+                             "written by `harness sweep`")
+        require(d, (*SWEEP_RESULTS, BISECT), "harness bisect", "--reuse")
+
+
+def bisect_row(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
+               ) -> tuple[BisectOutcome, Reuse]:
+    """The row bisected in its own directory (<out>/<name>/bisect-<row>, kept for the
+    next bisect of the row), reusing what still answers: the outcome and the cache that
+    says where reused results came from."""
+    from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.plans.bisect import bisect, expected_probes, sweep_runner
+    from harness.runtimes import Engines
+    from harness.store import RunStore
+    from harness.store.runs import BISECT
+
+    prefetch_analysis()
+    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    engines.start(cells)
+    row = cells[0].row
+    # A fixed directory, not a timestamped one: the next bisect of this row reuses it.
+    store = RunStore(args.out / matrix.name / f"bisect-{row}")
+    store.lock()
+    print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
+          f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
+          f"noise; cells in {store.root}", flush=True)
+    try:
+        sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
+        cache = Reuse(sweep, store, [RunStore(d) for d in args.reuse])
+        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+        store.mark(BISECT, matrix.name, str(args.matrix))
+        outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
+                         cache, args.repeats)
+    finally:
+        try:
+            engines.stop()
+        finally:
+            store.unlock()
+    return outcome, cache
+
+
+class Reuse:
+    """The bisect's cache: a cell's result from the row's directory, else from a --reuse
+    directory, when the same run made it (its key matches); else None, said why.
+    `sources` counts where reused results came from."""
+
+    def __init__(self, sweep: Sweep, store: RunStore, others: list[RunStore]):
+        self.sweep = sweep
+        self.store = store
+        self.others = others
+        self.sources: dict[str, int] = {}
+
+    def __call__(self, cell: Cell) -> CellResult | None:
+        from harness.plans.bisect import latest
+        from harness.result.runkey import key_of, why_changed
+
+        key = key_of(cell, self.sweep.runtime_for(cell).name)
+        found = latest(self.store, cell.id)
+        if found is not None:
+            why = why_changed(found.key, key)
+            if why is None:
+                self._count(self.store)
+                return found
+            print(f"{cell.image.label}: {why}; running it again", flush=True)
+        for other in self.others:
+            got = other.load_cell(cell.id)
+            if got is None:
+                continue
+            why = why_changed(got.key, key)
+            if why is not None:
+                print(f"{cell.image.label}: not reused from {other.root}: {why}", flush=True)
+                continue
+            if found is not None:   # its runs here stand: a new run is their next attempt
+                continue
+            # Samples too: comparisons with the first image read them.
+            shutil.copytree(other.root / "cells" / cell.id,
+                            self.store.root / "cells" / cell.id, dirs_exist_ok=True)
+            self._count(other)
+            return got
+        return None
+
+    def _count(self, where: RunStore) -> None:
+        self.sources[str(where.root)] = self.sources.get(str(where.root), 0) + 1

@@ -13,6 +13,7 @@ from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
     from harness.answers.hostcompare import Comparison
+    from harness.cli.fitcompare import Row
     from harness.result.model import CellResult
 
 
@@ -140,41 +141,72 @@ def run_name(path: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.answers.hostcompare import compare_hosts, compare_images
-    from harness.cli.fitcompare import compare_fits, fit_rows, param_of
+    from harness.cli.fitcompare import fit_rows
 
     options.check(args)
-    # `compare A A`: one directory, which compares only where it holds two hosts.
-    twice = args.b is not None and args.b.resolve() == args.a.resolve() and not args.image
-
-    def one_directory(hosts: list[str]) -> None:
-        if twice and len(hosts) < 2:
-            raise InputError(
-                f"{args.a} and {args.b} are one directory (the cells of one host: "
-                f"{', '.join(hosts) or 'local'}): nothing to compare\n  fix: pass two "
-                "results directories (A B), or one directory with --image X --image Y")
-
     fits = fit_rows(args.a) if not args.image else None
     if fits is not None:
-        # Two hosts' `harness fit` runs (or one over a hosts: matrix): the boundaries.
-        param = param_of(args.a)
-        other = fit_rows(args.b) if args.b is not None and \
-            args.b.resolve() != args.a.resolve() else None
-        if other is not None:
-            names = (run_name(args.a), run_name(args.b))
-            if names[0] == names[1]:
-                names = (str(args.a.resolve()), str(args.b.resolve()))
-            return compare_fits(fits, other, names, param)
-        hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
-        if not args.host:
-            one_directory([h for h in hosts if h != "None"])
-        pick = args.host or hosts[:2]
-        if len(pick) != 2 or any(h not in hosts for h in pick):
-            raise InputError(f"{args.a}: a fit over host(s) {', '.join(hosts)}; compare needs "
-                             "a second fit directory, or --host A --host B of these")
-        return compare_fits([r for r in fits if r.get("host") == pick[0]],
-                            [r for r in fits if r.get("host") == pick[1]],
-                            (pick[0], pick[1]), param)
+        return compare_fit_dirs(args, fits)
+    comparisons, where = results_compared(args)
+    return show(comparisons, where, args.width)
+
+
+def _one_directory(args: argparse.Namespace, hosts: list[str]) -> None:
+    """`compare A A`: one directory, which compares only where it holds two hosts.
+
+    Raises:
+        InputError: A and B are one directory of one host.
+    """
+    twice = args.b is not None and args.b.resolve() == args.a.resolve() and not args.image
+    if twice and len(hosts) < 2:
+        raise InputError(
+            f"{args.a} and {args.b} are one directory (the cells of one host: "
+            f"{', '.join(hosts) or 'local'}): nothing to compare\n  fix: pass two "
+            "results directories (A B), or one directory with --image X --image Y")
+
+
+def _names(a: Path, b: Path) -> tuple[str, str]:
+    """What tells two runs apart: NAME/TIMESTAMP, else their full paths."""
+    names = (run_name(a), run_name(b))
+    return names if names[0] != names[1] else (str(a.resolve()), str(b.resolve()))
+
+
+def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
+    """Two hosts' `harness fit` runs (or one over a hosts: matrix): the boundaries.
+
+    Raises:
+        InputError: one fit directory of one host, or a --host that is not in it.
+    """
+    from harness.cli.fitcompare import compare_fits, fit_rows, param_of
+
+    param = param_of(args.a)
+    other = fit_rows(args.b) if args.b is not None and \
+        args.b.resolve() != args.a.resolve() else None
+    if other is not None:
+        return compare_fits(fits, other, _names(args.a, args.b), param)
+    hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
+    if not args.host:
+        _one_directory(args, [h for h in hosts if h != "None"])
+    pick = args.host or hosts[:2]
+    if len(pick) != 2 or any(h not in hosts for h in pick):
+        raise InputError(f"{args.a}: a fit over host(s) {', '.join(hosts)}; compare needs "
+                         "a second fit directory, or --host A --host B of these")
+    return compare_fits([r for r in fits if r.get("host") == pick[0]],
+                        [r for r in fits if r.get("host") == pick[1]],
+                        (pick[0], pick[1]), param)
+
+
+def results_compared(args: argparse.Namespace) -> tuple[list[Comparison], str]:
+    """Two images (--image twice), the hosts of one `hosts:` sweep (the first the old
+    one), or two directories, compared; and what they are, for the error of two sides
+    that share no cell.
+
+    Raises:
+        InputError: --image not given twice, an image or host that is not there,
+            --host with two directories.
+    """
+    from harness.answers.hostcompare import compare_hosts, compare_images
+
     a = results_of(args.a, "A")
     if args.image:
         if len(args.image) != 2:
@@ -183,24 +215,17 @@ def run(args: argparse.Namespace) -> int:
         b = results_of(args.b, "B") if args.b else a
         labels = [image_label(name, results, where) for name, results, where in
                   ((args.image[0], a, args.a), (args.image[1], b, args.b or args.a))]
-        comparison = compare_images(a, b, labels[0], labels[1])
-    elif args.b is None or args.b.resolve() == args.a.resolve() or args.host:
-        # One `hosts:` sweep: its hosts side by side, the first the old one.
+        return [compare_images(a, b, labels[0], labels[1])], f"{args.a} and {args.b or args.a}"
+    if args.b is None or args.b.resolve() == args.a.resolve() or args.host:
         if args.b is not None and args.b.resolve() != args.a.resolve():
             raise InputError("--host picks two hosts of one directory; with two "
                              "directories, leave it out")
         if not args.host:
-            one_directory(host_order(args.a, a))
-        comparisons = [compare_hosts(old, new, hosts)
-                       for old, new, hosts in split_hosts(args.a, a, args.host)]
-        return show(comparisons, f"{args.a}", args.width)
-    else:
-        b = results_of(args.b, "B")
-        names = (run_name(args.a), run_name(args.b))
-        if names[0] == names[1]:
-            names = (str(args.a.resolve()), str(args.b.resolve()))
-        comparison = compare_hosts(a, b, names)
-    return show([comparison], f"{args.a} and {args.b or args.a}", args.width)
+            _one_directory(args, host_order(args.a, a))
+        return [compare_hosts(old, new, hosts)
+                for old, new, hosts in split_hosts(args.a, a, args.host)], f"{args.a}"
+    return ([compare_hosts(a, results_of(args.b, "B"), _names(args.a, args.b))],
+            f"{args.a} and {args.b}")
 
 
 def show(comparisons: list[Comparison], where: str, width: int | None = None) -> int:

@@ -96,16 +96,15 @@ class _DockerEngine:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
-    p.add_argument("--docker-host", help=f"check this engine instead of the matrix's hosts: "
-                                         f"{options.DOCKER_HOST_HELP}")
-    p.add_argument("--out", type=Path, default=Path("reports"),
-                   help="results base directory (slurm: must be shared with the nodes)")
+    options.add(p, "docker-host", "out", out_keeps="slurm: must be shared with the nodes",
+                docker_host_does="check this engine instead of the matrix's hosts")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
 
+    options.check(args)
     matrix = matrixfile.load(args.matrix) if args.matrix else None
     if matrix is not None and matrix.slurm is not None:
         # The cells run on the cluster's nodes: check the cluster, not this host.

@@ -16,6 +16,7 @@ from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
     from harness.matrixfile.model import Matrix
+    from harness.report import Report, RunDir
     from harness.result.model import CellResult, Planned
     from harness.runtimes import Engines
 
@@ -107,12 +108,8 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.cli.report import newest_run
-    from harness.orchestrator import Sweep
-    from harness.plans.explain import explain_matrix
-    from harness.report import ConsoleReporter, Report, read_run, write_all
+    from harness.report import ConsoleReporter, read_run
     from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.results import load_json_keys
 
     options.check(args)
     if not args.dir.is_dir():
@@ -135,14 +132,34 @@ def run(args: argparse.Namespace) -> int:
         print("harness: no pair left to explain: run the changed cells again first",
               file=sys.stderr)
         return EXIT_UNDECIDED
+    report, explained = explain_pairs(root, found, matrix, engines, todo, args.quiet)
+    ConsoleReporter.from_results(report).render_where(sys.stdout, [p.cell for p in todo])
+    if not explained:
+        print("harness: no attributed run left a where record; see explain/*/agent.log",
+              file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
+
+
+def explain_pairs(root: Path, found: RunDir, matrix: Matrix, engines: Engines,
+                  todo: list[Pair], quiet: bool) -> tuple[Report, bool]:
+    """The pairs' cells run again with attribution, their where.json written beside
+    them, and the run's reports rewritten with them (unless cells are missing: a partial
+    report never replaces a whole one): the report model, and whether any attributed
+    run left a where record."""
+    from harness.orchestrator import Sweep
+    from harness.plans.explain import explain_matrix
+    from harness.report import Report, write_all
+    from harness.store import RunStore
+    from harness.store.results import load_json_keys
+
     wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines.start([c for c in matrix.cells if c.id in wanted])
-    progress = printer(args.quiet)
     with interruptible():
         store = RunStore(root)
         store.lock()
         try:
-            sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
+            sweep = Sweep(matrix, engines.default, store, printer(quiet), engines.by_host)
             explained = explain_matrix(sweep, matrix, found.results, todo, root)
             meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
             report = Report.from_results(matrix.name, found.results,
@@ -155,9 +172,4 @@ def run(args: argparse.Namespace) -> int:
                 engines.stop()
             finally:
                 store.unlock()
-    ConsoleReporter.from_results(report).render_where(sys.stdout, [p.cell for p in todo])
-    if not explained:
-        print("harness: no attributed run left a where record; see explain/*/agent.log",
-              file=sys.stderr)
-        return EXIT_ENVIRONMENT
-    return EXIT_OK
+    return report, bool(explained)

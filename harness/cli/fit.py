@@ -10,8 +10,9 @@ from harness.cli import options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
-    from harness.matrixfile.model import Matrix
-    from harness.plans.fit import Target
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.plans.fit import FitRow, Target
+    from harness.store import RunStore
 
 
 def add_parser(sub: Any) -> None:
@@ -56,23 +57,45 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.cli.sweep import apply_overrides
-    from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.plans.fit import fit_row, store_cache, sweep_runner
     from harness.preflight import compile_scenarios
     from harness.report.fitreport import FitReport
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import FIT
 
     options.check(args)
     matrix = matrixfile.load(args.matrix)
     target = target_of(matrix, args.param)
     cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
     compile_scenarios(cells)
+    rows, store = fit_rows(args, matrix, cells, target)
+    report = FitReport.from_rows(rows)
+    for name, text in report.files().items():
+        store.write(name, text)
+    print()
+    print(report.console())
+    reused = sum(r.reused for r in rows)
+    if reused:
+        print(f"\n{reused} probe(s) reused from {store.root}, "
+              f"{sum(r.runs for r in rows)} run")
+    print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
+    if report.smaller:
+        return EXIT_REGRESSION
+    if any(r.step.action == "stop" and r.step.why.startswith("unavailable") for r in rows):
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
+
+
+def fit_rows(args: argparse.Namespace, matrix: Matrix, cells: list[Cell], target: Target
+             ) -> tuple[list[FitRow], RunStore]:
+    """Each row's largest value that runs, probed in the fit's own directory
+    (<out>/<name>/fit-<param>: the next fit of this matrix and param reuses its probes)."""
+    from harness.orchestrator import Sweep, prefetch_analysis
+    from harness.plans.fit import fit_row, store_cache, sweep_runner
+    from harness.runtimes import Engines
+    from harness.store import RunStore
+    from harness.store.runs import FIT
+
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start(cells)
-    # A fixed directory: the next fit of this matrix and param reuses its probes.
     store = RunStore(args.out / matrix.name / f"fit-{target.param}")
     store.lock()
     print(f"fit {target.param} in {target.lo}..{target.hi} over {len(cells)} row(s): at most "
@@ -91,21 +114,7 @@ def run(args: argparse.Namespace) -> int:
             engines.stop()
         finally:
             store.unlock()
-    report = FitReport.from_rows(rows)
-    for name, text in report.files().items():
-        store.write(name, text)
-    print()
-    print(report.console())
-    reused = sum(r.reused for r in rows)
-    if reused:
-        print(f"\n{reused} probe(s) reused from {store.root}, "
-              f"{sum(r.runs for r in rows)} run")
-    print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
-    if report.smaller:
-        return EXIT_REGRESSION
-    if any(r.step.action == "stop" and r.step.why.startswith("unavailable") for r in rows):
-        return EXIT_ENVIRONMENT
-    return EXIT_OK
+    return rows, store
 
 
 def _bound(target: Target) -> int:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli import options
 from harness.errors import EXIT_OK
 
 
@@ -31,6 +32,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.devtools import images
 
+    options.check(args)
     recipes = images.load_recipes(args.recipes)
     if args.action == "list":
         for r in recipes.values():

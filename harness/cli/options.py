@@ -1,7 +1,8 @@
 """The options the commands that run cells share (--runtime, --docker-host, --iterations,
 --warmup, --out, -q, --width): each defined once here, each command choosing those it
-takes (`add`), and one check of their values (`check`) that every such command calls
-first, so a value none of them can run with is refused the same way by all."""
+takes (`add`), and one check of their values (`check`) that every command's `run` calls
+first (tests/unit/test_architecture.py holds them to it), so a value none of them can
+run with is refused the same way by all."""
 
 from __future__ import annotations
 
@@ -20,18 +21,21 @@ WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COL
 
 
 def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
-        out_keeps: str = "") -> None:
+        out_keeps: str = "", docker_host_does: str = "") -> None:
     """Add the chosen shared options to a command's parser, in the order given.
 
     Args:
         per: What --iterations and --warmup apply to ("cell", "probe").
         out_keeps: Said after --out's default: what the command keeps there.
+        docker_host_does: Said before --docker-host's help: what the command does
+            with that engine (doctor: checks it instead of the matrix's hosts).
     """
     for name in which:
         if name == "runtime":
             p.add_argument("--runtime", choices=RUNTIMES, help="override `runtime:`")
         elif name == "docker-host":
-            p.add_argument("--docker-host", help=DOCKER_HOST_HELP)
+            p.add_argument("--docker-host", help=(f"{docker_host_does}: " if docker_host_does
+                                                  else "") + DOCKER_HOST_HELP)
         elif name == "iterations":
             p.add_argument("--iterations", type=int,
                            help=f"override iterations for every {per} (in early-stop mode, "

@@ -13,7 +13,8 @@ from harness.cli import options
 from harness.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
-    from harness.report import Renderer, Report
+    from harness.report import Renderer, Report, RunDir
+    from harness.result.model import Planned
 
 FORMATS = ("console", "md", "html", "junit", "json")
 
@@ -76,10 +77,9 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     from harness.answers.reanalyze import reanalyze
     from harness.cli.sweep import exit_code
     from harness.matrixfile.load import analysis_of
-    from harness.report import ConsoleReporter, Report, write_all
+    from harness.report import ConsoleReporter, Report
     from harness.result.model import Planned
-    from harness.store import RunStore, SeriesCache
-    from harness.store.runs import REANALYZED
+    from harness.store import SeriesCache
 
     if args.issue is not None or (args.format not in (None, "console")):
         raise InputError("--reanalyze prints the console table; --issue and --format "
@@ -108,20 +108,35 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     if note is not None:
         print(note)
     if args.write:
-        out = beside(args.dir)
-        store = RunStore(out)
-        copy_run(args.dir, out)
-        matrix = recorded.meta.get("matrix")
-        # The copy's plan names what it lacks too (a cut-short cell has no result).
-        store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
-                   tuple(planned))
-        for res in results.values():
-            store.write_cell(res)
-        write_all(store, dataclasses.replace(report, root=None))
+        out = write_beside(args.dir, recorded, report, planned)
         print(f"written: {out} ({args.dir} unchanged)")
     else:
         print(f"nothing written; --write puts the re-decided run beside {args.dir}")
     return exit_code(report)
+
+
+def write_beside(run_dir: Path, recorded: Report, report: Report,
+                 planned: list[Planned]) -> Path:
+    """`--reanalyze --write`: the re-decided run as a new directory beside `run_dir`.
+
+    Raises:
+        StoreError: the new directory cannot be written.
+    """
+    from harness.report import write_all
+    from harness.store import RunStore
+    from harness.store.runs import REANALYZED
+
+    out = beside(run_dir)
+    store = RunStore(out)
+    copy_run(run_dir, out)
+    matrix = recorded.meta.get("matrix")
+    # The copy's plan names what it lacks too (a cut-short cell has no result).
+    store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
+               tuple(planned))
+    for res in report.results.values():
+        store.write_cell(res)
+    write_all(store, dataclasses.replace(report, root=None))
+    return out
 
 
 def beside(run_dir: Path) -> Path:
@@ -169,104 +184,156 @@ def complete_report(run_dir: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from harness.report import (
-        ConsoleReporter,
-        HtmlReporter,
-        IssueReporter,
-        JunitReporter,
-        MarkdownReporter,
-        Report,
-        read_run,
-        render_text,
-        write_all,
-    )
-    from harness.store import RunStore
-    from harness.store.results import PLAN_FILE, load_json_keys
-
     options.check(args)
-    if args.dir.exists() and not args.dir.is_dir():
-        raise InputError(f"{args.dir}: a file, not a results directory; pass the "
-                         f"directory it is in ({args.dir.parent}) or reports/<name>/<timestamp>")
-    if not args.dir.is_dir():
-        raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
-    args.dir = newest_run(args.dir, "harness report")
-    run = read_run(args.dir)
-    if not run.results and not run.planned:
-        raise InputError(f"{args.dir}: no cells/*/result.json here; pass a directory "
-                         "written by `harness sweep`")
-    old = load_json_keys(args.dir / "results.json", ("name", "meta"))
-    name = old.get("name")
-    meta = old.get("meta")
-    report = Report.from_results(name if isinstance(name, str) and name
-                                 else args.dir.parent.name, run.results,
-                                 meta if isinstance(meta, dict) else None, args.dir,
-                                 planned=run.planned, unreadable=run.unreadable,
-                                 stored=run.stored)
-    store = RunStore(args.dir)
+    args.dir = run_dir(args.dir)
+    report, found = recorded(args.dir)
     if args.force and (args.issue is not None or args.format is not None
                        or args.reanalyze):
         raise InputError("--force goes with a plain `harness report DIR` (it lets a "
                          "partial report replace a complete one); --issue, --format "
                          "and --reanalyze write no reports")
-    if args.reanalyze:
-        return reanalyzed(args, report)
-    if args.overrides or args.write:
+    if not args.reanalyze and (args.overrides or args.write):
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
+    if args.reanalyze:
+        return reanalyzed(args, report)
     if args.issue is not None:
-        issue = IssueReporter.from_results(report, args.issue)   # a row, or a cell's row
-        text = render_text(issue)
-        path = store.write(f"issue-{issue.row.row}.md", text)
-        sys.stdout.write(text)
-        print(f"\nwritten: {path}", file=sys.stderr)
-        return EXIT_OK
+        return issue(report, args.issue, args.dir)
     if args.format is None:
-        # Re-render: every file rewritten, the table printed, the sweep's exit code. A
-        # directory that lacks cells gets partial reports only where no complete one
-        # is (an interrupted sweep wrote none): a partial report never replaces a whole
-        # one unless --force.
-        from harness.cli.sweep import exit_code
-        from harness.report.grid import console_width, say
+        return rerender(args, report, found)
+    return print_format(args, report)
 
-        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                    details=args.details)
-        missing = report.missing_cells
-        if missing:
-            whole = complete_report(args.dir)
-            if whole and not args.force:
-                told = ("nothing written: the complete report there is not replaced by "
-                        "a partial one (--force replaces it)")
-            else:
-                paths = write_all(store, report)
-                told = ("partial report written (" + ", ".join(p.name for p in paths)
-                        + "; report.md and results.json name the missing cells)"
-                        + (", replacing the complete one (--force)" if whole else ""))
-            width = console_width(sys.stdout, args.width)
-            say(sys.stdout, f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned "
-                f"cells missing; {told}:", width)
-            for cid in missing:
-                say(sys.stdout, f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}",
-                    width)
-            matrix = run.matrix or report.meta.get("matrix") or "MATRIX"
-            say(sys.stdout, f"  fix: harness sweep {matrix} --resume {args.dir} runs them", width)
-        else:
-            write_all(store, report)
-        width = console_width(sys.stdout, args.width)
-        if not run.has_plan:
-            say(sys.stdout, f"\n{args.dir}: no plan.json (sweeps of older versions wrote "
-                "none) and no readable results.json or matrix.yaml: cells that never ran "
-                "cannot be named", width)
-        elif run.plan_from != PLAN_FILE:
-            say(sys.stdout, f"\n{args.dir}: no plan.json (sweeps of older versions wrote "
-                f"none): cells checked against its {run.plan_from}"
+
+def run_dir(given: Path) -> Path:
+    """The results directory `harness report` reads: `given`, or its newest run.
+
+    Raises:
+        InputError: a file, no such directory, or not a sweep's results.
+    """
+    if given.exists() and not given.is_dir():
+        raise InputError(f"{given}: a file, not a results directory; pass the "
+                         f"directory it is in ({given.parent}) or reports/<name>/<timestamp>")
+    if not given.is_dir():
+        raise InputError(f"{given}: no such directory; pass reports/<name>/<timestamp>")
+    return newest_run(given, "harness report")
+
+
+def recorded(root: Path) -> tuple[Report, RunDir]:
+    """The report model of a results directory as recorded, and what was read.
+
+    Raises:
+        InputError: the directory holds neither results nor a plan.
+    """
+    from harness.report import Report, read_run
+    from harness.store.results import load_json_keys
+
+    found = read_run(root)
+    if not found.results and not found.planned:
+        raise InputError(f"{root}: no cells/*/result.json here; pass a directory "
+                         "written by `harness sweep`")
+    old = load_json_keys(root / "results.json", ("name", "meta"))
+    name = old.get("name")
+    meta = old.get("meta")
+    report = Report.from_results(name if isinstance(name, str) and name
+                                 else root.parent.name, found.results,
+                                 meta if isinstance(meta, dict) else None, root,
+                                 planned=found.planned, unreadable=found.unreadable,
+                                 stored=found.stored)
+    return report, found
+
+
+def issue(report: Report, row: str, root: Path) -> int:
+    """`--issue ROW`: issue-ROW.md written beside the run, and printed."""
+    from harness.report import IssueReporter, render_text
+    from harness.store import RunStore
+
+    drafted = IssueReporter.from_results(report, row)   # a row, or a cell's row
+    text = render_text(drafted)
+    path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
+    sys.stdout.write(text)
+    print(f"\nwritten: {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def rerender(args: argparse.Namespace, report: Report, found: RunDir) -> int:
+    """Re-render: every file rewritten, the table printed, the sweep's exit code. A
+    directory that lacks cells gets partial reports only where no complete one is (an
+    interrupted sweep wrote none): a partial report never replaces a whole one unless
+    --force."""
+    from harness.cli.sweep import exit_code
+    from harness.report import ConsoleReporter, write_all
+    from harness.report.grid import console_width, say
+    from harness.store import RunStore
+
+    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                details=args.details)
+    width = console_width(sys.stdout, args.width)
+    if report.missing_cells:
+        missing_said(args, report, found, width)
+    else:
+        write_all(RunStore(args.dir), report)
+    for line in plan_notes(args.dir, found):
+        say(sys.stdout, line, width)
+    note = report.incomplete_note()
+    if note is not None:
+        say(sys.stdout, f"\n{note}", width)
+    return exit_code(report)
+
+
+def missing_said(args: argparse.Namespace, report: Report, found: RunDir,
+                 width: int | None) -> None:
+    """A run with missing cells: its partial reports written (unless a complete one
+    is there and no --force), and the missing cells named with the fix."""
+    from harness.report import write_all
+    from harness.report.grid import say
+    from harness.store import RunStore
+
+    missing = report.missing_cells
+    whole = complete_report(args.dir)
+    if whole and not args.force:
+        told = ("nothing written: the complete report there is not replaced by "
+                "a partial one (--force replaces it)")
+    else:
+        paths = write_all(RunStore(args.dir), report)
+        told = ("partial report written (" + ", ".join(p.name for p in paths)
+                + "; report.md and results.json name the missing cells)"
+                + (", replacing the complete one (--force)" if whole else ""))
+    say(sys.stdout, f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned "
+        f"cells missing; {told}:", width)
+    for cid in missing:
+        say(sys.stdout, f"  {cid}: {found.unreadable.get(cid, 'not run (no result.json)')}",
+            width)
+    matrix = found.matrix or report.meta.get("matrix") or "MATRIX"
+    say(sys.stdout, f"  fix: harness sweep {matrix} --resume {args.dir} runs them", width)
+
+
+def plan_notes(root: Path, found: RunDir) -> list[str]:
+    """What the run's cells were checked against, where it is not its plan.json."""
+    from harness.store.results import PLAN_FILE
+
+    if not found.has_plan:
+        return [f"\n{root}: no plan.json (sweeps of older versions wrote none) and no "
+                "readable results.json or matrix.yaml: cells that never ran cannot be named"]
+    if found.plan_from != PLAN_FILE:
+        return [f"\n{root}: no plan.json (sweeps of older versions wrote none): cells "
+                f"checked against its {found.plan_from}"
                 + (" (every cell of the matrix; a sweep run with -k had fewer)"
-                   if run.plan_from == "matrix.yaml" else ""), width)
-        note = report.incomplete_note()
-        if note is not None:
-            say(sys.stdout, f"\n{note}", width)
-        return exit_code(report)
+                   if found.plan_from == "matrix.yaml" else "")]
+    return []
+
+
+def print_format(args: argparse.Namespace, report: Report) -> int:
+    """`--format F`: that one rendering on stdout; no file is rewritten."""
+    import json
+
+    from harness.report import (
+        ConsoleReporter,
+        HtmlReporter,
+        JunitReporter,
+        MarkdownReporter,
+        render_text,
+    )
+
     if args.format == "console":
         ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                     details=args.details)
@@ -277,6 +344,5 @@ def run(args: argparse.Namespace) -> int:
         makers: dict[str, Callable[[Report], Renderer]] = {
             "md": MarkdownReporter.from_results, "html": HtmlReporter.from_results,
             "junit": JunitReporter.from_results}
-        reporter = makers[args.format](report)
-        sys.stdout.write(render_text(reporter))
+        sys.stdout.write(render_text(makers[args.format](report)))
     return EXIT_OK

@@ -88,28 +88,59 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `harness --help` must not pay for them.
     from harness import matrixfile
+
+    options.check(args)
+    matrix = matrixfile.load(args.matrix)
+    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
+    if args.list:
+        for c in cells:
+            print(c.id)
+        return EXIT_OK
+    preflight(cells, matrix, refuse=args.iterations is not None)
+    report, root, paths = sweep_and_report(args, matrix, cells)
+    from harness.report import ConsoleReporter
+    from harness.report.grid import console_width, say
+
+    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                details=args.details)
+    width = console_width(sys.stdout, args.width)
+    say(sys.stdout, f"\nresults: {root} ({', '.join(p.name for p in paths)})", width)
+    note = report.incomplete_note()
+    if note is not None:
+        say(sys.stdout, f"{note}: run longer (--iterations) or --resume; exit "
+                        f"{EXIT_UNDECIDED}" if not report.findings else note, width)
+    return exit_code(report)
+
+
+def preflight(cells: list[Cell], matrix: Matrix, refuse: bool) -> None:
+    """Before any container: a scenario's syntax error is exit 2 with file:line; a run
+    too short to ever decide is refused where --iterations asked for it (`refuse`),
+    else said (a smoke or OOM run is the author's choice).
+
+    Raises:
+        InputError: a scenario that does not compile, or a refused length.
+    """
+    from harness.preflight import check_lengths, compile_scenarios
+
+    compile_scenarios(cells)
+    for warning in check_lengths(cells, matrix.analysis, refuse=refuse):
+        print(f"harness: {warning}", file=sys.stderr)
+
+
+def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
+                     ) -> tuple[Report, Path, list[Path]]:
+    """The cells swept (then explained, with --explain) and every report file written:
+    the report model, the results directory and the files written there.
+
+    Raises:
+        EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
+    """
     from harness.orchestrator import Sweep, prefetch_analysis
     from harness.report.live import progress_for
     from harness.runtimes import Engines
     from harness.store import RunStore
     from harness.store.runs import SWEEP
 
-    options.check(args)
-    matrix = matrixfile.load(args.matrix)
-    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
-    if not args.list:
-        from harness.preflight import check_lengths, compile_scenarios
-
-        compile_scenarios(cells)  # a syntax error is exit 2 with file:line, no container
-        # Too short to ever decide: --iterations is refused (exit 2), a matrix's own
-        # length is said (a smoke or OOM run is the author's choice).
-        for warning in check_lengths(cells, matrix.analysis,
-                                     refuse=args.iterations is not None):
-            print(f"harness: {warning}", file=sys.stderr)
-    if args.list:
-        for c in cells:
-            print(c.id)
-        return EXIT_OK
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     runtime = engines.default
     resume: bool | Path = Path(args.resume) if isinstance(args.resume, str) else args.resume
@@ -137,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
                 explain_after(matrix, runtime, store, progress, engines.by_host,
                               outcome.results, planned)
             prefetch.join()   # the reporters were imported while the cells ran
-            from harness.report import ConsoleReporter, Report, write_all
+            from harness.report import Report, write_all
 
             report = Report.from_results(matrix.name, outcome.results, {
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
@@ -150,17 +181,7 @@ def run(args: argparse.Namespace) -> int:
                 engines.stop()
             finally:
                 store.unlock()
-    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                details=args.details)
-    from harness.report.grid import console_width, say
-
-    width = console_width(sys.stdout, args.width)
-    say(sys.stdout, f"\nresults: {store.root} ({', '.join(p.name for p in paths)})", width)
-    note = report.incomplete_note()
-    if note is not None:
-        say(sys.stdout, f"{note}: run longer (--iterations) or --resume; exit "
-                        f"{EXIT_UNDECIDED}" if not report.findings else note, width)
-    return exit_code(report)
+    return report, store.root, paths
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).

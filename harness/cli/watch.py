@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cli import interruptible, options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.watch.suite import Plan, WatchOutcome, WatchState
 
 
 def add_parser(sub: Any) -> None:
@@ -32,14 +36,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.sweep import apply_overrides, plan_of
-    from harness.orchestrator import prefetch_analysis
-    from harness.report import ConsoleReporter
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import SWEEP
+    from harness.cli.sweep import apply_overrides
     from harness.watch.registry import list_tags, parse_repo
-    from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
+    from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
 
     options.check(args)
     repo = parse_repo(args.repo)
@@ -61,6 +60,21 @@ def run(args: argparse.Namespace) -> int:
         for c in cells:
             print(f"  {c.id}  {c.image.ref}")
         return EXIT_OK
+    outcome, root = run_suite(args, plan, matrix, text, cells)
+    return said(outcome, root, plan, state)
+
+
+def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
+              cells: list[Cell]) -> tuple[WatchOutcome, Path]:
+    """The suite's cells over the new tags, swept in a new results directory: the
+    outcome and the directory."""
+    from harness.cli.sweep import plan_of
+    from harness.orchestrator import prefetch_analysis
+    from harness.runtimes import Engines
+    from harness.store import RunStore
+    from harness.store.runs import SWEEP
+    from harness.watch.suite import run_plan
+
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
     progress = printer(args.quiet)
@@ -78,9 +92,17 @@ def run(args: argparse.Namespace) -> int:
                 engines.stop()
             finally:
                 store.unlock()
+    return outcome, store.root
+
+
+def said(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
+    """The suite's table and the new tags' answer; the state recorded; 1 when a new
+    tag is bad against the baseline."""
+    from harness.report import ConsoleReporter
+
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)
-    print(f"\nresults: {store.root} ({', '.join(p.name for p in outcome.paths)})")
-    state.record(plan, store.root, outcome.bad_tags)
+    print(f"\nresults: {root} ({', '.join(p.name for p in outcome.paths)})")
+    state.record(plan, root, outcome.bad_tags)
     print(f"state: {state.path}: last checked {plan.new[-1]}")
     if outcome.baseline_bad:
         print(f"note: the baseline {plan.baseline} is itself bad in "

@@ -71,23 +71,23 @@ def _agent_tar() -> bytes:
 
 
 def engine_inventory(client: Any, image: str, python: str, mount: bool,
-                     where: str, by: str = "device-request",
+                     where: str, device_request: Any,
                      ulimits: list[Any] | None = None) -> HostGpus:
     """Run the NVML probe in `image` on the engine behind `client` (docker-py).
 
     `mount`: bind-mount the agent (an engine on this machine); else copy it in.
-    `by`: how GPUs are requested (`device_request_kwargs`); `ulimits`: docker-py
-    Ulimits the engine needs given (podman: this process's nofile and nproc).
+    `device_request`: docker-py's DeviceRequest for every GPU, built by the caller (the
+    runtime, one of docker's modules: no other module imports docker) from
+    `device_request_kwargs("all", by)`; `ulimits`: docker-py Ulimits the engine needs
+    given (podman: this process's nofile and nproc).
 
     Raises:
         GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
         EngineUnavailable: the probe container could not be created.
     """
-    from docker.types import DeviceRequest
-
     kwargs: dict[str, Any] = {
         "command": [python, "/harness/agent/nvml.py"],
-        "device_requests": [DeviceRequest(**device_request_kwargs("all", by))],
+        "device_requests": [device_request],
         "network_disabled": True, "network_mode": "none",
         "labels": {"harness.probe": "nvml"},
         "detach": True,

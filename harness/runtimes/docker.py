@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
-from docker.types import Ulimit
+from docker.types import DeviceRequest, Ulimit
 
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
@@ -95,10 +95,11 @@ class DockerRuntime(RuntimeBase):
         if self._gpus is None:
             from harness.gpu import engine as gpuprobe
 
+            every = DeviceRequest(**gpu.device_request_kwargs("all", self.gpu_by))
             found = gpuprobe.engine_inventory(self.client, image, python,
                                               not self.copy_files, where(self.base_url),
-                                              self.gpu_by, [Ulimit(name=n, soft=s, hard=h)
-                                                            for n, s, h in self.own_ulimits])
+                                              every, [Ulimit(name=n, soft=s, hard=h)
+                                                      for n, s, h in self.own_ulimits])
             if not found.gpus:
                 raise GpuUnavailable(
                     f"the engine at {where(self.base_url)} started a GPU container but it "

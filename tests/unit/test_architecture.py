@@ -277,3 +277,207 @@ def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
     drawn = re.search(r"one CellRun through the stages in order\s*\n\s*(.+)\n", text)
     assert drawn is not None, "ARCHITECTURE.md lost its line of stages"
     assert drawn.group(1).split(" -> ") == [f.__name__ for f in STAGES]
+
+
+# ------------------------------------------ the rules ARCHITECTURE.md states, held
+# Each rule is a function over a tree of files (so a test below can break it in a
+# scratch tree and see it found) and a test over this repository.
+COMMAND_LINES = 40      # a command parses, calls the layer below and renders
+MODULE_LINES = 400
+# Modules over MODULE_LINES that another branch splits (the entry fails the test once
+# the module is short enough: then it goes).
+LONG_FOR_NOW = {"harness/result/codec.py": "issue 38 item 6 splits it with the codec",
+                "harness/report/html.py": "split next", "harness/analysis/where.py": "split next"}
+SPAWNER = "harness.runtimes.process"
+SPAWNING = ("subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+            "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput",
+            "os.system", "os.popen", "os.fork", "os.forkpty", "os.exec", "os.spawn",
+            "os.posix_spawn", "pty.fork", "pty.spawn", "multiprocessing.",
+            "asyncio.create_subprocess_", "concurrent.futures.ProcessPoolExecutor")
+
+
+def said() -> str:
+    """ARCHITECTURE.md's text, its line breaks and runs of spaces one space."""
+    return " ".join((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split())
+
+
+def commands(root: Path) -> dict[str, ast.FunctionDef]:
+    """Each command's function, `path:name`: what a module of harness/cli/ hands
+    `set_defaults(func=...)`."""
+    out = {}
+    for path in sorted((root / "harness" / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "set_defaults":
+                for kw in node.keywords:
+                    if kw.arg == "func" and isinstance(kw.value, ast.Name):
+                        out[f"{path.relative_to(root)}:{kw.value.id}"] = defs[kw.value.id]
+    return out
+
+
+def long_commands(root: Path, limit: int = COMMAND_LINES) -> list[str]:
+    """Commands whose function is longer than `limit` lines, with their length."""
+    return [f"{where} is {n} lines (at most {limit}: move the work to a function)"
+            for where, f in commands(root).items()
+            if (n := (f.end_lineno or f.lineno) - f.lineno + 1) > limit]
+
+
+def unchecked_commands(root: Path) -> list[str]:
+    """Commands whose first statement (after the docstring and imports) is not
+    `options.check(args)`."""
+    faults = []
+    for where, f in commands(root).items():
+        body = [s for s in f.body if not isinstance(s, (ast.Import, ast.ImportFrom))
+                and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        first = body[0] if body else None
+        call = first.value if isinstance(first, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "options.check"
+                and [ast.unparse(a) for a in call.args] == [f.args.args[0].arg]):
+            faults.append(f"{where} does not call options.check({f.args.args[0].arg}) first")
+    return faults
+
+
+def long_modules(root: Path, limit: int = MODULE_LINES) -> list[str]:
+    """Modules of harness/ over `limit` lines."""
+    out = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > limit:
+            out.append(f"{path.relative_to(root)}: {n} lines (at most {limit}: split it)")
+    return out
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def outside_names(path: Path) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """What a module imports from outside harness/ (every import, wherever it stands,
+    and `importlib.import_module` of a literal name), and the calls it makes by their
+    full names (`sp.Popen` of `import subprocess as sp` is `subprocess.Popen`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    alias: dict[str, str] = {}
+    imported = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                alias[(a.asname or a.name).split(".")[0]] = (a.name if a.asname
+                                                              else a.name.split(".")[0])
+                imported.append((a.name, node.lineno))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.append((node.module, node.lineno))
+            for a in node.names:
+                alias[a.asname or a.name] = f"{node.module}.{a.name}"
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            head, _, rest = name.partition(".")
+            full = ".".join(filter(None, (alias.get(head, head), rest)))
+            calls.append((full, node.lineno))
+            if full in ("importlib.import_module", "__import__") and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                imported.append((str(node.args[0].value), node.lineno))
+    return imported, calls
+
+
+def docker_importers(root: Path) -> list[str]:
+    """Modules that import docker-py but are not docker's own (harness/runtimes/docker*.py)."""
+    faults = []
+    for module, path in modules(root).items():
+        if module.startswith("harness.runtimes.docker"):
+            continue
+        for name, line in outside_names(path)[0]:
+            if name == "docker" or name.startswith("docker."):
+                faults.append(f"{path.relative_to(root)}:{line} imports {name}")
+    return faults
+
+
+def spawners(root: Path) -> list[str]:
+    """Calls that start a process, outside harness/runtimes/process.py."""
+    faults = []
+    for module, path in modules(root).items():
+        if module == SPAWNER:
+            continue
+        for name, line in outside_names(path)[1]:
+            if name.startswith(SPAWNING):
+                faults.append(f"{path.relative_to(root)}:{line} calls {name}")
+    return faults
+
+
+def test_every_command_is_thin() -> None:
+    assert len(commands(ROOT)) >= 10
+    assert long_commands(ROOT) == []
+
+
+def test_every_command_checks_the_shared_options_first() -> None:
+    assert unchecked_commands(ROOT) == []
+    text = said()
+    assert "checked by `options.check`, which every command's `run` calls first" in text
+
+
+def test_no_module_is_long() -> None:
+    assert sorted(long_modules(ROOT)) == sorted(
+        f for f in long_modules(ROOT) if f.split(":")[0] in LONG_FOR_NOW)
+    for path in LONG_FOR_NOW:   # one split since: its entry goes
+        assert any(f.startswith(path + ":") for f in long_modules(ROOT)), path
+
+
+def test_only_dockers_modules_import_docker() -> None:
+    assert docker_importers(ROOT) == []
+    text = said()
+    assert "docker's modules (`runtimes/docker*.py`), the only ones that import `docker`" \
+        in text
+
+
+def test_one_module_spawns_processes() -> None:
+    assert spawners(ROOT) == []
+    assert (ROOT / (SPAWNER.replace(".", "/") + ".py")).is_file()
+    text = said()
+    assert "`process`, the only module that starts a process" in text
+
+
+# -------------------------------------------------------- and these checks can fail
+def test_a_long_or_unchecked_command_is_found(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(40))
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/cli/__init__.py": "",
+        "harness/cli/good.py": ("def add_parser(sub):\n    sub.set_defaults(func=run)\n"
+                                "def run(args):\n    '''Doc.'''\n    import os\n"
+                                "    options.check(args)\n    return 0\n"),
+        "harness/cli/long.py": ("def add_parser(sub):\n    sub.set_defaults(func=go)\n"
+                                f"def go(args):\n    options.check(args)\n{body}\n"),
+        "harness/cli/late.py": ("def add_parser(sub):\n    sub.set_defaults(func=run)\n"
+                                "def run(args):\n    x = 1\n    options.check(args)\n"),
+    })
+    assert long_commands(root) == [
+        "harness/cli/long.py:go is 42 lines (at most 40: move the work to a function)"]
+    assert unchecked_commands(root) == [
+        "harness/cli/late.py:run does not call options.check(args) first"]
+    assert [f.split(":")[0] for f in long_modules(root, limit=10)] == ["harness/cli/long.py"]
+
+
+def test_a_stray_docker_import_or_spawn_is_found(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/runtimes/__init__.py": "",
+        "harness/runtimes/dockerlib.py": "import docker\nimport subprocess\n",
+        "harness/runtimes/process.py": "import subprocess\nsubprocess.run(['true'])\n",
+        "harness/gpu/engine.py": "def f():\n    from docker.types import DeviceRequest\n",
+        "harness/stages/a.py": ("import importlib\nimportlib.import_module('docker')\n"
+                                "import subprocess as sp\nsp.Popen(['x'])\n"),
+        "harness/stages/b.py": ("from subprocess import check_output\nimport os\n"
+                                "check_output(['x'])\nos.execvp('x', ['x'])\n"),
+        "harness/runtimes/local.py": "import subprocess\nx: subprocess.Popen[bytes]\n",
+    })
+    assert docker_importers(root) == ["harness/gpu/engine.py:2 imports docker.types",
+                                      "harness/stages/a.py:2 imports docker"]
+    assert spawners(root) == ["harness/stages/a.py:4 calls subprocess.Popen",
+                              "harness/stages/b.py:3 calls subprocess.check_output",
+                              "harness/stages/b.py:4 calls os.execvp"]
