@@ -5,7 +5,21 @@ tracemalloc's frames, the early and late windows."""
 import dis
 import os
 
-KINDS = ("heap", "stack", "ops", "device", "native")
+
+def _protocol_kinds():
+    """The protocol's list of attribution kinds (fields.WHERE_KINDS, which the host and
+    agent.py read too), from the fields.py beside this file: loaded by its path, not
+    imported by name, since a scenario may have a module `fields` of its own."""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    spec = spec_from_file_location("_harness_agent_fields", os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "fields.py"))
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.WHERE_KINDS)
+
+
+KINDS = _protocol_kinds()
 FRAMES = 25          # traceback depth: enough to reach the scenario's line
 KEEP_FRAMES = 12     # frames kept per site, innermost first
 TOP = 50

@@ -69,8 +69,8 @@ class Attribution(object):
 
     def measure_start(self, count, progress):
         ctx = _Ctx(count, progress, self.scenario)
-        # Stack first, heap last: tracemalloc then sees none of the others' set-up.
-        for kind in ("stack", "ops", "device", "native", "heap"):
+        # Heap last: tracemalloc then sees none of the others' set-up.
+        for kind in sorted(KINDS, key=lambda k: k == "heap"):
             if kind not in self.kinds:
                 continue
             try:
@@ -107,7 +107,7 @@ class Attribution(object):
     def measure_end(self, done):
         self.record["calls"] = done
         # Heap first: its end snapshot should not see the other parts' read-outs.
-        for kind in ("heap", "stack", "ops", "device", "native"):
+        for kind in sorted(KINDS, key=lambda k: k != "heap"):
             part = self.parts.pop(kind, None)
             if part is None:
                 continue

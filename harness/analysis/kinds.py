@@ -26,6 +26,10 @@ Class = Literal["good", "bad", "undecided", "unavailable", "skipped"]
 # <error> (it did not finish, or could not run), or <skipped>.
 JunitAs = Literal["passed", "failure", "error", "skipped"]
 Colour = Literal["red", "green", "yellow", "magenta", "cyan", "grey"]
+# The figure a cell of the kind is shown with, first: its memory growth per call (the
+# deciding source's slope), its late/early step-time ratio, its ratio against the row's
+# baseline, or none of them (the cell's other numbers only).
+Figure = Literal["memory", "steps", "baseline", "none"]
 # `harness explain`: the agent's --attribute kinds by what a verdict is about.
 MEMORY = ("heap", "device")
 TIME = ("stack", "ops")
@@ -47,6 +51,11 @@ class Kind:
             only on RTX 4090 with 22.12-tf1-py3").
         title: the same in an issue draft's title ("rfft_loop leaks memory in 22.12").
         attribute: what `harness explain` attributes for a cell of this kind.
+        figure: the figure the grid's token and the cell's words lead with.
+        cut_short: the run ended before its last call (crashed, out of memory, killed at
+            its timeout): `harness fit` reads the value as not fitting.
+        compared_with: a row's baseline of this kind is one its other cells are compared
+            with (it ran to its end: good, or bad only in its own course).
         run_longer: the cell ran and could not tell: the answer is not complete (exit 4).
     """
 
@@ -60,6 +69,9 @@ class Kind:
     verb: str
     title: str
     attribute: tuple[str, ...]
+    figure: Figure = "none"
+    cut_short: bool = False
+    compared_with: bool = False
     run_longer: bool = False
 
     @property
@@ -69,27 +81,31 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("crash", "bad", "error", "red", "X", "#252525", 0, "crashes", "crashes", UNSURE),
+    Kind("crash", "bad", "error", "red", "X", "#252525", 0, "crashes", "crashes", UNSURE,
+         cut_short=True),
     Kind("oom", "bad", "failure", "red", "M", "#7f0000", 1, "runs out of memory",
-         "runs out of memory", MEMORY),
+         "runs out of memory", MEMORY, cut_short=True),
     # killed at its deadline: slow or stuck, the run cannot tell which (never "hangs")
     Kind("timeout", "bad", "error", "red", "T", "#8c510a", 2, "times out",
-         "does not finish within its timeout", UNSURE),
-    Kind("leak", "bad", "failure", "red", "L", "#d7301f", 3, "leaks", "leaks memory", MEMORY),
+         "does not finish within its timeout", UNSURE, cut_short=True),
+    Kind("leak", "bad", "failure", "red", "L", "#d7301f", 3, "leaks", "leaks memory", MEMORY,
+         "memory", compared_with=True),
     Kind("regression", "bad", "failure", "magenta", "R", "#984ea3", 4, "regresses",
-         "is slower", BASELINE),
+         "is slower", BASELINE, "baseline"),
     Kind("slowdown", "bad", "failure", "yellow", "S", "#fc8d59", 5, "slows down",
-         "slows down", TIME),
+         "slows down", TIME, "steps", compared_with=True),
     Kind("suspected", "undecided", "skipped", "magenta", "?", "#dd88cc", 6, "may be slower",
-         "may be slower", UNSURE),
+         "may be slower", UNSURE, "baseline"),
     Kind("ambiguous", "undecided", "skipped", "grey", "~", "#bdbdbd", 7, "is ambiguous",
          "is ambiguous", UNSURE, run_longer=True),
-    Kind("plateau", "good", "passed", "cyan", "P", "#b3e2cd", 8, "plateaus", "plateaus", MEMORY),
+    Kind("plateau", "good", "passed", "cyan", "P", "#b3e2cd", 8, "plateaus", "plateaus", MEMORY,
+         "memory", compared_with=True),
     Kind("unavailable", "unavailable", "error", "yellow", "U", "#fee08b", 9, "is unavailable",
          "is unavailable", UNSURE),
     Kind("not-applicable", "skipped", "skipped", "grey", "/", "#e0e0e0", 10, "does not apply",
          "does not apply", UNSURE),
-    Kind("ok", "good", "passed", "green", "·", "#7fc97f", 11, "is ok", "is ok", UNSURE),
+    Kind("ok", "good", "passed", "green", "·", "#7fc97f", 11, "is ok", "is ok", UNSURE,
+         compared_with=True),
 )}
 
 
@@ -108,29 +124,46 @@ def of_class(*classes: Class) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Look:
-    """How a report shows a cell's verdict: a kind's, or a pseudo-verdict's."""
+    """How a report shows a cell's verdict: a kind's, or a pseudo-verdict's.
+
+    Attributes:
+        severity: report.html's sort order, worst first: a kind's own; a
+            pseudo-verdict's after every kind's (nothing was measured there).
+        css: report.html's class for its cells ("good", "bad" or "other").
+    """
 
     symbol: str
     colour: Colour
     paint: str
     word: str
+    severity: int
+    css: str
 
 
 UNAVAILABLE = "unavailable"
+CRASH = "crash"     # the scenario raised: its traceback's last frames are shown
+OOM = "oom"         # out of memory: the allocation report is looked for
 BAD: frozenset[str] = of_class("bad")
 GOOD: frozenset[str] = of_class("good")
 # Ran, but could not tell: run longer. Not a complete answer.
 UNDECIDED: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
+# Ran, and the answer is in doubt (undecided, or a change not confirmed): the console
+# says these cells in full words below a grid.
+IN_DOUBT: frozenset[str] = of_class("undecided")
+# The run ended before its last call: in `harness fit`, the value does not fit.
+CUT_SHORT: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.cut_short)
+# A row's baseline of these kinds is compared with (`Kind.compared_with`).
+COMPARED_WITH: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.compared_with)
 # Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
 NOT_RUN = "not run"
 UNREADABLE = "unreadable"
 # Every verdict a report shows, kinds first (worst first), then the pseudo-verdicts: the
 # grid's tokens and legend and report.html's colours read them from here.
 LOOKS: dict[str, Look] = {
-    **{k.name: Look(k.symbol, k.colour, k.paint, k.name.replace("-", " "))
+    **{k.name: Look(k.symbol, k.colour, k.paint, k.name.replace("-", " "), k.severity, k.css)
        for k in sorted(KINDS.values(), key=lambda k: k.severity)},
-    NOT_RUN: Look("-", "grey", "#ffffff", NOT_RUN),
-    UNREADABLE: Look("!", "grey", "#f0f0f0", UNREADABLE),
+    NOT_RUN: Look("-", "grey", "#ffffff", NOT_RUN, len(KINDS), "other"),
+    UNREADABLE: Look("!", "grey", "#f0f0f0", UNREADABLE, len(KINDS) + 1, "other"),
 }
 # Whether the image is good or bad is not known there: the first bad may be hiding.
 UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREADABLE}

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from harness.analysis.baselinefacts import baseline_facts
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import CellFacts, decide
-from harness.analysis.kinds import GOOD, UNAVAILABLE, UNREADABLE
+from harness.analysis.kinds import COMPARED_WITH, GOOD, NOT_MEASURED, UNREADABLE
 from harness.analysis.replay import replay_live
 from harness.analysis.verdict import CellVerdict
 from harness.matrixfile.model import row_baselines
@@ -37,7 +37,7 @@ from harness.store.results import SeriesCache
 __all__ = ["Changed", "reanalyze"]
 
 # Verdicts set before anything ran: there are no samples to decide them from again.
-KEPT = frozenset({UNAVAILABLE, "not-applicable"})
+KEPT = NOT_MEASURED
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
             continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (
-                base_res.verdict in GOOD | {"leak", "slowdown"}):
+                base_res.verdict in COMPARED_WITH):
             base_series = series(base_id) or no_samples()
             # Rounds cannot run again: the recorded ones stand (or none ran).
             old = res.vs_baseline.confirmation if res.vs_baseline is not None else None

@@ -130,7 +130,7 @@ def all_timed_out(items: Sequence[CellResult]) -> str | None:
     """What to change when every image that ran (at least two) was killed at its
     deadline: the run is too short for the scenario, on any image, so no image is to
     blame (a hang on every image is the scenario's too). None otherwise."""
-    ran = [r for r in items if r.verdict not in ("unavailable", "not-applicable")]
+    ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if len(ran) < 2 or any(r.verdict != "timeout" for r in ran):
         return None
     limits = sorted({float(v) for r in ran

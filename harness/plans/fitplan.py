@@ -19,12 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-# What a probe says about its value: fits, or the way it failed (each failure means
-# "does not fit"; they are kept apart so a crash is never reported as running out of
-# memory), or that the row cannot go on (image unavailable, GPU not applicable).
+from harness.analysis.kinds import CUT_SHORT, NOT_MEASURED
+
+# What a probe says about its value: fits, or the way it failed (each failure, a kind
+# whose run was cut short, means "does not fit"; they are kept apart so a crash is never
+# reported as running out of memory), or that the row cannot go on (a kind that measured
+# nothing: image unavailable, GPU not applicable).
 FIT = "fit"
-FAILURES = ("oom", "crash", "timeout")
-STOPS = ("unavailable", "not-applicable")
+FAILURES = CUT_SHORT
+STOPS = NOT_MEASURED
 
 Action = Literal["probe", "done", "stop"]
 

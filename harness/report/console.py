@@ -8,7 +8,7 @@ from typing import TextIO
 
 from tabulate import tabulate
 
-from harness.analysis.kinds import KINDS, UNDECIDED, Colour
+from harness.analysis.kinds import IN_DOUBT, KINDS, Colour
 from harness.answers.search import RowAnswer
 from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
 from harness.report.model import Reporter, cell_text
@@ -40,7 +40,8 @@ class ConsoleReporter(Reporter):
         else:
             header, body = self.report.table()
             if colour:
-                body = [[_paint(c) for c in row] for row in body]
+                body = [[row[0], *map(_paint, row[1:-1], said), row[-1]]
+                        for row, said in zip(body, self.report.table_verdicts(), strict=True)]
             out.write(tabulate(body, headers=header, tablefmt="simple") + "\n")
 
         def say(text: str, indent: str = "") -> None:
@@ -93,7 +94,7 @@ class ConsoleReporter(Reporter):
             said = [cid for row in r.rows for _, _, cid in row.cells if cid in r.results]
         else:
             doubt = [cid for cid, res in sorted(r.results.items())
-                     if res.verdict == "suspected" or res.verdict in UNDECIDED]
+                     if res.verdict in IN_DOUBT]
             said = []
             for cid in (*firsts, *doubt, *r.bad_cells):
                 if cid not in said:
@@ -146,10 +147,11 @@ class ConsoleReporter(Reporter):
         console = Console(file=out, width=width, no_color=not colour, force_terminal=colour,
                           highlight=False, emoji=False)
         header, body = self.report.table()
+        verdicts = self.report.table_verdicts()
         images = header[1:-1]
 
-        def text(value: str) -> Text:
-            named = colour_of(value)
+        def text(value: str, verdict: str) -> Text:
+            named = colour_of(verdict)
             return Text(value, style=STYLES[named] if colour and named else "")
 
         # One column per image, each wide enough for its name and a wrapped verdict.
@@ -161,8 +163,8 @@ class ConsoleReporter(Reporter):
             for h, w in zip(images, widths, strict=True):
                 table.add_column(h, overflow="fold", min_width=w)
             table.add_column(header[-1], overflow="fold", min_width=MIN_COLUMN)
-            for row in body:
-                table.add_row(row[0], *(text(c) for c in row[1:-1]), row[-1])
+            for row, said in zip(body, verdicts, strict=True):
+                table.add_row(row[0], *map(text, row[1:-1], said), row[-1])
             console.print(table)
             return False
         # Too many images: images down, rows across (with the answers below), where each
@@ -185,7 +187,8 @@ class ConsoleReporter(Reporter):
         for name in rows:
             table.add_column(name, overflow="fold")
         for i, image in enumerate(images):
-            table.add_row(image, *(text(r[1 + i]) for r in body))
+            table.add_row(image, *(text(r[1 + i], v[i]) for r, v in zip(body, verdicts,
+                                                                         strict=True)))
         console.print(table)
         for answer, r in zip(self.report.rows, body, strict=True):
             if not (answer.first_bad or answer.scenario_error):   # those are said below
@@ -211,14 +214,14 @@ def two_lines(text: str) -> int:
 MIN_COLUMN = 16
 
 
-def colour_of(text: str) -> Colour | None:
-    """The colour of a table cell ("leak: +5.9 KiB/call"): its verdict kind's; none for
-    a cell with no verdict ("not run", "unreadable")."""
-    found = KINDS.get(text.split(" ", 1)[0].rstrip(":"))
+def colour_of(verdict: str) -> Colour | None:
+    """The colour of a table cell: its verdict kind's; none for a cell with no kind
+    ("not run", "unreadable", no cell)."""
+    found = KINDS.get(verdict)
     return found.colour if found is not None else None
 
 
-def _paint(text: str) -> str:
-    named = colour_of(text)
+def _paint(text: str, verdict: str) -> str:
+    named = colour_of(verdict)
     return f"\x1b[{ANSI[named]}m{text}\x1b[0m" if named else text
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from harness.analysis.kinds import OOM
 from harness.analysis.memfit import size
 from harness.plans.fit import FitRow, by_row, first_smaller, smaller_sentence
 from harness.plans.fitplan import FIT
@@ -134,7 +135,7 @@ def row_lines(r: FitRow) -> list[str]:
         top = r.allocation_top()
         if top:
             out += [f"allocation report: {ln}" for ln in top]
-        elif fail.outcome == "oom":
+        elif fail.outcome == OOM:
             out.append("allocation report: none (the process was killed from outside, or "
                        "the framework printed none)")
     if r.step.conflicts:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from harness.analysis.kinds import LOOKS, Colour
+from harness.analysis.kinds import KINDS, LOOKS, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 
@@ -57,18 +57,19 @@ def figure(value: float) -> str:
 
 
 def token(verdict: str, res: CellResult | None) -> str:
-    """One cell as its symbol and figure."""
+    """One cell as its symbol and figure (the one its kind leads with: `Kind.figure`)."""
     glyph = GLYPHS.get(verdict)
     symbol = glyph.symbol if glyph is not None else verdict[:1]
-    if res is None:
+    found = KINDS.get(verdict)
+    if res is None or found is None:
         return symbol
-    if verdict in ("leak", "plateau"):
+    if found.figure == "memory":
         source = res.deciding_source
         if source is not None and source in res.memory:
             return symbol + figure(res.memory[source].slope / 1024)
-    if verdict == "slowdown" and res.steps is not None:
+    if found.figure == "steps" and res.steps is not None:
         return symbol + figure(res.steps.ratio)
-    if verdict in ("regression", "suspected") and res.vs_baseline is not None:
+    if found.figure == "baseline" and res.vs_baseline is not None:
         vs = res.vs_baseline
         conf = vs.confirmation
         if conf is not None and conf.ratio == conf.ratio:    # NaN without rounds

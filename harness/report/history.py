@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from harness.analysis.kinds import KINDS, NOT_RUN, UNREADABLE
+from harness.analysis.kinds import LOOKS
 from harness.answers.history import Flaky, History, Line, Run, Seen
 from harness.answers.search import RowAnswer
 from harness.report.grid import Grid, conclusions, console_width, token, wrap
@@ -300,7 +300,7 @@ def render_html(history: History, report: Report, out: TextIO) -> None:
         views.append(LineView(line, answer, latest, runs,
                               [f"{img}: {f.text()}" for img, found in flaky.items()
                                for f in found], trends, older))
-    legend = [k for k in [*KINDS, NOT_RUN, UNREADABLE] if k in shown]
+    legend = [k for k in LOOKS if k in shown]   # kinds worst first, then the report's own
     template = environment().get_template("history.html.j2")
     out.write(template.render(history=history, images=report.images, views=views,
                               legend=legend, kind_css=kind_css(), run_words=run_words,

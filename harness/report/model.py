@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, TypeVar
 
-from harness.analysis.kinds import BAD, UNDECIDED
+from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
 from harness.answers.explain import Explanation, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
@@ -86,7 +86,7 @@ class Report:
         out: dict[str, list[str]] = {}
         for cid, res in sorted(self.results.items()):
             err = res.end.error
-            if res.verdict != "crash" or err is None or not err.traceback:
+            if res.verdict != CRASH or err is None or not err.traceback:
                 continue
             kept = [str(f) for f in frames(err.traceback)]
             if kept:
@@ -124,7 +124,7 @@ class Report:
 
     @property
     def unavailable_cells(self) -> list[str]:
-        return sorted(k for k, r in self.results.items() if r.verdict == "unavailable")
+        return sorted(k for k, r in self.results.items() if r.verdict == UNAVAILABLE)
 
     def unavailable_notes(self) -> list[str]:
         """One line per image (and host) that could not be prepared, with the reason."""
@@ -151,6 +151,20 @@ class Report:
                 cells.append(cell_text(res) if res is not None else said[img])
             body.append([row.row, *cells, row.sentence])
         return header, body
+
+    def table_verdicts(self) -> list[list[str]]:
+        """The verdict behind each image cell of `table()`'s rows ("" where the row has
+        no cell of that image): what a renderer colours a cell by, never its words."""
+        out = []
+        for row in self.rows:
+            said = {label: (verdict, cid) for label, verdict, cid in row.cells}
+            line = []
+            for img in self.images:
+                verdict, cid = said.get(img, ("", ""))
+                res = self.results.get(cid)
+                line.append(str(res.verdict) if res is not None else verdict)
+            out.append(line)
+        return out
 
     def _cell_json(self, cell_id: str, result: CellResult) -> JSON:
         """A cell as results.json holds it: its result.json without host samples."""

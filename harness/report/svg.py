@@ -90,6 +90,24 @@ def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.98
     return (max(0.0, low) if v[0] >= 0 else low), hi + spread * 0.25
 
 
+@dataclass(frozen=True)
+class Axes:
+    """A chart's data ranges and plot area: where a value is drawn."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    w: float = WIDTH - LEFT - RIGHT
+    h: float = HEIGHT - TOP - BOTTOM
+
+    def px(self, x: float) -> float:
+        return LEFT + (x - self.x_lo) / (self.x_hi - self.x_lo) * self.w
+
+    def py(self, y: float) -> float:
+        return TOP + (1 - (y - self.y_lo) / (self.y_hi - self.y_lo)) * self.h
+
+
 def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None = None,
           fit: Fit | None = None, note: str = "", y_range: tuple[float, float] | None = None,
           headline: str = "") -> Markup:
@@ -101,12 +119,23 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
     points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
     if not points:
         return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
+    ax = axes(points, y_range, fit)
+    clipped = ([p for p in points if p[1] > ax.y_hi or p[1] < ax.y_lo]
+               if y_range is not None else [])
+    parts = [*frame(title, ax), *warmup(ax, warmup_end), *ticks(ax, unit),
+             *series(lines, ax), *legend(lines), *clipped_note(clipped, ax, warmup_end, unit),
+             *fit_line(fit, ax), *labels(title, headline, note, ax)]
+    return Markup("".join(parts))
+
+
+def axes(points: Sequence[tuple[float, float]], y_range: tuple[float, float] | None,
+         fit: Fit | None) -> Axes:
+    """The ranges: x from 0 (or the least x) to the last point; y as `y_range` fixes
+    it, else the points' and the fitted line's, padded 5 %."""
     x_lo = min(0.0, min(p[0] for p in points))
     x_hi = max(p[0] for p in points)
-    clipped: list[tuple[float, float]] = []
     if y_range is not None:
         y_lo, y_hi = y_range
-        clipped = [p for p in points if p[1] > y_hi or p[1] < y_lo]
     else:
         y_lo = min(p[1] for p in points)
         y_hi = max(p[1] for p in points)
@@ -119,36 +148,50 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
     if y_range is None:
         pad = (y_hi - y_lo) * 0.05
         y_lo, y_hi = y_lo - pad, y_hi + pad
-    x_hi = x_hi if x_hi > x_lo else x_lo + 1
-    w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    return Axes(x_lo, x_hi if x_hi > x_lo else x_lo + 1, y_lo, y_hi)
 
-    def px(x: float) -> float:
-        return LEFT + (x - x_lo) / (x_hi - x_lo) * w
 
-    def py(y: float) -> float:
-        return TOP + (1 - (y - y_lo) / (y_hi - y_lo)) * h
+def frame(title: str, ax: Axes) -> list[str]:
+    """The svg element and the plot area's white box."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{WIDTH}" '
+            f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+            f'aria-label="{escape(title)}">',
+            f'<title>{escape(title)}</title>',
+            f'<rect x="{LEFT}" y="{TOP}" width="{ax.w}" height="{ax.h}" fill="#fff" '
+            'stroke="#bbb"/>']
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{WIDTH}" '
-             f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-             f'aria-label="{escape(title)}">',
-             f'<title>{escape(title)}</title>',
-             f'<rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="#fff" '
-             'stroke="#bbb"/>']
-    if warmup_end is not None and warmup_end > x_lo:
-        end = px(min(warmup_end, x_hi))
-        parts.append(f'<rect class="warmup" x="{LEFT}" y="{TOP}" width="{end - LEFT:.1f}" '
-                     f'height="{h}" fill="#e8e8e8"><title>warm-up (iterations up to '
-                     f'{warmup_end:.0f})</title></rect>')
-        parts.append(f'<text x="{LEFT + 3}" y="{TOP + h - 4}" font-size="9" '
-                     'fill="#777">warm-up</text>')
+
+def warmup(ax: Axes, warmup_end: float | None) -> list[str]:
+    """The warm-up shaded, with its label."""
+    if warmup_end is None or warmup_end <= ax.x_lo:
+        return []
+    end = ax.px(min(warmup_end, ax.x_hi))
+    return [f'<rect class="warmup" x="{LEFT}" y="{TOP}" width="{end - LEFT:.1f}" '
+            f'height="{ax.h}" fill="#e8e8e8"><title>warm-up (iterations up to '
+            f'{warmup_end:.0f})</title></rect>',
+            f'<text x="{LEFT + 3}" y="{TOP + ax.h - 4}" font-size="9" '
+            'fill="#777">warm-up</text>']
+
+
+def ticks(ax: Axes, unit: str) -> list[str]:
+    """Three labels on each axis: low, middle, high."""
+    parts = []
     for frac in (0.0, 0.5, 1.0):
-        y = y_lo + frac * (y_hi - y_lo)
-        parts.append(f'<text x="{LEFT - 4}" y="{py(y) + 3:.1f}" font-size="9" '
-                     f'text-anchor="end" fill="#444">{escape(human(y, unit, y_hi - y_lo))}</text>')
-        x = x_lo + frac * (x_hi - x_lo)
-        parts.append(f'<text x="{px(x):.1f}" y="{HEIGHT - 8}" font-size="9" '
+        y = ax.y_lo + frac * (ax.y_hi - ax.y_lo)
+        parts.append(f'<text x="{LEFT - 4}" y="{ax.py(y) + 3:.1f}" font-size="9" '
+                     f'text-anchor="end" fill="#444">'
+                     f'{escape(human(y, unit, ax.y_hi - ax.y_lo))}</text>')
+        x = ax.x_lo + frac * (ax.x_hi - ax.x_lo)
+        parts.append(f'<text x="{ax.px(x):.1f}" y="{HEIGHT - 8}" font-size="9" '
                      f'text-anchor="middle" fill="#444">{x:.0f}</text>')
-    dx, dy = x_hi - x_lo, y_hi - y_lo
+    return parts
+
+
+def series(lines: Sequence[Line], ax: Axes) -> list[str]:
+    """Each line as a polyline (reduced), a point off the y axis drawn on its edge."""
+    parts = []
+    x_lo, y_lo, y_hi, w, h = ax.x_lo, ax.y_lo, ax.y_hi, ax.w, ax.h
+    dx, dy = ax.x_hi - x_lo, y_hi - y_lo
     for ln in lines:
         xs, ys = reduce(ln.xs, ln.ys)
         # px and py written out (the same arithmetic): a page of 1,600 cells draws
@@ -161,44 +204,65 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
         parts.append(f'<polyline class="series" fill="none" stroke="{escape(ln.colour)}" '
                      f'stroke-width="1.2"{dash} points="{path}"><title>{escape(ln.label)}'
                      '</title></polyline>')
-    if len(lines) > 1:   # under the axis, left of "iteration": never over the trace
-        legend = " · ".join(ln.label for ln in lines)
-        parts.append(f'<text class="legend" x="2" y="{HEIGHT - 0.5}" '
-                     f'font-size="8" fill="#555">'
-                     + "".join(f'<tspan fill="{escape(ln.colour)}">{escape(ln.label)}'
-                               f'{" · " if k < len(lines) - 1 else ""}</tspan>'
-                               for k, ln in enumerate(lines))
-                     + f'<title>{escape(legend)}</title></text>')
+    return parts
+
+
+def legend(lines: Sequence[Line]) -> list[str]:
+    """The lines' names in their colours, where there are several: under the axis,
+    left of "iteration", never over the trace."""
+    if len(lines) <= 1:
+        return []
+    said = " · ".join(ln.label for ln in lines)
+    return [f'<text class="legend" x="2" y="{HEIGHT - 0.5}" font-size="8" fill="#555">'
+            + "".join(f'<tspan fill="{escape(ln.colour)}">{escape(ln.label)}'
+                      f'{" · " if k < len(lines) - 1 else ""}</tspan>'
+                      for k, ln in enumerate(lines))
+            + f'<title>{escape(said)}</title></text>']
+
+
+def clipped_note(clipped: Sequence[tuple[float, float]], ax: Axes, warmup_end: float | None,
+                 unit: str) -> list[str]:
+    """Points off the axis are drawn on its edge; how many, how far and whether they
+    are warm-up, said above the plot, never over the trace."""
     said = []
-    # Points off the axis are drawn on its edge; say how many, how far and whether they
-    # are warm-up, above the plot, never over the trace.
-    for side, off in (("above", [p for p in clipped if p[1] > y_hi]),
-                      ("below", [p for p in clipped if p[1] < y_lo])):
+    for side, off in (("above", [p for p in clipped if p[1] > ax.y_hi]),
+                      ("below", [p for p in clipped if p[1] < ax.y_lo])):
         if not off:
             continue
         warm = sum(1 for x, _ in off if warmup_end is not None and x <= warmup_end)
         far = max(y for _, y in off) if side == "above" else min(y for _, y in off)
         said.append(f"{len(off)}{' warm-up' if warm == len(off) else ''} {side} "
                     f"({'max' if side == 'above' else 'min'} {human(far, unit, 0)})")
-    if said:
-        parts.append(f'<text class="clipped" x="{LEFT}" y="{TOP - 4}" font-size="8" '
-                     f'fill="#a40">{escape("; ".join(said))}<title>samples off the axis, '
-                     'drawn on its edge</title></text>')
-    if fit is not None:
-        parts.append(f'<line class="fit" x1="{px(fit.x0):.1f}" '
-                     f'y1="{py(fit.slope * fit.x0 + fit.intercept):.1f}" '
-                     f'x2="{px(fit.x1):.1f}" y2="{py(fit.slope * fit.x1 + fit.intercept):.1f}" '
-                     f'stroke="{FIT_COLOUR}" stroke-width="1.5" stroke-dasharray="5,3">'
-                     '<title>fitted slope (Theil-Sen, after warm-up)</title></line>')
-    parts.append(f'<text x="{LEFT}" y="{TOP - 17}" font-size="11" font-weight="bold" '
-                 f'fill="#222">{escape(title)}</text>')
+    if not said:
+        return []
+    return [f'<text class="clipped" x="{LEFT}" y="{TOP - 4}" font-size="8" '
+            f'fill="#a40">{escape("; ".join(said))}<title>samples off the axis, '
+            'drawn on its edge</title></text>']
+
+
+def fit_line(fit: Fit | None, ax: Axes) -> list[str]:
+    """The fitted slope, dashed."""
+    if fit is None:
+        return []
+    return [f'<line class="fit" x1="{ax.px(fit.x0):.1f}" '
+            f'y1="{ax.py(fit.slope * fit.x0 + fit.intercept):.1f}" '
+            f'x2="{ax.px(fit.x1):.1f}" y2="{ax.py(fit.slope * fit.x1 + fit.intercept):.1f}" '
+            f'stroke="{FIT_COLOUR}" stroke-width="1.5" stroke-dasharray="5,3">'
+            '<title>fitted slope (Theil-Sen, after warm-up)</title></line>']
+
+
+def labels(title: str, headline: str, note: str, ax: Axes) -> list[str]:
+    """The title, the headline (large, right), the note (above the plot, right: never
+    over the trace, the title or the axis labels), the x axis's name; the svg closed."""
+    parts = [f'<text x="{LEFT}" y="{TOP - 17}" font-size="11" font-weight="bold" '
+             f'fill="#222">{escape(title)}</text>']
     if headline:
         parts.append(f'<text class="headline" x="{WIDTH - RIGHT}" y="{TOP - 16}" '
                      f'font-size="12" font-weight="bold" text-anchor="end" fill="#222">'
                      f'{escape(headline)}</text>')
-    if note:   # above the plot, right: never over the trace, the title or the axis labels
+    if note:
         parts.append(f'<text class="note" x="{WIDTH - RIGHT}" y="{TOP - 4}" font-size="8" '
                      f'text-anchor="end" fill="#555">{escape(note)}</text>')
-    parts.append(f'<text x="{LEFT + w / 2:.0f}" y="{HEIGHT - 0.5}" font-size="8" '
+    parts.append(f'<text x="{LEFT + ax.w / 2:.0f}" y="{HEIGHT - 0.5}" font-size="8" '
                  'text-anchor="middle" fill="#777">iteration</text></svg>')
-    return Markup("".join(parts))
+    return parts

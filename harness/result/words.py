@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.analysis.kinds import KINDS
 from harness.result.model import CellResult
 
 
@@ -16,12 +17,14 @@ def human_seconds(seconds: float) -> str:
 
 
 def cell_numbers(res: CellResult) -> str:
-    """Key numbers of a cell, each saying what it is, what made its verdict first: the
-    late/early step ratio of a slowdown, the ratios against the row's baseline of a
-    regression, else growth per call of the deciding source; then median time per call."""
+    """Key numbers of a cell, each saying what it is, what made its verdict first (its
+    kind's `figure`): the late/early step ratio of a slowdown, the ratios against the
+    row's baseline of a regression, else growth per call of the deciding source; then
+    median time per call."""
+    lead_with = KINDS[res.verdict].figure
     memory: list[str] = []
     source = res.deciding_source
-    if source is not None and res.verdict != "slowdown":
+    if source is not None and lead_with != "steps":
         slope = res.memory[source].slope
         # The carrier's name as the reason says it ("uss+rss", whose figure is USS's).
         name = res.carrier if res.carrier and res.carrier.split("+")[0] == source else source
@@ -29,10 +32,10 @@ def cell_numbers(res: CellResult) -> str:
     step = res.summary.median_step_s
     per_call = [f"{human_seconds(step)}/call"] if step is not None else []
     lead: list[str] = []
-    if res.verdict == "slowdown" and res.steps is not None:
+    if lead_with == "steps" and res.steps is not None:
         lead.append(f"late steps {res.steps.ratio:.2f}x early")
     versus = baseline_numbers(res)
-    if res.verdict in ("regression", "suspected"):
+    if lead_with == "baseline":
         return ", ".join([*versus, *lead, *memory, *per_call])
     return ", ".join([*lead, *memory, *per_call, *versus])
 

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.kinds import GOOD, UNAVAILABLE
+from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
@@ -30,7 +30,7 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
 
     res, cfg = measured.result, ctx.cfg
-    if base_result.verdict not in GOOD | {"leak", "slowdown"} or res.verdict == UNAVAILABLE:
+    if base_result.verdict not in COMPARED_WITH or res.verdict == UNAVAILABLE:
         return res
     # A resumed or cached baseline's samples are read once, here.
     base_series, series = ctx.series(base.id) or no_samples(), measured.series

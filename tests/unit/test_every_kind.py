@@ -1,7 +1,7 @@
 """Issue 28 item 3: every verdict kind through every renderer (console, report.md,
-report.html, junit.xml, the issue draft, compare, explain), each reading the one list in
-harness/analysis/kinds.py. A kind a renderer cannot show fails here; a bad kind is never
-a passing JUnit testcase."""
+report.html, history.html, junit.xml, the issue draft, compare, explain), each reading
+the one list in harness/analysis/kinds.py. A kind a renderer cannot show fails here; a
+bad kind is never a passing JUnit testcase."""
 
 from __future__ import annotations
 
@@ -50,6 +50,25 @@ def report_of(verdict: str, tmp_path: Path) -> Report:
                                {"matrix": str(tmp_path / "m.yaml")}, tmp_path)
 
 
+def history_page(report: Report, tmp_path: Path) -> str:
+    """history.html over one sweep's directory holding the report's cells."""
+    from harness.answers.history import read_history
+    from harness.report.history import latest_report, render_html
+    from harness.result.model import Planned
+    from harness.store import RunStore
+    from harness.store.runs import SWEEP
+
+    store = RunStore(tmp_path / "reports" / "m" / "20261123-000000")
+    store.mark(SWEEP, "m", "m.yaml", tuple(Planned(r.id, r.row, r.image.label, r.image.index)
+                                           for r in report.results.values()))
+    for res in report.results.values():
+        store.write_cell(res)
+    history = read_history(tmp_path / "reports" / "m")
+    out = io.StringIO()
+    render_html(history, latest_report(history), out)
+    return out.getvalue()
+
+
 def test_the_list_is_the_verdict_type() -> None:
     assert set(KINDS) == set(VERDICTS)
     assert all(name == k.name for name, k in KINDS.items())
@@ -95,6 +114,12 @@ def test_every_kind_through_every_renderer(verdict: str, tmp_path: Path) -> None
     assert re.search(rf'<td class="{k.css}[^"]*" data-key="{k.severity:02d} {verdict} '
                      rf'[^"]*"><a href="#{re.escape(cid)}">', page), verdict
     assert k.css == ("bad" if verdict in BAD else "good" if verdict in GOOD else "other")
+
+    # history.html: the run's latest square of this kind, in its colour, in the legend
+    page = history_page(report, tmp_path)
+    assert re.search(rf'<td class="k-{verdict}[^"]*" title="b {ROW}: {verdict} in r1', page)
+    assert f".k-{verdict}{{background:{k.paint}}}" in page
+    assert f'<i class="k-{verdict}"></i>{verdict}</span>' in page
 
     # junit.xml: passing only when good; a bad kind fails or errs
     out = io.StringIO()
