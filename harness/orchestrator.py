@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.analysis.kinds import BAD, GOOD
 from harness.matrixfile.model import Cell, Matrix
 from harness.result.model import CellResult
 from harness.result.runkey import key_of, why_changed
@@ -45,15 +45,10 @@ class SweepOutcome:
     ran: int = 0
     reused: int = 0
     seconds: float = 0.0
-    errors: list[str] = field(default_factory=list)
 
     @property
     def bad(self) -> list[str]:
         return [k for k, r in self.results.items() if r.verdict in BAD]
-
-    @property
-    def unavailable(self) -> list[str]:
-        return [k for k, r in self.results.items() if r.verdict == UNAVAILABLE]
 
 
 class Sweep:
