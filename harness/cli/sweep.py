@@ -21,7 +21,9 @@ from harness.errors import (
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
+    from harness.orchestrator import SweepOutcome
     from harness.report import Report
+    from harness.result.codec import JSON
     from harness.result.model import CellResult, Planned
     from harness.runtimes.base import Progress, Runtime
     from harness.store import RunStore
@@ -168,20 +170,27 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
                 explain_after(matrix, runtime, store, progress, engines.by_host,
                               outcome.results, planned)
             prefetch.join()   # the reporters were imported while the cells ran
-            from harness.report import Report, write_all
-
-            report = Report.from_results(matrix.name, outcome.results, {
+            report, paths = reported(outcome, planned, store, {
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
-                "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
-                "reused": outcome.reused, "baseline": matrix.baseline}, store.root,
-                outcome.series, planned)
-            paths = write_all(store, report)
+                "baseline": matrix.baseline}, matrix.name)
         finally:
             try:
                 engines.stop()
             finally:
                 store.unlock()
     return report, store.root, paths
+
+
+def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStore,
+             meta: dict[str, JSON], name: str) -> tuple[Report, list[Path]]:
+    """The sweep's report model (its meta: `meta` and how the cells went), every report
+    file written into the results directory."""
+    from harness.report import Report, write_all
+
+    report = Report.from_results(name, outcome.results, {
+        **meta, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
+        "reused": outcome.reused}, store.root, outcome.series, planned)
+    return report, write_all(store, report)
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).
