@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import options, printer
+from harness.cli import interruptible, options, printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
@@ -156,21 +156,23 @@ def run(args: argparse.Namespace) -> int:
             return got
         return None
 
-    progress = printer(args.quiet)
-    print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
-          f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
-          f"noise; cells in {store.root}", flush=True)
-    try:
-        sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
-        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        store.mark(BISECT, matrix.name, str(args.matrix))
-        outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
-                         cache, args.repeats)
-    finally:
+    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.signals).
+    with interruptible():
+        progress = printer(args.quiet)
+        print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
+              f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
+              f"noise; cells in {store.root}", flush=True)
         try:
-            engines.stop()
+            sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
+            store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+            store.mark(BISECT, matrix.name, str(args.matrix))
+            outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
+                             cache, args.repeats)
         finally:
-            store.unlock()
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
     print(f"\n{row}: {outcome.sentence()}")
     for what, good, bad in outcome.diff():
         print(f"  {what}: {good} -> {bad}")

@@ -61,10 +61,17 @@ def newest_run(path: Path, command: str) -> Path:
         InputError: not a results directory (nor a folder of them), or one of another
             kind (the message names the command that reads it).
     """
-    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require
+    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require, runs_of
 
     if kind_of(path) is None:
-        path = newest(path, SWEEP_RESULTS) or path
+        found = newest(path, SWEEP_RESULTS)
+        debris = runs_of(path, SWEEP_RESULTS)
+        if found is None and debris:
+            raise InputError(
+                f"{path}: no run here holds a finished cell ({', '.join(p.name for p in debris)}"
+                f": sweeps stopped before their first cell); run the sweep again (harness "
+                f"sweep MATRIX), or read one as it is: {command} {debris[-1]}")
+        path = found or path
     require(path, SWEEP_RESULTS, command)
     return path
 

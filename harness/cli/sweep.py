@@ -41,7 +41,8 @@ exit codes:
      a timeout on every image: a run too short for the scenario)
   3  environment unavailable (no engine or GPU; an image or pin could not be had)
   4  no cell bad, but not a complete answer: cells undecided or missing
-  130 interrupted (finished cells are kept; --resume continues)
+  130 interrupted: Ctrl-C, or stdout/stderr closed while cells run (finished cells
+      are kept; --resume continues)
 """
 
 

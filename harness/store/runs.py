@@ -5,7 +5,8 @@ plan.json (`harness.result.model.Plan`): `sweep` (sweep, watch), `bisect`
 (`<out>/<name>/bisect-<row>`), `fit` (`<out>/<name>/fit-<param>`), `explain` (the
 attributed runs under a sweep's `explain/`), `reanalyzed` (`report --reanalyze --write`).
 "The newest run" is the newest directory of the kinds a command reads, by recorded
-time, never the last name in sort order; a command refuses a directory of a kind it
+time, never the last name in sort order, and never one with no finished cell (a sweep
+stopped before its first cell: debris, `finished`); a command refuses a directory of a kind it
 does not read (`require`), naming the command that reads it.
 
 Directories of older versions recorded no kind: one with a plan.json reads as a sweep;
@@ -100,13 +101,29 @@ def name_of(root: Path) -> str:
     return name if isinstance(name, str) else ""
 
 
+def finished(root: Path) -> bool:
+    """Whether the directory holds a finished cell (a `cells/<id>/result.json`), or a
+    fit's answer: one without is the debris of a command stopped before its first
+    cell, never "the newest run"."""
+    cells = root / "cells"
+    return ((cells.is_dir() and any(cells.glob("*/result.json")))
+            or (root / "fit.json").is_file())
+
+
+def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
+    """The directories under `base` of one of `kinds` (of the matrix `name`, where both
+    it and the directory name one), finished or not."""
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if kind_of(p) in kinds
+                  and not (name and name_of(p) and name_of(p) != name))
+
+
 def newest(base: Path, kinds: Collection[str], name: str = "") -> Path | None:
     """The newest directory under `base` of one of `kinds` (of the matrix `name`, where
-    both it and the directory name one), by recorded start time."""
-    if not base.is_dir():
-        return None
-    found = [p for p in base.iterdir() if kind_of(p) in kinds
-             and not (name and name_of(p) and name_of(p) != name)]
+    both it and the directory name one) that holds a finished cell, by recorded start
+    time."""
+    found = [p for p in runs_of(base, kinds, name) if finished(p)]
     def when(p: Path) -> tuple[float, str]:
         return started_of(p), p.name
 
