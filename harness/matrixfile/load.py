@@ -36,7 +36,7 @@ from harness.matrixfile.model import (
     abilities,
 )
 from harness.matrixfile.slurm import parse_slurm
-from harness.matrixfile.yamlsrc import Located, PathKey, load_text
+from harness.matrixfile.yamlsrc import Located, PathKey, format_path, load_text
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",
@@ -281,3 +281,32 @@ def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:
         raise ctx.fail(("analysis", written) if written else ("analysis",), problem or str(exc),
                        "use a value in that range, or drop the key for the default") from exc
 
+
+
+
+def check_applied(matrix: Matrix, runtime: str) -> None:
+    """A setting the runtime that will run the cells cannot honour is an error, never
+    dropped without a word: `mem_limit` needs a memory cgroup per cell (docker, podman)
+    or a Slurm job's --mem. Checked against the runtime that runs (a `--runtime` on the
+    command line included), by `runtimes.Engines.for_matrix`.
+
+    Raises:
+        SpecError: naming the first `mem_limit` key of the matrix file and its line.
+    """
+    if matrix.slurm is not None or abilities(runtime).own_cgroup:
+        return
+    if not any(c.settings.mem_limit for c in matrix.cells):
+        return
+    try:
+        lines = load_text(matrix.file.read_text(encoding="utf-8"), str(matrix.file)).lines
+    except (OSError, SpecError):
+        lines = {}
+    keys = sorted((line, path) for path, line in lines.items()
+                  if path and path[-1] in ("mem_limit", "mem-limit") and path[0] != "analysis")
+    path, line = (keys[0][1], keys[0][0]) if keys else ((), None)
+    takes = ", ".join(f"runtime: {n}" for n in RUNTIMES if abilities(n).own_cgroup)
+    raise SpecError(str(matrix.file), format_path(path), line,
+                    f"mem_limit is not applied by runtime {runtime} (its cells share this "
+                    "host's memory, no cgroup of their own)",
+                    f"remove mem_limit, or use {takes} (a cgroup per cell), or add a "
+                    "slurm: block (its jobs' --mem)")
