@@ -137,7 +137,12 @@ def run(args, make_header):
         this.scenario()
     except SystemExit as exc:
         # A script's sys.exit(N): N != 0 is a failure the end record must say, not "ok".
-        if exc.code not in (None, 0):
+        # In setup() or a step any exit is: the run ended before its calls were made.
+        if this.end.get("mode") == "steps":
+            this.failed(exc, "SystemExit", "%s: sys.exit(%r) during %s: a scenario's "
+                        "setup() and step() return (raise an exception to fail it)"
+                        % (args.scenario, exc.code, sampler.phase))
+        elif exc.code not in (None, 0):
             this.failed(exc, "SystemExit", str(exc.code))
     except (Exception, KeyboardInterrupt, Terminated) as exc:
         this.failed(exc)

@@ -159,9 +159,19 @@ def run(args: argparse.Namespace) -> int:
     say(sys.stdout, f"\nresults: {store.root} ({', '.join(p.name for p in paths)})", width)
     note = report.incomplete_note()
     if note is not None:
-        say(sys.stdout, f"{note}: run longer (--iterations) or --resume; exit "
+        say(sys.stdout, f"{note}: {how_to_decide(report)}; exit "
                         f"{EXIT_UNDECIDED}" if not report.findings else note, width)
     return exit_code(report)
+
+
+def how_to_decide(report: Report) -> str:
+    """What decides the undecided cells: a longer run, or --resume for missing ones; a
+    whole script runs once, whatever --iterations says."""
+    scripts = [c for c in report.undecided_cells if report.results[c].end.mode == "script"]
+    if scripts and len(scripts) == len(report.undecided_cells) and not report.missing_cells:
+        return ("whole scripts run once and ended too soon to decide: define "
+                "setup(params) and step(state) in them")
+    return "run longer (--iterations) or --resume"
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).

@@ -101,6 +101,8 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     assert verdict is not None
     if verdict.verdict != "ambiguous" or len(run.attempts) > run.cell.settings.repeats:
         return False
+    if run.series is not None and (run.series.end or {}).get("mode") == "script":
+        return False    # a whole script runs once: more iterations change nothing
     # Undecided growth needs a longer look, not the same look again: twice as long, and
     # at least long enough to decide from step samples alone. In early-stop mode the
     # agent runs up to max_iterations: that is what grows.
