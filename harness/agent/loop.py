@@ -12,6 +12,7 @@ import time
 import traceback
 
 from hooks import Attribution
+from output import CappedOutput
 from scenariofile import Params, has_protocol, load_scenario, run_script
 from stepper import Stepper
 from writer import Sampler, Writer, timer_loop
@@ -133,6 +134,8 @@ def run(args, make_header):
     stop_timer = start_timer(sampler, args.sample_interval)
     this = Run(args, sampler, params)
     signal.signal(signal.SIGTERM, on_term)
+    output = CappedOutput()
+    output.start()
     try:
         this.scenario()
     except SystemExit as exc:
@@ -151,6 +154,9 @@ def run(args, make_header):
         sys.stderr.flush()
     finally:
         this.teardown()
+        dropped = output.stop()
+        if dropped:
+            this.end["output_dropped"] = dropped
         stop_timer.set()
         close_nvml(sampler)
         for record in this.records():

@@ -169,3 +169,26 @@ def test_every_command_ends_honestly_when_its_reader_leaves(swept: tuple[Path, P
     # AND with stdout and stderr both closed, the same
     both = pipe_to_head(argv, cwd)
     assert both in (whole.returncode, 130) and both in README_CODES
+
+
+def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -> None:
+    from harness.agent.output import CAP_BYTES
+
+    # GIVEN a scenario printing 100 KB per call for 100 calls (10 MB)
+    (tmp_path / "s.py").write_text("def setup(params):\n    return []\n\n\n"
+                                   "def step(state):\n    print('x' * 100000)\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: loud\nruntime: local\ndefaults: {iterations: 90, warmup: 10, sample_every: 5, "
+        "repeats: 0}\nmatrix:\n  image: [{name: a, python: python3}]\n  scenario: [s.py]\n")
+    # WHEN it is swept
+    got = harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path)
+    assert got.returncode in (0, 4), got.stderr
+    # THEN its agent.log holds the cap and a note, and its result says what was dropped
+    (cell,) = (tmp_path / "r" / "loud").glob("*/cells/a.cpu.s")
+    log = (cell / "agent.log").read_bytes()
+    assert CAP_BYTES <= len(log) <= CAP_BYTES + 1000
+    dropped = 100 * 100001 - CAP_BYTES
+    assert f"harness: {dropped} bytes of the scenario's output dropped".encode() in log
+    result = (cell / "result.json").read_text()
+    assert f'"output_dropped": {dropped}' in result.replace('":', '": ').replace(":  ", ": ")
+    assert f"agent.log: {dropped} bytes of the scenario's output dropped" in result
