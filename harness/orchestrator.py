@@ -79,6 +79,9 @@ class Sweep:
     def image(self, cell: Cell) -> ImageInfo:
         return self.images.get(cell)
 
+    def measuring(self, cell: Cell) -> contextlib.AbstractContextManager[None]:
+        return self.images.measuring(cell)
+
     def run_cell(self, cell: Cell) -> Measured:
         """The cell's within-run result (the plan bisect and fit run too)."""
         return measure(self, cell)

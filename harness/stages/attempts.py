@@ -57,7 +57,8 @@ def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
     t_run = time.monotonic()
     live = _Live.start(ctx, cell, outdir)
     try:
-        ended = ctx.runtime_for(cell).run(request, ctx.progress)
+        with ctx.measuring(cell):   # no pull or venv build on its host meanwhile
+            ended = ctx.runtime_for(cell).run(request, ctx.progress)
     finally:
         watched = live.finish() if live is not None else None
     run_s = time.monotonic() - t_run
