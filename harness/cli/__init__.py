@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TextIO, cast
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
+from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError, StoreError
 from harness.signals import interruptible as interruptible  # re-exported for the commands
 
 HELP = """\
@@ -192,6 +192,15 @@ class ReaderMayLeave:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._out, name)
+
+
+def without_out(exc: StoreError, fix: str) -> StoreError:
+    """`exc` with `fix` for a command that has no --out (report, history): the store's
+    own fix ("use --out DIR") is for the commands that do."""
+    head = str(exc).split("\n  fix:", 1)[0]
+    if "--out" not in str(exc):
+        return exc
+    return StoreError(f"{head}\n  fix: {fix}")
 
 
 def printer(quiet: bool) -> Callable[[str], None]:

@@ -165,6 +165,17 @@ def copy_run(src: Path, dst: Path) -> None:
                          "write beside, or run without --write") from exc
 
 
+def resume_line(root: Path, named: str) -> str:
+    """The command that runs a sweep's missing cells into `root`, from here."""
+    from harness.store.runs import SWEEP, kind_of, matrix_file, shown
+
+    found = matrix_file(root, named)
+    matrix = shown(found) if found is not None else (named or "MATRIX")
+    if kind_of(root) != SWEEP:   # a re-decided copy: --resume continues sweeps only
+        return f"harness sweep {matrix}"
+    return f"harness sweep {matrix} --resume {shown(root)}"
+
+
 def complete_report(run_dir: Path) -> bool:
     """`run_dir` holds the reports of a complete run: a results.json that lists no
     missing cells (an interrupted sweep writes none; a partial report lists them)."""
@@ -176,6 +187,38 @@ def complete_report(run_dir: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The report of DIR; a directory it cannot write into is said with a command that
+    reads it without writing."""
+    from harness.cli import without_out
+    from harness.errors import StoreError
+
+    try:
+        return _report(args)
+    except StoreError as exc:
+        raise without_out(exc, f"harness report {args.dir} --format console prints it "
+                               "without writing anything") from exc
+
+
+def a_file(path: Path) -> str:
+    """What to pass instead of the file `path`, as a command that works here."""
+    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, shown
+
+    if kind_of(path.parent) is not None:
+        return f"pass the results directory it is in: harness report {shown(path.parent)}"
+    try:
+        from harness import matrixfile
+
+        name = matrixfile.load(path).name
+    except InputError:
+        return "pass reports/<name>/<timestamp>, a directory harness sweep wrote"
+    runs = Path("reports") / name
+    if newest(runs, SWEEP_RESULTS) is not None:
+        return f"a matrix file; its runs are in {runs}: harness report {runs}"
+    return (f"a matrix file, not swept into {runs} yet: harness sweep {path}, then "
+            f"harness report {runs}")
+
+
+def _report(args: argparse.Namespace) -> int:
     import json
 
     from harness.report import (
@@ -194,8 +237,7 @@ def run(args: argparse.Namespace) -> int:
 
     options.check(args)
     if args.dir.exists() and not args.dir.is_dir():
-        raise InputError(f"{args.dir}: a file, not a results directory; pass the "
-                         f"directory it is in ({args.dir.parent}) or reports/<name>/<timestamp>")
+        raise InputError(f"{args.dir}: a file, not a results directory; {a_file(args.dir)}")
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     args.dir = newest_run(args.dir, "harness report")
@@ -256,8 +298,7 @@ def run(args: argparse.Namespace) -> int:
             for cid in missing:
                 say(sys.stdout, f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}",
                     width)
-            matrix = run.matrix or report.meta.get("matrix") or "MATRIX"
-            say(sys.stdout, f"  fix: harness sweep {matrix} --resume {args.dir} runs them", width)
+            say(sys.stdout, f"  fix: {resume_line(args.dir, run.matrix)} runs them", width)
         else:
             write_all(store, report)
         width = console_width(sys.stdout, args.width)

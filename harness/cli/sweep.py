@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
-            store.mark(SWEEP, matrix.name, str(args.matrix), planned, started)
+            # Absolute: explain and report find it from any directory.
+            store.mark(SWEEP, matrix.name, str(args.matrix.resolve()), planned, started)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             live = progress_for(args.quiet, store.samples_path)

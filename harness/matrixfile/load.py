@@ -57,6 +57,18 @@ def load(path: str | Path) -> Matrix:
     return parse(read_text(file, "pass the path of a matrix YAML file"), file)
 
 
+def load_copy(copy: Path, original: Path) -> Matrix:
+    """The matrix a run recorded (`copy`, its results directory's matrix.yaml), with its
+    scenario paths read from beside `original`, the file it was copied from: what the
+    run ran, whatever the original says now.
+
+    Raises:
+        SpecError: the copy cannot be read or is not a valid matrix.
+    """
+    text = read_text(copy, f"run with --matrix {original}")
+    return parse_located(load_text(text, str(copy)), original)
+
+
 def read_text(file: Path, fix: str) -> str:
     """A matrix-like file's text; `fix` says how to name the right file.
 

@@ -148,3 +148,38 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
         raise InputError(f"{where}: a {kind} directory, which {command} does not read (it "
                          f"reads a {wanted} directory); read it with {READ_BY[kind]}")
     return kind
+
+
+def matrix_file(root: Path, named: str = "") -> Path | None:
+    """The matrix file the run recorded (`named`, else its plan.json's), found from
+    here: as recorded (absolute since issue 35; relative to where the command ran
+    before), else relative to a directory above `root` (the default
+    reports/<name>/<timestamp> sits below the directory the sweep ran in). None: not
+    found."""
+    named = named or _matrix_named(root)
+    if not named:
+        return None
+    path = Path(named)
+    if path.is_file():
+        return path
+    if not path.is_absolute():
+        for above in root.resolve().parents:
+            if (above / path).is_file():
+                return above / path
+    return None
+
+
+def _matrix_named(root: Path) -> str:
+    data = _plan(root)
+    matrix = data.get("matrix") if isinstance(data, dict) else None
+    return matrix if isinstance(matrix, str) else ""
+
+
+def shown(path: Path) -> Path:
+    """`path` as a command line typed here would name it: relative to the working
+    directory when below it, else absolute."""
+    full = path.resolve()
+    try:
+        return full.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return full
