@@ -10,8 +10,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError
+from harness.cli import interruptible, options, printer, without_out
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError, StoreError
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
@@ -182,7 +182,11 @@ def run(args: argparse.Namespace) -> int:
     progress = printer(args.quiet)
     with interruptible():
         store = RunStore(root)
-        store.lock()
+        try:
+            store.lock()
+        except StoreError as exc:
+            raise without_out(exc, "wait for it to finish, then run the same command "
+                                   "again") from exc
         try:
             sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
             explained = explain_matrix(sweep, matrix, found.results, todo, root)

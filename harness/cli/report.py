@@ -165,17 +165,6 @@ def copy_run(src: Path, dst: Path) -> None:
                          "write beside, or run without --write") from exc
 
 
-def resume_line(root: Path, named: str) -> str:
-    """The command that runs a sweep's missing cells into `root`, from here."""
-    from harness.store.runs import SWEEP, kind_of, matrix_file, shown
-
-    found = matrix_file(root, named)
-    matrix = shown(found) if found is not None else (named or "MATRIX")
-    if kind_of(root) != SWEEP:   # a re-decided copy: --resume continues sweeps only
-        return f"harness sweep {matrix}"
-    return f"harness sweep {matrix} --resume {shown(root)}"
-
-
 def complete_report(run_dir: Path) -> bool:
     """`run_dir` holds the reports of a complete run: a results.json that lists no
     missing cells (an interrupted sweep writes none; a partial report lists them)."""
@@ -230,6 +219,7 @@ def _report(args: argparse.Namespace) -> int:
         Report,
         read_run,
         render_text,
+        rerun_line,
         write_all,
     )
     from harness.store import RunStore
@@ -298,7 +288,7 @@ def _report(args: argparse.Namespace) -> int:
             for cid in missing:
                 say(sys.stdout, f"  {cid}: {run.unreadable.get(cid, 'not run (no result.json)')}",
                     width)
-            say(sys.stdout, f"  fix: {resume_line(args.dir, run.matrix)} runs them", width)
+            say(sys.stdout, f"  fix: {rerun_line(args.dir)} runs them", width)
         else:
             write_all(store, report)
         width = console_width(sys.stdout, args.width)

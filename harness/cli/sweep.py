@@ -160,19 +160,27 @@ def run(args: argparse.Namespace) -> int:
     say(sys.stdout, f"\nresults: {store.root} ({', '.join(p.name for p in paths)})", width)
     note = report.incomplete_note()
     if note is not None:
-        say(sys.stdout, f"{note}: {how_to_decide(report)}; exit "
+        say(sys.stdout, f"{note}: {how_to_decide(report, args.matrix, store.root, cells)}; exit "
                         f"{EXIT_UNDECIDED}" if not report.findings else note, width)
     return exit_code(report)
 
 
-def how_to_decide(report: Report) -> str:
-    """What decides the undecided cells: a longer run, or --resume for missing ones; a
-    whole script runs once, whatever --iterations says."""
-    scripts = [c for c in report.undecided_cells if report.results[c].end.mode == "script"]
-    if scripts and len(scripts) == len(report.undecided_cells) and not report.missing_cells:
+def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
+    """The command that decides what is not decided: missing cells are run by --resume
+    (it reuses every finished one); undecided cells, whose results --resume would
+    reuse, by a longer run; a whole script runs once, whatever --iterations says."""
+    from harness.store.runs import shown
+
+    undecided = report.undecided_cells
+    scripts = [c for c in undecided if report.results[c].end.mode == "script"]
+    if scripts and len(scripts) == len(undecided) and not report.missing_cells:
         return ("whole scripts run once and ended too soon to decide: define "
                 "setup(params) and step(state) in them")
-    return "run longer (--iterations) or --resume"
+    if not undecided:
+        return f"harness sweep {shown(matrix)} --resume {shown(root)} runs them"
+    longest = max((c.settings.max_iterations or c.settings.iterations for c in cells
+                   if c.id in undecided), default=0)
+    return f"run longer: harness sweep {shown(matrix)} --iterations {2 * longest or 1000}"
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).

@@ -214,3 +214,21 @@ def test_doctors_fix_for_a_missing_image_says_docker_pull_once(tmp_path: Path) -
     assert fixes, checks.lines
     fix = fixes[0].split("fix: ", 1)[1]
     assert fix.count("docker pull") == 1 and "((" not in fix and "(check" not in fix, fix
+
+
+def test_an_unreadable_results_fix_runs_the_cell_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeRuntime,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a run whose cell's result.json was cut short, read from another directory
+    run = swept(tmp_path, monkeypatch)
+    result = run / "cells" / "v1.cpu.s" / "result.json"
+    result.write_text(result.read_text()[:200])
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    main(["report", str(run)])
+    said = capsys.readouterr()
+    # THEN its fix line (a full command, no MATRIX to fill in) runs the cell again
+    fix = fix_of(said.out + said.err)
+    assert "MATRIX" not in fix and fix[0] == "sweep", fix
+    assert main([*fix, "-q"]) == 1
+    assert main(["report", str(run)]) == 1 and result.read_text().rstrip().endswith("}")
