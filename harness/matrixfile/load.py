@@ -299,26 +299,39 @@ def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:
 def check_applied(matrix: Matrix, runtime: str) -> None:
     """A setting the runtime that will run the cells cannot honour is an error, never
     dropped without a word: `mem_limit` needs a memory cgroup per cell (docker, podman)
-    or a Slurm job's --mem. Checked against the runtime that runs (a `--runtime` on the
-    command line included), by `runtimes.Engines.for_matrix`.
+    or a Slurm job's --mem; `shm_size` and `network` need a container. Checked against
+    the runtime that runs (a `--runtime` on the command line included; under Slurm, the
+    one inside each job), by `runtimes.Engines.for_matrix`.
 
     Raises:
-        SpecError: naming the first `mem_limit` key of the matrix file and its line.
+        SpecError: naming the first such key of the matrix file and its line.
     """
-    if matrix.slurm is not None or abilities(runtime).own_cgroup:
-        return
-    if not any(c.settings.mem_limit for c in matrix.cells):
+    can = abilities(runtime)
+    needs: dict[str, str] = {}
+    if not can.own_cgroup and matrix.slurm is None:
+        cgroups = ", ".join(f"runtime: {n}" for n in RUNTIMES if abilities(n).own_cgroup)
+        needs.update({k: f"or use {cgroups} (a cgroup per cell), or add a slurm: block "
+                         "(its jobs' --mem)" for k in ("mem_limit", "mem-limit")})
+    if not can.container_images:
+        boxes = ", ".join(f"runtime: {n}" for n in RUNTIMES if abilities(n).container_images)
+        needs.update({k: f"or use {boxes} (a container per cell)"
+                      for k in ("shm_size", "shm-size", "network")})
+    if not needs:
         return
     try:
         lines = load_text(matrix.file.read_text(encoding="utf-8"), str(matrix.file)).lines
     except (OSError, SpecError):
-        lines = {}
-    keys = sorted((line, path) for path, line in lines.items()
-                  if path and path[-1] in ("mem_limit", "mem-limit") and path[0] != "analysis")
-    path, line = (keys[0][1], keys[0][0]) if keys else ((), None)
-    takes = ", ".join(f"runtime: {n}" for n in RUNTIMES if abilities(n).own_cgroup)
+        return
+    found = sorted((line, path) for path, line in lines.items()
+                   if path and path[-1] in needs and path[0] in ("defaults", "matrix", "include")
+                   and "params" not in path and "env" not in path)
+    if not found:
+        return
+    line, path = found[0]
+    key = str(path[-1])
+    what = ("its cells share this host's memory, no cgroup of their own"
+            if key.startswith("mem") else "its cells run as processes of this host, in no "
+            "container")
     raise SpecError(str(matrix.file), format_path(path), line,
-                    f"mem_limit is not applied by runtime {runtime} (its cells share this "
-                    "host's memory, no cgroup of their own)",
-                    f"remove mem_limit, or use {takes} (a cgroup per cell), or add a "
-                    "slurm: block (its jobs' --mem)")
+                    f"{key} is not applied by runtime {runtime} ({what})",
+                    f"remove {key}, {needs[key]}")

@@ -75,6 +75,9 @@ class Engines:
 
             if name not in NAMES:
                 get_runtime(name)  # the "allowed values" error
+            from harness.matrixfile.load import check_applied
+
+            check_applied(matrix, name)
             return cls(SlurmRuntime(name, matrix.slurm, matrix.name, docker_host))
         default = get_runtime(name, docker_host)
         from harness.matrixfile.load import check_applied  # YAML: only where cells run

@@ -41,6 +41,14 @@ CASES = {
         "name: x\nruntime: local\ndefaults: {iterations: 60}\nmatrix:\n" + IMAGES +
         "  scenario: [{script: s.py, mem_limit: 1g}]\n",
         "matrix.scenario[0].mem_limit", 6, "mem_limit is not applied by runtime local"),
+    "shm_size on local": (
+        "name: x\nruntime: local\ndefaults: {iterations: 60, shm_size: 2g}\nmatrix:\n"
+        + IMAGES + "  scenario: [s.py]\n",
+        "defaults.shm_size", 3, "shm_size is not applied by runtime local"),
+    "network on local": (
+        "name: x\nruntime: local\ndefaults: {iterations: 60}\nmatrix:\n" + IMAGES +
+        "  scenario: [{script: s.py, network: false, params: {network: 1}}]\n",
+        "matrix.scenario[0].network", 6, "network is not applied by runtime local"),
     "iterations beside max_iterations": (
         "name: x\nruntime: local\ndefaults: {iterations: 60, max_iterations: 100}\n"
         "matrix:\n" + IMAGES + "  scenario: [s.py]\n",
@@ -58,6 +66,8 @@ FIXED = {   # each case as its fix line says to write it
                           "defaults: {iterations: 60, warmup: 3}\n"),
     "duplicate in a flow mapping": ("iterations: 60, iterations: 70", "iterations: 70"),
     "mem_limit on local": ("{script: s.py, mem_limit: 1g}", "s.py"),
+    "shm_size on local": (", shm_size: 2g", ""),
+    "network on local": ("network: false, ", ""),    # a param named network is the scenario's
     "iterations beside max_iterations": ("iterations: 60, ", ""),
     "iterations under an early stop of defaults": ("iterations: 50", "max_iterations: 50"),
 }
@@ -82,7 +92,9 @@ def test_a_dropped_setting_is_an_error_naming_its_key(tmp_path: Path, case: str,
     # AND the matrix written as the fix line says loads
     old, new = FIXED[case]
     path.write_text(text.replace(old, new))
-    assert matrixfile.load(path).cells
+    fixed = matrixfile.load(path)
+    check_applied(fixed, fixed.runtime)
+    assert fixed.cells
 
 
 def test_a_slurm_block_applies_mem_limit_on_local(tmp_path: Path) -> None:
