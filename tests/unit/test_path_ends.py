@@ -89,6 +89,12 @@ def test_only_debris_is_said_with_a_command_that_works(tmp_path: Path) -> None:
     shown = harness(*fix.split()[1:], cwd=tmp_path)
     assert shown.returncode == 4, shown.stderr          # the run, said incomplete
     assert "Traceback" not in shown.stderr
+    # AND the sweep they suggest running again runs (no MATRIX to fill in)
+    for got in (report, history):
+        again = got.stderr.split("harness sweep ", 1)[1].split(")")[0].split(",")[0]
+        assert again.strip() == "m.yaml", got.stderr
+    rerun = harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
 
 
 def test_a_reader_that_leaves_mid_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
@@ -145,7 +151,9 @@ COMMANDS = [["--help"], ["sweep", "--help"], ["sweep", "m.yaml", "--list"],
             ["history", "r/pp"], ["explain", "r/pp"], ["doctor"], ["doctor", "m.yaml"],
             ["images", "--help"], ["compare", "r/pp/RUN", "r/pp/RUN"], ["report", "nothere"],
             ["bisect", "m.yaml", "--good", "a", "--bad", "b", "--out", "r"],
-            ["fit", "--help"], ["watch", "--help"], ["explain", "--help"]]
+            ["fit", "--help"], ["watch", "--help"], ["explain", "--help"],
+            ["images", "list", "--recipes", str(ROOT / "images" / "images.yaml")],
+            ["history", "r/pp", "--no-html"], ["report", "r/pp", "--format", "json"]]
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(a) for a in COMMANDS])
