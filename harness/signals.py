@@ -47,5 +47,11 @@ def stream_closed() -> bool:
     if not _RUNNING.is_set():
         return False
     _RUNNING.clear()        # once: the message of the interruption may fail to print too
-    _thread.interrupt_main()
+    main = threading.main_thread().ident
+    if main is None or not hasattr(signal, "pthread_kill"):
+        _thread.interrupt_main()
+        return True
+    # A real SIGINT to the main thread, as Ctrl-C: it wakes a main thread blocked in a
+    # wait (on the lanes, on a lock), which interrupt_main's flag alone would not.
+    signal.pthread_kill(main, signal.SIGINT)
     return True

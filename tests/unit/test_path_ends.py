@@ -200,3 +200,28 @@ def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -
     result = (cell / "result.json").read_text()
     assert f'"output_dropped": {dropped}' in result.replace('":', '": ').replace(":  ", ": ")
     assert f"agent.log: {dropped} bytes of the scenario's output dropped" in result
+
+
+def test_a_closed_stream_wakes_a_main_thread_that_waits_on_the_lanes() -> None:
+    import threading
+
+    from harness.signals import interruptible, stream_closed
+
+    # GIVEN the main thread waiting on lanes (cells on other threads, done in 10 s)
+    done = threading.Event()
+    finish = threading.Timer(10, done.set)
+    finish.start()
+    early = False
+    try:
+        with interruptible():
+            # WHEN a lane's progress line finds stderr closed
+            threading.Timer(0.2, stream_closed).start()
+            try:
+                done.wait()
+            except KeyboardInterrupt:
+                early = not done.is_set()
+    finally:
+        finish.cancel()
+    # THEN the main thread stops there (the sweep's Ctrl-C path), not once the cells end
+    assert early
+    assert not stream_closed()          # outside a run: nothing to stop
