@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD
 from harness.matrixfile.model import Cell, Matrix
+from harness.preflight import whole_script
 from harness.result.model import CellResult
 from harness.result.runkey import key_of, why_changed
 from harness.runtimes import Engines
@@ -72,6 +73,9 @@ class Sweep:
 
     def image(self, cell: Cell) -> ImageInfo:
         return self.images.get(cell)
+
+    def measuring(self, cell: Cell) -> contextlib.AbstractContextManager[None]:
+        return self.images.measuring(cell)
 
     def run_cell(self, cell: Cell) -> Measured:
         """The cell's within-run result (the plan bisect and fit run too)."""
@@ -136,7 +140,8 @@ class Sweep:
             counter[0] += 1
             n = counter[0]
         s = cell.settings
-        how = (f"up to {s.max_iterations} calls, early stop" if s.max_iterations
+        how = ("a whole script (no setup/step), run once" if whole_script(cell.scenario.script)
+               else f"up to {s.max_iterations} calls, early stop" if s.max_iterations
                else f"{s.iterations} call{'s' if s.iterations != 1 else ''}")
         self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
         self._event(cell, "running")

@@ -2,11 +2,18 @@
 container per image.
 
 `compile_scenarios` compiles every scenario file with the host's Python: a syntax error
-is the user's input (exit 2, file:line), not a crash to report against every image.
+is the user's input (exit 2, file:line), not a crash to report against every image; so
+is a file with one of setup()/step() but not the other (`def stpe`), or whose setup() or
+step() calls sys.exit() (`scenario_problem`, the agent's own check in
+`agent/scenariofile.py` said on the host, before any image is built). `whole_script`
+tells a plain script (neither), run whole once, for the progress line.
 """
 
 from __future__ import annotations
 
+import ast
+import difflib
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -86,5 +93,70 @@ def compile_scenarios(cells: Iterable[Cell]) -> None:
             problems.append(f"{script}{line}: {type(exc).__name__}: {exc.msg}{where}")
         except ValueError as exc:  # NUL bytes
             problems.append(f"{script}: {exc}")
+        else:
+            problem = scenario_problem(ast.parse(source, str(script)), script)
+            if problem is not None:
+                problems.append(problem)
     if problems:
         raise InputError("\n".join(problems) + "\n  fix: correct the scenario; nothing ran")
+
+
+PROTOCOL = ("setup", "step")
+EXITS = ("sys.exit", "exit", "quit", "os._exit")
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Functions, classes, assignments and imports at the module's top level."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _called(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return ""
+
+
+def scenario_problem(tree: ast.Module, script: Path) -> str | None:
+    """What makes the file no scenario the agent can step, or None (the same check as
+    the agent's `scenariofile.protocol_problem`, which holds inside the image too)."""
+    names = _top_level_names(tree)
+    have = [n for n in PROTOCOL if n in names]
+    if len(have) == 1:
+        (missing,) = (n for n in PROTOCOL if n not in names)
+        near = difflib.get_close_matches(missing, sorted(names - set(PROTOCOL)), n=1,
+                                         cutoff=0.6)
+        hint = f" (is `{near[0]}` meant to be `{missing}`?)" if near else ""
+        return (f"{script}: defines {have[0]}() but no {missing}(){hint}; a scenario "
+                "defines both setup(params) and step(state) at its top level, or neither "
+                "to run whole as a script")
+    if not have:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in PROTOCOL:
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and _called(call.func) in EXITS:
+                    return (f"{script}:{call.lineno}: {node.name}() calls "
+                            f"{_called(call.func)}(), which ends the run; a {node.name} "
+                            "returns (raise an exception to fail it)")
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def whole_script(script: Path) -> bool:
+    """A plain script (neither setup() nor step()): the agent runs it whole, once, and
+    no number of calls applies to it."""
+    try:
+        tree = ast.parse(script.read_bytes(), str(script))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return not any(n in _top_level_names(tree) for n in PROTOCOL)

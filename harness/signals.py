@@ -7,10 +7,16 @@ importing the command-line layer.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
 from types import FrameType
+
+# Set while a long command runs cells (inside `interruptible()`): a closed stdout or
+# stderr then ends it as Ctrl-C does (`stream_closed`).
+_RUNNING = threading.Event()
 
 
 @contextlib.contextmanager
@@ -23,8 +29,29 @@ def interruptible() -> Iterator[None]:
 
     old_term = signal.signal(signal.SIGTERM, on_term)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    _RUNNING.set()
     try:
         yield
     finally:
+        _RUNNING.clear()
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int)
+
+
+def stream_closed() -> bool:
+    """The reader of stdout or stderr left (`harness sweep m.yaml 2>&1 | head -1`), or
+    the stream cannot be written (`>/dev/full`). While cells run, nobody sees their
+    progress any more: the command ends as an interruption (KeyboardInterrupt in the
+    main thread, whichever thread wrote), so finished cells are kept and `--resume`
+    continues. True when it did; outside a run the command goes on to its own exit."""
+    if not _RUNNING.is_set():
+        return False
+    _RUNNING.clear()        # once: the message of the interruption may fail to print too
+    main = threading.main_thread().ident
+    if main is None or not hasattr(signal, "pthread_kill"):
+        _thread.interrupt_main()
+        return True
+    # A real SIGINT to the main thread, as Ctrl-C: it wakes a main thread blocked in a
+    # wait (on the lanes, on a lock), which interrupt_main's flag alone would not.
+    signal.pthread_kill(main, signal.SIGINT)
+    return True

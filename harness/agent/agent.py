@@ -42,7 +42,7 @@ import time
 # `import fields` or `import loop` finds the scenario's module, not the agent's.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PARTS = ("fields", "readers", "contention", "writer", "scenariofile", "hooks", "stepper",
-          "loop")
+          "output", "loop")
 sys.path.insert(0, _HERE)
 try:
     import fields

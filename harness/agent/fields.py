@@ -37,7 +37,7 @@ WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
-       "params_read")
+       "params_read", "output_dropped")
 ERROR = ("type", "message", "traceback")
 
 

@@ -12,6 +12,7 @@ import time
 import traceback
 
 from hooks import Attribution
+from output import CappedOutput
 from scenariofile import Params, has_protocol, load_scenario, run_script
 from stepper import Stepper
 from writer import Sampler, Writer, timer_loop
@@ -133,11 +134,18 @@ def run(args, make_header):
     stop_timer = start_timer(sampler, args.sample_interval)
     this = Run(args, sampler, params)
     signal.signal(signal.SIGTERM, on_term)
+    output = CappedOutput()
+    output.start()
     try:
         this.scenario()
     except SystemExit as exc:
         # A script's sys.exit(N): N != 0 is a failure the end record must say, not "ok".
-        if exc.code not in (None, 0):
+        # In setup() or a step any exit is: the run ended before its calls were made.
+        if this.end.get("mode") == "steps":
+            this.failed(exc, "SystemExit", "%s: sys.exit(%r) during %s: a scenario's "
+                        "setup() and step() return (raise an exception to fail it)"
+                        % (args.scenario, exc.code, sampler.phase))
+        elif exc.code not in (None, 0):
             this.failed(exc, "SystemExit", str(exc.code))
     except (Exception, KeyboardInterrupt, Terminated) as exc:
         this.failed(exc)
@@ -146,6 +154,9 @@ def run(args, make_header):
         sys.stderr.flush()
     finally:
         this.teardown()
+        dropped = output.stop()
+        if dropped:
+            this.end["output_dropped"] = dropped
         stop_timer.set()
         close_nvml(sampler)
         for record in this.records():

@@ -4,13 +4,85 @@ import os
 import sys
 
 
+PROTOCOL = ("setup", "step")
+EXITS = ("sys.exit", "exit", "quit", "os._exit")
+
+
+def top_level_names(tree):
+    """The names a module's top level defines: functions, classes, assignments and
+    imports (`step = make_step()` and `from common import step` count)."""
+    import ast
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+    return names
+
+
+def protocol_problem(tree, path):
+    """What is wrong with the file as a scenario, or None: one of setup()/step() without
+    the other (a misspelled `def stpe` included), or setup()/step() ending the process
+    with sys.exit(). The host runs the same check before any image is built
+    (harness/preflight.py); this one holds for a scenario that reached the agent."""
+    import ast
+    import difflib
+    names = top_level_names(tree)
+    have = [n for n in PROTOCOL if n in names]
+    if len(have) == 1:
+        missing = [n for n in PROTOCOL if n not in names][0]
+        near = difflib.get_close_matches(missing, sorted(names - set(PROTOCOL)), n=1,
+                                         cutoff=0.6)
+        hint = " (is `%s` meant to be `%s`?)" % (near[0], missing) if near else ""
+        return ("%s: defines %s() but no %s()%s; a scenario defines both setup(params) "
+                "and step(state) at its top level, or neither to run whole as a script"
+                % (path, have[0], missing, hint))
+    if not have:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in PROTOCOL:
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and _called(call.func) in EXITS:
+                    return ("%s:%d: %s() calls %s(), which ends the run; a %s returns "
+                            "(raise an exception to fail it)"
+                            % (path, call.lineno, node.name, _called(call.func), node.name))
+    return None
+
+
+def _called(func):
+    import ast
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id + "." + func.attr
+    return ""
+
+
 def has_protocol(path):
-    """True when the file defines top-level setup() and step()."""
+    """True when the file defines top-level setup() and step(); False when neither (a
+    plain script, run whole).
+
+    Raises:
+        ScenarioMistake: one without the other, or a step that exits the process.
+    """
     import ast
     with open(path, "rb") as f:
         tree = ast.parse(f.read(), path)
-    names = set(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
+    problem = protocol_problem(tree, path)
+    if problem is not None:
+        raise ScenarioMistake(problem)
+    names = top_level_names(tree)
     return "setup" in names and "step" in names
+
+
+class ScenarioMistake(Exception):
+    """The scenario file is not one the agent can run as written."""
 
 
 def load_scenario(path):

@@ -69,6 +69,10 @@ def decide(facts: CellFacts) -> CellVerdict:
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
     within = within_run(facts.series, facts.outcome, facts.cfg)
     verdict, reason, carrier = within.verdict, within.reason, within.carrier
+    if verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
+        # More iterations change nothing for a script run whole once: say what would.
+        reason = (f"a whole script (no setup()/step()), run once, ended too soon to decide "
+                  f"({reason}); define setup(params) and step(state) to measure it per call")
     findings = list(within.findings)
     live = live_run(facts.live, facts.series)
     if live is not None:

@@ -38,7 +38,16 @@ from harness.matrixfile.releases import release_order
 from harness.result.model import CellResult, Plan, Planned
 from harness.result.runkey import RunKey
 from harness.store.results import PLAN_FILE, load_json, read_cells
-from harness.store.runs import REANALYZED, SWEEP_RESULTS, kind_of, name_of, started_of
+from harness.store.runs import (
+    REANALYZED,
+    SWEEP_RESULTS,
+    finished,
+    kind_of,
+    matrix_file,
+    name_of,
+    shown,
+    started_of,
+)
 
 _REDECIDED = re.compile(r"-reanalyzed(?:-\d+)?$")
 WATCH_MARK = "# harness watch "     # the first line of a watch run's matrix.yaml
@@ -231,7 +240,13 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
     if kind is not None:
         raise InputError(f"{root}: a run directory ({kind}), not a matrix's; give "
                          f"reports/NAME, the directory above it: harness history {root.parent}")
-    found = sorted(p for p in root.iterdir() if kind_of(p) in SWEEP_RESULTS)
+    every = sorted(p for p in root.iterdir() if kind_of(p) in SWEEP_RESULTS)
+    found = [p for p in every if finished(p)]
+    if every and not found:
+        matrix = matrix_file(every[-1])
+        raise InputError(f"{root}: no run here holds a finished cell (sweeps stopped "
+                         "before their first cell); run the sweep again: harness sweep "
+                         f"{shown(matrix) if matrix else 'MATRIX'}")
     if not found:
         below = sorted(p.name for p in root.iterdir() if p.is_dir() and kind_of(p) is None
                        and any(kind_of(q) in SWEEP_RESULTS for q in p.iterdir()))
@@ -250,7 +265,8 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
             if best is None or started_of(p) > started_of(best):
                 copies[source] = p
     kept: list[Path] = []
-    notes: list[str] = []
+    notes: list[str] = [f"{p.name}: left out, no finished cell (a sweep stopped before "
+                        "its first cell)" for p in every if not finished(p)]
     for p in found:
         source = _REDECIDED.sub("", p.name) if kind_of(p) == REANALYZED else p.name
         if p.name in copies and copies[p.name] != p:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TextIO, cast
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
+from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError, StoreError
 from harness.signals import interruptible as interruptible  # re-exported for the commands
 
 HELP = """\
@@ -85,6 +85,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness.runtimes.slurmjob import main as cell_main
 
         return cell_main(argv[1:])
+    # Before parsing: `harness --help | head -1` and `harness sweep m.yaml >/dev/full`
+    # print through them too.
+    out, err = sys.stdout, sys.stderr
+    wrapped, wrapped_err = ReaderMayLeave(out, "stdout"), ReaderMayLeave(err, "stderr")
+    sys.stdout, sys.stderr = cast(TextIO, wrapped), cast(TextIO, wrapped_err)
+    try:
+        return _command(argv, wrapped, wrapped_err)
+    finally:
+        wrapped.flush()     # what is still buffered, while a closed pipe can be told
+        wrapped_err.flush()
+        sys.stdout, sys.stderr = out, err
+        lost = wrapped.failed or wrapped_err.failed
+        if lost and not wrapped_err.left:
+            with contextlib.suppress(OSError, ValueError):
+                err.write(f"harness: {lost}; the answer is in the exit code and in the "
+                          "results directory\n")
+                err.flush()
+
+
+def _command(argv: list[str], out: ReaderMayLeave, err: ReaderMayLeave) -> int:
     parser = build_parser(argv[0] if argv else None)
     try:
         args, extra = parser.parse_known_args(argv)
@@ -93,9 +113,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    out = sys.stdout
-    wrapped = ReaderMayLeave(out)
-    sys.stdout = cast(TextIO, wrapped)
     try:
         code: int = args.func(args)
         return code
@@ -103,31 +120,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"harness: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("\nharness: interrupted; finished cells are saved "
-                         "(re-run with --resume to complete)\n")
+        closed = out.closed_by or err.closed_by
+        why = f"stopped: {closed}" if closed else "interrupted"
+        sys.stderr.write(f"\nharness: {why}; {AFTER_INTERRUPT.get(args.command, '')}\n")
         return EXIT_INTERRUPTED
-    finally:
-        wrapped.flush()     # what is still buffered, while a closed pipe can be told
-        sys.stdout = out
+
+
+# What an interrupted command keeps, and the command that goes on from there.
+AFTER_INTERRUPT = {
+    "sweep": "finished cells are saved (run the same command with --resume to complete)",
+    "watch": "finished cells are saved; `harness sweep DIR/matrix.yaml --resume DIR` "
+             "completes the run, or run harness watch again",
+    "bisect": "finished probes are saved (run the same command again: it reuses them)",
+    "fit": "finished probes are saved (run the same command again: it reuses them)",
+    "explain": "explained cells are saved (run the same command again for the rest)",
+}
 
 
 class ReaderMayLeave:
-    """sys.stdout while a command runs. `harness report DIR | head -1`: the reader
-    leaves after one line, and the next write fails with EPIPE. The answer was computed
-    all the same, so the command goes on and exits with its own code (1 for a leak, not
-    the 0 of "the pipe closed"); the rest of what it prints goes to /dev/null. Python
-    ignores SIGPIPE, so a closed pipe is this BrokenPipeError on a write or a flush."""
+    """sys.stdout (and sys.stderr) while a command runs. `harness report DIR | head -1`:
+    the reader leaves after one line, and the next write fails with EPIPE. The answer was
+    computed all the same, so the command goes on and exits with its own code (1 for a
+    leak, not the 0 of "the pipe closed"); the rest of what it prints goes to /dev/null.
+    Python ignores SIGPIPE, so a closed pipe is this BrokenPipeError on a write or a
+    flush; a full disk (`>/dev/full`) is an OSError, told the same way. While cells run
+    (`harness.signals.interruptible`), nobody reads their progress any more: the command
+    stops as an interruption instead (`signals.stream_closed`), exit 130."""
 
-    def __init__(self, out: TextIO):
+    def __init__(self, out: TextIO, name: str = "stdout"):
         self._out = out
+        self.name = name
         self.left = False
+        self.failed = ""        # why a write failed, other than a reader that left
+        self.closed_by = ""     # set when the failure stopped a running command
 
     def write(self, text: str) -> int:
         if not self.left:
             try:
                 return self._out.write(text)
-            except BrokenPipeError:
-                self._leave()
+            except OSError as exc:
+                self._leave(exc)
         return len(text)
 
     def writelines(self, lines: Sequence[str]) -> None:
@@ -138,13 +170,19 @@ class ReaderMayLeave:
         if not self.left:
             try:
                 self._out.flush()
-            except BrokenPipeError:
-                self._leave()
+            except OSError as exc:
+                self._leave(exc)
 
-    def _leave(self) -> None:
+    def _leave(self, exc: OSError | None = None) -> None:
         """Point the file descriptor at /dev/null: the bytes still buffered (flushed
         again at exit) go nowhere instead of failing the interpreter's last flush."""
         self.left = True
+        if exc is not None and not isinstance(exc, BrokenPipeError):
+            self.failed = f"{self.name} could not be written ({exc.strerror or exc})"
+        from harness.signals import stream_closed
+
+        if stream_closed():
+            self.closed_by = (self.failed or f"{self.name} was closed (its reader left)")
         with contextlib.suppress(OSError, ValueError):
             null = os.open(os.devnull, os.O_WRONLY)
             try:
@@ -154,6 +192,15 @@ class ReaderMayLeave:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._out, name)
+
+
+def without_out(exc: StoreError, fix: str) -> StoreError:
+    """`exc` with `fix` for a command that has no --out (report, history): the store's
+    own fix ("use --out DIR") is for the commands that do."""
+    head = str(exc).split("\n  fix:", 1)[0]
+    if "--out" not in str(exc):
+        return exc
+    return StoreError(f"{head}\n  fix: {fix}")
 
 
 def printer(quiet: bool) -> Callable[[str], None]:

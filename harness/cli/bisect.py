@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import options, printer
+from harness.cli import interruptible, options, printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
@@ -161,21 +161,23 @@ def bisect_row(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     # A fixed directory, not a timestamped one: the next bisect of this row reuses it.
     store = RunStore(args.out / matrix.name / f"bisect-{row}")
     store.lock()
-    print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
-          f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes without "
-          f"noise; cells in {store.root}", flush=True)
-    try:
-        sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
-        cache = Reuse(sweep, store, [RunStore(d) for d in args.reuse])
-        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        store.mark(BISECT, matrix.name, str(args.matrix))
-        outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
-                         cache, args.repeats)
-    finally:
+    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.signals).
+    with interruptible():
+        print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
+              f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes "
+              f"without noise; cells in {store.root}", flush=True)
         try:
-            engines.stop()
+            sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
+            cache = Reuse(sweep, store, [RunStore(d) for d in args.reuse])
+            store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+            store.mark(BISECT, matrix.name, str(args.matrix))
+            outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
+                             cache, args.repeats)
         finally:
-            store.unlock()
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
     return outcome, cache
 
 

@@ -278,8 +278,7 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
             fix = rest[-1].strip().removeprefix("fix: ") if rest else ""
             c.add("FAIL", f"{where}: image {img.ref} is missing and cannot be pulled: "
                           f"{first.removeprefix(f'image {img.ref} ')}",
-                  f"docker pull {img.ref} on that host, or `harness images build`"
-                  + (f" ({fix})" if fix and not img.ref.startswith("harness-test/") else ""))
+                  fix or f"docker pull {img.ref} on a host with registry access")
             continue
         cuda = gpu.image_cuda(config.get("labels"), config.get("env"))
         c.add("ok", f"{where}: image {img.ref}" + (

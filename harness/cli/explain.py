@@ -10,12 +10,12 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError
+from harness.cli import interruptible, options, printer, without_out
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError, StoreError
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
-    from harness.matrixfile.model import Matrix
+    from harness.matrixfile.model import Cell, Matrix
     from harness.report import Report, RunDir
     from harness.result.model import CellResult, Planned
     from harness.runtimes import Engines
@@ -33,7 +33,8 @@ goes to cells/<id>/where.json and into report.md, report.html and `--issue`.
 
 exit codes: 0 explained (or nothing to explain), 2 bad input (no such directory or
 cell, no matrix), 3 environment unavailable (no engine; no attributed run succeeded),
-130 interrupted
+4 nothing explained: the cells to explain changed since the sweep (its fix line runs
+them again), 130 interrupted
 """
 
 
@@ -49,19 +50,51 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def matrix_of(root: Path, named: str, given: Path | None) -> Path:
-    """The sweep's matrix: `given`, else `named`, the file its plan.json names."""
+def matrix_of(root: Path, named: str, given: Path | None) -> Matrix:
+    """The sweep's matrix: `given`; else what the run recorded, its copy in `root` read
+    with its scenarios beside the original (`named`, found from any directory); else
+    the original itself.
+
+    Raises:
+        InputError: none of them can be found.
+    """
+    from harness import matrixfile
+    from harness.matrixfile.load import load_copy
+    from harness.store.runs import matrix_file
+
     if given is not None:
         if not given.is_file():
             raise InputError(f"--matrix {given}: no such file")
-        return given
+        return matrixfile.load(given)
     if not named:
         raise InputError(f"{root}: its plan.json names no matrix file; pass --matrix FILE "
                          "(the matrix the sweep ran)")
-    if not Path(named).is_file():
-        raise InputError(f"{root}: the sweep's matrix {named} is not there (paths are from "
-                         "where the sweep ran); pass --matrix FILE")
-    return Path(named)
+    original = matrix_file(root, named)
+    if original is None:
+        raise InputError(f"{root}: the sweep's matrix {named} is not there, from here or "
+                         f"from a directory above the run; pass --matrix FILE")
+    copy = root / "matrix.yaml"
+    return load_copy(copy, original) if copy.is_file() else matrixfile.load(original)
+
+
+def as_recorded(cell: Cell, result: CellResult) -> Cell:
+    """The cell with the run's length as its result records it: a sweep's --iterations
+    or --warmup is how that run was asked for, not a changed setting."""
+    import dataclasses
+
+    recorded = {k: result.settings.get(k) for k in LENGTHS}
+    now = {k: getattr(cell.settings, k) for k in LENGTHS}
+    kept: dict[str, Any] = {
+        k: v for k, v in recorded.items()
+        if k in result.settings and (v is None or isinstance(v, int)) and v != now[k]}
+    if not kept:
+        return cell
+    settings = dataclasses.replace(cell.settings, **kept)
+    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario,
+                                                                  settings=settings))
+
+
+LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations")
 
 
 def chosen(results: dict[str, CellResult], cell: str | None,
@@ -91,22 +124,31 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
         for cid in (pair.cell, pair.good):
             if cid is None or cid not in cells or cid not in results:
                 continue   # explain_matrix names a cell the matrix no longer has
-            cell = cells[cid]
+            cell = as_recorded(cells[cid], results[cid])
             name = runtimes.get(cell.host.label, engines.default).name
             why = why_changed(results[cid].key, key_of(cell, name))
             if why is not None:
                 stale.append(f"{cid}: {why}")
         if stale:
-            print(f"harness: not explained: {'; '.join(stale)}\n  fix: harness sweep "
-                  f"{matrix.file} --resume {where} runs it again, then explain",
-                  file=sys.stderr)
+            print(f"harness: not explained: {'; '.join(stale)}\n  fix: {rerun(matrix, where)}"
+                  " runs it again, then explain", file=sys.stderr)
         else:
             keep.append(pair)
     return keep
 
 
+def rerun(matrix: Matrix, root: Path) -> str:
+    """The command that runs the run's changed cells again in place: a sweep's
+    directory is resumed; a re-decided copy (which --resume does not continue) is swept
+    anew."""
+    from harness.store.runs import SWEEP, kind_of, shown
+
+    if kind_of(root) == SWEEP:
+        return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
+    return f"harness sweep {shown(matrix.file)}"
+
+
 def run(args: argparse.Namespace) -> int:
-    from harness import matrixfile
     from harness.cli.report import newest_run
     from harness.report import ConsoleReporter, read_run
     from harness.runtimes import Engines
@@ -125,9 +167,9 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK
-    matrix = matrixfile.load(matrix_of(root, found.matrix, args.matrix))
+    matrix = matrix_of(root, found.matrix, args.matrix)
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
-    todo = current(todo, found.results, matrix, engines, args.dir)
+    todo = current(todo, found.results, matrix, engines, root)
     if not todo:
         print("harness: no pair left to explain: run the changed cells again first",
               file=sys.stderr)
@@ -157,7 +199,11 @@ def explain_pairs(root: Path, found: RunDir, matrix: Matrix, engines: Engines,
     engines.start([c for c in matrix.cells if c.id in wanted])
     with interruptible():
         store = RunStore(root)
-        store.lock()
+        try:
+            store.lock()
+        except StoreError as exc:
+            raise without_out(exc, "wait for it to finish, then run the same command "
+                                   "again") from exc
         try:
             sweep = Sweep(matrix, engines.default, store, printer(quiet), engines.by_host)
             explained = explain_matrix(sweep, matrix, found.results, todo, root)

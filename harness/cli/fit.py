@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import options, printer
+from harness.cli import interruptible, options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
@@ -98,22 +98,24 @@ def fit_rows(args: argparse.Namespace, matrix: Matrix, cells: list[Cell], target
     engines.start(cells)
     store = RunStore(args.out / matrix.name / f"fit-{target.param}")
     store.lock()
-    print(f"fit {target.param} in {target.lo}..{target.hi} over {len(cells)} row(s): at most "
-          f"{_bound(target)} probes per row; cells in {store.root}", flush=True)
-    rows = []
-    try:
-        sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
-        store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
-        store.mark(FIT, matrix.name, str(args.matrix))
-        runner = sweep_runner(sweep)
-        cache = store_cache(sweep, lambda s: print(s, flush=True))
-        for cell in cells:
-            rows.append(fit_row(cell, target, runner, lambda s: print(s, flush=True), cache))
-    finally:
+    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.signals).
+    with interruptible():
+        print(f"fit {target.param} in {target.lo}..{target.hi} over {len(cells)} row(s): at most "
+              f"{_bound(target)} probes per row; cells in {store.root}", flush=True)
+        rows = []
         try:
-            engines.stop()
+            sweep = Sweep(matrix, engines.default, store, printer(args.quiet), engines.by_host)
+            store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
+            store.mark(FIT, matrix.name, str(args.matrix))
+            runner = sweep_runner(sweep)
+            cache = store_cache(sweep, lambda s: print(s, flush=True))
+            for cell in cells:
+                rows.append(fit_row(cell, target, runner, lambda s: print(s, flush=True), cache))
         finally:
-            store.unlock()
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
     return rows, store
 
 

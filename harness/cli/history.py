@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import options
-from harness.errors import EXIT_OK, EXIT_UNDECIDED
+from harness.cli import options, without_out
+from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError
 
 
 def add_parser(sub: Any) -> None:
@@ -39,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
     HistoryConsole(history, report).render(sys.stdout, args.width)
     width = console_width(sys.stdout, args.width)
     if not args.no_html:
-        path = write_html(history, report)
+        try:
+            path = write_html(history, report)
+        except StoreError as exc:
+            raise without_out(exc, f"harness history {args.dir} --no-html prints it "
+                                   "without writing") from exc
         say(sys.stdout, f"\nwritten: {path}", width)
     code = exit_code(report)
     note = report.incomplete_note()

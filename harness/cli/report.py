@@ -62,10 +62,27 @@ def newest_run(path: Path, command: str) -> Path:
         InputError: not a results directory (nor a folder of them), or one of another
             kind (the message names the command that reads it).
     """
-    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require
+    from harness.store.runs import (
+        SWEEP_RESULTS,
+        kind_of,
+        matrix_file,
+        newest,
+        require,
+        runs_of,
+        shown,
+    )
 
     if kind_of(path) is None:
-        path = newest(path, SWEEP_RESULTS) or path
+        found = newest(path, SWEEP_RESULTS)
+        debris = runs_of(path, SWEEP_RESULTS)
+        if found is None and debris:
+            matrix = matrix_file(debris[-1])
+            again = f"harness sweep {shown(matrix) if matrix else 'MATRIX'}"
+            raise InputError(
+                f"{path}: no run here holds a finished cell ({', '.join(p.name for p in debris)}"
+                f": sweeps stopped before their first cell); run the sweep again ({again}), "
+                f"or read one as it is: {command} {debris[-1]}")
+        path = found or path
     require(path, SWEEP_RESULTS, command)
     return path
 
@@ -184,7 +201,20 @@ def complete_report(run_dir: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.cli import without_out
+    from harness.errors import StoreError
+
     options.check(args)
+    try:
+        return report_of(args)
+    except StoreError as exc:   # a directory it cannot write into
+        raise without_out(exc, f"harness report {args.dir} --format console prints it "
+                               "without writing anything") from exc
+
+
+def report_of(args: argparse.Namespace) -> int:
+    """What `harness report` does with its arguments: re-decide, draft an issue, print
+    one format, or re-render."""
     args.dir = run_dir(args.dir)
     report, found = recorded(args.dir)
     if args.force and (args.issue is not None or args.format is not None
@@ -211,11 +241,29 @@ def run_dir(given: Path) -> Path:
         InputError: a file, no such directory, or not a sweep's results.
     """
     if given.exists() and not given.is_dir():
-        raise InputError(f"{given}: a file, not a results directory; pass the "
-                         f"directory it is in ({given.parent}) or reports/<name>/<timestamp>")
+        raise InputError(f"{given}: a file, not a results directory; {a_file(given)}")
     if not given.is_dir():
         raise InputError(f"{given}: no such directory; pass reports/<name>/<timestamp>")
     return newest_run(given, "harness report")
+
+
+def a_file(path: Path) -> str:
+    """What to pass instead of the file `path`, as a command that works here."""
+    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, shown
+
+    if kind_of(path.parent) is not None:
+        return f"pass the results directory it is in: harness report {shown(path.parent)}"
+    try:
+        from harness import matrixfile
+
+        name = matrixfile.load(path).name
+    except InputError:
+        return "pass reports/<name>/<timestamp>, a directory harness sweep wrote"
+    runs = Path("reports") / name
+    if newest(runs, SWEEP_RESULTS) is not None:
+        return f"a matrix file; its runs are in {runs}: harness report {runs}"
+    return (f"a matrix file, not swept into {runs} yet: harness sweep {path}, then "
+            f"harness report {runs}")
 
 
 def recorded(root: Path) -> tuple[Report, RunDir]:
@@ -284,7 +332,7 @@ def missing_said(args: argparse.Namespace, report: Report, found: RunDir,
                  width: int | None) -> None:
     """A run with missing cells: its partial reports written (unless a complete one
     is there and no --force), and the missing cells named with the fix."""
-    from harness.report import write_all
+    from harness.report import rerun_line, write_all
     from harness.report.grid import say
     from harness.store import RunStore
 
@@ -303,8 +351,7 @@ def missing_said(args: argparse.Namespace, report: Report, found: RunDir,
     for cid in missing:
         say(sys.stdout, f"  {cid}: {found.unreadable.get(cid, 'not run (no result.json)')}",
             width)
-    matrix = found.matrix or report.meta.get("matrix") or "MATRIX"
-    say(sys.stdout, f"  fix: harness sweep {matrix} --resume {args.dir} runs them", width)
+    say(sys.stdout, f"  fix: {rerun_line(args.dir)} runs them", width)
 
 
 def plan_notes(root: Path, found: RunDir) -> list[str]:

@@ -43,7 +43,8 @@ exit codes:
      a timeout on every image: a run too short for the scenario)
   3  environment unavailable (no engine or GPU; an image or pin could not be had)
   4  no cell bad, but not a complete answer: cells undecided or missing
-  130 interrupted (finished cells are kept; --resume continues)
+  130 interrupted: Ctrl-C, or stdout/stderr closed while cells run (finished cells
+      are kept; --resume continues)
 """
 
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     say(sys.stdout, f"\nresults: {root} ({', '.join(p.name for p in paths)})", width)
     note = report.incomplete_note()
     if note is not None:
-        say(sys.stdout, f"{note}: run longer (--iterations) or --resume; exit "
+        say(sys.stdout, f"{note}: {how_to_decide(report, args.matrix, root, cells)}; exit "
                         f"{EXIT_UNDECIDED}" if not report.findings else note, width)
     return exit_code(report)
 
@@ -157,7 +158,8 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
         try:
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
-            store.mark(SWEEP, matrix.name, str(args.matrix), planned, started)
+            # Absolute: explain and report find it from any directory.
+            store.mark(SWEEP, matrix.name, str(args.matrix.resolve()), planned, started)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             live = progress_for(args.quiet, store.samples_path)
@@ -191,6 +193,24 @@ def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStor
         **meta, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
         "reused": outcome.reused}, store.root, outcome.series, planned)
     return report, write_all(store, report)
+
+
+def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
+    """The command that decides what is not decided: missing cells are run by --resume
+    (it reuses every finished one); undecided cells, whose results --resume would
+    reuse, by a longer run; a whole script runs once, whatever --iterations says."""
+    from harness.store.runs import shown
+
+    undecided = report.undecided_cells
+    scripts = [c for c in undecided if report.results[c].end.mode == "script"]
+    if scripts and len(scripts) == len(undecided) and not report.missing_cells:
+        return ("whole scripts run once and ended too soon to decide: define "
+                "setup(params) and step(state) in them")
+    if not undecided:
+        return f"harness sweep {shown(matrix)} --resume {shown(root)} runs them"
+    longest = max((c.settings.max_iterations or c.settings.iterations for c in cells
+                   if c.id in undecided), default=0)
+    return f"run longer: harness sweep {shown(matrix)} --iterations {2 * longest or 1000}"
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).

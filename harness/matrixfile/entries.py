@@ -204,8 +204,33 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
                 raise ctx.fail(here, "env must be a mapping of NAME: value")
             changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
     result = dataclasses.replace(base, **changes)
+    _fixed_beside_early_stop(ctx, raw, path, base)
     if result.max_iterations is not None and result.max_iterations < result.min_iterations:
         raise ctx.fail(path, f"max_iterations ({result.max_iterations}) is below "
                        f"min_iterations ({result.min_iterations})",
                        "raise max_iterations or lower min_iterations")
     return result
+
+
+def _fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
+                             base: RunSettings) -> None:
+    """`iterations` where `max_iterations` is set: early stop runs min_iterations up to
+    max_iterations calls and would never read it.
+
+    Raises:
+        SpecError: naming the `iterations` key.
+    """
+    given = [k for k in raw if k.replace("-", "_") == "iterations"]
+    if not given or not ctx.check_files:    # a results directory's copy ran as it was
+        return
+    here = (*path, given[0])
+    if any(k.replace("-", "_") == "max_iterations" for k in raw):
+        raise ctx.fail(here, "iterations beside max_iterations: early stop (max_iterations) "
+                       "runs up to max_iterations calls and never reads iterations",
+                       "keep one: max_iterations for early stop, or iterations for a "
+                       "fixed length")
+    if base.max_iterations is not None:
+        raise ctx.fail(here, f"iterations under an early stop set above (max_iterations: "
+                       f"{base.max_iterations} in defaults), which never reads it",
+                       "set max_iterations here instead, or move max_iterations out of "
+                       "defaults into the scenarios that stop early")

@@ -36,7 +36,7 @@ from harness.matrixfile.model import (
     abilities,
 )
 from harness.matrixfile.slurm import parse_slurm
-from harness.matrixfile.yamlsrc import Located, PathKey, load_text
+from harness.matrixfile.yamlsrc import Located, PathKey, format_path, load_text
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",
@@ -55,6 +55,18 @@ def load(path: str | Path) -> Matrix:
     """
     file = Path(path)
     return parse(read_text(file, "pass the path of a matrix YAML file"), file)
+
+
+def load_copy(copy: Path, original: Path) -> Matrix:
+    """The matrix a run recorded (`copy`, its results directory's matrix.yaml), with its
+    scenario paths read from beside `original`, the file it was copied from: what the
+    run ran, whatever the original says now.
+
+    Raises:
+        SpecError: the copy cannot be read or is not a valid matrix.
+    """
+    text = read_text(copy, f"run with --matrix {original}")
+    return parse_located(load_text(text, str(copy)), original)
 
 
 def read_text(file: Path, fix: str) -> str:
@@ -281,3 +293,45 @@ def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:
         raise ctx.fail(("analysis", written) if written else ("analysis",), problem or str(exc),
                        "use a value in that range, or drop the key for the default") from exc
 
+
+
+
+def check_applied(matrix: Matrix, runtime: str) -> None:
+    """A setting the runtime that will run the cells cannot honour is an error, never
+    dropped without a word: `mem_limit` needs a memory cgroup per cell (docker, podman)
+    or a Slurm job's --mem; `shm_size` and `network` need a container. Checked against
+    the runtime that runs (a `--runtime` on the command line included; under Slurm, the
+    one inside each job), by `runtimes.Engines.for_matrix`.
+
+    Raises:
+        SpecError: naming the first such key of the matrix file and its line.
+    """
+    can = abilities(runtime)
+    needs: dict[str, str] = {}
+    if not can.own_cgroup and matrix.slurm is None:
+        cgroups = ", ".join(f"runtime: {n}" for n in RUNTIMES if abilities(n).own_cgroup)
+        needs.update({k: f"or use {cgroups} (a cgroup per cell), or add a slurm: block "
+                         "(its jobs' --mem)" for k in ("mem_limit", "mem-limit")})
+    if not can.container_images:
+        boxes = ", ".join(f"runtime: {n}" for n in RUNTIMES if abilities(n).container_images)
+        needs.update({k: f"or use {boxes} (a container per cell)"
+                      for k in ("shm_size", "shm-size", "network")})
+    if not needs:
+        return
+    try:
+        lines = load_text(matrix.file.read_text(encoding="utf-8"), str(matrix.file)).lines
+    except (OSError, SpecError):
+        return
+    found = sorted((line, path) for path, line in lines.items()
+                   if path and path[-1] in needs and path[0] in ("defaults", "matrix", "include")
+                   and "params" not in path and "env" not in path)
+    if not found:
+        return
+    line, path = found[0]
+    key = str(path[-1])
+    what = ("its cells share this host's memory, no cgroup of their own"
+            if key.startswith("mem") else "its cells run as processes of this host, in no "
+            "container")
+    raise SpecError(str(matrix.file), format_path(path), line,
+                    f"{key} is not applied by runtime {runtime} ({what})",
+                    f"remove {key}, {needs[key]}")

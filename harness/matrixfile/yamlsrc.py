@@ -46,7 +46,8 @@ def load_text(text: str, file: str) -> Located:
     """Parse YAML with `yaml.SafeLoader`, recording lines.
 
     Raises:
-        SpecError: the text is not valid YAML, too big, or too deeply nested.
+        SpecError: the text is not valid YAML, too big, too deeply nested, or a mapping
+            names the same key twice.
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise SpecError(file, "", None, f"file is larger than {MAX_BYTES // 1024} KiB",
@@ -93,9 +94,18 @@ def _walk(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], count: list
                         f"nested deeper than {MAX_DEPTH} levels")
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.tag)
             child = (*path, str(key))
+            line = key_node.start_mark.line + 1
+            if str(key) in seen and key != "<<":
+                # YAML keeps the last silently; a matrix never means both.
+                raise SpecError(file, format_path(child), line,
+                                f"duplicate key {key!r} (first on line {seen[str(key)]}); "
+                                "YAML would keep only this one",
+                                f"merge the two into one {key!r} entry, or delete one")
+            seen[str(key)] = line
             lines.setdefault(child, key_node.start_mark.line + 1)
             _walk(value_node, child, lines, count, file)
     elif isinstance(node, yaml.SequenceNode):

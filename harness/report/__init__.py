@@ -107,6 +107,18 @@ class RunDir:
     stored: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
 
 
+def rerun_line(root: Path) -> str:
+    """The command that runs a sweep's unreadable or missing cells again into `root`,
+    from here (--resume reruns a cell whose result.json does not read)."""
+    from harness.store.runs import SWEEP, kind_of, matrix_file, shown
+
+    found = matrix_file(root)
+    matrix = shown(found) if found is not None else "MATRIX"
+    if kind_of(root) != SWEEP:
+        return f"harness sweep {matrix}"
+    return f"harness sweep {matrix} --resume {shown(root)}"
+
+
 def read_run(root: Path) -> RunDir:
     """Everything `harness report` needs to tell a whole answer from a partial one.
 
@@ -114,8 +126,8 @@ def read_run(root: Path) -> RunDir:
         InputError: a result.json of the wrong shape (the message names the file and
             the key), or a plan.json that is not one.
     """
-    read = read_cells(root, "\n  fix: re-run that cell (harness sweep --resume after "
-                            "deleting its result.json)")
+    read = read_cells(root, "\n  fix: re-run that cell: delete its result.json, then "
+                            f"{rerun_line(root)}")
     results, unreadable, stored = read.results, read.unreadable, read.stored
     plan = root / PLAN_FILE
     if not plan.is_file():

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from harness.runtimes.base import ImageInfo
 
 END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
-            "mode", "elapsed_s", "sampling_s")
+            "mode", "elapsed_s", "sampling_s", "output_dropped")
 FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
                     "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
 HOST_SAMPLES_KEPT = 2000
@@ -64,6 +64,10 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
                             "header", problems)
                    if any(k in header for k in FINGERPRINT_KEYS) else Fingerprint())
     end = dict(series.end or {})
+    dropped = end.get("output_dropped")
+    if isinstance(dropped, int) and dropped > 0:
+        problems.append(f"agent.log: {dropped} bytes of the scenario's output dropped past "
+                        "the agent's cap (4 MiB kept)")
     settings = _object({f.name: (dict(getattr(cell.settings, f.name)) if f.name == "env"
                                  else getattr(cell.settings, f.name))
                         for f in dataclasses.fields(cell.settings)}, "settings")

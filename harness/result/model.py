@@ -159,6 +159,7 @@ class AgentEnd:
     mode: str | None = None
     elapsed_s: float | None = None
     sampling_s: float | None = None
+    output_dropped: int | None = None   # bytes of the scenario's output past the cap
 
 
 @dataclass(frozen=True)

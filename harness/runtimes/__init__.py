@@ -67,15 +67,22 @@ class Engines:
     @classmethod
     def for_matrix(cls, matrix: Matrix, name: str,
                    docker_host: str | None = None) -> Engines:
-        """Raises: InputError: unknown runtime name."""
+        """Raises: InputError: unknown runtime name; SpecError: a setting the runtime cannot
+        honour (mem_limit where cells have no cgroup of their own)."""
         if matrix.slurm is not None:
             # Cells become Slurm jobs; `name` runs each one inside its job.
             from harness.runtimes.slurm import SlurmRuntime
 
             if name not in NAMES:
                 get_runtime(name)  # the "allowed values" error
+            from harness.matrixfile.load import check_applied
+
+            check_applied(matrix, name)
             return cls(SlurmRuntime(name, matrix.slurm, matrix.name, docker_host))
         default = get_runtime(name, docker_host)
+        from harness.matrixfile.load import check_applied  # YAML: only where cells run
+
+        check_applied(matrix, default.name)
         by_host = None
         if len(matrix.hosts) > 1 or matrix.hosts[0].url is not None:
             # `hosts:` passed validation: the matrix's runtime serves them.

@@ -63,12 +63,31 @@ def pull_failure(ref: str, exc: BaseException) -> str:
     else:
         why = f"image {ref} is not on the engine and could not be pulled"
     text = f"{why} ({said})" if said else why
-    if ref.startswith("harness-test/"):
-        fix = "build the offline test images: `harness images build`"
+    recipe = recipe_for(ref)
+    if recipe is not None:
+        fix = f"build it from its recipe in {RECIPES}: `harness images build {recipe}`"
     else:
         fix = (f"check the tag exists, or `docker pull {ref}` (or `docker login`) on a host "
                "with registry access, then `docker save | docker load` here")
     return f"{text}\n  fix: {fix}"
+
+
+RECIPES = Path("images/images.yaml")    # `harness images build` reads it from here too
+
+
+def recipe_for(ref: str, recipes: Path = RECIPES) -> str | None:
+    """The name of the offline test image recipe that builds `ref` (`harness images
+    build NAME` accepts it), or None: only a recipe's own tag has one."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(recipes.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return next((str(name) for name, raw in data.items()
+                 if isinstance(raw, dict) and raw.get("tag") == ref), None)
 
 
 def split_ref(ref: str) -> tuple[str, str]:

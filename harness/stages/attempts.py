@@ -57,7 +57,8 @@ def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
     t_run = time.monotonic()
     live = _Live.start(ctx, cell, outdir)
     try:
-        ended = ctx.runtime_for(cell).run(request, ctx.progress)
+        with ctx.measuring(cell):   # no pull or venv build on its host meanwhile
+            ended = ctx.runtime_for(cell).run(request, ctx.progress)
     finally:
         watched = live.finish() if live is not None else None
     run_s = time.monotonic() - t_run
@@ -101,6 +102,8 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     assert verdict is not None
     if verdict.verdict != "ambiguous" or len(run.attempts) > run.cell.settings.repeats:
         return False
+    if run.series is not None and (run.series.end or {}).get("mode") == "script":
+        return False    # a whole script runs once: more iterations change nothing
     # Undecided growth needs a longer look, not the same look again: twice as long, and
     # at least long enough to decide from step samples alone. In early-stop mode the
     # agent runs up to max_iterations: that is what grows.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -54,6 +55,10 @@ class Context(Protocol):
 
     def runtime_for(self, cell: Cell) -> Runtime:
         """The runtime (host) that runs the cell."""
+        ...
+
+    def measuring(self, cell: Cell) -> AbstractContextManager[None]:
+        """Held while the cell's agent runs: no image of its host is prepared then."""
         ...
 
 

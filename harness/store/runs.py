@@ -5,7 +5,8 @@ plan.json (`harness.result.model.Plan`): `sweep` (sweep, watch), `bisect`
 (`<out>/<name>/bisect-<row>`), `fit` (`<out>/<name>/fit-<param>`), `explain` (the
 attributed runs under a sweep's `explain/`), `reanalyzed` (`report --reanalyze --write`).
 "The newest run" is the newest directory of the kinds a command reads, by recorded
-time, never the last name in sort order; a command refuses a directory of a kind it
+time, never the last name in sort order, and never one with no finished cell (a sweep
+stopped before its first cell: debris, `finished`); a command refuses a directory of a kind it
 does not read (`require`), naming the command that reads it.
 
 Directories of older versions recorded no kind: one with a plan.json reads as a sweep;
@@ -100,13 +101,29 @@ def name_of(root: Path) -> str:
     return name if isinstance(name, str) else ""
 
 
+def finished(root: Path) -> bool:
+    """Whether the directory holds a finished cell (a `cells/<id>/result.json`), or a
+    fit's answer: one without is the debris of a command stopped before its first
+    cell, never "the newest run"."""
+    cells = root / "cells"
+    return ((cells.is_dir() and any(cells.glob("*/result.json")))
+            or (root / "fit.json").is_file())
+
+
+def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
+    """The directories under `base` of one of `kinds` (of the matrix `name`, where both
+    it and the directory name one), finished or not."""
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if kind_of(p) in kinds
+                  and not (name and name_of(p) and name_of(p) != name))
+
+
 def newest(base: Path, kinds: Collection[str], name: str = "") -> Path | None:
     """The newest directory under `base` of one of `kinds` (of the matrix `name`, where
-    both it and the directory name one), by recorded start time."""
-    if not base.is_dir():
-        return None
-    found = [p for p in base.iterdir() if kind_of(p) in kinds
-             and not (name and name_of(p) and name_of(p) != name)]
+    both it and the directory name one) that holds a finished cell, by recorded start
+    time."""
+    found = [p for p in runs_of(base, kinds, name) if finished(p)]
     def when(p: Path) -> tuple[float, str]:
         return started_of(p), p.name
 
@@ -131,3 +148,38 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
         raise InputError(f"{where}: a {kind} directory, which {command} does not read (it "
                          f"reads a {wanted} directory); read it with {READ_BY[kind]}")
     return kind
+
+
+def matrix_file(root: Path, named: str = "") -> Path | None:
+    """The matrix file the run recorded (`named`, else its plan.json's), found from
+    here: as recorded (absolute since issue 35; relative to where the command ran
+    before), else relative to a directory above `root` (the default
+    reports/<name>/<timestamp> sits below the directory the sweep ran in). None: not
+    found."""
+    named = named or _matrix_named(root)
+    if not named:
+        return None
+    path = Path(named)
+    if path.is_file():
+        return path
+    if not path.is_absolute():
+        for above in root.resolve().parents:
+            if (above / path).is_file():
+                return above / path
+    return None
+
+
+def _matrix_named(root: Path) -> str:
+    data = _plan(root)
+    matrix = data.get("matrix") if isinstance(data, dict) else None
+    return matrix if isinstance(matrix, str) else ""
+
+
+def shown(path: Path) -> Path:
+    """`path` as a command line typed here would name it: relative to the working
+    directory when below it, else absolute."""
+    full = path.resolve()
+    try:
+        return full.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return full

@@ -31,7 +31,10 @@ STEPS = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 def write(tmp_path: Path, extra: str) -> Path:
     (tmp_path / "steps.py").write_text(STEPS)
     path = tmp_path / "matrix.yaml"
-    path.write_text(textwrap.dedent(MATRIX % extra).lstrip("\n"))
+    text = MATRIX % extra
+    if "max_iterations" in extra:   # early stop: iterations beside it is an error (issue 35)
+        text = text.replace("iterations: 100, ", "")
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
     return path
 
 

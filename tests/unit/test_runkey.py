@@ -315,6 +315,8 @@ def test_resume_continues_only_a_sweep_of_the_same_matrix(tmp_path: Path) -> Non
     older.mark("sweep", "keys", "m.yaml", started=200.0)
     newer = RunStore(tmp_path / "keys" / "a-newer")
     newer.mark("sweep", "keys", "m.yaml", started=300.0)
+    for run in (older, newer):     # each with a finished cell (debris is never the newest)
+        run.write("cells/c/result.json", "{}")
     RunStore(tmp_path / "keys" / "bisect-gpu0.loop").mark("bisect", "keys", "m.yaml",
                                                           started=400.0)
     other = RunStore(tmp_path / "other" / "x")

@@ -1,0 +1,227 @@
+"""Issue 35 item 3: every path ends honestly. A closed stdout or stderr stops a sweep
+as an interruption (finished cells kept, `--resume` continues, exit 130, no traceback),
+and every other command keeps its own exit code; a run directory with no finished cell
+is never "the newest"."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+SCENARIO = "def setup(params):\n    return []\n\n\ndef step(state):\n    state.append(1)\n"
+README_CODES = {int(c) for c in re.findall(r"^\| (\d+) \|", (ROOT / "README.md").read_text(),
+                                           re.M)}
+
+
+def matrix(tmp: Path) -> Path:
+    (tmp / "s.py").write_text(SCENARIO)
+    path = tmp / "m.yaml"
+    path.write_text("name: pp\nruntime: local\n"
+                    "defaults: {iterations: 60, warmup: 5, sample_every: 5, repeats: 0, "
+                    "timeout: 2m}\nmatrix:\n  image: [{name: a, python: python3}, "
+                    "{name: b, python: python3}]\n  scenario: [s.py]\nbaseline: {image: a}\n")
+    return path
+
+
+def harness(*argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *map(str, argv)], cwd=cwd,
+                          env=ENV, capture_output=True, text=True, check=False, timeout=300)
+
+
+def pipe_to_head(argv: list[str], cwd: Path) -> int:
+    """`harness ARGV 2>&1 | head -1`: the exit code of harness."""
+    line = " ".join([sys.executable, "-m", "harness", *argv])
+    out = subprocess.run(["bash", "-c", f"{line} 2>&1 | head -1 >/dev/null; "
+                                        "echo ${PIPESTATUS[0]}"],
+                         cwd=cwd, env=ENV, capture_output=True, text=True, check=True,
+                         timeout=300)
+    return int(out.stdout.split()[-1])
+
+
+def cells_done(run: Path) -> set[str]:
+    return {p.parent.name for p in run.glob("cells/*/result.json")}
+
+
+def test_a_reader_that_leaves_stops_the_sweep_as_an_interruption(tmp_path: Path) -> None:
+    # GIVEN a sweep whose stdout and stderr go to `head -1`
+    m = matrix(tmp_path)
+    # WHEN the reader leaves after the first line
+    code = pipe_to_head(["sweep", "m.yaml", "--out", "r"], tmp_path)
+    # THEN the sweep stops as Ctrl-C stops it: exit 130, never 1 ("a regression found")
+    assert code == 130
+    (debris,) = (tmp_path / "r" / "pp").iterdir()
+    assert not cells_done(debris)
+    # AND the directory it left (no finished cell) is never "the newest run"
+    whole = harness("sweep", m.name, "--out", "r", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    (run,) = (p for p in (tmp_path / "r" / "pp").iterdir() if p != debris)
+    (debris / "plan.json").write_text((debris / "plan.json").read_text().replace(
+        '"started":', '"started": 9999999999, "was":'))   # recorded as started later
+    report = harness("report", "r/pp", cwd=tmp_path)
+    assert report.returncode == 0, report.stdout + report.stderr   # the debris: exit 4
+    history = harness("history", "r/pp", cwd=tmp_path)
+    assert history.returncode == 0, history.stderr
+    assert f"{debris.name}: left out, no finished cell" in history.stdout + history.stderr
+    resumed = harness("sweep", m.name, "--out", "r", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"2 finished cells reused from {run}" in resumed.stderr
+
+
+def test_only_debris_is_said_with_a_command_that_works(tmp_path: Path) -> None:
+    # GIVEN a matrix folder holding only a sweep stopped before its first cell
+    matrix(tmp_path)
+    assert pipe_to_head(["sweep", "m.yaml", "--out", "r"], tmp_path) == 130
+    # WHEN report and history are asked for the newest run
+    report = harness("report", "r/pp", cwd=tmp_path)
+    history = harness("history", "r/pp", cwd=tmp_path)
+    # THEN both refuse it as bad input, and the command they suggest runs
+    for got in (report, history):
+        assert got.returncode == 2, got.stderr
+        assert "no run here holds a finished cell" in got.stderr
+    fix = report.stderr.rsplit("read one as it is: ", 1)[1].strip()
+    shown = harness(*fix.split()[1:], cwd=tmp_path)
+    assert shown.returncode == 4, shown.stderr          # the run, said incomplete
+    assert "Traceback" not in shown.stderr
+    # AND the sweep they suggest running again runs (no MATRIX to fill in)
+    for got in (report, history):
+        again = got.stderr.split("harness sweep ", 1)[1].split(")")[0].split(",")[0]
+        assert again.strip() == "m.yaml", got.stderr
+    rerun = harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+
+
+def test_a_reader_that_leaves_mid_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
+    # GIVEN a sweep of two cells, its stderr read line by line
+    matrix(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
+                             "r"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stdout is not None
+    # WHEN the reader leaves once the first cell is done
+    for line in proc.stderr:
+        if "a.cpu.s: ok within run" in line:
+            break
+    proc.stderr.close()
+    proc.stdout.close()
+    code = proc.wait(timeout=300)
+    # THEN it ended as an interruption, with the first cell kept for --resume
+    assert code == 130
+    (run,) = (tmp_path / "r" / "pp").iterdir()
+    assert cells_done(run) == {"a.cpu.s"}
+    resumed = harness("sweep", "m.yaml", "--out", "r", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 finished cells reused" in resumed.stderr
+    assert cells_done(run) == {"a.cpu.s", "b.cpu.s"}
+
+
+def test_a_full_stdout_is_said_and_the_exit_code_kept(tmp_path: Path) -> None:
+    # GIVEN a sweep whose stdout is a full device
+    matrix(tmp_path)
+    with open(os.devnull if not Path("/dev/full").exists() else "/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
+                               "r"], cwd=tmp_path, env=ENV, stdout=full,
+                              stderr=subprocess.PIPE, text=True, check=False, timeout=300)
+    # THEN the cells ran, the answer is its exit code, and the lost output is said
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    if Path("/dev/full").exists():
+        assert "stdout could not be written (No space left on device)" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A folder with m.yaml and its sweep in r/pp/<timestamp> (the second path)."""
+    tmp = tmp_path_factory.mktemp("swept")
+    matrix(tmp)
+    got = harness("sweep", "m.yaml", "--out", "r", cwd=tmp)
+    assert got.returncode == 0, got.stderr
+    (run,) = (tmp / "r" / "pp").iterdir()
+    return tmp, run
+
+
+COMMANDS = [["--help"], ["sweep", "--help"], ["sweep", "m.yaml", "--list"],
+            ["report", "r/pp"], ["report", "r/pp", "--format", "markdown"],
+            ["history", "r/pp"], ["explain", "r/pp"], ["doctor"], ["doctor", "m.yaml"],
+            ["images", "--help"], ["compare", "r/pp/RUN", "r/pp/RUN"], ["report", "nothere"],
+            ["bisect", "m.yaml", "--good", "a", "--bad", "b", "--out", "r"],
+            ["fit", "--help"], ["watch", "--help"], ["explain", "--help"],
+            ["images", "list", "--recipes", str(ROOT / "images" / "images.yaml")],
+            ["history", "r/pp", "--no-html"], ["report", "r/pp", "--format", "json"]]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(a) for a in COMMANDS])
+def test_every_command_ends_honestly_when_its_reader_leaves(swept: tuple[Path, Path],
+                                                           argv: list[str]) -> None:
+    cwd, run = swept
+    argv = [a.replace("r/pp/RUN", str(run)) for a in argv]
+    # GIVEN the command's exit code when read whole
+    whole = harness(*argv, cwd=cwd)
+    assert whole.returncode in README_CODES
+    # WHEN stdout's reader leaves before the first byte
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=cwd, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    # THEN no traceback, and the code is the command's own (or the interruption's
+    # where it runs cells and its progress has nowhere to go)
+    assert "Traceback" not in err.decode() and "Exception ignored" not in err.decode()
+    assert proc.returncode in (whole.returncode, 130), err.decode()
+    # AND with stdout and stderr both closed, the same
+    both = pipe_to_head(argv, cwd)
+    assert both in (whole.returncode, 130) and both in README_CODES
+
+
+def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -> None:
+    from harness.agent.output import CAP_BYTES
+
+    # GIVEN a scenario printing 100 KB per call for 100 calls (10 MB)
+    (tmp_path / "s.py").write_text("def setup(params):\n    return []\n\n\n"
+                                   "def step(state):\n    print('x' * 100000)\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: loud\nruntime: local\ndefaults: {iterations: 90, warmup: 10, sample_every: 5, "
+        "repeats: 0}\nmatrix:\n  image: [{name: a, python: python3}]\n  scenario: [s.py]\n")
+    # WHEN it is swept
+    got = harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path)
+    assert got.returncode in (0, 4), got.stderr
+    # THEN its agent.log holds the cap and a note, and its result says what was dropped
+    (cell,) = (tmp_path / "r" / "loud").glob("*/cells/a.cpu.s")
+    log = (cell / "agent.log").read_bytes()
+    assert CAP_BYTES <= len(log) <= CAP_BYTES + 1000
+    dropped = 100 * 100001 - CAP_BYTES
+    assert f"harness: {dropped} bytes of the scenario's output dropped".encode() in log
+    result = (cell / "result.json").read_text()
+    assert f'"output_dropped": {dropped}' in result.replace('":', '": ').replace(":  ", ": ")
+    assert f"agent.log: {dropped} bytes of the scenario's output dropped" in result
+
+
+def test_a_closed_stream_wakes_a_main_thread_that_waits_on_the_lanes() -> None:
+    import threading
+
+    from harness.signals import interruptible, stream_closed
+
+    # GIVEN the main thread waiting on lanes (cells on other threads, done in 10 s)
+    done = threading.Event()
+    finish = threading.Timer(10, done.set)
+    finish.start()
+    early = False
+    try:
+        with interruptible():
+            # WHEN a lane's progress line finds stderr closed
+            threading.Timer(0.2, stream_closed).start()
+            try:
+                done.wait()
+            except KeyboardInterrupt:
+                early = not done.is_set()
+    finally:
+        finish.cancel()
+    # THEN the main thread stops there (the sweep's Ctrl-C path), not once the cells end
+    assert early
+    assert not stream_closed()          # outside a run: nothing to stop
