@@ -12,9 +12,10 @@ empty value of its type (0, "", False, None, an empty collection). A `Literal` f
 with no default and the fields named in `required` must be there. Keys the type does
 not know are ignored, so a newer writer's additions do not break an older reader.
 
-Decoding is msgspec's first (`msgspec.convert`, strict): it builds the same dataclasses
-from a value that fits the types exactly, which is every result.json this harness
-writes now, and does it in C. Whatever it rejects (a missing field without a default, a
+Decoding a value parsed from JSON text (`parsed=True`: result.json, plan.json) is
+msgspec's first (`msgspec.convert`, strict): it builds the same dataclasses from a value
+that fits the types exactly, which is every result.json this harness writes now, and
+does it in C. Whatever it rejects (a missing field without a default, a
 null for NaN, a whole number written as 3.0, findings kept as text, a value of the wrong
 type) goes to the hand-made decoder of `harness.result.checked`, which reads it
 leniently or names the path of the bad value as before; msgspec's own words are never
@@ -133,7 +134,7 @@ def _fits(value: object, required: typing.Collection[str]) -> bool:
 
 def decode(cls: type[T], value: object, path: str = "",
            required: typing.Collection[str] = (),
-           skip: Callable[[DecodeError], None] | None = None) -> T:
+           skip: Callable[[DecodeError], None] | None = None, parsed: bool = False) -> T:
     """A `cls` (a dataclass) from a JSON object; see the module docstring.
 
     Args:
@@ -144,12 +145,16 @@ def decode(cls: type[T], value: object, path: str = "",
         skip: Given, a field of `cls` whose value does not fit is passed over as if it
             were missing, and its error handed to `skip` (input from outside the harness,
             where one bad field must not lose the rest).
+        parsed: `value` is as JSON text parsed (`json.loads`): it holds nothing but
+            JSON values, so msgspec may build it (it takes a free-form field as it
+            finds it; the checking decoder checks that field holds JSON, for a value
+            built in memory).
 
     Raises:
         DecodeError: a value does not fit its field's type (without `skip`), or a
             required one is missing.
     """
-    if cls not in _REFUSED and _fits(value, required):
+    if parsed and cls not in _REFUSED and _fits(value, required):
         try:
             return msgspec.convert(value, cls)
         except msgspec.ValidationError:
