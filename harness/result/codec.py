@@ -28,6 +28,7 @@ docs/benchmarks.md).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import typing
 from collections.abc import Callable, Mapping
@@ -37,7 +38,7 @@ import msgspec
 from harness.result import checked
 from harness.result.checked import JSON, DecodeError, as_json
 
-__all__ = ["JSON", "DecodeError", "as_json", "decode", "encode"]
+__all__ = ["JSON", "DecodeError", "as_json", "decode", "encode", "parse"]
 T = typing.TypeVar("T")
 
 
@@ -112,6 +113,21 @@ def _encoder(cls: type, value: object) -> Encoder:
     else:
         raise TypeError(f"cannot encode {cls.__name__}")
     _ENCODERS[cls] = found
+    return found
+
+
+def parse(raw: bytes) -> JSON:
+    """The JSON value in `raw` (UTF-8), as `json.loads` reads it: msgspec's parser, 3x
+    quicker, and Python's where msgspec refuses the text (NaN and Infinity, a number
+    past a float's range, a lone surrogate: Python's reader takes them).
+
+    Raises:
+        ValueError: not JSON (`json.JSONDecodeError`), or not UTF-8.
+    """
+    try:
+        found: JSON = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        found = json.loads(raw.decode("utf-8"))
     return found
 
 

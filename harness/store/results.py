@@ -25,7 +25,7 @@ from typing import IO, cast
 from harness.errors import InputError, StoreError
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
-from harness.result.codec import JSON, DecodeError
+from harness.result.codec import JSON, DecodeError, parse
 from harness.result.model import SCHEMA, CellResult, Planned, load_result
 from harness.store.runs import PLAN_FILE, SWEEP, name_of, newest, plan_json, require
 
@@ -67,8 +67,7 @@ def write_json(path: Path, data: JSON) -> None:
 def load_json(path: Path) -> JSON:
     """Read JSON written by this module; a missing or broken file gives None."""
     try:
-        data: JSON = json.loads(path.read_text(encoding="utf-8"))
-        return data
+        return parse(path.read_bytes())
     except (OSError, ValueError):
         return None
 

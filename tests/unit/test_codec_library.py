@@ -171,3 +171,36 @@ def changed(draw: st.DrawFn) -> dict[str, JSON]:
 @given(changed())
 def test_msgspec_first_says_what_the_checking_decoder_says(data: dict[str, JSON]) -> None:
     assert outcome(codec.decode, data, parsed=True) == outcome(checked.decode, data)
+
+
+def loads(raw: bytes) -> str:
+    """What json.loads reads from `raw` (as UTF-8), or the kind of error."""
+    try:
+        return repr(json.loads(raw.decode("utf-8")))
+    except ValueError as exc:
+        return type(exc).__name__
+
+
+def parsed(raw: bytes) -> str:
+    try:
+        return repr(codec.parse(raw))
+    except ValueError as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                 lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+                 max_leaves=12).map(lambda v: json.dumps(v).encode()),
+    st.text(alphabet='{}[]:,"\\ 0123456789.eE+-NaInfitysrulx\t\n\ud800').map(
+        lambda t: t.encode("utf-8", "surrogatepass")),
+    st.binary(max_size=20)))
+def test_parse_reads_what_json_loads_reads(raw: bytes) -> None:
+    assert parsed(raw) == loads(raw)
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b"[1e400]", b'"\\ud800"', b"12345678901234567890123",
+                                 b"\xef\xbb\xbf{}", b"\xff", b"{}x", b"[1,]"])
+def test_parse_where_msgspec_and_json_loads_part(raw: bytes) -> None:
+    assert parsed(raw) == loads(raw)
