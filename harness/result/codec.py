@@ -21,8 +21,11 @@ type) goes to the hand-made decoder of `harness.result.checked`, which reads it
 leniently or names the path of the bad value as before; msgspec's own words are never
 shown. msgspec alone cannot keep those promises: it has no "empty value of the type"
 for a missing field, reads null for `float` as an error, and has no hook for a record
-kept as text. `benchmarks/codec_speed.py` measures the three side by side (figures in
-docs/benchmarks.md).
+kept as text, and its errors do not name the key (`$.memory[...].slope`).
+`benchmarks/codec_speed.py` measures the ways side by side (docs/benchmarks.md): 4,800
+result.json files of a fake-runtime sweep read in 2.83 s by `json.loads` and the
+checking decoder, 1.12 s by `parse` and this (2.5x), 0.73 s by msgspec alone, which
+read none of the 100 schema-2 files among the recorded H100 results.
 """
 
 from __future__ import annotations
