@@ -24,11 +24,13 @@ every file's bytes read before the clock starts:
 Prints per corpus and way: the median seconds over the rounds, ms per file, the ratio
 to `hand`, the child's peak RSS (wait4) and the decoding's peak of traced Python memory
 (tracemalloc, a second pass off the clock), and whether the results are the same as
-`hand`'s (the repr of every result, NaN included). With `--base REV` it also times
-`harness history` over the three runs with that commit's tree and with this one, in
-turns (the same child-per-run way), and prints both medians and their ratio.
+`hand`'s (the repr of every result, NaN included). Then `store.results.read_cells` over
+the three runs (files read from the page cache), with Python's cycle collector paused
+as it reads now and left on, in turns. With `--base REV [REV ...]` it
+also times `harness history` over the three runs with those commits' trees and with
+this one, in turns (the same child-per-run way): medians, and each against the first.
 
-    python benchmarks/codec_speed.py [--quick] [--rounds N] [--base REV]
+    python benchmarks/codec_speed.py [--quick] [--rounds N] [--base REV [REV ...]]
 """
 
 from __future__ import annotations
@@ -190,6 +192,36 @@ def timed(argv: list[str], tree: Path) -> tuple[str, float, float]:
     return text, seconds, usage.ru_maxrss / 1024      # KiB on Linux
 
 
+def child_dirs(way: str, root: Path) -> None:
+    """In the child: `store.results.read_cells` over every run under `root`, with the
+    cycle collector paused as it does (`paused`) or left on (`on`); print the seconds."""
+    import contextlib
+
+    from harness.store import results
+
+    if way == "on":
+        results._collector_paused = contextlib.nullcontext  # type: ignore[assignment]
+    runs = sorted(p for p in root.iterdir() if p.is_dir())
+    for run in runs:        # the files' bytes in the page cache, as for the other ways
+        for path in run.glob("cells/*/result.json"):
+            path.read_bytes()
+    t0 = time.perf_counter()
+    kept = [results.read_cells(run) for run in runs]
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"seconds": seconds, "cells": sum(len(c.results) for c in kept)}))
+
+
+def directories(root: Path, rounds: int) -> None:
+    seen: dict[str, list[float]] = {"on": [], "paused": []}
+    for _ in range(rounds):
+        for way in seen:
+            out, _, _ = timed([sys.executable, __file__, "--dirs", way, str(root)], REPO)
+            seen[way].append(float(json.loads(out.strip().splitlines()[-1])["seconds"]))
+    on, paused = (statistics.median(seen[w]) for w in ("on", "paused"))
+    print(f"read_cells over the {RUNS} runs, median of {rounds}: collector on {on:.2f} s, "
+          f"paused (as it reads now) {paused:.2f} s: {on / paused:.2f}x", flush=True)
+
+
 def compare(corpus: str, files: list[Path], rounds: int, workdir: Path) -> None:
     listing = workdir / f"{corpus}.txt"
     listing.write_text("\n".join(map(str, files)))
@@ -213,42 +245,52 @@ def compare(corpus: str, files: list[Path], rounds: int, workdir: Path) -> None:
               flush=True)
 
 
-def history(base_rev: str, root: Path, rounds: int, workdir: Path) -> None:
-    """`harness history` over the runs with `base_rev`'s tree and this one, in turns."""
-    base = workdir / "base"
-    base.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", base_rev], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    seen: dict[str, list[tuple[float, float]]] = {"base": [], "this": []}
+def history(revs: list[str], root: Path, rounds: int, workdir: Path) -> None:
+    """`harness history` over the runs with each commit's tree of `revs` and this one, in
+    turns."""
+    trees: list[tuple[str, Path]] = []
+    for rev in revs:
+        tree = workdir / f"tree-{rev}"
+        tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        trees.append((rev, tree))
+    trees.append(("this tree", REPO))
+    seen: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in trees}
     for _ in range(rounds):
-        for name, tree in (("base", base), ("this", REPO)):
+        for name, tree in trees:
             _, s, rss = timed([sys.executable, "-m", "harness", "history", str(root)], tree)
             seen[name].append((s, rss))
-    med = {k: (statistics.median(s for s, _ in v), statistics.median(r for _, r in v))
-           for k, v in seen.items()}
-    print(f"harness history, {RUNS} runs x {len(list(root.glob('*/cells/*')))// RUNS} cells, "
-          f"median of {rounds}: {base_rev} {med['base'][0]:.2f} s ({med['base'][1]:.0f} MiB), "
-          f"this tree {med['this'][0]:.2f} s ({med['this'][1]:.0f} MiB): "
-          f"{med['base'][0] / med['this'][0]:.2f}x", flush=True)
+    cells = len(list(root.glob("*/cells/*"))) // RUNS
+    print(f"harness history, {RUNS} runs x {cells} cells, median of {rounds}:", flush=True)
+    first = statistics.median(s for s, _ in seen[trees[0][0]])
+    for name, v in seen.items():
+        s = statistics.median(x for x, _ in v)
+        rss = statistics.median(r for _, r in v)
+        print(f"  {name:<12} {s:>6.2f} s {rss:>5.0f} MiB {first / s:>6.2f}x", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="72 cells x 3 runs, 2 rounds (for CI)")
     p.add_argument("--rounds", type=int, help="rounds of A B C (default 5; --quick 2)")
-    p.add_argument("--base", metavar="REV", help="also time `harness history` with this "
-                                                 "commit's tree against this one")
+    p.add_argument("--base", metavar="REV", nargs="+",
+                   help="also time `harness history` with these commits' trees and this one")
     p.add_argument("--keep", metavar="DIR", type=Path,
                    help="make the files in DIR (new) and leave them there")
     p.add_argument("--sweep", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--read", nargs=2, metavar=("WAY", "LIST"), help=argparse.SUPPRESS)
+    p.add_argument("--dirs", nargs=2, metavar=("WAY", "ROOT"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.sweep:
         child_sweep(Path(a.sweep), a.quick)
         return
     if a.read:
         child_read(a.read[0], Path(a.read[1]))
+        return
+    if a.dirs:
+        child_dirs(a.dirs[0], Path(a.dirs[1]))
         return
     rounds = a.rounds or (2 if a.quick else 5)
     with tempfile.TemporaryDirectory() as d:
@@ -268,6 +310,7 @@ def main() -> None:
               f"{'vs hand':>8} {'RSS MiB':>8} {'traced MiB':>10} {'checked':>8} {'same':>6}")
         compare("swept", files, rounds, work)
         compare("recorded", recorded * RECORDED_TIMES, rounds, work)
+        directories(root, rounds)
         if a.base:
             history(a.base, root, rounds, work)
 

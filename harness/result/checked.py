@@ -358,16 +358,8 @@ def _empty(tp: object) -> object:
 def decode(cls: type[T], value: object, path: str = "",
            required: typing.Collection[str] = (),
            skip: Callable[[DecodeError], None] | None = None) -> T:
-    """A `cls` (a dataclass) from a JSON object; see the module docstring.
-
-    Args:
-        path: Where `value` stands, for the errors' paths.
-        required: Paths inside `value` of fields that must be there ("id",
-            "image.label"); a missing field of any other reads as its default or its
-            type's empty value.
-        skip: Given, a field of `cls` whose value does not fit is passed over as if it
-            were missing, and its error handed to `skip` (input from outside the harness,
-            where one bad field must not lose the rest).
+    """A `cls` (a dataclass) from a JSON object, checked value by value; the arguments
+    are `harness.result.codec.decode`'s (which callers call).
 
     Raises:
         DecodeError: a value does not fit its field's type (without `skip`), or a
