@@ -171,9 +171,8 @@ def read_cells(root: Path, fix: str = "") -> Cells:
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cycle collector off while a directory's results are read: they hold no
-    cycles, and the collector's passes over the ever more objects they make were most
-    of the reading (3 x 1,600 cells: 2.2-4.6 s with it, 0.7-0.8 s without;
-    benchmarks/codec_speed.py)."""
+    cycles, and its passes over the ever more objects they make were much of the
+    reading (3 x 1,600 cells: 3.98 s with it, 2.34 s without; benchmarks/codec_speed.py)."""
     was = gc.isenabled()
     gc.disable()
     try:
