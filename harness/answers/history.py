@@ -194,7 +194,7 @@ def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tupl
     planned: tuple[Planned, ...] = ()
     if (path / PLAN_FILE).is_file():
         try:
-            planned = decode(Plan, load_json(path / PLAN_FILE), "plan").cells
+            planned = decode(Plan, load_json(path / PLAN_FILE), "plan", parsed=True).cells
         except DecodeError as exc:
             raise InputError(f"{path / PLAN_FILE}: {exc}") from exc
     return cells.results, cells.unreadable, planned

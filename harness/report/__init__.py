@@ -138,7 +138,7 @@ def read_run(root: Path) -> RunDir:
                               stored=stored)
         return RunDir(results, unreadable, stored=stored)
     try:
-        found = decode(Plan, load_json(plan), "plan")
+        found = decode(Plan, load_json(plan), "plan", parsed=True)
     except DecodeError as exc:
         raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
                          "are without checking for missing ones") from exc

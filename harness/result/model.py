@@ -278,7 +278,8 @@ class Plan:
 
 
 def load_result(data: object, where: str = "result") -> CellResult:
-    """A CellResult from a result.json object, schema 1, 2 or 3 (findings kept as text before 3).
+    """A CellResult from a result.json object as parsed from its text, schema 1, 2 or 3
+    (findings kept as text before 3).
 
     Raises:
         DecodeError: not a result, an unknown schema, or a value of the wrong type; the
@@ -294,4 +295,4 @@ def load_result(data: object, where: str = "result") -> CellResult:
     # decode as they are. Its `summary` held per-source slopes: ignored (see memory).
     current: dict[str, object] = {str(k): v for k, v in data.items()}
     current["schema"] = SCHEMA
-    return decode(CellResult, current, required=REQUIRED)
+    return decode(CellResult, current, required=REQUIRED, parsed=True)

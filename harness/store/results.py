@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import gc
 import json
 import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
@@ -25,7 +26,7 @@ from typing import IO, cast
 from harness.errors import InputError, StoreError
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
-from harness.result.codec import JSON, DecodeError
+from harness.result.codec import JSON, DecodeError, parse
 from harness.result.model import SCHEMA, CellResult, Planned, load_result
 from harness.store.runs import PLAN_FILE, SWEEP, name_of, newest, plan_json, require
 
@@ -67,8 +68,7 @@ def write_json(path: Path, data: JSON) -> None:
 def load_json(path: Path) -> JSON:
     """Read JSON written by this module; a missing or broken file gives None."""
     try:
-        data: JSON = json.loads(path.read_text(encoding="utf-8"))
-        return data
+        return parse(path.read_bytes())
     except (OSError, ValueError):
         return None
 
@@ -152,19 +152,34 @@ def read_cells(root: Path, fix: str = "") -> Cells:
     results: dict[str, CellResult] = {}
     unreadable: dict[str, str] = {}
     stored: dict[str, dict[str, JSON]] = {}
-    for path in sorted(root.glob("cells/*/result.json")):
-        data = load_json(path)
-        if not isinstance(data, dict) or "verdict" not in data:
-            unreadable[path.parent.name] = f"{path}: not a whole result.json (cut short?)"
-            continue
-        try:
-            res = load_result(data)
-        except DecodeError as exc:
-            raise InputError(f"{path}: {exc}{fix}") from exc
-        results[res.id] = res
-        if data.get("schema") == SCHEMA:
-            stored[res.id] = data
+    with _collector_paused():
+        for path in sorted(root.glob("cells/*/result.json")):
+            data = load_json(path)
+            if not isinstance(data, dict) or "verdict" not in data:
+                unreadable[path.parent.name] = f"{path}: not a whole result.json (cut short?)"
+                continue
+            try:
+                res = load_result(data)
+            except DecodeError as exc:
+                raise InputError(f"{path}: {exc}{fix}") from exc
+            results[res.id] = res
+            if data.get("schema") == SCHEMA:
+                stored[res.id] = data
     return Cells(results, unreadable, stored)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a directory's results are read: they hold no
+    cycles, and its passes over the ever more objects they make were much of the
+    reading (3 x 1,600 cells: 3.98 s with it, 2.34 s without; benchmarks/codec_speed.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class RunStore:

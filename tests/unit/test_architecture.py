@@ -286,7 +286,6 @@ COMMAND_LINES = 40      # a command parses, calls the layer below and renders
 MODULE_LINES = 400
 # Modules over MODULE_LINES that another branch splits (the entry fails the test once
 # the module is short enough: then it goes).
-LONG_FOR_NOW = {"harness/result/codec.py": "issue 38 item 6 splits it with the codec"}
 SPAWNER = "harness.runtimes.process"
 SPAWNING = ("subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
             "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput",
@@ -421,10 +420,7 @@ def test_every_command_checks_the_shared_options_first() -> None:
 
 
 def test_no_module_is_long() -> None:
-    assert sorted(long_modules(ROOT)) == sorted(
-        f for f in long_modules(ROOT) if f.split(":")[0] in LONG_FOR_NOW)
-    for path in LONG_FOR_NOW:   # one split since: its entry goes
-        assert any(f.startswith(path + ":") for f in long_modules(ROOT)), path
+    assert long_modules(ROOT) == []
 
 
 def test_only_dockers_modules_import_docker() -> None:
