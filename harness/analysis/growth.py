@@ -13,6 +13,15 @@ last third by default), each with Sen's confidence interval, decide between
   "stopped"; a longer or repeated run decides;
 - insufficient: fewer than `min_samples` samples.
 
+A leak must also be growth that a filling cache cannot explain (`fill_check`, the one
+rule the live decider in `sequential` applies too): over a short run a cache, arena or
+plan pool still filling, A (1 - exp(-t / tau)), grows like a leak. The first and last
+thirds of the run (from where the growth started) give a lower bound on how much the
+rate fell, and so the smallest fill that fits the data; where that fill is no larger
+than `cfg.fill_share` of the source's level (at most `cfg.fill_bytes`) the source is
+`ambiguous`, and the cell runs again, longer, until the growth is too straight for any
+fill of that size or it levels off.
+
 The floor is the largest of the configured floors, `noise_multiple` times the noise
 band and `drawdown_multiple` times the largest fall from an earlier high. Sen's
 interval assumes independent errors, but memory samples are autocorrelated (GC
@@ -27,6 +36,7 @@ slow first iteration or a few GC pauses.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,11 +134,119 @@ def theil_sen(
 
 NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
 NEAR_FLOOR_DECAY = 0.9      # ... with the late slope under this share of the whole one
+FILL_RERUN = 4              # a run that could be a fill runs again this many times longer
+FILL_CONFIDENCE = 0.95
+_MIN_FILL_POINTS = 6        # two readings a third at least; below, the growth alone says
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """Whether a bounded fill could still explain a source's growth at this length.
+
+    Attributes:
+        possible: A saturating fill no larger than `bound` fits the data.
+        growth: Bytes grown over the measured calls.
+        calls: Measured calls.
+        amplitude: The smallest fill A (1 - exp(-t / tau)) that fits the growth and how
+            little its rate fell from the first third to the last (inf: no fill fits).
+        rerun: Calls a run again measures to tell a leak from a fill.
+        bound: The largest fill allowed for: `cfg.fill_share` of the median level, at
+            most `cfg.fill_bytes`.
+    """
+
+    possible: bool
+    growth: float
+    calls: int
+    amplitude: float
+    rerun: int
+    bound: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """"+300 KiB over 600 calls: a leak or a cache still filling; running it again
+        for 2,400"."""
+        g = self.growth
+        size = f"{g / 1024:+,.0f} KiB" if abs(g) < 2**20 else f"{g / 2**20:+,.2f} MiB"
+        return (f"{size} over {self.calls:,} calls: a leak or a cache still filling; "
+                f"running it again for {self.rerun:,}")
+
+
+def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
+               calls: int | None = None) -> Fill:
+    """Whether the growth of a source called leaking could still be a bounded fill.
+
+    A fill A (1 - exp(-t / tau)) read over L calls grows by A (1 - exp(-L / tau)), and
+    its rate in the last third is r = exp(-2 L / (3 tau)) times its rate in the first.
+    The Theil-Sen slopes of the two thirds (at `FILL_CONFIDENCE`) bound r from below
+    by `late.lo / early.hi`; every fill that fits decays no faster, so the smallest is
+    A* = growth / (1 - r^1.5). A fill is excluded when A* exceeds `cfg.fill_share` of
+    the source's median level (a cache as large as half the memory the source holds),
+    or `cfg.fill_bytes`, the smaller (a leak that grows by its exact size every call:
+    r = 1, A* = inf); a short or noisy run cannot exclude one, whatever its slope
+    interval says. Growth
+    that speeds up (the first third's slope below the last's) started after the run
+    did: the check reads the later half alone, from nearer the growth's start.
+    Fewer than six readings give no shape: the growth alone must exceed the bound, or
+    the readings' rates must be equal. The live decider (`sequential`) and the post-run
+    trend both ask this, on the readings they have.
+
+    Args:
+        iters: Calls of the readings, increasing (binned or not).
+        values: Bytes at each reading.
+        cfg: Supplies `fill_share` and `fill_bytes` (0 turns the check off).
+        calls: Measured calls of the run (default: the readings' span).
+
+    Returns:
+        The check, with the re-run length `FILL_RERUN` times the calls.
+    """
+    x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    span = float(x[-1] - x[0]) if x.size else 0.0
+    measured = int(calls if calls is not None else span)
+    growth = float(y[-1] - y[0]) if y.size else 0.0
+    amplitude = _fill_amplitude(x, y, cfg, nested=False)
+    bound = min(cfg.fill_share * abs(float(np.median(y))) if y.size else 0.0, cfg.fill_bytes)
+    possible = bound > 0 and amplitude <= bound
+    if y.size >= _MIN_FILL_POINTS:
+        edge = max(1, y.size // 6)
+        growth = float(np.median(y[-edge:]) - np.median(y[:edge]))
+    return Fill(possible, growth, measured, amplitude, FILL_RERUN * max(1, measured), bound)
+
+
+def _fill_amplitude(x: FloatArray, y: FloatArray, cfg: AnalysisConfig, nested: bool) -> float:
+    n = y.size
+    if n < 2 or x[-1] <= x[0]:
+        return 0.0
+    if n < _MIN_FILL_POINTS:
+        rates = np.diff(y) / np.maximum(np.diff(x), 1.0)
+        equal = rates.min() > 0 and rates.min() == rates.max()
+        return math.inf if equal else max(0.0, float(y[-1] - y[0]))
+    k = max(2, n // 3)
+    early = theil_sen(x[:k], y[:k], FILL_CONFIDENCE, cfg)
+    late = theil_sen(x[-k:], y[-k:], FILL_CONFIDENCE, cfg)
+    if early.hi < late.lo and not nested and n >= 2 * _MIN_FILL_POINTS:
+        half = n // 2
+        return _fill_amplitude(x[half:], y[half:], cfg, nested=True)
+    rate_growth = (float(np.median(y[-k:]) - np.median(y[:k]))
+                   / max(float(np.median(x[-k:]) - np.median(x[:k])), 1.0))
+    growth = max(0.0, rate_growth * float(x[-1] - x[0]))
+    if early.hi <= 0.0 or late.lo <= 0.0:
+        return growth
+    ratio = late.lo / early.hi
+    if ratio >= 1.0:
+        return math.inf
+    return growth / (1.0 - math.pow(ratio, 1.5))
 
 
 def memory_trend(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
 ) -> MemoryTrend:
+    """Classify the trend of one memory source after warm-up (`trend_and_fill`'s trend)."""
+    return trend_and_fill(source, iters, values, cfg)[0]
+
+
+def trend_and_fill(
+    source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
+) -> tuple[MemoryTrend, Fill | None]:
     """Classify the trend of one memory source after warm-up.
 
     Series longer than `cfg.max_points` are binned to that many medians of consecutive
@@ -140,7 +258,8 @@ def memory_trend(
         values: Bytes at each sample; NaN-free.
 
     Returns:
-        The trend with its verdict in `kind`.
+        The trend with its verdict in `kind`, and the fill check where it turned a leak
+        into `ambiguous` (None otherwise).
 
     Raises:
         ValueError: `iters` and `values` differ in length.
@@ -153,7 +272,7 @@ def memory_trend(
         )
     n = y.size
     if n < max(cfg.min_samples, 2) or x[-1] <= x[0]:
-        return _insufficient(source, y, cfg)
+        return _insufficient(source, y, cfg), None
     edge = max(1, min(5, n // 10))
     start, end, peak = float(np.median(y[:edge])), float(np.median(y[-edge:])), float(y.max())
     floor = cfg.floor(float(np.median(y)))
@@ -173,7 +292,15 @@ def memory_trend(
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
-    return MemoryTrend(
+    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg)
+    fill = None
+    if kind == "leak":
+        fill = fill_check(bx, by, cfg, int(span))
+        if fill.possible:
+            kind = "ambiguous"
+        else:
+            fill = None
+    trend = MemoryTrend(
         source=source,
         n=n,
         slope=whole.slope,
@@ -186,10 +313,11 @@ def memory_trend(
         start=start,
         end=end,
         peak=peak,
-        kind=_memory_kind(whole, late, growth, end - start, floor, span, cfg),
+        kind=kind,
         floor=floor,
         autocorr=whole.autocorr,
     )
+    return trend, fill
 
 
 def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:

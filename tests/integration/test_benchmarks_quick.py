@@ -27,6 +27,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "bisect_cost.py": (),
     "cell_overhead.py": ("docker",),
     "detection.py": (),
+    "fill_vs_leak.py": (),
     "fit_probes.py": (),
     "live_gpu_replay.py": (),
     "near_floor.py": (),
