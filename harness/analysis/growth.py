@@ -165,10 +165,16 @@ class Fill:
     def text(self) -> str:
         """"+300 KiB over 600 calls: a leak or a cache still filling; running it again
         for 2,400"."""
+        return self.said(again=True)
+
+    def said(self, again: bool) -> str:
+        """The text, where the cell runs again (`again`) or may not (its repeats spent):
+        "...; a run of 9,600 calls would tell"."""
         g = self.growth
         size = f"{g / 1024:+,.0f} KiB" if abs(g) < 2**20 else f"{g / 2**20:+,.2f} MiB"
-        return (f"{size} over {self.calls:,} calls: a leak or a cache still filling; "
-                f"running it again for {self.rerun:,}")
+        then = (f"running it again for {self.rerun:,}" if again
+                else f"a run of {self.rerun:,} calls would tell (its repeats are spent)")
+        return f"{size} over {self.calls:,} calls: a leak or a cache still filling; {then}"
 
 
 def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,

@@ -293,9 +293,12 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
     return None
 
 
-def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
+def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
+               again: bool = True) -> CellVerdict:
     """Within-run verdict for one cell, with CPU time per step kept as evidence; only
-    `harness.analysis.decision.decide` calls it (and tests of the series analysis)."""
+    `harness.analysis.decision.decide` calls it (and tests of the series analysis).
+    `again`: an ambiguous cell runs again (its repeats are not spent), as its reason
+    says."""
     memory, fills = trends_and_fills(series, cfg)
     cyclic = garbage(series, memory["heap"]) if "heap" in memory else None
     if cyclic is not None:
@@ -337,13 +340,13 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> Cell
     if slowdown:
         assert steps is not None
         if filling is not None:
-            findings.append(Finding("note", f"{filling[0]} {filling[1].text}"))
+            findings.append(Finding("note", f"{filling[0]} {filling[1].said(False)}"))
         return CellVerdict("slowdown", _slowdown_reason(steps, cpu, at_speed, gpu),
                            None, tuple(findings), memory, steps, cpu_steps=cpu,
                            contention=busy, gpu_time=gpu)
     if filling is not None:
         # Growing so far: a leak or a cache still filling; a longer run tells.
-        return CellVerdict("ambiguous", f"{filling[0]} {filling[1].text}", filling[0],
+        return CellVerdict("ambiguous", f"{filling[0]} {filling[1].said(again)}", filling[0],
                            tuple(findings), memory, steps, cpu_steps=cpu,
                            rerun=filling[1].rerun)
     if busy is not None and findings:
