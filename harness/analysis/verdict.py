@@ -4,7 +4,9 @@ Which memory source may carry a leak: the glibc heap (clean with PYTHONMALLOC=ma
 alone; RSS only when USS agrees (file-backed pages, arenas and page-cache noise move
 RSS, not USS); the GPU and the framework allocator alone. The container cgroup (v1
 counts page cache) is reported, never decisive. RSS growing with nothing to confirm
-it is `ambiguous`, which makes the orchestrator run the cell again, longer.
+it is `ambiguous`, which makes the orchestrator run the cell again, longer. So is a
+leak a cache still filling could explain (`growth.fill_check`): its reason gives the
+growth, the calls and the run that settles it (`CellVerdict.rerun`, 4x the calls).
 
 A slowdown is the wall-clock trend (late steps slower than early ones, rising bin
 after bin). CPU time per step is evidence, not a veto: a step that waits longer (a
