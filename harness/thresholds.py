@@ -45,6 +45,8 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "busy_share": (0.0, 1.0, False, True),
     "recheck_share": (0.0, 1.0, False, True),
     "round_confidence": (0.5, 1.0, False, False),
+    "fill_share": (0.0, math.inf, True, False),
+    "fill_bytes": (0.0, math.inf, True, False),
 }
 
 
@@ -107,6 +109,13 @@ class AnalysisConfig:
         peak_regression_ratio: A cell whose peak RSS is this many times the baseline's is
             a regression; between `peak_min_ratio` and this it is only reported
             ("higher"), since new framework releases routinely import more code.
+        fill_share: The largest cache, arena or pool a run may still be filling, as a
+            share of the source's level (its median bytes), and at most `fill_bytes`:
+            growth is a leak only where no saturating fill that size or less fits it
+            (its rate fell too little over the run for one; `analysis.growth.
+            fill_check`, in the live decider too); else the cell is `ambiguous` and
+            runs again, longer. 0 turns the check off (the rule before issue 37).
+        fill_bytes: The cap on that fill in bytes (0: the check off as well).
         step_floor_s: Median step-time differences below this many seconds are never a
             slowdown or regression: micro-second steps drift by tens of percent with CPU
             frequency and cache state, and nobody's training loop cares.
@@ -140,6 +149,8 @@ class AnalysisConfig:
     busy_share: float = 0.75
     recheck_share: float = 0.2
     round_confidence: float = 0.9
+    fill_share: float = 0.5
+    fill_bytes: float = 128 * _MiB
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

@@ -36,6 +36,7 @@ class Behaviour:
     truncate: bool = False          # the agent died mid-write
     base_bytes: float = 200e6
     noise: float = 4096.0
+    heap_noise: float = 64.0        # bytes, the heap's jitter
     seed: int = 0
     rq_share: float | None = None   # run-queue delay as a share of step time (busy host)
     sm_mhz: int | None = None       # the GPU's SM clock the agent read (NVML), per sample
@@ -78,7 +79,7 @@ class FakeRuntime(RuntimeBase):
                     noisy = mem + 4096 * round(rng.gauss(0, b.noise) / 4096)
                     rec = {"type": "sample", "src": "step", "phase": phase, "i": steps,
                            "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
-                           "heap": mem / 2 + rng.gauss(0, 64), "dt": dts}
+                           "heap": mem / 2 + rng.gauss(0, b.heap_noise), "dt": dts}
                     if b.rq_share is not None:
                         rec["rq_s"] = b.rq_share * sum(dts)
                     if b.sm_mhz is not None:

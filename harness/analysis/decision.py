@@ -56,6 +56,7 @@ class CellFacts:
     unavailable: str | None = None             # the image / engine could not be had
     baseline: Baseline | None = None
     within: CellVerdict | None = None          # the within-run verdict, with `baseline`
+    again: bool = True                         # an ambiguous cell runs again (repeats left)
 
 
 def decide(facts: CellFacts) -> CellVerdict:
@@ -67,7 +68,7 @@ def decide(facts: CellFacts) -> CellVerdict:
     if facts.baseline is not None:
         assert facts.within is not None, "a row comparison needs the within-run verdict"
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
-    within = within_run(facts.series, facts.outcome, facts.cfg)
+    within = within_run(facts.series, facts.outcome, facts.cfg, facts.again)
     verdict, reason, carrier = within.verdict, within.reason, within.carrier
     if verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
         # More iterations change nothing for a script run whole once: say what would.

@@ -13,6 +13,15 @@ last third by default), each with Sen's confidence interval, decide between
   "stopped"; a longer or repeated run decides;
 - insufficient: fewer than `min_samples` samples.
 
+A leak must also be growth that a filling cache cannot explain (`fill.fill_check`, the one
+rule the live decider in `sequential` applies too): over a short run a cache, arena or
+plan pool still filling, A (1 - exp(-t / tau)), grows like a leak. The first and last
+thirds of the run (from where the growth started) give a lower bound on how much the
+rate fell, and so the smallest fill that fits the data; where that fill is no larger
+than `cfg.fill_share` of the source's level (at most `cfg.fill_bytes`) the source is
+`ambiguous`, and the cell runs again, longer, until the growth is too straight for any
+fill of that size or it levels off.
+
 The floor is the largest of the configured floors, `noise_multiple` times the noise
 band and `drawdown_multiple` times the largest fall from an earlier high. Sen's
 interval assumes independent errors, but memory samples are autocorrelated (GC
@@ -27,108 +36,35 @@ slow first iteration or a few GC pauses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import numpy.typing as npt
 
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p, norm_ppf
+from harness.analysis.fill import Fill, fill_check
+from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
+from harness.analysis.slopes import (
+    FloatArray,
+    SlopeFit,
+    bin_medians,
+    theil_sen,
+)
 from harness.analysis.trends import MemoryKind, MemoryTrend, StepTrend
 
-FloatArray = npt.NDArray[np.float64]
 # Fewer points than this in the late window give a meaningless interval.
 _MIN_LATE_POINTS = 4
 
 
-@dataclass(frozen=True, slots=True)
-class SlopeFit:
-    """A Theil-Sen slope, its Sen interval and the autocorrelation that widened it."""
-
-    slope: float
-    lo: float
-    hi: float
-    autocorr: float
-
-
-def bin_medians(
-    iters: FloatArray, values: FloatArray, max_points: int
-) -> tuple[FloatArray, FloatArray]:
-    """Reduce a long series to at most `max_points` points, each the median of a bin.
-
-    Bins hold consecutive samples and differ in size by at most one. Medians (rather
-    than every k-th sample) stay robust and cost O(n): tens of ms for 10^6 samples.
-
-    Args:
-        iters: Iteration index of each sample, increasing.
-        values: Sample values.
-        max_points: Largest number of points to return.
-
-    Returns:
-        The binned iterations and values; the inputs themselves when already short.
-    """
-    n = values.size
-    if n <= max_points:
-        return iters, values
-    size, extra = divmod(n, max_points)
-    # The first `extra` bins hold size + 1 samples, the rest `size`.
-    cut = extra * (size + 1)
-    out_x, out_y = np.empty(max_points), np.empty(max_points)
-    groups = ((0, cut, size + 1, slice(0, extra)), (cut, n, size, slice(extra, None)))
-    for lo, hi, width, into in groups:
-        if hi > lo:
-            out_x[into] = np.median(iters[lo:hi].reshape(-1, width), axis=1)
-            out_y[into] = np.median(values[lo:hi].reshape(-1, width), axis=1)
-    return out_x, out_y
-
-
-def theil_sen(
-    x: FloatArray, y: FloatArray, confidence: float, cfg: AnalysisConfig, min_rho: float = 0.0
-) -> SlopeFit:
-    """Fit a Theil-Sen slope with Sen's interval, widened for autocorrelated residuals.
-
-    O(n^2) in time and memory; callers bin long series first (see `bin_medians`).
-
-    Args:
-        x: Abscissae, increasing.
-        y: Ordinates.
-        confidence: Two-sided confidence level of the interval.
-        cfg: Supplies `autocorrelation` and `max_autocorrelation`.
-        min_rho: Lower bound on the autocorrelation, e.g. one estimated on a longer
-            stretch of the same series than the few points given.
-
-    Returns:
-        The slope, its interval and the autocorrelation used.
-    """
-    n = x.size
-    i, j = np.triu_indices(n, 1)
-    dx = x[j] - x[i]
-    slopes = (y[j] - y[i])[dx > 0] / dx[dx > 0]
-    m = slopes.size
-    if m == 0:
-        return SlopeFit(0.0, -np.inf, np.inf, 0.0)
-    mid = (m - 1) // 2, m // 2
-    rho = 0.0
-    var_s = n * (n - 1) * (2 * n + 5) / 18.0
-    z = norm_ppf(0.5 + confidence / 2.0)
-    ranks = _interval_ranks(m, z * np.sqrt(var_s))
-    part = np.partition(slopes, sorted({*mid, *ranks}))
-    slope = 0.5 * float(part[mid[0]] + part[mid[1]])
-    if cfg.autocorrelation:
-        rho = min(max(_lag1(y - slope * x), min_rho), cfg.max_autocorrelation)
-        if rho > 0.0:
-            ranks = _interval_ranks(m, z * np.sqrt(var_s * (1.0 + rho) / (1.0 - rho)))
-            part = np.partition(part, sorted(set(ranks)))
-    return SlopeFit(slope, float(part[ranks[0]]), float(part[ranks[1]]), rho)
-
-
 NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
 NEAR_FLOOR_DECAY = 0.9      # ... with the late slope under this share of the whole one
-
-
 def memory_trend(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
 ) -> MemoryTrend:
+    """Classify the trend of one memory source after warm-up (`trend_and_fill`'s trend)."""
+    return trend_and_fill(source, iters, values, cfg)[0]
+
+
+def trend_and_fill(
+    source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
+) -> tuple[MemoryTrend, Fill | None]:
     """Classify the trend of one memory source after warm-up.
 
     Series longer than `cfg.max_points` are binned to that many medians of consecutive
@@ -140,7 +76,8 @@ def memory_trend(
         values: Bytes at each sample; NaN-free.
 
     Returns:
-        The trend with its verdict in `kind`.
+        The trend with its verdict in `kind`, and the fill check where it turned a leak
+        into `ambiguous` (None otherwise).
 
     Raises:
         ValueError: `iters` and `values` differ in length.
@@ -153,7 +90,7 @@ def memory_trend(
         )
     n = y.size
     if n < max(cfg.min_samples, 2) or x[-1] <= x[0]:
-        return _insufficient(source, y, cfg)
+        return _insufficient(source, y, cfg), None
     edge = max(1, min(5, n // 10))
     start, end, peak = float(np.median(y[:edge])), float(np.median(y[-edge:])), float(y.max())
     floor = cfg.floor(float(np.median(y)))
@@ -173,7 +110,15 @@ def memory_trend(
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
-    return MemoryTrend(
+    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg)
+    fill = None
+    if kind == "leak":
+        fill = fill_check(bx, by, cfg, int(span))
+        if fill.possible:
+            kind = "ambiguous"
+        else:
+            fill = None
+    trend = MemoryTrend(
         source=source,
         n=n,
         slope=whole.slope,
@@ -186,10 +131,11 @@ def memory_trend(
         start=start,
         end=end,
         peak=peak,
-        kind=_memory_kind(whole, late, growth, end - start, floor, span, cfg),
+        kind=kind,
         floor=floor,
         autocorr=whole.autocorr,
     )
+    return trend, fill
 
 
 def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
@@ -273,18 +219,3 @@ def _memory_kind(
     if growth <= floor:
         return "stable"
     return "ambiguous"
-
-
-def _interval_ranks(m: int, half_width: float) -> tuple[int, int]:
-    # Sen (1968), eq. 2.6: the interval is bounded by order statistics (m -+ z*sd(S)) / 2.
-    lo = int(np.clip(np.floor((m - half_width) / 2.0), 0, m - 1))
-    hi = int(np.clip(np.ceil((m + half_width) / 2.0), 0, m - 1))
-    return lo, hi
-
-
-def _lag1(residuals: FloatArray) -> float:
-    r = residuals - residuals.mean()
-    denom = float(r @ r)
-    if denom <= 0.0:
-        return 0.0
-    return max(0.0, float(r[:-1] @ r[1:]) / denom)

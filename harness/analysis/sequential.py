@@ -29,12 +29,17 @@ test gives an upper bound `hi`. Signs ignore magnitudes, so the heap's occasiona
 - stable: hi < floor and the mean rate is below the floor (a leak that comes in rare
   big chunks has a median of 0 but a high mean: it is never called stable).
 
-A linear fill that lasts longer than the decision needs is a leak for as long as it
-lasts; no live test can tell it from one. The heap must be read after gc.collect()
-(as psleak does) with glibc's tcache off (GLIBC_TUNABLES=glibc.malloc.tcache_count=0):
-otherwise cyclic garbage, Python's free lists and the tcache (~240 KiB of freed chunks
-that mallinfo counts as in use) grow like a leak for hundreds of calls until the
-collector or their caps stop them.
+A fill that lasts longer than the decision needs grows like a leak for as long as it
+lasts, so a leak also needs what the post-run verdict needs: growth that no bounded fill
+explains (`fill.fill_check`, the same function, on the source's readings so far);
+until then the cell runs on, and at its end the post-run verdict says `ambiguous` and
+runs it again, longer. A leak that grows by its exact size every call (a C leak read
+after gc.collect(), the device's memory) passes at the first look.
+
+The heap must be read after gc.collect() (as psleak does) with glibc's tcache off
+(GLIBC_TUNABLES=glibc.malloc.tcache_count=0): otherwise cyclic garbage, Python's free
+lists and the tcache (~240 KiB of freed chunks that mallinfo counts as in use) grow like
+a leak for hundreds of calls until the collector or their caps stop them.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.config import AnalysisConfig
+from harness.analysis.fill import fill_check
+from harness.analysis.slopes import bin_medians
 from harness.analysis.trends import Kind, LiveDecision
 from harness.analysis.verdict import CARRIERS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
@@ -147,6 +154,8 @@ class _Source:
         self.base: tuple[int, float] | None = None
         self.last: tuple[int, float] | None = None
         self.rates: list[float] = []
+        self.calls: list[float] = []         # the readings since the warm-up ended
+        self.values: list[float] = []
 
     def feed(self, i: int, value: float, measuring: bool) -> bool:
         """Take one reading; True when it added a rate."""
@@ -159,12 +168,22 @@ class _Source:
         self.last = (i, value)
         if prev is None:
             self.base = self.last            # no warm-up reading: start from this one
+            self.calls, self.values = [float(i)], [value]
             return False
         if i <= prev[0]:
             self.last = prev
             return False
+        if not self.calls:
+            self.calls, self.values = [float(prev[0])], [prev[1]]
+        self.calls.append(float(i))
+        self.values.append(value)
         self.rates.append((value - prev[1]) / (i - prev[0]))
         return True
+
+    def could_fill(self, cfg: AnalysisConfig, measured: int) -> bool:
+        """Whether a bounded fill could still explain the growth so far."""
+        x, y = bin_medians(np.asarray(self.calls), np.asarray(self.values), cfg.max_points)
+        return fill_check(x, y, cfg, measured).possible
 
 
 class LiveDecider:
@@ -289,6 +308,8 @@ class LiveDecider:
         steady = (src.name in EXACT and rates.size >= STEADY_INTERVALS
                   and float(rates.min()) > f)
         verdict: Kind | None = None
+        if grows and (lo > f or steady) and src.could_fill(self.cfg, n):
+            return None          # growing so far: a leak or a cache still filling
         if grows and (lo > f or steady):
             verdict = "leak"
             how = (f"median rate >= {lo:.0f} B/call > floor {f:.0f} at alpha "

@@ -4,7 +4,9 @@ Which memory source may carry a leak: the glibc heap (clean with PYTHONMALLOC=ma
 alone; RSS only when USS agrees (file-backed pages, arenas and page-cache noise move
 RSS, not USS); the GPU and the framework allocator alone. The container cgroup (v1
 counts page cache) is reported, never decisive. RSS growing with nothing to confirm
-it is `ambiguous`, which makes the orchestrator run the cell again, longer.
+it is `ambiguous`, which makes the orchestrator run the cell again, longer. So is a
+leak a cache still filling could explain (`fill.fill_check`): its reason gives the
+growth, the calls and the run that settles it (`CellVerdict.rerun`, 4x the calls).
 
 A slowdown is the wall-clock trend (late steps slower than early ones, rising bin
 after bin). CPU time per step is evidence, not a veto: a step that waits longer (a
@@ -34,8 +36,9 @@ import numpy as np
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
+from harness.analysis.fill import FILL_RERUN, Fill
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
-from harness.analysis.growth import memory_trend, step_trend
+from harness.analysis.growth import step_trend, trend_and_fill
 from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
@@ -90,6 +93,7 @@ class CellVerdict:
     cpu_steps: StepTrend | None = None      # CPU time per step, early vs late (evidence)
     contention: Explained | None = None     # run-queue delay behind a slowdown
     gpu_time: GpuTime | None = None         # device busy time and clock behind a slowdown
+    rerun: int | None = None                # calls an ambiguous cell's next run measures
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -130,13 +134,43 @@ def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
 
 
 def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
+    return trends_and_fills(series, cfg)[0]
+
+
+def trends_and_fills(series: Series, cfg: AnalysisConfig
+                     ) -> tuple[dict[str, MemoryTrend], dict[str, Fill]]:
+    """Every memory source's trend, and the fill checks that turned a leak ambiguous
+    (`fill.fill_check`), by source."""
     heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
+    fills: dict[str, Fill] = {}
     for key, name in TREND_NAMES.items():
         x, y = series.memory(key)
         if len(x):
-            out[name] = memory_trend(name, x, y, heap_cfg if name == "heap" else cfg)
-    return out
+            out[name], fill = trend_and_fill(name, x, y, heap_cfg if name == "heap" else cfg)
+            if fill is not None:
+                fills[name] = dataclasses.replace(
+                    fill, growth=out[name].growth, calls=series.measured,
+                    rerun=FILL_RERUN * max(1, series.measured))
+    return out, fills
+
+
+def still_filling(memory: dict[str, MemoryTrend], fills: dict[str, Fill]
+                  ) -> tuple[str, Fill] | None:
+    """The carrier whose leak a filling cache could still explain (`fill.fill_check`),
+    the largest growth per call first; None when no carrier is one. USS with RSS
+    counts where one of the two could be a fill and the other leaks or could be one."""
+    found: list[tuple[str, Fill, float]] = []
+    for name, parts in CARRIERS.items():
+        if not all(p in memory and (p in fills or memory[p].kind == "leak") for p in parts):
+            continue
+        filling = [p for p in parts if p in fills]
+        if filling:
+            found.append((name, fills[filling[0]], memory[filling[0]].slope))
+    if not found:
+        return None
+    name, fill, _ = max(found, key=lambda f: f[2])
+    return name, fill
 
 
 def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
@@ -262,13 +296,18 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
     return None
 
 
-def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> CellVerdict:
+def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
+               again: bool = True) -> CellVerdict:
     """Within-run verdict for one cell, with CPU time per step kept as evidence; only
-    `harness.analysis.decision.decide` calls it (and tests of the series analysis)."""
-    memory = trends(series, cfg)
+    `harness.analysis.decision.decide` calls it (and tests of the series analysis).
+    `again`: an ambiguous cell runs again (its repeats are not spent), as its reason
+    says."""
+    memory, fills = trends_and_fills(series, cfg)
     cyclic = garbage(series, memory["heap"]) if "heap" in memory else None
     if cyclic is not None:
         memory["heap"] = dataclasses.replace(memory["heap"], kind="stable")
+        fills.pop("heap", None)
+    filling = still_filling(memory, fills)
     steps, at_speed, unseen = step_reading(series, cfg)
     cpu = cpu_trend(series, cfg) if steps is not None else None
     ended = _outcome_verdict(series, outcome)
@@ -303,9 +342,16 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig) -> Cell
                            (*leaks, *findings), memory, steps, cpu_steps=cpu, contention=busy)
     if slowdown:
         assert steps is not None
+        if filling is not None:
+            findings.append(Finding("note", f"{filling[0]} {filling[1].said(False)}"))
         return CellVerdict("slowdown", _slowdown_reason(steps, cpu, at_speed, gpu),
                            None, tuple(findings), memory, steps, cpu_steps=cpu,
                            contention=busy, gpu_time=gpu)
+    if filling is not None:
+        # Growing so far: a leak or a cache still filling; a longer run tells.
+        return CellVerdict("ambiguous", f"{filling[0]} {filling[1].said(again)}", filling[0],
+                           tuple(findings), memory, steps, cpu_steps=cpu,
+                           rerun=filling[1].rerun)
     if busy is not None and findings:
         assert steps is not None
         return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "

@@ -88,7 +88,8 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         run.series = ran.series
         decision = ran.watched.decision if ran.watched is not None else None
         run.verdict = decide(CellFacts(ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu,
-                                       decision, run.precheck))
+                                       decision, run.precheck,
+                                       again=len(run.attempts) < run.cell.settings.repeats))
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
@@ -104,10 +105,12 @@ def _longer(ctx: Context, run: CellRun) -> bool:
         return False
     if run.series is not None and (run.series.end or {}).get("mode") == "script":
         return False    # a whole script runs once: more iterations change nothing
-    # Undecided growth needs a longer look, not the same look again: twice as long, and
-    # at least long enough to decide from step samples alone. In early-stop mode the
-    # agent runs up to max_iterations: that is what grows.
-    calls = max(s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
+    # Undecided growth needs a longer look, not the same look again: twice as long (or
+    # the length the verdict asks for: growth a filling cache could still explain runs
+    # 4x longer, `analysis.fill.fill_check`), and at least long enough to decide from
+    # step samples alone. In early-stop mode the agent runs up to max_iterations: that
+    # is what grows.
+    calls = max(verdict.rerun or s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
     expected_s = run.run_s * calls / max(1, s.agent_iterations)
     cid = run.cell.id
     if expected_s > s.timeout:

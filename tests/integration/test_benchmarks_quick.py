@@ -28,6 +28,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "cell_overhead.py": ("docker",),
     "codec_speed.py": (),
     "detection.py": (),
+    "fill_vs_leak.py": (),
     "fit_probes.py": (),
     "live_gpu_replay.py": (),
     "near_floor.py": (),

@@ -126,7 +126,9 @@ def test_every_renderer_shows_the_carriers_figure(real: dict[str, CellResult]) -
         assert "heap +2.4 KiB/call, " not in text and "KiB/iteration" not in text, reporter
     issue = render_text(IssueReporter.from_results(report, "gpu0.gpu_leak"))
     assert "| verdict | leak: gpu grows +1024.0 KiB/call" in issue
-    assert "also fw +1024.0, heap +2.4 KiB/call" in issue
+    # The heap's +2.4 KiB/call (the list of kept tensors) is no longer named: +3.5 MiB
+    # over 1,500 calls on a 200 MB heap could be a cache still filling (issue 37)
+    assert "also fw +1024.0 KiB/call" in issue
 
 
 def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_looks() -> None:
@@ -158,6 +160,6 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
         return None
 
     assert alone("gpu") == alone("fw") == got.iterations
-    # The heap alone, as before issue 20, needs far longer
-    heap = alone("heap")
-    assert heap is not None and heap > 2 * got.iterations
+    # The heap alone, as before issue 20, needs far longer: since issue 37, longer than
+    # this run (+3.5 MiB on a 200 MB heap: a cache still filling as well as a leak)
+    assert alone("heap") is None

@@ -58,8 +58,12 @@ def test_ort_arena_ratchet_plateaus_in_memory() -> None:
 
 def test_tf212_py_function_heap_growth() -> None:
     v = verdict_of("2.12.0.cpu.tfdata_py_function")
-    assert v.verdict == "leak" and v.carrier == "heap"
     assert 1500 < v.memory["heap"].slope < 2500
+    # Issue 37: +1.9 MiB over 1,000 calls on a 201 MB heap, its rate falling from ~2.2 to
+    # ~1.8 KiB/call, is a cache still filling as well as a leak (it was `leak`): run again
+    assert v.verdict == "ambiguous" and v.carrier == "heap", v.reason
+    assert v.reason.endswith("over 1,000 calls: a leak or a cache still filling; running "
+                             "it again for 4,000") and v.rerun == 4000
 
 
 def test_oom_keeps_its_partial_series() -> None:
