@@ -114,8 +114,10 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
         if verdict is not None and base_id != cell_id and (
                 base_res.verdict in GOOD | {"leak", "slowdown"}):
             base_series = series(base_id) or no_samples()
-            # Rounds cannot run again: the recorded ones stand (or none ran).
-            old = res.vs_baseline.confirmation if res.vs_baseline is not None else None
+            # Rounds cannot run again: the recorded ones stand (or none ran). They are
+            # read from the stored result: `res` holds the within-run verdict only.
+            stored = results[cell_id].vs_baseline
+            old = stored.confirmation if stored is not None else None
             rounds = res.settings.get("rounds")
             facts = baseline_facts(cfg, base_series, series(cell_id) or no_samples(),
                                    base_res.image.label,
