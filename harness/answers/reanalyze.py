@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from harness.analysis.baselinefacts import baseline_facts
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.decision import CellFacts, decide
+from harness.analysis.decision import Baseline, CellFacts, decide
 from harness.analysis.kinds import GOOD, UNAVAILABLE, UNREADABLE
 from harness.analysis.replay import replay_live
 from harness.analysis.verdict import CellVerdict
@@ -78,13 +78,26 @@ def cut_short(res: CellResult, series: Series) -> str | None:
             f"calls; {kept}), so it cannot be decided again")
 
 
+def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
+    """The comparison with its row's baseline as the sweep made it, as facts."""
+    vs = res.vs_baseline
+    if vs is None:
+        return None
+    rounds = res.settings.get("rounds")
+    return Baseline(vs.baseline, vs.steps, vs.peak_rss, vs.cpu,
+                    busy=cfg.recheck_share if vs.direction == "~" else 0.0,
+                    confirmation=vs.confirmation,
+                    rounds=rounds if isinstance(rounds, int) else 0)
+
+
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
     """Every cell decided again, and the cells whose verdict changed.
 
     A cell whose samples file was cut short (`cut_short`) is left out of the results
     and listed as changed to `unreadable`, with why; a cell whose row baseline was cut
-    short keeps its recorded verdict (its comparison cannot be made again).
+    short is decided again from its own samples with its recorded comparison (which
+    cannot be made again).
 
     Args:
         series: Each cell's recorded samples (cells/<id>/samples.jsonl).
@@ -108,7 +121,12 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     for cell_id, (res, verdict) in decided.items():
         base_id = bases[cell_id]
         if base_id in cut:
-            out[cell_id] = results[cell_id]
+            # The comparison cannot be made again: the recorded one stands, and the
+            # cell is decided again with it (a --set still applies to its own run).
+            out[cell_id] = (res if verdict is None else
+                            with_verdict(res, decide(CellFacts(
+                                cfg, baseline=recorded(results[cell_id], cfg),
+                                within=verdict))))
             continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (

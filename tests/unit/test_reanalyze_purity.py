@@ -81,3 +81,23 @@ def test_a_set_that_changes_a_verdict_says_so(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "v3.cpu.s: leak -> ok" in out, out
+
+
+def test_a_set_applies_where_the_row_baseline_samples_were_cut(
+        swept: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the row baseline's samples cut short after the sweep (found by the model of
+    # users' paths: the leak below kept its recorded verdict whatever --set said)
+    samples = swept / "cells" / "v1.cpu.s" / "samples.jsonl"
+    samples.write_bytes(samples.read_bytes()[: samples.stat().st_size // 2])
+    # WHEN it is decided again with floors no growth reaches
+    main(["report", str(swept), "--reanalyze", "--set",
+          "analysis.leak-floor-bytes=1000000000000", "--set",
+          "analysis.heap_floor_bytes=1000000000000"])
+    out = capsys.readouterr().out
+    # THEN the baseline is unreadable and the leak is no leak under the new floors
+    assert "v1.cpu.s: ok -> unreadable" in out, out
+    assert "v3.cpu.s: leak -> ok" in out, out
+    # AND without --set, nothing but the cut cell changes
+    main(["report", str(swept), "--reanalyze"])
+    out = capsys.readouterr().out
+    assert ": 1 verdict(s) changed:" in out and "v1.cpu.s: ok -> unreadable" in out, out
