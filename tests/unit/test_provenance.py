@@ -1,0 +1,86 @@
+"""Every derived answer rests on the cells it names (issue 35 item 1): explain's where is
+shown only beside the cells it was made from; after they changed the report says it
+is stale and how to refresh it, or leaves it out; an unreadable cell is never called
+first bad or explained."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from fakeruntime import Behaviour, FakeRuntime
+
+from harness.cli import main
+from harness.matrixfile.model import Cell
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+
+
+def behave(cell: Cell) -> Behaviour:
+    """demo 3 and later leak."""
+    [pin] = cell.image.pip
+    return Behaviour(leak_per_iter=16384) if int(pin.split("==")[1]) >= 3 else Behaviour()
+
+
+def write_matrix(tmp: Path, pins: tuple[int, ...]) -> Path:
+    images = ", ".join(f"{{name: v{i + 1}, pip: [demo=={pin}]}}" for i, pin in enumerate(pins))
+    (tmp / "s.py").write_text(SCENARIO)
+    path = tmp / "m.yaml"
+    path.write_text("name: prov\nruntime: local\n"
+                    "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
+                    f"matrix:\n  image: [{images}]\n  gpu: [none]\n  scenario: [s.py]\n")
+    return path
+
+
+@pytest.fixture
+def explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str]) -> Path:
+    """`harness sweep --explain` of v1..v4 pinned demo 1..4: first bad v3, explained."""
+    monkeypatch.setattr("harness.runtimes.get_runtime",
+                        lambda name, docker_host=None: FakeRuntime(behave))
+    matrix = write_matrix(tmp_path, (1, 2, 3, 4))
+    assert main(["sweep", str(matrix), "--explain", "-q", "--out", str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    assert "first bad: v3 (last good: v2)" in out and "where, v3.cpu.s (first bad):" in out
+    [run] = list((tmp_path / "r" / "prov").iterdir())
+    assert "**Where** (v3.cpu.s, first bad" in (run / "report.md").read_text()
+    return run
+
+
+def test_a_where_is_not_shown_once_its_cells_ran_again(
+        explained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the first bad image's pin changed (v3 now good), the sweep resumed
+    write_matrix(tmp_path, (1, 2, 1, 4))
+    assert main(["sweep", str(tmp_path / "m.yaml"), "-q", "--resume", str(explained)]) == 1
+    out = capsys.readouterr().out
+    # THEN the answer moved, and no report shows the old where beside the new cells
+    assert "first bad: v4 (last good: v3)" in out, out
+    md, html = ((explained / name).read_text() for name in ("report.md", "report.html"))
+    assert "v3.cpu.s, first bad" not in md and "where, v3.cpu.s" not in out
+    assert not re.search(r"v3\.cpu\.s[^<]{0,80}first bad", html)
+    # AND they say it is stale and which command refreshes it, which then works
+    note = f"stale: the cells changed since; `harness explain {explained}` refreshes it"
+    assert note in out, out
+    assert f"**Where**: {note}" in md, md
+    assert main(["explain", str(explained), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(explained)]) == 1
+    out = capsys.readouterr().out
+    assert "where, v4.cpu.s (first bad):" in out and "stale" not in out, out
+
+
+def test_an_unreadable_first_bad_is_not_explained(
+        explained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the first bad cell's result.json cut short after the sweep
+    path = explained / "cells" / "v3.cpu.s" / "result.json"
+    path.write_bytes(path.read_bytes()[:200])
+    # WHEN the directory is reported
+    main(["report", str(explained)])
+    out = capsys.readouterr().out
+    # THEN the row says the first bad is v3 or later, and no where is printed for v3
+    assert "v3 unreadable: first bad is v3 or later" in out, out
+    assert "where, v3.cpu.s" not in out and "first bad):" not in out, out
+    # AND a partial report, where one is written, does not explain it either
+    main(["report", str(explained), "--force"])
+    assert "v3.cpu.s, first bad" not in (explained / "report.md").read_text()
