@@ -1,0 +1,23 @@
+"""The model of users' paths (tests/model/userpaths.py) run in CI: a fixed seed and a
+bounded number of sequences, so the same paths are walked on every run (well under a
+minute on two slow cores; `benchmarks/user_paths.py` walks more of them)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+from userpaths import UserPaths
+
+SEQUENCES, STEPS = 12, 14
+
+
+def test_every_answer_holds_to_the_truth_along_users_paths() -> None:
+    UserPaths.counts.update(sequences=0, steps=0, commands=0)
+    run_state_machine_as_test(UserPaths, settings=settings(
+        max_examples=SEQUENCES, stateful_step_count=STEPS, derandomize=True,
+        deadline=None, suppress_health_check=list(HealthCheck), print_blob=False,
+        report_multiple_bugs=False, phases=[Phase.explicit, Phase.generate]))
+    # The walk is not empty: every sequence ran, and most steps ran a command.
+    counts = UserPaths.counts
+    assert counts["sequences"] >= SEQUENCES, counts
+    assert counts["commands"] >= SEQUENCES * STEPS // 3, counts

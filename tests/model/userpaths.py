@@ -1,0 +1,387 @@
+"""A model of what users do, in any order, held to one truth (issue 35 item 6).
+
+`UserPaths` is a hypothesis `RuleBasedStateMachine`. Its world is a matrix of four
+images (pinned `demo==N`) by two scenarios, swept over `FakeRuntime`, whose truth is
+stated here: a cell is bad (it leaks) when its pin is at least the scenario's threshold,
+which the scenario file (`THRESHOLD = n`) and, for `s.py`, the helper module it imports
+(`SHIFT = n`) set. The runtime reads them when the cell runs, as a container would.
+
+The rules are what a user does: sweep, `--resume`, Ctrl-C at a random call, edit a pin,
+the scenario, its helper module or `iterations`, `report`, `report --reanalyze` with and
+without `--set`, `explain`, cut a `result.json` or a `samples.jsonl` short, copy a
+results directory. Every command goes through `harness.cli.main(argv)` in this process.
+
+After every step the answers a command printed (each row's first bad and last good,
+every cell's verdict, the exit code, explain's where) must equal what the model computes
+from the truth each cell was measured under (a fresh sweep: the truth now), or the
+command must say the answer is incomplete or stale; no traceback; every exit code in the
+README's table; a command writes only where it says it does.
+
+Left out, with the reason: a closed pipe (the "paths" branch of issue 35 owns it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import re
+import shutil
+import signal
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+from unittest import mock
+
+from fakeruntime import Behaviour, FakeRuntime
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from harness.cli import main
+from harness.matrixfile.model import Cell
+
+EXIT_CODES = {0, 1, 2, 3, 4, 130}
+IMAGES = ("v1", "v2", "v3", "v4")
+ROWS = ("cpu.s", "cpu.t")
+STALE = "stale: the cells changed since"
+
+
+# ------------------------------------------------------------------ the stated truth
+def pin_of(cell: Cell) -> int:
+    [pin] = cell.image.pip
+    return int(pin.split("==")[1])
+
+
+def number(path: Path, name: str) -> int:
+    found = re.search(rf"^{name} = (\d+)$", path.read_text(), re.M)
+    assert found is not None, path
+    return int(found.group(1))
+
+
+def truth(cell: Cell) -> bool:
+    """The cell is bad (it leaks): read from the files as the run finds them."""
+    script = cell.scenario.script
+    limit = number(script, "THRESHOLD")
+    if cell.scenario.id == "s":
+        limit += number(script.with_name("helper.py"), "SHIFT")
+    return pin_of(cell) >= limit
+
+
+def behave(cell: Cell) -> Behaviour:
+    return Behaviour(leak_per_iter=16384) if truth(cell) else Behaviour()
+
+
+class Interrupting(FakeRuntime):
+    """FakeRuntime that sends this process SIGINT (a user's Ctrl-C) as run `at` starts."""
+
+    def __init__(self, at: int | None) -> None:
+        super().__init__(behave)
+        self.at = at
+
+    def run(self, request: Any, progress: Any) -> Any:
+        if self.at is not None and len(self.runs) + 1 == self.at:
+            self.at = None
+            signal.raise_signal(signal.SIGINT)
+        return super().run(request, progress)
+
+
+# ------------------------------------------------------------------ the oracle
+def oracle(verdicts: dict[str, bool | None]) -> dict[str, tuple[str | None, str | None]]:
+    """Per row, (first bad, last good) over images in order, from each cell's class
+    (True bad, False good, None unknown: not run, unreadable). The first bad is the
+    first bad image after a good one, else the first bad image; none is named across
+    an unknown cell between the last good image before it and it."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for row in ROWS:
+        line = [(img, verdicts.get(f"{img}.{row}")) for img in IMAGES]
+        first = good_before = last_good = None
+        for img, bad in line:
+            if bad is False:
+                last_good = img
+            elif bad and first is None and last_good is not None:
+                first, good_before = img, last_good
+        if first is None:
+            first = next((img for img, bad in line if bad), None)
+        end = IMAGES.index(first) if first is not None else len(IMAGES)
+        start = max([i + 1 for i in range(end) if line[i][1] is False], default=0)
+        if any(line[i][1] is None for i in range(start, end)):
+            first = good_before = None
+        out[row] = (first, good_before)
+    return out
+
+
+def cell_id(img: str, row: str) -> str:
+    return f"{img}.{row}"
+
+
+@dataclass
+class RunDir:
+    """What the model knows of one results directory: each cell's class as measured
+    (None: unreadable), the result.json it read then, and what explain rested on."""
+
+    path: Path
+    cells: dict[str, bool | None] = field(default_factory=dict)
+    seen: dict[str, str] = field(default_factory=dict)      # cell -> result.json sha
+    explained: dict[str, str] = field(default_factory=dict)  # cell -> sha explained
+    samples_cut: set[str] = field(default_factory=set)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+class UserPaths(RuleBasedStateMachine):
+    # What the runs walked (sequences, steps, commands), for the test and the benchmark.
+    counts: ClassVar[dict[str, int]] = {"sequences": 0, "steps": 0, "commands": 0}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts["sequences"] += 1
+        self.counts["steps"] -= 1        # the invariant runs once before the first step
+        self.root = Path(tempfile.mkdtemp(prefix="userpaths-"))
+        self.pins = [1, 2, 3, 4]
+        self.threshold = {"s": 3, "t": 4}
+        self.shift = 0
+        self.iterations = 300
+        self.dirs: list[RunDir] = []
+        self.copies = 0
+        self.log: list[str] = []
+        self.interrupt_at: int | None = None
+        self.patch = mock.patch("harness.runtimes.get_runtime", self._runtime)
+        self.patch.start()
+        self.write_files()
+
+    def _runtime(self, name: str, docker_host: str | None = None) -> FakeRuntime:
+        at, self.interrupt_at = self.interrupt_at, None
+        return Interrupting(at)
+
+    def teardown(self) -> None:
+        self.patch.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -------------------------------------------------------------- files
+    @property
+    def matrix(self) -> Path:
+        return self.root / "m.yaml"
+
+    def write_files(self) -> None:
+        images = ", ".join(f"{{name: {img}, pip: [demo=={pin}]}}"
+                           for img, pin in zip(IMAGES, self.pins, strict=True))
+        self.matrix.write_text(
+            "name: paths\nruntime: local\n"
+            f"defaults: {{iterations: {self.iterations}, warmup: 10, sample_every: 5, "
+            "repeats: 0}\n"
+            f"matrix:\n  image: [{images}]\n  gpu: [none]\n  scenario: [s.py, t.py]\n")
+        body = "\n\ndef setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+        (self.root / "s.py").write_text(
+            f"import helper\n\nTHRESHOLD = {self.threshold['s']}\n{body}")
+        (self.root / "t.py").write_text(f"THRESHOLD = {self.threshold['t']}\n{body}")
+        (self.root / "helper.py").write_text(f"SHIFT = {self.shift}\n")
+
+    def now(self) -> dict[str, bool | None]:
+        """Each cell's class in a fresh sweep of the matrix as it is now."""
+        limit = {"s": self.threshold["s"] + self.shift, "t": self.threshold["t"]}
+        return {cell_id(img, f"cpu.{sc}"): pin >= limit[sc]
+                for img, pin in zip(IMAGES, self.pins, strict=True) for sc in ("s", "t")}
+
+    # -------------------------------------------------------------- running commands
+    def cli(self, *argv: str) -> tuple[int, str]:
+        out, err = io.StringIO(), io.StringIO()
+        self.log.append("harness " + " ".join(argv))
+        self.counts["commands"] += 1
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                contextlib.chdir(self.root):
+            code = main(list(argv))
+        text = out.getvalue() + err.getvalue()
+        assert "Traceback" not in text, (self.log, text)
+        assert code in EXIT_CODES, (self.log, code, text)
+        return code, text
+
+    def newest(self) -> RunDir | None:
+        return self.dirs[-1] if self.dirs else None
+
+    def taken_in(self, run: RunDir, fresh: dict[str, bool | None]) -> None:
+        """Cells whose result.json a command wrote are at the truth now."""
+        for cid in fresh:
+            path = run.path / "cells" / cid / "result.json"
+            digest = sha(path)
+            if digest and digest != run.seen.get(cid):
+                run.cells[cid], run.seen[cid] = fresh[cid], digest
+                run.samples_cut.discard(cid)
+
+    def check_answers(self, run: RunDir, code: int, text: str, *,
+                      unknown: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """results.json's rows and cells, the printed sentences and the exit code
+        equal the model's answer over what `run` recorded."""
+        known = {cid: (None if cid in unknown else bad) for cid, bad in run.cells.items()}
+        expect = oracle(known)
+        data = json.loads((run.path / "results.json").read_text())
+        rows = {r["row"]: r for r in data["rows"]}
+        for row, (first, good) in expect.items():
+            got = rows[row]
+            assert (got["first_bad"], got["last_good"]) == (first, good), (
+                self.log, row, got["sentence"], known)
+            if first is not None and good is not None:
+                assert f"first bad: {first} (last good: {good})" in text, (self.log, text)
+        for cid, bad in known.items():
+            if bad is None:
+                assert cid not in data["cells"], (self.log, cid)
+            else:
+                verdict = data["cells"][cid]["verdict"]
+                assert (verdict == "leak") == bad, (self.log, cid, verdict)
+        findings = any(known.values())
+        whole = len(known) == len(IMAGES) * len(ROWS) and None not in known.values()
+        assert code == (1 if findings else 0 if whole else 4), (self.log, code, text)
+        self.check_where(run, text, expect)
+
+    def check_where(self, run: RunDir, text: str,
+                    expect: dict[str, tuple[str | None, str | None]]) -> None:
+        """A where shown beside a cell rests on that cell as it is now, and that cell is
+        its row's first bad; else the report says it is stale, or says nothing."""
+        firsts = {cell_id(first, row) for row, (first, _) in expect.items() if first}
+        shown = set(re.findall(r"^where, (\S+) \(first bad\):", text, re.M))
+        md = (run.path / "report.md").read_text() if (run.path / "report.md").is_file() \
+            else ""
+        shown |= set(re.findall(r"\*\*Where\*\* \((\S+), first bad", md))
+        for cid in shown:
+            current = run.explained.get(cid) == run.seen.get(cid) and cid in firsts
+            assert current, (self.log, cid, "where shown but the cells changed")
+
+    # -------------------------------------------------------------- rules: sweeping
+    @rule(interrupt=st.one_of(st.none(), st.integers(1, 8)))
+    def sweep(self, interrupt: int | None) -> None:
+        self.interrupt_at = interrupt
+        before = {p for p in (self.root / "r" / "paths").glob("*")}
+        code, text = self.cli("sweep", str(self.matrix), "-q", "--out", str(self.root / "r"))
+        made = [p for p in (self.root / "r" / "paths").glob("*") if p not in before]
+        assert len(made) == 1, (self.log, made, text)
+        run = RunDir(made[0])
+        self.dirs.append(run)
+        self.taken_in(run, self.now())
+        if interrupt is not None:
+            assert code == 130, (self.log, code, text)
+            return
+        assert set(run.cells) == set(self.now())
+        self.check_answers(run, code, text)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data(), interrupt=st.one_of(st.none(), st.integers(1, 8)))
+    def resume(self, data: st.DataObject, interrupt: int | None) -> None:
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        self.interrupt_at = interrupt
+        code, text = self.cli("sweep", str(self.matrix), "-q", "--resume", str(run.path))
+        self.taken_in(run, self.now())
+        if interrupt is not None and code == 130:
+            return
+        # A resumed directory answers as a fresh sweep of the matrix now.
+        assert run.cells == self.now(), (self.log, run.cells, self.now(), text)
+        self.check_answers(run, code, text)
+
+    # -------------------------------------------------------------- rules: editing
+    @rule(image=st.integers(0, 3), pin=st.integers(1, 5))
+    def edit_pin(self, image: int, pin: int) -> None:
+        self.pins[image] = pin
+        self.write_files()
+
+    @rule(limit=st.integers(2, 4))
+    def edit_scenario(self, limit: int) -> None:
+        self.threshold["s"] = limit
+        self.write_files()
+
+    @rule(shift=st.integers(0, 1))
+    def edit_helper(self, shift: int) -> None:
+        self.shift = shift
+        self.write_files()
+
+    @rule(iterations=st.sampled_from([200, 300]))
+    def edit_iterations(self, iterations: int) -> None:
+        self.iterations = iterations
+        self.write_files()
+
+    # -------------------------------------------------------------- rules: reading
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data())
+    def report(self, data: st.DataObject) -> None:
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        before = self.cell_files(run)
+        code, text = self.cli("report", str(run.path))
+        assert self.cell_files(run) == before, (self.log, "report rewrote a cell")
+        self.check_answers(run, code, text)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data(), relax=st.booleans())
+    def reanalyze(self, data: st.DataObject, relax: bool) -> None:
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        before = {p: sha(p) for p in run.path.rglob("*") if p.is_file()}
+        argv = ["report", str(run.path), "--reanalyze"]
+        if relax:
+            argv += ["--set", "analysis.leak-floor-bytes=1000000000000",
+                     "--set", "analysis.heap_floor_bytes=1000000000000"]
+        _, text = self.cli(*argv)
+        assert {p: sha(p) for p in run.path.rglob("*") if p.is_file()} == before, (
+            self.log, "reanalyze without --write wrote into the directory")
+        changed = set(re.findall(r"^  (\S+): \S+ -> (\S+) ", text, re.M))
+        cut = {cid for cid in run.samples_cut if run.cells.get(cid) is not None}
+        expect = {(cid, "unreadable") for cid in cut}
+        if relax:
+            expect |= {(cid, "ok") for cid, bad in run.cells.items()
+                       if bad and cid not in cut}
+        assert changed == expect, (self.log, text)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data())
+    def explain(self, data: st.DataObject) -> None:
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        code, text = self.cli("explain", str(run.path), "-q")
+        for cid in list(run.cells):
+            where = run.path / "cells" / cid / "where.json"
+            if where.is_file() and json.loads(where.read_text()).get("role") == "first bad":
+                if f"{cid}" in text or cid not in run.explained:
+                    run.explained[cid] = run.seen.get(cid, "")
+            else:
+                run.explained.pop(cid, None)
+        if code == 0:
+            report_code, report_text = self.cli("report", str(run.path))
+            self.check_answers(run, report_code, report_text)
+
+    # -------------------------------------------------------------- rules: damage
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data(), samples=st.booleans())
+    def cut_short(self, data: st.DataObject, samples: bool) -> None:
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        done = sorted(cid for cid, bad in run.cells.items() if bad is not None)
+        if not done:
+            return
+        cid = data.draw(st.sampled_from(done), label="cell")
+        path = run.path / "cells" / cid / ("samples.jsonl" if samples else "result.json")
+        text = path.read_bytes()
+        path.write_bytes(text[: len(text) // 2])
+        self.log.append(f"cut {path.relative_to(self.root)}")
+        if samples:
+            run.samples_cut.add(cid)
+        else:
+            run.cells[cid], run.seen[cid] = None, sha(path)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data())
+    def copy(self, data: st.DataObject) -> None:
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        self.copies += 1
+        target = self.root / "copies" / f"c{self.copies}"
+        shutil.copytree(run.path, target)
+        self.log.append(f"cp -r {run.path.relative_to(self.root)} {target.name}")
+        self.dirs.append(RunDir(target, dict(run.cells), dict(run.seen),
+                                dict(run.explained), set(run.samples_cut)))
+
+    # -------------------------------------------------------------- always
+    def cell_files(self, run: RunDir) -> dict[Path, str]:
+        return {p: sha(p) for p in (run.path / "cells").rglob("*") if p.is_file()}
+
+    @invariant()
+    def nothing_written_outside(self) -> None:
+        self.counts["steps"] += 1
+        allowed = {"m.yaml", "s.py", "t.py", "helper.py", "r", "copies", "__pycache__"}
+        extra = {p.name for p in self.root.iterdir()} - allowed
+        assert not extra, (self.log, extra)
