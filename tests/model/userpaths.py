@@ -30,6 +30,7 @@ import re
 import shutil
 import signal
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -109,6 +110,17 @@ def oracle(verdicts: dict[str, bool | None]) -> dict[str, tuple[str | None, str 
         if any(line[i][1] is None for i in range(start, end)):
             first = good_before = None
         out[row] = (first, good_before)
+    return out
+
+
+def printed(text: str) -> dict[str, list[str]]:
+    """The console table: row -> [row, one text per image, the row's answer]."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        parts = re.split(r"\s{2,}", line.strip())
+        if parts[0] in ROWS and len(parts) == len(IMAGES) + 2:
+            out.setdefault(parts[0], parts)
+    assert set(out) == set(ROWS), text
     return out
 
 
@@ -212,38 +224,51 @@ class UserPaths(RuleBasedStateMachine):
                 run.samples_cut.discard(cid)
 
     def check_answers(self, run: RunDir, code: int, text: str, *,
-                      unknown: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        """results.json's rows and cells, the printed sentences and the exit code
-        equal the model's answer over what `run` recorded."""
-        known = {cid: (None if cid in unknown else bad) for cid, bad in run.cells.items()}
+                      unknown: Collection[str] = (), written: bool = True,
+                      relaxed: bool = False) -> None:
+        """The printed table (each cell's verdict, each row's answer), results.json
+        where the command wrote it, and the exit code equal the model's answer over
+        what `run` recorded."""
+        known = {cid: (None if cid in unknown or bad is None else bad and not relaxed)
+                 for cid, bad in run.cells.items()}
         expect = oracle(known)
-        data = json.loads((run.path / "results.json").read_text())
-        rows = {r["row"]: r for r in data["rows"]}
+        table = printed(text)
         for row, (first, good) in expect.items():
-            got = rows[row]
-            assert (got["first_bad"], got["last_good"]) == (first, good), (
-                self.log, row, got["sentence"], known)
+            said = table[row]
+            answer = said[-1]
             if first is not None and good is not None:
-                assert f"first bad: {first} (last good: {good})" in text, (self.log, text)
-        for cid, bad in known.items():
-            if bad is None:
-                assert cid not in data["cells"], (self.log, cid)
+                assert f"first bad: {first} (last good: {good})" in answer, (
+                    self.log, row, said, known)
+            elif first is not None:
+                assert f"bad from the first image ({first})" in answer, (self.log, row, said)
             else:
-                verdict = data["cells"][cid]["verdict"]
-                assert (verdict == "leak") == bad, (self.log, cid, verdict)
+                assert "first bad:" not in answer and "bad from" not in answer, (
+                    self.log, row, said, known)
+            for img, cell in zip(IMAGES, said[1:-1], strict=True):
+                bad = known.get(cell_id(img, row))
+                verdict = cell.split(":")[0]
+                if bad is None:
+                    assert verdict in ("unreadable", "not run"), (self.log, row, said)
+                else:
+                    assert (verdict == "leak") == bad, (self.log, row, said, known)
+        if written:
+            data = json.loads((run.path / "results.json").read_text())
+            rows = {r["row"]: r for r in data["rows"]}
+            for row, answer in expect.items():
+                got = (rows[row]["first_bad"], rows[row]["last_good"])
+                assert got == answer, (self.log, row, rows[row]["sentence"], known)
         findings = any(known.values())
         whole = len(known) == len(IMAGES) * len(ROWS) and None not in known.values()
         assert code == (1 if findings else 0 if whole else 4), (self.log, code, text)
-        self.check_where(run, text, expect)
+        self.check_where(run, text, expect, written)
 
     def check_where(self, run: RunDir, text: str,
-                    expect: dict[str, tuple[str | None, str | None]]) -> None:
+                    expect: dict[str, tuple[str | None, str | None]], written: bool) -> None:
         """A where shown beside a cell rests on that cell as it is now, and that cell is
         its row's first bad; else the report says it is stale, or says nothing."""
         firsts = {cell_id(first, row) for row, (first, _) in expect.items() if first}
         shown = set(re.findall(r"^where, (\S+) \(first bad\):", text, re.M))
-        md = (run.path / "report.md").read_text() if (run.path / "report.md").is_file() \
-            else ""
+        md = (run.path / "report.md").read_text() if written else ""
         shown |= set(re.findall(r"\*\*Where\*\* \((\S+), first bad", md))
         for cid in shown:
             current = run.explained.get(cid) == run.seen.get(cid) and cid in firsts
@@ -280,24 +305,21 @@ class UserPaths(RuleBasedStateMachine):
         self.check_answers(run, code, text)
 
     # -------------------------------------------------------------- rules: editing
-    @rule(image=st.integers(0, 3), pin=st.integers(1, 5))
-    def edit_pin(self, image: int, pin: int) -> None:
-        self.pins[image] = pin
-        self.write_files()
-
-    @rule(limit=st.integers(2, 4))
-    def edit_scenario(self, limit: int) -> None:
-        self.threshold["s"] = limit
-        self.write_files()
-
-    @rule(shift=st.integers(0, 1))
-    def edit_helper(self, shift: int) -> None:
-        self.shift = shift
-        self.write_files()
-
-    @rule(iterations=st.sampled_from([200, 300]))
-    def edit_iterations(self, iterations: int) -> None:
-        self.iterations = iterations
+    @rule(what=st.sampled_from(["pin", "scenario", "helper", "iterations"]),
+          image=st.integers(0, 3), value=st.integers(1, 5))
+    def edit(self, what: str, image: int, value: int) -> None:
+        """A user edits the matrix's pin of one image, the scenario file, the helper
+        module it imports, or `iterations`."""
+        if what == "pin":
+            self.pins[image] = value
+        elif what == "scenario":
+            self.threshold["s"] = 2 + value % 3
+        elif what == "helper":
+            self.shift = value % 2
+        else:
+            self.iterations = 200 if value % 2 else 300
+        self.log.append(f"edit {what}: {self.pins}, {self.threshold}, shift {self.shift}, "
+                        f"iterations {self.iterations}")
         self.write_files()
 
     # -------------------------------------------------------------- rules: reading
@@ -305,10 +327,11 @@ class UserPaths(RuleBasedStateMachine):
     @rule(data=st.data())
     def report(self, data: st.DataObject) -> None:
         run = data.draw(st.sampled_from(self.dirs), label="dir")
-        before = self.cell_files(run)
+        before, results = self.cell_files(run), sha(run.path / "results.json")
         code, text = self.cli("report", str(run.path))
         assert self.cell_files(run) == before, (self.log, "report rewrote a cell")
-        self.check_answers(run, code, text)
+        self.check_answers(run, code, text,
+                           written=sha(run.path / "results.json") != results)
 
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data(), relax=st.booleans())
@@ -319,7 +342,7 @@ class UserPaths(RuleBasedStateMachine):
         if relax:
             argv += ["--set", "analysis.leak-floor-bytes=1000000000000",
                      "--set", "analysis.heap_floor_bytes=1000000000000"]
-        _, text = self.cli(*argv)
+        code, text = self.cli(*argv)
         assert {p: sha(p) for p in run.path.rglob("*") if p.is_file()} == before, (
             self.log, "reanalyze without --write wrote into the directory")
         changed = set(re.findall(r"^  (\S+): \S+ -> (\S+) ", text, re.M))
@@ -329,22 +352,29 @@ class UserPaths(RuleBasedStateMachine):
             expect |= {(cid, "ok") for cid, bad in run.cells.items()
                        if bad and cid not in cut}
         assert changed == expect, (self.log, text)
+        self.check_answers(run, code, text, unknown=cut, written=False, relaxed=relax)
 
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data())
     def explain(self, data: st.DataObject) -> None:
         run = data.draw(st.sampled_from(self.dirs), label="dir")
-        code, text = self.cli("explain", str(run.path), "-q")
-        for cid in list(run.cells):
+        wheres = {cid: sha(run.path / "cells" / cid / "where.json") for cid in run.cells}
+        code, _ = self.cli("explain", str(run.path), "-q")
+        for cid, old in wheres.items():
             where = run.path / "cells" / cid / "where.json"
-            if where.is_file() and json.loads(where.read_text()).get("role") == "first bad":
-                if f"{cid}" in text or cid not in run.explained:
-                    run.explained[cid] = run.seen.get(cid, "")
-            else:
+            if not where.is_file():
                 run.explained.pop(cid, None)
+            elif sha(where) != old:
+                role = json.loads(where.read_text()).get("role")
+                if role == "first bad":
+                    run.explained[cid] = run.seen.get(cid, "")
+                else:
+                    run.explained.pop(cid, None)
         if code == 0:
+            results = sha(run.path / "results.json")
             report_code, report_text = self.cli("report", str(run.path))
-            self.check_answers(run, report_code, report_text)
+            self.check_answers(run, report_code, report_text,
+                               written=sha(run.path / "results.json") != results)
 
     # -------------------------------------------------------------- rules: damage
     @precondition(lambda self: bool(self.dirs))
