@@ -278,9 +278,9 @@ class UserPaths(RuleBasedStateMachine):
     @rule(interrupt=st.one_of(st.none(), st.integers(1, 8)))
     def sweep(self, interrupt: int | None) -> None:
         self.interrupt_at = interrupt
-        before = {p for p in (self.root / "r" / "paths").glob("*")}
+        before = set((self.root / "r" / "paths").glob("2*"))
         code, text = self.cli("sweep", str(self.matrix), "-q", "--out", str(self.root / "r"))
-        made = [p for p in (self.root / "r" / "paths").glob("*") if p not in before]
+        made = [p for p in (self.root / "r" / "paths").glob("2*") if p not in before]
         assert len(made) == 1, (self.log, made, text)
         run = RunDir(made[0])
         self.dirs.append(run)
@@ -375,6 +375,48 @@ class UserPaths(RuleBasedStateMachine):
             report_code, report_text = self.cli("report", str(run.path))
             self.check_answers(run, report_code, report_text,
                                written=sha(run.path / "results.json") != results)
+
+    @rule(scenario=st.sampled_from(["s", "t"]))
+    def bisect(self, scenario: str) -> None:
+        """`harness bisect` of one row: the pair it names is a good image and the bad
+        one right after it, by the truth now (the first bad, where the row is monotone);
+        with a good first and a bad last image it names one."""
+        code, text = self.cli("bisect", str(self.matrix), "--scenario", scenario, "-q",
+                              "--out", str(self.root / "r"))
+        row = f"cpu.{scenario}"
+        line = [self.now()[cell_id(img, row)] for img in IMAGES]
+        found = re.search(rf"^{row}: first bad: (\S+) \(last good: (\S+)\)", text, re.M)
+        if not line[0] and line[-1]:
+            assert found is not None, (self.log, line, text)
+            assert code == 1, (self.log, code, text)
+        if found is not None:
+            bad, good = IMAGES.index(found.group(1)), IMAGES.index(found.group(2))
+            assert bad == good + 1 and line[bad] and not line[good], (self.log, line, text)
+            if line == sorted(line):
+                first, last = oracle(self.now())[row]
+                assert (found.group(1), found.group(2)) == (first, last), (self.log, text)
+
+    @precondition(lambda self: len(self.dirs) >= 1)
+    @rule(data=st.data())
+    def compare(self, data: st.DataObject) -> None:
+        """`harness compare A B`: a cell that differs between two runs made under other
+        run keys (an edit between them) is not called noise."""
+        a = data.draw(st.sampled_from(self.dirs), label="a")
+        b = data.draw(st.sampled_from(self.dirs), label="b")
+        code, text = self.cli("compare", str(a.path), str(b.path))
+        if code == 2:
+            return      # a directory with missing cells: said, exit 2
+        for scenario, img in re.findall(
+                r"^(\w+) leaks with (\w+) in .*differs between runs", text, re.M):
+            cid = cell_id(img, f"cpu.{scenario}")
+            assert a.cells.get(cid) == b.cells.get(cid) or (
+                a.seen.get(cid) == b.seen.get(cid)), (self.log, "called noise", text)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule()
+    def history(self) -> None:
+        code, text = self.cli("history", str(self.root / "r" / "paths"))
+        assert code in (0, 1, 4), (self.log, code, text)
 
     # -------------------------------------------------------------- rules: damage
     @precondition(lambda self: bool(self.dirs))
