@@ -34,7 +34,7 @@ from harness.result.build import run_outcome, with_verdict
 from harness.result.model import CellResult
 from harness.store.results import SeriesCache
 
-__all__ = ["Changed", "reanalyze"]
+__all__ = ["RULES", "Changed", "changed_by", "reanalyze"]
 
 # Verdicts set before anything ran: there are no samples to decide them from again.
 KEPT = frozenset({UNAVAILABLE, "not-applicable"})
@@ -48,6 +48,26 @@ class Changed:
     before: str
     after: str
     reason: str
+    by: str = ""        # what changed it: the --set overrides, or harness's rules
+
+
+RULES = "harness's rules: its analysis decides these samples otherwise than when swept"
+
+
+def changed_by(changed: list[Changed], plain: Mapping[str, CellResult], overrides: str
+               ) -> list[Changed]:
+    """Each change said with what made it: `overrides` (the --set) where the cell decided
+    again without them (`plain`) keeps its recorded verdict, else harness's rules (a
+    re-analysis of an untouched run with the harness that made it changes nothing); a
+    cut-short samples file says so in its reason already."""
+    out = []
+    for c in changed:
+        if c.after == UNREADABLE:
+            out.append(c)
+            continue
+        kept = c.cell in plain and plain[c.cell].verdict == c.before
+        out.append(dataclasses.replace(c, by=overrides if overrides and kept else RULES))
+    return out
 
 
 def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:

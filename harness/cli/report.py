@@ -73,7 +73,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     """`--reanalyze`: every cell decided again; the table, what changed, the exit code
     the sweep would give now. Writes only with `--write`, into a new directory."""
     from harness.analysis.kinds import UNREADABLE
-    from harness.answers.reanalyze import reanalyze
+    from harness.answers.reanalyze import changed_by, reanalyze
     from harness.cli.sweep import exit_code
     from harness.matrixfile.load import analysis_of
     from harness.report import ConsoleReporter, Report, write_all
@@ -88,6 +88,13 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     base = recorded.meta.get("baseline")
     results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
                                  base if isinstance(base, str) else None)
+    plain = results
+    if args.overrides and changed:
+        plain, _ = reanalyze(recorded.results, SeriesCache(args.dir),
+                             analysis_of(args.dir / "matrix.yaml"),
+                             base if isinstance(base, str) else None)
+    changed = changed_by(changed, plain, "--set " + " --set ".join(args.overrides)
+                         if args.overrides else "")
     # A cell whose samples were cut short is unreadable now: named as missing, and no
     # first bad is named across it (its row's plan entry is kept for that).
     cut = {c.cell: c.reason for c in changed if c.after == UNREADABLE}
@@ -103,7 +110,8 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     print(f"\nre-decided {len(results)} cells from their samples{how}: "
           f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
     for c in changed:
-        print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})")
+        print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})"
+              + (f"; changed by {c.by}" if c.by else ""))
     note = report.incomplete_note()
     if note is not None:
         print(note)

@@ -80,7 +80,10 @@ def test_a_set_that_changes_a_verdict_says_so(
                  "analysis.heap_floor_bytes=1000000000000"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "v3.cpu.s: leak -> ok" in out, out
+    # AND the change says what made it: the --set, not harness's rules
+    [line] = [x for x in out.splitlines() if "v3.cpu.s: leak -> ok" in x]
+    assert line.endswith("; changed by --set analysis.leak-floor-bytes=1000000000000 "
+                         "--set analysis.heap_floor_bytes=1000000000000"), line
 
 
 def test_a_set_applies_where_the_row_baseline_samples_were_cut(
@@ -101,3 +104,26 @@ def test_a_set_applies_where_the_row_baseline_samples_were_cut(
     main(["report", str(swept), "--reanalyze"])
     out = capsys.readouterr().out
     assert ": 1 verdict(s) changed:" in out and "v1.cpu.s: ok -> unreadable" in out, out
+
+
+def test_a_change_without_set_is_said_to_be_harness_rules(
+        swept: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN harness's rules changed since the sweep (here: its default leak floors)
+    import dataclasses
+    import importlib
+
+    module = importlib.import_module("harness.matrixfile.load")
+    real = module.analysis_of
+
+    def later_rules(file: Path, overrides: object = ()) -> object:
+        cfg = real(file, overrides)  # type: ignore[arg-type]
+        return dataclasses.replace(cfg, leak_floor_bytes=10**12, heap_floor_bytes=10**12)
+
+    monkeypatch.setattr(module, "analysis_of", later_rules)
+    main(["report", str(swept), "--reanalyze"])
+    out = capsys.readouterr().out
+    # THEN the changed verdict says harness's rules made it
+    [line] = [x for x in out.splitlines() if "v3.cpu.s: leak -> ok" in x]
+    assert line.endswith("changed by harness's rules: its analysis decides these samples "
+                         "otherwise than when swept"), line
