@@ -407,7 +407,8 @@ class UserPaths(RuleBasedStateMachine):
         if code == 2:
             return      # a directory with missing cells: said, exit 2
         for scenario, img in re.findall(
-                r"^(\w+) leaks with (\w+) in .*differs between runs", text, re.M):
+                r"^(\w+) leaks with (\w+) in .*differs between runs on the same host \(noise",
+                text, re.M):
             cid = cell_id(img, f"cpu.{scenario}")
             assert a.cells.get(cid) == b.cells.get(cid) or (
                 a.seen.get(cid) == b.seen.get(cid)), (self.log, "called noise", text)

@@ -84,3 +84,20 @@ def test_an_unreadable_first_bad_is_not_explained(
     # AND a partial report, where one is written, does not explain it either
     main(["report", str(explained), "--force"])
     assert "v3.cpu.s, first bad" not in (explained / "report.md").read_text()
+
+
+def test_compare_names_the_edit_between_two_runs_not_noise(
+        explained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a second sweep after the first bad image's pin changed (found by the model
+    # of users' paths, tests/model: compare called the difference noise)
+    write_matrix(tmp_path, (1, 2, 1, 4))
+    assert main(["sweep", str(tmp_path / "m.yaml"), "-q", "--out", str(tmp_path / "r")]) == 1
+    [second] = [p for p in (tmp_path / "r" / "prov").iterdir() if p != explained]
+    capsys.readouterr()
+    # WHEN the two runs are compared
+    assert main(["compare", str(explained), str(second)]) == 1
+    out = capsys.readouterr().out
+    # THEN the difference is the edit, in words, and not a call to re-run for noise
+    assert ("s leaks with v3 in " in out and "the runs differ in what they ran (pins "
+            "changed (demo==3 -> demo==1))" in out), out
+    assert "noise" not in out, out
