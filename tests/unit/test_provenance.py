@@ -101,3 +101,27 @@ def test_compare_names_the_edit_between_two_runs_not_noise(
     assert ("s leaks with v3 in " in out and "the runs differ in what they ran (pins "
             "changed (demo==3 -> demo==1))" in out), out
     assert "noise" not in out, out
+
+
+def test_a_comparison_is_not_kept_beside_a_new_baseline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN v2 (demo 2) peaking 2x above v1 (demo 1): a regression against it
+    def peaks(cell: Cell) -> Behaviour:
+        [pin] = cell.image.pip
+        return Behaviour(base_bytes=400e6 if pin == "demo==2" else 200e6)
+
+    monkeypatch.setattr("harness.runtimes.get_runtime",
+                        lambda name, docker_host=None: FakeRuntime(peaks))
+    matrix = write_matrix(tmp_path, (1, 2))
+    assert main(["sweep", str(matrix), "-q", "--out", str(tmp_path / "r")]) == 1
+    assert "first bad: v2 (last good: v1)" in capsys.readouterr().out
+    [run] = list((tmp_path / "r" / "prov").iterdir())
+    # WHEN the baseline's pin changes to v2's (the same peak) and the sweep resumes
+    write_matrix(tmp_path, (2, 2))
+    code = main(["sweep", str(matrix), "--resume", str(run), "--out", str(tmp_path / "r")])
+    captured = capsys.readouterr()
+    # THEN v2's comparison is made again against the new baseline run: no regression
+    assert code == 0 and "no bad image" in captured.out, captured.out
+    assert "v2.cpu.s: its row baseline v1.cpu.s runs again; running it again" in \
+        captured.err, captured.err
