@@ -222,6 +222,10 @@ class UserPaths(RuleBasedStateMachine):
             if digest and digest != run.seen.get(cid):
                 run.cells[cid], run.seen[cid] = fresh[cid], digest
                 run.samples_cut.discard(cid)
+            elif not digest and cid in run.seen:
+                # A resumed cell that runs again loses its old result first: not run
+                # where the run was interrupted before it.
+                run.cells[cid], run.seen[cid] = None, ""
 
     def check_answers(self, run: RunDir, code: int, text: str, *,
                       unknown: Collection[str] = (), written: bool = True,
