@@ -125,3 +125,16 @@ def test_a_comparison_is_not_kept_beside_a_new_baseline(
     assert code == 0 and "no bad image" in captured.out, captured.out
     assert "v2.cpu.s: its row baseline v1.cpu.s runs again; running it again" in \
         captured.err, captured.err
+
+
+def test_an_unreadable_cell_named_to_explain_is_said_to_be_unreadable(
+        explained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the first bad cell's result.json cut short (found by the model of users'
+    # paths: explain said "no cell 'v3.cpu.s' in this directory; did you mean v4?")
+    path = explained / "cells" / "v3.cpu.s" / "result.json"
+    path.write_bytes(path.read_bytes()[:200])
+    # WHEN it is named to explain
+    assert main(["explain", str(explained), "v3.cpu.s", "-q"]) == 2
+    err = capsys.readouterr().err
+    # THEN it is said to be unreadable, not absent, and nothing is explained
+    assert "cell 'v3.cpu.s' is unreadable here" in err and "did you mean" not in err, err
