@@ -359,11 +359,18 @@ class UserPaths(RuleBasedStateMachine):
         self.check_answers(run, code, text, unknown=cut, written=False, relaxed=relax)
 
     @precondition(lambda self: bool(self.dirs))
-    @rule(data=st.data())
-    def explain(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), one=st.booleans())
+    def explain(self, data: st.DataObject, one: bool) -> None:
+        """`harness explain DIR [CELL]`: an unreadable or missing cell is never
+        explained; the where it writes is checked by the next report."""
         run = data.draw(st.sampled_from(self.dirs), label="dir")
         wheres = {cid: sha(run.path / "cells" / cid / "where.json") for cid in run.cells}
-        code, _ = self.cli("explain", str(run.path), "-q")
+        cell = data.draw(st.sampled_from(sorted(run.cells)), label="cell") if one else None
+        code, text = self.cli("explain", str(run.path), *([cell] if cell else []), "-q")
+        if cell is not None and run.cells.get(cell) is None:
+            assert code != 0, (self.log, text)
+            assert sha(run.path / "cells" / cell / "where.json") == wheres[cell], (
+                self.log, "an unreadable cell explained")
         for cid, old in wheres.items():
             where = run.path / "cells" / cid / "where.json"
             if not where.is_file():
