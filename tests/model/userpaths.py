@@ -338,17 +338,23 @@ class UserPaths(RuleBasedStateMachine):
                            written=sha(run.path / "results.json") != results)
 
     @precondition(lambda self: bool(self.dirs))
-    @rule(data=st.data(), relax=st.booleans())
-    def reanalyze(self, data: st.DataObject, relax: bool) -> None:
+    @rule(data=st.data(), relax=st.booleans(), write=st.booleans())
+    def reanalyze(self, data: st.DataObject, relax: bool, write: bool) -> None:
+        """`report DIR --reanalyze [--set ...] [--write]`: an untouched cell keeps its
+        verdict, a --set changes what it says, a cut samples file is unreadable; the
+        directory is never written, a --write copy answers as the re-decided run."""
         run = data.draw(st.sampled_from(self.dirs), label="dir")
         before = {p: sha(p) for p in run.path.rglob("*") if p.is_file()}
+        beside = set(run.path.parent.iterdir())
         argv = ["report", str(run.path), "--reanalyze"]
         if relax:
             argv += ["--set", "analysis.leak-floor-bytes=1000000000000",
                      "--set", "analysis.heap_floor_bytes=1000000000000"]
-        code, text = self.cli(*argv)
+        code, text = self.cli(*argv, *(["--write"] if write else []))
         assert {p: sha(p) for p in run.path.rglob("*") if p.is_file()} == before, (
-            self.log, "reanalyze without --write wrote into the directory")
+            self.log, "reanalyze wrote into the directory")
+        made = set(run.path.parent.iterdir()) - beside
+        assert len(made) == (1 if write else 0), (self.log, made)
         changed = set(re.findall(r"^  (\S+): \S+ -> (\S+) ", text, re.M))
         cut = {cid for cid in run.samples_cut if run.cells.get(cid) is not None}
         expect = {(cid, "unreadable") for cid in cut}
@@ -357,6 +363,18 @@ class UserPaths(RuleBasedStateMachine):
                        if bad and cid not in cut}
         assert changed == expect, (self.log, text)
         self.check_answers(run, code, text, unknown=cut, written=False, relaxed=relax)
+        if made:
+            [path] = made
+            copy = RunDir(path)
+            for cid, bad in run.cells.items():
+                digest = sha(path / "cells" / cid / "result.json")
+                if digest:
+                    copy.cells[cid], copy.seen[cid] = bool(bad) and not relax, digest
+                else:
+                    copy.cells[cid] = None
+            assert {c for c, bad in copy.cells.items() if bad is None} == {
+                c for c, bad in run.cells.items() if bad is None} | cut, (self.log, made)
+            self.dirs.append(copy)
 
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data(), one=st.booleans())
