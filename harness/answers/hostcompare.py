@@ -118,6 +118,13 @@ def key_changes(pairs: Sequence[Pair]) -> str:
     return "; ".join(said)
 
 
+def same_run(p: Pair) -> bool:
+    """Both sides are one cell run (a re-decided copy of it): same run key and the same
+    recorded timings, to the last digit."""
+    return (p.a is not None and p.b is not None and p.a.key is not None
+            and p.a.key == p.b.key and p.a.timings == p.b.timings)
+
+
 @dataclass
 class Comparison:
     mode: str                       # "hosts" or "images"
@@ -163,6 +170,9 @@ class Comparison:
                 out.append(f"{scenario} {verb} with {images} in {bad_name}, not in "
                            f"{good_name}: " + (
                                f"the runs differ in what they ran ({edits})" if edits else
+                               "one run decided twice (a `report --reanalyze` copy: other "
+                               "analysis settings or rules), not a difference between runs"
+                               if all(same_run(p) for p in pairs) else
                                "differs between runs on the same host (noise or a changed "
                                "environment; re-run to confirm)"))
             elif self.mode == "hosts":

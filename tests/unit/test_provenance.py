@@ -138,3 +138,20 @@ def test_an_unreadable_cell_named_to_explain_is_said_to_be_unreadable(
     err = capsys.readouterr().err
     # THEN it is said to be unreadable, not absent, and nothing is explained
     assert "cell 'v3.cpu.s' is unreadable here" in err and "did you mean" not in err, err
+
+
+def test_compare_of_a_run_and_its_redecided_copy_names_no_noise(
+        explained: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the run decided again with floors no leak reaches, written beside it (found
+    # by the model of users' paths: compare called the difference noise between runs)
+    main(["report", str(explained), "--reanalyze", "--write", "--set",
+          "analysis.leak-floor-bytes=1000000000000", "--set",
+          "analysis.heap_floor_bytes=1000000000000"])
+    copy = explained.with_name(explained.name + "-reanalyzed")
+    capsys.readouterr()
+    # WHEN the two are compared
+    assert main(["compare", str(explained), str(copy)]) == 1
+    out = capsys.readouterr().out
+    # THEN it says one run was decided twice
+    assert "s leaks with v3 and v4 in " in out and "one run decided twice" in out, out
+    assert "noise" not in out, out
