@@ -77,6 +77,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     from harness.cli.sweep import exit_code
     from harness.matrixfile.load import analysis_of
     from harness.report import ConsoleReporter, Report, write_all
+    from harness.result.codec import JSON
     from harness.result.model import Planned
     from harness.store import RunStore, SeriesCache
     from harness.store.runs import REANALYZED
@@ -84,14 +85,19 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
     if args.issue is not None or (args.format not in (None, "console")):
         raise InputError("--reanalyze prints the console table; --issue and --format "
                          f"{args.format or ''} read the directory as recorded")
-    cfg = analysis_of(args.dir / "matrix.yaml", args.overrides)
+    # A copy written by --write was decided with the --set it records (results.json's
+    # meta, `analysis_set`): deciding it again starts from those, so an untouched copy
+    # gives back its verdicts too.
+    kept = recorded.meta.get("analysis_set")
+    before = [str(x) for x in kept] if isinstance(kept, list) else []
+    cfg = analysis_of(args.dir / "matrix.yaml", [*before, *args.overrides])
     base = recorded.meta.get("baseline")
     results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
                                  base if isinstance(base, str) else None)
     plain = results
     if args.overrides and changed:
         plain, _ = reanalyze(recorded.results, SeriesCache(args.dir),
-                             analysis_of(args.dir / "matrix.yaml"),
+                             analysis_of(args.dir / "matrix.yaml", before),
                              base if isinstance(base, str) else None)
     changed = changed_by(changed, plain, "--set " + " --set ".join(args.overrides)
                          if args.overrides else "")
@@ -125,7 +131,8 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
                    tuple(planned))
         for res in results.values():
             store.write_cell(res)
-        write_all(store, dataclasses.replace(report, root=None))
+        meta: dict[str, JSON] = {**report.meta, "analysis_set": [*before, *args.overrides]}
+        write_all(store, dataclasses.replace(report, root=None, meta=meta))
         print(f"written: {out} ({args.dir} unchanged)")
     else:
         print(f"nothing written; --write puts the re-decided run beside {args.dir}")

@@ -127,3 +127,19 @@ def test_a_change_without_set_is_said_to_be_harness_rules(
     [line] = [x for x in out.splitlines() if "v3.cpu.s: leak -> ok" in x]
     assert line.endswith("changed by harness's rules: its analysis decides these samples "
                          "otherwise than when swept"), line
+
+
+def test_a_written_copy_is_decided_again_as_it_was_written(
+        swept: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a copy re-decided with --set and written (found by the model of users'
+    # paths: deciding the copy again turned its verdicts back, "by harness's rules")
+    main(["report", str(swept), "--reanalyze", "--write", "--set",
+          "analysis.leak-floor-bytes=1000000000000", "--set",
+          "analysis.heap_floor_bytes=1000000000000"])
+    copy = swept.with_name(swept.name + "-reanalyzed")
+    capsys.readouterr()
+    # WHEN the untouched copy is decided again
+    assert main(["report", str(copy), "--reanalyze"]) == 0
+    # THEN nothing changes: it records the --set it was decided with
+    out = capsys.readouterr().out
+    assert ": 0 verdict(s) changed" in out, out
