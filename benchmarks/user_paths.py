@@ -49,6 +49,7 @@ def main() -> int:
     if args.quick:
         args.sequences, args.steps = 4, 8
     sweep_s = min(one_sweep() for _ in range(2))   # the first pays the imports
+    UserPaths.counts.clear()
     UserPaths.counts.update(sequences=0, steps=0, commands=0)
     started = time.perf_counter()
     found = None
@@ -65,6 +66,8 @@ def main() -> int:
     per_step = spent / max(c["steps"], 1)
     print(f"sequences {c['sequences']}, steps {c['steps']}, commands {c['commands']}, "
           f"{spent:.1f} s")
+    print("paths taken: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())
+                                       if k not in ("sequences", "steps", "commands")))
     print(f"per step {per_step:.3f} s; one plain sweep {sweep_s:.3f} s; "
           f"a step costs {per_step / sweep_s:.2f} sweeps")
     if found is not None:

@@ -8,10 +8,11 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from userpaths import UserPaths
 
-SEQUENCES, STEPS = 12, 14
+SEQUENCES, STEPS = 30, 20
 
 
 def test_every_answer_holds_to_the_truth_along_users_paths() -> None:
+    UserPaths.counts.clear()
     UserPaths.counts.update(sequences=0, steps=0, commands=0)
     run_state_machine_as_test(UserPaths, settings=settings(
         max_examples=SEQUENCES, stateful_step_count=STEPS, derandomize=True,
@@ -21,3 +22,6 @@ def test_every_answer_holds_to_the_truth_along_users_paths() -> None:
     counts = UserPaths.counts
     assert counts["sequences"] >= SEQUENCES, counts
     assert counts["commands"] >= SEQUENCES * STEPS // 3, counts
+    # and it walked the paths the issue names: a Ctrl-C, a where gone stale, an explain
+    assert counts.get("interrupted", 0) and counts.get("explained", 0), counts
+    assert counts.get("stale where", 0), counts

@@ -138,6 +138,7 @@ class RunDir:
     seen: dict[str, str] = field(default_factory=dict)      # cell -> result.json sha
     explained: dict[str, str] = field(default_factory=dict)  # cell -> sha explained
     samples_cut: set[str] = field(default_factory=set)
+    kind: str = "sweep"         # or "reanalyzed": `report --reanalyze --write` made it
 
 
 def sha(path: Path) -> str:
@@ -147,6 +148,10 @@ def sha(path: Path) -> str:
 class UserPaths(RuleBasedStateMachine):
     # What the runs walked (sequences, steps, commands), for the test and the benchmark.
     counts: ClassVar[dict[str, int]] = {"sequences": 0, "steps": 0, "commands": 0}
+
+    def seen(self, event: str) -> None:
+        """Count a path worth knowing the walk took (a stale note, a Ctrl-C, ...)."""
+        self.counts[event] = self.counts.get(event, 0) + 1
 
     def __init__(self) -> None:
         super().__init__()
@@ -161,6 +166,7 @@ class UserPaths(RuleBasedStateMachine):
         self.copies = 0
         self.log: list[str] = []
         self.interrupt_at: int | None = None
+        self.explained_ok = False
         self.patch = mock.patch("harness.runtimes.get_runtime", self._runtime)
         self.patch.start()
         self.write_files()
@@ -208,6 +214,8 @@ class UserPaths(RuleBasedStateMachine):
             code = main(list(argv))
         text = out.getvalue() + err.getvalue()
         assert "Traceback" not in text, (self.log, text)
+        if STALE in text:
+            self.seen("stale where")
         assert code in EXIT_CODES, (self.log, code, text)
         return code, text
 
@@ -279,11 +287,13 @@ class UserPaths(RuleBasedStateMachine):
             assert current, (self.log, cid, "where shown but the cells changed")
 
     # -------------------------------------------------------------- rules: sweeping
-    @rule(interrupt=st.one_of(st.none(), st.integers(1, 8)))
-    def sweep(self, interrupt: int | None) -> None:
+    @rule(interrupt=st.one_of(st.none(), st.integers(1, 8)), explain=st.booleans())
+    def sweep(self, interrupt: int | None, explain: bool = False) -> None:
+        """`harness sweep [--explain]`, perhaps Ctrl-C'd at its n-th cell run."""
         self.interrupt_at = interrupt
         before = set((self.root / "r" / "paths").glob("2*"))
-        code, text = self.cli("sweep", str(self.matrix), "-q", "--out", str(self.root / "r"))
+        code, text = self.cli("sweep", str(self.matrix), "-q", "--out", str(self.root / "r"),
+                              *(["--explain"] if explain else []))
         made = [p for p in (self.root / "r" / "paths").glob("2*") if p not in before]
         assert len(made) == 1, (self.log, made, text)
         run = RunDir(made[0])
@@ -291,9 +301,12 @@ class UserPaths(RuleBasedStateMachine):
         self.taken_in(run, self.now())
         if interrupt is not None:
             assert code == 130, (self.log, code, text)
+            self.seen("interrupted")
             return
         assert set(run.cells) == set(self.now())
-        self.check_answers(run, code, text)
+        if explain:
+            self.took_where(run, {})
+        self.check_answers(run, code, text, written=True)
 
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data(), interrupt=st.one_of(st.none(), st.integers(1, 8)))
@@ -301,6 +314,11 @@ class UserPaths(RuleBasedStateMachine):
         run = data.draw(st.sampled_from(self.dirs), label="dir")
         self.interrupt_at = interrupt
         code, text = self.cli("sweep", str(self.matrix), "-q", "--resume", str(run.path))
+        if run.kind != "sweep":
+            # A re-decided copy is not a sweep's directory: refused, nothing run.
+            assert code == 2 and "which --resume does not read" in text, (self.log, text)
+            self.interrupt_at = None
+            return
         self.taken_in(run, self.now())
         if interrupt is not None and code == 130:
             return
@@ -309,13 +327,19 @@ class UserPaths(RuleBasedStateMachine):
         self.check_answers(run, code, text)
 
     # -------------------------------------------------------------- rules: editing
-    @rule(what=st.sampled_from(["pin", "scenario", "helper", "iterations"]),
+    @rule(what=st.sampled_from(["pin", "first bad pin", "scenario", "helper",
+                                "iterations"]),
           image=st.integers(0, 3), value=st.integers(1, 5))
     def edit(self, what: str, image: int, value: int) -> None:
         """A user edits the matrix's pin of one image, the scenario file, the helper
         module it imports, or `iterations`."""
         if what == "pin":
             self.pins[image] = value
+        elif what == "first bad pin":
+            # The issue's own path: the first bad image pinned back to a good version.
+            first = oracle(self.now())["cpu.s"][0]
+            if first is not None:
+                self.pins[IMAGES.index(first)] = 1
         elif what == "scenario":
             self.threshold["s"] = 2 + value % 3
         elif what == "helper":
@@ -326,16 +350,44 @@ class UserPaths(RuleBasedStateMachine):
                         f"iterations {self.iterations}")
         self.write_files()
 
+    @precondition(lambda self: any(d.explained and d.kind == "sweep" for d in self.dirs))
+    @rule(data=st.data())
+    def repin_explained(self, data: st.DataObject) -> None:
+        """The path issue 35 found by hand, as a rule so its variations are walked too:
+        an explained run, the first bad image pinned back to a good version, the sweep
+        resumed, then reported."""
+        run = data.draw(st.sampled_from([d for d in self.dirs
+                                         if d.explained and d.kind == "sweep"]), label="dir")
+        self.edit("first bad pin", 0, 0)
+        self.interrupt_at = None
+        code, text = self.cli("sweep", str(self.matrix), "-q", "--resume", str(run.path))
+        self.taken_in(run, self.now())
+        self.check_answers(run, code, text)
+        self.report_run(run)
+
     # -------------------------------------------------------------- rules: reading
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data())
     def report(self, data: st.DataObject) -> None:
-        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        self.report_run(data.draw(st.sampled_from(self.dirs), label="dir"))
+
+    def report_run(self, run: RunDir) -> None:
         before, results = self.cell_files(run), sha(run.path / "results.json")
         code, text = self.cli("report", str(run.path))
         assert self.cell_files(run) == before, (self.log, "report rewrote a cell")
         self.check_answers(run, code, text,
                            written=sha(run.path / "results.json") != results)
+        said = re.search(r"stale: the cells changed since; `(harness explain [^`]+)` "
+                         r"refreshes it", text)
+        if said is not None:
+            # The stale note's command works: it explains the row's pair as it is now
+            # (or says which cells must run again first, where the matrix changed).
+            assert said.group(1) == f"harness explain {run.path}", (self.log, text)
+            self.seen("stale where refreshed")
+            self.explain_run(run, None)
+            code, text = self.cli("report", str(run.path))
+            if self.explained_ok:
+                assert STALE not in text, (self.log, text)
 
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data(), relax=st.booleans(), write=st.booleans())
@@ -365,13 +417,17 @@ class UserPaths(RuleBasedStateMachine):
         self.check_answers(run, code, text, unknown=cut, written=False, relaxed=relax)
         if made:
             [path] = made
-            copy = RunDir(path)
+            copy = RunDir(path, kind="reanalyzed")
             for cid, bad in run.cells.items():
                 digest = sha(path / "cells" / cid / "result.json")
                 if digest:
                     copy.cells[cid], copy.seen[cid] = bool(bad) and not relax, digest
                 else:
                     copy.cells[cid] = None
+            # The copy holds the same runs (one run key each), re-decided: a where that
+            # rested on them still does, wherever its pair is still the row's.
+            copy.explained = {cid: copy.seen[cid] for cid, digest in run.explained.items()
+                              if digest == run.seen.get(cid) and cid in copy.seen}
             assert {c for c, bad in copy.cells.items() if bad is None} == {
                 c for c, bad in run.cells.items() if bad is None} | cut, (self.log, made)
             self.dirs.append(copy)
@@ -382,28 +438,39 @@ class UserPaths(RuleBasedStateMachine):
         """`harness explain DIR [CELL]`: an unreadable or missing cell is never
         explained; the where it writes is checked by the next report."""
         run = data.draw(st.sampled_from(self.dirs), label="dir")
-        wheres = {cid: sha(run.path / "cells" / cid / "where.json") for cid in run.cells}
-        cell = data.draw(st.sampled_from(sorted(run.cells)), label="cell") if one else None
-        code, text = self.cli("explain", str(run.path), *([cell] if cell else []), "-q")
-        if cell is not None and run.cells.get(cell) is None:
-            assert code != 0, (self.log, text)
-            assert sha(run.path / "cells" / cell / "where.json") == wheres[cell], (
-                self.log, "an unreadable cell explained")
-        for cid, old in wheres.items():
-            where = run.path / "cells" / cid / "where.json"
-            if not where.is_file():
-                run.explained.pop(cid, None)
-            elif sha(where) != old:
-                role = json.loads(where.read_text()).get("role")
-                if role == "first bad":
-                    run.explained[cid] = run.seen.get(cid, "")
-                else:
-                    run.explained.pop(cid, None)
+        cell = (data.draw(st.sampled_from(sorted(run.cells)), label="cell")
+                if one and run.cells else None)
+        code = self.explain_run(run, cell)
         if code == 0:
             results = sha(run.path / "results.json")
             report_code, report_text = self.cli("report", str(run.path))
             self.check_answers(run, report_code, report_text,
                                written=sha(run.path / "results.json") != results)
+
+    def explain_run(self, run: RunDir, cell: str | None) -> int:
+        wheres = {cid: sha(run.path / "cells" / cid / "where.json") for cid in run.cells}
+        code, text = self.cli("explain", str(run.path), *([cell] if cell else []), "-q")
+        self.explained_ok = code == 0 and "not explained" not in text
+        if cell is not None and run.cells.get(cell) is None:
+            assert code != 0, (self.log, text)
+            assert sha(run.path / "cells" / cell / "where.json") == wheres[cell], (
+                self.log, "an unreadable cell explained")
+        self.took_where(run, wheres)
+        return code
+
+    def took_where(self, run: RunDir, wheres: dict[str, str]) -> None:
+        """The where.json files a command wrote rest on the cells as they are now."""
+        for cid in run.cells:
+            where = run.path / "cells" / cid / "where.json"
+            if not where.is_file():
+                run.explained.pop(cid, None)
+            elif sha(where) != wheres.get(cid, ""):
+                role = json.loads(where.read_text()).get("role")
+                if role == "first bad":
+                    run.explained[cid] = run.seen.get(cid, "")
+                    self.seen("explained")
+                else:
+                    run.explained.pop(cid, None)
 
     @rule(scenario=st.sampled_from(["s", "t"]))
     def bisect(self, scenario: str) -> None:
@@ -439,8 +506,7 @@ class UserPaths(RuleBasedStateMachine):
                 r"^(\w+) leaks with (\w+) in .*differs between runs on the same host \(noise",
                 text, re.M):
             cid = cell_id(img, f"cpu.{scenario}")
-            assert a.cells.get(cid) == b.cells.get(cid) or (
-                a.seen.get(cid) == b.seen.get(cid)), (self.log, "called noise", text)
+            assert a.cells.get(cid) == b.cells.get(cid), (self.log, "called noise", text)
 
     @precondition(lambda self: bool(self.dirs))
     @rule()
@@ -475,7 +541,7 @@ class UserPaths(RuleBasedStateMachine):
         shutil.copytree(run.path, target)
         self.log.append(f"cp -r {run.path.relative_to(self.root)} {target.name}")
         self.dirs.append(RunDir(target, dict(run.cells), dict(run.seen),
-                                dict(run.explained), set(run.samples_cut)))
+                                dict(run.explained), set(run.samples_cut), run.kind))
 
     # -------------------------------------------------------------- always
     def cell_files(self, run: RunDir) -> dict[Path, str]:
