@@ -6,6 +6,7 @@ of them."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from userpaths import UserPaths
@@ -13,6 +14,7 @@ from userpaths import UserPaths
 SEQUENCES, STEPS = 30, 20
 
 
+@pytest.mark.slow
 def test_every_answer_holds_to_the_truth_along_users_paths() -> None:
     UserPaths.counts.clear()
     UserPaths.counts.update(sequences=0, steps=0, commands=0)
