@@ -516,8 +516,10 @@ class UserPaths(RuleBasedStateMachine):
 
     # -------------------------------------------------------------- rules: damage
     @precondition(lambda self: bool(self.dirs))
-    @rule(data=st.data(), samples=st.booleans())
-    def cut_short(self, data: st.DataObject, samples: bool) -> None:
+    @rule(data=st.data(), samples=st.booleans(), garbage=st.booleans())
+    def cut_short(self, data: st.DataObject, samples: bool, garbage: bool) -> None:
+        """A result.json or samples.jsonl cut short (a copy that stopped, a full disk),
+        or a result.json overwritten with JSON of another shape."""
         run = data.draw(st.sampled_from(self.dirs), label="dir")
         done = sorted(cid for cid, bad in run.cells.items() if bad is not None)
         if not done:
@@ -525,8 +527,12 @@ class UserPaths(RuleBasedStateMachine):
         cid = data.draw(st.sampled_from(done), label="cell")
         path = run.path / "cells" / cid / ("samples.jsonl" if samples else "result.json")
         text = path.read_bytes()
-        path.write_bytes(text[: len(text) // 2])
-        self.log.append(f"cut {path.relative_to(self.root)}")
+        if garbage and not samples:
+            path.write_text('{"schema": 3, "id": 7, "verdict": "leak"}\n')
+        else:
+            path.write_bytes(text[: len(text) // 2])
+        self.log.append(f"{'garbled' if garbage and not samples else 'cut'} "
+                        f"{path.relative_to(self.root)}")
         if samples:
             run.samples_cut.add(cid)
         else:
