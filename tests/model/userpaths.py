@@ -139,6 +139,7 @@ class RunDir:
     explained: dict[str, str] = field(default_factory=dict)  # cell -> sha explained
     samples_cut: set[str] = field(default_factory=set)
     kind: str = "sweep"         # or "reanalyzed": `report --reanalyze --write` made it
+    garbled: set[str] = field(default_factory=set)   # result.json of another shape
 
 
 def sha(path: Path) -> str:
@@ -230,6 +231,7 @@ class UserPaths(RuleBasedStateMachine):
             if digest and digest != run.seen.get(cid):
                 run.cells[cid], run.seen[cid] = fresh[cid], digest
                 run.samples_cut.discard(cid)
+                run.garbled.discard(cid)
             elif not digest and cid in run.seen:
                 # A resumed cell that runs again loses its old result first: not run
                 # where the run was interrupted before it.
@@ -241,6 +243,12 @@ class UserPaths(RuleBasedStateMachine):
         """The printed table (each cell's verdict, each row's answer), results.json
         where the command wrote it, and the exit code equal the model's answer over
         what `run` recorded."""
+        if run.garbled and code == 2:
+            # A result.json of another shape is refused as bad input, the file and its
+            # key named (the store's rule: `store.results.read_cells`).
+            assert any(f"cells/{c}/result.json: " in text for c in run.garbled), (
+                self.log, text)
+            return
         known = {cid: (None if cid in unknown or bad is None else bad and not relaxed)
                  for cid, bad in run.cells.items()}
         expect = oracle(known)
@@ -405,6 +413,9 @@ class UserPaths(RuleBasedStateMachine):
         code, text = self.cli(*argv, *(["--write"] if write else []))
         assert {p: sha(p) for p in run.path.rglob("*") if p.is_file()} == before, (
             self.log, "reanalyze wrote into the directory")
+        if run.garbled:
+            assert code == 2, (self.log, text)
+            return
         made = set(run.path.parent.iterdir()) - beside
         assert len(made) == (1 if write else 0), (self.log, made)
         changed = set(re.findall(r"^  (\S+): \S+ -> (\S+) ", text, re.M))
@@ -512,7 +523,8 @@ class UserPaths(RuleBasedStateMachine):
     @rule()
     def history(self) -> None:
         code, text = self.cli("history", str(self.root / "r" / "paths"))
-        assert code in (0, 1, 4), (self.log, code, text)
+        garbled = any(d.garbled for d in self.dirs if d.path.parent.name == "paths")
+        assert code in ((0, 1, 2, 4) if garbled else (0, 1, 4)), (self.log, code, text)
 
     # -------------------------------------------------------------- rules: damage
     @precondition(lambda self: bool(self.dirs))
@@ -529,6 +541,7 @@ class UserPaths(RuleBasedStateMachine):
         text = path.read_bytes()
         if garbage and not samples:
             path.write_text('{"schema": 3, "id": 7, "verdict": "leak"}\n')
+            run.garbled.add(cid)
         else:
             path.write_bytes(text[: len(text) // 2])
         self.log.append(f"{'garbled' if garbage and not samples else 'cut'} "
@@ -547,7 +560,8 @@ class UserPaths(RuleBasedStateMachine):
         shutil.copytree(run.path, target)
         self.log.append(f"cp -r {run.path.relative_to(self.root)} {target.name}")
         self.dirs.append(RunDir(target, dict(run.cells), dict(run.seen),
-                                dict(run.explained), set(run.samples_cut), run.kind))
+                                dict(run.explained), set(run.samples_cut), run.kind,
+                                set(run.garbled)))
 
     # -------------------------------------------------------------- always
     def cell_files(self, run: RunDir) -> dict[Path, str]:
