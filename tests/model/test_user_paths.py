@@ -1,8 +1,8 @@
 """The model of users' paths (tests/model/userpaths.py) run in CI: a fixed seed and a
 bounded number of sequences, so the same paths are walked on every run. Measured on the
-2-core development VM: 35 sequences, 560 steps, 428 commands, 15 s of CPU, 35 s wall
-(90 s at load average 14; `pytest -s` prints the counts); `benchmarks/user_paths.py`
-walks more of them."""
+2-core development VM at load average 13: 35 sequences, 571 steps, 469 commands, 20 s
+of CPU, 42 s wall (`pytest -s` prints the counts); `benchmarks/user_paths.py` walks
+more of them."""
 
 from __future__ import annotations
 
