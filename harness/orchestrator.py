@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD
-from harness.matrixfile.model import Cell, Matrix
+from harness.matrixfile.model import Cell, Matrix, row_baselines
 from harness.preflight import whole_script
 from harness.result.model import CellResult
 from harness.result.runkey import key_of, why_changed
@@ -89,6 +89,8 @@ class Sweep:
         start = time.monotonic()
         outcome = SweepOutcome(self.store, {})
         todo = [c for c in cells if not (resume and self._reuse(c, outcome))]
+        if resume:
+            todo = self._with_baselines(cells, todo, outcome)
         if outcome.reused:
             self.progress(f"resume: {outcome.reused} finished cells reused from "
                           f"{self.store.root}, {len(todo)} to run")
@@ -132,6 +134,23 @@ class Sweep:
         outcome.results[cell.id] = old
         outcome.reused += 1
         return True
+
+    def _with_baselines(self, cells: list[Cell], todo: list[Cell], outcome: SweepOutcome
+                        ) -> list[Cell]:
+        """`todo` and the reused cells whose row baseline runs again: a cell's comparison
+        with its baseline (and its verdict, where that decided it) rests on the baseline's
+        run, so it is not kept beside a new one."""
+        again = {c.id for c in todo}
+        bases = row_baselines(cells, self.matrix.baseline)
+        for c in cells:
+            base = bases[c.id]
+            if c.id not in again and base != c.id and base in again:
+                outcome.results.pop(c.id, None)
+                outcome.reused -= 1
+                again.add(c.id)
+                self.progress(f"resume: {c.id}: its row baseline {base} runs again; "
+                              "running it again")
+        return [c for c in cells if c.id in again]
 
     def _one(self, cell: Cell, rows: RowComparisons, outcome: SweepOutcome, counter: list[int],
              total: int, stop: threading.Event) -> None:

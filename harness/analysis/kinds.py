@@ -143,6 +143,7 @@ class Look:
 UNAVAILABLE = "unavailable"
 CRASH = "crash"     # the scenario raised: its traceback's last frames are shown
 OOM = "oom"         # out of memory: the allocation report is looked for
+SLOWDOWN = "slowdown"   # steps slowed within the run: said beside a leak too (`also_slowed`)
 BAD: frozenset[str] = of_class("bad")
 GOOD: frozenset[str] = of_class("good")
 # Ran, but could not tell: run longer. Not a complete answer.
@@ -154,6 +155,10 @@ IN_DOUBT: frozenset[str] = of_class("undecided")
 CUT_SHORT: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.cut_short)
 # A row's baseline of these kinds is compared with (`Kind.compared_with`).
 COMPARED_WITH: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.compared_with)
+# Bad kinds about time (their figure is a step ratio, in the run or against the baseline):
+# only beside them does a timing ratio belong in an issue draft.
+TIMED: frozenset[str] = frozenset(
+    k.name for k in KINDS.values() if k.cls == "bad" and k.figure in ("steps", "baseline"))
 # Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
 NOT_RUN = "not run"
 UNREADABLE = "unreadable"

@@ -20,6 +20,7 @@ from tabulate import tabulate
 from harness.analysis.kinds import BAD, GOOD, kind
 from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
+from harness.result.runkey import why_changed
 from harness.result.words import cell_text
 
 Result = CellResult
@@ -101,6 +102,29 @@ class Pair:
                 and self.a.verdict != self.b.verdict)
 
 
+def key_changes(pairs: Sequence[Pair]) -> str:
+    """What the two runs' cells ran differently (their run keys, `result.runkey`), in
+    words; empty where every pair ran alike (or a side was recorded before keys): only
+    then may a difference be noise."""
+    said: list[str] = []
+    for p in pairs:
+        if p.a is None or p.b is None or p.a.key is None or p.b.key is None:
+            continue
+        why = why_changed(p.a.key, p.b.key)
+        if why is not None:
+            text = why.replace(" changed since it ran", " changed")
+            if text not in said:
+                said.append(text)
+    return "; ".join(said)
+
+
+def same_run(p: Pair) -> bool:
+    """Both sides are one cell run (a re-decided copy of it): same run key and the same
+    recorded timings, to the last digit."""
+    return (p.a is not None and p.b is not None and p.a.key is not None
+            and p.a.key == p.b.key and p.a.timings == p.b.timings)
+
+
 @dataclass
 class Comparison:
     mode: str                       # "hosts" or "images"
@@ -142,9 +166,15 @@ class Comparison:
             verb = kind(verdict).verb
             if self.mode == "hosts" and self.same_host:
                 images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
+                edits = key_changes(pairs)
                 out.append(f"{scenario} {verb} with {images} in {bad_name}, not in "
-                           f"{good_name}: differs between runs on the same host (noise or a "
-                           "changed environment; re-run to confirm)")
+                           f"{good_name}: " + (
+                               f"the runs differ in what they ran ({edits})" if edits else
+                               "one run decided twice (a `report --reanalyze` copy: other "
+                               "analysis settings or rules), not a difference between runs"
+                               if all(same_run(p) for p in pairs) else
+                               "differs between runs on the same host (noise or a changed "
+                               "environment; re-run to confirm)"))
             elif self.mode == "hosts":
                 images = _join_words(sorted({p.key[0] for p in pairs}, key=_index(pairs)))
                 out.append(f"{scenario} {verb} only on {bad_name} with {images} "

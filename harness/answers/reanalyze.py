@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from harness.analysis.baselinefacts import baseline_facts
 from harness.analysis.config import AnalysisConfig
-from harness.analysis.decision import CellFacts, decide
+from harness.analysis.decision import Baseline, CellFacts, decide
 from harness.analysis.kinds import COMPARED_WITH, GOOD, NOT_MEASURED, UNREADABLE
 from harness.analysis.replay import replay_live
 from harness.analysis.verdict import CellVerdict
@@ -34,7 +34,7 @@ from harness.result.build import run_outcome, with_verdict
 from harness.result.model import CellResult
 from harness.store.results import SeriesCache
 
-__all__ = ["Changed", "reanalyze"]
+__all__ = ["RULES", "Changed", "changed_by", "reanalyze"]
 
 # Verdicts set before anything ran: there are no samples to decide them from again.
 KEPT = NOT_MEASURED
@@ -48,6 +48,26 @@ class Changed:
     before: str
     after: str
     reason: str
+    by: str = ""        # what changed it: the --set overrides, or harness's rules
+
+
+RULES = "harness's rules: its analysis decides these samples otherwise than when swept"
+
+
+def changed_by(changed: list[Changed], plain: Mapping[str, CellResult], overrides: str
+               ) -> list[Changed]:
+    """Each change said with what made it: `overrides` (the --set) where the cell decided
+    again without them (`plain`) keeps its recorded verdict, else harness's rules (a
+    re-analysis of an untouched run with the harness that made it changes nothing); a
+    cut-short samples file says so in its reason already."""
+    out = []
+    for c in changed:
+        if c.after == UNREADABLE:
+            out.append(c)
+            continue
+        kept = c.cell in plain and plain[c.cell].verdict == c.before
+        out.append(dataclasses.replace(c, by=overrides if overrides and kept else RULES))
+    return out
 
 
 def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
@@ -78,13 +98,26 @@ def cut_short(res: CellResult, series: Series) -> str | None:
             f"calls; {kept}), so it cannot be decided again")
 
 
+def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
+    """The comparison with its row's baseline as the sweep made it, as facts."""
+    vs = res.vs_baseline
+    if vs is None:
+        return None
+    rounds = res.settings.get("rounds")
+    return Baseline(vs.baseline, vs.steps, vs.peak_rss, vs.cpu,
+                    busy=cfg.recheck_share if vs.direction == "~" else 0.0,
+                    confirmation=vs.confirmation,
+                    rounds=rounds if isinstance(rounds, int) else 0)
+
+
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
     """Every cell decided again, and the cells whose verdict changed.
 
     A cell whose samples file was cut short (`cut_short`) is left out of the results
     and listed as changed to `unreadable`, with why; a cell whose row baseline was cut
-    short keeps its recorded verdict (its comparison cannot be made again).
+    short is decided again from its own samples with its recorded comparison (which
+    cannot be made again).
 
     Args:
         series: Each cell's recorded samples (cells/<id>/samples.jsonl).
@@ -108,14 +141,21 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     for cell_id, (res, verdict) in decided.items():
         base_id = bases[cell_id]
         if base_id in cut:
-            out[cell_id] = results[cell_id]
+            # The comparison cannot be made again: the recorded one stands, and the
+            # cell is decided again with it (a --set still applies to its own run).
+            out[cell_id] = (res if verdict is None else
+                            with_verdict(res, decide(CellFacts(
+                                cfg, baseline=recorded(results[cell_id], cfg),
+                                within=verdict))))
             continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (
                 base_res.verdict in COMPARED_WITH):
             base_series = series(base_id) or no_samples()
-            # Rounds cannot run again: the recorded ones stand (or none ran).
-            old = res.vs_baseline.confirmation if res.vs_baseline is not None else None
+            # Rounds cannot run again: the recorded ones stand (or none ran). They are
+            # read from the stored result: `res` holds the within-run verdict only.
+            stored = results[cell_id].vs_baseline
+            old = stored.confirmation if stored is not None else None
             rounds = res.settings.get("rounds")
             facts = baseline_facts(cfg, base_series, series(cell_id) or no_samples(),
                                    base_res.image.label,

@@ -101,6 +101,12 @@ def chosen(results: dict[str, CellResult], cell: str | None,
            planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
     from harness.answers.explain import pairs
 
+    if cell is not None and cell in unreadable:
+        # Never explained: its result cannot be read, so what would be explained is not
+        # what the sweep decided (issue 35 item 1).
+        raise InputError(f"cell {cell!r} is unreadable here (its result.json is damaged "
+                         "or cut short), so it is not explained; `harness report DIR` "
+                         "names it and the command that runs it again")
     if cell is not None and cell not in results:
         near = difflib.get_close_matches(cell, list(results), n=1)
         raise InputError(f"no cell {cell!r} in this directory"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,6 @@ from harness.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
     from harness.report import Renderer, Report, RunDir
-    from harness.result.model import Planned
 
 FORMATS = ("console", "md", "html", "junit", "json")
 
@@ -87,109 +85,6 @@ def newest_run(path: Path, command: str) -> Path:
     return path
 
 
-def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
-    """`--reanalyze`: every cell decided again; the table, what changed, the exit code
-    the sweep would give now. Writes only with `--write`, into a new directory."""
-    from harness.analysis.kinds import UNREADABLE
-    from harness.answers.reanalyze import reanalyze
-    from harness.cli.sweep import exit_code
-    from harness.matrixfile.load import analysis_of
-    from harness.report import ConsoleReporter, Report
-    from harness.result.model import Planned
-    from harness.store import SeriesCache
-
-    if args.issue is not None or (args.format not in (None, "console")):
-        raise InputError("--reanalyze prints the console table; --issue and --format "
-                         f"{args.format or ''} read the directory as recorded")
-    cfg = analysis_of(args.dir / "matrix.yaml", args.overrides)
-    base = recorded.meta.get("baseline")
-    results, changed = reanalyze(recorded.results, SeriesCache(args.dir), cfg,
-                                 base if isinstance(base, str) else None)
-    # A cell whose samples were cut short is unreadable now: named as missing, and no
-    # first bad is named across it (its row's plan entry is kept for that).
-    cut = {c.cell: c.reason for c in changed if c.after == UNREADABLE}
-    planned = list(recorded.planned) + [
-        Planned(cid, r.row, r.image.label, r.image.index)
-        for cid, r in recorded.results.items()
-        if cid in cut and cid not in {p.id for p in recorded.planned}]
-    report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
-                                 planned=planned, unreadable={**recorded.unreadable, **cut})
-    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                details=args.details)
-    how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
-    print(f"\nre-decided {len(results)} cells from their samples{how}: "
-          f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
-    for c in changed:
-        print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})")
-    note = report.incomplete_note()
-    if note is not None:
-        print(note)
-    if args.write:
-        out = write_beside(args.dir, recorded, report, planned)
-        print(f"written: {out} ({args.dir} unchanged)")
-    else:
-        print(f"nothing written; --write puts the re-decided run beside {args.dir}")
-    return exit_code(report)
-
-
-def write_beside(run_dir: Path, recorded: Report, report: Report,
-                 planned: list[Planned]) -> Path:
-    """`--reanalyze --write`: the re-decided run as a new directory beside `run_dir`.
-
-    Raises:
-        StoreError: the new directory cannot be written.
-    """
-    from harness.report import write_all
-    from harness.store import RunStore
-    from harness.store.runs import REANALYZED
-
-    out = beside(run_dir)
-    store = RunStore(out)
-    copy_run(run_dir, out)
-    matrix = recorded.meta.get("matrix")
-    # The copy's plan names what it lacks too (a cut-short cell has no result).
-    store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
-               tuple(planned))
-    for res in report.results.values():
-        store.write_cell(res)
-    write_all(store, dataclasses.replace(report, root=None))
-    return out
-
-
-def beside(run_dir: Path) -> Path:
-    """A new directory next to `run_dir` for its re-decided copy."""
-    n = 1
-    while True:
-        out = run_dir.with_name(run_dir.name + "-reanalyzed" + (f"-{n}" if n > 1 else ""))
-        if not out.exists():
-            return out
-        n += 1
-
-
-def copy_run(src: Path, dst: Path) -> None:
-    """What a run left, but its results and reports: cells' samples and logs, the matrix.
-
-    Raises:
-        StoreError: the new directory cannot be written.
-    """
-    import shutil
-
-    from harness.errors import StoreError
-
-    try:
-        dst.mkdir(parents=True)
-        for name in ("matrix.yaml",):
-            if (src / name).is_file():
-                shutil.copy2(src / name, dst / name)
-        for cell in sorted((src / "cells").iterdir()):
-            if cell.is_dir():
-                shutil.copytree(cell, dst / "cells" / cell.name,
-                                ignore=shutil.ignore_patterns("result.json", "stop"))
-    except OSError as exc:
-        raise StoreError(f"cannot write {dst}: {exc}\n  fix: pass a directory you can "
-                         "write beside, or run without --write") from exc
-
-
 def complete_report(run_dir: Path) -> bool:
     """`run_dir` holds the reports of a complete run: a results.json that lists no
     missing cells (an interrupted sweep writes none; a partial report lists them)."""
@@ -226,6 +121,8 @@ def report_of(args: argparse.Namespace) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.reanalyze:
+        from harness.cli.reanalyze import reanalyzed
+
         return reanalyzed(args, report)
     if args.issue is not None:
         return issue(report, args.issue, args.dir)

@@ -28,6 +28,7 @@ from harness.answers.explain import (
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, Matrix, abilities
 from harness.result.codec import JSON
+from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
@@ -222,7 +223,8 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
                                                  for c in found),
                              tuple(said), dict(w.errors), record,
                              tuple(c.cells() for c in found),
-                             (res.image.label, good_label) if found else ("", ""))
+                             (res.image.label, good_label) if found else ("", ""),
+                             DerivedFrom.of(results, (pair.cell, pair.good)))
             ctx.store.write(f"cells/{cid}/{WHERE_FILE}", ex.to_json())
             out[cid] = ex
     return out

@@ -81,6 +81,8 @@ class ConsoleReporter(Reporter):
                     say(f"\nwhere, {cid} ({self.report.explained[cid].role}):")
                     for text in found[:12]:
                         say(text, "  ")
+            if row.row in self.report.stale_where:
+                say(f"\nwhere, {row.row}: {self.report.stale_where[row.row]}")
 
     def _answers(self, out: TextIO, width: int, details: bool) -> None:
         """Below the grid: the rows' answers grouped, then the cells in full words (the

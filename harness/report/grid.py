@@ -21,6 +21,7 @@ from typing import TextIO
 from harness.analysis.kinds import KINDS, LOOKS, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
+from harness.result.words import also_slowed
 
 MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
 
@@ -65,8 +66,10 @@ def token(verdict: str, res: CellResult | None) -> str:
         return symbol
     if found.figure == "memory":
         source = res.deciding_source
+        slowed = also_slowed(res)
+        also = f"+{GLYPHS['slowdown'].symbol}{figure(slowed.ratio)}" if slowed else ""
         if source is not None and source in res.memory:
-            return symbol + figure(res.memory[source].slope / 1024)
+            return symbol + figure(res.memory[source].slope / 1024) + also
     if found.figure == "steps" and res.steps is not None:
         return symbol + figure(res.steps.ratio)
     if found.figure == "baseline" and res.vs_baseline is not None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from harness.analysis.kinds import kind
+from harness.analysis.kinds import TIMED, kind
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
 from harness.matrixfile.model import abilities
@@ -21,6 +21,7 @@ from harness.report.model import Report, Reporter
 from harness.report.text import kib, md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
+from harness.result.words import also_slowed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -142,7 +143,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
         ga, gb = sa.step_times(), sb.step_times()
         import numpy as np
 
-        if len(ga) and len(gb) and np.median(ga) > 0:
+        if len(ga) and len(gb) and np.median(ga) > 0 and timed(bad):
             ratio, lo, hi = ratio_ci(ga, gb)
             out.append(f"\nStep time, first bad vs last good: {ratio:.2f}x (95% bootstrap CI "
                        f"{lo:.2f}..{hi:.2f}, {len(ga)} and {len(gb)} steps), pooled: the two "
@@ -151,12 +152,23 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
     out.append("\nSlope intervals (CI) are at the sweep's `analysis.confidence` (0.99 unless "
                "the matrix sets it); growth is the slope times the measured span of iterations.")
     vs = bad.vs_baseline
-    if vs is not None and vs.steps is not None:
+    if vs is not None and vs.steps is not None and timed(bad):
         out.append(f"\nStep time against the baseline {md(vs.baseline)}: "
                    f"{md(steps_vs_baseline(vs))}.")
         if vs.confirmation is not None:
             out.append(f"Interleaved baseline/suspect rounds: {md(vs.confirmation.reason)}.")
     return out
+
+
+def timed(bad: Result) -> bool:
+    """Whether the first bad cell's finding is about time (a slowdown, a regression
+    against the baseline, a leak whose steps slowed within its run too, a change
+    interleaved rounds measured): only then do
+    step-time ratios belong in its issue; beside a leak alone an unconfirmed one would
+    read as a finding."""
+    vs = bad.vs_baseline
+    return (bad.verdict in TIMED or also_slowed(bad) is not None
+            or (vs is not None and vs.confirmation is not None))
 
 
 def reproducer(bad: Result, script: str, good: Result | None) -> str:
@@ -229,6 +241,9 @@ class IssueReporter(Reporter):
         bad = by_label[str(row.first_bad)]
         good = by_label.get(str(row.last_good)) if row.last_good else None
         verb = kind(bad.verdict).title
+        slowed = also_slowed(bad)
+        if slowed is not None:
+            verb += f" and {kind('slowdown').title} (late steps {slowed.ratio:.2f}x early)"
         scen = bad.scenario
         since = f" (not in {good.image.label})" if good else ""
         out.write(f"# {scen.id} {verb} in {bad.image.label}{since}\n\n")

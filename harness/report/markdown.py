@@ -61,6 +61,8 @@ class MarkdownReporter(Reporter):
                               f"`harness explain`, {ex.calls} calls with attribution):\n\n")
                     for text in found:
                         out.write(f"- {md(text)}\n")
+            if row.row in r.stale_where:
+                out.write(f"\n**Where**: {md(r.stale_where[row.row])}\n")
             out.write("\n| cell | verdict | why |\n|---|---|---|\n")
             for _, verdict, cid in row.cells:
                 res = r.results.get(cid)   # None: not run or unreadable (a partial report)

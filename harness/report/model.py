@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
-from harness.answers.explain import Explanation, load_explanations
+from harness.answers.explain import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode
@@ -37,6 +37,10 @@ class Report:
     # cell id -> its result.json object as read from disk (current schema only), which
     # results.json copies instead of encoding the cell again (`report.read_run`)
     stored: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict, compare=False)
+    # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
+    # are (they ran again, or are unreadable): `answers.explain.holding`, checked here
+    # once, so `explained` holds only answers that rest on the cells beside them
+    stale_where: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -56,10 +60,12 @@ class Report:
             order.setdefault(p.image, p.index)
         images = sorted(order, key=order.__getitem__)
         gone = dict(unreadable or {})
+        explained, stale = holding(load_explanations(root) if root is not None else {},
+                                   results, planned, gone, root)
         return cls(name, images, answer_rows(results, planned, gone), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
-                   load_explanations(root) if root is not None else {},
-                   {k: v for k, v in (stored or {}).items() if k in results})
+                   explained, {k: v for k, v in (stored or {}).items() if k in results},
+                   stale)
 
     def where_lines(self, cell_id: str) -> list[str]:
         """What `harness explain` found for the cell: the diff with its paired cell (the

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.analysis.kinds import KINDS
+from harness.analysis.kinds import BAD, KINDS, SLOWDOWN
+from harness.analysis.trends import StepTrend
 from harness.result.model import CellResult
 
 
@@ -34,15 +35,30 @@ def cell_numbers(res: CellResult) -> str:
     lead: list[str] = []
     if lead_with == "steps" and res.steps is not None:
         lead.append(f"late steps {res.steps.ratio:.2f}x early")
+    slowed = also_slowed(res)
+    if slowed is not None:     # a confirmed slowdown within the run is never hidden
+        memory.append(f"late steps {slowed.ratio:.2f}x early")
     versus = baseline_numbers(res)
     if lead_with == "baseline":
         return ", ".join([*versus, *lead, *memory, *per_call])
     return ", ".join([*lead, *memory, *per_call, *versus])
 
 
+def also_slowed(res: CellResult) -> StepTrend | None:
+    """The cell's own step trend where it is bad for another reason (a leak) and its
+    steps slowed down within its run too (its findings have the slowdown): the seed's
+    symptom, every call slower as memory grows, said beside the verdict."""
+    if res.verdict == SLOWDOWN or res.verdict not in BAD or res.steps is None:
+        return None
+    if not res.steps.slowdown or not any(f.kind == SLOWDOWN for f in res.findings):
+        return None
+    return res.steps
+
+
 def baseline_numbers(res: CellResult) -> list[str]:
     """The ratios against the row's baseline, each with its interval, and marked
-    unconfirmed where no interleaved rounds confirmed it."""
+    unconfirmed where no interleaved rounds confirmed it (left out beside a bad
+    verdict)."""
     vs = res.vs_baseline
     if vs is None:
         return []
@@ -52,9 +68,11 @@ def baseline_numbers(res: CellResult) -> list[str]:
     if conf is not None and direction not in (None, "~"):
         parts.append(f"time {conf.interval()} baseline ({direction} in "
                      f"{len(conf.decided_by)} interleaved rounds)")
-    elif steps is not None and direction not in (None, "~"):
+    elif steps is not None and direction not in (None, "~") and (
+            res.verdict not in BAD or KINDS[res.verdict].figure == "baseline"):
         # A pooled comparison alone: thousands of autocorrelated steps make any drift
-        # look certain, so it is never stated as found.
+        # look certain, so it is never stated as found, nor shown beside a bad verdict
+        # about something else (a leak), where it would read as a finding.
         parts.append(f"time {steps.ratio:.2f}x baseline (pooled, p={steps.p_value:.2g}; "
                      "unconfirmed)")
     if peak is not None and peak.direction != "~":

@@ -39,6 +39,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "sequential_fpr.py": (),
     "slurm_overhead.py": ("slurm",),
     "time_verdicts.py": (),
+    "user_paths.py": (),
     "vs_psleak.py": (),
 }
 
