@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
+from harness.cli import main
 from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import Sweep
 from harness.plans.culprit import CulpritOutcome, culprit, pins_of, sweep_runner
@@ -150,3 +152,50 @@ def test_a_pair_on_the_run_path(tmp_path: Path, pair: tuple[str, str]) -> None:
     out, _, _ = search(tmp_path, leaks_when(lambda p: wanted <= p))
     assert out.found and out.search is not None
     assert [c.name for c in out.search.answer] == list(pair)
+
+
+# ---------------------------------------------------------------- CLI
+@pytest.fixture
+def fake_cli(monkeypatch: pytest.MonkeyPatch) -> list[FakeRuntime]:
+    made: list[FakeRuntime] = []
+
+    def get_runtime(name: str, docker_host: str | None = None) -> FakeRuntime:
+        made.append(FakeRuntime(leaks_when(lambda p: "multidict==6.6.3" in p),
+                                pins_as_packages=True))
+        return made[-1]
+
+    monkeypatch.setattr("harness.runtimes.get_runtime", get_runtime)
+    return made
+
+
+def test_cli_culprit(tmp_path: Path, fake_cli: list[FakeRuntime],
+                     capsys: pytest.CaptureFixture[str]) -> None:
+    make_matrix(tmp_path)
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"]) == 1
+    capsys.readouterr()
+    base = tmp_path / "r" / "cul"
+    assert main(["culprit", str(base), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert "culprit cpu.loop: G g (ok) vs B b (leak)" in out
+    assert "  6 package change(s) from g to b:" in out
+    assert "cpu.loop: cause: multidict 6.4.4 -> 6.6.3. B with multidict 6.4.4: ok" in out
+    (run,) = base.iterdir()
+    saved = json.loads((run / "culprit" / "cpu.loop" / "culprit.json").read_text())
+    assert saved["status"] == "found" and saved["answer"][0]["name"] == "multidict"
+    assert {"side": "apply", "changes": ["multidict"], "outcome": "bad"}.items() <= next(
+        p for p in saved["probes"] if p["side"] == "apply").items()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["gpu0.nope"], "no row 'gpu0.nope' in this directory (allowed values: cpu.loop)"),
+    (["--good", "zz"], "--good zz: no cell of row cpu.loop (allowed values: b, g)"),
+    (["--repeats", "-1"], "--repeats must be >= 0"),
+])
+def test_cli_culprit_bad_input(tmp_path: Path, fake_cli: list[FakeRuntime],
+                               capsys: pytest.CaptureFixture[str], extra: list[str],
+                               message: str) -> None:
+    make_matrix(tmp_path)
+    main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"])
+    capsys.readouterr()
+    assert main(["culprit", str(tmp_path / "r" / "cul"), *extra]) == 2
+    assert message in capsys.readouterr().err
