@@ -11,7 +11,9 @@ The search, in the order `culprit` runs it:
 1. B with every change undone. Still bad: the packages do not explain it (`OUTSIDE`).
 2. ddmin on the undo side: the smallest set U whose undoing makes B good (halves, then
    quarters, ...: one culprit among n in at most 2*ceil(log2 n) probes).
-3. G with U applied. Bad: U is the answer, proved both ways (`FOUND`).
+3. G with U applied. Bad: U is the answer, proved both ways (`FOUND`); where U has more
+   than one change, a smaller subset proved both ways replaces it (an untestable hybrid
+   can leave an innocent change in U).
 4. Else U is needed but not enough (two changes that only matter together: undoing
    either fixes B): ddmin on the apply side for the smallest X with G + (U + X) bad,
    then B with U + X undone; both hold: U + X is the answer.
@@ -172,7 +174,7 @@ def find_culprit(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
     undo = ddmin(start, fixes)
     applied = test(APPLY, undo)
     if applied == BAD:
-        out.status, out.answer = FOUND, undo
+        out.status, out.answer = FOUND, _tightened(undo, test)
         return out
     if applied == UNTESTABLE:
         # Growing the set would name an innocent change beside the culprit.
@@ -199,6 +201,18 @@ def find_culprit(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
     out.why = (f"G with them applied is {test(APPLY, both)}, B with them undone is "
                f"{test(UNDO, both)}")
     return out
+
+
+def _tightened(found: tuple[T, ...], test: _Memo[T]) -> tuple[T, ...]:
+    """A set proved both ways, made smaller where a subset is proved both ways too: an
+    untestable hybrid can leave an innocent change beside the culprit in ddmin's answer
+    (its part could not be shown to fix B alone)."""
+    if len(found) < 2:
+        return found
+    tight = ddmin(found, lambda s: test(APPLY, s) == BAD)
+    if len(tight) < len(found) and test(UNDO, tight) == GOOD:
+        return tight
+    return found
 
 
 def one_at_a_time(changes: Sequence[T], probe: Prober[T]) -> Search[T]:

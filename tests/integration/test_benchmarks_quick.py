@@ -26,6 +26,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "attribution_overhead.py": (),
     "bisect_cost.py": (),
     "cell_overhead.py": ("docker",),
+    "culprit_cost.py": (),
     "detection.py": (),
     "fit_probes.py": (),
     "live_gpu_replay.py": (),
