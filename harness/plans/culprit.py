@@ -64,13 +64,18 @@ class ProbeRun:
     result: CellResult | None
     how: str                        # "run", "G's sweep cell", "B's sweep cell", "cached"
     seconds: float = 0.0
+    # Where pip installed other than the recipe (a dependency the recipe left out, put
+    # back by the resolver): "propcache 0.5.4 (not in the recipe)".
+    drift: tuple[str, ...] = ()
 
     def words(self) -> str:
         base = "B" if self.side == UNDO else "G"
         swapped = ", ".join(c.undone() if self.side == UNDO else c.applied()
                             for c in self.changes)
         said = cell_text(self.result) if self.result is not None else self.outcome
-        return f"{base} with {swapped}: {said} -> {self.outcome} [{self.image}, {self.how}]"
+        drift = f"; pip also put in {', '.join(self.drift)}" if self.drift else ""
+        return (f"{base} with {swapped}: {said} -> {self.outcome} [{self.image}, "
+                f"{self.how}{drift}]")
 
     def to_dict(self) -> dict[str, object]:
         return {"side": self.side, "changes": [c.name for c in self.changes],
@@ -78,7 +83,18 @@ class ProbeRun:
                 "verdict": self.result.verdict if self.result is not None else None,
                 "text": cell_text(self.result) if self.result is not None else None,
                 "cell": self.result.id if self.result is not None else None,
-                "seconds": round(self.seconds, 1)}
+                "seconds": round(self.seconds, 1), "drift": list(self.drift)}
+
+
+def drift_of(image: ImageSpec, result: CellResult) -> tuple[str, ...]:
+    """What the hybrid has installed that its recipe did not say (names and versions
+    the agent found against the pins), or nothing where the agent found no packages."""
+    seen = {n: v for n, v in result.fingerprint.packages.items() if n not in TOOLING}
+    if not seen:
+        return ()
+    wanted = dict(p.split("==", 1) for p in image.pip)
+    return tuple(f"{n} {v}" + (f" (recipe {wanted[n]})" if n in wanted else "")
+                 for n, v in sorted(seen.items()) if wanted.get(n) != v)
 
 
 @dataclass
@@ -222,7 +238,9 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
                 result = runner(cell)
         run = ProbeRun(side, changes, outcome_of(result, bad),
                        result.image.label if known else image.label, result, how,
-                       time.monotonic() - t0)
+                       time.monotonic() - t0,
+                       () if known or result.verdict == "unavailable" else
+                       drift_of(image, result))
         out.probes.append(run)
         say(f"probe {len(out.probes)}: {run.words()}")
         return run.outcome

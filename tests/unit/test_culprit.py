@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -11,18 +12,20 @@ from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
 from harness.cli import main
-from harness.matrixfile.model import Cell, Matrix
+from harness.matrixfile.model import Cell, ImageSpec, Matrix
 from harness.orchestrator import Sweep
-from harness.plans.culprit import CulpritOutcome, culprit, pins_of, sweep_runner
+from harness.plans.culprit import CulpritOutcome, culprit, drift_of, pins_of, sweep_runner
 from harness.plans.culpritdiff import Change, difference
 from harness.plans.culpritsearch import APPLY, FOUND, OUTSIDE, UNDO
-from harness.result.model import CellResult
+from harness.result.model import CellResult, Fingerprint, ImagePart
 from harness.store import RunStore
 from harness.store.results import SeriesCache
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 GOOD_PINS = {"multidict": "6.4.4", "yarl": "1.9.4", "attrs": "23.2.0", "frozenlist": "1.4.1",
              "idna": "3.6", "pip": "24.0"}
+RESULT = CellResult("culprit-x.cpu.loop", "cpu.loop", "ok", ImagePart("culprit-x", 1, "python3",
+                                                                   None))
 BAD_PINS = {"multidict": "6.6.3", "yarl": "1.20.1", "attrs": "25.3.0", "frozenlist": "1.7.0",
             "propcache": "0.3.2", "pip": "25.1"}
 
@@ -199,3 +202,13 @@ def test_cli_culprit_bad_input(tmp_path: Path, fake_cli: list[FakeRuntime],
     capsys.readouterr()
     assert main(["culprit", str(tmp_path / "r" / "cul"), *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_package_pip_put_back_is_said() -> None:
+    image = ImageSpec("culprit-x", "python3", 1, pip=("multidict==6.4.4", "yarl==1.20.1"))
+    result = dataclasses.replace(RESULT, fingerprint=Fingerprint(packages={
+        "multidict": "6.4.4", "yarl": "1.20.1", "propcache": "0.5.4", "pip": "24.0"}))
+    assert drift_of(image, result) == ("propcache 0.5.4",)
+    bumped = dataclasses.replace(RESULT, fingerprint=Fingerprint(packages={
+        "multidict": "6.5.0", "yarl": "1.20.1"}))
+    assert drift_of(image, bumped) == ("multidict 6.5.0 (recipe 6.4.4)",)
