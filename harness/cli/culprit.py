@@ -22,6 +22,7 @@ from harness.errors import (
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.culprit import CulpritOutcome
+    from harness.report import RunDir
     from harness.result.model import CellResult
 
 EPILOG = """examples:
@@ -174,7 +175,29 @@ def run(args: argparse.Namespace) -> int:
                     store.unlock()
         finally:
             engines.stop()
+        if outcomes:
+            rewrite_reports(root, matrix.name, found)
     return exit_code(outcomes)
+
+
+def rewrite_reports(root: Path, name: str, found: RunDir) -> None:
+    """The sweep's reports again, with culprit's answers (the model reads them from
+    culprit/<row>/culprit.json); a partial report never replaces a whole one."""
+    from harness.report import Report, write_all
+    from harness.store import RunStore
+    from harness.store.results import load_json_keys
+
+    meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
+    report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
+                                 root, planned=found.planned, unreadable=found.unreadable)
+    if report.missing_cells:
+        return
+    store = RunStore(root)
+    store.lock()
+    try:
+        write_all(store, report)
+    finally:
+        store.unlock()
 
 
 def exit_code(outcomes: list[CulpritOutcome]) -> int:

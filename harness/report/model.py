@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, UNDECIDED
+from harness.answers.culprit import Culprit, load_culprits
 from harness.answers.explain import Explanation, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
@@ -37,6 +38,8 @@ class Report:
     # cell id -> its result.json object as read from disk (current schema only), which
     # results.json copies instead of encoding the cell again (`report.read_run`)
     stored: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict, compare=False)
+    # `harness culprit`: row -> which package change did it (culprit/<row>/culprit.json)
+    culprits: dict[str, Culprit] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -59,7 +62,14 @@ class Report:
         return cls(name, images, answer_rows(results, planned, gone), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
                    load_explanations(root) if root is not None else {},
-                   {k: v for k, v in (stored or {}).items() if k in results})
+                   {k: v for k, v in (stored or {}).items() if k in results},
+                   load_culprits(root) if root is not None else {})
+
+    def culprit_lines(self, row: str) -> list[str]:
+        """What `harness culprit` answered for the row: its sentence, then each probe;
+        empty when it was not run there."""
+        found = self.culprits.get(row)
+        return found.lines() if found is not None else []
 
     def where_lines(self, cell_id: str) -> list[str]:
         """What `harness explain` found for the cell: the diff with its paired cell (the
@@ -168,7 +178,10 @@ class Report:
                 "images": list(self.images), "rows": rows,
                 "bad_cells": list(self.bad_cells), "cells": cells,
                 "missing_cells": list(self.missing_cells),
-                "undecided_cells": list(self.undecided_cells)}
+                "undecided_cells": list(self.undecided_cells),
+                "culprits": {row: {"status": c.status, "sentence": c.sentence,
+                                   "probes": list(c.probes)}
+                             for row, c in sorted(self.culprits.items())}}
 
 
 R = TypeVar("R", bound="Reporter")

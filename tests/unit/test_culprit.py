@@ -187,6 +187,20 @@ def test_cli_culprit(tmp_path: Path, fake_cli: list[FakeRuntime],
     assert saved["status"] == "found" and saved["answer"][0]["name"] == "multidict"
     assert {"side": "apply", "changes": ["multidict"], "outcome": "bad"}.items() <= next(
         p for p in saved["probes"] if p["side"] == "apply").items()
+    # the sweep's reports carry the answer
+    md = (run / "report.md").read_text()
+    assert "**Culprit** (`harness culprit`): cause: multidict 6.4.4 -> 6.6.3." in md
+    assert "- probe 1: B with attrs, frozenlist, idna, multidict, propcache, yarl undone" in md
+    html = (run / "report.html").read_text()
+    assert "<b>culprit</b>: cause: multidict 6.4.4 -&gt; 6.6.3." in html
+    culprits = json.loads((run / "results.json").read_text())["culprits"]
+    assert culprits["cpu.loop"]["status"] == "found"
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 1
+    assert "culprit, cpu.loop: cause: multidict 6.4.4 -> 6.6.3." in capsys.readouterr().out
+    main(["report", str(run), "--issue", "cpu.loop"])
+    assert ("## The change that did it\n\ncause: multidict 6.4.4 -> 6.6.3."
+            in capsys.readouterr().out)
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -1,0 +1,56 @@
+"""What `harness culprit` answered, read back from a results directory: one
+`culprit/<row>/culprit.json` per row it searched (written by `plans.culprit`), for the
+report model and every renderer (the sentence, then each probe in words)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+CULPRIT_DIR = "culprit"
+CULPRIT_FILE = "culprit.json"
+
+
+@dataclass(frozen=True)
+class Culprit:
+    row: str
+    status: str          # found, outside, not-proved, no-fix, no-changes, not-bad
+    sentence: str
+    probes: tuple[str, ...]   # each probe in words, in the order they ran
+
+    def lines(self) -> list[str]:
+        return [self.sentence, *(f"probe {i}: {p}" for i, p in enumerate(self.probes, 1))]
+
+
+def probe_words(probe: dict[str, object]) -> str:
+    """A stored probe in words: 'B with multidict undone: ok: heap ... -> good [image]'."""
+    base = "B" if probe.get("side") == "undo" else "G"
+    how = "undone" if probe.get("side") == "undo" else "applied"
+    names = probe.get("changes")
+    what = ", ".join(str(n) for n in names) if isinstance(names, list) else "?"
+    said = probe.get("text") or probe.get("outcome")
+    return (f"{base} with {what} {how}: {said} -> {probe.get('outcome')} "
+            f"[{probe.get('image')}, {probe.get('how')}]")
+
+
+def load_culprits(root: Path) -> dict[str, Culprit]:
+    """Row -> what `harness culprit` answered for it; a file that cannot be read is left
+    out (the culprit run that wrote it is the one to run again)."""
+    out: dict[str, Culprit] = {}
+    base = root / CULPRIT_DIR
+    if not base.is_dir():
+        return out
+    for path in sorted(base.glob(f"*/{CULPRIT_FILE}")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("row"), str):
+            continue
+        probes = data.get("probes")
+        out[data["row"]] = Culprit(
+            data["row"], str(data.get("status")), str(data.get("sentence", "")),
+            tuple(probe_words(p) for p in probes if isinstance(p, dict))
+            if isinstance(probes, list) else ())
+    return out
