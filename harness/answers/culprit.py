@@ -43,14 +43,16 @@ def load_culprits(root: Path) -> dict[str, Culprit]:
         return out
     for path in sorted(base.glob(f"*/{CULPRIT_FILE}")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data: object = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or not isinstance(data.get("row"), str):
+        if not isinstance(data, dict):
             continue
-        probes = data.get("probes")
-        out[data["row"]] = Culprit(
-            data["row"], str(data.get("status")), str(data.get("sentence", "")),
-            tuple(probe_words(p) for p in probes if isinstance(p, dict))
-            if isinstance(probes, list) else ())
+        row: object = data.get("row")
+        probes: object = data.get("probes")
+        if not isinstance(row, str):
+            continue
+        said = tuple(probe_words(p) for p in probes if isinstance(p, dict)) if isinstance(
+            probes, list) else ()
+        out[row] = Culprit(row, str(data.get("status")), str(data.get("sentence", "")), said)
     return out
