@@ -36,12 +36,14 @@ G with it applied) run as cells through the sweep's stages and verdict rules; de
 debugging halves the set until one change (or a pair that only matters together) is
 left, proved both ways: B without it is good and G with it is bad. A hybrid that cannot
 be built or run is untestable, never counted good or bad. Hybrids are venvs on the local
-runtime (cached by their pins); container images are not swapped by this version.
+runtime (cached by their pins); on docker and podman, images built offline from B (or G)
+with each package's files (as its *.dist-info/RECORD lists them) taken from the other
+image, kept as harness-culprit/<label>:<key> for `docker run`.
 The answer goes to culprit/<row>/culprit.json, results.json and the reports.
 
 exit codes: 0 B is not bad (nothing to search), 1 the cause named (or shown to be
 outside the packages), 2 bad input (no such directory or row, no bad row), 3 environment
-unavailable (no hybrid could be run; a container runtime), 4 no culprit proved
+unavailable (no hybrid could be built or run), 4 no culprit proved
 (untestable hybrids, a set that fixes B but does not break G), 130 interrupted
 """
 
@@ -59,7 +61,7 @@ def add_parser(sub: Any) -> None:
                    help="the sweep's matrix file (default: the one its plan.json names)")
     p.add_argument("--repeats", type=int, default=1,
                    help="extra runs of a hybrid whose verdict stays ambiguous (default 1)")
-    options.add(p, "runtime", "quiet")
+    options.add(p, "runtime", "docker-host", "quiet")
     p.set_defaults(func=run)
 
 
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.report import newest_run
     from harness.matrixfile.model import abilities
     from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.plans.culprit import culprit, sweep_runner
+    from harness.plans.culprit import culprit, docker_hybrids, sweep_runner
     from harness.report import read_run
     from harness.runtimes import Engines
     from harness.store import RunStore
@@ -140,15 +142,19 @@ def run(args: argparse.Namespace) -> int:
                         found.unreadable)
     matrix = matrixfile.load(matrix_of(root, found.matrix, args.matrix))
     runtime = args.runtime or matrix.runtime
-    if abilities(runtime).container_images:
-        raise EnvironmentUnavailable(
-            f"{matrix.file}: runtime {runtime}: hybrid container images are not built by "
-            "this version of harness culprit (venvs are)\n  fix: sweep the two images' "
-            "package sets on `runtime: local` (`pip:` pins) and run harness culprit there")
     cells = cells_of(matrix, [cid for pair in todo for cid in pair])
     prefetch_analysis()
-    engines = Engines.for_matrix(matrix, runtime, None)
+    engines = Engines.for_matrix(matrix, runtime, args.docker_host)
     engines.start(list(cells.values()))
+    client = None
+    if abilities(runtime).container_images:
+        from harness.runtimes.docker import DockerRuntime  # podman's is one too
+
+        if not isinstance(engines.default, DockerRuntime):
+            raise EnvironmentUnavailable(
+                f"runtime {runtime}: its engine builds no hybrid images\n  fix: run "
+                "harness culprit with --runtime docker, or sweep on `runtime: local`")
+        client = engines.default.client
     progress = printer(args.quiet)
     outcomes: list[CulpritOutcome] = []
     with interruptible():
@@ -163,8 +169,10 @@ def run(args: argparse.Namespace) -> int:
                           f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
                     runner = sweep_runner(sweep, g, found.results[g_id],
                                           SeriesCache(root)(g_id))
+                    make = (None if client is None else
+                            docker_hybrids(client, g, b, progress))
                     out = culprit(g, found.results[g_id], b, found.results[b_id], runner,
-                                  lambda s: print(f"  {s}", flush=True), args.repeats)
+                                  lambda s: print(f"  {s}", flush=True), args.repeats, make)
                     for line in out.diff.lines():
                         print(f"  {line}")
                     print(f"{b.row}: {out.sentence()}", flush=True)
@@ -209,8 +217,8 @@ def exit_code(outcomes: list[CulpritOutcome]) -> int:
     if any(s in (FOUND, OUTSIDE) for s in statuses):
         return EXIT_REGRESSION
     searched = [o for o in outcomes if o.search is not None]
-    if searched and all(o.runs and all(p.result is not None and p.result.verdict ==
-                                       "unavailable" for p in o.probes if p.how == "run")
+    if searched and all(o.probes and all(p.result is None or p.result.verdict == "unavailable"
+                                         for p in o.probes if not p.how.endswith("cell"))
                         for o in searched):
         print("harness: no hybrid could be built; see the probes' reasons above",
               file=sys.stderr)

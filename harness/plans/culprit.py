@@ -18,9 +18,10 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNDECIDED
+from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.plans.bisect import attempt_id, attempts
 from harness.plans.culpritdiff import TOOLING, Change, Difference, difference
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 Runner = Callable[[Cell], CellResult]
+# A hybrid image for (side, changes); raises EnvironmentUnavailable where it cannot be had.
+Maker = Callable[[str, tuple[Change, ...]], ImageSpec]
 # A hybrid that crashes or hangs where B leaked or slowed has not shown B's fault: it is
 # untestable (a missing symbol, an import error), not bad.
 BROKEN = frozenset({"crash", "timeout"})
@@ -201,7 +204,7 @@ def outcome_of(result: CellResult, bad: CellResult) -> str:
 
 
 def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runner: Runner,
-            say: Say, repeats: int = 1) -> CulpritOutcome:
+            say: Say, repeats: int = 1, make: Maker | None = None) -> CulpritOutcome:
     """Search the changes from G to B for the set that makes B bad.
 
     Args:
@@ -210,6 +213,9 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
         runner: Runs a (hybrid) cell and returns its final result, compared with G.
         say: Receives one line per probe.
         repeats: Extra runs of a hybrid whose verdict stays undecided (ambiguous).
+        make: Builds a hybrid image (container runtimes: `docker_hybrids`); None: local
+            venvs of swapped pins (`hybrid_image`), where a recipe equal to G's or B's
+            is that sweep cell.
     """
     start = time.monotonic()
     out = CulpritOutcome(b_cell.row, good, bad, difference(good, bad))
@@ -224,9 +230,15 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
 
     def probe(side: str, changes: tuple[Change, ...]) -> str:
         base_cell, base = (b_cell, bad) if side == UNDO else (g_cell, good)
-        image = hybrid_image(base, base_cell, changes, side)
         t0 = time.monotonic()
-        known = own.get((image.python, image.pip))
+        try:
+            image = (make(side, changes) if make is not None
+                     else hybrid_image(base, base_cell, changes, side))
+        except EnvironmentUnavailable as exc:
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return said(ProbeRun(side, changes, UNTESTABLE, "-", None, f"not built: {why}",
+                                 time.monotonic() - t0))
+        known = own.get((image.python, image.pip)) if make is None else None
         if known is not None:
             result, how = known
         else:
@@ -236,11 +248,13 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
                 if result.verdict not in UNDECIDED:
                     break
                 result = runner(cell)
-        run = ProbeRun(side, changes, outcome_of(result, bad),
-                       result.image.label if known else image.label, result, how,
-                       time.monotonic() - t0,
-                       () if known or result.verdict == "unavailable" else
-                       drift_of(image, result))
+        name = result.image.label if known else image.ref if make is not None else image.label
+        return said(ProbeRun(side, changes, outcome_of(result, bad), name, result, how,
+                             time.monotonic() - t0,
+                             () if known or result.verdict == "unavailable" or not image.pip
+                             else drift_of(image, result)))
+
+    def said(run: ProbeRun) -> str:
         out.probes.append(run)
         say(f"probe {len(out.probes)}: {run.words()}")
         return run.outcome
@@ -248,6 +262,25 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
     out.search = find_culprit(out.diff.packages, probe)
     out.seconds = time.monotonic() - start
     return out
+
+
+def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Maker:
+    """Hybrids as container images built offline from B (undo) or G (apply), each
+    package's files taken from the other image as its RECORD lists them
+    (`runtimes.dockerhybrid`), kept under `harness-culprit/<label>:<key>`."""
+    from harness.runtimes.dockerhybrid import hybrid
+
+    def make(side: str, changes: tuple[Change, ...]) -> ImageSpec:
+        base, other = ((b_cell.image, g_cell.image) if side == UNDO
+                       else (g_cell.image, b_cell.image))
+        take = [c.name for c in changes if (c.good if side == UNDO else c.bad) is not None]
+        drop = [c.name for c in changes if (c.bad if side == UNDO else c.good) is not None]
+        swapped = ", ".join(c.undone() if side == UNDO else c.applied() for c in changes)
+        tag = hybrid(client, base, other, take, drop, swapped, progress)
+        return ImageSpec(label=f"culprit-{tag.rpartition(':')[2]}", ref=tag,
+                         index=b_cell.image.index, python=base.python)
+
+    return make
 
 
 def pins_key(cell: Cell, result: CellResult) -> tuple[str | None, tuple[str, ...]]:
@@ -277,5 +310,6 @@ def sweep_runner(sweep: Sweep, g_cell: Cell, good: CellResult, g_series: Series 
     return run
 
 
-__all__ = ["FOUND", "CulpritOutcome", "ProbeRun", "culprit", "hybrid_image", "outcome_of",
+__all__ = ["FOUND", "CulpritOutcome", "ProbeRun", "culprit", "docker_hybrids", "hybrid_image",
+           "outcome_of",
            "pins_of", "sweep_runner"]
