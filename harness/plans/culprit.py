@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.kinds import BAD, GOOD, UNDECIDED
+from harness.analysis.kinds import BAD, GOOD, KINDS, UNDECIDED
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.plans.bisect import attempt_id, attempts
@@ -194,11 +194,15 @@ def hybrid_image(base: CellResult, cell: Cell, changes: Sequence[Change], side: 
 
 
 def outcome_of(result: CellResult, bad: CellResult) -> str:
-    """What the search reads from a probe's verdict: good; bad where it shows a fault
-    (B's own, or a leak or slowdown where B crashed); else untestable."""
+    """What the search reads from a probe's verdict: good; bad where it shows B's fault
+    (B's verdict, or one `explain` attributes the same way: a leak where B ran out of
+    memory); else untestable: a hybrid that crashes, hangs or slows where B leaked has
+    not shown B's fault (a busy host can make any cell slower), nor its absence."""
     if result.verdict in GOOD:
         return PROBE_GOOD
-    if result.verdict in BAD and (result.verdict == bad.verdict or result.verdict not in BROKEN):
+    if result.verdict == bad.verdict or (
+            result.verdict in BAD and result.verdict not in BROKEN
+            and KINDS[result.verdict].attribute == KINDS[bad.verdict].attribute):
         return PROBE_BAD
     return UNTESTABLE
 

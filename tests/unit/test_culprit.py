@@ -14,7 +14,14 @@ from harness import matrixfile
 from harness.cli import main
 from harness.matrixfile.model import Cell, ImageSpec, Matrix
 from harness.orchestrator import Sweep
-from harness.plans.culprit import CulpritOutcome, culprit, drift_of, pins_of, sweep_runner
+from harness.plans.culprit import (
+    CulpritOutcome,
+    culprit,
+    drift_of,
+    outcome_of,
+    pins_of,
+    sweep_runner,
+)
 from harness.plans.culpritdiff import Change, difference
 from harness.plans.culpritsearch import APPLY, FOUND, OUTSIDE, UNDO
 from harness.result.model import CellResult, Fingerprint, ImagePart
@@ -226,3 +233,14 @@ def test_a_package_pip_put_back_is_said() -> None:
     bumped = dataclasses.replace(RESULT, fingerprint=Fingerprint(packages={
         "multidict": "6.5.0", "yarl": "1.20.1"}))
     assert drift_of(image, bumped) == ("multidict 6.5.0 (recipe 6.4.4)",)
+
+
+@pytest.mark.parametrize(("probe", "b", "outcome"), [
+    ("ok", "leak", "good"), ("plateau", "leak", "good"), ("leak", "leak", "bad"),
+    ("regression", "leak", "untestable"), ("crash", "leak", "untestable"),
+    ("crash", "crash", "bad"), ("unavailable", "leak", "untestable"),
+    ("ambiguous", "leak", "untestable"), ("slowdown", "slowdown", "bad"),
+])
+def test_a_probe_is_bad_only_with_b_s_fault(probe: str, b: str, outcome: str) -> None:
+    assert outcome_of(dataclasses.replace(RESULT, verdict=probe),
+                      dataclasses.replace(RESULT, verdict=b)) == outcome
