@@ -29,6 +29,7 @@ EPILOG = """examples:
   harness culprit reports/culprit-demo/20261123-080000      every row's first bad image
   harness culprit DIR cpu.aiohttp_stack                     one row
   harness culprit DIR ROW --good IMAGE --bad IMAGE          any two images of the row
+  harness culprit DIR ROW --swap tensorflow                 swap one package both ways
 
 Between the row's last good image G and its first bad image B, every Python package
 that changed, came or went is a change. Hybrid images (B with a set of changes undone,
@@ -59,6 +60,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bad", metavar="IMAGE", help="B: this image of the row (label)")
     p.add_argument("--matrix", type=Path,
                    help="the sweep's matrix file (default: the one its plan.json names)")
+    p.add_argument("--swap", action="append", default=[], metavar="PACKAGE",
+                   help="no search: swap these packages (repeatable) both ways and run the "
+                        "two hybrids, even where B is not bad")
     p.add_argument("--repeats", type=int, default=1,
                    help="extra runs of a hybrid whose verdict stays ambiguous (default 1)")
     options.add(p, "runtime", "docker-host", "quiet")
@@ -171,8 +175,12 @@ def run(args: argparse.Namespace) -> int:
                                           SeriesCache(root)(g_id))
                     make = (None if client is None else
                             docker_hybrids(client, g, b, progress))
-                    out = culprit(g, found.results[g_id], b, found.results[b_id], runner,
-                                  lambda s: print(f"  {s}", flush=True), args.repeats, make)
+                    try:
+                        out = culprit(g, found.results[g_id], b, found.results[b_id],
+                                      runner, lambda s: print(f"  {s}", flush=True),
+                                      args.repeats, make, args.swap)
+                    except ValueError as exc:
+                        raise InputError(f"--swap: {exc}") from exc
                     for line in out.diff.lines():
                         print(f"  {line}")
                     print(f"{b.row}: {out.sentence()}", flush=True)
@@ -213,7 +221,8 @@ def exit_code(outcomes: list[CulpritOutcome]) -> int:
     could run at all, 4 where the search ended without a proof, 0 where B is not bad."""
     from harness.plans.culpritsearch import FOUND, OUTSIDE
 
-    statuses = [o.search.status if o.search is not None else "not-bad" for o in outcomes]
+    outcomes = [o for o in outcomes if not o.not_bad]
+    statuses = [o.search.status for o in outcomes if o.search is not None]
     if any(s in (FOUND, OUTSIDE) for s in statuses):
         return EXIT_REGRESSION
     searched = [o for o in outcomes if o.search is not None]

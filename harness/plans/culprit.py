@@ -54,6 +54,7 @@ Maker = Callable[[str, tuple[Change, ...]], ImageSpec]
 # A hybrid that crashes or hangs where B leaked or slowed has not shown B's fault: it is
 # untestable (a missing symbol, an import error), not bad.
 BROKEN = frozenset({"crash", "timeout"})
+SWAPPED = "swapped"   # --swap: the named set swapped both ways, not proved the cause
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,14 @@ class CulpritOutcome:
         """The answer a user acts on, in one paragraph."""
         g, b = self.good.image.label, self.bad.image.label
         if self.not_bad:
-            return (f"B is not bad: {b} is {cell_text(self.bad)}; culprit needs a bad image "
+            text = (f"B is not bad: {b} is {cell_text(self.bad)}; culprit needs a bad image "
                     f"and a good one (G {g} is {cell_text(self.good)})")
+            if self.probes:
+                text += "; swapped anyway: " + "; ".join(
+                    f"{'B' if p.side == UNDO else 'G'} with "
+                    f"{', '.join(c.undone() if p.side == UNDO else c.applied() for c in p.changes)}"
+                    f": {_said(p)} [{p.image}]" for p in self.probes)
+            return text
         s = self.search
         assert s is not None
         cost = f"{len(self.probes)} probes ({self.runs} run), {self.seconds:.0f} s."
@@ -208,7 +215,8 @@ def outcome_of(result: CellResult, bad: CellResult) -> str:
 
 
 def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runner: Runner,
-            say: Say, repeats: int = 1, make: Maker | None = None) -> CulpritOutcome:
+            say: Say, repeats: int = 1, make: Maker | None = None,
+            swap: Sequence[str] = ()) -> CulpritOutcome:
     """Search the changes from G to B for the set that makes B bad.
 
     Args:
@@ -220,10 +228,22 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
         make: Builds a hybrid image (container runtimes: `docker_hybrids`); None: local
             venvs of swapped pins (`hybrid_image`), where a recipe equal to G's or B's
             is that sweep cell.
+        swap: Package names to swap as one set, with no search: B with them undone and
+            G with them applied are run (whether B is bad or not), and the set is
+            named only where both probes prove it.
+
+    Raises:
+        ValueError: a name in `swap` is not a package change between G and B.
     """
     start = time.monotonic()
     out = CulpritOutcome(b_cell.row, good, bad, difference(good, bad))
-    if bad.verdict not in BAD or good.verdict not in GOOD:
+    named = [c for c in out.diff.packages if c.name in swap]
+    if len(named) != len(set(swap)):
+        lacking = sorted(set(swap) - {c.name for c in named})
+        raise ValueError(f"not a package change from {good.image.label} to "
+                         f"{bad.image.label}: {', '.join(lacking)} (allowed values: "
+                         f"{', '.join(c.name for c in out.diff.packages) or 'none'})")
+    if not swap and (bad.verdict not in BAD or good.verdict not in GOOD):
         out.not_bad = bad.verdict not in BAD
         if not out.not_bad:
             out.search = Search("no-fix", why=f"G {good.image.label} is {good.verdict}, not "
@@ -263,7 +283,16 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
         say(f"probe {len(out.probes)}: {run.words()}")
         return run.outcome
 
-    out.search = find_culprit(out.diff.packages, probe)
+    if swap:
+        out.not_bad = bad.verdict not in BAD
+        both = tuple(named)
+        undo, apply = probe(UNDO, both), probe(APPLY, both)
+        proved = undo == PROBE_GOOD and apply == PROBE_BAD and not out.not_bad
+        out.search = Search(FOUND if proved else SWAPPED, both if proved else (),
+                            why=f"B with them undone is {undo}, G with them applied is "
+                                f"{apply}")
+    else:
+        out.search = find_culprit(out.diff.packages, probe)
     out.seconds = time.monotonic() - start
     return out
 

@@ -244,3 +244,20 @@ def test_a_package_pip_put_back_is_said() -> None:
 def test_a_probe_is_bad_only_with_b_s_fault(probe: str, b: str, outcome: str) -> None:
     assert outcome_of(dataclasses.replace(RESULT, verdict=probe),
                       dataclasses.replace(RESULT, verdict=b)) == outcome
+
+
+def test_swap_runs_both_hybrids_even_where_b_is_not_bad(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path)
+    behave = leaks_when(lambda p: False)
+    results, store = swept(tmp_path, matrix, behave)
+    g, b = sorted(matrix.cells, key=lambda c: c.image.index)
+    runtime = FakeRuntime(behave, pins_as_packages=True)
+    sweep = Sweep(matrix, runtime, RunStore(store.root / "culprit"), lambda _: None)
+    run = sweep_runner(sweep, g, results[g.id], SeriesCache(store.root)(g.id))
+    out = culprit(g, results[g.id], b, results[b.id], run, lambda _: None, swap=["yarl"])
+    assert out.not_bad and [(p.side, p.outcome) for p in out.probes] == [
+        ("undo", "good"), ("apply", "good")]
+    assert len(runtime.runs) == 2
+    assert "; swapped anyway: B with yarl 1.9.4: ok" in out.sentence()
+    with pytest.raises(ValueError, match="not a package change from g to b: numpy"):
+        culprit(g, results[g.id], b, results[b.id], run, lambda _: None, swap=["numpy"])
