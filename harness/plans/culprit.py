@@ -267,11 +267,13 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
             result, how = known
         else:
             cell = dataclasses.replace(b_cell, id=f"{image.label}.{b_cell.row}", image=image)
-            result, how = runner(cell), "run"
+            result = runner(cell)
             for _ in range(repeats):
                 if result.verdict not in UNDECIDED:
                     break
                 result = runner(cell)
+            how = ("cached" if isinstance(runner, SweepRunner) and result.id in runner.cached
+                   else "run")
         name = result.image.label if known else image.ref if make is not None else image.label
         return said(ProbeRun(side, changes, outcome_of(result, bad), name, result, how,
                              time.monotonic() - t0,
@@ -323,26 +325,53 @@ def pins_key(cell: Cell, result: CellResult) -> tuple[str | None, tuple[str, ...
     return image.python, image.pip
 
 
-def sweep_runner(sweep: Sweep, g_cell: Cell, good: CellResult, g_series: Series | None
-                 ) -> Runner:
+class SweepRunner:
     """Runs a hybrid through the sweep's stages and compares it with G (its series read
     from the sweep's directory), as a sweep compares a cell with its row's baseline; each
-    result is written once, a hybrid run again being its next attempt beside it."""
-    if g_series is not None:
-        sweep.series.keep(g_cell.id, g_series)
+    result is written once, a hybrid run again being its next attempt beside it. A
+    hybrid whose latest decided result was made by the same run (`result.runkey`: the
+    same recipe, scenario and settings) is taken from there, as `bisect` reuses its
+    cells, and its result's id kept in `cached`."""
 
-    def run(cell: Cell) -> CellResult:
+    def __init__(self, sweep: Sweep, g_cell: Cell, good: CellResult,
+                 g_series: Series | None):
+        self.sweep, self.g_cell, self.good = sweep, g_cell, good
+        self.cached: set[str] = set()
+        self.seen: set[str] = set()
+        if g_series is not None:
+            sweep.series.keep(g_cell.id, g_series)
+
+    def __call__(self, cell: Cell) -> CellResult:
+        from harness.result.runkey import key_of, why_changed
+
+        sweep = self.sweep
         runs = attempts(sweep.store, cell.id)
+        first = cell.id not in self.seen
+        self.seen.add(cell.id)
+        if runs and first and runs[-1].verdict not in UNDECIDED and why_changed(
+                runs[-1].key, key_of(cell, sweep.runtime_for(cell).name)) is None:
+            self.cached.add(runs[-1].id)
+            return runs[-1]
         this = cell if not runs else dataclasses.replace(
             cell, id=attempt_id(cell.id, len(runs) + 1))
         measured = sweep.run_cell(this)
-        result = sweep.compare(this, measured, g_cell, good)
+        result = sweep.compare(this, measured, self.g_cell, self.good)
         sweep.store.write_cell(result)
         return result
 
-    return run
+
+sweep_runner = SweepRunner
 
 
-__all__ = ["FOUND", "CulpritOutcome", "ProbeRun", "culprit", "docker_hybrids", "hybrid_image",
-           "outcome_of",
-           "pins_of", "sweep_runner"]
+__all__ = [
+    "FOUND",
+    "CulpritOutcome",
+    "ProbeRun",
+    "SweepRunner",
+    "culprit",
+    "docker_hybrids",
+    "hybrid_image",
+    "outcome_of",
+    "pins_of",
+    "sweep_runner",
+]

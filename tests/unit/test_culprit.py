@@ -208,6 +208,12 @@ def test_cli_culprit(tmp_path: Path, fake_cli: list[FakeRuntime],
     main(["report", str(run), "--issue", "cpu.loop"])
     assert ("## The change that did it\n\ncause: multidict 6.4.4 -> 6.6.3."
             in capsys.readouterr().out)
+    # a second culprit over the same directory runs nothing: each hybrid's result is
+    # reused where its run key is unchanged
+    runs_before = len(fake_cli)
+    assert main(["culprit", str(base), "-q"]) == 1
+    assert all(rt.runs == [] for rt in fake_cli[runs_before:])
+    assert "(0 run)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("extra", "message"), [
