@@ -51,6 +51,9 @@ class FakeRuntime(RuntimeBase):
     prepared: list[str] = field(default_factory=list)
     attributed: list[tuple[str, tuple[str, ...], int, int | None]] = field(
         default_factory=list)   # (cell, --attribute kinds, iterations, max_iterations)
+    # The header's packages are the image's `pip:` pins (as a venv's would be), so a
+    # behaviour can depend on them (harness culprit's hybrids); else {"demo": label}.
+    pins_as_packages: bool = False
 
     def check(self, cells: list[Cell]) -> None:
         return None
@@ -65,8 +68,10 @@ class FakeRuntime(RuntimeBase):
         b = self.behave(cell)
         rng = random.Random(f"{b.seed}:{cell.id}:{len(self.runs)}")
         s = cell.settings
+        packages = (dict(p.split("==", 1) for p in cell.image.pip)
+                    if self.pins_as_packages and cell.image.pip else {"demo": cell.image.label})
         lines: list[dict[str, Any]] = [{"type": "header", "schema": 1, "python": "3.11.7",
-                                        "packages": {"demo": cell.image.label}, "env": {}}]
+                                        "packages": packages, "env": {}}]
         steps = 0
         for phase, count in (("warmup", s.warmup), ("measure", s.agent_iterations)):
             dts: list[float] = []

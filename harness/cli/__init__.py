@@ -32,6 +32,7 @@ examples:
   harness bisect matrix.yaml --good A --bad B    first bad image of one row, ~log2(n) cells
   harness fit matrix.yaml --param batch=1..64    largest batch that runs, per row
   harness explain DIR                            where the first bad cell leaks or slows
+  harness culprit DIR                            which package change did it, proved both ways
   harness doctor [matrix.yaml]                   what is missing on this machine
 
 exit codes: 0 clean, 1 a leak/slowdown/regression/crash found, 2 bad input (matrix,
@@ -47,8 +48,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-COMMANDS = ("sweep", "bisect", "fit", "explain", "compare", "report", "history", "images",
-            "doctor", "watch")
+COMMANDS = ("sweep", "bisect", "fit", "explain", "culprit", "compare", "report", "history",
+            "images", "doctor", "watch")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

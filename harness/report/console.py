@@ -75,6 +75,10 @@ class ConsoleReporter(Reporter):
                     if len(row.diff) > 15:
                         say(f"... {len(row.diff) - 15} more differences in report.md", "  ")
         for row in self.report.rows:
+            culprit = self.report.culprit_lines(row.row)
+            if culprit:
+                say(f"\nculprit, {row.row}: {culprit[0]}")
+        for row in self.report.rows:
             for _, _, cid in row.cells:
                 found = self.report.where_lines(cid)
                 if found and self.report.explained[cid].role in ("first bad", "cell"):

@@ -272,6 +272,12 @@ class IssueReporter(Reporter):
                       "first bad |\n|---|---|---|\n")
             for what, a, b in row.diff:
                 out.write(f"| {md(what)} | {md(a)} | {md(b)} |\n")
+        culprit = r.culprit_lines(row.row)
+        if culprit:
+            out.write(f"\n## The change that did it\n\n{md(culprit[0])}\n\nProbes "
+                      "(hybrid images, `harness culprit`):\n\n")
+            for text in culprit[1:]:
+                out.write(f"- {md(text)}\n")
         found = r.where_lines(bad.id)
         if found:
             ex = r.explained[bad.id]

@@ -52,6 +52,11 @@ class MarkdownReporter(Reporter):
                     for what, good, badv in pips:
                         out.write(f"| {md(what[4:])} | {md(good)} | {md(badv)} |\n")
                     out.write("\n</details>\n")
+            culprit = r.culprit_lines(row.row)
+            if culprit:
+                out.write(f"\n**Culprit** (`harness culprit`): {md(culprit[0])}\n\n")
+                for text in culprit[1:]:
+                    out.write(f"- {md(text)}\n")
             for _, _, cid in row.cells:
                 found = r.where_lines(cid)
                 if found:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
+from harness.answers.culprit import Culprit, load_culprits
+from harness.answers.culprit import holding as culprits_holding
 from harness.answers.explain import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
@@ -41,6 +43,8 @@ class Report:
     # are (they ran again, or are unreadable): `answers.explain.holding`, checked here
     # once, so `explained` holds only answers that rest on the cells beside them
     stale_where: dict[str, str] = field(default_factory=dict)
+    # `harness culprit`: row -> which package change did it (culprit/<row>/culprit.json)
+    culprits: dict[str, Culprit] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -65,7 +69,14 @@ class Report:
         return cls(name, images, answer_rows(results, planned, gone), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
                    explained, {k: v for k, v in (stored or {}).items() if k in results},
-                   stale)
+                   stale, culprits_holding(load_culprits(root) if root is not None else {},
+                                           results, root))
+
+    def culprit_lines(self, row: str) -> list[str]:
+        """What `harness culprit` answered for the row: its sentence, then each probe;
+        empty when it was not run there."""
+        found = self.culprits.get(row)
+        return found.lines() if found is not None else []
 
     def where_lines(self, cell_id: str) -> list[str]:
         """What `harness explain` found for the cell: the diff with its paired cell (the
@@ -188,7 +199,10 @@ class Report:
                 "images": list(self.images), "rows": rows,
                 "bad_cells": list(self.bad_cells), "cells": cells,
                 "missing_cells": list(self.missing_cells),
-                "undecided_cells": list(self.undecided_cells)}
+                "undecided_cells": list(self.undecided_cells),
+                "culprits": {row: {"status": c.status, "sentence": c.sentence,
+                                   "probes": list(c.probes)}
+                             for row, c in sorted(self.culprits.items())}}
 
 
 R = TypeVar("R", bound="Reporter")

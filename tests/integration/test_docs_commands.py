@@ -34,6 +34,8 @@ SKIPS = {
     "gpu": "needs an NVIDIA GPU host (and its NGC images)",
     "registry": "needs a container registry on the network",
     "ci": "is the command that runs this test suite",
+    "minutes": "builds images for minutes; what it shows is tested on smaller images "
+               "(tests/integration/test_culprit_real.py)",
 }
 NEEDS = {"docker", "slurm", "podman"}
 

@@ -1,0 +1,260 @@
+"""`harness culprit DIR [ROW]`: which package change made a row's first bad image bad,
+proved by swapping it both ways (culprit/<row>/ of the results directory)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cli import interruptible, options, printer
+from harness.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+    EnvironmentUnavailable,
+    InputError,
+)
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.plans.culprit import CulpritOutcome
+    from harness.report import RunDir
+    from harness.result.model import CellResult
+    from harness.runtimes import Engines
+
+EPILOG = """examples:
+  harness culprit reports/culprit-demo/20261123-080000      every row's first bad image
+  harness culprit DIR cpu.aiohttp_stack                     one row
+  harness culprit DIR ROW --good IMAGE --bad IMAGE          any two images of the row
+  harness culprit DIR ROW --swap tensorflow                 swap one package both ways
+
+Between the row's last good image G and its first bad image B, every Python package
+that changed, came or went is a change. Hybrid images (B with a set of changes undone,
+G with it applied) run as cells through the sweep's stages and verdict rules; delta
+debugging halves the set until one change (or a pair that only matters together) is
+left, proved both ways: B without it is good and G with it is bad. A hybrid that cannot
+be built or run is untestable, never counted good or bad. Hybrids are venvs on the local
+runtime (cached by their pins); on docker and podman, images built offline from B (or G)
+with each package's files (as its *.dist-info/RECORD lists them) taken from the other
+image, kept as harness-culprit/<label>:<key> for `docker run`.
+The answer goes to culprit/<row>/culprit.json, results.json and the reports.
+
+exit codes: 0 B is not bad (nothing to search), 1 the cause named (or shown to be
+outside the packages), 2 bad input (no such directory or row, no bad row), 3 environment
+unavailable (no hybrid could be built or run), 4 no culprit proved
+(untestable hybrids, a set that fixes B but does not break G), 130 interrupted
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "culprit", help="which package change made the first bad image bad, proved both ways",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
+    p.add_argument("row", nargs="?", help="only this row, e.g. cpu.multidict_pop (default: "
+                                          "each row with a first bad image)")
+    p.add_argument("--good", metavar="IMAGE", help="G: this image of the row (label)")
+    p.add_argument("--bad", metavar="IMAGE", help="B: this image of the row (label)")
+    p.add_argument("--matrix", type=Path,
+                   help="the sweep's matrix file (default: the one its plan.json names)")
+    p.add_argument("--swap", action="append", default=[], metavar="PACKAGE",
+                   help="no search: swap these packages (repeatable) both ways and run the "
+                        "two hybrids, even where B is not bad")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="extra runs of a hybrid whose verdict stays ambiguous (default 1)")
+    options.add(p, "runtime", "docker-host", "quiet")
+    p.set_defaults(func=run)
+
+
+def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | None,
+                 bad: str | None, planned: Any, unreadable: Any) -> list[tuple[str, str]]:
+    """(G cell id, B cell id) per row to search.
+
+    Raises:
+        InputError: an unknown row or image, --good/--bad without a row.
+    """
+    from harness.answers.explain import pairs
+
+    rows = sorted({r.row for r in results.values()})
+    if row is not None and row not in rows:
+        raise InputError(f"no row {row!r} in this directory (allowed values: "
+                         f"{', '.join(rows)})")
+    if good is not None or bad is not None:
+        if row is None and len(rows) > 1:
+            raise InputError(f"--good/--bad name images of one row: pass ROW (allowed "
+                             f"values: {', '.join(rows)})")
+        this = row or rows[0]
+        cells = {r.image.label: cid for cid, r in results.items() if r.row == this}
+        for flag, label in (("--good", good), ("--bad", bad)):
+            if label is not None and label not in cells:
+                raise InputError(f"{flag} {label}: no cell of row {this} (allowed values: "
+                                 f"{', '.join(sorted(cells))})")
+        found = {p.row: p for p in pairs(results, None, planned, unreadable)}
+        p = found.get(this)
+        g = cells[good] if good is not None else (p.good if p is not None else None)
+        b = cells[bad] if bad is not None else (p.cell if p is not None else None)
+        if g is None or b is None:
+            raise InputError(f"row {this} has no first bad image and last good one to "
+                             "take the other from; pass both --good IMAGE and --bad IMAGE")
+        return [(g, b)]
+    out = [(p.good, p.cell) for p in pairs(results, None, planned, unreadable)
+           if p.good is not None and (row is None or p.row == row)]
+    if not out:
+        raise InputError(("row " + row if row else "no row") + " has a first bad image "
+                         "after a good one in this directory; nothing to search (pass "
+                         "--good IMAGE --bad IMAGE to compare two images anyway)")
+    return out
+
+
+def cells_of(matrix: Matrix, ids: list[str]) -> dict[str, Cell]:
+    """The matrix's cells for the sweep's cell ids.
+
+    Raises:
+        InputError: the matrix no longer has one of them.
+    """
+    cells = {c.id: c for c in matrix.cells}
+    gone = [i for i in ids if i not in cells]
+    if gone:
+        raise InputError(f"{matrix.file}: no cell {', '.join(gone)} (the matrix changed "
+                         "since the sweep?); pass --matrix FILE, the matrix the sweep ran")
+    return {i: cells[i] for i in ids}
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.cli.explain import matrix_of
+    from harness.cli.report import newest_run
+    from harness.orchestrator import prefetch_analysis
+    from harness.report import read_run
+    from harness.runtimes import Engines
+
+    options.check(args)
+    if args.repeats < 0:
+        raise InputError("--repeats must be >= 0")
+    if not args.dir.is_dir():
+        raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
+    root = newest_run(args.dir, "harness culprit")
+    found = read_run(root)
+    todo = chosen_pairs(found.results, args.row, args.good, args.bad, found.planned,
+                        found.unreadable)
+    matrix = matrix_of(root, found.matrix, args.matrix)
+    runtime = args.runtime or matrix.runtime
+    cells = cells_of(matrix, [cid for pair in todo for cid in pair])
+    prefetch_analysis()
+    engines = Engines.for_matrix(matrix, runtime, args.docker_host)
+    engines.start(list(cells.values()))
+    outcomes = search_rows(args, root, found, matrix, engines, cells, todo)
+    if outcomes:
+        rewrite_reports(root, matrix.name, found)
+    return exit_code(outcomes)
+
+
+def hybrid_client(engines: Engines, runtime: str) -> Any:
+    """The engine client that builds hybrid images (None on the local runtime).
+
+    Raises:
+        EnvironmentUnavailable: a container runtime whose engine builds none.
+    """
+    from harness.matrixfile.model import abilities
+
+    if not abilities(runtime).container_images:
+        return None
+    from harness.runtimes.docker import DockerRuntime  # podman's is one too
+
+    if not isinstance(engines.default, DockerRuntime):
+        raise EnvironmentUnavailable(
+            f"runtime {runtime}: its engine builds no hybrid images\n  fix: run "
+            "harness culprit with --runtime docker, or sweep on `runtime: local`")
+    return engines.default.client
+
+
+def search_rows(args: argparse.Namespace, root: Path, found: RunDir, matrix: Matrix,
+                engines: Engines, cells: dict[str, Cell], todo: list[tuple[str, str]]
+                ) -> list[CulpritOutcome]:
+    """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
+    as culprit.json with the run keys of G and B it rests on (`result.derived`)."""
+    from harness.orchestrator import Sweep
+    from harness.plans.culprit import culprit, docker_hybrids, sweep_runner
+    from harness.result.derived import DerivedFrom
+    from harness.store import RunStore
+    from harness.store.results import SeriesCache, atomic_write_text
+
+    client = hybrid_client(engines, args.runtime or matrix.runtime)
+    progress = printer(args.quiet)
+    outcomes: list[CulpritOutcome] = []
+    with interruptible():
+        try:
+            for g_id, b_id in todo:
+                g, b = cells[g_id], cells[b_id]
+                store = RunStore(root / "culprit" / b.row)
+                store.lock()
+                try:
+                    sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
+                    print(f"culprit {b.row}: G {g.image.label} ({found.results[g_id].verdict})"
+                          f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
+                    runner = sweep_runner(sweep, g, found.results[g_id],
+                                          SeriesCache(root)(g_id))
+                    make = (None if client is None else
+                            docker_hybrids(client, g, b, progress))
+                    try:
+                        out = culprit(g, found.results[g_id], b, found.results[b_id],
+                                      runner, lambda s: print(f"  {s}", flush=True),
+                                      args.repeats, make, args.swap)
+                    except ValueError as exc:
+                        raise InputError(f"--swap: {exc}") from exc
+                    for line in out.diff.lines():
+                        print(f"  {line}")
+                    print(f"{b.row}: {out.sentence()}", flush=True)
+                    rests_on = DerivedFrom.of(found.results, (g_id, b_id)).to_json()
+                    atomic_write_text(store.root / "culprit.json", json.dumps(
+                        {**out.to_dict(), "derived_from": rests_on}, indent=1) + "\n")
+                    outcomes.append(out)
+                finally:
+                    store.unlock()
+        finally:
+            engines.stop()
+    return outcomes
+
+
+def rewrite_reports(root: Path, name: str, found: RunDir) -> None:
+    """The sweep's reports again, with culprit's answers (the model reads them from
+    culprit/<row>/culprit.json); a partial report never replaces a whole one."""
+    from harness.report import Report, write_all
+    from harness.store import RunStore
+    from harness.store.results import load_json_keys
+
+    meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
+    report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
+                                 root, planned=found.planned, unreadable=found.unreadable)
+    if report.missing_cells:
+        return
+    store = RunStore(root)
+    store.lock()
+    try:
+        write_all(store, report)
+    finally:
+        store.unlock()
+
+
+def exit_code(outcomes: list[CulpritOutcome]) -> int:
+    """1 where a cause was named (or shown outside the packages), else 3 where no hybrid
+    could run at all, 4 where the search ended without a proof, 0 where B is not bad."""
+    from harness.plans.culpritsearch import FOUND, OUTSIDE
+
+    outcomes = [o for o in outcomes if not o.not_bad]
+    statuses = [o.search.status for o in outcomes if o.search is not None]
+    if any(s in (FOUND, OUTSIDE) for s in statuses):
+        return EXIT_REGRESSION
+    searched = [o for o in outcomes if o.search is not None]
+    if searched and all(o.probes and all(p.result is None or p.result.verdict == "unavailable"
+                                         for p in o.probes if not p.how.endswith("cell"))
+                        for o in searched):
+        print("harness: no hybrid could be built; see the probes' reasons above",
+              file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if searched:
+        return EXIT_UNDECIDED
+    return EXIT_OK

@@ -1,0 +1,377 @@
+"""`harness culprit`: which change between a row's last good image G and its first bad
+image B made B bad, proved both ways. A plan over the sweep's stages: each probe is a
+hybrid image (B with a set of package changes undone, or G with it applied) run as a
+cell through `stages.measure.measure` and compared with G through `stages.rows.compare`,
+the way `bisect` runs its probes; `plans.culpritsearch` picks the probes.
+
+Hybrids on the local runtime are venvs from the other side's resolved pins (what the
+agent found installed) with the set swapped, cached by the local runtime under a key of
+the interpreter and the pins. A hybrid pip cannot build (a version conflict) is
+`unavailable`, which the search reads as untestable. Probe cells go to
+`culprit/<row>/cells/` of the sweep's directory, one per hybrid (ids `culprit-<key>.<row>`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from harness.analysis.kinds import BAD, GOOD, KINDS, UNDECIDED
+from harness.errors import EnvironmentUnavailable
+from harness.matrixfile.model import Cell, ImageSpec
+from harness.plans.bisect import attempt_id, attempts
+from harness.plans.culpritdiff import TOOLING, Change, Difference, difference
+from harness.plans.culpritsearch import (
+    APPLY,
+    FOUND,
+    OUTSIDE,
+    UNDO,
+    UNTESTABLE,
+    Search,
+    find_culprit,
+)
+from harness.plans.culpritsearch import (
+    BAD as PROBE_BAD,
+)
+from harness.plans.culpritsearch import (
+    GOOD as PROBE_GOOD,
+)
+from harness.result.model import CellResult
+from harness.result.words import cell_text
+
+if TYPE_CHECKING:
+    from harness.orchestrator import Sweep
+    from harness.protocol.series import Series
+
+Say = Callable[[str], None]
+Runner = Callable[[Cell], CellResult]
+# A hybrid image for (side, changes); raises EnvironmentUnavailable where it cannot be had.
+Maker = Callable[[str, tuple[Change, ...]], ImageSpec]
+# A hybrid that crashes or hangs where B leaked or slowed has not shown B's fault: it is
+# untestable (a missing symbol, an import error), not bad.
+BROKEN = frozenset({"crash", "timeout"})
+SWAPPED = "swapped"   # --swap: the named set swapped both ways, not proved the cause
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One probe as it ran: the hybrid, its verdict and what the search read from it."""
+
+    side: str                       # UNDO: B with `changes` undone; APPLY: G with them
+    changes: tuple[Change, ...]
+    outcome: str                    # good, bad, untestable
+    image: str                      # the hybrid's label (or G's, B's own where equal)
+    result: CellResult | None
+    how: str                        # "run", "G's sweep cell", "B's sweep cell", "cached"
+    seconds: float = 0.0
+    # Where pip installed other than the recipe (a dependency the recipe left out, put
+    # back by the resolver): "propcache 0.5.4 (not in the recipe)".
+    drift: tuple[str, ...] = ()
+
+    def words(self) -> str:
+        base = "B" if self.side == UNDO else "G"
+        swapped = ", ".join(c.undone() if self.side == UNDO else c.applied()
+                            for c in self.changes)
+        said = cell_text(self.result) if self.result is not None else self.outcome
+        drift = f"; pip also put in {', '.join(self.drift)}" if self.drift else ""
+        return (f"{base} with {swapped}: {said} -> {self.outcome} [{self.image}, "
+                f"{self.how}{drift}]")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"side": self.side, "changes": [c.name for c in self.changes],
+                "outcome": self.outcome, "image": self.image, "how": self.how,
+                "verdict": self.result.verdict if self.result is not None else None,
+                "text": cell_text(self.result) if self.result is not None else None,
+                "cell": self.result.id if self.result is not None else None,
+                "seconds": round(self.seconds, 1), "drift": list(self.drift)}
+
+
+def drift_of(image: ImageSpec, result: CellResult) -> tuple[str, ...]:
+    """What the hybrid has installed that its recipe did not say (names and versions
+    the agent found against the pins), or nothing where the agent found no packages."""
+    seen = {n: v for n, v in result.fingerprint.packages.items() if n not in TOOLING}
+    if not seen:
+        return ()
+    wanted = dict(p.split("==", 1) for p in image.pip)
+    return tuple(f"{n} {v}" + (f" (recipe {wanted[n]})" if n in wanted else "")
+                 for n, v in sorted(seen.items()) if wanted.get(n) != v)
+
+
+@dataclass
+class CulpritOutcome:
+    row: str
+    good: CellResult
+    bad: CellResult
+    diff: Difference
+    search: Search[Change] | None = None
+    probes: list[ProbeRun] = field(default_factory=list)
+    seconds: float = 0.0
+    not_bad: bool = False           # B is not bad: nothing to search
+
+    @property
+    def found(self) -> bool:
+        return self.search is not None and self.search.found
+
+    def probe(self, side: str, changes: Sequence[Change]) -> ProbeRun | None:
+        want = frozenset(changes)
+        return next((p for p in self.probes if p.side == side
+                     and frozenset(p.changes) == want), None)
+
+    @property
+    def runs(self) -> int:
+        return sum(1 for p in self.probes if p.how == "run")
+
+    def sentence(self) -> str:
+        """The answer a user acts on, in one paragraph."""
+        g, b = self.good.image.label, self.bad.image.label
+        if self.not_bad:
+            text = (f"B is not bad: {b} is {cell_text(self.bad)}; culprit needs a bad image "
+                    f"and a good one (G {g} is {cell_text(self.good)})")
+            if self.probes:
+                text += "; swapped anyway: " + "; ".join(
+                    f"{'B' if p.side == UNDO else 'G'} with "
+                    f"{', '.join(c.undone() if p.side == UNDO else c.applied() for c in p.changes)}"
+                    f": {_said(p)} [{p.image}]" for p in self.probes)
+            return text
+        s = self.search
+        assert s is not None
+        cost = f"{len(self.probes)} probes ({self.runs} run), {self.seconds:.0f} s."
+        if s.found:
+            names = ", ".join(str(c) for c in s.answer)
+            undo, apply = self.probe(UNDO, s.answer), self.probe(APPLY, s.answer)
+            assert undo is not None and apply is not None
+            pins = " ".join(f"{c.name}=={c.good}" for c in s.answer if c.good is not None)
+            gone = [c.name for c in s.answer if c.good is None]
+            fix = (f"pin {pins} in B" if pins else "") + (
+                f"{' and ' if pins else ''}uninstall {' '.join(gone)} in B" if gone else "")
+            return (f"cause: {names}. B with {', '.join(c.undone() for c in s.answer)}: "
+                    f"{_said(undo)}; G with {', '.join(c.applied() for c in s.answer)}: "
+                    f"{_said(apply)}. Workaround: {fix} (image `{undo.image}`). {cost}")
+        if s.status == OUTSIDE:
+            other = "; ".join(f"{w} {gv} -> {bv}" for w, gv, bv in self.diff.other)
+            return (f"not the packages: B with every package change undone is still bad "
+                    f"({len(self.diff.packages)} undone). What else differs: "
+                    f"{other or 'nothing the agent records (the host? run G and B again)'}. "
+                    f"{cost}")
+        named = ", ".join(str(c) for c in s.answer)
+        return (f"no culprit proved ({s.status}): {s.why}"
+                + (f"; suspects: {named}" if named else "") + f". {cost}")
+
+    def to_dict(self) -> dict[str, object]:
+        s = self.search
+        return {"row": self.row, "good": self.good.id, "bad": self.bad.id,
+                "status": "not-bad" if self.not_bad else (s.status if s else None),
+                "answer": [c.to_dict() for c in s.answer] if s else [],
+                "sentence": self.sentence(), "difference": self.diff.to_dict(),
+                "probes": [p.to_dict() for p in self.probes],
+                "seconds": round(self.seconds, 1)}
+
+
+def _said(p: ProbeRun) -> str:
+    return cell_text(p.result) if p.result is not None else p.outcome
+
+
+def pins_of(packages: Mapping[str, str], changes: Sequence[Change], side: str
+            ) -> tuple[str, ...]:
+    """The hybrid's requirements: `packages` (B's for UNDO, G's for APPLY) with each change
+    at the other side's version (left out where that side lacks it)."""
+    pkgs = {n: v for n, v in packages.items() if n not in TOOLING}
+    for c in changes:
+        version = c.good if side == UNDO else c.bad
+        if version is None:
+            pkgs.pop(c.name, None)
+        else:
+            pkgs[c.name] = version
+    return tuple(sorted(f"{n}=={v}" for n, v in pkgs.items()))
+
+
+def hybrid_image(base: CellResult, cell: Cell, changes: Sequence[Change], side: str
+                 ) -> ImageSpec:
+    """A local-runtime image: the base cell's interpreter with the swapped pins, labelled
+    by a content key of that recipe (the same recipe is the same image)."""
+    pins = pins_of(base.fingerprint.packages, changes, side)
+    python = cell.image.python or (cell.image.ref if not cell.image.pip else None)
+    key = hashlib.sha256("\n".join([python or "", *pins]).encode()).hexdigest()[:10]
+    return ImageSpec(label=f"culprit-{key}", ref=cell.image.ref, index=cell.image.index,
+                     pip=pins, python=python)
+
+
+def outcome_of(result: CellResult, bad: CellResult) -> str:
+    """What the search reads from a probe's verdict: good; bad where it shows B's fault
+    (B's verdict, or one `explain` attributes the same way: a leak where B ran out of
+    memory); else untestable: a hybrid that crashes, hangs or slows where B leaked has
+    not shown B's fault (a busy host can make any cell slower), nor its absence."""
+    if result.verdict in GOOD:
+        return PROBE_GOOD
+    if result.verdict == bad.verdict or (
+            result.verdict in BAD and result.verdict not in BROKEN
+            and KINDS[result.verdict].attribute == KINDS[bad.verdict].attribute):
+        return PROBE_BAD
+    return UNTESTABLE
+
+
+def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runner: Runner,
+            say: Say, repeats: int = 1, make: Maker | None = None,
+            swap: Sequence[str] = ()) -> CulpritOutcome:
+    """Search the changes from G to B for the set that makes B bad.
+
+    Args:
+        g_cell, good: The row's last good cell and its sweep result.
+        b_cell, bad: The row's first bad cell and its sweep result.
+        runner: Runs a (hybrid) cell and returns its final result, compared with G.
+        say: Receives one line per probe.
+        repeats: Extra runs of a hybrid whose verdict stays undecided (ambiguous).
+        make: Builds a hybrid image (container runtimes: `docker_hybrids`); None: local
+            venvs of swapped pins (`hybrid_image`), where a recipe equal to G's or B's
+            is that sweep cell.
+        swap: Package names to swap as one set, with no search: B with them undone and
+            G with them applied are run (whether B is bad or not), and the set is
+            named only where both probes prove it.
+
+    Raises:
+        ValueError: a name in `swap` is not a package change between G and B.
+    """
+    start = time.monotonic()
+    out = CulpritOutcome(b_cell.row, good, bad, difference(good, bad))
+    named = [c for c in out.diff.packages if c.name in swap]
+    if len(named) != len(set(swap)):
+        lacking = sorted(set(swap) - {c.name for c in named})
+        raise ValueError(f"not a package change from {good.image.label} to "
+                         f"{bad.image.label}: {', '.join(lacking)} (allowed values: "
+                         f"{', '.join(c.name for c in out.diff.packages) or 'none'})")
+    if not swap and (bad.verdict not in BAD or good.verdict not in GOOD):
+        out.not_bad = bad.verdict not in BAD
+        if not out.not_bad:
+            out.search = Search("no-fix", why=f"G {good.image.label} is {good.verdict}, not "
+                                              "good")
+        return out
+    own = {pins_key(g_cell, good): (good, "G's sweep cell"),
+           pins_key(b_cell, bad): (bad, "B's sweep cell")}
+
+    def probe(side: str, changes: tuple[Change, ...]) -> str:
+        base_cell, base = (b_cell, bad) if side == UNDO else (g_cell, good)
+        t0 = time.monotonic()
+        try:
+            image = (make(side, changes) if make is not None
+                     else hybrid_image(base, base_cell, changes, side))
+        except EnvironmentUnavailable as exc:
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return said(ProbeRun(side, changes, UNTESTABLE, "-", None, f"not built: {why}",
+                                 time.monotonic() - t0))
+        known = own.get((image.python, image.pip)) if make is None else None
+        if known is not None:
+            result, how = known
+        else:
+            cell = dataclasses.replace(b_cell, id=f"{image.label}.{b_cell.row}", image=image)
+            result = runner(cell)
+            for _ in range(repeats):
+                if result.verdict not in UNDECIDED:
+                    break
+                result = runner(cell)
+            how = ("cached" if isinstance(runner, SweepRunner) and result.id in runner.cached
+                   else "run")
+        name = result.image.label if known else image.ref if make is not None else image.label
+        return said(ProbeRun(side, changes, outcome_of(result, bad), name, result, how,
+                             time.monotonic() - t0,
+                             () if known or result.verdict == "unavailable" or not image.pip
+                             else drift_of(image, result)))
+
+    def said(run: ProbeRun) -> str:
+        out.probes.append(run)
+        say(f"probe {len(out.probes)}: {run.words()}")
+        return run.outcome
+
+    if swap:
+        out.not_bad = bad.verdict not in BAD
+        both = tuple(named)
+        undo, apply = probe(UNDO, both), probe(APPLY, both)
+        proved = undo == PROBE_GOOD and apply == PROBE_BAD and not out.not_bad
+        out.search = Search(FOUND if proved else SWAPPED, both if proved else (),
+                            why=f"B with them undone is {undo}, G with them applied is "
+                                f"{apply}")
+    else:
+        out.search = find_culprit(out.diff.packages, probe)
+    out.seconds = time.monotonic() - start
+    return out
+
+
+def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Maker:
+    """Hybrids as container images built offline from B (undo) or G (apply), each
+    package's files taken from the other image as its RECORD lists them
+    (`runtimes.dockerhybrid`), kept under `harness-culprit/<label>:<key>`."""
+    from harness.runtimes.dockerhybrid import hybrid
+
+    def make(side: str, changes: tuple[Change, ...]) -> ImageSpec:
+        base, other = ((b_cell.image, g_cell.image) if side == UNDO
+                       else (g_cell.image, b_cell.image))
+        take = [c.name for c in changes if (c.good if side == UNDO else c.bad) is not None]
+        drop = [c.name for c in changes if (c.bad if side == UNDO else c.good) is not None]
+        swapped = ", ".join(c.undone() if side == UNDO else c.applied() for c in changes)
+        tag = hybrid(client, base, other, take, drop, swapped, progress)
+        return ImageSpec(label=f"culprit-{tag.rpartition(':')[2]}", ref=tag,
+                         index=b_cell.image.index, python=base.python)
+
+    return make
+
+
+def pins_key(cell: Cell, result: CellResult) -> tuple[str | None, tuple[str, ...]]:
+    """A sweep cell as a hybrid recipe (its interpreter and its resolved pins): a hybrid
+    with the same recipe is that cell, and is not run again."""
+    image = hybrid_image(result, cell, (), UNDO)
+    return image.python, image.pip
+
+
+class SweepRunner:
+    """Runs a hybrid through the sweep's stages and compares it with G (its series read
+    from the sweep's directory), as a sweep compares a cell with its row's baseline; each
+    result is written once, a hybrid run again being its next attempt beside it. A
+    hybrid whose latest decided result was made by the same run (`result.runkey`: the
+    same recipe, scenario and settings) is taken from there, as `bisect` reuses its
+    cells, and its result's id kept in `cached`."""
+
+    def __init__(self, sweep: Sweep, g_cell: Cell, good: CellResult,
+                 g_series: Series | None):
+        self.sweep, self.g_cell, self.good = sweep, g_cell, good
+        self.cached: set[str] = set()
+        self.seen: set[str] = set()
+        if g_series is not None:
+            sweep.series.keep(g_cell.id, g_series)
+
+    def __call__(self, cell: Cell) -> CellResult:
+        from harness.result.runkey import key_of, why_changed
+
+        sweep = self.sweep
+        runs = attempts(sweep.store, cell.id)
+        first = cell.id not in self.seen
+        self.seen.add(cell.id)
+        if runs and first and runs[-1].verdict not in UNDECIDED and why_changed(
+                runs[-1].key, key_of(cell, sweep.runtime_for(cell).name)) is None:
+            self.cached.add(runs[-1].id)
+            return runs[-1]
+        this = cell if not runs else dataclasses.replace(
+            cell, id=attempt_id(cell.id, len(runs) + 1))
+        measured = sweep.run_cell(this)
+        result = sweep.compare(this, measured, self.g_cell, self.good)
+        sweep.store.write_cell(result)
+        return result
+
+
+sweep_runner = SweepRunner
+
+
+__all__ = [
+    "FOUND",
+    "CulpritOutcome",
+    "ProbeRun",
+    "SweepRunner",
+    "culprit",
+    "docker_hybrids",
+    "hybrid_image",
+    "outcome_of",
+    "pins_of",
+    "sweep_runner",
+]

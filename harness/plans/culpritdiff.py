@@ -1,0 +1,88 @@
+"""What differs between a row's last good image G and its first bad image B, as the culprit
+search swaps it: Python packages changed, added or removed (from the two cells'
+fingerprints, what the agent found installed), and what no swap of packages undoes (the
+interpreter, the OS, the stack's environment: CUDA, cuDNN, NCCL, framework versions;
+the driver and GPU), from `answers.search.fingerprint_diff`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from harness.answers.search import fingerprint_diff
+from harness.result.model import CellResult
+
+# Installers a venv or an image brings along: never swapped, listed apart.
+TOOLING = frozenset({"pip", "setuptools", "wheel", "distribute"})
+
+
+@dataclass(frozen=True, order=True)
+class Change:
+    """One package's move from G to B (None: absent on that side)."""
+
+    name: str
+    good: str | None
+    bad: str | None
+
+    @property
+    def kind(self) -> str:
+        return "added" if self.good is None else "removed" if self.bad is None else "changed"
+
+    def __str__(self) -> str:
+        if self.good is None:
+            return f"{self.name} added ({self.bad})"
+        if self.bad is None:
+            return f"{self.name} removed ({self.good})"
+        return f"{self.name} {self.good} -> {self.bad}"
+
+    def undone(self) -> str:
+        """B with this change undone, in words: 'multidict 6.4.4' or 'without foo'."""
+        return f"{self.name} {self.good}" if self.good is not None else f"without {self.name}"
+
+    def applied(self) -> str:
+        return f"{self.name} {self.bad}" if self.bad is not None else f"without {self.name}"
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"name": self.name, "good": self.good, "bad": self.bad, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class Difference:
+    good: str                                # G's image label
+    bad: str                                 # B's image label
+    packages: tuple[Change, ...]             # what the search swaps, by name
+    other: tuple[tuple[str, str, str], ...] = field(default=())  # (what, G, B) not swapped
+
+    def lines(self) -> list[str]:
+        out = [f"{len(self.packages)} package change(s) from {self.good} to {self.bad}:"]
+        out += [f"  {c}" for c in self.packages]
+        if self.other:
+            out.append("not swapped (outside the packages):")
+            out += [f"  {what}: {g} -> {b}" for what, g, b in self.other]
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        return {"good": self.good, "bad": self.bad,
+                "packages": [c.to_dict() for c in self.packages],
+                "other": [{"what": w, "good": g, "bad": b} for w, g, b in self.other]}
+
+
+def changes(good: Mapping[str, str], bad: Mapping[str, str]) -> tuple[Change, ...]:
+    """Each package whose version differs (or that one side lacks), by name, but for the
+    installers (`TOOLING`)."""
+    names = sorted((set(good) | set(bad)) - TOOLING)
+    return tuple(Change(n, good.get(n), bad.get(n)) for n in names
+                 if good.get(n) != bad.get(n))
+
+
+def difference(good: CellResult, bad: CellResult) -> Difference:
+    """G against B: the package changes to search, the rest to name when they do not
+    explain it (image references and digests are left out: every hybrid has its own)."""
+    other = tuple((what, g, b) for what, g, b in fingerprint_diff(good, bad)
+                  if not what.startswith("pip ") and what not in ("image", "digest"))
+    tooling = tuple((f"pip {n}", str(good.fingerprint.packages.get(n, "-")),
+                     str(bad.fingerprint.packages.get(n, "-"))) for n in sorted(TOOLING)
+                    if good.fingerprint.packages.get(n) != bad.fingerprint.packages.get(n))
+    return Difference(good.image.label, bad.image.label,
+                      changes(good.fingerprint.packages, bad.fingerprint.packages),
+                      other + tooling)

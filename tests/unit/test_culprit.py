@@ -1,0 +1,294 @@
+"""harness culprit over FakeRuntime: the difference, hybrids as cells, the answer."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fakeruntime import Behaviour, FakeRuntime
+
+from harness import matrixfile
+from harness.cli import main
+from harness.matrixfile.model import Cell, ImageSpec, Matrix
+from harness.orchestrator import Sweep
+from harness.plans.culprit import (
+    CulpritOutcome,
+    culprit,
+    drift_of,
+    outcome_of,
+    pins_of,
+    sweep_runner,
+)
+from harness.plans.culpritdiff import Change, difference
+from harness.plans.culpritsearch import APPLY, FOUND, OUTSIDE, UNDO
+from harness.result.model import CellResult, Fingerprint, ImagePart
+from harness.store import RunStore
+from harness.store.results import SeriesCache
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+GOOD_PINS = {"multidict": "6.4.4", "yarl": "1.9.4", "attrs": "23.2.0", "frozenlist": "1.4.1",
+             "idna": "3.6", "pip": "24.0"}
+RESULT = CellResult("culprit-x.cpu.loop", "cpu.loop", "ok", ImagePart("culprit-x", 1, "python3",
+                                                                   None))
+BAD_PINS = {"multidict": "6.6.3", "yarl": "1.20.1", "attrs": "25.3.0", "frozenlist": "1.7.0",
+            "propcache": "0.3.2", "pip": "25.1"}
+
+
+def pins(d: dict[str, str]) -> str:
+    return "[" + ", ".join(f"{k}=={v}" for k, v in d.items()) + "]"
+
+
+def make_matrix(tmp: Path, good: dict[str, str] = GOOD_PINS, bad: dict[str, str] = BAD_PINS,
+                python_b: str = "python3") -> Matrix:
+    (tmp / "loop.py").write_text(SCENARIO)
+    (tmp / "m.yaml").write_text(
+        "name: cul\nruntime: local\n"
+        "defaults: {iterations: 200, warmup: 10, sample_every: 5, repeats: 0}\n"
+        f"matrix:\n  image:\n    - {{name: g, python: python3, pip: {pins(good)}}}\n"
+        f"    - {{name: b, python: {python_b}, pip: {pins(bad)}}}\n"
+        "  gpu: [none]\n  scenario: [loop.py]\n")
+    return matrixfile.load(tmp / "m.yaml")
+
+
+def leaks_when(bad: Callable[[set[str]], bool]) -> Callable[[Cell], Behaviour]:
+    return lambda c: Behaviour(leak_per_iter=6000) if bad(set(c.image.pip)) else Behaviour()
+
+
+def swept(tmp: Path, matrix: Matrix, behave: Callable[[Cell], Behaviour]
+          ) -> tuple[dict[str, CellResult], RunStore]:
+    store = RunStore(tmp / "sweep")
+    runtime = FakeRuntime(behave, pins_as_packages=True)
+    out = Sweep(matrix, runtime, store, lambda _: None).run(list(matrix.cells), resume=False)
+    return out.results, store
+
+
+def search(tmp: Path, behave: Callable[[Cell], Behaviour], matrix: Matrix | None = None
+           ) -> tuple[CulpritOutcome, FakeRuntime, list[str]]:
+    matrix = matrix or make_matrix(tmp)
+    results, store = swept(tmp, matrix, behave)
+    g, b = sorted(matrix.cells, key=lambda c: c.image.index)
+    runtime = FakeRuntime(behave, pins_as_packages=True)
+    sweep = Sweep(matrix, runtime, RunStore(store.root / "culprit" / b.row), lambda _: None)
+    said: list[str] = []
+    out = culprit(g, results[g.id], b, results[b.id],
+                  sweep_runner(sweep, g, results[g.id], SeriesCache(store.root)(g.id)),
+                  said.append)
+    return out, runtime, said
+
+
+def test_the_difference_lists_changed_added_removed_and_tooling_apart(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path)
+    results, _ = swept(tmp_path, matrix, lambda c: Behaviour())
+    g, b = sorted(results.values(), key=lambda r: r.image.index)
+    diff = difference(g, b)
+    assert [str(c) for c in diff.packages] == [
+        "attrs 23.2.0 -> 25.3.0", "frozenlist 1.4.1 -> 1.7.0", "idna removed (3.6)",
+        "multidict 6.4.4 -> 6.6.3", "propcache added (0.3.2)", "yarl 1.9.4 -> 1.20.1"]
+    assert ("pip pip", "24.0", "25.1") in diff.other
+
+
+def test_pins_of_a_hybrid() -> None:
+    undo = [Change("multidict", "6.4.4", "6.6.3"), Change("propcache", None, "0.3.2")]
+    assert pins_of(BAD_PINS, undo, UNDO) == (
+        "attrs==25.3.0", "frozenlist==1.7.0", "multidict==6.4.4", "yarl==1.20.1")
+    assert pins_of(GOOD_PINS, undo, APPLY) == (
+        "attrs==23.2.0", "frozenlist==1.4.1", "idna==3.6", "multidict==6.6.3",
+        "propcache==0.3.2", "yarl==1.9.4")
+
+
+def test_one_package_among_six_is_named_and_proved_both_ways(tmp_path: Path) -> None:
+    # GIVEN only multidict 6.6.3 leaks
+    out, runtime, said = search(tmp_path, leaks_when(lambda p: "multidict==6.6.3" in p))
+    assert out.found and out.search is not None
+    assert [c.name for c in out.search.answer] == ["multidict"]
+    undo = out.probe(UNDO, out.search.answer)
+    apply = out.probe(APPLY, out.search.answer)
+    assert undo is not None and undo.outcome == "good" and undo.how == "run"
+    assert apply is not None and apply.outcome == "bad" and apply.result is not None
+    assert apply.result.verdict == "leak"
+    # B with everything undone is G itself: answered from the sweep, not run
+    assert out.probes[0].how == "G's sweep cell"
+    assert len(runtime.runs) == out.runs == len(out.probes) - 1
+    text = out.sentence()
+    assert text.startswith("cause: multidict 6.4.4 -> 6.6.3. B with multidict 6.4.4: ok")
+    assert "G with multidict 6.6.3: leak" in text
+    assert f"Workaround: pin multidict==6.4.4 in B (image `{undo.image}`)" in text
+    assert len(said) == len(out.probes)
+    # each hybrid ran as a cell of its own, kept under culprit/<row>/cells
+    assert all(r.startswith("culprit-") for r in runtime.runs)
+
+
+def test_a_cause_outside_the_packages_is_said_with_what_else_differs(tmp_path: Path) -> None:
+    # GIVEN B's interpreter leaks whatever the packages installed with it
+    matrix = make_matrix(tmp_path, python_b="/usr/bin/python3")
+    out, runtime, _ = search(tmp_path, lambda c: Behaviour(leak_per_iter=6000)
+                             if c.image.python == "/usr/bin/python3" else Behaviour(), matrix)
+    assert out.search is not None and out.search.status == OUTSIDE
+    # one probe: B's interpreter with G's pins, run (it is neither sweep cell)
+    assert len(out.probes) == 1 and len(runtime.runs) == 1
+    assert out.probes[0].result is not None and out.probes[0].result.verdict == "leak"
+    assert out.sentence().startswith(
+        "not the packages: B with every package change undone is still bad (6 undone). "
+        "What else differs: ")
+
+
+def test_an_unbuildable_hybrid_is_untestable(tmp_path: Path) -> None:
+    # GIVEN any hybrid with yarl 1.9.4 next to multidict 6.6.3 cannot run (a conflict)
+    def behave(c: Cell) -> Behaviour:
+        p = set(c.image.pip)
+        if c.image.label.startswith("culprit-") and {"yarl==1.9.4", "multidict==6.6.3"} <= p:
+            return Behaviour(error="ImportError: yarl needs multidict<6.5")
+        return Behaviour(leak_per_iter=6000) if "multidict==6.6.3" in p else Behaviour()
+
+    out, _, _ = search(tmp_path, behave)
+    assert out.search is not None
+    assert any(p.outcome == "untestable" for p in out.probes)
+    assert out.search.status != FOUND   # G with multidict 6.6.3 alone could not run
+    assert [c.name for c in out.search.answer] == ["multidict"]
+
+
+def test_b_not_bad_runs_nothing(tmp_path: Path) -> None:
+    out, runtime, _ = search(tmp_path, lambda c: Behaviour())
+    assert out.not_bad and out.probes == [] and runtime.runs == []
+    assert out.sentence().startswith("B is not bad: b is ok")
+
+
+@pytest.mark.parametrize("pair", [("attrs", "yarl")])
+def test_a_pair_on_the_run_path(tmp_path: Path, pair: tuple[str, str]) -> None:
+    wanted = {f"{n}=={BAD_PINS[n]}" for n in pair}
+    out, _, _ = search(tmp_path, leaks_when(lambda p: wanted <= p))
+    assert out.found and out.search is not None
+    assert [c.name for c in out.search.answer] == list(pair)
+
+
+# ---------------------------------------------------------------- CLI
+@pytest.fixture
+def fake_cli(monkeypatch: pytest.MonkeyPatch) -> list[FakeRuntime]:
+    made: list[FakeRuntime] = []
+
+    def get_runtime(name: str, docker_host: str | None = None) -> FakeRuntime:
+        made.append(FakeRuntime(leaks_when(lambda p: "multidict==6.6.3" in p),
+                                pins_as_packages=True))
+        return made[-1]
+
+    monkeypatch.setattr("harness.runtimes.get_runtime", get_runtime)
+    return made
+
+
+def test_cli_culprit(tmp_path: Path, fake_cli: list[FakeRuntime],
+                     capsys: pytest.CaptureFixture[str]) -> None:
+    make_matrix(tmp_path)
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"]) == 1
+    capsys.readouterr()
+    base = tmp_path / "r" / "cul"
+    assert main(["culprit", str(base), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert "culprit cpu.loop: G g (ok) vs B b (leak)" in out
+    assert "  6 package change(s) from g to b:" in out
+    assert "cpu.loop: cause: multidict 6.4.4 -> 6.6.3. B with multidict 6.4.4: ok" in out
+    (run,) = base.iterdir()
+    saved = json.loads((run / "culprit" / "cpu.loop" / "culprit.json").read_text())
+    assert saved["status"] == "found" and saved["answer"][0]["name"] == "multidict"
+    assert {"side": "apply", "changes": ["multidict"], "outcome": "bad"}.items() <= next(
+        p for p in saved["probes"] if p["side"] == "apply").items()
+    # the sweep's reports carry the answer
+    md = (run / "report.md").read_text()
+    assert "**Culprit** (`harness culprit`): cause: multidict 6.4.4 -> 6.6.3." in md
+    assert "- probe 1: B with attrs, frozenlist, idna, multidict, propcache, yarl undone" in md
+    html = (run / "report.html").read_text()
+    assert "<b>culprit</b>: cause: multidict 6.4.4 -&gt; 6.6.3." in html
+    culprits = json.loads((run / "results.json").read_text())["culprits"]
+    assert culprits["cpu.loop"]["status"] == "found"
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 1
+    assert "culprit, cpu.loop: cause: multidict 6.4.4 -> 6.6.3." in capsys.readouterr().out
+    main(["report", str(run), "--issue", "cpu.loop"])
+    assert ("## The change that did it\n\ncause: multidict 6.4.4 -> 6.6.3."
+            in capsys.readouterr().out)
+    # a second culprit over the same directory runs nothing: each hybrid's result is
+    # reused where its run key is unchanged
+    runs_before = len(fake_cli)
+    assert main(["culprit", str(base), "-q"]) == 1
+    assert all(rt.runs == [] for rt in fake_cli[runs_before:])
+    assert "(0 run)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["gpu0.nope"], "no row 'gpu0.nope' in this directory (allowed values: cpu.loop)"),
+    (["--good", "zz"], "--good zz: no cell of row cpu.loop (allowed values: b, g)"),
+    (["--repeats", "-1"], "--repeats must be >= 0"),
+])
+def test_cli_culprit_bad_input(tmp_path: Path, fake_cli: list[FakeRuntime],
+                               capsys: pytest.CaptureFixture[str], extra: list[str],
+                               message: str) -> None:
+    make_matrix(tmp_path)
+    main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"])
+    capsys.readouterr()
+    assert main(["culprit", str(tmp_path / "r" / "cul"), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_package_pip_put_back_is_said() -> None:
+    image = ImageSpec("culprit-x", "python3", 1, pip=("multidict==6.4.4", "yarl==1.20.1"))
+    result = dataclasses.replace(RESULT, fingerprint=Fingerprint(packages={
+        "multidict": "6.4.4", "yarl": "1.20.1", "propcache": "0.5.4", "pip": "24.0"}))
+    assert drift_of(image, result) == ("propcache 0.5.4",)
+    bumped = dataclasses.replace(RESULT, fingerprint=Fingerprint(packages={
+        "multidict": "6.5.0", "yarl": "1.20.1"}))
+    assert drift_of(image, bumped) == ("multidict 6.5.0 (recipe 6.4.4)",)
+
+
+@pytest.mark.parametrize(("probe", "b", "outcome"), [
+    ("ok", "leak", "good"), ("plateau", "leak", "good"), ("leak", "leak", "bad"),
+    ("regression", "leak", "untestable"), ("crash", "leak", "untestable"),
+    ("crash", "crash", "bad"), ("unavailable", "leak", "untestable"),
+    ("ambiguous", "leak", "untestable"), ("slowdown", "slowdown", "bad"),
+])
+def test_a_probe_is_bad_only_with_b_s_fault(probe: str, b: str, outcome: str) -> None:
+    assert outcome_of(dataclasses.replace(RESULT, verdict=probe),
+                      dataclasses.replace(RESULT, verdict=b)) == outcome
+
+
+def test_swap_runs_both_hybrids_even_where_b_is_not_bad(tmp_path: Path) -> None:
+    matrix = make_matrix(tmp_path)
+    behave = leaks_when(lambda p: False)
+    results, store = swept(tmp_path, matrix, behave)
+    g, b = sorted(matrix.cells, key=lambda c: c.image.index)
+    runtime = FakeRuntime(behave, pins_as_packages=True)
+    sweep = Sweep(matrix, runtime, RunStore(store.root / "culprit"), lambda _: None)
+    run = sweep_runner(sweep, g, results[g.id], SeriesCache(store.root)(g.id))
+    out = culprit(g, results[g.id], b, results[b.id], run, lambda _: None, swap=["yarl"])
+    assert out.not_bad and [(p.side, p.outcome) for p in out.probes] == [
+        ("undo", "good"), ("apply", "good")]
+    assert len(runtime.runs) == 2
+    assert "; swapped anyway: B with yarl 1.9.4: ok" in out.sentence()
+    with pytest.raises(ValueError, match="not a package change from g to b: numpy"):
+        culprit(g, results[g.id], b, results[b.id], run, lambda _: None, swap=["numpy"])
+
+
+def test_a_culprit_answer_outlives_no_cell_it_rests_on(
+        tmp_path: Path, fake_cli: list[FakeRuntime], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35 item 1 for culprit's answer: once B runs again (its pin edited, then
+    --resume), the reports say the answer is stale with the command that refreshes it,
+    never the old cause beside the new cell."""
+    make_matrix(tmp_path)
+    out = tmp_path / "r"
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(out), "-q"]) == 1
+    (run,) = (out / "cul").iterdir()
+    assert main(["culprit", str(run), "-q"]) == 1
+    capsys.readouterr()
+    make_matrix(tmp_path, bad={**BAD_PINS, "idna": "3.9"})     # B's pins edited
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(out), "-q",
+                 "--resume", str(run)]) == 1
+    assert "cause: multidict" not in capsys.readouterr().out
+    md = (run / "report.md").read_text()
+    assert "stale: the cells it searched between changed since (b.cpu.loop)" in md
+    assert "cause: multidict" not in md
+    assert f"`harness culprit {run} cpu.loop` searches them again" in md
+    assert main(["culprit", str(run), "cpu.loop", "-q"]) == 1   # the fix line works
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 1
+    assert "cpu.loop: cause: multidict 6.4.4 -> 6.6.3." in capsys.readouterr().out
