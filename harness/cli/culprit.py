@@ -242,6 +242,7 @@ def rewrite_reports(root: Path, name: str, found: RunDir) -> None:
 def exit_code(outcomes: list[CulpritOutcome]) -> int:
     """1 where a cause was named (or shown outside the packages), else 3 where no hybrid
     could run at all, 4 where the search ended without a proof, 0 where B is not bad."""
+    from harness.analysis.kinds import UNAVAILABLE
     from harness.plans.culpritsearch import FOUND, OUTSIDE
 
     outcomes = [o for o in outcomes if not o.not_bad]
@@ -249,7 +250,7 @@ def exit_code(outcomes: list[CulpritOutcome]) -> int:
     if any(s in (FOUND, OUTSIDE) for s in statuses):
         return EXIT_REGRESSION
     searched = [o for o in outcomes if o.search is not None]
-    if searched and all(o.probes and all(p.result is None or p.result.verdict == "unavailable"
+    if searched and all(o.probes and all(p.result is None or p.result.verdict == UNAVAILABLE
                                          for p in o.probes if not p.how.endswith("cell"))
                         for o in searched):
         print("harness: no hybrid could be built; see the probes' reasons above",
