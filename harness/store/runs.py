@@ -183,3 +183,15 @@ def shown(path: Path) -> Path:
         return full.relative_to(Path.cwd().resolve())
     except ValueError:
         return full
+
+
+def sweep_again(run: Path) -> str:
+    """The command that sweeps `run`'s matrix again into the folder `run` sits in: the
+    recorded matrix file, with `--out` unless that folder is below the default
+    ./reports (a sweep run with `--out R` is found again only under R)."""
+    matrix = matrix_file(run)
+    line = f"harness sweep {shown(matrix) if matrix else 'MATRIX'}"
+    out = run.resolve().parent.parent
+    if out != Path("reports").resolve():
+        line += f" --out {shown(out)}"
+    return line

@@ -89,12 +89,16 @@ def test_only_debris_is_said_with_a_command_that_works(tmp_path: Path) -> None:
     shown = harness(*fix.split()[1:], cwd=tmp_path)
     assert shown.returncode == 4, shown.stderr          # the run, said incomplete
     assert "Traceback" not in shown.stderr
-    # AND the sweep they suggest running again runs (no MATRIX to fill in)
-    for got in (report, history):
-        again = got.stderr.split("harness sweep ", 1)[1].split(")")[0].split(",")[0]
-        assert again.strip() == "m.yaml", got.stderr
-    rerun = harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path)
+    # AND the sweep they suggest running again, run as printed (no MATRIX to fill in,
+    # the --out it was swept with kept), makes the run that report and history then read
+    agains = {got.stderr.split("harness sweep ", 1)[1].split(")")[0].split(",")[0].strip()
+              for got in (report, history)}
+    assert agains == {"m.yaml --out r"}, (report.stderr, history.stderr)
+    rerun = harness("sweep", *agains.pop().split(), cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
+    for command in ("report", "history"):
+        again = harness(command, "r/pp", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
 
 
 def test_a_reader_that_leaves_mid_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
