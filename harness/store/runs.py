@@ -195,3 +195,12 @@ def sweep_again(run: Path) -> str:
     if out != Path("reports").resolve():
         line += f" --out {shown(out)}"
     return line
+
+
+def resume_copy(run: Path) -> str:
+    """The command that resumes a copy of `run` (one that cannot be written): copied
+    beside the working directory, then `harness sweep MATRIX --resume COPY`."""
+    copy = f"{run.parent.name}-{run.name}"
+    matrix = matrix_file(run)
+    return (f"cp -r {shown(run)} {copy} && harness sweep "
+            f"{shown(matrix) if matrix else 'MATRIX'} --resume {copy}")

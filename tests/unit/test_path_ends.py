@@ -229,3 +229,37 @@ def test_a_closed_stream_wakes_a_main_thread_that_waits_on_the_lanes() -> None:
     # THEN the main thread stops there (the sweep's Ctrl-C path), not once the cells end
     assert early
     assert not stream_closed()          # outside a run: nothing to stop
+
+
+def test_a_sweep_that_cannot_be_resumed_in_place_says_how_to_resume_a_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    # GIVEN a finished sweep whose directory has become read-only (as a root user's
+    # tests cannot make one, its lock file is refused as a read-only file system is)
+    matrix(tmp_path)
+    assert harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path).returncode == 0
+    (run,) = (tmp_path / "r" / "pp").iterdir()
+    opened = Path.open
+
+    def read_only(path: Path, *args: object, **kwargs: object) -> object:
+        if path.name == ".lock":
+            raise OSError(30, "Read-only file system")
+        return opened(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(Path, "open", read_only)
+    # WHEN it is resumed
+    assert main(["sweep", "m.yaml", "--out", "r", "--resume"]) == 3
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    # THEN the fix line (not "--out DIR", where there is nothing to resume) runs as printed
+    fix = re.search(r"fix: resume a copy: (.+)", err)
+    assert fix is not None, err
+    line = fix.group(1).replace("harness sweep", f"{sys.executable} -m harness sweep")
+    done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=ENV, capture_output=True,
+                          text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "2 finished cells reused" in done.stderr
+    assert (tmp_path / f"pp-{run.name}" / "results.json").is_file()
