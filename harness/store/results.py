@@ -31,6 +31,7 @@ from harness.result.model import SCHEMA, CellResult, Planned, load_result
 from harness.store.runs import (
     PLAN_FILE,
     SWEEP,
+    kind_of,
     name_of,
     newest,
     plan_json,
@@ -210,6 +211,8 @@ class RunStore:
             StoreError: cannot create or lock the directory.
         """
         if isinstance(resume, Path):
+            if kind_of(resume) is None:  # reports/NAME, as report takes it: its newest
+                resume = newest(resume, (SWEEP,), name) or resume
             require(resume, (SWEEP,), "--resume")
             recorded = name_of(resume)
             if recorded and recorded != name:

@@ -263,3 +263,16 @@ def test_a_sweep_that_cannot_be_resumed_in_place_says_how_to_resume_a_copy(
     assert done.returncode == 0, done.stderr
     assert "2 finished cells reused" in done.stderr
     assert (tmp_path / f"pp-{run.name}" / "results.json").is_file()
+
+
+def test_resume_takes_a_matrixs_folder_of_runs_as_report_does(tmp_path: Path) -> None:
+    # GIVEN a finished sweep under r/pp, and an unfinished one beside it
+    matrix(tmp_path)
+    assert harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path).returncode == 0
+    (run,) = (tmp_path / "r" / "pp").iterdir()
+    assert pipe_to_head(["sweep", "m.yaml", "--out", "r"], tmp_path) == 130
+    # WHEN --resume is given the folder that `harness report r/pp` reads
+    resumed = harness("sweep", "m.yaml", "--resume", "r/pp", cwd=tmp_path)
+    # THEN it continues the newest run with a finished cell, as report would show it
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"2 finished cells reused from {run}" in resumed.stderr
