@@ -43,10 +43,9 @@ from harness.store.runs import (
     SWEEP_RESULTS,
     finished,
     kind_of,
-    matrix_file,
     name_of,
-    shown,
     started_of,
+    sweep_again,
 )
 
 _REDECIDED = re.compile(r"-reanalyzed(?:-\d+)?$")
@@ -243,10 +242,9 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
     every = sorted(p for p in root.iterdir() if kind_of(p) in SWEEP_RESULTS)
     found = [p for p in every if finished(p)]
     if every and not found:
-        matrix = matrix_file(every[-1])
         raise InputError(f"{root}: no run here holds a finished cell (sweeps stopped "
-                         "before their first cell); run the sweep again: harness sweep "
-                         f"{shown(matrix) if matrix else 'MATRIX'}")
+                         f"before their first cell); run the sweep again: "
+                         f"{sweep_again(every[-1])}")
     if not found:
         below = sorted(p.name for p in root.iterdir() if p.is_dir() and kind_of(p) is None
                        and any(kind_of(q) in SWEEP_RESULTS for q in p.iterdir()))

@@ -111,7 +111,7 @@ def chosen(results: dict[str, CellResult], cell: str | None,
         near = difflib.get_close_matches(cell, list(results), n=1)
         raise InputError(f"no cell {cell!r} in this directory"
                          + (f"; did you mean {near[0]!r}?" if near else
-                            "; `harness report DIR` lists them"))
+                            f" (allowed values: {', '.join(sorted(results))})"))
     return pairs(results, cell, planned, unreadable)
 
 

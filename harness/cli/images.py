@@ -24,16 +24,28 @@ def add_parser(sub: Any) -> None:
     lst = actions.add_parser("list", help="list the recipes and their image tags",
                              description="List the recipes in images/images.yaml.")
     for q in (b, lst):
-        q.add_argument("--recipes", type=Path, default=Path("images/images.yaml"),
-                       help="recipes file (default: images/images.yaml)")
+        q.add_argument("--recipes", type=Path, default=None,
+                       help="recipes file (default: images/images.yaml here, else harness's "
+                            "own)")
         q.set_defaults(func=run)
+
+
+def recipes_file(given: Path | None) -> Path:
+    """`--recipes`, else images/images.yaml in the working directory, else the one in
+    harness's own source tree: `harness images build NAME`, the fix line a missing test
+    image prints, works from any directory."""
+    if given is not None:
+        return given
+    here = Path("images/images.yaml")
+    own = Path(__file__).resolve().parents[2] / here
+    return here if here.is_file() or not own.is_file() else own
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.devtools import images
 
     options.check(args)
-    recipes = images.load_recipes(args.recipes)
+    recipes = images.load_recipes(recipes_file(args.recipes))
     if args.action == "list":
         for r in recipes.values():
             extra = f" from {r.base} + {' '.join(r.pip)}" if r.base else f" ({r.script})"

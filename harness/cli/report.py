@@ -63,22 +63,20 @@ def newest_run(path: Path, command: str) -> Path:
     from harness.store.runs import (
         SWEEP_RESULTS,
         kind_of,
-        matrix_file,
         newest,
         require,
         runs_of,
-        shown,
+        sweep_again,
     )
 
     if kind_of(path) is None:
         found = newest(path, SWEEP_RESULTS)
         debris = runs_of(path, SWEEP_RESULTS)
         if found is None and debris:
-            matrix = matrix_file(debris[-1])
-            again = f"harness sweep {shown(matrix) if matrix else 'MATRIX'}"
             raise InputError(
                 f"{path}: no run here holds a finished cell ({', '.join(p.name for p in debris)}"
-                f": sweeps stopped before their first cell); run the sweep again ({again}), "
+                f": sweeps stopped before their first cell); run the sweep again "
+                f"({sweep_again(debris[-1])}), "
                 f"or read one as it is: {command} {debris[-1]}")
         path = found or path
     require(path, SWEEP_RESULTS, command)

@@ -60,7 +60,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only cells whose id matches EXPR (substrings, and/or/not)")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
-                   help="continue the newest (or the given) results directory")
+                   help="continue the newest results directory (of --out, or of the "
+                        "given reports/NAME), or the given one")
     options.add(p, "out", "runtime", "docker-host", "iterations", "warmup")
     p.add_argument("--explain", action="store_true",
                    help="then run each row's first bad cell and its last good cell again "

@@ -57,7 +57,9 @@ def load_recipes(path: Path) -> dict[str, Recipe]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{path}: cannot read recipes: {exc}") from exc
+        raise InputError(f"{path}: cannot read recipes: {exc}\n  fix: pass --recipes "
+                         "with the path of a recipes file, or none for harness's own "
+                         "images/images.yaml") from exc
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping of image name -> recipe")
     out: dict[str, Recipe] = {}

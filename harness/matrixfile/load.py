@@ -260,7 +260,7 @@ def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
             near = difflib.get_close_matches(name.replace("-", "_"), names, n=1)
             raise SpecError("--set", text, None, f"analysis has no key {name!r}",
                             f"did you mean analysis.{near[0]}?" if near
-                            else "the keys are those of a matrix's analysis: block")
+                            else f"the keys: {', '.join(names)}")
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError as exc:
@@ -268,10 +268,12 @@ def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
                             "e.g. --set analysis.alpha=0.01") from exc
         block.pop(name.replace("_", "-"), None)
         block[name.replace("-", "_")] = parsed
-    return _analysis(Ctx(Located("--set", None, {})), block)
+    return _analysis(Ctx(Located("--set", None, {})), block, via_set=True)
 
 
-def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:
+def _analysis(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfig:
+    """The analysis block as settings; a fix line is written as the value was given: a
+    YAML key in the file, or `--set analysis.KEY=VALUE` on the command line."""
     names = tuple(f.name for f in dataclasses.fields(AnalysisConfig))
     raw = ctx.mapping(value or {}, ("analysis",), names + tuple(n.replace("_", "-") for n in names))
     changes: dict[str, Any] = {}
@@ -281,8 +283,10 @@ def _analysis(ctx: Ctx, value: Any) -> AnalysisConfig:
         ok = isinstance(v, bool) if kind is bool else (
             type(v) is int if kind is int else type(v) in (int, float))
         if not ok:
+            default = str(getattr(AnalysisConfig(), field)).lower()
             raise ctx.fail(("analysis", key), f"must be a {kind.__name__}, got {v!r}",
-                           f"write e.g. {key}: {str(getattr(AnalysisConfig(), field)).lower()}")
+                           f"e.g. --set analysis.{field}={default}" if via_set
+                           else f"write e.g. {key}: {default}")
         changes[field] = kind(v)
     try:
         return AnalysisConfig(**changes)

@@ -28,7 +28,16 @@ from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
 from harness.result.codec import JSON, DecodeError, parse
 from harness.result.model import SCHEMA, CellResult, Planned, load_result
-from harness.store.runs import PLAN_FILE, SWEEP, name_of, newest, plan_json, require
+from harness.store.runs import (
+    PLAN_FILE,
+    SWEEP,
+    kind_of,
+    name_of,
+    newest,
+    plan_json,
+    require,
+    resume_copy,
+)
 
 __all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json",
            "write_json"]
@@ -202,6 +211,8 @@ class RunStore:
             StoreError: cannot create or lock the directory.
         """
         if isinstance(resume, Path):
+            if kind_of(resume) is None:  # reports/NAME, as report takes it: its newest
+                resume = newest(resume, (SWEEP,), name) or resume
             require(resume, (SWEEP,), "--resume")
             recorded = name_of(resume)
             if recorded and recorded != name:
@@ -237,10 +248,15 @@ class RunStore:
         self.write(PLAN_FILE, plan_json(kind, name, matrix, cells, started))
 
     def lock(self) -> None:
+        resumed = self.root.is_dir()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             f = (self.root / ".lock").open("a+", encoding="utf-8")
         except OSError as exc:
+            if resumed:     # --out elsewhere finds nothing to resume: resume a copy
+                raise StoreError(f"cannot write into results directory {self.root} to "
+                                 f"resume it: {exc.strerror}\n  fix: resume a copy: "
+                                 f"{resume_copy(self.root)}") from exc
             raise StoreError(f"cannot create results directory {self.root}: {exc.strerror}\n"
                              "  fix: use --out DIR on a writable file system") from exc
         try:

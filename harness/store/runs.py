@@ -183,3 +183,24 @@ def shown(path: Path) -> Path:
         return full.relative_to(Path.cwd().resolve())
     except ValueError:
         return full
+
+
+def sweep_again(run: Path) -> str:
+    """The command that sweeps `run`'s matrix again into the folder `run` sits in: the
+    recorded matrix file, with `--out` unless that folder is below the default
+    ./reports (a sweep run with `--out R` is found again only under R)."""
+    matrix = matrix_file(run)
+    line = f"harness sweep {shown(matrix) if matrix else 'MATRIX'}"
+    out = run.resolve().parent.parent
+    if out != Path("reports").resolve():
+        line += f" --out {shown(out)}"
+    return line
+
+
+def resume_copy(run: Path) -> str:
+    """The command that resumes a copy of `run` (one that cannot be written): copied
+    beside the working directory, then `harness sweep MATRIX --resume COPY`."""
+    copy = f"{run.parent.name}-{run.name}"
+    matrix = matrix_file(run)
+    return (f"cp -r {shown(run)} {copy} && harness sweep "
+            f"{shown(matrix) if matrix else 'MATRIX'} --resume {copy}")

@@ -148,6 +148,11 @@ def test_bad_input_is_named(explained: Path, capsys: pytest.CaptureFixture[str])
     assert main(["explain", str(explained), "bad.cpu.leakyy"]) == 2
     assert "did you mean 'bad.cpu.leaky'" in capsys.readouterr().err
     assert main(["explain", str(explained / "nope")]) == 2
+    capsys.readouterr()
+    # A name nothing is near: the cells are named there, not sent to another command
+    assert main(["explain", str(explained), "zzz"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.cpu.leaky" in err and "harness report" not in err, err
 
 
 def test_attributed_runs_are_fixed_length_with_a_deadline_from_the_sweeps_run(

@@ -197,6 +197,19 @@ def test_a_missing_test_image_is_built_only_where_a_recipe_makes_it(
     assert "images build" not in pull_failure("harness-test/tf-cpu:9.9", gone)
 
 
+def test_images_named_by_a_fix_line_are_found_from_any_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a user in a project directory of their own (no images/images.yaml here)
+    monkeypatch.chdir(tmp_path)
+    # WHEN they list the recipes a missing test image's fix line sends them to
+    code = main(["images", "list"])
+    # THEN harness reads its own recipes, so `harness images build NAME` can work here
+    assert code == 0, capsys.readouterr().err
+    listed = capsys.readouterr().out
+    assert "tf-2.12: harness-test/tf-cpu:2.12.0" in listed, listed
+
+
 def test_doctors_fix_for_a_missing_image_says_docker_pull_once(tmp_path: Path) -> None:
     import docker.errors
     from test_gpu import ENGINE_INFO, NGC, RTX_3090, FakeEngine, host_with, ngc_matrix

@@ -89,12 +89,16 @@ def test_only_debris_is_said_with_a_command_that_works(tmp_path: Path) -> None:
     shown = harness(*fix.split()[1:], cwd=tmp_path)
     assert shown.returncode == 4, shown.stderr          # the run, said incomplete
     assert "Traceback" not in shown.stderr
-    # AND the sweep they suggest running again runs (no MATRIX to fill in)
-    for got in (report, history):
-        again = got.stderr.split("harness sweep ", 1)[1].split(")")[0].split(",")[0]
-        assert again.strip() == "m.yaml", got.stderr
-    rerun = harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path)
+    # AND the sweep they suggest running again, run as printed (no MATRIX to fill in,
+    # the --out it was swept with kept), makes the run that report and history then read
+    agains = {got.stderr.split("harness sweep ", 1)[1].split(")")[0].split(",")[0].strip()
+              for got in (report, history)}
+    assert agains == {"m.yaml --out r"}, (report.stderr, history.stderr)
+    rerun = harness("sweep", *agains.pop().split(), cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
+    for command in ("report", "history"):
+        again = harness(command, "r/pp", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
 
 
 def test_a_reader_that_leaves_mid_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
@@ -225,3 +229,50 @@ def test_a_closed_stream_wakes_a_main_thread_that_waits_on_the_lanes() -> None:
     # THEN the main thread stops there (the sweep's Ctrl-C path), not once the cells end
     assert early
     assert not stream_closed()          # outside a run: nothing to stop
+
+
+def test_a_sweep_that_cannot_be_resumed_in_place_says_how_to_resume_a_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    # GIVEN a finished sweep whose directory has become read-only (as a root user's
+    # tests cannot make one, its lock file is refused as a read-only file system is)
+    matrix(tmp_path)
+    assert harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path).returncode == 0
+    (run,) = (tmp_path / "r" / "pp").iterdir()
+    opened = Path.open
+
+    def read_only(path: Path, *args: object, **kwargs: object) -> object:
+        if path.name == ".lock":
+            raise OSError(30, "Read-only file system")
+        return opened(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(Path, "open", read_only)
+    # WHEN it is resumed
+    assert main(["sweep", "m.yaml", "--out", "r", "--resume"]) == 3
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    # THEN the fix line (not "--out DIR", where there is nothing to resume) runs as printed
+    fix = re.search(r"fix: resume a copy: (.+)", err)
+    assert fix is not None, err
+    line = fix.group(1).replace("harness sweep", f"{sys.executable} -m harness sweep")
+    done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=ENV, capture_output=True,
+                          text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "2 finished cells reused" in done.stderr
+    assert (tmp_path / f"pp-{run.name}" / "results.json").is_file()
+
+
+def test_resume_takes_a_matrixs_folder_of_runs_as_report_does(tmp_path: Path) -> None:
+    # GIVEN a finished sweep under r/pp, and an unfinished one beside it
+    matrix(tmp_path)
+    assert harness("sweep", "m.yaml", "--out", "r", cwd=tmp_path).returncode == 0
+    (run,) = (tmp_path / "r" / "pp").iterdir()
+    assert pipe_to_head(["sweep", "m.yaml", "--out", "r"], tmp_path) == 130
+    # WHEN --resume is given the folder that `harness report r/pp` reads
+    resumed = harness("sweep", "m.yaml", "--resume", "r/pp", cwd=tmp_path)
+    # THEN it continues the newest run with a finished cell, as report would show it
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"2 finished cells reused from {run}" in resumed.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -94,6 +95,20 @@ def test_a_bad_override_is_named(real_dir: Path, override: str, said: str,
     assert main(["report", str(real_dir), "--reanalyze", "--set", override]) == 2
     err = capsys.readouterr().err
     assert said in err and "--set" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("override", ["analysis.alpha=fast", "analysis.min_samples=many",
+                                      "analysis.leak-floor-bytes=big"])
+def test_a_bad_overrides_fix_line_is_a_set_that_is_accepted(
+        real_dir: Path, override: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a --set whose value is of the wrong type
+    assert main(["report", str(real_dir), "--reanalyze", "--set", override]) == 2
+    err = capsys.readouterr().err
+    # THEN its fix line is a --set (not a YAML line), and run as written it is accepted
+    fix = re.search(r"fix: e\.g\. --set (analysis\.\S+)", err)
+    assert fix is not None, err
+    assert main(["report", str(real_dir), "--reanalyze", "--set", fix.group(1)]) != 2, (
+        capsys.readouterr().err)
 
 
 def test_set_and_write_need_reanalyze(real_dir: Path,
