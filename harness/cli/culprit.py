@@ -224,7 +224,7 @@ def rewrite_reports(root: Path, name: str, found: RunDir) -> None:
     culprit/<row>/culprit.json); a partial report never replaces a whole one."""
     from harness.report import Report, write_all
     from harness.store import RunStore
-    from harness.store.results import load_json_keys
+    from harness.store.jsonhead import load_json_keys
 
     meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
     report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,

@@ -199,7 +199,7 @@ def explain_pairs(root: Path, found: RunDir, matrix: Matrix, engines: Engines,
     from harness.plans.explain import explain_matrix
     from harness.report import Report, write_all
     from harness.store import RunStore
-    from harness.store.results import load_json_keys
+    from harness.store.jsonhead import load_json_keys
 
     wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines.start([c for c in matrix.cells if c.id in wanted])

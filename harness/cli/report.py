@@ -168,7 +168,7 @@ def recorded(root: Path) -> tuple[Report, RunDir]:
         InputError: the directory holds neither results nor a plan.
     """
     from harness.report import Report, read_run
-    from harness.store.results import load_json_keys
+    from harness.store.jsonhead import load_json_keys
 
     found = read_run(root)
     if not found.results and not found.planned:

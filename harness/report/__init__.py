@@ -78,7 +78,7 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
 
 def results_text(data: dict[str, JSON]) -> str:
     """results.json's text: one line, keys sorted, but its cells last, so its name and
-    meta read from the file's start (`store.results.load_json_keys`)."""
+    meta read from the file's start (`store.jsonhead.load_json_keys`)."""
     head = {k: v for k, v in data.items() if k != "cells"}
     text = json.dumps(head, sort_keys=True, default=str)
     if "cells" not in data:

@@ -18,10 +18,10 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO
 
 from harness.errors import InputError, StoreError
 from harness.protocol.ingest import read_samples
@@ -37,6 +37,7 @@ from harness.store.runs import (
     plan_json,
     require,
     resume_copy,
+    runs_of,
 )
 
 __all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json",
@@ -80,64 +81,6 @@ def load_json(path: Path) -> JSON:
         return parse(path.read_bytes())
     except (OSError, ValueError):
         return None
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _skip(text: str, at: int) -> int:
-    """The first position from `at` that is not white space."""
-    while at < len(text) and text[at] in " \t\n\r":
-        at += 1
-    return at
-
-
-def _value(text: str, at: int) -> tuple[JSON, int]:
-    """The JSON value at `at` and where it ends. Raises ValueError: none there whole."""
-    found = cast("tuple[JSON, int]", _DECODER.raw_decode(text, at))
-    return found
-
-
-def load_json_keys(path: Path, keys: Collection[str]) -> dict[str, JSON]:
-    """Some keys of the JSON object in `path`, read from its start and stopping once they
-    are all found: results.json keeps its cells last, so its name and meta are read
-    without parsing 1,600 cells. Keys that are not there are left out; a missing or
-    broken file gives {}.
-    """
-    wanted = set(keys)
-    found: dict[str, JSON] = {}
-    try:
-        with path.open(encoding="utf-8") as f:
-            text = f.read(1 << 16)
-            pos = _skip(text, 0)
-            if not text.startswith("{", pos):
-                return {}
-            pos += 1
-            while wanted - found.keys():
-                try:        # one `"key": value,` from `pos`; more text where it is cut
-                    at = _skip(text, pos)
-                    if text.startswith("}", at):
-                        break
-                    key, at = _value(text, at)
-                    at = _skip(text, at)
-                    if not text.startswith(":", at):
-                        return {}
-                    value, at = _value(text, _skip(text, at + 1))
-                    at = _skip(text, at)
-                    if at >= len(text):     # a number cut at the end may go on
-                        raise ValueError("cut")
-                except ValueError:
-                    more = f.read(max(1 << 16, len(text)))
-                    if not more:
-                        return {}
-                    text += more
-                    continue
-                if isinstance(key, str) and key in wanted:
-                    found[key] = value
-                pos = at + 1 if text.startswith(",", at) else at
-    except (OSError, UnicodeDecodeError):
-        return {}
-    return found
 
 
 @dataclass(frozen=True)
@@ -223,6 +166,10 @@ class RunStore:
         elif resume:
             found = newest(base / name, (SWEEP,), name)
             if found is None:
+                for running in runs_of(base / name, (SWEEP,), name)[-1:]:
+                    busy = cls(running)     # a sweep before its first cell: in use by it?
+                    busy.lock()
+                    busy.unlock()
                 raise InputError(f"--resume: no earlier sweep of {name!r} under {base}/{name}; "
                                  "run without --resume first")
             store = cls(found)
