@@ -1,8 +1,10 @@
 """The scenario's output, capped: stdout and stderr (Python's print and a library's C
 writes alike, file descriptors 1 and 2) go through one pipe to where they went before
-(agent.log), up to `CAP_BYTES`; the rest is counted and dropped, and a note says how
-much. A scenario printing 200 KB per call for 1,000 calls leaves 4 MiB, not 200 MB.
-Stdlib only, Python 3.6+."""
+(agent.log): its first half of `CAP_BYTES` as it comes, and the last quarter of the cap
+of each fd kept back and written when the scenario ends, so a traceback or the last
+lines before a crash are never the part dropped; what lies between is counted and
+dropped, and a note says how much. A scenario printing 200 KB per call for 1,000 calls
+leaves 4 MiB, not 200 MB. Stdlib only, Python 3.6+."""
 import os
 import sys
 import threading
@@ -28,6 +30,7 @@ class CappedOutput(object):
         self._lock = threading.Lock()
         self._noted = False     # the note where output starts being dropped
         self._fds = []      # (fd, its saved copy, the pipe's read end, the copy thread)
+        self._tails = {}    # saved fd -> the last bytes past the head, written at the end
 
     def start(self):
         """Send fds 1 and 2 through capping pipes; on an OSError leave the rest as they
@@ -60,19 +63,24 @@ class CappedOutput(object):
             if not data:
                 break
             with self._lock:
-                room = max(0, self.cap - self.kept)
+                room = max(0, self.cap // 2 - self.kept)
                 keep = data[:room]
                 self.kept += len(keep)
-                self.dropped += len(data) - len(keep)
-                first_drop = len(keep) < len(data) and not self._noted
+                tail = self._tails.setdefault(target, bytearray())
+                tail += data[room:]
+                over = max(0, len(tail) - self.cap // 4)
+                del tail[:over]
+                self.dropped += over
+                first_drop = over > 0 and not self._noted
                 self._noted = self._noted or first_drop
             try:
                 if keep:
                     _write_all(target, keep)
                 if first_drop:
                     _write_all(target, ("\n[harness: the scenario's output is capped at "
-                                        "%d MiB: the rest is dropped, its size said at the "
-                                        "end]\n" % (self.cap >> 20)).encode())
+                                        "%d MiB: what follows is dropped but its last part, "
+                                        "its size said at the end]\n" % (self.cap >> 20)
+                                        ).encode())
             except OSError:
                 pass
 
@@ -92,13 +100,22 @@ class CappedOutput(object):
             thread.join(wait_s)
             if not thread.is_alive():
                 os.close(read)
-            os.close(saved)
-        self._fds = []
-        if self.dropped:
+        with self._lock:
+            tails = [(saved, bytes(self._tails.pop(saved, b""))) for _, saved, _, _ in self._fds]
+            self.kept += sum(len(t) for _, t in tails)
+        if self.dropped:    # before the tails: a traceback stays the log's last lines
             note = ("harness: %d bytes of the scenario's output dropped past the %d MiB cap "
-                    "(%d bytes kept above)\n" % (self.dropped, self.cap >> 20, self.kept))
+                    "(%d bytes kept, its last part below)\n"
+                    % (self.dropped, self.cap >> 20, self.kept))
             try:
                 _write_all(2, note.encode())
             except OSError:
                 pass
+        for saved, tail in tails:
+            try:
+                _write_all(saved, tail)
+            except OSError:
+                pass
+            os.close(saved)
+        self._fds = []
         return self.dropped

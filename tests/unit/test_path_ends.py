@@ -188,7 +188,8 @@ def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -
 
     # GIVEN a scenario printing 100 KB per call for 100 calls (10 MB)
     (tmp_path / "s.py").write_text("def setup(params):\n    return []\n\n\n"
-                                   "def step(state):\n    print('x' * 100000)\n")
+                                   "def step(state):\n    print('x' * 99999)\n"
+                                   "    print('the last words', flush=True)\n")
     (tmp_path / "m.yaml").write_text(
         "name: loud\nruntime: local\ndefaults: {iterations: 90, warmup: 10, sample_every: 5, "
         "repeats: 0}\nmatrix:\n  image: [{name: a, python: python3}]\n  scenario: [s.py]\n")
@@ -198,8 +199,10 @@ def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -
     # THEN its agent.log holds the cap and a note, and its result says what was dropped
     (cell,) = (tmp_path / "r" / "loud").glob("*/cells/a.cpu.s")
     log = (cell / "agent.log").read_bytes()
-    assert CAP_BYTES <= len(log) <= CAP_BYTES + 1000
-    dropped = 100 * 100001 - CAP_BYTES
+    # (its head, half the cap, and its last quarter of the cap: one loud stream)
+    assert CAP_BYTES * 3 // 4 <= len(log) <= CAP_BYTES * 3 // 4 + 1000
+    assert log.rstrip().endswith(b"the last words")   # the end is never what is dropped
+    dropped = 100 * (100000 + len("the last words\n")) - CAP_BYTES * 3 // 4
     assert f"harness: {dropped} bytes of the scenario's output dropped".encode() in log
     result = (cell / "result.json").read_text()
     assert f'"output_dropped": {dropped}' in result.replace('":', '": ').replace(":  ", ": ")
