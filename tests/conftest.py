@@ -16,11 +16,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sweepkit
 
 REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
 REQUIRE_SLURM = "HARNESS_REQUIRE_SLURM"
@@ -30,40 +31,35 @@ NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 _engine_state: dict[str, str | None] = {}
 
 
-def docker_unavailable_reason() -> str | None:
-    """None when a Docker engine answers ping(); otherwise why not (cached per session)."""
-    if "reason" not in _engine_state:
+def _ping_reason(key: str, client_of: Callable[[Any], Any]) -> str | None:
+    """None when the engine that `client_of(docker)` opens answers ping(); otherwise why
+    not. Asked once per session (per xdist worker) and kept under `key`."""
+    if key not in _engine_state:
         try:
             import docker
 
-            client = docker.from_env(timeout=5)
+            client = client_of(docker)
             try:
                 client.ping()
             finally:
                 client.close()
-            _engine_state["reason"] = None
+            _engine_state[key] = None
         except Exception as exc:  # any failure means "no engine here"
-            _engine_state["reason"] = f"{type(exc).__name__}: {exc}"
-    return _engine_state["reason"]
+            _engine_state[key] = f"{type(exc).__name__}: {exc}"
+    return _engine_state[key]
+
+
+def docker_unavailable_reason() -> str | None:
+    """None when a Docker engine answers ping(); otherwise why not (cached per session)."""
+    return _ping_reason("reason", lambda docker: docker.from_env(timeout=5))
 
 
 def podman_unavailable_reason() -> str | None:
     """None when podman's service answers ping() on its socket; else why not (cached)."""
-    if "podman" not in _engine_state:
-        try:
-            import docker
+    from harness.runtimes.podman import default_socket
 
-            from harness.runtimes.podman import default_socket
-
-            client = docker.DockerClient(base_url=default_socket(), timeout=5)
-            try:
-                client.ping()
-            finally:
-                client.close()
-            _engine_state["podman"] = None
-        except Exception as exc:  # any failure means "no podman service here"
-            _engine_state["podman"] = f"{type(exc).__name__}: {exc}"
-    return _engine_state["podman"]
+    return _ping_reason("podman", lambda docker: docker.DockerClient(
+        base_url=default_socket(), timeout=5))
 
 
 def slurm_unavailable_reason() -> str | None:
@@ -161,3 +157,14 @@ def _no_docker_unless_marked(request: pytest.FixtureRequest,
     monkeypatch.setattr(docker.client, "from_env", refuse)
     monkeypatch.setattr(docker.client, "DockerClient", GuardedClient)
     yield
+
+
+@pytest.fixture
+def fake_sweep(tmp_path: Path) -> Callable[..., sweepkit.Swept]:
+    """`sweepkit.swept` in this test's `tmp_path`: `fake_sweep(["v1", "v2"], {"v2":
+    Behaviour(leak_per_iter=16384)})` writes the matrix and sweeps it over FakeRuntime."""
+
+    def make(*args: Any, **kwargs: Any) -> sweepkit.Swept:
+        return sweepkit.swept(tmp_path, *args, **kwargs)
+
+    return make

@@ -1,0 +1,170 @@
+"""One way to write a sweep test: a matrix of these images and scenarios over the
+deterministic runtime (tests/fakeruntime.py), swept, with its directory.
+
+    run = sweepkit.swept(tmp_path, ["v1", "v2"], {"v2": Behaviour(leak_per_iter=16384)})
+    assert run.results["v2.gpu0.loop"].verdict == "leak"
+    main(["report", str(run.root)])
+
+`tests/conftest.py` binds it to a test's `tmp_path` as the `fake_sweep` fixture; a
+module-scoped fixture calls it with `tmp_path_factory.mktemp(...)`. The parts stand
+alone too: `write_matrix` (the directory: m.yaml and its scenario files) and
+`sweep_matrix` (one sweep of a matrix file into a locked, then released, store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fakeruntime import Behaviour, FakeRuntime
+
+from harness import matrixfile
+from harness.cli.sweep import plan_of
+from harness.matrixfile.model import Cell, Matrix
+from harness.orchestrator import SweepOutcome, sweep
+from harness.report import Report, write_all
+from harness.result.codec import encode
+from harness.result.model import CellResult, Plan
+from harness.store import RunStore
+from harness.store.results import PLAN_FILE
+
+# A scenario that allocates nothing: what the fake runtime's behaviour makes of a cell is
+# the whole truth.
+LOOP = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+# Long enough for a verdict, with no confirmation repeats: the fake's numbers decide.
+DEFAULTS: Mapping[str, Any] = {"iterations": 300, "warmup": 10, "sample_every": 5,
+                               "repeats": 0}
+# How a cell behaves: one Behaviour for all, a table by image label (others clean), a
+# function of the cell, or a FakeRuntime (or subclass) already made.
+Behave = Behaviour | Mapping[str, Behaviour] | Callable[[Cell], Behaviour] | FakeRuntime | None
+
+
+def runtime_of(behave: Behave) -> FakeRuntime:
+    """The FakeRuntime that `behave` describes (see `Behave`)."""
+    if isinstance(behave, FakeRuntime):
+        return behave
+    if behave is None:
+        return FakeRuntime(lambda c: Behaviour())
+    if isinstance(behave, Behaviour):
+        same = behave
+        return FakeRuntime(lambda c: same)
+    if isinstance(behave, Mapping):
+        table = dict(behave)
+        return FakeRuntime(lambda c: table.get(c.image.label, Behaviour()))
+    return FakeRuntime(behave)
+
+
+def write_matrix(where: Path, images: Iterable[str | Mapping[str, Any]],
+                 scenarios: Iterable[str | Mapping[str, Any]] = ("loop.py",), *,
+                 name: str = "t", gpus: Iterable[Any] | None = (0,),
+                 defaults: Mapping[str, Any] | None = DEFAULTS, runtime: str = "local",
+                 files: Mapping[str, str] | None = None, file: str = "m.yaml",
+                 **top: Any) -> Path:
+    """Write `where/m.yaml` and the scenario files it names; return the matrix's path.
+
+    An image or scenario given as a string is `{name: ...}` or the script's file name; a
+    mapping is written as it is. `gpus=None` leaves the gpu axis out; `defaults=None`
+    leaves the defaults out. Scripts named and not in `files` get `LOOP`. `top` adds
+    top-level keys (e.g. `timeout_policy=...`) after the matrix.
+    """
+    where.mkdir(parents=True, exist_ok=True)
+    axes: dict[str, Any] = {"image": [{"name": i} if isinstance(i, str) else dict(i)
+                                      for i in images]}
+    if gpus is not None:
+        axes["gpu"] = list(gpus)
+    axes["scenario"] = [s if isinstance(s, str) else dict(s) for s in scenarios]
+    doc: dict[str, Any] = {"name": name}
+    if runtime:
+        doc["runtime"] = runtime
+    if defaults is not None:
+        doc["defaults"] = dict(defaults)
+    doc["matrix"] = axes
+    doc.update(top)
+    texts = dict(files or {})
+    for s in axes["scenario"]:
+        script = s if isinstance(s, str) else s.get("script")
+        if isinstance(script, str) and script.endswith(".py"):
+            texts.setdefault(script, LOOP)
+    for rel, text in texts.items():
+        (where / rel).parent.mkdir(parents=True, exist_ok=True)
+        (where / rel).write_text(text)
+    path = where / file
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+    return path
+
+
+@dataclass
+class Swept:
+    """A finished sweep: its matrix file, the store (unlocked) and what the sweep said."""
+
+    path: Path                  # the matrix file; its directory holds the scenarios
+    matrix: Matrix
+    cells: list[Cell]
+    store: RunStore
+    outcome: SweepOutcome
+    runtime: FakeRuntime
+    said: list[str]             # the sweep's progress lines
+
+    @property
+    def root(self) -> Path:
+        """The run directory (cells/, reports)."""
+        return self.store.root
+
+    @property
+    def results(self) -> dict[str, CellResult]:
+        return self.outcome.results
+
+    def report(self, meta: Mapping[str, Any] | None = None) -> Report:
+        """The report model of this sweep, as the CLI builds it after a sweep."""
+        return Report.from_results(self.matrix.name, self.results, meta, self.root,
+                                   planned=plan_of(self.cells))
+
+
+def sweep_matrix(path: Path, behave: Behave = None, *, out: Path | None = None,
+                 cells: Callable[[list[Cell]], list[Cell]] | None = None,
+                 plan: bool = False, report: bool = False,
+                 meta: Mapping[str, Any] | None = None,
+                 then: Callable[[RunStore, SweepOutcome], None] | None = None) -> Swept:
+    """Sweep the matrix at `path` over the fake runtime into a new store under `out`
+    (default: `reports/` beside the matrix), holding the store's lock throughout.
+
+    `cells` picks the cells to run (default all); `plan` writes matrix.yaml and
+    plan.json first, as `harness sweep` does; `report` writes every report after (with
+    `meta`); `then` runs last, still under the lock.
+    """
+    matrix = matrixfile.load(path)
+    chosen = list(matrix.cells)
+    if cells is not None:
+        chosen = cells(chosen)
+    runtime = runtime_of(behave)
+    said: list[str] = []
+    store = RunStore.open(out if out is not None else path.parent / "reports", matrix.name,
+                          False)
+    try:
+        if plan:
+            store.write("matrix.yaml", path.read_text())
+            store.write(PLAN_FILE, encode(Plan(plan_of(chosen), str(path))))
+        outcome = sweep(matrix, chosen, runtime, store, said.append, False)
+        done = Swept(path, matrix, chosen, store, outcome, runtime, said)
+        if report:
+            write_all(store, done.report(meta))
+        if then is not None:
+            then(store, outcome)
+    finally:
+        store.unlock()
+    return done
+
+
+def swept(where: Path, images: Iterable[str | Mapping[str, Any]], behave: Behave = None,
+          scenarios: Iterable[str | Mapping[str, Any]] = ("loop.py",), *,
+          out: Path | None = None, cells: Callable[[list[Cell]], list[Cell]] | None = None,
+          plan: bool = False, report: bool = False, meta: Mapping[str, Any] | None = None,
+          then: Callable[[RunStore, SweepOutcome], None] | None = None,
+          **matrix: Any) -> Swept:
+    """`write_matrix(where, images, scenarios, **matrix)` then `sweep_matrix` of it."""
+    path = write_matrix(where, images, scenarios, **matrix)
+    return sweep_matrix(path, behave, out=out, cells=cells, plan=plan, report=report,
+                        meta=meta, then=then)
