@@ -160,7 +160,7 @@ def _no_docker_unless_marked(request: pytest.FixtureRequest,
 
 
 @pytest.fixture
-def fake_sweep(tmp_path: Path) -> Callable[..., sweepkit.Swept]:
+def fake_sweep(tmp_path: Path) -> sweepkit.FakeSweep:
     """`sweepkit.swept` in this test's `tmp_path`: `fake_sweep(["v1", "v2"], {"v2":
     Behaviour(leak_per_iter=16384)})` writes the matrix and sweeps it over FakeRuntime."""
 

@@ -123,6 +123,10 @@ class Swept:
                                    planned=plan_of(self.cells))
 
 
+# The `fake_sweep` fixture: `swept` with its first argument bound to the test's tmp_path.
+FakeSweep = Callable[..., Swept]
+
+
 def sweep_matrix(path: Path, behave: Behave = None, *, out: Path | None = None,
                  cells: Callable[[list[Cell]], list[Cell]] | None = None,
                  plan: bool = False, report: bool = False,
