@@ -28,6 +28,7 @@ from harness.orchestrator import SweepOutcome, sweep
 from harness.report import Report, write_all
 from harness.result.codec import encode
 from harness.result.model import CellResult, Plan
+from harness.runtimes.base import Runtime
 from harness.store import RunStore
 from harness.store.results import PLAN_FILE
 
@@ -39,13 +40,11 @@ DEFAULTS: Mapping[str, Any] = {"iterations": 300, "warmup": 10, "sample_every": 
                                "repeats": 0}
 # How a cell behaves: one Behaviour for all, a table by image label (others clean), a
 # function of the cell, or a FakeRuntime (or subclass) already made.
-Behave = Behaviour | Mapping[str, Behaviour] | Callable[[Cell], Behaviour] | FakeRuntime | None
+Behave = Behaviour | Mapping[str, Behaviour] | Callable[[Cell], Behaviour] | Runtime | None
 
 
-def runtime_of(behave: Behave) -> FakeRuntime:
-    """The FakeRuntime that `behave` describes (see `Behave`)."""
-    if isinstance(behave, FakeRuntime):
-        return behave
+def runtime_of(behave: Behave) -> Runtime:
+    """The runtime that `behave` describes (see `Behave`): a FakeRuntime unless given."""
     if behave is None:
         return FakeRuntime(lambda c: Behaviour())
     if isinstance(behave, Behaviour):
@@ -54,6 +53,8 @@ def runtime_of(behave: Behave) -> FakeRuntime:
     if isinstance(behave, Mapping):
         table = dict(behave)
         return FakeRuntime(lambda c: table.get(c.image.label, Behaviour()))
+    if hasattr(behave, "run"):
+        return behave   # a runtime already
     return FakeRuntime(behave)
 
 
@@ -65,14 +66,16 @@ def write_matrix(where: Path, images: Iterable[str | Mapping[str, Any]],
                  **top: Any) -> Path:
     """Write `where/m.yaml` and the scenario files it names; return the matrix's path.
 
-    An image or scenario given as a string is `{name: ...}` or the script's file name; a
-    mapping is written as it is. `gpus=None` leaves the gpu axis out; `defaults=None`
-    leaves the defaults out. Scripts named and not in `files` get `LOOP`. `top` adds
-    top-level keys (e.g. `timeout_policy=...`) after the matrix.
+    An image given as a string is `{name: ...}` under `runtime: local` (a label the fake
+    runtime runs) and an image reference under any other runtime; a scenario given as a
+    string is its script's file name; a mapping is written as it is. `gpus=None` leaves
+    the gpu axis out; `defaults=None` leaves the defaults out. Scripts named and not in
+    `files` get `LOOP`. `top` adds top-level keys (e.g. `hosts=[...]`) after the matrix.
     """
     where.mkdir(parents=True, exist_ok=True)
-    axes: dict[str, Any] = {"image": [{"name": i} if isinstance(i, str) else dict(i)
-                                      for i in images]}
+    axes: dict[str, Any] = {"image": [
+        dict(i) if not isinstance(i, str) else {"name": i} if runtime == "local" else i
+        for i in images]}
     if gpus is not None:
         axes["gpu"] = list(gpus)
     axes["scenario"] = [s if isinstance(s, str) else dict(s) for s in scenarios]
@@ -105,7 +108,7 @@ class Swept:
     cells: list[Cell]
     store: RunStore
     outcome: SweepOutcome
-    runtime: FakeRuntime
+    runtime: Runtime
     said: list[str]             # the sweep's progress lines
 
     @property
@@ -131,13 +134,15 @@ def sweep_matrix(path: Path, behave: Behave = None, *, out: Path | None = None,
                  cells: Callable[[list[Cell]], list[Cell]] | None = None,
                  plan: bool = False, report: bool = False,
                  meta: Mapping[str, Any] | None = None,
-                 then: Callable[[RunStore, SweepOutcome], None] | None = None) -> Swept:
+                 then: Callable[[RunStore, SweepOutcome], None] | None = None,
+                 runtimes: dict[str, Runtime] | None = None) -> Swept:
     """Sweep the matrix at `path` over the fake runtime into a new store under `out`
     (default: `reports/` beside the matrix), holding the store's lock throughout.
 
     `cells` picks the cells to run (default all); `plan` writes matrix.yaml and
     plan.json first, as `harness sweep` does; `report` writes every report after (with
-    `meta`); `then` runs last, still under the lock.
+    `meta`); `then` runs last, still under the lock. `runtimes` maps a matrix's host
+    names to their runtimes, as `harness sweep` builds them for `hosts:`.
     """
     matrix = matrixfile.load(path)
     chosen = list(matrix.cells)
@@ -151,7 +156,7 @@ def sweep_matrix(path: Path, behave: Behave = None, *, out: Path | None = None,
         if plan:
             store.write("matrix.yaml", path.read_text())
             store.write(PLAN_FILE, encode(Plan(plan_of(chosen), str(path))))
-        outcome = sweep(matrix, chosen, runtime, store, said.append, False)
+        outcome = sweep(matrix, chosen, runtime, store, said.append, False, runtimes)
         done = Swept(path, matrix, chosen, store, outcome, runtime, said)
         if report:
             write_all(store, done.report(meta))
