@@ -130,33 +130,45 @@ class Swept:
 FakeSweep = Callable[..., Swept]
 
 
-def sweep_matrix(path: Path, behave: Behave = None, *, out: Path | None = None,
+def sweep_matrix(path: Path | Matrix, behave: Behave = None, *, out: Path | None = None,
                  cells: Callable[[list[Cell]], list[Cell]] | None = None,
                  plan: bool = False, report: bool = False,
                  meta: Mapping[str, Any] | None = None,
                  then: Callable[[RunStore, SweepOutcome], None] | None = None,
-                 runtimes: dict[str, Runtime] | None = None) -> Swept:
-    """Sweep the matrix at `path` over the fake runtime into a new store under `out`
-    (default: `reports/` beside the matrix), holding the store's lock throughout.
+                 runtimes: dict[str, Runtime] | None = None, resume: bool = False,
+                 progress: Callable[[str], None] | None = None) -> Swept:
+    """Sweep the matrix at `path` (or the one loaded) over the fake runtime into a new
+    store under `out` (default: `reports/` beside the matrix), holding the store's lock
+    throughout; with `resume`, into the newest sweep there, as `--resume` does.
 
     `cells` picks the cells to run (default all); `plan` writes matrix.yaml and
     plan.json first, as `harness sweep` does; `report` writes every report after (with
     `meta`); `then` runs last, still under the lock. `runtimes` maps a matrix's host
-    names to their runtimes, as `harness sweep` builds them for `hosts:`.
+    names to their runtimes, as `harness sweep` builds them for `hosts:`. The sweep's
+    progress lines are kept in `Swept.said` and also given to `progress`.
     """
-    matrix = matrixfile.load(path)
+    if isinstance(path, Matrix):
+        matrix, path = path, path.file
+    else:
+        matrix = matrixfile.load(path)
     chosen = list(matrix.cells)
     if cells is not None:
         chosen = cells(chosen)
     runtime = runtime_of(behave)
     said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if progress is not None:
+            progress(line)
+
     store = RunStore.open(out if out is not None else path.parent / "reports", matrix.name,
-                          False)
+                          resume)
     try:
         if plan:
             store.write("matrix.yaml", path.read_text())
             store.write(PLAN_FILE, encode(Plan(plan_of(chosen), str(path))))
-        outcome = sweep(matrix, chosen, runtime, store, said.append, False, runtimes)
+        outcome = sweep(matrix, chosen, runtime, store, say, resume, runtimes)
         done = Swept(path, matrix, chosen, store, outcome, runtime, said)
         if report:
             write_all(store, done.report(meta))
