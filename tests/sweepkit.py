@@ -69,8 +69,9 @@ def write_matrix(where: Path, images: Iterable[str | Mapping[str, Any]],
     An image given as a string is `{name: ...}` under `runtime: local` (a label the fake
     runtime runs) and an image reference under any other runtime; a scenario given as a
     string is its script's file name; a mapping is written as it is. `gpus=None` leaves
-    the gpu axis out; `defaults=None` leaves the defaults out. Scripts named and not in
-    `files` get `LOOP`. `top` adds top-level keys (e.g. `hosts=[...]`) after the matrix.
+    the gpu axis out; `defaults=None` leaves the defaults out. Scripts named, not in
+    `files` and not there already get `LOOP`. `top` adds top-level keys (e.g.
+    `hosts=[...]`) after the matrix.
     """
     where.mkdir(parents=True, exist_ok=True)
     axes: dict[str, Any] = {"image": [
@@ -89,7 +90,7 @@ def write_matrix(where: Path, images: Iterable[str | Mapping[str, Any]],
     texts = dict(files or {})
     for s in axes["scenario"]:
         script = s if isinstance(s, str) else s.get("script")
-        if isinstance(script, str) and script.endswith(".py"):
+        if isinstance(script, str) and script.endswith(".py") and not (where / script).exists():
             texts.setdefault(script, LOOP)
     for rel, text in texts.items():
         (where / rel).parent.mkdir(parents=True, exist_ok=True)

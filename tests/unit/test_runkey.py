@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
@@ -22,14 +24,11 @@ SCENARIO = ("LEAK = {leak}\n\n\ndef setup(params):\n    return None\n\n\n"
 MiB = 1 << 20
 
 
-def write_matrix(tmp: Path, pins: list[str], extra: str = "") -> Path:
-    images = ", ".join(f"{{name: {label}, pip: [{pin}]}}"
-                       for label, pin in zip(("a", "b", "c"), pins, strict=True))
-    (tmp / "m.yaml").write_text(
-        "name: keys\nruntime: local\n"
-        "defaults: {iterations: 200, warmup: 10, sample_every: 5, repeats: 0}\n"
-        f"matrix:\n  image: [{images}]\n  gpu: [0]\n  scenario: [loop.py]\n" + extra)
-    return tmp / "m.yaml"
+def write_matrix(tmp: Path, pins: list[str], **top: Any) -> Path:
+    return sweepkit.write_matrix(
+        tmp, [{"name": label, "pip": [pin]} for label, pin in zip(("a", "b", "c"), pins,
+                                                                   strict=True)],
+        name="keys", defaults={**sweepkit.DEFAULTS, "iterations": 200}, **top)
 
 
 def leaks(cell: Cell) -> Behaviour:
