@@ -121,10 +121,11 @@ class Swept:
     def results(self) -> dict[str, CellResult]:
         return self.outcome.results
 
-    def report(self, meta: Mapping[str, Any] | None = None) -> Report:
-        """The report model of this sweep, as the CLI builds it after a sweep."""
+    def report(self, meta: Mapping[str, Any] | None = None, planned: bool = True) -> Report:
+        """The report model of this sweep, as the CLI builds it after a sweep (`planned`:
+        checked against the cells it ran, as plan.json does)."""
         return Report.from_results(self.matrix.name, self.results, meta, self.root,
-                                   planned=plan_of(self.cells))
+                                   planned=plan_of(self.cells) if planned else ())
 
 
 # The `fake_sweep` fixture: `swept` with its first argument bound to the test's tmp_path.
@@ -144,9 +145,10 @@ def sweep_matrix(path: Path | Matrix, behave: Behave = None, *, out: Path | None
 
     `cells` picks the cells to run (default all); `plan` writes matrix.yaml and
     plan.json first, as `harness sweep` does; `report` writes every report after (with
-    `meta`); `then` runs last, still under the lock. `runtimes` maps a matrix's host
-    names to their runtimes, as `harness sweep` builds them for `hosts:`. The sweep's
-    progress lines are kept in `Swept.said` and also given to `progress`.
+    `meta`, and checked against the plan when there is one); `then` runs last, still
+    under the lock. `runtimes` maps a matrix's host names to their runtimes, as `harness
+    sweep` builds them for `hosts:`. The sweep's progress lines are kept in
+    `Swept.said` and also given to `progress`.
     """
     if isinstance(path, Matrix):
         matrix, path = path, path.file
@@ -172,7 +174,7 @@ def sweep_matrix(path: Path | Matrix, behave: Behave = None, *, out: Path | None
         outcome = sweep(matrix, chosen, runtime, store, say, resume, runtimes)
         done = Swept(path, matrix, chosen, store, outcome, runtime, said)
         if report:
-            write_all(store, done.report(meta))
+            write_all(store, done.report(meta, planned=plan))
         if then is not None:
             then(store, outcome)
     finally:
