@@ -31,6 +31,16 @@ def write_matrix(tmp: Path, pins: list[str], **top: Any) -> Path:
         name="keys", defaults={**sweepkit.DEFAULTS, "iterations": 200}, **top)
 
 
+def leaky_sweep(tmp: Path) -> tuple[Path, Path]:
+    """`harness sweep` (over the fake runtime) of a matrix whose b and c leak: the
+    matrix and the run directory."""
+    (tmp / "loop.py").write_text(SCENARIO.format(leak=True))
+    m = write_matrix(tmp, ["demo==1.0", "demo==1.1", "demo==1.2"])
+    assert main(["sweep", str(m), "--out", str(tmp / "r"), "-q"]) == 1
+    [run] = list((tmp / "r" / "keys").iterdir())
+    return m, run
+
+
 def leaks(cell: Cell) -> Behaviour:
     """The truth the fake runtime states: an image leaks when it is pinned to a demo
     newer than 1.0 and the scenario file says LEAK = True (read as it is now)."""
@@ -262,10 +272,7 @@ def test_explain_leaves_out_a_pair_whose_scenario_changed(
         tmp_path: Path, fake_cli: list[FakeRuntime],
         capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a sweep where b leaks first (a is the last good)
-    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
-    m = write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"])
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
-    [run] = list((tmp_path / "r" / "keys").iterdir())
+    m, run = leaky_sweep(tmp_path)
     # WHEN the scenario is edited and the sweep explained
     (tmp_path / "loop.py").write_text(SCENARIO.format(leak=False))
     capsys.readouterr()
@@ -290,10 +297,7 @@ def test_explain_leaves_out_a_pair_whose_scenario_changed(
 def test_a_reanalyzed_copy_is_a_results_directory_of_its_kind(
         tmp_path: Path, fake_cli: list[FakeRuntime],
         capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
-    m = write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"])
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
-    [run] = list((tmp_path / "r" / "keys").iterdir())
+    m, run = leaky_sweep(tmp_path)
     assert main(["report", str(run), "--reanalyze", "--write"]) == 1
     copy = run.with_name(run.name + "-reanalyzed")
     assert kind_of(copy) == "reanalyzed"
