@@ -98,9 +98,12 @@ for n in $NAMES; do
 done
 
 if [ "${1:-}" = "engines" ]; then exit 0; fi
-# The NGC-like images: built (cached by recipe hash) in the main engine, then loaded.
+# The NGC-like images: built (cached by recipe hash) in the main engine, then loaded,
+# into both simulated engines at once (one image after the other within an engine, so
+# two loads never race for the layers they share).
 python3 -m harness images build py37 ngc-20.12 ngc-22.12
-for n in $NAMES; do
+load_into() {  # load_into NAME: the NGC-like images into engine NAME, those not there
+    local n=$1 v src dst want have
     for v in 20.12 22.12; do
         src="harness-test/ngc-tf:$v-tf1-py3"
         dst="nvcr.io/nvidia/tensorflow:$v-tf1-py3"
@@ -114,5 +117,13 @@ for n in $NAMES; do
         docker save "$src" | docker -H "unix://$SIM/$n.sock" load -q > /dev/null
         docker -H "unix://$SIM/$n.sock" tag "$src" "$dst"
     done
+}
+pids=""
+for n in $NAMES; do
+    load_into "$n" &
+    pids="$pids $!"
 done
+failed=0
+for pid in $pids; do wait "$pid" || failed=1; done
+if [ "$failed" = 1 ]; then echo "gpu-sim: loading the NGC-like images failed (see above)" >&2; exit 3; fi
 echo "gpu-sim: ready: DOCKER_HOST=unix://$SIM/3090.sock (2x RTX 3090), unix://$SIM/4090.sock (1x RTX 4090)"
