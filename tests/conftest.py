@@ -22,6 +22,9 @@ from typing import Any
 
 import pytest
 import sweepkit
+from workers import xdist_group_of
+
+pytest_plugins = ["pytester"]   # tests/unit/test_workers.py
 
 REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
 REQUIRE_SLURM = "HARNESS_REQUIRE_SLURM"
@@ -101,6 +104,15 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
                     f"does not answer: {reason}\n  fix: bash images/setup-podman.sh",
                     pytrace=False)
     pytest.skip(f"no podman service: {reason}")
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The xdist groups of tests/workers.py, as marks."""
+    for item in items:
+        group = xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
