@@ -15,16 +15,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import sweepkit
-from workers import xdist_group_of
 
-pytest_plugins = ["pytester"]   # tests/unit/test_workers.py
+if TYPE_CHECKING:
+    from sweepkit import FakeSweep
 
 REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
 REQUIRE_SLURM = "HARNESS_REQUIRE_SLURM"
@@ -32,6 +32,20 @@ REQUIRE_PODMAN = "HARNESS_REQUIRE_PODMAN"
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 
 _engine_state: dict[str, str | None] = {}
+
+# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment where the
+# run that started it had neither, and output written as to a pipe wraps at COLUMNS
+# (harness/report/grid.py): a test would pass alone and fail under `-n`. So the run that
+# starts the workers says what it had, and each worker takes that back.
+_TERMINAL = "HARNESS_TESTS_TERMINAL"
+if os.environ.get("PYTEST_XDIST_WORKER") is None:
+    os.environ[_TERMINAL] = json.dumps({k: os.environ.get(k) for k in ("COLUMNS", "LINES")})
+else:
+    for _name, _value in json.loads(os.environ.get(_TERMINAL, "{}")).items():
+        if _value is None:
+            os.environ.pop(_name, None)
+        else:
+            os.environ[_name] = _value
 
 
 def _ping_reason(key: str, client_of: Callable[[Any], Any]) -> str | None:
@@ -106,13 +120,35 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
     pytest.skip(f"no podman service: {reason}")
 
 
+# With pytest-xdist (`-n N --dist loadgroup`, as CI runs the tests) the tests of one
+# xdist_group run on one worker, one after another. Groups given here:
+# - "slurm": every test marked `slurm`. They share the single-node cluster's queue and
+#   its two GPUs (a test counts on the third job waiting; another takes the node down).
+# - a module's own name: its tests that use a module-scoped fixture of that module (a
+#   sweep made once and read by several tests), so the fixture is made once, not once on
+#   each worker.
+# A test marked xdist_group itself keeps its own group.
 @pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The xdist groups of tests/workers.py, as marks."""
     for item in items:
         group = xdist_group_of(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The xdist_group this conftest marks `item` with (see above); None for none."""
+    if item.get_closest_marker("xdist_group") is not None:
+        return None
+    if item.get_closest_marker("slurm") is not None:
+        return "slurm"
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::", 1)[0]
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            if fixturedef.scope == "module" and fixturedef.baseid == module:
+                return module
+    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -172,9 +208,11 @@ def _no_docker_unless_marked(request: pytest.FixtureRequest,
 
 
 @pytest.fixture
-def fake_sweep(tmp_path: Path) -> sweepkit.FakeSweep:
+def fake_sweep(tmp_path: Path) -> FakeSweep:
     """`sweepkit.swept` in this test's `tmp_path`: `fake_sweep(["v1", "v2"], {"v2":
     Behaviour(leak_per_iter=16384)})` writes the matrix and sweeps it over FakeRuntime."""
+
+    import sweepkit  # here, not above: a copy of this conftest alone must load
 
     def make(*args: Any, **kwargs: Any) -> sweepkit.Swept:
         return sweepkit.swept(tmp_path, *args, **kwargs)

@@ -4,40 +4,56 @@ module-scoped fixture of it; a test marked xdist_group keeps its own, others go 
 
 from __future__ import annotations
 
-import pytest
-from workers import xdist_group_of
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-MODULE = """
 import pytest
 
-@pytest.fixture(scope="module")
-def swept():
-    return 1
+CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
+HERE = "tests/unit/test_workers.py"
+
 
 @pytest.fixture
-def fresh():
-    return 2
-
-@pytest.mark.slurm
-def test_queue(swept):
-    pass
-
-def test_reads(swept):
-    pass
-
-def test_own(fresh):
-    pass
-
-@pytest.mark.xdist_group("mine")
-def test_marked(swept):
-    pass
-"""
+def conftest(request: pytest.FixtureRequest) -> ModuleType:
+    for plugin in request.config.pluginmanager.get_plugins():
+        if isinstance(plugin, ModuleType) and getattr(plugin, "__file__", None) == str(CONFTEST):
+            return plugin
+    raise AssertionError("tests/conftest.py is not loaded")
 
 
-def test_slurm_and_a_modules_fixture_readers_share_a_group(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nmarkers =\n    slurm: shares the cluster\n")
-    pytester.makepyfile(test_shared=MODULE)
-    items, _ = pytester.inline_genitems()
-    module = items[0].nodeid.split("::")[0]
-    assert {item.name: xdist_group_of(item) for item in items} == {
-        "test_queue": "slurm", "test_reads": module, "test_own": None, "test_marked": None}
+@pytest.fixture(scope="module")
+def shared() -> list[str]:
+    return ["made once for the module"]
+
+
+def group(item: Any) -> list[str]:
+    return [m.args[0] for m in item.iter_markers("xdist_group")]
+
+
+def test_a_reader_of_a_module_fixture_is_in_its_modules_group(
+        shared: list[str], request: pytest.FixtureRequest) -> None:
+    assert group(request.node) == [HERE]
+
+
+def test_a_test_without_one_is_in_no_group(request: pytest.FixtureRequest) -> None:
+    assert group(request.node) == []
+
+
+class Item:
+    """As much of a pytest.Item as the grouping reads."""
+
+    def __init__(self, *marks: pytest.MarkDecorator) -> None:
+        self.marks = [m.mark for m in marks]
+        self.nodeid = f"{HERE}::test_x"
+        self.fixturenames: list[str] = []
+
+    def get_closest_marker(self, name: str) -> Any:
+        return next((m for m in self.marks if m.name == name), None)
+
+
+def test_slurm_tests_share_one_group_and_a_marked_test_keeps_its_own(
+        conftest: ModuleType) -> None:
+    assert conftest.xdist_group_of(Item(pytest.mark.slurm)) == "slurm"
+    assert conftest.xdist_group_of(Item(pytest.mark.slurm, pytest.mark.xdist_group("x"))) is None
+    assert conftest.xdist_group_of(Item(pytest.mark.docker)) is None
