@@ -4,22 +4,12 @@ module-scoped fixture of it; a test marked xdist_group keeps its own, others go 
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 HERE = "tests/unit/test_workers.py"
-
-
-@pytest.fixture
-def conftest(request: pytest.FixtureRequest) -> ModuleType:
-    for plugin in request.config.pluginmanager.get_plugins():
-        if isinstance(plugin, ModuleType) and getattr(plugin, "__file__", None) == str(CONFTEST):
-            return plugin
-    raise AssertionError("tests/conftest.py is not loaded")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +43,8 @@ class Item:
 
 
 def test_slurm_tests_share_one_group_and_a_marked_test_keeps_its_own(
-        conftest: ModuleType) -> None:
-    assert conftest.xdist_group_of(Item(pytest.mark.slurm)) == "slurm"
-    assert conftest.xdist_group_of(Item(pytest.mark.slurm, pytest.mark.xdist_group("x"))) is None
-    assert conftest.xdist_group_of(Item(pytest.mark.docker)) is None
+        root_conftest: ModuleType) -> None:
+    group_of = root_conftest.xdist_group_of
+    assert group_of(Item(pytest.mark.slurm)) == "slurm"
+    assert group_of(Item(pytest.mark.slurm, pytest.mark.xdist_group("x"))) is None
+    assert group_of(Item(pytest.mark.docker)) is None
