@@ -14,3 +14,22 @@ need_packages() {
         apt-get install -y -qq $need >/dev/null
     fi
 }
+
+# What each setup script needs, as COMMAND:PACKAGE pairs: listed here once, so that
+# images/setup-packages.sh installs all of them with one apt-get (CI) and each script
+# alone still installs its own.
+# docker.io: the engine (and `docker system dial-stdio` for ssh:// endpoints);
+# debootstrap: the base image; openssh-*: the ssh:// endpoint test on loopback;
+# gcc: the fake libnvidia-ml.so.1 the NVML tests and the simulated GPU hosts build;
+# docker-registry: a real registry on loopback for `harness watch`; chromium: the HTML
+# report screenshot test.
+ENGINE_NEEDS="dockerd:docker.io debootstrap:debootstrap sshd:openssh-server ssh:openssh-client
+    gcc:gcc docker-registry:docker-registry chromium:chromium"
+# podman and its Docker-compatible service (curl pings it); catatonit is `init: true`.
+PODMAN_NEEDS="podman:podman curl:curl"
+catatonit_needed() {
+    [ ! -x /usr/libexec/podman/catatonit ] && [ ! -x /usr/bin/catatonit ]
+}
+# A single-node Slurm with accounting (slurmdbd + MariaDB).
+SLURM_NEEDS="slurmctld:slurmctld slurmd:slurmd sinfo:slurm-client munged:munge
+    slurmdbd:slurmdbd mariadbd:mariadb-server"

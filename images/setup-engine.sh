@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up a Docker engine and the offline test images on a fresh Debian machine (root).
 #   bash images/setup-engine.sh [RECIPE ...]     default: base tf-2.12 tf-2.21 libs
+#   bash images/setup-engine.sh --engine-only    the engine, no images (CI builds them
+#                                                beside the other setup stages)
 # Installs docker.io + debootstrap from Debian's packages when missing, starts dockerd
 # (no iptables, no bridge: containers run with network off) when no engine answers,
 # then builds the images of images/images.yaml that are missing or out of date.
@@ -8,17 +10,14 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/apt-need.sh"
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
-# docker.io: the engine (and `docker system dial-stdio` for ssh:// endpoints);
-# debootstrap: the base image; openssh-*: the ssh:// endpoint test on loopback;
-# gcc: the fake libnvidia-ml.so.1 the NVML tests build; docker-registry: a real
-# registry on loopback for `harness watch`; chromium: the HTML report screenshot test.
-need_packages setup dockerd:docker.io debootstrap:debootstrap sshd:openssh-server \
-    ssh:openssh-client gcc:gcc docker-registry:docker-registry chromium:chromium
+# shellcheck disable=SC2086
+need_packages setup $ENGINE_NEEDS   # what each is for: images/apt-need.sh
 if ! docker info >/dev/null 2>&1; then
     echo "setup: starting dockerd (log: /tmp/harness-dockerd.log)"
     setsid nohup dockerd --iptables=false --bridge=none >/tmp/harness-dockerd.log 2>&1 </dev/null &
     for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
     docker info >/dev/null 2>&1 || { tail -20 /tmp/harness-dockerd.log; exit 3; }
 fi
+if [ "${1:-}" = "--engine-only" ]; then exit 0; fi
 if [ "$#" -eq 0 ]; then set -- base tf-2.12 tf-2.21 libs; fi
 python3 -m harness images build "$@"

@@ -98,9 +98,12 @@ for n in $NAMES; do
 done
 
 if [ "${1:-}" = "engines" ]; then exit 0; fi
-# The NGC-like images: built (cached by recipe hash) in the main engine, then loaded.
+# The NGC-like images: built (cached by recipe hash) in the main engine, then copied into
+# both simulated engines at once, each in one `docker save | docker load` of the images it
+# lacks (their shared layers, the py37 base, travel once).
 python3 -m harness images build py37 ngc-20.12 ngc-22.12
-for n in $NAMES; do
+load_into() {  # load_into NAME: the NGC-like images engine NAME lacks, in one load
+    local n=$1 v src dst want have missing=""
     for v in 20.12 22.12; do
         src="harness-test/ngc-tf:$v-tf1-py3"
         dst="nvcr.io/nvidia/tensorflow:$v-tf1-py3"
@@ -108,11 +111,26 @@ for n in $NAMES; do
         have="$(docker -H "unix://$SIM/$n.sock" image inspect "$dst" --format '{{.Id}}' 2>/dev/null || true)"
         if [ "$want" = "$have" ]; then
             echo "gpu-sim: $n: $dst is up to date"
-            continue
+        else
+            missing="$missing $v"
         fi
-        echo "gpu-sim: $n: loading $dst ..."
-        docker save "$src" | docker -H "unix://$SIM/$n.sock" load -q > /dev/null
-        docker -H "unix://$SIM/$n.sock" tag "$src" "$dst"
     done
+    [ -n "$missing" ] || return 0
+    echo "gpu-sim: $n: loading nvcr.io/nvidia/tensorflow:{$(echo $missing | tr ' ' ,)}-tf1-py3 ..."
+    # shellcheck disable=SC2046
+    docker save $(for v in $missing; do echo "harness-test/ngc-tf:$v-tf1-py3"; done) \
+        | docker -H "unix://$SIM/$n.sock" load -q > /dev/null
+    for v in $missing; do
+        docker -H "unix://$SIM/$n.sock" tag "harness-test/ngc-tf:$v-tf1-py3" \
+            "nvcr.io/nvidia/tensorflow:$v-tf1-py3"
+    done
+}
+pids=""
+for n in $NAMES; do
+    load_into "$n" &
+    pids="$pids $!"
 done
+failed=0
+for pid in $pids; do wait "$pid" || failed=1; done
+if [ "$failed" = 1 ]; then echo "gpu-sim: loading the NGC-like images failed (see above)" >&2; exit 3; fi
 echo "gpu-sim: ready: DOCKER_HOST=unix://$SIM/3090.sock (2x RTX 3090), unix://$SIM/4090.sock (1x RTX 4090)"

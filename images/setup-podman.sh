@@ -11,9 +11,9 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/apt-need.sh"
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
-need_packages setup-podman podman:podman curl:curl
-[ -x /usr/libexec/podman/catatonit ] || [ -x /usr/bin/catatonit ] \
-    || need_packages setup-podman catatonit:catatonit
+# shellcheck disable=SC2086
+need_packages setup-podman $PODMAN_NEEDS
+if catatonit_needed; then need_packages setup-podman catatonit:catatonit; fi
 SOCK=/run/podman/podman.sock
 answers() { curl -sf --max-time 5 --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1; }
 if ! answers; then

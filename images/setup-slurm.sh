@@ -17,8 +17,8 @@ GPU_TYPE=${HARNESS_SLURM_GPU_TYPE:-rtx3090}
 NODE=$(hostname)
 LOG=/var/log/harness-slurm
 RUN=/run/harness-slurm
-need_packages setup-slurm slurmctld:slurmctld slurmd:slurmd sinfo:slurm-client munged:munge \
-    slurmdbd:slurmdbd mariadbd:mariadb-server
+# shellcheck disable=SC2086
+need_packages setup-slurm $SLURM_NEEDS
 mkdir -p "$LOG" "$RUN" /var/spool/slurmctld /var/spool/slurmd /etc/slurm /run/munge
 chown slurm:slurm "$LOG" "$RUN" /var/spool/slurmctld 2>/dev/null || true
 

@@ -15,12 +15,16 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from sweepkit import FakeSweep
 
 REQUIRE_DOCKER = "HARNESS_REQUIRE_DOCKER"
 REQUIRE_SLURM = "HARNESS_REQUIRE_SLURM"
@@ -29,41 +33,50 @@ NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 
 _engine_state: dict[str, str | None] = {}
 
+# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment where the
+# run that started it had neither, and output written as to a pipe wraps at COLUMNS
+# (harness/report/grid.py): a test would pass alone and fail under `-n`. So the run that
+# starts the workers says what it had, and each worker takes that back.
+_TERMINAL = "HARNESS_TESTS_TERMINAL"
+if os.environ.get("PYTEST_XDIST_WORKER") is None:
+    os.environ[_TERMINAL] = json.dumps({k: os.environ.get(k) for k in ("COLUMNS", "LINES")})
+else:
+    for _name, _value in json.loads(os.environ.get(_TERMINAL, "{}")).items():
+        if _value is None:
+            os.environ.pop(_name, None)
+        else:
+            os.environ[_name] = _value
 
-def docker_unavailable_reason() -> str | None:
-    """None when a Docker engine answers ping(); otherwise why not (cached per session)."""
-    if "reason" not in _engine_state:
+
+def _ping_reason(key: str, client_of: Callable[[Any], Any]) -> str | None:
+    """None when the engine that `client_of(docker)` opens answers ping(); otherwise why
+    not. Asked once per session (per xdist worker) and kept under `key`."""
+    if key not in _engine_state:
         try:
             import docker
 
-            client = docker.from_env(timeout=5)
+            client = client_of(docker)
             try:
                 client.ping()
             finally:
                 client.close()
-            _engine_state["reason"] = None
+            _engine_state[key] = None
         except Exception as exc:  # any failure means "no engine here"
-            _engine_state["reason"] = f"{type(exc).__name__}: {exc}"
-    return _engine_state["reason"]
+            _engine_state[key] = f"{type(exc).__name__}: {exc}"
+    return _engine_state[key]
+
+
+def docker_unavailable_reason() -> str | None:
+    """None when a Docker engine answers ping(); otherwise why not (cached per session)."""
+    return _ping_reason("reason", lambda docker: docker.from_env(timeout=5))
 
 
 def podman_unavailable_reason() -> str | None:
     """None when podman's service answers ping() on its socket; else why not (cached)."""
-    if "podman" not in _engine_state:
-        try:
-            import docker
+    from harness.runtimes.podman import default_socket
 
-            from harness.runtimes.podman import default_socket
-
-            client = docker.DockerClient(base_url=default_socket(), timeout=5)
-            try:
-                client.ping()
-            finally:
-                client.close()
-            _engine_state["podman"] = None
-        except Exception as exc:  # any failure means "no podman service here"
-            _engine_state["podman"] = f"{type(exc).__name__}: {exc}"
-    return _engine_state["podman"]
+    return _ping_reason("podman", lambda docker: docker.DockerClient(
+        base_url=default_socket(), timeout=5))
 
 
 def slurm_unavailable_reason() -> str | None:
@@ -105,6 +118,37 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
                     f"does not answer: {reason}\n  fix: bash images/setup-podman.sh",
                     pytrace=False)
     pytest.skip(f"no podman service: {reason}")
+
+
+# With pytest-xdist (`-n N --dist loadgroup`, as CI runs the tests) the tests of one
+# xdist_group run on one worker, one after another. Groups given here:
+# - "slurm": every test marked `slurm`. They share the single-node cluster's queue and
+#   its two GPUs (a test counts on the third job waiting; another takes the node down).
+# - a module's own name: its tests that use a module-scoped fixture of that module (a
+#   sweep made once and read by several tests), so the fixture is made once, not once on
+#   each worker.
+# A test marked xdist_group itself keeps its own group.
+@pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The xdist_group this conftest marks `item` with (see above); None for none."""
+    if item.get_closest_marker("xdist_group") is not None:
+        return None
+    if item.get_closest_marker("slurm") is not None:
+        return "slurm"
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::", 1)[0]
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            if fixturedef.scope == "module" and fixturedef.baseid == module:
+                return module
+    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -161,3 +205,16 @@ def _no_docker_unless_marked(request: pytest.FixtureRequest,
     monkeypatch.setattr(docker.client, "from_env", refuse)
     monkeypatch.setattr(docker.client, "DockerClient", GuardedClient)
     yield
+
+
+@pytest.fixture
+def fake_sweep(tmp_path: Path) -> FakeSweep:
+    """`sweepkit.swept` in this test's `tmp_path`: `fake_sweep(["v1", "v2"], {"v2":
+    Behaviour(leak_per_iter=16384)})` writes the matrix and sweeps it over FakeRuntime."""
+
+    import sweepkit  # here, not above: a copy of this conftest alone must load
+
+    def make(*args: Any, **kwargs: Any) -> sweepkit.Swept:
+        return sweepkit.swept(tmp_path, *args, **kwargs)
+
+    return make

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +83,64 @@ def load_recipes(path: Path) -> dict[str, Recipe]:
 
 
 def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
-          force: bool = False) -> list[str]:
-    """Build the named recipes (and their bases) in order; skip up-to-date tags."""
-    from harness.runtimes.docker import DockerRuntime
+          force: bool = False, jobs: int = 2, engine: Any = None) -> list[str]:
+    """Build the named recipes (and their bases); skip tags whose recipe label matches.
 
-    engine = DockerRuntime()
+    What does not wait for an image does not wait for one: every pip recipe's context
+    (`pip install --target`, then `.pyc`) is prepared from the start, `jobs` at a time,
+    beside the shell recipes (the debootstrapped bases); each image is built as soon as
+    its base image and its context are there, so independent chains (base -> tf-*,
+    py37 -> ngc-*) overlap. Each image is still built once, after its base. Lines of
+    progress from a recipe's work start with its name.
+
+    Raises:
+        InputError: an unknown recipe name.
+        ImageUnavailable: a recipe failed (the first one in build order is raised;
+            running tools are stopped).
+    """
+    if engine is None:
+        from harness.runtimes.docker import DockerRuntime
+
+        engine = DockerRuntime()
+    order = _order(recipes, names)
+    todo: list[tuple[Recipe, str]] = []
+    for i, name in enumerate(order, 1):
+        r = recipes[name]
+        digest = r.digest(recipes)
+        labels = engine.image_labels(r.tag)
+        if not force and labels is not None and labels.get(RECIPE_LABEL) == digest:
+            progress(f"[{i}/{len(order)}] {r.tag}: up to date")
+            continue
+        progress(f"[{i}/{len(order)}] {r.tag}: building")
+        todo.append((r, digest))
+    running: process.Running = set()
+
+    def said_by(r: Recipe) -> Progress:
+        return lambda text: progress(f"{r.name}: {text}")
+
+    contexts = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="image-context")
+    images = ThreadPoolExecutor(max(1, len(todo)), thread_name_prefix="image-build")
+    made: dict[str, Future[None]] = {}
+    try:
+        ready = {r.name: contexts.submit(_context, r, digest, said_by(r), running)
+                 for r, digest in todo if r.script is None}
+        for r, digest in todo:
+            made[r.name] = images.submit(_image, engine, r, recipes, digest,
+                                         made.get(r.base or ""), ready.get(r.name),
+                                         said_by(r), running)
+        for future in made.values():
+            future.result()
+    except BaseException:
+        process.kill_all(running)
+        raise
+    finally:
+        contexts.shutdown(wait=True, cancel_futures=True)
+        images.shutdown(wait=True, cancel_futures=True)
+    return [r.tag for r, _ in todo]
+
+
+def _order(recipes: dict[str, Recipe], names: list[str]) -> list[str]:
+    """The named recipes (all when none) with their bases, each after its base."""
     order: list[str] = []
 
     def visit(name: str) -> None:
@@ -100,52 +154,59 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
 
     for n in names or list(recipes):
         visit(n)
-    built: list[str] = []
-    for i, name in enumerate(order, 1):
-        r = recipes[name]
-        digest = r.digest(recipes)
-        labels = engine.image_labels(r.tag)
-        if not force and labels is not None and labels.get(RECIPE_LABEL) == digest:
-            progress(f"[{i}/{len(order)}] {r.tag}: up to date")
-            continue
-        progress(f"[{i}/{len(order)}] {r.tag}: building")
-        if r.script is not None:
-            rc = process.stream_lines(["bash", str(r.script), r.tag],
-                                      on_line=lambda t: progress(f"  {t}"))
-            if rc != 0:
-                raise ImageUnavailable(f"{r.script} failed with exit code {rc}")
-        else:
-            assert r.base is not None
-            _build_pip(engine, r, recipes[r.base].tag, digest, progress)
-        built.append(r.tag)
-    return built
+    return order
 
 
-def _build_pip(engine: Any, r: Recipe, base_tag: str, digest: str, progress: Progress) -> None:
-    ctx = cache_dir() / "image-contexts" / f"{r.name}-{digest}"
-    site = ctx / "site"
-    if not (ctx / ".complete").exists():
-        shutil.rmtree(ctx, ignore_errors=True)
-        site.mkdir(parents=True)
-        python = _interpreter(r)
-        progress(f"  pip install --target ({' '.join(r.pip)}) ...")
-        tail: list[str] = []
-        rc = process.stream_lines(
-            [python, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check",
-             "--progress-bar", "off", "--target", str(site), *r.pip],
-            on_line=lambda t: tail.append(t))
+def _image(engine: Any, r: Recipe, recipes: dict[str, Recipe], digest: str,
+           base: Future[None] | None, context: Future[Path] | None, progress: Progress,
+           running: process.Running) -> None:
+    """Build one image once what it stands on is there: its base image, its context."""
+    if base is not None:
+        base.result()   # a failed base fails this one too
+    if r.script is not None:
+        rc = process.stream_lines(["bash", str(r.script), r.tag], on_line=progress,
+                                  running=running)
         if rc != 0:
-            raise ImageUnavailable(f"{r.name}: pip install failed:\n" + "\n".join(tail[-10:]))
-        progress("  compiling .pyc ...")
-        process.check_output([python, "-m", "compileall", "-q", "-j", "0",
-                              "--invalidation-mode", "unchecked-hash", str(site)], timeout=1800)
-        (ctx / ".complete").write_text("ok")
+            raise ImageUnavailable(f"{r.script} failed with exit code {rc}")
+        return
+    assert r.base is not None and context is not None
+    ctx = context.result()
     env_lines = "".join(f"ENV {k}={json.dumps(v)}\n" for k, v in r.env)
     (ctx / "Dockerfile").write_text(
-        f"FROM {base_tag}\nCOPY site /opt/harness-site\nENV PYTHONPATH=/opt/harness-site\n"
-        f"{env_lines}")
+        f"FROM {recipes[r.base].tag}\nCOPY site /opt/harness-site\n"
+        f"ENV PYTHONPATH=/opt/harness-site\n{env_lines}")
     engine.build(ctx, r.tag, {RECIPE_LABEL: digest, "harness.pip": " ".join(r.pip)}, progress)
-    progress(f"  built {r.tag}")
+    progress(f"built {r.tag}")
+
+
+def _context(r: Recipe, digest: str, progress: Progress,
+             running: process.Running) -> Path:
+    """The build context of a pip recipe: its packages installed with `--target` and
+    compiled, kept (by recipe hash) in the cache for the next build.
+
+    Raises:
+        ImageUnavailable: pip failed, or the recipe's interpreter is not here.
+    """
+    ctx = cache_dir() / "image-contexts" / f"{r.name}-{digest}"
+    site = ctx / "site"
+    if (ctx / ".complete").exists():
+        return ctx
+    shutil.rmtree(ctx, ignore_errors=True)
+    site.mkdir(parents=True)
+    python = _interpreter(r)
+    progress(f"pip install --target ({' '.join(r.pip)}) ...")
+    tail: list[str] = []
+    rc = process.stream_lines(
+        [python, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check",
+         "--progress-bar", "off", "--target", str(site), *r.pip],
+        on_line=tail.append, running=running)
+    if rc != 0:
+        raise ImageUnavailable(f"{r.name}: pip install failed:\n" + "\n".join(tail[-10:]))
+    progress("compiling .pyc ...")
+    process.check_output([python, "-m", "compileall", "-q", "-j", "0",
+                          "--invalidation-mode", "unchecked-hash", str(site)], timeout=1800)
+    (ctx / ".complete").write_text("ok")
+    return ctx
 
 
 def _interpreter(r: Recipe) -> str:

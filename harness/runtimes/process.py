@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_S = 3.0
+# The tools a caller started through stream_lines and may have to stop (kill_all).
+Running = set[subprocess.Popen[bytes]]
 
 
 @dataclass

@@ -8,6 +8,7 @@ that was never interrupted.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,55 +78,49 @@ def _interrupt_and_resume(tmp: Path, runtime: str, sig: int, reference: dict[str
 
 
 @pytest.fixture(scope="module")
-def reference_docker(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    tmp = tmp_path_factory.mktemp("ref-docker")
-    code, err = run_sweep(_matrix(tmp, "docker"), tmp / "out", "-q")
-    assert code == 0, err
-    return verdicts(tmp / "out")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, str]]:
+    """The verdicts of one whole sweep of `_matrix` per runtime, swept when first asked
+    for (so only a test marked for its engine starts one)."""
+    done: dict[str, dict[str, str]] = {}
 
+    def of(runtime: str) -> dict[str, str]:
+        if runtime not in done:
+            tmp = tmp_path_factory.mktemp(f"ref-{runtime}")
+            code, err = run_sweep(_matrix(tmp, runtime), tmp / "out", "-q")
+            assert code == 0, err
+            done[runtime] = verdicts(tmp / "out")
+        return done[runtime]
 
-@pytest.fixture(scope="module")
-def reference_local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    tmp = tmp_path_factory.mktemp("ref-local")
-    code, err = run_sweep(_matrix(tmp, "local"), tmp / "out", "-q")
-    assert code == 0, err
-    return verdicts(tmp / "out")
+    return of
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_docker_interrupt_then_resume(tmp_path: Path, sig: int,
-                                      reference_docker: dict[str, str]) -> None:
-    assert set(reference_docker.values()) == {"ok"}
-    _interrupt_and_resume(tmp_path, "docker", sig, reference_docker)
+                                      reference: Callable[[str], dict[str, str]]) -> None:
+    assert set(reference("docker").values()) == {"ok"}
+    _interrupt_and_resume(tmp_path, "docker", sig, reference("docker"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_local_interrupt_then_resume(tmp_path: Path, sig: int,
-                                     reference_local: dict[str, str]) -> None:
-    assert set(reference_local.values()) == {"ok"}
-    _interrupt_and_resume(tmp_path, "local", sig, reference_local)
-
-
-@pytest.fixture(scope="module")
-def reference_podman(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    tmp = tmp_path_factory.mktemp("ref-podman")
-    code, err = run_sweep(_matrix(tmp, "podman"), tmp / "out", "-q")
-    assert code == 0, err
-    return verdicts(tmp / "out")
+                                     reference: Callable[[str], dict[str, str]]) -> None:
+    assert set(reference("local").values()) == {"ok"}
+    _interrupt_and_resume(tmp_path, "local", sig, reference("local"))
 
 
 @pytest.mark.podman
-def test_podman_interrupt_then_resume(tmp_path: Path, reference_podman: dict[str, str]) -> None:
+def test_podman_interrupt_then_resume(tmp_path: Path,
+                                      reference: Callable[[str], dict[str, str]]) -> None:
     """Ctrl-C of a podman sweep removes its running container, as on docker."""
-    assert set(reference_podman.values()) == {"ok"}
-    _interrupt_and_resume(tmp_path, "podman", signal.SIGINT, reference_podman)
+    assert set(reference("podman").values()) == {"ok"}
+    _interrupt_and_resume(tmp_path, "podman", signal.SIGINT, reference("podman"))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_container_sigkill_orphan_is_removed_and_resume_completes(
-        tmp_path: Path, engine: str, request: pytest.FixtureRequest) -> None:
-    reference: dict[str, str] = request.getfixturevalue(f"reference_{engine}")
+        tmp_path: Path, engine: str, reference: Callable[[str], dict[str, str]]) -> None:
+    expected = reference(engine)
     m = _matrix(tmp_path, engine)
     out = tmp_path / "out"
     sweep = Sweep(m, out)
@@ -141,6 +136,6 @@ def test_container_sigkill_orphan_is_removed_and_resume_completes(
     code = resumed.wait(150)
     assert code == 0, resumed.stderr
     assert managed(sweep.proc.pid, resumed.proc.pid, runtime=engine) == []
-    assert verdicts(out) == reference
+    assert verdicts(out) == expected
     [root] = run_dirs(out)
     assert temp_files(root) == []

@@ -14,13 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
-from harness.orchestrator import sweep
-from harness.report import Report, write_all
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.store import RunStore
 from tests.integration.test_html_screenshot import browser, decode_png, near
 
 STEP = (0x2C, 0x3E, 0x70)
@@ -49,25 +46,15 @@ class LocalLike(FakeRuntime):
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("evidence")
-    (tmp / "s.py").write_text("def setup(p):\n    return None\n\n\ndef step(s):\n    pass\n")
-    (tmp / "m.yaml").write_text(
-        "name: ev\nruntime: local\ndefaults: {iterations: 600, warmup: 60, sample_every: 5, "
-        "repeats: 0}\nmatrix:\n  image: [{name: v1}, {name: v2}, {name: v3}]\n"
-        "  scenario: [s.py]\n")
-    matrix = spec.load(tmp / "m.yaml")
     table = {"v1": Behaviour(leak_per_iter=30.0, step_s=0.00033, noise=2048),
              "v2": Behaviour(leak_per_iter=6000.0, step_s=0.00039, noise=2048),
              "v3": Behaviour(step_s=0.00033, noise=2048)}
-    store = RunStore.open(tmp / "r", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells),
-                        LocalLike(lambda c: table[c.image.label], name="local"), store,
-                        lambda _: None, False)
-        write_all(store, Report.from_results(matrix.name, outcome.results))
-    finally:
-        store.unlock()
-    return store.root / "report.html"
+    return sweepkit.swept(
+        tmp_path_factory.mktemp("evidence"), ["v1", "v2", "v3"],
+        LocalLike(lambda c: table[c.image.label], name="local"), ["s.py"], name="ev",
+        gpus=None, defaults={**sweepkit.DEFAULTS, "iterations": 600, "warmup": 60},
+        files={"s.py": "def setup(p):\n    return None\n\n\ndef step(s):\n    pass\n"},
+        report=True).root / "report.html"
 
 
 def shoot(page: Path, width: int, out: Path) -> np.ndarray:

@@ -18,12 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
-
-from harness import matrixfile as spec
-from harness.orchestrator import sweep
-from harness.report import Report, write_all
-from harness.store import RunStore
+from fakeruntime import Behaviour
+from sweepkit import DEFAULTS, FakeSweep
 
 REQUIRE = "HARNESS_REQUIRE_CHROMIUM"
 BROWSERS = ("chromium", "chromium-browser")
@@ -94,24 +90,10 @@ def near(image: np.ndarray, colour: tuple[int, int, int], tol: int = 30) -> int:
 
 
 @pytest.fixture
-def page(tmp_path: Path) -> Path:
-    (tmp_path / "loop.py").write_text("def setup(params):\n    return None\n\n\n"
-                                      "def step(state):\n    pass\n")
-    (tmp_path / "m.yaml").write_text(
-        "name: shot\nruntime: local\n"
-        "defaults: {iterations: 400, warmup: 40, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: '20.12'}, {name: '22.12'}]\n  gpu: [0]\n"
-        "  scenario: [loop.py]\n")
-    matrix = spec.load(tmp_path / "m.yaml")
-    store = RunStore.open(tmp_path / "reports", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(
-            lambda c: Behaviour(leak_per_iter=16384) if c.image.label == "22.12"
-            else Behaviour()), store, lambda _: None, False)
-        write_all(store, Report.from_results(matrix.name, outcome.results))
-    finally:
-        store.unlock()
-    return store.root / "report.html"
+def page(fake_sweep: FakeSweep) -> Path:
+    return fake_sweep(["20.12", "22.12"], {"22.12": Behaviour(leak_per_iter=16384)},
+                      name="shot", defaults={**DEFAULTS, "iterations": 400, "warmup": 40},
+                      report=True).root / "report.html"
 
 
 def test_report_html_renders_its_plots(page: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
@@ -16,8 +17,6 @@ from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import Sweep
 from harness.plans.bisect import attempts, bisect, expected_probes, latest, sweep_runner
 from harness.store import RunStore
-
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 
 
 # ---------------------------------------------------------------- planner (pure)
@@ -99,13 +98,9 @@ def test_planner_rejects_nonsense() -> None:
 
 # ---------------------------------------------------------------- driver over FakeRuntime
 def make_matrix(tmp: Path, n: int) -> Matrix:
-    (tmp / "loop.py").write_text(SCENARIO)
-    images = ", ".join(f"{{name: v{i:02d}}}" for i in range(n))
-    (tmp / "m.yaml").write_text(
-        "name: bis\nruntime: local\n"
-        "defaults: {iterations: 200, warmup: 10, sample_every: 5, repeats: 0}\n"
-        f"matrix:\n  image: [{images}]\n  gpu: [0, 1]\n  scenario: [loop.py]\n")
-    return spec.load(tmp / "m.yaml")
+    return spec.load(sweepkit.write_matrix(
+        tmp, [f"v{i:02d}" for i in range(n)], name="bis", gpus=[0, 1],
+        defaults={**sweepkit.DEFAULTS, "iterations": 200}))
 
 
 def leaks_from(culprit: int) -> Callable[[Cell], Behaviour]:
@@ -228,12 +223,8 @@ def test_cli_bisect_reuses_an_earlier_sweep(tmp_path: Path, fake_cli: list[FakeR
                                             capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a sweep that already ran the endpoints of row gpu0.loop
     matrix = make_matrix(tmp_path, 12)
-    store = RunStore.open(tmp_path / "sweeps", matrix.name, False)
-    try:
-        ends = [c for c in row(matrix) if c.image.index in (0, 11)]
-        Sweep(matrix, FakeRuntime(leaks_from(5)), store, lambda _: None).run(ends, False)
-    finally:
-        store.unlock()
+    store = sweepkit.sweep_matrix(matrix, leaks_from(5), out=tmp_path / "sweeps", cells=lambda _: [
+        c for c in row(matrix) if c.image.index in (0, 11)]).store
     # WHEN bisecting with --reuse THEN the endpoints are not run again
     assert main(["bisect", str(tmp_path / "m.yaml"), "--gpu", "0", "--out",
                  str(tmp_path / "r"), "--reuse", str(store.root), "-q"]) == 1

@@ -8,35 +8,21 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
+import sweepkit
+from fakeruntime import Behaviour
 
-from harness import matrixfile as spec
 from harness.cli import main
-from harness.orchestrator import sweep
-from harness.store import RunStore
-
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("cli_report")
-    (tmp / "loop.py").write_text(SCENARIO)
-    (tmp / "m.yaml").write_text(
-        "name: rep\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: v1}, {name: v2}]\n  gpu: [0]\n"
-        "  scenario: [loop.py, {script: loop.py, id: zeros}]\n")
-    matrix = spec.load(tmp / "m.yaml")
-    store = RunStore.open(tmp / "reports", matrix.name, False)
-    try:
-        sweep(matrix, list(matrix.cells), FakeRuntime(
-            lambda c: Behaviour(leak_per_iter=16384) if c.image.label == "v2"
-            and c.scenario.id == "loop" else Behaviour()), store, lambda _: None, False)
-        store.write("results.json", {"name": "rep", "meta": {"matrix": str(tmp / "m.yaml")}})
-    finally:
-        store.unlock()
-    return store.root
+    return sweepkit.swept(
+        tmp, ["v1", "v2"], lambda c: Behaviour(leak_per_iter=16384)
+        if c.image.label == "v2" and c.scenario.id == "loop" else Behaviour(),
+        ["loop.py", {"script": "loop.py", "id": "zeros"}], name="rep",
+        then=lambda store, _: store.write("results.json", {
+            "name": "rep", "meta": {"matrix": str(tmp / "m.yaml")}})).root
 
 
 @pytest.fixture

@@ -19,11 +19,8 @@ NO_ENGINE = "unix:///nonexistent/harness-test-docker.sock"
 
 
 @pytest.fixture
-def guard(request: pytest.FixtureRequest) -> ModuleType:
-    for plugin in request.config.pluginmanager.get_plugins():
-        if isinstance(plugin, ModuleType) and getattr(plugin, "__file__", None) == str(CONFTEST):
-            return plugin
-    raise AssertionError("tests/conftest.py is not loaded")
+def guard(root_conftest: ModuleType) -> ModuleType:
+    return root_conftest
 
 
 def test_unmarked_test_cannot_call_from_env() -> None:

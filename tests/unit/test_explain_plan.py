@@ -9,12 +9,13 @@ import dataclasses
 import json
 
 import pytest
+import sweepkit
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
 from harness.answers.explain import Pair, kinds_for, pairs, unpaired
 from harness.cli.sweep import plan_of
-from harness.orchestrator import Sweep, sweep
+from harness.orchestrator import Sweep
 from harness.plans.explain import explain_matrix
 from harness.report import Report, render_text, write_all
 from harness.report.issue import IssueReporter
@@ -42,23 +43,12 @@ def behaviour(cell: spec.Cell) -> Behaviour:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory
           ) -> tuple[spec.Matrix, RunStore, dict[str, CellResult]]:
-    tmp = tmp_path_factory.mktemp("plan")
-    (tmp / "loop.py").write_text(SCENARIO)
     assert SCENARIO.splitlines()[LEAK_LINE - 1].endswith("# LEAK_LINE")
-    (tmp / "slow.py").write_text(SCENARIO)
-    (tmp / "m.yaml").write_text(
-        "name: plan\nruntime: local\n"
-        "defaults: {iterations: 600, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [" + ", ".join(f"{{name: {i}}}" for i in IMAGES) + "]\n"
-        "  gpu: [0]\n  scenario: [loop.py, slow.py]\n")
-    matrix = spec.load(tmp / "m.yaml")
-    store = RunStore.open(tmp / "reports", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(behaviour), store,
-                        lambda _: None, False)
-    finally:
-        store.unlock()
-    return matrix, store, outcome.results
+    run = sweepkit.swept(tmp_path_factory.mktemp("plan"), IMAGES, behaviour,
+                         ["loop.py", "slow.py"], name="plan",
+                         defaults={**sweepkit.DEFAULTS, "iterations": 600},
+                         files={"loop.py": SCENARIO, "slow.py": SCENARIO})
+    return run.matrix, run.store, run.results
 
 
 def test_each_rows_first_bad_is_paired_with_its_last_good(

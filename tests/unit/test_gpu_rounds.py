@@ -5,40 +5,19 @@ lines, THEN the stored rounds and the Series)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from fakeruntime import Behaviour, FakeRuntime
+from fakeruntime import Behaviour
+from sweepkit import DEFAULTS, FakeSweep
 
-from harness import matrixfile as spec
-from harness.orchestrator import sweep
 from harness.protocol.ingest import parse_lines
-from harness.store import RunStore
-
-MATRIX = """\
-name: gpuclock
-runtime: local
-defaults: {iterations: 400, warmup: 20, sample_every: 5, repeats: 0}
-matrix:
-  image: [{name: v1}, {name: v2}]
-  gpu: ["0"]
-  scenario: [loop.py]
-"""
 
 
-def test_rounds_record_each_runs_sm_clock(tmp_path: Path) -> None:
+def test_rounds_record_each_runs_sm_clock(fake_sweep: FakeSweep) -> None:
     # GIVEN v2 2x slower than v1, its GPU held at 1410 MHz where v1's ran at 1980
-    (tmp_path / "loop.py").write_text("def setup(params):\n    return None\n\n\n"
-                                      "def step(state):\n    pass\n")
-    (tmp_path / "matrix.yaml").write_text(MATRIX)
-    matrix = spec.load(tmp_path / "matrix.yaml")
     table = {"v1": Behaviour(sm_mhz=1980), "v2": Behaviour(step_s=0.002, sm_mhz=1410)}
-    runtime = FakeRuntime(lambda c: table[c.image.label])
-    lines: list[str] = []
-    store = RunStore.open(tmp_path / "reports", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells), runtime, store, lines.append, False)
-    finally:
-        store.unlock()
+    outcome = fake_sweep(["v1", "v2"], lambda c: table[c.image.label], name="gpuclock",
+                         gpus=["0"], defaults={**DEFAULTS, "iterations": 400, "warmup": 20})
+    lines = outcome.said
     res = outcome.results["v2.gpu0.loop"]
     assert res.verdict == "regression"
     conf = res.vs_baseline.confirmation if res.vs_baseline else None

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sweepkit import FakeSweep
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = ROOT / "tests" / "data" / "h100"
@@ -115,32 +116,17 @@ def test_a_timeout_on_some_images_is_a_finding_and_no_hang(
 
 
 def test_a_samples_file_cut_short_is_unreadable_when_decided_again(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from fakeruntime import Behaviour, FakeRuntime
+        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+    from fakeruntime import Behaviour
 
-    from harness import matrixfile as spec
     from harness.cli import main
-    from harness.orchestrator import sweep
-    from harness.store import RunStore
 
     # GIVEN a sweep: v2 and v4 leak, v3 is killed at its timeout and v5's agent died
     # mid-write (neither of those two wrote an end record: their outcome decides them)
-    (tmp_path / "s.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: cut\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: v1}, {name: v2}, {name: v3}, {name: v4}, {name: v5}]\n"
-        "  gpu: [none]\n  scenario: [s.py]\n")
-    matrix = spec.load(tmp_path / "m.yaml")
-    store = RunStore.open(tmp_path / "r", matrix.name, False)
-    how = {"v2": Behaviour(leak_per_iter=16384), "v3": Behaviour(timed_out=True),
-           "v4": Behaviour(leak_per_iter=16384), "v5": Behaviour(truncate=True)}
-    try:
-        sweep(matrix, list(matrix.cells), FakeRuntime(lambda c: how.get(
-            c.image.label, Behaviour())), store, lambda _: None, False)
-    finally:
-        store.unlock()
-    run = store.root
+    run = fake_sweep(["v1", "v2", "v3", "v4", "v5"], {
+        "v2": Behaviour(leak_per_iter=16384), "v3": Behaviour(timed_out=True),
+        "v4": Behaviour(leak_per_iter=16384), "v5": Behaviour(truncate=True)},
+        ["s.py"], name="cut", gpus=["none"], files={"s.py": SCENARIO}).root
     assert main(["report", str(run)]) == 1
     assert "cpu.s: first bad: v2 (last good: v1)" in capsys.readouterr().out
     # WHEN v2's samples.jsonl loses its tail after the run: the end record, and the

@@ -11,19 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
 from harness.answers.hostcompare import compare_hosts, compare_images, side_names
 from harness.cli import main
 from harness.matrixfile.model import Cell
-from harness.orchestrator import sweep
 from harness.report import load_results
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
-from harness.store import RunStore
 from tests.resultkit import as_results
 
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 RTX = {"3090": ("NVIDIA GeForce RTX 3090", [8, 6], "gpu-3090"),
        "4090": ("NVIDIA GeForce RTX 4090", [8, 9], "gpu-4090")}
 
@@ -49,21 +46,11 @@ class GpuFakeRuntime(FakeRuntime):
 
 
 def swept(tmp: Path, card: str, behave: Callable[[Cell], Behaviour]) -> Path:
-    (tmp / "loop.py").write_text(SCENARIO)
-    (tmp / "m.yaml").write_text(
-        "name: cmp\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: '20.12'}, {name: '22.12'}]\n  gpu: [0]\n"
-        "  scenario: [loop.py, {script: loop.py, id: zeros}]\n")
-    matrix = spec.load(tmp / "m.yaml")
     name, cc, host = RTX[card]
     runtime = GpuFakeRuntime(behave, gpu_name=name, cc=(cc[0], cc[1]), host=host)
-    store = RunStore.open(tmp / card, matrix.name, False)
-    try:
-        sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False)
-    finally:
-        store.unlock()
-    return store.root
+    return sweepkit.swept(tmp, ["20.12", "22.12"], runtime,
+                          ["loop.py", {"script": "loop.py", "id": "zeros"}], name="cmp",
+                          out=tmp / card).root
 
 
 @pytest.fixture(scope="module")

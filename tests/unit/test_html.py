@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
+import sweepkit
+from fakeruntime import Behaviour
 
-from harness import matrixfile as spec
-from harness.orchestrator import sweep
 from harness.report import HtmlReporter, Report, write_all
 from harness.report.svg import chart, human, reduce
 from harness.store import RunStore
 from tests.resultkit import as_results
 
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 XSS = "<script>alert(1)</script>"
 
 
@@ -37,22 +35,11 @@ def plots(page: str) -> int:
 def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunStore]:
     """v1 clean, v2 leaking, v3 leaking and slower: one row, real samples on disk."""
     tmp = tmp_path_factory.mktemp("html")
-    (tmp / "loop.py").write_text(SCENARIO)
-    (tmp / "m.yaml").write_text(
-        "name: html\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: v1}, {name: v2}, {name: v3}]\n  gpu: [0]\n"
-        "  scenario: [loop.py]\n")
-    matrix = spec.load(tmp / "m.yaml")
-    table = {"v2": Behaviour(leak_per_iter=16384),
-             "v3": Behaviour(leak_per_iter=16384, step_s=0.002)}
-    store = RunStore.open(tmp / "reports", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(
-            lambda c: table.get(c.image.label, Behaviour())), store, lambda _: None, False)
-    finally:
-        store.unlock()
-    return Report.from_results(matrix.name, outcome.results, {}, store.root), store
+    run = sweepkit.swept(tmp, ["v1", "v2", "v3"], {
+        "v2": Behaviour(leak_per_iter=16384),
+        "v3": Behaviour(leak_per_iter=16384, step_s=0.002)},
+        name="html", defaults={**sweepkit.DEFAULTS, "warmup": 30})
+    return Report.from_results(run.matrix.name, run.results, {}, run.root), run.store
 
 
 def test_every_cell_gets_memory_and_step_plots(swept: tuple[Report, RunStore]) -> None:

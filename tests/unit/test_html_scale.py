@@ -10,16 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
+import sweepkit
+from fakeruntime import Behaviour
 
-from harness import matrixfile
-from harness.orchestrator import sweep
 from harness.report import HtmlReporter, Report, write_all
 from harness.result.model import CellResult, Planned
 from harness.store import RunStore, SeriesCache
 from harness.store.results import samples_path
 
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 TAGS = [f"{20 + k // 12}.{k % 12 + 1:02d}" for k in range(40)]
 MAX_PAGE = 2 * 2**20          # the issue's bound on the page a person opens
 
@@ -28,21 +26,10 @@ MAX_PAGE = 2 * 2**20          # the issue's bound on the page a person opens
 def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, CellResult], Path]:
     """Real cells of the fake runtime: a clean, a leaking and a slower image of a row."""
     tmp = tmp_path_factory.mktemp("scale")
-    (tmp / "loop.py").write_text(SCENARIO)
-    (tmp / "m.yaml").write_text(
-        "name: scale\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: v1}, {name: v2}, {name: v3}]\n  gpu: [0]\n"
-        "  scenario: [loop.py]\n")
-    matrix = matrixfile.load(tmp / "m.yaml")
-    table = {"v2": Behaviour(leak_per_iter=16384), "v3": Behaviour(step_s=0.002)}
-    store = RunStore.open(tmp / "reports", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(
-            lambda c: table.get(c.image.label, Behaviour())), store, lambda _: None, False)
-    finally:
-        store.unlock()
-    return outcome.results, store.root
+    run = sweepkit.swept(tmp, ["v1", "v2", "v3"], {
+        "v2": Behaviour(leak_per_iter=16384), "v3": Behaviour(step_s=0.002)},
+        name="scale", defaults={**sweepkit.DEFAULTS, "warmup": 30})
+    return run.results, run.root
 
 
 def scaled(results: dict[str, CellResult], images: int, rows: int) -> Report:

@@ -10,20 +10,17 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
 from harness.cli import main
-from harness.cli.sweep import exit_code, plan_of
+from harness.cli.sweep import exit_code
 from harness.errors import EXIT_UNDECIDED
-from harness.orchestrator import sweep
-from harness.report import Report, read_run, write_all
-from harness.result.codec import encode
-from harness.result.model import Plan
-from harness.store import RunStore
+from harness.report import Report, read_run
 from harness.store.results import PLAN_FILE
 
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+HOST_PYTHON = {"name": "a", "python": "python3"}   # a `runtime: local` image: this host
 IMAGES = ["v1", "v2", "v3", "v4"]
 
 
@@ -34,27 +31,9 @@ def leaky(label: str) -> bool:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A whole sweep of four images, v2 and v3 leaking, with its plan as the CLI writes."""
-    tmp = tmp_path_factory.mktemp("incomplete")
-    (tmp / "loop.py").write_text(SCENARIO)
-    (tmp / "m.yaml").write_text(
-        "name: inc\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [" + ", ".join(f"{{name: {i}}}" for i in IMAGES) + "]\n"
-        "  gpu: [0]\n  scenario: [loop.py]\n")
-    matrix = spec.load(tmp / "m.yaml")
-    cells = list(matrix.cells)
-    store = RunStore.open(tmp / "reports", matrix.name, False)
-    try:
-        store.write("matrix.yaml", (tmp / "m.yaml").read_text())
-        store.write(PLAN_FILE, encode(Plan(plan_of(cells), str(tmp / "m.yaml"))))
-        outcome = sweep(matrix, cells, FakeRuntime(
-            lambda c: Behaviour(leak_per_iter=16384) if leaky(c.image.label)
-            else Behaviour()), store, lambda _: None, False)
-        write_all(store, Report.from_results("inc", outcome.results, None, store.root,
-                                             planned=plan_of(cells)))
-    finally:
-        store.unlock()
-    return store.root
+    return sweepkit.swept(tmp_path_factory.mktemp("incomplete"), IMAGES,
+                          lambda c: Behaviour(leak_per_iter=16384) if leaky(c.image.label)
+                          else Behaviour(), name="inc", plan=True, report=True).root
 
 
 @pytest.fixture
@@ -138,10 +117,8 @@ def test_results_json_lists_missing_and_undecided(rdir: Path) -> None:
 
 def test_a_run_too_short_to_decide_is_refused_up_front(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: short\nruntime: local\ndefaults: {sample_every: 10}\n"
-        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    sweepkit.write_matrix(tmp_path, [HOST_PYTHON], name="short", gpus=None,
+                          defaults={"sample_every": 10})
     code = main(["sweep", str(tmp_path / "m.yaml"), "--iterations", "1",
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
@@ -151,18 +128,8 @@ def test_a_run_too_short_to_decide_is_refused_up_front(
 
 def test_a_rerun_grows_to_a_length_that_can_decide(tmp_path: Path) -> None:
     # GIVEN a cell of 20 iterations sampled every 10: two samples, never enough
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: grow\nruntime: local\n"
-        "defaults: {iterations: 20, warmup: 5, sample_every: 10, repeats: 1}\n"
-        "matrix:\n  image: [{name: a}]\n  gpu: [0]\n  scenario: [loop.py]\n")
-    matrix = spec.load(tmp_path / "m.yaml")
-    store = RunStore.open(tmp_path / "r", matrix.name, False)
-    try:
-        out = sweep(matrix, list(matrix.cells), FakeRuntime(lambda c: Behaviour()), store,
-                    lambda _: None, False)
-    finally:
-        store.unlock()
+    out = sweepkit.swept(tmp_path, ["a"], name="grow", defaults={
+        "iterations": 20, "warmup": 5, "sample_every": 10, "repeats": 1})
     attempts = out.results["a.gpu0.loop"].attempts
     # THEN the re-run is long enough for min_samples step samples (10 x 10), not 40
     assert [a.iterations for a in attempts] == [20, 100]
@@ -217,18 +184,14 @@ def test_force_only_goes_with_writing_reports(rdir: Path,
     assert "--force goes with a plain `harness report DIR`" in capsys.readouterr().err
 
 
-def grow_matrix(tmp_path: Path, defaults: str) -> spec.Matrix:
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        f"name: grow\nruntime: local\ndefaults: {{{defaults}}}\n"
-        "matrix:\n  image: [{name: a}]\n  gpu: [0]\n  scenario: [loop.py]\n")
-    return spec.load(tmp_path / "m.yaml")
+def grow_matrix(tmp_path: Path, **defaults: int) -> Path:
+    return sweepkit.write_matrix(tmp_path, ["a"], name="grow", defaults=defaults)
 
 
 def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
     # GIVEN early-stop mode: the agent runs up to max_iterations (20: two samples)
-    matrix = grow_matrix(tmp_path, "max_iterations: 20, min_iterations: 10, warmup: 5, "
-                                   "sample_every: 10, repeats: 2")
+    matrix = grow_matrix(tmp_path, max_iterations=20, min_iterations=10, warmup=5,
+                         sample_every=10, repeats=2)
     runtime = FakeRuntime(lambda c: Behaviour())
     got: list[int] = []
     run = runtime.run
@@ -238,12 +201,7 @@ def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
         return run(request, progress)
 
     runtime.run = recording  # type: ignore[method-assign]
-    store = RunStore.open(tmp_path / "r", matrix.name, False)
-    try:
-        out = sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False)
-    finally:
-        store.unlock()
-    res = out.results["a.gpu0.loop"]
+    res = sweepkit.sweep_matrix(matrix, runtime).results["a.gpu0.loop"]
     # THEN the re-run looks longer (not 20 again), long enough to decide, and decides
     assert got == [20, 100]
     assert [a.iterations for a in res.attempts] == [20, 100]
@@ -259,8 +217,8 @@ def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
 
     now = [1000.0]
     monkeypatch.setattr(attempts, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    matrix = grow_matrix(tmp_path, "iterations: 20, warmup: 5, sample_every: 10, "
-                                   "repeats: 2, timeout: 3")
+    matrix = grow_matrix(tmp_path, iterations=20, warmup=5, sample_every=10, repeats=2,
+                         timeout=3)
     runtime = FakeRuntime(lambda c: Behaviour())
     run = runtime.run
 
@@ -269,13 +227,8 @@ def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
         return run(request, progress)
 
     runtime.run = slow  # type: ignore[method-assign]
-    said: list[str] = []
-    store = RunStore.open(tmp_path / "r", matrix.name, False)
-    try:
-        out = sweep(matrix, list(matrix.cells), runtime, store, said.append, False)
-    finally:
-        store.unlock()
-    res = out.results["a.gpu0.loop"]
+    out = sweepkit.sweep_matrix(matrix, runtime)
+    res, said = out.results["a.gpu0.loop"], out.said
     assert runtime.runs == ["a.gpu0.loop"] and res.verdict == "ambiguous"
     assert any("not run again: 100 iterations would take about 5 s, past the cell's "
                "timeout (3 s)" in line for line in said), said
@@ -325,11 +278,8 @@ def test_a_directory_with_nothing_to_check_against_says_so(
 def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN an early-stop matrix (the agent runs up to max_iterations)
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: short\nruntime: local\n"
-        "defaults: {max_iterations: 2000, min_iterations: 80, sample_every: 10}\n"
-        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    sweepkit.write_matrix(tmp_path, [HOST_PYTHON], name="short", gpus=None, defaults={
+        "max_iterations": 2000, "min_iterations": 80, "sample_every": 10})
     # WHEN --iterations 1: THEN it is the length asked for, and too short: refused
     code = main(["sweep", str(tmp_path / "m.yaml"), "--iterations", "1",
                  "--out", str(tmp_path / "out")])
@@ -355,10 +305,8 @@ def test_help_documents_the_incomplete_exit_code(argv: list[str],
 def test_a_short_length_in_the_matrix_is_said_not_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a matrix that asks for 5 calls itself (a smoke or OOM check of a heavy scenario)
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: smoke\nruntime: local\ndefaults: {iterations: 5, warmup: 1, sample_every: 1, "
-        "repeats: 0}\nmatrix:\n  image: [{name: a, python: python3}]\n  scenario: [loop.py]\n")
+    sweepkit.write_matrix(tmp_path, [HOST_PYTHON], name="smoke", gpus=None, defaults={
+        "iterations": 5, "warmup": 1, "sample_every": 1, "repeats": 0})
     code = main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "out"), "-q"])
     err = capsys.readouterr().err
     # THEN it runs, says what such a run can tell, and is not called clean

@@ -11,14 +11,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
+from fakeruntime import Behaviour
+from sweepkit import FakeSweep
 
-from harness import matrixfile as spec
 from harness.errors import InputError
-from harness.orchestrator import sweep
 from harness.report import IssueReporter, Report
 from harness.report.issue import ratio_ci
-from harness.store import RunStore
 from tests.resultkit import as_results
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -128,23 +126,9 @@ def test_ratio_ci_brackets_the_true_ratio() -> None:
     assert lo < 2.0 < hi and hi - lo < 0.02 and lo < ratio < hi
 
 
-def test_issue_from_a_sweep_has_a_bootstrap_interval(tmp_path: Path) -> None:
-    (tmp_path / "loop.py").write_text("def setup(params):\n    return None\n\n\n"
-                                      "def step(state):\n    pass\n")
-    (tmp_path / "m.yaml").write_text(
-        "name: iss\nruntime: local\n"
-        "defaults: {iterations: 300, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: v1}, {name: v2}]\n  gpu: [0]\n  scenario: [loop.py]\n")
-    matrix = spec.load(tmp_path / "m.yaml")
-    store = RunStore.open(tmp_path / "r", matrix.name, False)
-    try:
-        outcome = sweep(matrix, list(matrix.cells), FakeRuntime(
-            lambda c: Behaviour(step_s=0.002) if c.image.label == "v2" else Behaviour()),
-            store, lambda _: None, False)
-    finally:
-        store.unlock()
-    report = Report.from_results("iss", outcome.results, {"matrix": str(tmp_path / "m.yaml")},
-                                 store.root)
+def test_issue_from_a_sweep_has_a_bootstrap_interval(fake_sweep: FakeSweep) -> None:
+    run = fake_sweep(["v1", "v2"], {"v2": Behaviour(step_s=0.002)}, name="iss")
+    report = Report.from_results("iss", run.results, {"matrix": str(run.path)}, run.root)
     text = render(report, "gpu0.loop")
     assert text.startswith("# loop is slower in v2 (not in v1)")
     found = re.search(r"Step time, first bad vs last good: (\S+)x \(95% bootstrap CI "

@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness import matrixfile as spec
-from harness.orchestrator import sweep
+import sweepkit
+import yaml
+
 from harness.result.model import CellResult
 from harness.runtimes.local import LocalRuntime
-from harness.store import RunStore
 
 LEAKY = '''
 def setup(params):
@@ -29,19 +29,11 @@ def step(state):
 def sweep_live(tmp_path: Path, defaults: str, scenarios: dict[str, str]) -> list[CellResult]:
     """Each scenario (file name -> text) swept in live mode on the local runtime under
     this interpreter, with the matrix `defaults` (a YAML flow mapping's inside)."""
-    for name, text in scenarios.items():
-        (tmp_path / name).write_text(text)
-    m = tmp_path / "m.yaml"
-    m.write_text(f"name: live\nruntime: local\ndefaults: {{{defaults}}}\nmatrix:\n"
-                 f"  image: [{sys.executable}]\n  scenario: [{', '.join(scenarios)}]\n")
-    matrix = spec.load(m)
-    store = RunStore.open(tmp_path / "out", matrix.name, False)
-    try:
-        out = sweep(matrix, list(matrix.cells), LocalRuntime(tmp_path / "cache"), store,
-                    lambda _: None, False)
-    finally:
-        store.unlock()
-    return list(out.results.values())
+    path = sweepkit.write_matrix(tmp_path, [{"name": "py", "python": sys.executable}],
+                                 list(scenarios), name="live", gpus=None,
+                                 defaults=yaml.safe_load("{" + defaults + "}"), files=scenarios)
+    run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
+    return list(run.results.values())
 
 
 def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:

@@ -15,35 +15,24 @@ from typing import Any
 
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
+from sweepkit import DEFAULTS, sweep_matrix, write_matrix
 
 from harness import matrixfile as spec
 from harness.answers.search import answer_rows
 from harness.errors import StoreError
 from harness.matrixfile.model import Cell, Matrix
-from harness.orchestrator import SweepOutcome, lanes, sweep
+from harness.orchestrator import SweepOutcome, lanes
 from harness.report import ConsoleReporter, Report, write_all
 from harness.result.model import SCHEMA
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.store import RunStore, atomic_write_text
 
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
-MATRIX = """\
-name: orc
-runtime: local
-defaults: {{iterations: 400, warmup: 20, sample_every: 5, repeats: 0}}
-matrix:
-  image: [{images}]
-  gpu: [{gpus}]
-  scenario: [loop.py]
-{extra}"""
-
 
 def make_matrix(tmp_path: Path, images: str = "v1, v2, v3", gpus: str = "0",
-                extra: str = "") -> Matrix:
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    labels = ", ".join(f"{{name: {x.strip()}}}" for x in images.split(","))
-    path = tmp_path / "matrix.yaml"
-    path.write_text(MATRIX.format(images=labels, gpus=gpus, extra=extra))
+                **top: Any) -> Matrix:
+    path = write_matrix(tmp_path, [x.strip() for x in images.split(",")], name="orc",
+                        gpus=[g.strip() for g in gpus.split(",")], file="matrix.yaml",
+                        defaults={**DEFAULTS, "iterations": 400, "warmup": 20}, **top)
     return spec.load(path)
 
 
@@ -53,12 +42,8 @@ def by_image(table: dict[str, Behaviour]) -> Callable[[Cell], Behaviour]:
 
 def run(matrix: Matrix, runtime: FakeRuntime, base: Path, resume: bool = False,
         progress: Progress | None = None) -> SweepOutcome:
-    store = RunStore.open(base / "reports", matrix.name, resume)
-    try:
-        return sweep(matrix, list(matrix.cells), runtime, store, progress or (lambda _: None),
-                     resume)
-    finally:
-        store.unlock()
+    return sweep_matrix(matrix, runtime, out=base / "reports", resume=resume,
+                        progress=progress).outcome
 
 
 def on_disk(outcome: SweepOutcome) -> dict[str, dict[str, Any]]:
@@ -306,7 +291,7 @@ def test_gpus_run_in_parallel_one_cell_each(tmp_path: Path) -> None:
 
 
 def test_max_parallel_limits_lanes(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, "v1, v2", "0, 1, 2", "max-parallel: 1\n")
+    matrix = make_matrix(tmp_path, "v1, v2", "0, 1, 2", **{"max-parallel": 1})
     assert matrix.max_parallel == 1
     runtime = CountingRuntime(by_image({}))
     outcome = run(matrix, runtime, tmp_path)
@@ -315,7 +300,7 @@ def test_max_parallel_limits_lanes(tmp_path: Path) -> None:
 
 
 def test_fail_fast_stops_after_the_first_bad_cell(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, "v1, v2, v3", extra="fail-fast: true\n")
+    matrix = make_matrix(tmp_path, "v1, v2, v3", **{"fail-fast": True})
     runtime = FakeRuntime(by_image({"v2": Behaviour(error="boom")}))
     outcome = run(matrix, runtime, tmp_path)
     assert runtime.runs == ["v1.gpu0.loop", "v2.gpu0.loop"]
@@ -435,9 +420,10 @@ def test_identical_images_that_drifted_once_are_not_a_regression(tmp_path: Path)
 
 
 def test_without_rounds_a_pooled_slowdown_is_only_suspected(tmp_path: Path) -> None:
-    make_matrix(tmp_path, "v1, v2")
+    matrix = make_matrix(tmp_path, "v1, v2")
     path = tmp_path / "matrix.yaml"
     path.write_text(path.read_text().replace("repeats: 0", "repeats: 0, rounds: 0"))
+    assert "rounds: 0" in path.read_text()
     matrix = spec.load(path)
     runtime = FakeRuntime(by_image({"v2": Behaviour(step_s=0.002)}))
     out = run(matrix, runtime, tmp_path)
@@ -548,7 +534,6 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
         return Behaviour(step_s=slow, rq_share=0.8 if busy else 0.0)
 
     matrix = make_matrix(tmp_path, "v1, v2")
-    store = RunStore.open(tmp_path / "reports", matrix.name, False)
     import harness.orchestrator as orch
 
     real = orch.Sweep.__init__
@@ -557,13 +542,9 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
         real(self, *a, **kw)
         self.cancel = Counting()
 
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(orch.Sweep, "__init__", init)
-            out = sweep(matrix, list(matrix.cells), FakeRuntime(behave), store,
-                        lambda _: None, False)
-    finally:
-        store.unlock()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(orch.Sweep, "__init__", init)
+        out = run(matrix, FakeRuntime(behave), tmp_path)
     conf = out.results["v2.gpu0.loop"].vs_baseline.confirmation
     assert conf is not None and len(conf.rounds) == 5, conf.reason
     assert all(r.excluded and r.excluded.startswith("host busy") for r in conf.rounds)

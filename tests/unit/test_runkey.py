@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile as spec
@@ -22,14 +24,21 @@ SCENARIO = ("LEAK = {leak}\n\n\ndef setup(params):\n    return None\n\n\n"
 MiB = 1 << 20
 
 
-def write_matrix(tmp: Path, pins: list[str], extra: str = "") -> Path:
-    images = ", ".join(f"{{name: {label}, pip: [{pin}]}}"
-                       for label, pin in zip(("a", "b", "c"), pins, strict=True))
-    (tmp / "m.yaml").write_text(
-        "name: keys\nruntime: local\n"
-        "defaults: {iterations: 200, warmup: 10, sample_every: 5, repeats: 0}\n"
-        f"matrix:\n  image: [{images}]\n  gpu: [0]\n  scenario: [loop.py]\n" + extra)
-    return tmp / "m.yaml"
+def write_matrix(tmp: Path, pins: list[str], **top: Any) -> Path:
+    return sweepkit.write_matrix(
+        tmp, [{"name": label, "pip": [pin]} for label, pin in zip(("a", "b", "c"), pins,
+                                                                   strict=True)],
+        name="keys", defaults={**sweepkit.DEFAULTS, "iterations": 200}, **top)
+
+
+def leaky_sweep(tmp: Path) -> tuple[Path, Path]:
+    """`harness sweep` (over the fake runtime) of a matrix whose b and c leak: the
+    matrix and the run directory."""
+    (tmp / "loop.py").write_text(SCENARIO.format(leak=True))
+    m = write_matrix(tmp, ["demo==1.0", "demo==1.1", "demo==1.2"])
+    assert main(["sweep", str(m), "--out", str(tmp / "r"), "-q"]) == 1
+    [run] = list((tmp / "r" / "keys").iterdir())
+    return m, run
 
 
 def leaks(cell: Cell) -> Behaviour:
@@ -263,10 +272,7 @@ def test_explain_leaves_out_a_pair_whose_scenario_changed(
         tmp_path: Path, fake_cli: list[FakeRuntime],
         capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a sweep where b leaks first (a is the last good)
-    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
-    m = write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"])
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
-    [run] = list((tmp_path / "r" / "keys").iterdir())
+    m, run = leaky_sweep(tmp_path)
     # WHEN the scenario is edited and the sweep explained
     (tmp_path / "loop.py").write_text(SCENARIO.format(leak=False))
     capsys.readouterr()
@@ -291,10 +297,7 @@ def test_explain_leaves_out_a_pair_whose_scenario_changed(
 def test_a_reanalyzed_copy_is_a_results_directory_of_its_kind(
         tmp_path: Path, fake_cli: list[FakeRuntime],
         capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "loop.py").write_text(SCENARIO.format(leak=True))
-    m = write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"])
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
-    [run] = list((tmp_path / "r" / "keys").iterdir())
+    m, run = leaky_sweep(tmp_path)
     assert main(["report", str(run), "--reanalyze", "--write"]) == 1
     copy = run.with_name(run.name + "-reanalyzed")
     assert kind_of(copy) == "reanalyzed"

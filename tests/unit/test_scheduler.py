@@ -8,16 +8,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fakeruntime import Behaviour, FakeRuntime
+from sweepkit import DEFAULTS, sweep_matrix, write_matrix
 
-from harness import matrixfile as spec
-from harness.matrixfile.model import Matrix
-from harness.orchestrator import SweepOutcome, lanes, sweep
+from harness import matrixfile
+from harness.orchestrator import SweepOutcome, lanes
 from harness.runtimes.base import Progress, RunOutcome, RunRequest, Runtime
-from harness.store import RunStore
-
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 
 
 @dataclass
@@ -50,26 +48,17 @@ def timed(hold_s: float = 0.05) -> TimedRuntime:
     return TimedRuntime(lambda cell: Behaviour(), hold_s=hold_s)
 
 
-def make_matrix(tmp_path: Path, images: int, gpus: str, extra: str = "",
-                runtime: str = "local") -> Matrix:
-    (tmp_path / "loop.py").write_text(SCENARIO)
-    names = ", ".join(f"{{name: v{i}}}" if runtime == "local" else f"img/v:{i}"
-                      for i in range(images))
-    path = tmp_path / "matrix.yaml"
-    path.write_text(f"name: sched\nruntime: {runtime}\n{extra}"
-                    "defaults: {iterations: 40, warmup: 0, sample_every: 5, repeats: 0}\n"
-                    f"matrix:\n  image: [{names}]\n  gpu: [{gpus}]\n  scenario: [loop.py]\n")
-    return spec.load(path)
+def make_matrix(tmp_path: Path, images: int, gpus: list[Any], runtime: str = "local",
+                **top: Any) -> Path:
+    return write_matrix(tmp_path, [f"v{i}" if runtime == "local" else f"img/v:{i}"
+                                   for i in range(images)], name="sched", gpus=gpus,
+                        runtime=runtime, defaults={**DEFAULTS, "iterations": 40,
+                                                   "warmup": 0}, **top)
 
 
-def run(matrix: Matrix, runtime: Runtime, base: Path,
-        runtimes: dict[str, Runtime] | None = None) -> SweepOutcome:
-    store = RunStore.open(base / "reports", matrix.name, False)
-    try:
-        return sweep(matrix, list(matrix.cells), runtime, store, lambda _: None, False,
-                     runtimes)
-    finally:
-        store.unlock()
+def run(path: Path, runtime: Runtime, runtimes: dict[str, Runtime] | None = None
+        ) -> SweepOutcome:
+    return sweep_matrix(path, runtime, runtimes=runtimes).outcome
 
 
 def max_concurrent(held: list[Held]) -> int:
@@ -96,17 +85,17 @@ def assert_one_cell_per_gpu(held: list[Held]) -> None:
 
 
 def test_lanes_group_by_host_and_gpu(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=3, gpus="0, 1, none")
-    groups = lanes(list(matrix.cells))
+    path = make_matrix(tmp_path, images=3, gpus=[0, 1, "none"])
+    groups = lanes(list(matrixfile.load(path).cells))
     assert [[c.id for c in g] for g in groups] == [
         [f"v{i}.gpu0.loop" for i in range(3)], [f"v{i}.gpu1.loop" for i in range(3)],
         [f"v{i}.cpu.loop" for i in range(3)]]
 
 
 def test_one_cell_per_gpu_and_spread_across_gpus(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=3, gpus="0, 1, 2, 3")
+    path = make_matrix(tmp_path, images=3, gpus=[0, 1, 2, 3])
     rt = timed()
-    outcome = run(matrix, rt, tmp_path)
+    outcome = run(path, rt)
     assert outcome.ran == 12 and len(rt.held) == 12
     assert_one_cell_per_gpu(rt.held)
     assert max_concurrent(rt.held) == 4  # every GPU busy at once
@@ -114,25 +103,25 @@ def test_one_cell_per_gpu_and_spread_across_gpus(tmp_path: Path) -> None:
 
 
 def test_max_parallel_is_honoured(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=2, gpus="0, 1, 2, 3", extra="max-parallel: 2\n")
+    path = make_matrix(tmp_path, images=2, gpus=[0, 1, 2, 3], **{"max-parallel": 2})
     rt = timed()
-    run(matrix, rt, tmp_path)
+    run(path, rt)
     assert len(rt.held) == 8
     assert_one_cell_per_gpu(rt.held)
     assert max_concurrent(rt.held) == 2
 
 
 def test_max_parallel_one_is_serial(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=2, gpus="0, 1", extra="max-parallel: 1\n")
+    path = make_matrix(tmp_path, images=2, gpus=[0, 1], **{"max-parallel": 1})
     rt = timed(0.02)
-    run(matrix, rt, tmp_path)
+    run(path, rt)
     assert max_concurrent(rt.held) == 1
 
 
 def test_cpu_cells_run_alongside_gpu_cells(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=3, gpus="0, none")
+    path = make_matrix(tmp_path, images=3, gpus=[0, "none"])
     rt = timed()
-    run(matrix, rt, tmp_path)
+    run(path, rt)
     cpu = [h for h in rt.held if h.gpu == "none"]
     gpu0 = [h for h in rt.held if h.gpu == "0"]
     assert len(cpu) == len(gpu0) == 3
@@ -141,11 +130,11 @@ def test_cpu_cells_run_alongside_gpu_cells(tmp_path: Path) -> None:
 
 
 def test_hosts_run_the_same_gpu_index_at_once(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=2, gpus="0", runtime="docker",
-                         extra="hosts: [{name: box3090, url: 'unix:///a.sock'}, "
-                               "{name: box4090, url: 'unix:///b.sock'}]\n")
+    path = make_matrix(tmp_path, images=2, gpus=[0], runtime="docker",
+                       hosts=[{"name": "box3090", "url": "unix:///a.sock"},
+                              {"name": "box4090", "url": "unix:///b.sock"}])
     per_host = {"box3090": timed(), "box4090": timed()}
-    outcome = run(matrix, per_host["box3090"], tmp_path, dict(per_host))
+    outcome = run(path, per_host["box3090"], dict(per_host))
     assert outcome.ran == 4
     for label, rt in per_host.items():
         assert {h.host for h in rt.held} == {label} and len(rt.held) == 2
@@ -155,7 +144,7 @@ def test_hosts_run_the_same_gpu_index_at_once(tmp_path: Path) -> None:
 
 
 def test_all_gpus_cell_never_overlaps_a_single_gpu_cell(tmp_path: Path) -> None:
-    matrix = make_matrix(tmp_path, images=2, gpus="0, all")
+    path = make_matrix(tmp_path, images=2, gpus=[0, "all"])
     rt = timed()
-    run(matrix, rt, tmp_path)
+    run(path, rt)
     assert_one_cell_per_gpu(rt.held)
