@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.growth import memory_trend, step_trend
+from harness.thresholds import AnalysisConfig
 
 GOAL_S = 1.0
 SIZES = (10**4, 10**5, 10**6)

@@ -42,8 +42,8 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.growth import memory_trend
+from harness.thresholds import AnalysisConfig
 
 Array = npt.NDArray[np.float64]
 KiB = 1024.0

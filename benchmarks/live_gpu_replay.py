@@ -26,11 +26,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.records import LiveDecision
 from harness.analysis.replay import live_decider, replay_live
 from harness.analysis.sequential import SOURCES, LiveDecider
 from harness.protocol.ingest import Record, Series, read_samples
+from harness.thresholds import AnalysisConfig
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "h100"
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import detection
 
 from harness.analysis import growth
-from harness.analysis.config import AnalysisConfig
+from harness.thresholds import AnalysisConfig
 
 
 def shares(series: np.ndarray, cfg: AnalysisConfig) -> tuple[float, float]:

@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rounds import decide_rounds, settled
+from harness.thresholds import AnalysisConfig
 
 Rule = Callable[[Confirmation, AnalysisConfig], bool]
 

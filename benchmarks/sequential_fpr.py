@@ -44,10 +44,10 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.growth import memory_trend
 from harness.analysis.sequential import FIRST_LOOK, FLOOR_BYTES, SPACING, LiveDecider
 from harness.protocol.ingest import Record
+from harness.thresholds import AnalysisConfig
 
 Array = npt.NDArray[np.float64]
 KiB = 1024.0

@@ -53,7 +53,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from cases.cases import CASES, Case  # noqa: E402
 
-from harness.analysis.config import AnalysisConfig  # noqa: E402
 from harness.analysis.growth import memory_trend  # noqa: E402
 from harness.analysis.sequential import (  # noqa: E402
     FIRST_LOOK,
@@ -73,6 +72,7 @@ from harness.matrixfile.model import (  # noqa: E402
 )
 from harness.protocol.ingest import Record  # noqa: E402
 from harness.runtimes.base import ImageInfo, RunRequest  # noqa: E402
+from harness.thresholds import AnalysisConfig  # noqa: E402
 
 PSLEAK = "psleak==0.1.6"
 VENVS = Path.home() / ".cache" / "harness" / "bench-venvs"

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import BAD, GOOD
 from harness.matrixfile.model import Cell, Matrix, row_baselines
 from harness.preflight import whole_script
@@ -32,6 +31,7 @@ from harness.stages.images import ImagePool
 from harness.stages.measure import measure
 from harness.stages.rows import RowComparisons, compare
 from harness.store.results import RunStore, SeriesCache
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["Measured", "Sweep", "SweepOutcome", "lanes", "prefetch_analysis", "sweep"]
 

@@ -17,9 +17,9 @@ import functools
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.analysis.config import AnalysisConfig
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, RunSettings
+from harness.thresholds import AnalysisConfig
 
 
 def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:

@@ -4,6 +4,6 @@ Import `harness.analysis.verdict` for decisions; this package's namespace holds 
 configuration so that the spec can import it without pulling in the runtimes.
 """
 
-from harness.analysis.config import AnalysisConfig
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["AnalysisConfig"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import busy_share
 from harness.analysis.decision import Baseline
 from harness.analysis.verdict import compare_to_baseline
 from harness.protocol.series import Series
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["baseline_facts"]
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.devices import device_kind
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.records import Finding
@@ -28,6 +27,7 @@ from harness.analysis.vsbaseline import Confirmation, PeakComparison, StepCompar
 from harness.gpu.logsigns import runtime_incompatibility
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.slopes import FloatArray, theil_sen
+from harness.thresholds import AnalysisConfig
 
 FILL_RERUN = 4              # a run that could be a fill runs again this many times longer
 FILL_CONFIDENCE = 0.95

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.fill import Fill, fill_check
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
 from harness.analysis.slopes import (
@@ -48,6 +47,7 @@ from harness.analysis.slopes import (
     theil_sen,
 )
 from harness.analysis.trends import MemoryKind, MemoryTrend, StepTrend
+from harness.thresholds import AnalysisConfig
 
 # Fewer points than this in the late window give a meaningless interval.
 _MIN_LATE_POINTS = 4

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.ranktests import mannwhitneyu_p
 from harness.analysis.vsbaseline import Direction, PeakComparison, PeakDirection, StepComparison
+from harness.thresholds import AnalysisConfig
 
 
 def compare_steps(

@@ -9,11 +9,11 @@ replay real runs.
 
 from __future__ import annotations
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.sequential import LiveDecider
 from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import Record
 from harness.protocol.series import Series
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["replay_live"]
 

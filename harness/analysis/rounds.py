@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
+from harness.thresholds import AnalysisConfig
 
 
 def busy_reason(base_busy: float | None, other_busy: float | None,

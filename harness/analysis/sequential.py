@@ -54,13 +54,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.fill import fill_check
 from harness.analysis.slopes import bin_medians
 from harness.analysis.trends import Kind, LiveDecision
 from harness.analysis.verdict import CARRIERS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["FIRST_LOOK", "SPACING", "LiveDecider", "LiveDecision", "Watched",
            "median_bounds", "sign_evalue", "watch_file"]

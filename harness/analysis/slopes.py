@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.ranktests import norm_ppf
+from harness.thresholds import AnalysisConfig
 
 FloatArray = npt.NDArray[np.float64]
 

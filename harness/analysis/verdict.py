@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.fill import FILL_RERUN, Fill
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
@@ -48,6 +47,7 @@ from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
 from harness.protocol.series import TREND_NAMES, Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["BAD", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the

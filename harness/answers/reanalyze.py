@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.analysis.baselinefacts import baseline_facts
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import Baseline, CellFacts, decide
 from harness.analysis.kinds import COMPARED_WITH, GOOD, NOT_MEASURED, UNREADABLE
 from harness.analysis.replay import replay_live
@@ -33,6 +32,7 @@ from harness.protocol.series import Series
 from harness.result.build import run_outcome, with_verdict
 from harness.result.model import CellResult
 from harness.store.results import SeriesCache
+from harness.thresholds import AnalysisConfig
 
 __all__ = ["RULES", "Changed", "changed_by", "reanalyze"]
 

@@ -95,8 +95,8 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
 
     Raises:
         InputError: an unknown recipe name.
-        ImageUnavailable: a recipe failed (the first one in build order is raised;
-            running tools are stopped).
+        ImageUnavailable: a recipe failed (the first one in build order is raised,
+            once every image that stands on no failed recipe is built).
     """
     if engine is None:
         from harness.runtimes.docker import DockerRuntime
@@ -128,8 +128,14 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
             made[r.name] = images.submit(_image, engine, r, recipes, digest,
                                          made.get(r.base or ""), ready.get(r.name),
                                          said_by(r), running)
-        for future in made.values():
-            future.result()
+        failed: list[ImageUnavailable] = []
+        for future in made.values():    # what stands on no failed base is still built
+            try:
+                future.result()
+            except ImageUnavailable as exc:
+                failed.append(exc)
+        if failed:
+            raise failed[0]
     except BaseException:
         process.kill_all(running)
         raise

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.analysis.config import AnalysisConfig
 from harness.matrixfile.model import Cell, Matrix
 from harness.protocol.series import Series
 from harness.result.model import Attempt, CellResult, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
 from harness.store.results import RunStore, SeriesCache
+from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict

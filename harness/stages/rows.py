@@ -9,7 +9,6 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
@@ -18,6 +17,7 @@ from harness.result.build import with_verdict
 from harness.result.model import CellResult
 from harness.stages.confirm import confirm
 from harness.stages.context import Context, Measured
+from harness.thresholds import AnalysisConfig
 
 
 def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult

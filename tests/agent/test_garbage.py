@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from test_agent import INTERPRETERS, run_agent, scenario
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 # Each call leaves a reference cycle holding 1 KB; automatic collection is off, as it
 # is in effect while the oldest generation waits for its threshold.

@@ -126,11 +126,11 @@ HOSTILE = [
     ("analysis-str", VALID + "analysis: {alpha: high}", "alpha"),
 ]
 KNOWN = [
-    # spec/yamlsrc.py builds yaml.SafeLoader(text) outside its try: the reader's
+    # matrixfile/yamlsrc.py builds yaml.SafeLoader(text) outside its try: the reader's
     # check for non-printable characters raises yaml.reader.ReaderError uncaught.
     ("control-char", "name: a\x1f\nmatrix: {}", "not valid YAML"),
     ("nul-byte", "name: \u202eevil\x00\nmatrix: {}", "not valid YAML"),
-    # spec/load.py parse_scenario: Path.resolve()/is_file() raise OSError (ENAMETOOLONG).
+    # matrixfile/load.py parse_scenario: Path.resolve()/is_file() raise OSError (ENAMETOOLONG).
     ("scenario-name-too-long", "matrix: {image: [python3], scenario: [" + "x" * 5000 + "]}",
      "not found|too long"),
 ]

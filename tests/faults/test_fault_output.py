@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
 from harness.protocol import ingest
 from harness.protocol.ingest import parse_lines, read_samples
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 HEADER = {"type": "header", "schema": 1, "python": "3.11.2", "env": {}, "packages": {}}
 

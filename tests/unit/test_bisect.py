@@ -10,7 +10,7 @@ import pytest
 import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.answers.search import plan_bisect
 from harness.cli import main
 from harness.matrixfile.model import Cell, Matrix
@@ -98,7 +98,7 @@ def test_planner_rejects_nonsense() -> None:
 
 # ---------------------------------------------------------------- driver over FakeRuntime
 def make_matrix(tmp: Path, n: int) -> Matrix:
-    return spec.load(sweepkit.write_matrix(
+    return matrixfile.load(sweepkit.write_matrix(
         tmp, [f"v{i:02d}" for i in range(n)], name="bis", gpus=[0, 1],
         defaults={**sweepkit.DEFAULTS, "iterations": 200}))
 

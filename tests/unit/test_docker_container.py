@@ -13,7 +13,7 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.runtimes.base import LABEL, ImageInfo, RunRequest
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockercontainer import OWNER
@@ -95,7 +95,7 @@ def _request(tmp_path: Path) -> RunRequest:
           gpu: [none]
           scenario: [s.py]
         """))
-    cell = spec.load(tmp_path / "matrix.yaml").cells[0]
+    cell = matrixfile.load(tmp_path / "matrix.yaml").cells[0]
     out = tmp_path / "cells" / cell.id
     out.mkdir(parents=True)
     return RunRequest(cell, ImageInfo(ref=cell.image.ref), out, out / "stop")

@@ -12,7 +12,7 @@ import pytest
 import sweepkit
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.answers.explain import Pair, kinds_for, pairs, unpaired
 from harness.cli.sweep import plan_of
 from harness.orchestrator import Sweep
@@ -32,7 +32,7 @@ def step(state):
 IMAGES = ["v1", "v2", "v3", "v4", "v5"]
 
 
-def behaviour(cell: spec.Cell) -> Behaviour:
+def behaviour(cell: matrixfile.Cell) -> Behaviour:
     """loop.py leaks from v3 on; slow.py slows from v4 on."""
     index = IMAGES.index(cell.image.label)
     if cell.scenario.id == "loop":
@@ -42,7 +42,7 @@ def behaviour(cell: spec.Cell) -> Behaviour:
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory
-          ) -> tuple[spec.Matrix, RunStore, dict[str, CellResult]]:
+          ) -> tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]:
     assert SCENARIO.splitlines()[LEAK_LINE - 1].endswith("# LEAK_LINE")
     run = sweepkit.swept(tmp_path_factory.mktemp("plan"), IMAGES, behaviour,
                          ["loop.py", "slow.py"], name="plan",
@@ -52,7 +52,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory
 
 
 def test_each_rows_first_bad_is_paired_with_its_last_good(
-        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
     _, _, results = swept
     assert {cid: str(r.verdict) for cid, r in results.items() if r.row == "gpu0.loop"} == {
         "v1.gpu0.loop": "ok", "v2.gpu0.loop": "ok", "v3.gpu0.loop": "leak",
@@ -69,7 +69,7 @@ def test_each_rows_first_bad_is_paired_with_its_last_good(
 
 
 def test_never_paired_across_a_missing_or_undecided_cell(
-        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
     matrix, _, results = swept
     planned = plan_of(list(matrix.cells))
     # v2's result gone (an interrupted sweep): v1 good, v3 bad, but the first bad may be
@@ -88,7 +88,7 @@ def test_never_paired_across_a_missing_or_undecided_cell(
 
 
 def test_explain_runs_the_pairs_with_attribution_and_writes_where(
-        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
     matrix, store, results = swept
     root = store.root
     before = {p: p.read_bytes() for p in root.glob("cells/*/result.json")}
@@ -132,7 +132,7 @@ def test_explain_runs_the_pairs_with_attribution_and_writes_where(
 
 
 def test_the_reports_show_the_diff(
-        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
     """report.html: under the first bad cell's plots, a table of its sites against the
     last good cell's; report.md and the issue draft say it in words."""
     matrix, store, results = swept
@@ -159,7 +159,7 @@ def test_the_reports_show_the_diff(
 
 
 def test_a_failed_attributed_run_leaves_no_older_answer_behind(
-        swept: tuple[spec.Matrix, RunStore, dict[str, CellResult]]) -> None:
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
     matrix, store, results = swept
     pair = [Pair("v4.gpu0.slow", "v3.gpu0.slow", "gpu0.slow")]
     old = store.root / "cells" / "v4.gpu0.slow" / "where.json"

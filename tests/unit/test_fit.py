@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.cli import main
 from harness.errors import SpecError
 from harness.matrixfile.model import Cell, Matrix
@@ -45,7 +45,7 @@ def make_matrix(tmp: Path, images: int = 1, extra: str = "") -> Matrix:
         "defaults: {iterations: 40, warmup: 5, sample_every: 2, repeats: 2, mem_limit: 1g}\n"
         f"matrix:\n  image: [{names}]\n  gpu: [none]\n"
         "  scenario: [{script: net.py, params: {batch: 1}}]\n" + extra)
-    return spec.load(tmp / "m.yaml")
+    return matrixfile.load(tmp / "m.yaml")
 
 
 def memory(per_unit: Callable[[Cell], float], fixed: float = 300 * MiB,
@@ -171,7 +171,7 @@ def test_fit_block_rejects_a_param_set_to_a_word(tmp_path: Path) -> None:
         "  scenario: [{script: net.py, params: {batch: big}}]\n"
         "fit: {param: batch, range: [1, 8]}\n")
     with pytest.raises(SpecError, match="sets batch to 'big', not a whole number"):
-        spec.load(tmp_path / "m.yaml")
+        matrixfile.load(tmp_path / "m.yaml")
 
 
 def test_fit_block_is_read(tmp_path: Path) -> None:

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness import gpu
-from harness import matrixfile as spec
+from harness import gpu, matrixfile
 from harness.cli import doctor
 from harness.errors import EngineUnavailable
 from harness.gpu import Gpu, HostGpus, image_cuda, precheck, runtime_incompatibility
@@ -216,7 +215,7 @@ def ngc_matrix(tmp_path: Path, gpus: str = "0", hosts: str = "") -> Any:
     m.write_text(f"name: ngc\nruntime: docker\n{hosts}matrix:\n"
                  f"  image: [{NGC}:20.12-tf1-py3, {NGC}:22.12-tf1-py3]\n"
                  f"  gpu: [{gpus}]\n  scenario: [rfft.py]\n")
-    return spec.load(m)
+    return matrixfile.load(m)
 
 
 def host_with(*cards: Gpu) -> HostGpus:
@@ -308,7 +307,7 @@ def test_doctor_local_runtime_only_checks_gpus(tmp_path: Path) -> None:
     def refuse(url: str | None) -> doctor.Engine:
         raise AssertionError("a local matrix needs no engine")
 
-    checks = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
+    checks = doctor.diagnose(matrixfile.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
                              hook_found=False)
     assert checks.code == 3 and "asks for GPUs but this host has none" in checks.lines[1]
 
@@ -326,7 +325,7 @@ def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
     def refuse(url: str | None) -> doctor.Engine:
         raise AssertionError("a local matrix needs no engine")
 
-    checks = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
+    checks = doctor.diagnose(matrixfile.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
                              hook_found=False, out=tmp_path / "out")
     text = "\n".join(checks.lines)
     assert checks.code == 3 and checks.failures == 2, text
@@ -336,7 +335,7 @@ def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
     assert "[ok] results directory" in text
     (tmp_path / "ro").mkdir()
     (tmp_path / "ro" / "file").write_text("")
-    blocked = doctor.diagnose(spec.load(m), {"local": None}, refuse, HostGpus(),
+    blocked = doctor.diagnose(matrixfile.load(m), {"local": None}, refuse, HostGpus(),
                               has_gpu=False, hook_found=False,
                               out=tmp_path / "ro" / "file" / "sub")
     assert any(ln.startswith("[FAIL] results directory") for ln in blocked.lines)
@@ -430,7 +429,7 @@ def test_doctor_local_pin_that_does_not_resolve_fails_in_one_line(
                  f"    - {{name: slow, python: {slow}, pip: [multidict==6.4.4]}}\n"
                  f"  scenario: [s.py]\n")
     monkeypatch.setattr(localdoctor, "RESOLVE_TIMEOUT_S", 1.0)
-    checks = doctor.diagnose(spec.load(m), {"local": None}, lambda url: FakeEngine({}, {}),
+    checks = doctor.diagnose(matrixfile.load(m), {"local": None}, lambda url: FakeEngine({}, {}),
                              HostGpus(), has_gpu=False, hook_found=False, out=tmp_path / "out")
     text = "\n".join(checks.lines)
     assert checks.failures == 1 and checks.code == 3, text

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import allocation_report, within_run
 from harness.gpu import engine as gpuprobe
 from harness.gpu.hostsample import memory_info
@@ -15,6 +14,7 @@ from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import RunOutcome
 from harness.runtimes.docker import split_ref
 from harness.runtimes.local import gpu_env
+from harness.thresholds import AnalysisConfig
 
 GiB = 1 << 30
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.answers.reanalyze import reanalyze
 from harness.report import load_results
 from harness.result.model import CellResult
 from harness.store import SeriesCache
+from harness.thresholds import AnalysisConfig
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "h100" / "sweep-1123"
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.where import diff, parse_where
 from harness.answers.reanalyze import reanalyze
 from harness.report import load_results
 from harness.result.model import CellResult
 from harness.store import SeriesCache
+from harness.thresholds import AnalysisConfig
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "h100" / "explain-1123"
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.answers.reanalyze import reanalyze
 from harness.cli import main
 from harness.report import load_results
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.store import SeriesCache
+from harness.thresholds import AnalysisConfig
 
 H100 = Path(__file__).resolve().parents[1] / "data" / "h100"
 

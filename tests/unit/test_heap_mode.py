@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.cli import main
 from harness.errors import EXIT_BAD_INPUT, SpecError
 from harness.matrixfile.model import Cell
@@ -39,7 +39,7 @@ def write(tmp_path: Path, extra: str) -> Path:
 
 
 def cell(tmp_path: Path, extra: str = "") -> Cell:
-    (only,) = spec.load(write(tmp_path, extra)).cells
+    (only,) = matrixfile.load(write(tmp_path, extra)).cells
     return only
 
 

@@ -13,7 +13,7 @@ import pytest
 import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.cli import main
 from harness.cli.sweep import exit_code
 from harness.errors import EXIT_UNDECIDED
@@ -290,7 +290,7 @@ def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
     from harness.cli.sweep import apply_overrides
 
     args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
-    (cell,) = apply_overrides(list(spec.load(tmp_path / "m.yaml").cells), args)
+    (cell,) = apply_overrides(list(matrixfile.load(tmp_path / "m.yaml").cells), args)
     assert (cell.settings.agent_iterations, cell.settings.min_iterations) == (50, 50)
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
 from harness.gpu import LOG_SIGNS, NOT_APPLICABLE_TEXT, runtime_incompatibility
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 
 def test_every_sign_is_read_one_way_at_least_and_not_applicable_ones_come_first() -> None:

@@ -17,7 +17,7 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 from sweepkit import DEFAULTS, sweep_matrix, write_matrix
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.answers.search import answer_rows
 from harness.errors import StoreError
 from harness.matrixfile.model import Cell, Matrix
@@ -33,7 +33,7 @@ def make_matrix(tmp_path: Path, images: str = "v1, v2, v3", gpus: str = "0",
     path = write_matrix(tmp_path, [x.strip() for x in images.split(",")], name="orc",
                         gpus=[g.strip() for g in gpus.split(",")], file="matrix.yaml",
                         defaults={**DEFAULTS, "iterations": 400, "warmup": 20}, **top)
-    return spec.load(path)
+    return matrixfile.load(path)
 
 
 def by_image(table: dict[str, Behaviour]) -> Callable[[Cell], Behaviour]:
@@ -424,7 +424,7 @@ def test_without_rounds_a_pooled_slowdown_is_only_suspected(tmp_path: Path) -> N
     path = tmp_path / "matrix.yaml"
     path.write_text(path.read_text().replace("repeats: 0", "repeats: 0, rounds: 0"))
     assert "rounds: 0" in path.read_text()
-    matrix = spec.load(path)
+    matrix = matrixfile.load(path)
     runtime = FakeRuntime(by_image({"v2": Behaviour(step_s=0.002)}))
     out = run(matrix, runtime, tmp_path)
     res = out.results["v2.gpu0.loop"]
@@ -503,9 +503,9 @@ def test_a_no_change_line_names_the_threshold_that_held_it_back(tmp_path: Path) 
 
 
 def test_unchanged_because_names_each_threshold() -> None:
-    from harness.analysis.config import AnalysisConfig
     from harness.analysis.pooled import unchanged_because
     from harness.analysis.records import StepComparison
+    from harness.thresholds import AnalysisConfig
 
     cfg = AnalysisConfig()
     assert unchanged_because(StepComparison(1.23, 0.3, "~"), cfg).startswith("not significant")

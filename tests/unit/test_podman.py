@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_docker_container import FakeEngine
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.errors import GpuUnavailable
 from harness.runtimes import podman
 from harness.runtimes.base import ImageInfo, RunRequest
@@ -40,7 +40,7 @@ def _request(tmp_path: Path, gpu: str = "none") -> RunRequest:
           gpu: [{gpu}]
           scenario: [s.py]
         """))
-    cell = spec.load(tmp_path / "matrix.yaml").cells[0]
+    cell = matrixfile.load(tmp_path / "matrix.yaml").cells[0]
     out = tmp_path / "cells" / cell.id
     out.mkdir(parents=True, exist_ok=True)
     return RunRequest(cell, ImageInfo(ref=cell.image.ref), out, out / "stop")

@@ -59,10 +59,10 @@ def overlapping(events: list[tuple[str, str, str, float, float]]) -> list[str]:
 
 def test_no_image_is_prepared_while_a_cell_is_measured(tmp_path: Path) -> None:
     # GIVEN four images, each prepared for a while, and CPU cells (one lane)
-    matrix = make_matrix(tmp_path, images=4, gpus="none")
+    matrix = make_matrix(tmp_path, images=4, gpus=["none"])
     runtime = EventRuntime(lambda cell: Behaviour())
     # WHEN they are swept
-    outcome = run(matrix, runtime, tmp_path)
+    outcome = run(matrix, runtime)
     # THEN every cell ran, every image was prepared once, and no prepare overlapped a run
     assert len(outcome.results) == 4 and sorted(runtime.prepared) == ["v0", "v1", "v2", "v3"]
     assert overlapping(runtime.events) == []
@@ -74,9 +74,9 @@ def test_no_image_is_prepared_while_a_cell_is_measured(tmp_path: Path) -> None:
 
 def test_gpu_lanes_of_one_host_never_measure_beside_a_prepare(tmp_path: Path) -> None:
     # GIVEN two GPU lanes of one host, running at once
-    matrix = make_matrix(tmp_path, images=3, gpus="0, 1")
+    matrix = make_matrix(tmp_path, images=3, gpus=[0, 1])
     runtime = EventRuntime(lambda cell: Behaviour())
-    outcome = run(matrix, runtime, tmp_path)
+    outcome = run(matrix, runtime)
     # THEN no prepare overlapped any run, and the sweep finished (no lane waits forever)
     assert len(outcome.results) == 6
     assert overlapping(runtime.events) == []
@@ -84,9 +84,9 @@ def test_gpu_lanes_of_one_host_never_measure_beside_a_prepare(tmp_path: Path) ->
 
 def test_a_cluster_runtime_prepares_ahead(tmp_path: Path) -> None:
     # GIVEN a runtime that queues cells (they run on other machines)
-    matrix = make_matrix(tmp_path, images=3, gpus="none")
+    matrix = make_matrix(tmp_path, images=3, gpus=["none"])
     runtime = EventRuntime(lambda cell: Behaviour(), queues=True)
-    outcome = run(matrix, runtime, tmp_path)
+    outcome = run(matrix, runtime)
     # THEN its images are prepared while cells run (the wait is for one host only)
     assert len(outcome.results) == 3
     assert overlapping(runtime.events) != []

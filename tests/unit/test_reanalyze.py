@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.replay import live_decider, replay_live
 from harness.analysis.sequential import watch_file
 from harness.cli import main
 from harness.errors import SpecError
 from harness.matrixfile.load import analysis_of
 from harness.protocol.ingest import read_samples
+from harness.thresholds import AnalysisConfig
 
 H100 = Path(__file__).resolve().parents[1] / "data" / "h100"
 

@@ -13,7 +13,7 @@ import pytest
 import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.cli import main
 from harness.matrixfile.model import Cell
 from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
@@ -131,7 +131,7 @@ def test_a_result_without_a_key_is_run_again(tmp_path: Path, bisected: list[str]
 def test_the_key_names_the_part_that_changed(tmp_path: Path) -> None:
     (tmp_path / "loop.py").write_text("import helper\n" + SCENARIO.format(leak=True))
     (tmp_path / "helper.py").write_text("X = 1\n")
-    m = spec.load(write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"]))
+    m = matrixfile.load(write_matrix(tmp_path, ["demo==1.0", "demo==1.1", "demo==1.2"]))
     cell = m.cells[0]
     key = key_of(cell, "local")
     assert why_changed(key, key_of(cell, "local")) is None

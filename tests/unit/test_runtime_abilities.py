@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.errors import SpecError
 from harness.gpu.engine import device_request_kwargs
 from harness.matrixfile.model import ABILITIES, RUNTIMES, abilities
@@ -67,7 +67,7 @@ def test_a_slurm_result_has_its_inner_runtime_abilities() -> None:
 
 
 def load(tmp_path: Path, runtime: str, image: str = "harness-test/base:bookworm",
-         extra: str = "") -> spec.Matrix:
+         extra: str = "") -> matrixfile.Matrix:
     (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\ndef step(s):\n    pass\n")
     path = tmp_path / "matrix.yaml"
     path.write_text(textwrap.dedent(f"""\
@@ -78,7 +78,7 @@ def load(tmp_path: Path, runtime: str, image: str = "harness-test/base:bookworm"
           gpu: [none]
           scenario: [s.py]
         """) + extra)
-    return spec.load(path)
+    return matrixfile.load(path)
 
 
 def test_a_podman_matrix_takes_container_images(tmp_path: Path) -> None:

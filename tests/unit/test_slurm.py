@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.analysis.verdict import within_run
 from harness.errors import SpecError
 from harness.matrixfile.model import Matrix, SlurmSpec
@@ -44,7 +44,7 @@ def matrix(tmp_path: Path, slurm: str, runtime: str = "local", gpu: str = "[0, n
           scenario: [s.py]
         {extra}
         """) + slurm)
-    return spec.load(path)
+    return matrixfile.load(path)
 
 
 def error(tmp_path: Path, slurm: str, **kw: str) -> SpecError:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrixfile as spec
+from harness import matrixfile
 from harness.cli import main
 from harness.errors import EXIT_BAD_INPUT, InputError, SpecError
 from harness.matrixfile.model import Matrix
@@ -27,13 +27,13 @@ def write_matrix(tmp_path: Path, text: str, scenarios: tuple[str, ...] = ("rfft_
 
 
 def load(tmp_path: Path, text: str) -> Matrix:
-    return spec.load(write_matrix(tmp_path, text))
+    return matrixfile.load(write_matrix(tmp_path, text))
 
 
 def spec_error(tmp_path: Path, text: str) -> SpecError:
     path = write_matrix(tmp_path, text)
     with pytest.raises(SpecError) as info:
-        spec.load(path)
+        matrixfile.load(path)
     return info.value
 
 
@@ -130,13 +130,13 @@ def test_empty_matrix_file(tmp_path: Path, text: str, line: int | None) -> None:
     path = tmp_path / "matrix.yaml"
     path.write_text(text)
     with pytest.raises(SpecError) as info:
-        spec.load(path)
+        matrixfile.load(path)
     check(info.value, "", line, "examples/", problem="empty")
 
 
 def test_missing_matrix_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
-        spec.load(tmp_path / "matrix.yaml")
+        matrixfile.load(tmp_path / "matrix.yaml")
     check(info.value, "", None, "matrix YAML", problem="not found")
 
 
@@ -192,7 +192,7 @@ def test_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
     # WHEN it is loaded
     t0 = time.monotonic()
     with pytest.raises(SpecError) as info:
-        spec.load(path)
+        matrixfile.load(path)
     # THEN a clean SpecError comes back in well under a second or two
     assert time.monotonic() - t0 < 5
     assert "alias" in info.value.problem
@@ -204,7 +204,7 @@ def test_recursive_alias_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "matrix.yaml"
     path.write_text("a: &a\n  b: *a\n")
     with pytest.raises(SpecError, match="nested deeper"):
-        spec.load(path)
+        matrixfile.load(path)
 
 
 @pytest.mark.parametrize(("block", "path", "words"), [
@@ -315,7 +315,7 @@ def test_local_runtime_images(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- -k selection
 def ids(m: Matrix, expr: str | None) -> list[str]:
-    return [c.id for c in spec.select(m.cells, expr)]
+    return [c.id for c in matrixfile.select(m.cells, expr)]
 
 
 def test_select_and_not(tmp_path: Path) -> None:
@@ -343,13 +343,13 @@ def test_select_is_case_insensitive_and_empty_selects_all(tmp_path: Path) -> Non
 def test_select_bad_expression(tmp_path: Path, expr: str) -> None:
     m = load(tmp_path, GOOD)
     with pytest.raises(InputError, match="-k"):
-        spec.select(m.cells, expr)
+        matrixfile.select(m.cells, expr)
 
 
 def test_select_nothing(tmp_path: Path) -> None:
     m = load(tmp_path, GOOD)
     with pytest.raises(InputError, match="selects no cell") as info:
-        spec.select(m.cells, "pytorch")
+        matrixfile.select(m.cells, "pytorch")
     assert "20.12-tf1-py3.gpu0.rfft_loop" in str(info.value)
     assert info.value.exit_code == EXIT_BAD_INPUT
 

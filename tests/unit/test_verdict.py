@@ -7,10 +7,10 @@ import json
 import random
 from typing import Any
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
 OK = RunOutcome(exit_code=0)

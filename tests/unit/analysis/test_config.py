@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
+from harness.thresholds import AnalysisConfig
 
 
 def test_defaults_are_valid_and_follow_asv() -> None:

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.fill import FILL_RERUN, fill_check
 from harness.analysis.sequential import LiveDecider
 from harness.analysis.verdict import within_run
 from harness.protocol.ingest import Record, Series, parse_lines, read_samples
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
 OK = RunOutcome(exit_code=0)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.contention import at_one_speed, run_stat, sm_clocks
 from harness.analysis.gputime import gpu_time, reason_names, slowdown_label
 from harness.analysis.records import GpuTime, Round
@@ -18,6 +17,7 @@ from harness.analysis.verdict import within_run
 from harness.protocol.ingest import Series, parse_lines, read_samples
 from harness.result.codec import decode, encode
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
 OK = RunOutcome(exit_code=0)

@@ -14,10 +14,10 @@ import time
 import numpy as np
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.fill import FILL_RERUN
 from harness.analysis.growth import memory_trend, step_trend
 from harness.analysis.slopes import bin_medians
+from harness.thresholds import AnalysisConfig
 
 KiB = 1024.0
 MiB = 1024.0 * KiB

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.pooled import compare_peaks, compare_steps
+from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
 MiB = 2.0**20

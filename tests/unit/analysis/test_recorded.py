@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.verdict import within_run
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
+from harness.thresholds import AnalysisConfig
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "recorded"
 CFG = AnalysisConfig()

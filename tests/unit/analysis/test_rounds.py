@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.records import Direction
 from harness.analysis.rounds import Round, busy_reason, decide_rounds, settled
+from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
 
@@ -186,7 +186,7 @@ def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
     import numpy as np
     from scipy import stats
 
-    code = ("import sys\nfrom harness.analysis.config import AnalysisConfig\n"
+    code = ("import sys\nfrom harness.thresholds import AnalysisConfig\n"
             "from harness.analysis.rounds import Round, decide_rounds\n"
             "r = [Round(k, 1.0, o, 0.0, None, None) for k, o in "
             "enumerate((1.31, 1.30, 1.33), 1)]\n"

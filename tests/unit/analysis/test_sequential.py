@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.analysis.config import AnalysisConfig
 from harness.analysis.sequential import (
     LiveDecider,
     Watched,
@@ -26,6 +25,7 @@ from harness.analysis.sequential import (
     watch_file,
 )
 from harness.protocol.ingest import MAX_LINE, Record, SeriesReader, read_samples
+from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
 RECORDED = Path(__file__).parents[2] / "data" / "recorded"
