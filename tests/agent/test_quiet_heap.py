@@ -50,7 +50,8 @@ def step(state):
     node = {"data": bytearray(1000)}
     node["self"] = node
 """
-MIN_CALLS, MAX_CALLS = 40, 1200   # a leak of 1 KB a call: 400 calls could be a cache filling (issue 37)
+# A leak of 1 KB a call over 400 calls could still be a cache filling (issue 37).
+MIN_CALLS, MAX_CALLS = 40, 1200
 
 
 def host_env(tmp_path: Path, heap: str) -> dict[str, str]:
