@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, RunSettings
+from harness.result.runkey import parse_source
 from harness.thresholds import AnalysisConfig
 
 
@@ -94,7 +95,7 @@ def compile_scenarios(cells: Iterable[Cell]) -> None:
         except ValueError as exc:  # NUL bytes
             problems.append(f"{script}: {exc}")
         else:
-            problem = scenario_problem(ast.parse(source, str(script)), script)
+            problem = scenario_problem(parse_source(source, str(script)), script)
             if problem is not None:
                 problems.append(problem)
     if problems:
@@ -158,7 +159,7 @@ def whole_script(script: Path) -> bool:
     """A plain script (neither setup() nor step()): the agent runs it whole, once, and
     no number of calls applies to it."""
     try:
-        tree = ast.parse(script.read_bytes(), str(script))
+        tree = parse_source(script.read_bytes(), str(script))
     except (OSError, SyntaxError, ValueError):
         return False
     return not any(n in _top_level_names(tree) for n in PROTOCOL)

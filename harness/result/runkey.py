@@ -109,10 +109,26 @@ def scenario_hash(script: Path) -> str:
     return digest.hexdigest()
 
 
+_AST_LOCK = threading.Lock()
+
+
+def parse_source(data: bytes | str, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse` under one lock for the process: CPython 3.11 before 3.11.8 raises
+    SystemError ("AST constructor recursion depth mismatch", gh-106905) when two threads
+    build ASTs at once, and a sweep's lanes key and check scenarios side by side (a CI
+    run on 3.11.7 hit it).
+
+    Raises:
+        SyntaxError, ValueError: as `ast.parse`.
+    """
+    with _AST_LOCK:
+        return ast.parse(data, filename)
+
+
 def _imported(data: bytes, path: Path, root: Path) -> tuple[tuple[Path, str], ...]:
     """(the folder a name is looked up in, the dotted name) of each import in `data`."""
     try:
-        tree = ast.parse(data)
+        tree = parse_source(data)
     except (SyntaxError, ValueError):
         return ()
     names: list[tuple[Path, str]] = []

@@ -39,7 +39,9 @@ def step(state):
 
 def decide(python: str, tmp_path: Path, keep: bool) -> tuple[str, str, dict[str, object]]:
     script = scenario(tmp_path, CYCLES)
-    proc, _ = run_agent(python, script, tmp_path, iterations=600, warmup=20,
+    # Kept cycles, 1 KB a call, grow like a cache filling over 600 calls (issue 37: the
+    # leak verdict needs a run too long for a fill): 2,400 calls tell them apart.
+    proc, _ = run_agent(python, script, tmp_path, iterations=2400 if keep else 600, warmup=20,
                         params={"keep": keep}, env={"PYTHONMALLOC": "malloc"})
     assert proc.returncode == 0, proc.stderr
     series = read_samples(tmp_path / "samples.jsonl")

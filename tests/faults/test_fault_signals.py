@@ -131,7 +131,10 @@ def test_container_sigkill_orphan_is_removed_and_resume_completes(
     finally:
         sweep.kill()
     orphans = managed(sweep.proc.pid, runtime=engine)
-    assert len(orphans) == 1, "SIGKILL cannot clean up: the container should be orphaned"
+    # SIGKILL cannot clean up: the container lives on, unless a harness started since
+    # removed it as an orphan (a sweep of another xdist worker on the same engine: the
+    # rule --resume applies below; a CI run under -n 4 saw it)
+    assert len(orphans) <= 1, orphans
     resumed = Sweep(m, out, "--resume")
     code = resumed.wait(150)
     assert code == 0, resumed.stderr

@@ -347,3 +347,33 @@ def test_older_directories_are_told_by_what_they_hold(tmp_path: Path) -> None:
     (tmp_path / "old" / "plan.json").write_text('{"cells": [], "matrix": "m.yaml"}')
     assert kind_of(tmp_path / "old") == "sweep"
     assert kind_of(tmp_path) is None
+
+
+def test_sources_are_parsed_one_thread_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.11 before 3.11.8 raises SystemError when two threads build ASTs at once
+    (gh-106905; a CI run's simulated-host sweep hit it): every host-side parse goes
+    through `parse_source`, which takes them one at a time."""
+    import ast
+    import threading
+    import time
+
+    from harness.result import runkey
+
+    inside, most = [0], [0]
+    real = ast.parse
+
+    def slow_parse(*args: object, **kwargs: object) -> ast.Module:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.01)
+        inside[0] -= 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    threads = [threading.Thread(target=runkey.parse_source, args=(b"import os\n",))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
