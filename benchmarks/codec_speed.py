@@ -47,17 +47,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from scale import wide_matrix  # the same matrix shape as the scale benchmark
+
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = {False: (40, 4, 10), True: (12, 2, 3)}     # quick -> (images, GPUs, scenarios)
 RUNS = 3
 RECORDED_TIMES = 10
 WAYS = ("hand", "msgspec", "codec")
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
-
-
-def tags(n: int) -> list[str]:
-    """NGC-like release tags: 20.01, 20.02, ... one a month."""
-    return [f"{20 + k // 12}.{k % 12 + 1:02d}" for k in range(n)]
 
 
 def behaviour(k: int, bad: bool) -> dict[str, object]:
@@ -82,17 +78,8 @@ def child_sweep(workdir: Path, quick: bool) -> None:
     from harness.store import RunStore
 
     images, gpus, scenarios = SHAPE[quick]
-    names = tags(images)
+    m, names = wide_matrix(workdir, "codec", images, gpus, scenarios)
     first_bad = names[images * 2 // 3]
-    for k in range(scenarios):
-        (workdir / f"s{k:02d}.py").write_text(SCENARIO)
-    m = workdir / "codec.yaml"
-    m.write_text("name: codec\nruntime: local\n"
-                 "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0, "
-                 "rounds: 0}\n"
-                 f"matrix:\n  image: [{', '.join(f'{{name: {n!r}}}' for n in names)}]\n"
-                 f"  gpu: [{', '.join(map(str, range(gpus)))}]\n"
-                 f"  scenario: [{', '.join(f's{k:02d}.py' for k in range(scenarios))}]\n")
     matrix = matrixfile.load(m)
 
     def behave(cell: object) -> Behaviour:

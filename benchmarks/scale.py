@@ -40,6 +40,23 @@ def tags(n: int) -> list[str]:
     return [f"{20 + k // 12}.{k % 12 + 1:02d}" for k in range(n)]
 
 
+def wide_matrix(workdir: Path, name: str, images: int, gpus: int, scenarios: int
+                ) -> tuple[Path, list[str]]:
+    """A matrix of `images` release tags x `gpus` x `scenarios` (s00.py, s01.py, ...,
+    each allocating nothing) in `workdir`, on the local runtime: its path and the tags."""
+    names = tags(images)
+    for k in range(scenarios):
+        (workdir / f"s{k:02d}.py").write_text(SCENARIO)
+    m = workdir / f"{name}.yaml"
+    m.write_text(f"name: {name}\nruntime: local\n"
+                 "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0, "
+                 "rounds: 0}\n"
+                 f"matrix:\n  image: [{', '.join(f'{{name: {n!r}}}' for n in names)}]\n"
+                 f"  gpu: [{', '.join(map(str, range(gpus)))}]\n"
+                 f"  scenario: [{', '.join(f's{k:02d}.py' for k in range(scenarios))}]\n")
+    return m, names
+
+
 def child_sweep(workdir: Path, cells: int) -> None:
     """In the child: sweep the matrix over the fake runtime, write the reports, and
     print the seconds each took as JSON."""
@@ -55,17 +72,8 @@ def child_sweep(workdir: Path, cells: int) -> None:
     from harness.store.results import PLAN_FILE
 
     images, gpus, scenarios = SHAPES[cells]
-    names = tags(images)
+    m, names = wide_matrix(workdir, "scale", images, gpus, scenarios)
     first_bad = names[images * 2 // 3]
-    for k in range(scenarios):
-        (workdir / f"s{k:02d}.py").write_text(SCENARIO)
-    m = workdir / "scale.yaml"
-    m.write_text("name: scale\nruntime: local\n"
-                 "defaults: {iterations: 300, warmup: 30, sample_every: 5, repeats: 0, "
-                 "rounds: 0}\n"
-                 f"matrix:\n  image: [{', '.join(f'{{name: {n!r}}}' for n in names)}]\n"
-                 f"  gpu: [{', '.join(map(str, range(gpus)))}]\n"
-                 f"  scenario: [{', '.join(f's{k:02d}.py' for k in range(scenarios))}]\n")
     matrix = matrixfile.load(m)
     assert len(matrix.cells) == cells, (len(matrix.cells), cells)
     clean = f"s{scenarios - 1:02d}"
