@@ -58,6 +58,20 @@ def runtime_of(behave: Behave) -> Runtime:
     return FakeRuntime(behave)
 
 
+def on_the_cli(monkeypatch: Any, behave: Behave) -> list[Runtime]:
+    """`harness.cli.main` runs its cells on the fake runtime `behave` describes: each
+    runtime a command asks `runtimes.get_runtime` for is made anew. Returns them in the
+    order made."""
+    made: list[Runtime] = []
+
+    def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
+        made.append(runtime_of(behave))
+        return made[-1]
+
+    monkeypatch.setattr("harness.runtimes.get_runtime", get_runtime)
+    return made
+
+
 def write_matrix(where: Path, images: Iterable[str | Mapping[str, Any]],
                  scenarios: Iterable[str | Mapping[str, Any]] = ("loop.py",), *,
                  name: str = "t", gpus: Iterable[Any] | None = (0,),

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
+import sweepkit
+from fakeruntime import Behaviour
 
 from harness.cli import main
 from harness.matrixfile.model import Cell
@@ -20,9 +21,6 @@ from harness.result.words import cell_text
 
 def result(run: Path, cell: str) -> CellResult:
     return load_result(json.loads((run / "cells" / cell / "result.json").read_text()))
-
-
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 
 
 def behave(cell: Cell) -> Behaviour:
@@ -38,16 +36,11 @@ def behave(cell: Cell) -> Behaviour:
 @pytest.fixture
 def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
           capsys: pytest.CaptureFixture[str]) -> Path:
-    monkeypatch.setattr("harness.runtimes.get_runtime",
-                        lambda name, docker_host=None: FakeRuntime(behave))
-    (tmp_path / "s.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: fig\nruntime: local\n"
-        "defaults: {iterations: 400, warmup: 10, sample_every: 5, repeats: 0}\n"
-        "matrix:\n  image: [{name: v1}, {name: v2}]\n  gpu: [none]\n"
-        "  scenario: [s.py, {script: s.py, id: t}]\n")
-    assert main(["sweep", str(tmp_path / "m.yaml"), "-q", "--out",
-                 str(tmp_path / "r")]) == 1
+    sweepkit.on_the_cli(monkeypatch, behave)
+    m = sweepkit.write_matrix(tmp_path, ["v1", "v2"], ["s.py", {"script": "s.py", "id": "t"}],
+                              name="fig", gpus=["none"],
+                              defaults={**sweepkit.DEFAULTS, "iterations": 400})
+    assert main(["sweep", str(m), "-q", "--out", str(tmp_path / "r")]) == 1
     capsys.readouterr()
     [run] = list((tmp_path / "r" / "fig").iterdir())
     return run

@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeruntime import Behaviour, FakeRuntime
+import sweepkit
+from fakeruntime import Behaviour
 
 from harness.cli import main
 from harness.matrixfile.model import Cell
 
-SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 CALLS = 400
 
 
@@ -31,16 +31,11 @@ def behave(cell: Cell) -> Behaviour:
 @pytest.fixture
 def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
           capsys: pytest.CaptureFixture[str]) -> Path:
-    monkeypatch.setattr("harness.runtimes.get_runtime",
-                        lambda name, docker_host=None: FakeRuntime(behave))
-    (tmp_path / "s.py").write_text(SCENARIO)
-    (tmp_path / "m.yaml").write_text(
-        "name: pure\nruntime: local\n"
-        f"defaults: {{iterations: {CALLS}, warmup: 10, sample_every: 5, repeats: 0, "
-        "rounds: 3}\nmatrix:\n  image: [{name: v1}, {name: v2}, {name: v3}]\n"
-        "  gpu: [none]\n  scenario: [s.py]\n")
-    assert main(["sweep", str(tmp_path / "m.yaml"), "-q", "--out",
-                 str(tmp_path / "r")]) == 1
+    sweepkit.on_the_cli(monkeypatch, behave)
+    m = sweepkit.write_matrix(tmp_path, ["v1", "v2", "v3"], ["s.py"], name="pure",
+                              gpus=["none"], defaults={**sweepkit.DEFAULTS,
+                                                       "iterations": CALLS, "rounds": 3})
+    assert main(["sweep", str(m), "-q", "--out", str(tmp_path / "r")]) == 1
     capsys.readouterr()
     [run] = list((tmp_path / "r" / "pure").iterdir())
     return run
