@@ -6,6 +6,7 @@ any value at all the two together say exactly what the checking decoder alone sa
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -14,38 +15,25 @@ from typing import TypeVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_result_model import full as model_full
 
 from harness.analysis.records import (
-    Confirmation,
     Finding,
-    MemoryTrend,
-    Round,
-    StepComparison,
-    VsBaseline,
 )
 from harness.result import checked, codec
 from harness.result.codec import JSON, DecodeError
-from harness.result.model import REQUIRED, CellResult, Fingerprint, ImagePart, load_result
+from harness.result.model import REQUIRED, CellResult, Fingerprint, load_result
 
 T = TypeVar("T")
 
 
 def full() -> CellResult:
-    trend = MemoryTrend("heap", 100, 23552.0, 23000.0, 24000.0, 4.7e7, 23552.0, 22000.0,
-                        25000.0, 1e6, 4.8e7, 4.9e7, "leak", 1024.0, 0.1)
-    conf = Confirmation("slower", "slower", 1.3, 1.2, 1.4, [1, 2, 3], "3 rounds agree",
-                        [Round(1, 0.01, 0.013, 0.0, 0.1, None, 1.0)])
-    return CellResult(
-        "b.gpu0.s", "gpu0.s", "regression", ImagePart("b", 1, "img:b", "sha256:1",
-                                                       {"k": "v"}, ("numpy==1",)),
-        reason="steps 1.30x a", memory={"heap": trend},
-        vs_baseline=VsBaseline("a", StepComparison(1.3, 1e-5, "slower", 10, 10), None,
-                               None, "slower", conf),
-        fingerprint=Fingerprint(python="3.8", env={"CUDA_VERSION": "11.1"},
-                                gpu={"devices": [{"name": "RTX 3090", "cc": [8, 6]}]},
-                                heap={"func": "mallinfo2"}, cgroup=2),
-        host_samples=({"t": 0.5, "rss": 7, "gpu": [1, None]},),
-        findings=(Finding("regression", "regression"),))
+    """test_result_model's full result, with a cgroup version and host samples too (every
+    field the codec carries)."""
+    base = model_full()
+    return dataclasses.replace(
+        base, fingerprint=dataclasses.replace(base.fingerprint, cgroup=2),
+        host_samples=({"t": 0.5, "rss": 7, "gpu": [1, None]},))
 
 
 def written() -> dict[str, JSON]:
