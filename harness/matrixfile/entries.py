@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import SpecError
+from harness.matrixfile import asof
 from harness.matrixfile.model import (
     HEAP_MODES,
     ImageSpec,
@@ -23,7 +24,7 @@ from harness.matrixfile.model import (
 )
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
-IMAGE_KEYS = ("name", "ref", "pip", "python")
+IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of")
 SCENARIO_KEYS = ("script", "id", "params")
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings))
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
@@ -80,7 +81,28 @@ def image_label(ref: str) -> str:
     return NON_ID.sub("-", tag or name).strip("-") or "image"
 
 
-def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int) -> ImageSpec:
+def parse_images(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int
+                 ) -> list[ImageSpec]:
+    """An image entry: one image, or with `as_of:` one per day (`NAME@DAY`)."""
+    image = parse_image(ctx, item, path, runtime, index, dates=True)
+    if not isinstance(item, dict) or "as_of" not in item:
+        return [image]
+    if abilities(runtime).container_images:
+        raise ctx.fail((*path, "as_of"), f"as_of is for `runtime: local` images with a "
+                       f"`pip:` list; {runtime} recipes resolved by day are not supported yet",
+                       "use runtime: local for the dated axis, or pin the versions in the "
+                       "image's recipe")
+    if not image.pip:
+        raise ctx.fail((*path, "as_of"), "as_of resolves the entry's `pip:` list by day, "
+                       "and this entry has none", "add e.g. pip: [aiohttp]")
+    return asof.dated(image, asof.parse(ctx, item["as_of"], (*path, "as_of")), index)
+
+
+def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
+                dates: bool = False) -> ImageSpec:
+    if isinstance(item, dict) and "as_of" in item and not dates:
+        raise ctx.fail((*path, "as_of"), "as_of belongs on the matrix's image entry",
+                       "name one of its dated images here instead, e.g. image: NAME@DAY")
     containers = abilities(runtime).container_images
     if isinstance(item, str) and item.strip():
         label = image_label(item) if containers else NON_ID.sub("-", Path(item).name)

@@ -17,7 +17,7 @@ from harness.matrixfile.entries import (
     SCENARIO_KEYS,
     SETTING_KEYS,
     Ctx,
-    parse_image,
+    parse_images,
     parse_scenario,
     parse_settings,
 )
@@ -195,8 +195,9 @@ def _unique(ctx: Ctx, keys: list[str], key: str, what: str, fix: str) -> None:
 
 
 def _images(ctx: Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
-    out = [parse_image(ctx, item, ("matrix", "image", i), runtime, i)
-           for i, item in enumerate(ctx.seq(value, ("matrix", "image")))]
+    out: list[ImageSpec] = []
+    for i, item in enumerate(ctx.seq(value, ("matrix", "image"))):
+        out.extend(parse_images(ctx, item, ("matrix", "image", i), runtime, len(out)))
     _unique(ctx, [img.label for img in out], "image", "label",
             "give one of them a mapping with a distinct `name:`")
     return tuple(out)

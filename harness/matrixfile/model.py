@@ -103,6 +103,7 @@ class ImageSpec:
     index: int                      # position in the matrix = version order
     pip: tuple[str, ...] = ()       # local runtime: requirements built into a cached venv
     python: str | None = None       # interpreter inside the image / for the venv
+    as_of: str | None = None        # local runtime: `pip` resolved as of this day (YYYY-MM-DD)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class ImageKey:
     ref: str = ""
     pip: tuple[str, ...] = ()
     python: str | None = None
+    as_of: str | None = None        # a dated image: the day its pip list was resolved
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = ()) -> RunKe
     found = as_json(settings, "settings")
     assert isinstance(params, dict) and isinstance(found, dict)
     return RunKey(
-        image=ImageKey(cell.image.ref, tuple(sorted(cell.image.pip)), cell.image.python),
+        image=ImageKey(cell.image.ref, tuple(sorted(cell.image.pip)), cell.image.python,
+                       cell.image.as_of),
         scenario=scenario_hash(cell.scenario.script), params=params, settings=found,
         attribution=tuple(attribution), runtime=runtime,
         host=f"{cell.host.label} {cell.host.url or ''} on {socket.gethostname()}",
@@ -185,6 +187,9 @@ def why_changed(old: RunKey | None, new: RunKey) -> str | None:
         if old.image.python != new.image.python:
             parts.append("python")
             details.append(f"{old.image.python} -> {new.image.python}")
+        if old.image.as_of != new.image.as_of:
+            parts.append("as_of day")
+            details.append(f"{old.image.as_of} -> {new.image.as_of}")
     for name, words in _PART_WORDS.items():
         a, b = getattr(old, name), getattr(new, name)
         if a == b:

@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.pressure import cpu_pressure
-from harness.runtimes import process
+from harness.runtimes import process, resolver
 from harness.runtimes.base import (
     AGENT_DIR,
     ImageInfo,
@@ -89,12 +89,16 @@ class LocalRuntime(RuntimeBase):
     def __init__(self, cache: Path | None = None):
         self.cache = cache or cache_dir()
         self._building: set[subprocess.Popen[bytes]] = set()
+        self._versions: dict[str, str] = {}     # interpreter -> its sys.version
 
     def abort_prepare(self) -> None:
         """Ctrl-C: kill a running venv build now; its temporary folder is removed."""
         process.kill_all(self._building)
 
     def check(self, cells: list[Cell]) -> None:
+        """A GPU for the cells that want one; every dated image resolved now (cached), so
+        a day before the packages existed (exit 2) or an index that does not answer
+        (exit 3) stops the sweep before its first cell."""
         wants = sorted({c.id for c in cells if c.gpu.wants_gpu})
         if wants:
             from harness import gpu
@@ -104,6 +108,9 @@ class LocalRuntime(RuntimeBase):
                     f"cells {', '.join(wants[:3])} ask for a GPU but this host has no NVIDIA "
                     "driver (no /proc/driver/nvidia/gpus).\n  fix: run on a GPU host, or set "
                     "`gpu: [none]` in the matrix")
+        for image in sorted({c.image for c in cells if c.image.as_of},
+                            key=lambda i: i.index):
+            self.pins(image)
 
     def _interpreter(self, name: str) -> str:
         found = shutil.which(name) if os.sep not in name else (name if os.access(
@@ -113,32 +120,58 @@ class LocalRuntime(RuntimeBase):
                                    "install it, or name an existing one in the image's `python:`")
         return found
 
-    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
-        start = time.monotonic()
+    def _python(self, image: ImageSpec) -> tuple[str, str]:
+        """The image's interpreter and its sys.version."""
         python = self._interpreter(image.python or (image.ref if not image.pip else
                                                     sys.executable))
-        rc, version = process.check_output([python, "-c", "import sys;print(sys.version)"],
-                                           timeout=60)
-        if rc != 0:
-            raise ImageUnavailable(f"{image.label}: interpreter {python} does not run: "
-                                   f"{version.strip()[:300]}\n  fix: install it or name "
-                                   "another interpreter")
+        if python not in self._versions:
+            rc, version = process.check_output(
+                [python, "-c", "import sys;print(sys.version)"], timeout=60)
+            if rc != 0:
+                raise ImageUnavailable(f"{image.label}: interpreter {python} does not run: "
+                                       f"{version.strip()[:300]}\n  fix: install it or name "
+                                       "another interpreter")
+            self._versions[python] = version.strip()
+        return python, self._versions[python]
+
+    def pins(self, image: ImageSpec) -> tuple[str, ...]:
+        """A dated image's requirements as resolved on its day (cached on disk forever).
+
+        Raises:
+            resolver.TooEarly: nothing matched that day (exit 2).
+            resolver.Unreachable: the index did not answer (exit 3).
+        """
+        assert image.as_of is not None
+        python, version = self._python(image)
+        return resolver.resolve(image.pip, image.as_of, python, version, self.cache,
+                                image.label)
+
+    def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+        start = time.monotonic()
+        python, version = self._python(image)
         if not image.pip:
             return ImageInfo(ref=image.ref, digest=f"python {version.split()[0]}",
                              python=python, prepare_s=time.monotonic() - start)
+        labels: dict[str, str] = {}
         reqs = sorted(image.pip)
-        key = hashlib.sha256("\n".join([version.strip(), *reqs]).encode()).hexdigest()[:16]
+        if image.as_of:
+            # Two days that resolve alike share one venv: the key is the pins, not the day.
+            reqs = list(self.pins(image))
+            labels = {"as_of": image.as_of, "requirements": " ".join(sorted(image.pip)),
+                      "pins": " ".join(reqs)}
+        key = hashlib.sha256("\n".join([version, *reqs]).encode()).hexdigest()[:16]
         venv = self.cache / "venvs" / key
         vpy = venv / "bin" / "python"
         if not vpy.exists():
-            self._build(python, reqs, venv, progress, image.label)
+            self._build(python, reqs, venv, progress, image.label, image.as_of)
         else:
             progress(f"{image.label}: cached venv {venv}")
         return ImageInfo(ref=" ".join(reqs), digest=f"venv:{key}", python=str(vpy),
-                         labels={"venv": str(venv)}, prepare_s=time.monotonic() - start)
+                         labels={"venv": str(venv), **labels},
+                         prepare_s=time.monotonic() - start)
 
     def _build(self, python: str, reqs: list[str], venv: Path, progress: Progress,
-               label: str) -> None:
+               label: str, as_of: str | None = None) -> None:
         venv.parent.mkdir(parents=True, exist_ok=True)
         with (venv.parent / f"{venv.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two sweeps building the same venv
@@ -147,32 +180,47 @@ class LocalRuntime(RuntimeBase):
             tmp = venv.parent / f"{venv.name}.tmp{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
             try:
-                self._build_into(python, reqs, tmp, progress, label)
+                self._build_into(python, reqs, tmp, progress, label, as_of)
                 os.replace(tmp, venv)
             finally:
                 # Ctrl-C or a failed pip: no half-built venv is left behind.
                 shutil.rmtree(tmp, ignore_errors=True)
 
     def _build_into(self, python: str, reqs: list[str], tmp: Path, progress: Progress,
-                    label: str) -> None:
-        progress(f"{label}: building venv with {' '.join(reqs)}")
-        rc, out = process.check_output([python, "-m", "venv", str(tmp)], timeout=300)
+                    label: str, as_of: str | None = None) -> None:
+        """A venv at `tmp` with `reqs`: uv's `venv` and `pip install` where uv is
+        installed (a dependency of harness: seconds, not a minute), else venv and pip.
+        `as_of`: only files uploaded before that day (the pins were resolved then)."""
+        uv = resolver.uv_bin()
+        tool = "uv" if uv else "pip"
+        progress(f"{label}: building venv with {' '.join(reqs)} ({tool})")
+        made = ([uv, "venv", "-q", "--python", python, str(tmp)] if uv
+                else [python, "-m", "venv", str(tmp)])
+        rc, out = process.check_output(made, timeout=300)
         if rc != 0:
-            raise ImageUnavailable(f"{label}: `{python} -m venv` failed: {out.strip()[-300:]}")
+            raise ImageUnavailable(f"{label}: `{' '.join(made[:-1])}` failed: "
+                                   f"{out.strip()[-300:]}")
         tail: list[str] = []
 
         def line(text: str) -> None:
             tail.append(text)
             del tail[:-30]
-            if text.startswith(("Collecting", "Successfully")):
-                progress(f"{label}: pip: {text}")
+            if text.startswith(("Collecting", "Successfully", " + ")):
+                progress(f"{label}: {tool}: {text.strip()}")
 
-        rc = process.stream_lines([str(tmp / "bin" / "python"), "-m", "pip", "install",
-                                   "--disable-pip-version-check", "-q", "--progress-bar",
-                                   "off", *reqs], on_line=line, running=self._building)
+        vpy = str(tmp / "bin" / "python")
+        if uv:
+            argv = [uv, "pip", "install", "--python", vpy, *reqs]
+            if as_of:
+                argv[4:4] = ["--exclude-newer", resolver.cutoff(as_of)]
+        else:
+            argv = [vpy, "-m", "pip", "install", "--disable-pip-version-check", "-q",
+                    "--progress-bar", "off", *reqs]
+        rc = process.stream_lines(argv, on_line=line, running=self._building)
         if rc != 0:
             said = short_pip_error(tail) if tail else f"exit {rc}"
-            raise ImageUnavailable(f"pip cannot install {' '.join(reqs)}: {said}\n"
+            raise ImageUnavailable(f"{'uv pip' if uv else 'pip'} cannot install "
+                                   f"{' '.join(reqs)}: {said}\n"
                                    "  fix: check that these versions exist for this Python "
                                    f"({python})")
 

@@ -84,12 +84,14 @@ def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
 
 
 def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> tuple[int, str]:
-    """Run a short tool; (returncode, combined output). Missing program -> (127, message)."""
+                 cwd: Path | None = None, stdin: str | None = None) -> tuple[int, str]:
+    """Run a short tool; (returncode, combined output). Missing program -> (127, message).
+    `stdin`: text handed to the tool's standard input (else it reads nothing)."""
     try:
         done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=timeout, env=env, cwd=cwd,
-                              check=False)
+                              stdin=None if stdin is not None else subprocess.DEVNULL,
+                              input=stdin.encode() if stdin is not None else None,
+                              timeout=timeout, env=env, cwd=cwd, check=False)
     except FileNotFoundError as exc:
         return 127, str(exc)
     except subprocess.TimeoutExpired as exc:

@@ -43,7 +43,7 @@ def cell_to_json(cell: Cell) -> dict[str, Any]:
     return {"id": cell.id,
             "image": {"label": cell.image.label, "ref": cell.image.ref,
                       "index": cell.image.index, "pip": list(cell.image.pip),
-                      "python": cell.image.python},
+                      "python": cell.image.python, "as_of": cell.image.as_of},
             "gpu": cell.gpu.value,
             "scenario": {"id": cell.scenario.id, "script": str(cell.scenario.script),
                          "params": dict(cell.scenario.params), "settings": settings},
@@ -57,7 +57,8 @@ def cell_from_json(d: dict[str, Any]) -> Cell:
     img = d["image"]
     return Cell(id=d["id"],
                 image=ImageSpec(label=img["label"], ref=img["ref"], index=img["index"],
-                                pip=tuple(img["pip"]), python=img["python"]),
+                                pip=tuple(img["pip"]), python=img["python"],
+                                as_of=img.get("as_of")),
                 gpu=GpuSel(d["gpu"]),
                 scenario=ScenarioSpec(id=sc["id"], script=Path(sc["script"]),
                                       params=MappingProxyType(dict(sc["params"])),

@@ -1,0 +1,150 @@
+"""A requirement list resolved as the package index stood at 00:00 UTC of a day.
+
+`resolve` asks uv (`uv pip compile --exclude-newer DAYT00:00:00Z`, through
+`runtimes.process`) for the pins, and keeps the answer in the cache directory: once the
+day is past, what the index held then never changes, so a resolution is kept forever,
+keyed by (requirements, day, interpreter version), and a second sweep asks the index
+nothing. Which index: uv's own settings (`UV_DEFAULT_INDEX`, `UV_INDEX_URL`, uv.toml)
+or its default; harness names none.
+
+Errors are said for a matrix's dated image (`NAME@DAY`):
+
+    ResolveError
+     +-- TooEarly      (InputError, exit 2): nothing matched the requirements that day
+     +-- Unreachable   (EnvironmentUnavailable, exit 3): the index could not be asked
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import EnvironmentUnavailable, HarnessError, InputError
+from harness.runtimes import process
+
+# HARNESS_VENV_TOOL=pip builds venvs with pip even where uv is installed (to compare).
+TOOL_ENV = "HARNESS_VENV_TOOL"
+_NETWORK = ("error sending request", "failed to fetch", "connect", "dns error",
+            "timed out", "network", "request failed")
+
+
+class ResolveError(HarnessError):
+    """A dated requirement list could not be resolved."""
+
+
+class TooEarly(ResolveError, InputError):
+    """Nothing on the index matched the requirements as of that day."""
+
+
+class Unreachable(ResolveError, EnvironmentUnavailable):
+    """The index did not answer."""
+
+
+def uv_bin() -> str | None:
+    """The uv binary: the one the `uv` package ships (a dependency of harness), else one
+    on PATH; None where neither is, or where HARNESS_VENV_TOOL=pip."""
+    if os.environ.get(TOOL_ENV, "").lower() == "pip":
+        return None
+    try:
+        import uv  # type: ignore[import-not-found,unused-ignore]
+
+        found = str(uv.find_uv_bin())
+        if os.access(found, os.X_OK):
+            return found
+    except (ImportError, FileNotFoundError):
+        pass
+    return shutil.which("uv")
+
+
+def cutoff(day: str) -> str:
+    """The instant a day's resolution stops at: its 00:00 UTC."""
+    return f"{day}T00:00:00Z"
+
+
+def cache_file(cache: Path, reqs: Sequence[str], day: str, version: str) -> Path:
+    key = hashlib.sha256("\n".join([version.strip(), day, *sorted(reqs)]).encode()
+                         ).hexdigest()[:20]
+    return cache / "resolutions" / f"{key}.json"
+
+
+def cached(cache: Path, reqs: Sequence[str], day: str, version: str) -> tuple[str, ...] | None:
+    """The pins of an earlier resolution of these requirements on that day, or None."""
+    try:
+        data = json.loads(cache_file(cache, reqs, day, version).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pins = data.get("pins") if isinstance(data, dict) else None
+    if isinstance(pins, list) and all(isinstance(p, str) for p in pins):
+        return tuple(pins)
+    return None
+
+
+def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Path,
+            label: str) -> tuple[str, ...]:
+    """The pins `reqs` resolved to as of `day` for the interpreter `python`.
+
+    Args:
+        reqs: Requirement strings (`aiohttp`, `numpy<2`).
+        day: `YYYY-MM-DD`, not after today (a past day's index is fixed).
+        python: The interpreter the venv will be built with (its markers count).
+        version: That interpreter's `sys.version` (part of the cache key).
+        cache: harness's cache directory; resolutions are kept under `resolutions/`.
+        label: The dated image's label, for errors.
+
+    Raises:
+        TooEarly: no version of a requirement had been uploaded by that day.
+        Unreachable: the index did not answer, or uv is not installed.
+    """
+    got = cached(cache, reqs, day, version)
+    if got is not None:
+        return got
+    uv = uv_bin()
+    if uv is None:
+        raise Unreachable(f"{label}: `as_of:` resolves with uv, which is not installed"
+                          f"{' (HARNESS_VENV_TOOL=pip)' if os.environ.get(TOOL_ENV) else ''}"
+                          ".\n  fix: pip install uv (a dependency of harness), and unset "
+                          f"{TOOL_ENV}")
+    rc, out = process.check_output(
+        [uv, "pip", "compile", "-q", "--no-header", "--no-annotate", "--python", python,
+         "--exclude-newer", cutoff(day), "-"], timeout=300, stdin="\n".join(reqs) + "\n")
+    if rc != 0:
+        raise _failure(out, reqs, day, label)
+    pins = tuple(sorted(t.strip() for t in out.splitlines()
+                        if t.strip() and not t.lstrip().startswith("#") and "==" in t))
+    if not pins:
+        raise Unreachable(f"{label}: uv resolved {' '.join(reqs)} as of {day} to nothing: "
+                          f"{out.strip()[-300:]}\n  fix: check the requirement list")
+    path = cache_file(cache, reqs, day, version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"requirements": sorted(reqs), "day": day, "python": version,
+                               "pins": list(pins)}, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+    return pins
+
+
+def _failure(out: str, reqs: Sequence[str], day: str, label: str) -> ResolveError:
+    lines = [t.strip() for t in out.splitlines() if t.strip()]
+    said = next((t for t in reversed(lines) if t.startswith("cause:")),
+                lines[-1] if lines else "no output")
+    text = out.lower()
+    if "no solution found" in text or "no version" in text or "not found in the" in text:
+        hint = next((t for t in lines if "latest version" in t or "published at" in t), "")
+        return TooEarly(f"{label}: {' '.join(reqs)} cannot be resolved as of {day} "
+                        f"(00:00 UTC): {said.removeprefix('cause:').strip()}"
+                        + (f"\n  {hint.removeprefix('hint:').strip()}" if hint else "")
+                        + "\n  fix: start `as_of:` on a day after the packages were "
+                        "published, or loosen the requirements")
+    if any(k in text for k in _NETWORK):
+        return Unreachable(f"{label}: the package index could not be reached to resolve "
+                           f"{' '.join(reqs)} as of {day}: {said.removeprefix('cause:').strip()}"
+                           "\n  fix: check the network and uv's index setting "
+                           "(UV_DEFAULT_INDEX / UV_INDEX_URL); resolutions already made "
+                           "are cached and need no index")
+    return Unreachable(f"{label}: uv could not resolve {' '.join(reqs)} as of {day}: "
+                       f"{said}\n  fix: run `uv pip compile --exclude-newer {cutoff(day)}` "
+                       "by hand to see why")
