@@ -33,6 +33,7 @@ examples:
   harness fit matrix.yaml --param batch=1..64    largest batch that runs, per row
   harness explain DIR                            where the first bad cell leaks or slows
   harness culprit DIR                            which package change did it, proved both ways
+  harness day DIR                                the day a dated (as_of) row went bad
   harness doctor [matrix.yaml]                   what is missing on this machine
 
 exit codes: 0 clean, 1 a leak/slowdown/regression/crash found, 2 bad input (matrix,
@@ -48,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-COMMANDS = ("sweep", "bisect", "fit", "explain", "culprit", "compare", "report", "history",
+COMMANDS = ("sweep", "bisect", "fit", "explain", "culprit", "day", "compare", "report", "history",
             "images", "doctor", "watch")
 
 

@@ -69,6 +69,11 @@ def short_pip_error(lines: list[str]) -> str:
     """The line of pip's output that says why, without the list of every version:
     "No matching distribution found for multidict==9.9 (versions: 1.0 .. 6.7.0, 95)"."""
     errors = [t.strip()[len("ERROR:"):].strip() for t in lines if t.startswith("ERROR")]
+    if not errors:  # uv: `error: ...` then `  cause: ...` lines, the last cause says why
+        said = [t.strip().split(":", 1)[1].strip() for t in lines
+                if t.strip().startswith(("error:", "cause:"))]
+        if said:
+            return said[-1]
     versions = next((e for e in errors if "(from versions:" in e), None)
     last = next((e for e in reversed(errors) if "(from versions:" not in e),
                 errors[-1] if errors else (lines[-1].strip() if lines else "no output"))
@@ -205,14 +210,14 @@ class LocalRuntime(RuntimeBase):
         def line(text: str) -> None:
             tail.append(text)
             del tail[:-30]
-            if text.startswith(("Collecting", "Successfully", " + ")):
+            if text.startswith(("Collecting", "Successfully", "Installed", "Resolved")):
                 progress(f"{label}: {tool}: {text.strip()}")
 
         vpy = str(tmp / "bin" / "python")
         if uv:
             argv = [uv, "pip", "install", "--python", vpy, *reqs]
             if as_of:
-                argv[4:4] = ["--exclude-newer", resolver.cutoff(as_of)]
+                argv[3:3] = ["--exclude-newer", resolver.cutoff(as_of)]
         else:
             argv = [vpy, "-m", "pip", "install", "--disable-pip-version-check", "-q",
                     "--progress-bar", "off", *reqs]

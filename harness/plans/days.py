@@ -1,0 +1,244 @@
+"""The day a dated row went bad: between its last good day G and first bad day B.
+
+A row over `as_of:` days (`NAME@DAY` images) whose first bad day follows a good one
+went bad on some day between. `search_days` halves the days between G and B, but a
+day is only *run* when it resolves to pins no run has seen: a day whose requirements
+resolve as G's did is good, as B's did is bad, without a cell. So the cost is about
+log2(days) resolutions (each cached forever, `runtimes.resolver`) and one cell per
+distinct resolution the halving lands on, rather than a cell per day.
+
+The search is pure over two callbacks (`resolve`: day -> pins; `probe`: a day and its
+pins -> good, bad or untestable), so a fake resolution history tests it with no index
+and no runs. `day_of_row` wires it to a sweep: each probe is the row's cell on the
+image `NAME@DAY`, run through the sweep's stages and compared with G
+(`plans.culprit.SweepRunner`, as culprit's hybrids are), kept in `day/<row>/` of the
+results directory; `harness day DIR [ROW]` is its command and `harness sweep
+--find-cause` calls `day_of_row` for a dated row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from harness.plans.culprit import outcome_of
+from harness.plans.culpritsearch import BAD as PROBE_BAD
+from harness.plans.culpritsearch import GOOD as PROBE_GOOD
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell
+    from harness.orchestrator import Sweep
+    from harness.protocol.series import Series
+    from harness.result.model import CellResult
+
+Pins = tuple[str, ...]
+Resolve = Callable[[str], Pins]
+Probe = Callable[[str, Pins], str]          # -> PROBE_GOOD, PROBE_BAD or untestable
+Say = Callable[[str], None]
+Uploaded = Callable[[str, str], "str | None"]   # (package, version) -> upload time
+
+
+@dataclass(frozen=True)
+class Change:
+    """A package whose pin differs between the last good and the first bad day."""
+
+    name: str
+    good: str | None        # None: not installed that day
+    bad: str | None
+    uploaded: str | None = None   # when the first bad day's file reached the index
+
+    def words(self) -> str:
+        when = f" (uploaded {self.uploaded})" if self.uploaded else ""
+        return f"{self.name} {self.good or '-'} -> {self.bad or '-'}{when}"
+
+
+@dataclass
+class DayOutcome:
+    """How the day search ended. `last_good`/`first_bad` are days (YYYY-MM-DD)."""
+
+    row: str
+    last_good: str
+    first_bad: str
+    good_pins: Pins = ()
+    bad_pins: Pins = ()
+    changes: list[Change] = field(default_factory=list)
+    resolutions: int = 0    # days resolved (cached ones included)
+    probes: int = 0         # cells run
+    untestable: str | None = None   # the day whose run decided nothing, if it stopped
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return self.untestable is None and _next(self.last_good) == self.first_bad
+
+    def sentence(self) -> str:
+        moved = "; ".join(c.words() for c in self.changes) or "no package changed"
+        if self.good_pins and self.good_pins == self.bad_pins:
+            return (f"{self.last_good} and {self.first_bad} resolve to the same pins: what "
+                    "changed the verdict is not a package (noise, or the host)")
+        if self.found:
+            return f"went bad between {self.last_good} and {self.first_bad}: {moved}"
+        return (f"stopped: {self.untestable} ran untestable; went bad between "
+                f"{self.last_good} and {self.first_bad} ({moved})")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"row": self.row, "last_good": self.last_good, "first_bad": self.first_bad,
+                "found": self.found, "untestable": self.untestable,
+                "good_pins": list(self.good_pins), "bad_pins": list(self.bad_pins),
+                "changes": [dataclasses.asdict(c) for c in self.changes],
+                "resolutions": self.resolutions, "probes": self.probes, "steps": self.steps}
+
+
+def _day(text: str) -> dt.date:
+    return dt.date.fromisoformat(text)
+
+
+def _next(day: str) -> str:
+    return (_day(day) + dt.timedelta(days=1)).isoformat()
+
+
+def pin_map(pins: Pins) -> dict[str, str]:
+    """`("aiohttp==3.12.14", ...)` -> {"aiohttp": "3.12.14", ...} (names as pinned)."""
+    return {p.split("==", 1)[0].strip().lower(): p.split("==", 1)[1].strip()
+            for p in pins if "==" in p}
+
+
+def changes(good: Pins, bad: Pins, uploaded: Uploaded | None = None) -> list[Change]:
+    """Every package whose pin moved, came or went, by name; with the bad side's upload
+    time where `uploaded` can say it."""
+    g, b = pin_map(good), pin_map(bad)
+    out = []
+    for name in sorted(set(g) | set(b)):
+        if g.get(name) != b.get(name):
+            when = uploaded(name, b[name]) if uploaded is not None and name in b else None
+            out.append(Change(name, g.get(name), b.get(name), when))
+    return out
+
+
+def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: Probe,
+                say: Say, uploaded: Uploaded | None = None) -> DayOutcome:
+    """The last good and first bad day between `good_day` (good) and `bad_day` (bad).
+
+    Args:
+        resolve: A day's pins (the requirement list as of its 00:00 UTC).
+        probe: Runs a day's pins and says PROBE_GOOD, PROBE_BAD or anything else
+            (untestable: the search stops there and says so).
+        uploaded: (package, version) -> when that version reached the index, or None.
+
+    Raises:
+        ValueError: `bad_day` not after `good_day`.
+    """
+    if _day(bad_day) <= _day(good_day):
+        raise ValueError(f"the bad day {bad_day} is not after the good day {good_day}")
+    out = DayOutcome(row, good_day, bad_day)
+    pins = {good_day: resolve(good_day), bad_day: resolve(bad_day)}
+    out.resolutions = 2
+    lo, hi = good_day, bad_day
+    if pins[lo] == pins[hi]:
+        out.untestable = bad_day
+        out.good_pins = out.bad_pins = pins[lo]
+        out.steps.append(f"{good_day} and {bad_day} resolve to the same pins: no day "
+                         "between them changed a package")
+        say(out.steps[-1])
+        return out
+    seen: dict[Pins, str] = {pins[good_day]: PROBE_GOOD, pins[bad_day]: PROBE_BAD}
+    while (_day(hi) - _day(lo)).days > 1:
+        mid = (_day(lo) + (_day(hi) - _day(lo)) / 2).isoformat()
+        pins[mid] = resolve(mid)
+        out.resolutions += 1
+        known = seen.get(pins[mid])
+        if known is None:
+            known = probe(mid, pins[mid])
+            out.probes += 1
+            seen[pins[mid]] = known
+            how = f"run {out.probes}"
+        else:
+            how = "same pins as a day already known, not run"
+        if known == PROBE_GOOD:
+            lo = mid
+        elif known == PROBE_BAD:
+            hi = mid
+        else:
+            out.untestable = mid
+        left = (_day(hi) - _day(lo)).days - 1
+        line = (f"{mid} [{how}]: {known}; "
+                + (f"stop: {mid} is untestable" if out.untestable
+                   else f"went bad between {lo} and {hi} ({left} day(s) between)"))
+        out.steps.append(line)
+        say(line)
+        if out.untestable:
+            break
+    out.last_good, out.first_bad = lo, hi
+    out.good_pins, out.bad_pins = pins[lo], pins[hi]
+    out.changes = changes(pins[lo], pins[hi], uploaded)
+    return out
+
+
+def dated_cell(cell: Cell, day: str) -> Cell:
+    """The row's cell on its image entry as of `day` (`NAME@DAY`)."""
+    from harness.matrixfile.expand import cell_id
+
+    name = cell.image.label.rpartition("@")[0] or cell.image.label
+    image = dataclasses.replace(cell.image, label=f"{name}@{day}", as_of=day)
+    return dataclasses.replace(cell, image=image,
+                               id=cell_id(image, cell.gpu, cell.scenario, cell.host))
+
+
+def same_entry(good: Cell, bad: Cell) -> bool:
+    """Two dated images of one `as_of:` entry (what the day search needs)."""
+    return (good.image.as_of is not None and bad.image.as_of is not None
+            and good.image.label.rpartition("@")[0] == bad.image.label.rpartition("@")[0]
+            and good.image.pip == bad.image.pip and good.image.python == bad.image.python)
+
+
+def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
+               bad: CellResult, say: Say, g_series: Series | None = None,
+               uploaded: Uploaded | None = None) -> DayOutcome:
+    """Search the days between a dated row's last good day G and first bad day B.
+
+    Probes run through `sweep` (its store is where they are kept: `day/<row>/` of the
+    results directory in `harness day`) and are compared with G, as a sweep compares a
+    cell with its row's baseline; a probe run before with the same run key is reused.
+
+    Args:
+        sweep: A Sweep over the local runtime, its store the probes' directory.
+        g_cell, good: G's cell and result; b_cell, bad: B's.
+        g_series: G's samples (the comparison reads them), if not in sweep's store.
+        uploaded: (package, version) -> its upload time (`runtimes.uploads.upload_time`).
+
+    Raises:
+        ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
+        resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
+    """
+    from harness.plans.culprit import SweepRunner
+    from harness.runtimes.local import LocalRuntime
+
+    if not same_entry(g_cell, b_cell):
+        raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
+                         "of one `as_of:` image entry")
+    runtime = sweep.runtime_for(g_cell)
+    if not isinstance(runtime, LocalRuntime):
+        raise ValueError("the day search resolves on the local runtime; this sweep runs "
+                         f"{runtime.name}")
+    runner = SweepRunner(sweep, g_cell, good, g_series)
+    assert g_cell.image.as_of is not None and b_cell.image.as_of is not None
+
+    def resolve(day: str) -> Pins:
+        return runtime.pins(dated_cell(g_cell, day).image)
+
+    def probe(day: str, pins: Pins) -> str:
+        result = runner(dated_cell(g_cell, day))
+        say(f"{result.image.label}: {result.verdict} ({result.reason})")
+        return outcome_of(result, bad)
+
+    return search_days(b_cell.row, g_cell.image.as_of, b_cell.image.as_of, resolve, probe,
+                       say, uploaded)
+
+
+def summary_of(outcomes: Mapping[str, DayOutcome]) -> list[str]:
+    """One line per row, for a console or a report."""
+    return [f"{row}: {o.sentence()} ({o.resolutions} days resolved, {o.probes} cells run)"
+            for row, o in outcomes.items()]

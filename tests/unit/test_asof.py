@@ -1,0 +1,213 @@
+"""`as_of:` (issue 44): days on a local image entry, their resolutions, and the day search.
+
+No test here asks a package index: the matrix tests are validation, the day search runs
+over a made-up resolution history, the one-build test seeds the resolution cache with a
+wheel made here, and the unreachable index is a URL nothing listens on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import sweepkit
+
+from harness import matrixfile
+from harness.cli import main
+from harness.errors import EXIT_ENVIRONMENT, SpecError
+from harness.matrixfile import asof
+from harness.plans.culpritsearch import BAD, GOOD, UNTESTABLE
+from harness.plans.days import Change, search_days
+from harness.runtimes import resolver
+
+DEFAULTS = {"iterations": 40, "warmup": 5, "sample_every": 5, "repeats": 0}
+
+
+def load_images(tmp_path: Path, entry: dict[str, object], runtime: str = "local"
+                ) -> list[tuple[str, str | None, int]]:
+    path = sweepkit.write_matrix(tmp_path, [entry], gpus=["none"], runtime=runtime)
+    return [(i.label, i.as_of, i.index) for i in matrixfile.load(path).images]
+
+
+def spec_error(tmp_path: Path, entry: dict[str, object], runtime: str = "local") -> SpecError:
+    with pytest.raises(SpecError) as info:
+        load_images(tmp_path, entry, runtime)
+    return info.value
+
+
+def test_a_list_of_days_is_one_image_per_day_in_day_order(tmp_path: Path) -> None:
+    got = load_images(tmp_path, {"name": "app", "pip": ["aiohttp"],
+                                 "as_of": ["2025-07-15", "2025-05-15"]})
+    assert got == [("app@2025-05-15", "2025-05-15", 0), ("app@2025-07-15", "2025-07-15", 1)]
+
+
+@pytest.mark.parametrize(("every", "days"), [
+    ("1 month", ["2025-01-31", "2025-02-28", "2025-03-31", "2025-04-10"]),
+    ("2 weeks", ["2025-01-31", "2025-02-14", "2025-02-28", "2025-03-14", "2025-03-28",
+                 "2025-04-10"]),
+    ("30 days", ["2025-01-31", "2025-03-02", "2025-04-01", "2025-04-10"]),
+])
+def test_a_range_steps_by_its_unit_and_ends_on_its_last_day(tmp_path: Path, every: str,
+                                                            days: list[str]) -> None:
+    got = load_images(tmp_path, {"name": "app", "pip": ["aiohttp"], "as_of": {
+        "from": "2025-01-31", "to": "2025-04-10", "every": every}})
+    assert [d for _, d, _ in got] == days
+
+
+@pytest.mark.parametrize(("as_of", "where", "words"), [
+    (["2025-13-01"], "matrix.image[0].as_of[0]", "YYYY-MM-DD"),
+    ({"from": "2025-06-01", "to": "2025-01-01"}, "matrix.image[0].as_of.from", "swap"),
+    ({"from": "2025-01-01", "to": "2025-06-01", "every": "1 fortnight"},
+     "matrix.image[0].as_of.every", "1 month"),
+    ({"from": "2025-01-01"}, "matrix.image[0].as_of", "to"),
+    (["2025-01-01", "2025-01-01"], "matrix.image[0].as_of[1]", "once"),
+    ([(dt.date.today() + dt.timedelta(days=40)).isoformat()], "matrix.image[0].as_of",
+     "or before"),
+    ({"from": "2000-01-01", "to": "2025-01-01", "every": "1 day"}, "matrix.image[0].as_of",
+     "every: 1 month"),
+])
+def test_a_bad_as_of_names_its_key_and_the_fix(tmp_path: Path, as_of: object, where: str,
+                                               words: str) -> None:
+    err = spec_error(tmp_path, {"name": "app", "pip": ["aiohttp"], "as_of": as_of})
+    assert err.path == where, str(err)
+    assert words in err.fix, str(err)
+
+
+def test_as_of_needs_a_pip_list_and_the_local_runtime(tmp_path: Path) -> None:
+    err = spec_error(tmp_path, {"name": "app", "as_of": ["2025-01-01"]})
+    assert (err.path, "pip: [aiohttp]" in err.fix) == ("matrix.image[0].as_of", True)
+    err = spec_error(tmp_path / "d", {"ref": "python:3.12", "as_of": ["2025-01-01"]},
+                     runtime="docker")
+    assert err.path == "matrix.image[0].as_of" and "runtime: local" in err.fix
+
+
+def test_a_month_step_keeps_the_day_or_the_months_last() -> None:
+    assert asof.step(dt.date(2024, 1, 31), 1, "month") == dt.date(2024, 2, 29)
+    assert asof.step(dt.date(2024, 11, 15), 3, "month") == dt.date(2025, 2, 15)
+
+
+# ------------------------------------------------------------------ the day search
+def history(changes_on: dict[str, str]) -> tuple[dict[str, int], object]:
+    """A resolution history: multidict's pin changes on the given days; the resolver
+    counts how often each day was asked."""
+    asked: dict[str, int] = {}
+    order = sorted(changes_on)
+
+    def resolve(day: str) -> tuple[str, ...]:
+        asked[day] = asked.get(day, 0) + 1
+        version = "6.4.3"
+        for when in order:
+            if day >= when:
+                version = changes_on[when]
+        return ("aiohttp==3.12", f"multidict=={version}")
+
+    return asked, resolve
+
+
+def test_the_day_search_runs_only_new_resolutions_and_names_the_change() -> None:
+    # 6.5.0 (still good) on 06-02, 6.6.3 (leaks) on 06-30, 61 days in all.
+    asked, resolve = history({"2025-06-02": "6.5.0", "2025-06-30": "6.6.3"})
+    runs: list[tuple[str, str]] = []
+
+    def probe(day: str, pins: tuple[str, ...]) -> str:
+        runs.append((day, pins[1]))
+        return BAD if pins[1] == "multidict==6.6.3" else GOOD
+
+    out = search_days("cpu.s", "2025-05-15", "2025-07-15", resolve, probe, lambda s: None,
+                      lambda name, version: f"{name}-{version}-time")
+    assert (out.last_good, out.first_bad, out.found) == ("2025-06-29", "2025-06-30", True)
+    assert out.changes == [Change("multidict", "6.5.0", "6.6.3", "multidict-6.6.3-time")]
+    # Only 6.5.0 is new to the search: 6.4.3 is the good day's and 6.6.3 the bad day's.
+    assert [pins for _, pins in runs] == ["multidict==6.5.0"]
+    assert out.probes == 1
+    # log2 of the 61 days, not every day: each day resolved once.
+    assert out.resolutions == len(asked) <= 2 + 6
+    assert all(n == 1 for n in asked.values())
+    assert "went bad between 2025-06-29 and 2025-06-30: multidict 6.5.0 -> 6.6.3" in (
+        out.sentence())
+
+
+def test_an_untestable_day_stops_the_search_and_says_where() -> None:
+    _, resolve = history({"2025-06-10": "6.5.0", "2025-06-20": "6.6.3"})
+    out = search_days("cpu.s", "2025-06-01", "2025-06-30", resolve,
+                      lambda day, pins: UNTESTABLE, lambda s: None)
+    assert not out.found and out.untestable is not None
+    assert out.sentence().startswith(f"stopped: {out.untestable} ran untestable")
+
+
+def test_ends_that_resolve_alike_search_nothing() -> None:
+    _, resolve = history({})
+    out = search_days("cpu.s", "2025-06-01", "2025-06-30", resolve,
+                      lambda day, pins: pytest.fail("nothing to run"), lambda s: None)
+    assert not out.found and out.probes == 0 and "same pins" in out.sentence()
+
+
+# ------------------------------------------------------------------ resolving
+def tiny_wheel(where: Path) -> Path:
+    """A wheel of one empty module, installable with no index."""
+    path = where / "tinypkg-1.0-py3-none-any.whl"
+    files = {"tinypkg.py": "",
+             "tinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\n"
+                                               "Version: 1.0\n",
+             "tinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+                                            "Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    files["tinypkg-1.0.dist-info/RECORD"] = "".join(f"{n},,\n" for n in files) + (
+        "tinypkg-1.0.dist-info/RECORD,,\n")
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return path
+
+
+def test_two_days_that_resolve_alike_build_one_venv(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HARNESS_CACHE", str(cache))
+    wheel = tiny_wheel(tmp_path)
+    for day in ("2025-05-15", "2025-06-15"):   # what uv would have said both days
+        seeded = resolver.cache_file(cache, ["tinypkg"], day, sys.version)
+        seeded.parent.mkdir(parents=True, exist_ok=True)
+        seeded.write_text(json.dumps({"pins": [str(wheel)]}))
+    path = sweepkit.write_matrix(
+        tmp_path, [{"name": "app", "pip": ["tinypkg"], "python": sys.executable,
+                    "as_of": ["2025-05-15", "2025-06-15"]}], gpus=["none"],
+        defaults=DEFAULTS)
+    main(["sweep", str(path), "--out", str(tmp_path / "r")])
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert out.count("building venv") == 1, out
+    assert "app@2025-06-15: cached venv" in out or "app@2025-05-15: cached venv" in out
+    assert len(list((cache / "venvs").iterdir())) == 2     # the venv and its lock file
+    (run,) = (tmp_path / "r" / "t").iterdir()
+    cells = json.loads((run / "results.json").read_text())["cells"]
+    labels = [cells[f"app@{d}.cpu.loop"]["image"]["labels"] for d in ("2025-05-15",
+                                                                       "2025-06-15")]
+    assert [x["as_of"] for x in labels] == ["2025-05-15", "2025-06-15"]
+    assert labels[0]["pins"] == labels[1]["pins"] == str(wheel)
+    assert labels[0]["venv"] == labels[1]["venv"]
+
+
+def test_an_index_that_cannot_be_reached_exits_3_with_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if resolver.uv_bin() is None:
+        pytest.skip("uv is not installed (pip install uv)")
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))   # nothing cached to fall on
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")   # nothing listens
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    path = sweepkit.write_matrix(tmp_path, [{"name": "app", "pip": ["aiohttp"],
+                                             "as_of": ["2025-05-15"]}], gpus=["none"],
+                                 defaults=DEFAULTS)
+    code = main(["sweep", str(path), "--out", str(tmp_path / "r")])
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert code == EXIT_ENVIRONMENT, text
+    assert "app@2025-05-15: the package index could not be reached" in text
+    assert "fix: check the network and uv's index setting" in text
+    assert "Traceback" not in text
