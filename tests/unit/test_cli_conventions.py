@@ -91,7 +91,12 @@ def _hanging_index() -> tuple[socket.socket, str, list[socket.socket]]:
     return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/simple", held
 
 
-def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tool", ["pip", "uv"])
+def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path, tool: str) -> None:
+    from harness.runtimes.resolver import uv_bin
+
+    if tool == "uv" and uv_bin() is None:
+        pytest.skip("uv is not installed (pip install uv)")
     (tmp_path / "s.py").write_text("def setup(p):\n    return 1\ndef step(s):\n    pass\n")
     (tmp_path / "m.yaml").write_text(
         "name: intr\nruntime: local\ndefaults: {iterations: 20, warmup: 0}\nmatrix:\n"
@@ -99,19 +104,22 @@ def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path) -> Non
         "  scenario: [s.py]\n")
     srv, url, held = _hanging_index()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_CACHE": str(tmp_path / "cache"),
-           "PIP_INDEX_URL": url, "PIP_TIMEOUT": "120", "PIP_RETRIES": "0"}
+           "PIP_INDEX_URL": url, "PIP_TIMEOUT": "120", "PIP_RETRIES": "0",
+           "UV_INDEX_URL": url, "UV_HTTP_TIMEOUT": "120", "UV_HTTP_RETRIES": "0",
+           "UV_CACHE_DIR": str(tmp_path / "uv"), "HARNESS_VENV_TOOL": tool}
     proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
                              str(tmp_path / "r")], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
         venvs = tmp_path / "cache" / "venvs"
-        while not list(venvs.glob("*.tmp*/bin/pip")) and time.monotonic() < deadline:
+        made = "*.tmp*/bin/pip" if tool == "pip" else "*.tmp*/bin/python"
+        while not list(venvs.glob(made)) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert list(venvs.glob("*.tmp*")), "the venv build never started"
         while not held and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert held, "pip never asked the package index"   # it is waiting on it now
+        assert held, f"{tool} never asked the package index"   # it is waiting on it now
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:

@@ -1,0 +1,88 @@
+"""The `as_of:` demo (docs/asof.md) against the real package index: `aiohttp` unpinned,
+resolved on three days, then `harness day` between the good and the bad one.
+
+What the index held on a past day never changes, so the truth is stated here: as of
+2025-05-15 aiohttp pulls multidict 6.4.3, as of 2025-07-15 6.6.3 (MultiDict.pop() leaks,
+aio-libs/multidict#1232), as of 2025-09-15 6.6.4. Skipped, with the reason, where the
+index cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import EXIT_BAD_INPUT
+from harness.runtimes import resolver
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh cache; skips where uv or the index is missing."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HARNESS_CACHE", str(cache))
+    if resolver.uv_bin() is None:
+        pytest.skip("uv is not installed (pip install uv)")
+    try:
+        resolver.resolve(["aiohttp"], "2025-05-15", sys.executable, sys.version, cache,
+                         "probe")
+    except resolver.Unreachable as exc:
+        pytest.skip(f"the package index cannot be reached: {exc}")
+    return cache
+
+
+@pytest.mark.slow
+def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    out = tmp_path / "r"
+    assert main(["sweep", str(ROOT / "examples" / "asof.yaml"), "--out", str(out),
+                 "-q"]) == 1
+    (run,) = (out / "asof-aiohttp").iterdir()
+    cells = json.loads((run / "results.json").read_text())["cells"]
+    pins = {c["image"]["label"]: c["image"]["labels"]["pins"] for c in cells.values()}
+    assert "multidict==6.4.3" in pins["aiohttp@2025-05-15"].split()
+    assert "multidict==6.6.3" in pins["aiohttp@2025-07-15"].split()
+    assert "multidict==6.6.4" in pins["aiohttp@2025-09-15"].split()
+    verdicts = {c["image"]["label"]: c["verdict"] for c in cells.values()}
+    assert verdicts["aiohttp@2025-07-15"] == "leak", verdicts
+    capsys.readouterr()
+    assert main(["day", str(out / "asof-aiohttp"), "-q"]) == 1
+    said = capsys.readouterr().out
+    (answer,) = run.glob("day/*/day.json")
+    day = json.loads(answer.read_text())
+    assert day["found"], said
+    # The bad day's resolution holds a multidict of the leaking range, the good day's one
+    # before it; the change is named with its upload time, which falls on the good day.
+    moved = {c["name"]: c for c in day["changes"]}
+    assert moved["multidict"]["bad"].startswith(("6.5.", "6.6.")), moved
+    assert not moved["multidict"]["good"].startswith(("6.5.", "6.6.")), moved
+    uploaded = moved["multidict"]["uploaded"]
+    assert uploaded is None or uploaded.startswith(day["last_good"]), (uploaded, day)
+    assert day["probes"] < day["resolutions"] < 61     # days between 05-15 and 07-15
+    assert f"went bad between {day['last_good']} and {day['first_bad']}" in said
+
+
+def test_a_day_before_the_package_existed_is_named(index: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 1\ndef step(s):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: early\nruntime: local\nmatrix:\n"
+        "  image: [{name: app, pip: [aiohttp], as_of: [2012-01-03, 2025-05-15]}]\n"
+        "  scenario: [s.py]\n")
+    code = main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r")])
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert code == EXIT_BAD_INPUT, text
+    assert "app@2012-01-03: aiohttp cannot be resolved as of 2012-01-03" in text
+    assert "fix: start `as_of:` on a day after the packages were published" in text
+    assert "Traceback" not in text
+    assert not (tmp_path / "r" / "early").exists() or not list(
+        (tmp_path / "r" / "early").glob("*/cells/*/result.json"))
