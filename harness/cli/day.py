@@ -4,7 +4,6 @@ that changed that day (day/<row>/ of the results directory)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,39 +96,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def search(args: argparse.Namespace, root: Path, found: RunDir,
-           run_on: tuple[Matrix, Engines],
-           cells: dict[str, Cell], todo: list[tuple[str, str]]) -> list[DayOutcome]:
+           run_on: tuple[Matrix, Engines], cells: dict[str, Cell],
+           todo: list[tuple[str, str]]) -> list[DayOutcome]:
     """Each row's days searched in day/<row>/ of the run, the answer in day.json there."""
-    from harness.orchestrator import Sweep
-    from harness.plans.days import day_of_row
-    from harness.runtimes.uploads import upload_time
-    from harness.store import RunStore
-    from harness.store.results import SeriesCache, atomic_write_text
+    from harness.plans.days import day_in_run
 
     matrix, engines = run_on
-    progress = printer(args.quiet)
     outcomes: list[DayOutcome] = []
     with interruptible():
         try:
             for g_id, b_id in todo:
                 g, b = cells[g_id], cells[b_id]
-                store = RunStore(root / "day" / b.row)
-                store.lock()
+                print(f"day {b.row}: {g.image.label} ({found.results[g_id].verdict}) .. "
+                      f"{b.image.label} ({found.results[b_id].verdict})", flush=True)
                 try:
-                    sweep = Sweep(matrix, engines.default, store, progress,
-                                  engines.by_host)
-                    print(f"day {b.row}: {g.image.label} ({found.results[g_id].verdict}) .. "
-                          f"{b.image.label} ({found.results[b_id].verdict})", flush=True)
-                    out = day_of_row(sweep, g, found.results[g_id], b, found.results[b_id],
+                    out = day_in_run(root, matrix, engines.default, g, found.results[g_id],
+                                     b, found.results[b_id],
                                      lambda s: print(f"  {s}", flush=True),
-                                     SeriesCache(root)(g_id), upload_time)
-                    print(f"{b.row}: {out.sentence()}\n  {out.resolutions} days resolved, "
-                          f"{out.probes} cell(s) run", flush=True)
-                    atomic_write_text(store.root / "day.json",
-                                      json.dumps(out.to_dict(), indent=1) + "\n")
-                    outcomes.append(out)
-                finally:
-                    store.unlock()
+                                     printer(args.quiet))
+                except ValueError as exc:
+                    raise InputError(f"{b.row}: {exc}") from exc
+                print(f"{b.row}: {out.sentence()}\n  {out.counts()}", flush=True)
+                outcomes.append(out)
         finally:
             engines.stop()
     return outcomes

@@ -22,6 +22,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.plans.culprit import outcome_of
@@ -29,10 +30,11 @@ from harness.plans.culpritsearch import BAD as PROBE_BAD
 from harness.plans.culpritsearch import GOOD as PROBE_GOOD
 
 if TYPE_CHECKING:
-    from harness.matrixfile.model import Cell
+    from harness.matrixfile.model import Cell, Matrix
     from harness.orchestrator import Sweep
     from harness.protocol.series import Series
     from harness.result.model import CellResult
+    from harness.runtimes.base import Runtime
 
 Pins = tuple[str, ...]
 Resolve = Callable[[str], Pins]
@@ -66,7 +68,8 @@ class DayOutcome:
     bad_pins: Pins = ()
     changes: list[Change] = field(default_factory=list)
     resolutions: int = 0    # days resolved (cached ones included)
-    probes: int = 0         # cells run
+    probes: int = 0         # days probed with a cell (reused ones included)
+    reused: int = 0         # of those, results an earlier search left that still hold
     untestable: str | None = None   # the day whose run decided nothing, if it stopped
     steps: list[str] = field(default_factory=list)
 
@@ -84,12 +87,18 @@ class DayOutcome:
         return (f"stopped: {self.untestable} ran untestable; went bad between "
                 f"{self.last_good} and {self.first_bad} ({moved})")
 
+    def counts(self) -> str:
+        """"8 days resolved, 4 probes (4 run)": what the answer cost."""
+        return (f"{self.resolutions} days resolved, {self.probes} probes "
+                f"({self.probes - self.reused} run, {self.reused} reused)")
+
     def to_dict(self) -> dict[str, object]:
         return {"row": self.row, "last_good": self.last_good, "first_bad": self.first_bad,
                 "found": self.found, "untestable": self.untestable,
                 "good_pins": list(self.good_pins), "bad_pins": list(self.bad_pins),
                 "changes": [dataclasses.asdict(c) for c in self.changes],
-                "resolutions": self.resolutions, "probes": self.probes, "steps": self.steps}
+                "resolutions": self.resolutions, "probes": self.probes,
+                "reused": self.reused, "steps": self.steps}
 
 
 def _day(text: str) -> dt.date:
@@ -154,7 +163,7 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
             known = probe(mid, pins[mid])
             out.probes += 1
             seen[pins[mid]] = known
-            how = f"run {out.probes}"
+            how = f"probe {out.probes}"
         else:
             how = "same pins as a day already known, not run"
         if known == PROBE_GOOD:
@@ -234,11 +243,51 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
         say(f"{result.image.label}: {result.verdict} ({result.reason})")
         return outcome_of(result, bad)
 
-    return search_days(b_cell.row, g_cell.image.as_of, b_cell.image.as_of, resolve, probe,
-                       say, uploaded)
+    out = search_days(b_cell.row, g_cell.image.as_of, b_cell.image.as_of, resolve, probe,
+                      say, uploaded)
+    out.reused = len(runner.cached)
+    return out
+
+
+def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
+               good: CellResult, b_cell: Cell, bad: CellResult, say: Say,
+               progress: Say) -> DayOutcome:
+    """`day_of_row` for a sweep's results directory `root`: the probes kept in
+    `root/day/<row>/` (reused there by a later search while their run key holds), the
+    answer written to `root/day/<row>/day.json`, upload times asked of the index.
+
+    Args:
+        matrix: The sweep's matrix (its cells' scenarios and settings).
+        runtime: A started local runtime (`Engines.for_matrix(...).default`).
+        g_cell, good: The row's last good day, its cell and result; b_cell, bad: the
+            first bad day's.
+        say: The search's lines (one per step); progress: the sweep's progress lines.
+
+    Raises:
+        ValueError: G and B are not two days of one `as_of:` entry, B not after G, or
+            `runtime` is not the local one.
+        resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
+        StoreError: `root/day/<row>/` is locked by another search.
+    """
+    import json
+
+    from harness.orchestrator import Sweep
+    from harness.runtimes.uploads import upload_time
+    from harness.store import RunStore
+    from harness.store.results import SeriesCache, atomic_write_text
+
+    store = RunStore(root / "day" / b_cell.row)
+    store.lock()
+    try:
+        sweep = Sweep(matrix, runtime, store, progress)
+        out = day_of_row(sweep, g_cell, good, b_cell, bad, say, SeriesCache(root)(g_cell.id),
+                         upload_time)
+        atomic_write_text(store.root / "day.json", json.dumps(out.to_dict(), indent=1) + "\n")
+    finally:
+        store.unlock()
+    return out
 
 
 def summary_of(outcomes: Mapping[str, DayOutcome]) -> list[str]:
     """One line per row, for a console or a report."""
-    return [f"{row}: {o.sentence()} ({o.resolutions} days resolved, {o.probes} cells run)"
-            for row, o in outcomes.items()]
+    return [f"{row}: {o.sentence()} ({o.counts()})" for row, o in outcomes.items()]
