@@ -45,6 +45,9 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
     yield ("ok", f"image {image.label}: Python {out.strip()} ({found})", "")
     if not image.pip:
         return
+    if image.as_of:
+        yield _dated_check(image, found)
+        return
     rc, out = process.check_output(
         [found, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
          "--disable-pip-version-check", *image.pip], timeout=RESOLVE_TIMEOUT_S)
@@ -61,6 +64,24 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
         yield ("FAIL", f"image {image.label}: pins do not resolve: "
                        f"{short_pip_error(out.splitlines())}",
                "check that these versions exist for this Python (and the index pip uses)")
+
+
+def _dated_check(image: ImageSpec, python: str) -> Check:
+    """A dated image's requirements resolved as of its day (the sweep's resolution, kept
+    in the cache)."""
+    from harness.runtimes import resolver
+    from harness.runtimes.local import cache_dir
+
+    _, version = process.check_output([python, "-c", "import sys;print(sys.version)"],
+                                      timeout=60)
+    try:
+        pins = resolver.resolve(image.pip, str(image.as_of), python, version.strip(),
+                                cache_dir(), image.label)
+    except resolver.ResolveError as exc:
+        problem, _, fix = str(exc).partition("\n  fix: ")
+        return ("FAIL", problem, fix)
+    return ("ok", f"image {image.label}: {' '.join(image.pip)} resolves as of "
+                  f"{image.as_of} to {len(pins)} pins", "")
 
 
 def _writable(out: Path) -> Check:
