@@ -12,9 +12,11 @@ import json
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sweepkit
+from fakeruntime import Behaviour
 
 from harness import matrixfile
 from harness.cli import main
@@ -22,7 +24,7 @@ from harness.errors import EXIT_ENVIRONMENT, SpecError
 from harness.matrixfile import asof
 from harness.plans.culpritsearch import BAD, GOOD, UNTESTABLE
 from harness.plans.days import Change, search_days
-from harness.runtimes import resolver
+from harness.runtimes import resolver, uploads
 
 DEFAULTS = {"iterations": 40, "warmup": 5, "sample_every": 5, "repeats": 0}
 
@@ -211,3 +213,45 @@ def test_an_index_that_cannot_be_reached_exits_3_with_the_fix(
     assert "app@2025-05-15: the package index could not be reached" in text
     assert "fix: check the network and uv's index setting" in text
     assert "Traceback" not in text
+
+
+def test_harness_day_on_a_row_of_undated_images_searches_nothing(
+        fake_sweep: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    run = fake_sweep(["v1", "v2"], {"v2": Behaviour(leak_per_iter=16384)})
+    assert run.outcome.results[f"v2.{run.cells[0].row}"].verdict == "leak"
+    assert main(["day", str(run.store.root)]) == 0
+    assert "no dated row went bad after a good day" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("said", "kind", "words"), [
+    ("error: No solution found when resolving dependencies\n  cause: Because there are no "
+     "versions of aiohttp and you require aiohttp, we can conclude that your requirements "
+     "are unsatisfiable.\n\nhint: `aiohttp` was filtered by `exclude-newer` to only include "
+     "packages uploaded before 2012-01-03T00:00:00Z. The latest version satisfying the "
+     "requirement is v4.0.0a1, published at 2019-10-09T11:29:30.939Z.",
+     resolver.TooEarly, "as of 2012-01-03 (00:00 UTC): Because there are no versions"),
+    ("error: Failed to fetch: http://127.0.0.1:9/simple/aiohttp/\n  cause: error sending "
+     "request for url (http://127.0.0.1:9/simple/aiohttp/)\n  cause: tcp connect error\n"
+     "  cause: Connection refused (os error 111)",
+     resolver.Unreachable, "could not be reached to resolve aiohttp as of 2012-01-03"),
+])
+def test_what_uv_said_is_read_as_too_early_or_unreachable(said: str, kind: type,
+                                                          words: str) -> None:
+    err = resolver._failure(said, ["aiohttp"], "2012-01-03", "app@2012-01-03")
+    assert isinstance(err, kind)
+    assert str(err).startswith("app@2012-01-03: ") and words in str(err)
+    assert "\n  fix: " in str(err)
+    assert err.exit_code == (2 if kind is resolver.TooEarly else 3)
+
+
+def test_an_upload_time_is_the_earliest_file_of_that_version() -> None:
+    files = [{"filename": "multidict-6.5.1-cp311-cp311-manylinux_x86_64.whl",
+              "upload-time": "2025-06-24T22:20:00Z"},
+             {"filename": "multidict-6.5.1.tar.gz", "upload-time": "2025-06-24T22:13:46Z"},
+             {"filename": "multidict-6.5.10.tar.gz", "upload-time": "2025-01-01T00:00:00Z"},
+             {"filename": "multidict_extra-6.5.1.tar.gz", "upload-time": "2020-01-01T00:00:00Z"},
+             {"filename": "multidict-6.4.4.tar.gz", "upload-time": "2025-05-19T00:00:00Z"}]
+    assert uploads.earliest(files, "multidict", "6.5.1") == "2025-06-24T22:13:46Z"
+    assert uploads.earliest(files, "multidict", "9.9") is None
+    assert uploads.file_version("typing_extensions-4.14.1-py3-none-any.whl",
+                                "typing-extensions") == "4.14.1"
