@@ -41,6 +41,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "slurm_overhead.py": ("slurm",),
     "time_verdicts.py": (),
     "user_paths.py": (),
+    "venv_build.py": (),
     "vs_psleak.py": (),
 }
 
