@@ -255,3 +255,14 @@ def test_an_upload_time_is_the_earliest_file_of_that_version() -> None:
     assert uploads.earliest(files, "multidict", "9.9") is None
     assert uploads.file_version("typing_extensions-4.14.1-py3-none-any.whl",
                                 "typing-extensions") == "4.14.1"
+
+
+def test_a_days_result_never_answers_for_another_day(tmp_path: Path) -> None:
+    from harness.result.runkey import key_of, why_changed
+
+    path = sweepkit.write_matrix(tmp_path, [{"name": "app", "pip": ["aiohttp"],
+                                             "as_of": ["2025-05-15", "2025-07-15"]}],
+                                 gpus=["none"])
+    may, july = matrixfile.load(path).cells
+    said = why_changed(key_of(may, "local"), key_of(july, "local"))
+    assert said is not None and "as_of day" in said and "2025-05-15 -> 2025-07-15" in said
