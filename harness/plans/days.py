@@ -127,6 +127,11 @@ def changes(good: Pins, bad: Pins, uploaded: Uploaded | None = None) -> list[Cha
     return out
 
 
+def halvings(days: int) -> int:
+    """Days a search over `days` days between its ends resolves at most: ceil(log2(n+1))."""
+    return (days).bit_length()
+
+
 def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: Probe,
                 say: Say, uploaded: Uploaded | None = None) -> DayOutcome:
     """The last good and first bad day between `good_day` (good) and `bad_day` (bad).
@@ -154,6 +159,9 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
         say(out.steps[-1])
         return out
     seen: dict[Pins, str] = {pins[good_day]: PROBE_GOOD, pins[bad_day]: PROBE_BAD}
+    between = (_day(hi) - _day(lo)).days - 1
+    say(f"{between} day(s) between {lo} and {hi}: at most {halvings(between)} resolved, "
+        "each run only where its pins are new")
     while (_day(hi) - _day(lo)).days > 1:
         mid = (_day(lo) + (_day(hi) - _day(lo)) / 2).isoformat()
         pins[mid] = resolve(mid)

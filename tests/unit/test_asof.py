@@ -23,7 +23,7 @@ from harness.cli import main
 from harness.errors import EXIT_ENVIRONMENT, SpecError
 from harness.matrixfile import asof
 from harness.plans.culpritsearch import BAD, GOOD, UNTESTABLE
-from harness.plans.days import Change, search_days
+from harness.plans.days import Change, halvings, search_days
 from harness.runtimes import resolver, uploads
 
 DEFAULTS = {"iterations": 40, "warmup": 5, "sample_every": 5, "repeats": 0}
@@ -126,8 +126,8 @@ def test_the_day_search_runs_only_new_resolutions_and_names_the_change() -> None
     # Only 6.5.0 is new to the search: 6.4.3 is the good day's and 6.6.3 the bad day's.
     assert [pins for _, pins in runs] == ["multidict==6.5.0"]
     assert out.probes == 1
-    # log2 of the 61 days, not every day: each day resolved once.
-    assert out.resolutions == len(asked) <= 2 + 6
+    # log2 of the 60 days between, not every day: each day resolved once.
+    assert out.resolutions == len(asked) <= 2 + halvings(60) == 2 + 6
     assert all(n == 1 for n in asked.values())
     assert "went bad between 2025-06-29 and 2025-06-30: multidict 6.5.0 -> 6.6.3" in (
         out.sentence())
