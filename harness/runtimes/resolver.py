@@ -1,7 +1,8 @@
 """A requirement list resolved as the package index stood at 00:00 UTC of a day.
 
 `resolve` asks uv (`uv pip compile --exclude-newer DAYT00:00:00Z`, through
-`runtimes.process`) for the pins, and keeps the answer in the cache directory: once the
+`runtimes.process`) for the pins, or where uv is missing or not wanted
+(`HARNESS_VENV_TOOL=pip`) the interpreter's pip (`--uploaded-prior-to`, pip 26 has it), and keeps the answer in the cache directory: once the
 day is past, what the index held then never changes, so a resolution is kept forever,
 keyed by (requirements, day, interpreter version), and a second sweep asks the index
 nothing. Which index: uv's own settings (`UV_DEFAULT_INDEX`, `UV_INDEX_URL`, uv.toml)
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,8 +30,10 @@ from harness.runtimes import process
 
 # HARNESS_VENV_TOOL=pip builds venvs with pip even where uv is installed (to compare).
 TOOL_ENV = "HARNESS_VENV_TOOL"
+_NOTHING = ("no solution found", "no matching distribution", "no version",
+            "not found in the")
 _NETWORK = ("error sending request", "failed to fetch", "connect", "dns error",
-            "timed out", "network", "request failed")
+            "timed out", "network", "request failed", "max retries", "could not fetch url")
 
 
 class ResolveError(HarnessError):
@@ -103,21 +107,10 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
     if got is not None:
         return got
     uv = uv_bin()
-    if uv is None:
-        raise Unreachable(f"{label}: `as_of:` resolves with uv, which is not installed"
-                          f"{' (HARNESS_VENV_TOOL=pip)' if os.environ.get(TOOL_ENV) else ''}"
-                          ".\n  fix: pip install uv (a dependency of harness), and unset "
-                          f"{TOOL_ENV}")
-    rc, out = process.check_output(
-        [uv, "pip", "compile", "-q", "--no-header", "--no-annotate", "--python", python,
-         "--exclude-newer", cutoff(day), "-"], timeout=300, stdin="\n".join(reqs) + "\n")
-    if rc != 0:
-        raise _failure(out, reqs, day, label)
-    pins = tuple(sorted(t.strip() for t in out.splitlines()
-                        if t.strip() and not t.lstrip().startswith("#") and "==" in t))
+    pins = _by_uv(uv, reqs, day, python, label) if uv else _by_pip(reqs, day, python, label)
     if not pins:
-        raise Unreachable(f"{label}: uv resolved {' '.join(reqs)} as of {day} to nothing: "
-                          f"{out.strip()[-300:]}\n  fix: check the requirement list")
+        raise Unreachable(f"{label}: {' '.join(reqs)} resolved as of {day} to nothing\n"
+                          "  fix: check the requirement list")
     path = cache_file(cache, reqs, day, version)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -127,24 +120,65 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
     return pins
 
 
+def _by_uv(uv: str, reqs: Sequence[str], day: str, python: str, label: str
+           ) -> tuple[str, ...]:
+    rc, out = process.check_output(
+        [uv, "pip", "compile", "-q", "--no-header", "--no-annotate", "--python", python,
+         "--exclude-newer", cutoff(day), "-"], timeout=300, stdin="\n".join(reqs) + "\n")
+    if rc != 0:
+        raise _failure(out, reqs, day, label)
+    return tuple(sorted(t.strip() for t in out.splitlines()
+                        if t.strip() and not t.lstrip().startswith("#") and "==" in t))
+
+
+def _by_pip(reqs: Sequence[str], day: str, python: str, label: str) -> tuple[str, ...]:
+    """pip's `--uploaded-prior-to` (pip 26 has it), where uv is not installed or not
+    wanted. `--isolated`: pip.conf's extra indexes and find-links folders may give no
+    upload times, and a file without one would pass for a file of any day."""
+    rc, out = process.check_output(
+        [python, "-m", "pip", "install", "--isolated", "--dry-run", "--quiet",
+         "--ignore-installed", "--disable-pip-version-check", "--report", "-",
+         "--uploaded-prior-to", cutoff(day), *reqs], timeout=300)
+    if rc != 0 and "no such option: --uploaded-prior-to" in out:
+        raise Unreachable(f"{label}: `as_of:` resolves with uv (not installed) or pip's "
+                          f"--uploaded-prior-to, which the pip of {python} lacks\n"
+                          "  fix: pip install uv (a dependency of harness), or upgrade that "
+                          f"pip ({python} -m pip install -U pip); unset {TOOL_ENV} to use uv")
+    if rc != 0:
+        raise _failure(out, reqs, day, label)
+    try:
+        report = json.loads(out[out.index("{"):])
+        return tuple(sorted(
+            f"{normal(i['metadata']['name'])}=={i['metadata']['version']}"
+            for i in report["install"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Unreachable(f"{label}: pip's report of {' '.join(reqs)} as of {day} cannot "
+                          f"be read: {out.strip()[-300:]}\n  fix: pip install uv") from exc
+
+
+def normal(name: str) -> str:
+    """A project name as uv pins it (PEP 503): `typing_extensions` -> `typing-extensions`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _failure(out: str, reqs: Sequence[str], day: str, label: str) -> ResolveError:
     lines = [t.strip() for t in out.splitlines() if t.strip()]
     said = next((t for t in reversed(lines) if t.startswith("cause:")),
                 lines[-1] if lines else "no output")
     text = out.lower()
-    if "no solution found" in text or "no version" in text or "not found in the" in text:
+    if any(k in text for k in _NETWORK):     # pip says "no matching distribution" too
+        return Unreachable(f"{label}: the package index could not be reached to resolve "
+                           f"{' '.join(reqs)} as of {day}: {said.removeprefix('cause:').strip()}"
+                           "\n  fix: check the network and uv's index setting "
+                           "(UV_DEFAULT_INDEX / UV_INDEX_URL); resolutions already made "
+                           "are cached and need no index")
+    if any(k in text for k in _NOTHING):
         hint = next((t for t in lines if "latest version" in t or "published at" in t), "")
         return TooEarly(f"{label}: {' '.join(reqs)} cannot be resolved as of {day} "
                         f"(00:00 UTC): {said.removeprefix('cause:').strip()}"
                         + (f"\n  {hint.removeprefix('hint:').strip()}" if hint else "")
                         + "\n  fix: start `as_of:` on a day after the packages were "
                         "published, or loosen the requirements")
-    if any(k in text for k in _NETWORK):
-        return Unreachable(f"{label}: the package index could not be reached to resolve "
-                           f"{' '.join(reqs)} as of {day}: {said.removeprefix('cause:').strip()}"
-                           "\n  fix: check the network and uv's index setting "
-                           "(UV_DEFAULT_INDEX / UV_INDEX_URL); resolutions already made "
-                           "are cached and need no index")
     return Unreachable(f"{label}: uv could not resolve {' '.join(reqs)} as of {day}: "
                        f"{said}\n  fix: run `uv pip compile --exclude-newer {cutoff(day)}` "
                        "by hand to see why")

@@ -10,6 +10,7 @@ index cannot be reached.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,3 +94,25 @@ def test_a_day_before_the_package_existed_is_named(index: Path, tmp_path: Path,
     assert "Traceback" not in text
     assert not (tmp_path / "r" / "early").exists() or not list(
         (tmp_path / "r" / "early").glob("*/cells/*/result.json"))
+
+
+def test_pips_upload_time_option_resolves_as_uv_does(index: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where uv is not wanted (HARNESS_VENV_TOOL=pip), pip's --uploaded-prior-to
+    resolves; uv's answer for the same day is the oracle."""
+    uv = resolver.uv_bin()
+    assert uv is not None
+    env = tmp_path / "newpip"
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(env)], check=True)
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(env / "bin" / "python"),
+                    "pip>=26"], check=True)
+    python = str(env / "bin" / "python")
+    version = subprocess.run([python, "-c", "import sys;print(sys.version)"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    by_uv = resolver.resolve(["aiohttp"], "2025-07-15", python, version, tmp_path / "a", "u")
+    monkeypatch.setenv(resolver.TOOL_ENV, "pip")
+    by_pip = resolver.resolve(["aiohttp"], "2025-07-15", python, version, tmp_path / "b", "p")
+    assert by_pip == by_uv
+    assert "multidict==6.6.3" in by_pip
+    with pytest.raises(resolver.TooEarly, match="as of 2012-01-03"):
+        resolver.resolve(["aiohttp"], "2012-01-03", python, version, tmp_path / "b", "p")
