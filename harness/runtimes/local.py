@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
@@ -113,9 +114,13 @@ class LocalRuntime(RuntimeBase):
                     f"cells {', '.join(wants[:3])} ask for a GPU but this host has no NVIDIA "
                     "driver (no /proc/driver/nvidia/gpus).\n  fix: run on a GPU host, or set "
                     "`gpu: [none]` in the matrix")
-        for image in sorted({c.image for c in cells if c.image.as_of},
-                            key=lambda i: i.index):
-            self.pins(image)
+        dated = sorted({c.image for c in cells if c.image.as_of}, key=lambda i: i.index)
+        for image in dated:
+            self._python(image)     # each interpreter asked once, before the threads
+        # Resolving waits on the index: a few days at once; the first day's error wins.
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for done in [pool.submit(self.pins, image) for image in dated]:
+                done.result()
 
     def _interpreter(self, name: str) -> str:
         found = shutil.which(name) if os.sep not in name else (name if os.access(

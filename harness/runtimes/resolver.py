@@ -18,11 +18,13 @@ Errors are said for a matrix's dated image (`NAME@DAY`):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -54,6 +56,15 @@ def uv_bin() -> str | None:
     on PATH; None where neither is, or where HARNESS_VENV_TOOL=pip."""
     if os.environ.get(TOOL_ENV, "").lower() == "pip":
         return None
+    with _FIND_LOCK:    # uv's finder reads sysconfig, whose first read is not thread-safe
+        return _find_uv()
+
+
+_FIND_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _find_uv() -> str | None:
     try:
         import uv  # type: ignore[import-not-found,unused-ignore]
 
