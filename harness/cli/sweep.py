@@ -22,6 +22,7 @@ from harness.errors import (
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.orchestrator import SweepOutcome
+    from harness.plans.culprit import Maker
     from harness.report import Report
     from harness.result.codec import JSON
     from harness.result.model import CellResult, Planned
@@ -248,11 +249,13 @@ def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, stor
     from harness.plans.culprit import docker_hybrids
     from harness.plans.journey import find_causes
 
-    client = hybrid_client(engines, args.runtime or matrix.runtime)
+    def hybrids(g: Cell, b: Cell) -> Maker | None:
+        """Raises: EnvironmentUnavailable: an engine that builds no hybrid images."""
+        client = hybrid_client(engines, args.runtime or matrix.runtime)
+        return None if client is None else docker_hybrids(client, g, b, progress)
+
     find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),
-                apply_overrides(list(matrix.cells), args), results, planned,
-                lambda g, b: None if client is None else docker_hybrids(client, g, b,
-                                                                        progress),
+                apply_overrides(list(matrix.cells), args), results, planned, hybrids,
                 progress)
 
 

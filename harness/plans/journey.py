@@ -29,7 +29,7 @@ from harness.answers.culprit import CULPRIT_DIR, CULPRIT_FILE
 from harness.answers.explain import Explanation, Pair, load_explanations, pairs
 from harness.answers.journey import CAUSE_DIR, Cause, cause_file
 from harness.answers.search import RowAnswer, answer_rows
-from harness.errors import InputError
+from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.model import Cell
 from harness.plans.culpritdiff import difference
 from harness.plans.journeysummary import (
@@ -238,8 +238,15 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
     else:
         said(f"between G {results[pair.good].image.label} and B "
              f"{results[pair.cell].image.label}", 0)
-        j.culprit = run_culprit(ctx, cells[pair.good], cells[pair.cell], results, hybrids,
-                                said)
+        try:
+            j.culprit = run_culprit(ctx, cells[pair.good], cells[pair.cell], results,
+                                    hybrids, said)
+        except EnvironmentUnavailable as exc:
+            # No hybrid can be had here (an engine that builds none): the chain goes on.
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            said(f"not searched: {why}", 0)
+            j.steps.append(f"culprit: not searched: {why}")
+            return
     j.steps.append(f"culprit: {j.culprit.get('sentence')}")
 
 
@@ -256,9 +263,10 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
     store.lock()
     try:
         sweep = Sweep(ctx.matrix, ctx.runtime, store, ctx.progress, ctx.runtimes)
+        make = hybrids(g, b)
         runner = sweep_runner(sweep, g, results[g.id], SeriesCache(ctx.store.root)(g.id))
         out = culprit(g, results[g.id], b, results[b.id], runner, lambda s: said(s, 1),
-                      make=hybrids(g, b))
+                      make=make)
         data: dict[str, object] = {**out.to_dict(), "derived_from": DerivedFrom.of(
             results, (g.id, b.id)).to_json()}
         atomic_write_text(store.root / CULPRIT_FILE, json.dumps(data, indent=1) + "\n")

@@ -1,0 +1,197 @@
+"""`harness sweep --find-cause` over FakeRuntime: the whole journey in one command (the
+call site, the package proved both ways, the first fixed image; on `hosts:`, whether the
+host or the image changed the verdict), its summary in every renderer, nothing searched
+where nothing is bad, and an interrupted chain resumed without losing or rerunning a
+finished step."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
+from sweepkit import on_the_cli, write_matrix
+
+from harness.cli import main
+from harness.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION
+from harness.matrixfile.model import Cell
+from harness.report import Report, read_run
+from harness.report.text import md
+
+GOOD = ("multidict==6.4.4", "yarl==1.9.4", "attrs==23.2.0")
+BAD = ("multidict==6.6.3", "yarl==1.20.1", "attrs==25.3.0")
+FIXED = ("multidict==6.6.4", "yarl==1.20.1", "attrs==25.3.0")
+ROW = "cpu.loop"
+
+
+def leaks_with(pin: str) -> Callable[[Cell], Behaviour]:
+    """The truth: a cell leaks exactly where its pins hold `pin`."""
+    return lambda c: Behaviour(leak_per_iter=6000) if pin in c.image.pip else Behaviour()
+
+
+def three_images(tmp: Path, pins: tuple[tuple[str, ...], ...] = (GOOD, BAD, FIXED)) -> Path:
+    return write_matrix(tmp, [{"name": n, "python": "python3", "pip": list(p)}
+                              for n, p in zip("gbc", pins, strict=True)],
+                        gpus=["none"], name="j")
+
+
+def the_run(out: Path) -> Path:
+    (run,) = (out / "j").iterdir()
+    return run
+
+
+def find_cause(matrix: Path, out: Path, *more: str) -> int:
+    return main(["sweep", str(matrix), "--out", str(out), "--find-cause", "-q", *more])
+
+
+def test_one_command_names_the_image_the_call_site_the_package_and_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN b's multidict 6.6.3 leaks, and c (multidict 6.6.4) does not
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == EXIT_REGRESSION
+    run = the_run(tmp_path / "r")
+    said = json.loads((run / "cause" / f"{ROW}.json").read_text())
+    summary = said["summary"]
+    # THEN one summary: the first bad image, the package proved both ways, the call
+    # site (the scenario's line the fake's where record names), the fix and the pins
+    assert summary.startswith("went bad at image b (last good g): leak; "
+                              "multidict 6.4.4 -> 6.6.3; with multidict 6.4.4: ok; "
+                              "with multidict 6.6.3: leak: heap +")
+    assert f"; at loop.py:{LEAK_LINE} step" in summary
+    assert summary.endswith("; fixed from image c (multidict 6.6.4). "
+                            "Workaround: multidict<6.6.3 or >=6.6.4")
+    assert said["facts"]["cause"] == {"status": "found", "changes": [
+        {"name": "multidict", "good": "6.4.4", "bad": "6.6.3"}]}
+    assert said["facts"]["day"] == "not a date axis"
+    # ... and the same summary in every renderer
+    assert f"cause, {ROW}: {summary}" in " ".join(capsys.readouterr().out.split())
+    assert md(summary) in (run / "report.md").read_text()
+    assert html.escape(summary, quote=False) in (run / "report.html").read_text()
+    assert json.loads((run / "results.json").read_text())["causes"][ROW]["summary"] == summary
+    main(["report", str(run), "--issue", ROW])
+    assert f"## Summary\n\n{md(summary)}" in capsys.readouterr().out
+
+
+def test_nothing_bad_exits_0_and_searches_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = on_the_cli(monkeypatch, FakeRuntime(leaks_with("never"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == EXIT_OK
+    run = the_run(tmp_path / "r")
+    ran = [cid for rt in made if isinstance(rt, FakeRuntime) for cid in rt.runs]
+    assert sorted(ran) == ["b.cpu.loop", "c.cpu.loop", "g.cpu.loop"]   # the sweep alone
+    assert all(not rt.attributed for rt in made if isinstance(rt, FakeRuntime))
+    assert not (run / "cause").exists() and not (run / "culprit").exists()
+    assert json.loads((run / "results.json").read_text())["causes"] == {}
+
+
+class InterruptedAt(FakeRuntime):
+    """Ctrl-C as the `n`th run after `armed` is set starts."""
+
+    def __init__(self, behave: Callable[[Cell], Behaviour], n: int):
+        super().__init__(behave, pins_as_packages=True)
+        self.n, self.armed = n, False
+
+    def run(self, request: Any, progress: Any) -> Any:
+        if self.armed:
+            self.n -= 1
+            if self.n == 0:
+                raise KeyboardInterrupt
+        return super().run(request, progress)
+
+
+def test_ctrl_c_in_the_chain_then_resume_loses_nothing_and_reruns_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    truth = leaks_with("multidict==6.6.3")
+    # The answer of an uninterrupted run, for the resumed one to equal.
+    on_the_cli(monkeypatch, FakeRuntime(truth, pins_as_packages=True))
+    assert find_cause(three_images(tmp_path / "whole"), tmp_path / "whole" / "r") == 1
+    whole = json.loads((the_run(tmp_path / "whole" / "r") / "cause" / f"{ROW}.json"
+                        ).read_text())
+
+    # GIVEN Ctrl-C at the culprit's second hybrid: 3 sweep cells, 2 explain runs, 1 hybrid
+    matrix = three_images(tmp_path)
+    first = InterruptedAt(truth, n=3 + 2 + 2)
+    first.armed = True
+    on_the_cli(monkeypatch, first)
+    assert find_cause(matrix, tmp_path / "r") == EXIT_INTERRUPTED
+    run = the_run(tmp_path / "r")
+    hybrids_done = [cid for cid in first.runs if cid.startswith("culprit-")]
+    assert len(hybrids_done) == 1 and len(first.attributed) == 2
+    assert not (run / "cause").exists()
+    # WHEN the same command resumes
+    again = FakeRuntime(truth, pins_as_packages=True)
+    on_the_cli(monkeypatch, again)
+    assert find_cause(matrix, tmp_path / "r", "--resume") == EXIT_REGRESSION
+    # THEN no sweep cell, explain run or finished hybrid ran again ...
+    assert not again.attributed
+    assert not set(again.runs) & {*first.runs}, again.runs
+    assert all(cid.startswith("culprit-") for cid in again.runs)
+    # ... and the answer is the uninterrupted run's (its figures aside: the fake's noise
+    # is seeded by the run's count)
+    resumed = json.loads((run / "cause" / f"{ROW}.json").read_text())
+    assert resumed["facts"] == whole["facts"]
+    assert resumed["summary"].split(": leak: ")[0] == whole["summary"].split(": leak: ")[0]
+    # AND a resume of a finished chain runs nothing at all
+    idle = FakeRuntime(truth, pins_as_packages=True)
+    on_the_cli(monkeypatch, idle)
+    assert find_cause(matrix, tmp_path / "r", "--resume") == EXIT_REGRESSION
+    assert idle.runs == [] and idle.attributed == []
+
+
+def test_a_cause_whose_cells_ran_again_is_left_out_and_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
+    root = the_run(tmp_path / "r")
+    found = read_run(root)
+    held = Report.from_results("j", found.results, root=root)
+    assert not held.causes[ROW].stale
+    # the fixed image's cell ran again (another run key): the summary rests on it
+    fixed = found.results["c.cpu.loop"]
+    assert fixed.key is not None
+    results = {**found.results, "c.cpu.loop": dataclasses.replace(
+        fixed, key=dataclasses.replace(fixed.key, params={"other": 1}))}
+    report = Report.from_results("j", results, root=root)
+    assert report.causes[ROW].stale
+    assert report.cause_lines(ROW) == [
+        f"stale: the cells it rests on changed since (c.cpu.loop); `harness sweep MATRIX "
+        f"--find-cause --resume {root}` finds it again"]
+
+
+# ---------------------------------------------------------------- is it the host?
+def hosts_matrix(tmp: Path) -> Path:
+    return write_matrix(tmp, ["img:v1", "img:v2"], runtime="docker", name="j", gpus=["none"],
+                        hosts=[{"name": "old", "url": "unix:///old.sock"},
+                               {"name": "new", "url": "unix:///new.sock"}])
+
+
+@pytest.mark.parametrize(("bad_on_old", "changed_by"), [
+    (False, "the host changed the verdict (new against old)"),
+    (True, "the image changed the verdict, not the host"),
+])
+def test_hosts_sweep_runs_the_first_bad_image_on_the_old_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_on_old: bool,
+        changed_by: str) -> None:
+    # GIVEN v2 leaks on the new host, and on the old one only where `bad_on_old`
+    def truth(c: Cell) -> Behaviour:
+        bad = c.image.label == "v2" and (c.host.label == "new" or bad_on_old)
+        return Behaviour(leak_per_iter=6000) if bad else Behaviour()
+
+    made = on_the_cli(monkeypatch, truth)
+    # WHEN only the new host's cells are swept, with --find-cause
+    assert find_cause(hosts_matrix(tmp_path), tmp_path / "r", "-k", "new") == 1
+    # THEN v2 ran on the old host too, and the summary says which changed the verdict
+    ran = [cid for rt in made if isinstance(rt, FakeRuntime) for cid in rt.runs]
+    assert ran.count("old.v2.cpu.loop") == 1 and "old.v1.cpu.loop" not in ran
+    said = json.loads((the_run(tmp_path / "r") / "cause" / "new.cpu.loop.json").read_text())
+    assert changed_by in said["summary"]
+    assert said["facts"]["hosts"] == [{
+        "host": "old", "cell": "old.v2.cpu.loop", "how": "run",
+        "verdict": "leak" if bad_on_old else "ok",
+        "changed_by": "the image" if bad_on_old else "the host"}]
