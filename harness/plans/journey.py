@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD, UNKNOWN
 from harness.answers.culprit import CULPRIT_DIR, CULPRIT_FILE
-from harness.answers.explain import Explanation, Pair, load_explanations, pairs
+from harness.answers.explain import Explanation, Pair, load_explanations, pairs, unpaired
 from harness.answers.journey import CAUSE_DIR, Cause, cause_file
 from harness.answers.search import RowAnswer, answer_rows
 from harness.errors import EnvironmentUnavailable, InputError
@@ -161,6 +161,8 @@ def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellRes
     if gone:
         raise InputError(f"cell {gone[0]} is not in matrix {ctx.matrix.file} (did it change "
                          "since the sweep?); run the sweep again without --resume")
+    for line in unpaired(results, planned):
+        say(f"find-cause: {line}")
     if not todo:
         say("find-cause: no row has a bad cell; nothing to search")
         return {}
