@@ -195,3 +195,18 @@ def test_hosts_sweep_runs_the_first_bad_image_on_the_old_host(
         "host": "old", "cell": "old.v2.cpu.loop", "how": "run",
         "verdict": "leak" if bad_on_old else "ok",
         "changed_by": "the image" if bad_on_old else "the host"}]
+
+
+@pytest.mark.parametrize(("verdicts", "fixed"), [
+    (["ok", "leak", "leak", "ok"], ("i3", "c3")),
+    (["ok", "leak", "ambiguous", "ok"], None),     # never named across a cell that told nothing
+    (["ok", "leak", "leak"], None),
+    (["leak", "ok"], ("i1", "c1")),                # bad from the first image: its fix
+])
+def test_the_first_fixed_image(verdicts: list[str], fixed: tuple[str, str] | None) -> None:
+    from harness.answers.search import RowAnswer, first_bad
+    from harness.plans.journey import fixed_in
+
+    cells = [(f"i{i}", v, f"c{i}") for i, v in enumerate(verdicts)]
+    bad, good, contiguous = first_bad([(label, v) for label, v, _ in cells])
+    assert fixed_in(RowAnswer("r", "cpu", "s", cells, bad, good, contiguous, "")) == fixed
