@@ -248,10 +248,13 @@ def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, stor
     from harness.orchestrator import Sweep
     from harness.plans.culprit import docker_hybrids
     from harness.plans.journey import find_causes
+    from harness.runtimes import Engines
 
     def hybrids(g: Cell, b: Cell) -> Maker | None:
-        """Raises: EnvironmentUnavailable: an engine that builds no hybrid images."""
-        client = hybrid_client(engines, args.runtime or matrix.runtime)
+        """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
+        builds no hybrid images."""
+        own = (engines.by_host or {}).get(b.host.label, engines.default)
+        client = hybrid_client(Engines(own), args.runtime or matrix.runtime)
         return None if client is None else docker_hybrids(client, g, b, progress)
 
     find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),

@@ -47,12 +47,13 @@ class HostAnswer:
 
     def words(self, image: str, here: str) -> str:
         if self.changed_by == IMAGE:
-            return (f"{image} is {self.text} on {self.host} too: the image changed the "
-                    f"verdict, not the host")
+            return (f"on {self.host} too, {image} is bad ({self.text}): the image changed "
+                    "the verdict, not the host")
         if self.changed_by == HOST:
-            return (f"{image} is {self.text} on {self.host}: the host changed the verdict "
-                    f"({here} against {self.host})")
-        return f"on {self.host}, {image} is {self.text}: cannot tell host from image there"
+            return (f"on {self.host}, {image} is good ({self.text}): the host changed the "
+                    f"verdict ({here} against {self.host})")
+        return (f"on {self.host}, {image} is {self.verdict} ({self.text}): cannot tell the "
+                "host from the image there")
 
 
 @dataclass
