@@ -125,6 +125,19 @@ def workaround(j: Journey, results: Mapping[str, CellResult]) -> str | None:
     return ", ".join(said) or None
 
 
+def _unproved(culprit: Mapping[str, object]) -> str:
+    """Culprit's answer where it named no package: outside the packages (with what else
+    changed between G and B, as the fingerprints say), or why no set was proved."""
+    if culprit.get("status") != "outside":
+        return f"no package proved the cause ({culprit.get('status')})"
+    diff = culprit.get("difference")
+    other = diff.get("other") if isinstance(diff, dict) else None
+    said = [f"{o.get('what')} {o.get('good')} -> {o.get('bad')}"
+            for o in (other if isinstance(other, list) else []) if isinstance(o, dict)]
+    return ("not the packages: B with every package change undone is still bad"
+            + (f"; what else changed: {', '.join(said[:4])}" if said else ""))
+
+
 def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
     """The row's journey in one paragraph."""
     bad = results[j.pair.cell]
@@ -148,7 +161,7 @@ def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
         parts.append(f"with {', '.join(_version(c, 'bad') for c in changes)}: "
                      f"{apply.get('text') or apply.get('outcome')}")
     elif j.culprit is not None:
-        parts.append(f"no package proved the cause ({j.culprit.get('status')})")
+        parts.append(_unproved(j.culprit))
     site = call_site(j.where)
     parts.append(f"at {site}" if site else "no call site (see explain's step)")
     if j.fixed is not None:

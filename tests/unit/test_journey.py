@@ -210,3 +210,21 @@ def test_the_first_fixed_image(verdicts: list[str], fixed: tuple[str, str] | Non
     cells = [(f"i{i}", v, f"c{i}") for i, v in enumerate(verdicts)]
     bad, good, contiguous = first_bad([(label, v) for label, v, _ in cells])
     assert fixed_in(RowAnswer("r", "cpu", "s", cells, bad, good, contiguous, "")) == fixed
+
+
+def test_a_cause_outside_the_packages_is_said_in_the_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN b's interpreter leaks whatever packages it has
+    on_the_cli(monkeypatch, FakeRuntime(
+        lambda c: Behaviour(leak_per_iter=6000) if c.image.python == "/usr/bin/python3"
+        else Behaviour(), pins_as_packages=True))
+    matrix = write_matrix(tmp_path, [{"name": "g", "python": "python3", "pip": list(GOOD)},
+                                     {"name": "b", "python": "/usr/bin/python3",
+                                      "pip": list(BAD)}], gpus=["none"], name="j")
+    assert find_cause(matrix, tmp_path / "r") == EXIT_REGRESSION
+    said = json.loads((the_run(tmp_path / "r") / "cause" / f"{ROW}.json").read_text())
+    assert said["summary"].startswith(
+        "went bad at image b (last good g): leak; not the packages: B with every package "
+        "change undone is still bad")
+    assert said["facts"]["cause"] == {"status": "outside", "changes": []}
+    assert said["facts"]["workaround"] is None and "Workaround" not in said["summary"]
