@@ -125,20 +125,21 @@ def other_host_cells(cells: Sequence[Cell], cell: Cell) -> list[Cell]:
 
 
 def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellResult],
-             todo: Sequence[Pair]) -> int:
+             todo: Sequence[Pair], step: int = 1) -> int:
     """The probes the chain expects to run: explain's two runs a pair, culprit's delta
     debugging (about 2 log2(changes) + 2), a run per other host's missing cell; none for
-    an answer that still holds."""
+    an answer that still holds, nor for the first pair's steps before step `step`."""
     n = 0
-    for pair in todo:
-        if explained(root, results, pair) is None:
+    for i, pair in enumerate(todo):
+        start = step if i == 0 else 1
+        if start <= 2 and explained(root, results, pair) is None:
             n += 1 + (pair.good is not None)
         g, b = results.get(pair.good or ""), results[pair.cell]
-        if g is not None and g.verdict in GOOD and b.verdict in BAD and culprit_answer(
-                root, pair.row, results, g.id, b.id) is None:
+        if start <= 3 and g is not None and g.verdict in GOOD and b.verdict in BAD and (
+                culprit_answer(root, pair.row, results, g.id, b.id) is None):
             changes = len(difference(g, b).packages)
             n += 2 + 2 * math.ceil(math.log2(changes)) if changes > 1 else 2 * changes
-        if pair.cell in cells:
+        if start <= 5 and pair.cell in cells:
             n += sum(1 for c in other_host_cells(list(cells.values()), cells[pair.cell])
                      if c.id not in results)
     return n
@@ -169,11 +170,13 @@ def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellRes
     progress = Progress(say)
     out: dict[str, Cause] = {}
     for i, pair in enumerate(todo):
-        progress.left = expected(root, by_id, results, todo[i:])   # a row's estimate, redone
         journey = Journey(pair, rows[pair.row])
         for n, (name, step) in enumerate(zip(STEPS, STEP_RUNS, strict=True), 1):
             if ctx.cancel.is_set():
                 return out
+            # Counted again before each step: a finished step's answer holds, so it
+            # counts nothing, and an estimate (culprit's) is not carried past its step.
+            progress.left = expected(root, by_id, results, todo[i:], n)
             step(ctx, by_id, journey, results, hybrids, progress.step(pair.row, n, name))
         out[pair.row] = write_cause(root, journey, results)
         say(f"find-cause {pair.row}: {out[pair.row].summary}")

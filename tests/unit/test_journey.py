@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -228,3 +229,19 @@ def test_a_cause_outside_the_packages_is_said_in_the_summary(
         "change undone is still bad")
     assert said["facts"]["cause"] == {"status": "outside", "changes": []}
     assert said["facts"]["workaround"] is None and "Workaround" not in said["summary"]
+
+
+def test_progress_says_the_step_and_the_probes_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    main(["sweep", str(three_images(tmp_path)), "--out", str(tmp_path / "r"), "--find-cause"])
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith(f"harness: find-cause {ROW} [")]
+    steps = [line.split("[")[1].split("]")[0] for line in lines]
+    assert [s for i, s in enumerate(steps) if s not in steps[:i]] == [
+        "1/5 day", "2/5 explain", "3/5 culprit", "4/5 fixed", "5/5 host"]
+    left = [int(line.rsplit("(about ", 1)[1].split()[0]) for line in lines]
+    # explain's two runs, then each of culprit's probes, counted down; none left at the end
+    assert left[0] >= 2 + 2 and left[-1] == 0
+    assert all(a >= b for a, b in itertools.pairwise(left)), left
