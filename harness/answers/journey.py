@@ -9,15 +9,18 @@ said (`holding`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.answers.explain import pairs
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult
+from harness.result.model import CellResult, Planned
 
 CAUSE_DIR = "cause"
+STALE_PAIR = ("stale: the row's first bad or last good is another cell now; `harness sweep "
+              "MATRIX --find-cause --resume {root}` finds it again")
 STALE = ("stale: the cells it rests on changed since ({cells}); `harness sweep MATRIX "
          "--find-cause --resume {root}` finds it again")
 
@@ -79,18 +82,23 @@ def load_causes(root: Path) -> dict[str, Cause]:
 
 
 def holding(found: Mapping[str, Cause], results: Mapping[str, CellResult],
-            root: Path | None) -> dict[str, Cause]:
+            root: Path | None, planned: Sequence[Planned] = (),
+            unreadable: Collection[str] = ()) -> dict[str, Cause]:
     """Each row's journey while the cells it rests on are the runs it was made from
-    (`DerivedFrom.changed`); else, in its place, the stale note with the command that
-    finds it again."""
+    (`DerivedFrom.changed`) and are still the row's first bad and last good (`pairs`: an
+    image added between them moves the first bad); else, in its place, the stale note
+    with the command that finds it again."""
+    now = {p.row: (p.cell, p.good) for p in pairs(results, None, planned, unreadable)}
     out: dict[str, Cause] = {}
     for row, cause in found.items():
         changed = cause.derived.changed(results) if cause.derived else []
-        if not changed:
+        pair = (cause.facts.get("first_bad_cell"), cause.facts.get("last_good_cell"))
+        if not changed and ("first_bad_cell" not in cause.facts or now.get(row) == pair):
             out[row] = cause
             continue
-        out[row] = Cause(row, STALE.format(cells=", ".join(changed), root=root or "DIR"),
-                         stale=True)
+        note = (STALE.format(cells=", ".join(changed), root=root or "DIR") if changed else
+                STALE_PAIR.format(root=root or "DIR"))
+        out[row] = Cause(row, note, stale=True)
     return out
 
 

@@ -190,6 +190,7 @@ def facts(j: Journey, results: Mapping[str, CellResult]) -> dict[str, JSON]:
         "image": j.fixed[0], "cell": j.fixed[1],
         "versions": dict(fixed_versions(j, results))}
     return {"first_bad": bad.image.label, "verdict": bad.verdict,
+            "first_bad_cell": j.pair.cell, "last_good_cell": j.pair.good,
             "last_good": good.image.label if good is not None else None,
             "day": day, "call_site": call_site(j.where), "cause": cause, "fixed": fixed,
             "workaround": workaround(j, results),

@@ -77,7 +77,7 @@ class Report:
                    stale, culprits_holding(load_culprits(root) if root is not None else {},
                                            results, root),
                    causes_holding(load_causes(root) if root is not None else {}, results,
-                                  root))
+                                  root, planned, gone))
 
     def cause_lines(self, row: str) -> list[str]:
         """What `--find-cause` found for the row: its summary, then each step's answer;

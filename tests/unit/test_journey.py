@@ -245,3 +245,25 @@ def test_progress_says_the_step_and_the_probes_left(
     # explain's two runs, then each of culprit's probes, counted down; none left at the end
     assert left[0] >= 2 + 2 and left[-1] == 0
     assert all(a >= b for a, b in itertools.pairwise(left)), left
+
+
+def test_a_cause_whose_row_has_another_first_bad_now_is_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
+    root = the_run(tmp_path / "r")
+    found = read_run(root).results
+    # an image between g and b, bad: the cells the cause rests on are unchanged, but the
+    # row's first bad is x now
+    b = found["b.cpu.loop"]
+
+    def at(res: Any, index: int, label: str | None = None) -> Any:
+        image = dataclasses.replace(res.image, index=index, label=label or res.image.label)
+        return dataclasses.replace(res, image=image, id=f"{image.label}.{ROW}")
+
+    moved = {"g.cpu.loop": found["g.cpu.loop"], "x.cpu.loop": at(b, 1, "x"),
+             "b.cpu.loop": at(b, 2), "c.cpu.loop": at(found["c.cpu.loop"], 3)}
+    report = Report.from_results("j", moved, root=root)
+    assert report.causes[ROW].stale
+    assert report.cause_lines(ROW)[0].startswith(
+        "stale: the row's first bad or last good is another cell now;")
