@@ -166,7 +166,10 @@ def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
     parts.append(f"at {site}" if site else "no call site (see explain's step)")
     if j.fixed is not None:
         versions = fixed_versions(j, results)
-        parts.append(f"fixed from image {j.fixed[0]}" + (
+        # On a date axis (`NAME@DATE` environments) the fix is a day, as the head is.
+        fixed = (f"fixed from {j.fixed[0].rpartition('@')[2]}" if j.day is not None
+                 else f"fixed from image {j.fixed[0]}")
+        parts.append(fixed + (
             f" ({', '.join(f'{n} {v}' for n, v in versions.items())})" if versions else ""))
     else:
         parts.append("no later good image")

@@ -267,3 +267,32 @@ def test_a_cause_whose_row_has_another_first_bad_now_is_stale(
     assert report.causes[ROW].stale
     assert report.cause_lines(ROW)[0].startswith(
         "stale: the row's first bad or last good is another cell now;")
+
+
+def test_the_day_seams_answer_heads_the_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the date axis's day search (`plans.journey.day_of`) hands back is said first,
+    and the fix as a day: the contract of the seam, until the search is wired to it."""
+    from harness.answers.explain import pairs
+    from harness.answers.search import answer_rows
+    from harness.plans.journeysummary import DayAnswer, Journey, summary
+
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    # labels as dates (`NAME@DATE` is the date axis's, not yet merged: `-` here)
+    images = [{"name": f"aio-2025-0{m}-15", "python": "python3", "pip": list(p)}
+              for m, p in ((5, GOOD), (7, BAD), (9, FIXED))]
+    assert find_cause(write_matrix(tmp_path, images, gpus=["none"], name="j"),
+                      tmp_path / "r") == 1
+    run = the_run(tmp_path / "r")
+    results = read_run(run).results
+    (pair,) = pairs(results)
+    (row,) = answer_rows(results)
+    culprit = json.loads((run / "culprit" / ROW / "culprit.json").read_text())
+    day = DayAnswer("2025-05-15", "2025-07-15", ("multidict 6.4.4 -> 6.6.3 (uploaded "
+                                                  "2025-06-30 14:02)",))
+    said = summary(Journey(pair, row, day, culprit=culprit,
+                           fixed=("aio@2025-09-15", f"aio-2025-09-15.{ROW}")), results)
+    assert said.startswith("went bad between 2025-05-15 and 2025-07-15: multidict 6.4.4 -> "
+                           "6.6.3 (uploaded 2025-06-30 14:02): leak; ")
+    assert "; fixed from 2025-09-15 (multidict 6.6.4). Workaround: multidict<6.6.3 or " \
+           ">=6.6.4" in said
