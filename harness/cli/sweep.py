@@ -177,10 +177,12 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
                     cells, bool(resume))
+                if args.explain or args.find_cause:   # their answers go into the reports
+                    # --find-cause's steps go to the sweep's own display (its lines above it)
+                    after_sweep(args, matrix, engines, store,
+                                live if args.find_cause else progress, outcome.results, planned)
             finally:
                 live.close()
-            if args.explain or args.find_cause:   # their answers go into the reports
-                after_sweep(args, matrix, engines, store, progress, outcome.results, planned)
             prefetch.join()   # the reporters were imported while the cells ran
             report, paths = reported(outcome, planned, store, {
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,

@@ -234,6 +234,7 @@ def test_a_cause_outside_the_packages_is_said_in_the_summary(
 def test_progress_says_the_step_and_the_probes_left(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)   # one progress line per event
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     main(["sweep", str(three_images(tmp_path)), "--out", str(tmp_path / "r"), "--find-cause"])
     lines = [line for line in capsys.readouterr().err.splitlines()
