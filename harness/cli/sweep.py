@@ -22,9 +22,11 @@ from harness.errors import (
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.orchestrator import SweepOutcome
+    from harness.plans.culprit import Maker
     from harness.report import Report
     from harness.result.codec import JSON
     from harness.result.model import CellResult, Planned
+    from harness.runtimes import Engines
     from harness.runtimes.base import Progress, Runtime
     from harness.store import RunStore
 
@@ -35,6 +37,8 @@ SWEEP_EPILOG = """examples:
   harness sweep matrix.yaml --resume                  finish an interrupted sweep
   harness sweep matrix.yaml --iterations 500 -q       every cell shorter, no progress
   harness sweep matrix.yaml --explain                 then: where the first bad leaks or slows
+  harness sweep matrix.yaml --find-cause              then the whole journey: call site,
+                                                      package, first fixed image, host
 
 exit codes:
   0  every cell ran and none is bad
@@ -66,6 +70,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--explain", action="store_true",
                    help="then run each row's first bad cell and its last good cell again "
                         "with attribution: where it leaks or slows (harness explain)")
+    p.add_argument("--find-cause", action="store_true",
+                   help="then, for each bad row: where it leaks or slows (harness explain), "
+                        "the package change that did it, proved both ways (harness "
+                        "culprit), the first fixed image and, on `hosts:`, whether the host "
+                        "or the image changed the verdict; one summary per row (with "
+                        "--resume, finished steps are reused)")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     options.add(p, "quiet")
     p.set_defaults(func=run)
@@ -167,11 +177,12 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
                     cells, bool(resume))
+                if args.explain or args.find_cause:   # their answers go into the reports
+                    # --find-cause's steps go to the sweep's own display (its lines above it)
+                    after_sweep(args, matrix, engines, store,
+                                live if args.find_cause else progress, outcome.results, planned)
             finally:
                 live.close()
-            if args.explain:   # its where.json files go into the reports below
-                explain_after(matrix, runtime, store, progress, engines.by_host,
-                              outcome.results, planned)
             prefetch.join()   # the reporters were imported while the cells ran
             report, paths = reported(outcome, planned, store, {
                 "matrix": str(args.matrix), "runtime": runtime.name, "started": started,
@@ -224,6 +235,33 @@ def compile_report_template() -> None:
     from harness.report.html import environment
 
     environment().get_template("report.html.j2")
+
+
+def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, store: RunStore,
+                progress: Progress, results: dict[str, CellResult],
+                planned: Sequence[Planned]) -> None:
+    """`--explain`, or `--find-cause`'s chain (`plans.journey`) over the matrix's cells as
+    this sweep runs them (its --iterations and --warmup): every host's, for the host step."""
+    if not args.find_cause:
+        explain_after(matrix, engines.default, store, progress, engines.by_host, results,
+                      planned)
+        return
+    from harness.cli.culprit import hybrid_client
+    from harness.orchestrator import Sweep
+    from harness.plans.culprit import docker_hybrids
+    from harness.plans.journey import find_causes
+    from harness.runtimes import Engines
+
+    def hybrids(g: Cell, b: Cell) -> Maker | None:
+        """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
+        builds no hybrid images."""
+        own = (engines.by_host or {}).get(b.host.label, engines.default)
+        client = hybrid_client(Engines(own), args.runtime or matrix.runtime)
+        return None if client is None else docker_hybrids(client, g, b, progress)
+
+    find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),
+                apply_overrides(list(matrix.cells), args), results, planned, hybrids,
+                progress)
 
 
 def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,

@@ -75,8 +75,11 @@ class ConsoleReporter(Reporter):
                     if len(row.diff) > 15:
                         say(f"... {len(row.diff) - 15} more differences in report.md", "  ")
         for row in self.report.rows:
+            cause = self.report.cause_lines(row.row)
+            if cause:
+                say(f"\ncause, {row.row}: {cause[0]}")
             culprit = self.report.culprit_lines(row.row)
-            if culprit:
+            if culprit and not cause:
                 say(f"\nculprit, {row.row}: {culprit[0]}")
         for row in self.report.rows:
             for _, _, cid in row.cells:

@@ -272,6 +272,12 @@ class IssueReporter(Reporter):
                       "first bad |\n|---|---|---|\n")
             for what, a, b in row.diff:
                 out.write(f"| {md(what)} | {md(a)} | {md(b)} |\n")
+        cause = r.cause_lines(row.row)
+        if cause:
+            out.write(f"\n## Summary\n\n{md(cause[0])}\n\nHow it was found "
+                      "(`harness sweep --find-cause`):\n\n")
+            for text in cause[1:]:
+                out.write(f"- {md(text)}\n")
         culprit = r.culprit_lines(row.row)
         if culprit:
             out.write(f"\n## The change that did it\n\n{md(culprit[0])}\n\nProbes "

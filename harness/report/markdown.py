@@ -52,6 +52,11 @@ class MarkdownReporter(Reporter):
                     for what, good, badv in pips:
                         out.write(f"| {md(what[4:])} | {md(good)} | {md(badv)} |\n")
                     out.write("\n</details>\n")
+            cause = r.cause_lines(row.row)
+            if cause:
+                out.write(f"\n**Cause** (`harness sweep --find-cause`): {md(cause[0])}\n\n")
+                for text in cause[1:]:
+                    out.write(f"- {md(text)}\n")
             culprit = r.culprit_lines(row.row)
             if culprit:
                 out.write(f"\n**Culprit** (`harness culprit`): {md(culprit[0])}\n\n")

@@ -11,6 +11,8 @@ from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
 from harness.answers.culprit import Culprit, load_culprits
 from harness.answers.culprit import holding as culprits_holding
 from harness.answers.explain import Explanation, holding, load_explanations
+from harness.answers.journey import Cause, load_causes, results_json
+from harness.answers.journey import holding as causes_holding
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode
@@ -45,6 +47,9 @@ class Report:
     stale_where: dict[str, str] = field(default_factory=dict)
     # `harness culprit`: row -> which package change did it (culprit/<row>/culprit.json)
     culprits: dict[str, Culprit] = field(default_factory=dict)
+    # `harness sweep --find-cause`: row -> its journey's summary (cause/<row>.json), or the
+    # stale note where the cells it rests on changed since
+    causes: dict[str, Cause] = field(default_factory=dict)
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -70,7 +75,15 @@ class Report:
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
                    explained, {k: v for k, v in (stored or {}).items() if k in results},
                    stale, culprits_holding(load_culprits(root) if root is not None else {},
-                                           results, root))
+                                           results, root),
+                   causes_holding(load_causes(root) if root is not None else {}, results,
+                                  root, planned, gone))
+
+    def cause_lines(self, row: str) -> list[str]:
+        """What `--find-cause` found for the row: its summary, then each step's answer;
+        empty when it was not run there."""
+        found = self.causes.get(row)
+        return found.lines() if found is not None else []
 
     def culprit_lines(self, row: str) -> list[str]:
         """What `harness culprit` answered for the row: its sentence, then each probe;
@@ -202,7 +215,8 @@ class Report:
                 "undecided_cells": list(self.undecided_cells),
                 "culprits": {row: {"status": c.status, "sentence": c.sentence,
                                    "probes": list(c.probes)}
-                             for row, c in sorted(self.culprits.items())}}
+                             for row, c in sorted(self.culprits.items())},
+                "causes": results_json(self.causes)}
 
 
 R = TypeVar("R", bound="Reporter")

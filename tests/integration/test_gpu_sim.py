@@ -355,3 +355,40 @@ matrix:
     assert "no kernel image is available" in old["reason"]
     assert any("run to decide: not-applicable from evidence" in f for f in texts(old))
     assert new["verdict"] == "ok", new["reason"]
+
+
+def test_find_cause_on_the_two_hosts_runs_the_first_bad_image_on_the_old_one(
+        sims: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The seeds' move, simulated: from a 3090 host with 20.12 to a 4090 host, where 20.12
+    # has no sm_89 code and 22.12 leaks device memory (a leak that came with its CUDA
+    # 11.8, simulated: `from_cuda`). Only the 4090's cells are swept; --find-cause runs
+    # 22.12 on the 3090 too and says the image, not the host, changed the verdict.
+    m = write(tmp_path, f"""
+name: movedhost
+runtime: docker
+hosts: [{{name: h3090, url: "{SIM['3090']}"}}, {{name: h4090, url: "{SIM['4090']}"}}]
+defaults: {{iterations: 120, warmup: 10, sample_every: 10, timeout: 5m}}
+matrix:
+  image: [{NGC}:20.12-tf1-py3, {NGC}:22.12-tf1-py3]
+  gpu: [0]
+  scenario:
+    - script: {SCENARIO}
+      id: gpuleak
+      params: {{alloc: 1048576, from_cuda: "11.8", sm_check: true}}
+""")
+    code = main(["sweep", str(m), "-k", "h4090", "--out", str(tmp_path / "out"), "-q",
+                 "--find-cause"])
+    assert code == 1, capsys.readouterr()
+    run = results_dir(tmp_path / "out")
+    cells = cells_of(tmp_path / "out")
+    assert cells["h4090.20.12-tf1-py3.gpu0.gpuleak"]["verdict"] == "not-applicable"
+    assert cells["h4090.22.12-tf1-py3.gpu0.gpuleak"]["verdict"] == "leak"
+    said = json.loads((run / "cause" / "h4090.gpu0.gpuleak.json").read_text())
+    assert said["summary"].startswith("bad from the first image, 22.12-tf1-py3: leak;")
+    assert said["facts"]["hosts"] == [{
+        "host": "h3090", "cell": "h3090.22.12-tf1-py3.gpu0.gpuleak", "verdict": "leak",
+        "how": "run", "changed_by": "the image"}]
+    assert "the image changed the verdict, not the host" in said["summary"]
+    on_old = json.loads((run / "cause" / "h4090.gpu0.gpuleak" / "cells"
+                         / "h3090.22.12-tf1-py3.gpu0.gpuleak" / "result.json").read_text())
+    assert [g["name"] for g in on_old["host"]["gpus"]] == ["NVIDIA GeForce RTX 3090"] * 2

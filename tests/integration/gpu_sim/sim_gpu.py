@@ -10,6 +10,8 @@ Params:
   oom_at    step at which to fail the way TensorFlow's BFC allocator does on a full GPU:
             its allocation summary to stderr, then ResourceExhaustedError (default: never)
   hold_s    seconds to sleep per step (default 0), to make cells overlap if they could
+  from_cuda alloc only in images whose CUDA_VERSION is this one or later ("11.8": a leak
+            that came with the 22.12 image, on every GPU; default: every image)
   sm_check  true: fail at setup as a CUDA 11.1-11.7 build fails on compute capability 8.9
             when it has no binary for it ("no kernel image is available"), judged from
             the image's CUDA_VERSION and the GPU profile (default false)
@@ -56,7 +58,12 @@ def setup(params):
                              "cuda_driver.cc] CUDA error: no kernel image is available for "
                              "execution on the device\n")
             raise RuntimeError("simulated: no kernel image for sm_89 in a CUDA 11.1 build")
-    return {"alloc": int(params.get("alloc", 0)), "oom_at": int(params.get("oom_at", -1)),
+    alloc = int(params.get("alloc", 0))
+    if params.get("from_cuda") is not None:
+        since = tuple(int(x) for x in str(params["from_cuda"]).split(".")[:2])
+        if _cc_and_cuda()[1] < since:
+            alloc = 0
+    return {"alloc": alloc, "oom_at": int(params.get("oom_at", -1)),
             "hold_s": float(params.get("hold_s", 0)), "uuids": _uuids(), "held": 0,
             "steps": 0, "start": time.time()}
 

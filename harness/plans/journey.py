@@ -1,0 +1,348 @@
+"""`harness sweep --find-cause`: the whole journey from a swept matrix to the cause, per
+bad row, as a chain of the plans that exist (never a copy of their loops):
+
+  day      the last good day and the first bad one, for a date axis (`day_of`:
+           `plans.days.day_in_run` between two days of one `as_of:` entry; any other row
+           is "not a date axis")
+  explain  `plans.explain`: the call site (its where.json reused while its run keys hold)
+  culprit  `plans.culprit`: the package, proved both ways (culprit/<row>/culprit.json
+           reused while the run keys of G and B hold; its hybrids are reused by their own)
+  fixed    the first good image after the first bad one, from the sweep's own cells
+  host     for a `hosts:` sweep: the first bad image on each other host (the sweep's cell,
+           else run there, through the GPU precheck), and whether the host or the image
+           changed the verdict
+
+Each row's answer goes to `cause/<row>.json` (`answers.journey.Cause`, with the run keys
+of every cell it rests on), which the report model reads back for every renderer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.analysis.kinds import BAD, GOOD, UNKNOWN
+from harness.answers.culprit import CULPRIT_DIR, CULPRIT_FILE
+from harness.answers.explain import Explanation, Pair, load_explanations, pairs, unpaired
+from harness.answers.journey import CAUSE_DIR, Cause, cause_file
+from harness.answers.search import RowAnswer, answer_rows
+from harness.errors import EnvironmentUnavailable, InputError
+from harness.matrixfile.model import Cell
+from harness.plans.culpritdiff import difference
+from harness.plans.journeysummary import (
+    NOT_A_DATE_AXIS,
+    DayAnswer,
+    HostAnswer,
+    Journey,
+    facts,
+    summary,
+)
+from harness.result.derived import DerivedFrom
+from harness.result.model import CellResult, Planned
+from harness.result.words import cell_text
+from harness.store.results import load_json
+
+if TYPE_CHECKING:
+    from harness.orchestrator import Sweep
+    from harness.plans.culprit import Maker
+
+Say = Callable[[str], None]
+# Hybrid images for a (G cell, B cell) pair on a container runtime; None: local venvs.
+Hybrids = Callable[[Cell, Cell], "Maker | None"]
+# One step's progress line: its text, and how many probes it has run since the last.
+Said = Callable[[str, int], None]
+STEPS = ("day", "explain", "culprit", "fixed", "host")
+
+
+def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
+           results: Mapping[str, CellResult], say: Say) -> DayAnswer | None:
+    """For a row whose last good and first bad images are two days of one `as_of:`
+    entry (`NAME@DATE`), the day search's answer between them (`plans.days.day_in_run`:
+    its probes kept in `day/<row>/` and reused there while their run keys hold); None
+    for any other row ("not a date axis": the images are the axis)."""
+    from harness.plans.days import day_in_run, same_entry
+    from harness.runtimes.local import LocalRuntime
+
+    if pair.good is None or pair.good not in results or pair.cell not in results:
+        return None
+    g_cell, b_cell = cells[pair.good], cells[pair.cell]
+    runtime = ctx.runtime_for(g_cell)
+    if not same_entry(g_cell, b_cell) or not isinstance(runtime, LocalRuntime):
+        return None
+    out = day_in_run(ctx.store.root, ctx.matrix, runtime, g_cell, results[pair.good],
+                     b_cell, results[pair.cell], say, ctx.progress)
+    return DayAnswer(out.last_good, out.first_bad, tuple(c.words() for c in out.changes))
+
+
+@dataclass
+class Progress:
+    """'find-cause ROW [2/5 explain]: ... (about N probes left)': which step the chain is
+    in and the probes (runs) it still expects (`expected`)."""
+
+    say: Say
+    left: int = 0
+
+    def step(self, row: str, n: int, name: str) -> Said:
+        def said(text: str, probes: int = 0) -> None:
+            self.left = max(0, self.left - probes)
+            self.say(f"find-cause {row} [{n}/{len(STEPS)} {name}]: {text} (about "
+                     f"{self.left} probe{'' if self.left == 1 else 's'} left)")
+
+        return said
+
+
+def fixed_in(row: RowAnswer) -> tuple[str, str] | None:
+    """The first good image after the row's first bad one (label, cell id), never named
+    across a cell that told nothing (undecided, not run, unavailable)."""
+    labels = [label for label, _, _ in row.cells]
+    if row.first_bad is None or row.first_bad not in labels:
+        return None
+    for label, verdict, cid in row.cells[labels.index(row.first_bad) + 1:]:
+        if verdict in GOOD:
+            return label, cid
+        if verdict in UNKNOWN:
+            return None
+    return None
+
+
+def explained(root: Path, results: Mapping[str, CellResult], pair: Pair
+              ) -> Explanation | None:
+    """The pair's where.json, while it rests on the pair's cells as they are now."""
+    ex = load_explanations(root).get(pair.cell)
+    if ex is None or ex.paired != pair.good or ex.derived != DerivedFrom.of(
+            results, (pair.cell, pair.good)):
+        return None
+    return ex
+
+
+def culprit_answer(root: Path, row: str, results: Mapping[str, CellResult], g: str, b: str
+                   ) -> Mapping[str, object] | None:
+    """culprit/<row>/culprit.json, while it was searched between G and B as they are."""
+    data = load_json(root / CULPRIT_DIR / row / CULPRIT_FILE)
+    if not isinstance(data, dict) or data.get("good") != g or data.get("bad") != b:
+        return None
+    if data.get("derived_from") != DerivedFrom.of(results, (g, b)).to_json():
+        return None
+    return data
+
+
+def other_host_cells(cells: Sequence[Cell], cell: Cell) -> list[Cell]:
+    """The same image, GPU and scenario on each other host of a `hosts:` matrix."""
+    return [c for c in cells if c.host.label != cell.host.label
+            and c.image.label == cell.image.label and c.gpu.label == cell.gpu.label
+            and c.scenario.id == cell.scenario.id]
+
+
+def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellResult],
+             todo: Sequence[Pair], step: int = 1) -> int:
+    """The probes the chain expects to run: explain's two runs a pair, culprit's delta
+    debugging (about 2 log2(changes) + 2), a run per other host's missing cell; none for
+    an answer that still holds, nor for the first pair's steps before step `step`."""
+    n = 0
+    for i, pair in enumerate(todo):
+        start = step if i == 0 else 1
+        if start <= 2 and explained(root, results, pair) is None:
+            n += 1 + (pair.good is not None)
+        g, b = results.get(pair.good or ""), results[pair.cell]
+        if start <= 3 and g is not None and g.verdict in GOOD and b.verdict in BAD and (
+                culprit_answer(root, pair.row, results, g.id, b.id) is None):
+            changes = len(difference(g, b).packages)
+            n += 2 + 2 * math.ceil(math.log2(changes)) if changes > 1 else 2 * changes
+        if start <= 5 and pair.cell in cells:
+            n += sum(1 for c in other_host_cells(list(cells.values()), cells[pair.cell])
+                     if c.id not in results)
+    return n
+
+
+def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellResult],
+                planned: Sequence[Planned], hybrids: Hybrids, say: Say) -> dict[str, Cause]:
+    """Each bad row's journey (`cells`: the matrix's cells as the sweep ran them), its
+    cause/<row>.json written into the sweep's directory; row -> its answer. A row whose
+    first bad is named across a cell that told nothing is left out (`pairs`).
+
+    Raises:
+        InputError: a cell of a pair is not in `cells` (the matrix changed since the sweep).
+    """
+    root = ctx.store.root
+    by_id = {c.id: c for c in cells}
+    rows = {r.row: r for r in answer_rows(results, planned)}
+    todo = pairs(results, planned=planned)
+    gone = [cid for p in todo for cid in (p.cell, p.good) if cid and cid not in by_id]
+    if gone:
+        raise InputError(f"cell {gone[0]} is not in matrix {ctx.matrix.file} (did it change "
+                         "since the sweep?); run the sweep again without --resume")
+    for line in unpaired(results, planned):
+        say(f"find-cause: {line}")
+    if not todo:
+        say("find-cause: no row has a bad cell; nothing to search")
+        return {}
+    progress = Progress(say)
+    out: dict[str, Cause] = {}
+    for i, pair in enumerate(todo):
+        journey = Journey(pair, rows[pair.row])
+        for n, (name, step) in enumerate(zip(STEPS, STEP_RUNS, strict=True), 1):
+            if ctx.cancel.is_set():
+                return out
+            # Counted again before each step: a finished step's answer holds, so it
+            # counts nothing, and an estimate (culprit's) is not carried past its step.
+            progress.left = expected(root, by_id, results, todo[i:], n)
+            step(ctx, by_id, journey, results, hybrids, progress.step(pair.row, n, name))
+        out[pair.row] = write_cause(root, journey, results)
+        say(f"find-cause {pair.row}: {out[pair.row].summary}")
+    return out
+
+
+def write_cause(root: Path, j: Journey, results: Mapping[str, CellResult]) -> Cause:
+    """cause/<row>.json: the summary, the steps, the facts and the cells they rest on."""
+    from harness.store.results import atomic_write_text
+
+    rests_on = (j.pair.cell, j.pair.good, j.fixed[1] if j.fixed else None,
+                *(h.cell for h in j.hosts if h.how == SWEPT))
+    cause = Cause(j.pair.row, summary(j, results), tuple(j.steps), facts(j, results),
+                  DerivedFrom.of(results, rests_on))
+    path = cause_file(root, j.pair.row)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(cause.to_json(), indent=1) + "\n")
+    return cause
+
+
+Step = Callable[["Sweep", Mapping[str, Cell], Journey, Mapping[str, CellResult], Hybrids,
+                 Said], None]
+SWEPT = "the sweep's cell"
+
+
+def step_day(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
+             results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
+    j.day = day_of(ctx, cells, j.pair, results, lambda text: said(text, 0))
+    text = (f"{NOT_A_DATE_AXIS}: the images are the axis" if j.day is None else
+            f"last good {j.day.last_good}, first bad {j.day.first_bad}: "
+            + (", ".join(j.day.changed) or "no package changed"))
+    said(text, 0)
+    j.steps.append(f"day: {text}")
+
+
+def step_explain(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
+                 results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
+    from harness.plans.explain import explain
+
+    pair = j.pair
+    j.where = explained(ctx.store.root, results, pair)
+    if j.where is not None:
+        said(f"{pair.cell}: its where.json holds (same run keys); reused", 0)
+    else:
+        said(f"{pair.cell} against {pair.good or 'no good cell'}: running with attribution",
+             0)
+        j.where = explain(ctx, results, cells, [pair], ctx.store.root).get(pair.cell)
+        said(f"{pair.cell}: attributed", 1 + (pair.good is not None))
+    found = list(j.where.diff or j.where.summary) if j.where is not None else []
+    j.steps.append("explain: " + ("; ".join(found[:3]) if found else
+                                  "the attributed run left no where record"))
+
+
+def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
+                 results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
+    pair = j.pair
+    if pair.good is None:
+        said("no good image in the row to swap packages from; skipped", 0)
+        j.steps.append("culprit: no good image in the row to swap packages from")
+        return
+    j.culprit = culprit_answer(ctx.store.root, pair.row, results, pair.good, pair.cell)
+    if j.culprit is not None:
+        said("its culprit.json holds (the run keys of G and B); reused", 0)
+    else:
+        said(f"between G {results[pair.good].image.label} and B "
+             f"{results[pair.cell].image.label}", 0)
+        try:
+            j.culprit = run_culprit(ctx, cells[pair.good], cells[pair.cell], results,
+                                    hybrids, said)
+        except EnvironmentUnavailable as exc:
+            # No hybrid can be had here (an engine that builds none): the chain goes on.
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            said(f"not searched: {why}", 0)
+            j.steps.append(f"culprit: not searched: {why}")
+            return
+    j.steps.append(f"culprit: {j.culprit.get('sentence')}")
+
+
+def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
+                hybrids: Hybrids, said: Said) -> Mapping[str, object]:
+    """`plans.culprit` between G and B into culprit/<row>/ of the sweep's directory, its
+    answer written as `harness culprit` writes it (culprit.json, with the run keys)."""
+    from harness.orchestrator import Sweep
+    from harness.plans.culprit import culprit, sweep_runner
+    from harness.store import RunStore
+    from harness.store.results import SeriesCache, atomic_write_text
+
+    store = RunStore(ctx.store.root / CULPRIT_DIR / b.row)
+    store.lock()
+    try:
+        sweep = Sweep(ctx.matrix, ctx.runtime, store, ctx.progress, ctx.runtimes)
+        make = hybrids(g, b)
+        runner = sweep_runner(sweep, g, results[g.id], SeriesCache(ctx.store.root)(g.id))
+        out = culprit(g, results[g.id], b, results[b.id], runner, lambda s: said(s, 1),
+                      make=make)
+        data: dict[str, object] = {**out.to_dict(), "derived_from": DerivedFrom.of(
+            results, (g.id, b.id)).to_json()}
+        atomic_write_text(store.root / CULPRIT_FILE, json.dumps(data, indent=1) + "\n")
+    finally:
+        store.unlock()
+    return data
+
+
+def step_fixed(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
+               results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
+    j.fixed = fixed_in(j.row)
+    text = (f"first good image after {j.row.first_bad}: {j.fixed[0]}" if j.fixed
+            else f"no good image after {j.row.first_bad}")
+    said(text, 0)
+    j.steps.append(f"fixed: {text}")
+
+
+def step_host(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
+              results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
+    bad = cells[j.pair.cell]
+    others = other_host_cells(list(cells.values()), bad)
+    if not others:
+        said("one host: nothing to compare", 0)
+        return
+    for other in others:
+        found = results.get(other.id)
+        how = SWEPT
+        if found is None:
+            said(f"{bad.image.label} on {other.host.label} too", 0)
+            found, how = on_host(ctx, other, j.pair.row)
+            said(f"{other.id}: {found.verdict}", 1 if how == "run" else 0)
+        answer = HostAnswer(other.host.label, other.id, str(found.verdict),
+                            cell_text(found), how)
+        j.hosts.append(answer)
+        j.steps.append(f"host: {answer.words(bad.image.label, bad.host.label)} [{how}]")
+
+
+def on_host(ctx: Sweep, cell: Cell, row: str) -> tuple[CellResult, str]:
+    """The cell run within itself (its precheck first: an image that does not support the
+    host's GPU is not-applicable, never run) into cause/<row>/ of the sweep's directory;
+    a result there made by the same run (its run key) is reused."""
+    from harness.orchestrator import Sweep
+    from harness.result.runkey import key_of, why_changed
+    from harness.store import RunStore
+
+    store = RunStore(ctx.store.root / CAUSE_DIR / row)
+    store.lock()
+    try:
+        old = store.load_cell(cell.id)
+        if old is not None and why_changed(old.key, key_of(
+                cell, ctx.runtime_for(cell).name)) is None:
+            return old, "reused"
+        result = Sweep(ctx.matrix, ctx.runtime, store, ctx.progress,
+                       ctx.runtimes).run_cell(cell).result
+        store.write_cell(result)
+    finally:
+        store.unlock()
+    return result, "run"
+
+
+STEP_RUNS: tuple[Step, ...] = (step_day, step_explain, step_culprit, step_fixed, step_host)

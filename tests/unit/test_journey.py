@@ -1,0 +1,299 @@
+"""`harness sweep --find-cause` over FakeRuntime: the whole journey in one command (the
+call site, the package proved both ways, the first fixed image; on `hosts:`, whether the
+host or the image changed the verdict), its summary in every renderer, nothing searched
+where nothing is bad, and an interrupted chain resumed without losing or rerunning a
+finished step."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
+from sweepkit import on_the_cli, write_matrix
+
+from harness.cli import main
+from harness.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION
+from harness.matrixfile.model import Cell
+from harness.report import Report, read_run
+from harness.report.text import md
+
+GOOD = ("multidict==6.4.4", "yarl==1.9.4", "attrs==23.2.0")
+BAD = ("multidict==6.6.3", "yarl==1.20.1", "attrs==25.3.0")
+FIXED = ("multidict==6.6.4", "yarl==1.20.1", "attrs==25.3.0")
+ROW = "cpu.loop"
+
+
+def leaks_with(pin: str) -> Callable[[Cell], Behaviour]:
+    """The truth: a cell leaks exactly where its pins hold `pin`."""
+    return lambda c: Behaviour(leak_per_iter=6000) if pin in c.image.pip else Behaviour()
+
+
+def three_images(tmp: Path, pins: tuple[tuple[str, ...], ...] = (GOOD, BAD, FIXED)) -> Path:
+    return write_matrix(tmp, [{"name": n, "python": "python3", "pip": list(p)}
+                              for n, p in zip("gbc", pins, strict=True)],
+                        gpus=["none"], name="j")
+
+
+def the_run(out: Path) -> Path:
+    (run,) = (out / "j").iterdir()
+    return run
+
+
+def find_cause(matrix: Path, out: Path, *more: str) -> int:
+    return main(["sweep", str(matrix), "--out", str(out), "--find-cause", "-q", *more])
+
+
+def test_one_command_names_the_image_the_call_site_the_package_and_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN b's multidict 6.6.3 leaks, and c (multidict 6.6.4) does not
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == EXIT_REGRESSION
+    run = the_run(tmp_path / "r")
+    said = json.loads((run / "cause" / f"{ROW}.json").read_text())
+    summary = said["summary"]
+    # THEN one summary: the first bad image, the package proved both ways, the call
+    # site (the scenario's line the fake's where record names), the fix and the pins
+    assert summary.startswith("went bad at image b (last good g): leak; "
+                              "multidict 6.4.4 -> 6.6.3; with multidict 6.4.4: ok; "
+                              "with multidict 6.6.3: leak: heap +")
+    assert f"; at loop.py:{LEAK_LINE} step" in summary
+    assert summary.endswith("; fixed from image c (multidict 6.6.4). "
+                            "Workaround: multidict<6.6.3 or >=6.6.4")
+    assert said["facts"]["cause"] == {"status": "found", "changes": [
+        {"name": "multidict", "good": "6.4.4", "bad": "6.6.3"}]}
+    assert said["facts"]["day"] == "not a date axis"
+    # ... and the same summary in every renderer
+    assert f"cause, {ROW}: {summary}" in " ".join(capsys.readouterr().out.split())
+    assert md(summary) in (run / "report.md").read_text()
+    assert html.escape(summary, quote=False) in (run / "report.html").read_text()
+    assert json.loads((run / "results.json").read_text())["causes"][ROW]["summary"] == summary
+    main(["report", str(run), "--issue", ROW])
+    assert f"## Summary\n\n{md(summary)}" in capsys.readouterr().out
+
+
+def test_nothing_bad_exits_0_and_searches_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = on_the_cli(monkeypatch, FakeRuntime(leaks_with("never"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == EXIT_OK
+    run = the_run(tmp_path / "r")
+    ran = [cid for rt in made if isinstance(rt, FakeRuntime) for cid in rt.runs]
+    assert sorted(ran) == ["b.cpu.loop", "c.cpu.loop", "g.cpu.loop"]   # the sweep alone
+    assert all(not rt.attributed for rt in made if isinstance(rt, FakeRuntime))
+    assert not (run / "cause").exists() and not (run / "culprit").exists()
+    assert json.loads((run / "results.json").read_text())["causes"] == {}
+
+
+class InterruptedAt(FakeRuntime):
+    """Ctrl-C as the `n`th run after `armed` is set starts."""
+
+    def __init__(self, behave: Callable[[Cell], Behaviour], n: int):
+        super().__init__(behave, pins_as_packages=True)
+        self.n, self.armed = n, False
+
+    def run(self, request: Any, progress: Any) -> Any:
+        if self.armed:
+            self.n -= 1
+            if self.n == 0:
+                raise KeyboardInterrupt
+        return super().run(request, progress)
+
+
+def test_ctrl_c_in_the_chain_then_resume_loses_nothing_and_reruns_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    truth = leaks_with("multidict==6.6.3")
+    # The answer of an uninterrupted run, for the resumed one to equal.
+    on_the_cli(monkeypatch, FakeRuntime(truth, pins_as_packages=True))
+    assert find_cause(three_images(tmp_path / "whole"), tmp_path / "whole" / "r") == 1
+    whole = json.loads((the_run(tmp_path / "whole" / "r") / "cause" / f"{ROW}.json"
+                        ).read_text())
+
+    # GIVEN Ctrl-C at the culprit's second hybrid: 3 sweep cells, 2 explain runs, 1 hybrid
+    matrix = three_images(tmp_path)
+    first = InterruptedAt(truth, n=3 + 2 + 2)
+    first.armed = True
+    on_the_cli(monkeypatch, first)
+    assert find_cause(matrix, tmp_path / "r") == EXIT_INTERRUPTED
+    run = the_run(tmp_path / "r")
+    hybrids_done = [cid for cid in first.runs if cid.startswith("culprit-")]
+    assert len(hybrids_done) == 1 and len(first.attributed) == 2
+    assert not (run / "cause").exists()
+    # WHEN the same command resumes
+    again = FakeRuntime(truth, pins_as_packages=True)
+    on_the_cli(monkeypatch, again)
+    assert find_cause(matrix, tmp_path / "r", "--resume") == EXIT_REGRESSION
+    # THEN no sweep cell, explain run or finished hybrid ran again ...
+    assert not again.attributed
+    assert not set(again.runs) & {*first.runs}, again.runs
+    assert all(cid.startswith("culprit-") for cid in again.runs)
+    # ... and the answer is the uninterrupted run's (its figures aside: the fake's noise
+    # is seeded by the run's count)
+    resumed = json.loads((run / "cause" / f"{ROW}.json").read_text())
+    assert resumed["facts"] == whole["facts"]
+    assert resumed["summary"].split(": leak: ")[0] == whole["summary"].split(": leak: ")[0]
+    # AND a resume of a finished chain runs nothing at all
+    idle = FakeRuntime(truth, pins_as_packages=True)
+    on_the_cli(monkeypatch, idle)
+    assert find_cause(matrix, tmp_path / "r", "--resume") == EXIT_REGRESSION
+    assert idle.runs == [] and idle.attributed == []
+
+
+def test_a_cause_whose_cells_ran_again_is_left_out_and_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
+    root = the_run(tmp_path / "r")
+    found = read_run(root)
+    held = Report.from_results("j", found.results, root=root)
+    assert not held.causes[ROW].stale
+    # the fixed image's cell ran again (another run key): the summary rests on it
+    fixed = found.results["c.cpu.loop"]
+    assert fixed.key is not None
+    results = {**found.results, "c.cpu.loop": dataclasses.replace(
+        fixed, key=dataclasses.replace(fixed.key, params={"other": 1}))}
+    report = Report.from_results("j", results, root=root)
+    assert report.causes[ROW].stale
+    assert report.cause_lines(ROW) == [
+        f"stale: the cells it rests on changed since (c.cpu.loop); `harness sweep MATRIX "
+        f"--find-cause --resume {root}` finds it again"]
+
+
+# ---------------------------------------------------------------- is it the host?
+def hosts_matrix(tmp: Path) -> Path:
+    return write_matrix(tmp, ["img:v1", "img:v2"], runtime="docker", name="j", gpus=["none"],
+                        hosts=[{"name": "old", "url": "unix:///old.sock"},
+                               {"name": "new", "url": "unix:///new.sock"}])
+
+
+@pytest.mark.parametrize(("bad_on_old", "changed_by"), [
+    (False, "the host changed the verdict (new against old)"),
+    (True, "the image changed the verdict, not the host"),
+])
+def test_hosts_sweep_runs_the_first_bad_image_on_the_old_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_on_old: bool,
+        changed_by: str) -> None:
+    # GIVEN v2 leaks on the new host, and on the old one only where `bad_on_old`
+    def truth(c: Cell) -> Behaviour:
+        bad = c.image.label == "v2" and (c.host.label == "new" or bad_on_old)
+        return Behaviour(leak_per_iter=6000) if bad else Behaviour()
+
+    made = on_the_cli(monkeypatch, truth)
+    # WHEN only the new host's cells are swept, with --find-cause
+    assert find_cause(hosts_matrix(tmp_path), tmp_path / "r", "-k", "new") == 1
+    # THEN v2 ran on the old host too, and the summary says which changed the verdict
+    ran = [cid for rt in made if isinstance(rt, FakeRuntime) for cid in rt.runs]
+    assert ran.count("old.v2.cpu.loop") == 1 and "old.v1.cpu.loop" not in ran
+    said = json.loads((the_run(tmp_path / "r") / "cause" / "new.cpu.loop.json").read_text())
+    assert changed_by in said["summary"]
+    assert said["facts"]["hosts"] == [{
+        "host": "old", "cell": "old.v2.cpu.loop", "how": "run",
+        "verdict": "leak" if bad_on_old else "ok",
+        "changed_by": "the image" if bad_on_old else "the host"}]
+
+
+@pytest.mark.parametrize(("verdicts", "fixed"), [
+    (["ok", "leak", "leak", "ok"], ("i3", "c3")),
+    (["ok", "leak", "ambiguous", "ok"], None),     # never named across a cell that told nothing
+    (["ok", "leak", "leak"], None),
+    (["leak", "ok"], ("i1", "c1")),                # bad from the first image: its fix
+])
+def test_the_first_fixed_image(verdicts: list[str], fixed: tuple[str, str] | None) -> None:
+    from harness.answers.search import RowAnswer, first_bad
+    from harness.plans.journey import fixed_in
+
+    cells = [(f"i{i}", v, f"c{i}") for i, v in enumerate(verdicts)]
+    bad, good, contiguous = first_bad([(label, v) for label, v, _ in cells])
+    assert fixed_in(RowAnswer("r", "cpu", "s", cells, bad, good, contiguous, "")) == fixed
+
+
+def test_a_cause_outside_the_packages_is_said_in_the_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN b's interpreter leaks whatever packages it has
+    on_the_cli(monkeypatch, FakeRuntime(
+        lambda c: Behaviour(leak_per_iter=6000) if c.image.python == "/usr/bin/python3"
+        else Behaviour(), pins_as_packages=True))
+    matrix = write_matrix(tmp_path, [{"name": "g", "python": "python3", "pip": list(GOOD)},
+                                     {"name": "b", "python": "/usr/bin/python3",
+                                      "pip": list(BAD)}], gpus=["none"], name="j")
+    assert find_cause(matrix, tmp_path / "r") == EXIT_REGRESSION
+    said = json.loads((the_run(tmp_path / "r") / "cause" / f"{ROW}.json").read_text())
+    assert said["summary"].startswith(
+        "went bad at image b (last good g): leak; not the packages: B with every package "
+        "change undone is still bad")
+    assert said["facts"]["cause"] == {"status": "outside", "changes": []}
+    assert said["facts"]["workaround"] is None and "Workaround" not in said["summary"]
+
+
+def test_progress_says_the_step_and_the_probes_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)   # one progress line per event
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    main(["sweep", str(three_images(tmp_path)), "--out", str(tmp_path / "r"), "--find-cause"])
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith(f"harness: find-cause {ROW} [")]
+    steps = [line.split("[")[1].split("]")[0] for line in lines]
+    assert [s for i, s in enumerate(steps) if s not in steps[:i]] == [
+        "1/5 day", "2/5 explain", "3/5 culprit", "4/5 fixed", "5/5 host"]
+    left = [int(line.rsplit("(about ", 1)[1].split()[0]) for line in lines]
+    # explain's two runs, then each of culprit's probes, counted down; none left at the end
+    assert left[0] >= 2 + 2 and left[-1] == 0
+    assert all(a >= b for a, b in itertools.pairwise(left)), left
+
+
+def test_a_cause_whose_row_has_another_first_bad_now_is_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
+    root = the_run(tmp_path / "r")
+    found = read_run(root).results
+    # an image between g and b, bad: the cells the cause rests on are unchanged, but the
+    # row's first bad is x now
+    b = found["b.cpu.loop"]
+
+    def at(res: Any, index: int, label: str | None = None) -> Any:
+        image = dataclasses.replace(res.image, index=index, label=label or res.image.label)
+        return dataclasses.replace(res, image=image, id=f"{image.label}.{ROW}")
+
+    moved = {"g.cpu.loop": found["g.cpu.loop"], "x.cpu.loop": at(b, 1, "x"),
+             "b.cpu.loop": at(b, 2), "c.cpu.loop": at(found["c.cpu.loop"], 3)}
+    report = Report.from_results("j", moved, root=root)
+    assert report.causes[ROW].stale
+    assert report.cause_lines(ROW)[0].startswith(
+        "stale: the row's first bad or last good is another cell now;")
+
+
+def test_the_day_seams_answer_heads_the_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the date axis's day search (`plans.journey.day_of`) hands back is said first,
+    and the fix as a day."""
+    from harness.answers.explain import pairs
+    from harness.answers.search import answer_rows
+    from harness.plans.journeysummary import DayAnswer, Journey, summary
+
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    # labels standing for dates
+    images = [{"name": f"aio-2025-0{m}-15", "python": "python3", "pip": list(p)}
+              for m, p in ((5, GOOD), (7, BAD), (9, FIXED))]
+    assert find_cause(write_matrix(tmp_path, images, gpus=["none"], name="j"),
+                      tmp_path / "r") == 1
+    run = the_run(tmp_path / "r")
+    results = read_run(run).results
+    (pair,) = pairs(results)
+    (row,) = answer_rows(results)
+    culprit = json.loads((run / "culprit" / ROW / "culprit.json").read_text())
+    day = DayAnswer("2025-05-15", "2025-07-15", ("multidict 6.4.4 -> 6.6.3 (uploaded "
+                                                  "2025-06-30 14:02)",))
+    said = summary(Journey(pair, row, day, culprit=culprit,
+                           fixed=("aio@2025-09-15", f"aio-2025-09-15.{ROW}")), results)
+    assert said.startswith("went bad between 2025-05-15 and 2025-07-15: multidict 6.4.4 -> "
+                           "6.6.3 (uploaded 2025-06-30 14:02): leak; ")
+    assert "; fixed from 2025-09-15 (multidict 6.6.4). Workaround: multidict<6.6.3 or " \
+           ">=6.6.4" in said
