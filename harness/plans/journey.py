@@ -75,7 +75,8 @@ def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
         return None
     out = day_in_run(ctx.store.root, ctx.matrix, runtime, g_cell, results[pair.good],
                      b_cell, results[pair.cell], say, ctx.progress)
-    return DayAnswer(out.last_good, out.first_bad, tuple(c.words() for c in out.changes))
+    return DayAnswer(out.last_good, out.first_bad, tuple(c.words() for c in out.changes),
+                     tuple((c.name, c.good, c.bad) for c in out.changes))
 
 
 @dataclass
@@ -217,7 +218,8 @@ SWEPT = "the sweep's cell"
 
 def step_day(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
              results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
-    j.day = day_of(ctx, cells, j.pair, results, lambda text: said(text, 0))
+    j.day = day_of(ctx, cells, j.pair, results,
+                   lambda text: said(text, 1 if "[probe " in text else 0))
     text = (f"{NOT_A_DATE_AXIS}: the images are the axis" if j.day is None else
             f"last good {j.day.last_good}, first bad {j.day.first_bad}: "
             + (", ".join(j.day.changed) or "no package changed"))
@@ -258,7 +260,7 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
              f"{results[pair.cell].image.label}", 0)
         try:
             j.culprit = run_culprit(ctx, cells[pair.good], cells[pair.cell], results,
-                                    hybrids, said)
+                                    hybrids, said, day_swap(j, results))
         except EnvironmentUnavailable as exc:
             # No hybrid can be had here (an engine that builds none): the chain goes on.
             why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -268,10 +270,23 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
     j.steps.append(f"culprit: {j.culprit.get('sentence')}")
 
 
+def day_swap(j: Journey, results: Mapping[str, CellResult]) -> tuple[str, ...]:
+    """The packages the day search saw change between the last good and the first bad
+    day that also changed between G and B: culprit swaps them both ways, with no search
+    (two probes), instead of searching every change between G's and B's days."""
+    if j.day is None or j.pair.good is None:
+        return ()
+    between = {c.name for c in difference(results[j.pair.good],
+                                          results[j.pair.cell]).packages}
+    return tuple(name for name, _, _ in j.day.moved if name in between)
+
+
 def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
-                hybrids: Hybrids, said: Said) -> Mapping[str, object]:
+                hybrids: Hybrids, said: Said,
+                swap: Sequence[str] = ()) -> Mapping[str, object]:
     """`plans.culprit` between G and B into culprit/<row>/ of the sweep's directory, its
-    answer written as `harness culprit` writes it (culprit.json, with the run keys)."""
+    answer written as `harness culprit` writes it (culprit.json, with the run keys);
+    `swap`: the packages to swap both ways with no search (the day search's)."""
     from harness.orchestrator import Sweep
     from harness.plans.culprit import culprit, sweep_runner
     from harness.store import RunStore
@@ -284,7 +299,7 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
         make = hybrids(g, b)
         runner = sweep_runner(sweep, g, results[g.id], SeriesCache(ctx.store.root)(g.id))
         out = culprit(g, results[g.id], b, results[b.id], runner, lambda s: said(s, 1),
-                      make=make)
+                      make=make, swap=swap)
         data: dict[str, object] = {**out.to_dict(), "derived_from": DerivedFrom.of(
             results, (g.id, b.id)).to_json()}
         atomic_write_text(store.root / CULPRIT_FILE, json.dumps(data, indent=1) + "\n")

@@ -28,6 +28,8 @@ class DayAnswer:
     last_good: str
     first_bad: str
     changed: tuple[str, ...]      # "multidict 6.4.3 -> 6.6.3 (uploaded 2025-06-30 14:02)"
+    # (package, last good day's version, first bad day's version), None: not installed
+    moved: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,12 @@ def fixed_versions(j: Journey, results: Mapping[str, CellResult]) -> dict[str, s
 def workaround(j: Journey, results: Mapping[str, CellResult]) -> str | None:
     """Pins that keep the row good: below the bad version, or from the fixed one on."""
     fixed = fixed_versions(j, results)
+    # On a date axis the first bad version is the first bad day's, not the sweep's B's.
+    first_bad = {name: bad for name, _, bad in j.day.moved} if j.day is not None else {}
     said = []
     for c in _changes(j.culprit):
-        name, bad = str(c["name"]), c.get("bad")
+        name = str(c["name"])
+        bad = first_bad.get(name) or c.get("bad")
         if bad is None:
             said.append(f"{name}=={c.get('good')}")
         elif c.get("good") is None:

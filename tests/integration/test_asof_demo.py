@@ -76,6 +76,24 @@ def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path,
     assert day["probes"] < day["resolutions"] < 61     # days between 05-15 and 07-15
     assert f"went bad between {day['last_good']} and {day['first_bad']}" in said
 
+    # The whole journey on the same run: the day's probes and the sweep's cells are
+    # reused, culprit swaps only what changed between the two days (two probes, proved
+    # both ways), and the summary's workaround stays below the first bad day's version.
+    capsys.readouterr()
+    assert main(["sweep", str(ROOT / "examples" / "asof.yaml"), "--out", str(out),
+                 "--resume", "--find-cause"]) == 1
+    said = capsys.readouterr().out
+    cause = json.loads((run / "cause" / "cpu.multidict_pop.json").read_text())
+    summary = cause["summary"]
+    assert summary.startswith(f"went bad between {day['last_good']} and "
+                              f"{day['first_bad']}: multidict "), summary
+    culprit = json.loads((run / "culprit" / "cpu.multidict_pop" / "culprit.json").read_text())
+    assert [c["name"] for c in culprit["answer"]] == ["multidict"], culprit
+    assert len(culprit["probes"]) == 2, culprit
+    assert f"Workaround: multidict<{moved['multidict']['bad']} or >=6.6.4" in summary, summary
+    assert "at multidict_pop.py:" in summary, summary
+    assert "fixed from 2025-09-15" in summary, summary
+
 
 def test_a_day_before_the_package_existed_is_named(index: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]

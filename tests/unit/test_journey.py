@@ -297,3 +297,30 @@ def test_the_day_seams_answer_heads_the_summary(
                            "6.6.3 (uploaded 2025-06-30 14:02): leak; ")
     assert "; fixed from 2025-09-15 (multidict 6.6.4). Workaround: multidict<6.6.3 or " \
            ">=6.6.4" in said
+
+
+def test_a_day_answer_bounds_the_workaround_and_names_what_culprit_swaps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The day search saw multidict move 6.4.4 -> 6.5.1 between the last good and the
+    first bad day: culprit swaps just that package between G and B (no search over every
+    change between their days), and the workaround keeps below the first bad day's
+    version, not below B's."""
+    from harness.answers.explain import pairs
+    from harness.answers.search import answer_rows
+    from harness.plans.journey import day_swap
+    from harness.plans.journeysummary import DayAnswer, Journey, workaround
+
+    on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
+    assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
+    run = the_run(tmp_path / "r")
+    results = read_run(run).results
+    (pair,) = pairs(results)
+    (row,) = answer_rows(results)
+    culprit = json.loads((run / "culprit" / ROW / "culprit.json").read_text())
+    day = DayAnswer("2025-06-24", "2025-06-25", ("multidict 6.4.4 -> 6.5.1",),
+                    (("multidict", "6.4.4", "6.5.1"), ("not-in-g-or-b", None, "1.0")))
+    journey = Journey(pair, row, day, culprit=culprit)
+    assert day_swap(journey, results) == ("multidict",)
+    assert day_swap(Journey(pair, row, None, culprit=culprit), results) == ()
+    assert workaround(journey, results) == "multidict<6.5.1"
+    assert workaround(Journey(pair, row, None, culprit=culprit), results) == "multidict<6.6.3"
