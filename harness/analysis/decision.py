@@ -164,17 +164,19 @@ def _with_live(within: CellVerdict, live: LiveRun
                ) -> tuple[Verdict, str, str | None, list[Finding]]:
     """Verdict, reason, carrier and leading findings once the live decision is known.
 
-    The live decision is valid under repeated looks; the post-run fit on a short series
-    often is not decided, so the live one wins where they differ."""
+    The live decision only chose when to stop: it is the one memory decision
+    (`memory.memory_reading`) on the samples read by then, and the verdict is that same
+    decision on all the run's samples, so the two differ only where the agent ran on
+    past the look (it stops within a few calls, or it ran to its end while the
+    samples were replayed): then the run's own samples decide, and the reason says
+    what the live look saw."""
     verdict, reason, carrier = within.verdict, within.reason, within.carrier
-    lead: list[Finding] = []
-    if live.verdict == "leak" and verdict in ("ok", "ambiguous", "plateau"):
-        verdict, reason, carrier = "leak", live.reason, live.source
-        lead = [Finding("leak", f"leak: {live.source} {live.mean_rate / 1024:+.1f} KiB/call")]
-    elif live.verdict == "stable" and verdict == "ambiguous":
-        verdict, reason = "ok", live.reason
+    looked = "leak" if live.verdict == "leak" else "ok"
+    if live.calls_run > live.calls_to_decision and looked != verdict:
+        reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
+                   f"{live.calls_run:,} calls say {verdict}")
     reason += f"; decided live at call {live.calls_to_decision}, stopped at call {live.calls_run}"
-    return verdict, reason, carrier, lead
+    return verdict, reason, carrier, []
 
 
 @dataclass(frozen=True)
