@@ -218,9 +218,18 @@ def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConf
     not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
     interval above zero). Such growth is never `ok`, however small its total against
     the source's floor: it is a leak, or (`fill.fill_check`) a cache still filling."""
-    return (whole.lo > cfg.live_floor_bytes
-            and whole.slope * span >= cfg.live_min_growth_bytes
-            and late.lo > 0.0 and late.slope >= cfg.live_decay_ratio * whole.slope)
+    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
+
+
+def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
+    """`steady_above` read back from a trend's own figures (what a reader can check)."""
+    return per_call_rule(t.slope_lo, t.growth, t.late_slope, t.late_lo, t.slope, cfg)
+
+
+def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
+                  cfg: AnalysisConfig) -> bool:
+    return (lo > cfg.live_floor_bytes and growth >= cfg.live_min_growth_bytes
+            and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
 
 
 def _memory_kind(
