@@ -62,14 +62,14 @@ class CellFacts:
 def decide(facts: CellFacts) -> CellVerdict:
     """The cell's verdict from everything known about it, built once."""
     if facts.unavailable is not None:
-        return CellVerdict("unavailable", facts.unavailable)
+        return CellVerdict("unavailable", facts.unavailable, rule="unavailable")
     if facts.precheck is not None and facts.precheck[0] == "not-applicable":
-        return CellVerdict("not-applicable", facts.precheck[1])
+        return CellVerdict("not-applicable", facts.precheck[1], rule="gpu-precheck")
     if facts.baseline is not None:
         assert facts.within is not None, "a row comparison needs the within-run verdict"
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
     within = within_run(facts.series, facts.outcome, facts.cfg, facts.again)
-    verdict, reason, carrier = within.verdict, within.reason, within.carrier
+    verdict, reason, carrier, rule = within.verdict, within.reason, within.carrier, within.rule
     if verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
         # More iterations change nothing for a script run whole once: say what would.
         reason = (f"a whole script (no setup()/step()), run once, ended too soon to decide "
@@ -82,12 +82,12 @@ def decide(facts: CellFacts) -> CellVerdict:
     gpu = gpu_evidence(verdict, facts.series, facts.outcome, facts.precheck)
     findings += gpu.findings
     if gpu.not_applicable is not None:
-        verdict, reason = "not-applicable", gpu.not_applicable
+        verdict, reason, rule = "not-applicable", gpu.not_applicable, "gpu-in-run"
     flags = cell_flags(facts.wants_gpu, verdict, facts.series)
     findings += [f for f in flags if f not in findings]
     reason = "; ".join([reason, *(f.text for f in flags)])
     return dataclasses.replace(within, verdict=verdict, reason=reason, carrier=carrier,
-                               findings=tuple(findings), live=live)
+                               findings=tuple(findings), live=live, rule=rule)
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -116,8 +116,9 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
     verdict, reason = within.verdict, within.reason
 
     def out(verdict: Verdict, reason: str) -> CellVerdict:
+        rule = within.rule if verdict == within.verdict else f"vs-baseline-{verdict}"
         return dataclasses.replace(within, verdict=verdict, reason=reason,
-                                   findings=tuple(findings), vs_baseline=vs)
+                                   findings=tuple(findings), vs_baseline=vs, rule=rule)
 
     if verdict not in GOOD:
         return out(verdict, reason)

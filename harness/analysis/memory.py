@@ -25,21 +25,16 @@ from typing import Literal
 from harness.analysis.fill import FILL_RERUN, Fill
 from harness.analysis.growth import trend_and_fill
 from harness.analysis.records import Finding
+from harness.analysis.rules import CARRIERS, PRIMARY, Evidence, filling_carrier, first_rule
 from harness.analysis.trends import MemoryTrend, missed_text
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
 
-# Memory that may carry a leak, and the trend sources each needs leaking: RSS only
-# with USS agreeing (file-backed pages and page cache move RSS, not USS).
-CARRIERS: dict[str, tuple[str, ...]] = {
-    "heap": ("heap",), "uss+rss": ("uss", "rss"), "gpu": ("gpu",), "fw": ("fw",)}
 # Sources that count exact bytes (the device's used memory, the framework allocator's
 # bytes in use): no allocator noise, so fewer readings give a slope (5, where the
 # others need `min_samples`): a device read every 10 calls is decided at 50.
 EXACT = frozenset({"gpu", "fw"})
 EXACT_MIN_SAMPLES = 5
-# The sources read first, in order, when nothing leaks: the cell's memory in words.
-PRIMARY = ("heap", "uss", "rss")
 
 Reading = Literal["leak", "filling", "insufficient", "unsure", "unconfirmed", "plateau",
                   "ok"]
@@ -69,6 +64,7 @@ class MemoryReading:
     findings: tuple[Finding, ...] = ()
     cyclic: Finding | None = None      # the heap's growth was cyclic garbage (`garbage`)
     calls: int = 0                     # measured calls the samples span
+    rule: str = ""                     # the id of the rule that decided (`rules.RULES`)
 
     @property
     def missed_said(self) -> str:
@@ -131,19 +127,11 @@ def trends_and_fills(series: Series, cfg: AnalysisConfig
 def still_filling(memory: dict[str, MemoryTrend], fills: dict[str, Fill]
                   ) -> tuple[str, Fill] | None:
     """The carrier whose leak a filling cache could still explain (`fill.fill_check`),
-    the largest growth per call first; None when no carrier is one. USS with RSS
-    counts where one of the two could be a fill and the other leaks or could be one."""
-    found: list[tuple[str, Fill, float]] = []
-    for name, parts in CARRIERS.items():
-        if not all(p in memory and (p in fills or memory[p].kind == "leak") for p in parts):
-            continue
-        filling = [p for p in parts if p in fills]
-        if filling:
-            found.append((name, fills[filling[0]], memory[filling[0]].slope))
-    if not found:
+    the largest growth per call first; None when no carrier is one."""
+    name = filling_carrier(Evidence(memory, fills))
+    if name is None:
         return None
-    name, fill, _ = max(found, key=lambda f: f[2])
-    return name, fill
+    return name, next(fills[p] for p in CARRIERS[name] if p in fills)
 
 
 def measured_calls(series: Series) -> int:
@@ -181,34 +169,34 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
 
     def out(kind: Reading, reason: str, carrier: str | None, fill: Fill | None = None,
             findings: tuple[Finding, ...] = ()) -> MemoryReading:
-        return MemoryReading(kind, reason, carrier, memory, fill, findings, cyclic, measured)
+        return MemoryReading(kind, reason, carrier, memory, fill, findings, cyclic, measured,
+                             rule.id)
 
-    found = leaking(memory)
-    if found:
-        return out("leak", leak_reason(found, measured), found[0][0], findings=tuple(
+    rule, named = first_rule(Evidence(memory, fills))
+    if rule.id == "leak":
+        found = leaking(memory)
+        return out("leak", leak_reason(found, measured), named, findings=tuple(
             Finding("leak", f"leak: {n} {kib(t.slope)} KiB/call") for n, t in found))
-    filling = still_filling(memory, fills)
-    if filling is not None:
-        return out("filling", f"{filling[0]} {filling[1].said(again)}", filling[0],
-                   filling[1])
-    kind = {k: t.kind for k, t in memory.items()}
-    primary = next((k for k in PRIMARY if k in memory), None)
-    if primary is None or kind[primary] == "insufficient":
-        return out("insufficient", "too few memory samples to decide", primary)
-    if kind[primary] == "ambiguous":
-        return out("unsure", f"{primary} neither clearly growing nor stable", primary)
-    if kind.get("rss") == "leak" and kind.get("uss") != "stable":
+    if rule.id == "filling":
+        fill = next(fills[p] for p in CARRIERS[named] if p in fills)
+        return out("filling", f"{named} {fill.said(again)}", named, fill)
+    if rule.id == "insufficient":
+        return out("insufficient", "too few memory samples to decide",
+                   None if named == "none" else named)
+    if rule.id == "unsure":
+        return out("unsure", f"{named} neither clearly growing nor stable", named)
+    primary = Evidence(memory, fills).primary
+    if rule.id == "unconfirmed":
         t = memory["rss"]
         return out("unconfirmed", f"rss grows {kib(t.slope)} KiB/call but {primary} does "
                    "not confirm it", "rss")
-    plateaus = [k for k in ("heap", "uss", "rss", "gpu", "fw") if kind.get(k) == "plateau"]
-    if plateaus:
-        t = memory[plateaus[0]]
+    if rule.id == "plateau":
+        t = memory[named]
         # The rise, not the fitted slope times the span: Theil-Sen all but ignores the
         # few readings where a cache filled, and "+0.00 MiB" would hide what it grew.
         grew = max(t.growth, t.end - t.start)
-        return out("plateau", f"{plateaus[0]} grew {grew / 1024**2:+.2f} MiB then flattened",
-                   plateaus[0], findings=(Finding("plateau", "plateau"),))
+        return out("plateau", f"{named} grew {grew / 1024**2:+.2f} MiB then flattened",
+                   named, findings=(Finding("plateau", "plateau"),))
     said = ("memory stable once collected (the heap's growth was cyclic garbage)"
             if cyclic is not None else "memory stable")
     return out("ok", said, primary)

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.memory import CARRIERS, MemoryReading, measured_calls, memory_reading
+from harness.analysis.memory import MemoryReading, measured_calls, memory_reading
+from harness.analysis.rules import CARRIERS
 from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series

@@ -38,10 +38,11 @@ from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
-from harness.analysis.memory import CARRIERS, kib, leaking, memory_reading
+from harness.analysis.memory import kib, leaking, memory_reading
 from harness.analysis.outcomes import ended_with
 from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
+from harness.analysis.rules import CARRIERS
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import PeakComparison, StepComparison, VsBaseline
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
@@ -96,6 +97,8 @@ class CellVerdict:
     contention: Explained | None = None     # run-queue delay behind a slowdown
     gpu_time: GpuTime | None = None         # device busy time and clock behind a slowdown
     rerun: int | None = None                # calls an ambiguous cell's next run measures
+    rule: str = ""                          # the rule that decided (`rules.RULES`, or
+                                            # ended / slowdown / busy-host / ...)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -220,7 +223,7 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
     if ended is not None:
         kind, reason, carrier, found = ended_with(ended, mem, series)
         return CellVerdict(kind, reason, carrier, found, memory=memory, steps=steps,
-                           cpu_steps=cpu)
+                           cpu_steps=cpu, rule="ended")
     findings: list[Finding] = [f for f in (mem.cyclic, unseen) if f is not None]
     busy: Explained | None = None
     gpu: GpuTime | None = None
@@ -244,33 +247,33 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
             findings.append(Finding("slowdown", "slowdown"))
     if mem.kind == "leak":
         return CellVerdict("leak", mem.reason, mem.carrier, (*mem.findings, *findings),
-                           memory, steps, cpu_steps=cpu, contention=busy)
+                           memory, steps, cpu_steps=cpu, contention=busy, rule=mem.rule)
     if slowdown:
         assert steps is not None
         if mem.fill is not None:
             findings.append(Finding("note", f"{mem.carrier} {mem.fill.said(False)}"))
         return CellVerdict("slowdown", _slowdown_reason(steps, cpu, at_speed, gpu),
                            None, tuple(findings), memory, steps, cpu_steps=cpu,
-                           contention=busy, gpu_time=gpu)
+                           contention=busy, gpu_time=gpu, rule="slowdown")
     if mem.kind == "filling":
         # Growing so far: a leak or a cache still filling; a longer run tells.
         assert mem.fill is not None
         return CellVerdict("ambiguous", mem.reason, mem.carrier, tuple(findings), memory,
-                           steps, cpu_steps=cpu, rerun=mem.fill.rerun)
+                           steps, cpu_steps=cpu, rerun=mem.fill.rerun, rule=mem.rule)
     if busy is not None and findings:
         assert steps is not None
         return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "
                            f"{findings[-1]}", None, tuple(findings), memory, steps,
-                           cpu_steps=cpu, contention=busy)
+                           cpu_steps=cpu, contention=busy, rule="busy-host")
     if mem.kind in ("insufficient", "unsure", "unconfirmed"):
         return CellVerdict("ambiguous", mem.reason, mem.carrier, tuple(findings), memory,
-                           steps, cpu_steps=cpu)
+                           steps, cpu_steps=cpu, rule=mem.rule)
     missed = f"; {mem.missed_said}" if mem.missed_said else ""
     if mem.kind == "plateau":
         return CellVerdict("plateau", mem.reason + missed, mem.carrier, mem.findings,
-                           memory, steps, cpu_steps=cpu)
+                           memory, steps, cpu_steps=cpu, rule=mem.rule)
     return CellVerdict("ok", f"{mem.reason}, no slowdown{missed}", mem.carrier,
-                       tuple(findings), memory, steps, cpu_steps=cpu)
+                       tuple(findings), memory, steps, cpu_steps=cpu, rule=mem.rule)
 
 
 def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
