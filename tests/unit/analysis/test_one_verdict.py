@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fakeruntime import Behaviour
 from sweepkit import FakeSweep
 
 from harness.answers.search import answer_rows
+from harness.cli import main
 from harness.result.words import cell_text
+from harness.thresholds import AnalysisConfig
 
+CFG = AnalysisConfig()
 FIXED = {"iterations": 1000, "warmup": 10, "sample_every": 5, "repeats": 0}
 LIVE = {"max_iterations": 1000, "min_iterations": 80, "warmup": 10, "sample_every": 5,
         "repeats": 0}
@@ -65,3 +69,24 @@ def test_a_timeout_after_a_leak_keeps_its_evidence_and_is_the_rows_first_bad(
     (row,) = answer_rows(run.results)
     assert row.first_bad == "v2", row.sentence
     assert "not findings about the images" not in row.sentence, row.sentence
+
+
+def test_an_ok_says_the_smallest_leak_it_could_have_missed_everywhere(
+        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a row whose v1 is clean and v2 leaks 16 KiB a call
+    run = fake_sweep(["v1", "v2"], {"v2": Behaviour(leak_per_iter=16384.0)}, report=True,
+                     plan=True)
+    ok = next(r for r in run.results.values() if r.image.label == "v1")
+    assert ok.verdict == "ok", ok.reason
+    # THEN its words, its result (the bound per source, the reason), report.md and the
+    # issue draft all say how small a steady leak it could have missed
+    said = re.search(r"no leak above (\d+) B/call in 300 calls", cell_text(ok))
+    assert said is not None, cell_text(ok)
+    heap = ok.memory["heap"]
+    assert heap.missed is not None and heap.missed >= CFG.live_floor_bytes
+    # derived from the run's own noise: the floor plus the interval's lower half-width
+    assert heap.missed == pytest.approx(CFG.live_floor_bytes + heap.slope - heap.slope_lo)
+    assert "no leak above" in ok.reason
+    assert said.group(0) in (run.root / "report.md").read_text()
+    assert main(["report", str(run.root), "--issue", ok.row]) == 0
+    assert "no leak above" in capsys.readouterr().out
