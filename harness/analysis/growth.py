@@ -66,7 +66,7 @@ def memory_trend(
 
 def trend_and_fill(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
-    min_samples: int | None = None,
+    min_samples: int | None = None, per_call: bool = True,
 ) -> tuple[MemoryTrend, Fill | None]:
     """Classify the trend of one memory source after warm-up.
 
@@ -78,6 +78,8 @@ def trend_and_fill(
         iters: Iteration index of each post-warm-up sample, increasing, possibly irregular.
         values: Bytes at each sample; NaN-free.
         min_samples: Fewer readings give "insufficient" (default `cfg.min_samples`).
+        per_call: Apply the per-call rule (`steady_above`); RSS and the cgroup, which
+            page cache and lazily touched pages move, are read by the total floor alone.
 
     Returns:
         The trend with its verdict in `kind`, and the fill check where it turned a leak
@@ -114,8 +116,8 @@ def trend_and_fill(
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
-    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg)
-    missed = missed_rate(whole, late, floor, span, cfg)
+    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call)
+    missed = missed_rate(whole, late, floor, span, cfg, per_call)
     fill = None
     if kind == "leak":
         fill = fill_check(bx, by, cfg, int(span))
@@ -145,7 +147,7 @@ def trend_and_fill(
 
 
 def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
-                cfg: AnalysisConfig) -> float:
+                cfg: AnalysisConfig, per_call: bool = True) -> float:
     """The smallest steady leak (bytes/call) this run could have missed, from its own
     noise and length: a leak of rate r shifts both slope intervals by r, so it is called
     once r clears the per-call floor by the whole interval's lower half-width (the
@@ -153,9 +155,10 @@ def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
     interval's lower half-width (the total-floor rule), whichever comes first."""
     if span <= 0:
         return math.inf
-    per_call = cfg.live_floor_bytes + max(0.0, whole.slope - whole.lo)
     total = max(floor / span + max(0.0, late.slope - late.lo), max(0.0, whole.slope - whole.lo))
-    return max(0.0, min(per_call, total))
+    if not per_call:
+        return max(0.0, total)
+    return max(0.0, min(cfg.live_floor_bytes + max(0.0, whole.slope - whole.lo), total))
 
 
 def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
@@ -240,9 +243,10 @@ def _memory_kind(
     floor: float,
     span: float,
     cfg: AnalysisConfig,
+    per_call: bool = True,
 ) -> MemoryKind:
     trending = whole.lo > 0.0 and growth > floor
-    if steady_above(whole, late, span, cfg):
+    if per_call and steady_above(whole, late, span, cfg):
         return "leak"
     # Still growing means even the late slope's lower bound, kept up over the whole
     # span, passes the floor: a creep, or one level shift late on, is not enough.

@@ -35,6 +35,9 @@ from harness.thresholds import AnalysisConfig
 # others need `min_samples`): a device read every 10 calls is decided at 50.
 EXACT = frozenset({"gpu", "fw"})
 EXACT_MIN_SAMPLES = 5
+# Sources read by the total floor alone, never the per-call rule: page cache, file-backed
+# and lazily touched pages move RSS (and the cgroup) by pages, with no leak behind them.
+TOTAL_ONLY = frozenset({"rss", "cgroup"})
 
 Reading = Literal["leak", "filling", "insufficient", "unsure", "unconfirmed", "plateau",
                   "ok"]
@@ -116,7 +119,8 @@ def trends_and_fills(series: Series, cfg: AnalysisConfig
         if len(x):
             out[name], fill = trend_and_fill(
                 name, x, y, heap_cfg if name == "heap" else cfg,
-                min(cfg.min_samples, EXACT_MIN_SAMPLES) if name in EXACT else None)
+                min(cfg.min_samples, EXACT_MIN_SAMPLES) if name in EXACT else None,
+                per_call=name not in TOTAL_ONLY)
             if fill is not None:
                 fills[name] = dataclasses.replace(
                     fill, growth=out[name].growth, calls=series.measured,

@@ -14,6 +14,9 @@ from harness.analysis.memory import MemoryReading, kib
 from harness.analysis.records import Finding
 from harness.protocol.series import Series
 
+# Memory readings a crash's reason adds its evidence for (a timeout's and an OOM kill's
+# always say it: memory is what they are about).
+GREW_BEFORE = ("leak", "filling", "plateau")
 # The sources said for a run that ended early, where none leaks: the first read.
 SAID = ("rss", "uss", "heap", "gpu", "fw")
 
@@ -56,4 +59,6 @@ def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series
     note = Finding("ended", f"{said} ({why})")
     if kind == "timeout" and mem.kind == "leak":
         return "leak", f"{said}: {mem.reason}", mem.carrier, (*mem.findings, note)
+    if kind == "crash" and mem.kind not in GREW_BEFORE:
+        return kind, why, None, (note,)     # a crash's message alone, memory unremarkable
     return kind, f"{why}; {said}", None, (note,)

@@ -115,8 +115,8 @@ LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_rati
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule, ...] = (
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
-         "allocator) is `leak`: by the per-call rule or the total-floor rule, and no "
-         "bounded fill fits its growth", LEAK_THRESHOLDS, _leak),
+         "allocator) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
+         "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak),
     Rule("filling", "ambiguous", "a carrier's growth passes a leak rule, but a saturating "
          "fill no larger than `fill_share` of its level (at most `fill_bytes`) fits it: a "
          "leak or a cache still filling; the cell runs again 4x longer",

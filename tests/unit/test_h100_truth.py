@@ -161,7 +161,7 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
 
     assert alone("gpu") == alone("fw") == got.iterations
     # The heap alone (the list of kept tensors, 2.4 KiB/call: a real host leak) needs
-    # far longer: its ten readings, where the device needs five (issue 41: the one
+    # longer: its ten readings, where the device needs five (issue 41: the one
     # decision; before it, the heap alone decided nothing in this run)
     heap = alone("heap")
-    assert heap is not None and heap > 3 * got.iterations, heap
+    assert heap is not None and heap > got.iterations, heap
