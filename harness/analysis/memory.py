@@ -25,7 +25,14 @@ from typing import Literal
 from harness.analysis.fill import FILL_RERUN, Fill
 from harness.analysis.growth import trend_and_fill
 from harness.analysis.records import Finding
-from harness.analysis.rules import CARRIERS, PRIMARY, Evidence, filling_carrier, first_rule
+from harness.analysis.rules import (
+    CARRIERS,
+    PRIMARY,
+    TOTAL_ONLY,
+    Evidence,
+    filling_carrier,
+    first_rule,
+)
 from harness.analysis.trends import MemoryTrend, missed_text
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
@@ -35,9 +42,6 @@ from harness.thresholds import AnalysisConfig
 # others need `min_samples`): a device read every 10 calls is decided at 50.
 EXACT = frozenset({"gpu", "fw"})
 EXACT_MIN_SAMPLES = 5
-# Sources read by the total floor alone, never the per-call rule: page cache, file-backed
-# and lazily touched pages move RSS (and the cgroup) by pages, with no leak behind them.
-TOTAL_ONLY = frozenset({"rss", "cgroup"})
 
 Reading = Literal["leak", "filling", "insufficient", "unsure", "unconfirmed", "plateau",
                   "ok"]

@@ -31,6 +31,9 @@ CARRIERS: dict[str, tuple[str, ...]] = {
 # The sources read first, in order, when nothing leaks: the cell's memory in words.
 PRIMARY = ("heap", "uss", "rss")
 PLATEAUS = ("heap", "uss", "rss", "gpu", "fw")
+# Sources read by the total floor alone, never the per-call rule: page cache, file-backed
+# and lazily touched pages move RSS (and the cgroup) by pages, with no leak behind them.
+TOTAL_ONLY = frozenset({"rss", "cgroup"})
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,8 @@ def figures(t: MemoryTrend, cfg: AnalysisConfig) -> str:
     """A source's figures, as --why prints them, with whether the per-call rule holds."""
     if t.kind == "insufficient":
         return f"{t.source}: {t.n} readings, too few"
-    per_call = "holds" if steady_above_trend(t, cfg) else "does not hold"
+    per_call = ("not applied (pages move it)" if t.source in TOTAL_ONLY
+                else "holds" if steady_above_trend(t, cfg) else "does not hold")
     return (f"{t.source}: {t.kind}, {t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}.."
             f"{t.slope_hi:+,.0f}), late {t.late_slope:+,.0f} (CI {t.late_lo:+,.0f}.."
             f"{t.late_hi:+,.0f}), grew {t.end - t.start:+,.0f} B, floor {t.floor:,.0f} B, "
