@@ -12,6 +12,7 @@ from __future__ import annotations
 from harness.analysis.kinds import Verdict
 from harness.analysis.memory import MemoryReading, kib
 from harness.analysis.records import Finding
+from harness.analysis.trends import StepTrend
 from harness.protocol.series import Series
 
 # Memory readings a crash's reason adds its evidence for (a timeout's and an OOM kill's
@@ -47,15 +48,24 @@ def before_the_end(mem: MemoryReading, series: Series) -> str:
     return f"{source} grew {size(grew)}{took}, {kib(t.slope)} KiB/call"
 
 
-def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series
+def steps_before(steps: StepTrend | None) -> str:
+    """", steps 1.30x slower late than early" where the step times rose, else ""."""
+    if steps is None or steps.insufficient or steps.ratio < 1.1:
+        return ""
+    return f", steps {steps.ratio:.2f}x slower late than early"
+
+
+def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series,
+               steps: StepTrend | None = None
                ) -> tuple[Verdict, str, str | None, tuple[Finding, ...]]:
     """The verdict, reason, carrier and findings of a run that ended as `ended` says
-    (crash, oom, timeout, not-applicable), with the evidence it left."""
+    (crash, oom, timeout, not-applicable), with the evidence it left: memory, and the
+    step times where they rose."""
     kind, why = ended
     if kind == "not-applicable":
         return kind, why, None, ()
-    evidence = before_the_end(mem, series)
-    said = f"{kind} after {evidence}" if evidence != "no memory readings" else kind
+    evidence = before_the_end(mem, series) + steps_before(steps)
+    said = f"{kind} after {evidence}" if not evidence.startswith("no memory") else kind
     note = Finding("ended", f"{said} ({why})")
     if kind == "timeout" and mem.kind == "leak":
         return "leak", f"{said}: {mem.reason}", mem.carrier, (*mem.findings, note)

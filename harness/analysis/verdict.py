@@ -221,7 +221,7 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
     cpu = cpu_trend(series, cfg) if steps is not None else None
     ended = _outcome_verdict(series, outcome)
     if ended is not None:
-        kind, reason, carrier, found = ended_with(ended, mem, series)
+        kind, reason, carrier, found = ended_with(ended, mem, series, steps)
         return CellVerdict(kind, reason, carrier, found, memory=memory, steps=steps,
                            cpu_steps=cpu, rule="ended")
     findings: list[Finding] = [f for f in (mem.cyclic, unseen) if f is not None]

@@ -90,3 +90,15 @@ def test_an_ok_says_the_smallest_leak_it_could_have_missed_everywhere(
     assert said.group(0) in (run.root / "report.md").read_text()
     assert main(["report", str(run.root), "--issue", ok.row]) == 0
     assert "no leak above" in capsys.readouterr().out
+
+
+def test_a_timeout_says_how_its_step_time_rose_before_it(fake_sweep: FakeSweep) -> None:
+    # GIVEN a cell whose every call is 10 us slower than the last, killed at its timeout
+    (res,) = fake_sweep(["v1"], Behaviour(timed_out=True, slowdown_per_iter=1e-5),
+                        defaults=FIXED).results.values()
+    # THEN it stays a timeout, and its reason says what memory and step time did
+    assert res.verdict == "timeout", res.reason
+    assert res.steps is not None
+    said = re.search(r"steps ([\d.]+)x slower late than early", res.reason)
+    assert said is not None and float(said.group(1)) == pytest.approx(res.steps.ratio, 0.01)
+    assert "timeout after rss grew" in res.reason, res.reason
