@@ -45,7 +45,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.analysis.growth import memory_trend
-from harness.analysis.sequential import FIRST_LOOK, FLOOR_BYTES, SPACING, LiveDecider
+from harness.analysis.sequential import FIRST_LOOK, SPACING, LiveDecider
 from harness.protocol.ingest import Record
 from harness.thresholds import AnalysisConfig
 
@@ -56,6 +56,7 @@ EVERY = SPACING               # the live schedule (--every, --first-look change 
 WARMUP = 10
 MIN_ITERATIONS = FIRST_LOOK
 CFG = AnalysisConfig()
+FLOOR_BYTES = CFG.live_floor_bytes   # the per-call floor of the one decision
 HEAP_CFG = dataclasses.replace(CFG, leak_floor_bytes=CFG.heap_floor_bytes)
 LEAK_RATES = (256.0, 1 * KiB, 4 * KiB, 16 * KiB)
 
@@ -174,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(pool.map(one, jobs, chunksize=64))
     alpha = CFG.alpha
-    print(f"Live decision: sign-test mixture SPRT, floor {FLOOR_BYTES:.0f} B/call, "
+    print(f"Live decision: the one memory decision on the samples so far, per-call floor "
+          f"{FLOOR_BYTES:.0f} B/call, "
           f"alpha {alpha}, looks after every sample (every {EVERY} iterations), "
           f"min {MIN_ITERATIONS} / max {args.iterations} measured iterations.\n")
     print("| series | runs | LiveDecider false leaks | LiveDecider 'stable' | undecided "

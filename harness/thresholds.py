@@ -87,12 +87,14 @@ class AnalysisConfig:
         heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which after
             malloc_trim under PYTHONMALLOC=malloc has almost no noise (psleak decides
             2-11 KiB/call leaks in 200 calls from it).
-        live_floor_bytes: Early-stop mode (`max_iterations`): heap growth per iteration
-            that the sequential test must prove to call a leak, or disprove to call the
-            cell stable (see harness/analysis/sequential.py).
-        live_min_growth_bytes: Early-stop mode: total heap growth a leak needs.
-        live_decay_ratio: Early-stop mode: the latest third of the increments must keep
-            at least this share of the earliest third's median (a filling cache decays).
+        live_floor_bytes: The per-call floor, in every mode (not only early stop):
+            growth whose slope interval lies wholly above it and does not slow down is
+            never `ok` (a leak, or a cache still filling: `analysis.growth.steady_above`);
+            a live look stops on `ok` only once every needed source's interval is below
+            it. RSS and the cgroup are read by the total floors alone.
+        live_min_growth_bytes: The per-call rule's least total growth, in bytes.
+        live_decay_ratio: The per-call rule's last third must keep this share of the
+            whole run's rate (a filling cache slows down).
         contention_share: A within-run slowdown whose late-minus-early step time rise
             is at least this share explained by the rise in run-queue delay (or cgroup
             throttling) per step is `ambiguous` (busy host), not a slowdown.

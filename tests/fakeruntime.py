@@ -41,6 +41,8 @@ class Behaviour:
     rq_share: float | None = None   # run-queue delay as a share of step time (busy host)
     sm_mhz: int | None = None       # the GPU's SM clock the agent read (NVML), per sample
     cgroup_bytes: float | None = None   # the agent's cgroup reading: this plus the cell's rss
+    leak_until: int | None = None   # the growth stops after this many calls (a cache filled)
+    heap_samples: int | None = None     # the heap is read in the first n samples only
 
 
 @dataclass
@@ -80,11 +82,15 @@ class FakeRuntime(RuntimeBase):
                 dts.append(max(1e-6, b.step_s + b.slowdown_per_iter * steps
                                + rng.gauss(0, b.step_s * 0.05)))
                 if (k + 1) % s.sample_every == 0 or k + 1 == count:
-                    mem = b.base_bytes + b.leak_per_iter * steps
+                    grown = steps if b.leak_until is None else min(steps, b.leak_until)
+                    mem = b.base_bytes + b.leak_per_iter * grown
                     noisy = mem + 4096 * round(rng.gauss(0, b.noise) / 4096)
                     rec = {"type": "sample", "src": "step", "phase": phase, "i": steps,
                            "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
                            "heap": mem / 2 + rng.gauss(0, b.heap_noise), "dt": dts}
+                    sampled = sum(1 for x in lines if x["type"] == "sample")
+                    if b.heap_samples is not None and sampled >= b.heap_samples:
+                        del rec["heap"]
                     if b.rq_share is not None:
                         rec["rq_s"] = b.rq_share * sum(dts)
                     if b.sm_mhz is not None:

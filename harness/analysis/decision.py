@@ -62,14 +62,14 @@ class CellFacts:
 def decide(facts: CellFacts) -> CellVerdict:
     """The cell's verdict from everything known about it, built once."""
     if facts.unavailable is not None:
-        return CellVerdict("unavailable", facts.unavailable)
+        return CellVerdict("unavailable", facts.unavailable, rule="unavailable")
     if facts.precheck is not None and facts.precheck[0] == "not-applicable":
-        return CellVerdict("not-applicable", facts.precheck[1])
+        return CellVerdict("not-applicable", facts.precheck[1], rule="gpu-precheck")
     if facts.baseline is not None:
         assert facts.within is not None, "a row comparison needs the within-run verdict"
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
     within = within_run(facts.series, facts.outcome, facts.cfg, facts.again)
-    verdict, reason, carrier = within.verdict, within.reason, within.carrier
+    verdict, reason, carrier, rule = within.verdict, within.reason, within.carrier, within.rule
     if verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
         # More iterations change nothing for a script run whole once: say what would.
         reason = (f"a whole script (no setup()/step()), run once, ended too soon to decide "
@@ -82,12 +82,12 @@ def decide(facts: CellFacts) -> CellVerdict:
     gpu = gpu_evidence(verdict, facts.series, facts.outcome, facts.precheck)
     findings += gpu.findings
     if gpu.not_applicable is not None:
-        verdict, reason = "not-applicable", gpu.not_applicable
+        verdict, reason, rule = "not-applicable", gpu.not_applicable, "gpu-in-run"
     flags = cell_flags(facts.wants_gpu, verdict, facts.series)
     findings += [f for f in flags if f not in findings]
     reason = "; ".join([reason, *(f.text for f in flags)])
     return dataclasses.replace(within, verdict=verdict, reason=reason, carrier=carrier,
-                               findings=tuple(findings), live=live)
+                               findings=tuple(findings), live=live, rule=rule)
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -116,8 +116,9 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
     verdict, reason = within.verdict, within.reason
 
     def out(verdict: Verdict, reason: str) -> CellVerdict:
+        rule = within.rule if verdict == within.verdict else f"vs-baseline-{verdict}"
         return dataclasses.replace(within, verdict=verdict, reason=reason,
-                                   findings=tuple(findings), vs_baseline=vs)
+                                   findings=tuple(findings), vs_baseline=vs, rule=rule)
 
     if verdict not in GOOD:
         return out(verdict, reason)
@@ -164,17 +165,19 @@ def _with_live(within: CellVerdict, live: LiveRun
                ) -> tuple[Verdict, str, str | None, list[Finding]]:
     """Verdict, reason, carrier and leading findings once the live decision is known.
 
-    The live decision is valid under repeated looks; the post-run fit on a short series
-    often is not decided, so the live one wins where they differ."""
+    The live decision only chose when to stop: it is the one memory decision
+    (`memory.memory_reading`) on the samples read by then, and the verdict is that same
+    decision on all the run's samples, so the two differ only where the agent ran on
+    past the look (it stops within a few calls, or it ran to its end while the
+    samples were replayed): then the run's own samples decide, and the reason says
+    what the live look saw."""
     verdict, reason, carrier = within.verdict, within.reason, within.carrier
-    lead: list[Finding] = []
-    if live.verdict == "leak" and verdict in ("ok", "ambiguous", "plateau"):
-        verdict, reason, carrier = "leak", live.reason, live.source
-        lead = [Finding("leak", f"leak: {live.source} {live.mean_rate / 1024:+.1f} KiB/call")]
-    elif live.verdict == "stable" and verdict == "ambiguous":
-        verdict, reason = "ok", live.reason
+    looked = "leak" if live.verdict == "leak" else "ok"
+    if live.calls_run > live.calls_to_decision and looked != verdict:
+        reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
+                   f"{live.calls_run:,} calls say {verdict}")
     reason += f"; decided live at call {live.calls_to_decision}, stopped at call {live.calls_run}"
-    return verdict, reason, carrier, lead
+    return verdict, reason, carrier, []
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ slow first iteration or a few GC pauses.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from harness.analysis.fill import Fill, fill_check
@@ -63,7 +65,8 @@ def memory_trend(
 
 
 def trend_and_fill(
-    source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
+    source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
+    min_samples: int | None = None, per_call: bool = True,
 ) -> tuple[MemoryTrend, Fill | None]:
     """Classify the trend of one memory source after warm-up.
 
@@ -74,6 +77,9 @@ def trend_and_fill(
         source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
         iters: Iteration index of each post-warm-up sample, increasing, possibly irregular.
         values: Bytes at each sample; NaN-free.
+        min_samples: Fewer readings give "insufficient" (default `cfg.min_samples`).
+        per_call: Apply the per-call rule (`steady_above`); RSS and the cgroup, which
+            page cache and lazily touched pages move, are read by the total floor alone.
 
     Returns:
         The trend with its verdict in `kind`, and the fill check where it turned a leak
@@ -89,7 +95,7 @@ def trend_and_fill(
             "pass one iteration index per sample"
         )
     n = y.size
-    if n < max(cfg.min_samples, 2) or x[-1] <= x[0]:
+    if n < max(cfg.min_samples if min_samples is None else min_samples, 2) or x[-1] <= x[0]:
         return _insufficient(source, y, cfg), None
     edge = max(1, min(5, n // 10))
     start, end, peak = float(np.median(y[:edge])), float(np.median(y[-edge:])), float(y.max())
@@ -110,7 +116,8 @@ def trend_and_fill(
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
-    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg)
+    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call)
+    missed = missed_rate(whole, late, floor, span, cfg, per_call)
     fill = None
     if kind == "leak":
         fill = fill_check(bx, by, cfg, int(span))
@@ -134,8 +141,24 @@ def trend_and_fill(
         kind=kind,
         floor=floor,
         autocorr=whole.autocorr,
+        missed=missed,
     )
     return trend, fill
+
+
+def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
+                cfg: AnalysisConfig, per_call: bool = True) -> float:
+    """The smallest steady leak (bytes/call) this run could have missed, from its own
+    noise and length: a leak of rate r shifts both slope intervals by r, so it is called
+    once r clears the per-call floor by the whole interval's lower half-width (the
+    per-call rule), or once its growth over the span clears the total floor by the late
+    interval's lower half-width (the total-floor rule), whichever comes first."""
+    if span <= 0:
+        return math.inf
+    total = max(floor / span + max(0.0, late.slope - late.lo), max(0.0, whole.slope - whole.lo))
+    if not per_call:
+        return max(0.0, total)
+    return max(0.0, min(cfg.live_floor_bytes + max(0.0, whole.slope - whole.lo), total))
 
 
 def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
@@ -192,6 +215,26 @@ def _insufficient(source: str, y: FloatArray, cfg: AnalysisConfig) -> MemoryTren
                        start, end, peak, "insufficient", floor)  # fmt: skip
 
 
+def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConfig) -> bool:
+    """The per-call rule: the whole slope's interval lies wholly above the per-call
+    floor (`live_floor_bytes`), the growth passes `live_min_growth_bytes`, and it does
+    not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
+    interval above zero). Such growth is never `ok`, however small its total against
+    the source's floor: it is a leak, or (`fill.fill_check`) a cache still filling."""
+    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
+
+
+def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
+    """`steady_above` read back from a trend's own figures (what a reader can check)."""
+    return per_call_rule(t.slope_lo, t.growth, t.late_slope, t.late_lo, t.slope, cfg)
+
+
+def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
+                  cfg: AnalysisConfig) -> bool:
+    return (lo > cfg.live_floor_bytes and growth >= cfg.live_min_growth_bytes
+            and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
+
+
 def _memory_kind(
     whole: SlopeFit,
     late: SlopeFit,
@@ -200,8 +243,11 @@ def _memory_kind(
     floor: float,
     span: float,
     cfg: AnalysisConfig,
+    per_call: bool = True,
 ) -> MemoryKind:
     trending = whole.lo > 0.0 and growth > floor
+    if per_call and steady_above(whole, late, span, cfg):
+        return "leak"
     # Still growing means even the late slope's lower bound, kept up over the whole
     # span, passes the floor: a creep, or one level shift late on, is not enough.
     if trending and late.lo * span > floor:

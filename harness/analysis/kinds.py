@@ -174,3 +174,10 @@ LOOKS: dict[str, Look] = {
 UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREADABLE}
 # Cells that measured nothing of the code: they could not, or need not, run.
 NOT_MEASURED: frozenset[str] = of_class("unavailable", "skipped")
+# A run that crashed or hung where another leaked or slowed has not shown that fault:
+# a culprit probe of this kind is untestable (a missing symbol, an import error), not bad.
+BROKE: frozenset[str] = frozenset({"crash", "timeout"})
+# Kinds that run again, longer (`Kind.run_longer`: the series could not tell).
+RUN_LONGER: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
+# Memory trend kinds of a source that grew (`MemoryTrend.kind`).
+GREW: frozenset[str] = frozenset({"leak", "plateau"})

@@ -53,6 +53,7 @@ FindingKind = Literal[
     "no-gpu",        # a GPU cell whose framework ran on the CPU (a flag: said in reasons)
     "heap-note",     # how the heap was read (mallinfo's 4 GiB wrap: a flag)
     "gpu-check",     # the GPU precheck or run-time CUDA evidence (unsupported, degraded, ...)
+    "ended",         # how a cut-short run ended, with what memory did before it
     "note",          # anything else a reader should see
 ]
 # Kinds a row comparison repeats in its reason: a reader must not miss them.

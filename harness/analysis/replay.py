@@ -25,9 +25,7 @@ def live_decider(cfg: AnalysisConfig, min_iterations: int, max_iterations: int
     Raises:
         ValueError: the bounds or thresholds are out of range.
     """
-    return LiveDecider(cfg, min_iterations, max_iterations, floor=cfg.live_floor_bytes,
-                       min_growth=cfg.live_min_growth_bytes,
-                       decay_ratio=cfg.live_decay_ratio)
+    return LiveDecider(cfg, min_iterations, max_iterations)
 
 
 def replay_live(cfg: AnalysisConfig, series: Series, min_iterations: int,

@@ -41,6 +41,16 @@ class MemoryTrend(Record):
     kind: MemoryKind
     floor: float = 0.0
     autocorr: float = 0.0
+    missed: float | None = None   # bytes/call: the smallest steady leak the run could miss
+
+
+def missed_text(rate: float | None, calls: int) -> str:
+    """"no leak above 40 B/call in 1,000 calls" ("" when not known): the smallest steady
+    leak a run could have missed (`MemoryTrend.missed`)."""
+    if rate is None or rate != rate or math.isinf(rate):
+        return ""
+    size = f"{rate:,.0f} B/call" if rate < 1024 else f"{rate / 1024:,.1f} KiB/call"
+    return f"no leak above {size} in {calls:,} calls"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,21 +35,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
-from harness.analysis.fill import FILL_RERUN, Fill
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
-from harness.analysis.growth import step_trend, trend_and_fill
+from harness.analysis.growth import step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
+from harness.analysis.memory import kib, leaking, memory_reading
+from harness.analysis.outcomes import ended_with
 from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
+from harness.analysis.rules import CARRIERS
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import PeakComparison, StepComparison, VsBaseline
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
-from harness.protocol.series import TREND_NAMES, Series
+from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
 
-__all__ = ["BAD", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline", "within_run"]
+__all__ = ["BAD", "CARRIERS", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline", "kib",
+           "leaking", "within_run"]
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the
 # framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
 # OutOfMemoryError, a bare CUDA error) and the agent ends with an error.
@@ -94,6 +97,8 @@ class CellVerdict:
     contention: Explained | None = None     # run-queue delay behind a slowdown
     gpu_time: GpuTime | None = None         # device busy time and clock behind a slowdown
     rerun: int | None = None                # calls an ambiguous cell's next run measures
+    rule: str = ""                          # the rule that decided (`rules.RULES`, or
+                                            # ended / slowdown / busy-host / ...)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -101,99 +106,6 @@ class CellVerdict:
     def has(self, kind: str) -> bool:
         """Whether a finding of this kind is among the findings."""
         return any(f.kind == kind for f in self.findings)
-
-
-# Memory that may carry a leak, and the trend sources each needs leaking: RSS only
-# with USS agreeing (file-backed pages and page cache move RSS, not USS).
-CARRIERS: dict[str, tuple[str, ...]] = {
-    "heap": ("heap",), "uss+rss": ("uss", "rss"), "gpu": ("gpu",), "fw": ("fw",)}
-
-
-def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
-    """The sources allowed to carry a leak that leak, the largest growth per call first
-    (the carrier); ties keep the order of `CARRIERS`."""
-    found = [(name, memory[parts[0]]) for name, parts in CARRIERS.items()
-             if all(p in memory and memory[p].kind == "leak" for p in parts)]
-    return sorted(found, key=lambda pair: -pair[1].slope)
-
-
-def kib(rate: float) -> str:
-    """Bytes per call as KiB/call, one decimal."""
-    return f"{rate / 1024:+.1f}"
-
-
-def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
-    """"gpu grows +1024.0 KiB/call (CI ..), +1.46 GiB over 1500 calls; also fw +1024.0,
-    heap +2.4 KiB/call"."""
-    name, t = found[0]
-    text = (f"{name} grows {kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)}), "
-            f"{t.growth / 1024**2:+.2f} MiB over {measured} calls")
-    if len(found) > 1:
-        text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
-    return text
-
-
-def trends(series: Series, cfg: AnalysisConfig) -> dict[str, MemoryTrend]:
-    return trends_and_fills(series, cfg)[0]
-
-
-def trends_and_fills(series: Series, cfg: AnalysisConfig
-                     ) -> tuple[dict[str, MemoryTrend], dict[str, Fill]]:
-    """Every memory source's trend, and the fill checks that turned a leak ambiguous
-    (`fill.fill_check`), by source."""
-    heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
-    out: dict[str, MemoryTrend] = {}
-    fills: dict[str, Fill] = {}
-    for key, name in TREND_NAMES.items():
-        x, y = series.memory(key)
-        if len(x):
-            out[name], fill = trend_and_fill(name, x, y, heap_cfg if name == "heap" else cfg)
-            if fill is not None:
-                fills[name] = dataclasses.replace(
-                    fill, growth=out[name].growth, calls=series.measured,
-                    rerun=FILL_RERUN * max(1, series.measured))
-    return out, fills
-
-
-def still_filling(memory: dict[str, MemoryTrend], fills: dict[str, Fill]
-                  ) -> tuple[str, Fill] | None:
-    """The carrier whose leak a filling cache could still explain (`fill.fill_check`),
-    the largest growth per call first; None when no carrier is one. USS with RSS
-    counts where one of the two could be a fill and the other leaks or could be one."""
-    found: list[tuple[str, Fill, float]] = []
-    for name, parts in CARRIERS.items():
-        if not all(p in memory and (p in fills or memory[p].kind == "leak") for p in parts):
-            continue
-        filling = [p for p in parts if p in fills]
-        if filling:
-            found.append((name, fills[filling[0]], memory[filling[0]].slope))
-    if not found:
-        return None
-    name, fill, _ = max(found, key=lambda f: f[2])
-    return name, fill
-
-
-def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
-    """A heap that grew like a leak (or too much to call stable), but that one
-    `gc.collect()` after the last call (the agent's `collected` end field) brought back
-    within the floor, grew cyclic garbage that Python's oldest generation frees in its
-    own time (PyTorch's rfft, ~0.3 KiB/call on an H100: tests/data/h100/sweep-1123): a run
-    that ends before the first such collection would otherwise read it as a leak, or as
-    undecided. A leak keeps what it grew, collection or not. None when that is not so."""
-    got = (series.end or {}).get("collected")
-    if heap.kind not in ("leak", "ambiguous") or not isinstance(got, dict):
-        return None
-    before, after = got.get("heap"), got.get("heap_after")
-    if not isinstance(before, int) or not isinstance(after, int):
-        return None
-    grew, kept = before - heap.start, after - heap.start
-    if heap.kind == "leak" and (grew <= 0 or kept > grew / 2 or kept > heap.floor):
-        return None
-    if heap.kind == "ambiguous" and kept > heap.floor / 2:
-        return None
-    return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "
-                   f"after the last call gave back {(before - after) / 1024:.0f} KiB, and "
-                   f"it keeps {kept / 1024:+.0f} KiB: cyclic garbage, not a leak")
 
 
 def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
@@ -301,20 +213,18 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
     """Within-run verdict for one cell, with CPU time per step kept as evidence; only
     `harness.analysis.decision.decide` calls it (and tests of the series analysis).
     `again`: an ambiguous cell runs again (its repeats are not spent), as its reason
-    says."""
-    memory, fills = trends_and_fills(series, cfg)
-    cyclic = garbage(series, memory["heap"]) if "heap" in memory else None
-    if cyclic is not None:
-        memory["heap"] = dataclasses.replace(memory["heap"], kind="stable")
-        fills.pop("heap", None)
-    filling = still_filling(memory, fills)
+    says. Memory is read by `memory.memory_reading`, the one decision of memory growth
+    that the live decider makes on the samples so far."""
+    mem = memory_reading(series, cfg, again)
+    memory = mem.memory
     steps, at_speed, unseen = step_reading(series, cfg)
     cpu = cpu_trend(series, cfg) if steps is not None else None
     ended = _outcome_verdict(series, outcome)
     if ended is not None:
-        return CellVerdict(ended[0], ended[1], memory=memory, steps=steps, cpu_steps=cpu)
-    kind = {k: t.kind for k, t in memory.items()}
-    findings: list[Finding] = [f for f in (cyclic, unseen) if f is not None]
+        kind, reason, carrier, found = ended_with(ended, mem, series, steps)
+        return CellVerdict(kind, reason, carrier, found, memory=memory, steps=steps,
+                           cpu_steps=cpu, rule="ended")
+    findings: list[Finding] = [f for f in (mem.cyclic, unseen) if f is not None]
     busy: Explained | None = None
     gpu: GpuTime | None = None
     slowdown = False
@@ -335,50 +245,35 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
         else:
             slowdown = True
             findings.append(Finding("slowdown", "slowdown"))
-    found = leaking(memory)
-    if found:
-        leaks = [Finding("leak", f"leak: {n} {kib(t.slope)} KiB/call") for n, t in found]
-        return CellVerdict("leak", leak_reason(found, series.measured), found[0][0],
-                           (*leaks, *findings), memory, steps, cpu_steps=cpu, contention=busy)
+    if mem.kind == "leak":
+        return CellVerdict("leak", mem.reason, mem.carrier, (*mem.findings, *findings),
+                           memory, steps, cpu_steps=cpu, contention=busy, rule=mem.rule)
     if slowdown:
         assert steps is not None
-        if filling is not None:
-            findings.append(Finding("note", f"{filling[0]} {filling[1].said(False)}"))
+        if mem.fill is not None:
+            findings.append(Finding("note", f"{mem.carrier} {mem.fill.said(False)}"))
         return CellVerdict("slowdown", _slowdown_reason(steps, cpu, at_speed, gpu),
                            None, tuple(findings), memory, steps, cpu_steps=cpu,
-                           contention=busy, gpu_time=gpu)
-    if filling is not None:
+                           contention=busy, gpu_time=gpu, rule="slowdown")
+    if mem.kind == "filling":
         # Growing so far: a leak or a cache still filling; a longer run tells.
-        return CellVerdict("ambiguous", f"{filling[0]} {filling[1].said(again)}", filling[0],
-                           tuple(findings), memory, steps, cpu_steps=cpu,
-                           rerun=filling[1].rerun)
+        assert mem.fill is not None
+        return CellVerdict("ambiguous", mem.reason, mem.carrier, tuple(findings), memory,
+                           steps, cpu_steps=cpu, rerun=mem.fill.rerun, rule=mem.rule)
     if busy is not None and findings:
         assert steps is not None
         return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "
                            f"{findings[-1]}", None, tuple(findings), memory, steps,
-                           cpu_steps=cpu, contention=busy)
-    primary = next((k for k in ("heap", "uss", "rss") if k in memory), None)
-    if primary is None or memory[primary].kind == "insufficient":
-        return CellVerdict("ambiguous", "too few memory samples to decide", primary,
-                           tuple(findings), memory, steps, cpu_steps=cpu)
-    if memory[primary].kind == "ambiguous":
-        return CellVerdict("ambiguous", f"{primary} neither clearly growing nor stable",
-                           primary, tuple(findings), memory, steps, cpu_steps=cpu)
-    if kind.get("rss") == "leak" and kind.get("uss") != "stable":
-        t = memory["rss"]
-        return CellVerdict("ambiguous", f"rss grows {kib(t.slope)} KiB/call but {primary} "
-                           "does not confirm it", "rss", tuple(findings), memory, steps,
-                           cpu_steps=cpu)
-    plateaus = [k for k in ("heap", "uss", "rss", "gpu", "fw") if kind.get(k) == "plateau"]
-    if plateaus:
-        t = memory[plateaus[0]]
-        return CellVerdict("plateau", f"{plateaus[0]} grew {t.growth / 1024**2:+.2f} MiB then "
-                           "flattened", plateaus[0], (Finding("plateau", "plateau"),),
-                           memory, steps, cpu_steps=cpu)
-    said = ("memory stable once collected (the heap's growth was cyclic garbage), no "
-            "slowdown" if cyclic is not None else "memory stable, no slowdown")
-    return CellVerdict("ok", said, primary, tuple(findings), memory,
-                       steps, cpu_steps=cpu)
+                           cpu_steps=cpu, contention=busy, rule="busy-host")
+    if mem.kind in ("insufficient", "unsure", "unconfirmed"):
+        return CellVerdict("ambiguous", mem.reason, mem.carrier, tuple(findings), memory,
+                           steps, cpu_steps=cpu, rule=mem.rule)
+    missed = f"; {mem.missed_said}" if mem.missed_said else ""
+    if mem.kind == "plateau":
+        return CellVerdict("plateau", mem.reason + missed, mem.carrier, mem.findings,
+                           memory, steps, cpu_steps=cpu, rule=mem.rule)
+    return CellVerdict("ok", f"{mem.reason}, no slowdown{missed}", mem.carrier,
+                       tuple(findings), memory, steps, cpu_steps=cpu, rule=mem.rule)
 
 
 def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,

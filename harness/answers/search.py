@@ -126,6 +126,15 @@ def same_failure(items: Sequence[CellResult]) -> str | None:
     return said.pop() if len(said) == 1 else None
 
 
+def leaked_before_timeout(items: Sequence[CellResult]) -> bool:
+    """Whether every image that ran (at least two) was killed at its deadline and some
+    leaked before it (a `leak` whose run ended at the timeout, `analysis.outcomes`)."""
+    ran = [r for r in items if r.verdict not in NOT_MEASURED]
+    timed = [r for r in ran if r.outcome.timed_out]
+    return (len(ran) >= 2 and len(timed) == len(ran)
+            and any(r.verdict == "leak" for r in timed))
+
+
 def all_timed_out(items: Sequence[CellResult]) -> str | None:
     """What to change when every image that ran (at least two) was killed at its
     deadline: the run is too short for the scenario, on any image, so no image is to
@@ -164,9 +173,16 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
         line = sorted([(r.image.index, r.image.label, str(r.verdict), r.id) for r in items]
                       + absent.get(row, []))
         ordered = [(label, verdict) for _, label, verdict, _ in line]
+        leaked = leaked_before_timeout(items)
+        if leaked:
+            # Every image ran into its timeout, and some leaked before it: those leaks
+            # are findings about the images; a timeout with no leak before it is
+            # good as far as this run could see.
+            ordered = [(label, "ok" if verdict == "timeout" else verdict)
+                       for label, verdict in ordered]
         bad, good, contiguous = first_bad(ordered)
         broken = same_failure(items)
-        too_short = all_timed_out(items) if broken is None else None
+        too_short = all_timed_out(items) if broken is None and not leaked else None
         gap = gap_before(ordered, bad)
         if broken is not None:
             bad, good, contiguous, gap = None, None, True, []

@@ -44,6 +44,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--write", action="store_true",
                    help="with --reanalyze: write the re-decided run as a new results "
                         "directory beside DIR (DIR-reanalyzed); DIR is never rewritten")
+    p.add_argument("--why", metavar="CELL",
+                   help="print the verdict's rules in order for CELL, each with its "
+                        "figures and why it fired or not")
     p.add_argument("--force", action="store_true",
                    help="write the reports even when cells are missing and DIR already "
                         "holds a complete report (without it, a complete report is never "
@@ -118,6 +121,10 @@ def report_of(args: argparse.Namespace) -> int:
     if not args.reanalyze and (args.overrides or args.write):
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
+    if args.why is not None:
+        from harness.cli.why import why
+
+        return why(args, report)
     if args.reanalyze:
         from harness.cli.reanalyze import reanalyzed
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.kinds import BAD, GOOD, KINDS, UNDECIDED
+from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.plans.bisect import attempt_id, attempts
@@ -53,7 +53,7 @@ Runner = Callable[[Cell], CellResult]
 Maker = Callable[[str, tuple[Change, ...]], ImageSpec]
 # A hybrid that crashes or hangs where B leaked or slowed has not shown B's fault: it is
 # untestable (a missing symbol, an import error), not bad.
-BROKEN = frozenset({"crash", "timeout"})
+BROKEN = BROKE
 SWAPPED = "swapped"   # --swap: the named set swapped both ways, not proved the cause
 
 

@@ -15,7 +15,7 @@ import linecache
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from harness.analysis.kinds import BAD
+from harness.analysis.kinds import BAD, GREW
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explain import (
     EXPLAIN_DIR,
@@ -139,7 +139,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
 def needs_native(res: CellResult, w: Where) -> bool:
     """The heap leaked (or grew to a plateau) more than Python's allocator saw."""
     heap, seen = res.memory.get("heap"), w.totals.get("heap")
-    return (heap is not None and seen is not None and heap.kind in ("leak", "plateau")
+    return (heap is not None and seen is not None and heap.kind in GREW
             and seen / max(w.calls, 1) < NATIVE_SHARE * heap.slope)
 
 

@@ -47,7 +47,9 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
                    if s.get(key) is not None)
     xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
     fit, note, headline = None, "", ""
-    if trend is not None and fitted:
+    if trend is not None and trend.kind == "insufficient":
+        note = f"no readings to fit ({trend.n})"     # never "+0.0 KiB/call"
+    elif trend is not None and fitted:
         slope = trend.slope
         mx, my = series.memory(key)
         if len(mx):

@@ -126,6 +126,8 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
             t = c.memory.get(s)
             if t is None:
                 return "-"
+            if t.kind == "insufficient":
+                return f"no readings to fit ({t.n} samples)"
             return (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}.."
                     f"{kib(t.slope_hi)}), {kib(t.growth / 1024)} MiB "
                     f"over {t.n} samples, {t.kind}")

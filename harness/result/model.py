@@ -231,6 +231,7 @@ class CellResult:
     timings: Timings = field(default_factory=Timings)
     unavailable: Unavailable | None = None
     key: RunKey | None = None      # what the run depended on (None: recorded before keys)
+    rule: str = ""                 # the rule that decided (analysis.rules; "": before it)
 
     @property
     def deciding_source(self) -> str | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from harness.analysis.kinds import BAD, KINDS, SLOWDOWN
-from harness.analysis.trends import StepTrend
+import math
+
+from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
+from harness.analysis.trends import StepTrend, missed_text
 from harness.result.model import CellResult
 
 
@@ -26,10 +28,16 @@ def cell_numbers(res: CellResult) -> str:
     memory: list[str] = []
     source = res.deciding_source
     if source is not None and lead_with != "steps":
-        slope = res.memory[source].slope
+        trend = res.memory[source]
         # The carrier's name as the reason says it ("uss+rss", whose figure is USS's).
         name = res.carrier if res.carrier and res.carrier.split("+")[0] == source else source
-        memory.append(f"{name} {round(slope / 1024, 1) + 0.0:+.1f} KiB/call")  # no "-0.0"
+        if trend.kind == "insufficient":
+            memory.append(f"{name} no readings")     # too few to fit: never "+0.0"
+        else:
+            memory.append(f"{name} {round(trend.slope / 1024, 1) + 0.0:+.1f} KiB/call")
+        missed = missed_words(res)
+        if missed:
+            memory.append(missed)
     step = res.summary.median_step_s
     per_call = [f"{human_seconds(step)}/call"] if step is not None else []
     lead: list[str] = []
@@ -42,6 +50,16 @@ def cell_numbers(res: CellResult) -> str:
     if lead_with == "baseline":
         return ", ".join([*versus, *lead, *memory, *per_call])
     return ", ".join([*lead, *memory, *per_call, *versus])
+
+
+def missed_words(res: CellResult) -> str:
+    """An `ok` or `plateau` cell's bound: "no leak above 40 B/call in 1,000 calls" (the
+    smallest steady leak its run could have missed; "" for other kinds or old results)."""
+    if res.verdict not in GOOD:
+        return ""
+    rates = [r for s, t in res.memory.items() if s in ("heap", "uss", "rss")
+             and (r := t.missed) is not None and math.isfinite(r)]
+    return missed_text(min(rates), res.summary.iterations) if rates else ""
 
 
 def also_slowed(res: CellResult) -> StepTrend | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.analysis.kinds import RUN_LONGER
 from harness.matrixfile.model import Cell
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
@@ -101,7 +102,7 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     """Lengthen an ambiguous cell for one more attempt; False: it stands as it is."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
-    if verdict.verdict != "ambiguous" or len(run.attempts) > run.cell.settings.repeats:
+    if verdict.verdict not in RUN_LONGER or len(run.attempts) > run.cell.settings.repeats:
         return False
     if run.series is not None and (run.series.end or {}).get("mode") == "script":
         return False    # a whole script runs once: more iterations change nothing

@@ -409,7 +409,8 @@ class UserPaths(RuleBasedStateMachine):
         argv = ["report", str(run.path), "--reanalyze"]
         if relax:
             argv += ["--set", "analysis.leak-floor-bytes=1000000000000",
-                     "--set", "analysis.heap_floor_bytes=1000000000000"]
+                     "--set", "analysis.heap_floor_bytes=1000000000000",
+                     "--set", "analysis.live_floor_bytes=1000000000000"]
         code, text = self.cli(*argv, *(["--write"] if write else []))
         assert {p: sha(p) for p in run.path.rglob("*") if p.is_file()} == before, (
             self.log, "reanalyze wrote into the directory")

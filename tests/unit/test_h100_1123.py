@@ -36,7 +36,18 @@ def cells() -> dict[str, CellResult]:
                                   "jax_rfft", "jax_rfft_constant"])
 def test_controls_are_clean_on_the_device(cells: dict[str, CellResult], cell: str) -> None:
     res = cells[cell]
-    assert res.verdict == "ok", res.reason
+    assert res.memory["gpu"].kind == "stable" and res.memory["fw"].kind == "stable"
+    if cell.startswith("jax"):
+        # Issue 41: JAX's host heap grows steadily all 1,500 calls (+1.4 and +0.7 KiB/call,
+        # the late third as fast, the interval wholly above the per-call floor): never
+        # `ok` (it was), but no leak either: a cache still filling fits it, and 6,000
+        # calls would tell
+        heap = res.memory["heap"]
+        assert res.verdict == "ambiguous" and res.carrier == "heap", res.reason
+        assert heap.slope_lo > AnalysisConfig().live_floor_bytes
+        assert res.reason.endswith("a leak or a cache still filling; running it again for 6,000")
+    else:
+        assert res.verdict == "ok", res.reason
     assert str((res.end.info or {}).get("device", "")).startswith("cuda")
     assert not any(f.kind == "no-gpu" for f in res.findings)
 

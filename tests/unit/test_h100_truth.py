@@ -160,6 +160,8 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
         return None
 
     assert alone("gpu") == alone("fw") == got.iterations
-    # The heap alone, as before issue 20, needs far longer: since issue 37, longer than
-    # this run (+3.5 MiB on a 200 MB heap: a cache still filling as well as a leak)
-    assert alone("heap") is None
+    # The heap alone (the list of kept tensors, 2.4 KiB/call: a real host leak) needs
+    # longer: its ten readings, where the device needs five (issue 41: the one
+    # decision; before it, the heap alone decided nothing in this run)
+    heap = alone("heap")
+    assert heap is not None and heap > got.iterations, heap

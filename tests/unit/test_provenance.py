@@ -146,7 +146,8 @@ def test_compare_of_a_run_and_its_redecided_copy_names_no_noise(
     # by the model of users' paths: compare called the difference noise between runs)
     main(["report", str(explained), "--reanalyze", "--write", "--set",
           "analysis.leak-floor-bytes=1000000000000", "--set",
-          "analysis.heap_floor_bytes=1000000000000"])
+          "analysis.heap_floor_bytes=1000000000000", "--set",
+          "analysis.live_floor_bytes=1000000000000"])
     copy = explained.with_name(explained.name + "-reanalyzed")
     capsys.readouterr()
     # WHEN the two are compared

@@ -74,10 +74,11 @@ def test_write_makes_a_new_directory_beside_the_old(
 
 def test_set_changes_the_thresholds_the_cells_are_decided_with(
         real_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Floors far above any growth recorded: no cell can be a leak.
+    # Floors (total and per call) far above any growth recorded: no cell can be a leak.
     code = main(["report", str(real_dir), "--reanalyze",
                  "--set", "analysis.heap_floor_bytes=1000000000000",
-                 "--set", "analysis.leak-floor-bytes=1000000000000"])
+                 "--set", "analysis.leak-floor-bytes=1000000000000",
+                 "--set", "analysis.live_floor_bytes=1000000000000"])
     out = capsys.readouterr().out
     assert "torch.gpu0.gpu_leak: leak -> " in out
     assert "leak:" not in out.split("re-decided")[0]

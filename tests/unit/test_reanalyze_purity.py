@@ -71,13 +71,15 @@ def test_a_set_that_changes_a_verdict_says_so(
         swept: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["report", str(swept), "--reanalyze", "--set",
                  "analysis.leak-floor-bytes=1000000000000", "--set",
-                 "analysis.heap_floor_bytes=1000000000000"])
+                 "analysis.heap_floor_bytes=1000000000000", "--set",
+          "analysis.live_floor_bytes=1000000000000"])
     out = capsys.readouterr().out
     assert code == 0, out
     # AND the change says what made it: the --set, not harness's rules
     [line] = [x for x in out.splitlines() if "v3.cpu.s: leak -> ok" in x]
     assert line.endswith("; changed by --set analysis.leak-floor-bytes=1000000000000 "
-                         "--set analysis.heap_floor_bytes=1000000000000"), line
+                         "--set analysis.heap_floor_bytes=1000000000000 "
+                         "--set analysis.live_floor_bytes=1000000000000"), line
 
 
 def test_a_set_applies_where_the_row_baseline_samples_were_cut(
@@ -89,7 +91,8 @@ def test_a_set_applies_where_the_row_baseline_samples_were_cut(
     # WHEN it is decided again with floors no growth reaches
     main(["report", str(swept), "--reanalyze", "--set",
           "analysis.leak-floor-bytes=1000000000000", "--set",
-          "analysis.heap_floor_bytes=1000000000000"])
+          "analysis.heap_floor_bytes=1000000000000", "--set",
+          "analysis.live_floor_bytes=1000000000000"])
     out = capsys.readouterr().out
     # THEN the baseline is unreadable and the leak is no leak under the new floors
     assert "v1.cpu.s: ok -> unreadable" in out, out
@@ -112,7 +115,8 @@ def test_a_change_without_set_is_said_to_be_harness_rules(
 
     def later_rules(file: Path, overrides: object = ()) -> object:
         cfg = real(file, overrides)  # type: ignore[arg-type]
-        return dataclasses.replace(cfg, leak_floor_bytes=10**12, heap_floor_bytes=10**12)
+        return dataclasses.replace(cfg, leak_floor_bytes=10**12, heap_floor_bytes=10**12,
+                                   live_floor_bytes=10**12)
 
     monkeypatch.setattr(module, "analysis_of", later_rules)
     main(["report", str(swept), "--reanalyze"])
@@ -129,7 +133,8 @@ def test_a_written_copy_is_decided_again_as_it_was_written(
     # paths: deciding the copy again turned its verdicts back, "by harness's rules")
     main(["report", str(swept), "--reanalyze", "--write", "--set",
           "analysis.leak-floor-bytes=1000000000000", "--set",
-          "analysis.heap_floor_bytes=1000000000000"])
+          "analysis.heap_floor_bytes=1000000000000", "--set",
+          "analysis.live_floor_bytes=1000000000000"])
     copy = swept.with_name(swept.name + "-reanalyzed")
     capsys.readouterr()
     # WHEN the untouched copy is decided again

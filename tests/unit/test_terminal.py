@@ -105,7 +105,8 @@ def test_finished_lines_wider_than_the_terminal_are_shown_whole(
     text = " ".join(line.strip() for line in screen.display)
     for k in range(1, 7):
         assert re.search(rf"harness: \[{k}/6\] interp-\d\.cpu\.s: ok within run \(memory "
-                         rf"stable, no slowdown\)(; vs baseline: pending)? in \d+\.\ds", text), text
+                         rf"stable, no slowdown(; no leak above [^)]*)?\)"
+                         rf"(; vs baseline: pending)? in \d+\.\ds", text), text
 
 
 def test_live_display_shows_iterations_rate_and_elapsed(swept: tuple[Path, str]) -> None:

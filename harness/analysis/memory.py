@@ -1,0 +1,233 @@
+"""The one decision of memory growth: what a cell's memory did, from its samples so far.
+
+`memory_reading(series, cfg)` is a pure function of the samples seen so far. Three
+callers, one function: the live decider (`sequential.LiveDecider`) calls it on the
+samples read while the cell runs, to choose when to stop; the post-run verdict
+(`verdict.within_run`) calls it on all of a run's samples; `--reanalyze` (`answers.
+reanalyze`, through `decision.decide`) calls it on the recorded ones. So what a live
+look says at call k is what a fixed run of k calls with the same samples says, and a
+run that went on past a live look is decided on all its samples.
+
+Per source, `growth.trend_and_fill` is the one statistic (Theil-Sen slopes over the whole
+span and the late window, the total and per-call floors, the fill check); here the
+sources become one reading: which carrier leaks (RSS only with USS agreeing), whether a
+filling cache could still explain it, a plateau, or stable, with the smallest steady
+leak the run could have missed (`MemoryTrend.missed`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.analysis.fill import FILL_RERUN, Fill
+from harness.analysis.growth import trend_and_fill
+from harness.analysis.records import Finding
+from harness.analysis.rules import (
+    CARRIERS,
+    PRIMARY,
+    TOTAL_ONLY,
+    Evidence,
+    filling_carrier,
+    first_rule,
+)
+from harness.analysis.trends import MemoryTrend, missed_text
+from harness.protocol.series import TREND_NAMES, Series
+from harness.thresholds import AnalysisConfig
+
+# Sources that count exact bytes (the device's used memory, the framework allocator's
+# bytes in use): no allocator noise, so fewer readings give a slope (5, where the
+# others need `min_samples`): a device read every 10 calls is decided at 50.
+EXACT = frozenset({"gpu", "fw"})
+EXACT_MIN_SAMPLES = 5
+
+Reading = Literal["leak", "filling", "insufficient", "unsure", "unconfirmed", "plateau",
+                  "ok"]
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    """What a cell's memory did over its samples so far (`memory_reading`).
+
+    Attributes:
+        kind: leak (a carrier leaks), filling (a leak a cache still filling could
+            explain), insufficient (too few readings), unsure (the primary source
+            neither grows nor is stable), unconfirmed (RSS grows, USS does not say so),
+            plateau, ok.
+        reason: The reading in words, with its figures.
+        carrier: The source the reading is about.
+        memory: Every source's trend.
+        fill: The fill check behind `filling`.
+        findings: The leak findings, one per leaking carrier; a plateau's.
+    """
+
+    kind: Reading
+    reason: str
+    carrier: str | None
+    memory: dict[str, MemoryTrend]
+    fill: Fill | None = None
+    findings: tuple[Finding, ...] = ()
+    cyclic: Finding | None = None      # the heap's growth was cyclic garbage (`garbage`)
+    calls: int = 0                     # measured calls the samples span
+    rule: str = ""                     # the id of the rule that decided (`rules.RULES`)
+
+    @property
+    def missed_said(self) -> str:
+        """"no leak above 40 B/call in 1,000 calls" ("" when not known)."""
+        return missed_text(self.missed, self.calls)
+
+    @property
+    def missed(self) -> float:
+        """The smallest steady leak (bytes/call) the run could have missed: a host leak
+        grows every host source, so the most sensitive one's (NaN without one)."""
+        rates = [r for s in PRIMARY if s in self.memory
+                 and (r := self.memory[s].missed) is not None and math.isfinite(r)]
+        return min(rates) if rates else math.nan
+
+
+def kib(rate: float) -> str:
+    """Bytes per call as KiB/call, one decimal."""
+    return f"{rate / 1024:+.1f}"
+
+
+def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
+    """The sources allowed to carry a leak that leak, the largest growth per call first
+    (the carrier); ties keep the order of `CARRIERS`."""
+    found = [(name, memory[parts[0]]) for name, parts in CARRIERS.items()
+             if all(p in memory and memory[p].kind == "leak" for p in parts)]
+    return sorted(found, key=lambda pair: -pair[1].slope)
+
+
+def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
+    """"gpu grows +1024.0 KiB/call (CI ..), +1.46 GiB over 1500 calls; also fw +1024.0,
+    heap +2.4 KiB/call"."""
+    name, t = found[0]
+    text = (f"{name} grows {kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)}), "
+            f"{t.growth / 1024**2:+.2f} MiB over {measured} calls")
+    if len(found) > 1:
+        text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
+    return text
+
+
+def trends_and_fills(series: Series, cfg: AnalysisConfig
+                     ) -> tuple[dict[str, MemoryTrend], dict[str, Fill]]:
+    """Every memory source's trend, and the fill checks that turned a leak ambiguous
+    (`fill.fill_check`), by source."""
+    heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
+    out: dict[str, MemoryTrend] = {}
+    fills: dict[str, Fill] = {}
+    for key, name in TREND_NAMES.items():
+        x, y = series.memory(key)
+        if len(x):
+            out[name], fill = trend_and_fill(
+                name, x, y, heap_cfg if name == "heap" else cfg,
+                min(cfg.min_samples, EXACT_MIN_SAMPLES) if name in EXACT else None,
+                per_call=name not in TOTAL_ONLY)
+            if fill is not None:
+                fills[name] = dataclasses.replace(
+                    fill, growth=out[name].growth, calls=series.measured,
+                    rerun=FILL_RERUN * max(1, series.measured))
+    return out, fills
+
+
+def still_filling(memory: dict[str, MemoryTrend], fills: dict[str, Fill]
+                  ) -> tuple[str, Fill] | None:
+    """The carrier whose leak a filling cache could still explain (`fill.fill_check`),
+    the largest growth per call first; None when no carrier is one."""
+    name = filling_carrier(Evidence(memory, fills))
+    if name is None:
+        return None
+    return name, next(fills[p] for p in CARRIERS[name] if p in fills)
+
+
+def measured_calls(series: Series) -> int:
+    """Measured calls the samples span: the step times' count, or where samples carry
+    none (hand-built records), the last measured call less the warm-up's last."""
+    if (n := series.measured) > 0:
+        return n
+    measured = [int(s["i"]) for s in series.samples if s.get("phase") == "measure"]
+    before = [int(s["i"]) for s in series.samples if s.get("phase") != "measure"]
+    return max(measured) - max(before, default=0) if measured else 0
+
+
+def memory_reading(series: Series, cfg: AnalysisConfig, again: bool = True,
+                   collected: bool = True) -> MemoryReading:
+    """The one decision of a cell's memory over `series`'s samples (so far).
+
+    Args:
+        again: An ambiguous cell runs again (its repeats are not spent), as a filling
+            reading's reason says.
+        collected: Apply the end record's `gc.collect()` reading (`garbage`), where the
+            series has one (a live look's has none yet).
+    """
+    memory, fills = trends_and_fills(series, cfg)
+    return reading_of(memory, fills, series, again, collected)
+
+
+def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: Series,
+               again: bool = True, collected: bool = True) -> MemoryReading:
+    """`memory_reading` from trends already made."""
+    cyclic = garbage(series, memory["heap"]) if collected and "heap" in memory else None
+    if cyclic is not None:
+        memory = {**memory, "heap": dataclasses.replace(memory["heap"], kind="stable")}
+        fills = {k: v for k, v in fills.items() if k != "heap"}
+    measured = measured_calls(series)
+
+    def out(kind: Reading, reason: str, carrier: str | None, fill: Fill | None = None,
+            findings: tuple[Finding, ...] = ()) -> MemoryReading:
+        return MemoryReading(kind, reason, carrier, memory, fill, findings, cyclic, measured,
+                             rule.id)
+
+    rule, named = first_rule(Evidence(memory, fills))
+    if rule.id == "leak":
+        found = leaking(memory)
+        return out("leak", leak_reason(found, measured), named, findings=tuple(
+            Finding("leak", f"leak: {n} {kib(t.slope)} KiB/call") for n, t in found))
+    if rule.id == "filling":
+        fill = next(fills[p] for p in CARRIERS[named] if p in fills)
+        return out("filling", f"{named} {fill.said(again)}", named, fill)
+    if rule.id == "insufficient":
+        return out("insufficient", "too few memory samples to decide",
+                   None if named == "none" else named)
+    if rule.id == "unsure":
+        return out("unsure", f"{named} neither clearly growing nor stable", named)
+    primary = Evidence(memory, fills).primary
+    if rule.id == "unconfirmed":
+        t = memory["rss"]
+        return out("unconfirmed", f"rss grows {kib(t.slope)} KiB/call but {primary} does "
+                   "not confirm it", "rss")
+    if rule.id == "plateau":
+        t = memory[named]
+        # The rise, not the fitted slope times the span: Theil-Sen all but ignores the
+        # few readings where a cache filled, and "+0.00 MiB" would hide what it grew.
+        grew = max(t.growth, t.end - t.start)
+        return out("plateau", f"{named} grew {grew / 1024**2:+.2f} MiB then flattened",
+                   named, findings=(Finding("plateau", "plateau"),))
+    said = ("memory stable once collected (the heap's growth was cyclic garbage)"
+            if cyclic is not None else "memory stable")
+    return out("ok", said, primary)
+
+
+def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
+    """A heap that grew like a leak (or too much to call stable), but that one
+    `gc.collect()` after the last call (the agent's `collected` end field) brought back
+    within the floor, grew cyclic garbage that Python's oldest generation frees in its
+    own time (PyTorch's rfft, ~0.3 KiB/call on an H100: tests/data/h100/sweep-1123): a run
+    that ends before the first such collection would otherwise read it as a leak, or as
+    undecided. A leak keeps what it grew, collection or not. None when that is not so."""
+    got = (series.end or {}).get("collected")
+    if heap.kind not in ("leak", "ambiguous") or not isinstance(got, dict):
+        return None
+    before, after = got.get("heap"), got.get("heap_after")
+    if not isinstance(before, int) or not isinstance(after, int):
+        return None
+    grew, kept = before - heap.start, after - heap.start
+    if heap.kind == "leak" and (grew <= 0 or kept > grew / 2 or kept > heap.floor):
+        return None
+    if heap.kind == "ambiguous" and kept > heap.floor / 2:
+        return None
+    return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "
+                   f"after the last call gave back {(before - after) / 1024:.0f} KiB, and "
+                   f"it keeps {kept / 1024:+.0f} KiB: cyclic garbage, not a leak")
