@@ -57,8 +57,7 @@ def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> l
         ids = [c.id for c in group]
         head = (f"{iterations} measured iteration{'s' if iterations != 1 else ''} cannot "
                 f"decide a trend ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): a "
-                f"memory trend needs {cfg.min_samples} samples at distinct calls "
-                "(analysis.min_samples)")
+                f"memory trend needs {cfg.min_samples} samples at distinct calls")
         if refuse:
             raise InputError(f"{head}\n  fix: --iterations {need} or more (at sample_every "
                              f"{every}: {cfg.min_samples} samples)")

@@ -37,7 +37,7 @@ from harness.matrixfile.model import (
 )
 from harness.matrixfile.slurm import parse_slurm
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path, load_text
-from harness.thresholds import AnalysisConfig
+from harness.thresholds import SETTABLE, AnalysisConfig
 
 __all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",
            "parse", "parse_located", "read_text"]
@@ -275,8 +275,16 @@ def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
 def _analysis(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfig:
     """The analysis block as settings; a fix line is written as the value was given: a
     YAML key in the file, or `--set analysis.KEY=VALUE` on the command line."""
-    names = tuple(f.name for f in dataclasses.fields(AnalysisConfig))
-    raw = ctx.mapping(value or {}, ("analysis",), names + tuple(n.replace("_", "-") for n in names))
+    if isinstance(value, dict):
+        constants = {f.name for f in dataclasses.fields(AnalysisConfig)} - set(SETTABLE)
+        for key in value:
+            if str(key).replace("-", "_") in constants:
+                raise ctx.fail(("analysis", str(key)),
+                               f"{key!r} is one of harness's named constants "
+                               "(harness/thresholds.py), not a setting",
+                               f"drop it; the keys a matrix sets: {', '.join(SETTABLE)}")
+    raw = ctx.mapping(value or {}, ("analysis",),
+                      SETTABLE + tuple(n.replace("_", "-") for n in SETTABLE))
     changes: dict[str, Any] = {}
     for key, v in raw.items():
         field = key.replace("-", "_")

@@ -22,6 +22,7 @@ from harness.report.text import kib, md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
 from harness.result.words import also_slowed
+from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     import numpy as np
@@ -151,8 +152,8 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
                        f"{lo:.2f}..{hi:.2f}, {len(ga)} and {len(gb)} steps), pooled: the two "
                        "runs ran one after the other, so the host's drift is in the ratio "
                        "and not in the interval; only interleaved rounds confirm a change.")
-    out.append("\nSlope intervals (CI) are at the sweep's `analysis.confidence` (0.99 unless "
-               "the matrix sets it); growth is the slope times the measured span of iterations.")
+    out.append(f"\nSlope intervals (CI) are at {AnalysisConfig().confidence:.0%} confidence; "
+               "growth is the slope times the measured span of iterations.")
     vs = bad.vs_baseline
     if vs is not None and vs.steps is not None and timed(bad):
         out.append(f"\nStep time against the baseline {md(vs.baseline)}: "

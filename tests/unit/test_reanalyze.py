@@ -98,7 +98,7 @@ def test_a_bad_override_is_named(real_dir: Path, override: str, said: str,
     assert said in err and "--set" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("override", ["analysis.alpha=fast", "analysis.min_samples=many",
+@pytest.mark.parametrize("override", ["analysis.alpha=fast", "analysis.fill_share=many",
                                       "analysis.leak-floor-bytes=big"])
 def test_a_bad_overrides_fix_line_is_a_set_that_is_accepted(
         real_dir: Path, override: str, capsys: pytest.CaptureFixture[str]) -> None:

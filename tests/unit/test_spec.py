@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 import time
 from pathlib import Path
@@ -209,10 +210,12 @@ def test_recursive_alias_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("block", "path", "words"), [
     ("{alpha: high}", "analysis.alpha", ("float", "alpha: 0.002")),
-    ("{min_samples: 10.5}", "analysis.min_samples", ("int",)),
-    ("{autocorrelation: 1}", "analysis.autocorrelation", ("bool", "true")),
+    ("{live_floor_bytes: true}", "analysis.live_floor_bytes", ("float",)),
+    ("{min_samples: 12}", "analysis.min_samples", ("named constants", "drop it",
+                                                    "alpha, min_ratio")),
+    ("{autocorrelation: false}", "analysis.autocorrelation", ("named constants",)),
     ("{alpha: 0.9}", "analysis.alpha", ("(0, 0.5]", "range")),
-    ("{min-samples: 2}", "analysis.min-samples", ("[6, inf)", "range")),
+    ("{heap-floor-bytes: -1}", "analysis.heap-floor-bytes", ("[0, inf)", "range")),
     ("{alpah: 0.01}", "analysis.alpah", ("alpha",)),
 ])
 def test_analysis_block_errors(tmp_path: Path, block: str, path: str,
@@ -228,9 +231,18 @@ def test_analysis_block_errors(tmp_path: Path, block: str, path: str,
 
 
 def test_analysis_block_is_applied(tmp_path: Path) -> None:
-    m = load(tmp_path, GOOD + "analysis: {alpha: 0.01, min-samples: 12}\n")
+    m = load(tmp_path, GOOD + "analysis: {alpha: 0.01, live-floor-bytes: 64}\n")
     assert m.analysis.alpha == 0.01
-    assert m.analysis.min_samples == 12
+    assert m.analysis.live_floor_bytes == 64
+
+
+def test_at_most_eight_thresholds_are_a_users_to_set() -> None:
+    """The `analysis:` keys a user sets are eight, each a field of AnalysisConfig; the
+    rest are harness's named constants, in the same one module."""
+    from harness.thresholds import SETTABLE, AnalysisConfig
+
+    assert len(SETTABLE) <= 8
+    assert set(SETTABLE) <= {f.name for f in dataclasses.fields(AnalysisConfig)}
 
 
 # ---------------------------------------------------------------- expansion
