@@ -156,7 +156,7 @@ def matrix_file(root: Path, named: str = "") -> Path | None:
     before), else relative to a directory above `root` (the default
     reports/<name>/<timestamp> sits below the directory the sweep ran in). None: not
     found."""
-    named = named or _matrix_named(root)
+    named = named or matrix_named(root)
     if not named:
         return None
     path = Path(named)
@@ -169,7 +169,7 @@ def matrix_file(root: Path, named: str = "") -> Path | None:
     return None
 
 
-def _matrix_named(root: Path) -> str:
+def matrix_named(root: Path) -> str:
     data = _plan(root)
     matrix = data.get("matrix") if isinstance(data, dict) else None
     return matrix if isinstance(matrix, str) else ""
