@@ -87,15 +87,16 @@ def write_beside(run_dir: Path, recorded: Report, report: Report,
     from harness.report import write_all
     from harness.result.codec import JSON
     from harness.store import RunStore
-    from harness.store.runs import REANALYZED
+    from harness.store.runs import REANALYZED, started_of
 
     out = beside(run_dir)
+    started = started_of(run_dir)   # the copy is of cells that ran then, not now
     store = RunStore(out)
     copy_run(run_dir, out)
     matrix = recorded.meta.get("matrix")
     # The copy's plan names what it lacks too (a cut-short cell has no result).
     store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
-               tuple(planned))
+               tuple(planned), started)
     for res in report.results.values():
         store.write_cell(res)
     meta: dict[str, JSON] = {**report.meta, "analysis_set": list(analysis_set)}

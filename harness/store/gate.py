@@ -206,6 +206,24 @@ def gate(root: Path, given: Path | None = None,
                  refresh=refresh_line(root, matrix))
 
 
+def read_gated(root: Path, given: Path | None = None) -> tuple[Gated, Matrix | None]:
+    """The run's cells through the gate, each checked against the runtime and host it
+    ran on, and the matrix they were checked against (None where it cannot be found:
+    then `Gated.unchecked` says why and every readable cell reads as recorded).
+
+    Raises:
+        InputError: a --matrix (`given`) that does not read; a result.json or plan.json
+            of the wrong shape.
+    """
+    try:
+        matrix = matrix_of(root, "", given)
+    except InputError:
+        if given is not None:
+            raise
+        return gate(root), None
+    return gate(root, matrix=matrix), matrix
+
+
 def _fields(found: RunDir) -> dict[str, Any]:
     return {f.name: getattr(found, f.name) for f in dataclasses.fields(RunDir)}
 
