@@ -152,7 +152,7 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     progress = printer(args.quiet)
     engines.start(cells)  # no engine / no GPU: exit 3 before any results directory exists
     with interruptible():
-        store = RunStore.open(args.out, matrix.name, resume)
+        store = RunStore.open(args.out, matrix.name, resume, args.matrix)
         # Imports NumPy and the reporters while the first cell runs; after every other
         # import of this command, so the two threads never import the same modules at once.
         prefetch = prefetch_analysis(*REPORTERS, then=compile_report_template)
