@@ -111,16 +111,8 @@ def run(args: argparse.Namespace) -> int:
     found, matrix = read_gated(root, args.matrix)
     readable = {**found.results, **found.was}
     todo = chosen(readable, args.cell, found.planned, found.unreadable)
-    if args.cell is None and not todo:
-        from harness.answers.explain import unpaired
-
-        hidden = unpaired(readable, found.planned, found.unreadable)
-        for line in hidden:
-            print(f"harness: {line}", file=sys.stderr)
-        if hidden:   # a bad cell behind one that does not read: never "no bad cell"
-            print(f"  fix: {found.refresh} runs them again, then harness explain",
-                  file=sys.stderr)
-            return EXIT_UNDECIDED
+    if args.cell is None and not todo and hidden_bad(readable, found):
+        return EXIT_UNDECIDED
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK
@@ -139,6 +131,21 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_ENVIRONMENT
     return EXIT_OK
+
+
+def hidden_bad(readable: dict[str, CellResult], found: Gated) -> bool:
+    """Whether a row has a bad cell behind one that is unreadable, stale or not run (so
+    no pair is named): each said, with the command that runs them again. Such a row is
+    never "no bad cell"."""
+    from harness.answers.explain import unpaired
+
+    hidden = unpaired(readable, found.planned, found.unreadable)
+    for line in hidden:
+        print(f"harness: {line}", file=sys.stderr)
+    if hidden:
+        print(f"  fix: {found.refresh} runs them again, then harness explain",
+              file=sys.stderr)
+    return bool(hidden)
 
 
 def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,

@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.errors import InputError, SpecError
 from harness.result.codec import JSON, DecodeError, decode
@@ -172,7 +172,7 @@ def gate(root: Path, given: Path | None = None,
         except InputError as exc:
             if given is not None:
                 raise
-            return Gated(**_fields(found), refresh=refresh, unchecked=str(exc))
+            return _gated(found, found.results, {}, refresh, str(exc))
     from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
 
     cells = {c.id: c for c in matrix.cells}
@@ -196,14 +196,7 @@ def gate(root: Path, given: Path | None = None,
         why = why_changed(res.key, now)
         if why is not None:
             stale[cid] = why
-    fields = _fields(found)
-    fields["results"] = {k: v for k, v in found.results.items() if k not in stale}
-    fields["stored"] = {k: v for k, v in found.stored.items() if k not in stale}
-    if found.matrix == "" and matrix.file is not None:
-        fields["matrix"] = str(matrix.file)
-    return Gated(**fields, stale=stale,
-                 was={k: v for k, v in found.results.items() if k in stale},
-                 refresh=refresh_line(root, matrix))
+    return _gated(found, found.results, stale, refresh_line(root, matrix))
 
 
 def read_gated(root: Path, given: Path | None = None) -> tuple[Gated, Matrix | None]:
@@ -224,21 +217,30 @@ def read_gated(root: Path, given: Path | None = None) -> tuple[Gated, Matrix | N
     return gate(root, matrix=matrix), matrix
 
 
-def _fields(found: RunDir) -> dict[str, Any]:
-    return {f.name: getattr(found, f.name) for f in dataclasses.fields(RunDir)}
+def _gated(found: RunDir, readable: dict[str, CellResult], stale: dict[str, str],
+           refresh: str, unchecked: str = "") -> Gated:
+    return Gated(
+        {k: v for k, v in readable.items() if k not in stale}, found.unreadable,
+        found.planned, found.has_plan, found.matrix, found.plan_from,
+        {k: v for k, v in found.stored.items() if k not in stale}, stale,
+        {k: v for k, v in readable.items() if k in stale}, refresh, unchecked)
 
 
 def as_recorded(cell: Cell, result: CellResult) -> Cell:
     """The cell with the run's length as its result records it: a sweep's --iterations
     or --warmup is how that run was asked for, not a changed setting."""
     recorded = {k: result.settings.get(k) for k in LENGTHS}
-    now = {k: getattr(cell.settings, k) for k in LENGTHS}
-    kept: dict[str, Any] = {
+    s = cell.settings
+    now: dict[str, object] = {"iterations": s.iterations, "warmup": s.warmup,
+                              "max_iterations": s.max_iterations,
+                              "min_iterations": s.min_iterations}
+    kept: dict[str, int | None] = {
         k: v for k, v in recorded.items()
         if k in result.settings and (v is None or isinstance(v, int)) and v != now[k]}
     if not kept:
         return cell
-    settings = dataclasses.replace(cell.settings, **kept)
+    # The lengths are ints or None in RunSettings; mypy reads **kept against every field.
+    settings = dataclasses.replace(cell.settings, **kept)  # type: ignore[arg-type]
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario,
                                                                   settings=settings))
 

@@ -143,7 +143,11 @@ def resumable(base: Path, name: str, matrix: Path | None) -> Path | None:
     """The newest sweep under `base` of the matrix file `matrix` (see `made_from`): what
     `--resume` continues. Another file that shares `name:` is another matrix."""
     found = [p for p in runs_of(base, (SWEEP,), name) if finished(p) and made_from(p, matrix)]
-    return max(found, key=lambda p: (started_of(p), p.name)) if found else None
+
+    def when(p: Path) -> tuple[float, str]:
+        return started_of(p), p.name
+
+    return max(found, key=when) if found else None
 
 
 def other_matrix(run: Path, matrix: Path, out: Path) -> InputError:

@@ -31,8 +31,8 @@ def pins(d: dict[str, str]) -> list[str]:
 
 def fix_of(text: str) -> list[str]:
     """The command of the last `fix:` line in `text`, as main's argv."""
-    found = re.findall(r"fix: `?(harness [^`\n]*?)`?(?: runs| searches| refreshes| starts|, then|;|$)",
-                       text, re.M)
+    ends = r"(?: runs| searches| refreshes| starts|, then|;|$)"
+    found = re.findall(r"fix: `?(harness [^`\n]*?)`?" + ends, text, re.M)
     assert found, text
     return shlex.split(found[-1])[1:]
 
