@@ -268,7 +268,7 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
         InputError: two sides that share no cell.
     """
     for c in comparisons:
-        if not c.joined:
+        if not c.joined and not c.incomplete:   # a side's stale cells are said below
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
