@@ -292,3 +292,21 @@ def test_the_gate_names_each_cell_state(fake_sweep: FakeSweep) -> None:
     assert after.state("v1.gpu0.loop") == STALE
     assert "scenario file changed" in after.stale["v1.gpu0.loop"]
     assert after.results == {} and "--resume" in after.refresh
+
+
+def test_a_container_runtime_refuses_a_matrix_of_interpreters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 42 item 5: `--runtime docker` on `{name, python, pip}` entries said `docker
+    pull python3`; it is bad input, and its fix (leave the flag out) works."""
+    cli(monkeypatch, lambda c: "multidict==6.5.1" in c.image.pip)
+    path, _ = two_images(tmp_path, lambda c: True)
+    out = tmp_path / "r"
+    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
+    run = only_run(out / "cul")
+    capsys.readouterr()
+    assert main(["culprit", str(run), "--runtime", "docker", "-q"]) == 2
+    text = said(capsys)
+    assert "interpreters and pip pins" in text and "docker pull" not in text
+    assert "fix: leave out --runtime docker" in text
+    assert main(["culprit", str(run), "-q"]) == 1
