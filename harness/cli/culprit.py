@@ -201,7 +201,8 @@ def current_pairs(found: Gated, todo: list[tuple[str, str]]) -> list[tuple[str, 
     for g, b in todo:
         gone = found.not_current([g, b])
         if gone:
-            print(f"harness: not searched: {'; '.join(gone)}\n  fix: {found.refresh} runs "
+            print(f"harness: not searched, stale or not read: {'; '.join(gone)}\n  fix: "
+                  f"{found.refresh} runs "
                   "them again, then harness culprit", file=sys.stderr)
         else:
             keep.append((g, b))

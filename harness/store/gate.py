@@ -107,7 +107,7 @@ class Gated(RunDir):
         for cid in ids:
             state = self.state(cid)
             if state == STALE:
-                out.append(f"{cid}: stale ({self.stale[cid]})")
+                out.append(f"{cid}: {self.stale[cid]}")
             elif state == UNREADABLE:
                 out.append(f"{cid}: unreadable ({self.unreadable[cid]})")
             elif state == MISSING:
@@ -276,22 +276,22 @@ def matrix_of(root: Path, named: str, given: Path | None) -> Matrix:
 def refresh_line(root: Path, matrix: Matrix) -> str:
     """The command that runs a run's changed cells again in place: a sweep's directory
     is resumed; a re-decided copy (which --resume does not continue) is swept anew."""
-    from harness.store.runs import SWEEP, kind_of, shown
+    from harness.store.runs import SWEEP, kind_of, shown, sweep_again
 
     if kind_of(root) == SWEEP:
         return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
-    return f"harness sweep {shown(matrix.file)}"
+    return sweep_again(root)     # a new run beside it, where its reader finds it
 
 
 def rerun_line(root: Path) -> str:
     """The command that runs a sweep's unreadable or missing cells again into `root`,
     from here (--resume reruns a cell whose result.json does not read)."""
-    from harness.store.runs import SWEEP, kind_of, matrix_file, shown
+    from harness.store.runs import SWEEP, kind_of, matrix_file, shown, sweep_again
 
     found = matrix_file(root)
     matrix = shown(found) if found is not None else "MATRIX"
     if kind_of(root) != SWEEP:
-        return f"harness sweep {matrix}"
+        return sweep_again(root)     # a new run beside it, where its reader finds it
     return f"harness sweep {matrix} --resume {shown(root)}"
 
 

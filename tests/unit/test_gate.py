@@ -310,3 +310,22 @@ def test_a_container_runtime_refuses_a_matrix_of_interpreters(
     assert "interpreters and pip pins" in text and "docker pull" not in text
     assert "fix: leave out --runtime docker" in text
     assert main(["culprit", str(run), "-q"]) == 1
+
+
+def test_history_says_when_the_newest_run_is_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
+               if c.image.label == "v2" else Behaviour())
+    path = write_matrix(tmp_path, ["v1", "v2"])
+    out = tmp_path / "r"
+    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
+    (tmp_path / "loop.py").write_text("import os\n" + (tmp_path / "loop.py").read_text())
+    capsys.readouterr()
+    main(["history", str(out / "t"), "--no-html"])
+    text = said(capsys)
+    assert "scenario file changed since it ran" in text
+    assert main(fix_of(text)) == 1
+    capsys.readouterr()
+    main(["history", str(out / "t"), "--no-html"])
+    assert "changed since" not in said(capsys)
