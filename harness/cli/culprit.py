@@ -43,10 +43,12 @@ with each package's files (as its *.dist-info/RECORD lists them) taken from the 
 image, kept as harness-culprit/<label>:<key> for `docker run`.
 The answer goes to culprit/<row>/culprit.json, results.json and the reports.
 
-exit codes: 0 B is not bad (nothing to search), 1 the cause named (or shown to be
-outside the packages), 2 bad input (no such directory or row, no bad row), 3 environment
-unavailable (no hybrid could be built or run), 4 no culprit proved
-(untestable hybrids, a set that fixes B but does not break G), 130 interrupted
+exit codes: 0 B is not bad, or ROW has no bad image after a good one (nothing to
+search), 1 the cause named (or shown to be outside the packages), 2 bad input (no such
+directory or row, no bad row, --good/--bad that name one image, a bad G or a good B),
+3 environment unavailable (no hybrid could be built or run), 4 no culprit proved
+(untestable hybrids, a set that fixes B but does not break G) or G or B stale (run
+since the matrix changed: the fix line runs them again), 130 interrupted
 """
 
 
