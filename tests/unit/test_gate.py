@@ -252,19 +252,27 @@ def test_culprit_refuses_good_and_bad_that_cannot_be_right(
 
 
 def test_history_and_report_count_missing_cells_alike(
-        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+        fake_sweep: FakeSweep, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 42 item 5: one damaged directory; history and report give one figure."""
+    on_the_cli(monkeypatch, None)
     run = fake_sweep(["v1", "v2"], scenarios=["loop.py", "other.py"], plan=True)
     root: Path = run.root
     cut(root / "cells" / "v2.gpu0.loop" / "result.json")
     shutil.rmtree(root / "cells" / "v1.gpu0.other")
     capsys.readouterr()
     main(["report", str(root)])
-    rep = re.search(r"(\d+) of (\d+) planned cells missing", said(capsys))
+    text = said(capsys)
+    rep = re.search(r"(\d+) of (\d+) planned cells missing", text)
     main(["history", str(root.parent)])
     hist = re.search(r"(\d+) of (\d+) planned cells missing", said(capsys))
     assert rep is not None and hist is not None
     assert rep.groups() == hist.groups() == ("2", "4")
+    assert main(fix_of(text)) == 0                  # the fix runs the two again
+    capsys.readouterr()
+    assert main(["report", str(root)]) == 0
+    main(["history", str(root.parent), "--no-html"])
+    assert "planned cells missing" not in said(capsys)
 
 
 def test_a_re_decided_copy_keeps_the_time_its_cells_ran(
