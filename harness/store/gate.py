@@ -295,6 +295,20 @@ def rerun_line(root: Path) -> str:
     return f"harness sweep {matrix} --resume {shown(root)}"
 
 
+def kept_plan(root: Path, matrix: Matrix, planned: tuple[Planned, ...]
+              ) -> tuple[Planned, ...]:
+    """A resumed run's plan: the cells it runs now, and those its plan had that the
+    matrix still has (a `-k` of another subset is part of the run, never hidden from
+    its report); a cell the matrix no longer has is no longer the run's."""
+    try:
+        before = decode(Plan, load_json(root / PLAN_FILE), "plan", parsed=True).cells
+    except DecodeError:
+        return planned
+    have = {p.id for p in planned}
+    ids = {c.id for c in matrix.cells}
+    return planned + tuple(p for p in before if p.id in ids and p.id not in have)
+
+
 def planned_by_results(root: Path) -> tuple[Planned, ...]:
     """The cells an older sweep's results.json lists: it was written when the sweep
     finished, so a cell it has and the directory lacks was deleted or cut short."""

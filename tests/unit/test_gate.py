@@ -337,3 +337,18 @@ def test_history_says_when_the_newest_run_is_stale(
     capsys.readouterr()
     main(["history", str(out / "t"), "--no-html"])
     assert "changed since" not in said(capsys)
+
+
+def test_a_run_resumed_with_another_subset_keeps_both_in_its_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A report reads only its plan's cells: `-k v1`, then `--resume -k v2`, plans both."""
+    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
+               if c.image.label == "v1" else Behaviour())
+    path = write_matrix(tmp_path, ["v1", "v2"])
+    out = tmp_path / "r"
+    assert main(["sweep", str(path), "--out", str(out), "-q", "-k", "v1"]) == 1
+    assert main(["sweep", str(path), "--out", str(out), "-q", "-k", "v2", "--resume"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["report", str(only_run(out / "t"))]) == 1      # v1's leak is still there
+    assert "planned cells missing" not in said(capsys)
