@@ -10,7 +10,10 @@ from pathlib import Path
 
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
-from harness.store.answers import culprit_records
+from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, culprit_records
+
+# Where the answers are (read by `harness.store.answers`, the store's reader of them).
+__all__ = ["CULPRIT_DIR", "CULPRIT_FILE", "Culprit", "holding", "load_culprits"]
 
 STALE = ("stale: the cells it searched between changed since ({cells}); "
          "`harness culprit {root} {row}` searches them again")

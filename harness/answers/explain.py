@@ -16,6 +16,7 @@ from harness.answers.search import answer_rows
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
+from harness.store.answers import WHERE_FILE as WHERE_FILE  # where.json (re-exported)
 from harness.store.answers import where_records
 
 EXPLAIN_DIR = "explain"

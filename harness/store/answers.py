@@ -29,6 +29,11 @@ def culprit_records(root: Path) -> list[JSON]:
     return [load_json(path) for path in sorted(base.glob(f"*/{CULPRIT_FILE}"))]
 
 
+def culprit_record(root: Path, row: str) -> JSON:
+    """The row's culprit/<row>/culprit.json, parsed (None: none, or it does not parse)."""
+    return load_json(root / CULPRIT_DIR / row / CULPRIT_FILE)
+
+
 def drop_culprit(root: Path, row: str) -> bool:
     """Remove the row's stored culprit answer (it rests on cells that are no longer a
     first bad image and its last good one); whether there was one."""
