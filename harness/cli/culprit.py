@@ -299,7 +299,8 @@ def rewrite_reports(root: Path, name: str, found: Gated) -> None:
 
     meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
     report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
-                                 root, planned=found.plan, unreadable=found.gaps)
+                                 root, planned=found.plan, unreadable=found.gaps,
+                                 outdated=found.stale)
     if report.missing_cells:
         return
     store = RunStore(root)

@@ -175,7 +175,8 @@ def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
             meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
             report = Report.from_results(matrix.name, found.results,
                                          meta if isinstance(meta, dict) else None, root,
-                                         planned=found.plan, unreadable=found.gaps)
+                                         planned=found.plan, unreadable=found.gaps,
+                                         outdated=found.stale)
             if not report.missing_cells:   # a partial report never replaces a whole one
                 write_all(store, report)
         finally:

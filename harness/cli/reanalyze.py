@@ -55,7 +55,8 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
         for cid, r in recorded.results.items()
         if cid in cut and cid not in {p.id for p in recorded.planned}]
     report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
-                                 planned=planned, unreadable={**recorded.unreadable, **cut})
+                                 planned=planned, unreadable={**recorded.unreadable, **cut},
+                                 outdated=recorded.outdated)
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""

@@ -183,7 +183,7 @@ def recorded(root: Path) -> tuple[Report, Gated]:
                                  else root.parent.name, found.results,
                                  meta if isinstance(meta, dict) else None, root,
                                  planned=found.plan, unreadable=found.gaps,
-                                 stored=found.stored)
+                                 stored=found.stored, outdated=found.stale)
     return report, found
 
 

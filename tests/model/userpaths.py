@@ -303,7 +303,9 @@ class UserPaths(RuleBasedStateMachine):
             for img, cell in zip(IMAGES, said[1:-1], strict=True):
                 bad = known.get(cell_id(img, row))
                 verdict = cell.split(":")[0]
-                if bad is None:
+                if cell_id(img, row) in self.stale(run):
+                    assert verdict == "stale", (self.log, row, said)
+                elif bad is None:
                     assert verdict in ("unreadable", "not run"), (self.log, row, said)
                 else:
                     assert (verdict == "leak") == bad, (self.log, row, said, known)
