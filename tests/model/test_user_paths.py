@@ -3,8 +3,9 @@ bounded number of sequences, so the same paths are walked on every run. Measured
 2-core development VM at load average 13: 35 sequences, 571 steps, 469 commands, 20 s
 of CPU, 42 s wall (`pytest -s` prints the counts); with issue 42's rules (culprit, its
 flag mistakes, a second matrix file of the same name, an edit then every command, the
-issue draft) 39 sequences, 533 steps, 635 commands, 86 s wall on the same VM, shared by
-seven sessions; `benchmarks/user_paths.py` walks more of them."""
+issue draft) 36 sequences, 532 steps, 414 commands, 12.6 s wall, beside the walk before
+them run just before on the same VM (load average 5): 35 sequences, 571 steps, 470
+commands, 15.8 s; `benchmarks/user_paths.py` walks more of them."""
 
 from __future__ import annotations
 
