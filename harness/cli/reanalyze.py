@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
     from harness.result.model import Planned
 
 
-def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
+def reanalyzed(args: argparse.Namespace, recorded: Report,
+               outdated: Collection[str] = ()) -> int:
     """`--reanalyze`: every cell decided again; the table, what changed, the exit code
     the sweep would give now. Writes only with `--write`, into a new directory."""
     from harness.analysis.kinds import UNREADABLE
@@ -56,7 +58,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
         if cid in cut and cid not in {p.id for p in recorded.planned}]
     report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
                                  planned=planned, unreadable={**recorded.unreadable, **cut},
-                                 outdated=recorded.outdated)
+                                 outdated=outdated)
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""

@@ -122,7 +122,7 @@ def report_of(args: argparse.Namespace) -> int:
     if args.reanalyze:
         from harness.cli.reanalyze import reanalyzed
 
-        return reanalyzed(args, report)
+        return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir)
     if args.format is None:

@@ -45,8 +45,6 @@ class Report:
     stale_where: dict[str, str] = field(default_factory=dict)
     # `harness culprit`: row -> which package change did it (culprit/<row>/culprit.json)
     culprits: dict[str, Culprit] = field(default_factory=dict)
-    # cells of `unreadable` made from inputs that changed since (`store.gate`): "stale"
-    outdated: frozenset[str] = frozenset()
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -70,12 +68,11 @@ class Report:
         gone = dict(unreadable or {})
         explained, stale = holding(load_explanations(root) if root is not None else {},
                                    results, planned, gone, root)
-        return cls(name, images, answer_rows(results, planned, gone, outdated),
-                   dict(results),
+        return cls(name, images, answer_rows(results, planned, gone, outdated), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
                    explained, {k: v for k, v in (stored or {}).items() if k in results},
                    stale, culprits_holding(load_culprits(root) if root is not None else {},
-                                           results, root), frozenset(outdated))
+                                           results, root))
 
     def culprit_lines(self, row: str) -> list[str]:
         """What `harness culprit` answered for the row: its sentence, then each probe;

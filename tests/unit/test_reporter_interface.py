@@ -11,11 +11,8 @@ from harness.report.model import Report, Reporter
 
 
 def renderers() -> list[type]:
-    # The package hands its renderers on lazily (PEP 562): ask for each by name, so the
-    # answer does not depend on which test imported them first.
-    names = [n for n in report.__all__ if n.endswith("Reporter")]
-    found = [getattr(report, n) for n in names]
-    return [obj for obj in found if inspect.isclass(obj) and obj is not Reporter]
+    return [obj for name, obj in vars(report).items()
+            if inspect.isclass(obj) and name.endswith("Reporter") and obj is not Reporter]
 
 
 def test_every_renderer_is_a_reporter_that_renders() -> None:
