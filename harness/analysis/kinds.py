@@ -162,6 +162,7 @@ TIMED: frozenset[str] = frozenset(
 # Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
 NOT_RUN = "not run"
 UNREADABLE = "unreadable"
+STALE = "stale"     # made from inputs that changed since (`store.gate`): not a finding
 # Every verdict a report shows, kinds first (worst first), then the pseudo-verdicts: the
 # grid's tokens and legend and report.html's colours read them from here.
 LOOKS: dict[str, Look] = {
@@ -169,9 +170,11 @@ LOOKS: dict[str, Look] = {
        for k in sorted(KINDS.values(), key=lambda k: k.severity)},
     NOT_RUN: Look("-", "grey", "#ffffff", NOT_RUN, len(KINDS), "other"),
     UNREADABLE: Look("!", "grey", "#f0f0f0", UNREADABLE, len(KINDS) + 1, "other"),
+    STALE: Look("^", "grey", "#f6f1e4", STALE, len(KINDS) + 2, "other"),
 }
 # Whether the image is good or bad is not known there: the first bad may be hiding.
-UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREADABLE}
+UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREADABLE,
+                                                                   STALE}
 # Cells that measured nothing of the code: they could not, or need not, run.
 NOT_MEASURED: frozenset[str] = of_class("unavailable", "skipped")
 # A run that crashed or hung where another leaked or slowed has not shown that fault:

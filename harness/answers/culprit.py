@@ -4,16 +4,17 @@ report model and every renderer (the sentence, then each probe in words)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
+from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, culprit_records
 
-CULPRIT_DIR = "culprit"
-CULPRIT_FILE = "culprit.json"
+# Where the answers are (read by `harness.store.answers`, the store's reader of them).
+__all__ = ["CULPRIT_DIR", "CULPRIT_FILE", "Culprit", "holding", "load_culprits"]
+
 STALE = ("stale: the cells it searched between changed since ({cells}); "
          "`harness culprit {root} {row}` searches them again")
 
@@ -46,14 +47,7 @@ def load_culprits(root: Path) -> dict[str, Culprit]:
     """Row -> what `harness culprit` answered for it; a file that cannot be read is left
     out (the culprit run that wrote it is the one to run again)."""
     out: dict[str, Culprit] = {}
-    base = root / CULPRIT_DIR
-    if not base.is_dir():
-        return out
-    for path in sorted(base.glob(f"*/{CULPRIT_FILE}")):
-        try:
-            data: object = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+    for data in culprit_records(root):
         if not isinstance(data, dict):
             continue
         row: object = data.get("row")

@@ -16,10 +16,10 @@ from harness.answers.search import answer_rows
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
-from harness.store.results import load_json
+from harness.store.answers import WHERE_FILE as WHERE_FILE  # where.json (re-exported)
+from harness.store.answers import where_records
 
 EXPLAIN_DIR = "explain"
-WHERE_FILE = "where.json"
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,8 @@ class Explanation:
 def load_explanations(root: Path) -> dict[str, Explanation]:
     """Every cells/<id>/where.json of a results directory that reads as one."""
     out: dict[str, Explanation] = {}
-    for path in sorted(root.glob(f"cells/*/{WHERE_FILE}")):
-        ex = Explanation.from_json(load_json(path))
+    for data in where_records(root):
+        ex = Explanation.from_json(data)
         if ex is not None:
             out[ex.cell] = ex
     return out

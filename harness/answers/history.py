@@ -16,8 +16,9 @@ The join, per line:
 - Images are in release order (`matrixfile.releases.release_order`): the newest run's
   matrix order, with images only older runs measured slotted in by their tag.
 - Per (line, image): every run's reading, oldest first, and the latest verdict: the
-  newest run with a readable result (a result.json that does not read counts only
-  where no run has a readable one; a cell a run did not finish adds nothing).
+  newest run with a readable result (a result.json that does not read, or a planned
+  cell a run did not finish, counts only where no run has a readable one: then the
+  line's image is missing, as `harness report` counts it).
 - Flaky: two runs of the same image in the same line with the same run key
   (`result.runkey`: image, pins, scenario hash, params, settings, runtime, host, GPU;
   everything but the run itself) whose verdicts are of different classes (good vs
@@ -35,9 +36,9 @@ from pathlib import Path
 from harness.analysis.kinds import BAD, GOOD, UNREADABLE
 from harness.errors import InputError
 from harness.matrixfile.releases import release_order
-from harness.result.model import CellResult, Plan, Planned
+from harness.result.model import CellResult, Planned
 from harness.result.runkey import RunKey
-from harness.store.results import PLAN_FILE, load_json, read_cells
+from harness.store.gate import read_run
 from harness.store.runs import (
     REANALYZED,
     SWEEP_RESULTS,
@@ -166,37 +167,39 @@ class History:
         return out
 
     def unreadable(self) -> tuple[tuple[Planned, ...], dict[str, str]]:
-        """The (line, image)s no run has a readable result for, as planned cells of the
-        report model and why each does not read."""
+        """Every (line, image)'s latest reading as a planned cell of the report model,
+        and why each one no run has a readable result for does not read (or never ran),
+        so that the count of missing cells is the one `harness report` gives."""
         place = {image: i for i, image in enumerate(self.images)}
         planned: list[Planned] = []
         why: dict[str, str] = {}
         for line in self.lines:
             for image in line.seen:
                 s = line.latest(image)
-                if s is not None and s.result is None:
-                    cid = f"{s.run.name}/{s.cell}"
-                    planned.append(Planned(cid, line.name, image, place[image]))
+                if s is None:
+                    continue
+                cid = f"{s.run.name}/{s.cell}"
+                planned.append(Planned(cid, line.name, image, place[image]))
+                if s.result is None:
                     why[cid] = s.why
         return tuple(planned), why
 
 
 def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...]]:
-    """A run's readable results, its unreadable ones (id -> why) and its plan.
+    """A run's readable results, the planned cells with none (id -> why: unreadable,
+    or not run) and its plan, as the gate reads them (`store.gate.read_run`): the same
+    figures `harness report` gives for the run. Cells are not checked against today's
+    matrix: a history is of runs as they ran, and their run keys tell them apart.
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape (named with the key).
     """
-    from harness.result.codec import DecodeError, decode
-
-    cells = read_cells(path)
-    planned: tuple[Planned, ...] = ()
-    if (path / PLAN_FILE).is_file():
-        try:
-            planned = decode(Plan, load_json(path / PLAN_FILE), "plan", parsed=True).cells
-        except DecodeError as exc:
-            raise InputError(f"{path / PLAN_FILE}: {exc}") from exc
-    return cells.results, cells.unreadable, planned
+    found = read_run(path)
+    gone = dict(found.unreadable)
+    for p in found.planned:
+        if p.id not in found.results:
+            gone.setdefault(p.id, "not run (no result.json)")
+    return found.results, gone, found.planned
 
 
 def _watched(path: Path) -> str:

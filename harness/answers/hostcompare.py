@@ -133,6 +133,10 @@ class Comparison:
     key_names: tuple[str, ...]
     pairs: list[Pair] = field(default_factory=list)
     same_host: bool = False         # hosts mode: two runs on one machine
+    # Each side's cells that give no answer (cell id -> unreadable, stale, not run) and
+    # the commands that run them again: named, and counted in the exit code.
+    gaps: tuple[dict[str, str], dict[str, str]] = field(default_factory=lambda: ({}, {}))
+    fixes: list[str] = field(default_factory=list)
 
     @property
     def joined(self) -> list[Pair]:
@@ -140,7 +144,22 @@ class Comparison:
 
     @property
     def any_bad(self) -> bool:
-        return any(p.bad_a or p.bad_b for p in self.joined)
+        """A cell is bad on either side: joined or held by one side only."""
+        return any(p.bad_a or p.bad_b for p in self.pairs)
+
+    @property
+    def incomplete(self) -> bool:
+        """A side has a cell that gives no answer (unreadable, stale, not run)."""
+        return bool(self.gaps[0] or self.gaps[1])
+
+    def _side(self, p: Pair, side: int) -> str:
+        """A side's cell in words; where it has none, why: the other side's cell id is
+        unreadable, stale or not run here, else this side's run does not have it."""
+        res = p.a if side == 0 else p.b
+        if res is not None:
+            return cell_text(res)
+        other = p.b if side == 0 else p.a
+        return self.gaps[side].get(other.id, "not in this run") if other else "-"
 
     def sentences(self) -> list[str]:
         """Where the two sides differ, one sentence per scenario, side and verdict."""
@@ -199,19 +218,30 @@ class Comparison:
             if p.a is not None and p.b is not None:
                 sa, sb = p.a.summary.median_step_s, p.b.summary.median_step_s
                 ratio = f"{sb / sa:.2f}x" if sa and sb else ""
-            body.append(["*" if p.differs else "", *p.key, _cell(p.a), _cell(p.b), ratio])
+            body.append(["*" if p.differs else "", *p.key, self._side(p, 0),
+                          self._side(p, 1), ratio])
         header = ["", *self.key_names, self.a_name, self.b_name, "step B/A"]
         sides = (len(header) - 3, len(header) - 2)     # A's and B's verdict columns
         cells, heads = (column_limits(header, body, width, sides) if width is not None
                         else (None, None))
         out.write(tabulate(body, headers=header, tablefmt="simple", disable_numparse=True,
                            maxcolwidths=cells, maxheadercolwidths=heads) + "\n")
-        said = self.sentences() or [f"no differences in verdict between {self.a_name} and "
-                                    f"{self.b_name}"]
+        one_sided = len(self.joined) < len(self.pairs)
+        said = self.sentences() or [
+            f"no differences in verdict between {self.a_name} and {self.b_name}"
+            + (f" in the {len(self.joined)} cells both hold" if one_sided else "")]
         for name, only in ((self.a_name, [p for p in self.pairs if p.b is None]),
                            (self.b_name, [p for p in self.pairs if p.a is None])):
             if only:
-                said.append(f"only on {name}: {', '.join('/'.join(p.key) for p in only)}")
+                said.append(f"only on {name}: " + ", ".join(
+                    f"{'/'.join(p.key)} ({cell_text(r)})" for p in only
+                    if (r := p.a or p.b) is not None))
+        held = {r.id for p in self.pairs for r in (p.a, p.b) if r is not None}
+        for name, gaps in zip((self.a_name, self.b_name), self.gaps, strict=True):
+            lost = [f"{cid} ({why})" for cid, why in sorted(gaps.items()) if cid not in held]
+            if lost:
+                said.append(f"no answer on {name}: {', '.join(lost)}")
+        said.extend(f"fix: {line}" for line in self.fixes)
         lines = said
         if width is not None:
             lines = [textwrap.fill(x, width, subsequent_indent="  ", break_long_words=False,
@@ -244,10 +274,6 @@ def column_limits(header: list[str], body: list[list[str]], width: int,
             sizes[widest] -= 1
     return ([n if n > 0 else None for n in sizes],
             [max(1, n - PAD) for n in sizes])
-
-
-def _cell(res: Result | None) -> str:
-    return "-" if res is None else cell_text(res)
 
 
 def _index(pairs: list[Pair]) -> Callable[[str], int]:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from harness.analysis.kinds import BAD, GOOD, NOT_MEASURED, NOT_RUN, UNKNOWN, UNREADABLE
+from harness.analysis.kinds import (
+    BAD,
+    GOOD,
+    NOT_MEASURED,
+    NOT_RUN,
+    STALE,
+    UNKNOWN,
+    UNREADABLE,
+)
 from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
@@ -152,12 +160,14 @@ def all_timed_out(items: Sequence[CellResult]) -> str | None:
 
 
 def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
-                unreadable: Collection[str] = ()) -> list[RowAnswer]:
+                unreadable: Collection[str] = (), stale: Collection[str] = ()
+                ) -> list[RowAnswer]:
     """Group cell results by row, order by image index, name the first bad.
 
     Args:
         planned: The cells the sweep planned; those without a result are "not run" (or
-            "unreadable", when their id is in `unreadable`) and count as gaps.
+            "unreadable", when their id is in `unreadable`; "stale", in `stale`: made
+            from inputs that changed since, `store.gate`) and count as gaps.
     """
     rows: dict[str, list[CellResult]] = {}
     for res in results.values():
@@ -166,7 +176,8 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
     for p in planned:
         if p.id not in results:
             absent.setdefault(p.row, []).append(
-                (p.index, p.image, UNREADABLE if p.id in unreadable else NOT_RUN, p.id))
+                (p.index, p.image, STALE if p.id in stale else
+                 UNREADABLE if p.id in unreadable else NOT_RUN, p.id))
     answers: list[RowAnswer] = []
     for row in sorted(set(rows) | set(absent)):
         items = sorted(rows.get(row, []), key=image_index)

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli import options
-from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
+from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 
 if TYPE_CHECKING:
     from harness.answers.hostcompare import Comparison
     from harness.cli.fitcompare import Row
     from harness.result.model import CellResult
+    from harness.store.gate import Gated
 
 
 COMPARE_EPILOG = """examples:
@@ -25,12 +26,15 @@ COMPARE_EPILOG = """examples:
 
 exit codes:
   0  no compared cell is bad on either side (fits: B fits as much as A)
-  1  a compared cell is bad on either side, even where both sides agree ("no
-     differences in verdict": a leak on both hosts is still a leak); fits: B fits
-     less than A, by more than one step
+  1  a cell is bad on either side, even where both sides agree ("no differences
+     in verdict": a leak on both hosts is still a leak) or where only one side has
+     it; fits: B fits less than A, by more than one step
   2  bad input: a directory that is not a results directory, the same directory
      twice (but one of a `hosts:` sweep), two sides that share no cell, an --image
      or --host that is not there
+  4  no cell is bad, but a side has cells that give no answer (unreadable, stale:
+     run since the matrix changed, or not run): each is named, with the command
+     that runs it again
 """
 
 
@@ -100,21 +104,39 @@ def split_hosts(path: Path, results: dict[str, CellResult], wanted: list[str]
 
 
 def results_of(path: Path, flag: str) -> dict[str, CellResult]:
-    """The finished cells of a results directory.
+    """The current cells of a results directory (through the gate, `store.gate`); the
+    others are kept for `gaps_of`.
 
     Raises:
         InputError: not a sweep's results directory (a bisect's: the message names the
             command that reads it), or one that holds no cell results.
     """
-    from harness.report import load_results
+    from harness.store.gate import read_gated
     from harness.store.runs import SWEEP_RESULTS, require
 
     require(path, SWEEP_RESULTS, "harness compare", flag)
-    results = load_results(path)
-    if not results:
+    found, _ = read_gated(path)
+    if not found.results and not found.was and not found.unreadable:
         raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
-    return results
+    _READ[path] = found
+    return found.results
+
+
+_READ: dict[Path, Gated] = {}   # what `results_of` read, for `gaps_of`
+
+
+def gaps_of(path: Path, image: str | None = None) -> tuple[dict[str, str], list[str]]:
+    """A directory's planned cells that give no answer (cell id -> unreadable, stale:
+    why, not run), of `image` only where given, and the command that runs them again."""
+    from harness.store.gate import STALE
+
+    found = _READ[path]
+    ids = [p.id for p in found.plan if image is None or p.image == image]
+    gaps = {cid: ("stale: " + found.stale[cid] if found.state(cid) == STALE
+                  else found.state(cid).replace("missing", "not run"))
+            for cid in ids if cid not in found.results}
+    return gaps, [f"{found.refresh} runs {path}'s again"] if gaps else []
 
 
 def image_label(name: str, results: dict[str, CellResult], where: Path) -> str:
@@ -215,17 +237,26 @@ def results_compared(args: argparse.Namespace) -> tuple[list[Comparison], str]:
         b = results_of(args.b, "B") if args.b else a
         labels = [image_label(name, results, where) for name, results, where in
                   ((args.image[0], a, args.a), (args.image[1], b, args.b or args.a))]
-        return [compare_images(a, b, labels[0], labels[1])], f"{args.a} and {args.b or args.a}"
+        got = compare_images(a, b, labels[0], labels[1])
+        (ga, fa), (gb, fb) = gaps_of(args.a, labels[0]), gaps_of(args.b or args.a, labels[1])
+        got.gaps, got.fixes = (ga, gb), list(dict.fromkeys(fa + fb))
+        return [got], f"{args.a} and {args.b or args.a}"
     if args.b is None or args.b.resolve() == args.a.resolve() or args.host:
         if args.b is not None and args.b.resolve() != args.a.resolve():
             raise InputError("--host picks two hosts of one directory; with two "
                              "directories, leave it out")
         if not args.host:
             _one_directory(args, host_order(args.a, a))
-        return [compare_hosts(old, new, hosts)
-                for old, new, hosts in split_hosts(args.a, a, args.host)], f"{args.a}"
-    return ([compare_hosts(a, results_of(args.b, "B"), _names(args.a, args.b))],
-            f"{args.a} and {args.b}")
+        out = [compare_hosts(old, new, hosts)
+               for old, new, hosts in split_hosts(args.a, a, args.host)]
+        for c in out:
+            gaps, c.fixes = gaps_of(args.a)
+            c.gaps = (gaps, {})
+        return out, f"{args.a}"
+    both = compare_hosts(a, results_of(args.b, "B"), _names(args.a, args.b))
+    (ga, fa), (gb, fb) = gaps_of(args.a), gaps_of(args.b)
+    both.gaps, both.fixes = (ga, gb), fa + fb
+    return [both], f"{args.a} and {args.b}"
 
 
 def show(comparisons: list[Comparison], where: str, width: int | None = None) -> int:
@@ -237,7 +268,7 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
         InputError: two sides that share no cell.
     """
     for c in comparisons:
-        if not c.joined:
+        if not c.joined and not c.incomplete:   # a side's stale cells are said below
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
@@ -247,4 +278,6 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
         if len(comparisons) > 1:
             sys.stdout.write(("\n" if i else "") + f"== {c.a_name} (old) vs {c.b_name} ==\n")
         c.render(sys.stdout, console_width(sys.stdout, width))
-    return EXIT_REGRESSION if any(c.any_bad for c in comparisons) else EXIT_OK
+    if any(c.any_bad for c in comparisons):
+        return EXIT_REGRESSION
+    return EXIT_UNDECIDED if any(c.incomplete for c in comparisons) else EXIT_OK

@@ -22,9 +22,9 @@ from harness.errors import (
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.culprit import CulpritOutcome
-    from harness.report import RunDir
     from harness.result.model import CellResult
     from harness.runtimes import Engines
+    from harness.store.gate import Gated
 
 EPILOG = """examples:
   harness culprit reports/culprit-demo/20261123-080000      every row's first bad image
@@ -43,10 +43,12 @@ with each package's files (as its *.dist-info/RECORD lists them) taken from the 
 image, kept as harness-culprit/<label>:<key> for `docker run`.
 The answer goes to culprit/<row>/culprit.json, results.json and the reports.
 
-exit codes: 0 B is not bad (nothing to search), 1 the cause named (or shown to be
-outside the packages), 2 bad input (no such directory or row, no bad row), 3 environment
-unavailable (no hybrid could be built or run), 4 no culprit proved
-(untestable hybrids, a set that fixes B but does not break G), 130 interrupted
+exit codes: 0 B is not bad, or ROW has no bad image after a good one (nothing to
+search), 1 the cause named (or shown to be outside the packages), 2 bad input (no such
+directory or row, no bad row, --good/--bad that name one image, a bad G or a good B),
+3 environment unavailable (no hybrid could be built or run), 4 no culprit proved
+(untestable hybrids, a set that fixes B but does not break G) or G or B stale (run
+since the matrix changed: the fix line runs them again), 130 interrupted
 """
 
 
@@ -71,11 +73,15 @@ def add_parser(sub: Any) -> None:
 
 
 def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | None,
-                 bad: str | None, planned: Any, unreadable: Any) -> list[tuple[str, str]]:
-    """(G cell id, B cell id) per row to search.
+                 bad: str | None, planned: Any, unreadable: Any, root: Path,
+                 swap: bool = False) -> list[tuple[str, str]]:
+    """(G cell id, B cell id) per row to search; none where ROW has no bad image after
+    a good one (nothing to search).
 
     Raises:
-        InputError: an unknown row or image, --good/--bad without a row.
+        InputError: an unknown row or image, --good/--bad without a row, --good and
+            --bad that name one image, a --good that is bad or a --bad that is not
+            (without --swap), no row with a first bad image after a good one.
     """
     from harness.answers.explain import pairs
 
@@ -88,26 +94,50 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
             raise InputError(f"--good/--bad name images of one row: pass ROW (allowed "
                              f"values: {', '.join(rows)})")
         this = row or rows[0]
-        cells = {r.image.label: cid for cid, r in results.items() if r.row == this}
-        for flag, label in (("--good", good), ("--bad", bad)):
-            if label is not None and label not in cells:
-                raise InputError(f"{flag} {label}: no cell of row {this} (allowed values: "
-                                 f"{', '.join(sorted(cells))})")
-        found = {p.row: p for p in pairs(results, None, planned, unreadable)}
-        p = found.get(this)
-        g = cells[good] if good is not None else (p.good if p is not None else None)
-        b = cells[bad] if bad is not None else (p.cell if p is not None else None)
-        if g is None or b is None:
-            raise InputError(f"row {this} has no first bad image and last good one to "
-                             "take the other from; pass both --good IMAGE and --bad IMAGE")
-        return [(g, b)]
+        return [given_pair(results, this, good, bad, pairs(results, None, planned,
+                                                            unreadable), root, swap)]
     out = [(p.good, p.cell) for p in pairs(results, None, planned, unreadable)
            if p.good is not None and (row is None or p.row == row)]
-    if not out:
-        raise InputError(("row " + row if row else "no row") + " has a first bad image "
-                         "after a good one in this directory; nothing to search (pass "
-                         "--good IMAGE --bad IMAGE to compare two images anyway)")
+    if not out and row is None:
+        raise InputError("no row has a first bad image after a good one in this "
+                         "directory; nothing to search (pass ROW --good IMAGE --bad IMAGE "
+                         "to compare two images anyway)")
     return out
+
+
+def given_pair(results: dict[str, CellResult], row: str, good: str | None, bad: str | None,
+               found: Any, root: Path, swap: bool) -> tuple[str, str]:
+    """(G, B) of `row` as --good/--bad name them, the other from the row's pair.
+
+    Raises:
+        InputError: see `chosen_pairs`.
+    """
+    from harness.analysis.kinds import BAD, GOOD
+    from harness.store.runs import shown
+
+    fix = f"\n  fix: `harness culprit {shown(root)} {row}` searches between the row's " \
+          "last good and first bad image"
+    cells = {r.image.label: cid for cid, r in results.items() if r.row == row}
+    for flag, label in (("--good", good), ("--bad", bad)):
+        if label is not None and label not in cells:
+            raise InputError(f"{flag} {label}: no cell of row {row} (allowed values: "
+                             f"{', '.join(sorted(cells))}){fix}")
+    if good is not None and good == bad:
+        raise InputError(f"--good and --bad name one image ({good}): nothing differs "
+                         f"between them{fix}")
+    p = next((p for p in found if p.row == row), None)
+    g = cells[good] if good is not None else (p.good if p is not None else None)
+    b = cells[bad] if bad is not None else (p.cell if p is not None else None)
+    if g is None or b is None:
+        raise InputError(f"row {row} has no first bad image and last good one to "
+                         "take the other from; pass both --good IMAGE and --bad IMAGE")
+    if not swap:
+        for flag, cid, want, words in (("--good", g, GOOD, "good"), ("--bad", b, BAD, "bad")):
+            verdict = results[cid].verdict
+            if verdict not in want:
+                raise InputError(f"{flag} {results[cid].image.label}: its cell is "
+                                 f"{verdict}, not {words}{fix}")
+    return g, b
 
 
 def cells_of(matrix: Matrix, ids: list[str]) -> dict[str, Cell]:
@@ -125,11 +155,10 @@ def cells_of(matrix: Matrix, ids: list[str]) -> dict[str, Cell]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.explain import matrix_of
     from harness.cli.report import newest_run
     from harness.orchestrator import prefetch_analysis
-    from harness.report import read_run
     from harness.runtimes import Engines
+    from harness.store.gate import matrix_of
 
     options.check(args)
     if args.repeats < 0:
@@ -137,19 +166,62 @@ def run(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     root = newest_run(args.dir, "harness culprit")
-    found = read_run(root)
-    todo = chosen_pairs(found.results, args.row, args.good, args.bad, found.planned,
-                        found.unreadable)
-    matrix = matrix_of(root, found.matrix, args.matrix)
-    runtime = args.runtime or matrix.runtime
+    matrix = matrix_of(root, "", args.matrix)
+    engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
+    found = gated(root, matrix, engines)
+    everything = {**found.results, **found.was}
+    todo = chosen_pairs(everything, args.row, args.good, args.bad, found.planned,
+                        found.unreadable, root, bool(args.swap))
+    if not todo:
+        return nothing_to_search(root, matrix.name, found, args.row)
+    todo = current_pairs(found, todo)
+    if not todo:
+        return EXIT_UNDECIDED
     cells = cells_of(matrix, [cid for pair in todo for cid in pair])
     prefetch_analysis()
-    engines = Engines.for_matrix(matrix, runtime, args.docker_host)
     engines.start(list(cells.values()))
     outcomes = search_rows(args, root, found, matrix, engines, cells, todo)
     if outcomes:
         rewrite_reports(root, matrix.name, found)
     return exit_code(outcomes)
+
+
+def gated(root: Path, matrix: Matrix, engines: Engines) -> Gated:
+    """The run's cells through the gate, checked against the runtime each would run on."""
+    from harness.store.gate import gate
+
+    hosts = engines.by_host or {}
+    return gate(root, matrix=matrix,
+                runtime=lambda c: hosts.get(c.host.label, engines.default).name)
+
+
+def current_pairs(found: Gated, todo: list[tuple[str, str]],
+                  then: str = "harness culprit") -> list[tuple[str, str]]:
+    """The pairs whose G and B are current: a hybrid is compared with them, so a cell
+    made from other inputs (an edited scenario) would name the wrong cause. Each pair
+    left out is said, with why and the command that runs its cells again."""
+    keep = []
+    for g, b in todo:
+        gone = found.not_current([g, b])
+        if gone:
+            print(f"harness: not searched, stale or not read: {'; '.join(gone)}\n  fix: "
+                  f"{found.refresh} runs "
+                  f"them again, then {then}", file=sys.stderr)
+        else:
+            keep.append((g, b))
+    return keep
+
+
+def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> int:
+    """ROW has no bad image after a good one now: nothing to search, and an answer
+    stored for it (made when it had one) is dropped, so no report keeps its stale note."""
+    from harness.store.answers import drop_culprit
+
+    print(f"row {row} has no bad image after a good one: nothing to search (pass "
+          "--good IMAGE --bad IMAGE to compare two images anyway)")
+    if row is not None and drop_culprit(root, row):
+        rewrite_reports(root, name, found)
+    return EXIT_OK
 
 
 def hybrid_client(engines: Engines, runtime: str) -> Any:
@@ -171,7 +243,7 @@ def hybrid_client(engines: Engines, runtime: str) -> Any:
     return engines.default.client
 
 
-def search_rows(args: argparse.Namespace, root: Path, found: RunDir, matrix: Matrix,
+def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matrix,
                 engines: Engines, cells: dict[str, Cell], todo: list[tuple[str, str]]
                 ) -> list[CulpritOutcome]:
     """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
@@ -219,7 +291,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: RunDir, matrix: Mat
     return outcomes
 
 
-def rewrite_reports(root: Path, name: str, found: RunDir) -> None:
+def rewrite_reports(root: Path, name: str, found: Gated) -> None:
     """The sweep's reports again, with culprit's answers (the model reads them from
     culprit/<row>/culprit.json); a partial report never replaces a whole one."""
     from harness.report import Report, write_all
@@ -228,7 +300,8 @@ def rewrite_reports(root: Path, name: str, found: RunDir) -> None:
 
     meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
     report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
-                                 root, planned=found.planned, unreadable=found.unreadable)
+                                 root, planned=found.plan, unreadable=found.gaps,
+                                 outdated=found.stale)
     if report.missing_cells:
         return
     store = RunStore(root)

@@ -13,8 +13,8 @@ from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.days import DayOutcome
-    from harness.report import RunDir
     from harness.runtimes import Engines
+    from harness.store.gate import Gated
 
 EPILOG = """examples:
   harness day reports/asof-demo                 each dated row's day, newest sweep
@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def dated_pairs(found: RunDir, row: str | None) -> list[tuple[str, str]]:
+def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
     """(last good cell id, first bad cell id) of each dated row to search.
 
     Raises:
@@ -56,11 +56,13 @@ def dated_pairs(found: RunDir, row: str | None) -> list[tuple[str, str]]:
     """
     from harness.answers.explain import pairs
 
-    rows = sorted({r.row for r in found.results.values()})
+    # Chosen over every readable cell, stale ones too: a row whose ends are stale is
+    # then said to be stale (`current_pairs`), never "nothing to search".
+    res = {**found.results, **found.was}
+    rows = sorted({r.row for r in res.values()})
     if row is not None and row not in rows:
         raise InputError(f"no row {row!r} in this directory (allowed values: "
                          f"{', '.join(rows)})")
-    res = found.results
     return [(p.good, p.cell) for p in pairs(res, None, found.planned, found.unreadable)
             if p.good is not None and (row is None or p.row == row)
             and res[p.good].image.labels.get("as_of") and res[p.cell].image.labels.get("as_of")
@@ -68,23 +70,26 @@ def dated_pairs(found: RunDir, row: str | None) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.culprit import cells_of
-    from harness.cli.explain import matrix_of
+    from harness.cli.culprit import cells_of, current_pairs
     from harness.cli.report import newest_run
     from harness.orchestrator import prefetch_analysis
-    from harness.report import read_run
     from harness.runtimes import Engines
+    from harness.store.gate import read_gated
 
     options.check(args)
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     root = newest_run(args.dir, "harness day")
-    found = read_run(root)
+    found, matrix = read_gated(root, args.matrix)
     todo = dated_pairs(found, args.row)
     if not todo:
         print("no dated row went bad after a good day: nothing to search")
         return EXIT_OK
-    matrix = matrix_of(root, found.matrix, args.matrix)
+    if matrix is None:
+        raise InputError(found.unchecked)
+    todo = current_pairs(found, todo, "harness day")
+    if not todo:
+        return EXIT_UNDECIDED
     cells = cells_of(matrix, [cid for pair in todo for cid in pair])
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, "local", None)
@@ -95,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if outcomes else EXIT_OK
 
 
-def search(args: argparse.Namespace, root: Path, found: RunDir,
+def search(args: argparse.Namespace, root: Path, found: Gated,
            run_on: tuple[Matrix, Engines], cells: dict[str, Cell],
            todo: list[tuple[str, str]]) -> list[DayOutcome]:
     """Each row's days searched in day/<row>/ of the run, the answer in day.json there."""

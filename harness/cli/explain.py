@@ -15,10 +15,11 @@ from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
-    from harness.matrixfile.model import Cell, Matrix
-    from harness.report import Report, RunDir
+    from harness.matrixfile.model import Matrix
+    from harness.report import Report
     from harness.result.model import CellResult, Planned
     from harness.runtimes import Engines
+    from harness.store.gate import Gated
 
 EPILOG = """examples:
   harness explain reports/multidict-pop/20261123-080000     every row's first bad vs last good
@@ -50,53 +51,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def matrix_of(root: Path, named: str, given: Path | None) -> Matrix:
-    """The sweep's matrix: `given`; else what the run recorded, its copy in `root` read
-    with its scenarios beside the original (`named`, found from any directory); else
-    the original itself.
-
-    Raises:
-        InputError: none of them can be found.
-    """
-    from harness import matrixfile
-    from harness.matrixfile.load import load_copy
-    from harness.store.runs import matrix_file
-
-    if given is not None:
-        if not given.is_file():
-            raise InputError(f"--matrix {given}: no such file")
-        return matrixfile.load(given)
-    if not named:
-        raise InputError(f"{root}: its plan.json names no matrix file; pass --matrix FILE "
-                         "(the matrix the sweep ran)")
-    original = matrix_file(root, named)
-    if original is None:
-        raise InputError(f"{root}: the sweep's matrix {named} is not there, from here or "
-                         f"from a directory above the run; pass --matrix FILE")
-    copy = root / "matrix.yaml"
-    return load_copy(copy, original) if copy.is_file() else matrixfile.load(original)
-
-
-def as_recorded(cell: Cell, result: CellResult) -> Cell:
-    """The cell with the run's length as its result records it: a sweep's --iterations
-    or --warmup is how that run was asked for, not a changed setting."""
-    import dataclasses
-
-    recorded = {k: result.settings.get(k) for k in LENGTHS}
-    now = {k: getattr(cell.settings, k) for k in LENGTHS}
-    kept: dict[str, Any] = {
-        k: v for k, v in recorded.items()
-        if k in result.settings and (v is None or isinstance(v, int)) and v != now[k]}
-    if not kept:
-        return cell
-    settings = dataclasses.replace(cell.settings, **kept)
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario,
-                                                                  settings=settings))
-
-
-LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations")
-
-
 def chosen(results: dict[str, CellResult], cell: str | None,
            planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
     from harness.answers.explain import pairs
@@ -116,17 +70,18 @@ def chosen(results: dict[str, CellResult], cell: str | None,
 
 
 def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
-            engines: Engines, where: Path) -> list[Pair]:
+            engines: Engines, where: Path, found: Gated | None = None) -> list[Pair]:
     """The pairs whose cells the matrix still runs the way the sweep did (their keys
     match): explaining a verdict of another run would name the wrong lines. Each pair
     left out is said, with why and the fix."""
     from harness.result.runkey import key_of, why_changed
+    from harness.store.gate import as_recorded, refresh_line
 
     cells = {c.id: c for c in matrix.cells}
     runtimes = engines.by_host or {}
     keep = []
     for pair in todo:
-        stale = []
+        stale = found.not_current([c for c in (pair.cell, pair.good) if c]) if found else []
         for cid in (pair.cell, pair.good):
             if cid is None or cid not in cells or cid not in results:
                 continue   # explain_matrix names a cell the matrix no longer has
@@ -136,46 +91,35 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
             if why is not None:
                 stale.append(f"{cid}: {why}")
         if stale:
-            print(f"harness: not explained: {'; '.join(stale)}\n  fix: {rerun(matrix, where)}"
-                  " runs it again, then explain", file=sys.stderr)
+            print(f"harness: not explained: {'; '.join(stale)}\n  fix: "
+                  f"{refresh_line(where, matrix)} runs it again, then explain", file=sys.stderr)
         else:
             keep.append(pair)
     return keep
 
 
-def rerun(matrix: Matrix, root: Path) -> str:
-    """The command that runs the run's changed cells again in place: a sweep's
-    directory is resumed; a re-decided copy (which --resume does not continue) is swept
-    anew."""
-    from harness.store.runs import SWEEP, kind_of, shown
-
-    if kind_of(root) == SWEEP:
-        return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
-    return f"harness sweep {shown(matrix.file)}"
-
-
 def run(args: argparse.Namespace) -> int:
     from harness.cli.report import newest_run
-    from harness.report import ConsoleReporter, read_run
+    from harness.report import ConsoleReporter
     from harness.runtimes import Engines
+    from harness.store.gate import read_gated
 
     options.check(args)
     if not args.dir.is_dir():
         raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     root = newest_run(args.dir, "harness explain")
-    found = read_run(root)
-    todo = chosen(found.results, args.cell, found.planned, found.unreadable)
-    if args.cell is None:
-        from harness.answers.explain import unpaired
-
-        for line in unpaired(found.results, found.planned, found.unreadable):
-            print(f"harness: {line}", file=sys.stderr)
+    found, matrix = read_gated(root, args.matrix)
+    readable = {**found.results, **found.was}
+    todo = chosen(readable, args.cell, found.planned, found.unreadable)
+    if args.cell is None and not todo and hidden_bad(readable, found):
+        return EXIT_UNDECIDED
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK
-    matrix = matrix_of(root, found.matrix, args.matrix)
+    if matrix is None:
+        raise InputError(found.unchecked)
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
-    todo = current(todo, found.results, matrix, engines, root)
+    todo = current(todo, found.results, matrix, engines, root, found)
     if not todo:
         print("harness: no pair left to explain: run the changed cells again first",
               file=sys.stderr)
@@ -189,7 +133,22 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def explain_pairs(root: Path, found: RunDir, matrix: Matrix, engines: Engines,
+def hidden_bad(readable: dict[str, CellResult], found: Gated) -> bool:
+    """Whether a row has a bad cell behind one that is unreadable, stale or not run (so
+    no pair is named): each said, with the command that runs them again. Such a row is
+    never "no bad cell"."""
+    from harness.answers.explain import unpaired
+
+    hidden = unpaired(readable, found.planned, found.unreadable)
+    for line in hidden:
+        print(f"harness: {line}", file=sys.stderr)
+    if hidden:
+        print(f"  fix: {found.refresh} runs them again, then harness explain",
+              file=sys.stderr)
+    return bool(hidden)
+
+
+def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
                   todo: list[Pair], quiet: bool) -> tuple[Report, bool]:
     """The pairs' cells run again with attribution, their where.json written beside
     them, and the run's reports rewritten with them (unless cells are missing: a partial
@@ -216,7 +175,8 @@ def explain_pairs(root: Path, found: RunDir, matrix: Matrix, engines: Engines,
             meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
             report = Report.from_results(matrix.name, found.results,
                                          meta if isinstance(meta, dict) else None, root,
-                                         planned=found.planned, unreadable=found.unreadable)
+                                         planned=found.plan, unreadable=found.gaps,
+                                         outdated=found.stale)
             if not report.missing_cells:   # a partial report never replaces a whole one
                 write_all(store, report)
         finally:

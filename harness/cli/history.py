@@ -46,9 +46,25 @@ def run(args: argparse.Namespace) -> int:
                                    "without writing") from exc
         say(sys.stdout, f"\nwritten: {path}", width)
     code = exit_code(report)
+    for line in stale_note(history.runs[-1].path):
+        say(sys.stdout, line, width)
     note = report.incomplete_note()
     if note is not None:
         say(sys.stdout, f"\n{note}", width)
     if code == EXIT_OK and any("does not read" in n for n in history.notes):
         return EXIT_UNDECIDED
     return code
+
+
+def stale_note(newest: Path) -> list[str]:
+    """The newest run's cells made from inputs that have changed since (the gate,
+    `store.gate`): a history is of runs as they ran, but its latest verdicts are then
+    not the matrix's now; said with the command that runs them again."""
+    from harness.store.gate import read_gated
+
+    found, _ = read_gated(newest)
+    if not found.stale:
+        return []
+    return [f"\n{len(found.stale)} cell(s) of the newest run ({newest.name}) ran before "
+            f"their inputs changed ({next(iter(found.stale.values()))}); its verdicts are "
+            f"not the matrix's now\n  fix: {found.refresh} runs them again"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
     from harness.result.model import Planned
 
 
-def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
+def reanalyzed(args: argparse.Namespace, recorded: Report,
+               outdated: Collection[str] = ()) -> int:
     """`--reanalyze`: every cell decided again; the table, what changed, the exit code
     the sweep would give now. Writes only with `--write`, into a new directory."""
     from harness.analysis.kinds import UNREADABLE
@@ -55,7 +57,8 @@ def reanalyzed(args: argparse.Namespace, recorded: Report) -> int:
         for cid, r in recorded.results.items()
         if cid in cut and cid not in {p.id for p in recorded.planned}]
     report = Report.from_results(recorded.name, results, recorded.meta, args.dir,
-                                 planned=planned, unreadable={**recorded.unreadable, **cut})
+                                 planned=planned, unreadable={**recorded.unreadable, **cut},
+                                 outdated=outdated)
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)
     how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
@@ -87,15 +90,16 @@ def write_beside(run_dir: Path, recorded: Report, report: Report,
     from harness.report import write_all
     from harness.result.codec import JSON
     from harness.store import RunStore
-    from harness.store.runs import REANALYZED
+    from harness.store.runs import REANALYZED, started_of
 
     out = beside(run_dir)
+    started = started_of(run_dir)   # the copy is of cells that ran then, not now
     store = RunStore(out)
     copy_run(run_dir, out)
     matrix = recorded.meta.get("matrix")
     # The copy's plan names what it lacks too (a cut-short cell has no result).
     store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
-               tuple(planned))
+               tuple(planned), started)
     for res in report.results.values():
         store.write_cell(res)
     meta: dict[str, JSON] = {**report.meta, "analysis_set": list(analysis_set)}

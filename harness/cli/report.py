@@ -12,7 +12,8 @@ from harness.cli import options
 from harness.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
-    from harness.report import Renderer, Report, RunDir
+    from harness.report import Renderer, Report
+    from harness.store.gate import Gated
 
 FORMATS = ("console", "md", "html", "junit", "json")
 
@@ -128,7 +129,7 @@ def report_of(args: argparse.Namespace) -> int:
     if args.reanalyze:
         from harness.cli.reanalyze import reanalyzed
 
-        return reanalyzed(args, report)
+        return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir)
     if args.format is None:
@@ -168,17 +169,18 @@ def a_file(path: Path) -> str:
             f"harness report {runs}")
 
 
-def recorded(root: Path) -> tuple[Report, RunDir]:
+def recorded(root: Path) -> tuple[Report, Gated]:
     """The report model of a results directory as recorded, and what was read.
 
     Raises:
         InputError: the directory holds neither results nor a plan.
     """
-    from harness.report import Report, read_run
+    from harness.report import Report
+    from harness.store.gate import read_gated
     from harness.store.jsonhead import load_json_keys
 
-    found = read_run(root)
-    if not found.results and not found.planned:
+    found, _ = read_gated(root)
+    if not found.results and not found.planned and not found.was:
         raise InputError(f"{root}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
     old = load_json_keys(root / "results.json", ("name", "meta"))
@@ -187,8 +189,8 @@ def recorded(root: Path) -> tuple[Report, RunDir]:
     report = Report.from_results(name if isinstance(name, str) and name
                                  else root.parent.name, found.results,
                                  meta if isinstance(meta, dict) else None, root,
-                                 planned=found.planned, unreadable=found.unreadable,
-                                 stored=found.stored)
+                                 planned=found.plan, unreadable=found.gaps,
+                                 stored=found.stored, outdated=found.stale)
     return report, found
 
 
@@ -205,7 +207,7 @@ def issue(report: Report, row: str, root: Path) -> int:
     return EXIT_OK
 
 
-def rerender(args: argparse.Namespace, report: Report, found: RunDir) -> int:
+def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
     """Re-render: every file rewritten, the table printed, the sweep's exit code. A
     directory that lacks cells gets partial reports only where no complete one is (an
     interrupted sweep wrote none): a partial report never replaces a whole one unless
@@ -230,7 +232,7 @@ def rerender(args: argparse.Namespace, report: Report, found: RunDir) -> int:
     return exit_code(report)
 
 
-def missing_said(args: argparse.Namespace, report: Report, found: RunDir,
+def missing_said(args: argparse.Namespace, report: Report, found: Gated,
                  width: int | None) -> None:
     """A run with missing cells: its partial reports written (unless a complete one
     is there and no --force), and the missing cells named with the fix."""
@@ -248,15 +250,16 @@ def missing_said(args: argparse.Namespace, report: Report, found: RunDir,
         told = ("partial report written (" + ", ".join(p.name for p in paths)
                 + "; report.md and results.json name the missing cells)"
                 + (", replacing the complete one (--force)" if whole else ""))
+    what = "missing or stale" if found.stale else "missing"
     say(sys.stdout, f"\n{args.dir}: {len(missing)} of {len(report.planned)} planned "
-        f"cells missing; {told}:", width)
+        f"cells {what}; {told}:", width)
     for cid in missing:
-        say(sys.stdout, f"  {cid}: {found.unreadable.get(cid, 'not run (no result.json)')}",
+        say(sys.stdout, f"  {cid}: {found.gaps.get(cid, 'not run (no result.json)')}",
             width)
     say(sys.stdout, f"  fix: {rerun_line(args.dir)} runs them", width)
 
 
-def plan_notes(root: Path, found: RunDir) -> list[str]:
+def plan_notes(root: Path, found: Gated) -> list[str]:
     """What the run's cells were checked against, where it is not its plan.json."""
     from harness.store.results import PLAN_FILE
 

@@ -153,6 +153,7 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     from harness.report.live import progress_for
     from harness.runtimes import Engines
     from harness.store import RunStore
+    from harness.store.gate import kept_plan
     from harness.store.runs import SWEEP
 
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
@@ -162,7 +163,7 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     progress = printer(args.quiet)
     engines.start(cells)  # no engine / no GPU: exit 3 before any results directory exists
     with interruptible():
-        store = RunStore.open(args.out, matrix.name, resume)
+        store = RunStore.open(args.out, matrix.name, resume, args.matrix)
         # Imports NumPy and the reporters while the first cell runs; after every other
         # import of this command, so the two threads never import the same modules at once.
         prefetch = prefetch_analysis(*REPORTERS, then=compile_report_template)
@@ -170,7 +171,8 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
             # Absolute: explain and report find it from any directory.
-            store.mark(SWEEP, matrix.name, str(args.matrix.resolve()), planned, started)
+            store.mark(SWEEP, matrix.name, str(args.matrix.resolve()),
+                       kept_plan(store.root, matrix, planned) if resume else planned, started)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             live = progress_for(args.quiet, store.samples_path)

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import SpecError
+from harness.errors import InputError, SpecError
 from harness.matrixfile.entries import (
     NON_ID,
     SCENARIO_KEYS,
@@ -24,6 +24,7 @@ from harness.matrixfile.entries import (
 from harness.matrixfile.expand import across_hosts, expand
 from harness.matrixfile.fitblock import parse_fit
 from harness.matrixfile.model import (
+    ABILITIES,
     DEFAULT_RUNTIME,
     LOCAL_HOST,
     RUNTIMES,
@@ -307,6 +308,26 @@ def _analysis(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfig:
                        "use a value in that range, or drop the key for the default") from exc
 
 
+
+
+def check_images(matrix: Matrix, runtime: str) -> None:
+    """A container runtime asked for a matrix whose images are interpreters with pins
+    (`runtime: local` entries, a venv each) is bad input: it would pull an image named
+    after the interpreter.
+
+    Raises:
+        InputError: naming the runtime, the file and an image, with the fix.
+    """
+    if runtime in ABILITIES and abilities(runtime).container_images and not abilities(
+            matrix.runtime).container_images:    # an unknown name: get_runtime says so
+        first = matrix.images[0] if matrix.images else None
+        what = (f" ({first.label}: {first.ref}"
+                + (f" with {', '.join(first.pip)}" if first.pip else "") + ")") if first else ""
+        raise InputError(f"--runtime {runtime}: {matrix.file} names its images for "
+                         f"`runtime: {matrix.runtime}`, interpreters and pip pins{what}, "
+                         f"not container images\n  fix: leave out --runtime {runtime} (the "
+                         f"matrix's runtime, {matrix.runtime}, runs them), or name images by "
+                         f"`ref:` under `runtime: {runtime}`")
 
 
 def check_applied(matrix: Matrix, runtime: str) -> None:

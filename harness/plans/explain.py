@@ -19,7 +19,6 @@ from harness.analysis.kinds import BAD, GREW
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explain import (
     EXPLAIN_DIR,
-    WHERE_FILE,
     Explanation,
     Pair,
     image_after,
@@ -32,6 +31,7 @@ from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
+from harness.store.answers import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
 # memray's native stacks: asked for in a second run, only where Python's allocator saw

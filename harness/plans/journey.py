@@ -44,7 +44,7 @@ from harness.plans.journeysummary import (
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text
-from harness.store.results import load_json
+from harness.store.answers import culprit_record
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
@@ -123,7 +123,7 @@ def explained(root: Path, results: Mapping[str, CellResult], pair: Pair
 def culprit_answer(root: Path, row: str, results: Mapping[str, CellResult], g: str, b: str
                    ) -> Mapping[str, object] | None:
     """culprit/<row>/culprit.json, while it was searched between G and B as they are."""
-    data = load_json(root / CULPRIT_DIR / row / CULPRIT_FILE)
+    data = culprit_record(root, row)
     if not isinstance(data, dict) or data.get("good") != g or data.get("bad") != b:
         return None
     if data.get("derived_from") != DerivedFrom.of(results, (g, b)).to_json():

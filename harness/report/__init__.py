@@ -6,14 +6,13 @@ import dataclasses
 import importlib
 import io
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from harness.errors import InputError
-from harness.result.codec import JSON, DecodeError, decode
-from harness.result.model import CellResult, Plan, Planned
-from harness.store.results import PLAN_FILE, RunStore, load_json, read_cells
+from harness.result.codec import JSON
+from harness.result.model import CellResult
+from harness.store.gate import RunDir, read_run, rerun_line
+from harness.store.results import RunStore
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -87,95 +86,6 @@ def results_text(data: dict[str, JSON]) -> str:
     return f"{text[:-1]}{', ' if head else ''}\"cells\": {cells}}}\n"
 
 
-@dataclass(frozen=True)
-class RunDir:
-    """What a results directory holds: readable cell results, the cells whose
-    result.json cannot be read (with why), and the sweep's plan where it was kept."""
-
-    results: dict[str, CellResult]
-    unreadable: dict[str, str]
-    planned: tuple[Planned, ...] = ()
-    has_plan: bool = False
-    matrix: str = ""             # the matrix file the sweep ran, as plan.json says
-    # Where `planned` came from: plan.json; in a directory of an older sweep (none
-    # written), its results.json (the cells a finished sweep had) or else its
-    # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
-    plan_from: str = ""
-    # Each readable cell's result.json object as it was read, where it is of the schema
-    # this harness writes (decoding and encoding it again gives the same object):
-    # results.json copies these instead of encoding 1,600 cells again.
-    stored: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
-
-
-def rerun_line(root: Path) -> str:
-    """The command that runs a sweep's unreadable or missing cells again into `root`,
-    from here (--resume reruns a cell whose result.json does not read)."""
-    from harness.store.runs import SWEEP, kind_of, matrix_file, shown
-
-    found = matrix_file(root)
-    matrix = shown(found) if found is not None else "MATRIX"
-    if kind_of(root) != SWEEP:
-        return f"harness sweep {matrix}"
-    return f"harness sweep {matrix} --resume {shown(root)}"
-
-
-def read_run(root: Path) -> RunDir:
-    """Everything `harness report` needs to tell a whole answer from a partial one.
-
-    Raises:
-        InputError: a result.json of the wrong shape (the message names the file and
-            the key), or a plan.json that is not one.
-    """
-    read = read_cells(root, "\n  fix: re-run that cell: delete its result.json, then "
-                            f"{rerun_line(root)}")
-    results, unreadable, stored = read.results, read.unreadable, read.stored
-    plan = root / PLAN_FILE
-    if not plan.is_file():
-        for source, cells in (("results.json", planned_by_results(root)),
-                              ("matrix.yaml", planned_by_matrix(root))):
-            if cells:
-                return RunDir(results, unreadable, cells, True, plan_from=source,
-                              stored=stored)
-        return RunDir(results, unreadable, stored=stored)
-    try:
-        found = decode(Plan, load_json(plan), "plan", parsed=True)
-    except DecodeError as exc:
-        raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
-                         "are without checking for missing ones") from exc
-    return RunDir(results, unreadable, found.cells, True, found.matrix, PLAN_FILE, stored)
-
-
-def planned_by_results(root: Path) -> tuple[Planned, ...]:
-    """The cells an older sweep's results.json lists: it was written when the sweep
-    finished, so a cell it has and the directory lacks was deleted or cut short."""
-    data = load_json(root / "results.json")
-    cells = data.get("cells") if isinstance(data, dict) else None
-    out: list[Planned] = []
-    for cid, cell in sorted(cells.items()) if isinstance(cells, dict) else ():
-        image = cell.get("image") if isinstance(cell, dict) else None
-        row = cell.get("row") if isinstance(cell, dict) else None
-        label = image.get("label") if isinstance(image, dict) else None
-        index = image.get("index") if isinstance(image, dict) else None
-        if not (isinstance(row, str) and isinstance(label, str) and isinstance(index, int)):
-            return ()     # not a results.json this harness wrote: no plan from it
-        out.append(Planned(cid, row, label, index))
-    return tuple(out)
-
-
-def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
-    """Every cell of the directory's copy of its matrix (an older sweep that was
-    interrupted left no other list); none when the copy does not read."""
-    from harness.errors import SpecError
-    from harness.matrixfile import parse
-
-    path = root / "matrix.yaml"
-    try:
-        matrix = parse(path.read_text(encoding="utf-8"), path, check_files=False)
-    except (OSError, UnicodeDecodeError, SpecError):
-        return ()
-    return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in matrix.cells)
-
-
 def load_results(root: Path) -> dict[str, CellResult]:
     """Cell results under a results directory (cells/*/result.json, schema 1 to 3);
     unreadable ones are left out (`read_run` names them).
@@ -199,5 +109,6 @@ __all__ = [
     "load_results",
     "read_run",
     "render_text",
+    "rerun_line",
     "write_all",
 ]

@@ -232,6 +232,15 @@ class IssueReporter(Reporter):
         if rows[row].scenario_error is not None:
             raise InputError(f"--issue {row}: {rows[row].sentence}; there is no image to "
                              "report")
+        gone = set(report.missing_cells)
+        if rows[row].first_bad is None and any(cid in gone for _, _, cid in rows[row].cells):
+            from harness.store.gate import rerun_line
+
+            fix = rerun_line(report.root) if report.root is not None else "harness sweep " \
+                "MATRIX --resume DIR"
+            raise InputError(f"--issue {row}: {rows[row].sentence}: no first bad is named "
+                             "across a cell that is unreadable, stale or not run\n  fix: "
+                             f"{fix} runs them again, then --issue {row}")
         if rows[row].first_bad is None:
             raise InputError(f"--issue {row}: the row has no bad cell, so there is nothing "
                              "to report; pick a row whose first bad is named")

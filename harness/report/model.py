@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, TypeVar
@@ -56,12 +56,14 @@ class Report:
                      meta: Mapping[str, JSON] | None = None, root: Path | None = None,
                      series: SeriesCache | None = None, planned: Sequence[Planned] = (),
                      unreadable: Mapping[str, str] | None = None,
-                     stored: Mapping[str, Mapping[str, JSON]] | None = None) -> Report:
+                     stored: Mapping[str, Mapping[str, JSON]] | None = None,
+                     outdated: Collection[str] = ()) -> Report:
         """Build the model. Renderers get each cell's series through `series` (the
         sweep's, already parsed), else read once from `root`'s samples.jsonl. Cells of
         `planned` without a result are "not run" (or unreadable) in the table, and no
         first bad is named across them. `stored`: the cells' result.json objects as
-        read (`RunDir.stored`), for results.json."""
+        read (`RunDir.stored`), for results.json. `outdated`: the cells of `unreadable`
+        made from inputs that changed since (`store.gate`), shown as stale."""
         order: dict[str, int] = {}
         for r in results.values():
             order.setdefault(r.image.label, r.image.index)
@@ -71,7 +73,7 @@ class Report:
         gone = dict(unreadable or {})
         explained, stale = holding(load_explanations(root) if root is not None else {},
                                    results, planned, gone, root)
-        return cls(name, images, answer_rows(results, planned, gone), dict(results),
+        return cls(name, images, answer_rows(results, planned, gone, outdated), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,
                    explained, {k: v for k, v in (stored or {}).items() if k in results},
                    stale, culprits_holding(load_culprits(root) if root is not None else {},

@@ -69,6 +69,9 @@ class Engines:
                    docker_host: str | None = None) -> Engines:
         """Raises: InputError: unknown runtime name; SpecError: a setting the runtime cannot
         honour (mem_limit where cells have no cgroup of their own)."""
+        from harness.matrixfile.load import check_images
+
+        check_images(matrix, name)
         if matrix.slurm is not None:
             # Cells become Slurm jobs; `name` runs each one inside its job.
             from harness.runtimes.slurm import SlurmRuntime

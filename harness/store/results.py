@@ -32,10 +32,13 @@ from harness.store.runs import (
     PLAN_FILE,
     SWEEP,
     kind_of,
+    made_from,
     name_of,
     newest,
+    other_matrix,
     plan_json,
     require,
+    resumable,
     resume_copy,
     runs_of,
 )
@@ -144,10 +147,13 @@ class RunStore:
         self._lock: IO[str] | None = None
 
     @classmethod
-    def open(cls, base: Path, name: str, resume: bool | Path) -> RunStore:
+    def open(cls, base: Path, name: str, resume: bool | Path,
+             matrix: Path | None = None) -> RunStore:
         """A new timestamped directory, or with `resume` a sweep of the matrix `name` to
         continue: the given one, else the newest sweep by recorded start time (never a
-        bisect's or a fit's directory beside it).
+        bisect's or a fit's directory beside it); with `matrix`, only a sweep made from
+        that matrix file (`runs.resumable`): a run of another file that shares the name
+        is refused, naming it, with the command that starts a new run.
 
         Raises:
             InputError: --resume given but no sweep of this matrix to resume.
@@ -162,9 +168,14 @@ class RunStore:
                 raise InputError(f"--resume {resume}: a sweep of the matrix {recorded!r}, "
                                  f"not {name!r}; --resume continues a sweep of the same "
                                  "matrix (or run without --resume)")
+            if matrix is not None and not made_from(resume, matrix):
+                raise other_matrix(resume, matrix, base)
             store = cls(resume)
         elif resume:
-            found = newest(base / name, (SWEEP,), name)
+            found = resumable(base / name, name, matrix)
+            other = newest(base / name, (SWEEP,), name)
+            if found is None and other is not None and matrix is not None:
+                raise other_matrix(other, matrix, base)
             if found is None:
                 for running in runs_of(base / name, (SWEEP,), name)[-1:]:
                     busy = cls(running)     # a sweep before its first cell: in use by it?

@@ -130,6 +130,39 @@ def newest(base: Path, kinds: Collection[str], name: str = "") -> Path | None:
     return max(found, key=when) if found else None
 
 
+def made_from(root: Path, matrix: Path | None) -> bool:
+    """Whether the run was made from the matrix file `matrix` (its plan.json names that
+    file; a run of an older version, which named none, by its matrix name alone)."""
+    named = matrix_named(root)
+    if matrix is None or not named:
+        return True
+    return Path(named).resolve() == matrix.resolve()
+
+
+def resumable(base: Path, name: str, matrix: Path | None) -> Path | None:
+    """The newest sweep under `base` of the matrix file `matrix` (see `made_from`): what
+    `--resume` continues. Another file that shares `name:` is another matrix."""
+    found = [p for p in runs_of(base, (SWEEP,), name) if finished(p) and made_from(p, matrix)]
+
+    def when(p: Path) -> tuple[float, str]:
+        return started_of(p), p.name
+
+    return max(found, key=when) if found else None
+
+
+def other_matrix(run: Path, matrix: Path, out: Path) -> InputError:
+    """--resume found `run`, a sweep of another matrix file that shares the name: the
+    error, with the commands that start a new run or continue that one."""
+    where = "" if out.resolve() == Path("reports").resolve() else f" --out {shown(out)}"
+    other = matrix_named(run)
+    return InputError(
+        f"--resume: {shown(run)} is a run of {other}, not of {shown(matrix)} (the two "
+        f"files share the name {name_of(run) or run.parent.name!r}); --resume continues "
+        "a run of the same matrix file\n  fix: `harness sweep "
+        f"{shown(matrix)}{where}` starts a new run (or `harness sweep {other} --resume "
+        f"{shown(run)}` continues that one)")
+
+
 def require(root: Path, kinds: Collection[str], command: str, flag: str = "") -> str:
     """The directory's kind, when `command` reads it.
 
@@ -156,7 +189,7 @@ def matrix_file(root: Path, named: str = "") -> Path | None:
     before), else relative to a directory above `root` (the default
     reports/<name>/<timestamp> sits below the directory the sweep ran in). None: not
     found."""
-    named = named or _matrix_named(root)
+    named = named or matrix_named(root)
     if not named:
         return None
     path = Path(named)
@@ -169,7 +202,7 @@ def matrix_file(root: Path, named: str = "") -> Path | None:
     return None
 
 
-def _matrix_named(root: Path) -> str:
+def matrix_named(root: Path) -> str:
     data = _plan(root)
     matrix = data.get("matrix") if isinstance(data, dict) else None
     return matrix if isinstance(matrix, str) else ""

@@ -8,8 +8,16 @@ which the scenario file (`THRESHOLD = n`) and, for `s.py`, the helper module it 
 
 The rules are what a user does: sweep, `--resume`, Ctrl-C at a random call, edit a pin,
 the scenario, its helper module or `iterations`, `report`, `report --reanalyze` with and
-without `--set`, `explain`, cut a `result.json` or a `samples.jsonl` short, copy a
-results directory. Every command goes through `harness.cli.main(argv)` in this process.
+without `--set`, `explain`, `culprit` (and its --good/--bad mistakes), `report --issue`,
+`compare`, `history`, cut a `result.json` or a `samples.jsonl` short, copy a results
+directory, edit the scenario with no resume and run each command, sweep a second matrix
+file of the same `name:` with `--resume` (issue 42). Every command goes through
+`harness.cli.main(argv)` in this process.
+
+A cell measured under scenario inputs that have changed since is stale (`stale`): the
+gate (`harness.store.gate`) reads it as a gap, so every answer is held to the cells that
+are current, and a stale cell must be named as stale with the command that runs it
+again, which the model runs (`run_fix`).
 
 After every step the answers a command printed (each row's first bad and last good,
 every cell's verdict, the exit code, explain's where) must equal what the model computes
@@ -140,6 +148,9 @@ class RunDir:
     samples_cut: set[str] = field(default_factory=set)
     kind: str = "sweep"         # or "reanalyzed": `report --reanalyze --write` made it
     garbled: set[str] = field(default_factory=set)   # result.json of another shape
+    # cell -> the scenario inputs it was measured under (its script's THRESHOLD, and
+    # for s.py the helper's SHIFT): a cell whose inputs differ now is stale
+    inputs: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def sha(path: Path) -> str:
@@ -205,6 +216,26 @@ class UserPaths(RuleBasedStateMachine):
         return {cell_id(img, f"cpu.{sc}"): pin >= limit[sc]
                 for img, pin in zip(IMAGES, self.pins, strict=True) for sc in ("s", "t")}
 
+    def inputs_now(self, cid: str) -> tuple[int, int]:
+        """What the cell's scenario reads now: its THRESHOLD and (s.py) the SHIFT."""
+        if cid.endswith(".cpu.s"):
+            return self.threshold["s"], self.shift
+        return self.threshold["t"], 0
+
+    def stale(self, run: RunDir) -> set[str]:
+        """The cells of `run` made from scenario inputs that have changed since: the
+        gate (`store.gate`) reads them as stale, never as findings."""
+        return {cid for cid, was in run.inputs.items()
+                if run.cells.get(cid) is not None and was != self.inputs_now(cid)}
+
+    def known(self, run: RunDir, unknown: Collection[str] = (),
+              relaxed: bool = False) -> dict[str, bool | None]:
+        """Each cell's class as a command may answer it now: None where unknown,
+        unreadable or stale."""
+        gone = set(unknown) | self.stale(run)
+        return {cid: (None if cid in gone or bad is None else bad and not relaxed)
+                for cid, bad in run.cells.items()}
+
     # -------------------------------------------------------------- running commands
     def cli(self, *argv: str) -> tuple[int, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -230,6 +261,7 @@ class UserPaths(RuleBasedStateMachine):
             digest = sha(path)
             if digest and digest != run.seen.get(cid):
                 run.cells[cid], run.seen[cid] = fresh[cid], digest
+                run.inputs[cid] = self.inputs_now(cid)
                 run.samples_cut.discard(cid)
                 run.garbled.discard(cid)
             elif not digest and cid in run.seen:
@@ -249,8 +281,12 @@ class UserPaths(RuleBasedStateMachine):
             assert any(f"cells/{c}/result.json: " in text for c in run.garbled), (
                 self.log, text)
             return
-        known = {cid: (None if cid in unknown or bad is None else bad and not relaxed)
-                 for cid, bad in run.cells.items()}
+        known = self.known(run, unknown, relaxed)
+        for cid in sorted(self.stale(run)):
+            # a stale cell is named as such, with the command that runs it again
+            assert re.search(rf"{re.escape(cid)}: stale: ", text) or written is False, (
+                self.log, cid, text)
+            self.seen("stale cell")
         expect = oracle(known)
         table = printed(text)
         for row, (first, good) in expect.items():
@@ -267,7 +303,9 @@ class UserPaths(RuleBasedStateMachine):
             for img, cell in zip(IMAGES, said[1:-1], strict=True):
                 bad = known.get(cell_id(img, row))
                 verdict = cell.split(":")[0]
-                if bad is None:
+                if cell_id(img, row) in self.stale(run):
+                    assert verdict == "stale", (self.log, row, said)
+                elif bad is None:
                     assert verdict in ("unreadable", "not run"), (self.log, row, said)
                 else:
                     assert (verdict == "leak") == bad, (self.log, row, said, known)
@@ -420,16 +458,17 @@ class UserPaths(RuleBasedStateMachine):
         made = set(run.path.parent.iterdir()) - beside
         assert len(made) == (1 if write else 0), (self.log, made)
         changed = set(re.findall(r"^  (\S+): \S+ -> (\S+) ", text, re.M))
-        cut = {cid for cid in run.samples_cut if run.cells.get(cid) is not None}
+        stale = self.stale(run)     # gaps: not re-decided, not in a --write copy
+        cut = {cid for cid in run.samples_cut if run.cells.get(cid) is not None} - stale
         expect = {(cid, "unreadable") for cid in cut}
         if relax:
             expect |= {(cid, "ok") for cid, bad in run.cells.items()
-                       if bad and cid not in cut}
+                       if bad and cid not in cut | stale}
         assert changed == expect, (self.log, text)
         self.check_answers(run, code, text, unknown=cut, written=False, relaxed=relax)
         if made:
             [path] = made
-            copy = RunDir(path, kind="reanalyzed")
+            copy = RunDir(path, kind="reanalyzed", inputs=dict(run.inputs))
             for cid, bad in run.cells.items():
                 digest = sha(path / "cells" / cid / "result.json")
                 if digest:
@@ -441,7 +480,8 @@ class UserPaths(RuleBasedStateMachine):
             copy.explained = {cid: copy.seen[cid] for cid, digest in run.explained.items()
                               if digest == run.seen.get(cid) and cid in copy.seen}
             assert {c for c, bad in copy.cells.items() if bad is None} == {
-                c for c, bad in run.cells.items() if bad is None} | cut, (self.log, made)
+                c for c, bad in run.cells.items() if bad is None} | cut | stale, (
+                self.log, made)
             self.dirs.append(copy)
 
     @precondition(lambda self: bool(self.dirs))
@@ -463,6 +503,9 @@ class UserPaths(RuleBasedStateMachine):
         wheres = {cid: sha(run.path / "cells" / cid / "where.json") for cid in run.cells}
         code, text = self.cli("explain", str(run.path), *([cell] if cell else []), "-q")
         self.explained_ok = code == 0 and "not explained" not in text
+        if "no row has a bad cell" in text:
+            assert not any(run.cells.values()), (self.log, text)
+            assert code == 0, (self.log, code, text)
         if cell is not None and run.cells.get(cell) is None:
             assert code != 0, (self.log, text)
             assert sha(run.path / "cells" / cell / "where.json") == wheres[cell], (
@@ -512,8 +555,20 @@ class UserPaths(RuleBasedStateMachine):
         a = data.draw(st.sampled_from(self.dirs), label="a")
         b = data.draw(st.sampled_from(self.dirs), label="b")
         code, text = self.cli("compare", str(a.path), str(b.path))
-        if code == 2:
-            return      # a directory with missing cells: said, exit 2
+        if a.path == b.path or a.garbled or b.garbled or not a.cells or not b.cells:
+            # one host's directory twice, a result.json of another shape, or a run
+            # stopped before its first cell (no cell to compare): bad input
+            assert code == 2, (self.log, code, text)
+            return
+        # Every cell of either side counts (issue 42 item 4): a bad one is 1; a cell
+        # that gives no answer (unreadable, stale, not run) is named and makes it 4.
+        sides = [self.known(a), self.known(b)]
+        whole = all(len(k) == len(IMAGES) * len(ROWS) and None not in k.values()
+                    for k in sides)
+        bad = any(v for k in sides for v in k.values())
+        assert code == (1 if bad else 0 if whole else 4), (self.log, code, text, sides)
+        if not whole:
+            assert "fix: harness sweep" in text, (self.log, text)
         for scenario, img in re.findall(
                 r"^(\w+) leaks with (\w+) in .*differs between runs on the same host \(noise",
                 text, re.M):
@@ -526,6 +581,141 @@ class UserPaths(RuleBasedStateMachine):
         code, text = self.cli("history", str(self.root / "r" / "paths"))
         garbled = any(d.garbled for d in self.dirs if d.path.parent.name == "paths")
         assert code in ((0, 1, 2, 4) if garbled else (0, 1, 4)), (self.log, code, text)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data(), mistake=st.sampled_from([None, "equal", "reversed", "unknown"]))
+    def culprit(self, data: st.DataObject, mistake: str | None) -> None:
+        """`harness culprit DIR`: a row's cause is named only from current G and B (a
+        stale one is said, with the sweep that runs it again: run here); with --good and
+        --bad that cannot be right, exit 2 and a fix that works."""
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        if mistake is not None:
+            self.culprit_mistake(run, mistake)
+            return
+        code, text = self.cli("culprit", str(run.path), "-q")
+        if run.garbled:
+            assert code == 2, (self.log, code, text)
+            return
+        recorded = oracle(dict(run.cells))
+        stale = self.stale(run)
+        searched = [row for row, (first, good) in recorded.items() if first and good
+                    and not {cell_id(first, row), cell_id(good, row)} & stale]
+        for row, (first, good) in recorded.items():
+            if row in searched:
+                assert f"{row}: cause: demo {good} -> {first}" in text, (self.log, text)
+            elif first and good:
+                assert f"{row}: cause:" not in text and "stale" in text, (self.log, text)
+        # a row bad from its first image with a good one after it: culprit searches
+        # which change fixed it (its pair is (that good one, the first image))
+        fixed_in = any(first and not good and any(
+            run.cells.get(cell_id(img, row)) is False
+            for img in IMAGES[IMAGES.index(first) + 1:])
+            for row, (first, good) in recorded.items())
+        if searched:
+            assert code == 1, (self.log, code, text)
+        elif fixed_in:
+            assert code in (1, 2, 4), (self.log, code, text)
+        elif any(first and good for first, good in recorded.values()):
+            assert code == 4 and "fix: harness sweep" in text, (self.log, code, text)
+            self.seen("culprit stale")
+            if run.kind == "sweep":
+                self.run_fix(run, text)
+        else:
+            assert code in (0, 2), (self.log, code, text)
+
+    def culprit_mistake(self, run: RunDir, mistake: str) -> None:
+        known = self.known(run)
+        row = "cpu.s"
+        first, good = oracle(known)[row]
+        if run.garbled or first is None or good is None:
+            return
+        flags = {"equal": ["--good", good, "--bad", good],
+                 "reversed": ["--good", first, "--bad", good],
+                 "unknown": ["--good", "v9", "--bad", first]}[mistake]
+        code, text = self.cli("culprit", str(run.path), row, *flags, "-q")
+        assert code == 2 and "fix: `harness culprit" in text, (self.log, code, text)
+        self.seen("culprit flag mistake")
+        fix = re.search(r"fix: `(harness culprit [^`]+)`", text)
+        assert fix is not None, (self.log, text)
+        code, text = self.cli(*fix.group(1).split()[1:], "-q")
+        assert code == 1 and f"{row}: cause: demo {good} -> {first}" in text, (
+            self.log, code, text)
+
+    def run_fix(self, run: RunDir, text: str) -> None:
+        """Run the sweep a fix line names for `run`: its cells are at the truth now."""
+        fix = re.search(r"fix: (harness sweep \S+ --resume \S+)", text)
+        assert fix is not None, (self.log, text)
+        self.interrupt_at = None
+        code, said = self.cli(*fix.group(1).split()[1:], "-q")
+        self.taken_in(run, self.now())
+        assert run.cells == self.now() and not self.stale(run), (self.log, said)
+        self.check_answers(run, code, said)
+
+    @precondition(lambda self: bool(self.dirs))
+    @rule(data=st.data(), row=st.sampled_from(ROWS))
+    def issue(self, data: st.DataObject, row: str) -> None:
+        """`report DIR --issue ROW`: drafted where the row's first bad is named; a bad
+        cell behind one that is unreadable, stale or not run is never "no bad cell"."""
+        run = data.draw(st.sampled_from(self.dirs), label="dir")
+        code, text = self.cli("report", str(run.path), "--issue", row)
+        if run.garbled:
+            assert code == 2, (self.log, code, text)
+            return
+        known = self.known(run)
+        first, _ = oracle(known)[row]
+        if first is not None:
+            assert code == 0, (self.log, code, text)
+        elif any(known.get(cell_id(img, row)) for img in IMAGES):
+            assert code == 2 and "fix: harness sweep" in text, (self.log, code, text)
+            assert "has no bad cell" not in text, (self.log, text)
+            self.seen("issue behind a gap")
+            if run.kind == "sweep":
+                self.run_fix(run, text)
+        else:
+            assert code == 2, (self.log, code, text)
+
+    @precondition(lambda self: any(d.kind == "sweep" for d in self.dirs))
+    @rule(data=st.data(), helper=st.booleans())
+    def edit_then_each(self, data: st.DataObject, helper: bool) -> None:
+        """Issue 42: the scenario (or its helper module) edited, no --resume, then each
+        command on an earlier run: each answers from current cells or says stale."""
+        run = data.draw(st.sampled_from([d for d in self.dirs if d.kind == "sweep"]),
+                        label="dir")
+        if helper:
+            self.shift = 1 - self.shift
+        else:
+            self.threshold["s"] = 2 + (self.threshold["s"] - 1) % 3
+        self.log.append(f"edit {'helper' if helper else 'scenario'}: {self.threshold}, "
+                        f"shift {self.shift}")
+        self.write_files()
+        self.report_run(run)
+        self.explain_run(run, None)
+        _, text = self.cli("report", str(run.path), "--issue", "cpu.s")
+        assert "has no bad cell" not in text or not any(
+            run.cells.get(cell_id(img, "cpu.s")) for img in IMAGES), (self.log, text)
+        self.history()
+
+    @rule(data=st.data())
+    def other_matrix(self, data: st.DataObject) -> None:
+        """Issue 42 item 2: a second matrix file with the same `name:`; `--resume` of it
+        never continues a run of m.yaml, and its fix line works."""
+        other = self.root / "o.yaml"
+        other.write_text(self.matrix.read_text().replace("[s.py, t.py]", "[t.py]"))
+        before = {d.path: self.cell_files(d) for d in self.dirs}
+        runs = set((self.root / "r" / "paths").glob("2*"))
+        self.interrupt_at = None
+        code, text = self.cli("sweep", str(other), "-q", "--out", str(self.root / "r"),
+                              "--resume")
+        assert code == 2, (self.log, code, text)
+        fix = re.search(r"fix: `(harness sweep [^`]+)`", text)
+        if fix is not None:
+            self.seen("other matrix refused")
+            code, text = self.cli(*fix.group(1).split()[1:], "-q")
+            assert code in (0, 1), (self.log, code, text)
+        assert {d.path: self.cell_files(d) for d in self.dirs} == before, self.log
+        for made in set((self.root / "r" / "paths").glob("2*")) - runs:
+            shutil.rmtree(made)         # o.yaml's run: not one of the model's
+        other.unlink()
 
     # -------------------------------------------------------------- rules: damage
     @precondition(lambda self: bool(self.dirs))
@@ -562,7 +752,7 @@ class UserPaths(RuleBasedStateMachine):
         self.log.append(f"cp -r {run.path.relative_to(self.root)} {target.name}")
         self.dirs.append(RunDir(target, dict(run.cells), dict(run.seen),
                                 dict(run.explained), set(run.samples_cut), run.kind,
-                                set(run.garbled)))
+                                set(run.garbled), dict(run.inputs)))
 
     # -------------------------------------------------------------- always
     def cell_files(self, run: RunDir) -> dict[Path, str]:

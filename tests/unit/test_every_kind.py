@@ -161,11 +161,11 @@ def test_every_kind_through_every_renderer(verdict: str, tmp_path: Path) -> None
 def test_grid_and_page_read_their_looks_from_the_kind_table() -> None:
     """The grid's tokens and report.html's colours are the kind table's, one per verdict a
     report shows, told apart (two kinds with one symbol or colour could not be read)."""
-    from harness.analysis.kinds import LOOKS, NOT_RUN, UNREADABLE
+    from harness.analysis.kinds import LOOKS, NOT_RUN, STALE, UNREADABLE
     from harness.report.grid import GLYPHS
     from harness.report.trend import KIND_COLOURS
 
-    assert set(LOOKS) == set(KINDS) | {NOT_RUN, UNREADABLE}
+    assert set(LOOKS) == set(KINDS) | {NOT_RUN, UNREADABLE, STALE}
     assert {k: g.symbol for k, g in GLYPHS.items()} == {k: v.symbol for k, v in LOOKS.items()}
     assert {k: v.paint for k, v in LOOKS.items()} == KIND_COLOURS
     assert len({v.symbol for v in LOOKS.values()}) == len(LOOKS)

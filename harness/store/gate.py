@@ -1,0 +1,339 @@
+"""The one gate every answer reads its cells through: a run's cells, each checked against
+the inputs as they are now.
+
+`read_run(root)` is what a results directory holds (its readable results, the ones that
+do not read and why, its plan). `gate(root)` adds what each planned cell is now:
+
+- current: its result was made from the inputs the matrix names now (its run key,
+  `result.runkey`, says nothing changed);
+- stale: the scenario file, a helper module it imports, the pins, params or settings
+  changed since it ran (`why_changed` says which);
+- missing: planned and never finished;
+- unreadable: its result.json is cut short or damaged.
+
+A command answers only from current cells; every other one is named with the command
+that refreshes it (`Gated.refresh`: the sweep resumed in place, which runs exactly
+those cells again). Cells on disk the run's plan does not have (left by another
+matrix's run) are not the run's and are not read as its cells. The matrix is the run's
+copy (matrix.yaml) with its scenarios read from beside the original, as the commands
+that run cells load it; where neither is found nothing can be checked, and the cells
+read as they were recorded (`Gated.unchecked` says why).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.errors import InputError, SpecError
+from harness.result.codec import JSON, DecodeError, decode
+from harness.result.model import CellResult, Plan, Planned
+from harness.store.results import PLAN_FILE, load_json, read_cells
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+
+CURRENT, STALE, MISSING, UNREADABLE = "current", "stale", "missing", "unreadable"
+LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """What a results directory holds: readable cell results, the cells whose
+    result.json cannot be read (with why), and the sweep's plan where it was kept."""
+
+    results: dict[str, CellResult]
+    unreadable: dict[str, str]
+    planned: tuple[Planned, ...] = ()
+    has_plan: bool = False
+    matrix: str = ""             # the matrix file the sweep ran, as plan.json says
+    # Where `planned` came from: plan.json; in a directory of an older sweep (none
+    # written), its results.json (the cells a finished sweep had) or else its
+    # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
+    plan_from: str = ""
+    # Each readable cell's result.json object as it was read, where it is of the schema
+    # this harness writes (decoding and encoding it again gives the same object):
+    # results.json copies these instead of encoding 1,600 cells again.
+    stored: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gated(RunDir):
+    """A run's cells as the gate reads them: `results` are the current ones only;
+    `stale` the ones whose inputs changed (id -> what changed), kept in `was`;
+    `unreadable` and the planned cells with neither are the rest."""
+
+    stale: dict[str, str] = dataclasses.field(default_factory=dict)
+    was: dict[str, CellResult] = dataclasses.field(default_factory=dict)
+    refresh: str = ""            # the command that runs every non-current cell again
+    unchecked: str = ""          # why the cells could not be checked against the matrix
+
+    def state(self, cid: str) -> str:
+        if cid in self.results:
+            return CURRENT
+        if cid in self.stale:
+            return STALE
+        return UNREADABLE if cid in self.unreadable else MISSING
+
+    @property
+    def missing(self) -> list[str]:
+        """Planned cells that never finished (not stale, not unreadable)."""
+        return sorted(p.id for p in self.planned if self.state(p.id) == MISSING)
+
+    @property
+    def gaps(self) -> dict[str, str]:
+        """Every planned cell that is not current, with why: what the report model
+        shows as a gap, never as a finding (a stale cell's why starts "stale:")."""
+        out = {cid: f"stale: {why}; `{self.refresh}` runs it again"
+               for cid, why in self.stale.items()}
+        out.update(self.unreadable)
+        return out
+
+    @property
+    def plan(self) -> tuple[Planned, ...]:
+        """The plan, with each stale cell in it (a directory of an older sweep may have
+        kept none), so that no first bad is named across one."""
+        have = {p.id for p in self.planned}
+        extra = tuple(Planned(r.id, r.row, r.image.label, r.image.index)
+                      for cid, r in sorted(self.was.items()) if cid not in have)
+        return self.planned + extra
+
+    def not_current(self, ids: list[str]) -> list[str]:
+        """Of `ids`, each that is not current, with its state and why."""
+        out = []
+        for cid in ids:
+            state = self.state(cid)
+            if state == STALE:
+                out.append(f"{cid}: {self.stale[cid]}")
+            elif state == UNREADABLE:
+                out.append(f"{cid}: unreadable ({self.unreadable[cid]})")
+            elif state == MISSING:
+                out.append(f"{cid}: not run")
+        return out
+
+
+def read_run(root: Path) -> RunDir:
+    """Everything on disk that `harness report` needs to tell a whole answer from a
+    partial one (unchecked against the matrix: `gate` checks).
+
+    Raises:
+        InputError: a result.json of the wrong shape (the message names the file and
+            the key), or a plan.json that is not one.
+    """
+    read = read_cells(root, "\n  fix: re-run that cell: delete its result.json, then "
+                            f"{rerun_line(root)}")
+    results, unreadable, stored = read.results, read.unreadable, read.stored
+    plan = root / PLAN_FILE
+    if not plan.is_file():
+        for source, cells in (("results.json", planned_by_results(root)),
+                              ("matrix.yaml", planned_by_matrix(root))):
+            if cells:
+                return RunDir(results, unreadable, cells, True, plan_from=source,
+                              stored=stored)
+        return RunDir(results, unreadable, stored=stored)
+    try:
+        found = decode(Plan, load_json(plan), "plan", parsed=True)
+    except DecodeError as exc:
+        raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
+                         "are without checking for missing ones") from exc
+    # A cell on disk that the plan does not name is not this run's (another matrix's
+    # run resumed into the directory by an older harness): never read as its cell.
+    ids = {p.id for p in found.cells}
+    if ids:
+        results = {k: v for k, v in results.items() if k in ids}
+        unreadable = {k: v for k, v in unreadable.items() if k in ids}
+        stored = {k: v for k, v in stored.items() if k in ids}
+    return RunDir(results, unreadable, found.cells, True, found.matrix, PLAN_FILE, stored)
+
+
+def gate(root: Path, given: Path | None = None,
+         runtime: Callable[[Cell], str] | None = None,
+         matrix: Matrix | None = None) -> Gated:
+    """Each of the run's cells as it stands now (see the module's docstring).
+
+    `given`: the matrix file to check against (a command's --matrix), else the run's
+    copy with its scenarios beside the original. `runtime`: the runtime each cell would
+    run on now (a command that runs cells: culprit, explain); without it, a cell is
+    checked against the runtime and host it ran on, and a result recorded before run
+    keys reads as current (nothing to check it with).
+
+    Raises:
+        InputError: a result.json or plan.json of the wrong shape; a `given` matrix
+            that does not read.
+    """
+    found = read_run(root)
+    refresh = rerun_line(root)
+    if matrix is None:
+        try:
+            matrix = matrix_of(root, found.matrix, given)
+        except InputError as exc:
+            if given is not None:
+                raise
+            return _gated(found, found.results, {}, refresh, str(exc))
+    from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
+
+    cells = {c.id: c for c in matrix.cells}
+    stale: dict[str, str] = {}
+    for cid, res in found.results.items():
+        cell = cells.get(cid)
+        if cell is None:
+            stale[cid] = f"the matrix {matrix.file} has no cell {cid} now"
+            continue
+        cell = as_recorded(cell, res)
+        if res.key is None:
+            if runtime is not None:
+                stale[cid] = BEFORE_KEYS
+            continue
+        if runtime is None:
+            now = dataclasses.replace(key_of(cell, res.key.runtime, res.key.attribution),
+                                      host=res.key.host)
+        else:
+            now = dataclasses.replace(key_of(cell, runtime(cell)),
+                                      attribution=res.key.attribution)
+        why = why_changed(res.key, now)
+        if why is not None:
+            stale[cid] = why
+    return _gated(found, found.results, stale, refresh_line(root, matrix))
+
+
+def read_gated(root: Path, given: Path | None = None) -> tuple[Gated, Matrix | None]:
+    """The run's cells through the gate, each checked against the runtime and host it
+    ran on, and the matrix they were checked against (None where it cannot be found:
+    then `Gated.unchecked` says why and every readable cell reads as recorded).
+
+    Raises:
+        InputError: a --matrix (`given`) that does not read; a result.json or plan.json
+            of the wrong shape.
+    """
+    try:
+        matrix = matrix_of(root, "", given)
+    except InputError:
+        if given is not None:
+            raise
+        return gate(root), None
+    return gate(root, matrix=matrix), matrix
+
+
+def _gated(found: RunDir, readable: dict[str, CellResult], stale: dict[str, str],
+           refresh: str, unchecked: str = "") -> Gated:
+    return Gated(
+        {k: v for k, v in readable.items() if k not in stale}, found.unreadable,
+        found.planned, found.has_plan, found.matrix, found.plan_from,
+        {k: v for k, v in found.stored.items() if k not in stale}, stale,
+        {k: v for k, v in readable.items() if k in stale}, refresh, unchecked)
+
+
+def as_recorded(cell: Cell, result: CellResult) -> Cell:
+    """The cell with the run's length as its result records it: a sweep's --iterations
+    or --warmup is how that run was asked for, not a changed setting."""
+    recorded = {k: result.settings.get(k) for k in LENGTHS}
+    s = cell.settings
+    now: dict[str, object] = {"iterations": s.iterations, "warmup": s.warmup,
+                              "max_iterations": s.max_iterations,
+                              "min_iterations": s.min_iterations}
+    kept: dict[str, int | None] = {
+        k: v for k, v in recorded.items()
+        if k in result.settings and (v is None or isinstance(v, int)) and v != now[k]}
+    if not kept:
+        return cell
+    # The lengths are ints or None in RunSettings; mypy reads **kept against every field.
+    settings = dataclasses.replace(cell.settings, **kept)  # type: ignore[arg-type]
+    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario,
+                                                                  settings=settings))
+
+
+def matrix_of(root: Path, named: str, given: Path | None) -> Matrix:
+    """The run's matrix: `given`; else what the run recorded, its copy in `root` read
+    with its scenarios beside the original (`named`, found from any directory); else
+    the original itself.
+
+    Raises:
+        InputError: none of them can be found.
+    """
+    from harness import matrixfile
+    from harness.matrixfile.load import load_copy
+    from harness.store.runs import matrix_file, matrix_named
+
+    if given is not None:
+        if not given.is_file():
+            raise InputError(f"--matrix {given}: no such file")
+        return matrixfile.load(given)
+    original = matrix_file(root, named)
+    named = named or matrix_named(root)
+    if original is None and not named:
+        raise InputError(f"{root}: its plan.json names no matrix file; pass --matrix FILE "
+                         "(the matrix the sweep ran)")
+    if original is None:
+        raise InputError(f"{root}: the sweep's matrix {named} is not there, from here or "
+                         f"from a directory above the run; pass --matrix FILE")
+    copy = root / "matrix.yaml"
+    return load_copy(copy, original) if copy.is_file() else matrixfile.load(original)
+
+
+def refresh_line(root: Path, matrix: Matrix) -> str:
+    """The command that runs a run's changed cells again in place: a sweep's directory
+    is resumed; a re-decided copy (which --resume does not continue) is swept anew."""
+    from harness.store.runs import SWEEP, kind_of, shown, sweep_again
+
+    if kind_of(root) == SWEEP:
+        return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
+    return sweep_again(root)     # a new run beside it, where its reader finds it
+
+
+def rerun_line(root: Path) -> str:
+    """The command that runs a sweep's unreadable or missing cells again into `root`,
+    from here (--resume reruns a cell whose result.json does not read)."""
+    from harness.store.runs import SWEEP, kind_of, matrix_file, shown, sweep_again
+
+    found = matrix_file(root)
+    matrix = shown(found) if found is not None else "MATRIX"
+    if kind_of(root) != SWEEP:
+        return sweep_again(root)     # a new run beside it, where its reader finds it
+    return f"harness sweep {matrix} --resume {shown(root)}"
+
+
+def kept_plan(root: Path, matrix: Matrix, planned: tuple[Planned, ...]
+              ) -> tuple[Planned, ...]:
+    """A resumed run's plan: the cells it runs now, and those its plan had that the
+    matrix still has (a `-k` of another subset is part of the run, never hidden from
+    its report); a cell the matrix no longer has is no longer the run's."""
+    try:
+        before = decode(Plan, load_json(root / PLAN_FILE), "plan", parsed=True).cells
+    except DecodeError:
+        return planned
+    have = {p.id for p in planned}
+    ids = {c.id for c in matrix.cells}
+    return planned + tuple(p for p in before if p.id in ids and p.id not in have)
+
+
+def planned_by_results(root: Path) -> tuple[Planned, ...]:
+    """The cells an older sweep's results.json lists: it was written when the sweep
+    finished, so a cell it has and the directory lacks was deleted or cut short."""
+    data = load_json(root / "results.json")
+    cells = data.get("cells") if isinstance(data, dict) else None
+    out: list[Planned] = []
+    for cid, cell in sorted(cells.items()) if isinstance(cells, dict) else ():
+        image = cell.get("image") if isinstance(cell, dict) else None
+        row = cell.get("row") if isinstance(cell, dict) else None
+        label = image.get("label") if isinstance(image, dict) else None
+        index = image.get("index") if isinstance(image, dict) else None
+        if not (isinstance(row, str) and isinstance(label, str) and isinstance(index, int)):
+            return ()     # not a results.json this harness wrote: no plan from it
+        out.append(Planned(cid, row, label, index))
+    return tuple(out)
+
+
+def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
+    """Every cell of the directory's copy of its matrix (an older sweep that was
+    interrupted left no other list); none when the copy does not read."""
+    from harness.matrixfile import parse
+
+    path = root / "matrix.yaml"
+    try:
+        matrix = parse(path.read_text(encoding="utf-8"), path, check_files=False)
+    except (OSError, UnicodeDecodeError, SpecError):
+        return ()
+    return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in matrix.cells)
