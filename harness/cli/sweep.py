@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
     note = report.incomplete_note()
     if note is not None:
         say(sys.stdout, f"{note}: {how_to_decide(report, args.matrix, root, cells)}; exit "
-                        f"{EXIT_UNDECIDED}" if not report.findings else note, width)
+                        f"{EXIT_UNDECIDED}" if exit_code(report) == EXIT_UNDECIDED else note,
+            width)
     return exit_code(report)
 
 
