@@ -21,6 +21,7 @@ from harness.plans.culprit import (
     outcome_of,
     pins_of,
     sweep_runner,
+    workaround,
 )
 from harness.plans.culpritdiff import Change, difference
 from harness.plans.culpritsearch import APPLY, FOUND, OUTSIDE, UNDO
@@ -115,10 +116,27 @@ def test_one_package_among_six_is_named_and_proved_both_ways(tmp_path: Path) -> 
     text = out.sentence()
     assert text.startswith("cause: multidict 6.4.4 -> 6.6.3. B with multidict 6.4.4: ok")
     assert "G with multidict 6.6.3: leak" in text
-    assert f"Workaround: pin multidict==6.4.4 in B (image `{undo.image}`)" in text
+    # the workaround says the pins and the command, never the cached venv's key
+    assert ("Workaround: pin multidict==6.4.4 in B: `pip install multidict==6.4.4` in B's "
+            "environment (in the matrix: multidict==6.4.4 in B's `pip:` list).") in text
+    assert undo.image.startswith("culprit-") and undo.image not in text
     assert len(said) == len(out.probes)
     # each hybrid ran as a cell of its own, kept under culprit/<row>/cells
     assert all(r.startswith("culprit-") for r in runtime.runs)
+
+
+def test_a_workaround_names_an_image_only_where_one_can_be_run() -> None:
+    answer = [Change("multidict", "6.4.4", "6.6.3"), Change("propcache", None, "0.3.2")]
+    # an image the engine holds: its tag, which `docker run` takes
+    on_docker = workaround(answer, "harness-culprit/stack-2025:bf87f6061b17")
+    assert on_docker == ("pin multidict==6.4.4 and uninstall propcache in B: `pip install "
+                         "multidict==6.4.4` then `pip uninstall -y propcache` in B's "
+                         "environment; `harness-culprit/stack-2025:bf87f6061b17` on the "
+                         "engine is B with that change, proved.")
+    # a local hybrid is a venv keyed by its recipe: its key is not said
+    local = workaround(answer, "culprit-7b03fbd3be")
+    assert "culprit-7b03fbd3be" not in local and local.endswith(
+        "(in the matrix: multidict==6.4.4 in B's `pip:` list and propcache out of it).")
 
 
 def test_a_cause_outside_the_packages_is_said_with_what_else_differs(tmp_path: Path) -> None:
