@@ -73,10 +73,19 @@ def kind_of(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def image_label(ref: str) -> str:
-    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`."""
+# Tags that say nothing alone: a bare number (`harness-test/nope:1`) or one that moves.
+MOVING_TAGS = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "dev"})
+
+
+def image_label(ref: str, qualified: bool = False) -> str:
+    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`; the repository's
+    name goes before a tag that says nothing alone (`harness-test/nope:1` -> `nope-1`,
+    `python:latest` -> `python-latest`), or before any tag when `qualified` (two images
+    of one matrix with the same tag)."""
     last = ref.rsplit("/", 1)[-1]
     name, _, tag = last.partition(":")
+    if tag and (qualified or tag.isdigit() or tag.lower() in MOVING_TAGS):
+        tag = f"{name}-{tag}"
     return NON_ID.sub("-", tag or name).strip("-") or "image"
 
 

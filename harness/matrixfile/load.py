@@ -17,6 +17,7 @@ from harness.matrixfile.entries import (
     SCENARIO_KEYS,
     SETTING_KEYS,
     Ctx,
+    image_label,
     parse_image,
     parse_scenario,
     parse_settings,
@@ -195,8 +196,15 @@ def _unique(ctx: Ctx, keys: list[str], key: str, what: str, fix: str) -> None:
 
 
 def _images(ctx: Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
+    items = ctx.seq(value, ("matrix", "image"))
     out = [parse_image(ctx, item, ("matrix", "image", i), runtime, i)
-           for i, item in enumerate(ctx.seq(value, ("matrix", "image")))]
+           for i, item in enumerate(items)]
+    # Two references with one tag (`a/x:1.0`, `b/y:1.0`): each labelled with its name.
+    labels = [img.label for img in out]
+    out = [dataclasses.replace(img, label=image_label(img.ref, qualified=True))
+           if isinstance(item, str) and labels.count(img.label) > 1
+           and abilities(runtime).container_images else img
+           for img, item in zip(out, items, strict=True)]
     _unique(ctx, [img.label for img in out], "image", "label",
             "give one of them a mapping with a distinct `name:`")
     return tuple(out)

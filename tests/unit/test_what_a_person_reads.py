@@ -72,3 +72,21 @@ def test_report_format_exits_as_report_does(leaky: Path, fmt: str,
     code = main(["report", str(leaky), "--format", fmt])
     # THEN it exits the same way: a CI step keeping report.md still fails on the leak
     assert code == EXIT_REGRESSION and capsys.readouterr().out
+
+
+def test_an_image_is_labelled_by_more_than_a_tag_that_says_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN Docker images whose tags say nothing alone, or say the same thing
+    (tmp_path / "s.py").write_text("def setup(params):\n    return None\n\n\n"
+                                   "def step(state):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: labels\nruntime: docker\nmatrix:\n  image: [harness-test/nope:1, "
+        "python:latest, team/a:2.0, team/b:2.0, nvcr.io/nvidia/tensorflow:22.12-tf1-py3]\n"
+        "  gpu: [none]\n  scenario: [s.py]\n")
+    # WHEN the cells are listed
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--list"]) == 0
+    ids = capsys.readouterr().out.split()
+    # THEN each image reads as itself: the repository's name where the tag alone would
+    # be a bare number, a moving tag, or another image's tag
+    assert [i.split(".cpu.")[0] for i in ids] == [
+        "nope-1", "python-latest", "a-2.0", "b-2.0", "22.12-tf1-py3"], ids
