@@ -282,8 +282,11 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
                 continue
             first, *rest = why.splitlines()
             fix = rest[-1].strip().removeprefix("fix: ") if rest else ""
-            c.add("FAIL", f"{where}: image {img.ref} is missing and cannot be pulled: "
-                          f"{first.removeprefix(f'image {img.ref} ')}",
+            # Said once: the pull's reason may already say the image is not here.
+            said = first.removeprefix(f"image {img.ref}").lstrip(": ")
+            if not said.startswith("is not on the engine"):
+                said = f"is not on the engine and {said}"
+            c.add("FAIL", f"{where}: image {img.ref} {said}",
                   fix or f"docker pull {img.ref} on a host with registry access")
             continue
         cuda = gpu.image_cuda(config.get("labels"), config.get("env"))

@@ -17,6 +17,7 @@ from harness.matrixfile.entries import (
     SCENARIO_KEYS,
     SETTING_KEYS,
     Ctx,
+    as_word,
     image_label,
     parse_image,
     parse_scenario,
@@ -80,6 +81,11 @@ def read_text(file: Path, fix: str) -> str:
         return file.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise SpecError(str(file), "", None, "file not found", fix) from exc
+    except IsADirectoryError as exc:
+        inside = sorted(p.name for p in file.glob("*.y*ml") if p.is_file())[:3]
+        raise SpecError(str(file), "", None, "is a directory, not a matrix file",
+                        f"{fix}: one of {', '.join(str(file / n) for n in inside)}" if inside
+                        else fix) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
 
@@ -103,7 +109,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     name = top.get("name", file.stem)
     if not isinstance(name, str) or not name.strip() or NON_ID.sub("-", name) != name:
         raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
-                       f"got {name!r}")
+                       f"got {name!r}", f"name: {as_word(name, as_word(file.stem, 'matrix'))}")
     runtime = top.get("runtime", DEFAULT_RUNTIME)
     if runtime not in RUNTIMES:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",

@@ -90,3 +90,87 @@ def test_an_image_is_labelled_by_more_than_a_tag_that_says_nothing(
     # be a bare number, a moving tag, or another image's tag
     assert [i.split(".cpu.")[0] for i in ids] == [
         "nope-1", "python-latest", "a-2.0", "b-2.0", "22.12-tf1-py3"], ids
+
+
+def test_the_legends_explain_only_what_the_grid_shows(
+        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN 8 images x 4 rows, the last four images leaking: a grid at 40 columns
+    images = [f"v{i}" for i in range(1, 9)]
+    run = fake_sweep(images, {f"v{i}": LEAK for i in range(5, 9)},
+                     scenarios=("a.py", "b.py", "c.py", "d.py"), plan=True, report=True).root
+    capsys.readouterr()
+    main(["report", str(run), "--width", "40"])
+    out = capsys.readouterr().out
+    legend = out[out.index("legend:"):out.index("\n\n", out.index("legend:"))]
+    # THEN the console legend names the leak's KiB/call, and no ratio the grid lacks
+    assert "L leak" in legend and "KiB/call (L)" in legend, legend
+    assert "ratio" not in legend and "late/early" not in legend and "crash" not in legend
+    # ... and report.html's legend has the colours its heatmap shows, no others
+    page = (run / "report.html").read_text()
+    shown = page[page.index('<div class="legend">'):page.index("</div>",
+                                                                page.index('class="legend"'))]
+    assert "leak" in shown and "ok" in shown and "first bad" in shown
+    assert "crash" not in shown and "oom" not in shown and "not run" not in shown, shown
+
+
+def test_a_clean_grid_has_no_figures_to_explain(fake_sweep: FakeSweep,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    run = fake_sweep([f"v{i}" for i in range(1, 9)], None,
+                     scenarios=("a.py", "b.py", "c.py", "d.py"), plan=True, report=True).root
+    capsys.readouterr()
+    main(["report", str(run), "--width", "40"])
+    out = capsys.readouterr().out
+    assert "legend:" in out and "figures" not in out and "first bad" not in out, out
+
+
+SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
+IMAGE = "{name: a, python: python3}"
+# A matrix mistake, the key it names, and how its fix line is applied to the text.
+MISTAKES = {
+    "bad name": (f"name: 'a b/c'\nruntime: local\nmatrix: {{image: [{IMAGE}], scenario: "
+                 "[s.py]}\n", "name: 'a b/c'"),
+    "bad image name": ("name: x\nruntime: local\nmatrix: {image: [{name: 'v 1', python: "
+                       "python3}], scenario: [s.py]}\n", "{name: 'v 1'"),
+    "bad id": (f"name: x\nruntime: local\nmatrix: {{image: [{IMAGE}], scenario: [{{script: "
+               "s.py, id: 'my run'}]}\n", "id: 'my run'"),
+    "params as a list": (f"name: x\nruntime: local\nmatrix: {{image: [{IMAGE}], scenario: "
+                         "[{script: s.py, params: [1, 2]}]}\n", None),
+    "a top-level string": ("'just a string'\n", None),
+    "a top-level list": ("- a\n- b\n", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISTAKES))
+def test_every_matrix_mistake_has_a_fix_line(tmp_path: Path, case: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    text, bad = MISTAKES[case]
+    (tmp_path / "s.py").write_text(SCENARIO)
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    # WHEN the matrix is used
+    assert main(["sweep", str(path), "--list"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    # THEN the error says how to fix it ...
+    fix = [ln.strip() for ln in err.splitlines() if ln.strip().startswith("fix: ")]
+    assert len(fix) == 1, err
+    if bad is not None:
+        # ... and where the fix is a value to write, written in, the matrix loads
+        key, _, value = fix[0].removeprefix("fix: ").partition(": ")
+        assert bad.lstrip("{").startswith(key), (bad, fix)
+        path.write_text(text.replace(bad, bad[:bad.index(key)] + f"{key}: {value}"))
+        assert main(["sweep", str(path), "--list"]) == 0, capsys.readouterr().err
+
+
+def test_a_directory_given_as_the_matrix_names_the_files_in_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        f"name: x\nruntime: local\nmatrix: {{image: [{IMAGE}], scenario: [s.py]}}\n")
+    (tmp_path / "sub.yaml").mkdir()     # a folder named like a matrix is not offered
+    assert main(["sweep", str(tmp_path), "--list"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "is a directory, not a matrix file" in err and "Errno" not in err, err
+    (fix,) = [ln for ln in err.splitlines() if "fix: " in ln]
+    offered = fix.rsplit("one of ", 1)[1].split(", ")
+    assert offered == [str(tmp_path / "m.yaml")], fix
+    assert main(["sweep", offered[0], "--list"]) == 0
