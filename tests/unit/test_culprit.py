@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -310,3 +312,37 @@ def test_a_culprit_answer_outlives_no_cell_it_rests_on(
     capsys.readouterr()
     assert main(["report", str(run)]) == 1
     assert "cpu.loop: cause: multidict 6.4.4 -> 6.6.3." in capsys.readouterr().out
+
+
+def test_culprit_to_a_full_stdout_stops_saying_why_and_what_goes_on(
+        tmp_path: Path, fake_cli: list[FakeRuntime],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 42 item 8: `culprit > /dev/full` printed "harness: interrupted; " and nothing
+    after it."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    make_matrix(tmp_path)
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"]) == 1
+    capsys.readouterr()
+    base = tmp_path / "r" / "cul"
+    # WHEN culprit's stdout is a full device
+    full = open("/dev/full", "w")   # noqa: SIM115 (its close may fail: the device is full)
+    captured = sys.stdout
+    sys.stdout = full
+    try:
+        code = main(["culprit", str(base), "-q"])
+    finally:
+        sys.stdout = captured
+        with contextlib.suppress(OSError):
+            full.close()
+    err = capsys.readouterr().err
+    # THEN it stops as an interruption, saying why and what the next command is ...
+    assert code == 130, err
+    said = err.strip().splitlines()[-1]
+    assert said == ("harness: stopped: stdout could not be written (No space left on "
+                    "device); finished probes are saved (run the same command again: it "
+                    "reuses them)"), err
+    # ... which works
+    fake_cli.clear()
+    assert main(["culprit", str(base), "-q"]) == 1
+    assert "cause: multidict 6.4.4 -> 6.6.3" in capsys.readouterr().out

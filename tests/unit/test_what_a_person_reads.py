@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,9 +14,10 @@ from fakeruntime import Behaviour
 from sweepkit import FakeSweep
 
 from harness.cli import COMMANDS, build_parser, main
-from harness.errors import EXIT_BAD_INPUT, EXIT_REGRESSION
+from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_REGRESSION
 
 LEAK = Behaviour(leak_per_iter=4096.0)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -174,3 +178,18 @@ def test_a_directory_given_as_the_matrix_names_the_files_in_it(
     offered = fix.rsplit("one of ", 1)[1].split(", ")
     assert offered == [str(tmp_path / "m.yaml")], fix
     assert main(["sweep", offered[0], "--list"]) == 0
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"], ["--version"]])
+def test_help_to_a_full_stdout_says_the_help_was_lost(argv: list[str]) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    # WHEN the help cannot be written
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "harness", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    # THEN it says so, of the help (no results directory), and does not exit 0
+    assert proc.stderr.strip() == ("harness: stdout could not be written (No space left on "
+                                   "device); the help was not printed (exit 3)"), proc.stderr
+    assert proc.returncode == EXIT_ENVIRONMENT
