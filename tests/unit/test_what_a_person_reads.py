@@ -193,3 +193,20 @@ def test_help_to_a_full_stdout_says_the_help_was_lost(argv: list[str]) -> None:
     assert proc.stderr.strip() == ("harness: stdout could not be written (No space left on "
                                    "device); the help was not printed (exit 3)"), proc.stderr
     assert proc.returncode == EXIT_ENVIRONMENT
+
+
+def test_report_md_shows_python_names_as_code_not_entities(
+        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a cell whose words name a function Python calls `step.<locals>.<genexpr>`,
+    # and one whose error carries raw HTML
+    run = fake_sweep(["v1", "v2"], {
+        "v1": Behaviour(error="raised in step.<locals>.<genexpr>, at <module>"),
+        "v2": Behaviour(error="a <script>alert(1)</script>")}, plan=True, report=True).root
+    capsys.readouterr()
+    main(["report", str(run), "--format", "md"])
+    out = capsys.readouterr().out
+    # THEN the Python names read as code, as on the terminal and on GitHub ...
+    assert "`step.<locals>.<genexpr>`, at `<module>`" in out, out
+    assert "&lt;locals" not in out and "&lt;module" not in out
+    # ... and HTML stays inert
+    assert "<script>" not in out and "&lt;script>" in out
