@@ -7,7 +7,6 @@ import re
 
 from harness.analysis.vsbaseline import VsBaseline
 
-
 # A name Python gives code in angle brackets (`step.<locals>.<genexpr>`, `<module>`):
 # shown as code in report.md, as the traceback and the console say it, never `&lt;locals>`.
 PY_ANGLED = re.compile(r"[^\s`|<>]*(?:<(?:locals|genexpr|lambda|module|listcomp|dictcomp|"
