@@ -230,10 +230,19 @@ def without_out(exc: StoreError, fix: str) -> StoreError:
 
 
 def printer(quiet: bool) -> Callable[[str], None]:
-    """Progress lines on stderr (`harness: ...`), or nothing with -q."""
+    """Progress lines on stderr (`harness: ...`), or nothing with -q; on a terminal
+    wrapped at its width between words (a path at its slashes), never where the
+    terminal would cut them."""
     def progress(text: str) -> None:
-        if not quiet:
-            print(f"harness: {text}", file=sys.stderr, flush=True)
+        if quiet:
+            return
+        line = f"harness: {text}"
+        if sys.stderr.isatty():
+            from harness.report.grid import console_width, wrap
+
+            width = console_width(sys.stderr)
+            line = "\n".join(wrap(line, width, more="  ")) if width else line
+        print(line, file=sys.stderr, flush=True)
 
     return progress
 

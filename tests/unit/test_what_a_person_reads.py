@@ -210,3 +210,28 @@ def test_report_md_shows_python_names_as_code_not_entities(
     assert "&lt;locals" not in out and "&lt;module" not in out
     # ... and HTML stays inert
     assert "<script>" not in out and "&lt;script>" in out
+
+
+def test_the_table_never_breaks_a_word_at_any_width(
+        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN two rows, one with a long name, and the answers' long words
+    run = fake_sweep(["multidict-6.4.4", "multidict-6.5.1"], {"multidict-6.5.1": LEAK},
+                     scenarios=("leak.py", {"script": "leak.py", "id": "leak_with_a_long_name"}),
+                     gpus=None, plan=True, report=True).root
+    capsys.readouterr()
+    for width in range(60, 161, 5):
+        # WHEN the table is drawn that wide
+        main(["report", str(run), "--width", str(width)])
+        out = capsys.readouterr().out
+        table = out[:out.index("\n\n")]
+        tokens = set(table.split())
+        # THEN no line is wider, and the row names, the header and the answers' words
+        # are whole: wrapped between words, never cut inside one
+        assert max(len(line) for line in table.splitlines()) <= width, table
+        if "─" not in table:
+            continue    # the grid of symbols: its row names are elided with "…" on purpose
+        for name in ("cpu.leak", "cpu.leak_with_a_long_name"):
+            assert name in tokens, (width, table)
+        if table.startswith("row"):     # images across, the answers in the last column
+            words = "first bad / last good bad: multidict-6.5.1 (last good: multidict-6.4.4)"
+            assert set(words.split()) <= tokens, (width, table)
