@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("dir", type=Path, metavar="reports/NAME",
                    help="the directory of a matrix's (or watch suite's) runs, the one "
                         "above its <timestamp> directories")
-    options.add(p, "width", "quiet", quiet_does="no `written:` line for history.html")
+    options.add(p, "width", "quiet")
     p.add_argument("--no-html", action="store_true",
                    help="do not write reports/NAME/history.html")
     p.set_defaults(func=run)

@@ -26,8 +26,7 @@ def add_parser(sub: Any) -> None:
         q.add_argument("--recipes", type=Path, default=None,
                        help="recipes file (default: images/images.yaml here, else harness's "
                             "own)")
-        options.add(q, "quiet", quiet_does="no progress lines on stderr (build); list "
-                                       "prints only its list")
+        options.add(q, "quiet")
         q.set_defaults(func=run)
 
 

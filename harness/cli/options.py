@@ -15,6 +15,8 @@ from harness.matrixfile.model import RUNTIMES
 
 Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width"]
 
+QUIET_HELP = ("no progress lines (what runs, what was written); the answer and errors are "
+              "printed")
 DOCKER_HOST_HELP = "Docker endpoint (unix://, tcp://, ssh://user@host)"
 WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COLUMNS, "
               "else one line per row)")
@@ -22,7 +24,7 @@ WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COL
 
 def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
         out_keeps: str = "", docker_host_does: str = "",
-        quiet_does: str = "no progress lines on stderr") -> None:
+        quiet_does: str = QUIET_HELP) -> None:
     """Add the chosen shared options to a command's parser, in the order given.
 
     Args:

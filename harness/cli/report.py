@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
                         " or a cell id of that row), and print it")
-    options.add(p, "width", "quiet", quiet_does="no `written:` line on stderr after --issue")
+    options.add(p, "width", "quiet")
     p.add_argument("--details", action="store_true",
                    help="every cell in full words below the table (by default only the "
                         "bad, suspected and undecided ones, where cells are a grid)")
