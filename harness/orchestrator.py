@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD
 from harness.matrixfile.model import Cell, Matrix, row_baselines
@@ -67,6 +68,8 @@ class Sweep:
         self.busy_said = threading.Event()
         self.series = SeriesCache(store.root)
         self._lock = threading.Lock()
+        self._todo: list[Cell] = []
+        self.faulted: set[Path] = set()     # scenario files the agent could not call
 
     def runtime_for(self, cell: Cell) -> Runtime:
         return self.runtimes.get(cell.host.label, self.runtime)
@@ -96,12 +99,14 @@ class Sweep:
                           f"{self.store.root}, {len(todo)} to run")
         rows = RowComparisons(self, cells, self.matrix.baseline, outcome.results)
         stop, counter = threading.Event(), [0]
+        self._todo = todo
 
         def lane(cells_in_lane: list[Cell]) -> None:
             for cell in cells_in_lane:
                 if stop.is_set():
                     return
-                self._one(cell, rows, outcome, counter, len(todo), stop)
+                if cell.scenario.script not in self.faulted:
+                    self._one(cell, rows, outcome, counter, len(todo), stop)
 
         waves = lane_plan.plan(todo, self.runtime.queues_cells)
         # Every image queued in run order (`gpu: all` cells run last).
@@ -179,6 +184,25 @@ class Sweep:
         rows.settle(cell, measured)
         if self.matrix.fail_fast and result.verdict in BAD:
             stop.set()
+        if result.end.error is not None and result.end.error.fault == "scenario":
+            self._scenario_fault(cell, result.end.error.message)
+
+    def _scenario_fault(self, cell: Cell, message: str) -> None:
+        """The agent could not call the cell's scenario as written: every other cell of
+        that file would fail the same way, on any image, so none of them runs (and the
+        images only they need are not prepared)."""
+        script = cell.scenario.script
+        with self._lock:
+            if script in self.faulted:
+                return
+            self.faulted.add(script)
+            left = [c for c in self._todo if c.scenario.script == script and c != cell]
+            self.images.drop(left, [c for c in self._todo
+                                    if c.scenario.script not in self.faulted])
+        self.progress(f"{cell.id}: {message}: the scenario's fault, not the image's; "
+                      + (f"its {len(left)} other cell{'s are' if len(left) != 1 else ' is'} "
+                         "not run; " if left else "")
+                      + "fix the scenario and run the sweep again")
 
     def _event(self, cell: Cell, event: str) -> None:
         """Tell a live display (harness/report/live.py) that a cell started or ended."""

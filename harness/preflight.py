@@ -3,7 +3,8 @@ container per image.
 
 `compile_scenarios` compiles every scenario file with the host's Python: a syntax error
 is the user's input (exit 2, file:line), not a crash to report against every image; so
-is a file with one of setup()/step() but not the other (`def stpe`), or whose setup() or
+is a file with one of setup()/step() but not the other (`def stpe`), one whose setup or
+step is no function of one argument (`step = 5`, `def step():`), or whose setup() or
 step() calls sys.exit() (`scenario_problem`, the agent's own check in
 `agent/scenariofile.py` said on the host, before any image is built). `whole_script`
 tells a plain script (neither), run whole once, for the progress line.
@@ -143,6 +144,9 @@ def scenario_problem(tree: ast.Module, script: Path) -> str | None:
                 "to run whole as a script")
     if not have:
         return None
+    uncallable = call_problem(tree, script)
+    if uncallable is not None:
+        return uncallable
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in PROTOCOL:
             for call in ast.walk(node):
@@ -150,6 +154,70 @@ def scenario_problem(tree: ast.Module, script: Path) -> str | None:
                     return (f"{script}:{call.lineno}: {node.name}() calls "
                             f"{_called(call.func)}(), which ends the run; a {node.name} "
                             "returns (raise an exception to fail it)")
+    return None
+
+
+# What the agent hands each protocol function: setup(params), step(state).
+ARGUMENT = {"setup": "params", "step": "state"}
+# A value no call can make a function of: `step = 5`, `setup = None`, `step = [f]`.
+_NOT_CALLABLE = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set,
+                 ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.BinOp,
+                 ast.UnaryOp, ast.Compare, ast.BoolOp)
+
+
+def _bound_last(tree: ast.Module, name: str) -> ast.AST | None:
+    """The top-level statement (or the value it assigns) that binds `name` last: what
+    the module's `name` is once it has been imported."""
+    last: ast.AST | None = None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                last = node
+        elif isinstance(node, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                last = node.value
+        elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+                (a.asname or a.name).split(".")[0] == name for a in node.names):
+            last = node
+    return last
+
+
+def _takes_one(args: ast.arguments) -> bool:
+    """Whether a function with these parameters can be called with one positional
+    argument and nothing else."""
+    positional = [*args.posonlyargs, *args.args]
+    required = len(positional) - len(args.defaults)
+    no_default = [d for d in args.kw_defaults if d is None]
+    return required <= 1 and (bool(positional) or args.vararg is not None) and not no_default
+
+
+def call_problem(tree: ast.Module, script: Path) -> str | None:
+    """A protocol name the agent cannot call as `setup(params)` / `step(state)`: bound to
+    a value that is no function (`step = 5`), or a function (or lambda) whose parameters
+    do not take one argument (`def step():`). Decorated functions and names bound by a
+    call or an import are left to the agent, which checks them before setup()."""
+    for name in PROTOCOL:
+        node = _bound_last(tree, name)
+        arg = ARGUMENT[name]
+        if isinstance(node, _NOT_CALLABLE):
+            what = ast.unparse(node)
+            what = what if len(what) <= 40 else what[:37] + "..."
+            return (f"{script}:{node.lineno}: `{name} = {what}` is not a function; the "
+                    f"agent calls {name}({arg}), so `{name}` must be a function of one "
+                    "argument")
+        if isinstance(node, ast.Lambda) and not _takes_one(node.args):
+            given = ast.unparse(node.args)
+            return (f"{script}:{node.lineno}: `{name} = lambda{' ' if given else ''}{given}: "
+                    f"...` cannot be called as {name}({arg}): the agent passes one argument")
+        if isinstance(node, ast.AsyncFunctionDef):
+            return (f"{script}:{node.lineno}: `async def {name}` makes a coroutine the "
+                    f"agent never awaits; define `def {name}({arg}):`")
+        if (isinstance(node, ast.FunctionDef) and not node.decorator_list
+                and not _takes_one(node.args)):
+            given = ast.unparse(node.args)
+            return (f"{script}:{node.lineno}: `def {name}({given})` cannot be called as "
+                    f"{name}({arg}): the agent passes one argument; define "
+                    f"`def {name}({arg}):`")
     return None
 
 

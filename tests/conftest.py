@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,3 +219,46 @@ def fake_sweep(tmp_path: Path) -> FakeSweep:
         return sweepkit.swept(tmp_path, *args, **kwargs)
 
     return make
+
+
+# ---------------------------------------------------------------- the repository root
+# A test run leaves nothing new at the repository's root (issue 42: an empty `oom` was
+# committed there): what `git status` calls untracked at the root after the run, and did
+# not before it, fails the run, named.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _root_untracked() -> set[str] | None:
+    """The root's untracked, not ignored entries (None where git cannot tell)."""
+    try:
+        done = subprocess.run(["git", "status", "--porcelain", "-z", "--untracked-files=normal",
+                               "--", "."], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return {e[3:] for e in done.stdout.split("\0")
+            if e.startswith("?? ") and "/" not in e[3:].rstrip("/")}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):     # the controller, once
+        session.config.stash[_ROOT_BEFORE] = _root_untracked()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_ROOT_BEFORE, None)
+    if hasattr(session.config, "workerinput") or before is None:
+        return
+    new = sorted((_root_untracked() or set()) - before)
+    if new:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the test run left new files at the repository root: "
+                                f"{', '.join(new)} (a test or command wrote into the "
+                                "working directory; write under tmp_path)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_ROOT_BEFORE = pytest.StashKey[set[str] | None]()

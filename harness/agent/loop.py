@@ -13,7 +13,15 @@ import traceback
 
 from hooks import Attribution
 from output import CappedOutput
-from scenariofile import Params, has_protocol, load_scenario, run_script
+from scenariofile import (
+    Params,
+    ScenarioMistake,
+    call_problem,
+    called_wrongly,
+    has_protocol,
+    load_scenario,
+    run_script,
+)
 from stepper import Stepper
 from writer import Sampler, Writer, timer_loop
 
@@ -48,6 +56,9 @@ class Run(object):
         if self.att is not None:
             self.att.make(self.args.scenario)
         self.module = self.timed("import", load_scenario, self.args.scenario)
+        problem = call_problem(self.module, self.args.scenario)
+        if problem is not None:
+            raise ScenarioMistake(problem)
         self.end["mode"] = "steps"
         self.params = Params(self.params)   # notes the keys the scenario reads
         self.state = self.timed("setup", self.module.setup, self.params)
@@ -85,6 +96,15 @@ class Run(object):
         self.end["error"] = {"type": name or type(exc).__name__,
                              "message": (str(exc) if message is None else message)[:2000],
                              "traceback": traceback.format_exc()[-20000:]}
+        # A file the agent cannot step, or a protocol name it could not call: the
+        # scenario's fault, which the host never reads as a finding about the image.
+        called = called_wrongly(exc, sys.exc_info()[2])
+        if called is not None:
+            self.end["error"]["message"] = ("%s: %s could not be called as the agent calls "
+                                            "it: %s" % (self.args.scenario, called,
+                                                        exc))[:2000]
+        if called is not None or isinstance(exc, ScenarioMistake):
+            self.end["error"]["fault"] = "scenario"
 
     def teardown(self):
         if self.att is not None:

@@ -84,7 +84,61 @@ def has_protocol(path):
 
 
 class ScenarioMistake(Exception):
-    """The scenario file is not one the agent can run as written."""
+    """The scenario file is not one the agent can run as written: the scenario's fault,
+    never a finding about the image (the end record's error says `fault: scenario`)."""
+
+
+# What the agent hands each function it calls: setup(params), step(state), and the
+# optional info(state), whose failure would end the run after its calls. (teardown's
+# failure is only noted in the end record, so it is not checked here.)
+CALLS = (("setup", "params", True), ("step", "state", True), ("info", "state", False))
+
+
+def call_problem(module, path):
+    """What makes one of the module's protocol names impossible to call the way the
+    agent calls it (`step = 5`, `def step():`, `step = make()` returning a function of
+    two arguments), or None. Checked after the import and before setup(), so the run
+    fails at once, before a step, and says which name."""
+    import inspect
+    for name, arg, required in CALLS:
+        fn = getattr(module, name, None)
+        if fn is None and not required:
+            continue
+        if not callable(fn):
+            return ("%s: `%s` is %s, not a function; the agent calls %s(%s)"
+                    % (path, name, _what(fn), name, arg))
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):     # some builtins have none: call and see
+            continue
+        try:
+            signature.bind(None)
+        except TypeError as exc:
+            return ("%s: `%s%s` cannot be called as %s(%s): %s"
+                    % (path, name, signature, name, arg, exc))
+    return None
+
+
+def _what(value):
+    text = repr(value)
+    text = text if len(text) <= 40 else text[:37] + "..."
+    kind = type(value).__name__
+    return "%s (%s %s)" % (text, "an" if kind[:1] in "aeiou" else "a", kind)
+
+
+def called_wrongly(exc, tb):
+    """The protocol name a TypeError was raised calling, when it was raised by the call
+    itself (the agent's frame is the innermost: the scenario's code never ran), else
+    None. A failure inside the scenario's own code has its frames below the agent's."""
+    if not isinstance(exc, TypeError) or tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.dirname(os.path.abspath(code.co_filename)) != here:
+        return None
+    return {"steps": "step", "timed": tb.tb_frame.f_locals.get("phase")}.get(code.co_name)
 
 
 def load_scenario(path):

@@ -131,9 +131,13 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
         seen = max(w.totals["heap"] / max(w.calls, 1), 0.0)
         rest = heap_rate - seen
         if seen >= heap_rate:
+            # All of it through PyMem/PyObject allocators, which C extensions call too
+            # (multidict's pop() leaks from C): where it was allocated is the site below,
+            # whichever language the code there is in.
             lines.append(f"heap: Python's allocator saw {kib(seen)} in the attributed run, as "
-                         f"much as the heap grew in the sweep ({kib(heap_rate)}): none of it "
-                         "is native")
+                         f"much as the heap grew in the sweep ({kib(heap_rate)}): all of it "
+                         "went through Python's allocator (from Python code or from a C "
+                         "extension calling it), so the sites account for it")
         else:
             lines.append(f"heap: Python's allocator saw {kib(seen)} of the heap's "
                          f"{kib(heap_rate)}"

@@ -119,6 +119,16 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
     return out
 
 
+def scenario_fault(items: Sequence[CellResult]) -> str | None:
+    """The agent's message (the file and the name) when it could not call the scenario
+    as written on one image (`fault: scenario`): one is enough, since no image is to
+    blame for it."""
+    for r in items:
+        if r.end.error is not None and r.end.error.fault == "scenario":
+            return r.end.error.message
+    return None
+
+
 def same_failure(items: Sequence[CellResult]) -> str | None:
     """'Type: message' when every image that ran crashed with the same scenario error (at
     least two images): the scenario is broken, not the images."""
@@ -192,10 +202,15 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
             ordered = [(label, "ok" if verdict == "timeout" else verdict)
                        for label, verdict in ordered]
         bad, good, contiguous = first_bad(ordered)
-        broken = same_failure(items)
+        fault = scenario_fault(items)
+        broken = fault or same_failure(items)
         too_short = all_timed_out(items) if broken is None and not leaked else None
         gap = gap_before(ordered, bad)
-        if broken is not None:
+        if fault is not None:
+            bad, good, contiguous, gap = None, None, True, []
+            sentence = (f"the scenario's fault, not the image's ({fault}); fix the "
+                        "scenario, no image is to blame")
+        elif broken is not None:
             bad, good, contiguous, gap = None, None, True, []
             sentence = (f"the scenario fails on every image ({broken}); fix the scenario, "
                         "these are not findings about the images")

@@ -15,7 +15,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TextIO, cast
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError, StoreError
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    EXIT_INTERRUPTED,
+    HarnessError,
+    StoreError,
+)
 from harness.signals import interruptible as interruptible  # re-exported for the commands
 
 HELP = """\
@@ -93,17 +99,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     wrapped, wrapped_err = ReaderMayLeave(out, "stdout"), ReaderMayLeave(err, "stderr")
     sys.stdout, sys.stderr = cast(TextIO, wrapped), cast(TextIO, wrapped_err)
     try:
-        return _command(argv, wrapped, wrapped_err)
+        code = _command(argv, wrapped, wrapped_err)
     finally:
         wrapped.flush()     # what is still buffered, while a closed pipe can be told
         wrapped_err.flush()
         sys.stdout, sys.stderr = out, err
-        lost = wrapped.failed or wrapped_err.failed
-        if lost and not wrapped_err.left:
-            with contextlib.suppress(OSError, ValueError):
-                err.write(f"harness: {lost}; the answer is in the exit code and in the "
-                          "results directory\n")
+    lost = wrapped.failed or wrapped_err.failed
+    stopped = wrapped.closed_by or wrapped_err.closed_by     # said by the interruption
+    if lost and not stopped:
+        help_only = not argv or any(a in ("-h", "--help", "--version") for a in argv)
+        with contextlib.suppress(OSError, ValueError):
+            if not wrapped_err.left:
+                err.write(f"harness: {lost}; {_kept(argv, help_only)}\n")
                 err.flush()
+        if help_only:    # what it was asked for is what could not be written
+            return EXIT_ENVIRONMENT
+    return code
+
+
+def _kept(argv: Sequence[str], help_only: bool) -> str:
+    """Where the answer of a command whose output could not be written still is."""
+    if help_only:
+        return "the help was not printed (exit 3)"
+    if argv[0] in ("compare", "doctor", "images") or "--format" in argv:
+        return "the answer is in the exit code"
+    return "the answer is in the exit code and in the results directory"
 
 
 def _command(argv: list[str], out: ReaderMayLeave, err: ReaderMayLeave) -> int:
@@ -124,11 +144,12 @@ def _command(argv: list[str], out: ReaderMayLeave, err: ReaderMayLeave) -> int:
     except KeyboardInterrupt:
         closed = out.closed_by or err.closed_by
         why = f"stopped: {closed}" if closed else "interrupted"
-        sys.stderr.write(f"\nharness: {why}; {AFTER_INTERRUPT.get(args.command, '')}\n")
+        sys.stderr.write(f"\nharness: {why}; {AFTER_INTERRUPT.get(args.command, AGAIN)}\n")
         return EXIT_INTERRUPTED
 
 
 # What an interrupted command keeps, and the command that goes on from there.
+AGAIN = "nothing was written; run the same command again"
 AFTER_INTERRUPT = {
     "sweep": "finished cells are saved (run the same command with --resume to complete)",
     "watch": "finished cells are saved; `harness sweep DIR/matrix.yaml --resume DIR` "
@@ -136,6 +157,7 @@ AFTER_INTERRUPT = {
     "bisect": "finished probes are saved (run the same command again: it reuses them)",
     "fit": "finished probes are saved (run the same command again: it reuses them)",
     "explain": "explained cells are saved (run the same command again for the rest)",
+    "culprit": "finished probes are saved (run the same command again: it reuses them)",
 }
 
 
@@ -183,8 +205,11 @@ class ReaderMayLeave:
             self.failed = f"{self.name} could not be written ({exc.strerror or exc})"
         from harness.signals import stream_closed
 
-        if stream_closed():
-            self.closed_by = (self.failed or f"{self.name} was closed (its reader left)")
+        # Said before the interruption: it is raised in this thread at once when this is
+        # the main thread, before any line after stream_closed() runs.
+        self.closed_by = self.failed or f"{self.name} was closed (its reader left)"
+        if not stream_closed():
+            self.closed_by = ""
         with contextlib.suppress(OSError, ValueError):
             null = os.open(os.devnull, os.O_WRONLY)
             try:
@@ -206,10 +231,19 @@ def without_out(exc: StoreError, fix: str) -> StoreError:
 
 
 def printer(quiet: bool) -> Callable[[str], None]:
-    """Progress lines on stderr (`harness: ...`), or nothing with -q."""
+    """Progress lines on stderr (`harness: ...`), or nothing with -q; on a terminal
+    wrapped at its width between words (a path at its slashes), never where the
+    terminal would cut them."""
     def progress(text: str) -> None:
-        if not quiet:
-            print(f"harness: {text}", file=sys.stderr, flush=True)
+        if quiet:
+            return
+        line = f"harness: {text}"
+        if sys.stderr.isatty():
+            from harness.report.grid import console_width, wrap
+
+            width = console_width(sys.stderr)
+            line = "\n".join(wrap(line, width, more="  ")) if width else line
+        print(line, file=sys.stderr, flush=True)
 
     return progress
 

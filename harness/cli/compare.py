@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> None:
                    help="with one directory of a `hosts:` sweep: compare host HOST (the "
                         "old one) with the second --host (default: the matrix's first "
                         "host with each of the others, in its order)")
-    options.add(p, "width")
+    options.add(p, "width", "quiet")
     p.set_defaults(func=run)
 
 

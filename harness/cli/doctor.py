@@ -52,6 +52,11 @@ class Checks:
         self.failures += level == "FAIL"
         self.lines.append(f"[{level}] {what}" + (f"\n       fix: {fix}" if fix else ""))
 
+    def shown(self, quiet: bool) -> str:
+        """The checks as printed: all, or with -q only those that fail or warn."""
+        return "\n".join(line for line in self.lines
+                         if not quiet or not line.startswith("[ok]"))
+
     @property
     def code(self) -> int:
         return EXIT_ENVIRONMENT if self.failures else EXIT_OK
@@ -98,6 +103,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
     options.add(p, "docker-host", "out", out_keeps="slurm: must be shared with the nodes",
                 docker_host_does="check this engine instead of the matrix's hosts")
+    options.add(p, "quiet", quiet_does="print only the checks that fail or warn")
     p.set_defaults(func=run)
 
 
@@ -113,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         slurm = Checks()
         for level, what, fix in cluster_checks(matrix, args.out):
             slurm.add(level, what, fix)
-        print("\n".join(slurm.lines))
+        print(slurm.shown(args.quiet))
         return slurm.code
     if args.docker_host:
         endpoints: dict[str, str | None] = {args.docker_host: args.docker_host}
@@ -125,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     checks = diagnose(matrix, endpoints, lambda url: _DockerEngine(url, name), gpu.probe(),
                       gpu.host_has_gpu(),
                       shutil.which("nvidia-container-runtime-hook") is not None, args.out)
-    print("\n".join(checks.lines))
+    print(checks.shown(args.quiet))
     return checks.code
 
 
@@ -276,8 +282,11 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
                 continue
             first, *rest = why.splitlines()
             fix = rest[-1].strip().removeprefix("fix: ") if rest else ""
-            c.add("FAIL", f"{where}: image {img.ref} is missing and cannot be pulled: "
-                          f"{first.removeprefix(f'image {img.ref} ')}",
+            # Said once: the pull's reason may already say the image is not here.
+            said = first.removeprefix(f"image {img.ref}").lstrip(": ")
+            if not said.startswith("is not on the engine"):
+                said = f"is not on the engine and {said}"
+            c.add("FAIL", f"{where}: image {img.ref} {said}",
                   fix or f"docker pull {img.ref} on a host with registry access")
             continue
         cuda = gpu.image_cuda(config.get("labels"), config.get("env"))

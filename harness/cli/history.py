@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("dir", type=Path, metavar="reports/NAME",
                    help="the directory of a matrix's (or watch suite's) runs, the one "
                         "above its <timestamp> directories")
-    options.add(p, "width")
+    options.add(p, "width", "quiet")
     p.add_argument("--no-html", action="store_true",
                    help="do not write reports/NAME/history.html")
     p.set_defaults(func=run)
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as exc:
             raise without_out(exc, f"harness history {args.dir} --no-html prints it "
                                    "without writing") from exc
-        say(sys.stdout, f"\nwritten: {path}", width)
+        if not args.quiet:
+            say(sys.stdout, f"\nwritten: {path}", width)
     code = exit_code(report)
     for line in stale_note(history.runs[-1].path):
         say(sys.stdout, line, width)

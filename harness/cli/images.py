@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ def add_parser(sub: Any) -> None:
         q.add_argument("--recipes", type=Path, default=None,
                        help="recipes file (default: images/images.yaml here, else harness's "
                             "own)")
+        options.add(q, "quiet")
         q.set_defaults(func=run)
 
 
@@ -52,9 +52,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{r.name}: {r.tag}{extra}")
         return EXIT_OK
 
-    def progress(text: str) -> None:
-        print(f"harness: {text}", file=sys.stderr, flush=True)
+    from harness.cli import printer
 
-    built = images.build(recipes, args.names, progress, force=args.force)
+    built = images.build(recipes, args.names, printer(args.quiet), force=args.force)
     print(f"built {len(built)} image(s): {', '.join(built) or 'all up to date'}")
     return EXIT_OK

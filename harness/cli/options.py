@@ -15,13 +15,16 @@ from harness.matrixfile.model import RUNTIMES
 
 Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width"]
 
+QUIET_HELP = ("no progress lines (what runs, what was written); the answer and errors are "
+              "printed")
 DOCKER_HOST_HELP = "Docker endpoint (unix://, tcp://, ssh://user@host)"
 WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COLUMNS, "
               "else one line per row)")
 
 
 def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
-        out_keeps: str = "", docker_host_does: str = "") -> None:
+        out_keeps: str = "", docker_host_does: str = "",
+        quiet_does: str = QUIET_HELP) -> None:
     """Add the chosen shared options to a command's parser, in the order given.
 
     Args:
@@ -29,6 +32,7 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
         out_keeps: Said after --out's default: what the command keeps there.
         docker_host_does: Said before --docker-host's help: what the command does
             with that engine (doctor: checks it instead of the matrix's hosts).
+        quiet_does: What -q leaves out, for a command that prints no progress.
     """
     for name in which:
         if name == "runtime":
@@ -48,8 +52,7 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
                            help="results base directory (default: reports/)"
                                 + (f"; {out_keeps}" if out_keeps else ""))
         elif name == "quiet":
-            p.add_argument("-q", "--quiet", action="store_true",
-                           help="no progress lines on stderr")
+            p.add_argument("-q", "--quiet", action="store_true", help=quiet_does)
         else:
             p.add_argument("--width", type=int, metavar="COLUMNS",
                            help=WIDTH_HELP)

@@ -23,13 +23,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("dir", type=Path,
                    help="reports/<name>/<timestamp>, or reports/<name> for the newest run")
     p.add_argument("--format", choices=FORMATS,
-                   help="print this one rendering on stdout and exit 0; no file is "
-                        "rewritten (without it: rewrite every report file, print the "
-                        "table, exit as the sweep did)")
+                   help="print this one rendering on stdout; no file is rewritten "
+                        "(without it: rewrite every report file and print the table); "
+                        "either way it exits as the sweep did")
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
                         " or a cell id of that row), and print it")
-    options.add(p, "width")
+    options.add(p, "width", "quiet")
     p.add_argument("--details", action="store_true",
                    help="every cell in full words below the table (by default only the "
                         "bad, suspected and undecided ones, where cells are a grid)")
@@ -131,7 +131,7 @@ def report_of(args: argparse.Namespace) -> int:
 
         return reanalyzed(args, report, found.stale)
     if args.issue is not None:
-        return issue(report, args.issue, args.dir)
+        return issue(report, args.issue, args.dir, args.quiet)
     if args.format is None:
         return rerender(args, report, found)
     return print_format(args, report)
@@ -194,7 +194,7 @@ def recorded(root: Path) -> tuple[Report, Gated]:
     return report, found
 
 
-def issue(report: Report, row: str, root: Path) -> int:
+def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
     """`--issue ROW`: issue-ROW.md written beside the run, and printed."""
     from harness.report import IssueReporter, render_text
     from harness.store import RunStore
@@ -203,7 +203,8 @@ def issue(report: Report, row: str, root: Path) -> int:
     text = render_text(drafted)
     path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
     sys.stdout.write(text)
-    print(f"\nwritten: {path}", file=sys.stderr)
+    if not quiet:
+        print(f"\nwritten: {path}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -275,9 +276,12 @@ def plan_notes(root: Path, found: Gated) -> list[str]:
 
 
 def print_format(args: argparse.Namespace, report: Report) -> int:
-    """`--format F`: that one rendering on stdout; no file is rewritten."""
+    """`--format F`: that one rendering on stdout; no file is rewritten. It exits as
+    `harness report DIR` does (1 with a bad cell): a CI step that keeps one rendering
+    fails on a regression as the sweep did."""
     import json
 
+    from harness.cli.sweep import exit_code
     from harness.report import (
         ConsoleReporter,
         HtmlReporter,
@@ -297,4 +301,4 @@ def print_format(args: argparse.Namespace, report: Report) -> int:
             "md": MarkdownReporter.from_results, "html": HtmlReporter.from_results,
             "junit": JunitReporter.from_results}
         sys.stdout.write(render_text(makers[args.format](report)))
-    return EXIT_OK
+    return exit_code(report)

@@ -43,8 +43,9 @@ SWEEP_EPILOG = """examples:
 exit codes:
   0  every cell ran and none is bad
   1  a cell is bad (leak, slowdown, regression, oom, timeout, crash)
-  2  bad input (matrix, flag, scenario that does not compile or fails on every image;
-     a timeout on every image: a run too short for the scenario)
+  2  bad input (matrix, flag, scenario that does not compile, that the agent cannot
+     call as written, or that fails on every image; a timeout on every image: a run
+     too short for the scenario)
   3  environment unavailable (no engine or GPU; an image or pin could not be had)
   4  no cell bad, but not a complete answer: cells undecided or missing
   130 interrupted: Ctrl-C, or stdout/stderr closed while cells run (finished cells
@@ -122,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     note = report.incomplete_note()
     if note is not None:
         say(sys.stdout, f"{note}: {how_to_decide(report, args.matrix, root, cells)}; exit "
-                        f"{EXIT_UNDECIDED}" if not report.findings else note, width)
+                        f"{EXIT_UNDECIDED}" if exit_code(report) == EXIT_UNDECIDED else note,
+            width)
     return exit_code(report)
 
 

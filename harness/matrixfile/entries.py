@@ -46,7 +46,11 @@ class Ctx:
 
     def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.fail(path, f"expected a mapping, got {kind_of(value)}")
+            raise self.fail(path, f"expected a mapping, got {kind_of(value)}",
+                            "a matrix file is a mapping: `name: NAME` and `matrix: {image: "
+                            "[...], scenario: [...]}` at the top (see examples/)" if not path
+                            else f"give `KEY: VALUE` lines here, keys from: "
+                                 f"{', '.join(allowed)}")
         for key in value:
             if not isinstance(key, str) or key not in allowed:
                 near = difflib.get_close_matches(str(key), allowed, n=1)
@@ -70,14 +74,28 @@ class Ctx:
         return [value]
 
 
+def as_word(value: Any, fallback: str) -> str:
+    """`value` made a word harness accepts as a name (`a b/c` -> `a-b-c`), for a fix."""
+    return NON_ID.sub("-", str(value) if value is not None else "").strip("-") or fallback
+
+
 def kind_of(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def image_label(ref: str) -> str:
-    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`."""
+# Tags that say nothing alone: a bare number (`harness-test/nope:1`) or one that moves.
+MOVING_TAGS = frozenset({"latest", "stable", "main", "master", "edge", "nightly", "dev"})
+
+
+def image_label(ref: str, qualified: bool = False) -> str:
+    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`; the repository's
+    name goes before a tag that says nothing alone (`harness-test/nope:1` -> `nope-1`,
+    `python:latest` -> `python-latest`), or before any tag when `qualified` (two images
+    of one matrix with the same tag)."""
     last = ref.rsplit("/", 1)[-1]
     name, _, tag = last.partition(":")
+    if tag and (qualified or tag.isdigit() or tag.lower() in MOVING_TAGS):
+        tag = f"{name}-{tag}"
     return NON_ID.sub("-", tag or name).strip("-") or "image"
 
 
@@ -135,7 +153,7 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
         name = image_label(ref) if containers else NON_ID.sub("-", "_".join(pip) or ref)
     if not isinstance(name, str) or not NON_ID.sub("", name) or NON_ID.sub("-", name) != name:
         raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
-                       f"got {name!r}")
+                       f"got {name!r}", f"name: {as_word(name, f'image{index}')}")
     return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python)
 
 
@@ -163,12 +181,16 @@ def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
                        "paths are relative to the matrix file's directory")
     sid = item.get("id", resolved.stem)
     if not isinstance(sid, str) or not sid or NON_ID.sub("-", sid) != sid:
-        raise ctx.fail((*path, "id"), f"id must be letters, digits, '.', '_', '-'; got {sid!r}")
+        raise ctx.fail((*path, "id"), f"id must be letters, digits, '.', '_', '-'; got {sid!r}",
+                       f"id: {as_word(sid, resolved.stem)}")
     params = item.get("params", {})
     if params is None:
         params = {}
     if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
-        raise ctx.fail((*path, "params"), f"params must be a mapping, got {kind_of(params)}")
+        raise ctx.fail((*path, "params"), f"params must be a mapping, got {kind_of(params)}",
+                       "params: {NAME: VALUE, ...}, e.g. params: {batch: 8} (setup(params) "
+                       "reads params[\"batch\"]); to run several values, give one scenario "
+                       "entry per value, each with its own id")
     overrides = {k: v for k, v in item.items() if k in SETTING_KEYS}
     settings = parse_settings(ctx, overrides, path, defaults)
     return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),

@@ -17,6 +17,8 @@ from harness.matrixfile.entries import (
     SCENARIO_KEYS,
     SETTING_KEYS,
     Ctx,
+    as_word,
+    image_label,
     parse_images,
     parse_scenario,
     parse_settings,
@@ -80,6 +82,11 @@ def read_text(file: Path, fix: str) -> str:
         return file.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise SpecError(str(file), "", None, "file not found", fix) from exc
+    except IsADirectoryError as exc:
+        inside = sorted(p.name for p in file.glob("*.y*ml") if p.is_file())[:3]
+        raise SpecError(str(file), "", None, "is a directory, not a matrix file",
+                        f"{fix}: one of {', '.join(str(file / n) for n in inside)}" if inside
+                        else fix) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
 
@@ -103,7 +110,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     name = top.get("name", file.stem)
     if not isinstance(name, str) or not name.strip() or NON_ID.sub("-", name) != name:
         raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
-                       f"got {name!r}")
+                       f"got {name!r}", f"name: {as_word(name, as_word(file.stem, 'matrix'))}")
     runtime = top.get("runtime", DEFAULT_RUNTIME)
     if runtime not in RUNTIMES:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
@@ -197,8 +204,17 @@ def _unique(ctx: Ctx, keys: list[str], key: str, what: str, fix: str) -> None:
 
 def _images(ctx: Ctx, value: Any, runtime: str) -> tuple[ImageSpec, ...]:
     out: list[ImageSpec] = []
+    plain: list[bool] = []          # from a bare reference (a string), not a mapping
     for i, item in enumerate(ctx.seq(value, ("matrix", "image"))):
-        out.extend(parse_images(ctx, item, ("matrix", "image", i), runtime, len(out)))
+        found = parse_images(ctx, item, ("matrix", "image", i), runtime, len(out))
+        out.extend(found)
+        plain.extend([isinstance(item, str)] * len(found))
+    # Two references with one tag (`a/x:1.0`, `b/y:1.0`): each labelled with its name.
+    labels = [img.label for img in out]
+    out = [dataclasses.replace(img, label=image_label(img.ref, qualified=True))
+           if bare and labels.count(img.label) > 1
+           and abilities(runtime).container_images else img
+           for img, bare in zip(out, plain, strict=True)]
     _unique(ctx, [img.label for img in out], "image", "label",
             "give one of them a mapping with a distinct `name:`")
     return tuple(out)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -144,13 +145,9 @@ class CulpritOutcome:
             names = ", ".join(str(c) for c in s.answer)
             undo, apply = self.probe(UNDO, s.answer), self.probe(APPLY, s.answer)
             assert undo is not None and apply is not None
-            pins = " ".join(f"{c.name}=={c.good}" for c in s.answer if c.good is not None)
-            gone = [c.name for c in s.answer if c.good is None]
-            fix = (f"pin {pins} in B" if pins else "") + (
-                f"{' and ' if pins else ''}uninstall {' '.join(gone)} in B" if gone else "")
             return (f"cause: {names}. B with {', '.join(c.undone() for c in s.answer)}: "
                     f"{_said(undo)}; G with {', '.join(c.applied() for c in s.answer)}: "
-                    f"{_said(apply)}. Workaround: {fix} (image `{undo.image}`). {cost}")
+                    f"{_said(apply)}. Workaround: {workaround(s.answer, undo.image)} {cost}")
         if s.status == OUTSIDE:
             other = "; ".join(f"{w} {gv} -> {bv}" for w, gv, bv in self.diff.other)
             return (f"not the packages: B with every package change undone is still bad "
@@ -169,6 +166,25 @@ class CulpritOutcome:
                 "sentence": self.sentence(), "difference": self.diff.to_dict(),
                 "probes": [p.to_dict() for p in self.probes],
                 "seconds": round(self.seconds, 1)}
+
+
+def workaround(answer: Sequence[Change], image: str) -> str:
+    """The pins to change in B and the commands that do it; where the proving hybrid is
+    an image on the engine (`harness-culprit/<label>:<key>`), its tag, which can be run.
+    A local hybrid's label (`culprit-<key>`) names a cached venv, nothing a user runs."""
+    pins = [f"{c.name}=={c.good}" for c in answer if c.good is not None]
+    gone = [c.name for c in answer if c.good is None]
+    fix = " and ".join(filter(None, [f"pin {' '.join(pins)}" if pins else "",
+                                     f"uninstall {' '.join(gone)}" if gone else ""])) + " in B"
+    commands = ([f"`pip install {shlex.join(pins)}`"] if pins else []) + (
+        [f"`pip uninstall -y {shlex.join(gone)}`"] if gone else [])
+    said = f"{fix}: {' then '.join(commands)} in B's environment"
+    if "/" in image or ":" in image:
+        return f"{said}; `{image}` on the engine is B with that change, proved."
+    where = " and ".join(filter(None, [
+        f"{' '.join(pins)} in B's `pip:` list" if pins else "",
+        f"{' '.join(gone)} out of it" if gone else ""]))
+    return f"{said} (in the matrix: {where})."
 
 
 def _said(p: ProbeRun) -> str:

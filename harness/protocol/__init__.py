@@ -11,7 +11,8 @@ Schema 1, one JSON object per line, each with `"type"`:
   (warmup|measure|...), `t` (seconds), and memory bytes per source (heap, uss, rss,
   cgroup, gpu_used, fw); where NVML answered, step samples also carry the device's
   `gpu_util` (percent), `sm_mhz` and `clk_reasons` (`series.GPU_ACTIVITY_FIELDS`).
-- `end` (last, once): status (ok|error), error {type, message, traceback}, info,
+- `end` (last, once): status (ok|error), error {type, message, traceback, fault:
+  "scenario" when the agent could not call the scenario as written}, info,
   phases, iterations, warmup, stopped_early, mode, elapsed_s, sampling_s.
 Lines that do not parse or fail the schema (`schema`) are counted and described
 (`Series.skipped`, `Series.problems`, `series.Series` the whole), never fatal.

@@ -103,7 +103,7 @@ def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,
             del out["gpu"]
     if what == "end" and isinstance(out.get("error"), dict):
         out["error"] = {k: str(v) for k, v in out["error"].items()
-                        if k in ("type", "message", "traceback")}
+                        if k in ("type", "message", "traceback", "fault")}
     if what == "end" and out.get("status") == "error" and not isinstance(out.get("error"), dict):
         out["error"] = {"type": "error", "message": "the end record's error was malformed"}
     return out

@@ -166,12 +166,19 @@ class ConsoleReporter(Reporter):
         # One column per image, each wide enough for its name and a wrapped verdict.
         widths = [min(max(MIN_COLUMN, len(h)), 28) for h in images]
         row_width = min(max(len(r[0]) for r in body), 30) if body else 10
-        if sum(w + 3 for w in widths) + row_width + 3 + MIN_COLUMN <= width:
+        # The row names and the answers are held at their widths (rich narrows any
+        # column past its min_width to fit, and cut names and "first bad / last good"
+        # mid-word); the images' columns give way, wrapping at spaces.
+        answers = [r[-1] for r in body] + [header[-1]]
+        longest = max((len(w) for a in answers for w in a.split()), default=0)
+        room = width - row_width - sum(w + 3 for w in widths) - 3
+        if room >= max(MIN_COLUMN, longest):
             table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
-            table.add_column(header[0], overflow="fold", min_width=min(row_width, 12))
+            table.add_column(header[0], overflow="fold", width=row_width)
             for h, w in zip(images, widths, strict=True):
                 table.add_column(h, overflow="fold", min_width=w)
-            table.add_column(header[-1], overflow="fold", min_width=MIN_COLUMN)
+            table.add_column(header[-1], overflow="fold", width=min(room, max(
+                MIN_COLUMN, longest, *(two_lines(a) for a in answers))))
             for row, said in zip(body, verdicts, strict=True):
                 table.add_row(row[0], *map(text, row[1:-1], said), row[-1])
             console.print(table)
@@ -192,9 +199,9 @@ class ConsoleReporter(Reporter):
             out.write("".join(f"{line}\n" for line in [*grid.lines(), "", *grid.legend()]))
             return True
         table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
-        table.add_column("image", overflow="fold")
-        for name in rows:
-            table.add_column(name, overflow="fold")
+        table.add_column("image", overflow="fold", width=image_w)
+        for name, w in zip(rows, need, strict=True):   # each row's name whole (it fits)
+            table.add_column(name, overflow="fold", width=w)
         for i, image in enumerate(images):
             table.add_row(image, *(text(r[1 + i], v[i]) for r, v in zip(body, verdicts,
                                                                          strict=True)))

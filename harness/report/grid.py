@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from harness.analysis.kinds import KINDS, LOOKS, Colour
+from harness.analysis.kinds import KINDS, LOOKS, SLOWDOWN, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 from harness.result.words import also_slowed
@@ -42,6 +42,9 @@ SGR: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta":
 GLYPHS: dict[str, Glyph] = {name: Glyph(look.symbol, SGR[look.colour], look.word)
                             for name, look in LOOKS.items()}
 FIRST_BAD = ("[", "]")          # around the row's first bad token
+# What a kind's figure (`Kind.figure`) is, in the legend.
+FIGURE_WORDS = {"memory": "KiB/call", "steps": "late/early step time",
+                "baseline": "ratio vs baseline"}
 DETAILS = 6                     # cells said in full words below the grid, unless --details
 
 
@@ -220,8 +223,28 @@ class Grid:
         parts = [f"{g.symbol} {g.word}" for kind, g in GLYPHS.items() if kind in shown]
         if any(row.first_bad for row in self.rows):
             parts.append(f"{FIRST_BAD[0]}{FIRST_BAD[1]} first bad")
-        parts.append("figures: KiB/call (L, P), ratio (S late/early, R and ? vs baseline)")
+        figures = self._figures()
+        if figures:
+            parts.append(figures)
         return pack(["legend:", *parts], self.width)
+
+    def _figures(self) -> str:
+        """What the figures beside the symbols are, for those the grid shows only."""
+        symbols: dict[str, list[str]] = {kind: [] for kind in FIGURE_WORDS}
+        beside = False      # a memory figure with the within-run slowdown's after it
+        for row in self.rows:
+            for verdict, res in verdict_of(row, self.results).values():
+                glyph, found = GLYPHS.get(verdict), KINDS.get(verdict)
+                if glyph is None or found is None or found.figure not in symbols:
+                    continue
+                shown = token(verdict, res)
+                if shown != glyph.symbol and glyph.symbol not in symbols[found.figure]:
+                    symbols[found.figure].append(glyph.symbol)
+                beside |= "+" in shown
+        said = [f"{FIGURE_WORDS[f]} ({', '.join(s)})" for f, s in symbols.items() if s]
+        if beside:
+            said.append(f"+{GLYPHS[SLOWDOWN].symbol} after it: late/early step time")
+        return f"figures: {'; '.join(said)}" if said else ""
 
     def _blocks(self, widths: list[int], name_w: int) -> list[tuple[int, int]]:
         """(start, stop) of each block of images that fits the width: as few blocks as

@@ -198,9 +198,13 @@ class HtmlReporter(Reporter):
                 key = f"{LOOKS[verdict].severity:02d} {verdict} {numbers}" if cid else "99"
                 tiles.append(Tile(cid, img, text, verdict, role.get(img, ""), href, key))
             grid.append((row, tiles, row_trends(row, r.images, r.results)))
+        # The legend names the colours the heatmap shows, and no other.
+        shown = {t.verdict for _, tiles, _ in grid for t in tiles}
         template = environment().get_template("report.html.j2")
         out.write(template.render(report=r, header=header, grid=grid, views=views,
-                                  inline=self.inline, kinds=list(KIND_COLOURS),
+                                  inline=self.inline,
+                                  kinds=[k for k in KIND_COLOURS if k in shown],
+                                  first_bad=any(row.first_bad for row in r.rows),
                                   kind_css=kind_css(), bad=len(r.bad_cells),
                                   meta=meta_items(r.meta), fold_after=8,
                                   split_diff=split_diff))

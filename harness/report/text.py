@@ -3,12 +3,35 @@ against the baseline with what it rests on."""
 
 from __future__ import annotations
 
+import re
+
 from harness.analysis.vsbaseline import VsBaseline
+
+# A name Python gives code in angle brackets (`step.<locals>.<genexpr>`, `<module>`):
+# shown as code in report.md, as the traceback and the console say it, never `&lt;locals>`.
+PY_ANGLED = re.compile(r"[^\s`|<>]*(?:<(?:locals|genexpr|lambda|module|listcomp|dictcomp|"
+                       r"setcomp|string|stdin)>[^\s`|<>]*)+")
+TRAILING = ",;:.)]"
+
+
+def _code(m: re.Match[str]) -> str:
+    token = m.group(0)
+    kept = token.rstrip(TRAILING)
+    lead = "(" if kept.startswith("(") else ""
+    return f"{lead}`{kept[len(lead):]}`{token[len(kept):]}"
 
 
 def md(text: object) -> str:
-    """`text` safe inside a Markdown table cell (no pipes, newlines or raw HTML)."""
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+    """`text` safe inside a Markdown table cell (no pipes, newlines or raw HTML); a
+    Python name in angle brackets is a code span, read the same on GitHub and on a
+    terminal (`harness report DIR --format md`)."""
+    said = str(text).replace("|", "\\|").replace("\n", " ")
+    parts = PY_ANGLED.split(said)
+    names = [_code(m) for m in PY_ANGLED.finditer(said)]
+    out = parts[0].replace("<", "&lt;")
+    for name, rest in zip(names, parts[1:], strict=True):
+        out += name + rest.replace("<", "&lt;")
+    return out
 
 
 def kib(value: float) -> str:

@@ -143,6 +143,7 @@ class AgentError:
     type: str = ""
     message: str = ""
     traceback: str = ""
+    fault: str = ""     # "scenario": the agent could not call the scenario as written
 
 
 @dataclass(frozen=True)

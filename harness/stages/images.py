@@ -83,6 +83,17 @@ class ImagePool:
         for cell in cells:
             self._future(cell)
 
+    def drop(self, unneeded: Iterable[Cell], needed: Iterable[Cell]) -> None:
+        """Cancel the queued (not yet started) images of `unneeded` cells that no cell
+        of `needed` uses: cells that will not run now."""
+        keep = {f"{c.host.label}/{c.image.label}" for c in needed}
+        with self._lock:
+            for cell in unneeded:
+                key = f"{cell.host.label}/{cell.image.label}"
+                future = self._images.get(key)
+                if key not in keep and future is not None:
+                    future.cancel()
+
     def close(self) -> None:
         """Drop what has not started; a running build is the runtime's to abort."""
         with self._idle:

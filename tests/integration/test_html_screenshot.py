@@ -118,3 +118,48 @@ def test_report_html_renders_its_plots(page: Path, tmp_path: Path) -> None:
     # elements were removed has 0 / ~30 (the first-bad border is a near red) / ~1600.
     assert near(plots, FIT_RED, 10) > 300, "no fitted slope line"
     assert near(plots, WARMUP_GREY, 4) > 8000, "no warm-up shading"
+
+
+# Each heatmap column label's text height and its header cell's, measured by Chromium's
+# layout once the page has loaded (written into the page, read back with --dump-dom).
+MEASURE = """<script>
+window.addEventListener('load', function () {
+  var out = [];
+  document.querySelectorAll('.heat thead th').forEach(function (th) {
+    if (!th.textContent) return;
+    var r = document.createRange(); r.selectNodeContents(th);
+    out.push(th.textContent + ' ' + r.getBoundingClientRect().height + ' '
+             + th.getBoundingClientRect().height + ' ' + th.title);
+  });
+  var pre = document.createElement('pre'); pre.id = 'measured';
+  pre.textContent = out.join('\\n'); document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_heatmap_column_labels_are_whole(fake_sweep: FakeSweep, tmp_path: Path) -> None:
+    # GIVEN images with labels longer than the header's old fixed height (issue 42:
+    # report.html showed "multidict-6" for each of them)
+    labels = ["multidict-6.4.4", "multidict-6.5.1", "multidict-6.6.3"]
+    root = fake_sweep(labels, {"multidict-6.5.1": Behaviour(leak_per_iter=16384)},
+                      name="labels", report=True).root
+    page = tmp_path / "measured.html"
+    page.write_text((root / "report.html").read_text() + MEASURE)
+    exe = browser()
+    # WHEN Chromium lays the page out
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+            capture_output=True, text=True, timeout=120, check=False)
+    dom = done.stdout
+    assert 'id="measured"' in dom, f"no layout read (exit {done.returncode}): {done.stderr[-2000:]}"
+    body = dom.split('id="measured">', 1)[1].split("</pre>", 1)[0]
+    measured = [line.split(" ") for line in body.strip().splitlines()]
+    # THEN each label is shown whole: its header is at least as tall as its text, and
+    # its tooltip names the image
+    assert [m[0] for m in measured] == labels
+    for label, text_h, box_h, title in measured:
+        assert float(text_h) > 0 and float(box_h) >= float(text_h), (label, text_h, box_h)
+        assert title == label

@@ -51,7 +51,7 @@ def test_report_rewrites_every_file(rdir: Path, capsys: pytest.CaptureFixture[st
 def test_format_prints_one_rendering(rdir: Path, fmt: str, check: object,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in rdir.iterdir() if p.is_file()}
-    assert main(["report", str(rdir), "--format", fmt]) == 0   # printed, not re-judged
+    assert main(["report", str(rdir), "--format", fmt]) == 1   # exits as `report` does
     assert callable(check) and check(capsys.readouterr().out)
     assert {p.name: p.stat().st_mtime_ns for p in rdir.iterdir() if p.is_file()} == before
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from harness.plans.culprit import (
     outcome_of,
     pins_of,
     sweep_runner,
+    workaround,
 )
 from harness.plans.culpritdiff import Change, difference
 from harness.plans.culpritsearch import APPLY, FOUND, OUTSIDE, UNDO
@@ -115,10 +118,27 @@ def test_one_package_among_six_is_named_and_proved_both_ways(tmp_path: Path) -> 
     text = out.sentence()
     assert text.startswith("cause: multidict 6.4.4 -> 6.6.3. B with multidict 6.4.4: ok")
     assert "G with multidict 6.6.3: leak" in text
-    assert f"Workaround: pin multidict==6.4.4 in B (image `{undo.image}`)" in text
+    # the workaround says the pins and the command, never the cached venv's key
+    assert ("Workaround: pin multidict==6.4.4 in B: `pip install multidict==6.4.4` in B's "
+            "environment (in the matrix: multidict==6.4.4 in B's `pip:` list).") in text
+    assert undo.image.startswith("culprit-") and undo.image not in text
     assert len(said) == len(out.probes)
     # each hybrid ran as a cell of its own, kept under culprit/<row>/cells
     assert all(r.startswith("culprit-") for r in runtime.runs)
+
+
+def test_a_workaround_names_an_image_only_where_one_can_be_run() -> None:
+    answer = [Change("multidict", "6.4.4", "6.6.3"), Change("propcache", None, "0.3.2")]
+    # an image the engine holds: its tag, which `docker run` takes
+    on_docker = workaround(answer, "harness-culprit/stack-2025:bf87f6061b17")
+    assert on_docker == ("pin multidict==6.4.4 and uninstall propcache in B: `pip install "
+                         "multidict==6.4.4` then `pip uninstall -y propcache` in B's "
+                         "environment; `harness-culprit/stack-2025:bf87f6061b17` on the "
+                         "engine is B with that change, proved.")
+    # a local hybrid is a venv keyed by its recipe: its key is not said
+    local = workaround(answer, "culprit-7b03fbd3be")
+    assert "culprit-7b03fbd3be" not in local and local.endswith(
+        "(in the matrix: multidict==6.4.4 in B's `pip:` list and propcache out of it).")
 
 
 def test_a_cause_outside_the_packages_is_said_with_what_else_differs(tmp_path: Path) -> None:
@@ -292,3 +312,37 @@ def test_a_culprit_answer_outlives_no_cell_it_rests_on(
     capsys.readouterr()
     assert main(["report", str(run)]) == 1
     assert "cpu.loop: cause: multidict 6.4.4 -> 6.6.3." in capsys.readouterr().out
+
+
+def test_culprit_to_a_full_stdout_stops_saying_why_and_what_goes_on(
+        tmp_path: Path, fake_cli: list[FakeRuntime],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 42 item 8: `culprit > /dev/full` printed "harness: interrupted; " and nothing
+    after it."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    make_matrix(tmp_path)
+    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"]) == 1
+    capsys.readouterr()
+    base = tmp_path / "r" / "cul"
+    # WHEN culprit's stdout is a full device
+    full = open("/dev/full", "w")   # noqa: SIM115 (its close may fail: the device is full)
+    captured = sys.stdout
+    sys.stdout = full
+    try:
+        code = main(["culprit", str(base), "-q"])
+    finally:
+        sys.stdout = captured
+        with contextlib.suppress(OSError):
+            full.close()
+    err = capsys.readouterr().err
+    # THEN it stops as an interruption, saying why and what the next command is ...
+    assert code == 130, err
+    said = err.strip().splitlines()[-1]
+    assert said == ("harness: stopped: stdout could not be written (No space left on "
+                    "device); finished probes are saved (run the same command again: it "
+                    "reuses them)"), err
+    # ... which works
+    fake_cli.clear()
+    assert main(["culprit", str(base), "-q"]) == 1
+    assert "cause: multidict 6.4.4 -> 6.6.3" in capsys.readouterr().out

@@ -122,7 +122,7 @@ def test_an_iterations_override_is_not_a_changed_setting(
     assert code == 0 and "not explained" not in err, err
 
 
-@pytest.mark.parametrize(("argv", "kept"), [(["report", "DIR"], 0),   # --format: 0
+@pytest.mark.parametrize(("argv", "kept"), [(["report", "DIR"], 1),   # --format: as report
                                             (["history", "reports/seam"], 1)])
 def test_a_read_only_directory_gets_a_fix_the_command_accepts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeRuntime,
@@ -223,7 +223,7 @@ def test_doctors_fix_for_a_missing_image_says_docker_pull_once(tmp_path: Path) -
         ref, docker.errors.APIError("manifest unknown"))
     checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: engine,
                              host_with(RTX_3090), has_gpu=True, hook_found=False)
-    fixes = [ln for ln in checks.lines if f"{NGC}:20.12-tf1-py3 is missing" in ln]
+    fixes = [ln for ln in checks.lines if f"{NGC}:20.12-tf1-py3 is not on the engine" in ln]
     assert fixes, checks.lines
     fix = fixes[0].split("fix: ", 1)[1]
     assert fix.count("docker pull") == 1 and "((" not in fix and "(check" not in fix, fix

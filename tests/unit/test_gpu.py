@@ -255,7 +255,7 @@ def test_doctor_fails_with_fixes(tmp_path: Path) -> None:
     assert "[FAIL] engine local: no NVIDIA runtime, CDI devices or --gpus hook" in text
     assert "fix: install nvidia-container-toolkit" in text
     assert "selects GPU 1, which this host does not have (GPUs: 0)" in text
-    assert f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is missing" in text
+    assert f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is not on the engine" in text
     assert "fix: check the tag exists" in text      # the engine's own fix, said once
 
 
@@ -367,8 +367,27 @@ def test_doctor_tells_a_pullable_image_from_one_no_registry_has(tmp_path: Path) 
                              host_with(RTX_3090), has_gpu=True, hook_found=False)
     text = "\n".join(checks.lines)
     assert checks.code == 3, text
-    assert (f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is missing and cannot be "
-            "pulled: not found in its registry") in text
+    assert (f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is not on the engine and not "
+            "found in its registry") in text
+
+
+@pytest.mark.parametrize("reason", [
+    "is not on the engine and could not be pulled (boom)",
+    "is not on the engine and its registry cannot be reached (dial tcp)",
+    ": the registry refused access (login needed?) (denied)"])
+def test_doctor_says_a_missing_image_once(tmp_path: Path, reason: str) -> None:
+    """Issue 42 item 8: not "is missing and cannot be pulled: is not on the engine and
+    could not be pulled"."""
+    ref = f"{NGC}:20.12-tf1-py3"
+    engine = FakeEngine(ENGINE_INFO, {f"{NGC}:22.12-tf1-py3": IMAGES[f"{NGC}:22.12-tf1-py3"]})
+    engine.pullable = lambda r: f"image {r}{'' if reason[0] == ':' else ' '}{reason}\n  fix: x"
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None}, lambda url: engine,
+                             host_with(RTX_3090), has_gpu=True, hook_found=False)
+    (line,) = [ln for ln in checks.lines if ref in ln and ln.startswith("[FAIL]")]
+    said = line.splitlines()[0]
+    assert said.count("not on the engine") == 1 and said.count("pulled") <= 1, said
+    assert "missing" not in said and said.startswith(f"[FAIL] engine local: image {ref} is "
+                                                     "not on the engine"), said
 
 
 def test_the_registry_question_is_time_boxed_and_said_in_one_line() -> None:

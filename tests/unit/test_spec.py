@@ -154,10 +154,16 @@ def test_duplicate_scenario_ids(tmp_path: Path) -> None:
 
 
 def test_duplicate_image_labels(tmp_path: Path) -> None:
-    # GIVEN two registries with the same tag: both labels would be 22.12-tf1-py3
-    err = spec_error(tmp_path, GOOD.replace(f"{NGC}:20.12-tf1-py3",
-                                            "example.org/tf:22.12-tf1-py3"))
-    check(err, "matrix.image[1]", 5, "name:", problem="share the label '22.12-tf1-py3'")
+    # GIVEN two registries with the same tag: the tag alone would label both
+    # 22.12-tf1-py3; each is labelled with its repository's name (issue 42 item 8)
+    m = matrixfile.load(write_matrix(tmp_path, GOOD.replace(
+        f"{NGC}:20.12-tf1-py3", "example.org/tf:22.12-tf1-py3")))
+    assert [i.label for i in m.images] == ["tf-22.12-tf1-py3", "tensorflow-22.12-tf1-py3"]
+    # AND two entries named alike are still refused, with the fix
+    err = spec_error(tmp_path, GOOD.replace(
+        f"[{NGC}:20.12-tf1-py3, {NGC}:22.12-tf1-py3]",
+        f"[{{ref: {NGC}:20.12-tf1-py3, name: x}}, {{ref: {NGC}:22.12-tf1-py3, name: x}}]"))
+    check(err, "matrix.image[1]", 5, "name:", problem="share the label 'x'")
 
 
 def test_baseline_not_in_images(tmp_path: Path) -> None:

@@ -261,3 +261,34 @@ def test_a_cell_waiting_for_its_venv_has_no_clock_and_the_build_line_gives_way(
     text = ANSI.sub("", out.getvalue())
     assert re.search(rf"harness: {cell.image.label}: built in \d+\.\d s", text)
     assert live.preparing == {}
+
+
+@pytest.mark.parametrize("cols", [80, 160])
+def test_the_first_progress_line_wraps_between_words(tmp_path: Path, cols: int) -> None:
+    """Issue 42 item 8: at 80 columns `harness: 1 cell, runtime local, results in
+    /tmp/.../20261124-00` / `2015` was cut by the terminal inside the directory's name."""
+    import pyte
+
+    (tmp_path / "s.py").write_text(SCENARIO)
+    (tmp_path / "m.yaml").write_text(
+        "name: a-matrix-with-a-long-name\nruntime: local\ndefaults: {iterations: 60, "
+        f"warmup: 2, sample_every: 2, repeats: 0}}\nmatrix:\n  image: [{{name: a, python: "
+        f"{sys.executable}}}]\n  scenario: [s.py]\n")
+    code, out = in_pty([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
+                        str(tmp_path / "r")], cols, tmp_path)
+    assert code in (0, 1), out
+    (run,) = (tmp_path / "r" / "a-matrix-with-a-long-name").iterdir()
+    screen = pyte.Screen(cols, 200)
+    pyte.ByteStream(screen).feed(out.encode("utf-8"))
+    shown = [line.rstrip() for line in screen.display]
+    # THEN it is wrapped by harness, not cut by the terminal: each screen line of it
+    # ends between words or after a slash of the path, and read back it is whole
+    at = next(i for i, line in enumerate(shown) if "results in" in line)
+    lines = [shown[at]]
+    while shown[at + len(lines)].startswith("  "):
+        lines.append(shown[at + len(lines)].strip())
+    joined = lines[0]
+    for line in lines[1:]:
+        joined += ("" if joined.endswith("/") else " ") + line
+    assert joined == f"harness: 1 cell, runtime local, results in {run}", lines
+    assert all(len(line) < cols for line in lines), lines

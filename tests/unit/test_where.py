@@ -59,7 +59,11 @@ def test_notes_split_the_heaps_growth_into_python_seen_and_native() -> None:
     assert line == ("heap: Python's allocator saw +1.0 KiB/call of the heap's +4.0 KiB/call; "
                     "the rest, +3.0 KiB/call, is native, not seen by Python's allocator")
     [whole] = notes(w, heap_rate=1024.0)
-    assert whole.endswith("none of it is native"), whole
+    # all of it seen by Python's allocator: a C extension's leak (multidict's pop() is C)
+    # allocates through it too, so nothing is said to be, or not be, native
+    assert whole.endswith("all of it went through Python's allocator (from Python code or "
+                          "from a C extension calling it), so the sites account for it"), whole
+    assert "native" not in whole
 
 
 def test_parts_that_could_not_be_taken_are_said_unless_they_do_not_apply() -> None:
