@@ -93,7 +93,9 @@ def alarm(verdict: str) -> bool:
 def truth_text(case: Case, release: str) -> str:
     t = case.truth.get(release, {})
     if "b_per_call" in t:
-        return f"{t['b_per_call']:.0f} B/call"
+        half = t.get("b_per_call_2nd_half")
+        steps = half is not None and abs(t["b_per_call"] - half) > max(16.0, 0.2 * half)
+        return f"{t['b_per_call']:.0f} B/call" + (f" (2nd half {half:.0f})" if steps else "")
     if "us_per_call_first" in t:
         return f"{t['us_per_call_first']:.0f}->{t['us_per_call_last']:.0f} µs/call"
     if "us_per_call" in t:
