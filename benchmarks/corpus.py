@@ -125,7 +125,7 @@ def other_tools(case: Case, swept: Swept, release: str, work: Path, quick: bool
 
 
 def run_case(case: Case, work: Path, quick: bool, old_root: Path | None
-             ) -> tuple[Swept, list[Row], str]:
+             ) -> tuple[Swept, list[Row], str, Swept | None]:
     cwork = work / case.slug
     swept = sweep(case, ROOT, cwork)
     old, how = (redecide(swept, old_root, cwork) if old_root is not None
@@ -142,7 +142,7 @@ def run_case(case: Case, work: Path, quick: bool, old_root: Path | None
             o = old.cells[release]
             row.old = (o.verdict, o.calls, o.seconds)
         rows.append(row)
-    return swept, rows, how
+    return swept, rows, how, old
 
 
 def cell_text(got: tuple[str, int, float] | None, right: bool | None) -> str:
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if old_root is not None:
                 drop_worktree(ROOT, old_root)
-    broken = [s for s, _, _ in results if s.rc == UNAVAILABLE or s.directory is None]
+    broken = [s for s, _, _, _ in results if s.rc == UNAVAILABLE or s.directory is None]
     if broken:
         for s in broken:
             print(f"corpus: {s.case.slug}: harness sweep exited {s.rc}:\n{s.said}",
@@ -235,10 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         print("  fix: pip and a package index must be reachable to build the case venvs",
               file=sys.stderr)
         return UNAVAILABLE
-    rows = [r for _, rs, _ in results for r in rs]
+    rows = [r for _, rs, _, _ in results for r in rs]
     firsts = {s.case.slug: (s.first_bad == s.case.versions.get("bad")
-                            if s.case.kind != "control" else None) for s, _, _ in results}
-    hows = sorted({h for _, _, h in results if h})
+                            if s.case.kind != "control" else None) for s, _, _, _ in results}
+    old_exact = [o.first_bad == o.case.versions.get("bad") for _, _, _, o in results
+                 if o is not None and o.case.kind != "control"]
+    hows = sorted({h for _, _, h, _ in results if h})
     print(f"{len(cases)} cases, {len(rows)} releases. Cells: verdict ✓/✗ against the truth "
           "(calls to decide, seconds). harness: live mode, measured calls at the decision, "
           "the cell's run; psleak and pytest-memray: calls made, wall time.\n")
@@ -252,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{tool}: recall {t['recall']}, false alarms {t['false_alarms']}, calls to "
               f"decide median {t['calls_median']} worst {t['calls_worst']}, "
               f"{t['seconds']} s in cells")
-    print(f"harness exact first bad: {sum(exact)}/{len(exact)}")
+    print(f"harness exact first bad: {sum(exact)}/{len(exact)}"
+          + (f"; @ {args.old}: {sum(old_exact)}/{len(old_exact)}" if args.old else ""))
     wall = time.perf_counter() - started
     print(f"wall time {wall:.0f} s")
     if args.json:

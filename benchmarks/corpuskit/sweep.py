@@ -44,7 +44,7 @@ class Swept:
     said: str                       # the sweep's stderr tail when it failed
 
 
-def matrix_yaml(case: Case, tools: bool) -> str:
+def matrix_yaml(case: Case, tools: bool = True) -> str:
     """The matrix a user would write for the case (JSON is YAML)."""
     images = [{"name": case.label(r), "pip": case.requirements(r, tools)}
               for _, r in case.releases()]
