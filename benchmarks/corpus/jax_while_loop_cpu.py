@@ -1,0 +1,64 @@
+"""JAX on CPU: a jitted lax.while_loop with a tiny body got ~40x slower in 0.4.32.
+
+jaxlib 0.4.32 switched XLA:CPU to its new "thunk" runtime, which pays a dispatch cost per
+loop iteration and per small op instead of running one compiled loop. A while_loop whose
+body is a gather and a max (the report's ``_episode``) runs tens of times slower per
+call: the report measured 2 s on 0.4.31 and 42 s on 0.4.33 (4,194,304 steps on 96
+pmapped CPU devices). In 0.10.2 the same call is back near 0.4.31's time.
+
+The step is the report's episode on one device: a jitted while_loop that walks a
+16,384-element array until it reaches its maximum, called once and waited for
+(``block_until_ready``).
+
+Truth, by hand: median CPU time per call (time.process_time) and wall time of 5 blocks
+of 10 calls after one compiling call; 0.4.31, 0.4.32, 0.4.33 and 0.10.2 run in turn,
+two rounds.
+"""
+
+CASE = {
+    "title": "jax CPU: jitted lax.while_loop with a small body ~40x slower from 0.4.32",
+    "kind": "slowdown",
+    "link": "https://github.com/jax-ml/jax/issues/25190",
+    "package": "jax",
+    "versions": {"good": "0.4.31", "bad": "0.4.32", "fixed": "0.10.2"},
+    "extra": ["numpy==2.2.6"],
+    "params": {"steps": 16384},
+    "truth": {
+        "0.4.31": {"us_per_call": 24},
+        "0.4.32": {"us_per_call": 993},
+        "0.10.2": {"us_per_call": 42},
+    },
+    "measured": (
+        "episode(0).block_until_ready() once to compile, then 5 blocks of 10 calls; "
+        "median CPU us/call, two rounds: 0.4.31 23/25, 0.4.32 934/1051, 0.4.33 "
+        "1020/1369, 0.10.2 54/29 (wall: 0.4.31 23/25, 0.4.32 3488/4112, 0.4.33 "
+        "4241/4012, 0.10.2 60/29); bad/good ~40x CPU, ~150x wall. Re-run with numpy "
+        "2.2.6 (the case's extra): 0.4.31 24, 0.4.32 937, 0.10.2 29 us/call CPU. Each "
+        "jax release pins its own jaxlib (0.4.32 requires jaxlib 0.4.32, yanked on the "
+        "index but the only match, so pip installs it). 0.10.2 is the newest release on "
+        "the index, not a bisected first fix."
+    ),
+}
+
+
+def setup(params):
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    foo = jnp.arange(int(params.get("steps", 16384)))
+    stop = jnp.max(foo)
+
+    def body(u):
+        return jnp.maximum(u[0], foo[u[1]]), u[1] + 1
+
+    @jax.jit
+    def episode(x):
+        return lax.while_loop(lambda u: u[0] < stop, body, (x, 0))[1]
+
+    episode(0).block_until_ready()
+    return {"episode": episode}
+
+
+def step(state):
+    state["episode"](0).block_until_ready()
