@@ -26,7 +26,8 @@ exact first bad, calls to decide (median, worst), wall time.
 `--old REV`: the same results re-decided by REV's rules (`harness report DIR
 --reanalyze --write` run from a git worktree of REV), side by side; a fresh sweep by REV
 only where it cannot re-decide. `--quick` (CI): four cases, their bad (or control)
-release only, psleak `times=2` only. Exit 3 when a venv cannot be built.
+release only, psleak `times=2` only (venvs without pytest-memray: three to build on a
+bare machine). Exit 3 when a venv cannot be built.
 
 Run: PYTHONPATH=. python benchmarks/corpus.py [--case NAME] [--old REV] [--json OUT]
 """
@@ -127,8 +128,8 @@ def other_tools(case: Case, swept: Swept, release: str, work: Path, quick: bool
 def run_case(case: Case, work: Path, quick: bool, old_root: Path | None
              ) -> tuple[Swept, list[Row], str, Swept | None]:
     cwork = work / case.slug
-    swept = sweep(case, ROOT, cwork)
-    old, how = (redecide(swept, old_root, cwork) if old_root is not None
+    swept = sweep(case, ROOT, cwork, memray=not quick)
+    old, how = (redecide(swept, old_root, cwork, memray=not quick) if old_root is not None
                 else (None, ""))
     rows = []
     for role, release in case.releases():
@@ -227,14 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if old_root is not None:
                 drop_worktree(ROOT, old_root)
+    # A release whose venv cannot be built is its case's cell ("-"), said at the end
+    # with exit 3; every other case is still measured and shown.
     broken = [s for s, _, _, _ in results if s.rc == UNAVAILABLE or s.directory is None]
-    if broken:
-        for s in broken:
-            print(f"corpus: {s.case.slug}: harness sweep exited {s.rc}:\n{s.said}",
-                  file=sys.stderr)
-        print("  fix: pip and a package index must be reachable to build the case venvs",
-              file=sys.stderr)
-        return UNAVAILABLE
     rows = [r for _, rs, _, _ in results for r in rs]
     firsts = {s.case.slug: (s.first_bad == s.case.versions.get("bad")
                             if s.case.kind != "control" else None) for s, _, _, _ in results}
@@ -258,11 +254,17 @@ def main(argv: list[str] | None = None) -> int:
           + (f"; @ {args.old}: {sum(old_exact)}/{len(old_exact)}" if args.old else ""))
     wall = time.perf_counter() - started
     print(f"wall time {wall:.0f} s")
+    for b in broken:
+        print(f"corpus: {b.case.slug}: harness sweep exited {b.rc}:\n{b.said}",
+              file=sys.stderr)
+    if broken:
+        print("  fix: pip and a package index must be reachable, and every release of "
+              "a case must exist for this Python", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps({"rows": [asdict(r) for r in rows], "totals": summary,
                                          "exact_first_bad": [sum(exact), len(exact)],
                                          "wall_s": wall}, indent=1))
-    return 0
+    return UNAVAILABLE if broken else 0
 
 
 if __name__ == "__main__":

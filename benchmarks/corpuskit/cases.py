@@ -59,12 +59,14 @@ class Case:
         """The image name of a release in the case's matrix."""
         return f"{self.package or 'python'}-{release}"
 
-    def requirements(self, release: str, tools: bool = True) -> list[str]:
-        """pip requirements of the release's venv: the package, the extras, the tools."""
+    def requirements(self, release: str, tools: bool = True, memray: bool = True
+                     ) -> list[str]:
+        """pip requirements of the release's venv: the package, the extras, the tools
+        (psleak; pytest-memray unless `memray` is false or the case is a slowdown)."""
         reqs = [f"{self.package}=={release}"] if self.package else []
         reqs += list(self.extra)
         if tools:
-            reqs += [PSLEAK] + ([MEMRAY] if self.kind != "slowdown" else [])
+            reqs += [PSLEAK] + ([MEMRAY] if memray and self.kind != "slowdown" else [])
         return reqs
 
 

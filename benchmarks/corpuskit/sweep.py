@@ -44,9 +44,9 @@ class Swept:
     said: str                       # the sweep's stderr tail when it failed
 
 
-def matrix_yaml(case: Case, tools: bool = True) -> str:
+def matrix_yaml(case: Case, memray: bool = True) -> str:
     """The matrix a user would write for the case (JSON is YAML)."""
-    images = [{"name": case.label(r), "pip": case.requirements(r, tools)}
+    images = [{"name": case.label(r), "pip": case.requirements(r, memray=memray)}
               for _, r in case.releases()]
     scenario: dict[str, Any] = {"script": str(case.path), "id": case.slug}
     if case.params:
@@ -92,12 +92,12 @@ def read_cells(case: Case, directory: Path) -> tuple[dict[str, Cell], str | None
     return cells, first
 
 
-def sweep(case: Case, root: Path, work: Path, tools: bool = True) -> Swept:
+def sweep(case: Case, root: Path, work: Path, memray: bool = True) -> Swept:
     """Run the case's matrix with the harness of `root`; results under `work`."""
     import time
     work.mkdir(parents=True, exist_ok=True)
     matrix = work / f"{case.slug}.yaml"
-    matrix.write_text(matrix_yaml(case, tools))
+    matrix.write_text(matrix_yaml(case, memray))
     out = work / "reports"
     t0 = time.perf_counter()
     done = _harness(root, ["sweep", str(matrix), "--out", str(out), "-q"], work,
@@ -131,7 +131,8 @@ def drop_worktree(root: Path, path: Path) -> None:
                    capture_output=True, text=True)
 
 
-def redecide(swept: Swept, old_root: Path, work: Path) -> tuple[Swept, str]:
+def redecide(swept: Swept, old_root: Path, work: Path, memray: bool = True
+             ) -> tuple[Swept, str]:
     """The same samples decided by `old_root`'s rules, or where that tree cannot
     re-decide a directory, a fresh sweep by it. Returns (result, "re-decided" | "swept")."""
     if swept.directory is not None:
@@ -146,4 +147,4 @@ def redecide(swept: Swept, old_root: Path, work: Path) -> tuple[Swept, str]:
             cells, first = read_cells(swept.case, kept)
             return Swept(swept.case, kept, done.returncode, cells, first, 0.0, ""), \
                 "re-decided"
-    return sweep(swept.case, old_root, work / "old"), "swept"
+    return sweep(swept.case, old_root, work / "old", memray), "swept"
