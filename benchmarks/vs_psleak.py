@@ -232,12 +232,19 @@ def run_harness(python: Path, case: Case, heap: HeapMode, work: Path
 
 def run_psleak(python: Path, case: Case, work: Path, times: int | None
                ) -> tuple[str, int, float]:
+    return psleak_on(python, scenario_path(case), case.params, work, times)
+
+
+def psleak_on(python: Path, script: Path, params: object, work: Path, times: int | None
+              ) -> tuple[str, int, float]:
+    """psleak's verdict on one scenario file under `python` (a venv holding psleak):
+    (verdict, calls, wall s); benchmarks/corpus.py drives its cases through it too."""
     driver = work / "psleak_driver.py"
     driver.write_text(PSLEAK_DRIVER)
     env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"} | {
         "PYTHONMALLOC": "malloc"}
-    res = subprocess.run([str(python), str(driver), str(scenario_path(case)),
-                          json.dumps(case.params), str(times or "")], env=env, check=True,
+    res = subprocess.run([str(python), str(driver), str(script), json.dumps(params),
+                          str(times or "")], env=env, check=True,
                          capture_output=True, text=True, timeout=600)
     got = json.loads(res.stdout.strip().splitlines()[-1])
     return str(got["verdict"]), int(got["calls"]), float(got["wall"])

@@ -27,6 +27,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "bisect_cost.py": (),
     "cell_overhead.py": ("docker",),
     "codec_speed.py": (),
+    "corpus.py": (),
     "culprit_cost.py": (),
     "detection.py": (),
     "fill_vs_leak.py": (),

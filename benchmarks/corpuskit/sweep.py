@@ -1,0 +1,150 @@
+"""A case through harness as a user runs it: a matrix file with one local image per
+release (`{name, pip: [...]}`), live mode (`max_iterations`, harness's defaults for the
+rest), `harness sweep` in a subprocess; then the cells read back from results.json.
+`redecide` re-decides a results directory with another tree's rules (`harness report
+DIR --reanalyze --write` run from that tree), so two rule sets judge the same samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from corpuskit.cases import Case
+
+MAX_ITERATIONS = 2000
+SWEEP_TIMEOUT_S = 3600
+UNAVAILABLE = 3          # harness's exit code: an image (a venv) could not be had
+
+
+@dataclass(frozen=True)
+class Cell:
+    release: str
+    verdict: str            # harness's verdict, "missing" when no result was written
+    calls: int              # measured calls at the decision (live), else calls run
+    seconds: float          # the cell's run, interpreter start to exit
+    venv: str | None        # the venv's directory (psleak and pytest-memray run in it)
+    reason: str
+
+
+@dataclass(frozen=True)
+class Swept:
+    case: Case
+    directory: Path | None
+    rc: int
+    cells: dict[str, Cell]          # release -> cell
+    first_bad: str | None           # release harness names first bad
+    wall_s: float
+    said: str                       # the sweep's stderr tail when it failed
+
+
+def matrix_yaml(case: Case, memray: bool = True) -> str:
+    """The matrix a user would write for the case (JSON is YAML)."""
+    images = [{"name": case.label(r), "pip": case.requirements(r, memray=memray)}
+              for _, r in case.releases()]
+    scenario: dict[str, Any] = {"script": str(case.path), "id": case.slug}
+    if case.params:
+        scenario["params"] = case.params
+    doc: dict[str, Any] = {
+        "name": f"corpus-{case.slug}", "runtime": "local",
+        "defaults": {"max_iterations": MAX_ITERATIONS, "timeout": "10m"},
+        "matrix": {"image": images, "gpu": ["none"], "scenario": [scenario]},
+    }
+    good = case.versions.get("good")
+    if good is not None:
+        doc["baseline"] = {"image": case.label(good)}
+    return json.dumps(doc, indent=1)
+
+
+def _harness(root: Path, args: list[str], cwd: Path, timeout: float
+             ) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def read_cells(case: Case, directory: Path) -> tuple[dict[str, Cell], str | None]:
+    """The case's cells and first bad release from a results directory."""
+    got = json.loads((directory / "results.json").read_text())
+    by_label = {case.label(r): r for _, r in case.releases()}
+    cells = {}
+    for c in got.get("cells", {}).values():
+        release = by_label.get(c.get("image", {}).get("label", ""))
+        if release is None:
+            continue
+        live = c.get("live") or {}
+        end = c.get("end") or {}
+        calls = live.get("calls_to_decision") or end.get("iterations") or 0
+        timings = c.get("timings") or {}
+        cells[release] = Cell(release, str(c.get("verdict")), int(calls),
+                              float(timings.get("run_s") or 0.0),
+                              (c.get("image", {}).get("labels") or {}).get("venv"),
+                              str(c.get("reason", "")))
+    first = None
+    for row in got.get("rows", []):
+        first = by_label.get(row.get("first_bad") or "")
+    return cells, first
+
+
+def sweep(case: Case, root: Path, work: Path, memray: bool = True) -> Swept:
+    """Run the case's matrix with the harness of `root`; results under `work`."""
+    import time
+    work.mkdir(parents=True, exist_ok=True)
+    matrix = work / f"{case.slug}.yaml"
+    matrix.write_text(matrix_yaml(case, memray))
+    out = work / "reports"
+    t0 = time.perf_counter()
+    done = _harness(root, ["sweep", str(matrix), "--out", str(out), "-q"], work,
+                    SWEEP_TIMEOUT_S)
+    wall = time.perf_counter() - t0
+    runs = sorted((out / f"corpus-{case.slug}").glob("[0-9]*[0-9]"))
+    if not runs or not (runs[-1] / "results.json").exists():
+        return Swept(case, None, done.returncode, {}, None, wall,
+                     (done.stderr or done.stdout)[-1500:])
+    cells, first = read_cells(case, runs[-1])
+    return Swept(case, runs[-1], done.returncode, cells, first, wall,
+                 (done.stderr or done.stdout)[-1500:] if done.returncode not in (0, 1)
+                 else "")
+
+
+def worktree(rev: str, root: Path, into: Path) -> Path:
+    """A detached git worktree of `rev` at `into`.
+
+    Raises:
+        RuntimeError: git cannot make it (an unknown revision).
+    """
+    got = subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(into),
+                          rev], capture_output=True, text=True)
+    if got.returncode:
+        raise RuntimeError(f"git worktree add {rev}: {got.stderr.strip()[-400:]}")
+    return into
+
+
+def drop_worktree(root: Path, path: Path) -> None:
+    subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(path)],
+                   capture_output=True, text=True)
+
+
+def redecide(swept: Swept, old_root: Path, work: Path, memray: bool = True
+             ) -> tuple[Swept, str]:
+    """The same samples decided by `old_root`'s rules, or where that tree cannot
+    re-decide a directory, a fresh sweep by it. Returns (result, "re-decided" | "swept")."""
+    if swept.directory is not None:
+        target = swept.directory.with_name(swept.directory.name + "-reanalyzed")
+        shutil.rmtree(target, ignore_errors=True)
+        done = _harness(old_root, ["report", str(swept.directory), "--reanalyze",
+                                   "--write"], old_root, 1800)
+        if target.is_dir() and (target / "results.json").exists():
+            kept = swept.directory.with_name(swept.directory.name + "-old")
+            shutil.rmtree(kept, ignore_errors=True)
+            target.rename(kept)
+            cells, first = read_cells(swept.case, kept)
+            return Swept(swept.case, kept, done.returncode, cells, first, 0.0, ""), \
+                "re-decided"
+    return sweep(swept.case, old_root, work / "old", memray), "swept"
