@@ -173,6 +173,9 @@ def why(ev: Evidence, cfg: AnalysisConfig) -> list[str]:
         named = rule.test(ev)
         if named is not None and not decided:
             state, decided = f"fired ({named}): decides {rule.says}", True
+        elif rule is RULES[-1]:
+            # The last rule is "none of the above": after a decision it is never reached.
+            state = "not reached: an earlier rule decided"
         elif named is not None:
             state = f"would fire ({named}), but an earlier rule decided"
         else:

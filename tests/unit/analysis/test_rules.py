@@ -51,6 +51,10 @@ def test_the_rule_that_decided_is_kept_and_why_prints_every_rule(
     assert [line.split(":")[0].split(". ")[1] for line in said] == list(RULE_IDS)
     fired = [line for line in said if ": fired" in line]
     assert len(fired) == 1 and fired[0].startswith(f"{RULE_IDS.index(rule) + 1}. {rule}:")
+    # The last rule is "none of the above": after another rule decided, it is not
+    # reached (never "would fire" beside a leak).
+    if rule != RULE_IDS[-1]:
+        assert said[-1].startswith(f"{len(RULE_IDS)}. {RULE_IDS[-1]}: not reached"), said[-1]
 
 
 def test_why_names_a_cell_it_does_not_hold(fake_sweep: FakeSweep,
