@@ -15,7 +15,6 @@ from harness.errors import (
     EXIT_OK,
     EXIT_REGRESSION,
     EXIT_UNDECIDED,
-    EnvironmentUnavailable,
     InputError,
 )
 
@@ -224,25 +223,6 @@ def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> i
     return EXIT_OK
 
 
-def hybrid_client(engines: Engines, runtime: str) -> Any:
-    """The engine client that builds hybrid images (None on the local runtime).
-
-    Raises:
-        EnvironmentUnavailable: a container runtime whose engine builds none.
-    """
-    from harness.matrixfile.model import abilities
-
-    if not abilities(runtime).container_images:
-        return None
-    from harness.runtimes.docker import DockerRuntime  # podman's is one too
-
-    if not isinstance(engines.default, DockerRuntime):
-        raise EnvironmentUnavailable(
-            f"runtime {runtime}: its engine builds no hybrid images\n  fix: run "
-            "harness culprit with --runtime docker, or sweep on `runtime: local`")
-    return engines.default.client
-
-
 def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matrix,
                 engines: Engines, cells: dict[str, Cell], todo: list[tuple[str, str]]
                 ) -> list[CulpritOutcome]:
@@ -254,7 +234,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
     from harness.store import RunStore
     from harness.store.results import SeriesCache, atomic_write_text
 
-    client = hybrid_client(engines, args.runtime or matrix.runtime)
+    client = engines.hybrid_client(args.runtime or matrix.runtime)
     progress = printer(args.quiet)
     outcomes: list[CulpritOutcome] = []
     with interruptible():

@@ -250,7 +250,6 @@ def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, stor
         explain_after(matrix, engines.default, store, progress, engines.by_host, results,
                       planned)
         return
-    from harness.cli.culprit import hybrid_client
     from harness.orchestrator import Sweep
     from harness.plans.culprit import docker_hybrids
     from harness.plans.journey import find_causes
@@ -260,7 +259,7 @@ def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, stor
         """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
         builds no hybrid images."""
         own = (engines.by_host or {}).get(b.host.label, engines.default)
-        client = hybrid_client(Engines(own), args.runtime or matrix.runtime)
+        client = Engines(own).hybrid_client(args.runtime or matrix.runtime)
         return None if client is None else docker_hybrids(client, g, b, progress)
 
     find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from harness.errors import InputError
+from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Runtime
 
@@ -101,6 +102,23 @@ class Engines:
         for label, rt in self.each().items():
             rt.cleanup()
             rt.check([c for c in cells if not label or c.host.label == label])
+
+    def hybrid_client(self, runtime: str) -> Any:
+        """The engine client that builds `harness culprit`'s hybrid images (None on the
+        local runtime, whose hybrids are venvs).
+
+        Raises:
+            EnvironmentUnavailable: a container runtime whose engine builds none.
+        """
+        if not abilities(runtime).container_images:
+            return None
+        from harness.runtimes.docker import DockerRuntime  # podman's is one too
+
+        if not isinstance(self.default, DockerRuntime):
+            raise EnvironmentUnavailable(
+                f"runtime {runtime}: its engine builds no hybrid images\n  fix: run "
+                "harness culprit with --runtime docker, or sweep on `runtime: local`")
+        return self.default.client
 
     def stop(self) -> None:
         for rt in self.each().values():
