@@ -1,7 +1,7 @@
 """pandas 2.0 tracks which blocks share memory (copy-on-write's BlockValuesRefs): each
 DataFrame.copy() adds a weak reference to the original's list of referencing blocks
-and nothing prunes the dead ones, so a frame copied in a loop grows its list for good
-("Leaving an application to run overnight leads a 32GB system to fully run out of
+and copy() never prunes the dead ones, so a frame copied in a loop grows its list for
+good ("Leaving an application to run overnight leads a 32GB system to fully run out of
 memory"). 1.5.3 had no such tracking; 2.1.1 prunes the dead references whenever it
 adds one (PR 55008, "CoW: Clear dead references every time we add a new one").
 
