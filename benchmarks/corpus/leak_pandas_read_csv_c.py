@@ -21,7 +21,7 @@ warm-up, RSS and heap in use after gc.collect(), PYTHONMALLOC=malloc, tcache off
 """
 
 CASE = {
-    "title": "pandas: read_csv(engine='c') keeps its tokenizer buffers (2.2.0)",
+    "title": "pandas: read_csv(engine='c') grows RSS on every parse (2.2.0)",
     "kind": "leak",
     "link": "https://github.com/pandas-dev/pandas/issues/57039",
     "package": "pandas",
