@@ -14,7 +14,10 @@ counts the growth as free chunks (2000 rows, 200 calls by hand: arena +1572925 B
 in use +532, free +1572393, RSS +482058). So this case's
 `b_per_call` is truth.py's RSS growth per call; the heap-in-use figure (kept as
 `heap_b_per_call`) grows about 90 B a call in every release, 2.1.4 and 2.2.1 included,
-and 270 B more in 2.2.0.
+and 270 B more in 2.2.0. That shared growth (cause not looked into; 80 B/call over the
+second half of the 3000 calls) is enough for psleak's defaults and pytest-memray to
+call 2.1.4 and 2.2.1 leaking (benchmarks/corpus.py --case leak_pandas_read_csv_c): the
+good and fixed releases are clean of the RSS leak, not flat on the heap.
 
 Truth: benchmarks/corpuskit/truth.py leak_pandas_read_csv_c (3000 calls after 200
 warm-up, RSS and heap in use after gc.collect(), PYTHONMALLOC=malloc, tcache off).
