@@ -197,8 +197,12 @@ def test_plain_script(python: str, tmp_path: Path) -> None:
     assert end["status"] == "ok" and end["mode"] == "script"
     assert "script" in end["phases"]
     assert step_samples(records) == []
-    timer = [r for r in records if r["type"] == "sample" and r["src"] == "timer"]
-    assert timer and all(r["phase"] == "script" for r in timer)
+    timer = [r["phase"] for r in records if r["type"] == "sample" and r["src"] == "timer"]
+    # Every sample from the script's start on is the script's; one the timer took before
+    # it (the agent reading the file, seen on a loaded CI host) keeps the agent's phase.
+    assert "script" in timer, timer
+    start = timer.index("script")
+    assert set(timer[start:]) == {"script"} and "script" not in timer[:start], timer
     assert proc.stdout == "done 6\n"
 
 
