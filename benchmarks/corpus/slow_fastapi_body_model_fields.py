@@ -6,10 +6,12 @@ model, the most common endpoint shape; each call builds a ``ModelField`` (a pyda
 ``TypeAdapter``) per field of the model. A user's serving CPU more than doubled from
 0.112.4 to 0.113.0 (0.114.0 is as slow); 0.114.1 caches the fields (PR 12184).
 
-The step is one POST of a JSON body to an endpoint ``def create(item: Item)`` whose
-``Item`` has 10 fields, sent to the ASGI app directly (a scope, a receive that hands the
+The step is one POST of a JSON body to an endpoint ``async def create(body: Item)``
+whose ``Item`` has 10 fields, sent to the ASGI app directly (a scope, a receive that hands the
 body, a send that keeps the reply) on an event loop made in setup, so no HTTP client
-or server stands between the call and the request parsing.
+or server stands between the call and the request parsing. (``async def``: a plain
+``def`` endpoint runs in anyio's worker thread, which adds ~280 us a call and a thread
+that stays, which psleak calls a leak after one call.)
 
 Truth, by hand: median CPU time per call (time.process_time) of 7 blocks of 100 calls
 after one warm-up call; 0.112.4, 0.113.0 and 0.114.1 (pydantic 2.8.2, starlette
@@ -25,16 +27,18 @@ CASE = {
     "extra": ["pydantic==2.8.2"],
     "params": {"fields": 10},
     "truth": {
-        "0.112.4": {"us_per_call": 376},
-        "0.113.0": {"us_per_call": 2160},
-        "0.114.1": {"us_per_call": 410},
+        "0.112.4": {"us_per_call": 97.5},
+        "0.113.0": {"us_per_call": 1972},
+        "0.114.1": {"us_per_call": 96.9},
     },
     "measured": (
         "setup() once, step() once, then 7 blocks of 100 calls, median CPU us/call; "
-        "three rounds, releases in turn: 0.112.4 376/373/399, 0.113.0 2063/2160/2302, "
-        "0.114.1 410/464/357; bad/good 5.7x, fixed/good 1.09x (medians of the rounds). "
-        "0.114.0 (one round beside): 2779 us/call, as slow as 0.113.0. Each venv has "
-        "pydantic 2.8.2 and starlette 0.38.6."
+        "three rounds, releases in turn: 0.112.4 97.5/116.6/91.6, 0.113.0 "
+        "2032/1950/1972, 0.114.1 127.1/89.9/96.9; bad/good 20x, fixed/good 0.99x "
+        "(medians of the rounds). 0.114.0 (one round beside): 2113 us/call, as slow as "
+        "0.113.0. With a plain def endpoint (anyio's thread pool): 0.112.4 376, 0.113.0 "
+        "2160, 0.114.1 410 (three rounds, 5.7x). Each venv has pydantic 2.8.2 and "
+        "starlette 0.38.6."
     ),
 }
 
@@ -51,7 +55,7 @@ def setup(params):
     app = FastAPI()
 
     @app.post("/items")
-    def create(body: item):  # type: ignore[valid-type]
+    async def create(body: item):  # type: ignore[valid-type]
         return {"ok": True}
 
     payload = json.dumps({f"f{i}": f"v{i}" for i in range(n)}).encode()
