@@ -43,6 +43,20 @@ Say = Callable[[str], None]
 Uploaded = Callable[[str, str], "str | None"]   # (package, version) -> upload time
 
 
+class DayLine(str):
+    """A line the day search says, with how many probes (runs) it took: 1 where the
+    line's day was run, 0 where it was known without a run (a caller counting the
+    runs left reads `probed`, never the words)."""
+
+    probed: int = 0
+
+    @classmethod
+    def of(cls, text: str, probed: int) -> DayLine:
+        line = cls(text)
+        line.probed = probed
+        return line
+
+
 @dataclass(frozen=True)
 class Change:
     """A package whose pin differs between the last good and the first bad day."""
@@ -171,9 +185,9 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
             known = probe(mid, pins[mid])
             out.probes += 1
             seen[pins[mid]] = known
-            how = f"probe {out.probes}"
+            how, ran = f"probe {out.probes}", 1
         else:
-            how = "same pins as a day already known, not run"
+            how, ran = "same pins as a day already known, not run", 0
         if known == PROBE_GOOD:
             lo = mid
         elif known == PROBE_BAD:
@@ -185,7 +199,7 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
                 + (f"stop: {mid} is untestable" if out.untestable
                    else f"went bad between {lo} and {hi} ({left} day(s) between)"))
         out.steps.append(line)
-        say(line)
+        say(DayLine.of(line, ran))
         if out.untestable:
             break
     out.last_good, out.first_bad = lo, hi

@@ -219,7 +219,7 @@ SWEPT = "the sweep's cell"
 def step_day(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
              results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
     j.day = day_of(ctx, cells, j.pair, results,
-                   lambda text: said(text, 1 if "[probe " in text else 0))
+                   lambda text: said(text, getattr(text, "probed", 0)))
     text = (f"{NOT_A_DATE_AXIS}: the images are the axis" if j.day is None else
             f"last good {j.day.last_good}, first bad {j.day.first_bad}: "
             + (", ".join(j.day.changed) or "no package changed"))

@@ -119,13 +119,16 @@ def test_the_day_search_runs_only_new_resolutions_and_names_the_change() -> None
         runs.append((day, pins[1]))
         return BAD if pins[1] == "multidict==6.6.3" else GOOD
 
-    out = search_days("cpu.s", "2025-05-15", "2025-07-15", resolve, probe, lambda s: None,
+    lines: list[str] = []
+    out = search_days("cpu.s", "2025-05-15", "2025-07-15", resolve, probe, lines.append,
                       lambda name, version: f"{name}-{version}-time")
     assert (out.last_good, out.first_bad, out.found) == ("2025-06-29", "2025-06-30", True)
     assert out.changes == [Change("multidict", "6.5.0", "6.6.3", "multidict-6.6.3-time")]
     # Only 6.5.0 is new to the search: 6.4.3 is the good day's and 6.6.3 the bad day's.
     assert [pins for _, pins in runs] == ["multidict==6.5.0"]
     assert out.probes == 1
+    # Each line says how many runs it took (what --find-cause counts down), not in words.
+    assert sum(getattr(line, "probed", 0) for line in lines) == len(runs) == 1
     # log2 of the 60 days between, not every day: each day resolved once.
     assert out.resolutions == len(asked) <= 2 + halvings(60) == 2 + 6
     assert all(n == 1 for n in asked.values())
