@@ -42,11 +42,10 @@ def said(capsys: pytest.CaptureFixture[str]) -> str:
     return got.out + got.err
 
 
-def two_images(tmp: Path, leak: Callable[[Cell], bool]) -> tuple[Path, list[FakeRuntime]]:
-    path = write_matrix(tmp, [{"name": "a", "python": "python3", "pip": pins(GOOD)},
+def two_images(tmp: Path) -> Path:
+    return write_matrix(tmp, [{"name": "a", "python": "python3", "pip": pins(GOOD)},
                               {"name": "b", "python": "python3", "pip": pins(BAD)}],
                         name="cul", gpus=["none"])
-    return path, [leak]     # type: ignore[list-item]
 
 
 def cli(monkeypatch: pytest.MonkeyPatch, leak: Callable[[Cell], bool]) -> list[FakeRuntime]:
@@ -66,6 +65,15 @@ def only_run(base: Path) -> Path:
     return run
 
 
+def swept_pair(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[FakeRuntime], Path]:
+    """Images a (good) and b (multidict 6.5.1, leaks) swept once through the CLI into
+    tmp/r: the runtimes made and the run's directory."""
+    made = cli(monkeypatch, lambda c: "multidict==6.5.1" in c.image.pip)
+    out = tmp / "r"
+    assert main(["sweep", str(two_images(tmp)), "--out", str(out), "-q"]) == 1
+    return made, only_run(out / "cul")
+
+
 # ------------------------------------------------------------------ item 1
 def test_culprit_never_searches_from_cells_an_edited_scenario_made(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -73,11 +81,7 @@ def test_culprit_never_searches_from_cells_an_edited_scenario_made(
     """Issue 42 item 1: the scenario edited after the sweep, no --resume: culprit says
     G and B are stale and runs nothing; its fix line runs them again, then culprit
     answers."""
-    made = cli(monkeypatch, lambda c: "multidict==6.5.1" in c.image.pip)
-    path, _ = two_images(tmp_path, lambda c: True)
-    out = tmp_path / "r"
-    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
-    run = only_run(out / "cul")
+    made, run = swept_pair(tmp_path, monkeypatch)
     (tmp_path / "loop.py").write_text("def setup(params):\n    return []\n\n\n"
                                       "def step(state):\n    pass\n")
     capsys.readouterr()
@@ -206,16 +210,13 @@ def test_culprit_on_a_row_with_no_bad_image_and_its_stale_note(
     """Issue 42 item 5: B edited to be good and resumed: the stale culprit note's fix
     (`harness culprit DIR ROW`) works (exit 0: nothing to search), and the note leaves
     report.md and report.html."""
-    cli(monkeypatch, lambda c: "multidict==6.5.1" in c.image.pip)
-    path, _ = two_images(tmp_path, lambda c: True)
-    out = tmp_path / "r"
-    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
-    run = only_run(out / "cul")
+    _, run = swept_pair(tmp_path, monkeypatch)
     assert main(["culprit", str(run), "-q"]) == 1
-    write_matrix(tmp_path, [{"name": "a", "python": "python3", "pip": pins(GOOD)},
-                            {"name": "b", "python": "python3",
-                             "pip": pins({**BAD, "multidict": "6.4.4"})}],
-                 name="cul", gpus=["none"])
+    path = write_matrix(tmp_path, [{"name": "a", "python": "python3", "pip": pins(GOOD)},
+                                   {"name": "b", "python": "python3",
+                                    "pip": pins({**BAD, "multidict": "6.4.4"})}],
+                        name="cul", gpus=["none"])
+    out = run.parent.parent
     assert main(["sweep", str(path), "--out", str(out), "-q", "--resume", str(run)]) == 0
     md = (run / "report.md").read_text()
     assert "stale: the cells it searched" in md
@@ -239,11 +240,7 @@ def test_culprit_on_a_row_with_no_bad_image_and_its_stale_note(
 def test_culprit_refuses_good_and_bad_that_cannot_be_right(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str], flags: list[str], words: str) -> None:
-    cli(monkeypatch, lambda c: "multidict==6.5.1" in c.image.pip)
-    path, _ = two_images(tmp_path, lambda c: True)
-    out = tmp_path / "r"
-    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
-    run = only_run(out / "cul")
+    _, run = swept_pair(tmp_path, monkeypatch)
     capsys.readouterr()
     assert main(["culprit", str(run), "cpu.loop", *flags, "-q"]) == 2
     text = said(capsys)
@@ -307,11 +304,7 @@ def test_a_container_runtime_refuses_a_matrix_of_interpreters(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 42 item 5: `--runtime docker` on `{name, python, pip}` entries said `docker
     pull python3`; it is bad input, and its fix (leave the flag out) works."""
-    cli(monkeypatch, lambda c: "multidict==6.5.1" in c.image.pip)
-    path, _ = two_images(tmp_path, lambda c: True)
-    out = tmp_path / "r"
-    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
-    run = only_run(out / "cul")
+    _, run = swept_pair(tmp_path, monkeypatch)
     capsys.readouterr()
     assert main(["culprit", str(run), "--runtime", "docker", "-q"]) == 2
     text = said(capsys)
