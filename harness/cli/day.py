@@ -77,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.store.gate import read_gated
 
     options.check(args)
-    if not args.dir.is_dir():
-        raise InputError(f"{args.dir}: no such directory; pass reports/<name>/<timestamp>")
     root = newest_run(args.dir, "harness day")
     found, matrix = read_gated(root, args.matrix)
     todo = dated_pairs(found, args.row)

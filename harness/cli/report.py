@@ -61,8 +61,8 @@ def newest_run(path: Path, command: str) -> Path:
     `command` reads only a sweep's results.
 
     Raises:
-        InputError: not a results directory (nor a folder of them), or one of another
-            kind (the message names the command that reads it).
+        InputError: a file, no such directory, not a results directory (nor a folder of
+            them), or one of another kind (the message names the command that reads it).
     """
     from harness.store.runs import (
         SWEEP_RESULTS,
@@ -73,6 +73,10 @@ def newest_run(path: Path, command: str) -> Path:
         sweep_again,
     )
 
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: a file, not a results directory; {a_file(path, command)}")
+    if not path.is_dir():
+        raise InputError(f"{path}: no such directory; pass reports/<name>/<timestamp>")
     if kind_of(path) is None:
         found = newest(path, SWEEP_RESULTS)
         debris = runs_of(path, SWEEP_RESULTS)
@@ -143,19 +147,16 @@ def run_dir(given: Path) -> Path:
     Raises:
         InputError: a file, no such directory, or not a sweep's results.
     """
-    if given.exists() and not given.is_dir():
-        raise InputError(f"{given}: a file, not a results directory; {a_file(given)}")
-    if not given.is_dir():
-        raise InputError(f"{given}: no such directory; pass reports/<name>/<timestamp>")
     return newest_run(given, "harness report")
 
 
-def a_file(path: Path) -> str:
-    """What to pass instead of the file `path`, as a command that works here."""
+def a_file(path: Path, command: str = "harness report") -> str:
+    """What to pass instead of the file `path` to `command`, as a command that works
+    here."""
     from harness.store.runs import SWEEP_RESULTS, kind_of, newest, shown
 
     if kind_of(path.parent) is not None:
-        return f"pass the results directory it is in: harness report {shown(path.parent)}"
+        return f"pass the results directory it is in: {command} {shown(path.parent)}"
     try:
         from harness import matrixfile
 
@@ -164,9 +165,9 @@ def a_file(path: Path) -> str:
         return "pass reports/<name>/<timestamp>, a directory harness sweep wrote"
     runs = Path("reports") / name
     if newest(runs, SWEEP_RESULTS) is not None:
-        return f"a matrix file; its runs are in {runs}: harness report {runs}"
+        return f"a matrix file; its runs are in {runs}: {command} {runs}"
     return (f"a matrix file, not swept into {runs} yet: harness sweep {path}, then "
-            f"harness report {runs}")
+            f"{command} {runs}")
 
 
 def recorded(root: Path) -> tuple[Report, Gated]:

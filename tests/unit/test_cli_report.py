@@ -117,3 +117,17 @@ def test_issue_by_cell_id_writes_the_rows_issue(rdir: Path,
     assert out.startswith("# loop leaks memory in v2 (not in v1)")
     assert "## Reproduce without harness" in out and "{'" not in out
     assert (rdir / "issue-gpu0.loop.md").is_file()
+
+
+@pytest.mark.parametrize("command", ["report", "explain", "culprit", "day"])
+def test_a_file_in_place_of_a_results_directory_names_what_to_pass(
+        command: str, rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command that reads a sweep's results refuses a file and a missing folder
+    alike, and its fix names that command with the directory to pass."""
+    (result,) = [p for p in rdir.iterdir() if p.name in ("plan.json", "results.json")][:1]
+    assert main([command, str(result)]) == 2
+    err = capsys.readouterr().err
+    assert f"a file, not a results directory; pass the results directory it is in: " \
+           f"harness {command} " in err, err
+    assert main([command, str(rdir / "missing")]) == 2
+    assert "no such directory" in capsys.readouterr().err
