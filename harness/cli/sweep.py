@@ -163,7 +163,8 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     resume: bool | Path = Path(args.resume) if isinstance(args.resume, str) else args.resume
     started = time.time()
     progress = printer(args.quiet)
-    engines.start(cells)  # no engine / no GPU: exit 3 before any results directory exists
+    # no engine / no GPU: exit 3 before any results directory exists
+    engines.start(cells, progress)
     with interruptible():
         store = RunStore.open(args.out, matrix.name, resume, args.matrix)
         # Imports NumPy and the reporters while the first cell runs; after every other

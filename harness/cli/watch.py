@@ -78,7 +78,7 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
     progress = printer(args.quiet)
-    engines.start(cells)  # no engine: exit 3 before any results directory exists
+    engines.start(cells, progress)  # no engine: exit 3 before any results directory exists
     with interruptible():
         store = RunStore.open(args.out, matrix.name, False)
         try:

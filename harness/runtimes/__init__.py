@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
-from harness.runtimes.base import Runtime
+from harness.runtimes.base import Progress, Runtime
 
 
 def _local(docker_host: str | None) -> Runtime:
@@ -98,10 +98,14 @@ class Engines:
         """Host label -> runtime; "" stands for every host when there is one runtime."""
         return self.by_host or {"": self.default}
 
-    def start(self, cells: list[Cell]) -> None:
+    def start(self, cells: list[Cell], progress: Progress | None = None) -> None:
+        """Each runtime cleaned up and checked for its cells, then readied for them (a
+        dated image's day resolved): what cannot run stops here, before any cell."""
         for label, rt in self.each().items():
             rt.cleanup()
-            rt.check([c for c in cells if not label or c.host.label == label])
+            mine = [c for c in cells if not label or c.host.label == label]
+            rt.check(mine)
+            rt.resolve_ahead(mine, progress or (lambda _: None))
 
     def hybrid_client(self, runtime: str) -> Any:
         """The engine client that builds `harness culprit`'s hybrid images (None on the

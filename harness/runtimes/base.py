@@ -153,6 +153,10 @@ class Runtime(Protocol):
     def check(self, cells: list[Cell]) -> None:
         """Raise EnvironmentUnavailable if these cells cannot run here at all."""
 
+    def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
+        """Before the first cell: what the cells' images need settled once (the local
+        runtime resolves each `as_of:` day), saying so through `progress`."""
+
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
         """Make the image available (pull / build venv); raise ImageUnavailable."""
 
@@ -192,6 +196,9 @@ class RuntimeBase:
         """`harness doctor`: what this machine lacks for the runtime before its engine is
         asked, as (ok|warn|FAIL, what, fix); nothing to say by default."""
         return []
+
+    def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
+        """Nothing to settle before the first cell by default."""
 
 
 def own_cgroup(runtime: str) -> bool:

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
@@ -102,9 +102,7 @@ class LocalRuntime(RuntimeBase):
         process.kill_all(self._building)
 
     def check(self, cells: list[Cell]) -> None:
-        """A GPU for the cells that want one; every dated image resolved now (cached), so
-        a day before the packages existed (exit 2) or an index that does not answer
-        (exit 3) stops the sweep before its first cell."""
+        """A GPU for the cells that want one."""
         wants = sorted({c.id for c in cells if c.gpu.wants_gpu})
         if wants:
             from harness import gpu
@@ -114,13 +112,31 @@ class LocalRuntime(RuntimeBase):
                     f"cells {', '.join(wants[:3])} ask for a GPU but this host has no NVIDIA "
                     "driver (no /proc/driver/nvidia/gpus).\n  fix: run on a GPU host, or set "
                     "`gpu: [none]` in the matrix")
+
+    def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
+        """Every dated image resolved now (cached), so a day before the packages existed
+        (exit 2) or an index that does not answer (exit 3) stops the sweep before its
+        first cell; a line per day the index is asked about."""
         dated = sorted({c.image for c in cells if c.image.as_of}, key=lambda i: i.index)
+        todo = []
         for image in dated:
-            self._python(image)     # each interpreter asked once, before the threads
+            _, version = self._python(image)  # each interpreter once, before threads
+            assert image.as_of is not None
+            if resolver.cached(self.cache, image.pip, image.as_of, version) is None:
+                todo.append(image)
+        if not todo:
+            return
+        progress(f"resolving {len(todo)} dated image(s) as the package index stood on "
+                 f"their days ({len(dated) - len(todo)} known from earlier sweeps)")
         # Resolving waits on the index: a few days at once; the first day's error wins.
         with ThreadPoolExecutor(max_workers=4) as pool:
-            for done in [pool.submit(self.pins, image) for image in dated]:
-                done.result()
+            running = {pool.submit(self.pins, image): image for image in todo}
+            for n, done in enumerate(as_completed(running), 1):
+                if done.exception() is None:
+                    progress(f"resolved {running[done].label} ({n}/{len(todo)}): "
+                             f"{len(done.result())} pin(s)")
+        for done in running:        # in day order
+            done.result()
 
     def _interpreter(self, name: str) -> str:
         found = shutil.which(name) if os.sep not in name else (name if os.access(

@@ -197,6 +197,40 @@ def test_two_days_that_resolve_alike_build_one_venv(tmp_path: Path,
     assert labels[0]["venv"] == labels[1]["venv"]
 
 
+def test_days_the_index_is_asked_about_are_said_and_a_known_day_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HARNESS_CACHE", str(cache))
+    wheel = tiny_wheel(tmp_path)
+    seeded = resolver.cache_file(cache, ["tinypkg"], "2025-05-15", sys.version)
+    seeded.parent.mkdir(parents=True, exist_ok=True)
+    seeded.write_text(json.dumps({"pins": [str(wheel)]}))
+    asked: list[str] = []
+
+    def by_uv(uv: str, reqs: list[str], day: str, python: str, label: str) -> tuple[str, ...]:
+        asked.append(day)
+        return (str(wheel),)
+
+    monkeypatch.setattr(resolver, "uv_bin", lambda: "uv")
+    monkeypatch.setattr(resolver, "_by_uv", by_uv)
+    path = sweepkit.write_matrix(
+        tmp_path, [{"name": "app", "pip": ["tinypkg"], "python": sys.executable,
+                    "as_of": ["2025-05-15", "2025-06-15", "2025-07-15"]}], gpus=["none"],
+        defaults=DEFAULTS)
+    main(["sweep", str(path), "--out", str(tmp_path / "r")])
+    text = "".join(capsys.readouterr())
+    assert sorted(asked) == ["2025-06-15", "2025-07-15"]
+    assert "resolving 2 dated image(s) as the package index stood on their days (1 known " \
+           "from earlier sweeps)" in text, text
+    assert "resolved app@2025-06-15 (" in text and "resolved app@2025-07-15 (" in text
+    assert "/2): 1 pin(s)" in text
+    # a second sweep asks the index nothing, and says nothing of resolving
+    main(["sweep", str(path), "--out", str(tmp_path / "r2")])
+    text = "".join(capsys.readouterr())
+    assert len(asked) == 2 and "resolving" not in text and "resolved app@" not in text
+
+
 def test_an_index_that_cannot_be_reached_exits_3_with_the_fix(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
