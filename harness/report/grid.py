@@ -126,10 +126,14 @@ def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
             continue
         if line:
             out.append(line)
-        pieces = wrap(item, width, "  " if out or line else "") if len(item) > width \
-            else [("  " if out else "") + item]
-        out.extend(pieces[:-1])
-        line = pieces[-1]
+        indent = "  " if out else ""
+        if len(indent + item) <= width:
+            line = indent + item
+            continue
+        # Longer than a line: wrapped on lines of its own, the next item on a new line
+        # (never after its last piece, where it would read as part of it).
+        out.extend(wrap(item, width, indent))
+        line = ""
     if line:
         out.append(line)
     return out

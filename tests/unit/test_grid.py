@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.report import ConsoleReporter, Report
-from harness.report.grid import GLYPHS, wrap
+from harness.report.grid import GLYPHS, pack, wrap
 from harness.result.model import Planned
 from harness.result.words import human_seconds
 from tests.resultkit import as_results
@@ -217,3 +219,15 @@ def test_rows_with_one_answer_are_said_once_beside_the_table_too() -> None:
     assert text.count("first bad: 22.03 (last good: 22.02)") == 1, text
     assert "4 rows: first bad: 22.03 (last good: 22.02)" in text
     assert "gpu0.scenario00, gpu0.scenario01, gpu1.scenario00, gpu1.scenario01" in text
+
+
+@given(st.lists(st.text(alphabet="ab/@.-:", min_size=1, max_size=120), min_size=1,
+                max_size=12), st.integers(min_value=20, max_value=160))
+def test_packed_items_fit_the_width_and_keep_every_character(items: list[str],
+                                                             width: int) -> None:
+    """A label or path as long as the line (an `as_of` image's `aiohttp@2025-07-15`
+    beside others, a result's path) never runs past the width after its indent, and
+    nothing is lost or reordered."""
+    out = pack(items, width)
+    assert all(len(line) <= width for line in out), out
+    assert "".join("".join(out).split()) == "".join(items)
