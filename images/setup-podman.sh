@@ -19,7 +19,10 @@ answers() { curl -sf --max-time 5 --unix-socket "$SOCK" http://d/_ping >/dev/nul
 if ! answers; then
     echo "setup-podman: starting podman system service on $SOCK (log: /tmp/harness-podman.log)"
     mkdir -p "$(dirname "$SOCK")"
-    setsid nohup podman system service --time=0 "unix://$SOCK" >/tmp/harness-podman.log 2>&1 </dev/null &
+    # From /: conmon writes an empty `oom` file into the service's working directory
+    # when a container is OOM-killed (never into a checkout, as it did).
+    (cd / && setsid nohup podman system service --time=0 "unix://$SOCK" \
+        >/tmp/harness-podman.log 2>&1 </dev/null &)
     for _ in $(seq 1 30); do answers && break; sleep 1; done
     answers || { tail -20 /tmp/harness-podman.log; exit 3; }
 fi
