@@ -53,7 +53,10 @@ def test_container_killed_from_outside_is_a_crash_and_the_sweep_goes_on(tmp_path
     out = tmp_path / "out"
     sweep = Sweep(m, out, "-q")
     try:
-        wait_for("the victim to measure", lambda: b'"measure"' in _samples(out, "victim"))
+        # Two measured samples: the first marks where measuring starts (0 calls measured
+        # by then), so a kill right after it left a cell with no measured calls.
+        wait_for("the victim to measure",
+                 lambda: _samples(out, "victim").count(b'"phase":"measure"') >= 2)
         [victim] = wait_for("its container", lambda: managed(sweep.proc.pid, runtime=engine))
         victim.kill()                                   # `docker kill` from outside
         code = sweep.wait(90)
