@@ -15,8 +15,8 @@ need_packages setup $ENGINE_NEEDS   # what each is for: images/apt-need.sh
 if ! docker info >/dev/null 2>&1; then
     echo "setup: starting dockerd (log: /tmp/harness-dockerd.log)"
     # From /: a daemon's working directory is never a checkout (see setup-podman.sh).
-    (cd / && setsid nohup dockerd --iptables=false --bridge=none >/tmp/harness-dockerd.log \
-        2>&1 </dev/null &)
+    (cd / && exec setsid nohup dockerd --iptables=false --bridge=none) \
+        >/tmp/harness-dockerd.log 2>&1 </dev/null &
     for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
     docker info >/dev/null 2>&1 || { tail -20 /tmp/harness-dockerd.log; exit 3; }
 fi

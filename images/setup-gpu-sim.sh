@@ -91,9 +91,9 @@ for n in $NAMES; do
     ulimit -l unlimited 2>/dev/null || true
     # From / (never a checkout: see setup-podman.sh).
     # shellcheck disable=SC2086
-    (cd / && PATH="$bin:$PATH" setsid nohup dockerd --data-root "$DATA/$n" \
+    (cd / && PATH="$bin:$PATH" exec setsid nohup dockerd --data-root "$DATA/$n" \
         --exec-root "$SIM/$n/exec" --pidfile "$SIM/$n.pid" -H "unix://$sock" \
-        --iptables=false --bridge=none $extra > "/tmp/harness-sim-$n.log" 2>&1 < /dev/null &)
+        --iptables=false --bridge=none $extra) > "/tmp/harness-sim-$n.log" 2>&1 < /dev/null &
     for _ in $(seq 1 60); do docker -H "unix://$sock" info >/dev/null 2>&1 && break; sleep 1; done
     docker -H "unix://$sock" info >/dev/null 2>&1 || { tail -20 "/tmp/harness-sim-$n.log" >&2; exit 3; }
 done

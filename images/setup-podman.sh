@@ -21,8 +21,9 @@ if ! answers; then
     mkdir -p "$(dirname "$SOCK")"
     # From /: conmon writes an empty `oom` file into the service's working directory
     # when a container is OOM-killed (never into a checkout, as it did).
-    (cd / && setsid nohup podman system service --time=0 "unix://$SOCK" \
-        >/tmp/harness-podman.log 2>&1 </dev/null &)
+    # The redirections are the subshell's, so nothing it leaves holds this script's output.
+    (cd / && exec setsid nohup podman system service --time=0 "unix://$SOCK") \
+        >/tmp/harness-podman.log 2>&1 </dev/null &
     for _ in $(seq 1 30); do answers && break; sleep 1; done
     answers || { tail -20 /tmp/harness-podman.log; exit 3; }
 fi
