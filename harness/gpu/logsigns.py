@@ -22,36 +22,35 @@ SignKind = Literal["not-applicable", "degraded"]
 @dataclass(frozen=True, slots=True)
 class LogSign:
     """A text CUDA or a framework prints when an image cannot use the GPU (or only
-    through PTX JIT): what it means, and the pattern each of the two log readings uses.
+    through PTX JIT): what it means, its one pattern (read case-insensitively), and which
+    of the two log readings read it.
 
     - `after_run`: `runtime_incompatibility`, after every run, searches the log and the
-      traceback for this case-sensitive pattern, in table order; the first sign found
-      gives (`kind`, `why`).
+      traceback for each such sign, in table order; the first found gives (`kind`,
+      `why`).
     - `in_run`: the within-run reading of how a run ended (`analysis.verdict`) searches
-      for these, case-insensitively, as one pattern (`NOT_APPLICABLE_TEXT`); a run whose
-      log has one is `not-applicable`, not a crash, and the text found is its reason.
-      The texts are shorter there (the reason quotes what was found), and some signs are
-      read only one way: a sign with no pattern for a reading is not read by it.
+      for these as one pattern (`NOT_APPLICABLE_TEXT`); a run whose log has one is
+      `not-applicable`, not a crash, and the text found is its reason.
     """
 
     kind: SignKind
     why: str
-    after_run: str | None = None
-    in_run: str | None = None
+    pattern: str
+    after_run: bool = True
+    in_run: bool = False
 
 
 # The one table of what CUDA runtimes and frameworks print when an image cannot use the
 # GPU; not-applicable signs first (`runtime_incompatibility` takes the first one found).
 LOG_SIGNS: tuple[LogSign, ...] = (
     LogSign("not-applicable", "no kernel image for this GPU (cudaErrorNoKernelImageForDevice)",
-            r"no kernel image is available for execution on the device",
-            r"no kernel image is available for execution|cudaErrorNoKernelImageForDevice"),
+            r"no kernel image is available for execution|cudaErrorNoKernelImageForDevice",
+            in_run=True),
     LogSign("not-applicable", "no binary for this GPU (CUDA_ERROR_NO_BINARY_FOR_GPU)",
-            r"CUDA_ERROR_NO_BINARY_FOR_GPU", r"CUDA_ERROR_NO_BINARY_FOR_GPU"),
+            r"CUDA_ERROR_NO_BINARY_FOR_GPU", in_run=True),
     LogSign("not-applicable",
             "the driver is older than the image's CUDA runtime (cudaErrorInsufficientDriver)",
-            r"CUDA driver version is insufficient for CUDA runtime version",
-            r"CUDA driver version is insufficient"),
+            r"CUDA driver version is insufficient", in_run=True),
     LogSign("not-applicable",
             "CUDA forward compatibility is not supported on this GPU (error 804)",
             r"forward compatibility was attempted on non supported HW"),
@@ -63,18 +62,21 @@ LOG_SIGNS: tuple[LogSign, ...] = (
             r"CUBLAS_STATUS_ARCH_MISMATCH"),
     LogSign("not-applicable",
             "the display driver and the CUDA driver do not match (error 803)",
-            in_run=r"unsupported display driver / cuda driver combination"),
+            r"unsupported display driver / cuda driver combination", after_run=False,
+            in_run=True),
     LogSign("not-applicable", "the framework needs a GPU of a higher compute capability",
-            in_run=r"requires CUDA compute capability"),
+            r"requires CUDA compute capability", after_run=False, in_run=True),
     LogSign("degraded", "PTX JIT: TensorFlow has no native kernels for this GPU",
             r"CUDA kernels will be jit-compiled from PTX"),
     LogSign("degraded", "PTX newer than the driver: kernels that need JIT fail",
             r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION|PTX was compiled with an unsupported toolchain"),
 )
+_AFTER_RUN = tuple((sign, re.compile(sign.pattern, re.IGNORECASE))
+                   for sign in LOG_SIGNS if sign.after_run)
 # The within-run reading's signs as one pattern: the reason is the text found.
 NOT_APPLICABLE_TEXT = re.compile(
-    "|".join(f"(?:{sign.in_run})" for sign in LOG_SIGNS
-             if sign.in_run is not None and sign.kind == "not-applicable"),
+    "|".join(f"(?:{sign.pattern})" for sign in LOG_SIGNS
+             if sign.in_run and sign.kind == "not-applicable"),
     re.IGNORECASE)
 
 
@@ -88,8 +90,8 @@ def runtime_incompatibility(first_step_s: float | None, median_step_s: float | N
     kernel was JIT-compiled from PTX. `baseline_first_s` (the same image's first step on
     another GPU) makes that call sharper. Returns (verdict, reason) or None.
     """
-    for sign in LOG_SIGNS:
-        if sign.after_run is not None and re.search(sign.after_run, log_text):
+    for sign, pattern in _AFTER_RUN:
+        if pattern.search(log_text):
             return (sign.kind, sign.why)
     if first_step_s is None or not median_step_s or median_step_s <= 0:
         return None
