@@ -143,15 +143,24 @@ def needs_native(res: CellResult, w: Where) -> bool:
             and seen / max(w.calls, 1) < NATIVE_SHARE * heap.slope)
 
 
-def with_memray(ctx: Context, cell: Cell) -> Cell:
+def with_memray(ctx: Context, cell: Cell, pins: str = "") -> Cell:
     """A local-runtime venv (`pip:`) gets memray beside its pins for the native run (a
     venv of its own, cached like any other); any other image runs as it is, and says so
-    when it has no memray."""
+    when it has no memray.
+
+    A dated image (`as_of:`) keeps the exact pins its day resolved to (`pins`, the
+    cell's `pins` label) and gets memray beside them, so the native run measures the
+    packages the cell ran (resolving the list again with memray, as of the day, could
+    move them, or fail before memray existed); without its pins it runs as it is."""
     image = cell.image
     if not abilities(ctx.runtime_for(cell).name).adds_tools or not image.pip or any(
             p.split("=")[0].split("<")[0].split(">")[0].strip().lower() == "memray"
             for p in image.pip):
         return cell
+    if image.as_of is not None:
+        if not pins.split():
+            return cell
+        image = dataclasses.replace(image, pip=tuple(pins.split()), as_of=None)
     return dataclasses.replace(cell, image=dataclasses.replace(
         image, label=f"{image.label}+memray", pip=(*image.pip, MEMRAY)))
 
@@ -161,7 +170,8 @@ def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Pa
     ctx.progress(f"explain {cell.id}: Python's allocator saw less than the heap grew; "
                  "running again with --attribute native (memray)")
     try:
-        n, _ = run_attributed(ctx, attributed(with_memray(ctx, cell), NATIVE, _took(res)),
+        n, _ = run_attributed(ctx, attributed(with_memray(
+            ctx, cell, res.image.labels.get("pins", "")), NATIVE, _took(res)),
                               NATIVE, outdir)
     except AttributionFailed as exc:
         return dataclasses.replace(w, errors={**w.errors, "native": str(exc)},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 import sweepkit
@@ -176,3 +177,33 @@ def test_a_failed_attributed_run_leaves_no_older_answer_behind(
         store.unlock()
     assert got == {} and not old.exists()
     assert any("left no where record" in s for s in said), said
+
+
+def test_the_native_run_of_a_dated_image_keeps_the_pins_its_day_ran() -> None:
+    """explain's second, native run adds memray to a venv's list: a dated image keeps
+    the exact pins of its day beside memray (resolving the list again with memray as of
+    the day could move them, or fail before memray was uploaded); with no pins known it
+    runs as it is."""
+    from types import SimpleNamespace
+
+    from harness.matrixfile.model import ImageSpec
+    from harness.plans.explain import MEMRAY, with_memray
+
+    @dataclasses.dataclass(frozen=True)
+    class OneCell:              # what with_memray reads of a cell: its image
+        image: ImageSpec
+
+    ctx: Any = SimpleNamespace(runtime_for=lambda cell: SimpleNamespace(name="local"))
+    dated = ImageSpec("aiohttp@2025-07-15", "python3", 1, pip=("aiohttp",),
+                      python="python3", as_of="2025-07-15")
+    cell: Any = OneCell(dated)
+    pins = "aiohttp==3.12.14 multidict==6.6.3 yarl==1.20.1"
+    got = with_memray(ctx, cell, pins).image
+    assert got.pip == ("aiohttp==3.12.14", "multidict==6.6.3", "yarl==1.20.1", MEMRAY)
+    assert got.as_of is None and got.label == "aiohttp@2025-07-15+memray"
+    assert with_memray(ctx, cell, "").image is dated
+    # an undated list gets memray beside it, as before; a list that has memray is kept
+    plain = dataclasses.replace(dated, label="app", as_of=None)
+    assert with_memray(ctx, OneCell(plain)).image.pip == ("aiohttp", MEMRAY)
+    kept = dataclasses.replace(plain, pip=("aiohttp", "memray==1.15"))
+    assert with_memray(ctx, OneCell(kept)).image is kept
