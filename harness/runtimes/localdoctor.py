@@ -46,7 +46,7 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
     if not image.pip:
         return
     if image.as_of:
-        yield _dated_check(image, found)
+        yield _dated_check(image)
         return
     rc, out = process.check_output(
         [found, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
@@ -66,17 +66,14 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
                "check that these versions exist for this Python (and the index pip uses)")
 
 
-def _dated_check(image: ImageSpec, python: str) -> Check:
-    """A dated image's requirements resolved as of its day (the sweep's resolution, kept
-    in the cache)."""
+def _dated_check(image: ImageSpec) -> Check:
+    """A dated image's requirements resolved as of its day: the sweep's own resolution
+    (`LocalRuntime.pins`, kept in the cache under the same key)."""
     from harness.runtimes import resolver
-    from harness.runtimes.local import cache_dir
+    from harness.runtimes.local import LocalRuntime
 
-    _, version = process.check_output([python, "-c", "import sys;print(sys.version)"],
-                                      timeout=60)
     try:
-        pins = resolver.resolve(image.pip, str(image.as_of), python, version.strip(),
-                                cache_dir(), image.label)
+        pins = LocalRuntime().pins(image)
     except resolver.ResolveError as exc:
         problem, _, fix = str(exc).partition("\n  fix: ")
         return ("FAIL", problem, fix)

@@ -231,6 +231,26 @@ def test_days_the_index_is_asked_about_are_said_and_a_known_day_is_not(
     assert len(asked) == 2 and "resolving" not in text and "resolved app@" not in text
 
 
+def test_doctor_reads_a_dated_image_as_the_sweep_resolved_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor's check of a dated image is the sweep's resolution, under the same cache
+    key: a day the sweep resolved is read from the cache, the index not asked."""
+    from harness.matrixfile.model import ImageSpec
+    from harness.runtimes.localdoctor import _image_checks
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HARNESS_CACHE", str(cache))
+    monkeypatch.setattr(resolver, "uv_bin", lambda: pytest.fail("the index was asked"))
+    seeded = resolver.cache_file(cache, ["aiohttp"], "2025-05-15", sys.version)
+    seeded.parent.mkdir(parents=True, exist_ok=True)
+    seeded.write_text(json.dumps({"pins": ["aiohttp==3.11.18", "multidict==6.4.3"]}))
+    image = ImageSpec("aiohttp@2025-05-15", sys.executable, 0, pip=("aiohttp",),
+                      python=sys.executable, as_of="2025-05-15")
+    checks = list(_image_checks(image))
+    assert checks[-1] == ("ok", "image aiohttp@2025-05-15: aiohttp resolves as of "
+                                "2025-05-15 to 2 pins", ""), checks
+
+
 def test_an_index_that_cannot_be_reached_exits_3_with_the_fix(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
