@@ -4,7 +4,6 @@ proved by swapping it both ways (culprit/<row>/ of the results directory)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -225,45 +224,31 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 engines: Engines, cells: dict[str, Cell], todo: list[tuple[str, str]]
                 ) -> list[CulpritOutcome]:
     """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
-    as culprit.json with the run keys of G and B it rests on (`result.derived`)."""
-    from harness.orchestrator import Sweep
-    from harness.plans.culprit import culprit, docker_hybrids, sweep_runner
-    from harness.result.derived import DerivedFrom
-    from harness.store import RunStore
-    from harness.store.results import SeriesCache, atomic_write_text
+    as culprit.json with the run keys of G and B it rests on (`plans.culpritrun`)."""
+    from harness.plans.culprit import docker_hybrids
+    from harness.plans.culpritrun import RunsOn, culprit_in_run
 
     client = engines.hybrid_client(args.runtime or matrix.runtime)
     progress = printer(args.quiet)
+    on = RunsOn(matrix, engines.default, progress, engines.by_host)
     outcomes: list[CulpritOutcome] = []
     with interruptible():
         try:
             for g_id, b_id in todo:
                 g, b = cells[g_id], cells[b_id]
-                store = RunStore(root / "culprit" / b.row)
-                store.lock()
+                print(f"culprit {b.row}: G {g.image.label} ({found.results[g_id].verdict})"
+                      f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
+                make = None if client is None else docker_hybrids(client, g, b, progress)
                 try:
-                    sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
-                    print(f"culprit {b.row}: G {g.image.label} ({found.results[g_id].verdict})"
-                          f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
-                    runner = sweep_runner(sweep, g, found.results[g_id],
-                                          SeriesCache(root)(g_id))
-                    make = (None if client is None else
-                            docker_hybrids(client, g, b, progress))
-                    try:
-                        out = culprit(g, found.results[g_id], b, found.results[b_id],
-                                      runner, lambda s: print(f"  {s}", flush=True),
-                                      args.repeats, make, args.swap)
-                    except ValueError as exc:
-                        raise InputError(f"--swap: {exc}") from exc
-                    for line in out.diff.lines():
-                        print(f"  {line}")
-                    print(f"{b.row}: {out.sentence()}", flush=True)
-                    rests_on = DerivedFrom.of(found.results, (g_id, b_id)).to_json()
-                    atomic_write_text(store.root / "culprit.json", json.dumps(
-                        {**out.to_dict(), "derived_from": rests_on}, indent=1) + "\n")
-                    outcomes.append(out)
-                finally:
-                    store.unlock()
+                    out, _ = culprit_in_run(root, on, g, b, found.results,
+                                            lambda s: print(f"  {s}", flush=True), make,
+                                            args.repeats, args.swap)
+                except ValueError as exc:
+                    raise InputError(f"--swap: {exc}") from exc
+                for line in out.diff.lines():
+                    print(f"  {line}")
+                print(f"{b.row}: {out.sentence()}", flush=True)
+                outcomes.append(out)
         finally:
             engines.stop()
     return outcomes

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD, UNKNOWN
-from harness.answers.culprit import CULPRIT_DIR, CULPRIT_FILE
 from harness.answers.explain import Explanation, Pair, load_explanations, pairs, unpaired
 from harness.answers.journey import CAUSE_DIR, Cause, cause_file
 from harness.answers.search import RowAnswer, answer_rows
@@ -285,26 +284,14 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
                 hybrids: Hybrids, said: Said,
                 swap: Sequence[str] = ()) -> Mapping[str, object]:
     """`plans.culprit` between G and B into culprit/<row>/ of the sweep's directory, its
-    answer written as `harness culprit` writes it (culprit.json, with the run keys);
-    `swap`: the packages to swap both ways with no search (the day search's)."""
-    from harness.orchestrator import Sweep
-    from harness.plans.culprit import culprit, sweep_runner
-    from harness.store import RunStore
-    from harness.store.results import SeriesCache, atomic_write_text
+    answer written as `harness culprit` writes it (`plans.culpritrun`: culprit.json,
+    with the run keys); `swap`: the packages to swap both ways with no search (the day
+    search's)."""
+    from harness.plans.culpritrun import RunsOn, culprit_in_run
 
-    store = RunStore(ctx.store.root / CULPRIT_DIR / b.row)
-    store.lock()
-    try:
-        sweep = Sweep(ctx.matrix, ctx.runtime, store, ctx.progress, ctx.runtimes)
-        make = hybrids(g, b)
-        runner = sweep_runner(sweep, g, results[g.id], SeriesCache(ctx.store.root)(g.id))
-        out = culprit(g, results[g.id], b, results[b.id], runner, lambda s: said(s, 1),
-                      make=make, swap=swap)
-        data: dict[str, object] = {**out.to_dict(), "derived_from": DerivedFrom.of(
-            results, (g.id, b.id)).to_json()}
-        atomic_write_text(store.root / CULPRIT_FILE, json.dumps(data, indent=1) + "\n")
-    finally:
-        store.unlock()
+    on = RunsOn(ctx.matrix, ctx.runtime, ctx.progress, ctx.runtimes)
+    _, data = culprit_in_run(ctx.store.root, on, g, b, results, lambda s: said(s, 1),
+                             hybrids(g, b), swap=swap)
     return data
 
 
