@@ -129,7 +129,7 @@ def report_of(args: argparse.Namespace) -> int:
     if args.why is not None:
         from harness.cli.why import why
 
-        return why(args, report)
+        return why(args, report, found)
     if args.reanalyze:
         from harness.cli.reanalyze import reanalyzed
 

@@ -7,13 +7,20 @@ import argparse
 
 from harness.errors import InputError
 from harness.report import Report
+from harness.store.gate import Gated
 
 
-def why(args: argparse.Namespace, recorded: Report) -> int:
+def named(pool: list[str], cell: str) -> list[str]:
+    """The ids of `pool` that are `cell`, else those that end in it."""
+    return [c for c in pool if c == cell] or [c for c in pool if c.endswith(cell)]
+
+
+def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
     """Print why CELL got its verdict; 0, or 2 for a cell the directory does not hold.
 
     Raises:
-        InputError: no cell of that id (or ending in it), or one without samples.
+        InputError: no current cell of that id (or ending in it): a stale one is said
+            to be stale, with the command that runs it again; or one without samples.
     """
     from harness.analysis.memory import trends_and_fills
     from harness.analysis.rules import Evidence
@@ -22,10 +29,18 @@ def why(args: argparse.Namespace, recorded: Report) -> int:
     from harness.store import SeriesCache
 
     ids = sorted(recorded.results)
-    found = [c for c in ids if c == args.why] or [c for c in ids if c.endswith(args.why)]
+    found = named(ids, args.why)
+    stale = named(sorted(gated.stale), args.why)
+    if not found and len(stale) == 1:
+        raise InputError(f"--why {args.why}: {stale[0]} is stale ({gated.stale[stale[0]]}),"
+                         " so its verdict is not the matrix's now\nfix: "
+                         f"{gated.refresh} runs it again, then harness report {args.dir} "
+                         f"--why {args.why}")
     if len(found) != 1:
         raise InputError(f"--why {args.why}: {'no' if not found else 'more than one'} cell "
-                         f"of {args.dir} is called so\nfix: one of {', '.join(ids[:8])}")
+                         f"of {args.dir} is called so\nfix: "
+                         + (f"one of {', '.join(ids[:8])}" if ids else
+                            f"harness report {args.dir} names its cells and their state"))
     res = recorded.results[found[0]]
     series = SeriesCache(args.dir)(res.id)
     if series is None or not series.samples:

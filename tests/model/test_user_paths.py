@@ -56,7 +56,7 @@ def test_every_answer_holds_to_the_truth_along_users_paths() -> None:
     print(f"named paths walked: {dict(sorted(named.items()))}")     # seen with -s
     assert named.get("stale where", 0) and named.get("interrupted", 0), named
     assert named.get("culprit flag mistake", 0) and named.get("other matrix refused", 0), named
-    assert named.get("stale cell", 0), named
+    assert named.get("stale cell", 0) and named.get("why of a stale cell", 0), named
     run_state_machine_as_test(UserPaths, settings=settings(
         max_examples=SEQUENCES, stateful_step_count=STEPS, derandomize=True,
         deadline=None, suppress_health_check=list(HealthCheck), print_blob=False,

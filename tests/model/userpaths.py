@@ -579,7 +579,13 @@ class UserPaths(RuleBasedStateMachine):
     @rule()
     def history(self) -> None:
         code, text = self.cli("history", str(self.root / "r" / "paths"))
-        garbled = any(d.garbled for d in self.dirs if d.path.parent.name == "paths")
+        mine = [d for d in self.dirs if d.path.parent.name == "paths"]
+        if not any(d.cells for d in mine):
+            # every sweep so far was stopped before its first cell: nothing to show
+            assert code == 2 and "no run here holds a finished cell" in text, (
+                self.log, code, text)
+            return
+        garbled = any(d.garbled for d in mine)
         assert code in ((0, 1, 2, 4) if garbled else (0, 1, 4)), (self.log, code, text)
 
     @precondition(lambda self: bool(self.dirs))
@@ -694,6 +700,24 @@ class UserPaths(RuleBasedStateMachine):
         assert "has no bad cell" not in text or not any(
             run.cells.get(cell_id(img, "cpu.s")) for img in IMAGES), (self.log, text)
         self.history()
+        cells = sorted(self.stale(run)) or sorted(run.cells)
+        if cells:
+            self.why_run(run, cells[0])
+
+    def why_run(self, run: RunDir, cid: str) -> None:
+        """A current cell's rules (exit 0); a stale one is said to be stale with the
+        command that runs it again (which works), never "no cell is called so"."""
+        code, text = self.cli("report", str(run.path), "--why", cid)
+        if run.garbled:
+            assert code == 2, (self.log, code, text)
+        elif cid in self.stale(run):
+            assert code == 2 and f"{cid} is stale" in text, (self.log, code, text)
+            assert "called so" not in text, (self.log, text)
+            self.seen("why of a stale cell")
+            if run.kind == "sweep":
+                self.run_fix(run, text)
+        elif run.cells.get(cid) is not None and cid not in run.samples_cut:
+            assert code == 0 and "decided by rule:" in text, (self.log, code, text)
 
     @rule(data=st.data())
     def other_matrix(self, data: st.DataObject) -> None:

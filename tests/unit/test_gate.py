@@ -345,3 +345,27 @@ def test_a_run_resumed_with_another_subset_keeps_both_in_its_plan(
     capsys.readouterr()
     assert main(["report", str(only_run(out / "t"))]) == 1      # v1's leak is still there
     assert "planned cells missing" not in said(capsys)
+
+
+def test_why_of_a_stale_cell_says_it_is_stale_and_its_fix_runs_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`report --why CELL` after the scenario changed: not "no cell is called so" with an
+    empty list of cells, but the cell's staleness and the command that runs it again,
+    which works; then --why answers."""
+    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
+               if c.image.label == "v2" else Behaviour())
+    path = write_matrix(tmp_path, ["v1", "v2"])
+    out = tmp_path / "r"
+    assert main(["sweep", str(path), "--out", str(out), "-q"]) == 1
+    run = only_run(out / "t")
+    (tmp_path / "loop.py").write_text("import os\n" + (tmp_path / "loop.py").read_text())
+    capsys.readouterr()
+    assert main(["report", str(run), "--why", "v2.gpu0.loop"]) == 2
+    text = said(capsys)
+    assert "v2.gpu0.loop is stale (scenario file changed since it ran)" in text, text
+    assert "called so" not in text
+    assert main(fix_of(text)) == 1
+    capsys.readouterr()
+    assert main(["report", str(run), "--why", "v2.gpu0.loop"]) == 0
+    assert "decided by rule: leak" in said(capsys)
