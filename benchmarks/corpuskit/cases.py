@@ -107,7 +107,8 @@ def load(path: Path, need_truth: bool = True) -> Case:
     case = Case(path.stem, path, str(d["title"]), str(d["kind"]), str(d["link"]),
                 d["package"], versions, tuple(d.get("extra") or ()),
                 dict(d.get("params") or {}), dict(d.get("truth") or {}),
-                str(d.get("measured", "")))
+                str(d.get("measured", "")),
+                {k: d[k] for k in ("batch",) if k in d})
     untruthed = [v for _, v in case.releases() if v not in case.truth]
     if untruthed and need_truth:
         raise CaseError(f"{path}: CASE truth has no entry for {', '.join(untruthed)}\n"
@@ -115,10 +116,14 @@ def load(path: Path, need_truth: bool = True) -> Case:
     return case
 
 
-def load_all(names: list[str] | None = None) -> list[Case]:
+def load_all(names: list[str] | None = None, batch: str | None = None) -> list[Case]:
     """Every case under benchmarks/corpus/ (files starting with `_` are helpers), or
-    those whose slug contains one of `names`."""
+    those whose slug contains one of `names`; with `batch`, those of that batch only
+    (CASE's "batch": the held-out cases added together, e.g. "49"; "-": those of
+    none)."""
     paths = sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith("_"))
     if names:
         paths = [p for p in paths if any(n in p.stem for n in names)]
+    if batch is not None:   # read before the truth is asked for: another batch's may lack it
+        paths = [p for p in paths if str(_case_dict(p).get("batch", "-")) == batch]
     return [load(p) for p in paths]
