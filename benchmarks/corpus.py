@@ -52,6 +52,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from corpuskit import drivers  # noqa: E402
 from corpuskit.cases import Case, CaseError, load_all  # noqa: E402
 from corpuskit.sweep import (  # noqa: E402
+    LENGTHS,
+    MAX_ITERATIONS,
     UNAVAILABLE,
     Swept,
     drop_worktree,
@@ -125,12 +127,21 @@ def other_tools(case: Case, swept: Swept, release: str, work: Path, quick: bool
     return got
 
 
-def run_case(case: Case, work: Path, quick: bool, old_root: Path | None
+@dataclass(frozen=True)
+class Options:
+    quick: bool = False
+    length: str = "budget"          # corpuskit.sweep.LENGTHS
+    others: bool = True             # psleak and pytest-memray beside harness
+    old_fresh: bool = False         # the old tree sweeps afresh instead of re-deciding
+
+
+def run_case(case: Case, work: Path, opts: Options, old_root: Path | None
              ) -> tuple[Swept, list[Row], str, Swept | None]:
     cwork = work / case.slug
-    swept = sweep(case, ROOT, cwork, memray=not quick)
-    old, how = (redecide(swept, old_root, cwork, memray=not quick) if old_root is not None
-                else (None, ""))
+    quick = opts.quick
+    swept = sweep(case, ROOT, cwork, memray=not quick, length=opts.length)
+    old, how = (redecide(swept, old_root, cwork, memray=not quick, fresh=opts.old_fresh)
+                if old_root is not None else (None, ""))
     rows = []
     for role, release in case.releases():
         cell = swept.cells.get(release)
@@ -138,7 +149,8 @@ def run_case(case: Case, work: Path, quick: bool, old_root: Path | None
                   truth_text(case, release))
         if cell is not None:
             row.got["harness"] = (cell.verdict, cell.calls, cell.seconds)
-            row.got.update(other_tools(case, swept, release, cwork, quick))
+            if opts.others:
+                row.got.update(other_tools(case, swept, release, cwork, quick))
         if old is not None and release in old.cells:
             o = old.cells[release]
             row.old = (o.verdict, o.calls, o.seconds)
@@ -184,11 +196,17 @@ def totals(rows: list[Row], pick: str) -> dict[str, object]:
                                                  or r.kind != "slowdown")]
     clean = [(r, g) for r, g in got if not r.bug]
     calls = [g[1] for _, g in got if g[1]]
+    # Seconds a cell took to its verdict, per verdict (issue 49: seconds, not calls)
+    by_verdict: dict[str, list[float]] = {}
+    for _, g in got:
+        by_verdict.setdefault(g[0], []).append(float(g[2]))
     return {"recall": f"{sum(found(r.kind, g[0]) for r, g in bugs)}/{len(bugs)}",
             "false_alarms": f"{sum(alarm(g[0]) for _, g in clean)}/{len(clean)}",
             "calls_median": statistics.median(calls) if calls else None,
             "calls_worst": max(calls) if calls else None,
-            "seconds": round(sum(float(g[2]) for _, g in got), 1)}
+            "seconds": round(sum(float(g[2]) for _, g in got), 1),
+            "seconds_by_verdict": {v: (round(statistics.median(t), 1), round(max(t), 1))
+                                   for v, t in sorted(by_verdict.items())}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,9 +218,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="cases run side by side")
     p.add_argument("--quick", action="store_true",
                    help=f"CI: {', '.join(QUICK)}, bad/control release, psleak times=2")
+    p.add_argument("--batch", metavar="B",
+                   help='only the cases of CASE "batch" B (e.g. 49, the held-out cases '
+                        'of issue 49; "-": the cases of no batch)')
+    p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
+                   help="each cell's length: budget (5 s, the default) or calls "
+                        f"(max_iterations: {MAX_ITERATIONS}, as the runner wrote it before)")
+    p.add_argument("--harness-only", action="store_true",
+                   help="leave psleak and pytest-memray out")
+    p.add_argument("--old-fresh", action="store_true",
+                   help="--old REV sweeps afresh (its own length and live stop) instead "
+                        "of re-deciding these samples")
     args = p.parse_args(argv)
     try:
-        cases = load_all(args.case or (list(QUICK) if args.quick else None))
+        cases = load_all(args.case or (list(QUICK) if args.quick else None), args.batch)
     except CaseError as exc:
         print(f"corpus: {exc}", file=sys.stderr)
         return 2
@@ -218,8 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         old_root = worktree(args.old, ROOT, work / "old-tree") if args.old else None
         try:
             with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-                futures = [pool.submit(run_case, c, work, args.quick, old_root)
-                           for c in cases]
+                opts = Options(args.quick, args.length, not args.harness_only,
+                               args.old_fresh)
+                futures = [pool.submit(run_case, c, work, opts, old_root) for c in cases]
                 results = []
                 for c, fut in zip(cases, futures, strict=True):
                     results.append(fut.result())
@@ -247,9 +277,12 @@ def main(argv: list[str] | None = None) -> int:
         summary[f"harness @ {args.old} ({', '.join(hows)})"] = totals(rows, "old")
     exact = [v for v in firsts.values() if v is not None]
     for tool, t in summary.items():
+        secs = ", ".join(f"{v} {m} s ({w} s)" for v, (m, w) in
+                         dict(t["seconds_by_verdict"]).items())     # type: ignore[call-overload]
         print(f"{tool}: recall {t['recall']}, false alarms {t['false_alarms']}, calls to "
               f"decide median {t['calls_median']} worst {t['calls_worst']}, "
-              f"{t['seconds']} s in cells")
+              f"{t['seconds']} s in cells; seconds per cell by verdict, median (worst): "
+              f"{secs}")
     print(f"harness exact first bad: {sum(exact)}/{len(exact)}"
           + (f"; @ {args.old}: {sum(old_exact)}/{len(old_exact)}" if args.old else ""))
     wall = time.perf_counter() - started

@@ -165,6 +165,8 @@ class Sweep:
             n = counter[0]
         s = cell.settings
         how = ("a whole script (no setup/step), run once" if whole_script(cell.scenario.script)
+               else (f"for {s.run_budget:g} s, at most {s.max_iterations:,} calls, early "
+                     "stop") if s.max_iterations and s.run_budget is not None
                else f"up to {s.max_iterations} calls, early stop" if s.max_iterations
                else f"{s.iterations} call{'s' if s.iterations != 1 else ''}")
         self.progress(f"[{n}/{total}] {cell.id}: running ({how})")

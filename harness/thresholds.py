@@ -55,6 +55,8 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "round_confidence": (0.5, 1.0, False, False),
     "fill_share": (0.0, math.inf, True, False),
     "fill_bytes": (0.0, math.inf, True, False),
+    "leak_large_bytes": (0.0, math.inf, False, False),
+    "ok_floor_bytes": (0.0, math.inf, False, False),
 }
 
 
@@ -126,6 +128,16 @@ class AnalysisConfig:
             fill_check`, in the live decider too); else the cell is `ambiguous` and
             runs again, longer. 0 turns the check off (the rule before issue 37).
         fill_bytes: The cap on that fill in bytes (0: the check off as well).
+        leak_large_bytes: Growth that matters on its own, whatever it is: a live look
+            stops a run on a leak only once the leaking carrier grew this much (a
+            cache that large is a finding too); below it the run goes on to its budget,
+            which may still show the growth level off (issue 49: caches filling at
+            KiB/call for a thousand calls were called leaks at call 100).
+        ok_floor_bytes: A live look stops a run on `ok` only once every needed source's
+            slope interval lies below this many bytes per call; else the run goes on to
+            its budget, whose length the total-floor rule turns into sensitivity (a
+            16 B/call leak passes the heap's 256 KiB floor in 16,000 calls: a third of
+            a second for a 20 us step). psleak and pytest-memray reach 16 B/call.
         step_floor_s: Median step-time differences below this many seconds are never a
             slowdown or regression: micro-second steps drift by tens of percent with CPU
             frequency and cache state, and nobody's training loop cares.
@@ -161,6 +173,8 @@ class AnalysisConfig:
     round_confidence: float = 0.9
     fill_share: float = 0.5
     fill_bytes: float = 128 * _MiB
+    leak_large_bytes: float = 256 * _MiB
+    ok_floor_bytes: float = 16.0
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

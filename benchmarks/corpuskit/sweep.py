@@ -19,6 +19,11 @@ from typing import Any
 from corpuskit.cases import Case
 
 MAX_ITERATIONS = 2000
+# How long each cell runs, as the matrix's `defaults:` say it: a time budget (issue 49),
+# or the call count the runner wrote before it (`max_iterations: 2000`, "--length
+# calls"), which a tree from before budgets reads.
+LENGTHS: dict[str, dict[str, Any]] = {
+    "budget": {"budget": "5s"}, "calls": {"max_iterations": MAX_ITERATIONS}}
 SWEEP_TIMEOUT_S = 3600
 UNAVAILABLE = 3          # harness's exit code: an image (a venv) could not be had
 
@@ -44,7 +49,7 @@ class Swept:
     said: str                       # the sweep's stderr tail when it failed
 
 
-def matrix_yaml(case: Case, memray: bool = True) -> str:
+def matrix_yaml(case: Case, memray: bool = True, length: str = "budget") -> str:
     """The matrix a user would write for the case (JSON is YAML)."""
     images = [{"name": case.label(r), "pip": case.requirements(r, memray=memray)}
               for _, r in case.releases()]
@@ -53,7 +58,7 @@ def matrix_yaml(case: Case, memray: bool = True) -> str:
         scenario["params"] = case.params
     doc: dict[str, Any] = {
         "name": f"corpus-{case.slug}", "runtime": "local",
-        "defaults": {"max_iterations": MAX_ITERATIONS, "timeout": "10m"},
+        "defaults": {**LENGTHS[length], "timeout": "10m"},
         "matrix": {"image": images, "gpu": ["none"], "scenario": [scenario]},
     }
     good = case.versions.get("good")
@@ -92,12 +97,13 @@ def read_cells(case: Case, directory: Path) -> tuple[dict[str, Cell], str | None
     return cells, first
 
 
-def sweep(case: Case, root: Path, work: Path, memray: bool = True) -> Swept:
+def sweep(case: Case, root: Path, work: Path, memray: bool = True, length: str = "budget"
+          ) -> Swept:
     """Run the case's matrix with the harness of `root`; results under `work`."""
     import time
     work.mkdir(parents=True, exist_ok=True)
     matrix = work / f"{case.slug}.yaml"
-    matrix.write_text(matrix_yaml(case, memray))
+    matrix.write_text(matrix_yaml(case, memray, length))
     out = work / "reports"
     t0 = time.perf_counter()
     done = _harness(root, ["sweep", str(matrix), "--out", str(out), "-q"], work,
@@ -131,11 +137,13 @@ def drop_worktree(root: Path, path: Path) -> None:
                    capture_output=True, text=True)
 
 
-def redecide(swept: Swept, old_root: Path, work: Path, memray: bool = True
-             ) -> tuple[Swept, str]:
+def redecide(swept: Swept, old_root: Path, work: Path, memray: bool = True,
+             fresh: bool = False) -> tuple[Swept, str]:
     """The same samples decided by `old_root`'s rules, or where that tree cannot
-    re-decide a directory, a fresh sweep by it. Returns (result, "re-decided" | "swept")."""
-    if swept.directory is not None:
+    re-decide a directory (or `fresh`: its run's length and live stop are what is
+    compared), a fresh sweep by it, as its runner wrote the matrix (`max_iterations`).
+    Returns (result, "re-decided" | "swept")."""
+    if swept.directory is not None and not fresh:
         target = swept.directory.with_name(swept.directory.name + "-reanalyzed")
         shutil.rmtree(target, ignore_errors=True)
         done = _harness(old_root, ["report", str(swept.directory), "--reanalyze",
@@ -147,4 +155,4 @@ def redecide(swept: Swept, old_root: Path, work: Path, memray: bool = True
             cells, first = read_cells(swept.case, kept)
             return Swept(swept.case, kept, done.returncode, cells, first, 0.0, ""), \
                 "re-decided"
-    return sweep(swept.case, old_root, work / "old", memray), "swept"
+    return sweep(swept.case, old_root, work / "old", memray, "calls"), "swept"

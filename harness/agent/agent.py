@@ -119,6 +119,11 @@ def parse_args(argv):
     p.add_argument("--sample-interval", type=float, default=0.5)
     p.add_argument("--out", default=None, help="JSON lines file (appended, line-buffered)")
     p.add_argument("--control", default=None, help="stop measuring when this file appears")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="end the measured phase after this many seconds (0: none), "
+                        "once --budget-min steps are done; --iterations stays the cap")
+    p.add_argument("--budget-min", type=int, default=0,
+                   help="steps the measured phase runs before --budget can end it")
     p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
     p.add_argument("--max-overhead", type=float, default=0.01,
                    help="stretch the sampling interval so sampling costs at most this "
@@ -136,6 +141,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.sample_every < 1 or args.iterations < 0 or args.warmup < 0:
         p.error("--sample-every must be >= 1, --iterations/--warmup >= 0")
+    if args.budget < 0 or args.budget_min < 0:
+        p.error("--budget and --budget-min must be >= 0")
     args.attribute, unknown = attribute_kinds(args.attribute)
     if unknown:
         p.error("--attribute: unknown kind %s; the kinds are %s, or all"

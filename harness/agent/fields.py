@@ -37,7 +37,7 @@ WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
-       "params_read", "output_dropped")
+       "params_read", "output_dropped", "budget_spent")
 # fault: "scenario" when the scenario file cannot be stepped as written (a protocol name
 # the agent cannot call), never a finding about the image; absent otherwise.
 ERROR = ("type", "message", "traceback", "fault")

@@ -74,6 +74,8 @@ class Run(object):
             stepper.end_phase(done)
             self.end[phase if phase == "warmup" else "iterations"] = done
             self.end["stopped_early"] = stopped
+        if stepper.budget_spent:
+            self.end["budget_spent"] = True     # the measured phase ran its --budget
         # The agent's own cost inside the measured phase (between steps).
         self.end["sampling_s"] = round(stepper.sampling, 6)
         if self.end["iterations"]:

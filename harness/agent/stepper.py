@@ -10,6 +10,7 @@ import time
 from contention import AllThreads, Contention
 
 MIN_SAMPLES = 30
+BUDGET_SAMPLES = 400
 
 
 class ControlCheck(object):
@@ -52,6 +53,13 @@ class Stepper(object):
         self.att = att
         self.every = args.sample_every
         self.budget = args.max_overhead if args.max_overhead > 0 else float("inf")
+        # The measured phase's time budget (--budget): it ends once this many seconds
+        # have passed and at least --budget-min steps were done; a sample is due at
+        # least every 1/BUDGET_SAMPLES of it, so a run of cheap steps gives readings
+        # across its whole length, not a sample cap's worth.
+        self.run_budget = getattr(args, "budget", 0.0) or 0.0
+        self.budget_min = getattr(args, "budget_min", 0) or 0
+        self.budget_spent = False
         self.control = ControlCheck(args.control)
         self.contention = Contention()
         self.threads = AllThreads()
@@ -86,6 +94,10 @@ class Stepper(object):
         dts = []
         done = gap = 0      # steps done, steps since the last sample
         since = 0.0         # step seconds since the last sample
+        budgeted = measuring and self.run_budget > 0
+        ends_at = clock() + self.run_budget if budgeted else float("inf")
+        least = self.budget_min
+        every_s = self.run_budget / BUDGET_SAMPLES if budgeted else float("inf")
         while done < count:
             t1 = clock()
             step(state)
@@ -99,9 +111,14 @@ class Stepper(object):
             # the run within a few calls, not at the next sample.
             point = done % every == 0
             stop_now = measuring and control.due(t2, point)
+            spent = t2 >= ends_at and done >= least
+            if spent:
+                self.budget_spent = True
+                count = done
             if not (stop_now or point or done == count):
                 continue
-            if stop_now or done == count or since * self.budget >= self.cost or gap >= cap:
+            if (stop_now or done == count or since * self.budget >= self.cost or gap >= cap
+                    or since >= every_s):
                 self.sample(dts, done, done == count)
                 dts = []
                 since = 0.0

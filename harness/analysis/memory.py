@@ -30,10 +30,9 @@ from harness.analysis.rules import (
     PRIMARY,
     TOTAL_ONLY,
     Evidence,
-    filling_carrier,
     first_rule,
 )
-from harness.analysis.trends import MemoryTrend, missed_text
+from harness.analysis.trends import MemoryTrend, missed_text, rate_words
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
 
@@ -92,6 +91,15 @@ def kib(rate: float) -> str:
     return f"{rate / 1024:+.1f}"
 
 
+def size_of(n: float) -> str:
+    """Bytes in words: "640 KiB", "105 MiB", "1.5 GiB"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:,.1f} {unit}" if abs(v) < 10 else f"{v:,.0f} {unit}"
+    return f"{n:,.0f} B"
+
+
 def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
     """The sources allowed to carry a leak that leak, the largest growth per call first
     (the carrier); ties keep the order of `CARRIERS`."""
@@ -101,11 +109,16 @@ def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
 
 
 def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
-    """"gpu grows +1024.0 KiB/call (CI ..), +1.46 GiB over 1500 calls; also fw +1024.0,
-    heap +2.4 KiB/call"."""
+    """"gpu grows +1024.0 KiB/call (CI ..), +1.46 MiB over 1500 calls, never levelling
+    off: a cache would hold more than 1.5 GiB; also fw +1024.0, heap +2.4 KiB/call": the
+    size a cache still filling would need to explain it (issue 49)."""
     name, t = found[0]
-    text = (f"{name} grows {kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)}), "
-            f"{t.growth / 1024**2:+.2f} MiB over {measured} calls")
+    rate = (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)})"
+            if abs(t.slope) >= 102.4 else
+            f"{rate_words(t.slope)} (CI {t.slope_lo:+,.0f}..{t.slope_hi:+,.0f})")
+    text = (f"{name} grows {rate}, "
+            f"{t.growth / 1024**2:+.2f} MiB over {measured} calls, never levelling off: a "
+            f"cache would hold more than {size_of(max(t.growth, t.end - t.start))}")
     if len(found) > 1:
         text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
     return text
@@ -130,16 +143,6 @@ def trends_and_fills(series: Series, cfg: AnalysisConfig
                     fill, growth=out[name].growth, calls=series.measured,
                     rerun=FILL_RERUN * max(1, series.measured))
     return out, fills
-
-
-def still_filling(memory: dict[str, MemoryTrend], fills: dict[str, Fill]
-                  ) -> tuple[str, Fill] | None:
-    """The carrier whose leak a filling cache could still explain (`fill.fill_check`),
-    the largest growth per call first; None when no carrier is one."""
-    name = filling_carrier(Evidence(memory, fills))
-    if name is None:
-        return None
-    return name, next(fills[p] for p in CARRIERS[name] if p in fills)
 
 
 def measured_calls(series: Series) -> int:
@@ -184,7 +187,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     if rule.id == "leak":
         found = leaking(memory)
         return out("leak", leak_reason(found, measured), named, findings=tuple(
-            Finding("leak", f"leak: {n} {kib(t.slope)} KiB/call") for n, t in found))
+            Finding("leak", f"leak: {n} {rate_words(t.slope)}") for n, t in found))
     if rule.id == "filling":
         fill = next(fills[p] for p in CARRIERS[named] if p in fills)
         return out("filling", f"{named} {fill.said(again)}", named, fill)

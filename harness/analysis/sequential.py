@@ -3,10 +3,14 @@
 The host feeds the agent's records to a `LiveDecider` as they arrive; at each look (every
 reading from `min_iterations` measured calls on, then every hundredth of the readings
 read) it asks `memory.memory_reading`, the same function the post-run verdict and
-`--reanalyze` ask, of the samples read so far. Where that reading is a leak, or `ok`
-with every needed source's slope interval below the per-call floor
-(`live_floor_bytes`), it returns a `LiveDecision` and the host creates the agent's
-control file, so the agent stops measuring and still writes its end record.
+`--reanalyze` ask, of the samples read so far. Where that reading is `ok` with every
+needed source's slope interval below `ok_floor_bytes` (16 B/call), or a leak
+already past `leak_large_bytes` (growth that matters whatever it is), it returns a
+`LiveDecision` and the host creates the agent's control file, so the agent stops
+measuring and still writes its end record. A smaller leak never stops a run: steady
+growth over a few hundred calls is what a cache filling looks like, and the rest of
+the run's time budget is what can show it level off (issue 49), so the run goes on to
+its budget and the verdict is read from all of it.
 `watch_file` is that loop: it tails the file through `protocol.ingest.SeriesReader`, the
 one reader of agent lines, and reads on to the end, so the cell's samples are parsed
 once and the Series comes back with the decision.
@@ -126,8 +130,8 @@ class LiveDecider:
         cfg: The thresholds of the one decision; `live_floor_bytes` is the per-call
             floor a certain `ok` must be below on every needed source.
         min_iterations: No decision before this many measured iterations.
-        max_iterations: Past this many measured iterations it stops deciding
-            (`exhausted`); the post-run analysis then gives the verdict.
+        max_iterations: Past this many measured iterations it stops deciding; the
+            post-run analysis then gives the verdict.
         source: One source of `SOURCES` to test alone (tests, benchmarks); default: all.
         floor, min_growth, decay_ratio: the per-call rule's thresholds, in place of
             `cfg`'s `live_floor_bytes`, `live_min_growth_bytes`, `live_decay_ratio`.
@@ -166,11 +170,6 @@ class LiveDecider:
         """Measured iterations seen so far."""
         return measured_calls(self.series)
 
-    @property
-    def exhausted(self) -> bool:
-        """True when max_iterations passed without a decision."""
-        return self.decision is None and self.measured >= self.max_iterations
-
     def feed(self, record: Record) -> LiveDecision | None:
         """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
 
@@ -205,18 +204,23 @@ class LiveDecider:
 
 
 def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:
-    """Whether a reading settles a cell live: a leak, or an `ok` whose every needed
-    source (`STABLE_NEEDS` where read, else USS and RSS) has its slope interval below
-    the per-call floor. None: the cell runs on."""
+    """Whether a reading settles a cell live: a leak already past `leak_large_bytes`,
+    or an `ok` whose every needed source (`STABLE_NEEDS` where read, else USS and RSS)
+    has its slope interval below `ok_floor_bytes`. None: the cell runs on."""
     f = cfg.live_floor_bytes
     mem = reading.memory
     if reading.kind == "leak" and reading.carrier is not None:
         t = mem[CARRIERS[reading.carrier][0]]
-        return LiveDecision("leak", reading.carrier, reading.calls, reading.reason, f,
+        if max(t.growth, t.end - t.start) < cfg.leak_large_bytes:
+            return None     # the rest of the budget may still show it level off
+        why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "
+               "matters whatever it is")
+        return LiveDecision("leak", reading.carrier, reading.calls, why, f,
                             t.slope_lo, t.slope_hi, t.slope, t.growth, t.n, cfg.alpha)
     if reading.kind != "ok":
         return None
     needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
+    f = cfg.ok_floor_bytes
     if not needs or any(mem[s].slope_hi >= f for s in needs):
         return None
     t = mem[needs[0]]

@@ -44,6 +44,14 @@ class MemoryTrend(Record):
     missed: float | None = None   # bytes/call: the smallest steady leak the run could miss
 
 
+def rate_words(rate: float) -> str:
+    """A leak's rate in words: "+5.4 KiB/call", or in bytes where KiB would round it
+    away ("+84 B/call": issue 49's small leaks, never "+0.0 KiB/call")."""
+    if abs(rate) < 102.4:
+        return f"{rate:+,.0f} B/call"
+    return f"{rate / 1024:+,.1f} KiB/call"
+
+
 def missed_text(rate: float | None, calls: int) -> str:
     """"no leak above 40 B/call in 1,000 calls" ("" when not known): the smallest steady
     leak a run could have missed (`MemoryTrend.missed`)."""
@@ -146,11 +154,6 @@ class Explained(Record):
                  f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
                      self.slower_cpu_s}
         return max(rises, key=rises.__getitem__)
-
-    @property
-    def throttled(self) -> bool:
-        """Throttling, not other tasks, is the larger part of the rise."""
-        return self.cause == "cgroup throttling"
 
 
 # Clock-event reasons (nvmlClocksEventReasons) that hold a busy GPU's clock down for

@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import SpecError
 from harness.matrixfile import asof
 from harness.matrixfile.model import (
+    BUDGET_CAP,
     HEAP_MODES,
     ImageSpec,
     RunSettings,
@@ -215,6 +216,8 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
         here = (*path, key)
         if field == "timeout":
             changes[field] = ctx.duration(v, here, "write e.g. 90s, 20m, 1h or 600")
+        elif field == "budget":
+            changes[field] = ctx.duration(v, here, "write e.g. 5s, 30s, 2m or 10")
         elif field == "sample_interval":
             if type(v) not in (int, float) or not 0.01 <= v <= 3600:
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
@@ -249,6 +252,9 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
             changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
     result = dataclasses.replace(base, **changes)
     _fixed_beside_early_stop(ctx, raw, path, base)
+    if result.budget is not None and result.max_iterations is None:
+        # A time budget is early stop's length: the calls are only capped.
+        result = dataclasses.replace(result, max_iterations=BUDGET_CAP)
     if result.max_iterations is not None and result.max_iterations < result.min_iterations:
         raise ctx.fail(path, f"max_iterations ({result.max_iterations}) is below "
                        f"min_iterations ({result.min_iterations})",
@@ -268,6 +274,15 @@ def _fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
     if not given or not ctx.check_files:    # a results directory's copy ran as it was
         return
     here = (*path, given[0])
+    if any(k == "budget" for k in raw):
+        raise ctx.fail(here, "iterations beside budget: a budget runs for its seconds "
+                       "(max_iterations the cap) and never reads iterations",
+                       "keep one: budget for a run of so many seconds, or iterations "
+                       "for a fixed length")
+    if base.budget is not None:
+        raise ctx.fail(here, f"iterations under a time budget set above (budget: "
+                       f"{base.budget:g}s in defaults), which never reads it",
+                       "set budget here instead, or move budget out of defaults")
     if any(k.replace("-", "_") == "max_iterations" for k in raw):
         raise ctx.fail(here, "iterations beside max_iterations: early stop (max_iterations) "
                        "runs up to max_iterations calls and never reads iterations",

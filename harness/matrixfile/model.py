@@ -84,14 +84,35 @@ class RunSettings:
     network: bool = False           # docker: network off unless asked
     shm_size: str = "1g"
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    # Early-stop mode (set max_iterations): the host decides live and stops the agent
-    # as soon as the verdict is certain, after at least min_iterations.
+    # Early-stop mode (set max_iterations, or budget): the host decides live and stops
+    # the agent as soon as the verdict is certain, after at least min_iterations; else
+    # the run ends when its time budget is spent (at least BUDGET_MIN_CALLS calls) or
+    # at max_iterations, the cap.
     min_iterations: int = 50
     max_iterations: int | None = None
+    budget: float | None = None     # seconds of measuring; None: DEFAULT_BUDGET_S
 
     @property
     def agent_iterations(self) -> int:
         return self.max_iterations if self.max_iterations is not None else self.iterations
+
+    @property
+    def run_budget(self) -> float | None:
+        """The measured phase's time budget in seconds: early stop's, `budget` or
+        `DEFAULT_BUDGET_S`; None for a fixed length (`iterations`)."""
+        if self.max_iterations is None:
+            return None
+        return self.budget if self.budget is not None else DEFAULT_BUDGET_S
+
+
+# A run's length is time, not calls: what a user waits for is seconds, and for a cheap
+# step a few seconds buy tens of thousands of calls, enough for a cache to show that it
+# stops (issue 49). A budget ends a run only once it made BUDGET_MIN_CALLS calls (a slow
+# step's run is then longer than the budget); `budget:` without `max_iterations` caps
+# the calls at BUDGET_CAP.
+DEFAULT_BUDGET_S = 5.0
+BUDGET_MIN_CALLS = 300     # 30 readings at `sample_every` 10: a trend, and step windows
+BUDGET_CAP = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -309,7 +309,3 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
         store.unlock()
     return out
 
-
-def summary_of(outcomes: Mapping[str, DayOutcome]) -> list[str]:
-    """One line per row, for a console or a report."""
-    return [f"{row}: {o.sentence()} ({o.counts()})" for row, o in outcomes.items()]

@@ -75,7 +75,7 @@ END_TYPES: dict[str, tuple[type, ...]] = {
     "error": (dict,), "info": (dict,), "phases": (dict,), "iterations": (int,),
     "warmup": (int,), "stopped_early": (bool,), "mode": _STR, "elapsed_s": _NUM,
     "sampling_s": _NUM, "teardown_error": _STR, "collected": (dict,), "params_read": (list,),
-    "output_dropped": (int,)}
+    "output_dropped": (int,), "budget_spent": (bool,)}
 
 
 def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,

@@ -104,6 +104,9 @@ class LiveProgress:
         self.preparing: dict[str, str] = {}
         self.prepare_t: dict[str, float] = {}        # when each image's first line came
         self.images: dict[str, tuple[str, str]] = {}  # cell id -> (image ref, label)
+        # cell id -> (its time budget, when its measuring was first seen): a budgeted
+        # cell's bar counts the budget's seconds, not calls up to its cap
+        self.budgets: dict[str, list[float]] = {}
         self.lock = threading.RLock()
         self.live = Live(self._view(), console=self.console, refresh_per_second=4,
                          transient=True, redirect_stderr=False, redirect_stdout=False)
@@ -144,6 +147,9 @@ class LiveProgress:
                 # The cell may still wait for its image: its clock starts with its
                 # first sample, not here.
                 total = s.warmup + (s.max_iterations or s.iterations)
+                if (budget := s.run_budget) is not None:
+                    total = BUDGET_STEPS
+                    self.budgets[cell.id] = [budget]
                 task = self.bars.add_task(_short(cell.id, 40), total=total, rate="",
                                           start=False)
                 self.tasks[cell.id] = (task, [])
@@ -151,6 +157,7 @@ class LiveProgress:
                 self.live.update(self._view())
             elif event == "done" and cell.id in self.tasks:
                 task, _ = self.tasks.pop(cell.id)
+                self.budgets.pop(cell.id, None)
                 self.bars.remove_task(task)
 
     def _poll(self, every: float) -> None:
@@ -174,7 +181,13 @@ class LiveProgress:
             rate = f"{(done - first[1]) / (now - first[0]):,.0f} it/s"
         if phase == "warmup":
             rate = f"{rate} warm-up".strip()
-        self.bars.update(task, completed=done, rate=rate)
+        completed = float(done)
+        if (budget := self.budgets.get(cid)) is not None:
+            if phase == "measure" and len(budget) == 1:
+                budget.append(now)
+            spent = (now - budget[1]) / budget[0] if len(budget) > 1 else 0.0
+            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * spent)
+        self.bars.update(task, completed=completed, rate=rate)
 
     def _prepared(self, cid: str, now: float) -> None:
         """The cell's image is ready (its agent wrote a sample): its preparing line
@@ -194,6 +207,9 @@ class LiveProgress:
             self.preparing.clear()
             self.live.update(self._view())
         self.live.stop()
+
+
+BUDGET_STEPS = 1000     # a budgeted cell's bar: thousandths of its budget
 
 
 def _short(text: str, width: int) -> str:

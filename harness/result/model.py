@@ -161,6 +161,7 @@ class AgentEnd:
     elapsed_s: float | None = None
     sampling_s: float | None = None
     output_dropped: int | None = None   # bytes of the scenario's output past the cap
+    budget_spent: bool | None = None    # the measured phase ran its whole time budget
 
 
 @dataclass(frozen=True)

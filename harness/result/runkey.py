@@ -58,11 +58,17 @@ class RunKey:
     gpu: str = ""           # the matrix's GPU selection ("0", "all", "none", a UUID)
 
 
+# Settings added after results were first keyed: left out of the key while unset, so a
+# result recorded before them still answers for a cell that does not set them.
+ADDED_LATER = ("budget",)
+
+
 def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = ()) -> RunKey:
     """The key of running `cell` now, on this machine, with `runtime`."""
     s = cell.settings
     settings = {f.name: (dict(getattr(s, f.name)) if f.name == "env" else getattr(s, f.name))
-                for f in dataclasses.fields(s)}
+                for f in dataclasses.fields(s)
+                if not (f.name in ADDED_LATER and getattr(s, f.name) is None)}
     params = as_json(dict(cell.scenario.params), "scenario.params")
     found = as_json(settings, "settings")
     assert isinstance(params, dict) and isinstance(found, dict)

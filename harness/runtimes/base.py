@@ -8,8 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.matrixfile.model import ABILITIES, Abilities, Cell, ImageSpec, abilities
+from harness.matrixfile.model import (
+    ABILITIES,
+    BUDGET_MIN_CALLS,
+    Abilities,
+    Cell,
+    ImageSpec,
+    abilities,
+)
 from harness.protocol import AGENT_DIR
+
+# A budgeted run's readings cost at most this share of its steps' time.
+BUDGET_OVERHEAD = 0.05
 
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
@@ -68,9 +78,13 @@ class RunRequest:
         if self.attribute:
             args += ["--attribute", ",".join(self.attribute)]
         args += ["--heap", s.heap]
-        if s.max_iterations is not None:
-            # Early stop is about calls to a verdict: sample every `sample_every` steps.
-            args += ["--max-overhead", "0"]
+        if (budget := s.run_budget) is not None:
+            # Early stop runs for its time budget (at least BUDGET_MIN_CALLS calls, at
+            # most max_iterations): readings spread over the budget, each costing at
+            # most BUDGET_OVERHEAD of the steps' time (a heap reading collects garbage).
+            args += ["--budget", f"{budget:g}", "--budget-min",
+                     str(min(BUDGET_MIN_CALLS, s.agent_iterations)),
+                     "--max-overhead", f"{BUDGET_OVERHEAD:g}"]
         return args
 
     def environment(self) -> dict[str, str]:

@@ -114,6 +114,8 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     calls = max(verdict.rerun or s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
     expected_s = run.run_s * calls / max(1, s.agent_iterations)
     cid = run.cell.id
+    if (budget := s.run_budget) is not None:
+        return _longer_budget(ctx, run, budget)
     if expected_s > s.timeout:
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: {calls} "
                      f"iterations would take about {expected_s:.0f} s, past the cell's "
@@ -125,6 +127,30 @@ def _longer(ctx: Context, run: CellRun) -> bool:
         run.running.scenario, settings=longer))
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again with {calls} "
                  f"iterations ({len(run.attempts)}/{run.cell.settings.repeats})")
+    return True
+
+
+def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
+    """A budgeted cell's next attempt: the budget times the same factor a fixed run's
+    calls grow by (4 where a filling cache could explain the growth, else 2), its cap
+    raised alike; False where it would pass the cell's timeout."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None and s.max_iterations is not None
+    ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
+    factor = max(2.0, (verdict.rerun or 0) / ran)
+    longer_s = budget * factor
+    cid = run.cell.id
+    if longer_s + (run.run_s - budget) > s.timeout:
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: a budget of "
+                     f"{longer_s:.0f} s would pass the cell's timeout ({s.timeout:.0f} s); "
+                     "raise timeout: to let it decide")
+        return False
+    cap = max(int(s.max_iterations * factor), decidable_iterations(s, ctx.cfg))
+    longer = dataclasses.replace(s, budget=longer_s, max_iterations=cap)
+    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
+        run.running.scenario, settings=longer))
+    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:g} s "
+                 f"({len(run.attempts)}/{run.cell.settings.repeats})")
     return True
 
 

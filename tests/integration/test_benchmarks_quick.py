@@ -21,6 +21,7 @@ BENCHMARKS = ROOT / "benchmarks"
 
 # file -> what it needs beyond this interpreter (a pytest marker each)
 QUICK: dict[str, tuple[str, ...]] = {
+    "aa_sweeps.py": (),
     "agent_overhead.py": (),
     "analysis_speed.py": (),
     "attribution_overhead.py": (),

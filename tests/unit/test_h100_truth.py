@@ -78,14 +78,21 @@ def test_no_false_no_gpu_on_torch_or_jax(run: str) -> None:
         assert "no-gpu" not in res.reason, cid
 
 
-def test_a_device_leak_is_decided_live_at_the_first_look(live: dict[str, CellResult]) -> None:
-    """The agent samples every 10 calls after 50 of warm-up, min_iterations 50: the first
-    look is at 50 measured calls; issue 20 asks for 60 at most."""
-    for cell, carrier in (("gpu_leak", {"gpu", "fw"}), ("jax_leak", {"fw"})):
-        res = live[cell]
-        assert res.verdict == "leak" and res.live is not None, res.reason
-        assert res.live.source in carrier and res.carrier in carrier | {"gpu"}
-        assert res.live.calls_to_decision <= 60, res.live
+def test_a_device_leak_is_decided_live_at_the_first_look_past_the_size_that_matters(
+        live: dict[str, CellResult]) -> None:
+    """The agent samples every 10 calls after 50 of warm-up: a 1 MiB/call leak is
+    stopped live at the first look where it has grown `leak_large_bytes` (256 MiB), not
+    at the first look (issue 20 asked for 60 calls; issue 49 withdrew that goal: below
+    that size a leak runs to its budget, which could still show it level off)."""
+    large = AnalysisConfig().leak_large_bytes / 2**20      # MiB, at 1 MiB a call
+    res = live["gpu_leak"]
+    assert res.verdict == "leak" and res.live is not None, res.reason
+    assert res.live.source in {"gpu", "fw"} and res.carrier in {"gpu", "fw"}
+    assert large <= res.live.calls_to_decision <= large + 20, res.live
+    # jax_leak's recorded run stopped at 131 calls (the rule before): no look of it
+    # reached that size, and its verdict is read from all of it
+    jax = live["jax_leak"]
+    assert jax.verdict == "leak" and jax.carrier == "fw" and jax.live is None, jax.reason
 
 
 def test_live_stable_and_slowdown_and_oom(live: dict[str, CellResult]) -> None:
@@ -144,11 +151,12 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
     warm = max(s["i"] for s in series.samples if s["phase"] != "measure")
     calls = sorted(s["i"] - warm for s in series.samples
                    if s["phase"] == "measure" and "gpu_used" in s)
-    look = next(c for c in calls if c >= 50)
+    # The first look past the size that matters (1 MiB a call: past 256 calls)
+    look = next(c for c in calls if c >= cfg.leak_large_bytes / 2**20)
     third = calls[calls.index(look) + 3]
     got = replay_live(cfg, series, 50, 3000)
     assert got is not None and got.verdict == "leak" and got.source == "gpu", got
-    assert (look, third) == (60, 210) and look <= got.iterations <= third, got
+    assert (look, third) == (260, 410) and look <= got.iterations <= third, got
 
     def alone(source: str) -> int | None:
         base = live_decider(cfg, 50, 3000)
@@ -160,8 +168,6 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
         return None
 
     assert alone("gpu") == alone("fw") == got.iterations
-    # The heap alone (the list of kept tensors, 2.4 KiB/call: a real host leak) needs
-    # longer: its ten readings, where the device needs five (issue 41: the one
-    # decision; before it, the heap alone decided nothing in this run)
-    heap = alone("heap")
-    assert heap is not None and heap > got.iterations, heap
+    # The heap alone (the list of kept tensors, 2.4 KiB/call: a real host leak) never
+    # grows to the size that stops a run: it runs to its end, where it is decided
+    assert alone("heap") is None

@@ -3,6 +3,7 @@ tell them apart, in the post-run verdict and in the live decider alike."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -100,7 +101,8 @@ def test_the_live_decider_does_not_stop_for_growth_a_fill_could_be() -> None:
     # GIVEN the issue's run, with a steadier heap (0.5 KiB of jitter), fed to the live
     # decider: the rule before stopped it as a leak at its first look
     recs = seeds_loop(jitter=512.0)
-    before = feed(LiveDecider(AnalysisConfig(fill_share=0), 50, 3000, "heap"), recs)
+    before = feed(LiveDecider(AnalysisConfig(fill_share=0, leak_large_bytes=1), 50, 3000,
+                              "heap"), recs)
     assert before is not None and before.verdict == "leak", before
     # WHEN fed to today's
     got = feed(LiveDecider(CFG, 50, 3000, "heap"), recs)
@@ -113,8 +115,10 @@ def test_a_leak_of_exact_bytes_every_call_stops_live_at_the_first_look() -> None
     recs = [{"type": "sample", "src": "step", "phase": "measure", "i": k,
              "gpu_used": int(600e6 + MiB * k), "dt": [7e-5] * 10}
             for k in range(0, 200, 10)]
-    got = feed(LiveDecider(CFG, 50, 3000, "gpu"), recs)
-    # THEN no fill fits a rate that never fell: a leak at 50 calls
+    got = feed(LiveDecider(dataclasses.replace(CFG, leak_large_bytes=32 * MiB), 50, 3000,
+                           "gpu"), recs)
+    # THEN no fill fits a rate that never fell: a leak at 50 calls, once past the size
+    # that matters whatever it is (here 32 MiB)
     assert got is not None and got.verdict == "leak" and got.iterations == 50, got
 
 

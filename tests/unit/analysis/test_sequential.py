@@ -28,7 +28,9 @@ from harness.analysis.sequential import (
 from harness.protocol.ingest import MAX_LINE, Record, SeriesReader, read_samples
 from harness.thresholds import AnalysisConfig
 
-CFG = AnalysisConfig()
+# The live decider's detection, without issue 49's size gate (a leak stops a run only
+# once past `leak_large_bytes`), which the tests of the gate below take apart.
+CFG = AnalysisConfig(leak_large_bytes=1)
 RECORDED = Path(__file__).parents[2] / "data" / "recorded"
 
 
@@ -237,8 +239,10 @@ def tail_while_written(out: Path, data: bytes, rng: random.Random, every: int) -
         writer.join()
 
 
+# rfft_loop's heap drifts up to ~60 B/call over its 1,000 calls: no certain `ok` under
+# `ok_floor_bytes` (16 B/call), so a live look lets it run on (issue 49).
 @pytest.mark.parametrize(("name", "verdict"), [
-    ("multidict-6.5.1.cpu.multidict_pop", "leak"), ("2.12.0.cpu.rfft_loop", "stable"),
+    ("multidict-6.5.1.cpu.multidict_pop", "leak"), ("2.12.0.cpu.rfft_loop", None),
     ("2.12.0.cpu.tfdata_py_function", None)])
 def test_the_live_series_of_a_real_recording_is_the_file_read_afterwards(
         tmp_path: Path, name: str, verdict: str | None) -> None:

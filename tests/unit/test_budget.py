@@ -1,0 +1,183 @@
+"""Runs budgeted in time, stopped by evidence (issue 49): a cache that fills at KiB per
+call for longer than the old first look is not a leak, a small steady leak of a cheap
+step is found within the budget, a budget ends a run, and a live look stops a run on a
+leak only once it has grown the size that matters whatever it is."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sweepkit
+import yaml
+
+from harness.analysis.decision import CellFacts, decide
+from harness.analysis.kinds import BAD
+from harness.analysis.sequential import LiveDecider
+from harness.cli import main
+from harness.matrixfile.model import BUDGET_MIN_CALLS
+from harness.protocol.ingest import Record, Series, parse_lines
+from harness.result.model import CellResult
+from harness.runtimes.base import RunOutcome
+from harness.runtimes.local import LocalRuntime
+from harness.thresholds import AnalysisConfig
+
+CFG = AnalysisConfig()
+KiB, MiB = 1024.0, 1024.0**2
+
+# An LRU cache of 1,200 compiled-object-sized entries (4 KiB each), a new key every
+# call: it fills for its first 1,000 measured calls (past the 200-call warm-up), 4 KiB a
+# call, then evicts one entry per new one. The rule before called it a leak at its first
+# look, call 100.
+CACHE = '''
+import functools
+def setup(params):
+    @functools.lru_cache(maxsize=1200)
+    def compiled(n):
+        return bytes(4000) + str(n).encode()
+    return {"f": compiled, "n": 0}
+def step(state):
+    state["n"] += 1
+    state["f"](state["n"])
+'''
+# A small leak of a cheap step: one short string kept per call (~60-90 B with its list
+# slot and malloc's header), under the rule before's 128 B/call floor.
+SMALL = '''
+def setup(params):
+    return {"keep": [], "n": 0}
+def step(state):
+    state["n"] += 1
+    state["keep"].append(str(state["n"]) + "-")
+'''
+# A step of 1 ms: a 1 s budget ends the run at ~1,000 calls of a 1,000,000 cap.
+SLOW = '''
+import time
+def setup(params):
+    return None
+def step(state):
+    time.sleep(0.001)
+'''
+
+
+def sweep_budget(tmp_path: Path, defaults: dict[str, object],
+                 scenarios: dict[str, str]) -> dict[str, CellResult]:
+    """Each scenario swept on the local runtime under this interpreter; by scenario id."""
+    path = sweepkit.write_matrix(tmp_path, [{"name": "py", "python": sys.executable}],
+                                 list(scenarios), name="budget", gpus=None,
+                                 defaults=defaults, files=scenarios)
+    run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
+    return {r.scenario.id: r for r in run.results.values()}
+
+
+def test_a_cache_filling_past_the_old_first_look_is_not_a_leak_and_a_small_leak_is(
+        tmp_path: Path) -> None:
+    got = sweep_budget(tmp_path, {"budget": "2s", "repeats": 0},
+                       {"cache.py": CACHE, "small.py": SMALL})
+    cache, small = got["cache"], got["small"]
+    # THEN the cache, which grew ~4 MiB over its first 1,000 calls, is no finding
+    assert cache.verdict not in BAD, cache.reason
+    # AND the small leak is a leak, said in bytes per call, with the size a cache would
+    # need to explain it; no live look stopped it (it never grew 256 MiB)
+    assert small.verdict == "leak", small.reason
+    assert " B/call" in small.reason and "a cache would hold more than" in small.reason
+    assert small.live is None or small.live.verdict != "leak"
+    # AND both ran far past the call the rule before decided at (100)
+    assert min(r.summary.iterations for r in got.values()) >= 1000
+
+
+def test_a_budget_ends_the_run_once_spent(tmp_path: Path) -> None:
+    # (no live look before 100,000 calls: a certain `ok` would stop it first)
+    (slow,) = sweep_budget(tmp_path, {"budget": "1s", "warmup": 5, "min_iterations": 100000},
+                           {"slow.py": SLOW}).values()
+    # THEN the run ended on its budget, not its cap (1,000,000 calls), and said so
+    assert slow.end.budget_spent is True and slow.end.stopped_early is False
+    assert slow.settings["max_iterations"] == 1_000_000 and slow.settings["budget"] == 1.0
+    assert BUDGET_MIN_CALLS <= (slow.end.iterations or 0) < 1_000_000
+    assert slow.timings.measure_s is not None and slow.timings.measure_s >= 1.0
+
+
+@pytest.mark.parametrize(("settings", "said"), [
+    ("{budget: 5s, iterations: 300}", "iterations beside budget"),
+    ("{budget: soon}", "bad duration 'soon'"),
+])
+def test_a_bad_budget_is_refused_naming_the_key(tmp_path: Path, settings: str, said: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = sweepkit.write_matrix(tmp_path, ["py"], ["loop.py"], name="b",
+                                 defaults=yaml.safe_load(settings))
+    assert main(["sweep", str(path), "--list"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "defaults" in err and "Traceback" not in err, err
+
+
+def series_of(calls: np.ndarray, heap: np.ndarray) -> Series:
+    recs: list[dict[str, object]] = [{"type": "header", "schema": 1}]
+    gaps = np.diff(calls, prepend=0).astype(int)     # one step time per call
+    recs += [{"type": "sample", "src": "step", "phase": "measure", "i": int(c),
+              "t": float(c) * 2e-5, "heap": int(h), "dt": [2e-5] * int(g)}
+             for c, h, g in zip(calls, heap, gaps, strict=True)]
+    recs.append({"type": "end", "status": "ok", "iterations": int(calls[-1]), "warmup": 0})
+    return parse_lines([(json.dumps(r) + "\n").encode() for r in recs])
+
+
+def sawtooth(calls: np.ndarray, entries: int, size: float) -> np.ndarray:
+    """An LRU that evicts a third of its entries once full (a compiled-statement cache):
+    it fills, then drops and refills inside its bound."""
+    held, out = 0.0, []
+    for _ in range(int(calls[-1]) + 1):
+        held += size
+        if held > entries * size:
+            held *= 2 / 3
+        out.append(held)
+    return np.asarray(out)[calls.astype(int)]
+
+
+RNG = np.random.default_rng(49)
+CALLS = np.linspace(10, 20000, 400).round()
+NOISE = RNG.normal(0, 2 * KiB, CALLS.size)
+CURVES = {
+    "cache 6 KiB/call x 1,000 calls": 6 * KiB * np.minimum(CALLS, 1000),
+    "cache 12.5 KiB/call x 1,200 calls": 12.5 * KiB * np.minimum(CALLS, 1200),
+    "600 keys of 3 KiB": 3 * KiB * np.minimum(CALLS, 600),
+    "saw-tooth LRU of 500 x 5 KiB": sawtooth(CALLS, 500, 5 * KiB),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CURVES))
+def test_a_bounded_cache_over_a_budgets_length_is_no_leak_live_or_after(name: str) -> None:
+    heap = 30e6 + CURVES[name] + NOISE
+    series = series_of(CALLS, heap)
+    # THEN the run's verdict is no leak (a plateau or ok), and no live look stopped it
+    # as one on the way
+    verdict = decide(CellFacts(CFG, series, RunOutcome(exit_code=0)))
+    assert verdict.verdict in ("plateau", "ok"), verdict.reason
+    decider = LiveDecider(CFG, 50, 20000)
+    stops = [d for s in series.samples if (d := decider.feed(Record("sample", 0, s)))]
+    assert not any(d.verdict == "leak" for d in stops), stops
+
+
+@pytest.mark.parametrize("rate", [16.0, 40.0, 84.0])
+def test_a_small_steady_leak_over_a_budgets_length_is_a_leak(rate: float) -> None:
+    series = series_of(CALLS, 30e6 + rate * CALLS + NOISE / 2)
+    verdict = decide(CellFacts(CFG, series, RunOutcome(exit_code=0)))
+    assert verdict.verdict == "leak", verdict.reason
+    assert f"{rate:+,.0f} B/call" in verdict.reason, verdict.reason
+
+
+def test_a_live_look_stops_a_leak_only_past_the_size_that_matters() -> None:
+    calls = np.arange(10, 3001, 10, dtype=np.float64)
+    # GIVEN two straight leaks: 64 KiB a call (past 256 MiB at call 4,096: never in
+    # 3,000 calls) and 256 KiB a call (past it at call 1,024)
+    for rate, stops_at in ((64 * KiB, None), (256 * KiB, 1024)):
+        series = series_of(calls, 30e6 + rate * calls)
+        decider = LiveDecider(CFG, 50, 3000)
+        got = next((d for s in series.samples if (d := decider.feed(Record("sample", 0, s)))),
+                   None)
+        if stops_at is None:
+            assert got is None, got      # the rest of its budget could still level off
+        else:
+            assert got is not None and got.verdict == "leak", got
+            assert stops_at <= got.iterations <= stops_at + 20, got
+            assert "past the 256 MiB that matters whatever it is" in got.reason
