@@ -44,6 +44,7 @@ from harness.store.runs import (
     SWEEP_RESULTS,
     finished,
     kind_of,
+    matrix_named,
     name_of,
     started_of,
     sweep_again,
@@ -276,6 +277,29 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
             notes.append(f"{p.name}: a re-decided copy older than {copies[source].name}")
         else:
             kept.append(p)
+    return one_matrix(kept, notes)
+
+
+def one_matrix(runs: list[Path], notes: list[str]) -> tuple[list[Path], list[str]]:
+    """The runs of one matrix file, the newest sweep's: two files that share `name:`
+    write into one reports/NAME, and their rows are not one history (a run that
+    recorded no file, and a watch run of the suite, are kept); each run of another
+    file is a note naming it."""
+    swept = [p for p in runs if not _watched(p)]    # a watch run joins its suite's
+    if not swept:
+        return runs, notes
+    file = matrix_named(max(swept, key=_by_start))
+    if not file:
+        return runs, notes
+    kept: list[Path] = []
+    other: list[Path] = []
+    for p in runs:
+        named = matrix_named(p)
+        (kept if not named or _watched(p) or Path(named).resolve() == Path(file).resolve()
+         else other).append(p)
+    notes = notes + [f"{p.name}: left out, a run of {matrix_named(p)}, not of {file} (the "
+                     "two files share `name:`; harness history reads the newest run's file)"
+                     for p in other]
     return kept, notes
 
 

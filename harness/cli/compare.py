@@ -111,6 +111,7 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
         InputError: not a sweep's results directory (a bisect's: the message names the
             command that reads it), or one that holds no cell results.
     """
+    from harness.cli.report import unchecked_note
     from harness.store.gate import read_gated
     from harness.store.runs import SWEEP_RESULTS, require
 
@@ -119,6 +120,7 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
     if not found.results and not found.was and not found.unreadable:
         raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
+    unchecked_note(found)
     _READ[path] = found
     return found.results
 

@@ -111,6 +111,15 @@ def run(args: argparse.Namespace) -> int:
     todo = chosen(readable, args.cell, found.planned, found.unreadable)
     if args.cell is None and not todo and hidden_bad(readable, found):
         return EXIT_UNDECIDED
+    if not todo and (found.unreadable or found.missing):
+        # A cell it could not read may be the bad one: never "no row has a bad cell"
+        # (report exits 4 on the same directory)
+        for cid, why in sorted(found.gaps.items()):
+            if cid in found.unreadable or cid in found.missing:
+                print(f"harness: {cid}: {why or 'not run'}", file=sys.stderr)
+        print(f"  fix: {found.refresh} runs them again, then harness explain",
+              file=sys.stderr)
+        return EXIT_UNDECIDED
     if not todo:
         print("no row has a bad cell: nothing to explain")
         return EXIT_OK

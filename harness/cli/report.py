@@ -184,6 +184,7 @@ def recorded(root: Path) -> tuple[Report, Gated]:
     if not found.results and not found.planned and not found.was:
         raise InputError(f"{root}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
+    unchecked_note(found)
     old = load_json_keys(root / "results.json", ("name", "meta"))
     name = old.get("name")
     meta = old.get("meta")
@@ -193,6 +194,17 @@ def recorded(root: Path) -> tuple[Report, Gated]:
                                  planned=found.plan, unreadable=found.gaps,
                                  stored=found.stored, outdated=found.stale)
     return report, found
+
+
+def unchecked_note(found: Gated) -> None:
+    """Say so where the gate could not check the cells against their inputs (the matrix
+    the sweep ran is not found: a copied directory): never passed silently (issue 50)."""
+    from harness.report.grid import console_width, say
+
+    if found.unchecked and (found.results or found.unreadable):
+        say(sys.stderr, f"harness: note: {found.unchecked.split('; pass --matrix')[0]}: its "
+            "cells are not checked against their inputs now, and read as recorded",
+            console_width(sys.stderr))
 
 
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:

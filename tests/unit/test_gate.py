@@ -369,3 +369,63 @@ def test_why_of_a_stale_cell_says_it_is_stale_and_its_fix_runs_it_again(
     capsys.readouterr()
     assert main(["report", str(run), "--why", "v2.gpu0.loop"]) == 0
     assert "decided by rule: leak" in said(capsys)
+
+
+def test_explain_of_a_directory_with_a_damaged_cell_exits_4_as_report_does(
+        fake_sweep: FakeSweep, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50: `explain` said "no row has a bad cell" and exited 0 where a damaged
+    result.json may hide the bad cell; report exits 4 on the same directory."""
+    on_the_cli(monkeypatch, None)
+    run = fake_sweep(["v1", "v2"], plan=True)
+    root: Path = run.root
+    cut(root / "cells" / "v2.gpu0.loop" / "result.json")
+    capsys.readouterr()
+    assert main(["report", str(root)]) == 4
+    capsys.readouterr()
+    assert main(["explain", str(root)]) == 4
+    text = said(capsys)
+    assert "v2.gpu0.loop" in text and "no row has a bad cell" not in text, text
+    assert main(fix_of(text)) == 0                  # the fix runs it again
+    capsys.readouterr()
+    assert main(["explain", str(root)]) == 0
+    assert "no row has a bad cell" in said(capsys)
+
+
+def test_history_reads_the_runs_of_one_matrix_file_of_a_shared_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50: a.yaml and b.yaml share `name:`, so their runs land in one reports/NAME;
+    history joined them into one table (a.yaml's leaky row beside b.yaml's calm one). It
+    reads the newest run's file and names each run it left out, with its file."""
+    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
+               if c.scenario.script.name == "leaky.py" else Behaviour())
+    a = write_matrix(tmp_path, ["v1", "v2"], ["leaky.py"], name="team-suite", file="a.yaml")
+    b = write_matrix(tmp_path, ["v1", "v2"], ["calm.py"], name="team-suite", file="b.yaml")
+    out = tmp_path / "reports"
+    assert main(["sweep", str(a), "--out", str(out), "-q"]) == 1
+    assert main(["sweep", str(b), "--out", str(out), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["history", str(out / "team-suite"), "--no-html"]) == 0
+    text = said(capsys)
+    assert "calm" in text and "leaky" not in text.replace("a.yaml", ""), text
+    assert "left out, a run of" in text and "a.yaml" in text, text
+
+
+def test_a_directory_whose_matrix_is_gone_is_said_to_be_unchecked(
+        fake_sweep: FakeSweep, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50: where the gate cannot find the matrix the sweep ran (a copied
+    directory, a moved file), every cell read as current, silently. report and compare
+    now say the cells are unchecked (and still read them as recorded)."""
+    on_the_cli(monkeypatch, None)
+    run = fake_sweep(["v1", "v2"], plan=True)
+    root: Path = run.root
+    matrix = next(root.parents[2].glob("*.yaml"))
+    matrix.rename(matrix.with_suffix(".moved"))
+    capsys.readouterr()
+    assert main(["report", str(root)]) == 0
+    text = said(capsys)
+    assert "not checked against their inputs" in text and matrix.name in text, text
+    assert main(["compare", str(root), "--image", "v1", "--image", "v2"]) == 0
+    assert "not checked against their inputs" in said(capsys)
