@@ -107,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     lost = wrapped.failed or wrapped_err.failed
     stopped = wrapped.closed_by or wrapped_err.closed_by     # said by the interruption
     if lost and not stopped:
-        help_only = not argv or any(a in ("-h", "--help", "--version") for a in argv)
+        # Help and `sweep --list` answer with what they print: lost, it is exit 3
+        help_only = not argv or any(a in ("-h", "--help", "--version", "--list")
+                                    for a in argv)
         with contextlib.suppress(OSError, ValueError):
             if not wrapped_err.left:
                 err.write(f"harness: {lost}; {_kept(argv, help_only)}\n")
@@ -120,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _kept(argv: Sequence[str], help_only: bool) -> str:
     """Where the answer of a command whose output could not be written still is."""
     if help_only:
-        return "the help was not printed (exit 3)"
+        return ("the list was not printed (exit 3)" if "--list" in argv
+                else "the help was not printed (exit 3)")
     if argv[0] in ("compare", "doctor", "images") or "--format" in argv:
         return "the answer is in the exit code"
     return "the answer is in the exit code and in the results directory"

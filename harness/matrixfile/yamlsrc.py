@@ -42,6 +42,22 @@ def format_path(path: PathKey) -> str:
     return out
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose dates name their line: an unquoted impossible date
+    (`as_of: [2025-02-30]`) raised a bare ValueError from PyYAML, a traceback."""
+
+
+def _timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{node.value!r} is not a date ({exc})", node.start_mark) from exc
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
 def load_text(text: str, file: str) -> Located:
     """Parse YAML with `yaml.SafeLoader`, recording lines.
 
@@ -55,7 +71,7 @@ def load_text(text: str, file: str) -> Located:
     loader = None
     try:
         # The constructor already rejects control characters (ReaderError).
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         node = loader.get_single_node()
         lines: dict[PathKey, int] = {}
         if node is not None:
@@ -65,8 +81,9 @@ def load_text(text: str, file: str) -> Located:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or str(exc)
-        raise SpecError(file, "", line, f"not valid YAML: {problem}",
-                        "check indentation and quoting near that line") from exc
+        fix = ("write a day that exists, YYYY-MM-DD" if "is not a date" in problem
+               else "check indentation and quoting near that line")
+        raise SpecError(file, "", line, f"not valid YAML: {problem}", fix) from exc
     except yaml.YAMLError as exc:
         raise SpecError(file, "", None, f"not valid YAML: {exc}") from exc
     except RecursionError as exc:

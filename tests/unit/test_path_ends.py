@@ -279,3 +279,17 @@ def test_resume_takes_a_matrixs_folder_of_runs_as_report_does(tmp_path: Path) ->
     # THEN it continues the newest run with a finished cell, as report would show it
     assert resumed.returncode == 0, resumed.stderr
     assert f"2 finished cells reused from {run}" in resumed.stderr
+
+
+def test_a_list_that_cannot_be_written_exits_3(tmp_path: Path) -> None:
+    """Issue 51 item 8: `sweep --list > /dev/full` exited 0: the list is the answer, so
+    a list that could not be written is exit 3, said, as --help's is."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    matrix(tmp_path)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "m.yaml", "--list"],
+                              cwd=tmp_path, env=ENV, stdout=full, stderr=subprocess.PIPE,
+                              text=True, check=False, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert "the list was not printed (exit 3)" in proc.stderr

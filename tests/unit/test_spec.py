@@ -183,6 +183,12 @@ def test_unknown_runtime(tmp_path: Path) -> None:
     check(err, "runtime", 2, "docker, local, podman", problem="unknown runtime 'rkt'")
 
 
+def test_an_unquoted_day_that_does_not_exist_names_its_line(tmp_path: Path) -> None:
+    """Issue 51 item 8: `as_of: [2025-02-30]` ended in a PyYAML traceback, exit 1."""
+    err = spec_error(tmp_path, GOOD.replace("timeout: 20m}", "timeout: 20m, x: 2025-02-30}"))
+    check(err, "", 3, "YYYY-MM-DD", problem="not valid YAML: '2025-02-30' is not a date")
+
+
 def test_invalid_yaml_reports_line(tmp_path: Path) -> None:
     err = spec_error(tmp_path, GOOD.replace("gpu: [0]", "gpu: [0\n  bad: {"))
     assert err.line is not None and 7 <= err.line <= 9
