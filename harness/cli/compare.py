@@ -154,8 +154,18 @@ def image_label(name: str, results: dict[str, CellResult], where: Path) -> str:
     for label, ref in refs.items():
         if name == ref:
             return label
+    found = _READ.get(where)
+    planned = ({p.image for p in found.plan} | {r.image.label for r in found.was.values()}
+               if found is not None else set())
+    if found is not None and name in planned:
+        # Its cells are there, but none is current: say which and why, not "no such"
+        gaps, fix = gaps_of(where, name)
+        why = "; ".join(f"{cid}: {g}" for cid, g in sorted(gaps.items())) or "no cell"
+        raise InputError(f"--image {name}: no current cell of it in {where} ({why})"
+                         + (f"\n  fix: {fix[0]}" if fix else ""))
+    allowed = sorted(set(refs) | planned)
     raise InputError(f"--image {name}: no such image in {where} (allowed values: "
-                     f"{', '.join(sorted(refs))}, or their full references)")
+                     f"{', '.join(allowed) or 'none'}, or their full references)")
 
 
 def run_name(path: Path) -> str:

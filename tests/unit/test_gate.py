@@ -429,3 +429,23 @@ def test_a_directory_whose_matrix_is_gone_is_said_to_be_unchecked(
     assert "not checked against their inputs" in text and matrix.name in text, text
     assert main(["compare", str(root), "--image", "v1", "--image", "v2"]) == 0
     assert "not checked against their inputs" in said(capsys)
+
+
+def test_compare_of_an_image_whose_cells_are_stale_says_so(
+        fake_sweep: FakeSweep, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 51 item 8: `compare --image` on a directory whose cells are all stale said
+    "no such image ... (allowed values: , ...)"."""
+    on_the_cli(monkeypatch, None)
+    run = fake_sweep(["v1", "v2"], plan=True)
+    root: Path = run.root
+    scenario = root.parents[2] / "loop.py"
+    scenario.write_text(scenario.read_text() + "\n# edited\n")
+    capsys.readouterr()
+    assert main(["compare", str(root), "--image", "v1", "--image", "v2"]) == 2
+    text = said(capsys)
+    assert "no current cell of it" in text and "stale" in text, text
+    assert "allowed values: ," not in text
+    assert main(fix_of(text)) == 0                  # the fix runs them again
+    capsys.readouterr()
+    assert main(["compare", str(root), "--image", "v1", "--image", "v2"]) == 0
