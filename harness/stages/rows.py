@@ -20,6 +20,19 @@ from harness.stages.context import Context, Measured
 from harness.thresholds import AnalysisConfig
 
 
+def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
+    """The calls that set the confirmation rounds' length (`confirm.round_cell` runs
+    half of them): the suspect's measured calls, and for a budgeted cell no more than
+    its budget holds at the slower of the two cells' step times, so that each round's
+    run takes about half the budget (a slow step's budgeted run goes past its budget
+    to its least calls; rounds of half that would take minutes)."""
+    budget = cell.settings.run_budget
+    slowest = max((s for s in step_s if s), default=0.0)
+    if budget is None or slowest <= 0:
+        return measured
+    return min(measured, int(budget / slowest))
+
+
 def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
             ) -> CellResult:
     """The cell against its row's baseline, in memory: the pooled comparison, and
@@ -51,7 +64,8 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
                      f"rounds (2 to {2 * cell.settings.rounds}, until settled)")
         facts = dataclasses.replace(facts, confirmation=confirm(
             ctx, base, cell, steps.direction, cell.settings.rounds,
-            len(series.step_times())))
+            round_length(cell, len(series.step_times()),
+                         [r.summary.median_step_s for r in (res, base_result)])))
     v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
     if res.verdict in GOOD:
         said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict

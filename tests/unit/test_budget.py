@@ -181,3 +181,22 @@ def test_a_live_look_stops_a_leak_only_past_the_size_that_matters() -> None:
             assert got is not None and got.verdict == "leak", got
             assert stops_at <= got.iterations <= stops_at + 20, got
             assert "past the 256 MiB that matters whatever it is" in got.reason
+
+
+def test_a_budgeted_cells_rounds_take_about_half_its_budget() -> None:
+    """A slow step's budgeted run goes past its budget to its least calls; its rounds of
+    half its calls took minutes (0.4 s a call x 500 calls x 6 runs): they now hold half
+    the budget at the slower cell's step time, at least `confirm.MIN_CALLS`."""
+    from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
+    from harness.stages.confirm import MIN_CALLS, round_cell
+    from harness.stages.rows import round_length
+
+    def cell(**settings: object) -> Cell:
+        return Cell("c", ImageSpec("py", "python3", 0), GpuSel("none"),
+                    ScenarioSpec("s", Path("s.py"), {}, RunSettings(**settings)))  # type: ignore[arg-type]
+
+    budgeted, fixed = cell(budget=5.0, max_iterations=10**6), cell(iterations=2000)
+    assert round_length(budgeted, 1000, [0.4, 0.2]) == 12          # 5 s at 0.4 s a call
+    assert round_cell(budgeted, 12).settings.iterations == MIN_CALLS
+    assert round_length(budgeted, 1000, [2e-5, None]) == 1000      # cheap: its calls
+    assert round_length(fixed, 2000, [0.4, 0.2]) == 2000           # a fixed length: as it was
