@@ -17,6 +17,7 @@ from harness.errors import (
     EXIT_OK,
     EXIT_REGRESSION,
     EXIT_UNDECIDED,
+    InputError,
 )
 
 if TYPE_CHECKING:
@@ -77,14 +78,36 @@ def add_parser(sub: Any) -> None:
                         "culprit), the first fixed image and, on `hosts:`, whether the host "
                         "or the image changed the verdict; one summary per row (with "
                         "--resume, finished steps are reused)")
+    p.add_argument("--budget", metavar="SECONDS",
+                   help="override every cell's time budget (e.g. 20s, 2m): early-stop "
+                        "mode, max_iterations the cap (set: as it is; else 1,000,000)")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     options.add(p, "quiet")
     p.set_defaults(func=run)
 
 
 def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
-    changes = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup))
-               if v is not None}
+    """--iterations, --warmup and --budget over every cell.
+
+    Raises:
+        InputError: a --budget that is not a duration.
+    """
+    changes = {
+        k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup))
+        if v is not None}
+    if getattr(args, "budget", None) is not None:
+        from harness.matrixfile.entries import parse_duration
+        from harness.matrixfile.model import BUDGET_CAP
+
+        seconds = parse_duration(args.budget)
+        if seconds is None:
+            raise InputError(f"--budget {args.budget}: not a duration; write e.g. 20s, 2m "
+                             "or 30")
+        cells = [dataclasses.replace(c, scenario=dataclasses.replace(
+            c.scenario, settings=dataclasses.replace(
+                c.settings, budget=seconds,
+                max_iterations=c.settings.max_iterations or BUDGET_CAP)))
+            for c in cells]
     if not changes:
         return cells
     out = []
@@ -225,6 +248,10 @@ def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell
                 "setup(params) and step(state) in them")
     if not undecided:
         return f"harness sweep {shown(matrix)} --resume {shown(root)} runs them"
+    budgets = [b for c in cells if c.id in undecided
+               and (b := c.settings.run_budget) is not None]
+    if budgets:     # a budgeted cell runs longer by its seconds, not its cap
+        return f"run longer: harness sweep {shown(matrix)} --budget {4 * max(budgets):g}s"
     longest = max((c.settings.max_iterations or c.settings.iterations for c in cells
                    if c.id in undecided), default=0)
     return f"run longer: harness sweep {shown(matrix)} --iterations {2 * longest or 1000}"

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
 
 CURRENT, STALE, MISSING, UNREADABLE = "current", "stale", "missing", "unreadable"
-LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations")
+LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations", "budget")
 
 
 @dataclass(frozen=True)
@@ -233,10 +233,11 @@ def as_recorded(cell: Cell, result: CellResult) -> Cell:
     s = cell.settings
     now: dict[str, object] = {"iterations": s.iterations, "warmup": s.warmup,
                               "max_iterations": s.max_iterations,
-                              "min_iterations": s.min_iterations}
-    kept: dict[str, int | None] = {
+                              "min_iterations": s.min_iterations, "budget": s.budget}
+    kept: dict[str, int | float | None] = {
         k: v for k, v in recorded.items()
-        if k in result.settings and (v is None or isinstance(v, int)) and v != now[k]}
+        if k in result.settings and (v is None or isinstance(v, int | float))
+        and v != now[k]}
     if not kept:
         return cell
     # The lengths are ints or None in RunSettings; mypy reads **kept against every field.
