@@ -85,7 +85,6 @@ class LiveProgress:
         from rich.live import Live
         from rich.progress import (
             BarColumn,
-            MofNCompleteColumn,
             Progress,
             TextColumn,
             TimeElapsedColumn,
@@ -96,7 +95,7 @@ class LiveProgress:
                                           highlight=False)
         self.bars = Progress(
             TextColumn("{task.description}"), BarColumn(bar_width=None),
-            MofNCompleteColumn(), TextColumn("it"),
+            TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
             console=self.console, expand=True)
         # cell id -> (bar, first (time, iteration) seen: the rate is measured from there)
@@ -107,6 +106,7 @@ class LiveProgress:
         # cell id -> (its time budget, when its measuring was first seen): a budgeted
         # cell's bar counts the budget's seconds, not calls up to its cap
         self.budgets: dict[str, list[float]] = {}
+        self.totals: dict[str, int] = {}     # cell id -> the calls it runs at most
         self.lock = threading.RLock()
         self.live = Live(self._view(), console=self.console, refresh_per_second=4,
                          transient=True, redirect_stderr=False, redirect_stdout=False)
@@ -147,17 +147,19 @@ class LiveProgress:
                 # The cell may still wait for its image: its clock starts with its
                 # first sample, not here.
                 total = s.warmup + (s.max_iterations or s.iterations)
+                self.totals[cell.id] = total
                 if (budget := s.run_budget) is not None:
                     total = BUDGET_STEPS
                     self.budgets[cell.id] = [budget]
                 task = self.bars.add_task(_short(cell.id, 40), total=total, rate="",
-                                          start=False)
+                                          count="", start=False)
                 self.tasks[cell.id] = (task, [])
                 self.images[cell.id] = (cell.image.ref, cell.image.label)
                 self.live.update(self._view())
             elif event == "done" and cell.id in self.tasks:
                 task, _ = self.tasks.pop(cell.id)
                 self.budgets.pop(cell.id, None)
+                self.totals.pop(cell.id, None)
                 self.bars.remove_task(task)
 
     def _poll(self, every: float) -> None:
@@ -182,12 +184,15 @@ class LiveProgress:
         if phase == "warmup":
             rate = f"{rate} warm-up".strip()
         completed = float(done)
+        count = f"{done:,}/{self.totals.get(cid, 0):,} it"
         if (budget := self.budgets.get(cid)) is not None:
+            # A budgeted cell's bar is its budget's seconds: its cap on calls is no end
             if phase == "measure" and len(budget) == 1:
                 budget.append(now)
-            spent = (now - budget[1]) / budget[0] if len(budget) > 1 else 0.0
-            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * spent)
-        self.bars.update(task, completed=completed, rate=rate)
+            spent = now - budget[1] if len(budget) > 1 else 0.0
+            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * spent / budget[0])
+            count = f"{done:,} calls, {spent:.1f}/{budget[0]:g} s"
+        self.bars.update(task, completed=completed, rate=rate, count=count)
 
     def _prepared(self, cid: str, now: float) -> None:
         """The cell's image is ready (its agent wrote a sample): its preparing line
