@@ -79,6 +79,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         if ran.ended.error and not retried:
             # The engine went away (restart, lost connection): once more, then record.
             retried = True
+            run.engine_retries += 1
             run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
             ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
             continue
@@ -90,7 +91,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         decision = ran.watched.decision if ran.watched is not None else None
         run.verdict = decide(CellFacts(ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu,
                                        decision, run.precheck,
-                                       again=len(run.attempts) < run.cell.settings.repeats))
+                                       again=run.repeats_used < run.cell.settings.repeats))
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
@@ -102,7 +103,7 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     """Lengthen an ambiguous cell for one more attempt; False: it stands as it is."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
-    if verdict.verdict not in RUN_LONGER or len(run.attempts) > run.cell.settings.repeats:
+    if verdict.verdict not in RUN_LONGER or run.repeats_used > run.cell.settings.repeats:
         return False
     if run.series is not None and (run.series.end or {}).get("mode") == "script":
         return False    # a whole script runs once: more iterations change nothing
@@ -126,7 +127,7 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
         run.running.scenario, settings=longer))
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again with {calls} "
-                 f"iterations ({len(run.attempts)}/{run.cell.settings.repeats})")
+                 f"iterations ({run.repeats_used}/{run.cell.settings.repeats})")
     return True
 
 
@@ -150,7 +151,7 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
     run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
         run.running.scenario, settings=longer))
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:g} s "
-                 f"({len(run.attempts)}/{run.cell.settings.repeats})")
+                 f"({run.repeats_used}/{run.cell.settings.repeats})")
     return True
 
 

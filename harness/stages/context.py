@@ -93,10 +93,17 @@ class CellRun:
     run_s: float = 0.0
     analyse_s: float = 0.0
     unavailable: Unavailable | None = None
+    engine_retries: int = 0           # attempts the engine lost (never a repeat)
 
     @property
     def running(self) -> Cell:
         return self.run_cell or self.cell
+
+    @property
+    def repeats_used(self) -> int:
+        """Attempts that ran and were decided: an engine that went away mid-run is
+        retried without spending one of the cell's `repeats` (issue 50)."""
+        return len(self.attempts) - self.engine_retries
 
 
 def cell_outdir(store: RunStore, cell: Cell) -> Path:

@@ -208,6 +208,32 @@ def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
     assert res.attempts[0].verdict == "ambiguous" and res.verdict == "ok"
 
 
+def test_an_engine_retry_spends_none_of_the_cells_repeats(tmp_path: Path) -> None:
+    """Issue 50: the engine went away in the first run (retried once), and that retry
+    counted as one of the cell's `repeats`: with `repeats: 1` the ambiguous second run
+    was never run longer."""
+    from harness.runtimes.base import RunOutcome
+
+    matrix = grow_matrix(tmp_path, max_iterations=20, min_iterations=10, warmup=5,
+                         sample_every=10, repeats=1)
+    runtime = FakeRuntime(lambda c: Behaviour())
+    got: list[int] = []
+    run = runtime.run
+
+    def engine_lost_once(request, progress):  # type: ignore[no-untyped-def]
+        got.append(request.cell.settings.agent_iterations)
+        if len(got) == 1:
+            return RunOutcome(exit_code=None, error="engine lost (connection reset)")
+        return run(request, progress)
+
+    runtime.run = engine_lost_once  # type: ignore[method-assign]
+    res = sweepkit.sweep_matrix(matrix, runtime).results["a.gpu0.loop"]
+    # THEN the retry, the ambiguous run and its one longer repeat all ran
+    assert got == [20, 20, 100]
+    assert [a.verdict for a in res.attempts] == ["crash", "ambiguous", "ok"]
+    assert res.verdict == "ok"
+
+
 def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a cell whose 20 calls took 1 s and a 3 s timeout: 100 calls cannot finish
