@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.analysis.trends import size
 from harness.protocol.series import Series
 from harness.runtimes.base import own_cgroup
 
@@ -67,15 +68,6 @@ class Line:
         return f"{size(self.per_unit)} per {unit}, fixed part not resolved ({why})"
 
 
-def size(n: float) -> str:
-    """Bytes in the largest binary unit that keeps a digit before the point."""
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
-        if n >= scale * (1 - 1e-9):     # a fitted 1 GiB may come out a hair under
-            return f"{sign}{n / scale:.3g} {unit}" if n < 100 * scale else \
-                f"{sign}{n / scale:.0f} {unit}"
-    return f"{sign}{n:.0f} B"
 
 
 def peaks(series: Series, runtime: str) -> dict[str, float]:

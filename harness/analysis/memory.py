@@ -32,7 +32,7 @@ from harness.analysis.rules import (
     Evidence,
     first_rule,
 )
-from harness.analysis.trends import MemoryTrend, missed_text, rate_words
+from harness.analysis.trends import SMALL_RATE, MemoryTrend, missed_text, rate_words, size
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
 
@@ -91,15 +91,6 @@ def kib(rate: float) -> str:
     return f"{rate / 1024:+.1f}"
 
 
-def size_of(n: float) -> str:
-    """Bytes in words: "640 KiB", "105 MiB", "1.5 GiB"."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            v = n / scale
-            return f"{v:,.1f} {unit}" if abs(v) < 10 else f"{v:,.0f} {unit}"
-    return f"{n:,.0f} B"
-
-
 def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
     """The sources allowed to carry a leak that leak, the largest growth per call first
     (the carrier); ties keep the order of `CARRIERS`."""
@@ -114,11 +105,11 @@ def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
     size a cache still filling would need to explain it (issue 49)."""
     name, t = found[0]
     rate = (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)})"
-            if abs(t.slope) >= 102.4 else
+            if abs(t.slope) >= SMALL_RATE else
             f"{rate_words(t.slope)} (CI {t.slope_lo:+,.0f}..{t.slope_hi:+,.0f})")
     text = (f"{name} grows {rate}, "
             f"{t.growth / 1024**2:+.2f} MiB over {measured} calls, never levelling off: a "
-            f"cache would hold more than {size_of(max(t.growth, t.end - t.start))}")
+            f"cache would hold more than {size(max(t.growth, t.end - t.start))}")
     if len(found) > 1:
         text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
     return text

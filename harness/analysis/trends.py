@@ -44,12 +44,27 @@ class MemoryTrend(Record):
     missed: float | None = None   # bytes/call: the smallest steady leak the run could miss
 
 
+# Rates under this many bytes a call read "+0.0 KiB/call" in KiB: said in bytes instead.
+SMALL_RATE = 102.4
+
+
 def rate_words(rate: float) -> str:
     """A leak's rate in words: "+5.4 KiB/call", or in bytes where KiB would round it
     away ("+84 B/call": issue 49's small leaks, never "+0.0 KiB/call")."""
-    if abs(rate) < 102.4:
+    if abs(rate) < SMALL_RATE:
         return f"{rate:+,.0f} B/call"
-    return f"{rate / 1024:+,.1f} KiB/call"
+    return f"{rate / 1024:+.1f} KiB/call"
+
+
+def size(n: float) -> str:
+    """Bytes in the largest binary unit that keeps a digit before the point."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale * (1 - 1e-9):     # a fitted 1 GiB may come out a hair under
+            return f"{sign}{n / scale:.3g} {unit}" if n < 100 * scale else \
+                f"{sign}{n / scale:.0f} {unit}"
+    return f"{sign}{n:.0f} B"
 
 
 def missed_text(rate: float | None, calls: int) -> str:

@@ -6,7 +6,7 @@ import math
 
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
 from harness.analysis.rules import RULES
-from harness.analysis.trends import StepTrend, missed_text, rate_words
+from harness.analysis.trends import SMALL_RATE, StepTrend, missed_text, rate_words
 from harness.result.model import CellResult
 
 LEAK_RULE = RULES[0].id         # the memory rule that decides a leak
@@ -36,7 +36,7 @@ def cell_numbers(res: CellResult) -> str:
         name = res.carrier if res.carrier and res.carrier.split("+")[0] == source else source
         if trend.kind == "insufficient":
             memory.append(f"{name} no readings")     # too few to fit: never "+0.0"
-        elif res.rule == LEAK_RULE and abs(trend.slope) < 102.4:   # a small leak
+        elif res.rule == LEAK_RULE and abs(trend.slope) < SMALL_RATE:   # a small leak
             memory.append(f"{name} {rate_words(trend.slope)}")   # never "+0.0 KiB/call"
         else:
             memory.append(f"{name} {round(trend.slope / 1024, 1) + 0.0:+.1f} KiB/call")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.memfit import fit_line, fit_sources, limiting, peaks, size
+from harness.analysis.memfit import fit_line, fit_sources, limiting, peaks
+from harness.analysis.trends import size
 from harness.plans.fitplan import FitStep, plan_fit, probe_bound
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import own_cgroup
