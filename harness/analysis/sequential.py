@@ -220,7 +220,7 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:
     if reading.kind != "ok":
         return None
     needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
-    f = cfg.ok_floor_bytes
+    f = cfg.ok_floor_bytes      # a certain `ok` is under this floor, not the leak rule's
     if not needs or any(mem[s].slope_hi >= f for s in needs):
         return None
     t = mem[needs[0]]

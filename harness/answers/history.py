@@ -285,22 +285,19 @@ def one_matrix(runs: list[Path], notes: list[str]) -> tuple[list[Path], list[str
     write into one reports/NAME, and their rows are not one history (a run that
     recorded no file, and a watch run of the suite, are kept); each run of another
     file is a note naming it."""
-    swept = [p for p in runs if not _watched(p)]    # a watch run joins its suite's
-    if not swept:
-        return runs, notes
-    file = matrix_named(max(swept, key=_by_start))
+    # Each run's file, read once; "" for a watch run, which joins its suite's
+    watched = {p for p in runs if _watched(p)}
+    named = {p: "" if p in watched else matrix_named(p) for p in runs}
+    swept = [p for p in runs if p not in watched]
+    file = named[max(swept, key=_by_start)] if swept else ""
     if not file:
         return runs, notes
-    kept: list[Path] = []
-    other: list[Path] = []
-    for p in runs:
-        named = matrix_named(p)
-        (kept if not named or _watched(p) or Path(named).resolve() == Path(file).resolve()
-         else other).append(p)
-    notes = notes + [f"{p.name}: left out, a run of {matrix_named(p)}, not of {file} (the "
+    same = Path(file).resolve()
+    other = [p for p in runs if named[p] and Path(named[p]).resolve() != same]
+    notes = notes + [f"{p.name}: left out, a run of {named[p]}, not of {file} (the "
                      "two files share `name:`; harness history reads the newest run's file)"
                      for p in other]
-    return kept, notes
+    return [p for p in runs if p not in other], notes
 
 
 def _by_start(path: Path) -> tuple[float, str]:

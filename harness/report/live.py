@@ -103,9 +103,10 @@ class LiveProgress:
         self.preparing: dict[str, str] = {}
         self.prepare_t: dict[str, float] = {}        # when each image's first line came
         self.images: dict[str, tuple[str, str]] = {}  # cell id -> (image ref, label)
-        # cell id -> (its time budget, when its measuring was first seen): a budgeted
-        # cell's bar counts the budget's seconds, not calls up to its cap
-        self.budgets: dict[str, list[float]] = {}
+        # A budgeted cell's bar counts its budget's seconds, not calls up to its cap:
+        # cell id -> its budget, and when its measuring was first seen
+        self.budgets: dict[str, float] = {}
+        self.measuring: dict[str, float] = {}
         self.totals: dict[str, int] = {}     # cell id -> the calls it runs at most
         self.lock = threading.RLock()
         self.live = Live(self._view(), console=self.console, refresh_per_second=4,
@@ -150,7 +151,7 @@ class LiveProgress:
                 self.totals[cell.id] = total
                 if (budget := s.run_budget) is not None:
                     total = BUDGET_STEPS
-                    self.budgets[cell.id] = [budget]
+                    self.budgets[cell.id] = budget
                 task = self.bars.add_task(_short(cell.id, 40), total=total, rate="",
                                           count="", start=False)
                 self.tasks[cell.id] = (task, [])
@@ -158,8 +159,8 @@ class LiveProgress:
                 self.live.update(self._view())
             elif event == "done" and cell.id in self.tasks:
                 task, _ = self.tasks.pop(cell.id)
-                self.budgets.pop(cell.id, None)
-                self.totals.pop(cell.id, None)
+                for kept in (self.budgets, self.measuring, self.totals):
+                    kept.pop(cell.id, None)
                 self.bars.remove_task(task)
 
     def _poll(self, every: float) -> None:
@@ -186,12 +187,11 @@ class LiveProgress:
         completed = float(done)
         count = f"{done:,}/{self.totals.get(cid, 0):,} it"
         if (budget := self.budgets.get(cid)) is not None:
-            # A budgeted cell's bar is its budget's seconds: its cap on calls is no end
-            if phase == "measure" and len(budget) == 1:
-                budget.append(now)
-            spent = now - budget[1] if len(budget) > 1 else 0.0
-            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * spent / budget[0])
-            count = f"{done:,} calls, {spent:.1f}/{budget[0]:g} s"
+            if phase == "measure":
+                self.measuring.setdefault(cid, now)
+            spent = now - self.measuring.get(cid, now)
+            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * spent / budget)
+            count = f"{done:,} calls, {spent:.1f}/{budget:g} s"
         self.bars.update(task, completed=completed, rate=rate, count=count)
 
     def _prepared(self, cid: str, now: float) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import RUN_LONGER
-from harness.matrixfile.model import Cell
+from harness.matrixfile.model import Cell, RunSettings
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
@@ -112,20 +112,18 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     # 4x longer, `analysis.fill.fill_check`), and at least long enough to decide from
     # step samples alone. In early-stop mode the agent runs up to max_iterations: that
     # is what grows.
+    if (budget := s.run_budget) is not None:
+        return _longer_budget(ctx, run, budget)
     calls = max(verdict.rerun or s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
     expected_s = run.run_s * calls / max(1, s.agent_iterations)
     cid = run.cell.id
-    if (budget := s.run_budget) is not None:
-        return _longer_budget(ctx, run, budget)
     if expected_s > s.timeout:
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: {calls} "
                      f"iterations would take about {expected_s:.0f} s, past the cell's "
                      f"timeout ({s.timeout:.0f} s); raise timeout: to let it decide")
         return False
-    longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
-              else dataclasses.replace(s, max_iterations=calls))
-    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
-        run.running.scenario, settings=longer))
+    _run_as(run, dataclasses.replace(s, iterations=calls) if s.max_iterations is None
+            else dataclasses.replace(s, max_iterations=calls))
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again with {calls} "
                  f"iterations ({run.repeats_used}/{run.cell.settings.repeats})")
     return True
@@ -147,12 +145,16 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
                      "raise timeout: to let it decide")
         return False
     cap = max(int(s.max_iterations * factor), decidable_iterations(s, ctx.cfg))
-    longer = dataclasses.replace(s, budget=longer_s, max_iterations=cap)
-    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
-        run.running.scenario, settings=longer))
+    _run_as(run, dataclasses.replace(s, budget=longer_s, max_iterations=cap))
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:g} s "
                  f"({run.repeats_used}/{run.cell.settings.repeats})")
     return True
+
+
+def _run_as(run: CellRun, settings: RunSettings) -> None:
+    """The cell's next attempt runs with `settings`."""
+    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
+        run.running.scenario, settings=settings))
 
 
 class _Live:
