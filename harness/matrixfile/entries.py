@@ -264,8 +264,8 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
 
 def _fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
                              base: RunSettings) -> None:
-    """`iterations` where `max_iterations` is set: early stop runs min_iterations up to
-    max_iterations calls and would never read it.
+    """`iterations` where `budget` or `max_iterations` is set: early stop runs for its
+    budget or up to max_iterations calls and would never read it.
 
     Raises:
         SpecError: naming the `iterations` key.
@@ -274,22 +274,25 @@ def _fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
     if not given or not ctx.check_files:    # a results directory's copy ran as it was
         return
     here = (*path, given[0])
-    if any(k == "budget" for k in raw):
-        raise ctx.fail(here, "iterations beside budget: a budget runs for its seconds "
-                       "(max_iterations the cap) and never reads iterations",
-                       "keep one: budget for a run of so many seconds, or iterations "
-                       "for a fixed length")
-    if base.budget is not None:
-        raise ctx.fail(here, f"iterations under a time budget set above (budget: "
-                       f"{base.budget:g}s in defaults), which never reads it",
-                       "set budget here instead, or move budget out of defaults")
-    if any(k.replace("-", "_") == "max_iterations" for k in raw):
-        raise ctx.fail(here, "iterations beside max_iterations: early stop (max_iterations) "
-                       "runs up to max_iterations calls and never reads iterations",
-                       "keep one: max_iterations for early stop, or iterations for a "
-                       "fixed length")
-    if base.max_iterations is not None:
-        raise ctx.fail(here, f"iterations under an early stop set above (max_iterations: "
-                       f"{base.max_iterations} in defaults), which never reads it",
-                       "set max_iterations here instead, or move max_iterations out of "
-                       "defaults into the scenarios that stop early")
+    for key, runs, keep, mode, move in _EARLY_STOP_KEYS:
+        if any(k.replace("-", "_") == key for k in raw):
+            raise ctx.fail(here, f"iterations beside {key}: {runs} and never reads "
+                           "iterations", f"keep one: {keep}, or iterations for a fixed length")
+        if (set_above := getattr(base, key)) is not None:
+            shown = f"{set_above:g}s" if key == "budget" else str(set_above)
+            raise ctx.fail(here, f"iterations under {mode} set above ({key}: {shown} in "
+                           "defaults), which never reads it", move)
+
+
+# The settings that make a run early stop's, each: what it runs, which to keep, how the
+# mode is called, and where to move it (a budget is looked at first: with one set in
+# `defaults`, max_iterations is its cap)
+_EARLY_STOP_KEYS = (
+    ("budget", "a budget runs for its seconds (max_iterations the cap)",
+     "budget for a run of so many seconds", "a time budget",
+     "set budget here instead, or move budget out of defaults"),
+    ("max_iterations", "early stop (max_iterations) runs up to max_iterations calls",
+     "max_iterations for early stop", "an early stop",
+     "set max_iterations here instead, or move max_iterations out of defaults into the "
+     "scenarios that stop early"),
+)

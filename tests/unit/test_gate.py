@@ -98,16 +98,22 @@ def test_culprit_never_searches_from_cells_an_edited_scenario_made(
 
 
 # ------------------------------------------------------------------ item 2
+def sharing_a_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """a.yaml (a leaky row) and b.yaml (a calm one), both `name: team-suite`, on the CLI's
+    fake runtime; and the reports folder their runs share."""
+    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
+               if c.scenario.script.name == "leaky.py" else Behaviour())
+    a = write_matrix(tmp_path, ["v1", "v2"], ["leaky.py"], name="team-suite", file="a.yaml")
+    b = write_matrix(tmp_path, ["v1", "v2"], ["calm.py"], name="team-suite", file="b.yaml")
+    return a, b, tmp_path / "reports"
+
+
 def test_resume_continues_a_run_of_the_same_matrix_file_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 42 item 2: a.yaml and b.yaml share `name:`; `sweep b.yaml --resume` never
     continues a.yaml's run: it names the run it found and refuses with the fix."""
-    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
-               if c.scenario.script.name == "leaky.py" else Behaviour())
-    a = write_matrix(tmp_path, ["v1", "v2"], ["leaky.py"], name="team-suite", file="a.yaml")
-    b = write_matrix(tmp_path, ["v1", "v2"], ["calm.py"], name="team-suite", file="b.yaml")
-    out = tmp_path / "reports"
+    a, b, out = sharing_a_name(tmp_path, monkeypatch)
     assert main(["sweep", str(a), "--out", str(out), "-q"]) == 1
     run_a = only_run(out / "team-suite")
     capsys.readouterr()
@@ -398,11 +404,7 @@ def test_history_reads_the_runs_of_one_matrix_file_of_a_shared_name(
     """Issue 50: a.yaml and b.yaml share `name:`, so their runs land in one reports/NAME;
     history joined them into one table (a.yaml's leaky row beside b.yaml's calm one). It
     reads the newest run's file and names each run it left out, with its file."""
-    on_the_cli(monkeypatch, lambda c: Behaviour(leak_per_iter=16384)
-               if c.scenario.script.name == "leaky.py" else Behaviour())
-    a = write_matrix(tmp_path, ["v1", "v2"], ["leaky.py"], name="team-suite", file="a.yaml")
-    b = write_matrix(tmp_path, ["v1", "v2"], ["calm.py"], name="team-suite", file="b.yaml")
-    out = tmp_path / "reports"
+    a, b, out = sharing_a_name(tmp_path, monkeypatch)
     assert main(["sweep", str(a), "--out", str(out), "-q"]) == 1
     assert main(["sweep", str(b), "--out", str(out), "-q"]) == 0
     capsys.readouterr()

@@ -188,19 +188,30 @@ def grow_matrix(tmp_path: Path, **defaults: int) -> Path:
     return sweepkit.write_matrix(tmp_path, ["a"], name="grow", defaults=defaults)
 
 
-def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
-    # GIVEN early-stop mode: the agent runs up to max_iterations (20: two samples)
-    matrix = grow_matrix(tmp_path, max_iterations=20, min_iterations=10, warmup=5,
-                         sample_every=10, repeats=2)
+def recorded(lost: int = 0) -> tuple[FakeRuntime, list[int]]:
+    """A fake runtime whose runs' lengths (agent iterations) are recorded; its first
+    `lost` runs end as an engine that went away."""
+    from harness.runtimes.base import RunOutcome
+
     runtime = FakeRuntime(lambda c: Behaviour())
     got: list[int] = []
     run = runtime.run
 
     def recording(request, progress):  # type: ignore[no-untyped-def]
         got.append(request.cell.settings.agent_iterations)
+        if len(got) <= lost:
+            return RunOutcome(exit_code=None, error="engine lost (connection reset)")
         return run(request, progress)
 
     runtime.run = recording  # type: ignore[method-assign]
+    return runtime, got
+
+
+def test_an_early_stop_rerun_grows_its_max_iterations(tmp_path: Path) -> None:
+    # GIVEN early-stop mode: the agent runs up to max_iterations (20: two samples)
+    matrix = grow_matrix(tmp_path, max_iterations=20, min_iterations=10, warmup=5,
+                         sample_every=10, repeats=2)
+    runtime, got = recorded()
     res = sweepkit.sweep_matrix(matrix, runtime).results["a.gpu0.loop"]
     # THEN the re-run looks longer (not 20 again), long enough to decide, and decides
     assert got == [20, 100]
@@ -212,21 +223,9 @@ def test_an_engine_retry_spends_none_of_the_cells_repeats(tmp_path: Path) -> Non
     """Issue 50: the engine went away in the first run (retried once), and that retry
     counted as one of the cell's `repeats`: with `repeats: 1` the ambiguous second run
     was never run longer."""
-    from harness.runtimes.base import RunOutcome
-
     matrix = grow_matrix(tmp_path, max_iterations=20, min_iterations=10, warmup=5,
                          sample_every=10, repeats=1)
-    runtime = FakeRuntime(lambda c: Behaviour())
-    got: list[int] = []
-    run = runtime.run
-
-    def engine_lost_once(request, progress):  # type: ignore[no-untyped-def]
-        got.append(request.cell.settings.agent_iterations)
-        if len(got) == 1:
-            return RunOutcome(exit_code=None, error="engine lost (connection reset)")
-        return run(request, progress)
-
-    runtime.run = engine_lost_once  # type: ignore[method-assign]
+    runtime, got = recorded(lost=1)
     res = sweepkit.sweep_matrix(matrix, runtime).results["a.gpu0.loop"]
     # THEN the retry, the ambiguous run and its one longer repeat all ran
     assert got == [20, 20, 100]
