@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.devices import device_kind
+from harness.analysis.facts import Facts
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.records import Finding
+from harness.analysis.rules import Evidence, first_rule
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, within_run
 from harness.analysis.vsbaseline import Confirmation, PeakComparison, StepComparison, VsBaseline
@@ -60,34 +62,40 @@ class CellFacts:
 
 
 def decide(facts: CellFacts) -> CellVerdict:
-    """The cell's verdict from everything known about it, built once."""
-    if facts.unavailable is not None:
-        return CellVerdict("unavailable", facts.unavailable, rule="unavailable")
-    if facts.precheck is not None and facts.precheck[0] == "not-applicable":
-        return CellVerdict("not-applicable", facts.precheck[1], rule="gpu-precheck")
+    """The cell's verdict from everything known about it: the one table of rules
+    (`rules.RULES`) over its evidence, then its words."""
     if facts.baseline is not None:
         assert facts.within is not None, "a row comparison needs the within-run verdict"
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
-    within = within_run(facts.series, facts.outcome, facts.cfg, facts.again)
-    verdict, reason, carrier, rule = within.verdict, within.reason, within.carrier, within.rule
-    if verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
+    if facts.unavailable is not None or (
+            facts.precheck is not None and facts.precheck[0] == "not-applicable"):
+        found = Facts(unavailable=facts.unavailable,
+                      precheck=facts.precheck[1] if facts.precheck else None,
+                      gpu_check=": ".join(facts.precheck) if facts.precheck else "")
+        rule, _ = first_rule(Evidence({}, found))
+        return CellVerdict(rule.says, found.unavailable or str(found.precheck),
+                           rule=rule.id, facts=found)
+    sign = runtime_sign(facts.series, facts.outcome)
+    unusable = sign[1] if sign is not None and sign[0] == "not-applicable" else None
+    within = within_run(facts.series, facts.outcome, facts.cfg, facts.again, unusable)
+    reason = within.reason
+    if within.verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
         # More iterations change nothing for a script run whole once: say what would.
         reason = (f"a whole script (no setup()/step()), run once, ended too soon to decide "
                   f"({reason}); define setup(params) and step(state) to measure it per call")
-    findings = list(within.findings)
     live = live_run(facts.live, facts.series)
     if live is not None:
-        verdict, reason, carrier, lead = _with_live(within, live)
-        findings[:0] = [f for f in lead if f not in findings]
-    gpu = gpu_evidence(verdict, facts.series, facts.outcome, facts.precheck)
-    findings += gpu.findings
-    if gpu.not_applicable is not None:
-        verdict, reason, rule = "not-applicable", gpu.not_applicable, "gpu-in-run"
-    flags = cell_flags(facts.wants_gpu, verdict, facts.series)
+        reason = _with_live(within, live, reason)
+    findings = [*within.findings, *gpu_findings(within.verdict, facts.series, facts.precheck,
+                                                sign, unusable is not None)]
+    flags = cell_flags(facts.wants_gpu, within.verdict, facts.series)
     findings += [f for f in flags if f not in findings]
     reason = "; ".join([reason, *(f.text for f in flags)])
-    return dataclasses.replace(within, verdict=verdict, reason=reason, carrier=carrier,
-                               findings=tuple(findings), live=live, rule=rule)
+    found = within.facts or Facts()
+    if facts.precheck is not None:
+        found = dataclasses.replace(found, gpu_check=": ".join(facts.precheck))
+    return dataclasses.replace(within, reason=reason, findings=tuple(findings), live=live,
+                               facts=found)
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -108,22 +116,17 @@ def pooled_text(steps: StepComparison, label: str) -> str:
 
 
 def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> CellVerdict:
-    """A pooled step-time change is only suspected until interleaved rounds confirm
-    it; without rounds it is reported as `suspected`."""
+    """The same table over the cell's evidence with the baseline's figures added. A
+    pooled step-time change is only suspected until interleaved rounds confirm it;
+    without rounds it is `suspected`."""
     label, steps, peaks = base.label, base.steps, base.peaks
     findings = list(within.findings)
     vs = VsBaseline(label, steps, base.cpu, peaks)
-    verdict, reason = within.verdict, within.reason
-
-    def out(verdict: Verdict, reason: str) -> CellVerdict:
-        rule = within.rule if verdict == within.verdict else f"vs-baseline-{verdict}"
-        return dataclasses.replace(within, verdict=verdict, reason=reason,
-                                   findings=tuple(findings), vs_baseline=vs, rule=rule)
-
-    if verdict not in GOOD:
-        return out(verdict, reason)
-    why: list[str] = []
-    suspected = None
+    if within.verdict not in GOOD:
+        # A rule before the baseline's decided: the comparison's figures, no more.
+        return dataclasses.replace(within, vs_baseline=vs)
+    worse: list[str] = []
+    suspected = ""
     if steps is not None and suspects(base, cfg):
         pooled = pooled_text(steps, label)
         vs = dataclasses.replace(vs, direction=(
@@ -133,20 +136,28 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             # The rounds decide, whatever the pooled steps suspected.
             vs = dataclasses.replace(vs, confirmation=conf, direction=conf.direction)
             if conf.direction == "slower":
-                why.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
+                worse.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
     if (peaks is not None and peaks.direction == "higher"
             and peaks.ratio >= cfg.peak_regression_ratio):
-        why.append(f"peak RSS {peaks.ratio:.2f}x {label}")
+        worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")
+    before = within.facts if within.facts is not None else Facts()
+    found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected)
+    rule, _ = first_rule(Evidence(within.memory, found))
     flags = [f.text for f in findings if f.flag]
-    if why:
+    if rule.id == "regression":
         findings.append(Finding("regression", "regression"))
-        return out("regression", "; ".join(why + flags))
-    if suspected:
-        return out("suspected", "; ".join([suspected, *flags]))
-    return out(verdict, reason)
+        reason = "; ".join([*worse, *flags])
+    elif rule.id == "suspected":
+        reason = "; ".join([suspected, *flags])
+    else:
+        # The within-run rule still decides: the comparison adds its figures only.
+        return dataclasses.replace(within, findings=tuple(findings), vs_baseline=vs,
+                                   facts=found)
+    return dataclasses.replace(within, verdict=rule.says, reason=reason, rule=rule.id,
+                               findings=tuple(findings), vs_baseline=vs, facts=found)
 
 
 def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
@@ -161,52 +172,46 @@ def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
                    calls_run=calls_run if isinstance(calls_run, int) else series.measured)
 
 
-def _with_live(within: CellVerdict, live: LiveRun
-               ) -> tuple[Verdict, str, str | None, list[Finding]]:
-    """Verdict, reason, carrier and leading findings once the live decision is known.
+def _with_live(within: CellVerdict, live: LiveRun, reason: str) -> str:
+    """The reason once the live decision is known.
 
     The live decision only chose when to stop: it is the one memory decision
-    (`memory.memory_reading`) on the samples read by then, and the verdict is that same
-    decision on all the run's samples, so the two differ only where the agent ran on
-    past the look (it stops within a few calls, or it ran to its end while the
-    samples were replayed): then the run's own samples decide, and the reason says
-    what the live look saw."""
-    verdict, reason, carrier = within.verdict, within.reason, within.carrier
+    (`memory.memory_reading`, the table's memory rules) on the samples read by then,
+    and the verdict is the table on all the run's samples, so the two differ only where
+    the agent ran on past the look (it stops within a few calls, or it ran to its end
+    while the samples were replayed): then the run's own samples decide, and the reason
+    says what the live look saw."""
     looked = "leak" if live.verdict == "leak" else "ok"
-    if live.calls_run > live.calls_to_decision and looked != verdict:
+    if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
-                   f"{live.calls_run:,} calls say {verdict}")
-    reason += f"; decided live at call {live.calls_to_decision}, stopped at call {live.calls_run}"
-    return verdict, reason, carrier, []
+                   f"{live.calls_run:,} calls say {within.verdict}")
+    return reason + (f"; decided live at call {live.calls_to_decision}, stopped at call "
+                     f"{live.calls_run}")
 
 
-@dataclass(frozen=True)
-class GpuEvidence:
-    """What the GPU precheck and the run's CUDA signs add to a verdict."""
-
-    findings: list[Finding]
-    not_applicable: str | None = None     # the run showed the image cannot use the GPU
-
-
-def gpu_evidence(verdict: Verdict, series: Series, ended: RunOutcome,
-                 pre: tuple[str, str] | None) -> GpuEvidence:
-    """Run-time incompatibility (PTX JIT, no kernel image) when labels did not say."""
-    found_in: list[Finding] = []
-    if pre is not None:
-        found_in.append(Finding("gpu-check", f"{pre[0]}: {pre[1]}"))
+def runtime_sign(series: Series, ended: RunOutcome) -> tuple[str, str] | None:
+    """Run-time incompatibility with the GPU (PTX JIT, no kernel image) the run showed:
+    (not-applicable | degraded | ..., what showed it), or None."""
     first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
                   and s.get("dt")), None)
     times = series.step_times()
     median = float(np.median(times)) if len(times) else None
     err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
-    found = runtime_incompatibility(first, median, ended.log_tail + err)
+    return runtime_incompatibility(first, median, ended.log_tail + err)
+
+
+def gpu_findings(verdict: Verdict, series: Series, pre: tuple[str, str] | None,
+                 found: tuple[str, str] | None, decided: bool) -> list[Finding]:
+    """What the GPU precheck and the run's CUDA signs add to a verdict's findings
+    (`decided`: the sign made the verdict, rule `gpu-in-run`)."""
+    out: list[Finding] = []
+    if pre is not None:
+        out.append(Finding("gpu-check", f"{pre[0]}: {pre[1]}"))
     if pre is not None and pre[0] == "unsupported":
-        found_in.append(Finding("gpu-check", unsupported_evidence(verdict, series, found)))
-    if found is None:
-        return GpuEvidence(found_in)
-    if found[0] == "not-applicable" and verdict in ("crash", "ok", "ambiguous"):
-        return GpuEvidence(found_in, found[1])
-    return GpuEvidence([*found_in, Finding("gpu-check", f"{found[0]}: {found[1]}")])
+        out.append(Finding("gpu-check", unsupported_evidence(verdict, series, found)))
+    if found is not None and not decided:
+        out.append(Finding("gpu-check", f"{found[0]}: {found[1]}"))
+    return out
 
 
 def framework_device(series: Series) -> str | None:

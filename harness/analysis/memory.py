@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.analysis.facts import Facts
 from harness.analysis.fill import FILL_RERUN, Fill
 from harness.analysis.growth import trend_and_fill
 from harness.analysis.records import Finding
@@ -30,7 +31,7 @@ from harness.analysis.rules import (
     PRIMARY,
     TOTAL_ONLY,
     Evidence,
-    first_rule,
+    memory_rule,
 )
 from harness.analysis.trends import SMALL_RATE, MemoryTrend, missed_text, rate_words, size
 from harness.protocol.series import TREND_NAMES, Series
@@ -71,6 +72,7 @@ class MemoryReading:
     cyclic: Finding | None = None      # the heap's growth was cyclic garbage (`garbage`)
     calls: int = 0                     # measured calls the samples span
     rule: str = ""                     # the id of the rule that decided (`rules.RULES`)
+    filling: tuple[str, ...] = ()      # the sources a bounded fill still fits
 
     @property
     def missed_said(self) -> str:
@@ -172,9 +174,10 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     def out(kind: Reading, reason: str, carrier: str | None, fill: Fill | None = None,
             findings: tuple[Finding, ...] = ()) -> MemoryReading:
         return MemoryReading(kind, reason, carrier, memory, fill, findings, cyclic, measured,
-                             rule.id)
+                             rule.id, tuple(fills))
 
-    rule, named = first_rule(Evidence(memory, fills))
+    ev = Evidence(memory, Facts(filling=tuple(fills)))
+    rule, named = memory_rule(ev)
     if rule.id == "leak":
         found = leaking(memory)
         return out("leak", leak_reason(found, measured), named, findings=tuple(
@@ -187,7 +190,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
                    None if named == "none" else named)
     if rule.id == "unsure":
         return out("unsure", f"{named} neither clearly growing nor stable", named)
-    primary = Evidence(memory, fills).primary
+    primary = ev.primary
     if rule.id == "unconfirmed":
         t = memory["rss"]
         return out("unconfirmed", f"rss grows {kib(t.slope)} KiB/call but {primary} does "

@@ -1,11 +1,20 @@
-"""The rules of the one memory decision, in order: one table, named, pure.
+"""The verdict: one ordered table of named rules over one `Evidence` per cell.
 
-`memory.reading_of` builds an `Evidence` once per cell (every source's trend from its
-samples, decoded once, and the fill checks) and asks each rule of `RULES` in turn; the
-first that fires decides, and its id is kept in the result (`CellResult.rule`).
-`harness report DIR --why CELL` prints every rule in order with its figures and why
-it fired or not (`why`); docs/verdicts.md's list of rules is `rules_markdown()`, and
-`tests/unit/analysis/test_rules.py` fails when the two differ.
+Every verdict of every kind comes from `RULES`, in order: how the run was had (the
+image could not be had, the GPU precheck), how it ended (timeout after a leak, the GPU
+unusable in the run, oom, timeout, crash, not-applicable), memory (leak), time within
+the run (slowdown), the undecided readings (a fill, a busy host, too few readings, an
+unsure source, RSS alone), the row's baseline (regression, suspected), plateau and ok.
+The first rule that fires decides; its id is kept in the result (`CellResult.rule`)
+with the `Facts` it read (`CellResult.facts`), so `harness report DIR --why CELL`
+prints every rule in order from the stored evidence, each with why it fired or not
+(`why`). docs/verdicts.md's list is `rules_markdown()`; a test fails when they differ.
+
+Three callers, one table: the live decider asks it of the memory trends read so far
+(`memory.memory_reading`: with no other facts, only the memory rules can fire), the
+post-run verdict (`decision.decide`) of everything the run showed, and the row
+comparison of the same evidence with the baseline's figures added. The words of a
+verdict are made after the table has decided (`decision`), never beside it.
 
 Per source, a trend (`growth.trend_and_fill`) is `leak` by the per-call rule (slope
 interval wholly above `live_floor_bytes`, growth past `live_min_growth_bytes`, the late
@@ -17,10 +26,11 @@ still over it), unless `fill.fill_check` finds a bounded fill that fits.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from harness.analysis.fill import Fill
+from harness.analysis.facts import Facts
 from harness.analysis.growth import steady_above_trend
+from harness.analysis.kinds import Verdict
 from harness.analysis.trends import MemoryTrend
 from harness.thresholds import AnalysisConfig
 
@@ -38,11 +48,10 @@ TOTAL_ONLY = frozenset({"rss", "cgroup"})
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the rules read, built once per cell: every source's trend and the fill
-    checks that turned a leak ambiguous, by source."""
+    """What the rules read, built once per cell: every source's trend and the `Facts`."""
 
     memory: Mapping[str, MemoryTrend]
-    fills: Mapping[str, Fill]
+    facts: Facts = field(default_factory=Facts)
 
     @property
     def primary(self) -> str | None:
@@ -51,15 +60,16 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule: its id (kept in the result), what it decides, when, the thresholds it
-    reads (names of `AnalysisConfig`), and its test: the carrier it names when it
-    fires, else None."""
+    """One rule: its id (kept in the result), the verdict it decides, when, the
+    thresholds it reads (names of `AnalysisConfig`), and its test: what it names when
+    it fires (a carrier, a source, the cell), else None."""
 
     id: str
-    says: str
+    says: Verdict
     when: str
     thresholds: tuple[str, ...]
     test: Callable[[Evidence], str | None]
+    memory: bool = False           # a rule of memory alone: the live decider's too
 
 
 def leaking_carriers(ev: Evidence) -> list[str]:
@@ -73,12 +83,13 @@ def filling_carrier(ev: Evidence) -> str | None:
     """The carrier whose leak a filling cache could still explain, largest rate first.
     USS with RSS counts where one of the two could be a fill and the other leaks or
     could be one."""
+    fills = ev.facts.filling
     found: list[tuple[float, str]] = []
     for name, parts in CARRIERS.items():
-        if not all(p in ev.memory and (p in ev.fills or ev.memory[p].kind == "leak")
+        if not all(p in ev.memory and (p in fills or ev.memory[p].kind == "leak")
                    for p in parts):
             continue
-        filling = [p for p in parts if p in ev.fills]
+        filling = [p for p in parts if p in fills]
         if filling:
             found.append((ev.memory[filling[0]].slope, name))
     return max(found)[1] if found else None
@@ -114,41 +125,120 @@ def _ok(ev: Evidence) -> str | None:
     return ev.primary or "none"
 
 
+def _slowed(ev: Evidence) -> bool:
+    return bool(ev.facts.slowdown) and not ev.facts.busy
+
+
+def _gpu_in_run(ev: Evidence) -> str | None:
+    """The log shows the image cannot use the GPU, and the run showed nothing that
+    stands whatever the device: it crashed, or nothing leaked, slowed or levelled off."""
+    f = ev.facts
+    if f.gpu_unusable is None or f.ended not in (None, "crash"):
+        return None
+    if f.ended is None and (_slowed(ev) or memory_rule(ev)[0].id in ("leak", "plateau")):
+        return None
+    return "gpu"
+
+
+def _ended(kind: str) -> Callable[[Evidence], str | None]:
+    def test(ev: Evidence) -> str | None:
+        return "run" if ev.facts.ended == kind else None
+    return test
+
+
+def _leak_then_timeout(ev: Evidence) -> str | None:
+    return _leak(ev) if ev.facts.ended == "timeout" else None
+
+
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule, ...] = (
+    Rule("unavailable", "unavailable", "the image or the engine could not be had (a pin "
+         "that does not install, an image not found): nothing ran", (),
+         lambda ev: "image" if ev.facts.unavailable is not None else None),
+    Rule("gpu-precheck", "not-applicable", "the GPU precheck found the image cannot use "
+         "the GPU (CUDA too new for the driver, no kernel for its architecture)", (),
+         lambda ev: "gpu" if ev.facts.precheck is not None else None),
+    Rule("timeout-leak", "leak", "the run was killed at its timeout, and a carrier leaked "
+         "before it (rule `leak`): a finding about the image", LEAK_THRESHOLDS,
+         _leak_then_timeout),
+    Rule("gpu-in-run", "not-applicable", "the run's log shows the image cannot use the "
+         "GPU (PTX JIT, no kernel image), and it crashed, or nothing leaked, slowed or "
+         "levelled off", (), _gpu_in_run),
+    Rule("oom", "oom", "killed out of memory (OOMKilled, or its cgroup peak near the "
+         "limit), or the framework ran out of device memory", (), _ended("oom")),
+    Rule("timeout", "timeout", "killed at its timeout", (), _ended("timeout")),
+    Rule("crash", "crash", "the scenario raised, the process exited non-zero or was "
+         "killed from outside, or the agent left no end record", (), _ended("crash")),
+    Rule("not-applicable", "not-applicable", "the log says the image cannot run here "
+         "(no GPU, a CUDA driver too old)", (), _ended("not-applicable")),
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
          "allocator) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
-         "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak),
+         "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
+         memory=True),
+    Rule("slowdown", "slowdown", "late steps slower than early ones (the wall clock; at "
+         "one CPU speed only where that lowers it), and no busy host explains it",
+         ("alpha", "min_ratio", "step_floor_s", "step_window"),
+         lambda ev: "steps" if _slowed(ev) else None),
     Rule("filling", "ambiguous", "a carrier's growth passes a leak rule, but a saturating "
          "fill no larger than `fill_share` of its level (at most `fill_bytes`) fits it: a "
          "leak or a cache still filling; the cell runs again 4x longer",
-         ("fill_share", "fill_bytes"), filling_carrier),
+         ("fill_share", "fill_bytes"), filling_carrier, memory=True),
+    Rule("busy-host", "ambiguous", "late steps are slower, but the rise in run-queue delay "
+         "or throttling per step accounts for `contention_share` of it and CPU time per "
+         "step did not rise by half of it: the host was busy; the cell runs again",
+         ("contention_share",), lambda ev: "steps" if ev.facts.busy else None),
     Rule("insufficient", "ambiguous", "the first of heap, USS, RSS read has fewer than "
          "`min_samples` readings (5 for the GPU and the framework allocator)",
-         ("min_samples",), _insufficient),
+         ("min_samples",), _insufficient, memory=True),
     Rule("unsure", "ambiguous", "that source neither clearly grows nor is stable (its "
          "late window too noisy to tell growing from stopped)",
-         ("confidence", "late_confidence"), _unsure),
+         ("confidence", "late_confidence"), _unsure, memory=True),
     Rule("unconfirmed", "ambiguous", "RSS leaks and USS is not stable: page cache and "
-         "file-backed pages move RSS alone", (), _unconfirmed),
+         "file-backed pages move RSS alone", (), _unconfirmed, memory=True),
+    Rule("regression", "regression", "against the row's baseline: slower in interleaved "
+         "rounds, or peak RSS `peak_regression_ratio` times the baseline's",
+         ("peak_regression_ratio", "recheck_share"),
+         lambda ev: "baseline" if ev.facts.regression else None),
+    Rule("suspected", "suspected", "pooled step times slower than the baseline's, with no "
+         "rounds to confirm it (`rounds: 0`)", ("alpha", "min_ratio"),
+         lambda ev: "baseline" if ev.facts.suspected else None),
     Rule("plateau", "plateau", "a source grew past its floor, then its late slope's upper "
          "bound fell under `stall_fraction` of the rate or would not pass the floor",
-         ("stall_fraction", "leak_floor_bytes", "heap_floor_bytes"), _plateau),
+         ("stall_fraction", "leak_floor_bytes", "heap_floor_bytes"), _plateau, memory=True),
     Rule("ok", "ok", "none of the above: memory stable, with the smallest steady leak the "
-         "run could have missed said (\"no leak above 40 B/call in 1,000 calls\")",
-         ("live_floor_bytes",), _ok),
+         "run could have missed said (\"no leak above 40 B/call in 1,000 calls\"), and no "
+         "slowdown", ("live_floor_bytes",), _ok, memory=True),
 )
 RULE_IDS = tuple(r.id for r in RULES)
+MEMORY_RULES = tuple(r for r in RULES if r.memory)
+# Ids results recorded before the one table kept, and the rule each is now.
+FORMER_IDS = {"ended": "crash", "vs-baseline-regression": "regression",
+              "vs-baseline-suspected": "suspected"}
 
 
 def first_rule(ev: Evidence) -> tuple[Rule, str]:
-    """The first rule that fires and the source or carrier it names."""
+    """The first rule that fires and what it names."""
     for rule in RULES:
         named = rule.test(ev)
         if named is not None:
             return rule, named
     raise AssertionError("the last rule always fires")
+
+
+def memory_rule(ev: Evidence) -> tuple[Rule, str]:
+    """The first of the memory rules that fires: what memory alone says."""
+    for rule in MEMORY_RULES:
+        named = rule.test(ev)
+        if named is not None:
+            return rule, named
+    raise AssertionError("the last rule always fires")
+
+
+def rule_named(rule_id: str) -> Rule | None:
+    """The rule of that id (an id recorded before the one table: the rule it is now)."""
+    rid = FORMER_IDS.get(rule_id, rule_id)
+    return next((r for r in RULES if r.id == rid), None)
 
 
 def figures(t: MemoryTrend, cfg: AnalysisConfig) -> str:
@@ -164,10 +254,21 @@ def figures(t: MemoryTrend, cfg: AnalysisConfig) -> str:
             f"late >= {cfg.live_decay_ratio:g} x rate) {per_call}")
 
 
+def facts_said(f: Facts) -> list[str]:
+    """The facts beside memory, as --why prints them (those that are so)."""
+    said = [("unavailable", f.unavailable), ("GPU precheck", f.precheck),
+            ("ended", f"{f.ended} ({f.ended_why})" if f.ended else None),
+            ("GPU in the run", f.gpu_unusable),
+            ("a fill fits", ", ".join(f.filling)), ("steps", f.slowdown),
+            ("busy host", f.busy), ("vs baseline", f.regression or f.suspected)]
+    return [f"{name}: {value}" for name, value in said if value]
+
+
 def why(ev: Evidence, cfg: AnalysisConfig) -> list[str]:
-    """Every rule in order, with whether it fired (the first that fired decided), and
-    each source's figures first."""
+    """Every rule in order, with whether it fired (the first that fired decided), each
+    source's figures and the other facts first."""
     out = [f"  {figures(t, cfg)}" for t in ev.memory.values()]
+    out += [f"  {line}" for line in facts_said(ev.facts)]
     decided = False
     for k, rule in enumerate(RULES, 1):
         named = rule.test(ev)
@@ -195,7 +296,8 @@ def rules_markdown(defaults: Mapping[str, object]) -> str:
     lines = ["| # | rule | decides | when | thresholds (default) |", "|---|---|---|---|---|"]
     for k, rule in enumerate(RULES, 1):
         said = ", ".join(f"`{t}` ({_num(defaults[t])})" for t in rule.thresholds) or "-"
-        lines.append(f"| {k} | `{rule.id}` | {rule.says} | {rule.when} | {said} |")
+        mark = " (memory)" if rule.memory else ""
+        lines.append(f"| {k} | `{rule.id}`{mark} | {rule.says} | {rule.when} | {said} |")
     return "\n".join(lines) + "\n"
 
 

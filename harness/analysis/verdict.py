@@ -35,14 +35,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
+from harness.analysis.facts import ENDINGS, Facts
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
-from harness.analysis.memory import kib, leaking, memory_reading
+from harness.analysis.memory import MemoryReading, kib, leaking, memory_reading
 from harness.analysis.outcomes import ended_with
 from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
-from harness.analysis.rules import CARRIERS
+from harness.analysis.rules import CARRIERS, Evidence, first_rule
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import PeakComparison, StepComparison, VsBaseline
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
@@ -97,8 +98,8 @@ class CellVerdict:
     contention: Explained | None = None     # run-queue delay behind a slowdown
     gpu_time: GpuTime | None = None         # device busy time and clock behind a slowdown
     rerun: int | None = None                # calls an ambiguous cell's next run measures
-    rule: str = ""                          # the rule that decided (`rules.RULES`, or
-                                            # ended / slowdown / busy-host / ...)
+    rule: str = ""                          # the rule that decided (`rules.RULES`)
+    facts: Facts | None = None              # what the rules read beside memory
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -208,72 +209,107 @@ def _outcome_verdict(series: Series, outcome: RunOutcome) -> tuple[Verdict, str]
     return None
 
 
-def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
-               again: bool = True) -> CellVerdict:
-    """Within-run verdict for one cell, with CPU time per step kept as evidence; only
-    `harness.analysis.decision.decide` calls it (and tests of the series analysis).
-    `again`: an ambiguous cell runs again (its repeats are not spent), as its reason
-    says. Memory is read by `memory.memory_reading`, the one decision of memory growth
-    that the live decider makes on the samples so far."""
+@dataclass(frozen=True)
+class RunReading:
+    """What one run showed, read once: the evidence the rules decide on (`evidence`)
+    and the objects its words are made of."""
+
+    mem: MemoryReading
+    evidence: Evidence
+    steps: StepTrend | None = None
+    cpu: StepTrend | None = None
+    at_speed: bool = False
+    busy: Explained | None = None
+    gpu: GpuTime | None = None
+    ended: tuple[Verdict, str] | None = None
+    notes: tuple[Finding, ...] = ()       # the cyclic-garbage note, a corrected slowdown
+
+
+def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
+             gpu_unusable: str | None = None) -> RunReading:
+    """Everything the rules read of one run, built once: memory by `memory.
+    memory_reading` (the reading the live decider makes on the samples so far), the
+    step-time trend (`step_reading`), contention behind a slowdown, how the run ended."""
     mem = memory_reading(series, cfg, again)
-    memory = mem.memory
     steps, at_speed, unseen = step_reading(series, cfg)
     cpu = cpu_trend(series, cfg) if steps is not None else None
     ended = _outcome_verdict(series, outcome)
-    if ended is not None:
-        kind, reason, carrier, found = ended_with(ended, mem, series, steps)
-        return CellVerdict(kind, reason, carrier, found, memory=memory, steps=steps,
-                           cpu_steps=cpu, rule="ended")
-    findings: list[Finding] = [f for f in (mem.cyclic, unseen) if f is not None]
     busy: Explained | None = None
     gpu: GpuTime | None = None
-    slowdown = False
+    slowdown = voided = ""
     if steps is not None and steps.slowdown:
         gpu = gpu_time(series, cfg.step_window, steps.late_median_s - steps.early_median_s)
         busy = explain(series, cfg.step_window, steps.late_median_s - steps.early_median_s,
                        count_speed=not at_speed)
+        slowdown = _slowdown_reason(steps, cpu, at_speed, gpu)
         # Contention voids a slowdown only when the step did not do more work: CPU time
         # per step rising by half the extra time says it did, whatever the load.
         more_work = cpu is not None and not cpu.insufficient and (
             cpu.late_median_s - cpu.early_median_s
             >= (steps.late_median_s - steps.early_median_s) / 2)
         if busy is not None and busy.share >= cfg.contention_share and not more_work:
-            findings.append(Finding(
-                "busy-host", f"busy host: {busy.cause} rose "
-                f"{busy.share * busy.extra_s * 1e6:.0f} us/step, {busy.share:.0%} of the "
-                f"{busy.extra_s * 1e6:.0f} us/step slowdown"))
-        else:
-            slowdown = True
-            findings.append(Finding("slowdown", "slowdown"))
-    if mem.kind == "leak":
-        return CellVerdict("leak", mem.reason, mem.carrier, (*mem.findings, *findings),
-                           memory, steps, cpu_steps=cpu, contention=busy, rule=mem.rule)
-    if slowdown:
+            voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
+                      f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step "
+                      "slowdown")
+    facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
+                  gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=slowdown,
+                  busy=voided)
+    notes = tuple(f for f in (mem.cyclic, unseen) if f is not None)
+    return RunReading(mem, Evidence(mem.memory, facts), steps, cpu, at_speed, busy, gpu,
+                      ended, notes)
+
+
+def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
+               again: bool = True, gpu_unusable: str | None = None) -> CellVerdict:
+    """Within-run verdict for one cell: the table of rules (`rules.RULES`) over what the
+    run showed (`read_run`), in words. `again`: an ambiguous cell runs again (its
+    repeats are not spent), as its reason says."""
+    return verdict_of(read_run(series, outcome, cfg, again, gpu_unusable), series)
+
+
+def verdict_of(r: RunReading, series: Series) -> CellVerdict:
+    """The verdict the table decides on a run's evidence, with its words."""
+    rule, _ = first_rule(r.evidence)
+    mem, steps, f = r.mem, r.steps, r.evidence.facts
+
+    def out(reason: str, carrier: str | None, findings: tuple[Finding, ...],
+            **more: object) -> CellVerdict:
+        return CellVerdict(rule.says, reason, carrier, findings,
+                           memory=mem.memory, steps=steps, cpu_steps=r.cpu,
+                           rule=rule.id, facts=f, **more)  # type: ignore[arg-type]
+
+    if r.ended is not None and (rule.id in ENDINGS or rule.id == "timeout-leak"):
+        kind, reason, carrier, found = ended_with(r.ended, mem, series, steps)
+        assert kind == rule.says, (kind, rule.id)
+        return out(reason, carrier, found)
+    findings = list(r.notes)
+    if f.slowdown:
+        findings.append(Finding("busy-host", f.busy) if f.busy else
+                        Finding("slowdown", "slowdown"))
+    if rule.id == "gpu-in-run":
+        return out(str(f.gpu_unusable), mem.carrier, tuple(findings))
+    if rule.id == "leak":
+        return out(mem.reason, mem.carrier, (*mem.findings, *findings), contention=r.busy)
+    if rule.id == "slowdown":
         assert steps is not None
         if mem.fill is not None:
             findings.append(Finding("note", f"{mem.carrier} {mem.fill.said(False)}"))
-        return CellVerdict("slowdown", _slowdown_reason(steps, cpu, at_speed, gpu),
-                           None, tuple(findings), memory, steps, cpu_steps=cpu,
-                           contention=busy, gpu_time=gpu, rule="slowdown")
-    if mem.kind == "filling":
+        return out(f.slowdown, None, tuple(findings), contention=r.busy, gpu_time=r.gpu)
+    if rule.id == "filling":
         # Growing so far: a leak or a cache still filling; a longer run tells.
         assert mem.fill is not None
-        return CellVerdict("ambiguous", mem.reason, mem.carrier, tuple(findings), memory,
-                           steps, cpu_steps=cpu, rerun=mem.fill.rerun, rule=mem.rule)
-    if busy is not None and findings:
+        return out(mem.reason, mem.carrier, tuple(findings), rerun=mem.fill.rerun)
+    if rule.id == "busy-host":
         assert steps is not None
-        return CellVerdict("ambiguous", f"late steps {steps.ratio:.2f}x early, but "
-                           f"{findings[-1]}", None, tuple(findings), memory, steps,
-                           cpu_steps=cpu, contention=busy, rule="busy-host")
-    if mem.kind in ("insufficient", "unsure", "unconfirmed"):
-        return CellVerdict("ambiguous", mem.reason, mem.carrier, tuple(findings), memory,
-                           steps, cpu_steps=cpu, rule=mem.rule)
+        return out(f"late steps {steps.ratio:.2f}x early, but {f.busy}", None,
+                   tuple(findings), contention=r.busy)
+    if rule.id in ("insufficient", "unsure", "unconfirmed"):
+        return out(mem.reason, mem.carrier, tuple(findings))
     missed = f"; {mem.missed_said}" if mem.missed_said else ""
-    if mem.kind == "plateau":
-        return CellVerdict("plateau", mem.reason + missed, mem.carrier, mem.findings,
-                           memory, steps, cpu_steps=cpu, rule=mem.rule)
-    return CellVerdict("ok", f"{mem.reason}, no slowdown{missed}", mem.carrier,
-                       tuple(findings), memory, steps, cpu_steps=cpu, rule=mem.rule)
+    if rule.id == "plateau":
+        return out(mem.reason + missed, mem.carrier, mem.findings)
+    assert rule.id == "ok", rule.id
+    return out(f"{mem.reason}, no slowdown{missed}", mem.carrier, tuple(findings))
 
 
 def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,

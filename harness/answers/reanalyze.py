@@ -76,7 +76,14 @@ def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
     live = (replay_live(cfg, series, low, top)
             if isinstance(low, int) and isinstance(top, int) else None)
     return decide(CellFacts(cfg, series, run_outcome(res), res.gpu.value not in ("", "none"),
-                            live))
+                            live, precheck=precheck_of(res)))
+
+
+def precheck_of(res: CellResult) -> tuple[str, str] | None:
+    """What the GPU precheck found before the cell ran, as its result kept it, so
+    deciding again keeps it (None: nothing, or recorded before it was kept)."""
+    kind, _, why = (res.facts.gpu_check if res.facts is not None else "").partition(": ")
+    return (kind, why) if why else None
 
 
 def cut_short(res: CellResult, series: Series) -> str | None:

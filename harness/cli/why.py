@@ -1,5 +1,6 @@
-"""`harness report DIR --why CELL`: the rules of the one memory decision in order, each
-with its figures and whether it fired, for one recorded cell (`analysis.rules.why`)."""
+"""`harness report DIR --why CELL`: the table of rules in order, each with whether it
+fired, on one recorded cell's stored evidence (its memory trends and `Facts`), with
+their figures (`analysis.rules.why`)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
         InputError: no current cell of that id (or ending in it): a stale one is said
             to be stale, with the command that runs it again; or one without samples.
     """
-    from harness.analysis.memory import trends_and_fills
-    from harness.analysis.rules import Evidence
+    from harness.analysis.decision import CellFacts, decide
+    from harness.analysis.facts import Facts
+    from harness.analysis.rules import Evidence, first_rule, rule_named
     from harness.analysis.rules import why as rules_why
     from harness.matrixfile.load import analysis_of
+    from harness.result.build import run_outcome
     from harness.store import SeriesCache
 
     ids = sorted(recorded.results)
@@ -42,16 +45,30 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
                          + (f"one of {', '.join(ids[:8])}" if ids else
                             f"harness report {args.dir} names its cells and their state"))
     res = recorded.results[found[0]]
-    series = SeriesCache(args.dir)(res.id)
-    if series is None or not series.samples:
-        raise InputError(f"--why {res.id}: its samples.jsonl is missing or empty, so no rule "
-                         f"can be read again\nfix: harness report {args.dir} shows its "
-                         "recorded verdict")
     cfg = analysis_of(args.dir / "matrix.yaml", [])
-    memory, fills = trends_and_fills(series, cfg)
+    how = "as recorded"
+    if res.facts is not None:
+        ev = Evidence(res.memory, res.facts)
+    else:
+        # Recorded before the rules' facts were kept: read again from its samples.
+        series = SeriesCache(args.dir)(res.id)
+        if series is None or not series.samples:
+            raise InputError(f"--why {res.id}: recorded before its rules' evidence was kept, "
+                             "and its samples.jsonl is missing or empty, so no rule can be "
+                             f"read again\nfix: harness report {args.dir} shows its "
+                             "recorded verdict")
+        again = decide(CellFacts(cfg, series, run_outcome(res),
+                                 res.gpu.value not in ("", "none")))
+        ev = Evidence(again.memory, again.facts or Facts())
+        how = "read again from its samples (recorded before its evidence was kept)"
+    rule = rule_named(res.rule)
     print(f"{res.id}: {res.verdict} ({res.reason})")
-    print(f"decided by rule: {res.rule or '(not recorded: swept before issue 41)'}")
-    print("the memory rules, in order, as this harness reads its samples:")
-    for line in rules_why(Evidence(memory, fills), cfg):
+    print(f"decided by rule: {rule.id if rule else res.rule or '(not recorded)'}")
+    print(f"the rules, in order, on its evidence {how}:")
+    for line in rules_why(ev, cfg):
         print(line)
+    fired, _ = first_rule(ev)
+    if rule is not None and fired.id != rule.id:
+        print(f"note: on this evidence rule {fired.id} fires first, not {rule.id}: the "
+              "thresholds changed since it ran (harness sweep --reanalyze decides again)")
     return 0

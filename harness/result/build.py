@@ -85,7 +85,7 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
         carrier=verdict.carrier, findings=tuple(verdict.findings),
         memory=dict(verdict.memory), steps=verdict.steps, cpu_steps=verdict.cpu_steps,
         contention=verdict.contention, gpu_time=verdict.gpu_time, live=verdict.live,
-        vs_baseline=verdict.vs_baseline, rule=verdict.rule,
+        vs_baseline=verdict.vs_baseline, rule=verdict.rule, facts=verdict.facts,
         summary=summarise(series),
         outcome=Outcome(ended.exit_code, ended.timed_out, ended.oom_killed, ended.error,
                         round(ended.duration_s, 3), ended.log_tail[-4000:],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
@@ -234,6 +235,7 @@ class CellResult:
     unavailable: Unavailable | None = None
     key: RunKey | None = None      # what the run depended on (None: recorded before keys)
     rule: str = ""                 # the rule that decided (analysis.rules; "": before it)
+    facts: Facts | None = None     # what the rules read beside memory (None: before it)
 
     @property
     def deciding_source(self) -> str | None:

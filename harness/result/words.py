@@ -5,11 +5,8 @@ from __future__ import annotations
 import math
 
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
-from harness.analysis.rules import RULES
 from harness.analysis.trends import SMALL_RATE, StepTrend, missed_text, rate_words
 from harness.result.model import CellResult
-
-LEAK_RULE = RULES[0].id         # the memory rule that decides a leak
 
 
 def human_seconds(seconds: float) -> str:
@@ -36,7 +33,7 @@ def cell_numbers(res: CellResult) -> str:
         name = res.carrier if res.carrier and res.carrier.split("+")[0] == source else source
         if trend.kind == "insufficient":
             memory.append(f"{name} no readings")     # too few to fit: never "+0.0"
-        elif res.rule == LEAK_RULE and abs(trend.slope) < SMALL_RATE:   # a small leak
+        elif lead_with == "memory" and res.verdict in BAD and abs(trend.slope) < SMALL_RATE:
             memory.append(f"{name} {rate_words(trend.slope)}")   # never "+0.0 KiB/call"
         else:
             memory.append(f"{name} {round(trend.slope / 1024, 1) + 0.0:+.1f} KiB/call")
