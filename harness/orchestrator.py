@@ -22,7 +22,6 @@ from harness.analysis.kinds import BAD, GOOD
 from harness.matrixfile.model import Cell, Matrix, row_baselines
 from harness.preflight import whole_script
 from harness.result.model import CellResult
-from harness.result.runkey import key_of, why_changed
 from harness.runtimes import Engines
 from harness.runtimes.base import CellEvents, ImageInfo, Progress, Runtime
 from harness.stages import lanes as lane_plan
@@ -31,6 +30,7 @@ from harness.stages.gpucheck import GpuFacts
 from harness.stages.images import ImagePool
 from harness.stages.measure import measure
 from harness.stages.rows import RowComparisons, compare
+from harness.store.gate import why_not_current
 from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
 
@@ -132,7 +132,7 @@ class Sweep:
         old = self.store.load_cell(cell.id)
         if old is None:
             return False
-        why = why_changed(old.key, key_of(cell, self.runtime_for(cell).name))
+        why = why_not_current(old, cell, self.runtime_for(cell).name)
         if why is not None:
             self.progress(f"resume: {cell.id}: {why}; running it again")
             return False

@@ -119,15 +119,32 @@ class _FuncNames(object):
                 code = compile(f.read(), path, "exec", dont_inherit=True)
         except Exception:  # C module, <string>, unreadable: names stay "?"
             return table
-        todo = [code]
+        todo = [(code, "")]
         while todo:
-            co = todo.pop()
-            name = getattr(co, "co_qualname", co.co_name)
+            co, outer = todo.pop()
+            name = qualname(co, outer)
             for _, line in dis.findlinestarts(co):
                 if line is not None:
                     table[line] = name  # nested code comes later and overrides
-            todo.extend(c for c in co.co_consts if hasattr(c, "co_code"))
+            inner = name if co is not code else ""   # a module's own code is no scope
+            todo.extend((c, inner) for c in co.co_consts if hasattr(c, "co_code"))
         return table
+
+
+INNER = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>")
+
+
+def qualname(co, outer):
+    """The code's qualified name. Before 3.11 code has none: a comprehension's or
+    lambda's is made as 3.11 makes it (`step.<locals>.<genexpr>`, from `outer`, the
+    name of the code it is in), so the host names it by the function it is written in
+    (analysis.where.function); a tracemalloc frame of `step` on that line is named so too."""
+    name = getattr(co, "co_qualname", None)
+    if name is not None:
+        return name
+    if outer and co.co_name in INNER:
+        return outer + ".<locals>." + co.co_name
+    return co.co_name
 
 
 # ---------------------------------------------------------------- windows

@@ -45,15 +45,42 @@ def library(path: str) -> str:
     return os.path.basename(path)
 
 
+# Code Python names in angle brackets inside a function: shown as the function it is
+# written in, as a reader wrote it (`step.<locals>.<genexpr>` is `step`).
+INNER = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
+
+
+def _enclosing(name: str) -> str:
+    """A qualified name cut before its first comprehension or lambda part, "" where
+    none encloses it (`<genexpr>` at module level, or as Python before 3.11 names it)."""
+    parts = name.split(".")
+    kept = parts[:next((i for i, p in enumerate(parts) if p in INNER), len(parts))]
+    return ".".join(kept[:-1] if kept[-1:] == ["<locals>"] else kept)
+
+
+def function(frames: Sequence[Frame], i: int) -> str:
+    """The function of frames[i] as its author named it: a comprehension, generator
+    expression or lambda is the function it is written in. A bare `<genexpr>` (Python
+    before 3.11 records no qualified name) is the nearest outer frame's of the same file
+    that has a name of its own, the function running it; else it stays as recorded."""
+    path, name = frames[i][0], frames[i][2]
+    for outer in frames[i:]:
+        if outer[0] == path and (named := _enclosing(outer[2])):
+            return named
+    return name
+
+
 def site_key(frames: Sequence[Frame], scenario: str) -> str:
     """What matches a site across versions: the scenario's innermost frame (file name,
-    line, function) and the innermost library function below it, if any."""
-    own = next((f for f in frames if os.path.basename(f[0]) == scenario), None)
-    if own is None:
-        own = frames[-1] if frames else ("?", 0, "?")
-    key = f"{os.path.basename(own[0])}:{own[1]} {own[2]}"
-    if frames and frames[0] is not own:
-        key += f" -> {library(frames[0][0])} {frames[0][2]}"
+    line, function) and the innermost library function below it, if any; a line keeps
+    its own number where a comprehension on it is named as the function around it."""
+    frames = frames or [("?", 0, "?")]
+    at = next((i for i, f in enumerate(frames) if os.path.basename(f[0]) == scenario),
+              len(frames) - 1)
+    own = frames[at]
+    key = f"{os.path.basename(own[0])}:{own[1]} {function(frames, at)}"
+    if at:
+        key += f" -> {library(frames[0][0])} {function(frames, 0)}"
     return key
 
 

@@ -95,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cell_main(argv[1:])
     # Before parsing: `harness --help | head -1` and `harness sweep m.yaml >/dev/full`
     # print through them too.
+    closed_to_null()
     out, err = sys.stdout, sys.stderr
     wrapped, wrapped_err = ReaderMayLeave(out, "stdout"), ReaderMayLeave(err, "stderr")
     sys.stdout, sys.stderr = cast(TextIO, wrapped), cast(TextIO, wrapped_err)
@@ -117,6 +118,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if help_only:    # what it was asked for is what could not be written
             return EXIT_ENVIRONMENT
     return code
+
+
+def closed_to_null() -> None:
+    """stdout or stderr closed before the start (`harness sweep m.yaml >&-`): Python
+    leaves sys.stdout None (a traceback at the first print), and the next file opened
+    takes its descriptor (a child's output would land in it). It is /dev/null instead:
+    nobody reads it, as where a reader left, and the command keeps its exit code."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)            # taken since by a file of ours: leave it be
+            stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the run)
+        except OSError:
+            null = os.open(os.devnull, os.O_WRONLY)     # the lowest free: `fd`, mostly
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            stream = open(fd, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        setattr(sys, name, stream)
 
 
 def _kept(argv: Sequence[str], help_only: bool) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
+from harness.cli import answer, interruptible, options, printer
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def add_parser(sub: Any) -> None:
     options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
                 out_keeps="the bisect keeps its cells in <out>/<name>/bisect-<row> and "
                           "reuses them on the next run")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -97,6 +99,10 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
     return cells[lo:hi + 1]
 
 
+@answer.answers("bisect", {"dir": None, "row": None, "images": [], "found": False,
+                           "first_bad": None, "last_good": None, "sentence": "", "step": None,
+                           "diff": [], "probes": [], "runs": 0, "reused": 0,
+                           "reused_from": {}, "full_sweep": 0})
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.cli.sweep import apply_overrides
@@ -111,21 +117,34 @@ def run(args: argparse.Namespace) -> int:
                               args.bad, matrix.file), args)
     compile_scenarios(cells)
     outcome, cache = bisect_row(args, matrix, cells)
-    row = cells[0].row
-    print(f"\n{row}: {outcome.sentence()}")
-    for what, good, bad in outcome.diff():
-        print(f"  {what}: {good} -> {bad}")
-    whence = "; ".join(f"{n} from {where}" for where, n in cache.sources.items())
-    print(f"{outcome.runs} cell run(s), {outcome.reused} reused"
-          + (f" ({whence})" if whence else "")
-          + f"; a full sweep of this row is {len(cells)} runs")
+    shown(outcome, cache, len(cells))
     if not outcome.found:
-        print("  fix: bisect between a known-good and a known-bad image: --good IMAGE "
-              "--bad IMAGE" if outcome.step.why.startswith("endpoint is") else
-              "  fix: raise iterations (--iterations) so the endpoint's verdict is decided",
-              file=sys.stderr)
+        sweep = f"harness sweep {shlex.quote(str(args.matrix))} -k {outcome.row}"
+        print(f"  fix: {outcome.fix(sweep)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_REGRESSION if outcome.first_bad else EXIT_OK
+
+
+def shown(outcome: BisectOutcome, cache: Reuse, cells: int) -> None:
+    """The answer in words: the first bad image, the fingerprint diff, what it cost;
+    or in JSON mode the same from the outcome, each probed image's result with it."""
+    whence = "; ".join(f"{n} from {where}" for where, n in cache.sources.items())
+    if answer.active():
+        answer.update(
+            dir=str(cache.store.root), row=outcome.row, images=outcome.labels, found=outcome.found,
+            first_bad=outcome.first_bad, last_good=outcome.last_good,
+            sentence=outcome.sentence(), step=outcome.step,
+            diff=[{"what": w, "good": g, "bad": b} for w, g, b in outcome.diff()],
+            probes=[answer.cell_ref(r) for _, r in sorted(outcome.results.items())],
+            runs=outcome.runs, reused=outcome.reused, reused_from=dict(cache.sources),
+            full_sweep=cells)
+        return
+    print(f"\n{outcome.row}: {outcome.sentence()}")
+    for what, good, bad in outcome.diff():
+        print(f"  {what}: {good} -> {bad}")
+    print(f"{outcome.runs} cell run(s), {outcome.reused} reused"
+          + (f" ({whence})" if whence else "")
+          + f"; a full sweep of this row is {cells} runs")
 
 
 def check_reuse(dirs: list[Path]) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import options
+from harness.cli import answer, options
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def add_parser(sub: Any) -> None:
                         "old one) with the second --host (default: the matrix's first "
                         "host with each of the others, in its order)")
     options.add(p, "width", "quiet")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -116,7 +117,7 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
     from harness.store.runs import SWEEP_RESULTS, require
 
     require(path, SWEEP_RESULTS, "harness compare", flag)
-    found, _ = read_gated(path)
+    found, _ = read_gated(path, as_run=True)
     if not found.results and not found.was and not found.unreadable:
         raise InputError(f"{flag} {path}: no cells/*/result.json here; pass a directory "
                          "written by `harness sweep`")
@@ -174,6 +175,7 @@ def run_name(path: Path) -> str:
     return f"{full.parent.name}/{full.name}" if full.parent.name else full.name
 
 
+@answer.answers("compare", {"verdicts": [], "fits": []})
 def run(args: argparse.Namespace) -> int:
     from harness.cli.fitcompare import fit_rows
 
@@ -286,10 +288,29 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
                              "  fix: sweep the same matrix on both hosts")
     from harness.report.grid import console_width
 
-    for i, c in enumerate(comparisons):
+    if answer.active():
+        answer.update(verdicts=[comparison_json(c) for c in comparisons])
+    for i, c in enumerate(comparisons if not answer.active() else ()):
         if len(comparisons) > 1:
             sys.stdout.write(("\n" if i else "") + f"== {c.a_name} (old) vs {c.b_name} ==\n")
         c.render(sys.stdout, console_width(sys.stdout, width))
     if any(c.any_bad for c in comparisons):
         return EXIT_REGRESSION
     return EXIT_UNDECIDED if any(c.incomplete for c in comparisons) else EXIT_OK
+
+
+def comparison_json(c: Comparison) -> dict[str, object]:
+    """A comparison in JSON mode, from what its table and sentences are made of: each
+    joined pair (`*` in the table: `differs`), the sentences, and each side's cells that
+    give no answer with the commands that run them again."""
+    pairs = []
+    for p in c.pairs:
+        sa = p.a.summary.median_step_s if p.a is not None else None
+        sb = p.b.summary.median_step_s if p.b is not None else None
+        pairs.append({"key": list(p.key), "differs": p.differs,
+                      "a": answer.cell_ref(p.a), "b": answer.cell_ref(p.b),
+                      "step_ratio": sb / sa if sa and sb else None})
+    return {"mode": c.mode, "a": c.a_name, "b": c.b_name, "keys": list(c.key_names),
+            "same_host": c.same_host, "pairs": pairs, "differences": c.sentences(),
+            "gaps": {"a": dict(c.gaps[0]), "b": dict(c.gaps[1])}, "fixes": list(c.fixes),
+            "any_bad": c.any_bad, "incomplete": c.incomplete}

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
+from harness.cli import answer, interruptible, options, printer
 from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_OK,
@@ -67,6 +67,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--repeats", type=int, default=1,
                    help="extra runs of a hybrid whose verdict stays ambiguous (default 1)")
     options.add(p, "runtime", "docker-host", "quiet")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -152,6 +153,7 @@ def cells_of(matrix: Matrix, ids: list[str]) -> dict[str, Cell]:
     return {i: cells[i] for i in ids}
 
 
+@answer.answers("culprit", {"dir": None, "rows": []})
 def run(args: argparse.Namespace) -> int:
     from harness.cli.report import newest_run
     from harness.orchestrator import prefetch_analysis
@@ -162,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
     root = newest_run(args.dir, "harness culprit")
+    answer.update(dir=str(root))
     matrix = matrix_of(root, "", args.matrix)
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     found = gated(root, matrix, engines)
@@ -213,8 +216,8 @@ def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> i
     stored for it (made when it had one) is dropped, so no report keeps its stale note."""
     from harness.store.answers import drop_culprit
 
-    print(f"row {row} has no bad image after a good one: nothing to search (pass "
-          "--good IMAGE --bad IMAGE to compare two images anyway)")
+    answer.say(f"row {row} has no bad image after a good one: nothing to search (pass "
+               "--good IMAGE --bad IMAGE to compare two images anyway)")
     if row is not None and drop_culprit(root, row):
         rewrite_reports(root, name, found)
     return EXIT_OK
@@ -249,6 +252,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                     print(f"  {line}")
                 print(f"{b.row}: {out.sentence()}", flush=True)
                 outcomes.append(out)
+                answer.update(rows=[o.to_dict() for o in outcomes])
         finally:
             engines.stop()
     return outcomes

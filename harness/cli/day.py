@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
+from harness.cli import answer, interruptible, options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--matrix", type=Path,
                    help="the sweep's matrix file (default: the one its plan.json names)")
     options.add(p, "quiet")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -69,6 +70,7 @@ def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
             and res[p.good].image.index < res[p.cell].image.index]
 
 
+@answer.answers("day", {"dir": None, "rows": []})
 def run(args: argparse.Namespace) -> int:
     from harness.cli.culprit import cells_of, current_pairs
     from harness.cli.report import newest_run
@@ -78,10 +80,11 @@ def run(args: argparse.Namespace) -> int:
 
     options.check(args)
     root = newest_run(args.dir, "harness day")
+    answer.update(dir=str(root))
     found, matrix = read_gated(root, args.matrix)
     todo = dated_pairs(found, args.row)
     if not todo:
-        print("no dated row went bad after a good day: nothing to search")
+        answer.say("no dated row went bad after a good day: nothing to search")
         return EXIT_OK
     if matrix is None:
         raise InputError(found.unchecked)
@@ -121,6 +124,8 @@ def search(args: argparse.Namespace, root: Path, found: Gated,
                     raise InputError(f"{b.row}: {exc}") from exc
                 print(f"{b.row}: {out.sentence()}\n  {out.counts()}", flush=True)
                 outcomes.append(out)
+                answer.update(rows=[{**o.to_dict(), "sentence": o.sentence()}
+                                    for o in outcomes])
         finally:
             engines.stop()
     return outcomes

@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer, without_out
+from harness.cli import answer, interruptible, options, printer, without_out
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError, StoreError
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--matrix", type=Path,
                    help="the sweep's matrix file (default: the one its plan.json names)")
     options.add(p, "runtime", "docker-host", "quiet")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -74,8 +75,7 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
     """The pairs whose cells the matrix still runs the way the sweep did (their keys
     match): explaining a verdict of another run would name the wrong lines. Each pair
     left out is said, with why and the fix."""
-    from harness.result.runkey import key_of, why_changed
-    from harness.store.gate import as_recorded, refresh_line
+    from harness.store.gate import as_recorded, refresh_line, why_not_current
 
     cells = {c.id: c for c in matrix.cells}
     runtimes = engines.by_host or {}
@@ -87,7 +87,7 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
                 continue   # explain_matrix names a cell the matrix no longer has
             cell = as_recorded(cells[cid], results[cid])
             name = runtimes.get(cell.host.label, engines.default).name
-            why = why_changed(results[cid].key, key_of(cell, name))
+            why = why_not_current(results[cid], cell, name)
             if why is not None:
                 stale.append(f"{cid}: {why}")
         if stale:
@@ -98,14 +98,15 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
     return keep
 
 
+@answer.answers("explain", {"dir": None, "cells": []})
 def run(args: argparse.Namespace) -> int:
     from harness.cli.report import newest_run
-    from harness.report import ConsoleReporter
     from harness.runtimes import Engines
     from harness.store.gate import read_gated
 
     options.check(args)
     root = newest_run(args.dir, "harness explain")
+    answer.update(dir=str(root))
     found, matrix = read_gated(root, args.matrix)
     readable = {**found.results, **found.was}
     todo = chosen(readable, args.cell, found.planned, found.unreadable)
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_UNDECIDED
     if not todo:
-        print("no row has a bad cell: nothing to explain")
+        answer.say("no row has a bad cell: nothing to explain")
         return EXIT_OK
     if matrix is None:
         raise InputError(found.unchecked)
@@ -132,12 +133,31 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_UNDECIDED
     report, explained = explain_pairs(root, found, matrix, engines, todo, args.quiet)
-    ConsoleReporter.from_results(report).render_where(sys.stdout, [p.cell for p in todo])
+    shown(report, [p.cell for p in todo])
     if not explained:
         print("harness: no attributed run left a where record; see explain/*/agent.log",
               file=sys.stderr)
         return EXIT_ENVIRONMENT
     return EXIT_OK
+
+
+def shown(report: Report, cells: list[str]) -> None:
+    """explain's answer for `cells`: in words (`ConsoleReporter.render_where`), or in
+    JSON mode each cell's verdict, its where.json and its paired cell's, as the words
+    read them from the report model (`Report.explained`)."""
+    from harness.report import ConsoleReporter
+
+    if not answer.active():
+        ConsoleReporter.from_results(report).render_where(sys.stdout, cells)
+        return
+    out = []
+    for cid in cells:
+        ex = report.explained.get(cid)
+        paired = report.explained.get(ex.paired) if ex is not None and ex.paired else None
+        out.append({"cell": cid, "result": answer.cell_ref(report.results.get(cid)),
+                    "where": ex.to_json() if ex is not None else None,
+                    "paired_where": paired.to_json() if paired is not None else None})
+    answer.update(cells=out)
 
 
 def hidden_bad(readable: dict[str, CellResult], found: Gated) -> bool:

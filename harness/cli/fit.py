@@ -6,12 +6,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
+from harness.cli import answer, interruptible, options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.fit import FitRow, Target
+    from harness.report.fitreport import FitReport
     from harness.store import RunStore
 
 
@@ -26,6 +27,7 @@ def add_parser(sub: Any) -> None:
     options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
                 per="probe", out_keeps="probes are kept in <out>/<name>/fit-<param> and "
                                        "reused on the next run")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -54,6 +56,8 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
     return Target(name.strip(), bounds[0], bounds[1])
 
 
+@answer.answers("fit", {"dir": None, "param": None, "range": [], "bound": None, "rows": [],
+                        "first_smaller": []})
 def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
     from harness.cli.sweep import apply_overrides
@@ -69,18 +73,27 @@ def run(args: argparse.Namespace) -> int:
     report = FitReport.from_rows(rows)
     for name, text in report.files().items():
         store.write(name, text)
-    print()
-    print(report.console())
-    reused = sum(r.reused for r in rows)
-    if reused:
-        print(f"\n{reused} probe(s) reused from {store.root}, "
-              f"{sum(r.runs for r in rows)} run")
-    print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
+    shown(report, store)
     if report.smaller:
         return EXIT_REGRESSION
     if any(r.step.action == "stop" and r.step.why.startswith("unavailable") for r in rows):
         return EXIT_ENVIRONMENT
     return EXIT_OK
+
+
+def shown(report: FitReport, store: RunStore) -> None:
+    """The boundaries in words, or in JSON mode fit.json's document (`FitReport.to_json`)
+    with the directory it is in."""
+    if answer.active():
+        answer.update(dir=str(store.root), **report.to_json())
+        return
+    print()
+    print(report.console())
+    reused = sum(r.reused for r in report.rows)
+    if reused:
+        print(f"\n{reused} probe(s) reused from {store.root}, "
+              f"{sum(r.runs for r in report.rows)} run")
+    print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
 
 
 def fit_rows(args: argparse.Namespace, matrix: Matrix, cells: list[Cell], target: Target

@@ -16,6 +16,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from harness.cli import answer
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 
 Row = dict[str, Any]
@@ -62,19 +63,25 @@ def compare_fits(a: list[Row], b: list[Row], names: tuple[str, str], param: str)
     if not joined:
         raise InputError(f"{names[0]} and {names[1]} share no (image, scenario, GPU): "
                          "nothing to compare\n  fix: fit the same matrix on both hosts")
-    table, said, worse = [], [], False
+    table, said, worse, rows = [], [], False, []
     for k in sorted(joined):
         fa, fb = left[k].get("max_fit"), right[k].get("max_fit")
         smaller = isinstance(fa, int) and (not isinstance(fb, int) or fb < fa - 1)
         larger = isinstance(fb, int) and (not isinstance(fa, int) or fa < fb - 1)
         worse = worse or smaller
         mark = "*" if smaller or larger else ""
+        rows.append({"image": k[0], "scenario": k[1], "gpu": k[2], "a_fits": fa, "b_fits": fb,
+                     "differs": bool(mark), "smaller": smaller})
         table.append([mark, k[0], k[1], k[2], fa if fa is not None else "none fits",
                       fb if fb is not None else "none fits",
                       per_unit(left[k], param), per_unit(right[k], param)])
         if smaller or larger:
             said.append(f"{k[1]} with {k[0]} on {k[2]}: fits {param}={fa} on {names[0]}, "
                         f"{fb} on {names[1]}")
+    if answer.active():
+        answer.update(fits=[{"a": names[0], "b": names[1], "param": param, "rows": rows,
+                             "differences": said}])
+        return EXIT_REGRESSION if worse else EXIT_OK
     sys.stdout.write(tabulate(table, headers=["", "image", "scenario", "gpu",
                                               f"{names[0]} fits", f"{names[1]} fits",
                                               f"{names[0]} memory", f"{names[1]} memory"],

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.cli import options, without_out
+from harness.cli import answer, options, without_out
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError
+
+if TYPE_CHECKING:
+    from harness.answers.history import History
+    from harness.report import Report
 
 
 def add_parser(sub: Any) -> None:
@@ -21,9 +25,12 @@ def add_parser(sub: Any) -> None:
     options.add(p, "width", "quiet")
     p.add_argument("--no-html", action="store_true",
                    help="do not write reports/NAME/history.html")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
+@answer.answers("history", {"name": None, "dir": None, "html": None, "images": [],
+                            "runs": [], "lines": [], "rows": []})
 def run(args: argparse.Namespace) -> int:
     """0 when every latest verdict is good; else as `harness report` exits on the
     latest verdicts (1 a bad one, 3 an unavailable one, 4 an undecided or unreadable
@@ -36,7 +43,10 @@ def run(args: argparse.Namespace) -> int:
     options.check(args)
     history = read_history(args.dir)
     report = latest_report(history)
-    HistoryConsole(history, report).render(sys.stdout, args.width)
+    if answer.active():
+        answer.update(**history_json(history, report))
+    else:
+        HistoryConsole(history, report).render(sys.stdout, args.width)
     width = console_width(sys.stdout, args.width)
     if not args.no_html:
         try:
@@ -44,14 +54,15 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as exc:
             raise without_out(exc, f"harness history {args.dir} --no-html prints it "
                                    "without writing") from exc
-        if not args.quiet:
+        answer.update(html=str(path))
+        if not args.quiet and not answer.active():
             say(sys.stdout, f"\nwritten: {path}", width)
     code = exit_code(report)
-    for line in stale_note(history.runs[-1].path):
-        say(sys.stdout, line, width)
     note = report.incomplete_note()
-    if note is not None:
-        say(sys.stdout, f"\n{note}", width)
+    for line in [*stale_note(history.runs[-1].path), *([f"\n{note}"] if note else [])]:
+        answer.note(line)
+        if not answer.active():
+            say(sys.stdout, line, width)
     if code == EXIT_OK and any("does not read" in n for n in history.notes):
         return EXIT_UNDECIDED
     return code
@@ -69,3 +80,31 @@ def stale_note(newest: Path) -> list[str]:
     return [f"\n{len(found.stale)} cell(s) of the newest run ({newest.name}) ran before "
             f"their inputs changed ({next(iter(found.stale.values()))}); its verdicts are "
             f"not the matrix's now\n  fix: {found.refresh} runs them again"]
+
+
+def history_json(history: History, report: Report) -> dict[str, object]:
+    """history's answer in JSON mode, from what its table is drawn from: the runs, each
+    line's latest reading of each image (with its run) and its flaky images, and the
+    rows' answers over the latest verdicts (`RowAnswer`s, as results.json keeps them)."""
+    from harness.result.words import cell_text
+
+    lines = []
+    for line in history.lines:
+        latest = {}
+        for image in line.seen:
+            s = line.latest(image)
+            if s is not None:
+                latest[image] = {"run": s.run.tag, "cell": s.cell, "verdict": s.verdict,
+                                 "text": cell_text(s.result) if s.result else None,
+                                 "why": s.why}
+        lines.append({"row": line.row, "host": line.host, "name": line.name,
+                      "latest": latest, "flaky": [
+                          {"image": f.image, "seen": [{"run": x.run.tag, "verdict": x.verdict}
+                                                      for x in f.seen]}
+                          for f in line.flaky()]})
+    for text in history.notes:
+        answer.note(text)
+    return {"name": history.name, "dir": str(history.root), "images": list(history.images),
+            "runs": [{"tag": r.tag, "name": r.name, "kind": r.kind, "started": r.started,
+                      "images": list(r.images), "watch": r.watch} for r in history.runs],
+            "lines": lines, "rows": list(report.rows)}

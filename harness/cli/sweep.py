@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import interruptible, options, printer
+from harness.cli import answer, interruptible, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -83,6 +83,7 @@ def add_parser(sub: Any) -> None:
                         "mode, max_iterations the cap (set: as it is; else 1,000,000)")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     options.add(p, "quiet")
+    answer.add(p)
     p.set_defaults(func=run)
 
 
@@ -123,6 +124,9 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
     return out
 
 
+@answer.answers("sweep", {"dir": None, "files": [], "name": None, "cells": [], "images": [],
+                          "rows": [], "bad_cells": [], "missing_cells": [],
+                          "undecided_cells": [], "causes": {}})
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `harness --help` must not pay for them.
     from harness import matrixfile
@@ -130,25 +134,45 @@ def run(args: argparse.Namespace) -> int:
     options.check(args)
     matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
+    answer.update(name=matrix.name, cells=[c.id for c in cells])
     if args.list:
-        for c in cells:
+        for c in cells if not answer.active() else ():
             print(c.id)
         return EXIT_OK
     preflight(cells, matrix, refuse=args.iterations is not None)
     report, root, paths = sweep_and_report(args, matrix, cells)
+    shown(args, report, (root, paths), cells)
+    return exit_code(report)
+
+
+def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Path]],
+          cells: list[Cell]) -> None:
+    """The sweep's table, where its results are and the note of an answer that is not
+    whole; or in JSON mode the same from the report model: the rows' answers
+    (`RowAnswer`s), the bad, missing and undecided cells and, with --find-cause, each
+    row's cause (as results.json keeps them)."""
+    from harness.answers.journey import results_json
     from harness.report import ConsoleReporter
     from harness.report.grid import console_width, say
 
+    root, paths = written
+    note = report.incomplete_note()
+    if note is not None and exit_code(report) == EXIT_UNDECIDED:
+        note = f"{note}: {how_to_decide(report, args.matrix, root, cells)}; exit {EXIT_UNDECIDED}"
+    if answer.active():
+        answer.note(note or "")
+        answer.update(dir=str(root), files=[p.name for p in paths], images=report.images,
+                      rows=report.rows, bad_cells=report.bad_cells,
+                      missing_cells=report.missing_cells,
+                      undecided_cells=report.undecided_cells,
+                      causes=results_json(report.causes))
+        return
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)
     width = console_width(sys.stdout, args.width)
     say(sys.stdout, f"\nresults: {root} ({', '.join(p.name for p in paths)})", width)
-    note = report.incomplete_note()
     if note is not None:
-        say(sys.stdout, f"{note}: {how_to_decide(report, args.matrix, root, cells)}; exit "
-                        f"{EXIT_UNDECIDED}" if exit_code(report) == EXIT_UNDECIDED else note,
-            width)
-    return exit_code(report)
+        say(sys.stdout, note, width)
 
 
 def preflight(cells: list[Cell], matrix: Matrix, refuse: bool) -> None:

@@ -76,11 +76,34 @@ class BisectOutcome:
         which = "first" if self.step.index == 0 else "last"
         want = "good" if self.step.index == 0 else "bad"
         said = f"{res.verdict} ({res.reason})" if res is not None else "? ()"
-        if want == "bad" and res is not None and res.verdict in GOOD:
-            # The answer to "which image went bad" here: none, as far as the end shows.
-            return (f"no bad image: the last image {label} is {said}; bisect needs a bad "
-                    "image to search back from")
+        if self.no_bad_end:
+            # The answer to "which image went bad" here: none, as far as the ends show;
+            # the images between them were never run, and a fix at the end hides them.
+            first, between = self.labels[0], len(self.labels) - 2
+            if not between:
+                return (f"no bad image: the last image {label} is {said} and the first "
+                        f"({first}) good, with no image between them")
+            return (f"no bad image: the last image {label} is {said}; bisect searches back "
+                    f"from a bad last image, so the {between} image(s) between {first} and "
+                    f"{label} were not run (a regression that {label} fixed would be there)")
         return f"stopped: the {which} image {label} is {said}, but bisect needs it {want}"
+
+    @property
+    def no_bad_end(self) -> bool:
+        """Stopped because the last image, the bad end, ran good."""
+        i = self.step.index
+        res = self.results.get(i) if i is not None else None
+        return (not self.found and i == len(self.labels) - 1 and i > 0 and res is not None
+                and res.verdict in GOOD)
+
+    def fix(self, sweep: str) -> str:
+        """What to do where no first bad was found; `sweep` sweeps the row whole."""
+        if self.no_bad_end:
+            return (f"pass --bad an image that is bad when run; `{sweep}` runs every image "
+                    "of the row, and its first bad is the one to pass")
+        if self.step.why.startswith("endpoint is"):
+            return "bisect between a known-good and a known-bad image: --good IMAGE --bad IMAGE"
+        return "raise iterations (--iterations) so the endpoint's verdict is decided"
 
 
 def expected_probes(n: int) -> int:

@@ -358,14 +358,14 @@ class SweepRunner:
             sweep.series.keep(g_cell.id, g_series)
 
     def __call__(self, cell: Cell) -> CellResult:
-        from harness.result.runkey import key_of, why_changed
+        from harness.store.gate import why_not_current
 
         sweep = self.sweep
         runs = attempts(sweep.store, cell.id)
         first = cell.id not in self.seen
         self.seen.add(cell.id)
-        if runs and first and runs[-1].verdict not in UNDECIDED and why_changed(
-                runs[-1].key, key_of(cell, sweep.runtime_for(cell).name)) is None:
+        if runs and first and runs[-1].verdict not in UNDECIDED and why_not_current(
+                runs[-1], cell, sweep.runtime_for(cell).name) is None:
             self.cached.add(runs[-1].id)
             return runs[-1]
         this = cell if not runs else dataclasses.replace(

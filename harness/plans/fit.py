@@ -27,8 +27,8 @@ from harness.matrixfile.model import Cell
 from harness.plans.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.result.runkey import key_of, why_changed
 from harness.runtimes.base import own_cgroup, parse_size
+from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
@@ -301,7 +301,7 @@ def store_cache(sweep: Sweep, say: Say | None = None) -> Cache:
         result = sweep.store.load_cell(cell.id)
         if result is None:
             return None
-        why = why_changed(result.key, key_of(cell, sweep.runtime_for(cell).name))
+        why = why_not_current(result, cell, sweep.runtime_for(cell).name)
         if why is not None:
             if say is not None:
                 say(f"{cell.id}: {why}; running it again")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.analysis.kinds import BAD, GOOD, UNKNOWN
+from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
 from harness.answers.explain import Explanation, Pair, load_explanations, pairs, unpaired
 from harness.answers.journey import CAUSE_DIR, Cause, cause_file
 from harness.answers.search import RowAnswer, answer_rows
@@ -96,13 +96,21 @@ class Progress:
 
 
 def fixed_in(row: RowAnswer) -> tuple[str, str] | None:
-    """The first good image after the row's first bad one (label, cell id), never named
-    across a cell that told nothing (undecided, not run, unavailable)."""
+    """The first image after the row's first bad one that answers its question (label,
+    cell id), never named across a cell that told nothing (undecided, not run,
+    unavailable). The question is the first bad's: memory (a leak, out of memory) is
+    answered by an image that no longer leaks, even where it is slower (a time
+    finding, said beside it: `summary`); time (a slowdown, a regression) or a crash
+    only by a good image."""
     labels = [label for label, _, _ in row.cells]
     if row.first_bad is None or row.first_bad not in labels:
         return None
-    for label, verdict, cid in row.cells[labels.index(row.first_bad) + 1:]:
-        if verdict in GOOD:
+    at = labels.index(row.first_bad)
+    memory = kind(row.cells[at][1]).attribute == MEMORY
+    for label, verdict, cid in row.cells[at + 1:]:
+        if verdict in GOOD or (memory and verdict in BAD
+                               and kind(verdict).attribute != MEMORY
+                               and not kind(verdict).cut_short):
             return label, cid
         if verdict in UNKNOWN:
             return None
@@ -329,15 +337,14 @@ def on_host(ctx: Sweep, cell: Cell, row: str) -> tuple[CellResult, str]:
     host's GPU is not-applicable, never run) into cause/<row>/ of the sweep's directory;
     a result there made by the same run (its run key) is reused."""
     from harness.orchestrator import Sweep
-    from harness.result.runkey import key_of, why_changed
     from harness.store import RunStore
+    from harness.store.gate import why_not_current
 
     store = RunStore(ctx.store.root / CAUSE_DIR / row)
     store.lock()
     try:
         old = store.load_cell(cell.id)
-        if old is not None and why_changed(old.key, key_of(
-                cell, ctx.runtime_for(cell).name)) is None:
+        if old is not None and why_not_current(old, cell, ctx.runtime_for(cell).name) is None:
             return old, "reused"
         result = Sweep(ctx.matrix, ctx.runtime, store, ctx.progress,
                        ctx.runtimes).run_cell(cell).result

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD, GOOD, kind
 from harness.answers.explain import Explanation, Pair
 from harness.answers.search import RowAnswer
 from harness.result.codec import JSON
@@ -112,21 +112,26 @@ def fixed_versions(j: Journey, results: Mapping[str, CellResult]) -> dict[str, s
 
 
 def workaround(j: Journey, results: Mapping[str, CellResult]) -> str | None:
-    """Pins that keep the row good: below the bad version, or from the fixed one on."""
+    """Pins that keep the row good, naming only versions this run measured: the last
+    good one, and the fixed one where a later image fixed it; the releases between the
+    last good and the first bad, which nothing here ran, are said to be untested."""
     fixed = fixed_versions(j, results)
     # On a date axis the first bad version is the first bad day's, not the sweep's B's.
     first_bad = {name: bad for name, _, bad in j.day.moved} if j.day is not None else {}
     said = []
     for c in _changes(j.culprit):
-        name = str(c["name"])
+        name, good = str(c["name"]), c.get("good")
         bad = first_bad.get(name) or c.get("bad")
         if bad is None:
-            said.append(f"{name}=={c.get('good')}")
-        elif c.get("good") is None:
+            said.append(f"{name}=={good}")
+        elif good is None:
             said.append(f"without {name}")
         else:
             later = fixed.get(name)
-            said.append(f"{name}<{bad}" + (f" or >={later}" if later and later != bad else ""))
+            pins = [f"{name}=={good}"] + (
+                [f"{name}=={later}"] if later and later not in (bad, good) else [])
+            said.append(" or ".join(pins) + f" ({'both' if len(pins) > 1 else 'the one'} "
+                        f"measured good; no release between {good} and {bad} was tested)")
     return ", ".join(said) or None
 
 
@@ -141,6 +146,15 @@ def _unproved(culprit: Mapping[str, object]) -> str:
             for o in (other if isinstance(other, list) else []) if isinstance(o, dict)]
     return ("not the packages: B with every package change undone is still bad"
             + (f"; what else changed: {', '.join(said[:4])}" if said else ""))
+
+
+def _only_memory(cell: str, results: Mapping[str, CellResult]) -> str:
+    """", for memory only: it is slower (regression: ...)" where the image that fixed a
+    leak is itself a time finding; else ""."""
+    res = results.get(cell)
+    if res is None or res.verdict in GOOD:
+        return ""
+    return f" for memory only: it {kind(res.verdict).verb} ({res.reason.split('; ')[0]})"
 
 
 def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
@@ -175,7 +189,8 @@ def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
         fixed = (f"fixed from {j.fixed[0].rpartition('@')[2]}" if j.day is not None
                  else f"fixed from image {j.fixed[0]}")
         parts.append(fixed + (
-            f" ({', '.join(f'{n} {v}' for n, v in versions.items())})" if versions else ""))
+            f" ({', '.join(f'{n} {v}' for n, v in versions.items())})" if versions else "")
+            + _only_memory(j.fixed[1], results))
     else:
         parts.append("no later good image")
     parts += [h.words(bad.image.label, bad.host.label) for h in j.hosts]

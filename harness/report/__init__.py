@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.result.codec import JSON
-from harness.result.model import CellResult
 from harness.store.gate import RunDir, read_run, rerun_line
 from harness.store.results import RunStore
 
@@ -86,17 +85,6 @@ def results_text(data: dict[str, JSON]) -> str:
     return f"{text[:-1]}{', ' if head else ''}\"cells\": {cells}}}\n"
 
 
-def load_results(root: Path) -> dict[str, CellResult]:
-    """Cell results under a results directory (cells/*/result.json, schema 1 to 3);
-    unreadable ones are left out (`read_run` names them).
-
-    Raises:
-        InputError: a result.json that is not one this harness can read (the message
-            names the file and the key).
-    """
-    return read_run(root).results
-
-
 __all__ = [
     "ConsoleReporter",
     "HtmlReporter",
@@ -106,7 +94,6 @@ __all__ = [
     "Renderer",
     "Report",
     "RunDir",
-    "load_results",
     "read_run",
     "render_text",
     "rerun_line",

@@ -57,11 +57,17 @@ def cell_numbers(res: CellResult) -> str:
 def missed_words(res: CellResult) -> str:
     """An `ok` or `plateau` cell's bound: "no leak above 40 B/call in 1,000 calls" (the
     smallest steady leak its run could have missed; "" for other kinds or old results)."""
+    rate = missed_rate(res)
+    return missed_text(rate, res.summary.iterations) if rate is not None else ""
+
+
+def missed_rate(res: CellResult) -> float | None:
+    """`missed_words`' bound in bytes per call (None for other kinds or old results)."""
     if res.verdict not in GOOD:
-        return ""
+        return None
     rates = [r for s, t in res.memory.items() if s in ("heap", "uss", "rss")
              and (r := t.missed) is not None and math.isfinite(r)]
-    return missed_text(min(rates), res.summary.iterations) if rates else ""
+    return min(rates) if rates else None
 
 
 def also_slowed(res: CellResult) -> StepTrend | None:

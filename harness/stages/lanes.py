@@ -34,23 +34,26 @@ def plan(cells: Sequence[Cell], queues_cells: bool) -> tuple[list[list[Cell]], .
 
 def run_lanes(groups: list[list[Cell]], lane: Lane, width: int | None,
               stop: threading.Event, cancel: threading.Event) -> None:
-    """Run each group through `lane`, up to `width` at once (None: all). Ctrl-C sets
-    `cancel` (running cells kill their containers/processes now) and `stop` (no lane
-    starts another cell)."""
+    """Run each group through `lane`, up to `width` at once (None: all). Ctrl-C (or a
+    lane's exception) sets `cancel` (running cells kill their containers/processes now)
+    and `stop` (no lane starts another cell). A wave that simply ends leaves both unset:
+    the caller shares `stop` across its waves, and the next wave must still run."""
     width = min(len(groups), width or len(groups)) or 1
-    if width <= 1:
-        for group in groups:
-            lane(group)
-        return
-    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
+    pool = (ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
+            if width > 1 else None)
     try:
+        if pool is None:
+            for group in groups:
+                lane(group)
+            return
         futures = [pool.submit(lane, g) for g in groups]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         for f in done:
             f.result()
     except BaseException:
         cancel.set()
+        stop.set()
         raise
     finally:
-        stop.set()
-        pool.shutdown(wait=True)
+        if pool is not None:
+            pool.shutdown(wait=True)

@@ -14,10 +14,10 @@ do not read and why, its plan). `gate(root)` adds what each planned cell is now:
 A command answers only from current cells; every other one is named with the command
 that refreshes it (`Gated.refresh`: the sweep resumed in place, which runs exactly
 those cells again). Cells on disk the run's plan does not have (left by another
-matrix's run) are not the run's and are not read as its cells. The matrix is the run's
-copy (matrix.yaml) with its scenarios read from beside the original, as the commands
-that run cells load it; where neither is found nothing can be checked, and the cells
-read as they were recorded (`Gated.unchecked` says why).
+matrix's run) are not the run's and are not read as its cells. The matrix is the file
+the run was swept from as it reads now (a pin, setting or scenario edited since makes
+the cells it changed stale, as `--resume` finds them); where it is not found nothing can
+be checked, and the cells read as they were recorded, said so (`Gated.unchecked`).
 """
 
 from __future__ import annotations
@@ -199,17 +199,33 @@ def gate(root: Path, given: Path | None = None,
     return _gated(found, found.results, stale, refresh_line(root, matrix))
 
 
-def read_gated(root: Path, given: Path | None = None) -> tuple[Gated, Matrix | None]:
+def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str | None:
+    """Why a recorded result does not answer for `cell` run on `runtime` now (its run
+    key, `result.runkey`, differs: which part, in words), or None where it does: the
+    one reuse check of every command that runs cells or reuses them (the sweep's
+    resume, bisect, culprit, fit, explain, `--find-cause`)."""
+    from harness.result.runkey import key_of, why_changed
+
+    if result is None:
+        return "not run"
+    return why_changed(result.key, key_of(cell, runtime))
+
+
+def read_gated(root: Path, given: Path | None = None, as_run: bool = False
+               ) -> tuple[Gated, Matrix | None]:
     """The run's cells through the gate, each checked against the runtime and host it
     ran on, and the matrix they were checked against (None where it cannot be found:
     then `Gated.unchecked` says why and every readable cell reads as recorded).
+    `as_run`: against the matrix as the run recorded it (its matrix.yaml, scenarios
+    read from beside the original): `harness compare` sets two runs side by side as
+    they ran, and says how their pins differ, where the matrix was edited between them.
 
     Raises:
         InputError: a --matrix (`given`) that does not read; a result.json or plan.json
             of the wrong shape.
     """
     try:
-        matrix = matrix_of(root, "", given)
+        matrix = matrix_of(root, "", given, as_run)
     except InputError:
         if given is not None:
             raise
@@ -246,13 +262,15 @@ def as_recorded(cell: Cell, result: CellResult) -> Cell:
                                                                   settings=settings))
 
 
-def matrix_of(root: Path, named: str, given: Path | None) -> Matrix:
-    """The run's matrix: `given`; else what the run recorded, its copy in `root` read
-    with its scenarios beside the original (`named`, found from any directory); else
-    the original itself.
+def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) -> Matrix:
+    """The matrix the run's cells are judged against now: `given`; else the matrix file
+    the run was swept from (`named`, found from any directory), as it reads now, pins,
+    settings and scenarios included: an edit to it since the run makes the cells it
+    changed stale, for every reader, as `--resume` sees them. `as_run`: the run's own
+    copy (matrix.yaml) with its scenarios read from beside that file instead.
 
     Raises:
-        InputError: none of them can be found.
+        InputError: neither can be found.
     """
     from harness import matrixfile
     from harness.matrixfile.load import load_copy
@@ -271,7 +289,7 @@ def matrix_of(root: Path, named: str, given: Path | None) -> Matrix:
         raise InputError(f"{root}: the sweep's matrix {named} is not there, from here or "
                          f"from a directory above the run; pass --matrix FILE")
     copy = root / "matrix.yaml"
-    return load_copy(copy, original) if copy.is_file() else matrixfile.load(original)
+    return load_copy(copy, original) if as_run and copy.is_file() else matrixfile.load(original)
 
 
 def refresh_line(root: Path, matrix: Matrix) -> str:

@@ -110,6 +110,41 @@ def test_heap_names_the_growing_line_with_its_bytes_per_call(python: str, tmp_pa
     assert "errors" not in rec
 
 
+IN_GENEXPR = """
+def setup(params):
+    return {"keep": []}
+
+
+def step(state):
+    state["keep"].extend(bytearray(2000) for _ in range(1))  # GENEXPR LINE
+"""
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_heap_in_a_generator_expression_is_named_by_its_function(python: str,
+                                                                 tmp_path: Path) -> None:
+    """Issue 51: on Python before 3.11 (no co_qualname) the generator expression's line
+    was named `<genexpr>` alone, so the host could not name `step`, where it is written."""
+    from harness.analysis.where import site_key
+
+    rec = drive(python, tmp_path, IN_GENEXPR, "heap", 300)
+    top = rec["heap"]["sites"][0]
+    line = _line(IN_GENEXPR, "GENEXPR LINE")
+    assert top["frames"][0] == [str(tmp_path / "scenario.py"), line, "step.<locals>.<genexpr>"]
+    assert site_key(top["frames"], "scenario.py") == f"scenario.py:{line} step"
+
+
+def test_code_without_a_qualified_name_is_named_as_python_3_11_names_it() -> None:
+    from types import SimpleNamespace
+
+    mod = _attr_frames()
+    assert mod.qualname(SimpleNamespace(co_name="<genexpr>"), "step") == "step.<locals>.<genexpr>"
+    assert mod.qualname(SimpleNamespace(co_name="<lambda>"), "") == "<lambda>"
+    assert mod.qualname(SimpleNamespace(co_name="helper"), "step") == "helper"
+    assert mod.qualname(SimpleNamespace(co_name="<listcomp>", co_qualname="f.<locals>.<listcomp>"),
+                        "g") == "f.<locals>.<listcomp>"
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_heap_control_without_growth_names_no_site_at_its_line(python: str, tmp_path: Path) -> None:
     rec = drive(python, tmp_path, CONTROL, "heap", 500)
@@ -199,16 +234,21 @@ def test_kinds_parsed_and_unknown_ones_named() -> None:
     assert "unknown kind" in rec["errors"]["bogus"] and rec["kinds"] == ["heap"]
 
 
-def test_the_step_call_line_is_found_in_the_stepper() -> None:
-    """attr_frames.STEP_LINES: the stepper's `step(state)` lines, which tell a scenario's
-    stack or allocation from the agent's own (its stop-file check, its sampler)."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "harness" / "agent" / "attr_frames.py"
-    spec = importlib.util.spec_from_file_location("attr_frames_probe", path)
+def _attr_frames() -> Any:
+    """The agent's attr_frames, loaded by its path as the agent loads it."""
+    spec = importlib.util.spec_from_file_location("attr_frames_probe",
+                                                  AGENT_DIR / "attr_frames.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_step_call_line_is_found_in_the_stepper() -> None:
+    """attr_frames.STEP_LINES: the stepper's `step(state)` lines, which tell a scenario's
+    stack or allocation from the agent's own (its stop-file check, its sampler)."""
+    mod = _attr_frames()
+    path = AGENT_DIR / "attr_frames.py"
     stepper = (path.parent / "stepper.py").read_text().splitlines()
     assert mod.STEP_LINES and all(stepper[n - 1].strip() == "step(state)"
                                   for n in mod.STEP_LINES)

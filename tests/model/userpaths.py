@@ -150,7 +150,7 @@ class RunDir:
     garbled: set[str] = field(default_factory=set)   # result.json of another shape
     # cell -> the scenario inputs it was measured under (its script's THRESHOLD, and
     # for s.py the helper's SHIFT): a cell whose inputs differ now is stale
-    inputs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    inputs: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def sha(path: Path) -> str:
@@ -216,15 +216,17 @@ class UserPaths(RuleBasedStateMachine):
         return {cell_id(img, f"cpu.{sc}"): pin >= limit[sc]
                 for img, pin in zip(IMAGES, self.pins, strict=True) for sc in ("s", "t")}
 
-    def inputs_now(self, cid: str) -> tuple[int, int]:
-        """What the cell's scenario reads now: its THRESHOLD and (s.py) the SHIFT."""
+    def inputs_now(self, cid: str) -> tuple[int, int, int]:
+        """What the cell reads now: its scenario's THRESHOLD, (s.py) the SHIFT, and its
+        image's pin in the matrix file (an edited pin makes its cells stale)."""
+        pin = self.pins[IMAGES.index(cid.split(".")[0])]
         if cid.endswith(".cpu.s"):
-            return self.threshold["s"], self.shift
-        return self.threshold["t"], 0
+            return self.threshold["s"], self.shift, pin
+        return self.threshold["t"], 0, pin
 
     def stale(self, run: RunDir) -> set[str]:
-        """The cells of `run` made from scenario inputs that have changed since: the
-        gate (`store.gate`) reads them as stale, never as findings."""
+        """The cells of `run` made from inputs that have changed since (scenario, helper
+        module, pin): the gate (`store.gate`) reads them as stale, never as findings."""
         return {cid for cid, was in run.inputs.items()
                 if run.cells.get(cid) is not None and was != self.inputs_now(cid)}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -253,6 +254,37 @@ def test_cli_bisect_good_bad_narrow_the_row(tmp_path: Path, monkeypatch: pytest.
     assert "is not after --good v07" in capsys.readouterr().err
     assert main([*argv, "--bad", "v99"]) == 2
     assert "--bad v99: not an image of" in capsys.readouterr().err
+
+
+def test_a_bad_end_that_runs_good_says_why_and_which_sweep_finds_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 51: `bisect --good multidict-6.4.4 --bad multidict-6.6.4` said "no bad image"
+    without saying why: the leak came in 6.5 and 6.6.4 fixed it."""
+    # GIVEN a row that leaks from v05 to v08 and is fixed in v09
+    make_matrix(tmp_path, 12)
+    bad = {f"v{i:02d}" for i in range(5, 9)}
+    monkeypatch.setattr("harness.runtimes.get_runtime", lambda name, host=None: FakeRuntime(
+        lambda c: Behaviour(leak_per_iter=16384) if c.image.label in bad else Behaviour()))
+    argv = ["bisect", str(tmp_path / "m.yaml"), "--gpu", "0", "--out", str(tmp_path / "r"),
+            "-q"]
+    # WHEN bisected from a good image to a fixed one
+    assert main([*argv, "--good", "v01", "--bad", "v11"]) == 2
+    got = capsys.readouterr()
+    # THEN it says the bad end ran good, and that the images between were never run
+    assert "gpu0.loop: no bad image: the last image v11 is ok (" in got.out, got.out
+    assert ("bisect searches back from a bad last image, so the 9 image(s) between v01 and "
+            "v11 were not run (a regression that v11 fixed would be there)") in got.out
+    # AND its fix names the sweep that shows every image, which finds the first bad
+    fix = got.err.split("fix: ", 1)[1]
+    assert fix.startswith("pass --bad an image that is bad when run; `harness sweep "), fix
+    sweep = shlex.split(fix.split("`")[1])
+    assert main([*sweep[1:], "--out", str(tmp_path / "r"), "-q"]) == 1
+    assert "gpu0.loop: first bad: v05 (last good: v04)" in capsys.readouterr().out
+    # AND two good images with none between: no bad image, and that is why
+    assert main([*argv, "--good", "v10", "--bad", "v11"]) == 2
+    assert ("no bad image: the last image v11 is ok (") in (out := capsys.readouterr().out)
+    assert "and the first (v10) good, with no image between them" in out, out
 
 
 def test_a_probe_that_drifted_once_is_not_called_bad(tmp_path: Path) -> None:

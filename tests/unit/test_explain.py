@@ -135,6 +135,18 @@ def test_a_slowdown_is_explained_by_the_function_that_took_the_late_time(
     assert share >= 60, top
 
 
+def test_a_generator_expression_is_named_by_the_function_it_is_written_in(
+        explained: Path) -> None:
+    """Issue 51: `fixed()` sums a generator expression; its time was said to be in
+    `fixed.<locals>.<genexpr>`, Python's name for it, not the function the user wrote."""
+    lines = [*where(explained, "good", "slow").summary, *where(explained, "bad", "slow").summary]
+    line = textwrap.dedent(SLOW).lstrip().splitlines().index("    return sum(i * i for i in "
+                                                            "range(20000))") + 1
+    said = [ln for ln in lines if "sum(i * i for i in range(20000))" in ln]
+    assert said and all(f" slow.py:{line} fixed (return sum(" in ln for ln in said), lines
+    assert not any("<genexpr>" in ln or "<locals>" in ln for ln in lines), lines
+
+
 def test_explain_one_cell_again(explained: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = read_run(explained)
     assert sorted(p.cell for p in pairs(run.results)) == ["bad.cpu.leaky", "bad.cpu.slow"]

@@ -451,3 +451,32 @@ def test_compare_of_an_image_whose_cells_are_stale_says_so(
     assert main(fix_of(text)) == 0                  # the fix runs them again
     capsys.readouterr()
     assert main(["compare", str(root), "--image", "v1", "--image", "v2"]) == 0
+
+
+def test_a_pin_edited_in_the_matrix_makes_its_cells_stale_for_every_reader(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50: image b's pin edited in the matrix file (multidict 6.5.1 -> 6.4.4, the
+    same image name), no --resume: report, explain, culprit and history each say b's
+    cell is stale and answer nothing from it; the fix line runs it again."""
+    made, run = swept_pair(tmp_path, monkeypatch)
+    (matrix,) = tmp_path.glob("*.yaml")
+    text = matrix.read_text()
+    assert "multidict==6.5.1" in text
+    matrix.write_text(text.replace("multidict==6.5.1", "multidict==6.4.4"))
+    capsys.readouterr()
+    before = len(made)
+    for argv, code in ((["report", str(run)], 4), (["explain", str(run), "-q"], 4),
+                       (["culprit", str(run), "-q"], 4),
+                       (["history", str(run.parent), "--no-html"], None)):
+        got = main(argv)
+        out = said(capsys)
+        assert "pins changed since it ran" in out, (argv, out)
+        assert "leak: heap" not in out and "cause:" not in out, (argv, out)
+        if code is not None:
+            assert got == code, (argv, got, out)
+    assert all(rt.runs == [] for rt in made[before:])
+    main(["report", str(run)])
+    assert main(fix_of(said(capsys))) == 0          # the fix line runs b again: now good
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 0

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from harness.answers.reanalyze import reanalyze
-from harness.report import load_results
 from harness.result.model import CellResult
 from harness.store import SeriesCache
+from harness.store.gate import read_run
 from harness.thresholds import AnalysisConfig
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "h100" / "sweep-1123"
@@ -28,7 +28,7 @@ RUN = Path(__file__).resolve().parents[1] / "data" / "h100" / "sweep-1123"
 
 @pytest.fixture(scope="module")
 def cells() -> dict[str, CellResult]:
-    results, _ = reanalyze(load_results(RUN), SeriesCache(RUN), AnalysisConfig())
+    results, _ = reanalyze(read_run(RUN).results, SeriesCache(RUN), AnalysisConfig())
     return {cid.removeprefix("torch.gpu0."): r for cid, r in results.items()}
 
 

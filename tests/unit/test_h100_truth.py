@@ -15,10 +15,10 @@ import pytest
 
 from harness.answers.reanalyze import reanalyze
 from harness.cli import main
-from harness.report import load_results
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.store import SeriesCache
+from harness.store.gate import read_run
 from harness.thresholds import AnalysisConfig
 
 H100 = Path(__file__).resolve().parents[1] / "data" / "h100"
@@ -26,7 +26,7 @@ H100 = Path(__file__).resolve().parents[1] / "data" / "h100"
 
 def decided(run: str) -> dict[str, CellResult]:
     root = H100 / run
-    results, _ = reanalyze(load_results(root), SeriesCache(root), AnalysisConfig())
+    results, _ = reanalyze(read_run(root).results, SeriesCache(root), AnalysisConfig())
     return {cid.removeprefix("torch.gpu0."): r for cid, r in results.items()}
 
 

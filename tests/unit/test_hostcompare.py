@@ -17,8 +17,8 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness.answers.hostcompare import compare_hosts, compare_images, side_names
 from harness.cli import main
 from harness.matrixfile.model import Cell
-from harness.report import load_results
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
+from harness.store.gate import read_run
 from tests.resultkit import as_results
 
 RTX = {"3090": ("NVIDIA GeForce RTX 3090", [8, 6], "gpu-3090"),
@@ -65,7 +65,7 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_the_sentence_names_gpu_and_image(hosts: tuple[Path, Path]) -> None:
     a, b = hosts
-    comparison = compare_hosts(load_results(a), load_results(b))
+    comparison = compare_hosts(read_run(a).results, read_run(b).results)
     assert (comparison.a_name, comparison.b_name) == ("RTX 3090", "RTX 4090")
     assert comparison.sentences() == [
         "loop leaks only on RTX 4090 with 22.12 (not on RTX 3090)"]
@@ -75,7 +75,7 @@ def test_the_sentence_names_gpu_and_image(hosts: tuple[Path, Path]) -> None:
 
 def test_render_marks_the_differing_pair(hosts: tuple[Path, Path]) -> None:
     out = io.StringIO()
-    compare_hosts(load_results(hosts[0]), load_results(hosts[1])).render(out)
+    compare_hosts(read_run(hosts[0]).results, read_run(hosts[1]).results).render(out)
     lines = out.getvalue().splitlines()
     assert lines[0].split()[:4] == ["image", "scenario", "RTX", "3090"]
     marked = [ln for ln in lines if ln.startswith("*")]
@@ -119,7 +119,7 @@ def test_two_runs_on_one_machine_differ_between_runs(tmp_path: Path,
 
 
 def test_one_image_against_another_on_the_same_host(hosts: tuple[Path, Path]) -> None:
-    results = load_results(hosts[1])
+    results = read_run(hosts[1]).results
     comparison = compare_images(results, results, "20.12", "22.12")
     assert comparison.sentences() == [
         "loop leaks only with 22.12 (not with 20.12) on RTX 4090"]

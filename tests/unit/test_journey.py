@@ -65,8 +65,10 @@ def test_one_command_names_the_image_the_call_site_the_package_and_the_fix(
                               "multidict 6.4.4 -> 6.6.3; with multidict 6.4.4: ok; "
                               "with multidict 6.6.3: leak: heap +")
     assert f"; at loop.py:{LEAK_LINE} step" in summary
-    assert summary.endswith("; fixed from image c (multidict 6.6.4). "
-                            "Workaround: multidict<6.6.3 or >=6.6.4")
+    # (issue 51: a workaround names only versions the run measured)
+    assert summary.endswith("; fixed from image c (multidict 6.6.4). Workaround: "
+                            "multidict==6.4.4 or multidict==6.6.4 (both measured good; no "
+                            "release between 6.4.4 and 6.6.3 was tested)")
     assert said["facts"]["cause"] == {"status": "found", "changes": [
         {"name": "multidict", "good": "6.4.4", "bad": "6.6.3"}]}
     assert said["facts"]["day"] == "not a date axis"
@@ -295,8 +297,9 @@ def test_the_day_seams_answer_heads_the_summary(
                            fixed=("aio@2025-09-15", f"aio-2025-09-15.{ROW}")), results)
     assert said.startswith("went bad between 2025-05-15 and 2025-07-15: multidict 6.4.4 -> "
                            "6.6.3 (uploaded 2025-06-30 14:02): leak; ")
-    assert "; fixed from 2025-09-15 (multidict 6.6.4). Workaround: multidict<6.6.3 or " \
-           ">=6.6.4" in said
+    assert "; fixed from 2025-09-15 (multidict 6.6.4). Workaround: multidict==6.4.4 or " \
+           "multidict==6.6.4 (both measured good; no release between 6.4.4 and 6.6.3 was " \
+           "tested)" in said
 
 
 def test_a_day_answer_bounds_the_workaround_and_names_what_culprit_swaps(
@@ -322,5 +325,31 @@ def test_a_day_answer_bounds_the_workaround_and_names_what_culprit_swaps(
     journey = Journey(pair, row, day, culprit=culprit)
     assert day_swap(journey, results) == ("multidict",)
     assert day_swap(Journey(pair, row, None, culprit=culprit), results) == ()
-    assert workaround(journey, results) == "multidict<6.5.1"
-    assert workaround(Journey(pair, row, None, culprit=culprit), results) == "multidict<6.6.3"
+    assert workaround(journey, results) == ("multidict==6.4.4 (the one measured good; no "
+                                            "release between 6.4.4 and 6.5.1 was tested)")
+    assert workaround(Journey(pair, row, None, culprit=culprit), results) == (
+        "multidict==6.4.4 (the one measured good; no release between 6.4.4 and 6.6.3 was "
+        "tested)")
+
+
+@pytest.mark.parametrize(("verdicts", "fixed"), [
+    (("ok", "leak", "slowdown", "ok"), "c"),      # the leak is gone at c, though it slows
+    (("ok", "leak", "regression"), "c"),
+    (("ok", "leak", "oom", "ok"), "d"),           # out of memory: still the memory question
+    (("ok", "slowdown", "leak", "ok"), "d"),      # a time question needs a good image
+    (("ok", "leak", "ambiguous", "ok"), None),    # never across a cell that told nothing
+    (("ok", "leak", "leak"), None),
+])
+def test_fixed_from_answers_the_first_bad_images_own_question(
+        verdicts: tuple[str, ...], fixed: str | None) -> None:
+    """Issue 51: memory and time are separate questions: a later image that no longer
+    leaks fixed the leak, even where it is slower than the baseline."""
+    from harness.answers.search import RowAnswer
+    from harness.plans.journey import fixed_in
+
+    labels = "abcd"[:len(verdicts)]
+    row = RowAnswer("cpu.s", "cpu", "s", [(x, v, f"{x}.cpu.s") for x, v in
+                                          zip(labels, verdicts, strict=True)],
+                    "b", "a", True, "")
+    got = fixed_in(row)
+    assert (got[0] if got else None) == fixed

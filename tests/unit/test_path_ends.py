@@ -183,6 +183,49 @@ def test_every_command_ends_honestly_when_its_reader_leaves(swept: tuple[Path, P
     assert both in (whole.returncode, 130) and both in README_CODES
 
 
+def test_a_sweep_read_in_part_exits_as_the_sweep_does(tmp_path: Path) -> None:
+    """Issue 51: `harness sweep m.yaml | head -1` exited 1 where the README said 130: its
+    table follows the cells, so the reader leaves after they ran and the answer (a leak)
+    stands; the README says so now."""
+    # GIVEN a sweep that finds a leak, its stdout read for one line (stderr elsewhere)
+    matrix(tmp_path)
+    (tmp_path / "s.py").write_text(SCENARIO.replace("append(1)", "append(bytearray(99999))"))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out", "r"],
+                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    # THEN it exits as the sweep does (1, a leak found), quietly, every cell kept
+    assert first.startswith("row ") and proc.returncode == 1, err
+    assert "Traceback" not in err and "Exception ignored" not in err and "closed" not in err
+    (run,) = (tmp_path / "r" / "pp").iterdir()
+    assert cells_done(run) == {"a.cpu.s", "b.cpu.s"}
+    # AND the README says what happened, not "exits 130"
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "`harness sweep m.yaml | head -1` exits 130" not in readme
+    assert ("(`harness sweep m.yaml | head -1`: the table follows the cells) or closed (`>&-`) "
+            "leaves the exit code as it is") in readme
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["report", "r/pp"], ["history", "r/pp"],
+                                  ["sweep", "m.yaml", "--out", "r2"]], ids=" ".join)
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-"],
+                         ids=["stdout-closed", "stderr-closed", "both-closed"])
+def test_a_closed_output_keeps_the_exit_code(swept: tuple[Path, Path], argv: list[str],
+                                             closed: str) -> None:
+    """Issue 51: `harness report DIR >&-` was a traceback, exit 120 (sys.stdout is None
+    where the descriptor is closed): nobody reads it, as where a reader left."""
+    cwd, _ = swept
+    whole = harness(*argv, cwd=cwd)
+    line = " ".join([sys.executable, "-m", "harness", *argv])
+    got = subprocess.run(["bash", "-c", f"{line} {closed}"], cwd=cwd, env=ENV,
+                         capture_output=True, text=True, check=False, timeout=300)
+    assert got.returncode == whole.returncode, got.stderr
+    assert "Traceback" not in got.stderr and "Exception ignored" not in got.stderr
+
+
 def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -> None:
     from harness.agent.output import CAP_BYTES
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness.report import ConsoleReporter, MarkdownReporter, Report, load_results, write_all
+from harness.report import ConsoleReporter, MarkdownReporter, Report, write_all
 from harness.result.model import load_result
 from harness.store import RunStore
+from harness.store.gate import read_run
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HARNESS_UPDATE_GOLDEN") == "1"
@@ -159,7 +160,7 @@ def test_write_all_and_load_results_round_trip(tmp_path: Path, report: Report) -
         store.unlock()
     assert [p.name for p in paths] == ["results.json", "report.md", "report.html", "junit.xml"]
     assert paths[1].read_text() == render_md(report)
-    loaded = load_results(store.root)
+    loaded = read_run(store.root).results
     assert loaded == report.results
     again = Report.from_results("tf1|rfft", loaded)
     assert [r.sentence for r in again.rows] == [r.sentence for r in report.rows]

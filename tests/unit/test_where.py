@@ -133,3 +133,27 @@ def test_a_functions_samples_on_several_of_its_lines_are_one_function() -> None:
     # matched with the good cell's growing though its most sampled line there is 40
     assert lines == [f"time: 21% of late samples in {SCEN}:44 growing in new (early 1%); "
                      "1% in old"], lines
+
+
+def test_a_comprehension_is_named_by_the_function_it_is_written_in() -> None:
+    """Issue 51: explain named `step.<locals>.<genexpr>` (the innermost code on a line)
+    where the user wrote `step`; the line stays the comprehension's own."""
+    own = f"/harness/scenario/{SCEN}"
+    # GIVEN heap sites allocated in a generator expression of step (Python 3.11+ names:
+    # tracemalloc's step frame on that line named for the innermost code there too) and
+    # in a lambda inside a method, below a library's list comprehension
+    genexpr = [[own, 19, "step.<locals>.<genexpr>"], [own, 19, "step.<locals>.<genexpr>"]]
+    lam = [[OLD_LIB, 5, "MultiDict.pop.<locals>.<listcomp>"],
+           [own, 23, "Cache.fill.<locals>.<lambda>"], [own, 30, "step"]]
+    w = parse_where(record(heap=heap((60_000, genexpr), (30_000, lam))))
+    # THEN each is said as the function written around it, at its own line
+    assert summary(w, SCEN) == [
+        "heap: +0.6 KiB/call at multidict_pop.py:19 step",
+        "heap: +0.3 KiB/call at multidict_pop.py:23 Cache.fill -> multidict MultiDict.pop"]
+    # AND Python before 3.11 (a bare `<genexpr>`, no qualified name) names it by the frame
+    # of its file running it; code outside any function keeps its own name
+    assert site_key([[own, 19, "<genexpr>"], [own, 19, "step"]], SCEN) == (
+        "multidict_pop.py:19 step")
+    assert site_key([[own, 2, "<listcomp>"], [own, 2, "<module>"]], SCEN) == (
+        "multidict_pop.py:2 <module>")
+    assert site_key([[own, 2, "<lambda>"]], SCEN) == "multidict_pop.py:2 <lambda>"

@@ -1,0 +1,121 @@
+"""What `harness.check` and `harness.sweep` return: the typed results, in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.api.scenario import SCENARIO
+
+if TYPE_CHECKING:
+    from harness.report.model import Report
+    from harness.result.model import CellResult
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One function's run as a cell: the typed result and its verdict in words.
+
+    Attributes:
+        result: The cell's result, as a sweep stores it in result.json.
+        root: The results directory that was kept (`check(..., out=DIR)`), else None.
+    """
+
+    result: CellResult
+    root: Path | None = None
+
+    @property
+    def verdict(self) -> str:
+        return self.result.verdict
+
+    @property
+    def reason(self) -> str:
+        return self.result.reason
+
+    @property
+    def rule(self) -> str:
+        """The rule of `harness.analysis.rules` that decided it (`harness report --why`)."""
+        return self.result.rule
+
+    @property
+    def ok(self) -> bool:
+        """A good verdict (ok, plateau: nothing to fix)."""
+        from harness.analysis.kinds import GOOD
+
+        return self.result.verdict in GOOD
+
+    @property
+    def bad(self) -> bool:
+        """A finding (leak, slowdown, regression, crash, oom, timeout)."""
+        from harness.analysis.kinds import BAD
+
+        return self.result.verdict in BAD
+
+    @property
+    def floor(self) -> float | None:
+        """For a good verdict, the smallest steady leak the run could have missed, in
+        bytes per call (None for other verdicts, or where no memory trend said)."""
+        from harness.result.words import missed_rate
+
+        return missed_rate(self.result)
+
+    @property
+    def figures(self) -> str:
+        """The cell's key numbers, as the sweep's table says them."""
+        from harness.result.words import cell_numbers
+
+        return cell_numbers(self.result)
+
+    @property
+    def traceback(self) -> str:
+        """Where the step raised (a `crash`): the traceback from the function's own
+        frames on ("" when it did not raise)."""
+        error = self.result.end.error
+        if error is None or not error.traceback:
+            return ""
+        lines = error.traceback.rstrip().splitlines()
+        mine = [i for i, line in enumerate(lines) if SCENARIO in line]
+        start = mine[-1] + 2 if mine else 0
+        return "\n".join(["Traceback (most recent call last):", *lines[start:]]
+                         if start else lines)
+
+    def __str__(self) -> str:
+        """"leak (rule leak): heap grows +1.1 KiB/call ..."; a good verdict ends with its
+        floor, and a comparison with a saved run with the pooled step times."""
+        from harness.result.words import missed_words
+
+        text = f"{self.verdict} (rule {self.rule or '-'}): {self.reason}"
+        vs = self.result.vs_baseline
+        more = [missed_words(self.result)]
+        if vs is not None and vs.confirmation is not None:
+            more.append(f"vs {vs.baseline}: {vs.confirmation.reason}")
+        elif vs is not None and vs.steps is not None and vs.baseline not in text:
+            from harness.analysis.decision import pooled_text
+
+            more.append(pooled_text(vs.steps, vs.baseline))
+        return "; ".join([text, *(m for m in more if m and m not in text)])
+
+
+@dataclass(frozen=True)
+class Swept:
+    """A matrix swept as `harness sweep` does it.
+
+    Attributes:
+        report: The report model every renderer reads.
+        root: The results directory (its report.md, report.html, junit.xml).
+        exit_code: What `harness sweep` would exit with (0 clean, 1 a cell is bad, ...).
+    """
+
+    report: Report
+    root: Path
+    exit_code: int
+    cells: dict[str, Checked] = field(default_factory=dict)
+
+    @property
+    def results(self) -> list[CellResult]:
+        return list(self.report.results.values())
+
+    @property
+    def bad(self) -> list[str]:
+        return list(self.report.bad_cells)

@@ -1,0 +1,108 @@
+"""`harness.sweep`: a matrix run as `harness sweep` runs it, reports included."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.api.checked import Checked, Swept
+from harness.errors import InputError, SpecError
+
+
+def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.PathLike[str]
+          = "reports", select: str | None = None, budget: str | float | None = None,
+          iterations: int | None = None, runtime: str | None = None, resume: bool = False,
+          progress: bool = False) -> Swept:
+    """Run a matrix as `harness sweep MATRIX` does: the same cells, decisions and
+    results directory with its reports, without printing the table.
+
+    Args:
+        matrix: A matrix file, or its content as a dict (its relative scenario paths
+            then read from the current directory; it is written into a temporary file,
+            which `--resume` cannot find again: pass a file to resume).
+        out: The reports folder (`--out`): results go to OUT/NAME/TIMESTAMP/.
+        select: Only the cells whose id matches (`-k`).
+        budget: Every cell's time budget (`--budget`).
+        iterations: Every cell's length in calls (`--iterations`).
+        runtime: Another runtime than the matrix's (`--runtime`).
+        resume: Finish the newest interrupted sweep of this matrix (`--resume`).
+        progress: Print the sweep's progress lines on stderr.
+
+    Example, with `leaky.py` of this module's docstring beside `m.yaml`'s scenario::
+
+        >>> swept = harness.sweep("m.yaml", out="reports")      # doctest: +SKIP
+        >>> swept.exit_code, [c.verdict for c in swept.cells.values()]  # doctest: +SKIP
+        (1, ['leak'])
+
+    Raises:
+        InputError: a bad matrix or argument (said with the file, key, line and a fix).
+        EnvironmentUnavailable: no engine, GPU or interpreter for the cells.
+    """
+    if isinstance(matrix, Mapping):
+        with tempfile.TemporaryDirectory(prefix="harness-matrix-") as tmp:
+            path = Path(tmp) / f"{matrix.get('name') or 'matrix'}.yaml"
+            path.write_text(_dumped(matrix), encoding="utf-8")
+            try:
+                return _sweep_file(path, out, select, budget, iterations, runtime, resume,
+                                   progress)
+            except SpecError as exc:     # said of the dict, not of its temporary file
+                if Path(exc.file) != path:
+                    raise
+                fix = f"\n  fix: {exc.fix}" if exc.fix else ""
+                raise InputError(f"harness.sweep: the matrix dict: {exc.path or '(top)'}: "
+                                 f"{exc.problem}{fix}") from None
+    return _sweep_file(Path(matrix), out, select, budget, iterations, runtime, resume,
+                       progress)
+
+
+def _dumped(matrix: Mapping[str, Any]) -> str:
+    """The dict as YAML, its relative scenario paths made absolute from here."""
+    import yaml
+
+    doc = dict(matrix)
+    axes = doc.get("matrix")
+    if isinstance(axes, Mapping) and isinstance(axes.get("scenario"), list):
+        def absolute(item: Any) -> Any:
+            if isinstance(item, str):
+                return str(Path(item).absolute())
+            if isinstance(item, Mapping) and isinstance(item.get("script"), str):
+                return {**item, "script": str(Path(item["script"]).absolute())}
+            return item
+
+        doc["matrix"] = {**axes, "scenario": [absolute(s) for s in axes["scenario"]]}
+    try:
+        return yaml.safe_dump(doc, sort_keys=False)
+    except yaml.YAMLError as exc:
+        raise InputError(f"harness.sweep: the matrix dict is not plain data: {exc}\n  fix: "
+                         "strings, numbers, lists and mappings only, as in a matrix file"
+                         ) from None
+
+
+def _sweep_file(path: Path, out: str | os.PathLike[str], select: str | None,
+                budget: str | float | None, iterations: int | None, runtime: str | None,
+                resume: bool, progress: bool) -> Swept:
+    from harness import matrixfile
+    from harness.cli import build_parser
+    from harness.cli.sweep import apply_overrides, exit_code, preflight, sweep_and_report
+
+    argv = ["sweep", str(path), "--out", str(out)]
+    for flag, value in (("-k", select), ("--budget", budget), ("--iterations", iterations),
+                        ("--runtime", runtime)):
+        if value is not None:
+            argv += [flag, str(value)]
+    argv += [] if progress else ["-q"]
+    argv += ["--resume"] if resume else []
+    try:
+        args = build_parser("sweep").parse_args(argv)
+    except SystemExit:
+        raise InputError(f"harness.sweep: bad arguments ({' '.join(argv[2:])})\n  fix: see "
+                         "`harness sweep --help`") from None
+    m = matrixfile.load(args.matrix)
+    cells = apply_overrides(matrixfile.select(m.cells, args.select), args)
+    preflight(cells, m, refuse=args.iterations is not None)
+    report, root, _ = sweep_and_report(args, m, cells)
+    return Swept(report, root, exit_code(report),
+                 {k: Checked(r, root) for k, r in report.results.items()})

@@ -1,0 +1,229 @@
+"""`harness.check`: one function run as one cell of a local matrix, the sweep's way."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.api.checked import Checked
+from harness.api.scenario import KWARGS, SCENARIO, pickled, scenario_text
+from harness.errors import InputError, SpecError
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.orchestrator import Sweep
+    from harness.stages.context import Measured
+    from harness.store.saved import Saved
+
+Progress = Callable[[str], None]
+
+
+def _matrix_text(script: Path, sid: str, budget: float | None, iterations: int | None,
+                 params: Mapping[str, object] | None, settings: Mapping[str, object]) -> str:
+    import yaml
+
+    defaults: dict[str, object] = dict(settings)
+    if iterations is not None:
+        defaults["iterations"] = iterations
+    elif budget is not None:
+        defaults["budget"] = budget
+    doc = {"name": "check", "runtime": "local", "defaults": defaults,
+           "matrix": {"image": [sys.executable], "gpu": ["none"],
+                      "scenario": [{"script": str(script), "id": sid,
+                                    "params": dict(params or {})}]}}
+    try:
+        return yaml.safe_dump(doc, sort_keys=False)
+    except yaml.YAMLError as exc:
+        raise InputError(f"harness.check: params and settings must be plain data (strings, "
+                         f"numbers, lists, mappings): {exc}\n  fix: pass objects to setup "
+                         "through its module, not params") from None
+
+
+def _said(exc: SpecError) -> InputError:
+    """A matrix error of the matrix check() wrote, said as the argument it came from."""
+    key = exc.path.split(".")[-1] if exc.path else ""
+    arg = ("budget=" if key == "budget" else "iterations=" if key == "iterations"
+           else "params=" if "params" in exc.path else f"settings[{key!r}]" if key
+           else "its arguments")
+    fix = f"\n  fix: {exc.fix}" if exc.fix else ""
+    return InputError(f"harness.check: {arg}: {exc.problem}{fix}")
+
+
+def _seconds(budget: str | float | None) -> float | None:
+    from harness.matrixfile.entries import parse_duration
+
+    if budget is None:
+        return None
+    seconds = parse_duration(budget)
+    if seconds is None:
+        raise InputError(f"harness.check: budget={budget!r} is not a duration\n  fix: write "
+                         "e.g. budget=\"2s\", \"500ms\", \"1m\" or a number of seconds")
+    return seconds
+
+
+@dataclass
+class _Session:
+    """One cell's matrix written into a directory, its engine started, its store open."""
+
+    matrix: Matrix
+    cell: Cell
+    sweep: Sweep
+
+    def measure(self) -> Measured:
+        """The cell run and decided as a sweep runs each cell (`Sweep.run_cell`), its
+        result written into the store."""
+        s = self.cell.settings
+        self.sweep.progress(f"{self.cell.id}: running (" + (
+            f"{s.iterations} calls" if s.run_budget is None else
+            f"for {s.run_budget:g} s, at most {s.agent_iterations:,} calls, early stop") + ")")
+        measured = self.sweep.run_cell(self.cell)
+        self.sweep.store.write_cell(measured.result)
+        return measured
+
+
+@contextlib.contextmanager
+def _session(text: str, matrix_file: Path, root: Path,
+             progress: Progress) -> Iterator[_Session]:
+    from harness import matrixfile
+    from harness.orchestrator import Sweep
+    from harness.preflight import compile_scenarios
+    from harness.runtimes import Engines
+    from harness.store import RunStore
+    from harness.store.runs import SWEEP
+
+    matrix_file.write_text(text, encoding="utf-8")
+    try:
+        matrix = matrixfile.load(matrix_file)
+    except SpecError as exc:
+        raise _said(exc) from None
+    cells = list(matrix.cells)
+    compile_scenarios(cells)
+    engines = Engines.for_matrix(matrix, "local")
+    engines.start(cells)
+    store = RunStore(root)
+    store.lock()
+    sweep = Sweep(matrix, engines.default, store, progress)
+    try:
+        store.write("matrix.yaml", text)
+        store.mark(SWEEP, matrix.name, str(matrix_file))
+        yield _Session(matrix, cells[0], sweep)
+    finally:
+        try:
+            sweep.images.close()
+            engines.stop()
+        finally:
+            store.unlock()
+
+
+def check(step: Callable[..., object], setup: Callable[..., object] | None = None, *,
+          budget: str | float | None = "3s", iterations: int | None = None,
+          params: Mapping[str, object] | None = None,
+          kwargs: Mapping[str, object] | None = None,
+          settings: Mapping[str, object] | None = None,
+          baseline: Saved | None = None, save: Saved | None = None,
+          out: str | os.PathLike[str] | None = None,
+          progress: Progress | bool = False) -> Checked:
+    """Run `step` over and over in a child process, as one cell of a local sweep, and
+    decide: leak, plateau, slowdown, ok, crash, ...
+
+    Args:
+        step: A module-level function. Called as `step()` without `setup`, as
+            `step(state)` with it, as `step(**kwargs)` with `kwargs`.
+        setup: A module-level function, called once before the measured calls as
+            `setup(params)` (or `setup()`); what it returns is `state`.
+        budget: How long to measure ("3s", "500ms", "1m" or seconds): the run stops
+            earlier once the verdict is certain, and runs again longer when it is
+            ambiguous (a cache still filling, say).
+        iterations: A fixed number of calls instead of a budget.
+        params: Plain data handed to `setup(params)`.
+        kwargs: Keyword arguments for every call of `step` (pickled, loaded once in the
+            child before the measured calls: the pytest plugin's fixture values).
+        settings: Other run settings of a matrix's `defaults:` (docs/matrix.md):
+            `{"heap": "stock", "warmup": 50, "timeout": "2m"}`.
+        baseline: A saved run (`harness.store.saved.Saved`) to compare step times and
+            peak memory with: the verdict can then be `regression` or `suspected`
+            (`harness.plans.saved` says how the comparison is confirmed).
+        save: Where to keep this run (result.json and samples.jsonl) as a baseline for
+            later runs.
+        out: Keep the results directory under this folder (`Checked.root`); by default
+            it is a temporary one, removed before returning.
+        progress: True prints the sweep's progress lines on stderr; or a callable.
+
+    Returns:
+        The cell's result and its verdict in words (`Checked`).
+
+    Raises:
+        InputError: `step` or `setup` is not an importable module-level function, an
+            argument is not what it should be, or `baseline` names no saved run.
+        EnvironmentUnavailable: the interpreter cannot be run.
+    """
+    seconds = None if iterations is not None else _seconds(budget)
+    if iterations is not None and (type(iterations) is not int or iterations < 1):
+        raise InputError(f"harness.check: iterations={iterations!r} must be a whole number "
+                         "of calls, 1 or more\n  fix: e.g. iterations=2000, or a budget=")
+    if params is not None and not (isinstance(params, Mapping)
+                                   and all(isinstance(k, str) for k in params)):
+        raise InputError(f"harness.check: params={params!r} must be a mapping of names to "
+                         "values\n  fix: e.g. params={'batch': 8}; setup(params) reads "
+                         "params['batch']")
+    base = None
+    if baseline is not None:
+        base = baseline.read()
+        if base is None:
+            raise InputError(f"harness.check: no saved run at {baseline.where} to compare "
+                             "with\n  fix: run it once with save=... first")
+    text = scenario_text(step, setup, kwargs)
+    say: Progress = (progress if callable(progress) else _stderr if progress
+                     else _quiet)
+    sid = _scenario_id(step)
+    with _workdir(out) as work:
+        script = work / SCENARIO
+        script.write_text(text, encoding="utf-8")
+        if kwargs is not None:
+            (work / KWARGS).write_bytes(pickled(kwargs))
+        matrix = _matrix_text(script, sid, seconds, iterations, params, settings or {})
+        root = work / "run"
+        with _session(matrix, work / "matrix.yaml", root, say) as s:
+            measured = s.measure()
+            result = measured.result
+            if base is not None and baseline is not None:
+                from harness.plans.saved import against_saved
+
+                result = against_saved(s.sweep, s.cell, measured, base[0], base[1],
+                                       baseline.label)
+            if save is not None:
+                from harness.store.saved import save_cell
+
+                save_cell(root, s.cell.id, save, result)
+        return Checked(result, root if out is not None else None)
+
+
+def _scenario_id(fn: Callable[..., object]) -> str:
+    from harness.matrixfile.entries import NON_ID
+
+    return NON_ID.sub("_", getattr(fn, "__name__", "step")).strip("._") or "step"
+
+
+@contextlib.contextmanager
+def _workdir(out: str | os.PathLike[str] | None) -> Iterator[Path]:
+    if out is not None:
+        base = Path(out).absolute()
+        base.mkdir(parents=True, exist_ok=True)
+        yield Path(tempfile.mkdtemp(prefix="check-", dir=base))
+        return
+    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:
+        yield Path(tmp)
+
+
+def _quiet(text: str) -> None:
+    return None
+
+
+def _stderr(text: str) -> None:
+    print(f"harness: {text}", file=sys.stderr, flush=True)

@@ -1,0 +1,230 @@
+"""The scenario file `harness.check` writes: its setup(params) and step(state) call the
+user's functions, imported by name in the child process (or from their file)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import pickle
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+
+SCENARIO = "_harness_check.py"      # never a name a user's module has
+KWARGS = "kwargs.pkl"
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A function the child imports: by module name from `root`, else by its file."""
+
+    module: str
+    qualname: str
+    file: str | None
+    root: str | None
+
+
+def _target(fn: object, role: str) -> _Target:
+    """Where the child finds `fn`.
+
+    Raises:
+        InputError: `fn` is not a module-level function the child can import.
+    """
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    module = getattr(fn, "__module__", None)
+    shown = f"{module}.{name}" if module and name else repr(fn)
+    fix = (f"define `{role}` with `def` at the top level of a module file (e.g. "
+           f"mymodule.py) and pass it: harness.check(mymodule.{role})")
+    if not callable(fn) or not isinstance(name, str) or not isinstance(module, str):
+        raise InputError(f"harness.check: {role}={fn!r} is not a function\n  fix: {fix}")
+    if name == "<lambda>" or "<lambda>" in name:
+        raise InputError(f"harness.check: {role} {shown} is a lambda, which the child process "
+                         f"cannot import by name\n  fix: {fix}")
+    if "<locals>" in name:
+        raise InputError(f"harness.check: {role} {shown} is defined inside another function "
+                         f"(a closure), which the child process cannot import by name\n"
+                         f"  fix: {fix}")
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise InputError(f"harness.check: {role} {shown} is `async def`: the agent calls it "
+                         f"and never awaits it\n  fix: a plain `def` that runs the coroutine "
+                         "(asyncio.run(...))")
+    mod = sys.modules.get(module)
+    if module == "__main__" or mod is None:
+        where = ("the script run as __main__" if module == "__main__"
+                 else f"module {module}, which is not imported")
+        raise InputError(
+            f"harness.check: {role} {shown} is defined in {where}, which the child process "
+            "cannot import by name\n  fix: move it into a module file beside the script "
+            "(e.g. steps.py) and import it from there")
+    found: object = mod
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    if _unwrapped(found) is not _unwrapped(fn):
+        raise InputError(f"harness.check: {role} {shown} is not found under that name in its "
+                         f"module (made at run time, or renamed)\n  fix: {fix}")
+    file = getattr(mod, "__file__", None)
+    if file is None:    # built in, or a namespace: importable by name alone
+        return _Target(module, name, None, None)
+    file = os.path.realpath(file)
+    return _Target(module, name, file, _import_root(module, file))
+
+
+def _unwrapped(fn: object) -> object:
+    return inspect.unwrap(fn) if callable(fn) else fn
+
+
+def _import_root(module: str, file: str) -> str | None:
+    """The directory from which `module` imports as `file` (`a.b` in /x/a/b.py or
+    /x/a/b/__init__.py: /x); None where the file's path does not spell the name."""
+    path = Path(file)
+    path = path.parent if path.stem == "__init__" else path.with_suffix("")
+    for part in reversed(module.split(".")):
+        if path.name != part:
+            return None
+        path = path.parent
+    return str(path)
+
+
+def _named(fn: Callable[..., object]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _arity(fn: Callable[..., object], counts: tuple[int, ...]) -> int | None:
+    """The first number of positional arguments in `counts` that `fn` takes."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):     # a builtin without a signature: try the first
+        return counts[0]
+    for n in counts:
+        try:
+            sig.bind(*([None] * n))
+            return n
+        except TypeError:
+            continue
+    return None
+
+
+def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
+           kwargs: Mapping[str, object] | None) -> tuple[str, str]:
+    """The bodies of the scenario's setup(params) and step(state).
+
+    Raises:
+        InputError: a function that cannot be called the way it would be.
+    """
+    if kwargs is not None:
+        if setup is not None:
+            raise InputError("harness.check: give `setup` or `kwargs`, not both\n  fix: with "
+                             "kwargs, step is called as step(**kwargs) after they are loaded")
+        try:
+            inspect.signature(step).bind(**kwargs)
+        except TypeError as exc:
+            raise InputError(f"harness.check: step {_named(step)} cannot be called with "
+                             f"{sorted(kwargs)}: {exc}\n  fix: pass the keyword arguments "
+                             "step takes") from None
+        except ValueError:
+            pass
+        return (f"    with open(os.path.join(_HERE, {KWARGS!r}), 'rb') as f:\n"
+                "        return pickle.load(f)", "    _step(**state)")
+    if setup is None:
+        if _arity(step, (0,)) is None:
+            raise InputError(
+                f"harness.check: step {_named(step)} takes arguments, and no setup "
+                "gives it any\n  fix: give setup=make_state (called once, outside the "
+                "measured calls), and step is then called as step(state)")
+        return "    return None", "    _step()"
+    takes = _arity(setup, (1, 0))
+    if takes is None:
+        raise InputError(f"harness.check: setup {_named(setup)} must take params or "
+                         "nothing\n  fix: def setup(params): ... return state")
+    if _arity(step, (1,)) is None:
+        raise InputError(f"harness.check: step {_named(step)} is called as step(state) "
+                         f"with what setup returns\n  fix: def {step.__name__}(state): ...")
+    return ("    return _setup(params)" if takes else "    return _setup()"), "    _step(state)"
+
+
+_TEMPLATE = '''"""Written by harness.check: {what}."""
+import importlib
+import importlib.util
+import os
+import pickle
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# The parent's import path (its own entries first), so the child imports as it does.
+sys.path[1:1] = [p for p in {paths!r} if p not in sys.path]
+
+
+def _load(module, qualname, file):
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        if file is None:
+            raise
+        mod = None
+    where = getattr(mod, "__file__", None)
+    if file is not None and (where is None or os.path.realpath(where) != file):
+        spec = importlib.util.spec_from_file_location(module, file)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[module] = mod
+        spec.loader.exec_module(mod)
+    found = mod
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+_step = _load{step!r}
+_setup = {setup}
+
+
+def setup(params):
+{setup_body}
+
+
+def step(state):
+{step_body}
+'''
+
+
+def _paths(*first: str | None) -> list[str]:
+    """The import path the child starts from: `first`, then this process's sys.path."""
+    out: list[str] = []
+    for p in [*first, *sys.path]:
+        if p is None:
+            continue
+        p = os.path.abspath(p or os.curdir)
+        if p not in out and os.path.isdir(p):
+            out.append(p)
+    return out
+
+
+def scenario_text(step: Callable[..., object], setup: Callable[..., object] | None,
+              kwargs: Mapping[str, object] | None) -> str:
+    """The scenario file's text: setup(params) and step(state) calling the user's."""
+    s = _target(step, "step")
+    u = _target(setup, "setup") if setup is not None else None
+    setup_body, step_body = _calls(step, setup, kwargs)
+    what = f"step(state) calls {s.module}.{s.qualname}" + (
+        f", setup(params) calls {u.module}.{u.qualname}" if u else "")
+    return _TEMPLATE.format(
+        what=what, paths=_paths(s.root, u.root if u else None),
+        step=(s.module, s.qualname, s.file),
+        setup=f"_load{(u.module, u.qualname, u.file)!r}" if u else "None",
+        setup_body=setup_body, step_body=step_body)
+
+
+def pickled(kwargs: Mapping[str, object]) -> bytes:
+    """Raises: InputError: a value that cannot be sent to the child, named."""
+    for name, value in kwargs.items():
+        try:
+            pickle.dumps(value)
+        except Exception as exc:   # pickling raises what the object's reducer raises
+            raise InputError(
+                f"harness.check: kwargs[{name!r}] ({type(value).__name__}) cannot be sent to "
+                f"the child process that runs the step: {type(exc).__name__}: {exc}\n  fix: "
+                "pass plain data (numbers, strings, paths, lists, dicts, picklable objects), "
+                "and build the rest inside the step's module") from None
+    return pickle.dumps(dict(kwargs))

@@ -1,0 +1,225 @@
+"""pytest plugin (entry point `harness`): a test function run as a harness cell.
+
+    @pytest.mark.harness_leaks(budget="2s")
+    def test_parse_does_not_leak(sample_bytes):
+        parse(sample_bytes)
+
+The test function is the step: the plugin runs it over and over in a child process
+(`harness.api.check`, the machinery of a `runtime: local` sweep), its fixture values
+set up once by pytest here and sent to the child (pickled; a fixture whose value cannot
+be pickled fails the test, named), and the test fails on a bad verdict with its words,
+rule and figures ("harness: leak (rule leak): heap grows +1.1 KiB/call ..."). A pass
+says the smallest leak the run could have missed (`-rA` shows it as the test's
+"harness" section; the terminal summary lists every harness test; junit-xml gets it as
+a property).
+
+`@pytest.mark.harness_time(budget="2s")` runs the test the same way and, with
+`--harness-save NAME`, keeps the run under `<rootdir>/.harness/NAME/`; with
+`--harness-compare NAME` it runs again and compares step times and peak memory with the
+run saved as NAME: the sweep's pooled comparison, then rounds that must confirm a
+suspected change (`harness.plans.saved`: the saved code cannot run again, so each round
+is a fresh run of the current code against the saved run, not the sweep's interleaved
+B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
+passes as `suspected`. A test with no saved run passes, said so in the summary.
+
+Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
+setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`).
+Tests that are methods of a class are refused: the child imports the test function by
+its module and name. Under pytest-xdist each worker runs its own child processes; the
+saved runs are files written atomically, one directory per test.
+
+Nothing is imported from harness until a marked test runs: unmarked sessions pay for
+two marker lines and two options.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import TYPE_CHECKING, NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.store.saved import Saved
+
+LEAKS, TIME = "harness_leaks", "harness_time"
+PROPERTY = "harness"        # the user_properties key (junit-xml), the report section
+SAVED_DIR = ".harness"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "harness: a test function run as a cell")
+    group.addoption("--harness-save", metavar="NAME", default=None,
+                    help="keep each harness_time test's run as NAME, under .harness/NAME/ "
+                         "in the rootdir")
+    group.addoption("--harness-compare", metavar="NAME", default=None,
+                    help="compare each harness_time test's step times and peak memory with "
+                         "its run saved as NAME (--harness-save NAME): a confirmed slowdown "
+                         "fails the test")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{LEAKS}(budget='2s', **settings): run the test function over and over "
+        "in a child process (harness); fail on a leak or any other bad verdict")
+    config.addinivalue_line(
+        "markers", f"{TIME}(budget='2s', **settings): as {LEAKS}; with --harness-save NAME "
+        "keep the run, with --harness-compare NAME compare step times with the saved run")
+    for option in ("harness_save", "harness_compare"):
+        name = config.getoption(option)
+        if name is not None and not _NAME.match(name):
+            flag = "--" + option.replace("_", "-")
+            raise pytest.UsageError(f"{flag} {name!r}: a name of letters, digits, '.', '_' "
+                                    f"and '-' (it names a folder under {SAVED_DIR}/), e.g. "
+                                    f"{flag} main")
+    config.pluginmanager.register(_Summary(), "harness-summary")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    timed = pyfuncitem.get_closest_marker(TIME)
+    leaks = pyfuncitem.get_closest_marker(LEAKS)
+    if timed is None and leaks is None:
+        return None
+    _run(pyfuncitem, [m for m in (leaks, timed) if m is not None], timed is not None)
+    return True
+
+
+def _fail(text: str) -> NoReturn:
+    pytest.fail(text, pytrace=False)
+
+
+def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
+    from harness.errors import HarnessError
+
+    fn = item.obj
+    if item.cls is not None:
+        _fail(f"harness: {item.name} is a method of class {item.cls.__name__}: the child "
+              "process imports the test function by its module and name and calls it "
+              "without an instance; make it a module-level test function")
+    budget, iterations, settings = _arguments(item, marks)
+    kwargs = _fixtures(item, fn)
+    save = compare = None
+    note = ""
+    if timed:
+        save, compare, note = _saved(item)
+        if iterations is None and "min_iterations" not in settings:
+            # A time check measures its whole budget: a live `ok` on memory would stop
+            # it after a few hundred calls, too few step times to compare.
+            from harness.matrixfile.model import BUDGET_CAP
+            cap = settings.get("max_iterations")
+            settings = {**settings, "min_iterations": cap if isinstance(cap, int)
+                        else BUDGET_CAP}
+    from harness.api import check
+
+    got = problem = None
+    try:
+        got = check(fn, kwargs=kwargs, budget=budget, iterations=iterations,
+                    settings=settings, baseline=compare, save=save)
+    except HarnessError as exc:
+        problem = str(exc)
+    if got is None:     # failed outside the except: no "during handling" chain is shown
+        _fail(f"harness: {item.name}: {problem}")
+    text = str(got) + (f"; {note}" if note else "")
+    if got.floor is not None:
+        item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
+    item.user_properties.append((PROPERTY, text))
+    # An unconfirmed change (`suspected`) passes, as a sweep exits 0 with one.
+    if got.ok or got.verdict == "suspected":   # a failure says it in its message
+        item.add_report_section("call", PROPERTY, f"harness: {text}\n")
+    else:
+        from harness.analysis.kinds import UNDECIDED
+
+        more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget=\"10s\")"
+                if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
+                else "")
+        _fail(f"harness: {text}{more}")
+
+
+def _arguments(item: pytest.Function, marks: list[pytest.Mark]
+               ) -> tuple[str | float | None, int | None, dict[str, object]]:
+    """(budget, iterations, other settings) from the markers (the closest last)."""
+    budget: str | float | None = "2s"
+    iterations = None
+    settings: dict[str, object] = {}
+    for mark in marks:
+        if len(mark.args) > 1:
+            _fail(f"harness: {item.name}: @pytest.mark.{mark.name} takes one positional "
+                  f"argument, the budget; got {mark.args!r}\n  fix: "
+                  f"@pytest.mark.{mark.name}(budget=\"2s\", warmup=50)")
+        given = dict(mark.kwargs)
+        if mark.args:
+            given.setdefault("budget", mark.args[0])
+        if "budget" in given:
+            budget = given.pop("budget")
+        if "iterations" in given:
+            iterations = given.pop("iterations")
+            budget = None
+        settings.update(given)
+    return budget, iterations, settings
+
+
+def _fixtures(item: pytest.Function, fn: object) -> dict[str, object]:
+    """The test function's arguments as pytest set them up, each checked to pickle."""
+    import pickle
+
+    try:
+        names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        names = []
+    kwargs = {n: item.funcargs[n] for n in names if n in item.funcargs}
+    for name, value in kwargs.items():
+        try:
+            pickle.dumps(value)
+            continue
+        except Exception as exc:   # pickling raises what the object's reducer raises
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        _fail(f"harness: {item.name}: fixture `{name}` ({type(value).__name__}) cannot "
+              f"be sent to the child process that runs the test ({why})\n  fix: a harness "
+              "test takes fixtures of plain data (numbers, strings, paths, picklable "
+              "objects); build the object inside the test, or make the fixture return what "
+              "builds it")
+    return kwargs
+
+
+def _saved(item: pytest.Function) -> tuple[Saved | None, Saved | None, str]:
+    """(where to save this test's run, the saved run to compare with, a note)."""
+    from harness.store.saved import Saved, key_of
+
+    config = item.config
+    base = config.rootpath / SAVED_DIR
+    key = key_of(item.nodeid)
+    save_as, compare_with = (config.getoption("harness_save"),
+                             config.getoption("harness_compare"))
+    save = Saved(base / save_as, key, f"{save_as} (saved)") if save_as else None
+    compare = (Saved(base / compare_with, key, f"{compare_with} (saved)")
+               if compare_with else None)
+    note = ""
+    if compare is not None and not compare.exists():
+        note = (f"not compared: no run of this test saved as {compare_with!r} "
+                f"(--harness-save {compare_with} first)")
+        compare = None
+    if save is not None:
+        note = "; ".join(n for n in (note, f"saved as {save_as!r}") if n)
+    return save, compare, note
+
+
+class _Summary:
+    """Each harness test's line, from this process's reports and from xdist's workers'
+    (their reports carry user_properties), listed in the terminal summary."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.lines += [(report.nodeid, report.outcome, str(value))
+                           for key, value in report.user_properties if key == PROPERTY]
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.lines:
+            terminalreporter.section("harness")
+            for nodeid, outcome, text in self.lines:
+                terminalreporter.write_line(f"{outcome.upper()} {nodeid}: {text}")

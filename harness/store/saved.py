@@ -1,0 +1,94 @@
+"""Saved runs: one cell's result.json and samples.jsonl kept under a name, to compare a
+later run of the same code against (`harness.api.check(..., save=..., baseline=...)`,
+the pytest plugin's `--harness-save` / `--harness-compare`).
+
+A saved run is laid out as a results directory of one cell, `ROOT/cells/KEY/`, so it
+is read through this package's readers (`RunStore.load_cell`, `SeriesCache`), as every
+stored cell is. Each file is replaced atomically (a temporary file, then a rename), the
+samples first and the result last: a reader sees the old run or the new one, and
+processes saving other keys under the same ROOT (pytest-xdist workers) never meet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import StoreError
+from harness.protocol.series import Series
+from harness.result.model import CellResult
+from harness.store.results import RunStore, SeriesCache, samples_path
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Saved:
+    """Where one saved run lives: `root/cells/key/` (result.json, samples.jsonl).
+
+    Attributes:
+        root: The directory of saved runs of one name (the pytest plugin's
+            `.harness/NAME`).
+        key: The run's own directory name under `root/cells/`; `key_of` makes one of a
+            test id.
+        label: How comparisons name it ("main (saved)").
+    """
+
+    root: Path
+    key: str
+    label: str = "saved"
+
+    @property
+    def where(self) -> Path:
+        return samples_path(self.root, self.key).parent
+
+    def exists(self) -> bool:
+        return self.read() is not None
+
+    def read(self) -> tuple[CellResult, Series] | None:
+        """The saved result and its samples; None when either is missing or unreadable."""
+        result = RunStore(self.root).load_cell(self.key)
+        series = SeriesCache(self.root)(self.key) if result is not None else None
+        return None if result is None or series is None else (result, series)
+
+
+def key_of(name: str) -> str:
+    """A directory name for `name` (a pytest node id): its safe characters, at most 120,
+    and where any were changed or cut, a short digest of the whole name, so two ids
+    never share one."""
+    import hashlib
+
+    safe = _SAFE.sub("_", name).strip("._") or "run"
+    if safe == name and len(safe) <= 120:
+        return safe
+    return f"{safe[:120]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
+
+
+def save_cell(src: Path, cell_id: str, dest: Saved, result: CellResult) -> Path:
+    """Keep the cell `cell_id` of the results directory `src` (its samples.jsonl) and
+    `result` as `dest`, each file replaced atomically; the saved directory.
+
+    Raises:
+        StoreError: the directory cannot be written, or the cell has no samples.
+    """
+    from harness.store.results import write_json
+
+    where = dest.where
+    source = samples_path(src, cell_id)
+    target = samples_path(dest.root, dest.key)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot save {source} as {target}: {exc.strerror}\n  fix: check "
+                         f"that {dest.root} is writable") from exc
+    write_json(where / "result.json", result.to_json())
+    return where

@@ -1,0 +1,171 @@
+"""Issue 52 item 1: harness from Python. `harness.check(step)` runs one module-level
+function as a cell of a local sweep (a real child process: a real leak is a leak, a
+clean function is ok with its floor said); `harness.sweep` runs a matrix as the CLI
+does; what cannot run is refused with the function named and the fix."""
+
+from __future__ import annotations
+
+import doctest
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import harness
+import harness.api
+from harness.api import Checked
+from harness.errors import InputError
+from harness.store.saved import Saved, key_of
+
+
+def _module_of_the_docstring() -> str:
+    """`leaky.py` as harness.api's docstring shows it."""
+    doc = harness.api.__doc__ or ""
+    found = re.search(r"`leaky\.py`::\n\n(.*?)\n\S", doc, re.S)
+    assert found is not None, "harness.api's docstring lost its leaky.py"
+    return textwrap.dedent(found.group(1))
+
+
+@pytest.fixture
+def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder on sys.path, its modules forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        if getattr(sys.modules[name], "__file__", "") and str(tmp_path) in str(
+                sys.modules[name].__file__):
+            del sys.modules[name]
+
+
+def test_the_docstring_examples_run(importable: Path) -> None:
+    """A real leak (1 KiB kept per call) is `leak`, named with its rule; a clean function
+    is `ok`, its floor (the smallest leak it could have missed) under 1 KiB/call."""
+    (importable / "leaky.py").write_text(_module_of_the_docstring(), encoding="utf-8")
+    failed, tried = doctest.testmod(harness.api, optionflags=doctest.ELLIPSIS)
+    assert tried >= 8 and failed == 0
+
+
+def test_a_clean_function_says_its_floor_and_a_leak_its_figures(importable: Path) -> None:
+    (importable / "steps.py").write_text(textwrap.dedent("""
+        KEPT = []
+
+        def make(params):
+            return {"size": params["size"], "kept": []}
+
+        def keep(state):
+            state["kept"].append(bytes(state["size"]))
+
+        def add():
+            sum(range(100))
+    """), encoding="utf-8")
+    import steps
+
+    leak = harness.check(steps.keep, steps.make, params={"size": 2048}, budget="1s")
+    assert (leak.verdict, leak.rule, leak.ok, leak.bad) == ("leak", "leak", False, True)
+    assert str(leak).startswith("leak (rule leak): heap grows +2.")
+    assert leak.floor is None and leak.root is None
+    clean = harness.check(steps.add, budget="1s")
+    assert clean.ok and clean.floor is not None and 0 < clean.floor < 1024
+    assert re.search(r"; no leak above [\d,.]+ (B|KiB)/call in [\d,]+ calls", str(clean))
+
+
+def test_what_the_child_cannot_import_is_refused_naming_it(importable: Path) -> None:
+    (importable / "shapes.py").write_text(textwrap.dedent("""
+        import pickle
+
+        def one(x, y):
+            pass
+
+        def none():
+            pass
+
+        async def later():
+            pass
+
+        def outer():
+            def inner():
+                pass
+            return inner
+
+        class Holder:
+            def __reduce__(self):
+                raise TypeError("no pickling of Holder")
+    """), encoding="utf-8")
+    import shapes
+
+    cases = [
+        ((lambda: None,), {}, "is a lambda"),
+        ((shapes.outer(),), {}, "shapes.outer.<locals>.inner is defined inside another"),
+        ((shapes.later,), {}, "is `async def`"),
+        ((shapes.one,), {}, "step shapes.one takes arguments, and no setup gives it any"),
+        ((shapes.none, shapes.none), {}, "step shapes.none is called as step(state)"),
+        ((shapes.none,), {"budget": "soon"}, "budget='soon' is not a duration"),
+        ((shapes.none,), {"settings": {"warmupp": 5}}, "settings['warmupp']: unknown key"),
+        ((shapes.none,), {"params": [1]}, "params=[1] must be a mapping"),
+        ((shapes.one,), {"kwargs": {"x": 1, "y": shapes.Holder()}},
+         "kwargs['y'] (Holder) cannot be sent to the child process"),
+        ((shapes.none,), {"baseline": Saved(importable / "saved", "nothing")},
+         "no saved run at"),
+    ]
+    for args, kwargs, said in cases:
+        with pytest.raises(InputError) as info:
+            harness.check(*args, **kwargs)   # type: ignore[arg-type]
+        assert said in str(info.value), (said, str(info.value))
+        assert "\n  fix: " in str(info.value)
+
+
+def test_a_function_of_the_main_script_is_refused() -> None:
+    def step_here() -> None:
+        pass
+
+    step_here.__module__, step_here.__qualname__ = "__main__", "step_here"
+    with pytest.raises(InputError, match="defined in the script run as __main__"):
+        harness.check(step_here)
+
+
+def test_sweep_runs_a_matrix_dict_as_the_cli_does(importable: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (importable / "leaky.py").write_text(_module_of_the_docstring(), encoding="utf-8")
+    (importable / "grows.py").write_text(
+        "import leaky\n\ndef setup(params):\n    return None\n\n"
+        "def step(state):\n    leaky.grow()\n", encoding="utf-8")
+    monkeypatch.chdir(importable)
+    swept = harness.sweep({"name": "api", "runtime": "local", "defaults": {"budget": "1s"},
+                           "matrix": {"image": [sys.executable], "gpu": ["none"],
+                                      "scenario": ["grows.py"]}},
+                          out=importable / "reports")
+    assert swept.exit_code == 1 and swept.bad == ["python.cpu.grows"]
+    assert [c.verdict for c in swept.cells.values()] == ["leak"]
+    assert (swept.root / "report.md").is_file() and swept.root.parent.parent.name == "reports"
+    with pytest.raises(InputError, match=r"the matrix dict: matrix: missing key"):
+        harness.sweep({"name": "api", "runtime": "local", "matrix": {"image": ["python3"]}},
+                      out=importable / "reports")
+
+
+def test_a_saved_run_is_compared_and_a_slower_step_confirmed(importable: Path) -> None:
+    """save= keeps the run; baseline= compares step times with it (pooled, then rounds of
+    this run against the saved one): three times the work per call is a regression."""
+    (importable / "work.py").write_text(textwrap.dedent("""
+        def setup(params):
+            return params["n"]
+
+        def step(n):
+            s = 0
+            for i in range(n):
+                s += i
+    """), encoding="utf-8")
+    import work
+
+    saved = Saved(importable / ".harness" / "main", key_of("tests/x.py::test_work[1]"),
+                  "main (saved)")
+    first = harness.check(work.step, work.setup, params={"n": 2000}, budget="1s", save=saved)
+    assert first.ok and saved.exists() and saved.where.name.startswith("tests_x.py_test_work_1-")
+    slower = harness.check(work.step, work.setup, params={"n": 6000}, budget="1s",
+                           baseline=saved)
+    assert (slower.verdict, slower.rule) == ("regression", "regression"), str(slower)
+    assert "main (saved)" in str(slower) and "rounds" in str(slower)
+    assert isinstance(slower, Checked) and slower.result.vs_baseline is not None

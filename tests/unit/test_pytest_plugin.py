@@ -1,0 +1,159 @@
+"""Issue 52 item 2: the pytest plugin. A test file with a leaking test and a clean one,
+run by pytest (`pytester`, a real pytest in a child process): the leak fails naming
+its verdict and rule, the clean one passes saying its floor; under pytest-xdist too;
+`--harness-save` / `--harness-compare` find a slower step; what cannot run is said."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LEAKY = '''
+import pytest
+
+KEPT = []
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_grows():
+    KEPT.append(bytes(1024))
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_clean():
+    sum(range(100))
+'''
+
+
+def _plugin() -> list[str]:
+    """Where the package is installed with its entry point (`pip install -e .`, as CI
+    does), pytest loads the plugin itself; else it is named."""
+    names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
+    return [] if "harness" in names else ["-p", "harness.pytest_plugin"]
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider", *args,
+                                         timeout=120)
+
+
+def test_the_entry_point_is_declared() -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    table = re.search(r"^\[project\.entry-points\.pytest11\]\n((?:[^\[\n].*\n)*)", text, re.M)
+    assert table is not None and table.group(1).strip() == 'harness = "harness.pytest_plugin"'
+
+
+def _leak_and_pass(result: pytest.RunResult) -> None:
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    failure = re.search(r"_ test_grows _+\n(?:\[gw\d\].*\n)?(.*)\n", out)
+    assert failure is not None, out
+    assert failure.group(1).startswith("harness: leak (rule leak): heap grows +1."), out
+    assert re.search(r"PASSED test_leaky\.py::test_clean: ok \(rule ok\): .*no leak above "
+                     r"[\d,.]+ (B|KiB)/call in [\d,]+ calls", out), out
+
+
+def test_a_leaking_test_fails_with_its_rule_and_a_clean_one_passes_with_its_floor(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_leaky=LEAKY)
+    result = _run(pytester, "-rA")
+    _leak_and_pass(result)
+    # -rA shows the pass's own harness section, with the floor
+    assert re.search(r"Captured harness call -+\nharness: ok \(rule ok\)", result.stdout.str())
+
+
+@pytest.mark.slow
+def test_the_same_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_leaky=LEAKY)
+    _leak_and_pass(_run(pytester, "-p", "xdist", "-n", "2"))
+
+
+def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_fix='''
+        import pytest
+
+
+        @pytest.fixture
+        def sizes():
+            return [1, 2, 3]
+
+
+        @pytest.mark.harness_leaks(budget="500ms")
+        def test_uses_data(sizes, tmp_path):
+            assert sizes == [1, 2, 3] and tmp_path.is_dir()
+
+
+        @pytest.mark.harness_leaks
+        def test_takes_capsys(capsys):
+            pass
+
+
+        class TestInAClass:
+            @pytest.mark.harness_leaks
+            def test_method(self):
+                pass
+
+
+        @pytest.mark.harness_leaks(budget="500ms")
+        def test_fails_inside():
+            assert 1 + 1 == 3, "arithmetic"
+    ''')
+    result = _run(pytester)
+    result.assert_outcomes(passed=1, failed=3)
+    out = result.stdout.str()
+    assert "fixture `capsys` (CaptureFixture) cannot be sent to the child process" in out
+    assert "test_method is a method of class TestInAClass" in out
+    assert "harness: crash (rule crash): AssertionError: arithmetic" in out
+    assert 'assert 1 + 1 == 3, "arithmetic"' in out     # the test's own frame
+    assert "During handling" not in out
+
+
+def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_speed='''
+        import os
+        import pytest
+
+        N = int(os.environ["WORK"])
+
+
+        @pytest.mark.harness_time(budget="1s")
+        def test_loop():
+            s = 0
+            for i in range(N):
+                s += i
+    ''')
+    monkeypatch.setenv("WORK", "2000")
+    saved = _run(pytester, "--harness-save", "main")
+    saved.assert_outcomes(passed=1)
+    assert "saved as 'main'" in saved.stdout.str()
+    assert list((pytester.path / ".harness" / "main" / "cells").iterdir())
+    monkeypatch.setenv("WORK", "6000")
+    slower = _run(pytester, "--harness-compare", "main")
+    slower.assert_outcomes(failed=1)
+    assert re.search(r"harness: regression \(rule regression\): steps \d\.\d\dx main "
+                     r"\(saved\)", slower.stdout.str()), slower.stdout.str()
+    missing = _run(pytester, "--harness-compare", "other")
+    missing.assert_outcomes(passed=1)
+    assert "not compared: no run of this test saved as 'other'" in missing.stdout.str()
+    bad = _run(pytester, "--harness-save", "../up")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--harness-save '../up': a name of letters" in bad.stderr.str()
+
+
+def test_unmarked_tests_import_nothing_of_harness(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain='''
+        import sys
+
+        def test_plain():
+            assert not [m for m in sys.modules if m.startswith("harness.")
+                        and m != "harness.pytest_plugin"]
+    ''')
+    _run(pytester).assert_outcomes(passed=1)
