@@ -33,7 +33,14 @@ from harness.analysis.rules import (
     Evidence,
     memory_rule,
 )
-from harness.analysis.trends import SMALL_RATE, MemoryTrend, missed_text, rate_words, size
+from harness.analysis.trends import (
+    SMALL_RATE,
+    MemoryTrend,
+    kib,
+    missed_text,
+    rate_words,
+    size,
+)
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
 
@@ -86,11 +93,6 @@ class MemoryReading:
         rates = [r for s in PRIMARY if s in self.memory
                  and (r := self.memory[s].missed) is not None and math.isfinite(r)]
         return min(rates) if rates else math.nan
-
-
-def kib(rate: float) -> str:
-    """Bytes per call as KiB/call, one decimal."""
-    return f"{rate / 1024:+.1f}"
 
 
 def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:

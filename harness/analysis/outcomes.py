@@ -10,9 +10,9 @@ stays what it is (both are already findings), with what memory did before it.
 from __future__ import annotations
 
 from harness.analysis.kinds import Verdict
-from harness.analysis.memory import MemoryReading, kib
+from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
-from harness.analysis.trends import StepTrend
+from harness.analysis.trends import StepTrend, kib
 from harness.protocol.series import Series
 
 # Memory readings a crash's reason adds its evidence for (a timeout's and an OOM kill's

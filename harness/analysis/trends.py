@@ -48,6 +48,12 @@ class MemoryTrend(Record):
 SMALL_RATE = 102.4
 
 
+def kib(n: float, places: int = 1) -> str:
+    """Bytes as signed KiB, `places` decimals, never "-0.0" for tiny negative noise: the
+    one KiB formatter of every report and answer ("+5.4", "+0.25")."""
+    return f"{round(n / 1024, places) + 0.0:+.{places}f}"
+
+
 def rate_words(rate: float) -> str:
     """A leak's rate in words: "+5.4 KiB/call", or in bytes where KiB would round it
     away ("+84 B/call": issue 49's small leaks, never "+0.0 KiB/call")."""

@@ -39,7 +39,7 @@ from harness.analysis.facts import ENDINGS, Facts
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
-from harness.analysis.memory import MemoryReading, kib, leaking, memory_reading
+from harness.analysis.memory import MemoryReading, leaking, memory_reading
 from harness.analysis.outcomes import ended_with
 from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
@@ -52,7 +52,7 @@ from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
 
-__all__ = ["BAD", "CARRIERS", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline", "kib",
+__all__ = ["BAD", "CARRIERS", "GOOD", "CellVerdict", "Verdict", "compare_to_baseline",
            "leaking", "within_run"]
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the
 # framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's

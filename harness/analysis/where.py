@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.analysis import verdict
+from harness.analysis.trends import kib
 from harness.analysis.whererecord import (
     MEMORY_PARTS,
     Frame,
@@ -120,8 +120,8 @@ def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[floa
     return out
 
 
-def kib(rate: float) -> str:
-    return f"{verdict.kib(rate)} KiB/call"
+def per_call(rate: float) -> str:
+    return f"{kib(rate)} KiB/call"
 
 
 # ---------------------------------------------------------------- one cell in words
@@ -142,7 +142,7 @@ def summary(w: Where, scenario: str, source: Source | None = None, top: int = TO
         rates = sorted(_rates(w.sites[part], w.calls, scenario).items(), key=lambda kv: -kv[1])
         shown = [(k, r) for k, r in rates if r >= MIN_RATE][:top]
         for k, r in shown:
-            lines.append(f"{part}: {kib(r)} at {_label(k, source)}")
+            lines.append(f"{part}: {per_call(r)} at {_label(k, source)}")
         if not shown:
             lines.append(f"{part}: no site grew over {w.calls} calls")
     lines += _stack_lines(w, scenario, source, top)
@@ -161,14 +161,14 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
             # All of it through PyMem/PyObject allocators, which C extensions call too
             # (multidict's pop() leaks from C): where it was allocated is the site below,
             # whichever language the code there is in.
-            lines.append(f"heap: Python's allocator saw {kib(seen)} in the attributed run, as "
-                         f"much as the heap grew in the sweep ({kib(heap_rate)}): all of it "
+            lines.append(f"heap: Python's allocator saw {per_call(seen)} in the attributed run, as "
+                         f"much as the heap grew in the sweep ({per_call(heap_rate)}): all of it "
                          "went through Python's allocator (from Python code or from a C "
                          "extension calling it), so the sites account for it")
         else:
-            lines.append(f"heap: Python's allocator saw {kib(seen)} of the heap's "
-                         f"{kib(heap_rate)}"
-                         + (f"; the rest, {kib(rest)}, is native, not seen by Python's "
+            lines.append(f"heap: Python's allocator saw {per_call(seen)} of the heap's "
+                         f"{per_call(heap_rate)}"
+                         + (f"; the rest, {per_call(rest)}, is native, not seen by Python's "
                             "allocator" if rest > 0.1 * heap_rate else ""))
     for part, why in w.errors.items():
         if part in w.kinds and not NOT_NEWS.search(why):
@@ -281,8 +281,8 @@ def changes(good: Where | None, bad: Where, scenario: str, source: Source | None
             before = g.get(match, (0.0, ""))[0]
             if rate - before < MIN_RATE:
                 continue
-            was = "0" if before < MIN_RATE else kib(before)
-            out.append(Change(part, _label(k, source), kib(rate),
+            was = "0" if before < MIN_RATE else per_call(before)
+            out.append(Change(part, _label(k, source), per_call(rate),
                               was if good is not None else None))
     if bad.stack:
         b_sh = _stack_groups(bad, scenario)

@@ -213,12 +213,12 @@ class Reuse:
 
     def __call__(self, cell: Cell) -> CellResult | None:
         from harness.plans.bisect import latest
-        from harness.result.runkey import key_of, why_changed
+        from harness.store.gate import why_not_current
 
-        key = key_of(cell, self.sweep.runtime_for(cell).name)
+        runtime = self.sweep.runtime_for(cell).name
         found = latest(self.store, cell.id)
         if found is not None:
-            why = why_changed(found.key, key)
+            why = why_not_current(found, cell, runtime)
             if why is None:
                 self._count(self.store)
                 return found
@@ -227,7 +227,7 @@ class Reuse:
             got = other.load_cell(cell.id)
             if got is None:
                 continue
-            why = why_changed(got.key, key)
+            why = why_not_current(got, cell, runtime)
             if why is not None:
                 print(f"{cell.image.label}: not reused from {other.root}: {why}", flush=True)
                 continue

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from harness.analysis.trends import MemoryTrend, StepTrend
+from harness.analysis.trends import MemoryTrend, StepTrend, kib
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.svg import Fit, Line, chart, robust_range
-from harness.report.text import kib
 from harness.result.words import human_seconds
 from harness.runtimes.base import own_cgroup
 
@@ -58,8 +57,8 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
                                           for x, y in zip(mx, my, strict=True))
             fit = Fit(slope, intercept, float(mx[0]), float(mx[-1]))
         lo, hi = trend.slope_lo, trend.slope_hi
-        ci = f"CI {kib(lo)}..{kib(hi)} KiB/call, " if lo == lo and hi == hi else ""  # not NaN
-        headline = f"{kib(slope)} KiB/call"
+        ci = f"CI {kib(lo, 2)}..{kib(hi, 2)} KiB/call, " if lo == lo and hi == hi else ""  # not NaN
+        headline = f"{kib(slope, 2)} KiB/call"
         note = f"{ci}{trend.kind}"
     elif not fitted:
         note = "never decisive"

@@ -22,7 +22,7 @@ from harness.answers.search import RowAnswer
 from harness.report.grid import Grid, conclusions, console_width, token, wrap
 from harness.report.html import environment, kind_css
 from harness.report.model import Report
-from harness.report.trend import kib, memory_point, row_trends, step_point
+from harness.report.trend import in_kib, memory_point, row_trends, step_point
 from harness.result.model import CellResult
 from harness.result.words import human_seconds
 from harness.store.results import atomic_write_text
@@ -71,10 +71,10 @@ def growth_words(res: CellResult | None, interval: bool = True, unit: bool = Tru
     p = memory_point(res) if res is not None else None
     if p is None:
         return "-"
-    said = kib(p.value) if unit else kib(p.value).removesuffix(" KiB")
+    said = in_kib(p.value) if unit else in_kib(p.value).removesuffix(" KiB")
     if p.hi <= p.lo or not interval:
         return said
-    lo, hi = (kib(v).removesuffix(" KiB") for v in (p.lo, p.hi))
+    lo, hi = (in_kib(v).removesuffix(" KiB") for v in (p.lo, p.hi))
     return f"{said} ({lo}..{hi}{' KiB' if unit else ''})"
 
 

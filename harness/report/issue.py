@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.analysis.kinds import TIMED, kind
+from harness.analysis.trends import kib
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
 from harness.matrixfile.model import abilities
 from harness.report.model import Report, Reporter
-from harness.report.text import kib, md, steps_vs_baseline
+from harness.report.text import md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
 from harness.result.words import also_slowed
@@ -129,8 +130,8 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
                 return "-"
             if t.kind == "insufficient":
                 return f"no readings to fit ({t.n} samples)"
-            return (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}.."
-                    f"{kib(t.slope_hi)}), {kib(t.growth / 1024)} MiB "
+            return (f"{kib(t.slope, 2)} KiB/call (CI {kib(t.slope_lo, 2)}.."
+                    f"{kib(t.slope_hi, 2)}), {kib(t.growth / 1024, 2)} MiB "
                     f"over {t.n} samples, {t.kind}")
         row(f"{s} growth", growth)
 

@@ -34,11 +34,6 @@ def md(text: object) -> str:
     return out
 
 
-def kib(value: float) -> str:
-    """Bytes as signed KiB, two decimals, without a "-0.00" for tiny negative noise."""
-    return f"{round(value / 1024, 2) + 0.0:+.2f}"
-
-
 def steps_vs_baseline(vs: VsBaseline) -> str:
     """The step-time ratio against the baseline as far as it is known: the interleaved
     rounds' ratio with its interval, confirmed or not, and what they cost; else the pooled

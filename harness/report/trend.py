@@ -16,6 +16,7 @@ from html import escape
 from markupsafe import Markup
 
 from harness.analysis.kinds import LOOKS
+from harness.analysis.trends import kib
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 from harness.result.words import human_seconds
@@ -63,9 +64,9 @@ def memory_point(res: CellResult) -> Point | None:
     return Point(trend.slope / 1024, lo / 1024, hi / 1024, res.verdict)
 
 
-def kib(value: float) -> str:
-    """KiB per call, two decimals, without a "-0.00"."""
-    return f"{round(value, 2) + 0.0:+.2f} KiB"
+def in_kib(value: float) -> str:
+    """A figure already in KiB per call, as the charts say it ("+5.40 KiB")."""
+    return f"{kib(value * 1024, 2)} KiB"
 
 
 def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
@@ -143,4 +144,4 @@ def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellRes
     memory = [memory_point(r) if r is not None else None for r in cells]
     return [chart("step time per call (median; bar: early..late medians)", images, steps,
                   first, human_seconds),
-            chart("memory growth per call (bar: the slope's CI)", images, memory, first, kib)]
+            chart("memory growth per call (bar: the slope's CI)", images, memory, first, in_kib)]
