@@ -185,9 +185,10 @@ class _Live:
         return live
 
     def finish(self) -> Watched | None:
-        """The watcher's decision and the series it read (None: it did not finish reading
-        within 30 s, when the file is read again)."""
+        """The watcher's decision and the series it read, once it has read the file to
+        its end (the agent has exited: the file grows no more, so that end comes; a
+        watcher cut off after a while lost the live decision the run stopped on)."""
         self.stop.set()
         if self.thread is not None:
-            self.thread.join(timeout=30)
+            self.thread.join()
         return self.watched
