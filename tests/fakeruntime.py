@@ -6,15 +6,18 @@ time, exit code, crash text...), so tests state the truth and check the verdicts
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.agent import fields
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
+from harness.runtimes.local import LocalRuntime, PinsRefused
 
 KNOWN = {"header": set(fields.HEADER), "sample": set(fields.sample_fields()),
          "end": set(fields.END), "where": set(fields.WHERE)}
@@ -154,3 +157,53 @@ def where_record(cell: Cell, kinds: tuple[str, ...], calls: int, b: Behaviour
                                   {"frames": [[scenario, 7, "fixed"], [scenario, 2, "step"]],
                                    "early": 90, "late": 90 - late}]}
     return rec
+
+
+class DatedIndex(LocalRuntime):
+    """The local runtime over a made-up package index, for the day search and culprit's
+    hybrids: `history(day)` is each package's version as a requirement list resolves
+    that day; `requires[(name, version)]` the packages that release pins exactly
+    ({dep: version}, as pydantic 2.9.2 pins pydantic-core 2.23.4), so the resolver
+    refuses pins that hold them apart (`PinsRefused`) and a hybrid goes in --no-deps. No
+    venv is built (`built`: each install's pins and whether --no-deps); each cell runs on
+    FakeRuntime with its pins (a dated cell's resolved ones) as its packages."""
+
+    def __init__(self, cache: Path, history: Callable[[str], dict[str, str]],
+                 behave: Callable[[Cell], Behaviour],
+                 requires: dict[tuple[str, str], dict[str, str]] | None = None):
+        super().__init__(cache)
+        self.history, self.requires = history, dict(requires or {})
+        self.fake = FakeRuntime(behave, pins_as_packages=True)
+        self.built: list[tuple[tuple[str, ...], bool]] = []
+
+    def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
+        return None
+
+    def pins(self, image: ImageSpec) -> tuple[str, ...]:
+        assert image.as_of is not None
+        return tuple(sorted(f"{n}=={v}" for n, v in self.history(image.as_of).items()))
+
+    def refused(self, reqs: list[str]) -> str | None:
+        """What the resolver says of pins that break an exact pin, or None."""
+        pins = dict(r.split("==", 1) for r in reqs)
+        for (name, version), deps in sorted(self.requires.items()):
+            for dep, want in sorted(deps.items()):
+                if pins.get(name) == version and pins.get(dep) != want:
+                    return f"{name}=={version} depends on {dep}=={want}"
+        return None
+
+    def _build_into(self, python: str, reqs: list[str], tmp: Path, progress: Progress,
+                    label: str, as_of: str | None = None, no_deps: bool = False,
+                    *more: Any, **named: Any) -> None:
+        said = None if no_deps else self.refused(reqs)
+        if said is not None:
+            raise PinsRefused(f"uv pip cannot install {' '.join(reqs)}: {said}", said)
+        (tmp / "bin").mkdir(parents=True)
+        (tmp / "bin" / "python").write_text("")
+        self.built.append((tuple(reqs), no_deps))
+
+    def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+        image = request.cell.image
+        pip = self.pins(image) if image.as_of else image.pip
+        cell = dataclasses.replace(request.cell, image=dataclasses.replace(image, pip=pip))
+        return self.fake.run(dataclasses.replace(request, cell=cell), progress)

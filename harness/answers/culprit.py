@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.analysis import kinds
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
 from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, culprit_records
@@ -73,5 +74,5 @@ def holding(found: Mapping[str, Culprit], results: Mapping[str, CellResult],
             out[row] = found_row
             continue
         note = STALE.format(cells=", ".join(changed), root=root or "DIR", row=row)
-        out[row] = Culprit(row, "stale", note, ())
+        out[row] = Culprit(row, kinds.STALE, note, ())
     return out

@@ -21,7 +21,7 @@ from harness.analysis.kinds import BAD, GOOD, kind
 from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.runkey import why_changed
-from harness.result.words import cell_text
+from harness.result.words import carrier_words, cell_text
 
 Result = CellResult
 
@@ -98,8 +98,19 @@ class Pair:
 
     @property
     def differs(self) -> bool:
+        """The two sides differ in verdict, or in what grew (`grew_apart`)."""
         return (self.a is not None and self.b is not None
-                and self.a.verdict != self.b.verdict)
+                and (self.a.verdict != self.b.verdict or self.grew_apart))
+
+    @property
+    def grew_apart(self) -> bool:
+        """One bad memory verdict on both sides, carried by other memory (the heap on one
+        side, the device on the other): the same word, not the same finding."""
+        a, b = self.a, self.b
+        return (a is not None and b is not None and a.verdict == b.verdict
+                and a.verdict in BAD and kind(a.verdict).figure == "memory"
+                and a.deciding_carrier is not None and b.deciding_carrier is not None
+                and a.deciding_carrier != b.deciding_carrier)
 
 
 def key_changes(pairs: Sequence[Pair]) -> str:
@@ -171,7 +182,11 @@ class Comparison:
             assert p.a is not None and p.b is not None
             va, vb = str(p.a.verdict), str(p.b.verdict)
             scenario = p.a.scenario.id
-            if p.bad_a != p.bad_b and (va in GOOD or vb in GOOD):
+            if p.grew_apart:
+                other.append(f"{scenario} {self._where_pair(p)}: {va} on both, by "
+                             f"{carrier_words(p.a)} on {self.a_name}, by "
+                             f"{carrier_words(p.b)} on {self.b_name}")
+            elif p.bad_a != p.bad_b and (va in GOOD or vb in GOOD):
                 side, verdict = ("a", va) if p.bad_a else ("b", vb)
                 groups.setdefault((scenario, side, verdict), []).append(p)
             else:

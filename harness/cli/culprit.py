@@ -30,13 +30,16 @@ EPILOG = """examples:
   harness culprit DIR ROW --good IMAGE --bad IMAGE          any two images of the row
   harness culprit DIR ROW --swap tensorflow                 swap one package both ways
 
-Between the row's last good image G and its first bad image B, every Python package
-that changed, came or went is a change. Hybrid images (B with a set of changes undone,
-G with it applied) run as cells through the sweep's stages and verdict rules; delta
-debugging halves the set until one change (or a pair that only matters together) is
-left, proved both ways: B without it is good and G with it is bad. A hybrid that cannot
-be built or run is untestable, never counted good or bad. Hybrids are venvs on the local
-runtime (cached by their pins); on docker and podman, images built offline from B (or G)
+Between the row's last good image G and its first bad image B (for a dated row that
+`harness day` or --find-cause searched, between the last good and first bad day it
+found), every Python package that changed, came or went is a change. Hybrid images
+(B with a set of changes undone, G with it applied) run as cells through the sweep's
+stages and verdict rules; delta debugging halves the set until one change (or a pair
+that only matters together) is left, proved both ways: B without it is good and G with
+it is bad. A hybrid that cannot be built or run is untestable, never counted good or
+bad. Hybrids are venvs on the local runtime (cached by their pins; pins the resolver
+refuses together, as a release that pins another exactly, installed --no-deps, so the
+two are still swapped apart); on docker and podman, images built offline from B (or G)
 with each package's files (as its *.dist-info/RECORD lists them) taken from the other
 image, kept as harness-culprit/<label>:<key> for `docker run`.
 The answer goes to culprit/<row>/culprit.json, results.json and the reports.
@@ -243,9 +246,12 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                       f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
                 make = None if client is None else docker_hybrids(client, g, b, progress)
                 try:
+                    # A dated row the day search took: between its days (`ends`),
+                    # as --find-cause searches; --good/--bad: between those images.
                     out, _ = culprit_in_run(root, on, g, b, found.results,
                                             lambda s: print(f"  {s}", flush=True), make,
-                                            args.repeats, args.swap)
+                                            args.repeats, args.swap,
+                                            days=args.good is None and args.bad is None)
                 except ValueError as exc:
                     raise InputError(f"--swap: {exc}") from exc
                 for line in out.diff.lines():

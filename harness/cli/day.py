@@ -25,9 +25,10 @@ bad on a day between them. The days between are halved; a day is resolved (which
 the index gave that day, cached for good) and run only when its pins are new: a day
 that resolves as the last good or first bad day did takes that day's verdict. The
 answer names the last good day, the first bad day and each package that changed
-between their resolutions, with the time its new version was uploaded.
-The probes are cells in day/<row>/ of the results directory; the answer is in
-day/<row>/day.json.
+between their resolutions, with the time its new version was uploaded and each yanked
+release it passes over ("passes over 6.5.0 (yanked: reason)": no day resolves to a
+yanked release, docs/asof.md). The probes are cells in day/<row>/ of the results
+directory; the answer is in day/<row>/day.json.
 
 exit codes: 0 nothing to search (no dated row went bad after a good day), 1 the day
 found, 2 bad input (no such directory or row), 3 environment unavailable (the index

@@ -50,8 +50,9 @@ def add_parser(sub: Any) -> None:
                         "figures and why it fired or not")
     p.add_argument("--force", action="store_true",
                    help="write the reports even when cells are missing and DIR already "
-                        "holds a complete report (without it, a complete report is never "
-                        "replaced by a partial one)")
+                        "holds a complete report, or git tracks DIR's files (without it, a "
+                        "complete report is never replaced by a partial one, nor a kept "
+                        "run's reports rewritten)")
     p.set_defaults(func=run)
 
 
@@ -236,6 +237,8 @@ def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
     width = console_width(sys.stdout, args.width)
     if report.missing_cells:
         missing_said(args, report, found, width)
+    elif not args.force and kept_by_git(args.dir):
+        say(sys.stdout, f"\n{args.dir}: {KEPT}", width)
     else:
         write_all(RunStore(args.dir), report)
     for line in plan_notes(args.dir, found):
@@ -259,6 +262,8 @@ def missing_said(args: argparse.Namespace, report: Report, found: Gated,
     if whole and not args.force:
         told = ("nothing written: the complete report there is not replaced by "
                 "a partial one (--force replaces it)")
+    elif not args.force and kept_by_git(args.dir):
+        told = KEPT
     else:
         paths = write_all(RunStore(args.dir), report)
         told = ("partial report written (" + ", ".join(p.name for p in paths)
@@ -271,6 +276,24 @@ def missing_said(args: argparse.Namespace, report: Report, found: Gated,
         say(sys.stdout, f"  {cid}: {found.gaps.get(cid, 'not run (no result.json)')}",
             width)
     say(sys.stdout, f"  fix: {rerun_line(args.dir)} runs them", width)
+
+
+KEPT = ("git tracks its files: no report file rewritten (a run kept as recorded; "
+        "`--format md` prints one, --force rewrites them)")
+
+
+def kept_by_git(root: Path) -> bool:
+    """`root` holds files git tracks (a run kept in a repository, as tests/data/h100 is):
+    a record that a plain `harness report` reads and never rewrites. False where git is
+    missing or `root` is in no repository (a sweep's own reports/ directory)."""
+    from harness.runtimes.process import check_output
+
+    try:
+        code, out = check_output(["git", "-C", str(root), "ls-files", "-z", "--", "."],
+                                 timeout=20)
+    except OSError:
+        return False
+    return code == 0 and bool(out)
 
 
 def plan_notes(root: Path, found: Gated) -> list[str]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import answer, interruptible, options, printer
+from harness.cli import answer, between, interruptible, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -40,6 +40,9 @@ SWEEP_EPILOG = """examples:
   harness sweep matrix.yaml --explain                 then: where the first bad leaks or slows
   harness sweep matrix.yaml --find-cause              then the whole journey: call site,
                                                       package, first fixed image, host
+  harness sweep --between old.txt new.txt --scenario step.py
+                                                      two lock files; where new is bad,
+                                                      the package change that did it
 
 exit codes:
   0  every cell ran and none is bad
@@ -58,7 +61,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "sweep", help="run a matrix of images x GPUs x scenarios",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
-    p.add_argument("matrix", type=Path, help="matrix YAML file")
+    p.add_argument("matrix", type=Path, nargs="?",
+                   help="matrix YAML file (with --between: optional, its scenarios)")
     options.add(p, "width")
     p.add_argument("--details", action="store_true",
                    help="every cell in full words below the table (by default only the "
@@ -82,6 +86,7 @@ def add_parser(sub: Any) -> None:
                    help="override every cell's time budget (e.g. 20s, 2m): early-stop "
                         "mode, max_iterations the cap (set: as it is; else 1,000,000)")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
+    between.add(p)
     options.add(p, "quiet")
     answer.add(p)
     p.set_defaults(func=run)
@@ -132,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
     from harness import matrixfile
 
     options.check(args)
+    if args.between is not None or args.scenario or args.python:
+        args.matrix = between.matrix_file(args, printer(args.quiet))
+    elif args.matrix is None:
+        raise InputError(f"no matrix file: harness sweep MATRIX, or {between.USAGE}")
     matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
     answer.update(name=matrix.name, cells=[c.id for c in cells])
@@ -229,6 +238,9 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
                     cells, bool(resume))
+                if args.between is not None and not args.find_cause:   # --find-cause does it
+                    between.culprit_after(matrix, runtime, engines.by_host, store.root, live,
+                                          outcome.results, planned, cells)
                 if args.explain or args.find_cause:   # their answers go into the reports
                     # --find-cause's steps go to the sweep's own display (its lines above it)
                     after_sweep(args, matrix, engines, store,

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import SpecError
-from harness.matrixfile import asof
+from harness.matrixfile import asof, lockfile
 from harness.matrixfile.model import (
     BUDGET_CAP,
     HEAP_MODES,
@@ -25,7 +25,7 @@ from harness.matrixfile.model import (
 )
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
-IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of")
+IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
 SCENARIO_KEYS = ("script", "id", "params")
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings))
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
@@ -38,9 +38,10 @@ NON_ID = re.compile(r"[^A-Za-z0-9_.-]+")
 class Ctx:
     """One matrix document being read: each parser reports a bad value through `fail`."""
 
-    def __init__(self, doc: Located, check_files: bool = True):
+    def __init__(self, doc: Located, check_files: bool = True, base: Path | None = None):
         self.doc = doc
         self.check_files = check_files   # False: a results directory's copy, cells only
+        self.base = base                 # relative paths (`lock:`) start here
 
     def fail(self, path: PathKey, problem: str, fix: str = "") -> SpecError:
         return SpecError(self.doc.file, format_path(path), self.doc.line(path), problem, fix)
@@ -106,6 +107,9 @@ def parse_images(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int
     image = parse_image(ctx, item, path, runtime, index, dates=True)
     if not isinstance(item, dict) or "as_of" not in item:
         return [image]
+    if "lock" in item:
+        raise ctx.fail((*path, "as_of"), "as_of resolves a `pip:` list by day; a lock is "
+                       "resolved already", "drop as_of, or give pip: [...] instead of lock:")
     if abilities(runtime).container_images:
         raise ctx.fail((*path, "as_of"), f"as_of is for `runtime: local` images with a "
                        f"`pip:` list; {runtime} recipes resolved by day are not supported yet",
@@ -137,6 +141,9 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
     python = item.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
+    hashes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    if "lock" in item:
+        pip, hashes = lock_pins(ctx, item, path, runtime, pip)
     ref = item.get("ref")
     if containers:
         if not isinstance(ref, str) or not ref.strip():
@@ -150,12 +157,44 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
                            "for the local runtime give `python:` and/or `pip:`")
         ref = python or "python3"
     name = item.get("name")
+    if name is None and "lock" in item:
+        name = NON_ID.sub("-", Path(str(item["lock"])).stem).strip("-") or f"lock{index}"
     if name is None:
         name = image_label(ref) if containers else NON_ID.sub("-", "_".join(pip) or ref)
     if not isinstance(name, str) or not NON_ID.sub("", name) or NON_ID.sub("-", name) != name:
         raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
                        f"got {name!r}", f"name: {as_word(name, f'image{index}')}")
-    return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python)
+    return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python,
+                     hashes=hashes)
+
+
+def lock_pins(ctx: Ctx, item: dict[str, Any], path: PathKey, runtime: str, pip: Any
+              ) -> tuple[list[str], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """An image's `pip` and `hashes` from its `lock:` file (`matrixfile.lockfile`),
+    relative to the matrix file's directory.
+
+    Raises:
+        SpecError: `lock` beside `pip`, on a container runtime, not a path, or a lock
+            that cannot be read (its file, line or package and the fix).
+    """
+    here = (*path, "lock")
+    if pip:
+        raise ctx.fail(here, "an image is a `lock:` file or a `pip:` list, not both",
+                       "keep one of them")
+    if abilities(runtime).container_images:
+        raise ctx.fail(here, "lock files are for `runtime: local` images (a venv each)",
+                       "use runtime: local, or build an image with those pins (images/)")
+    value = item["lock"]
+    if not isinstance(value, str) or not value.strip():
+        raise ctx.fail(here, "lock must be the path of a requirements.txt, pylock.toml or "
+                       "uv.lock", "lock: requirements.txt")
+    base = ctx.base if ctx.base is not None else Path(ctx.doc.file).parent
+    try:
+        found = lockfile.read(base / value)
+    except lockfile.LockError as exc:
+        raise ctx.fail(here, f"{exc.file}: {exc.problem}", exc.fix) from exc
+    pins, hashes = lockfile.image_fields(found)
+    return list(pins), hashes
 
 
 def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,

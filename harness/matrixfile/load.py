@@ -101,7 +101,7 @@ def parse(text: str, file: Path, check_files: bool = True) -> Matrix:
 def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     """Validate matrix data already parsed (or built from parsed data, as `harness watch`
     does); errors name `doc.file` and the line `doc.line` gives for the key path."""
-    ctx = Ctx(doc, check_files)
+    ctx = Ctx(doc, check_files, file.parent)
     if doc.data is None:
         raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")
     top = ctx.mapping(doc.data, (), TOP_KEYS)

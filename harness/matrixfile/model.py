@@ -125,6 +125,12 @@ class ImageSpec:
     pip: tuple[str, ...] = ()       # local runtime: requirements built into a cached venv
     python: str | None = None       # interpreter inside the image / for the venv
     as_of: str | None = None        # local runtime: `pip` resolved as of this day (YYYY-MM-DD)
+    # local runtime, from a `lock:` file: (requirement of `pip`, its files' hashes) for
+    # every pin, installed with --require-hashes; () where the lock has no hashes
+    hashes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # local runtime: a culprit hybrid, `pip` a whole environment's pins, installed as
+    # listed (without the resolver's check, `--no-deps`, where it refuses them together)
+    hybrid: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ the way `bisect` runs its probes; `plans.culpritsearch` picks the probes.
 
 Hybrids on the local runtime are venvs from the other side's resolved pins (what the
 agent found installed) with the set swapped, cached by the local runtime under a key of
-the interpreter and the pins. A hybrid pip cannot build (a version conflict) is
-`unavailable`, which the search reads as untestable. Probe cells go to
+the interpreter and the pins; pins the resolver refuses together (pydantic 2.9.2 pins
+pydantic-core==2.23.4) go in as listed, `--no-deps` (`ImageSpec.hybrid`). One that cannot
+be built is `unavailable`, which the search reads as untestable. Probe cells go to
 `culprit/<row>/cells/` of the sweep's directory, one per hybrid (ids `culprit-<key>.<row>`).
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
 from harness.errors import EnvironmentUnavailable
+from harness.matrixfile.lockfile import carried
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.plans.bisect import attempt_id, attempts
-from harness.plans.culpritdiff import TOOLING, Change, Difference, difference
+from harness.plans.culpritdiff import TOOLING, Change, Difference, difference, workaround
 from harness.plans.culpritsearch import (
     APPLY,
     FOUND,
@@ -34,6 +35,7 @@ from harness.plans.culpritsearch import (
     UNTESTABLE,
     Search,
     find_culprit,
+    held_together,
 )
 from harness.plans.culpritsearch import (
     BAD as PROBE_BAD,
@@ -73,14 +75,20 @@ class ProbeRun:
     # back by the resolver): "propcache 0.5.4 (not in the recipe)".
     drift: tuple[str, ...] = ()
 
+    @property
+    def no_deps(self) -> str | None:
+        """Why the resolver refused the pins, where they went in `--no-deps`."""
+        return self.result.image.labels.get("no-deps") if self.result is not None else None
+
     def words(self) -> str:
         base = "B" if self.side == UNDO else "G"
         swapped = ", ".join(c.undone() if self.side == UNDO else c.applied()
                             for c in self.changes)
         said = cell_text(self.result) if self.result is not None else self.outcome
         drift = f"; pip also put in {', '.join(self.drift)}" if self.drift else ""
+        loose = f"; installed --no-deps: {self.no_deps}" if self.no_deps else ""
         return (f"{base} with {swapped}: {said} -> {self.outcome} [{self.image}, "
-                f"{self.how}{drift}]")
+                f"{self.how}{drift}{loose}]")
 
     def to_dict(self) -> dict[str, object]:
         return {"side": self.side, "changes": [c.name for c in self.changes],
@@ -88,7 +96,8 @@ class ProbeRun:
                 "verdict": self.result.verdict if self.result is not None else None,
                 "text": cell_text(self.result) if self.result is not None else None,
                 "cell": self.result.id if self.result is not None else None,
-                "seconds": round(self.seconds, 1), "drift": list(self.drift)}
+                "seconds": round(self.seconds, 1), "drift": list(self.drift),
+                "no_deps": self.no_deps}
 
 
 def drift_of(image: ImageSpec, result: CellResult) -> tuple[str, ...]:
@@ -147,7 +156,8 @@ class CulpritOutcome:
             assert undo is not None and apply is not None
             return (f"cause: {names}. B with {', '.join(c.undone() for c in s.answer)}: "
                     f"{_said(undo)}; G with {', '.join(c.applied() for c in s.answer)}: "
-                    f"{_said(apply)}. Workaround: {workaround(s.answer, undo.image)} {cost}")
+                    f"{_said(apply)}.{self.not_apart()} Workaround: "
+                    f"{workaround(s.answer, undo.image)} {cost}")
         if s.status == OUTSIDE:
             other = "; ".join(f"{w} {gv} -> {bv}" for w, gv, bv in self.diff.other)
             return (f"not the packages: B with every package change undone is still bad "
@@ -156,7 +166,15 @@ class CulpritOutcome:
                     f"{cost}")
         named = ", ".join(str(c) for c in s.answer)
         return (f"no culprit proved ({s.status}): {s.why}"
-                + (f"; suspects: {named}" if named else "") + f". {cost}")
+                + (f"; suspects: {named}" if named else "") + f".{self.not_apart()} {cost}")
+
+    def not_apart(self) -> str:
+        """' Not held apart: ...' where the answer's changes were (`held_together`)."""
+        if self.search is None or not held_together(self.search):
+            return ""
+        return (" Not held apart: no hybrid with only some of "
+                f"{', '.join(c.name for c in self.search.answer)} could be tested (see "
+                "the probes), so which of them did it is not known.")
 
     def to_dict(self) -> dict[str, object]:
         s = self.search
@@ -166,25 +184,6 @@ class CulpritOutcome:
                 "sentence": self.sentence(), "difference": self.diff.to_dict(),
                 "probes": [p.to_dict() for p in self.probes],
                 "seconds": round(self.seconds, 1)}
-
-
-def workaround(answer: Sequence[Change], image: str) -> str:
-    """The pins to change in B and the commands that do it; where the proving hybrid is
-    an image on the engine (`harness-culprit/<label>:<key>`), its tag, which can be run.
-    A local hybrid's label (`culprit-<key>`) names a cached venv, nothing a user runs."""
-    pins = [f"{c.name}=={c.good}" for c in answer if c.good is not None]
-    gone = [c.name for c in answer if c.good is None]
-    fix = " and ".join(filter(None, [f"pin {' '.join(pins)}" if pins else "",
-                                     f"uninstall {' '.join(gone)}" if gone else ""])) + " in B"
-    commands = ([f"`pip install {shlex.join(pins)}`"] if pins else []) + (
-        [f"`pip uninstall -y {shlex.join(gone)}`"] if gone else [])
-    said = f"{fix}: {' then '.join(commands)} in B's environment"
-    if "/" in image or ":" in image:
-        return f"{said}; `{image}` on the engine is B with that change, proved."
-    where = " and ".join(filter(None, [
-        f"{' '.join(pins)} in B's `pip:` list" if pins else "",
-        f"{' '.join(gone)} out of it" if gone else ""]))
-    return f"{said} (in the matrix: {where})."
 
 
 def _said(p: ProbeRun) -> str:
@@ -213,7 +212,7 @@ def hybrid_image(base: CellResult, cell: Cell, changes: Sequence[Change], side: 
     python = cell.image.python or (cell.image.ref if not cell.image.pip else None)
     key = hashlib.sha256("\n".join([python or "", *pins]).encode()).hexdigest()[:10]
     return ImageSpec(label=f"culprit-{key}", ref=cell.image.ref, index=cell.image.index,
-                     pip=pins, python=python)
+                     pip=pins, python=python, hybrid=True)
 
 
 def outcome_of(result: CellResult, bad: CellResult) -> str:
@@ -278,6 +277,10 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
             why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return said(ProbeRun(side, changes, UNTESTABLE, "-", None, f"not built: {why}",
                                  time.monotonic() - t0))
+        if make is None and (g_cell.image.hashes or b_cell.image.hashes):
+            # lock images: the hybrid's pins installed with their locks' hashes checked
+            image = dataclasses.replace(image, hashes=carried(
+                image.pip, g_cell.image.hashes, b_cell.image.hashes))
         known = own.get((image.python, image.pip)) if make is None else None
         if known is not None:
             result, how = known

@@ -6,7 +6,8 @@ the driver and GPU), from `answers.search.fingerprint_diff`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.answers.search import fingerprint_diff
@@ -86,3 +87,22 @@ def difference(good: CellResult, bad: CellResult) -> Difference:
     return Difference(good.image.label, bad.image.label,
                       changes(good.fingerprint.packages, bad.fingerprint.packages),
                       other + tooling)
+
+
+def workaround(answer: Sequence[Change], image: str) -> str:
+    """The pins to change in B and the commands that do it; where the proving hybrid is
+    an image on the engine (`harness-culprit/<label>:<key>`), its tag, which can be run.
+    A local hybrid's label (`culprit-<key>`) names a cached venv, nothing a user runs."""
+    pins = [f"{c.name}=={c.good}" for c in answer if c.good is not None]
+    gone = [c.name for c in answer if c.good is None]
+    fix = " and ".join(filter(None, [f"pin {' '.join(pins)}" if pins else "",
+                                     f"uninstall {' '.join(gone)}" if gone else ""])) + " in B"
+    commands = ([f"`pip install {shlex.join(pins)}`"] if pins else []) + (
+        [f"`pip uninstall -y {shlex.join(gone)}`"] if gone else [])
+    said = f"{fix}: {' then '.join(commands)} in B's environment"
+    if "/" in image or ":" in image:
+        return f"{said}; `{image}` on the engine is B with that change, proved."
+    where = " and ".join(filter(None, [
+        f"{' '.join(pins)} in B's `pip:` list" if pins else "",
+        f"{' '.join(gone)} out of it" if gone else ""]))
+    return f"{said} (in the matrix: {where})."

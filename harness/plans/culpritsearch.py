@@ -215,6 +215,15 @@ def _tightened(found: tuple[T, ...], test: _Memo[T]) -> tuple[T, ...]:
     return found
 
 
+def held_together(search: Search[T]) -> bool:
+    """The answer names changes together because no probe held them apart: each probe
+    of only some of them (a hybrid pip refused even --no-deps, or one that did not run)
+    was untestable, so which of them did it is not known."""
+    answer = set(search.answer)
+    parts = [p for p in search.probes if p.changes and set(p.changes) < answer]
+    return len(answer) > 1 and bool(parts) and all(p.outcome == UNTESTABLE for p in parts)
+
+
 def one_at_a_time(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
     """The baseline the benchmark compares with: B with each change undone alone, then
     G with the changes that fixed B applied together."""

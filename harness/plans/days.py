@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,8 @@ Resolve = Callable[[str], Pins]
 Probe = Callable[[str, Pins], str]          # -> PROBE_GOOD, PROBE_BAD or untestable
 Say = Callable[[str], None]
 Uploaded = Callable[[str, str], "str | None"]   # (package, version) -> upload time
+# package -> {version: reason} of its releases the index marks yanked (PEP 592)
+Yanked = Callable[[str], "Mapping[str, str]"]
 
 
 class DayLine(str):
@@ -65,10 +68,25 @@ class Change:
     good: str | None        # None: not installed that day
     bad: str | None
     uploaded: str | None = None   # when the first bad day's file reached the index
+    # (version, reason) of each yanked release the change lands on or passes over: a
+    # resolver skips one for a range, so a day it was current resolves past it
+    yanked: tuple[tuple[str, str], ...] = ()
 
     def words(self) -> str:
-        when = f" (uploaded {self.uploaded})" if self.uploaded else ""
-        return f"{self.name} {self.good or '-'} -> {self.bad or '-'}{when}"
+        """"multidict 6.4.4 -> 6.5.1 (uploaded ...; passes over 6.5.0 (yanked: reason))"."""
+        from harness.runtimes.uploads import yanked_words
+
+        marked = dict(self.yanked)
+
+        def side(version: str | None) -> str:
+            return "-" if version is None else (
+                yanked_words(version, marked[version]) if version in marked else version)
+
+        over = [yanked_words(v, r) for v, r in self.yanked if v not in (self.good, self.bad)]
+        notes = ([f"uploaded {self.uploaded}"] if self.uploaded else []) + (
+            [f"passes over {', '.join(over)}"] if over else [])
+        when = f" ({'; '.join(notes)})" if notes else ""
+        return f"{self.name} {side(self.good)} -> {side(self.bad)}{when}"
 
 
 @dataclass
@@ -86,6 +104,14 @@ class DayOutcome:
     reused: int = 0         # of those, results an earlier search left that still hold
     untestable: str | None = None   # the day whose run decided nothing, if it stopped
     steps: list[str] = field(default_factory=list)
+    # The days whose runs stand for the last good and first bad day's environments (the
+    # same day, or an earlier one that resolved to the same pins), and those runs' cell
+    # ids (`day_of_row`: G's or B's sweep cell, else a probe in day/<row>/): what
+    # culprit searches between (`plans.culpritrun.ends`).
+    good_run: str = ""
+    bad_run: str = ""
+    good_cell: str | None = None
+    bad_cell: str | None = None
 
     @property
     def found(self) -> bool:
@@ -112,7 +138,8 @@ class DayOutcome:
                 "good_pins": list(self.good_pins), "bad_pins": list(self.bad_pins),
                 "changes": [dataclasses.asdict(c) for c in self.changes],
                 "resolutions": self.resolutions, "probes": self.probes,
-                "reused": self.reused, "steps": self.steps}
+                "reused": self.reused, "steps": self.steps, "good_cell": self.good_cell,
+                "bad_cell": self.bad_cell}
 
 
 def _day(text: str) -> dt.date:
@@ -129,15 +156,47 @@ def pin_map(pins: Pins) -> dict[str, str]:
             for p in pins if "==" in p}
 
 
-def changes(good: Pins, bad: Pins, uploaded: Uploaded | None = None) -> list[Change]:
+def release_key(version: str) -> tuple[int, ...] | None:
+    """A final release's number as integers (`6.5.0.post1` -> (6, 5, 0)), for order
+    between two pins; None for a pre-release, a dev release or what does not parse."""
+    public = version.split("+", 1)[0].lower()
+    found = re.fullmatch(r"v?(\d+(?:\.\d+)*)((?:[-_.]?post\d*)?)", public)
+    if found is None:
+        return None
+    parts = [int(n) for n in found.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def passed_over(good: str | None, bad: str | None, yanked: Mapping[str, str]
+                ) -> tuple[tuple[str, str], ...]:
+    """The yanked releases a change from `good` to `bad` lands on or passes over: either
+    end itself, and each final release between them (in release order)."""
+    ends = [k for k in (release_key(good or ""), release_key(bad or "")) if k is not None]
+    lo, hi = (min(ends), max(ends)) if len(ends) == 2 else (None, None)
+    out = []
+    for version, reason in yanked.items():
+        key = release_key(version)
+        if version in (good, bad) or (key is not None and lo is not None and hi is not None
+                                      and lo < key < hi):
+            out.append((key or (), version, reason))
+    return tuple((v, r) for _, v, r in sorted(out))
+
+
+def changes(good: Pins, bad: Pins, uploaded: Uploaded | None = None,
+            yanked: Yanked | None = None) -> list[Change]:
     """Every package whose pin moved, came or went, by name; with the bad side's upload
-    time where `uploaded` can say it."""
+    time where `uploaded` can say it, and the yanked releases it lands on or passes over
+    where `yanked` can say them."""
     g, b = pin_map(good), pin_map(bad)
     out = []
     for name in sorted(set(g) | set(b)):
         if g.get(name) != b.get(name):
             when = uploaded(name, b[name]) if uploaded is not None and name in b else None
-            out.append(Change(name, g.get(name), b.get(name), when))
+            marked = passed_over(g.get(name), b.get(name), yanked(name)) if (
+                yanked is not None) else ()
+            out.append(Change(name, g.get(name), b.get(name), when, marked))
     return out
 
 
@@ -147,7 +206,8 @@ def halvings(days: int) -> int:
 
 
 def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: Probe,
-                say: Say, uploaded: Uploaded | None = None) -> DayOutcome:
+                say: Say, uploaded: Uploaded | None = None,
+                yanked: Yanked | None = None) -> DayOutcome:
     """The last good and first bad day between `good_day` (good) and `bad_day` (bad).
 
     Args:
@@ -155,13 +215,15 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
         probe: Runs a day's pins and says PROBE_GOOD, PROBE_BAD or anything else
             (untestable: the search stops there and says so).
         uploaded: (package, version) -> when that version reached the index, or None.
+        yanked: package -> {version: reason} of its yanked releases: a change that
+            lands on or passes over one says "X.Y.Z (yanked: reason)".
 
     Raises:
         ValueError: `bad_day` not after `good_day`.
     """
     if _day(bad_day) <= _day(good_day):
         raise ValueError(f"the bad day {bad_day} is not after the good day {good_day}")
-    out = DayOutcome(row, good_day, bad_day)
+    out = DayOutcome(row, good_day, bad_day, good_run=good_day, bad_run=bad_day)
     pins = {good_day: resolve(good_day), bad_day: resolve(bad_day)}
     out.resolutions = 2
     lo, hi = good_day, bad_day
@@ -173,6 +235,7 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
         say(out.steps[-1])
         return out
     seen: dict[Pins, str] = {pins[good_day]: PROBE_GOOD, pins[bad_day]: PROBE_BAD}
+    stood = {pins[good_day]: good_day, pins[bad_day]: bad_day}   # pins -> the day run
     between = (_day(hi) - _day(lo)).days - 1
     say(f"{between} day(s) between {lo} and {hi}: at most {halvings(between)} resolved, "
         "each run only where its pins are new")
@@ -184,7 +247,7 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
         if known is None:
             known = probe(mid, pins[mid])
             out.probes += 1
-            seen[pins[mid]] = known
+            seen[pins[mid]], stood[pins[mid]] = known, mid
             how, ran = f"probe {out.probes}", 1
         else:
             how, ran = "same pins as a day already known, not run", 0
@@ -204,7 +267,8 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
             break
     out.last_good, out.first_bad = lo, hi
     out.good_pins, out.bad_pins = pins[lo], pins[hi]
-    out.changes = changes(pins[lo], pins[hi], uploaded)
+    out.good_run, out.bad_run = stood[pins[lo]], stood[pins[hi]]
+    out.changes = changes(pins[lo], pins[hi], uploaded, yanked)
     return out
 
 
@@ -227,7 +291,8 @@ def same_entry(good: Cell, bad: Cell) -> bool:
 
 def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
                bad: CellResult, say: Say, g_series: Series | None = None,
-               uploaded: Uploaded | None = None) -> DayOutcome:
+               uploaded: Uploaded | None = None, yanked: Yanked | None = None
+               ) -> DayOutcome:
     """Search the days between a dated row's last good day G and first bad day B.
 
     Probes run through `sweep` (its store is where they are kept: `day/<row>/` of the
@@ -239,6 +304,7 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
         g_cell, good: G's cell and result; b_cell, bad: B's.
         g_series: G's samples (the comparison reads them), if not in sweep's store.
         uploaded: (package, version) -> its upload time (`runtimes.uploads.upload_time`).
+        yanked: package -> its yanked releases (`runtimes.uploads.yanked_releases`).
 
     Raises:
         ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
@@ -256,18 +322,21 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
                          f"{runtime.name}")
     runner = SweepRunner(sweep, g_cell, good, g_series)
     assert g_cell.image.as_of is not None and b_cell.image.as_of is not None
+    ran = {g_cell.image.as_of: good.id, b_cell.image.as_of: bad.id}   # day -> its cell
 
     def resolve(day: str) -> Pins:
         return runtime.pins(dated_cell(g_cell, day).image)
 
     def probe(day: str, pins: Pins) -> str:
         result = runner(dated_cell(g_cell, day))
+        ran[day] = result.id
         say(f"{result.image.label}: {result.verdict} ({result.reason})")
         return outcome_of(result, bad)
 
     out = search_days(b_cell.row, g_cell.image.as_of, b_cell.image.as_of, resolve, probe,
-                      say, uploaded)
+                      say, uploaded, yanked)
     out.reused = len(runner.cached)
+    out.good_cell, out.bad_cell = ran.get(out.good_run), ran.get(out.bad_run)
     return out
 
 
@@ -276,7 +345,8 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
                progress: Say) -> DayOutcome:
     """`day_of_row` for a sweep's results directory `root`: the probes kept in
     `root/day/<row>/` (reused there by a later search while their run key holds), the
-    answer written to `root/day/<row>/day.json`, upload times asked of the index.
+    answer written to `root/day/<row>/day.json`, upload times and yanked releases asked
+    of the index.
 
     Args:
         matrix: The sweep's matrix (its cells' scenarios and settings).
@@ -294,17 +364,22 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
     import json
 
     from harness.orchestrator import Sweep
-    from harness.runtimes.uploads import upload_time
+    from harness.result.derived import DerivedFrom
+    from harness.runtimes.uploads import upload_time, yanked_releases
     from harness.store import RunStore
+    from harness.store.answers import DAY_DIR, DAY_FILE
     from harness.store.results import SeriesCache, atomic_write_text
 
-    store = RunStore(root / "day" / b_cell.row)
+    store = RunStore(root / DAY_DIR / b_cell.row)
     store.lock()
     try:
         sweep = Sweep(matrix, runtime, store, progress)
         out = day_of_row(sweep, g_cell, good, b_cell, bad, say, SeriesCache(root)(g_cell.id),
-                         upload_time)
-        atomic_write_text(store.root / "day.json", json.dumps(out.to_dict(), indent=1) + "\n")
+                         upload_time, yanked_releases)
+        # The sweep's G and B it was searched between, by run key (`ends` reads it back).
+        data = {**out.to_dict(), "derived_from": DerivedFrom.of(
+            {good.id: good, bad.id: bad}, (good.id, bad.id)).to_json()}
+        atomic_write_text(store.root / DAY_FILE, json.dumps(data, indent=1) + "\n")
     finally:
         store.unlock()
     return out

@@ -5,8 +5,11 @@ bad row, as a chain of the plans that exist (never a copy of their loops):
            `plans.days.day_in_run` between two days of one `as_of:` entry; any other row
            is "not a date axis")
   explain  `plans.explain`: the call site (its where.json reused while its run keys hold)
-  culprit  `plans.culprit`: the package, proved both ways (culprit/<row>/culprit.json
-           reused while the run keys of G and B hold; its hybrids are reused by their own)
+  culprit  `plans.culpritrun.culprit_in_run`, as `harness culprit` searches: the package,
+           proved both ways, between the last good and first bad day the day search
+           found (else G and B), changes that moved together swapped apart
+           (culprit/<row>/culprit.json reused while the run keys of G and B and of the
+           two runs it searched between hold; its hybrids are reused by their own)
   fixed    the first good image after the first bad one, from the sweep's own cells
   host     for a `hosts:` sweep: the first bad image on each other host (the sweep's cell,
            else run there, through the GPU precheck), and whether the host or the image
@@ -127,13 +130,22 @@ def explained(root: Path, results: Mapping[str, CellResult], pair: Pair
     return ex
 
 
-def culprit_answer(root: Path, row: str, results: Mapping[str, CellResult], g: str, b: str
-                   ) -> Mapping[str, object] | None:
-    """culprit/<row>/culprit.json, while it was searched between G and B as they are."""
-    data = culprit_record(root, row)
-    if not isinstance(data, dict) or data.get("good") != g or data.get("bad") != b:
+def culprit_answer(root: Path, results: Mapping[str, CellResult], g: Cell, b: Cell,
+                   runtime: str) -> Mapping[str, object] | None:
+    """culprit/<row>/culprit.json, while it rests on G and B as they are and was searched
+    between the two runs `harness culprit` would search between now (`ends`: the day
+    search's last good and first bad day, else G and B), as they are."""
+    from harness.plans.culpritrun import ends
+
+    data = culprit_record(root, b.row)
+    if not isinstance(data, dict) or data.get("derived_from") != DerivedFrom.of(
+            results, (g.id, b.id)).to_json():
         return None
-    if data.get("derived_from") != DerivedFrom.of(results, (g, b)).to_json():
+    good, bad = (e.result for e in ends(root, g, b, results, runtime))
+    if data.get("good") != good.id or data.get("bad") != bad.id:
+        return None
+    if (good.id, bad.id) != (g.id, b.id) and data.get("searched") != DerivedFrom.of(
+            {good.id: good, bad.id: bad}, (good.id, bad.id)).to_json():
         return None
     return data
 
@@ -146,10 +158,12 @@ def other_host_cells(cells: Sequence[Cell], cell: Cell) -> list[Cell]:
 
 
 def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellResult],
-             todo: Sequence[Pair], step: int = 1) -> int:
+             todo: Sequence[Pair], step: int = 1,
+             runtime: Callable[[Cell], str] = lambda c: "local") -> int:
     """The probes the chain expects to run: explain's two runs a pair, culprit's delta
     debugging (about 2 log2(changes) + 2), a run per other host's missing cell; none for
-    an answer that still holds, nor for the first pair's steps before step `step`."""
+    an answer that still holds, nor for the first pair's steps before step `step`.
+    `runtime`: the name of the runtime a cell runs on."""
     n = 0
     for i, pair in enumerate(todo):
         start = step if i == 0 else 1
@@ -157,8 +171,12 @@ def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellRe
             n += 1 + (pair.good is not None)
         g, b = results.get(pair.good or ""), results[pair.cell]
         if start <= 3 and g is not None and g.verdict in GOOD and b.verdict in BAD and (
-                culprit_answer(root, pair.row, results, g.id, b.id) is None):
-            changes = len(difference(g, b).packages)
+                culprit_answer(root, results, cells[g.id], cells[b.id],
+                               runtime(cells[g.id])) is None):
+            from harness.plans.culpritrun import ends
+
+            good, bad = ends(root, cells[g.id], cells[b.id], results, runtime(cells[g.id]))
+            changes = len(difference(good.result, bad.result).packages)   # as searched
             n += 2 + 2 * math.ceil(math.log2(changes)) if changes > 1 else 2 * changes
         if start <= 5 and pair.cell in cells:
             n += sum(1 for c in other_host_cells(list(cells.values()), cells[pair.cell])
@@ -197,7 +215,8 @@ def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellRes
                 return out
             # Counted again before each step: a finished step's answer holds, so it
             # counts nothing, and an estimate (culprit's) is not carried past its step.
-            progress.left = expected(root, by_id, results, todo[i:], n)
+            progress.left = expected(root, by_id, results, todo[i:], n,
+                                     lambda c: ctx.runtime_for(c).name)
             step(ctx, by_id, journey, results, hybrids, progress.step(pair.row, n, name))
         out[pair.row] = write_cause(root, journey, results)
         say(f"find-cause {pair.row}: {out[pair.row].summary}")
@@ -259,15 +278,18 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
         said("no good image in the row to swap packages from; skipped", 0)
         j.steps.append("culprit: no good image in the row to swap packages from")
         return
-    j.culprit = culprit_answer(ctx.store.root, pair.row, results, pair.good, pair.cell)
+    g, b = cells[pair.good], cells[pair.cell]
+    j.culprit = culprit_answer(ctx.store.root, results, g, b, ctx.runtime_for(g).name)
     if j.culprit is not None:
         said("its culprit.json holds (the run keys of G and B); reused", 0)
     else:
-        said(f"between G {results[pair.good].image.label} and B "
-             f"{results[pair.cell].image.label}", 0)
+        from harness.plans.culpritrun import ends
+
+        good, bad = ends(ctx.store.root, g, b, results, ctx.runtime_for(g).name)
+        if (good.result.id, bad.result.id) == (g.id, b.id):   # else the search says which
+            said(f"between G {good.result.image.label} and B {bad.result.image.label}", 0)
         try:
-            j.culprit = run_culprit(ctx, cells[pair.good], cells[pair.cell], results,
-                                    hybrids, said, day_swap(j, results))
+            j.culprit = run_culprit(ctx, g, b, results, hybrids, said)
         except EnvironmentUnavailable as exc:
             # No hybrid can be had here (an engine that builds none): the chain goes on.
             why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -277,29 +299,17 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
     j.steps.append(f"culprit: {j.culprit.get('sentence')}")
 
 
-def day_swap(j: Journey, results: Mapping[str, CellResult]) -> tuple[str, ...]:
-    """The packages the day search saw change between the last good and the first bad
-    day that also changed between G and B: culprit swaps them both ways, with no search
-    (two probes), instead of searching every change between G's and B's days."""
-    if j.day is None or j.pair.good is None:
-        return ()
-    between = {c.name for c in difference(results[j.pair.good],
-                                          results[j.pair.cell]).packages}
-    return tuple(name for name, _, _ in j.day.moved if name in between)
-
-
 def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
-                hybrids: Hybrids, said: Said,
-                swap: Sequence[str] = ()) -> Mapping[str, object]:
-    """`plans.culprit` between G and B into culprit/<row>/ of the sweep's directory, its
-    answer written as `harness culprit` writes it (`plans.culpritrun`: culprit.json,
-    with the run keys); `swap`: the packages to swap both ways with no search (the day
-    search's)."""
+                hybrids: Hybrids, said: Said) -> Mapping[str, object]:
+    """`harness culprit`'s search for the row (`plans.culpritrun.culprit_in_run`: the
+    same ends, the day search's days where it found them, the same delta debugging and
+    hybrids) into culprit/<row>/ of the sweep's directory, its answer written as
+    `harness culprit` writes it (culprit.json, with the run keys)."""
     from harness.plans.culpritrun import RunsOn, culprit_in_run
 
     on = RunsOn(ctx.matrix, ctx.runtime, ctx.progress, ctx.runtimes)
-    _, data = culprit_in_run(ctx.store.root, on, g, b, results, lambda s: said(s, 1),
-                             hybrids(g, b), swap=swap)
+    _, data = culprit_in_run(ctx.store.root, on, g, b, results,
+                             lambda s: said(s, int(s.startswith("probe "))), hybrids(g, b))
     return data
 
 

@@ -66,12 +66,29 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     html = HtmlReporter.from_results(report)
     # One line, through json's C encoder: indented, results.json of 1,600 cells took
     # most of `harness report`'s time.
-    paths = [store.write("results.json", results_text(report.to_json())),
-             store.write("report.md", render_text(MarkdownReporter.from_results(report))),
-             store.write("report.html", render_text(html)),
-             store.write("junit.xml", render_text(JunitReporter.from_results(report)))]
+    paths = [_write_new(store, "results.json", results_text(report.to_json())),
+             _write_new(store, "report.md", render_text(MarkdownReporter.from_results(report))),
+             _write_new(store, "report.html", render_text(html)),
+             _write_new(store, "junit.xml", render_text(JunitReporter.from_results(report)))]
     html.write_cells(store.root)
     return paths
+
+
+def _write_new(store: RunStore, name: str, text: str) -> Path:
+    """`text` written as `name` into the store, unless the file already holds it: a
+    report of a directory whose reports are current changes no byte and no timestamp
+    (an older directory's results.json time is when it ran: `store.runs.started_of`).
+
+    Raises:
+        StoreError: the results directory cannot be written.
+    """
+    path = store.root / name
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    return store.write(name, text)
 
 
 def results_text(data: dict[str, JSON]) -> str:

@@ -4,7 +4,8 @@ fit, conclusions grouped, and every line wrapped at the width.
 A token is a kind's symbol and, where the kind has one, a figure: a leak's growth per
 call in KiB ("L16"), a slowdown's late/early ratio ("S1.5"), a regression's (or a
 suspected one's) ratio against the row's baseline ("R1.3"). The row's first bad is
-bracketed ("[L16]"). Columns are as wide as their widest token and their header's
+bracketed ("[L16]"); a GPU cell whose framework ran on the CPU has a "c" after its
+token ("·c"). Columns are as wide as their widest token and their header's
 longest word, never narrower; images that do not fit the width are paged as blocks of
 images, each block a grid of its own.
 """
@@ -21,7 +22,7 @@ from typing import TextIO
 from harness.analysis.kinds import KINDS, LOOKS, SLOWDOWN, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
-from harness.result.words import also_slowed
+from harness.result.words import also_slowed, ran_on_cpu
 
 MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
 
@@ -42,6 +43,7 @@ SGR: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta":
 GLYPHS: dict[str, Glyph] = {name: Glyph(look.symbol, SGR[look.colour], look.word)
                             for name, look in LOOKS.items()}
 FIRST_BAD = ("[", "]")          # around the row's first bad token
+CPU_MARK = "c"                  # after the token of a GPU cell that ran on the CPU
 # What a kind's figure (`Kind.figure`) is, in the legend.
 FIGURE_WORDS = {"memory": "KiB/call", "steps": "late/early step time",
                 "baseline": "ratio vs baseline"}
@@ -61,7 +63,13 @@ def figure(value: float) -> str:
 
 
 def token(verdict: str, res: CellResult | None) -> str:
-    """One cell as its symbol and figure (the one its kind leads with: `Kind.figure`)."""
+    """One cell as its symbol and figure (the one its kind leads with: `Kind.figure`),
+    and `CPU_MARK` after it where a GPU cell ran on the CPU."""
+    marked = res is not None and ran_on_cpu(res)
+    return _token(verdict, res) + (CPU_MARK if marked else "")
+
+
+def _token(verdict: str, res: CellResult | None) -> str:
     glyph = GLYPHS.get(verdict)
     symbol = glyph.symbol if glyph is not None else verdict[:1]
     found = KINDS.get(verdict)
@@ -227,6 +235,9 @@ class Grid:
         parts = [f"{g.symbol} {g.word}" for kind, g in GLYPHS.items() if kind in shown]
         if any(row.first_bad for row in self.rows):
             parts.append(f"{FIRST_BAD[0]}{FIRST_BAD[1]} first bad")
+        if any(res is not None and ran_on_cpu(res) for said in
+               (verdict_of(r, self.results) for r in self.rows) for _, res in said.values()):
+            parts.append(f"{CPU_MARK} ran on the CPU (a GPU cell)")
         figures = self._figures()
         if figures:
             parts.append(figures)
@@ -241,7 +252,7 @@ class Grid:
                 glyph, found = GLYPHS.get(verdict), KINDS.get(verdict)
                 if glyph is None or found is None or found.figure not in symbols:
                     continue
-                shown = token(verdict, res)
+                shown = _token(verdict, res)
                 if shown != glyph.symbol and glyph.symbol not in symbols[found.figure]:
                     symbols[found.figure].append(glyph.symbol)
                 beside |= "+" in shown

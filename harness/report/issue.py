@@ -4,6 +4,14 @@ System information comes from the first bad cell's fingerprint (the agent's head
 the scenario text from the script the matrix named, and the numbers from the stored
 results: growth with the slope's confidence interval, and the slowdown against the
 last good image with a bootstrap interval over the two cells' step times.
+
+Both environments are given exactly (issue 51, `report.issuerepro`): a `pip:` image's
+pins are the packages its cell found installed (`exact_pins`), never its requirement
+list, which installs today's releases; a dated image's day and the resolver's flags go
+beside them. The reproduction installs those pins (`pip install`) and gives a matrix
+that pins both sides for `harness sweep`. What `--find-cause` and `harness culprit` answered is
+quoted as written (the draft never words a cause of its own); a stale one is left out
+and said.
 """
 
 from __future__ import annotations
@@ -13,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from harness.analysis.kinds import TIMED, kind
+from harness.analysis.kinds import STALE, TIMED, kind
 from harness.analysis.trends import kib
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.matrixfile.model import abilities
+from harness.report.issuerepro import environment_lines, repro_matrix, reproducer
 from harness.report.model import Report, Reporter
 from harness.report.text import md, steps_vs_baseline
 from harness.result.codec import JSON
@@ -175,30 +183,30 @@ def timed(bad: Result) -> bool:
             or (vs is not None and vs.confirmation is not None))
 
 
-def reproducer(bad: Result, script: str, good: Result | None) -> str:
-    """A stand-alone reproduction: the first bad image's pins (or image), and a loop
-    over the scenario that prints the process's memory, without harness."""
-    name = script.rsplit("/", 1)[-1] or "scenario.py"
-    calls = bad.settings.get("iterations", 1000)
-    if bad.image.pip:
-        env = (f"python3 -m venv bad && . bad/bin/activate && pip install "
-               f"{' '.join(bad.image.pip)}")
-        if good is not None and good.image.pip:
-            env += f"\n# the last good image instead: pip install {' '.join(good.image.pip)}"
-    elif (command := abilities(bad.runtime).command) is not None:
-        env = f"{command} run --rm -it -v $PWD:/w -w /w {bad.image.ref} bash"
-    else:
-        env = f"# the interpreter of image {bad.image.label}: {bad.image.ref}"
-    params = json.dumps(dict(bad.scenario.params), sort_keys=True)
-    return (f"## Reproduce without harness\n\n```sh\n{env}\npython3 - <<'EOF'\n"
-            f"import importlib.util, resource\n"
-            f"spec = importlib.util.spec_from_file_location('scenario', '{name}')\n"
-            f"mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-            f"state = mod.setup({params})\n"
-            f"for i in range({calls}):\n    mod.step(state)\n"
-            f"    if i % 100 == 0:\n"
-            f"        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            f"        print(f'call {{i}}: max RSS {{kib}} KiB')\nEOF\n```\n\n")
+def cause_section(r: Report, row: str) -> str:
+    """`## Cause`: what `--find-cause` and `harness culprit` answered for the row, quoted
+    as written, each only while the cells it rests on are the row's (a stale one is
+    left out, and said, with the command that finds it again); empty where neither ran."""
+    cause, culprit = r.causes.get(row), r.culprits.get(row)
+    if cause is None and culprit is None:
+        return ""
+    out = ["", "## Cause", ""]
+    if cause is not None and cause.stale:
+        out += [f"The `--find-cause` answer is left out: {md(cause.summary)}", ""]
+    elif cause is not None:
+        out += ["`harness sweep --find-cause` found (quoted):", "", f"> {md(cause.summary)}",
+                ""]
+        if cause.steps:
+            out += ["How it was found:", "", *(f"- {md(t)}" for t in cause.steps), ""]
+    if culprit is not None and culprit.status == STALE:
+        out += [f"The `harness culprit` answer is left out: {md(culprit.sentence)}", ""]
+    elif culprit is not None:
+        out += ["The change that did it, `harness culprit` (quoted):", "",
+                f"> {md(culprit.sentence)}", ""]
+        if culprit.probes:
+            out += ["Probes (hybrid images):", "",
+                    *(f"- {md(t)}" for t in culprit.lines()[1:]), ""]
+    return "\n".join(out[:-1]) + "\n"
 
 
 class IssueReporter(Reporter):
@@ -272,7 +280,14 @@ class IssueReporter(Reporter):
                   f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
                   f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"
                   f"{fence}\n\n")
+        out.write("## Exact environments\n\n" + "\n".join(environment_lines(good, bad))
+                  + "\n\n")
         out.write(reproducer(bad, path, good))
+        out.write("## Reproduce with harness\n\n`repro.yaml`, with the scenario file beside "
+                  "it, runs the " + ("two environments" if good is not None else
+                                     "environment") + " as they ran:\n\n```yaml\n"
+                  + repro_matrix(good, bad, path) + "```\n\n```sh\nharness sweep repro.yaml"
+                  "\n```\n\n")
         last = f"last good: {good.image.label}" if good else "no good image before it"
         out.write(f"## Versions\n\nFirst bad: {bad.image.label} ({last}); images in "
                   f"order: {', '.join(f'{lb} ({v})' for lb, v, _ in row.cells)}.\n")
@@ -285,18 +300,7 @@ class IssueReporter(Reporter):
                       "first bad |\n|---|---|---|\n")
             for what, a, b in row.diff:
                 out.write(f"| {md(what)} | {md(a)} | {md(b)} |\n")
-        cause = r.cause_lines(row.row)
-        if cause:
-            out.write(f"\n## Summary\n\n{md(cause[0])}\n\nHow it was found "
-                      "(`harness sweep --find-cause`):\n\n")
-            for text in cause[1:]:
-                out.write(f"- {md(text)}\n")
-        culprit = r.culprit_lines(row.row)
-        if culprit:
-            out.write(f"\n## The change that did it\n\n{md(culprit[0])}\n\nProbes "
-                      "(hybrid images, `harness culprit`):\n\n")
-            for text in culprit[1:]:
-                out.write(f"- {md(text)}\n")
+        out.write(cause_section(r, row.row))
         found = r.where_lines(bad.id)
         if found:
             ex = r.explained[bad.id]

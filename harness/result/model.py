@@ -238,10 +238,25 @@ class CellResult:
     facts: Facts | None = None     # what the rules read beside memory (None: before it)
 
     @property
+    def deciding_carrier(self) -> str | None:
+        """The carrier the verdict stands on: the recorded one, but where it leaks
+        beside a carrier that grows faster, that one, as the leak rule names it
+        (`analysis.rules.leaking_carriers`, from the stored trends): a result decided
+        before the rule took the largest growth named the heap's +2.4 KiB/call beside
+        the device's +1024 (issue 51)."""
+        from harness.analysis.rules import CARRIERS, Evidence, leaking_carriers  # NumPy
+
+        parts = CARRIERS.get(self.carrier or "")
+        if parts is None or not all(p in self.memory and self.memory[p].kind == "leak"
+                                    for p in parts):
+            return self.carrier
+        return leaking_carriers(Evidence(self.memory))[0]
+
+    @property
     def deciding_source(self) -> str | None:
-        """The memory source behind the verdict: the carrier's first, else the best
-        recorded (heap, USS, RSS)."""
-        source = (self.carrier or "").split("+")[0] or None
+        """The memory source behind the verdict: the deciding carrier's first, else the
+        best recorded (heap, USS, RSS)."""
+        source = (self.deciding_carrier or "").split("+")[0] or None
         if source in self.memory:
             return source
         return next((s for s in ("heap", "uss", "rss") if s in self.memory), None)

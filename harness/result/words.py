@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from harness.analysis.devices import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
 from harness.analysis.trends import SMALL_RATE, StepTrend, missed_text, rate_words
 from harness.result.model import CellResult
@@ -26,17 +27,9 @@ def cell_numbers(res: CellResult) -> str:
     median time per call."""
     lead_with = KINDS[res.verdict].figure
     memory: list[str] = []
-    source = res.deciding_source
-    if source is not None and lead_with != "steps":
-        trend = res.memory[source]
-        # The carrier's name as the reason says it ("uss+rss", whose figure is USS's).
-        name = res.carrier if res.carrier and res.carrier.split("+")[0] == source else source
-        if trend.kind == "insufficient":
-            memory.append(f"{name} no readings")     # too few to fit: never "+0.0"
-        elif lead_with == "memory" and res.verdict in BAD and abs(trend.slope) < SMALL_RATE:
-            memory.append(f"{name} {rate_words(trend.slope)}")   # never "+0.0 KiB/call"
-        else:
-            memory.append(f"{name} {round(trend.slope / 1024, 1) + 0.0:+.1f} KiB/call")
+    grown = carrier_words(res)
+    if grown is not None and lead_with != "steps":
+        memory.append(grown)
         missed = missed_words(res)
         if missed:
             memory.append(missed)
@@ -52,6 +45,24 @@ def cell_numbers(res: CellResult) -> str:
     if lead_with == "baseline":
         return ", ".join([*versus, *lead, *memory, *per_call])
     return ", ".join([*lead, *memory, *per_call, *versus])
+
+
+def carrier_words(res: CellResult) -> str | None:
+    """The deciding carrier's growth per call: "gpu +1024.0 KiB/call" (None without a
+    memory source)."""
+    source = res.deciding_source
+    if source is None:
+        return None
+    trend = res.memory[source]
+    # The carrier's name as the reason says it ("uss+rss", whose figure is USS's).
+    carrier = res.deciding_carrier
+    name = carrier if carrier and carrier.split("+")[0] == source else source
+    if trend.kind == "insufficient":
+        return f"{name} no readings"     # too few to fit: never "+0.0"
+    if KINDS[res.verdict].figure == "memory" and res.verdict in BAD \
+            and abs(trend.slope) < SMALL_RATE:
+        return f"{name} {rate_words(trend.slope)}"   # never "+0.0 KiB/call"
+    return f"{name} {round(trend.slope / 1024, 1) + 0.0:+.1f} KiB/call"
 
 
 def missed_words(res: CellResult) -> str:
@@ -106,7 +117,20 @@ def baseline_numbers(res: CellResult) -> list[str]:
     return parts
 
 
+def ran_on_cpu(res: CellResult) -> bool:
+    """A GPU cell whose framework said it ran on the CPU (its `no-gpu` finding: a CPU
+    build of TensorFlow on a GPU host): its verdict is about the CPU, never the GPU.
+    The device its end record names is read again (`device_kind`): an older harness
+    flagged PyTorch's "cuda" so too."""
+    info = res.end.info or {}
+    device = info.get("device")
+    return (device is not None and device_kind(str(device)) == "cpu"
+            and any(f.kind == "no-gpu" for f in res.findings))
+
+
 def cell_text(res: CellResult) -> str:
-    """'leak: heap +5.9 KiB/call, 15.9 µs/call, peak RSS 1.12x baseline'."""
+    """'leak: heap +5.9 KiB/call, 15.9 µs/call, peak RSS 1.12x baseline'; 'ok (ran on
+    CPU): ...' for a GPU cell measured on the CPU."""
     numbers = cell_numbers(res)
-    return f"{res.verdict}: {numbers}" if numbers else str(res.verdict)
+    verdict = f"{res.verdict} (ran on CPU)" if ran_on_cpu(res) else str(res.verdict)
+    return f"{verdict}: {numbers}" if numbers else verdict

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
+from harness.matrixfile.lockfile import requirement_lines
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.pressure import cpu_pressure
 from harness.runtimes import process, resolver
@@ -87,6 +88,21 @@ def short_pip_error(lines: list[str]) -> str:
             last += " (no versions at all: is the package name right?)"
     return last
 
+
+# ImageInfo label of a culprit hybrid the resolver refused: why, and that its pins went in
+# as listed (`--no-deps`), each at its version, the refused dependency check waived.
+NO_DEPS = "no-deps"
+REFUSED_FILE = "harness-refused.txt"
+# A lock image's pins and hashes, as pip installed them (--require-hashes), kept in its venv.
+LOCK_FILE = "harness-lock.txt"
+
+
+class PinsRefused(ImageUnavailable):
+    """pip (or uv) would not install the requirements; `said` is why, in one line."""
+
+    def __init__(self, message: str, said: str):
+        super().__init__(message)
+        self.said = said
 
 
 class LocalRuntime(RuntimeBase):
@@ -184,20 +200,49 @@ class LocalRuntime(RuntimeBase):
             # Two days that resolve alike share one venv: the key is the pins, not the day.
             reqs = list(self.pins(image))
             labels = {"as_of": image.as_of, "requirements": " ".join(sorted(image.pip)),
-                      "pins": " ".join(reqs)}
-        key = hashlib.sha256("\n".join([version, *reqs]).encode()).hexdigest()[:16]
+                      "pins": " ".join(reqs),
+                      # the resolver's flags, and a pin the index marks yanked
+                      **resolver.notes(self.cache, image.pip, image.as_of, version)}
+        hashed = requirement_lines(image.hashes)     # a lock's pins with their hashes
+        key = hashlib.sha256("\n".join([version, *reqs, *hashed]).encode()).hexdigest()[:16]
         venv = self.cache / "venvs" / key
+        loose = self.cache / "venvs" / f"{key}-{NO_DEPS}"   # a hybrid the resolver refused
+        if image.hybrid and not (venv / "bin" / "python").exists() and (
+                loose / "bin" / "python").exists():
+            venv, key = loose, f"{key}-{NO_DEPS}"
         vpy = venv / "bin" / "python"
         if not vpy.exists():
-            self._build(python, reqs, venv, progress, image.label, image.as_of)
+            try:
+                self._build(python, reqs, venv, progress, image.label, image.as_of,
+                            hashed=hashed)
+            except PinsRefused as exc:
+                if not image.hybrid:
+                    raise
+                # A culprit hybrid holds apart packages one release pins together
+                # (pydantic 2.9.2 requires pydantic-core==2.23.4): its pins are a whole
+                # environment, each installed at its version with no dependency check.
+                progress(f"{image.label}: {exc.said}; installing the pins as listed "
+                         "(--no-deps)")
+                venv, key = loose, f"{key}-{NO_DEPS}"
+                self._build(python, reqs, venv, progress, image.label, no_deps=exc.said,
+                            hashed=hashed)
+                vpy = venv / "bin" / "python"
         else:
             progress(f"{image.label}: cached venv {venv}")
+        if venv == loose:
+            refused = (venv / REFUSED_FILE).read_text() if (venv / REFUSED_FILE).exists() \
+                else "the resolver refused these pins together"
+            labels[NO_DEPS] = refused.strip()
         return ImageInfo(ref=" ".join(reqs), digest=f"venv:{key}", python=str(vpy),
                          labels={"venv": str(venv), **labels},
                          prepare_s=time.monotonic() - start)
 
     def _build(self, python: str, reqs: list[str], venv: Path, progress: Progress,
-               label: str, as_of: str | None = None) -> None:
+               label: str, as_of: str | None = None, no_deps: str | None = None,
+               hashed: list[str] | None = None) -> None:
+        """The venv at `venv`, built once (locked against a second sweep building it);
+        `no_deps`: why the resolver refused `reqs` together, kept in the venv
+        (REFUSED_FILE), which installs them as listed."""
         venv.parent.mkdir(parents=True, exist_ok=True)
         with (venv.parent / f"{venv.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two sweeps building the same venv
@@ -206,20 +251,34 @@ class LocalRuntime(RuntimeBase):
             tmp = venv.parent / f"{venv.name}.tmp{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
             try:
-                self._build_into(python, reqs, tmp, progress, label, as_of)
+                self._build_into(python, reqs, tmp, progress, label, as_of,
+                                 no_deps is not None, hashed)
+                if no_deps is not None:
+                    (tmp / REFUSED_FILE).write_text(no_deps + "\n")
                 os.replace(tmp, venv)
             finally:
                 # Ctrl-C or a failed pip: no half-built venv is left behind.
                 shutil.rmtree(tmp, ignore_errors=True)
 
     def _build_into(self, python: str, reqs: list[str], tmp: Path, progress: Progress,
-                    label: str, as_of: str | None = None) -> None:
+                    label: str, as_of: str | None = None, no_deps: bool = False,
+                    hashed: list[str] | None = None) -> None:
         """A venv at `tmp` with `reqs`: uv's `venv` and `pip install` where uv is
         installed (a dependency of harness: seconds, not a minute), else venv and pip.
-        `as_of`: only files uploaded before that day (the pins were resolved then)."""
+        `as_of`: only files uploaded before that day (the pins were resolved then);
+        `no_deps`: each requirement as listed, no dependency resolved or checked;
+        `hashed`: a lock's requirement lines with their `--hash`es, installed from a
+        requirements file in the venv (LOCK_FILE) with `--require-hashes`.
+
+        Raises:
+            PinsRefused: the installer would not install them (a conflict, no such
+                version).
+            ImageUnavailable: the venv could not be made.
+        """
         uv = resolver.uv_bin()
         tool = "uv" if uv else "pip"
-        progress(f"{label}: building venv with {' '.join(reqs)} ({tool})")
+        progress(f"{label}: building venv with {' '.join(reqs)} ({tool}"
+                 f"{', hashes checked' if hashed else ''})")
         made = ([uv, "venv", "-q", "--python", python, str(tmp)] if uv
                 else [python, "-m", "venv", str(tmp)])
         rc, out = process.check_output(made, timeout=300)
@@ -235,20 +294,25 @@ class LocalRuntime(RuntimeBase):
                 progress(f"{label}: {tool}: {text.strip()}")
 
         vpy = str(tmp / "bin" / "python")
+        loose = ["--no-deps"] if no_deps else []
+        wanted = reqs
+        if hashed:
+            (tmp / LOCK_FILE).write_text("\n".join(hashed) + "\n")
+            wanted = ["--require-hashes", "-r", str(tmp / LOCK_FILE)]
         if uv:
-            argv = [uv, "pip", "install", "--python", vpy, *reqs]
+            argv = [uv, "pip", "install", "--python", vpy, *loose, *wanted]
             if as_of:
                 argv[3:3] = ["--exclude-newer", resolver.cutoff(as_of)]
         else:
             argv = [vpy, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                    "--progress-bar", "off", *reqs]
+                    "--progress-bar", "off", *loose, *wanted]
         rc = process.stream_lines(argv, on_line=line, running=self._building)
         if rc != 0:
             said = short_pip_error(tail) if tail else f"exit {rc}"
-            raise ImageUnavailable(f"{'uv pip' if uv else 'pip'} cannot install "
-                                   f"{' '.join(reqs)}: {said}\n"
-                                   "  fix: check that these versions exist for this Python "
-                                   f"({python})")
+            raise PinsRefused(f"{'uv pip' if uv else 'pip'} cannot install "
+                              f"{' '.join(reqs)}{' (--no-deps)' if no_deps else ''}: "
+                              f"{said}\n  fix: check that these versions exist for this "
+                              f"Python ({python})", said)
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         cell = request.cell

@@ -81,22 +81,68 @@ def cutoff(day: str) -> str:
     return f"{day}T00:00:00Z"
 
 
+def flags(day: str, tool: str = "uv") -> str:
+    """The resolver's command for a day, as a user types it: what reproduces a day's
+    resolution (`uv pip compile --exclude-newer DAYT00:00:00Z`, or pip's
+    `--uploaded-prior-to`)."""
+    if tool == "pip":
+        return f"pip install --dry-run --uploaded-prior-to {cutoff(day)}"
+    return f"uv pip compile --exclude-newer {cutoff(day)}"
+
+
 def cache_file(cache: Path, reqs: Sequence[str], day: str, version: str) -> Path:
     key = hashlib.sha256("\n".join([version.strip(), day, *sorted(reqs)]).encode()
                          ).hexdigest()[:20]
     return cache / "resolutions" / f"{key}.json"
 
 
-def cached(cache: Path, reqs: Sequence[str], day: str, version: str) -> tuple[str, ...] | None:
-    """The pins of an earlier resolution of these requirements on that day, or None."""
+def _record(cache: Path, reqs: Sequence[str], day: str, version: str) -> dict[str, object]:
     try:
         data = json.loads(cache_file(cache, reqs, day, version).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    pins = data.get("pins") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def cached(cache: Path, reqs: Sequence[str], day: str, version: str) -> tuple[str, ...] | None:
+    """The pins of an earlier resolution of these requirements on that day, or None."""
+    pins = _record(cache, reqs, day, version).get("pins")
     if isinstance(pins, list) and all(isinstance(p, str) for p in pins):
         return tuple(pins)
     return None
+
+
+def notes(cache: Path, reqs: Sequence[str], day: str, version: str) -> dict[str, str]:
+    """What a cell keeps of its day's resolution beside the pins: `resolved_with`, the
+    resolver's command and flags (a resolution cached before they were kept says uv's),
+    and `yanked`, each pin the day resolved to that the index marks yanked (PEP 592:
+    only an exact `==` requirement lands on one; uv and pip skip them for a range), as
+    "multidict 6.5.0 (yanked: reason)"."""
+    data = _record(cache, reqs, day, version)
+    out = {"resolved_with": str(data.get("resolved_with") or flags(day))}
+    yanked = data.get("yanked")
+    if isinstance(yanked, list) and yanked:
+        out["yanked"] = "; ".join(map(str, yanked))
+    return out
+
+
+def yanked_pins(reqs: Sequence[str], pins: Sequence[str]) -> list[str]:
+    """The pins that name a yanked release, as "name X.Y.Z (yanked: reason)": asked of
+    the index only for a requirement pinned exactly (`name==X.Y.Z`), the one way a
+    resolver lands on a yanked release; an index that does not answer says nothing."""
+    from harness.runtimes.uploads import yanked_releases, yanked_words
+
+    exact = {normal(r.split("==", 1)[0].split("[", 1)[0].strip())
+             for r in reqs if "==" in r and "*" not in r}
+    out = []
+    for pin in pins:
+        name, _, version = pin.partition("==")
+        name = normal(name.strip())
+        if name in exact and version:
+            reason = yanked_releases(name).get(version.strip())
+            if reason is not None:
+                out.append(f"{name} {yanked_words(version.strip(), reason)}")
+    return out
 
 
 def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Path,
@@ -120,6 +166,7 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
         return got
     uv = uv_bin()
     pins = _by_uv(uv, reqs, day, python, label) if uv else _by_pip(reqs, day, python, label)
+    yanked = yanked_pins(reqs, pins)
     if not pins:
         raise Unreachable(f"{label}: {' '.join(reqs)} resolved as of {day} to nothing\n"
                           "  fix: check the requirement list")
@@ -127,7 +174,9 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"requirements": sorted(reqs), "day": day, "python": version,
-                               "pins": list(pins)}, indent=1), encoding="utf-8")
+                               "pins": list(pins),
+                               "resolved_with": flags(day, "uv" if uv else "pip"),
+                               "yanked": yanked}, indent=1), encoding="utf-8")
     os.replace(tmp, path)
     return pins
 

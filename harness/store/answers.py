@@ -1,7 +1,8 @@
 """The answers commands store beside a run's cells, read back only here (the gate's
-other half): `harness explain`'s cells/<id>/where.json and `harness culprit`'s
-culprit/<row>/culprit.json, each as parsed JSON (`answers.explain` and
-`answers.culprit` make them typed and check what they rest on)."""
+other half): `harness explain`'s cells/<id>/where.json, `harness culprit`'s
+culprit/<row>/culprit.json and `harness day`'s day/<row>/day.json, each as parsed JSON
+(`answers.explain` and `answers.culprit` make them typed and check what they rest on;
+`plans.culpritrun.ends` reads day.json for the days culprit searches between)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from harness.store.results import load_json
 WHERE_FILE = "where.json"
 CULPRIT_DIR = "culprit"
 CULPRIT_FILE = "culprit.json"
+DAY_DIR = "day"
+DAY_FILE = "day.json"
 
 
 def where_records(root: Path) -> list[JSON]:
@@ -42,3 +45,8 @@ def drop_culprit(root: Path, row: str) -> bool:
         path.unlink()
         return True
     return False
+
+
+def day_record(root: Path, row: str) -> JSON:
+    """The row's day/<row>/day.json, parsed (None: none, or it does not parse)."""
+    return load_json(root / DAY_DIR / row / DAY_FILE)

@@ -73,6 +73,10 @@ def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path,
     assert not moved["multidict"]["good"].startswith(("6.5.", "6.6.")), moved
     uploaded = moved["multidict"]["uploaded"]
     assert uploaded is None or uploaded.startswith(day["last_good"]), (uploaded, day)
+    if (moved["multidict"]["good"], moved["multidict"]["bad"]) == ("6.4.4", "6.5.1"):
+        # 6.5.0, between them, is yanked: no day resolves to it, and the answer says so
+        assert [v for v, _ in moved["multidict"]["yanked"]] == ["6.5.0"], moved
+        assert "passes over 6.5.0 (yanked: " in said, said
     assert day["probes"] < day["resolutions"] < 61     # days between 05-15 and 07-15
     assert f"went bad between {day['last_good']} and {day['first_bad']}" in said
 

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +324,108 @@ def test_a_days_result_never_answers_for_another_day(tmp_path: Path) -> None:
     may, july = matrixfile.load(path).cells
     said = why_changed(key_of(may, "local"), key_of(july, "local"))
     assert said is not None and "as_of day" in said and "2025-05-15 -> 2025-07-15" in said
+
+
+# ------------------------------------------------------------------ yanked releases
+# A faked simple index (PEP 691 JSON): multidict 6.5.0 reached it on 06-17 and is yanked
+# now; a resolver skips it for a range (uv and pip do), so no day resolves to it.
+YANKED_REASON = "The version has a regression in 'md.update()' in certain conditions"
+FILES = [
+    {"filename": "multidict-6.4.4.tar.gz", "upload-time": "2025-05-19T00:00:00Z"},
+    {"filename": "multidict-6.5.0.tar.gz", "upload-time": "2025-06-17T10:00:00Z",
+     "yanked": YANKED_REASON},
+    {"filename": "multidict-6.5.0-py3-none-any.whl", "upload-time": "2025-06-17T10:01:00Z",
+     "yanked": YANKED_REASON},
+    {"filename": "multidict-6.5.1.tar.gz", "upload-time": "2025-06-24T22:13:46Z",
+     "yanked": False},
+]
+
+
+class FakePage:
+    status_code = 200
+
+    def __init__(self) -> None:
+        self.headers = {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+
+    def json(self) -> dict[str, Any]:
+        return {"name": "multidict", "files": FILES}
+
+
+@pytest.fixture
+def fake_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The index uploads asks, faked: each page asked is recorded."""
+    import requests
+
+    asked: list[str] = []
+
+    def get(url: str, **_: Any) -> FakePage:
+        asked.append(url)
+        return FakePage()
+
+    monkeypatch.setenv("UV_DEFAULT_INDEX", "http://index.test/simple")
+    monkeypatch.setattr(requests, "get", get)
+    uploads._files.cache_clear()
+    yield asked
+    uploads._files.cache_clear()
+
+
+def resolve_as_uv_does(day: str) -> tuple[str, ...]:
+    """The newest multidict uploaded before the day, a yanked one skipped."""
+    live = [f for f in FILES if not f.get("yanked") and f["upload-time"] < f"{day}T00:00:00Z"]
+    newest = max(live, key=lambda f: str(f["upload-time"]))
+    return ("aiohttp==3.12", f"multidict=={uploads.file_version(newest['filename'], 'multidict')}")
+
+
+def test_a_yanked_release_between_two_days_is_skipped_and_said(fake_index: list[str]) -> None:
+    assert uploads.yanked_releases("multidict") == {"6.5.0": YANKED_REASON}
+    runs: list[str] = []
+
+    def probe(day: str, pins: tuple[str, ...]) -> str:
+        runs.append(pins[1])
+        return BAD if pins[1] == "multidict==6.5.1" else GOOD
+
+    out = search_days("cpu.s", "2025-06-10", "2025-07-01", resolve_as_uv_does, probe,
+                      lambda s: None, uploads.upload_time, uploads.yanked_releases)
+    # skipped: no day between resolves to 6.5.0, though it was on the index from 06-17
+    assert "multidict==6.5.0" not in runs
+    assert (out.last_good, out.first_bad) == ("2025-06-24", "2025-06-25")
+    # ... and said, with the index's reason
+    (change,) = [c for c in out.changes if c.name == "multidict"]
+    assert change.yanked == (("6.5.0", YANKED_REASON),)
+    assert change.words() == ("multidict 6.4.4 -> 6.5.1 (uploaded 2025-06-24T22:13:46Z; "
+                              f"passes over 6.5.0 (yanked: {YANKED_REASON}))")
+    assert f"6.5.0 (yanked: {YANKED_REASON})" in out.sentence()
+    saved = json.loads(json.dumps(out.to_dict()))     # day.json
+    assert saved["changes"][0]["yanked"] == [["6.5.0", YANKED_REASON]]
+    # one page asked, however many versions were looked up in it
+    assert fake_index == ["http://index.test/simple/multidict/"]
+
+
+def test_a_day_that_resolves_to_a_yanked_release_says_so_in_its_cell(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_index: list[str]) -> None:
+    """Only an exact pin lands on a yanked release; the day's resolution keeps it, and
+    the cell's labels say it."""
+    monkeypatch.setattr(resolver, "uv_bin", lambda: "uv")
+    monkeypatch.setattr(resolver, "_by_uv", lambda *a: ("multidict==6.5.0",))
+    pins = resolver.resolve(["multidict==6.5.0"], "2025-06-20", sys.executable, sys.version,
+                            tmp_path, "md@2025-06-20")
+    assert pins == ("multidict==6.5.0",)
+    assert resolver.notes(tmp_path, ["multidict==6.5.0"], "2025-06-20", sys.version) == {
+        "resolved_with": "uv pip compile --exclude-newer 2025-06-20T00:00:00Z",
+        "yanked": f"multidict 6.5.0 (yanked: {YANKED_REASON})"}
+    # a range never lands on one: the index is not asked for it
+    fake_index.clear()
+    monkeypatch.setattr(resolver, "_by_uv", lambda *a: ("multidict==6.5.1",))
+    resolver.resolve(["multidict"], "2025-06-26", sys.executable, sys.version, tmp_path, "x")
+    assert fake_index == [] and "yanked" not in resolver.notes(
+        tmp_path, ["multidict"], "2025-06-26", sys.version)
+
+
+def test_an_html_index_page_says_yanked_with_data_yanked() -> None:
+    page = ('<html><body><a href="x/multidict-6.4.4.tar.gz#sha256=1">multidict-6.4.4.tar.gz'
+            '</a><a href="x/multidict-6.5.0.tar.gz" data-yanked="leaks &amp; crashes">'
+            'multidict-6.5.0.tar.gz</a><a href="y" data-yanked>multidict-6.3.0.tar.gz</a>'
+            '<a href="z" data-yanked="">multidict-6.3.0-py3-none-any.whl</a></body></html>')
+    files = uploads.html_files(page)
+    assert uploads.yanked_in(files, "multidict") == {"6.5.0": "leaks & crashes", "6.3.0": ""}
+    assert uploads.yanked_words("6.3.0", "") == "6.3.0 (yanked: no reason given)"

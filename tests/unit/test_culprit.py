@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -226,8 +228,8 @@ def test_cli_culprit(tmp_path: Path, fake_cli: list[FakeRuntime],
     assert main(["report", str(run)]) == 1
     assert "culprit, cpu.loop: cause: multidict 6.4.4 -> 6.6.3." in capsys.readouterr().out
     main(["report", str(run), "--issue", "cpu.loop"])
-    assert ("## The change that did it\n\ncause: multidict 6.4.4 -> 6.6.3."
-            in capsys.readouterr().out)
+    assert ("The change that did it, `harness culprit` (quoted):\n\n> cause: multidict "
+            "6.4.4 -> 6.6.3." in capsys.readouterr().out)
     # a second culprit over the same directory runs nothing: each hybrid's result is
     # reused where its run key is unchanged
     runs_before = len(fake_cli)
@@ -346,3 +348,114 @@ def test_culprit_to_a_full_stdout_stops_saying_why_and_what_goes_on(
     fake_cli.clear()
     assert main(["culprit", str(base), "-q"]) == 1
     assert "cause: multidict 6.4.4 -> 6.6.3" in capsys.readouterr().out
+
+
+# ------------------------------------------------- the hybrid install strategy (issue 51)
+def wheel(where: Path, name: str, version: str, requires: str = "") -> None:
+    """A wheel of one empty module, installable with no index."""
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": "",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 + (f"Requires-Dist: {requires}\n" if requires else ""),
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+
+
+def test_a_hybrid_the_resolver_refuses_goes_in_no_deps_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: corelib 2.0 pins corecore==2.0 exactly (as pydantic pins pydantic-core):
+    B with corecore undone alone is a set of pins no resolver installs. A culprit hybrid
+    goes in as listed (--no-deps), with why in its labels; a matrix image of the same
+    pins is still refused."""
+    from harness.runtimes import resolver
+    from harness.runtimes.local import NO_DEPS, LocalRuntime, PinsRefused
+
+    if resolver.uv_bin() is None:
+        pytest.skip("uv is not installed")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel(wheels, "corelib", "2.0", "corecore==2.0")
+    for v in ("1.0", "2.0"):
+        wheel(wheels, "corecore", v)
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    runtime, said = LocalRuntime(tmp_path / "cache"), []
+    pins = ("corecore==1.0", "corelib==2.0")
+    plain = ImageSpec("b", "python3", 1, pip=pins, python=sys.executable)
+    with pytest.raises(PinsRefused, match="corecore"):
+        runtime.prepare(plain, said.append)
+    info = runtime.prepare(dataclasses.replace(plain, hybrid=True), said.append)
+    assert "corecore" in info.labels[NO_DEPS] and info.digest.endswith(f"-{NO_DEPS}")
+    assert any("installing the pins as listed (--no-deps)" in s for s in said)
+    found = subprocess.run([info.python, "-c", "import importlib.metadata as m; print("
+                            "m.version('corelib'), m.version('corecore'))"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert found == ["2.0", "1.0"]
+    # built once: a second hybrid of these pins takes the same venv, and says why again
+    again = LocalRuntime(tmp_path / "cache").prepare(dataclasses.replace(plain, hybrid=True),
+                                                     said.append)
+    assert again.python == info.python and again.labels[NO_DEPS] == info.labels[NO_DEPS]
+
+
+def test_changes_no_hybrid_could_hold_apart_are_named_together_and_said(
+        tmp_path: Path) -> None:
+    """Issue 51: where every hybrid with only one of two changes is untestable (it cannot
+    run even as listed), the answer names both and says they were not held apart."""
+    def behave(c: Cell) -> Behaviour:
+        p = set(c.image.pip)
+        if ("multidict==6.6.3" in p) != ("yarl==1.20.1" in p):
+            return Behaviour(error="ImportError: yarl and multidict are built together")
+        return Behaviour(leak_per_iter=6000) if "multidict==6.6.3" in p else Behaviour()
+
+    out, _, _ = search(tmp_path, behave)
+    assert out.found and out.search is not None
+    assert [c.name for c in out.search.answer] == ["multidict", "yarl"]
+    assert ("Not held apart: no hybrid with only some of multidict, yarl could be tested "
+            "(") in out.sentence()
+    # one that was held apart says nothing of it
+    (tmp_path / "alone").mkdir()
+    alone, _, _ = search(tmp_path / "alone", leaks_when(lambda p: "multidict==6.6.3" in p))
+    assert "Not held apart" not in alone.sentence()
+
+
+def test_culprit_after_harness_day_searches_the_days_it_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: `harness culprit` on a dated row that `harness day` searched takes the
+    last good and first bad day's runs (as --find-cause does), not the axis's ends;
+    --good/--bad search the two images named."""
+    from fakeruntime import DatedIndex
+    from sweepkit import on_the_cli, write_matrix
+
+    def history(day: str) -> dict[str, str]:    # `other` moves first, then a and b
+        late = day >= "2024-09-18"
+        return {"a": "2.0" if late else "1.0", "b": "2.0" if late else "1.0",
+                "other": "2" if day >= "2024-09-05" else "1"}
+
+    monkeypatch.setattr("harness.runtimes.uploads.upload_time", lambda name, version: None)
+    monkeypatch.setattr("harness.runtimes.uploads.yanked_releases", lambda name: {},
+                        raising=False)
+    on_the_cli(monkeypatch, DatedIndex(
+        tmp_path / "cache", history, leaks_when(lambda p: "b==2.0" in p),
+        {("a", v): {"b": v} for v in ("1.0", "2.0")}))
+    matrix = write_matrix(tmp_path, [{"name": "app", "python": "python3", "pip": ["a"],
+                                      "as_of": ["2024-09-01", "2024-10-01"]}],
+                          gpus=["none"], name="d")
+    assert main(["sweep", str(matrix), "--out", str(tmp_path / "r"), "-q"]) == 1
+    (run,) = (tmp_path / "r" / "d").iterdir()
+    assert main(["day", str(run), "-q"]) == 1
+    assert main(["culprit", str(run), "cpu.loop", "-q"]) == 1
+    found = json.loads((run / "culprit" / "cpu.loop" / "culprit.json").read_text())
+    assert found["good"] == "app@2024-09-16.cpu.loop"    # the day search's probe
+    assert [c["name"] for c in found["difference"]["packages"]] == ["a", "b"]
+    assert [c["name"] for c in found["answer"]] == ["b"]
+    assert main(["culprit", str(run), "cpu.loop", "--good", "app@2024-09-01", "--bad",
+                 "app@2024-10-01", "-q"]) == 1
+    given = json.loads((run / "culprit" / "cpu.loop" / "culprit.json").read_text())
+    assert given["good"] == "app@2024-09-01.cpu.loop"
+    assert [c["name"] for c in given["difference"]["packages"]] == ["a", "b", "other"]
+    assert [c["name"] for c in given["answer"]] == ["b"]

@@ -130,6 +130,7 @@ def test_a_read_only_directory_gets_a_fix_the_command_accepts(
     run = swept(tmp_path, monkeypatch)
     capsys.readouterr()
     argv = [str(run) if a == "DIR" else a for a in argv]
+    (run / "report.md").write_text("rendered by an older harness\n")  # else none is written
 
     # GIVEN a file system that refuses every write (as root, chmod would not)
     def refuse(src: object, dst: object) -> None:

@@ -145,3 +145,129 @@ def test_issue_accepts_a_cell_id_and_has_no_python_reprs() -> None:
 
     assert plain({"func": "mallinfo2", "note": None}) == "func mallinfo2, note -"
     assert plain(["a", 1]) == "a, 1"
+
+
+# ------------------------------------------------------------------ issue 51: exact pins
+GOOD_DAY = {"aiohttp": "3.11.18", "multidict": "6.4.3", "yarl": "1.20.0", "pip": "25.1"}
+BAD_DAY = {"aiohttp": "3.12.14", "multidict": "6.6.3", "yarl": "1.20.1", "pip": "25.1"}
+POP = '"""MultiDict.pop() in a loop."""\n\n\ndef setup(params):\n    return None\n\n\n' \
+      'def step(state):\n    pass\n'
+
+
+def dated(day: str, index: int, verdict: str, packages: dict[str, str],
+          with_flags: bool = True) -> dict[str, Any]:
+    pins = " ".join(f"{n}=={v}" for n, v in sorted(packages.items()) if n != "pip")
+    labels = {"as_of": day, "requirements": "aiohttp", "pins": pins, "venv": "/v/x"}
+    if with_flags:
+        labels["resolved_with"] = f"uv pip compile --exclude-newer {day}T00:00:00Z"
+    slope = 5.8 * 1024 if verdict == "leak" else 0.0
+    return {
+        "schema": 1, "id": f"aiohttp@{day}.cpu.multidict_pop", "row": "cpu.multidict_pop",
+        "verdict": verdict, "reason": "heap grows" if slope else "memory stable",
+        "runtime": "local",
+        "image": {"label": f"aiohttp@{day}", "index": index, "ref": "aiohttp",
+                  "digest": f"venv:{day}", "labels": labels, "pip": ["aiohttp"]},
+        "gpu": {"value": "none", "label": "cpu"},
+        "scenario": {"id": "multidict_pop", "script": "scenarios/multidict_pop.py",
+                     "params": {"keys": 100}},
+        "settings": {"iterations": 300, "warmup": 30, "sample_every": 10},
+        "carrier": "heap",
+        "memory": {"heap": {"n": 30, "slope": slope, "slope_lo": slope - 10,
+                            "slope_hi": slope + 10, "growth": slope * 300,
+                            "kind": "leak" if slope else "stable"}},
+        "fingerprint": {"python": "3.12.3", "platform": "Linux-6.8-x86_64",
+                        "packages": dict(packages)},
+    }
+
+
+def dated_report(tmp_path: Path, culprit: dict[str, Any] | None = None,
+                 with_flags: bool = True) -> Report:
+    (tmp_path / "scenarios").mkdir(exist_ok=True)
+    (tmp_path / "scenarios" / "multidict_pop.py").write_text(POP)
+    cells = [dated("2025-05-15", 0, "ok", GOOD_DAY, with_flags),
+             dated("2025-07-15", 1, "leak", BAD_DAY, with_flags)]
+    results = as_results({c["id"]: c for c in cells})
+    if culprit is not None:
+        import json
+
+        where = tmp_path / "culprit" / "cpu.multidict_pop"
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "culprit.json").write_text(json.dumps(culprit))
+    return Report.from_results("asof", results, {"matrix": str(tmp_path / "asof.yaml")},
+                               tmp_path)
+
+
+def section(text: str, title: str) -> str:
+    """The body of the draft's `## title` section."""
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else None]
+
+
+def test_a_dated_first_bad_image_drafts_the_exact_pins_of_both_sides_and_the_day(
+        tmp_path: Path) -> None:
+    text = render(dated_report(tmp_path), "cpu.multidict_pop")
+    # the exact pins, never `pip install aiohttp` (today's release)
+    assert "pip install aiohttp==3.12.14 multidict==6.6.3 yarl==1.20.1" in text, text
+    assert "pip install aiohttp==3.11.18 multidict==6.4.3 yarl==1.20.0" in text, text
+    assert "pip install aiohttp\n" not in text and "pip install aiohttp " not in text
+    assert "pip==" not in text      # the installer is not part of the environment
+    # the day each side was resolved on, and the resolver's flags
+    env = section(text, "Exact environments")
+    for day in ("2025-05-15", "2025-07-15"):
+        assert f"`uv pip compile --exclude-newer {day}T00:00:00Z`" in env, env
+    assert "cpu.multidict_pop" in text and "multidict_pop.py" in env
+    # the harness command, and a matrix that pins both sides exactly and loads
+    import yaml
+
+    from harness import matrixfile
+
+    repro = section(text, "Reproduce with harness")
+    assert "harness sweep repro.yaml" in repro
+    doc = yaml.safe_load(repro.split("```yaml\n", 1)[1].split("```", 1)[0])
+    (tmp_path / "multidict_pop.py").write_text(POP)
+    (tmp_path / "repro.yaml").write_text(yaml.safe_dump(doc))
+    loaded = matrixfile.load(tmp_path / "repro.yaml")
+    assert [i.pip for i in loaded.images] == [
+        ("aiohttp==3.11.18", "multidict==6.4.3", "yarl==1.20.0"),
+        ("aiohttp==3.12.14", "multidict==6.6.3", "yarl==1.20.1")]
+    assert {c.scenario.params["keys"] for c in loaded.cells} == {100}
+
+
+def test_a_result_without_recorded_flags_still_says_the_day_and_how_it_resolves(
+        tmp_path: Path) -> None:
+    env = section(render(dated_report(tmp_path, with_flags=False), "cpu.multidict_pop"),
+                  "Exact environments")
+    assert "`uv pip compile --exclude-newer 2025-07-15T00:00:00Z`" in env, env
+    assert "--uploaded-prior-to 2025-07-15T00:00:00Z" in env, env
+
+
+def test_a_draft_beside_a_culprit_note_quotes_it_and_installs_the_same_versions(
+        tmp_path: Path) -> None:
+    from harness.result.derived import DerivedFrom
+
+    sentence = ("cause: multidict 6.4.3 -> 6.6.3. B with multidict 6.4.3: ok; G with "
+                "multidict 6.6.3: leak. Workaround: pin multidict==6.4.3 in B.")
+    report = dated_report(tmp_path)
+    keys = DerivedFrom.of(report.results, list(report.results)).to_json()
+    report = dated_report(tmp_path, {"row": "cpu.multidict_pop", "status": "found",
+                                     "sentence": sentence, "probes": [],
+                                     "derived_from": keys})
+    text = render(report, "cpu.multidict_pop")
+    cause = section(text, "Cause")
+    assert sentence in cause, cause
+    # the reproduction installs the versions the culprit names, on each side
+    bad_install = next(t for t in text.splitlines() if "bad/bin/activate" in t)
+    good_install = next(t for t in text.splitlines() if "good/bin/activate" in t)
+    assert "multidict==6.6.3" in bad_install and "multidict==6.4.3" in good_install
+
+
+def test_a_stale_culprit_note_is_left_out_of_the_draft_and_said(tmp_path: Path) -> None:
+    report = dated_report(tmp_path, {"row": "cpu.multidict_pop", "status": "found",
+                                     "sentence": "cause: yarl 1.20.0 -> 1.20.1.",
+                                     "probes": [], "derived_from": {
+                                         "aiohttp@2025-07-15.cpu.multidict_pop": "0" * 16}})
+    text = render(report, "cpu.multidict_pop")
+    assert "yarl 1.20.0 -> 1.20.1." not in text
+    cause = section(text, "Cause")
+    assert "left out" in cause and "stale" in cause and "harness culprit" in cause, cause

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from sweepkit import on_the_cli, write_matrix
 
 from harness.cli import main
@@ -78,7 +80,8 @@ def test_one_command_names_the_image_the_call_site_the_package_and_the_fix(
     assert html.escape(summary, quote=False) in (run / "report.html").read_text()
     assert json.loads((run / "results.json").read_text())["causes"][ROW]["summary"] == summary
     main(["report", str(run), "--issue", ROW])
-    assert f"## Summary\n\n{md(summary)}" in capsys.readouterr().out
+    assert f"## Cause\n\n`harness sweep --find-cause` found (quoted):\n\n> {md(summary)}" \
+        in capsys.readouterr().out
 
 
 def test_nothing_bad_exits_0_and_searches_nothing(
@@ -302,15 +305,13 @@ def test_the_day_seams_answer_heads_the_summary(
            "tested)" in said
 
 
-def test_a_day_answer_bounds_the_workaround_and_names_what_culprit_swaps(
+def test_a_day_answer_bounds_the_workaround(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The day search saw multidict move 6.4.4 -> 6.5.1 between the last good and the
-    first bad day: culprit swaps just that package between G and B (no search over every
-    change between their days), and the workaround keeps below the first bad day's
-    version, not below B's."""
+    first bad day: the workaround keeps below the first bad day's version, not below
+    B's."""
     from harness.answers.explain import pairs
     from harness.answers.search import answer_rows
-    from harness.plans.journey import day_swap
     from harness.plans.journeysummary import DayAnswer, Journey, workaround
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
@@ -323,8 +324,6 @@ def test_a_day_answer_bounds_the_workaround_and_names_what_culprit_swaps(
     day = DayAnswer("2025-06-24", "2025-06-25", ("multidict 6.4.4 -> 6.5.1",),
                     (("multidict", "6.4.4", "6.5.1"), ("not-in-g-or-b", None, "1.0")))
     journey = Journey(pair, row, day, culprit=culprit)
-    assert day_swap(journey, results) == ("multidict",)
-    assert day_swap(Journey(pair, row, None, culprit=culprit), results) == ()
     assert workaround(journey, results) == ("multidict==6.4.4 (the one measured good; no "
                                             "release between 6.4.4 and 6.5.1 was tested)")
     assert workaround(Journey(pair, row, None, culprit=culprit), results) == (
@@ -353,3 +352,126 @@ def test_fixed_from_answers_the_first_bad_images_own_question(
                     "b", "a", True, "")
     got = fixed_in(row)
     assert (got[0] if got else None) == fixed
+
+
+# ------------------------------------------------- one culprit search, everywhere (issue 51)
+def pydantic_like(day: str) -> dict[str, str]:
+    """A made-up index: a pins b exactly (pydantic and pydantic-core); both move on
+    2024-09-05 and again on 2024-09-18; c moves alone on 2024-09-10."""
+    if day >= "2024-09-18":
+        a, b = "2.9.2", "2.23.4"
+    elif day >= "2024-09-05":
+        a, b = "2.9.1", "2.23.3"
+    else:
+        a, b = "2.8.2", "2.20.1"
+    return {"a": a, "b": b, "c": "4.12.2" if day >= "2024-09-10" else "4.12.0"}
+
+
+PINNED = {("a", "2.8.2"): {"b": "2.20.1"}, ("a", "2.9.1"): {"b": "2.23.3"},
+          ("a", "2.9.2"): {"b": "2.23.4"}}
+
+
+def dated_matrix(tmp: Path, days: list[str]) -> Path:
+    return write_matrix(tmp, [{"name": "app", "python": "python3", "pip": ["a"],
+                               "as_of": days}], gpus=["none"], name="j")
+
+
+def no_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The day search asks the index nothing (upload times, yanked releases)."""
+    monkeypatch.setattr("harness.runtimes.uploads.upload_time", lambda name, version: None)
+    monkeypatch.setattr("harness.runtimes.uploads.yanked_releases", lambda name: {},
+                        raising=False)
+
+
+def same_search(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Two culprit.json answers of one search: the same runs, probes and answer."""
+    def probes(d: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return [(p["side"], p["changes"], p["outcome"]) for p in d["probes"]]
+
+    assert (a["good"], a["bad"], a["status"], a["answer"], probes(a)) == (
+        b["good"], b["bad"], b["status"], b["answer"], probes(b))
+
+
+def test_find_cause_and_culprit_search_the_days_found_and_split_a_pair_pinned_together(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51 item 1: pydantic 2.9.1 -> 2.9.2 and pydantic-core 2.23.3 -> 2.23.4 moved on
+    one day, and only the core leaks. --find-cause swapped both between the axis's ends
+    (2024-09-01, 2024-10-01) in two probes and blamed both; `harness culprit` split them.
+    Now both search between the days the day search found, each hybrid that holds the
+    pinned pair apart goes in --no-deps, and both name b alone."""
+    from fakeruntime import DatedIndex
+
+    no_index(monkeypatch)
+    runtime = DatedIndex(tmp_path / "cache", pydantic_like,
+                         lambda c: Behaviour(leak_per_iter=6000)
+                         if "b==2.23.4" in c.image.pip else Behaviour(), PINNED)
+    on_the_cli(monkeypatch, runtime)
+    assert find_cause(dated_matrix(tmp_path, ["2024-09-01", "2024-10-01"]),
+                      tmp_path / "r") == EXIT_REGRESSION
+    run = the_run(tmp_path / "r")
+    said = json.loads((run / "cause" / f"{ROW}.json").read_text())
+    assert said["facts"]["day"]["last_good"] == "2024-09-17"
+    assert said["facts"]["day"]["first_bad"] == "2024-09-18"
+    # THEN the cause is b alone, proved both ways between the two days' environments
+    assert said["facts"]["cause"] == {"status": "found", "changes": [
+        {"name": "b", "good": "2.23.3", "bad": "2.23.4"}]}
+    assert "; b 2.23.3 -> 2.23.4; with b 2.23.3: ok; with b 2.23.4: leak" in said["summary"]
+    assert said["summary"].endswith("Workaround: b==2.23.3 (the one measured good; no "
+                                    "release between 2.23.3 and 2.23.4 was tested)")
+    found = json.loads((run / "culprit" / ROW / "culprit.json").read_text())
+    # (the last good day's run: the day search's probe of 2024-09-16, same pins as 09-17)
+    assert (found["good"], found["bad"]) == (f"app@2024-09-16.{ROW}", f"app@2024-10-01.{ROW}")
+    assert [c["name"] for c in found["difference"]["packages"]] == ["a", "b"]
+    # ... each hybrid that holds a and b apart installed --no-deps, and said so
+    loose = {p["no_deps"] for p in found["probes"] if p["no_deps"]}
+    assert loose == {"a==2.9.1 depends on b==2.23.3", "a==2.9.2 depends on b==2.23.4"}
+    assert ("a==2.9.1", "b==2.23.4", "c==4.12.2") in [r for r, deps in runtime.built if deps]
+
+    # THEN `harness culprit` on the same directory searches the same two runs the same
+    # way and names the same cause
+    assert main(["culprit", str(run), ROW, "-q"]) == EXIT_REGRESSION
+    same_search(found, json.loads((run / "culprit" / ROW / "culprit.json").read_text()))
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(min_value=1, max_value=4).flatmap(lambda n: st.tuples(
+    st.just(n), st.sets(st.integers(0, n - 1), min_size=1),
+    st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))))))
+@example((2, {1}, {(0, 1)}))             # pydantic and its core: the core alone leaks
+@example((3, {0, 2}, {(0, 2), (1, 0)}))  # two that leak only together, pinned together
+def test_find_cause_names_what_culprit_names_on_the_same_cells(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        case: tuple[int, set[int], set[tuple[int, int]]]) -> None:
+    """For n packages that move on one day (some pinning others exactly), an unrelated
+    one that moved before, and a random set of them that leaks only all at its new
+    version: --find-cause's cause is `harness culprit`'s on the same cells, and the
+    truth."""
+    from fakeruntime import DatedIndex
+
+    n, culprits, pinned = case
+    names = [f"p{i}" for i in range(n)]
+
+    def history(day: str) -> dict[str, str]:
+        moved = day >= "2024-09-20"
+        return {"z": "2" if day >= "2024-09-05" else "1",
+                **{p: "2.0" if moved else "1.0" for p in names}}
+
+    requires = {(names[i], v): {names[j]: v} for i, j in pinned if i != j
+                for v in ("1.0", "2.0")}
+    truth = {f"{names[i]}==2.0" for i in culprits}
+    tmp = tmp_path_factory.mktemp("case")
+    no_index(monkeypatch)
+    runtime = DatedIndex(tmp / "cache", history, lambda c: Behaviour(leak_per_iter=6000)
+                         if truth <= set(c.image.pip) else Behaviour(), requires)
+    on_the_cli(monkeypatch, runtime)
+    assert find_cause(dated_matrix(tmp, ["2024-09-01", "2024-10-01"]), tmp / "r") == 1
+    run = the_run(tmp / "r")
+    cause = json.loads((run / "cause" / f"{ROW}.json").read_text())["facts"]["cause"]
+    journey = json.loads((run / "culprit" / ROW / "culprit.json").read_text())
+    assert main(["culprit", str(run), ROW, "-q"]) == 1
+    alone = json.loads((run / "culprit" / ROW / "culprit.json").read_text())
+    same_search(journey, alone)
+    assert cause == {"status": "found", "changes": [
+        {"name": c["name"], "good": c["good"], "bad": c["bad"]} for c in alone["answer"]]}
+    assert sorted(c["name"] for c in cause["changes"]) == sorted(names[i] for i in culprits)

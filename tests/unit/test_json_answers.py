@@ -353,6 +353,7 @@ class DatedRuntime(LocalRuntime):
 def test_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     on_the_cli(monkeypatch, DatedRuntime(tmp_path / "cache"))
     monkeypatch.setattr("harness.runtimes.uploads.upload_time", lambda name, version: None)
+    monkeypatch.setattr("harness.runtimes.uploads.yanked_releases", lambda name: {})
     matrix = write_matrix(tmp_path, [{"name": "app", "python": "python3", "pip": ["multidict"],
                                       "as_of": ["2025-05-15", "2025-07-15"]}],
                           gpus=["none"], name="d")
@@ -363,6 +364,6 @@ def test_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (row,) = answer["rows"]
     assert (row["last_good"], row["first_bad"], row["found"]) == ("2025-06-29", BAD_DAY, True)
     assert row["changes"] == [{"name": "multidict", "good": "6.4.4", "bad": "6.6.3",
-                               "uploaded": None}]
+                               "uploaded": None, "yanked": []}]
     assert row["sentence"] == ("went bad between 2025-06-29 and 2025-06-30: "
                                "multidict 6.4.4 -> 6.6.3")

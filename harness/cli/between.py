@@ -1,0 +1,198 @@
+"""`harness sweep --between OLD NEW --scenario FILE`: two lock files swept as the two
+images of one row (OLD the baseline, the last good), and where NEW is bad and OLD good,
+straight on to `harness culprit`'s search over the packages that differ
+(`plans.culpritrun.culprit_in_run`, the one search).
+
+The two locks become a matrix file, `<out>/<name>/between.yaml` (`{name, lock: FILE}`
+images, the scenarios, and with a matrix given its `runtime`, `defaults`, `analysis`,
+`slurm` and GPUs), so every later command (`report`, `culprit`, `explain`, `--resume`)
+reads the run as any sweep's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import InputError
+
+if TYPE_CHECKING:
+    from harness.matrixfile.lockfile import Lock
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.result.model import CellResult, Planned
+    from harness.runtimes.base import Progress, Runtime
+
+MATRIX_FILE = "between.yaml"
+# Top-level keys of a given matrix that the two locks' matrix keeps as they are.
+KEPT = ("runtime", "defaults", "analysis", "slurm", "max-parallel", "fail-fast")
+# Lock file stems that say nothing of which side a file is: its directory's name instead.
+GENERIC = ("uv", "pylock", "requirements", "requirements-lock", "constraints")
+USAGE = ("harness sweep --between OLD NEW --scenario FILE (or a matrix for its "
+         "scenarios: harness sweep MATRIX --between OLD NEW)")
+
+
+def add(p: argparse.ArgumentParser) -> None:
+    """--between, --scenario and --python on `harness sweep`."""
+    p.add_argument("--between", nargs=2, type=Path, metavar=("OLD", "NEW"),
+                   help="two lock files (requirements.txt with pins and --hash lines, "
+                        "pylock.toml, uv.lock) swept as one row's images, OLD the last "
+                        "good; where NEW is bad, the package change that did it is "
+                        "searched and proved (harness culprit)")
+    p.add_argument("--scenario", action="append", type=Path, metavar="FILE",
+                   help="with --between: the scenario to run (repeatable; instead of a "
+                        "matrix's scenarios)")
+    p.add_argument("--python", metavar="INTERPRETER",
+                   help="with --between: the interpreter the venvs are built with "
+                        "(default: harness's own)")
+
+
+def matrix_file(args: argparse.Namespace, progress: Progress) -> Path:
+    """The matrix of `--between OLD NEW` written under --out, and its path.
+
+    Raises:
+        InputError: no --between where --scenario or --python ask for it, no scenario,
+            a given matrix of a container runtime, or a lock that cannot be read (its
+            file, package and the fix: `matrixfile.lockfile`).
+    """
+    import yaml
+
+    from harness import matrixfile
+    from harness.matrixfile.lockfile import read
+
+    if args.between is None:
+        raise InputError(f"{'--scenario' if args.scenario else '--python'} goes with "
+                         f"--between OLD NEW: {USAGE}")
+    old, new = (read(p) for p in args.between)
+    doc: dict[str, Any] = {}
+    prefix = ""
+    gpus: Any = None
+    scenarios: list[Any] = [str(s.resolve()) for s in args.scenario or ()]
+    if args.matrix is not None:
+        given = matrixfile.load(args.matrix)      # its own mistakes first, located
+        if given.runtime != "local":
+            raise InputError(f"{args.matrix}: runtime {given.runtime}: --between builds "
+                             "each lock into a venv (`runtime: local`)\n  fix: drop "
+                             "`runtime:` or set it to local, or sweep without the matrix")
+        raw = yaml.safe_load(args.matrix.read_text(encoding="utf-8"))
+        prefix = given.name
+        doc = {k: raw[k] for k in KEPT if k in raw}
+        gpus = raw["matrix"].get("gpu")
+        if not scenarios:
+            scenarios = [absolute(s, args.matrix.parent) for s in
+                         (raw["matrix"]["scenario"] if isinstance(raw["matrix"]["scenario"],
+                                                                  list)
+                          else [raw["matrix"]["scenario"]])]
+    if not scenarios:
+        raise InputError(f"--between needs a scenario: {USAGE}")
+    missing = [s for s in args.scenario or () if not s.is_file()]
+    if missing:
+        raise InputError(f"--scenario {missing[0]}: no such file\n  fix: the path of a "
+                         "Python file with setup(params) and step(state)")
+    labels = names(args.between)
+    name = "-".join(filter(None, [prefix, "between", *labels]))
+    images: list[dict[str, Any]] = []
+    for label, path in zip(labels, args.between, strict=True):
+        image: dict[str, Any] = {"name": label, "lock": str(path.resolve())}
+        if args.python:
+            image["python"] = args.python
+        images.append(image)
+    axes: dict[str, Any] = {"image": images}
+    if gpus is not None:
+        axes["gpu"] = gpus
+    axes["scenario"] = scenarios
+    body = {"name": name, **(doc if args.matrix is not None else {"runtime": "local"}),
+            "matrix": axes, "baseline": {"image": labels[0]}}
+    where = Path(args.out) / name / MATRIX_FILE
+    where.parent.mkdir(parents=True, exist_ok=True)
+    text = ("# written by `harness sweep --between`: the two locks as images, OLD first "
+            "(the baseline)\n" + yaml.safe_dump(body, sort_keys=False))
+    if not where.is_file() or where.read_text(encoding="utf-8") != text:
+        where.write_text(text, encoding="utf-8")
+    progress(f"between {labels[0]} and {labels[1]}: {differences(old, new)}")
+    return where
+
+
+def absolute(entry: Any, base: Path) -> Any:
+    """A matrix's scenario entry with its script's path made absolute (the locks' matrix
+    lives under --out, not beside the scenarios)."""
+    if isinstance(entry, str):
+        return str((base / entry).resolve())
+    if isinstance(entry, dict) and isinstance(entry.get("script"), str):
+        return {**entry, "script": str((base / entry["script"]).resolve())}
+    return entry
+
+
+def names(paths: Sequence[Path]) -> list[str]:
+    """The two images' labels: each file's stem (`old.txt` -> old), its directory's name
+    for a stem that says nothing (`v1/uv.lock` -> v1), `-old`/`-new` added where they are
+    still one name."""
+    from harness.matrixfile.entries import NON_ID
+
+    def word(path: Path) -> str:
+        stem = path.resolve().name.split(".")[0] if path.name.startswith("pylock.") \
+            else path.stem
+        if stem.lower() in GENERIC and path.resolve().parent.name:
+            stem = path.resolve().parent.name
+        return NON_ID.sub("-", stem).strip("-") or "lock"
+
+    out = [word(p) for p in paths]
+    if out[0] == out[1]:
+        out = [f"{out[0]}-old", f"{out[1]}-new"]
+    return out
+
+
+def differences(old: Lock, new: Lock) -> str:
+    """The package changes from OLD's pins to NEW's, in words."""
+    from harness.matrixfile.lockfile import normal
+
+    a = {normal(p.name): p.version for p in old.pins}
+    b = {normal(p.name): p.version for p in new.pins}
+    moved = [f"{n} {a.get(n, '(none)')} -> {b.get(n, '(none)')}"
+             for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
+    if not moved:
+        return "no package differs"
+    shown = ", ".join(moved[:8]) + (f", ... ({len(moved) - 8} more)" if len(moved) > 8
+                                    else "")
+    return f"{len(moved)} package{'' if len(moved) == 1 else 's'} differ: {shown}"
+
+
+def culprit_after(matrix: Matrix, runtime: Runtime, by_host: dict[str, Runtime] | None,
+                  root: Path, progress: Progress, results: dict[str, CellResult],
+                  planned: Sequence[Planned], cells: Sequence[Cell]) -> None:
+    """Each row where NEW (the second image) is bad and OLD good: `harness culprit`'s
+    search between them, its answer in culprit/<row>/culprit.json (the reports show it);
+    a row where OLD is bad too is said, not searched."""
+    from harness.analysis.kinds import BAD, GOOD
+    from harness.answers.explain import pairs
+    from harness.plans.culpritrun import RunsOn, culprit_in_run
+
+    by_id = {c.id: c for c in cells}
+    old, new = matrix.images[0].label, matrix.images[1].label
+    rows = sorted({c.row for c in cells})
+    found = {p.row: p for p in pairs(results, planned=planned)}
+    on = RunsOn(matrix, runtime, progress, by_host)
+    for row in rows:
+        here = {c.image.label: results.get(c.id) for c in cells if c.row == row}
+        a, b = here.get(old), here.get(new)
+        if a is None or b is None or b.verdict not in BAD:
+            continue
+        p = found.get(row)
+        if a.verdict not in GOOD or p is None or p.good is None or p.cell != b.id:
+            progress(f"culprit {row}: not searched: {old} is {a.verdict}, not good (NEW is "
+                     "bad, but so is OLD, or OLD told nothing)")
+            continue
+        progress(f"culprit {row}: {new} is {b.verdict}, {old} {a.verdict}: which package "
+                 "change did it")
+        out, _ = culprit_in_run(root, on, by_id[p.good], by_id[p.cell], results,
+                                said(progress, row))
+        progress(f"culprit {row}: {out.sentence()}")
+
+
+def said(progress: Progress, row: str) -> Progress:
+    """The search's lines for `row`, each said as that row's."""
+    def say(text: str) -> None:
+        progress(f"culprit {row}: {text}")
+
+    return say
