@@ -31,14 +31,14 @@ def decide_all(dirs: list[Path]) -> dict[str, tuple[str, str]]:
     from harness.analysis.verdict import within_run
     from harness.answers.reanalyze import reanalyze
     from harness.protocol.ingest import read_samples
-    from harness.report import load_results
     from harness.runtimes.base import RunOutcome
     from harness.store import SeriesCache
+    from harness.store.gate import read_run
     from harness.thresholds import AnalysisConfig
 
     out: dict[str, tuple[str, str]] = {}
     for d in dirs:
-        results, _ = reanalyze(load_results(d), SeriesCache(d), AnalysisConfig())
+        results, _ = reanalyze(read_run(d).results, SeriesCache(d), AnalysisConfig())
         for cid, res in sorted(results.items()):
             out[f"{d.name}:{cid}"] = (str(res.verdict), res.reason)
     for path in sorted(SERIES.glob("*.jsonl")):

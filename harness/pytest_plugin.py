@@ -105,13 +105,10 @@ def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     note = ""
     if timed:
         save, compare, note = _saved(item)
-        if iterations is None and "min_iterations" not in settings:
-            # A time check measures its whole budget: a live `ok` on memory would stop
-            # it after a few hundred calls, too few step times to compare.
-            from harness.matrixfile.model import BUDGET_CAP
-            cap = settings.get("max_iterations")
-            settings = {**settings, "min_iterations": cap if isinstance(cap, int)
-                        else BUDGET_CAP}
+        from harness.api.run import whole_budget
+
+        # A time check measures its whole budget, saved or compared or neither.
+        settings = dict(whole_budget(settings, iterations, True, None))
     from harness.api import check
 
     got = problem = None

@@ -55,6 +55,20 @@ def _said(exc: SpecError) -> InputError:
     return InputError(f"harness.check: {arg}: {exc.problem}{fix}")
 
 
+def whole_budget(settings: Mapping[str, object], iterations: int | None, save: object,
+                 baseline: object) -> Mapping[str, object]:
+    """A run kept or compared for its step times measures its whole budget: a live `ok`
+    on memory would stop it after a few hundred calls, too few step times to compare
+    (unless the caller set `min_iterations` or a fixed length)."""
+    if iterations is not None or "min_iterations" in settings or (
+            save is None and baseline is None):
+        return settings
+    from harness.matrixfile.model import BUDGET_CAP
+
+    cap = settings.get("max_iterations")
+    return {**settings, "min_iterations": cap if isinstance(cap, int) else BUDGET_CAP}
+
+
 def _seconds(budget: str | float | None) -> float | None:
     from harness.matrixfile.entries import parse_duration
 
@@ -187,7 +201,8 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         script.write_text(text, encoding="utf-8")
         if kwargs is not None:
             (work / KWARGS).write_bytes(pickled(kwargs))
-        matrix = _matrix_text(script, sid, seconds, iterations, params, settings or {})
+        matrix = _matrix_text(script, sid, seconds, iterations, params,
+                              whole_budget(settings or {}, iterations, save, baseline))
         root = work / "run"
         with _session(matrix, work / "matrix.yaml", root, say) as s:
             measured = s.measure()

@@ -138,8 +138,9 @@ def test_sweep_runs_a_matrix_dict_as_the_cli_does(importable: Path,
                            "matrix": {"image": [sys.executable], "gpu": ["none"],
                                       "scenario": ["grows.py"]}},
                           out=importable / "reports")
-    assert swept.exit_code == 1 and swept.bad == ["python.cpu.grows"]
-    assert [c.verdict for c in swept.cells.values()] == ["leak"]
+    (cid,) = swept.cells                # the image is named after the interpreter's file
+    assert swept.exit_code == 1 and swept.bad == [cid] and cid.endswith(".cpu.grows")
+    assert swept.cells[cid].verdict == "leak"
     assert (swept.root / "report.md").is_file() and swept.root.parent.parent.name == "reports"
     with pytest.raises(InputError, match=r"the matrix dict: matrix: missing key"):
         harness.sweep({"name": "api", "runtime": "local", "matrix": {"image": ["python3"]}},
@@ -166,6 +167,8 @@ def test_a_saved_run_is_compared_and_a_slower_step_confirmed(importable: Path) -
     assert first.ok and saved.exists() and saved.where.name.startswith("tests_x.py_test_work_1-")
     slower = harness.check(work.step, work.setup, params={"n": 6000}, budget="1s",
                            baseline=saved)
+    if slower.verdict != "regression" and "host busy" in str(slower):
+        pytest.skip(f"the host was too busy to time rounds: {slower}")
     assert (slower.verdict, slower.rule) == ("regression", "regression"), str(slower)
     assert "main (saved)" in str(slower) and "rounds" in str(slower)
     assert isinstance(slower, Checked) and slower.result.vs_baseline is not None

@@ -137,6 +137,8 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
     assert list((pytester.path / ".harness" / "main" / "cells").iterdir())
     monkeypatch.setenv("WORK", "6000")
     slower = _run(pytester, "--harness-compare", "main")
+    if "host busy" in slower.stdout.str() and "harness: regression" not in slower.stdout.str():
+        pytest.skip("the host was too busy to time rounds")
     slower.assert_outcomes(failed=1)
     assert re.search(r"harness: regression \(rule regression\): steps \d\.\d\dx main "
                      r"\(saved\)", slower.stdout.str()), slower.stdout.str()
