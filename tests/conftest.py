@@ -33,6 +33,9 @@ REQUIRE_PODMAN = "HARNESS_REQUIRE_PODMAN"
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
 
 _engine_state: dict[str, str | None] = {}
+# No test reads a package index: culprit's code step (harness/runtimes/sources.py) says
+# "code not read: offline" unless a test sets up its own index and clears this.
+os.environ.setdefault("HARNESS_OFFLINE", "1")
 
 # A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment where the
 # run that started it had neither, and output written as to a pipe wraps at COLUMNS

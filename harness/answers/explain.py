@@ -122,6 +122,7 @@ class Explanation:
         calls = data.get("calls")
         paired = data.get("paired")
         table: object = data.get("table")
+        record: object = data.get("record")
         rows: object = table.get("rows") if isinstance(table, dict) else None
         labels: object = table.get("labels") if isinstance(table, dict) else None
         listed: list[object] = list(rows) if isinstance(rows, list) else []
@@ -131,6 +132,8 @@ class Explanation:
                    strings("diff"), strings("notes"),
                    {str(k): str(v) for k, v in errors.items()} if isinstance(errors, dict)
                    else {},
+                   record=({str(k): v for k, v in record.items()} if isinstance(record, dict)
+                           else {}),
                    table=tuple((str(r[0]), str(r[1]), str(r[2]), str(r[3]))
                                for r in listed if isinstance(r, list) and len(r) == 4),
                    labels=(str(labels[0]), str(labels[1])) if isinstance(labels, list)

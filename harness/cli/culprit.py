@@ -231,6 +231,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 ) -> list[CulpritOutcome]:
     """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
     as culprit.json with the run keys of G and B it rests on (`plans.culpritrun`)."""
+    from harness.plans.changedcode import for_row
     from harness.plans.culprit import docker_hybrids
     from harness.plans.culpritrun import RunsOn, culprit_in_run
 
@@ -238,6 +239,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
     progress = printer(args.quiet)
     on = RunsOn(matrix, engines.default, progress, engines.by_host)
     outcomes: list[CulpritOutcome] = []
+    rows: list[dict[str, object]] = []
     with interruptible():
         try:
             for g_id, b_id in todo:
@@ -248,7 +250,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 try:
                     # A dated row the day search took: between its days (`ends`),
                     # as --find-cause searches; --good/--bad: between those images.
-                    out, _ = culprit_in_run(root, on, g, b, found.results,
+                    out, data = culprit_in_run(root, on, g, b, found.results,
                                             lambda s: print(f"  {s}", flush=True), make,
                                             args.repeats, args.swap,
                                             days=args.good is None and args.bad is None)
@@ -257,8 +259,13 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 for line in out.diff.lines():
                     print(f"  {line}")
                 print(f"{b.row}: {out.sentence()}", flush=True)
+                # the proved change's code against explain's sites, where B has them
+                code = for_row(root, found.results, b_id, data)
+                for c in code:
+                    print(f"  code: {c.words}", flush=True)
                 outcomes.append(out)
-                answer.update(rows=[o.to_dict() for o in outcomes])
+                rows.append({**out.to_dict(), "code": [c.to_json() for c in code]})
+                answer.update(rows=rows)
         finally:
             engines.stop()
     return outcomes

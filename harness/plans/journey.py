@@ -10,6 +10,8 @@ bad row, as a chain of the plans that exist (never a copy of their loops):
            found (else G and B), changes that moved together swapped apart
            (culprit/<row>/culprit.json reused while the run keys of G and B and of the
            two runs it searched between hold; its hybrids are reused by their own)
+  code     `plans.changedcode`: the proved change's code, both releases read from the
+           index, set against explain's sites (the function that changed and holds them)
   fixed    the first good image after the first bad one, from the sweep's own cells
   host     for a `hosts:` sweep: the first bad image on each other host (the sweep's cell,
            else run there, through the GPU precheck), and whether the host or the image
@@ -57,7 +59,7 @@ Say = Callable[[str], None]
 Hybrids = Callable[[Cell, Cell], "Maker | None"]
 # One step's progress line: its text, and how many probes it has run since the last.
 Said = Callable[[str, int], None]
-STEPS = ("day", "explain", "culprit", "fixed", "host")
+STEPS = ("day", "explain", "culprit", "code", "fixed", "host")
 
 
 def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
@@ -178,7 +180,7 @@ def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellRe
             good, bad = ends(root, cells[g.id], cells[b.id], results, runtime(cells[g.id]))
             changes = len(difference(good.result, bad.result).packages)   # as searched
             n += 2 + 2 * math.ceil(math.log2(changes)) if changes > 1 else 2 * changes
-        if start <= 5 and pair.cell in cells:
+        if start <= 6 and pair.cell in cells:
             n += sum(1 for c in other_host_cells(list(cells.values()), cells[pair.cell])
                      if c.id not in results)
     return n
@@ -313,6 +315,19 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
     return data
 
 
+def step_code(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
+              results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
+    """The proved change's code against the attributed sites (`plans.changedcode`)."""
+    from harness.answers.explain import kinds_for
+    from harness.plans.changedcode import step_lines
+
+    found, lines = step_lines(j.culprit, j.where, kinds=kinds_for(results[j.pair.cell]))
+    j.code = tuple(found)
+    for line in lines:
+        said(line, 0)
+        j.steps.append(f"code: {line}")
+
+
 def step_fixed(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
                results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
     j.fixed = fixed_in(j.row)
@@ -364,4 +379,5 @@ def on_host(ctx: Sweep, cell: Cell, row: str) -> tuple[CellResult, str]:
     return result, "run"
 
 
-STEP_RUNS: tuple[Step, ...] = (step_day, step_explain, step_culprit, step_fixed, step_host)
+STEP_RUNS: tuple[Step, ...] = (step_day, step_explain, step_culprit, step_code, step_fixed,
+                               step_host)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from harness.analysis.codesites import NOT_FETCHED, CodeAnswer
 from harness.analysis.kinds import BAD, GOOD, kind
 from harness.answers.explain import Explanation, Pair
 from harness.answers.search import RowAnswer
@@ -68,6 +69,7 @@ class Journey:
     where: Explanation | None = None
     culprit: Mapping[str, object] | None = None   # culprit.json as written
     fixed: tuple[str, str] | None = None            # (image label, cell id)
+    code: tuple[CodeAnswer, ...] = ()               # the proved change's code, read
     hosts: list[HostAnswer] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
 
@@ -183,6 +185,7 @@ def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
         parts.append(_unproved(j.culprit))
     site = call_site(j.where)
     parts.append(f"at {site}" if site else "no call site (see explain's step)")
+    parts += [a.words for a in j.code if a.status != NOT_FETCHED]   # not read: a step's line
     if j.fixed is not None:
         versions = fixed_versions(j, results)
         # On a date axis (`NAME@DATE` environments) the fix is a day, as the head is.
@@ -215,7 +218,8 @@ def facts(j: Journey, results: Mapping[str, CellResult]) -> dict[str, JSON]:
     return {"first_bad": bad.image.label, "verdict": bad.verdict,
             "first_bad_cell": j.pair.cell, "last_good_cell": j.pair.good,
             "last_good": good.image.label if good is not None else None,
-            "day": day, "call_site": call_site(j.where), "cause": cause, "fixed": fixed,
+            "day": day, "call_site": call_site(j.where), "cause": cause,
+            "code": [a.to_json() for a in j.code], "fixed": fixed,
             "workaround": workaround(j, results),
             "hosts": [{"host": h.host, "cell": h.cell, "verdict": h.verdict, "how": h.how,
                        "changed_by": h.changed_by} for h in j.hosts]}

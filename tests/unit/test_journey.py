@@ -246,7 +246,7 @@ def test_progress_says_the_step_and_the_probes_left(
              if line.startswith(f"harness: find-cause {ROW} [")]
     steps = [line.split("[")[1].split("]")[0] for line in lines]
     assert [s for i, s in enumerate(steps) if s not in steps[:i]] == [
-        "1/5 day", "2/5 explain", "3/5 culprit", "4/5 fixed", "5/5 host"]
+        "1/6 day", "2/6 explain", "3/6 culprit", "4/6 code", "5/6 fixed", "6/6 host"]
     left = [int(line.rsplit("(about ", 1)[1].split()[0]) for line in lines]
     # explain's two runs, then each of culprit's probes, counted down; none left at the end
     assert left[0] >= 2 + 2 and left[-1] == 0

@@ -1,0 +1,257 @@
+"""The changed function that holds the late samples: a proved package change's code diff
+(`analysis.codediff`) against the call sites `explain` attributed for the row (the first
+bad cell's where record): each site's frames in the package's files, matched by module
+path within the package and function (its qualified name where the agent recorded one,
+else its own name), weighed by the site's share of the part that answers the verdict
+(late stack samples for time, bytes grown for heap, device or native memory).
+
+"werkzeug 2.2.3 -> 2.3.0: `http.py: parse_options_header` changed (58 lines) and holds
+48 % of the late samples". Native code (an extension's sources or binary changed, and an
+attributed frame native or none in the package's Python) names the extension module
+and the native frame; where nothing intersects, the largest changes in the attributed
+modules, or that the attributed sites are unchanged. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeAlias
+
+from harness.analysis.codediff import (
+    ADDED,
+    CHANGED,
+    NOT_IMPORTED,
+    CodeDiff,
+    FunctionChange,
+    extension_of,
+    is_native,
+)
+from harness.analysis.where import function
+from harness.analysis.whererecord import Frame, Where
+
+if TYPE_CHECKING:   # result.checked's JSON, spelled here: analysis stands below result
+    JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
+
+PARTS = {"time": "of the late samples", "stack": "of the sampled stacks",
+         "heap": "of the heap growth",
+         "device": "of the device memory growth", "native": "of the native memory growth"}
+FOUND, NATIVE, ELSEWHERE, UNCHANGED, OUTSIDE, NONE, NOT_FETCHED = (
+    "found", "native", "elsewhere", "unchanged", "outside", "unattributed", "not fetched")
+SHOWN = 3
+HEADERS = (".h", ".hh", ".hpp", ".pxd", ".pxi")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A changed function, with its share of the attributed part (None: not attributed)."""
+
+    path: str
+    function: str
+    lines: int
+    status: str
+    share: float | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"module": self.path, "function": self.function, "lines": self.lines,
+                "status": self.status,
+                "share": None if self.share is None else round(self.share, 4)}
+
+
+@dataclass(frozen=True)
+class CodeAnswer:
+    """One proved change's code read against the row's attributed sites."""
+
+    package: str
+    good: str
+    bad: str
+    status: str             # found, native, elsewhere, unchanged, outside, unattributed,
+    words: str              # not fetched; the answer in one line
+    part: str | None = None
+    hits: tuple[Hit, ...] = ()
+    native: tuple[str, ...] = ()          # extension modules whose code changed
+    native_frame: str | None = None
+    sites: tuple[Hit, ...] = ()           # the attributed functions in the package
+    files: tuple[str, ...] = ()           # the distribution files read
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"package": self.package, "good": self.good, "bad": self.bad,
+                "status": self.status, "words": self.words, "part": self.part,
+                "functions": [h.to_json() for h in self.hits],
+                "native": list(self.native), "native_frame": self.native_frame,
+                "attributed": [h.to_json() for h in self.sites], "files": list(self.files)}
+
+
+def not_fetched(package: str, good: str, bad: str, why: str) -> CodeAnswer:
+    return CodeAnswer(package, good, bad, NOT_FETCHED,
+                      f"{package} {good} -> {bad}: code not read: {why}")
+
+
+# ---------------------------------------------------------------- the attributed part
+def weighted(w: Where, part: str) -> list[tuple[tuple[Frame, ...], float]]:
+    """Each site of `part` with its share of the part (late samples; bytes grown)."""
+    if part == "time":
+        total = w.stack_samples[1] or sum(s.late for s in w.stack)
+        return [(s.frames, s.late / total) for s in w.stack if s.late > 0 and total > 0]
+    if part == "stack":   # a run stopped before its late window: the samples it has
+        total = sum(s.early + s.late for s in w.stack)
+        return [(s.frames, (s.early + s.late) / total) for s in w.stack
+                if s.early + s.late > 0]
+    sites = [s for s in w.sites.get(part, ()) if s.size > 0]
+    total = sum(s.size for s in sites)
+    return [(s.frames, s.size / total) for s in sites]
+
+
+def part_of(w: Where, first: str | None = None, kinds: Sequence[str] = ()) -> str | None:
+    """The part that answers the verdict: the first of its attribution kinds (`kinds`,
+    in the verdict's order: a regression's stack before its heap) with something
+    attributed, else explain's first change's (`first`), else any."""
+    order = [p for k in kinds for p in (("time", "stack") if k == "stack" else (k,))]
+    order += ([first] if first is not None else []) + (
+        ["stack"] if first == "time" else []) + list(PARTS)
+    return next((p for p in order if p in PARTS and weighted(w, p)), None)
+
+
+def in_package(path: str, files: Sequence[str]) -> str | None:
+    """The distribution's path for a frame's file (`.../site-packages/werkzeug/http.py`
+    is `werkzeug/http.py`, or an sdist's `src/werkzeug/http.py`), else None."""
+    parts = path.replace("\\", "/").split("/")
+    at = max((i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages")),
+             default=None)
+    if at is None:
+        return None
+    rel = "/".join(parts[at + 1:])
+    found = [f for f in files if f == rel or f.endswith("/" + rel)]
+    return min(found, key=len) if found else None
+
+
+def _same(frame_fn: str, changed: str) -> bool:
+    """A frame's function is the changed one: the same qualified name, or (a frame
+    with its bare name, as Python before 3.11 records it) the same last part."""
+    return frame_fn == changed or ("." not in frame_fn and changed.rsplit(".", 1)[-1]
+                                   == frame_fn)
+
+
+def shown(path: str) -> str:
+    """A module as the answer names it: its path below the package's top folder."""
+    path = re.sub(r"^(src|lib|python)/", "", path)
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+def _where(frames: Sequence[Frame]) -> str:
+    """The innermost frame as explain names it: `x.py:38 step` (a comprehension as the
+    function it is written in)."""
+    return f"{os.path.basename(frames[0][0])}:{frames[0][1]} {function(frames, 0)}"
+
+
+def _share(h: Hit, part: str) -> str:
+    return f"{(h.share or 0) * 100:.0f} % {PARTS[part]}"
+
+
+def lines(n: int) -> str:
+    return f"{n} line{'' if n == 1 else 's'}"
+
+
+def _fn(h: Hit) -> str:
+    return f"`{shown(h.path)}: {h.function}`"
+
+
+# ---------------------------------------------------------------- the answer
+def attributed_modules(w: Where, part: str, files: Sequence[str]) -> set[str]:
+    """The package's modules (distribution paths) any site of `part` runs through."""
+    return {p for frames, _ in weighted(w, part) for f in frames
+            if (p := in_package(f[0], files)) is not None}
+
+
+def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
+           w: Where, part: str | None, read: tuple[str, ...] = ()) -> CodeAnswer:
+    """The change's code against the where record's sites of `part`."""
+    head = f"{package} {good} -> {bad}"
+    if part is None:
+        return CodeAnswer(package, good, bad, NONE, f"{head}: explain attributed nothing "
+                          "to read the change against", files=read)
+    sites = weighted(w, part)
+    by_path: dict[str, list[FunctionChange]] = {}
+    for c in diff.functions:
+        if c.status in (CHANGED, ADDED):
+            by_path.setdefault(c.path, []).append(c)
+    # Each site's weight goes to its innermost frame in the package (`shares`: where the
+    # package spends it) and to its innermost frame in a changed or added function
+    # (`hits`), as explain names a site by its innermost library function.
+    shares: dict[tuple[str, str], float] = {}
+    hits: dict[tuple[str, str], Hit] = {}
+    for frames, weight in sites:
+        ours = [(p, function(frames, i)) for i, f in enumerate(frames)
+                if (p := in_package(f[0], files)) is not None]
+        if ours:
+            shares[ours[0]] = shares.get(ours[0], 0.0) + weight
+        got = next((c for path, fn in ours for c in by_path.get(path, ())
+                    if _same(fn, c.function)), None)
+        if got is not None:
+            was = hits.get((got.path, got.function))
+            hits[(got.path, got.function)] = Hit(got.path, got.function, got.lines,
+                                                 got.status,
+                                                 weight + (was.share or 0 if was else 0))
+    ranked = sorted(hits.values(), key=lambda h: (-(h.share or 0), -h.lines))
+    attributed = tuple(sorted((Hit(p, fn, 0, "", s) for (p, fn), s in shares.items()),
+                              key=lambda h: -(h.share or 0))[:SHOWN])
+    native = sorted({extension_of(f.path) for f in diff.native()
+                     if not f.path.endswith(HEADERS) and not NOT_IMPORTED.search(f.path)})
+    top = max(sites, key=lambda s: s[1])[0] if sites else ()
+    frame = next((f for f in top if is_native(f[0]) or f[0].startswith("<unknown")), None)
+    base = CodeAnswer(package, good, bad, "", "", part, sites=attributed, files=read)
+    if ranked:
+        first, rest = ranked[0], [h for h in ranked[1:SHOWN] if (h.share or 0) >= 0.01]
+        words = (f"{head}: {_fn(first)} {first.status} ({lines(first.lines)}) and holds "
+                 f"{_share(first, part)}" + "".join(
+                     f"; {_fn(h)} {h.status} ({lines(h.lines)}), {_share(h, part)}"
+                     for h in rest))
+        return replace(base, status=FOUND, words=words, hits=tuple(ranked))
+    if diff.native() and (frame is not None or not shares):
+        said = frame_words(frame, top)
+        return replace(base, status=NATIVE, words=f"{head}: {native_words(diff, native)}; "
+                       f"{said}", native=tuple(native), native_frame=said)
+    where = " (" + ", ".join(f"{_fn(h)} {_share(h, part)}" for h in attributed) + ")"
+    modules = {p for p, _ in shares}
+    near = sorted((c for c in diff.functions if c.path in modules),
+                  key=lambda c: (-c.lines, c.function))[:SHOWN]
+    listed = ", ".join(f"{_fn(Hit(c.path, c.function, 0, ''))} {c.status} ({lines(c.lines)})"
+                       for c in near)
+    if near:
+        return replace(base, status=ELSEWHERE, words=(
+            f"{head}: the attributed functions did not change{where}; changed in their "
+            f"modules: {listed}"), hits=tuple(Hit(c.path, c.function, c.lines, c.status)
+                                             for c in near))
+    largest = sorted((c for c in diff.functions if not NOT_IMPORTED.search(c.path)),
+                     key=lambda c: (-c.lines, c.function))[:SHOWN]
+    elsewhere = ("; its largest changes: " + ", ".join(
+        f"{_fn(Hit(c.path, c.function, 0, ''))} {c.status} ({lines(c.lines)})"
+        for c in largest)) if largest else ""
+    if shares:
+        return replace(base, status=UNCHANGED,
+                       words=f"{head}: the attributed sites are unchanged{where}{elsewhere}")
+    return replace(base, status=OUTSIDE, words=(
+        f"{head}: no attributed site runs its Python code (the top one: "
+        f"{frame_words(None, top)}){elsewhere}"))
+
+
+def native_words(diff: CodeDiff, native: Sequence[str]) -> str:
+    """"native code changed: extension module `m` (m.c (40 lines), ...)"."""
+    largest = sorted(diff.native(), key=lambda f: (-(f.lines or 0), f.path))
+    files = ", ".join(f.path + (f" ({lines(f.lines)})" if f.lines is not None else
+                                " (binary differs)") for f in largest[:SHOWN])
+    more = len(diff.native()) - SHOWN
+    named = (f"extension module{'s' if len(native) > 1 else ''} "
+             f"{', '.join(f'`{n}`' for n in native[:SHOWN])} " if native else "")
+    return f"native code changed: {named}({files}{f', {more} more' if more > 0 else ''})"
+
+
+def frame_words(frame: Frame | None, top: Sequence[Frame]) -> str:
+    """The native frame named, or the Python frame that calls into native code."""
+    if frame is not None:
+        return f"the attributed frame is native: {frame[2]} in {os.path.basename(frame[0])}"
+    if top:
+        return f"the attributed site calls into it from {_where(top)}"
+    return "no attributed frame"

@@ -1,0 +1,269 @@
+"""A release's code from the package index, for naming the function a proved package
+change changed (`plans.changedcode`): one distribution file of `name==version` (its sdist
+where the release also has binary wheels, so its C sources come with it; else a pure
+wheel, else the sdist, else one binary wheel), downloaded once into the user's cache
+(`runtimes.local.cache_dir()/sources/NAME/VERSION/`, keyed by the file's name and
+hash, its hash checked), and read without unpacking: each Python module and native
+source as text, each extension binary as its digest, by path within the distribution
+(an sdist's top folder cut).
+
+Which index: the one uv and pip resolve against (`runtimes.uploads.index_url`), a
+`file://` one read from disk. No network is used where the user says so (uv's
+`UV_OFFLINE`, pip's `PIP_NO_INDEX`), and no index is read at all under
+`HARNESS_OFFLINE` (the tests set it). What cannot be had raises `SourcesUnavailable`,
+whose text is one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.request import url2pathname
+
+from harness.runtimes.local import cache_dir
+from harness.runtimes.uploads import file_version, index_url, normalize
+
+OFFLINE = ("UV_OFFLINE", "PIP_NO_INDEX")      # the user's settings for no network
+MAX_BYTES = 64 << 20          # a distribution larger than this is not fetched
+MAX_TEXT = 4 << 20            # a source file larger than this is left out
+SDISTS = (".tar.gz", ".tgz", ".tar.bz2", ".zip")
+TEXTS = (".py", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".pyx", ".pxd", ".pxi",
+         ".rs")
+BINARIES = (".so", ".pyd", ".dylib")
+_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+class SourcesUnavailable(Exception):
+    """A release's files could not be had; the text says why, in one line."""
+
+
+@dataclass(frozen=True)
+class Dist:
+    """One file of a release on the index."""
+
+    filename: str
+    url: str
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one distribution file holds: path -> text (modules, native sources) or
+    digest (bytes: an extension binary's sha256)."""
+
+    name: str
+    version: str
+    filename: str
+    files: dict[str, str | bytes]
+
+
+def offline() -> str | None:
+    """Which setting says not to use the network, or None."""
+    for name in OFFLINE:
+        if os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no"):
+            return f"{name} is set"
+    return None
+
+
+class _Links(HTMLParser):
+    """A PEP 503 page's anchors: (text, href)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href, self._text = dict(attrs).get("href") or "", ""
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._href is not None:
+            self.links.append((self._text.strip(), self._href))
+            self._href = None
+
+
+def _from_href(page: str, text: str, href: str) -> Dist:
+    url, fragment = urldefrag(urljoin(page, href))
+    sha = fragment.split("=", 1)[1] if fragment.startswith("sha256=") else None
+    name = text or unquote(urlparse(url).path.rsplit("/", 1)[-1])
+    return Dist(name, url, sha)
+
+
+def index_files(project: str) -> list[Dist]:
+    """The files of a project's page on the index (PEP 691 JSON, else PEP 503 HTML; a
+    `file://` index's page, or its folder's files where it has no page).
+
+    Raises:
+        SourcesUnavailable: no index set up, offline, or the page cannot be read.
+    """
+    base = index_url()
+    if base is None:
+        raise SourcesUnavailable("no package index is set up (uv's or pip's)")
+    page = f"{base}/{project}/"
+    if base.startswith("file:"):
+        folder = Path(url2pathname(urlparse(page).path))
+        listing = folder / "index.html"
+        if listing.is_file():
+            parser = _Links()
+            parser.feed(listing.read_text(encoding="utf-8", errors="replace"))
+            return [_from_href(listing.as_uri(), t, h) for t, h in parser.links]
+        if folder.is_dir():
+            return [Dist(p.name, p.as_uri()) for p in sorted(folder.iterdir()) if p.is_file()]
+        raise SourcesUnavailable(f"the index has no page for {project}")
+    if not base.startswith(("http://", "https://")):
+        raise SourcesUnavailable(f"the index {base} is neither http(s) nor file")
+    why = offline()
+    if why is not None:
+        raise SourcesUnavailable(f"offline ({why})")
+    import requests
+
+    try:
+        got = requests.get(page, timeout=30, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
+        if got.status_code != 200:
+            raise SourcesUnavailable(f"the index answered {got.status_code} for {project}")
+        if got.headers.get("Content-Type", "").startswith(_JSON):
+            out = []
+            for f in got.json().get("files") or []:
+                if isinstance(f, dict) and isinstance(f.get("url"), str):
+                    hashes = f.get("hashes")
+                    sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+                    out.append(Dist(str(f.get("filename")), urljoin(page, f["url"]),
+                                    sha if isinstance(sha, str) else None))
+            return out
+        parser = _Links()
+        parser.feed(got.text)
+        return [_from_href(page, t, h) for t, h in parser.links]
+    except (requests.RequestException, ValueError, AttributeError) as exc:
+        raise SourcesUnavailable(f"the index did not answer for {project}: "
+                                 f"{type(exc).__name__}") from exc
+
+
+def _binary_rank(filename: str) -> tuple[int, int, str]:
+    """The binary wheel to take where there is nothing else: this kind of machine's
+    (manylinux x86_64), the newest CPython; the same choice on both releases."""
+    tags = filename[:-4].split("-")[-3:]
+    cp = max((int(m) for m in re.findall(r"cp3(\d+)", tags[0])), default=0)
+    return (0 if "manylinux" in tags[-1] and "x86_64" in tags[-1] else 1, -cp, filename)
+
+
+def choose(files: list[Dist], project: str, version: str) -> Dist | None:
+    """The distribution file of `version` to read: the sdist where the release has
+    binary wheels (its native sources are there), else a pure wheel, else the sdist,
+    else a binary wheel."""
+    mine = [f for f in files if file_version(f.filename, project) == version]
+    sdists = [f for f in mine if f.filename.endswith(SDISTS)]
+    pure = [f for f in mine if f.filename.endswith("-none-any.whl")]
+    binary = sorted((f for f in mine if f.filename.endswith(".whl") and f not in pure),
+                    key=lambda f: _binary_rank(f.filename))
+    if binary and sdists:
+        return sdists[0]
+    found = pure or sdists or binary
+    return found[0] if found else None
+
+
+def _download(dist: Dist, into: Path) -> Path:
+    """The file in the cache, fetched where it is not there yet, its hash checked."""
+    key = f"{(dist.sha256 or 'nohash')[:16]}-{dist.filename}"
+    path = into / key
+    if path.is_file():
+        return path
+    if dist.url.startswith("file:"):
+        data = Path(url2pathname(urlparse(dist.url).path)).read_bytes()
+    else:
+        import requests
+
+        try:
+            got = requests.get(dist.url, timeout=60, stream=True)
+            got.raise_for_status()
+            size = int(got.headers.get("Content-Length") or 0)
+            if size > MAX_BYTES:
+                raise SourcesUnavailable(f"{dist.filename} is {size >> 20} MiB, over "
+                                         f"{MAX_BYTES >> 20} MiB")
+            data = got.content
+        except requests.RequestException as exc:
+            raise SourcesUnavailable(f"{dist.filename} could not be downloaded: "
+                                     f"{type(exc).__name__}") from exc
+    if len(data) > MAX_BYTES:
+        raise SourcesUnavailable(f"{dist.filename} is over {MAX_BYTES >> 20} MiB")
+    if dist.sha256 and hashlib.sha256(data).hexdigest() != dist.sha256:
+        raise SourcesUnavailable(f"{dist.filename}: its hash is not the index's")
+    into.mkdir(parents=True, exist_ok=True)
+    tmp = into / f".{key}.{os.getpid()}.part"
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path
+
+
+def read_archive(data: bytes, filename: str) -> dict[str, str | bytes]:
+    """Path within the distribution -> text (modules, native sources) or sha256 digest
+    (binaries); an sdist's top folder cut, paths that climb out left out.
+
+    Raises:
+        SourcesUnavailable: not an archive this can read.
+    """
+    members: list[tuple[str, bytes]] = []
+    try:
+        if filename.endswith((".whl", ".zip")):
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                members = [(i.filename, z.read(i)) for i in z.infolist()
+                           if not i.is_dir() and _wanted(i.filename, i.file_size)]
+        else:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as t:
+                for m in t.getmembers():
+                    got = t.extractfile(m) if m.isfile() and _wanted(m.name, m.size) else None
+                    if got is not None:
+                        members.append((m.name, got.read()))
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
+        raise SourcesUnavailable(f"{filename} could not be read: {exc}") from exc
+    out: dict[str, str | bytes] = {}
+    sdist = not filename.endswith(".whl")
+    for name, raw in members:
+        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+        if sdist:
+            parts = parts[1:]
+        if not parts or ".." in parts:
+            continue
+        path = "/".join(parts)
+        out[path] = (raw.decode("utf-8", "replace") if path.endswith(TEXTS)
+                     else hashlib.sha256(raw).digest())
+    return out
+
+
+def _wanted(name: str, size: int) -> bool:
+    low = name.lower()
+    return (low.endswith(TEXTS) and size <= MAX_TEXT) or low.endswith(BINARIES) or (
+        ".so." in low)
+
+
+def release(name: str, version: str) -> Release:
+    """`name==version`'s code from the index (`choose`), through the cache.
+
+    Raises:
+        SourcesUnavailable: it cannot be had (the text says why, in one line).
+    """
+    if os.environ.get("HARNESS_OFFLINE", "").strip().lower() not in ("", "0", "false", "no"):
+        raise SourcesUnavailable("offline (HARNESS_OFFLINE is set): no index is asked")
+    project = normalize(name)
+    dist = choose(index_files(project), project, version)
+    if dist is None:
+        raise SourcesUnavailable(f"the index has no file of {name} {version}")
+    try:
+        path = _download(dist, cache_dir() / "sources" / project / version)
+        return Release(name, version, dist.filename,
+                       read_archive(path.read_bytes(), dist.filename))
+    except OSError as exc:
+        raise SourcesUnavailable(f"{dist.filename}: {type(exc).__name__}: {exc}") from exc
