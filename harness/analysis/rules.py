@@ -217,9 +217,9 @@ FORMER_IDS = {"ended": "crash", "vs-baseline-regression": "regression",
               "vs-baseline-suspected": "suspected"}
 
 
-def first_rule(ev: Evidence) -> tuple[Rule, str]:
-    """The first rule that fires and what it names."""
-    for rule in RULES:
+def first_rule(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> tuple[Rule, str]:
+    """The first rule of `rules` (the table, in order) that fires, and what it names."""
+    for rule in rules:
         named = rule.test(ev)
         if named is not None:
             return rule, named
@@ -228,11 +228,7 @@ def first_rule(ev: Evidence) -> tuple[Rule, str]:
 
 def memory_rule(ev: Evidence) -> tuple[Rule, str]:
     """The first of the memory rules that fires: what memory alone says."""
-    for rule in MEMORY_RULES:
-        named = rule.test(ev)
-        if named is not None:
-            return rule, named
-    raise AssertionError("the last rule always fires")
+    return first_rule(ev, MEMORY_RULES)
 
 
 def rule_named(rule_id: str) -> Rule | None:

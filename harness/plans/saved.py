@@ -29,7 +29,7 @@ from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.stages.attempts import emptied, execute
-from harness.stages.confirm import round_cell
+from harness.stages.confirm import round_cell, round_said, usable, with_cost
 from harness.stages.context import Context, Measured
 from harness.stages.rows import round_length
 
@@ -76,8 +76,7 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
     started = time.monotonic()
     k, most = 0, 2 * max(rounds, 1)
     while k < most and not settled(decide_rounds(done, suspected, cfg), cfg):
-        usable = sum(r.excluded is None and r.base_s > 0 and r.other_s > 0 for r in done)
-        if usable + (most - k) < 2:
+        if usable(done) + (most - k) < 2:
             break
         k += 1
         outdir = emptied(ctx.store.cell_dir(cell.id) / "rounds" / f"{k}-suspect")
@@ -96,13 +95,8 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
             b_s, o_s, speed = speed_scaled(base, stat)
         r = Round(k, b_s, o_s, base_busy, busy, why, speed, *sm_clocks(base, stat))
         done.append(r)
-        ctx.progress(f"{cell.id} vs {label}: round {k}: "
-                     + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
-                     + (f" (left out: {why})" if why else ""))
+        ctx.progress(round_said(cell.id, label, r, why))
         if ctx.cancel.is_set():
             break
-    found = decide_rounds(done, suspected, cfg)
-    cost = time.monotonic() - started
-    return dataclasses.replace(found, seconds=round(cost, 3), reason=(
-        f"{found.reason}; {len(done)} round{'s' if len(done) != 1 else ''} of this run "
-        f"against the saved one in {cost:.1f} s"))
+    return with_cost(decide_rounds(done, suspected, cfg), done, started,
+                     "of this run against the saved one")

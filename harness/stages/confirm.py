@@ -63,8 +63,28 @@ def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
     return stat, busy_share(series), None
 
 
-def _usable(done: list[Round]) -> int:
+def usable(done: list[Round]) -> int:
+    """Rounds that count: not left out, both medians measured."""
     return sum(r.excluded is None and r.base_s > 0 and r.other_s > 0 for r in done)
+
+
+def round_said(cell_id: str, label: str, r: Round, why: str | None) -> str:
+    """A round's progress line: its ratio, what it was measured at, why it is out."""
+    return (f"{cell_id} vs {label}: round {r.index}: "
+            + (f"{r.ratio:.2f}x" if r.base_s and r.other_s else "-")
+            + (f" (CPU speed {r.speed:.2f}x the baseline's)" if r.speed else "")
+            + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
+               if r.base_sm_mhz and r.other_sm_mhz else "")
+            + (f" (left out: {why})" if why else ""))
+
+
+def with_cost(found: Confirmation, done: list[Round], started: float, what: str
+              ) -> Confirmation:
+    """The rounds' decision with what they cost said: "...; 3 rounds (6 runs) in 4.1 s"."""
+    cost = time.monotonic() - started
+    return dataclasses.replace(found, seconds=round(cost, 3), reason=(
+        f"{found.reason}; {len(done)} round{'s' if len(done) != 1 else ''} {what} in "
+        f"{cost:.1f} s"))
 
 
 def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: int,
@@ -90,7 +110,7 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
     while k < most:
         if settled(decide_rounds(done, suspected, cfg), cfg):
             break   # decided either way, or the rounds disagree: more cannot change it
-        if _usable(done) + (most - k) < 2:
+        if usable(done) + (most - k) < 2:
             break   # the rounds left cannot give the two usable ones a decision needs
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
@@ -103,21 +123,13 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
             b_s, o_s, speed = speed_scaled(b_med, o_med)
         r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
         done.append(r)
-        ctx.progress(f"{cell.id} vs {base.image.label}: round {k}: "
-                       + (f"{r.ratio:.2f}x" if b_s and o_s else "-")
-                       + (f" (CPU speed {speed:.2f}x the baseline's)" if speed else "")
-                       + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
-                          if r.base_sm_mhz and r.other_sm_mhz else "")
-                       + (f" (left out: {why})" if why else ""))
-        more = k < most and _usable(done) + (most - k) >= 2
+        ctx.progress(round_said(cell.id, base.image.label, r, why))
+        more = k < most and usable(done) + (most - k) >= 2
         if why and why.startswith("host busy") and more:
             # A load burst passes: wait a little longer after each busy round (never
             # after the last round that can run: nothing would use the wait).
             ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if ctx.cancel.is_set():
             break
-    found = decide_rounds(done, suspected, cfg)
-    cost = time.monotonic() - started
-    return dataclasses.replace(found, seconds=round(cost, 3), reason=(
-        f"{found.reason}; {len(done)} round{'s' if len(done) != 1 else ''} "
-        f"({2 * len(done)} runs) in {cost:.1f} s"))
+    return with_cost(decide_rounds(done, suspected, cfg), done, started,
+                     f"({2 * len(done)} runs)")
