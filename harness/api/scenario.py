@@ -153,8 +153,11 @@ import pickle
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# The parent's import path (its own entries first), so the child imports as it does.
-sys.path[1:1] = [p for p in {paths!r} if p not in sys.path]
+# Where the user's functions are found, first; then the rest of the parent's import
+# path after the child's own, so a package the child's environment has is its own,
+# never one of another environment the parent's path named.
+sys.path[1:1] = [p for p in {first!r} if p not in sys.path]
+sys.path.extend(p for p in {paths!r} if p not in sys.path)
 
 
 def _load(module, qualname, file):
@@ -189,10 +192,10 @@ def step(state):
 '''
 
 
-def _paths(*first: str | None) -> list[str]:
-    """The import path the child starts from: `first`, then this process's sys.path."""
+def _paths(*first: str | None, parent: bool = True) -> list[str]:
+    """Import path entries for the child: `first`, then (`parent`) this process's."""
     out: list[str] = []
-    for p in [*first, *sys.path]:
+    for p in [*first, *(sys.path if parent else ())]:
         if p is None:
             continue
         p = os.path.abspath(p or os.curdir)
@@ -210,7 +213,8 @@ def scenario_text(step: Callable[..., object], setup: Callable[..., object] | No
     what = f"step(state) calls {s.module}.{s.qualname}" + (
         f", setup(params) calls {u.module}.{u.qualname}" if u else "")
     return _TEMPLATE.format(
-        what=what, paths=_paths(s.root, u.root if u else None),
+        what=what, first=_paths(s.root, u.root if u else None, parent=False),
+        paths=_paths(),
         step=(s.module, s.qualname, s.file),
         setup=f"_load{(u.module, u.qualname, u.file)!r}" if u else "None",
         setup_body=setup_body, step_body=step_body)

@@ -36,6 +36,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "live_gpu_replay.py": (),
     "near_floor.py": (),
     "one_decision.py": (),
+    "plugin_vs_memray.py": (),
     "rounds_cost.py": (),
     "redecide.py": (),
     "scale.py": (),
