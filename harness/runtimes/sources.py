@@ -23,13 +23,12 @@ import re
 import tarfile
 import zipfile
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
 
 from harness.runtimes.local import cache_dir
-from harness.runtimes.uploads import file_version, index_url, normalize
+from harness.runtimes.uploads import SIMPLE_JSON, file_version, html_files, index_url, normalize
 
 OFFLINE = ("UV_OFFLINE", "PIP_NO_INDEX")      # the user's settings for no network
 MAX_BYTES = 64 << 20          # a distribution larger than this is not fetched
@@ -38,7 +37,6 @@ SDISTS = (".tar.gz", ".tgz", ".tar.bz2", ".zip")
 TEXTS = (".py", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".pyx", ".pxd", ".pxi",
          ".rs")
 BINARIES = (".so", ".pyd", ".dylib")
-_JSON = "application/vnd.pypi.simple.v1+json"
 
 
 class SourcesUnavailable(Exception):
@@ -73,34 +71,17 @@ def offline() -> str | None:
     return None
 
 
-class _Links(HTMLParser):
-    """A PEP 503 page's anchors: (text, href)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[tuple[str, str]] = []
-        self._href: str | None = None
-        self._text = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._href, self._text = dict(attrs).get("href") or "", ""
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            self.links.append((self._text.strip(), self._href))
-            self._href = None
-
-
 def _from_href(page: str, text: str, href: str) -> Dist:
     url, fragment = urldefrag(urljoin(page, href))
     sha = fragment.split("=", 1)[1] if fragment.startswith("sha256=") else None
     name = text or unquote(urlparse(url).path.rsplit("/", 1)[-1])
     return Dist(name, url, sha)
+
+
+def _linked(page: str, text: str) -> list[Dist]:
+    """The files a PEP 503 HTML page links, read by the one anchor reader
+    (`uploads.html_files`)."""
+    return [_from_href(page, str(f["filename"]), str(f["href"])) for f in html_files(text)]
 
 
 def index_files(project: str) -> list[Dist]:
@@ -118,9 +99,8 @@ def index_files(project: str) -> list[Dist]:
         folder = Path(url2pathname(urlparse(page).path))
         listing = folder / "index.html"
         if listing.is_file():
-            parser = _Links()
-            parser.feed(listing.read_text(encoding="utf-8", errors="replace"))
-            return [_from_href(listing.as_uri(), t, h) for t, h in parser.links]
+            return _linked(listing.as_uri(),
+                           listing.read_text(encoding="utf-8", errors="replace"))
         if folder.is_dir():
             return [Dist(p.name, p.as_uri()) for p in sorted(folder.iterdir()) if p.is_file()]
         raise SourcesUnavailable(f"the index has no page for {project}")
@@ -132,10 +112,10 @@ def index_files(project: str) -> list[Dist]:
     import requests
 
     try:
-        got = requests.get(page, timeout=30, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
+        got = requests.get(page, timeout=30, headers={"Accept": f"{SIMPLE_JSON}, text/html;q=0.1"})
         if got.status_code != 200:
             raise SourcesUnavailable(f"the index answered {got.status_code} for {project}")
-        if got.headers.get("Content-Type", "").startswith(_JSON):
+        if got.headers.get("Content-Type", "").startswith(SIMPLE_JSON):
             out = []
             for f in got.json().get("files") or []:
                 if isinstance(f, dict) and isinstance(f.get("url"), str):
@@ -144,9 +124,7 @@ def index_files(project: str) -> list[Dist]:
                     out.append(Dist(str(f.get("filename")), urljoin(page, f["url"]),
                                     sha if isinstance(sha, str) else None))
             return out
-        parser = _Links()
-        parser.feed(got.text)
-        return [_from_href(page, t, h) for t, h in parser.links]
+        return _linked(page, got.text)
     except (requests.RequestException, ValueError, AttributeError) as exc:
         raise SourcesUnavailable(f"the index did not answer for {project}: "
                                  f"{type(exc).__name__}") from exc

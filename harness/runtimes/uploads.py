@@ -20,7 +20,7 @@ from html import unescape
 from html.parser import HTMLParser
 from typing import Any
 
-_JSON = "application/vnd.pypi.simple.v1+json"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 _HTML = "text/html"
 
 
@@ -86,7 +86,7 @@ def yanked_words(version: str, reason: str) -> str:
 
 
 class _Anchors(HTMLParser):
-    """A PEP 503 HTML page's files: each anchor's text as `filename`, its
+    """A PEP 503 HTML page's files: each anchor's text as `filename`, its `href`, its
     `data-yanked` attribute as `yanked` (present: true, or its reason)."""
 
     def __init__(self) -> None:
@@ -100,7 +100,7 @@ class _Anchors(HTMLParser):
             yanked: object = False
             if "data-yanked" in found:
                 yanked = unescape(found["data-yanked"] or "") or True
-            self._open = {"filename": "", "yanked": yanked}
+            self._open = {"filename": "", "yanked": yanked, "href": found.get("href") or ""}
 
     def handle_data(self, data: str) -> None:
         if self._open is not None:
@@ -131,11 +131,11 @@ def _files(project: str) -> tuple[Any, ...] | None:
 
     try:
         got = requests.get(f"{base}/{project}/", timeout=20,
-                           headers={"Accept": f"{_JSON}, {_HTML};q=0.1"})
+                           headers={"Accept": f"{SIMPLE_JSON}, {_HTML};q=0.1"})
         kind = got.headers.get("Content-Type", "")
         if got.status_code != 200:
             return None
-        if kind.startswith(_JSON):
+        if kind.startswith(SIMPLE_JSON):
             files = got.json().get("files")
             return tuple(files) if isinstance(files, list) else None
         if kind.startswith(_HTML):
