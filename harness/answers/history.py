@@ -33,12 +33,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.kinds import BAD, GOOD, UNREADABLE
+from harness.analysis.kinds import BAD, GOOD, STALE, UNREADABLE
 from harness.errors import InputError
 from harness.matrixfile.releases import release_order
 from harness.result.model import CellResult, Planned
 from harness.result.runkey import RunKey
-from harness.store.gate import read_run
+from harness.store.gate import read_gated
 from harness.store.runs import (
     REANALYZED,
     SWEEP_RESULTS,
@@ -79,9 +79,12 @@ class Seen:
     cell: str
     result: CellResult | None
     why: str = ""
+    stale: str = ""         # what changed since it ran (the gate), "" where current
 
     @property
     def verdict(self) -> str:
+        if self.stale:
+            return STALE
         return str(self.result.verdict) if self.result is not None else UNREADABLE
 
 
@@ -108,9 +111,10 @@ class Line:
     seen: dict[str, tuple[Seen, ...]]
 
     def latest(self, image: str) -> Seen | None:
-        """The newest readable reading, else the newest at all (unreadable)."""
+        """The newest reading made from the inputs as they are now, else the newest at
+        all (unreadable or stale: no latest verdict comes from cells that changed)."""
         found = self.seen.get(image, ())
-        readable = [s for s in found if s.result is not None]
+        readable = [s for s in found if s.result is not None and not s.stale]
         if readable:
             return readable[-1]
         return found[-1] if found else None
@@ -158,7 +162,7 @@ class History:
         for line in self.lines:
             for image in line.seen:
                 s = line.latest(image)
-                if s is None or s.result is None:
+                if s is None or s.result is None or s.stale:
                     continue
                 res = s.result
                 cid = f"{s.run.name}/{s.cell}"
@@ -181,26 +185,29 @@ class History:
                     continue
                 cid = f"{s.run.name}/{s.cell}"
                 planned.append(Planned(cid, line.name, image, place[image]))
-                if s.result is None:
-                    why[cid] = s.why
+                if s.result is None or s.stale:
+                    why[cid] = s.why or f"stale: {s.stale}"
         return tuple(planned), why
 
 
-def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...]]:
+def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...],
+                                     dict[str, str]]:
     """A run's readable results, the planned cells with none (id -> why: unreadable,
-    or not run) and its plan, as the gate reads them (`store.gate.read_run`): the same
-    figures `harness report` gives for the run. Cells are not checked against today's
-    matrix: a history is of runs as they ran, and their run keys tell them apart.
+    or not run), its plan, and its cells made from inputs that changed since (id ->
+    what changed), as the gate reads them (`store.gate.read_gated`): the same figures
+    `harness report` gives for the run. A run's column shows what it ran; its stale
+    cells give no latest verdict.
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape (named with the key).
     """
-    found = read_run(path)
+    found, _ = read_gated(path)
     gone = dict(found.unreadable)
+    results = {**found.results, **found.was}
     for p in found.planned:
-        if p.id not in found.results:
+        if p.id not in results:
             gone.setdefault(p.id, "not run (no result.json)")
-    return found.results, gone, found.planned
+    return results, gone, found.planned, dict(found.stale)
 
 
 def _watched(path: Path) -> str:
@@ -317,10 +324,11 @@ def read_history(root: Path) -> History:
     paths, notes = run_dirs(root)
     paths.sort(key=_by_start)
     runs: list[Run] = []
-    readings: list[tuple[Run, dict[str, CellResult], dict[str, str], tuple[Planned, ...]]] = []
+    readings: list[tuple[Run, dict[str, CellResult], dict[str, str], tuple[Planned, ...],
+                         dict[str, str]]] = []
     for path in paths:
         try:
-            results, unreadable, planned = _read_cells(path)
+            results, unreadable, planned, stale = _read_cells(path)
         except InputError as exc:
             notes.append(f"{path.name}: left out, it does not read: {exc}")
             continue
@@ -331,17 +339,17 @@ def read_history(root: Path) -> History:
         run = Run(path, f"r{len(runs) + 1}", kind_of(path) or "", started_of(path), images,
                   _watched(path))
         runs.append(run)
-        readings.append((run, results, unreadable, planned))
+        readings.append((run, results, unreadable, planned, stale))
     if not runs:
         raise InputError(f"{root}: no run here reads; " + "; ".join(notes))
     images = tuple(release_order([r.images for r in reversed(runs)]))
     # (row, host) -> image -> readings, in run order (oldest first)
     table: dict[tuple[str, str], dict[str, list[Seen]]] = {}
     lost: dict[tuple[str, str], list[Seen]] = {}          # (row, image): unreadable
-    for run, results, unreadable, planned in readings:
+    for run, results, unreadable, planned, stale in readings:
         for cid, res in results.items():
             table.setdefault((res.row, host_of(res)), {}).setdefault(
-                res.image.label, []).append(Seen(run, cid, res))
+                res.image.label, []).append(Seen(run, cid, res, stale=stale.get(cid, "")))
         where = {p.id: p for p in planned}
         for cid, why in unreadable.items():
             p = where.get(cid)

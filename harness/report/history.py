@@ -38,7 +38,8 @@ def latest_report(history: History) -> Report:
     """The report model of every line's latest verdicts (a line as its row)."""
     planned, why = history.unreadable()
     return Report.from_results(history.name, history.latest_results(), {},
-                               planned=planned, unreadable=why)
+                               planned=planned, unreadable=why,
+                               outdated=[c for c, w in why.items() if w.startswith("stale:")])
 
 
 def when(run: Run) -> str:

@@ -589,6 +589,11 @@ class UserPaths(RuleBasedStateMachine):
             return
         garbled = any(d.garbled for d in mine)
         assert code in ((0, 1, 2, 4) if garbled else (0, 1, 4)), (self.log, code, text)
+        # Its latest verdicts and its exit code come from cells made from the inputs as
+        # they are now: a bad cell whose scenario, helper or pin changed since is stale.
+        current_bad = any(bad and cid not in self.stale(d) for d in mine
+                          for cid, bad in d.cells.items())
+        assert code != 1 or current_bad, (self.log, code, text)
 
     @precondition(lambda self: bool(self.dirs))
     @rule(data=st.data(), mistake=st.sampled_from([None, "equal", "reversed", "unknown"]))
