@@ -96,7 +96,8 @@ def header(args, sampler, params):
     heap = sampler.heap
     return {"type": "header", "schema": SCHEMA, "scenario": args.scenario, "params": params,
             "config": {"iterations": args.iterations, "warmup": args.warmup,
-                       "sample_every": args.sample_every, "sample_interval": args.sample_interval},
+                       "sample_every": args.sample_every, "sample_interval": args.sample_interval,
+                       "budget": getattr(args, "budget", 0.0) or 0.0},
             "python": platform.python_version(), "implementation": platform.python_implementation(),
             "platform": platform.platform(), "machine": platform.machine(),
             "hostname": socket.gethostname(), "pid": os.getpid(), "time": time.time(),

@@ -3,9 +3,14 @@ as one light record that result.json stores, so `--why` reads the rules again fr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.analysis.recordbase import Record
+
+if TYPE_CHECKING:
+    from harness.protocol.series import Series
 
 # How a run can end before its last call, as the rules name it.
 ENDINGS = ("oom", "timeout", "crash", "not-applicable")
@@ -24,6 +29,9 @@ class Facts(Record):
         ended: How the run ended before its last call (`ENDINGS`), and `ended_why`.
         gpu_unusable: What the run's log showed of an image that cannot use the GPU.
         filling: The memory sources whose growth a bounded fill still fits.
+        capped: The run stopped at its cap on calls with most of its time budget left
+            (`capped_at`), and the cell may run again: what the budget was and used.
+        budget_calls: The calls that run's pace would make in its whole budget.
         slowdown: Late steps slower than early ones: the figures.
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.
@@ -37,7 +45,35 @@ class Facts(Record):
     ended_why: str = ""
     gpu_unusable: str | None = None
     filling: tuple[str, ...] = ()
+    capped: str = ""
+    budget_calls: int = 0
     slowdown: str = ""
     busy: str = ""
     regression: str = ""
     suspected: str = ""
+
+
+# A run that stopped at its cap on calls having used under CAP_SHARE of its time budget
+# was cut short by the cap; its next run's cap is the calls CAP_MARGIN times what the
+# whole budget holds at its pace.
+CAP_SHARE = 0.5
+CAP_MARGIN = 1.5
+
+
+def capped_at(series: Series) -> tuple[str, int] | None:
+    """The run stopped at its cap on calls (`max_iterations`) with most of its time
+    budget left: what it ran, in words, and the calls the whole budget holds at its pace.
+    The budget, not the cap, is a run's length (issue 49): growth read at the cap may be
+    a cache the rest of the budget would show levelling off. None: not so, or a series
+    whose agent did not say its budget."""
+    config = (series.header or {}).get("config") or {}
+    end = series.end or {}
+    budget, asked, done = config.get("budget"), config.get("iterations"), end.get("iterations")
+    took = (end.get("phases") or {}).get("measure")
+    if not isinstance(budget, (int, float)) or budget <= 0 or not isinstance(done, int) \
+            or done <= 0 or done != asked or end.get("budget_spent") \
+            or end.get("stopped_early") or not isinstance(took, (int, float)) \
+            or not 0 < took < CAP_SHARE * budget:
+        return None
+    calls = math.ceil(CAP_MARGIN * done * budget / took)
+    return f"{done:,} calls, its cap, in {took:.2g} s of its {budget:g} s budget", calls

@@ -8,7 +8,11 @@ last third by default), each with Sen's confidence interval, decide between
 - plateau: it grew (trend above, or end-minus-start rise over the floor), but the late
   slope's upper bound is below `stall_fraction` of the mean rate of rise, or would not
   pass the floor over the span (an arena, cache or buffer that filled and stopped);
-- stable: neither trend nor rise passes the floor;
+- stable: neither trend nor rise passes the floor, nor does it creep (below);
+- ambiguous, creeping: under both floors, yet steady: the slope's interval above
+  `ok_floor_bytes` and the late third keeping its rate (`creeping`). A small leak over a
+  short run looks so, and so does a small cache still filling; neither is `ok`, and the
+  cell runs again long enough for the growth to pass the floor (`creep_rerun`);
 - ambiguous: anything else, e.g. a late window too noisy to tell "still growing" from
   "stopped"; a longer or repeated run decides;
 - insufficient: fewer than `min_samples` samples.
@@ -117,6 +121,8 @@ def trend_and_fill(
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
     kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call)
+    creep = kind == "ambiguous" and per_call and max(growth, end - start) <= floor \
+        and creeping(whole, late, span, floor, cfg)
     missed = missed_rate(whole, late, floor, span, cfg, per_call)
     fill = None
     if kind == "leak":
@@ -142,6 +148,7 @@ def trend_and_fill(
         floor=floor,
         autocorr=whole.autocorr,
         missed=missed,
+        creep=creep,
     )
     return trend, fill
 
@@ -224,14 +231,39 @@ def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConf
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
 
 
+def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
+             cfg: AnalysisConfig) -> bool:
+    """The per-call rule at `ok_floor_bytes` (16 B/call) in place of `live_floor_bytes`:
+    growth too small for either leak rule yet, but steady. Not `ok` (issue 49: a leak of
+    84 B/call read `ok` over 2,000 calls of a 14 us step), not a leak until a run long
+    enough for its growth to pass the source's floor says so (`creep_rerun`), where one
+    can: a floor set so high that no run of `CREEP_MAX_CALLS` would pass it says that
+    growth does not matter."""
+    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
+                         cfg, cfg.ok_floor_bytes) \
+        and CREEP_MARGIN * floor / whole.lo <= CREEP_MAX_CALLS
+
+
+CREEP_MARGIN = 2.0      # a creep's next run: this many times the calls its floor needs
+CREEP_MAX_CALLS = 1_000_000     # the most a budgeted run makes (matrixfile.BUDGET_CAP)
+
+
+def creep_rerun(t: MemoryTrend) -> int:
+    """The calls a creeping source's next run measures: enough for growth at its slope's
+    lower bound to pass its floor `CREEP_MARGIN` times over (the total-floor rule reads
+    the late slope's lower bound, which is lower)."""
+    return math.ceil(CREEP_MARGIN * t.floor / max(t.slope_lo, 1.0))
+
+
 def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
     """`steady_above` read back from a trend's own figures (what a reader can check)."""
     return per_call_rule(t.slope_lo, t.growth, t.late_slope, t.late_lo, t.slope, cfg)
 
 
 def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
-                  cfg: AnalysisConfig) -> bool:
-    return (lo > cfg.live_floor_bytes and growth >= cfg.live_min_growth_bytes
+                  cfg: AnalysisConfig, floor: float | None = None) -> bool:
+    return (lo > (cfg.live_floor_bytes if floor is None else floor)
+            and growth >= cfg.live_min_growth_bytes
             and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
 
 
@@ -262,6 +294,8 @@ def _memory_kind(
         rate = max(whole.slope, rise / span)
         stalled = late.hi < cfg.stall_fraction * rate or late.hi * span <= floor
         return "plateau" if stalled else "ambiguous"
+    if per_call and creeping(whole, late, span, floor, cfg):
+        return "ambiguous"
     if growth <= floor:
         return "stable"
     return "ambiguous"

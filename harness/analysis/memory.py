@@ -24,7 +24,7 @@ from typing import Literal
 
 from harness.analysis.facts import Facts
 from harness.analysis.fill import FILL_RERUN, Fill
-from harness.analysis.growth import trend_and_fill
+from harness.analysis.growth import creep_rerun, trend_and_fill
 from harness.analysis.records import Finding
 from harness.analysis.rules import (
     CARRIERS,
@@ -34,7 +34,6 @@ from harness.analysis.rules import (
     memory_rule,
 )
 from harness.analysis.trends import (
-    SMALL_RATE,
     MemoryTrend,
     kib,
     missed_text,
@@ -50,8 +49,8 @@ from harness.thresholds import AnalysisConfig
 EXACT = frozenset({"gpu", "fw"})
 EXACT_MIN_SAMPLES = 5
 
-Reading = Literal["leak", "filling", "insufficient", "unsure", "unconfirmed", "plateau",
-                  "ok"]
+Reading = Literal["leak", "filling", "insufficient", "creep", "unsure", "unconfirmed",
+                  "plateau", "ok"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +67,8 @@ class MemoryReading:
         memory: Every source's trend.
         fill: The fill check behind `filling`.
         findings: The leak findings, one per leaking carrier; a plateau's.
+        rerun: The calls an ambiguous cell's next run measures, where its reading says
+            (a fill's, a creep's); None: twice this run.
     """
 
     kind: Reading
@@ -80,6 +81,7 @@ class MemoryReading:
     calls: int = 0                     # measured calls the samples span
     rule: str = ""                     # the id of the rule that decided (`rules.RULES`)
     filling: tuple[str, ...] = ()      # the sources a bounded fill still fits
+    rerun: int | None = None
 
     @property
     def missed_said(self) -> str:
@@ -109,10 +111,10 @@ def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
     size a cache still filling would need to explain it (issue 49)."""
     name, t = found[0]
     rate = (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)})"
-            if abs(t.slope) >= SMALL_RATE else
-            f"{rate_words(t.slope)} (CI {t.slope_lo:+,.0f}..{t.slope_hi:+,.0f})")
+            if abs(t.slope) >= 1024 else   # "+0.1 KiB/call (CI +0.1..+0.1)" says nothing
+            f"{t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}..{t.slope_hi:+,.0f})")
     text = (f"{name} grows {rate}, "
-            f"{t.growth / 1024**2:+.2f} MiB over {measured} calls, never levelling off: a "
+            f"{t.growth / 1024**2:+.2f} MiB over {measured:,} calls, never levelling off: a "
             f"cache would hold more than {size(max(t.growth, t.end - t.start))}")
     if len(found) > 1:
         text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
@@ -174,9 +176,10 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     measured = measured_calls(series)
 
     def out(kind: Reading, reason: str, carrier: str | None, fill: Fill | None = None,
-            findings: tuple[Finding, ...] = ()) -> MemoryReading:
+            findings: tuple[Finding, ...] = (), rerun: int | None = None) -> MemoryReading:
         return MemoryReading(kind, reason, carrier, memory, fill, findings, cyclic, measured,
-                             rule.id, tuple(fills))
+                             rule.id, tuple(fills),
+                             fill.rerun if fill is not None else rerun)
 
     ev = Evidence(memory, Facts(filling=tuple(fills)))
     rule, named = memory_rule(ev)
@@ -190,6 +193,14 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     if rule.id == "insufficient":
         return out("insufficient", "too few memory samples to decide",
                    None if named == "none" else named)
+    if rule.id == "creep":
+        t, calls = memory[named], creep_rerun(memory[named])
+        then = (f"a run of {calls:,} calls or more tells: running it again" if again
+                else f"a run of {calls:,} calls would tell (its repeats are spent)")
+        return out("creep", f"{named} grows {t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}.."
+                   f"{t.slope_hi:+,.0f}) without slowing, {size(t.growth)} over "
+                   f"{measured:,} calls: under its {size(t.floor)} floor, a small leak or "
+                   f"a cache still filling; {then}", named, rerun=calls)
     if rule.id == "unsure":
         return out("unsure", f"{named} neither clearly growing nor stable", named)
     primary = ev.primary
@@ -225,7 +236,8 @@ def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
     grew, kept = before - heap.start, after - heap.start
     if heap.kind == "leak" and (grew <= 0 or kept > grew / 2 or kept > heap.floor):
         return None
-    if heap.kind == "ambiguous" and kept > heap.floor / 2:
+    if heap.kind == "ambiguous" and (kept > heap.floor / 2
+                                    or (heap.creep and kept > grew / 2)):
         return None
     return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "
                    f"after the last call gave back {(before - after) / 1024:.0f} KiB, and "

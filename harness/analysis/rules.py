@@ -105,6 +105,12 @@ def _insufficient(ev: Evidence) -> str | None:
     return "none" if p is None else p if ev.memory[p].kind == "insufficient" else None
 
 
+def _creep(ev: Evidence) -> str | None:
+    p = ev.primary
+    return p if p is not None and ev.memory[p].kind == "ambiguous" and \
+        ev.memory[p].creep else None
+
+
 def _unsure(ev: Evidence) -> str | None:
     p = ev.primary
     return p if p is not None and ev.memory[p].kind == "ambiguous" else None
@@ -172,6 +178,11 @@ RULES: tuple[Rule, ...] = (
          "killed from outside, or the agent left no end record", (), _ended("crash")),
     Rule("not-applicable", "not-applicable", "the log says the image cannot run here "
          "(no GPU, a CUDA driver too old)", (), _ended("not-applicable")),
+    Rule("capped", "ambiguous", "a carrier leaks (rule `leak`), but the run stopped at its "
+         "cap on calls (`max_iterations`) with over half its time budget left, and the "
+         "cell may run again: the rest of the budget could show the growth level off; "
+         "it runs again with its cap raised to what the budget holds", (),
+         lambda ev: _leak(ev) if ev.facts.capped else None),
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
          "allocator) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
          "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
@@ -191,6 +202,12 @@ RULES: tuple[Rule, ...] = (
     Rule("insufficient", "ambiguous", "the first of heap, USS, RSS read has fewer than "
          "`min_samples` readings (5 for the GPU and the framework allocator)",
          ("min_samples",), _insufficient, memory=True),
+    Rule("creep", "ambiguous", "that source grows steadily (its slope's interval above "
+         "`ok_floor_bytes`, its late third keeping `live_decay_ratio` of the rate), but "
+         "too little yet for either leak rule: a small leak or a cache still filling; "
+         "the cell runs again until its growth at that rate would pass twice its floor",
+         ("ok_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
+          "heap_floor_bytes"), _creep, memory=True),
     Rule("unsure", "ambiguous", "that source neither clearly grows nor is stable (its "
          "late window too noisy to tell growing from stopped)",
          ("confidence", "late_confidence"), _unsure, memory=True),

@@ -42,6 +42,7 @@ class MemoryTrend(Record):
     floor: float = 0.0
     autocorr: float = 0.0
     missed: float | None = None   # bytes/call: the smallest steady leak the run could miss
+    creep: bool = False           # ambiguous as steady growth under both floors (`growth`)
 
 
 # Rates under this many bytes a call read "+0.0 KiB/call" in KiB: said in bytes instead.

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.contention import at_one_speed, cpu_at_one_speed, explain
-from harness.analysis.facts import ENDINGS, Facts
+from harness.analysis.facts import ENDINGS, Facts, capped_at
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
@@ -251,9 +251,11 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
             voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
                       f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step "
                       "slowdown")
+    capped = capped_at(series) if again else None
     facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
                   gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=slowdown,
-                  busy=voided)
+                  busy=voided, capped=capped[0] if capped else "",
+                  budget_calls=capped[1] if capped else 0)
     notes = tuple(f for f in (mem.cyclic, unseen) if f is not None)
     return RunReading(mem, Evidence(mem.memory, facts), steps, cpu, at_speed, busy, gpu,
                       ended, notes)
@@ -290,15 +292,19 @@ def verdict_of(r: RunReading, series: Series) -> CellVerdict:
         return out(str(f.gpu_unusable), mem.carrier, tuple(findings))
     if rule.id == "leak":
         return out(mem.reason, mem.carrier, (*mem.findings, *findings), contention=r.busy)
+    if rule.id == "capped":
+        return out(f"{mem.reason}; but the run stopped at {f.capped}: a leak, or a cache "
+                   "the rest of the budget would show levelling off; running it again for "
+                   f"up to {f.budget_calls:,} calls", mem.carrier, tuple(findings),
+                   rerun=f.budget_calls)
     if rule.id == "slowdown":
         assert steps is not None
         if mem.fill is not None:
             findings.append(Finding("note", f"{mem.carrier} {mem.fill.said(False)}"))
         return out(f.slowdown, None, tuple(findings), contention=r.busy, gpu_time=r.gpu)
-    if rule.id == "filling":
+    if rule.id in ("filling", "creep"):
         # Growing so far: a leak or a cache still filling; a longer run tells.
-        assert mem.fill is not None
-        return out(mem.reason, mem.carrier, tuple(findings), rerun=mem.fill.rerun)
+        return out(mem.reason, mem.carrier, tuple(findings), rerun=mem.rerun)
     if rule.id == "busy-host":
         assert steps is not None
         return out(f"late steps {steps.ratio:.2f}x early, but {f.busy}", None,

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.analysis.facts import capped_at
 from harness.analysis.kinds import RUN_LONGER
-from harness.matrixfile.model import Cell, RunSettings
+from harness.matrixfile.model import BUDGET_CAP, Cell, RunSettings
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
@@ -136,9 +137,20 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None and s.max_iterations is not None
     ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
+    cid = run.cell.id
+    capped = capped_at(run.series) if run.series is not None else None
+    if capped is not None:
+        # Its cap, not its budget, ended the run: the same budget, the cap raised to
+        # what the budget holds at this pace (or the calls the verdict asks, if more).
+        cap = max(min(BUDGET_CAP, max(verdict.rerun or 0, capped[1])), s.max_iterations * 2,
+                  decidable_iterations(s, ctx.cfg))
+        _run_as(run, dataclasses.replace(s, max_iterations=cap))
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for up to "
+                     f"{cap:,} calls in {budget:.3g} s ({run.repeats_used}/"
+                     f"{run.cell.settings.repeats})")
+        return True
     factor = max(2.0, (verdict.rerun or 0) / ran)
     longer_s = budget * factor
-    cid = run.cell.id
     if longer_s + (run.run_s - budget) > s.timeout:
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: a budget of "
                      f"{longer_s:.0f} s would pass the cell's timeout ({s.timeout:.0f} s); "
@@ -146,7 +158,7 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
         return False
     cap = max(int(s.max_iterations * factor), decidable_iterations(s, ctx.cfg))
     _run_as(run, dataclasses.replace(s, budget=longer_s, max_iterations=cap))
-    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:g} s "
+    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:.3g} s "
                  f"({run.repeats_used}/{run.cell.settings.repeats})")
     return True
 

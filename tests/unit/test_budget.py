@@ -88,6 +88,35 @@ def test_a_cache_filling_past_the_old_first_look_is_not_a_leak_and_a_small_leak_
     assert min(r.summary.iterations for r in got.values()) >= 1000
 
 
+# A cache longer than the issue's cap: 3,000 entries of ~1 KiB, a new key every call,
+# so it still fills when 2,000 calls end the run.
+LONG_CACHE = CACHE.replace("maxsize=1200", "maxsize=3000").replace("bytes(4000)",
+                                                                     "bytes(1000)")
+
+
+def test_the_issues_cap_of_2000_calls_neither_hides_a_small_leak_nor_calls_a_cache_one(
+        tmp_path: Path) -> None:
+    # GIVEN the matrix issue 49 was found with, `max_iterations: 2000` (a cap, its
+    # budget 1 s here to keep the test short), and a cheap step: 2,000 calls take a few
+    # hundredths of a second. Before, the small leak (~75 B/call) read `ok`, "no leak
+    # above 128 B/call in 2,000 calls", and the cache still filling at call 2,000
+    # `leak`: both decided at the cap with nearly all of the budget left.
+    got = sweep_budget(tmp_path, {"max_iterations": 2000, "budget": "1s"},
+                       {"cache.py": LONG_CACHE, "small.py": SMALL})
+    cache, small = got["cache"], got["small"]
+    # THEN the small leak is a leak and the cache is not, each from a run the cap did
+    # not cut short: the cell ran again with its cap raised within the same budget
+    assert small.verdict == "leak", small.reason
+    assert cache.verdict not in BAD, cache.reason
+    for r in (cache, small):
+        assert r.attempts[0].verdict == "ambiguous", r.attempts
+        assert (r.end.iterations or 0) > 2000 and r.settings["budget"] == 1.0
+    # AND the first attempts said why: steady growth under both floors (the small leak),
+    # a leak read at the cap with most of the budget left (the cache)
+    assert "under its 256 KiB floor" in small.attempts[0].reason
+    assert "its cap" in cache.attempts[0].reason
+
+
 def test_a_budget_ends_the_run_once_spent(tmp_path: Path) -> None:
     # (no live look before 100,000 calls: a certain `ok` would stop it first)
     (slow,) = sweep_budget(tmp_path, {"budget": "1s", "warmup": 5, "min_iterations": 100000},

@@ -49,7 +49,7 @@ def trends(draw: st.DrawFn) -> dict[str, MemoryTrend]:
         slope = draw(st.floats(-1e3, 1e5))
         out[source] = MemoryTrend(source, 100, slope, slope - 10, slope + 10, slope * 100,
                                   slope, slope - 10, slope + 10, 1e8, 1e8 + slope * 100,
-                                  1e8 + slope * 100, draw(KIND))
+                                  1e8 + slope * 100, draw(KIND), creep=draw(st.booleans()))
     return out
 
 
@@ -59,7 +59,8 @@ facts = st.builds(
     ended=st.none() | st.sampled_from(["oom", "timeout", "crash", "not-applicable"]),
     gpu_unusable=st.none() | st.just("PTX JIT"),
     filling=st.lists(st.sampled_from(SOURCES), unique=True).map(tuple),
-    slowdown=TEXT, busy=TEXT, regression=TEXT, suspected=TEXT)
+    slowdown=TEXT, busy=TEXT, regression=TEXT, suspected=TEXT,
+    capped=st.sampled_from(["", "2,000 calls, its cap, in 0.1 s of its 5 s budget"]))
 
 
 def fired(ev: Evidence) -> list[str]:
