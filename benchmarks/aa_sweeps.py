@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from corpuskit.cases import Case, CaseError, load_all  # noqa: E402
-from corpuskit.sweep import SWEEP_TIMEOUT_S, _harness  # noqa: E402
+from corpuskit.sweep import LENGTHS, SWEEP_TIMEOUT_S, _harness  # noqa: E402
 
 from harness.analysis.kinds import BAD  # noqa: E402
 
@@ -71,7 +71,7 @@ def clean_releases(case: Case) -> list[tuple[str, str]]:
     return [(role, r) for role, r in case.releases() if not case.bad_release(role)]
 
 
-def matrix(case: Case, release: str, copies: int) -> str:
+def matrix(case: Case, release: str, copies: int, length: str = "budget") -> str:
     pins = case.requirements(release, tools=False)
     images = [{"name": f"{'A' if k == 0 else f'B{k}'}-{release}", "pip": pins}
               for k in range(copies)]
@@ -79,15 +79,16 @@ def matrix(case: Case, release: str, copies: int) -> str:
     if case.params:
         scenario["params"] = case.params
     return json.dumps({"name": f"aa-{case.slug}-{release}", "runtime": "local",
-                       "defaults": {"budget": "5s", "timeout": "10m"},
+                       "defaults": {**LENGTHS[length], "timeout": "10m"},
                        "matrix": {"image": images, "gpu": ["none"], "scenario": [scenario]},
                        "baseline": {"image": images[0]["name"]}}, indent=1)
 
 
-def sweep_pair(case: Case, role: str, release: str, copies: int, work: Path) -> Pair:
+def sweep_pair(case: Case, role: str, release: str, copies: int, work: Path,
+               length: str = "budget") -> Pair:
     here = work / f"{case.slug}-{release}"
     here.mkdir(parents=True)
-    (here / "m.yaml").write_text(matrix(case, release, copies))
+    (here / "m.yaml").write_text(matrix(case, release, copies, length))
     done = _harness(ROOT, ["sweep", str(here / "m.yaml"), "--out", str(here / "out"), "-q"],
                     here, SWEEP_TIMEOUT_S)
     runs = sorted((here / "out").glob("*/[0-9]*[0-9]"))
@@ -124,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--json", type=Path, metavar="OUT")
     p.add_argument("--quick", action="store_true", help=f"CI: {', '.join(QUICK)}, 2 copies")
+    p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
+                   help="each cell's length: budget (5 s), calls (max_iterations: 2000, "
+                        "issue 49's matrix) or default (no length key: harness's own)")
     args = p.parse_args(argv)
     if args.copies < 2:
         p.error("--copies must be at least 2 (A and one B)")
@@ -139,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="aa-") as tmp, \
             ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp)) for c, role, r in todo]
+        futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length)
+                   for c, role, r in todo]
         pairs = []
         for (c, _, r), fut in zip(todo, futures, strict=True):
             pairs.append(fut.result())
@@ -148,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     within = [v for pr in pairs for v, _ in pr.within]
     versus = [v for pr in pairs for v, _ in pr.versus if v != "not compared"]
     print(f"{len(pairs)} clean releases x {copies} images of the same pins "
-          f"({len(within)} cells, {len(versus)} comparisons), budget 5 s")
+          f"({len(within)} cells, {len(versus)} comparisons), length {args.length} "
+          f"({LENGTHS[args.length] or 'no length key'})")
     print(rate_line("within run", within))
     print(rate_line("vs baseline", versus))
     secs = sorted(s for pr in pairs for s in pr.seconds)

@@ -22,8 +22,9 @@ MAX_ITERATIONS = 2000
 # How long each cell runs, as the matrix's `defaults:` say it: a time budget (issue 49),
 # or the call count the runner wrote before it (`max_iterations: 2000`, "--length
 # calls"), which a tree from before budgets reads.
+# "default": no length key at all (harness's own default, a 5 s budget since issue 49).
 LENGTHS: dict[str, dict[str, Any]] = {
-    "budget": {"budget": "5s"}, "calls": {"max_iterations": MAX_ITERATIONS}}
+    "budget": {"budget": "5s"}, "calls": {"max_iterations": MAX_ITERATIONS}, "default": {}}
 SWEEP_TIMEOUT_S = 3600
 UNAVAILABLE = 3          # harness's exit code: an image (a venv) could not be had
 

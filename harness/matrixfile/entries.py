@@ -42,6 +42,7 @@ class Ctx:
         self.doc = doc
         self.check_files = check_files   # False: a results directory's copy, cells only
         self.base = base                 # relative paths (`lock:`) start here
+        self.length_set = False          # `defaults:` sets a run's length (`LENGTH_KEYS`)
 
     def fail(self, path: PathKey, problem: str, fix: str = "") -> SpecError:
         return SpecError(self.doc.file, format_path(path), self.doc.line(path), problem, fix)
@@ -233,8 +234,23 @@ def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
                        "entry per value, each with its own id")
     overrides = {k: v for k, v in item.items() if k in SETTING_KEYS}
     settings = parse_settings(ctx, overrides, path, defaults)
+    if not ctx.length_set and not length_in(overrides):
+        # No length given anywhere: a time budget, the calls only capped (issue 49).
+        settings = dataclasses.replace(settings, max_iterations=BUDGET_CAP)
     return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),
                         settings=settings)
+
+
+# The keys that set a run's length: a fixed number of calls, or early stop's cap or
+# time budget. With none of them, in `defaults:` or a scenario, a run has the default
+# time budget (`DEFAULT_BUDGET_S`), its calls capped at `BUDGET_CAP`.
+LENGTH_KEYS = ("iterations", "max_iterations", "budget")
+
+
+def length_in(raw: Any) -> bool:
+    """Whether a settings mapping as written sets a run's length."""
+    return isinstance(raw, dict) and any(
+        isinstance(k, str) and k.replace("-", "_") in LENGTH_KEYS for k in raw)
 
 
 def parse_duration(value: Any) -> float | None:

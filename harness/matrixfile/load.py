@@ -19,6 +19,7 @@ from harness.matrixfile.entries import (
     Ctx,
     as_word,
     image_label,
+    length_in,
     parse_images,
     parse_scenario,
     parse_settings,
@@ -116,6 +117,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
                        f"allowed values: {', '.join(RUNTIMES)}")
     defaults = parse_settings(ctx, top.get("defaults", {}), ("defaults",), RunSettings())
+    ctx.length_set = length_in(top.get("defaults"))
     m = ctx.mapping(top["matrix"], ("matrix",), MATRIX_KEYS)
     for key in ("image", "scenario"):
         if key not in m:

@@ -246,3 +246,29 @@ def test_sweep_budget_overrides_every_cells_length(
     assert cell.settings.run_budget == 20.0 and cell.settings.max_iterations == 1_000_000
     assert main(["sweep", str(path), "--budget", "soon", "--list"]) == 2
     assert "--budget soon: not a duration" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("defaults", "scenario", "budget", "cap", "fixed"), [
+    # no length anywhere: harness's default is a time budget, the calls only capped
+    ("{warmup: 10}", "{script: s.py}", 5.0, 1_000_000, None),
+    # the matrix: a cap, with the default budget
+    ("{max_iterations: 2000}", "{script: s.py}", 5.0, 2000, None),
+    ("{}", "{script: s.py, budget: 20s}", 20.0, 1_000_000, None),
+    # a fixed length asked for, in defaults or by the scenario alone
+    ("{iterations: 300}", "{script: s.py}", None, None, 300),
+    ("{}", "{script: s.py, iterations: 700}", None, None, 700),
+])
+def test_a_run_is_a_time_budget_unless_a_length_is_asked_for(
+        tmp_path: Path, defaults: str, scenario: str, budget: float | None, cap: int | None,
+        fixed: int | None) -> None:
+    from harness.matrixfile.load import load
+
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\ndef step(s):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        f"name: t\nruntime: local\ndefaults: {defaults}\n"
+        f"matrix: {{image: [{{name: a, pip: []}}], scenario: [{scenario}]}}\n")
+    [spec] = load(tmp_path / "m.yaml").scenarios
+    s = spec.settings
+    assert (s.run_budget, s.max_iterations) == (budget, cap)
+    if fixed is not None:
+        assert s.iterations == fixed and s.max_iterations is None
