@@ -71,6 +71,7 @@ def memory_trend(
 def trend_and_fill(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
     min_samples: int | None = None, per_call: bool = True,
+    creep_calls: float = math.inf,
 ) -> tuple[MemoryTrend, Fill | None]:
     """Classify the trend of one memory source after warm-up.
 
@@ -84,6 +85,8 @@ def trend_and_fill(
         min_samples: Fewer readings give "insufficient" (default `cfg.min_samples`).
         per_call: Apply the per-call rule (`steady_above`); RSS and the cgroup, which
             page cache and lazily touched pages move, are read by the total floor alone.
+        creep_calls: The most calls a creep's next run may ask for (`creeping`): what
+            `CREEP_MAX_S` holds at the run's pace.
 
     Returns:
         The trend with its verdict in `kind`, and the fill check where it turned a leak
@@ -120,9 +123,10 @@ def trend_and_fill(
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
-    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call)
+    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call,
+                        creep_calls)
     creep = kind == "ambiguous" and per_call and max(growth, end - start) <= floor \
-        and creeping(whole, late, span, floor, cfg)
+        and creeping(whole, late, span, floor, cfg, creep_calls)
     missed = missed_rate(whole, late, floor, span, cfg, per_call)
     fill = None
     if kind == "leak":
@@ -232,20 +236,22 @@ def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConf
 
 
 def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
-             cfg: AnalysisConfig) -> bool:
+             cfg: AnalysisConfig, most: float = math.inf) -> bool:
     """The per-call rule at `ok_floor_bytes` (16 B/call) in place of `live_floor_bytes`:
     growth too small for either leak rule yet, but steady. Not `ok` (issue 49: a leak of
     84 B/call read `ok` over 2,000 calls of a 14 us step), not a leak until a run long
     enough for its growth to pass the source's floor says so (`creep_rerun`), where one
-    can: a floor set so high that no run of `CREEP_MAX_CALLS` would pass it says that
-    growth does not matter."""
+    can, in at most `most` calls and `CREEP_MAX_CALLS`: a floor set so high that no such
+    run would pass it says that growth does not matter, and for a slow step a few bytes
+    a call are not worth minutes of running (issue 49: seconds, not calls)."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
                          cfg, cfg.ok_floor_bytes) \
-        and CREEP_MARGIN * floor / whole.lo <= CREEP_MAX_CALLS
+        and CREEP_MARGIN * floor / whole.lo <= min(most, CREEP_MAX_CALLS)
 
 
 CREEP_MARGIN = 2.0      # a creep's next run: this many times the calls its floor needs
 CREEP_MAX_CALLS = 1_000_000     # the most a budgeted run makes (matrixfile.BUDGET_CAP)
+CREEP_MAX_S = 30.0      # the longest run a creep asks for, at the run's pace
 
 
 def creep_rerun(t: MemoryTrend) -> int:
@@ -276,6 +282,7 @@ def _memory_kind(
     span: float,
     cfg: AnalysisConfig,
     per_call: bool = True,
+    creep_calls: float = math.inf,
 ) -> MemoryKind:
     trending = whole.lo > 0.0 and growth > floor
     if per_call and steady_above(whole, late, span, cfg):
@@ -294,7 +301,7 @@ def _memory_kind(
         rate = max(whole.slope, rise / span)
         stalled = late.hi < cfg.stall_fraction * rate or late.hi * span <= floor
         return "plateau" if stalled else "ambiguous"
-    if per_call and creeping(whole, late, span, floor, cfg):
+    if per_call and creeping(whole, late, span, floor, cfg, creep_calls):
         return "ambiguous"
     if growth <= floor:
         return "stable"

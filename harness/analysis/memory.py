@@ -24,7 +24,7 @@ from typing import Literal
 
 from harness.analysis.facts import Facts
 from harness.analysis.fill import FILL_RERUN, Fill
-from harness.analysis.growth import creep_rerun, trend_and_fill
+from harness.analysis.growth import CREEP_MAX_S, creep_rerun, trend_and_fill
 from harness.analysis.records import Finding
 from harness.analysis.rules import (
     CARRIERS,
@@ -128,18 +128,33 @@ def trends_and_fills(series: Series, cfg: AnalysisConfig
     heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
     fills: dict[str, Fill] = {}
+    pace = seconds_per_call(series)
+    creep_calls = CREEP_MAX_S / pace if pace else math.inf
     for key, name in TREND_NAMES.items():
         x, y = series.memory(key)
         if len(x):
             out[name], fill = trend_and_fill(
                 name, x, y, heap_cfg if name == "heap" else cfg,
                 min(cfg.min_samples, EXACT_MIN_SAMPLES) if name in EXACT else None,
-                per_call=name not in TOTAL_ONLY)
+                per_call=name not in TOTAL_ONLY, creep_calls=creep_calls)
             if fill is not None:
                 fills[name] = dataclasses.replace(
                     fill, growth=out[name].growth, calls=series.measured,
                     rerun=FILL_RERUN * max(1, series.measured))
     return out, fills
+
+
+def seconds_per_call(series: Series) -> float | None:
+    """The measured phase's pace, from its first and last step readings' clocks (None
+    where they do not say): a live look asks it at every reading, so it reads two."""
+    ends = []
+    for seq in (series.samples, reversed(series.samples)):
+        ends.append(next((s for s in seq if s.get("src") == "step" and s.get("phase")
+                          == "measure" and "t" in s and "i" in s), None))
+    first, last = ends
+    if first is None or last is None or last["i"] <= first["i"]:
+        return None
+    return max(0.0, (float(last["t"]) - float(first["t"])) / (last["i"] - first["i"])) or None
 
 
 def measured_calls(series: Series) -> int:

@@ -27,7 +27,7 @@ NOISE = np.random.default_rng(84).normal(0, 256, CALLS.size)
 
 
 def series_of(heap: np.ndarray, budget: float | None = None, took: float = 0.03,
-              spent: bool = False, asked: int = 2000) -> Series:
+              spent: bool = False, asked: int = 2000, pace: float = 1.5e-5) -> Series:
     """A run of 2,000 measured calls whose heap reads `heap`; with `budget`, the agent
     said its time budget, and its measured phase took `took` seconds."""
     config: dict[str, object] = {"iterations": asked, "warmup": 0, "sample_every": 10}
@@ -35,7 +35,7 @@ def series_of(heap: np.ndarray, budget: float | None = None, took: float = 0.03,
         config["budget"] = budget
     recs: list[dict[str, object]] = [{"type": "header", "schema": 1, "config": config}]
     recs += [{"type": "sample", "src": "step", "phase": "measure", "i": int(c),
-              "t": float(c) * 1.5e-5, "heap": int(h), "dt": [1.5e-5] * 10}
+              "t": float(c) * pace, "heap": int(h), "dt": [pace] * 10}
              for c, h in zip(CALLS, heap, strict=True)]
     end: dict[str, object] = {"type": "end", "status": "ok", "iterations": 2000,
                               "warmup": 0, "phases": {"measure": took}}
@@ -67,6 +67,18 @@ def test_steady_growth_under_both_floors_is_neither_ok_nor_a_leak() -> None:
 def test_what_does_not_creep_is_not_held_back(what: str, heap: np.ndarray) -> None:
     v = decide(CellFacts(CFG, series_of(heap)))
     assert v.verdict in ("ok", "plateau") and not v.memory["heap"].creep, (what, v.reason)
+
+
+def test_a_creep_that_would_take_minutes_to_tell_is_not_held_back() -> None:
+    # GIVEN the same 84 B/call, but on a step of 0.4 s: passing twice the heap's floor
+    # would take ~6,500 calls, 43 minutes, where the run's whole budget was seconds
+    v = decide(CellFacts(CFG, series_of(30e6 + 84 * CALLS + NOISE, pace=0.4)))
+    # THEN it is read as before the creep rule, with the floor it reached
+    assert v.verdict == "ok" and not v.memory["heap"].creep, v.reason
+    assert "no leak above" in v.reason
+    # AND at 1 ms a call (13 s) it runs again
+    v = decide(CellFacts(CFG, series_of(30e6 + 84 * CALLS + NOISE, pace=1e-3)))
+    assert v.rule == "creep", v.reason
 
 
 def test_rss_never_creeps_and_a_floor_no_run_would_pass_turns_it_off() -> None:

@@ -34,18 +34,21 @@ def test_fixed_multidict_is_ok() -> None:
     assert verdict_of("multidict-6.4.4.cpu.multidict_pop").verdict == "ok"
 
 
-@pytest.mark.parametrize("name", ["2.21.0.cpu.tfdata_py_function", "latest.cpu.resize_cv2"])
+# ort_fixed's heap grows +33 B/call (CI +23..+50) over its 1,000 calls, but at 2.6 ms a
+# call telling it from a cache would take ~22,600 calls, a minute: past what a creep
+# may ask (`growth.CREEP_MAX_S`), so it reads `ok` with the floor it reached.
+@pytest.mark.parametrize("name", ["2.21.0.cpu.tfdata_py_function", "latest.cpu.resize_cv2",
+                                  "latest.cpu.ort_fixed"])
 def test_stable_real_series_are_not_leaks(name: str) -> None:
     v = verdict_of(name)
     assert v.verdict == "ok", v.reason
 
 
-@pytest.mark.parametrize("name", ["2.12.0.cpu.rfft_loop", "2.21.0.cpu.rfft_loop",
-                                  "latest.cpu.ort_fixed"])
+@pytest.mark.parametrize("name", ["2.12.0.cpu.rfft_loop", "2.21.0.cpu.rfft_loop"])
 def test_steady_growth_under_both_floors_runs_again_long_enough(name: str) -> None:
     # Issue 49: these read `ok` when recorded, but over their 1,000 calls the heap grows
-    # 33-62 B/call with the slope's interval above 16 B/call and the late third no
-    # slower, 32-60 KiB in all: under the heap's 256 KiB floor and the 128 B/call
+    # 40-62 B/call with the slope's interval above 16 B/call and the late third no
+    # slower, 39-60 KiB in all: under the heap's 256 KiB floor and the 128 B/call
     # per-call floor, so neither leak rule fires, and yet it is no more `ok` than a
     # leak of 84 B/call over 2,000 calls is (TF 2.12 on Python 3.11 keeps ~72 B per
     # eager op: benchmarks/corpus/tensorflow_eager_zeros_py311.py). The cell runs again
