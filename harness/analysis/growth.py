@@ -41,6 +41,7 @@ slow first iteration or a few GC pauses.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 
@@ -123,10 +124,10 @@ def trend_and_fill(
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     drawdown = float(np.max(np.maximum.accumulate(by) - by))
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
-    kind = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call,
-                        creep_calls)
-    creep = kind == "ambiguous" and per_call and max(growth, end - start) <= floor \
-        and creeping(whole, late, span, floor, cfg, creep_calls)
+    found = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call,
+                         creep_calls)
+    creep = found == "creep"        # steady growth under both floors: ambiguous
+    kind: MemoryKind = "ambiguous" if found == "creep" else found
     missed = missed_rate(whole, late, floor, span, cfg, per_call)
     fill = None
     if kind == "leak":
@@ -283,7 +284,7 @@ def _memory_kind(
     cfg: AnalysisConfig,
     per_call: bool = True,
     creep_calls: float = math.inf,
-) -> MemoryKind:
+) -> MemoryKind | Literal["creep"]:
     trending = whole.lo > 0.0 and growth > floor
     if per_call and steady_above(whole, late, span, cfg):
         return "leak"
@@ -302,7 +303,7 @@ def _memory_kind(
         stalled = late.hi < cfg.stall_fraction * rate or late.hi * span <= floor
         return "plateau" if stalled else "ambiguous"
     if per_call and creeping(whole, late, span, floor, cfg, creep_calls):
-        return "ambiguous"
+        return "creep"
     if growth <= floor:
         return "stable"
     return "ambiguous"

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.analysis.facts import capped_at
 from harness.analysis.kinds import RUN_LONGER
 from harness.matrixfile.model import BUDGET_CAP, Cell, RunSettings
 from harness.preflight import decidable_iterations
@@ -138,11 +137,12 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
     assert verdict is not None and s.max_iterations is not None
     ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
     cid = run.cell.id
-    capped = capped_at(run.series) if run.series is not None else None
-    if capped is not None:
-        # Its cap, not its budget, ended the run: the same budget, the cap raised to
-        # what the budget holds at this pace (or the calls the verdict asks, if more).
-        cap = max(min(BUDGET_CAP, max(verdict.rerun or 0, capped[1])), s.max_iterations * 2,
+    held = verdict.facts.budget_calls if verdict.facts is not None else 0
+    if held:
+        # Its cap, not its budget, ended the run (`analysis.facts.capped_at`): the same
+        # budget, the cap raised to what the budget holds at this pace (or the calls the
+        # verdict asks, if more).
+        cap = max(min(BUDGET_CAP, max(verdict.rerun or 0, held)), s.max_iterations * 2,
                   decidable_iterations(s, ctx.cfg))
         _run_as(run, dataclasses.replace(s, max_iterations=cap))
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for up to "
