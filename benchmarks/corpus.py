@@ -5,7 +5,10 @@ A case is a harness scenario written from an upstream report's reproducer, with 
 module-level `CASE` dict: title, kind ("leak" | "slowdown" | "control"), link, package,
 versions ({"good", "bad", "fixed"}, any None; the bad one the first bad release),
 extra requirements, params, truth per release (measured outside harness by
-`benchmarks/corpuskit/truth.py`: heap B/call, or µs/call) and how it was measured.
+`benchmarks/corpuskit/truth.py`: heap B/call, or µs/call) and how it was measured. A
+slowdown's truth is a fact of the CPU it was taken on, so a slowdown case's releases are
+timed again here by the same loop (`timed_here`), and a release slow here as the bad one
+is bad here (`bug_here`); the table shows both figures.
 
 For each case the runner writes the matrix a user would (`runtime: local`, one image
 per release `{name, pip: [...]}`, live mode `max_iterations: 2000`, the rest harness's
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -106,6 +110,47 @@ def truth_text(case: Case, release: str) -> str:
     return "?"
 
 
+HERE_CALLS, HERE_WARMUP, HERE_CAP_S = 100, 3, 5.0
+
+
+def timed_here(case: Case, swept: Swept, work: Path) -> dict[str, float]:
+    """A slowdown case's µs/call per release, measured on this machine by the truth
+    loop (`drivers.truth`, in the venv harness ran): {} for other cases, or where a
+    release's venv or loop failed.
+
+    Speed is a fact of a CPU: opencv 4.13.0.90's cv2.compare is back at 4.11's time on
+    the CPU its truth was taken on (245 against 237 µs/call), and 27x slower than 4.11
+    on an AMD EPYC (5,398 against 199). Each release's truth is the one measured beside
+    the verdict."""
+    if case.kind != "slowdown" or not all("us_per_call" in case.truth.get(r, {})
+                                          for _, r in case.releases()):
+        return {}
+    got: dict[str, float] = {}
+    for _, release in case.releases():
+        cell = swept.cells.get(release)
+        if cell is None or cell.venv is None:
+            return {}
+        try:
+            t = drivers.truth(Path(cell.venv) / "bin" / "python", case.path, case.params,
+                              work, HERE_CALLS, HERE_WARMUP, HERE_CAP_S)
+        except RuntimeError:
+            return {}
+        got[release] = float(t["us_per_call"])
+    return got
+
+
+def bug_here(case: Case, role: str, release: str, here: dict[str, float]) -> bool:
+    """The truth of one release on this machine: a release other than the good and the
+    bad one is bad where its time is nearer (by ratio) the bad release's than the good
+    one's, as measured here; where the bad release is not slower here than the good
+    one the case does not reproduce on this CPU, and the recorded truth stands."""
+    good, bad = case.versions.get("good"), case.versions.get("bad")
+    if (role in ("good", "bad") or release not in here or good not in here
+            or bad not in here or here[bad] <= here[good]):
+        return case.bad_release(role)
+    return abs(math.log(here[release] / here[bad])) < abs(math.log(here[release] / here[good]))
+
+
 def other_tools(case: Case, swept: Swept, release: str, work: Path, quick: bool
                 ) -> dict[str, tuple[str, int, float]]:
     cell = swept.cells.get(release)
@@ -142,11 +187,18 @@ def run_case(case: Case, work: Path, opts: Options, old_root: Path | None
     swept = sweep(case, ROOT, cwork, memray=not quick, length=opts.length)
     old, how = (redecide(swept, old_root, cwork, memray=not quick, fresh=opts.old_fresh)
                 if old_root is not None else (None, ""))
+    here = timed_here(case, swept, cwork) if not quick else {}
     rows = []
     for role, release in case.releases():
         cell = swept.cells.get(release)
-        row = Row(case.slug, case.kind, release, role, case.bad_release(role),
-                  truth_text(case, release))
+        bug = bug_here(case, role, release, here)
+        text = truth_text(case, release)
+        if release in here:
+            text += f" (here {here[release]:,.0f}" + (
+                "" if bug == case.bad_release(role) else
+                ": as slow as the bad release here" if bug else
+                ": as fast as the good release here") + ")"
+        row = Row(case.slug, case.kind, release, role, bug, text)
         if cell is not None:
             row.got["harness"] = (cell.verdict, cell.calls, cell.seconds)
             if opts.others:

@@ -59,6 +59,7 @@ class CellFacts:
     baseline: Baseline | None = None
     within: CellVerdict | None = None          # the within-run verdict, with `baseline`
     again: bool = True                         # an ambiguous cell runs again (repeats left)
+    first: bool = False                        # its first attempt: a slowdown asks a second
 
 
 def decide(facts: CellFacts) -> CellVerdict:
@@ -77,7 +78,8 @@ def decide(facts: CellFacts) -> CellVerdict:
                            rule=rule.id, facts=found)
     sign = runtime_sign(facts.series, facts.outcome)
     unusable = sign[1] if sign is not None and sign[0] == "not-applicable" else None
-    within = within_run(facts.series, facts.outcome, facts.cfg, facts.again, unusable)
+    within = within_run(facts.series, facts.outcome, facts.cfg, facts.again, unusable,
+                        first=facts.first and facts.again)
     reason = within.reason
     if within.verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
         # More iterations change nothing for a script run whole once: say what would.

@@ -33,6 +33,9 @@ class Facts(Record):
             (`capped_at`), and the cell may run again: what the budget was and used.
         budget_calls: The calls that run's pace would make in its whole budget.
         slowdown: Late steps slower than early ones: the figures.
+        rising: That slowdown was seen in a first run only, and a run twice as long fits
+            `RISE_MAX_S` at its pace: the calls that run makes (a cost that cycles with
+            the scenario's input rises through a run shorter than its cycle).
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
@@ -48,6 +51,7 @@ class Facts(Record):
     capped: str = ""
     budget_calls: int = 0
     slowdown: str = ""
+    rising: int = 0
     busy: str = ""
     regression: str = ""
     suspected: str = ""

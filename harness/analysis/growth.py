@@ -199,8 +199,49 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     # drifts between fast and slow regimes only happens to end slower. Both tests.
     slowdown = (p_value < cfg.alpha and trend_p < cfg.alpha and ratio > cfg.min_ratio
                 and late_med - early_med >= cfg.step_floor_s)
-    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, slowdown,
-                     trend_p=trend_p)
+    back = came_back(t, early_med, late_med) if slowdown else 0
+    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value,
+                     slowdown and not back, trend_p=trend_p, came_back_at=back)
+
+
+BACK_BINS = 20          # came_back: the run in this many bins ...
+BACK_FROM = 0.6         # ... of which those from this share of the run on are read
+BACK_SHARE = 0.5        # a bin back under this share of the rise ...
+BACK_SE = 4.0           # ... by this many standard errors of its median
+BACK_MIN_BIN = 25       # steps per bin at least (a MAD of fewer is no error bar)
+
+
+def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
+    """Where step times that rose from the early to the late window came back down
+    late in the run (the step index of that bin), or 0 where they did not.
+
+    A slowdown lasts: each call slower than the last (the rfft bug), or slower from
+    some call on. A cost that cycles with the scenario's input (a loop over names or
+    files whose later items cost more, an LRU cache's misses) rises and falls again: a
+    run that ends high in its cycle has late steps slower than early ones, and two
+    tests of a rise say so (issue 49: an emoji shortcode cycle read `slowdown` 1.48x
+    in 3 of 6 runs of a clean release). A bin in the last 40% of the run whose median
+    lies under half the rise, by `BACK_SE` standard errors of that median (1.2533 *
+    1.4826 * the run's MAD about its bins' medians / sqrt(bin size)), says the rise did
+    not last. A steady slowdown keeps those bins above two thirds of the rise, and a
+    short or noisy run cannot show a bin under it with that margin: its slowdown
+    stands."""
+    rise = late_med - early_med
+    if rise <= 0 or t.size < BACK_BINS * BACK_MIN_BIN:
+        return 0
+    parts = np.array_split(t, BACK_BINS)
+    starts = np.cumsum([0] + [p.size for p in parts])
+    medians = [float(np.median(p)) for p in parts]
+    # The spread of a step about its bin's median, pooled over the run (one bin's own
+    # MAD, from 25 steps, can come out half the true one)
+    spread = [np.abs(p - m) for p, m in zip(parts, medians, strict=True)]
+    mad = float(np.median(np.concatenate(spread)))
+    line = early_med + BACK_SHARE * rise
+    for i in range(int(BACK_BINS * BACK_FROM), BACK_BINS):
+        se = 1.2533 * 1.4826 * mad / math.sqrt(parts[i].size)
+        if medians[i] + BACK_SE * se <= line:
+            return int(starts[i])
+    return 0
 
 
 def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:

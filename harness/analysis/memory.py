@@ -35,7 +35,6 @@ from harness.analysis.rules import (
 )
 from harness.analysis.trends import (
     MemoryTrend,
-    kib,
     missed_text,
     rate_words,
     size,
@@ -110,14 +109,12 @@ def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
     off: a cache would hold more than 1.5 GiB; also fw +1024.0, heap +2.4 KiB/call": the
     size a cache still filling would need to explain it (issue 49)."""
     name, t = found[0]
-    rate = (f"{kib(t.slope)} KiB/call (CI {kib(t.slope_lo)}..{kib(t.slope_hi)})"
-            if abs(t.slope) >= 1024 else   # "+0.1 KiB/call (CI +0.1..+0.1)" says nothing
-            f"{t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}..{t.slope_hi:+,.0f})")
+    rate = rate_words(t.slope, t.slope_lo, t.slope_hi)
     text = (f"{name} grows {rate}, "
             f"{t.growth / 1024**2:+.2f} MiB over {measured:,} calls, never levelling off: a "
             f"cache would hold more than {size(max(t.growth, t.end - t.start))}")
     if len(found) > 1:
-        text += "; also " + ", ".join(f"{n} {kib(o.slope)}" for n, o in found[1:]) + " KiB/call"
+        text += "; also " + ", ".join(f"{n} {rate_words(o.slope)}" for n, o in found[1:])
     return text
 
 
@@ -221,7 +218,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     primary = ev.primary
     if rule.id == "unconfirmed":
         t = memory["rss"]
-        return out("unconfirmed", f"rss grows {kib(t.slope)} KiB/call but {primary} does "
+        return out("unconfirmed", f"rss grows {rate_words(t.slope)} but {primary} does "
                    "not confirm it", "rss")
     if rule.id == "plateau":
         t = memory[named]

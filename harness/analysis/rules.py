@@ -187,8 +187,15 @@ RULES: tuple[Rule, ...] = (
          "allocator) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
          "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
          memory=True),
+    Rule("rising", "ambiguous", "rule `slowdown` would fire on the cell's first attempt, "
+         "and a run twice as long fits 30 s at its pace (`verdict.RISE_MAX_S`): steps "
+         "rising through a whole run are a slowdown or a cost that cycles with the "
+         "scenario's input; the cell runs again twice as long, and a slowdown that lasts "
+         "is one", (), lambda ev: "steps" if _slowed(ev) and ev.facts.rising else None),
     Rule("slowdown", "slowdown", "late steps slower than early ones (the wall clock; at "
-         "one CPU speed only where that lowers it), and no busy host explains it",
+         "one CPU speed only where that lowers it), rising bin after bin and not back "
+         "under half that rise late in the run (a cost that cycles with the input), and "
+         "no busy host explains it",
          ("alpha", "min_ratio", "step_floor_s", "step_window"),
          lambda ev: "steps" if _slowed(ev) else None),
     Rule("filling", "ambiguous", "a carrier's growth passes a leak rule, but a saturating "
@@ -273,6 +280,8 @@ def facts_said(f: Facts) -> list[str]:
             ("ended", f"{f.ended} ({f.ended_why})" if f.ended else None),
             ("GPU in the run", f.gpu_unusable),
             ("a fill fits", ", ".join(f.filling)), ("steps", f.slowdown),
+            ("first look", f"a run of {f.rising:,} calls would show it last" if f.rising
+             else None),
             ("busy host", f.busy), ("vs baseline", f.regression or f.suspected)]
     return [f"{name}: {value}" for name, value in said if value]
 

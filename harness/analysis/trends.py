@@ -45,8 +45,9 @@ class MemoryTrend(Record):
     creep: bool = False           # ambiguous as steady growth under both floors (`growth`)
 
 
-# Rates under this many bytes a call read "+0.0 KiB/call" in KiB: said in bytes instead.
-SMALL_RATE = 102.4
+# Rates under this many bytes a call are said in bytes (every rate in words, table or
+# reason: one threshold), where KiB would round them to "+0.1" or "+0.0".
+SMALL_RATE = 1024.0
 
 
 def kib(n: float, places: int = 1) -> str:
@@ -55,12 +56,18 @@ def kib(n: float, places: int = 1) -> str:
     return f"{round(n / 1024, places) + 0.0:+.{places}f}"
 
 
-def rate_words(rate: float) -> str:
-    """A leak's rate in words: "+5.4 KiB/call", or in bytes where KiB would round it
-    away ("+84 B/call": issue 49's small leaks, never "+0.0 KiB/call")."""
+def rate_words(rate: float, lo: float | None = None, hi: float | None = None) -> str:
+    """A rate per call in words, with its interval where given: "+5.4 KiB/call (CI
+    +5.3..+5.5)", or in bytes under 1 KiB, where a KiB figure would round it to a digit
+    or away ("+84 B/call (CI +83..+85)": issue 49's small leaks, never "+0.1 KiB/call
+    (CI +0.1..+0.1)")."""
     if abs(rate) < SMALL_RATE:
-        return f"{rate:+,.0f} B/call"
-    return f"{rate / 1024:+.1f} KiB/call"
+        text, ci = f"{rate:+,.0f} B/call", (f"{lo:+,.0f}..{hi:+,.0f}" if lo is not None
+                                            and hi is not None else "")
+    else:
+        text, ci = (f"{kib(rate)} KiB/call", f"{kib(lo)}..{kib(hi)}" if lo is not None
+                    and hi is not None else "")
+    return f"{text} (CI {ci})" if ci else text
 
 
 def size(n: float) -> str:
@@ -100,6 +107,7 @@ class StepTrend(Record):
     slowdown: bool
     insufficient: bool = False
     trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
+    came_back_at: int = 0      # the step the rise came back down at (not a slowdown), or 0
 
 
 Kind = Literal["leak", "stable"]

@@ -39,7 +39,13 @@ from harness.analysis.facts import ENDINGS, Facts, capped_at
 from harness.analysis.gputime import gpu_evidence, gpu_time, slowdown_label
 from harness.analysis.growth import step_trend
 from harness.analysis.kinds import BAD, GOOD, Verdict
-from harness.analysis.memory import MemoryReading, leaking, memory_reading
+from harness.analysis.memory import (
+    MemoryReading,
+    leaking,
+    measured_calls,
+    memory_reading,
+    seconds_per_call,
+)
 from harness.analysis.outcomes import ended_with
 from harness.analysis.pooled import compare_peaks, compare_steps
 from harness.analysis.records import Finding
@@ -158,6 +164,15 @@ def step_reading(series: Series, cfg: AnalysisConfig
         "slowdown"))
 
 
+def _came_back(steps: StepTrend | None) -> Finding | None:
+    if steps is None or not steps.came_back_at:
+        return None
+    return Finding("note", (
+        f"late steps {steps.ratio:.2f}x early, but back under half that rise from step "
+        f"{steps.came_back_at:,} on: a cost that cycles with the scenario's input, not a "
+        "slowdown that lasts"))
+
+
 def _slowdown_reason(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
                      gpu: GpuTime | None = None) -> str:
     text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
@@ -226,7 +241,7 @@ class RunReading:
 
 
 def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
-             gpu_unusable: str | None = None) -> RunReading:
+             gpu_unusable: str | None = None, first: bool = False) -> RunReading:
     """Everything the rules read of one run, built once: memory by `memory.
     memory_reading` (the reading the live decider makes on the samples so far), the
     step-time trend (`step_reading`), contention behind a slowdown, how the run ended."""
@@ -254,19 +269,39 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     capped = capped_at(series) if again else None
     facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
                   gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=slowdown,
+                  rising=rising_rerun(series) if first and slowdown and not voided else 0,
                   busy=voided, capped=capped[0] if capped else "",
                   budget_calls=capped[1] if capped else 0)
-    notes = tuple(f for f in (mem.cyclic, unseen) if f is not None)
+    notes = tuple(f for f in (mem.cyclic, unseen, _came_back(steps)) if f is not None)
     return RunReading(mem, Evidence(mem.memory, facts), steps, cpu, at_speed, busy, gpu,
                       ended, notes)
 
 
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
-               again: bool = True, gpu_unusable: str | None = None) -> CellVerdict:
+               again: bool = True, gpu_unusable: str | None = None,
+               first: bool = False) -> CellVerdict:
     """Within-run verdict for one cell: the table of rules (`rules.RULES`) over what the
     run showed (`read_run`), in words. `again`: an ambiguous cell runs again (its
-    repeats are not spent), as its reason says."""
-    return verdict_of(read_run(series, outcome, cfg, again, gpu_unusable), series)
+    repeats are not spent), as its reason says; `first`: this is its first attempt, and
+    a slowdown it shows is looked at again in a run twice as long (rule `rising`)."""
+    return verdict_of(read_run(series, outcome, cfg, again, gpu_unusable, first), series)
+
+
+RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the run's pace
+
+
+def rising_rerun(series: Series) -> int:
+    """The calls of a run twice as long as this one, where that run fits `RISE_MAX_S`
+    at this run's pace; 0: it does not (a slow step's slowdown stands on one run).
+
+    Steps that rise through a whole run are a slowdown, or a cost that cycles with the
+    scenario's input over a cycle longer than the run (issue 49: emoji's 5,153-name
+    cycle read `slowdown` 1.41x over 4,800 calls, and `plateau` over 9,700, where the
+    steps came back, `growth.came_back`). A slowdown lasts through a run twice as
+    long; a cycle longer than that is a cost no run of this length tells apart."""
+    calls = 2 * measured_calls(series)
+    pace = seconds_per_call(series)
+    return calls if calls and pace is not None and calls * pace <= RISE_MAX_S else 0
 
 
 def verdict_of(r: RunReading, series: Series) -> CellVerdict:
@@ -297,6 +332,11 @@ def verdict_of(r: RunReading, series: Series) -> CellVerdict:
                    "the rest of the budget would show levelling off; running it again for "
                    f"up to {f.budget_calls:,} calls", mem.carrier, tuple(findings),
                    rerun=f.budget_calls)
+    if rule.id == "rising":
+        return out(f"{f.slowdown}; rising through the whole run: a slowdown, or a cost "
+                   "that cycles with the scenario's input; running it again for "
+                   f"{f.rising:,} calls to see it last", None, tuple(findings),
+                   contention=r.busy, gpu_time=r.gpu, rerun=f.rising)
     if rule.id == "slowdown":
         assert steps is not None
         if mem.fill is not None:

@@ -91,7 +91,8 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         decision = ran.watched.decision if ran.watched is not None else None
         run.verdict = decide(CellFacts(ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu,
                                        decision, run.precheck,
-                                       again=run.repeats_used < run.cell.settings.repeats))
+                                       again=run.repeats_used < run.cell.settings.repeats,
+                                       first=run.repeats_used == 0))
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))

@@ -234,6 +234,36 @@ def test_a_short_series_rising_every_call_passes_the_exact_monotone_test() -> No
     assert trend.trend_p == pytest.approx(1 / 720) and trend.slowdown
 
 
+def cycling_steps(n: int, period: int, phase: int, seed: int) -> np.ndarray:
+    """A scenario cycling through `period` inputs whose cost rises 1.0x..1.6x across
+    the cycle (later names scanned further), with 20 % log-normal jitter."""
+    i = np.arange(n) + phase
+    rng = np.random.default_rng(seed)
+    return 5e-4 * (1 + 0.6 * (i % period) / period) * rng.lognormal(0.0, 0.2, n)
+
+
+def test_a_cost_that_cycles_with_the_input_is_not_a_slowdown() -> None:
+    # GIVEN 9,887 steps over 1.9 cycles of a 5,153-input loop, ending high in its cycle
+    # (issue 49: emoji's shortcode cycle read `slowdown` in 3 of 6 runs)
+    t = cycling_steps(9887, 5153, 0, 0)
+    trend = step_trend(t, CFG)
+    # THEN both tests of a rise pass, as they did when it was called a slowdown ...
+    assert trend.p_value < CFG.alpha and trend.trend_p < CFG.alpha
+    assert trend.ratio > CFG.min_ratio
+    # ... but the steps came back in the second cycle: not a slowdown, and where
+    assert not trend.slowdown
+    assert 5153 < trend.came_back_at < 0.7 * 9887
+
+
+@pytest.mark.parametrize("n", [500, 2000, 10_000])
+def test_a_slowdown_that_grows_per_call_never_came_back(n: int) -> None:
+    # 1.3x over the run, with 15 % log-normal jitter, in 50 seeds
+    for seed in range(50):
+        jitter = np.random.default_rng(seed).lognormal(0.0, 0.15, n)
+        trend = step_trend(0.02 * np.linspace(1.0, 1.3, n) * jitter, CFG)
+        assert trend.slowdown and trend.came_back_at == 0
+
+
 def test_under_six_values_there_is_no_monotone_evidence() -> None:
     from harness.analysis.growth import _monotone_p
 

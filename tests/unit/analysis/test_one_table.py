@@ -60,7 +60,8 @@ facts = st.builds(
     gpu_unusable=st.none() | st.just("PTX JIT"),
     filling=st.lists(st.sampled_from(SOURCES), unique=True).map(tuple),
     slowdown=TEXT, busy=TEXT, regression=TEXT, suspected=TEXT,
-    capped=st.sampled_from(["", "2,000 calls, its cap, in 0.1 s of its 5 s budget"]))
+    capped=st.sampled_from(["", "2,000 calls, its cap, in 0.1 s of its 5 s budget"]),
+    rising=st.sampled_from([0, 4000]))
 
 
 def fired(ev: Evidence) -> list[str]:
@@ -114,11 +115,12 @@ def stored(v: Any) -> Evidence:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(shape=run_shape, ended=st.sampled_from(sorted(OUTCOMES)), base=baselines)
+@given(shape=run_shape, ended=st.sampled_from(sorted(OUTCOMES)), base=baselines,
+       first=st.booleans())
 def test_a_run_is_decided_by_the_stored_rule(shape: dict[str, Any], ended: str,
-                                             base: Baseline | None) -> None:
+                                             base: Baseline | None, first: bool) -> None:
     s = series(**shape)
-    v = decide(CellFacts(CFG, s, OUTCOMES[ended]))
+    v = decide(CellFacts(CFG, s, OUTCOMES[ended], first=first))
     if base is not None:
         v = decide(CellFacts(CFG, baseline=base, within=v))
     ev = stored(v)

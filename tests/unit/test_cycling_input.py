@@ -1,0 +1,58 @@
+"""A cost that cycles with the scenario's input is not a slowdown (issue 49): a loop over
+names or files whose later items cost more rises through any run shorter than its cycle,
+and two tests of a rise pass. A slowdown lasts: the first attempt's rise is looked at
+again in a run twice as long (rule `rising`), where a cycle comes back
+(`growth.came_back`) and a slowdown still rises."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import sweepkit
+
+from harness.result.model import CellResult
+from harness.runtimes.local import LocalRuntime
+
+# 3,000 inputs in a cycle, the k-th costing a sum over 3,000 + 3 k numbers (1x..4x): the
+# emoji shortcode scan of issue 49, names later in the table scanned further.
+CYCLE = '''
+def setup(params):
+    return {"n": 0}
+def step(state):
+    state["n"] += 1
+    sum(range(3000 + 3 * (state["n"] % 3000)))
+'''
+# Each call sums one more number than the last: slower every call, for good.
+GROWING = '''
+def setup(params):
+    return {"keep": []}
+def step(state):
+    state["keep"].extend(range(4))
+    sum(state["keep"])
+'''
+
+
+def sweep(tmp_path: Path, scenarios: dict[str, str]) -> dict[str, CellResult]:
+    path = sweepkit.write_matrix(tmp_path, [{"name": "py", "python": sys.executable}],
+                                 list(scenarios), name="cycle", gpus=None,
+                                 defaults={"iterations": 2500, "warmup": 100},
+                                 files=scenarios)
+    run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
+    return {r.scenario.id: r for r in run.results.values()}
+
+
+def test_a_cost_that_cycles_with_the_input_is_not_a_slowdown_and_one_that_grows_is(
+        tmp_path: Path) -> None:
+    got = sweep(tmp_path, {"cycle.py": CYCLE, "growing.py": GROWING})
+    cycle, growing = got["cycle"], got["growing"]
+    # THEN the cycle, rising through its first 2,500 calls (the rule before called that
+    # a slowdown), was run again twice as long, came back, and is no finding
+    first = cycle.attempts[0]
+    assert (first.verdict, first.iterations) == ("ambiguous", 2500), first.reason
+    assert "rising through the whole run" in first.reason
+    assert cycle.verdict not in ("slowdown", "regression"), cycle.reason
+    assert cycle.attempts[-1].iterations == 5000
+    # AND the slowdown that grows per call lasted in the longer run: a slowdown
+    assert growing.verdict == "slowdown", growing.reason
+    assert [a.verdict for a in growing.attempts] == ["ambiguous", "slowdown"]
