@@ -12,7 +12,7 @@ import dataclasses
 
 from harness.analysis.contention import busy_share
 from harness.analysis.decision import Baseline
-from harness.analysis.verdict import compare_to_baseline
+from harness.analysis.pooled import compare_to_baseline
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
 

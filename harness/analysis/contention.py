@@ -29,7 +29,7 @@ asynchronous pipeline) the rule corrects less than it could: the device, not the
 then bounds the step, so its time does not move with the CPU's speed either. (A flat
 raw step time is not taken as proof of a spin: more CPU work on a CPU that got as much
 faster looks the same. But the verdict reads the wall clock first,
-`verdict.step_reading`: a slowdown must show there, and this correction can only lower
+`stepreading.step_reading`: a slowdown must show there, and this correction can only lower
 it, so a flat wall clock with more work on a faster CPU is no slowdown either.)
 """
 
@@ -40,8 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.gputime import device_share
-from harness.analysis.trends import Explained
+from harness.analysis.growth import step_trend
+from harness.analysis.trends import Explained, StepTrend
 from harness.protocol.series import Series
+from harness.thresholds import AnalysisConfig
 
 
 def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:
@@ -256,3 +258,14 @@ def sm_clocks(base: RunStat | None, other: RunStat | None) -> tuple[float | None
         return r.sm_mhz if r is not None and np.isfinite(r.sm_mhz) else None
 
     return clock(base), clock(other)
+
+
+def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
+    """CPU time per step (at one CPU speed where the canary was timed), early vs late;
+    None if the agent did not record it."""
+    cpu = cpu_at_one_speed(series)
+    if cpu is None:
+        cpu = series.cpu_times()
+    if cpu is None or not len(cpu):
+        return None
+    return step_trend(cpu, cfg)

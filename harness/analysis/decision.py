@@ -3,7 +3,7 @@
 The orchestrator gathers what is known about a cell into a `CellFacts` (the agent's
 series, how the run ended, the live decision, the GPU precheck, the baseline
 comparison and its confirmation rounds) and calls `decide`. Everything that reads a
-series into trends lives in `harness.analysis.verdict.within_run`; everything that
+series into trends lives in `harness.analysis.reading.within_run`; everything that
 turns facts into `ok` / `leak` / `regression` / `not-applicable` ... is here.
 
 Two moments call it: right after a cell ran (`baseline` is None), and once a row's
@@ -21,10 +21,11 @@ import numpy as np
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import GOOD, Verdict
+from harness.analysis.reading import within_run
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule
 from harness.analysis.trends import LiveDecision, LiveRun
-from harness.analysis.verdict import CellVerdict, within_run
+from harness.analysis.verdict import CellVerdict
 from harness.analysis.vsbaseline import Confirmation, PeakComparison, StepComparison, VsBaseline
 from harness.gpu.logsigns import runtime_incompatibility
 from harness.protocol.series import Series

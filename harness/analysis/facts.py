@@ -34,7 +34,7 @@ class Facts(Record):
         budget_calls: The calls that run's pace would make in its whole budget.
         slowdown: Late steps slower than early ones: the figures.
         rising: That slowdown was seen in a first run only, and a run twice as long fits
-            `RISE_MAX_S` at its pace: the calls that run makes (a cost that cycles with
+            `stepreading.RISE_MAX_S` at its pace: the calls that run makes (a cost that cycles with
             the scenario's input rises through a run shorter than its cycle).
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.

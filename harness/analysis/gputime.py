@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from harness.analysis.trends import CLOCK_REASONS, GpuTime
+from harness.analysis.trends import CLOCK_REASONS, GpuTime, StepTrend
 from harness.protocol.series import Series
 
 __all__ = ["device_share", "gpu_evidence", "gpu_time", "reason_names", "slowdown_label"]
@@ -110,3 +110,19 @@ def gpu_evidence(gpu: GpuTime | None) -> str:
     reason, "" without evidence."""
     text = gpu.text if gpu is not None else ""
     return f"; {text}" if text else ""
+
+
+def slowdown_words(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
+                   gpu: GpuTime | None = None) -> str:
+    """A slowdown in words: "late steps 1.41x early (p=8.5e-127, at one CPU speed); CPU
+    time per step 1.56x (CPU-bound)", with the device's evidence where NVML answered."""
+    text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
+    text += ", at one CPU speed)" if at_speed else ")"
+    if cpu is not None and not cpu.insufficient:
+        # Half the wall-clock rise (in seconds) in CPU time: the step does more work;
+        # less: it waits longer (sleep, lock, device).
+        more_cpu = cpu.late_median_s - cpu.early_median_s
+        more_wall = steps.late_median_s - steps.early_median_s
+        bound = slowdown_label("CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound", gpu)
+        text += f"; CPU time per step {cpu.ratio:.2f}x ({bound})"
+    return text + gpu_evidence(gpu)

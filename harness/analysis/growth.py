@@ -47,6 +47,7 @@ import numpy as np
 
 from harness.analysis.fill import Fill, fill_check
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
+from harness.analysis.records import Finding
 from harness.analysis.slopes import (
     FloatArray,
     SlopeFit,
@@ -348,3 +349,13 @@ def _memory_kind(
     if growth <= floor:
         return "stable"
     return "ambiguous"
+
+
+def came_back_note(steps: StepTrend | None) -> tuple[Finding, ...]:
+    """The note of a rise that came back (`came_back`), or none."""
+    if steps is None or not steps.came_back_at:
+        return ()
+    return (Finding("note", (
+        f"late steps {steps.ratio:.2f}x early, but back under half that rise from step "
+        f"{steps.came_back_at:,} on: a cost that cycles with the scenario's input, not a "
+        "slowdown that lasts")),)

@@ -9,11 +9,16 @@ stays what it is (both are already findings), with what memory did before it.
 
 from __future__ import annotations
 
+import re
+
 from harness.analysis.kinds import Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
 from harness.analysis.trends import StepTrend, kib
+from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
+from harness.protocol.tracebacks import raised_at
+from harness.runtimes.base import RunOutcome
 
 # Memory readings a crash's reason adds its evidence for (a timeout's and an OOM kill's
 # always say it: memory is what they are about).
@@ -72,3 +77,70 @@ def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series,
     if kind == "crash" and mem.kind not in GREW_BEFORE:
         return kind, why, None, (note,)     # a crash's message alone, memory unremarkable
     return kind, f"{why}; {said}", None, (note,)
+
+
+# A framework's own out-of-memory on the device: the process is not OOM-killed, the
+# framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
+# OutOfMemoryError, a bare CUDA error) and the agent ends with an error.
+GPU_OOM = re.compile(
+    r"ResourceExhaustedError|OOM when allocating tensor|CUDA out of memory|"
+    r"CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|torch\.cuda\.OutOfMemoryError|"
+    r"failed to allocate [\d.]+[KMG]?i?B? .*from device: CUDA_ERROR_OUT_OF_MEMORY")
+# The allocation report a framework prints with it (TF's BFC allocator summary and the
+# OOM line, PyTorch's "Tried to allocate ... already allocated" sentence).
+ALLOCATION_REPORT = re.compile(
+    r"OOM when allocating tensor.*|Tried to allocate .*|Sum Total of in-use chunks.*|"
+    r"^\s*(?:Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Largest free block)\s*[:=].*|"
+    r"Current allocation summary follows.*|report_tensor_allocations_upon_oom.*|"
+    r"CUDA_ERROR_OUT_OF_MEMORY.*", re.MULTILINE)
+
+
+def allocation_report(text: str, limit: int = 12) -> list[str]:
+    """The framework's allocation report lines found in a log, in order, deduplicated."""
+    out: list[str] = []
+    for m in ALLOCATION_REPORT.finditer(text):
+        line = m.group(0).strip()[:300]
+        if line and line not in out:
+            out.append(line)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
+    """How the run ended before its last call (`facts.ENDINGS`) and why, in words; None:
+    it ran to its end."""
+    end = series.end
+    if outcome.error:
+        return "crash", outcome.error
+    if outcome.timed_out:
+        return "timeout", f"killed at the {outcome.duration_s:.0f}s deadline"
+    text = outcome.log_tail + (str(end.get("error", {}).get("traceback", "")) if end else "")
+    if outcome.exit_code == 137:
+        limit = outcome.mem_limit_bytes
+        peak = outcome.details.get("host_max_usage")
+        near = bool(limit and isinstance(peak, int) and peak >= 0.9 * limit)
+        if outcome.oom_killed or near:
+            how = "OOMKilled" if outcome.oom_killed else f"cgroup peak {peak} near limit"
+            return "oom", f"exit 137, {how} (limit {limit} bytes)"
+        return "crash", "killed by SIGKILL from outside (exit 137, not OOMKilled)"
+    if GPU_OOM.search(text) and (outcome.exit_code not in (0, None) or (
+            end is not None and end.get("status") == "error")):
+        report = allocation_report(text)
+        what = GPU_OOM.search(text).group(0)  # type: ignore[union-attr]
+        return "oom", (f"out of device memory in the framework ({what})" +
+                       (": " + " | ".join(report) if report else
+                        "; the framework printed no allocation report"))
+    if NOT_APPLICABLE_TEXT.search(text):
+        return "not-applicable", NOT_APPLICABLE_TEXT.search(text).group(0)  # type: ignore[union-attr]
+    if end is not None and end.get("status") == "error":
+        err = end.get("error") or {}
+        where = raised_at(str(err.get("traceback", "")))
+        return "crash", (f"{err.get('type', 'error')}: {str(err.get('message', ''))[:300]}"
+                         + (f" (at {where})" if where else ""))
+    if outcome.exit_code not in (0, None):
+        last = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-1:]
+        return "crash", f"exit code {outcome.exit_code}" + (f": {last[0][:200]}" if last else "")
+    if end is None:
+        return "crash", "the agent ended without an end record"
+    return None

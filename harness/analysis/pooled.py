@@ -97,3 +97,19 @@ def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> P
         elif ratio < 1.0 / cfg.peak_min_ratio:
             direction = "lower"
     return PeakComparison(ratio, direction)
+
+
+def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
+                        times: np.ndarray, peak: float | None,
+                        cfg: AnalysisConfig) -> tuple[StepComparison | None, PeakComparison | None]:
+    """A cell's step times and peak against its baseline's, each None where there is
+    nothing to compare (no step times, no peak, a zero median)."""
+    try:
+        steps = compare_steps(base_times, times, cfg) if len(base_times) and len(times) else None
+    except ValueError:  # a zero median: nothing to compare
+        steps = None
+    try:
+        peaks = compare_peaks(base_peak, peak, cfg) if base_peak and peak else None
+    except ValueError:
+        peaks = None
+    return steps, peaks

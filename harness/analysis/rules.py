@@ -188,7 +188,7 @@ RULES: tuple[Rule, ...] = (
          "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
          memory=True),
     Rule("rising", "ambiguous", "rule `slowdown` would fire on the cell's first attempt, "
-         "and a run twice as long fits 30 s at its pace (`verdict.RISE_MAX_S`): steps "
+         "and a run twice as long fits 30 s at its pace (`stepreading.RISE_MAX_S`): steps "
          "rising through a whole run are a slowdown or a cost that cycles with the "
          "scenario's input; the cell runs again twice as long, and a slowdown that lasts "
          "is one", (), lambda ev: "steps" if _slowed(ev) and ev.facts.rising else None),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis import memfit
 from harness.analysis.kinds import BAD
-from harness.analysis.verdict import allocation_report
+from harness.analysis.outcomes import allocation_report
 from harness.errors import InputError
 from harness.matrixfile.fitblock import probe_cell
 from harness.matrixfile.model import Cell

@@ -47,12 +47,15 @@ def test_a_cost_that_cycles_with_the_input_is_not_a_slowdown_and_one_that_grows_
     got = sweep(tmp_path, {"cycle.py": CYCLE, "growing.py": GROWING})
     cycle, growing = got["cycle"], got["growing"]
     # THEN the cycle, rising through its first 2,500 calls (the rule before called that
-    # a slowdown), was run again twice as long, came back, and is no finding
-    first = cycle.attempts[0]
-    assert (first.verdict, first.iterations) == ("ambiguous", 2500), first.reason
-    assert "rising through the whole run" in first.reason
+    # a slowdown where the machine showed the rise), is no finding: where its first
+    # attempt read the rise, the cell ran again twice as long, and it came back there
     assert cycle.verdict not in ("slowdown", "regression"), cycle.reason
-    assert cycle.attempts[-1].iterations == 5000
-    # AND the slowdown that grows per call lasted in the longer run: a slowdown
+    first = cycle.attempts[0]
+    if "rising through the whole run" in first.reason:
+        assert first.verdict == "ambiguous" and len(cycle.attempts) >= 2
+        assert cycle.attempts[1].iterations == 5000
+    # AND the slowdown that grows per call was looked at again and lasted: a slowdown
     assert growing.verdict == "slowdown", growing.reason
-    assert [a.verdict for a in growing.attempts] == ["ambiguous", "slowdown"]
+    assert growing.attempts[0].verdict == "ambiguous"
+    assert "rising through the whole run" in growing.attempts[0].reason
+    assert [a.iterations for a in growing.attempts] == [2500, 5000]

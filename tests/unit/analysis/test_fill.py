@@ -13,8 +13,8 @@ import numpy as np
 
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.fill import FILL_RERUN, fill_check
+from harness.analysis.reading import within_run
 from harness.analysis.sequential import LiveDecider
-from harness.analysis.verdict import within_run
 from harness.protocol.ingest import Record, Series, parse_lines, read_samples
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig

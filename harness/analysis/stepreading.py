@@ -1,0 +1,123 @@
+"""The step-time reading of one run, read once (`read_steps`): the trend a slowdown
+verdict reads and everything said beside it.
+
+A slowdown is the wall-clock trend (late steps slower than early ones, rising bin after
+bin, and not back under half that rise late in the run: `growth.step_trend`). CPU time
+per step is evidence, not a veto: a step that waits longer (a sleep, a lock, a GPU)
+slows with flat CPU time. What can void a slowdown is measured contention: when the
+rise in the stepping thread's run-queue delay (or the cgroup's throttling) per step
+accounts for `contention_share` of the extra step time, and CPU time per step did not
+rise by half of it (more work), the host was busy and the cell is `ambiguous` (run
+again), with the reason. Where the agent timed its canary loop, step and CPU times are
+first put at one CPU speed: on a shared machine the CPU's speed moves by up to 1.9x
+within a run (a hyperthread sibling), with no run-queue delay to show. That correction
+can only explain a wall-clock slowdown away (or lower its figure), never make one from
+a flat wall clock (`step_reading`, the one place that rule lives). A slowdown seen on a
+cell's first attempt is looked at again in a run twice as long (`read_steps`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.analysis.contention import at_one_speed, cpu_trend, explain
+from harness.analysis.gputime import gpu_time, slowdown_words
+from harness.analysis.growth import came_back_note, step_trend
+from harness.analysis.memory import measured_calls, seconds_per_call
+from harness.analysis.records import Finding
+from harness.analysis.trends import Explained, GpuTime, StepTrend
+from harness.protocol.series import Series
+from harness.thresholds import AnalysisConfig
+
+
+@dataclass(frozen=True)
+class StepReading:
+    """What a run's step times showed: the trend (None without step times) and CPU
+    time per step, whether the trend is at one CPU speed, the contention and device
+    time behind a slowdown, the slowdown in words, what voids it (a busy host), the
+    calls of the run that looks at it again, and the notes said beside it."""
+
+    steps: StepTrend | None = None
+    cpu: StepTrend | None = None
+    at_speed: bool = False
+    busy: Explained | None = None
+    gpu: GpuTime | None = None
+    slowdown: str = ""
+    voided: str = ""
+    rising: int = 0
+    notes: tuple[Finding, ...] = ()
+
+
+RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the run's pace
+
+
+def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> StepReading:
+    """The step-time reading of one run.
+
+    `first`: the cell's first attempt. Steps that rise through a whole run are a
+    slowdown, or a cost that cycles with the scenario's input over a cycle longer than
+    the run (issue 49: emoji's 5,153-name cycle read `slowdown` 1.41x over 4,800 calls,
+    and `plateau` over 9,700, where the steps came back, `growth.came_back`). A
+    slowdown lasts through a run twice as long: a first attempt's slowdown asks for
+    one (`StepReading.rising`, its calls) where it fits `RISE_MAX_S` at the run's pace;
+    a slower step's slowdown stands on one run, and a cycle longer than twice the run
+    is a cost no run of this length tells apart."""
+    steps, at_speed, notes = step_reading(series, cfg)
+    cpu = cpu_trend(series, cfg) if steps is not None else None
+    if steps is None or not steps.slowdown:
+        return StepReading(steps, cpu, at_speed, notes=notes)
+    extra = steps.late_median_s - steps.early_median_s
+    gpu = gpu_time(series, cfg.step_window, extra)
+    busy = explain(series, cfg.step_window, extra, count_speed=not at_speed)
+    # Contention voids a slowdown only when the step did not do more work: CPU time per
+    # step rising by half the extra time says it did, whatever the load.
+    more_work = cpu is not None and not cpu.insufficient and (
+        cpu.late_median_s - cpu.early_median_s >= extra / 2)
+    voided = ""
+    if busy is not None and busy.share >= cfg.contention_share and not more_work:
+        voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
+                  f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step "
+                  "slowdown")
+    calls, pace = 2 * measured_calls(series), seconds_per_call(series)
+    rising = calls if (first and not voided and pace is not None
+                       and calls * pace <= RISE_MAX_S) else 0
+    return StepReading(steps, cpu, at_speed, busy, gpu,
+                       slowdown_words(steps, cpu, at_speed, gpu), voided, rising, notes)
+
+
+def step_reading(series: Series, cfg: AnalysisConfig
+                 ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
+    """The step-time trend a slowdown verdict reads: the one rule between the wall clock
+    and the CPU-speed correction.
+
+    A slowdown is what the wall clock shows. Where the agent timed its canary loop,
+    `contention.at_one_speed` puts the step's CPU work at one CPU speed; that corrected
+    series may only lower the wall clock's reading, never raise it. It is read where its
+    ratio is no higher than the wall clock's (a slower CPU explains a slowdown away, or
+    part of it) and, where the wall clock shows no slowdown, where it shows none either;
+    else the wall clock's trend stands. So a step spinning on a busy device, recorded
+    without utilization, that a faster CPU "sped up" although no CPU made it faster (a
+    flat 42.8 ms H100 step read 1.55x) stays flat; the corrected slowdown is said as a
+    note, never as a verdict.
+
+    Returns:
+        The trend (None without step times), whether it is the corrected one (its
+        reason says "at one CPU speed"), and the notes: a corrected slowdown the wall
+        clock did not show, a rise that came back (`growth.came_back_note`).
+    """
+    wall_times = series.step_times()
+    if not len(wall_times):
+        return None, False, ()
+    wall = step_trend(wall_times, cfg)
+    same_speed = at_one_speed(series)
+    if same_speed is None or not len(same_speed):
+        return wall, False, came_back_note(wall)
+    corrected = step_trend(same_speed, cfg)
+    if corrected.ratio <= wall.ratio and (wall.slowdown or not corrected.slowdown):
+        return corrected, True, came_back_note(corrected)
+    if wall.slowdown or not corrected.slowdown:
+        return wall, False, came_back_note(wall)
+    return wall, False, (Finding("note", (
+        f"no slowdown on the wall clock (late steps {wall.ratio:.2f}x early); at one CPU "
+        f"speed {corrected.ratio:.2f}x, which the CPU-speed correction alone made: not a "
+        "slowdown")),)
