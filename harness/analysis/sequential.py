@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.analysis.growth import step_trend
 from harness.analysis.memory import MemoryReading, measured_calls, memory_reading
 from harness.analysis.rules import CARRIERS
 from harness.analysis.trends import LiveDecision
@@ -192,12 +193,18 @@ class LiveDecider:
         return self.look()
 
     def look(self) -> LiveDecision | None:
-        """The one memory decision on the samples so far, where it settles the cell."""
+        """The one memory decision on the samples so far, where it settles the cell: a
+        leak, or an `ok` while the step times so far show no slowdown."""
         k = measured_calls(self.series)
         if k < self.min_iterations or k > self.max_iterations:
             return None
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg)
         if found is None:
+            return None
+        if found.verdict == "stable" and step_trend(self.series.step_times(), self.cfg).slowdown:
+            # `ok` is memory stable and no slowdown: steps rising so far are read over the
+            # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
+            # memory at call 260, read `slowdown`, and so did its run twice as long)
             return None
         self.decision = dataclasses.replace(found, iterations=k)
         return self.decision

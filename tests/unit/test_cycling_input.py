@@ -59,3 +59,19 @@ def test_a_cost_that_cycles_with_the_input_is_not_a_slowdown_and_one_that_grows_
     assert growing.attempts[0].verdict == "ambiguous"
     assert "rising through the whole run" in growing.attempts[0].reason
     assert [a.iterations for a in growing.attempts] == [2500, 5000]
+
+
+def test_a_live_ok_does_not_stop_a_run_whose_steps_still_rise(tmp_path: Path) -> None:
+    # GIVEN the matrix (max_iterations: 2000): memory flat from the first calls,
+    # so the live look finds a certain `ok` at call ~260, while the cycle's cost rises
+    path = sweepkit.write_matrix(tmp_path, [{"name": "py", "python": sys.executable}],
+                                 ["cycle.py"], name="live", gpus=None,
+                                 defaults={"max_iterations": 2000, "warmup": 100},
+                                 files={"cycle.py": CYCLE})
+    run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
+    (res,) = run.results.values()
+    # THEN the run went on past the point where the steps still rose (the rule before
+    # stopped it on its memory at ~260 calls, and the rise read as a slowdown there and
+    # in its run twice as long, stopped alike): not a slowdown
+    assert res.verdict not in ("slowdown", "regression"), res.reason
+    assert res.summary.iterations > 1000, res.reason
