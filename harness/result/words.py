@@ -6,7 +6,7 @@ import math
 
 from harness.analysis.devices import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
-from harness.analysis.trends import SMALL_RATE, StepTrend, missed_text, rate_words
+from harness.analysis.trends import StepTrend, kib, missed_text, rate_words
 from harness.result.model import CellResult
 
 
@@ -59,10 +59,9 @@ def carrier_words(res: CellResult) -> str | None:
     name = carrier if carrier and carrier.split("+")[0] == source else source
     if trend.kind == "insufficient":
         return f"{name} no readings"     # too few to fit: never "+0.0"
-    if KINDS[res.verdict].figure == "memory" and res.verdict in BAD \
-            and abs(trend.slope) < SMALL_RATE:
+    if KINDS[res.verdict].figure == "memory" and res.verdict in BAD:
         return f"{name} {rate_words(trend.slope)}"   # never "+0.0 KiB/call"
-    return f"{name} {round(trend.slope / 1024, 1) + 0.0:+.1f} KiB/call"
+    return f"{name} {kib(trend.slope)} KiB/call"
 
 
 def missed_words(res: CellResult) -> str:
