@@ -12,10 +12,13 @@ Params (all optional):
              random: torch.rand on the device every step (the seed's leaking case);
              variable: random frames made once and reused (the seed's tf.Variable);
              constant: torch.zeros made once.
-  lengths    fixed | new                          (default fixed)
+  lengths    fixed | new | cycle                  (default fixed)
              new: a new FFT length every step (512 + 2 * step): on CUDA each one builds a
              cuFFT plan that PyTorch keeps in its plan cache, device memory outside the
              caching allocator (the mechanism behind seed 000's growth).
+             cycle: the lengths 512 + 2 * (step % cycle), over and over: the plan cache
+             fills for `cycle` calls and then holds (a bounded cache of compiled objects).
+  cycle      an int >= 1                          (default 600; lengths: cycle only)
   plan_cache an int >= 0                          (default 0: PyTorch's own maximum)
              caps the CUDA plan cache (then a `new`-lengths run fills it and plateaus).
   device     auto | cpu | cuda                    (default auto: cuda when PyTorch sees a
@@ -34,7 +37,8 @@ FFT_LENGTH = 512
 
 _PARAM_SPEC = {
     "input": ("random", ("random", "variable", "constant")),
-    "lengths": ("fixed", ("fixed", "new")),
+    "lengths": ("fixed", ("fixed", "new", "cycle")),
+    "cycle": (600, ("int_strict", 1)),
     "plan_cache": (0, ("int_strict", 0)),
     "device": ("auto", ("auto", "cpu", "cuda")),
 }
@@ -70,7 +74,12 @@ def step(state):
     frames = state["frames"]
     if frames is None:
         frames = torch.rand(FRAMES_SHAPE, generator=state["gen"], device=state["dev"])
-    n = FFT_LENGTH + 2 * state["steps"] if state["p"]["lengths"] == "new" else FFT_LENGTH
+    lengths = state["p"]["lengths"]
+    n = FFT_LENGTH
+    if lengths == "new":
+        n += 2 * state["steps"]
+    elif lengths == "cycle":
+        n += 2 * (state["steps"] % state["p"]["cycle"])
     spec = torch.fft.rfft(frames, n=n)
     if state["cuda"]:
         torch.cuda.synchronize(state["dev"])
