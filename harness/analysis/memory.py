@@ -104,15 +104,25 @@ def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
     return sorted(found, key=lambda pair: -pair[1].slope)
 
 
+def risen(t: MemoryTrend) -> float:
+    """What a source grew over the run: from its first readings to its highest, not the
+    fitted slope times the calls, which a fill's many slow readings inflate (issue 49:
+    "+420 MiB over 1,360 calls" where the heap rose 236 MiB and stopped); the slope's
+    growth where it never rose above where it began."""
+    rise = t.peak - t.start
+    return rise if rise > 0 else t.growth
+
+
 def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
     """"gpu grows +1024.0 KiB/call (CI ..), +1.46 MiB over 1500 calls, never levelling
     off: a cache would hold more than 1.5 GiB; also fw +1024.0, heap +2.4 KiB/call": the
     size a cache still filling would need to explain it (issue 49)."""
     name, t = found[0]
     rate = rate_words(t.slope, t.slope_lo, t.slope_hi)
+    grew = risen(t)
     text = (f"{name} grows {rate}, "
-            f"{t.growth / 1024**2:+.2f} MiB over {measured:,} calls, never levelling off: a "
-            f"cache would hold more than {size(max(t.growth, t.end - t.start))}")
+            f"{grew / 1024**2:+.2f} MiB over {measured:,} calls, never levelling off: a "
+            f"cache would hold more than {size(grew)}")
     if len(found) > 1:
         text += "; also " + ", ".join(f"{n} {rate_words(o.slope)}" for n, o in found[1:])
     return text
@@ -224,7 +234,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
         t = memory[named]
         # The rise, not the fitted slope times the span: Theil-Sen all but ignores the
         # few readings where a cache filled, and "+0.00 MiB" would hide what it grew.
-        grew = max(t.growth, t.end - t.start)
+        grew = risen(t)
         return out("plateau", f"{named} grew {grew / 1024**2:+.2f} MiB then flattened",
                    named, findings=(Finding("plateau", "plateau"),))
     said = ("memory stable once collected (the heap's growth was cyclic garbage)"

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.growth import step_trend
-from harness.analysis.memory import MemoryReading, measured_calls, memory_reading
+from harness.analysis.memory import MemoryReading, measured_calls, memory_reading, risen
 from harness.analysis.rules import CARRIERS
 from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
@@ -218,7 +218,7 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:
     mem = reading.memory
     if reading.kind == "leak" and reading.carrier is not None:
         t = mem[CARRIERS[reading.carrier][0]]
-        if max(t.growth, t.end - t.start) < cfg.leak_large_bytes:
+        if risen(t) < cfg.leak_large_bytes:
             return None     # the rest of the budget may still show it level off
         why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "
                "matters whatever it is")

@@ -54,11 +54,15 @@ def test_a_cost_that_cycles_with_the_input_is_not_a_slowdown_and_one_that_grows_
     if "rising through the whole run" in first.reason:
         assert first.verdict == "ambiguous" and len(cycle.attempts) >= 2
         assert cycle.attempts[1].iterations == 5000
-    # AND the slowdown that grows per call was looked at again and lasted: a slowdown
+    # AND the slowdown that grows per call was looked at again and lasted: a slowdown.
+    # Its first attempt is never the verdict; it reads the rise (rule `rising`), or, where
+    # a loaded machine hid the rise in 2,500 calls, the 32 B/call its list keeps (rule
+    # `creep`, a CI run): either runs it again longer
     assert growing.verdict == "slowdown", growing.reason
-    assert growing.attempts[0].verdict == "ambiguous"
-    assert "rising through the whole run" in growing.attempts[0].reason
-    assert [a.iterations for a in growing.attempts] == [2500, 5000]
+    first = growing.attempts[0]
+    assert first.verdict == "ambiguous" and len(growing.attempts) >= 2, first.reason
+    if "rising through the whole run" in first.reason:
+        assert growing.attempts[1].iterations == 5000
 
 
 def test_a_live_ok_does_not_stop_a_run_whose_steps_still_rise(tmp_path: Path) -> None:

@@ -88,7 +88,9 @@ def test_a_device_leak_is_decided_live_at_the_first_look_past_the_size_that_matt
     res = live["gpu_leak"]
     assert res.verdict == "leak" and res.live is not None, res.reason
     assert res.live.source in {"gpu", "fw"} and res.carrier in {"gpu", "fw"}
-    assert large <= res.live.calls_to_decision <= large + 20, res.live
+    # What it rose is measured from the median of its first five readings (the third,
+    # 30 calls in): the look that stops it comes up to four readings after 256 calls
+    assert large <= res.live.calls_to_decision <= large + 40, res.live
     # jax_leak's recorded run stopped at 131 calls (the rule before): no look of it
     # reached that size, and its verdict is read from all of it
     jax = live["jax_leak"]
