@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.growth import step_trend
 from harness.analysis.memory import MemoryReading, measured_calls, memory_reading, risen
 from harness.analysis.rules import CARRIERS
+from harness.analysis.stepreading import step_reading
 from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
@@ -201,13 +201,21 @@ class LiveDecider:
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg)
         if found is None:
             return None
-        if found.verdict == "stable" and step_trend(self.series.step_times(), self.cfg).slowdown:
+        if found.verdict == "stable" and self._rising():
             # `ok` is memory stable and no slowdown: steps rising so far are read over the
             # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
             # memory at call 260, read `slowdown`, and so did its run twice as long)
             return None
         self.decision = dataclasses.replace(found, iterations=k)
         return self.decision
+
+
+    def _rising(self) -> bool:
+        """Whether the step times so far show a slowdown, read as the verdict reads them
+        (`stepreading.step_reading`: the wall clock, lowered where one CPU speed explains
+        it away)."""
+        steps = step_reading(self.series, self.cfg)[0]
+        return steps is not None and steps.slowdown
 
 
 def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:

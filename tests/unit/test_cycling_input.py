@@ -79,3 +79,32 @@ def test_a_live_ok_does_not_stop_a_run_whose_steps_still_rise(tmp_path: Path) ->
     # there and in its run twice as long, stopped alike). Where it stopped early, the
     # steps up to there showed no slowdown (a loaded machine can hide the rise).
     assert res.verdict not in ("slowdown", "regression"), res.reason
+
+
+def test_a_live_ok_is_held_back_only_by_a_slowdown_the_verdict_would_read() -> None:
+    """The live look asks the verdict's question of the steps (`step_reading`): a wall
+    clock that rose only because the CPU got slower (the canary loop slower call after
+    call, 3x by the end, the step all CPU work) is no slowdown there, so it does not keep
+    a run with flat memory going (the guard before read the wall clock alone and never
+    stopped it)."""
+    import json
+
+    import numpy as np
+
+    from harness.analysis.sequential import LiveDecider
+    from harness.protocol.ingest import Record, parse_lines
+    from harness.thresholds import AnalysisConfig
+
+    rng = np.random.default_rng(7)
+    recs: list[dict[str, object]] = [{"type": "header", "schema": 1}]
+    for k in range(1, 601):
+        speed = 1.0 + k / 300                          # the CPU slower call after call
+        dt = list(20e-6 * speed * rng.uniform(0.95, 1.05, 10))
+        recs.append({"type": "sample", "src": "step", "phase": "measure", "i": 10 * k,
+                     "t": k * 2e-4, "heap": 30_000_000 + int(rng.normal(0, 40_000)),
+                     "dt": dt, "cpu_s": sum(dt), "ref_s": 1e-3 * speed})
+    series = parse_lines([(json.dumps(r) + "\n").encode() for r in recs])
+    decider = LiveDecider(AnalysisConfig(), 50, 20000)
+    stops = [d for s in series.samples if (d := decider.feed(Record("sample", 0, s)))]
+    assert [d.verdict for d in stops] == ["stable"], stops
+    assert stops[0].iterations > 1000, stops     # past the CPU's slowing, it stopped
