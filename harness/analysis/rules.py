@@ -199,8 +199,9 @@ RULES: tuple[Rule, ...] = (
          ("alpha", "min_ratio", "step_floor_s", "step_window"),
          lambda ev: "steps" if _slowed(ev) else None),
     Rule("filling", "ambiguous", "a carrier's growth passes a leak rule, but a saturating "
-         "fill no larger than `fill_share` of its level (at most `fill_bytes`) fits it: a "
-         "leak or a cache still filling; the cell runs again 4x longer",
+         "fill no larger than `fill_share` of its level (at most `fill_bytes`) fits it, or "
+         "it fell at once by a quarter of its rise (a cache that evicts in bursts): a leak "
+         "or a cache still filling; the cell runs again 4x longer",
          ("fill_share", "fill_bytes"), filling_carrier, memory=True),
     Rule("busy-host", "ambiguous", "late steps are slower, but the rise in run-queue delay "
          "or throttling per step accounts for `contention_share` of it and CPU time per "

@@ -311,3 +311,27 @@ def test_a_leak_read_as_unevenly_is_still_a_leak_with_its_real_size() -> None:
     rose = (318 * KiB * 600 + 2 * KiB * 7400) / 2**20
     said = float(verdict.reason.split(" MiB over")[0].rsplit("+", 1)[1])
     assert 0.9 * rose < said < rose, (said, rose, verdict.reason)
+
+
+def test_a_tooth_longer_than_the_run_is_run_again_and_a_leak_that_fell_once_is_still_one() -> None:
+    # GIVEN a cache that evicts in bursts, its tooth longer than a 5 s run (JAX's malloc
+    # heap on an H100, tests/data/h100/1125: +490 B/call for 8,000 calls, then it frees
+    # what it took): 10,000 calls see one fall and a rise past the first peak
+    def tooth(end: int) -> Series:
+        calls = np.arange(10, end + 1, 10, dtype=np.float64)
+        since = np.where(calls < 2720, calls, (calls - 2720) % 8000)   # falls at 2,720, 10,720..
+        return series_of(calls, 30e6 + 490 * since + RNG.normal(0, 2 * KiB, calls.size))
+
+    short = decide(CellFacts(CFG, tooth(10_000), RunOutcome(exit_code=0)))
+    # THEN it is run again four times longer (it was `leak`, +490 B/call), where the
+    # teeth show their bound
+    assert short.verdict == "ambiguous" and "given back at once" in short.reason, short.reason
+    longer = decide(CellFacts(CFG, tooth(40_000), RunOutcome(exit_code=0)))
+    assert longer.verdict in ("ok", "plateau"), longer.reason
+    # AND a leak whose heap fell once as much is a leak in that longer run: its rise
+    # outgrows the same fall
+    calls = np.arange(10, 40_001, 10, dtype=np.float64)
+    leak = series_of(calls, 30e6 + 490 * calls - 1.2e6 * (calls > 2720)
+                     + RNG.normal(0, 2 * KiB, calls.size))
+    verdict = decide(CellFacts(CFG, leak, RunOutcome(exit_code=0)))
+    assert verdict.verdict == "leak", verdict.reason
