@@ -61,6 +61,11 @@ class Fill:
                 f"filling; {then}")
 
 
+def drawdown(y: FloatArray) -> float:
+    """The largest fall of a series below its running peak (0 for an empty one)."""
+    return float(np.max(np.maximum.accumulate(y) - y)) if y.size else 0.0
+
+
 def _size(g: float) -> str:
     return f"{g / 1024:+,.0f} KiB" if abs(g) < 2**20 else f"{g / 2**20:+,.2f} MiB"
 
@@ -106,7 +111,7 @@ def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
     # than the run (JAX's malloc heap on an H100: +490 B/call for ~8,000 calls, then
     # -4 MB; 5 s saw 1.3 teeth). A leak never gives back; in a run FILL_RERUN times
     # longer its rise outgrows the same fall, and a saw-tooth's does not.
-    drop = float(np.max(np.maximum.accumulate(y) - y)) if y.size else 0.0
+    drop = drawdown(y)
     fits = amplitude <= bound
     fell = drop if not fits and growth > 0 and drop * FILL_RERUN >= growth else 0.0
     possible = bound > 0 and (fits or fell > 0)

@@ -45,7 +45,7 @@ from typing import Literal
 
 import numpy as np
 
-from harness.analysis.fill import Fill, fill_check
+from harness.analysis.fill import Fill, drawdown, fill_check
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
 from harness.analysis.records import Finding
 from harness.analysis.slopes import (
@@ -123,8 +123,7 @@ def trend_and_fill(
     spread = np.subtract(*np.percentile(np.diff(by), [75.0, 25.0])) / np.sqrt(2.0)
     # Memory that fell back by D (GC, arena trim) shows the series swings by D without
     # leaking; a leak never gives back, so its drawdown is the noise alone.
-    drawdown = float(np.max(np.maximum.accumulate(by) - by))
-    floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown)
+    floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown(by))
     found = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call,
                          creep_calls)
     creep = found == "creep"        # steady growth under both floors: ambiguous

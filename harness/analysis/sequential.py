@@ -209,7 +209,6 @@ class LiveDecider:
         self.decision = dataclasses.replace(found, iterations=k)
         return self.decision
 
-
     def _rising(self) -> bool:
         """Whether the step times so far show a slowdown, read as the verdict reads them
         (`stepreading.step_reading`: the wall clock, lowered where one CPU speed explains
