@@ -57,6 +57,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "fill_bytes": (0.0, math.inf, True, False),
     "leak_large_bytes": (0.0, math.inf, False, False),
     "ok_floor_bytes": (0.0, math.inf, False, False),
+    "short_calls": (0, math.inf, True, False),
 }
 
 
@@ -139,6 +140,13 @@ class AnalysisConfig:
             its budget, whose length the total-floor rule turns into sensitivity (a
             16 B/call leak passes the heap's 256 KiB floor in 16,000 calls: a third of
             a second for a 20 us step). psleak and pytest-memray reach 16 B/call.
+        short_calls: A run its time budget ended after fewer calls than this (its
+            steps slow) that reads a leak under `leak_large_bytes` runs again until it
+            has made this many (rule `short`): a cache of as many entries as the run
+            made calls fills like a leak for all of them, and the common caches hold
+            128 to 1,024 entries (functools, re, LRUs of compiled objects), so a third
+            of 2,000 calls past such a fill shows it stop (issue 49: dateparser's 504
+            locales at 11-17 ms a miss, tf.function's traces at ~21 ms). 0: never.
         step_floor_s: Median step-time differences below this many seconds are never a
             slowdown or regression: micro-second steps drift by tens of percent with CPU
             frequency and cache state, and nobody's training loop cares.
@@ -176,6 +184,7 @@ class AnalysisConfig:
     fill_bytes: float = 128 * _MiB
     leak_large_bytes: float = 256 * _MiB
     ok_floor_bytes: float = 16.0
+    short_calls: int = 2000
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

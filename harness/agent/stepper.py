@@ -11,6 +11,9 @@ from contention import AllThreads, Contention
 
 MIN_SAMPLES = 30
 BUDGET_SAMPLES = 400
+# Past its budget, a run going on to --budget-min steps reads at least this many times
+# over those steps: a third of them (a trend's late window) holds a handful.
+LEAST_SAMPLES = 16
 
 
 class ControlCheck(object):
@@ -111,10 +114,16 @@ class Stepper(object):
             # the run within a few calls, not at the next sample.
             point = done % every == 0
             stop_now = measuring and control.due(t2, point)
-            spent = t2 >= ends_at and done >= least
+            over = t2 >= ends_at
+            spent = over and done >= least
             if spent:
                 self.budget_spent = True
                 count = done
+            elif over and cap > least // LEAST_SAMPLES:
+                # The budget is spent, the run goes on to --budget-min steps: read those
+                # evenly in steps, not in time, so fast steps after slow ones (a cache's
+                # hits after its misses) are read too.
+                cap = max(every, least // LEAST_SAMPLES)
             if not (stop_now or point or done == count):
                 continue
             if (stop_now or done == count or since * self.budget >= self.cost or gap >= cap

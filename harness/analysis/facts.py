@@ -31,7 +31,10 @@ class Facts(Record):
         filling: The memory sources whose growth a bounded fill still fits.
         capped: The run stopped at its cap on calls with most of its time budget left
             (`capped_at`), and the cell may run again: what the budget was and used.
-        budget_calls: The calls that run's pace would make in its whole budget.
+        short: The run's time budget ended it after fewer calls than `short_calls`
+            (`cut_short`), and the cell may run again: what it made, in words.
+        budget_calls: The calls the cell's next run makes: what the whole budget
+            holds at its pace (`capped`), or `short_calls` (`short`).
         slowdown: Late steps slower than early ones: the figures.
         rising: That slowdown was seen in a first run only, and a run twice as long fits
             `stepreading.RISE_MAX_S` at its pace: the calls that run makes (a cost that cycles with
@@ -49,6 +52,7 @@ class Facts(Record):
     gpu_unusable: str | None = None
     filling: tuple[str, ...] = ()
     capped: str = ""
+    short: str = ""
     budget_calls: int = 0
     slowdown: str = ""
     rising: int = 0
@@ -81,3 +85,24 @@ def capped_at(series: Series) -> tuple[str, int] | None:
         return None
     calls = math.ceil(CAP_MARGIN * done * budget / took)
     return f"{done:,} calls, its cap, in {took:.2g} s of its {budget:g} s budget", calls
+
+
+def cut_short(series: Series, least: int) -> tuple[str, int] | None:
+    """The run's time budget ended it after fewer than `least` calls (and under its cap):
+    what it made, in words, and the calls its next run makes (`least`, or the cap if
+    lower). A cache of as many entries as a run made calls fills like a leak for all of
+    them; where each miss is slow, a few seconds hold a few hundred (issue 49). None:
+    not so, or a series whose agent did not say its budget."""
+    config = (series.header or {}).get("config") or {}
+    end = series.end or {}
+    budget, asked, done = config.get("budget"), config.get("iterations"), end.get("iterations")
+    took = (end.get("phases") or {}).get("measure")
+    if not isinstance(budget, (int, float)) or budget <= 0 or not isinstance(done, int) \
+            or done <= 0 or not isinstance(asked, int) or not end.get("budget_spent") \
+            or end.get("stopped_early"):
+        return None
+    calls = min(least, asked)
+    if done >= calls:
+        return None
+    pace = f", {1e3 * took / done:.3g} ms a call" if isinstance(took, (int, float)) else ""
+    return f"{done:,} calls in its {budget:g} s budget{pace}", calls

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.slopes import FloatArray, theil_sen
+from harness.analysis.trends import signed_size
 from harness.thresholds import AnalysisConfig
 
 FILL_RERUN = 4              # a run that could be a fill runs again this many times longer
@@ -54,20 +55,16 @@ class Fill:
         then = (f"running it again for {self.rerun:,}" if again
                 else f"a run of {self.rerun:,} calls would tell (its repeats are spent)")
         if self.fell:
-            return (f"{_size(self.growth)} over {self.calls:,} calls, "
-                    f"{_size(-self.fell)} given back at once: a leak or a cache that evicts; "
+            return (f"{signed_size(self.growth)} over {self.calls:,} calls, "
+                    f"{signed_size(-self.fell)} given back at once: a leak or a cache that evicts; "
                     f"{then}")
-        return (f"{_size(self.growth)} over {self.calls:,} calls: a leak or a cache still "
+        return (f"{signed_size(self.growth)} over {self.calls:,} calls: a leak or a cache still "
                 f"filling; {then}")
 
 
 def drawdown(y: FloatArray) -> float:
     """The largest fall of a series below its running peak (0 for an empty one)."""
     return float(np.max(np.maximum.accumulate(y) - y)) if y.size else 0.0
-
-
-def _size(g: float) -> str:
-    return f"{g / 1024:+,.0f} KiB" if abs(g) < 2**20 else f"{g / 2**20:+,.2f} MiB"
 
 
 def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,

@@ -14,7 +14,7 @@ import re
 from harness.analysis.kinds import Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
-from harness.analysis.trends import StepTrend, kib
+from harness.analysis.trends import StepTrend, kib, signed_size
 from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
@@ -25,14 +25,6 @@ from harness.runtimes.base import RunOutcome
 GREW_BEFORE = ("leak", "filling", "plateau")
 # The sources said for a run that ended early, where none leaks: the first read.
 SAID = ("rss", "uss", "heap", "gpu", "fw")
-
-
-def size(n: float) -> str:
-    """Bytes as "+1.00 GiB", "+300 KiB", "+12.5 MiB"."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
-        if abs(n) >= scale:
-            return f"{n / scale:+.2f} {unit}"
-    return f"{n / 1024:+.0f} KiB"
 
 
 def before_the_end(mem: MemoryReading, series: Series) -> str:
@@ -50,7 +42,7 @@ def before_the_end(mem: MemoryReading, series: Series) -> str:
              if s.get("phase") == "measure" and isinstance(s.get("t"), int | float)]
     took = f" in {max(times) - min(times):.0f} s" if len(times) > 1 else ""
     grew = t.end - t.start
-    return f"{source} grew {size(grew)}{took}, {kib(t.slope)} KiB/call"
+    return f"{source} grew {signed_size(grew)}{took}, {kib(t.slope)} KiB/call"
 
 
 def steps_before(steps: StepTrend | None) -> str:

@@ -1,12 +1,13 @@
 """What one run showed, read once (`read_run`), and the within-run verdict the table of
 rules gives it (`within_run`): memory (`memory.memory_reading`), step times
 (`stepreading.read_steps`), how the run ended (`outcomes.how_it_ended`), its cap
-(`facts.capped_at`); `verdict.verdict_of` words the rule that fired."""
+(`facts.capped_at`) or its budget (`facts.cut_short`); `verdict.verdict_of` words the
+rule that fired."""
 
 from __future__ import annotations
 
-from harness.analysis.facts import Facts, capped_at
-from harness.analysis.memory import memory_reading
+from harness.analysis.facts import Facts, capped_at, cut_short
+from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended
 from harness.analysis.rules import Evidence
 from harness.analysis.stepreading import read_steps
@@ -21,15 +22,21 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     """Everything the rules read of one run, built once: memory by `memory.
     memory_reading` (the reading the live decider makes on the samples so far), the
     step-time reading (`stepreading.read_steps`), how the run ended
-    (`outcomes.how_it_ended`), whether its cap cut its budget short (`facts.capped_at`)."""
+    (`outcomes.how_it_ended`), whether its cap cut its budget short (`facts.capped_at`)
+    or its budget ended it after too few calls to tell a leak from a cache, where what
+    leaks is under `leak_large_bytes` (`facts.cut_short`)."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
     capped = capped_at(series) if again else None
+    leaks = leaking(mem.memory)
+    short = cut_short(series, cfg.short_calls) if again and capped is None and leaks \
+        and all(risen(t) < cfg.leak_large_bytes for _, t in leaks) else None
     facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
                   gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=st.slowdown,
                   rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",
-                  budget_calls=capped[1] if capped else 0)
+                  short=short[0] if short else "",
+                  budget_calls=capped[1] if capped else short[1] if short else 0)
     notes = (*((mem.cyclic,) if mem.cyclic is not None else ()), *st.notes)
     return RunReading(mem, Evidence(mem.memory, facts), st.steps, st.cpu, st.at_speed,
                       st.busy, st.gpu, ended, notes)

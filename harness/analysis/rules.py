@@ -183,6 +183,13 @@ RULES: tuple[Rule, ...] = (
          "cell may run again: the rest of the budget could show the growth level off; "
          "it runs again with its cap raised to what the budget holds", (),
          lambda ev: _leak(ev) if ev.facts.capped else None),
+    Rule("short", "ambiguous", "a carrier leaks (rule `leak`) by less than "
+         "`leak_large_bytes`, but the run's time budget ended it after fewer than "
+         "`short_calls` calls (its steps are slow), and the cell may run again: a cache of "
+         "as many entries as it made calls fills like a leak for all of them; it runs "
+         "again until it has made `short_calls` calls (its cap, if lower)",
+         ("short_calls", "leak_large_bytes"),
+         lambda ev: _leak(ev) if ev.facts.short else None),
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
          "allocator) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
          "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
@@ -281,6 +288,7 @@ def facts_said(f: Facts) -> list[str]:
             ("ended", f"{f.ended} ({f.ended_why})" if f.ended else None),
             ("GPU in the run", f.gpu_unusable),
             ("a fill fits", ", ".join(f.filling)), ("steps", f.slowdown),
+            ("cut short", f.short or None),
             ("first look", f"a run of {f.rising:,} calls would show it last" if f.rising
              else None),
             ("busy host", f.busy), ("vs baseline", f.regression or f.suspected)]

@@ -81,6 +81,12 @@ def size(n: float) -> str:
     return f"{sign}{n:.0f} B"
 
 
+def signed_size(n: float) -> str:
+    """`size` with its sign, growth's or a fall's: "+54.3 KiB", "-1.17 MiB"; the one
+    signed size of every reason."""
+    return ("+" if n >= 0 else "") + size(n)
+
+
 def missed_text(rate: float | None, calls: int) -> str:
     """"no leak above 40 B/call in 1,000 calls" ("" when not known): the smallest steady
     leak a run could have missed (`MemoryTrend.missed`)."""

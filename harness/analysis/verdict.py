@@ -114,6 +114,11 @@ def verdict_of(r: RunReading, series: Series) -> CellVerdict:
                    "the rest of the budget would show levelling off; running it again for "
                    f"up to {f.budget_calls:,} calls", mem.carrier, tuple(findings),
                    rerun=f.budget_calls)
+    if rule.id == "short":
+        return out(f"{mem.reason}; but its budget ended it after {f.short}: a leak, or a "
+                   "cache of as many entries still filling; running it again for "
+                   f"{f.budget_calls:,} calls", mem.carrier, tuple(findings),
+                   rerun=f.budget_calls)
     if rule.id == "rising":
         return out(f"{f.slowdown}; rising through the whole run: a slowdown, or a cost "
                    "that cycles with the scenario's input; running it again for "

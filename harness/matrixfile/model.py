@@ -91,6 +91,9 @@ class RunSettings:
     min_iterations: int = 50
     max_iterations: int | None = None
     budget: float | None = None     # seconds of measuring; None: DEFAULT_BUDGET_S
+    # The calls a budget's run makes at least (None: BUDGET_MIN_CALLS): raised by harness
+    # alone for a run again after rule `short`; no matrix key sets it.
+    budget_calls: int | None = None
 
     @property
     def agent_iterations(self) -> int:

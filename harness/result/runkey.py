@@ -60,7 +60,7 @@ class RunKey:
 
 # Settings added after results were first keyed: left out of the key while unset, so a
 # result recorded before them still answers for a cell that does not set them.
-ADDED_LATER = ("budget",)
+ADDED_LATER = ("budget", "budget_calls")
 
 
 def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = ()) -> RunKey:

@@ -79,11 +79,12 @@ class RunRequest:
             args += ["--attribute", ",".join(self.attribute)]
         args += ["--heap", s.heap]
         if (budget := s.run_budget) is not None:
-            # Early stop runs for its time budget (at least BUDGET_MIN_CALLS calls, at
-            # most max_iterations): readings spread over the budget, each costing at
-            # most BUDGET_OVERHEAD of the steps' time (a heap reading collects garbage).
+            # Early stop runs for its time budget (at least BUDGET_MIN_CALLS calls, or a
+            # run again's `budget_calls`; at most max_iterations): readings spread over
+            # the budget, each costing at most BUDGET_OVERHEAD of the steps' time (a
+            # heap reading collects garbage).
             args += ["--budget", f"{budget:g}", "--budget-min",
-                     str(min(BUDGET_MIN_CALLS, s.agent_iterations)),
+                     str(min(s.budget_calls or BUDGET_MIN_CALLS, s.agent_iterations)),
                      "--max-overhead", f"{BUDGET_OVERHEAD:g}"]
         return args
 

@@ -138,7 +138,10 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
     assert verdict is not None and s.max_iterations is not None
     ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
     cid = run.cell.id
-    held = verdict.facts.budget_calls if verdict.facts is not None else 0
+    facts = verdict.facts
+    if facts is not None and facts.short:
+        return _more_calls(ctx, run, max(facts.budget_calls, verdict.rerun or 0), ran)
+    held = facts.budget_calls if facts is not None else 0
     if held:
         # Its cap, not its budget, ended the run (`analysis.facts.capped_at`): the same
         # budget, the cap raised to what the budget holds at this pace (or the calls the
@@ -160,6 +163,28 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
     cap = max(int(s.max_iterations * factor), decidable_iterations(s, ctx.cfg))
     _run_as(run, dataclasses.replace(s, budget=longer_s, max_iterations=cap))
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:.3g} s "
+                 f"({run.repeats_used}/{run.cell.settings.repeats})")
+    return True
+
+
+def _more_calls(ctx: Context, run: CellRun, calls: int, ran: int) -> bool:
+    """A budgeted cell whose budget ended it after too few calls to tell a leak from a
+    cache (`analysis.facts.cut_short`): the same budget, run until `calls` calls; False
+    where that would pass the cell's timeout at this run's pace."""
+    s, cid = run.running.settings, run.cell.id
+    assert s.max_iterations is not None and run.verdict is not None
+    phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+    measured = float(phases.get("measure") or run.run_s)
+    expected_s = run.run_s + measured * (calls / ran - 1)
+    said = run.verdict.reason
+    if expected_s > s.timeout:
+        ctx.progress(f"{cid}: ambiguous ({said}); not run again: {calls:,} calls would "
+                     f"take about {expected_s:.0f} s, past the cell's timeout "
+                     f"({s.timeout:.0f} s); raise timeout: to let it decide")
+        return False
+    _run_as(run, dataclasses.replace(s, budget_calls=calls,
+                                     max_iterations=max(s.max_iterations, calls)))
+    ctx.progress(f"{cid}: ambiguous ({said}); running again until {calls:,} calls "
                  f"({run.repeats_used}/{run.cell.settings.repeats})")
     return True
 

@@ -117,6 +117,47 @@ def test_the_issues_cap_of_2000_calls_neither_hides_a_small_leak_nor_calls_a_cac
     assert "its cap" in cache.attempts[0].reason
 
 
+# Slow steps: a cache of 900 compiled-object-sized entries whose misses cost 1 ms and
+# hits nothing, a new key every call until all are held; and a leak of 16 KiB a call
+# whose every step costs 1 ms. A 0.3 s budget ends each at the 300-call least, all of it
+# growth: the rule before called both leaks.
+SLOW_CACHE = """
+import time
+def setup(params):
+    return {"held": {}, "n": 0}
+def step(state):
+    key = state["n"] % 900
+    state["n"] += 1
+    if key not in state["held"]:
+        time.sleep(0.001)
+        state["held"][key] = bytearray(16384)
+"""
+SLOW_LEAK = """
+import time
+def setup(params):
+    return {"keep": []}
+def step(state):
+    time.sleep(0.001)
+    state["keep"].append(bytearray(16384))
+"""
+
+
+def test_slow_misses_longer_than_the_budget_are_no_leak_and_a_slow_leak_is_one(
+        tmp_path: Path) -> None:
+    got = sweep_budget(tmp_path, {"budget": "0.3s", "warmup": 20, "repeats": 1},
+                       {"cache.py": SLOW_CACHE, "leak.py": SLOW_LEAK})
+    cache, leak = got["cache"], got["leak"]
+    # THEN each first run, cut short by its budget, read ambiguous (rule short) and ran
+    # again until 2,000 calls, in the same budget
+    for r in (cache, leak):
+        assert r.attempts[0].verdict == "ambiguous", r.attempts
+        assert "but its budget ended it after" in r.attempts[0].reason, r.attempts
+        assert (r.end.iterations or 0) >= CFG.short_calls and r.settings["budget"] == 0.3
+    # AND the cache, full by call 900, is no finding; the leak is one, with its size
+    assert cache.verdict not in BAD, cache.reason
+    assert leak.verdict == "leak" and "a cache would hold more than" in leak.reason
+
+
 def test_a_budget_ends_the_run_once_spent(tmp_path: Path) -> None:
     # (no live look before 100,000 calls: a certain `ok` would stop it first)
     (slow,) = sweep_budget(tmp_path, {"budget": "1s", "warmup": 5, "min_iterations": 100000},
