@@ -12,9 +12,10 @@ is bad here (`bug_here`); the table shows both figures.
 
 For each case the runner writes the matrix a user would (`runtime: local`, one image
 per release `{name, pip: [...]}`, live mode `max_iterations: 2000`, the rest harness's
-defaults, the good release as baseline) and runs `harness sweep`; harness builds one
-venv per release (cached), which also holds psleak and, for leaks and controls,
-pytest-memray, so the three tools run the same bytes. Then, per release:
+defaults, the good release as baseline, or the fixed one where none is good) and runs
+`harness sweep`; harness builds one venv per release (cached), which also holds psleak
+and, for leaks and controls, pytest-memray, so the three tools run the same bytes.
+Then, per release:
 
 - harness: the cell's verdict, the measured calls at the live decision, the cell's run
   seconds; per case whether the row's first bad is the case's first bad release;
@@ -56,6 +57,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from corpuskit import drivers  # noqa: E402
 from corpuskit.cases import Case, CaseError, load_all  # noqa: E402
 from corpuskit.sweep import (  # noqa: E402
+    ALSO_SLOWER,
     LENGTHS,
     MAX_ITERATIONS,
     UNAVAILABLE,
@@ -86,14 +88,17 @@ class Row:
 
 
 def found(kind: str, verdict: str) -> bool:
-    """The tool named the case's bug: a leak as a memory finding, a slowdown as slower."""
+    """The tool named the case's bug: a leak as a memory finding, a slowdown as slower
+    (its verdict, or a slowdown found beside a memory verdict: `ALSO_SLOWER`)."""
     if kind == "slowdown":
-        return verdict in TIMED
+        return verdict in TIMED or verdict.endswith(ALSO_SLOWER)
+    verdict = verdict.removesuffix(ALSO_SLOWER)
     return verdict in BAD and KINDS[verdict].figure == "memory" if verdict in KINDS \
         else verdict == "leak"      # psleak's and pytest-memray's word
 
 
 def alarm(verdict: str) -> bool:
+    verdict = verdict.removesuffix(ALSO_SLOWER)
     return verdict in BAD or verdict == "leak"
 
 

@@ -19,6 +19,11 @@ from typing import Any
 from corpuskit.cases import Case
 
 MAX_ITERATIONS = 2000
+# A cell's verdict as the runner keeps it where the cell also found a slowdown: a leak
+# with "late steps 5.22x early" beside it (a handler added per call leaks and slows
+# every later call) is both findings.
+ALSO_SLOWER = "+slowdown"
+MEMORY_BAD = ("leak", "oom", "timeout")
 # How long each cell runs, as the matrix's `defaults:` say it: a time budget (issue 49),
 # or the call count the runner wrote before it (`max_iterations: 2000`, "--length
 # calls"), which a tree from before budgets reads.
@@ -62,9 +67,14 @@ def matrix_yaml(case: Case, memray: bool = True, length: str = "budget") -> str:
         "defaults": {**LENGTHS[length], "timeout": "10m"},
         "matrix": {"image": images, "gpu": ["none"], "scenario": [scenario]},
     }
-    good = case.versions.get("good")
-    if good is not None:
-        doc["baseline"] = {"image": case.label(good)}
+    # The good release is the baseline; where no release is good (the bug arrived with
+    # the feature), the fixed one: else the row's first image, the bad release, would be
+    # the baseline, and a fixed release slower per call than the bad one's first calls
+    # (freezegun 0.3.12 against 0.1.19, before 0.1.19's list has grown) a "regression"
+    # against the bug itself.
+    reference = case.versions.get("good") or case.versions.get("fixed")
+    if reference is not None:
+        doc["baseline"] = {"image": case.label(reference)}
     return json.dumps(doc, indent=1)
 
 
@@ -88,7 +98,13 @@ def read_cells(case: Case, directory: Path) -> tuple[dict[str, Cell], str | None
         end = c.get("end") or {}
         calls = live.get("calls_to_decision") or end.get("iterations") or 0
         timings = c.get("timings") or {}
-        cells[release] = Cell(release, str(c.get("verdict")), int(calls),
+        verdict = str(c.get("verdict"))
+        if verdict in MEMORY_BAD and any(f.get("kind") == "slowdown"
+                                         for f in c.get("findings") or ()):
+            # A memory finding and a slowdown beside it, both in the cell's words
+            # ("leak: heap +323 B/call, late steps 5.22x early"): one verdict, two bugs
+            verdict += ALSO_SLOWER
+        cells[release] = Cell(release, verdict, int(calls),
                               float(timings.get("run_s") or 0.0),
                               (c.get("image", {}).get("labels") or {}).get("venv"),
                               str(c.get("reason", "")))

@@ -40,10 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.gputime import device_share
-from harness.analysis.growth import step_trend
-from harness.analysis.trends import Explained, StepTrend
+from harness.analysis.trends import Explained
 from harness.protocol.series import Series
-from harness.thresholds import AnalysisConfig
 
 
 def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:
@@ -55,50 +53,46 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
     return rq, thr
 
 
-def at_one_speed(series: Series) -> np.ndarray | None:
-    """Measured step times with their CPU part put at the run's median CPU speed.
+@dataclass(frozen=True)
+class OneSpeed:
+    """A run's measured step times (one per step) and its CPU seconds per step (one per
+    sample interval), each with its CPU part put at the run's median CPU speed."""
+
+    steps: np.ndarray
+    cpu: np.ndarray
+
+
+def at_one_speed(series: Series) -> OneSpeed | None:
+    """Measured step times and CPU time per step, put at the run's median CPU speed.
 
     Per sample interval, the share of the step that was the stepping thread's own CPU
-    time is scaled by the canary loop's time then over its median over the run (worker
-    threads run on other CPUs, whose speed the canary does not see); waits (and run-queue delay)
-    are left as they are. On a shared machine the CPU's speed changes by up to 1.9x
-    within a run (a hyperthread sibling gets busy and idle), enough to hide or fake a
-    1.5x slowdown of the same work. None when the agent did not record the canary
-    and CPU time on every sample.
+    time (less what spun while the device was busy: `gputime.device_share`) is scaled by
+    the canary loop's time then over its median over the run (worker threads run on
+    other CPUs, whose speed the canary does not see); waits (and run-queue delay) are
+    left as they are. On a shared machine the CPU's speed changes by up to 1.9x within
+    a run (a hyperthread sibling gets busy and idle), enough to hide or fake a 1.5x
+    slowdown of the same work. None when the agent did not record the canary and CPU
+    time on every sample.
     """
     rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
             and s["dt"]]
     if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
         return None
     r0 = float(np.median([s["ref_s"] for s in rows]))
-    out: list[np.ndarray] = []
+    steps: list[np.ndarray] = []
+    cpu: list[float] = []
     for s in rows:
         dt = np.asarray(s["dt"], dtype=np.float64)
-        total = float(dt.mean())
-        cpu = min(float(s["cpu_s"]) / dt.size, total) * float(
-            _own_share(s.get("on_s", np.nan), s["cpu_s"]))
-        cpu = min(cpu, total * (1.0 - device_share(s)))   # a spin on the device is no work
-        scale = ((total - cpu) + cpu * r0 / float(s["ref_s"])) / total if total > 0 else 1.0
-        out.append(dt * scale)
-    return np.concatenate(out)
-
-
-def cpu_at_one_speed(series: Series) -> np.ndarray | None:
-    """CPU seconds per step, one value per sample interval, put at the run's median
-    CPU speed (canary loop); None without canary and CPU time on every sample."""
-    rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
-            and s["dt"]]
-    if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
-        return None
-    r0 = float(np.median([s["ref_s"] for s in rows]))
-    out = []
-    for s in rows:
-        per_step = float(s["cpu_s"]) / len(s["dt"])
-        own = float(_own_share(s.get("on_s", np.nan), s["cpu_s"])) * per_step
-        # The stepping thread's CPU work, less what spun while the device was busy.
-        work = min(own, float(np.mean(s["dt"])) * (1.0 - device_share(s)))
-        out.append(per_step - work + work * r0 / float(s["ref_s"]))
-    return np.asarray(out, dtype=np.float64)
+        total, per_step = float(dt.mean()), float(s["cpu_s"]) / dt.size
+        share, speed = float(_own_share(s.get("on_s", np.nan), s["cpu_s"])), r0 / float(s["ref_s"])
+        # The stepping thread's CPU work, less what spun while the device was busy (a
+        # spin on the device is no work): in the step, and per step of CPU time.
+        idle = total * (1.0 - device_share(s))
+        in_step = min(min(per_step, total) * share, idle)
+        work = min(share * per_step, idle)
+        steps.append(dt * (((total - in_step) + in_step * speed) / total if total > 0 else 1.0))
+        cpu.append(per_step - work + work * speed)
+    return OneSpeed(np.concatenate(steps), np.asarray(cpu, dtype=np.float64))
 
 
 def explain(series: Series, window: float, extra_s: float,
@@ -258,14 +252,3 @@ def sm_clocks(base: RunStat | None, other: RunStat | None) -> tuple[float | None
         return r.sm_mhz if r is not None and np.isfinite(r.sm_mhz) else None
 
     return clock(base), clock(other)
-
-
-def cpu_trend(series: Series, cfg: AnalysisConfig) -> StepTrend | None:
-    """CPU time per step (at one CPU speed where the canary was timed), early vs late;
-    None if the agent did not record it."""
-    cpu = cpu_at_one_speed(series)
-    if cpu is None:
-        cpu = series.cpu_times()
-    if cpu is None or not len(cpu):
-        return None
-    return step_trend(cpu, cfg)

@@ -29,9 +29,10 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
     capped = capped_at(series) if again else None
-    leaks = leaking(mem.memory)
-    short = cut_short(series, cfg.short_calls) if again and capped is None and leaks \
-        and all(risen(t) < cfg.leak_large_bytes for _, t in leaks) else None
+    leaks = [t for _, t in leaking(mem.memory)]
+    short = None
+    if again and capped is None and leaks and max(map(risen, leaks)) < cfg.leak_large_bytes:
+        short = cut_short(series, cfg.short_calls)
     facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
                   gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=st.slowdown,
                   rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",

@@ -18,9 +18,10 @@ cell's first attempt is looked at again in a run twice as long (`read_steps`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from harness.analysis.contention import at_one_speed, cpu_trend, explain
+from harness.analysis.contention import OneSpeed, at_one_speed, explain
 from harness.analysis.gputime import gpu_time, slowdown_words
 from harness.analysis.growth import came_back_note, step_trend
 from harness.analysis.memory import measured_calls, seconds_per_call
@@ -62,8 +63,9 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     one (`StepReading.rising`, its calls) where it fits `RISE_MAX_S` at the run's pace;
     a slower step's slowdown stands on one run, and a cycle longer than twice the run
     is a cost no run of this length tells apart."""
-    steps, at_speed, notes = step_reading(series, cfg)
-    cpu = cpu_trend(series, cfg) if steps is not None else None
+    speed = at_one_speed(series)
+    steps, at_speed, notes = _step_reading(series, cfg, speed)
+    cpu = cpu_trend(series, cfg, speed) if steps is not None else None
     if steps is None or not steps.slowdown:
         return StepReading(steps, cpu, at_speed, notes=notes)
     extra = steps.late_median_s - steps.early_median_s
@@ -95,9 +97,14 @@ def step_reading(series: Series, cfg: AnalysisConfig
     series may only lower the wall clock's reading, never raise it. It is read where its
     ratio is no higher than the wall clock's (a slower CPU explains a slowdown away, or
     part of it) and, where the wall clock shows no slowdown, where it shows none either;
-    else the wall clock's trend stands. So a step spinning on a busy device, recorded
-    without utilization, that a faster CPU "sped up" although no CPU made it faster (a
-    flat 42.8 ms H100 step read 1.55x) stays flat; the corrected slowdown is said as a
+    else the wall clock's trend stands. Where the wall clock rose (late steps slower,
+    past `min_ratio`) but not bin after bin, or came back down (`growth.came_back`),
+    and at one CPU speed the rise lasts, the CPU's speed moved in the run: the wall
+    clock's slowdown stands with its own figure (a CPU-bound step slowing 3.7x over a
+    run read `ok` where the host's CPU got 1.75x faster two thirds of the way in). So
+    a step spinning on a busy device, recorded without utilization, that a faster CPU
+    "sped up" although no CPU made it faster (a flat 42.8 ms H100 step read 1.55x)
+    stays flat; the corrected slowdown is said as a
     note, never as a verdict.
 
     Returns:
@@ -105,19 +112,44 @@ def step_reading(series: Series, cfg: AnalysisConfig
         reason says "at one CPU speed"), and the notes: a corrected slowdown the wall
         clock did not show, a rise that came back (`growth.came_back_note`).
     """
+    return _step_reading(series, cfg, at_one_speed(series))
+
+
+def _step_reading(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
+                  ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
     wall_times = series.step_times()
     if not len(wall_times):
         return None, False, ()
     wall = step_trend(wall_times, cfg)
-    same_speed = at_one_speed(series)
-    if same_speed is None or not len(same_speed):
+    if speed is None or not len(speed.steps):
         return wall, False, came_back_note(wall)
-    corrected = step_trend(same_speed, cfg)
+    corrected = step_trend(speed.steps, cfg)
     if corrected.ratio <= wall.ratio and (wall.slowdown or not corrected.slowdown):
         return corrected, True, came_back_note(corrected)
     if wall.slowdown or not corrected.slowdown:
         return wall, False, came_back_note(wall)
+    if wall.p_value < cfg.alpha and wall.ratio > cfg.min_ratio and (
+            wall.late_median_s - wall.early_median_s >= cfg.step_floor_s):
+        # The wall clock rose, late steps slower than early ones, but not bin after bin
+        # (or it came back down) where the CPU's speed changed: at one CPU speed the
+        # rise lasts. The wall clock's figure stands; the correction explains only the
+        # fall away, as it may explain a rise away.
+        return dataclasses.replace(wall, slowdown=True, came_back_at=0), False, (
+            Finding("note", (
+                f"the wall clock rose {wall.ratio:.2f}x, not bin after bin: the CPU's "
+                "speed changed in the run, and at one CPU speed the rise lasts "
+                f"({corrected.ratio:.2f}x)")),)
     return wall, False, (Finding("note", (
         f"no slowdown on the wall clock (late steps {wall.ratio:.2f}x early); at one CPU "
         f"speed {corrected.ratio:.2f}x, which the CPU-speed correction alone made: not a "
         "slowdown")),)
+
+
+def cpu_trend(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
+              ) -> StepTrend | None:
+    """CPU time per step (at one CPU speed where the canary was timed), early vs late;
+    None if the agent did not record it."""
+    cpu = speed.cpu if speed is not None else series.cpu_times()
+    if cpu is None or not len(cpu):
+        return None
+    return step_trend(cpu, cfg)

@@ -45,8 +45,9 @@ def test_runner_matrix_is_valid(case: Case, tmp_path: Path) -> None:
     matrix = parse(matrix_yaml(case), tmp_path / "m.yaml")
     assert [i.label for i in matrix.images] == [case.label(r) for _, r in case.releases()]
     assert [s.script for s in matrix.scenarios] == [case.path]
-    good = case.versions.get("good")
-    assert matrix.baseline == (case.label(good) if good else None)
+    # the good release, or the fixed one where none is good: never the bad release
+    reference = case.versions.get("good") or case.versions.get("fixed")
+    assert matrix.baseline == (case.label(reference) if reference else None)
 
 
 def test_a_case_without_truth_is_refused(tmp_path: Path) -> None:

@@ -72,8 +72,10 @@ def test_flat_step_recorded_without_utilization_is_not_a_slowdown() -> None:
     # GIVEN the same flat 42.8 ms step recorded without utilization (an older agent, no
     # NVML): the speed correction alone reads it as the false 1.55x of the H100 runs
     s = gpu_series(util=None, ref=faster_canary)
-    times = at_one_speed(s)
-    assert times is not None and float(times[300:].mean()) / float(times[:300].mean()) > 1.4
+    speed = at_one_speed(s)
+    assert speed is not None
+    times = speed.steps
+    assert float(times[300:].mean()) / float(times[:300].mean()) > 1.4
     # WHEN it is decided
     v = within_run(s, OK, CFG)
     # THEN the wall clock, flat, stands: ok, its trend the wall clock's
@@ -122,8 +124,9 @@ def test_cpu_work_on_an_idle_gpu_is_still_put_at_one_cpu_speed() -> None:
 def test_half_busy_gpu_corrects_only_the_cpu_work_beyond_the_device_time() -> None:
     # GIVEN a 10 ms step that spins all along, the GPU busy 40 % of it, canary 1.6x faster
     s = gpu_series(step=0.01, util=40, ref=faster_canary)
-    times = at_one_speed(s)
-    assert times is not None
+    speed = at_one_speed(s)
+    assert speed is not None
+    times = speed.steps
     early, late = float(times[:300].mean()), float(times[300:].mean())
     # THEN only the 6 ms beyond the device's 4 ms are put at the run's median CPU speed
     r0 = (1e-5 + 1e-5 / 1.6) / 2
