@@ -201,8 +201,9 @@ RULES: tuple[Rule, ...] = (
          "is one", (), lambda ev: "steps" if _slowed(ev) and ev.facts.rising else None),
     Rule("slowdown", "slowdown", "late steps slower than early ones (the wall clock; at "
          "one CPU speed only where that lowers it), rising bin after bin and not back "
-         "under half that rise late in the run (a cost that cycles with the input), and "
-         "no busy host explains it",
+         "under half that rise late in the run (a cost that cycles with the input; a "
+         "wall clock that fell only where the CPU got faster, its rise lasting at one CPU "
+         "speed, did not), and no busy host explains it",
          ("alpha", "min_ratio", "step_floor_s", "step_window"),
          lambda ev: "steps" if _slowed(ev) else None),
     Rule("filling", "ambiguous", "a carrier's growth passes a leak rule, but a saturating "

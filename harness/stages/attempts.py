@@ -116,12 +116,9 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     if (budget := s.run_budget) is not None:
         return _longer_budget(ctx, run, budget)
     calls = max(verdict.rerun or s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
-    expected_s = run.run_s * calls / max(1, s.agent_iterations)
     cid = run.cell.id
-    if expected_s > s.timeout:
-        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: {calls} "
-                     f"iterations would take about {expected_s:.0f} s, past the cell's "
-                     f"timeout ({s.timeout:.0f} s); raise timeout: to let it decide")
+    if _past_timeout(ctx, run, f"{calls} iterations",
+                     run.run_s * calls / max(1, s.agent_iterations)):
         return False
     _run_as(run, dataclasses.replace(s, iterations=calls) if s.max_iterations is None
             else dataclasses.replace(s, max_iterations=calls))
@@ -155,10 +152,8 @@ def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
         return True
     factor = max(2.0, (verdict.rerun or 0) / ran)
     longer_s = budget * factor
-    if longer_s + (run.run_s - budget) > s.timeout:
-        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: a budget of "
-                     f"{longer_s:.0f} s would pass the cell's timeout ({s.timeout:.0f} s); "
-                     "raise timeout: to let it decide")
+    if _past_timeout(ctx, run, f"a budget of {longer_s:.0f} s",
+                     longer_s + (run.run_s - budget)):
         return False
     cap = max(int(s.max_iterations * factor), decidable_iterations(s, ctx.cfg))
     _run_as(run, dataclasses.replace(s, budget=longer_s, max_iterations=cap))
@@ -175,17 +170,26 @@ def _more_calls(ctx: Context, run: CellRun, calls: int, ran: int) -> bool:
     assert s.max_iterations is not None and run.verdict is not None
     phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
     measured = float(phases.get("measure") or run.run_s)
-    expected_s = run.run_s + measured * (calls / ran - 1)
-    said = run.verdict.reason
-    if expected_s > s.timeout:
-        ctx.progress(f"{cid}: ambiguous ({said}); not run again: {calls:,} calls would "
-                     f"take about {expected_s:.0f} s, past the cell's timeout "
-                     f"({s.timeout:.0f} s); raise timeout: to let it decide")
+    if _past_timeout(ctx, run, f"{calls:,} calls",
+                     run.run_s + measured * (calls / ran - 1)):
         return False
     _run_as(run, dataclasses.replace(s, budget_calls=calls,
                                      max_iterations=max(s.max_iterations, calls)))
-    ctx.progress(f"{cid}: ambiguous ({said}); running again until {calls:,} calls "
+    ctx.progress(f"{cid}: ambiguous ({run.verdict.reason}); running again until {calls:,} calls "
                  f"({run.repeats_used}/{run.cell.settings.repeats})")
+    return True
+
+
+def _past_timeout(ctx: Context, run: CellRun, what: str, expected_s: float) -> bool:
+    """Whether the next attempt (`what`, "2,000 calls") would run past the cell's
+    timeout at this run's pace; where it would, the cell is not run again, said so."""
+    timeout = run.running.settings.timeout
+    if expected_s <= timeout:
+        return False
+    assert run.verdict is not None
+    ctx.progress(f"{run.cell.id}: ambiguous ({run.verdict.reason}); not run again: {what} "
+                 f"would take about {expected_s:.0f} s, past the cell's timeout "
+                 f"({timeout:.0f} s); raise timeout: to let it decide")
     return True
 
 
