@@ -40,6 +40,7 @@ slow first iteration or a few GC pauses.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Literal
 
@@ -209,11 +210,19 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     trend_p = _monotone_p(t)
     # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
     # drifts between fast and slow regimes only happens to end slower. Both tests.
-    slowdown = (p_value < cfg.alpha and trend_p < cfg.alpha and ratio > cfg.min_ratio
-                and late_med - early_med >= cfg.step_floor_s)
+    found = StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, False,
+                      trend_p=trend_p)
+    slowdown = rose(found, cfg) and trend_p < cfg.alpha
     back = came_back(t, early_med, late_med) if slowdown else 0
-    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value,
-                     slowdown and not back, trend_p=trend_p, came_back_at=back)
+    return dataclasses.replace(found, slowdown=slowdown and not back, came_back_at=back)
+
+
+def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
+    """Late steps slower than early ones: the Mann-Whitney p under `alpha`, the ratio
+    past `min_ratio`, the medians `step_floor_s` apart (a slowdown also rises bin after
+    bin and lasts: `step_trend`)."""
+    return (t.p_value < cfg.alpha and t.ratio > cfg.min_ratio
+            and t.late_median_s - t.early_median_s >= cfg.step_floor_s)
 
 
 BACK_BINS = 20          # came_back: the run in this many bins ...

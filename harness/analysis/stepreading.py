@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from harness.analysis.contention import OneSpeed, at_one_speed, explain
 from harness.analysis.gputime import gpu_time, slowdown_words
-from harness.analysis.growth import came_back_note, step_trend
+from harness.analysis.growth import came_back_note, rose, step_trend
 from harness.analysis.memory import measured_calls, seconds_per_call
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, StepTrend
@@ -128,8 +128,7 @@ def _step_reading(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
         return corrected, True, came_back_note(corrected)
     if wall.slowdown or not corrected.slowdown:
         return wall, False, came_back_note(wall)
-    if wall.p_value < cfg.alpha and wall.ratio > cfg.min_ratio and (
-            wall.late_median_s - wall.early_median_s >= cfg.step_floor_s):
+    if rose(wall, cfg):
         # The wall clock rose, late steps slower than early ones, but not bin after bin
         # (or it came back down) where the CPU's speed changed: at one CPU speed the
         # rise lasts. The wall clock's figure stands; the correction explains only the
