@@ -5,7 +5,7 @@ Each recorded cell's samples (tests/data/h100/: real agent records from an H100 
 PyTorch and JAX, an early-stop run `gpu-live` and a fixed-length run of 1500 calls
 `gpu-real`) are fed record by record, in file order, to
 
-- `LiveDecider` as the sweep builds it (`analysis.replay.live_decider`: every source
+- `LiveDecider` as the sweep builds it (`analysis.sequential.LiveDecider`: every source
   allowed to carry a leak; exact counters allowed a steady-growth decision), and
 - the same decider on each source alone (heap, uss+rss, gpu, fw).
 
@@ -27,8 +27,7 @@ import argparse
 from pathlib import Path
 
 from harness.analysis.records import LiveDecision
-from harness.analysis.replay import live_decider, replay_live
-from harness.analysis.sequential import SOURCES, LiveDecider
+from harness.analysis.sequential import SOURCES, LiveDecider, replay_live
 from harness.protocol.ingest import Record, Series, read_samples
 from harness.thresholds import AnalysisConfig
 
@@ -69,7 +68,7 @@ def main() -> None:
     cfg = AnalysisConfig()
     low, top = args.min_iterations, args.max_iterations
     # Builds the decider once to check the bounds (a clear error, not a traceback).
-    live_decider(cfg, low, top)
+    LiveDecider(cfg, low, top)
     print(f"live decision: floor {cfg.live_floor_bytes:.0f} B/call, alpha {cfg.alpha:g}, "
           f"min_iterations {low}, max_iterations {top}; calls are measured calls\n")
     print("| run | cell | first look | decided | " + " | ".join(SOURCES) + " |")

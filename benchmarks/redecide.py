@@ -28,7 +28,7 @@ SERIES = ROOT / "tests" / "data" / "recorded"
 
 def decide_all(dirs: list[Path]) -> dict[str, tuple[str, str]]:
     """(verdict, reason) by "dir:cell", with this interpreter's `harness`."""
-    from harness.analysis.reading import within_run
+    from harness.analysis.decision import within_run
     from harness.answers.reanalyze import reanalyze
     from harness.protocol.ingest import read_samples
     from harness.runtimes.base import RunOutcome

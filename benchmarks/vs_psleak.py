@@ -13,7 +13,7 @@ and the release that fixed it, plus clean controls) it builds a venv under
   both with the live schedule of `harness.analysis.sequential` (first look
   `FIRST_LOOK`, a heap reading every `SPACING` calls, up to 2000 calls) after the
   warm-up a sweep gives by default (`warmup`, 200 calls),
-  tailed by `sequential.watch_file` feeding the sweep's decider (`replay.live_decider`);
+  tailed by `sequential.watch_file` feeding the sweep's decider (`sequential.LiveDecider`);
   on a decision the control file stops the agent. Calls = measured iterations at the
   decision; wall time from the agent's start to the decision (interpreter start-up and
   imports included). A run that ends undecided at the maximum gets the post-run
@@ -189,7 +189,7 @@ class TimedDecider(LiveDecider):
 
 
 def decider() -> TimedDecider:
-    """The sweep's decider (as `replay.live_decider` makes it), timed."""
+    """The sweep's decider (as `sequential.LiveDecider` makes it), timed."""
     return TimedDecider(CFG, FIRST_LOOK, MAX_ITERATIONS, floor=CFG.live_floor_bytes,
                         min_growth=CFG.live_min_growth_bytes,
                         decay_ratio=CFG.live_decay_ratio)

@@ -52,6 +52,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "contention_share": (0.0, 1.0, False, True),
     "busy_share": (0.0, 1.0, False, True),
     "recheck_share": (0.0, 1.0, False, True),
+    "speed_spread": (1.0, math.inf, False, False),
     "round_confidence": (0.5, 1.0, False, False),
     "fill_share": (0.0, math.inf, True, False),
     "fill_bytes": (0.0, math.inf, True, False),
@@ -115,6 +116,14 @@ class AnalysisConfig:
             is left out. Below it the round's step time is corrected for the delay
             and the CPU speed (on this project's shared 2-core machine rounds at
             40-70 % delay still gave identical images 0.94-1.10x).
+        speed_spread: A confirmation round whose two runs' CPU speeds (the agent's
+            canary loop) are more than this factor apart is left out and replaced, as a
+            busy one is: scaling a step to one CPU speed assumes the step runs at the
+            canary's speed, and a memory-bound step does not. On this project's shared
+            2-core machine the canary's speed between back-to-back runs was bimodal,
+            within 0.84-1.13x, or 1.4-2.0x apart (36 of 128 rounds); cbor2
+            5.9.0's 128 KiB decode was no faster where its canary ran 1.6-1.8x faster,
+            and its scaled rounds read 1.56x where its plain ones read 0.95x.
         recheck_share: Cells compared with their baseline get confirmation rounds,
             even when the pooled steps show no change, when either ran with this share
             of run-queue delay or more: load can hide a change as well as fake one.
@@ -179,6 +188,7 @@ class AnalysisConfig:
     contention_share: float = 0.5
     busy_share: float = 0.75
     recheck_share: float = 0.2
+    speed_spread: float = 1.25
     round_confidence: float = 0.9
     fill_share: float = 0.5
     fill_bytes: float = 128 * _MiB

@@ -3,8 +3,11 @@
 The orchestrator gathers what is known about a cell into a `CellFacts` (the agent's
 series, how the run ended, the live decision, the GPU precheck, the baseline
 comparison and its confirmation rounds) and calls `decide`. Everything that reads a
-series into trends lives in `harness.analysis.reading.within_run`; everything that
-turns facts into `ok` / `leak` / `regression` / `not-applicable` ... is here.
+series is read once, by `read_run`: memory (`memory.memory_reading`), step times
+(`stepreading.read_steps`), how the run ended (`outcomes.how_it_ended`), its cap
+(`facts.capped_at`) or its budget (`facts.cut_short`); `within_run` is the table of
+rules over that reading, worded by `verdict.verdict_of`; `decide` adds what is known
+beside the run and turns it into `ok` / `leak` / `regression` / `not-applicable` ....
 
 Two moments call it: right after a cell ran (`baseline` is None), and once a row's
 comparison with its baseline is known (`baseline` and `within`, the within-run verdict
@@ -19,31 +22,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.analysis.devices import device_kind
-from harness.analysis.facts import Facts
+from harness.analysis.facts import Facts, capped_at, cut_short
 from harness.analysis.kinds import GOOD, Verdict
-from harness.analysis.reading import within_run
+from harness.analysis.memory import leaking, memory_reading, risen
+from harness.analysis.outcomes import how_it_ended
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule
+from harness.analysis.stepreading import read_steps
 from harness.analysis.trends import LiveDecision, LiveRun
-from harness.analysis.verdict import CellVerdict
-from harness.analysis.vsbaseline import Confirmation, PeakComparison, StepComparison, VsBaseline
+from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
+from harness.analysis.vsbaseline import (
+    Baseline,
+    StepComparison,
+    VsBaseline,
+)
 from harness.gpu.logsigns import runtime_incompatibility
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """A cell measured against its row's baseline (pooled steps, peaks, rounds)."""
-
-    label: str
-    steps: StepComparison | None
-    peaks: PeakComparison | None
-    cpu: StepComparison | None = None
-    busy: float = 0.0                          # worse of the two run-queue delay shares
-    confirmation: Confirmation | None = None   # interleaved rounds, when they ran
-    rounds: int = 0                            # rounds the cell's settings asked for
 
 
 @dataclass(frozen=True)
@@ -61,6 +57,42 @@ class CellFacts:
     within: CellVerdict | None = None          # the within-run verdict, with `baseline`
     again: bool = True                         # an ambiguous cell runs again (repeats left)
     first: bool = False                        # its first attempt: a slowdown asks a second
+
+
+def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
+             gpu_unusable: str | None = None, first: bool = False) -> RunReading:
+    """Everything the rules read of one run, built once: memory by `memory.
+    memory_reading` (the reading the live decider makes on the samples so far), the
+    step-time reading (`stepreading.read_steps`), how the run ended
+    (`outcomes.how_it_ended`), whether its cap cut its budget short (`facts.capped_at`)
+    or its budget ended it after too few calls to tell a leak from a cache, where what
+    leaks is under `leak_large_bytes` (`facts.cut_short`)."""
+    mem = memory_reading(series, cfg, again)
+    st = read_steps(series, cfg, first)
+    ended = how_it_ended(series, outcome)
+    capped = capped_at(series) if again else None
+    leaks = [t for _, t in leaking(mem.memory)]
+    short = None
+    if again and capped is None and leaks and max(map(risen, leaks)) < cfg.leak_large_bytes:
+        short = cut_short(series, cfg.short_calls)
+    facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
+                  gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=st.slowdown,
+                  rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",
+                  short=short[0] if short else "",
+                  budget_calls=capped[1] if capped else short[1] if short else 0)
+    notes = (*((mem.cyclic,) if mem.cyclic is not None else ()), *st.notes)
+    return RunReading(mem, Evidence(mem.memory, facts), st.steps, st.cpu, st.at_speed,
+                      st.busy, st.gpu, ended, notes)
+
+
+def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
+               again: bool = True, gpu_unusable: str | None = None,
+               first: bool = False) -> CellVerdict:
+    """Within-run verdict for one cell: the table of rules (`rules.RULES`) over what the
+    run showed (`read_run`), in words. `again`: an ambiguous cell runs again (its
+    repeats are not spent), as its reason says; `first`: this is its first attempt, and
+    a slowdown it shows is looked at again in a run twice as long (rule `rising`)."""
+    return verdict_of(read_run(series, outcome, cfg, again, gpu_unusable, first), series)
 
 
 def decide(facts: CellFacts) -> CellVerdict:

@@ -68,23 +68,47 @@ CAP_SHARE = 0.5
 CAP_MARGIN = 1.5
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetRun:
+    """How a budgeted run went, as its agent recorded it (header config, end record):
+    the budget in seconds, the calls asked for (the cap) and made, the seconds the
+    measured calls took (None: not said), and how it ended."""
+
+    budget: float
+    asked: int
+    done: int
+    took: float | None
+    spent: bool
+    stopped_early: bool
+
+
+def budget_run(series: Series) -> BudgetRun | None:
+    """The run's budget record, or None for a series whose agent did not say its
+    budget (or made no call)."""
+    config = (series.header or {}).get("config") or {}
+    end = series.end or {}
+    budget, asked, done = config.get("budget"), config.get("iterations"), end.get("iterations")
+    took = (end.get("phases") or {}).get("measure")
+    if not isinstance(budget, (int, float)) or budget <= 0 or not isinstance(done, int) \
+            or done <= 0 or not isinstance(asked, int):
+        return None
+    return BudgetRun(float(budget), asked, done,
+                     float(took) if isinstance(took, (int, float)) else None,
+                     bool(end.get("budget_spent")), bool(end.get("stopped_early")))
+
+
 def capped_at(series: Series) -> tuple[str, int] | None:
     """The run stopped at its cap on calls (`max_iterations`) with most of its time
     budget left: what it ran, in words, and the calls the whole budget holds at its pace.
     The budget, not the cap, is a run's length (issue 49): growth read at the cap may be
     a cache the rest of the budget would show levelling off. None: not so, or a series
     whose agent did not say its budget."""
-    config = (series.header or {}).get("config") or {}
-    end = series.end or {}
-    budget, asked, done = config.get("budget"), config.get("iterations"), end.get("iterations")
-    took = (end.get("phases") or {}).get("measure")
-    if not isinstance(budget, (int, float)) or budget <= 0 or not isinstance(done, int) \
-            or done <= 0 or done != asked or end.get("budget_spent") \
-            or end.get("stopped_early") or not isinstance(took, (int, float)) \
-            or not 0 < took < CAP_SHARE * budget:
+    run = budget_run(series)
+    if run is None or run.done != run.asked or run.spent or run.stopped_early \
+            or run.took is None or not 0 < run.took < CAP_SHARE * run.budget:
         return None
-    calls = math.ceil(CAP_MARGIN * done * budget / took)
-    return f"{done:,} calls, its cap, in {took:.2g} s of its {budget:g} s budget", calls
+    calls = math.ceil(CAP_MARGIN * run.done * run.budget / run.took)
+    return f"{run.done:,} calls, its cap, in {run.took:.2g} s of its {run.budget:g} s budget", calls
 
 
 def cut_short(series: Series, least: int) -> tuple[str, int] | None:
@@ -93,16 +117,11 @@ def cut_short(series: Series, least: int) -> tuple[str, int] | None:
     lower). A cache of as many entries as a run made calls fills like a leak for all of
     them; where each miss is slow, a few seconds hold a few hundred (issue 49). None:
     not so, or a series whose agent did not say its budget."""
-    config = (series.header or {}).get("config") or {}
-    end = series.end or {}
-    budget, asked, done = config.get("budget"), config.get("iterations"), end.get("iterations")
-    took = (end.get("phases") or {}).get("measure")
-    if not isinstance(budget, (int, float)) or budget <= 0 or not isinstance(done, int) \
-            or done <= 0 or not isinstance(asked, int) or not end.get("budget_spent") \
-            or end.get("stopped_early"):
+    run = budget_run(series)
+    if run is None or not run.spent or run.stopped_early:
         return None
-    calls = min(least, asked)
-    if done >= calls:
+    calls = min(least, run.asked)
+    if run.done >= calls:
         return None
-    pace = f", {1e3 * took / done:.3g} ms a call" if isinstance(took, (int, float)) else ""
-    return f"{done:,} calls in its {budget:g} s budget{pace}", calls
+    pace = f", {1e3 * run.took / run.done:.3g} ms a call" if run.took is not None else ""
+    return f"{run.done:,} calls in its {run.budget:g} s budget{pace}", calls

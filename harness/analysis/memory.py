@@ -3,7 +3,7 @@
 `memory_reading(series, cfg)` is a pure function of the samples seen so far. Three
 callers, one function: the live decider (`sequential.LiveDecider`) calls it on the
 samples read while the cell runs, to choose when to stop; the post-run verdict
-(`reading.within_run`) calls it on all of a run's samples; `--reanalyze` (`answers.
+(`decision.within_run`) calls it on all of a run's samples; `--reanalyze` (`answers.
 reanalyze`, through `decision.decide`) calls it on the recorded ones. So what a live
 look says at call k is what a fixed run of k calls with the same samples says, and a
 run that went on past a live look is decided on all its samples.

@@ -1,4 +1,7 @@
-"""Between-cell comparisons against the baseline cell: step times and peak memory.
+"""Between-cell comparisons against the baseline cell: step times and peak memory, and
+the facts the verdict reads of them (`baseline_facts`: the sweep's `stages.rows.compare`
+and a re-analysis of a recorded sweep both call it; the sweep then runs the interleaved
+rounds where the facts leave a doubt, a re-analysis keeps the recorded ones).
 
 Step times follow asv's rule: a change counts only when a two-sided Mann-Whitney U test
 gives p < `alpha` **and** the ratio of medians lies outside [1/min_ratio, min_ratio];
@@ -8,11 +11,21 @@ test: the ratio must pass `peak_min_ratio` and the difference `peak_floor_bytes`
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import numpy.typing as npt
 
+from harness.analysis.contention import busy_share
 from harness.analysis.ranktests import mannwhitneyu_p
-from harness.analysis.vsbaseline import Direction, PeakComparison, PeakDirection, StepComparison
+from harness.analysis.vsbaseline import (
+    Baseline,
+    Direction,
+    PeakComparison,
+    PeakDirection,
+    StepComparison,
+)
+from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
 
 
@@ -113,3 +126,26 @@ def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
     except ValueError:
         peaks = None
     return steps, peaks
+
+
+def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str,
+                   rounds: int, *, good: bool) -> Baseline:
+    """Pooled step times, peaks and CPU times of `series` against its baseline's, and
+    (for a cell good within its run) how busy the host was for either.
+
+    Args:
+        label: The baseline image's label, as reasons name it.
+        rounds: The confirmation rounds the cell's settings ask for.
+        good: The cell's within-run verdict is good (only then do rounds matter).
+    """
+    steps, peaks = compare_to_baseline(base.step_times(), base.peak("rss"),
+                                       series.step_times(), series.peak("rss"), cfg)
+    cpu = None
+    base_cpu, cell_cpu = base.cpu_times(), series.cpu_times()
+    if base_cpu is not None and cell_cpu is not None:
+        cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None, cfg)
+    facts = Baseline(label, steps, peaks, cpu, rounds=rounds)
+    if good:
+        busy = max(busy_share(base) or 0.0, busy_share(series) or 0.0)
+        facts = dataclasses.replace(facts, busy=busy)
+    return facts

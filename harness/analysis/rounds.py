@@ -8,7 +8,9 @@ is the ratio of the two runs' median step times. The change is confirmed when
 
 - at least two rounds are usable (rounds whose agent measured the stepping thread's
   run-queue delay, or cgroup throttling, at `busy_share` of its step time or more ran
-  on a busy host and are left out, with the reason);
+  on a busy host and are left out, with the reason; so are rounds whose two runs ran
+  at CPU speeds more than `speed_spread` apart: each run's step is scaled to one
+  speed, which holds for CPU-bound work only);
 - every usable round agrees in direction; and
 - the `round_confidence` interval of the mean log ratio (Student t over rounds, so the
   between-run variance counts) lies wholly beyond `min_ratio` (or below 1/min_ratio),
@@ -36,11 +38,18 @@ from harness.thresholds import AnalysisConfig
 
 
 def busy_reason(base_busy: float | None, other_busy: float | None,
-                cfg: AnalysisConfig) -> str | None:
-    """Why a round ran on a busy host, or None when neither run did."""
+                cfg: AnalysisConfig, speed: float | None = None) -> str | None:
+    """Why a round ran on a busy host, or None when neither run did: either run waited
+    for a CPU `busy_share` of its step time or more, or the two ran at CPU speeds (the
+    agent's canary; `speed` is the suspect's over the baseline's) more than
+    `speed_spread` apart, which scaling to one speed cannot undo for a step that is not
+    CPU-bound."""
     for name, share in (("baseline", base_busy), ("suspect", other_busy)):
         if share is not None and share >= cfg.busy_share:
             return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
+    if speed is not None and not 1 / cfg.speed_spread <= speed <= cfg.speed_spread:
+        return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
+                f"speed (the canary loop), over {cfg.speed_spread:g}x apart")
     return None
 
 

@@ -21,6 +21,10 @@ run's samples (`decision.decide`). A fill that lasts longer than the look grows 
 leak for as long as it lasts: `fill.fill_check`, inside the one decision, keeps it
 `ambiguous` until no bounded fill explains it.
 
+`replay_live` feeds a recorded `samples.jsonl`'s records, in file order, to the same
+decider: the decision today's decider takes on that run (`harness report DIR
+--reanalyze` and the benchmarks that replay real runs).
+
 `sign_evalue` and `median_bounds` (a mixture sign test, anytime-valid by Ville's
 inequality) are kept for the benchmarks that compare with the earlier live test.
 
@@ -51,7 +55,7 @@ from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["FIRST_LOOK", "SPACING", "LiveDecider", "LiveDecision", "Watched", "decided",
-           "median_bounds", "sign_evalue", "watch_file"]
+           "median_bounds", "replay_live", "sign_evalue", "watch_file"]
 
 POLL_S = 0.02   # with the agent checking every 20 ms: a stop within ~40 ms of a sample
 # The first look the benchmarks (benchmarks/vs_psleak.py) and the docs name: 80 measured
@@ -295,3 +299,21 @@ def _write_control(control: Path, decision: LiveDecision) -> None:
     tmp = control.with_name(control.name + ".tmp")
     tmp.write_text(json.dumps(decision.to_dict()))
     tmp.replace(control)
+
+
+def replay_live(cfg: AnalysisConfig, series: Series, min_iterations: int,
+                max_iterations: int) -> LiveDecision | None:
+    """The decision the live decider reaches on `series`, fed in file order; None when
+    it reaches none (or the bounds are not ones a decider takes)."""
+    try:
+        decider = LiveDecider(cfg, min_iterations, max_iterations)
+    except ValueError:
+        return None
+    records = [Record("header", 0, series.header)] if series.header is not None else []
+    records += [Record("sample", 0, s) for s in series.samples]
+    if series.end is not None:
+        records.append(Record("end", 0, series.end))
+    for record in records:
+        if (found := decider.feed(record)) is not None:
+            return found
+    return None

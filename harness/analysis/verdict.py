@@ -9,7 +9,7 @@ leak a cache still filling could explain (`fill.fill_check`): its reason gives t
 growth, the calls and the run that settles it (`CellVerdict.rerun`, 4x the calls).
 
 `verdict_of` words the rule the table (`rules.RULES`) fires on what a run showed
-(`RunReading`, read once by `reading.read_run`: memory, step times in `stepreading`, how
+(`RunReading`, read once by `decision.read_run`: memory, step times in `stepreading`, how
 it ended in `outcomes`); `pooled.compare_to_baseline` is the between-cell comparison;
 `harness.analysis.decision.decide` turns them (with the run's other facts) into the
 verdict. Every number behind a verdict is in `CellVerdict` (and so in the stored

@@ -1,8 +1,8 @@
 """A cell against its row's baseline, as frozen records: pooled step times and peaks
 (`StepComparison`, `PeakComparison`), the interleaved rounds that confirm a suspected
-change (`Round`, `Confirmation`) and all of it together (`VsBaseline`).
-`analysis.pooled`, `rounds` and `baselinefacts` compute them; this module needs neither
-NumPy nor SciPy.
+change (`Round`, `Confirmation`), what the verdict reads of them (`Baseline`) and all
+of it together as result.json keeps it (`VsBaseline`). `analysis.pooled` and `rounds`
+compute them; this module needs neither NumPy nor SciPy.
 """
 
 from __future__ import annotations
@@ -168,3 +168,16 @@ class VsBaseline(Record):
         if self.direction is not None:
             return self.direction
         return self.steps.direction if self.steps is not None else None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A cell measured against its row's baseline (pooled steps, peaks, rounds)."""
+
+    label: str
+    steps: StepComparison | None
+    peaks: PeakComparison | None
+    cpu: StepComparison | None = None
+    busy: float = 0.0                          # worse of the two run-queue delay shares
+    confirmation: Confirmation | None = None   # interleaved rounds, when they ran
+    rounds: int = 0                            # rounds the cell's settings asked for

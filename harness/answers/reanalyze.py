@@ -21,11 +21,12 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.analysis.baselinefacts import baseline_facts
-from harness.analysis.decision import Baseline, CellFacts, decide
+from harness.analysis.decision import CellFacts, decide
 from harness.analysis.kinds import COMPARED_WITH, GOOD, NOT_MEASURED, UNREADABLE
-from harness.analysis.replay import replay_live
+from harness.analysis.pooled import baseline_facts
+from harness.analysis.sequential import replay_live
 from harness.analysis.verdict import CellVerdict
+from harness.analysis.vsbaseline import Baseline
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series

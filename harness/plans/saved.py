@@ -2,7 +2,7 @@
 `--harness-compare NAME`, `harness.api.check(..., baseline=...)`).
 
 The same comparison as a sweep row's (`stages.rows.compare`): the pooled step times,
-peaks and CPU times (`analysis.baselinefacts.baseline_facts`), then, where they leave a
+peaks and CPU times (`analysis.pooled.baseline_facts`), then, where they leave a
 doubt (a suspected change, a busy host), rounds that must confirm it, and the verdict
 from the one table (`analysis.decision.decide`).
 
@@ -38,9 +38,9 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
                   saved_series: Series, label: str) -> CellResult:
     """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
     with the comparison; nothing is written."""
-    from harness.analysis.baselinefacts import baseline_facts  # NumPy: lazily
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
     from harness.analysis.kinds import GOOD
+    from harness.analysis.pooled import baseline_facts  # NumPy: lazily
     from harness.result.build import with_verdict
 
     res, cfg = measured.result, ctx.cfg
@@ -86,13 +86,13 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
         failed = (ended.error or ended.timed_out or ended.exit_code not in (0, None)
                   or stat is None)
         busy = busy_share(ran.series)
-        why = (f"suspect run failed: {ended.error or 'no step times'}" if failed
-               else "the saved run has no step times" if base is None
-               else busy_reason(base_busy, busy, cfg))
         b_s = o_s = 0.0
         speed = None
         if base is not None and stat is not None and not failed:
             b_s, o_s, speed = speed_scaled(base, stat)
+        why = (f"suspect run failed: {ended.error or 'no step times'}" if failed
+               else "the saved run has no step times" if base is None
+               else busy_reason(base_busy, busy, cfg, speed))
         r = Round(k, b_s, o_s, base_busy, busy, why, speed, *sm_clocks(base, stat))
         done.append(r)
         ctx.progress(round_said(cell.id, label, r, why))

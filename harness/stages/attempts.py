@@ -212,10 +212,9 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
-        from harness.analysis.replay import live_decider
-        from harness.analysis.sequential import watch_file
+        from harness.analysis.sequential import LiveDecider, watch_file
 
-        decider = live_decider(ctx.cfg, s.min_iterations, s.max_iterations)
+        decider = LiveDecider(ctx.cfg, s.min_iterations, s.max_iterations)
         live = cls()
 
         def watch() -> None:

@@ -116,11 +116,11 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         k += 1
         b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
-        why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg)
         speed = None
         b_s = o_s = 0.0
         if b_med is not None and o_med is not None:
             b_s, o_s, speed = speed_scaled(b_med, o_med)
+        why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg, speed)
         r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
         done.append(r)
         ctx.progress(round_said(cell.id, base.image.label, r, why))

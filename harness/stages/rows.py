@@ -39,8 +39,8 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
     interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
     final verdict. Nothing is written here."""
     # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.baselinefacts import baseline_facts
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+    from harness.analysis.pooled import baseline_facts
 
     res, cfg = measured.result, ctx.cfg
     if base_result.verdict not in COMPARED_WITH or res.verdict == UNAVAILABLE:

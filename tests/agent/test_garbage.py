@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_agent import INTERPRETERS, run_agent, scenario
 
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_agent import INTERPRETERS, run_agent, scenario
 
-from harness.analysis.replay import replay_live
+from harness.analysis.sequential import replay_live
 from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import ImageInfo, RunRequest

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.protocol import ingest
 from harness.protocol.ingest import parse_lines, read_samples
 from harness.runtimes.base import RunOutcome

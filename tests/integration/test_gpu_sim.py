@@ -150,7 +150,11 @@ def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str,
             assert not any("unsupported" in f for f in texts(c)), cid
             continue
         assert c["verdict"] != "not-applicable", c["reason"]
-        assert c["summary"]["iterations"] == 150, cid       # it really ran
+        # it really ran; at least the 150 asked for: a first attempt whose TF worker
+        # threads read "late steps slower than early" on a shared CPU is run again
+        # twice as long by rule `rising` (the step-time verdict is not this test's
+        # subject, as in the test above)
+        assert c["summary"]["iterations"] >= 150, cid
         # under a short deadline (the matrix says 20m)
         assert any(f.startswith("unsupported: ") and "(deadline 300s)" in f
                    for f in texts(c)), c["findings"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.analysis.decision import within_run
 from harness.analysis.outcomes import allocation_report
-from harness.analysis.reading import within_run
 from harness.gpu import engine as gpuprobe
 from harness.gpu.hostsample import memory_info
 from harness.matrixfile.model import GpuSel

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.analysis.sequential import LiveDecider
 from harness.answers.reanalyze import reanalyze
 from harness.protocol.ingest import SeriesReader, read_samples

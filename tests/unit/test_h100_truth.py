@@ -144,8 +144,7 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
     """gpu-real's gpu_leak (device read every 50 calls, first look at 60 measured calls)
     fed sample by sample to the sweep's live decider, and to each source alone: the
     device's memory (the agent's `gpu_used`) and the allocator decide at the same call."""
-    from harness.analysis.replay import live_decider, replay_live
-    from harness.analysis.sequential import LiveDecider
+    from harness.analysis.sequential import LiveDecider, replay_live
     from harness.protocol.ingest import Record, read_samples
 
     cfg = AnalysisConfig()
@@ -161,7 +160,7 @@ def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_look
     assert (look, third) == (260, 410) and look <= got.iterations <= third, got
 
     def alone(source: str) -> int | None:
-        base = live_decider(cfg, 50, 3000)
+        base = LiveDecider(cfg, 50, 3000)
         decider = LiveDecider(cfg, 50, 3000, source, floor=base.floor,
                               min_growth=base.min_growth, decay_ratio=base.decay_ratio)
         for fields in series.samples:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.gpu import LOG_SIGNS, NOT_APPLICABLE_TEXT, runtime_incompatibility
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.replay import live_decider, replay_live
-from harness.analysis.sequential import watch_file
+from harness.analysis.sequential import LiveDecider, replay_live, watch_file
 from harness.cli import main
 from harness.errors import SpecError
 from harness.matrixfile.load import analysis_of
@@ -138,7 +137,7 @@ def test_replay_gives_the_decision_the_sweeps_watcher_gives(cell: str, tmp_path:
     samples = H100 / "gpu-live" / "cells" / cell / "samples.jsonl"
     done = threading.Event()
     done.set()
-    watched = watch_file(samples, live_decider(cfg, 50, 3000), tmp_path / "stop", done)
+    watched = watch_file(samples, LiveDecider(cfg, 50, 3000), tmp_path / "stop", done)
     replayed = replay_live(cfg, read_samples(samples), 50, 3000)
     assert replayed == watched.decision
     assert (replayed is None) == (not (tmp_path / "stop").exists())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import matrixfile
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.errors import SpecError
 from harness.matrixfile.model import Matrix, SlurmSpec
 from harness.protocol.ingest import Series

@@ -7,7 +7,7 @@ import json
 import random
 from typing import Any
 
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig

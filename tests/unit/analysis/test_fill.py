@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.decision import CellFacts, decide
+from harness.analysis.decision import CellFacts, decide, within_run
 from harness.analysis.fill import FILL_RERUN, fill_check
-from harness.analysis.reading import within_run
 from harness.analysis.sequential import LiveDecider
 from harness.protocol.ingest import Record, Series, parse_lines, read_samples
 from harness.runtimes.base import RunOutcome

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sweepkit import FakeSweep
 from test_verdict import series
 
-from harness.analysis.decision import Baseline, CellFacts, decide
+from harness.analysis.decision import CellFacts, decide
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import KINDS
 from harness.analysis.rules import (
@@ -30,7 +30,7 @@ from harness.analysis.rules import (
     why,
 )
 from harness.analysis.trends import MemoryTrend
-from harness.analysis.vsbaseline import Confirmation, PeakComparison, StepComparison
+from harness.analysis.vsbaseline import Baseline, Confirmation, PeakComparison, StepComparison
 from harness.cli import main
 from harness.result.codec import decode, encode
 from harness.runtimes.base import RunOutcome

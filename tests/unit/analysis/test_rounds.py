@@ -203,3 +203,43 @@ def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
         sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
         assert (c.lo, c.hi) == (math.exp(float(logs.mean()) - t * sem),
                                 math.exp(float(logs.mean()) + t * sem))
+
+
+def test_rounds_whose_runs_ran_at_cpu_speeds_far_apart_are_left_out() -> None:
+    from harness.analysis.contention import RunStat, speed_scaled
+
+    # GIVEN cbor2 5.9.0 against 5.5.1 (a 128 KiB decode, bound by memory, not by the
+    # CPU), three rounds as a busy 2-core host ran them: per run the median step net
+    # of run-queue delay, its CPU time, the canary loop's time and CPU work in canary
+    # loops. In rounds 1 and 3 the suspect's canary ran 1.6-1.8x faster; its step did not.
+    def stat(net_us: float, ref_s: float, work: float) -> RunStat:
+        return RunStat(net_us * 1e-6, net_us * 1e-6, ref_s, work, 0.0)
+
+    runs = [(stat(28.1, 4.90e-5, 0.578), stat(26.6, 3.01e-5, 0.900)),
+            (stat(27.9, 5.00e-5, 0.554), stat(37.8, 5.16e-5, 0.758)),
+            (stat(27.5, 4.96e-5, 0.566), stat(25.2, 2.76e-5, 0.887))]
+
+    def decided(cfg: AnalysisConfig) -> tuple[list[Round], str]:
+        done = []
+        for k, (b, o) in enumerate(runs, 1):
+            b_s, o_s, speed = speed_scaled(b, o)
+            done.append(Round(k, b_s, o_s, 0.5, 0.5, busy_reason(0.5, 0.5, cfg, speed), speed))
+        return done, decide_rounds(done, "~", cfg).reason
+
+    # THEN the plain medians say 0.95x, 1.35x, 0.92x, but scaled to one CPU speed the
+    # rounds read 1.56x, 1.37x, 1.57x: confirmed, had the speeds been trusted
+    trusting = AnalysisConfig(speed_spread=100.0)
+    done, reason = decided(trusting)
+    assert [round(r.ratio, 2) for r in done] == [1.56, 1.37, 1.57]
+    assert reason.startswith("slower"), reason
+    # THEN rounds 1 and 3 are left out (host busy, the speeds said), round 2 alone
+    # confirms nothing, and the loop runs others in their place
+    done, reason = decided(CFG)
+    assert [r.excluded is not None for r in done] == [True, False, True]
+    assert "the suspect run's CPU ran at 1.63x the baseline run's speed" in reason, reason
+    assert "1 usable round(s) of 3, 2 needed" in reason, reason
+    assert not settled(decide_rounds(done, "~", CFG), CFG)
+    # THEN speeds within the spread are still scaled and used
+    assert busy_reason(None, None, CFG, 1.2) is None
+    assert busy_reason(None, None, CFG, 1 / 1.2) is None
+    assert busy_reason(None, None, CFG, 0.54) is not None

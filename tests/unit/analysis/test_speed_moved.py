@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from harness.analysis.reading import within_run
+from harness.analysis.decision import within_run
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
