@@ -46,8 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.fill import FILL_RERUN
-from harness.analysis.growth import memory_trend
+from harness.analysis.growth import FILL_RERUN, memory_trend
 from harness.thresholds import AnalysisConfig
 
 KiB, MiB = 1024.0, 1024.0 * 1024.0

@@ -135,7 +135,7 @@ class AnalysisConfig:
         fill_share: The largest cache, arena or pool a run may still be filling, as a
             share of the source's level (its median bytes), and at most `fill_bytes`:
             growth is a leak only where no saturating fill that size or less fits it
-            (its rate fell too little over the run for one; `analysis.fill.
+            (its rate fell too little over the run for one; `analysis.growth.
             fill_check`, in the live decider too); else the cell is `ambiguous` and
             runs again, longer. 0 turns the check off (the rule before issue 37).
         fill_bytes: The cap on that fill in bytes (0: the check off as well).

@@ -1,4 +1,4 @@
-"""Within-run trends: memory growth per source and step-time slowdown.
+"""Within-run memory growth per source (step times: `stepreading.step_trend`).
 
 Memory: Theil-Sen slopes over the whole measured span and over the late window (the
 last third by default), each with Sen's confidence interval, decide between
@@ -17,14 +17,14 @@ last third by default), each with Sen's confidence interval, decide between
   "stopped"; a longer or repeated run decides;
 - insufficient: fewer than `min_samples` samples.
 
-A leak must also be growth that a filling cache cannot explain (`fill.fill_check`, the one
-rule the live decider in `sequential` applies too): over a short run a cache, arena or
-plan pool still filling, A (1 - exp(-t / tau)), grows like a leak. The first and last
-thirds of the run (from where the growth started) give a lower bound on how much the
-rate fell, and so the smallest fill that fits the data; where that fill is no larger
-than `cfg.fill_share` of the source's level (at most `cfg.fill_bytes`) the source is
-`ambiguous`, and the cell runs again, longer, until the growth is too straight for any
-fill of that size or it levels off.
+A leak must also be growth that a filling cache cannot explain (`fill_check`, the one
+rule the post-run trend and the live decider in `sequential` both apply): over a short
+run a cache, arena or plan pool still filling, A (1 - exp(-t / tau)), grows like a leak.
+The first and last thirds of the run (from where the growth started) give a lower bound
+on how much the rate fell, and so the smallest fill that fits the data; where that fill
+is no larger than `cfg.fill_share` of the source's level (at most `cfg.fill_bytes`) the
+source is `ambiguous`, and the cell runs again, longer, until the growth is too straight
+for any fill of that size or it levels off.
 
 The floor is the largest of the configured floors, `noise_multiple` times the noise
 band and `drawdown_multiple` times the largest fall from an earlier high. Sen's
@@ -32,31 +32,250 @@ interval assumes independent errors, but memory samples are autocorrelated (GC
 sawtooth, allocator level shifts); the variance of Kendall's S is therefore scaled by
 (1 + r) / (1 - r), r the lag-1 autocorrelation of the detrended residuals (the AR(1)
 effective-sample-size correction of Yue and Wang, 2004).
-
-Step time: the early and late windows (a quarter each by default) are compared with a
-one-sided Mann-Whitney U test and the ratio of medians; ranks and medians shrug off a
-slow first iteration or a few GC pauses.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
-from harness.analysis.fill import Fill, drawdown, fill_check
-from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
-from harness.analysis.records import Finding
-from harness.analysis.slopes import (
-    FloatArray,
-    SlopeFit,
-    bin_medians,
-    theil_sen,
-)
-from harness.analysis.trends import MemoryKind, MemoryTrend, StepTrend
+from harness.analysis.ranktests import norm_ppf
+from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
+
+FloatArray = npt.NDArray[np.float64]
+
+# Theil-Sen slopes with Sen's interval widened for autocorrelated readings, and the
+# binned medians they are fitted to: what a run's trend and the fill check both read.
+
+
+@dataclass(frozen=True, slots=True)
+class SlopeFit:
+    """A Theil-Sen slope, its Sen interval and the autocorrelation that widened it."""
+
+    slope: float
+    lo: float
+    hi: float
+    autocorr: float
+
+
+def bin_medians(
+    iters: FloatArray, values: FloatArray, max_points: int
+) -> tuple[FloatArray, FloatArray]:
+    """Reduce a long series to at most `max_points` points, each the median of a bin.
+
+    Bins hold consecutive samples and differ in size by at most one. Medians (rather
+    than every k-th sample) stay robust and cost O(n): tens of ms for 10^6 samples.
+
+    Args:
+        iters: Iteration index of each sample, increasing.
+        values: Sample values.
+        max_points: Largest number of points to return.
+
+    Returns:
+        The binned iterations and values; the inputs themselves when already short.
+    """
+    n = values.size
+    if n <= max_points:
+        return iters, values
+    size, extra = divmod(n, max_points)
+    # The first `extra` bins hold size + 1 samples, the rest `size`.
+    cut = extra * (size + 1)
+    out_x, out_y = np.empty(max_points), np.empty(max_points)
+    groups = ((0, cut, size + 1, slice(0, extra)), (cut, n, size, slice(extra, None)))
+    for lo, hi, width, into in groups:
+        if hi > lo:
+            out_x[into] = np.median(iters[lo:hi].reshape(-1, width), axis=1)
+            out_y[into] = np.median(values[lo:hi].reshape(-1, width), axis=1)
+    return out_x, out_y
+
+
+def theil_sen(
+    x: FloatArray, y: FloatArray, confidence: float, cfg: AnalysisConfig, min_rho: float = 0.0
+) -> SlopeFit:
+    """Fit a Theil-Sen slope with Sen's interval, widened for autocorrelated residuals.
+
+    O(n^2) in time and memory; callers bin long series first (see `bin_medians`).
+
+    Args:
+        x: Abscissae, increasing.
+        y: Ordinates.
+        confidence: Two-sided confidence level of the interval.
+        cfg: Supplies `autocorrelation` and `max_autocorrelation`.
+        min_rho: Lower bound on the autocorrelation, e.g. one estimated on a longer
+            stretch of the same series than the few points given.
+
+    Returns:
+        The slope, its interval and the autocorrelation used.
+    """
+    n = x.size
+    i, j = np.triu_indices(n, 1)
+    dx = x[j] - x[i]
+    slopes = (y[j] - y[i])[dx > 0] / dx[dx > 0]
+    m = slopes.size
+    if m == 0:
+        return SlopeFit(0.0, -np.inf, np.inf, 0.0)
+    mid = (m - 1) // 2, m // 2
+    rho = 0.0
+    var_s = n * (n - 1) * (2 * n + 5) / 18.0
+    z = norm_ppf(0.5 + confidence / 2.0)
+    ranks = _interval_ranks(m, z * np.sqrt(var_s))
+    part = np.partition(slopes, sorted({*mid, *ranks}))
+    slope = 0.5 * float(part[mid[0]] + part[mid[1]])
+    if cfg.autocorrelation:
+        rho = min(max(_lag1(y - slope * x), min_rho), cfg.max_autocorrelation)
+        if rho > 0.0:
+            ranks = _interval_ranks(m, z * np.sqrt(var_s * (1.0 + rho) / (1.0 - rho)))
+            part = np.partition(part, sorted(set(ranks)))
+    return SlopeFit(slope, float(part[ranks[0]]), float(part[ranks[1]]), rho)
+
+
+def _interval_ranks(m: int, half_width: float) -> tuple[int, int]:
+    # Sen (1968), eq. 2.6: the interval is bounded by order statistics (m -+ z*sd(S)) / 2.
+    lo = int(np.clip(np.floor((m - half_width) / 2.0), 0, m - 1))
+    hi = int(np.clip(np.ceil((m + half_width) / 2.0), 0, m - 1))
+    return lo, hi
+
+
+def _lag1(residuals: FloatArray) -> float:
+    r = residuals - residuals.mean()
+    denom = float(r @ r)
+    if denom <= 0.0:
+        return 0.0
+    return max(0.0, float(r[:-1] @ r[1:]) / denom)
+
+
+FILL_RERUN = 4              # a run that could be a fill runs again this many times longer
+FILL_CONFIDENCE = 0.95
+_MIN_FILL_POINTS = 6        # two readings a third at least; below, the growth alone says
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """Whether a bounded fill could still explain a source's growth at this length.
+
+    Attributes:
+        possible: A saturating fill no larger than `bound` fits the data.
+        growth: Bytes grown over the measured calls.
+        calls: Measured calls.
+        amplitude: The smallest fill A (1 - exp(-t / tau)) that fits the growth and how
+            little its rate fell from the first third to the last (inf: no fill fits).
+        rerun: Calls a run again measures to tell a leak from a fill.
+        bound: The largest fill allowed for: `cfg.fill_share` of the median level, at
+            most `cfg.fill_bytes`.
+        fell: The largest fall inside the run where no fill fits but that fall is a
+            quarter of the growth or more (a cache that evicts in bursts), else 0.
+    """
+
+    possible: bool
+    growth: float
+    calls: int
+    amplitude: float
+    rerun: int
+    bound: float = 0.0
+    fell: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """"+300 KiB over 600 calls: a leak or a cache still filling; running it again
+        for 2,400"."""
+        return self.said(again=True)
+
+    def said(self, again: bool) -> str:
+        """The text, where the cell runs again (`again`) or may not (its repeats spent):
+        "...; a run of 9,600 calls would tell"."""
+        then = (f"running it again for {self.rerun:,}" if again
+                else f"a run of {self.rerun:,} calls would tell (its repeats are spent)")
+        if self.fell:
+            return (f"{signed_size(self.growth)} over {self.calls:,} calls, "
+                    f"{signed_size(-self.fell)} given back at once: a leak or a cache that evicts; "
+                    f"{then}")
+        return (f"{signed_size(self.growth)} over {self.calls:,} calls: a leak or a cache still "
+                f"filling; {then}")
+
+
+def drawdown(y: FloatArray) -> float:
+    """The largest fall of a series below its running peak (0 for an empty one)."""
+    return float(np.max(np.maximum.accumulate(y) - y)) if y.size else 0.0
+
+
+def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
+               calls: int | None = None) -> Fill:
+    """Whether the growth of a source called leaking could still be a bounded fill.
+
+    A fill A (1 - exp(-t / tau)) read over L calls grows by A (1 - exp(-L / tau)), and
+    its rate in the last third is r = exp(-2 L / (3 tau)) times its rate in the first.
+    The Theil-Sen slopes of the two thirds (at `FILL_CONFIDENCE`) bound r from below
+    by `late.lo / early.hi`; every fill that fits decays no faster, so the smallest is
+    A* = growth / (1 - r^1.5). A fill is excluded when A* exceeds `cfg.fill_share` of
+    the source's median level (a cache as large as half the memory the source holds),
+    or `cfg.fill_bytes`, the smaller (a leak that grows by its exact size every call:
+    r = 1, A* = inf); a short or noisy run cannot exclude one, whatever its slope
+    interval says. Growth
+    that speeds up (the first third's slope below the last's) started after the run
+    did: the check reads the later half alone, from nearer the growth's start.
+    Fewer than six readings give no shape: the growth alone must exceed the bound, or
+    the readings' rates must be equal. The live decider (`sequential`) and the post-run
+    trend both ask this, on the readings they have.
+
+    Args:
+        iters: Calls of the readings, increasing (binned or not).
+        values: Bytes at each reading.
+        cfg: Supplies `fill_share` and `fill_bytes` (0 turns the check off).
+        calls: Measured calls of the run (default: the readings' span).
+
+    Returns:
+        The check, with the re-run length `FILL_RERUN` times the calls.
+    """
+    x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    span = float(x[-1] - x[0]) if x.size else 0.0
+    measured = int(calls if calls is not None else span)
+    growth = float(y[-1] - y[0]) if y.size else 0.0
+    amplitude = _fill_amplitude(x, y, cfg, nested=False)
+    bound = min(cfg.fill_share * abs(float(np.median(y))) if y.size else 0.0, cfg.fill_bytes)
+    if y.size >= _MIN_FILL_POINTS:
+        edge = max(1, y.size // 6)
+        growth = float(np.median(y[-edge:]) - np.median(y[:edge]))
+    # A fall of a quarter of the rise: a cache that evicts in bursts, its tooth longer
+    # than the run (JAX's malloc heap on an H100: +490 B/call for ~8,000 calls, then
+    # -4 MB; 5 s saw 1.3 teeth). A leak never gives back; in a run FILL_RERUN times
+    # longer its rise outgrows the same fall, and a saw-tooth's does not.
+    drop = drawdown(y)
+    fits = amplitude <= bound
+    fell = drop if not fits and growth > 0 and drop * FILL_RERUN >= growth else 0.0
+    possible = bound > 0 and (fits or fell > 0)
+    return Fill(possible, growth, measured, amplitude, FILL_RERUN * max(1, measured), bound,
+                fell)
+
+
+def _fill_amplitude(x: FloatArray, y: FloatArray, cfg: AnalysisConfig, nested: bool) -> float:
+    n = y.size
+    if n < 2 or x[-1] <= x[0]:
+        return 0.0
+    if n < _MIN_FILL_POINTS:
+        rates = np.diff(y) / np.maximum(np.diff(x), 1.0)
+        equal = rates.min() > 0 and rates.min() == rates.max()
+        return math.inf if equal else max(0.0, float(y[-1] - y[0]))
+    k = max(2, n // 3)
+    early = theil_sen(x[:k], y[:k], FILL_CONFIDENCE, cfg)
+    late = theil_sen(x[-k:], y[-k:], FILL_CONFIDENCE, cfg)
+    if early.hi < late.lo and not nested and n >= 2 * _MIN_FILL_POINTS:
+        half = n // 2
+        return _fill_amplitude(x[half:], y[half:], cfg, nested=True)
+    rate_growth = (float(np.median(y[-k:]) - np.median(y[:k]))
+                   / max(float(np.median(x[-k:]) - np.median(x[:k])), 1.0))
+    growth = max(0.0, rate_growth * float(x[-1] - x[0]))
+    if early.hi <= 0.0 or late.lo <= 0.0:
+        return growth
+    ratio = late.lo / early.hi
+    if ratio >= 1.0:
+        return math.inf
+    return growth / (1.0 - math.pow(ratio, 1.5))
+
 
 # Fewer points than this in the late window give a meaningless interval.
 _MIN_LATE_POINTS = 4
@@ -186,100 +405,6 @@ def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
     return max(0.0, min(cfg.live_floor_bytes + max(0.0, whole.slope - whole.lo), total))
 
 
-def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
-    """Test whether step times rise from the early to the late window.
-
-    Args:
-        step_s: Seconds per measured iteration, in order (warm-up already dropped).
-        cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
-
-    Returns:
-        The medians, late/early ratio, one-sided p-value and the slowdown flag.
-    """
-    t = np.asarray(step_s, dtype=np.float64)
-    n = t.size
-    if n == 0:
-        return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True)
-    width = max(1, int(n * cfg.step_window))
-    early, late = t[:width], t[n - width :]
-    early_med, late_med = float(np.median(early)), float(np.median(late))
-    ratio = late_med / early_med if early_med > 0 else 1.0
-    if n < cfg.min_step_samples:
-        return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
-    p_value = mannwhitneyu_p(late, early, "greater")
-    trend_p = _monotone_p(t)
-    # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
-    # drifts between fast and slow regimes only happens to end slower. Both tests.
-    found = StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, False,
-                      trend_p=trend_p)
-    slowdown = rose(found, cfg) and trend_p < cfg.alpha
-    back = came_back(t, early_med, late_med) if slowdown else 0
-    return dataclasses.replace(found, slowdown=slowdown and not back, came_back_at=back)
-
-
-def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
-    """Late steps slower than early ones: the Mann-Whitney p under `alpha`, the ratio
-    past `min_ratio`, the medians `step_floor_s` apart (a slowdown also rises bin after
-    bin and lasts: `step_trend`)."""
-    return (t.p_value < cfg.alpha and t.ratio > cfg.min_ratio
-            and t.late_median_s - t.early_median_s >= cfg.step_floor_s)
-
-
-BACK_BINS = 20          # came_back: the run in this many bins ...
-BACK_FROM = 0.6         # ... of which those from this share of the run on are read
-BACK_SHARE = 0.5        # a bin back under this share of the rise ...
-BACK_SE = 4.0           # ... by this many standard errors of its median
-BACK_MIN_BIN = 25       # steps per bin at least (a MAD of fewer is no error bar)
-
-
-def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
-    """Where step times that rose from the early to the late window came back down
-    late in the run (the step index of that bin), or 0 where they did not.
-
-    A slowdown lasts: each call slower than the last (the rfft bug), or slower from
-    some call on. A cost that cycles with the scenario's input (a loop over names or
-    files whose later items cost more, an LRU cache's misses) rises and falls again: a
-    run that ends high in its cycle has late steps slower than early ones, and two
-    tests of a rise say so (issue 49: an emoji shortcode cycle read `slowdown` 1.48x
-    in 3 of 6 runs of a clean release). A bin in the last 40% of the run whose median
-    lies under half the rise, by `BACK_SE` standard errors of that median (1.2533 *
-    1.4826 * the run's MAD about its bins' medians / sqrt(bin size)), says the rise did
-    not last. A steady slowdown keeps those bins above two thirds of the rise, and a
-    short or noisy run cannot show a bin under it with that margin: its slowdown
-    stands."""
-    rise = late_med - early_med
-    if rise <= 0 or t.size < BACK_BINS * BACK_MIN_BIN:
-        return 0
-    parts = np.array_split(t, BACK_BINS)
-    starts = np.cumsum([0] + [p.size for p in parts])
-    medians = [float(np.median(p)) for p in parts]
-    # The spread of a step about its bin's median, pooled over the run (one bin's own
-    # MAD, from 25 steps, can come out half the true one)
-    spread = [np.abs(p - m) for p, m in zip(parts, medians, strict=True)]
-    mad = float(np.median(np.concatenate(spread)))
-    line = early_med + BACK_SHARE * rise
-    for i in range(int(BACK_BINS * BACK_FROM), BACK_BINS):
-        se = 1.2533 * 1.4826 * mad / math.sqrt(parts[i].size)
-        if medians[i] + BACK_SE * se <= line:
-            return int(starts[i])
-    return 0
-
-
-def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
-    """One-sided Kendall tau p-value that medians of consecutive bins keep rising.
-
-    Bins hold 8 values where there are enough, else fewer (at least one), so a short
-    series gets the exact test on 6+ bins; under 6 values there is no evidence (p = 1):
-    six in perfect order give p = 1/720, the least p a short series can give.
-    """
-    bins = min(max_bins, max(t.size // 8, min(6, t.size)))
-    if bins < 6:
-        return 1.0
-    medians = np.array([np.median(x) for x in np.array_split(t, bins)])
-    p = kendall_increasing_p(medians)
-    return p if p == p else 1.0  # NaN (all equal) -> no trend
-
-
 def _insufficient(source: str, y: FloatArray, cfg: AnalysisConfig) -> MemoryTrend:
     # Levels are still reported, so a short run's peak can be compared between cells.
     start, end, peak = (float(y[0]), float(y[-1]), float(y.max())) if y.size else (0.0, 0.0, 0.0)
@@ -294,7 +419,7 @@ def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConf
     floor (`live_floor_bytes`), the growth passes `live_min_growth_bytes`, and it does
     not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
     interval above zero). Such growth is never `ok`, however small its total against
-    the source's floor: it is a leak, or (`fill.fill_check`) a cache still filling."""
+    the source's floor: it is a leak, or (`fill_check`) a cache still filling."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
 
 
@@ -369,13 +494,3 @@ def _memory_kind(
     if growth <= floor:
         return "stable"
     return "ambiguous"
-
-
-def came_back_note(steps: StepTrend | None) -> tuple[Finding, ...]:
-    """The note of a rise that came back (`came_back`), or none."""
-    if steps is None or not steps.came_back_at:
-        return ()
-    return (Finding("note", (
-        f"late steps {steps.ratio:.2f}x early, but back under half that rise from step "
-        f"{steps.came_back_at:,} on: a cost that cycles with the scenario's input, not a "
-        "slowdown that lasts")),)

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.analysis.facts import Facts
-from harness.analysis.fill import FILL_RERUN, Fill
-from harness.analysis.growth import CREEP_MAX_S, creep_rerun, trend_and_fill
+from harness.analysis.growth import CREEP_MAX_S, FILL_RERUN, Fill, creep_rerun, trend_and_fill
 from harness.analysis.records import Finding
 from harness.analysis.rules import (
     CARRIERS,
@@ -131,7 +130,7 @@ def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
 def trends_and_fills(series: Series, cfg: AnalysisConfig
                      ) -> tuple[dict[str, MemoryTrend], dict[str, Fill]]:
     """Every memory source's trend, and the fill checks that turned a leak ambiguous
-    (`fill.fill_check`), by source."""
+    (`growth.fill_check`), by source."""
     heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
     fills: dict[str, Fill] = {}

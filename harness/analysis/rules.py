@@ -20,7 +20,7 @@ Per source, a trend (`growth.trend_and_fill`) is `leak` by the per-call rule (sl
 interval wholly above `live_floor_bytes`, growth past `live_min_growth_bytes`, the late
 third keeping `live_decay_ratio` of the rate) or by the total-floor rule (interval above
 zero, growth over the source's floor, the late slope's lower bound kept up over the span
-still over it), unless `fill.fill_check` finds a bounded fill that fits.
+still over it), unless `growth.fill_check` finds a bounded fill that fits.
 """
 
 from __future__ import annotations

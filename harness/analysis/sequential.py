@@ -18,7 +18,7 @@ once and the Series comes back with the decision.
 So what a live look says at call k is what a fixed run of k calls with the same samples
 gets; the live decision only chooses when to stop, and the verdict is read from all the
 run's samples (`decision.decide`). A fill that lasts longer than the look grows like a
-leak for as long as it lasts: `fill.fill_check`, inside the one decision, keeps it
+leak for as long as it lasts: `growth.fill_check`, inside the one decision, keeps it
 `ambiguous` until no bounded fill explains it.
 
 `replay_live` feeds a recorded `samples.jsonl`'s records, in file order, to the same

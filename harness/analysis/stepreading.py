@@ -2,7 +2,9 @@
 verdict reads and everything said beside it.
 
 A slowdown is the wall-clock trend (late steps slower than early ones, rising bin after
-bin, and not back under half that rise late in the run: `growth.step_trend`). CPU time
+bin, and not back under half that rise late in the run: `step_trend`): the early and
+late windows (a quarter each by default) compared with a one-sided Mann-Whitney U test
+and the ratio of medians, which shrug off a slow first call or a few GC pauses. CPU time
 per step is evidence, not a veto: a step that waits longer (a sleep, a lock, a GPU)
 slows with flat CPU time. What can void a slowdown is measured contention: when the
 rise in the stepping thread's run-queue delay (or the cgroup's throttling) per step
@@ -19,12 +21,15 @@ cell's first attempt is looked at again in a run twice as long (`read_steps`).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
-from harness.analysis.contention import OneSpeed, at_one_speed, explain
-from harness.analysis.gputime import gpu_time, slowdown_words
-from harness.analysis.growth import came_back_note, rose, step_trend
+import numpy as np
+import numpy.typing as npt
+
+from harness.analysis.contention import OneSpeed, at_one_speed, explain, gpu_time, slowdown_words
 from harness.analysis.memory import measured_calls, seconds_per_call
+from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
@@ -49,6 +54,7 @@ class StepReading:
     notes: tuple[Finding, ...] = ()
 
 
+FloatArray = npt.NDArray[np.float64]
 RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the run's pace
 
 
@@ -58,7 +64,7 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     `first`: the cell's first attempt. Steps that rise through a whole run are a
     slowdown, or a cost that cycles with the scenario's input over a cycle longer than
     the run (issue 49: emoji's 5,153-name cycle read `slowdown` 1.41x over 4,800 calls,
-    and `plateau` over 9,700, where the steps came back, `growth.came_back`). A
+    and `plateau` over 9,700, where the steps came back, `came_back`). A
     slowdown lasts through a run twice as long: a first attempt's slowdown asks for
     one (`StepReading.rising`, its calls) where it fits `RISE_MAX_S` at the run's pace;
     a slower step's slowdown stands on one run, and a cycle longer than twice the run
@@ -98,7 +104,7 @@ def step_reading(series: Series, cfg: AnalysisConfig
     ratio is no higher than the wall clock's (a slower CPU explains a slowdown away, or
     part of it) and, where the wall clock shows no slowdown, where it shows none either;
     else the wall clock's trend stands. Where the wall clock rose (late steps slower,
-    past `min_ratio`) but not bin after bin, or came back down (`growth.came_back`),
+    past `min_ratio`) but not bin after bin, or came back down (`came_back`),
     and at one CPU speed the rise lasts, the CPU's speed moved in the run: the wall
     clock's slowdown stands with its own figure (a CPU-bound step slowing 3.7x over a
     run read `ok` where the host's CPU got 1.75x faster two thirds of the way in). So
@@ -110,7 +116,7 @@ def step_reading(series: Series, cfg: AnalysisConfig
     Returns:
         The trend (None without step times), whether it is the corrected one (its
         reason says "at one CPU speed"), and the notes: a corrected slowdown the wall
-        clock did not show, a rise that came back (`growth.came_back_note`).
+        clock did not show, a rise that came back (`came_back_note`).
     """
     return _step_reading(series, cfg, at_one_speed(series))
 
@@ -152,3 +158,107 @@ def cpu_trend(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
     if cpu is None or not len(cpu):
         return None
     return step_trend(cpu, cfg)
+
+
+def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
+    """Test whether step times rise from the early to the late window.
+
+    Args:
+        step_s: Seconds per measured iteration, in order (warm-up already dropped).
+        cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
+
+    Returns:
+        The medians, late/early ratio, one-sided p-value and the slowdown flag.
+    """
+    t = np.asarray(step_s, dtype=np.float64)
+    n = t.size
+    if n == 0:
+        return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True)
+    width = max(1, int(n * cfg.step_window))
+    early, late = t[:width], t[n - width :]
+    early_med, late_med = float(np.median(early)), float(np.median(late))
+    ratio = late_med / early_med if early_med > 0 else 1.0
+    if n < cfg.min_step_samples:
+        return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
+    p_value = mannwhitneyu_p(late, early, "greater")
+    trend_p = _monotone_p(t)
+    # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
+    # drifts between fast and slow regimes only happens to end slower. Both tests.
+    found = StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, False,
+                      trend_p=trend_p)
+    slowdown = rose(found, cfg) and trend_p < cfg.alpha
+    back = came_back(t, early_med, late_med) if slowdown else 0
+    return dataclasses.replace(found, slowdown=slowdown and not back, came_back_at=back)
+
+
+def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
+    """Late steps slower than early ones: the Mann-Whitney p under `alpha`, the ratio
+    past `min_ratio`, the medians `step_floor_s` apart (a slowdown also rises bin after
+    bin and lasts: `step_trend`)."""
+    return (t.p_value < cfg.alpha and t.ratio > cfg.min_ratio
+            and t.late_median_s - t.early_median_s >= cfg.step_floor_s)
+
+
+BACK_BINS = 20          # came_back: the run in this many bins ...
+BACK_FROM = 0.6         # ... of which those from this share of the run on are read
+BACK_SHARE = 0.5        # a bin back under this share of the rise ...
+BACK_SE = 4.0           # ... by this many standard errors of its median
+BACK_MIN_BIN = 25       # steps per bin at least (a MAD of fewer is no error bar)
+
+
+def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
+    """Where step times that rose from the early to the late window came back down
+    late in the run (the step index of that bin), or 0 where they did not.
+
+    A slowdown lasts: each call slower than the last (the rfft bug), or slower from
+    some call on. A cost that cycles with the scenario's input (a loop over names or
+    files whose later items cost more, an LRU cache's misses) rises and falls again: a
+    run that ends high in its cycle has late steps slower than early ones, and two
+    tests of a rise say so (issue 49: an emoji shortcode cycle read `slowdown` 1.48x
+    in 3 of 6 runs of a clean release). A bin in the last 40% of the run whose median
+    lies under half the rise, by `BACK_SE` standard errors of that median (1.2533 *
+    1.4826 * the run's MAD about its bins' medians / sqrt(bin size)), says the rise did
+    not last. A steady slowdown keeps those bins above two thirds of the rise, and a
+    short or noisy run cannot show a bin under it with that margin: its slowdown
+    stands."""
+    rise = late_med - early_med
+    if rise <= 0 or t.size < BACK_BINS * BACK_MIN_BIN:
+        return 0
+    parts = np.array_split(t, BACK_BINS)
+    starts = np.cumsum([0] + [p.size for p in parts])
+    medians = [float(np.median(p)) for p in parts]
+    # The spread of a step about its bin's median, pooled over the run (one bin's own
+    # MAD, from 25 steps, can come out half the true one)
+    spread = [np.abs(p - m) for p, m in zip(parts, medians, strict=True)]
+    mad = float(np.median(np.concatenate(spread)))
+    line = early_med + BACK_SHARE * rise
+    for i in range(int(BACK_BINS * BACK_FROM), BACK_BINS):
+        se = 1.2533 * 1.4826 * mad / math.sqrt(parts[i].size)
+        if medians[i] + BACK_SE * se <= line:
+            return int(starts[i])
+    return 0
+
+
+def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
+    """One-sided Kendall tau p-value that medians of consecutive bins keep rising.
+
+    Bins hold 8 values where there are enough, else fewer (at least one), so a short
+    series gets the exact test on 6+ bins; under 6 values there is no evidence (p = 1):
+    six in perfect order give p = 1/720, the least p a short series can give.
+    """
+    bins = min(max_bins, max(t.size // 8, min(6, t.size)))
+    if bins < 6:
+        return 1.0
+    medians = np.array([np.median(x) for x in np.array_split(t, bins)])
+    p = kendall_increasing_p(medians)
+    return p if p == p else 1.0  # NaN (all equal) -> no trend
+
+
+def came_back_note(steps: StepTrend | None) -> tuple[Finding, ...]:
+    """The note of a rise that came back (`came_back`), or none."""
+    if steps is None or not steps.came_back_at:
+        return ()
+    return (Finding("note", (
+        f"late steps {steps.ratio:.2f}x early, but back under half that rise from step "
+        f"{steps.came_back_at:,} on: a cost that cycles with the scenario's input, not a "
+        "slowdown that lasts")),)

@@ -2,7 +2,7 @@
 source (`MemoryTrend`) and of the step times (`StepTrend`), the live decision reached
 while it ran (`LiveDecision`, `LiveRun`), and what lies behind a slowdown: contention
 (`Explained`) or the GPU (`GpuTime`). `analysis.growth`, `sequential`, `contention` and
-`gputime` compute them; this module needs neither NumPy nor SciPy.
+`contention` compute them; this module needs neither NumPy nor SciPy.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it 
 @dataclass(frozen=True, slots=True)
 class GpuTime(Record):
     """The device behind a slowdown: busy time per step and SM clock, early vs late
-    (`harness.analysis.gputime`).
+    (`harness.analysis.contention`).
 
     Attributes:
         extra_s: Late minus early median step time (the slowdown), seconds.

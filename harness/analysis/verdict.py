@@ -5,7 +5,7 @@ alone; RSS only when USS agrees (file-backed pages, arenas and page-cache noise 
 RSS, not USS); the GPU and the framework allocator alone. The container cgroup (v1
 counts page cache) is reported, never decisive. RSS growing with nothing to confirm
 it is `ambiguous`, which makes the orchestrator run the cell again, longer. So is a
-leak a cache still filling could explain (`fill.fill_check`): its reason gives the
+leak a cache still filling could explain (`growth.fill_check`): its reason gives the
 growth, the calls and the run that settles it (`CellVerdict.rerun`, 4x the calls).
 
 `verdict_of` words the rule the table (`rules.RULES`) fires on what a run showed

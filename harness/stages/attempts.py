@@ -110,7 +110,7 @@ def _longer(ctx: Context, run: CellRun) -> bool:
         return False    # a whole script runs once: more iterations change nothing
     # Undecided growth needs a longer look, not the same look again: twice as long (or
     # the length the verdict asks for: growth a filling cache could still explain runs
-    # 4x longer, `analysis.fill.fill_check`), and at least long enough to decide from
+    # 4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
     # step samples alone. In early-stop mode the agent runs up to max_iterations: that
     # is what grows.
     if (budget := s.run_budget) is not None:

@@ -2,7 +2,7 @@
 names or files whose later items cost more rises through any run shorter than its cycle,
 and two tests of a rise pass. A slowdown lasts: the first attempt's rise is looked at
 again in a run twice as long (rule `rising`), where a cycle comes back
-(`growth.came_back`) and a slowdown still rises."""
+(`stepreading.came_back`) and a slowdown still rises."""
 
 from __future__ import annotations
 

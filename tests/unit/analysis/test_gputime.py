@@ -10,9 +10,15 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.contention import at_one_speed, run_stat, sm_clocks
+from harness.analysis.contention import (
+    at_one_speed,
+    gpu_time,
+    reason_names,
+    run_stat,
+    slowdown_label,
+    sm_clocks,
+)
 from harness.analysis.decision import within_run
-from harness.analysis.gputime import gpu_time, reason_names, slowdown_label
 from harness.analysis.records import GpuTime, Round
 from harness.protocol.ingest import Series, parse_lines, read_samples
 from harness.result.codec import decode, encode

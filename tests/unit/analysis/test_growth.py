@@ -14,9 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from harness.analysis.fill import FILL_RERUN
-from harness.analysis.growth import memory_trend, step_trend
-from harness.analysis.slopes import bin_medians
+from harness.analysis.growth import FILL_RERUN, bin_medians, memory_trend
+from harness.analysis.stepreading import step_trend
 from harness.thresholds import AnalysisConfig
 
 KiB = 1024.0
@@ -265,7 +264,7 @@ def test_a_slowdown_that_grows_per_call_never_came_back(n: int) -> None:
 
 
 def test_under_six_values_there_is_no_monotone_evidence() -> None:
-    from harness.analysis.growth import _monotone_p
+    from harness.analysis.stepreading import _monotone_p
 
     assert _monotone_p(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == 1.0
 
