@@ -117,13 +117,16 @@ class AnalysisConfig:
             and the CPU speed (on this project's shared 2-core machine rounds at
             40-70 % delay still gave identical images 0.94-1.10x).
         speed_spread: A confirmation round whose two runs' CPU speeds (the agent's
-            canary loop) are more than this factor apart is left out and replaced, as a
-            busy one is: scaling a step to one CPU speed assumes the step runs at the
-            canary's speed, and a memory-bound step does not. On this project's shared
-            2-core machine the canary's speed between back-to-back runs was bimodal,
-            within 0.84-1.13x, or 1.4-2.0x apart (36 of 128 rounds); cbor2
-            5.9.0's 128 KiB decode was no faster where its canary ran 1.6-1.8x faster,
-            and its scaled rounds read 1.56x where its plain ones read 0.95x.
+            canary loop) are more than this factor apart, and whose ratio as measured
+            and at one CPU speed fall on different sides of `min_ratio`, is left out
+            and replaced, as a busy one is: scaling a step to one CPU speed assumes the
+            step runs at the canary's speed, and a memory-bound step does not. On this
+            project's shared 2-core machine the canary's speed between back-to-back
+            runs was bimodal, within 0.84-1.13x, or 1.4-2.0x apart (36 of 128 rounds);
+            cbor2 5.9.0's 128 KiB decode was no faster where its canary ran 1.6-1.8x
+            faster, and its scaled rounds read 1.56x, 1.37x, 1.57x where its plain ones
+            read 0.95x, 1.35x, 0.92x. A change far past the speeds' difference (lizard
+            1.16.1, 3-5x) reads the same both ways and stands.
         recheck_share: Cells compared with their baseline get confirmation rounds,
             even when the pooled steps show no change, when either ran with this share
             of run-queue delay or more: load can hide a change as well as fake one.

@@ -9,8 +9,8 @@ is the ratio of the two runs' median step times. The change is confirmed when
 - at least two rounds are usable (rounds whose agent measured the stepping thread's
   run-queue delay, or cgroup throttling, at `busy_share` of its step time or more ran
   on a busy host and are left out, with the reason; so are rounds whose two runs ran
-  at CPU speeds more than `speed_spread` apart: each run's step is scaled to one
-  speed, which holds for CPU-bound work only);
+  at CPU speeds more than `speed_spread` apart where the change rests on putting
+  them at one speed, which holds for CPU-bound work only: `speed_reason`);
 - every usable round agrees in direction; and
 - the `round_confidence` interval of the mean log ratio (Student t over rounds, so the
   between-run variance counts) lies wholly beyond `min_ratio` (or below 1/min_ratio),
@@ -38,19 +38,36 @@ from harness.thresholds import AnalysisConfig
 
 
 def busy_reason(base_busy: float | None, other_busy: float | None,
-                cfg: AnalysisConfig, speed: float | None = None) -> str | None:
+                cfg: AnalysisConfig) -> str | None:
     """Why a round ran on a busy host, or None when neither run did: either run waited
-    for a CPU `busy_share` of its step time or more, or the two ran at CPU speeds (the
-    agent's canary; `speed` is the suspect's over the baseline's) more than
-    `speed_spread` apart, which scaling to one speed cannot undo for a step that is not
-    CPU-bound."""
+    for a CPU `busy_share` of its step time or more."""
     for name, share in (("baseline", base_busy), ("suspect", other_busy)):
         if share is not None and share >= cfg.busy_share:
             return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
-    if speed is not None and not 1 / cfg.speed_spread <= speed <= cfg.speed_spread:
-        return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
-                f"speed (the canary loop), over {cfg.speed_spread:g}x apart")
     return None
+
+
+def _side(ratio: float, cfg: AnalysisConfig) -> int:
+    """Which side of the no-change band a ratio lies on: 1 slower, -1 faster, 0 within."""
+    return 1 if ratio > cfg.min_ratio else -1 if ratio < 1 / cfg.min_ratio else 0
+
+
+def speed_reason(plain: float, scaled: float, speed: float | None,
+                 cfg: AnalysisConfig) -> str | None:
+    """Why a round whose two runs ran at CPU speeds (the agent's canary; `speed` is the
+    suspect's over the baseline's) more than `speed_spread` apart is left out: its
+    ratio as measured (`plain`) and at one CPU speed (`scaled`) fall on different
+    sides of `min_ratio`, so the change would rest on the correction, which holds for
+    CPU-bound work only (a memory-bound step does not speed up with the canary). None:
+    the speeds were close, or both ratios say the same (a change far larger than the
+    speeds' difference stands either way)."""
+    if speed is None or 1 / cfg.speed_spread <= speed <= cfg.speed_spread:
+        return None
+    if not (plain > 0 and scaled > 0) or _side(plain, cfg) == _side(scaled, cfg):
+        return None
+    return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
+            f"speed (the canary loop), and the change rests on that: {plain:.2f}x as "
+            f"measured, {scaled:.2f}x at one speed")
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:

@@ -66,7 +66,7 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
     decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
     baseline's runs: the saved one is the baseline of every round)."""
     from harness.analysis.contention import busy_share, run_stat, sm_clocks, speed_scaled
-    from harness.analysis.rounds import busy_reason, decide_rounds, settled
+    from harness.analysis.rounds import busy_reason, decide_rounds, settled, speed_reason
 
     cfg = ctx.cfg
     base = run_stat(saved_series)
@@ -92,7 +92,9 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
             b_s, o_s, speed = speed_scaled(base, stat)
         why = (f"suspect run failed: {ended.error or 'no step times'}" if failed
                else "the saved run has no step times" if base is None
-               else busy_reason(base_busy, busy, cfg, speed))
+               else busy_reason(base_busy, busy, cfg)
+               or (speed_reason(stat.net_s / base.net_s, o_s / b_s, speed, cfg)
+                   if stat is not None and base.net_s > 0 and b_s > 0 else None))
         r = Round(k, b_s, o_s, base_busy, busy, why, speed, *sm_clocks(base, stat))
         done.append(r)
         ctx.progress(round_said(cell.id, label, r, why))

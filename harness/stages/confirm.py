@@ -100,7 +100,7 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
     from harness.analysis.contention import sm_clocks, speed_scaled  # NumPy: lazily
-    from harness.analysis.rounds import busy_reason, decide_rounds, settled
+    from harness.analysis.rounds import busy_reason, decide_rounds, settled, speed_reason
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
@@ -120,7 +120,10 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         b_s = o_s = 0.0
         if b_med is not None and o_med is not None:
             b_s, o_s, speed = speed_scaled(b_med, o_med)
-        why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg, speed)
+        why = (b_fail or o_fail or busy_reason(b_busy, o_busy, cfg)
+               or (speed_reason(o_med.net_s / b_med.net_s, o_s / b_s, speed, cfg)
+                   if b_med is not None and o_med is not None and b_med.net_s > 0
+                   and b_s > 0 else None))
         r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
         done.append(r)
         ctx.progress(round_said(cell.id, base.image.label, r, why))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.records import Direction
-from harness.analysis.rounds import Round, busy_reason, decide_rounds, settled
+from harness.analysis.rounds import Round, busy_reason, decide_rounds, settled, speed_reason
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
@@ -223,7 +223,8 @@ def test_rounds_whose_runs_ran_at_cpu_speeds_far_apart_are_left_out() -> None:
         done = []
         for k, (b, o) in enumerate(runs, 1):
             b_s, o_s, speed = speed_scaled(b, o)
-            done.append(Round(k, b_s, o_s, 0.5, 0.5, busy_reason(0.5, 0.5, cfg, speed), speed))
+            why = speed_reason(o.net_s / b.net_s, o_s / b_s, speed, cfg)
+            done.append(Round(k, b_s, o_s, 0.5, 0.5, why, speed))
         return done, decide_rounds(done, "~", cfg).reason
 
     # THEN the plain medians say 0.95x, 1.35x, 0.92x, but scaled to one CPU speed the
@@ -236,10 +237,22 @@ def test_rounds_whose_runs_ran_at_cpu_speeds_far_apart_are_left_out() -> None:
     # confirms nothing, and the loop runs others in their place
     done, reason = decided(CFG)
     assert [r.excluded is not None for r in done] == [True, False, True]
-    assert "the suspect run's CPU ran at 1.63x the baseline run's speed" in reason, reason
+    assert ("the suspect run's CPU ran at 1.63x the baseline run's speed (the canary "
+            "loop), and the change rests on that: 0.95x as measured, 1.56x at one "
+            "speed") in reason, reason
     assert "1 usable round(s) of 3, 2 needed" in reason, reason
     assert not settled(decide_rounds(done, "~", CFG), CFG)
-    # THEN speeds within the spread are still scaled and used
-    assert busy_reason(None, None, CFG, 1.2) is None
-    assert busy_reason(None, None, CFG, 1 / 1.2) is None
-    assert busy_reason(None, None, CFG, 0.54) is not None
+
+
+def test_a_change_far_past_the_cpu_speeds_difference_stands() -> None:
+    # GIVEN a step 3-5x slower (lizard 1.16.1), its rounds' runs at CPU speeds 1.8x
+    # apart either way: as measured and at one speed, every round is slower
+    for plain, speed in ((5.0, 1.8), (3.0, 1 / 1.8)):
+        scaled = plain * speed   # the CPU-bound step put at one speed
+        assert scaled > CFG.min_ratio
+        assert speed_reason(plain, scaled, speed, CFG) is None
+    # GIVEN speeds within the spread: the one-speed ratio is used, whatever it says
+    assert speed_reason(0.95, 1.3, 1.2, CFG) is None
+    assert speed_reason(0.95, 1.3, 1 / 1.2, CFG) is None
+    # GIVEN a 1.25x-apart pair that only the correction makes faster: left out
+    assert speed_reason(1.0, 0.6, 0.54, CFG) is not None
