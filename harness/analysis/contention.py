@@ -85,7 +85,7 @@ def at_one_speed(series: Series) -> OneSpeed | None:
     """Measured step times and CPU time per step, put at the run's median CPU speed.
 
     Per sample interval, the share of the step that was the stepping thread's own CPU
-    time (less what spun while the device was busy: `gputime.device_share`) is scaled by
+    time (less what spun while the device was busy: `device_share`) is scaled by
     the canary loop's time then over its median over the run (worker threads run on
     other CPUs, whose speed the canary does not see); waits (and run-queue delay) are
     left as they are. On a shared machine the CPU's speed changes by up to 1.9x within
