@@ -70,6 +70,7 @@ class Sweep:
         self._lock = threading.Lock()
         self._todo: list[Cell] = []
         self.faulted: set[Path] = set()     # scenario files the agent could not call
+        self.whole: frozenset[Path] = frozenset()   # plain scripts, run once (no step())
 
     def runtime_for(self, cell: Cell) -> Runtime:
         return self.runtimes.get(cell.host.label, self.runtime)
@@ -100,6 +101,9 @@ class Sweep:
         rows = RowComparisons(self, cells, self.matrix.baseline, outcome.results)
         stop, counter = threading.Event(), [0]
         self._todo = todo
+        # Each scenario file read once, not once a cell: the progress lines say how a
+        # cell runs.
+        self.whole = frozenset(p for p in {c.scenario.script for c in todo} if whole_script(p))
 
         def lane(cells_in_lane: list[Cell]) -> None:
             for cell in cells_in_lane:
@@ -164,7 +168,7 @@ class Sweep:
             counter[0] += 1
             n = counter[0]
         s = cell.settings
-        how = ("a whole script (no setup/step), run once" if whole_script(cell.scenario.script)
+        how = ("a whole script (no setup/step), run once" if cell.scenario.script in self.whole
                else (f"for {s.run_budget:g} s, at most {s.max_iterations:,} calls, early "
                      "stop") if s.max_iterations and s.run_budget is not None
                else f"up to {s.max_iterations} calls, early stop" if s.max_iterations
