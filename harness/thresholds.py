@@ -85,7 +85,7 @@ class AnalysisConfig:
         late_confidence: Two-sided confidence level of the late-window slope interval.
             Lower than `confidence` because it is only asked once growth is proven.
         late_fraction: Share of the run's calls whose (binned) readings form the late
-            window (at least 4 readings; `growth.late_points`).
+            window (at least 4 readings; `slopes.late_points`).
         stall_fraction: A grown series is a plateau only when the late slope's upper
             bound is below this share of the whole-span slope.
         autocorrelation: Widen slope intervals for lag-1 autocorrelated residuals

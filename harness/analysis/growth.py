@@ -42,7 +42,7 @@ from typing import Literal
 
 import numpy as np
 
-from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, theil_sen
+from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, late_points, theil_sen
 from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
 
@@ -174,8 +174,6 @@ def _fill_amplitude(x: FloatArray, y: FloatArray, cfg: AnalysisConfig, nested: b
     return growth / (1.0 - math.pow(ratio, 1.5))
 
 
-# Fewer points than this in the late window give a meaningless interval.
-_MIN_LATE_POINTS = 4
 
 
 NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
@@ -273,18 +271,6 @@ def trend_and_fill(
         creep=creep,
     )
     return trend, fill
-
-
-def late_points(x: FloatArray, fraction: float) -> int:
-    """How many of the last readings form the late window: those in the last `fraction`
-    of the run's calls, and at least `_MIN_LATE_POINTS`. Calls, not readings: readings
-    come denser where calls are slow, so where a cache's misses compile (milliseconds)
-    and its hits take microseconds, the last third of the readings can end with the
-    misses, long before the run does (issue 49: PyTorch's cuFFT plan cache on an H100,
-    600 slow misses then 960 hits in 0.06 s, read `leak` from the misses alone)."""
-    start = x[-1] - fraction * (x[-1] - x[0])
-    inside = int(x.size - np.searchsorted(x, start, side="left"))
-    return min(x.size, max(_MIN_LATE_POINTS, inside))
 
 
 def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
