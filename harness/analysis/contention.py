@@ -63,6 +63,17 @@ from harness.analysis.trends import CLOCK_REASONS, Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
 
 
+def windows(steps: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
+    """The sample intervals of the early and late windows (`window` of the steps each),
+    as masks: an interval covers steps [start, end) and belongs to a window when it
+    overlaps it."""
+    end = np.cumsum(steps)
+    start = end - steps
+    n = float(end[-1])
+    width = max(1.0, math.floor(n * window))
+    return start < width, end > n - width
+
+
 def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:
     steps = float(cols["steps"][mask].sum())
     if steps <= 0:
@@ -132,13 +143,7 @@ def explain(series: Series, window: float, extra_s: float,
     cols = series.contention()
     if cols is None or not cols["steps"].size:
         return None
-    end = np.cumsum(cols["steps"])
-    start = end - cols["steps"]
-    n = float(end[-1])
-    width = max(1.0, np.floor(n * window))
-    # A sample covers steps [start, end); it belongs to a window when it overlaps it.
-    early = start < width
-    late = end > n - width
+    early, late = windows(cols["steps"], window)
     e_rq, e_thr = _per_step(cols, early)
     l_rq, l_thr = _per_step(cols, late)
     slower_cpu, speed = 0.0, None
@@ -315,11 +320,7 @@ def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
     cols = series.gpu_activity()
     if cols is None or not cols["steps"].size:
         return None
-    end = np.cumsum(cols["steps"])
-    start = end - cols["steps"]
-    n = float(end[-1])
-    width = max(1.0, math.floor(n * window))
-    early, late = start < width, end > n - width
+    early, late = windows(cols["steps"], window)
     util = cols["gpu_util"]
     bits = 0
     for value in cols["clk_reasons"][late]:
