@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 
+from harness.analysis.contention import RunStat, speed_scaled
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
@@ -68,6 +69,17 @@ def speed_reason(plain: float, scaled: float, speed: float | None,
     return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
             f"speed (the canary loop), and the change rests on that: {plain:.2f}x as "
             f"measured, {scaled:.2f}x at one speed")
+
+
+def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
+                 ) -> tuple[float, float, float | None, str | None]:
+    """A round's two runs at one CPU speed (`contention.speed_scaled`): both step times,
+    the suspect's speed over the baseline's, and why the speeds leave the round out
+    (`speed_reason`), as a sweep's rounds and a saved run's both read them."""
+    b_s, o_s, speed = speed_scaled(base, other)
+    plain = other.net_s / base.net_s if base.net_s > 0 else math.nan
+    scaled = o_s / b_s if b_s > 0 else math.nan
+    return b_s, o_s, speed, speed_reason(plain, scaled, speed, cfg)
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:

@@ -65,8 +65,8 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
     """Rounds of `cell`, each a fresh short run against the saved run's statistic,
     decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
     baseline's runs: the saved one is the baseline of every round)."""
-    from harness.analysis.contention import busy_share, run_stat, sm_clocks, speed_scaled
-    from harness.analysis.rounds import busy_reason, decide_rounds, settled, speed_reason
+    from harness.analysis.contention import busy_share, run_stat, sm_clocks
+    from harness.analysis.rounds import at_one_speed, busy_reason, decide_rounds, settled
 
     cfg = ctx.cfg
     base = run_stat(saved_series)
@@ -86,15 +86,12 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
         failed = (ended.error or ended.timed_out or ended.exit_code not in (0, None)
                   or stat is None)
         busy = busy_share(ran.series)
-        b_s = o_s = 0.0
-        speed = None
+        b_s, o_s, speed, apart = 0.0, 0.0, None, None
         if base is not None and stat is not None and not failed:
-            b_s, o_s, speed = speed_scaled(base, stat)
+            b_s, o_s, speed, apart = at_one_speed(base, stat, cfg)
         why = (f"suspect run failed: {ended.error or 'no step times'}" if failed
                else "the saved run has no step times" if base is None
-               else busy_reason(base_busy, busy, cfg)
-               or (speed_reason(stat.net_s / base.net_s, o_s / b_s, speed, cfg)
-                   if stat is not None and base.net_s > 0 and b_s > 0 else None))
+               else busy_reason(base_busy, busy, cfg) or apart)
         r = Round(k, b_s, o_s, base_busy, busy, why, speed, *sm_clocks(base, stat))
         done.append(r)
         ctx.progress(round_said(cell.id, label, r, why))

@@ -99,8 +99,8 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         rounds: How many usable rounds to get (>= 1).
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
-    from harness.analysis.contention import sm_clocks, speed_scaled  # NumPy: lazily
-    from harness.analysis.rounds import busy_reason, decide_rounds, settled, speed_reason
+    from harness.analysis.contention import sm_clocks  # NumPy: lazily
+    from harness.analysis.rounds import at_one_speed, busy_reason, decide_rounds, settled
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
@@ -116,14 +116,10 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         k += 1
         b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
-        speed = None
-        b_s = o_s = 0.0
+        b_s, o_s, speed, apart = 0.0, 0.0, None, None
         if b_med is not None and o_med is not None:
-            b_s, o_s, speed = speed_scaled(b_med, o_med)
-        why = (b_fail or o_fail or busy_reason(b_busy, o_busy, cfg)
-               or (speed_reason(o_med.net_s / b_med.net_s, o_s / b_s, speed, cfg)
-                   if b_med is not None and o_med is not None and b_med.net_s > 0
-                   and b_s > 0 else None))
+            b_s, o_s, speed, apart = at_one_speed(b_med, o_med, cfg)
+        why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg) or apart
         r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
         done.append(r)
         ctx.progress(round_said(cell.id, base.image.label, r, why))

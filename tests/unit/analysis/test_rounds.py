@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.records import Direction
-from harness.analysis.rounds import Round, busy_reason, decide_rounds, settled, speed_reason
+from harness.analysis.rounds import (
+    Round,
+    at_one_speed,
+    busy_reason,
+    decide_rounds,
+    settled,
+    speed_reason,
+)
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
@@ -206,7 +213,7 @@ def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
 
 
 def test_rounds_whose_runs_ran_at_cpu_speeds_far_apart_are_left_out() -> None:
-    from harness.analysis.contention import RunStat, speed_scaled
+    from harness.analysis.contention import RunStat
 
     # GIVEN cbor2 5.9.0 against 5.5.1 (a 128 KiB decode, bound by memory, not by the
     # CPU), three rounds as a busy 2-core host ran them: per run the median step net
@@ -222,8 +229,7 @@ def test_rounds_whose_runs_ran_at_cpu_speeds_far_apart_are_left_out() -> None:
     def decided(cfg: AnalysisConfig) -> tuple[list[Round], str]:
         done = []
         for k, (b, o) in enumerate(runs, 1):
-            b_s, o_s, speed = speed_scaled(b, o)
-            why = speed_reason(o.net_s / b.net_s, o_s / b_s, speed, cfg)
+            b_s, o_s, speed, why = at_one_speed(b, o, cfg)
             done.append(Round(k, b_s, o_s, 0.5, 0.5, why, speed))
         return done, decide_rounds(done, "~", cfg).reason
 
