@@ -109,7 +109,7 @@ class Sweep:
             for cell in cells_in_lane:
                 if stop.is_set():
                     return
-                if cell.scenario.script not in self.faulted:
+                if self._runs(cell):
                     self._one(cell, rows, outcome, counter, len(todo), stop)
 
         waves = lane_plan.plan(todo, self.runtime.queues_cells)
@@ -202,13 +202,16 @@ class Sweep:
             if script in self.faulted:
                 return
             self.faulted.add(script)
-            left = [c for c in self._todo if c.scenario.script == script and c != cell]
-            self.images.drop(left, [c for c in self._todo
-                                    if c.scenario.script not in self.faulted])
+            left = sum(c.scenario.script == script and c != cell for c in self._todo)
+        self.images.keep_only(self._runs)
         self.progress(f"{cell.id}: {message}: the scenario's fault, not the image's; "
-                      + (f"its {len(left)} other cell{'s are' if len(left) != 1 else ' is'} "
+                      + (f"its {left} other cell{'s are' if left != 1 else ' is'} "
                          "not run; " if left else "")
                       + "fix the scenario and run the sweep again")
+
+    def _runs(self, cell: Cell) -> bool:
+        """Whether a cell of this sweep still runs: its scenario file has not faulted."""
+        return cell.scenario.script not in self.faulted
 
     def _event(self, cell: Cell, event: str) -> None:
         """Tell a live display (harness/report/live.py) that a cell started or ended."""

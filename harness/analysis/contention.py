@@ -140,7 +140,7 @@ def explain(series: Series, window: float, extra_s: float,
         The contention rise and the share of `extra_s` it explains, or None when the
         agent did not record contention.
     """
-    cols = series.contention()
+    cols = series.cols.contention
     if cols is None or not cols["steps"].size:
         return None
     early, late = windows(cols["steps"], window)
@@ -164,7 +164,7 @@ def busy_share(series: Series) -> float | None:
     the share of all the process's runnable thread time spent in the run queue (worker
     threads queue while the stepping thread waits on them), at most that queueing over
     the step time. None when the agent did not record contention."""
-    cols = series.contention()
+    cols = series.cols.contention
     if cols is None:
         return None
     total = float(cols["dt_s"].sum())
@@ -211,12 +211,12 @@ def run_stat(series: Series) -> RunStat | None:
     interval (not per step, where it is not known) leaves what the step itself cost,
     waits included.
     """
-    cols = series.contention()
-    gpu = series.gpu_activity()
+    cols = series.cols.contention
+    gpu = series.cols.gpu
     clocks = gpu["sm_mhz"][np.isfinite(gpu["sm_mhz"])] if gpu is not None else np.empty(0)
     mhz = float(np.median(clocks)) if clocks.size else float("nan")
     if cols is None:
-        times = series.step_times()
+        times = series.cols.steps
         return RunStat(float(np.median(times)), sm_mhz=mhz) if times.size else None
     if not cols["steps"].size:
         return None
@@ -317,7 +317,7 @@ def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
     Returns:
         The evidence, or None when no sample recorded utilization or clock.
     """
-    cols = series.gpu_activity()
+    cols = series.cols.gpu
     if cols is None or not cols["steps"].size:
         return None
     early, late = windows(cols["steps"], window)

@@ -19,13 +19,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, capped_at, cut_short
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.memory import leaking, memory_reading, risen
-from harness.analysis.outcomes import how_it_ended
+from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule
 from harness.analysis.stepreading import read_steps
@@ -36,7 +34,6 @@ from harness.analysis.vsbaseline import (
     StepComparison,
     VsBaseline,
 )
-from harness.gpu.logsigns import runtime_incompatibility
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
@@ -60,39 +57,41 @@ class CellFacts:
 
 
 def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
-             gpu_unusable: str | None = None, first: bool = False) -> RunReading:
+             first: bool = False) -> RunReading:
     """Everything the rules read of one run, built once: memory by `memory.
     memory_reading` (the reading the live decider makes on the samples so far), the
-    step-time reading (`stepreading.read_steps`), how the run ended
-    (`outcomes.how_it_ended`), whether its cap cut its budget short (`facts.capped_at`)
-    or its budget ended it after too few calls to tell a leak from a cache, where what
-    leaks is under `leak_large_bytes` (`facts.cut_short`)."""
+    step-time reading (`stepreading.read_steps`), how the run ended and what its log
+    and first step showed of the GPU (`outcomes.how_it_ended`, `outcomes.runtime_sign`),
+    whether its cap cut its budget short (`facts.capped_at`) or its budget ended it
+    after too few calls to tell a leak from a cache, where what leaks is under
+    `leak_large_bytes` (`facts.cut_short`)."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
+    sign = runtime_sign(series, outcome)
     capped = capped_at(series) if again else None
     leaks = [t for _, t in leaking(mem.memory)]
     short = None
     if again and capped is None and leaks and max(map(risen, leaks)) < cfg.leak_large_bytes:
         short = cut_short(series, cfg.short_calls)
     facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
-                  gpu_unusable=gpu_unusable, filling=mem.filling, slowdown=st.slowdown,
+                  gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
+                  filling=mem.filling, slowdown=st.slowdown,
                   rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",
                   short=short[0] if short else "",
                   budget_calls=capped[1] if capped else short[1] if short else 0)
     notes = (*((mem.cyclic,) if mem.cyclic is not None else ()), *st.notes)
     return RunReading(mem, Evidence(mem.memory, facts), st.steps, st.cpu, st.at_speed,
-                      st.busy, st.gpu, ended, notes)
+                      st.busy, st.gpu, ended, notes, sign)
 
 
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
-               again: bool = True, gpu_unusable: str | None = None,
-               first: bool = False) -> CellVerdict:
+               again: bool = True, first: bool = False) -> CellVerdict:
     """Within-run verdict for one cell: the table of rules (`rules.RULES`) over what the
     run showed (`read_run`), in words. `again`: an ambiguous cell runs again (its
     repeats are not spent), as its reason says; `first`: this is its first attempt, and
     a slowdown it shows is looked at again in a run twice as long (rule `rising`)."""
-    return verdict_of(read_run(series, outcome, cfg, again, gpu_unusable, first), series)
+    return verdict_of(read_run(series, outcome, cfg, again, first), series)
 
 
 def decide(facts: CellFacts) -> CellVerdict:
@@ -109,10 +108,9 @@ def decide(facts: CellFacts) -> CellVerdict:
         rule, _ = first_rule(Evidence({}, found))
         return CellVerdict(rule.says, found.unavailable or str(found.precheck),
                            rule=rule.id, facts=found)
-    sign = runtime_sign(facts.series, facts.outcome)
-    unusable = sign[1] if sign is not None and sign[0] == "not-applicable" else None
-    within = within_run(facts.series, facts.outcome, facts.cfg, facts.again, unusable,
-                        first=facts.first and facts.again)
+    run = read_run(facts.series, facts.outcome, facts.cfg, facts.again,
+                   first=facts.first and facts.again)
+    within = verdict_of(run, facts.series)
     reason = within.reason
     if within.verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":
         # More iterations change nothing for a script run whole once: say what would.
@@ -121,8 +119,9 @@ def decide(facts: CellFacts) -> CellVerdict:
     live = live_run(facts.live, facts.series)
     if live is not None:
         reason = _with_live(within, live, reason)
-    findings = [*within.findings, *gpu_findings(within.verdict, facts.series, facts.precheck,
-                                                sign, unusable is not None)]
+    findings = [*within.findings, *gpu_findings(
+        within.verdict, facts.series, facts.precheck, run.sign,
+        run.evidence.facts.gpu_unusable is not None)]
     flags = cell_flags(facts.wants_gpu, within.verdict, facts.series)
     findings += [f for f in flags if f not in findings]
     reason = "; ".join([reason, *(f.text for f in flags)])
@@ -222,17 +221,6 @@ def _with_live(within: CellVerdict, live: LiveRun, reason: str) -> str:
                    f"{live.calls_run:,} calls say {within.verdict}")
     return reason + (f"; decided live at call {live.calls_to_decision}, stopped at call "
                      f"{live.calls_run}")
-
-
-def runtime_sign(series: Series, ended: RunOutcome) -> tuple[str, str] | None:
-    """Run-time incompatibility with the GPU (PTX JIT, no kernel image) the run showed:
-    (not-applicable | degraded | ..., what showed it), or None."""
-    first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
-                  and s.get("dt")), None)
-    times = series.step_times()
-    median = float(np.median(times)) if len(times) else None
-    err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
-    return runtime_incompatibility(first, median, ended.log_tail + err)
 
 
 def gpu_findings(verdict: Verdict, series: Series, pre: tuple[str, str] | None,

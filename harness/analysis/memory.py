@@ -134,10 +134,10 @@ def trends_and_fills(series: Series, cfg: AnalysisConfig
     heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
     fills: dict[str, Fill] = {}
-    pace = seconds_per_call(series)
+    pace = series.cols.pace
     creep_calls = CREEP_MAX_S / pace if pace else math.inf
     for key, name in TREND_NAMES.items():
-        x, y = series.memory(key)
+        x, y = series.cols.memory[key]
         if len(x):
             out[name], fill = trend_and_fill(
                 name, x, y, heap_cfg if name == "heap" else cfg,
@@ -148,29 +148,6 @@ def trends_and_fills(series: Series, cfg: AnalysisConfig
                     fill, growth=out[name].growth, calls=series.measured,
                     rerun=FILL_RERUN * max(1, series.measured))
     return out, fills
-
-
-def seconds_per_call(series: Series) -> float | None:
-    """The measured phase's pace, from its first and last step readings' clocks (None
-    where they do not say): a live look asks it at every reading, so it reads two."""
-    ends = []
-    for seq in (series.samples, reversed(series.samples)):
-        ends.append(next((s for s in seq if s.get("src") == "step" and s.get("phase")
-                          == "measure" and "t" in s and "i" in s), None))
-    first, last = ends
-    if first is None or last is None or last["i"] <= first["i"]:
-        return None
-    return max(0.0, (float(last["t"]) - float(first["t"])) / (last["i"] - first["i"])) or None
-
-
-def measured_calls(series: Series) -> int:
-    """Measured calls the samples span: the step times' count, or where samples carry
-    none (hand-built records), the last measured call less the warm-up's last."""
-    if (n := series.measured) > 0:
-        return n
-    measured = [int(s["i"]) for s in series.samples if s.get("phase") == "measure"]
-    before = [int(s["i"]) for s in series.samples if s.get("phase") != "measure"]
-    return max(measured) - max(before, default=0) if measured else 0
 
 
 def memory_reading(series: Series, cfg: AnalysisConfig, again: bool = True,
@@ -194,7 +171,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     if cyclic is not None:
         memory = {**memory, "heap": dataclasses.replace(memory["heap"], kind="stable")}
         fills = {k: v for k, v in fills.items() if k != "heap"}
-    measured = measured_calls(series)
+    measured = series.cols.calls
 
     def out(kind: Reading, reason: str, carrier: str | None, fill: Fill | None = None,
             findings: tuple[Finding, ...] = (), rerun: int | None = None) -> MemoryReading:

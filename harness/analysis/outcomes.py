@@ -5,17 +5,22 @@ did before the timeout, the crash or the OOM kill.
 the verdict. A leak that ends in a timeout is a finding about the image: its verdict is
 `leak` (with the timeout said), so the row names it first bad; a crash or an OOM kill
 stays what it is (both are already findings), with what memory did before it.
+
+How a run ended includes what it showed of the GPU (`runtime_sign`): a CUDA text in its
+log or traceback, or a first step that JIT-compiled every kernel from PTX.
 """
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from harness.analysis.kinds import Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
 from harness.analysis.trends import StepTrend, kib, signed_size
-from harness.gpu.logsigns import NOT_APPLICABLE_TEXT
+from harness.gpu.logsigns import AFTER_RUN, NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome
@@ -135,4 +140,45 @@ def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | N
         return "crash", f"exit code {outcome.exit_code}" + (f": {last[0][:200]}" if last else "")
     if end is None:
         return "crash", "the agent ended without an end record"
+    return None
+
+
+# The framework's first step JIT-compiling every kernel from PTX takes minutes, not the
+# seconds of graph building and autotuning a normal first step costs.
+JIT_MIN_FIRST_S = 30.0
+JIT_MIN_RATIO = 100.0
+
+
+def runtime_sign(series: Series, ended: RunOutcome) -> tuple[str, str] | None:
+    """Run-time incompatibility with the GPU (PTX JIT, no kernel image) the run showed:
+    (not-applicable | degraded | ..., what showed it), or None."""
+    first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
+                  and s.get("dt")), None)
+    times = series.cols.steps
+    median = float(np.median(times)) if len(times) else None
+    err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
+    return runtime_incompatibility(first, median, ended.log_tail + err)
+
+
+def runtime_incompatibility(first_step_s: float | None, median_step_s: float | None,
+                            log_text: str = "", baseline_first_s: float | None = None
+                            ) -> tuple[str, str] | None:
+    """Incompatibility seen while running, when the image's labels did not say.
+
+    The logs decide first (CUDA's and the frameworks' own error texts); otherwise a first
+    iteration that took minutes and hundreds of times the median step means every
+    kernel was JIT-compiled from PTX. `baseline_first_s` (the same image's first step on
+    another GPU) makes that call sharper. Returns (verdict, reason) or None.
+    """
+    for sign, pattern in AFTER_RUN:
+        if pattern.search(log_text):
+            return (sign.kind, sign.why)
+    if first_step_s is None or not median_step_s or median_step_s <= 0:
+        return None
+    ratio = first_step_s / median_step_s
+    slow_vs_other_gpu = (baseline_first_s is not None and first_step_s > 10 * baseline_first_s
+                         and first_step_s > JIT_MIN_FIRST_S / 3)
+    if (first_step_s >= JIT_MIN_FIRST_S and ratio >= JIT_MIN_RATIO) or slow_vs_other_gpu:
+        return ("degraded", f"PTX JIT likely: the first iteration took {first_step_s:.0f} s, "
+                f"{ratio:.0f}x the median step")
     return None

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.analysis.memory import MemoryReading, measured_calls, memory_reading, risen
+from harness.analysis.memory import MemoryReading, memory_reading, risen
 from harness.analysis.rules import CARRIERS
 from harness.analysis.stepreading import step_reading
 from harness.analysis.trends import LiveDecision
@@ -173,7 +173,7 @@ class LiveDecider:
     @property
     def measured(self) -> int:
         """Measured iterations seen so far."""
-        return measured_calls(self.series)
+        return self.series.cols.calls
 
     def feed(self, record: Record) -> LiveDecision | None:
         """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
@@ -199,7 +199,7 @@ class LiveDecider:
     def look(self) -> LiveDecision | None:
         """The one memory decision on the samples so far, where it settles the cell: a
         leak, or an `ok` while the step times so far show no slowdown."""
-        k = measured_calls(self.series)
+        k = self.series.cols.calls
         if k < self.min_iterations or k > self.max_iterations:
             return None
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg)

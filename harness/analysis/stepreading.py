@@ -28,7 +28,6 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.analysis.contention import OneSpeed, at_one_speed, explain, gpu_time, slowdown_words
-from harness.analysis.memory import measured_calls, seconds_per_call
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
 from harness.analysis.records import Finding
 from harness.analysis.trends import Explained, GpuTime, StepTrend
@@ -86,7 +85,7 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
         voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
                   f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step "
                   "slowdown")
-    calls, pace = 2 * measured_calls(series), seconds_per_call(series)
+    calls, pace = 2 * series.cols.calls, series.cols.pace
     rising = calls if (first and not voided and pace is not None
                        and calls * pace <= RISE_MAX_S) else 0
     return StepReading(steps, cpu, at_speed, busy, gpu,
@@ -123,7 +122,7 @@ def step_reading(series: Series, cfg: AnalysisConfig
 
 def _step_reading(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
                   ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
-    wall_times = series.step_times()
+    wall_times = series.cols.steps
     if not len(wall_times):
         return None, False, ()
     wall = step_trend(wall_times, cfg)
@@ -154,7 +153,7 @@ def cpu_trend(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
               ) -> StepTrend | None:
     """CPU time per step (at one CPU speed where the canary was timed), early vs late;
     None if the agent did not record it."""
-    cpu = speed.cpu if speed is not None else series.cpu_times()
+    cpu = speed.cpu if speed is not None else series.cols.cpu
     if cpu is None or not len(cpu):
         return None
     return step_trend(cpu, cfg)

@@ -240,11 +240,6 @@ class GpuTime(Record):
                 and self.late_sm_mhz <= CLOCK_DROP * self.early_sm_mhz)
 
     @property
-    def throttled(self) -> bool:
-        """The clock dropped and the driver named power or heat for it."""
-        return self.clock_drop and bool(self.reasons)
-
-    @property
     def text(self) -> str:
         """The evidence in words: "GPU busy 12.0 -> 24.1 ms/step (util 99% -> 100%);
         GPU clock 1980 -> 1410 MHz, SW power cap"."""

@@ -84,6 +84,7 @@ class RunReading:
     gpu: GpuTime | None = None
     ended: tuple[Verdict, str] | None = None
     notes: tuple[Finding, ...] = ()       # the cyclic-garbage note, a corrected slowdown
+    sign: tuple[str, str] | None = None   # what the log and first step showed of the GPU
 
 
 def verdict_of(r: RunReading, series: Series) -> CellVerdict:

@@ -30,8 +30,9 @@ from harness.analysis.vsbaseline import Baseline
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
-from harness.result.build import run_outcome, with_verdict
+from harness.result.build import run_outcome
 from harness.result.model import CellResult
+from harness.stages.rows import with_verdict
 from harness.store.results import SeriesCache
 from harness.thresholds import AnalysisConfig
 

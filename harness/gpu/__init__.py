@@ -21,19 +21,16 @@ from harness.gpu.cuda import (
 from harness.gpu.engine import device_request_kwargs, engine_gpu_mechanisms, engine_gpu_support
 from harness.gpu.host import Gpu, HostGpus, Version, host_has_gpu, list_gpus, probe, select
 from harness.gpu.logsigns import (
-    JIT_MIN_FIRST_S,
-    JIT_MIN_RATIO,
     LOG_SIGNS,
     NOT_APPLICABLE_TEXT,
     LogSign,
     SignKind,
-    runtime_incompatibility,
 )
 
 __all__ = [
-    "ARCH", "ARCH_EXCEPTIONS", "DROPPED_IN", "JIT_MIN_FIRST_S", "JIT_MIN_RATIO", "LOG_SIGNS",
+    "ARCH", "ARCH_EXCEPTIONS", "DROPPED_IN", "LOG_SIGNS",
     "MIN_CUDA_FOR_CC", "NOT_APPLICABLE_TEXT", "Gpu", "HostGpus", "LogSign", "SignKind",
     "Version", "compatibility", "device_request_kwargs", "engine_gpu_mechanisms",
     "engine_gpu_support", "host_has_gpu", "image_cuda", "list_gpus", "parse_cuda_version",
-    "precheck", "probe", "runtime_incompatibility", "select",
+    "precheck", "probe", "select",
 ]

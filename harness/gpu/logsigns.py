@@ -1,8 +1,7 @@
 """What CUDA runtimes and frameworks print when an image cannot use the GPU (or only
-through PTX JIT), and the after-run reading of a cell's log and first step with it.
-
-`analysis/` reads these signs too (`NOT_APPLICABLE_TEXT` in the within-run verdict,
-`runtime_incompatibility` in the decision), so this module needs nothing but `re`.
+through PTX JIT). `analysis.outcomes` reads a cell's log with them (`NOT_APPLICABLE_TEXT`
+in how the run ended, `AFTER_RUN` in `runtime_incompatibility`), so this module needs
+nothing but `re`.
 """
 
 from __future__ import annotations
@@ -10,11 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Literal
-
-# The framework's first step JIT-compiling every kernel from PTX takes minutes, not the
-# seconds of graph building and autotuning a normal first step costs.
-JIT_MIN_FIRST_S = 30.0
-JIT_MIN_RATIO = 100.0
 
 SignKind = Literal["not-applicable", "degraded"]
 
@@ -71,34 +65,11 @@ LOG_SIGNS: tuple[LogSign, ...] = (
     LogSign("degraded", "PTX newer than the driver: kernels that need JIT fail",
             r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION|PTX was compiled with an unsupported toolchain"),
 )
-_AFTER_RUN = tuple((sign, re.compile(sign.pattern, re.IGNORECASE))
+# The after-run reading's signs, each compiled (`analysis.outcomes.runtime_incompatibility`).
+AFTER_RUN = tuple((sign, re.compile(sign.pattern, re.IGNORECASE))
                    for sign in LOG_SIGNS if sign.after_run)
 # The within-run reading's signs as one pattern: the reason is the text found.
 NOT_APPLICABLE_TEXT = re.compile(
     "|".join(f"(?:{sign.pattern})" for sign in LOG_SIGNS
              if sign.in_run and sign.kind == "not-applicable"),
     re.IGNORECASE)
-
-
-def runtime_incompatibility(first_step_s: float | None, median_step_s: float | None,
-                            log_text: str = "", baseline_first_s: float | None = None
-                            ) -> tuple[str, str] | None:
-    """Incompatibility seen while running, when the image's labels did not say.
-
-    The logs decide first (CUDA's and the frameworks' own error texts); otherwise a first
-    iteration that took minutes and hundreds of times the median step means every
-    kernel was JIT-compiled from PTX. `baseline_first_s` (the same image's first step on
-    another GPU) makes that call sharper. Returns (verdict, reason) or None.
-    """
-    for sign, pattern in _AFTER_RUN:
-        if pattern.search(log_text):
-            return (sign.kind, sign.why)
-    if first_step_s is None or not median_step_s or median_step_s <= 0:
-        return None
-    ratio = first_step_s / median_step_s
-    slow_vs_other_gpu = (baseline_first_s is not None and first_step_s > 10 * baseline_first_s
-                         and first_step_s > JIT_MIN_FIRST_S / 3)
-    if (first_step_s >= JIT_MIN_FIRST_S and ratio >= JIT_MIN_RATIO) or slow_vs_other_gpu:
-        return ("degraded", f"PTX JIT likely: the first iteration took {first_step_s:.0f} s, "
-                f"{ratio:.0f}x the median step")
-    return None

@@ -31,7 +31,7 @@ from harness.result.model import CellResult
 from harness.stages.attempts import emptied, execute
 from harness.stages.confirm import round_cell, round_said, usable, with_cost
 from harness.stages.context import Context, Measured
-from harness.stages.rows import round_length
+from harness.stages.rows import round_length, with_verdict
 
 
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,
@@ -41,7 +41,6 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
     from harness.analysis.kinds import GOOD
     from harness.analysis.pooled import baseline_facts  # NumPy: lazily
-    from harness.result.build import with_verdict
 
     res, cfg = measured.result, ctx.cfg
     facts = baseline_facts(cfg, saved_series, measured.series, label, cell.settings.rounds,
@@ -52,7 +51,7 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
         ctx.progress(f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; "
                      f"confirming in rounds of this run against the saved one "
                      f"(2 to {2 * cell.settings.rounds}, until settled)")
-        calls = round_length(cell, len(measured.series.step_times()),
+        calls = round_length(cell, len(measured.series.cols.steps),
                              [r.summary.median_step_s for r in (res, saved)])
         facts = dataclasses.replace(facts, confirmation=rounds_against(
             ctx, cell, saved_series, steps.direction, cell.settings.rounds, calls, label))

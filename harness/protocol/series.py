@@ -50,99 +50,20 @@ class Series:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(text)
 
-    def step_times(self) -> np.ndarray:
-        """Per-iteration seconds of the measured phase, in order."""
-        import numpy as np
-
-        out: list[float] = []
-        for s in self.samples:
-            if s.get("src") == "step" and s.get("phase") == "measure":
-                out.extend(s["dt"])
-        return np.asarray(out, dtype=np.float64)
-
-    def cpu_times(self) -> np.ndarray | None:
-        """Process CPU seconds per iteration in the measured phase, or None if not recorded.
-
-        The agent records CPU time per sample interval (`cpu_s`, one value per sample:
-        the interval's mean per step); older recordings carry a per-step `cpu` list.
-        """
-        import numpy as np
-
-        out: list[float] = []
-        for s in self.samples:
-            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
-                if "cpu" in s and len(s["cpu"]) == len(s["dt"]):
-                    out.extend(s["cpu"])
-                elif isinstance(s.get("cpu_s"), float):
-                    out.append(s["cpu_s"] / len(s["dt"]))
-                else:
-                    return None
-        return np.asarray(out, dtype=np.float64) if out else None
-
-    def contention(self) -> dict[str, np.ndarray] | None:
-        """Per measured step sample: `steps`, `dt_s` (their summed step time), `rq_s`,
-        `thr_s`, `ref_s` and `cpu_s` (NaN where a sample lacks it); None when no sample
-        recorded run-queue delay (an agent older than the contention counters)."""
-        import numpy as np
-
-        keys = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
-        rows: list[list[float]] = []
-        seen = False
-        for s in self.samples:
-            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
-                seen = seen or s.get("rq_s") is not None
-                rows.append([float(len(s["dt"])), float(sum(s["dt"]))] + [
-                    float("nan") if s.get(k) is None else float(s[k]) for k in keys])
-        if not seen:
-            return None
-        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(keys))
-        out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
-        out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
-        return out
-
-    def gpu_activity(self) -> dict[str, np.ndarray] | None:
-        """Per measured step sample: `steps`, `dt_s` (their summed step time),
-        `gpu_util` (percent), `sm_mhz` and `clk_reasons` (NaN where a sample lacks it);
-        None when no sample recorded the GPU's utilization or SM clock (no NVML, an
-        old driver, a recording from before issue 20)."""
-        import numpy as np
-
-        rows: list[list[float]] = []
-        seen = False
-        for s in self.samples:
-            if s.get("src") == "step" and s.get("phase") == "measure" and s["dt"]:
-                seen = seen or s.get("gpu_util") is not None or s.get("sm_mhz") is not None
-                rows.append([float(len(s["dt"])), float(sum(s["dt"]))] + [
-                    float("nan") if s.get(k) is None else float(s[k])
-                    for k in GPU_ACTIVITY_FIELDS])
-        if not seen:
-            return None
-        cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(GPU_ACTIVITY_FIELDS))
-        out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
-        out.update({k: cols[:, 2 + n] for n, k in enumerate(GPU_ACTIVITY_FIELDS)})
-        return out
+    @property
+    def cols(self) -> Columns:
+        """The measured phase as arrays (`Columns`), read in one pass over the samples
+        and kept until a sample is added (the live decider adds them as it reads)."""
+        cached = self.__dict__.get("_cols")
+        if cached is None or cached[0] != len(self.samples):
+            cached = (len(self.samples), columns_of(self.samples))
+            self.__dict__["_cols"] = cached
+        return cached[1]
 
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
-        """(iteration, bytes) of samples in `phase` that carry `source`, by iteration.
-
-        Timer samples count too (they carry the iteration reached when taken): USS is
-        read mostly by the timer thread.
-        """
-        import numpy as np
-
-        pairs: list[tuple[float, float]] = []
-        for s in self.samples:
-            v = s.get(source)
-            if s.get("phase") == phase and v is not None:
-                pairs.append((float(s["i"]), float(v)))
-        pairs.sort(key=lambda p: p[0])
-        xs = [p[0] for p in pairs]
-        ys = [p[1] for p in pairs]
-        return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
-
-    def peak(self, source: str) -> float | None:
-        values = [float(s[source]) for s in self.samples if s.get(source) is not None]
-        return max(values) if values else None
+        """(iteration, bytes) of samples in `phase` that carry `source`, by iteration
+        (`Columns.memory` holds the measured phase's)."""
+        return _by_iteration(self.samples, source, phase)
 
     @property
     def measured(self) -> int:
@@ -161,6 +82,123 @@ class Series:
         from before `params_read`)."""
         read = (self.end or {}).get("params_read")
         return [str(k) for k in read] if isinstance(read, list) else None
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A series' measured phase as the analysis reads it, each view built once.
+
+    `steps`: seconds per measured call, in order. `cpu`: process CPU seconds per call
+    (the agent's `cpu_s` is a sample interval's mean per step; older recordings carry a
+    per-step `cpu` list), None where a step sample lacks it. `contention`: per measured
+    step sample, `steps`, `dt_s` (their summed step time) and each of `CONTENTION_KEYS`
+    (NaN where a sample lacks it), None when no sample recorded run-queue delay (an agent
+    older than the contention counters). `gpu`: the same for `GPU_ACTIVITY_FIELDS`, None
+    when no sample recorded the GPU's utilization or SM clock. `memory`: (iteration,
+    bytes) by source, timer samples too (USS is read mostly by the timer thread).
+    `peaks`: each source's highest value in any phase. `calls`: the measured calls the
+    samples span (the step times' count, or where samples carry none, hand-built
+    records, the last measured call less the warm-up's last). `pace`: seconds per
+    measured call, from the first and last step readings' clocks (None where they do not
+    say)."""
+
+    steps: np.ndarray
+    cpu: np.ndarray | None
+    contention: dict[str, np.ndarray] | None
+    gpu: dict[str, np.ndarray] | None
+    memory: dict[str, tuple[np.ndarray, np.ndarray]]
+    peaks: dict[str, float]
+    calls: int
+    pace: float | None
+
+    def peak(self, source: str) -> float | None:
+        return self.peaks.get(source)
+
+
+# The sources a peak is read of: the trends' and anonymous RSS (the fit's first host limit).
+PEAK_KEYS = (*MEMORY_SOURCES, "rss_anon")
+CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
+
+
+def columns_of(samples: list[dict[str, Any]]) -> Columns:
+    """The `Columns` of a list of samples, in one pass."""
+    import numpy as np
+
+    steps: list[float] = []
+    cpu: list[float] | None = []
+    busy: list[list[float]] = []
+    gpu: list[list[float]] = []
+    seen_busy = seen_gpu = False
+    peaks: dict[str, float] = {}
+    clocks: list[tuple[float, float]] = []      # (call, time): first and last step reading
+    last_call = warm_call = 0
+    for s in samples:
+        if s.get("phase") == "measure":
+            last_call = max(last_call, int(s["i"]))
+        elif "i" in s:
+            warm_call = max(warm_call, int(s["i"]))
+        for key in PEAK_KEYS:
+            v = s.get(key)
+            if v is not None and (key not in peaks or float(v) > peaks[key]):
+                peaks[key] = float(v)
+        if s.get("src") != "step" or s.get("phase") != "measure":
+            continue
+        if "t" in s and "i" in s:
+            clocks[1 if clocks else 0:] = [(float(s["i"]), float(s["t"]))]
+        dt = s["dt"]
+        steps.extend(dt)
+        if not dt:
+            continue
+        if cpu is not None:
+            if "cpu" in s and len(s["cpu"]) == len(dt):
+                cpu.extend(s["cpu"])
+            elif isinstance(s.get("cpu_s"), float):
+                cpu.append(s["cpu_s"] / len(dt))
+            else:
+                cpu = None
+        head = [float(len(dt)), float(sum(dt))]
+        seen_busy = seen_busy or s.get("rq_s") is not None
+        busy.append(head + _floats(s, CONTENTION_KEYS))
+        seen_gpu = seen_gpu or s.get("gpu_util") is not None or s.get("sm_mhz") is not None
+        gpu.append(head + _floats(s, GPU_ACTIVITY_FIELDS))
+    return Columns(
+        np.asarray(steps, dtype=np.float64),
+        np.asarray(cpu, dtype=np.float64) if cpu else None,
+        _table(busy, CONTENTION_KEYS) if seen_busy else None,
+        _table(gpu, GPU_ACTIVITY_FIELDS) if seen_gpu else None,
+        {key: _by_iteration(samples, key, "measure") for key in MEMORY_SOURCES},
+        peaks, len(steps) or max(0, last_call - warm_call), _pace(clocks))
+
+
+def _pace(clocks: list[tuple[float, float]]) -> float | None:
+    if len(clocks) < 2 or clocks[1][0] <= clocks[0][0]:
+        return None
+    (i0, t0), (i1, t1) = clocks
+    return max(0.0, (t1 - t0) / (i1 - i0)) or None
+
+
+def _floats(s: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
+    return [float("nan") if s.get(k) is None else float(s[k]) for k in keys]
+
+
+def _table(rows: list[list[float]], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    import numpy as np
+
+    cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(keys))
+    out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
+    out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
+    return out
+
+
+def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    pairs = sorted(((float(s["i"]), float(s[source])) for s in samples
+                    if s.get("phase") == phase and s.get(source) is not None),
+                   key=lambda p: p[0])
+    return (np.asarray([p[0] for p in pairs], dtype=np.float64),
+            np.asarray([p[1] for p in pairs], dtype=np.float64))
 
 
 WRAP = 1 << 32
@@ -195,6 +233,7 @@ def unwrap_mallinfo(series: Series) -> int:
             wraps += 1
         s["heap"] = value
         prev = value
+    series.__dict__.pop("_cols", None)
     if wraps:
         series.notes.append(f"heap: glibc < 2.33 has only mallinfo(), which wraps at 4 GiB; "
                             f"{wraps} wrap(s) unwrapped across samples")

@@ -50,7 +50,7 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
         note = f"no readings to fit ({trend.n})"     # never "+0.0 KiB/call"
     elif trend is not None and fitted:
         slope = trend.slope
-        mx, my = series.memory(key)
+        mx, my = series.cols.memory[key]
         if len(mx):
             # Theil-Sen's intercept: the median offset of the points from the slope.
             intercept = statistics.median(float(y) - slope * float(x)
@@ -98,7 +98,7 @@ def step_plot(series: Series, steps: StepTrend | None,
     note = ""
     if steps is not None:
         note = f"late/early {steps.ratio:.2f}x, p={steps.p_value:.2g}"
-    times = series.step_times()
+    times = series.cols.steps
     headline = f"median {human_seconds(float(statistics.median(times)))}" if len(times) else ""
     if y_range is None:
         y_range = robust_range([float(t) for t in times] or ys)
@@ -123,8 +123,8 @@ def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> 
                 spans.append(max(values) - min(values))
         if spans:
             out.spans[key] = max(max(spans), MIN_SPAN.get(name, DEFAULT_MIN_SPAN))
-    ranges = [robust_range([float(t) for t in one.step_times()]) for one in series.values()
-              if len(one.step_times())]
+    ranges = [robust_range([float(t) for t in one.cols.steps]) for one in series.values()
+              if len(one.cols.steps)]
     if ranges:
         out.steps = (max(0.0, min(r[0] for r in ranges)), max(r[1] for r in ranges))
     return out

@@ -152,7 +152,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
     sa = report.series(good.id) if good is not None else None
     sb = report.series(bad.id)
     if sa is not None and sb is not None:
-        ga, gb = sa.step_times(), sb.step_times()
+        ga, gb = sa.cols.steps, sb.cols.steps
         import numpy as np
 
         if len(ga) and len(gb) and np.median(ga) > 0 and timed(bad):

@@ -101,20 +101,6 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
         attempts=tuple(attempts), timings=timings, unavailable=unavailable)
 
 
-def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:
-    """`res` with the verdict and every number behind it taken from `verdict` (each
-    field the two share: a field added to both is carried without a change here)."""
-    mine = {f.name for f in dataclasses.fields(CellResult)}
-    given = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)
-             if f.name in mine}
-    for name, value in given.items():
-        if isinstance(value, list):
-            given[name] = tuple(value)
-        elif isinstance(value, dict):
-            given[name] = dict(value)
-    return dataclasses.replace(res, **given)
-
-
 def run_outcome(res: CellResult) -> RunOutcome:
     """How a recorded cell's run ended, as its runtime said it (the host samples the
     result kept)."""
@@ -142,9 +128,9 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 def summarise(series: Series) -> Summary:
     import numpy as np
 
-    times = series.step_times()
+    times = series.cols.steps
     return Summary(series.measured, float(np.median(times)) if len(times) else None,
-                   series.peak("rss"))
+                   series.cols.peak("rss"))
 
 
 def host_part(label: str, url: str | None, host: HostGpus | None) -> HostPart:

@@ -25,6 +25,7 @@ class ImagePool:
         self.runtime_for = runtime_for
         self.progress = progress
         self._images: dict[str, Future[ImageInfo]] = {}
+        self._queued: list[Cell] = []           # the cells whose images were queued
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare")
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -81,18 +82,17 @@ class ImagePool:
     def prefetch(self, cells: Iterable[Cell]) -> None:
         """Queue every image the cells need, in run order."""
         for cell in cells:
+            self._queued.append(cell)
             self._future(cell)
 
-    def drop(self, unneeded: Iterable[Cell], needed: Iterable[Cell]) -> None:
-        """Cancel the queued (not yet started) images of `unneeded` cells that no cell
-        of `needed` uses: cells that will not run now."""
-        keep = {f"{c.host.label}/{c.image.label}" for c in needed}
+    def keep_only(self, runs: Callable[[Cell], bool]) -> None:
+        """Cancel the queued (not yet started) images that no queued cell that still
+        `runs` uses: the images of cells that will not run now."""
+        keys = [(f"{c.host.label}/{c.image.label}", runs(c)) for c in self._queued]
+        keep = {key for key, still in keys if still}
         with self._lock:
-            for cell in unneeded:
-                key = f"{cell.host.label}/{cell.image.label}"
-                future = self._images.get(key)
-                if key not in keep and future is not None:
-                    future.cancel()
+            for key in {key for key, _ in keys} - keep:
+                self._images[key].cancel()
 
     def close(self) -> None:
         """Drop what has not started; a running build is the runtime's to abort."""

@@ -1,23 +1,28 @@
 """Compare with the row, then store: each cell of a sweep is settled once. A row's
 baseline is written as soon as it ran; any other cell is compared with it in memory
 (waiting for it if it has not run yet; confirmation rounds where the pooled test leaves
-a doubt), then written, once (`cells/<id>/result.json`)."""
+a doubt), then written, once (`cells/<id>/result.json`), with the verdict that settled
+it (`with_verdict`: a saved run's comparison and `--reanalyze` settle theirs the same
+way)."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
-from harness.result.build import with_verdict
 from harness.result.model import CellResult
 from harness.stages.confirm import confirm
 from harness.stages.context import Context, Measured
 from harness.thresholds import AnalysisConfig
+
+if TYPE_CHECKING:
+    from harness.analysis.verdict import CellVerdict
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
@@ -64,7 +69,7 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
                      f"rounds (2 to {2 * cell.settings.rounds}, until settled)")
         facts = dataclasses.replace(facts, confirmation=confirm(
             ctx, base, cell, steps.direction, cell.settings.rounds,
-            round_length(cell, len(series.step_times()),
+            round_length(cell, len(series.cols.steps),
                          [r.summary.median_step_s for r in (res, base_result)])))
     v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
     if res.verdict in GOOD:
@@ -134,3 +139,17 @@ class RowComparisons:
         self.ctx.store.write_cell(result)
         with self.lock:
             self.results[cell_id] = result
+
+
+def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:
+    """`res` with the verdict and every number behind it taken from `verdict` (each
+    field the two share: a field added to both is carried without a change here)."""
+    mine = {f.name for f in dataclasses.fields(CellResult)}
+    given = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)
+             if f.name in mine}
+    for name, value in given.items():
+        if isinstance(value, list):
+            given[name] = tuple(value)
+        elif isinstance(value, dict):
+            given[name] = dict(value)
+    return dataclasses.replace(res, **given)

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from harness import gpu, matrixfile
+from harness.analysis.outcomes import runtime_incompatibility
 from harness.cli import doctor
 from harness.errors import EngineUnavailable
-from harness.gpu import Gpu, HostGpus, image_cuda, precheck, runtime_incompatibility
+from harness.gpu import Gpu, HostGpus, image_cuda, precheck
 
 # The config of nvcr.io/nvidia/tensorflow:20.12-tf1-py3 and 22.12-tf1-py3 (docker inspect:
 # Config.Env and Config.Labels, trimmed).

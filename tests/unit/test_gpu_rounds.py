@@ -42,10 +42,10 @@ def test_gpu_activity_fields_are_checked_and_old_samples_load() -> None:
     good = parse_lines([header, _sample(gpu_util=97, sm_mhz=1980, clk_reasons=4),
                         _sample()])
     assert len(good.samples) == 2 and not good.problems
-    cols = good.gpu_activity()
+    cols = good.cols.gpu
     assert cols is not None and cols["sm_mhz"][0] == 1980.0
     assert str(cols["sm_mhz"][1]) == "nan"
-    assert parse_lines([header, _sample()]).gpu_activity() is None
+    assert parse_lines([header, _sample()]).cols.gpu is None
     for bad in ({"gpu_util": 101}, {"sm_mhz": -1}, {"clk_reasons": 1.5},
                 {"gpu_util": True}):
         series = parse_lines([header, _sample(**bad)])

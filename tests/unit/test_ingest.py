@@ -53,16 +53,16 @@ def test_a_clean_file(tmp_path: Path) -> None:
     assert s.problems == [] and s.skipped == 0
     assert s.header is not None and s.header["python"] == "3.8.10"
     assert s.end == END
-    np.testing.assert_array_equal(s.step_times(), [0.001, 0.002, 0.003, 0.004])
+    np.testing.assert_array_equal(s.cols.steps, [0.001, 0.002, 0.003, 0.004])
     x, y = s.memory("heap")
     np.testing.assert_array_equal(x, [4, 5, 6])
     np.testing.assert_array_equal(y, [508, 510, 512])
     xw, _ = s.memory("rss", phase="warmup")
     np.testing.assert_array_equal(xw, [2])
     assert s.measured == 4
-    assert s.peak("rss") == 1006
+    assert s.cols.peak("rss") == 1006
     assert s.memory("gpu_used")[0].size == 0
-    assert s.peak("fw") is None
+    assert s.cols.peak("fw") is None
 
 
 def test_truncated_last_line(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_truncated_last_line(tmp_path: Path) -> None:
     assert s.end is None
     assert s.skipped == 1
     assert "line 3" in s.problems[0] and "truncated" in s.problems[0]
-    np.testing.assert_array_equal(s.step_times(), [0.001, 0.002])
+    np.testing.assert_array_equal(s.cols.steps, [0.001, 0.002])
 
 
 def test_garbage_lines_are_skipped() -> None:
@@ -182,13 +182,13 @@ def test_wrongly_typed_samples_are_skipped(change: dict[str, Any], why: str) -> 
     assert [r["i"] for r in s.samples] == [6]
     assert s.skipped == 1
     assert why in s.problems[0]
-    np.testing.assert_array_equal(s.step_times(), [0.5])
+    np.testing.assert_array_equal(s.cols.steps, [0.5])
 
 
 def test_integer_dt_becomes_float() -> None:
     s = parse_lines(lines(HEADER, sample(4, [1, 2]), END))
-    assert s.step_times().dtype == np.float64
-    np.testing.assert_array_equal(s.step_times(), [1.0, 2.0])
+    assert s.cols.steps.dtype == np.float64
+    np.testing.assert_array_equal(s.cols.steps, [1.0, 2.0])
 
 
 def test_second_header_is_ignored() -> None:
@@ -227,7 +227,7 @@ def test_missing_file(tmp_path: Path) -> None:
     s = read_samples(tmp_path / "nope.jsonl")
     assert s.header is None and s.end is None and s.samples == []
     assert s.problems == ["no samples file: the agent never started"]
-    assert s.step_times().size == 0
+    assert s.cols.steps.size == 0
     assert s.memory("rss")[0].size == 0
     assert s.measured == 0
 
@@ -241,7 +241,7 @@ def test_problems_are_capped_but_counted() -> None:
 def test_contention_fields_are_read_per_step_sample() -> None:
     s = parse_lines(lines(HEADER, sample(2, rq_s=0.0005, ivcs=3, thr_s=0, thr_n=0),
                           sample(4, rq_s=0.001, ivcs=1), END))
-    cols = s.contention()
+    cols = s.cols.contention
     assert cols is not None
     np.testing.assert_allclose(cols["rq_s"], [0.0005, 0.001])
     np.testing.assert_allclose(cols["steps"], [2, 2])
@@ -250,7 +250,7 @@ def test_contention_fields_are_read_per_step_sample() -> None:
 
 def test_recordings_without_contention_still_load() -> None:
     s = parse_lines(lines(HEADER, sample(2), sample(4, cpu_s=0.002), END))
-    assert s.contention() is None and len(s.samples) == 2 and not s.problems
+    assert s.cols.contention is None and len(s.samples) == 2 and not s.problems
 
 
 @pytest.mark.parametrize(("change", "why"), [

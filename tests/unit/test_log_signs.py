@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from harness.analysis.decision import within_run
-from harness.gpu import LOG_SIGNS, NOT_APPLICABLE_TEXT, runtime_incompatibility
+from harness.analysis.outcomes import runtime_incompatibility
+from harness.gpu import LOG_SIGNS, NOT_APPLICABLE_TEXT
 from harness.protocol.ingest import Series
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig

@@ -296,7 +296,7 @@ def test_agent_samples_gpu_activity_and_the_host_reads_it(fake_nvml: Path, tmp_p
                     "--quiet"], env=env, check=True, timeout=60)
     series = read_samples(out)
     assert not series.problems
-    cols = series.gpu_activity()
+    cols = series.cols.gpu
     assert cols is not None
     assert list(cols["gpu_util"]) == [3.0] * 4 + [100.0] * 6
     assert list(cols["sm_mhz"]) == [1980.0] * 4 + [1410.0] * 6

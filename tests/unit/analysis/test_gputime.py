@@ -151,7 +151,7 @@ def test_a_spinning_gpu_slowdown_is_gpu_bound_not_cpu_bound() -> None:
     assert "GPU-bound: the host spin-waits on the device" in v.reason
     assert "CPU-bound" not in v.reason
     g = v.gpu_time
-    assert g is not None and g.bound and not g.throttled
+    assert g is not None and g.bound and not (g.clock_drop and g.reasons)
     assert g.late_busy_s is not None and g.early_busy_s is not None
     assert g.late_busy_s / g.early_busy_s > 2.0
     assert "GPU busy" in v.reason and "ms/step (util 100% -> 100%)" in v.reason
@@ -175,7 +175,7 @@ def test_a_power_capped_clock_drop_is_named() -> None:
     v = within_run(s, OK, CFG)
     assert v.verdict == "slowdown", v.reason
     assert "GPU clock 1980 -> 1410 MHz, SW power cap" in v.reason
-    assert v.gpu_time is not None and v.gpu_time.throttled
+    assert v.gpu_time is not None and v.gpu_time.clock_drop and v.gpu_time.reasons
     assert v.gpu_time.reasons == ("SW power cap",)
 
 
@@ -204,13 +204,13 @@ def test_clock_only_gives_clock_evidence_without_busy_time() -> None:
     s = gpu_series(util=None, sm_mhz=lambda k: 1980 if k <= 300 else 1500)
     g = gpu_time(s, 0.2, 0.01)
     assert g is not None and g.early_busy_s is None and not g.bound
-    assert g.clock_drop and not g.throttled and g.text == "GPU clock 1980 -> 1500 MHz"
+    assert g.clock_drop and not g.reasons and g.text == "GPU clock 1980 -> 1500 MHz"
 
 
 def test_recorded_h100_gpu_slowdown_still_decides_slowdown_without_nvml_fields() -> None:
     # GIVEN the real H100 run (recorded before issue 20: no utilization or clock)
     s = read_samples(H100 / "gpu-real" / "cells" / "torch.gpu0.gpu_slowdown" / "samples.jsonl")
-    assert s.gpu_activity() is None
+    assert s.cols.gpu is None
     v = within_run(s, OK, CFG)
     assert v.verdict == "slowdown" and v.gpu_time is None
     assert v.steps is not None and v.steps.ratio > 3
@@ -246,4 +246,4 @@ def test_every_recorded_h100_cell_decides_without_gpu_evidence(cell: str) -> Non
     # THEN it decides as before: no GPU evidence, no crash, and the speed correction
     # is the old one (no utilization: every CPU second counts as work)
     assert v.gpu_time is None and "GPU busy" not in v.reason
-    assert s.gpu_activity() is None
+    assert s.cols.gpu is None

@@ -164,8 +164,8 @@ def test_deciding_again_keeps_what_the_gpu_precheck_found() -> None:
     """`--reanalyze` decides from the same facts as the sweep: the precheck's finding
     (an unsupported image/GPU pair, run to decide) is not dropped."""
     from harness.answers.reanalyze import within
-    from harness.result.build import with_verdict
     from harness.result.model import CellResult, GpuPart, ImagePart
+    from harness.stages.rows import with_verdict
 
     s = series()
     v = decide(CellFacts(CFG, s, OUTCOMES["ok"], True, precheck=("unsupported", "sm_120")))

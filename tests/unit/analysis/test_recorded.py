@@ -104,8 +104,8 @@ def test_current_agent_recordings_carry_contention_and_decide_the_same() -> None
     for name, verdict in (("multidict-6.5.1.cpu.multidict_pop", "leak"),
                           ("multidict-6.4.4.cpu.multidict_pop", "ok")):
         series = read_samples(DATA / f"{name}.jsonl")
-        cols = series.contention()
+        cols = series.cols.contention
         assert cols is not None and np.isfinite(cols["ref_s"]).all()
-        assert np.isfinite(cols["rq_all_s"]).all() and series.cpu_times() is not None
+        assert np.isfinite(cols["rq_all_s"]).all() and series.cols.cpu is not None
         v = verdict_of(name)
         assert v.verdict == verdict and v.cpu_steps is not None
