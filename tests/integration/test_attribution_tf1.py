@@ -38,7 +38,7 @@ def setup(params):
 
 def step(state):
     state["n"] += 1
-    size = 4096 * (1 + state["n"] // 2)   # the FFT's work grows with the call count
+    size = 8192 * (1 + state["n"] // 2)  # the FFT's work grows with the call count
     state["sess"].run(state["total"], {state["x"]: np.ones(size, np.float32)})  # RUN LINE
 """
 
@@ -67,8 +67,10 @@ def test_tf1_step_stats_name_the_op_that_grew(image: str, tmp_path: Path) -> Non
     growth = max(ops["ops"], key=lambda o: o["late_us"] - o["early_us"])
     assert (growth["name"], growth["op"]) == ("spectrum", "RFFT")
     # The FFT's input grows ~6.6x from the early window's calls to the late one's; its
-    # time less so (per-op costs that do not grow), and a CI host running tests side by
-    # side measured 2.2-2.9x where a quiet one passes 3x. Twice is far from a flat op.
+    # time less so (per-op costs that do not grow). At 4,096 floats a call those costs
+    # were half the early window's time, and a loaded CI host read 1.7-2.9x; at 8,192 the
+    # FFT's own work leads: 5.6-5.7x here, quiet and beside two busy loops alike. Twice
+    # is far from a flat op.
     assert growth["late_us"] > 2 * growth["early_us"]
     line = next(i for i, t in enumerate(RFFT.splitlines(), 1) if "RUN LINE" in t)
     top = max(rec["stack"]["sites"], key=lambda s: s["late"])
