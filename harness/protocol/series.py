@@ -8,6 +8,7 @@ across samples once reading ends.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from harness.agent import fields
@@ -52,11 +53,11 @@ class Series:
 
     @property
     def cols(self) -> Columns:
-        """The measured phase as arrays (`Columns`), read in one pass over the samples
-        and kept until a sample is added (the live decider adds them as it reads)."""
+        """The measured phase as arrays (`Columns`), each read once and kept until a
+        sample is added (the live decider adds them as it reads)."""
         cached = self.__dict__.get("_cols")
         if cached is None or cached[0] != len(self.samples):
-            cached = (len(self.samples), columns_of(self.samples))
+            cached = (len(self.samples), Columns(self.samples))
             self.__dict__["_cols"] = cached
         return cached[1]
 
@@ -84,9 +85,9 @@ class Series:
         return [str(k) for k in read] if isinstance(read, list) else None
 
 
-@dataclass(frozen=True)
 class Columns:
-    """A series' measured phase as the analysis reads it, each view built once.
+    """A series' measured phase as the analysis reads it: each view built the first
+    time it is read, from the samples there were when the columns were taken.
 
     `steps`: seconds per measured call, in order. `cpu`: process CPU seconds per call
     (the agent's `cpu_s` is a sample interval's mean per step; older recordings carry a
@@ -96,98 +97,90 @@ class Columns:
     older than the contention counters). `gpu`: the same for `GPU_ACTIVITY_FIELDS`, None
     when no sample recorded the GPU's utilization or SM clock. `memory`: (iteration,
     bytes) by source, timer samples too (USS is read mostly by the timer thread).
-    `peaks`: each source's highest value in any phase. `calls`: the measured calls the
+    `peak(source)`: its highest value in any phase. `calls`: the measured calls the
     samples span (the step times' count, or where samples carry none, hand-built
     records, the last measured call less the warm-up's last). `pace`: seconds per
     measured call, from the first and last step readings' clocks (None where they do not
     say)."""
 
-    steps: np.ndarray
-    cpu: np.ndarray | None
-    contention: dict[str, np.ndarray] | None
-    gpu: dict[str, np.ndarray] | None
-    memory: dict[str, tuple[np.ndarray, np.ndarray]]
-    peaks: dict[str, float]
-    calls: int
-    pace: float | None
+    def __init__(self, samples: list[dict[str, Any]]) -> None:
+        self._samples = samples[:]      # as they are now: the reader may add more
+
+    @cached_property
+    def _stepped(self) -> list[dict[str, Any]]:
+        return [s for s in self._samples if s.get("src") == "step" and s.get("phase") == "measure"]
+
+    @cached_property
+    def steps(self) -> np.ndarray:
+        import numpy as np
+
+        return np.asarray([t for s in self._stepped for t in s["dt"]], dtype=np.float64)
+
+    @cached_property
+    def cpu(self) -> np.ndarray | None:
+        import numpy as np
+
+        out: list[float] = []
+        for s in self._stepped:
+            dt = s["dt"]
+            if not dt:
+                continue
+            if "cpu" in s and len(s["cpu"]) == len(dt):
+                out.extend(s["cpu"])
+            elif isinstance(s.get("cpu_s"), float):
+                out.append(s["cpu_s"] / len(dt))
+            else:
+                return None
+        return np.asarray(out, dtype=np.float64) if out else None
+
+    @cached_property
+    def contention(self) -> dict[str, np.ndarray] | None:
+        return self._table(CONTENTION_KEYS, ("rq_s",))
+
+    @cached_property
+    def gpu(self) -> dict[str, np.ndarray] | None:
+        return self._table(GPU_ACTIVITY_FIELDS, ("gpu_util", "sm_mhz"))
+
+    def _table(self, keys: tuple[str, ...], seen: tuple[str, ...]
+               ) -> dict[str, np.ndarray] | None:
+        import numpy as np
+
+        rows = [s for s in self._stepped if s["dt"]]
+        if not any(s.get(k) is not None for s in rows for k in seen):
+            return None
+        cols = np.asarray([[float(len(s["dt"])), float(sum(s["dt"]))] + [
+            float("nan") if s.get(k) is None else float(s[k]) for k in keys] for s in rows],
+            dtype=np.float64).reshape(-1, 2 + len(keys))
+        out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
+        out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
+        return out
+
+    @cached_property
+    def memory(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {key: _by_iteration(self._samples, key, "measure") for key in MEMORY_SOURCES}
 
     def peak(self, source: str) -> float | None:
-        return self.peaks.get(source)
+        values = [float(s[source]) for s in self._samples if s.get(source) is not None]
+        return max(values) if values else None
+
+    @cached_property
+    def calls(self) -> int:
+        if n := sum(len(s["dt"]) for s in self._stepped):
+            return n
+        measured = [int(s["i"]) for s in self._samples if s.get("phase") == "measure"]
+        before = [int(s["i"]) for s in self._samples if s.get("phase") != "measure"]
+        return max(measured) - max(before, default=0) if measured else 0
+
+    @cached_property
+    def pace(self) -> float | None:
+        clocks = [s for s in self._stepped if "t" in s and "i" in s]
+        if len(clocks) < 2 or clocks[-1]["i"] <= clocks[0]["i"]:
+            return None
+        first, last = clocks[0], clocks[-1]
+        return max(0.0, (float(last["t"]) - float(first["t"])) / (last["i"] - first["i"])) or None
 
 
-# The sources a peak is read of: the trends' and anonymous RSS (the fit's first host limit).
-PEAK_KEYS = (*MEMORY_SOURCES, "rss_anon")
 CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
-
-
-def columns_of(samples: list[dict[str, Any]]) -> Columns:
-    """The `Columns` of a list of samples, in one pass."""
-    import numpy as np
-
-    steps: list[float] = []
-    cpu: list[float] | None = []
-    busy: list[list[float]] = []
-    gpu: list[list[float]] = []
-    seen_busy = seen_gpu = False
-    peaks: dict[str, float] = {}
-    clocks: list[tuple[float, float]] = []      # (call, time): first and last step reading
-    last_call = warm_call = 0
-    for s in samples:
-        if s.get("phase") == "measure":
-            last_call = max(last_call, int(s["i"]))
-        elif "i" in s:
-            warm_call = max(warm_call, int(s["i"]))
-        for key in PEAK_KEYS:
-            v = s.get(key)
-            if v is not None and (key not in peaks or float(v) > peaks[key]):
-                peaks[key] = float(v)
-        if s.get("src") != "step" or s.get("phase") != "measure":
-            continue
-        if "t" in s and "i" in s:
-            clocks[1 if clocks else 0:] = [(float(s["i"]), float(s["t"]))]
-        dt = s["dt"]
-        steps.extend(dt)
-        if not dt:
-            continue
-        if cpu is not None:
-            if "cpu" in s and len(s["cpu"]) == len(dt):
-                cpu.extend(s["cpu"])
-            elif isinstance(s.get("cpu_s"), float):
-                cpu.append(s["cpu_s"] / len(dt))
-            else:
-                cpu = None
-        head = [float(len(dt)), float(sum(dt))]
-        seen_busy = seen_busy or s.get("rq_s") is not None
-        busy.append(head + _floats(s, CONTENTION_KEYS))
-        seen_gpu = seen_gpu or s.get("gpu_util") is not None or s.get("sm_mhz") is not None
-        gpu.append(head + _floats(s, GPU_ACTIVITY_FIELDS))
-    return Columns(
-        np.asarray(steps, dtype=np.float64),
-        np.asarray(cpu, dtype=np.float64) if cpu else None,
-        _table(busy, CONTENTION_KEYS) if seen_busy else None,
-        _table(gpu, GPU_ACTIVITY_FIELDS) if seen_gpu else None,
-        {key: _by_iteration(samples, key, "measure") for key in MEMORY_SOURCES},
-        peaks, len(steps) or max(0, last_call - warm_call), _pace(clocks))
-
-
-def _pace(clocks: list[tuple[float, float]]) -> float | None:
-    if len(clocks) < 2 or clocks[1][0] <= clocks[0][0]:
-        return None
-    (i0, t0), (i1, t1) = clocks
-    return max(0.0, (t1 - t0) / (i1 - i0)) or None
-
-
-def _floats(s: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
-    return [float("nan") if s.get(k) is None else float(s[k]) for k in keys]
-
-
-def _table(rows: list[list[float]], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    import numpy as np
-
-    cols = np.asarray(rows, dtype=np.float64).reshape(-1, 2 + len(keys))
-    out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
-    out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
-    return out
 
 
 def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
