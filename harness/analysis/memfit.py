@@ -77,7 +77,7 @@ def peaks(series: Series, runtime: str) -> dict[str, float]:
     for key, name in SOURCES.items():
         if name == "cgroup" and not own_cgroup(runtime):
             continue
-        peak = series.cols.peak(key)
+        peak = series.cols.peaks.get(key)
         if peak is not None and math.isfinite(peak):
             out[name] = peak
     return out

@@ -138,8 +138,8 @@ def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str
         rounds: The confirmation rounds the cell's settings ask for.
         good: The cell's within-run verdict is good (only then do rounds matter).
     """
-    steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peak("rss"),
-                                       series.cols.steps, series.cols.peak("rss"), cfg)
+    steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peaks.get("rss"),
+                                       series.cols.steps, series.cols.peaks.get("rss"), cfg)
     cpu = None
     base_cpu, cell_cpu = base.cols.cpu, series.cols.cpu
     if base_cpu is not None and cell_cpu is not None:

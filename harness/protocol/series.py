@@ -7,6 +7,7 @@ across samples once reading ends.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -97,7 +98,7 @@ class Columns:
     older than the contention counters). `gpu`: the same for `GPU_ACTIVITY_FIELDS`, None
     when no sample recorded the GPU's utilization or SM clock. `memory`: (iteration,
     bytes) by source, timer samples too (USS is read mostly by the timer thread).
-    `peak(source)`: its highest value in any phase. `calls`: the measured calls the
+    `peaks`: each of `PEAK_KEYS`' highest value in any phase. `calls`: the measured calls the
     samples span (the step times' count, or where samples carry none, hand-built
     records, the last measured call less the warm-up's last). `pace`: seconds per
     measured call, from the first and last step readings' clocks (None where they do not
@@ -159,9 +160,14 @@ class Columns:
     def memory(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {key: _by_iteration(self._samples, key, "measure") for key in MEMORY_SOURCES}
 
-    def peak(self, source: str) -> float | None:
-        values = [float(s[source]) for s in self._samples if s.get(source) is not None]
-        return max(values) if values else None
+    @cached_property
+    def peaks(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for s in self._samples:
+            for key in PEAK_KEYS:
+                if s.get(key) is not None:
+                    out[key] = max(out.get(key, -math.inf), float(s[key]))
+        return out
 
     @cached_property
     def calls(self) -> int:
@@ -180,6 +186,8 @@ class Columns:
         return max(0.0, (float(last["t"]) - float(first["t"])) / (last["i"] - first["i"])) or None
 
 
+# The sources a peak is read of: the trends' and anonymous RSS (the fit's first host limit).
+PEAK_KEYS = (*MEMORY_SOURCES, "rss_anon")
 CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
 
 

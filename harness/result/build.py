@@ -130,7 +130,7 @@ def summarise(series: Series) -> Summary:
 
     times = series.cols.steps
     return Summary(series.measured, float(np.median(times)) if len(times) else None,
-                   series.cols.peak("rss"))
+                   series.cols.peaks.get("rss"))
 
 
 def host_part(label: str, url: str | None, host: HostGpus | None) -> HostPart:

@@ -60,9 +60,9 @@ def test_a_clean_file(tmp_path: Path) -> None:
     xw, _ = s.memory("rss", phase="warmup")
     np.testing.assert_array_equal(xw, [2])
     assert s.measured == 4
-    assert s.cols.peak("rss") == 1006
+    assert s.cols.peaks.get("rss") == 1006
     assert s.memory("gpu_used")[0].size == 0
-    assert s.cols.peak("fw") is None
+    assert s.cols.peaks.get("fw") is None
 
 
 def test_truncated_last_line(tmp_path: Path) -> None:
