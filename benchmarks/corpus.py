@@ -24,8 +24,9 @@ Then, per release:
   warm-up (leaks and controls only).
 
 Totals per tool: recall (bugs found in their first bad release: a leak called leak, a
-slowdown called slower), false alarms (controls, good and fixed releases called bad),
-exact first bad, calls to decide (median, worst), wall time.
+slowdown called slower), false alarms (controls, good and fixed releases called bad; a
+release whose own truth grows late in a long run, `Case.grows`, is shown but not
+scored), exact first bad, calls to decide (median, worst), wall time.
 
 `--old REV`: the same results re-decided by REV's rules (`harness report DIR
 --reanalyze --write` run from a git worktree of REV), side by side; a fresh sweep by REV
@@ -85,6 +86,7 @@ class Row:
     truth: str
     got: dict[str, tuple[str, int, float]] = field(default_factory=dict)  # tool -> v, calls, s
     old: tuple[str, int, float] | None = None
+    grows: bool = False             # not the bug, but its own truth grows (`Case.grows`)
 
 
 def found(kind: str, verdict: str) -> bool:
@@ -203,7 +205,11 @@ def run_case(case: Case, work: Path, opts: Options, old_root: Path | None
                 "" if bug == case.bad_release(role) else
                 ": as slow as the bad release here" if bug else
                 ": as fast as the good release here") + ")"
-        row = Row(case.slug, case.kind, release, role, bug, text)
+        grows = not bug and case.grows(release)
+        if grows:
+            text += (f"; grows {case.truth[release]['late_heap_b_per_call']:+.0f} B/call late "
+                     "in a long run (a leak of its own: not counted)")
+        row = Row(case.slug, case.kind, release, role, bug, text, grows=grows)
         if cell is not None:
             row.got["harness"] = (cell.verdict, cell.calls, cell.seconds)
             if opts.others:
@@ -222,7 +228,11 @@ def cell_text(got: tuple[str, int, float] | None, right: bool | None) -> str:
     return f"{got[0]}{mark} ({got[1]}, {got[2]:.1f} s)"
 
 
-def right(row: Row, verdict: str) -> bool:
+def right(row: Row, verdict: str) -> bool | None:
+    """Whether the verdict holds to the release's truth; None where that truth is a
+    leak other than the case's (`Row.grows`): not scored."""
+    if row.grows:
+        return None
     return found(row.kind, verdict) if row.bug else not alarm(verdict)
 
 
@@ -251,7 +261,7 @@ def totals(rows: list[Row], pick: str) -> dict[str, object]:
             got.append((r, g))
     bugs = [(r, g) for r, g in got if r.bug and (pick.startswith("harness") or pick == "old"
                                                  or r.kind != "slowdown")]
-    clean = [(r, g) for r, g in got if not r.bug]
+    clean = [(r, g) for r, g in got if not r.bug and not r.grows]
     calls = [g[1] for _, g in got if g[1]]
     # Seconds a cell took to its verdict, per verdict (issue 49: seconds, not calls)
     by_verdict: dict[str, list[float]] = {}
