@@ -48,7 +48,7 @@ import numpy as np
 
 from harness.analysis.memory import MemoryReading, memory_reading, risen
 from harness.analysis.rules import CARRIERS
-from harness.analysis.stepreading import step_reading
+from harness.analysis.stepreading import rose, step_reading
 from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
@@ -214,11 +214,15 @@ class LiveDecider:
         return self.decision
 
     def _rising(self) -> bool:
-        """Whether the step times so far show a slowdown, read as the verdict reads them
+        """Whether the step times so far rose, read as the verdict reads them
         (`stepreading.step_reading`: the wall clock, lowered where one CPU speed explains
-        it away)."""
+        it away): a slowdown, or late steps slower than early ones that are not one yet
+        (`stepreading.rose`: not bin after bin, or back down). A step that grows in
+        stages rises in steps, not bin after bin, until the run has seen several: on an
+        H100 a GPU wait of 1 + k // 100 matrix products a call, its memory flat, was
+        stopped `ok` at call 180 where its 5 s budget read `slowdown` 4.0x."""
         steps = step_reading(self.series, self.cfg)[0]
-        return steps is not None and steps.slowdown
+        return steps is not None and (steps.slowdown or rose(steps, self.cfg))
 
 
 def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:
