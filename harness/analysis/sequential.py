@@ -216,13 +216,14 @@ class LiveDecider:
     def _rising(self) -> bool:
         """Whether the step times so far rose, read as the verdict reads them
         (`stepreading.step_reading`: the wall clock, lowered where one CPU speed explains
-        it away): a slowdown, or late steps slower than early ones that are not one yet
-        (`stepreading.rose`: not bin after bin, or back down). A step that grows in
-        stages rises in steps, not bin after bin, until the run has seen several: on an
-        H100 a GPU wait of 1 + k // 100 matrix products a call, its memory flat, was
-        stopped `ok` at call 180 where its 5 s budget read `slowdown` 4.0x."""
+        it away): late steps slower than early ones (`stepreading.rose`), which every
+        slowdown is, and a rise that is not one yet (not bin after bin, or back down) is
+        too. A step that grows in stages rises in steps, not bin after bin, until the run
+        has seen several: on an H100 a GPU wait of 1 + k // 100 matrix products a call,
+        its memory flat, was stopped `ok` at call 180 where its 5 s budget read
+        `slowdown` 4.0x."""
         steps = step_reading(self.series, self.cfg)[0]
-        return steps is not None and (steps.slowdown or rose(steps, self.cfg))
+        return steps is not None and rose(steps, self.cfg)
 
 
 def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:

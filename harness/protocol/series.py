@@ -46,6 +46,9 @@ class Series:
     skipped: int = 0
     notes: list[str] = field(default_factory=list)   # what reading changed, for the reader
     where: dict[str, Any] | None = None   # the agent's --attribute record (fields.WHERE)
+    # `cols`, with the number of samples it was taken from
+    _cols: tuple[int, Columns] | None = field(default=None, init=False, repr=False,
+                                              compare=False)
 
     def _problem(self, text: str, skipped: bool = True) -> None:
         self.skipped += skipped
@@ -56,11 +59,9 @@ class Series:
     def cols(self) -> Columns:
         """The measured phase as arrays (`Columns`), each read once and kept until a
         sample is added (the live decider adds them as it reads)."""
-        cached = self.__dict__.get("_cols")
-        if cached is None or cached[0] != len(self.samples):
-            cached = (len(self.samples), Columns(self.samples))
-            self.__dict__["_cols"] = cached
-        return cached[1]
+        if self._cols is None or self._cols[0] != len(self.samples):
+            self._cols = (len(self.samples), Columns(self.samples))
+        return self._cols[1]
 
     def memory(self, source: str, phase: str = "measure") -> tuple[np.ndarray, np.ndarray]:
         """(iteration, bytes) of samples in `phase` that carry `source`, by iteration
@@ -69,8 +70,8 @@ class Series:
 
     @property
     def measured(self) -> int:
-        return sum(len(s["dt"]) for s in self.samples
-                   if s.get("src") == "step" and s.get("phase") == "measure")
+        """Measured calls with a step time (`Columns.measured`)."""
+        return self.cols.measured
 
     @property
     def ended(self) -> bool:
@@ -98,9 +99,10 @@ class Columns:
     older than the contention counters). `gpu`: the same for `GPU_ACTIVITY_FIELDS`, None
     when no sample recorded the GPU's utilization or SM clock. `memory`: (iteration,
     bytes) by source, timer samples too (USS is read mostly by the timer thread).
-    `peaks`: each of `PEAK_KEYS`' highest value in any phase. `calls`: the measured calls the
-    samples span (the step times' count, or where samples carry none, hand-built
-    records, the last measured call less the warm-up's last). `pace`: seconds per
+    `peaks`: each of `PEAK_KEYS`' highest value in any phase. `measured`: the step times'
+    count. `calls`: the measured calls the samples span (`measured`, or where samples
+    carry no step times, hand-built records, the last measured call less the warm-up's
+    last). `pace`: seconds per
     measured call, from the first and last step readings' clocks (None where they do not
     say)."""
 
@@ -170,8 +172,12 @@ class Columns:
         return out
 
     @cached_property
+    def measured(self) -> int:
+        return sum(len(s["dt"]) for s in self._stepped)
+
+    @cached_property
     def calls(self) -> int:
-        if n := sum(len(s["dt"]) for s in self._stepped):
+        if n := self.measured:
             return n
         measured = [int(s["i"]) for s in self._samples if s.get("phase") == "measure"]
         before = [int(s["i"]) for s in self._samples if s.get("phase") != "measure"]
@@ -234,7 +240,7 @@ def unwrap_mallinfo(series: Series) -> int:
             wraps += 1
         s["heap"] = value
         prev = value
-    series.__dict__.pop("_cols", None)
+    series._cols = None     # the heap's values changed under the columns taken
     if wraps:
         series.notes.append(f"heap: glibc < 2.33 has only mallinfo(), which wraps at 4 GiB; "
                             f"{wraps} wrap(s) unwrapped across samples")
