@@ -42,6 +42,7 @@ class Behaviour:
     heap_noise: float = 64.0        # bytes, the heap's jitter
     seed: int = 0
     rq_share: float | None = None   # run-queue delay as a share of step time (busy host)
+    cpu_s: float | None = None      # CPU time per step the agent read (the rest: waiting)
     sm_mhz: int | None = None       # the GPU's SM clock the agent read (NVML), per sample
     cgroup_bytes: float | None = None   # the agent's cgroup reading: this plus the cell's rss
     leak_until: int | None = None   # the growth stops after this many calls (a cache filled)
@@ -96,6 +97,8 @@ class FakeRuntime(RuntimeBase):
                         del rec["heap"]
                     if b.rq_share is not None:
                         rec["rq_s"] = b.rq_share * sum(dts)
+                    if b.cpu_s is not None:
+                        rec["cpu_s"] = b.cpu_s * len(dts)
                     if b.sm_mhz is not None:
                         rec["sm_mhz"] = b.sm_mhz
                     if b.cgroup_bytes is not None:

@@ -225,7 +225,9 @@ def run_stat(series: Series) -> RunStat | None:
     cpu = np.minimum(cols["cpu_s"] / cols["steps"], net)
     ref = cols["ref_s"]
     if not (np.isfinite(cpu).all() and np.isfinite(ref).all() and (ref > 0).all()):
-        return RunStat(med, sm_mhz=mhz)
+        finite = cpu[np.isfinite(cpu)]
+        return RunStat(med, float(np.median(finite)) if finite.size == cpu.size else math.nan,
+                       sm_mhz=mhz)
     # Only the stepping thread's own CPU time runs at the canary's speed; worker
     # threads run on other CPUs, whose speed the canary does not see. Of it, what spun
     # while the device was busy is no work (the module's docstring).

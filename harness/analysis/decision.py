@@ -160,7 +160,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
         # A rule before the baseline's decided: the comparison's figures, no more.
         return dataclasses.replace(within, vs_baseline=vs)
     worse: list[str] = []
-    suspected = ""
+    suspected = unsettled = ""
     if steps is not None and suspects(base, cfg):
         pooled = pooled_text(steps, label)
         vs = dataclasses.replace(vs, direction=(
@@ -172,13 +172,15 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             if conf.direction == "slower":
                 worse.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
+            unsettled = conf.unsettled
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
     if (peaks is not None and peaks.direction == "higher"
             and peaks.ratio >= cfg.peak_regression_ratio):
         worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")
     before = within.facts if within.facts is not None else Facts()
-    found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected)
+    found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected,
+                                unsettled=unsettled)
     rule, _ = first_rule(Evidence(within.memory, found))
     flags = [f.text for f in findings if f.flag]
     if rule.id == "regression":
@@ -186,6 +188,11 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
         reason = "; ".join([*worse, *flags])
     elif rule.id == "suspected":
         reason = "; ".join([suspected, *flags])
+    elif rule.id == "unsettled":
+        said = [f"undecided vs {label}: {unsettled}",
+                pooled_text(steps, label) if steps is not None else "",
+                base.confirmation.reason if base.confirmation else "", *flags]
+        reason = "; ".join(x for x in said if x)
     else:
         # The within-run rule still decides: the comparison adds its figures only.
         return dataclasses.replace(within, findings=tuple(findings), vs_baseline=vs,

@@ -42,6 +42,8 @@ class Facts(Record):
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
+        unsettled: Rounds ran for a doubt about a slowdown, and too few counted to
+            settle it (`vsbaseline.Confirmation.unsettled`): the host was busy.
     """
 
     unavailable: str | None = None
@@ -59,6 +61,7 @@ class Facts(Record):
     busy: str = ""
     regression: str = ""
     suspected: str = ""
+    unsettled: str = ""
 
 
 # A run that stopped at its cap on calls having used under CAP_SHARE of its time budget

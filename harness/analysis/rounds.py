@@ -8,7 +8,9 @@ is the ratio of the two runs' median step times. The change is confirmed when
 
 - at least two rounds are usable (rounds whose agent measured the stepping thread's
   run-queue delay, or cgroup throttling, at `busy_share` of its step time or more ran
-  on a busy host and are left out, with the reason; so are rounds whose two runs ran
+  on a busy host and are left out, with the reason, unless CPU time per step, which
+  holds no waiting, puts the round on the same side of `min_ratio` as the wall clock
+  net of the delay does: `judged`; so are rounds whose two runs ran
   at CPU speeds more than `speed_spread` apart where the change rests on putting
   them at one speed, which holds for CPU-bound work only: `speed_reason`);
 - every usable round agrees in direction; and
@@ -30,6 +32,7 @@ every round must agree as well.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -80,6 +83,48 @@ def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
     plain = other.net_s / base.net_s if base.net_s > 0 else math.nan
     scaled = o_s / b_s if b_s > 0 else math.nan
     return b_s, o_s, speed, speed_reason(plain, scaled, speed, cfg)
+
+
+def cpu_ratio(base: RunStat, other: RunStat) -> float | None:
+    """The suspect's CPU time per step over the baseline's: in canary loops (one CPU
+    speed) where both runs timed the canary, else in seconds; None where either run
+    did not record CPU time. A run-queue delay is time off the CPU, so it is not in it."""
+    for b, o in ((base.work, other.work), (base.cpu_s, other.cpu_s)):
+        if math.isfinite(b) and math.isfinite(o) and b > 0 and o > 0:
+            return o / b
+    return None
+
+
+class Judged(NamedTuple):
+    """A round as it counts (`judged`)."""
+
+    base_s: float               # the baseline run's step time, at one CPU speed
+    other_s: float              # the suspect run's
+    speed: float | None         # the suspect's CPU speed over the baseline's
+    cpu: float | None           # the CPU-time ratio (`cpu_ratio`)
+    left_out: str | None        # why the round does not count; None: it counts
+    note: str                   # a busy round that counts: why it does
+
+
+def judged(base: RunStat, other: RunStat, base_busy: float | None,
+           other_busy: float | None, cfg: AnalysisConfig) -> Judged:
+    """A round as it counts: both step times at one CPU speed (`at_one_speed`), the
+    suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and why
+    the round is left out.
+
+    A round on a busy host (`busy_reason`) still counts where its CPU-time ratio lies on
+    the same side of `min_ratio` as its wall-clock ratio net of the delay: load adds
+    waiting, which neither holds, and a change seen by both is the step's own. Leaving
+    every busy round out turned a 15x slowdown seen in each of them into no answer
+    (issue 61)."""
+    b_s, o_s, speed, apart = at_one_speed(base, other, cfg)
+    cpu = cpu_ratio(base, other)
+    busy = busy_reason(base_busy, other_busy, cfg)
+    wall = o_s / b_s if b_s > 0 and o_s > 0 else math.nan
+    if busy and cpu is not None and math.isfinite(wall) and _side(cpu, cfg) == _side(wall, cfg):
+        return Judged(b_s, o_s, speed, cpu, apart,
+                      f"host busy, counted: CPU time per step {cpu:.2f}x agrees")
+    return Judged(b_s, o_s, speed, cpu, busy or apart, "")
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:

@@ -233,6 +233,13 @@ RULES: tuple[Rule, ...] = (
          "rounds, or peak RSS `peak_regression_ratio` times the baseline's",
          ("peak_regression_ratio", "recheck_share"),
          lambda ev: "baseline" if ev.facts.regression else None),
+    Rule("unsettled", "ambiguous", "against the row's baseline: interleaved rounds ran "
+         "for a doubt about a slowdown (suspected slower, or a host busy for "
+         "`recheck_share` of the steps), and fewer than two counted: the rest were left "
+         "out as run on a busy host (run-queue delay `busy_share` of the step, with CPU "
+         "time per step not on the wall clock's side of `min_ratio`) or failed; no answer, "
+         "never `ok`", ("busy_share", "recheck_share", "min_ratio"),
+         lambda ev: "baseline" if ev.facts.unsettled else None),
     Rule("suspected", "suspected", "pooled step times slower than the baseline's, with no "
          "rounds to confirm it (`rounds: 0`)", ("alpha", "min_ratio"),
          lambda ev: "baseline" if ev.facts.suspected else None),
@@ -292,7 +299,8 @@ def facts_said(f: Facts) -> list[str]:
             ("cut short", f.short or None),
             ("first look", f"a run of {f.rising:,} calls would show it last" if f.rising
              else None),
-            ("busy host", f.busy), ("vs baseline", f.regression or f.suspected)]
+            ("busy host", f.busy), ("vs baseline", f.regression or f.suspected),
+            ("rounds", f.unsettled or None)]
     return [f"{name}: {value}" for name, value in said if value]
 
 

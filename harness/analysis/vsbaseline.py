@@ -69,6 +69,8 @@ class Round(Record):
             speed: a GPU held down by power or heat slows the same work. None when
             NVML gave no clock.
         other_sm_mhz: The same for the suspect run.
+        cpu_ratio: The suspect's CPU time per step over the baseline's
+            (`rounds.cpu_ratio`): what lets a busy round count. None when not recorded.
     """
 
     index: int
@@ -80,6 +82,7 @@ class Round(Record):
     speed: float | None = None
     base_sm_mhz: float | None = None
     other_sm_mhz: float | None = None
+    cpu_ratio: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -130,6 +133,25 @@ class Confirmation(Record):
 
     def json_extra(self) -> dict[str, object]:
         return {"confirmed": self.confirmed}
+
+    @property
+    def unsettled(self) -> str:
+        """Why rounds run for a doubt about a slowdown (suspected slower, or a busy
+        host) settled nothing: fewer than two counted, the rest left out; "" where they
+        settled, or where only an improvement was in doubt (it changes no verdict)."""
+        if self.suspected == "faster" or self.direction != "~" or not self.rounds:
+            return ""
+        counted = [r for r in self.rounds
+                   if r.excluded is None and r.base_s > 0 and r.other_s > 0]
+        if len(counted) >= 2:
+            return ""
+        out = len(self.rounds) - len(counted)
+        busy = sum(bool(r.excluded and r.excluded.startswith("host busy"))
+                   for r in self.rounds)
+        why = ("host busy" if busy == out else "runs failed" if not busy
+               else "host busy or runs failed")
+        return (f"{why}: {out} of {len(self.rounds)} confirmation rounds left out, "
+                f"{len(counted)} counted, 2 needed; sweep it again on a quieter host")
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""

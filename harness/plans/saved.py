@@ -65,7 +65,7 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
     decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
     baseline's runs: the saved one is the baseline of every round)."""
     from harness.analysis.contention import busy_share, run_stat, sm_clocks
-    from harness.analysis.rounds import at_one_speed, busy_reason, decide_rounds, settled
+    from harness.analysis.rounds import Judged, decide_rounds, judged, settled
 
     cfg = ctx.cfg
     base = run_stat(saved_series)
@@ -85,15 +85,15 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
         failed = (ended.error or ended.timed_out or ended.exit_code not in (0, None)
                   or stat is None)
         busy = busy_share(ran.series)
-        b_s, o_s, speed, apart = 0.0, 0.0, None, None
+        j = Judged(0.0, 0.0, None, None, None, "")
         if base is not None and stat is not None and not failed:
-            b_s, o_s, speed, apart = at_one_speed(base, stat, cfg)
+            j = judged(base, stat, base_busy, busy, cfg)
         why = (f"suspect run failed: {ended.error or 'no step times'}" if failed
-               else "the saved run has no step times" if base is None
-               else busy_reason(base_busy, busy, cfg) or apart)
-        r = Round(k, b_s, o_s, base_busy, busy, why, speed, *sm_clocks(base, stat))
+               else "the saved run has no step times" if base is None else j.left_out)
+        r = Round(k, j.base_s, j.other_s, base_busy, busy, why, j.speed,
+                  *sm_clocks(base, stat), cpu_ratio=j.cpu)
         done.append(r)
-        ctx.progress(round_said(cell.id, label, r, why))
+        ctx.progress(round_said(cell.id, label, r, why, j.note))
         if ctx.cancel.is_set():
             break
     return with_cost(decide_rounds(done, suspected, cfg), done, started,

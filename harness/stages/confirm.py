@@ -10,7 +10,8 @@ then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
 until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
 the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
 sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
-most twice `rounds` in all; rounds that ran on a busy host are left out and replaced.
+most twice `rounds` in all; rounds that ran on a busy host are left out and replaced,
+unless CPU time per step agrees with the wall clock (`harness.analysis.rounds.judged`).
 After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait, and no
 round, once the rounds left cannot give two usable ones). What the
 rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
@@ -68,13 +69,14 @@ def usable(done: list[Round]) -> int:
     return sum(r.excluded is None and r.base_s > 0 and r.other_s > 0 for r in done)
 
 
-def round_said(cell_id: str, label: str, r: Round, why: str | None) -> str:
+def round_said(cell_id: str, label: str, r: Round, why: str | None, note: str = "") -> str:
     """A round's progress line: its ratio, what it was measured at, why it is out."""
     return (f"{cell_id} vs {label}: round {r.index}: "
             + (f"{r.ratio:.2f}x" if r.base_s and r.other_s else "-")
             + (f" (CPU speed {r.speed:.2f}x the baseline's)" if r.speed else "")
             + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
                if r.base_sm_mhz and r.other_sm_mhz else "")
+            + (f" ({note})" if note and not why else "")
             + (f" (left out: {why})" if why else ""))
 
 
@@ -100,7 +102,7 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
-    from harness.analysis.rounds import at_one_speed, busy_reason, decide_rounds, settled
+    from harness.analysis.rounds import Judged, decide_rounds, judged, settled
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
@@ -116,13 +118,14 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         k += 1
         b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
-        b_s, o_s, speed, apart = 0.0, 0.0, None, None
+        j = Judged(0.0, 0.0, None, None, None, "")
         if b_med is not None and o_med is not None:
-            b_s, o_s, speed, apart = at_one_speed(b_med, o_med, cfg)
-        why = b_fail or o_fail or busy_reason(b_busy, o_busy, cfg) or apart
-        r = Round(k, b_s, o_s, b_busy, o_busy, why, speed, *sm_clocks(b_med, o_med))
+            j = judged(b_med, o_med, b_busy, o_busy, cfg)
+        why = b_fail or o_fail or j.left_out
+        r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
+                  *sm_clocks(b_med, o_med), cpu_ratio=j.cpu)
         done.append(r)
-        ctx.progress(round_said(cell.id, base.image.label, r, why))
+        ctx.progress(round_said(cell.id, base.image.label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
         if why and why.startswith("host busy") and more:
             # A load burst passes: wait a little longer after each busy round (never

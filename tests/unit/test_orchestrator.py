@@ -550,3 +550,67 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
     assert all(r.excluded and r.excluded.startswith("host busy") for r in conf.rounds)
     assert waits == [1.0, 2.0, 4.0, 8.0], waits
     assert "0 usable round(s) of 5" in conf.reason and "5 rounds (10 runs)" in conf.reason
+    # AND the cell is undecided, never ok (issue 61 point 5): no CPU time was recorded
+    res = out.results["v2.gpu0.loop"]
+    assert res.verdict == "ambiguous" and res.rule == "unsettled", res.reason
+    assert "host busy: 5 of 5 confirmation rounds left out" in res.reason
+
+
+def busy_rounds(slow: dict[str, float], cpu_share: float | None) -> Callable[[Cell], Behaviour]:
+    """The sweep's own cells quiet; every confirmation run (shorter) busy, waiting for a
+    CPU 80-270 % of its step; CPU time per step `cpu_share` of the step (None: not
+    recorded; 0: a step that waits, whose CPU time does not move)."""
+    def behave(cell: Cell) -> Behaviour:
+        step = slow.get(cell.image.label, 0.001)
+        busy = cell.settings.iterations < 300
+        cpu = None if cpu_share is None else (
+            0.0002 if cpu_share == 0 else cpu_share * step * (0.2 if busy else 1.0))
+        return Behaviour(step_s=step, rq_share=0.8 if busy else 0.0, cpu_s=cpu,
+                         seed=len(cell.id))
+    return behave
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The busy rounds' back-off waits cut short for the test."""
+    import harness.stages.confirm as confirm
+
+    monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
+
+
+@pytest.mark.parametrize("ratio", [10.0, 1.5])
+def test_a_slowdown_whose_every_round_ran_busy_is_named_by_cpu_time(
+        tmp_path: Path, ratio: float, no_backoff: None) -> None:
+    """Issue 61 point 5: every confirmation round of a real slowdown ran on a busy host;
+    its CPU time per step reads the same change as the wall clock, so the rounds count
+    and name it, where before all were left out and the cell ended ok."""
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(busy_rounds(
+        {"v2": 0.001 * ratio}, cpu_share=0.9)), tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    conf = res.vs_baseline.confirmation
+    assert res.verdict == "regression", res.reason
+    assert conf is not None and all(r.excluded is None for r in conf.rounds)
+    assert all(r.cpu_ratio is not None and r.cpu_ratio > 1.3 for r in conf.rounds)
+
+
+def test_identical_images_every_round_busy_stay_ok(tmp_path: Path, no_backoff: None) -> None:
+    # GIVEN identical images, every round busy, CPU time recorded: no false alarm
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(busy_rounds(
+        {}, cpu_share=0.9)), tmp_path)
+    assert out.results["v2.gpu0.loop"].verdict == "ok", out.results["v2.gpu0.loop"].reason
+
+
+def test_a_waiting_slowdown_every_round_busy_is_undecided_exit_4(
+        tmp_path: Path, no_backoff: None) -> None:
+    # GIVEN a 10x slower step that waits (its CPU time did not move), every round busy:
+    # load could make such a wait, so no round counts; the cell is undecided, exit 4
+    from harness.cli.sweep import exit_code
+    from harness.errors import EXIT_UNDECIDED
+
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(busy_rounds(
+        {"v2": 0.01}, cpu_share=0)), tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    assert res.verdict == "ambiguous" and res.rule == "unsettled", res.reason
+    assert "host busy" in res.reason and "sweep it again on a quieter host" in res.reason
+    assert exit_code(Report.from_results("busy", out.results)) == EXIT_UNDECIDED

@@ -262,3 +262,48 @@ def test_a_change_far_past_the_cpu_speeds_difference_stands() -> None:
     assert speed_reason(0.95, 1.3, 1 / 1.2, CFG) is None
     # GIVEN a 1.25x-apart pair that only the correction makes faster: left out
     assert speed_reason(1.0, 0.6, 0.54, CFG) is not None
+
+
+def test_a_busy_round_counts_where_cpu_time_per_step_agrees_with_the_wall_clock() -> None:
+    """Issue 61 point 5: a round on a busy host still counts where the step's CPU time,
+    which holds no waiting, reads the change on the same side of `min_ratio` as the
+    wall clock net of the run-queue delay; a change seen only by the wall clock (a wait
+    that load can make) is still left out."""
+    from harness.analysis.contention import RunStat
+    from harness.analysis.rounds import judged
+
+    def stat(net_ms: float, cpu_ms: float) -> RunStat:
+        return RunStat(net_ms * 1e-3, cpu_ms * 1e-3)
+
+    # GIVEN a CPU-bound step 10x slower, both runs waiting 80 % of the step for a CPU
+    j = judged(stat(1.0, 0.95), stat(10.0, 9.6), 0.8, 0.8, CFG)
+    assert j.left_out is None and j.cpu is not None and 9 < j.cpu < 11
+    assert j.note.startswith("host busy, counted: CPU time per step 10.")
+    # AND an unchanged one: no change counts too
+    j = judged(stat(1.0, 0.95), stat(1.02, 0.96), 0.8, 0.8, CFG)
+    assert j.left_out is None
+    # GIVEN a wall clock 10x slower where the CPU time did not move (a wait)
+    j = judged(stat(1.0, 0.5), stat(10.0, 0.5), 0.8, 0.8, CFG)
+    assert j.left_out is not None and j.left_out.startswith("host busy")
+    # GIVEN no CPU time recorded: as before, left out
+    j = judged(RunStat(1e-3), RunStat(1e-2), 0.8, 0.8, CFG)
+    assert j.left_out is not None and j.cpu is None
+    # GIVEN a quiet host: the CPU time is recorded, but nothing to count it for
+    j = judged(stat(1.0, 0.95), stat(10.0, 9.6), 0.0, 0.0, CFG)
+    assert j.left_out is None and j.note == ""
+
+
+def test_rounds_that_settle_nothing_on_a_busy_host_say_so() -> None:
+    # GIVEN a suspected slowdown whose every round ran on a busy host and was left out
+    c = decide_rounds(rounds((1.0, 15.0), (1.0, 15.0), (1.0, 15.0),
+                             busy={1: 0.9, 2: 0.8, 3: 2.7}), "slower", CFG)
+    # THEN it is not settled, and says so: never read as no change
+    assert c.direction == "~"
+    assert c.unsettled.startswith("host busy: 3 of 3 confirmation rounds left out")
+    # GIVEN two counted rounds that say no change: settled
+    c = decide_rounds(rounds((1.0, 1.01), (1.0, 0.99), (1.0, 9.0), busy={3: 0.9}),
+                      "slower", CFG)
+    assert c.unsettled == ""
+    # GIVEN only an improvement in doubt: it changes no verdict
+    c = decide_rounds(rounds((1.0, 0.5), busy={1: 0.9}), "faster", CFG)
+    assert c.unsettled == ""
