@@ -47,6 +47,11 @@ class Behaviour:
     cgroup_bytes: float | None = None   # the agent's cgroup reading: this plus the cell's rss
     leak_until: int | None = None   # the growth stops after this many calls (a cache filled)
     heap_samples: int | None = None     # the heap is read in the first n samples only
+    # The agent's worker processes (`kids`, their USS): none unless set; they grow this
+    # many bytes a call, until `kids_until` calls where set (a cache in the worker).
+    kids_leak_per_iter: float | None = None
+    kids_until: int | None = None
+    memory_stop: dict[str, Any] | None = None   # the agent's safety stop, as its end says
 
 
 @dataclass
@@ -103,12 +108,19 @@ class FakeRuntime(RuntimeBase):
                         rec["sm_mhz"] = b.sm_mhz
                     if b.cgroup_bytes is not None:
                         rec["cgroup"] = b.cgroup_bytes + noisy
+                    if b.kids_leak_per_iter is not None:
+                        kept = steps if b.kids_until is None else min(steps, b.kids_until)
+                        rec["kids"] = 30e6 + b.kids_leak_per_iter * kept + 4096 * round(
+                            rng.gauss(0, b.noise) / 4096)
                     lines.append(rec)
                     dts = []
         if b.error:
             lines.append({"type": "end", "status": "error",
                           "error": {"type": "RuntimeError", "message": b.error,
                                     "traceback": f"Traceback...\nRuntimeError: {b.error}"}})
+        elif b.memory_stop is not None:
+            lines.append({"type": "end", "status": "ok", "iterations": 0,
+                          "memory_stop": b.memory_stop})
         elif not (b.oom or b.timed_out or b.exit_code):
             lines.append({"type": "end", "status": "ok", "iterations": s.agent_iterations})
         if request.attribute and not (b.error or b.oom or b.timed_out or b.exit_code):

@@ -42,11 +42,12 @@ import time
 # `import fields` or `import loop` finds the scenario's module, not the agent's.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PARTS = ("fields", "readers", "contention", "writer", "scenariofile", "hooks", "stepper",
-          "output", "loop")
+          "output", "watchdog", "loop")
 sys.path.insert(0, _HERE)
 try:
     import fields
     from loop import run
+    from watchdog import STOP_GROWTH
     from writer import Writer  # noqa: F401  (the agent's parts stay reachable by name)
 finally:
     sys.path.remove(_HERE)
@@ -125,6 +126,15 @@ def parse_args(argv):
                         "once --budget-min steps are done; --iterations stays the cap")
     p.add_argument("--budget-min", type=int, default=0,
                    help="steps the measured phase runs before --budget can end it")
+    p.add_argument("--stop-growth", type=int, default=STOP_GROWTH, metavar="BYTES",
+                   help="stop the run once memory grew this much after setup (at most "
+                        "half the memory free then; watchdog.py); 0: never")
+    p.add_argument("--budget-max", type=float, default=0.0, metavar="S",
+                   help="with --budget: go on to --budget-min steps for at most S seconds "
+                        "(default: 10x the budget, 30 s at least)")
+    p.add_argument("--call-timeout", type=float, default=0.0, metavar="S",
+                   help="end the run when one call has not returned after S seconds "
+                        "(its end record says which call, and where it waits); 0: never")
     p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
     p.add_argument("--max-overhead", type=float, default=0.01,
                    help="stretch the sampling interval so sampling costs at most this "

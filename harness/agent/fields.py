@@ -12,12 +12,14 @@ HEADER = ("type", "schema", "scenario", "params", "config", "python", "implement
           "platform", "machine", "hostname", "pid", "time", "env", "packages", "heap",
           "pythonmalloc", "heap_mode", "cgroup", "gpu", "gpu_reason", "cpu_count")
 
-# Every sample: where and when, and memory bytes per source.
+# Every sample: where and when, and memory bytes per source. kids: the USS summed over
+# the processes below the agent (a multiprocessing pool's or DataLoader's workers),
+# absent where there are none (readers.Readers.kids).
 SAMPLE = ("type", "src", "phase", "i", "t", "rss", "rss_anon", "uss", "cgroup", "fds",
-          "threads")
+          "threads", "kids")
 # Memory sources a trend is fitted to (sample key), as a result's `memory` names them.
 TREND_NAMES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgroup"),
-               ("gpu_used", "gpu"), ("fw", "fw"))
+               ("gpu_used", "gpu"), ("fw", "fw"), ("kids", "kids"))
 # Step samples only (read between steps on the main thread): heap, framework bytes,
 # collections, step times and CPU time.
 STEP = ("heap", "fw", "fw_error", "gc", "dt", "cpu_s")
@@ -37,10 +39,14 @@ WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
-       "params_read", "output_dropped", "budget_spent")
+       "params_read", "output_dropped", "budget_spent", "memory_stop", "budget_capped")
+# memory_stop: the watchdog's safety stop (watchdog.py): rss, grew and limit (bytes),
+# the call and phase the run stopped in, or killed: True where the watchdog killed a
+# step that did not return and wrote the end record itself.
+MEMORY_STOP = ("rss", "grew", "limit", "call", "phase", "killed")
 # fault: "scenario" when the scenario file cannot be stepped as written (a protocol name
 # the agent cannot call), never a finding about the image; absent otherwise.
-ERROR = ("type", "message", "traceback", "fault")
+ERROR = ("type", "message", "traceback", "fault", "phase", "call")
 
 
 def sample_fields():

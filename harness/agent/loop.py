@@ -22,6 +22,7 @@ from scenariofile import (
     load_scenario,
     run_script,
 )
+import watchdog
 from stepper import Stepper
 from writer import Sampler, Writer, timer_loop
 
@@ -37,8 +38,9 @@ def on_term(signum, frame):
 class Run(object):
     """One run of the agent: what the end record will say, filled in as it goes."""
 
-    def __init__(self, args, sampler, params):
+    def __init__(self, args, sampler, params, watch=None):
         self.args = args
+        self.watch = watch
         self.sampler = sampler
         self.params = params
         self.end = {"type": "end", "status": "ok", "warmup": 0, "iterations": 0,
@@ -65,8 +67,13 @@ class Run(object):
         self.sampler.state = self.state
         self.sampler.fw = getattr(self.module, "fw_bytes", None)
         self.sampler.snapshot("step", force=True, settle=True)
-        stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att)
+        if self.watch is not None:
+            self.watch.arm(self.sampler.readers.rss())
+        stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att,
+                          self.watch)
         for phase, count in (("warmup", self.args.warmup), ("measure", self.args.iterations)):
+            if stepper.memory_stop is not None:
+                break   # the safety stop: no phase after the one it stopped
             stepper.start_phase(phase, count)
             t = time.monotonic()
             done, stopped = stepper.steps(count)
@@ -76,6 +83,10 @@ class Run(object):
             self.end["stopped_early"] = stopped
         if stepper.budget_spent:
             self.end["budget_spent"] = True     # the measured phase ran its --budget
+        if stepper.budget_capped:
+            self.end["budget_capped"] = True    # ... and its time cap, before --budget-min
+        if stepper.memory_stop is not None:
+            self.end["memory_stop"] = stepper.memory_stop
         # The agent's own cost inside the measured phase (between steps).
         self.end["sampling_s"] = round(stepper.sampling, 6)
         if self.end["iterations"]:
@@ -97,7 +108,10 @@ class Run(object):
         self.end["status"] = "error"
         self.end["error"] = {"type": name or type(exc).__name__,
                              "message": (str(exc) if message is None else message)[:2000],
-                             "traceback": traceback.format_exc()[-20000:]}
+                             "traceback": traceback.format_exc()[-20000:],
+                             "phase": self.sampler.phase}
+        if self.sampler.phase in ("warmup", "measure"):
+            self.end["error"]["call"] = self.sampler.steps_done + 1   # the call it failed in
         # A file the agent cannot step, or a protocol name it could not call: the
         # scenario's fault, which the host never reads as a finding about the image.
         called = called_wrongly(exc, sys.exc_info()[2])
@@ -109,6 +123,9 @@ class Run(object):
             self.end["error"]["fault"] = "scenario"
 
     def teardown(self):
+        # Samples from here on are no longer the measured phase's (a pool closed in
+        # teardown gives its workers' memory back: not a reading of the steps).
+        self.sampler.phase = "teardown"
         if self.att is not None:
             self.att.finish()
         teardown = getattr(self.module, "teardown", None) if self.module is not None else None
@@ -135,10 +152,12 @@ class Run(object):
         yield self.end
 
 
-def start_timer(sampler, interval):
-    """The timer thread's stop event: samples every `interval` s off the main thread."""
+def start_timer(sampler, interval, call_timeout=0.0):
+    """The timer thread's stop event: samples every `interval` s off the main thread,
+    and ends a run whose call has not returned after `call_timeout` s."""
     stop = threading.Event()
-    timer = threading.Thread(target=timer_loop, args=(sampler, interval, stop))
+    timer = threading.Thread(target=timer_loop, args=(sampler, interval, stop,
+                                                      call_timeout))
     timer.daemon = True
     timer.start()
     return stop
@@ -153,8 +172,13 @@ def run(args, make_header):
     if not args.no_gpu:
         sampler.start_nvml()
     writer.write(make_header(args, sampler, params))
-    stop_timer = start_timer(sampler, args.sample_interval)
-    this = Run(args, sampler, params)
+    # Forked before any thread of ours starts and before the scenario is imported.
+    watch = watchdog.start(getattr(args, "stop_growth", 0) or 0, args.out)
+    if watch is not None and hasattr(sampler.readers, "exclude_pids"):
+        sampler.readers.exclude_pids.add(watch.pid)    # not the scenario's workers
+    stop_timer = start_timer(sampler, args.sample_interval,
+                             getattr(args, "call_timeout", 0.0) or 0.0)
+    this = Run(args, sampler, params, watch)
     signal.signal(signal.SIGTERM, on_term)
     output = CappedOutput()
     output.start()
@@ -180,6 +204,8 @@ def run(args, make_header):
         if dropped:
             this.end["output_dropped"] = dropped
         stop_timer.set()
+        if watch is not None:
+            watch.close()
         close_nvml(sampler)
         for record in this.records():
             write_safely(writer, record)

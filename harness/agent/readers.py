@@ -1,5 +1,6 @@
 """What the agent reads of this process: memory (statm, smaps_rollup, cgroup, glibc heap),
-threads and open file descriptors. Stdlib only, Python 3.6+."""
+threads and open file descriptors; and the USS of the processes it started (a
+multiprocessing pool's, a DataLoader's workers). Stdlib only, Python 3.6+."""
 import ctypes
 import os
 import threading
@@ -31,7 +32,9 @@ class ProcFile(object):
 class Readers(object):
     """All per-sample readings of this process. USS walks every page table entry
     (smaps_rollup costs ~0.3-1 ms), so it is re-read only when the time since the last
-    read is at least USS_BUDGET times its cost: its overhead stays under 0.1 %."""
+    read is at least USS_BUDGET times its cost: its overhead stays under 0.1 %. The
+    same holds for `kids`, the USS of every process below this one but those of
+    `exclude_pids` (the agent's own helpers) and theirs."""
 
     USS_BUDGET = 1000.0
 
@@ -43,6 +46,10 @@ class Readers(object):
         self.cgroup = ProcFile(path) if path else ProcFile("/nonexistent")
         self.uss_cost = 0.0
         self.uss_at = None
+        self.kids_cost = 0.0
+        self.kids_at = None
+        self.ppids = {}             # pid -> parent pid, each /proc/<pid>/stat read once
+        self.exclude_pids = set()   # processes (and all below them) `kids` leaves out
         self.lock = threading.Lock()
 
     def rss(self):
@@ -70,18 +77,61 @@ class Readers(object):
                     now - self.uss_at) < self.USS_BUDGET * self.uss_cost:
                 return None
             self.uss_at = now
-        text = self.smaps.read(8192)
-        if not text:
+        total = private_bytes(self.smaps.read(8192))
+        if total is None:
             return None
-        total = 0
-        for line in text.splitlines():
-            if line.startswith(("Private_Clean:", "Private_Dirty:", "Private_Hugetlb:")):
-                try:
-                    total += int(line.split()[1]) * 1024
-                except (ValueError, IndexError):
-                    return None
         self.uss_cost = time.monotonic() - now
         return total
+
+    def kids(self, force=False):
+        """The USS bytes summed over every process below this one (children,
+        grandchildren) but `exclude_pids` and theirs; None when there is none, none
+        could be read, or the reading was skipped (the USS budget, its own cost)."""
+        now = time.monotonic()
+        with self.lock:
+            if not force and self.kids_at is not None and (
+                    now - self.kids_at) < self.USS_BUDGET * self.kids_cost:
+                return None
+            self.kids_at = now
+        total = None
+        for pid in self.descendants():
+            text = None
+            try:
+                fd = os.open("/proc/%d/smaps_rollup" % pid, os.O_RDONLY)
+                try:
+                    text = os.read(fd, 8192).decode("ascii", "replace")
+                finally:
+                    os.close(fd)
+            except OSError:     # gone, or not ours to read
+                pass
+            uss = private_bytes(text)
+            if uss is not None:
+                total = (total or 0) + uss
+        self.kids_cost = time.monotonic() - now
+        return total
+
+    def descendants(self):
+        """The pids below this process, from each process's parent pid in /proc: its
+        stat is read once, when its pid first shows (a pid is reused only after the
+        kernel has gone round every pid). Those of `exclude_pids`, and the processes
+        below them, are left out."""
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return []
+        known = self.ppids
+        self.ppids = dict((pid, known[pid] if pid in known else parent_pid(pid))
+                          for pid in pids)
+        below = {}
+        for pid, ppid in self.ppids.items():
+            below.setdefault(ppid, []).append(pid)
+        found, todo = [], [os.getpid()]
+        while todo:
+            for pid in below.get(todo.pop(), ()):
+                if pid not in self.exclude_pids:
+                    found.append(pid)
+                    todo.append(pid)
+        return found
 
     def cgroup_bytes(self):
         text = self.cgroup.read(64)
@@ -93,6 +143,31 @@ class Readers(object):
     def threads(self):
         n = status_int(self.status.read(4096), "Threads:")
         return threading.active_count() if n is None else n
+
+
+def private_bytes(text):
+    """Private_Clean + Private_Dirty + Private_Hugetlb bytes (the USS) of smaps_rollup
+    text, or None without the text or with a line that does not parse."""
+    if not text:
+        return None
+    total = 0
+    for line in text.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:", "Private_Hugetlb:")):
+            try:
+                total += int(line.split()[1]) * 1024
+            except (ValueError, IndexError):
+                return None
+    return total
+
+
+def parent_pid(pid):
+    """The parent pid in /proc/<pid>/stat (after the command's closing parenthesis:
+    a command may hold spaces and parentheses), or None when it cannot be read."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def status_int(text, label):

@@ -14,6 +14,11 @@ BUDGET_SAMPLES = 400
 # Past its budget, a run going on to --budget-min steps reads at least this many times
 # over those steps: a third of them (a trend's late window) holds a handful.
 LEAST_SAMPLES = 16
+# A budgeted run goes on past its budget to --budget-min steps for at most this many
+# times its budget (and LEAST_CAP_S at least): a step of seconds would otherwise run for
+# hours to make them (its end record says budget_capped). Its warm-up ends with its
+# budget too (at least one step).
+LEAST_CAP_FACTOR, LEAST_CAP_S = 10.0, 30.0
 
 
 class ControlCheck(object):
@@ -49,8 +54,11 @@ class Stepper(object):
     each sample point (at_sample counts as the sample's cost) and its end.
     """
 
-    def __init__(self, args, sampler, step, state, att=None):
+    def __init__(self, args, sampler, step, state, att=None, watch=None):
         self.sampler = sampler
+        # The safety stop (watchdog.py): its `tripped` is looked at after every step.
+        self.watch = watch
+        self.memory_stop = None
         self.step = step
         self.state = state
         self.att = att
@@ -62,7 +70,10 @@ class Stepper(object):
         # across its whole length, not a sample cap's worth.
         self.run_budget = getattr(args, "budget", 0.0) or 0.0
         self.budget_min = getattr(args, "budget_min", 0) or 0
+        self.budget_max = getattr(args, "budget_max", 0.0) or 0.0
         self.budget_spent = False
+        self.budget_capped = False      # the cap on time cut the --budget-min steps short
+        self.warmup_cut = False         # the budget ended the warm-up before its steps
         self.control = ControlCheck(args.control)
         self.contention = Contention()
         self.threads = AllThreads()
@@ -98,9 +109,16 @@ class Stepper(object):
         done = gap = 0      # steps done, steps since the last sample
         since = 0.0         # step seconds since the last sample
         budgeted = measuring and self.run_budget > 0
-        ends_at = clock() + self.run_budget if budgeted else float("inf")
+        started = clock()
+        ends_at = started + self.run_budget if budgeted else float("inf")
+        hard_end = (started + (self.budget_max or max(LEAST_CAP_FACTOR * self.run_budget,
+                                                      LEAST_CAP_S))
+                    if budgeted else float("inf"))
+        warmup_ends = (started + self.run_budget if not measuring and self.run_budget > 0
+                       else float("inf"))
         least = self.budget_min
         every_s = self.run_budget / BUDGET_SAMPLES if budgeted else float("inf")
+        watch = self.watch
         while done < count:
             t1 = clock()
             step(state)
@@ -108,6 +126,11 @@ class Stepper(object):
             dts.append(t2 - t1)
             done += 1
             sampler.steps_done += 1
+            if watch is not None and watch.tripped is not None:
+                self.memory_stop = dict(watch.tripped, call=sampler.steps_done,
+                                        phase=sampler.phase)
+                self.sample(dts, done, True)
+                return done, False
             since += t2 - t1
             gap += 1
             # The control file is looked at on a timer too, so a live decision stops
@@ -115,9 +138,13 @@ class Stepper(object):
             point = done % every == 0
             stop_now = measuring and control.due(t2, point)
             over = t2 >= ends_at
-            spent = over and done >= least
+            spent = over and (done >= least or t2 >= hard_end)
             if spent:
                 self.budget_spent = True
+                self.budget_capped = done < least
+                count = done
+            elif t2 >= warmup_ends and done < count:
+                self.warmup_cut = True
                 count = done
             elif over and cap > least // LEAST_SAMPLES:
                 # The budget is spent, the run goes on to --budget-min steps: read those

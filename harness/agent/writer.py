@@ -88,6 +88,11 @@ class Sampler(object):
                "t": round(time.monotonic() - self.t0, 6), "rss": rss, "rss_anon": rss_anon,
                "uss": r.uss(force or src == "timer"), "cgroup": r.cgroup_bytes(),
                "fds": count_fds(), "threads": r.threads()}
+        # The USS of the processes this one started (a pool's workers), on the same
+        # terms as its own; absent where it has none.
+        kids = r.kids(force or src == "timer")
+        if kids is not None:
+            rec["kids"] = kids
         if self.nvml is not None and self.nvml.available:
             rec["gpu_used"] = self.nvml.used()
             if src == "step":
@@ -149,9 +154,39 @@ class Sampler(object):
                 "s": round(time.monotonic() - t, 6)}
 
 
-def timer_loop(sampler, interval, stop):
+def timer_loop(sampler, interval, stop, call_timeout=0.0):
+    """Sample every `interval` s until `stop`; where one call has not returned after
+    `call_timeout` s (0: never), end the run (`call_stuck`)."""
+    calls, since = -1, time.monotonic()
     while not stop.wait(interval):
         try:
             sampler.snapshot("timer")
         except Exception:  # sampling must never take the run down
             pass
+        now = time.monotonic()
+        if sampler.steps_done != calls or sampler.phase not in ("warmup", "measure"):
+            calls, since = sampler.steps_done, now
+        elif (call_timeout > 0 and calls > 0 and now - since >= call_timeout
+              and not stop.is_set()):
+            # (Not the first call: it may build a graph or JIT-compile every kernel.)
+            call_stuck(sampler, calls + 1, now - since)
+
+
+def call_stuck(sampler, call, waited):
+    """End a run whose call `call` has not returned after `waited` s: its end record says
+    so with where the stepping thread is (its stack), and the agent exits at once (the
+    call cannot be interrupted from here)."""
+    import traceback
+
+    frames = sys._current_frames()
+    main = threading.main_thread() if hasattr(threading, "main_thread") else None
+    frame = frames.get(main.ident) if main is not None else None
+    stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+    sampler.writer.write({
+        "type": "end", "status": "error", "iterations": 0,
+        "error": {"type": "CallTimeout", "phase": sampler.phase, "call": call,
+                  "message": "call %d did not return after %.0f s (the agent's "
+                             "--call-timeout)" % (call, waited),
+                  "traceback": "The stepping thread, where it waits:\n" + stack[-20000:]}})
+    sampler.writer.close()
+    os._exit(1)

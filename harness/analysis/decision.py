@@ -20,7 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from harness.analysis.devices import device_kind
-from harness.analysis.facts import Facts, capped_at, cut_short
+from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
@@ -74,7 +74,8 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     short = None
     if again and capped is None and leaks and max(map(risen, leaks)) < cfg.leak_large_bytes:
         short = cut_short(series, cfg.short_calls)
-    facts = Facts(ended=ended[0] if ended else None, ended_why=ended[1] if ended else "",
+    facts = Facts(runaway=memory_stopped(series), ended=ended[0] if ended else None,
+                  ended_why=ended[1] if ended else "",
                   gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
                   filling=mem.filling, slowdown=st.slowdown,
                   rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",

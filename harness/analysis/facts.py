@@ -23,6 +23,8 @@ class Facts(Record):
 
     Attributes:
         unavailable: Why the image or engine could not be had.
+        runaway: The agent's safety stop (its watchdog) ended the run: what grew, past
+            what limit, at which call (`memory_stopped`).
         precheck: Why the GPU precheck found the image cannot use the GPU.
         gpu_check: What the GPU precheck found of any kind ("unsupported: ..."), so
             deciding again (`--reanalyze`) starts from it.
@@ -47,6 +49,7 @@ class Facts(Record):
     """
 
     unavailable: str | None = None
+    runaway: str = ""
     precheck: str | None = None
     gpu_check: str = ""
     ended: str | None = None
@@ -128,3 +131,32 @@ def cut_short(series: Series, least: int) -> tuple[str, int] | None:
         return None
     pace = f", {1e3 * run.took / run.done:.3g} ms a call" if run.took is not None else ""
     return f"{run.done:,} calls in its {run.budget:g} s budget{pace}", calls
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def memory_stopped(series: Series) -> str:
+    """The agent's safety stop, in words (its end record's `memory_stop`, written by the
+    agent at a step boundary or by its watchdog where a call did not return): "" where
+    the run was not stopped for its memory."""
+    stop = (series.end or {}).get("memory_stop")
+    if not isinstance(stop, dict):
+        return ""
+    grew, limit = stop.get("grew"), stop.get("limit")
+    if not isinstance(grew, int | float) or not isinstance(limit, int | float):
+        return ""
+    if stop.get("killed"):
+        calls = [int(s["i"]) for s in series.samples if isinstance(s.get("i"), int)]
+        at = f"call {max(calls) + 1:,}" if calls and stop.get("phase") != "setup" \
+            else "setup"
+        return (f"the safety stop killed the run in {at}, which did not return while its "
+                f"memory grew {_mib(grew)} after setup, past twice the limit of "
+                f"{_mib(limit)}")
+    phase = stop.get("phase")
+    call = stop.get("call")
+    at = f"call {call:,}" if isinstance(call, int) else "a call"
+    return (f"the safety stop ended the run at {at}"
+            + (f" ({'warm-up' if phase == 'warmup' else 'measured phase'})" if phase else "")
+            + f": memory grew {_mib(grew)} after setup, past the limit of {_mib(limit)}")

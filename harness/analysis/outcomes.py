@@ -73,7 +73,7 @@ def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series,
         return "leak", f"{said}: {mem.reason}", mem.carrier, (*mem.findings, note)
     if kind == "crash" and mem.kind not in GREW_BEFORE:
         return kind, why, None, (note,)     # a crash's message alone, memory unremarkable
-    return kind, f"{why}; {said}", None, (note,)
+    return kind, (f"{why}; {said}" if said != kind else why), None, (note,)
 
 
 # A framework's own out-of-memory on the device: the process is not OOM-killed, the
@@ -111,16 +111,22 @@ def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | N
     if outcome.error:
         return "crash", outcome.error
     if outcome.timed_out:
-        return "timeout", f"killed at the {outcome.duration_s:.0f}s deadline"
+        stuck = not_returned(series, outcome.duration_s)
+        return "timeout", (f"{stuck}; " if stuck else "") + (
+            f"killed at the {outcome.duration_s:.0f}s deadline")
     text = outcome.log_tail + (str(end.get("error", {}).get("traceback", "")) if end else "")
-    if outcome.exit_code == 137:
+    if outcome.exit_code in (137, -9):
         limit = outcome.mem_limit_bytes
         peak = outcome.details.get("host_max_usage")
         near = bool(limit and isinstance(peak, int) and peak >= 0.9 * limit)
+        code = f"exit {outcome.exit_code}" + (", SIGKILL" if outcome.exit_code == -9 else "")
         if outcome.oom_killed or near:
-            how = "OOMKilled" if outcome.oom_killed else f"cgroup peak {peak} near limit"
-            return "oom", f"exit 137, {how} (limit {limit} bytes)"
-        return "crash", "killed by SIGKILL from outside (exit 137, not OOMKilled)"
+            how = (str(outcome.details.get("oom") or "OOMKilled") if outcome.oom_killed
+                   else f"cgroup peak {peak} near limit")
+            said = f"peak {peak / 2**20:,.0f} MiB" if isinstance(peak, int) else ""
+            return "oom", (f"{code}, {how}" + (f"; {said}" if said else "")
+                           + (f" (limit {limit} bytes)" if limit else ""))
+        return "crash", f"killed by SIGKILL from outside ({code}, not OOMKilled)"
     if GPU_OOM.search(text) and (outcome.exit_code not in (0, None) or (
             end is not None and end.get("status") == "error")):
         report = allocation_report(text)
@@ -130,17 +136,68 @@ def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | N
                         "; the framework printed no allocation report"))
     if NOT_APPLICABLE_TEXT.search(text):
         return "not-applicable", NOT_APPLICABLE_TEXT.search(text).group(0)  # type: ignore[union-attr]
+    if end is not None and end.get("status") == "error" and \
+            (end.get("error") or {}).get("type") == "CallTimeout":
+        err = end["error"]
+        where = raised_at(str(err.get("traceback", "")))
+        return "timeout", (f"{str(err.get('message', ''))[:300]}"
+                           + (f", waiting at {where}" if where else ""))
     if end is not None and end.get("status") == "error":
         err = end.get("error") or {}
         where = raised_at(str(err.get("traceback", "")))
         return "crash", (f"{err.get('type', 'error')}: {str(err.get('message', ''))[:300]}"
-                         + (f" (at {where})" if where else ""))
+                         + (f" (at {where})" if where else "") + in_call(err, series))
     if outcome.exit_code not in (0, None):
         last = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-1:]
-        return "crash", f"exit code {outcome.exit_code}" + (f": {last[0][:200]}" if last else "")
+        return "crash", (f"exit code {outcome.exit_code}" + in_call({}, series)
+                         + (f": {last[0][:200]}" if last else ""))
     if end is None:
         return "crash", "the agent ended without an end record"
     return None
+
+
+def _calls_and_times(series: Series) -> list[tuple[int, float, str]]:
+    return [(int(s["i"]), float(s["t"]), str(s.get("phase", ""))) for s in series.samples
+            if isinstance(s.get("i"), int) and isinstance(s.get("t"), int | float)]
+
+
+PHASE_WORDS = {"warmup": "warm-up", "measure": "measured phase", "setup": "setup",
+               "import": "import"}
+
+
+def in_call(err: dict[str, object], series: Series) -> str:
+    """" in call 14 (measured phase)": the call a run failed in, as the agent's error
+    says it; for a run with no error record (killed), " after call 420 (...)", the last
+    call its samples counted ("" before any)."""
+    call, phase = err.get("call"), err.get("phase")
+    if err and not isinstance(call, int):
+        return ""       # an agent that did not say (an older one, or not in a call)
+    if not isinstance(call, int):
+        seen = _calls_and_times(series)
+        if not seen:
+            return ""
+        i, _, phase = seen[-1]
+        if phase not in ("warmup", "measure"):
+            return f" in {PHASE_WORDS.get(str(phase), phase)}" if phase else ""
+        # Samples come every few calls: it ended somewhere after the last one counted.
+        return f" after call {i:,} ({PHASE_WORDS[phase]})"
+    said = PHASE_WORDS.get(str(phase), "") if phase else ""
+    return f" in call {call:,}" + (f" ({said})" if said else "")
+
+
+def not_returned(series: Series, duration_s: float) -> str:
+    """"call 301 did not return after 14 s": where a run killed at its deadline was
+    stuck in one call, its samples (the timer thread's go on while a call runs) still
+    counting the calls before it; "" where it was not stuck (or nothing was read)."""
+    seen = _calls_and_times(series)
+    if not seen:
+        return ""
+    last, _, phase = seen[-1]
+    since = min(t for i, t, _ in seen if i == last)
+    stuck = max(duration_s, seen[-1][1]) - since if duration_s else seen[-1][1] - since
+    if phase not in ("warmup", "measure") or stuck < 1.0:
+        return ""
+    return f"call {last + 1:,} ({PHASE_WORDS[phase]}) did not return after {stuck:.0f} s"
 
 
 # The framework's first step JIT-compiling every kernel from PTX takes minutes, not the

@@ -35,12 +35,14 @@ from harness.analysis.trends import MemoryTrend
 from harness.thresholds import AnalysisConfig
 
 # Memory that may carry a leak, and the trend sources each needs leaking: RSS only
-# with USS agreeing (file-backed pages and page cache move RSS, not USS).
+# with USS agreeing (file-backed pages and page cache move RSS, not USS); the USS of the
+# agent's worker processes (`kids`: a pool's, a DataLoader's) alone.
 CARRIERS: dict[str, tuple[str, ...]] = {
-    "heap": ("heap",), "uss+rss": ("uss", "rss"), "gpu": ("gpu",), "fw": ("fw",)}
+    "heap": ("heap",), "uss+rss": ("uss", "rss"), "gpu": ("gpu",), "fw": ("fw",),
+    "kids": ("kids",)}
 # The sources read first, in order, when nothing leaks: the cell's memory in words.
 PRIMARY = ("heap", "uss", "rss")
-PLATEAUS = ("heap", "uss", "rss", "gpu", "fw")
+PLATEAUS = ("heap", "uss", "rss", "gpu", "fw", "kids")
 # Sources read by the total floor alone, never the per-call rule: page cache, file-backed
 # and lazily touched pages move RSS (and the cgroup) by pages, with no leak behind them.
 TOTAL_ONLY = frozenset({"rss", "cgroup"})
@@ -165,6 +167,12 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-precheck", "not-applicable", "the GPU precheck found the image cannot use "
          "the GPU (CUDA too new for the driver, no kernel for its architecture)", (),
          lambda ev: "gpu" if ev.facts.precheck is not None else None),
+    Rule("runaway", "leak", "the agent's safety stop ended the run: from the first reading "
+         "after setup, checked every 10 ms by a watchdog beside it whatever "
+         "`min_iterations` says, its memory grew past the limit (384 MiB, at most half "
+         "the memory free to the cell after setup; the agent's `--stop-growth`); a call "
+         "that does not return is killed past twice the limit", (),
+         lambda ev: "uss+rss" if ev.facts.runaway else None),
     Rule("timeout-leak", "leak", "the run was killed at its timeout, and a carrier leaked "
          "before it (rule `leak`): a finding about the image", LEAK_THRESHOLDS,
          _leak_then_timeout),
@@ -191,7 +199,7 @@ RULES: tuple[Rule, ...] = (
          ("short_calls", "leak_large_bytes"),
          lambda ev: _leak(ev) if ev.facts.short else None),
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
-         "allocator) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
+         "allocator; the USS of the worker processes the scenario started) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
          "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
          memory=True),
     Rule("rising", "ambiguous", "rule `slowdown` would fire on the cell's first attempt, "
@@ -292,7 +300,8 @@ def figures(t: MemoryTrend, cfg: AnalysisConfig) -> str:
 
 def facts_said(f: Facts) -> list[str]:
     """The facts beside memory, as --why prints them (those that are so)."""
-    said = [("unavailable", f.unavailable), ("GPU precheck", f.precheck),
+    said = [("unavailable", f.unavailable), ("safety stop", f.runaway or None),
+            ("GPU precheck", f.precheck),
             ("ended", f"{f.ended} ({f.ended_why})" if f.ended else None),
             ("GPU in the run", f.gpu_unusable),
             ("a fill fits", ", ".join(f.filling)), ("steps", f.slowdown),

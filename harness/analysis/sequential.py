@@ -40,6 +40,7 @@ import dataclasses
 import json
 import math
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,10 @@ SAMPLE_KEYS = {name: key for key, name in TREND_NAMES.items()}   # "gpu" -> "gpu
 # page cache, arenas and lazily touched pages, so they only ever add a leak (they decide
 # "stable" alone only when none of these is read).
 STABLE_NEEDS = ("heap", "gpu", "fw")
+# ... and these besides, with enough readings, wherever any sample so far carried them
+# (the agent reads them at the end of setup): the worker processes' USS, of which the
+# caller's sources say nothing.
+WORKER_NEEDS = ("kids",)
 EVERY_READING = 200          # readings looked at one by one; past it every hundredth
 # What a sample carries besides memory, kept when the decider tests one source alone.
 _KEEP = ("type", "src", "phase", "i", "t", "dt")
@@ -168,6 +173,7 @@ class LiveDecider:
         self.floor, self.min_growth, self.decay_ratio = f, g, d
         self.series = Series()
         self.readings = 0
+        self.seen: set[str] = set()     # `WORKER_NEEDS` any sample so far carried
         self.decision: LiveDecision | None = None
 
     @property
@@ -188,6 +194,7 @@ class LiveDecider:
         if self.keys is not None:
             fields = {k: v for k, v in fields.items() if k in _KEEP or k in self.keys}
         self.series.samples.append(fields)
+        self.seen.update(s for s in WORKER_NEEDS if fields.get(SAMPLE_KEYS.get(s, s)) is not None)
         if fields.get("phase") != "measure" or fields.get("src") != "step":
             return None
         self.readings += 1
@@ -202,7 +209,8 @@ class LiveDecider:
         k = self.series.cols.calls
         if k < self.min_iterations or k > self.max_iterations:
             return None
-        found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg)
+        found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
+                        self.seen)
         if found is None:
             return None
         if found.verdict == "stable" and self._rising():
@@ -226,10 +234,12 @@ class LiveDecider:
         return steps is not None and rose(steps, self.cfg)
 
 
-def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:
+def decided(reading: MemoryReading, cfg: AnalysisConfig,
+            seen: Collection[str] = ()) -> LiveDecision | None:
     """Whether a reading settles a cell live: a leak already past `leak_large_bytes`,
-    or an `ok` whose every needed source (`STABLE_NEEDS` where read, else USS and RSS)
-    has its slope interval below `ok_floor_bytes`. None: the cell runs on."""
+    or an `ok` whose every needed source (`STABLE_NEEDS` where read, else USS and RSS;
+    `WORKER_NEEDS` where read or `seen` in any phase) has its slope interval below
+    `ok_floor_bytes`. None: the cell runs on."""
     f = cfg.live_floor_bytes
     mem = reading.memory
     if reading.kind == "leak" and reading.carrier is not None:
@@ -245,6 +255,9 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig) -> LiveDecision | None:
     needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
     f = cfg.ok_floor_bytes      # a certain `ok` is under this floor, not the leak rule's
     if not needs or any(mem[s].slope_hi >= f for s in needs):
+        return None
+    if any(s not in mem or mem[s].kind == "insufficient" or mem[s].slope_hi >= f
+           for s in WORKER_NEEDS if s in mem or s in seen):
         return None
     t = mem[needs[0]]
     said = reading.missed_said

@@ -87,13 +87,14 @@ def signed_size(n: float) -> str:
     return ("+" if n >= 0 else "") + size(n)
 
 
-def missed_text(rate: float | None, calls: int) -> str:
+def missed_text(rate: float | None, calls: int | None) -> str:
     """"no leak above 40 B/call in 1,000 calls" ("" when not known): the smallest steady
-    leak a run could have missed (`MemoryTrend.missed`)."""
+    leak a run could have missed (`MemoryTrend.missed`); without `calls`, "no leak
+    above 40 B/call"."""
     if rate is None or rate != rate or math.isinf(rate):
         return ""
     size = f"{rate:,.0f} B/call" if rate < 1024 else f"{rate / 1024:,.1f} KiB/call"
-    return f"no leak above {size} in {calls:,} calls"
+    return f"no leak above {size}" + (f" in {calls:,} calls" if calls is not None else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,10 @@ def verdict_of(r: RunReading, series: Series) -> CellVerdict:
     if f.slowdown:
         findings.append(Finding("busy-host", f.busy) if f.busy else
                         Finding("slowdown", "slowdown"))
+    if rule.id == "runaway":
+        grew = f"; {mem.reason}" if mem.kind == "leak" else ""
+        return out(f"{f.runaway}{grew}", mem.carrier or "uss+rss",
+                   (Finding("ended", f.runaway), *mem.findings, *findings))
     if rule.id == "gpu-in-run":
         return out(str(f.gpu_unusable), mem.carrier, tuple(findings))
     if rule.id == "leak":

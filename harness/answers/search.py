@@ -160,6 +160,11 @@ def all_timed_out(items: Sequence[CellResult]) -> str | None:
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if len(ran) < 2 or any(r.verdict != "timeout" for r in ran):
         return None
+    stuck = sorted({r.reason.split(" (")[0] for r in ran if "did not return" in r.reason})
+    if stuck:
+        return (f"a call did not return on every image ({'; '.join(stuck)[:300]}): the "
+                "scenario waits for something that never comes, on any image; fix the "
+                "scenario (its reason names where it waits)")
     limits = sorted({float(v) for r in ran
                      if isinstance(v := r.settings.get("timeout"), int | float)})
     calls = sorted({v for r in ran if isinstance(v := r.settings.get("iterations"), int)})

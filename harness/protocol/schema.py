@@ -75,7 +75,8 @@ END_TYPES: dict[str, tuple[type, ...]] = {
     "error": (dict,), "info": (dict,), "phases": (dict,), "iterations": (int,),
     "warmup": (int,), "stopped_early": (bool,), "mode": _STR, "elapsed_s": _NUM,
     "sampling_s": _NUM, "teardown_error": _STR, "collected": (dict,), "params_read": (list,),
-    "output_dropped": (int,), "budget_spent": (bool,)}
+    "output_dropped": (int,), "budget_spent": (bool,), "memory_stop": (dict,),
+    "budget_capped": (bool,)}
 
 
 def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,
@@ -102,8 +103,9 @@ def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,
             problems.append("header field 'gpu' has malformed devices; dropped")
             del out["gpu"]
     if what == "end" and isinstance(out.get("error"), dict):
-        out["error"] = {k: str(v) for k, v in out["error"].items()
-                        if k in ("type", "message", "traceback", "fault")}
+        out["error"] = {k: v if k == "call" else str(v) for k, v in out["error"].items()
+                        if k in ("type", "message", "traceback", "fault", "phase")
+                        or (k == "call" and isinstance(v, int))}
     if what == "end" and out.get("status") == "error" and not isinstance(out.get("error"), dict):
         out["error"] = {"type": "error", "message": "the end record's error was malformed"}
     return out

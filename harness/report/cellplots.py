@@ -19,7 +19,8 @@ from harness.result.words import human_seconds
 from harness.runtimes.base import own_cgroup
 
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
-           "gpu": "#ff7f0e", "fw": "#17becf", "step": "#2c3e70", "baseline": "#999999"}
+           "gpu": "#ff7f0e", "fw": "#17becf", "kids": "#e377c2", "step": "#2c3e70",
+           "baseline": "#999999"}
 MIN_POINTS = 3                  # a source needs this many measured samples for a panel
 MIN_SPAN = {"heap": 256 * 1024.0}   # bytes: below this, a row's heap span is noise
 DEFAULT_MIN_SPAN = 1024 * 1024.0

@@ -36,6 +36,8 @@ def cell_numbers(res: CellResult) -> str:
     step = res.summary.median_step_s
     per_call = [f"{human_seconds(step)}/call"] if step is not None else []
     lead: list[str] = []
+    if res.facts is not None and res.facts.runaway:
+        lead.append("memory past the safety stop's limit")
     if lead_with == "steps" and res.steps is not None:
         lead.append(f"late steps {res.steps.ratio:.2f}x early")
     slowed = also_slowed(res)

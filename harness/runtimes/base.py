@@ -20,6 +20,10 @@ from harness.protocol import AGENT_DIR
 
 # A budgeted run's readings cost at most this share of its steps' time.
 BUDGET_OVERHEAD = 0.05
+# A call after the first that has not returned after this long ends the run as a
+# timeout that names the call (the agent's --call-timeout); at most 90 % of the cell's
+# `timeout:`, so that the agent says it before the deadline kills it.
+CALL_TIMEOUT_S = 120.0
 
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
@@ -72,7 +76,8 @@ class RunRequest:
                 "--iterations", str(s.agent_iterations), "--warmup", str(s.warmup),
                 "--sample-every", str(s.sample_every),
                 "--sample-interval", str(s.sample_interval),
-                "--out", out, "--control", control, "--quiet"]
+                "--out", out, "--control", control, "--quiet",
+                "--call-timeout", f"{min(CALL_TIMEOUT_S, 0.9 * s.timeout):g}"]
         if not self.cell.gpu.wants_gpu:
             args.append("--no-gpu")
         if self.attribute:

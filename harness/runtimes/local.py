@@ -32,6 +32,7 @@ from harness.runtimes.base import (
     RunRequest,
     RuntimeBase,
 )
+from harness.runtimes.cellcgroup import CellCgroup, vmstat_oom_kills
 
 
 def cache_dir() -> Path:
@@ -339,17 +340,46 @@ class LocalRuntime(RuntimeBase):
                     pass
 
         log = request.outdir / "agent.log"
-        finished = process.run_with_deadline(
-            [request.image.python, *args], env=env, log=log,
-            deadline_s=cell.settings.timeout, cwd=cell.scenario.script.parent,
-            on_start=pid_box.append, poll=poll)
+        argv = [request.image.python, *args]
+        # A memory cgroup of the cell's own where the host allows one: its OOM kills and
+        # peak are the cell's; else the host-wide count of OOM kills, before and after.
+        cgroup = CellCgroup.make(cell.id, None)
+        kills_before = vmstat_oom_kills()
+        try:
+            finished = process.run_with_deadline(
+                cgroup.wrap(argv) if cgroup else argv, env=env, log=log,
+                deadline_s=cell.settings.timeout, cwd=cell.scenario.script.parent,
+                on_start=pid_box.append, poll=poll)
+        finally:
+            ending = cgroup.ending() if cgroup else None
+            if cgroup:
+                cgroup.remove()
         tail = _tail(log, 8000)
         details: dict[str, object] = {}
         if cell.settings.mem_limit:
             details["mem_limit"] = "not applied by the local runtime"
         code = finished.returncode
+        killed = code in (-9, 137)
+        oom = False
+        if ending is not None:
+            details["cgroup"] = "the cell's own"
+            if ending.peak is not None:
+                details["host_max_usage"] = ending.peak
+            oom = killed and ending.oom_kills > 0
+        elif killed and kills_before is not None:
+            after = vmstat_oom_kills()
+            if after is not None and after > kills_before:
+                oom = True
+                details["oom_kills_host_wide"] = after - kills_before
+        if oom:
+            details["oom"] = ("the kernel's OOM killer " + (
+                f"killed it in the cell's cgroup (oom_kill {ending.oom_kills})" if ending
+                else "fired during the run (/proc/vmstat oom_kill rose; the cell had no "
+                "cgroup of its own)"))
+            if "host_max_usage" not in details and host:
+                details["host_max_usage"] = max(int(str(h["rss"])) for h in host)
         return RunOutcome(exit_code=code, timed_out=finished.timed_out,
-                          oom_killed=False, duration_s=finished.duration_s,
+                          oom_killed=oom, duration_s=finished.duration_s,
                           host_samples=host, log_tail=tail, details=details)
 
     def cleanup(self) -> int:

@@ -1,0 +1,209 @@
+"""The safety stop: a small process beside the agent that watches its memory from the
+start, so that runaway growth ends the run near a limit, not in the host's OOM killer.
+
+Forked before the scenario is imported, it reads the agent's RSS every CHECK_S. Once
+the agent has armed it (after setup: `arm`), growth past the limit (the smaller of
+--stop-growth and STOP_SHARE of the memory the cell could still use then) makes it say
+so on a pipe; the agent stops at its next step boundary and says in its end record
+(`memory_stop`) what grew. A step that does not return (one call allocating gigabytes,
+held in C) cannot stop itself: past twice the limit, or GRACE_S after asking, the
+watchdog kills the agent and writes the end record in its place. Before setup is armed
+only the share of the memory free at the start counts. Stdlib only, Python 3.6+.
+"""
+import json
+import os
+import signal
+import threading
+import time
+
+STOP_GROWTH = 384 * 2 ** 20     # bytes of growth after setup that stop a run (--stop-growth)
+STOP_SHARE = 0.5                # at most this share of the memory the cell could still use
+CHECK_S = 0.01
+GRACE_S = 2.0
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def rss_of(pid):
+    """Resident bytes of process `pid`, or None once it is gone."""
+    try:
+        with open("/proc/%d/statm" % pid, "rb") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def free_memory():
+    """Bytes this cell could still use: its cgroup's limit less its usage where the
+    cgroup has a limit, else the host's MemAvailable; None where neither is read."""
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit) as f:
+                most = f.read().strip()
+            with open(usage) as f:
+                used = int(f.read().strip())
+            if most != "max" and int(most) < (1 << 60):
+                return max(int(most) - used, 0)
+        except (OSError, ValueError):
+            continue
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def limit_for(stop_growth, free):
+    """The growth that stops the run: --stop-growth, at most STOP_SHARE of `free`."""
+    if free is None:
+        return stop_growth
+    return min(stop_growth, int(STOP_SHARE * free))
+
+
+class Watch(object):
+    """The agent's side: the watchdog's pid, arming it, and whether it asked to stop
+    (`tripped`: {"rss", "grew", "limit"}), read on the stepping thread at every step."""
+
+    def __init__(self, pid, to_dog, from_dog):
+        self.pid = pid
+        self.to_dog = to_dog
+        self.tripped = None
+        self.base = None
+        self.limit = None
+        reader = threading.Thread(target=self._listen, args=(from_dog,))
+        reader.daemon = True
+        reader.start()
+
+    def arm(self, rss):
+        """Measure growth from `rss` (the first reading after setup) from now on."""
+        if rss is None or self.to_dog is None:
+            return
+        self.base = rss
+        try:
+            os.write(self.to_dog, ("arm %d\n" % rss).encode())
+        except OSError:
+            pass
+
+    def _listen(self, fd):
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(fd, 512)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                parts = line.decode("ascii", "replace").split()
+                if parts and parts[0] == "stop" and len(parts) == 4:
+                    rss, grew, limit = (int(x) for x in parts[1:])
+                    self.limit = limit
+                    self.tripped = {"rss": rss, "grew": grew, "limit": limit}
+
+    def close(self):
+        """The run ended well: the watchdog leaves."""
+        for fd in (self.to_dog,):
+            try:
+                os.close(fd)
+            except (OSError, TypeError):
+                pass
+        self.to_dog = None
+
+
+def start(stop_growth, out_path):
+    """Fork the watchdog of this process; the agent's `Watch`, or None where it cannot
+    run (no fork, no /proc, --stop-growth 0). `out_path`: where the watchdog writes the
+    end record of an agent it had to kill."""
+    if stop_growth <= 0 or not hasattr(os, "fork") or rss_of(os.getpid()) is None:
+        return None
+    agent = os.getpid()
+    start_rss = rss_of(agent)
+    free = free_memory()
+    down_r, down_w = os.pipe()     # agent -> watchdog: "arm <rss>"
+    up_r, up_w = os.pipe()         # watchdog -> agent: "stop <rss> <grew> <limit>"
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(down_w)
+            os.close(up_r)
+            _watch(agent, start_rss, free, stop_growth, down_r, up_w, out_path)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(down_r)
+    os.close(up_w)
+    return Watch(pid, down_w, up_r)
+
+
+def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
+    """The watchdog's loop (in the forked child)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.set_blocking(down, False) if hasattr(os, "set_blocking") else None
+    base = None
+    # Before setup is armed, only the share of the free memory counts.
+    limit = int(STOP_SHARE * free) if free is not None else None
+    asked_at = None
+    while True:
+        time.sleep(CHECK_S)
+        if os.getppid() != agent:
+            return
+        try:
+            got = os.read(down, 256)
+            if not got:
+                return                      # the agent closed its end: the run is over
+            for line in got.decode("ascii", "replace").splitlines():
+                parts = line.split()
+                if parts and parts[0] == "arm" and len(parts) == 2:
+                    base = int(parts[1])
+                    limit = limit_for(stop_growth, free_memory())
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            return
+        rss = rss_of(agent)
+        if rss is None:
+            return
+        grew = rss - (base if base is not None else start_rss)
+        if limit is None or grew < limit:
+            continue
+        if asked_at is None:
+            asked_at = time.monotonic()
+            try:
+                os.write(up, ("stop %d %d %d\n" % (rss, grew, limit)).encode())
+            except OSError:
+                return
+        elif grew >= 2 * limit or time.monotonic() - asked_at >= GRACE_S:
+            _kill(agent, rss, grew, limit, base is None, out_path)
+            return
+
+
+def _kill(agent, rss, grew, limit, in_setup, out_path):
+    """Kill the agent, whose step did not return, and write its end record."""
+    try:
+        os.kill(agent, signal.SIGKILL)
+    except OSError:
+        return
+    if not out_path:
+        return
+    end = {"type": "end", "status": "error",
+           "memory_stop": {"rss": rss, "grew": grew, "limit": limit, "killed": True,
+                           "phase": "setup" if in_setup else None},
+           "error": {"type": "MemoryStop", "message": (
+               "the watchdog killed the agent: its memory grew %d bytes, past the safety "
+               "limit of %d, and the step did not return" % (grew, limit)),
+               "traceback": ""}}
+    time.sleep(0.05)   # the agent's last write lands first (it is dead: nothing follows)
+    try:
+        with open(out_path, "a") as f:
+            f.write(json.dumps(end) + "\n")
+    except OSError:
+        pass

@@ -1,0 +1,144 @@
+"""A memory cgroup of the cell's own on the local runtime, where the host allows one.
+
+A local cell otherwise shares the harness's cgroup: its `cgroup` readings are the whole
+session's, a `mem_limit:` cannot hold it, and a kernel OOM kill reads as a plain
+SIGKILL. In a cgroup of its own (a child of the harness's memory cgroup: cgroup v1's
+memory controller, or v2 where the parent delegates it), the cell's memory is its own,
+`mem_limit:` is applied, and the kernel's count of OOM kills in it (`oom_kill` in
+memory.oom_control, or memory.events) and its peak say how the run ended. The agent
+joins it before it starts (`wrap`: a shell writes its pid to cgroup.procs, then execs
+the agent). Where none can be made, the host-wide count in /proc/vmstat is read
+instead (`vmstat_oom_kills`), which another process's OOM kill can also move.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+_NAMES = itertools.count()
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What the cell's cgroup saw: OOM kills in it, its peak and its limit (bytes)."""
+
+    oom_kills: int
+    peak: int | None
+    limit: int | None
+
+
+def _own_memory_cgroup() -> tuple[Path, int] | None:
+    """The harness's own memory cgroup directory and its version, or None."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return ROOT / "memory" / path.lstrip("/"), 1
+    for line in lines:
+        if line.startswith("0::"):
+            here = ROOT / line[3:].lstrip("/")
+            try:
+                if "memory" in (here / "cgroup.subtree_control").read_text().split():
+                    return here, 2
+            except OSError:
+                return None
+    return None
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _counter(path: Path, key: str) -> int:
+    """A "key value" line's value in a flat keyed file (0 where absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+def vmstat_oom_kills() -> int | None:
+    """The kernel's count of OOM kills since boot, host-wide (None: not read)."""
+    path = Path("/proc/vmstat")
+    return _counter(path, "oom_kill") if path.exists() else None
+
+
+@dataclass
+class CellCgroup:
+    """One cell's memory cgroup: made by `make`, joined through `wrap`, read once the
+    run ended (`ending`) and removed (`remove`)."""
+
+    path: Path
+    version: int
+
+    @classmethod
+    def make(cls, cell_id: str, limit: int | None) -> CellCgroup | None:
+        """A new cgroup for the cell below the harness's own, with `limit` bytes as its
+        memory limit where given; None where the host does not allow one."""
+        own = _own_memory_cgroup()
+        if own is None:
+            return None
+        parent, version = own
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cell_id)[:80]
+        path = parent / f"harness-{os.getpid()}-{next(_NAMES)}-{safe}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        made = cls(path, version)
+        if limit is not None:
+            name = "memory.limit_in_bytes" if version == 1 else "memory.max"
+            try:
+                (path / name).write_text(str(limit))
+            except OSError:
+                made.remove()
+                return None
+        return made
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` run inside the cgroup: a shell joins it, then execs the command (the
+        pid stays the command's)."""
+        return ["/bin/sh", "-c", 'echo $$ > "$1" 2>/dev/null; shift; exec "$@"', "sh",
+                str(self.path / "cgroup.procs"), *argv]
+
+    def ending(self) -> Ending:
+        """OOM kills in the cgroup, its peak and its limit."""
+        if self.version == 1:
+            kills = _counter(self.path / "memory.oom_control", "oom_kill")
+            peak = _read_int(self.path / "memory.max_usage_in_bytes")
+            limit = _read_int(self.path / "memory.limit_in_bytes")
+        else:
+            kills = _counter(self.path / "memory.events", "oom_kill")
+            peak = _read_int(self.path / "memory.peak")
+            limit = _read_int(self.path / "memory.max")
+        return Ending(kills, peak, limit if limit is not None and limit < 1 << 60 else None)
+
+    def remove(self) -> None:
+        """Remove the cgroup once its processes are gone (a moment after the run)."""
+        for _ in range(20):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()

@@ -1,0 +1,92 @@
+"""How the agent says a run ended: a call that does not return (--call-timeout) ends
+the run with the call's number and where it waits; a scenario that raises says the
+call it raised in."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from test_agent import OLDEST, run_agent
+
+OLD = str(OLDEST.values[0])
+
+HANGS = """
+import time
+
+def setup(params):
+    return {"n": 0}
+
+def step(state):
+    state["n"] += 1
+    if state["n"] == params_hang:
+        time.sleep(3600)
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scenario.py"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_call_that_does_not_return_ends_the_run_naming_it(tmp_path: Path) -> None:
+    script = write(tmp_path, HANGS.replace("params_hang", "25"))
+    proc, records = run_agent(OLD, script, tmp_path, "--call-timeout", "1",
+                              iterations=50, warmup=10, timeout=30)
+    end = records[-1]
+    assert proc.returncode == 1 and end["type"] == "end", proc.stderr
+    err = end["error"]
+    assert err["type"] == "CallTimeout" and err["call"] == 25 and err["phase"] == "measure"
+    assert err["message"].startswith("call 25 did not return after ")
+    # AND the stack says where the stepping thread waits: the scenario's sleep
+    assert 'scenario.py", line 10, in step' in err["traceback"], err["traceback"]
+
+
+def test_a_slow_first_call_is_not_cut_short(tmp_path: Path) -> None:
+    # GIVEN a first call (a graph's build, a JIT) longer than the limit: it may be
+    script = write(tmp_path, HANGS.replace("3600", "2.5").replace("params_hang", "1"))
+    proc, records = run_agent(OLD, script, tmp_path, "--call-timeout", "1",
+                              iterations=20, warmup=0, timeout=30)
+    assert records[-1]["status"] == "ok" and records[-1]["iterations"] == 20, proc.stderr
+
+
+def test_a_raise_says_its_call(tmp_path: Path) -> None:
+    script = write(tmp_path, """
+        def setup(params):
+            return {"n": 0}
+
+        def step(state):
+            state["n"] += 1
+            if state["n"] == 13:
+                raise ValueError("thirteen")
+    """)
+    _, records = run_agent(OLD, script, tmp_path, iterations=50, warmup=5)
+    err = records[-1]["error"]
+    assert (err["call"], err["phase"]) == (13, "measure")
+
+
+SLOW = """
+import time
+
+def setup(params):
+    return None
+
+def step(state):
+    time.sleep(0.4)
+"""
+
+
+def test_a_slow_step_s_run_is_bounded_by_its_budget(tmp_path: Path) -> None:
+    """Issue 61 point 4: a step of seconds under a budget of half a second ran 15 minutes
+    in its 200-call warm-up. The warm-up ends with the budget (after one call at least),
+    and the calls the run goes on to past its budget stop at its time cap."""
+    proc, records = run_agent(OLD, write(tmp_path, SLOW), tmp_path, "--budget", "0.2",
+                              "--budget-min", "300", "--budget-max", "2",
+                              iterations=1000, warmup=200, timeout=60)
+    end = records[-1]
+    assert end["status"] == "ok", proc.stderr
+    assert end["warmup"] == 1                       # not 200 calls: 80 s
+    assert end["budget_spent"] and end["budget_capped"]
+    assert 3 <= end["iterations"] <= 7              # 2 s of 0.4 s calls, not 300
+    assert end["elapsed_s"] < 10

@@ -1,0 +1,56 @@
+"""Issue 61 point 1, end to end: a local-runtime sweep of a scenario whose pool worker
+keeps 4 KiB of every task (a DataLoader with num_workers > 0, a ProcessPoolExecutor)
+reads `leak` in the workers' memory (`kids`), where the caller's own memory is flat and
+it read `ok: no leak above 137 B/call`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="/proc and smaps_rollup are Linux's")
+
+POOL = '''
+import multiprocessing
+
+KEPT = []
+
+
+def keep(size):
+    KEPT.append(bytearray(size))
+    return len(KEPT)
+
+
+def setup(params):
+    return {"pool": multiprocessing.get_context("fork").Pool(1)}
+
+
+def step(state):
+    state["pool"].apply(keep, (4096,))
+'''
+# No teardown: the pool ends with the interpreter, after the last sample (a worker that
+# left in teardown would be missing from a timer sample taken there).
+
+
+def test_a_pool_worker_keeping_4_kib_a_task_is_a_leak(tmp_path: Path) -> None:
+    # GIVEN a 3 s budget, the timer sampling every 0.1 s
+    (tmp_path / "pool.py").write_text(POOL)
+    (tmp_path / "m.yaml").write_text(
+        "name: workers\nruntime: local\n"
+        "defaults: {budget: 3s, warmup: 20, sample_interval: 0.1, repeats: 0}\n"
+        f"matrix:\n  image: [{{name: py, python: {sys.executable}}}]\n"
+        "  scenario: [pool.py]\n")
+    # WHEN it is swept with the local runtime (the real agent)
+    code = main(["sweep", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "r"), "-q"])
+    [results] = list((tmp_path / "r" / "workers").glob("*/results.json"))
+    cell = json.loads(results.read_text())["cells"]["py.cpu.pool"]
+    # THEN the cell leaks, in the workers' memory
+    assert cell["verdict"] == "leak", cell["reason"]
+    assert cell["reason"].startswith("kids grows "), cell["reason"]
+    assert code == 1
