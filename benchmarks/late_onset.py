@@ -1,0 +1,187 @@
+"""Leaks that start late, and the live look that stops a run early (issue 61 point 2).
+
+A live `ok` stops a run once its memory so far is flat; growth that starts after that
+point is never seen. These cases (written here, not upstream reports) grow from a
+moment into the run: each step sleeps 3 ms (about 1,600 calls in the default 5 s
+budget) and, from `onset_s` seconds after setup (the warm-up's 200 calls take ~0.65 s of
+them), keeps `rate` bytes a call, until `stop_s` where given (a cache that fills, then
+holds). Truth is measured by hand first (`--truth`: the step in a plain loop for
+`calls` calls under tracemalloc, the growth per call over the last third and the
+first), not by harness.
+
+For each case it prints:
+
+- harness's verdict from `harness sweep` (the user's way: `runtime: local`, the default
+  budget), the call its live look decided at and the cell's seconds;
+- the full run: the agent run for the whole budget with no live look, decided by the
+  same table (`analysis.decision.within_run`), and the live look replayed on that run's
+  samples (`analysis.sequential.replay_live`): whether the two agree, and the seconds
+  the live look would have saved.
+
+Run: PYTHONPATH=. python benchmarks/late_onset.py [--budget 5] [--case NAME] [--truth]
+     [--quick]   (CI: two cases, a 2 s budget)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SCENARIO = '''
+import time
+
+KEEP = []
+
+
+def setup(params):
+    return {"t0": time.monotonic(), "onset": params["onset_s"], "rate": params["rate"],
+            "stop": params.get("stop_s")}
+
+
+def step(state):
+    time.sleep(0.003)
+    now = time.monotonic() - state["t0"]
+    if state["rate"] and now >= state["onset"] and (
+            state["stop"] is None or now < state["stop"]):
+        KEEP.append(bytearray(state["rate"]))
+'''
+
+# name: (params, what it is)
+CASES: dict[str, tuple[dict[str, object], str]] = {
+    "late_leak_30pct": ({"onset_s": 2.15, "rate": 1024}, "leak"),
+    "late_leak_60pct": ({"onset_s": 3.65, "rate": 2048}, "leak"),
+    "leak_from_1_5s": ({"onset_s": 1.5, "rate": 2048}, "leak"),
+    "flat": ({"onset_s": 0.0, "rate": 0}, "control"),
+    "late_cache": ({"onset_s": 2.15, "rate": 1024, "stop_s": 2.65}, "control"),
+    "early_cache": ({"onset_s": 0.0, "rate": 1024, "stop_s": 1.0}, "control"),
+}
+QUICK = ("late_leak_30pct", "flat")
+
+
+def truth(params: dict[str, object], seconds: float) -> str:
+    """Growth per call by hand: the step in a plain loop for `seconds`, tracemalloc
+    read every 50 calls; the rate over the first and the last third of the calls."""
+    code = SCENARIO + f'''
+import tracemalloc, json
+tracemalloc.start()
+state = setup({params!r})
+seen = []
+end = time.monotonic() + {seconds}
+n = 0
+while time.monotonic() < end:
+    step(state)
+    n += 1
+    if n % 50 == 0:
+        seen.append((n, tracemalloc.get_traced_memory()[0]))
+third = len(seen) // 3
+rate = lambda a, b: (b[1] - a[1]) / (b[0] - a[0])
+print(json.dumps([n, rate(seen[0], seen[third]), rate(seen[-third], seen[-1])]))
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    n, first, last = json.loads(out)
+    return f"{n} calls: first third {first:+.0f} B/call, last third {last:+.0f} B/call"
+
+
+def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, object]]:
+    """Each case's cell as `harness sweep` decides it."""
+    (tmp / "late.py").write_text(SCENARIO)
+    scen = "\n".join(f"    - {{script: late.py, id: {n}, params: {json.dumps(CASES[n][0])}}}"
+                     for n in names)
+    (tmp / "m.yaml").write_text(
+        f"name: late\nruntime: local\ndefaults: {{budget: {budget:g}s}}\nmatrix:\n"
+        f"  image:\n    - {{name: py, python: {sys.executable}}}\n  scenario:\n{scen}\n")
+    subprocess.run([sys.executable, "-m", "harness", "sweep", str(tmp / "m.yaml"), "--out",
+                    str(tmp / "r"), "-q"], cwd=tmp, env={"PYTHONPATH": str(ROOT),
+                                                        "PATH": "/usr/bin:/bin"},
+                   capture_output=True, check=False)
+    [results] = list((tmp / "r" / "late").glob("*/results.json"))
+    cells = json.loads(results.read_text())["cells"]
+    return {n: cells[f"py.cpu.{n}"] for n in names}
+
+
+def full_run(tmp: Path, budget: float, name: str) -> tuple[str, str, int, float, float]:
+    """The agent for the whole budget (no live look), decided by the table; the live
+    look replayed on it: (full verdict, live verdict or "-", calls at the live decision,
+    the measured phase's seconds, seconds at the live decision)."""
+    from harness.analysis.decision import within_run
+    from harness.analysis.sequential import replay_live
+    from harness.matrixfile.model import BUDGET_MIN_CALLS
+    from harness.protocol.ingest import read_samples
+    from harness.runtimes.base import RunOutcome
+    from harness.thresholds import AnalysisConfig
+
+    out = tmp / f"{name}.jsonl"
+    out.unlink(missing_ok=True)
+    subprocess.run([sys.executable, str(ROOT / "harness" / "agent" / "agent.py"),
+                    "--scenario", str(tmp / "late.py"), "--params",
+                    json.dumps(CASES[name][0]), "--iterations", "1000000", "--warmup", "200",
+                    "--out", str(out), "--quiet", "--no-gpu", "--budget", f"{budget:g}",
+                    "--budget-min", str(BUDGET_MIN_CALLS), "--max-overhead", "0.05"],
+                   cwd=tmp, env={"PYTHONMALLOC": "malloc",
+                                 "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"},
+                   check=True, capture_output=True)
+    series = read_samples(out)
+    cfg = AnalysisConfig()
+    full = within_run(series, RunOutcome(exit_code=0), cfg, again=False).verdict
+    live = replay_live(cfg, series, 50, 1_000_000)
+    took = float(((series.end or {}).get("phases") or {}).get("measure", 0.0))
+    if live is None:
+        return full, "-", 0, took, took
+    measure = [s for s in series.samples if s.get("phase") == "measure"]
+    start = float(measure[0]["t"]) if measure else 0.0
+    warm = max((int(s["i"]) for s in series.samples if s.get("phase") != "measure"),
+               default=0)
+    at = next((float(s["t"]) - start for s in measure if int(s["i"]) - warm >= live.iterations),
+              took)
+    return full, "ok" if live.verdict == "stable" else live.verdict, live.iterations, took, at
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--budget", type=float, default=5.0)
+    p.add_argument("--case", action="append", default=[])
+    p.add_argument("--truth", action="store_true", help="measure each case by hand first")
+    p.add_argument("--quick", action="store_true", help="CI: two cases, a 2 s budget")
+    args = p.parse_args()
+    names = list(QUICK) if args.quick else (args.case or list(CASES))
+    budget = 2.0 if args.quick else args.budget
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        if args.truth:
+            for n in names:
+                print(f"truth {n}: {truth(CASES[n][0], budget + 0.7)}", flush=True)
+        t = time.monotonic()
+        cells = swept(tmp, budget, names)
+        print(f"harness sweep, budget {budget:g} s ({time.monotonic() - t:.1f} s):")
+        print(f"{'case':18} {'kind':8} {'verdict':10} {'live at':>8} {'cell s':>7}  "
+              f"{'full run':9} {'live look':9} {'agree':5} {'saved s':>7}")
+        agree = 0
+        saved: list[float] = []
+        for n in names:
+            c = cells[n]
+            live = c.get("live") or {}
+            at = live.get("calls_to_decision", "-") if isinstance(live, dict) else "-"
+            secs = float((c.get("outcome") or {}).get("duration_s") or 0.0)
+            full, look, _, took, looked = full_run(tmp, budget, n)
+            same = look == "-" or look == full or (look == "ok" and full in ("ok", "plateau"))
+            agree += same
+            saved.append(max(took - looked, 0.0))
+            print(f"{n:18} {CASES[n][1]:8} {c['verdict']:10} {at!s:>8} {secs:7.1f}  "
+                  f"{full:9} {look:9} {'yes' if same else 'NO':5} {took - looked:7.1f}",
+                  flush=True)
+        print(f"live and full agree: {agree}/{len(names)}; seconds the live look saves, "
+              f"median {sorted(saved)[len(saved) // 2]:.1f}, total {sum(saved):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
