@@ -59,6 +59,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "leak_large_bytes": (0.0, math.inf, False, False),
     "ok_floor_bytes": (0.0, math.inf, False, False),
     "short_calls": (0, math.inf, True, False),
+    "live_ok_share": (0.0, 1.0, True, True),
 }
 
 
@@ -152,6 +153,12 @@ class AnalysisConfig:
             its budget, whose length the total-floor rule turns into sensitivity (a
             16 B/call leak passes the heap's 256 KiB floor in 16,000 calls: a third of
             a second for a 20 us step). psleak and pytest-memray reach 16 B/call.
+        live_ok_share: A live look stops a budgeted run on `ok` only once its measured
+            phase has run this share of its budget: what a run has not reached it has
+            not seen, and growth that starts later (a leak from call 300 of a 3 ms
+            step, at 0.4 s of a 5 s budget) reads flat until it starts (issue 61). The
+            `ok` then says the part it covered. 1: never stop on `ok`; 0: as soon as
+            memory is flat (the rule before).
         short_calls: A run its time budget ended after fewer calls than this (its
             steps slow) that reads a leak under `leak_large_bytes` runs again until it
             has made this many (rule `short`): a cache of as many entries as the run
@@ -198,6 +205,7 @@ class AnalysisConfig:
     leak_large_bytes: float = 256 * _MiB
     ok_floor_bytes: float = 16.0
     short_calls: int = 2000
+    live_ok_share: float = 0.5
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

@@ -227,8 +227,10 @@ def _with_live(within: CellVerdict, live: LiveRun, reason: str) -> str:
     if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
                    f"{live.calls_run:,} calls say {within.verdict}")
-    return reason + (f"; decided live at call {live.calls_to_decision}, stopped at call "
-                     f"{live.calls_run}")
+    span = (f" after {live.seconds:.1f} s of its {live.budget:g} s budget"
+            if live.budget > 0 and live.seconds > 0 else "")
+    return reason + (f"; decided live at call {live.calls_to_decision}{span}, stopped at "
+                     f"call {live.calls_run}")
 
 
 def gpu_findings(verdict: Verdict, series: Series, pre: tuple[str, str] | None,

@@ -4,8 +4,9 @@ The host feeds the agent's records to a `LiveDecider` as they arrive; at each lo
 reading from `min_iterations` measured calls on, then every hundredth of the readings
 read) it asks `memory.memory_reading`, the same function the post-run verdict and
 `--reanalyze` ask, of the samples read so far. Where that reading is `ok` with every
-needed source's slope interval below `ok_floor_bytes` (16 B/call), or a leak
-already past `leak_large_bytes` (growth that matters whatever it is), it returns a
+needed source's slope interval below `ok_floor_bytes` (16 B/call) once the run has
+measured `live_ok_share` (half) of its time budget (what it has not reached it has not
+seen: growth that starts later reads flat until then), or a leak already past `leak_large_bytes` (growth that matters whatever it is), it returns a
 `LiveDecision` and the host creates the agent's control file, so the agent stops
 measuring and still writes its end record. A smaller leak never stops a run: steady
 growth over a few hundred calls is what a cache filling looks like, and the rest of
@@ -174,6 +175,9 @@ class LiveDecider:
         self.series = Series()
         self.readings = 0
         self.seen: set[str] = set()     # `WORKER_NEEDS` any sample so far carried
+        self.budget = 0.0               # the run's time budget (its header), 0: none
+        self.started: float | None = None   # the measured phase's first sample time
+        self.now = 0.0                  # the latest sample's time
         self.decision: LiveDecision | None = None
 
     @property
@@ -188,9 +192,16 @@ class LiveDecider:
             The decision the first time one is certain (never before min_iterations
             measured iterations), else None; later calls return None.
         """
+        if record.kind == "header":
+            budget = ((record.fields or {}).get("config") or {}).get("budget")
+            self.budget = float(budget) if isinstance(budget, int | float) else 0.0
         if self.decision is not None or record.kind != "sample":
             return None
         fields = record.fields
+        if isinstance(t := fields.get("t"), int | float):
+            self.now = float(t)
+            if self.started is None and fields.get("phase") == "measure":
+                self.started = self.now
         if self.keys is not None:
             fields = {k: v for k, v in fields.items() if k in _KEEP or k in self.keys}
         self.series.samples.append(fields)
@@ -213,12 +224,19 @@ class LiveDecider:
                         self.seen)
         if found is None:
             return None
+        seconds = self.now - self.started if self.started is not None else 0.0
+        if found.verdict == "stable" and seconds < self.cfg.live_ok_share * self.budget:
+            # What the run has not reached it has not seen: growth that starts late reads
+            # flat until it starts (issue 61: a leak from call 300 of a 3 ms step was
+            # stopped `ok` at call 100, 0.4 s of its 5 s budget).
+            return None
         if found.verdict == "stable" and self._rising():
             # `ok` is memory stable and no slowdown: steps rising so far are read over the
             # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
             # memory at call 260, read `slowdown`, and so did its run twice as long)
             return None
-        self.decision = dataclasses.replace(found, iterations=k)
+        self.decision = dataclasses.replace(found, iterations=k, seconds=round(seconds, 3),
+                                            budget=self.budget)
         return self.decision
 
     def _rising(self) -> bool:

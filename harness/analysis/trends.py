@@ -135,6 +135,8 @@ class LiveDecision(Record):
     growth: float = 0.0
     intervals: int = 0
     alpha: float = 0.0
+    seconds: float = 0.0        # the measured phase's seconds at the decision (0: unknown)
+    budget: float = 0.0         # the run's time budget in seconds (0: none)
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields as a JSON-ready dict (infinite bounds as None)."""

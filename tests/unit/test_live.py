@@ -84,3 +84,54 @@ def test_a_live_stop_comes_within_a_few_calls_of_the_decision(tmp_path: Path) ->
     assert live.calls_run == res.end.iterations == res.summary.iterations
     assert 0 <= live.calls_run - live.calls_to_decision < 20, live
     assert f"decided live at call {live.calls_to_decision}" in res.reason
+
+
+def test_a_live_ok_waits_for_half_the_budget() -> None:
+    """Issue 61 point 2: growth that starts late reads flat until it starts, so a live
+    `ok` stops a budgeted run only once it has measured `live_ok_share` of its budget;
+    a leak past `leak_large_bytes` still stops it at once."""
+    from harness.analysis.sequential import LiveDecider
+    from harness.protocol.ingest import Record
+    from harness.thresholds import AnalysisConfig
+
+    def decide(budget: float, cfg: AnalysisConfig) -> tuple[int, float] | None:
+        d = LiveDecider(cfg, 50, 100_000)
+        d.feed(Record("header", 0, {"type": "header", "config": {"budget": budget}}))
+        for k in range(1, 400):
+            # 10 calls a sample, 10 ms a call: 40 s of flat memory, read every 0.1 s
+            found = d.feed(Record("sample", k, {
+                "type": "sample", "src": "step", "phase": "measure", "i": 10 * k,
+                "t": 0.1 * k, "rss": 1e8, "uss": 1e8, "heap": 5e7, "dt": [0.01] * 10}))
+            if found is not None:
+                return found.iterations, found.seconds
+        return None
+
+    cfg = AnalysisConfig()
+    calls, seconds = decide(20.0, cfg) or (0, 0.0)
+    # THEN not before 10 s of its 20 s budget (the rule before stopped it at 0.5 s)
+    assert 10.0 <= seconds < 10.5 and calls >= 1000, (calls, seconds)
+    calls, seconds = decide(20.0, AnalysisConfig(live_ok_share=0.0)) or (0, 0.0)
+    assert seconds < 1.0, (calls, seconds)
+    # AND a run without a budget (iterations, a cap) decides as before
+    calls, seconds = decide(0.0, cfg) or (0, 0.0)
+    assert calls <= 100, (calls, seconds)
+
+
+LATE = '''
+import time
+KEEP = []
+def setup(params):
+    return {"t0": time.monotonic()}
+def step(state):
+    time.sleep(0.003)
+    if time.monotonic() - state["t0"] >= 1.6:
+        KEEP.append(bytearray(2048))
+'''
+
+
+def test_a_leak_that_starts_at_30_percent_of_the_budget_is_found(tmp_path: Path) -> None:
+    # GIVEN a 3 s budget, 200 warm-up calls of 3 ms (~0.65 s), and 2 KiB kept a call from
+    # 1.6 s after setup: 30 % into the measured phase; flat before
+    (res,) = sweep_live(tmp_path, "budget: 3s, repeats: 0", {"late.py": LATE})
+    # THEN the live look did not stop it `ok` while it was flat: it is a leak
+    assert res.verdict == "leak", res.reason
