@@ -199,9 +199,9 @@ RULES: tuple[Rule, ...] = (
          ("short_calls", "leak_large_bytes"),
          lambda ev: _leak(ev) if ev.facts.short else None),
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
-         "allocator; the USS of the worker processes the scenario started) is `leak`: by the per-call rule (not RSS's: pages move it) or the "
-         "total-floor rule, and no bounded fill fits its growth", LEAK_THRESHOLDS, _leak,
-         memory=True),
+         "allocator; the USS of the worker processes the scenario started) is `leak`: by "
+         "the per-call rule (not RSS's: pages move it) or the total-floor rule, and no "
+         "bounded fill fits its growth", LEAK_THRESHOLDS, _leak, memory=True),
     Rule("rising", "ambiguous", "rule `slowdown` would fire on the cell's first attempt, "
          "and a run twice as long fits 30 s at its pace (`stepreading.RISE_MAX_S`): steps "
          "rising through a whole run are a slowdown or a cost that cycles with the "

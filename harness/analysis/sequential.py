@@ -6,10 +6,11 @@ read) it asks `memory.memory_reading`, the same function the post-run verdict an
 `--reanalyze` ask, of the samples read so far. Where that reading is `ok` with every
 needed source's slope interval below `ok_floor_bytes` (16 B/call) once the run has
 measured `live_ok_share` (half) of its time budget (what it has not reached it has not
-seen: growth that starts later reads flat until then), or a leak already past `leak_large_bytes` (growth that matters whatever it is), it returns a
-`LiveDecision` and the host creates the agent's control file, so the agent stops
-measuring and still writes its end record. A smaller leak never stops a run: steady
-growth over a few hundred calls is what a cache filling looks like, and the rest of
+seen: growth that starts later reads flat until then), or a leak already past
+`leak_large_bytes` (growth that matters whatever it is), it returns a `LiveDecision`
+and the host creates the agent's control file, so the agent stops measuring and still
+writes its end record. A smaller leak never stops a run: steady growth over a few hundred
+calls is what a cache filling looks like, and the rest of
 the run's time budget is what can show it level off (issue 49), so the run goes on to
 its budget and the verdict is read from all of it.
 `watch_file` is that loop: it tails the file through `protocol.ingest.SeriesReader`, the
