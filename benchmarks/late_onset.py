@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -100,8 +101,9 @@ def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, obj
         f"name: late\nruntime: local\ndefaults: {{budget: {budget:g}s}}\nmatrix:\n"
         f"  image:\n    - {{name: py, python: {sys.executable}}}\n  scenario:\n{scen}\n")
     subprocess.run([sys.executable, "-m", "harness", "sweep", str(tmp / "m.yaml"), "--out",
-                    str(tmp / "r"), "-q"], cwd=tmp, env={"PYTHONPATH": str(ROOT),
-                                                        "PATH": "/usr/bin:/bin"},
+                    str(tmp / "r"), "-q"], cwd=tmp,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                       [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])},
                    capture_output=True, check=False)
     [results] = list((tmp / "r" / "late").glob("*/results.json"))
     cells = json.loads(results.read_text())["cells"]
@@ -126,7 +128,7 @@ def full_run(tmp: Path, budget: float, name: str) -> tuple[str, str, int, float,
                     json.dumps(CASES[name][0]), "--iterations", "1000000", "--warmup", "200",
                     "--out", str(out), "--quiet", "--no-gpu", "--budget", f"{budget:g}",
                     "--budget-min", str(BUDGET_MIN_CALLS), "--max-overhead", "0.05"],
-                   cwd=tmp, env={"PYTHONMALLOC": "malloc",
+                   cwd=tmp, env={**os.environ, "PYTHONMALLOC": "malloc",
                                  "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"},
                    check=True, capture_output=True)
     series = read_samples(out)

@@ -127,7 +127,7 @@ def parse_args(argv):
     p.add_argument("--budget-min", type=int, default=0,
                    help="steps the measured phase runs before --budget can end it")
     p.add_argument("--stop-growth", type=int, default=STOP_GROWTH, metavar="BYTES",
-                   help="stop the run once memory grew this much after setup (at most "
+                   help="stop the run once memory grew this much after its first call (at most "
                         "half the memory free then; watchdog.py); 0: never")
     p.add_argument("--budget-max", type=float, default=0.0, metavar="S",
                    help="with --budget: go on to --budget-min steps for at most S seconds "

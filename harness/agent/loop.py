@@ -67,8 +67,6 @@ class Run(object):
         self.sampler.state = self.state
         self.sampler.fw = getattr(self.module, "fw_bytes", None)
         self.sampler.snapshot("step", force=True, settle=True)
-        if self.watch is not None:
-            self.watch.arm(self.sampler.readers.rss())
         stepper = Stepper(self.args, self.sampler, self.module.step, self.state, self.att,
                           self.watch)
         for phase, count in (("warmup", self.args.warmup), ("measure", self.args.iterations)):

@@ -126,6 +126,12 @@ class Stepper(object):
             dts.append(t2 - t1)
             done += 1
             sampler.steps_done += 1
+            if watch is not None and watch.base is None:
+                # Growth counts from after the run's first call: it may build a CUDA
+                # context, compile (XLA, a graph) or fill a framework's pools once, by
+                # hundreds of MiB (JAX's first call on an H200: 768 MiB); until then
+                # only half the memory free at the start stops it (watchdog.py).
+                watch.arm(sampler.readers.rss())
             if watch is not None and watch.tripped is not None:
                 self.memory_stop = dict(watch.tripped, call=sampler.steps_done,
                                         phase=sampler.phase)

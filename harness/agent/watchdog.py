@@ -2,13 +2,14 @@
 start, so that runaway growth ends the run near a limit, not in the host's OOM killer.
 
 Forked before the scenario is imported, it reads the agent's RSS every CHECK_S. Once
-the agent has armed it (after setup: `arm`), growth past the limit (the smaller of
+the agent has armed it (after the run's first call: `arm`), growth past the limit (the smaller of
 --stop-growth and STOP_SHARE of the memory the cell could still use then) makes it say
 so on a pipe; the agent stops at its next step boundary and says in its end record
 (`memory_stop`) what grew. A step that does not return (one call allocating gigabytes,
 held in C) cannot stop itself: past twice the limit, or GRACE_S after asking, the
-watchdog kills the agent and writes the end record in its place. Before setup is armed
-only the share of the memory free at the start counts. Stdlib only, Python 3.6+.
+watchdog kills the agent and writes the end record in its place. Before it is armed
+(import, setup and the first call, which may build a CUDA context or compile) only the
+share of the memory free at the start counts. Stdlib only, Python 3.6+.
 """
 import json
 import os
@@ -16,7 +17,7 @@ import signal
 import threading
 import time
 
-STOP_GROWTH = 384 * 2 ** 20     # bytes of growth after setup that stop a run (--stop-growth)
+STOP_GROWTH = 384 * 2 ** 20     # growth after the first call that stops a run (--stop-growth)
 STOP_SHARE = 0.5                # at most this share of the memory the cell could still use
 CHECK_S = 0.01
 GRACE_S = 2.0
@@ -79,10 +80,10 @@ class Watch(object):
         reader.start()
 
     def arm(self, rss):
-        """Measure growth from `rss` (the first reading after setup) from now on."""
+        """Measure growth from `rss` (the reading after the run's first call) on."""
+        self.base = rss if rss is not None else 0
         if rss is None or self.to_dog is None:
             return
-        self.base = rss
         try:
             os.write(self.to_dog, ("arm %d\n" % rss).encode())
         except OSError:

@@ -150,13 +150,14 @@ def memory_stopped(series: Series) -> str:
     if stop.get("killed"):
         calls = [int(s["i"]) for s in series.samples if isinstance(s.get("i"), int)]
         at = f"call {max(calls) + 1:,}" if calls and stop.get("phase") != "setup" \
-            else "setup"
+            else "setup or its first call"
         return (f"the safety stop killed the run in {at}, which did not return while its "
-                f"memory grew {_mib(grew)} after setup, past twice the limit of "
+                f"memory grew {_mib(grew)}, past twice the limit of "
                 f"{_mib(limit)}")
     phase = stop.get("phase")
     call = stop.get("call")
     at = f"call {call:,}" if isinstance(call, int) else "a call"
     return (f"the safety stop ended the run at {at}"
             + (f" ({'warm-up' if phase == 'warmup' else 'measured phase'})" if phase else "")
-            + f": memory grew {_mib(grew)} after setup, past the limit of {_mib(limit)}")
+            + f": memory grew {_mib(grew)} after the first call, past the limit of "
+            f"{_mib(limit)}")

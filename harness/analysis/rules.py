@@ -167,11 +167,12 @@ RULES: tuple[Rule, ...] = (
     Rule("gpu-precheck", "not-applicable", "the GPU precheck found the image cannot use "
          "the GPU (CUDA too new for the driver, no kernel for its architecture)", (),
          lambda ev: "gpu" if ev.facts.precheck is not None else None),
-    Rule("runaway", "leak", "the agent's safety stop ended the run: from the first reading "
-         "after setup, checked every 10 ms by a watchdog beside it whatever "
-         "`min_iterations` says, its memory grew past the limit (384 MiB, at most half "
-         "the memory free to the cell after setup; the agent's `--stop-growth`); a call "
-         "that does not return is killed past twice the limit", (),
+    Rule("runaway", "leak", "the agent's safety stop ended the run: from the end of the "
+         "run's first call (which may build a CUDA context or compile), checked every 10 "
+         "ms by a watchdog beside it whatever `min_iterations` says, its memory grew past "
+         "the limit (384 MiB, at most half the memory free to the cell then; the agent's "
+         "`--stop-growth`); a call that does not return is killed past twice the limit",
+         (),
          lambda ev: "uss+rss" if ev.facts.runaway else None),
     Rule("timeout-leak", "leak", "the run was killed at its timeout, and a carrier leaked "
          "before it (rule `leak`): a finding about the image", LEAK_THRESHOLDS,

@@ -1,5 +1,5 @@
 """The agent's safety stop (watchdog.py): runaway growth ends the run near its limit,
-checked from the first reading after setup, whatever the run's length; a call that does
+checked from the end of the first call, whatever the run's length; a call that does
 not return while memory runs away is killed, and the end record still says why."""
 
 from __future__ import annotations
@@ -90,3 +90,21 @@ def test_a_call_that_does_not_return_is_killed_and_the_end_record_says_why(
     assert end["type"] == "end" and end["memory_stop"]["killed"] is True
     assert 256 * MiB <= end["memory_stop"]["grew"] < 2048 * MiB, end
     assert "did not return" in end["error"]["message"]
+
+
+def test_the_first_call_s_growth_is_not_counted(tmp_path: Path) -> None:
+    # GIVEN a first call that builds 600 MiB once (a CUDA context, an XLA compile: JAX's
+    # first call grew 768 MiB on an H200), then flat calls
+    script = write(tmp_path, """
+        KEEP = []
+
+        def setup(params):
+            return None
+
+        def step(state):
+            if not KEEP:
+                KEEP.append(bytearray(600 << 20))
+    """)
+    proc, records = run_agent(OLD, script, tmp_path, iterations=200, warmup=5)
+    # THEN the run is not stopped: growth counts from the end of the first call
+    assert "memory_stop" not in records[-1] and records[-1]["iterations"] == 200, proc.stderr

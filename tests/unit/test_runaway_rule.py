@@ -27,7 +27,8 @@ def test_a_run_the_safety_stop_ended_is_a_leak_with_what_grew(tmp_path: Path) ->
     res = out.results["v1.gpu0.loop"]
     assert res.verdict == "leak" and res.rule == "runaway", res.reason
     assert res.reason.startswith("the safety stop ended the run at call 14 (warm-up): "
-                                 "memory grew 400 MiB after setup, past the limit of 384 MiB")
+                                 "memory grew 400 MiB after the first call, past the limit of "
+                                 "384 MiB")
     assert cell_text(res).startswith("leak: memory past the safety stop's limit")
 
 
