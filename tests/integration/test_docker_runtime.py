@@ -144,3 +144,52 @@ def test_copy_mode_for_remote_engines(tmp_path: Path, monkeypatch: pytest.Monkey
     assert cells["bookworm.cpu.leaky"]["verdict"] == "leak"
     assert cells["bookworm.cpu.leaky"]["summary"]["iterations"] == 300
     no_leftovers()
+
+
+POOL = '''
+import multiprocessing
+
+KEPT = []
+CACHE = {}
+
+
+def keep(size):
+    KEPT.append(bytearray(size))
+
+
+def cache(i):
+    CACHE[i % 128] = bytearray(4096)     # 128 entries: bounded, no leak
+
+
+def setup(params):
+    return {"pool": multiprocessing.get_context("fork").Pool(1), "mode": params["mode"],
+            "n": 0}
+
+
+def step(state):
+    state["n"] += 1
+    if state["mode"] == "leak":
+        state["pool"].apply(keep, (4096,))
+    else:
+        state["pool"].apply(cache, (state["n"],))
+'''
+
+
+def test_worker_processes_are_read_in_the_container(tmp_path: Path) -> None:
+    """Issue 61 point 1 on Docker: a pool worker that keeps 4 KiB a task is a leak in the
+    workers' memory (it read `ok: no leak above 135 B/call`), one that fills a bounded
+    cache is not."""
+    (tmp_path / "pool.py").write_text(POOL)
+    m = write_matrix(tmp_path, f"    - {{script: {tmp_path / 'pool.py'}, id: leak, params: "
+                               f"{{mode: leak}}}}\n    - {{script: {tmp_path / 'pool.py'}, "
+                               "id: cache, params: {mode: cache}}")
+    m.write_text(m.read_text().replace(
+        "iterations: 300, warmup: 20, sample_every: 10, timeout: 60s",
+        "budget: 3s, warmup: 20, sample_interval: 0.1, repeats: 0, timeout: 60s"))
+    main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"])
+    cells = results(tmp_path)
+    leak, cached = cells["bookworm.cpu.leak"], cells["bookworm.cpu.cache"]
+    assert leak["verdict"] == "leak" and leak["reason"].startswith("kids grows "), leak["reason"]
+    assert cached["verdict"] in ("ok", "plateau"), cached["reason"]
+    assert "worker processes: no leak above" in cached["reason"], cached["reason"]
+    no_leftovers()
