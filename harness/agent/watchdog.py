@@ -2,14 +2,15 @@
 start, so that runaway growth ends the run near a limit, not in the host's OOM killer.
 
 Forked before the scenario is imported, it reads the agent's RSS every CHECK_S. Once
-the agent has armed it (after the run's first call: `arm`), growth past the limit (the smaller of
---stop-growth and STOP_SHARE of the memory the cell could still use then) makes it say
-so on a pipe; the agent stops at its next step boundary and says in its end record
-(`memory_stop`) what grew. A step that does not return (one call allocating gigabytes,
-held in C) cannot stop itself: past twice the limit, or GRACE_S after asking, the
-watchdog kills the agent and writes the end record in its place. Before it is armed
-(import, setup and the first call, which may build a CUDA context or compile) only the
-share of the memory free at the start counts. Stdlib only, Python 3.6+.
+the agent has armed it (after the run's first call: `arm`), growth past the limit (the
+smaller of --stop-growth and STOP_SHARE of the memory the cell could still use then)
+makes it say so on a pipe; the agent stops at its next step boundary and says in its
+end record (`memory_stop`) what grew. A step that does not return (one call allocating
+gigabytes, held in C) cannot stop itself: past twice the limit (at most KILL_SHARE of
+what was free), or GRACE_S after asking, the watchdog kills the agent and writes the end
+record in its place. Before it is armed (import, setup and the first call, which may
+build a CUDA context or compile) only STOP_SHARE of the memory free at the start
+counts, and past it the agent is killed at once. Stdlib only, Python 3.6+.
 """
 import json
 import os
@@ -19,6 +20,7 @@ import time
 
 STOP_GROWTH = 384 * 2 ** 20     # growth after the first call that stops a run (--stop-growth)
 STOP_SHARE = 0.5                # at most this share of the memory the cell could still use
+KILL_SHARE = 0.75               # a call that does not return: killed by this share at most
 CHECK_S = 0.01
 GRACE_S = 2.0
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -33,21 +35,60 @@ def rss_of(pid):
         return None
 
 
+def _cgroup_dirs():
+    """This process's memory cgroup directories, its own first, then its parents' up to
+    the mount (cgroup v1's memory controller, or v2); [] where none is read."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3 and ("memory" in parts[1].split(",") or parts[0] == "0"):
+            mount = "/sys/fs/cgroup/memory" if parts[1] else "/sys/fs/cgroup"
+            rel = parts[2].strip("/")
+            out = []
+            while True:
+                path = os.path.join(mount, rel) if rel else mount
+                if os.path.isdir(path):
+                    out.append(path)
+                if not rel:
+                    return out
+                rel = os.path.dirname(rel)
+    return []
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def free_memory():
-    """Bytes this cell could still use: its cgroup's limit less its usage where the
-    cgroup has a limit, else the host's MemAvailable; None where neither is read."""
-    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            with open(limit) as f:
-                most = f.read().strip()
-            with open(usage) as f:
-                used = int(f.read().strip())
-            if most != "max" and int(most) < (1 << 60):
-                return max(int(most) - used, 0)
-        except (OSError, ValueError):
-            continue
+    """Bytes this cell could still use: the lowest memory limit of its cgroup and the
+    ones above it (a cell's cgroup inside a limited one) less its usage, where one has a
+    limit; else the host's MemAvailable; None where neither is read."""
+    dirs = _cgroup_dirs()
+    if dirs:
+        limits = []
+        for d in dirs:
+            for name in ("memory.max", "memory.limit_in_bytes"):
+                text = _read(os.path.join(d, name))
+                if text is not None and text.isdigit() and int(text) < (1 << 60):
+                    limits.append(int(text))
+        stat = _read(os.path.join(dirs[0], "memory.stat")) or ""
+        for line in stat.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "hierarchical_memory_limit" and value.isdigit() \
+                    and int(value) < (1 << 60):
+                limits.append(int(value))
+        used = _read(os.path.join(dirs[0], "memory.current")) or _read(
+            os.path.join(dirs[0], "memory.usage_in_bytes"))
+        if limits and used is not None and used.isdigit():
+            return max(min(limits) - int(used), 0)
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -150,8 +191,10 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.set_blocking(down, False) if hasattr(os, "set_blocking") else None
     base = None
-    # Before setup is armed, only the share of the free memory counts.
+    # Before it is armed, only the share of the free memory counts, and no step boundary
+    # comes to stop at: past it, the agent is killed at once.
     limit = int(STOP_SHARE * free) if free is not None else None
+    kill_at = limit
     asked_at = None
     while True:
         time.sleep(CHECK_S)
@@ -165,7 +208,11 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
                 parts = line.split()
                 if parts and parts[0] == "arm" and len(parts) == 2:
                     base = int(parts[1])
-                    limit = limit_for(stop_growth, free_memory())
+                    now_free = free_memory()
+                    limit = limit_for(stop_growth, now_free)
+                    # Twice the limit, never past three quarters of what is free.
+                    kill_at = 2 * limit if now_free is None else min(
+                        2 * limit, int(KILL_SHARE * now_free))
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
@@ -176,13 +223,16 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
         grew = rss - (base if base is not None else start_rss)
         if limit is None or grew < limit:
             continue
+        if base is None and kill_at is not None and grew >= kill_at:
+            _kill(agent, rss, grew, limit, True, out_path)
+            return
         if asked_at is None:
             asked_at = time.monotonic()
             try:
                 os.write(up, ("stop %d %d %d\n" % (rss, grew, limit)).encode())
             except OSError:
                 return
-        elif grew >= 2 * limit or time.monotonic() - asked_at >= GRACE_S:
+        elif grew >= kill_at or time.monotonic() - asked_at >= GRACE_S:
             _kill(agent, rss, grew, limit, base is None, out_path)
             return
 

@@ -147,10 +147,13 @@ def memory_stopped(series: Series) -> str:
     grew, limit = stop.get("grew"), stop.get("limit")
     if not isinstance(grew, int | float) or not isinstance(limit, int | float):
         return ""
+    if stop.get("killed") and stop.get("phase") == "setup":
+        return (f"the safety stop killed the run in its setup or first call, while its "
+                f"memory grew {_mib(grew)}, past half the memory free at its start "
+                f"({_mib(limit)})")
     if stop.get("killed"):
         calls = [int(s["i"]) for s in series.samples if isinstance(s.get("i"), int)]
-        at = f"call {max(calls) + 1:,}" if calls and stop.get("phase") != "setup" \
-            else "setup or its first call"
+        at = f"call {max(calls) + 1:,}" if calls else "a call"
         return (f"the safety stop killed the run in {at}, which did not return while its "
                 f"memory grew {_mib(grew)}, past twice the limit of "
                 f"{_mib(limit)}")

@@ -108,3 +108,34 @@ def test_the_first_call_s_growth_is_not_counted(tmp_path: Path) -> None:
     proc, records = run_agent(OLD, script, tmp_path, iterations=200, warmup=5)
     # THEN the run is not stopped: growth counts from the end of the first call
     assert "memory_stop" not in records[-1] and records[-1]["iterations"] == 200, proc.stderr
+
+
+def test_setup_running_away_in_a_limited_cgroup_is_killed_at_half_its_memory(
+        tmp_path: Path) -> None:
+    # GIVEN the agent in a cgroup of 1 GiB whose setup builds 2 GiB in one call, in C
+    from harness.runtimes.cellcgroup import CellCgroup
+
+    box = CellCgroup.make("stop-test", 1024 * MiB)
+    if box is None:
+        pytest.skip("no memory cgroup can be made here")
+    script = write(tmp_path, """
+        def setup(params):
+            return b"x" * (2 << 30)
+
+        def step(state):
+            pass
+    """)
+    out = tmp_path / "samples.jsonl"
+    try:
+        proc = subprocess.run(box.wrap(
+            [OLD, str(AGENT), "--scenario", str(script), "--iterations", "5", "--warmup",
+             "0", "--out", str(out), "--no-gpu", "--quiet"]),
+            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        ending = box.ending()
+    finally:
+        box.remove()
+    # THEN the watchdog killed it near half the cgroup's memory, before the kernel had to
+    end = json.loads(out.read_text().splitlines()[-1])
+    assert proc.returncode == -9 and end["memory_stop"]["phase"] == "setup", end
+    assert 400 * MiB <= end["memory_stop"]["grew"] < 800 * MiB, end
+    assert ending.oom_kills == 0
