@@ -131,7 +131,7 @@ def parse_args(argv):
                         "half the memory free then; watchdog.py); 0: never")
     p.add_argument("--budget-max", type=float, default=0.0, metavar="S",
                    help="with --budget: go on to --budget-min steps for at most S seconds "
-                        "(default: 10x the budget, 30 s at least)")
+                        "(default: 10x the budget, 10 s at least)")
     p.add_argument("--call-timeout", type=float, default=0.0, metavar="S",
                    help="end the run when one call has not returned after S seconds "
                         "(its end record says which call, and where it waits); 0: never")

@@ -18,7 +18,7 @@ LEAST_SAMPLES = 16
 # times its budget (and LEAST_CAP_S at least): a step of seconds would otherwise run for
 # hours to make them (its end record says budget_capped). Its warm-up ends with its
 # budget too (at least one step).
-LEAST_CAP_FACTOR, LEAST_CAP_S = 10.0, 30.0
+LEAST_CAP_FACTOR, LEAST_CAP_S = 10.0, 10.0
 
 
 class ControlCheck(object):
