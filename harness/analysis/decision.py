@@ -107,7 +107,7 @@ def decide(facts: CellFacts) -> CellVerdict:
                       precheck=facts.precheck[1] if facts.precheck else None,
                       gpu_check=": ".join(facts.precheck) if facts.precheck else "")
         rule, _ = first_rule(Evidence({}, found))
-        return CellVerdict(rule.says, found.unavailable or str(found.precheck),
+        return CellVerdict(rule.verdict, found.unavailable or str(found.precheck),
                            rule=rule.id, facts=found)
     run = read_run(facts.series, facts.outcome, facts.cfg, facts.again,
                    first=facts.first and facts.again)
@@ -198,7 +198,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
         # The within-run rule still decides: the comparison adds its figures only.
         return dataclasses.replace(within, findings=tuple(findings), vs_baseline=vs,
                                    facts=found)
-    return dataclasses.replace(within, verdict=rule.says, reason=reason, rule=rule.id,
+    return dataclasses.replace(within, verdict=rule.verdict, reason=reason, rule=rule.id,
                                findings=tuple(findings), vs_baseline=vs, facts=found)
 
 

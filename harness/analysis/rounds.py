@@ -104,27 +104,35 @@ class Judged(NamedTuple):
     cpu: float | None           # the CPU-time ratio (`cpu_ratio`)
     left_out: str | None        # why the round does not count; None: it counts
     note: str                   # a busy round that counts: why it does
+    rule: str = ""              # the rule of `runrules.ROUND_RULES` that decided
 
 
-def judged(base: RunStat, other: RunStat, base_busy: float | None,
-           other_busy: float | None, cfg: AnalysisConfig) -> Judged:
+def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
+           other_busy: float | None, cfg: AnalysisConfig, failed: str = "") -> Judged:
     """A round as it counts: both step times at one CPU speed (`at_one_speed`), the
-    suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and why
-    the round is left out.
+    suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and
+    whether it counts: the first rule of the table's `runrules.ROUND_RULES` that fires
+    on what the round showed (a failed run; CPU speeds apart; a busy host, where CPU
+    time per step agreeing with the wall clock still counts it: load adds waiting,
+    which neither holds, and a change seen by both is the step's own; leaving every
+    busy round out turned a 15x slowdown seen in each of them into no answer)."""
+    from harness.analysis.runrules import LEFT_OUT, RoundEvidence, round_rule
 
-    A round on a busy host (`busy_reason`) still counts where its CPU-time ratio lies on
-    the same side of `min_ratio` as its wall-clock ratio net of the delay: load adds
-    waiting, which neither holds, and a change seen by both is the step's own. Leaving
-    every busy round out turned a 15x slowdown seen in each of them into no answer
-    (issue 61)."""
-    b_s, o_s, speed, apart = at_one_speed(base, other, cfg)
-    cpu = cpu_ratio(base, other)
-    busy = busy_reason(base_busy, other_busy, cfg)
-    wall = o_s / b_s if b_s > 0 and o_s > 0 else math.nan
-    if busy and cpu is not None and math.isfinite(wall) and _side(cpu, cfg) == _side(wall, cfg):
-        return Judged(b_s, o_s, speed, cpu, apart,
-                      f"host busy, counted: CPU time per step {cpu:.2f}x agrees")
-    return Judged(b_s, o_s, speed, cpu, busy or apart, "")
+    b_s, o_s, speed, apart, cpu, agrees = 0.0, 0.0, None, None, None, False
+    if base is not None and other is not None and not failed:
+        b_s, o_s, speed, apart = at_one_speed(base, other, cfg)
+        cpu = cpu_ratio(base, other)
+        wall = o_s / b_s if b_s > 0 and o_s > 0 else math.nan
+        agrees = cpu is not None and math.isfinite(wall) and _side(cpu, cfg) == _side(wall, cfg)
+    else:
+        failed = failed or "a run measured no step"
+    busy = busy_reason(base_busy, other_busy, cfg) if not failed else None
+    rule, _ = round_rule(RoundEvidence(failed, apart or "", busy or "", agrees))
+    why = {"round-failed": failed, "round-speeds": apart, "round-busy": busy}.get(rule.id)
+    note = (f"host busy, counted: CPU time per step {cpu:.2f}x agrees"
+            if rule.id == "round-busy-agrees" and cpu is not None else "")
+    assert (rule.says == LEFT_OUT) == bool(why), rule.id
+    return Judged(b_s, o_s, speed, cpu, why or None, note, rule.id)
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:

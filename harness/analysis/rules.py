@@ -8,7 +8,7 @@ unsure source, RSS alone), the row's baseline (regression, suspected), plateau a
 The first rule that fires decides; its id is kept in the result (`CellResult.rule`)
 with the `Facts` it read (`CellResult.facts`), so `harness report DIR --why CELL`
 prints every rule in order from the stored evidence, each with why it fired or not
-(`why`). docs/verdicts.md's list is `rules_markdown()`; a test fails when they differ.
+(`why`). docs/verdicts.md's list is `runrules.rules_markdown()`; a test fails when they differ.
 
 Three callers, one table: the live decider asks it of the memory trends read so far
 (`memory.memory_reading`: with no other facts, only the memory rules can fire), the
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar, cast, get_args
 
 from harness.analysis.facts import Facts
 from harness.analysis.growth import steady_above_trend
@@ -60,18 +61,38 @@ class Evidence:
         return next((k for k in PRIMARY if k in self.memory), None)
 
 
+E = TypeVar("E")
+
+
 @dataclass(frozen=True)
-class Rule:
-    """One rule: its id (kept in the result), the verdict it decides, when, the
-    thresholds it reads (names of `AnalysisConfig`), and its test: what it names when
-    it fires (a carrier, a source, the cell), else None."""
+class Rule(Generic[E]):
+    """One rule: its id (kept in the result), what it decides (a verdict; in the tables
+    of a run's course, `runrules`, what the run does), when, the thresholds it reads
+    (names of `AnalysisConfig`), and its test over the table's evidence: what it names
+    when it fires (a carrier, a source, the cell), else None."""
 
     id: str
-    says: Verdict
+    says: str
     when: str
     thresholds: tuple[str, ...]
-    test: Callable[[Evidence], str | None]
+    test: Callable[[E], str | None]
     memory: bool = False           # a rule of memory alone: the live decider's too
+
+    @property
+    def verdict(self) -> Verdict:
+        """What a rule of the verdict's table decides, as a verdict."""
+        if self.says not in get_args(Verdict):
+            raise ValueError(f"rule {self.id} decides {self.says!r}, not a verdict")
+        return cast(Verdict, self.says)
+
+
+def first_of(ev: E, rules: tuple[Rule[E], ...]) -> tuple[Rule[E], str]:
+    """The first rule of `rules` (a table, in order) that fires, and what it names."""
+    for rule in rules:
+        named = rule.test(ev)
+        if named is not None:
+            return rule, named
+    raise AssertionError("the last rule always fires")
 
 
 def leaking_carriers(ev: Evidence) -> list[str]:
@@ -160,7 +181,7 @@ def _leak_then_timeout(ev: Evidence) -> str | None:
 
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
-RULES: tuple[Rule, ...] = (
+RULES: tuple[Rule[Evidence], ...] = (
     Rule("unavailable", "unavailable", "the image or the engine could not be had (a pin "
          "that does not install, an image not found): nothing ran", (),
          lambda ev: "image" if ev.facts.unavailable is not None else None),
@@ -266,21 +287,19 @@ FORMER_IDS = {"ended": "crash", "vs-baseline-regression": "regression",
               "vs-baseline-suspected": "suspected"}
 
 
-def first_rule(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> tuple[Rule, str]:
-    """The first rule of `rules` (the table, in order) that fires, and what it names."""
-    for rule in rules:
-        named = rule.test(ev)
-        if named is not None:
-            return rule, named
-    raise AssertionError("the last rule always fires")
+def first_rule(ev: Evidence, rules: tuple[Rule[Evidence], ...] = RULES
+               ) -> tuple[Rule[Evidence], str]:
+    """The first rule of `rules` (the verdict's table, in order) that fires, and what it
+    names."""
+    return first_of(ev, rules)
 
 
-def memory_rule(ev: Evidence) -> tuple[Rule, str]:
+def memory_rule(ev: Evidence) -> tuple[Rule[Evidence], str]:
     """The first of the memory rules that fires: what memory alone says."""
     return first_rule(ev, MEMORY_RULES)
 
 
-def rule_named(rule_id: str) -> Rule | None:
+def rule_named(rule_id: str) -> Rule[Evidence] | None:
     """The rule of that id (an id recorded before the one table: the rule it is now)."""
     rid = FORMER_IDS.get(rule_id, rule_id)
     return next((r for r in RULES if r.id == rid), None)
@@ -333,42 +352,3 @@ def why(ev: Evidence, cfg: AnalysisConfig) -> list[str]:
             state = "did not fire"
         out.append(f"{k}. {rule.id}: {state}; when {rule.when}")
     return out
-
-
-def _num(value: object) -> str:
-    if isinstance(value, int | float) and float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def rules_markdown(defaults: Mapping[str, object]) -> str:
-    """The table of rules for docs/verdicts.md, with the thresholds' defaults."""
-    lines = ["| # | rule | decides | when | thresholds (default) |", "|---|---|---|---|---|"]
-    for k, rule in enumerate(RULES, 1):
-        said = ", ".join(f"`{t}` ({_num(defaults[t])})" for t in rule.thresholds) or "-"
-        mark = " (memory)" if rule.memory else ""
-        lines.append(f"| {k} | `{rule.id}`{mark} | {rule.says} | {rule.when} | {said} |")
-    return "\n".join(lines) + "\n"
-
-
-DOC_BEGIN = "<!-- the rules: made by harness.analysis.rules.rules_markdown; do not edit -->"
-DOC_END = "<!-- end of the rules -->"
-
-
-def doc_with_rules(text: str, defaults: Mapping[str, object]) -> str:
-    """docs/verdicts.md's text with its generated table of rules made anew (between
-    `DOC_BEGIN` and `DOC_END`)."""
-    head, _, rest = text.partition(DOC_BEGIN)
-    _, _, tail = rest.partition(DOC_END)
-    return f"{head}{DOC_BEGIN}\n{rules_markdown(defaults)}{DOC_END}{tail}"
-
-
-if __name__ == "__main__":     # python -m harness.analysis.rules docs/verdicts.md
-    import dataclasses
-    import sys
-    from pathlib import Path
-
-    path = Path(sys.argv[1])
-    made = doc_with_rules(path.read_text(), {
-        f.name: getattr(AnalysisConfig(), f.name) for f in dataclasses.fields(AnalysisConfig)})
-    path.write_text(made)

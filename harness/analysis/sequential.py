@@ -42,7 +42,7 @@ import dataclasses
 import json
 import math
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,20 +221,16 @@ class LiveDecider:
         k = self.series.cols.calls
         if k < self.min_iterations or k > self.max_iterations:
             return None
-        found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
-                        self.seen)
-        if found is None:
-            return None
+        # What a run has not reached it has not seen: growth that starts late reads flat
+        # until it starts (issue 61: a leak from call 300 of a 3 ms step was stopped `ok`
+        # at call 100, 0.4 s of its 5 s budget); steps rising so far are read over the
+        # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
+        # memory at call 260, read `slowdown`, and so did its run twice as long).
         seconds = self.now - self.started if self.started is not None else 0.0
-        if found.verdict == "stable" and seconds < self.cfg.live_ok_share * self.budget:
-            # What the run has not reached it has not seen: growth that starts late reads
-            # flat until it starts (issue 61: a leak from call 300 of a 3 ms step was
-            # stopped `ok` at call 100, 0.4 s of its 5 s budget).
-            return None
-        if found.verdict == "stable" and self._rising():
-            # `ok` is memory stable and no slowdown: steps rising so far are read over the
-            # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
-            # memory at call 260, read `slowdown`, and so did its run twice as long)
+        found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
+                        self.seen, seconds / self.budget if self.budget > 0 else 1.0,
+                        self._rising)
+        if found is None:
             return None
         self.decision = dataclasses.replace(found, iterations=k, seconds=round(seconds, 3),
                                             budget=self.budget)
@@ -253,37 +249,44 @@ class LiveDecider:
         return steps is not None and rose(steps, self.cfg)
 
 
-def decided(reading: MemoryReading, cfg: AnalysisConfig,
-            seen: Collection[str] = ()) -> LiveDecision | None:
-    """Whether a reading settles a cell live: a leak already past `leak_large_bytes`,
-    or an `ok` whose every needed source (`STABLE_NEEDS` where read, else USS and RSS;
-    `WORKER_NEEDS` where read or `seen` in any phase) has its slope interval below
-    `ok_floor_bytes`. None: the cell runs on."""
-    f = cfg.live_floor_bytes
+def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] = (),
+            measured: float = 1.0, rose: Callable[[], bool] = bool) -> LiveDecision | None:
+    """Whether a reading settles a cell live: the first rule of the table's
+    `runrules.LIVE_RULES` that fires on it (a leak already past `leak_large_bytes`; an
+    `ok` whose every needed source, `STABLE_NEEDS` where read, else USS and RSS,
+    `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval below
+    `ok_floor_bytes`, once the run has measured `live_ok_share` of its budget, and its
+    steps have not risen). `measured`: the share of its budget the run has measured;
+    `rose`: whether its step times so far rose. None: the cell runs on."""
+    from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
+
     mem = reading.memory
-    if reading.kind == "leak" and reading.carrier is not None:
-        t = mem[CARRIERS[reading.carrier][0]]
-        if risen(t) < cfg.leak_large_bytes:
-            return None     # the rest of the budget may still show it level off
+    leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
+    grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
+    f = cfg.ok_floor_bytes      # a certain `ok` is under this floor, not the leak rule's
+    needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
+    stable = reading.kind == "ok" and bool(needs) and all(
+        mem[s].slope_hi < f for s in needs) and not any(
+        s not in mem or mem[s].kind == "insufficient" or mem[s].slope_hi >= f
+        for s in WORKER_NEEDS if s in mem or s in seen)
+    rule, _ = live_rule(LiveEvidence(leak, grown, cfg.leak_large_bytes,
+                                     needs[0] if stable else "", measured,
+                                     cfg.live_ok_share, rose))
+    if rule.says == STOP_LEAK:
+        t = mem[CARRIERS[leak][0]]
         why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "
                "matters whatever it is")
-        return LiveDecision("leak", reading.carrier, reading.calls, why, f,
-                            t.slope_lo, t.slope_hi, t.slope, t.growth, t.n, cfg.alpha)
-    if reading.kind != "ok":
-        return None
-    needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
-    f = cfg.ok_floor_bytes      # a certain `ok` is under this floor, not the leak rule's
-    if not needs or any(mem[s].slope_hi >= f for s in needs):
-        return None
-    if any(s not in mem or mem[s].kind == "insufficient" or mem[s].slope_hi >= f
-           for s in WORKER_NEEDS if s in mem or s in seen):
+        return LiveDecision("leak", leak, reading.calls, why, cfg.live_floor_bytes,
+                            t.slope_lo, t.slope_hi, t.slope, t.growth, t.n, cfg.alpha,
+                            rule=rule.id)
+    if rule.says != STOP_OK:
         return None
     t = mem[needs[0]]
     said = reading.missed_said
     why = (f"{needs[0]} slope <= {t.slope_hi:.0f} B/call < per-call floor {f:.0f}"
            + (f"; {said}" if said else ""))
     return LiveDecision("stable", needs[0], reading.calls, why, f, t.slope_lo, t.slope_hi,
-                        t.slope, t.end - t.start, t.n, cfg.alpha)
+                        t.slope, t.end - t.start, t.n, cfg.alpha, rule=rule.id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,6 +137,7 @@ class LiveDecision(Record):
     alpha: float = 0.0
     seconds: float = 0.0        # the measured phase's seconds at the decision (0: unknown)
     budget: float = 0.0         # the run's time budget in seconds (0: none)
+    rule: str = ""              # the rule of `runrules.LIVE_RULES` that decided
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields as a JSON-ready dict (infinite bounds as None)."""

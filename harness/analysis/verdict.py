@@ -94,7 +94,7 @@ def verdict_of(r: RunReading, series: Series) -> CellVerdict:
 
     def out(reason: str, carrier: str | None, findings: tuple[Finding, ...],
             **more: object) -> CellVerdict:
-        return CellVerdict(rule.says, reason, carrier, findings,
+        return CellVerdict(rule.verdict, reason, carrier, findings,
                            memory=mem.memory, steps=steps, cpu_steps=r.cpu,
                            rule=rule.id, facts=f, **more)  # type: ignore[arg-type]
 

@@ -83,6 +83,7 @@ class Round(Record):
     base_sm_mhz: float | None = None
     other_sm_mhz: float | None = None
     cpu_ratio: float | None = None
+    rule: str = ""      # the rule of `runrules.ROUND_RULES` that decided ("": before it)
 
     @property
     def ratio(self) -> float:

@@ -5,10 +5,14 @@ their figures (`analysis.rules.why`)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from harness.errors import InputError
 from harness.report import Report
 from harness.store.gate import Gated
+
+if TYPE_CHECKING:
+    from harness.result.model import CellResult
 
 
 def named(pool: list[str], cell: str) -> list[str]:
@@ -67,8 +71,27 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
     print(f"the rules, in order, on its evidence {how}:")
     for line in rules_why(ev, cfg):
         print(line)
+    for line in course_said(res):
+        print(line)
     fired, _ = first_rule(ev)
     if rule is not None and fired.id != rule.id:
         print(f"note: on this evidence rule {fired.id} fires first, not {rule.id}: the "
               "thresholds changed since it ran (harness sweep --reanalyze decides again)")
     return 0
+
+
+def course_said(res: CellResult) -> list[str]:
+    """The rules of its run's course that decided (`analysis.runrules`): where a live
+    look stopped it, and whether each confirmation round counted."""
+    out: list[str] = []
+    live = res.live
+    if live is not None and live.rule:
+        out.append(f"live look: rule {live.rule} stopped the run at call "
+                   f"{live.calls_to_decision:,}")
+    vs = res.vs_baseline
+    conf = vs.confirmation if vs is not None else None
+    for r in conf.rounds if conf is not None else ():
+        if r.rule:
+            out.append(f"round {r.index}: rule {r.rule}: "
+                       + (f"left out ({r.excluded})" if r.excluded else "counts"))
+    return out

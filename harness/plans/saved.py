@@ -65,7 +65,7 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
     decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
     baseline's runs: the saved one is the baseline of every round)."""
     from harness.analysis.contention import busy_share, run_stat, sm_clocks
-    from harness.analysis.rounds import Judged, decide_rounds, judged, settled
+    from harness.analysis.rounds import decide_rounds, judged, settled
 
     cfg = ctx.cfg
     base = run_stat(saved_series)
@@ -85,13 +85,12 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
         failed = (ended.error or ended.timed_out or ended.exit_code not in (0, None)
                   or stat is None)
         busy = busy_share(ran.series)
-        j = Judged(0.0, 0.0, None, None, None, "")
-        if base is not None and stat is not None and not failed:
-            j = judged(base, stat, base_busy, busy, cfg)
-        why = (f"suspect run failed: {ended.error or 'no step times'}" if failed
-               else "the saved run has no step times" if base is None else j.left_out)
+        j = judged(base, stat, base_busy, busy, cfg, failed=(
+            f"suspect run failed: {ended.error or 'no step times'}" if failed
+            else "the saved run has no step times" if base is None else ""))
+        why = j.left_out
         r = Round(k, j.base_s, j.other_s, base_busy, busy, why, j.speed,
-                  *sm_clocks(base, stat), cpu_ratio=j.cpu)
+                  *sm_clocks(base, stat), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
         ctx.progress(round_said(cell.id, label, r, why, j.note))
         if ctx.cancel.is_set():

@@ -102,7 +102,7 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
-    from harness.analysis.rounds import Judged, decide_rounds, judged, settled
+    from harness.analysis.rounds import decide_rounds, judged, settled
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
@@ -118,12 +118,10 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         k += 1
         b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
-        j = Judged(0.0, 0.0, None, None, None, "")
-        if b_med is not None and o_med is not None:
-            j = judged(b_med, o_med, b_busy, o_busy, cfg)
-        why = b_fail or o_fail or j.left_out
+        j = judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
+        why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
-                  *sm_clocks(b_med, o_med), cpu_ratio=j.cpu)
+                  *sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
         ctx.progress(round_said(cell.id, base.image.label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2

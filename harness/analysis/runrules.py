@@ -1,0 +1,178 @@
+"""The table's rules about a run's course, beside the verdict's (`rules.RULES`): when a
+live look stops a run (`LIVE_RULES`, over a `LiveEvidence` of the samples so far) and
+whether a confirmation round counts (`ROUND_RULES`, over a `RoundEvidence`). Each is a
+`rules.Rule` (id, what it does, when, thresholds, test), the first that fires decides,
+docs/verdicts.md lists them with the verdict's (`rules.rules_markdown`), and the
+decision records the id that fired (`LiveDecision.rule`, `Round.rule`), so `--why`
+names it. The figures the tests compare are read in `sequential.decided` and
+`rounds.judged`; the thresholds are compared here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.analysis.rules import RULES, Rule, first_of
+from harness.thresholds import AnalysisConfig
+
+# What a live look does.
+STOP_LEAK, STOP_OK, RUN_ON = "stop: leak", "stop: ok", "run on"
+# What a round does.
+COUNTS, LEFT_OUT = "counts", "left out"
+
+
+@dataclass(frozen=True)
+class LiveEvidence:
+    """What a live look read of the samples so far (`sequential.decided`).
+
+    Attributes:
+        leak: The memory rules read a leak: its carrier ("" none).
+        grown: What that carrier grew (bytes).
+        large: `leak_large_bytes`.
+        stable: Every needed source's slope interval is under `ok_floor_bytes`: the
+            first of them ("" not so).
+        measured: The share of its time budget the run has measured (1 without one).
+        ok_share: `live_ok_share`.
+        rose: Whether the step times so far rose (`stepreading.rose`), read only where
+            the rule that asks it is reached (it reads every step).
+    """
+
+    leak: str = ""
+    grown: float = 0.0
+    large: float = 0.0
+    stable: str = ""
+    measured: float = 1.0
+    ok_share: float = 0.0
+    rose: Callable[[], bool] = bool
+
+
+LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
+    Rule("live-leak", STOP_LEAK, "the memory rules read a leak (rule `leak`) and its "
+         "carrier grew past `leak_large_bytes`: growth that matters whatever it is; a "
+         "smaller one runs on to its budget, which may still show it level off",
+         ("leak_large_bytes",),
+         lambda ev: ev.leak if ev.leak and ev.grown >= ev.large else None),
+    Rule("live-early", RUN_ON, "memory reads flat, but the run has measured less than "
+         "`live_ok_share` of its time budget: growth that starts later reads flat until "
+         "it starts", ("live_ok_share",),
+         lambda ev: "budget" if ev.stable and ev.measured < ev.ok_share else None),
+    Rule("live-rising", RUN_ON, "memory reads flat, but the step times so far rose "
+         "(late slower than early): an `ok` is no slowdown too, read over the whole run",
+         (), lambda ev: "steps" if ev.stable and ev.rose() else None),
+    Rule("live-ok", STOP_OK, "every needed source's slope interval lies under "
+         "`ok_floor_bytes` (the heap, the GPU and the framework's allocator where read, "
+         "else USS and RSS; the worker processes' USS wherever any sample carried it)",
+         ("ok_floor_bytes",), lambda ev: ev.stable or None),
+    Rule("live-run-on", RUN_ON, "none of the above: the run goes on to its budget or its "
+         "cap", (), lambda ev: "run"),
+)
+
+
+def live_rule(ev: LiveEvidence) -> tuple[Rule[LiveEvidence], str]:
+    """The live look's rule that fires on `ev`, and what it names."""
+    return first_of(ev, LIVE_RULES)
+
+
+@dataclass(frozen=True)
+class RoundEvidence:
+    """What a confirmation round's two runs showed (`rounds.judged`).
+
+    Attributes:
+        failed: Why a run of the round failed or measured no step ("" none).
+        apart: Why the runs' CPU speeds leave the change resting on the correction
+            (`rounds.speed_reason`; "" not so).
+        busy: Why a run waited for a CPU `busy_share` of its step or more
+            (`rounds.busy_reason`; "" not so).
+        agrees: CPU time per step lies on the wall clock's side of `min_ratio`.
+    """
+
+    failed: str = ""
+    apart: str = ""
+    busy: str = ""
+    agrees: bool = False
+
+
+ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
+    Rule("round-failed", LEFT_OUT, "a run of the round failed or measured no step", (),
+         lambda ev: ev.failed or None),
+    Rule("round-speeds", LEFT_OUT, "its two runs ran at CPU speeds more than "
+         "`speed_spread` apart, and the change rests on putting them at one speed (as "
+         "measured and at one speed on different sides of `min_ratio`): that holds for "
+         "CPU-bound work only", ("speed_spread", "min_ratio"),
+         lambda ev: ev.apart or None),
+    Rule("round-busy-agrees", COUNTS, "a run waited for a CPU `busy_share` of its step "
+         "time or more, but CPU time per step (no waiting in it) reads the change on the "
+         "wall clock's side of `min_ratio`: the change is the step's own",
+         ("busy_share", "min_ratio"),
+         lambda ev: "cpu" if ev.busy and ev.agrees else None),
+    Rule("round-busy", LEFT_OUT, "a run waited for a CPU `busy_share` of its step time or "
+         "more (a busy host), and CPU time per step does not agree or was not recorded: "
+         "load can make that change", ("busy_share",), lambda ev: ev.busy or None),
+    Rule("round", COUNTS, "none of the above", (), lambda ev: "round"),
+)
+
+
+def round_rule(ev: RoundEvidence) -> tuple[Rule[RoundEvidence], str]:
+    """The round's rule that fires on `ev`, and what it names."""
+    return first_of(ev, ROUND_RULES)
+
+
+# The marks docs/verdicts.md puts around each table (`rules.doc_with_rules` fills them).
+DOC_TABLES: tuple[tuple[str, str, tuple[Rule[Any], ...], str], ...] = (
+    ("<!-- the live look's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the live look's rules -->", LIVE_RULES, "the run"),
+    ("<!-- the rounds' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the rounds' rules -->", ROUND_RULES, "the round"),
+)
+
+
+def _num(value: object) -> str:
+    if isinstance(value, int | float) and float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def rules_markdown(defaults: Mapping[str, object],
+                   rules: Sequence[Rule[Any]] = RULES, says: str = "decides") -> str:
+    """A table of rules for docs/verdicts.md (the verdict's by default; `runrules`'s
+    too), with the thresholds' defaults; `says`: the head of what a rule does."""
+    lines = [f"| # | rule | {says} | when | thresholds (default) |", "|---|---|---|---|---|"]
+    for k, rule in enumerate(rules, 1):
+        said = ", ".join(f"`{t}` ({_num(defaults[t])})" for t in rule.thresholds) or "-"
+        mark = " (memory)" if rule.memory else ""
+        lines.append(f"| {k} | `{rule.id}`{mark} | {rule.says} | {rule.when} | {said} |")
+    return "\n".join(lines) + "\n"
+
+
+DOC_BEGIN = "<!-- the rules: made by harness.analysis.runrules.rules_markdown; do not edit -->"
+DOC_END = "<!-- end of the rules -->"
+
+
+def _with_table(text: str, begin: str, end: str, table: str) -> str:
+    head, found, rest = text.partition(begin)
+    if not found:
+        return text
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n{table}{end}{tail}"
+
+
+def doc_with_rules(text: str, defaults: Mapping[str, object]) -> str:
+    """docs/verdicts.md's text with its generated tables of rules made anew (between
+    `DOC_BEGIN` and `DOC_END`; the tables of a run's course between their own marks,
+    `runrules.DOC_TABLES`)."""
+    out = _with_table(text, DOC_BEGIN, DOC_END, rules_markdown(defaults))
+    for begin, end, table, says in DOC_TABLES:
+        out = _with_table(out, begin, end, rules_markdown(defaults, table, says))
+    return out
+
+
+if __name__ == "__main__":     # python -m harness.analysis.runrules docs/verdicts.md
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    path = Path(sys.argv[1])
+    made = doc_with_rules(path.read_text(), {
+        f.name: getattr(AnalysisConfig(), f.name) for f in dataclasses.fields(AnalysisConfig)})
+    path.write_text(made)

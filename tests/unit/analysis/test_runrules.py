@@ -1,0 +1,79 @@
+"""The rules of a run's course in the one table (issue 61 point 6): when a live look
+stops a run and whether a confirmation round counts are rules (`analysis.runrules`), the
+first that fires decides, its id is kept and `--why` names it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from fakeruntime import Behaviour
+from sweepkit import FakeSweep
+
+from harness.analysis.runrules import (
+    COUNTS,
+    LEFT_OUT,
+    LIVE_RULES,
+    ROUND_RULES,
+    RUN_ON,
+    STOP_OK,
+    LiveEvidence,
+    RoundEvidence,
+    live_rule,
+    round_rule,
+)
+from harness.cli import main
+from harness.thresholds import AnalysisConfig
+
+
+@pytest.mark.parametrize("table", [LIVE_RULES, ROUND_RULES])
+def test_each_table_is_named_once_reads_settings_and_ends_in_a_rule_that_fires(
+        table: tuple) -> None:  # type: ignore[type-arg]
+    names = {f.name for f in dataclasses.fields(AnalysisConfig)}
+    assert len({r.id for r in table}) == len(table)
+    for rule in table:
+        assert set(rule.thresholds) <= names, rule.id
+    empty = LiveEvidence() if table is LIVE_RULES else RoundEvidence()
+    assert table[-1].test(empty) is not None
+
+
+def test_the_live_look_s_rules_in_order() -> None:
+    flat = LiveEvidence(stable="heap", measured=0.3, ok_share=0.5)
+    assert live_rule(flat)[0].id == "live-early" and live_rule(flat)[0].says == RUN_ON
+    later = dataclasses.replace(flat, measured=0.6)
+    assert live_rule(later)[0].id == "live-ok" and live_rule(later)[0].says == STOP_OK
+    rising = dataclasses.replace(later, rose=lambda: True)
+    assert live_rule(rising)[0].id == "live-rising"
+    small = LiveEvidence(leak="heap", grown=1e6, large=256e6)
+    assert live_rule(small)[0].id == "live-run-on"
+    large = dataclasses.replace(small, grown=300e6)
+    assert live_rule(large)[0].id == "live-leak"
+
+
+def test_the_rounds_rules_in_order() -> None:
+    assert round_rule(RoundEvidence(failed="exit 1", busy="b"))[0].says == LEFT_OUT
+    assert round_rule(RoundEvidence(apart="speeds", busy="b", agrees=True))[0].id == \
+        "round-speeds"
+    assert round_rule(RoundEvidence(busy="b", agrees=True))[0].says == COUNTS
+    assert round_rule(RoundEvidence(busy="b"))[0].id == "round-busy"
+    assert round_rule(RoundEvidence())[0].id == "round"
+
+
+def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN v2 1.3x slower; its confirmation runs (shorter) on a busy host, CPU time
+    # recorded in its first round only as it changes
+    def behave(cell):  # type: ignore[no-untyped-def]
+        slow = cell.image.label == "v2"
+        busy = cell.settings.iterations < 300
+        return Behaviour(step_s=0.0013 if slow else 0.001,
+                         rq_share=0.8 if busy else 0.0,
+                         cpu_s=(0.00025 if slow else 0.0002) if busy else None)
+
+    run = fake_sweep(["v1", "v2"], behave, report=True, plan=True,
+                     defaults={"iterations": 400, "warmup": 20, "repeats": 0})
+    res = run.outcome.results["v2.gpu0.loop"]
+    assert res.verdict == "regression", res.reason
+    assert main(["report", str(run.root), "--why", res.id]) == 0
+    out = capsys.readouterr().out
+    assert "round 1: rule round-busy-agrees: counts" in out, out
