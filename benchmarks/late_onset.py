@@ -55,16 +55,28 @@ def step(state):
         KEEP.append(bytearray(state["rate"]))
 '''
 
-# name: (params, what it is)
+# name: (params, what it is); times in seconds after setup. WARM: the 200 warm-up calls
+# of 3 ms; "frac" a share of the budget after them (a 5 s budget's values are shown).
+WARM = 0.65
 CASES: dict[str, tuple[dict[str, object], str]] = {
-    "late_leak_30pct": ({"onset_s": 2.15, "rate": 1024}, "leak"),
-    "late_leak_60pct": ({"onset_s": 3.65, "rate": 2048}, "leak"),
+    "late_leak_30pct": ({"onset_frac": 0.3, "rate": 1024}, "leak"),        # 2.15 s
+    "late_leak_60pct": ({"onset_frac": 0.6, "rate": 2048}, "leak"),        # 3.65 s
     "leak_from_1_5s": ({"onset_s": 1.5, "rate": 2048}, "leak"),
     "flat": ({"onset_s": 0.0, "rate": 0}, "control"),
-    "late_cache": ({"onset_s": 2.15, "rate": 1024, "stop_s": 2.65}, "control"),
+    "late_cache": ({"onset_frac": 0.3, "rate": 1024, "stop_frac": 0.4}, "control"),
     "early_cache": ({"onset_s": 0.0, "rate": 1024, "stop_s": 1.0}, "control"),
 }
 QUICK = ("late_leak_30pct", "flat")
+
+
+def params_for(name: str, budget: float) -> dict[str, object]:
+    """A case's scenario params at this budget (shares of it turned into seconds)."""
+    out = dict(CASES[name][0])
+    for key in ("onset", "stop"):
+        frac = out.pop(f"{key}_frac", None)
+        if isinstance(frac, float):
+            out[f"{key}_s"] = round(WARM + frac * budget, 3)
+    return out
 
 
 def truth(params: dict[str, object], seconds: float) -> str:
@@ -95,8 +107,8 @@ print(json.dumps([n, rate(seen[0], seen[third]), rate(seen[-third], seen[-1])]))
 def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, object]]:
     """Each case's cell as `harness sweep` decides it."""
     (tmp / "late.py").write_text(SCENARIO)
-    scen = "\n".join(f"    - {{script: late.py, id: {n}, params: {json.dumps(CASES[n][0])}}}"
-                     for n in names)
+    scen = "\n".join(f"    - {{script: late.py, id: {n}, params: "
+                     f"{json.dumps(params_for(n, budget))}}}" for n in names)
     (tmp / "m.yaml").write_text(
         f"name: late\nruntime: local\ndefaults: {{budget: {budget:g}s}}\nmatrix:\n"
         f"  image:\n    - {{name: py, python: {sys.executable}}}\n  scenario:\n{scen}\n")
@@ -125,7 +137,8 @@ def full_run(tmp: Path, budget: float, name: str) -> tuple[str, str, int, float,
     out.unlink(missing_ok=True)
     subprocess.run([sys.executable, str(ROOT / "harness" / "agent" / "agent.py"),
                     "--scenario", str(tmp / "late.py"), "--params",
-                    json.dumps(CASES[name][0]), "--iterations", "1000000", "--warmup", "200",
+                    json.dumps(params_for(name, budget)), "--iterations", "1000000",
+                    "--warmup", "200",
                     "--out", str(out), "--quiet", "--no-gpu", "--budget", f"{budget:g}",
                     "--budget-min", str(BUDGET_MIN_CALLS), "--max-overhead", "0.05"],
                    cwd=tmp, env={**os.environ, "PYTHONMALLOC": "malloc",
@@ -160,7 +173,8 @@ def main() -> int:
         tmp = Path(d)
         if args.truth:
             for n in names:
-                print(f"truth {n}: {truth(CASES[n][0], budget + 0.7)}", flush=True)
+                print(f"truth {n}: {truth(params_for(n, budget), budget + 0.7)}",
+                      flush=True)
         t = time.monotonic()
         cells = swept(tmp, budget, names)
         print(f"harness sweep, budget {budget:g} s ({time.monotonic() - t:.1f} s):")

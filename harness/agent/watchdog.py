@@ -10,7 +10,9 @@ gigabytes, held in C) cannot stop itself: past twice the limit (at most KILL_SHA
 what was free), or GRACE_S after asking, the watchdog kills the agent and writes the end
 record in its place. Before it is armed (import, setup and the first call, which may
 build a CUDA context or compile) only STOP_SHARE of the memory free at the start
-counts, and past it the agent is killed at once. Stdlib only, Python 3.6+.
+counts, and past it the agent is killed at once. Where a cgroup's memory limit holds
+the cell, the kernel's OOM killer acts inside it and only --stop-growth counts.
+Stdlib only, Python 3.6+.
 """
 import json
 import os
@@ -67,6 +69,18 @@ def _read(path):
         return None
 
 
+def limited():
+    """Whether a memory limit of this process's cgroup, or of one above it, holds it:
+    then the kernel's OOM killer acts inside the cell (its ending reads `oom`, with its
+    peak), never on the host, and the shares of the free memory do not apply."""
+    for d in _cgroup_dirs():
+        for name in ("memory.max", "memory.limit_in_bytes"):
+            text = _read(os.path.join(d, name))
+            if text is not None and text.isdigit() and int(text) < (1 << 60):
+                return True
+    return False
+
+
 def free_memory():
     """Bytes this cell could still use: the lowest memory limit of its cgroup and the
     ones above it (a cell's cgroup inside a limited one) less its usage, where one has a
@@ -100,7 +114,8 @@ def free_memory():
 
 
 def limit_for(stop_growth, free):
-    """The growth that stops the run: --stop-growth, at most STOP_SHARE of `free`."""
+    """The growth that stops the run: --stop-growth, at most STOP_SHARE of `free` (None:
+    not read, or a cgroup's limit holds the cell)."""
     if free is None:
         return stop_growth
     return min(stop_growth, int(STOP_SHARE * free))
@@ -166,7 +181,9 @@ def start(stop_growth, out_path):
         return None
     agent = os.getpid()
     start_rss = rss_of(agent)
-    free = free_memory()
+    # In a cell a memory limit holds (a container's, a Slurm job's, `mem_limit:`), the
+    # kernel stops it and says so (`oom`, a finding `fit` reads): only --stop-growth.
+    free = None if limited() else free_memory()
     down_r, down_w = os.pipe()     # agent -> watchdog: "arm <rss>"
     up_r, up_w = os.pipe()         # watchdog -> agent: "stop <rss> <grew> <limit>"
     pid = os.fork()
@@ -208,7 +225,7 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
                 parts = line.split()
                 if parts and parts[0] == "arm" and len(parts) == 2:
                     base = int(parts[1])
-                    now_free = free_memory()
+                    now_free = None if free is None else free_memory()
                     limit = limit_for(stop_growth, now_free)
                     # Twice the limit, never past three quarters of what is free.
                     kill_at = 2 * limit if now_free is None else min(

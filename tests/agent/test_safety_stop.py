@@ -110,17 +110,19 @@ def test_the_first_call_s_growth_is_not_counted(tmp_path: Path) -> None:
     assert "memory_stop" not in records[-1] and records[-1]["iterations"] == 200, proc.stderr
 
 
-def test_setup_running_away_in_a_limited_cgroup_is_killed_at_half_its_memory(
-        tmp_path: Path) -> None:
-    # GIVEN the agent in a cgroup of 1 GiB whose setup builds 2 GiB in one call, in C
+def test_in_a_limited_cgroup_the_kernel_stops_it_not_the_watchdog(tmp_path: Path) -> None:
+    """A cell a memory limit holds (a container's, a Slurm job's) is stopped by the
+    kernel's OOM killer inside it, which its ending reads as `oom` with its peak (and
+    `fit` reads to find what fits): the watchdog's shares of the free memory stay out."""
     from harness.runtimes.cellcgroup import CellCgroup
 
-    box = CellCgroup.make("stop-test", 1024 * MiB)
+    # GIVEN the agent in a cgroup of 256 MiB whose setup builds 1 GiB in one call, in C
+    box = CellCgroup.make("stop-test", 256 * MiB)
     if box is None:
         pytest.skip("no memory cgroup can be made here")
     script = write(tmp_path, """
         def setup(params):
-            return b"x" * (2 << 30)
+            return b"x" * (1 << 30)
 
         def step(state):
             pass
@@ -134,8 +136,6 @@ def test_setup_running_away_in_a_limited_cgroup_is_killed_at_half_its_memory(
         ending = box.ending()
     finally:
         box.remove()
-    # THEN the watchdog killed it near half the cgroup's memory, before the kernel had to
-    end = json.loads(out.read_text().splitlines()[-1])
-    assert proc.returncode == -9 and end["memory_stop"]["phase"] == "setup", end
-    assert 400 * MiB <= end["memory_stop"]["grew"] < 800 * MiB, end
-    assert ending.oom_kills == 0
+    # THEN the kernel killed it, and no end record of the watchdog's says otherwise
+    assert proc.returncode == -9 and ending.oom_kills >= 1, (proc.returncode, ending)
+    assert "memory_stop" not in out.read_text()
