@@ -60,6 +60,7 @@ _RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "ok_floor_bytes": (0.0, math.inf, False, False),
     "short_calls": (0, math.inf, True, False),
     "live_ok_share": (0.0, 1.0, True, True),
+    "busy_min_ratio": (1.0, math.inf, True, False),
 }
 
 
@@ -153,6 +154,11 @@ class AnalysisConfig:
             its budget, whose length the total-floor rule turns into sensitivity (a
             16 B/call leak passes the heap's 256 KiB floor in 16,000 calls: a third of
             a second for a 20 us step). psleak and pytest-memray reach 16 B/call.
+        busy_min_ratio: A confirmation round that ran on a busy host counts only where
+            CPU time per step and the wall clock both read no change, or both read a
+            change past this ratio (either way): load inflates both by tens of percent
+            on a shared core (a 1.16x confirmed beside a parallel test suite where a
+            quiet run read 1.0x), never by a factor.
         live_ok_share: A live look stops a budgeted run on `ok` only once its measured
             phase has run this share of its budget: what a run has not reached it has
             not seen, and growth that starts later (a leak from call 300 of a 3 ms
@@ -206,6 +212,7 @@ class AnalysisConfig:
     ok_floor_bytes: float = 16.0
     short_calls: int = 2000
     live_ok_share: float = 0.5
+    busy_min_ratio: float = 1.5
 
     def __post_init__(self) -> None:
         """Check types and ranges of every field.

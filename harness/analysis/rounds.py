@@ -123,7 +123,9 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
         b_s, o_s, speed, apart = at_one_speed(base, other, cfg)
         cpu = cpu_ratio(base, other)
         wall = o_s / b_s if b_s > 0 and o_s > 0 else math.nan
-        agrees = cpu is not None and math.isfinite(wall) and _side(cpu, cfg) == _side(wall, cfg)
+        agrees = cpu is not None and math.isfinite(wall) and _side(cpu, cfg) == _side(
+            wall, cfg) and (_side(wall, cfg) == 0 or min(
+                max(cpu, 1 / cpu), max(wall, 1 / wall)) >= cfg.busy_min_ratio)
     else:
         failed = failed or "a run measured no step"
     busy = busy_reason(base_busy, other_busy, cfg) if not failed else None

@@ -84,7 +84,8 @@ class RoundEvidence:
             (`rounds.speed_reason`; "" not so).
         busy: Why a run waited for a CPU `busy_share` of its step or more
             (`rounds.busy_reason`; "" not so).
-        agrees: CPU time per step lies on the wall clock's side of `min_ratio`.
+        agrees: CPU time per step reads what the wall clock does: both within
+            `min_ratio`, or both past `busy_min_ratio` the same way.
     """
 
     failed: str = ""
@@ -102,9 +103,10 @@ ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
          "CPU-bound work only", ("speed_spread", "min_ratio"),
          lambda ev: ev.apart or None),
     Rule("round-busy-agrees", COUNTS, "a run waited for a CPU `busy_share` of its step "
-         "time or more, but CPU time per step (no waiting in it) reads the change on the "
-         "wall clock's side of `min_ratio`: the change is the step's own",
-         ("busy_share", "min_ratio"),
+         "time or more, but CPU time per step (no waiting in it) reads what the wall "
+         "clock does: both no change (within `min_ratio`), or both a change past "
+         "`busy_min_ratio`, which load does not make: the change is the step's own",
+         ("busy_share", "min_ratio", "busy_min_ratio"),
          lambda ev: "cpu" if ev.busy and ev.agrees else None),
     Rule("round-busy", LEFT_OUT, "a run waited for a CPU `busy_share` of its step time or "
          "more (a busy host), and CPU time per step does not agree or was not recorded: "

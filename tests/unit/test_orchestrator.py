@@ -581,7 +581,7 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
 
 
-@pytest.mark.parametrize("ratio", [10.0, 1.5])
+@pytest.mark.parametrize("ratio", [10.0, 3.8])
 def test_a_slowdown_whose_every_round_ran_busy_is_named_by_cpu_time(
         tmp_path: Path, ratio: float, no_backoff: None) -> None:
     """Issue 61 point 5: every confirmation round of a real slowdown ran on a busy host;
@@ -594,6 +594,17 @@ def test_a_slowdown_whose_every_round_ran_busy_is_named_by_cpu_time(
     assert res.verdict == "regression", res.reason
     assert conf is not None and all(r.excluded is None for r in conf.rounds)
     assert all(r.cpu_ratio is not None and r.cpu_ratio > 1.3 for r in conf.rounds)
+
+
+def test_a_small_change_every_round_busy_is_undecided(tmp_path: Path, no_backoff: None
+                                                     ) -> None:
+    # GIVEN 1.2x, every round busy: load inflates CPU time and the wall clock by tens of
+    # percent (a 1.16x was confirmed beside a parallel test suite where a quiet run read
+    # 1.0x): those rounds are left out, and the cell says it could not settle
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(busy_rounds(
+        {"v2": 0.0012}, cpu_share=0.9)), tmp_path)
+    res = out.results["v2.gpu0.loop"]
+    assert res.verdict == "ambiguous" and res.rule == "unsettled", res.reason
 
 
 def test_identical_images_every_round_busy_stay_ok(tmp_path: Path, no_backoff: None) -> None:
