@@ -74,6 +74,18 @@ def _counter(path: Path, key: str) -> int:
     return 0
 
 
+def _limited(path: Path, version: int) -> bool:
+    """Whether a memory limit holds the cgroup at `path` or one above it."""
+    name = "memory.limit_in_bytes" if version == 1 else "memory.max"
+    for d in (path, *path.parents):
+        if d == ROOT or ROOT not in d.parents:
+            break
+        value = _read_int(d / name)
+        if value is not None and value < 1 << 60:
+            return True
+    return False
+
+
 def vmstat_oom_kills() -> int | None:
     """The kernel's count of OOM kills since boot, host-wide (None: not read)."""
     path = Path("/proc/vmstat")
@@ -89,13 +101,19 @@ class CellCgroup:
     version: int
 
     @classmethod
-    def make(cls, cell_id: str, limit: int | None) -> CellCgroup | None:
+    def make(cls, cell_id: str, limit: int | None, inside_limits: bool = False
+             ) -> CellCgroup | None:
         """A new cgroup for the cell below the harness's own, with `limit` bytes as its
-        memory limit where given; None where the host does not allow one."""
+        memory limit where given; None where the host does not allow one, or (unless
+        `inside_limits`) where a memory limit already holds the harness (a Slurm job's,
+        a container's): that cgroup's own accounting of an OOM kill (Slurm's
+        OUT_OF_MEMORY) must see it, and it holds the cell already."""
         own = _own_memory_cgroup()
         if own is None:
             return None
         parent, version = own
+        if not inside_limits and _limited(parent, version):
+            return None
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cell_id)[:80]
         path = parent / f"harness-{os.getpid()}-{next(_NAMES)}-{safe}"
         try:

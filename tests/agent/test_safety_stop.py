@@ -117,7 +117,7 @@ def test_in_a_limited_cgroup_the_kernel_stops_it_not_the_watchdog(tmp_path: Path
     from harness.runtimes.cellcgroup import CellCgroup
 
     # GIVEN the agent in a cgroup of 256 MiB whose setup builds 1 GiB in one call, in C
-    box = CellCgroup.make("stop-test", 256 * MiB)
+    box = CellCgroup.make("stop-test", 256 * MiB, inside_limits=True)
     if box is None:
         pytest.skip("no memory cgroup can be made here")
     script = write(tmp_path, """

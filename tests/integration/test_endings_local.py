@@ -92,7 +92,7 @@ def step(state):
 
 def test_a_kernel_oom_kill_is_oom_with_its_peak(tmp_path: Path) -> None:
     # GIVEN the sweep run in a cgroup of 512 MiB, and a call that builds 1 GiB
-    box = CellCgroup.make("oom-test", 512 * MiB)
+    box = CellCgroup.make("oom-test", 512 * MiB, inside_limits=True)
     if box is None:
         pytest.skip("no memory cgroup can be made here (cgroup v2 without delegation, "
                     "or no permission)")
@@ -108,7 +108,27 @@ def step(state):
 """, "budget: 2s", argv=box.wrap([]))
     finally:
         box.remove()
-    # THEN it is oom, by the kernel's count in the cell's own cgroup, with its peak
+    # THEN it is oom, by the kernel's count (inside a limited cgroup, as in a Slurm job,
+    # the cell gets no cgroup of its own: the host-wide count), with its peak
     assert cell["verdict"] == "oom", cell["reason"]
-    assert "the kernel's OOM killer killed it in the cell's cgroup" in cell["reason"]
+    assert "the kernel's OOM killer fired during the run" in cell["reason"], cell["reason"]
     assert "peak " in cell["reason"] and code == 1
+
+
+def test_a_cell_has_a_memory_cgroup_of_its_own_where_the_host_allows_one(
+        tmp_path: Path) -> None:
+    # GIVEN a host whose harness process no memory limit holds
+    probe = CellCgroup.make("probe", None)
+    if probe is None:
+        pytest.skip("no memory cgroup of a cell's own here (limited, v2, no permission)")
+    probe.remove()
+    _, cell = sweep(tmp_path, "calm", """
+def setup(params):
+    return None
+
+def step(state):
+    pass
+""", "iterations: 200, warmup: 10")
+    # THEN the cell ran in one, and its peak is the cgroup's
+    assert cell["outcome"]["details"]["cgroup"] == "the cell's own"
+    assert cell["outcome"]["details"]["host_max_usage"] > 0
