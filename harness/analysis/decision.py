@@ -173,7 +173,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             if conf.direction == "slower":
                 worse.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
-            unsettled = conf.unsettled
+            unsettled = conf.unsettled(cfg.min_ratio)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
     if (peaks is not None and peaks.direction == "higher"
