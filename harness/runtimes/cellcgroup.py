@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,14 +150,24 @@ class CellCgroup:
         return Ending(kills, peak, limit if limit is not None and limit < 1 << 60 else None)
 
     def remove(self) -> None:
-        """Remove the cgroup once its processes are gone (a moment after the run)."""
-        for _ in range(20):
+        """Remove the cgroup: what is left in it (the agent's watchdog, a scenario's
+        worker outliving its cell) is killed first, and it is tried for at most 0.2 s,
+        so that a lane ending on Ctrl-C or a reader that left is not held up."""
+        for _ in range(10):
             try:
                 self.path.rmdir()
                 return
             except FileNotFoundError:
                 return
             except OSError:
-                time.sleep(0.05)
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+                self._kill_left()
+                time.sleep(0.02)
+
+    def _kill_left(self) -> None:
+        try:
+            pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
