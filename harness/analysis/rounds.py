@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from harness.analysis.contention import RunStat, speed_scaled
+from harness.analysis.runrules import LEFT_OUT, RoundEvidence, round_rule
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
@@ -116,8 +117,6 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
     time per step agreeing with the wall clock still counts it: load adds waiting,
     which neither holds, and a change seen by both is the step's own; leaving every
     busy round out turned a 15x slowdown seen in each of them into no answer)."""
-    from harness.analysis.runrules import LEFT_OUT, RoundEvidence, round_rule
-
     b_s, o_s, speed, apart, cpu, agrees = 0.0, 0.0, None, None, None, False
     if base is not None and other is not None and not failed:
         b_s, o_s, speed, apart = at_one_speed(base, other, cfg)

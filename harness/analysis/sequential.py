@@ -51,6 +51,7 @@ import numpy as np
 
 from harness.analysis.memory import MemoryReading, memory_reading, risen
 from harness.analysis.rules import CARRIERS
+from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
 from harness.analysis.stepreading import rose, step_reading
 from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
@@ -258,8 +259,6 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     `ok_floor_bytes`, once the run has measured `live_ok_share` of its budget, and its
     steps have not risen). `measured`: the share of its budget the run has measured;
     `rose`: whether its step times so far rose. None: the cell runs on."""
-    from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
-
     mem = reading.memory
     leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
     grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
