@@ -14,8 +14,11 @@ harness's live decision claims no error rate of its own (it is not anytime-valid
 stops on `ok` once every needed source's interval lies below 16 B/call, and on a leak only
 past 256 MiB); the rate here is what a user meets.
 
+With `--busy N`, N busy loops (`python3 -c 'while True: pass'`) run beside the whole
+sweep: the rate on a busy host (issue 61: a busy host never reads as clean, nor as bad).
+
 Run: PYTHONPATH=. python benchmarks/aa_sweeps.py [--copies 3] [--case NAME] [--batch B]
-     [--jobs 2] [--json OUT]      (--quick: two controls, two copies: CI's smoke run)
+     [--jobs 2] [--busy N] [--json OUT]   (--quick: two controls, two copies: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -125,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--copies", type=int, default=3, help="images of each release (>= 2)")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--json", type=Path, metavar="OUT")
+    p.add_argument("--busy", type=int, default=0, metavar="N",
+                   help="N busy loops beside the sweeps (a loaded host)")
     p.add_argument("--quick", action="store_true", help=f"CI: {', '.join(QUICK)}, 2 copies")
     p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
                    help="each cell's length: budget (5 s), calls (max_iterations: 2000, "
@@ -142,15 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         p.error("no clean release among the cases chosen")
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="aa-") as tmp, \
-            ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length)
-                   for c, role, r in todo]
-        pairs = []
-        for (c, _, r), fut in zip(todo, futures, strict=True):
-            pairs.append(fut.result())
-            print(f"  {c.slug} {r}: done ({time.perf_counter() - started:.0f} s)",
-                  file=sys.stderr, flush=True)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(max(0, args.busy))]
+    try:
+        with tempfile.TemporaryDirectory(prefix="aa-") as tmp, \
+                ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length)
+                       for c, role, r in todo]
+            pairs = []
+            for (c, _, r), fut in zip(todo, futures, strict=True):
+                pairs.append(fut.result())
+                print(f"  {c.slug} {r}: done ({time.perf_counter() - started:.0f} s)",
+                      file=sys.stderr, flush=True)
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
     # A release whose own truth grows (`Case.grows`) is no clean release: said apart
     growing = [pr for pr in pairs if pr.case.grows(pr.release)]
     pairs = [pr for pr in pairs if not pr.case.grows(pr.release)]
@@ -158,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     versus = [v for pr in pairs for v, _ in pr.versus if v != "not compared"]
     print(f"{len(pairs)} clean releases x {copies} images of the same pins "
           f"({len(within)} cells, {len(versus)} comparisons), length {args.length} "
-          f"({LENGTHS[args.length] or 'no length key'})")
+          f"({LENGTHS[args.length] or 'no length key'}), {args.busy} busy loops beside")
     print(rate_line("within run", within))
     print(rate_line("vs baseline", versus))
     secs = sorted(s for pr in pairs for s in pr.seconds)
