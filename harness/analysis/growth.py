@@ -36,13 +36,15 @@ effective-sample-size correction of Yue and Wang, 2004).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import cast
 
 import numpy as np
 
 from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, late_points, theil_sen
+from harness.analysis.trendrules import CREEP_MARGIN, TREND_RULES, TrendEvidence, trend_rule
 from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
 
@@ -176,8 +178,6 @@ def _fill_amplitude(x: FloatArray, y: FloatArray, cfg: AnalysisConfig, nested: b
 
 
 
-NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
-NEAR_FLOOR_DECAY = 0.9      # ... with the late slope under this share of the whole one
 def memory_trend(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
 ) -> MemoryTrend:
@@ -219,7 +219,10 @@ def trend_and_fill(
             "pass one iteration index per sample"
         )
     n = y.size
-    if n < max(cfg.min_samples if min_samples is None else min_samples, 2) or x[-1] <= x[0]:
+    first = TrendEvidence(cfg, n, cfg.min_samples if min_samples is None else min_samples,
+                          float(x[-1] - x[0]) if n else 0.0, per_call=per_call,
+                          creep_calls=creep_calls)
+    if TREND_RULES[0].test(first) is not None:    # `too-few`: nothing to fit
         return _insufficient(source, y, cfg), None
     edge = max(1, min(5, n // 10))
     start, end, peak = float(np.median(y[:edge])), float(np.median(y[-edge:])), float(y.max())
@@ -239,10 +242,10 @@ def trend_and_fill(
     # Memory that fell back by D (GC, arena trim) shows the series swings by D without
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown(by))
-    found = _memory_kind(whole, late, growth, end - start, floor, span, cfg, per_call,
-                         creep_calls)
-    creep = found == "creep"        # steady growth under both floors: ambiguous
-    kind: MemoryKind = "ambiguous" if found == "creep" else found
+    rule, _ = trend_rule(dataclasses.replace(first, whole=whole, late=late, growth=growth,
+                                             rise=end - start, floor=floor))
+    creep = rule.says == "creep"        # steady growth under both floors: ambiguous
+    kind = cast(MemoryKind, "ambiguous" if creep else rule.says)
     missed = missed_rate(whole, late, floor, span, cfg, per_call)
     fill = None
     if kind == "leak":
@@ -297,31 +300,6 @@ def _insufficient(source: str, y: FloatArray, cfg: AnalysisConfig) -> MemoryTren
                        start, end, peak, "insufficient", floor)  # fmt: skip
 
 
-def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConfig) -> bool:
-    """The per-call rule: the whole slope's interval lies wholly above the per-call
-    floor (`live_floor_bytes`), the growth passes `live_min_growth_bytes`, and it does
-    not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
-    interval above zero). Such growth is never `ok`, however small its total against
-    the source's floor: it is a leak, or (`fill_check`) a cache still filling."""
-    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
-
-
-def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
-             cfg: AnalysisConfig, most: float = math.inf) -> bool:
-    """The per-call rule at `ok_floor_bytes` (16 B/call) in place of `live_floor_bytes`:
-    growth too small for either leak rule yet, but steady. Not `ok` (issue 49: a leak of
-    84 B/call read `ok` over 2,000 calls of a 14 us step), not a leak until a run long
-    enough for its growth to pass the source's floor says so (`creep_rerun`), where one
-    can, in at most `most` calls and `CREEP_MAX_CALLS`: a floor set so high that no such
-    run would pass it says that growth does not matter, and for a slow step a few bytes
-    a call are not worth minutes of running (issue 49: seconds, not calls)."""
-    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
-                         cfg, cfg.ok_floor_bytes) \
-        and CREEP_MARGIN * floor / whole.lo <= min(most, CREEP_MAX_CALLS)
-
-
-CREEP_MARGIN = 2.0      # a creep's next run: this many times the calls its floor needs
-CREEP_MAX_CALLS = 1_000_000     # the most a budgeted run makes (matrixfile.BUDGET_CAP)
 CREEP_MAX_S = 30.0      # the longest run a creep asks for, at the run's pace
 
 
@@ -330,50 +308,3 @@ def creep_rerun(t: MemoryTrend) -> int:
     lower bound to pass its floor `CREEP_MARGIN` times over (the total-floor rule reads
     the late slope's lower bound, which is lower)."""
     return math.ceil(CREEP_MARGIN * t.floor / max(t.slope_lo, 1.0))
-
-
-def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
-    """`steady_above` read back from a trend's own figures (what a reader can check)."""
-    return per_call_rule(t.slope_lo, t.growth, t.late_slope, t.late_lo, t.slope, cfg)
-
-
-def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
-                  cfg: AnalysisConfig, floor: float | None = None) -> bool:
-    return (lo > (cfg.live_floor_bytes if floor is None else floor)
-            and growth >= cfg.live_min_growth_bytes
-            and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
-
-
-def _memory_kind(
-    whole: SlopeFit,
-    late: SlopeFit,
-    growth: float,
-    rise: float,
-    floor: float,
-    span: float,
-    cfg: AnalysisConfig,
-    per_call: bool = True,
-    creep_calls: float = math.inf,
-) -> MemoryKind | Literal["creep"]:
-    trending = whole.lo > 0.0 and growth > floor
-    if per_call and steady_above(whole, late, span, cfg):
-        return "leak"
-    # Still growing means even the late slope's lower bound, kept up over the whole
-    # span, passes the floor: a creep, or one level shift late on, is not enough.
-    if trending and late.lo * span > floor:
-        # Growth that slows and ends barely over the floor (a short run of a warming
-        # cache or allocator) is not a leak until a longer run says so.
-        slowing = late.slope < NEAR_FLOOR_DECAY * whole.slope
-        return "ambiguous" if slowing and growth < NEAR_FLOOR_MULTIPLE * floor else "leak"
-    # A ratchet or a filled buffer shows as a rise between the first and last samples
-    # even where a straight line fits it badly.
-    if trending or rise > floor:
-        # Against the mean rate of rise as well: Theil-Sen all but ignores a few steps.
-        rate = max(whole.slope, rise / span)
-        stalled = late.hi < cfg.stall_fraction * rate or late.hi * span <= floor
-        return "plateau" if stalled else "ambiguous"
-    if per_call and creeping(whole, late, span, floor, cfg, creep_calls):
-        return "creep"
-    if growth <= floor:
-        return "stable"
-    return "ambiguous"

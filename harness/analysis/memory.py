@@ -32,6 +32,7 @@ from harness.analysis.rules import (
     Evidence,
     memory_rule,
 )
+from harness.analysis.trendrules import GARBAGE, CollectedEvidence, collected_rule
 from harness.analysis.trends import (
     MemoryTrend,
     missed_text,
@@ -230,17 +231,16 @@ def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
     that ends before the first such collection would otherwise read it as a leak, or as
     undecided. A leak keeps what it grew, collection or not. None when that is not so."""
     got = (series.end or {}).get("collected")
-    if heap.kind not in ("leak", "ambiguous") or not isinstance(got, dict):
-        return None
-    before, after = got.get("heap"), got.get("heap_after")
+    before = after = None
+    if isinstance(got, dict):
+        before, after = got.get("heap"), got.get("heap_after")
     if not isinstance(before, int) or not isinstance(after, int):
         return None
+    rule, _ = collected_rule(CollectedEvidence(heap.kind, heap.creep, before - heap.start,
+                                               after - heap.start, heap.floor))
+    if rule.says != GARBAGE:
+        return None
     grew, kept = before - heap.start, after - heap.start
-    if heap.kind == "leak" and (grew <= 0 or kept > grew / 2 or kept > heap.floor):
-        return None
-    if heap.kind == "ambiguous" and (kept > heap.floor / 2
-                                    or (heap.creep and kept > grew / 2)):
-        return None
     return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "
                    f"after the last call gave back {(before - after) / 1024:.0f} KiB, and "
                    f"it keeps {kept / 1024:+.0f} KiB: cyclic garbage, not a leak")

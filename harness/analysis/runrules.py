@@ -1,6 +1,7 @@
 """The table's rules about a run's course, beside the verdict's (`rules.RULES`): when a
-live look stops a run (`LIVE_RULES`, over a `LiveEvidence` of the samples so far) and
-whether a confirmation round counts (`ROUND_RULES`, over a `RoundEvidence`). Each is a
+live look stops a run (`LIVE_RULES`, over a `LiveEvidence` of the samples so far),
+whether a confirmation round counts (`ROUND_RULES`, over a `RoundEvidence`) and whether
+an undecided cell runs again, and how (`RERUN_RULES`, over a `RerunEvidence`). Each is a
 `rules.Rule` (id, what it does, when, thresholds, test), the first that fires decides,
 docs/verdicts.md lists them with the verdict's (`rules.rules_markdown`), and the
 decision records the id that fired (`LiveDecision.rule`, `Round.rule`), so `--why`
@@ -13,7 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.rules import RULES, Rule, first_of
+from harness.analysis.rules import RULES
+from harness.analysis.table import Rule, first_of
+from harness.analysis.trendrules import GARBAGE_RULES, TREND_RULES
 from harness.thresholds import AnalysisConfig
 
 # What a live look does.
@@ -120,12 +123,84 @@ def round_rule(ev: RoundEvidence) -> tuple[Rule[RoundEvidence], str]:
     return first_of(ev, ROUND_RULES)
 
 
+AGAIN, STANDS = "runs again", "stands"
+# The next attempt's kinds, by the facts of the last (`RerunEvidence.kind`).
+CALLS, BUDGET, LONGER = "calls", "budget", "longer"
+
+
+@dataclass(frozen=True)
+class RerunEvidence:
+    """What decides whether an undecided cell runs again, and how (`stages.attempts`).
+
+    Attributes:
+        undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
+        spent: Its repeats are spent.
+        script: A whole script ran once (the agent's script mode).
+        budgeted: It runs for a time budget.
+        short: Its budget ended it after too few calls (rule `short`).
+        capped: Its cap, not its budget, ended it (rule `capped`).
+        seconds: What the next attempt of a kind would take at this run's pace.
+        timeout: The cell's timeout (s).
+    """
+
+    undecided: bool = False
+    spent: bool = False
+    script: bool = False
+    budgeted: bool = False
+    short: bool = False
+    capped: bool = False
+    seconds: Callable[[str], float] = lambda kind: 0.0
+    timeout: float = float("inf")
+
+    @property
+    def kind(self) -> str:
+        """The next attempt its facts call for: until more calls (cut short), a longer
+        budget, or more calls (a run of fixed length)."""
+        return CALLS if self.budgeted and self.short else BUDGET if self.budgeted else LONGER
+
+
+RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
+    Rule("rerun-decided", STANDS, "its verdict is decided: not one a longer run may settle "
+         "(ambiguous)", (), lambda ev: "verdict" if not ev.undecided else None),
+    Rule("rerun-spent", STANDS, "its repeats are spent (`repeats:`)", (),
+         lambda ev: "repeats" if ev.spent else None),
+    Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
+         (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-cap", AGAIN, "its cap, not its budget, ended it (rule `capped`): the same "
+         "budget, its cap raised to what the budget holds at this pace (or the calls the "
+         "verdict asks, if more)", (), lambda ev: "cap" if ev.budgeted and ev.capped else None),
+    Rule("rerun-timeout", STANDS, "the next attempt (below) would take past the cell's "
+         "timeout at this run's pace: said, with `timeout:` to raise", (),
+         lambda ev: ev.kind if ev.seconds(ev.kind) > ev.timeout else None),
+    Rule("rerun-calls", AGAIN, "its budget ended it after too few calls (rule `short`): "
+         "the same budget, run until the calls the rule asks", (),
+         lambda ev: CALLS if ev.kind == CALLS else None),
+    Rule("rerun-budget", AGAIN, "a budgeted run: its budget times 2, or the calls the "
+         "verdict asks over the calls made (4 where a filling cache could explain the "
+         "growth), its cap alike", (), lambda ev: BUDGET if ev.kind == BUDGET else None),
+    Rule("rerun-longer", AGAIN, "a run of fixed length: twice the calls, or the calls the "
+         "verdict asks (a fill 4x, a creep what passes its floor), and at least what "
+         "deciding from step samples needs", (), lambda ev: LONGER),
+)
+
+
+def rerun_rule(ev: RerunEvidence) -> tuple[Rule[RerunEvidence], str]:
+    """The re-run's rule that fires on `ev`, and what it names."""
+    return first_of(ev, RERUN_RULES)
+
+
 # The marks docs/verdicts.md puts around each table (`rules.doc_with_rules` fills them).
 DOC_TABLES: tuple[tuple[str, str, tuple[Rule[Any], ...], str], ...] = (
     ("<!-- the live look's rules: made by harness.analysis.runrules; do not edit -->",
      "<!-- end of the live look's rules -->", LIVE_RULES, "the run"),
     ("<!-- the rounds' rules: made by harness.analysis.runrules; do not edit -->",
      "<!-- end of the rounds' rules -->", ROUND_RULES, "the round"),
+    ("<!-- the re-runs' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the re-runs' rules -->", RERUN_RULES, "the cell"),
+    ("<!-- the memory kinds' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the memory kinds' rules -->", TREND_RULES, "the source's kind"),
+    ("<!-- the collection's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the collection's rules -->", GARBAGE_RULES, "the heap"),
 )
 
 

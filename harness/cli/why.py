@@ -81,9 +81,17 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
 
 
 def course_said(res: CellResult) -> list[str]:
-    """The rules of its run's course that decided (`analysis.runrules`): where a live
-    look stopped it, and whether each confirmation round counted."""
+    """The rules of its run's course that decided (`analysis.runrules`): whether each
+    attempt ran again, where a live look stopped it, and whether each confirmation round
+    counted."""
+    from harness.analysis.runrules import RERUN_RULES
+
+    says = {r.id: r.says for r in RERUN_RULES}
     out: list[str] = []
+    for k, a in enumerate(res.attempts, 1):
+        if a.rerun:
+            out.append(f"attempt {k} ({a.verdict}): rule {a.rerun}: the cell "
+                       f"{says.get(a.rerun, 'ran on')}")
     live = res.live
     if live is not None and live.rule:
         out.append(f"live look: rule {live.rule} stopped the run at call "

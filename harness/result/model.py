@@ -172,6 +172,7 @@ class Attempt:
     verdict: Verdict
     reason: str
     iterations: int
+    rerun: str = ""       # the re-run rule that fired after it (`runrules.RERUN_RULES`)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import RUN_LONGER
+from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
 from harness.matrixfile.model import BUDGET_CAP, Cell, RunSettings
 from harness.preflight import decidable_iterations
 from harness.protocol.ingest import read_samples
@@ -100,97 +101,98 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
             return
 
 
+@dataclass(frozen=True)
+class _Next:
+    """A next attempt: its settings, what it runs ("2,000 calls"), the seconds it would
+    take at this run's pace, and how progress says it."""
+
+    settings: RunSettings
+    what: str
+    seconds: float
+    said: str
+
+
 def _longer(ctx: Context, run: CellRun) -> bool:
-    """Lengthen an ambiguous cell for one more attempt; False: it stands as it is."""
+    """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
+    (`runrules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
+    on that attempt. False: it stands as it is."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
-    if verdict.verdict not in RUN_LONGER or run.repeats_used > run.cell.settings.repeats:
-        return False
-    if run.series is not None and (run.series.end or {}).get("mode") == "script":
-        return False    # a whole script runs once: more iterations change nothing
-    # Undecided growth needs a longer look, not the same look again: twice as long (or
-    # the length the verdict asks for: growth a filling cache could still explain runs
-    # 4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
-    # step samples alone. In early-stop mode the agent runs up to max_iterations: that
-    # is what grows.
-    if (budget := s.run_budget) is not None:
-        return _longer_budget(ctx, run, budget)
-    calls = max(verdict.rerun or s.agent_iterations * 2, decidable_iterations(s, ctx.cfg))
-    cid = run.cell.id
-    if _past_timeout(ctx, run, f"{calls} iterations",
-                     run.run_s * calls / max(1, s.agent_iterations)):
-        return False
-    _run_as(run, dataclasses.replace(s, iterations=calls) if s.max_iterations is None
-            else dataclasses.replace(s, max_iterations=calls))
-    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again with {calls} "
-                 f"iterations ({run.repeats_used}/{run.cell.settings.repeats})")
-    return True
-
-
-def _longer_budget(ctx: Context, run: CellRun, budget: float) -> bool:
-    """A budgeted cell's next attempt: the budget times the same factor a fixed run's
-    calls grow by (4 where a filling cache could explain the growth, else 2), its cap
-    raised alike; False where it would pass the cell's timeout."""
-    verdict, s = run.verdict, run.running.settings
-    assert verdict is not None and s.max_iterations is not None
-    ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
-    cid = run.cell.id
     facts = verdict.facts
-    if facts is not None and facts.short:
-        return _more_calls(ctx, run, max(facts.budget_calls, verdict.rerun or 0), ran)
-    held = facts.budget_calls if facts is not None else 0
-    if held:
-        # Its cap, not its budget, ended the run (`analysis.facts.capped_at`): the same
-        # budget, the cap raised to what the budget holds at this pace (or the calls the
-        # verdict asks, if more).
-        cap = max(min(BUDGET_CAP, max(verdict.rerun or 0, held)), s.max_iterations * 2,
-                  decidable_iterations(s, ctx.cfg))
-        _run_as(run, dataclasses.replace(s, max_iterations=cap))
-        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for up to "
-                     f"{cap:,} calls in {budget:.3g} s ({run.repeats_used}/"
-                     f"{run.cell.settings.repeats})")
-        return True
-    factor = max(2.0, (verdict.rerun or 0) / ran)
+    plans: dict[str, _Next] = {}
+
+    def plan(kind: str) -> _Next:
+        if kind not in plans:
+            plans[kind] = _next(ctx, run, kind)
+        return plans[kind]
+
+    ev = RerunEvidence(
+        undecided=verdict.verdict in RUN_LONGER,
+        spent=run.repeats_used > run.cell.settings.repeats,
+        script=run.series is not None and (run.series.end or {}).get("mode") == "script",
+        budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
+        capped=facts is not None and bool(facts.budget_calls) and not facts.short,
+        seconds=lambda kind: plan(kind).seconds, timeout=s.timeout)
+    rule, named = rerun_rule(ev)
+    run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
+    cid = run.cell.id
+    if rule.id == "rerun-timeout":
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
+                     f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
+                     f"past the cell's timeout ({s.timeout:.0f} s); raise timeout: to let "
+                     "it decide")
+    if rule.says == STANDS:
+        return False
+    nxt = plan(named)
+    _run_as(run, nxt.settings)
+    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again {nxt.said} "
+                 f"({run.repeats_used}/{run.cell.settings.repeats})")
+    return True
+
+
+def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
+    """The next attempt of a kind (`runrules`: CALLS, BUDGET, LONGER, or "cap").
+
+    Undecided growth needs a longer look, not the same look again: twice as long (or
+    the length the verdict asks for: growth a filling cache could still explain runs
+    4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
+    step samples alone. A budgeted cell's budget grows by the same factor, its cap
+    alike; one its cap ended keeps its budget with its cap raised to what the budget
+    holds at this pace; one its budget ended after too few calls to tell a leak from a
+    cache (`analysis.facts.cut_short`) keeps its budget and runs until the calls."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    facts = verdict.facts
+    asks = verdict.rerun or 0
+    least = decidable_iterations(s, ctx.cfg)
+    if kind == LONGER:
+        calls = max(asks or s.agent_iterations * 2, least)
+        longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
+                  else dataclasses.replace(s, max_iterations=calls))
+        return _Next(longer, f"{calls} iterations",
+                     run.run_s * calls / max(1, s.agent_iterations),
+                     f"with {calls} iterations")
+    budget = s.run_budget
+    assert budget is not None and s.max_iterations is not None and facts is not None
+    ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
+    if kind == "cap":
+        cap = max(min(BUDGET_CAP, max(asks, facts.budget_calls)), s.max_iterations * 2, least)
+        return _Next(dataclasses.replace(s, max_iterations=cap), f"up to {cap:,} calls",
+                     run.run_s, f"for up to {cap:,} calls in {budget:.3g} s")
+    if kind == CALLS:
+        calls = max(facts.budget_calls, asks)
+        phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+        measured = float(phases.get("measure") or run.run_s)
+        return _Next(dataclasses.replace(s, budget_calls=calls,
+                                         max_iterations=max(s.max_iterations, calls)),
+                     f"{calls:,} calls", run.run_s + measured * (calls / ran - 1),
+                     f"until {calls:,} calls")
+    factor = max(2.0, asks / ran)
     longer_s = budget * factor
-    if _past_timeout(ctx, run, f"a budget of {longer_s:.0f} s",
-                     longer_s + (run.run_s - budget)):
-        return False
-    cap = max(int(s.max_iterations * factor), decidable_iterations(s, ctx.cfg))
-    _run_as(run, dataclasses.replace(s, budget=longer_s, max_iterations=cap))
-    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again for {longer_s:.3g} s "
-                 f"({run.repeats_used}/{run.cell.settings.repeats})")
-    return True
-
-
-def _more_calls(ctx: Context, run: CellRun, calls: int, ran: int) -> bool:
-    """A budgeted cell whose budget ended it after too few calls to tell a leak from a
-    cache (`analysis.facts.cut_short`): the same budget, run until `calls` calls; False
-    where that would pass the cell's timeout at this run's pace."""
-    s, cid = run.running.settings, run.cell.id
-    assert s.max_iterations is not None and run.verdict is not None
-    phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
-    measured = float(phases.get("measure") or run.run_s)
-    if _past_timeout(ctx, run, f"{calls:,} calls",
-                     run.run_s + measured * (calls / ran - 1)):
-        return False
-    _run_as(run, dataclasses.replace(s, budget_calls=calls,
-                                     max_iterations=max(s.max_iterations, calls)))
-    ctx.progress(f"{cid}: ambiguous ({run.verdict.reason}); running again until {calls:,} calls "
-                 f"({run.repeats_used}/{run.cell.settings.repeats})")
-    return True
-
-
-def _past_timeout(ctx: Context, run: CellRun, what: str, expected_s: float) -> bool:
-    """Whether the next attempt (`what`, "2,000 calls") would run past the cell's
-    timeout at this run's pace; where it would, the cell is not run again, said so."""
-    timeout = run.running.settings.timeout
-    if expected_s <= timeout:
-        return False
-    assert run.verdict is not None
-    ctx.progress(f"{run.cell.id}: ambiguous ({run.verdict.reason}); not run again: {what} "
-                 f"would take about {expected_s:.0f} s, past the cell's timeout "
-                 f"({timeout:.0f} s); raise timeout: to let it decide")
-    return True
+    cap = max(int(s.max_iterations * factor), least)
+    return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap),
+                 f"a budget of {longer_s:.0f} s", longer_s + (run.run_s - budget),
+                 f"for {longer_s:.3g} s")
 
 
 def _run_as(run: CellRun, settings: RunSettings) -> None:

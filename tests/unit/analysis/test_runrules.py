@@ -77,3 +77,57 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
     assert main(["report", str(run.root), "--why", res.id]) == 0
     out = capsys.readouterr().out
     assert "round 1: rule round-busy-agrees: counts" in out, out
+
+
+def _rerun(**kw: object) -> str:
+    from harness.analysis.runrules import RerunEvidence, rerun_rule
+
+    defaults: dict[str, object] = {"undecided": True}
+    return rerun_rule(RerunEvidence(**{**defaults, **kw}))[0].id  # type: ignore[arg-type]
+
+
+def test_the_re_runs_rules_in_order() -> None:
+    from harness.analysis.runrules import AGAIN, RERUN_RULES, STANDS
+
+    assert _rerun(undecided=False, spent=True) == "rerun-decided"
+    assert _rerun(spent=True, script=True) == "rerun-spent"
+    assert _rerun(script=True, budgeted=True, capped=True) == "rerun-script"
+    # a capped run keeps its budget: its time is what it took, no timeout to pass
+    assert _rerun(budgeted=True, capped=True, seconds=lambda k: 1e9, timeout=10) == \
+        "rerun-cap"
+    # each kind's attempt is timed for itself, its facts naming the kind
+    seen: list[str] = []
+
+    def seconds(kind: str) -> float:
+        seen.append(kind)
+        return 30.0
+
+    assert _rerun(budgeted=True, short=True, seconds=seconds, timeout=20) == "rerun-timeout"
+    assert seen == ["calls"]
+    assert _rerun(budgeted=True, short=True, seconds=seconds, timeout=40) == "rerun-calls"
+    assert _rerun(budgeted=True, seconds=seconds, timeout=40) == "rerun-budget"
+    assert _rerun(seconds=seconds, timeout=40) == "rerun-longer"
+    assert _rerun(seconds=seconds, timeout=20) == "rerun-timeout"
+    says = {r.id: r.says for r in RERUN_RULES}
+    assert {says["rerun-cap"], says["rerun-longer"]} == {AGAIN}
+    assert says["rerun-timeout"] == says["rerun-spent"] == STANDS
+
+
+def test_each_attempt_keeps_its_re_run_rule_and_why_names_it(
+        fake_sweep: FakeSweep, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a cell whose growth a filling cache still explains (ambiguous, runs again)
+    # and one that leaks (decided at once), one repeat allowed
+    run = fake_sweep(["v1", "v2"], {"v1": Behaviour(leak_per_iter=64 * 1024, leak_until=250),
+                                    "v2": Behaviour(leak_per_iter=64 * 1024)},
+                     report=True, defaults={"iterations": 300, "warmup": 20, "repeats": 1})
+    leak = run.outcome.results["v2.gpu0.loop"]
+    assert leak.verdict == "leak", leak.reason
+    assert [a.rerun for a in leak.attempts] == ["rerun-decided"]
+    cache = run.outcome.results["v1.gpu0.loop"]
+    # THEN every attempt names the rule that ran it again or let it stand
+    assert all(a.rerun for a in cache.attempts), cache.attempts
+    if len(cache.attempts) > 1:
+        assert cache.attempts[0].rerun == "rerun-longer", cache.attempts
+    assert main(["report", str(run.root), "--why", leak.id]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "attempt 1 (leak): rule rerun-decided: the cell stands" in out, out
