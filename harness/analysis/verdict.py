@@ -19,14 +19,16 @@ result) so a reader can check it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.analysis.facts import ENDINGS, Facts
+from harness.analysis.facts import Facts
 from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.memory import MemoryReading, leaking
 from harness.analysis.outcomes import ended_with
 from harness.analysis.records import Finding
 from harness.analysis.rules import CARRIERS, Evidence, first_rule
+from harness.analysis.table import Rule
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline
 from harness.protocol.series import Series
@@ -87,64 +89,124 @@ class RunReading:
     sign: tuple[str, str] | None = None   # what the log and first step showed of the GPU
 
 
-def verdict_of(r: RunReading, series: Series) -> CellVerdict:
-    """The verdict the table decides on a run's evidence, with its words."""
-    rule, _ = first_rule(r.evidence)
-    mem, steps, f = r.mem, r.steps, r.evidence.facts
+def _out(r: RunReading, rule: Rule[Evidence], reason: str, carrier: str | None,
+         findings: tuple[Finding, ...], **more: object) -> CellVerdict:
+    return CellVerdict(rule.verdict, reason, carrier, findings, memory=r.mem.memory,
+                       steps=r.steps, cpu_steps=r.cpu, rule=rule.id,
+                       facts=r.evidence.facts, **more)  # type: ignore[arg-type]
 
-    def out(reason: str, carrier: str | None, findings: tuple[Finding, ...],
-            **more: object) -> CellVerdict:
-        return CellVerdict(rule.verdict, reason, carrier, findings,
-                           memory=mem.memory, steps=steps, cpu_steps=r.cpu,
-                           rule=rule.id, facts=f, **more)  # type: ignore[arg-type]
 
-    if r.ended is not None and (rule.id in ENDINGS or rule.id == "timeout-leak"):
-        kind, reason, carrier, found = ended_with(r.ended, mem, series, steps)
-        assert kind == rule.says, (kind, rule.id)
-        return out(reason, carrier, found)
-    findings = list(r.notes)
+def _found(r: RunReading) -> list[Finding]:
+    """The findings every rule's words carry: the notes, and a slowdown (or the busy
+    host that voided one) where the steps showed it."""
+    f = r.evidence.facts
+    out = list(r.notes)
     if f.slowdown:
-        findings.append(Finding("busy-host", f.busy) if f.busy else
-                        Finding("slowdown", "slowdown"))
-    if rule.id == "runaway":
-        grew = f"; {mem.reason}" if mem.kind == "leak" else ""
-        return out(f"{f.runaway}{grew}", mem.carrier or "uss+rss",
-                   (Finding("ended", f.runaway), *mem.findings, *findings))
-    if rule.id == "gpu-in-run":
-        return out(str(f.gpu_unusable), mem.carrier, tuple(findings))
-    if rule.id == "leak":
-        return out(mem.reason, mem.carrier, (*mem.findings, *findings), contention=r.busy)
-    if rule.id == "capped":
-        return out(f"{mem.reason}; but the run stopped at {f.capped}: a leak, or a cache "
-                   "the rest of the budget would show levelling off; running it again for "
-                   f"up to {f.budget_calls:,} calls", mem.carrier, tuple(findings),
-                   rerun=f.budget_calls)
-    if rule.id == "short":
-        return out(f"{mem.reason}; but its budget ended it after {f.short}: a leak, or a "
-                   "cache of as many entries still filling; running it again for "
-                   f"{f.budget_calls:,} calls", mem.carrier, tuple(findings),
-                   rerun=f.budget_calls)
-    if rule.id == "rising":
-        return out(f"{f.slowdown}; rising through the whole run: a slowdown, or a cost "
-                   "that cycles with the scenario's input; running it again for "
-                   f"{f.rising:,} calls to see it last", None, tuple(findings),
-                   contention=r.busy, gpu_time=r.gpu, rerun=f.rising)
-    if rule.id == "slowdown":
-        assert steps is not None
-        if mem.fill is not None:
-            findings.append(Finding("note", f"{mem.carrier} {mem.fill.said(False)}"))
-        return out(f.slowdown, None, tuple(findings), contention=r.busy, gpu_time=r.gpu)
-    if rule.id in ("filling", "creep"):
-        # Growing so far: a leak or a cache still filling; a longer run tells.
-        return out(mem.reason, mem.carrier, tuple(findings), rerun=mem.rerun)
-    if rule.id == "busy-host":
-        assert steps is not None
-        return out(f"late steps {steps.ratio:.2f}x early, but {f.busy}", None,
-                   tuple(findings), contention=r.busy)
-    if rule.id in ("insufficient", "unsure", "unconfirmed"):
-        return out(mem.reason, mem.carrier, tuple(findings))
-    missed = f"; {mem.missed_said}" if mem.missed_said else ""
-    if rule.id == "plateau":
-        return out(mem.reason + missed, mem.carrier, mem.findings)
-    assert rule.id == "ok", rule.id
-    return out(f"{mem.reason}, no slowdown{missed}", mem.carrier, tuple(findings))
+        out.append(Finding("busy-host", f.busy) if f.busy else Finding("slowdown", "slowdown"))
+    return out
+
+
+def _ended(r: RunReading, series: Series, rule: Rule[Evidence]) -> CellVerdict:
+    assert r.ended is not None
+    kind, reason, carrier, found = ended_with(r.ended, r.mem, series, r.steps)
+    assert kind == rule.says, (kind, rule.id)
+    return _out(r, rule, reason, carrier, found)
+
+
+def _runaway(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    mem, f = r.mem, r.evidence.facts
+    grew = f"; {mem.reason}" if mem.kind == "leak" else ""
+    return _out(r, rule, f"{f.runaway}{grew}", mem.carrier or "uss+rss",
+                (Finding("ended", f.runaway), *mem.findings, *_found(r)))
+
+
+def _gpu_in_run(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    return _out(r, rule, str(r.evidence.facts.gpu_unusable), r.mem.carrier, tuple(_found(r)))
+
+
+def _leak(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    return _out(r, rule, r.mem.reason, r.mem.carrier, (*r.mem.findings, *_found(r)),
+                contention=r.busy)
+
+
+def _capped(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    f = r.evidence.facts
+    return _out(r, rule, f"{r.mem.reason}; but the run stopped at {f.capped}: a leak, or a "
+                "cache the rest of the budget would show levelling off; running it again "
+                f"for up to {f.budget_calls:,} calls", r.mem.carrier, tuple(_found(r)),
+                rerun=f.budget_calls)
+
+
+def _short(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    f = r.evidence.facts
+    return _out(r, rule, f"{r.mem.reason}; but its budget ended it after {f.short}: a leak, "
+                "or a cache of as many entries still filling; running it again for "
+                f"{f.budget_calls:,} calls", r.mem.carrier, tuple(_found(r)),
+                rerun=f.budget_calls)
+
+
+def _rising(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    f = r.evidence.facts
+    return _out(r, rule, f"{f.slowdown}; rising through the whole run: a slowdown, or a "
+                "cost that cycles with the scenario's input; running it again for "
+                f"{f.rising:,} calls to see it last", None, tuple(_found(r)),
+                contention=r.busy, gpu_time=r.gpu, rerun=f.rising)
+
+
+def _slowdown(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    assert r.steps is not None
+    found = _found(r)
+    if r.mem.fill is not None:
+        found.append(Finding("note", f"{r.mem.carrier} {r.mem.fill.said(False)}"))
+    return _out(r, rule, r.evidence.facts.slowdown, None, tuple(found), contention=r.busy,
+                gpu_time=r.gpu)
+
+
+def _filling(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    # Growing so far: a leak or a cache still filling; a longer run tells.
+    return _out(r, rule, r.mem.reason, r.mem.carrier, tuple(_found(r)), rerun=r.mem.rerun)
+
+
+def _busy(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    assert r.steps is not None
+    return _out(r, rule, f"late steps {r.steps.ratio:.2f}x early, but "
+                f"{r.evidence.facts.busy}", None, tuple(_found(r)), contention=r.busy)
+
+
+def _undecided(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    return _out(r, rule, r.mem.reason, r.mem.carrier, tuple(_found(r)))
+
+
+def _missed(r: RunReading) -> str:
+    return f"; {r.mem.missed_said}" if r.mem.missed_said else ""
+
+
+def _plateau(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    return _out(r, rule, r.mem.reason + _missed(r), r.mem.carrier, r.mem.findings)
+
+
+def _ok(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    return _out(r, rule, f"{r.mem.reason}, no slowdown{_missed(r)}", r.mem.carrier,
+                tuple(_found(r)))
+
+
+_Words = Callable[[RunReading, Series, Rule[Evidence]], CellVerdict]
+# Each rule's words, by its id: every rule of `rules.RULES` a run alone can fire. The
+# others are worded where their facts are: the image not had and the GPU precheck by
+# `decision.decide`, the baseline's with the comparison's figures (`decision`).
+WORDS: dict[str, _Words] = {
+    "timeout-leak": _ended,
+    "oom": _ended, "timeout": _ended, "crash": _ended, "not-applicable": _ended,
+    "runaway": _runaway, "gpu-in-run": _gpu_in_run, "leak": _leak, "capped": _capped,
+    "short": _short, "rising": _rising, "slowdown": _slowdown, "filling": _filling,
+    "creep": _filling, "busy-host": _busy, "insufficient": _undecided,
+    "unsure": _undecided, "unconfirmed": _undecided, "plateau": _plateau, "ok": _ok,
+}
+WORDED_ELSEWHERE = frozenset({"unavailable", "gpu-precheck", "regression", "unsettled",
+                              "suspected"})
+
+
+def verdict_of(r: RunReading, series: Series) -> CellVerdict:
+    """The verdict the table decides on a run's evidence, in its rule's words (`WORDS`)."""
+    rule, _ = first_rule(r.evidence)
+    return WORDS[rule.id](r, series, rule)

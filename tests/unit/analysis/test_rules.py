@@ -64,3 +64,14 @@ def test_why_names_a_cell_it_does_not_hold(fake_sweep: FakeSweep,
     assert main(["report", str(run.root), "--why", "nope"]) == 2
     err = capsys.readouterr().err
     assert "--why nope" in err and "fix:" in err
+
+
+def test_every_rule_has_its_words_in_one_place() -> None:
+    # verdict_of words the rule that fired from `WORDS`, keyed by the rule's id: every
+    # rule a run alone can fire has words there, and the rest are worded where their
+    # facts are; no rule has both, none neither (issue 61 point 5)
+    from harness.analysis.rules import RULE_IDS
+    from harness.analysis.verdict import WORDED_ELSEWHERE, WORDS
+
+    assert not set(WORDS) & WORDED_ELSEWHERE
+    assert set(WORDS) | WORDED_ELSEWHERE == set(RULE_IDS)
