@@ -12,8 +12,11 @@ work on both. Each is swept (`runtime: local`, harness's defaults) beside 0, 2 a
 busy loops (`python3 -c 'while True: pass'`), and the table gives the second cell's
 verdict, the rounds counted and left out, and the sweep's exit code.
 
+With `--beside CMD`, CMD (a shell command: a container build, a test suite) runs over
+and over beside every sweep as well, and the load average is printed per row.
+
 Run: PYTHONPATH=. python benchmarks/busy_rounds.py [--loops 0,2,6] [--factor 10]
-     [--quick]   (CI: the slowdown beside 2 loops only)
+     [--beside CMD] [--quick]   (CI: the slowdown beside 2 loops only)
 """
 
 from __future__ import annotations
@@ -76,16 +79,24 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--loops", default="0,2,6")
     p.add_argument("--factor", type=float, default=10.0)
+    p.add_argument("--beside", metavar="CMD", help="a shell command run over and over "
+                   "beside each sweep (a container build, a test suite)")
     p.add_argument("--quick", action="store_true", help="CI: beside 2 loops only")
     args = p.parse_args()
     loops = [2] if args.quick else [int(x) for x in args.loops.split(",")]
     pythons = interpreters()
     print(f"images: a={pythons[0]}, b={pythons[1]}")
+    if args.beside:
+        print(f"beside each sweep, over and over: {args.beside}")
     print(f"{'case':9} {'loops':>5} {'verdict':11} {'rule':10} {'rounds':>6} {'left out':>8} "
-          f"{'exit':>4}  ratio")
+          f"{'exit':>4}  ratio   load (1 min, at the end)")
     for n in loops:
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                 for _ in range(n)]
+        if args.beside:
+            busy.append(subprocess.Popen(
+                ["bash", "-c", f"while true; do {args.beside}; done"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         try:
             cases = [("slowdown", args.factor), ("same", 1.0)][:1 if args.quick else 2]
             for case, factor in cases:
@@ -98,10 +109,15 @@ def main() -> int:
                 ratio = conf.get("ratio")
                 print(f"{case:9} {n:5} {cell['verdict']:11} {cell.get('rule', ''):10} "
                       f"{len(rounds):6} {out:8} {code:4}  "
-                      f"{'-' if ratio is None else f'{ratio:.2f}x'}", flush=True)
+                      f"{'-' if ratio is None else f'{ratio:.2f}x':7} "
+                      f"{os.getloadavg()[0]:.1f}", flush=True)
         finally:
             for b in busy:
-                b.kill()
+                if b.args[0] == "bash":
+                    os.killpg(b.pid, 9)     # the command's own children too
+                else:
+                    b.kill()
+                b.wait()
     return 0
 
 
