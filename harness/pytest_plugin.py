@@ -20,7 +20,8 @@ run saved as NAME: the sweep's pooled comparison, then rounds that must confirm 
 suspected change (`harness.plans.saved`: the saved code cannot run again, so each round
 is a fresh run of the current code against the saved run, not the sweep's interleaved
 B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
-passes as `suspected`. A test with no saved run passes, said so in the summary.
+passes as `suspected`. A test with no saved run passes, said so in the summary; a NAME
+nothing was ever saved as (a typo) is a usage error naming the saved ones.
 
 Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
 setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`).
@@ -74,7 +75,35 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{flag} {name!r}: a name of letters, digits, '.', '_' "
                                     f"and '-' (it names a folder under {SAVED_DIR}/), e.g. "
                                     f"{flag} main")
+    _known_compare(config)
     config.pluginmanager.register(_Summary(), "harness-summary")
+
+
+def _known_compare(config: pytest.Config) -> None:
+    """Refuse `--harness-compare NAME` where nothing was ever saved as NAME (a typo
+    would otherwise pass every test as "not compared"), naming the saved ones. A name
+    saved before, or saved in this same session, is known; a test with no run under a
+    known name still passes, said."""
+    name = config.getoption("harness_compare")
+    if name is None or name == config.getoption("harness_save"):
+        return
+    base = config.rootpath / SAVED_DIR
+    if (base / name / "cells").is_dir():
+        return
+    try:
+        saved = sorted(p.name for p in base.iterdir() if (p / "cells").is_dir())
+    except OSError:
+        saved = []
+    where = f"{SAVED_DIR}/ in {config.rootpath}"
+    if saved:
+        raise pytest.UsageError(
+            f"--harness-compare {name!r}: no run was saved under that name ({where} "
+            f"holds: {', '.join(saved)})\n  fix: --harness-compare {saved[0]}, or save "
+            f"one first: --harness-save {name}")
+    raise pytest.UsageError(
+        f"--harness-compare {name!r}: no run was ever saved ({where} holds none)\n  "
+        f"fix: run the tests with --harness-save {name} first, then --harness-compare "
+        f"{name}")
 
 
 @pytest.hookimpl(tryfirst=True)
