@@ -36,7 +36,7 @@ two marker lines and two options.
 from __future__ import annotations
 
 import inspect
-import re
+import unicodedata
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
@@ -47,7 +47,13 @@ if TYPE_CHECKING:
 LEAKS, TIME = "harness_leaks", "harness_time"
 PROPERTY = "harness"        # the user_properties key (junit-xml), the report section
 SAVED_DIR = ".harness"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _is_name(name: str) -> bool:
+    """A folder name under .harness/: letters of any script and digits first, then
+    those, '.', '_' and '-' (no '/', no '..')."""
+    return bool(name) and name[0].isalnum() and all(
+        c.isalnum() or c in "._-" or unicodedata.category(c)[0] == "M" for c in name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,11 +76,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "keep the run, with --harness-compare NAME compare step times with the saved run")
     for option in ("harness_save", "harness_compare"):
         name = config.getoption(option)
-        if name is not None and not _NAME.match(name):
+        if name is not None and not _is_name(name):
             flag = "--" + option.replace("_", "-")
-            raise pytest.UsageError(f"{flag} {name!r}: a name of letters, digits, '.', '_' "
-                                    f"and '-' (it names a folder under {SAVED_DIR}/), e.g. "
-                                    f"{flag} main")
+            raise pytest.UsageError(f"{flag} {name!r}: a name of letters (any script), "
+                                    f"digits, '.', '_' and '-' (it names a folder under "
+                                    f"{SAVED_DIR}/), e.g. {flag} main")
     _known_compare(config)
     config.pluginmanager.register(_Summary(), "harness-summary")
 

@@ -128,14 +128,14 @@ def names(paths: Sequence[Path]) -> list[str]:
     """The two images' labels: each file's stem (`old.txt` -> old), its directory's name
     for a stem that says nothing (`v1/uv.lock` -> v1), `-old`/`-new` added where they are
     still one name."""
-    from harness.matrixfile.entries import NON_ID
+    from harness.matrixfile.entries import to_word
 
     def word(path: Path) -> str:
         stem = path.resolve().name.split(".")[0] if path.name.startswith("pylock.") \
             else path.stem
         if stem.lower() in GENERIC and path.resolve().parent.name:
             stem = path.resolve().parent.name
-        return NON_ID.sub("-", stem).strip("-") or "lock"
+        return to_word(stem).strip("-") or "lock"
 
     out = [word(p) for p in paths]
     if out[0] == out[1]:

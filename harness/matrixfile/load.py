@@ -13,16 +13,17 @@ import yaml
 
 from harness.errors import InputError, SpecError
 from harness.matrixfile.entries import (
-    NON_ID,
     SCENARIO_KEYS,
     SETTING_KEYS,
     Ctx,
     as_word,
     image_label,
+    is_word,
     length_in,
     parse_images,
     parse_scenario,
     parse_settings,
+    to_word,
 )
 from harness.matrixfile.expand import across_hosts, expand
 from harness.matrixfile.fitblock import parse_fit
@@ -109,9 +110,10 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     if "matrix" not in top:
         raise ctx.fail((), "missing key 'matrix'", "add matrix: {image: [...], scenario: [...]}")
     name = top.get("name", file.stem)
-    if not isinstance(name, str) or not name.strip() or NON_ID.sub("-", name) != name:
-        raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
-                       f"got {name!r}", f"name: {as_word(name, as_word(file.stem, 'matrix'))}")
+    if not isinstance(name, str) or not is_word(name):
+        raise ctx.fail(("name",), f"name must be one word of letters (any script), digits, "
+                       f"'.', '_', '-' (results go to reports/<name>/); got {name!r}",
+                       f"name: {as_word(name, as_word(file.stem, 'matrix'))}")
     runtime = top.get("runtime", DEFAULT_RUNTIME)
     if runtime not in RUNTIMES:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
@@ -155,7 +157,7 @@ def host_label(url: str) -> str:
     rest = rest.rsplit("@", 1)[-1].split("/", 1)[0]
     # [ipv6]:port or name:port
     rest = rest[1:].split("]", 1)[0] if rest.startswith("[") else rest.split(":", 1)[0]
-    return NON_ID.sub("-", rest).strip("-") or "host"
+    return to_word(rest).strip("-") or "host"
 
 
 def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
@@ -182,8 +184,11 @@ def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
             raise ctx.fail(path, f"unknown endpoint scheme in {url!r}",
                            "allowed: unix://, tcp://, ssh://, or a docker context name")
         label = name if isinstance(name, str) and name else host_label(url)
-        if NON_ID.sub("-", label) != label:
-            raise ctx.fail((*path, "name"), f"bad host name {label!r}")
+        if not is_word(label):
+            raise ctx.fail((*path, "name"), f"a host's name must be one word of letters "
+                           f"(any script), digits, '.', '_', '-' (it names the host's cells "
+                           f"and their directories); got {label!r}",
+                           f"{{name: {as_word(label, f'host{i}')}, url: {url}}}")
         out.append(Host(label, url))
     labels = [h.label for h in out]
     for i, h in enumerate(out):

@@ -161,7 +161,7 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
     assert "not compared: no run of this test saved as 'main'" in missing.stdout.str()
     bad = _run(pytester, "--harness-save", "../up")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--harness-save '../up': a name of letters" in bad.stderr.str()
+    assert "--harness-save '../up': a name of letters (any script)" in bad.stderr.str()
 
 
 def test_unmarked_tests_import_nothing_of_harness(pytester: pytest.Pytester) -> None:

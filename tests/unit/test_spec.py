@@ -337,6 +337,52 @@ def test_local_runtime_images(tmp_path: Path) -> None:
     assert m.name == "matrix"
 
 
+def test_names_are_letters_of_any_script(tmp_path: Path) -> None:
+    # Issue 63 item 11: é, Cyrillic and CJK letters (and a combining mark) are letters:
+    # a matrix name, an image name and a scenario file's name taken as its id.
+    (tmp_path / "sçénario_ñ.py").write_text(STEPS)
+    m = load(tmp_path, """
+        name: 数据-sweep
+        runtime: local
+        matrix:
+          image: [{name: пп-3.0.9, pip: [a==1]}, {name: "cafe\u0301-2", pip: [a==2]}]
+          scenario: [sçénario_ñ.py, {script: sçénario_ñ.py, id: 試験}]
+        """)
+    assert m.name == "数据-sweep"
+    assert [c.id for c in m.cells] == [
+        "пп-3.0.9.cpu.sçénario_ñ", "пп-3.0.9.cpu.試験", "cafe\u0301-2.cpu.sçénario_ñ",
+        "cafe\u0301-2.cpu.試験"]
+    assert ids(m, "пп and 試験") == ["пп-3.0.9.cpu.試験"]
+
+
+def test_what_a_name_cannot_hold_is_refused_with_a_fix_that_keeps_its_letters(
+        tmp_path: Path) -> None:
+    err = spec_error(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{name: "пп 3.0.9/x", pip: [a==1]}]
+          scenario: rfft_loop.py
+        """)
+    check(err, "matrix.image[0].name", 3, "name: пп-3.0.9-x", problem="letters (any script)")
+    # A file name that is no id is said on the key the user wrote (script), not `id`.
+    (tmp_path / "my scenario.py").write_text(STEPS)
+    err = spec_error(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{name: a, pip: [a==1]}]
+          scenario: [{script: my scenario.py}]
+        """)
+    check(err, "matrix.scenario[0].script", 4, "id: my-scenario",
+          problem="the scenario's id, its file name 'my scenario' without an `id:`,")
+    err = spec_error(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{name: a, pip: [a==1]}]
+          scenario: [my scenario.py]
+        """)
+    check(err, "matrix.scenario[0]", 4, "{script: my scenario.py, id: my-scenario}")
+
+
 # ---------------------------------------------------------------- -k selection
 def ids(m: Matrix, expr: str | None) -> list[str]:
     return [c.id for c in matrixfile.select(m.cells, expr)]
