@@ -26,6 +26,11 @@ class Checked:
     root: Path | None = None
 
     @property
+    def id(self) -> str:
+        """The cell's id (`image.gpu.scenario`), its key in `Swept.cells`."""
+        return self.result.id
+
+    @property
     def verdict(self) -> str:
         return self.result.verdict
 
@@ -105,6 +110,8 @@ class Swept:
         report: The report model every renderer reads.
         root: The results directory (its report.md, report.html, junit.xml).
         exit_code: What `harness sweep` would exit with (0 clean, 1 a cell is bad, ...).
+        cells: Each cell's `Checked`, by cell id (`swept.cells["a.cpu.s"].verdict`;
+            `.values()` for every one); `bad` lists the ids of the bad ones.
     """
 
     report: Report
