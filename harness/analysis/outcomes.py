@@ -19,7 +19,7 @@ import numpy as np
 from harness.analysis.kinds import Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
-from harness.analysis.trends import StepTrend, kib, signed_size
+from harness.analysis.trends import StepTrend, rate_text, signed_size
 from harness.gpu.logsigns import AFTER_RUN, NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
@@ -47,7 +47,7 @@ def before_the_end(mem: MemoryReading, series: Series) -> str:
              if s.get("phase") == "measure" and isinstance(s.get("t"), int | float)]
     took = f" in {max(times) - min(times):.0f} s" if len(times) > 1 else ""
     grew = t.end - t.start
-    return f"{source} grew {signed_size(grew)}{took}, {kib(t.slope)} KiB/call"
+    return f"{source} grew {signed_size(grew)}{took}, {rate_text(t.slope)}"
 
 
 def steps_before(steps: StepTrend | None) -> str:
