@@ -94,7 +94,9 @@ class Checked:
         vs = self.result.vs_baseline
         more = [missed_words(self.result)]
         if vs is not None and vs.confirmation is not None:
-            more.append(f"vs {vs.baseline}: {vs.confirmation.reason}")
+            # A verdict the rounds decided says them in its reason already: once.
+            if vs.confirmation.reason not in text:
+                more.append(f"vs {vs.baseline}: {vs.confirmation.reason}")
         elif vs is not None and vs.steps is not None and vs.baseline not in text:
             from harness.analysis.decision import pooled_text
 

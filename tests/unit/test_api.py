@@ -176,4 +176,8 @@ def test_a_saved_run_is_compared_and_a_slower_step_confirmed(importable: Path) -
         pytest.skip(f"the host was too busy to time rounds: {slower}")
     assert (slower.verdict, slower.rule) == ("regression", "regression"), str(slower)
     assert "main (saved)" in str(slower) and "rounds" in str(slower)
+    # Issue 63 item 14: the rounds' sentence once, not again after "vs main (saved):"
+    vs = slower.result.vs_baseline
+    assert vs is not None and vs.confirmation is not None
+    assert str(slower).count(vs.confirmation.reason) == 1, str(slower)
     assert isinstance(slower, Checked) and slower.result.vs_baseline is not None
