@@ -329,6 +329,7 @@ def test_a_run_is_dated_as_its_directory_is_named_even_when_resumed(
     assert plan["resumed"] - plan["started"] >= 179
     assert real.strftime("%Y%m%d-%H%M%S", real.localtime(plan["started"])) == run.name
     code, out = history(demo.reports / "demo", capsys, "--no-html")
+    assert code == 0, out
     said = re.search(rf"r1 {run.name} \(sweep, (\d{{4}})-(\d\d)-(\d\d) (\d\d):(\d\d) ", out)
     assert said is not None, out
     assert "".join(said.groups()) == run.name[:8] + run.name[9:13], out
