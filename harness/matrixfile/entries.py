@@ -35,6 +35,15 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
 SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+# What to write where a matrix is empty or lacks its axes: harness has no `init`, and a
+# pip-installed harness has no examples/ folder to point at.
+IMAGES_EXAMPLE = {"local": "[{name: old, pip: [PKG==1.0]}, {name: new, pip: [PKG==2.0]}]",
+                  "containers": "[REPO:OLD_TAG, REPO:NEW_TAG]"}
+SCENARIO_EXAMPLE = "[scenario.py]"
+STARTER = (f"write `name: demo`, `runtime: local` and `matrix: {{image: "
+           f"{IMAGES_EXAMPLE['local']}, scenario: {SCENARIO_EXAMPLE}}}` in it, scenario.py "
+           "(beside it) defining setup(params) and step(state)")
+
 # A name (the matrix's, an image's, a scenario's id, a host's) is a word: letters and
 # digits of any script (é, Cyrillic, CJK, with their combining marks), '_', '.' and '-'.
 # It becomes a directory name (reports/<name>/, cells/<image>.<gpu>.<id>/), a part of
@@ -60,8 +69,7 @@ class Ctx:
     def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(path, f"expected a mapping, got {kind_of(value)}",
-                            "a matrix file is a mapping: `name: NAME` and `matrix: {image: "
-                            "[...], scenario: [...]}` at the top (see examples/)" if not path
+                            f"a matrix file is a mapping of keys: {STARTER}" if not path
                             else f"give `KEY: VALUE` lines here, keys from: "
                                  f"{', '.join(allowed)}")
         for key in value:

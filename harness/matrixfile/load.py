@@ -13,8 +13,11 @@ import yaml
 
 from harness.errors import InputError, SpecError
 from harness.matrixfile.entries import (
+    IMAGES_EXAMPLE,
+    SCENARIO_EXAMPLE,
     SCENARIO_KEYS,
     SETTING_KEYS,
+    STARTER,
     Ctx,
     as_word,
     image_label,
@@ -105,10 +108,13 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     does); errors name `doc.file` and the line `doc.line` gives for the key path."""
     ctx = Ctx(doc, check_files, file.parent)
     if doc.data is None:
-        raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")
+        raise ctx.fail((), "the file is empty", STARTER)
     top = ctx.mapping(doc.data, (), TOP_KEYS)
     if "matrix" not in top:
-        raise ctx.fail((), "missing key 'matrix'", "add matrix: {image: [...], scenario: [...]}")
+        raise ctx.fail((), "missing key 'matrix'",
+                       f"add `matrix: {{image: {IMAGES_EXAMPLE['local']}, scenario: "
+                       f"{SCENARIO_EXAMPLE}}}` (images of `runtime: docker` or podman: "
+                       f"{IMAGES_EXAMPLE['containers']})")
     name = top.get("name", file.stem)
     if not isinstance(name, str) or not is_word(name):
         raise ctx.fail(("name",), f"name must be one word of letters (any script), digits, "
@@ -121,9 +127,15 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     defaults = parse_settings(ctx, top.get("defaults", {}), ("defaults",), RunSettings())
     ctx.length_set = length_in(top.get("defaults"))
     m = ctx.mapping(top["matrix"], ("matrix",), MATRIX_KEYS)
-    for key in ("image", "scenario"):
+    containers = abilities(runtime).container_images
+    for key, example in (("image", IMAGES_EXAMPLE["containers" if containers else "local"]),
+                         ("scenario", SCENARIO_EXAMPLE)):
         if key not in m:
-            raise ctx.fail(("matrix",), f"missing key 'matrix.{key}'")
+            what = ("the images to compare, oldest first" if key == "image" else
+                    "the scenario files, each defining setup(params) and step(state), "
+                    "relative to this file")
+            raise ctx.fail(("matrix",), f"missing key 'matrix.{key}'",
+                           f"add `{key}: {example}` under matrix: ({what})")
     images = _images(ctx, m["image"], runtime)
     gpus = tuple(_gpu(ctx, g, ("matrix", "gpu", i))
                  for i, g in enumerate(ctx.seq(m.get("gpu", "none"), ("matrix", "gpu"))))

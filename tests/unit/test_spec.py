@@ -132,7 +132,29 @@ def test_empty_matrix_file(tmp_path: Path, text: str, line: int | None) -> None:
     path.write_text(text)
     with pytest.raises(SpecError) as info:
         matrixfile.load(path)
-    check(info.value, "", line, "examples/", problem="empty")
+    # Issue 63 item 14: what to write, not "see examples/" (a pip-installed harness has
+    # no examples/, and no `harness init`)
+    check(info.value, "", line, "`matrix: {image: [{name: old, pip: [PKG==1.0]}",
+          "setup(params) and step(state)", problem="empty")
+    assert "examples/" not in str(info.value)
+
+
+@pytest.mark.parametrize(("runtime", "missing", "fix"), [
+    ("local", "image", "image: [{name: old, pip: [PKG==1.0]}, {name: new, pip: [PKG==2.0]}]"),
+    ("docker", "image", "image: [REPO:OLD_TAG, REPO:NEW_TAG]"),
+    ("local", "scenario", "scenario: [scenario.py]"),
+])
+def test_a_missing_axis_says_what_to_write(tmp_path: Path, runtime: str, missing: str,
+                                           fix: str) -> None:
+    # Issue 63 item 14: "missing key 'matrix.image'" had no fix line
+    axes = {"image": "image: [a:1]", "scenario": "scenario: [rfft_loop.py]"}
+    del axes[missing]
+    err = spec_error(tmp_path, f"""
+        runtime: {runtime}
+        matrix:
+          {next(iter(axes.values()))}
+        """)
+    check(err, "matrix", 2, fix, problem=f"missing key 'matrix.{missing}'")
 
 
 def test_missing_matrix_file(tmp_path: Path) -> None:
