@@ -5,7 +5,7 @@ container per image.
 is the user's input (exit 2, file:line), not a crash to report against every image; so
 is a file with one of setup()/step() but not the other (`def stpe`), one whose setup or
 step is no function of one argument (`step = 5`, `def step():`), or whose setup() or
-step() calls sys.exit() (`scenario_problem`, the agent's own check in
+step() calls sys.exit() or os._exit() (`scenario_problem`, the agent's own check in
 `agent/scenariofile.py` said on the host, before any image is built). `whole_script`
 tells a plain script (neither), run whole once, for the progress line.
 """
@@ -105,7 +105,7 @@ def compile_scenarios(cells: Iterable[Cell]) -> None:
 PROTOCOL = ("setup", "step")
 # os._exit is left out: a forked child leaves with it, and a step that dies with it is a
 # crash the run records, not a scenario mistake.
-EXITS = ("sys.exit", "exit", "quit")
+EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:

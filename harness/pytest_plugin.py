@@ -20,7 +20,8 @@ run saved as NAME: the sweep's pooled comparison, then rounds that must confirm 
 suspected change (`harness.plans.saved`: the saved code cannot run again, so each round
 is a fresh run of the current code against the saved run, not the sweep's interleaved
 B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
-passes as `suspected`. A test with no saved run passes, said so in the summary.
+passes as `suspected`. A test with no saved run passes, said so in the summary; a NAME
+nothing was ever saved as (a typo) is a usage error naming the saved ones.
 
 Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
 setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`).
@@ -35,7 +36,7 @@ two marker lines and two options.
 from __future__ import annotations
 
 import inspect
-import re
+import unicodedata
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
@@ -46,7 +47,13 @@ if TYPE_CHECKING:
 LEAKS, TIME = "harness_leaks", "harness_time"
 PROPERTY = "harness"        # the user_properties key (junit-xml), the report section
 SAVED_DIR = ".harness"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _is_name(name: str) -> bool:
+    """A folder name under .harness/: letters of any script and digits first, then
+    those, '.', '_' and '-' (no '/', no '..')."""
+    return bool(name) and name[0].isalnum() and all(
+        c.isalnum() or c in "._-" or unicodedata.category(c)[0] == "M" for c in name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,12 +76,40 @@ def pytest_configure(config: pytest.Config) -> None:
         "keep the run, with --harness-compare NAME compare step times with the saved run")
     for option in ("harness_save", "harness_compare"):
         name = config.getoption(option)
-        if name is not None and not _NAME.match(name):
+        if name is not None and not _is_name(name):
             flag = "--" + option.replace("_", "-")
-            raise pytest.UsageError(f"{flag} {name!r}: a name of letters, digits, '.', '_' "
-                                    f"and '-' (it names a folder under {SAVED_DIR}/), e.g. "
-                                    f"{flag} main")
+            raise pytest.UsageError(f"{flag} {name!r}: a name of letters (any script), "
+                                    f"digits, '.', '_' and '-' (it names a folder under "
+                                    f"{SAVED_DIR}/), e.g. {flag} main")
+    _known_compare(config)
     config.pluginmanager.register(_Summary(), "harness-summary")
+
+
+def _known_compare(config: pytest.Config) -> None:
+    """Refuse `--harness-compare NAME` where nothing was ever saved as NAME (a typo
+    would otherwise pass every test as "not compared"), naming the saved ones. A name
+    saved before, or saved in this same session, is known; a test with no run under a
+    known name still passes, said."""
+    name = config.getoption("harness_compare")
+    if name is None or name == config.getoption("harness_save"):
+        return
+    base = config.rootpath / SAVED_DIR
+    if (base / name / "cells").is_dir():
+        return
+    try:
+        saved = sorted(p.name for p in base.iterdir() if (p / "cells").is_dir())
+    except OSError:
+        saved = []
+    where = f"{SAVED_DIR}/ in {config.rootpath}"
+    if saved:
+        raise pytest.UsageError(
+            f"--harness-compare {name!r}: no run was saved under that name ({where} "
+            f"holds: {', '.join(saved)})\n  fix: --harness-compare {saved[0]}, or save "
+            f"one first: --harness-save {name}")
+    raise pytest.UsageError(
+        f"--harness-compare {name!r}: no run was ever saved ({where} holds none)\n  "
+        f"fix: run the tests with --harness-save {name} first, then --harness-compare "
+        f"{name}")
 
 
 @pytest.hookimpl(tryfirst=True)

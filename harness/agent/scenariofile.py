@@ -7,7 +7,7 @@ import sys
 PROTOCOL = ("setup", "step")
 # os._exit is left out: a forked child leaves with it, and a step that dies with it is a
 # crash the run records, not a scenario mistake.
-EXITS = ("sys.exit", "exit", "quit")
+EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
 
 
 def top_level_names(tree):
@@ -31,7 +31,7 @@ def top_level_names(tree):
 def protocol_problem(tree, path):
     """What is wrong with the file as a scenario, or None: one of setup()/step() without
     the other (a misspelled `def stpe` included), or setup()/step() ending the process
-    with sys.exit(). The host runs the same check before any image is built
+    with sys.exit() or os._exit(). The host runs the same check before any image is built
     (harness/preflight.py); this one holds for a scenario that reached the agent."""
     import ast
     import difflib

@@ -19,7 +19,7 @@ import numpy as np
 from harness.analysis.kinds import Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
-from harness.analysis.trends import StepTrend, kib, signed_size
+from harness.analysis.trends import StepTrend, rate_text, signed_size
 from harness.gpu.logsigns import AFTER_RUN, NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
@@ -47,7 +47,7 @@ def before_the_end(mem: MemoryReading, series: Series) -> str:
              if s.get("phase") == "measure" and isinstance(s.get("t"), int | float)]
     took = f" in {max(times) - min(times):.0f} s" if len(times) > 1 else ""
     grew = t.end - t.start
-    return f"{source} grew {signed_size(grew)}{took}, {kib(t.slope)} KiB/call"
+    return f"{source} grew {signed_size(grew)}{took}, {rate_text(t.slope)}"
 
 
 def steps_before(steps: StepTrend | None) -> str:
@@ -104,6 +104,11 @@ def allocation_report(text: str, limit: int = 12) -> list[str]:
     return out
 
 
+# A process that exits 0 with no end record was not killed and did not fail in Python:
+# something in it ended it (`os._exit` in the scenario or a library it calls).
+SELF_EXIT = "the process ended itself, by os._exit in the scenario or in a library it calls"
+
+
 def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
     """How the run ended before its last call (`facts.ENDINGS`) and why, in words; None:
     it ran to its end."""
@@ -151,6 +156,9 @@ def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | N
         last = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-1:]
         return "crash", (f"exit code {outcome.exit_code}" + in_call({}, series)
                          + (f": {last[0][:200]}" if last else ""))
+    if end is None and outcome.exit_code == 0:
+        return "crash", ("exit code 0" + in_call({}, series)
+                         + " without an end record: " + SELF_EXIT)
     if end is None:
         return "crash", "the agent ended without an end record"
     return None

@@ -53,20 +53,46 @@ SMALL_RATE = 1024.0
 def kib(n: float, places: int = 1) -> str:
     """Bytes as signed KiB, `places` decimals, never "-0.0" for tiny negative noise: the
     one KiB formatter of every report and answer ("+5.4", "+0.25")."""
-    return f"{round(n / 1024, places) + 0.0:+.{places}f}"
+    return scaled(n, 1024.0, places)
 
 
-def rate_words(rate: float, lo: float | None = None, hi: float | None = None) -> str:
+def scaled(n: float, scale: float, places: int = 1) -> str:
+    """`n / scale` signed, `places` decimals, never "-0.0" (`kib`, and MiB per call)."""
+    return f"{round(n / scale, places) + 0.0:+.{places}f}"
+
+
+# Rates from this many bytes a call on are said in MiB, where KiB would run to five
+# digits ("+51204.0 KiB/call" is "+50.0 MiB/call").
+LARGE_RATE = float(1 << 20)
+
+
+def per_call(rate: float) -> tuple[str, float]:
+    """The unit a rate per call is said in, KiB or from 1 MiB a call on MiB, and its
+    scale: `per_call(5 << 20)` is ("MiB", 1048576.0); for a figure and its interval."""
+    return ("MiB", LARGE_RATE) if abs(rate) >= LARGE_RATE else ("KiB", 1024.0)
+
+
+def rate_text(rate: float, places: int = 1) -> str:
+    """A rate per call in KiB ("+5.4 KiB/call", "+0.0 KiB/call"), in MiB from 1 MiB a
+    call on ("+50.0 MiB/call")."""
+    unit, scale = per_call(rate)
+    return f"{scaled(rate, scale, places)} {unit}/call"
+
+
+def rate_words(rate: float, lo: float | None = None, hi: float | None = None,
+               places: int = 1) -> str:
     """A rate per call in words, with its interval where given: "+5.4 KiB/call (CI
-    +5.3..+5.5)", or in bytes under 1 KiB, where a KiB figure would round it to a digit
-    or away ("+84 B/call (CI +83..+85)": issue 49's small leaks, never "+0.1 KiB/call
-    (CI +0.1..+0.1)")."""
+    +5.3..+5.5)", "+50.0 MiB/call (CI ...)" from 1 MiB a call, or in bytes under 1 KiB,
+    where a KiB figure would round it to a digit or away ("+84 B/call (CI +83..+85)":
+    issue 49's small leaks, never "+0.1 KiB/call (CI +0.1..+0.1)")."""
     if abs(rate) < SMALL_RATE:
         text, ci = f"{rate:+,.0f} B/call", (f"{lo:+,.0f}..{hi:+,.0f}" if lo is not None
                                             and hi is not None else "")
     else:
-        text, ci = (f"{kib(rate)} KiB/call", f"{kib(lo)}..{kib(hi)}" if lo is not None
-                    and hi is not None else "")
+        _, scale = per_call(rate)
+        text, ci = (rate_text(rate, places), f"{scaled(lo, scale, places)}.."
+                    f"{scaled(hi, scale, places)}" if lo is not None and hi is not None
+                    else "")
     return f"{text} (CI {ci})" if ci else text
 
 

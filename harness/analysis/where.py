@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.analysis.trends import kib
+from harness.analysis.trends import rate_text
 from harness.analysis.whererecord import (
     MEMORY_PARTS,
     Frame,
@@ -121,7 +121,7 @@ def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[floa
 
 
 def per_call(rate: float) -> str:
-    return f"{kib(rate)} KiB/call"
+    return rate_text(rate)      # "+5.9 KiB/call"; "+1.0 MiB/call" from 1 MiB a call
 
 
 # ---------------------------------------------------------------- one cell in words

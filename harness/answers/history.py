@@ -42,6 +42,7 @@ from harness.store.gate import read_gated
 from harness.store.runs import (
     REANALYZED,
     SWEEP_RESULTS,
+    begun_of,
     finished,
     kind_of,
     matrix_named,
@@ -65,6 +66,7 @@ class Run:
     started: float
     images: tuple[str, ...]
     watch: str = ""
+    began: float = 0.0      # its first start, as its directory's name says (not resumed)
 
     @property
     def name(self) -> str:
@@ -337,7 +339,7 @@ def read_history(root: Path) -> History:
             index.setdefault(res.image.label, res.image.index)
         images = tuple(label for _, label in sorted((i, label) for label, i in index.items()))
         run = Run(path, f"r{len(runs) + 1}", kind_of(path) or "", started_of(path), images,
-                  _watched(path))
+                  _watched(path), begun_of(path))
         runs.append(run)
         readings.append((run, results, unreadable, planned, stale))
     if not runs:

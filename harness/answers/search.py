@@ -14,6 +14,7 @@ from harness.analysis.kinds import (
     UNKNOWN,
     UNREADABLE,
 )
+from harness.analysis.outcomes import SELF_EXIT
 from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
@@ -135,6 +136,10 @@ def same_failure(items: Sequence[CellResult]) -> str | None:
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if len(ran) < 2 or any(r.verdict != "crash" for r in ran):
         return None
+    if all(r.end.error is None and SELF_EXIT in r.reason for r in ran):
+        # The step ends the process on every image (exit 0, no end record): the
+        # scenario's doing, as a raise on every image is.
+        return f"exit code 0 without an end record: {SELF_EXIT}"
     said = set()
     for r in ran:
         err = r.end.error

@@ -26,6 +26,11 @@ class Checked:
     root: Path | None = None
 
     @property
+    def id(self) -> str:
+        """The cell's id (`image.gpu.scenario`), its key in `Swept.cells`."""
+        return self.result.id
+
+    @property
     def verdict(self) -> str:
         return self.result.verdict
 
@@ -89,7 +94,9 @@ class Checked:
         vs = self.result.vs_baseline
         more = [missed_words(self.result)]
         if vs is not None and vs.confirmation is not None:
-            more.append(f"vs {vs.baseline}: {vs.confirmation.reason}")
+            # A verdict the rounds decided says them in its reason already: once.
+            if vs.confirmation.reason not in text:
+                more.append(f"vs {vs.baseline}: {vs.confirmation.reason}")
         elif vs is not None and vs.steps is not None and vs.baseline not in text:
             from harness.analysis.decision import pooled_text
 
@@ -105,6 +112,8 @@ class Swept:
         report: The report model every renderer reads.
         root: The results directory (its report.md, report.html, junit.xml).
         exit_code: What `harness sweep` would exit with (0 clean, 1 a cell is bad, ...).
+        cells: Each cell's `Checked`, by cell id (`swept.cells["a.cpu.s"].verdict`;
+            `.values()` for every one); `bad` lists the ids of the bad ones.
     """
 
     report: Report

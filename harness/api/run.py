@@ -220,9 +220,9 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:
-    from harness.matrixfile.entries import NON_ID
+    from harness.matrixfile.entries import to_word
 
-    return NON_ID.sub("_", getattr(fn, "__name__", "step")).strip("._") or "step"
+    return to_word(getattr(fn, "__name__", "step"), "_").strip("._") or "step"
 
 
 @contextlib.contextmanager

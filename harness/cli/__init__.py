@@ -95,8 +95,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cell_main(argv[1:])
     # Before parsing: `harness --help | head -1` and `harness sweep m.yaml >/dev/full`
     # print through them too.
-    closed_to_null()
+    closed = closed_to_null()
     out, err = sys.stdout, sys.stderr
+    help_only = not argv or any(a in ("-h", "--help", "--version", "--list") for a in argv)
+    if help_only and "stdout" in closed:
+        # Help and `sweep --list` answer with what they print: to a closed stdout
+        # (`harness --help >&-`) it cannot be written, exit 3 as to a full disk.
+        with contextlib.suppress(OSError, ValueError):
+            err.write(f"harness: stdout is closed; {_kept(argv, True)}\n")
+            err.flush()
+        return EXIT_ENVIRONMENT
     wrapped, wrapped_err = ReaderMayLeave(out, "stdout"), ReaderMayLeave(err, "stderr")
     sys.stdout, sys.stderr = cast(TextIO, wrapped), cast(TextIO, wrapped_err)
     try:
@@ -109,8 +117,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopped = wrapped.closed_by or wrapped_err.closed_by     # said by the interruption
     if lost and not stopped:
         # Help and `sweep --list` answer with what they print: lost, it is exit 3
-        help_only = not argv or any(a in ("-h", "--help", "--version", "--list")
-                                    for a in argv)
         with contextlib.suppress(OSError, ValueError):
             if not wrapped_err.left:
                 err.write(f"harness: {lost}; {_kept(argv, help_only)}\n")
@@ -120,14 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def closed_to_null() -> None:
+def closed_to_null() -> list[str]:
     """stdout or stderr closed before the start (`harness sweep m.yaml >&-`): Python
     leaves sys.stdout None (a traceback at the first print), and the next file opened
     takes its descriptor (a child's output would land in it). It is /dev/null instead:
-    nobody reads it, as where a reader left, and the command keeps its exit code."""
+    nobody reads it, as where a reader left, and the command keeps its exit code. The
+    names of the streams that were closed."""
+    closed = []
     for fd, name in ((1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is not None:
             continue
+        closed.append(name)
         try:
             os.fstat(fd)            # taken since by a file of ours: leave it be
             stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the run)
@@ -138,6 +147,7 @@ def closed_to_null() -> None:
                 os.close(null)
             stream = open(fd, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         setattr(sys, name, stream)
+    return closed
 
 
 def _kept(argv: Sequence[str], help_only: bool) -> str:

@@ -64,6 +64,7 @@ def matrix_file(args: argparse.Namespace, progress: Progress) -> Path:
     if args.between is None:
         raise InputError(f"{'--scenario' if args.scenario else '--python'} goes with "
                          f"--between OLD NEW: {USAGE}")
+    same_file(args.between)
     old, new = (read(p) for p in args.between)
     doc: dict[str, Any] = {}
     prefix = ""
@@ -91,7 +92,7 @@ def matrix_file(args: argparse.Namespace, progress: Progress) -> Path:
         raise InputError(f"--scenario {missing[0]}: no such file\n  fix: the path of a "
                          "Python file with setup(params) and step(state)")
     labels = names(args.between)
-    name = "-".join(filter(None, [prefix, "between", *labels]))
+    name = "-".join(filter(None, [prefix, "between", *run_words(labels)]))
     images: list[dict[str, Any]] = []
     for label, path in zip(labels, args.between, strict=True):
         image: dict[str, Any] = {"name": label, "lock": str(path.resolve())}
@@ -124,23 +125,56 @@ def absolute(entry: Any, base: Path) -> Any:
     return entry
 
 
+def same_file(paths: Sequence[Path]) -> None:
+    """Refuse OLD and NEW that are one file: the sweep would compare an environment with
+    itself.
+
+    Raises:
+        InputError: the two paths name one file.
+    """
+    old, new = paths
+    try:
+        same = old.resolve() == new.resolve() or old.samefile(new)
+    except OSError:
+        return      # a file that cannot be read is said by the lock reader, named
+    if same:
+        raise InputError(f"--between {old} {new}: OLD and NEW are one file, so nothing "
+                         "differs between the two sides\n  fix: give the lock of the "
+                         "environment that was good first, then the one to check, e.g. "
+                         "--between old/requirements.txt new/requirements.txt")
+
+
 def names(paths: Sequence[Path]) -> list[str]:
     """The two images' labels: each file's stem (`old.txt` -> old), its directory's name
-    for a stem that says nothing (`v1/uv.lock` -> v1), `-old`/`-new` added where they are
-    still one name."""
-    from harness.matrixfile.entries import NON_ID
+    for a stem that says nothing (`v1/uv.lock` -> v1) or that both files share
+    (`v1/req.txt`, `v2/req.txt` -> v1, v2), `-old`/`-new` added where they are still
+    one name."""
+    from harness.matrixfile.entries import to_word
 
-    def word(path: Path) -> str:
+    def word(stem: str) -> str:
+        return to_word(stem).strip("-") or "lock"
+
+    def stem_of(path: Path) -> str:
         stem = path.resolve().name.split(".")[0] if path.name.startswith("pylock.") \
             else path.stem
-        if stem.lower() in GENERIC and path.resolve().parent.name:
-            stem = path.resolve().parent.name
-        return NON_ID.sub("-", stem).strip("-") or "lock"
+        return path.resolve().parent.name if stem.lower() in GENERIC and \
+            path.resolve().parent.name else stem
 
-    out = [word(p) for p in paths]
+    out = [word(stem_of(p)) for p in paths]
     if out[0] == out[1]:
-        out = [f"{out[0]}-old", f"{out[1]}-new"]
+        dirs = [word(p.resolve().parent.name) for p in paths]
+        out = dirs if dirs[0] != dirs[1] else [f"{out[0]}-old", f"{out[1]}-new"]
     return out
+
+
+def run_words(labels: Sequence[str]) -> list[str]:
+    """The words of the run's name after "between": the two labels, or where they are
+    one name with -old/-new added, that name once (`req-old`, `req-new` -> req, old,
+    new: `between-req-old-new`)."""
+    a, b = labels
+    if a.endswith("-old") and b.endswith("-new") and a[:-4] == b[:-4]:
+        return [a[:-4], "old", "new"]
+    return list(labels)
 
 
 def differences(old: Lock, new: Lock) -> str:
@@ -152,10 +186,12 @@ def differences(old: Lock, new: Lock) -> str:
     moved = [f"{n} {a.get(n, '(none)')} -> {b.get(n, '(none)')}"
              for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
     if not moved:
-        return "no package differs"
+        return ("no package differs: both sides are one set of pins, so any difference "
+                "the sweep finds is the host's noise")
     shown = ", ".join(moved[:8]) + (f", ... ({len(moved) - 8} more)" if len(moved) > 8
                                     else "")
-    return f"{len(moved)} package{'' if len(moved) == 1 else 's'} differ: {shown}"
+    return (f"{len(moved)} package{' differs' if len(moved) == 1 else 's differ'}: "
+            f"{shown}")
 
 
 def culprit_after(matrix: Matrix, runtime: Runtime, by_host: dict[str, Runtime] | None,

@@ -190,8 +190,11 @@ def bisect_row(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             cache = Reuse(sweep, store, [RunStore(d) for d in args.reuse])
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             store.mark(BISECT, matrix.name, str(args.matrix))
-            outcome = bisect(cells, sweep_runner(sweep, cells), lambda s: print(s, flush=True),
-                             cache, args.repeats)
+            # A probe's line is progress: -q leaves the range searched, why a kept cell
+            # runs again, and the answer (issue 63 item 14).
+            outcome = bisect(cells, sweep_runner(sweep, cells),
+                             (lambda s: None) if args.quiet else
+                             (lambda s: print(s, flush=True)), cache, args.repeats)
         finally:
             try:
                 engines.stop()

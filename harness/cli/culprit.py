@@ -83,7 +83,7 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
     Raises:
         InputError: an unknown row or image, --good/--bad without a row, --good and
             --bad that name one image, a --good that is bad or a --bad that is not
-            (without --swap), no row with a first bad image after a good one.
+            (without --swap).
     """
     from harness.answers.explain import pairs
 
@@ -100,10 +100,6 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
                                                             unreadable), root, swap)]
     out = [(p.good, p.cell) for p in pairs(results, None, planned, unreadable)
            if p.good is not None and (row is None or p.row == row)]
-    if not out and row is None:
-        raise InputError("no row has a first bad image after a good one in this "
-                         "directory; nothing to search (pass ROW --good IMAGE --bad IMAGE "
-                         "to compare two images anyway)")
     return out
 
 
@@ -215,15 +211,33 @@ def current_pairs(found: Gated, todo: list[tuple[str, str]],
 
 
 def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> int:
-    """ROW has no bad image after a good one now: nothing to search, and an answer
-    stored for it (made when it had one) is dropped, so no report keeps its stale note."""
+    """ROW (or, with no ROW, any row) has no bad image after a good one now: nothing to
+    search, and an answer stored for it (made when it had one) is dropped, so no report
+    keeps its stale note. The exit code is `harness report`'s on those rows: 0 on clean
+    ones, as `explain` exits there; 1 where a row is bad from its first image."""
     from harness.store.answers import drop_culprit
 
-    answer.say(f"row {row} has no bad image after a good one: nothing to search (pass "
-               "--good IMAGE --bad IMAGE to compare two images anyway)")
+    which = f"row {row} has no" if row is not None else "no row of this directory has a"
+    answer.say(f"{which} bad image after a good one: nothing to search (pass "
+               f"{'' if row is not None else 'ROW '}--good IMAGE --bad IMAGE to compare "
+               "two images anyway)")
     if row is not None and drop_culprit(root, row):
         rewrite_reports(root, name, found)
-    return EXIT_OK
+    return rows_exit(root, name, found, row)
+
+
+def rows_exit(root: Path, name: str, found: Gated, row: str | None) -> int:
+    """How `harness report` exits on ROW's cells (every row's, with no ROW)."""
+    from harness.cli.sweep import exit_code
+    from harness.report import Report
+
+    plan = tuple(p for p in found.plan if row is None or p.row == row)
+    ids = {p.id for p in plan}
+    results = {k: r for k, r in found.results.items() if row is None or r.row == row}
+    return exit_code(Report.from_results(
+        name, results, None, root, planned=plan,
+        unreadable={k: why for k, why in found.gaps.items() if k in ids},
+        outdated=[k for k in found.stale if k in ids]))
 
 
 def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matrix,

@@ -212,7 +212,7 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     from harness.runtimes import Engines
     from harness.store import RunStore
     from harness.store.gate import kept_plan
-    from harness.store.runs import SWEEP
+    from harness.store.runs import SWEEP, begun_of
 
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     runtime = engines.default
@@ -222,7 +222,7 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     # no engine / no GPU: exit 3 before any results directory exists
     engines.start(cells, progress)
     with interruptible():
-        store = RunStore.open(args.out, matrix.name, resume, args.matrix)
+        store = RunStore.open(args.out, matrix.name, resume, args.matrix, started)
         # Imports NumPy and the reporters while the first cell runs; after every other
         # import of this command, so the two threads never import the same modules at once.
         prefetch = prefetch_analysis(*REPORTERS, then=compile_report_template)
@@ -230,8 +230,12 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             store.write("matrix.yaml", args.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
             # Absolute: explain and report find it from any directory.
+            # A resumed run keeps its first start (its directory's name) and says when
+            # it was continued.
             store.mark(SWEEP, matrix.name, str(args.matrix.resolve()),
-                       kept_plan(store.root, matrix, planned) if resume else planned, started)
+                       kept_plan(store.root, matrix, planned) if resume else planned,
+                       begun_of(store.root) if resume else started,
+                       started if resume else None)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
             live = progress_for(args.quiet, store.samples_path)

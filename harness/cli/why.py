@@ -21,7 +21,9 @@ def named(pool: list[str], cell: str) -> list[str]:
 
 
 def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
-    """Print why CELL got its verdict; 0, or 2 for a cell the directory does not hold.
+    """Print why CELL got its verdict; exit as `harness report DIR` does (1 where a
+    cell is bad: the verdicts are the same, only the words differ), 2 for a cell the
+    directory does not hold.
 
     Raises:
         InputError: no current cell of that id (or ending in it): a stale one is said
@@ -31,6 +33,7 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
     from harness.analysis.facts import Facts
     from harness.analysis.rules import Evidence, first_rule, rule_named
     from harness.analysis.rules import why as rules_why
+    from harness.cli.sweep import exit_code
     from harness.matrixfile.load import analysis_of
     from harness.result.build import run_outcome
     from harness.store import SeriesCache
@@ -77,7 +80,7 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
     if rule is not None and fired.id != rule.id:
         print(f"note: on this evidence rule {fired.id} fires first, not {rule.id}: the "
               "thresholds changed since it ran (harness sweep --reanalyze decides again)")
-    return 0
+    return exit_code(recorded)
 
 
 def course_said(res: CellResult) -> list[str]:

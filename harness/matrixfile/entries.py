@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import re
+import unicodedata
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -33,8 +35,23 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
 SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-# What a name or id may not contain (labels, ids and host names are words of these).
-NON_ID = re.compile(r"[^A-Za-z0-9_.-]+")
+# What to write where a matrix is empty or lacks its axes: harness has no `init`, and a
+# pip-installed harness has no examples/ folder to point at.
+IMAGES_EXAMPLE = {"local": "[{name: old, pip: [PKG==1.0]}, {name: new, pip: [PKG==2.0]}]",
+                  "containers": "[REPO:OLD_TAG, REPO:NEW_TAG]"}
+SCENARIO_EXAMPLE = "[scenario.py]"
+STARTER = (f"write `name: demo`, `runtime: local` and `matrix: {{image: "
+           f"{IMAGES_EXAMPLE['local']}, scenario: {SCENARIO_EXAMPLE}}}` in it, scenario.py "
+           "(beside it) defining setup(params) and step(state)")
+
+# A name (the matrix's, an image's, a scenario's id, a host's) is a word: letters and
+# digits of any script (é, Cyrillic, CJK, with their combining marks), '_', '.' and '-'.
+# It becomes a directory name (reports/<name>/, cells/<image>.<gpu>.<id>/), a part of
+# a cell id (joined by '.', matched by -k), a label in every report and a Slurm job's
+# name; what is unsafe there is refused: '/' and '\\' (paths), ':' and spaces (image
+# refs, shells), quotes, control characters. A name that must be ASCII (a hybrid image's
+# tag, `runtimes.dockerhybrid.tag_of`) is derived from it where it is made.
+WORD_MARKS = "_.-"
 
 
 class Ctx:
@@ -52,8 +69,7 @@ class Ctx:
     def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(path, f"expected a mapping, got {kind_of(value)}",
-                            "a matrix file is a mapping: `name: NAME` and `matrix: {image: "
-                            "[...], scenario: [...]}` at the top (see examples/)" if not path
+                            f"a matrix file is a mapping of keys: {STARTER}" if not path
                             else f"give `KEY: VALUE` lines here, keys from: "
                                  f"{', '.join(allowed)}")
         for key in value:
@@ -79,9 +95,25 @@ class Ctx:
         return [value]
 
 
+def _in_word(char: str) -> bool:
+    return char.isalnum() or char in WORD_MARKS or unicodedata.category(char)[0] == "M"
+
+
+def to_word(text: str, sep: str = "-") -> str:
+    """`text` with each run of characters a name may not hold made `sep` (`a b/c` ->
+    `a-b-c`; letters of any script kept: `пп 3.0.9` -> `пп-3.0.9`)."""
+    return "".join("".join(run) if keep else sep
+                   for keep, run in itertools.groupby(text, _in_word))
+
+
+def is_word(text: str) -> bool:
+    """Whether `text` is a name as it stands: not empty, every character a word's."""
+    return bool(text) and all(map(_in_word, text))
+
+
 def as_word(value: Any, fallback: str) -> str:
     """`value` made a word harness accepts as a name (`a b/c` -> `a-b-c`), for a fix."""
-    return NON_ID.sub("-", str(value) if value is not None else "").strip("-") or fallback
+    return to_word(str(value) if value is not None else "").strip("-") or fallback
 
 
 def kind_of(value: Any) -> str:
@@ -101,7 +133,7 @@ def image_label(ref: str, qualified: bool = False) -> str:
     name, _, tag = last.partition(":")
     if tag and (qualified or tag.isdigit() or tag.lower() in MOVING_TAGS):
         tag = f"{name}-{tag}"
-    return NON_ID.sub("-", tag or name).strip("-") or "image"
+    return to_word(tag or name).strip("-") or "image"
 
 
 def parse_images(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int
@@ -131,7 +163,7 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
                        "name one of its dated images here instead, e.g. image: NAME@DAY")
     containers = abilities(runtime).container_images
     if isinstance(item, str) and item.strip():
-        label = image_label(item) if containers else NON_ID.sub("-", Path(item).name)
+        label = image_label(item) if containers else to_word(Path(item).name)
         return ImageSpec(label=label, ref=item.strip(), index=index)
     if not isinstance(item, dict):
         raise ctx.fail(path, f"an image is a string or a mapping, got {kind_of(item)}")
@@ -161,12 +193,13 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
         ref = python or "python3"
     name = item.get("name")
     if name is None and "lock" in item:
-        name = NON_ID.sub("-", Path(str(item["lock"])).stem).strip("-") or f"lock{index}"
+        name = to_word(Path(str(item["lock"])).stem).strip("-") or f"lock{index}"
     if name is None:
-        name = image_label(ref) if containers else NON_ID.sub("-", "_".join(pip) or ref)
-    if not isinstance(name, str) or not NON_ID.sub("", name) or NON_ID.sub("-", name) != name:
-        raise ctx.fail((*path, "name"), f"name must be letters, digits, '.', '_', '-'; "
-                       f"got {name!r}", f"name: {as_word(name, f'image{index}')}")
+        name = image_label(ref) if containers else to_word("_".join(pip) or ref)
+    if not isinstance(name, str) or not is_word(name):
+        raise ctx.fail((*path, "name"), f"name must be one word of letters (any script), "
+                       f"digits, '.', '_', '-' (it names the image's cells and their "
+                       f"directories); got {name!r}", f"name: {as_word(name, f'image{index}')}")
     return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python,
                      hashes=hashes)
 
@@ -223,9 +256,15 @@ def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
                        f"scenario file not found: {script} (looked at {resolved})",
                        "paths are relative to the matrix file's directory")
     sid = item.get("id", resolved.stem)
-    if not isinstance(sid, str) or not sid or NON_ID.sub("-", sid) != sid:
-        raise ctx.fail((*path, "id"), f"id must be letters, digits, '.', '_', '-'; got {sid!r}",
-                       f"id: {as_word(sid, resolved.stem)}")
+    if not isinstance(sid, str) or not is_word(sid):
+        what = ("id" if "id" in item else
+                f"the scenario's id, its file name {resolved.stem!r} without an `id:`,")
+        raise ctx.fail((*path, "id") if "id" in item else
+                       path if given_as_path else (*path, "script"),
+                       f"{what} must be one word of letters (any script), digits, '.', '_', "
+                       f"'-' (it names the scenario's cells and their directories); got "
+                       f"{sid!r}", f"id: {as_word(sid, 'scenario')}" if "id" in item else
+                       f"{{script: {script}, id: {as_word(sid, 'scenario')}}}")
     params = item.get("params", {})
     if params is None:
         params = {}

@@ -13,16 +13,20 @@ import yaml
 
 from harness.errors import InputError, SpecError
 from harness.matrixfile.entries import (
-    NON_ID,
+    IMAGES_EXAMPLE,
+    SCENARIO_EXAMPLE,
     SCENARIO_KEYS,
     SETTING_KEYS,
+    STARTER,
     Ctx,
     as_word,
     image_label,
+    is_word,
     length_in,
     parse_images,
     parse_scenario,
     parse_settings,
+    to_word,
 )
 from harness.matrixfile.expand import across_hosts, expand
 from harness.matrixfile.fitblock import parse_fit
@@ -104,14 +108,18 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     does); errors name `doc.file` and the line `doc.line` gives for the key path."""
     ctx = Ctx(doc, check_files, file.parent)
     if doc.data is None:
-        raise ctx.fail((), "the file is empty", "see examples/ for a matrix to start from")
+        raise ctx.fail((), "the file is empty", STARTER)
     top = ctx.mapping(doc.data, (), TOP_KEYS)
     if "matrix" not in top:
-        raise ctx.fail((), "missing key 'matrix'", "add matrix: {image: [...], scenario: [...]}")
+        raise ctx.fail((), "missing key 'matrix'",
+                       f"add `matrix: {{image: {IMAGES_EXAMPLE['local']}, scenario: "
+                       f"{SCENARIO_EXAMPLE}}}` (images of `runtime: docker` or podman: "
+                       f"{IMAGES_EXAMPLE['containers']})")
     name = top.get("name", file.stem)
-    if not isinstance(name, str) or not name.strip() or NON_ID.sub("-", name) != name:
-        raise ctx.fail(("name",), f"name must be a word of letters, digits, '.', '_', '-'; "
-                       f"got {name!r}", f"name: {as_word(name, as_word(file.stem, 'matrix'))}")
+    if not isinstance(name, str) or not is_word(name):
+        raise ctx.fail(("name",), f"name must be one word of letters (any script), digits, "
+                       f"'.', '_', '-' (results go to reports/<name>/); got {name!r}",
+                       f"name: {as_word(name, as_word(file.stem, 'matrix'))}")
     runtime = top.get("runtime", DEFAULT_RUNTIME)
     if runtime not in RUNTIMES:
         raise ctx.fail(("runtime",), f"unknown runtime {runtime!r}",
@@ -119,9 +127,15 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
     defaults = parse_settings(ctx, top.get("defaults", {}), ("defaults",), RunSettings())
     ctx.length_set = length_in(top.get("defaults"))
     m = ctx.mapping(top["matrix"], ("matrix",), MATRIX_KEYS)
-    for key in ("image", "scenario"):
+    containers = abilities(runtime).container_images
+    for key, example in (("image", IMAGES_EXAMPLE["containers" if containers else "local"]),
+                         ("scenario", SCENARIO_EXAMPLE)):
         if key not in m:
-            raise ctx.fail(("matrix",), f"missing key 'matrix.{key}'")
+            what = ("the images to compare, oldest first" if key == "image" else
+                    "the scenario files, each defining setup(params) and step(state), "
+                    "relative to this file")
+            raise ctx.fail(("matrix",), f"missing key 'matrix.{key}'",
+                           f"add `{key}: {example}` under matrix: ({what})")
     images = _images(ctx, m["image"], runtime)
     gpus = tuple(_gpu(ctx, g, ("matrix", "gpu", i))
                  for i, g in enumerate(ctx.seq(m.get("gpu", "none"), ("matrix", "gpu"))))
@@ -155,7 +169,7 @@ def host_label(url: str) -> str:
     rest = rest.rsplit("@", 1)[-1].split("/", 1)[0]
     # [ipv6]:port or name:port
     rest = rest[1:].split("]", 1)[0] if rest.startswith("[") else rest.split(":", 1)[0]
-    return NON_ID.sub("-", rest).strip("-") or "host"
+    return to_word(rest).strip("-") or "host"
 
 
 def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
@@ -182,8 +196,11 @@ def _hosts(ctx: Ctx, value: Any, runtime: str) -> tuple[Host, ...]:
             raise ctx.fail(path, f"unknown endpoint scheme in {url!r}",
                            "allowed: unix://, tcp://, ssh://, or a docker context name")
         label = name if isinstance(name, str) and name else host_label(url)
-        if NON_ID.sub("-", label) != label:
-            raise ctx.fail((*path, "name"), f"bad host name {label!r}")
+        if not is_word(label):
+            raise ctx.fail((*path, "name"), f"a host's name must be one word of letters "
+                           f"(any script), digits, '.', '_', '-' (it names the host's cells "
+                           f"and their directories); got {label!r}",
+                           f"{{name: {as_word(label, f'host{i}')}, url: {url}}}")
         out.append(Host(label, url))
     labels = [h.label for h in out]
     for i, h in enumerate(out):

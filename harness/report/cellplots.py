@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from harness.analysis.trends import MemoryTrend, StepTrend, kib
+from harness.analysis.trends import MemoryTrend, StepTrend, per_call, rate_text, scaled
 from harness.protocol.series import TREND_NAMES, Series
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.result.words import human_seconds
@@ -58,8 +58,10 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
                                           for x, y in zip(mx, my, strict=True))
             fit = Fit(slope, intercept, float(mx[0]), float(mx[-1]))
         lo, hi = trend.slope_lo, trend.slope_hi
-        ci = f"CI {kib(lo, 2)}..{kib(hi, 2)} KiB/call, " if lo == lo and hi == hi else ""  # not NaN
-        headline = f"{kib(slope, 2)} KiB/call"
+        unit, scale = per_call(slope)
+        ci = (f"CI {scaled(lo, scale, 2)}..{scaled(hi, scale, 2)} {unit}/call, "
+              if lo == lo and hi == hi else "")  # not NaN
+        headline = rate_text(slope, 2)
         note = f"{ci}{trend.kind}"
     elif not fitted:
         note = "never decisive"

@@ -43,7 +43,9 @@ def latest_report(history: History) -> Report:
 
 
 def when(run: Run) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.started))
+    """When the run first started, on the local clock its directory is named by
+    (`20261125-214200` is 2026-11-25 21:42), the zone said."""
+    return time.strftime("%Y-%m-%d %H:%M %Z", time.localtime(run.began or run.started))
 
 
 def run_words(run: Run) -> str:

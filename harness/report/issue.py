@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from harness.analysis.kinds import STALE, TIMED, kind
-from harness.analysis.trends import kib
+from harness.analysis.trends import kib, per_call, rate_text, scaled
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
 from harness.report.issuerepro import environment_lines, repro_matrix, reproducer
@@ -138,8 +138,9 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
                 return "-"
             if t.kind == "insufficient":
                 return f"no readings to fit ({t.n} samples)"
-            return (f"{kib(t.slope, 2)} KiB/call (CI {kib(t.slope_lo, 2)}.."
-                    f"{kib(t.slope_hi, 2)}), {kib(t.growth / 1024, 2)} MiB "
+            _, scale = per_call(t.slope)
+            return (f"{rate_text(t.slope, 2)} (CI {scaled(t.slope_lo, scale, 2)}.."
+                    f"{scaled(t.slope_hi, scale, 2)}), {kib(t.growth / 1024, 2)} MiB "
                     f"over {t.n} samples, {t.kind}")
         row(f"{s} growth", growth)
 

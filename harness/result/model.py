@@ -296,6 +296,7 @@ class Plan:
     kind: str = "sweep"          # harness.store.runs.KINDS; a plan.json without one: sweep
     started: float | None = None  # time.time() when the command that wrote it started
     name: str = ""               # the matrix's `name:`
+    resumed: float | None = None  # time.time() when `--resume` last continued it
 
 
 def load_result(data: object, where: str = "result") -> CellResult:

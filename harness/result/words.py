@@ -6,7 +6,7 @@ import math
 
 from harness.analysis.devices import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
-from harness.analysis.trends import StepTrend, kib, missed_text, rate_words
+from harness.analysis.trends import StepTrend, missed_text, rate_text, rate_words
 from harness.result.model import CellResult
 
 
@@ -63,7 +63,7 @@ def carrier_words(res: CellResult) -> str | None:
         return f"{name} no readings"     # too few to fit: never "+0.0"
     if KINDS[res.verdict].figure == "memory" and res.verdict in BAD:
         return f"{name} {rate_words(trend.slope)}"   # never "+0.0 KiB/call"
-    return f"{name} {kib(trend.slope)} KiB/call"
+    return f"{name} {rate_text(trend.slope)}"
 
 
 def missed_words(res: CellResult) -> str:

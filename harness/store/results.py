@@ -148,12 +148,14 @@ class RunStore:
 
     @classmethod
     def open(cls, base: Path, name: str, resume: bool | Path,
-             matrix: Path | None = None) -> RunStore:
+             matrix: Path | None = None, started: float | None = None) -> RunStore:
         """A new timestamped directory, or with `resume` a sweep of the matrix `name` to
         continue: the given one, else the newest sweep by recorded start time (never a
         bisect's or a fit's directory beside it); with `matrix`, only a sweep made from
         that matrix file (`runs.resumable`): a run of another file that shares the name
-        is refused, naming it, with the command that starts a new run.
+        is refused, naming it, with the command that starts a new run. A new directory
+        is named by `started` (now unless given), the start plan.json records, on the
+        local clock.
 
         Raises:
             InputError: --resume given but no sweep of this matrix to resume.
@@ -185,7 +187,7 @@ class RunStore:
                                  "run without --resume first")
             store = cls(found)
         else:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
             root = base / name / stamp
             n = 1
             while root.exists():
@@ -196,14 +198,14 @@ class RunStore:
         return store
 
     def mark(self, kind: str, name: str, matrix: str, cells: tuple[Planned, ...] = (),
-             started: float | None = None) -> None:
-        """Record what made the directory (plan.json: kind, start time, matrix, and a
-        sweep's planned cells).
+             started: float | None = None, resumed: float | None = None) -> None:
+        """Record what made the directory (plan.json: kind, start time, the time
+        `--resume` continued it, matrix, and a sweep's planned cells).
 
         Raises:
             StoreError: it cannot be written.
         """
-        self.write(PLAN_FILE, plan_json(kind, name, matrix, cells, started))
+        self.write(PLAN_FILE, plan_json(kind, name, matrix, cells, started, resumed))
 
     def lock(self) -> None:
         resumed = self.root.is_dir()

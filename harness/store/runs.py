@@ -42,12 +42,13 @@ READ_BY = {
 
 
 def plan_json(kind: str, name: str, matrix: str, cells: Sequence[Planned] = (),
-              started: float | None = None) -> JSON:
-    """plan.json's content: the directory's kind, start time (now unless given), matrix
-    and planned cells (`RunStore.mark` writes it)."""
+              started: float | None = None, resumed: float | None = None) -> JSON:
+    """plan.json's content: the directory's kind, start time (now unless given), the
+    time `--resume` last continued it, matrix and planned cells (`RunStore.mark`)."""
     assert kind in KINDS, kind
     return encode(Plan(tuple(cells), matrix, kind=kind,
-                       started=time.time() if started is None else started, name=name))
+                       started=time.time() if started is None else started, name=name,
+                       resumed=resumed))
 
 
 def _plan(root: Path) -> JSON:
@@ -80,7 +81,21 @@ def kind_of(root: Path) -> str | None:
 
 
 def started_of(root: Path) -> float:
-    """When the directory's command started: recorded, else (older directories) the
+    """When the directory's command last started (`--resume` included), which orders
+    runs (the newest): recorded, else (older directories) the time its plan.json,
+    results.json or the directory itself was last written."""
+    data = _plan(root)
+    times = [v for v in (data.get(k) for k in ("started", "resumed"))
+             if isinstance(v, (int, float)) and not isinstance(v, bool)] \
+        if isinstance(data, dict) else []
+    if times:
+        return float(max(times))
+    return begun_of(root)
+
+
+def begun_of(root: Path) -> float:
+    """When the directory's run first started, as its name says it (a resumed run's
+    first start, not its resumption's); where none is recorded (older directories), the
     time its plan.json, results.json or the directory itself was last written."""
     data = _plan(root)
     started = data.get("started") if isinstance(data, dict) else None

@@ -141,6 +141,11 @@ def test_sweep_runs_a_matrix_dict_as_the_cli_does(importable: Path,
     (cid,) = swept.cells                # the image is named after the interpreter's file
     assert swept.exit_code == 1 and swept.bad == [cid] and cid.endswith(".cpu.grows")
     assert swept.cells[cid].verdict == "leak"
+    # Issue 63 item 13: `.cells` is a dict by cell id, as docs/pytest.md says, of
+    # `Checked` values that carry their id
+    assert all(c.id == k for k, c in swept.cells.items())
+    doc = " ".join((Path(__file__).parents[2] / "docs" / "pytest.md").read_text().split())
+    assert "`.cells` (a dict of each cell's `Checked` by cell id" in doc
     assert (swept.root / "report.md").is_file() and swept.root.parent.parent.name == "reports"
     with pytest.raises(InputError, match=r"the matrix dict: matrix: missing key"):
         harness.sweep({"name": "api", "runtime": "local", "matrix": {"image": ["python3"]}},
@@ -171,4 +176,8 @@ def test_a_saved_run_is_compared_and_a_slower_step_confirmed(importable: Path) -
         pytest.skip(f"the host was too busy to time rounds: {slower}")
     assert (slower.verdict, slower.rule) == ("regression", "regression"), str(slower)
     assert "main (saved)" in str(slower) and "rounds" in str(slower)
+    # Issue 63 item 14: the rounds' sentence once, not again after "vs main (saved):"
+    vs = slower.result.vs_baseline
+    assert vs is not None and vs.confirmation is not None
+    assert str(slower).count(vs.confirmation.reason) == 1, str(slower)
     assert isinstance(slower, Checked) and slower.result.vs_baseline is not None

@@ -141,6 +141,9 @@ def test_between_takes_a_matrix_for_its_scenarios(tmp_path: Path, fake: list[Rec
      "--scenario nope.py: no such file"),
     (["sweep", "docker.yaml", "--between", "old.txt", "new.txt"],
      "runtime docker: --between builds each lock into a venv"),
+    # Issue 63 item 13: one file twice ran as between-old-old-old-new without a word
+    (["sweep", "--between", "old.txt", "./old.txt", "--scenario", "step.py"],
+     "--between old.txt old.txt: OLD and NEW are one file, so nothing differs"),
 ])
 def test_between_mistakes_exit_2(tmp_path: Path, fake: list[Recording],
                                  monkeypatch: pytest.MonkeyPatch,
@@ -155,3 +158,16 @@ def test_between_mistakes_exit_2(tmp_path: Path, fake: list[Recording],
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err, err
     assert fake == []       # nothing ran
+
+
+def test_two_locks_of_one_stem_are_named_by_their_directories(tmp_path: Path) -> None:
+    """Issue 63 item 13: `v1/req.txt v2/req.txt` were `req-old`, `req-new` in a run
+    `between-req-old-req-new`; their directories tell them apart, and where nothing
+    does, the run is `between-req-old-new`."""
+    from harness.cli.between import names, run_words
+
+    assert names([tmp_path / "v1" / "req.txt", tmp_path / "v2" / "req.txt"]) == ["v1", "v2"]
+    same = names([tmp_path / "a" / "x" / "req.txt", tmp_path / "b" / "x" / "req.txt"])
+    assert same == ["req-old", "req-new"]
+    assert "-".join(["between", *run_words(same)]) == "between-req-old-new"
+    assert run_words(["old", "new"]) == ["old", "new"]

@@ -184,11 +184,15 @@ def test_cli_bisect(tmp_path: Path, fake_cli: list[FakeRuntime],
     assert "bisect gpu0.loop over 12 images (v00 .. v11): at most 6 probes" in out
     assert "gpu0.loop: first bad: v05 (last good: v04)" in out
     assert "  pip demo: v04 -> v05" in out
+    # Issue 63 item 14: -q prints no line per probe
+    assert "probe" not in out.replace("at most 6 probes", ""), out
     assert len(fake_cli[0].runs) <= 6
-    # a second run reuses the cells kept under <out>/<name>/bisect-<row>
-    assert main(argv) == 1
+    # a second run reuses the cells kept under <out>/<name>/bisect-<row>; without -q
+    # each probe is said
+    assert main(argv[:-1]) == 1
     assert fake_cli[1].runs == []
-    assert "0 cell run(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0 cell run(s)" in out and "probe v05 [6/12, cached]" in out, out
 
 
 @pytest.mark.parametrize(("extra", "message"), [
@@ -228,7 +232,7 @@ def test_cli_bisect_reuses_an_earlier_sweep(tmp_path: Path, fake_cli: list[FakeR
         c for c in row(matrix) if c.image.index in (0, 11)]).store
     # WHEN bisecting with --reuse THEN the endpoints are not run again
     assert main(["bisect", str(tmp_path / "m.yaml"), "--gpu", "0", "--out",
-                 str(tmp_path / "r"), "--reuse", str(store.root), "-q"]) == 1
+                 str(tmp_path / "r"), "--reuse", str(store.root)]) == 1
     out = capsys.readouterr().out
     assert "endpoint v00 [1/12, cached]: ok" in out and "endpoint v11 [12/12, cached]" in out
     assert "v00.gpu0.loop" not in fake_cli[0].runs and "v11.gpu0.loop" not in fake_cli[0].runs

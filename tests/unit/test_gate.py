@@ -233,8 +233,13 @@ def test_culprit_on_a_row_with_no_bad_image_and_its_stale_note(
     assert "has a first bad image" not in text and "no bad image" in text
     assert "stale: the cells it searched" not in (run / "report.md").read_text()
     assert "stale: the cells it searched" not in (run / "report.html").read_text()
-    assert main(["culprit", str(run), "-q"]) == 2
-    assert "no row has a first bad image" in said(capsys)
+    # Issue 63 item 12: the clean directory without ROW exits 0 too, as `culprit DIR
+    # ROW`, `explain` and `report` do on it (it was exit 2, as for bad input)
+    assert main(["culprit", str(run), "-q"]) == 0
+    assert ("no row of this directory has a bad image after a good one: nothing to "
+            "search") in said(capsys)
+    assert main(["explain", str(run), "-q"]) == 0
+    assert main(["report", str(run), "--format", "md"]) == 0
 
 
 @pytest.mark.parametrize(("flags", "words"), [
@@ -373,7 +378,7 @@ def test_why_of_a_stale_cell_says_it_is_stale_and_its_fix_runs_it_again(
     assert "called so" not in text
     assert main(fix_of(text)) == 1
     capsys.readouterr()
-    assert main(["report", str(run), "--why", "v2.gpu0.loop"]) == 0
+    assert main(["report", str(run), "--why", "v2.gpu0.loop"]) == 1  # as report (issue 63 item 12)
     assert "decided by rule: leak" in said(capsys)
 
 

@@ -40,10 +40,10 @@ def test_compare_of_the_two_h100_runs_names_the_device_memory(
     assert main(["compare", str(H100 / "gpu-real"), str(H100 / "sweep-1123")]) == 1
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if " gpu_leak " in x)
-    assert line.count("leak: gpu +1024.0 KiB/call") == 2, line
+    assert line.count("leak: gpu +1.0 MiB/call") == 2, line
     assert "heap +2.4 KiB/call" not in out
     line = next(x for x in out.splitlines() if " jax_leak " in x)
-    assert line.count("leak: fw +1024.0 KiB/call") == 2, line
+    assert line.count("leak: fw +1.0 MiB/call") == 2, line
     # the cuFFT plan cache: USS with RSS grew fastest, as `--reanalyze` decides it
     assert "leak: uss+rss +323.9 KiB/call, 4.43 ms/call" in out
 
@@ -52,7 +52,7 @@ def test_an_old_results_words_lead_with_its_fastest_leaking_carrier() -> None:
     res = read_run(H100 / "gpu-real").results["torch.gpu0.gpu_leak"]
     assert res.carrier == "heap"            # as recorded
     assert res.deciding_carrier == "gpu" and res.deciding_source == "gpu"
-    assert cell_text(res) == "leak: gpu +1024.0 KiB/call, 59.8 µs/call"
+    assert cell_text(res) == "leak: gpu +1.0 MiB/call, 59.8 µs/call"
     assert token("leak", res) == "L1.0k"
 
 
@@ -74,7 +74,7 @@ def test_compare_says_where_the_two_sides_differ_in_what_grew() -> None:
     assert [p.differs for p in comparison.pairs] == [True]
     assert comparison.sentences() == [
         "gpu_leak with torch: leak on both, by heap +2.4 KiB/call on A, "
-        "by gpu +1024.0 KiB/call on B"]
+        "by gpu +1.0 MiB/call on B"]
     out = io.StringIO()
     comparison.render(out)
     assert "no differences" not in out.getvalue()

@@ -69,4 +69,4 @@ def test_the_device_leak_is_attributed_to_its_line_by_pytorchs_allocator_history
     assert site.frames[0][1:] == (13, "step") and site.frames[0][0].endswith("gpu_leak.py")
     assert site.size / w.calls == 1024 * 1024
     [line] = diff(None, w, "gpu_leak.py", "", "torch")[1:2]
-    assert line.startswith("device: +1024.0 KiB/call at gpu_leak.py:13 step"), line
+    assert line.startswith("device: +1.0 MiB/call at gpu_leak.py:13 step"), line

@@ -41,10 +41,13 @@ def live() -> dict[str, CellResult]:
 
 
 def rate(reason: str, source: str) -> float:
-    """KiB/call the reason gives a source ("gpu grows +1024.0 KiB/call", "also fw +1024.0")."""
-    m = re.search(rf"\b{re.escape(source)}(?: grows)? ([+-][\d.]+)", reason)
+    """KiB/call the reason gives a source ("gpu grows +1.0 MiB/call", "also heap +2.4
+    KiB/call", "+84 B/call")."""
+    m = re.search(rf"\b{re.escape(source)}(?: grows)? ([+-][\d.,]+)(?: (B|KiB|MiB)/call)?",
+                  reason)
     assert m, f"{source} not named in {reason!r}"
-    return float(m.group(1))
+    scale = {"B": 1 / 1024, "MiB": 1024.0}.get(m.group(2) or "KiB", 1.0)
+    return float(m.group(1).replace(",", "")) * scale
 
 
 # cell -> (verdict, carrier(s) allowed, sources the reason must name with KiB/call)
@@ -68,7 +71,7 @@ def test_fixed_length_runs_say_what_leaks(real: dict[str, CellResult], cell: str
         assert rate(res.reason, source) == pytest.approx(kib, rel=0.02), res.reason
     # The table shows the carrier's figure, not the heap's.
     if res.carrier in ("gpu", "fw"):
-        assert cell_text(res).startswith(f"leak: {res.carrier} +1024.0 KiB/call")
+        assert cell_text(res).startswith(f"leak: {res.carrier} +1.0 MiB/call")
 
 
 @pytest.mark.parametrize("run", ["gpu-real", "gpu-live"])
@@ -109,8 +112,8 @@ def test_the_done_command_names_the_device_memory(capsys: pytest.CaptureFixture[
     """`harness report tests/data/h100/gpu-real --reanalyze`, as issue 20 states it."""
     assert main(["report", str(H100 / "gpu-real"), "--reanalyze"]) == 1
     out = capsys.readouterr().out
-    assert re.search(r"gpu0\.gpu_leak\s+leak: (gpu|fw) \+1024\.0 KiB/call", out)
-    assert re.search(r"gpu0\.jax_leak\s+leak: fw \+1024\.0 KiB/call", out)
+    assert re.search(r"gpu0\.gpu_leak\s+leak: (gpu|fw) \+1\.0 MiB/call", out)
+    assert re.search(r"gpu0\.jax_leak\s+leak: fw \+1\.0 MiB/call", out)
     assert "no-gpu" not in out
 
 
@@ -129,15 +132,15 @@ def test_every_renderer_shows_the_carriers_figure(real: dict[str, CellResult]) -
     report = Report.from_results("gpu-real", {f"torch.gpu0.{c}": r for c, r in real.items()})
     for reporter in (MarkdownReporter, HtmlReporter, JunitReporter):
         text = render_text(reporter.from_results(report))
-        # The cell's figure ("gpu +1024.0 KiB/call, 59.8 µs/call"), in table or message
-        assert "gpu +1024.0 KiB/call, " in text, reporter
-        assert "fw +1024.0 KiB/call, " in text, reporter          # jax_leak
+        # The cell's figure ("gpu +1.0 MiB/call, 59.8 µs/call"), in table or message
+        assert "gpu +1.0 MiB/call, " in text, reporter
+        assert "fw +1.0 MiB/call, " in text, reporter          # jax_leak
         assert "heap +2.4 KiB/call, " not in text and "KiB/iteration" not in text, reporter
     issue = render_text(IssueReporter.from_results(report, "gpu0.gpu_leak"))
-    assert "| verdict | leak: gpu grows +1024.0 KiB/call" in issue
+    assert "| verdict | leak: gpu grows +1.0 MiB/call" in issue
     # The heap's +2.4 KiB/call (the list of kept tensors) is no longer named: +3.5 MiB
     # over 1,500 calls on a 200 MB heap could be a cache still filling (issue 37)
-    assert "also fw +1024.0 KiB/call" in issue
+    assert "also fw +1.0 MiB/call" in issue
 
 
 def test_the_fixed_length_device_leak_replayed_live_is_decided_within_three_looks() -> None:

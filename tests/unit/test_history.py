@@ -301,3 +301,35 @@ def test_the_page_draws_the_newest_runs_of_a_line_and_counts_the_rest(
     drawn = re.findall(r'<th class="run" title="[^"]*">(r\d+) ', page)
     assert drawn == [f"r{k + 1}" for k in range(runs - SHOWN_RUNS, runs)]
     assert "3 older runs measured it too" in page
+
+
+def test_a_run_is_dated_as_its_directory_is_named_even_when_resumed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 63 item 14: history dated a run 21:45 whose directory says 21:42: the
+    directory was named when it was made (local clock), history said plan.json's start
+    (UTC), which `--resume` rewrote. Both are now the run's first start, on one clock."""
+    import time as real
+
+    demo = Demo(tmp_path, monkeypatch)
+    demo.sweep("-k", "23.01")
+    (run,) = (demo.reports / "demo").iterdir()
+
+    class Later:     # the resume, three minutes on
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        @staticmethod
+        def time() -> float:
+            return real.time() + 180.0
+
+    monkeypatch.setattr("harness.cli.sweep.time", Later())
+    demo.sweep("--resume", str(run))
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["resumed"] - plan["started"] >= 179
+    assert real.strftime("%Y%m%d-%H%M%S", real.localtime(plan["started"])) == run.name
+    code, out = history(demo.reports / "demo", capsys, "--no-html")
+    assert code == 0, out
+    said = re.search(rf"r1 {run.name} \(sweep, (\d{{4}})-(\d\d)-(\d\d) (\d\d):(\d\d) ", out)
+    assert said is not None, out
+    assert "".join(said.groups()) == run.name[:8] + run.name[9:13], out

@@ -222,8 +222,15 @@ def test_a_closed_output_keeps_the_exit_code(swept: tuple[Path, Path], argv: lis
     line = " ".join([sys.executable, "-m", "harness", *argv])
     got = subprocess.run(["bash", "-c", f"{line} {closed}"], cwd=cwd, env=ENV,
                          capture_output=True, text=True, check=False, timeout=300)
-    assert got.returncode == whole.returncode, got.stderr
     assert "Traceback" not in got.stderr and "Exception ignored" not in got.stderr
+    if argv == ["--help"] and closed.startswith(">&-"):
+        # Issue 63 item 12: the help is the answer; to a closed stdout it was not
+        # printed: exit 3, as README's table says (and as > /dev/full is)
+        assert got.returncode == 3, got.stderr
+        if closed == ">&-":
+            assert "stdout is closed; the help was not printed (exit 3)" in got.stderr
+        return
+    assert got.returncode == whole.returncode, got.stderr
 
 
 def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -> None:

@@ -47,6 +47,21 @@ def test_same_error_on_every_image_is_a_scenario_bug_exit_2(
     assert json.loads(results.read_text())["rows"][0]["first_bad"] is None
 
 
+def test_a_step_that_ends_the_process_on_every_image_is_the_scenarios_fault(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 63 item 4: os._exit(0) in step (here out of the static check's sight) ends
+    # every image's run with exit 0 and no end record: the scenario's fault, exit 2, as a
+    # raise on every image is; not "bad from the first image", exit 1.
+    m = _matrix(tmp_path, "import os\n\ndef setup(p):\n    return 1\n\n"
+                "def step(s):\n    getattr(os, '_exit')(0)\n")
+    code = main(["sweep", str(m), "-q", "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert ("the scenario fails on every image (exit code 0 without an end record: the "
+            "process ended itself, by os._exit in the scenario") in out, out
+    assert "bad from the first image" not in out
+
+
 def _cell(label: str, index: int, verdict: str, message: str) -> dict[str, object]:
     return {"row": "cpu.s", "image": {"label": label, "index": index},
             "gpu": {"label": "cpu"}, "scenario": {"id": "s"}, "id": f"{label}.cpu.s",

@@ -132,7 +132,29 @@ def test_empty_matrix_file(tmp_path: Path, text: str, line: int | None) -> None:
     path.write_text(text)
     with pytest.raises(SpecError) as info:
         matrixfile.load(path)
-    check(info.value, "", line, "examples/", problem="empty")
+    # Issue 63 item 14: what to write, not "see examples/" (a pip-installed harness has
+    # no examples/, and no `harness init`)
+    check(info.value, "", line, "`matrix: {image: [{name: old, pip: [PKG==1.0]}",
+          "setup(params) and step(state)", problem="empty")
+    assert "examples/" not in str(info.value)
+
+
+@pytest.mark.parametrize(("runtime", "missing", "fix"), [
+    ("local", "image", "image: [{name: old, pip: [PKG==1.0]}, {name: new, pip: [PKG==2.0]}]"),
+    ("docker", "image", "image: [REPO:OLD_TAG, REPO:NEW_TAG]"),
+    ("local", "scenario", "scenario: [scenario.py]"),
+])
+def test_a_missing_axis_says_what_to_write(tmp_path: Path, runtime: str, missing: str,
+                                           fix: str) -> None:
+    # Issue 63 item 14: "missing key 'matrix.image'" had no fix line
+    axes = {"image": "image: [a:1]", "scenario": "scenario: [rfft_loop.py]"}
+    del axes[missing]
+    err = spec_error(tmp_path, f"""
+        runtime: {runtime}
+        matrix:
+          {next(iter(axes.values()))}
+        """)
+    check(err, "matrix", 2, fix, problem=f"missing key 'matrix.{missing}'")
 
 
 def test_missing_matrix_file(tmp_path: Path) -> None:
@@ -335,6 +357,52 @@ def test_local_runtime_images(tmp_path: Path) -> None:
     assert m.images[0].pip == ("numpy==1.26.4",)
     assert [c.id for c in m.cells] == ["numpy-1.26.4.cpu.rfft_loop", "sys.cpu.rfft_loop"]
     assert m.name == "matrix"
+
+
+def test_names_are_letters_of_any_script(tmp_path: Path) -> None:
+    # Issue 63 item 11: é, Cyrillic and CJK letters (and a combining mark) are letters:
+    # a matrix name, an image name and a scenario file's name taken as its id.
+    (tmp_path / "sçénario_ñ.py").write_text(STEPS)
+    m = load(tmp_path, """
+        name: 数据-sweep
+        runtime: local
+        matrix:
+          image: [{name: пп-3.0.9, pip: [a==1]}, {name: "cafe\u0301-2", pip: [a==2]}]
+          scenario: [sçénario_ñ.py, {script: sçénario_ñ.py, id: 試験}]
+        """)
+    assert m.name == "数据-sweep"
+    assert [c.id for c in m.cells] == [
+        "пп-3.0.9.cpu.sçénario_ñ", "пп-3.0.9.cpu.試験", "cafe\u0301-2.cpu.sçénario_ñ",
+        "cafe\u0301-2.cpu.試験"]
+    assert ids(m, "пп and 試験") == ["пп-3.0.9.cpu.試験"]
+
+
+def test_what_a_name_cannot_hold_is_refused_with_a_fix_that_keeps_its_letters(
+        tmp_path: Path) -> None:
+    err = spec_error(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{name: "пп 3.0.9/x", pip: [a==1]}]
+          scenario: rfft_loop.py
+        """)
+    check(err, "matrix.image[0].name", 3, "name: пп-3.0.9-x", problem="letters (any script)")
+    # A file name that is no id is said on the key the user wrote (script), not `id`.
+    (tmp_path / "my scenario.py").write_text(STEPS)
+    err = spec_error(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{name: a, pip: [a==1]}]
+          scenario: [{script: my scenario.py}]
+        """)
+    check(err, "matrix.scenario[0].script", 4, "id: my-scenario",
+          problem="the scenario's id, its file name 'my scenario' without an `id:`,")
+    err = spec_error(tmp_path, """
+        runtime: local
+        matrix:
+          image: [{name: a, pip: [a==1]}]
+          scenario: [my scenario.py]
+        """)
+    check(err, "matrix.scenario[0]", 4, "{script: my scenario.py, id: my-scenario}")
 
 
 # ---------------------------------------------------------------- -k selection

@@ -88,12 +88,12 @@ def test_a_confirmed_ratio_is_printed_with_its_interval() -> None:
 
 def test_cell_text_shows_the_carriers_figure_not_the_heaps() -> None:
     # GIVEN a 1 MiB/call device leak with the heap growing 2.4 KiB/call beside it
-    res = result("b", 1, "leak", "gpu grows +1024.0 KiB/call; also heap +2.4 KiB/call",
+    res = result("b", 1, "leak", "gpu grows +1.0 MiB/call; also heap +2.4 KiB/call",
                  "1", "1", heap_slope=2.4 * 1024, median_step_s=0.00006)
     res["carrier"] = "gpu"
     res["memory"]["gpu"] = {"slope": 1024.0 * 1024, "kind": "leak"}
     # THEN the one-line text leads with the device's figure
-    assert cell_text(as_result(res)) == "leak: gpu +1024.0 KiB/call, 60 µs/call"
+    assert cell_text(as_result(res)) == "leak: gpu +1.0 MiB/call, 60 µs/call"
     # AND a leak carried by USS with RSS is said under that name, with USS's figure
     res["carrier"] = "uss+rss"
     res["memory"]["uss"] = {"slope": 324.0 * 1024, "kind": "leak"}

@@ -152,7 +152,8 @@ def test_why_on_a_slowdown_cell_shows_the_slowdown_rule_fired(
     run = fake_sweep(["v1"], Behaviour(slowdown_per_iter=2e-6), report=True, plan=True)
     (res,) = run.results.values()
     assert (res.verdict, res.rule) == ("slowdown", "slowdown"), res.reason
-    assert main(["report", str(run.root), "--why", res.id]) == 0
+    # exit 1, as `harness report` on a slowdown (issue 63 item 12: --why exited 0)
+    assert main(["report", str(run.root), "--why", res.id]) == 1
     out = capsys.readouterr().out
     said = [line for line in out.splitlines() if line[:1].isdigit()]
     assert [line for line in said if ": fired" in line] == [

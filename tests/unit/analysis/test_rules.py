@@ -10,6 +10,7 @@ import pytest
 from fakeruntime import Behaviour
 from sweepkit import FakeSweep
 
+from harness.analysis.kinds import BAD
 from harness.analysis.rules import RULE_IDS, RULES
 from harness.analysis.runrules import doc_with_rules
 from harness.cli import main
@@ -45,7 +46,8 @@ def test_the_rule_that_decided_is_kept_and_why_prints_every_rule(
     run = fake_sweep(["v1"], behave, report=True, plan=True)
     (res,) = run.results.values()
     assert (res.verdict, res.rule) == (verdict, rule), res.reason
-    assert main(["report", str(run.root), "--why", res.id]) == 0
+    # exits as `harness report` does on the run: 1 on a bad verdict (issue 63 item 12)
+    assert main(["report", str(run.root), "--why", res.id]) == (1 if verdict in BAD else 0)
     out = capsys.readouterr().out
     assert f"decided by rule: {rule}" in out
     said = [line for line in out.splitlines() if line[:1].isdigit()]

@@ -74,7 +74,8 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
                      defaults={"iterations": 400, "warmup": 20, "repeats": 0})
     res = run.outcome.results["v2.gpu0.loop"]
     assert res.verdict == "regression", res.reason
-    assert main(["report", str(run.root), "--why", res.id]) == 0
+    # exits as `harness report` on a regression (issue 63 item 12)
+    assert main(["report", str(run.root), "--why", res.id]) == 1
     out = capsys.readouterr().out
     assert "round 1: rule round-busy-agrees: counts" in out, out
 

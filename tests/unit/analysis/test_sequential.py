@@ -306,7 +306,7 @@ def test_an_exact_counter_leak_is_decided_at_the_first_look(source: str) -> None
     got = first_decision(LiveDecider(CFG, 50, 3000), exact_records(source, 2**20, 30))
     # THEN it is decided at 50 measured calls, on that source, not on the heap
     assert got.verdict == "leak" and got.source == source and got.iterations == 50
-    assert "+1024.0 KiB/call" in got.reason
+    assert "+1.0 MiB/call" in got.reason      # not "+1024.0 KiB/call" (issue 63 item 14)
 
 
 def test_the_heap_alone_is_not_trusted_without_noise_evidence() -> None:
