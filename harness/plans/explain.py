@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -203,6 +204,22 @@ def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Pa
                                kinds=(*w.kinds, "native"))
 
 
+# The memory source of the sweep's run whose floor a where record's part is named above.
+PART_SOURCES = {"heap": "heap", "native": "heap", "device": "gpu"}
+
+
+def floors(res: CellResult) -> dict[str, float]:
+    """Part -> the smallest steady leak (bytes/call) the sweep's run of the cell could
+    have missed in the part's source (`MemoryTrend.missed`), where it was measured."""
+    out: dict[str, float] = {}
+    for part, source in PART_SOURCES.items():
+        trend = res.memory.get(source)
+        missed = trend.missed if trend is not None else None
+        if missed is not None and math.isfinite(missed):
+            out[part] = missed
+    return out
+
+
 def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
             todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
     """Run each pair's cells with attribution and write their where.json; returns them
@@ -236,11 +253,11 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
         for cid, (w, record) in runs.items():
             res = results[cid]
             heap = res.memory.get("heap")
-            lines = summary(w, scenario, source)
+            lines = summary(w, scenario, source, floors=floors(res))
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
             good_label = results[pair.good].image.label if pair.good else ""
-            found = (changes(good_where, w, scenario, source)
+            found = (changes(good_where, w, scenario, source, floors=floors(res))
                      if is_bad and (good_where is not None or pair.good is None) else [])
             fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good
