@@ -13,6 +13,7 @@ tells a plain script (neither), run whole once, for the progress line.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import functools
 from collections.abc import Iterable
@@ -28,6 +29,34 @@ def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:
     """Measured iterations that give `cfg.min_samples` memory samples from step samples
     alone (one every `sample_every` calls): a run of this length can always decide."""
     return cfg.min_samples * settings.sample_every
+
+
+def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
+               ) -> tuple[list[Cell], str | None]:
+    """`--iterations N` over cells with a time budget is their cap, raised to what a
+    decision needs (`decidable_iterations`): below it the budget's run stopped at N
+    calls with too few memory samples, read `ambiguous` and ran again up to what its
+    budget holds (`--iterations 50` on a 5 s budget: 50 calls, then 170), never the
+    short run asked for. Returns the cells and the sentence that says so, None where no
+    cap was raised."""
+    out: list[Cell] = []
+    raised: dict[int, list[str]] = {}
+    for cell in cells:
+        s = cell.settings
+        need = decidable_iterations(s, cfg)
+        if s.run_budget is not None and s.max_iterations is not None and \
+                s.max_iterations < need:
+            raised.setdefault(need, []).append(cell.id)
+            cell = dataclasses.replace(cell, scenario=dataclasses.replace(
+                cell.scenario, settings=dataclasses.replace(s, max_iterations=need)))
+        out.append(cell)
+    if not raised:
+        return out, None
+    parts = [f"{need} calls ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+             for need, ids in sorted(raised.items())]
+    return out, (f"--iterations {asked} is the cap of a run with a time budget, raised to "
+                 f"what a decision needs ({cfg.min_samples} memory samples, one every "
+                 f"sample_every calls): {'; '.join(parts)}")
 
 
 def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:

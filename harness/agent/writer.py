@@ -17,6 +17,14 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _NS = itertools.repeat(9)   # round(x, 9): seconds to the ns
 
 
+def own_bytes(dt):
+    """The heap the agent's own step-time buffer holds at a reading (an array's block,
+    as allocated), which is not the scenario's; 0 for anything else."""
+    if dt is None or not hasattr(dt, "buffer_info"):
+        return 0
+    return sys.getsizeof(dt)
+
+
 class Writer(object):
     """Line-buffered JSON lines to a file and stdout, serialised across threads."""
 
@@ -122,7 +130,8 @@ class Sampler(object):
                     # becomes one of the step's own garbage. An old object in a cycle
                     # freed later stays: at most once each, never growth per call.
                     gc.freeze()
-            rec["heap"] = self.heap.read()
+            heap = self.heap.read()
+            rec["heap"] = heap - own_bytes(dt) if heap is not None else None
         if self.fw is not None:
             try:
                 value = self.fw(self.state)

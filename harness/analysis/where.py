@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from harness.analysis.trends import rate_text
 from harness.analysis.whererecord import (
@@ -25,8 +26,8 @@ from harness.analysis.whererecord import (
     parse_where,
 )
 
-__all__ = ["Change", "OpTime", "Site", "Where", "changes", "diff", "notes", "parse_where",
-           "shares", "site_key", "summary"]
+__all__ = ["Change", "OpTime", "Site", "Where", "changes", "diff", "named_above", "notes",
+           "parse_where", "shares", "site_key", "summary"]
 TOP = 5                                    # sites a summary names per part
 
 
@@ -131,20 +132,32 @@ NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|
                       re.IGNORECASE)
 
 
-def summary(w: Where, scenario: str, source: Source | None = None, top: int = TOP
-            ) -> list[str]:
+def named_above(part: str, floors: Mapping[str, float]) -> float:
+    """The bytes per call a site of a memory part must grow to be named: MIN_RATE, or
+    the part's floor where higher (`floors`: the smallest steady leak the sweep's run
+    of the cell could have missed, `MemoryTrend.missed`). A site under it is what an
+    attributed run of a few hundred calls makes of a one-time allocation."""
+    return max(MIN_RATE, floors.get(part, 0.0))
+
+
+def summary(w: Where, scenario: str, source: Source | None = None, top: int = TOP,
+            floors: Mapping[str, float] = MappingProxyType({})) -> list[str]:
     """What one attributed run shows, a line each: the largest sites per call of each
-    memory part, where the late steps' time went, the ops that grew."""
+    memory part (above its floor, `named_above`), where the late steps' time went, the
+    ops that grew."""
     lines: list[str] = []
     for part in MEMORY_PARTS:
         if part not in w.sites:
             continue
         rates = sorted(_rates(w.sites[part], w.calls, scenario).items(), key=lambda kv: -kv[1])
-        shown = [(k, r) for k, r in rates if r >= MIN_RATE][:top]
+        least = named_above(part, floors)
+        shown = [(k, r) for k, r in rates if r >= least][:top]
         for k, r in shown:
             lines.append(f"{part}: {per_call(r)} at {_label(k, source)}")
         if not shown:
-            lines.append(f"{part}: no site grew over {w.calls} calls")
+            under = any(r >= MIN_RATE for _, r in rates)     # only under the floor
+            lines.append(f"{part}: no site grew over {w.calls} calls" + (
+                f" above the run's floor ({least:,.0f} B/call)" if under else ""))
     lines += _stack_lines(w, scenario, source, top)
     lines += _ops_lines(w, top)
     return lines
@@ -266,20 +279,23 @@ class Change:
 
 
 def changes(good: Where | None, bad: Where, scenario: str, source: Source | None = None,
-            top: int = TOP) -> list[Change]:
+            top: int = TOP, floors: Mapping[str, float] = MappingProxyType({})
+            ) -> list[Change]:
     """The answer: the bad cell's sites matched with the good one's, those that grew
-    most first (memory per call, share of late samples, op time per call)."""
+    most first (memory per call above the bad cell's floor, `named_above`; share of late
+    samples; op time per call)."""
     out: list[Change] = []
     for part in MEMORY_PARTS:
         if part not in bad.sites:
             continue
+        least = named_above(part, floors)
         b = _matching(_rates(bad.sites[part], bad.calls, scenario), scenario)
         g = _matching(_rates(good.sites.get(part, ()), good.calls, scenario), scenario) if (
             good is not None) else {}
         ranked = sorted(b.items(), key=lambda kv: -(kv[1][0] - g.get(kv[0], (0.0, ""))[0]))
         for match, (rate, k) in ranked[:top]:
             before = g.get(match, (0.0, ""))[0]
-            if rate - before < MIN_RATE:
+            if rate - before < least:
                 continue
             was = "0" if before < MIN_RATE else per_call(before)
             out.append(Change(part, _label(k, source), per_call(rate),
@@ -313,6 +329,8 @@ def changes(good: Where | None, bad: Where, scenario: str, source: Source | None
 
 
 def diff(good: Where | None, bad: Where, scenario: str, good_label: str, bad_label: str,
-         source: Source | None = None, top: int = TOP) -> list[str]:
+         source: Source | None = None, top: int = TOP,
+         floors: Mapping[str, float] = MappingProxyType({})) -> list[str]:
     """The answer in words, a line per change (`changes`)."""
-    return [c.line(good_label, bad_label) for c in changes(good, bad, scenario, source, top)]
+    return [c.line(good_label, bad_label)
+            for c in changes(good, bad, scenario, source, top, floors)]

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.kinds import BAD, GOOD, kind
+from harness.analysis.kinds import BAD, GOOD, MEMORY, TIMED, kind
 from harness.answers.search import answer_rows
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
@@ -71,8 +71,21 @@ def image_after(results: Mapping[str, CellResult], cid: str, other: str) -> bool
 
 
 def kinds_for(result: CellResult) -> tuple[str, ...]:
-    """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`)."""
-    return kind(result.verdict).attribute
+    """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`), but the
+    memory kinds of a verdict about time whose memory is not bad (no peak above the
+    baseline's): a site is named for the quantity that is bad. A regression of step time
+    alone was attributed with tracemalloc too, which named "heap: +0.2 KiB/call" where
+    the sweep read 0.25 B/call (issue 63), and made the step 150x slower for its stacks."""
+    kinds = kind(result.verdict).attribute
+    if result.verdict in TIMED and not larger(result):
+        return tuple(k for k in kinds if k not in MEMORY)
+    return kinds
+
+
+def larger(result: CellResult) -> bool:
+    """The cell's peak memory read higher than its baseline's."""
+    vs = result.vs_baseline
+    return vs is not None and vs.peak_rss is not None and vs.peak_rss.direction == "higher"
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ def _sweep_file(path: Path, out: str | os.PathLike[str], select: str | None,
                          "`harness sweep --help`") from None
     m = matrixfile.load(args.matrix)
     cells = apply_overrides(matrixfile.select(m.cells, args.select), args)
-    preflight(cells, m, refuse=args.iterations is not None)
+    cells = preflight(cells, m, args.iterations)
     report, root, _ = sweep_and_report(args, m, cells)
     return Swept(report, root, exit_code(report),
                  {k: Checked(r, root) for k, r in report.results.items()})

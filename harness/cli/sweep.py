@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         for c in cells if not answer.active() else ():
             print(c.id)
         return EXIT_OK
-    preflight(cells, matrix, refuse=args.iterations is not None)
+    cells = preflight(cells, matrix, args.iterations)
     report, root, paths = sweep_and_report(args, matrix, cells)
     shown(args, report, (root, paths), cells)
     return exit_code(report)
@@ -184,19 +184,26 @@ def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Pa
         say(sys.stdout, note, width)
 
 
-def preflight(cells: list[Cell], matrix: Matrix, refuse: bool) -> None:
+def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list[Cell]:
     """Before any container: a scenario's syntax error is exit 2 with file:line; a run
-    too short to ever decide is refused where --iterations asked for it (`refuse`),
-    else said (a smoke or OOM run is the author's choice).
+    too short to ever decide is refused where --iterations asked for it (`iterations`),
+    else said (a smoke or OOM run is the author's choice); an --iterations that can
+    decide but needs longer is raised for a run with a time budget (its cap), and said.
+    Returns the cells as they will run.
 
     Raises:
         InputError: a scenario that does not compile, or a refused length.
     """
-    from harness.preflight import check_lengths, compile_scenarios
+    from harness.preflight import check_lengths, compile_scenarios, floor_caps
 
     compile_scenarios(cells)
-    for warning in check_lengths(cells, matrix.analysis, refuse=refuse):
+    for warning in check_lengths(cells, matrix.analysis, refuse=iterations is not None):
         print(f"harness: {warning}", file=sys.stderr)
+    if iterations is not None:
+        cells, raised = floor_caps(cells, matrix.analysis, iterations)
+        if raised is not None:
+            print(f"harness: {raised}", file=sys.stderr)
+    return cells
 
 
 def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -49,20 +50,24 @@ TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attributi
 
 
 
-def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) -> Cell:
-    """The cell as an attribution run: fixed length (no early stop, no re-runs), shorter
-    where tracemalloc slows it; its deadline is the cell's, longer under tracemalloc, but
-    never more than DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under tracemalloc) what the
-    sweep's run took per call (`took_s` for the cell's calls), plus a minute: a part that
-    hangs (a native symbol table) ends the run, not the session."""
+def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
+               made: int | None = None) -> Cell:
+    """The cell as an attribution run: fixed length (no early stop, no re-runs), the
+    calls the sweep's run made (`made`; a budgeted cell's `max_iterations` is only its
+    cap), fewer where tracemalloc slows it; its deadline is the cell's, longer under
+    tracemalloc, but never more than DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under
+    tracemalloc) what the sweep's run took per call (`took_s` for the `made` calls),
+    plus a minute: a part that hangs (a native symbol table) ends the run, not the
+    session."""
     s = cell.settings
-    calls = s.agent_iterations
+    ran = made or s.agent_iterations
+    calls = ran
     timeout, slower = s.timeout, float(DEADLINE_FACTOR)
     if "heap" in kinds:
         calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
         slower = TRACEMALLOC_SLOWER
     if took_s:
-        per_call = took_s / max(s.agent_iterations, 1)
+        per_call = took_s / max(ran, 1)
         timeout = min(timeout, slower * per_call * calls + 60.0)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                 timeout=timeout)
@@ -95,11 +100,23 @@ def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                                   else f"exit {ran.ended.exit_code}")
         raise AttributionFailed(f"{cell.id}: the attributed run left no where record ({why}; "
                                 f"see {outdir / 'agent.log'})")
-    return parse_where(record), record
+    w = parse_where(record)
+    if ran.ended.timed_out:
+        # The agent saw its run stop before the late window ended; only the host knows
+        # why: the attributed run's deadline.
+        said = f" (its deadline of {cell.settings.timeout:.0f} s ended the run)"
+        w = dataclasses.replace(w, errors={
+            k: v + said if "the run stopped at step" in v else v for k, v in w.errors.items()})
+    return w, record
 
 
 def _took(res: CellResult) -> float | None:
     return res.timings.run_s or None
+
+
+def _made(res: CellResult) -> int | None:
+    """The calls the sweep's run of the cell measured (its end record), None unknown."""
+    return res.end.iterations or res.summary.iterations or None
 
 
 def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], outdir: Path,
@@ -108,7 +125,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
     tracemalloc runs again without it; memray's native stacks are taken in a second run
     where Python's allocator saw too little of the heap's growth (`native` None: decide
     from this cell; True/False: as its pair's bad cell did)."""
-    run_as = attributed(cell, kinds, _took(res))
+    run_as = attributed(cell, kinds, _took(res), _made(res))
     ctx.progress(f"explain {cell.id}: running with --attribute {','.join(kinds)} "
                  f"({run_as.settings.iterations} calls)")
     try:
@@ -123,7 +140,8 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
         ctx.progress(f"explain {cell.id}: running again without heap "
                      f"(--attribute {','.join(rest)})")
         try:
-            w, record = run_attributed(ctx, attributed(cell, rest, _took(res)), rest, outdir)
+            w, record = run_attributed(ctx, attributed(cell, rest, _took(res), _made(res)),
+                                       rest, outdir)
         except AttributionFailed as again:
             ctx.progress(f"explain: {again}")
             return None
@@ -171,7 +189,7 @@ def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Pa
                  "running again with --attribute native (memray)")
     try:
         n, _ = run_attributed(ctx, attributed(with_memray(
-            ctx, cell, res.image.labels.get("pins", "")), NATIVE, _took(res)),
+            ctx, cell, res.image.labels.get("pins", "")), NATIVE, _took(res), _made(res)),
                               NATIVE, outdir)
     except AttributionFailed as exc:
         return dataclasses.replace(w, errors={**w.errors, "native": str(exc)},
@@ -184,6 +202,22 @@ def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Pa
     errors = {**w.errors, **{k: v for k, v in n.errors.items() if k == "native"}}
     return dataclasses.replace(w, sites=sites, totals=totals, errors=errors,
                                kinds=(*w.kinds, "native"))
+
+
+# The memory source of the sweep's run whose floor a where record's part is named above.
+PART_SOURCES = {"heap": "heap", "native": "heap", "device": "gpu"}
+
+
+def floors(res: CellResult) -> dict[str, float]:
+    """Part -> the smallest steady leak (bytes/call) the sweep's run of the cell could
+    have missed in the part's source (`MemoryTrend.missed`), where it was measured."""
+    out: dict[str, float] = {}
+    for part, source in PART_SOURCES.items():
+        trend = res.memory.get(source)
+        missed = trend.missed if trend is not None else None
+        if missed is not None and math.isfinite(missed):
+            out[part] = missed
+    return out
 
 
 def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
@@ -219,11 +253,11 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
         for cid, (w, record) in runs.items():
             res = results[cid]
             heap = res.memory.get("heap")
-            lines = summary(w, scenario, source)
+            lines = summary(w, scenario, source, floors=floors(res))
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
             good_label = results[pair.good].image.label if pair.good else ""
-            found = (changes(good_where, w, scenario, source)
+            found = (changes(good_where, w, scenario, source, floors=floors(res))
                      if is_bad and (good_where is not None or pair.good is None) else [])
             fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good

@@ -25,12 +25,13 @@ from harness.analysis.kinds import STALE, TIMED, kind
 from harness.analysis.trends import kib, per_call, rate_text, scaled
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
-from harness.report.issuerepro import environment_lines, repro_matrix, reproducer
+from harness.report.issuerepro import environment_lines, repro_matrix, reproducer, run_words
 from harness.report.model import Report, Reporter
 from harness.report.text import md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
 from harness.result.words import also_slowed
+from harness.runtimes.base import own_cgroup
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
@@ -130,7 +131,11 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
         lines.append(f"| {name} | " + " | ".join(md(value(c)) for c in cells) + " |")
 
     row("verdict", lambda c: f"{c.verdict}: {c.reason}")
-    sources = sorted({s for c in cells for s in c.memory})
+    # The agent's cgroup reading is the cell's only where its runtime gave it a cgroup
+    # of its own; elsewhere it is the session's or the machine's (cellplots leaves it
+    # out too), and growth there is nobody's finding.
+    sources = sorted({s for c in cells for s in c.memory
+                      if s != "cgroup" or own_cgroup(c.runtime)})
     for s in sources:
         def growth(c: Result, s: str = s) -> str:
             t = c.memory.get(s)
@@ -272,18 +277,17 @@ class IssueReporter(Reporter):
         out.write("## System information\n\n" + "\n".join(system_lines(bad, row.diff))
                   + "\n\n")
         path, text = scenario_text(r, bad)
-        settings = bad.settings
         fence = "````" if "```" in text else "```"
         params = scen.params
         said = (f"params `{json.dumps(params, sort_keys=True)}`" if params else "no params")
-        out.write(f"## Minimal scenario\n\n`{path}` with {said},"
-                  f" {settings.get('iterations', '?')} iterations after "
-                  f"{settings.get('warmup', '?')} warm-up; the harness calls `setup(params)` "
+        out.write(f"## Minimal scenario\n\n`{path}` with {said}, {run_words(bad)}; "
+                  "the harness calls `setup(params)` "
                   f"once and `step(state)` per iteration.\n\n{fence}python\n{text.rstrip()}\n"
                   f"{fence}\n\n")
         out.write("## Exact environments\n\n" + "\n".join(environment_lines(good, bad))
                   + "\n\n")
-        out.write(reproducer(bad, path, good))
+        out.write(reproducer(bad, path, good, time=timed(bad),
+                             memory=bad.verdict not in TIMED))
         out.write("## Reproduce with harness\n\n`repro.yaml`, with the scenario file beside "
                   "it, runs the " + ("two environments" if good is not None else
                                      "environment") + " as they ran:\n\n```yaml\n"

@@ -8,11 +8,12 @@ unpinned, it installs today's releases.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from harness.matrixfile.model import abilities
+from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S, abilities
 from harness.plans.culpritdiff import TOOLING
 from harness.report.text import md
+from harness.result.codec import JSON
 from harness.result.model import CellResult as Result
 
 
@@ -85,10 +86,55 @@ def environment_lines(good: Result | None, bad: Result) -> list[str]:
     return lines
 
 
+def run_length(settings: Mapping[str, JSON]) -> dict[str, JSON]:
+    """The matrix keys of a run's length as it was made: `budget` (and `max_iterations`
+    where it was not the budget's own cap) for a run in early-stop mode, else
+    `iterations`; with `warmup` and `sample_every`. A budgeted run's `iterations` is the
+    default it never read: written beside `budget`, the matrix would be refused."""
+    early = isinstance(settings.get("max_iterations"), int)
+    keys = ("max_iterations", "warmup", "sample_every") if early else (
+        "iterations", "warmup", "sample_every")
+    out: dict[str, JSON] = {}
+    budget = settings.get("budget")
+    if early and isinstance(budget, int | float):
+        out["budget"] = f"{budget:g}s"
+    for k in keys:
+        value = settings.get(k)
+        if isinstance(value, int) and not (k == "max_iterations" and value == BUDGET_CAP
+                                           and "budget" in out):
+            out[k] = value
+    return out
+
+
+def calls_made(res: Result) -> int | None:
+    """The calls the cell's run measured (its end record's count), None where unknown."""
+    made = res.end.iterations if res.end.iterations is not None else res.summary.iterations
+    return made or None
+
+
+def run_words(res: Result) -> str:
+    """The run as it was made: "a 5 s time budget (554 calls) after 200 warm-up calls"
+    for a budgeted run, "2000 iterations after 200 warm-up" for a fixed one (with the
+    calls it made where it ended sooner)."""
+    settings = res.settings
+    made = calls_made(res)
+    warm = f" after {settings.get('warmup', '?')} warm-up"
+    if isinstance(settings.get("max_iterations"), int):
+        budget = settings.get("budget")
+        seconds = budget if isinstance(budget, int | float) else DEFAULT_BUDGET_S
+        ran = f"{made:,} calls measured" if made else "its calls not recorded"
+        return f"a {seconds:g} s time budget ({ran}){warm}"
+    asked = settings.get("iterations", "?")
+    if made and isinstance(asked, int) and made < asked:
+        return f"{made:,} of {asked:,} iterations{warm}"
+    return f"{asked} iterations{warm}"
+
+
 def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
-    """A matrix that runs the scenario on both environments as they were: each `pip:`
-    image pinned exactly (no `as_of:`: today's index would resolve it anew), a container
-    image by the digest it ran (`repo@sha256:...`, where the engine knew one), a local
+    """A matrix that runs the scenario on both environments as they were, for as long
+    (`run_length`: a time budget where the run had one): each `pip:` image pinned
+    exactly (no `as_of:`: today's index would resolve it anew), a container image by
+    the digest it ran (`repo@sha256:...`, where the engine knew one), a local
     interpreter by its name."""
     import yaml
 
@@ -106,8 +152,7 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
                                    "id": bad.scenario.id}
     if bad.scenario.params:
         scenario["params"] = dict(bad.scenario.params)
-    defaults = {k: bad.settings[k] for k in ("iterations", "warmup", "sample_every")
-                if isinstance(bad.settings.get(k), int)}
+    defaults = run_length(bad.settings)
     doc: dict[str, object] = {"name": f"repro-{bad.scenario.id}",
                               "runtime": (bad.runtime or "local").rpartition("/")[2],
                               "defaults": defaults,
@@ -117,11 +162,17 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=10_000)
 
 
-def reproducer(bad: Result, script: str, good: Result | None) -> str:
+def reproducer(bad: Result, script: str, good: Result | None, *, time: bool = False,
+               memory: bool = True) -> str:
     """A stand-alone reproduction: the first bad image's exact pins (or image), and a
-    loop over the scenario that prints the process's memory, without harness."""
+    loop over the scenario, without harness, as long as the cell's run (its warm-up,
+    then the calls it measured), that prints the verdict's own quantity: the median step
+    time of each tenth of the calls where the finding is about `time`, the process's
+    max RSS every 100 calls where it is about `memory`."""
     name = script.rsplit("/", 1)[-1] or "scenario.py"
-    calls = bad.settings.get("iterations", 1000)
+    asked = bad.settings.get("iterations", 1000)
+    calls = calls_made(bad) or (asked if isinstance(asked, int) else 1000)
+    warmup = bad.settings.get("warmup", 0)
     if bad.image.pip:
         day = bad.image.labels.get("as_of")
         env = (f"# first bad, {bad.image.label}" + (f" (as of {day})" if day else "") +
@@ -138,12 +189,31 @@ def reproducer(bad: Result, script: str, good: Result | None) -> str:
     else:
         env = f"# the interpreter of image {bad.image.label}: {bad.image.ref}"
     params = json.dumps(dict(bad.scenario.params), sort_keys=True)
-    return (f"## Reproduce without harness\n\n```sh\n{env}\npython3 - <<'EOF'\n"
-            f"import importlib.util, resource\n"
+    block = max(1, calls // 10)
+    loop = ([f"for i in range({warmup}):\n    mod.step(state)\n"]
+            if isinstance(warmup, int) and warmup > 0 else [])
+    loop.append(f"times = []\nfor i in range({calls}):\n" if time else
+                f"for i in range({calls}):\n")
+    if time:
+        loop.append("    t0 = time.perf_counter()\n    mod.step(state)\n"
+                    "    times.append(time.perf_counter() - t0)\n"
+                    f"    if (i + 1) % {block} == 0:\n"
+                    f"        last = sorted(times[-{block}:])\n"
+                    f"        print(f'calls {{i + 2 - {block}}}..{{i + 1}}: median step "
+                    "{last[len(last) // 2] * 1e3:.4g} ms')\n")
+    else:
+        loop.append("    mod.step(state)\n")
+    if memory or not time:
+        loop.append("    if i % 100 == 0:\n"
+                    "        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+                    "        print(f'call {i}: max RSS {kib} KiB')\n")
+    modules = ", ".join(["importlib.util", *(["resource"] if memory or not time else []),
+                         *(["time"] if time else [])])
+    what = " and ".join([*(["step time"] if time else []),
+                         *(["memory"] if memory or not time else [])])
+    return (f"## Reproduce without harness\n\nThe run's {warmup} warm-up and {calls:,} "
+            f"measured calls, printing {what}:\n\n```sh\n{env}\npython3 - <<'EOF'\n"
+            f"import {modules}\n"
             f"spec = importlib.util.spec_from_file_location('scenario', '{name}')\n"
             f"mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-            f"state = mod.setup({params})\n"
-            f"for i in range({calls}):\n    mod.step(state)\n"
-            f"    if i % 100 == 0:\n"
-            f"        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            f"        print(f'call {{i}}: max RSS {{kib}} KiB')\nEOF\n```\n\n")
+            f"state = mod.setup({params})\n" + "".join(loop) + "EOF\n```\n\n")

@@ -155,3 +155,24 @@ def test_quiet_takes_what_lives_before_the_measured_phase_out_of_each_collection
         assert set(seen) == {0}
     else:
         assert min(warm) >= 1000 and min(measured) >= max(warm)
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_the_heap_is_read_without_the_agents_own_step_times(python: str,
+                                                            tmp_path: Path) -> None:
+    """Issue 63 item 7: the step times since the last sample were a list of floats,
+    ~40 bytes a call in the heap reading itself, so a step that keeps nothing read
+    +400 KiB between a sample 10 calls after the last and one 10,000 after; a
+    `list.append` test read `leak` in one run and `ambiguous (rule filling)`, "given
+    back at once", in another. The agent's buffer is left out of the reading."""
+    script = scenario(tmp_path, "def setup(params):\n    return None\n\n\n"
+                                "def step(state):\n    pass\n")
+    proc, records = run_agent(python, script, tmp_path, iterations=100_000, warmup=10,
+                              env={"PYTHONMALLOC": "malloc"})
+    assert proc.returncode == 0, proc.stderr
+    first, second = [r for r in records if r["type"] == "sample" and r["src"] == "step"
+                     and r["phase"] == "measure"][:2]
+    longer = (second["i"] - first["i"]) - (first["i"] - 10)   # calls more in the gap
+    assert longer >= 1000, (first["i"], second["i"])
+    # a float list cost ~40 B a call; 8 B a call would be the buffer read with the heap
+    assert second["heap"] - first["heap"] < 8 * longer, (first, second)

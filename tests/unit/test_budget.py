@@ -376,3 +376,31 @@ def test_a_tooth_longer_than_the_run_is_run_again_and_a_leak_that_fell_once_is_s
                      + RNG.normal(0, 2 * KiB, calls.size))
     verdict = decide(CellFacts(CFG, leak, RunOutcome(exit_code=0)))
     assert verdict.verdict == "leak", verdict.reason
+
+
+def test_iterations_below_what_a_decision_needs_is_raised_on_a_budget_and_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 63 item 9: `--iterations 50` on a budget matrix ran 50 calls, read
+    `ambiguous (too few memory samples)` and ran again up to what the budget holds: the
+    cap is raised to what a decision needs before the run, and said."""
+    from fakeruntime import Behaviour
+
+    from harness.preflight import decidable_iterations
+
+    made = sweepkit.on_the_cli(monkeypatch, Behaviour())
+    path = sweepkit.write_matrix(tmp_path, ["v1"], ["loop.py"], name="b", defaults={
+        "budget": "2s", "warmup": 10, "sample_every": 10, "repeats": 1})
+    [cell] = sweepkit.matrixfile.load(path).cells
+    need = decidable_iterations(cell.settings, CFG)
+    assert need > 50
+    out = tmp_path / "reports"
+    assert main(["sweep", str(path), "--iterations", "50", "-q", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (f"--iterations 50 is the cap of a run with a time budget, raised to what a "
+            f"decision needs ({CFG.min_samples} memory samples, one every sample_every "
+            f"calls): {need} calls (v1.gpu0.loop)") in err, err
+    [runtime] = made
+    assert runtime.runs == ["v1.gpu0.loop"]          # one run, not a run again longer
+    result = json.loads(next(out.glob("b/*/cells/v1.gpu0.loop/result.json")).read_text())
+    assert result["verdict"] == "ok" and result["summary"]["iterations"] == need

@@ -184,3 +184,33 @@ def test_attributed_runs_are_fixed_length_with_a_deadline_from_the_sweeps_run(
     time_ = attributed(cell, ("stack", "ops"), took_s=10.0)
     assert time_.settings.iterations == 1000 and time_.settings.timeout == 10 * 10.0 + 60
     assert attributed(cell, ("stack",), took_s=None).settings.timeout == 600
+
+
+def test_a_budgeted_cells_attributed_run_is_as_long_as_the_calls_it_made(
+        tmp_path: Path) -> None:
+    """Issue 63 item 10: a `budget: 5s` cell (calls capped at 1,000,000) of 554 calls in
+    6.8 s was attributed with its deadline from the cap: 6.8 us a call, 60 s in all,
+    and tracemalloc's run of 300 calls was killed at step 47 ("the run stopped at step
+    47, before the end of the late window (225..300)"); a time-only run would have
+    asked for 1,000,000 fixed calls."""
+    from harness import matrixfile
+    from harness.plans.explain import (
+        DEADLINE_FACTOR,
+        MEMORY_CALLS,
+        TRACEMALLOC_SLOWER,
+        attributed,
+    )
+
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: m\nruntime: local\ndefaults: {budget: 5s, timeout: 20m}\n"
+        "matrix:\n  image: [{name: a, python: python3}]\n  scenario: [s.py]\n")
+    [cell] = matrixfile.load(tmp_path / "m.yaml").cells
+    made, took = 554, 6.8
+    per_call = took / made
+    mem = attributed(cell, ("heap", "stack"), took_s=took, made=made)
+    assert mem.settings.iterations == MEMORY_CALLS and mem.settings.run_budget is None
+    assert mem.settings.timeout == TRACEMALLOC_SLOWER * per_call * MEMORY_CALLS + 60
+    time_ = attributed(cell, ("stack", "ops"), took_s=took, made=made)
+    assert time_.settings.iterations == made
+    assert time_.settings.timeout == DEADLINE_FACTOR * per_call * made + 60

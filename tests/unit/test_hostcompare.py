@@ -237,3 +237,24 @@ def test_a_sweep_over_three_hosts_compares_the_first_with_each_other(
     out = capsys.readouterr().out
     assert not any(line.startswith("== ") for line in out.splitlines())
     assert "no differences in verdict between RTX 4090 on h4090 and RTX 4090 on h4090b" in out
+
+
+def test_the_step_ratio_of_two_runs_says_it_is_of_single_runs() -> None:
+    """Issue 63 item 5: two runs of identical code showed a step B/A column of
+    0.32x-1.62x with no caveat, beside rounds' ratios near 1.0."""
+    def cells(steps: dict[str, float]) -> dict[str, Any]:
+        return {f"{label}.cpu.s": {"id": f"{label}.cpu.s", "row": "cpu.s", "verdict": "ok",
+                                   "image": {"label": label, "index": i},
+                                   "scenario": {"id": "s"},
+                                   "summary": {"median_step_s": step}}
+                for i, (label, step) in enumerate(steps.items())}
+
+    one = as_results(cells({"v1": 0.001, "v2": 0.001}))
+    two = as_results(cells({"v1": 0.00032, "v2": 0.00162}))
+    out = io.StringIO()
+    compare_hosts(one, two).render(out)
+    text = out.getvalue()
+    assert "step B/A (1 run each)" in text.splitlines()[0]
+    assert ("step B/A (0.32x-1.62x): the median step of one run on each side, on the wall "
+            "clock at different times, its waits for a CPU in it: single runs, not a "
+            "measured change") in text, text

@@ -271,3 +271,67 @@ def test_a_stale_culprit_note_is_left_out_of_the_draft_and_said(tmp_path: Path) 
     assert "yarl 1.20.0 -> 1.20.1." not in text
     cause = section(text, "Cause")
     assert "left out" in cause and "stale" in cause and "harness culprit" in cause, cause
+
+
+# ------------------------------------------------------------------ issue 63, item 2
+def budgeted(verdict: str, index: int, calls: int, median_s: float) -> dict[str, Any]:
+    """A cell of a `budget: 5s` matrix on the local runtime, run for `calls` calls (its
+    `iterations` the default it never read), with the session's cgroup growing."""
+    label = "v2" if index else "v1"
+    return {
+        "schema": 1, "id": f"{label}.cpu.slow", "row": "cpu.slow", "verdict": verdict,
+        "reason": "steps slower" if index else "no slowdown", "runtime": "local",
+        "image": {"label": label, "index": index, "ref": f"/opt/{label}/bin/python3"},
+        "gpu": {"value": "none", "label": "cpu"},
+        "scenario": {"id": "slow", "script": "slow.py"},
+        "settings": {"iterations": 2000, "warmup": 200, "sample_every": 10,
+                     "budget": 5.0, "max_iterations": 1_000_000, "min_iterations": 50},
+        "end": {"status": "ok", "iterations": calls, "budget_spent": True},
+        "summary": {"iterations": calls, "median_step_s": median_s},
+        "memory": {"heap": {"n": calls // 10, "slope": 0.0, "slope_lo": -1.0,
+                            "slope_hi": 1.0, "growth": 0.0, "kind": "stable"},
+                   "cgroup": {"n": calls // 10, "slope": 190e3, "slope_lo": -480e3,
+                              "slope_hi": 700e3, "growth": 190e3 * calls,
+                              "kind": "ambiguous"}},
+        "steps": {"median_s": median_s, "ratio": 1.0, "p_value": 0.4},
+        "fingerprint": {"python": "3.11.7"},
+    }
+
+
+def test_a_budgeted_slowdown_is_drafted_as_it_ran_and_reproduced_by_its_step_time(
+        tmp_path: Path) -> None:
+    """Issue 63 item 2: a `budget: 5s` run of 110 calls was drafted as "2000 iterations
+    after 200 warm-up", its repro.yaml set `iterations: 2000`, and its plain reproduction
+    printed max RSS for a slowdown beside the machine's cgroup growth."""
+    import yaml
+
+    from harness import matrixfile
+
+    (tmp_path / "slow.py").write_text(LOOP_SCRIPT)
+    cells = [budgeted("ok", 0, 744, 0.0015), budgeted("regression", 1, 110, 0.007)]
+    report = Report.from_results("slow", as_results({c["id"]: c for c in cells}),
+                                 {"matrix": str(tmp_path / "m.yaml")}, tmp_path)
+    text = render(report, "cpu.slow")
+    scenario = section(text, "Minimal scenario")
+    assert "a 5 s time budget (110 calls measured) after 200 warm-up" in scenario, scenario
+    assert "2000" not in scenario
+    plain = section(text, "Reproduce without harness")
+    assert "range(110)" in plain and "perf_counter" in plain and "median step" in plain
+    assert "ru_maxrss" not in plain, plain
+    # the session's cgroup is not the cell's on the local runtime: no row for it
+    assert "cgroup growth" not in section(text, "Measured")
+    repro = section(text, "Reproduce with harness")
+    doc = yaml.safe_load(repro.split("```yaml\n", 1)[1].split("```", 1)[0])
+    assert doc["defaults"] == {"budget": "5s", "warmup": 200, "sample_every": 10}, doc
+    (tmp_path / "repro.yaml").write_text(yaml.safe_dump(doc))
+    loaded = matrixfile.load(tmp_path / "repro.yaml")
+    assert {c.scenario.settings.run_budget for c in loaded.cells} == {5.0}
+
+
+def test_a_leak_is_reproduced_by_its_memory_for_the_calls_it_ran(report: Report) -> None:
+    plain = section(render(report), "Reproduce without harness")
+    assert "ru_maxrss" in plain and "perf_counter" not in plain
+    assert "range(2000)" in plain and "range(200)" in plain, plain
+
+
+LOOP_SCRIPT = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

@@ -157,3 +157,34 @@ def test_a_comprehension_is_named_by_the_function_it_is_written_in() -> None:
     assert site_key([[own, 2, "<listcomp>"], [own, 2, "<module>"]], SCEN) == (
         "multidict_pop.py:2 <module>")
     assert site_key([[own, 2, "<lambda>"]], SCEN) == "multidict_pop.py:2 <lambda>"
+
+
+def test_a_site_is_named_only_above_the_floor_of_the_cells_run() -> None:
+    """Issue 63 item 6: a one-time allocation of 60 KB in a 300-call attributed run reads
+    +0.2 KiB/call; where the sweep's run of the cell could tell no leak under 300 B/call,
+    it is not named a site."""
+    once = parse_where(record(calls=300, heap=heap((60_000, at(NEW_LIB, 817)))))
+    assert summary(once, SCEN)[0].startswith("heap: +0.2 KiB/call at")  # no floor given
+    floor = {"heap": 300.0}
+    assert summary(once, SCEN, floors=floor) == [
+        "heap: no site grew over 300 calls above the run's floor (300 B/call)"]
+    assert diff(None, once, SCEN, "", "b", floors=floor) == []
+    grown = parse_where(record(calls=300, heap=heap((300 * 1024, at(NEW_LIB, 817)))))
+    assert summary(grown, SCEN, floors=floor)[0].startswith("heap: +1.0 KiB/call at")
+
+
+def test_a_regression_of_time_alone_is_not_attributed_for_memory() -> None:
+    """Issue 63 item 6: "heap: +0.2 KiB/call at core.py:817" beside a time regression
+    whose heap read 0.25 B/call in both versions: memory is named only where it is bad."""
+    from harness.answers.explain import kinds_for
+    from tests.resultkit import as_result
+
+    def regression(peak: str) -> Any:
+        return as_result({"verdict": "regression", "vs_baseline": {
+            "baseline": "a", "peak_rss": {"ratio": 1.6 if peak == "higher" else 1.0,
+                                          "direction": peak}}})
+
+    assert "heap" not in kinds_for(regression("~"))
+    assert "stack" in kinds_for(regression("~"))
+    assert "heap" in kinds_for(regression("higher"))
+    assert "heap" in kinds_for(as_result({"verdict": "leak"}))

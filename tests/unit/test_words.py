@@ -98,3 +98,33 @@ def test_cell_text_shows_the_carriers_figure_not_the_heaps() -> None:
     res["carrier"] = "uss+rss"
     res["memory"]["uss"] = {"slope": 324.0 * 1024, "kind": "leak"}
     assert cell_text(as_result(res)) == "leak: uss+rss +324.0 KiB/call, 60 µs/call"
+
+
+def test_a_cells_step_time_beside_its_rounds_ratio_comes_from_the_rounds() -> None:
+    """Issue 63 item 5: "953 µs" (the baseline's run) beside "4.42 ms" (the suspect's)
+    read "1.47x": the ratio is the interleaved rounds', each run's median net of its waits
+    for a CPU, and the suspect's own run had waited most of its step time. The rounds'
+    step times are said with their ratio, and the cell's own median is said to be one
+    run's."""
+    import re
+
+    res = _leaky()
+    res["verdict"] = "regression"
+    res["summary"]["median_step_s"] = 0.00442        # 75 % of it waiting for a CPU
+    res["vs_baseline"]["direction"] = "slower"
+    rounds = [{"index": 1, "base_s": 0.00095, "other_s": 0.00141},
+              {"index": 2, "base_s": 0.00097, "other_s": 0.00142}]
+    ratios = [r["other_s"] / r["base_s"] for r in rounds]
+    mean = (ratios[0] * ratios[1]) ** 0.5
+    res["vs_baseline"]["confirmation"] = {
+        "suspected": "slower", "direction": "slower", "ratio": mean, "lo": 1.4, "hi": 1.55,
+        "decided_by": [1, 2], "reason": "confirmed", "rounds": rounds}
+    text = cell_text(as_result(res))
+    found = re.search(r"time (\S+)x \(CI [^)]*\) baseline \(slower in 2 interleaved rounds: "
+                      r"(\S+) (µs|ms) -> (\S+) (µs|ms)/call\)", text)
+    assert found is not None, text
+    scale = {"µs": 1e-6, "ms": 1e-3}
+    said = float(found[1])
+    base, other = float(found[2]) * scale[found[3]], float(found[4]) * scale[found[5]]
+    assert abs(other / base - said) < 0.01, text      # the figures agree with the ratio
+    assert text.endswith("4.42 ms/call in its own run"), text

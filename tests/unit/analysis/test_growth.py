@@ -332,3 +332,19 @@ def test_a_real_heap_with_a_slowing_fill_at_600_calls_is_not_yet_a_leak() -> Non
     assert memory_trend("heap", x, steady, dataclasses.replace(cfg, fill_share=0)
                         ).kind == "leak"
     assert memory_trend("heap", x, steady, cfg).kind == "ambiguous"
+
+
+def test_a_leaks_total_agrees_with_its_rate_beside_one_high_reading() -> None:
+    """Issue 63 item 7: "+8 B/call ... +74.84 MiB over 424,930 calls": the total was the
+    highest single reading over the first, one reading far above the line made it; it
+    is the first readings' level to the last's, which the rate times the calls gives."""
+    from harness.analysis.memory import leak_reason
+    from harness.analysis.trends import MemoryTrend
+
+    calls, rate = 424_930, 8.0
+    t = MemoryTrend("heap", 40, rate, rate - 0.5, rate + 0.5, rate * calls, rate, rate - 1,
+                    rate + 1, start=10 * MiB, end=10 * MiB + rate * calls,
+                    peak=10 * MiB + 74.84 * MiB, kind="leak")
+    said = leak_reason([("heap", t)], calls)
+    total = float(said.split(", ")[1].split(" MiB")[0])
+    assert abs(total * MiB - rate * calls) < 0.01 * MiB, said
