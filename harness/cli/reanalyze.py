@@ -25,7 +25,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report,
     from harness.analysis.kinds import UNREADABLE
     from harness.answers.reanalyze import changed_by, reanalyze
     from harness.cli.sweep import exit_code
-    from harness.matrixfile.load import analysis_of
+    from harness.matrixfile.analysisblock import analysis_of
     from harness.report import ConsoleReporter, Report
     from harness.result.model import Planned
     from harness.store import SeriesCache

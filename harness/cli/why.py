@@ -34,7 +34,7 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
     from harness.analysis.rules import Evidence, first_rule, rule_named
     from harness.analysis.rules import why as rules_why
     from harness.cli.sweep import exit_code
-    from harness.matrixfile.load import analysis_of
+    from harness.matrixfile.analysisblock import analysis_of
     from harness.result.build import run_outcome
     from harness.store import SeriesCache
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.errors import InputError, SpecError
+from harness.matrixfile.analysisblock import analysis_block
 from harness.matrixfile.entries import (
     IMAGES_EXAMPLE,
     SCENARIO_EXAMPLE,
@@ -44,10 +41,9 @@ from harness.matrixfile.model import (
     abilities,
 )
 from harness.matrixfile.slurm import parse_slurm
-from harness.matrixfile.yamlsrc import Located, PathKey, format_path, load_text
-from harness.thresholds import SETTABLE, AnalysisConfig
+from harness.matrixfile.yamlsrc import Located, PathKey, format_path, load_text, read_text
 
-__all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_of", "load",
+__all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "load",
            "parse", "parse_located", "read_text"]
 
 TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
@@ -75,25 +71,6 @@ def load_copy(copy: Path, original: Path) -> Matrix:
     """
     text = read_text(copy, f"run with --matrix {original}")
     return parse_located(load_text(text, str(copy)), original)
-
-
-def read_text(file: Path, fix: str) -> str:
-    """A matrix-like file's text; `fix` says how to name the right file.
-
-    Raises:
-        SpecError: the file is missing, unreadable or not UTF-8.
-    """
-    try:
-        return file.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise SpecError(str(file), "", None, "file not found", fix) from exc
-    except IsADirectoryError as exc:
-        inside = sorted(p.name for p in file.glob("*.y*ml") if p.is_file())[:3]
-        raise SpecError(str(file), "", None, "is a directory, not a matrix file",
-                        f"{fix}: one of {', '.join(str(file / n) for n in inside)}" if inside
-                        else fix) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc
 
 
 def parse(text: str, file: Path, check_files: bool = True) -> Matrix:
@@ -143,7 +120,7 @@ def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
         raise ctx.fail(("matrix", "gpu"), "the same GPU is listed twice")
     scenarios = _scenarios(ctx, m["scenario"], file.parent, defaults)
     baseline = _baseline(ctx, top.get("baseline"), images)
-    analysis = _analysis(ctx, top.get("analysis", {}))
+    analysis = analysis_block(ctx, top.get("analysis", {}))
     max_parallel = top.get("max-parallel")
     if max_parallel is not None and (type(max_parallel) is not int or max_parallel < 1):
         raise ctx.fail(("max-parallel",), "must be a positive integer")
@@ -267,82 +244,6 @@ def _baseline(ctx: Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None
             return img.label
     raise ctx.fail(("baseline", "image"), f"baseline image {want!r} is not in matrix.image",
                    f"allowed values: {', '.join(i.label for i in images)}")
-
-
-def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
-    """The `analysis:` block of a matrix file (a results directory keeps its copy),
-    with `analysis.KEY=VALUE` overrides (`harness report --reanalyze --set`); a missing
-    file gives the defaults.
-
-    Raises:
-        SpecError: the file's block or an override is not a valid setting (an override
-            is named as `--set`, with the nearest key when it has none such).
-    """
-    doc = (load_text(read_text(file, "pass a results directory"), str(file))
-           if file.is_file() else Located(str(file), None, {}))
-    top = doc.data if isinstance(doc.data, dict) else {}
-    block = top.get("analysis") or {}
-    cfg = _analysis(Ctx(doc), block)      # the file's own block, its errors located
-    if not overrides:
-        return cfg
-    block = dict(block)
-    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
-    for text in overrides:
-        key, eq, value = text.partition("=")
-        section, dot, name = key.strip().partition(".")
-        if not eq or section != "analysis" or not dot:
-            raise SpecError("--set", text, None, "expected analysis.KEY=VALUE",
-                            "e.g. --set analysis.alpha=0.01")
-        if name.replace("-", "_") not in names:
-            near = difflib.get_close_matches(name.replace("-", "_"), names, n=1)
-            raise SpecError("--set", text, None, f"analysis has no key {name!r}",
-                            f"did you mean analysis.{near[0]}?" if near
-                            else f"the keys: {', '.join(names)}")
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise SpecError("--set", text, None, "the value is not a number or true/false",
-                            "e.g. --set analysis.alpha=0.01") from exc
-        block.pop(name.replace("_", "-"), None)
-        block[name.replace("-", "_")] = parsed
-    return _analysis(Ctx(Located("--set", None, {})), block, via_set=True)
-
-
-def _analysis(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfig:
-    """The analysis block as settings; a fix line is written as the value was given: a
-    YAML key in the file, or `--set analysis.KEY=VALUE` on the command line."""
-    if isinstance(value, dict):
-        constants = {f.name for f in dataclasses.fields(AnalysisConfig)} - set(SETTABLE)
-        for key in value:
-            if str(key).replace("-", "_") in constants:
-                raise ctx.fail(("analysis", str(key)),
-                               f"{key!r} is one of harness's named constants "
-                               "(harness/thresholds.py), not a setting",
-                               f"drop it; the keys a matrix sets: {', '.join(SETTABLE)}")
-    raw = ctx.mapping(value or {}, ("analysis",),
-                      SETTABLE + tuple(n.replace("_", "-") for n in SETTABLE))
-    changes: dict[str, Any] = {}
-    for key, v in raw.items():
-        field = key.replace("-", "_")
-        kind = type(getattr(AnalysisConfig(), field))
-        ok = isinstance(v, bool) if kind is bool else (
-            type(v) is int if kind is int else type(v) in (int, float))
-        if not ok:
-            default = str(getattr(AnalysisConfig(), field)).lower()
-            raise ctx.fail(("analysis", key), f"must be a {kind.__name__}, got {v!r}",
-                           f"e.g. --set analysis.{field}={default}" if via_set
-                           else f"write e.g. {key}: {default}")
-        changes[field] = kind(v)
-    try:
-        return AnalysisConfig(**changes)
-    except ValueError as exc:
-        # The message starts "analysis.<field>: ..."; point at the key as it was written.
-        field, _, problem = str(exc).partition(": ")
-        written = next((k for k in raw if f"analysis.{k.replace('-', '_')}" == field), None)
-        raise ctx.fail(("analysis", written) if written else ("analysis",), problem or str(exc),
-                       "use a value in that range, or drop the key for the default") from exc
-
-
 
 
 def check_images(matrix: Matrix, runtime: str) -> None:

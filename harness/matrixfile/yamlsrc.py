@@ -4,6 +4,7 @@ data -> YAML text (`dump_text`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -128,3 +129,22 @@ def _walk(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], count: list
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*path, index), lines, count, file)
+
+
+def read_text(file: Path, fix: str) -> str:
+    """A matrix-like file's text; `fix` says how to name the right file.
+
+    Raises:
+        SpecError: the file is missing, unreadable or not UTF-8.
+    """
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise SpecError(str(file), "", None, "file not found", fix) from exc
+    except IsADirectoryError as exc:
+        inside = sorted(p.name for p in file.glob("*.y*ml") if p.is_file())[:3]
+        raise SpecError(str(file), "", None, "is a directory, not a matrix file",
+                        f"{fix}: one of {', '.join(str(file / n) for n in inside)}" if inside
+                        else fix) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(file), "", None, f"cannot read: {exc}") from exc

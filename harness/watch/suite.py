@@ -22,10 +22,9 @@ from typing import Any
 from harness import matrixfile
 from harness.analysis.kinds import BAD
 from harness.errors import InputError, SpecError
-from harness.matrixfile.load import read_text
 from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
 from harness.matrixfile.releases import tag_order as tag_order
-from harness.matrixfile.yamlsrc import Located, dump_text, load_text
+from harness.matrixfile.yamlsrc import Located, dump_text, load_text, read_text
 from harness.orchestrator import Sweep, SweepOutcome
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
