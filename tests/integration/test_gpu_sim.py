@@ -47,9 +47,17 @@ def _sim_engine(name: str) -> docker.DockerClient:
         pytest.skip(msg)
 
 
-@pytest.fixture(scope="module")
+def _open_sims() -> dict[str, docker.DockerClient]:
+    return {n: _sim_engine(n) for n in SIM}
+
+
+# Per test, not per module: two pings and four image looks cost milliseconds, and a
+# module-scoped fixture would put every test of this file in one xdist group, one after
+# another on one worker (tests/conftest.py), behind the seeds' sweeps. Only the tests
+# that read `seed_runs` share a worker.
+@pytest.fixture
 def sims() -> Iterator[dict[str, docker.DockerClient]]:
-    clients = {n: _sim_engine(n) for n in SIM}
+    clients = _open_sims()
     yield clients
     for c in clients.values():
         c.close()
@@ -87,9 +95,10 @@ def cells_of(base: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def seed_runs(sims: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
-              ) -> dict[str, Path]:
+def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The seeds' matrix.yaml, unchanged, on each simulated host (DOCKER_HOST)."""
+    for client in _open_sims().values():
+        client.close()
     out = {}
     for name, url in SIM.items():
         base = tmp_path_factory.mktemp(f"seed-{name}")
