@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
-from harness.analysis.kinds import BAD, GOOD, Verdict
+from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
@@ -158,15 +158,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
     findings = list(within.findings)
     vs = VsBaseline(label, steps, base.cpu, peaks)
     if within.verdict not in GOOD:
-        # A rule before the baseline's decided; a slowdown against the baseline is still
-        # said (a leak whose steps are slower too: the seeds' own symptom), from the
-        # pooled step times, as no rounds run for a cell already decided.
-        if within.verdict in BAD and steps is not None and steps.direction == "slower":
-            also = (f"also slower than {label}: {pooled_text(steps, label)}, not "
-                    "confirmed by rounds (its own rule decided)")
-            return dataclasses.replace(
-                within, vs_baseline=vs, reason=f"{within.reason}; {also}",
-                findings=(*findings, Finding("vs-baseline", also)))
+        # A rule before the baseline's decided: the comparison's figures, no more.
         return dataclasses.replace(within, vs_baseline=vs)
     worse: list[str] = []
     suspected = unsettled = ""
