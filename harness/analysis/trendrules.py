@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from harness.analysis.slopes import SlopeFit
 from harness.analysis.table import Rule, first_of
 from harness.analysis.trends import MemoryTrend
 from harness.thresholds import AnalysisConfig
+
+if TYPE_CHECKING:   # a fit's type alone: the table loads without NumPy (a sweep's start)
+    from harness.analysis.slopes import SlopeFit
 
 NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
 NEAR_FLOOR_DECAY = 0.9      # ... with the late slope under this share of the whole one
