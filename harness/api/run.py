@@ -108,6 +108,7 @@ def _session(text: str, matrix_file: Path, root: Path,
     from harness.orchestrator import Sweep
     from harness.preflight import compile_scenarios
     from harness.runtimes import Engines
+    from harness.runtimes.local import LocalRuntime
     from harness.store import RunStore
     from harness.store.runs import SWEEP
 
@@ -119,6 +120,10 @@ def _session(text: str, matrix_file: Path, root: Path,
     cells = list(matrix.cells)
     compile_scenarios(cells)
     engines = Engines.for_matrix(matrix, "local")
+    if isinstance(engines.default, LocalRuntime):
+        # One check after another (a test suite's marked tests): each run forked from a
+        # warm interpreter that imported the agent and the step's module once.
+        engines.default.warm = True
     engines.start(cells)
     store = RunStore(root)
     store.lock()

@@ -1,0 +1,145 @@
+"""harness fork server: one warm interpreter that forks a fresh agent run per request.
+
+`harness.check` and the pytest plugin run many short cells, one after another, on the
+same interpreter; starting it and importing the agent and the test's module cost more
+than a short budget (1.4 s a test at a 0.5 s budget). This process starts once, with the
+cells' startup environment (PYTHONMALLOC, GLIBC_TUNABLES: read only when an interpreter
+starts), imports the agent, and per request imports the scenario's own modules (its test
+module), then forks. Each run is a process of its own, forked from the same warm state:
+what one run leaves (memory, a module's state) is never the next one's, and a run that
+crashes or hangs is killed by the host as a fresh one would be, by its process group.
+
+Requests come on stdin, one JSON object a line: {"argv": the agent's arguments, "env":
+its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgroup.procs
+file it joins first (or null), "preload": the scenario file to import here first (or
+null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
+the run is forked, then {"exit": code} when it ended (negative: the signal that ended
+it); or {"refused": why} where importing the scenario's modules here started a thread,
+which a forked run would not have: the host runs that one in a fresh interpreter.
+
+Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
+agent.py, so a scenario sees the import path a fresh agent run sees.
+"""
+import importlib.util
+import json
+import os
+import sys
+import threading
+import traceback
+
+import agent
+
+# A scenario's own `import agent` finds its own module, as in a fresh run (where the
+# agent is __main__).
+sys.modules.pop("agent", None)
+PRELOAD_NAME = "_harness_preload"
+
+
+def threads():
+    """This process's threads (the kernel's count: a C library's threads included)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def preload(path):
+    """Run the scenario file here once, as the agent will import it, so the modules it
+    imports (the test module, its library) are imported before the fork; the import
+    path is put back as it was. What goes wrong is left for the run to say. Returns why
+    this process can no longer fork such a run, or None."""
+    before = threads()
+    saved = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(PRELOAD_NAME, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except BaseException:   # noqa: B036  (a test module's sys.exit, a failed import)
+        pass
+    finally:
+        sys.path[:] = saved
+        sys.modules.pop(PRELOAD_NAME, None)
+    if threads() > before:
+        return "importing %s's modules started a thread" % path
+    return None
+
+
+def child(request, replies):
+    """The forked run: its own session, cgroup, output, directory and environment, then
+    the agent; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        os.close(replies)   # the host sees the server's end alone
+        if request.get("cgroup"):
+            try:
+                with open(request["cgroup"], "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError:
+                pass
+        log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(null)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [os.path.join(os.path.dirname(os.path.abspath(agent.__file__)),
+                                 "agent.py")] + list(request["argv"])
+        code = agent.main(request["argv"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:   # noqa: B036  (whatever ended it, said in its log)
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code if isinstance(code, int) else 1)
+
+
+def exit_code(status):
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def serve(requests, reply, replies):
+    for line in requests:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if request.get("preload"):
+            why = preload(request["preload"])
+            if why is not None:
+                reply({"refused": why})
+                return
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            child(request, replies)
+        reply({"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        reply({"exit": exit_code(status)})
+
+
+def main():
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)   # what a preloaded module prints never reads as a reply
+
+    def reply(record):
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+
+    serve(sys.stdin, reply, out.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
