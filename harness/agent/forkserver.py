@@ -14,8 +14,10 @@ its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgrou
 file it joins first (or null), "preload": the scenario file to import here first (or
 null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
 the run is forked, then {"exit": code} when it ended (negative: the signal that ended
-it); or {"refused": why} where importing the scenario's modules here started a thread,
-which a forked run would not have: the host runs that one in a fresh interpreter.
+it); or {"refused": why}, and the server exits, where importing the scenario's modules
+here started a thread, which a forked run would not have (the host runs that one, and
+every later one of this environment, without a preload), or where a module file it
+imported changed since ("stale": the host starts another server).
 
 Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
 agent.py, so a scenario sees the import path a fresh agent run sees.
@@ -59,13 +61,32 @@ def warm_up():
     agent.parse_args(["--scenario", os.devnull])
 
 
-def preload(path):
+def stamp(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def changed(loaded):
+    """A file of a module imported by a preload that changed since (edited between two
+    checks): None, or the file."""
+    for path, seen in loaded.items():
+        if stamp(path) != seen:
+            return path
+    return None
+
+
+def preload(path, loaded):
     """Run the scenario file here once, as the agent will import it, so the modules it
     imports (the test module, its library) are imported before the fork; the import
-    path is put back as it was. What goes wrong is left for the run to say. Returns why
-    this process can no longer fork such a run, or None."""
+    path is put back as it was, and each new module's file noted in `loaded`. What goes
+    wrong is left for the run to say. Returns why this process can no longer fork such
+    a run, or None."""
     before = threads()
     saved = list(sys.path)
+    modules = set(sys.modules)
     try:
         spec = importlib.util.spec_from_file_location(PRELOAD_NAME, path)
         module = importlib.util.module_from_spec(spec)
@@ -75,6 +96,10 @@ def preload(path):
     finally:
         sys.path[:] = saved
         sys.modules.pop(PRELOAD_NAME, None)
+    for name in set(sys.modules) - modules:
+        file = getattr(sys.modules[name], "__file__", None)
+        if isinstance(file, str):
+            loaded[file] = stamp(file)
     if threads() > before:
         return "importing %s's modules started a thread" % path
     if hasattr(gc, "freeze"):
@@ -132,12 +157,17 @@ def exit_code(status):
 
 
 def serve(requests, reply, replies):
+    loaded = {}     # file -> (mtime, size) of each module a preload imported
     for line in requests:
         if not line.strip():
             continue
         request = json.loads(line)
+        edited = changed(loaded)
+        if edited is not None:      # a fresh server imports it as it reads now
+            reply({"refused": "%s changed since it was imported" % edited, "stale": True})
+            return
         if request.get("preload"):
-            why = preload(request["preload"])
+            why = preload(request["preload"], loaded)
             if why is not None:
                 reply({"refused": why})
                 return

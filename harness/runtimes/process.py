@@ -235,7 +235,8 @@ class ForkServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         got: dict[str, object] = json.loads(line)
         if "refused" in got:
-            raise Refused(str(got["refused"]))
+            raise ServerGone(str(got["refused"])) if got.get("stale") else Refused(
+                str(got["refused"]))
         return got
 
     def run(self, args: Sequence[str], *, env: dict[str, str], log: Path,
