@@ -15,7 +15,7 @@ file it joins first (or null), "preload": the scenario file to import here first
 null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
 the run is forked, then {"exit": code} when it ended (negative: the signal that ended
 it); or {"refused": why}, and the server exits, where importing the scenario's modules
-here started a thread, which a forked run would not have (the host runs that one, and
+here started a Python thread, which a forked run would not have (the host runs that one, and
 every later one of this environment, without a preload), or where a module file it
 imported changed since ("stale": the host starts another server).
 
@@ -40,11 +40,10 @@ PRELOAD_NAME = "_harness_preload"
 
 
 def threads():
-    """This process's threads (the kernel's count: a C library's threads included)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
+    """This process's Python threads. A C library's own threads (OpenBLAS's, started as
+    numpy is imported) are not counted: such libraries re-make their pool in a forked
+    child (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on."""
+    return threading.active_count()
 
 
 def warm_up():

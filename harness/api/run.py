@@ -102,8 +102,8 @@ class _Session:
 
 
 @contextlib.contextmanager
-def _session(text: str, matrix_file: Path, root: Path,
-             progress: Progress) -> Iterator[_Session]:
+def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
+             durable: bool) -> Iterator[_Session]:
     from harness import matrixfile
     from harness.orchestrator import Sweep
     from harness.preflight import compile_scenarios
@@ -125,7 +125,7 @@ def _session(text: str, matrix_file: Path, root: Path,
         # warm interpreter that imported the agent and the step's module once.
         engines.default.warm = True
     engines.start(cells)
-    store = RunStore(root)
+    store = RunStore(root, durable)
     store.lock()
     sweep = Sweep(matrix, engines.default, store, progress)
     try:
@@ -209,7 +209,7 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         matrix = _matrix_text(script, sid, seconds, iterations, params,
                               whole_budget(settings or {}, iterations, save, baseline))
         root = work / "run"
-        with _session(matrix, work / "matrix.yaml", root, say) as s:
+        with _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:
             measured = s.measure()
             result = measured.result
             if base is not None and baseline is not None:
