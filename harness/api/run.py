@@ -149,7 +149,9 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           out: str | os.PathLike[str] | None = None,
           progress: Progress | bool = False) -> Checked:
     """Run `step` over and over in a child process, as one cell of a local sweep, and
-    decide: leak, plateau, slowdown, ok, crash, ...
+    decide: leak, plateau, slowdown, ok, crash, ... The child is forked from a warm
+    interpreter kept for this process, which imported `step`'s module once (docs/pytest.md,
+    "One warm interpreter").
 
     Args:
         step: A module-level function. Called as `step()` without `setup`, as
