@@ -26,8 +26,10 @@ nothing was ever saved as (a typo) is a usage error naming the saved ones.
 Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
 setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`).
 Tests that are methods of a class are refused: the child imports the test function by
-its module and name. Under pytest-xdist each worker runs its own child processes; the
-saved runs are files written atomically, one directory per test.
+its module and name. The children are forked from one warm interpreter per pytest
+process, which imported the test module once (harness/agent/forkserver.py): a test costs
+its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
+has its own; the saved runs are files written atomically, one directory per test.
 
 Nothing is imported from harness until a marked test runs: unmarked sessions pay for
 two marker lines and two options.

@@ -102,12 +102,13 @@ class _Session:
 
 
 @contextlib.contextmanager
-def _session(text: str, matrix_file: Path, root: Path,
-             progress: Progress) -> Iterator[_Session]:
+def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
+             durable: bool) -> Iterator[_Session]:
     from harness import matrixfile
     from harness.orchestrator import Sweep
     from harness.preflight import compile_scenarios
     from harness.runtimes import Engines
+    from harness.runtimes.local import LocalRuntime
     from harness.store import RunStore
     from harness.store.runs import SWEEP
 
@@ -119,8 +120,12 @@ def _session(text: str, matrix_file: Path, root: Path,
     cells = list(matrix.cells)
     compile_scenarios(cells)
     engines = Engines.for_matrix(matrix, "local")
+    if isinstance(engines.default, LocalRuntime):
+        # One check after another (a test suite's marked tests): each run forked from a
+        # warm interpreter that imported the agent and the step's module once.
+        engines.default.warm = True
     engines.start(cells)
-    store = RunStore(root)
+    store = RunStore(root, durable)
     store.lock()
     sweep = Sweep(matrix, engines.default, store, progress)
     try:
@@ -144,7 +149,9 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           out: str | os.PathLike[str] | None = None,
           progress: Progress | bool = False) -> Checked:
     """Run `step` over and over in a child process, as one cell of a local sweep, and
-    decide: leak, plateau, slowdown, ok, crash, ...
+    decide: leak, plateau, slowdown, ok, crash, ... The child is forked from a warm
+    interpreter kept for this process, which imported `step`'s module once (docs/pytest.md,
+    "One warm interpreter").
 
     Args:
         step: A module-level function. Called as `step()` without `setup`, as
@@ -204,7 +211,7 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         matrix = _matrix_text(script, sid, seconds, iterations, params,
                               whole_budget(settings or {}, iterations, save, baseline))
         root = work / "run"
-        with _session(matrix, work / "matrix.yaml", root, say) as s:
+        with _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:
             measured = s.measure()
             result = measured.result
             if base is not None and baseline is not None:

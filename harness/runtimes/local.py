@@ -106,13 +106,20 @@ class PinsRefused(ImageUnavailable):
         self.said = said
 
 
+_VERSIONS: dict[str, str] = {}     # interpreter -> its sys.version, asked once a process
+
+
 class LocalRuntime(RuntimeBase):
+    """`warm` (`harness.check`, the pytest plugin: many short cells in a row): each run
+    forked from a warm interpreter that imported the scenario (`process.run_warm`)."""
+
     name = "local"
 
-    def __init__(self, cache: Path | None = None):
+    def __init__(self, cache: Path | None = None, warm: bool = False):
         self.cache = cache or cache_dir()
+        self.warm = warm
         self._building: set[subprocess.Popen[bytes]] = set()
-        self._versions: dict[str, str] = {}     # interpreter -> its sys.version
+        self._versions = _VERSIONS
 
     def abort_prepare(self) -> None:
         """Ctrl-C: kill a running venv build now; its temporary folder is removed."""
@@ -349,7 +356,9 @@ class LocalRuntime(RuntimeBase):
             finished = process.run_with_deadline(
                 cgroup.wrap(argv) if cgroup else argv, env=env, log=log,
                 deadline_s=cell.settings.timeout, cwd=cell.scenario.script.parent,
-                on_start=pid_box.append, poll=poll)
+                on_start=pid_box.append, poll=poll, warm=process.Warm(
+                    argv[0], AGENT_DIR / "forkserver.py", args[1:], cell.scenario.script,
+                    cgroup.path / "cgroup.procs" if cgroup else None) if self.warm else None)
         finally:
             ending = cgroup.ending() if cgroup else None
             if cgroup:

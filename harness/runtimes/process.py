@@ -3,14 +3,22 @@
 Children start in their own session so a deadline or Ctrl-C kills the whole group,
 escalating SIGTERM -> SIGKILL. When the leader exits by itself, whatever it forked and
 left behind in its group (a scenario's worker holding memory) is killed too.
+
+`run_warm` runs an agent as a fork of a warm interpreter (harness/agent/forkserver.py,
+one per interpreter and environment, kept for the rest of this process): the same
+process group, log and deadline as `run_with_deadline`, without an interpreter's start.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import os
+import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,15 +55,33 @@ def _reap_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+@dataclass(frozen=True)
+class Warm:
+    """An agent run to fork from a warm server (`run_warm`) where one can take it."""
+
+    python: str
+    server: Path                # harness/agent/forkserver.py
+    args: Sequence[str]         # the agent's arguments
+    preload: Path | None        # the scenario: its modules imported once, in the server
+    cgroup_procs: Path | None   # the cgroup the run joins
+
+
 def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
                       deadline_s: float, cwd: Path | None = None,
                       on_start: Callable[[int], None] | None = None,
-                      poll: Callable[[], None] | None = None) -> Finished:
-    """Run argv (no shell), stdout+stderr to `log`, killing the group at the deadline.
+                      poll: Callable[[], None] | None = None,
+                      warm: Warm | None = None) -> Finished:
+    """Run argv (no shell), stdout+stderr to `log`, killing the group at the deadline;
+    `warm`: forked from a warm server instead, where one takes it (`run_warm`).
 
     `poll` is called about every 0.2 s while the child runs (host-side sampling).
     KeyboardInterrupt kills the group before propagating.
     """
+    if warm is not None:
+        done = run_warm(warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
+                        on_start=on_start, poll=poll)
+        if done is not None:
+            return done
     start = time.monotonic()
     with log.open("ab") as out:
         proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT,
@@ -139,3 +165,184 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# Environment variables that differ between runs without changing what a warm
+# interpreter would be: pytest's name of the test running now.
+_PER_RUN_ENV = ("PYTEST_CURRENT_TEST",)
+MAX_SERVERS = 4
+
+
+class ServerGone(Exception):
+    """The fork server exited before it forked the run: the run goes to a fresh
+    interpreter."""
+
+
+class Refused(ServerGone):
+    """The fork server's preload started a thread, which a forked run would not have."""
+
+
+class ForkServer:
+    """One warm interpreter running harness/agent/forkserver.py: a request a line on its
+    stdin, its replies a line each on its stdout; one run at a time (`lock`)."""
+
+    def __init__(self, python: str, script: Path, env: dict[str, str], preload: bool):
+        self.preload = preload
+        self.lock = threading.Lock()
+        self._buffer = b""
+        self.proc = subprocess.Popen([python, str(script)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Its stdin closed (it exits after the run it waits on), then killed."""
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        _kill_group(self.proc, grace=0.5)
+        with contextlib.suppress(OSError):
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+
+    def send(self, request: dict[str, object]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError as exc:
+            raise ServerGone(f"cannot write to the fork server: {exc}") from None
+
+    def reply(self, timeout: float) -> dict[str, object] | None:
+        """The next reply, or None when none came within `timeout` s.
+
+        Raises:
+            ServerGone: it exited (its stdout closed) or refused the run.
+        """
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        end = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ServerGone("the fork server exited")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        got: dict[str, object] = json.loads(line)
+        if "refused" in got:
+            raise ServerGone(str(got["refused"])) if got.get("stale") else Refused(
+                str(got["refused"]))
+        return got
+
+    def run(self, args: Sequence[str], *, env: dict[str, str], log: Path,
+            deadline_s: float, cwd: Path | None, cgroup_procs: Path | None,
+            preload: Path | None, on_start: Callable[[int], None] | None,
+            poll: Callable[[], None] | None) -> Finished:
+        """One agent run forked by the server, as `run_with_deadline` runs one.
+
+        Raises:
+            ServerGone: before the run was forked (nothing ran: run it afresh).
+        """
+        start = time.monotonic()
+        self.send({"argv": list(args), "env": env, "cwd": str(cwd or os.getcwd()),
+                   "log": str(log.absolute()),
+                   "cgroup": str(cgroup_procs) if cgroup_procs else None,
+                   "preload": str(preload) if preload and self.preload else None})
+        got = None
+        while got is None:
+            got = self.reply(0.2)
+            if got is None and time.monotonic() - start > deadline_s:
+                raise ServerGone("the fork server did not fork the run in time")
+        pid = int(str(got["pid"]))
+        try:
+            if on_start is not None:
+                on_start(pid)
+            while (got := self.reply(0.2)) is None:
+                if poll is not None:
+                    poll()
+                if time.monotonic() - start > deadline_s:
+                    code = self._kill_run(pid, GRACE_S)
+                    return Finished(code, True, time.monotonic() - start)
+        except ServerGone:      # killed under the run: the run's group goes with it
+            _reap_group(pid)
+            self.close()
+            return Finished(None, False, time.monotonic() - start)
+        except BaseException:
+            self._kill_run(pid, 1.0)
+            raise
+        _reap_group(pid)
+        return Finished(int(str(got["exit"])), False, time.monotonic() - start)
+
+    def _kill_run(self, pid: int, grace: float) -> int | None:
+        """The run's group killed (SIGTERM, then SIGKILL), its exit code as the server
+        saw it; a server that does not say it is closed."""
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
+            with contextlib.suppress(ServerGone):
+                got = self.reply(wait)
+                if got is not None:
+                    _reap_group(pid)
+                    return int(str(got["exit"]))
+        self.close()
+        return None
+
+
+_SERVERS: dict[tuple[str, ...], ForkServer] = {}
+_NO_PRELOAD: set[tuple[str, ...]] = set()
+_POOL = threading.Lock()
+
+
+def _server(python: str, script: Path, env: dict[str, str]) -> tuple[tuple[str, ...],
+                                                                      ForkServer]:
+    key = (python, *sorted(f"{k}={v}" for k, v in env.items() if k not in _PER_RUN_ENV))
+    with _POOL:
+        server = _SERVERS.get(key)
+        if server is None or not server.alive():
+            if len(_SERVERS) >= MAX_SERVERS:
+                oldest = next(iter(_SERVERS))
+                _SERVERS.pop(oldest).close()
+            server = ForkServer(python, script, env, key not in _NO_PRELOAD)
+            _SERVERS[key] = server
+        return key, server
+
+
+def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
+             cwd: Path | None = None, on_start: Callable[[int], None] | None = None,
+             poll: Callable[[], None] | None = None) -> Finished | None:
+    """The agent run as a fork of the warm server of its interpreter and environment,
+    which imported `warm.preload` (the scenario, and so the test module) first; None
+    where it could not (the server busy with another run, gone, or refusing: a preload
+    that started a thread makes every later server of this environment preload
+    nothing), and the caller runs it afresh."""
+    key, server = _server(warm.python, warm.server, env)
+    if not server.lock.acquire(blocking=False):
+        return None
+    try:
+        return server.run(warm.args, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
+                          cgroup_procs=warm.cgroup_procs, preload=warm.preload,
+                          on_start=on_start, poll=poll)
+    except ServerGone as exc:
+        if isinstance(exc, Refused):
+            _NO_PRELOAD.add(key)
+        with _POOL:
+            if _SERVERS.get(key) is server:
+                del _SERVERS[key]
+        server.close()
+        return None
+    finally:
+        server.lock.release()
+
+
+@atexit.register
+def close_servers() -> None:
+    """Every fork server closed (at exit: they would exit on their own, their stdin
+    gone, once their run ended)."""
+    with _POOL:
+        while _SERVERS:
+            _SERVERS.popitem()[1].close()

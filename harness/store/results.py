@@ -54,8 +54,9 @@ def _hint(exc: OSError) -> str:
                 exc.errno or 0, "check the results directory")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` atomically.
+def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
+    """Replace `path` with `text` atomically; `durable`: on the disk before it replaces
+    the old file (fsync), which a throwaway directory does without.
 
     Raises:
         StoreError: the directory is read-only, full, or missing.
@@ -66,7 +67,8 @@ def atomic_write_text(path: Path, text: str) -> None:
         with tmp.open("w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -74,8 +76,9 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise StoreError(f"cannot write {path}: {exc.strerror}\n  fix: {_hint(exc)}") from exc
 
 
-def write_json(path: Path, data: JSON) -> None:
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+def write_json(path: Path, data: JSON, durable: bool = True) -> None:
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n",
+                      durable)
 
 
 def load_json(path: Path) -> JSON:
@@ -138,12 +141,14 @@ def _collector_paused() -> Iterator[None]:
 
 
 class RunStore:
-    """One sweep's results directory."""
+    """One sweep's results directory (`durable`: each file synced to the disk as it is
+    written; not for `harness.check`'s temporary one, removed as the check returns)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, durable: bool = True):
         # Absolute: cells run with other working directories (the local runtime runs
         # the agent in the scenario's directory) and must still find their output.
         self.root = root.absolute()
+        self.durable = durable
         self._lock: IO[str] | None = None
 
     @classmethod
@@ -278,14 +283,14 @@ class RunStore:
 
     def write_cell(self, result: CellResult) -> None:
         """Write the cell's result, once: when its verdict is final."""
-        write_json(self.cell_dir(result.id) / "result.json", result.to_json())
+        write_json(self.cell_dir(result.id) / "result.json", result.to_json(), self.durable)
 
     def write(self, name: str, data: JSON) -> Path:
         path = self.root / name
         if isinstance(data, str):
-            atomic_write_text(path, data)
+            atomic_write_text(path, data, self.durable)
         else:
-            write_json(path, data)
+            write_json(path, data, self.durable)
         return path
 
     def samples_path(self, cell_id: str) -> Path:

@@ -38,6 +38,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "live_gpu_replay.py": (),
     "near_floor.py": (),
     "one_decision.py": (),
+    "plugin_suite.py": (),
     "plugin_vs_memray.py": (),
     "rounds_cost.py": (),
     "redecide.py": (),

@@ -300,9 +300,9 @@ MODULE_LINES = 400
 # Modules over MODULE_LINES that another branch splits (the entry fails the test once
 # the module is short enough: then it goes).
 SPAWNER = "harness.runtimes.process"
-# Inside the cell, the agent's safety stop forks its watchdog (the agent runs apart from
-# the host's modules, stdlib only).
-AGENT_SPAWNER = "harness.agent.watchdog"
+# Inside the cell, the agent's safety stop forks its watchdog, and the fork server forks
+# each run of `harness.check` (the agent runs apart from the host's modules, stdlib only).
+AGENT_SPAWNERS = ("harness.agent.watchdog", "harness.agent.forkserver")
 SPAWNING = ("subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
             "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput",
             "os.system", "os.popen", "os.fork", "os.forkpty", "os.exec", "os.spawn",
@@ -416,7 +416,7 @@ def spawners(root: Path) -> list[str]:
     """Calls that start a process, outside harness/runtimes/process.py."""
     faults = []
     for module, path in modules(root).items():
-        if module in (SPAWNER, AGENT_SPAWNER):
+        if module == SPAWNER or module in AGENT_SPAWNERS:
             continue
         for name, line in outside_names(path)[1]:
             if name.startswith(SPAWNING):
@@ -452,6 +452,7 @@ def test_one_module_spawns_processes() -> None:
     text = said()
     assert "`process`, the only module that starts a process" in text
     assert "inside the cell, the agent's watchdog (`harness/agent/watchdog.py`)" in text
+    assert "the fork server (`harness/agent/forkserver.py`)" in text
 
 
 # -------------------------------------------------------- and these checks can fail

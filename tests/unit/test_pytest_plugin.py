@@ -173,3 +173,90 @@ def test_unmarked_tests_import_nothing_of_harness(pytester: pytest.Pytester) -> 
                         and m != "harness.pytest_plugin"]
     ''')
     _run(pytester).assert_outcomes(passed=1)
+
+
+WARM = '''
+import os
+import pytest
+
+OUT = os.environ["PLUGIN_OUT"]
+with open(os.path.join(OUT, "imports"), "a") as f:
+    f.write("%d\\n" % os.getpid())
+KEPT = []
+
+
+def _note(name):
+    path = os.path.join(OUT, "%s-%d-%d" % (name, os.getpid(), os.getppid()))
+    if not os.path.exists(path):
+        open(path, "w").close()
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_clean_first():
+    _note("run")
+    assert not KEPT
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_grows():
+    _note("run")
+    KEPT.append(bytes(1024))
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_clean_after_the_leak():
+    _note("run")
+    assert not KEPT, "the leaky test's items are here"
+
+
+@pytest.mark.harness_leaks(budget="500ms")
+def test_dies():
+    os._exit(3)
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_after_the_crash():
+    _note("run")
+'''
+
+
+def _warm_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                  *args: str) -> tuple[str, list[int], list[tuple[int, int]]]:
+    """The session's output, the pids that imported the test module, and each run's
+    (pid, parent pid)."""
+    out = pytester.path / "out"
+    out.mkdir()
+    monkeypatch.setenv("PLUGIN_OUT", str(out))
+    pytester.makepyfile(test_warm=WARM)
+    result = _run(pytester, "-rA", *args)
+    result.assert_outcomes(passed=3, failed=2)
+    text = result.stdout.str()
+    assert re.search(r"FAILED test_warm\.py::test_grows: leak \(rule leak\)", text), text
+    assert re.search(r"FAILED test_warm\.py::test_dies: crash \(rule crash\)", text), text
+    imports = [int(x) for x in (out / "imports").read_text().split()]
+    runs = [(int(p.name.split("-")[1]), int(p.name.split("-")[2]))
+            for p in out.glob("run-*")]
+    return text, imports, runs
+
+
+def test_one_warm_child_serves_every_test_and_each_test_runs_in_its_own_fork(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module is imported by pytest and once by the fork server, never by a run; each
+    test is a fork of that server: a leak is found between clean tests, a clean test
+    after it does not see its leftovers, and a test that kills its process leaves the
+    server serving the next test."""
+    _, imports, runs = _warm_session(pytester, monkeypatch)
+    pytest_pid, *servers = imports
+    assert len(servers) == 1, imports
+    assert {ppid for _, ppid in runs} == set(servers)
+    assert pytest_pid not in servers and len({pid for pid, _ in runs}) >= 4
+
+
+@pytest.mark.slow
+def test_under_xdist_each_worker_has_its_own_warm_child(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, imports, runs = _warm_session(pytester, monkeypatch, "-p", "xdist", "-n", "2")
+    parents = {ppid for _, ppid in runs}
+    # two workers collect the module; each imports it once more in its server
+    assert len(imports) == 2 + len(parents) and 1 <= len(parents) <= 2, (imports, runs)
+    assert parents <= set(imports)

@@ -1,0 +1,197 @@
+"""harness fork server: one warm interpreter that forks a fresh agent run per request.
+
+`harness.check` and the pytest plugin run many short cells, one after another, on the
+same interpreter; starting it and importing the agent and the test's module cost more
+than a short budget (1.4 s a test at a 0.5 s budget). This process starts once, with the
+cells' startup environment (PYTHONMALLOC, GLIBC_TUNABLES: read only when an interpreter
+starts), imports the agent, and per request imports the scenario's own modules (its test
+module), then forks. Each run is a process of its own, forked from the same warm state:
+what one run leaves (memory, a module's state) is never the next one's, and a run that
+crashes or hangs is killed by the host as a fresh one would be, by its process group.
+
+Requests come on stdin, one JSON object a line: {"argv": the agent's arguments, "env":
+its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgroup.procs
+file it joins first (or null), "preload": the scenario file to import here first (or
+null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
+the run is forked, then {"exit": code} when it ended (negative: the signal that ended
+it); or {"refused": why}, and the server exits, where importing the scenario's modules
+here started a Python thread, which a forked run would not have (the host runs that one, and
+every later one of this environment, without a preload), or where a module file it
+imported changed since ("stale": the host starts another server).
+
+Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
+agent.py, so a scenario sees the import path a fresh agent run sees.
+"""
+import gc
+import importlib.util
+import json
+import os
+import platform
+import sys
+import threading
+import traceback
+
+import agent
+
+# A scenario's own `import agent` finds its own module, as in a fresh run (where the
+# agent is __main__).
+sys.modules.pop("agent", None)
+PRELOAD_NAME = "_harness_preload"
+
+
+def threads():
+    """This process's Python threads. A C library's own threads (OpenBLAS's, started as
+    numpy is imported) are not counted: such libraries re-make their pool in a forked
+    child (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on."""
+    return threading.active_count()
+
+
+def warm_up():
+    """What every run does and finds the same each time, done once here: the modules
+    the agent imports as it goes, its parser, and platform's processor name (which runs
+    `uname -p`)."""
+    import argparse  # noqa: F401
+    import ast  # noqa: F401
+    import difflib  # noqa: F401
+    import inspect  # noqa: F401
+    import resource  # noqa: F401
+    import runpy  # noqa: F401
+    platform.platform()
+    agent.parse_args(["--scenario", os.devnull])
+
+
+def stamp(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def changed(loaded):
+    """A file of a module imported by a preload that changed since (edited between two
+    checks): None, or the file."""
+    for path, seen in loaded.items():
+        if stamp(path) != seen:
+            return path
+    return None
+
+
+def preload(path, loaded):
+    """Run the scenario file here once, as the agent will import it, so the modules it
+    imports (the test module, its library) are imported before the fork; the import
+    path is put back as it was, and each new module's file noted in `loaded`. What goes
+    wrong is left for the run to say. Returns why this process can no longer fork such
+    a run, or None."""
+    before = threads()
+    saved = list(sys.path)
+    modules = set(sys.modules)
+    try:
+        spec = importlib.util.spec_from_file_location(PRELOAD_NAME, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except BaseException:   # noqa: B036  (a test module's sys.exit, a failed import)
+        pass
+    finally:
+        sys.path[:] = saved
+        sys.modules.pop(PRELOAD_NAME, None)
+    for name in set(sys.modules) - modules:
+        file = getattr(sys.modules[name], "__file__", None)
+        if isinstance(file, str):
+            loaded[file] = stamp(file)
+    if threads() > before:
+        return "importing %s's modules started a thread" % path
+    if hasattr(gc, "freeze"):
+        # What the imports left is every run's starting state: out of the collector's
+        # sight (3.7+), as the agent freezes what lives when its measured phase starts,
+        # so a run's collections walk only what it made (and touch no shared page).
+        gc.collect()
+        gc.freeze()
+    return None
+
+
+def child(request, replies):
+    """The forked run: its own session, cgroup, output, directory and environment, then
+    the agent; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        os.close(replies)   # the host sees the server's end alone
+        if request.get("cgroup"):
+            try:
+                with open(request["cgroup"], "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError:
+                pass
+        log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(null)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [os.path.join(os.path.dirname(os.path.abspath(agent.__file__)),
+                                 "agent.py")] + list(request["argv"])
+        code = agent.main(request["argv"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:   # noqa: B036  (whatever ended it, said in its log)
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code if isinstance(code, int) else 1)
+
+
+def exit_code(status):
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def serve(requests, reply, replies):
+    loaded = {}     # file -> (mtime, size) of each module a preload imported
+    for line in requests:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        edited = changed(loaded)
+        if edited is not None:      # a fresh server imports it as it reads now
+            reply({"refused": "%s changed since it was imported" % edited, "stale": True})
+            return
+        if request.get("preload"):
+            why = preload(request["preload"], loaded)
+            if why is not None:
+                reply({"refused": why})
+                return
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            child(request, replies)
+        reply({"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        reply({"exit": exit_code(status)})
+
+
+def main():
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)   # what a preloaded module prints never reads as a reply
+    warm_up()
+
+    def reply(record):
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+
+    serve(sys.stdin, reply, out.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Issue 62: `harness.check` (and so the pytest plugin) forks each run from a warm
+interpreter that imported the agent and the step's module once
+(harness/agent/forkserver.py, `process.run_warm`), instead of starting one per run.
+What that must keep: each run is a process of its own (a leak's leftovers are never
+the next run's, a module's state is as imported), a run that dies or hangs leaves the
+server serving the next, a module that starts a thread at import runs in a fresh
+interpreter (a fork would lose the thread), and a module edited between two checks is
+imported again."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.api import check
+
+STEPS = '''
+import os
+import re
+import threading
+import time
+
+OUT = os.environ["WARM_OUT"]
+with open(os.path.join(OUT, "imports"), "a") as f:
+    f.write("%d\\n" % os.getpid())
+KEPT = []
+
+
+def note(name):
+    path = os.path.join(OUT, "%s-%d-%d" % (name, os.getpid(), os.getppid()))
+    if not os.path.exists(path):
+        open(path, "w").close()
+
+
+def first():
+    note("first")
+
+
+def second():
+    note("second")
+
+
+def keeps():
+    note("keeps")
+    KEPT.append(bytes(1024))
+
+
+def clean_module():
+    note("clean")
+    assert not KEPT, "a run before this one left %d items in KEPT" % len(KEPT)
+
+
+def dies():
+    os._exit(3)
+
+
+def holds():
+    # catastrophic backtracking: a C loop that holds the GIL, so the agent's own
+    # call timeout (a thread) never runs: the host's deadline ends it
+    note("holds")
+    re.match(r"(a+)+$", "a" * 40 + "b")
+'''
+
+
+@pytest.fixture
+def steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[object, Path]]:
+    """A fresh module of steps (its own name: the server of an earlier test may hold
+    another `warmsteps`) and the folder its runs note themselves in."""
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setenv("WARM_OUT", str(out))
+    name = f"warmsteps_{os.getpid()}_{abs(hash(str(tmp_path)))}"
+    (tmp_path / f"{name}.py").write_text(STEPS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    yield module, out
+    sys.modules.pop(name, None)
+
+
+def _runs(out: Path, name: str) -> list[tuple[int, int]]:
+    """(pid, parent pid) of each run of `name`."""
+    return [(int(p.name.split("-")[1]), int(p.name.split("-")[2]))
+            for p in out.glob(f"{name}-*")]
+
+
+def _imports(out: Path) -> list[int]:
+    return [int(x) for x in (out / "imports").read_text().split()]
+
+
+def test_checks_in_a_row_fork_from_one_server_that_imported_the_module_once(
+        steps: tuple[object, Path]) -> None:
+    module, out = steps
+    a = check(module.first, budget="300ms")     # type: ignore[attr-defined]
+    b = check(module.second, budget="300ms")    # type: ignore[attr-defined]
+    assert not a.bad and not b.bad, (a, b)
+    firsts, seconds = _runs(out, "first"), _runs(out, "second")
+    assert firsts and seconds
+    parents = {ppid for _, ppid in firsts + seconds}
+    assert len(parents) == 1 and os.getpid() not in parents      # one server, not us
+    assert not {pid for pid, _ in firsts} & {pid for pid, _ in seconds}  # a fork each
+    # imported here (the fixture) and once in the server: never in a run
+    assert _imports(out) == [os.getpid(), *parents]
+
+
+def test_a_leak_is_found_and_the_next_run_starts_from_the_module_as_imported(
+        steps: tuple[object, Path]) -> None:
+    module, out = steps
+    leak = check(module.keeps, budget="1s")             # type: ignore[attr-defined]
+    clean = check(module.clean_module, budget="500ms")  # type: ignore[attr-defined]
+    assert leak.verdict == "leak", leak
+    # KEPT as imported (else the step's assert fails: crash): the leak's run kept its
+    # items to itself
+    assert not clean.bad, clean
+    (server,) = {ppid for _, ppid in _runs(out, "keeps")}
+    assert {ppid for _, ppid in _runs(out, "clean")} == {server} != {os.getpid()}
+
+
+def test_a_run_that_dies_or_is_killed_at_its_deadline_leaves_the_server_serving(
+        steps: tuple[object, Path]) -> None:
+    module, out = steps
+    check(module.first, budget="300ms")                 # type: ignore[attr-defined]
+    died = check(module.dies, budget="300ms")           # type: ignore[attr-defined]
+    assert died.verdict == "crash", died
+    held = check(module.holds, budget="300ms",          # type: ignore[attr-defined]
+                 settings={"timeout": "3s", "warmup": 0})
+    assert held.bad, held
+    after = check(module.second, budget="300ms")        # type: ignore[attr-defined]
+    assert not after.bad, after
+    (server,) = {ppid for _, ppid in _runs(out, "first")}
+    assert server != os.getpid()
+    assert {ppid for _, ppid in _runs(out, "second")} == {server}
+    assert {ppid for _, ppid in _runs(out, "holds")} == {server}
+
+
+def test_a_module_that_starts_a_thread_runs_in_a_fresh_interpreter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"threaded_{os.getpid()}_{abs(hash(str(tmp_path)))}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent('''
+        import threading
+        import time
+
+        WORKER = threading.Thread(target=time.sleep, args=(3600,), daemon=True)
+        WORKER.start()
+
+
+        def step():
+            assert WORKER.is_alive(), "the module's thread is gone (a forked run)"
+    '''), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    try:
+        for _ in range(2):      # the refusal, then a server that preloads nothing
+            got = check(module.step, budget="300ms")
+            assert not got.bad, got     # a forked run: crash, the thread gone
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_a_module_edited_between_two_checks_is_imported_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"edited_{os.getpid()}_{abs(hash(str(tmp_path)))}"
+    path = tmp_path / f"{name}.py"
+    path.write_text("def step():\n    pass\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    try:
+        assert not check(module.step, budget="300ms").bad
+        path.write_text("KEPT = []\n\n\ndef step():\n    KEPT.append(bytes(1024))\n",
+                        encoding="utf-8")
+        assert check(module.step, budget="1s").verdict == "leak"
+    finally:
+        sys.modules.pop(name, None)
