@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
-from harness.store.results import RunStore
+from harness.store.results import RunStore, long_lived
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -63,14 +63,18 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     if report.root is None:  # the HTML links (and plots) the files next to the results
         report = dataclasses.replace(report, root=store.root,
                                      series=report.series.at(store.root))
-    html = HtmlReporter.from_results(report)
-    # One line, through json's C encoder: indented, results.json of 1,600 cells took
-    # most of `harness report`'s time.
-    paths = [_write_new(store, "results.json", results_text(report.to_json())),
-             _write_new(store, "report.md", render_text(MarkdownReporter.from_results(report))),
-             _write_new(store, "report.html", render_text(html)),
-             _write_new(store, "junit.xml", render_text(JunitReporter.from_results(report)))]
-    html.write_cells(store.root)
+    with long_lived():      # the report's cells, read or measured, outlive this
+        html = HtmlReporter.from_results(report)
+        # One line, through json's C encoder: indented, results.json of 1,600 cells took
+        # most of `harness report`'s time.
+        paths = [_write_new(store, "results.json",
+                            results_text(report.to_json(cells=False), report.cells_text())),
+                 _write_new(store, "report.md",
+                            render_text(MarkdownReporter.from_results(report))),
+                 _write_new(store, "report.html", render_text(html)),
+                 _write_new(store, "junit.xml",
+                            render_text(JunitReporter.from_results(report)))]
+        html.write_cells(store.root)
     return paths
 
 
@@ -91,14 +95,16 @@ def _write_new(store: RunStore, name: str, text: str) -> Path:
     return store.write(name, text)
 
 
-def results_text(data: dict[str, JSON]) -> str:
+def results_text(data: dict[str, JSON], cells: str | None = None) -> str:
     """results.json's text: one line, keys sorted, but its cells last, so its name and
-    meta read from the file's start (`store.jsonhead.load_json_keys`)."""
+    meta read from the file's start (`store.jsonhead.load_json_keys`). `cells`: the
+    cells' object as text (`Report.cells_text`), else `data`'s "cells"."""
     head = {k: v for k, v in data.items() if k != "cells"}
     text = json.dumps(head, sort_keys=True, default=str)
-    if "cells" not in data:
+    if cells is None and "cells" not in data:
         return text + "\n"
-    cells = json.dumps(data["cells"], sort_keys=True, default=str)
+    if cells is None:
+        cells = json.dumps(data["cells"], sort_keys=True, default=str)
     return f"{text[:-1]}{', ' if head else ''}\"cells\": {cells}}}\n"
 
 

@@ -11,7 +11,7 @@ from tabulate import tabulate
 from harness.analysis.kinds import IN_DOUBT, KINDS, Colour
 from harness.answers.search import RowAnswer
 from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
-from harness.report.model import Reporter, cell_text
+from harness.report.model import Reporter
 
 # A kind's colour (harness.analysis.kinds) as an ANSI code, and as rich's style.
 ANSI: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
@@ -117,7 +117,7 @@ class ConsoleReporter(Reporter):
             res = r.results.get(cid)
             if res is not None:
                 out.write("".join(f"{line}\n" for line in wrap(
-                    f"{cid}: {cell_text(res)}", width, "  ")))
+                    f"{cid}: {r.text_of(cid)}", width, "  ")))
         if len(said) > len(shown):
             out.write("".join(f"{line}\n" for line in wrap(
                 f"... {len(said) - len(shown)} more: --details, or report.md", width, "  ")))

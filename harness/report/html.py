@@ -28,7 +28,7 @@ from harness.report.model import Report, Reporter
 from harness.report.text import steps_vs_baseline
 from harness.report.trend import KIND_COLOURS, row_trends
 from harness.result.codec import JSON
-from harness.result.words import cell_numbers, human_seconds
+from harness.result.words import human_seconds
 
 
 @dataclass
@@ -63,7 +63,7 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
     res = report.results[cid]
     err = res.end.error
     view = CellView(cid, res.image.label, res.verdict, res.reason,
-                    cell_numbers(res), role, traceback=err.traceback if err else "",
+                    report.numbers_of(cid), role, traceback=err.traceback if err else "",
                     problems=list(res.problems))
     view.where = report.where_lines(cid)
     if view.where:
@@ -194,7 +194,7 @@ class HtmlReporter(Reporter):
                 res = r.results.get(cid)
                 verdict = res.verdict if res is not None else verdict
                 href = "" if res is None else f"#{cid}" if self.inline else page_of(cid)
-                numbers = cell_numbers(res) if res is not None else ""
+                numbers = r.numbers_of(cid)
                 key = f"{LOOKS[verdict].severity:02d} {verdict} {numbers}" if cid else "99"
                 tiles.append(Tile(cid, img, text, verdict, role.get(img, ""), href, key))
             grid.append((row, tiles, row_trends(row, r.images, r.results)))

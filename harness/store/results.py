@@ -44,7 +44,7 @@ from harness.store.runs import (
 )
 
 __all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json",
-           "write_json"]
+           "long_lived", "results_line", "write_json"]
 
 
 def _hint(exc: OSError) -> str:
@@ -86,15 +86,23 @@ def load_json(path: Path) -> JSON:
         return None
 
 
+def results_line(data: Mapping[str, JSON]) -> str:
+    """A cell's result.json object as results.json holds it: one line, keys sorted,
+    without host samples."""
+    kept: dict[str, JSON] = {k: v for k, v in data.items() if k != "host_samples"}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
 @dataclass(frozen=True)
 class Cells:
     """A results directory's cells as read: the readable results, the unreadable ones
-    (id -> why) and each readable result.json object as read where it is of the schema
-    this harness writes (`harness report` copies those into results.json)."""
+    (id -> why) and, where a result.json is of the schema this harness writes, its
+    line of results.json (`results_line`), which `harness report` copies: the text,
+    not the object read (10,000 objects held beside their results took 120 MB)."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
-    stored: dict[str, dict[str, JSON]]
+    stored: dict[str, str]
 
 
 def read_cells(root: Path, fix: str = "") -> Cells:
@@ -106,7 +114,7 @@ def read_cells(root: Path, fix: str = "") -> Cells:
     """
     results: dict[str, CellResult] = {}
     unreadable: dict[str, str] = {}
-    stored: dict[str, dict[str, JSON]] = {}
+    stored: dict[str, str] = {}
     with _collector_paused():
         for path in sorted(root.glob("cells/*/result.json")):
             data = load_json(path)
@@ -119,7 +127,7 @@ def read_cells(root: Path, fix: str = "") -> Cells:
                 raise InputError(f"{path}: {exc}{fix}") from exc
             results[res.id] = res
             if data.get("schema") == SCHEMA:
-                stored[res.id] = data
+                stored[res.id] = results_line(data)
     return Cells(results, unreadable, stored)
 
 
@@ -135,6 +143,19 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+@contextlib.contextmanager
+def long_lived() -> Iterator[None]:
+    """Every object made so far left out of the cycle collector's passes until the block
+    ends (`gc.freeze`): a report over 10,000 results read once spent seconds in passes
+    over them, none of which they could free (they hold no cycles); cycles made inside
+    the block are still collected."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class RunStore:
