@@ -10,7 +10,14 @@ from tabulate import tabulate
 
 from harness.analysis.kinds import IN_DOUBT, KINDS, Colour
 from harness.answers.search import RowAnswer
-from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
+from harness.report.grid import (
+    DETAILS,
+    Grid,
+    conclusions,
+    console_width,
+    runs,
+    wrap,
+)
 from harness.report.model import Reporter
 
 # A kind's colour (harness.analysis.kinds) as an ANSI code, and as rich's style.
@@ -21,6 +28,8 @@ STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
 
 
 class ConsoleReporter(Reporter):
+    _runs = False       # the grid was said as runs, a block per answer (`grid.runs`)
+
     def render(self, out: TextIO, colour: bool | None = None, width: int | None = None,
                details: bool = False) -> None:
         """The table and the answers. On a terminal (or with `width`, or `COLUMNS` set
@@ -96,7 +105,8 @@ class ConsoleReporter(Reporter):
         first bad of each row, the suspected and undecided ones, the other bad ones;
         every cell with `details`), at most DETAILS of them without it."""
         r = self.report
-        out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
+        if not self._runs:      # the runs said each answer already
+            out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
         firsts = [cid for row in r.rows for label, _, cid in row.cells
                   if label == row.first_bad]
         if details:
@@ -196,7 +206,12 @@ class ConsoleReporter(Reporter):
             for name, r in zip(rows, body, strict=True)]
         if image_w + sum(w + 3 for w in need) > width:
             grid = Grid(images, self.report.rows, self.report.results, width, colour)
-            out.write("".join(f"{line}\n" for line in [*grid.lines(), "", *grid.legend()]))
+            if self.report.large:   # a block per answer, each pattern of rows a line
+                lines = runs(self.report.rows, images, self.report.results, width)
+                self._runs = True
+            else:
+                lines = grid.lines()
+            out.write("".join(f"{line}\n" for line in [*lines, "", *grid.legend()]))
             return True
         table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
         table.add_column("image", overflow="fold", width=image_w)

@@ -21,9 +21,13 @@ from harness.result.model import CellResult, Planned
 from harness.result.words import cell_numbers, cell_text, human_seconds
 from harness.store.results import SeriesCache
 
-__all__ = ["RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
+__all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
 
 RESULTS_SCHEMA = 2
+# Above this many cells a report is read by its rows' answers: the console says each
+# answer's rows as runs of images (`grid.runs`), report.html leads with each row's first
+# bad and pages only the cells a reader is led to (`html.HtmlReporter.paged`).
+LARGE = 2000
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,11 @@ class Report:
         if ex is None:
             return []
         return [*(ex.diff or ex.summary), *ex.notes]
+
+    @property
+    def large(self) -> bool:
+        """Past LARGE cells, planned or run: read by its rows' answers."""
+        return max(len(self.results), len(self.planned)) > LARGE
 
     @property
     def missing_cells(self) -> list[str]:

@@ -231,3 +231,50 @@ def test_packed_items_fit_the_width_and_keep_every_character(items: list[str],
     out = pack(items, width)
     assert all(len(line) <= width for line in out), out
     assert "".join("".join(out).split()) == "".join(items)
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_above_large_each_answer_is_a_block_of_row_patterns(
+        monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    """Issue 62: past `model.LARGE` cells the grid (a line per row per block of images:
+    731 lines at 10,000 cells) is said as a block per answer, the rows of one pattern of
+    verdicts on one line, as runs of images: one screen per answer."""
+    from harness.report import model
+
+    monkeypatch.setattr(model, "LARGE", 1000)
+    report = big_report()                                   # 1,600 cells
+    lines = shown(report, width)
+    text = "\n".join(lines)
+    assert max(len(line) for line in lines) <= width, text
+    assert not any(line.startswith("row ") for line in lines)   # no grid
+    blocks = text.split("\n\n")
+    # the largest answer first, its rows named, then its patterns: 34 rows alike on one
+    # line; the row with an unavailable last image and the one with a cell not run
+    # each on its own, their runs broken where they differ
+    first = blocks[0]
+    assert first.startswith("36 rows: first bad: 22.03 (last good: 22.02)")
+    said = " ".join(first.split())       # its lines unwrapped
+    assert (" gpu0.scenario01 … gpu3.scenario08 (34 rows): 20.01-22.02 ·x26, [22.03 L16], "
+            "22.04-23.04 L16x13 ") in said
+    assert (" gpu0.scenario00: 20.01-22.02 ·x26, [22.03 L16], 22.04-23.03 L16x12, "
+            "23.04 U ") in said
+    assert (" gpu1.scenario01: 20.01-20.03 ·x3, 20.04 -, 20.05-22.02 ·x22, [22.03 L16], "
+            "22.04-23.04 L16x13") in said
+    # every other answer a block of its own, its first bad bracketed
+    assert any(b.startswith("gpu3.scenario09: first bad: 22.07") and "[22.07 S1.5]" in b
+               for b in blocks)
+    assert any(b.startswith("2 rows: no bad image") and "all 2 rows: 20.01-23.04 ·x40" in b
+               for b in blocks)
+    # each answer's block fits a screen; the answers are not said a second time
+    answers = [b for b in blocks if re.match(r"(\d+ rows|gpu\S+): (first bad|no bad)", b)]
+    assert len(answers) == 4 and all(len(b.split("\n")) <= 40 for b in answers)
+    assert text.count("first bad: 22.03 (last good: 22.02)") == 1
+    assert "legend:" in text and "[] first bad" in text
+
+
+def test_at_most_large_the_grid_is_kept() -> None:
+    from harness.report import model
+
+    report = big_report()
+    assert not report.large and len(report.planned) <= model.LARGE
+    assert any(line.startswith("row ") for line in shown(report, 100))
