@@ -6,12 +6,14 @@ import dataclasses
 import importlib
 import io
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
-from harness.store.results import RunStore, long_lived
+from harness.store.results import RunStore, atomic_write_parts, long_lived
+from harness.store.resultsjson import holds
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -67,8 +69,9 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
         html = HtmlReporter.from_results(report)
         # One line, through json's C encoder: indented, results.json of 1,600 cells took
         # most of `harness report`'s time.
+        head = report.to_json(cells=False)
         paths = [_write_new(store, "results.json",
-                            results_text(report.to_json(cells=False), report.cells_text())),
+                            lambda: results_parts(head, report.cells_parts())),
                  _write_new(store, "report.md",
                             render_text(MarkdownReporter.from_results(report))),
                  _write_new(store, "report.html", render_text(html)),
@@ -78,34 +81,45 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     return paths
 
 
-def _write_new(store: RunStore, name: str, text: str) -> Path:
-    """`text` written as `name` into the store, unless the file already holds it: a
-    report of a directory whose reports are current changes no byte and no timestamp
-    (an older directory's results.json time is when it ran: `store.runs.started_of`).
+def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str]]
+               ) -> Path:
+    """`text` (or the text the parts it makes make, made again for each pass) written
+    as `name` into the store, unless the file already holds it: a report of a directory
+    whose reports are current changes no byte and no timestamp (an older directory's
+    results.json time is when it ran: `store.runs.started_of`).
 
     Raises:
         StoreError: the results directory cannot be written.
     """
     path = store.root / name
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    return store.write(name, text)
+    parts: Callable[[], Iterable[str]] = (lambda: [text]) if isinstance(text, str) else text
+    if holds(path, parts()):
+        return path
+    atomic_write_parts(path, parts())
+    return path
 
 
-def results_text(data: dict[str, JSON], cells: str | None = None) -> str:
+def results_text(data: dict[str, JSON]) -> str:
     """results.json's text: one line, keys sorted, but its cells last, so its name and
-    meta read from the file's start (`store.jsonhead.load_json_keys`). `cells`: the
-    cells' object as text (`Report.cells_text`), else `data`'s "cells"."""
+    meta read from the file's start (`store.jsonhead.load_json_keys`)."""
+    return "".join(results_parts(data))
+
+
+def results_parts(data: dict[str, JSON], cells: Iterable[str] | None = None
+                  ) -> Iterator[str]:
+    """`results_text` in parts; `cells`: the cells' object as text parts
+    (`Report.cells_parts`), else `data`'s "cells"."""
     head = {k: v for k, v in data.items() if k != "cells"}
     text = json.dumps(head, sort_keys=True, default=str)
     if cells is None and "cells" not in data:
-        return text + "\n"
+        yield text + "\n"
+        return
+    yield f"{text[:-1]}{', ' if head else ''}\"cells\": "
     if cells is None:
-        cells = json.dumps(data["cells"], sort_keys=True, default=str)
-    return f"{text[:-1]}{', ' if head else ''}\"cells\": {cells}}}\n"
+        yield json.dumps(data["cells"], sort_keys=True, default=str)
+    else:
+        yield from cells
+    yield "}\n"
 
 
 __all__ = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, TypeVar
@@ -20,6 +20,7 @@ from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_numbers, cell_text, human_seconds
 from harness.store.results import SeriesCache
+from harness.store.resultsjson import Stamp, results_line_of
 
 __all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
 
@@ -43,9 +44,9 @@ class Report:
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
     # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
     explained: dict[str, Explanation] = field(default_factory=dict)
-    # cell id -> its line of results.json as read from disk (current schema only), which
-    # results.json copies instead of encoding the cell again (`store.gate.read_run`)
-    stored: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # cell id -> its result.json's stamp as read (current schema only): results.json
+    # copies that file instead of encoding the cell again (`store.gate.read_run`)
+    stored: Mapping[str, Stamp] = field(default_factory=dict, compare=False)
     # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
     # are (they ran again, or are unreadable): `answers.explain.holding`, checked here
     # once, so `explained` holds only answers that rest on the cells beside them
@@ -65,13 +66,13 @@ class Report:
                      meta: Mapping[str, JSON] | None = None, root: Path | None = None,
                      series: SeriesCache | None = None, planned: Sequence[Planned] = (),
                      unreadable: Mapping[str, str] | None = None,
-                     stored: Mapping[str, str] | None = None,
+                     stored: Mapping[str, Stamp] | None = None,
                      outdated: Collection[str] = ()) -> Report:
         """Build the model. Renderers get each cell's series through `series` (the
         sweep's, already parsed), else read once from `root`'s samples.jsonl. Cells of
         `planned` without a result are "not run" (or unreadable) in the table, and no
-        first bad is named across them. `stored`: the cells' lines of results.json as
-        read (`RunDir.stored`). `outdated`: the cells of `unreadable`
+        first bad is named across them. `stored`: the cells' result.json stamps as read
+        (`RunDir.stored`). `outdated`: the cells of `unreadable`
         made from inputs that changed since (`store.gate`), shown as stale."""
         order: dict[str, int] = {}
         for r in results.values():
@@ -232,19 +233,25 @@ class Report:
     def _cell_line(self, cell_id: str, result: CellResult) -> str:
         """A cell as results.json holds it: its result.json without host samples, one
         line, keys sorted."""
-        stored = self.stored.get(cell_id)
-        if stored is None:
+        stamp = self.stored.get(cell_id)
+        line = (results_line_of(self.root, cell_id, stamp)
+                if stamp is not None and self.root is not None else None)
+        if line is None:    # an older schema, or changed since it was read
             return json.dumps(result.to_json(host_samples=False), sort_keys=True, default=str)
-        return stored
+        return line
 
-    def cells_text(self) -> str:
-        """results.json's "cells" object as text: each cell's line, by id."""
-        return "{" + ", ".join(f"{json.dumps(k)}: {self._cell_line(k, v)}"
-                               for k, v in sorted(self.results.items())) + "}"
+    def cells_parts(self) -> Iterator[str]:
+        """results.json's "cells" object as text, in parts made as they are asked for:
+        each cell's line, by id (10,000 lines held at once were 50 MB)."""
+        yield "{"
+        for n, (k, v) in enumerate(sorted(self.results.items())):
+            yield f"{', ' if n else ''}{json.dumps(k)}: "
+            yield self._cell_line(k, v)
+        yield "}"
 
     def to_json(self, cells: bool = True) -> dict[str, JSON]:
         """results.json: the rows' answers and every cell (without host samples);
-        without `cells`, all but them (`cells_text` writes them)."""
+        without `cells`, all but them (`cells_parts` writes them)."""
         out: dict[str, JSON] = {
             "schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
             "images": list(self.images), "rows": [encode(r) for r in self.rows],

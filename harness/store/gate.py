@@ -32,6 +32,7 @@ from harness.errors import InputError, SpecError
 from harness.result.codec import DecodeError, decode
 from harness.result.model import CellResult, Plan, Planned
 from harness.store.results import PLAN_FILE, load_json, read_cells
+from harness.store.resultsjson import Stamp
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -54,11 +55,11 @@ class RunDir:
     # written), its results.json (the cells a finished sweep had) or else its
     # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
     plan_from: str = ""
-    # Each readable cell's line of results.json as read (`store.results.results_line`),
-    # where its result.json is of the schema this harness writes (decoding and encoding
-    # it again gives the same object): results.json copies these instead of encoding
-    # 10,000 cells again.
-    stored: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Each readable cell's result.json stamp as read (`store.results.Cells`), where it
+    # is of the schema this harness writes (decoding and encoding it again gives the
+    # same object): results.json copies those files (`results_line_of`) instead of
+    # encoding 10,000 cells again.
+    stored: dict[str, Stamp] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
