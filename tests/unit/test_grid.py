@@ -278,3 +278,50 @@ def test_at_most_large_the_grid_is_kept() -> None:
     report = big_report()
     assert not report.large and len(report.planned) <= model.LARGE
     assert any(line.startswith("row ") for line in shown(report, 100))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [80, 160])
+def test_a_large_run_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int) -> None:
+    """Issue 62, as a person sees it: `harness report` of 2,080 cells (past
+    `model.LARGE`) through a pty, drawn by a terminal emulator: a block per answer, each
+    row pattern a line, nothing wider than the terminal, the whole in one screen or two
+    (the grid was a line per row per block of images)."""
+    import pyte
+
+    from harness.report import model
+    from harness.result.codec import encode
+    from harness.result.model import Plan
+    from harness.store import RunStore
+    from harness.store.results import PLAN_FILE
+    from tests.unit.test_terminal import ANSI as PTY_ANSI
+    from tests.unit.test_terminal import in_pty
+
+    rows = [*ROWS, *(f"gpu{g}.extra{s}" for g in range(4) for s in range(3))]
+    large = big_report(rows)
+    assert len(large.planned) > model.LARGE
+    root = tmp_path_factory.mktemp("large")
+    store = RunStore.open(root / "reports", "big", False)
+    try:
+        for res in large.results.values():
+            store.write_cell(res)
+        store.write(PLAN_FILE, encode(Plan(large.planned, "m.yaml")))
+    finally:
+        store.unlock()
+    code, out = in_pty([sys.executable, "-m", "harness", "report", str(store.root)], cols,
+                       root)
+    assert code in (1, 3), out[-2000:]
+    screen = pyte.Screen(cols, 2000)
+    pyte.ByteStream(screen).feed(out.replace("\n", "\r\n").encode("utf-8"))
+    drawn = [line.rstrip() for line in screen.display]
+    while drawn and not drawn[-1]:
+        drawn.pop()
+    raw = PTY_ANSI.sub("", out).replace("\r", "").splitlines()
+    assert max(len(line) for line in raw) <= cols
+    text = "\n".join(drawn)
+    assert not any(line.startswith("row ") for line in drawn), text     # no grid
+    assert re.search(r"^48 rows: first bad: 22\.03 \(last good: 22\.02\)$", text, re.M), text
+    said = " ".join(text.split())
+    assert "(46 rows): 20.01-22.02 ·x26, [22.03 L16], 22.04-23.04 L16x13" in said, text
+    assert "[22.07 S1.5]" in said and any(line.startswith("legend:") for line in drawn)
+    assert len(drawn) <= 2 * 40 + 20, text       # the pty is 40 lines high
