@@ -236,14 +236,24 @@ class HtmlReporter(Reporter):
     def _views(self, rows: list[RowAnswer], only: set[str] | None = None
                ) -> dict[str, CellView]:
         """Each cell's view with its plots, a row at a time (its series read once, on
-        the row's scales, the baseline overlaid); `only` limits which cells."""
+        the row's scales, the baseline overlaid); `only` limits which cells. Above
+        `model.LARGE` cells the scales are those of the row's paged cells and their
+        baselines: reading every cell's samples for them took 16 s at 10,000 cells."""
         r = self.report
         views: dict[str, CellView] = {}
+        paged = None if self.every_cell else self.paged()
         for row in rows:
             if only is not None and not any(cid in only for _, _, cid in row.cells):
                 continue
+            read = {cid for _, _, cid in row.cells}
+            if paged is not None:
+                bases = {vs.baseline for cid in read & paged
+                         if (vs := r.results[cid].vs_baseline) is not None}
+                read = {cid for label, _, cid in row.cells if cid in paged or label in bases}
             loaded: dict[str, Series] = {}
             for _, _, cid in row.cells:
+                if cid not in read:
+                    continue
                 one = r.series.peek(cid)
                 if one is not None:
                     loaded[cid] = one
