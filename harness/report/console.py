@@ -163,6 +163,13 @@ class ConsoleReporter(Reporter):
         from rich.table import Table
         from rich.text import Text
 
+        if self.report.large:    # a block per answer, each pattern of rows a line
+            grid = Grid(self.report.images, self.report.rows, self.report.results, width,
+                        colour)
+            lines = runs(self.report.rows, self.report.images, self.report.results, width)
+            out.write("".join(f"{line}\n" for line in [*lines, "", *grid.legend()]))
+            self._runs = True
+            return True
         console = Console(file=out, width=width, no_color=not colour, force_terminal=colour,
                           highlight=False, emoji=False)
         header, body = self.report.table()
@@ -206,12 +213,7 @@ class ConsoleReporter(Reporter):
             for name, r in zip(rows, body, strict=True)]
         if image_w + sum(w + 3 for w in need) > width:
             grid = Grid(images, self.report.rows, self.report.results, width, colour)
-            if self.report.large:   # a block per answer, each pattern of rows a line
-                lines = runs(self.report.rows, images, self.report.results, width)
-                self._runs = True
-            else:
-                lines = grid.lines()
-            out.write("".join(f"{line}\n" for line in [*lines, "", *grid.legend()]))
+            out.write("".join(f"{line}\n" for line in [*grid.lines(), "", *grid.legend()]))
             return True
         table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
         table.add_column("image", overflow="fold", width=image_w)

@@ -60,6 +60,8 @@ class Report:
     # ask (five did, for each of 10,000 cells)
     _said: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False,
                                               repr=False)
+    _table: list[tuple[list[str], list[list[str]]]] = field(
+        default_factory=list, compare=False, repr=False)     # `table()`, once made
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
@@ -199,7 +201,14 @@ class Report:
         return [f"{label}: {text}" for label, text in seen.items()]
 
     def table(self) -> tuple[list[str], list[list[str]]]:
-        """Header and rows: GPU x scenario down, images across, then the answer."""
+        """Header and rows: GPU x scenario down, images across, then the answer (made
+        once; each caller gets its own lists)."""
+        if not self._table:
+            self._table.append(self._made_table())
+        header, body = self._table[0]
+        return list(header), [list(line) for line in body]
+
+    def _made_table(self) -> tuple[list[str], list[list[str]]]:
         header = ["row", *self.images, "first bad / last good"]
         body: list[list[str]] = []
         for row in self.rows:

@@ -49,12 +49,13 @@ def results_line_of(root: Path, cell_id: str, stamp: Stamp) -> str | None:
             if (st.st_size, st.st_mtime_ns) != stamp:
                 return None
             raw = f.read()
-        data = parse(raw)
+        line = as_written(raw)
+        data = parse(raw) if line is None else None
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict):
-        return None
-    return as_written(raw) or results_line(data)
+    if line is not None:
+        return line
+    return results_line(data) if isinstance(data, dict) else None
 
 
 def holds(path: Path, parts: Iterable[str]) -> bool:
