@@ -1,19 +1,22 @@
-"""Harness's own cost as a sweep grows: 72, 400 and 1,600 cells over the fake runtime.
+"""Harness's own cost as a sweep grows: 72, 400, 1,600 and 10,000 cells over the fake
+runtime.
 
 Each size is a release-regression matrix (images named like NGC tags, 20.01 on, x GPUs x
 scenarios; every scenario but the last leaks from one tag on, so each row has a first
 bad) swept through the real orchestrator with `tests/fakeruntime.py` (no containers),
 then read back by `harness report DIR` at COLUMNS=100. Each step runs in a child
 process of its own, so its peak RSS is its own. Prints per size: cells, sweep seconds
-and seconds per cell, the reports' writing, the sweep's peak RSS, `harness report`'s
-seconds and peak RSS, report.html's size, and the console's lines and widest line; and,
+and seconds per cell, the reports' writing (wall and CPU seconds), the sweep's peak RSS,
+`harness report`'s seconds (wall and CPU) and peak RSS, report.html's size, and the
+console's lines and widest line; and,
 where Chromium is installed, how long report.html takes to open in it (headless: from
 navigation to the load event and a first layout of the whole page; "-" without it).
 
 With `--base REV` the same sizes run over that commit's tree too (`git archive`),
-side by side: before and after in one run, on one machine.
+side by side: before and after in one run, on one machine (`--only base` measures that
+tree alone, `--only this` this one: back to back where one run would take too long).
 
-    python benchmarks/scale.py [--quick] [--sizes 72 400 1600] [--base REV]
+    python benchmarks/scale.py [--quick] [--sizes 72 400 1600 10000] [--base REV]
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # size -> (images, GPUs, scenarios)
-SHAPES = {12: (6, 1, 2), 72: (12, 2, 3), 400: (40, 2, 5), 1600: (40, 4, 10)}
+SHAPES = {12: (6, 1, 2), 72: (12, 2, 3), 400: (40, 2, 5), 1600: (40, 4, 10),
+          10000: (100, 4, 25)}
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 
 
@@ -92,19 +96,21 @@ def child_sweep(workdir: Path, cells: int) -> None:
         t0 = time.monotonic()
         outcome = sweep(matrix, list(matrix.cells), FakeRuntime(behave), store,
                         lambda _: None, False)
-        t1 = time.monotonic()
+        t1, c1 = time.monotonic(), time.process_time()
         report = Report.from_results(matrix.name, outcome.results, {}, store.root,
                                      outcome.series, planned)
         write_all(store, report)
-        t2 = time.monotonic()
+        t2, c2 = time.monotonic(), time.process_time()
     finally:
         store.unlock()
-    print(json.dumps({"sweep": t1 - t0, "write": t2 - t1, "dir": str(store.root)}))
+    print(json.dumps({"sweep": t1 - t0, "write": t2 - t1, "write_cpu": c2 - c1,
+                      "dir": str(store.root)}))
 
 
 def peak(argv: list[str], tree: Path, env: dict[str, str] | None = None
-         ) -> tuple[str, float, float]:
-    """Run `argv` in `tree`; its stdout, wall seconds and peak RSS (MiB, from wait4)."""
+         ) -> tuple[str, float, float, float]:
+    """Run `argv` in `tree`; its stdout, wall seconds, peak RSS (MiB, from wait4) and CPU
+    seconds (user and system: on a shared, loaded machine the steadier figure)."""
     full = {**os.environ, "PYTHONPATH": str(tree), **(env or {})}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.monotonic()
@@ -118,7 +124,7 @@ def peak(argv: list[str], tree: Path, env: dict[str, str] | None = None
         if proc.returncode not in (0, 1):
             raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n"
                              f"{err.read()[-2000:]}")
-    return text, seconds, usage.ru_maxrss / 1024   # KiB on Linux
+    return text, seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 # Appended to a copy of the page: at the load event, lay the page out and write the time
@@ -150,16 +156,17 @@ def page_open(page: Path) -> float:
 
 def measure(tree: Path, cells: int, workdir: Path) -> dict[str, float]:
     workdir.mkdir(parents=True)
-    out, _, sweep_rss = peak([sys.executable, str(REPO / "benchmarks" / "scale.py"),
+    out, _, sweep_rss, _ = peak([sys.executable, str(REPO / "benchmarks" / "scale.py"),
                               "--child", str(cells), str(workdir)], tree)
     facts = json.loads(out.strip().splitlines()[-1])
     root = Path(facts["dir"])
-    shown, report_s, report_rss = peak(
+    shown, report_s, report_rss, report_cpu = peak(
         [sys.executable, "-m", "harness", "report", str(root)], tree,
         {"COLUMNS": "100", "NO_COLOR": "1"})
     lines = shown.splitlines()
     return {"cells": cells, "sweep": facts["sweep"], "per_cell": facts["sweep"] / cells,
-            "write": facts["write"], "sweep_rss": sweep_rss, "report": report_s,
+            "write": facts["write"], "write_cpu": facts["write_cpu"],
+            "sweep_rss": sweep_rss, "report": report_s, "report_cpu": report_cpu,
             "report_rss": report_rss,
             "page": (root / "report.html").stat().st_size / 2**20,
             "open": page_open(root / "report.html"),
@@ -173,14 +180,17 @@ def main() -> None:
                    default=[72, 400, 1600])
     p.add_argument("--base", metavar="REV",
                    help="also measure this commit's tree, side by side (before/after)")
+    p.add_argument("--only", choices=("base", "this"),
+                   help="with --base: measure only that tree")
     p.add_argument("--child", nargs=2, metavar=("CELLS", "DIR"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
         child_sweep(Path(a.child[1]), int(a.child[0]))
         return
     sizes = [12] if a.quick else a.sizes
-    print(f"{'tree':<8} {'cells':>5} {'sweep s':>8} {'s/cell':>7} {'write s':>8} "
-          f"{'sweep MiB':>9} {'report s':>8} {'rep MiB':>7} {'html MB':>7} "
+    print(f"load: {os.getloadavg()[0]:.1f} (1-minute average, {os.cpu_count()} CPUs)")
+    print(f"{'tree':<8} {'cells':>5} {'sweep s':>8} {'s/cell':>7} {'write s':>8} {'cpu':>5} "
+          f"{'sweep MiB':>9} {'report s':>8} {'cpu':>5} {'rep MiB':>7} {'html MB':>7} "
           f"{'open s':>6} {'lines':>5} {'widest':>6}", flush=True)
     with tempfile.TemporaryDirectory() as d:
         trees = [("this", REPO)]
@@ -191,14 +201,16 @@ def main() -> None:
                                      check=True, capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
             trees.insert(0, ("base", base))
+        trees = [(name, tree) for name, tree in trees if a.only in (None, name)]
         for cells in sizes:
             for name, tree in trees:
                 m = measure(tree, cells, Path(d) / f"{name}-{cells}")
                 print(f"{name:<8} {m['cells']:>5} {m['sweep']:>8.1f} {m['per_cell']:>7.4f} "
-                      f"{m['write']:>8.1f} {m['sweep_rss']:>9.0f} {m['report']:>8.1f} "
+                      f"{m['write']:>8.1f} {m['write_cpu']:>5.1f} {m['sweep_rss']:>9.0f} "
+                      f"{m['report']:>8.1f} {m['report_cpu']:>5.1f} "
                       f"{m['report_rss']:>7.0f} {m['page']:>7.2f} {m['open']:>6.2f} "
-                      f"{m['lines']:>5} "
-                      f"{m['widest']:>6}", flush=True)
+                      f"{m['lines']:>5} {m['widest']:>6}  (load "
+                      f"{os.getloadavg()[0]:.1f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,8 @@ def holding(found: Mapping[str, Explanation], results: Mapping[str, CellResult],
     never across a missing or undecided cell). A row whose first bad is not explained
     now, where one was before, gets the stale note (`harness explain DIR` explains that
     pair); an explanation of a cell that is no row's pair now is left out unsaid."""
+    if not found:       # nothing explained: no rows to answer (10,000 cells: seconds)
+        return {}, {}
     now = pairs(results, None, planned, unreadable)
     paired = {(p.cell, p.good) for p in now}
     kept: dict[str, Explanation] = {}

@@ -117,8 +117,15 @@ def run(args: argparse.Namespace) -> int:
 def report_of(args: argparse.Namespace) -> int:
     """What `harness report` does with its arguments: re-decide, draft an issue, print
     one format, or re-render."""
+    from harness.store.results import long_lived
+
     args.dir = run_dir(args.dir)
     report, found = recorded(args.dir)
+    with long_lived():      # the cells read, kept to the end: no collector passes on them
+        return _answer(args, report, found)
+
+
+def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
     if args.force and (args.issue is not None or args.format is not None
                        or args.reanalyze):
         raise InputError("--force goes with a plain `harness report DIR` (it lets a "

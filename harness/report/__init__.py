@@ -6,12 +6,14 @@ import dataclasses
 import importlib
 import io
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
-from harness.store.results import RunStore
+from harness.store.results import RunStore, atomic_write_parts, long_lived
+from harness.store.resultsjson import holds
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -63,43 +65,61 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     if report.root is None:  # the HTML links (and plots) the files next to the results
         report = dataclasses.replace(report, root=store.root,
                                      series=report.series.at(store.root))
-    html = HtmlReporter.from_results(report)
-    # One line, through json's C encoder: indented, results.json of 1,600 cells took
-    # most of `harness report`'s time.
-    paths = [_write_new(store, "results.json", results_text(report.to_json())),
-             _write_new(store, "report.md", render_text(MarkdownReporter.from_results(report))),
-             _write_new(store, "report.html", render_text(html)),
-             _write_new(store, "junit.xml", render_text(JunitReporter.from_results(report)))]
-    html.write_cells(store.root)
+    with long_lived():      # the report's cells, read or measured, outlive this
+        html = HtmlReporter.from_results(report)
+        # One line, through json's C encoder: indented, results.json of 1,600 cells took
+        # most of `harness report`'s time.
+        head = report.to_json(cells=False)
+        paths = [_write_new(store, "results.json",
+                            lambda: results_parts(head, report.cells_parts())),
+                 _write_new(store, "report.md",
+                            render_text(MarkdownReporter.from_results(report))),
+                 _write_new(store, "report.html", render_text(html)),
+                 _write_new(store, "junit.xml",
+                            render_text(JunitReporter.from_results(report)))]
+        html.write_cells(store.root)
     return paths
 
 
-def _write_new(store: RunStore, name: str, text: str) -> Path:
-    """`text` written as `name` into the store, unless the file already holds it: a
-    report of a directory whose reports are current changes no byte and no timestamp
-    (an older directory's results.json time is when it ran: `store.runs.started_of`).
+def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str]]
+               ) -> Path:
+    """`text` (or the text the parts it makes make, made again for each pass) written
+    as `name` into the store, unless the file already holds it: a report of a directory
+    whose reports are current changes no byte and no timestamp (an older directory's
+    results.json time is when it ran: `store.runs.started_of`).
 
     Raises:
         StoreError: the results directory cannot be written.
     """
     path = store.root / name
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    return store.write(name, text)
+    parts: Callable[[], Iterable[str]] = (lambda: [text]) if isinstance(text, str) else text
+    if holds(path, parts()):
+        return path
+    atomic_write_parts(path, parts())
+    return path
 
 
 def results_text(data: dict[str, JSON]) -> str:
     """results.json's text: one line, keys sorted, but its cells last, so its name and
     meta read from the file's start (`store.jsonhead.load_json_keys`)."""
+    return "".join(results_parts(data))
+
+
+def results_parts(data: dict[str, JSON], cells: Iterable[str] | None = None
+                  ) -> Iterator[str]:
+    """`results_text` in parts; `cells`: the cells' object as text parts
+    (`Report.cells_parts`), else `data`'s "cells"."""
     head = {k: v for k, v in data.items() if k != "cells"}
     text = json.dumps(head, sort_keys=True, default=str)
-    if "cells" not in data:
-        return text + "\n"
-    cells = json.dumps(data["cells"], sort_keys=True, default=str)
-    return f"{text[:-1]}{', ' if head else ''}\"cells\": {cells}}}\n"
+    if cells is None and "cells" not in data:
+        yield text + "\n"
+        return
+    yield f"{text[:-1]}{', ' if head else ''}\"cells\": "
+    if cells is None:
+        yield json.dumps(data["cells"], sort_keys=True, default=str)
+    else:
+        yield from cells
+    yield "}\n"
 
 
 __all__ = [

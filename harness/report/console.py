@@ -10,8 +10,15 @@ from tabulate import tabulate
 
 from harness.analysis.kinds import IN_DOUBT, KINDS, Colour
 from harness.answers.search import RowAnswer
-from harness.report.grid import DETAILS, Grid, conclusions, console_width, wrap
-from harness.report.model import Reporter, cell_text
+from harness.report.grid import (
+    DETAILS,
+    Grid,
+    conclusions,
+    console_width,
+    runs,
+    wrap,
+)
+from harness.report.model import Reporter
 
 # A kind's colour (harness.analysis.kinds) as an ANSI code, and as rich's style.
 ANSI: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
@@ -21,6 +28,8 @@ STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
 
 
 class ConsoleReporter(Reporter):
+    _runs = False       # the grid was said as runs, a block per answer (`grid.runs`)
+
     def render(self, out: TextIO, colour: bool | None = None, width: int | None = None,
                details: bool = False) -> None:
         """The table and the answers. On a terminal (or with `width`, or `COLUMNS` set
@@ -96,7 +105,8 @@ class ConsoleReporter(Reporter):
         first bad of each row, the suspected and undecided ones, the other bad ones;
         every cell with `details`), at most DETAILS of them without it."""
         r = self.report
-        out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
+        if not self._runs:      # the runs said each answer already
+            out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
         firsts = [cid for row in r.rows for label, _, cid in row.cells
                   if label == row.first_bad]
         if details:
@@ -117,7 +127,7 @@ class ConsoleReporter(Reporter):
             res = r.results.get(cid)
             if res is not None:
                 out.write("".join(f"{line}\n" for line in wrap(
-                    f"{cid}: {cell_text(res)}", width, "  ")))
+                    f"{cid}: {r.text_of(cid)}", width, "  ")))
         if len(said) > len(shown):
             out.write("".join(f"{line}\n" for line in wrap(
                 f"... {len(said) - len(shown)} more: --details, or report.md", width, "  ")))
@@ -153,6 +163,13 @@ class ConsoleReporter(Reporter):
         from rich.table import Table
         from rich.text import Text
 
+        if self.report.large:    # a block per answer, each pattern of rows a line
+            grid = Grid(self.report.images, self.report.rows, self.report.results, width,
+                        colour)
+            lines = runs(self.report.rows, self.report.images, self.report.results, width)
+            out.write("".join(f"{line}\n" for line in [*lines, "", *grid.legend()]))
+            self._runs = True
+            return True
         console = Console(file=out, width=width, no_color=not colour, force_terminal=colour,
                           highlight=False, emoji=False)
         header, body = self.report.table()

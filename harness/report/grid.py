@@ -334,3 +334,64 @@ def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
                 out.extend(wrap(f"... {len(head.diff) - diff_lines} more differences in "
                                 "report.md", width, "  "))
     return out
+
+
+def runs(rows: list[RowAnswer], images: list[str], results: dict[str, CellResult],
+         width: int) -> list[str]:
+    """The grid of a sweep too large for a screen, a block per answer (rows of one
+    answer together, the largest group first, as `conclusions` groups them): the answer
+    and what changed, then each pattern of the group's rows as runs of images of one
+    verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33"), rows of one pattern
+    on one line; the first bad bracketed, its own run."""
+    groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
+    for row in rows:
+        groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
+    out: list[str] = []
+    for group in sorted(groups.values(), key=lambda g: -len(g)):
+        if out:
+            out.append("")
+        out.extend(conclusions(group, width, named=True))
+        patterns: dict[tuple[tuple[str, int, int, bool], ...], list[tuple[RowAnswer,
+                                                                          list[set[str]]]]] = {}
+        for row in group:
+            spans, tokens = _spans(row, images, results)
+            patterns.setdefault(spans, []).append((row, tokens))
+        for spans, found in patterns.items():
+            names = (found[0][0].row if len(found) == 1 else
+                     f"all {len(found)} rows" if len(found) == len(group) else
+                     f"{found[0][0].row} … {found[-1][0].row} ({len(found)} rows)")
+            said = []
+            for k, (verdict, start, stop, first) in enumerate(spans):
+                shown = set().union(*(tokens[k] for _, tokens in found))
+                tok = (shown.pop() if len(shown) == 1 else
+                       f"{GLYPHS[verdict].symbol if verdict in GLYPHS else verdict[:1]}"
+                       f"({len(shown)} figures)")
+                where = images[start] if stop == start else f"{images[start]}-{images[stop]}"
+                count = f"x{stop - start + 1}" if stop > start else ""
+                said.append(f"[{where} {tok}]" if first else f"{where} {tok}{count}")
+            out.extend(wrap(f"{names}: " + ", ".join(said), width, "  "))
+    return out
+
+
+def _spans(row: RowAnswer, images: list[str], results: dict[str, CellResult]
+           ) -> tuple[tuple[tuple[str, int, int, bool], ...], list[set[str]]]:
+    """The row's runs of images of one verdict, (verdict, first index, last index, is the
+    first bad), and each run's tokens."""
+    said = verdict_of(row, results)
+    spans: list[tuple[str, int, int, bool]] = []
+    tokens: list[set[str]] = []
+    for i, img in enumerate(images):
+        verdict, res = said.get(img, ("", None))
+        if not verdict:
+            continue
+        first = img == row.first_bad
+        tok = token(verdict, res)
+        last = spans[-1] if spans else None
+        if (last is not None and not first and not last[3] and last[0] == verdict
+                and last[2] == i - 1):
+            spans[-1] = (verdict, last[1], i, False)
+            tokens[-1].add(tok)
+        else:
+            spans.append((verdict, i, i, first))
+            tokens.append({tok})
+    return tuple(spans), tokens

@@ -19,7 +19,7 @@ from typing import TextIO
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness.analysis.kinds import LOOKS, kind
+from harness.analysis.kinds import IN_DOUBT, LOOKS, kind
 from harness.answers.search import RowAnswer
 from harness.errors import StoreError
 from harness.protocol.series import Series
@@ -28,7 +28,7 @@ from harness.report.model import Report, Reporter
 from harness.report.text import steps_vs_baseline
 from harness.report.trend import KIND_COLOURS, row_trends
 from harness.result.codec import JSON
-from harness.result.words import cell_numbers, human_seconds
+from harness.result.words import human_seconds
 
 
 @dataclass
@@ -63,7 +63,7 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
     res = report.results[cid]
     err = res.end.error
     view = CellView(cid, res.image.label, res.verdict, res.reason,
-                    cell_numbers(res), role, traceback=err.traceback if err else "",
+                    report.numbers_of(cid), role, traceback=err.traceback if err else "",
                     problems=list(res.problems))
     view.where = report.where_lines(cid)
     if view.where:
@@ -180,10 +180,30 @@ class HtmlReporter(Reporter):
     def inline(self) -> bool:
         return len(self.report.results) <= INLINE_CELLS
 
+    @property
+    def every_cell(self) -> bool:
+        """Whether every cell has its own page and its words on report.html: up to
+        `model.LARGE` cells. Above, the page leads with each row's first bad (rows of
+        one answer grouped) and only the cells a reader is led to have a page: 10,000
+        plotted pages took 40 s, and their words 2 MB of the page."""
+        return not self.report.large
+
+    def paged(self) -> set[str]:
+        """The cells with a page of their own (above `model.LARGE` cells, each row's
+        first bad and last good, and every cell in doubt; else all)."""
+        r = self.report
+        if self.every_cell:
+            return set(r.results)
+        return ({cid for row in r.rows for label, _, cid in row.cells
+                 if label in (row.first_bad, row.last_good)}
+                | {cid for cid, res in r.results.items() if res.verdict in IN_DOUBT}
+                ) & set(r.results)
+
     def render(self, out: TextIO) -> None:
         r = self.report
         header, body = r.table()
         views = self._views(r.rows) if self.inline else {}
+        paged = self.paged()
         grid = []
         for row, line in zip(r.rows, body, strict=True):
             said = {label: (verdict, cid) for label, verdict, cid in row.cells}
@@ -193,9 +213,12 @@ class HtmlReporter(Reporter):
                 verdict, cid = said.get(img, ("", ""))
                 res = r.results.get(cid)
                 verdict = res.verdict if res is not None else verdict
-                href = "" if res is None else f"#{cid}" if self.inline else page_of(cid)
-                numbers = cell_numbers(res) if res is not None else ""
+                href = ("" if res is None or cid not in paged else f"#{cid}" if self.inline
+                        else page_of(cid))
+                numbers = r.numbers_of(cid)
                 key = f"{LOOKS[verdict].severity:02d} {verdict} {numbers}" if cid else "99"
+                if not href and res is not None:
+                    text = verdict      # its words are in report.md and results.json
                 tiles.append(Tile(cid, img, text, verdict, role.get(img, ""), href, key))
             grid.append((row, tiles, row_trends(row, r.images, r.results)))
         # The legend names the colours the heatmap shows, and no other.
@@ -207,19 +230,30 @@ class HtmlReporter(Reporter):
                                   first_bad=any(row.first_bad for row in r.rows),
                                   kind_css=kind_css(), bad=len(r.bad_cells),
                                   meta=meta_items(r.meta), fold_after=8,
-                                  split_diff=split_diff))
+                                  split_diff=split_diff, every_cell=self.every_cell,
+                                  groups=groups(grid), leads=leads(grid)))
 
     def _views(self, rows: list[RowAnswer], only: set[str] | None = None
                ) -> dict[str, CellView]:
         """Each cell's view with its plots, a row at a time (its series read once, on
-        the row's scales, the baseline overlaid); `only` limits which cells."""
+        the row's scales, the baseline overlaid); `only` limits which cells. Above
+        `model.LARGE` cells the scales are those of the row's paged cells and their
+        baselines: reading every cell's samples for them took 16 s at 10,000 cells."""
         r = self.report
         views: dict[str, CellView] = {}
+        paged = None if self.every_cell else self.paged()
         for row in rows:
             if only is not None and not any(cid in only for _, _, cid in row.cells):
                 continue
+            read = {cid for _, _, cid in row.cells}
+            if paged is not None:
+                bases = {vs.baseline for cid in read & paged
+                         if (vs := r.results[cid].vs_baseline) is not None}
+                read = {cid for label, _, cid in row.cells if cid in paged or label in bases}
             loaded: dict[str, Series] = {}
             for _, _, cid in row.cells:
+                if cid not in read:
+                    continue
                 one = r.series.peek(cid)
                 if one is not None:
                     loaded[cid] = one
@@ -249,9 +283,10 @@ class HtmlReporter(Reporter):
         r = self.report
         template = environment().get_template("cell.html.j2")
         written: list[Path] = []
+        paged = self.paged()
         for row in r.rows:
             stale = {cid for _, _, cid in row.cells
-                     if cid in r.results and _stale(root / "cells" / cid)}
+                     if cid in paged and _stale(root / "cells" / cid)}
             if not stale:
                 continue
             for cid, view in self._views([row], stale).items():
@@ -260,6 +295,34 @@ class HtmlReporter(Reporter):
                                                   kind_css=kind_css(), up="../.."))
                 written.append(path)
         return written
+
+
+Grid = list[tuple[RowAnswer, list[Tile], list[Markup]]]
+
+
+def groups(grid: Grid) -> list[Grid]:
+    """The rows grouped by their answer (first bad, last good and what changed between
+    them), the largest group first, as the console groups them."""
+    found: dict[tuple[str, tuple[tuple[str, str, str], ...]], Grid] = {}
+    for item in grid:
+        found.setdefault((item[0].sentence, tuple(item[0].diff)), []).append(item)
+    return sorted(found.values(), key=lambda g: -len(g))
+
+
+Lead = tuple[RowAnswer, Tile | None, Tile | None]
+
+
+def leads(grid: Grid) -> list[tuple[str, list[Lead]]]:
+    """Each answer (`groups`, those with a first bad first) with its rows, each row with
+    its first bad and last good tiles (None where it has none)."""
+    out = []
+    for group in groups(grid):
+        rows = []
+        for row, tiles, _ in group:
+            by_role = {t.role: t for t in tiles if t.role}
+            rows.append((row, by_role.get("first-bad"), by_role.get("last-good")))
+        out.append((group[0][0].sentence, rows))
+    return sorted(out, key=lambda lead: lead[1][0][0].first_bad is None)
 
 
 def _write_page(path: Path, text: str) -> None:

@@ -18,7 +18,6 @@ from harness.analysis.kinds import kind
 from harness.report.model import Reporter
 from harness.report.text import steps_vs_baseline
 from harness.result.model import CellResult
-from harness.result.words import cell_numbers
 
 # XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -81,7 +80,7 @@ class JunitReporter(Reporter):
                                      name=clean(cid), time=f"{cell_s:.3f}")
                 counts["tests"] += 1
                 message = f"{verdict}: {res.reason}"
-                numbers = cell_numbers(res)
+                numbers = r.numbers_of(cid)
                 if numbers:
                     message += f" [{numbers}]"
                 shown = kind(verdict).junit

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, TypeVar
@@ -15,14 +16,19 @@ from harness.answers.journey import Cause, load_causes, results_json
 from harness.answers.journey import holding as causes_holding
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
-from harness.result.codec import JSON, encode
+from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned
-from harness.result.words import cell_text, human_seconds
+from harness.result.words import cell_numbers, cell_text, human_seconds
 from harness.store.results import SeriesCache
+from harness.store.resultsjson import Stamp, results_line_of
 
-__all__ = ["RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
+__all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
 
 RESULTS_SCHEMA = 2
+# Above this many cells a report is read by its rows' answers: the console says each
+# answer's rows as runs of images (`grid.runs`), report.html leads with each row's first
+# bad and pages only the cells a reader is led to (`html.HtmlReporter.paged`).
+LARGE = 2000
 
 
 @dataclass(frozen=True)
@@ -38,9 +44,9 @@ class Report:
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
     # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
     explained: dict[str, Explanation] = field(default_factory=dict)
-    # cell id -> its result.json object as read from disk (current schema only), which
-    # results.json copies instead of encoding the cell again (`report.read_run`)
-    stored: Mapping[str, Mapping[str, JSON]] = field(default_factory=dict, compare=False)
+    # cell id -> its result.json's stamp as read (current schema only): results.json
+    # copies that file instead of encoding the cell again (`store.gate.read_run`)
+    stored: Mapping[str, Stamp] = field(default_factory=dict, compare=False)
     # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
     # are (they ran again, or are unreadable): `answers.explain.holding`, checked here
     # once, so `explained` holds only answers that rest on the cells beside them
@@ -50,19 +56,25 @@ class Report:
     # `harness sweep --find-cause`: row -> its journey's summary (cause/<row>.json), or the
     # stale note where the cells it rests on changed since
     causes: dict[str, Cause] = field(default_factory=dict)
+    # cell id -> (its numbers, the cell in words): said once, however many renderers
+    # ask (five did, for each of 10,000 cells)
+    _said: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False,
+                                              repr=False)
+    _table: list[tuple[list[str], list[list[str]]]] = field(
+        default_factory=list, compare=False, repr=False)     # `table()`, once made
 
     @classmethod
     def from_results(cls, name: str, results: Mapping[str, CellResult],
                      meta: Mapping[str, JSON] | None = None, root: Path | None = None,
                      series: SeriesCache | None = None, planned: Sequence[Planned] = (),
                      unreadable: Mapping[str, str] | None = None,
-                     stored: Mapping[str, Mapping[str, JSON]] | None = None,
+                     stored: Mapping[str, Stamp] | None = None,
                      outdated: Collection[str] = ()) -> Report:
         """Build the model. Renderers get each cell's series through `series` (the
         sweep's, already parsed), else read once from `root`'s samples.jsonl. Cells of
         `planned` without a result are "not run" (or unreadable) in the table, and no
-        first bad is named across them. `stored`: the cells' result.json objects as
-        read (`RunDir.stored`), for results.json. `outdated`: the cells of `unreadable`
+        first bad is named across them. `stored`: the cells' result.json stamps as read
+        (`RunDir.stored`). `outdated`: the cells of `unreadable`
         made from inputs that changed since (`store.gate`), shown as stale."""
         order: dict[str, int] = {}
         for r in results.values():
@@ -80,6 +92,23 @@ class Report:
                                            results, root),
                    causes_holding(load_causes(root) if root is not None else {}, results,
                                   root, planned, gone))
+
+    def numbers_of(self, cid: str) -> str:
+        """The cell's key numbers (`result.words.cell_numbers`); "" for no result."""
+        return self._words(cid)[0]
+
+    def text_of(self, cid: str) -> str:
+        """The cell in words (`result.words.cell_text`); "" for no result."""
+        return self._words(cid)[1]
+
+    def _words(self, cid: str) -> tuple[str, str]:
+        found = self._said.get(cid)
+        if found is None:
+            res = self.results.get(cid)
+            numbers = cell_numbers(res) if res is not None else ""
+            found = ("", "") if res is None else (numbers, cell_text(res, numbers))
+            self._said[cid] = found
+        return found
 
     def cause_lines(self, row: str) -> list[str]:
         """What `--find-cause` found for the row: its summary, then each step's answer;
@@ -100,6 +129,11 @@ class Report:
         if ex is None:
             return []
         return [*(ex.diff or ex.summary), *ex.notes]
+
+    @property
+    def large(self) -> bool:
+        """Past LARGE cells, planned or run: read by its rows' answers."""
+        return max(len(self.results), len(self.planned)) > LARGE
 
     @property
     def missing_cells(self) -> list[str]:
@@ -167,7 +201,14 @@ class Report:
         return [f"{label}: {text}" for label, text in seen.items()]
 
     def table(self) -> tuple[list[str], list[list[str]]]:
-        """Header and rows: GPU x scenario down, images across, then the answer."""
+        """Header and rows: GPU x scenario down, images across, then the answer (made
+        once; each caller gets its own lists)."""
+        if not self._table:
+            self._table.append(self._made_table())
+        header, body = self._table[0]
+        return list(header), [list(line) for line in body]
+
+    def _made_table(self) -> tuple[list[str], list[list[str]]]:
         header = ["row", *self.images, "first bad / last good"]
         body: list[list[str]] = []
         for row in self.rows:
@@ -180,7 +221,7 @@ class Report:
                     cells.append("")
                     continue
                 res = self.results.get(cid)
-                cells.append(cell_text(res) if res is not None else said[img])
+                cells.append(self.text_of(cid) if res is not None else said[img])
             body.append([row.row, *cells, row.sentence])
         return header, body
 
@@ -198,27 +239,42 @@ class Report:
             out.append(line)
         return out
 
-    def _cell_json(self, cell_id: str, result: CellResult) -> JSON:
-        """A cell as results.json holds it: its result.json without host samples."""
-        stored = self.stored.get(cell_id)
-        if stored is None:
-            return result.to_json(host_samples=False)
-        return {k: v for k, v in stored.items() if k != "host_samples"}
+    def _cell_line(self, cell_id: str, result: CellResult) -> str:
+        """A cell as results.json holds it: its result.json without host samples, one
+        line, keys sorted."""
+        stamp = self.stored.get(cell_id)
+        line = (results_line_of(self.root, cell_id, stamp)
+                if stamp is not None and self.root is not None else None)
+        if line is None:    # an older schema, or changed since it was read
+            return json.dumps(result.to_json(host_samples=False), sort_keys=True, default=str)
+        return line
 
-    def to_json(self) -> dict[str, JSON]:
-        """results.json: the rows' answers and every cell (without host samples)."""
-        cells: dict[str, JSON] = {k: self._cell_json(k, v)
-                                  for k, v in sorted(self.results.items())}
-        rows: list[JSON] = [encode(r) for r in self.rows]
-        return {"schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
-                "images": list(self.images), "rows": rows,
-                "bad_cells": list(self.bad_cells), "cells": cells,
-                "missing_cells": list(self.missing_cells),
-                "undecided_cells": list(self.undecided_cells),
-                "culprits": {row: {"status": c.status, "sentence": c.sentence,
-                                   "probes": list(c.probes)}
-                             for row, c in sorted(self.culprits.items())},
-                "causes": results_json(self.causes)}
+    def cells_parts(self) -> Iterator[str]:
+        """results.json's "cells" object as text, in parts made as they are asked for:
+        each cell's line, by id (10,000 lines held at once were 50 MB)."""
+        yield "{"
+        for n, (k, v) in enumerate(sorted(self.results.items())):
+            yield f"{', ' if n else ''}{json.dumps(k)}: "
+            yield self._cell_line(k, v)
+        yield "}"
+
+    def to_json(self, cells: bool = True) -> dict[str, JSON]:
+        """results.json: the rows' answers and every cell (without host samples);
+        without `cells`, all but them (`cells_parts` writes them)."""
+        out: dict[str, JSON] = {
+            "schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
+            "images": list(self.images), "rows": [encode(r) for r in self.rows],
+            "bad_cells": list(self.bad_cells),
+            "missing_cells": list(self.missing_cells),
+            "undecided_cells": list(self.undecided_cells),
+            "culprits": {row: {"status": c.status, "sentence": c.sentence,
+                               "probes": list(c.probes)}
+                         for row, c in sorted(self.culprits.items())},
+            "causes": results_json(self.causes)}
+        if cells:
+            out["cells"] = {k: parse(self._cell_line(k, v).encode())
+                            for k, v in sorted(self.results.items())}
+        return out
 
 
 R = TypeVar("R", bound="Reporter")

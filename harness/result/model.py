@@ -25,7 +25,7 @@ SCHEMA = 3
 READS = (1, 2, 3)    # result.json schemas this code reads (3: findings as {kind, text})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImagePart:
     """The cell's image: its matrix label and order, and what the engine had."""
 
@@ -37,20 +37,20 @@ class ImagePart:
     pip: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GpuPart:
     value: str = ""          # the matrix's selection: "0", "1,2", "all", "none"
     label: str = ""          # "gpu0", "cpu", ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScenarioPart:
     id: str = ""
     script: str = ""         # relative to the matrix file where it can be
     params: dict[str, JSON] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GpuFact:
     """One GPU of the cell's host, as the engine showed it to a probe container."""
 
@@ -61,7 +61,7 @@ class GpuFact:
     memory_total: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HostPart:
     label: str = ""
     url: str | None = None
@@ -71,14 +71,14 @@ class HostPart:
     cuda_driver: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Summary:
     iterations: int = 0
     median_step_s: float | None = None
     peak_rss: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """How the process or container ended (`RunOutcome`, as stored)."""
 
@@ -93,14 +93,14 @@ class Outcome:
     host_samples: int = 0    # taken by the runtime (the result keeps the last 2000)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemoryStats:
     first: float
     peak: float
     last: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reconcile:
     """The agent's, the engine's and the host NVML's memory figures side by side."""
 
@@ -108,7 +108,7 @@ class Reconcile:
     flags: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fingerprint:
     """What the agent saw inside the image (its header)."""
 
@@ -139,7 +139,7 @@ class Fingerprint:
         return str(driver) if driver is not None else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentError:
     type: str = ""
     message: str = ""
@@ -147,7 +147,7 @@ class AgentError:
     fault: str = ""     # "scenario": the agent could not call the scenario as written
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentEnd:
     """The agent's end record, as far as the result keeps it."""
 
@@ -165,7 +165,7 @@ class AgentEnd:
     budget_spent: bool | None = None    # the measured phase ran its whole time budget
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attempt:
     """One run of the cell (an ambiguous one is run again, longer)."""
 
@@ -175,7 +175,7 @@ class Attempt:
     rerun: str = ""       # the re-run rule that fired after it (`runrules.RERUN_RULES`)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Timings:
     """Where the cell's time went, seconds (the agent's phases where it reported them)."""
 
@@ -193,13 +193,13 @@ class Timings:
     script_s: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unavailable:
     what: str            # "image" or "engine"
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CellResult:
     """One cell's result: what ran, its verdict and every number behind it."""
 
@@ -274,7 +274,7 @@ class CellResult:
 REQUIRED = ("id", "row", "verdict", "image", "image.label", "image.index")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Planned:
     """A cell the sweep set out to run (its results directory's plan.json): a report
     names the planned cells the directory lacks."""
@@ -285,7 +285,7 @@ class Planned:
     index: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     """plan.json: what made the results directory (its kind, when, from which matrix)
     and every cell a sweep set out to run, written before the first one runs."""

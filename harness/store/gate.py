@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import InputError, SpecError
-from harness.result.codec import JSON, DecodeError, decode
+from harness.result.codec import DecodeError, decode
 from harness.result.model import CellResult, Plan, Planned
 from harness.store.results import PLAN_FILE, load_json, read_cells
+from harness.store.resultsjson import Stamp
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -54,10 +55,11 @@ class RunDir:
     # written), its results.json (the cells a finished sweep had) or else its
     # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
     plan_from: str = ""
-    # Each readable cell's result.json object as it was read, where it is of the schema
-    # this harness writes (decoding and encoding it again gives the same object):
-    # results.json copies these instead of encoding 1,600 cells again.
-    stored: dict[str, dict[str, JSON]] = dataclasses.field(default_factory=dict)
+    # Each readable cell's result.json stamp as read (`store.results.Cells`), where it
+    # is of the schema this harness writes (decoding and encoding it again gives the
+    # same object): results.json copies those files (`results_line_of`) instead of
+    # encoding 10,000 cells again.
+    stored: dict[str, Stamp] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def gate(root: Path, given: Path | None = None,
 
     cells = {c.id: c for c in matrix.cells}
     stale: dict[str, str] = {}
+    hashed: dict[Path, str] = {}     # each scenario read once in this look
     for cid, res in found.results.items():
         cell = cells.get(cid)
         if cell is None:
@@ -188,10 +191,11 @@ def gate(root: Path, given: Path | None = None,
                 stale[cid] = BEFORE_KEYS
             continue
         if runtime is None:
-            now = dataclasses.replace(key_of(cell, res.key.runtime, res.key.attribution),
+            now = dataclasses.replace(key_of(cell, res.key.runtime, res.key.attribution,
+                                             hashed),
                                       host=res.key.host)
         else:
-            now = dataclasses.replace(key_of(cell, runtime(cell)),
+            now = dataclasses.replace(key_of(cell, runtime(cell), hashed=hashed),
                                       attribution=res.key.attribution)
         why = why_changed(res.key, now)
         if why is not None:

@@ -18,7 +18,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -28,6 +28,7 @@ from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
 from harness.result.codec import JSON, DecodeError, parse
 from harness.result.model import SCHEMA, CellResult, Planned, load_result
+from harness.store.resultsjson import Stamp
 from harness.store.runs import (
     PLAN_FILE,
     SWEEP,
@@ -43,8 +44,8 @@ from harness.store.runs import (
     runs_of,
 )
 
-__all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_text", "load_json",
-           "write_json"]
+__all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_parts",
+           "atomic_write_text", "load_json", "long_lived", "write_json"]
 
 
 def _hint(exc: OSError) -> str:
@@ -61,11 +62,23 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     Raises:
         StoreError: the directory is read-only, full, or missing.
     """
+    atomic_write_parts(path, [text])
+
+
+def atomic_write_parts(path: Path, parts: Iterable[str]) -> None:
+    """Replace `path` with the text `parts` make, atomically (a temporary file, fsync,
+    rename), written a part at a time: results.json of 10,000 cells is 50 MB, never held
+    whole.
+
+    Raises:
+        StoreError: the directory is read-only, full, or missing.
+    """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tmp.open("w", encoding="utf-8") as f:
-            f.write(text)
+            for part in parts:
+                f.write(part)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
@@ -92,12 +105,14 @@ def load_json(path: Path) -> JSON:
 @dataclass(frozen=True)
 class Cells:
     """A results directory's cells as read: the readable results, the unreadable ones
-    (id -> why) and each readable result.json object as read where it is of the schema
-    this harness writes (`harness report` copies those into results.json)."""
+    (id -> why) and, where a result.json is of the schema this harness writes, its
+    stamp as read, by which `results_line_of` copies it into results.json as it was
+    (its text is read again then: 10,000 objects held beside their results took
+    120 MB, their lines of text 50 MB)."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
-    stored: dict[str, dict[str, JSON]]
+    stored: dict[str, Stamp]
 
 
 def read_cells(root: Path, fix: str = "") -> Cells:
@@ -109,10 +124,15 @@ def read_cells(root: Path, fix: str = "") -> Cells:
     """
     results: dict[str, CellResult] = {}
     unreadable: dict[str, str] = {}
-    stored: dict[str, dict[str, JSON]] = {}
+    stored: dict[str, Stamp] = {}
     with _collector_paused():
         for path in sorted(root.glob("cells/*/result.json")):
-            data = load_json(path)
+            try:
+                with path.open("rb") as f:
+                    st = os.fstat(f.fileno())
+                    data = parse(f.read())
+            except (OSError, ValueError):
+                data = None
             if not isinstance(data, dict) or "verdict" not in data:
                 unreadable[path.parent.name] = f"{path}: not a whole result.json (cut short?)"
                 continue
@@ -122,7 +142,7 @@ def read_cells(root: Path, fix: str = "") -> Cells:
                 raise InputError(f"{path}: {exc}{fix}") from exc
             results[res.id] = res
             if data.get("schema") == SCHEMA:
-                stored[res.id] = data
+                stored[res.id] = (st.st_size, st.st_mtime_ns)
     return Cells(results, unreadable, stored)
 
 
@@ -138,6 +158,19 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+@contextlib.contextmanager
+def long_lived() -> Iterator[None]:
+    """Every object made so far left out of the cycle collector's passes until the block
+    ends (`gc.freeze`): a report over 10,000 results read once spent seconds in passes
+    over them, none of which they could free (they hold no cycles); cycles made inside
+    the block are still collected."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class RunStore:

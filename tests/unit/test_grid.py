@@ -231,3 +231,97 @@ def test_packed_items_fit_the_width_and_keep_every_character(items: list[str],
     out = pack(items, width)
     assert all(len(line) <= width for line in out), out
     assert "".join("".join(out).split()) == "".join(items)
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_above_large_each_answer_is_a_block_of_row_patterns(
+        monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    """Issue 62: past `model.LARGE` cells the grid (a line per row per block of images:
+    731 lines at 10,000 cells) is said as a block per answer, the rows of one pattern of
+    verdicts on one line, as runs of images: one screen per answer."""
+    from harness.report import model
+
+    monkeypatch.setattr(model, "LARGE", 1000)
+    report = big_report()                                   # 1,600 cells
+    lines = shown(report, width)
+    text = "\n".join(lines)
+    assert max(len(line) for line in lines) <= width, text
+    assert not any(line.startswith("row ") for line in lines)   # no grid
+    blocks = text.split("\n\n")
+    # the largest answer first, its rows named, then its patterns: 34 rows alike on one
+    # line; the row with an unavailable last image and the one with a cell not run
+    # each on its own, their runs broken where they differ
+    first = blocks[0]
+    assert first.startswith("36 rows: first bad: 22.03 (last good: 22.02)")
+    said = " ".join(first.split())       # its lines unwrapped
+    assert (" gpu0.scenario01 … gpu3.scenario08 (34 rows): 20.01-22.02 ·x26, [22.03 L16], "
+            "22.04-23.04 L16x13 ") in said
+    assert (" gpu0.scenario00: 20.01-22.02 ·x26, [22.03 L16], 22.04-23.03 L16x12, "
+            "23.04 U ") in said
+    assert (" gpu1.scenario01: 20.01-20.03 ·x3, 20.04 -, 20.05-22.02 ·x22, [22.03 L16], "
+            "22.04-23.04 L16x13") in said
+    # every other answer a block of its own, its first bad bracketed
+    assert any(b.startswith("gpu3.scenario09: first bad: 22.07") and "[22.07 S1.5]" in b
+               for b in blocks)
+    assert any(b.startswith("2 rows: no bad image") and "all 2 rows: 20.01-23.04 ·x40" in b
+               for b in blocks)
+    # each answer's block fits a screen; the answers are not said a second time
+    answers = [b for b in blocks if re.match(r"(\d+ rows|gpu\S+): (first bad|no bad)", b)]
+    assert len(answers) == 4 and all(len(b.split("\n")) <= 40 for b in answers)
+    assert text.count("first bad: 22.03 (last good: 22.02)") == 1
+    assert "legend:" in text and "[] first bad" in text
+
+
+def test_at_most_large_the_grid_is_kept() -> None:
+    from harness.report import model
+
+    report = big_report()
+    assert not report.large and len(report.planned) <= model.LARGE
+    assert any(line.startswith("row ") for line in shown(report, 100))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [80, 160])
+def test_a_large_run_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int) -> None:
+    """Issue 62, as a person sees it: `harness report` of 2,080 cells (past
+    `model.LARGE`) through a pty, drawn by a terminal emulator: a block per answer, each
+    row pattern a line, nothing wider than the terminal, the whole in one screen or two
+    (the grid was a line per row per block of images)."""
+    import pyte
+
+    from harness.report import model
+    from harness.result.codec import encode
+    from harness.result.model import Plan
+    from harness.store import RunStore
+    from harness.store.results import PLAN_FILE
+    from tests.unit.test_terminal import ANSI as PTY_ANSI
+    from tests.unit.test_terminal import in_pty
+
+    rows = [*ROWS, *(f"gpu{g}.extra{s}" for g in range(4) for s in range(3))]
+    large = big_report(rows)
+    assert len(large.planned) > model.LARGE
+    root = tmp_path_factory.mktemp("large")
+    store = RunStore.open(root / "reports", "big", False)
+    try:
+        for res in large.results.values():
+            store.write_cell(res)
+        store.write(PLAN_FILE, encode(Plan(large.planned, "m.yaml")))
+    finally:
+        store.unlock()
+    code, out = in_pty([sys.executable, "-m", "harness", "report", str(store.root)], cols,
+                       root)
+    assert code in (1, 3), out[-2000:]
+    screen = pyte.Screen(cols, 2000)
+    pyte.ByteStream(screen).feed(out.replace("\n", "\r\n").encode("utf-8"))
+    drawn = [line.rstrip() for line in screen.display]
+    while drawn and not drawn[-1]:
+        drawn.pop()
+    raw = PTY_ANSI.sub("", out).replace("\r", "").splitlines()
+    assert max(len(line) for line in raw) <= cols
+    text = "\n".join(drawn)
+    assert not any(line.startswith("row ") for line in drawn), text     # no grid
+    assert re.search(r"^48 rows: first bad: 22\.03 \(last good: 22\.02\)$", text, re.M), text
+    said = " ".join(text.split())
+    assert "(46 rows): 20.01-22.02 ·x26, [22.03 L16], 22.04-23.04 L16x13" in said, text
+    assert "[22.07 S1.5]" in said and any(line.startswith("legend:") for line in drawn)
+    assert len(drawn) <= 2 * 40 + 20, text       # the pty is 40 lines high

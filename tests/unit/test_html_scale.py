@@ -116,3 +116,68 @@ def test_series_cache_holds_a_bounded_number(
     again = cache(ids[0])                         # let go, read back from disk
     assert again is not None and again.samples == first.samples
     assert len(SeriesCache(None, {c: first for c in ids})) == 3   # nothing to read back
+
+
+def test_above_large_the_page_leads_with_each_rows_first_bad(
+        measured: tuple[dict[str, CellResult], Path], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """Issue 62: past `model.LARGE` cells (10,000: a 6.7 MB page), report.html leads with
+    each row's first bad and last good, rows of one answer grouped, the largest group
+    first; the words of every cell and a page for each are left to report.md and
+    results.json, but for the cells a reader is led to."""
+    from harness.report import model
+
+    monkeypatch.setattr(model, "LARGE", 100)
+    report = scaled(measured[0], 21, 8)            # 168 cells: past the bound
+    assert report.large
+    html = HtmlReporter.from_results(report)
+    out = io.StringIO()
+    html.render(out)
+    page = out.getvalue()
+    heat_at = page.index('<table class="heat">')
+    assert page.index("first bad of each row") < heat_at
+    assert "cells in words" not in page            # no table of every cell's words
+    groups = re.findall(r'<details class="leads"[^>]*><summary><b>(\d+) rows?</b>: '
+                        r'([^<]*)</summary>', page[:heat_at])
+    answers: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[str]] = {}
+    for row in report.rows:         # an answer: the first bad and what changed there
+        answers.setdefault((row.sentence, tuple(row.diff)), []).append(row.row)
+    assert len(answers) > 1
+    assert sorted((int(n), said) for n, said in groups) == sorted(
+        (len(rows), said) for (said, _), rows in answers.items())
+    assert [int(n) for n, _ in groups] == sorted((int(n) for n, _ in groups), reverse=True)
+    # the cells linked to a page: each row's first bad and last good (none is in doubt)
+    led = {cid for row in report.rows for label, _, cid in row.cells
+           if label in (row.first_bad, row.last_good)}
+    assert led and html.paged() == led
+    heat = page[heat_at:page.index("</table>", heat_at)]
+    assert set(re.findall(r'<a href="cells/([^"/]+)/cell\.html"></a>', heat)) == led
+    for cid in led:                                # each named at the top, linked
+        assert f'href="cells/{cid}/cell.html">' in page[:heat_at]
+    # rows of one answer folded together below; each row still has its section
+    assert page.count('<details class="group">') == sum(
+        1 for rows in answers.values() if len(rows) > 1)
+    assert all(f'id="row-{row.row}"' in page for row in report.rows)
+    # and only their pages are written
+    for cid in report.results:
+        (tmp_path / "cells" / cid).mkdir(parents=True)
+    written = HtmlReporter.from_results(
+        dataclasses.replace(report, root=tmp_path, series=SeriesCache(tmp_path))
+    ).write_cells(tmp_path)
+    assert {p.parent.name for p in written} == led
+
+
+def test_a_trend_of_many_images_names_only_its_first_bad_on_hover() -> None:
+    """A title on every point of a 100-image trend took 130 bytes a point; past
+    `trend.TITLED` points each is a dot in one path per colour, the first bad titled."""
+    from harness.report.trend import TITLED, Point, chart
+
+    labels = [f"v{i}" for i in range(100)]
+    points = [Point(float(i), float(i), float(i), "ok" if i < 70 else "leak")
+              for i in range(100)]
+    many = str(chart("t", labels, points, 70, str))
+    assert re.findall(r"<title>([^<:]*):", many) == ["v70"]
+    dots = re.findall(r'<path class="dots" d="([^"]*)" stroke="([^"]*)"', many)
+    assert sum(d.count("h0") for d, _ in dots) == 99 and len({c for _, c in dots}) == 2
+    few = str(chart("t", labels[:TITLED], points[:TITLED], None, str))
+    assert few.count("<title>") == TITLED and 'class="dots"' not in few

@@ -79,6 +79,41 @@ def test_results_json_copies_each_cell_as_read(tmp_path: Path) -> None:
     assert all("host_samples" not in c for c in copied["cells"].values())  # type: ignore[union-attr]
 
 
+def test_results_json_bytes_copied_from_the_files_as_written(tmp_path: Path) -> None:
+    """Issue 62: results.json's cells are copied from each result.json as the store wrote
+    it (its indents taken out; `store.resultsjson.as_written`) a part at a time: the
+    same bytes as encoding each cell again, host samples left out (an empty list; a
+    non-empty one read the slow way); a result.json changed since it was read is not
+    copied, the result read is encoded instead."""
+    from harness.analysis.kinds import KINDS
+    from harness.store.resultsjson import as_written
+    from tests.resultkit import as_result
+
+    results = {f"{k}.r": as_result({
+        "id": f"{k}.r", "row": "r", "verdict": k, "reason": f"why \u00e9 {k}\n",
+        "image": {"label": k, "index": i},
+        "host_samples": [{"t": 0.5, "rss": 7}] if i % 2 else []})
+        for i, k in enumerate(KINDS)}
+    store = RunStore(tmp_path)
+    for res in results.values():
+        store.write_cell(res)
+    raw = {cid: (tmp_path / "cells" / cid / "result.json").read_bytes() for cid in results}
+    assert sum(as_written(b) is not None for b in raw.values()) == (len(results) + 1) // 2
+    encoded = tmp_path / "encoded.json"
+    write_all(store, Report.from_results("m", results, {}, tmp_path))
+    (tmp_path / "results.json").rename(encoded)
+    run = read_run(tmp_path)
+    assert set(run.stored) == set(results)
+    changed = sorted(results)[0]             # rewritten after it was read
+    path = tmp_path / "cells" / changed / "result.json"
+    path.write_text(path.read_text().replace("why", "WHY"))
+    write_all(store, Report.from_results("m", run.results, {}, tmp_path, stored=run.stored))
+    assert (tmp_path / "results.json").read_bytes() == encoded.read_bytes()
+    written = json.loads(encoded.read_bytes())
+    assert set(written["cells"]) == set(results)   # the changed one as read, not "WHY"
+    assert all("host_samples" not in c for c in written["cells"].values())
+
+
 @dataclass(frozen=True)
 class Inner:
     slope: float
