@@ -185,9 +185,43 @@ def attributed_modules(w: Where, part: str, files: Sequence[str]) -> set[str]:
             if (p := in_package(f[0], files)) is not None}
 
 
+# Fewer stack samples than this in the part weighed (late, or all) are said with their
+# number: a share of a few samples names a site by chance (a 5 s attributed run at the
+# sampler's 200 a second takes about 1,000).
+FEW_SAMPLES = 50
+
+
+def samples(w: Where, part: str | None) -> int:
+    """The stack samples `part` is weighed by: the late window's for time, else all."""
+    if part == "time":
+        return w.stack_samples[1] or sum(s.late for s in w.stack)
+    return sum(w.stack_samples) or sum(s.early + s.late for s in w.stack)
+
+
+def few(w: Where, part: str | None) -> str:
+    """" (the stack sampler took 3 samples in 300 calls: too few to rest on)" where the
+    answer rests on few stack samples or none (a step of microseconds), else ""."""
+    if part not in ("time", "stack", None) or "stack" not in w.kinds:
+        return ""
+    n = samples(w, part)
+    if n >= FEW_SAMPLES:
+        return ""
+    window = " in its late window" if part == "time" else ""
+    return (f" (the stack sampler took {n} sample{'' if n == 1 else 's'}{window} in "
+            f"{w.calls:,} calls: too few to rest on)")
+
+
 def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
            w: Where, part: str | None, read: tuple[str, ...] = ()) -> CodeAnswer:
-    """The change's code against the where record's sites of `part`."""
+    """The change's code against the where record's sites of `part`; where they rest
+    on few stack samples, how many."""
+    got = _answer(package, good, bad, diff, files, w, part, read)
+    said = few(w, part)
+    return replace(got, words=got.words + said) if said else got
+
+
+def _answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
+            w: Where, part: str | None, read: tuple[str, ...]) -> CodeAnswer:
     head = f"{package} {good} -> {bad}"
     if part is None:
         return CodeAnswer(package, good, bad, NONE, f"{head}: explain attributed nothing "

@@ -110,11 +110,12 @@ def project(index: Path, name: str) -> Path:
     return folder
 
 
-def stack_where(*sites: tuple[list[list[Any]], int]) -> Explanation:
-    """explain's where.json for a first bad cell, its late stack samples at `sites`."""
+def stack_where(*sites: tuple[list[list[Any]], int], samples: int = 100) -> Explanation:
+    """explain's where.json for a first bad cell, its late stack samples at `sites`, of
+    `samples` in each window."""
     record = {"type": "where", "kinds": ["stack"], "calls": 100, "errors": {},
-              "stack": {"hz": 200.0, "windows": {"early": {"samples": 100},
-                                                 "late": {"samples": 100}},
+              "stack": {"hz": 200.0, "windows": {"early": {"samples": samples},
+                                                 "late": {"samples": samples}},
                         "sites": [{"frames": f, "early": 10, "late": late}
                                   for f, late in sites]}}
     return Explanation("b.cpu.x", "first bad", "g.cpu.x", ("stack",), 100, (),
@@ -164,6 +165,22 @@ def test_a_method_matches_by_qualified_name_and_nothing_intersecting_is_said(
         "demo 1.0 -> 1.1: the attributed functions did not change (`http.py: untouched` "
         "40 % of the late samples); changed in their modules: `http.py: "
         "parse_options_header` changed (8 lines)")
+
+
+def test_an_answer_on_few_stack_samples_says_how_many(index: Path) -> None:
+    for version, text in (("1.0", HTTP_OLD), ("1.1", HTTP_NEW)):
+        wheel(project(index, "demo"), "demo", version, {"demo/http.py": text})
+    # GIVEN an attributed run of a step of microseconds: 3 late samples, or none at all
+    few = stack_where(([[f"{SITE}/demo/http.py", 9, "parse_options_header"]], 3), samples=3)
+    (named,), (nothing,) = code_answers(FOUND, few), code_answers(FOUND, stack_where(samples=0))
+    # THEN each says how many samples it rests on
+    assert named.status == "found" and named.words.endswith(
+        "holds 100 % of the late samples (the stack sampler took 3 samples in its late "
+        "window in 100 calls: too few to rest on)")
+    assert nothing.status == "unattributed" and nothing.words == (
+        "demo 1.0 -> 1.1: explain attributed nothing to read the change against (the "
+        "stack sampler took 0 samples in 100 calls: too few to rest on)")
+    # ... and nothing where they are many (the other tests' 100 late samples)
 
 
 def test_a_native_only_change_names_the_extension_module_and_the_native_frame(
