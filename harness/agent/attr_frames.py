@@ -214,7 +214,8 @@ class Windows(object):
         if self.budget > 0:
             out = {}
             for w, (a, b) in ((w, self.seen.get(w, [0, -1])) for w in ("early", "late")):
-                out[w] = dict({"from": a, "to": b + 1}, **extra[w])
+                # The early window starts with the phase; otherwise the steps sampled.
+                out[w] = dict({"from": 0 if w == "early" else a, "to": b + 1}, **extra[w])
             out["budget_s"] = self.budget
             return out
         return {"early": dict({"from": self.early[0], "to": self.early[1]}, **extra["early"]),
