@@ -152,12 +152,14 @@ def qualname(co, outer):
 class Windows(object):
     """Early: steps [0, q); late: [count - q, count); q = a quarter of the planned steps.
 
-    A run with a time budget (`budget` seconds; its count only a cap, seldom reached)
-    has its windows in time: early its first quarter, late from three quarters of the
-    budget to its end (a run that goes on to its least calls included); `span` then
-    bounds the early window's steps alone. Each says the steps it saw (`describe`)."""
+    A run with a time budget (`budget` seconds; its count only a cap, seldom reached;
+    at least `least` steps) has each window the later of two: in time, the budget's
+    first quarter and from its last quarter on; in steps, the first and the last
+    quarter of its least steps (a slow step's run goes on past its budget to them).
+    `span` then bounds the early window's steps alone. Each says the steps it saw
+    (`describe`)."""
 
-    def __init__(self, count, span=None, budget=0.0, clock=time.perf_counter):
+    def __init__(self, count, span=None, budget=0.0, least=0, clock=time.perf_counter):
         q = max(1, count // 4)
         if span is not None:
             q = max(1, min(q, span))
@@ -165,6 +167,7 @@ class Windows(object):
         self.early = (0, min(q, count))
         self.late = (max(0, count - q), count)
         self.budget = budget or 0.0
+        self.least = least or 0
         self.clock = clock
         self.started = clock()
         self.seen = {}      # budget: window -> [first step, last step] seen in it
@@ -180,9 +183,9 @@ class Windows(object):
 
     def _in_time(self, i):
         t = self.clock() - self.started
-        if t < self.budget / 4:
-            w = "early" if i < self.early[1] else None
-        elif t >= self.budget * 3 / 4:
+        if (t < self.budget / 4 or i < self.least // 4) and i < self.early[1]:
+            w = "early"
+        elif self.late_started(i):
             w = "late"
         else:
             w = None
@@ -194,7 +197,8 @@ class Windows(object):
     def late_started(self, done):
         """Whether the late window has begun, `done` steps in."""
         if self.budget > 0:
-            return self.clock() - self.started >= self.budget * 3 / 4
+            return (self.clock() - self.started >= self.budget * 3 / 4
+                    and done >= self.least - self.least // 4)
         return done >= self.late[0]
 
     def short(self, done):
@@ -203,8 +207,9 @@ class Windows(object):
             if "late" in self.seen or self.late_started(done):
                 return None
             return ("the run stopped at step %d, %.2f s in, before its late window (from "
-                    "%.2f s of its %g s budget)" % (done, self.clock() - self.started,
-                                                    self.budget * 3 / 4, self.budget))
+                    "%.2f s of its %g s budget and step %d)" % (
+                        done, self.clock() - self.started, self.budget * 3 / 4, self.budget,
+                        self.least - self.least // 4))
         if done < self.late[1]:
             return "the run stopped at step %d, before the end of the late window (%d..%d)" % (
                 done, self.late[0], self.late[1])

@@ -18,7 +18,7 @@ BUDGET_EVERY = 10   # TF1: every k-th Session.run traced in a budgeted run's win
 class StackPart(Part):
     def __init__(self, ctx):
         self.hz = _env_number("HARNESS_STACK_HZ", 200.0)
-        self.windows = Windows(ctx.count, budget=ctx.budget)
+        self.windows = Windows(ctx.count, budget=ctx.budget, least=ctx.least)
         self.progress = ctx.progress
         self.ident = threading.current_thread().ident
         self.counts = {}
@@ -117,7 +117,7 @@ class TF1Ops(Part):
         compat = getattr(getattr(cfg, "compat", None), "v1", None) or cfg
         self.RunOptions = compat.RunOptions
         self.RunMetadata = compat.RunMetadata
-        self.windows = Windows(ctx.count, budget=ctx.budget)
+        self.windows = Windows(ctx.count, budget=ctx.budget, least=ctx.least)
         q = self.windows.early[1] - self.windows.early[0]
         # A budgeted run's windows are in time, its steps not known ahead.
         self.every = _env_number("HARNESS_OPS_EVERY", BUDGET_EVERY if ctx.budget
@@ -216,7 +216,7 @@ class TorchOps(Part):
         self.torch = torch
         self.count = ctx.count
         self.span = _env_number("HARNESS_OPS_STEPS", 50, int)
-        self.windows = Windows(ctx.count, self.span, ctx.budget)
+        self.windows = Windows(ctx.count, self.span, ctx.budget, ctx.least)
         acts = [torch.profiler.ProfilerActivity.CPU]
         self.cuda = bool(torch.cuda.is_available())
         if self.cuda:

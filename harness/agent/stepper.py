@@ -91,7 +91,7 @@ class Stepper(object):
         if self.measuring and self.att is not None:
             base = self.sampler.steps_done
             self.att.measure_start(count, lambda: self.sampler.steps_done - base,
-                                   self.run_budget)
+                                   self.run_budget, self.budget_min)
         self.cost = self.sampling = 0.0
         self.cpu_last = self.cpu_clock()
         self.cont_last = self.contention.read()

@@ -53,10 +53,11 @@ TIMEOUT_FACTOR = 4
 DEADLINE_FACTOR = 10
 TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attribution_overhead)
 # Where time is attributed, the run is a time budget, as a sweep's is (its windows then
-# in time, harness/agent/attr_frames.py): a fixed 300 calls of an 18 µs step gave the
-# stack sampler (200 a second) one or two samples. At least the default budget, the
-# cell's own where longer; the agent ends a budgeted phase by ATTRIBUTE_CAP times its
-# budget, its warm-up by its budget.
+# in time or in its least calls, the later: harness/agent/attr_frames.py): a fixed 300
+# calls of an 18 µs step gave the stack sampler (200 a second) one or two samples. At
+# least the default budget, the cell's own where longer, and the calls a fixed run
+# would make (their time as the deadline allows, as before); the warm-up ends with its
+# budget. ATTRIBUTE_CAP budgets of the deadline for a step slowed past the sweep's pace.
 ATTRIBUTE_CAP = 10.0
 
 
@@ -67,25 +68,27 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None) ->
     MEMORY_CALLS); else a fixed length, shorter where tracemalloc slows it. Its deadline
     is the cell's, longer under tracemalloc, but never more than DEADLINE_FACTOR times
     (TRACEMALLOC_SLOWER under tracemalloc) what the sweep's run took per call (`took_s`
-    for the cell's calls), or a budget's length past that run, plus a minute: a part that
-    hangs (a native symbol table) ends the run, not the session."""
+    for the cell's calls) for its calls, plus, for a budget, the sweep's run and
+    1 + ATTRIBUTE_CAP budgets, and a minute: a part that hangs (a native symbol table)
+    ends the run, not the session."""
     s = cell.settings
     calls = s.agent_iterations
     timeout, slower = s.timeout, float(DEADLINE_FACTOR)
     if "heap" in kinds:
         calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
         slower = TRACEMALLOC_SLOWER
+    per_call = took_s / max(s.agent_iterations, 1) if took_s else 0.0
     if set(kinds) & set(TIME):
         budget = max(s.run_budget or 0.0, DEFAULT_BUDGET_S)
         least = min(calls, MEMORY_CALLS)
         if took_s:
-            timeout = min(timeout, took_s + (1 + ATTRIBUTE_CAP) * budget + 60.0)
+            timeout = min(timeout, took_s + (1 + ATTRIBUTE_CAP) * budget
+                          + slower * per_call * least + 60.0)
         short = dataclasses.replace(s, budget=budget, budget_calls=least,
                                     max_iterations=max(BUDGET_CAP, least), repeats=0,
                                     timeout=timeout)
     else:
         if took_s:
-            per_call = took_s / max(s.agent_iterations, 1)
             timeout = min(timeout, slower * per_call * calls + 60.0)
         short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                     timeout=timeout)

@@ -188,7 +188,8 @@ def test_attributed_runs_have_a_length_and_a_deadline_from_the_sweeps_run(
     time_ = attributed(cell, ("stack", "ops"), took_s=10.0).settings
     assert (time_.run_budget, time_.budget_calls, time_.max_iterations, time_.repeats) == (
         DEFAULT_BUDGET_S, MEMORY_CALLS, BUDGET_CAP, 0)
-    assert time_.timeout == 10.0 + (1 + ATTRIBUTE_CAP) * DEFAULT_BUDGET_S + 60
+    assert time_.timeout == (10.0 + (1 + ATTRIBUTE_CAP) * DEFAULT_BUDGET_S
+                             + 10 * 0.01 * MEMORY_CALLS + 60)
     assert attributed(cell, ("stack",), took_s=None).settings.timeout == 600
     longer = dataclasses.replace(cell, scenario=dataclasses.replace(
         cell.scenario, settings=dataclasses.replace(cell.settings, budget=30.0)))
@@ -246,7 +247,8 @@ def test_a_step_of_microseconds_is_attributed_to_its_function(tmp_path: Path) ->
     w = parse_where(series.where or {})
     late = {s.frames[0][2]: s.late for s in w.stack if s.late}
     # THEN the late window holds samples enough to name a site (300 calls under
-    # tracemalloc gave a few at most), most of them in the parser
-    assert w.stack_samples[1] >= 20, (w.stack_samples, w.calls)
+    # tracemalloc gave two at most; a budget tens, fewer on a loaded machine, whose
+    # sampler thread wakes less often), most of them in the parser
+    assert w.stack_samples[1] >= 10, (w.stack_samples, w.calls)
     top = max(late, key=lambda f: late[f])
     assert top == "parse_options_header", late
