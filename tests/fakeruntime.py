@@ -84,7 +84,11 @@ class FakeRuntime(RuntimeBase):
         lines: list[dict[str, Any]] = [{"type": "header", "schema": 1, "python": "3.11.7",
                                         "packages": packages, "env": {}}]
         steps = 0
-        for phase, count in (("warmup", s.warmup), ("measure", s.agent_iterations)):
+        measured = s.agent_iterations
+        if request.attribute and (budget := s.run_budget) is not None:
+            # An attributed run's budget ends it, as the agent's does, at its least calls.
+            measured = min(measured, max(s.budget_calls or 0, round(budget / b.step_s)))
+        for phase, count in (("warmup", s.warmup), ("measure", measured)):
             dts: list[float] = []
             for k in range(count):
                 steps += 1
@@ -122,12 +126,10 @@ class FakeRuntime(RuntimeBase):
             lines.append({"type": "end", "status": "ok", "iterations": 0,
                           "memory_stop": b.memory_stop})
         elif not (b.oom or b.timed_out or b.exit_code):
-            lines.append({"type": "end", "status": "ok", "iterations": s.agent_iterations})
+            lines.append({"type": "end", "status": "ok", "iterations": measured})
         if request.attribute and not (b.error or b.oom or b.timed_out or b.exit_code):
-            self.attributed.append((cell.id, request.attribute, s.agent_iterations,
-                                    s.max_iterations))
-            lines.insert(len(lines) - 1, where_record(cell, request.attribute,
-                                                      s.agent_iterations, b))
+            self.attributed.append((cell.id, request.attribute, measured, s.run_budget))
+            lines.insert(len(lines) - 1, where_record(cell, request.attribute, measured, b))
         for record in lines:    # what the agent may write, from the one list of names
             assert set(record) <= KNOWN[record["type"]], set(record) - KNOWN[record["type"]]
         text = "".join(json.dumps(x) + "\n" for x in lines)

@@ -4,6 +4,7 @@ tracemalloc's frames, the early and late windows."""
 
 import dis
 import os
+import time
 
 
 def _protocol_kinds():
@@ -149,24 +150,79 @@ def qualname(co, outer):
 
 # ---------------------------------------------------------------- windows
 class Windows(object):
-    """Early: steps [0, q); late: [count - q, count); q = a quarter of the planned steps."""
+    """Early: steps [0, q); late: [count - q, count); q = a quarter of the planned steps.
 
-    def __init__(self, count, span=None):
+    A run with a time budget (`budget` seconds; its count only a cap, seldom reached;
+    at least `least` steps) has each window the later of two: in time, the budget's
+    first quarter and from its last quarter on; in steps, the first and the last
+    quarter of its least steps (a slow step's run goes on past its budget to them).
+    `span` then bounds the early window's steps alone. Each says the steps it saw
+    (`describe`)."""
+
+    def __init__(self, count, span=None, budget=0.0, least=0, clock=time.perf_counter):
         q = max(1, count // 4)
         if span is not None:
             q = max(1, min(q, span))
         self.count = count
         self.early = (0, min(q, count))
         self.late = (max(0, count - q), count)
+        self.budget = budget or 0.0
+        self.least = least or 0
+        self.clock = clock
+        self.started = clock()
+        self.seen = {}      # budget: window -> [first step, last step] seen in it
 
     def which(self, i):
+        if self.budget > 0:
+            return self._in_time(i)
         if self.early[0] <= i < self.early[1]:
             return "early"
         if self.late[0] <= i < self.late[1]:
             return "late"
         return None
 
+    def _in_time(self, i):
+        t = self.clock() - self.started
+        if (t < self.budget / 4 or i < self.least // 4) and i < self.early[1]:
+            w = "early"
+        elif self.late_started(i):
+            w = "late"
+        else:
+            w = None
+        if w is not None:
+            seen = self.seen.setdefault(w, [i, i])
+            seen[1] = max(seen[1], i)
+        return w
+
+    def late_started(self, done):
+        """Whether the late window has begun, `done` steps in."""
+        if self.budget > 0:
+            return (self.clock() - self.started >= self.budget * 3 / 4
+                    and done >= self.least - self.least // 4)
+        return done >= self.late[0]
+
+    def short(self, done):
+        """Why the run stopped before its late window ended, or None."""
+        if self.budget > 0:
+            if "late" in self.seen or self.late_started(done):
+                return None
+            return ("the run stopped at step %d, %.2f s in, before its late window (from "
+                    "%.2f s of its %g s budget and step %d)" % (
+                        done, self.clock() - self.started, self.budget * 3 / 4, self.budget,
+                        self.least - self.least // 4))
+        if done < self.late[1]:
+            return "the run stopped at step %d, before the end of the late window (%d..%d)" % (
+                done, self.late[0], self.late[1])
+        return None
+
     def describe(self, extra):
+        if self.budget > 0:
+            out = {}
+            for w, (a, b) in ((w, self.seen.get(w, [0, -1])) for w in ("early", "late")):
+                # The early window starts with the phase; otherwise the steps sampled.
+                out[w] = dict({"from": 0 if w == "early" else a, "to": b + 1}, **extra[w])
+            out["budget_s"] = self.budget
+            return out
         return {"early": dict({"from": self.early[0], "to": self.early[1]}, **extra["early"]),
                 "late": dict({"from": self.late[0], "to": self.late[1]}, **extra["late"])}
 

@@ -12,12 +12,13 @@ from attr_frames import (Part, KEEP_FRAMES, STEP_CALLER, STEP_LINES, TOP, Window
 
 # ---------------------------------------------------------------- stack
 SWITCH_S = 0.0005   # the GIL's switch interval while the sampler runs
+BUDGET_EVERY = 10   # TF1: every k-th Session.run traced in a budgeted run's windows
 
 
 class StackPart(Part):
     def __init__(self, ctx):
         self.hz = _env_number("HARNESS_STACK_HZ", 200.0)
-        self.windows = Windows(ctx.count)
+        self.windows = Windows(ctx.count, budget=ctx.budget, least=ctx.least)
         self.progress = ctx.progress
         self.ident = threading.current_thread().ident
         self.counts = {}
@@ -103,10 +104,7 @@ class StackPart(Part):
         return out, self._short(done)
 
     def _short(self, done):
-        if done < self.windows.late[1]:
-            return "the run stopped at step %d, before the end of the late window (%d..%d)" % (
-                done, self.windows.late[0], self.windows.late[1])
-        return None
+        return self.windows.short(done)
 
 
 # ---------------------------------------------------------------- ops: TF1
@@ -119,9 +117,11 @@ class TF1Ops(Part):
         compat = getattr(getattr(cfg, "compat", None), "v1", None) or cfg
         self.RunOptions = compat.RunOptions
         self.RunMetadata = compat.RunMetadata
-        self.windows = Windows(ctx.count)
+        self.windows = Windows(ctx.count, budget=ctx.budget, least=ctx.least)
         q = self.windows.early[1] - self.windows.early[0]
-        self.every = _env_number("HARNESS_OPS_EVERY", max(1, q // 50), int)
+        # A budgeted run's windows are in time, its steps not known ahead.
+        self.every = _env_number("HARNESS_OPS_EVERY", BUDGET_EVERY if ctx.budget
+                                 else max(1, q // 50), int)
         self.progress = ctx.progress
         self.seen = {"early": 0, "late": 0}
         self.traced = {"early": 0, "late": 0}
@@ -216,7 +216,7 @@ class TorchOps(Part):
         self.torch = torch
         self.count = ctx.count
         self.span = _env_number("HARNESS_OPS_STEPS", 50, int)
-        self.windows = Windows(ctx.count, self.span)
+        self.windows = Windows(ctx.count, self.span, ctx.budget, ctx.least)
         acts = [torch.profiler.ProfilerActivity.CPU]
         self.cuda = bool(torch.cuda.is_available())
         if self.cuda:
@@ -254,8 +254,11 @@ class TorchOps(Part):
     def at_sample(self, done):
         if self.current is not None and self.current[0] == "early" and done >= self.windows.early[1]:
             self._stop(done)
-        if self.current is None and "late" not in self.results and done >= self.windows.late[0] \
-                and done < self.count:
+        if self.current is not None and self.current[0] == "late" and \
+                done - self.current[1] >= self.span:
+            self._stop(done)     # a budgeted run's late window: its first `span` steps
+        if self.current is None and "late" not in self.results and \
+                self.windows.late_started(done) and done < self.count:
             self._start("late", done)
 
     def close(self):

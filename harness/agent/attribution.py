@@ -10,7 +10,8 @@ One object follows the measured phase (`make`), and its `measure_end` returns th
             the growth covers exactly the measured steps ("calls").
     stack   a daemon thread reads the stepping thread's frame HARNESS_STACK_HZ times a
             second (default 200) and counts stacks in the early window (first quarter of
-            the planned steps) and the late window (last quarter).
+            the planned steps) and the late window (last quarter); in a run with a time
+            budget, those of its least steps or of its budget in time, the later.
     ops     TensorFlow 1 sessions: every k-th Session.run in each window runs with
             FULL_TRACE and its step stats are summed per node; PyTorch: torch.profiler
             over the first and the last HARNESS_OPS_STEPS steps (at sample boundaries).
@@ -45,10 +46,12 @@ def make(kinds, scenario_path):
 
 # ---------------------------------------------------------------- the whole
 class _Ctx(object):
-    def __init__(self, count, progress, scenario):
+    def __init__(self, count, progress, scenario, budget=0.0, least=0):
         self.count = count
         self.progress = progress
         self.scenario = scenario
+        self.budget = budget    # the measured phase's --budget in seconds (0: none)
+        self.least = least      # ... and its --budget-min steps
 
 
 _PARTS = {"heap": HeapPart, "stack": StackPart, "ops": make_ops, "device": DevicePart,
@@ -67,8 +70,8 @@ class Attribution(object):
             if k not in KINDS:
                 self.errors[k] = "unknown kind (choose from %s)" % ",".join(KINDS)
 
-    def measure_start(self, count, progress):
-        ctx = _Ctx(count, progress, self.scenario)
+    def measure_start(self, count, progress, budget=0.0, least=0):
+        ctx = _Ctx(count, progress, self.scenario, budget, least)
         # Heap last: tracemalloc then sees none of the others' set-up.
         for kind in sorted(KINDS, key=lambda k: k == "heap"):
             if kind not in self.kinds:

@@ -2,7 +2,7 @@
 where memory and time go in the measured phase, as one "where" record.
 
     att = attribution.make(kinds, scenario_path)
-    att.measure_start(count, progress)   # right before the first measured step
+    att.measure_start(count, progress, budget, least)   # before the first measured step
     att.at_sample(done)                  # at every sample point of the measured phase
     rec = att.measure_end(done)          # right after the measured loop
 
@@ -73,9 +73,11 @@ class Attribution(object):
             self.att = None
             return None
 
-    def measure_start(self, count, progress):
+    def measure_start(self, count, progress, budget=0.0, least=0):
+        """`budget`: the measured phase's time budget in seconds (0: `count` steps),
+        `least`: the steps it makes at least."""
         self.progress = progress
-        self._call("measure_start", count, progress)
+        self._call("measure_start", count, progress, budget, least)
 
     def at_sample(self, done):
         self._call("at_sample", done)

@@ -91,7 +91,8 @@ class Stepper(object):
         self.measuring = phase == "measure"
         if self.measuring and self.att is not None:
             base = self.sampler.steps_done
-            self.att.measure_start(count, lambda: self.sampler.steps_done - base)
+            self.att.measure_start(count, lambda: self.sampler.steps_done - base,
+                                   self.run_budget, self.budget_min)
         self.cost = self.sampling = 0.0
         self.cpu_last = self.cpu_clock()
         self.cont_last = self.contention.read()
@@ -105,6 +106,10 @@ class Stepper(object):
         """Run `count` steps; (steps done, whether the control file stopped them)."""
         step, state, clock, sampler = self.step, self.state, self.clock, self.sampler
         every, control, measuring = self.every, self.control, self.measuring
+        # Sampling stacks, the stop file is looked at on its timer alone: a stat every few
+        # steps of microseconds hands the GIL over there, and the stack sampler, which
+        # waits for it, sampled the agent's check instead of the step, nearly every time.
+        attributing = self.att is not None and "stack" in self.att.kinds
         cap = max(every, count // MIN_SAMPLES)
         # The step times since the last sample, 8 bytes each in one block, which the
         # heap reading leaves out (writer.own_bytes): a list of floats cost ~40 bytes a
@@ -147,7 +152,7 @@ class Stepper(object):
             # The control file is looked at on a timer too, so a live decision stops
             # the run within a few calls, not at the next sample.
             point = done % every == 0
-            stop_now = measuring and control.due(t2, point)
+            stop_now = measuring and control.due(t2, point and not attributing)
             over = t2 >= ends_at
             spent = over and (done >= least or t2 >= hard_end)
             if spent:

@@ -3,9 +3,10 @@ path within the distribution -> its text, an extension's binary -> its digest, a
 `runtimes.sources` reads them) diffed file by file, and a Python module's functions
 diffed at the syntax tree: a function or method (by its qualified name, as Python names
 it: `Class.method`, `outer.<locals>.inner`) changed where its code did, docstrings and
-comments left out, with the lines its source text changed by; added and removed ones.
-Native code (C, C++, Cython, Rust sources; .so and .pyd binaries) is diffed by file, and
-named by the extension module it builds. Pure: no I/O.
+comments left out, with the lines its source text changed by; added and removed ones,
+and one that moved to another module (matched by its qualified name, else by its code)
+with whether its code changed there. Native code (C, C++, Cython, Rust sources; .so and
+.pyd binaries) is diffed by file, and named by the extension module it builds. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 NATIVE_SOURCES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".pyx", ".pxd", ".pxi",
                   ".rs")
 BINARIES = (".so", ".pyd", ".dylib")
-CHANGED, ADDED, REMOVED = "changed", "added", "removed"
+CHANGED, ADDED, REMOVED, MOVED = "changed", "added", "removed", "moved"
 # Paths no import reaches: an sdist's tests, docs and build files.
 NOT_IMPORTED = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?|bench|scripts|"
                           r"tools|ci)/|(^|/)(setup|conftest|noxfile|tasks)\.py$")
@@ -46,8 +47,11 @@ class FunctionChange:
 
     path: str            # the module's path within the distribution
     function: str        # qualified name
-    status: str          # changed, added, removed
-    lines: int           # lines of its source text changed (its length, added/removed)
+    status: str          # changed, added, removed, moved
+    lines: int           # lines of its source text changed (its length, added/removed;
+    #                      moved: changed there, 0 where its code is the same)
+    moved_from: str | None = None       # moved: the module it was in
+    was: str | None = None              # moved: its qualified name there
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,13 @@ def module_diff(path: str, old: str, new: str) -> list[FunctionChange]:
     Raises:
         SyntaxError: one side does not parse.
     """
-    a, b = functions(old), functions(new)
+    return _changes(path, functions(old), functions(new))
+
+
+Code = dict[str, tuple[str, str]]     # `functions`' answer
+
+
+def _changes(path: str, a: Code, b: Code) -> list[FunctionChange]:
     out = [FunctionChange(path, name, CHANGED, _lines_changed(a[name][1], b[name][1]))
            for name in a.keys() & b.keys() if a[name][0] != b[name][0]]
     out += [FunctionChange(path, name, ADDED, len(b[name][1].splitlines()))
@@ -137,6 +147,50 @@ def module_diff(path: str, old: str, new: str) -> list[FunctionChange]:
     out += [FunctionChange(path, name, REMOVED, len(a[name][1].splitlines()))
             for name in a.keys() - b.keys()]
     return sorted(out, key=lambda c: (-c.lines, c.function))
+
+
+# A function matched by its code alone has at least this many lines: one-line bodies
+# (`return self._x`) are alike in many places.
+MATCH_LINES = 3
+_NAMED = re.compile(r"^(Async)?FunctionDef\(name='[^']*', ")
+
+
+def _unique(keys: list[tuple[str, tuple[str, str]]]) -> dict[str, tuple[str, str]]:
+    seen: dict[str, list[tuple[str, str]]] = {}
+    for k, at in keys:
+        seen.setdefault(k, []).append(at)
+    return {k: ats[0] for k, ats in seen.items() if len(ats) == 1}
+
+
+def moves(funcs: list[FunctionChange], code: Mapping[tuple[str, str], tuple[str, str]]
+          ) -> list[FunctionChange]:
+    """`funcs` with each function removed from one module and added to another matched
+    as one that moved: by its qualified name (the only one of that name to go and to
+    come), else by its code (the only one of that code, its name aside). `code`: (path,
+    name) -> `functions`' (code, text) of each added and removed one."""
+    gone = [c for c in funcs if c.status == REMOVED]
+    came = [c for c in funcs if c.status == ADDED]
+    pairs: dict[tuple[str, str], tuple[str, str]] = {}   # came -> gone
+    for key in (lambda c: c.function,
+                lambda c: _NAMED.sub("", code[(c.path, c.function)][0])
+                if len(code[(c.path, c.function)][1].splitlines()) >= MATCH_LINES else ""):
+        taken = set(pairs.values())
+        old = _unique([(key(c), (c.path, c.function)) for c in gone
+                       if (c.path, c.function) not in taken])
+        new = _unique([(key(c), (c.path, c.function)) for c in came
+                       if (c.path, c.function) not in pairs])
+        pairs.update((at, old[k]) for k, at in new.items()
+                     if k and k in old and old[k][0] != at[0])
+    if not pairs:
+        return funcs
+    out = [c for c in funcs if (c.path, c.function) not in pairs
+           and (c.path, c.function) not in set(pairs.values())]
+    for (path, name), (was_path, was) in pairs.items():
+        (a, ta), (b, tb) = code[(was_path, was)], code[(path, name)]
+        same = _NAMED.sub("", a) == _NAMED.sub("", b)
+        out.append(FunctionChange(path, name, MOVED, 0 if same else _lines_changed(ta, tb),
+                                  was_path, was))
+    return sorted(out, key=lambda c: (-c.lines, c.path, c.function))
 
 
 def _text(data: str | bytes) -> str | None:
@@ -172,16 +226,21 @@ def diff(old: Mapping[str, str | bytes], new: Mapping[str, str | bytes],
     files = file_diff(old, new)
     funcs: list[FunctionChange] = []
     unparsed: list[str] = []
+    code: dict[tuple[str, str], tuple[str, str]] = {}   # added and removed ones
     wanted = sorted((f for f in files if f.status == CHANGED and f.path.endswith(".py") and (
         f.path in modules if modules is not None
         else f.path in also or not NOT_IMPORTED.search(f.path))),
         key=lambda f: f.path not in also)
     for f in wanted[:most]:
-        a, b = _text(old[f.path]), _text(new[f.path])
         try:
-            funcs += module_diff(f.path, a or "", b or "")
+            a, b = functions(_text(old[f.path]) or ""), functions(_text(new[f.path]) or "")
         except (SyntaxError, ValueError, RecursionError):
             unparsed.append(f.path)
+            continue
+        found = _changes(f.path, a, b)
+        code.update(((f.path, c.function), (a if c.status == REMOVED else b)[c.function])
+                    for c in found if c.status != CHANGED)
+        funcs += found
     for f in files:   # a module added or removed: each of its functions too
         text = _text((new if f.status == ADDED else old).get(f.path) or b"")
         if f.status == CHANGED or not f.path.endswith(".py") or text is None or (
@@ -193,4 +252,5 @@ def diff(old: Mapping[str, str | bytes], new: Mapping[str, str | bytes],
             continue
         funcs += [FunctionChange(f.path, n, f.status, len(t.splitlines()))
                   for n, (_, t) in names.items()]
-    return CodeDiff(files, tuple(funcs), tuple(unparsed))
+        code.update(((f.path, n), c) for n, c in names.items())
+    return CodeDiff(files, tuple(moves(funcs, code)), tuple(unparsed))

@@ -9,7 +9,9 @@ else its own name), weighed by the site's share of the part that answers the ver
 48 % of the late samples". Native code (an extension's sources or binary changed, and an
 attributed frame native or none in the package's Python) names the extension module
 and the native frame; where nothing intersects, the largest changes in the attributed
-modules, or that the attributed sites are unchanged. Pure: no I/O.
+modules, or that the attributed sites are unchanged. A function that moved to another
+module is one change where its code changed there, and said to have moved either way.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from harness.analysis.codediff import (
     ADDED,
     CHANGED,
+    MOVED,
     NOT_IMPORTED,
     CodeDiff,
     FunctionChange,
@@ -53,11 +56,28 @@ class Hit:
     lines: int
     status: str
     share: float | None = None
+    moved_from: str | None = None   # moved: the module and function it was, `a.py: f`
 
     def to_json(self) -> dict[str, JSON]:
         return {"module": self.path, "function": self.function, "lines": self.lines,
                 "status": self.status,
-                "share": None if self.share is None else round(self.share, 4)}
+                "share": None if self.share is None else round(self.share, 4),
+                "moved_from": self.moved_from}
+
+    def change(self) -> str:
+        """"changed (8 lines)", "moved from `pyparsing.py` and changed (8 lines)"."""
+        if self.status != MOVED:
+            return f"{self.status} ({lines(self.lines)})"
+        return f"moved from `{self.moved_from}`" + (
+            f" and changed ({lines(self.lines)})" if self.lines else ", its code unchanged")
+
+
+def hit(c: FunctionChange, share: float | None = None) -> Hit:
+    """A changed function as the answer names it."""
+    was = None
+    if c.moved_from is not None:
+        was = shown(c.moved_from) + ("" if c.was in (None, c.function) else f": {c.was}")
+    return Hit(c.path, c.function, c.lines, c.status, share, was)
 
 
 @dataclass(frozen=True)
@@ -165,9 +185,43 @@ def attributed_modules(w: Where, part: str, files: Sequence[str]) -> set[str]:
             if (p := in_package(f[0], files)) is not None}
 
 
+# Fewer stack samples than this in the part weighed (late, or all) are said with their
+# number: a share of a few samples names a site by chance (a 5 s attributed run at the
+# sampler's 200 a second takes about 1,000).
+FEW_SAMPLES = 50
+
+
+def samples(w: Where, part: str | None) -> int:
+    """The stack samples `part` is weighed by: the late window's for time, else all."""
+    if part == "time":
+        return w.stack_samples[1] or sum(s.late for s in w.stack)
+    return sum(w.stack_samples) or sum(s.early + s.late for s in w.stack)
+
+
+def few(w: Where, part: str | None) -> str:
+    """" (the stack sampler took 3 samples in 300 calls: too few to rest on)" where the
+    answer rests on few stack samples or none (a step of microseconds), else ""."""
+    if part not in ("time", "stack", None) or "stack" not in w.kinds:
+        return ""
+    n = samples(w, part)
+    if n >= FEW_SAMPLES:
+        return ""
+    window = " in its late window" if part == "time" else ""
+    return (f" (the stack sampler took {n} sample{'' if n == 1 else 's'}{window} in "
+            f"{w.calls:,} calls: too few to rest on)")
+
+
 def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
            w: Where, part: str | None, read: tuple[str, ...] = ()) -> CodeAnswer:
-    """The change's code against the where record's sites of `part`."""
+    """The change's code against the where record's sites of `part`; where they rest
+    on few stack samples, how many."""
+    got = _answer(package, good, bad, diff, files, w, part, read)
+    said = few(w, part)
+    return replace(got, words=got.words + said) if said else got
+
+
+def _answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
+            w: Where, part: str | None, read: tuple[str, ...]) -> CodeAnswer:
     head = f"{package} {good} -> {bad}"
     if part is None:
         return CodeAnswer(package, good, bad, NONE, f"{head}: explain attributed nothing "
@@ -175,8 +229,9 @@ def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[st
     sites = weighted(w, part)
     by_path: dict[str, list[FunctionChange]] = {}
     for c in diff.functions:
-        if c.status in (CHANGED, ADDED):
+        if c.status in (CHANGED, ADDED) or (c.status == MOVED and c.lines):
             by_path.setdefault(c.path, []).append(c)
+    moved = {(c.path, c.function): hit(c) for c in diff.functions if c.status == MOVED}
     # Each site's weight goes to its innermost frame in the package (`shares`: where the
     # package spends it) and to its innermost frame in a changed or added function
     # (`hits`), as explain names a site by its innermost library function.
@@ -191,9 +246,7 @@ def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[st
                     if _same(fn, c.function)), None)
         if got is not None:
             was = hits.get((got.path, got.function))
-            hits[(got.path, got.function)] = Hit(got.path, got.function, got.lines,
-                                                 got.status,
-                                                 weight + (was.share or 0 if was else 0))
+            hits[(got.path, got.function)] = hit(got, weight + (was.share or 0 if was else 0))
     ranked = sorted(hits.values(), key=lambda h: (-(h.share or 0), -h.lines))
     attributed = tuple(sorted((Hit(p, fn, 0, "", s) for (p, fn), s in shares.items()),
                               key=lambda h: -(h.share or 0))[:SHOWN])
@@ -204,31 +257,32 @@ def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[st
     base = CodeAnswer(package, good, bad, "", "", part, sites=attributed, files=read)
     if ranked:
         first, rest = ranked[0], [h for h in ranked[1:SHOWN] if (h.share or 0) >= 0.01]
-        words = (f"{head}: {_fn(first)} {first.status} ({lines(first.lines)}) and holds "
+        words = (f"{head}: {_fn(first)} {first.change()} and holds "
                  f"{_share(first, part)}" + "".join(
-                     f"; {_fn(h)} {h.status} ({lines(h.lines)}), {_share(h, part)}"
-                     for h in rest))
+                     f"; {_fn(h)} {h.change()}, {_share(h, part)}" for h in rest))
         return replace(base, status=FOUND, words=words, hits=tuple(ranked))
     if diff.native() and (frame is not None or not shares):
         said = frame_words(frame, top)
         return replace(base, status=NATIVE, words=f"{head}: {native_words(diff, native)}; "
                        f"{said}", native=tuple(native), native_frame=said)
-    where = " (" + ", ".join(f"{_fn(h)} {_share(h, part)}" for h in attributed) + ")"
+    where = " (" + ", ".join(
+        f"{_fn(h)} {_share(h, part)}" + (f", {m.change()}" if (
+            m := moved.get((h.path, h.function))) is not None else "")
+        for h in attributed) + ")"
     modules = {p for p, _ in shares}
-    near = sorted((c for c in diff.functions if c.path in modules),
-                  key=lambda c: (-c.lines, c.function))[:SHOWN]
-    listed = ", ".join(f"{_fn(Hit(c.path, c.function, 0, ''))} {c.status} ({lines(c.lines)})"
-                       for c in near)
+    near = [hit(c) for c in sorted(
+        (c for c in diff.functions if c.path in modules and (c.status != MOVED or c.lines)),
+        key=lambda c: (-c.lines, c.function))[:SHOWN]]
+    listed = ", ".join(f"{_fn(h)} {h.change()}" for h in near)
     if near:
         return replace(base, status=ELSEWHERE, words=(
             f"{head}: the attributed functions did not change{where}; changed in their "
-            f"modules: {listed}"), hits=tuple(Hit(c.path, c.function, c.lines, c.status)
-                                             for c in near))
-    largest = sorted((c for c in diff.functions if not NOT_IMPORTED.search(c.path)),
-                     key=lambda c: (-c.lines, c.function))[:SHOWN]
+            f"modules: {listed}"), hits=tuple(near))
+    largest = [hit(c) for c in sorted(
+        (c for c in diff.functions if not NOT_IMPORTED.search(c.path)
+         and (c.status != MOVED or c.lines)), key=lambda c: (-c.lines, c.function))[:SHOWN]]
     elsewhere = ("; its largest changes: " + ", ".join(
-        f"{_fn(Hit(c.path, c.function, 0, ''))} {c.status} ({lines(c.lines)})"
-        for c in largest)) if largest else ""
+        f"{_fn(h)} {h.change()}" for h in largest)) if largest else ""
     if shares:
         return replace(base, status=UNCHANGED,
                        words=f"{head}: the attributed sites are unchanged{where}{elsewhere}")

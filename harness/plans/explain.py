@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from harness.analysis.kinds import BAD, GREW
+from harness.analysis.kinds import BAD, GREW, TIME
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explain import (
     EXPLAIN_DIR,
@@ -26,7 +26,13 @@ from harness.answers.explain import (
     kinds_for,
 )
 from harness.errors import InputError
-from harness.matrixfile.model import Cell, Matrix, abilities
+from harness.matrixfile.model import (
+    BUDGET_CAP,
+    DEFAULT_BUDGET_S,
+    Cell,
+    Matrix,
+    abilities,
+)
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
@@ -47,18 +53,27 @@ MEMORY_CALLS = 300
 TIMEOUT_FACTOR = 4
 DEADLINE_FACTOR = 10
 TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attribution_overhead)
-
+# Where time is attributed, the run is a time budget, as a sweep's is (its windows then
+# in time or in its least calls, the later: harness/agent/attr_frames.py): a fixed 300
+# calls of an 18 µs step gave the stack sampler (200 a second) one or two samples. At
+# least the default budget, the cell's own where longer, and the calls a fixed run
+# would make (their time as the deadline allows, as before); the warm-up ends with its
+# budget. ATTRIBUTE_CAP budgets of the deadline for a step slowed past the sweep's pace.
+ATTRIBUTE_CAP = 10.0
 
 
 def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
                made: int | None = None) -> Cell:
-    """The cell as an attribution run: fixed length (no early stop, no re-runs), the
-    calls the sweep's run made (`made`; a budgeted cell's `max_iterations` is only its
-    cap), fewer where tracemalloc slows it; its deadline is the cell's, longer under
-    tracemalloc, but never more than DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under
-    tracemalloc) what the sweep's run took per call (`took_s` for the `made` calls),
-    plus a minute: a part that hangs (a native symbol table) ends the run, not the
-    session."""
+    """The cell as an attribution run, with no early stop and no re-runs: where time is
+    attributed (`stack`, `ops`), for a time budget (at least `DEFAULT_BUDGET_S`, the
+    cell's own where longer) and at least the calls a fixed run would make (up to
+    MEMORY_CALLS); else a fixed length, the calls the sweep's run made (`made`; a
+    budgeted cell's `max_iterations` is only its cap), fewer where tracemalloc slows it.
+    Its deadline is the cell's, longer under tracemalloc, but never more than
+    DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under tracemalloc) what the sweep's run
+    took per call (`took_s` for the `made` calls) for its calls, plus, for a budget, the
+    sweep's run and 1 + ATTRIBUTE_CAP budgets, and a minute: a part that hangs (a native
+    symbol table) ends the run, not the session."""
     s = cell.settings
     ran = made or s.agent_iterations
     calls = ran
@@ -66,12 +81,30 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
     if "heap" in kinds:
         calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
         slower = TRACEMALLOC_SLOWER
-    if took_s:
-        per_call = took_s / max(ran, 1)
-        timeout = min(timeout, slower * per_call * calls + 60.0)
-    short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
-                                timeout=timeout)
+    per_call = took_s / max(ran, 1) if took_s else 0.0
+    if set(kinds) & set(TIME):
+        budget = max(s.run_budget or 0.0, DEFAULT_BUDGET_S)
+        least = min(calls, MEMORY_CALLS)
+        if took_s:
+            timeout = min(timeout, took_s + (1 + ATTRIBUTE_CAP) * budget
+                          + slower * per_call * least + 60.0)
+        short = dataclasses.replace(s, budget=budget, budget_calls=least,
+                                    max_iterations=max(BUDGET_CAP, least), repeats=0,
+                                    timeout=timeout)
+    else:
+        if took_s:
+            timeout = min(timeout, slower * per_call * calls + 60.0)
+        short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
+                                    timeout=timeout)
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+
+
+def length(cell: Cell) -> str:
+    """An attributed run's length in words: "300 calls", "5 s, 300 calls at least"."""
+    s = cell.settings
+    if (budget := s.run_budget) is None:
+        return f"{s.iterations:,} calls"
+    return f"{budget:g} s, {s.budget_calls or 0:,} calls at least"
 
 
 def source_of(cell: Cell) -> Callable[[str, int], str | None]:
@@ -127,7 +160,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
     from this cell; True/False: as its pair's bad cell did)."""
     run_as = attributed(cell, kinds, _took(res), _made(res))
     ctx.progress(f"explain {cell.id}: running with --attribute {','.join(kinds)} "
-                 f"({run_as.settings.iterations} calls)")
+                 f"({length(run_as)})")
     try:
         w, record = run_attributed(ctx, run_as, kinds, outdir)
     except AttributionFailed as exc:

@@ -54,10 +54,12 @@ def emptied(outdir: Path) -> Path:
 def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
             attribute: tuple[str, ...] = ()) -> Ran:
     """Run the agent once into `outdir` and read what it wrote (parsed while it runs in
-    early-stop mode, else after)."""
+    early-stop mode, else after; an attributed run is never stopped early)."""
     request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute)
     t_run = time.monotonic()
-    live = _Live.start(ctx, cell, outdir)
+    # An attributed run (explain) runs its whole length: a live decision would end it
+    # before its late window.
+    live = _Live.start(ctx, cell, outdir) if not attribute else None
     try:
         with ctx.measuring(cell):   # no pull or venv build on its host meanwhile
             ended = ctx.runtime_for(cell).run(request, ctx.progress)

@@ -62,13 +62,13 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     Raises:
         StoreError: the directory is read-only, full, or missing.
     """
-    atomic_write_parts(path, [text])
+    atomic_write_parts(path, [text], durable)
 
 
-def atomic_write_parts(path: Path, parts: Iterable[str]) -> None:
-    """Replace `path` with the text `parts` make, atomically (a temporary file, fsync,
-    rename), written a part at a time: results.json of 10,000 cells is 50 MB, never held
-    whole.
+def atomic_write_parts(path: Path, parts: Iterable[str], durable: bool = True) -> None:
+    """Replace `path` with the text `parts` make, atomically (a temporary file, fsync
+    where `durable`, rename), written a part at a time: results.json of 10,000 cells is
+    50 MB, never held whole.
 
     Raises:
         StoreError: the directory is read-only, full, or missing.

@@ -37,7 +37,7 @@ class Fake(object):
     def __init__(self, kinds, path):
         self.kinds, self.path, self.calls, self.progress = kinds, path, [], None
 
-    def measure_start(self, count, progress):
+    def measure_start(self, count, progress, budget=0.0, least=0):
         self.progress = progress
         self.calls.append(["start", count, progress()])
 

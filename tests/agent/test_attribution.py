@@ -298,3 +298,41 @@ def test_stack_samples_land_in_the_step_not_between_steps(python: str, tmp_path:
     for window in ("early", "late"):
         in_step = sum(s[window] for s in stack["sites"])
         assert in_step == stack["windows"][window]["samples"] >= 10, stack
+
+
+CHEAP = """
+def setup(params):
+    return {"n": 0}
+
+
+def step(state):
+    state["n"] += sum(range(40))
+"""
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_a_budgeted_run_of_microsecond_steps_samples_its_windows_in_time(
+        python: str, tmp_path: Path) -> None:
+    """Issue 63: explain's run of a cheap step lasts a budget; its step count is only a
+    cap, so the windows are the budget's first and last quarter. The stop file is looked
+    at on its timer alone: at every sample point (10 steps of a few µs) its stat handed
+    the sampler the GIL there, and nearly every sample was the agent's, not the step's."""
+    script = tmp_path / "scenario.py"
+    script.write_text(textwrap.dedent(CHEAP))
+    out = tmp_path / "samples.jsonl"
+    proc = subprocess.run([python, str(AGENT_DIR / "agent.py"), "--scenario", str(script),
+                           "--out", str(out), "--iterations", "100000000", "--warmup", "10",
+                           "--sample-every", "10", "--no-gpu", "--quiet", "--budget", "2",
+                           "--budget-min", "300", "--max-overhead", "0.05",
+                           "--control", str(tmp_path / "stop"), "--attribute", "stack"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    [where] = [r for r in map(json.loads, out.read_text().splitlines())
+               if r["type"] == "where"]
+    stack, windows = where["stack"], where["stack"]["windows"]
+    assert windows["budget_s"] == 2 and "errors" not in where, where
+    assert 0 == windows["early"]["from"] < windows["early"]["to"] < windows["late"]["from"]
+    assert windows["late"]["from"] < windows["late"]["to"]
+    for window in ("early", "late"):
+        in_step = sum(s[window] for s in stack["sites"])
+        assert in_step == windows[window]["samples"] >= 10, stack

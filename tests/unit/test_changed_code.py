@@ -110,11 +110,12 @@ def project(index: Path, name: str) -> Path:
     return folder
 
 
-def stack_where(*sites: tuple[list[list[Any]], int]) -> Explanation:
-    """explain's where.json for a first bad cell, its late stack samples at `sites`."""
+def stack_where(*sites: tuple[list[list[Any]], int], samples: int = 100) -> Explanation:
+    """explain's where.json for a first bad cell, its late stack samples at `sites`, of
+    `samples` in each window."""
     record = {"type": "where", "kinds": ["stack"], "calls": 100, "errors": {},
-              "stack": {"hz": 200.0, "windows": {"early": {"samples": 100},
-                                                 "late": {"samples": 100}},
+              "stack": {"hz": 200.0, "windows": {"early": {"samples": samples},
+                                                 "late": {"samples": samples}},
                         "sites": [{"frames": f, "early": 10, "late": late}
                                   for f, late in sites]}}
     return Explanation("b.cpu.x", "first bad", "g.cpu.x", ("stack",), 100, (),
@@ -164,6 +165,22 @@ def test_a_method_matches_by_qualified_name_and_nothing_intersecting_is_said(
         "demo 1.0 -> 1.1: the attributed functions did not change (`http.py: untouched` "
         "40 % of the late samples); changed in their modules: `http.py: "
         "parse_options_header` changed (8 lines)")
+
+
+def test_an_answer_on_few_stack_samples_says_how_many(index: Path) -> None:
+    for version, text in (("1.0", HTTP_OLD), ("1.1", HTTP_NEW)):
+        wheel(project(index, "demo"), "demo", version, {"demo/http.py": text})
+    # GIVEN an attributed run of a step of microseconds: 3 late samples, or none at all
+    few = stack_where(([[f"{SITE}/demo/http.py", 9, "parse_options_header"]], 3), samples=3)
+    (named,), (nothing,) = code_answers(FOUND, few), code_answers(FOUND, stack_where(samples=0))
+    # THEN each says how many samples it rests on
+    assert named.status == "found" and named.words.endswith(
+        "holds 100 % of the late samples (the stack sampler took 3 samples in its late "
+        "window in 100 calls: too few to rest on)")
+    assert nothing.status == "unattributed" and nothing.words == (
+        "demo 1.0 -> 1.1: explain attributed nothing to read the change against (the "
+        "stack sampler took 0 samples in 100 calls: too few to rest on)")
+    # ... and nothing where they are many (the other tests' 100 late samples)
 
 
 def test_a_native_only_change_names_the_extension_module_and_the_native_frame(
@@ -251,6 +268,48 @@ def test_the_syntax_tree_diff() -> None:
         "f", "f.<locals>.g"}
     d = diff({"a.py": "def f(:\n", "b.so": b"1"}, {"a.py": "def f(:\n  x\n", "b.so": b"2"})
     assert d.unparsed == ("a.py",) and [f.path for f in d.native()] == ["b.so"]
+
+
+def test_a_function_that_moved_to_another_module_is_matched_not_added(index: Path) -> None:
+    # GIVEN demo 1.0 with one module, split in 1.1 into core.py and results.py (as
+    # pyparsing 2.4.7's pyparsing.py became 3.0.9's core.py and results.py): the header
+    # parser rewritten on the way, Accept moved as it was, one function renamed
+    accept = HTTP_OLD[HTTP_OLD.index("class Accept"):HTTP_OLD.index("def untouched")]
+    helper = "def {}(x):\n    y = x * 2\n    z = y + 1\n    return z\n"
+    old = HTTP_OLD + "\n\n" + helper.format("_scale")
+    core = (HTTP_NEW[:HTTP_NEW.index("class Accept")] + "\n\n" + helper.format("scale")
+            + "\n\ndef brand_new():\n    return 2\n")
+    for version, files in (("1.0", {"demo/pyparsing.py": old}),
+                           ("1.1", {"demo/core.py": core, "demo/results.py": accept})):
+        wheel(project(index, "demo"), "demo", version, files)
+    # WHEN explain put the late samples in the parser, then in the unchanged method
+    (moved,) = code_answers(FOUND, stack_where(
+        ([[f"{SITE}/demo/core.py", 9, "parse_options_header"]], 50),
+        ([[f"{SITE}/demo/results.py", 3, "Accept.best"]], 30)))
+    (kept,) = code_answers(FOUND, stack_where(([[f"{SITE}/demo/results.py", 3,
+                                                 "Accept.best"]], 30)))
+    # THEN the parser moved and changed, holding its share; the method moved unchanged
+    assert moved.status == "found" and moved.words == (
+        "demo 1.0 -> 1.1: `core.py: parse_options_header` moved from `pyparsing.py` and "
+        f"changed ({moved.hits[0].lines} lines) and holds 50 % of the late samples")
+    assert moved.hits[0].lines == 8 and [h.function for h in moved.hits] == [
+        "parse_options_header"]
+    assert json.loads(json.dumps(moved.to_json()))["functions"][0]["moved_from"] == (
+        "pyparsing.py")
+    assert kept.status == "unchanged" and kept.words.startswith(
+        "demo 1.0 -> 1.1: the attributed sites are unchanged (`results.py: Accept.best` 30 % "
+        "of the late samples, moved from `pyparsing.py`, its code unchanged)")
+    # ... and in the diff: matched by name, else by code; only the new one added
+    changes = {(c.path, c.function, c.status, c.moved_from, c.was) for c in diff(
+        {"demo/pyparsing.py": old}, {"demo/core.py": core, "demo/results.py": accept}
+    ).functions}
+    assert changes == {
+        ("demo/core.py", "parse_options_header", "moved", "demo/pyparsing.py",
+         "parse_options_header"),
+        ("demo/results.py", "Accept.best", "moved", "demo/pyparsing.py", "Accept.best"),
+        ("demo/core.py", "scale", "moved", "demo/pyparsing.py", "_scale"),
+        ("demo/core.py", "brand_new", "added", None, None),
+        ("demo/pyparsing.py", "untouched", "removed", None, None)}
 
 
 # ---------------------------------------------------------------- through the commands

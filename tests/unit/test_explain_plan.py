@@ -16,6 +16,7 @@ from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 from harness import matrixfile
 from harness.answers.explain import Pair, kinds_for, pairs, unpaired
 from harness.cli.sweep import plan_of
+from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.orchestrator import Sweep
 from harness.plans.explain import explain_matrix
 from harness.report import Report, render_text, write_all
@@ -102,14 +103,16 @@ def test_explain_runs_the_pairs_with_attribution_and_writes_where(
     finally:
         store.unlock()
     # THEN only the two pairs' cells ran, each once, with the kinds its verdict calls
-    # for, at a fixed length (no early stop), into explain/<cell>/
+    # for, into explain/<cell>/: memory at a fixed length, time for the default budget
+    # (no early stop either way)
     assert sorted(runtime.runs) == sorted(["v3.gpu0.loop", "v2.gpu0.loop",
                                            "v4.gpu0.slow", "v3.gpu0.slow"])
     by_cell = {cid: (kinds, n, cap) for cid, kinds, n, cap in runtime.attributed}
     assert by_cell["v3.gpu0.loop"] == by_cell["v2.gpu0.loop"] == (("heap", "device"), 300,
                                                                    None)
     assert by_cell["v4.gpu0.slow"][0] == kinds_for(results["v4.gpu0.slow"])
-    assert by_cell["v4.gpu0.slow"][1:] == (600, None)
+    assert by_cell["v4.gpu0.slow"][1:] == (round(DEFAULT_BUDGET_S / Behaviour().step_s),
+                                           DEFAULT_BUDGET_S)
     assert (root / "explain" / "v3.gpu0.loop" / "samples.jsonl").is_file()
     assert any("explain v3.gpu0.loop: running with --attribute heap,device" in s
                for s in said), said
