@@ -134,7 +134,7 @@ def compile_scenarios(cells: Iterable[Cell]) -> None:
 PROTOCOL = ("setup", "step")
 # os._exit is left out: a forked child leaves with it, and a step that dies with it is a
 # crash the run records, not a scenario mistake.
-EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
+EXITS = ("sys.exit", "exit", "quit")
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:

@@ -44,7 +44,9 @@ def test_a_32_mib_a_call_leak_stops_before_512_mib_grown(python: str, tmp_path: 
     assert stop["phase"] == "warmup" and end["iterations"] == 0
     # AND its growth is past the default limit (384 MiB) by less than a few calls
     assert stop["limit"] <= 384 * MiB <= stop["grew"] < 512 * MiB, stop
-    assert 12 <= stop["call"] <= 16, stop
+    # a few calls either way: on a loaded host (CI, -n 4 on 2 cores) it stopped at call
+    # 17 with 413 MiB grown, under the 512 MiB that matters
+    assert 12 <= stop["call"] <= 20, stop
     # AND its last sample is the stop's: the host reads what grew
     last = [r for r in records if r["type"] == "sample"][-1]
     assert last["rss"] >= stop["grew"]

@@ -27,9 +27,6 @@ MISTAKES = {
     "step exits": ("import sys\n\n\ndef setup(params):\n    return []\n\n\n"
                    "def step(state):\n    sys.exit(0)\n",
                    "s.py:9: step() calls sys.exit(), which ends the run"),
-    "step ends the process": ("import os\n\n\ndef setup(params):\n    return []\n\n\n"
-                              "def step(state):\n    os._exit(0)\n",
-                              "s.py:9: step() calls os._exit(), which ends the run"),
 }
 
 
