@@ -93,10 +93,10 @@ def main() -> int:
     for n in loops:
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                 for _ in range(n)]
-        if args.beside:
-            busy.append(subprocess.Popen(
-                ["bash", "-c", f"while true; do {args.beside}; done"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        beside = subprocess.Popen(
+            ["bash", "-c", f"while true; do {args.beside}; done"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True) if args.beside else None
         try:
             cases = [("slowdown", args.factor), ("same", 1.0)][:1 if args.quick else 2]
             for case, factor in cases:
@@ -113,11 +113,11 @@ def main() -> int:
                       f"{os.getloadavg()[0]:.1f}", flush=True)
         finally:
             for b in busy:
-                if b.args[0] == "bash":
-                    os.killpg(b.pid, 9)     # the command's own children too
-                else:
-                    b.kill()
+                b.kill()
                 b.wait()
+            if beside is not None:
+                os.killpg(beside.pid, 9)    # the command's own children too
+                beside.wait()
     return 0
 
 

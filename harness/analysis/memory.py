@@ -240,11 +240,10 @@ def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
         before, after = got.get("heap"), got.get("heap_after")
     if not isinstance(before, int) or not isinstance(after, int):
         return None
-    rule, _ = collected_rule(CollectedEvidence(heap.kind, heap.creep, before - heap.start,
-                                               after - heap.start, heap.floor))
+    grew, kept = before - heap.start, after - heap.start
+    rule, _ = collected_rule(CollectedEvidence(heap.kind, heap.creep, grew, kept, heap.floor))
     if rule.says != GARBAGE:
         return None
-    grew, kept = before - heap.start, after - heap.start
     return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "
                    f"after the last call gave back {(before - after) / 1024:.0f} KiB, and "
                    f"it keeps {kept / 1024:+.0f} KiB: cyclic garbage, not a leak")

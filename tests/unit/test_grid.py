@@ -155,28 +155,26 @@ def test_a_millisecond_is_not_written_1e03_microseconds() -> None:
     assert human_seconds(0.0123) == "12.3 ms"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("cols", [80, 160])
-def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int) -> None:
-    """Through a pty, drawn by a terminal emulator: no line wider than the terminal
-    (none wrapped by it) and every header whole."""
+def reported_in_pty(report: Report, root: Path, cols: int) -> tuple[list[str], Path]:
+    """`harness report` of `report`'s cells, stored under `root`, run through a pty
+    `cols` wide and drawn by a terminal emulator: its lines as drawn, and the run's
+    directory. No line of what it
+    wrote is wider than the terminal, and it exits as a bad run does (1, or 3 where it
+    could not write a file)."""
     import pyte
 
+    from harness.result.codec import encode
+    from harness.result.model import Plan
     from harness.store import RunStore
     from harness.store.results import PLAN_FILE
     from tests.unit.test_terminal import ANSI as PTY_ANSI
     from tests.unit.test_terminal import in_pty
 
-    rows = ROWS[::5]                     # 8 rows x 40 images: a grid at both widths
-    small = big_report(rows)
-    root = tmp_path_factory.mktemp("grid")
     store = RunStore.open(root / "reports", "big", False)
     try:
-        for res in small.results.values():
+        for res in report.results.values():
             store.write_cell(res)
-        from harness.result.codec import encode
-        from harness.result.model import Plan
-        store.write(PLAN_FILE, encode(Plan(small.planned, "m.yaml")))
+        store.write(PLAN_FILE, encode(Plan(report.planned, "m.yaml")))
     finally:
         store.unlock()
     code, out = in_pty([sys.executable, "-m", "harness", "report", str(store.root)], cols,
@@ -184,12 +182,21 @@ def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int)
     assert code in (1, 3), out[-2000:]
     screen = pyte.Screen(cols, 2000)
     pyte.ByteStream(screen).feed(out.replace("\n", "\r\n").encode("utf-8"))
-    drawn = [line.rstrip() for line in screen.display]
     raw = PTY_ANSI.sub("", out).replace("\r", "").splitlines()
     assert max(len(line) for line in raw) <= cols
+    return [line.rstrip() for line in screen.display], store.root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [80, 160])
+def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int) -> None:
+    """Through a pty, drawn by a terminal emulator: no line wider than the terminal
+    (none wrapped by it) and every header whole."""
+    rows = ROWS[::5]                     # 8 rows x 40 images: a grid at both widths
+    drawn, run = reported_in_pty(big_report(rows), tmp_path_factory.mktemp("grid"), cols)
     assert header_labels(drawn) == TAGS
     assert any(line.startswith("legend:") for line in drawn)
-    assert Path(store.root, "report.html").is_file()
+    assert Path(run, "report.html").is_file()
 
 
 def test_plain_progress_lines_wrap_at_columns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,37 +294,14 @@ def test_a_large_run_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, col
     `model.LARGE`) through a pty, drawn by a terminal emulator: a block per answer, each
     row pattern a line, nothing wider than the terminal, the whole in one screen or two
     (the grid was a line per row per block of images)."""
-    import pyte
-
     from harness.report import model
-    from harness.result.codec import encode
-    from harness.result.model import Plan
-    from harness.store import RunStore
-    from harness.store.results import PLAN_FILE
-    from tests.unit.test_terminal import ANSI as PTY_ANSI
-    from tests.unit.test_terminal import in_pty
 
     rows = [*ROWS, *(f"gpu{g}.extra{s}" for g in range(4) for s in range(3))]
     large = big_report(rows)
     assert len(large.planned) > model.LARGE
-    root = tmp_path_factory.mktemp("large")
-    store = RunStore.open(root / "reports", "big", False)
-    try:
-        for res in large.results.values():
-            store.write_cell(res)
-        store.write(PLAN_FILE, encode(Plan(large.planned, "m.yaml")))
-    finally:
-        store.unlock()
-    code, out = in_pty([sys.executable, "-m", "harness", "report", str(store.root)], cols,
-                       root)
-    assert code in (1, 3), out[-2000:]
-    screen = pyte.Screen(cols, 2000)
-    pyte.ByteStream(screen).feed(out.replace("\n", "\r\n").encode("utf-8"))
-    drawn = [line.rstrip() for line in screen.display]
+    drawn, _ = reported_in_pty(large, tmp_path_factory.mktemp("large"), cols)
     while drawn and not drawn[-1]:
         drawn.pop()
-    raw = PTY_ANSI.sub("", out).replace("\r", "").splitlines()
-    assert max(len(line) for line in raw) <= cols
     text = "\n".join(drawn)
     assert not any(line.startswith("row ") for line in drawn), text     # no grid
     assert re.search(r"^48 rows: first bad: 22\.03 \(last good: 22\.02\)$", text, re.M), text
