@@ -6,6 +6,7 @@ generation is collected, is not; the header says which mode was used."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -167,12 +168,17 @@ def test_the_heap_is_read_without_the_agents_own_step_times(python: str,
     back at once", in another. The agent's buffer is left out of the reading."""
     script = scenario(tmp_path, "def setup(params):\n    return None\n\n\n"
                                 "def step(state):\n    pass\n")
-    proc, records = run_agent(python, script, tmp_path, iterations=100_000, warmup=10,
-                              env={"PYTHONMALLOC": "malloc"})
+    # samples 60,000 calls apart and the last one 20,000 after: the buffer of the long
+    # gap held 40,000 more step times than the short one's, far above the heap's noise
+    proc, records = run_agent(python, script, tmp_path, iterations=200_000, warmup=10,
+                              every=60_000, env={"PYTHONMALLOC": "malloc"})
     assert proc.returncode == 0, proc.stderr
-    first, second = [r for r in records if r["type"] == "sample" and r["src"] == "step"
-                     and r["phase"] == "measure"][:2]
-    longer = (second["i"] - first["i"]) - (first["i"] - 10)   # calls more in the gap
-    assert longer >= 1000, (first["i"], second["i"])
+    samples = [r for r in records if r["type"] == "sample" and r["src"] == "step"
+               and r["phase"] == "measure"]
+    gaps = sorted(((b["i"] - a["i"], b) for a, b in itertools.pairwise(samples)),
+                  key=lambda gap: gap[0])
+    (short, at_short), (long_, at_long) = gaps[0], gaps[-1]
+    longer = long_ - short                                    # calls more in the gap
+    assert longer >= 20_000, [r["i"] for r in samples]
     # a float list cost ~40 B a call; 8 B a call would be the buffer read with the heap
-    assert second["heap"] - first["heap"] < 8 * longer, (first, second)
+    assert at_long["heap"] - at_short["heap"] < 8 * longer, (at_short, at_long)
