@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 if TYPE_CHECKING:
+    from harness.result.model import AgentError
     from harness.store.saved import Saved
 
 LEAKS, TIME = "harness_leaks", "harness_time"
@@ -156,6 +157,7 @@ def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         problem = str(exc)
     if got is None:     # failed outside the except: no "during handling" chain is shown
         _fail(f"harness: {item.name}: {problem}")
+    _outcome(got.result.end.error)
     text = str(got) + (f"; {note}" if note else "")
     if got.floor is not None:
         item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
@@ -170,6 +172,16 @@ def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
                 if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
                 else "")
         _fail(f"harness: {text}{more}")
+
+
+def _outcome(error: AgentError | None) -> None:
+    """A skip or xfail the test raised itself in its child (`pytest.skip`, `importorskip`,
+    `pytest.xfail`; the end record names the exception): the test ends as pytest would
+    end it, not as a crash."""
+    if error is not None and error.type == "Skipped":
+        pytest.skip(error.message)
+    if error is not None and error.type == "XFailed":
+        pytest.xfail(error.message)
 
 
 def _arguments(item: pytest.Function, marks: list[pytest.Mark]

@@ -115,6 +115,37 @@ def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pyt
     assert "During handling" not in out
 
 
+def test_a_skip_or_xfail_inside_a_marked_test_ends_it_as_pytest_would(
+        pytester: pytest.Pytester) -> None:
+    """`pytest.importorskip` and `pytest.skip` raise pytest's Skipped, a BaseException,
+    in the child: a real suite's optional-backend tests (opt_einsum's cupy, jax, torch,
+    ...) read `crash (rule crash): exit code 1 in setup` before."""
+    pytester.makepyfile(test_outcomes='''
+        import pytest
+
+
+        @pytest.mark.harness_leaks(budget="300ms")
+        def test_needs_a_missing_backend():
+            pytest.importorskip("no_such_backend_for_harness")
+
+
+        @pytest.mark.harness_leaks(budget="300ms")
+        def test_skips_itself():
+            pytest.skip("not on this host")
+
+
+        @pytest.mark.harness_leaks(budget="300ms")
+        def test_known_to_fail():
+            pytest.xfail("a known bug")
+    ''')
+    result = _run(pytester, "-rsx")
+    result.assert_outcomes(skipped=2, xfailed=1)
+    out = result.stdout.str()
+    assert "could not import 'no_such_backend_for_harness'" in out
+    assert "not on this host" in out and "a known bug" in out
+    assert "crash" not in out
+
+
 def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_speed='''
