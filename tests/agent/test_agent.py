@@ -460,5 +460,9 @@ def test_step_samples_carry_contention_counters(python: str, tmp_path: Path) -> 
     assert measured and all(isinstance(s["rq_s"], float) and s["rq_s"] >= 0 for s in measured)
     assert all(isinstance(s["ivcs"], int) and s["ivcs"] >= 0 for s in measured)
     assert all(s["rq_all_s"] >= 0 and s["run_all_s"] >= 0 and s["ref_s"] > 0 for s in measured)
-    # waiting is not queueing: far less run-queue delay than the 10 ms slept per sample
-    assert sum(s["rq_s"] for s in measured) < 0.5 * sum(sum(s["dt"]) for s in measured)
+    # waiting is not queueing: an interval's run-queue delay fits in its wall time less
+    # the 1 ms slept per step (a busy host queues the woken thread, never its sleep)
+    steps = step_samples(records)
+    for before, s in itertools.pairwise(steps):
+        if s["phase"] == "measure":
+            assert s["rq_s"] < s["t"] - before["t"] - 0.9 * 0.001 * len(s["dt"]), s
