@@ -41,9 +41,9 @@ def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
 def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
             ) -> CellResult:
     """The cell against its row's baseline, in memory: the pooled comparison, and
-    interleaved rounds where it leaves a doubt (`decision.rounds_for`: a good cell's,
-    or a leak's slower steps), gathered as facts; `decide` sets the
-    final verdict. Nothing is written here."""
+    interleaved rounds where it leaves a doubt (`decision.rounds_for`: a good cell's, or
+    a leak's slower steps), gathered as facts; `decide` sets the final verdict. Nothing
+    is written here."""
     # Imported here: NumPy loads on the prefetch thread while the first container runs.
     from harness.analysis.decision import CellFacts, decide, pooled_text, rounds_for
     from harness.analysis.pooled import baseline_facts
