@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
-from harness.analysis.kinds import GOOD, Verdict
+from harness.analysis.kinds import GOOD, Verdict, kind
 from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
@@ -31,6 +31,7 @@ from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
 from harness.analysis.vsbaseline import (
     Baseline,
+    Confirmation,
     StepComparison,
     VsBaseline,
 )
@@ -145,6 +146,19 @@ def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
     return suspects(base, cfg) and base.rounds > 0
 
 
+def rounds_for(verdict: Verdict, base: Baseline, cfg: AnalysisConfig) -> bool:
+    """Whether interleaved rounds run for a cell of `verdict` within its run: a good
+    cell's doubt (`needs_rounds`), and a leak whose pooled steps read slower than the
+    baseline's (memory that grows and every call slower: the seeds' own symptom), so
+    that its slowdown is said beside the leak where the rounds confirm it, and never
+    from the pooled steps of two runs alone."""
+    if verdict in GOOD:
+        return needs_rounds(base, cfg)
+    found = kind(verdict)
+    return (found.cls == "bad" and found.figure == "memory" and base.rounds > 0
+            and base.steps is not None and base.steps.direction == "slower")
+
+
 def pooled_text(steps: StepComparison, label: str) -> str:
     """What the pooled step-time test said, for reasons and progress lines."""
     return f"steps {steps.ratio:.2f}x {label} pooled (p={steps.p_value:.2g})"
@@ -158,8 +172,9 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
     findings = list(within.findings)
     vs = VsBaseline(label, steps, base.cpu, peaks)
     if within.verdict not in GOOD:
-        # A rule before the baseline's decided: the comparison's figures, no more.
-        return dataclasses.replace(within, vs_baseline=vs)
+        # A rule before the baseline's decided: the comparison's figures, and a slowdown
+        # the rounds confirmed beside it (`rounds_for`).
+        return _also_slower(within, vs, base.confirmation)
     worse: list[str] = []
     suspected = unsettled = ""
     if steps is not None and suspects(base, cfg):
@@ -200,6 +215,26 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
                                    facts=found)
     return dataclasses.replace(within, verdict=rule.verdict, reason=reason, rule=rule.id,
                                findings=tuple(findings), vs_baseline=vs, facts=found)
+
+
+def _also_slower(within: CellVerdict, vs: VsBaseline, conf: Confirmation | None
+                 ) -> CellVerdict:
+    """A cell bad within its run (a leak) with the rounds run against its baseline: the
+    rounds kept beside it, and a slowdown they confirmed said too, in its reason, its
+    findings and its facts (`regression`, which the table reads after the rule that
+    decided: the verdict stays that rule's). Rounds that confirmed nothing say nothing,
+    and neither does the pooled ratio."""
+    if conf is None:
+        return dataclasses.replace(within, vs_baseline=vs)
+    vs = dataclasses.replace(vs, confirmation=conf, direction=conf.direction)
+    if not (conf.confirmed and conf.direction == "slower"):
+        return dataclasses.replace(within, vs_baseline=vs)
+    slower = f"steps {conf.ratio:.2f}x {vs.baseline}, {conf.reason}"
+    also = f"also slower than {vs.baseline}: {slower}"
+    found = dataclasses.replace(within.facts or Facts(), regression=slower)
+    return dataclasses.replace(
+        within, reason=f"{within.reason}; {also}", vs_baseline=vs, facts=found,
+        findings=(*within.findings, Finding("vs-baseline", also)))
 
 
 def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:

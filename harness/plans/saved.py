@@ -29,7 +29,7 @@ from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.stages.attempts import emptied, execute
-from harness.stages.confirm import round_cell, round_said, usable, with_cost
+from harness.stages.confirm import MAX_CALLS, round_cell, round_said, usable, with_cost
 from harness.stages.context import Context, Measured
 from harness.stages.rows import round_length, with_verdict
 
@@ -38,7 +38,7 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
                   saved_series: Series, label: str) -> CellResult:
     """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
     with the comparison; nothing is written."""
-    from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+    from harness.analysis.decision import CellFacts, decide, pooled_text, rounds_for
     from harness.analysis.kinds import GOOD
     from harness.analysis.pooled import baseline_facts  # NumPy: lazily
 
@@ -46,7 +46,7 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
     facts = baseline_facts(cfg, saved_series, measured.series, label, cell.settings.rounds,
                            good=res.verdict in GOOD)
     steps = facts.steps
-    if res.verdict in GOOD and steps is not None and needs_rounds(facts, cfg):
+    if steps is not None and rounds_for(res.verdict, facts, cfg):
         what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
         ctx.progress(f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; "
                      f"confirming in rounds of this run against the saved one "
@@ -54,23 +54,25 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
         calls = round_length(cell, len(measured.series.cols.steps),
                              [r.summary.median_step_s for r in (res, saved)])
         facts = dataclasses.replace(facts, confirmation=rounds_against(
-            ctx, cell, saved_series, steps.direction, cell.settings.rounds, calls, label))
+            ctx, cell, saved_series, steps.direction, cell.settings.rounds, calls, label,
+            MAX_CALLS if res.verdict in GOOD else None))
     verdict = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
     return with_verdict(res, verdict)
 
 
 def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Direction,
-                   rounds: int, measured: int, label: str) -> Confirmation:
+                   rounds: int, measured: int, label: str, cap: int | None = MAX_CALLS
+                   ) -> Confirmation:
     """Rounds of `cell`, each a fresh short run against the saved run's statistic,
     decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
-    baseline's runs: the saved one is the baseline of every round)."""
+    baseline's runs: the saved one is the baseline of every round; `cap` as there)."""
     from harness.analysis.contention import busy_share, run_stat, sm_clocks
     from harness.analysis.rounds import decide_rounds, judged, settled
 
     cfg = ctx.cfg
     base = run_stat(saved_series)
     base_busy = busy_share(saved_series)
-    short = round_cell(cell, measured)
+    short = round_cell(cell, measured, cap)
     done: list[Round] = []
     started = time.monotonic()
     k, most = 0, 2 * max(rounds, 1)

@@ -22,7 +22,7 @@ from typing import TextIO
 from harness.analysis.kinds import KINDS, LOOKS, SLOWDOWN, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
-from harness.result.words import also_slowed, ran_on_cpu
+from harness.result.words import also_slowed, also_slower, ran_on_cpu
 
 MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
 
@@ -77,8 +77,10 @@ def _token(verdict: str, res: CellResult | None) -> str:
         return symbol
     if found.figure == "memory":
         source = res.deciding_source
-        slowed = also_slowed(res)
+        slowed, slower = also_slowed(res), also_slower(res)
         also = f"+{GLYPHS['slowdown'].symbol}{figure(slowed.ratio)}" if slowed else ""
+        if slower is not None:
+            also += f"+{GLYPHS['regression'].symbol}{figure(slower.ratio)}"
         if source is not None and source in res.memory:
             return symbol + figure(res.memory[source].slope / 1024) + also
     if found.figure == "steps" and res.steps is not None:

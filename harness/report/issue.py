@@ -30,7 +30,7 @@ from harness.report.model import Report, Reporter
 from harness.report.text import md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult
-from harness.result.words import also_slowed
+from harness.result.words import also_slowed, also_slower
 from harness.runtimes.base import own_cgroup
 from harness.thresholds import AnalysisConfig
 
@@ -180,13 +180,12 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
 
 def timed(bad: Result) -> bool:
     """Whether the first bad cell's finding is about time (a slowdown, a regression
-    against the baseline, a leak whose steps slowed within its run too, a change
-    interleaved rounds measured): only then do
+    against the baseline, a leak whose steps slowed within its run too, or that
+    interleaved rounds confirmed slower than the baseline): only then do
     step-time ratios belong in its issue; beside a leak alone an unconfirmed one would
     read as a finding."""
-    vs = bad.vs_baseline
     return (bad.verdict in TIMED or also_slowed(bad) is not None
-            or (vs is not None and vs.confirmation is not None))
+            or also_slower(bad) is not None)
 
 
 def cause_section(r: Report, row: str) -> str:
@@ -271,6 +270,10 @@ class IssueReporter(Reporter):
         slowed = also_slowed(bad)
         if slowed is not None:
             verb += f" and {kind('slowdown').title} (late steps {slowed.ratio:.2f}x early)"
+        slower, vs = also_slower(bad), bad.vs_baseline
+        if slower is not None and vs is not None:
+            verb += (f" and is {slower.ratio:.2f}x slower than {vs.baseline} (in "
+                     f"{len(slower.decided_by)} interleaved rounds)")
         scen = bad.scenario
         since = f" (not in {good.image.label})" if good else ""
         out.write(f"# {scen.id} {verb} in {bad.image.label}{since}\n\n")

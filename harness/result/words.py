@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from harness.analysis.devices import device_kind
-from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN
+from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN, TIMED
 from harness.analysis.trends import StepTrend, missed_text, rate_text, rate_words
+from harness.analysis.vsbaseline import Confirmation
 from harness.result.model import CellResult
 
 
@@ -95,6 +96,17 @@ def also_slowed(res: CellResult) -> StepTrend | None:
     if not res.steps.slowdown or not any(f.kind == SLOWDOWN for f in res.findings):
         return None
     return res.steps
+
+
+def also_slower(res: CellResult) -> Confirmation | None:
+    """The rounds that confirmed a cell bad for another reason (a leak) slower than its
+    row's baseline too, said beside its verdict (None: no rounds ran, or they confirmed
+    no slowdown; a pooled ratio alone is never said beside a leak)."""
+    vs = res.vs_baseline
+    conf = vs.confirmation if vs is not None else None
+    if res.verdict not in BAD or res.verdict in TIMED or conf is None:
+        return None
+    return conf if conf.confirmed and conf.direction == "slower" else None
 
 
 def baseline_numbers(res: CellResult) -> list[str]:

@@ -2,11 +2,12 @@
 
 `rows.compare` (in a sweep, and in `harness bisect`, whose probes are compared with
 the first image the same way) calls `confirm` when the pooled step-time comparison of
-a cell with its row's baseline leaves a doubt (slower or faster, or a busy host), in
-the cell's lane right after it ran. Each round runs the baseline cell and
-then the suspect cell afresh, shorter than the cells themselves (half their measured
-calls, 50..1000), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
-then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
+a cell with its row's baseline leaves a doubt (a good cell slower or faster, or a busy
+host; a leak slower: `analysis.decision.rounds_for`), in the cell's lane right after
+it ran. Each round runs the baseline cell and then the suspect cell afresh, shorter
+than the cells themselves (half their measured calls, 50..1000; a leak's without the
+1,000 cap), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is then
+taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
 until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
 the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
 sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
@@ -40,10 +41,13 @@ MIN_CALLS, MAX_CALLS = 50, 1000
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 
-def round_cell(cell: Cell, measured: int) -> Cell:
-    """The cell as a confirmation run: fixed, shorter length, no early stop or repeats."""
+def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
+    """The cell as a confirmation run: fixed, shorter length (half `measured`, at least
+    `MIN_CALLS`, at most `cap` where one is given), no early stop or repeats."""
     s = cell.settings
-    calls = max(MIN_CALLS, min(MAX_CALLS, (measured or s.agent_iterations) // 2))
+    calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
+    if cap is not None:
+        calls = min(cap, calls)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
@@ -90,7 +94,7 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
 
 
 def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: int,
-            measured: int) -> Confirmation:
+            measured: int, cap: int | None = MAX_CALLS) -> Confirmation:
     """Run `rounds` interleaved baseline/suspect rounds and decide from them.
 
     Args:
@@ -100,11 +104,14 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         suspected: The pooled comparison's direction ("slower" or "faster").
         rounds: How many usable rounds to get (>= 1).
         measured: Calls the suspect cell measured (sets the rounds' length).
+        cap: The most calls a round's run makes; None for a leak put to the rounds, whose
+            steps may slow as what it keeps grows (a handler added per call): rounds
+            capped short of its run measure an earlier, faster state (`round_cell`).
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
     from harness.analysis.rounds import decide_rounds, judged, settled
     cfg = ctx.cfg
-    runs = (round_cell(base, measured), round_cell(cell, measured))
+    runs = (round_cell(base, measured, cap), round_cell(cell, measured, cap))
     done: list[Round] = []
     k = 0
     started = time.monotonic()

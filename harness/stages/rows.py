@@ -17,7 +17,7 @@ from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult
-from harness.stages.confirm import confirm
+from harness.stages.confirm import MAX_CALLS, confirm
 from harness.stages.context import Context, Measured
 from harness.thresholds import AnalysisConfig
 
@@ -41,10 +41,11 @@ def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
 def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
             ) -> CellResult:
     """The cell against its row's baseline, in memory: the pooled comparison, and
-    interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
-    final verdict. Nothing is written here."""
+    interleaved rounds where it leaves a doubt (`decision.rounds_for`: a good cell's, or
+    a leak's slower steps), gathered as facts; `decide` sets the final verdict. Nothing
+    is written here."""
     # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+    from harness.analysis.decision import CellFacts, decide, pooled_text, rounds_for
     from harness.analysis.pooled import baseline_facts
 
     res, cfg = measured.result, ctx.cfg
@@ -56,7 +57,7 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
     facts = baseline_facts(cfg, base_series, series, label, cell.settings.rounds,
                            good=res.verdict in GOOD)
     steps, busy = facts.steps, facts.busy
-    if res.verdict in GOOD and steps is not None and needs_rounds(facts, cfg):
+    if steps is not None and rounds_for(res.verdict, facts, cfg):
         pooled = pooled_text(steps, label)
         what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
         if steps.direction == "~" and not ctx.busy_said.is_set():
@@ -70,9 +71,10 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
         facts = dataclasses.replace(facts, confirmation=confirm(
             ctx, base, cell, steps.direction, cell.settings.rounds,
             round_length(cell, len(series.cols.steps),
-                         [r.summary.median_step_s for r in (res, base_result)])))
+                         [r.summary.median_step_s for r in (res, base_result)]),
+            MAX_CALLS if res.verdict in GOOD else None))
     v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
-    if res.verdict in GOOD:
+    if res.verdict in GOOD or facts.confirmation is not None:
         said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
                 else vs_text(v.vs_baseline, cfg))
         ctx.progress(f"{cell.id} vs {label}: {said}")

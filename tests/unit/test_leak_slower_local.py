@@ -1,0 +1,113 @@
+"""A leak that is also slower than its row's baseline, run for real (issue 63 item 8):
+three releases of a tiny package, each a wheel installed offline into its own venv by
+the local runtime. 1.0 adds a logging handler once; 2.0 adds one on every call (retrying
+1.3.5's bug: a NullHandler, a few hundred bytes, kept per call, and every call logs
+through all of them, slower than the last); 3.0 keeps a few hundred bytes per call in a
+list and is otherwise 1.0. Both later releases leak; 2.0's rounds against 1.0 confirm
+it slower too, and its verdict says both; 3.0, at 1.0's speed, claims no slowdown."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import sweepkit
+
+from harness.result.model import CellResult
+from harness.result.words import cell_text
+from harness.runtimes.local import LocalRuntime
+
+ONCE = '''import logging
+_LOG = logging.getLogger("handlers_demo")
+_LOG.propagate = False
+_LOG.addHandler(logging.NullHandler())
+
+
+def work():
+    _LOG.warning("called")
+'''
+EVERY_CALL = '''import logging
+_LOG = logging.getLogger("handlers_demo")
+_LOG.propagate = False
+
+
+def work():
+    _LOG.addHandler(logging.NullHandler())
+    _LOG.warning("called")
+'''
+KEPT = ONCE + '''
+_KEPT = []
+
+
+def keep():
+    _KEPT.append(bytearray(240))
+'''
+RELEASES = {"1.0": ONCE, "2.0": EVERY_CALL, "3.0": KEPT}
+SCENARIO = '''
+def setup(params):
+    import handlers_demo
+    return handlers_demo
+
+
+def step(mod):
+    mod.work()
+    if hasattr(mod, "keep"):
+        mod.keep()
+'''
+
+
+def wheel(where: Path, version: str, code: str) -> None:
+    """A wheel of one module, installable with no index."""
+    name = "handlers_demo"
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": code,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+
+
+@pytest.fixture
+def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, CellResult]:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version, code in RELEASES.items():
+        wheel(wheels, version, code)
+    for tool in ("UV", "PIP"):
+        monkeypatch.setenv(f"{tool}_NO_INDEX", "1")
+        monkeypatch.setenv(f"{tool}_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    images = [{"name": f"h{v.replace('.', '')}", "python": sys.executable,
+               "pip": [f"handlers_demo=={v}"]} for v in RELEASES]
+    path = sweepkit.write_matrix(tmp_path, images, ["handlers.py"], name="handlers",
+                                 gpus=None, defaults={"iterations": 3000, "warmup": 100,
+                                                      "repeats": 0},
+                                 files={"handlers.py": SCENARIO})
+    run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
+    return {r.image.label: r for r in run.results.values()}
+
+
+def test_a_leak_slower_than_its_baseline_says_both_and_one_at_its_speed_only_the_leak(
+        swept: dict[str, CellResult]) -> None:
+    every, kept = swept["h20"], swept["h30"]
+    # GIVEN both later releases leak, by the leak rule
+    assert swept["h10"].verdict == "ok", swept["h10"].reason
+    assert every.verdict == kept.verdict == "leak", (every.reason, kept.reason)
+    assert every.rule == kept.rule == "leak"
+    # THEN the handler per call, slower with every call, is confirmed slower than 1.0 by
+    # the rounds run for it, and says so beside its leak: reason, words, stored facts
+    vs = every.vs_baseline
+    assert vs is not None and vs.confirmation is not None, every.reason
+    conf = vs.confirmation
+    assert conf.confirmed and conf.direction == "slower", conf.reason
+    assert "; also slower than h10: steps " in every.reason, every.reason
+    assert "baseline (slower in " in cell_text(every), cell_text(every)
+    assert every.facts is not None and every.facts.regression
+    # AND the leak at 1.0's speed ran no rounds and claims no slowdown
+    assert kept.vs_baseline is not None and kept.vs_baseline.confirmation is None
+    assert "slower" not in kept.reason and "baseline" not in cell_text(kept), kept.reason
