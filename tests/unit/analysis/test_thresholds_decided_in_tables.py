@@ -19,7 +19,8 @@ from harness.thresholds import AnalysisConfig
 
 ROOT = Path(__file__).resolve().parents[3] / "harness"
 TABLES = {"analysis/rules.py", "analysis/runrules.py", "analysis/trendrules.py",
-          "analysis/table.py", "thresholds.py"}
+          "analysis/steprules.py", "analysis/baselinerules.py", "analysis/table.py",
+          "thresholds.py"}
 # Modules that still compare thresholds to make a figure the table reads (a fact):
 # the step-time comparisons' directions and the rounds' confirmation (`Facts.slowdown`,
 # `regression`, the rounds' `RoundEvidence`), the run's first decisions on its length.
@@ -27,7 +28,6 @@ STILL = {
     "analysis/rounds.py": (11, "a round's speeds, sides of min_ratio; the rounds' "
                                "confirmed direction (Confirmation)"),
     "analysis/pooled.py": (10, "the pooled step and peak comparisons' directions"),
-    "analysis/stepreading.py": (6, "the within-run step trend's direction (Facts.slowdown)"),
     "analysis/decision.py": (3, "a cut-short run under leak_large_bytes, the peak ratio, "
                                 "a busy baseline's recheck"),
     "preflight.py": (1, "iterations too few to decide: an input error before any run"),
