@@ -19,6 +19,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from harness.analysis.baselinerules import (
+    DOUBT,
+    REGRESSION,
+    DoubtEvidence,
+    PeakVerdictEvidence,
+    doubt_rule,
+    peak_verdict_rule,
+)
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict
@@ -26,7 +34,9 @@ from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule
+from harness.analysis.runrules import BY_BUDGET, LengthEvidence, length_rule
 from harness.analysis.stepreading import read_steps
+from harness.analysis.table import Rule
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
 from harness.analysis.vsbaseline import (
@@ -71,9 +81,11 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     sign = runtime_sign(series, outcome)
     capped = capped_at(series) if again else None
     leaks = [t for _, t in leaking(mem.memory)]
-    short = None
-    if again and capped is None and leaks and max(map(risen, leaks)) < cfg.leak_large_bytes:
-        short = cut_short(series, cfg.short_calls)
+    cut = cut_short(series, cfg.short_calls) if again and capped is None and leaks else None
+    length, _ = length_rule(LengthEvidence(cfg, again, capped[0] if capped else "",
+                                           max(map(risen, leaks)) if leaks else None,
+                                           cut[0] if cut else ""))
+    short = cut if length.says == BY_BUDGET else None
     facts = Facts(runaway=memory_stopped(series), ended=ended[0] if ended else None,
                   ended_why=ended[1] if ended else "",
                   gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
@@ -133,11 +145,18 @@ def decide(facts: CellFacts) -> CellVerdict:
                                facts=found)
 
 
-def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
-    """Whether the pooled comparison leaves the step time in doubt: a suspected change,
-    or either cell ran on a busy host (load can hide a change as well as fake one)."""
+def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
+    """The rule of `baselinerules.DOUBT_RULES` that fires on the pooled comparison."""
     steps = base.steps
-    return steps is not None and (steps.direction != "~" or base.busy >= cfg.recheck_share)
+    return doubt_rule(DoubtEvidence(cfg, steps.direction if steps is not None else "",
+                                    base.busy))[0]
+
+
+def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
+    """Whether the pooled comparison leaves the step time in doubt (`doubt`): a
+    suspected change, or either cell ran on a busy host (load can hide a change as well
+    as fake one)."""
+    return doubt(base, cfg).says == DOUBT
 
 
 def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -160,9 +179,11 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
     if within.verdict not in GOOD:
         # A rule before the baseline's decided: the comparison's figures, no more.
         return dataclasses.replace(within, vs_baseline=vs)
+    asked = doubt(base, cfg)
+    vs = dataclasses.replace(vs, rule=asked.id)
     worse: list[str] = []
     suspected = unsettled = ""
-    if steps is not None and suspects(base, cfg):
+    if steps is not None and asked.says == DOUBT:
         pooled = pooled_text(steps, label)
         vs = dataclasses.replace(vs, direction=(
             "suspected " + steps.direction if steps.direction != "~" else "~"))
@@ -176,8 +197,8 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             unsettled = conf.unsettled(cfg.min_ratio)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
-    if (peaks is not None and peaks.direction == "higher"
-            and peaks.ratio >= cfg.peak_regression_ratio):
+    if peaks is not None and peak_verdict_rule(PeakVerdictEvidence(
+            cfg, peaks.direction, peaks.ratio))[0].says == REGRESSION:
         worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")
     before = within.facts if within.facts is not None else Facts()
     found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected,
