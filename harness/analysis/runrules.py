@@ -15,7 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.analysis.baselinerules import (
+    CONFIRM_RULES,
+    DOUBT_RULES,
+    PEAK_RULES,
+    PEAK_VERDICT_RULES,
+    POOLED_RULES,
+    SETTLED_RULES,
+)
 from harness.analysis.rules import RULES
+from harness.analysis.steprules import LOAD_RULES, STEP_RULES
 from harness.analysis.table import Rule, first_of
 from harness.analysis.trendrules import GARBAGE_RULES, TREND_RULES
 from harness.thresholds import AnalysisConfig
@@ -295,6 +304,24 @@ DOC_TABLES: tuple[tuple[str, str, tuple[Rule[Any], ...], str], ...] = (
      "<!-- end of the memory kinds' rules -->", TREND_RULES, "the source's kind"),
     ("<!-- the collection's rules: made by harness.analysis.runrules; do not edit -->",
      "<!-- end of the collection's rules -->", GARBAGE_RULES, "the heap"),
+    ("<!-- the length's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the length's rules -->", LENGTH_RULES, "the reading"),
+    ("<!-- the step times' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the step times' rules -->", STEP_RULES, "the steps"),
+    ("<!-- the load's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the load's rules -->", LOAD_RULES, "the slowdown"),
+    ("<!-- the pooled steps' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the pooled steps' rules -->", POOLED_RULES, "the steps"),
+    ("<!-- the peak's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the peak's rules -->", PEAK_RULES, "the peak"),
+    ("<!-- the peak verdict's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the peak verdict's rules -->", PEAK_VERDICT_RULES, "the peak"),
+    ("<!-- the doubt's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the doubt's rules -->", DOUBT_RULES, "the comparison"),
+    ("<!-- the settled rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the settled rules -->", SETTLED_RULES, "the rounds"),
+    ("<!-- the confirmation's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the confirmation's rules -->", CONFIRM_RULES, "the rounds say"),
 )
 
 

@@ -89,6 +89,12 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
     assert main(["report", str(run.root), "--why", res.id]) == 1
     out = capsys.readouterr().out
     assert "round 1: rule round-busy-agrees: counts" in out, out
+    # and the rules of its step times (`steprules`, `baselinerules`) that decided
+    assert "step times: rule steps-flat: flat" in out, out
+    assert "vs v1, pooled steps: rule pooled-slower: slower" in out, out
+    assert "vs v1: rule doubt-suspected: doubt: rounds" in out, out
+    assert "rounds: rule confirm-slower: slower; after the last, rule settled-confirmed: " \
+        "settled" in out, out
 
 
 def _rerun(**kw: object) -> str:
