@@ -1,8 +1,9 @@
 """The tables of a cell against its row's baseline (issue 61): the pooled step times'
 direction (`POOLED_RULES`) and the peak's (`PEAK_RULES`), whether the pooled comparison
 leaves a doubt that interleaved rounds settle (`DOUBT_RULES`), whether the rounds run so
-far settle it (`SETTLED_RULES`), what they confirm (`CONFIRM_RULES`), and whether a
-higher peak is a regression (`PEAK_VERDICT_RULES`). `pooled`, `rounds` and `decision`
+far settle it (`SETTLED_RULES`), what they confirm (`CONFIRM_RULES`), whether they
+left a doubt about a slowdown unanswered (`UNSETTLED_RULES`), and whether a higher peak
+is a regression (`PEAK_VERDICT_RULES`). `pooled`, `rounds` and `decision`
 compute the figures and ask these tables; every threshold they compare is compared here,
 the rules' ids kept (`StepComparison.rule`, `PeakComparison.rule`, `VsBaseline.rule`,
 `Confirmation.rule`) and shown by `--why`; docs/verdicts.md lists the tables
@@ -251,3 +252,79 @@ SETTLED_RULES: tuple[Rule[SettledEvidence], ...] = (
 def settled_rule(ev: SettledEvidence) -> tuple[Rule[SettledEvidence], str]:
     """Whether the rounds so far settle the question: the rule, and what it names."""
     return first_of(ev, SETTLED_RULES)
+
+
+@dataclass(frozen=True)
+class UnsettledEvidence:
+    """Rounds run for a doubt about a slowdown, as the verdict's rule `unsettled` asks
+    whether they left it unanswered (`unsettled`).
+
+    Attributes:
+        cfg: The thresholds.
+        suspected: The direction put to the test.
+        direction: The confirmed direction.
+        rounds: The rounds run.
+        counted: Timed rounds that counted.
+        out: The ratios of the timed rounds left out.
+        busy: Every round left out was left out for a busy host.
+    """
+
+    cfg: AnalysisConfig
+    suspected: str = SAME
+    direction: str = SAME
+    rounds: int = 0
+    counted: int = 0
+    out: Sequence[float] = ()
+    busy: bool = False
+
+    @classmethod
+    def of(cls, conf: Confirmation, cfg: AnalysisConfig) -> UnsettledEvidence:
+        """A confirmation's rounds as the table reads them."""
+        timed = [r for r in conf.rounds if r.base_s > 0 and r.other_s > 0]
+        out = [r for r in timed if r.excluded is not None]
+        busy = all(r.excluded and r.excluded.startswith("host busy") for r in out)
+        return cls(cfg, conf.suspected, conf.direction, len(conf.rounds),
+                   len(timed) - len(out), [r.ratio for r in out], busy)
+
+
+def _unsettled(ev: UnsettledEvidence) -> str:
+    why = "host busy" if ev.busy else "host busy or runs failed"
+    return (f"{why}: {ev.rounds - ev.counted} of {ev.rounds} confirmation rounds left out, "
+            f"{ev.counted} counted, 2 needed, every one left out {min(ev.out):.2f}x slower "
+            "or more; sweep it again on a quieter host")
+
+
+ANSWERED, UNSETTLED = "answered", "unsettled"
+UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
+    Rule("unsettled-faster", ANSWERED, "only an improvement was in doubt: it changes no "
+         "verdict", (), lambda ev: "rounds" if ev.suspected == FASTER else None),
+    Rule("unsettled-confirmed", ANSWERED, "the rounds confirmed a direction", (),
+         lambda ev: ev.direction if ev.direction != SAME else None),
+    Rule("unsettled-counted", ANSWERED, "two rounds or more counted: their answer stands",
+         (), lambda ev: "rounds" if ev.counted >= 2 else None),
+    Rule("unsettled-few-out", ANSWERED, "fewer than two rounds were left out", (),
+         lambda ev: "rounds" if len(ev.out) < 2 else None),
+    Rule("unsettled-load", ANSWERED, "a round left out read the suspect `min_ratio` or "
+         "less: load alone makes such rounds (a clean pair on a loaded host read 0.57x, "
+         "1.10x, 1.61x), no slowdown stands behind them", ("min_ratio",),
+         lambda ev: "rounds" if any(r <= ev.cfg.min_ratio for r in ev.out) else None),
+    Rule("unsettled-rounds", UNSETTLED, "none of the above: every round left out (two at "
+         "least) read the suspect slower past `min_ratio`, a slowdown load did not make: "
+         "the verdict's rule `unsettled`", (), _unsettled),
+)
+
+
+def unsettled_rule(ev: UnsettledEvidence) -> tuple[Rule[UnsettledEvidence], str]:
+    """Whether rounds left a doubt about a slowdown unanswered: the rule, and what it
+    names (the words, where it did)."""
+    return first_of(ev, UNSETTLED_RULES)
+
+
+def unsettled(conf: Confirmation, cfg: AnalysisConfig) -> str:
+    """Why rounds run for a doubt about a slowdown (suspected slower, or a busy host)
+    settled nothing, or "" where they did (`UNSETTLED_RULES`): fewer than two counted,
+    and the rounds left out read the suspect slower past `min_ratio`, each of them (two
+    at least): a change the load that left them out does not make (issue 61: 15x in
+    every round, every one left out, read `ok`)."""
+    rule, named = unsettled_rule(UnsettledEvidence.of(conf, cfg))
+    return named if rule.says == UNSETTLED else ""

@@ -27,8 +27,9 @@ from harness.analysis.baselinerules import (
     doubt_rule,
     peak_verdict_rule,
 )
+from harness.analysis.baselinerules import unsettled as unsettled_words
 from harness.analysis.devices import device_kind
-from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
+from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict
 from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
@@ -81,11 +82,8 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     sign = runtime_sign(series, outcome)
     capped = capped_at(series) if again else None
     leaks = [t for _, t in leaking(mem.memory)]
-    cut = cut_short(series, cfg.short_calls) if again and capped is None and leaks else None
-    length, _ = length_rule(LengthEvidence(cfg, again, capped[0] if capped else "",
-                                           max(map(risen, leaks)) if leaks else None,
-                                           cut[0] if cut else ""))
-    short = cut if length.says == BY_BUDGET else None
+    short = cut_short(series, cfg, again, capped[0] if capped else "",
+                      max(map(risen, leaks)) if leaks else None)
     facts = Facts(runaway=memory_stopped(series), ended=ended[0] if ended else None,
                   ended_why=ended[1] if ended else "",
                   gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
@@ -96,6 +94,20 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     notes = (*((mem.cyclic,) if mem.cyclic is not None else ()), *st.notes)
     return RunReading(mem, Evidence(mem.memory, facts), st.steps, st.cpu, st.at_speed,
                       st.busy, st.gpu, ended, notes, sign)
+
+
+def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: str = "",
+              grown: float | None = 0.0) -> tuple[str, int] | None:
+    """The run's time budget ended it after fewer than `short_calls` calls (its cap, if
+    lower), where rule `length-short` of `runrules.LENGTH_RULES` fires on it (`again`:
+    repeats are left; `capped`: its cap ended it, in words; `grown`: what the leak
+    grew, None without one): what it made, in words, and the calls its next run makes.
+    A cache of as many entries as a run made calls fills like a leak for all of them;
+    where each miss is slow, a few seconds hold a few hundred (issue 49)."""
+    ended = budget_ended(series)
+    words, done, asked = ended if ended is not None else ("", 0, 0)
+    rule, _ = length_rule(LengthEvidence(cfg, again, capped, grown, words, done, asked))
+    return (words, min(cfg.short_calls, asked)) if rule.says == BY_BUDGET else None
 
 
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
@@ -194,7 +206,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             if conf.direction == "slower":
                 worse.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
-            unsettled = conf.unsettled(cfg.min_ratio)
+            unsettled = unsettled_words(conf, cfg)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
     if peaks is not None and peak_verdict_rule(PeakVerdictEvidence(

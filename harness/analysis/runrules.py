@@ -22,6 +22,7 @@ from harness.analysis.baselinerules import (
     PEAK_VERDICT_RULES,
     POOLED_RULES,
     SETTLED_RULES,
+    UNSETTLED_RULES,
 )
 from harness.analysis.rules import RULES
 from harness.analysis.steprules import LOAD_RULES, STEP_RULES
@@ -191,15 +192,18 @@ class LengthEvidence:
         capped: Its cap ended it with most of its budget left (`facts.capped_at`, in
             words; "" not so).
         grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
-        cut: Its budget ended it after fewer than `short_calls` calls
-            (`facts.cut_short`, in words; "" not so).
+        ended: Its budget ended it (`facts.budget_ended`, in words; "" not so).
+        done: The calls it made.
+        asked: Its cap on calls.
     """
 
     cfg: AnalysisConfig
     again: bool = False
     capped: str = ""
     grown: float | None = None
-    cut: str = ""
+    ended: str = ""
+    done: int = 0
+    asked: int = 0
 
 
 LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
@@ -215,8 +219,9 @@ LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
          lambda ev: "leak" if ev.grown is not None and
          ev.grown >= ev.cfg.leak_large_bytes else None),
     Rule("length-short", BY_BUDGET, "its budget ended it after fewer than `short_calls` "
-         "calls (the verdict's rule `short`)", ("short_calls",),
-         lambda ev: ev.cut or None),
+         "calls (its cap, if lower): the verdict's rule `short`", ("short_calls",),
+         lambda ev: ev.ended if ev.ended and
+         ev.done < min(ev.cfg.short_calls, ev.asked) else None),
     Rule("length-enough", AS_READ, "none of the above", (), lambda ev: "run"),
 )
 
@@ -322,6 +327,8 @@ DOC_TABLES: tuple[tuple[str, str, tuple[Rule[Any], ...], str], ...] = (
      "<!-- end of the settled rules -->", SETTLED_RULES, "the rounds"),
     ("<!-- the confirmation's rules: made by harness.analysis.runrules; do not edit -->",
      "<!-- end of the confirmation's rules -->", CONFIRM_RULES, "the rounds say"),
+    ("<!-- the unsettled rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the unsettled rules -->", UNSETTLED_RULES, "the doubt"),
 )
 
 

@@ -138,28 +138,6 @@ class Confirmation(Record):
     def json_extra(self) -> dict[str, object]:
         return {"confirmed": self.confirmed}
 
-    def unsettled(self, min_ratio: float) -> str:
-        """Why rounds run for a doubt about a slowdown (suspected slower, or a busy
-        host) settled nothing: fewer than two counted, and the rounds left out read the
-        suspect slower past `min_ratio`, each of them (two at least): a change the load
-        that left them out does not make (issue 61: 15x in every round, every one left
-        out, read `ok`). "" where they settled, where the rounds left out do not agree
-        on a slowdown (load alone: a clean pair's rounds read 0.6x, 1.1x, 1.6x), or
-        where only an improvement was in doubt (it changes no verdict)."""
-        if self.suspected == "faster" or self.direction != "~" or not self.rounds:
-            return ""
-        timed = [r for r in self.rounds if r.base_s > 0 and r.other_s > 0]
-        counted = [r for r in timed if r.excluded is None]
-        out = [r for r in timed if r.excluded is not None]
-        if len(counted) >= 2 or len(out) < 2 or any(r.ratio <= min_ratio for r in out):
-            return ""
-        busy = sum(bool(r.excluded and r.excluded.startswith("host busy")) for r in out)
-        why = "host busy" if busy == len(out) else "host busy or runs failed"
-        low = min(r.ratio for r in out)
-        return (f"{why}: {len(self.rounds) - len(counted)} of {len(self.rounds)} "
-                f"confirmation rounds left out, {len(counted)} counted, 2 needed, every "
-                f"one left out {low:.2f}x slower or more; sweep it again on a quieter host")
-
     def to_dict(self) -> dict[str, object]:
         """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""
         return {"suspected": self.suspected, "direction": self.direction,

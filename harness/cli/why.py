@@ -147,6 +147,7 @@ def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
     conf = vs.confirmation
     if conf is not None and conf.rule:
         done, _ = b.settled_rule(b.SettledEvidence.of(conf, cfg))
+        left, _ = b.unsettled_rule(b.UnsettledEvidence.of(conf, cfg))
         out.append(f"rounds: {said(conf.rule, b.CONFIRM_RULES)}; after the last, "
-                   f"{said(done.id, b.SETTLED_RULES)}")
+                   f"{said(done.id, b.SETTLED_RULES)}; {said(left.id, b.UNSETTLED_RULES)}")
     return out

@@ -94,7 +94,7 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
     assert "vs v1, pooled steps: rule pooled-slower: slower" in out, out
     assert "vs v1: rule doubt-suspected: doubt: rounds" in out, out
     assert "rounds: rule confirm-slower: slower; after the last, rule settled-confirmed: " \
-        "settled" in out, out
+        "settled; rule unsettled-confirmed: answered" in out, out
 
 
 def _rerun(**kw: object) -> str:
