@@ -5,7 +5,7 @@ series, how the run ended, the live decision, the GPU precheck, the baseline
 comparison and its confirmation rounds) and calls `decide`. Everything that reads a
 series is read once, by `read_run`: memory (`memory.memory_reading`), step times
 (`stepreading.read_steps`), how the run ended (`outcomes.how_it_ended`), its cap
-(`facts.capped_at`) or its budget (`facts.cut_short`); `within_run` is the table of
+(`facts.capped_at`) or its budget (`cut_short`); `within_run` is the table of
 rules over that reading, worded by `verdict.verdict_of`; `decide` adds what is known
 beside the run and turns it into `ok` / `leak` / `regression` / `not-applicable` ....
 
@@ -75,7 +75,7 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     and first step showed of the GPU (`outcomes.how_it_ended`, `outcomes.runtime_sign`),
     whether its cap cut its budget short (`facts.capped_at`) or its budget ended it
     after too few calls to tell a leak from a cache, where what leaks is under
-    `leak_large_bytes` (`facts.cut_short`)."""
+    `leak_large_bytes` (`cut_short`, rule `length-short`)."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)

@@ -34,7 +34,7 @@ class Facts(Record):
         capped: The run stopped at its cap on calls with most of its time budget left
             (`capped_at`), and the cell may run again: what the budget was and used.
         short: The run's time budget ended it after fewer calls than `short_calls`
-            (`cut_short`), and the cell may run again: what it made, in words.
+            (`decision.cut_short`), and the cell may run again: what it made, in words.
         budget_calls: The calls the cell's next run makes: what the whole budget
             holds at its pace (`capped`), or `short_calls` (`short`).
         slowdown: Late steps slower than early ones: the figures.
