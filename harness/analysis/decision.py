@@ -5,7 +5,7 @@ series, how the run ended, the live decision, the GPU precheck, the baseline
 comparison and its confirmation rounds) and calls `decide`. Everything that reads a
 series is read once, by `read_run`: memory (`memory.memory_reading`), step times
 (`stepreading.read_steps`), how the run ended (`outcomes.how_it_ended`), its cap
-(`facts.capped_at`) or its budget (`facts.cut_short`); `within_run` is the table of
+(`facts.capped_at`) or its budget (`cut_short`); `within_run` is the table of
 rules over that reading, worded by `verdict.verdict_of`; `decide` adds what is known
 beside the run and turns it into `ok` / `leak` / `regression` / `not-applicable` ....
 
@@ -19,14 +19,25 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from harness.analysis.baselinerules import (
+    DOUBT,
+    REGRESSION,
+    DoubtEvidence,
+    PeakVerdictEvidence,
+    doubt_rule,
+    peak_verdict_rule,
+)
+from harness.analysis.baselinerules import unsettled as unsettled_words
 from harness.analysis.devices import device_kind
-from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
+from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict, kind
 from harness.analysis.memory import leaking, memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule
+from harness.analysis.runrules import BY_BUDGET, LengthEvidence, length_rule
 from harness.analysis.stepreading import read_steps
+from harness.analysis.table import Rule
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
 from harness.analysis.vsbaseline import (
@@ -65,16 +76,15 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     and first step showed of the GPU (`outcomes.how_it_ended`, `outcomes.runtime_sign`),
     whether its cap cut its budget short (`facts.capped_at`) or its budget ended it
     after too few calls to tell a leak from a cache, where what leaks is under
-    `leak_large_bytes` (`facts.cut_short`)."""
+    `leak_large_bytes` (`cut_short`, rule `length-short`)."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
     sign = runtime_sign(series, outcome)
     capped = capped_at(series) if again else None
     leaks = [t for _, t in leaking(mem.memory)]
-    short = None
-    if again and capped is None and leaks and max(map(risen, leaks)) < cfg.leak_large_bytes:
-        short = cut_short(series, cfg.short_calls)
+    short = cut_short(series, cfg, again, capped[0] if capped else "",
+                      max(map(risen, leaks)) if leaks else None)
     facts = Facts(runaway=memory_stopped(series), ended=ended[0] if ended else None,
                   ended_why=ended[1] if ended else "",
                   gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
@@ -85,6 +95,20 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
     notes = (*((mem.cyclic,) if mem.cyclic is not None else ()), *st.notes)
     return RunReading(mem, Evidence(mem.memory, facts), st.steps, st.cpu, st.at_speed,
                       st.busy, st.gpu, ended, notes, sign)
+
+
+def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: str = "",
+              grown: float | None = 0.0) -> tuple[str, int] | None:
+    """The run's time budget ended it after fewer than `short_calls` calls (its cap, if
+    lower), where rule `length-short` of `runrules.LENGTH_RULES` fires on it (`again`:
+    repeats are left; `capped`: its cap ended it, in words; `grown`: what the leak
+    grew, None without one): what it made, in words, and the calls its next run makes.
+    A cache of as many entries as a run made calls fills like a leak for all of them;
+    where each miss is slow, a few seconds hold a few hundred (issue 49)."""
+    ended = budget_ended(series)
+    words, done, asked = ended if ended is not None else ("", 0, 0)
+    rule, _ = length_rule(LengthEvidence(cfg, again, capped, grown, words, done, asked))
+    return (words, min(cfg.short_calls, asked)) if rule.says == BY_BUDGET else None
 
 
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
@@ -134,11 +158,18 @@ def decide(facts: CellFacts) -> CellVerdict:
                                facts=found)
 
 
-def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
-    """Whether the pooled comparison leaves the step time in doubt: a suspected change,
-    or either cell ran on a busy host (load can hide a change as well as fake one)."""
+def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
+    """The rule of `baselinerules.DOUBT_RULES` that fires on the pooled comparison."""
     steps = base.steps
-    return steps is not None and (steps.direction != "~" or base.busy >= cfg.recheck_share)
+    return doubt_rule(DoubtEvidence(cfg, steps.direction if steps is not None else "",
+                                    base.busy))[0]
+
+
+def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
+    """Whether the pooled comparison leaves the step time in doubt (`doubt`): a
+    suspected change, or either cell ran on a busy host (load can hide a change as well
+    as fake one)."""
+    return doubt(base, cfg).says == DOUBT
 
 
 def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -175,9 +206,11 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
         # A rule before the baseline's decided: the comparison's figures, and a slowdown
         # the rounds confirmed beside it (`rounds_for`).
         return _also_slower(within, vs, base.confirmation)
+    asked = doubt(base, cfg)
+    vs = dataclasses.replace(vs, rule=asked.id)
     worse: list[str] = []
     suspected = unsettled = ""
-    if steps is not None and suspects(base, cfg):
+    if steps is not None and asked.says == DOUBT:
         pooled = pooled_text(steps, label)
         vs = dataclasses.replace(vs, direction=(
             "suspected " + steps.direction if steps.direction != "~" else "~"))
@@ -188,11 +221,11 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             if conf.direction == "slower":
                 worse.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
-            unsettled = conf.unsettled(cfg.min_ratio)
+            unsettled = unsettled_words(conf, cfg)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
-    if (peaks is not None and peaks.direction == "higher"
-            and peaks.ratio >= cfg.peak_regression_ratio):
+    if peaks is not None and peak_verdict_rule(PeakVerdictEvidence(
+            cfg, peaks.direction, peaks.ratio))[0].says == REGRESSION:
         worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")
     before = within.facts if within.facts is not None else Facts()
     found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected,

@@ -34,7 +34,7 @@ class Facts(Record):
         capped: The run stopped at its cap on calls with most of its time budget left
             (`capped_at`), and the cell may run again: what the budget was and used.
         short: The run's time budget ended it after fewer calls than `short_calls`
-            (`cut_short`), and the cell may run again: what it made, in words.
+            (`decision.cut_short`), and the cell may run again: what it made, in words.
         budget_calls: The calls the cell's next run makes: what the whole budget
             holds at its pace (`capped`), or `short_calls` (`short`).
         slowdown: Late steps slower than early ones: the figures.
@@ -117,20 +117,16 @@ def capped_at(series: Series) -> tuple[str, int] | None:
     return f"{run.done:,} calls, its cap, in {run.took:.2g} s of its {run.budget:g} s budget", calls
 
 
-def cut_short(series: Series, least: int) -> tuple[str, int] | None:
-    """The run's time budget ended it after fewer than `least` calls (and under its cap):
-    what it made, in words, and the calls its next run makes (`least`, or the cap if
-    lower). A cache of as many entries as a run made calls fills like a leak for all of
-    them; where each miss is slow, a few seconds hold a few hundred (issue 49). None:
-    not so, or a series whose agent did not say its budget."""
+def budget_ended(series: Series) -> tuple[str, int, int] | None:
+    """The run's time budget ended it: what it made, in words, the calls it made and its
+    cap. Whether that was too few to tell a leak from a cache is rule `length-short` of
+    `runrules.LENGTH_RULES` (`decision.cut_short`). None: not so (its cap or a live
+    look ended it), or a series whose agent did not say its budget."""
     run = budget_run(series)
     if run is None or not run.spent or run.stopped_early:
         return None
-    calls = min(least, run.asked)
-    if run.done >= calls:
-        return None
     pace = f", {1e3 * run.took / run.done:.3g} ms a call" if run.took is not None else ""
-    return f"{run.done:,} calls in its {run.budget:g} s budget{pace}", calls
+    return f"{run.done:,} calls in its {run.budget:g} s budget{pace}", run.done, run.asked
 
 
 def _mib(n: float) -> str:

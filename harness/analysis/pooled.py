@@ -12,10 +12,12 @@ test: the ratio must pass `peak_min_ratio` and the difference `peak_floor_bytes`
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
+from harness.analysis.baselinerules import PeakEvidence, PooledEvidence, peak_rule, pooled_rule
 from harness.analysis.contention import busy_share
 from harness.analysis.ranktests import mannwhitneyu_p
 from harness.analysis.vsbaseline import (
@@ -61,21 +63,21 @@ def compare_steps(
         )
     ratio = float(np.median(o)) / base_median
     p_value = mannwhitneyu_p(o, b, "two-sided")
-    direction: Direction = "~"
-    if p_value < cfg.alpha and abs(float(np.median(o)) - base_median) >= cfg.step_floor_s:
-        if ratio > cfg.min_ratio:
-            direction = "slower"
-        elif ratio < 1.0 / cfg.min_ratio:
-            direction = "faster"
-    return StepComparison(ratio, p_value, direction, int(b.size), int(o.size))
+    rule, _ = pooled_rule(PooledEvidence(cfg, p_value, ratio,
+                                         abs(float(np.median(o)) - base_median)))
+    direction = cast(Direction, rule.says)
+    return StepComparison(ratio, p_value, direction, int(b.size), int(o.size), rule.id)
 
 
 def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
     """Which threshold held a "~" pooled comparison back, in words: "p=0.31, not
-    significant", "within min_ratio 1.1" or "under the step floor"."""
-    if not steps.p_value < cfg.alpha:
+    significant", "within min_ratio 1.1" or "under the step floor": the rule of
+    `baselinerules.POOLED_RULES` that fires on its p and ratio (a "~" comparison that
+    passed both was held back by the floor)."""
+    rule, _ = pooled_rule(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0))
+    if rule.id == "pooled-unsure":
         return f"not significant at alpha {cfg.alpha:g}"
-    if 1.0 / cfg.min_ratio <= steps.ratio <= cfg.min_ratio:
+    if rule.id == "pooled-within":
         return f"within min_ratio {cfg.min_ratio:g}"
     return f"the medians differ by less than the step floor ({cfg.step_floor_s * 1e6:g} µs)"
 
@@ -103,13 +105,8 @@ def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> P
     if not (np.isfinite(other_peak) and other_peak >= 0.0):
         raise ValueError(f"compare_peaks: compared peak is {other_peak!r} bytes; it must be >= 0")
     ratio = float(other_peak) / float(base_peak)
-    direction: PeakDirection = "~"
-    if abs(other_peak - base_peak) > cfg.peak_floor_bytes:
-        if ratio > cfg.peak_min_ratio:
-            direction = "higher"
-        elif ratio < 1.0 / cfg.peak_min_ratio:
-            direction = "lower"
-    return PeakComparison(ratio, direction)
+    rule, _ = peak_rule(PeakEvidence(cfg, ratio, abs(other_peak - base_peak)))
+    return PeakComparison(ratio, cast(PeakDirection, rule.says), rule.id)
 
 
 def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,

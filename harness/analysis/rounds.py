@@ -32,12 +32,26 @@ every round must agree as well.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
+from harness.analysis.baselinerules import (
+    FEW,
+    SETTLED,
+    ConfirmEvidence,
+    SettledEvidence,
+    confirm_rule,
+    settled_rule,
+)
 from harness.analysis.contention import RunStat, speed_scaled
-from harness.analysis.runrules import LEFT_OUT, RoundEvidence, round_rule
+from harness.analysis.runrules import (
+    LEFT_OUT,
+    RoundEvidence,
+    busy_run,
+    round_rule,
+    speeds_apart,
+)
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
@@ -45,16 +59,9 @@ from harness.thresholds import AnalysisConfig
 def busy_reason(base_busy: float | None, other_busy: float | None,
                 cfg: AnalysisConfig) -> str | None:
     """Why a round ran on a busy host, or None when neither run did: either run waited
-    for a CPU `busy_share` of its step time or more."""
-    for name, share in (("baseline", base_busy), ("suspect", other_busy)):
-        if share is not None and share >= cfg.busy_share:
-            return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
-    return None
-
-
-def _side(ratio: float, cfg: AnalysisConfig) -> int:
-    """Which side of the no-change band a ratio lies on: 1 slower, -1 faster, 0 within."""
-    return 1 if ratio > cfg.min_ratio else -1 if ratio < 1 / cfg.min_ratio else 0
+    for a CPU `busy_share` of its step time or more (`runrules.busy_run`)."""
+    return busy_run(RoundEvidence(cfg, busy=(("baseline", base_busy),
+                                             ("suspect", other_busy))))
 
 
 def speed_reason(plain: float, scaled: float, speed: float | None,
@@ -65,14 +72,8 @@ def speed_reason(plain: float, scaled: float, speed: float | None,
     sides of `min_ratio`, so the change would rest on the correction, which holds for
     CPU-bound work only (a memory-bound step does not speed up with the canary). None:
     the speeds were close, or both ratios say the same (a change far larger than the
-    speeds' difference stands either way)."""
-    if speed is None or 1 / cfg.speed_spread <= speed <= cfg.speed_spread:
-        return None
-    if not (plain > 0 and scaled > 0) or _side(plain, cfg) == _side(scaled, cfg):
-        return None
-    return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
-            f"speed (the canary loop), and the change rests on that: {plain:.2f}x as "
-            f"measured, {scaled:.2f}x at one speed")
+    speeds' difference stands either way): rule `round-speeds` (`runrules.speeds_apart`)."""
+    return speeds_apart(RoundEvidence(cfg, plain=plain, scaled=scaled, speed=speed))
 
 
 def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
@@ -81,9 +82,14 @@ def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
     the suspect's speed over the baseline's, and why the speeds leave the round out
     (`speed_reason`), as a sweep's rounds and a saved run's both read them."""
     b_s, o_s, speed = speed_scaled(base, other)
-    plain = other.net_s / base.net_s if base.net_s > 0 else math.nan
-    scaled = o_s / b_s if b_s > 0 else math.nan
+    plain, scaled = _ratios(base, other, b_s, o_s)
     return b_s, o_s, speed, speed_reason(plain, scaled, speed, cfg)
+
+
+def _ratios(base: RunStat, other: RunStat, b_s: float, o_s: float) -> tuple[float, float]:
+    """The suspect's step time over the baseline's, as measured and at one CPU speed."""
+    plain = other.net_s / base.net_s if base.net_s > 0 else math.nan
+    return plain, o_s / b_s if b_s > 0 else math.nan
 
 
 def cpu_ratio(base: RunStat, other: RunStat) -> float | None:
@@ -117,28 +123,27 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
     time per step agreeing with the wall clock still counts it: load adds waiting,
     which neither holds, and a change seen by both is the step's own; leaving every
     busy round out turned a 15x slowdown seen in each of them into no answer)."""
-    b_s, o_s, speed, apart, cpu, agrees = 0.0, 0.0, None, None, None, False
+    b_s, o_s, speed, cpu = 0.0, 0.0, None, None
+    plain = scaled = math.nan
     if base is not None and other is not None and not failed:
-        b_s, o_s, speed, apart = at_one_speed(base, other, cfg)
+        b_s, o_s, speed = speed_scaled(base, other)
+        plain, scaled = _ratios(base, other, b_s, o_s)
         cpu = cpu_ratio(base, other)
-        wall = o_s / b_s if b_s > 0 and o_s > 0 else math.nan
-        agrees = cpu is not None and math.isfinite(wall) and _side(cpu, cfg) == _side(
-            wall, cfg) and (_side(wall, cfg) == 0 or min(
-                max(cpu, 1 / cpu), max(wall, 1 / wall)) >= cfg.busy_min_ratio)
     else:
         failed = failed or "a run measured no step"
-    busy = busy_reason(base_busy, other_busy, cfg) if not failed else None
-    rule, _ = round_rule(RoundEvidence(failed, apart or "", busy or "", agrees))
-    why = {"round-failed": failed, "round-speeds": apart, "round-busy": busy}.get(rule.id)
+    rule, named = round_rule(RoundEvidence(
+        cfg, failed, plain, scaled, speed,
+        (("baseline", base_busy), ("suspect", other_busy)), cpu))
+    why = named if rule.says == LEFT_OUT else None
     note = (f"host busy, counted: CPU time per step {cpu:.2f}x agrees"
             if rule.id == "round-busy-agrees" and cpu is not None else "")
-    assert (rule.says == LEFT_OUT) == bool(why), rule.id
-    return Judged(b_s, o_s, speed, cpu, why or None, note, rule.id)
+    return Judged(b_s, o_s, speed, cpu, why, note, rule.id)
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
     """Whether more rounds could change the answer (a sequential rule, looked at after
-    every round once two are usable).
+    every round once two are usable): the rule of `baselinerules.SETTLED_RULES` that
+    fires on the rounds so far.
 
     The rounds answer one question: is the suspect slower than the baseline by
     `min_ratio` or more (faster, where the pooled test suspected faster; slower, where a
@@ -149,17 +154,7 @@ def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
     - the interval lies wholly on the no-change side of the question's threshold
       (below `min_ratio` for a slowdown, above 1/`min_ratio` for an improvement).
     """
-    usable = [r.ratio for r in conf.rounds if r.excluded is None and r.base_s > 0
-              and r.other_s > 0]
-    if len(usable) < 2:
-        return False
-    if conf.direction != "~":
-        return True
-    if any(x > 1 for x in usable) and any(x < 1 for x in usable):
-        return True
-    if conf.suspected == "faster":
-        return conf.lo > 1 / cfg.min_ratio
-    return conf.hi < cfg.min_ratio
+    return settled_rule(SettledEvidence.of(conf, cfg))[0].says == SETTLED
 
 
 def _span(indices: list[int]) -> str:
@@ -186,10 +181,11 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
         note = "; left out: " + "; ".join(
             f"round {r.index} ({r.excluded or 'no step times'})" for r in left_out)
     ids = [r.index for r in usable]
-    if len(usable) < 2:
+    few, _ = confirm_rule(ConfirmEvidence(cfg, [r.ratio for r in usable]))
+    if few.says == FEW:
         return Confirmation(suspected, "~", math.nan, math.nan, math.nan, ids,
                             f"not confirmed: {len(usable)} usable round(s) of {len(rounds)}, "
-                            f"2 needed{note}", list(rounds))
+                            f"2 needed{note}", list(rounds), rule=few.id)
     logs = np.log([r.ratio for r in usable])
     mean = float(logs.mean())
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
@@ -205,12 +201,8 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     ratios = ", ".join(f"{r.ratio:.2f}" for r in usable)
     head = (f"rounds {_span(ids)}: ratios {ratios}, mean {ratio:.2f}x "
             f"({cfg.round_confidence:.0%} CI {lo:.2f}..{hi:.2f})")
-    direction: Direction = "~"
-    if diff >= cfg.step_floor_s:
-        if all(r.ratio > 1 for r in usable) and lo > cfg.min_ratio:
-            direction = "slower"
-        elif all(r.ratio < 1 for r in usable) and hi < 1 / cfg.min_ratio:
-            direction = "faster"
+    rule, _ = confirm_rule(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff))
+    direction = cast(Direction, rule.says)
     verb: str
     if suspected == "~":     # rounds run because a cell ran on a busy host
         verb = "no change" if direction == "~" else direction
@@ -221,4 +213,4 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     else:
         verb = f"reversed ({direction})"
     return Confirmation(suspected, direction, ratio, lo, hi, ids,
-                        f"{verb}: {head}{note}", list(rounds))
+                        f"{verb}: {head}{note}", list(rounds), rule=rule.id)

@@ -10,11 +10,22 @@ names it. The figures the tests compare are read in `sequential.decided` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from harness.analysis.baselinerules import (
+    CONFIRM_RULES,
+    DOUBT_RULES,
+    PEAK_RULES,
+    PEAK_VERDICT_RULES,
+    POOLED_RULES,
+    SETTLED_RULES,
+    UNSETTLED_RULES,
+)
 from harness.analysis.rules import RULES
+from harness.analysis.steprules import LOAD_RULES, STEP_RULES
 from harness.analysis.table import Rule, first_of
 from harness.analysis.trendrules import GARBAGE_RULES, TREND_RULES
 from harness.thresholds import AnalysisConfig
@@ -82,19 +93,65 @@ class RoundEvidence:
     """What a confirmation round's two runs showed (`rounds.judged`).
 
     Attributes:
+        cfg: The thresholds.
         failed: Why a run of the round failed or measured no step ("" none).
-        apart: Why the runs' CPU speeds leave the change resting on the correction
-            (`rounds.speed_reason`; "" not so).
-        busy: Why a run waited for a CPU `busy_share` of its step or more
-            (`rounds.busy_reason`; "" not so).
-        agrees: CPU time per step reads what the wall clock does: both within
-            `min_ratio`, or both past `busy_min_ratio` the same way.
+        plain: The suspect's step time over the baseline's as measured (net of the
+            run-queue delay).
+        scaled: The same at one CPU speed.
+        speed: The suspect run's CPU speed over the baseline run's (the canary loop;
+            None: not timed).
+        busy: Each run's share of its step time spent waiting for a CPU, by name
+            ("baseline", "suspect"; None: not recorded).
+        cpu: The suspect's CPU time per step over the baseline's (None: not recorded).
     """
 
+    cfg: AnalysisConfig = field(default_factory=AnalysisConfig)
     failed: str = ""
-    apart: str = ""
-    busy: str = ""
-    agrees: bool = False
+    plain: float = math.nan
+    scaled: float = math.nan
+    speed: float | None = None
+    busy: tuple[tuple[str, float | None], ...] = ()
+    cpu: float | None = None
+
+
+def side(ratio: float, cfg: AnalysisConfig) -> int:
+    """Which side of the no-change band a ratio lies on: 1 slower, -1 faster, 0 within
+    [1/`min_ratio`, `min_ratio`]."""
+    return 1 if ratio > cfg.min_ratio else -1 if ratio < 1 / cfg.min_ratio else 0
+
+
+def speeds_apart(ev: RoundEvidence) -> str | None:
+    """Why the runs' CPU speeds leave the round out (rule `round-speeds`), or None: the
+    speeds were within `speed_spread`, or the ratio as measured and at one CPU speed lie
+    on the same side of `min_ratio` (a change far larger than the speeds' difference
+    stands either way)."""
+    c, speed = ev.cfg, ev.speed
+    if speed is None or 1 / c.speed_spread <= speed <= c.speed_spread:
+        return None
+    if not (ev.plain > 0 and ev.scaled > 0) or side(ev.plain, c) == side(ev.scaled, c):
+        return None
+    return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
+            f"speed (the canary loop), and the change rests on that: {ev.plain:.2f}x as "
+            f"measured, {ev.scaled:.2f}x at one speed")
+
+
+def busy_run(ev: RoundEvidence) -> str | None:
+    """Why the round ran on a busy host (rule `round-busy`), or None: either run waited
+    for a CPU `busy_share` of its step time or more."""
+    for name, share in ev.busy:
+        if share is not None and share >= ev.cfg.busy_share:
+            return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
+    return None
+
+
+def cpu_agrees(ev: RoundEvidence) -> bool:
+    """CPU time per step reads what the wall clock (at one CPU speed) does: both within
+    `min_ratio`, or both past `busy_min_ratio` the same way."""
+    cpu, wall, c = ev.cpu, ev.scaled, ev.cfg
+    if cpu is None or not (math.isfinite(wall) and wall > 0):
+        return False
+    return side(cpu, c) == side(wall, c) and (side(wall, c) == 0 or min(
+        max(cpu, 1 / cpu), max(wall, 1 / wall)) >= c.busy_min_ratio)
 
 
 ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
@@ -103,17 +160,16 @@ ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
     Rule("round-speeds", LEFT_OUT, "its two runs ran at CPU speeds more than "
          "`speed_spread` apart, and the change rests on putting them at one speed (as "
          "measured and at one speed on different sides of `min_ratio`): that holds for "
-         "CPU-bound work only", ("speed_spread", "min_ratio"),
-         lambda ev: ev.apart or None),
+         "CPU-bound work only", ("speed_spread", "min_ratio"), speeds_apart),
     Rule("round-busy-agrees", COUNTS, "a run waited for a CPU `busy_share` of its step "
          "time or more, but CPU time per step (no waiting in it) reads what the wall "
          "clock does: both no change (within `min_ratio`), or both a change past "
          "`busy_min_ratio`, which load does not make: the change is the step's own",
          ("busy_share", "min_ratio", "busy_min_ratio"),
-         lambda ev: "cpu" if ev.busy and ev.agrees else None),
+         lambda ev: "cpu" if busy_run(ev) and cpu_agrees(ev) else None),
     Rule("round-busy", LEFT_OUT, "a run waited for a CPU `busy_share` of its step time or "
          "more (a busy host), and CPU time per step does not agree or was not recorded: "
-         "load can make that change", ("busy_share",), lambda ev: ev.busy or None),
+         "load can make that change", ("busy_share",), busy_run),
     Rule("round", COUNTS, "none of the above", (), lambda ev: "round"),
 )
 
@@ -121,6 +177,58 @@ ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
 def round_rule(ev: RoundEvidence) -> tuple[Rule[RoundEvidence], str]:
     """The round's rule that fires on `ev`, and what it names."""
     return first_of(ev, ROUND_RULES)
+
+
+AS_READ, BY_CAP, BY_BUDGET = "as read", "cut short by its cap", "cut short by its budget"
+
+
+@dataclass(frozen=True)
+class LengthEvidence:
+    """Whether a run's end cut its reading short (`decision.read_run`).
+
+    Attributes:
+        cfg: The thresholds.
+        again: The cell may run again (its repeats are not spent).
+        capped: Its cap ended it with most of its budget left (`facts.capped_at`, in
+            words; "" not so).
+        grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
+        ended: Its budget ended it (`facts.budget_ended`, in words; "" not so).
+        done: The calls it made.
+        asked: Its cap on calls.
+    """
+
+    cfg: AnalysisConfig
+    again: bool = False
+    capped: str = ""
+    grown: float | None = None
+    ended: str = ""
+    done: int = 0
+    asked: int = 0
+
+
+LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
+    Rule("length-last", AS_READ, "its repeats are spent: what it read stands", (),
+         lambda ev: "run" if not ev.again else None),
+    Rule("length-cap", BY_CAP, "its cap on calls ended it with over half its time budget "
+         "left (the verdict's rule `capped`, where a carrier leaks)", (),
+         lambda ev: ev.capped or None),
+    Rule("length-no-leak", AS_READ, "no carrier leaks", (),
+         lambda ev: "memory" if ev.grown is None else None),
+    Rule("length-large", AS_READ, "the leak grew `leak_large_bytes` or more: growth that "
+         "matters whatever it is", ("leak_large_bytes",),
+         lambda ev: "leak" if ev.grown is not None and
+         ev.grown >= ev.cfg.leak_large_bytes else None),
+    Rule("length-short", BY_BUDGET, "its budget ended it after fewer than `short_calls` "
+         "calls (its cap, if lower): the verdict's rule `short`", ("short_calls",),
+         lambda ev: ev.ended if ev.ended and
+         ev.done < min(ev.cfg.short_calls, ev.asked) else None),
+    Rule("length-enough", AS_READ, "none of the above", (), lambda ev: "run"),
+)
+
+
+def length_rule(ev: LengthEvidence) -> tuple[Rule[LengthEvidence], str]:
+    """Whether a run's end cut its reading short: the rule, and what it names."""
+    return first_of(ev, LENGTH_RULES)
 
 
 AGAIN, STANDS = "runs again", "stands"
@@ -201,6 +309,26 @@ DOC_TABLES: tuple[tuple[str, str, tuple[Rule[Any], ...], str], ...] = (
      "<!-- end of the memory kinds' rules -->", TREND_RULES, "the source's kind"),
     ("<!-- the collection's rules: made by harness.analysis.runrules; do not edit -->",
      "<!-- end of the collection's rules -->", GARBAGE_RULES, "the heap"),
+    ("<!-- the length's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the length's rules -->", LENGTH_RULES, "the reading"),
+    ("<!-- the step times' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the step times' rules -->", STEP_RULES, "the steps"),
+    ("<!-- the load's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the load's rules -->", LOAD_RULES, "the slowdown"),
+    ("<!-- the pooled steps' rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the pooled steps' rules -->", POOLED_RULES, "the steps"),
+    ("<!-- the peak's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the peak's rules -->", PEAK_RULES, "the peak"),
+    ("<!-- the peak verdict's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the peak verdict's rules -->", PEAK_VERDICT_RULES, "the peak"),
+    ("<!-- the doubt's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the doubt's rules -->", DOUBT_RULES, "the comparison"),
+    ("<!-- the settled rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the settled rules -->", SETTLED_RULES, "the rounds"),
+    ("<!-- the confirmation's rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the confirmation's rules -->", CONFIRM_RULES, "the rounds say"),
+    ("<!-- the unsettled rules: made by harness.analysis.runrules; do not edit -->",
+     "<!-- end of the unsettled rules -->", UNSETTLED_RULES, "the doubt"),
 )
 
 

@@ -30,6 +30,17 @@ import numpy.typing as npt
 from harness.analysis.contention import OneSpeed, at_one_speed, explain, gpu_time, slowdown_words
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
 from harness.analysis.records import Finding
+from harness.analysis.steprules import (
+    BACK,
+    FEW,
+    SLOWDOWN,
+    VOIDED,
+    LoadEvidence,
+    StepEvidence,
+    load_rule,
+    step_rule,
+)
+from harness.analysis.steprules import rose as rises
 from harness.analysis.trends import Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
@@ -77,11 +88,13 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     gpu = gpu_time(series, cfg.step_window, extra)
     busy = explain(series, cfg.step_window, extra, count_speed=not at_speed)
     # Contention voids a slowdown only when the step did not do more work: CPU time per
-    # step rising by half the extra time says it did, whatever the load.
-    more_work = cpu is not None and not cpu.insufficient and (
-        cpu.late_median_s - cpu.early_median_s >= extra / 2)
+    # step rising by half the extra time says it did, whatever the load (`LOAD_RULES`).
+    cpu_rise = cpu.late_median_s - cpu.early_median_s \
+        if cpu is not None and not cpu.insufficient else None
+    load, _ = load_rule(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
+                                     cpu_rise))
     voided = ""
-    if busy is not None and busy.share >= cfg.contention_share and not more_work:
+    if busy is not None and load.says == VOIDED:
         voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
                   f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step "
                   "slowdown")
@@ -138,7 +151,8 @@ def _step_reading(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
         # (or it came back down) where the CPU's speed changed: at one CPU speed the
         # rise lasts. The wall clock's figure stands; the correction explains only the
         # fall away, as it may explain a rise away.
-        return dataclasses.replace(wall, slowdown=True, came_back_at=0), False, (
+        return dataclasses.replace(wall, slowdown=True, came_back_at=0,
+                                   rule=corrected.rule), False, (
             Finding("note", (
                 f"the wall clock rose {wall.ratio:.2f}x, not bin after bin: the CPU's "
                 "speed changed in the run, and at one CPU speed the rise lasts "
@@ -172,30 +186,40 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     t = np.asarray(step_s, dtype=np.float64)
     n = t.size
     if n == 0:
-        return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True)
+        return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True,
+                         rule=step_rule(StepEvidence(cfg, 0))[0].id)
     width = max(1, int(n * cfg.step_window))
     early, late = t[:width], t[n - width :]
     early_med, late_med = float(np.median(early)), float(np.median(late))
     ratio = late_med / early_med if early_med > 0 else 1.0
-    if n < cfg.min_step_samples:
-        return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True)
+    few, _ = step_rule(StepEvidence(cfg, n))
+    if few.says == FEW:
+        return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True,
+                         rule=few.id)
     p_value = mannwhitneyu_p(late, early, "greater")
     trend_p = _monotone_p(t)
     # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
-    # drifts between fast and slow regimes only happens to end slower. Both tests.
-    found = StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value, False,
-                      trend_p=trend_p)
-    slowdown = rose(found, cfg) and trend_p < cfg.alpha
-    back = came_back(t, early_med, late_med) if slowdown else 0
-    return dataclasses.replace(found, slowdown=slowdown and not back, came_back_at=back)
+    # drifts between fast and slow regimes only happens to end slower. Both tests, and
+    # whether the rise came back, are rules of `steprules.STEP_RULES`.
+    back: list[int] = []
+
+    def came_back_at() -> int:      # read once, where the table asks it
+        if not back:
+            back.append(came_back(t, early_med, late_med))
+        return back[0]
+
+    rule, _ = step_rule(StepEvidence(cfg, n, p_value, ratio, late_med - early_med, trend_p,
+                                     came_back_at))
+    return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value,
+                     rule.says == SLOWDOWN, trend_p=trend_p,
+                     came_back_at=came_back_at() if rule.says == BACK else 0, rule=rule.id)
 
 
 def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
-    """Late steps slower than early ones: the Mann-Whitney p under `alpha`, the ratio
-    past `min_ratio`, the medians `step_floor_s` apart (a slowdown also rises bin after
-    bin and lasts: `step_trend`)."""
-    return (t.p_value < cfg.alpha and t.ratio > cfg.min_ratio
-            and t.late_median_s - t.early_median_s >= cfg.step_floor_s)
+    """Late steps slower than early ones (`steprules.rose`: the Mann-Whitney p under
+    `alpha`, the ratio past `min_ratio`, the medians `step_floor_s` apart); a slowdown
+    also rises bin after bin and lasts (`step_trend`)."""
+    return rises(StepEvidence.of(t, cfg))
 
 
 BACK_BINS = 20          # came_back: the run in this many bins ...

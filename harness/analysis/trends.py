@@ -141,6 +141,7 @@ class StepTrend(Record):
     insufficient: bool = False
     trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
     came_back_at: int = 0      # the step the rise came back down at (not a slowdown), or 0
+    rule: str = ""             # the rule of `steprules.STEP_RULES` that decided ("": before it)
 
 
 Kind = Literal["leak", "stable"]

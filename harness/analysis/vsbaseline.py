@@ -36,6 +36,7 @@ class StepComparison(Record):
     direction: Direction
     n_base: int = 0
     n_other: int = 0
+    rule: str = ""      # the rule of `baselinerules.POOLED_RULES` that decided ("": before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class PeakComparison(Record):
 
     ratio: float
     direction: PeakDirection
+    rule: str = ""      # the rule of `baselinerules.PEAK_RULES` that decided ("": before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,7 @@ class Confirmation(Record):
     reason: str
     rounds: list[Round] = field(default_factory=list)
     seconds: float = 0.0        # what the rounds cost, wall clock
+    rule: str = ""              # the rule of `baselinerules.CONFIRM_RULES` ("": before it)
 
     def interval(self) -> str:
         """"1.52x (90% CI 1.31..1.76)" style, for tables; "-" without rounds."""
@@ -134,28 +137,6 @@ class Confirmation(Record):
 
     def json_extra(self) -> dict[str, object]:
         return {"confirmed": self.confirmed}
-
-    def unsettled(self, min_ratio: float) -> str:
-        """Why rounds run for a doubt about a slowdown (suspected slower, or a busy
-        host) settled nothing: fewer than two counted, and the rounds left out read the
-        suspect slower past `min_ratio`, each of them (two at least): a change the load
-        that left them out does not make (issue 61: 15x in every round, every one left
-        out, read `ok`). "" where they settled, where the rounds left out do not agree
-        on a slowdown (load alone: a clean pair's rounds read 0.6x, 1.1x, 1.6x), or
-        where only an improvement was in doubt (it changes no verdict)."""
-        if self.suspected == "faster" or self.direction != "~" or not self.rounds:
-            return ""
-        timed = [r for r in self.rounds if r.base_s > 0 and r.other_s > 0]
-        counted = [r for r in timed if r.excluded is None]
-        out = [r for r in timed if r.excluded is not None]
-        if len(counted) >= 2 or len(out) < 2 or any(r.ratio <= min_ratio for r in out):
-            return ""
-        busy = sum(bool(r.excluded and r.excluded.startswith("host busy")) for r in out)
-        why = "host busy" if busy == len(out) else "host busy or runs failed"
-        low = min(r.ratio for r in out)
-        return (f"{why}: {len(self.rounds) - len(counted)} of {len(self.rounds)} "
-                f"confirmation rounds left out, {len(counted)} counted, 2 needed, every "
-                f"one left out {low:.2f}x slower or more; sweep it again on a quieter host")
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields, `confirmed` and the rounds as a JSON-ready dict."""
@@ -187,6 +168,7 @@ class VsBaseline(Record):
     peak_rss: PeakComparison | None = None
     direction: str | None = None
     confirmation: Confirmation | None = None
+    rule: str = ""      # the rule of `baselinerules.DOUBT_RULES` that decided ("": before)
 
     @property
     def said_direction(self) -> str | None:

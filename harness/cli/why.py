@@ -5,14 +5,16 @@ their figures (`analysis.rules.why`)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
 from harness.report import Report
 from harness.store.gate import Gated
 
 if TYPE_CHECKING:
+    from harness.analysis.table import Rule
     from harness.result.model import CellResult
+    from harness.thresholds import AnalysisConfig
 
 
 def named(pool: list[str], cell: str) -> list[str]:
@@ -74,7 +76,7 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
     print(f"the rules, in order, on its evidence {how}:")
     for line in rules_why(ev, cfg):
         print(line)
-    for line in course_said(res):
+    for line in [*course_said(res), *steps_said(res, cfg)]:
         print(line)
     fired, _ = first_rule(ev)
     if rule is not None and fired.id != rule.id:
@@ -105,4 +107,47 @@ def course_said(res: CellResult) -> list[str]:
         if r.rule:
             out.append(f"round {r.index}: rule {r.rule}: "
                        + (f"left out ({r.excluded})" if r.excluded else "counts"))
+    return out
+
+
+def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
+    """The rules of its step times that decided (`analysis.steprules`, `analysis.
+    baselinerules`): what its step trend is and whether a busy host explains it, and
+    against its baseline the pooled steps' and peak's directions, the doubt that ran
+    rounds, what they confirmed and whether they settled it (the last two read again on
+    the stored rounds)."""
+    from harness.analysis import baselinerules as b
+    from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, load_rule
+
+    def said(rule_id: str, rules: tuple[Rule[Any], ...]) -> str:
+        return f"rule {rule_id}: {next((r.says for r in rules if r.id == rule_id), '?')}"
+
+    out: list[str] = []
+    steps, cpu, busy = res.steps, res.cpu_steps, res.contention
+    if steps is not None and steps.rule:
+        out.append(f"step times: {said(steps.rule, STEP_RULES)}")
+    if steps is not None and steps.slowdown and busy is not None:
+        rise = cpu.late_median_s - cpu.early_median_s \
+            if cpu is not None and not cpu.insufficient else None
+        load, _ = load_rule(LoadEvidence(cfg, busy.share, busy.extra_s, rise))
+        out.append(f"the slowdown beside the host's load: {said(load.id, LOAD_RULES)}")
+    vs = res.vs_baseline
+    if vs is None:
+        return out
+    for name, found, rules in (
+            ("pooled steps", vs.steps, b.POOLED_RULES), ("peak RSS", vs.peak_rss, b.PEAK_RULES)):
+        if found is not None and found.rule:
+            out.append(f"vs {vs.baseline}, {name}: {said(found.rule, rules)}")
+    if vs.peak_rss is not None and vs.peak_rss.direction == "higher":
+        peak, _ = b.peak_verdict_rule(b.PeakVerdictEvidence(
+            cfg, vs.peak_rss.direction, vs.peak_rss.ratio))
+        out.append(f"vs {vs.baseline}, peak RSS: {said(peak.id, b.PEAK_VERDICT_RULES)}")
+    if vs.rule:
+        out.append(f"vs {vs.baseline}: {said(vs.rule, b.DOUBT_RULES)}")
+    conf = vs.confirmation
+    if conf is not None and conf.rule:
+        done, _ = b.settled_rule(b.SettledEvidence.of(conf, cfg))
+        left, _ = b.unsettled_rule(b.UnsettledEvidence.of(conf, cfg))
+        out.append(f"rounds: {said(conf.rule, b.CONFIRM_RULES)}; after the last, "
+                   f"{said(done.id, b.SETTLED_RULES)}; {said(left.id, b.UNSETTLED_RULES)}")
     return out

@@ -161,7 +161,7 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     step samples alone. A budgeted cell's budget grows by the same factor, its cap
     alike; one its cap ended keeps its budget with its cap raised to what the budget
     holds at this pace; one its budget ended after too few calls to tell a leak from a
-    cache (`analysis.facts.cut_short`) keeps its budget and runs until the calls."""
+    cache (`analysis.decision.cut_short`) keeps its budget and runs until the calls."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     facts = verdict.facts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.analysis.baselinerules import unsettled
 from harness.analysis.records import Direction
 from harness.analysis.rounds import (
     Round,
@@ -299,17 +300,17 @@ def test_rounds_that_settle_nothing_on_a_busy_host_say_so() -> None:
                              busy={1: 0.9, 2: 0.8, 3: 2.7}), "slower", CFG)
     # THEN it is not settled, and says so: never read as no change
     assert c.direction == "~"
-    assert c.unsettled(CFG.min_ratio).startswith(
+    assert unsettled(c, CFG).startswith(
         "host busy: 3 of 3 confirmation rounds left out")
     # GIVEN two counted rounds that say no change: settled
     c = decide_rounds(rounds((1.0, 1.01), (1.0, 0.99), (1.0, 9.0), busy={3: 0.9}),
                       "slower", CFG)
-    assert c.unsettled(CFG.min_ratio) == ""
+    assert unsettled(c, CFG) == ""
     # GIVEN every round left out, their ratios load's (a clean pair on a loaded CI
     # machine: 0.57x, 1.10x, 1.61x): no slowdown stands behind them, not confirmed
     c = decide_rounds(rounds((1.0, 0.57), (1.0, 1.10), (1.0, 1.61),
                              busy={1: 0.9, 2: 0.9, 3: 0.9}), "slower", CFG)
-    assert c.unsettled(CFG.min_ratio) == ""
+    assert unsettled(c, CFG) == ""
     # GIVEN only an improvement in doubt: it changes no verdict
     c = decide_rounds(rounds((1.0, 0.5), busy={1: 0.9}), "faster", CFG)
-    assert c.unsettled(CFG.min_ratio) == ""
+    assert unsettled(c, CFG) == ""

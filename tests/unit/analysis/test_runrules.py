@@ -51,12 +51,23 @@ def test_the_live_look_s_rules_in_order() -> None:
 
 
 def test_the_rounds_rules_in_order() -> None:
-    assert round_rule(RoundEvidence(failed="exit 1", busy="b"))[0].says == LEFT_OUT
-    assert round_rule(RoundEvidence(apart="speeds", busy="b", agrees=True))[0].id == \
-        "round-speeds"
-    assert round_rule(RoundEvidence(busy="b", agrees=True))[0].says == COUNTS
-    assert round_rule(RoundEvidence(busy="b"))[0].id == "round-busy"
-    assert round_rule(RoundEvidence())[0].id == "round"
+    busy = (("baseline", 0.9), ("suspect", 0.0))
+    assert round_rule(RoundEvidence(failed="exit 1", busy=busy))[0].says == LEFT_OUT
+    # CPU speeds 1.6x apart, 1.3x as measured and 1.0x at one speed: the change rests on
+    # the correction, busy or not
+    apart = RoundEvidence(plain=1.3, scaled=1.0, speed=1.6, busy=busy, cpu=1.0)
+    assert round_rule(apart)[0].id == "round-speeds"
+    assert round_rule(dataclasses.replace(apart, plain=2.0, scaled=2.5, cpu=2.2))[0].id \
+        == "round-busy-agrees"
+    agrees = RoundEvidence(plain=1.0, scaled=1.0, speed=1.0, busy=busy, cpu=1.02)
+    assert round_rule(agrees)[0].says == COUNTS
+    assert round_rule(dataclasses.replace(agrees, cpu=None))[0].id == "round-busy"
+    # 2x on the wall clock, CPU time 1.2x: not both past busy_min_ratio
+    assert round_rule(dataclasses.replace(agrees, scaled=2.0, cpu=1.2))[0].id == "round-busy"
+    assert round_rule(dataclasses.replace(agrees, scaled=2.0, cpu=1.8))[0].says == COUNTS
+    said = round_rule(dataclasses.replace(agrees, cpu=None))[1]
+    assert said == "host busy: run-queue delay 90% of the baseline run's step time"
+    assert round_rule(RoundEvidence(plain=1.0, scaled=1.0))[0].id == "round"
 
 
 def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
@@ -78,6 +89,12 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
     assert main(["report", str(run.root), "--why", res.id]) == 1
     out = capsys.readouterr().out
     assert "round 1: rule round-busy-agrees: counts" in out, out
+    # and the rules of its step times (`steprules`, `baselinerules`) that decided
+    assert "step times: rule steps-flat: flat" in out, out
+    assert "vs v1, pooled steps: rule pooled-slower: slower" in out, out
+    assert "vs v1: rule doubt-suspected: doubt: rounds" in out, out
+    assert "rounds: rule confirm-slower: slower; after the last, rule settled-confirmed: " \
+        "settled; rule unsettled-confirmed: answered" in out, out
 
 
 def _rerun(**kw: object) -> str:

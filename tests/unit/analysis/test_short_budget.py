@@ -6,12 +6,12 @@ stands as a leak, its words the size a cache would need."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 
-from harness.analysis.decision import CellFacts, decide
-from harness.analysis.facts import cut_short
+from harness.analysis.decision import CellFacts, cut_short, decide
 from harness.analysis.rules import RULE_IDS
 from harness.protocol.ingest import Series, parse_lines
 from harness.thresholds import AnalysisConfig
@@ -68,16 +68,25 @@ def test_a_leak_that_matters_on_its_own_or_read_over_enough_calls_is_one() -> No
     assert capped.verdict == "leak", capped.reason
 
 
+def cut(series: Series, least: int) -> tuple[str, int] | None:
+    """Rule `length-short` on a run whose carrier leaks 1 MiB, `short_calls` `least`."""
+    return cut_short(series, dataclasses.replace(CFG, short_calls=least), grown=2.0**20)
+
+
 def test_a_run_is_cut_short_only_where_its_budget_ended_it_before_enough_calls() -> None:
-    assert cut_short(run_of(300, 0.0), 2000) == (
-        "300 calls in its 5 s budget, 17 ms a call", 2000)
+    assert cut(run_of(300, 0.0), 2000) == ("300 calls in its 5 s budget, 17 ms a call", 2000)
     # the cap under `short_calls` is the calls the next run makes
-    assert cut_short(run_of(300, 0.0, asked=800), 2000) == (
+    assert cut(run_of(300, 0.0, asked=800), 2000) == (
         "300 calls in its 5 s budget, 17 ms a call", 800)
-    assert cut_short(run_of(300, 0.0, spent=False), 2000) is None    # its cap ended it
-    assert cut_short(run_of(300, 0.0, budget=None), 2000) is None    # no budget said
-    assert cut_short(run_of(2000, 0.0, asked=5000), 2000) is None    # enough calls
-    assert cut_short(run_of(300, 0.0), 0) is None                    # the rule off
+    assert cut(run_of(300, 0.0, spent=False), 2000) is None    # its cap ended it
+    assert cut(run_of(300, 0.0, budget=None), 2000) is None    # no budget said
+    assert cut(run_of(2000, 0.0, asked=5000), 2000) is None    # enough calls
+    assert cut(run_of(300, 0.0), 0) is None                    # the rule off
+    # a leak past `leak_large_bytes`, none, or no repeats left: rule length-short is
+    # not reached
+    assert cut_short(run_of(300, 0.0), CFG, grown=CFG.leak_large_bytes) is None
+    assert cut_short(run_of(300, 0.0), CFG, grown=None) is None
+    assert cut_short(run_of(300, 0.0), CFG, again=False, grown=1.0) is None
     # AND a flat run cut short is ok, not held back: the rule reads only a leak
     flat = decide(CellFacts(CFG, run_of(300, 0.0)))
     assert flat.verdict == "ok", flat.reason

@@ -1,11 +1,11 @@
 """Every threshold a decision compares is compared in the tables' modules (issue 61).
 
 A comparison of an `AnalysisConfig` field (`cfg.min_ratio`, `cfg.live_floor_bytes`, ...)
-anywhere else decides beside the table, where `--why` cannot show it. The modules that
-still compute a figure's direction that the table then reads as a fact are listed with
-how many comparisons each holds: a new comparison there, or one in any other module,
-fails this test until it moves into a table (`rules`, `runrules`, `trendrules`) or is
-listed here with its reason.
+anywhere else decides beside the table, where `--why` cannot show it. A module that
+still compares one for a reason that decides nothing about a run is listed with how
+many comparisons it holds and why: a new comparison there, or one in any other module,
+fails this test until it moves into a table (`rules`, `runrules`, `trendrules`,
+`steprules`, `baselinerules`) or is listed here with its reason.
 """
 
 from __future__ import annotations
@@ -19,18 +19,13 @@ from harness.thresholds import AnalysisConfig
 
 ROOT = Path(__file__).resolve().parents[3] / "harness"
 TABLES = {"analysis/rules.py", "analysis/runrules.py", "analysis/trendrules.py",
-          "analysis/table.py", "thresholds.py"}
-# Modules that still compare thresholds to make a figure the table reads (a fact):
-# the step-time comparisons' directions and the rounds' confirmation (`Facts.slowdown`,
-# `regression`, the rounds' `RoundEvidence`), the run's first decisions on its length.
+          "analysis/steprules.py", "analysis/baselinerules.py", "analysis/table.py",
+          "thresholds.py"}
+# Modules that still compare a threshold, and why it is no decision about a run: the
+# length a command line asks for, refused as input before any cell runs.
 STILL = {
-    "analysis/rounds.py": (11, "a round's speeds, sides of min_ratio; the rounds' "
-                               "confirmed direction (Confirmation)"),
-    "analysis/pooled.py": (10, "the pooled step and peak comparisons' directions"),
-    "analysis/stepreading.py": (6, "the within-run step trend's direction (Facts.slowdown)"),
-    "analysis/decision.py": (3, "a cut-short run under leak_large_bytes, the peak ratio, "
-                                "a busy baseline's recheck"),
-    "preflight.py": (1, "iterations too few to decide: an input error before any run"),
+    "preflight.py": (1, "iterations too few to decide: an input error before any run, "
+                        "no cell's verdict"),
 }
 
 
@@ -56,7 +51,8 @@ def test_thresholds_are_compared_in_the_tables_or_listed() -> None:
     more = {m: n for m, n in outside.items() if n > STILL.get(m, (0, ""))[0]}
     assert not more, (
         f"threshold comparisons outside the tables: {more}; move the decision into a "
-        "rule of harness/analysis/rules.py, runrules.py or trendrules.py")
+        "rule of a table module (harness/analysis/rules.py, runrules.py, trendrules.py, "
+        "steprules.py, baselinerules.py)")
 
 
 def test_the_list_is_not_stale() -> None:

@@ -1,0 +1,330 @@
+"""The tables of a cell against its row's baseline (issue 61): the pooled step times'
+direction (`POOLED_RULES`) and the peak's (`PEAK_RULES`), whether the pooled comparison
+leaves a doubt that interleaved rounds settle (`DOUBT_RULES`), whether the rounds run so
+far settle it (`SETTLED_RULES`), what they confirm (`CONFIRM_RULES`), whether they
+left a doubt about a slowdown unanswered (`UNSETTLED_RULES`), and whether a higher peak
+is a regression (`PEAK_VERDICT_RULES`). `pooled`, `rounds` and `decision`
+compute the figures and ask these tables; every threshold they compare is compared here,
+the rules' ids kept (`StepComparison.rule`, `PeakComparison.rule`, `VsBaseline.rule`,
+`Confirmation.rule`) and shown by `--why`; docs/verdicts.md lists the tables
+(`runrules.DOC_TABLES`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.analysis.table import Rule, first_of
+from harness.analysis.vsbaseline import Confirmation
+from harness.thresholds import AnalysisConfig
+
+SLOWER, FASTER, SAME = "slower", "faster", "~"
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True)
+class PooledEvidence:
+    """A cell's pooled step times against its baseline's (`pooled.compare_steps`).
+
+    Attributes:
+        cfg: The thresholds.
+        p_value: Two-sided Mann-Whitney U p.
+        ratio: The cell's median over the baseline's.
+        diff_s: How far apart the medians are (seconds).
+    """
+
+    cfg: AnalysisConfig
+    p_value: float
+    ratio: float
+    diff_s: float
+
+
+POOLED_RULES: tuple[Rule[PooledEvidence], ...] = (
+    Rule("pooled-unsure", SAME, "the two-sided Mann-Whitney p is not under `alpha`: not "
+         "significant", ("alpha",),
+         lambda ev: "steps" if not ev.p_value < ev.cfg.alpha else None),
+    Rule("pooled-within", SAME, "the ratio of medians lies within [1/`min_ratio`, "
+         "`min_ratio`]", ("min_ratio",),
+         lambda ev: "steps" if 1.0 / ev.cfg.min_ratio <= ev.ratio <= ev.cfg.min_ratio
+         else None),
+    Rule("pooled-floor", SAME, "the medians lie under `step_floor_s` apart",
+         ("step_floor_s",),
+         lambda ev: "steps" if not ev.diff_s >= ev.cfg.step_floor_s else None),
+    Rule("pooled-slower", SLOWER, "the ratio of medians past `min_ratio`: a suspected "
+         "slowdown, which interleaved rounds confirm", ("min_ratio",),
+         lambda ev: "steps" if ev.ratio > ev.cfg.min_ratio else None),
+    Rule("pooled-faster", FASTER, "none of the above: the ratio under 1/`min_ratio`", (),
+         lambda ev: "steps"),
+)
+
+
+def pooled_rule(ev: PooledEvidence) -> tuple[Rule[PooledEvidence], str]:
+    """The pooled comparison's rule that fires on `ev`, and what it names."""
+    return first_of(ev, POOLED_RULES)
+
+
+@dataclass(frozen=True)
+class PeakEvidence:
+    """A cell's peak memory against its baseline's (`pooled.compare_peaks`): the
+    thresholds, the ratio and the difference (bytes)."""
+
+    cfg: AnalysisConfig
+    ratio: float
+    diff: float
+
+
+PEAK_RULES: tuple[Rule[PeakEvidence], ...] = (
+    Rule("peak-within", SAME, "the ratio lies within [1/`peak_min_ratio`, "
+         "`peak_min_ratio`]", ("peak_min_ratio",),
+         lambda ev: "peak" if 1.0 / ev.cfg.peak_min_ratio <= ev.ratio <= ev.cfg.peak_min_ratio
+         else None),
+    Rule("peak-floor", SAME, "the peaks differ by `peak_floor_bytes` or less",
+         ("peak_floor_bytes",),
+         lambda ev: "peak" if not ev.diff > ev.cfg.peak_floor_bytes else None),
+    Rule("peak-higher", HIGHER, "the ratio past `peak_min_ratio`: reported",
+         ("peak_min_ratio",),
+         lambda ev: "peak" if ev.ratio > ev.cfg.peak_min_ratio else None),
+    Rule("peak-lower", LOWER, "none of the above: the ratio under 1/`peak_min_ratio`", (),
+         lambda ev: "peak"),
+)
+
+
+def peak_rule(ev: PeakEvidence) -> tuple[Rule[PeakEvidence], str]:
+    """The peak comparison's rule that fires on `ev`, and what it names."""
+    return first_of(ev, PEAK_RULES)
+
+
+@dataclass(frozen=True)
+class PeakVerdictEvidence:
+    """A peak comparison as the row's verdict reads it: its direction and ratio."""
+
+    cfg: AnalysisConfig
+    direction: str = SAME
+    ratio: float = 1.0
+
+
+REGRESSION, NOTED = "regression", "noted"
+PEAK_VERDICT_RULES: tuple[Rule[PeakVerdictEvidence], ...] = (
+    Rule("peak-regression", REGRESSION, "peak RSS higher (rule `peak-higher`) and "
+         "`peak_regression_ratio` times the baseline's or more: the verdict's rule "
+         "`regression`", ("peak_regression_ratio",),
+         lambda ev: "peak" if ev.direction == HIGHER and
+         ev.ratio >= ev.cfg.peak_regression_ratio else None),
+    Rule("peak-noted", NOTED, "none of the above: a higher peak is reported, no "
+         "regression", (), lambda ev: "peak"),
+)
+
+
+def peak_verdict_rule(ev: PeakVerdictEvidence) -> tuple[Rule[PeakVerdictEvidence], str]:
+    """Whether a peak comparison makes a regression: the rule, and what it names."""
+    return first_of(ev, PEAK_VERDICT_RULES)
+
+
+@dataclass(frozen=True)
+class DoubtEvidence:
+    """The pooled comparison as the row asks whether rounds settle it.
+
+    Attributes:
+        cfg: The thresholds.
+        direction: The pooled step times' direction ("" without step times).
+        busy: The worse of the two cells' run-queue delay shares.
+    """
+
+    cfg: AnalysisConfig
+    direction: str = ""
+    busy: float = 0.0
+
+
+DOUBT, NO_DOUBT = "doubt: rounds", "no doubt"
+DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
+    Rule("doubt-none-timed", NO_DOUBT, "either cell measured no step time: nothing to "
+         "compare", (), lambda ev: "steps" if not ev.direction else None),
+    Rule("doubt-suspected", DOUBT, "the pooled step times suspect a change (rule "
+         "`pooled-slower` or `pooled-faster`): interleaved rounds confirm it or not", (),
+         lambda ev: ev.direction if ev.direction != SAME else None),
+    Rule("doubt-busy", DOUBT, "either cell ran with a run-queue delay of `recheck_share` "
+         "of its step time or more: load can hide a change as well as fake one",
+         ("recheck_share",),
+         lambda ev: "host" if ev.busy >= ev.cfg.recheck_share else None),
+    Rule("doubt-none", NO_DOUBT, "none of the above: the pooled comparison stands", (),
+         lambda ev: "steps"),
+)
+
+
+def doubt_rule(ev: DoubtEvidence) -> tuple[Rule[DoubtEvidence], str]:
+    """Whether the pooled comparison leaves a doubt: the rule, and what it names."""
+    return first_of(ev, DOUBT_RULES)
+
+
+@dataclass(frozen=True)
+class ConfirmEvidence:
+    """The rounds that count, as their confirmation reads them (`rounds.decide_rounds`).
+
+    Attributes:
+        cfg: The thresholds.
+        ratios: Each usable round's ratio, suspect over baseline.
+        lo, hi: The `round_confidence` interval of the mean ratio.
+        diff_s: The median of the rounds' step time differences (seconds, absolute).
+    """
+
+    cfg: AnalysisConfig
+    ratios: Sequence[float] = ()
+    lo: float = math.nan
+    hi: float = math.nan
+    diff_s: float = math.nan
+
+
+FEW = "too few rounds"
+CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
+    Rule("confirm-few", FEW, "fewer than two rounds count: not confirmed", (),
+         lambda ev: "rounds" if len(ev.ratios) < 2 else None),
+    Rule("confirm-floor", SAME, "the rounds' step times differ by less than "
+         "`step_floor_s` (their median difference)", ("step_floor_s",),
+         lambda ev: "rounds" if not ev.diff_s >= ev.cfg.step_floor_s else None),
+    Rule("confirm-slower", SLOWER, "every round that counts reads the suspect slower, and "
+         "the `round_confidence` interval of the mean ratio lies above `min_ratio`",
+         ("round_confidence", "min_ratio"),
+         lambda ev: "rounds" if all(r > 1 for r in ev.ratios) and
+         ev.lo > ev.cfg.min_ratio else None),
+    Rule("confirm-faster", FASTER, "every round that counts reads it faster, and the "
+         "interval lies under 1/`min_ratio`", ("round_confidence", "min_ratio"),
+         lambda ev: "rounds" if all(r < 1 for r in ev.ratios) and
+         ev.hi < 1.0 / ev.cfg.min_ratio else None),
+    Rule("confirm-none", SAME, "none of the above: no change confirmed", (),
+         lambda ev: "rounds"),
+)
+
+
+def confirm_rule(ev: ConfirmEvidence) -> tuple[Rule[ConfirmEvidence], str]:
+    """The rounds' confirmation's rule that fires on `ev`, and what it names."""
+    return first_of(ev, CONFIRM_RULES)
+
+
+@dataclass(frozen=True)
+class SettledEvidence:
+    """The rounds so far (`rounds.settled`): the question and what they read.
+
+    Attributes:
+        cfg: The thresholds.
+        suspected: The direction put to the test ("~": a busy host asked for them).
+        direction: The confirmed direction so far.
+        ratios: Each usable round's ratio.
+        lo, hi: The interval of the mean ratio.
+    """
+
+    cfg: AnalysisConfig
+    suspected: str = SAME
+    direction: str = SAME
+    ratios: Sequence[float] = field(default_factory=tuple)
+    lo: float = math.nan
+    hi: float = math.nan
+
+    @classmethod
+    def of(cls, conf: Confirmation, cfg: AnalysisConfig) -> SettledEvidence:
+        """A confirmation's rounds as the table reads them."""
+        usable = [r.ratio for r in conf.rounds if r.excluded is None and r.base_s > 0
+                  and r.other_s > 0]
+        return cls(cfg, conf.suspected, conf.direction, usable, conf.lo, conf.hi)
+
+
+SETTLED, MORE = "settled", "another round"
+SETTLED_RULES: tuple[Rule[SettledEvidence], ...] = (
+    Rule("settled-few", MORE, "fewer than two rounds count yet", (),
+         lambda ev: "rounds" if len(ev.ratios) < 2 else None),
+    Rule("settled-confirmed", SETTLED, "a direction is confirmed (rule `confirm-slower` "
+         "or `confirm-faster`)", (),
+         lambda ev: ev.direction if ev.direction != SAME else None),
+    Rule("settled-disagree", SETTLED, "rounds that count disagree in direction: every "
+         "round must agree to confirm", (),
+         lambda ev: "rounds" if any(x > 1 for x in ev.ratios) and
+         any(x < 1 for x in ev.ratios) else None),
+    Rule("settled-unchanged", SETTLED, "the interval lies wholly on the no-change side of "
+         "the question's threshold: under `min_ratio` for a slowdown (or a busy host), "
+         "above 1/`min_ratio` for an improvement", ("min_ratio",),
+         lambda ev: "rounds" if (ev.lo > 1.0 / ev.cfg.min_ratio if ev.suspected == FASTER
+                                 else ev.hi < ev.cfg.min_ratio) else None),
+    Rule("settled-open", MORE, "none of the above: another round may change the answer "
+         "(up to twice `rounds`)", (), lambda ev: "rounds"),
+)
+
+
+def settled_rule(ev: SettledEvidence) -> tuple[Rule[SettledEvidence], str]:
+    """Whether the rounds so far settle the question: the rule, and what it names."""
+    return first_of(ev, SETTLED_RULES)
+
+
+@dataclass(frozen=True)
+class UnsettledEvidence:
+    """Rounds run for a doubt about a slowdown, as the verdict's rule `unsettled` asks
+    whether they left it unanswered (`unsettled`).
+
+    Attributes:
+        cfg: The thresholds.
+        suspected: The direction put to the test.
+        direction: The confirmed direction.
+        rounds: The rounds run.
+        counted: Timed rounds that counted.
+        out: The ratios of the timed rounds left out.
+        busy: Every round left out was left out for a busy host.
+    """
+
+    cfg: AnalysisConfig
+    suspected: str = SAME
+    direction: str = SAME
+    rounds: int = 0
+    counted: int = 0
+    out: Sequence[float] = ()
+    busy: bool = False
+
+    @classmethod
+    def of(cls, conf: Confirmation, cfg: AnalysisConfig) -> UnsettledEvidence:
+        """A confirmation's rounds as the table reads them."""
+        timed = [r for r in conf.rounds if r.base_s > 0 and r.other_s > 0]
+        out = [r for r in timed if r.excluded is not None]
+        busy = all(r.excluded and r.excluded.startswith("host busy") for r in out)
+        return cls(cfg, conf.suspected, conf.direction, len(conf.rounds),
+                   len(timed) - len(out), [r.ratio for r in out], busy)
+
+
+def _unsettled(ev: UnsettledEvidence) -> str:
+    why = "host busy" if ev.busy else "host busy or runs failed"
+    return (f"{why}: {ev.rounds - ev.counted} of {ev.rounds} confirmation rounds left out, "
+            f"{ev.counted} counted, 2 needed, every one left out {min(ev.out):.2f}x slower "
+            "or more; sweep it again on a quieter host")
+
+
+ANSWERED, UNSETTLED = "answered", "unsettled"
+UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
+    Rule("unsettled-faster", ANSWERED, "only an improvement was in doubt: it changes no "
+         "verdict", (), lambda ev: "rounds" if ev.suspected == FASTER else None),
+    Rule("unsettled-confirmed", ANSWERED, "the rounds confirmed a direction", (),
+         lambda ev: ev.direction if ev.direction != SAME else None),
+    Rule("unsettled-counted", ANSWERED, "two rounds or more counted: their answer stands",
+         (), lambda ev: "rounds" if ev.counted >= 2 else None),
+    Rule("unsettled-few-out", ANSWERED, "fewer than two rounds were left out", (),
+         lambda ev: "rounds" if len(ev.out) < 2 else None),
+    Rule("unsettled-load", ANSWERED, "a round left out read the suspect `min_ratio` or "
+         "less: load alone makes such rounds (a clean pair on a loaded host read 0.57x, "
+         "1.10x, 1.61x), no slowdown stands behind them", ("min_ratio",),
+         lambda ev: "rounds" if any(r <= ev.cfg.min_ratio for r in ev.out) else None),
+    Rule("unsettled-rounds", UNSETTLED, "none of the above: every round left out (two at "
+         "least) read the suspect slower past `min_ratio`, a slowdown load did not make: "
+         "the verdict's rule `unsettled`", (), _unsettled),
+)
+
+
+def unsettled_rule(ev: UnsettledEvidence) -> tuple[Rule[UnsettledEvidence], str]:
+    """Whether rounds left a doubt about a slowdown unanswered: the rule, and what it
+    names (the words, where it did)."""
+    return first_of(ev, UNSETTLED_RULES)
+
+
+def unsettled(conf: Confirmation, cfg: AnalysisConfig) -> str:
+    """Why rounds run for a doubt about a slowdown (suspected slower, or a busy host)
+    settled nothing, or "" where they did (`UNSETTLED_RULES`): fewer than two counted,
+    and the rounds left out read the suspect slower past `min_ratio`, each of them (two
+    at least): a change the load that left them out does not make (issue 61: 15x in
+    every round, every one left out, read `ok`)."""
+    rule, named = unsettled_rule(UnsettledEvidence.of(conf, cfg))
+    return named if rule.says == UNSETTLED else ""

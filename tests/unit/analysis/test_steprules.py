@@ -1,0 +1,89 @@
+"""The step times' and the baseline comparison's decisions are rules of tables (issue 61
+item 5): `steprules` (a run's step trend, the load beside a slowdown) and
+`baselinerules` (the pooled steps' and peak's directions, the doubt that runs rounds,
+what they confirm, whether they settle it or leave it unanswered, a peak regression),
+each rule once, reading settings, the first that fires deciding."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from harness.analysis import baselinerules as b
+from harness.analysis.runrules import DOC_TABLES
+from harness.analysis.steprules import LoadEvidence, StepEvidence, load_rule, rose, step_rule
+from harness.thresholds import AnalysisConfig
+
+CFG = AnalysisConfig()
+
+
+def test_every_table_names_each_rule_once_and_reads_only_settings() -> None:
+    names = {f.name for f in dataclasses.fields(AnalysisConfig)}
+    ids = [r.id for _, _, table, _ in DOC_TABLES for r in table]
+    assert len(ids) == len(set(ids)), ids
+    for _, _, table, _ in DOC_TABLES:
+        for rule in table:
+            assert set(rule.thresholds) <= names, rule.id
+
+
+def test_a_step_trend_in_order() -> None:
+    rising = StepEvidence(CFG, 400, 1e-9, 1.5, 1e-3, 1e-9)
+    assert step_rule(dataclasses.replace(rising, n=3))[0].id == "steps-too-few"
+    assert step_rule(dataclasses.replace(rising, ratio=1.05))[0].id == "steps-flat"
+    assert step_rule(dataclasses.replace(rising, rise_s=1e-6))[0].id == "steps-flat"
+    assert step_rule(dataclasses.replace(rising, trend_p=0.3))[0].id == "steps-unsteady"
+    assert step_rule(dataclasses.replace(rising, back=lambda: 300))[1] == "step 300"
+    assert step_rule(rising)[0].id == "steps-slowdown"
+    assert rose(dataclasses.replace(rising, trend_p=0.3)) and not rose(
+        dataclasses.replace(rising, p_value=0.1))
+
+
+def test_a_slowdown_beside_the_load_in_order() -> None:
+    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 6e-4))[0].id == "load-more-work"
+    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 1e-4))[0].id == "load-busy"
+    assert load_rule(LoadEvidence(CFG, 0.4, 1e-3, None))[0].id == "load-own"
+
+
+def test_against_the_baseline_in_order() -> None:
+    def pooled(p: float, ratio: float, diff: float) -> str:
+        return b.pooled_rule(b.PooledEvidence(CFG, p, ratio, diff))[0].id
+
+    assert pooled(0.1, 2.0, 1.0) == "pooled-unsure"
+    assert pooled(float("nan"), 2.0, 1.0) == "pooled-unsure"
+    assert pooled(1e-9, 1.05, 1.0) == "pooled-within"
+    assert pooled(1e-9, 2.0, 1e-7) == "pooled-floor"
+    assert (pooled(1e-9, 2.0, 1.0), pooled(1e-9, 0.5, 1.0)) == ("pooled-slower",
+                                                                  "pooled-faster")
+
+    def peak(ratio: float, diff: float) -> str:
+        return b.peak_rule(b.PeakEvidence(CFG, ratio, diff))[0].says
+
+    assert (peak(1.05, 1e9), peak(2.0, 1e3), peak(2.0, 1e9), peak(0.5, 1e9)) == (
+        "~", "~", "higher", "lower")
+    verdict = b.PeakVerdictEvidence(CFG, "higher", 1.6)
+    assert b.peak_verdict_rule(verdict)[0].says == b.REGRESSION
+    assert b.peak_verdict_rule(dataclasses.replace(verdict, ratio=1.2))[0].says == b.NOTED
+    assert b.doubt_rule(b.DoubtEvidence(CFG, "", 0.9))[0].says == b.NO_DOUBT
+    assert b.doubt_rule(b.DoubtEvidence(CFG, "slower"))[0].id == "doubt-suspected"
+    assert b.doubt_rule(b.DoubtEvidence(CFG, "~", CFG.recheck_share))[0].id == "doubt-busy"
+    assert b.doubt_rule(b.DoubtEvidence(CFG, "~", 0.1))[0].says == b.NO_DOUBT
+
+
+def test_the_rounds_in_order() -> None:
+    slower = b.ConfirmEvidence(CFG, (1.5, 1.6), 1.3, 1.8, 1e-3)
+    assert b.confirm_rule(dataclasses.replace(slower, ratios=(1.5,)))[0].says == b.FEW
+    assert b.confirm_rule(dataclasses.replace(slower, diff_s=1e-7))[0].id == "confirm-floor"
+    assert b.confirm_rule(slower)[0].says == b.SLOWER
+    assert b.confirm_rule(dataclasses.replace(slower, lo=1.05))[0].id == "confirm-none"
+    faster = b.ConfirmEvidence(CFG, (0.5, 0.6), 0.4, 0.7, 1e-3)
+    assert b.confirm_rule(faster)[0].says == b.FASTER
+    open_ = b.SettledEvidence(CFG, "slower", "~", (1.05, 1.2), 0.9, 1.3)
+    assert b.settled_rule(dataclasses.replace(open_, ratios=(1.2,)))[0].id == "settled-few"
+    assert b.settled_rule(dataclasses.replace(open_, direction="slower"))[0].id == \
+        "settled-confirmed"
+    assert b.settled_rule(dataclasses.replace(open_, ratios=(0.9, 1.2)))[0].id == \
+        "settled-disagree"
+    assert b.settled_rule(dataclasses.replace(open_, hi=1.08))[0].id == "settled-unchanged"
+    assert b.settled_rule(open_)[0].says == b.MORE
+    # an improvement in doubt is settled once the interval lies above 1/min_ratio
+    faster_q = dataclasses.replace(open_, suspected="faster", ratios=(0.95, 0.97), lo=0.93)
+    assert b.settled_rule(faster_q)[0].id == "settled-unchanged"
