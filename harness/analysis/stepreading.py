@@ -91,8 +91,9 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     # step rising by half the extra time says it did, whatever the load (`LOAD_RULES`).
     cpu_rise = cpu.late_median_s - cpu.early_median_s \
         if cpu is not None and not cpu.insufficient else None
+    cpu_ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
     load, _ = load_rule(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
-                                     cpu_rise))
+                                     cpu_rise, cpu_ratio))
     voided = ""
     if busy is not None and load.says == VOIDED:
         voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "

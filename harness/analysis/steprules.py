@@ -105,12 +105,15 @@ class LoadEvidence:
             throttling per step accounts for (None: not measured).
         extra_s: The extra step time (late median less early, seconds).
         cpu_rise_s: What CPU time per step rose by (None: not recorded).
+        cpu_ratio: CPU time per step, late over early, where its own trend is a
+            slowdown (None: not recorded, or no slowdown of its own).
     """
 
     cfg: AnalysisConfig
     share: float | None = None
     extra_s: float = 0.0
     cpu_rise_s: float | None = None
+    cpu_ratio: float | None = None
 
 
 LOAD_RULES: tuple[Rule[LoadEvidence], ...] = (
@@ -118,6 +121,13 @@ LOAD_RULES: tuple[Rule[LoadEvidence], ...] = (
          "or more: the step did more work, whatever the load", (),
          lambda ev: "cpu" if ev.cpu_rise_s is not None and
          ev.cpu_rise_s >= ev.extra_s / 2 else None),
+    Rule("load-cpu-slower", STANDS, "CPU time per step, which holds no waiting, is itself "
+         "a slowdown past `busy_min_ratio`: load stretches a step's CPU time by tens of "
+         "percent on a shared core, never by a factor, while the time it waits in the "
+         "run queue grows with the step (a step doing 6x the work on a host at load 15 "
+         "waits 6x longer too)", ("busy_min_ratio",),
+         lambda ev: "cpu" if ev.cpu_ratio is not None and
+         ev.cpu_ratio >= ev.cfg.busy_min_ratio else None),
     Rule("load-busy", VOIDED, "the rise in run-queue delay or throttling per step "
          "accounts for `contention_share` of the extra step time: the host was busy "
          "(the verdict's rule `busy-host`)", ("contention_share",),

@@ -88,6 +88,20 @@ def test_cpu_bound_step_on_a_busy_host_is_ambiguous_with_the_reason() -> None:
     assert v.to_dict()["contention"]["share"] == v.contention.share
 
 
+def test_a_step_doing_more_work_on_a_busy_host_is_a_slowdown() -> None:
+    """A CPU-bound step whose work grows 3x, on a host at load 15 on 2 cores: its wall
+    time rises 3.3x, most of the extra is run-queue delay (a longer step waits longer),
+    so CPU time rose by less than half the extra wall time; but CPU time per step,
+    which holds no waiting, rose 2.2x on its own. test_explain's slow cell read
+    `ambiguous` (busy host) beside other sessions' suites, CPU time 3.86x."""
+    v = within_run(series(wall_growth=5.0, cpu_growth=2.0, rq_share=0.85), OK, CFG)
+    assert v.verdict == "slowdown", v.reason
+    assert v.cpu_steps is not None and v.cpu_steps.ratio > CFG.busy_min_ratio
+    # CPU time rising by less than load can make it: still the busy host's
+    v = within_run(series(wall_growth=5.0, cpu_growth=0.3, rq_share=0.85), OK, CFG)
+    assert v.verdict == "ambiguous" and "busy host: run-queue delay" in v.reason
+
+
 def test_contention_explaining_under_half_leaves_the_slowdown_standing() -> None:
     v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.3), OK, CFG)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason

@@ -40,6 +40,8 @@ def test_a_step_trend_in_order() -> None:
 def test_a_slowdown_beside_the_load_in_order() -> None:
     assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 6e-4))[0].id == "load-more-work"
     assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 1e-4))[0].id == "load-busy"
+    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 3e-4, 3.9))[0].id == "load-cpu-slower"
+    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 1e-4, 1.2))[0].id == "load-busy"
     assert load_rule(LoadEvidence(CFG, 0.4, 1e-3, None))[0].id == "load-own"
 
 
