@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, capped_at, cut_short, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict
-from harness.analysis.memory import leaking, memory_reading, risen
+from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
-from harness.analysis.rules import Evidence, first_rule
+from harness.analysis.rules import Evidence, first_rule, leaking
 from harness.analysis.stepreading import read_steps
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
