@@ -20,6 +20,9 @@ Each run's statistic is its median step time net of the run-queue delay the agen
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
 loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
 SM clock of both runs beside the CPU speed, where NVML gave it.
+
+A saved run (`plans.saved`) is confirmed by the same loop: its code is gone, so each
+round runs the suspect alone against the saved run's statistic.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ from harness.stages.context import Context
 
 if TYPE_CHECKING:
     from harness.analysis.contention import RunStat
+    from harness.protocol.series import Series
+
+    # (step time statistic, busy share, why it failed) of one run in a round
+    RunRead = tuple[RunStat | None, float | None, str | None]
 
 MIN_CALLS, MAX_CALLS = 50, 1000
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
@@ -49,8 +56,7 @@ def round_cell(cell: Cell, measured: int) -> Cell:
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
 
 
-def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
-         ) -> tuple[RunStat | None, float | None, str | None]:
+def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
     from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
 
@@ -59,9 +65,19 @@ def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
     ended, series = ran.ended, ran.series
     stat = run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
-        why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
+        why = ended.error or ("timed out" if ended.timed_out else
+                              f"exit {ended.exit_code}" if ended.exit_code not in (0, None)
+                              else "no step times")
         return None, None, f"{role} run failed: {why}"
     return stat, busy_share(series), None
+
+
+def _saved(series: Series) -> RunRead:
+    """A saved run read as every round's baseline run."""
+    from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
+
+    stat = run_stat(series)
+    return stat, busy_share(series), None if stat else "the saved run has no step times"
 
 
 def usable(done: list[Round]) -> int:
@@ -89,22 +105,35 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
         f"{cost:.1f} s"))
 
 
-def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: int,
-            measured: int) -> Confirmation:
-    """Run `rounds` interleaved baseline/suspect rounds and decide from them.
+def confirm(ctx: Context, base: Cell | Series, cell: Cell, suspected: Direction,
+            rounds: int, measured: int, label: str) -> Confirmation:
+    """Run rounds of `cell` against `base` until settled, and decide from them.
 
     Args:
         ctx: Supplies the runtime, image, store, cancel flag, progress and config.
-        base: The row's baseline cell.
+        base: The row's baseline cell, run afresh before the suspect in each round
+            (B S B S), or a saved run's samples (`plans.saved`), the baseline of every
+            round: its code is gone, so only the suspect runs again.
         cell: The suspect cell.
         suspected: The pooled comparison's direction ("slower" or "faster").
         rounds: How many usable rounds to get (>= 1).
         measured: Calls the suspect cell measured (sets the rounds' length).
+        label: The baseline's name in progress lines.
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
     from harness.analysis.rounds import decide_rounds, judged, settled
     cfg = ctx.cfg
-    runs = (round_cell(base, measured), round_cell(cell, measured))
+    short = round_cell(cell, measured)
+    if isinstance(base, Cell):
+        short_base = round_cell(base, measured)
+
+        def baseline(k: int) -> RunRead:
+            return _run(ctx, short_base, cell, k, "baseline")
+    else:
+        saved = _saved(base)
+
+        def baseline(k: int) -> RunRead:
+            return saved
     done: list[Round] = []
     k = 0
     started = time.monotonic()
@@ -116,14 +145,14 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
             break   # the rounds left cannot give the two usable ones a decision needs
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
-        b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
-        o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
+        b_med, b_busy, b_fail = baseline(k)
+        o_med, o_busy, o_fail = _run(ctx, short, cell, k, "suspect")
         j = judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
         why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
                   *sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
-        ctx.progress(round_said(cell.id, base.image.label, r, why, j.note))
+        ctx.progress(round_said(cell.id, label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
         if why and why.startswith("host busy") and more:
             # A load burst passes: wait a little longer after each busy round (never
@@ -132,4 +161,5 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         if ctx.cancel.is_set():
             break
     return with_cost(decide_rounds(done, suspected, cfg), done, started,
-                     f"({2 * len(done)} runs)")
+                     f"({2 * len(done)} runs)" if isinstance(base, Cell)
+                     else "of this run against the saved one")

@@ -2,18 +2,18 @@
 baseline is written as soon as it ran; any other cell is compared with it in memory
 (waiting for it if it has not run yet; confirmation rounds where the pooled test leaves
 a doubt), then written, once (`cells/<id>/result.json`), with the verdict that settled
-it (`with_verdict`: a saved run's comparison and `--reanalyze` settle theirs the same
-way)."""
+it (`with_verdict`). A saved run's comparison and `--reanalyze` compare theirs the same
+way (`against_baseline`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
-from harness.analysis.vsbaseline import VsBaseline
+from harness.analysis.vsbaseline import Baseline, Confirmation, VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult
@@ -23,6 +23,7 @@ from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
+    from harness.protocol.series import Series
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
@@ -40,43 +41,67 @@ def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
 
 def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
             ) -> CellResult:
-    """The cell against its row's baseline, in memory: the pooled comparison, and
-    interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
-    final verdict. Nothing is written here."""
-    # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
-    from harness.analysis.pooled import baseline_facts
-
+    """The cell against its row's baseline, in memory (`against_baseline`, with
+    interleaved rounds where the pooled comparison leaves a doubt). Nothing is written
+    here."""
     res, cfg = measured.result, ctx.cfg
     if base_result.verdict not in COMPARED_WITH or res.verdict == UNAVAILABLE:
         return res
-    # A resumed or cached baseline's samples are read once, here.
-    base_series, series = ctx.series(base.id) or no_samples(), measured.series
     label = base.image.label
-    facts = baseline_facts(cfg, base_series, series, label, cell.settings.rounds,
-                           good=res.verdict in GOOD)
-    steps, busy = facts.steps, facts.busy
-    if res.verdict in GOOD and steps is not None and needs_rounds(facts, cfg):
-        pooled = pooled_text(steps, label)
-        what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
+
+    def rounds(facts: Baseline) -> Confirmation:
+        steps = facts.steps
+        assert steps is not None
         if steps.direction == "~" and not ctx.busy_said.is_set():
             # Said once a sweep: every later cell on this host is as busy.
             ctx.busy_said.set()
-            ctx.progress(f"host busy: {busy:.0%} run-queue delay in {cell.id} or its "
+            ctx.progress(f"host busy: {facts.busy:.0%} run-queue delay in {cell.id} or its "
                          "baseline; unchanged-looking cells are confirmed in interleaved "
                          "rounds")
-        ctx.progress(f"{cell.id} vs {label}: {pooled}, {what}; confirming in interleaved "
-                     f"rounds (2 to {2 * cell.settings.rounds}, until settled)")
-        facts = dataclasses.replace(facts, confirmation=confirm(
-            ctx, base, cell, steps.direction, cell.settings.rounds,
-            round_length(cell, len(series.cols.steps),
-                         [r.summary.median_step_s for r in (res, base_result)])))
-    v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
+        ctx.progress(confirming_said(cell, label, facts, "interleaved rounds"))
+        return confirm(ctx, base, cell, steps.direction, cell.settings.rounds,
+                       round_length(cell, len(measured.series.cols.steps),
+                                    [r.summary.median_step_s for r in (res, base_result)]),
+                       label)
+
+    # A resumed or cached baseline's samples are read once, here.
+    out = against_baseline(cfg, res, measured.verdict, ctx.series(base.id) or no_samples(),
+                           measured.series, label, cell.settings.rounds, rounds)
     if res.verdict in GOOD:
-        said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
-                else vs_text(v.vs_baseline, cfg))
+        said = (f"{out.verdict} ({out.reason})" if out.verdict != res.verdict
+                else vs_text(out.vs_baseline, cfg))
         ctx.progress(f"{cell.id} vs {label}: {said}")
-    return with_verdict(res, v)
+    return out
+
+
+def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
+                     base_series: Series, series: Series, label: str, rounds: int,
+                     confirming: Callable[[Baseline], Confirmation | None]) -> CellResult:
+    """`res` (within-run verdict `within`, samples `series`) against a baseline's
+    samples: the pooled comparison (`analysis.pooled.baseline_facts`), the rounds
+    `confirming` runs (or recalls) where it leaves a doubt, and the verdict from the one
+    table. A sweep's row, a saved run (`plans.saved`) and `--reanalyze` all compare
+    here."""
+    # Imported here: NumPy loads on the prefetch thread while the first container runs.
+    from harness.analysis.decision import CellFacts, decide, needs_rounds
+    from harness.analysis.pooled import baseline_facts
+
+    facts = baseline_facts(cfg, base_series, series, label, rounds,
+                           good=res.verdict in GOOD)
+    if res.verdict in GOOD and facts.steps is not None and needs_rounds(facts, cfg):
+        facts = dataclasses.replace(facts, confirmation=confirming(facts))
+    return with_verdict(res, decide(CellFacts(cfg, baseline=facts, within=within)))
+
+
+def confirming_said(cell: Cell, label: str, facts: Baseline, how: str) -> str:
+    """The progress line before the rounds: what the pooled comparison suspected."""
+    from harness.analysis.decision import pooled_text
+
+    steps = facts.steps
+    assert steps is not None
+    what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
+    return (f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; confirming in "
+            f"{how} (2 to {2 * cell.settings.rounds}, until settled)")
 
 
 def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
