@@ -27,7 +27,7 @@ from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.stages.confirm import confirm
 from harness.stages.context import Context, Measured
-from harness.stages.rows import against_baseline, confirming_said, round_length
+from harness.stages.rows import against_baseline, round_length
 
 
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,
@@ -37,14 +37,9 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
     res = measured.result
 
     def rounds(facts: Baseline) -> Confirmation:
-        steps = facts.steps
-        assert steps is not None
-        ctx.progress(confirming_said(cell, label, facts,
-                                     "rounds of this run against the saved one"))
-        calls = round_length(cell, len(measured.series.cols.steps),
-                             [r.summary.median_step_s for r in (res, saved)])
-        return confirm(ctx, saved_series, cell, steps.direction, cell.settings.rounds,
-                       calls, label)
+        return confirm(ctx, saved_series, cell, facts, round_length(
+            cell, len(measured.series.cols.steps),
+            [r.summary.median_step_s for r in (res, saved)]), label)
 
     return against_baseline(ctx.cfg, res, measured.verdict, saved_series, measured.series,
                             label, cell.settings.rounds, rounds)

@@ -31,7 +31,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from harness.analysis.vsbaseline import Confirmation, Direction, Round
+from harness.analysis.vsbaseline import Baseline, Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
@@ -105,8 +105,8 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
         f"{cost:.1f} s"))
 
 
-def confirm(ctx: Context, base: Cell | Series, cell: Cell, suspected: Direction,
-            rounds: int, measured: int, label: str) -> Confirmation:
+def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
+            measured: int, label: str) -> Confirmation:
     """Run rounds of `cell` against `base` until settled, and decide from them.
 
     Args:
@@ -115,25 +115,33 @@ def confirm(ctx: Context, base: Cell | Series, cell: Cell, suspected: Direction,
             (B S B S), or a saved run's samples (`plans.saved`), the baseline of every
             round: its code is gone, so only the suspect runs again.
         cell: The suspect cell.
-        suspected: The pooled comparison's direction ("slower" or "faster").
-        rounds: How many usable rounds to get (>= 1).
-        measured: Calls the suspect cell measured (sets the rounds' length).
+        pooled: The pooled comparison that left the doubt: its direction ("slower",
+            "faster", or "~" on a busy host) and how many usable rounds to get (>= 1).
+        measured: Calls that set the rounds' length (`rows.round_length`).
         label: The baseline's name in progress lines.
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
+    from harness.analysis.decision import pooled_text
     from harness.analysis.rounds import decide_rounds, judged, settled
-    cfg = ctx.cfg
+    cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
+    assert steps is not None, "rounds confirm a pooled step-time comparison"
+    suspected = steps.direction
     short = round_cell(cell, measured)
     if isinstance(base, Cell):
         short_base = round_cell(base, measured)
+        how = "interleaved rounds"
 
         def baseline(k: int) -> RunRead:
             return _run(ctx, short_base, cell, k, "baseline")
     else:
         saved = _saved(base)
+        how = "rounds of this run against the saved one"
 
         def baseline(k: int) -> RunRead:
             return saved
+    what = f"suspected {suspected}" if suspected != "~" else "host busy"
+    ctx.progress(f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; confirming in "
+                 f"{how} (2 to {2 * rounds}, until settled)")
     done: list[Round] = []
     k = 0
     started = time.monotonic()

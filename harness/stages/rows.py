@@ -51,18 +51,15 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
 
     def rounds(facts: Baseline) -> Confirmation:
         steps = facts.steps
-        assert steps is not None
-        if steps.direction == "~" and not ctx.busy_said.is_set():
+        if steps is not None and steps.direction == "~" and not ctx.busy_said.is_set():
             # Said once a sweep: every later cell on this host is as busy.
             ctx.busy_said.set()
             ctx.progress(f"host busy: {facts.busy:.0%} run-queue delay in {cell.id} or its "
                          "baseline; unchanged-looking cells are confirmed in interleaved "
                          "rounds")
-        ctx.progress(confirming_said(cell, label, facts, "interleaved rounds"))
-        return confirm(ctx, base, cell, steps.direction, cell.settings.rounds,
-                       round_length(cell, len(measured.series.cols.steps),
-                                    [r.summary.median_step_s for r in (res, base_result)]),
-                       label)
+        return confirm(ctx, base, cell, facts, round_length(
+            cell, len(measured.series.cols.steps),
+            [r.summary.median_step_s for r in (res, base_result)]), label)
 
     # A resumed or cached baseline's samples are read once, here.
     out = against_baseline(cfg, res, measured.verdict, ctx.series(base.id) or no_samples(),
@@ -91,17 +88,6 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     if res.verdict in GOOD and facts.steps is not None and needs_rounds(facts, cfg):
         facts = dataclasses.replace(facts, confirmation=confirming(facts))
     return with_verdict(res, decide(CellFacts(cfg, baseline=facts, within=within)))
-
-
-def confirming_said(cell: Cell, label: str, facts: Baseline, how: str) -> str:
-    """The progress line before the rounds: what the pooled comparison suspected."""
-    from harness.analysis.decision import pooled_text
-
-    steps = facts.steps
-    assert steps is not None
-    what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
-    return (f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; confirming in "
-            f"{how} (2 to {2 * cell.settings.rounds}, until settled)")
 
 
 def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
