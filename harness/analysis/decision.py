@@ -31,10 +31,10 @@ from harness.analysis.baselinerules import unsettled as unsettled_words
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict, kind
-from harness.analysis.memory import leaking, memory_reading, risen
+from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
-from harness.analysis.rules import Evidence, first_rule
+from harness.analysis.rules import Evidence, first_rule, leaking
 from harness.analysis.runrules import BY_BUDGET, LengthEvidence, length_rule
 from harness.analysis.stepreading import read_steps
 from harness.analysis.table import Rule

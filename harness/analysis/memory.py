@@ -30,6 +30,7 @@ from harness.analysis.rules import (
     PRIMARY,
     TOTAL_ONLY,
     Evidence,
+    leaking,
     memory_rule,
 )
 from harness.analysis.trendrules import GARBAGE, CollectedEvidence, collected_rule
@@ -98,14 +99,6 @@ class MemoryReading:
         rates = [r for s in PRIMARY if s in self.memory
                  and (r := self.memory[s].missed) is not None and math.isfinite(r)]
         return min(rates) if rates else math.nan
-
-
-def leaking(memory: dict[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
-    """The sources allowed to carry a leak that leak, the largest growth per call first
-    (the carrier); ties keep the order of `CARRIERS`."""
-    found = [(name, memory[parts[0]]) for name, parts in CARRIERS.items()
-             if all(p in memory and memory[p].kind == "leak" for p in parts)]
-    return sorted(found, key=lambda pair: -pair[1].slope)
 
 
 def risen(t: MemoryTrend) -> float:

@@ -60,11 +60,12 @@ class Evidence:
         return next((k for k in PRIMARY if k in self.memory), None)
 
 
-def leaking_carriers(ev: Evidence) -> list[str]:
-    """The carriers whose every source leaks, the largest growth per call first."""
-    found = [name for name, parts in CARRIERS.items()
-             if all(p in ev.memory and ev.memory[p].kind == "leak" for p in parts)]
-    return sorted(found, key=lambda n: -ev.memory[CARRIERS[n][0]].slope)
+def leaking(memory: Mapping[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
+    """The carriers whose every source leaks, each with its first source's trend, the
+    largest growth per call first (the carrier); ties keep the order of `CARRIERS`."""
+    found = [(name, memory[parts[0]]) for name, parts in CARRIERS.items()
+             if all(p in memory and memory[p].kind == "leak" for p in parts)]
+    return sorted(found, key=lambda pair: -pair[1].slope)
 
 
 def filling_carrier(ev: Evidence) -> str | None:
@@ -84,8 +85,8 @@ def filling_carrier(ev: Evidence) -> str | None:
 
 
 def _leak(ev: Evidence) -> str | None:
-    found = leaking_carriers(ev)
-    return found[0] if found else None
+    found = leaking(ev.memory)
+    return found[0][0] if found else None
 
 
 def _insufficient(ev: Evidence) -> str | None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import BAD, GOOD, Verdict
-from harness.analysis.memory import MemoryReading, leaking
+from harness.analysis.memory import MemoryReading
 from harness.analysis.outcomes import ended_with
 from harness.analysis.records import Finding
-from harness.analysis.rules import CARRIERS, Evidence, first_rule
+from harness.analysis.rules import CARRIERS, Evidence, first_rule, leaking
 from harness.analysis.table import Rule
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline

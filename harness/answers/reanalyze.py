@@ -18,21 +18,20 @@ Nothing here writes; `harness.cli.report` writes a new directory when asked.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from harness.analysis.decision import CellFacts, decide
-from harness.analysis.kinds import COMPARED_WITH, GOOD, NOT_MEASURED, UNREADABLE
-from harness.analysis.pooled import baseline_facts
+from harness.analysis.kinds import COMPARED_WITH, NOT_MEASURED, UNREADABLE
 from harness.analysis.sequential import replay_live
 from harness.analysis.verdict import CellVerdict
-from harness.analysis.vsbaseline import Baseline
+from harness.analysis.vsbaseline import Baseline, Confirmation
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
 from harness.result.build import run_outcome
 from harness.result.model import CellResult
-from harness.stages.rows import with_verdict
+from harness.stages.rows import against_baseline, with_verdict
 from harness.store.results import SeriesCache
 from harness.thresholds import AnalysisConfig
 
@@ -119,6 +118,11 @@ def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
                     rounds=rounds if isinstance(rounds, int) else 0)
 
 
+def recalled(confirmation: Confirmation | None) -> Callable[[Baseline], Confirmation | None]:
+    """The rounds a sweep ran, as a comparison that cannot run them again recalls them."""
+    return lambda _: confirmation
+
+
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
     """Every cell decided again, and the cells whose verdict changed.
@@ -160,19 +164,15 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (
                 base_res.verdict in COMPARED_WITH):
-            base_series = series(base_id) or no_samples()
             # Rounds cannot run again: the recorded ones stand (or none ran). They are
             # read from the stored result: `res` holds the within-run verdict only.
             stored = results[cell_id].vs_baseline
             old = stored.confirmation if stored is not None else None
             rounds = res.settings.get("rounds")
-            facts = baseline_facts(cfg, base_series, series(cell_id) or no_samples(),
-                                   base_res.image.label,
+            res = against_baseline(cfg, res, verdict, series(base_id) or no_samples(),
+                                   series(cell_id) or no_samples(), base_res.image.label,
                                    rounds if isinstance(rounds, int) else 0,
-                                   good=res.verdict in GOOD)
-            facts = dataclasses.replace(facts, confirmation=old)
-            verdict = decide(CellFacts(cfg, baseline=facts, within=verdict))
-            res = with_verdict(res, verdict)
+                                   recalled(old))
         out[cell_id] = res
     changed = [Changed(i, results[i].verdict, r.verdict, r.reason)
                for i, r in out.items() if r.verdict != results[i].verdict]

@@ -26,6 +26,7 @@ from harness.store.results import RunStore
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
+    from harness.protocol.series import Series
 
 Runner = Callable[[Cell], CellResult]
 Cache = Callable[[Cell], "CellResult | None"]
@@ -198,6 +199,20 @@ def latest(store: RunStore, cell_id: str) -> CellResult | None:
     return found[-1] if found else None
 
 
+def run_attempt(sweep: Sweep, cell: Cell, against: tuple[Cell, CellResult] | None
+                ) -> tuple[CellResult, Series]:
+    """`cell` run as its next attempt, beside the runs the store holds (`attempt_id`),
+    compared with `against` (a reference cell and its result, `stages.rows.compare`)
+    where given, and written once: how bisect's and culprit's probes run."""
+    runs = attempts(sweep.store, cell.id)
+    this = cell if not runs else dataclasses.replace(
+        cell, id=attempt_id(cell.id, len(runs) + 1))
+    measured = sweep.run_cell(this)
+    result = measured.result if against is None else sweep.compare(this, measured, *against)
+    sweep.store.write_cell(result)
+    return result, measured.series
+
+
 def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
     """A runner over the sweep that also compares each probe with the first image.
 
@@ -211,10 +226,6 @@ def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
     done: dict[str, CellResult] = {}
 
     def run(cell: Cell) -> CellResult:
-        runs = attempts(sweep.store, cell.id)
-        this = cell if not runs else dataclasses.replace(
-            cell, id=attempt_id(cell.id, len(runs) + 1))
-        measured = sweep.run_cell(this)
         if first.id not in done:
             # The first endpoint may have come from the cache: it is in the store.
             cached = attempts(sweep.store, first.id)
@@ -223,11 +234,10 @@ def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
                 series = sweep.series(cached[-1].id)
                 if series is not None:
                     sweep.series.keep(first.id, series)
-        result = measured.result
-        if cell.id != first.id and first.id in done:
-            result = sweep.compare(this, measured, first, done[first.id])
-        sweep.series.keep(cell.id, measured.series)
-        sweep.store.write_cell(result)
+        against = (first, done[first.id]) if cell.id != first.id and first.id in done \
+            else None
+        result, series = run_attempt(sweep, cell, against)
+        sweep.series.keep(cell.id, series)
         done[cell.id] = result
         return result
 

@@ -25,7 +25,7 @@ from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.lockfile import carried
 from harness.matrixfile.model import Cell, ImageSpec
-from harness.plans.bisect import attempt_id, attempts
+from harness.plans.bisect import attempts, run_attempt
 from harness.plans.culpritdiff import TOOLING, Change, Difference, difference, workaround
 from harness.plans.culpritsearch import (
     APPLY,
@@ -371,12 +371,7 @@ class SweepRunner:
                 runs[-1], cell, sweep.runtime_for(cell).name) is None:
             self.cached.add(runs[-1].id)
             return runs[-1]
-        this = cell if not runs else dataclasses.replace(
-            cell, id=attempt_id(cell.id, len(runs) + 1))
-        measured = sweep.run_cell(this)
-        result = sweep.compare(this, measured, self.g_cell, self.good)
-        sweep.store.write_cell(result)
-        return result
+        return run_attempt(sweep, cell, (self.g_cell, self.good))[0]
 
 
 sweep_runner = SweepRunner

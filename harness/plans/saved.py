@@ -1,10 +1,10 @@
 """A cell against a saved run of an earlier version of its code (the pytest plugin's
 `--harness-compare NAME`, `harness.api.check(..., baseline=...)`).
 
-The same comparison as a sweep row's (`stages.rows.compare`): the pooled step times,
-peaks and CPU times (`analysis.pooled.baseline_facts`), then, where they leave a
-doubt (a suspected change, a busy host), rounds that must confirm it, and the verdict
-from the one table (`analysis.decision.decide`).
+The same comparison as a sweep row's (`stages.rows.against_baseline`): the pooled step
+times, peaks and CPU times, then, where they leave a doubt (a suspected change, a busy
+host), rounds that must confirm it (`stages.confirm.confirm`), and the verdict from the
+one table.
 
 What cannot be the same: a sweep's rounds run baseline and suspect alternately
 (B S B S), so drift of the host hits both alike. A saved run's code is gone (it was
@@ -21,81 +21,27 @@ and compare on the same machine.
 
 from __future__ import annotations
 
-import dataclasses
-import time
-
-from harness.analysis.vsbaseline import Confirmation, Direction, Round
+from harness.analysis.kinds import GOOD
+from harness.analysis.vsbaseline import Baseline, Confirmation
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.stages.attempts import emptied, execute
-from harness.stages.confirm import MAX_CALLS, round_cell, round_said, usable, with_cost
+from harness.stages.confirm import MAX_CALLS, confirm
 from harness.stages.context import Context, Measured
-from harness.stages.rows import round_length, with_verdict
+from harness.stages.rows import against_baseline, round_length
 
 
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,
                   saved_series: Series, label: str) -> CellResult:
     """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
     with the comparison; nothing is written."""
-    from harness.analysis.decision import CellFacts, decide, pooled_text, rounds_for
-    from harness.analysis.kinds import GOOD
-    from harness.analysis.pooled import baseline_facts  # NumPy: lazily
+    res = measured.result
 
-    res, cfg = measured.result, ctx.cfg
-    facts = baseline_facts(cfg, saved_series, measured.series, label, cell.settings.rounds,
-                           good=res.verdict in GOOD)
-    steps = facts.steps
-    if steps is not None and rounds_for(res.verdict, facts, cfg):
-        what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
-        ctx.progress(f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; "
-                     f"confirming in rounds of this run against the saved one "
-                     f"(2 to {2 * cell.settings.rounds}, until settled)")
-        calls = round_length(cell, len(measured.series.cols.steps),
-                             [r.summary.median_step_s for r in (res, saved)])
-        facts = dataclasses.replace(facts, confirmation=rounds_against(
-            ctx, cell, saved_series, steps.direction, cell.settings.rounds, calls, label,
-            MAX_CALLS if res.verdict in GOOD else None))
-    verdict = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
-    return with_verdict(res, verdict)
+    def rounds(facts: Baseline) -> Confirmation:
+        return confirm(ctx, saved_series, cell, facts, round_length(
+            cell, len(measured.series.cols.steps),
+            [r.summary.median_step_s for r in (res, saved)]), label,
+            MAX_CALLS if res.verdict in GOOD else None)
 
-
-def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Direction,
-                   rounds: int, measured: int, label: str, cap: int | None = MAX_CALLS
-                   ) -> Confirmation:
-    """Rounds of `cell`, each a fresh short run against the saved run's statistic,
-    decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
-    baseline's runs: the saved one is the baseline of every round; `cap` as there)."""
-    from harness.analysis.contention import busy_share, run_stat, sm_clocks
-    from harness.analysis.rounds import decide_rounds, judged, settled
-
-    cfg = ctx.cfg
-    base = run_stat(saved_series)
-    base_busy = busy_share(saved_series)
-    short = round_cell(cell, measured, cap)
-    done: list[Round] = []
-    started = time.monotonic()
-    k, most = 0, 2 * max(rounds, 1)
-    while k < most and not settled(decide_rounds(done, suspected, cfg), cfg):
-        if usable(done) + (most - k) < 2:
-            break
-        k += 1
-        outdir = emptied(ctx.store.cell_dir(cell.id) / "rounds" / f"{k}-suspect")
-        ran = execute(ctx, short, ctx.image(short), outdir)
-        stat = run_stat(ran.series)
-        ended = ran.ended
-        failed = (ended.error or ended.timed_out or ended.exit_code not in (0, None)
-                  or stat is None)
-        busy = busy_share(ran.series)
-        j = judged(base, stat, base_busy, busy, cfg, failed=(
-            f"suspect run failed: {ended.error or 'no step times'}" if failed
-            else "the saved run has no step times" if base is None else ""))
-        why = j.left_out
-        r = Round(k, j.base_s, j.other_s, base_busy, busy, why, j.speed,
-                  *sm_clocks(base, stat), cpu_ratio=j.cpu, rule=j.rule)
-        done.append(r)
-        ctx.progress(round_said(cell.id, label, r, why, j.note))
-        if ctx.cancel.is_set():
-            break
-    return with_cost(decide_rounds(done, suspected, cfg), done, started,
-                     "of this run against the saved one")
+    return against_baseline(ctx.cfg, res, measured.verdict, saved_series, measured.series,
+                            label, cell.settings.rounds, rounds)

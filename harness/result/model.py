@@ -242,16 +242,13 @@ class CellResult:
     def deciding_carrier(self) -> str | None:
         """The carrier the verdict stands on: the recorded one, but where it leaks
         beside a carrier that grows faster, that one, as the leak rule names it
-        (`analysis.rules.leaking_carriers`, from the stored trends): a result decided
+        (`analysis.rules.leaking`, from the stored trends): a result decided
         before the rule took the largest growth named the heap's +2.4 KiB/call beside
         the device's +1024 (issue 51)."""
-        from harness.analysis.rules import CARRIERS, Evidence, leaking_carriers  # NumPy
+        from harness.analysis.rules import leaking  # NumPy
 
-        parts = CARRIERS.get(self.carrier or "")
-        if parts is None or not all(p in self.memory and self.memory[p].kind == "leak"
-                                    for p in parts):
-            return self.carrier
-        return leaking_carriers(Evidence(self.memory))[0]
+        found = [name for name, _ in leaking(self.memory)]
+        return found[0] if self.carrier in found else self.carrier
 
     @property
     def deciding_source(self) -> str | None:

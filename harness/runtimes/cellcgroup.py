@@ -18,6 +18,7 @@ import itertools
 import os
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,24 +35,32 @@ class Ending:
     limit: int | None
 
 
+def memory_cgroups(lines: list[str], root: Path = ROOT) -> Iterator[tuple[Path, int]]:
+    """The memory cgroup directories, with their version, that a /proc/<pid>/cgroup's
+    `lines` name: cgroup v1's memory controller's first, then v2's unified one."""
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            yield root / "memory" / path.lstrip("/"), 1
+    for line in lines:
+        if line.startswith("0::"):
+            yield root / line[3:].lstrip("/"), 2
+
+
 def _own_memory_cgroup() -> tuple[Path, int] | None:
     """The harness's own memory cgroup directory and its version, or None."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return ROOT / "memory" / path.lstrip("/"), 1
-    for line in lines:
-        if line.startswith("0::"):
-            here = ROOT / line[3:].lstrip("/")
-            try:
-                if "memory" in (here / "cgroup.subtree_control").read_text().split():
-                    return here, 2
-            except OSError:
-                return None
+    for here, version in memory_cgroups(lines):
+        if version == 1:
+            return here, 1
+        try:
+            if "memory" in (here / "cgroup.subtree_control").read_text().split():
+                return here, 2
+        except OSError:
+            return None
     return None
 
 

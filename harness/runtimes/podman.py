@@ -38,6 +38,7 @@ from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
 from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
+from harness.runtimes.cellcgroup import memory_cgroups
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
 
@@ -123,17 +124,10 @@ def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
         lines = (proc / str(pid) / "cgroup").read_text().splitlines()
     except OSError:
         return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            found = root / "memory" / path.lstrip("/") / "memory.oom_control"
-            if found.exists():
-                return found
-    for line in lines:
-        if line.startswith("0::"):
-            found = root / line[3:].lstrip("/") / "memory.events"
-            if found.exists():
-                return found
+    for here, version in memory_cgroups(lines, root):
+        found = here / ("memory.oom_control" if version == 1 else "memory.events")
+        if found.exists():
+            return found
     return None
 
 

@@ -6,8 +6,8 @@ a cell with its row's baseline leaves a doubt (a good cell slower or faster, or 
 host; a leak slower: `analysis.decision.rounds_for`), in the cell's lane right after
 it ran. Each round runs the baseline cell and then the suspect cell afresh, shorter
 than the cells themselves (half their measured calls, 50..1000; a leak's without the
-1,000 cap), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is then
-taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
+1,000 cap), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
+then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
 until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
 the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
 sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
@@ -21,6 +21,9 @@ Each run's statistic is its median step time net of the run-queue delay the agen
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
 loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
 SM clock of both runs beside the CPU speed, where NVML gave it.
+
+A saved run (`plans.saved`) is confirmed by the same loop: its code is gone, so each
+round runs the suspect alone against the saved run's statistic.
 """
 
 from __future__ import annotations
@@ -29,13 +32,17 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from harness.analysis.vsbaseline import Confirmation, Direction, Round
+from harness.analysis.vsbaseline import Baseline, Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
 
 if TYPE_CHECKING:
     from harness.analysis.contention import RunStat
+    from harness.protocol.series import Series
+
+    # (step time statistic, busy share, why it failed) of one run in a round
+    RunRead = tuple[RunStat | None, float | None, str | None]
 
 MIN_CALLS, MAX_CALLS = 50, 1000
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
@@ -53,8 +60,7 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
     return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
 
 
-def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
-         ) -> tuple[RunStat | None, float | None, str | None]:
+def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
     from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
 
@@ -63,9 +69,19 @@ def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
     ended, series = ran.ended, ran.series
     stat = run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
-        why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
+        why = ended.error or ("timed out" if ended.timed_out else
+                              f"exit {ended.exit_code}" if ended.exit_code not in (0, None)
+                              else "no step times")
         return None, None, f"{role} run failed: {why}"
     return stat, busy_share(series), None
+
+
+def _saved(series: Series) -> RunRead:
+    """A saved run read as every round's baseline run."""
+    from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
+
+    stat = run_stat(series)
+    return stat, busy_share(series), None if stat else "the saved run has no step times"
 
 
 def usable(done: list[Round]) -> int:
@@ -93,25 +109,46 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
         f"{cost:.1f} s"))
 
 
-def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: int,
-            measured: int, cap: int | None = MAX_CALLS) -> Confirmation:
-    """Run `rounds` interleaved baseline/suspect rounds and decide from them.
+def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
+            measured: int, label: str, cap: int | None = MAX_CALLS) -> Confirmation:
+    """Run rounds of `cell` against `base` until settled, and decide from them.
 
     Args:
         ctx: Supplies the runtime, image, store, cancel flag, progress and config.
-        base: The row's baseline cell.
+        base: The row's baseline cell, run afresh before the suspect in each round
+            (B S B S), or a saved run's samples (`plans.saved`), the baseline of every
+            round: its code is gone, so only the suspect runs again.
         cell: The suspect cell.
-        suspected: The pooled comparison's direction ("slower" or "faster").
-        rounds: How many usable rounds to get (>= 1).
-        measured: Calls the suspect cell measured (sets the rounds' length).
+        pooled: The pooled comparison that left the doubt: its direction ("slower",
+            "faster", or "~" on a busy host) and how many usable rounds to get (>= 1).
+        measured: Calls that set the rounds' length (`rows.round_length`).
+        label: The baseline's name in progress lines.
         cap: The most calls a round's run makes; None for a leak put to the rounds, whose
             steps may slow as what it keeps grows (a handler added per call): rounds
             capped short of its run measure an earlier, faster state (`round_cell`).
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
+    from harness.analysis.decision import pooled_text
     from harness.analysis.rounds import decide_rounds, judged, settled
-    cfg = ctx.cfg
-    runs = (round_cell(base, measured, cap), round_cell(cell, measured, cap))
+    cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
+    assert steps is not None, "rounds confirm a pooled step-time comparison"
+    suspected = steps.direction
+    short = round_cell(cell, measured, cap)
+    if isinstance(base, Cell):
+        short_base = round_cell(base, measured, cap)
+        how = "interleaved rounds"
+
+        def baseline(k: int) -> RunRead:
+            return _run(ctx, short_base, cell, k, "baseline")
+    else:
+        saved = _saved(base)
+        how = "rounds of this run against the saved one"
+
+        def baseline(k: int) -> RunRead:
+            return saved
+    what = f"suspected {suspected}" if suspected != "~" else "host busy"
+    ctx.progress(f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; confirming in "
+                 f"{how} (2 to {2 * rounds}, until settled)")
     done: list[Round] = []
     k = 0
     started = time.monotonic()
@@ -123,14 +160,14 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
             break   # the rounds left cannot give the two usable ones a decision needs
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
-        b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
-        o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
+        b_med, b_busy, b_fail = baseline(k)
+        o_med, o_busy, o_fail = _run(ctx, short, cell, k, "suspect")
         j = judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
         why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
                   *sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
-        ctx.progress(round_said(cell.id, base.image.label, r, why, j.note))
+        ctx.progress(round_said(cell.id, label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
         if why and why.startswith("host busy") and more:
             # A load burst passes: wait a little longer after each busy round (never
@@ -139,4 +176,5 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         if ctx.cancel.is_set():
             break
     return with_cost(decide_rounds(done, suspected, cfg), done, started,
-                     f"({2 * len(done)} runs)")
+                     f"({2 * len(done)} runs)" if isinstance(base, Cell)
+                     else "of this run against the saved one")

@@ -2,18 +2,18 @@
 baseline is written as soon as it ran; any other cell is compared with it in memory
 (waiting for it if it has not run yet; confirmation rounds where the pooled test leaves
 a doubt), then written, once (`cells/<id>/result.json`), with the verdict that settled
-it (`with_verdict`: a saved run's comparison and `--reanalyze` settle theirs the same
-way)."""
+it (`with_verdict`). A saved run's comparison and `--reanalyze` compare theirs the same
+way (`against_baseline`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
-from harness.analysis.vsbaseline import VsBaseline
+from harness.analysis.vsbaseline import Baseline, Confirmation, VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult
@@ -23,6 +23,7 @@ from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
+    from harness.protocol.series import Series
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
@@ -40,45 +41,56 @@ def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
 
 def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
             ) -> CellResult:
-    """The cell against its row's baseline, in memory: the pooled comparison, and
-    interleaved rounds where it leaves a doubt (`decision.rounds_for`: a good cell's, or
-    a leak's slower steps), gathered as facts; `decide` sets the final verdict. Nothing
-    is written here."""
-    # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.decision import CellFacts, decide, pooled_text, rounds_for
-    from harness.analysis.pooled import baseline_facts
-
+    """The cell against its row's baseline, in memory (`against_baseline`, with
+    interleaved rounds where the pooled comparison leaves a doubt). Nothing is written
+    here."""
     res, cfg = measured.result, ctx.cfg
     if base_result.verdict not in COMPARED_WITH or res.verdict == UNAVAILABLE:
         return res
-    # A resumed or cached baseline's samples are read once, here.
-    base_series, series = ctx.series(base.id) or no_samples(), measured.series
     label = base.image.label
-    facts = baseline_facts(cfg, base_series, series, label, cell.settings.rounds,
-                           good=res.verdict in GOOD)
-    steps, busy = facts.steps, facts.busy
-    if steps is not None and rounds_for(res.verdict, facts, cfg):
-        pooled = pooled_text(steps, label)
-        what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
-        if steps.direction == "~" and not ctx.busy_said.is_set():
+
+    def rounds(facts: Baseline) -> Confirmation:
+        steps = facts.steps
+        if steps is not None and steps.direction == "~" and not ctx.busy_said.is_set():
             # Said once a sweep: every later cell on this host is as busy.
             ctx.busy_said.set()
-            ctx.progress(f"host busy: {busy:.0%} run-queue delay in {cell.id} or its "
+            ctx.progress(f"host busy: {facts.busy:.0%} run-queue delay in {cell.id} or its "
                          "baseline; unchanged-looking cells are confirmed in interleaved "
                          "rounds")
-        ctx.progress(f"{cell.id} vs {label}: {pooled}, {what}; confirming in interleaved "
-                     f"rounds (2 to {2 * cell.settings.rounds}, until settled)")
-        facts = dataclasses.replace(facts, confirmation=confirm(
-            ctx, base, cell, steps.direction, cell.settings.rounds,
-            round_length(cell, len(series.cols.steps),
-                         [r.summary.median_step_s for r in (res, base_result)]),
-            MAX_CALLS if res.verdict in GOOD else None))
-    v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
-    if res.verdict in GOOD or facts.confirmation is not None:
-        said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
-                else vs_text(v.vs_baseline, cfg))
+        return confirm(ctx, base, cell, facts, round_length(
+            cell, len(measured.series.cols.steps),
+            [r.summary.median_step_s for r in (res, base_result)]), label,
+            MAX_CALLS if res.verdict in GOOD else None)
+
+    # A resumed or cached baseline's samples are read once, here.
+    out = against_baseline(cfg, res, measured.verdict, ctx.series(base.id) or no_samples(),
+                           measured.series, label, cell.settings.rounds, rounds)
+    if res.verdict in GOOD or (out.vs_baseline is not None
+                               and out.vs_baseline.confirmation is not None):
+        said = (f"{out.verdict} ({out.reason})" if out.verdict != res.verdict
+                else vs_text(out.vs_baseline, cfg))
         ctx.progress(f"{cell.id} vs {label}: {said}")
-    return with_verdict(res, v)
+    return out
+
+
+def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
+                     base_series: Series, series: Series, label: str, rounds: int,
+                     confirming: Callable[[Baseline], Confirmation | None]) -> CellResult:
+    """`res` (within-run verdict `within`, samples `series`) against a baseline's
+    samples: the pooled comparison (`analysis.pooled.baseline_facts`), the rounds
+    `confirming` runs (or recalls) where it leaves a doubt, and the verdict from the one
+    table. A sweep's row, a saved run (`plans.saved`) and `--reanalyze` all compare
+    here."""
+    # Imported here: NumPy loads on the prefetch thread while the first container runs.
+    from harness.analysis.decision import CellFacts, decide, rounds_for
+    from harness.analysis.pooled import baseline_facts
+
+    facts = baseline_facts(cfg, base_series, series, label, rounds,
+                           good=res.verdict in GOOD)
+    # A good cell's doubt, or a leak whose steps read slower (`rounds_for`).
+    if facts.steps is not None and rounds_for(res.verdict, facts, cfg):
+        facts = dataclasses.replace(facts, confirmation=confirming(facts))
+    return with_verdict(res, decide(CellFacts(cfg, baseline=facts, within=within)))
 
 
 def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:

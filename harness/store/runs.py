@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from harness.errors import InputError
@@ -134,11 +134,14 @@ def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
                   and not (name and name_of(p) and name_of(p) != name))
 
 
-def newest(base: Path, kinds: Collection[str], name: str = "") -> Path | None:
+def newest(base: Path, kinds: Collection[str], name: str = "",
+           keep: Callable[[Path], bool] | None = None) -> Path | None:
     """The newest directory under `base` of one of `kinds` (of the matrix `name`, where
-    both it and the directory name one) that holds a finished cell, by recorded start
-    time."""
-    found = [p for p in runs_of(base, kinds, name) if finished(p)]
+    both it and the directory name one; that `keep` keeps, where given) that holds a
+    finished cell, by recorded start time."""
+    found = [p for p in runs_of(base, kinds, name)
+             if finished(p) and (keep is None or keep(p))]
+
     def when(p: Path) -> tuple[float, str]:
         return started_of(p), p.name
 
@@ -157,12 +160,7 @@ def made_from(root: Path, matrix: Path | None) -> bool:
 def resumable(base: Path, name: str, matrix: Path | None) -> Path | None:
     """The newest sweep under `base` of the matrix file `matrix` (see `made_from`): what
     `--resume` continues. Another file that shares `name:` is another matrix."""
-    found = [p for p in runs_of(base, (SWEEP,), name) if finished(p) and made_from(p, matrix)]
-
-    def when(p: Path) -> tuple[float, str]:
-        return started_of(p), p.name
-
-    return max(found, key=when) if found else None
+    return newest(base, (SWEEP,), name, lambda p: made_from(p, matrix))
 
 
 def other_matrix(run: Path, matrix: Path, out: Path) -> InputError:

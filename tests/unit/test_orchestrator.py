@@ -558,6 +558,48 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
     assert "host busy: 5 of 5 confirmation rounds left out" in res.reason
 
 
+def test_a_saved_runs_busy_rounds_back_off_as_a_sweeps_do(tmp_path: Path) -> None:
+    """Issue 64: a saved run's rounds (`plans.saved`) are the sweep's loop, its busy
+    back-off included, where a copy of the loop had none: every round busy, 1 + 2 + 4 +
+    8 s of waits, five rounds of the suspect alone against the saved run."""
+    from harness.orchestrator import Sweep
+    from harness.plans.saved import against_saved
+
+    waits: list[float] = []
+
+    class Counting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout or 0.0)
+            return False
+
+    def behave(cell: Cell) -> Behaviour:
+        # the measured runs quiet, 1.3x apart; every confirmation run (shorter) busy
+        slow = 0.0013 if cell.image.label == "v2" else 0.001
+        return Behaviour(step_s=slow, rq_share=0.8 if cell.settings.iterations < 300 else 0.0)
+
+    matrix = make_matrix(tmp_path, "v1, v2")
+    v1, v2 = sorted(matrix.cells, key=lambda c: c.image.label)
+    store = RunStore(tmp_path / "run", durable=False)
+    lines: list[str] = []
+    sweep = Sweep(matrix, FakeRuntime(behave), store, lines.append)
+    sweep.cancel = Counting()
+    try:
+        saved, measured = sweep.run_cell(v1), sweep.run_cell(v2)
+        res = against_saved(sweep, v2, measured, saved.result, saved.series, "main (saved)")
+    finally:
+        sweep.images.close()
+    vs = res.vs_baseline
+    conf = vs.confirmation if vs is not None else None
+    assert conf is not None and len(conf.rounds) == 5, res.reason
+    assert all(r.excluded and r.excluded.startswith("host busy") for r in conf.rounds)
+    assert waits == [1.0, 2.0, 4.0, 8.0], waits
+    assert "5 rounds of this run against the saved one" in conf.reason, conf.reason
+    assert sum("vs main (saved): round " in ln for ln in lines) == 5, lines
+    # only the suspect runs again: the saved run's code is gone
+    assert sorted(p.name for p in (store.cell_dir(v2.id) / "rounds").iterdir()) == [
+        f"{k}-suspect" for k in range(1, 6)]
+
+
 def busy_rounds(slow: dict[str, float], cpu_share: float | None) -> Callable[[Cell], Behaviour]:
     """The sweep's own cells quiet; every confirmation run (shorter) busy, waiting for a
     CPU 80-270 % of its step; CPU time per step `cpu_share` of the step (None: not
