@@ -55,13 +55,32 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-COMMANDS = ("sweep", "bisect", "fit", "explain", "culprit", "day", "compare", "report", "history",
-            "images", "doctor", "watch")
+# The one start-up boundary of the CLI: a command's module imports what its run needs, at
+# its top, so a command line that names no command (`harness --help`) lists the commands
+# by these lines and imports none of their modules. Each is the help its module's own
+# parser gives (tests/unit/test_startup.py).
+SUMMARIES = {
+    "sweep": "run a matrix of images x GPUs x scenarios",
+    "bisect": "find the first bad image of one row by bisection",
+    "fit": "largest value of an integer param that runs, per row",
+    "explain": "where the first bad cell leaks or slows, against the last good one",
+    "culprit": "which package change made the first bad image bad, proved both ways",
+    "day": "the day a dated (`as_of:`) row went bad, and what changed that day",
+    "compare": "join two results directories and show differences",
+    "report": "re-render reports from a results directory",
+    "history": "every run of a matrix joined: each image's latest verdict per row and host, "
+               "flaky images marked",
+    "images": "build or list the offline test images",
+    "doctor": "check engine, GPU runtime, driver, GPUs and images",
+    "watch": "run a repository's new tags against a baseline tag",
+}
+COMMANDS = tuple(SUMMARIES)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, *, listed: bool = False) -> argparse.ArgumentParser:
     """The parser of every command, or of `command` alone where one is named (`harness
-    sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms)."""
+    sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms); with
+    `listed` and no command named, the commands by their `SUMMARIES` alone."""
     import importlib
 
     from harness import __version__
@@ -72,7 +91,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
     for name in (command,) if command in COMMANDS else COMMANDS:
-        importlib.import_module(f"harness.cli.{name}").add_parser(sub)
+        if listed and command not in COMMANDS:
+            sub.add_parser(name, help=SUMMARIES[name])
+        else:
+            importlib.import_module(f"harness.cli.{name}").add_parser(sub)
     _own_parser(parser)
     return parser
 
@@ -161,7 +183,7 @@ def _kept(argv: Sequence[str], help_only: bool) -> str:
 
 
 def _command(argv: list[str], out: ReaderMayLeave, err: ReaderMayLeave) -> int:
-    parser = build_parser(argv[0] if argv else None)
+    parser = build_parser(argv[0] if argv else None, listed=True)
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:
