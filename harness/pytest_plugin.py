@@ -38,6 +38,7 @@ two marker lines and two options.
 from __future__ import annotations
 
 import inspect
+import pickle
 import unicodedata
 from typing import TYPE_CHECKING, NoReturn
 
@@ -129,6 +130,7 @@ def _fail(text: str) -> NoReturn:
 
 
 def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
+    # lazy: the plugin loads in every pytest session; harness only once a marked test runs
     from harness.errors import HarnessError
 
     fn = item.obj
@@ -142,10 +144,12 @@ def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     note = ""
     if timed:
         save, compare, note = _saved(item)
+        # lazy: the plugin loads in every pytest session; harness only once a marked test runs
         from harness.api.run import whole_budget
 
         # A time check measures its whole budget, saved or compared or neither.
         settings = dict(whole_budget(settings, iterations, True, None))
+    # lazy: the plugin loads in every pytest session; harness only once a marked test runs
     from harness.api import check
 
     got = problem = None
@@ -164,6 +168,7 @@ def _run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     if got.ok or got.verdict == "suspected":   # a failure says it in its message
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
     else:
+        # lazy: the plugin loads in every pytest session; harness only once a marked test runs
         from harness.analysis.kinds import UNDECIDED
 
         more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget=\"10s\")"
@@ -197,8 +202,6 @@ def _arguments(item: pytest.Function, marks: list[pytest.Mark]
 
 def _fixtures(item: pytest.Function, fn: object) -> dict[str, object]:
     """The test function's arguments as pytest set them up, each checked to pickle."""
-    import pickle
-
     try:
         names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -220,6 +223,7 @@ def _fixtures(item: pytest.Function, fn: object) -> dict[str, object]:
 
 def _saved(item: pytest.Function) -> tuple[Saved | None, Saved | None, str]:
     """(where to save this test's run, the saved run to compare with, a note)."""
+    # lazy: the plugin loads in every pytest session; harness only once a marked test runs
     from harness.store.saved import Saved, key_of
 
     config = item.config

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from harness.errors import (
     StoreError,
 )
 from harness.signals import interruptible as interruptible  # re-exported for the commands
+from harness.signals import stream_closed
 
 HELP = """\
 Find which container image, package version or GPU introduced a memory leak or a
@@ -81,8 +83,7 @@ def build_parser(command: str | None = None, *, listed: bool = False) -> argpars
     """The parser of every command, or of `command` alone where one is named (`harness
     sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms); with
     `listed` and no command named, the commands by their `SUMMARIES` alone."""
-    import importlib
-
+    # lazy: harness leads back here: a circle of module-level imports
     from harness import __version__
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
@@ -112,6 +113,7 @@ def _own_parser(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["_cell"]:  # hidden: one cell inside a Slurm job (runtimes/slurmjob.py)
+        # lazy: only the hidden `_cell` command (inside a Slurm job) needs it
         from harness.runtimes.slurmjob import main as cell_main
 
         return cell_main(argv[1:])
@@ -259,7 +261,6 @@ class ReaderMayLeave:
         self.left = True
         if exc is not None and not isinstance(exc, BrokenPipeError):
             self.failed = f"{self.name} could not be written ({exc.strerror or exc})"
-        from harness.signals import stream_closed
 
         # Said before the interruption: it is raised in this thread at once when this is
         # the main thread, before any line after stream_closed() runs.
@@ -295,6 +296,7 @@ def printer(quiet: bool) -> Callable[[str], None]:
             return
         line = f"harness: {text}"
         if sys.stderr.isatty():
+            # lazy: `harness --help` must not load numpy
             from harness.report.grid import console_width, wrap
 
             width = console_width(sys.stderr)

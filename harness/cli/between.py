@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from harness import matrixfile
+from harness.analysis.kinds import BAD, GOOD
 from harness.errors import InputError
+from harness.matrixfile.entries import to_word
+from harness.matrixfile.lockfile import normal, read
 
 if TYPE_CHECKING:
     from harness.matrixfile.lockfile import Lock
@@ -56,10 +62,6 @@ def matrix_file(args: argparse.Namespace, progress: Progress) -> Path:
             a given matrix of a container runtime, or a lock that cannot be read (its
             file, package and the fix: `matrixfile.lockfile`).
     """
-    import yaml
-
-    from harness import matrixfile
-    from harness.matrixfile.lockfile import read
 
     if args.between is None:
         raise InputError(f"{'--scenario' if args.scenario else '--python'} goes with "
@@ -149,8 +151,6 @@ def names(paths: Sequence[Path]) -> list[str]:
     for a stem that says nothing (`v1/uv.lock` -> v1) or that both files share
     (`v1/req.txt`, `v2/req.txt` -> v1, v2), `-old`/`-new` added where they are still
     one name."""
-    from harness.matrixfile.entries import to_word
-
     def word(stem: str) -> str:
         return to_word(stem).strip("-") or "lock"
 
@@ -179,8 +179,6 @@ def run_words(labels: Sequence[str]) -> list[str]:
 
 def differences(old: Lock, new: Lock) -> str:
     """The package changes from OLD's pins to NEW's, in words."""
-    from harness.matrixfile.lockfile import normal
-
     a = {normal(p.name): p.version for p in old.pins}
     b = {normal(p.name): p.version for p in new.pins}
     moved = [f"{n} {a.get(n, '(none)')} -> {b.get(n, '(none)')}"
@@ -200,8 +198,10 @@ def culprit_after(matrix: Matrix, runtime: Runtime, by_host: dict[str, Runtime] 
     """Each row where NEW (the second image) is bad and OLD good: `harness culprit`'s
     search between them, its answer in culprit/<row>/culprit.json (the reports show it);
     a row where OLD is bad too is said, not searched."""
-    from harness.analysis.kinds import BAD, GOOD
+    # lazy: a sweep's start loads no more of harness than it does now (answers.explain: later)
     from harness.answers.explain import pairs
+
+    # lazy: a sweep's start loads no more of harness than it does now (plans.culpritrun: later)
     from harness.plans.culpritrun import RunsOn, culprit_in_run
 
     by_id = {c.id: c for c in cells}

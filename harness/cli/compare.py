@@ -8,8 +8,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from harness.cli import answer, options
+from harness.cli.report import unchecked_note
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.store.gate import STALE, read_gated
+from harness.store.runs import SWEEP_RESULTS, require
 
 if TYPE_CHECKING:
     from harness.answers.hostcompare import Comparison
@@ -60,8 +65,6 @@ def add_parser(sub: Any) -> None:
 def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
     """The `hosts:` labels of a results directory, in the matrix's order (its copy in
     the directory), else in the order of the cells."""
-    import yaml
-
     found: list[str] = []
     for r in sorted(results.values(), key=lambda r: r.id):
         if r.host.label and r.host.label not in found:
@@ -112,10 +115,6 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
         InputError: not a sweep's results directory (a bisect's: the message names the
             command that reads it), or one that holds no cell results.
     """
-    from harness.cli.report import unchecked_note
-    from harness.store.gate import read_gated
-    from harness.store.runs import SWEEP_RESULTS, require
-
     require(path, SWEEP_RESULTS, "harness compare", flag)
     found, _ = read_gated(path, as_run=True)
     if not found.results and not found.was and not found.unreadable:
@@ -132,8 +131,6 @@ _READ: dict[Path, Gated] = {}   # what `results_of` read, for `gaps_of`
 def gaps_of(path: Path, image: str | None = None) -> tuple[dict[str, str], list[str]]:
     """A directory's planned cells that give no answer (cell id -> unreadable, stale:
     why, not run), of `image` only where given, and the command that runs them again."""
-    from harness.store.gate import STALE
-
     found = _READ[path]
     ids = [p.id for p in found.plan if image is None or p.image == image]
     gaps = {cid: ("stale: " + found.stale[cid] if found.state(cid) == STALE
@@ -177,6 +174,7 @@ def run_name(path: Path) -> str:
 
 @answer.answers("compare", {"verdicts": [], "fits": []})
 def run(args: argparse.Namespace) -> int:
+    # lazy: a sweep before its first container must not load tabulate
     from harness.cli.fitcompare import fit_rows
 
     options.check(args)
@@ -213,6 +211,7 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     Raises:
         InputError: one fit directory of one host, or a --host that is not in it.
     """
+    # lazy: a sweep before its first container must not load tabulate
     from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 
     param = param_of(args.a)
@@ -241,6 +240,7 @@ def results_compared(args: argparse.Namespace) -> tuple[list[Comparison], str]:
         InputError: --image not given twice, an image or host that is not there,
             --host with two directories.
     """
+    # lazy: a sweep before its first container must not load tabulate
     from harness.answers.hostcompare import compare_hosts, compare_images
 
     a = results_of(args.a, "A")
@@ -286,6 +286,7 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
+    # lazy: a sweep before its first container must not load numpy
     from harness.report.grid import console_width
 
     if answer.active():

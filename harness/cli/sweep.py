@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import matrixfile
 from harness.cli import answer, between, interruptible, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
@@ -19,6 +20,16 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
 )
+from harness.matrixfile.entries import parse_duration
+from harness.matrixfile.model import BUDGET_CAP
+from harness.orchestrator import Sweep, prefetch_analysis
+from harness.preflight import check_lengths, compile_scenarios, floor_caps
+from harness.report.live import progress_for
+from harness.result.model import Planned
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.gate import kept_plan
+from harness.store.runs import SWEEP, begun_of
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -26,10 +37,8 @@ if TYPE_CHECKING:
     from harness.plans.culprit import Maker
     from harness.report import Report
     from harness.result.codec import JSON
-    from harness.result.model import CellResult, Planned
-    from harness.runtimes import Engines
+    from harness.result.model import CellResult
     from harness.runtimes.base import Progress, Runtime
-    from harness.store import RunStore
 
 
 SWEEP_EPILOG = """examples:
@@ -102,9 +111,6 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
         k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup))
         if v is not None}
     if getattr(args, "budget", None) is not None:
-        from harness.matrixfile.entries import parse_duration
-        from harness.matrixfile.model import BUDGET_CAP
-
         seconds = parse_duration(args.budget)
         if seconds is None:
             raise InputError(f"--budget {args.budget}: not a duration; write e.g. 20s, 2m "
@@ -134,8 +140,6 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
                           "undecided_cells": [], "causes": {}})
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `harness --help` must not pay for them.
-    from harness import matrixfile
-
     options.check(args)
     if args.between is not None or args.scenario or args.python:
         args.matrix = between.matrix_file(args, printer(args.quiet))
@@ -160,8 +164,14 @@ def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Pa
     whole; or in JSON mode the same from the report model: the rows' answers
     (`RowAnswer`s), the bad, missing and undecided cells and, with --find-cause, each
     row's cause (as results.json keeps them)."""
+    # lazy: a sweep's start loads no more of harness than it does now (answers.journey: later)
     from harness.answers.journey import results_json
+
+    # lazy: a sweep's start loads no more of harness than it does now (report, report.console:
+    # later)
     from harness.report import ConsoleReporter
+
+    # lazy: a sweep's start loads no more of harness than it does now (report.grid: later)
     from harness.report.grid import console_width, say
 
     root, paths = written
@@ -194,8 +204,6 @@ def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list
     Raises:
         InputError: a scenario that does not compile, or a refused length.
     """
-    from harness.preflight import check_lengths, compile_scenarios, floor_caps
-
     compile_scenarios(cells)
     for warning in check_lengths(cells, matrix.analysis, refuse=iterations is not None):
         print(f"harness: {warning}", file=sys.stderr)
@@ -214,13 +222,6 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     Raises:
         EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
     """
-    from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.report.live import progress_for
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.gate import kept_plan
-    from harness.store.runs import SWEEP, begun_of
-
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     runtime = engines.default
     resume: bool | Path = Path(args.resume) if isinstance(args.resume, str) else args.resume
@@ -274,6 +275,7 @@ def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStor
              meta: dict[str, JSON], name: str) -> tuple[Report, list[Path]]:
     """The sweep's report model (its meta: `meta` and how the cells went), every report
     file written into the results directory."""
+    # lazy: a sweep's start loads no more of harness than it does now (report, report.model: later)
     from harness.report import Report, write_all
 
     report = Report.from_results(name, outcome.results, {
@@ -286,6 +288,7 @@ def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell
     """The command that decides what is not decided: missing cells are run by --resume
     (it reuses every finished one); undecided cells, whose results --resume would
     reuse, by a longer run; a whole script runs once, whatever --iterations says."""
+    # lazy: `shown` is another name at module level
     from harness.store.runs import shown
 
     undecided = report.undecided_cells
@@ -311,6 +314,7 @@ REPORTERS = ("harness.report.model", "harness.report.console", "harness.report.m
 
 def compile_report_template() -> None:
     """report.html's template, compiled ahead (on the prefetch thread)."""
+    # lazy: a sweep's start loads no more of harness than it does now (report.html: later)
     from harness.report.html import environment
 
     environment().get_template("report.html.j2")
@@ -325,10 +329,11 @@ def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, stor
         explain_after(matrix, engines.default, store, progress, engines.by_host, results,
                       planned)
         return
-    from harness.orchestrator import Sweep
+    # lazy: a sweep's start loads no more of harness than it does now (plans.culprit: later)
     from harness.plans.culprit import docker_hybrids
+
+    # lazy: a sweep's start loads no more of harness than it does now (plans.journey: later)
     from harness.plans.journey import find_causes
-    from harness.runtimes import Engines
 
     def hybrids(g: Cell, b: Cell) -> Maker | None:
         """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
@@ -347,8 +352,10 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
                   planned: Sequence[Planned] = ()) -> None:
     """`--explain`: each row's first bad cell and its last good cell, run again with
     attribution once the sweep is done (their where.json files go into the reports)."""
+    # lazy: a sweep's start loads no more of harness than it does now (answers.explain: later)
     from harness.answers.explain import pairs, unpaired
-    from harness.orchestrator import Sweep
+
+    # lazy: a sweep's start loads no more of harness than it does now (plans.explain: later)
     from harness.plans.explain import explain_matrix
 
     todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
@@ -363,8 +370,6 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
 
 def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
     """plan.json's cells: what a report checks the directory against."""
-    from harness.result.model import Planned
-
     return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in cells)
 
 

@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli import interruptible, options, printer
+from harness.cli.sweep import apply_overrides, plan_of
 from harness.errors import EXIT_OK, EXIT_REGRESSION
+from harness.orchestrator import prefetch_analysis
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.runs import SWEEP
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -36,8 +41,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.sweep import apply_overrides
+    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
+    # network is asked
     from harness.watch.registry import list_tags, parse_repo
+
+    # lazy: a sweep before its first container must not load numpy
     from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
 
     options.check(args)
@@ -68,11 +76,7 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
               cells: list[Cell]) -> tuple[WatchOutcome, Path]:
     """The suite's cells over the new tags, swept in a new results directory: the
     outcome and the directory."""
-    from harness.cli.sweep import plan_of
-    from harness.orchestrator import prefetch_analysis
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import SWEEP
+    # lazy: a sweep before its first container must not load numpy
     from harness.watch.suite import run_plan
 
     prefetch_analysis()
@@ -98,6 +102,7 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
 def said(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
     """The suite's table and the new tags' answer; the state recorded; 1 when a new
     tag is bad against the baseline."""
+    # lazy: a sweep before its first container must not load numpy, tabulate
     from harness.report import ConsoleReporter
 
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)

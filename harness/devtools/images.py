@@ -99,6 +99,7 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
             once every image that stands on no failed recipe is built).
     """
     if engine is None:
+        # lazy: docker-py is imported through dockerlib.import_docker, on first use
         from harness.runtimes.docker import DockerRuntime
 
         engine = DockerRuntime()

@@ -24,6 +24,11 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from harness.analysis.contention import busy_share, run_stat, sm_clocks
+from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+from harness.analysis.kinds import GOOD
+from harness.analysis.pooled import baseline_facts
+from harness.analysis.rounds import decide_rounds, judged, settled
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
@@ -38,10 +43,6 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
                   saved_series: Series, label: str) -> CellResult:
     """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
     with the comparison; nothing is written."""
-    from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
-    from harness.analysis.kinds import GOOD
-    from harness.analysis.pooled import baseline_facts  # NumPy: lazily
-
     res, cfg = measured.result, ctx.cfg
     facts = baseline_facts(cfg, saved_series, measured.series, label, cell.settings.rounds,
                            good=res.verdict in GOOD)
@@ -64,9 +65,6 @@ def rounds_against(ctx: Context, cell: Cell, saved_series: Series, suspected: Di
     """Rounds of `cell`, each a fresh short run against the saved run's statistic,
     decided as a sweep's rounds are (`stages.confirm.confirm`'s loop, without the
     baseline's runs: the saved one is the baseline of every round)."""
-    from harness.analysis.contention import busy_share, run_stat, sm_clocks
-    from harness.analysis.rounds import decide_rounds, judged, settled
-
     cfg = ctx.cfg
     base = run_stat(saved_series)
     base_busy = busy_share(saved_series)

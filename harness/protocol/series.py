@@ -115,12 +115,14 @@ class Columns:
 
     @cached_property
     def steps(self) -> np.ndarray:
+        # lazy: a sweep before its first container must not load numpy
         import numpy as np
 
         return np.asarray([t for s in self._stepped for t in s["dt"]], dtype=np.float64)
 
     @cached_property
     def cpu(self) -> np.ndarray | None:
+        # lazy: a sweep before its first container must not load numpy
         import numpy as np
 
         out: list[float] = []
@@ -146,6 +148,7 @@ class Columns:
 
     def _table(self, keys: tuple[str, ...], seen: tuple[str, ...]
                ) -> dict[str, np.ndarray] | None:
+        # lazy: a sweep before its first container must not load numpy
         import numpy as np
 
         rows = [s for s in self._stepped if s["dt"]]
@@ -199,6 +202,7 @@ CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "
 
 def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
                   ) -> tuple[np.ndarray, np.ndarray]:
+    # lazy: a sweep before its first container must not load numpy
     import numpy as np
 
     pairs = sorted(((float(s["i"]), float(s[source])) for s in samples

@@ -58,8 +58,13 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     Raises:
         StoreError: the results directory cannot be written.
     """
+    # lazy: a sweep's start loads no more of harness than it does now (report.html: later)
     from harness.report.html import HtmlReporter
+
+    # lazy: a sweep's start loads no more of harness than it does now (report.junit: later)
     from harness.report.junit import JunitReporter
+
+    # lazy: a sweep's start loads no more of harness than it does now (report.markdown: later)
     from harness.report.markdown import MarkdownReporter
 
     if report.root is None:  # the HTML links (and plots) the files next to the results

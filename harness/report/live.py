@@ -24,8 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from harness.protocol.ingest import last_sample
+
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import RenderableType
     from rich.progress import TaskID
 
     from harness.matrixfile.model import Cell
@@ -52,6 +59,7 @@ class PlainProgress:
         (continuation lines indented), else one line as it is, for logs and grep."""
         if self.quiet:
             return
+        # lazy: a sweep's start loads no more of harness than it does now (report.grid: later)
         from harness.report.grid import console_width, wrap
 
         stream = self.stream or sys.stderr
@@ -68,8 +76,6 @@ class PlainProgress:
 
 def last_iteration(path: Path, chunk: int = 8192) -> tuple[int, str] | None:
     """(iterations done, phase) from the last complete sample line of samples.jsonl."""
-    from harness.protocol.ingest import last_sample
-
     record = last_sample(path, chunk)
     if record is None:
         return None
@@ -81,15 +87,6 @@ class LiveProgress:
 
     def __init__(self, samples: Callable[[str], Path], console: Console | None = None,
                  refresh_s: float = 0.25):
-        from rich.console import Console
-        from rich.live import Live
-        from rich.progress import (
-            BarColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
         self.samples = samples          # cell id -> its samples.jsonl
         self.console = console or Console(stderr=True, no_color=no_colour(),
                                           highlight=False)
@@ -118,9 +115,6 @@ class LiveProgress:
         self._thread.start()
 
     def _view(self) -> RenderableType:
-        from rich.console import Group
-        from rich.text import Text
-
         lines: list[RenderableType] = [
             Text(f"  {v}", style="dim", overflow="ellipsis", no_wrap=True)
             for v in self.preparing.values()]

@@ -126,6 +126,7 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series) -> Summary:
+    # lazy: a sweep before its first container must not load numpy
     import numpy as np
 
     times = series.cols.steps

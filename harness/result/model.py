@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import Finding
+from harness.analysis.rules import CARRIERS, Evidence, leaking_carriers
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline
 from harness.result.codec import JSON, DecodeError, decode, encode
@@ -245,8 +246,6 @@ class CellResult:
         (`analysis.rules.leaking_carriers`, from the stored trends): a result decided
         before the rule took the largest growth named the heap's +2.4 KiB/call beside
         the device's +1024 (issue 51)."""
-        from harness.analysis.rules import CARRIERS, Evidence, leaking_carriers  # NumPy
-
         parts = CARRIERS.get(self.carrier or "")
         if parts is None or not all(p in self.memory and self.memory[p].kind == "leak"
                                     for p in parts):

@@ -7,29 +7,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import EnvironmentUnavailable, InputError
+from harness.matrixfile.load import check_applied, check_images
 from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
+from harness.runtimes.local import LocalRuntime
 
 
 def _local(docker_host: str | None) -> Runtime:
-    from harness.runtimes.local import LocalRuntime
-
     return LocalRuntime()
 
 
 def _docker(docker_host: str | None) -> Runtime:
+    # lazy: a sweep's start loads no more of harness than it does now (runtimes.dockerlib: later)
     from harness.runtimes.dockerlib import import_docker
 
     import_docker()  # without paramiko: ~130 ms less start-up
+    # lazy: a sweep's start loads no more of harness than it does now (runtimes.docker: later)
     from harness.runtimes.docker import DockerRuntime
 
     return DockerRuntime(docker_host)
 
 
 def _podman(podman_host: str | None) -> Runtime:
+    # lazy: a sweep's start loads no more of harness than it does now (runtimes.dockerlib: later)
     from harness.runtimes.dockerlib import import_docker
 
     import_docker()
+    # lazy: a sweep's start loads no more of harness than it does now (runtimes.podman: later)
     from harness.runtimes.podman import PodmanRuntime
 
     return PodmanRuntime(podman_host)
@@ -70,8 +74,6 @@ class Engines:
                    docker_host: str | None = None) -> Engines:
         """Raises: InputError: unknown runtime name; SpecError: a setting the runtime cannot
         honour (mem_limit where cells have no cgroup of their own)."""
-        from harness.matrixfile.load import check_images
-
         check_images(matrix, name)
         if matrix.slurm is not None:
             # Cells become Slurm jobs; `name` runs each one inside its job.
@@ -79,12 +81,10 @@ class Engines:
 
             if name not in NAMES:
                 get_runtime(name)  # the "allowed values" error
-            from harness.matrixfile.load import check_applied
 
             check_applied(matrix, name)
             return cls(SlurmRuntime(name, matrix.slurm, matrix.name, docker_host))
         default = get_runtime(name, docker_host)
-        from harness.matrixfile.load import check_applied  # YAML: only where cells run
 
         check_applied(matrix, default.name)
         by_host = None

@@ -37,10 +37,12 @@ def import_docker() -> None:
 
 def enable_ssh() -> None:
     """Give docker-py its ssh:// transport if it was imported without paramiko."""
+    # lazy: docker-py is imported here with paramiko and charset_normalizer hidden
     import docker.api.client
     import docker.transport
 
     if not hasattr(docker.api.client, "SSHHTTPAdapter"):
+        # lazy: docker-py is imported here with paramiko and charset_normalizer hidden
         from docker.transport.sshconn import SSHHTTPAdapter
 
         docker.api.client.SSHHTTPAdapter = SSHHTTPAdapter

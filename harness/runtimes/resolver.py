@@ -130,6 +130,7 @@ def yanked_pins(reqs: Sequence[str], pins: Sequence[str]) -> list[str]:
     """The pins that name a yanked release, as "name X.Y.Z (yanked: reason)": asked of
     the index only for a requirement pinned exactly (`name==X.Y.Z`), the one way a
     resolver lands on a yanked release; an index that does not answer says nothing."""
+    # lazy: a sweep's start loads no more of harness than it does now (runtimes.uploads: later)
     from harness.runtimes.uploads import yanked_releases, yanked_words
 
     exact = {normal(r.split("==", 1)[0].split("[", 1)[0].strip())

@@ -216,6 +216,8 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
+        # lazy: a sweep's start loads no more of harness than it does now (analysis.sequential:
+        # later)
         from harness.analysis.sequential import LiveDecider, watch_file
 
         decider = LiveDecider(ctx.cfg, s.min_iterations, s.max_iterations)

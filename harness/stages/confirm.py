@@ -102,6 +102,8 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
     from harness.analysis.contention import sm_clocks  # NumPy: lazily
+
+    # lazy: a sweep's start loads no more of harness than it does now (analysis.rounds: later)
     from harness.analysis.rounds import decide_rounds, judged, settled
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))

@@ -45,6 +45,8 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
     final verdict. Nothing is written here."""
     # Imported here: NumPy loads on the prefetch thread while the first container runs.
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
+
+    # lazy: a sweep's start loads no more of harness than it does now (analysis.pooled: later)
     from harness.analysis.pooled import baseline_facts
 
     res, cfg = measured.result, ctx.cfg
@@ -84,6 +86,7 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
+        # lazy: a sweep's start loads no more of harness than it does now (analysis.pooled: later)
         from harness.analysis.pooled import unchanged_because
 
         s = vs.steps
