@@ -71,7 +71,7 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
      "import harness.analysis.verdict, harness.orchestrator, harness.report",
      {"ext:scipy"}),
     ("a sweep before its first container",
-     "from harness.cli import build_parser\nbuild_parser()\n"
+     "from harness.cli import build_parser\nbuild_parser('sweep')\n"
      "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
      "harness.report.live, harness.stages.confirm\n"
      "from harness.runtimes import get_runtime\nget_runtime('docker')",

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from harness.analysis.kinds import Verdict
+from harness.analysis.kinds import SELF_EXIT, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
 from harness.analysis.trends import StepTrend, rate_text, signed_size
@@ -102,11 +102,6 @@ def allocation_report(text: str, limit: int = 12) -> list[str]:
         if len(out) >= limit:
             break
     return out
-
-
-# A process that exits 0 with no end record was not killed and did not fail in Python:
-# something in it ended it (`os._exit` in the scenario or a library it calls).
-SELF_EXIT = "the process ended itself, by os._exit in the scenario or in a library it calls"
 
 
 def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:

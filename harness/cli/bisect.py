@@ -14,6 +14,7 @@ from harness.cli import answer, interruptible, options, printer
 from harness.cli.sweep import apply_overrides
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.orchestrator import Sweep, prefetch_analysis
+from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
 from harness.store import RunStore
@@ -167,9 +168,6 @@ def bisect_row(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     """The row bisected in its own directory (<out>/<name>/bisect-<row>, kept for the
     next bisect of the row), reusing what still answers: the outcome and the cache that
     says where reused results came from."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.plans.bisect import bisect, expected_probes, sweep_runner
-
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start(cells)
@@ -212,9 +210,6 @@ class Reuse:
         self.sources: dict[str, int] = {}
 
     def __call__(self, cell: Cell) -> CellResult | None:
-        # lazy: a sweep before its first container must not load numpy
-        from harness.plans.bisect import latest
-
         runtime = self.sweep.runtime_for(cell).name
         found = latest(self.store, cell.id)
         if found is not None:

@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from harness.answers.hostcompare import compare_hosts, compare_images
 from harness.cli import answer, options
+from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 from harness.cli.report import unchecked_note
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.report.grid import console_width
 from harness.store.gate import STALE, read_gated
 from harness.store.runs import SWEEP_RESULTS, require
 
@@ -174,9 +177,6 @@ def run_name(path: Path) -> str:
 
 @answer.answers("compare", {"verdicts": [], "fits": []})
 def run(args: argparse.Namespace) -> int:
-    # lazy: a sweep before its first container must not load tabulate
-    from harness.cli.fitcompare import fit_rows
-
     options.check(args)
     fits = fit_rows(args.a) if not args.image else None
     if fits is not None:
@@ -211,9 +211,6 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     Raises:
         InputError: one fit directory of one host, or a --host that is not in it.
     """
-    # lazy: a sweep before its first container must not load tabulate
-    from harness.cli.fitcompare import compare_fits, fit_rows, param_of
-
     param = param_of(args.a)
     other = fit_rows(args.b) if args.b is not None and \
         args.b.resolve() != args.a.resolve() else None
@@ -240,9 +237,6 @@ def results_compared(args: argparse.Namespace) -> tuple[list[Comparison], str]:
         InputError: --image not given twice, an image or host that is not there,
             --host with two directories.
     """
-    # lazy: a sweep before its first container must not load tabulate
-    from harness.answers.hostcompare import compare_hosts, compare_images
-
     a = results_of(args.a, "A")
     if args.image:
         if len(args.image) != 2:
@@ -286,8 +280,6 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report.grid import console_width
 
     if answer.active():
         answer.update(verdicts=[comparison_json(c) for c in comparisons])

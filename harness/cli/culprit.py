@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.answers.explain import pairs
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.report import newest_run
 from harness.errors import (
@@ -19,8 +20,11 @@ from harness.errors import (
     InputError,
 )
 from harness.orchestrator import prefetch_analysis
+from harness.plans.changedcode import for_row
+from harness.plans.culprit import docker_hybrids
 from harness.plans.culpritrun import RunsOn, culprit_in_run
 from harness.plans.culpritsearch import FOUND, OUTSIDE
+from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.store import RunStore
 from harness.store.answers import drop_culprit
@@ -95,9 +99,6 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
             --bad that name one image, a --good that is bad or a --bad that is not
             (without --swap).
     """
-    # lazy: a sweep before its first container must not load numpy
-    from harness.answers.explain import pairs
-
     rows = sorted({r.row for r in results.values()})
     if row is not None and row not in rows:
         raise InputError(f"no row {row!r} in this directory (allowed values: "
@@ -230,8 +231,6 @@ def rows_exit(root: Path, name: str, found: Gated, row: str | None) -> int:
     # lazy: `exit_code` is another name at module level
     from harness.cli.sweep import exit_code
 
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report import Report
 
     plan = tuple(p for p in found.plan if row is None or p.row == row)
     ids = {p.id for p in plan}
@@ -247,10 +246,6 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 ) -> list[CulpritOutcome]:
     """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
     as culprit.json with the run keys of G and B it rests on (`plans.culpritrun`)."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.plans.changedcode import for_row
-    from harness.plans.culprit import docker_hybrids
-
     client = engines.hybrid_client(args.runtime or matrix.runtime)
     progress = printer(args.quiet)
     on = RunsOn(matrix, engines.default, progress, engines.by_host)
@@ -290,9 +285,6 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
 def rewrite_reports(root: Path, name: str, found: Gated) -> None:
     """The sweep's reports again, with culprit's answers (the model reads them from
     culprit/<row>/culprit.json); a partial report never replaces a whole one."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report import Report, write_all
-
     meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
     report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
                                  root, planned=found.plan, unreadable=found.gaps,

@@ -12,6 +12,8 @@ from harness.answers.history import read_history
 from harness.cli import answer, options, without_out
 from harness.cli.sweep import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError
+from harness.report.grid import console_width, say
+from harness.report.history import HistoryConsole, latest_report, write_html
 from harness.result.words import cell_text
 from harness.store.gate import read_gated
 
@@ -39,11 +41,6 @@ def run(args: argparse.Namespace) -> int:
     """0 when every latest verdict is good; else as `harness report` exits on the
     latest verdicts (1 a bad one, 3 an unavailable one, 4 an undecided or unreadable
     one); 4 too when a run was left out because it does not read."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report.grid import console_width, say
-
-    # lazy: a sweep before its first container must not load jinja2, numpy
-    from harness.report.history import HistoryConsole, latest_report, write_html
 
     options.check(args)
     history = read_history(args.dir)

@@ -11,9 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
 from harness.cli import options, without_out
+from harness.cli.reanalyze import reanalyzed
 from harness.cli.sweep import exit_code
+from harness.cli.why import why
 from harness.errors import EXIT_OK, InputError, StoreError
-from harness.report import rerun_line, write_all
+from harness.report import (
+    ConsoleReporter,
+    HtmlReporter,
+    IssueReporter,
+    JunitReporter,
+    MarkdownReporter,
+    Report,
+    render_text,
+    rerun_line,
+    write_all,
+)
+from harness.report.grid import console_width, say
 from harness.runtimes.process import check_output
 from harness.store import RunStore, load_json
 from harness.store.gate import read_gated
@@ -22,7 +35,7 @@ from harness.store.results import PLAN_FILE, long_lived
 from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require, runs_of, shown, sweep_again
 
 if TYPE_CHECKING:
-    from harness.report import Renderer, Report
+    from harness.report import Renderer
     from harness.store.gate import Gated
 
 FORMATS = ("console", "md", "html", "junit", "json")
@@ -129,14 +142,8 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.why is not None:
-        # lazy: a sweep before its first container must not load numpy
-        from harness.cli.why import why
-
         return why(args, report, found)
     if args.reanalyze:
-        # lazy: a sweep before its first container must not load numpy, tabulate
-        from harness.cli.reanalyze import reanalyzed
-
         return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir, args.quiet)
@@ -176,9 +183,6 @@ def recorded(root: Path) -> tuple[Report, Gated]:
     Raises:
         InputError: the directory holds neither results nor a plan.
     """
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report import Report
-
     found, _ = read_gated(root)
     if not found.results and not found.planned and not found.was:
         raise InputError(f"{root}: no cells/*/result.json here; pass a directory "
@@ -198,9 +202,6 @@ def recorded(root: Path) -> tuple[Report, Gated]:
 def unchecked_note(found: Gated) -> None:
     """Say so where the gate could not check the cells against their inputs (the matrix
     the sweep ran is not found: a copied directory): never passed silently (issue 50)."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report.grid import console_width, say
-
     if found.unchecked and (found.results or found.unreadable):
         say(sys.stderr, f"harness: note: {found.unchecked.split('; pass --matrix')[0]}: its "
             "cells are not checked against their inputs now, and read as recorded",
@@ -209,9 +210,6 @@ def unchecked_note(found: Gated) -> None:
 
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
     """`--issue ROW`: issue-ROW.md written beside the run, and printed."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report import IssueReporter, render_text
-
     drafted = IssueReporter.from_results(report, row)   # a row, or a cell's row
     text = render_text(drafted)
     path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
@@ -226,11 +224,6 @@ def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
     directory that lacks cells gets partial reports only where no complete one is (an
     interrupted sweep wrote none): a partial report never replaces a whole one unless
     --force."""
-    # lazy: a sweep before its first container must not load numpy, tabulate
-    from harness.report import ConsoleReporter, write_all
-
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report.grid import console_width, say
 
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)
@@ -253,9 +246,6 @@ def missing_said(args: argparse.Namespace, report: Report, found: Gated,
                  width: int | None) -> None:
     """A run with missing cells: its partial reports written (unless a complete one
     is there and no --force), and the missing cells named with the fix."""
-    # lazy: a sweep before its first container must not load numpy
-    from harness.report.grid import say
-
     missing = report.missing_cells
     whole = complete_report(args.dir)
     if whole and not args.force:
@@ -310,15 +300,6 @@ def print_format(args: argparse.Namespace, report: Report) -> int:
     """`--format F`: that one rendering on stdout; no file is rewritten. It exits as
     `harness report DIR` does (1 with a bad cell): a CI step that keeps one rendering
     fails on a regression as the sweep did."""
-
-    # lazy: a sweep before its first container must not load jinja2, numpy, tabulate
-    from harness.report import (
-        ConsoleReporter,
-        HtmlReporter,
-        JunitReporter,
-        MarkdownReporter,
-        render_text,
-    )
 
     if args.format == "console":
         ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,

@@ -11,6 +11,7 @@ from harness.cli import interruptible, options, printer
 from harness.cli.sweep import apply_overrides, plan_of
 from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.orchestrator import prefetch_analysis
+from harness.report import ConsoleReporter
 from harness.runtimes import Engines
 from harness.store import RunStore
 from harness.store.runs import SWEEP
@@ -45,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     # network is asked
     from harness.watch.registry import list_tags, parse_repo
 
-    # lazy: a sweep before its first container must not load numpy
+    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
+    # network is asked
     from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
 
     options.check(args)
@@ -76,7 +78,8 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
               cells: list[Cell]) -> tuple[WatchOutcome, Path]:
     """The suite's cells over the new tags, swept in a new results directory: the
     outcome and the directory."""
-    # lazy: a sweep before its first container must not load numpy
+    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
+    # network is asked
     from harness.watch.suite import run_plan
 
     prefetch_analysis()
@@ -102,9 +105,6 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
 def said(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
     """The suite's table and the new tags' answer; the state recorded; 1 when a new
     tag is bad against the baseline."""
-    # lazy: a sweep before its first container must not load numpy, tabulate
-    from harness.report import ConsoleReporter
-
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)
     print(f"\nresults: {root} ({', '.join(p.name for p in outcome.paths)})")
     state.record(plan, root, outcome.bad_tags)

@@ -28,6 +28,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
+from harness import analysis
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.stages.attempts import emptied, execute
@@ -52,16 +53,14 @@ def round_cell(cell: Cell, measured: int) -> Cell:
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str
          ) -> tuple[RunStat | None, float | None, str | None]:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
-
     outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
     ran = execute(ctx, cell, ctx.image(cell), outdir)
     ended, series = ran.ended, ran.series
-    stat = run_stat(series)
+    stat = analysis.run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
         why = ended.error or ("timed out" if ended.timed_out else f"exit {ended.exit_code}")
         return None, None, f"{role} run failed: {why}"
-    return stat, busy_share(series), None
+    return stat, analysis.busy_share(series), None
 
 
 def usable(done: list[Round]) -> int:
@@ -101,10 +100,6 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         rounds: How many usable rounds to get (>= 1).
         measured: Calls the suspect cell measured (sets the rounds' length).
     """
-    from harness.analysis.contention import sm_clocks  # NumPy: lazily
-
-    # lazy: a sweep's start loads no more of harness than it does now (analysis.rounds: later)
-    from harness.analysis.rounds import decide_rounds, judged, settled
     cfg = ctx.cfg
     runs = (round_cell(base, measured), round_cell(cell, measured))
     done: list[Round] = []
@@ -112,7 +107,7 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
     started = time.monotonic()
     most = 2 * rounds
     while k < most:
-        if settled(decide_rounds(done, suspected, cfg), cfg):
+        if analysis.settled(analysis.decide_rounds(done, suspected, cfg), cfg):
             break   # decided either way, or the rounds disagree: more cannot change it
         if usable(done) + (most - k) < 2:
             break   # the rounds left cannot give the two usable ones a decision needs
@@ -120,10 +115,10 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
         k += 1
         b_med, b_busy, b_fail = _run(ctx, runs[0], cell, k, "baseline")
         o_med, o_busy, o_fail = _run(ctx, runs[1], cell, k, "suspect")
-        j = judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
+        j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
         why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
-                  *sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
+                  *analysis.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
         ctx.progress(round_said(cell.id, base.image.label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
@@ -133,5 +128,5 @@ def confirm(ctx: Context, base: Cell, cell: Cell, suspected: Direction, rounds: 
             ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if ctx.cancel.is_set():
             break
-    return with_cost(decide_rounds(done, suspected, cfg), done, started,
+    return with_cost(analysis.decide_rounds(done, suspected, cfg), done, started,
                      f"({2 * len(done)} runs)")

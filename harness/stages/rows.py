@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from harness import analysis
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.vsbaseline import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
@@ -43,23 +44,17 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
     """The cell against its row's baseline, in memory: the pooled comparison, and
     interleaved rounds where it leaves a doubt, gathered as facts; `decide` sets the
     final verdict. Nothing is written here."""
-    # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text
-
-    # lazy: a sweep's start loads no more of harness than it does now (analysis.pooled: later)
-    from harness.analysis.pooled import baseline_facts
-
     res, cfg = measured.result, ctx.cfg
     if base_result.verdict not in COMPARED_WITH or res.verdict == UNAVAILABLE:
         return res
     # A resumed or cached baseline's samples are read once, here.
     base_series, series = ctx.series(base.id) or no_samples(), measured.series
     label = base.image.label
-    facts = baseline_facts(cfg, base_series, series, label, cell.settings.rounds,
-                           good=res.verdict in GOOD)
+    facts = analysis.baseline_facts(cfg, base_series, series, label, cell.settings.rounds,
+                                    good=res.verdict in GOOD)
     steps, busy = facts.steps, facts.busy
-    if res.verdict in GOOD and steps is not None and needs_rounds(facts, cfg):
-        pooled = pooled_text(steps, label)
+    if res.verdict in GOOD and steps is not None and analysis.needs_rounds(facts, cfg):
+        pooled = analysis.pooled_text(steps, label)
         what = f"suspected {steps.direction}" if steps.direction != "~" else "host busy"
         if steps.direction == "~" and not ctx.busy_said.is_set():
             # Said once a sweep: every later cell on this host is as busy.
@@ -73,7 +68,7 @@ def compare(ctx: Context, cell: Cell, measured: Measured, base: Cell, base_resul
             ctx, base, cell, steps.direction, cell.settings.rounds,
             round_length(cell, len(series.cols.steps),
                          [r.summary.median_step_s for r in (res, base_result)])))
-    v = decide(CellFacts(cfg, baseline=facts, within=measured.verdict))
+    v = analysis.decide(analysis.CellFacts(cfg, baseline=facts, within=measured.verdict))
     if res.verdict in GOOD:
         said = (f"{v.verdict} ({v.reason})" if v.verdict != res.verdict
                 else vs_text(v.vs_baseline, cfg))
@@ -86,12 +81,9 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
-        # lazy: a sweep's start loads no more of harness than it does now (analysis.pooled: later)
-        from harness.analysis.pooled import unchanged_because
-
         s = vs.steps
         return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
-                f"{unchanged_because(s, cfg)}")
+                f"{analysis.unchanged_because(s, cfg)}")
     return "no step times"
 
 

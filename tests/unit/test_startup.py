@@ -64,7 +64,7 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
     (the CLI, the orchestrator and its stages, the docker runtime) leaves NumPy and the
     reporters to the prefetch thread, which imports them while the container runs."""
     mods = _modules_after(
-        "from harness.cli import build_parser\nbuild_parser()\n"
+        "from harness.cli import build_parser\nbuild_parser('sweep')\n"
         "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
         "harness.report.live, harness.stages.confirm\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
