@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from harness.analysis.kinds import SELF_EXIT, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
@@ -214,8 +212,7 @@ def runtime_sign(series: Series, ended: RunOutcome) -> tuple[str, str] | None:
     (not-applicable | degraded | ..., what showed it), or None."""
     first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
                   and s.get("dt")), None)
-    times = series.cols.steps
-    median = float(np.median(times)) if len(times) else None
+    median = series.cols.median_step
     err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
     return runtime_incompatibility(first, median, ended.log_tail + err)
 

@@ -83,7 +83,8 @@ def build_parser(command: str | None = None, *, listed: bool = False) -> argpars
     """The parser of every command, or of `command` alone where one is named (`harness
     sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms); with
     `listed` and no command named, the commands by their `SUMMARIES` alone."""
-    # lazy: harness leads back here: a circle of module-level imports
+    # lazy: a circle: the package root names the API (harness.api) for type checkers, and
+    # the API imports this module
     from harness import __version__
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
@@ -95,6 +96,7 @@ def build_parser(command: str | None = None, *, listed: bool = False) -> argpars
         if listed and command not in COMMANDS:
             sub.add_parser(name, help=SUMMARIES[name])
         else:
+            # lazy: the CLI's one start-up boundary: a command's module with its parser
             importlib.import_module(f"harness.cli.{name}").add_parser(sub)
     _own_parser(parser)
     return parser
@@ -296,7 +298,8 @@ def printer(quiet: bool) -> Callable[[str], None]:
             return
         line = f"harness: {text}"
         if sys.stderr.isatty():
-            # lazy: `harness --help` loads no more of harness than it does now (report.grid: later)
+            # lazy: report.grid (and the result model below it) only where stderr is a
+            # terminal: `harness --help` imports nothing of harness but the CLI's package
             from harness.report.grid import console_width, wrap
 
             width = console_width(sys.stderr)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from harness.result.codec import encode
+from harness.result.words import cell_text
 
 if TYPE_CHECKING:
     from harness.result.model import CellResult
@@ -124,9 +125,6 @@ def note(text: str) -> None:
 def cell_ref(res: CellResult | None) -> dict[str, object] | None:
     """A cell as an answer names it: id, row, image label, verdict, reason, and the cell
     in words (`result.words.cell_text`, as the tables say it)."""
-    # lazy: a sweep's start loads no more of harness than it does now (result.words: later)
-    from harness.result.words import cell_text
-
     if res is None:
         return None
     return {"id": res.id, "row": res.row, "image": res.image.label,

@@ -12,6 +12,7 @@ from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.answers.explain import pairs
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.report import newest_run
+from harness.cli.sweep import exit_code as report_exit
 from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_OK,
@@ -228,14 +229,10 @@ def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> i
 
 def rows_exit(root: Path, name: str, found: Gated, row: str | None) -> int:
     """How `harness report` exits on ROW's cells (every row's, with no ROW)."""
-    # lazy: `exit_code` is another name at module level
-    from harness.cli.sweep import exit_code
-
-
     plan = tuple(p for p in found.plan if row is None or p.row == row)
     ids = {p.id for p in plan}
     results = {k: r for k, r in found.results.items() if row is None or r.row == row}
-    return exit_code(Report.from_results(
+    return report_exit(Report.from_results(
         name, results, None, root, planned=plan,
         unreadable={k: why for k, why in found.gaps.items() if k in ids},
         outdated=[k for k in found.stale if k in ids]))

@@ -70,7 +70,8 @@ class _DockerEngine:
     """An engine with the Docker API (dockerd, podman's service) as a runtime sees it."""
 
     def __init__(self, url: str | None, runtime: str = DEFAULT_RUNTIME):
-        # lazy: docker-py is imported through dockerlib.import_docker, on first use
+        # lazy: docker-py only where a Docker engine is asked for (runtimes.get_runtime
+        # imports it first, paramiko hidden)
         from harness.runtimes.docker import DockerRuntime
 
         rt = get_runtime(runtime, url)

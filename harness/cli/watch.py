@@ -15,10 +15,12 @@ from harness.report import ConsoleReporter
 from harness.runtimes import Engines
 from harness.store import RunStore
 from harness.store.runs import SWEEP
+from harness.watch.registry import list_tags, parse_repo
+from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.watch.suite import Plan, WatchOutcome, WatchState
+    from harness.watch.suite import Plan, WatchOutcome
 
 
 def add_parser(sub: Any) -> None:
@@ -42,14 +44,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
-    # network is asked
-    from harness.watch.registry import list_tags, parse_repo
-
-    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
-    # network is asked
-    from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
-
     options.check(args)
     repo = parse_repo(args.repo)
     state = WatchState.load(args.state or args.out / suite_name(args.matrix)
@@ -78,10 +72,6 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
               cells: list[Cell]) -> tuple[WatchOutcome, Path]:
     """The suite's cells over the new tags, swept in a new results directory: the
     outcome and the directory."""
-    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
-    # network is asked
-    from harness.watch.suite import run_plan
-
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
     progress = printer(args.quiet)

@@ -323,7 +323,7 @@ def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Ma
     """Hybrids as container images built offline from B (undo) or G (apply), each
     package's files taken from the other image as its RECORD lists them
     (`runtimes.dockerhybrid`), kept under `harness-culprit/<label>:<key>`."""
-    # lazy: docker-py is imported through dockerlib.import_docker, on first use
+    # lazy: docker-py only where a hybrid image is built on a Docker engine
     from harness.runtimes.dockerhybrid import hybrid
 
     def make(side: str, changes: tuple[Change, ...]) -> ImageSpec:

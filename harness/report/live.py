@@ -30,6 +30,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from harness.protocol.ingest import last_sample
+from harness.report.grid import console_width, wrap
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -59,8 +60,6 @@ class PlainProgress:
         (continuation lines indented), else one line as it is, for logs and grep."""
         if self.quiet:
             return
-        # lazy: a sweep's start loads no more of harness than it does now (report.grid: later)
-        from harness.report.grid import console_width, wrap
 
         stream = self.stream or sys.stderr
         width = console_width(stream)

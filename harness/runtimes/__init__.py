@@ -10,6 +10,7 @@ from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.load import check_applied, check_images
 from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
+from harness.runtimes.dockerlib import import_docker
 from harness.runtimes.local import LocalRuntime
 
 
@@ -18,22 +19,16 @@ def _local(docker_host: str | None) -> Runtime:
 
 
 def _docker(docker_host: str | None) -> Runtime:
-    # lazy: a sweep's start loads no more of harness than it does now (runtimes.dockerlib: later)
-    from harness.runtimes.dockerlib import import_docker
-
     import_docker()  # without paramiko: ~130 ms less start-up
-    # lazy: a sweep's start loads no more of harness than it does now (runtimes.docker: later)
+    # lazy: docker-py only for a docker or podman runtime, after import_docker hid paramiko
     from harness.runtimes.docker import DockerRuntime
 
     return DockerRuntime(docker_host)
 
 
 def _podman(podman_host: str | None) -> Runtime:
-    # lazy: a sweep's start loads no more of harness than it does now (runtimes.dockerlib: later)
-    from harness.runtimes.dockerlib import import_docker
-
     import_docker()
-    # lazy: a sweep's start loads no more of harness than it does now (runtimes.podman: later)
+    # lazy: docker-py only for a docker or podman runtime, after import_docker hid paramiko
     from harness.runtimes.podman import PodmanRuntime
 
     return PodmanRuntime(podman_host)
@@ -77,6 +72,8 @@ class Engines:
         check_images(matrix, name)
         if matrix.slurm is not None:
             # Cells become Slurm jobs; `name` runs each one inside its job.
+            # lazy: a circle: runtimes.slurmjob takes get_runtime from this package (where
+            # the tests patch it)
             from harness.runtimes.slurm import SlurmRuntime
 
             if name not in NAMES:
@@ -116,7 +113,9 @@ class Engines:
         """
         if not abilities(runtime).container_images:
             return None
-        from harness.runtimes.docker import DockerRuntime  # podman's is one too
+        # lazy: docker-py only where an engine builds hybrid images (podman's runtime is a
+        # DockerRuntime too)
+        from harness.runtimes.docker import DockerRuntime
 
         if not isinstance(self.default, DockerRuntime):
             raise EnvironmentUnavailable(

@@ -164,8 +164,8 @@ def _download(dist: Dist, into: Path) -> Path:
     if dist.url.startswith("file:"):
         data = Path(url2pathname(urlparse(dist.url).path)).read_bytes()
     else:
-        # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where
-        # the network is asked
+        # lazy: requests only where the network is asked (its charset detector costs
+        # ~30-70 ms, unless dockerlib hid it)
         import requests
 
         try:

@@ -31,7 +31,8 @@ def index_url() -> str | None:
         if value:
             return value.split()[0].rstrip("/")
     try:
-        from pip._internal.models.index import PyPI  # pip's default index, where pip is
+        # lazy: optional: pip's default index, where pip is importable
+        from pip._internal.models.index import PyPI
 
         return str(PyPI.simple_url).rstrip("/")
     except ImportError:
