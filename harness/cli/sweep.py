@@ -140,7 +140,6 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
                           "rows": [], "bad_cells": [], "missing_cells": [],
                           "undecided_cells": [], "causes": {}})
 def run(args: argparse.Namespace) -> int:
-    # Imported here, not at the top: `harness --help` must not pay for them.
     options.check(args)
     if args.between is not None or args.scenario or args.python:
         args.matrix = between.matrix_file(args, printer(args.quiet))
