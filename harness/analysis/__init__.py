@@ -4,9 +4,9 @@ This package's namespace holds the configuration, so that the spec imports it wi
 pulling in the runtimes, and the deciding functions the stages call (`analysis.decide`,
 `analysis.LiveDecider`, ...): a sweep's stages import this package, and NumPy loads with
 those functions only when the first is asked for, once the first container runs (the
-prefetch thread, `orchestrator.prefetch_analysis`, imports them meanwhile). This is the
-one place NumPy is held back for a sweep's start; a module below imports what it needs
-at its top.
+prefetch thread, `orchestrator.prefetch_analysis`, imports them meanwhile). The stages
+reach the analysis's NumPy only through here (the series' arrays through
+`protocol.series`' one import); every module of this package imports at its top.
 """
 
 from __future__ import annotations
