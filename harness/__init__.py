@@ -16,6 +16,7 @@ _API = ("Checked", "Swept", "check", "sweep")
 
 def __getattr__(name: str) -> object:
     if name in _API:
+        # lazy: `import harness` loads no module of its own (the API on first use)
         from harness import api
 
         return getattr(api, name)

@@ -142,6 +142,10 @@ class Look:
 
 UNAVAILABLE = "unavailable"
 CRASH = "crash"     # the scenario raised: its traceback's last frames are shown
+# A crash's reason where the process exited 0 with no end record: it was not killed and
+# did not fail in Python; something in it ended it (`os._exit` in the scenario or a
+# library it calls). Here, not in `outcomes`, so search reads it without NumPy.
+SELF_EXIT = "the process ended itself, by os._exit in the scenario or in a library it calls"
 OOM = "oom"         # out of memory: the allocation report is looked for
 SLOWDOWN = "slowdown"   # steps slowed within the run: said beside a leak too (`also_slowed`)
 BAD: frozenset[str] = of_class("bad")

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from harness.analysis.kinds import Verdict
+from harness.analysis.kinds import SELF_EXIT, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
 from harness.analysis.trends import StepTrend, rate_text, signed_size
@@ -102,11 +100,6 @@ def allocation_report(text: str, limit: int = 12) -> list[str]:
         if len(out) >= limit:
             break
     return out
-
-
-# A process that exits 0 with no end record was not killed and did not fail in Python:
-# something in it ended it (`os._exit` in the scenario or a library it calls).
-SELF_EXIT = "the process ended itself, by os._exit in the scenario or in a library it calls"
 
 
 def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
@@ -219,8 +212,7 @@ def runtime_sign(series: Series, ended: RunOutcome) -> tuple[str, str] | None:
     (not-applicable | degraded | ..., what showed it), or None."""
     first = next((s["dt"][0] for s in series.samples if s.get("src") == "step"
                   and s.get("dt")), None)
-    times = series.cols.steps
-    median = float(np.median(times)) if len(times) else None
+    median = series.cols.median_step
     err = str(((series.end or {}).get("error") or {}).get("traceback", ""))
     return runtime_incompatibility(first, median, ended.log_tail + err)
 

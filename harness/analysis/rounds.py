@@ -189,7 +189,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     logs = np.log([r.ratio for r in usable])
     mean = float(logs.mean())
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    # SciPy only when rounds run: not at the top, so a sweep that never confirms never
+    # lazy: SciPy only when rounds run: not at the top, so a sweep that never confirms never
     # loads it (tests/unit/test_startup.py); and its special functions alone, not
     # scipy.stats (~0.9 s more to import), whose t.ppf is this same stdtrit.
     from scipy import special

@@ -84,7 +84,7 @@ def sign_evalue(above: Any, below: Any) -> Any:
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError(f"counts must be >= 0, got above={above}, below={below}")
     # integral_{1/2}^1 p^a (1-p)^b dp = B(a+1, b+1) * I_{1/2}(b+1, a+1)
-    # SciPy takes ~1.4 s to import, and only early stop needs it: imported here, not at the
+    # lazy: SciPy takes ~1.4 s to import, and only early stop needs it: imported here, not at the
     # top, so a sweep without early stop never loads it (tests/unit/test_startup.py).
     from scipy import special
     with np.errstate(divide="ignore"):

@@ -10,11 +10,11 @@ from harness.analysis.kinds import (
     GOOD,
     NOT_MEASURED,
     NOT_RUN,
+    SELF_EXIT,
     STALE,
     UNKNOWN,
     UNREADABLE,
 )
-from harness.analysis.outcomes import SELF_EXIT
 from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",

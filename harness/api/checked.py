@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.analysis.decision import pooled_text
+from harness.analysis.kinds import BAD, GOOD
 from harness.api.scenario import SCENARIO
+from harness.result.words import cell_numbers, missed_rate, missed_words
 
 if TYPE_CHECKING:
     from harness.report.model import Report
@@ -46,30 +49,22 @@ class Checked:
     @property
     def ok(self) -> bool:
         """A good verdict (ok, plateau: nothing to fix)."""
-        from harness.analysis.kinds import GOOD
-
         return self.result.verdict in GOOD
 
     @property
     def bad(self) -> bool:
         """A finding (leak, slowdown, regression, crash, oom, timeout)."""
-        from harness.analysis.kinds import BAD
-
         return self.result.verdict in BAD
 
     @property
     def floor(self) -> float | None:
         """For a good verdict, the smallest steady leak the run could have missed, in
         bytes per call (None for other verdicts, or where no memory trend said)."""
-        from harness.result.words import missed_rate
-
         return missed_rate(self.result)
 
     @property
     def figures(self) -> str:
         """The cell's key numbers, as the sweep's table says them."""
-        from harness.result.words import cell_numbers
-
         return cell_numbers(self.result)
 
     @property
@@ -88,8 +83,6 @@ class Checked:
     def __str__(self) -> str:
         """"leak (rule leak): heap grows +1.1 KiB/call ..."; a good verdict ends with its
         floor, and a comparison with a saved run with the pooled step times."""
-        from harness.result.words import missed_words
-
         text = f"{self.verdict} (rule {self.rule or '-'}): {self.reason}"
         vs = self.result.vs_baseline
         more = [missed_words(self.result)]
@@ -98,8 +91,6 @@ class Checked:
             if vs.confirmation.reason not in text:
                 more.append(f"vs {vs.baseline}: {vs.confirmation.reason}")
         elif vs is not None and vs.steps is not None and vs.baseline not in text:
-            from harness.analysis.decision import pooled_text
-
             more.append(pooled_text(vs.steps, vs.baseline))
         return "; ".join([text, *(m for m in more if m and m not in text)])
 

@@ -8,7 +8,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from harness import matrixfile
 from harness.api.checked import Checked, Swept
+from harness.cli import build_parser
+from harness.cli.sweep import apply_overrides, exit_code, preflight, sweep_and_report
 from harness.errors import InputError, SpecError
 
 
@@ -60,8 +65,6 @@ def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.P
 
 def _dumped(matrix: Mapping[str, Any]) -> str:
     """The dict as YAML, its relative scenario paths made absolute from here."""
-    import yaml
-
     doc = dict(matrix)
     axes = doc.get("matrix")
     if isinstance(axes, Mapping) and isinstance(axes.get("scenario"), list):
@@ -84,10 +87,6 @@ def _dumped(matrix: Mapping[str, Any]) -> str:
 def _sweep_file(path: Path, out: str | os.PathLike[str], select: str | None,
                 budget: str | float | None, iterations: int | None, runtime: str | None,
                 resume: bool, progress: bool) -> Swept:
-    from harness import matrixfile
-    from harness.cli import build_parser
-    from harness.cli.sweep import apply_overrides, exit_code, preflight, sweep_and_report
-
     argv = ["sweep", str(path), "--out", str(out)]
     for flag, value in (("-k", select), ("--budget", budget), ("--iterations", iterations),
                         ("--runtime", runtime)):

@@ -11,13 +11,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
+from harness import matrixfile
 from harness.api.checked import Checked
 from harness.api.scenario import KWARGS, SCENARIO, pickled, scenario_text
 from harness.errors import InputError, SpecError
+from harness.matrixfile.entries import parse_duration, to_word
+from harness.matrixfile.model import BUDGET_CAP
+from harness.orchestrator import Sweep
+from harness.plans.saved import against_saved
+from harness.preflight import compile_scenarios
+from harness.runtimes import Engines
+from harness.runtimes.local import LocalRuntime
+from harness.store import RunStore
+from harness.store.runs import SWEEP
+from harness.store.saved import save_cell
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.orchestrator import Sweep
     from harness.stages.context import Measured
     from harness.store.saved import Saved
 
@@ -26,8 +38,6 @@ Progress = Callable[[str], None]
 
 def _matrix_text(script: Path, sid: str, budget: float | None, iterations: int | None,
                  params: Mapping[str, object] | None, settings: Mapping[str, object]) -> str:
-    import yaml
-
     defaults: dict[str, object] = dict(settings)
     if iterations is not None:
         defaults["iterations"] = iterations
@@ -63,15 +73,12 @@ def whole_budget(settings: Mapping[str, object], iterations: int | None, save: o
     if iterations is not None or "min_iterations" in settings or (
             save is None and baseline is None):
         return settings
-    from harness.matrixfile.model import BUDGET_CAP
 
     cap = settings.get("max_iterations")
     return {**settings, "min_iterations": cap if isinstance(cap, int) else BUDGET_CAP}
 
 
 def _seconds(budget: str | float | None) -> float | None:
-    from harness.matrixfile.entries import parse_duration
-
     if budget is None:
         return None
     seconds = parse_duration(budget)
@@ -104,14 +111,6 @@ class _Session:
 @contextlib.contextmanager
 def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
              durable: bool) -> Iterator[_Session]:
-    from harness import matrixfile
-    from harness.orchestrator import Sweep
-    from harness.preflight import compile_scenarios
-    from harness.runtimes import Engines
-    from harness.runtimes.local import LocalRuntime
-    from harness.store import RunStore
-    from harness.store.runs import SWEEP
-
     matrix_file.write_text(text, encoding="utf-8")
     try:
         matrix = matrixfile.load(matrix_file)
@@ -215,20 +214,14 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
             measured = s.measure()
             result = measured.result
             if base is not None and baseline is not None:
-                from harness.plans.saved import against_saved
-
                 result = against_saved(s.sweep, s.cell, measured, base[0], base[1],
                                        baseline.label)
             if save is not None:
-                from harness.store.saved import save_cell
-
                 save_cell(root, s.cell.id, save, result)
         return Checked(result, root if out is not None else None)
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:
-    from harness.matrixfile.entries import to_word
-
     return to_word(getattr(fn, "__name__", "step"), "_").strip("._") or "step"
 
 

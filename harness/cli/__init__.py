@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from harness.errors import (
     StoreError,
 )
 from harness.signals import interruptible as interruptible  # re-exported for the commands
+from harness.signals import stream_closed
 
 HELP = """\
 Find which container image, package version or GPU introduced a memory leak or a
@@ -55,15 +57,34 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-COMMANDS = ("sweep", "bisect", "fit", "explain", "culprit", "day", "compare", "report", "history",
-            "images", "doctor", "watch")
+# The one start-up boundary of the CLI: a command's module imports what its run needs, at
+# its top, so a command line that names no command (`harness --help`) lists the commands
+# by these lines and imports none of their modules. Each is the help its module's own
+# parser gives (tests/unit/test_startup.py).
+SUMMARIES = {
+    "sweep": "run a matrix of images x GPUs x scenarios",
+    "bisect": "find the first bad image of one row by bisection",
+    "fit": "largest value of an integer param that runs, per row",
+    "explain": "where the first bad cell leaks or slows, against the last good one",
+    "culprit": "which package change made the first bad image bad, proved both ways",
+    "day": "the day a dated (`as_of:`) row went bad, and what changed that day",
+    "compare": "join two results directories and show differences",
+    "report": "re-render reports from a results directory",
+    "history": "every run of a matrix joined: each image's latest verdict per row and host, "
+               "flaky images marked",
+    "images": "build or list the offline test images",
+    "doctor": "check engine, GPU runtime, driver, GPUs and images",
+    "watch": "run a repository's new tags against a baseline tag",
+}
+COMMANDS = tuple(SUMMARIES)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, *, listed: bool = False) -> argparse.ArgumentParser:
     """The parser of every command, or of `command` alone where one is named (`harness
-    sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms)."""
-    import importlib
-
+    sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms); with
+    `listed` and no command named, the commands by their `SUMMARIES` alone."""
+    # lazy: a circle: the package root names the API (harness.api) for type checkers, and
+    # the API imports this module
     from harness import __version__
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
@@ -72,7 +93,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
     for name in (command,) if command in COMMANDS else COMMANDS:
-        importlib.import_module(f"harness.cli.{name}").add_parser(sub)
+        if listed and command not in COMMANDS:
+            sub.add_parser(name, help=SUMMARIES[name])
+        else:
+            # lazy: the CLI's one start-up boundary: a command's module with its parser
+            importlib.import_module(f"harness.cli.{name}").add_parser(sub)
     _own_parser(parser)
     return parser
 
@@ -90,6 +115,7 @@ def _own_parser(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["_cell"]:  # hidden: one cell inside a Slurm job (runtimes/slurmjob.py)
+        # lazy: only the hidden `_cell` command (inside a Slurm job) needs it
         from harness.runtimes.slurmjob import main as cell_main
 
         return cell_main(argv[1:])
@@ -161,7 +187,7 @@ def _kept(argv: Sequence[str], help_only: bool) -> str:
 
 
 def _command(argv: list[str], out: ReaderMayLeave, err: ReaderMayLeave) -> int:
-    parser = build_parser(argv[0] if argv else None)
+    parser = build_parser(argv[0] if argv else None, listed=True)
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:
@@ -237,7 +263,6 @@ class ReaderMayLeave:
         self.left = True
         if exc is not None and not isinstance(exc, BrokenPipeError):
             self.failed = f"{self.name} could not be written ({exc.strerror or exc})"
-        from harness.signals import stream_closed
 
         # Said before the interruption: it is raised in this thread at once when this is
         # the main thread, before any line after stream_closed() runs.
@@ -273,6 +298,8 @@ def printer(quiet: bool) -> Callable[[str], None]:
             return
         line = f"harness: {text}"
         if sys.stderr.isatty():
+            # lazy: report.grid (and the result model below it) only where stderr is a
+            # terminal: `harness --help` imports nothing of harness but the CLI's package
             from harness.report.grid import console_width, wrap
 
             width = console_width(sys.stderr)

@@ -28,6 +28,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from harness.result.codec import encode
+from harness.result.words import cell_text
+
 if TYPE_CHECKING:
     from harness.result.model import CellResult
 
@@ -86,8 +89,6 @@ def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Co
 def write(out: TextIO, document: Mapping[str, object]) -> None:
     """One JSON document and a newline on `out` (NaN and infinities as null, tuples
     as lists, dataclasses by their fields: `result.codec.encode`)."""
-    from harness.result.codec import encode
-
     text = json.dumps(encode(document), indent=1, allow_nan=False)
     out.write(text + "\n")
     out.flush()
@@ -124,8 +125,6 @@ def note(text: str) -> None:
 def cell_ref(res: CellResult | None) -> dict[str, object] | None:
     """A cell as an answer names it: id, row, image label, verdict, reason, and the cell
     in words (`result.words.cell_text`, as the tables say it)."""
-    from harness.result.words import cell_text
-
     if res is None:
         return None
     return {"id": res.id, "row": res.row, "image": res.image.label,

@@ -16,13 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from harness import matrixfile
 from harness.errors import InputError
+from harness.matrixfile.entries import to_word
+from harness.matrixfile.lockfile import normal, read
 
 if TYPE_CHECKING:
     from harness.matrixfile.lockfile import Lock
-    from harness.matrixfile.model import Cell, Matrix
-    from harness.result.model import CellResult, Planned
-    from harness.runtimes.base import Progress, Runtime
+    from harness.runtimes.base import Progress
 
 MATRIX_FILE = "between.yaml"
 # Top-level keys of a given matrix that the two locks' matrix keeps as they are.
@@ -56,10 +59,6 @@ def matrix_file(args: argparse.Namespace, progress: Progress) -> Path:
             a given matrix of a container runtime, or a lock that cannot be read (its
             file, package and the fix: `matrixfile.lockfile`).
     """
-    import yaml
-
-    from harness import matrixfile
-    from harness.matrixfile.lockfile import read
 
     if args.between is None:
         raise InputError(f"{'--scenario' if args.scenario else '--python'} goes with "
@@ -149,8 +148,6 @@ def names(paths: Sequence[Path]) -> list[str]:
     for a stem that says nothing (`v1/uv.lock` -> v1) or that both files share
     (`v1/req.txt`, `v2/req.txt` -> v1, v2), `-old`/`-new` added where they are still
     one name."""
-    from harness.matrixfile.entries import to_word
-
     def word(stem: str) -> str:
         return to_word(stem).strip("-") or "lock"
 
@@ -179,8 +176,6 @@ def run_words(labels: Sequence[str]) -> list[str]:
 
 def differences(old: Lock, new: Lock) -> str:
     """The package changes from OLD's pins to NEW's, in words."""
-    from harness.matrixfile.lockfile import normal
-
     a = {normal(p.name): p.version for p in old.pins}
     b = {normal(p.name): p.version for p in new.pins}
     moved = [f"{n} {a.get(n, '(none)')} -> {b.get(n, '(none)')}"
@@ -192,43 +187,3 @@ def differences(old: Lock, new: Lock) -> str:
                                     else "")
     return (f"{len(moved)} package{' differs' if len(moved) == 1 else 's differ'}: "
             f"{shown}")
-
-
-def culprit_after(matrix: Matrix, runtime: Runtime, by_host: dict[str, Runtime] | None,
-                  root: Path, progress: Progress, results: dict[str, CellResult],
-                  planned: Sequence[Planned], cells: Sequence[Cell]) -> None:
-    """Each row where NEW (the second image) is bad and OLD good: `harness culprit`'s
-    search between them, its answer in culprit/<row>/culprit.json (the reports show it);
-    a row where OLD is bad too is said, not searched."""
-    from harness.analysis.kinds import BAD, GOOD
-    from harness.answers.explain import pairs
-    from harness.plans.culpritrun import RunsOn, culprit_in_run
-
-    by_id = {c.id: c for c in cells}
-    old, new = matrix.images[0].label, matrix.images[1].label
-    rows = sorted({c.row for c in cells})
-    found = {p.row: p for p in pairs(results, planned=planned)}
-    on = RunsOn(matrix, runtime, progress, by_host)
-    for row in rows:
-        here = {c.image.label: results.get(c.id) for c in cells if c.row == row}
-        a, b = here.get(old), here.get(new)
-        if a is None or b is None or b.verdict not in BAD:
-            continue
-        p = found.get(row)
-        if a.verdict not in GOOD or p is None or p.good is None or p.cell != b.id:
-            progress(f"culprit {row}: not searched: {old} is {a.verdict}, not good (NEW is "
-                     "bad, but so is OLD, or OLD told nothing)")
-            continue
-        progress(f"culprit {row}: {new} is {b.verdict}, {old} {a.verdict}: which package "
-                 "change did it")
-        out, _ = culprit_in_run(root, on, by_id[p.good], by_id[p.cell], results,
-                                said(progress, row))
-        progress(f"culprit {row}: {out.sentence()}")
-
-
-def said(progress: Progress, row: str) -> Progress:
-    """The search's lines for `row`, each said as that row's."""
-    def say(text: str) -> None:
-        progress(f"culprit {row}: {text}")
-
-    return say

@@ -9,15 +9,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import matrixfile
 from harness.cli import answer, interruptible, options, printer
+from harness.cli.sweep import apply_overrides
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.orchestrator import Sweep, prefetch_analysis
+from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
+from harness.preflight import compile_scenarios
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.gate import why_not_current
+from harness.store.runs import BISECT, SWEEP_RESULTS, require
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.orchestrator import Sweep
     from harness.plans.bisect import BisectOutcome
     from harness.result.model import CellResult
-    from harness.store import RunStore
 
 
 def add_parser(sub: Any) -> None:
@@ -104,10 +111,6 @@ def between(cells: list[Cell], good: str | None, bad: str | None, source: Path) 
                            "diff": [], "probes": [], "runs": 0, "reused": 0,
                            "reused_from": {}, "full_sweep": 0})
 def run(args: argparse.Namespace) -> int:
-    from harness import matrixfile
-    from harness.cli.sweep import apply_overrides
-    from harness.preflight import compile_scenarios
-
     options.check(args)
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
@@ -153,8 +156,6 @@ def check_reuse(dirs: list[Path]) -> None:
     Raises:
         InputError: no cells/ there, or results of another kind.
     """
-    from harness.store.runs import BISECT, SWEEP_RESULTS, require
-
     for d in dirs:
         if not (d / "cells").is_dir():
             raise InputError(f"--reuse {d}: no cells/ directory here; pass a directory "
@@ -167,12 +168,6 @@ def bisect_row(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     """The row bisected in its own directory (<out>/<name>/bisect-<row>, kept for the
     next bisect of the row), reusing what still answers: the outcome and the cache that
     says where reused results came from."""
-    from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.plans.bisect import bisect, expected_probes, sweep_runner
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import BISECT
-
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start(cells)
@@ -215,9 +210,6 @@ class Reuse:
         self.sources: dict[str, int] = {}
 
     def __call__(self, cell: Cell) -> CellResult | None:
-        from harness.plans.bisect import latest
-        from harness.store.gate import why_not_current
-
         runtime = self.sweep.runtime_for(cell).name
         found = latest(self.store, cell.id)
         if found is not None:

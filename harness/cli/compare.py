@@ -8,8 +8,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from harness.answers.hostcompare import compare_hosts, compare_images
 from harness.cli import answer, options
+from harness.cli.fitcompare import compare_fits, fit_rows, param_of
+from harness.cli.report import unchecked_note
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.report.grid import console_width
+from harness.store.gate import STALE, read_gated
+from harness.store.runs import SWEEP_RESULTS, require
 
 if TYPE_CHECKING:
     from harness.answers.hostcompare import Comparison
@@ -60,8 +68,6 @@ def add_parser(sub: Any) -> None:
 def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
     """The `hosts:` labels of a results directory, in the matrix's order (its copy in
     the directory), else in the order of the cells."""
-    import yaml
-
     found: list[str] = []
     for r in sorted(results.values(), key=lambda r: r.id):
         if r.host.label and r.host.label not in found:
@@ -112,10 +118,6 @@ def results_of(path: Path, flag: str) -> dict[str, CellResult]:
         InputError: not a sweep's results directory (a bisect's: the message names the
             command that reads it), or one that holds no cell results.
     """
-    from harness.cli.report import unchecked_note
-    from harness.store.gate import read_gated
-    from harness.store.runs import SWEEP_RESULTS, require
-
     require(path, SWEEP_RESULTS, "harness compare", flag)
     found, _ = read_gated(path, as_run=True)
     if not found.results and not found.was and not found.unreadable:
@@ -132,8 +134,6 @@ _READ: dict[Path, Gated] = {}   # what `results_of` read, for `gaps_of`
 def gaps_of(path: Path, image: str | None = None) -> tuple[dict[str, str], list[str]]:
     """A directory's planned cells that give no answer (cell id -> unreadable, stale:
     why, not run), of `image` only where given, and the command that runs them again."""
-    from harness.store.gate import STALE
-
     found = _READ[path]
     ids = [p.id for p in found.plan if image is None or p.image == image]
     gaps = {cid: ("stale: " + found.stale[cid] if found.state(cid) == STALE
@@ -177,8 +177,6 @@ def run_name(path: Path) -> str:
 
 @answer.answers("compare", {"verdicts": [], "fits": []})
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.fitcompare import fit_rows
-
     options.check(args)
     fits = fit_rows(args.a) if not args.image else None
     if fits is not None:
@@ -213,8 +211,6 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     Raises:
         InputError: one fit directory of one host, or a --host that is not in it.
     """
-    from harness.cli.fitcompare import compare_fits, fit_rows, param_of
-
     param = param_of(args.a)
     other = fit_rows(args.b) if args.b is not None and \
         args.b.resolve() != args.a.resolve() else None
@@ -241,8 +237,6 @@ def results_compared(args: argparse.Namespace) -> tuple[list[Comparison], str]:
         InputError: --image not given twice, an image or host that is not there,
             --host with two directories.
     """
-    from harness.answers.hostcompare import compare_hosts, compare_images
-
     a = results_of(args.a, "A")
     if args.image:
         if len(args.image) != 2:
@@ -286,7 +280,6 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
             raise InputError(f"{where}: {c.a_name} and {c.b_name} share no "
                              f"({', '.join(c.key_names)}): nothing to compare\n"
                              "  fix: sweep the same matrix on both hosts")
-    from harness.report.grid import console_width
 
     if answer.active():
         answer.update(verdicts=[comparison_json(c) for c in comparisons])

@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.answers.explain import pairs
 from harness.cli import answer, interruptible, options, printer
+from harness.cli.report import newest_run
+from harness.cli.sweep import exit_code as report_exit
 from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_OK,
@@ -16,12 +20,23 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
 )
+from harness.orchestrator import prefetch_analysis
+from harness.plans.changedcode import for_row
+from harness.plans.culprit import docker_hybrids
+from harness.plans.culpritrun import RunsOn, culprit_in_run
+from harness.plans.culpritsearch import FOUND, OUTSIDE
+from harness.report import Report, write_all
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.answers import drop_culprit
+from harness.store.gate import gate, matrix_of
+from harness.store.jsonhead import load_json_keys
+from harness.store.runs import shown
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.culprit import CulpritOutcome
     from harness.result.model import CellResult
-    from harness.runtimes import Engines
     from harness.store.gate import Gated
 
 EPILOG = """examples:
@@ -85,8 +100,6 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
             --bad that name one image, a --good that is bad or a --bad that is not
             (without --swap).
     """
-    from harness.answers.explain import pairs
-
     rows = sorted({r.row for r in results.values()})
     if row is not None and row not in rows:
         raise InputError(f"no row {row!r} in this directory (allowed values: "
@@ -110,9 +123,6 @@ def given_pair(results: dict[str, CellResult], row: str, good: str | None, bad: 
     Raises:
         InputError: see `chosen_pairs`.
     """
-    from harness.analysis.kinds import BAD, GOOD
-    from harness.store.runs import shown
-
     fix = f"\n  fix: `harness culprit {shown(root)} {row}` searches between the row's " \
           "last good and first bad image"
     cells = {r.image.label: cid for cid, r in results.items() if r.row == row}
@@ -154,11 +164,6 @@ def cells_of(matrix: Matrix, ids: list[str]) -> dict[str, Cell]:
 
 @answer.answers("culprit", {"dir": None, "rows": []})
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.report import newest_run
-    from harness.orchestrator import prefetch_analysis
-    from harness.runtimes import Engines
-    from harness.store.gate import matrix_of
-
     options.check(args)
     if args.repeats < 0:
         raise InputError("--repeats must be >= 0")
@@ -186,8 +191,6 @@ def run(args: argparse.Namespace) -> int:
 
 def gated(root: Path, matrix: Matrix, engines: Engines) -> Gated:
     """The run's cells through the gate, checked against the runtime each would run on."""
-    from harness.store.gate import gate
-
     hosts = engines.by_host or {}
     return gate(root, matrix=matrix,
                 runtime=lambda c: hosts.get(c.host.label, engines.default).name)
@@ -215,8 +218,6 @@ def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> i
     search, and an answer stored for it (made when it had one) is dropped, so no report
     keeps its stale note. The exit code is `harness report`'s on those rows: 0 on clean
     ones, as `explain` exits there; 1 where a row is bad from its first image."""
-    from harness.store.answers import drop_culprit
-
     which = f"row {row} has no" if row is not None else "no row of this directory has a"
     answer.say(f"{which} bad image after a good one: nothing to search (pass "
                f"{'' if row is not None else 'ROW '}--good IMAGE --bad IMAGE to compare "
@@ -228,13 +229,10 @@ def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> i
 
 def rows_exit(root: Path, name: str, found: Gated, row: str | None) -> int:
     """How `harness report` exits on ROW's cells (every row's, with no ROW)."""
-    from harness.cli.sweep import exit_code
-    from harness.report import Report
-
     plan = tuple(p for p in found.plan if row is None or p.row == row)
     ids = {p.id for p in plan}
     results = {k: r for k, r in found.results.items() if row is None or r.row == row}
-    return exit_code(Report.from_results(
+    return report_exit(Report.from_results(
         name, results, None, root, planned=plan,
         unreadable={k: why for k, why in found.gaps.items() if k in ids},
         outdated=[k for k in found.stale if k in ids]))
@@ -245,10 +243,6 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 ) -> list[CulpritOutcome]:
     """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
     as culprit.json with the run keys of G and B it rests on (`plans.culpritrun`)."""
-    from harness.plans.changedcode import for_row
-    from harness.plans.culprit import docker_hybrids
-    from harness.plans.culpritrun import RunsOn, culprit_in_run
-
     client = engines.hybrid_client(args.runtime or matrix.runtime)
     progress = printer(args.quiet)
     on = RunsOn(matrix, engines.default, progress, engines.by_host)
@@ -288,10 +282,6 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
 def rewrite_reports(root: Path, name: str, found: Gated) -> None:
     """The sweep's reports again, with culprit's answers (the model reads them from
     culprit/<row>/culprit.json); a partial report never replaces a whole one."""
-    from harness.report import Report, write_all
-    from harness.store import RunStore
-    from harness.store.jsonhead import load_json_keys
-
     meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
     report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
                                  root, planned=found.plan, unreadable=found.gaps,
@@ -309,9 +299,6 @@ def rewrite_reports(root: Path, name: str, found: Gated) -> None:
 def exit_code(outcomes: list[CulpritOutcome]) -> int:
     """1 where a cause was named (or shown outside the packages), else 3 where no hybrid
     could run at all, 4 where the search ended without a proof, 0 where B is not bad."""
-    from harness.analysis.kinds import UNAVAILABLE
-    from harness.plans.culpritsearch import FOUND, OUTSIDE
-
     outcomes = [o for o in outcomes if not o.not_bad]
     statuses = [o.search.status for o in outcomes if o.search is not None]
     if any(s in (FOUND, OUTSIDE) for s in statuses):

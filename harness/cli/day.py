@@ -7,13 +7,19 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.answers.explain import pairs
 from harness.cli import answer, interruptible, options, printer
+from harness.cli.culprit import cells_of, current_pairs
+from harness.cli.report import newest_run
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.orchestrator import prefetch_analysis
+from harness.plans.days import day_in_run
+from harness.runtimes import Engines
+from harness.store.gate import read_gated
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.days import DayOutcome
-    from harness.runtimes import Engines
     from harness.store.gate import Gated
 
 EPILOG = """examples:
@@ -56,8 +62,6 @@ def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
     Raises:
         InputError: an unknown row.
     """
-    from harness.answers.explain import pairs
-
     # Chosen over every readable cell, stale ones too: a row whose ends are stale is
     # then said to be stale (`current_pairs`), never "nothing to search".
     res = {**found.results, **found.was}
@@ -73,12 +77,6 @@ def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
 
 @answer.answers("day", {"dir": None, "rows": []})
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.culprit import cells_of, current_pairs
-    from harness.cli.report import newest_run
-    from harness.orchestrator import prefetch_analysis
-    from harness.runtimes import Engines
-    from harness.store.gate import read_gated
-
     options.check(args)
     root = newest_run(args.dir, "harness day")
     answer.update(dir=str(root))
@@ -106,8 +104,6 @@ def search(args: argparse.Namespace, root: Path, found: Gated,
            run_on: tuple[Matrix, Engines], cells: dict[str, Cell],
            todo: list[tuple[str, str]]) -> list[DayOutcome]:
     """Each row's days searched in day/<row>/ of the run, the answer in day.json there."""
-    from harness.plans.days import day_in_run
-
     matrix, engines = run_on
     outcomes: list[DayOutcome] = []
     with interruptible():

@@ -20,11 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness import gpu
+from harness import gpu, matrixfile
 from harness.cli import options
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError, InputError
+from harness.gpu.engine import describe
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities, is_local_endpoint
+from harness.preflight import compile_scenarios
+from harness.runtimes import get_runtime
 from harness.runtimes.localdoctor import local_checks
+from harness.runtimes.slurmdoctor import cluster_checks
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
                "--runtime=docker` and restart dockerd")
@@ -66,7 +70,8 @@ class _DockerEngine:
     """An engine with the Docker API (dockerd, podman's service) as a runtime sees it."""
 
     def __init__(self, url: str | None, runtime: str = DEFAULT_RUNTIME):
-        from harness.runtimes import get_runtime
+        # lazy: docker-py only where a Docker engine is asked for (runtimes.get_runtime
+        # imports it first, paramiko hidden)
         from harness.runtimes.docker import DockerRuntime
 
         rt = get_runtime(runtime, url)
@@ -108,14 +113,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness import matrixfile
-
     options.check(args)
     matrix = matrixfile.load(args.matrix) if args.matrix else None
     if matrix is not None and matrix.slurm is not None:
         # The cells run on the cluster's nodes: check the cluster, not this host.
-        from harness.runtimes.slurmdoctor import cluster_checks
-
         slurm = Checks()
         for level, what, fix in cluster_checks(matrix, args.out):
             slurm.add(level, what, fix)
@@ -174,9 +175,6 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
 
 def _scenario_check(c: Checks, matrix: Matrix) -> None:
     """Every scenario compiles with this Python (as the sweep checks before it runs)."""
-    from harness.errors import InputError
-    from harness.preflight import compile_scenarios
-
     try:
         compile_scenarios(matrix.cells)
     except InputError as exc:
@@ -205,7 +203,6 @@ def _probe(c: Checks, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpu
             c.add("FAIL", f"{where}: {first}",
                   rest[-1].strip().removeprefix("fix: ") if rest else "")
             return None
-        from harness.gpu.engine import describe
 
         c.add("ok", f"{where}: GPUs through the engine (probe in {img.label}): "
                     f"{describe(found)}")

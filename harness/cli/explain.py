@@ -10,15 +10,22 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.answers.explain import pairs, unpaired
 from harness.cli import answer, interruptible, options, printer, without_out
+from harness.cli.report import newest_run
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError, StoreError
+from harness.orchestrator import Sweep
+from harness.plans.explain import explain_matrix
+from harness.report import ConsoleReporter, Report, write_all
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.gate import as_recorded, read_gated, refresh_line, why_not_current
+from harness.store.jsonhead import load_json_keys
 
 if TYPE_CHECKING:
     from harness.answers.explain import Pair
     from harness.matrixfile.model import Matrix
-    from harness.report import Report
     from harness.result.model import CellResult, Planned
-    from harness.runtimes import Engines
     from harness.store.gate import Gated
 
 EPILOG = """examples:
@@ -54,8 +61,6 @@ def add_parser(sub: Any) -> None:
 
 def chosen(results: dict[str, CellResult], cell: str | None,
            planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
-    from harness.answers.explain import pairs
-
     if cell is not None and cell in unreadable:
         # Never explained: its result cannot be read, so what would be explained is not
         # what the sweep decided (issue 35 item 1).
@@ -75,8 +80,6 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
     """The pairs whose cells the matrix still runs the way the sweep did (their keys
     match): explaining a verdict of another run would name the wrong lines. Each pair
     left out is said, with why and the fix."""
-    from harness.store.gate import as_recorded, refresh_line, why_not_current
-
     cells = {c.id: c for c in matrix.cells}
     runtimes = engines.by_host or {}
     keep = []
@@ -100,10 +103,6 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
 
 @answer.answers("explain", {"dir": None, "cells": []})
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.report import newest_run
-    from harness.runtimes import Engines
-    from harness.store.gate import read_gated
-
     options.check(args)
     root = newest_run(args.dir, "harness explain")
     answer.update(dir=str(root))
@@ -145,8 +144,6 @@ def shown(report: Report, cells: list[str]) -> None:
     """explain's answer for `cells`: in words (`ConsoleReporter.render_where`), or in
     JSON mode each cell's verdict, its where.json and its paired cell's, as the words
     read them from the report model (`Report.explained`)."""
-    from harness.report import ConsoleReporter
-
     if not answer.active():
         ConsoleReporter.from_results(report).render_where(sys.stdout, cells)
         return
@@ -164,8 +161,6 @@ def hidden_bad(readable: dict[str, CellResult], found: Gated) -> bool:
     """Whether a row has a bad cell behind one that is unreadable, stale or not run (so
     no pair is named): each said, with the command that runs them again. Such a row is
     never "no bad cell"."""
-    from harness.answers.explain import unpaired
-
     hidden = unpaired(readable, found.planned, found.unreadable)
     for line in hidden:
         print(f"harness: {line}", file=sys.stderr)
@@ -181,12 +176,6 @@ def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
     them, and the run's reports rewritten with them (unless cells are missing: a partial
     report never replaces a whole one): the report model, and whether any attributed
     run left a where record."""
-    from harness.orchestrator import Sweep
-    from harness.plans.explain import explain_matrix
-    from harness.report import Report, write_all
-    from harness.store import RunStore
-    from harness.store.jsonhead import load_json_keys
-
     wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines.start([c for c in matrix.cells if c.id in wanted])
     with interruptible():

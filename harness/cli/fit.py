@@ -6,14 +6,23 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import matrixfile
 from harness.cli import answer, interruptible, options, printer
+from harness.cli.sweep import apply_overrides
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
+from harness.orchestrator import Sweep, prefetch_analysis
+from harness.plans.fit import Target, fit_row, store_cache, sweep_runner
+from harness.plans.fitplan import probe_bound
+from harness.preflight import compile_scenarios
+from harness.report.fitreport import FitReport
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.runs import FIT
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.fit import FitRow, Target
-    from harness.report.fitreport import FitReport
-    from harness.store import RunStore
+    from harness.plans.fit import FitRow
 
 
 def add_parser(sub: Any) -> None:
@@ -37,9 +46,6 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
     Raises:
         InputError: neither is given, or `--param` is malformed.
     """
-    from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
-    from harness.plans.fit import Target
-
     if given is None:
         if matrix.fit is None:
             raise InputError(f"{matrix.file}: nothing to fit; pass --param NAME=LO..HI (e.g. "
@@ -59,11 +65,6 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
 @answer.answers("fit", {"dir": None, "param": None, "range": [], "bound": None, "rows": [],
                         "first_smaller": []})
 def run(args: argparse.Namespace) -> int:
-    from harness import matrixfile
-    from harness.cli.sweep import apply_overrides
-    from harness.preflight import compile_scenarios
-    from harness.report.fitreport import FitReport
-
     options.check(args)
     matrix = matrixfile.load(args.matrix)
     target = target_of(matrix, args.param)
@@ -100,12 +101,6 @@ def fit_rows(args: argparse.Namespace, matrix: Matrix, cells: list[Cell], target
              ) -> tuple[list[FitRow], RunStore]:
     """Each row's largest value that runs, probed in the fit's own directory
     (<out>/<name>/fit-<param>: the next fit of this matrix and param reuses its probes)."""
-    from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.plans.fit import fit_row, store_cache, sweep_runner
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import FIT
-
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     engines.start(cells)
@@ -133,6 +128,4 @@ def fit_rows(args: argparse.Namespace, matrix: Matrix, cells: list[Cell], target
 
 
 def _bound(target: Target) -> int:
-    from harness.plans.fitplan import probe_bound
-
     return probe_bound(target.lo, target.hi)

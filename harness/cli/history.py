@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.answers.history import read_history
 from harness.cli import answer, options, without_out
+from harness.cli.sweep import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError
+from harness.report.grid import console_width, say
+from harness.report.history import HistoryConsole, latest_report, write_html
+from harness.result.words import cell_text
+from harness.store.gate import read_gated
 
 if TYPE_CHECKING:
     from harness.answers.history import History
@@ -35,10 +41,6 @@ def run(args: argparse.Namespace) -> int:
     """0 when every latest verdict is good; else as `harness report` exits on the
     latest verdicts (1 a bad one, 3 an unavailable one, 4 an undecided or unreadable
     one); 4 too when a run was left out because it does not read."""
-    from harness.answers.history import read_history
-    from harness.cli.sweep import exit_code
-    from harness.report.grid import console_width, say
-    from harness.report.history import HistoryConsole, latest_report, write_html
 
     options.check(args)
     history = read_history(args.dir)
@@ -72,8 +74,6 @@ def stale_note(newest: Path) -> list[str]:
     """The newest run's cells made from inputs that have changed since (the gate,
     `store.gate`): a history is of runs as they ran, but its latest verdicts are then
     not the matrix's now; said with the command that runs them again."""
-    from harness.store.gate import read_gated
-
     found, _ = read_gated(newest)
     if not found.stale:
         return []
@@ -86,8 +86,6 @@ def history_json(history: History, report: Report) -> dict[str, object]:
     """history's answer in JSON mode, from what its table is drawn from: the runs, each
     line's latest reading of each image (with its run) and its flaky images, and the
     rows' answers over the latest verdicts (`RowAnswer`s, as results.json keeps them)."""
-    from harness.result.words import cell_text
-
     lines = []
     for line in history.lines:
         latest = {}

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import options
+from harness.cli import options, printer
+from harness.devtools import images
 from harness.errors import EXIT_OK
 
 
@@ -42,8 +43,6 @@ def recipes_file(given: Path | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.devtools import images
-
     options.check(args)
     recipes = images.load_recipes(recipes_file(args.recipes))
     if args.action == "list":
@@ -51,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
             extra = f" from {r.base} + {' '.join(r.pip)}" if r.base else f" ({r.script})"
             print(f"{r.name}: {r.tag}{extra}")
         return EXIT_OK
-
-    from harness.cli import printer
 
     built = images.build(recipes, args.names, printer(args.quiet), force=args.force)
     print(f"built {len(built)} image(s): {', '.join(built) or 'all up to date'}")

@@ -12,6 +12,7 @@ from typing import Literal
 
 from harness.errors import InputError
 from harness.matrixfile.model import RUNTIMES
+from harness.report.grid import MIN_WIDTH
 
 Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width"]
 
@@ -74,9 +75,6 @@ def check(args: argparse.Namespace) -> None:
         raise InputError(f"--warmup {warmup}: must be >= 0 (the calls before measuring; "
                          "0 for none)")
     width = getattr(args, "width", None)
-    if width is not None:
-        from harness.report.grid import MIN_WIDTH  # only then: the reporters are heavy
-
-        if width < MIN_WIDTH:
-            raise InputError(f"--width {width}: the table needs at least {MIN_WIDTH} "
-                             "columns; pass a larger width, or none for the terminal's")
+    if width is not None and width < MIN_WIDTH:
+        raise InputError(f"--width {width}: the table needs at least {MIN_WIDTH} "
+                         "columns; pass a larger width, or none for the terminal's")

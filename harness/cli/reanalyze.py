@@ -6,30 +6,27 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from harness.errors import InputError
-
-if TYPE_CHECKING:
-    from harness.report import Report
-    from harness.result.model import Planned
+from harness.analysis.kinds import UNREADABLE
+from harness.answers.reanalyze import changed_by, reanalyze
+from harness.cli.sweep import exit_code
+from harness.errors import InputError, StoreError
+from harness.matrixfile.analysisblock import analysis_of
+from harness.report import ConsoleReporter, Report, write_all
+from harness.result.codec import JSON
+from harness.result.model import Planned
+from harness.store import RunStore, SeriesCache
+from harness.store.runs import REANALYZED, started_of
 
 
 def reanalyzed(args: argparse.Namespace, recorded: Report,
                outdated: Collection[str] = ()) -> int:
     """`--reanalyze`: every cell decided again; the table, what changed, the exit code
     the sweep would give now. Writes only with `--write`, into a new directory."""
-    from harness.analysis.kinds import UNREADABLE
-    from harness.answers.reanalyze import changed_by, reanalyze
-    from harness.cli.sweep import exit_code
-    from harness.matrixfile.analysisblock import analysis_of
-    from harness.report import ConsoleReporter, Report
-    from harness.result.model import Planned
-    from harness.store import SeriesCache
-
     if args.issue is not None or (args.format not in (None, "console")):
         raise InputError("--reanalyze prints the console table; --issue and --format "
                          f"{args.format or ''} read the directory as recorded")
@@ -87,11 +84,6 @@ def write_beside(run_dir: Path, recorded: Report, report: Report,
     Raises:
         StoreError: the new directory cannot be written.
     """
-    from harness.report import write_all
-    from harness.result.codec import JSON
-    from harness.store import RunStore
-    from harness.store.runs import REANALYZED, started_of
-
     out = beside(run_dir)
     started = started_of(run_dir)   # the copy is of cells that ran then, not now
     store = RunStore(out)
@@ -123,9 +115,6 @@ def copy_run(src: Path, dst: Path) -> None:
     Raises:
         StoreError: the new directory cannot be written.
     """
-    import shutil
-
-    from harness.errors import StoreError
 
     try:
         dst.mkdir(parents=True)

@@ -3,16 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import options
-from harness.errors import EXIT_OK, InputError
+from harness import matrixfile
+from harness.cli import options, without_out
+from harness.cli.reanalyze import reanalyzed
+from harness.cli.sweep import exit_code
+from harness.cli.why import why
+from harness.errors import EXIT_OK, InputError, StoreError
+from harness.report import (
+    ConsoleReporter,
+    HtmlReporter,
+    IssueReporter,
+    JunitReporter,
+    MarkdownReporter,
+    Report,
+    render_text,
+    rerun_line,
+    write_all,
+)
+from harness.report.grid import console_width, say
+from harness.runtimes.process import check_output
+from harness.store import RunStore, load_json
+from harness.store.gate import read_gated
+from harness.store.jsonhead import load_json_keys
+from harness.store.results import PLAN_FILE, long_lived
+from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require, runs_of, shown, sweep_again
 
 if TYPE_CHECKING:
-    from harness.report import Renderer, Report
+    from harness.report import Renderer
     from harness.store.gate import Gated
 
 FORMATS = ("console", "md", "html", "junit", "json")
@@ -65,15 +88,6 @@ def newest_run(path: Path, command: str) -> Path:
         InputError: a file, no such directory, not a results directory (nor a folder of
             them), or one of another kind (the message names the command that reads it).
     """
-    from harness.store.runs import (
-        SWEEP_RESULTS,
-        kind_of,
-        newest,
-        require,
-        runs_of,
-        sweep_again,
-    )
-
     if path.exists() and not path.is_dir():
         raise InputError(f"{path}: a file, not a results directory; {a_file(path, command)}")
     if not path.is_dir():
@@ -95,17 +109,12 @@ def newest_run(path: Path, command: str) -> Path:
 def complete_report(run_dir: Path) -> bool:
     """`run_dir` holds the reports of a complete run: a results.json that lists no
     missing cells (an interrupted sweep writes none; a partial report lists them)."""
-    from harness.store import load_json
-
     data = load_json(run_dir / "results.json")
     return (isinstance(data, dict) and isinstance(data.get("cells"), dict)
             and not data.get("missing_cells"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli import without_out
-    from harness.errors import StoreError
-
     options.check(args)
     try:
         return report_of(args)
@@ -117,8 +126,6 @@ def run(args: argparse.Namespace) -> int:
 def report_of(args: argparse.Namespace) -> int:
     """What `harness report` does with its arguments: re-decide, draft an issue, print
     one format, or re-render."""
-    from harness.store.results import long_lived
-
     args.dir = run_dir(args.dir)
     report, found = recorded(args.dir)
     with long_lived():      # the cells read, kept to the end: no collector passes on them
@@ -135,12 +142,8 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.why is not None:
-        from harness.cli.why import why
-
         return why(args, report, found)
     if args.reanalyze:
-        from harness.cli.reanalyze import reanalyzed
-
         return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir, args.quiet)
@@ -161,13 +164,9 @@ def run_dir(given: Path) -> Path:
 def a_file(path: Path, command: str = "harness report") -> str:
     """What to pass instead of the file `path` to `command`, as a command that works
     here."""
-    from harness.store.runs import SWEEP_RESULTS, kind_of, newest, shown
-
     if kind_of(path.parent) is not None:
         return f"pass the results directory it is in: {command} {shown(path.parent)}"
     try:
-        from harness import matrixfile
-
         name = matrixfile.load(path).name
     except InputError:
         return "pass reports/<name>/<timestamp>, a directory harness sweep wrote"
@@ -184,10 +183,6 @@ def recorded(root: Path) -> tuple[Report, Gated]:
     Raises:
         InputError: the directory holds neither results nor a plan.
     """
-    from harness.report import Report
-    from harness.store.gate import read_gated
-    from harness.store.jsonhead import load_json_keys
-
     found, _ = read_gated(root)
     if not found.results and not found.planned and not found.was:
         raise InputError(f"{root}: no cells/*/result.json here; pass a directory "
@@ -207,8 +202,6 @@ def recorded(root: Path) -> tuple[Report, Gated]:
 def unchecked_note(found: Gated) -> None:
     """Say so where the gate could not check the cells against their inputs (the matrix
     the sweep ran is not found: a copied directory): never passed silently (issue 50)."""
-    from harness.report.grid import console_width, say
-
     if found.unchecked and (found.results or found.unreadable):
         say(sys.stderr, f"harness: note: {found.unchecked.split('; pass --matrix')[0]}: its "
             "cells are not checked against their inputs now, and read as recorded",
@@ -217,9 +210,6 @@ def unchecked_note(found: Gated) -> None:
 
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
     """`--issue ROW`: issue-ROW.md written beside the run, and printed."""
-    from harness.report import IssueReporter, render_text
-    from harness.store import RunStore
-
     drafted = IssueReporter.from_results(report, row)   # a row, or a cell's row
     text = render_text(drafted)
     path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
@@ -234,10 +224,6 @@ def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
     directory that lacks cells gets partial reports only where no complete one is (an
     interrupted sweep wrote none): a partial report never replaces a whole one unless
     --force."""
-    from harness.cli.sweep import exit_code
-    from harness.report import ConsoleReporter, write_all
-    from harness.report.grid import console_width, say
-    from harness.store import RunStore
 
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)
@@ -260,10 +246,6 @@ def missing_said(args: argparse.Namespace, report: Report, found: Gated,
                  width: int | None) -> None:
     """A run with missing cells: its partial reports written (unless a complete one
     is there and no --force), and the missing cells named with the fix."""
-    from harness.report import rerun_line, write_all
-    from harness.report.grid import say
-    from harness.store import RunStore
-
     missing = report.missing_cells
     whole = complete_report(args.dir)
     if whole and not args.force:
@@ -293,8 +275,6 @@ def kept_by_git(root: Path) -> bool:
     """`root` holds files git tracks (a run kept in a repository, as tests/data/h100 is):
     a record that a plain `harness report` reads and never rewrites. False where git is
     missing or `root` is in no repository (a sweep's own reports/ directory)."""
-    from harness.runtimes.process import check_output
-
     try:
         code, out = check_output(["git", "-C", str(root), "ls-files", "-z", "--", "."],
                                  timeout=20)
@@ -305,8 +285,6 @@ def kept_by_git(root: Path) -> bool:
 
 def plan_notes(root: Path, found: Gated) -> list[str]:
     """What the run's cells were checked against, where it is not its plan.json."""
-    from harness.store.results import PLAN_FILE
-
     if not found.has_plan:
         return [f"\n{root}: no plan.json (sweeps of older versions wrote none) and no "
                 "readable results.json or matrix.yaml: cells that never ran cannot be named"]
@@ -322,16 +300,6 @@ def print_format(args: argparse.Namespace, report: Report) -> int:
     """`--format F`: that one rendering on stdout; no file is rewritten. It exits as
     `harness report DIR` does (1 with a bad cell): a CI step that keeps one rendering
     fails on a regression as the sweep did."""
-    import json
-
-    from harness.cli.sweep import exit_code
-    from harness.report import (
-        ConsoleReporter,
-        HtmlReporter,
-        JunitReporter,
-        MarkdownReporter,
-        render_text,
-    )
 
     if args.format == "console":
         ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import matrixfile
+from harness import report as reports
+from harness.answers.journey import results_json
 from harness.cli import answer, between, interruptible, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
@@ -19,17 +22,24 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
 )
+from harness.matrixfile.entries import parse_duration
+from harness.matrixfile.model import BUDGET_CAP
+from harness.orchestrator import Sweep, prefetch_analysis
+from harness.preflight import check_lengths, compile_scenarios, floor_caps
+from harness.report.grid import console_width, say
+from harness.report.live import progress_for
+from harness.result.model import Planned
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.gate import kept_plan
+from harness.store.runs import SWEEP, begun_of
+from harness.store.runs import shown as path_shown
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.orchestrator import SweepOutcome
-    from harness.plans.culprit import Maker
     from harness.report import Report
     from harness.result.codec import JSON
-    from harness.result.model import CellResult, Planned
-    from harness.runtimes import Engines
-    from harness.runtimes.base import Progress, Runtime
-    from harness.store import RunStore
 
 
 SWEEP_EPILOG = """examples:
@@ -102,9 +112,6 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
         k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup))
         if v is not None}
     if getattr(args, "budget", None) is not None:
-        from harness.matrixfile.entries import parse_duration
-        from harness.matrixfile.model import BUDGET_CAP
-
         seconds = parse_duration(args.budget)
         if seconds is None:
             raise InputError(f"--budget {args.budget}: not a duration; write e.g. 20s, 2m "
@@ -133,9 +140,6 @@ def apply_overrides(cells: list[Cell], args: argparse.Namespace) -> list[Cell]:
                           "rows": [], "bad_cells": [], "missing_cells": [],
                           "undecided_cells": [], "causes": {}})
 def run(args: argparse.Namespace) -> int:
-    # Imported here, not at the top: `harness --help` must not pay for them.
-    from harness import matrixfile
-
     options.check(args)
     if args.between is not None or args.scenario or args.python:
         args.matrix = between.matrix_file(args, printer(args.quiet))
@@ -160,10 +164,6 @@ def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Pa
     whole; or in JSON mode the same from the report model: the rows' answers
     (`RowAnswer`s), the bad, missing and undecided cells and, with --find-cause, each
     row's cause (as results.json keeps them)."""
-    from harness.answers.journey import results_json
-    from harness.report import ConsoleReporter
-    from harness.report.grid import console_width, say
-
     root, paths = written
     note = report.incomplete_note()
     if note is not None and exit_code(report) == EXIT_UNDECIDED:
@@ -176,8 +176,8 @@ def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Pa
                       undecided_cells=report.undecided_cells,
                       causes=results_json(report.causes))
         return
-    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                details=args.details)
+    reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                        details=args.details)
     width = console_width(sys.stdout, args.width)
     say(sys.stdout, f"\nresults: {root} ({', '.join(p.name for p in paths)})", width)
     if note is not None:
@@ -194,8 +194,6 @@ def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list
     Raises:
         InputError: a scenario that does not compile, or a refused length.
     """
-    from harness.preflight import check_lengths, compile_scenarios, floor_caps
-
     compile_scenarios(cells)
     for warning in check_lengths(cells, matrix.analysis, refuse=iterations is not None):
         print(f"harness: {warning}", file=sys.stderr)
@@ -214,13 +212,6 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
     Raises:
         EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
     """
-    from harness.orchestrator import Sweep, prefetch_analysis
-    from harness.report.live import progress_for
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.gate import kept_plan
-    from harness.store.runs import SWEEP, begun_of
-
     engines = Engines.for_matrix(matrix, args.runtime or matrix.runtime, args.docker_host)
     runtime = engines.default
     resume: bool | Path = Path(args.resume) if isinstance(args.resume, str) else args.resume
@@ -249,13 +240,18 @@ def sweep_and_report(args: argparse.Namespace, matrix: Matrix, cells: list[Cell]
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
                     cells, bool(resume))
-                if args.between is not None and not args.find_cause:   # --find-cause does it
-                    between.culprit_after(matrix, runtime, engines.by_host, store.root, live,
-                                          outcome.results, planned, cells)
-                if args.explain or args.find_cause:   # their answers go into the reports
-                    # --find-cause's steps go to the sweep's own display (its lines above it)
-                    after_sweep(args, matrix, engines, store,
-                                live if args.find_cause else progress, outcome.results, planned)
+                if args.between is not None or args.explain or args.find_cause:
+                    # lazy: the plans only an option runs load after the cells ran
+                    from harness.cli import sweepend
+
+                    if args.between is not None and not args.find_cause:  # --find-cause does it
+                        sweepend.culprit_after(matrix, runtime, engines.by_host, store.root,
+                                               live, outcome.results, planned, cells)
+                    if args.explain or args.find_cause:   # their answers go into the reports
+                        # --find-cause's steps go to the sweep's own display (its lines above)
+                        sweepend.after_sweep(args, matrix, engines, store,
+                                             live if args.find_cause else progress,
+                                             outcome.results, planned)
             finally:
                 live.close()
             prefetch.join()   # the reporters were imported while the cells ran
@@ -274,34 +270,30 @@ def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStor
              meta: dict[str, JSON], name: str) -> tuple[Report, list[Path]]:
     """The sweep's report model (its meta: `meta` and how the cells went), every report
     file written into the results directory."""
-    from harness.report import Report, write_all
-
-    report = Report.from_results(name, outcome.results, {
+    report = reports.Report.from_results(name, outcome.results, {
         **meta, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
         "reused": outcome.reused}, store.root, outcome.series, planned)
-    return report, write_all(store, report)
+    return report, reports.write_all(store, report)
 
 
 def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
     """The command that decides what is not decided: missing cells are run by --resume
     (it reuses every finished one); undecided cells, whose results --resume would
     reuse, by a longer run; a whole script runs once, whatever --iterations says."""
-    from harness.store.runs import shown
-
     undecided = report.undecided_cells
     scripts = [c for c in undecided if report.results[c].end.mode == "script"]
     if scripts and len(scripts) == len(undecided) and not report.missing_cells:
         return ("whole scripts run once and ended too soon to decide: define "
                 "setup(params) and step(state) in them")
     if not undecided:
-        return f"harness sweep {shown(matrix)} --resume {shown(root)} runs them"
+        return f"harness sweep {path_shown(matrix)} --resume {path_shown(root)} runs them"
     budgets = [b for c in cells if c.id in undecided
                and (b := c.settings.run_budget) is not None]
     if budgets:     # a budgeted cell runs longer by its seconds, not its cap
-        return f"run longer: harness sweep {shown(matrix)} --budget {4 * max(budgets):g}s"
+        return f"run longer: harness sweep {path_shown(matrix)} --budget {4 * max(budgets):g}s"
     longest = max((c.settings.max_iterations or c.settings.iterations for c in cells
                    if c.id in undecided), default=0)
-    return f"run longer: harness sweep {shown(matrix)} --iterations {2 * longest or 1000}"
+    return f"run longer: harness sweep {path_shown(matrix)} --iterations {2 * longest or 1000}"
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).
@@ -311,60 +303,11 @@ REPORTERS = ("harness.report.model", "harness.report.console", "harness.report.m
 
 def compile_report_template() -> None:
     """report.html's template, compiled ahead (on the prefetch thread)."""
-    from harness.report.html import environment
-
-    environment().get_template("report.html.j2")
-
-
-def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, store: RunStore,
-                progress: Progress, results: dict[str, CellResult],
-                planned: Sequence[Planned]) -> None:
-    """`--explain`, or `--find-cause`'s chain (`plans.journey`) over the matrix's cells as
-    this sweep runs them (its --iterations and --warmup): every host's, for the host step."""
-    if not args.find_cause:
-        explain_after(matrix, engines.default, store, progress, engines.by_host, results,
-                      planned)
-        return
-    from harness.orchestrator import Sweep
-    from harness.plans.culprit import docker_hybrids
-    from harness.plans.journey import find_causes
-    from harness.runtimes import Engines
-
-    def hybrids(g: Cell, b: Cell) -> Maker | None:
-        """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
-        builds no hybrid images."""
-        own = (engines.by_host or {}).get(b.host.label, engines.default)
-        client = Engines(own).hybrid_client(args.runtime or matrix.runtime)
-        return None if client is None else docker_hybrids(client, g, b, progress)
-
-    find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),
-                apply_overrides(list(matrix.cells), args), results, planned, hybrids,
-                progress)
-
-
-def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
-                  by_host: dict[str, Runtime] | None, results: dict[str, CellResult],
-                  planned: Sequence[Planned] = ()) -> None:
-    """`--explain`: each row's first bad cell and its last good cell, run again with
-    attribution once the sweep is done (their where.json files go into the reports)."""
-    from harness.answers.explain import pairs, unpaired
-    from harness.orchestrator import Sweep
-    from harness.plans.explain import explain_matrix
-
-    todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
-    for line in unpaired(results, planned):
-        progress(f"explain: {line}")
-    if not todo:
-        progress("explain: no row has a bad cell; nothing to explain")
-        return
-    explain_matrix(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
-                   store.root)
+    reports.environment().get_template("report.html.j2")
 
 
 def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
     """plan.json's cells: what a report checks the directory against."""
-    from harness.result.model import Planned
-
     return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in cells)
 
 

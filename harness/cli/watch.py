@@ -8,11 +8,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli import interruptible, options, printer
+from harness.cli.sweep import apply_overrides, plan_of
 from harness.errors import EXIT_OK, EXIT_REGRESSION
+from harness.orchestrator import prefetch_analysis
+from harness.report import ConsoleReporter
+from harness.runtimes import Engines
+from harness.store import RunStore
+from harness.store.runs import SWEEP
+from harness.watch.registry import list_tags, parse_repo
+from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.watch.suite import Plan, WatchOutcome, WatchState
+    from harness.watch.suite import Plan, WatchOutcome
 
 
 def add_parser(sub: Any) -> None:
@@ -36,10 +44,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.sweep import apply_overrides
-    from harness.watch.registry import list_tags, parse_repo
-    from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
-
     options.check(args)
     repo = parse_repo(args.repo)
     state = WatchState.load(args.state or args.out / suite_name(args.matrix)
@@ -68,13 +72,6 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
               cells: list[Cell]) -> tuple[WatchOutcome, Path]:
     """The suite's cells over the new tags, swept in a new results directory: the
     outcome and the directory."""
-    from harness.cli.sweep import plan_of
-    from harness.orchestrator import prefetch_analysis
-    from harness.runtimes import Engines
-    from harness.store import RunStore
-    from harness.store.runs import SWEEP
-    from harness.watch.suite import run_plan
-
     prefetch_analysis()
     engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
     progress = printer(args.quiet)
@@ -98,8 +95,6 @@ def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
 def said(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
     """The suite's table and the new tags' answer; the state recorded; 1 when a new
     tag is bad against the baseline."""
-    from harness.report import ConsoleReporter
-
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)
     print(f"\nresults: {root} ({', '.join(p.name for p in outcome.paths)})")
     state.record(plan, root, outcome.bad_tags)

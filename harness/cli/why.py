@@ -7,8 +7,19 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from harness.analysis import baselinerules as b
+from harness.analysis.decision import CellFacts, decide
+from harness.analysis.facts import Facts
+from harness.analysis.rules import Evidence, first_rule, rule_named
+from harness.analysis.rules import why as rules_why
+from harness.analysis.runrules import RERUN_RULES
+from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, load_rule
+from harness.cli.sweep import exit_code
 from harness.errors import InputError
+from harness.matrixfile.analysisblock import analysis_of
 from harness.report import Report
+from harness.result.build import run_outcome
+from harness.store import SeriesCache
 from harness.store.gate import Gated
 
 if TYPE_CHECKING:
@@ -31,15 +42,6 @@ def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
         InputError: no current cell of that id (or ending in it): a stale one is said
             to be stale, with the command that runs it again; or one without samples.
     """
-    from harness.analysis.decision import CellFacts, decide
-    from harness.analysis.facts import Facts
-    from harness.analysis.rules import Evidence, first_rule, rule_named
-    from harness.analysis.rules import why as rules_why
-    from harness.cli.sweep import exit_code
-    from harness.matrixfile.analysisblock import analysis_of
-    from harness.result.build import run_outcome
-    from harness.store import SeriesCache
-
     ids = sorted(recorded.results)
     found = named(ids, args.why)
     stale = named(sorted(gated.stale), args.why)
@@ -89,8 +91,6 @@ def course_said(res: CellResult) -> list[str]:
     """The rules of its run's course that decided (`analysis.runrules`): whether each
     attempt ran again, where a live look stopped it, and whether each confirmation round
     counted."""
-    from harness.analysis.runrules import RERUN_RULES
-
     says = {r.id: r.says for r in RERUN_RULES}
     out: list[str] = []
     for k, a in enumerate(res.attempts, 1):
@@ -116,9 +116,6 @@ def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
     against its baseline the pooled steps' and peak's directions, the doubt that ran
     rounds, what they confirmed and whether they settled it (the last two read again on
     the stored rounds)."""
-    from harness.analysis import baselinerules as b
-    from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, load_rule
-
     def said(rule_id: str, rules: tuple[Rule[Any], ...]) -> str:
         return f"rule {rule_id}: {next((r.says for r in rules if r.id == rule_id), '?')}"
 

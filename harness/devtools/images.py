@@ -99,6 +99,8 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
             once every image that stands on no failed recipe is built).
     """
     if engine is None:
+        # lazy: docker-py only where a Docker engine is asked for (paramiko hidden by
+        # dockerlib.import_docker first)
         from harness.runtimes.docker import DockerRuntime
 
         engine = DockerRuntime()

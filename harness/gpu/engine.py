@@ -28,6 +28,7 @@ from typing import Any
 from harness.errors import EngineUnavailable, GpuUnavailable
 from harness.gpu.cuda import parse_cuda_version
 from harness.gpu.host import Gpu, HostGpus
+from harness.protocol import AGENT_DIR
 
 PROBE_TIMEOUT_S = 60.0
 CDI_KIND = "nvidia.com/gpu"     # the CDI device kind of NVIDIA GPUs
@@ -61,8 +62,6 @@ def parse(output: str) -> HostGpus:
 
 
 def _agent_tar() -> bytes:
-    from harness.protocol import AGENT_DIR
-
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path in sorted(AGENT_DIR.glob("*.py")):
@@ -95,8 +94,6 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
     if ulimits:
         kwargs["ulimits"] = ulimits
     if mount:
-        from harness.protocol import AGENT_DIR
-
         kwargs["volumes"] = {str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"}}
     try:
         container = client.containers.create(image, **kwargs)

@@ -45,6 +45,7 @@ from harness.plans.culpritsearch import (
 )
 from harness.result.model import CellResult
 from harness.result.words import cell_text
+from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:
     from harness.orchestrator import Sweep
@@ -322,6 +323,7 @@ def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Ma
     """Hybrids as container images built offline from B (undo) or G (apply), each
     package's files taken from the other image as its RECORD lists them
     (`runtimes.dockerhybrid`), kept under `harness-culprit/<label>:<key>`."""
+    # lazy: docker-py only where a hybrid image is built on a Docker engine
     from harness.runtimes.dockerhybrid import hybrid
 
     def make(side: str, changes: tuple[Change, ...]) -> ImageSpec:
@@ -361,8 +363,6 @@ class SweepRunner:
             sweep.series.keep(g_cell.id, g_series)
 
     def __call__(self, cell: Cell) -> CellResult:
-        from harness.store.gate import why_not_current
-
         sweep = self.sweep
         runs = attempts(sweep.store, cell.id)
         first = cell.id not in self.seen

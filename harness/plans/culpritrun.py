@@ -17,6 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.analysis.kinds import BAD, GOOD
+from harness.orchestrator import Sweep
+from harness.plans.culprit import culprit, sweep_runner
+from harness.plans.days import dated_cell
+from harness.result.derived import DerivedFrom
+from harness.store import RunStore
+from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, DAY_DIR, day_record
+from harness.store.gate import why_not_current
+from harness.store.results import SeriesCache, atomic_write_text
+
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.plans.culprit import CulpritOutcome, Maker
@@ -57,13 +67,6 @@ def ends(root: Path, g: Cell, b: Cell, results: Mapping[str, CellResult], runtim
     that stand for its last good and first bad day, each current (`why_not_current`);
     else the sweep's G and B. Never the axis's ends where the days are known: packages
     that moved between them and not between the days are no suspects."""
-    from harness.analysis.kinds import BAD, GOOD
-    from harness.plans.days import dated_cell
-    from harness.result.derived import DerivedFrom
-    from harness.store import RunStore
-    from harness.store.answers import DAY_DIR, day_record
-    from harness.store.gate import why_not_current
-
     sweep = End(g, results[g.id], root), End(b, results[b.id], root)
     data = day_record(root, b.row)
     if not isinstance(data, dict) or data.get("derived_from") != DerivedFrom.of(
@@ -105,13 +108,6 @@ def culprit_in_run(root: Path, on: RunsOn, g: Cell, b: Cell,
         StoreError: culprit/<row>/ is locked by another search.
         ValueError: `swap` names a package that did not change (`culprit`).
     """
-    from harness.orchestrator import Sweep
-    from harness.plans.culprit import culprit, sweep_runner
-    from harness.result.derived import DerivedFrom
-    from harness.store import RunStore
-    from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE
-    from harness.store.results import SeriesCache, atomic_write_text
-
     good, bad = (End(g, results[g.id], root), End(b, results[b.id], root))
     if days and not swap and make is None:
         good, bad = ends(root, g, b, results, on.runtime_for(g))

@@ -20,19 +20,27 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.plans.culprit import outcome_of
+from harness.matrixfile.expand import cell_id
+from harness.orchestrator import Sweep
+from harness.plans.culprit import SweepRunner, outcome_of
 from harness.plans.culpritsearch import BAD as PROBE_BAD
 from harness.plans.culpritsearch import GOOD as PROBE_GOOD
+from harness.result.derived import DerivedFrom
+from harness.runtimes.local import LocalRuntime
+from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
+from harness.store import RunStore
+from harness.store.answers import DAY_DIR, DAY_FILE
+from harness.store.results import SeriesCache, atomic_write_text
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.orchestrator import Sweep
     from harness.protocol.series import Series
     from harness.result.model import CellResult
     from harness.runtimes.base import Runtime
@@ -74,8 +82,6 @@ class Change:
 
     def words(self) -> str:
         """"multidict 6.4.4 -> 6.5.1 (uploaded ...; passes over 6.5.0 (yanked: reason))"."""
-        from harness.runtimes.uploads import yanked_words
-
         marked = dict(self.yanked)
 
         def side(version: str | None) -> str:
@@ -274,8 +280,6 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
 
 def dated_cell(cell: Cell, day: str) -> Cell:
     """The row's cell on its image entry as of `day` (`NAME@DAY`)."""
-    from harness.matrixfile.expand import cell_id
-
     name = cell.image.label.rpartition("@")[0] or cell.image.label
     image = dataclasses.replace(cell.image, label=f"{name}@{day}", as_of=day)
     return dataclasses.replace(cell, image=image,
@@ -310,9 +314,6 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
         ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
         resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
     """
-    from harness.plans.culprit import SweepRunner
-    from harness.runtimes.local import LocalRuntime
-
     if not same_entry(g_cell, b_cell):
         raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
                          "of one `as_of:` image entry")
@@ -361,14 +362,6 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
         resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
         StoreError: `root/day/<row>/` is locked by another search.
     """
-    import json
-
-    from harness.orchestrator import Sweep
-    from harness.result.derived import DerivedFrom
-    from harness.runtimes.uploads import upload_time, yanked_releases
-    from harness.store import RunStore
-    from harness.store.answers import DAY_DIR, DAY_FILE
-    from harness.store.results import SeriesCache, atomic_write_text
 
     store = RunStore(root / DAY_DIR / b_cell.row)
     store.lock()

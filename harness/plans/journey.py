@@ -31,12 +31,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
-from harness.answers.explain import Explanation, Pair, load_explanations, pairs, unpaired
+from harness.answers.explain import Explanation, Pair, kinds_for, load_explanations, pairs, unpaired
 from harness.answers.journey import CAUSE_DIR, Cause, cause_file
 from harness.answers.search import RowAnswer, answer_rows
 from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.model import Cell
+from harness.orchestrator import Sweep
+from harness.plans.changedcode import step_lines
 from harness.plans.culpritdiff import difference
+from harness.plans.culpritrun import RunsOn, culprit_in_run, ends
+from harness.plans.days import day_in_run, same_entry
+from harness.plans.explain import explain
 from harness.plans.journeysummary import (
     NOT_A_DATE_AXIS,
     DayAnswer,
@@ -48,10 +53,13 @@ from harness.plans.journeysummary import (
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text
+from harness.runtimes.local import LocalRuntime
+from harness.store import RunStore
 from harness.store.answers import culprit_record
+from harness.store.gate import why_not_current
+from harness.store.results import atomic_write_text
 
 if TYPE_CHECKING:
-    from harness.orchestrator import Sweep
     from harness.plans.culprit import Maker
 
 Say = Callable[[str], None]
@@ -68,9 +76,6 @@ def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
     entry (`NAME@DATE`), the day search's answer between them (`plans.days.day_in_run`:
     its probes kept in `day/<row>/` and reused there while their run keys hold); None
     for any other row ("not a date axis": the images are the axis)."""
-    from harness.plans.days import day_in_run, same_entry
-    from harness.runtimes.local import LocalRuntime
-
     if pair.good is None or pair.good not in results or pair.cell not in results:
         return None
     g_cell, b_cell = cells[pair.good], cells[pair.cell]
@@ -137,8 +142,6 @@ def culprit_answer(root: Path, results: Mapping[str, CellResult], g: Cell, b: Ce
     """culprit/<row>/culprit.json, while it rests on G and B as they are and was searched
     between the two runs `harness culprit` would search between now (`ends`: the day
     search's last good and first bad day, else G and B), as they are."""
-    from harness.plans.culpritrun import ends
-
     data = culprit_record(root, b.row)
     if not isinstance(data, dict) or data.get("derived_from") != DerivedFrom.of(
             results, (g.id, b.id)).to_json():
@@ -175,8 +178,6 @@ def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellRe
         if start <= 3 and g is not None and g.verdict in GOOD and b.verdict in BAD and (
                 culprit_answer(root, results, cells[g.id], cells[b.id],
                                runtime(cells[g.id])) is None):
-            from harness.plans.culpritrun import ends
-
             good, bad = ends(root, cells[g.id], cells[b.id], results, runtime(cells[g.id]))
             changes = len(difference(good.result, bad.result).packages)   # as searched
             n += 2 + 2 * math.ceil(math.log2(changes)) if changes > 1 else 2 * changes
@@ -227,8 +228,6 @@ def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellRes
 
 def write_cause(root: Path, j: Journey, results: Mapping[str, CellResult]) -> Cause:
     """cause/<row>.json: the summary, the steps, the facts and the cells they rest on."""
-    from harness.store.results import atomic_write_text
-
     rests_on = (j.pair.cell, j.pair.good, j.fixed[1] if j.fixed else None,
                 *(h.cell for h in j.hosts if h.how == SWEPT))
     cause = Cause(j.pair.row, summary(j, results), tuple(j.steps), facts(j, results),
@@ -257,8 +256,6 @@ def step_day(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
 
 def step_explain(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
                  results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
-    from harness.plans.explain import explain
-
     pair = j.pair
     j.where = explained(ctx.store.root, results, pair)
     if j.where is not None:
@@ -285,8 +282,6 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
     if j.culprit is not None:
         said("its culprit.json holds (the run keys of G and B); reused", 0)
     else:
-        from harness.plans.culpritrun import ends
-
         good, bad = ends(ctx.store.root, g, b, results, ctx.runtime_for(g).name)
         if (good.result.id, bad.result.id) == (g.id, b.id):   # else the search says which
             said(f"between G {good.result.image.label} and B {bad.result.image.label}", 0)
@@ -307,8 +302,6 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
     same ends, the day search's days where it found them, the same delta debugging and
     hybrids) into culprit/<row>/ of the sweep's directory, its answer written as
     `harness culprit` writes it (culprit.json, with the run keys)."""
-    from harness.plans.culpritrun import RunsOn, culprit_in_run
-
     on = RunsOn(ctx.matrix, ctx.runtime, ctx.progress, ctx.runtimes)
     _, data = culprit_in_run(ctx.store.root, on, g, b, results,
                              lambda s: said(s, int(s.startswith("probe "))), hybrids(g, b))
@@ -318,9 +311,6 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
 def step_code(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
               results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
     """The proved change's code against the attributed sites (`plans.changedcode`)."""
-    from harness.answers.explain import kinds_for
-    from harness.plans.changedcode import step_lines
-
     found, lines = step_lines(j.culprit, j.where, kinds=kinds_for(results[j.pair.cell]))
     j.code = tuple(found)
     for line in lines:
@@ -361,10 +351,6 @@ def on_host(ctx: Sweep, cell: Cell, row: str) -> tuple[CellResult, str]:
     """The cell run within itself (its precheck first: an image that does not support the
     host's GPU is not-applicable, never run) into cause/<row>/ of the sweep's directory;
     a result there made by the same run (its run key) is reused."""
-    from harness.orchestrator import Sweep
-    from harness.store import RunStore
-    from harness.store.gate import why_not_current
-
     store = RunStore(ctx.store.root / CAUSE_DIR / row)
     store.lock()
     try:

@@ -8,8 +8,10 @@ across samples once reading ends.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from harness.agent import fields
@@ -115,14 +117,15 @@ class Columns:
 
     @cached_property
     def steps(self) -> np.ndarray:
-        import numpy as np
+        return _floats([t for s in self._stepped for t in s["dt"]])
 
-        return np.asarray([t for s in self._stepped for t in s["dt"]], dtype=np.float64)
+    @cached_property
+    def median_step(self) -> float | None:
+        """The median of `steps` (None where no step was timed)."""
+        return float(_numpy().median(self.steps)) if len(self.steps) else None
 
     @cached_property
     def cpu(self) -> np.ndarray | None:
-        import numpy as np
-
         out: list[float] = []
         for s in self._stepped:
             dt = s["dt"]
@@ -134,7 +137,7 @@ class Columns:
                 out.append(s["cpu_s"] / len(dt))
             else:
                 return None
-        return np.asarray(out, dtype=np.float64) if out else None
+        return _floats(out) if out else None
 
     @cached_property
     def contention(self) -> dict[str, np.ndarray] | None:
@@ -146,14 +149,12 @@ class Columns:
 
     def _table(self, keys: tuple[str, ...], seen: tuple[str, ...]
                ) -> dict[str, np.ndarray] | None:
-        import numpy as np
-
         rows = [s for s in self._stepped if s["dt"]]
         if not any(s.get(k) is not None for s in rows for k in seen):
             return None
-        cols = np.asarray([[float(len(s["dt"])), float(sum(s["dt"]))] + [
-            float("nan") if s.get(k) is None else float(s[k]) for k in keys] for s in rows],
-            dtype=np.float64).reshape(-1, 2 + len(keys))
+        cols = _floats([[float(len(s["dt"])), float(sum(s["dt"]))] + [
+            float("nan") if s.get(k) is None else float(s[k]) for k in keys] for s in rows]
+        ).reshape(-1, 2 + len(keys))
         out = {"steps": cols[:, 0], "dt_s": cols[:, 1]}
         out.update({k: cols[:, 2 + n] for n, k in enumerate(keys)})
         return out
@@ -199,13 +200,25 @@ CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "
 
 def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
                   ) -> tuple[np.ndarray, np.ndarray]:
-    import numpy as np
-
     pairs = sorted(((float(s["i"]), float(s[source])) for s in samples
                     if s.get("phase") == phase and s.get(source) is not None),
                    key=lambda p: p[0])
-    return (np.asarray([p[0] for p in pairs], dtype=np.float64),
-            np.asarray([p[1] for p in pairs], dtype=np.float64))
+    return _floats([p[0] for p in pairs]), _floats([p[1] for p in pairs])
+
+
+
+def _numpy() -> ModuleType:
+    """NumPy, imported with the first columns built: a sweep reaches its first container
+    without it (the prefetch thread imports it meanwhile)."""
+    # lazy: NumPy with the first columns, never before a sweep's first container
+    import numpy
+
+    return numpy
+
+
+def _floats(values: Sequence[float] | Sequence[Sequence[float]]) -> np.ndarray:
+    out: np.ndarray = _numpy().asarray(values, dtype=_numpy().float64)
+    return out
 
 
 WRAP = 1 << 32

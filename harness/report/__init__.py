@@ -8,7 +8,7 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
@@ -17,7 +17,7 @@ from harness.store.resultsjson import holds
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
-    from harness.report.html import HtmlReporter
+    from harness.report.html import HtmlReporter, environment
     from harness.report.issue import IssueReporter
     from harness.report.junit import JunitReporter
     from harness.report.markdown import MarkdownReporter
@@ -26,16 +26,24 @@ if TYPE_CHECKING:
 # The renderers and the model load when first asked for (PEP 562): a module of this
 # package (the live display a sweep shows while its first container runs) is imported
 # without them, and with them NumPy, Jinja2 and tabulate (the prefetch thread's work).
+# Commands read them as `report.X` (`from harness import report`): this is the one place
+# of the package that imports them lazily.
 _LAZY = {"ConsoleReporter": "console", "HtmlReporter": "html", "IssueReporter": "issue",
-         "JunitReporter": "junit", "MarkdownReporter": "markdown", "Report": "model"}
+         "JunitReporter": "junit", "MarkdownReporter": "markdown", "Report": "model",
+         "environment": "html"}
+
+
+def _loaded(name: str) -> object:
+    # lazy: the renderers (NumPy, Jinja2, tabulate) on first use, by their name in _LAZY
+    value = getattr(importlib.import_module(f"harness.report.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 if not TYPE_CHECKING:   # mypy reads the names above, and still refuses unknown ones
     def __getattr__(name: str) -> object:
         if name in _LAZY:
-            value = getattr(importlib.import_module(f"harness.report.{_LAZY[name]}"), name)
-            globals()[name] = value
-            return value
+            return _loaded(name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -58,25 +66,24 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     Raises:
         StoreError: the results directory cannot be written.
     """
-    from harness.report.html import HtmlReporter
-    from harness.report.junit import JunitReporter
-    from harness.report.markdown import MarkdownReporter
-
+    html_reporter = cast("type[HtmlReporter]", _loaded("HtmlReporter"))
+    markdown = cast("type[MarkdownReporter]", _loaded("MarkdownReporter"))
+    junit = cast("type[JunitReporter]", _loaded("JunitReporter"))
     if report.root is None:  # the HTML links (and plots) the files next to the results
         report = dataclasses.replace(report, root=store.root,
                                      series=report.series.at(store.root))
     with long_lived():      # the report's cells, read or measured, outlive this
-        html = HtmlReporter.from_results(report)
+        html = html_reporter.from_results(report)
         # One line, through json's C encoder: indented, results.json of 1,600 cells took
         # most of `harness report`'s time.
         head = report.to_json(cells=False)
         paths = [_write_new(store, "results.json",
                             lambda: results_parts(head, report.cells_parts())),
                  _write_new(store, "report.md",
-                            render_text(MarkdownReporter.from_results(report))),
+                            render_text(markdown.from_results(report))),
                  _write_new(store, "report.html", render_text(html)),
                  _write_new(store, "junit.xml",
-                            render_text(JunitReporter.from_results(report)))]
+                            render_text(junit.from_results(report)))]
         html.write_cells(store.root)
     return paths
 
@@ -131,6 +138,7 @@ __all__ = [
     "Renderer",
     "Report",
     "RunDir",
+    "environment",
     "read_run",
     "render_text",
     "rerun_line",

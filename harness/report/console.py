@@ -6,6 +6,10 @@ import os
 import textwrap
 from typing import TextIO
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 from tabulate import tabulate
 
 from harness.analysis.kinds import IN_DOUBT, KINDS, Colour
@@ -158,11 +162,6 @@ class ConsoleReporter(Reporter):
     def _fitted(self, out: TextIO, width: int, colour: bool) -> bool:
         """The table where full words fit (images across, else down); else the grid.
         True when it drew the grid."""
-        from rich import box
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-
         if self.report.large:    # a block per answer, each pattern of rows a line
             grid = Grid(self.report.images, self.report.rows, self.report.results, width,
                         colour)

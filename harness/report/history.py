@@ -10,6 +10,7 @@ each verdict came from, the flaky marks and, on the page, each line's verdicts r
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -316,8 +317,6 @@ def write_html(history: History, report: Report) -> Path:
     Raises:
         StoreError: the directory cannot be written.
     """
-    import io
-
     text = io.StringIO()
     render_html(history, report, text)
     path = history.root / PAGE

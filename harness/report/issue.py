@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import numpy as np
+
 from harness.analysis.kinds import STALE, TIMED, kind
 from harness.analysis.trends import kib, per_call, rate_text, scaled
 from harness.answers.search import FRAMEWORKS, RowAnswer
@@ -32,10 +34,10 @@ from harness.result.codec import JSON
 from harness.result.model import CellResult
 from harness.result.words import also_slowed, also_slower
 from harness.runtimes.base import own_cgroup
+from harness.store.gate import rerun_line
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
 Result = CellResult
@@ -47,8 +49,6 @@ def ratio_ci(base: npt.NDArray[np.float64], other: npt.NDArray[np.float64],
              level: float = 0.95, seed: int = 0
              ) -> tuple[float, float, float]:
     """median(other)/median(base) with a percentile bootstrap interval (deterministic)."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     a = base[:: max(1, len(base) // MAX_STEPS)]
     b = other[:: max(1, len(other) // MAX_STEPS)]
@@ -159,7 +159,6 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
     sb = report.series(bad.id)
     if sa is not None and sb is not None:
         ga, gb = sa.cols.steps, sb.cols.steps
-        import numpy as np
 
         if len(ga) and len(gb) and np.median(ga) > 0 and timed(bad):
             ratio, lo, hi = ratio_ci(ga, gb)
@@ -248,8 +247,6 @@ class IssueReporter(Reporter):
                              "report")
         gone = set(report.missing_cells)
         if rows[row].first_bad is None and any(cid in gone for _, _, cid in rows[row].cells):
-            from harness.store.gate import rerun_line
-
             fix = rerun_line(report.root) if report.root is not None else "harness sweep " \
                 "MATRIX --resume DIR"
             raise InputError(f"--issue {row}: {rows[row].sentence}: no first bad is named "

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
+import yaml
+
 from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S, abilities
 from harness.plans.culpritdiff import TOOLING
 from harness.report.text import md
 from harness.result.codec import JSON
 from harness.result.model import CellResult as Result
+from harness.runtimes.resolver import flags
 
 
 def exact_pins(res: Result) -> tuple[str, ...]:
@@ -49,7 +52,6 @@ def as_of_words(res: Result) -> str | None:
     day = labels.get("as_of")
     if not day:
         return None
-    from harness.runtimes.resolver import flags
 
     how = (f"`{labels['resolved_with']}`" if labels.get("resolved_with") else
            f"`{flags(day)}` (uv; with pip: `{flags(day, 'pip')}`)")
@@ -136,8 +138,6 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
     exactly (no `as_of:`: today's index would resolve it anew), a container image by
     the digest it ran (`repo@sha256:...`, where the engine knew one), a local
     interpreter by its name."""
-    import yaml
-
     def image(name: str, c: Result) -> object:
         pins = exact_pins(c)
         if pins:

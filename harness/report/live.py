@@ -24,8 +24,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from harness.protocol.ingest import last_sample
+from harness.report.grid import console_width, wrap
+
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import RenderableType
     from rich.progress import TaskID
 
     from harness.matrixfile.model import Cell
@@ -52,7 +60,6 @@ class PlainProgress:
         (continuation lines indented), else one line as it is, for logs and grep."""
         if self.quiet:
             return
-        from harness.report.grid import console_width, wrap
 
         stream = self.stream or sys.stderr
         width = console_width(stream)
@@ -68,8 +75,6 @@ class PlainProgress:
 
 def last_iteration(path: Path, chunk: int = 8192) -> tuple[int, str] | None:
     """(iterations done, phase) from the last complete sample line of samples.jsonl."""
-    from harness.protocol.ingest import last_sample
-
     record = last_sample(path, chunk)
     if record is None:
         return None
@@ -81,15 +86,6 @@ class LiveProgress:
 
     def __init__(self, samples: Callable[[str], Path], console: Console | None = None,
                  refresh_s: float = 0.25):
-        from rich.console import Console
-        from rich.live import Live
-        from rich.progress import (
-            BarColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
         self.samples = samples          # cell id -> its samples.jsonl
         self.console = console or Console(stderr=True, no_color=no_colour(),
                                           highlight=False)
@@ -118,9 +114,6 @@ class LiveProgress:
         self._thread.start()
 
     def _view(self) -> RenderableType:
-        from rich.console import Group
-        from rich.text import Text
-
         lines: list[RenderableType] = [
             Text(f"  {v}", style="dim", overflow="ellipsis", no_wrap=True)
             for v in self.preparing.values()]

@@ -126,11 +126,7 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series) -> Summary:
-    import numpy as np
-
-    times = series.cols.steps
-    return Summary(series.measured, float(np.median(times)) if len(times) else None,
-                   series.cols.peaks.get("rss"))
+    return Summary(series.measured, series.cols.median_step, series.cols.peaks.get("rss"))
 
 
 def host_part(label: str, url: str | None, host: HostGpus | None) -> HostPart:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
 from harness.analysis.records import Finding
+from harness.analysis.rules import leaking
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline
 from harness.result.codec import JSON, DecodeError, decode, encode
@@ -245,8 +246,6 @@ class CellResult:
         (`analysis.rules.leaking`, from the stored trends): a result decided
         before the rule took the largest growth named the heap's +2.4 KiB/call beside
         the device's +1024 (issue 51)."""
-        from harness.analysis.rules import leaking  # NumPy
-
         found = [name for name, _ in leaking(self.memory)]
         return found[0] if self.carrier in found else self.carrier
 

@@ -7,29 +7,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import EnvironmentUnavailable, InputError
+from harness.matrixfile.load import check_applied, check_images
 from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
+from harness.runtimes.dockerlib import import_docker
+from harness.runtimes.local import LocalRuntime
 
 
 def _local(docker_host: str | None) -> Runtime:
-    from harness.runtimes.local import LocalRuntime
-
     return LocalRuntime()
 
 
 def _docker(docker_host: str | None) -> Runtime:
-    from harness.runtimes.dockerlib import import_docker
-
     import_docker()  # without paramiko: ~130 ms less start-up
+    # lazy: docker-py only for a docker or podman runtime, after import_docker hid paramiko
     from harness.runtimes.docker import DockerRuntime
 
     return DockerRuntime(docker_host)
 
 
 def _podman(podman_host: str | None) -> Runtime:
-    from harness.runtimes.dockerlib import import_docker
-
     import_docker()
+    # lazy: docker-py only for a docker or podman runtime, after import_docker hid paramiko
     from harness.runtimes.podman import PodmanRuntime
 
     return PodmanRuntime(podman_host)
@@ -70,21 +69,19 @@ class Engines:
                    docker_host: str | None = None) -> Engines:
         """Raises: InputError: unknown runtime name; SpecError: a setting the runtime cannot
         honour (mem_limit where cells have no cgroup of their own)."""
-        from harness.matrixfile.load import check_images
-
         check_images(matrix, name)
         if matrix.slurm is not None:
             # Cells become Slurm jobs; `name` runs each one inside its job.
+            # lazy: a circle: runtimes.slurmjob takes get_runtime from this package (where
+            # the tests patch it)
             from harness.runtimes.slurm import SlurmRuntime
 
             if name not in NAMES:
                 get_runtime(name)  # the "allowed values" error
-            from harness.matrixfile.load import check_applied
 
             check_applied(matrix, name)
             return cls(SlurmRuntime(name, matrix.slurm, matrix.name, docker_host))
         default = get_runtime(name, docker_host)
-        from harness.matrixfile.load import check_applied  # YAML: only where cells run
 
         check_applied(matrix, default.name)
         by_host = None
@@ -116,7 +113,9 @@ class Engines:
         """
         if not abilities(runtime).container_images:
             return None
-        from harness.runtimes.docker import DockerRuntime  # podman's is one too
+        # lazy: docker-py only where an engine builds hybrid images (podman's runtime is a
+        # DockerRuntime too)
+        from harness.runtimes.docker import DockerRuntime
 
         if not isinstance(self.default, DockerRuntime):
             raise EnvironmentUnavailable(

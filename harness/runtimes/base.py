@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,7 +70,6 @@ class RunRequest:
 
     def agent_args(self, agent: str, scenario: str, out: str, control: str) -> list[str]:
         s = self.cell.settings
-        import json
 
         args = [agent, "--scenario", scenario, "--params",
                 json.dumps(dict(self.cell.scenario.params), sort_keys=True),

@@ -21,12 +21,14 @@ from docker.types import DeviceRequest, Ulimit
 
 from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
+from harness.gpu import engine as gpuprobe
 from harness.matrixfile.model import Cell, ImageSpec, is_local_endpoint
 from harness.runtimes import dockerimage, process
 from harness.runtimes.base import LABEL, ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
 from harness.runtimes.dockercontainer import OWNER, run_container, start_time
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect, where
 from harness.runtimes.dockerimage import PullLayers, pull_failure, split_ref
+from harness.runtimes.local import cache_dir
 
 # The image helpers were first defined here; callers still read them from here.
 __all__ = ["DockerRuntime", "PullLayers", "pull_failure", "split_ref"]
@@ -93,8 +95,6 @@ class DockerRuntime(RuntimeBase):
             GpuUnavailable: the engine refuses GPU requests, or gives a container none.
         """
         if self._gpus is None:
-            from harness.gpu import engine as gpuprobe
-
             every = DeviceRequest(**gpu.device_request_kwargs("all", self.gpu_by))
             found = gpuprobe.engine_inventory(self.client, image, python,
                                               not self.copy_files, where(self.base_url),
@@ -124,8 +124,6 @@ class DockerRuntime(RuntimeBase):
     def _memlock_file(self, info: dict[str, Any] | None = None) -> Path:
         """Where this engine's refusal is remembered (`info`: the engine's, if asked
         already: one round trip fewer)."""
-        from harness.runtimes.local import cache_dir
-
         info = self.client.info() if info is None else info
         engine = str(info.get("ID", "default")).replace(":", "_").replace("/", "_")
         return cache_dir() / "engines" / f"{engine}.memlock-refused"

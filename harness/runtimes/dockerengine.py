@@ -18,6 +18,7 @@ import docker.errors
 import requests.exceptions
 
 from harness.errors import EngineUnavailable
+from harness.runtimes.dockerlib import enable_ssh
 
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 NO_ENGINE_FIX = ("start the engine (`dockerd --iptables=false --bridge=none &` on this kind of "
@@ -49,8 +50,6 @@ def connect(base_url: str | None) -> Any:
                                         "`docker context ls`, or give an endpoint URL")
             url = ctx.Host
         if (url or os.environ.get("DOCKER_HOST") or "").startswith("ssh://"):
-            from harness.runtimes.dockerlib import enable_ssh
-
             enable_ssh()
         # ssh:// goes through paramiko: the ssh CLI transport costs ~0.8 s per
         # API call (measured on loopback) against ~0.06 s.

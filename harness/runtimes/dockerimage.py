@@ -14,6 +14,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import yaml
 
 from harness.errors import EngineUnavailable, ImageUnavailable
 from harness.matrixfile.model import ImageSpec
@@ -78,8 +79,6 @@ RECIPES = Path("images/images.yaml")    # `harness images build` reads it from h
 def recipe_for(ref: str, recipes: Path = RECIPES) -> str | None:
     """The name of the offline test image recipe that builds `ref` (`harness images
     build NAME` accepts it), or None: only a recipe's own tag has one."""
-    import yaml
-
     try:
         data = yaml.safe_load(recipes.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError, UnicodeDecodeError):

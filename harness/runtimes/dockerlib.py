@@ -29,6 +29,7 @@ def import_docker() -> None:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Unable to find acceptable character")
+            # lazy: docker-py's one import, with paramiko and the charset detector hidden
             import docker  # noqa: F401
     finally:
         for name in hidden:
@@ -37,11 +38,11 @@ def import_docker() -> None:
 
 def enable_ssh() -> None:
     """Give docker-py its ssh:// transport if it was imported without paramiko."""
-    import docker.api.client
-    import docker.transport
-
-    if not hasattr(docker.api.client, "SSHHTTPAdapter"):
+    import_docker()
+    client, transport = sys.modules["docker.api.client"], sys.modules["docker.transport"]
+    if not hasattr(client, "SSHHTTPAdapter"):
+        # lazy: paramiko (~130 ms) only where an ssh:// engine is asked for
         from docker.transport.sshconn import SSHHTTPAdapter
 
-        docker.api.client.SSHHTTPAdapter = SSHHTTPAdapter
-        docker.transport.SSHHTTPAdapter = SSHHTTPAdapter
+        client.SSHHTTPAdapter = SSHHTTPAdapter  # type: ignore[attr-defined]
+        transport.SSHHTTPAdapter = SSHHTTPAdapter  # type: ignore[attr-defined]

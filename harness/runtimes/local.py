@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from harness import gpu
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
 from harness.matrixfile.lockfile import requirement_lines
 from harness.matrixfile.model import Cell, ImageSpec
@@ -128,14 +129,11 @@ class LocalRuntime(RuntimeBase):
     def check(self, cells: list[Cell]) -> None:
         """A GPU for the cells that want one."""
         wants = sorted({c.id for c in cells if c.gpu.wants_gpu})
-        if wants:
-            from harness import gpu
-
-            if not gpu.host_has_gpu():
-                raise EnvironmentUnavailable(
-                    f"cells {', '.join(wants[:3])} ask for a GPU but this host has no NVIDIA "
-                    "driver (no /proc/driver/nvidia/gpus).\n  fix: run on a GPU host, or set "
-                    "`gpu: [none]` in the matrix")
+        if wants and not gpu.host_has_gpu():
+            raise EnvironmentUnavailable(
+                f"cells {', '.join(wants[:3])} ask for a GPU but this host has no NVIDIA "
+                "driver (no /proc/driver/nvidia/gpus).\n  fix: run on a GPU host, or set "
+                "`gpu: [none]` in the matrix")
 
     def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
         """Every dated image resolved now (cached), so a day before the packages existed

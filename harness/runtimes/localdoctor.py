@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.matrixfile.model import ImageSpec, Matrix
-from harness.runtimes import process
-from harness.runtimes.local import short_pip_error
+from harness.runtimes import process, resolver
+from harness.runtimes.local import LocalRuntime, short_pip_error
 
 Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix)
 RESOLVE_TIMEOUT_S = 120.0
@@ -69,9 +69,6 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
 def _dated_check(image: ImageSpec) -> Check:
     """A dated image's requirements resolved as of its day: the sweep's own resolution
     (`LocalRuntime.pins`, kept in the cache under the same key)."""
-    from harness.runtimes import resolver
-    from harness.runtimes.local import LocalRuntime
-
     try:
         pins = LocalRuntime().pins(image)
     except resolver.ResolveError as exc:

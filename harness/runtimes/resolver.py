@@ -30,6 +30,7 @@ from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable, HarnessError, InputError
 from harness.runtimes import process
+from harness.runtimes.uploads import yanked_releases, yanked_words
 
 # HARNESS_VENV_TOOL=pip builds venvs with pip even where uv is installed (to compare).
 TOOL_ENV = "HARNESS_VENV_TOOL"
@@ -66,6 +67,7 @@ _FIND_LOCK = threading.Lock()
 @functools.lru_cache(maxsize=1)
 def _find_uv() -> str | None:
     try:
+        # lazy: optional: the uv package's own binary, where it is installed
         import uv  # type: ignore[import-not-found,unused-ignore]
 
         found = str(uv.find_uv_bin())
@@ -130,8 +132,6 @@ def yanked_pins(reqs: Sequence[str], pins: Sequence[str]) -> list[str]:
     """The pins that name a yanked release, as "name X.Y.Z (yanked: reason)": asked of
     the index only for a requirement pinned exactly (`name==X.Y.Z`), the one way a
     resolver lands on a yanked release; an index that does not answer says nothing."""
-    from harness.runtimes.uploads import yanked_releases, yanked_words
-
     exact = {normal(r.split("==", 1)[0].split("[", 1)[0].strip())
              for r in reqs if "==" in r and "*" not in r}
     out = []

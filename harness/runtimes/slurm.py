@@ -27,18 +27,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.model import Cell, ImageSpec, SlurmSpec, abilities
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
+from harness.runtimes.local import LocalRuntime, _tail
 from harness.runtimes.slurmbatch import LOST, job_script, outcome_of, sbatch_args
 from harness.runtimes.slurmjob import write_spec
 from harness.runtimes.slurmqueue import NO_SLURM_FIX, JobQueue, slurm_cli
-
-if TYPE_CHECKING:
-    from harness.runtimes.local import LocalRuntime
-
 
 
 class SlurmRuntime(RuntimeBase):
@@ -94,8 +90,6 @@ class SlurmRuntime(RuntimeBase):
     def _local(self) -> LocalRuntime:
         with self._lock:
             if self._builder is None:
-                from harness.runtimes.local import LocalRuntime
-
                 self._builder = LocalRuntime()
             return self._builder
 
@@ -142,8 +136,6 @@ class SlurmRuntime(RuntimeBase):
                     break
             seen = mark.read_text(encoding="utf-8") if mark.exists() else None
             if seen != job_id:
-                from harness.runtimes.local import _tail
-
                 self._probe_error = EnvironmentUnavailable(
                     f"a Slurm job could not write to the results directory {root} "
                     f"(job {job_id} {end.state} {end.exit_code}:{end.signal}: "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.matrixfile.model import Cell, SlurmSpec
 from harness.runtimes.base import RunOutcome, RunRequest, parse_size
+from harness.runtimes.local import _tail
 from harness.runtimes.slurmjob import OUTCOME, outcome_from_json
 from harness.runtimes.slurmqueue import JobEnd
 
@@ -81,7 +82,6 @@ def outcome_of(end: JobEnd, request: RunRequest, spec: SlurmSpec, log: Path, wai
         data = None
     outcome = (outcome_from_json(data) if isinstance(data, dict)
                else RunOutcome(exit_code=end.exit_code))
-    from harness.runtimes.local import _tail
 
     slurm_log = _tail(log, 4000)
     if not isinstance(data, dict):

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.matrixfile.model import (
     Cell,
     GpuSel,
@@ -29,7 +30,10 @@ from harness.matrixfile.model import (
     ScenarioSpec,
     abilities,
 )
+from harness.runtimes import get_runtime, process
 from harness.runtimes.base import AGENT_DIR, ImageInfo, RunOutcome, RunRequest
+from harness.runtimes.local import LocalRuntime, _tail
+from harness.signals import interruptible
 
 SPEC_VERSION = 1
 OUTCOME = "outcome.json"
@@ -142,9 +146,6 @@ def pyxis_command(request: RunRequest, gpus: str | None) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """`harness _cell SPEC.json`: run one cell here (inside a Slurm job)."""
-    from harness.errors import HarnessError
-    from harness.signals import interruptible
-
     if len(argv) != 1:
         print("usage: harness _cell SPEC.json (run by Slurm jobs harness submits)",
               file=sys.stderr)
@@ -197,8 +198,6 @@ def _run(spec_path: Path, progress: Any) -> int:
     if inner == "pyxis":
         outcome = _run_pyxis(request, gpus)
     elif abilities(inner).container_images:   # docker, podman: the node's engine
-        from harness.runtimes import get_runtime
-
         rt = get_runtime(inner, spec.get("docker_host"))
         # The node's engine pulls the image when it lacks it; the digest is the node's.
         info = rt.prepare(cell.image, progress)
@@ -206,8 +205,6 @@ def _run(spec_path: Path, progress: Any) -> int:
         details["image"] = {"digest": info.digest, "prepare_s": round(info.prepare_s, 3)}
         outcome = rt.run(request, progress)
     else:
-        from harness.runtimes.local import LocalRuntime
-
         outcome = LocalRuntime().run(request, progress)
     outcome.details.update(details)
     tmp = outdir / f".{OUTCOME}.tmp"
@@ -217,9 +214,6 @@ def _run(spec_path: Path, progress: Any) -> int:
 
 
 def _run_pyxis(request: RunRequest, gpus: str | None) -> RunOutcome:
-    from harness.runtimes import process
-    from harness.runtimes.local import _tail
-
     log = request.outdir / "agent.log"
     finished = process.run_with_deadline(pyxis_command(request, gpus), env=dict(os.environ),
                                          log=log, deadline_s=request.cell.settings.timeout)

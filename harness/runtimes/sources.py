@@ -109,6 +109,8 @@ def index_files(project: str) -> list[Dist]:
     why = offline()
     if why is not None:
         raise SourcesUnavailable(f"offline ({why})")
+    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
+    # network is asked
     import requests
 
     try:
@@ -162,6 +164,8 @@ def _download(dist: Dist, into: Path) -> Path:
     if dist.url.startswith("file:"):
         data = Path(url2pathname(urlparse(dist.url).path)).read_bytes()
     else:
+        # lazy: requests only where the network is asked (its charset detector costs
+        # ~30-70 ms, unless dockerlib hid it)
         import requests
 
         try:

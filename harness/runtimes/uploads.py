@@ -31,7 +31,8 @@ def index_url() -> str | None:
         if value:
             return value.split()[0].rstrip("/")
     try:
-        from pip._internal.models.index import PyPI  # pip's default index, where pip is
+        # lazy: optional: pip's default index, where pip is importable
+        from pip._internal.models.index import PyPI
 
         return str(PyPI.simple_url).rstrip("/")
     except ImportError:
@@ -127,6 +128,8 @@ def _files(project: str) -> tuple[Any, ...] | None:
     base = index_url()
     if base is None or not base.startswith(("http://", "https://")):
         return None
+    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
+    # network is asked
     import requests
 
     try:

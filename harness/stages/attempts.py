@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
 from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
 from harness.matrixfile.model import BUDGET_CAP, Cell, RunSettings
@@ -86,16 +87,12 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
             run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
             ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
             continue
-        # Imported once the agent ran: NumPy loads on the prefetch thread meanwhile.
-        from harness.analysis.decision import CellFacts, decide
-
         t_an = time.monotonic()
         run.series = ran.series
         decision = ran.watched.decision if ran.watched is not None else None
-        run.verdict = decide(CellFacts(ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu,
-                                       decision, run.precheck,
-                                       again=run.repeats_used < run.cell.settings.repeats,
-                                       first=run.repeats_used == 0))
+        run.verdict = analysis.decide(analysis.CellFacts(
+            ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision, run.precheck,
+            again=run.repeats_used < run.cell.settings.repeats, first=run.repeats_used == 0))
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
@@ -216,14 +213,12 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
-        from harness.analysis.sequential import LiveDecider, watch_file
-
-        decider = LiveDecider(ctx.cfg, s.min_iterations, s.max_iterations)
+        decider = analysis.LiveDecider(ctx.cfg, s.min_iterations, s.max_iterations)
         live = cls()
 
         def watch() -> None:
-            live.watched = watch_file(outdir / "samples.jsonl", decider, outdir / "stop",
-                                      live.stop)
+            live.watched = analysis.watch_file(outdir / "samples.jsonl", decider,
+                                               outdir / "stop", live.stop)
 
         live.thread = threading.Thread(target=watch, daemon=True, name="live")
         live.thread.start()

@@ -32,6 +32,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
+from harness import analysis
 from harness.analysis.vsbaseline import Baseline, Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.attempts import emptied, execute
@@ -62,26 +63,23 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
 
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
-
     outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
     ran = execute(ctx, cell, ctx.image(cell), outdir)
     ended, series = ran.ended, ran.series
-    stat = run_stat(series)
+    stat = analysis.run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
         why = ended.error or ("timed out" if ended.timed_out else
                               f"exit {ended.exit_code}" if ended.exit_code not in (0, None)
                               else "no step times")
         return None, None, f"{role} run failed: {why}"
-    return stat, busy_share(series), None
+    return stat, analysis.busy_share(series), None
 
 
 def _saved(series: Series) -> RunRead:
     """A saved run read as every round's baseline run."""
-    from harness.analysis.contention import busy_share, run_stat  # NumPy: lazily
-
-    stat = run_stat(series)
-    return stat, busy_share(series), None if stat else "the saved run has no step times"
+    stat = analysis.run_stat(series)
+    return (stat, analysis.busy_share(series),
+            None if stat else "the saved run has no step times")
 
 
 def usable(done: list[Round]) -> int:
@@ -127,9 +125,6 @@ def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
             steps may slow as what it keeps grows (a handler added per call): rounds
             capped short of its run measure an earlier, faster state (`round_cell`).
     """
-    from harness.analysis.contention import sm_clocks  # NumPy: lazily
-    from harness.analysis.decision import pooled_text
-    from harness.analysis.rounds import decide_rounds, judged, settled
     cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
     assert steps is not None, "rounds confirm a pooled step-time comparison"
     suspected = steps.direction
@@ -147,14 +142,15 @@ def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
         def baseline(k: int) -> RunRead:
             return saved
     what = f"suspected {suspected}" if suspected != "~" else "host busy"
-    ctx.progress(f"{cell.id} vs {label}: {pooled_text(steps, label)}, {what}; confirming in "
+    ctx.progress(f"{cell.id} vs {label}: {analysis.pooled_text(steps, label)}, {what}; "
+                 "confirming in "
                  f"{how} (2 to {2 * rounds}, until settled)")
     done: list[Round] = []
     k = 0
     started = time.monotonic()
     most = 2 * rounds
     while k < most:
-        if settled(decide_rounds(done, suspected, cfg), cfg):
+        if analysis.settled(analysis.decide_rounds(done, suspected, cfg), cfg):
             break   # decided either way, or the rounds disagree: more cannot change it
         if usable(done) + (most - k) < 2:
             break   # the rounds left cannot give the two usable ones a decision needs
@@ -162,10 +158,10 @@ def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
         k += 1
         b_med, b_busy, b_fail = baseline(k)
         o_med, o_busy, o_fail = _run(ctx, short, cell, k, "suspect")
-        j = judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
+        j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
         why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
-                  *sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
+                  *analysis.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
         ctx.progress(round_said(cell.id, label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
@@ -175,6 +171,6 @@ def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
             ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if ctx.cancel.is_set():
             break
-    return with_cost(decide_rounds(done, suspected, cfg), done, started,
+    return with_cost(analysis.decide_rounds(done, suspected, cfg), done, started,
                      f"({2 * len(done)} runs)" if isinstance(base, Cell)
                      else "of this run against the saved one")

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import analysis
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import Cell
 from harness.result.build import cell_result, timings_of
@@ -32,9 +33,7 @@ def prepare_image(ctx: Context, run: CellRun) -> None:
         run.wait_s = time.monotonic() - run.started
         run.info, run.ended = ImageInfo(ref=run.cell.image.ref), RunOutcome(None, error=text)
         run.unavailable = Unavailable(what, text)
-        from harness.analysis.decision import CellFacts, decide  # NumPy: lazily
-
-        run.verdict = decide(CellFacts(ctx.cfg, unavailable=reason))
+        run.verdict = analysis.decide(analysis.CellFacts(ctx.cfg, unavailable=reason))
         return
     run.wait_s = time.monotonic() - run.started
     run.t0 = time.monotonic()
@@ -47,9 +46,7 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
     assert run.info is not None
     pre = ctx.gpus.precheck(run.cell, run.info)
     if pre is not None and pre[0] == "not-applicable":
-        from harness.analysis.decision import CellFacts, decide  # NumPy: lazily
-
-        run.verdict = decide(CellFacts(ctx.cfg, precheck=pre))
+        run.verdict = analysis.decide(analysis.CellFacts(ctx.cfg, precheck=pre))
     elif pre is not None and pre[0] == "unsupported":
         s = run.cell.settings
         short = dataclasses.replace(s, timeout=min(s.timeout, UNSUPPORTED_DEADLINE_S))

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from harness import analysis
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.vsbaseline import Baseline, Confirmation, VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
@@ -81,16 +82,13 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     `confirming` runs (or recalls) where it leaves a doubt, and the verdict from the one
     table. A sweep's row, a saved run (`plans.saved`) and `--reanalyze` all compare
     here."""
-    # Imported here: NumPy loads on the prefetch thread while the first container runs.
-    from harness.analysis.decision import CellFacts, decide, rounds_for
-    from harness.analysis.pooled import baseline_facts
-
-    facts = baseline_facts(cfg, base_series, series, label, rounds,
+    facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,
                            good=res.verdict in GOOD)
     # A good cell's doubt, or a leak whose steps read slower (`rounds_for`).
-    if facts.steps is not None and rounds_for(res.verdict, facts, cfg):
+    if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
         facts = dataclasses.replace(facts, confirmation=confirming(facts))
-    return with_verdict(res, decide(CellFacts(cfg, baseline=facts, within=within)))
+    return with_verdict(res, analysis.decide(analysis.CellFacts(cfg, baseline=facts,
+                                                                within=within)))
 
 
 def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
@@ -98,11 +96,9 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
-        from harness.analysis.pooled import unchanged_because
-
         s = vs.steps
         return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
-                f"{unchanged_because(s, cfg)}")
+                f"{analysis.unchanged_because(s, cfg)}")
     return "no step times"
 
 

@@ -28,11 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import matrixfile
 from harness.errors import InputError, SpecError
+from harness.matrixfile import parse
+from harness.matrixfile.load import load_copy
 from harness.result.codec import DecodeError, decode
 from harness.result.model import CellResult, Plan, Planned
+from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
 from harness.store.results import PLAN_FILE, load_json, read_cells
 from harness.store.resultsjson import Stamp
+from harness.store.runs import SWEEP, kind_of, matrix_file, matrix_named, shown, sweep_again
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -175,7 +180,6 @@ def gate(root: Path, given: Path | None = None,
             if given is not None:
                 raise
             return _gated(found, found.results, {}, refresh, str(exc))
-    from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
 
     cells = {c.id: c for c in matrix.cells}
     stale: dict[str, str] = {}
@@ -208,8 +212,6 @@ def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str 
     key, `result.runkey`, differs: which part, in words), or None where it does: the
     one reuse check of every command that runs cells or reuses them (the sweep's
     resume, bisect, culprit, fit, explain, `--find-cause`)."""
-    from harness.result.runkey import key_of, why_changed
-
     if result is None:
         return "not run"
     return why_changed(result.key, key_of(cell, runtime))
@@ -276,10 +278,6 @@ def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) 
     Raises:
         InputError: neither can be found.
     """
-    from harness import matrixfile
-    from harness.matrixfile.load import load_copy
-    from harness.store.runs import matrix_file, matrix_named
-
     if given is not None:
         if not given.is_file():
             raise InputError(f"--matrix {given}: no such file")
@@ -299,8 +297,6 @@ def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) 
 def refresh_line(root: Path, matrix: Matrix) -> str:
     """The command that runs a run's changed cells again in place: a sweep's directory
     is resumed; a re-decided copy (which --resume does not continue) is swept anew."""
-    from harness.store.runs import SWEEP, kind_of, shown, sweep_again
-
     if kind_of(root) == SWEEP:
         return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
     return sweep_again(root)     # a new run beside it, where its reader finds it
@@ -309,8 +305,6 @@ def refresh_line(root: Path, matrix: Matrix) -> str:
 def rerun_line(root: Path) -> str:
     """The command that runs a sweep's unreadable or missing cells again into `root`,
     from here (--resume reruns a cell whose result.json does not read)."""
-    from harness.store.runs import SWEEP, kind_of, matrix_file, shown, sweep_again
-
     found = matrix_file(root)
     matrix = shown(found) if found is not None else "MATRIX"
     if kind_of(root) != SWEEP:
@@ -352,8 +346,6 @@ def planned_by_results(root: Path) -> tuple[Planned, ...]:
 def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
     """Every cell of the directory's copy of its matrix (an older sweep that was
     interrupted left no other list); none when the copy does not read."""
-    from harness.matrixfile import parse
-
     path = root / "matrix.yaml"
     try:
         matrix = parse(path.read_text(encoding="utf-8"), path, check_files=False)

@@ -12,6 +12,7 @@ processes saving other keys under the same ROOT (pytest-xdist workers) never mee
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ from pathlib import Path
 from harness.errors import StoreError
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.store.results import RunStore, SeriesCache, samples_path
+from harness.store.results import RunStore, SeriesCache, samples_path, write_json
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -60,8 +61,6 @@ def key_of(name: str) -> str:
     """A directory name for `name` (a pytest node id): its safe characters, at most 120,
     and where any were changed or cut, a short digest of the whole name, so two ids
     never share one."""
-    import hashlib
-
     safe = _SAFE.sub("_", name).strip("._") or "run"
     if safe == name and len(safe) <= 120:
         return safe
@@ -75,8 +74,6 @@ def save_cell(src: Path, cell_id: str, dest: Saved, result: CellResult) -> Path:
     Raises:
         StoreError: the directory cannot be written, or the cell has no samples.
     """
-    from harness.store.results import write_json
-
     where = dest.where
     source = samples_path(src, cell_id)
     target = samples_path(dest.root, dest.key)

@@ -494,3 +494,75 @@ def test_a_stray_docker_import_or_spawn_is_found(tmp_path: Path) -> None:
     assert spawners(root) == ["harness/stages/a.py:4 calls subprocess.Popen",
                               "harness/stages/b.py:3 calls subprocess.check_output",
                               "harness/stages/b.py:4 calls os.execvp"]
+
+
+# ---------------------------------------------------------------- imports at the top
+# Issue 64 item 4: imports stand at the top of their module; one made inside a function
+# (an `import` statement, or importlib's with a literal harness name: the lazy packages'
+# loaders) is one of at most LAZY_LIMIT, each with its reason in a `# lazy:` comment on
+# its line or in the comment lines just above it.
+LAZY_LIMIT = 40
+
+
+def _is_lazy_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return True
+    if not (isinstance(node, ast.Call) and node.args
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"):
+        return False
+    first = node.args[0]
+    text = (first.value if isinstance(first, ast.Constant)
+            else first.values[0].value if isinstance(first, ast.JoinedStr) and first.values
+            and isinstance(first.values[0], ast.Constant) else None)
+    return isinstance(text, str) and text.startswith("harness.")
+
+
+def lazy_imports(root: Path) -> tuple[list[str], list[str]]:
+    """Every import made inside a function of harness/ (the agent apart), as
+    `path:line`, and those of them without a `# lazy:` reason."""
+    found, unsaid = [], []
+    for path in sorted((root / "harness").rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[1] == "agent":
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines), str(path))
+        seen: set[int] = set()
+        for func in ast.walk(tree):
+            if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(func):
+                if id(node) in seen or not _is_lazy_import(node):
+                    continue
+                seen.add(id(node))
+                line = node.lineno  # type: ignore[attr-defined]
+                found.append(f"{rel}:{line}")
+                above = line - 2
+                said = [lines[line - 1]]
+                while above >= 0 and lines[above].lstrip().startswith("#"):
+                    said.append(lines[above])
+                    above -= 1
+                if not any("# lazy:" in text for text in said):
+                    unsaid.append(f"{rel}:{line}")
+    return found, unsaid
+
+
+def test_imports_stand_at_the_top_but_a_few_each_with_its_reason() -> None:
+    found, unsaid = lazy_imports(ROOT)
+    assert not unsaid, f"an import inside a function without a `# lazy:` reason: {unsaid}"
+    assert len(found) <= LAZY_LIMIT, (
+        f"{len(found)} imports inside functions (at most {LAZY_LIMIT}); move them to the "
+        f"top of their module: {found}")
+
+
+def test_a_lazy_import_without_its_reason_is_found(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/a.py": ("def f():\n    # lazy: NumPy on first use\n    import numpy\n"
+                         "def g():\n    import json\n"
+                         "def h():\n    importlib.import_module(f'harness.{x}')  # lazy: by name\n"
+                         "def k():\n    importlib.import_module(name)\n"),
+        "harness/agent/loop.py": "def f():\n    import os\n",
+    })
+    found, unsaid = lazy_imports(root)
+    assert found == ["harness/a.py:3", "harness/a.py:5", "harness/a.py:7"]
+    assert unsaid == ["harness/a.py:5"]

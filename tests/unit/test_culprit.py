@@ -436,9 +436,13 @@ def test_culprit_after_harness_day_searches_the_days_it_found(
         return {"a": "2.0" if late else "1.0", "b": "2.0" if late else "1.0",
                 "other": "2" if day >= "2024-09-05" else "1"}
 
-    monkeypatch.setattr("harness.runtimes.uploads.upload_time", lambda name, version: None)
-    monkeypatch.setattr("harness.runtimes.uploads.yanked_releases", lambda name: {},
-                        raising=False)
+    # patched where they are used: the day search and the resolver
+
+    monkeypatch.setattr("harness.plans.days.upload_time", lambda name, version: None)
+
+    for where in ("harness.plans.days", "harness.runtimes.resolver"):
+
+        monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
     on_the_cli(monkeypatch, DatedIndex(
         tmp_path / "cache", history, leaks_when(lambda p: "b==2.0" in p),
         {("a", v): {"b": v} for v in ("1.0", "2.0")}))

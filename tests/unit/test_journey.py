@@ -378,9 +378,10 @@ def dated_matrix(tmp: Path, days: list[str]) -> Path:
 
 def no_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """The day search asks the index nothing (upload times, yanked releases)."""
-    monkeypatch.setattr("harness.runtimes.uploads.upload_time", lambda name, version: None)
-    monkeypatch.setattr("harness.runtimes.uploads.yanked_releases", lambda name: {},
-                        raising=False)
+    # patched where they are used: the day search and the resolver
+    monkeypatch.setattr("harness.plans.days.upload_time", lambda name, version: None)
+    for where in ("harness.plans.days", "harness.runtimes.resolver"):
+        monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
 
 
 def same_search(a: dict[str, Any], b: dict[str, Any]) -> None:

@@ -64,7 +64,7 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
     (the CLI, the orchestrator and its stages, the docker runtime) leaves NumPy and the
     reporters to the prefetch thread, which imports them while the container runs."""
     mods = _modules_after(
-        "from harness.cli import build_parser\nbuild_parser()\n"
+        "from harness.cli import build_parser\nbuild_parser('sweep')\n"
         "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
         "harness.report.live, harness.stages.confirm\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
@@ -125,3 +125,19 @@ def test_docker_is_imported_without_a_character_set_detector() -> None:
     mods = _modules_after(code)
     assert "docker" in mods and "requests" in mods
     assert not {"charset_normalizer", "chardet"} & mods
+
+
+def test_the_top_level_help_lists_each_command_by_its_own_line() -> None:
+    """Issue 64 item 4: `harness --help` imports no command's module (each imports what its
+    run needs at its top); the line it shows for a command is the one the command's own
+    parser gives."""
+    import argparse
+
+    from harness.cli import SUMMARIES, build_parser
+
+    mods = _modules_after("from harness.cli import main\n"
+                          "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert not {m for m in mods if m.startswith("harness.cli.")}
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    assert {c.dest: c.help for c in sub._choices_actions} == SUMMARIES

@@ -1,0 +1,135 @@
+"""A test marked `harness_leaks` or `harness_time`, run as a cell: what the pytest plugin
+(`harness/pytest_plugin.py`) calls once such a test runs, so an unmarked session imports
+nothing of harness. The marker's arguments and the test's fixtures become `check`'s.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+from typing import NoReturn
+
+import pytest
+
+from harness.analysis.kinds import UNDECIDED
+from harness.api.run import check, whole_budget
+from harness.errors import HarnessError
+from harness.pytest_plugin import PROPERTY, SAVED_DIR
+from harness.result.model import AgentError
+from harness.store.saved import Saved, key_of
+
+
+def _fail(text: str) -> NoReturn:
+    pytest.fail(text, pytrace=False)
+
+
+def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
+    """The marked test run as a cell; a bad verdict fails it with its words."""
+    fn = item.obj
+    if item.cls is not None:
+        _fail(f"harness: {item.name} is a method of class {item.cls.__name__}: the child "
+              "process imports the test function by its module and name and calls it "
+              "without an instance; make it a module-level test function")
+    budget, iterations, settings = _arguments(item, marks)
+    kwargs = _fixtures(item, fn)
+    save = compare = None
+    note = ""
+    if timed:
+        save, compare, note = _saved(item)
+        # A time check measures its whole budget, saved or compared or neither.
+        settings = dict(whole_budget(settings, iterations, True, None))
+    got = problem = None
+    try:
+        got = check(fn, kwargs=kwargs, budget=budget, iterations=iterations,
+                    settings=settings, baseline=compare, save=save)
+    except HarnessError as exc:
+        problem = str(exc)
+    if got is None:     # failed outside the except: no "during handling" chain is shown
+        _fail(f"harness: {item.name}: {problem}")
+    _outcome(got.result.end.error)
+    text = str(got) + (f"; {note}" if note else "")
+    if got.floor is not None:
+        item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
+    item.user_properties.append((PROPERTY, text))
+    # An unconfirmed change (`suspected`) passes, as a sweep exits 0 with one.
+    if got.ok or got.verdict == "suspected":   # a failure says it in its message
+        item.add_report_section("call", PROPERTY, f"harness: {text}\n")
+    else:
+        more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget=\"10s\")"
+                if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
+                else "")
+        _fail(f"harness: {text}{more}")
+
+
+def _outcome(error: AgentError | None) -> None:
+    """A skip or xfail the test raised itself in its child (`pytest.skip`, `importorskip`,
+    `pytest.xfail`; the end record names the exception): the test ends as pytest would
+    end it, not as a crash."""
+    if error is not None and error.type == "Skipped":
+        pytest.skip(error.message)
+    if error is not None and error.type == "XFailed":
+        pytest.xfail(error.message)
+
+
+def _arguments(item: pytest.Function, marks: list[pytest.Mark]
+               ) -> tuple[str | float | None, int | None, dict[str, object]]:
+    """(budget, iterations, other settings) from the markers (the closest last)."""
+    budget: str | float | None = "2s"
+    iterations = None
+    settings: dict[str, object] = {}
+    for mark in marks:
+        if len(mark.args) > 1:
+            _fail(f"harness: {item.name}: @pytest.mark.{mark.name} takes one positional "
+                  f"argument, the budget; got {mark.args!r}\n  fix: "
+                  f"@pytest.mark.{mark.name}(budget=\"2s\", warmup=50)")
+        given = dict(mark.kwargs)
+        if mark.args:
+            given.setdefault("budget", mark.args[0])
+        if "budget" in given:
+            budget = given.pop("budget")
+        if "iterations" in given:
+            iterations = given.pop("iterations")
+            budget = None
+        settings.update(given)
+    return budget, iterations, settings
+
+
+def _fixtures(item: pytest.Function, fn: object) -> dict[str, object]:
+    """The test function's arguments as pytest set them up, each checked to pickle."""
+    try:
+        names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        names = []
+    kwargs = {n: item.funcargs[n] for n in names if n in item.funcargs}
+    for name, value in kwargs.items():
+        try:
+            pickle.dumps(value)
+            continue
+        except Exception as exc:   # pickling raises what the object's reducer raises
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        _fail(f"harness: {item.name}: fixture `{name}` ({type(value).__name__}) cannot "
+              f"be sent to the child process that runs the test ({why})\n  fix: a harness "
+              "test takes fixtures of plain data (numbers, strings, paths, picklable "
+              "objects); build the object inside the test, or make the fixture return what "
+              "builds it")
+    return kwargs
+
+
+def _saved(item: pytest.Function) -> tuple[Saved | None, Saved | None, str]:
+    """(where to save this test's run, the saved run to compare with, a note)."""
+    config = item.config
+    base = config.rootpath / SAVED_DIR
+    key = key_of(item.nodeid)
+    save_as, compare_with = (config.getoption("harness_save"),
+                             config.getoption("harness_compare"))
+    save = Saved(base / save_as, key, f"{save_as} (saved)") if save_as else None
+    compare = (Saved(base / compare_with, key, f"{compare_with} (saved)")
+               if compare_with else None)
+    note = ""
+    if compare is not None and not compare.exists():
+        note = (f"not compared: no run of this test saved as {compare_with!r} "
+                f"(--harness-save {compare_with} first)")
+        compare = None
+    if save is not None:
+        note = "; ".join(n for n in (note, f"saved as {save_as!r}") if n)
+    return save, compare, note

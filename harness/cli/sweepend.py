@@ -1,0 +1,102 @@
+"""What `harness sweep` runs once its cells are done, where an option asks for it:
+`--between`'s culprit search, `--explain`, `--find-cause`'s chain. Its own module, so the
+plans they run (and the network clients those load) are imported after the cells ran,
+never before a sweep's first container (`cli.sweep` imports this module there).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.analysis.kinds import BAD, GOOD
+from harness.answers.explain import pairs, unpaired
+from harness.cli.sweep import apply_overrides
+from harness.orchestrator import Sweep
+from harness.plans.culprit import docker_hybrids
+from harness.plans.culpritrun import RunsOn, culprit_in_run
+from harness.plans.explain import explain_matrix
+from harness.plans.journey import find_causes
+from harness.runtimes import Engines
+from harness.store import RunStore
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.plans.culprit import Maker
+    from harness.result.model import CellResult, Planned
+    from harness.runtimes.base import Progress, Runtime
+
+
+def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, store: RunStore,
+                progress: Progress, results: dict[str, CellResult],
+                planned: Sequence[Planned]) -> None:
+    """`--explain`, or `--find-cause`'s chain (`plans.journey`) over the matrix's cells as
+    this sweep runs them (its --iterations and --warmup): every host's, for the host step."""
+    if not args.find_cause:
+        explain_after(matrix, engines.default, store, progress, engines.by_host, results,
+                      planned)
+        return
+
+    def hybrids(g: Cell, b: Cell) -> Maker | None:
+        """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
+        builds no hybrid images."""
+        own = (engines.by_host or {}).get(b.host.label, engines.default)
+        client = Engines(own).hybrid_client(args.runtime or matrix.runtime)
+        return None if client is None else docker_hybrids(client, g, b, progress)
+
+    find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),
+                apply_overrides(list(matrix.cells), args), results, planned, hybrids,
+                progress)
+
+
+def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
+                  by_host: dict[str, Runtime] | None, results: dict[str, CellResult],
+                  planned: Sequence[Planned] = ()) -> None:
+    """`--explain`: each row's first bad cell and its last good cell, run again with
+    attribution once the sweep is done (their where.json files go into the reports)."""
+    todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
+    for line in unpaired(results, planned):
+        progress(f"explain: {line}")
+    if not todo:
+        progress("explain: no row has a bad cell; nothing to explain")
+        return
+    explain_matrix(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
+                   store.root)
+
+
+def culprit_after(matrix: Matrix, runtime: Runtime, by_host: dict[str, Runtime] | None,
+                  root: Path, progress: Progress, results: dict[str, CellResult],
+                  planned: Sequence[Planned], cells: Sequence[Cell]) -> None:
+    """Each row where NEW (the second image) is bad and OLD good: `harness culprit`'s
+    search between them, its answer in culprit/<row>/culprit.json (the reports show it);
+    a row where OLD is bad too is said, not searched."""
+    by_id = {c.id: c for c in cells}
+    old, new = matrix.images[0].label, matrix.images[1].label
+    rows = sorted({c.row for c in cells})
+    found = {p.row: p for p in pairs(results, planned=planned)}
+    on = RunsOn(matrix, runtime, progress, by_host)
+    for row in rows:
+        here = {c.image.label: results.get(c.id) for c in cells if c.row == row}
+        a, b = here.get(old), here.get(new)
+        if a is None or b is None or b.verdict not in BAD:
+            continue
+        p = found.get(row)
+        if a.verdict not in GOOD or p is None or p.good is None or p.cell != b.id:
+            progress(f"culprit {row}: not searched: {old} is {a.verdict}, not good (NEW is "
+                     "bad, but so is OLD, or OLD told nothing)")
+            continue
+        progress(f"culprit {row}: {new} is {b.verdict}, {old} {a.verdict}: which package "
+                 "change did it")
+        out, _ = culprit_in_run(root, on, by_id[p.good], by_id[p.cell], results,
+                                said(progress, row))
+        progress(f"culprit {row}: {out.sentence()}")
+
+
+def said(progress: Progress, row: str) -> Progress:
+    """The search's lines for `row`, each said as that row's."""
+    def say(text: str) -> None:
+        progress(f"culprit {row}: {text}")
+
+    return say
