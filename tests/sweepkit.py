@@ -22,7 +22,7 @@ import yaml
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.cli.sweep import plan_of
+from harness.app.sweep import plan_of
 from harness.matrixfile.model import Cell, Matrix
 from harness.orchestrator import SweepOutcome, sweep
 from harness.report import Report, write_all

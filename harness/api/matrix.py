@@ -12,9 +12,16 @@ import yaml
 
 from harness import matrixfile
 from harness.api.checked import Checked, Swept
-from harness.cli import build_parser
-from harness.cli.sweep import apply_overrides, exit_code, preflight, sweep_and_report
+from harness.app.progress import printer
+from harness.app.sweep import (
+    SweepOptions,
+    apply_overrides,
+    exit_code,
+    preflight,
+    sweep_and_report,
+)
 from harness.errors import InputError, SpecError
+from harness.matrixfile.model import RUNTIMES
 
 
 def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.PathLike[str]
@@ -87,21 +94,18 @@ def _dumped(matrix: Mapping[str, Any]) -> str:
 def _sweep_file(path: Path, out: str | os.PathLike[str], select: str | None,
                 budget: str | float | None, iterations: int | None, runtime: str | None,
                 resume: bool, progress: bool) -> Swept:
-    argv = ["sweep", str(path), "--out", str(out)]
-    for flag, value in (("-k", select), ("--budget", budget), ("--iterations", iterations),
-                        ("--runtime", runtime)):
-        if value is not None:
-            argv += [flag, str(value)]
-    argv += [] if progress else ["-q"]
-    argv += ["--resume"] if resume else []
-    try:
-        args = build_parser("sweep").parse_args(argv)
-    except SystemExit:
-        raise InputError(f"harness.sweep: bad arguments ({' '.join(argv[2:])})\n  fix: see "
-                         "`harness sweep --help`") from None
-    m = matrixfile.load(args.matrix)
-    cells = apply_overrides(matrixfile.select(m.cells, args.select), args)
-    cells = preflight(cells, m, args.iterations)
-    report, root, _ = sweep_and_report(args, m, cells)
+    if iterations is not None and (isinstance(iterations, bool) or
+                                   not isinstance(iterations, int) or iterations < 1):
+        raise InputError(f"harness.sweep: iterations={iterations!r}: a whole number >= 1 "
+                         "(the measured calls of each cell)\n  fix: e.g. iterations=300")
+    if runtime is not None and runtime not in RUNTIMES:
+        raise InputError(f"harness.sweep: runtime={runtime!r}: not a runtime\n  fix: one of "
+                         f"{', '.join(RUNTIMES)}")
+    asked = SweepOptions(path, Path(out), resume, runtime, quiet=not progress,
+                         iterations=iterations, budget=budget)
+    m = matrixfile.load(path)
+    cells = apply_overrides(matrixfile.select(m.cells, select), iterations, None, budget)
+    cells = preflight(cells, m, iterations)
+    report, root, _ = sweep_and_report(asked, m, cells, printer(not progress))
     return Swept(report, root, exit_code(report),
                  {k: Checked(r, root) for k, r in report.results.items()})

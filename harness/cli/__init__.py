@@ -13,9 +13,10 @@ import gc
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
+from harness.app.progress import printer as printer  # re-exported for the commands
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -287,26 +288,6 @@ def without_out(exc: StoreError, fix: str) -> StoreError:
     if "--out" not in str(exc):
         return exc
     return StoreError(f"{head}\n  fix: {fix}")
-
-
-def printer(quiet: bool) -> Callable[[str], None]:
-    """Progress lines on stderr (`harness: ...`), or nothing with -q; on a terminal
-    wrapped at its width between words (a path at its slashes), never where the
-    terminal would cut them."""
-    def progress(text: str) -> None:
-        if quiet:
-            return
-        line = f"harness: {text}"
-        if sys.stderr.isatty():
-            # lazy: report.grid (and the result model below it) only where stderr is a
-            # terminal: `harness --help` imports nothing of harness but the CLI's package
-            from harness.report.grid import console_width, wrap
-
-            width = console_width(sys.stderr)
-            line = "\n".join(wrap(line, width, more="  ")) if width else line
-        print(line, file=sys.stderr, flush=True)
-
-    return progress
 
 
 def entry() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
+from harness.app.sweep import apply_overrides
 from harness.cli import answer, interruptible, options, printer
-from harness.cli.sweep import apply_overrides
 from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     check_reuse(args.reuse)
     matrix = matrixfile.load(args.matrix)
     cells = apply_overrides(between(row_cells(matrix, args.scenario, args.gpu), args.good,
-                              args.bad, matrix.file), args)
+                              args.bad, matrix.file), args.iterations, args.warmup)
     compile_scenarios(cells)
     outcome, cache = bisect_row(args, matrix, cells)
     shown(outcome, cache, len(cells))

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.answers.explain import pairs
+from harness.app.sweep import exit_code as report_exit
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.report import newest_run
-from harness.cli.sweep import exit_code as report_exit
 from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_OK,

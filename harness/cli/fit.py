@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
+from harness.app.sweep import apply_overrides
 from harness.cli import answer, interruptible, options, printer
-from harness.cli.sweep import apply_overrides
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
 from harness.orchestrator import Sweep, prefetch_analysis
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     options.check(args)
     matrix = matrixfile.load(args.matrix)
     target = target_of(matrix, args.param)
-    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args)
+    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args.iterations,
+                            args.warmup, getattr(args, "budget", None))
     compile_scenarios(cells)
     rows, store = fit_rows(args, matrix, cells, target)
     report = FitReport.from_rows(rows)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
+from harness.app.sweep import exit_code
 from harness.cli import options, without_out
 from harness.cli.reanalyze import reanalyzed
-from harness.cli.sweep import exit_code
 from harness.cli.why import why
 from harness.errors import EXIT_OK, InputError, StoreError
 from harness.report import (

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.app.sweep import apply_overrides, plan_of
 from harness.cli import interruptible, options, printer
-from harness.cli.sweep import apply_overrides, plan_of
 from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.orchestrator import prefetch_analysis
 from harness.report import ConsoleReporter
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"new: {', '.join(plan.new)}", flush=True)
     matrix, text = suite_matrix(args.matrix, plan)
-    cells = apply_overrides(list(matrix.cells), args)
+    cells = apply_overrides(list(matrix.cells), args.iterations, args.warmup,
+                            getattr(args, "budget", None))
     if args.dry_run:
         print(f"would run {len(cells)} cells (state {state.path} unchanged):")
         for c in cells:

@@ -275,16 +275,14 @@ def test_a_budgeted_cells_rounds_take_about_half_its_budget() -> None:
 
 def test_sweep_budget_overrides_every_cells_length(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import argparse
 
     from harness import matrixfile
-    from harness.cli.sweep import apply_overrides
+    from harness.app.sweep import apply_overrides
 
     path = sweepkit.write_matrix(tmp_path, ["py"], ["loop.py"], name="b",
                                  defaults={"iterations": 300})
     cells = matrixfile.load(path).cells
-    args = argparse.Namespace(iterations=None, warmup=None, budget="20s")
-    (cell,) = apply_overrides(cells, args)
+    (cell,) = apply_overrides(cells, budget="20s")
     assert cell.settings.run_budget == 20.0 and cell.settings.max_iterations == 1_000_000
     assert main(["sweep", str(path), "--budget", "soon", "--list"]) == 2
     assert "--budget soon: not a duration" in capsys.readouterr().err

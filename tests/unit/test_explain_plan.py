@@ -15,7 +15,7 @@ from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile
 from harness.answers.explain import Pair, kinds_for, pairs, unpaired
-from harness.cli.sweep import plan_of
+from harness.app.sweep import plan_of
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.orchestrator import Sweep
 from harness.plans.explain import explain_matrix

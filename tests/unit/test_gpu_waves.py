@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from sweepkit import DEFAULTS, sweep_matrix, write_matrix
 
 from harness import matrixfile
-from harness.cli.sweep import exit_code
+from harness.app.sweep import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED
 from harness.gpu.host import Gpu, HostGpus
 from harness.matrixfile.model import Cell

@@ -14,8 +14,8 @@ import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
+from harness.app.sweep import exit_code
 from harness.cli import main
-from harness.cli.sweep import exit_code
 from harness.errors import EXIT_UNDECIDED
 from harness.report import Report, read_run
 from harness.store.results import PLAN_FILE
@@ -311,11 +311,11 @@ def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
     assert code == 2 and not (tmp_path / "out").exists()
     assert "1 measured iteration cannot decide" in capsys.readouterr().err
     # AND a length that can decide bounds the run (min_iterations lowered to fit)
+    from harness.app.sweep import apply_overrides
     from harness.cli import build_parser
-    from harness.cli.sweep import apply_overrides
 
     args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
-    (cell,) = apply_overrides(list(matrixfile.load(tmp_path / "m.yaml").cells), args)
+    (cell,) = apply_overrides(list(matrixfile.load(tmp_path / "m.yaml").cells), args.iterations)
     assert (cell.settings.agent_iterations, cell.settings.min_iterations) == (50, 50)
 
 

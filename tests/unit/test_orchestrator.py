@@ -660,7 +660,7 @@ def test_a_waiting_slowdown_every_round_busy_is_undecided_exit_4(
         tmp_path: Path, no_backoff: None) -> None:
     # GIVEN a 10x slower step that waits (its CPU time did not move), every round busy:
     # load could make such a wait, so no round counts; the cell is undecided, exit 4
-    from harness.cli.sweep import exit_code
+    from harness.app.sweep import exit_code
     from harness.errors import EXIT_UNDECIDED
 
     out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(busy_rounds(

@@ -10,7 +10,7 @@ import pytest
 
 from harness.answers.search import answer_rows
 from harness.cli import main
-from harness.cli.sweep import exit_code
+from harness.app.sweep import exit_code
 from harness.report import Report
 from tests.resultkit import as_results
 

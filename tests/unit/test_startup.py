@@ -90,7 +90,7 @@ def test_the_report_template_is_compiled_ahead_once_a_process() -> None:
     """Issue 30 item 3: report.html.j2 took ~70 ms to compile at the end of every sweep;
     the prefetch thread compiles it while the first container runs, and that one
     compiled template is what write_all renders with."""
-    from harness.cli.sweep import REPORTERS, compile_report_template
+    from harness.app.sweep import REPORTERS, compile_report_template
     from harness.orchestrator import prefetch_analysis
     from harness.report.html import environment
 

@@ -12,7 +12,7 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness.cli import main
-from harness.cli.sweep import exit_code
+from harness.app.sweep import exit_code
 from harness.errors import ImageUnavailable
 from harness.matrixfile.model import ImageSpec
 from harness.report import Report, write_all

@@ -1,19 +1,18 @@
 """What `harness sweep` runs once its cells are done, where an option asks for it:
 `--between`'s culprit search, `--explain`, `--find-cause`'s chain. Its own module, so the
 plans they run (and the network clients those load) are imported after the cells ran,
-never before a sweep's first container (`cli.sweep` imports this module there).
+never before a sweep's first container (`app.sweep` imports this module there).
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
 from harness.answers.explain import pairs, unpaired
-from harness.cli.sweep import apply_overrides
+from harness.app.sweep import SweepOptions, apply_overrides
 from harness.orchestrator import Sweep
 from harness.plans.culprit import docker_hybrids
 from harness.plans.culpritrun import RunsOn, culprit_in_run
@@ -29,12 +28,12 @@ if TYPE_CHECKING:
     from harness.runtimes.base import Progress, Runtime
 
 
-def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, store: RunStore,
+def after_sweep(asked: SweepOptions, matrix: Matrix, engines: Engines, store: RunStore,
                 progress: Progress, results: dict[str, CellResult],
                 planned: Sequence[Planned]) -> None:
     """`--explain`, or `--find-cause`'s chain (`plans.journey`) over the matrix's cells as
     this sweep runs them (its --iterations and --warmup): every host's, for the host step."""
-    if not args.find_cause:
+    if not asked.find_cause:
         explain_after(matrix, engines.default, store, progress, engines.by_host, results,
                       planned)
         return
@@ -43,11 +42,12 @@ def after_sweep(args: argparse.Namespace, matrix: Matrix, engines: Engines, stor
         """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
         builds no hybrid images."""
         own = (engines.by_host or {}).get(b.host.label, engines.default)
-        client = Engines(own).hybrid_client(args.runtime or matrix.runtime)
+        client = Engines(own).hybrid_client(asked.runtime or matrix.runtime)
         return None if client is None else docker_hybrids(client, g, b, progress)
 
     find_causes(Sweep(matrix, engines.default, store, progress, engines.by_host),
-                apply_overrides(list(matrix.cells), args), results, planned, hybrids,
+                apply_overrides(list(matrix.cells), asked.iterations, asked.warmup,
+                                asked.budget), results, planned, hybrids,
                 progress)
 
 

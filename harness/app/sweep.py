@@ -1,0 +1,253 @@
+"""`harness sweep`'s work: the cells run and decided (then explained, searched, with the
+options that ask), every report written, the exit code; `cli.sweep` parses and prints,
+`harness.sweep` (`api.matrix`) calls the same functions."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness import report as reports
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+    InputError,
+)
+from harness.matrixfile.entries import parse_duration
+from harness.matrixfile.model import BUDGET_CAP
+from harness.orchestrator import Sweep, prefetch_analysis
+from harness.preflight import check_lengths, compile_scenarios, floor_caps
+from harness.report.live import progress_for
+from harness.result.model import Planned
+from harness.runtimes import Engines
+from harness.signals import interruptible
+from harness.store import RunStore
+from harness.store.gate import kept_plan
+from harness.store.runs import SWEEP, begun_of
+from harness.store.runs import shown as path_shown
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.orchestrator import SweepOutcome
+    from harness.report import Report
+    from harness.result.codec import JSON
+    from harness.runtimes.base import Progress
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """What a sweep is asked, as `harness sweep`'s flags and `harness.sweep`'s arguments
+    say it (the cells' lengths are applied before, by `apply_overrides`).
+
+    Attributes:
+        matrix: The matrix file (with --between, the one written for the two files).
+        out: The reports folder: results go to OUT/NAME/TIMESTAMP/.
+        resume: Continue the newest results directory (True), or the one given.
+        runtime: Another runtime than the matrix's; docker_host: its engine's address.
+        quiet: No progress lines, and no live display.
+        between: The matrix is `--between OLD NEW`'s: then culprit searches where NEW is bad.
+        explain: Then where each row's first bad leaks or slows.
+        find_cause: Then the whole journey per bad row (`plans.journey`).
+        iterations, warmup, budget: The lengths asked (--find-cause's own runs take
+            them too).
+    """
+
+    matrix: Path
+    out: Path = Path("reports")
+    resume: bool | str = False
+    runtime: str | None = None
+    docker_host: str | None = None
+    quiet: bool = False
+    between: bool = False
+    explain: bool = False
+    find_cause: bool = False
+    iterations: int | None = None
+    warmup: int | None = None
+    budget: str | float | None = None
+
+
+def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: int | None = None,
+                    budget: str | float | None = None) -> list[Cell]:
+    """--iterations, --warmup and --budget over every cell.
+
+    Raises:
+        InputError: a --budget that is not a duration.
+    """
+    changes: dict[str, Any] = {
+        k: v for k, v in (("iterations", iterations), ("warmup", warmup))
+        if v is not None}
+    if budget is not None:
+        seconds = parse_duration(budget)
+        if seconds is None:
+            raise InputError(f"--budget {budget}: not a duration; write e.g. 20s, 2m "
+                             "or 30")
+        cells = [dataclasses.replace(c, scenario=dataclasses.replace(
+            c.scenario, settings=dataclasses.replace(
+                c.settings, budget=seconds,
+                max_iterations=c.settings.max_iterations or BUDGET_CAP)))
+            for c in cells]
+    if not changes:
+        return cells
+    out = []
+    for c in cells:
+        settings = dataclasses.replace(c.settings, **changes)
+        if iterations is not None and settings.max_iterations is not None:
+            # Early-stop mode runs up to max_iterations: that is the length asked for.
+            settings = dataclasses.replace(
+                settings, max_iterations=iterations,
+                min_iterations=min(settings.min_iterations, iterations))
+        out.append(dataclasses.replace(c, scenario=dataclasses.replace(c.scenario,
+                                                                       settings=settings)))
+    return out
+
+
+def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list[Cell]:
+    """Before any container: a scenario's syntax error is exit 2 with file:line; a run
+    too short to ever decide is refused where --iterations asked for it (`iterations`),
+    else said (a smoke or OOM run is the author's choice); an --iterations that can
+    decide but needs longer is raised for a run with a time budget (its cap), and said.
+    Returns the cells as they will run.
+
+    Raises:
+        InputError: a scenario that does not compile, or a refused length.
+    """
+    compile_scenarios(cells)
+    for warning in check_lengths(cells, matrix.analysis, refuse=iterations is not None):
+        print(f"harness: {warning}", file=sys.stderr)
+    if iterations is not None:
+        cells, raised = floor_caps(cells, matrix.analysis, iterations)
+        if raised is not None:
+            print(f"harness: {raised}", file=sys.stderr)
+    return cells
+
+
+def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
+                     progress: Progress) -> tuple[Report, Path, list[Path]]:
+    """The cells swept (then explained, with --explain) and every report file written:
+    the report model, the results directory and the files written there.
+
+    Raises:
+        EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
+    """
+    engines = Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
+    runtime = engines.default
+    resume: bool | Path = Path(asked.resume) if isinstance(asked.resume, str) else asked.resume
+    started = time.time()
+    # no engine / no GPU: exit 3 before any results directory exists
+    engines.start(cells, progress)
+    with interruptible():
+        store = RunStore.open(asked.out, matrix.name, resume, asked.matrix, started)
+        # Imports NumPy and the reporters while the first cell runs; after every other
+        # import of this command, so the two threads never import the same modules at once.
+        prefetch = prefetch_analysis(*REPORTERS, then=compile_report_template)
+        try:
+            store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
+            planned = plan_of(cells)
+            # Absolute: explain and report find it from any directory.
+            # A resumed run keeps its first start (its directory's name) and says when
+            # it was continued.
+            store.mark(SWEEP, matrix.name, str(asked.matrix.resolve()),
+                       kept_plan(store.root, matrix, planned) if resume else planned,
+                       begun_of(store.root) if resume else started,
+                       started if resume else None)
+            progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
+                     f"{runtime.name}, results in {store.root}")
+            live = progress_for(asked.quiet, store.samples_path)
+            try:
+                outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
+                    cells, bool(resume))
+                if asked.between or asked.explain or asked.find_cause:
+                    # lazy: the plans only an option runs load after the cells ran
+                    from harness.app import sweepend
+
+                    if asked.between and not asked.find_cause:  # --find-cause does it
+                        sweepend.culprit_after(matrix, runtime, engines.by_host, store.root,
+                                               live, outcome.results, planned, cells)
+                    if asked.explain or asked.find_cause:   # their answers go into the reports
+                        # --find-cause's steps go to the sweep's own display (its lines above)
+                        sweepend.after_sweep(asked, matrix, engines, store,
+                                             live if asked.find_cause else progress,
+                                             outcome.results, planned)
+            finally:
+                live.close()
+            prefetch.join()   # the reporters were imported while the cells ran
+            report, paths = reported(outcome, planned, store, {
+                "matrix": str(asked.matrix), "runtime": runtime.name, "started": started,
+                "baseline": matrix.baseline}, matrix.name)
+        finally:
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
+    return report, store.root, paths
+
+
+def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStore,
+             meta: dict[str, JSON], name: str) -> tuple[Report, list[Path]]:
+    """The sweep's report model (its meta: `meta` and how the cells went), every report
+    file written into the results directory."""
+    report = reports.Report.from_results(name, outcome.results, {
+        **meta, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
+        "reused": outcome.reused}, store.root, outcome.series, planned)
+    return report, reports.write_all(store, report)
+
+
+def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
+    """The command that decides what is not decided: missing cells are run by --resume
+    (it reuses every finished one); undecided cells, whose results --resume would
+    reuse, by a longer run; a whole script runs once, whatever --iterations says."""
+    undecided = report.undecided_cells
+    scripts = [c for c in undecided if report.results[c].end.mode == "script"]
+    if scripts and len(scripts) == len(undecided) and not report.missing_cells:
+        return ("whole scripts run once and ended too soon to decide: define "
+                "setup(params) and step(state) in them")
+    if not undecided:
+        return f"harness sweep {path_shown(matrix)} --resume {path_shown(root)} runs them"
+    budgets = [b for c in cells if c.id in undecided
+               and (b := c.settings.run_budget) is not None]
+    if budgets:     # a budgeted cell runs longer by its seconds, not its cap
+        return f"run longer: harness sweep {path_shown(matrix)} --budget {4 * max(budgets):g}s"
+    longest = max((c.settings.max_iterations or c.settings.iterations for c in cells
+                   if c.id in undecided), default=0)
+    return f"run longer: harness sweep {path_shown(matrix)} --iterations {2 * longest or 1000}"
+
+
+# What the reports need, imported while the first container runs (prefetch_analysis).
+REPORTERS = ("harness.report.model", "harness.report.console", "harness.report.markdown",
+             "harness.report.junit", "harness.report.html")
+
+
+def compile_report_template() -> None:
+    """report.html's template, compiled ahead (on the prefetch thread)."""
+    reports.environment().get_template("report.html.j2")
+
+
+def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
+    """plan.json's cells: what a report checks the directory against."""
+    return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in cells)
+
+
+def exit_code(report: Report) -> int:
+    """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
+    scenario bug, not a finding) or times out on every image (a run too short for
+    the scenario: the `timeout:` or `iterations:` to change); else 3 when a cell could
+    not be prepared (its image or pip pin is unavailable), since the sweep did not
+    answer for it; else 4 when a cell is undecided (ambiguous after its re-runs) or a
+    planned cell is missing from the directory: not a clean answer; else 0."""
+    if report.findings:
+        return EXIT_REGRESSION
+    if report.broken_scenarios:
+        return EXIT_BAD_INPUT
+    if report.unavailable_cells:
+        return EXIT_ENVIRONMENT
+    if report.undecided_cells or report.missing_cells:
+        return EXIT_UNDECIDED
+    return EXIT_OK
