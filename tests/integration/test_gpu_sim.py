@@ -163,7 +163,10 @@ def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, Path]) -> 
 
 
 def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, Path]) -> None:
-    cells = cells_of(seed_runs["4090"])
+    # The 3090's six cells: a later cell of an image maps TF libraries whose page cache an
+    # earlier container read in and was charged for. The 4090's two cells are one an
+    # image: in a run here neither read RSS over its cgroup, as each was charged its own.
+    cells = cells_of(seed_runs["3090"])
     over = 0
     for cid, c in cells.items():
         src = c["reconcile"]["sources"]
