@@ -134,6 +134,7 @@ def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, Path]) -> None:
     for name, want in (("3090", ["NVIDIA GeForce RTX 3090"] * 2),
                        ("4090", ["NVIDIA GeForce RTX 4090"])):
@@ -162,6 +163,7 @@ def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, Path]) -> 
             assert c["fingerprint"]["heap"]["func"] == "mallinfo"
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, Path]) -> None:
     # The 3090's six cells: a later cell of an image maps TF libraries whose page cache an
     # earlier container read in and was charged for. The 4090's two cells are one an
@@ -179,6 +181,7 @@ def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, 
     assert over >= 1, "no cell had RSS over its cgroup: the test no longer shows the defect"
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str, Path]) -> None:
     cells = cells_of(seed_runs["4090"])
     for cid, c in cells.items():
@@ -202,6 +205,7 @@ def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str,
     assert not any("unsupported" in f for c in on_3090.values() for f in texts(c))
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_compare_names_the_two_hosts(seed_runs: dict[str, Path],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
