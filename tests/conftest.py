@@ -132,12 +132,48 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
 #   sweep made once and read by several tests), so the fixture is made once, not once on
 #   each worker.
 # A test marked xdist_group itself keeps its own group.
+#
+# Under xdist the work is also handed out heaviest first: a long test or group started
+# last is the run's tail while the other workers idle. Each unit of work (a group, or a
+# test of none) is weighed by its tests' marks (`_weight`: a `slow` test, one on an
+# engine or a cluster, a plain one), and the items are sorted by their unit's weight,
+# heaviest first, stably; `pytest_configure` turns off xdist's own reorder (units by test
+# count), which would undo it. Not without xdist: there the order stays the files'.
 @pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = xdist_group_of(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER") is not None:
+        items[:] = heaviest_first(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        config.option.loadscopereorder = False     # keep the order sorted above
+
+
+def heaviest_first(items: list[Any]) -> list[Any]:
+    """`items` ordered by the summed `_weight` of their unit of work, heaviest first; the
+    order of the files within a weight, and of a unit's own tests, is kept."""
+    units: dict[str, int] = {}
+    for item in items:
+        units[_unit_of(item)] = units.get(_unit_of(item), 0) + _weight(item)
+    return sorted(items, key=lambda item: -units[_unit_of(item)])
+
+
+def _unit_of(item: pytest.Item) -> str:
+    """What xdist's loadgroup hands to one worker together: the group, else the test."""
+    mark = item.get_closest_marker("xdist_group")
+    return f"@{mark.args[0] if mark.args else mark.kwargs.get('name')}" if mark else item.nodeid
+
+
+def _weight(item: pytest.Item) -> int:
+    """A rough cost: a `slow` test takes tens of seconds to minutes, one on an engine or
+    a cluster starts containers or jobs (seconds), a plain one mostly well under one."""
+    marks = {m.name for m in item.iter_markers()}
+    return 1 + 20 * ("slow" in marks) + 4 * bool(marks & {"docker", "podman", "slurm"})
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:

@@ -3,7 +3,7 @@
 Needs the offline TF CPU images (`python -m harness images build tf-2.12 tf-2.21`):
 NumPy 1.23 in 2.12.0, NumPy 2 in 2.21.0. scenarios/promote_alloc.py holds twice the
 bytes per unit under NumPy 2 (NEP 50), so 2.21.0 is named first smaller; the conv net
-of seed 004 (scenarios/conv_alloc.py) is fitted under 1 GiB on one image.
+of seed 004 (scenarios/conv_alloc.py) is fitted under a memory limit on one image.
 
 Where a boundary lies depends on the machine (TensorFlow's and NumPy's kernels, thread
 pools and scratch memory follow the CPU: one image fits 16 on one CPU and 8 on another),
@@ -146,20 +146,34 @@ def test_numpy_2_image_fits_a_smaller_batch(tmp_path: Path,
         assert abs(row["prediction"]["boundary"] - row["max_fit"]) <= PREDICTION_STEPS
 
 
-def test_conv_net_boundary_under_one_gib(tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    m = (ROOT / "examples" / "fit-conv.yaml").read_text().replace(
-        "../scenarios/", f"{ROOT / 'scenarios'}/").replace(
-        "    - harness-test/tf-cpu:2.21.0\n", "")
+# examples/fit-conv.yaml on one image, under 640 MiB with 2 steps + 1 warm-up a probe
+# instead of 1 GiB and 5 + 1. A step's compute grows with the batch, so the probes near
+# the boundary cost what the memory left over the fixed ~250 MiB allows: at 1 GiB the
+# boundary is 16 (8 on an EPYC without AVX-512) and the fit took 230-270 s, the probes
+# at 14-16 about a minute each. What is held is the same: harness's boundary is a plain
+# container's, the rss_anon line predicts it within a step (the cgroup's fixed part is
+# ~20-35 MiB over rss_anon's, under one batch's ~47-67 MiB at any limit), and a probe's
+# peak is seen (every step is the same forward and backward pass, sampled every 50 ms).
+CONV_LIMIT, CONV_STEPS = "640m", "iterations: 2, warmup: 1"
+
+
+def test_conv_net_boundary_under_a_memory_limit(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    example = (ROOT / "examples" / "fit-conv.yaml").read_text()
+    assert "mem_limit: 1g" in example and "iterations: 5, warmup: 1" in example
+    m = example.replace("../scenarios/", f"{ROOT / 'scenarios'}/").replace(
+        "    - harness-test/tf-cpu:2.21.0\n", "").replace(
+        "mem_limit: 1g", f"mem_limit: {CONV_LIMIT}").replace(
+        "iterations: 5, warmup: 1", CONV_STEPS)
     (tmp_path / "m.yaml").write_text(m)
     code = main(["fit", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "out"), "-q"])
     assert code == 0, capsys.readouterr().out
     (row,) = fit_json(tmp_path / "out", "fit-conv")["rows"]
-    # the boundary is where a plain container with the same 1 GiB stops fitting (16 on
-    # one CPU, 8 on another: measured here, never written down)
+    # the boundary is where a plain container with the same limit stops fitting (7 on
+    # one CPU, fewer on another: measured here, never written down)
     check_against_plain(row, "harness-test/tf-cpu:2.12.0", yaml.safe_load(m))
     assert row["runs"] <= row["bound"]
     pred = row["prediction"]
     assert pred["source"] == "rss_anon"
     assert abs(pred["boundary"] - row["max_fit"]) <= PREDICTION_STEPS, pred
-    assert math.isclose(pred["limit"], 1 << 30)
+    assert math.isclose(pred["limit"], 640 << 20)

@@ -94,15 +94,39 @@ def cells_of(base: Path) -> dict[str, dict[str, Any]]:
     return cells
 
 
+# The seeds' cells each host runs: the whole matrix (both images x the three inputs) on
+# the 3090, the leaking scenario on both images on the 4090 (its 20.12 cell is the
+# unsupported pair). Every check below is of a cell's host, GPU, NVML, glibc and agent,
+# the same for each input; the 4090's other four cells were four more TF 1.15 container
+# starts (~15-20 s each under CI's load) that showed nothing the 3090's do not.
+SEED_CELLS = {"3090": None, "4090": "rfft_loop"}
+SEED_COUNT = {"3090": 6, "4090": 2}
+
+
+def seed_matrix(tmp: Path) -> Path:
+    """matrix.yaml as it is, with `rounds: 0` added to its defaults: these tests read each
+    cell's host, GPU and agent records, never its step times (below), and on a busy CI
+    host the rounds confirming each 22.12 cell against 20.12 were up to 12 container
+    runs of TF 1.15 a cell (24 for one host's sweep beside other jobs)."""
+    text = (ROOT / "matrix.yaml").read_text()
+    assert "defaults: {iterations: 2000," in text and "rounds" not in text
+    path = tmp / "matrix.yaml"
+    path.write_text(text.replace("defaults: {", "defaults: {rounds: 0, ").replace(
+        "scenarios/", f"{ROOT / 'scenarios'}/"))
+    return path
+
+
 @pytest.fixture(scope="module")
 def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The seeds' matrix.yaml, unchanged, on each simulated host (DOCKER_HOST)."""
+    """The seeds' matrix.yaml (`seed_matrix`) on each simulated host (DOCKER_HOST)."""
     for client in _open_sims().values():
         client.close()
+    matrix = seed_matrix(tmp_path_factory.mktemp("seed-matrix"))
     out = {}
     for name, url in SIM.items():
         base = tmp_path_factory.mktemp(f"seed-{name}")
-        code = sweep([str(ROOT / "matrix.yaml"), "--out", str(base), *ITER], url)
+        only = ["-k", SEED_CELLS[name]] if SEED_CELLS[name] else []
+        code = sweep([str(matrix), "--out", str(base), *only, *ITER], url)
         # 1: a row comparison may call 1.15.5's CPU step times a regression on a busy
         # shared machine (timing, not this test's subject)
         assert code in (0, 1), f"{name}: exit {code}"
@@ -110,11 +134,12 @@ def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def test_seed_matrix_runs_unchanged_on_each_simulated_host(seed_runs: dict[str, Path]) -> None:
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
+def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, Path]) -> None:
     for name, want in (("3090", ["NVIDIA GeForce RTX 3090"] * 2),
                        ("4090", ["NVIDIA GeForce RTX 4090"])):
         cells = cells_of(seed_runs[name])
-        assert len(cells) == 6, sorted(cells)
+        assert len(cells) == SEED_COUNT[name], sorted(cells)
         for cid, c in cells.items():
             # The host's GPUs came through its engine (probe container), not this machine.
             assert [g["name"] for g in c["host"]["gpus"]] == want, cid
@@ -138,8 +163,12 @@ def test_seed_matrix_runs_unchanged_on_each_simulated_host(seed_runs: dict[str, 
             assert c["fingerprint"]["heap"]["func"] == "mallinfo"
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, Path]) -> None:
-    cells = cells_of(seed_runs["4090"])
+    # The 3090's six cells: a later cell of an image maps TF libraries whose page cache an
+    # earlier container read in and was charged for. The 4090's two cells are one an
+    # image: in a run here neither read RSS over its cgroup, as each was charged its own.
+    cells = cells_of(seed_runs["3090"])
     over = 0
     for cid, c in cells.items():
         src = c["reconcile"]["sources"]
@@ -152,6 +181,7 @@ def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, 
     assert over >= 1, "no cell had RSS over its cgroup: the test no longer shows the defect"
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str, Path]) -> None:
     cells = cells_of(seed_runs["4090"])
     for cid, c in cells.items():
@@ -175,6 +205,7 @@ def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str,
     assert not any("unsupported" in f for c in on_3090.values() for f in texts(c))
 
 
+@pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
 def test_compare_names_the_two_hosts(seed_runs: dict[str, Path],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()

@@ -21,11 +21,15 @@ README_CODES = {int(c) for c in re.findall(r"^\| (\d+) \|", (ROOT / "README.md")
 
 
 def matrix(tmp: Path) -> Path:
+    """Two cells of the same interpreter. `rounds: 0`: these tests are about how a path
+    ends, not about step times; a step of 0.1 µs is far under the step floor, so no
+    comparison can call it slower, and on a busy host the interleaved rounds that would
+    confirm "no change" cost up to 12 runs a sweep (~20 s at load 10) for nothing."""
     (tmp / "s.py").write_text(SCENARIO)
     path = tmp / "m.yaml"
     path.write_text("name: pp\nruntime: local\n"
                     "defaults: {iterations: 60, warmup: 5, sample_every: 5, repeats: 0, "
-                    "timeout: 2m}\nmatrix:\n  image: [{name: a, python: python3}, "
+                    "rounds: 0, timeout: 2m}\nmatrix:\n  image: [{name: a, python: python3}, "
                     "{name: b, python: python3}]\n  scenario: [s.py]\nbaseline: {image: a}\n")
     return path
 

@@ -31,15 +31,18 @@ def test_a_test_without_one_is_in_no_group(request: pytest.FixtureRequest) -> No
 
 
 class Item:
-    """As much of a pytest.Item as the grouping reads."""
+    """As much of a pytest.Item as the grouping and the ordering read."""
 
-    def __init__(self, *marks: pytest.MarkDecorator) -> None:
+    def __init__(self, *marks: pytest.MarkDecorator, name: str = "test_x") -> None:
         self.marks = [m.mark for m in marks]
-        self.nodeid = f"{HERE}::test_x"
+        self.nodeid = f"{HERE}::{name}"
         self.fixturenames: list[str] = []
 
     def get_closest_marker(self, name: str) -> Any:
         return next((m for m in self.marks if m.name == name), None)
+
+    def iter_markers(self) -> Any:
+        return iter(self.marks)
 
 
 def test_slurm_tests_share_one_group_and_a_marked_test_keeps_its_own(
@@ -48,3 +51,18 @@ def test_slurm_tests_share_one_group_and_a_marked_test_keeps_its_own(
     assert group_of(Item(pytest.mark.slurm)) == "slurm"
     assert group_of(Item(pytest.mark.slurm, pytest.mark.xdist_group("x"))) is None
     assert group_of(Item(pytest.mark.docker)) is None
+
+
+def test_under_xdist_the_heaviest_unit_of_work_is_handed_out_first(
+        root_conftest: ModuleType) -> None:
+    # GIVEN a plain test, three plain tests of one group between others, a slow test
+    # and a test on an engine, in the files' order
+    g = pytest.mark.xdist_group("g")
+    items = [Item(name="plain"), Item(g, name="g1"), Item(pytest.mark.slow, name="slow"),
+             Item(g, name="g2"), Item(pytest.mark.docker, name="docker"),
+             Item(g, name="g3")]
+    # WHEN they are ordered for xdist
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    # THEN the slow test first, then the engine's, then the group's three together in
+    # their own order (three plain tests outweigh one), the lone plain test last
+    assert order == ["slow", "docker", "g1", "g2", "g3", "plain"]
