@@ -200,16 +200,23 @@ class ConsoleReporter(Reporter):
             console.print(table)
             return False
         # Too many images: images down, rows across (with the answers below), where each
-        # row's column can hold its cells' words in two lines.
+        # row's column holds its cells' words on one line where the width has room for
+        # that, else in two lines.
         rows = [r[0] for r in body]
         image_w = max((len(i) for i in images), default=5)
         # Half of each cell's words is the least its column can be: where even that does
         # not fit, the grid, without working out each column's width.
         least = [max(len(name), *((len(r[1 + i]) + 1) // 2 for i in range(len(images))))
                  for name, r in zip(rows, body, strict=True)]
-        need = least if image_w + sum(w + 3 for w in least) > width else [
-            max(len(name), *(two_lines(r[1 + i]) for i in range(len(images))))
-            for name, r in zip(rows, body, strict=True)]
+        whole = [max(len(name), *(len(r[1 + i]) for i in range(len(images))))
+                 for name, r in zip(rows, body, strict=True)]
+        if image_w + sum(w + 3 for w in whole) <= width:
+            need = whole
+        elif image_w + sum(w + 3 for w in least) > width:
+            need = least
+        else:
+            need = [max(len(name), *(two_lines(r[1 + i]) for i in range(len(images))))
+                    for name, r in zip(rows, body, strict=True)]
         if image_w + sum(w + 3 for w in need) > width:
             grid = Grid(images, self.report.rows, self.report.results, width, colour)
             out.write("".join(f"{line}\n" for line in [*grid.lines(), "", *grid.legend()]))
