@@ -70,6 +70,14 @@ def in_kib(value: float) -> str:
     return f"{kib(value * 1024, 2)} KiB"
 
 
+def growth_label(value: float) -> str:
+    """A growth per call (in KiB) on a chart: in bytes below 1 KiB, so a clean row's
+    axis (a few bytes either side of 0) does not read "+0.00 KiB" at both ends."""
+    if abs(value) < 1:
+        return f"{value * 1024:+.1f} B"
+    return in_kib(value)
+
+
 def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
           first_bad: int | None, say: Callable[[float], str]) -> Markup:
     """One row's trend: a point per image (coloured by verdict) with its interval as a
@@ -155,4 +163,5 @@ def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellRes
     memory = [memory_point(r) if r is not None else None for r in cells]
     return [chart("step time per call (median; bar: early..late medians)", images, steps,
                   first, human_seconds),
-            chart("memory growth per call (bar: the slope's CI)", images, memory, first, in_kib)]
+            chart("memory growth per call (bar: the slope's CI)", images, memory, first,
+                  growth_label)]

@@ -181,3 +181,17 @@ def test_a_trend_of_many_images_names_only_its_first_bad_on_hover() -> None:
     assert sum(d.count("h0") for d, _ in dots) == 99 and len({c for _, c in dots}) == 2
     few = str(chart("t", labels[:TITLED], points[:TITLED], None, str))
     assert few.count("<title>") == TITLED and 'class="dots"' not in few
+
+
+def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
+    """Issue 63's new-user pass: report.html of a clean row (growth a few bytes either
+    side of 0) labelled its memory axis "+0.00 KiB" at the top and at the bottom; below
+    1 KiB a growth is said in bytes, a leak's still in KiB."""
+    from harness.report.trend import Point, chart, growth_label
+
+    labels = ["a", "b", "c"]
+    clean = [Point(v / 1024, (v - 2) / 1024, (v + 2) / 1024, "ok") for v in (0.1, 0.4, 0.3)]
+    svg = str(chart("memory", labels, clean, None, growth_label))
+    axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
+    assert axis == ["+2.4 B", "-1.9 B"], axis
+    assert growth_label(5.85) == "+5.85 KiB" and growth_label(-0.5) == "-512.0 B"
