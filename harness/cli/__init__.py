@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TextIO, cast
 
+from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -88,7 +89,7 @@ def build_parser(command: str | None = None, *, listed: bool = False) -> argpars
     from harness import __version__
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=FittedHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")

@@ -14,6 +14,7 @@ from harness import matrixfile
 from harness import report as reports
 from harness.answers.journey import results_json
 from harness.cli import answer, between, interruptible, options, printer
+from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -70,7 +71,7 @@ exit codes:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "sweep", help="run a matrix of images x GPUs x scenarios",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
+        formatter_class=FittedHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, nargs="?",
                    help="matrix YAML file (with --between: optional, its scenarios)")
     options.add(p, "width")
