@@ -73,8 +73,12 @@ class Ctx:
 
     def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
+            one = len(allowed) == 1 and path and isinstance(path[-1], str) and isinstance(
+                value, (str, int, float)) and not isinstance(value, bool)
             raise self.fail(path, f"expected a mapping, got {kind_of(value)}",
                             f"a matrix file is a mapping of keys: {STARTER}" if not path
+                            # `baseline: 22.12`: the one key it can mean, written out
+                            else f"write {path[-1]}: {{{allowed[0]}: {value}}}" if one
                             else f"give `KEY: VALUE` lines here, keys from: "
                                  f"{', '.join(allowed)}")
         for key in value:

@@ -520,3 +520,11 @@ def test_well_formed_pins_are_not_called_mistyped(tmp_path: Path, pin: str) -> N
           scenario: [rfft_loop.py]
         """)
     assert matrix.cells[0].image.pip == (pin,)
+
+
+def test_a_baseline_written_as_its_image_says_the_mapping_to_write(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: `baseline: 20.12` said "give `KEY: VALUE` lines here,
+    keys from: image"; the one mapping it can mean is the fix."""
+    err = spec_error(tmp_path, GOOD + "baseline: nvcr.io/nvidia/tensorflow:20.12-tf1-py3\n")
+    check(err, "baseline", 10, "write baseline: {image: nvcr.io/nvidia/tensorflow:"
+          "20.12-tf1-py3}", problem="expected a mapping, got str")
