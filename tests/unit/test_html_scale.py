@@ -195,3 +195,26 @@ def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
     axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
     assert axis == ["+2.4 B", "-1.9 B"], axis
     assert growth_label(5.85) == "+5.85 KiB" and growth_label(-0.5) == "-512.0 B"
+
+
+def test_the_bad_rows_sections_come_before_the_clean_ones(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: below the table, report.html showed each row's section
+    in row order; a clean row named first (`cpu.clean`) put its plots and three cards
+    above the leaking rows'. Rows with a bad cell come first, the clean ones after,
+    each group in table order (the table and heatmap keep row order)."""
+    from harness.report.model import Report
+
+    run = sweepkit.swept(tmp_path, ["v1", "v2"], lambda c: Behaviour(leak_per_iter=16384)
+                         if c.image.label == "v2" and c.scenario.id != "aclean"
+                         else Behaviour(),
+                         [{"script": "loop.py", "id": "aclean"},
+                          {"script": "loop.py", "id": "mleak"},
+                          {"script": "loop.py", "id": "zleak"}], report=True)
+    report = Report.from_results("order", run.results, {}, root=run.root)
+    out = io.StringIO()
+    HtmlReporter.from_results(report).render(out)
+    page = out.getvalue()
+    sections = re.findall(r'<section class="row" id="row-([^"]+)">', page)
+    assert sections == ["gpu0.mleak", "gpu0.zleak", "gpu0.aclean"], sections
+    heat = page[page.index('<table class="heat">'):]
+    assert heat.index("gpu0.aclean") < heat.index("gpu0.mleak")    # the table: row order
