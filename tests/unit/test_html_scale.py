@@ -187,7 +187,7 @@ def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
     """Issue 63's new-user pass: report.html of a clean row (growth a few bytes either
     side of 0) labelled its memory axis "+0.00 KiB" at the top and at the bottom; below
     1 KiB a growth is said in bytes, a leak's still in KiB."""
-    from harness.report.trend import Point, chart, growth_label
+    from harness.report.trend import Point, chart, growth_label, growth_labels
 
     labels = ["a", "b", "c"]
     clean = [Point(v / 1024, (v - 2) / 1024, (v + 2) / 1024, "ok") for v in (0.1, 0.4, 0.3)]
@@ -195,6 +195,11 @@ def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
     axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
     assert axis == ["+2.4 B", "-1.9 B"], axis
     assert growth_label(5.85) == "+5.85 KiB" and growth_label(-0.5) == "-512.0 B"
+    # a row leaking 2.09 KiB/call in every image read "+2.09 KiB" at both ends
+    leaks = [Point(v, v - 0.003, v + 0.003, "leak") for v in (2.0891, 2.0903, 2.0899)]
+    svg = str(chart("memory", labels, leaks, 0, growth_labels(leaks)))
+    axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
+    assert axis == ["+2.093 KiB", "+2.086 KiB"], axis
 
 
 def test_the_bad_rows_sections_come_before_the_clean_ones(tmp_path: Path) -> None:
