@@ -57,14 +57,20 @@ class CellView:
         return kind(self.verdict).css
 
 
+def unsaid(numbers: str, reason: str) -> str:
+    """The card's figures less the clauses its reason already says: "no leak above 128
+    B/call in 300 calls" was printed in the reason and again in the brackets."""
+    return ", ".join(part for part in numbers.split(", ") if part not in reason)
+
+
 def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
               scales: RowScales | None = None, baseline: tuple[str, Series] | None = None
               ) -> CellView:
     res = report.results[cid]
     err = res.end.error
     view = CellView(cid, res.image.label, res.verdict, res.reason,
-                    report.numbers_of(cid), role, traceback=err.traceback if err else "",
-                    problems=list(res.problems))
+                    unsaid(report.numbers_of(cid), res.reason), role,
+                    traceback=err.traceback if err else "", problems=list(res.problems))
     view.where = report.where_lines(cid)
     if view.where:
         ex = report.explained[cid]

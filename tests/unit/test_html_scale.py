@@ -223,3 +223,22 @@ def test_the_bad_rows_sections_come_before_the_clean_ones(tmp_path: Path) -> Non
     assert sections == ["gpu0.mleak", "gpu0.zleak", "gpu0.aclean"], sections
     heat = page[page.index('<table class="heat">'):]
     assert heat.index("gpu0.aclean") < heat.index("gpu0.mleak")    # the table: row order
+
+
+def test_a_cards_figures_do_not_repeat_what_its_reason_says(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: an ok card read "memory stable, no slowdown; no leak
+    above 128 B/call in 300 calls (heap +0.0 KiB/call, no leak above 128 B/call in 300
+    calls, 4.11 µs/call)"; the brackets keep only what the reason does not say."""
+    from harness.report.html import cell_view, unsaid
+    from harness.report.model import Report
+
+    assert unsaid("heap +0.0 KiB/call, no leak above 128 B/call in 300 calls, 4.11 µs/call",
+                  "memory stable, no slowdown; no leak above 128 B/call in 300 calls"
+                  ) == "heap +0.0 KiB/call, 4.11 µs/call"
+    run = sweepkit.swept(tmp_path, ["v1"], None)
+    report = Report.from_results("cards", run.results, {}, root=run.root)
+    [cid] = report.results
+    view = cell_view(report, cid, "")
+    words = [w.strip() for w in view.numbers.split(", ")]
+    assert words and not any(w in view.reason for w in words), (view.reason, view.numbers)
+    assert report.numbers_of(cid).count("no leak above") == 1       # the table keeps it
