@@ -28,11 +28,6 @@ from harness.matrixfile.model import (
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
 IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
-# A pin whose operator is mistyped (`pkg=1.0`, `pkg=>1.0`, `pkg=<1.0`, `pkg<>1.0`): caught
-# here, at the file's line, not as an image the resolver "cannot install" (exit 3).
-MISTYPED_PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)\s*"
-                          r"(?P<op>=>|=<|<>|=(?![=<>~]))\s*(?P<version>[0-9][^\s,;]*)$")
-MEANT = {"=": "==", "=>": ">=", "=<": "<=", "<>": "!="}
 SCENARIO_KEYS = ("script", "id", "params")
 # Settings harness sets alone, for a run again: no matrix key.
 INTERNAL = ("budget_calls",)
@@ -73,11 +68,9 @@ class Ctx:
 
     def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
-            one = len(allowed) == 1 and path and isinstance(path[-1], str) and isinstance(
-                value, (str, int, float)) and not isinstance(value, bool)
+            one = len(allowed) == 1 and path and isinstance(value, (str, int, float))
             raise self.fail(path, f"expected a mapping, got {kind_of(value)}",
                             f"a matrix file is a mapping of keys: {STARTER}" if not path
-                            # `baseline: 22.12`: the one key it can mean, written out
                             else f"write {path[-1]}: {{{allowed[0]}: {value}}}" if one
                             else f"give `KEY: VALUE` lines here, keys from: "
                                  f"{', '.join(allowed)}")
@@ -182,13 +175,10 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
         pip = [pip]
     if not isinstance(pip, list) or not all(isinstance(p, str) and p.strip() for p in pip):
         raise ctx.fail((*path, "pip"), "pip must be a list of requirement strings")
-    for at, requirement in enumerate(pip):
-        if (typo := MISTYPED_PIN.match(requirement.strip())) is not None:
-            operator = MEANT[typo["op"]]
-            where = (*path, "pip", at) if isinstance(item.get("pip"), list) else (*path, "pip")
-            raise ctx.fail(where, f"{requirement!r}: {typo['op']!r} is not a version "
-                           "comparison (pip would refuse it when the venv is built)",
-                           f"write {typo['name']}{operator}{typo['version']}")
+    if (typo := lockfile.mistyped(pip)) is not None:     # (index, pin, operator, as meant)
+        raise ctx.fail((*path, "pip", typo[0]) if isinstance(item.get("pip"), list) else (
+            *path, "pip"), f"{typo[1]!r}: {typo[2]!r} is not a version comparison (pip would "
+            "refuse it when the venv is built)", f"write {typo[3]}")
     python = item.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
