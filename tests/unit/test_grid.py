@@ -326,3 +326,23 @@ def test_images_down_a_cell_is_one_line_where_the_width_has_room(width: int) -> 
     narrow = shown(big_report(["cpu.pop"], 28), 30)    # no room: two lines
     assert max(len(line) for line in narrow) <= 30
     assert any(line.strip() == "KiB/call, 1 ms/call" for line in narrow), narrow
+
+
+def test_two_lines_never_part_a_figure_from_its_unit() -> None:
+    """Issue 63's new-user pass: at 80 columns the demo's leak cells read "leak: heap
+    +5.8 KiB/call, 15.9" / "µs/call, peak RSS 1.11x baseline"; the column is one wider
+    and "15.9 µs/call," stays on one line (up to 12 columns wider; else the narrowest)."""
+    import textwrap
+
+    from harness.report.console import two_lines
+
+    leak = "leak: heap +5.8 KiB/call, 15.9 µs/call, peak RSS 1.11x baseline"
+    assert textwrap.wrap(leak, two_lines(leak)) == [
+        "leak: heap +5.8 KiB/call, 15.9 µs/call,", "peak RSS 1.11x baseline"]
+    ok = "ok: heap +0.0 KiB/call, no leak above 128 B/call in 300 calls, 13.5 µs/call"
+    assert textwrap.wrap(ok, two_lines(ok)) == [
+        "ok: heap +0.0 KiB/call, no leak above", "128 B/call in 300 calls, 13.5 µs/call"]
+    assert two_lines("first bad: multidict-6.5.1 (last good: multidict-6.4.4)") == 28
+    # where only a column far wider would keep them together: the narrowest
+    words = "a" * 10 + " 2.5 µs" + "c" * 25 + " d"
+    assert two_lines(words) == 29 and textwrap.wrap(words, 29)[0].endswith("2.5")
