@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
 from harness.app.progress import printer as printer  # re-exported for the commands
+from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -89,7 +90,7 @@ def build_parser(command: str | None = None, *, listed: bool = False) -> argpars
     from harness import __version__
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=FittedHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")

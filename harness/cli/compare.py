@@ -13,6 +13,7 @@ import yaml
 from harness.answers.hostcompare import compare_hosts, compare_images
 from harness.cli import answer, options
 from harness.cli.fitcompare import compare_fits, fit_rows, param_of
+from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import unchecked_note
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width
@@ -48,7 +49,7 @@ exit codes:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="join two results directories and show differences",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       formatter_class=FittedHelpFormatter,
                        epilog=COMPARE_EPILOG)
     p.add_argument("a", type=Path, help="results directory (reports/<name>/<timestamp>)")
     p.add_argument("b", type=Path, nargs="?",

@@ -12,6 +12,7 @@ from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.answers.explain import pairs
 from harness.app.sweep import exit_code as report_exit
 from harness.cli import answer, interruptible, options, printer
+from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run
 from harness.errors import (
     EXIT_ENVIRONMENT,
@@ -71,7 +72,7 @@ since the matrix changed: the fix line runs them again), 130 interrupted
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "culprit", help="which package change made the first bad image bad, proved both ways",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+        formatter_class=FittedHelpFormatter, epilog=EPILOG)
     p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
     p.add_argument("row", nargs="?", help="only this row, e.g. cpu.multidict_pop (default: "
                                           "each row with a first bad image)")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.answers.explain import pairs
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.culprit import cells_of, current_pairs
+from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 from harness.orchestrator import prefetch_analysis
@@ -45,7 +46,7 @@ cannot be reached), 4 a probe was untestable, 130 interrupted
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("day", help="the day a dated (`as_of:`) row went bad, and what "
                                    "changed that day", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=FittedHelpFormatter)
     p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
     p.add_argument("row", nargs="?", help="only this row, e.g. cpu.multidict_pop (default: "
                                           "each dated row that went bad after a good day)")

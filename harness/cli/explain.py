@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.answers.explain import pairs, unpaired
 from harness.cli import answer, interruptible, options, printer, without_out
+from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError, StoreError
 from harness.orchestrator import Sweep
@@ -49,7 +50,7 @@ them again), 130 interrupted
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "explain", help="where the first bad cell leaks or slows, against the last good one",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+        formatter_class=FittedHelpFormatter, epilog=EPILOG)
     p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
     p.add_argument("cell", nargs="?", help="only this cell (default: each row's first bad)")
     p.add_argument("--matrix", type=Path,

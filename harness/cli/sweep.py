@@ -19,6 +19,7 @@ from harness.app.sweep import (
     sweep_and_report,
 )
 from harness.cli import answer, between, options, printer
+from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
 
@@ -55,7 +56,7 @@ exit codes:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "sweep", help="run a matrix of images x GPUs x scenarios",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG)
+        formatter_class=FittedHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, nargs="?",
                    help="matrix YAML file (with --between: optional, its scenarios)")
     options.add(p, "width")

@@ -68,8 +68,10 @@ class Ctx:
 
     def mapping(self, value: Any, path: PathKey, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
+            one = len(allowed) == 1 and path and isinstance(value, (str, int, float))
             raise self.fail(path, f"expected a mapping, got {kind_of(value)}",
                             f"a matrix file is a mapping of keys: {STARTER}" if not path
+                            else f"write {path[-1]}: {{{allowed[0]}: {value}}}" if one
                             else f"give `KEY: VALUE` lines here, keys from: "
                                  f"{', '.join(allowed)}")
         for key in value:
@@ -173,6 +175,10 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
         pip = [pip]
     if not isinstance(pip, list) or not all(isinstance(p, str) and p.strip() for p in pip):
         raise ctx.fail((*path, "pip"), "pip must be a list of requirement strings")
+    if (typo := lockfile.mistyped(pip)) is not None:     # (index, pin, operator, as meant)
+        raise ctx.fail((*path, "pip", typo[0]) if isinstance(item.get("pip"), list) else (
+            *path, "pip"), f"{typo[1]!r}: {typo[2]!r} is not a version comparison (pip would "
+            "refuse it when the venv is built)", f"write {typo[3]}")
     python = item.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ctx.fail((*path, "python"), "python must be an interpreter name or path")

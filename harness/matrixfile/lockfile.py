@@ -42,6 +42,22 @@ class LockError(InputError):
         super().__init__(f"{file}: {problem}" + (f"\n  fix: {fix}" if fix else ""))
 
 
+# A pin whose operator is mistyped (`pkg=1.0`, `pkg=>1.0`, `pkg=<1.0`, `pkg<>1.0`): a
+# matrix mistake at the file's line, not an image the resolver "cannot install" (exit 3).
+_MISTYPED = re.compile(rf"^(?P<name>{_NAME}(?:\[[^\]]*\])?)\s*(?P<op>=>|=<|<>|=(?![=<>~]))"
+                       r"\s*(?P<version>[0-9][^\s,;]*)$")
+_MEANT = {"=": "==", "=>": ">=", "=<": "<=", "<>": "!="}
+
+
+def mistyped(pins: list[str]) -> tuple[int, str, str, str] | None:
+    """The first pin written `pkg=1.0` or its like: (its index, the pin, the mistyped
+    operator, the pin as meant); else None."""
+    for at, pin in enumerate(pins):
+        if (found := _MISTYPED.match(pin.strip())) is not None:
+            return at, pin, found["op"], f"{found['name']}{_MEANT[found['op']]}{found['version']}"
+    return None
+
+
 def normal(name: str) -> str:
     """A project name compared as PEP 503 says: `PyYAML`, `pyyaml` -> `pyyaml`."""
     return re.sub(r"[-_.]+", "-", name).lower()

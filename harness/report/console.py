@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import textwrap
 from typing import TextIO
 
@@ -200,16 +202,27 @@ class ConsoleReporter(Reporter):
             console.print(table)
             return False
         # Too many images: images down, rows across (with the answers below), where each
-        # row's column can hold its cells' words in two lines.
+        # row's column holds its cells' words on one line where the width has room for
+        # that, else in two lines.
         rows = [r[0] for r in body]
         image_w = max((len(i) for i in images), default=5)
         # Half of each cell's words is the least its column can be: where even that does
         # not fit, the grid, without working out each column's width.
         least = [max(len(name), *((len(r[1 + i]) + 1) // 2 for i in range(len(images))))
                  for name, r in zip(rows, body, strict=True)]
-        need = least if image_w + sum(w + 3 for w in least) > width else [
-            max(len(name), *(two_lines(r[1 + i]) for i in range(len(images))))
-            for name, r in zip(rows, body, strict=True)]
+        whole = [max(len(name), *(len(r[1 + i]) for i in range(len(images))))
+                 for name, r in zip(rows, body, strict=True)]
+        if image_w + sum(w + 3 for w in whole) <= width:
+            need = whole
+        elif image_w + sum(w + 3 for w in least) > width:
+            need = least
+        else:    # a figure beside its unit where the width has room for that too
+            for keep in (True, False):
+                need = [max(len(name), *(two_lines(r[1 + i], keep)
+                                         for i in range(len(images))))
+                        for name, r in zip(rows, body, strict=True)]
+                if image_w + sum(w + 3 for w in need) <= width:
+                    break
         if image_w + sum(w + 3 for w in need) > width:
             grid = Grid(images, self.report.rows, self.report.results, width, colour)
             out.write("".join(f"{line}\n" for line in [*grid.lines(), "", *grid.legend()]))
@@ -234,13 +247,24 @@ def _repeated(rows: list[RowAnswer]) -> bool:
     return len(set(seen)) < len(seen)
 
 
-def two_lines(text: str) -> int:
-    """The narrowest column that holds `text` in two lines, broken between words."""
+def two_lines(text: str, keep_units: bool = True) -> int:
+    """The narrowest column that holds `text` in two lines, broken between words and
+    (`keep_units`) not between a figure and its unit ("15.9" / "µs/call") where up to
+    `KEEP_UNIT` columns wider keeps them together."""
     longest = max((len(w) for w in text.split()), default=0)
-    for w in range(max(longest, (len(text) + 1) // 2), len(text) + 1):
-        if len(textwrap.wrap(text, w)) <= 2:
+    narrowest = next((w for w in range(max(longest, (len(text) + 1) // 2), len(text) + 1)
+                      if len(textwrap.wrap(text, w)) <= 2), len(text))
+    for w in range(narrowest, min(narrowest + (KEEP_UNIT if keep_units else 0), len(text)) + 1):
+        lines = textwrap.wrap(text, w)
+        if not any(FIGURE_END.search(a) and UNIT_START.match(b)
+                   for a, b in itertools.pairwise(lines)):
             return w
-    return len(text)
+    return narrowest
+
+
+KEEP_UNIT = 12
+FIGURE_END = re.compile(r"(?:^|\s)[-+]?\d[\d.,]*x?$")     # "... 15.9", "... +0.0"
+UNIT_START = re.compile(r"[^\W\d]")                      # "µs/call, ...", "KiB/call"
 
 
 MIN_COLUMN = 16

@@ -57,14 +57,20 @@ class CellView:
         return kind(self.verdict).css
 
 
+def unsaid(numbers: str, reason: str) -> str:
+    """The card's figures less the clauses its reason already says: "no leak above 128
+    B/call in 300 calls" was printed in the reason and again in the brackets."""
+    return ", ".join(part for part in numbers.split(", ") if part not in reason)
+
+
 def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
               scales: RowScales | None = None, baseline: tuple[str, Series] | None = None
               ) -> CellView:
     res = report.results[cid]
     err = res.end.error
     view = CellView(cid, res.image.label, res.verdict, res.reason,
-                    report.numbers_of(cid), role, traceback=err.traceback if err else "",
-                    problems=list(res.problems))
+                    unsaid(report.numbers_of(cid), res.reason), role,
+                    traceback=err.traceback if err else "", problems=list(res.problems))
     view.where = report.where_lines(cid)
     if view.where:
         ex = report.explained[cid]
@@ -231,7 +237,8 @@ class HtmlReporter(Reporter):
                                   kind_css=kind_css(), bad=len(r.bad_cells),
                                   meta=meta_items(r.meta), fold_after=8,
                                   split_diff=split_diff, every_cell=self.every_cell,
-                                  groups=groups(grid), leads=leads(grid)))
+                                  groups=groups(grid), leads=leads(grid),
+                                  sections=bad_rows_first(grid)))
 
     def _views(self, rows: list[RowAnswer], only: set[str] | None = None
                ) -> dict[str, CellView]:
@@ -354,3 +361,14 @@ def _stale(cell_dir: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+def bad_rows_first(grid: Grid) -> Grid:
+    """The rows' sections below the table: those with a bad cell first (each row's
+    first bad, then the rows bad throughout), then the clean ones, each in table order;
+    a clean row's plots above the bad rows pushed the answer off the first screen."""
+    def bad(row: RowAnswer, tiles: list[Tile]) -> bool:
+        return bool(row.first_bad or row.scenario_error) or any(
+            t.verdict in LOOKS and LOOKS[t.verdict].css == "bad" for t in tiles)
+
+    return ([g for g in grid if bad(g[0], g[1])] + [g for g in grid if not bad(g[0], g[1])])

@@ -151,6 +151,9 @@ class LiveProgress:
                 self.images[cell.id] = (cell.image.ref, cell.image.label)
                 self.live.update(self._view())
             elif event == "done" and cell.id in self.tasks:
+                # a cell done before a poll saw its first sample (a run under the
+                # poll's interval) still ends its image's preparing line
+                self._prepared(cell.id, time.monotonic())
                 task, _ = self.tasks.pop(cell.id)
                 for kept in (self.budgets, self.measuring, self.totals):
                     kept.pop(cell.id, None)

@@ -62,7 +62,11 @@ class MarkdownReporter(Reporter):
                 out.write(f"\n**Culprit** (`harness culprit`): {md(culprit[0])}\n\n")
                 for text in culprit[1:]:
                     out.write(f"- {md(text)}\n")
-            for _, _, cid in row.cells:
+            # the first bad's sites first: what a reader came for, its last good below
+            ids = [cid for _, _, cid in row.cells]
+            first = [cid for cid in ids if cid in r.explained
+                     and r.explained[cid].role == "first bad"]
+            for cid in first + [cid for cid in ids if cid not in first]:
                 found = r.where_lines(cid)
                 if found:
                     ex = r.explained[cid]

@@ -188,8 +188,12 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
     wanted = " or ".join(kinds)
     where = f"{flag} {root}" if flag else str(root)
     if kind is None:
+        inside = newest(root, kinds) if root.is_dir() else None
+        fix = (f"\n  fix: pass one of the runs it holds, the newest: {inside}"
+               if inside is not None else "")
         raise InputError(f"{where}: not a results directory (no plan.json or cells/ here); "
-                         f"{command} reads a {wanted} directory (reports/<name>/<timestamp>)")
+                         f"{command} reads a {wanted} directory (reports/<name>/<timestamp>)"
+                         f"{fix}")
     if kind not in kinds:
         raise InputError(f"{where}: a {kind} directory, which {command} does not read (it "
                          f"reads a {wanted} directory); read it with {READ_BY[kind]}")

@@ -130,3 +130,45 @@ def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path, tool: 
     assert "Traceback" not in err
     assert list(venvs.glob("*.tmp*")) == []
     assert list(venvs.glob("*/bin/python")) == []        # and no half venv passes for one
+
+
+@pytest.mark.parametrize("command", [[], ["sweep"], ["compare"], ["culprit"], ["explain"],
+                                     ["day"]])
+def test_help_fits_an_80_column_terminal_and_keeps_every_word(
+        command: list[str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 63's new-user pass: `harness --help` on an 80-column terminal printed its
+    examples up to 95 columns as written ("re-render the newest run's repo" / "rts" as
+    the terminal broke it), and sweep's, compare's, culprit's, explain's and day's
+    epilogs too; each is fitted to the width, its examples' words in their column, and
+    as written where the terminal is wide."""
+    def helped(columns: int) -> str:
+        monkeypatch.setenv("COLUMNS", str(columns))
+        assert main([*command, "--help"]) == 0
+        return capsys.readouterr().out
+
+    narrow, wide = helped(80), helped(300)
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    assert narrow.split() == wide.split()
+    if not command:
+        assert "  harness report reports/multidict-pop           re-render the newest " \
+               "run's reports\n" in wide
+        assert "  harness report reports/multidict-pop           re-render the newest " \
+               "run's\n" + " " * 49 + "reports\n" in narrow
+    if command == ["sweep"]:
+        assert "  130 interrupted: Ctrl-C, or stdout/stderr closed while cells run " \
+               "(finished\n      cells are kept; --resume continues)\n" in narrow
+
+
+def test_fitted_help_puts_a_description_under_a_command_too_long_for_its_column() -> None:
+    from harness.cli.helptext import fit_lines
+
+    text = ("examples:\n  harness culprit reports/culprit-demo/20261123-080000      every "
+            "row's first bad image\n  harness culprit DIR ROW                                  "
+            " one row\n")
+    assert fit_lines(text, 78) == [
+        "examples:",
+        "  harness culprit reports/culprit-demo/20261123-080000",
+        "      every row's first bad image",
+        "  harness culprit DIR ROW                                   one row"]
+    assert fit_lines(text, 200) == text.splitlines()

@@ -119,6 +119,9 @@ def test_the_bad_cells_leaking_line_is_named_per_call_and_absent_in_the_good_one
 def test_the_reports_show_where(explained: Path) -> None:
     md = (explained / "report.md").read_text()
     assert "**Where** (bad.cpu.leaky, first bad" in md and f"leaky.py:{ALLOC_LINE}" in md
+    # issue 63's new-user pass: the last good's "no site grew" came first (image order)
+    assert md.index("**Where** (bad.cpu.leaky, first bad") < md.index(
+        "**Where** (good.cpu.leaky, last good"), md
     html = (explained / "report.html").read_text()
     assert 'class="where"' in html and f"leaky.py:{ALLOC_LINE}" in html
     assert main(["report", str(explained), "--issue", "cpu.leaky"]) == 0

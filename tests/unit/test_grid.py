@@ -309,3 +309,40 @@ def test_a_large_run_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, col
     assert "(46 rows): 20.01-22.02 ·x26, [22.03 L16], 22.04-23.04 L16x13" in said, text
     assert "[22.07 S1.5]" in said and any(line.startswith("legend:") for line in drawn)
     assert len(drawn) <= 2 * 40 + 20, text       # the pty is 40 lines high
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_images_down_a_cell_is_one_line_where_the_width_has_room(width: int) -> None:
+    """Issue 63's new-user pass: the README's demo at COLUMNS=100 (images down, one row)
+    broke each cell in two ("15.9" / "µs/call") in a 56-column table, with room for
+    every cell on one line; the column is as wide as its longest cell where the width
+    has room, and two lines only where it has not."""
+    lines = shown(big_report(["cpu.pop"], 28), width)
+    assert max(len(line) for line in lines) <= width
+    bad = [line for line in lines if line.startswith("22.03 ")]
+    assert len(bad) == 1
+    assert bad[0].split(None, 1)[1].rstrip() == "leak: heap +16.0 KiB/call, 1 ms/call"
+    assert not any(line.strip().startswith("KiB/call") for line in lines)
+    narrow = shown(big_report(["cpu.pop"], 28), 30)    # no room: two lines
+    assert max(len(line) for line in narrow) <= 30
+    assert any(line.strip() == "KiB/call, 1 ms/call" for line in narrow), narrow
+
+
+def test_two_lines_never_part_a_figure_from_its_unit() -> None:
+    """Issue 63's new-user pass: at 80 columns the demo's leak cells read "leak: heap
+    +5.8 KiB/call, 15.9" / "µs/call, peak RSS 1.11x baseline"; the column is one wider
+    and "15.9 µs/call," stays on one line (up to 12 columns wider; else the narrowest)."""
+    import textwrap
+
+    from harness.report.console import two_lines
+
+    leak = "leak: heap +5.8 KiB/call, 15.9 µs/call, peak RSS 1.11x baseline"
+    assert textwrap.wrap(leak, two_lines(leak)) == [
+        "leak: heap +5.8 KiB/call, 15.9 µs/call,", "peak RSS 1.11x baseline"]
+    ok = "ok: heap +0.0 KiB/call, no leak above 128 B/call in 300 calls, 13.5 µs/call"
+    assert textwrap.wrap(ok, two_lines(ok)) == [
+        "ok: heap +0.0 KiB/call, no leak above", "128 B/call in 300 calls, 13.5 µs/call"]
+    assert two_lines("first bad: multidict-6.5.1 (last good: multidict-6.4.4)") == 28
+    # where only a column far wider would keep them together: the narrowest
+    words = "a" * 10 + " 2.5 µs" + "c" * 25 + " d"
+    assert two_lines(words) == 29 and textwrap.wrap(words, 29)[0].endswith("2.5")

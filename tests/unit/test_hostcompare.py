@@ -142,10 +142,16 @@ def test_cli_compare_images(hosts: tuple[Path, Path], capsys: pytest.CaptureFixt
     (["{a}", "{empty}"], "B {empty}: not a results directory"),
     (["{a}", "--image", "20.12"], "--image given 1 time(s)"),
     (["{a}", "--image", "20.12", "--image", "99.99"], "--image 99.99: no such image"),
+    # issue 63's new-user pass: reports/<name> (as report and explain take it) said
+    # "not a results directory" with no fix; it names the newest run it holds
+    (["{runs}", "{a}"], "A {runs}: not a results directory (no plan.json or cells/ here); "
+                        "harness compare reads a sweep or reanalyzed directory "
+                        "(reports/<name>/<timestamp>)\n"
+                        "  fix: pass one of the runs it holds, the newest: {a}\n"),
 ])
 def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: list[str],
                                message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    names = {"a": str(hosts[0]), "empty": str(tmp_path)}
+    names = {"a": str(hosts[0]), "empty": str(tmp_path), "runs": str(hosts[0].parent)}
     assert main(["compare", *(x.format(**names) for x in argv)]) == 2
     err = capsys.readouterr().err
     assert message.format(**names) in err

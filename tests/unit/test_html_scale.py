@@ -181,3 +181,64 @@ def test_a_trend_of_many_images_names_only_its_first_bad_on_hover() -> None:
     assert sum(d.count("h0") for d, _ in dots) == 99 and len({c for _, c in dots}) == 2
     few = str(chart("t", labels[:TITLED], points[:TITLED], None, str))
     assert few.count("<title>") == TITLED and 'class="dots"' not in few
+
+
+def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
+    """Issue 63's new-user pass: report.html of a clean row (growth a few bytes either
+    side of 0) labelled its memory axis "+0.00 KiB" at the top and at the bottom; below
+    1 KiB a growth is said in bytes, a leak's still in KiB."""
+    from harness.report.trend import Point, chart, growth_label, growth_labels
+
+    labels = ["a", "b", "c"]
+    clean = [Point(v / 1024, (v - 2) / 1024, (v + 2) / 1024, "ok") for v in (0.1, 0.4, 0.3)]
+    svg = str(chart("memory", labels, clean, None, growth_label))
+    axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
+    assert axis == ["+2.4 B", "-1.9 B"], axis
+    assert growth_label(5.85) == "+5.85 KiB" and growth_label(-0.5) == "-512.0 B"
+    # a row leaking 2.09 KiB/call in every image read "+2.09 KiB" at both ends
+    leaks = [Point(v, v - 0.003, v + 0.003, "leak") for v in (2.0891, 2.0903, 2.0899)]
+    svg = str(chart("memory", labels, leaks, 0, growth_labels(leaks)))
+    axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
+    assert axis == ["+2.093 KiB", "+2.086 KiB"], axis
+
+
+def test_the_bad_rows_sections_come_before_the_clean_ones(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: below the table, report.html showed each row's section
+    in row order; a clean row named first (`cpu.clean`) put its plots and three cards
+    above the leaking rows'. Rows with a bad cell come first, the clean ones after,
+    each group in table order (the table and heatmap keep row order)."""
+    from harness.report.model import Report
+
+    run = sweepkit.swept(tmp_path, ["v1", "v2"], lambda c: Behaviour(leak_per_iter=16384)
+                         if c.image.label == "v2" and c.scenario.id != "aclean"
+                         else Behaviour(),
+                         [{"script": "loop.py", "id": "aclean"},
+                          {"script": "loop.py", "id": "mleak"},
+                          {"script": "loop.py", "id": "zleak"}], report=True)
+    report = Report.from_results("order", run.results, {}, root=run.root)
+    out = io.StringIO()
+    HtmlReporter.from_results(report).render(out)
+    page = out.getvalue()
+    sections = re.findall(r'<section class="row" id="row-([^"]+)">', page)
+    assert sections == ["gpu0.mleak", "gpu0.zleak", "gpu0.aclean"], sections
+    heat = page[page.index('<table class="heat">'):]
+    assert heat.index("gpu0.aclean") < heat.index("gpu0.mleak")    # the table: row order
+
+
+def test_a_cards_figures_do_not_repeat_what_its_reason_says(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: an ok card read "memory stable, no slowdown; no leak
+    above 128 B/call in 300 calls (heap +0.0 KiB/call, no leak above 128 B/call in 300
+    calls, 4.11 µs/call)"; the brackets keep only what the reason does not say."""
+    from harness.report.html import cell_view, unsaid
+    from harness.report.model import Report
+
+    assert unsaid("heap +0.0 KiB/call, no leak above 128 B/call in 300 calls, 4.11 µs/call",
+                  "memory stable, no slowdown; no leak above 128 B/call in 300 calls"
+                  ) == "heap +0.0 KiB/call, 4.11 µs/call"
+    run = sweepkit.swept(tmp_path, ["v1"], None)
+    report = Report.from_results("cards", run.results, {}, root=run.root)
+    [cid] = report.results
+    view = cell_view(report, cid, "")
+    words = [w.strip() for w in view.numbers.split(", ")]
+    assert words and not any(w in view.reason for w in words), (view.reason, view.numbers)
+    assert report.numbers_of(cid).count("no leak above") == 1       # the table keeps it

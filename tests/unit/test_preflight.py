@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.answers.search import answer_rows
-from harness.cli import main
 from harness.app.sweep import exit_code
+from harness.cli import main
 from harness.report import Report
 from tests.resultkit import as_results
 

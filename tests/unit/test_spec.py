@@ -481,3 +481,50 @@ def test_rounds_setting_defaults_to_three_and_is_validated(tmp_path: Path) -> No
     assert "rounds" in str(err) and "must be an integer >= 0" in str(err)
     err = spec_error(tmp_path, GOOD.replace("sample_every: 5", "sample_every: 5, rounds: two"))
     assert "rounds" in str(err)
+
+
+@pytest.mark.parametrize(("pin", "meant"), [
+    ("multidict=6.5.1", "multidict==6.5.1"), ("multidict=>6.4", "multidict>=6.4"),
+    ("numpy[extra] =< 2", "numpy[extra]<=2"), ("ujson<>5.12.0", "ujson!=5.12.0")])
+def test_a_mistyped_pin_is_a_matrix_mistake_at_its_line(tmp_path: Path, pin: str,
+                                                        meant: str) -> None:
+    """Issue 63's new-user pass: `pip: ['multidict=>6.4']` exited 3 ("environment
+    unavailable": uv pip cannot install it) after the venvs of the other images were
+    built; a mistyped operator is the file's mistake, exit 2 at its line with the pin
+    as meant."""
+    err = spec_error(tmp_path, f"""
+        name: pins
+        runtime: local
+        matrix:
+          image:
+            - {{name: a, pip: [multidict==6.4.4]}}
+            - name: b
+              pip:
+                - numpy
+                - "{pin}"
+          scenario: [rfft_loop.py]
+        """)
+    check(err, "matrix.image[1].pip[1]", 9, f"write {meant}", problem="is not a version "
+          "comparison")
+
+
+@pytest.mark.parametrize("pin", ["multidict==6.4.4", "pkg===1.0", "pkg>=1,<2", "pkg~=1.4",
+                                 "./local/dir", "pkg!=1.0", "pkg[x]==2",
+                                 "pkg==1.0; python_version<'3.12'"])
+def test_well_formed_pins_are_not_called_mistyped(tmp_path: Path, pin: str) -> None:
+    matrix = load(tmp_path, f"""
+        name: pins
+        runtime: local
+        matrix:
+          image: [{{name: a, pip: ["{pin}"]}}]
+          scenario: [rfft_loop.py]
+        """)
+    assert matrix.cells[0].image.pip == (pin,)
+
+
+def test_a_baseline_written_as_its_image_says_the_mapping_to_write(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: `baseline: 20.12` said "give `KEY: VALUE` lines here,
+    keys from: image"; the one mapping it can mean is the fix."""
+    err = spec_error(tmp_path, GOOD + "baseline: nvcr.io/nvidia/tensorflow:20.12-tf1-py3\n")
+    check(err, "baseline", 10, "write baseline: {image: nvcr.io/nvidia/tensorflow:"
+          "20.12-tf1-py3}", problem="expected a mapping, got str")

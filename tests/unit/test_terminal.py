@@ -292,3 +292,32 @@ def test_the_first_progress_line_wraps_between_words(tmp_path: Path, cols: int) 
         joined += ("" if joined.endswith("/") else " ") + line
     assert joined == f"harness: 1 cell, runtime local, results in {run}", lines
     assert all(len(line) < cols for line in lines), lines
+
+
+def test_a_cell_done_before_any_poll_saw_it_ends_its_venv_line(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: in the README's demo at 80 columns, a cell that ran in
+    0.6 s between two polls left "multidict-6.5.1: cached venv ..." under the finished
+    lines through all of the next cell's confirmation rounds; its image's line goes
+    when the cell is done, as when a poll sees its first sample."""
+    import io
+
+    from rich.console import Console
+
+    from harness.report.live import LiveProgress
+    from tests.unit.test_orchestrator import make_matrix
+
+    matrix = make_matrix(tmp_path, images="v1")
+    [cell] = matrix.cells
+    out = io.StringIO()
+    live = LiveProgress(lambda cid: tmp_path / "none.jsonl",
+                        Console(file=out, force_terminal=True, width=80), refresh_s=60)
+    try:
+        live(f"{cell.image.label}: cached venv /venvs/0286e9ff97b22040")
+        live.cell(cell, "running", None)
+        assert list(live.preparing) == [cell.image.label]
+        live.cell(cell, "done", None)        # no poll ran: refresh_s is 60 s
+        assert live.preparing == {}
+        assert live.images == {}
+    finally:
+        live.close()
+    assert "built in" not in ANSI.sub("", out.getvalue())    # a cached venv built nothing

@@ -11,8 +11,8 @@ import docker.errors
 import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness.cli import main
 from harness.app.sweep import exit_code
+from harness.cli import main
 from harness.errors import ImageUnavailable
 from harness.matrixfile.model import ImageSpec
 from harness.report import Report, write_all
