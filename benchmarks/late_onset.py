@@ -15,11 +15,13 @@ For each case it prints:
   budget), the call its live look decided at and the cell's seconds;
 - the full run: the agent run for the whole budget with no live look, decided by the
   same table (`analysis.decision.within_run`), and the live look replayed on that run's
-  samples (`analysis.sequential.replay_live`): whether the two agree, and the seconds
-  the live look would have saved.
+  samples (`live_full.compared`: the run as the look would have stopped it, decided
+  the same way): whether the two agree, the call the look decided at, and the seconds
+  it would have saved. `--record DIR` keeps the full runs' samples (the ones
+  benchmarks/live_full.py replays are tests/data/live-full/late-onset/).
 
 Run: PYTHONPATH=. python benchmarks/late_onset.py [--budget 5] [--case NAME] [--truth]
-     [--quick]   (CI: two cases, a 2 s budget)
+     [--record DIR] [--quick]   (CI: two cases, a 2 s budget)
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from live_full import Compared, compared, read_run, sanitized  # noqa: E402
+
+from harness.matrixfile.model import BUDGET_MIN_CALLS  # noqa: E402
 
 SCENARIO = '''
 import time
@@ -122,17 +129,10 @@ def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, obj
     return {n: cells[f"py.cpu.{n}"] for n in names}
 
 
-def full_run(tmp: Path, budget: float, name: str) -> tuple[str, str, int, float, float]:
-    """The agent for the whole budget (no live look), decided by the table; the live
-    look replayed on it: (full verdict, live verdict or "-", calls at the live decision,
-    the measured phase's seconds, seconds at the live decision)."""
-    from harness.analysis.decision import within_run
-    from harness.analysis.sequential import replay_live
-    from harness.matrixfile.model import BUDGET_MIN_CALLS
-    from harness.protocol.ingest import read_samples
-    from harness.runtimes.base import RunOutcome
-    from harness.thresholds import AnalysisConfig
-
+def full_run(tmp: Path, budget: float, name: str, record: Path | None = None) -> Compared:
+    """The agent for the whole budget (no live look), decided by the table, and the live
+    look replayed on it (`live_full.compared`); with `record`, its samples are kept
+    there as `<name>.jsonl`."""
     out = tmp / f"{name}.jsonl"
     out.unlink(missing_ok=True)
     subprocess.run([sys.executable, str(ROOT / "harness" / "agent" / "agent.py"),
@@ -144,20 +144,10 @@ def full_run(tmp: Path, budget: float, name: str) -> tuple[str, str, int, float,
                    cwd=tmp, env={**os.environ, "PYTHONMALLOC": "malloc",
                                  "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"},
                    check=True, capture_output=True)
-    series = read_samples(out)
-    cfg = AnalysisConfig()
-    full = within_run(series, RunOutcome(exit_code=0), cfg, again=False).verdict
-    live = replay_live(cfg, series, 50, 1_000_000)
-    took = float(((series.end or {}).get("phases") or {}).get("measure", 0.0))
-    if live is None:
-        return full, "-", 0, took, took
-    measure = [s for s in series.samples if s.get("phase") == "measure"]
-    start = float(measure[0]["t"]) if measure else 0.0
-    warm = max((int(s["i"]) for s in series.samples if s.get("phase") != "measure"),
-               default=0)
-    at = next((float(s["t"]) - start for s in measure if int(s["i"]) - warm >= live.iterations),
-              took)
-    return full, "ok" if live.verdict == "stable" else live.verdict, live.iterations, took, at
+    if record is not None:
+        record.mkdir(parents=True, exist_ok=True)
+        (record / out.name).write_text(sanitized(out.read_text(), "late.py"))
+    return compared(name, read_run(out))
 
 
 def main() -> int:
@@ -166,6 +156,9 @@ def main() -> int:
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--truth", action="store_true", help="measure each case by hand first")
     p.add_argument("--quick", action="store_true", help="CI: two cases, a 2 s budget")
+    p.add_argument("--record", type=Path, metavar="DIR",
+                   help="keep each full run's samples in DIR (benchmarks/live_full.py "
+                   "replays tests/data/live-full/late-onset/)")
     args = p.parse_args()
     names = list(QUICK) if args.quick else (args.case or list(CASES))
     budget = 2.0 if args.quick else args.budget
@@ -179,7 +172,7 @@ def main() -> int:
         cells = swept(tmp, budget, names)
         print(f"harness sweep, budget {budget:g} s ({time.monotonic() - t:.1f} s):")
         print(f"{'case':18} {'kind':8} {'verdict':10} {'live at':>8} {'cell s':>7}  "
-              f"{'full run':9} {'live look':9} {'agree':5} {'saved s':>7}")
+              f"{'full run':9} {'live look':9} {'agree':5} {'at call':>7} {'saved s':>7}")
         agree = 0
         saved: list[float] = []
         for n in names:
@@ -187,13 +180,12 @@ def main() -> int:
             live = c.get("live") or {}
             at = live.get("calls_to_decision", "-") if isinstance(live, dict) else "-"
             secs = float((c.get("outcome") or {}).get("duration_s") or 0.0)
-            full, look, _, took, looked = full_run(tmp, budget, n)
-            same = look == "-" or look == full or (look == "ok" and full in ("ok", "plateau"))
-            agree += same
-            saved.append(max(took - looked, 0.0))
+            run = full_run(tmp, budget, n, args.record)
+            agree += run.agree
+            saved.append(run.saved_s)
             print(f"{n:18} {CASES[n][1]:8} {c['verdict']:10} {at!s:>8} {secs:7.1f}  "
-                  f"{full:9} {look:9} {'yes' if same else 'NO':5} {took - looked:7.1f}",
-                  flush=True)
+                  f"{run.full:9} {run.live or '-':9} {'yes' if run.agree else 'NO':5} "
+                  f"{run.calls or '-':>7} {run.saved_s:7.1f}", flush=True)
         print(f"live and full agree: {agree}/{len(names)}; seconds the live look saves, "
               f"median {sorted(saved)[len(saved) // 2]:.1f}, total {sum(saved):.1f}")
     return 0

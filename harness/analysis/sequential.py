@@ -4,14 +4,15 @@ The host feeds the agent's records to a `LiveDecider` as they arrive; at each lo
 reading from `min_iterations` measured calls on, then every hundredth of the readings
 read) it asks `memory.memory_reading`, the same function the post-run verdict and
 `--reanalyze` ask, of the samples read so far. Where that reading is `ok` with every
-needed source's slope interval below `ok_floor_bytes` (16 B/call) once the run has
-measured `live_ok_share` (half) of its time budget (what it has not reached it has not
-seen: growth that starts later reads flat until then), or a leak already past
-`leak_large_bytes` (growth that matters whatever it is), it returns a `LiveDecision`
-and the host creates the agent's control file, so the agent stops measuring and still
-writes its end record. A smaller leak never stops a run: steady growth over a few hundred
-calls is what a cache filling looks like, and the rest of
-the run's time budget is what can show it level off (issue 49), so the run goes on to
+needed source's slope interval, over the samples so far and over their late third,
+below `ok_floor_bytes` (16 B/call) once the run has measured `live_ok_share` (0.8) of
+its time budget (what it has not reached it has not seen: growth that starts later
+reads flat until then, and a full run reads a leak where it started before 0.71 of
+it), or a leak already past `leak_large_bytes` (growth that matters whatever it is),
+it returns a `LiveDecision` and the host creates the agent's control file, so the agent
+stops measuring and still writes its end record. A smaller leak never stops a run:
+steady growth over a few hundred calls is what a cache filling looks like, and the rest
+of the run's time budget is what can show it level off (issue 49), so the run goes on to
 its budget and the verdict is read from all of it.
 `watch_file` is that loop: it tails the file through `protocol.ingest.SeriesReader`, the
 one reader of agent lines, and reads on to the end, so the cell's samples are parsed
@@ -255,22 +256,25 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     """Whether a reading settles a cell live: the first rule of the table's
     `runrules.LIVE_RULES` that fires on it (a leak already past `leak_large_bytes`; an
     `ok` whose every needed source, `STABLE_NEEDS` where read, else USS and RSS,
-    `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval below
-    `ok_floor_bytes`, once the run has measured `live_ok_share` of its budget, and its
-    steps have not risen). `measured`: the share of its budget the run has measured;
-    `rose`: whether its step times so far rose. None: the cell runs on."""
+    `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval, over the
+    run so far and over its late third, below `ok_floor_bytes`, once the run has
+    measured `live_ok_share` of its budget, and its steps have not risen). `measured`:
+    the share of its budget the run has measured; `rose`: whether its step times so far
+    rose. None: the cell runs on."""
     mem = reading.memory
     leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
     grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
-    f = cfg.ok_floor_bytes      # a certain `ok` is under this floor, not the leak rule's
     needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
-    stable = reading.kind == "ok" and bool(needs) and all(
-        mem[s].slope_hi < f for s in needs) and not any(
-        s not in mem or mem[s].kind == "insufficient" or mem[s].slope_hi >= f
-        for s in WORKER_NEEDS if s in mem or s in seen)
+    needs += [s for s in WORKER_NEEDS if s in mem or s in seen]
+    flat = reading.kind == "ok" and bool(needs) and all(
+        s in mem and mem[s].kind != "insufficient" for s in needs)
+    # The late third too: growth that started a little before this look holds too few
+    # of the readings so far to move the whole run's slope.
+    upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs if s in mem),
+                default=math.inf)
     rule, _ = live_rule(LiveEvidence(leak, grown, cfg.leak_large_bytes,
-                                     needs[0] if stable else "", measured,
-                                     cfg.live_ok_share, rose))
+                                     needs[0] if flat else "", upper, cfg.ok_floor_bytes,
+                                     measured, cfg.live_ok_share, rose))
     if rule.says == STOP_LEAK:
         t = mem[CARRIERS[leak][0]]
         why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "
@@ -282,10 +286,12 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
         return None
     t = mem[needs[0]]
     said = reading.missed_said
-    why = (f"{needs[0]} slope <= {t.slope_hi:.0f} B/call < per-call floor {f:.0f}"
+    why = (f"{needs[0]} slope <= {t.slope_hi:.0f} B/call (late third <= "
+           f"{t.late_hi:.0f}) < per-call floor {cfg.ok_floor_bytes:.0f}"
            + (f"; {said}" if said else ""))
-    return LiveDecision("stable", needs[0], reading.calls, why, f, t.slope_lo, t.slope_hi,
-                        t.slope, t.end - t.start, t.n, cfg.alpha, rule=rule.id)
+    return LiveDecision("stable", needs[0], reading.calls, why, cfg.ok_floor_bytes,
+                        t.slope_lo, t.slope_hi, t.slope, t.end - t.start, t.n, cfg.alpha,
+                        rule=rule.id)
 
 
 @dataclass(frozen=True, slots=True)
