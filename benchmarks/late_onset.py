@@ -18,10 +18,12 @@ For each case it prints:
   samples (`live_full.compared`: the run as the look would have stopped it, decided
   the same way): whether the two agree, the call the look decided at, and the seconds
   it would have saved. `--record DIR` keeps the full runs' samples (the ones
-  benchmarks/live_full.py replays are tests/data/live-full/late-onset/).
+  benchmarks/live_full.py replays are tests/data/live-full/late-onset/). `--onsets`:
+  full runs only, of leaks of 0.5-8 KiB a call starting at 40-90 % of the budget, each
+  with the live look replayed (where the look may stop, and what it then misses).
 
 Run: PYTHONPATH=. python benchmarks/late_onset.py [--budget 5] [--case NAME] [--truth]
-     [--record DIR] [--quick]   (CI: two cases, a 2 s budget)
+     [--record DIR] [--onsets] [--quick]   (CI: two cases, a 2 s budget)
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from live_full import Compared, compared, read_run, sanitized  # noqa: E402
+from live_full import Compared, compared, read_run, sanitized, table  # noqa: E402
 
 from harness.matrixfile.model import BUDGET_MIN_CALLS  # noqa: E402
 
@@ -74,6 +76,9 @@ CASES: dict[str, tuple[dict[str, object], str]] = {
     "early_cache": ({"onset_s": 0.0, "rate": 1024, "stop_s": 1.0}, "control"),
 }
 QUICK = ("late_leak_30pct", "flat")
+# `--onsets`: leaks of these bytes a call, from these shares of the budget (full runs)
+RATES = (512, 1024, 2048, 8192)
+ONSETS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
 def params_for(name: str, budget: float) -> dict[str, object]:
@@ -129,15 +134,17 @@ def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, obj
     return {n: cells[f"py.cpu.{n}"] for n in names}
 
 
-def full_run(tmp: Path, budget: float, name: str, record: Path | None = None) -> Compared:
+def full_run(tmp: Path, budget: float, name: str, params: dict[str, object],
+             record: Path | None = None) -> Compared:
     """The agent for the whole budget (no live look), decided by the table, and the live
     look replayed on it (`live_full.compared`); with `record`, its samples are kept
     there as `<name>.jsonl`."""
+    (tmp / "late.py").write_text(SCENARIO)
     out = tmp / f"{name}.jsonl"
     out.unlink(missing_ok=True)
     subprocess.run([sys.executable, str(ROOT / "harness" / "agent" / "agent.py"),
                     "--scenario", str(tmp / "late.py"), "--params",
-                    json.dumps(params_for(name, budget)), "--iterations", "1000000",
+                    json.dumps(params), "--iterations", "1000000",
                     "--warmup", "200",
                     "--out", str(out), "--quiet", "--no-gpu", "--budget", f"{budget:g}",
                     "--budget-min", str(BUDGET_MIN_CALLS), "--max-overhead", "0.05"],
@@ -156,6 +163,8 @@ def main() -> int:
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--truth", action="store_true", help="measure each case by hand first")
     p.add_argument("--quick", action="store_true", help="CI: two cases, a 2 s budget")
+    p.add_argument("--onsets", action="store_true",
+                   help="full runs only: leaks of each of RATES a call from each of ONSETS")
     p.add_argument("--record", type=Path, metavar="DIR",
                    help="keep each full run's samples in DIR (benchmarks/live_full.py "
                    "replays tests/data/live-full/late-onset/)")
@@ -164,6 +173,12 @@ def main() -> int:
     budget = 2.0 if args.quick else args.budget
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if args.onsets:
+            print(table([full_run(tmp, budget, f"rate{r}_from{round(100 * f)}pct",
+                                  {"onset_s": round(WARM + f * budget, 3), "rate": r},
+                                  args.record)
+                         for r in RATES for f in ONSETS]))
+            return 0
         if args.truth:
             for n in names:
                 print(f"truth {n}: {truth(params_for(n, budget), budget + 0.7)}",
@@ -180,7 +195,7 @@ def main() -> int:
             live = c.get("live") or {}
             at = live.get("calls_to_decision", "-") if isinstance(live, dict) else "-"
             secs = float((c.get("outcome") or {}).get("duration_s") or 0.0)
-            run = full_run(tmp, budget, n, args.record)
+            run = full_run(tmp, budget, n, params_for(n, budget), args.record)
             agree += run.agree
             saved.append(run.saved_s)
             print(f"{n:18} {CASES[n][1]:8} {c['verdict']:10} {at!s:>8} {secs:7.1f}  "

@@ -265,12 +265,12 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
     grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
     needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
-    needs += [s for s in WORKER_NEEDS if s in mem or s in seen]
+    workers = [s for s in WORKER_NEEDS if s in mem or s in seen]
     flat = reading.kind == "ok" and bool(needs) and all(
-        s in mem and mem[s].kind != "insufficient" for s in needs)
+        s in mem and mem[s].kind != "insufficient" for s in workers)
     # The late third too: growth that started a little before this look holds too few
     # of the readings so far to move the whole run's slope.
-    upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs if s in mem),
+    upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs + workers if s in mem),
                 default=math.inf)
     rule, _ = live_rule(LiveEvidence(leak, grown, cfg.leak_large_bytes,
                                      needs[0] if flat else "", upper, cfg.ok_floor_bytes,
