@@ -137,11 +137,13 @@ def full_runs(quick: bool = False, more: tuple[Path, ...] = ()
         paths += sorted((DATA / "recorded").glob("*.jsonl"))
         paths += sorted(DATA.glob("h100/**/cells/*/samples.jsonl"))
         paths += sorted(p for d in more for p in d.glob("*.jsonl*"))
+    seen: set[str] = set()
     for path in paths:
         name = str(path.relative_to(path.parents[1] if path.parent.parent == RECORDED
                                     or path.parent in more else DATA))
-        if quick and not name.startswith(QUICK):
-            continue
+        if (quick and not name.startswith(QUICK)) or name in seen:
+            continue            # a run of `more` the repository holds too: once
+        seen.add(name)
         series = read_run(path)
         end = series.end or {}
         if end.get("status") == "ok" and not end.get("stopped_early"):

@@ -38,7 +38,9 @@ class LiveEvidence:
         upper: The highest upper bound of the needed sources' slope intervals, over the
             run so far and over its late third (bytes/call).
         floor: `ok_floor_bytes`.
-        measured: The share of its time budget the run has measured (1 without one).
+        measured: The share of its run measured (`sequential.LiveDecider.share`: of its
+            time budget and the least calls a slow step's run goes on to, or of its cap;
+            1 without a budget).
         ok_share: `live_ok_share`.
         rose: Whether the step times so far rose (`stepreading.rose`), read only where
             the rule that asks it is reached (it reads every step).
@@ -68,8 +70,9 @@ LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
          ("leak_large_bytes",),
          lambda ev: ev.leak if ev.leak and ev.grown >= ev.large else None),
     Rule("live-early", RUN_ON, "memory reads flat, but the run has measured less than "
-         "`live_ok_share` of its time budget: growth that starts later reads flat until "
-         "it starts. A full run reads a leak only where growth started before 1/√2 (0.71) "
+         "`live_ok_share` of its length (its time budget, and the least calls a slow "
+         "step's run goes on to past it; or its cap): growth that starts later reads flat "
+         "until it starts. A full run reads a leak only where growth started before 1/√2 (0.71) "
          "of it: both leak rules need its whole slope, a median over pairs of readings, "
          "above zero, so half the pairs must end past the start; by 0.8, growth that "
          "started by 0.71 fills enough of the late third a look reads (`live-ok`)",

@@ -55,6 +55,7 @@ from harness.analysis.rules import CARRIERS
 from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
 from harness.analysis.stepreading import rose, step_reading
 from harness.analysis.trends import LiveDecision
+from harness.matrixfile.model import BUDGET_MIN_CALLS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
@@ -179,6 +180,8 @@ class LiveDecider:
         self.readings = 0
         self.seen: set[str] = set()     # `WORKER_NEEDS` any sample so far carried
         self.budget = 0.0               # the run's time budget (its header), 0: none
+        self.least = 0.0                # ... the calls it makes at least (`--budget-min`)
+        self.cap = 0.0                  # ... and its cap on calls (`--iterations`)
         self.started: float | None = None   # the measured phase's first sample time
         self.now = 0.0                  # the latest sample's time
         self.decision: LiveDecision | None = None
@@ -196,8 +199,11 @@ class LiveDecider:
             measured iterations), else None; later calls return None.
         """
         if record.kind == "header":
-            budget = ((record.fields or {}).get("config") or {}).get("budget")
-            self.budget = float(budget) if isinstance(budget, int | float) else 0.0
+            config = (record.fields or {}).get("config") or {}
+            self.budget, self.cap = _number(config.get("budget")), _number(config.get("iterations"))
+            # before the header said it: what harness gives every budgeted run
+            least = config.get("budget_min", min(BUDGET_MIN_CALLS, self.cap or BUDGET_MIN_CALLS))
+            self.least = _number(least)
         if self.decision is not None or record.kind != "sample":
             return None
         fields = record.fields
@@ -230,13 +236,22 @@ class LiveDecider:
         # memory at call 260, read `slowdown`, and so did its run twice as long).
         seconds = self.now - self.started if self.started is not None else 0.0
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
-                        self.seen, seconds / self.budget if self.budget > 0 else 1.0,
-                        self._rising)
+                        self.seen, self.share(seconds, k), self._rising)
         if found is None:
             return None
         self.decision = dataclasses.replace(found, iterations=k, seconds=round(seconds, 3),
                                             budget=self.budget)
         return self.decision
+
+    def share(self, seconds: float, calls: int) -> float:
+        """The share of its whole run a budgeted run has measured (1 without a budget):
+        it ends once its budget is spent and its least calls are made (a slow step's run
+        goes on past its budget to them: 300 calls of 0.17 s are 50 s of a 5 s budget),
+        or at its cap on calls."""
+        if self.budget <= 0:
+            return 1.0
+        spent = min(seconds / self.budget, calls / self.least if self.least > 0 else 1.0)
+        return max(spent, calls / self.cap if self.cap > 0 else 0.0)
 
     def _rising(self) -> bool:
         """Whether the step times so far rose, read as the verdict reads them
@@ -292,6 +307,10 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     return LiveDecision("stable", needs[0], reading.calls, why, cfg.ok_floor_bytes,
                         t.slope_lo, t.slope_hi, t.slope, t.end - t.start, t.n, cfg.alpha,
                         rule=rule.id)
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 @dataclass(frozen=True, slots=True)
