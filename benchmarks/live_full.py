@@ -16,7 +16,7 @@ The runs, read from the repository:
 
 - tests/data/live-full/late-onset/: benchmarks/late_onset.py's cases, 5 s budget
   (`late_onset.py --record DIR`);
-- tests/data/live-full/corpus/: five releases of benchmarks/corpus/'s cases, each run
+- tests/data/live-full/corpus/: six releases of benchmarks/corpus/'s cases, each run
   for the 5 s budget with the live look off (`--record-corpus [CASE ...] --into DIR`:
   `harness sweep` of the matrix benchmarks/corpus.py writes, `min_iterations` at the
   cap, no re-run); the whole corpus so recorded is a few megabytes, read with
