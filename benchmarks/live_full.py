@@ -27,8 +27,9 @@ The runs, read from the repository:
 Per run it prints the full verdict, the live one, the measured call the look decided
 at, whether they agree and the seconds the look saves; then the totals.
 
-Run: PYTHONPATH=. python benchmarks/live_full.py [--quick] [--record-corpus [CASE ...]]
-     (--quick, CI: the late-onset runs and two of the corpus's)
+Run: PYTHONPATH=. python benchmarks/live_full.py [--quick] [--runs DIR]
+     [--record-corpus [CASE ...] --into DIR]
+     (--quick, CI: the late-onset runs and two of the corpus's; a few seconds)
 """
 
 from __future__ import annotations
