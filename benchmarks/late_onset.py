@@ -15,11 +15,15 @@ For each case it prints:
   budget), the call its live look decided at and the cell's seconds;
 - the full run: the agent run for the whole budget with no live look, decided by the
   same table (`analysis.decision.within_run`), and the live look replayed on that run's
-  samples (`analysis.sequential.replay_live`): whether the two agree, and the seconds
-  the live look would have saved.
+  samples (`live_full.compared`: the run as the look would have stopped it, decided
+  the same way): whether the two agree, the call the look decided at, and the seconds
+  it would have saved. `--record DIR` keeps the full runs' samples (the ones
+  benchmarks/live_full.py replays are tests/data/live-full/late-onset/). `--onsets`:
+  full runs only, of leaks of 0.5-8 KiB a call starting at 40-90 % of the budget, each
+  with the live look replayed (where the look may stop, and what it then misses).
 
 Run: PYTHONPATH=. python benchmarks/late_onset.py [--budget 5] [--case NAME] [--truth]
-     [--quick]   (CI: two cases, a 2 s budget)
+     [--record DIR] [--onsets] [--quick]   (CI: two cases, a 2 s budget)
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from live_full import Compared, compared, read_run, sanitized, table  # noqa: E402
+
+from harness.matrixfile.model import BUDGET_MIN_CALLS  # noqa: E402
 
 SCENARIO = '''
 import time
@@ -67,6 +76,9 @@ CASES: dict[str, tuple[dict[str, object], str]] = {
     "early_cache": ({"onset_s": 0.0, "rate": 1024, "stop_s": 1.0}, "control"),
 }
 QUICK = ("late_leak_30pct", "flat")
+# `--onsets`: leaks of these bytes a call, from these shares of the budget (full runs)
+RATES = (512, 1024, 2048, 8192)
+ONSETS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
 def params_for(name: str, budget: float) -> dict[str, object]:
@@ -122,42 +134,27 @@ def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, obj
     return {n: cells[f"py.cpu.{n}"] for n in names}
 
 
-def full_run(tmp: Path, budget: float, name: str) -> tuple[str, str, int, float, float]:
-    """The agent for the whole budget (no live look), decided by the table; the live
-    look replayed on it: (full verdict, live verdict or "-", calls at the live decision,
-    the measured phase's seconds, seconds at the live decision)."""
-    from harness.analysis.decision import within_run
-    from harness.analysis.sequential import replay_live
-    from harness.matrixfile.model import BUDGET_MIN_CALLS
-    from harness.protocol.ingest import read_samples
-    from harness.runtimes.base import RunOutcome
-    from harness.thresholds import AnalysisConfig
-
+def full_run(tmp: Path, budget: float, name: str, params: dict[str, object],
+             record: Path | None = None) -> Compared:
+    """The agent for the whole budget (no live look), decided by the table, and the live
+    look replayed on it (`live_full.compared`); with `record`, its samples are kept
+    there as `<name>.jsonl`."""
+    (tmp / "late.py").write_text(SCENARIO)
     out = tmp / f"{name}.jsonl"
     out.unlink(missing_ok=True)
     subprocess.run([sys.executable, str(ROOT / "harness" / "agent" / "agent.py"),
                     "--scenario", str(tmp / "late.py"), "--params",
-                    json.dumps(params_for(name, budget)), "--iterations", "1000000",
+                    json.dumps(params), "--iterations", "1000000",
                     "--warmup", "200",
                     "--out", str(out), "--quiet", "--no-gpu", "--budget", f"{budget:g}",
                     "--budget-min", str(BUDGET_MIN_CALLS), "--max-overhead", "0.05"],
                    cwd=tmp, env={**os.environ, "PYTHONMALLOC": "malloc",
                                  "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"},
                    check=True, capture_output=True)
-    series = read_samples(out)
-    cfg = AnalysisConfig()
-    full = within_run(series, RunOutcome(exit_code=0), cfg, again=False).verdict
-    live = replay_live(cfg, series, 50, 1_000_000)
-    took = float(((series.end or {}).get("phases") or {}).get("measure", 0.0))
-    if live is None:
-        return full, "-", 0, took, took
-    measure = [s for s in series.samples if s.get("phase") == "measure"]
-    start = float(measure[0]["t"]) if measure else 0.0
-    warm = max((int(s["i"]) for s in series.samples if s.get("phase") != "measure"),
-               default=0)
-    at = next((float(s["t"]) - start for s in measure if int(s["i"]) - warm >= live.iterations),
-              took)
-    return full, "ok" if live.verdict == "stable" else live.verdict, live.iterations, took, at
+    if record is not None:
+        record.mkdir(parents=True, exist_ok=True)
+        (record / out.name).write_text(sanitized(out.read_text(), "late.py"))
+    return compared(name, read_run(out))
 
 
 def main() -> int:
@@ -166,11 +163,22 @@ def main() -> int:
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--truth", action="store_true", help="measure each case by hand first")
     p.add_argument("--quick", action="store_true", help="CI: two cases, a 2 s budget")
+    p.add_argument("--onsets", action="store_true",
+                   help="full runs only: leaks of each of RATES a call from each of ONSETS")
+    p.add_argument("--record", type=Path, metavar="DIR",
+                   help="keep each full run's samples in DIR (benchmarks/live_full.py "
+                   "replays tests/data/live-full/late-onset/)")
     args = p.parse_args()
     names = list(QUICK) if args.quick else (args.case or list(CASES))
     budget = 2.0 if args.quick else args.budget
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if args.onsets:
+            print(table([full_run(tmp, budget, f"rate{r}_from{round(100 * f)}pct",
+                                  {"onset_s": round(WARM + f * budget, 3), "rate": r},
+                                  args.record)
+                         for r in RATES for f in ONSETS]))
+            return 0
         if args.truth:
             for n in names:
                 print(f"truth {n}: {truth(params_for(n, budget), budget + 0.7)}",
@@ -179,7 +187,7 @@ def main() -> int:
         cells = swept(tmp, budget, names)
         print(f"harness sweep, budget {budget:g} s ({time.monotonic() - t:.1f} s):")
         print(f"{'case':18} {'kind':8} {'verdict':10} {'live at':>8} {'cell s':>7}  "
-              f"{'full run':9} {'live look':9} {'agree':5} {'saved s':>7}")
+              f"{'full run':9} {'live look':9} {'agree':5} {'at call':>7} {'saved s':>7}")
         agree = 0
         saved: list[float] = []
         for n in names:
@@ -187,13 +195,12 @@ def main() -> int:
             live = c.get("live") or {}
             at = live.get("calls_to_decision", "-") if isinstance(live, dict) else "-"
             secs = float((c.get("outcome") or {}).get("duration_s") or 0.0)
-            full, look, _, took, looked = full_run(tmp, budget, n)
-            same = look == "-" or look == full or (look == "ok" and full in ("ok", "plateau"))
-            agree += same
-            saved.append(max(took - looked, 0.0))
+            run = full_run(tmp, budget, n, params_for(n, budget), args.record)
+            agree += run.agree
+            saved.append(run.saved_s)
             print(f"{n:18} {CASES[n][1]:8} {c['verdict']:10} {at!s:>8} {secs:7.1f}  "
-                  f"{full:9} {look:9} {'yes' if same else 'NO':5} {took - looked:7.1f}",
-                  flush=True)
+                  f"{run.full:9} {run.live or '-':9} {'yes' if run.agree else 'NO':5} "
+                  f"{run.calls or '-':>7} {run.saved_s:7.1f}", flush=True)
         print(f"live and full agree: {agree}/{len(names)}; seconds the live look saves, "
               f"median {sorted(saved)[len(saved) // 2]:.1f}, total {sum(saved):.1f}")
     return 0

@@ -160,11 +160,19 @@ class AnalysisConfig:
             on a shared core (a 1.16x confirmed beside a parallel test suite where a
             quiet run read 1.0x), never by a factor.
         live_ok_share: A live look stops a budgeted run on `ok` only once its measured
-            phase has run this share of its budget: what a run has not reached it has
-            not seen, and growth that starts later (a leak from call 300 of a 3 ms
-            step, at 0.4 s of a 5 s budget) reads flat until it starts (issue 61). The
-            `ok` then says the part it covered. 1: never stop on `ok`; 0: as soon as
-            memory is flat (the rule before).
+            phase has run this share of its length (its budget, and the least calls a
+            slow step's run goes on to past it; or its cap): what a run has not reached
+            it has not seen, and growth that starts later (a leak from call 300 of a 3
+            ms step, at 0.4 s of a 5 s budget) reads flat until it starts (issue 61).
+            The `ok` then says the part it covered. Where a run of its whole length
+            would read a leak, so must the look: its leak rules need the whole slope (a
+            Theil-Sen median over pairs of readings) above zero, which growth moves
+            only where it started before 1/sqrt(2) of the run (half the pairs end past
+            the start); a look reads its late third (`late_fraction`) flat too, which
+            growth that started before s * (1 - (1 - 1/sqrt(2)) * late_fraction) of the
+            run moves at share s: 0.72 at 0.8 (a leak from 60 % of a 5 s budget was
+            stopped `ok` at 50 %; docs/benchmarks.md). 1: never stop on `ok`; 0: as
+            soon as memory is flat.
         short_calls: A run its time budget ended after fewer calls than this (its
             steps slow) that reads a leak under `leak_large_bytes` runs again until it
             has made this many (rule `short`): a cache of as many entries as the run
@@ -211,7 +219,7 @@ class AnalysisConfig:
     leak_large_bytes: float = 256 * _MiB
     ok_floor_bytes: float = 16.0
     short_calls: int = 2000
-    live_ok_share: float = 0.5
+    live_ok_share: float = 0.8
     busy_min_ratio: float = 1.5
 
     def __post_init__(self) -> None:

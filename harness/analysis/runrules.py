@@ -44,9 +44,14 @@ class LiveEvidence:
         leak: The memory rules read a leak: its carrier ("" none).
         grown: What that carrier grew (bytes).
         large: `leak_large_bytes`.
-        stable: Every needed source's slope interval is under `ok_floor_bytes`: the
-            first of them ("" not so).
-        measured: The share of its time budget the run has measured (1 without one).
+        flat: The memory rules read `ok`, every needed source read enough: the first
+            of them ("" not so).
+        upper: The highest upper bound of the needed sources' slope intervals, over the
+            run so far and over its late third (bytes/call).
+        floor: `ok_floor_bytes`.
+        measured: The share of its run measured (`sequential.LiveDecider.share`: of its
+            time budget and the least calls a slow step's run goes on to, or of its cap;
+            1 without a budget).
         ok_share: `live_ok_share`.
         rose: Whether the step times so far rose (`stepreading.rose`), read only where
             the rule that asks it is reached (it reads every step).
@@ -55,10 +60,18 @@ class LiveEvidence:
     leak: str = ""
     grown: float = 0.0
     large: float = 0.0
-    stable: str = ""
+    flat: str = ""
+    upper: float = float("inf")
+    floor: float = 0.0
     measured: float = 1.0
     ok_share: float = 0.0
     rose: Callable[[], bool] = bool
+
+    @property
+    def stable(self) -> str:
+        """The first needed source, where every one's slope intervals lie under the
+        floor ("" not so)."""
+        return self.flat if self.flat and self.upper < self.floor else ""
 
 
 LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
@@ -68,15 +81,21 @@ LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
          ("leak_large_bytes",),
          lambda ev: ev.leak if ev.leak and ev.grown >= ev.large else None),
     Rule("live-early", RUN_ON, "memory reads flat, but the run has measured less than "
-         "`live_ok_share` of its time budget: growth that starts later reads flat until "
-         "it starts", ("live_ok_share",),
+         "`live_ok_share` of its length (its time budget, and the least calls a slow "
+         "step's run goes on to past it; or its cap): growth that starts later reads flat "
+         "until it starts. A full run reads a leak only where growth started before 1/√2 (0.71) "
+         "of it: both leak rules need its whole slope, a median over pairs of readings, "
+         "above zero, so half the pairs must end past the start; by 0.8, growth that "
+         "started by 0.71 fills enough of the late third a look reads (`live-ok`)",
+         ("live_ok_share",),
          lambda ev: "budget" if ev.stable and ev.measured < ev.ok_share else None),
     Rule("live-rising", RUN_ON, "memory reads flat, but the step times so far rose "
          "(late slower than early): an `ok` is no slowdown too, read over the whole run",
          (), lambda ev: "steps" if ev.stable and ev.rose() else None),
-    Rule("live-ok", STOP_OK, "every needed source's slope interval lies under "
-         "`ok_floor_bytes` (the heap, the GPU and the framework's allocator where read, "
-         "else USS and RSS; the worker processes' USS wherever any sample carried it)",
+    Rule("live-ok", STOP_OK, "every needed source's slope interval, over the run so far "
+         "and over its late third, lies under `ok_floor_bytes` (the heap, the GPU and the "
+         "framework's allocator where read, else USS and RSS; the worker processes' USS "
+         "wherever any sample carried it)",
          ("ok_floor_bytes",), lambda ev: ev.stable or None),
     Rule("live-run-on", RUN_ON, "none of the above: the run goes on to its budget or its "
          "cap", (), lambda ev: "run"),

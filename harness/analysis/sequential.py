@@ -4,14 +4,15 @@ The host feeds the agent's records to a `LiveDecider` as they arrive; at each lo
 reading from `min_iterations` measured calls on, then every hundredth of the readings
 read) it asks `memory.memory_reading`, the same function the post-run verdict and
 `--reanalyze` ask, of the samples read so far. Where that reading is `ok` with every
-needed source's slope interval below `ok_floor_bytes` (16 B/call) once the run has
-measured `live_ok_share` (half) of its time budget (what it has not reached it has not
-seen: growth that starts later reads flat until then), or a leak already past
-`leak_large_bytes` (growth that matters whatever it is), it returns a `LiveDecision`
-and the host creates the agent's control file, so the agent stops measuring and still
-writes its end record. A smaller leak never stops a run: steady growth over a few hundred
-calls is what a cache filling looks like, and the rest of
-the run's time budget is what can show it level off (issue 49), so the run goes on to
+needed source's slope interval, over the samples so far and over their late third,
+below `ok_floor_bytes` (16 B/call) once the run has measured `live_ok_share` (0.8) of
+its time budget (what it has not reached it has not seen: growth that starts later
+reads flat until then, and a full run reads a leak where it started before 0.71 of
+it), or a leak already past `leak_large_bytes` (growth that matters whatever it is),
+it returns a `LiveDecision` and the host creates the agent's control file, so the agent
+stops measuring and still writes its end record. A smaller leak never stops a run:
+steady growth over a few hundred calls is what a cache filling looks like, and the rest
+of the run's time budget is what can show it level off (issue 49), so the run goes on to
 its budget and the verdict is read from all of it.
 `watch_file` is that loop: it tails the file through `protocol.ingest.SeriesReader`, the
 one reader of agent lines, and reads on to the end, so the cell's samples are parsed
@@ -54,6 +55,7 @@ from harness.analysis.rules import CARRIERS
 from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
 from harness.analysis.stepreading import rose, step_reading
 from harness.analysis.trends import LiveDecision
+from harness.matrixfile.model import BUDGET_MIN_CALLS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig
@@ -178,6 +180,8 @@ class LiveDecider:
         self.readings = 0
         self.seen: set[str] = set()     # `WORKER_NEEDS` any sample so far carried
         self.budget = 0.0               # the run's time budget (its header), 0: none
+        self.least = 0.0                # ... the calls it makes at least (`--budget-min`)
+        self.cap = 0.0                  # ... and its cap on calls (`--iterations`)
         self.started: float | None = None   # the measured phase's first sample time
         self.now = 0.0                  # the latest sample's time
         self.decision: LiveDecision | None = None
@@ -195,8 +199,11 @@ class LiveDecider:
             measured iterations), else None; later calls return None.
         """
         if record.kind == "header":
-            budget = ((record.fields or {}).get("config") or {}).get("budget")
-            self.budget = float(budget) if isinstance(budget, int | float) else 0.0
+            config = (record.fields or {}).get("config") or {}
+            self.budget, self.cap = _number(config.get("budget")), _number(config.get("iterations"))
+            # before the header said it: what harness gives every budgeted run
+            least = config.get("budget_min", min(BUDGET_MIN_CALLS, self.cap or BUDGET_MIN_CALLS))
+            self.least = _number(least)
         if self.decision is not None or record.kind != "sample":
             return None
         fields = record.fields
@@ -229,13 +236,22 @@ class LiveDecider:
         # memory at call 260, read `slowdown`, and so did its run twice as long).
         seconds = self.now - self.started if self.started is not None else 0.0
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
-                        self.seen, seconds / self.budget if self.budget > 0 else 1.0,
-                        self._rising)
+                        self.seen, self.share(seconds, k), self._rising)
         if found is None:
             return None
         self.decision = dataclasses.replace(found, iterations=k, seconds=round(seconds, 3),
                                             budget=self.budget)
         return self.decision
+
+    def share(self, seconds: float, calls: int) -> float:
+        """The share of its whole run a budgeted run has measured (1 without a budget):
+        it ends once its budget is spent and its least calls are made (a slow step's run
+        goes on past its budget to them: 300 calls of 0.17 s are 50 s of a 5 s budget),
+        or at its cap on calls."""
+        if self.budget <= 0:
+            return 1.0
+        spent = min(seconds / self.budget, calls / self.least if self.least > 0 else 1.0)
+        return max(spent, calls / self.cap if self.cap > 0 else 0.0)
 
     def _rising(self) -> bool:
         """Whether the step times so far rose, read as the verdict reads them
@@ -255,22 +271,25 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     """Whether a reading settles a cell live: the first rule of the table's
     `runrules.LIVE_RULES` that fires on it (a leak already past `leak_large_bytes`; an
     `ok` whose every needed source, `STABLE_NEEDS` where read, else USS and RSS,
-    `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval below
-    `ok_floor_bytes`, once the run has measured `live_ok_share` of its budget, and its
-    steps have not risen). `measured`: the share of its budget the run has measured;
-    `rose`: whether its step times so far rose. None: the cell runs on."""
+    `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval, over the
+    run so far and over its late third, below `ok_floor_bytes`, once the run has
+    measured `live_ok_share` of its budget, and its steps have not risen). `measured`:
+    the share of its budget the run has measured; `rose`: whether its step times so far
+    rose. None: the cell runs on."""
     mem = reading.memory
     leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
     grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
-    f = cfg.ok_floor_bytes      # a certain `ok` is under this floor, not the leak rule's
     needs = [s for s in STABLE_NEEDS if s in mem] or [s for s in ("uss", "rss") if s in mem]
-    stable = reading.kind == "ok" and bool(needs) and all(
-        mem[s].slope_hi < f for s in needs) and not any(
-        s not in mem or mem[s].kind == "insufficient" or mem[s].slope_hi >= f
-        for s in WORKER_NEEDS if s in mem or s in seen)
+    workers = [s for s in WORKER_NEEDS if s in mem or s in seen]
+    flat = reading.kind == "ok" and bool(needs) and all(
+        s in mem and mem[s].kind != "insufficient" for s in workers)
+    # The late third too: growth that started a little before this look holds too few
+    # of the readings so far to move the whole run's slope.
+    upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs + workers if s in mem),
+                default=math.inf)
     rule, _ = live_rule(LiveEvidence(leak, grown, cfg.leak_large_bytes,
-                                     needs[0] if stable else "", measured,
-                                     cfg.live_ok_share, rose))
+                                     needs[0] if flat else "", upper, cfg.ok_floor_bytes,
+                                     measured, cfg.live_ok_share, rose))
     if rule.says == STOP_LEAK:
         t = mem[CARRIERS[leak][0]]
         why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "
@@ -282,10 +301,16 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
         return None
     t = mem[needs[0]]
     said = reading.missed_said
-    why = (f"{needs[0]} slope <= {t.slope_hi:.0f} B/call < per-call floor {f:.0f}"
+    why = (f"{needs[0]} slope <= {t.slope_hi:.0f} B/call (late third <= "
+           f"{t.late_hi:.0f}) < per-call floor {cfg.ok_floor_bytes:.0f}"
            + (f"; {said}" if said else ""))
-    return LiveDecision("stable", needs[0], reading.calls, why, f, t.slope_lo, t.slope_hi,
-                        t.slope, t.end - t.start, t.n, cfg.alpha, rule=rule.id)
+    return LiveDecision("stable", needs[0], reading.calls, why, cfg.ok_floor_bytes,
+                        t.slope_lo, t.slope_hi, t.slope, t.end - t.start, t.n, cfg.alpha,
+                        rule=rule.id)
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 @dataclass(frozen=True, slots=True)

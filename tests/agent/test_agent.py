@@ -110,7 +110,7 @@ def test_stable_scenario(python: str, tmp_path: Path) -> None:
     assert header["params"] == {"payload": "x"}
     assert header["python"].startswith(python_version(python))
     assert header["config"] == {"iterations": 40, "warmup": 10, "sample_every": 10,
-                                "sample_interval": 0.5, "budget": 0.0}
+                                "sample_interval": 0.5, "budget": 0.0, "budget_min": 0}
     assert isinstance(header["packages"], dict)
     steps = step_samples(records)
     assert [s["phase"] for s in steps] == ["setup", "warmup"] + ["measure"] * 4

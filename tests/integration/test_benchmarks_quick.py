@@ -35,6 +35,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "fill_vs_leak.py": (),
     "fit_probes.py": (),
     "late_onset.py": (),
+    "live_full.py": (),
     "live_gpu_replay.py": (),
     "near_floor.py": (),
     "one_decision.py": (),

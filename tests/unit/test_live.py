@@ -44,12 +44,13 @@ def sweep_live(tmp_path: Path, defaults: str, scenarios: dict[str, str]) -> list
 
 
 def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
-    # A live ok comes no earlier than half the budget (`live_ok_share`): a 10 s budget
-    # and a cap far past what it holds leave the watcher 5 s to stop the steady run on
-    # a loaded host (a cap of 20,000 calls came at 2-5 s, before or just after half of
-    # the default 5 s: the run ended at its cap or its budget, not stopped)
-    results = sweep_live(tmp_path, "max_iterations: 400000, min_iterations: 80, warmup: 10, "
-                                   "sample_every: 5, budget: 10s",
+    # A live ok comes no earlier than `live_ok_share` of the budget (0.8): a 20 s budget
+    # and a cap far past what it holds leave the watcher 4 s to stop the steady run on
+    # a loaded host (at a load of 13 on 2 cores the host's looks lagged the agent by
+    # 1.8-2.3 s; a cap of 20,000 calls came at 2-5 s, before or just after half of the
+    # default 5 s: the run ended at its cap or its budget, not stopped)
+    results = sweep_live(tmp_path, "max_iterations: 1000000, min_iterations: 80, warmup: 10, "
+                                   "sample_every: 20, budget: 20s",
                          {"leaky.py": LEAKY, "steady.py": STEADY})
     by_id = {r.scenario.id: r for r in results}
     leak, steady = by_id["leaky"], by_id["steady"]
@@ -59,7 +60,7 @@ def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
     for r in (leak, steady):
         assert r.end.status == "ok" and r.end.stopped_early is True
         assert r.live is not None
-        assert 80 <= r.live.iterations <= r.summary.iterations < 400000
+        assert 80 <= r.live.iterations <= r.summary.iterations < 1000000
     assert leak.live.lo > 8000  # the bound on bytes/iteration is shown, near 16 KiB
 
 
@@ -91,7 +92,7 @@ def test_a_live_stop_comes_within_a_few_calls_of_the_decision(tmp_path: Path) ->
     assert f"decided live at call {live.calls_to_decision}" in res.reason
 
 
-def test_a_live_ok_waits_for_half_the_budget() -> None:
+def test_a_live_ok_waits_for_its_share_of_the_budget() -> None:
     """Issue 61 point 2: growth that starts late reads flat until it starts, so a live
     `ok` stops a budgeted run only once it has measured `live_ok_share` of its budget;
     a leak past `leak_large_bytes` still stops it at once."""
@@ -113,8 +114,9 @@ def test_a_live_ok_waits_for_half_the_budget() -> None:
 
     cfg = AnalysisConfig()
     calls, seconds = decide(20.0, cfg) or (0, 0.0)
-    # THEN not before 10 s of its 20 s budget (the rule before stopped it at 0.5 s)
-    assert 10.0 <= seconds < 10.5 and calls >= 1000, (calls, seconds)
+    # THEN not before its share of its 20 s budget (the rule before stopped it at 0.5 s)
+    share = cfg.live_ok_share * 20.0
+    assert share <= seconds < share + 0.5 and calls >= 100 * share, (calls, seconds)
     calls, seconds = decide(20.0, AnalysisConfig(live_ok_share=0.0)) or (0, 0.0)
     assert seconds < 1.0, (calls, seconds)
     # AND a run without a budget (iterations, a cap) decides as before

@@ -38,12 +38,15 @@ def test_each_table_is_named_once_reads_settings_and_ends_in_a_rule_that_fires(
 
 
 def test_the_live_look_s_rules_in_order() -> None:
-    flat = LiveEvidence(stable="heap", measured=0.3, ok_share=0.5)
+    flat = LiveEvidence(flat="heap", upper=3.0, floor=16.0, measured=0.3, ok_share=0.5)
     assert live_rule(flat)[0].id == "live-early" and live_rule(flat)[0].says == RUN_ON
     later = dataclasses.replace(flat, measured=0.6)
     assert live_rule(later)[0].id == "live-ok" and live_rule(later)[0].says == STOP_OK
     rising = dataclasses.replace(later, rose=lambda: True)
     assert live_rule(rising)[0].id == "live-rising"
+    # a slope interval (over the run so far or its late third) up to the floor: no ok
+    growing = dataclasses.replace(later, upper=16.0)
+    assert live_rule(growing)[0].id == "live-run-on"
     small = LiveEvidence(leak="heap", grown=1e6, large=256e6)
     assert live_rule(small)[0].id == "live-run-on"
     large = dataclasses.replace(small, grown=300e6)
