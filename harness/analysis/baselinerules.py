@@ -7,7 +7,7 @@ is a regression (`PEAK_VERDICT_RULES`). `pooled`, `rounds` and `decision`
 compute the figures and ask these tables; every threshold they compare is compared here,
 the rules' ids kept (`StepComparison.rule`, `PeakComparison.rule`, `VsBaseline.rule`,
 `Confirmation.rule`) and shown by `--why`; docs/verdicts.md lists the tables
-(`runrules.DOC_TABLES`)."""
+(`ruledocs.DOC_TABLES`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ unsure source, RSS alone), the row's baseline (regression, suspected), plateau a
 The first rule that fires decides; its id is kept in the result (`CellResult.rule`)
 with the `Facts` it read (`CellResult.facts`), so `harness report DIR --why CELL`
 prints every rule in order from the stored evidence, each with why it fired or not
-(`why`). docs/verdicts.md's list is `runrules.rules_markdown()`; a test fails when they differ.
+(`why`). docs/verdicts.md's list is `ruledocs.rules_markdown()`; a test fails when they differ.
 
 Three callers, one table: the live decider asks it of the memory trends read so far
 (`memory.memory_reading`: with no other facts, only the memory rules can fire), the

@@ -3,7 +3,7 @@ live look stops a run (`LIVE_RULES`, over a `LiveEvidence` of the samples so far
 whether a confirmation round counts (`ROUND_RULES`, over a `RoundEvidence`) and whether
 an undecided cell runs again, and how (`RERUN_RULES`, over a `RerunEvidence`). Each is a
 `rules.Rule` (id, what it does, when, thresholds, test), the first that fires decides,
-docs/verdicts.md lists them with the verdict's (`rules.rules_markdown`), and the
+docs/verdicts.md lists them with the verdict's (`ruledocs.rules_markdown`), and the
 decision records the id that fired (`LiveDecision.rule`, `Round.rule`), so `--why`
 names it. The figures the tests compare are read in `sequential.decided` and
 `rounds.judged`; the thresholds are compared here."""
@@ -11,23 +11,10 @@ names it. The figures the tests compare are read in `sequential.decided` and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from harness.analysis.baselinerules import (
-    CONFIRM_RULES,
-    DOUBT_RULES,
-    PEAK_RULES,
-    PEAK_VERDICT_RULES,
-    POOLED_RULES,
-    SETTLED_RULES,
-    UNSETTLED_RULES,
-)
-from harness.analysis.rules import RULES
-from harness.analysis.steprules import LOAD_RULES, STEP_RULES
 from harness.analysis.table import Rule, first_of
-from harness.analysis.trendrules import GARBAGE_RULES, TREND_RULES
 from harness.thresholds import AnalysisConfig
 
 # What a live look does.
@@ -314,89 +301,3 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
 def rerun_rule(ev: RerunEvidence) -> tuple[Rule[RerunEvidence], str]:
     """The re-run's rule that fires on `ev`, and what it names."""
     return first_of(ev, RERUN_RULES)
-
-
-# The marks docs/verdicts.md puts around each table (`rules.doc_with_rules` fills them).
-DOC_TABLES: tuple[tuple[str, str, tuple[Rule[Any], ...], str], ...] = (
-    ("<!-- the live look's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the live look's rules -->", LIVE_RULES, "the run"),
-    ("<!-- the rounds' rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the rounds' rules -->", ROUND_RULES, "the round"),
-    ("<!-- the re-runs' rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the re-runs' rules -->", RERUN_RULES, "the cell"),
-    ("<!-- the memory kinds' rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the memory kinds' rules -->", TREND_RULES, "the source's kind"),
-    ("<!-- the collection's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the collection's rules -->", GARBAGE_RULES, "the heap"),
-    ("<!-- the length's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the length's rules -->", LENGTH_RULES, "the reading"),
-    ("<!-- the step times' rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the step times' rules -->", STEP_RULES, "the steps"),
-    ("<!-- the load's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the load's rules -->", LOAD_RULES, "the slowdown"),
-    ("<!-- the pooled steps' rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the pooled steps' rules -->", POOLED_RULES, "the steps"),
-    ("<!-- the peak's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the peak's rules -->", PEAK_RULES, "the peak"),
-    ("<!-- the peak verdict's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the peak verdict's rules -->", PEAK_VERDICT_RULES, "the peak"),
-    ("<!-- the doubt's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the doubt's rules -->", DOUBT_RULES, "the comparison"),
-    ("<!-- the settled rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the settled rules -->", SETTLED_RULES, "the rounds"),
-    ("<!-- the confirmation's rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the confirmation's rules -->", CONFIRM_RULES, "the rounds say"),
-    ("<!-- the unsettled rules: made by harness.analysis.runrules; do not edit -->",
-     "<!-- end of the unsettled rules -->", UNSETTLED_RULES, "the doubt"),
-)
-
-
-def _num(value: object) -> str:
-    if isinstance(value, int | float) and float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def rules_markdown(defaults: Mapping[str, object],
-                   rules: Sequence[Rule[Any]] = RULES, says: str = "decides") -> str:
-    """A table of rules for docs/verdicts.md (the verdict's by default; `runrules`'s
-    too), with the thresholds' defaults; `says`: the head of what a rule does."""
-    lines = [f"| # | rule | {says} | when | thresholds (default) |", "|---|---|---|---|---|"]
-    for k, rule in enumerate(rules, 1):
-        said = ", ".join(f"`{t}` ({_num(defaults[t])})" for t in rule.thresholds) or "-"
-        mark = " (memory)" if rule.memory else ""
-        lines.append(f"| {k} | `{rule.id}`{mark} | {rule.says} | {rule.when} | {said} |")
-    return "\n".join(lines) + "\n"
-
-
-DOC_BEGIN = "<!-- the rules: made by harness.analysis.runrules.rules_markdown; do not edit -->"
-DOC_END = "<!-- end of the rules -->"
-
-
-def _with_table(text: str, begin: str, end: str, table: str) -> str:
-    head, found, rest = text.partition(begin)
-    if not found:
-        return text
-    _, _, tail = rest.partition(end)
-    return f"{head}{begin}\n{table}{end}{tail}"
-
-
-def doc_with_rules(text: str, defaults: Mapping[str, object]) -> str:
-    """docs/verdicts.md's text with its generated tables of rules made anew (between
-    `DOC_BEGIN` and `DOC_END`; the tables of a run's course between their own marks,
-    `runrules.DOC_TABLES`)."""
-    out = _with_table(text, DOC_BEGIN, DOC_END, rules_markdown(defaults))
-    for begin, end, table, says in DOC_TABLES:
-        out = _with_table(out, begin, end, rules_markdown(defaults, table, says))
-    return out
-
-
-if __name__ == "__main__":     # python -m harness.analysis.runrules docs/verdicts.md
-    import dataclasses
-    import sys
-    from pathlib import Path
-
-    path = Path(sys.argv[1])
-    made = doc_with_rules(path.read_text(), {
-        f.name: getattr(AnalysisConfig(), f.name) for f in dataclasses.fields(AnalysisConfig)})
-    path.write_text(made)

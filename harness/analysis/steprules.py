@@ -4,7 +4,7 @@ but not bin after bin, come back, a slowdown) and whether a busy host explains a
 slowdown (`LOAD_RULES`, over a `LoadEvidence`). `stepreading` computes the figures and
 asks these tables; every threshold they compare is compared here, each rule's id kept
 (`StepTrend.rule`) and shown by `--why`, and docs/verdicts.md lists both tables
-(`runrules.DOC_TABLES`)."""
+(`ruledocs.DOC_TABLES`)."""
 
 from __future__ import annotations
 

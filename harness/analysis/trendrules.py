@@ -2,7 +2,7 @@
 (`GARBAGE_RULES`): what `growth.trend_and_fill` and `memory.garbage` read of a source's
 figures, decided here, in order, like the verdict's rules (`rules.RULES`) and a run's
 course (`runrules`). docs/verdicts.md lists both tables (made by
-`python -m harness.analysis.runrules docs/verdicts.md`); every threshold these rules
+`python -m harness.analysis.ruledocs docs/verdicts.md`); every threshold these rules
 compare is read here, not in the modules that compute the figures."""
 
 from __future__ import annotations

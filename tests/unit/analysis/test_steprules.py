@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from harness.analysis import baselinerules as b
-from harness.analysis.runrules import DOC_TABLES
+from harness.analysis.ruledocs import DOC_TABLES
 from harness.analysis.steprules import LoadEvidence, StepEvidence, load_rule, rose, step_rule
 from harness.thresholds import AnalysisConfig
 
