@@ -57,6 +57,10 @@ def test_a_clean_function_says_its_floor_and_a_leak_its_figures(importable: Path
             return {"size": params["size"], "kept": []}
 
         def keep(state):
+            # ~20 us of work a call: 2 KiB kept grows ~100 MiB a second, under the
+            # safety stop's 384 MiB in a 1 s budget (at ~1 us a call it grew past it
+            # before a loaded host's live look stopped it: rule `runaway`)
+            sum(range(2000))
             state["kept"].append(bytes(state["size"]))
 
         def add():
