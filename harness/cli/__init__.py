@@ -13,6 +13,7 @@ import gc
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
@@ -298,6 +299,14 @@ def entry() -> None:
 def finish(code: int) -> NoReturn:
     """Exit with `code`, without the interpreter's last garbage collection over every
     object the command made (~0.1 s after a one-cell sweep, 0.3 s on a loaded host):
-    nothing left needs it (results are written and closed, stdout is flushed at exit)."""
+    nothing left needs it (results are written and closed, stdout is flushed at exit).
+
+    A head start still importing (`orchestrator.prefetch_analysis`: NumPy, the
+    reporters) is waited for first: an interpreter that ends under a thread inside a C
+    extension's import can die of it (exit -11 after Ctrl-C during a venv build, beside
+    two busy loops)."""
+    for thread in threading.enumerate():
+        if thread.name == "prefetch" and thread.is_alive():
+            thread.join(timeout=60)
     gc.freeze()
     sys.exit(code)
