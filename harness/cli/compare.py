@@ -12,17 +12,17 @@ import yaml
 
 from harness.answers.hostcompare import compare_hosts, compare_images
 from harness.cli import answer, options
-from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import unchecked_note
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.fit.compare import FitComparison, compare_fits, fit_rows, param_of
 from harness.report.grid import console_width
 from harness.store.gate import STALE, read_gated
 from harness.store.runs import SWEEP_RESULTS, require
 
 if TYPE_CHECKING:
     from harness.answers.hostcompare import Comparison
-    from harness.cli.fitcompare import Row
+    from harness.fit.compare import Row
     from harness.result.model import CellResult
     from harness.store.gate import Gated
 
@@ -216,7 +216,7 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     other = fit_rows(args.b) if args.b is not None and \
         args.b.resolve() != args.a.resolve() else None
     if other is not None:
-        return compare_fits(fits, other, _names(args.a, args.b), param)
+        return shown_fits(compare_fits(fits, other, _names(args.a, args.b), param))
     hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
     if not args.host:
         _one_directory(args, [h for h in hosts if h != "None"])
@@ -224,9 +224,18 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     if len(pick) != 2 or any(h not in hosts for h in pick):
         raise InputError(f"{args.a}: a fit over host(s) {', '.join(hosts)}; compare needs "
                          "a second fit directory, or --host A --host B of these")
-    return compare_fits([r for r in fits if r.get("host") == pick[0]],
-                        [r for r in fits if r.get("host") == pick[1]],
-                        (pick[0], pick[1]), param)
+    return shown_fits(compare_fits([r for r in fits if r.get("host") == pick[0]],
+                                   [r for r in fits if r.get("host") == pick[1]],
+                                   (pick[0], pick[1]), param))
+
+
+def shown_fits(found: FitComparison) -> int:
+    """The boundaries side by side, or in JSON mode their rows; 1 when B fits less."""
+    if answer.active():
+        answer.update(fits=[found.to_json()])
+    else:
+        sys.stdout.write(found.text())
+    return found.exit_code
 
 
 def results_compared(args: argparse.Namespace) -> tuple[list[Comparison], str]:

@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
-from harness.answers.explain import pairs
 from harness.app.sweep import exit_code as report_exit
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run
+from harness.culprit.code import for_row
+from harness.culprit.plan import docker_hybrids
+from harness.culprit.run import RunsOn, culprit_in_run
+from harness.culprit.search import FOUND, OUTSIDE
 from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_OK,
@@ -21,11 +24,8 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
 )
+from harness.explain.model import pairs
 from harness.orchestrator import prefetch_analysis
-from harness.plans.changedcode import for_row
-from harness.plans.culprit import docker_hybrids
-from harness.plans.culpritrun import RunsOn, culprit_in_run
-from harness.plans.culpritsearch import FOUND, OUTSIDE
 from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.store import RunStore
@@ -35,8 +35,8 @@ from harness.store.jsonhead import load_json_keys
 from harness.store.runs import shown
 
 if TYPE_CHECKING:
+    from harness.culprit.plan import CulpritOutcome
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.culprit import CulpritOutcome
     from harness.result.model import CellResult
     from harness.store.gate import Gated
 
@@ -243,7 +243,7 @@ def search_rows(args: argparse.Namespace, root: Path, found: Gated, matrix: Matr
                 engines: Engines, cells: dict[str, Cell], todo: list[tuple[str, str]]
                 ) -> list[CulpritOutcome]:
     """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
-    as culprit.json with the run keys of G and B it rests on (`plans.culpritrun`)."""
+    as culprit.json with the run keys of G and B it rests on (`culprit.run`)."""
     client = engines.hybrid_client(args.runtime or matrix.runtime)
     progress = printer(args.quiet)
     on = RunsOn(matrix, engines.default, progress, engines.by_host)

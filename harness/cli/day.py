@@ -7,20 +7,20 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.answers.explain import pairs
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.culprit import cells_of, current_pairs
 from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run
+from harness.days.search import day_in_run
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.explain.model import pairs
 from harness.orchestrator import prefetch_analysis
-from harness.plans.days import day_in_run
 from harness.runtimes import Engines
 from harness.store.gate import read_gated
 
 if TYPE_CHECKING:
+    from harness.days.search import DayOutcome
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.days import DayOutcome
     from harness.store.gate import Gated
 
 EPILOG = """examples:

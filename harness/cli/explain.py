@@ -10,13 +10,13 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.answers.explain import pairs, unpaired
 from harness.cli import answer, interruptible, options, printer, without_out
 from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_UNDECIDED, InputError, StoreError
+from harness.explain.model import pairs, unpaired
+from harness.explain.plan import explain_matrix
 from harness.orchestrator import Sweep
-from harness.plans.explain import explain_matrix
 from harness.report import ConsoleReporter, Report, write_all
 from harness.runtimes import Engines
 from harness.store import RunStore
@@ -24,7 +24,7 @@ from harness.store.gate import as_recorded, read_gated, refresh_line, why_not_cu
 from harness.store.jsonhead import load_json_keys
 
 if TYPE_CHECKING:
-    from harness.answers.explain import Pair
+    from harness.explain.model import Pair
     from harness.matrixfile.model import Matrix
     from harness.result.model import CellResult, Planned
     from harness.store.gate import Gated

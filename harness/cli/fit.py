@@ -10,19 +10,19 @@ from harness import matrixfile
 from harness.app.sweep import apply_overrides
 from harness.cli import answer, interruptible, options, printer
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.fit.page import FitReport
+from harness.fit.plan import Target, fit_row, store_cache, sweep_runner
+from harness.fit.steps import probe_bound
 from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
 from harness.orchestrator import Sweep, prefetch_analysis
-from harness.plans.fit import Target, fit_row, store_cache, sweep_runner
-from harness.plans.fitplan import probe_bound
 from harness.preflight import compile_scenarios
-from harness.report.fitreport import FitReport
 from harness.runtimes import Engines
 from harness.store import RunStore
 from harness.store.runs import FIT
 
 if TYPE_CHECKING:
+    from harness.fit.plan import FitRow
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.fit import FitRow
 
 
 def add_parser(sub: Any) -> None:

@@ -8,17 +8,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.answers.history import read_history
 from harness.app.sweep import exit_code
 from harness.cli import answer, options, without_out
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError
+from harness.history.model import read_history
+from harness.history.page import HistoryConsole, latest_report, write_html
 from harness.report.grid import console_width, say
-from harness.report.history import HistoryConsole, latest_report, write_html
 from harness.result.words import cell_text
 from harness.store.gate import read_gated
 
 if TYPE_CHECKING:
-    from harness.answers.history import History
+    from harness.history.model import History
     from harness.report import Report
 
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
 from harness import report as reports
-from harness.answers.journey import results_json
 from harness.app.sweep import (
     SweepOptions,
     apply_overrides,
@@ -20,6 +19,7 @@ from harness.app.sweep import (
 )
 from harness.cli import answer, between, options, printer
 from harness.cli.helptext import FittedHelpFormatter
+from harness.days.cause import results_json
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
 

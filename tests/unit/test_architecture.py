@@ -117,13 +117,21 @@ def imports(path: Path, known: dict[str, Path], everywhere: bool) -> list[tuple[
 
 
 def floor_of(module: str, names: list[set[str]]) -> int | None:
-    """The index of the module's floor (0 is the top); the package root is the ground."""
+    """The index of the module's floor (0 is the top); the package root is the ground.
+    The longest name on the list that the module is, or stands in, places it: a folder
+    (`fit`) places its modules, and one of them named on its own (`fit.page`) stands on
+    its own floor."""
     if module == "harness":
         return len(names)
     if module == SHARED:
         return len(names) - 1
-    head = module.split(".")[1]
-    return next((i for i, floor in enumerate(names) if head in floor), None)
+    parts = module.split(".")[1:]
+    for k in range(len(parts), 0, -1):
+        name = ".".join(parts[:k])
+        found = next((i for i, floor in enumerate(names) if name in floor), None)
+        if found is not None:
+            return found
+    return None
 
 
 def layering_faults(root: Path, names: list[set[str]]) -> list[str]:
@@ -189,7 +197,8 @@ def floor_list() -> list[set[str]]:
 
 
 def test_every_floor_named_is_a_part_of_harness(floor_list: list[set[str]]) -> None:
-    heads = {m.split(".")[1] for m in modules(ROOT) if m != "harness"}
+    heads = {".".join(m.split(".")[1:k]) for m in modules(ROOT) if m != "harness"
+             for k in range(2, len(m.split(".")) + 1)}
     named = set().union(*floor_list)
     assert len(floor_list) >= 10 and "cli" in floor_list[0]
     assert sorted(named - heads) == []
@@ -249,6 +258,24 @@ def test_a_backward_import_is_found_wherever_it_stands(tmp_path: Path) -> None:
     faults = layering_faults(root, [{"cli"}, {"mid"}, {"low"}])
     assert [f.split(" ")[0] for f in faults] == [
         "harness/low.py:3", "harness/mid/a.py:2", "harness/mid/b.py:2", "harness/stray.py:"]
+
+
+def test_a_module_named_on_its_own_stands_on_its_floor(tmp_path: Path) -> None:
+    """A feature folder below `report` whose page stands above it: the page may import
+    `report`, the folder's other modules may not, and the folder may not import its page."""
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/report.py": "import harness.fit.plan\n",
+        "harness/fit/__init__.py": "",
+        "harness/fit/plan.py": "",
+        "harness/fit/page.py": "import harness.report\nimport harness.fit.plan\n",
+        "harness/fit/steps.py": "import harness.report\n",
+        "harness/fit/words.py": "import harness.fit.page\n",
+    })
+    names = [{"fit.page"}, {"report"}, {"fit"}]
+    assert floor_of("harness.fit.page", names) == 0 and floor_of("harness.fit.steps", names) == 2
+    assert [f.split(" ")[0] for f in layering_faults(root, names)] == [
+        "harness/fit/steps.py:1", "harness/fit/words.py:1"]
 
 
 def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path) -> None:

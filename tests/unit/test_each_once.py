@@ -37,5 +37,5 @@ def test_one_reuse_check() -> None:
     assert called("why_changed") <= {"harness/store/gate.py",
                                      "harness/answers/hostcompare.py"}
     assert {"harness/orchestrator.py", "harness/cli/bisect.py", "harness/cli/explain.py",
-            "harness/plans/fit.py", "harness/plans/culprit.py",
-            "harness/plans/journey.py"} <= called("why_not_current")
+            "harness/fit/plan.py", "harness/culprit/plan.py",
+            "harness/days/journey.py"} <= called("why_not_current")

@@ -11,7 +11,7 @@ The search is pure over two callbacks (`resolve`: day -> pins; `probe`: a day an
 pins -> good, bad or untestable), so a fake resolution history tests it with no index
 and no runs. `day_of_row` wires it to a sweep: each probe is the row's cell on the
 image `NAME@DAY`, run through the sweep's stages and compared with G
-(`plans.culprit.SweepRunner`, as culprit's hybrids are), kept in `day/<row>/` of the
+(`culprit.plan.SweepRunner`, as culprit's hybrids are), kept in `day/<row>/` of the
 results directory; `harness day DIR [ROW]` is its command and `harness sweep
 --find-cause` calls `day_of_row` for a dated row.
 """
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.culprit.plan import SweepRunner, outcome_of
+from harness.culprit.search import BAD as PROBE_BAD
+from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.expand import cell_id
 from harness.orchestrator import Sweep
-from harness.plans.culprit import SweepRunner, outcome_of
-from harness.plans.culpritsearch import BAD as PROBE_BAD
-from harness.plans.culpritsearch import GOOD as PROBE_GOOD
 from harness.result.derived import DerivedFrom
 from harness.runtimes.local import LocalRuntime
 from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
@@ -113,7 +113,7 @@ class DayOutcome:
     # The days whose runs stand for the last good and first bad day's environments (the
     # same day, or an earlier one that resolved to the same pins), and those runs' cell
     # ids (`day_of_row`: G's or B's sweep cell, else a probe in day/<row>/): what
-    # culprit searches between (`plans.culpritrun.ends`).
+    # culprit searches between (`culprit.run.ends`).
     good_run: str = ""
     bad_run: str = ""
     good_cell: str | None = None
