@@ -55,7 +55,6 @@ from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text
-from harness.runtimes.local import LocalRuntime
 from harness.store import RunStore
 from harness.store.answers import culprit_record
 from harness.store.gate import why_not_current
@@ -82,7 +81,7 @@ def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
         return None
     g_cell, b_cell = cells[pair.good], cells[pair.cell]
     runtime = ctx.runtime_for(g_cell)
-    if not same_entry(g_cell, b_cell) or not isinstance(runtime, LocalRuntime):
+    if not same_entry(g_cell, b_cell) or not runtime.capabilities.resolves_days:
         return None
     out = day_in_run(ctx.store.root, ctx.matrix, runtime, g_cell, results[pair.good],
                      b_cell, results[pair.cell], say, ctx.progress)

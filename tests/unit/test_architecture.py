@@ -306,6 +306,12 @@ def test_one_registry_of_runtime_names() -> None:
         assert issubclass(cls, RuntimeBase), cls
     orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "orchestrator.py")
     assert "getattr(" not in orchestrator.read_text()
+    # What each runtime can do is one declaration (`Capabilities`), which doctor asks.
+    assert DockerRuntime.probes_gpus and DockerRuntime.builds_hybrids
+    assert LocalRuntime.resolves_days and not LocalRuntime.probes_gpus
+    assert SlurmRuntime.queues_cells and not SlurmRuntime.builds_hybrids
+    doctor = ROOT / "harness" / "cli" / "doctor.py"
+    assert "getattr(" not in doctor.read_text() and "hasattr(" not in doctor.read_text()
 
 
 def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
