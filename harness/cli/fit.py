@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cli import answer, options
 from harness.fit.app import FitAsked, fit_command
-from harness.fit.page import FitReport
-from harness.store import RunStore
+
+if TYPE_CHECKING:
+    from harness.fit.page import FitReport
 
 
 def add_parser(sub: Any) -> None:
@@ -31,23 +32,23 @@ def add_parser(sub: Any) -> None:
                         "first_smaller": []})
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    code, report, store = fit_command(FitAsked(
+    code, report, root = fit_command(FitAsked(
         args.matrix, args.param, args.select, args.out, args.runtime, args.docker_host,
         args.iterations, args.warmup, getattr(args, "budget", None), args.quiet))
-    shown(report, store)
+    shown(report, root)
     return code
 
 
-def shown(report: FitReport, store: RunStore) -> None:
+def shown(report: FitReport, root: Path) -> None:
     """The boundaries in words, or in JSON mode fit.json's document (`FitReport.to_json`)
     with the directory it is in."""
     if answer.active():
-        answer.update(dir=str(store.root), **report.to_json())
+        answer.update(dir=str(root), **report.to_json())
         return
     print()
     print(report.console())
     reused = sum(r.reused for r in report.rows)
     if reused:
-        print(f"\n{reused} probe(s) reused from {store.root}, "
+        print(f"\n{reused} probe(s) reused from {root}, "
               f"{sum(r.runs for r in report.rows)} run")
-    print(f"\nresults: {store.root} (fit.md, fit.json, fit.html)")
+    print(f"\nresults: {root} (fit.md, fit.json, fit.html)")

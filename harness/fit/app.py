@@ -54,9 +54,9 @@ class FitAsked:
     quiet: bool = False
 
 
-def fit_command(asked: FitAsked) -> tuple[int, FitReport, RunStore]:
+def fit_command(asked: FitAsked) -> tuple[int, FitReport, Path]:
     """Each selected row's largest value that runs, its files written in the fit's
-    directory: the exit code, the answer and that directory.
+    directory: the exit code, the answer and that directory (<out>/<name>/fit-<param>).
 
     Raises:
         InputError: nothing to fit, a malformed --param, a scenario that does not compile.
@@ -76,7 +76,7 @@ def fit_command(asked: FitAsked) -> tuple[int, FitReport, RunStore]:
         code = EXIT_ENVIRONMENT
     else:
         code = EXIT_OK
-    return code, report, store
+    return code, report, store.root
 
 
 def target_of(matrix: Matrix, given: str | None) -> Target:

@@ -395,6 +395,28 @@ def long_modules(root: Path, limit: int = MODULE_LINES) -> list[str]:
     return out
 
 
+# An answer's command (cli/<command>.py) parses, calls its folder's `app` and prints,
+# with its folder's `page` and the report's renderers: the work is in the folder.
+ANSWER_COMMANDS = {"culprit": "culprit", "day": "days", "explain": "explain", "fit": "fit",
+                   "history": "history"}
+
+
+def commands_doing_work(root: Path) -> list[str]:
+    """Imports of an answer's command module beyond the CLI, the errors, the report's
+    renderers and its folder's `app` and `page`."""
+    known = modules(root)
+    faults = []
+    for command, folder in ANSWER_COMMANDS.items():
+        path = root / "harness" / "cli" / f"{command}.py"
+        allowed = ("harness.cli", "harness.errors", "harness.report", f"harness.{folder}.app",
+                   f"harness.{folder}.page")
+        for target, line in imports(path, known, everywhere=True):
+            if not any(target == a or target.startswith(a + ".") for a in allowed):
+                faults.append(f"{path.relative_to(root)}:{line} imports {target}: the "
+                              f"work belongs in harness/{folder}/app.py")
+    return faults
+
+
 def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -599,3 +621,20 @@ def test_a_lazy_import_without_its_reason_is_found(tmp_path: Path) -> None:
     found, unsaid = lazy_imports(root)
     assert found == ["harness/a.py:3", "harness/a.py:5", "harness/a.py:7"]
     assert unsaid == ["harness/a.py:5"]
+
+
+def test_an_answers_command_only_parses_calls_and_prints() -> None:
+    assert commands_doing_work(ROOT) == []
+
+
+def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
+    files = {"harness/__init__.py": "", "harness/cli/__init__.py": "",
+             "harness/orchestrator.py": "", "harness/report/__init__.py": "",
+             "harness/days/__init__.py": "", "harness/days/app.py": "",
+             "harness/days/search.py": ""}
+    files.update({f"harness/cli/{c}.py": "" for c in ANSWER_COMMANDS})
+    files["harness/cli/day.py"] = ("from harness.days.app import x\nfrom harness import report\n"
+                                   "from harness.orchestrator import Sweep\n"
+                                   "def f():\n    from harness.days.search import day_in_run\n")
+    assert [f.split(" ")[0] for f in commands_doing_work(_tree(tmp_path, files))] == [
+        "harness/cli/day.py:3", "harness/cli/day.py:5"]
