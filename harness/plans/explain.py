@@ -1,6 +1,6 @@
 """`harness explain`: where the first bad cell of a row leaks or slows, against its last
 good cell. A plan over the sweep's stages: each of the two cells is run again through
-`stages.attempts.execute` with the agent's `--attribute` (the kinds its verdict calls
+`stages.execute.execute` with the agent's `--attribute` (the kinds its verdict calls
 for), into `explain/<cell>/` of the results directory; the where records are ranked and
 matched (`analysis.where`) and written to `cells/<cell>/where.json`, which the answers
 read (`answers.explain`). The sweep's verdicts are never taken from these runs:
@@ -36,8 +36,8 @@ from harness.matrixfile.model import (
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
-from harness.stages.attempts import emptied, execute
 from harness.stages.context import Context
+from harness.stages.execute import emptied, execute
 from harness.store.answers import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 

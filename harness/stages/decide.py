@@ -1,0 +1,58 @@
+"""Stage: decide a compared cell. Pure: its verdict from the one table
+(`analysis.decide`) over the pooled comparison with its baseline and, where the
+comparison planned rounds (`compare.RoundsPlan`), what they found (run by
+`confirm.run_rounds`, or recalled by `--reanalyze`); and that verdict in words."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from harness import analysis
+from harness.result.model import CellResult
+
+if TYPE_CHECKING:
+    from harness.analysis.verdict import CellVerdict
+    from harness.analysis.vsbaseline import Baseline, Confirmation, VsBaseline
+    from harness.stages.compare import RoundsPlan
+    from harness.thresholds import AnalysisConfig
+
+
+def decided(cfg: AnalysisConfig, res: CellResult, within: CellVerdict, facts: Baseline
+            ) -> CellResult:
+    """`res` with the verdict the table gives its within-run verdict beside `facts`."""
+    return with_verdict(res, analysis.decide(analysis.CellFacts(cfg, baseline=facts,
+                                                                within=within)))
+
+
+def with_rounds(cfg: AnalysisConfig, plan: RoundsPlan, found: Confirmation | None
+                ) -> CellResult:
+    """The planned comparison decided with what its rounds found (None: none were run
+    or recorded)."""
+    return decided(cfg, plan.res, plan.within,
+                   dataclasses.replace(plan.pooled, confirmation=found))
+
+
+def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
+    """What the comparison with the row's baseline found, in words."""
+    if vs is not None and vs.confirmation is not None:
+        return vs.confirmation.reason   # starts with what the rounds decided
+    if vs is not None and vs.steps is not None:
+        s = vs.steps
+        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
+                f"{analysis.unchanged_because(s, cfg)}")
+    return "no step times"
+
+
+def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:
+    """`res` with the verdict and every number behind it taken from `verdict` (each
+    field the two share: a field added to both is carried without a change here)."""
+    mine = {f.name for f in dataclasses.fields(CellResult)}
+    given = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)
+             if f.name in mine}
+    for name, value in given.items():
+        if isinstance(value, list):
+            given[name] = tuple(value)
+        elif isinstance(value, dict):
+            given[name] = dict(value)
+    return dataclasses.replace(res, **given)

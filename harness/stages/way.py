@@ -1,0 +1,44 @@
+"""A cell's way after its run, one downward list: compare (`compare`: a result, or the
+rounds it needs as a `compare.RoundsPlan`) -> rounds (`confirm.run_rounds`, which runs
+them through `execute.execute` as every run is) -> decide (`decide.with_rounds`). Each
+step takes the last one's value and returns its own; none calls back up. The sweep's
+lane settles each `rows.Job` here after `measure.measure` and then stores the result;
+`harness bisect`, `culprit` and `days` compare their probes here (`Sweep.compare`), and
+a saved run's comparison runs its plan here (`run_plan`)."""
+
+from __future__ import annotations
+
+from harness.analysis.kinds import GOOD
+from harness.protocol.ingest import no_samples
+from harness.result.model import CellResult
+from harness.stages.compare import RoundsPlan, against_row
+from harness.stages.confirm import run_rounds
+from harness.stages.context import Context
+from harness.stages.decide import vs_text, with_rounds
+from harness.stages.rows import Job
+
+
+def run_plan(ctx: Context, out: CellResult | RoundsPlan) -> CellResult:
+    """A comparison's result; where it planned rounds, the rounds run and the result
+    decided with them."""
+    if isinstance(out, RoundsPlan):
+        return with_rounds(ctx.cfg, out, run_rounds(ctx, out))
+    return out
+
+
+def settle(ctx: Context, job: Job) -> CellResult:
+    """The job's final result: compared with its row's baseline (a resumed or cached
+    baseline's samples read once, here), its rounds run, decided; said in one line.
+    Nothing is written here."""
+    res = job.measured.result
+    if job.base is None or job.base_result is None:
+        return res      # a row's baseline, or a cell whose baseline never ran
+    out = run_plan(ctx, against_row(ctx.cfg, job.cell, job.measured, job.base,
+                                    job.base_result,
+                                    ctx.series(job.base.id) or no_samples()))
+    vs = out.vs_baseline
+    if res.verdict in GOOD or (vs is not None and vs.confirmation is not None):
+        said = (f"{out.verdict} ({out.reason})" if out.verdict != res.verdict
+                else vs_text(vs, ctx.cfg))
+        ctx.progress(f"{job.cell.id} vs {job.base.image.label}: {said}")
+    return out
