@@ -31,7 +31,8 @@ from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
 from harness.result.build import run_outcome
 from harness.result.model import CellResult
-from harness.stages.compare import RoundsPlan, against_baseline
+from harness.stages.compare import against_baseline
+from harness.stages.context import RoundsPlan
 from harness.stages.decide import with_rounds, with_verdict
 from harness.store.results import SeriesCache
 from harness.thresholds import AnalysisConfig

@@ -24,8 +24,8 @@ from __future__ import annotations
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.stages.compare import Runs, against_baseline, round_length
-from harness.stages.context import Context, Measured
+from harness.stages.compare import against_baseline, round_length
+from harness.stages.context import Context, Measured, Runs
 from harness.stages.way import run_plan
 
 

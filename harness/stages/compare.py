@@ -1,56 +1,27 @@
 """Stage: compare a cell with its baseline. Pure: nothing runs and nothing is written
 here. The comparison returns the cell's result, decided, or the rounds it needs first
-(`RoundsPlan`), which the way runs (`confirm.run_rounds`; `--reanalyze` recalls the
+(`context.RoundsPlan`), which the way runs (`confirm.run_rounds`; `--reanalyze` recalls the
 recorded ones) and hands to `decide.with_rounds`. A sweep's row (`against_row`), a saved
 run (`plans.saved`) and `--reanalyze` all compare here (`against_baseline`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import GOOD
 from harness.matrixfile.model import Cell
 from harness.result.model import CellResult
+from harness.stages.context import RoundsPlan, Runs
 from harness.stages.decide import decided
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
-    from harness.analysis.vsbaseline import Baseline
     from harness.protocol.series import Series
     from harness.stages.context import Measured
     from harness.thresholds import AnalysisConfig
 
 MAX_CALLS = 1000   # the most calls a good cell's round runs (`confirm.round_cell`)
-
-
-@dataclass(frozen=True)
-class Runs:
-    """Who runs in a comparison's rounds: the suspect, and before it in each round the
-    row's baseline cell (B S B S), or a saved run's samples, every round's baseline (its
-    code is gone: only the suspect runs again)."""
-
-    suspect: Cell
-    base: Cell | Series
-    calls: int              # the calls that set the rounds' length (`round_length`)
-
-
-@dataclass(frozen=True)
-class RoundsPlan:
-    """The rounds a comparison needs before it can decide: the pooled comparison that
-    left the doubt (its direction, "slower", "faster" or "~" on a busy host, and the
-    `rounds` setting: 2 to twice that, until settled), who runs (`runs`; None where no
-    round can run again: `--reanalyze` recalls the recorded ones), the most calls a
-    round's run makes (`cap`; None for a leak, whose steps may slow as what it keeps
-    grows), and what the decision after them starts from."""
-
-    res: CellResult             # the suspect's within-run result
-    within: CellVerdict
-    pooled: Baseline
-    label: str                  # the baseline's name in progress lines
-    runs: Runs | None
-    cap: int | None
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:

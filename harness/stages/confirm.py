@@ -1,7 +1,7 @@
 """Stage: run the rounds a comparison planned, a suspected change run again in
 interleaved rounds: B S B S ... (the `rounds` setting).
 
-`compare.against_baseline` returns a `compare.RoundsPlan` when the pooled step-time
+`compare.against_baseline` returns a `context.RoundsPlan` when the pooled step-time
 comparison of a cell with its baseline leaves a doubt (a good cell slower or faster,
 or a busy host; a leak slower: `analysis.decision.rounds_for`); the way
 (`way.settle`, in the cell's lane right after it ran; `harness bisect`'s probes and a
@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 from harness import analysis
 from harness.analysis.vsbaseline import Confirmation, Round
 from harness.matrixfile.model import Cell
-from harness.stages.compare import MAX_CALLS, RoundsPlan
-from harness.stages.context import Context
+from harness.stages.compare import MAX_CALLS
+from harness.stages.context import Context, RoundsPlan
 from harness.stages.execute import emptied, execute
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """What every stage is given (the `Context`: the services it uses, which
 `orchestrator.Sweep` builds) and the values a cell carries from stage to stage
-(`CellRun`, then `Measured`)."""
+(`CellRun`, then `Measured`; a comparison's `RoundsPlan`)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
+    from harness.analysis.vsbaseline import Baseline
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,34 @@ class Measured:
     result: CellResult
     verdict: CellVerdict
     series: Series
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Who runs in a comparison's rounds: the suspect, and before it in each round the
+    row's baseline cell (B S B S), or a saved run's samples, every round's baseline (its
+    code is gone: only the suspect runs again)."""
+
+    suspect: Cell
+    base: Cell | Series
+    calls: int              # the calls that set the rounds' length (`round_length`)
+
+
+@dataclass(frozen=True)
+class RoundsPlan:
+    """The rounds a comparison needs before it can decide: the pooled comparison that
+    left the doubt (its direction, "slower", "faster" or "~" on a busy host, and the
+    `rounds` setting: 2 to twice that, until settled), who runs (`runs`; None where no
+    round can run again: `--reanalyze` recalls the recorded ones), the most calls a
+    round's run makes (`cap`; None for a leak, whose steps may slow as what it keeps
+    grows), and what the decision after them starts from."""
+
+    res: CellResult             # the suspect's within-run result
+    within: CellVerdict
+    pooled: Baseline
+    label: str                  # the baseline's name in progress lines
+    runs: Runs | None
+    cap: int | None
 
 
 @dataclass

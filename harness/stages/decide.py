@@ -1,6 +1,6 @@
 """Stage: decide a compared cell. Pure: its verdict from the one table
 (`analysis.decide`) over the pooled comparison with its baseline and, where the
-comparison planned rounds (`compare.RoundsPlan`), what they found (run by
+comparison planned rounds (`context.RoundsPlan`), what they found (run by
 `confirm.run_rounds`, or recalled by `--reanalyze`); and that verdict in words."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from harness.result.model import CellResult
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
     from harness.analysis.vsbaseline import Baseline, Confirmation, VsBaseline
-    from harness.stages.compare import RoundsPlan
+    from harness.stages.context import RoundsPlan
     from harness.thresholds import AnalysisConfig
 
 

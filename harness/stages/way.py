@@ -1,5 +1,5 @@
 """A cell's way after its run, one downward list: compare (`compare`: a result, or the
-rounds it needs as a `compare.RoundsPlan`) -> rounds (`confirm.run_rounds`, which runs
+rounds it needs as a `context.RoundsPlan`) -> rounds (`confirm.run_rounds`, which runs
 them through `execute.execute` as every run is) -> decide (`decide.with_rounds`). Each
 step takes the last one's value and returns its own; none calls back up. The sweep's
 lane settles each `rows.Job` here after `measure.measure` and then stores the result;
@@ -11,9 +11,9 @@ from __future__ import annotations
 from harness.analysis.kinds import GOOD
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult
-from harness.stages.compare import RoundsPlan, against_row
+from harness.stages.compare import against_row
 from harness.stages.confirm import run_rounds
-from harness.stages.context import Context
+from harness.stages.context import Context, RoundsPlan
 from harness.stages.decide import vs_text, with_rounds
 from harness.stages.rows import Job
 
