@@ -63,6 +63,8 @@ class Sweep:
                  runtimes: dict[str, Runtime] | None = None):
         self.matrix, self.runtime, self.store, self.progress = matrix, runtime, store, progress
         self.runtimes = runtimes or {}   # host label -> runtime; one host: `runtime`
+        self.engines = Engines(runtime, self.runtimes)
+        self.runtime_for = self.engines.runtime_for
         self.cfg: AnalysisConfig = matrix.analysis
         self.images = ImagePool(self.runtime_for, progress)
         self.series = SeriesCache(store.root)
@@ -77,9 +79,6 @@ class Sweep:
     def cancel(self) -> threading.Event:
         """Set on Ctrl-C: every stage stops after its current run."""
         return self.ctx.cancel
-
-    def runtime_for(self, cell: Cell) -> Runtime:
-        return self.runtimes.get(cell.host.label, self.runtime)
 
     def run_cell(self, cell: Cell) -> Measured:
         """The cell's within-run result (the plan bisect and fit run too)."""
@@ -188,12 +187,14 @@ class Sweep:
         self.series.keep(cell.id, measured.series)
         with self._lock:
             outcome.ran += 1
+        jobs = rows.ready(cell, measured)
         # Only what is known now: the row comparison prints its own line.
-        pending = ("; vs baseline: pending" if rows.compared(cell) and result.verdict in GOOD
+        pending = ("; vs baseline: pending"
+                   if rows.bases.get(cell.id, cell.id) != cell.id and result.verdict in GOOD
                    else "")
         self.progress(f"[{n}/{total}] {cell.id}: {result.verdict} within run "
                       f"({result.reason}){pending} in {result.timings.cell_s:.1f}s")
-        for job in rows.ready(cell, measured):
+        for job in jobs:
             self._store(settle(self.ctx, job), outcome)
         if self.matrix.fail_fast and result.verdict in BAD:
             stop.set()

@@ -126,7 +126,7 @@ class AttributionFailed(Exception):
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                    ) -> tuple[Where, dict[str, JSON]]:
     """Run the cell once with `--attribute KINDS` and parse its where record."""
-    ran = execute(ctx, cell, ctx.image(cell), emptied(outdir), attribute=tuple(kinds))
+    ran = execute(ctx, cell, ctx.images.get(cell), emptied(outdir), attribute=tuple(kinds))
     record = ran.where()
     if not isinstance(record, dict):
         why = ran.ended.error or ("timed out" if ran.ended.timed_out

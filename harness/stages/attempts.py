@@ -15,7 +15,7 @@ from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, reru
 from harness.matrixfile.model import BUDGET_CAP, RunSettings
 from harness.preflight import decidable_iterations
 from harness.result.model import Attempt
-from harness.stages.context import CellRun, Context, cell_outdir
+from harness.stages.context import CellRun, Context
 from harness.stages.execute import execute
 
 
@@ -25,7 +25,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
     retried = False
     while True:
         cell = run.running
-        ran = execute(ctx, cell, run.info, cell_outdir(ctx.store, run.cell))
+        ran = execute(ctx, cell, run.info, ctx.store.cell_dir(run.cell.id, fresh=True))
         run.ended, run.run_s = ran.ended, ran.run_s
         if ran.ended.error and not retried:
             # The engine went away (restart, lost connection): once more, then record.

@@ -67,7 +67,7 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
     outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
-    ran = execute(ctx, cell, ctx.image(cell), outdir)
+    ran = execute(ctx, cell, ctx.images.get(cell), outdir)
     ended, series = ran.ended, ran.series
     stat = analysis.run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.matrixfile.model import Cell, Matrix
@@ -35,20 +33,13 @@ class Context:
     cfg: AnalysisConfig         # thresholds for every decision
     store: RunStore             # where cells and rounds write
     progress: Progress          # one line per event
-    images: ImagePool           # each cell's image, prepared once per host
+    images: ImagePool           # each cell's image, prepared once per host (`get`), and
+                                # none on its host while it runs (`measuring`)
     gpus: GpuFacts              # the hosts' GPUs, probed once
     runtime_for: Callable[[Cell], Runtime]   # the runtime (host) that runs a cell
     series: SeriesCache         # each cell's samples, parsed once
     cancel: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C
     busy_said: threading.Event = field(default_factory=threading.Event)  # said once
-
-    def image(self, cell: Cell) -> ImageInfo:
-        """The cell's image, prepared (pulled, venv built) once per host."""
-        return self.images.get(cell)
-
-    def measuring(self, cell: Cell) -> AbstractContextManager[None]:
-        """Held while the cell's agent runs: no image of its host is prepared then."""
-        return self.images.measuring(cell)
 
 
 @dataclass(frozen=True)
@@ -121,8 +112,3 @@ class CellRun:
         """Attempts that ran and were decided: an engine that went away mid-run is
         retried without spending one of the cell's `repeats` (issue 50)."""
         return len(self.attempts) - self.engine_retries
-
-
-def cell_outdir(store: RunStore, cell: Cell) -> Path:
-    """The cell's directory, emptied for a (new) run."""
-    return store.cell_dir(cell.id, fresh=True)

@@ -1,7 +1,7 @@
 """Stage: decide a compared cell. Pure: its verdict from the one table
 (`analysis.decide`) over the pooled comparison with its baseline and, where the
 comparison planned rounds (`context.RoundsPlan`), what they found (run by
-`confirm.run_rounds`, or recalled by `--reanalyze`); and that verdict in words."""
+`confirm.run_rounds`, or recalled by `--reanalyze`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from harness.result.model import CellResult
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
-    from harness.analysis.vsbaseline import Baseline, Confirmation, VsBaseline
+    from harness.analysis.vsbaseline import Baseline, Confirmation
     from harness.stages.context import RoundsPlan
     from harness.thresholds import AnalysisConfig
 
@@ -31,17 +31,6 @@ def with_rounds(cfg: AnalysisConfig, plan: RoundsPlan, found: Confirmation | Non
     or recorded)."""
     return decided(cfg, plan.res, plan.within,
                    dataclasses.replace(plan.pooled, confirmation=found))
-
-
-def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
-    """What the comparison with the row's baseline found, in words."""
-    if vs is not None and vs.confirmation is not None:
-        return vs.confirmation.reason   # starts with what the rounds decided
-    if vs is not None and vs.steps is not None:
-        s = vs.steps
-        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
-                f"{analysis.unchanged_because(s, cfg)}")
-    return "no step times"
 
 
 def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:

@@ -57,7 +57,7 @@ def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
     # before its late window.
     live = _Live.start(ctx, cell, outdir) if not attribute else None
     try:
-        with ctx.measuring(cell):   # no pull or venv build on its host meanwhile
+        with ctx.images.measuring(cell):   # no pull or venv build on its host meanwhile
             ended = ctx.runtime_for(cell).run(request, ctx.progress)
     finally:
         watched = live.finish() if live is not None else None

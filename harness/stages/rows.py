@@ -51,10 +51,6 @@ class Rows:
         self.waiting: dict[str, list[Job]] = {}
         self.lock = threading.Lock()
 
-    def compared(self, cell: Cell) -> bool:
-        """Whether the cell is compared with a row baseline (it is not one)."""
-        return self.bases.get(cell.id, cell.id) != cell.id
-
     def ready(self, cell: Cell, measured: Measured) -> list[Job]:
         """The jobs `cell`'s measurement makes ready, in the order to settle them: a
         baseline's own, then those held for it; another cell's once its baseline ran

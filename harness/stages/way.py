@@ -8,14 +8,17 @@ a saved run's comparison runs its plan here (`run_plan`)."""
 
 from __future__ import annotations
 
+from harness import analysis
 from harness.analysis.kinds import GOOD
+from harness.analysis.vsbaseline import VsBaseline
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult
 from harness.stages.compare import against_row
 from harness.stages.confirm import run_rounds
 from harness.stages.context import Context, RoundsPlan
-from harness.stages.decide import vs_text, with_rounds
+from harness.stages.decide import with_rounds
 from harness.stages.rows import Job
+from harness.thresholds import AnalysisConfig
 
 
 def run_plan(ctx: Context, out: CellResult | RoundsPlan) -> CellResult:
@@ -42,3 +45,14 @@ def settle(ctx: Context, job: Job) -> CellResult:
                 else vs_text(vs, ctx.cfg))
         ctx.progress(f"{job.cell.id} vs {job.base.image.label}: {said}")
     return out
+
+
+def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
+    """What the comparison with the row's baseline found, in words."""
+    if vs is not None and vs.confirmation is not None:
+        return vs.confirmation.reason   # starts with what the rounds decided
+    if vs is not None and vs.steps is not None:
+        s = vs.steps
+        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
+                f"{analysis.unchanged_because(s, cfg)}")
+    return "no step times"
