@@ -39,7 +39,7 @@ from harness.analysis.vsbaseline import Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.compare import MAX_CALLS
 from harness.stages.context import Context, RoundsPlan
-from harness.stages.execute import emptied, execute
+from harness.stages.execute import execute
 
 if TYPE_CHECKING:
     from harness.analysis.contention import RunStat
@@ -66,7 +66,7 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
 
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
+    outdir = ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
     ran = execute(ctx, cell, ctx.images.get(cell), outdir)
     ended, series = ran.ended, ran.series
     stat = analysis.run_stat(series)

@@ -49,8 +49,10 @@ def emptied(outdir: Path) -> Path:
 
 def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
             attribute: tuple[str, ...] = ()) -> Ran:
-    """Run the agent once into `outdir` and read what it wrote (parsed while it runs in
-    early-stop mode, else after; an attributed run is never stopped early)."""
+    """Run the agent once into `outdir` (made, and emptied of an earlier run's files)
+    and read what it wrote (parsed while it runs in early-stop mode, else after; an
+    attributed run is never stopped early)."""
+    emptied(outdir)
     request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute)
     t_run = time.monotonic()
     # An attributed run (explain) runs its whole length: a live decision would end it
