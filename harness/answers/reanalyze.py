@@ -33,7 +33,7 @@ from harness.result.build import run_outcome
 from harness.result.model import CellResult
 from harness.stages.compare import against_baseline
 from harness.stages.context import RoundsPlan
-from harness.stages.decide import with_rounds, with_verdict
+from harness.stages.decide import with_comparison, with_rounds, with_verdict
 from harness.store.results import SeriesCache
 from harness.thresholds import AnalysisConfig
 
@@ -154,9 +154,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
             # The comparison cannot be made again: the recorded one stands, and the
             # cell is decided again with it (a --set still applies to its own run).
             out[cell_id] = (res if verdict is None else
-                            with_verdict(res, decide(CellFacts(
-                                cfg, baseline=recorded(results[cell_id], cfg),
-                                within=verdict))))
+                            with_comparison(cfg, res, verdict, recorded(results[cell_id], cfg)))
             continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (

@@ -13,7 +13,7 @@ from harness.analysis.kinds import GOOD
 from harness.matrixfile.model import Cell
 from harness.result.model import CellResult
 from harness.stages.context import RoundsPlan, Runs
-from harness.stages.decide import decided
+from harness.stages.decide import with_comparison
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
@@ -49,7 +49,7 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
         return RoundsPlan(res, within, facts, label, runs,
                           MAX_CALLS if res.verdict in GOOD else None)
-    return decided(cfg, res, within, facts)
+    return with_comparison(cfg, res, within, facts)
 
 
 def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell,

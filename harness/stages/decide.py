@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from harness.thresholds import AnalysisConfig
 
 
-def decided(cfg: AnalysisConfig, res: CellResult, within: CellVerdict, facts: Baseline
-            ) -> CellResult:
-    """`res` with the verdict the table gives its within-run verdict beside `facts`."""
+def with_comparison(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
+            facts: Baseline | None) -> CellResult:
+    """`res` with the verdict the table gives its within-run verdict beside `facts` (the
+    comparison with its baseline; None: none could be made)."""
     return with_verdict(res, analysis.decide(analysis.CellFacts(cfg, baseline=facts,
                                                                 within=within)))
 
@@ -29,7 +30,7 @@ def with_rounds(cfg: AnalysisConfig, plan: RoundsPlan, found: Confirmation | Non
                 ) -> CellResult:
     """The planned comparison decided with what its rounds found (None: none were run
     or recorded)."""
-    return decided(cfg, plan.res, plan.within,
+    return with_comparison(cfg, plan.res, plan.within,
                    dataclasses.replace(plan.pooled, confirmation=found))
 
 
