@@ -60,7 +60,7 @@ class Runs:
 
     suspect: Cell
     base: Cell | Series
-    calls: int              # the calls that set the rounds' length (`round_length`)
+    calls: int              # the calls that set the rounds' length (`compare.round_length`)
 
 
 @dataclass(frozen=True)
