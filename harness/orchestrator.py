@@ -87,7 +87,7 @@ class Sweep:
     def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
                 ) -> CellResult:
         """`cell` against `base` as a sweep's row compares it (`stages.way.settle`)."""
-        return settle(self.ctx, Job.against(cell, measured, base, base_result))
+        return settle(self.ctx, Job(cell, measured, base, base_result))
 
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
         start = time.monotonic()

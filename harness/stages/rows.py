@@ -11,7 +11,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.analysis.kinds import COMPARED_WITH, UNAVAILABLE
 from harness.matrixfile.model import Cell, row_baselines
 from harness.result.model import CellResult
 from harness.stages.context import Measured
@@ -20,22 +19,12 @@ from harness.stages.context import Measured
 @dataclass(frozen=True)
 class Job:
     """A measured cell ready to settle: with its row's baseline (cell and result), or
-    without one (a row's baseline, a cell whose baseline never ran or has nothing to
-    compare with, or one that could not be had: stored as it is)."""
+    without one (a row's baseline, or a cell whose baseline never ran)."""
 
     cell: Cell
     measured: Measured
     base: Cell | None = None
     base_result: CellResult | None = None
-
-    @classmethod
-    def against(cls, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
-                ) -> Job:
-        """`cell` with its baseline, unless the baseline has nothing to compare with or
-        the cell could not be had (then it stands as it ran)."""
-        if base_result.verdict not in COMPARED_WITH or measured.result.verdict == UNAVAILABLE:
-            return cls(cell, measured)
-        return cls(cell, measured, base, base_result)
 
 
 class Rows:
@@ -60,13 +49,13 @@ class Rows:
             if base_id == cell.id:
                 self.ran[cell.id] = measured.result
                 held = self.waiting.pop(cell.id, [])
-                return [Job(cell, measured)] + [Job.against(j.cell, j.measured, cell,
-                                                            measured.result) for j in held]
+                return [Job(cell, measured)] + [Job(j.cell, j.measured, cell, measured.result)
+                                                for j in held]
             base_result = self.ran.get(base_id)
             if base_result is None:
                 self.waiting.setdefault(base_id, []).append(Job(cell, measured))
                 return []
-        return [Job.against(cell, measured, self.cells[base_id], base_result)]
+        return [Job(cell, measured, self.cells[base_id], base_result)]
 
     def flush(self) -> list[Job]:
         """The cells still waiting for a baseline that did not run, uncompared."""

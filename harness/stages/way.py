@@ -9,7 +9,7 @@ a saved run's comparison runs its plan here (`run_plan`)."""
 from __future__ import annotations
 
 from harness import analysis
-from harness.analysis.kinds import GOOD
+from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.vsbaseline import VsBaseline
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult
@@ -33,11 +33,13 @@ def settle(ctx: Context, job: Job) -> CellResult:
     """The job's final result: compared with its row's baseline (a resumed or cached
     baseline's samples read once, here), its rounds run, decided; said in one line.
     Nothing is written here."""
-    res = job.measured.result
-    if job.base is None or job.base_result is None:
-        return res      # a row's baseline, or a cell whose baseline never ran
-    out = run_plan(ctx, against_row(ctx.cfg, job.cell, job.measured, job.base,
-                                    job.base_result,
+    res, base_result = job.measured.result, job.base_result
+    if (job.base is None or base_result is None or base_result.verdict not in COMPARED_WITH
+            or res.verdict == UNAVAILABLE):
+        # a row's baseline, a cell whose baseline never ran or has nothing to compare
+        # with, or a cell that could not be had: it stands as it ran
+        return res
+    out = run_plan(ctx, against_row(ctx.cfg, job.cell, job.measured, job.base, base_result,
                                     ctx.series(job.base.id) or no_samples()))
     vs = out.vs_baseline
     if res.verdict in GOOD or (vs is not None and vs.confirmation is not None):
