@@ -74,9 +74,11 @@ def main() -> int:
                          capture_output=True, text=True, check=True, cwd=args.old)
     old: dict[str, list[str]] = json.loads(got.stdout)
     changed = [k for k in new if k in old and old[k][0] != new[k][0]]
-    print(f"{len(new)} cells and series re-decided; {len(changed)} verdicts changed\n")
+    reasons = [k for k in new if k in old and old[k][0] == new[k][0] and old[k][1] != new[k][1]]
+    print(f"{len(new)} cells and series re-decided; {len(changed)} verdicts changed, "
+          f"{len(reasons)} reasons changed beside the same verdict\n")
     print("| cell | old | new | new reason |\n|---|---|---|---|")
-    for k in changed:
+    for k in changed + reasons:
         print(f"| {k} | {old[k][0]} | {new[k][0]} | {new[k][1]} |")
     return 0
 

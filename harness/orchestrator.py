@@ -1,10 +1,11 @@
 """plan -> run cells -> ingest -> analyse -> store: the sweep, wired from its stages.
 
-`Sweep` holds what the stages share (the image pool, the hosts' GPUs, the store, the
-cancel flag, the progress sink) and runs each cell through them: `stages.measure`
-(prepare image -> GPU precheck -> run attempts), then `stages.rows` (compare with the
-row -> store), lanes scheduled by `stages.lanes`. A cell's result is written once, when
-its verdict is final. Ctrl-C or a crash loses at most the running cells and those
+`Sweep` builds the services the stages use (`stages.context.Context`: the image pool,
+the hosts' GPUs, the store, the cancel flag, the progress sink) and its lanes run each
+cell down one list: `stages.measure` (prepare image -> GPU precheck -> run attempts),
+`stages.rows` (the comparisons that are ready), `stages.way.settle` (compare -> rounds
+-> decide), then the store; lanes scheduled by `stages.lanes`. A cell's result is
+written once, when its verdict is final. Ctrl-C or a crash loses at most the running cells and those
 waiting for their baseline; `--resume` skips the rest.
 """
 
@@ -23,13 +24,14 @@ from harness.matrixfile.model import Cell, Matrix, row_baselines
 from harness.preflight import whole_script
 from harness.result.model import CellResult
 from harness.runtimes import Engines
-from harness.runtimes.base import CellEvents, ImageInfo, Progress, Runtime
+from harness.runtimes.base import CellEvents, Progress, Runtime
 from harness.stages import lanes as lane_plan
-from harness.stages.context import Measured
+from harness.stages.context import Context, Measured
 from harness.stages.gpucheck import GpuFacts
 from harness.stages.images import ImagePool
 from harness.stages.measure import measure
-from harness.stages.rows import RowComparisons, compare
+from harness.stages.rows import Job, Rows
+from harness.stages.way import settle
 from harness.store.gate import why_not_current
 from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
@@ -54,40 +56,38 @@ class SweepOutcome:
 
 
 class Sweep:
-    """Runs cells of one matrix against one runtime (or one per host) into one store; it
-    is the `stages.context.Context` its stages share."""
+    """Runs cells of one matrix against one runtime (or one per host) into one store,
+    handing its stages the services they use (`ctx`), never itself."""
 
     def __init__(self, matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
                  runtimes: dict[str, Runtime] | None = None):
         self.matrix, self.runtime, self.store, self.progress = matrix, runtime, store, progress
         self.runtimes = runtimes or {}   # host label -> runtime; one host: `runtime`
+        self.engines = Engines(runtime, self.runtimes)
+        self.runtime_for = self.engines.runtime_for
         self.cfg: AnalysisConfig = matrix.analysis
         self.images = ImagePool(self.runtime_for, progress)
-        self.gpus = GpuFacts(self.runtime_for)
-        self.cancel = threading.Event()
-        self.busy_said = threading.Event()
         self.series = SeriesCache(store.root)
+        self.ctx = Context(matrix, self.cfg, store, progress, self.images,
+                           GpuFacts(self.runtime_for), self.runtime_for, self.series)
         self._lock = threading.Lock()
         self._todo: list[Cell] = []
         self.faulted: set[Path] = set()     # scenario files the agent could not call
         self.whole: frozenset[Path] = frozenset()   # plain scripts, run once (no step())
 
-    def runtime_for(self, cell: Cell) -> Runtime:
-        return self.runtimes.get(cell.host.label, self.runtime)
-
-    def image(self, cell: Cell) -> ImageInfo:
-        return self.images.get(cell)
-
-    def measuring(self, cell: Cell) -> contextlib.AbstractContextManager[None]:
-        return self.images.measuring(cell)
+    @property
+    def cancel(self) -> threading.Event:
+        """Set on Ctrl-C: every stage stops after its current run."""
+        return self.ctx.cancel
 
     def run_cell(self, cell: Cell) -> Measured:
         """The cell's within-run result (the plan bisect and fit run too)."""
-        return measure(self, cell)
+        return measure(self.ctx, cell)
 
     def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
                 ) -> CellResult:
-        return compare(self, cell, measured, base, base_result)
+        """`cell` against `base` as a sweep's row compares it (`stages.way.settle`)."""
+        return settle(self.ctx, Job(cell, measured, base, base_result))
 
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
         start = time.monotonic()
@@ -98,7 +98,7 @@ class Sweep:
         if outcome.reused:
             self.progress(f"resume: {outcome.reused} finished cells reused from "
                           f"{self.store.root}, {len(todo)} to run")
-        rows = RowComparisons(self, cells, self.matrix.baseline, outcome.results)
+        rows = Rows(cells, self.matrix.baseline, outcome.results)
         stop, counter = threading.Event(), [0]
         self._todo = todo
         # Each scenario file read once, not once a cell: the progress lines say how a
@@ -118,7 +118,8 @@ class Sweep:
         try:
             for groups in waves:
                 lane_plan.run_lanes(groups, lane, self.matrix.max_parallel, stop, self.cancel)
-            rows.flush()
+            for job in rows.flush():
+                self._store(job.measured.result, outcome)
         except BaseException:
             # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
             for rt in (self.runtime, *self.runtimes.values()):
@@ -161,9 +162,12 @@ class Sweep:
                               "running it again")
         return [c for c in cells if c.id in again]
 
-    def _one(self, cell: Cell, rows: RowComparisons, outcome: SweepOutcome, counter: list[int],
+    def _one(self, cell: Cell, rows: Rows, outcome: SweepOutcome, counter: list[int],
              total: int, stop: threading.Event) -> None:
-        """One cell of a lane: measured, its progress said, then settled in its row."""
+        """One cell of a lane, down one list: measured (prepare -> precheck -> run ->
+        read -> decide), its progress said; then each comparison it makes ready (its
+        own, or those held for it as a row's baseline) settled (compare -> rounds ->
+        decide) and stored."""
         with self._lock:
             counter[0] += 1
             n = counter[0]
@@ -176,22 +180,32 @@ class Sweep:
         self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
         self._event(cell, "running")
         try:
-            measured = self.run_cell(cell)
+            measured = measure(self.ctx, cell)
         finally:
             self._event(cell, "done")
         result = measured.result
+        self.series.keep(cell.id, measured.series)
         with self._lock:
             outcome.ran += 1
+        jobs = rows.ready(cell, measured)
         # Only what is known now: the row comparison prints its own line.
-        pending = ("; vs baseline: pending" if rows.compared(cell) and result.verdict in GOOD
+        pending = ("; vs baseline: pending"
+                   if rows.bases.get(cell.id, cell.id) != cell.id and result.verdict in GOOD
                    else "")
         self.progress(f"[{n}/{total}] {cell.id}: {result.verdict} within run "
                       f"({result.reason}){pending} in {result.timings.cell_s:.1f}s")
-        rows.settle(cell, measured)
+        for job in jobs:
+            self._store(settle(self.ctx, job), outcome)
         if self.matrix.fail_fast and result.verdict in BAD:
             stop.set()
         if result.end.error is not None and result.end.error.fault == "scenario":
             self._scenario_fault(cell, result.end.error.message)
+
+    def _store(self, result: CellResult, outcome: SweepOutcome) -> None:
+        """A settled cell, written once and kept in the outcome."""
+        self.store.write_cell(result)
+        with self._lock:
+            outcome.results[result.id] = result
 
     def _scenario_fault(self, cell: Cell, message: str) -> None:
         """The agent could not call the cell's scenario as written: every other cell of

@@ -1,7 +1,8 @@
 """Between-cell comparisons against the baseline cell: step times and peak memory, and
-the facts the verdict reads of them (`baseline_facts`: the sweep's `stages.rows.compare`
-and a re-analysis of a recorded sweep both call it; the sweep then runs the interleaved
-rounds where the facts leave a doubt, a re-analysis keeps the recorded ones).
+the facts the verdict reads of them (`baseline_facts`, which
+`stages.compare.against_baseline` calls for a sweep and a re-analysis of a recorded
+sweep alike; where the facts leave a doubt, the sweep then runs the interleaved rounds
+it plans, a re-analysis recalls the recorded ones).
 
 Step times follow asv's rule: a change counts only when a two-sided Mann-Whitney U test
 gives p < `alpha` **and** the ratio of medians lies outside [1/min_ratio, min_ratio];

@@ -18,20 +18,22 @@ Nothing here writes; `harness.cli.report` writes a new directory when asked.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.kinds import COMPARED_WITH, NOT_MEASURED, UNREADABLE
 from harness.analysis.sequential import replay_live
 from harness.analysis.verdict import CellVerdict
-from harness.analysis.vsbaseline import Baseline, Confirmation
+from harness.analysis.vsbaseline import Baseline
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
 from harness.result.build import run_outcome
 from harness.result.model import CellResult
-from harness.stages.rows import against_baseline, with_verdict
+from harness.stages.compare import against_baseline
+from harness.stages.context import RoundsPlan
+from harness.stages.decide import with_comparison, with_rounds, with_verdict
 from harness.store.results import SeriesCache
 from harness.thresholds import AnalysisConfig
 
@@ -118,11 +120,6 @@ def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
                     rounds=rounds if isinstance(rounds, int) else 0)
 
 
-def recalled(confirmation: Confirmation | None) -> Callable[[Baseline], Confirmation | None]:
-    """The rounds a sweep ran, as a comparison that cannot run them again recalls them."""
-    return lambda _: confirmation
-
-
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
     """Every cell decided again, and the cells whose verdict changed.
@@ -157,9 +154,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
             # The comparison cannot be made again: the recorded one stands, and the
             # cell is decided again with it (a --set still applies to its own run).
             out[cell_id] = (res if verdict is None else
-                            with_verdict(res, decide(CellFacts(
-                                cfg, baseline=recorded(results[cell_id], cfg),
-                                within=verdict))))
+                            with_comparison(cfg, res, verdict, recorded(results[cell_id], cfg)))
             continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (
@@ -169,10 +164,12 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
             stored = results[cell_id].vs_baseline
             old = stored.confirmation if stored is not None else None
             rounds = res.settings.get("rounds")
-            res = against_baseline(cfg, res, verdict, series(base_id) or no_samples(),
-                                   series(cell_id) or no_samples(), base_res.image.label,
-                                   rounds if isinstance(rounds, int) else 0,
-                                   recalled(old))
+            compared = against_baseline(cfg, res, verdict, series(base_id) or no_samples(),
+                                        series(cell_id) or no_samples(),
+                                        base_res.image.label,
+                                        rounds if isinstance(rounds, int) else 0)
+            res = (with_rounds(cfg, compared, old) if isinstance(compared, RoundsPlan)
+                   else compared)
         out[cell_id] = res
     changed = [Changed(i, results[i].verdict, r.verdict, r.reason)
                for i, r in out.items() if r.verdict != results[i].verdict]

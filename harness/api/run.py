@@ -214,7 +214,7 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
             measured = s.measure()
             result = measured.result
             if base is not None and baseline is not None:
-                result = against_saved(s.sweep, s.cell, measured, base[0], base[1],
+                result = against_saved(s.sweep.ctx, s.cell, measured, base[0], base[1],
                                        baseline.label)
             if save is not None:
                 save_cell(root, s.cell.id, save, result)

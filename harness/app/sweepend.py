@@ -62,7 +62,7 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
     if not todo:
         progress("explain: no row has a bad cell; nothing to explain")
         return
-    explain_matrix(Sweep(matrix, runtime, store, progress, by_host), matrix, results, todo,
+    explain_matrix(Sweep(matrix, runtime, store, progress, by_host).ctx, matrix, results, todo,
                    store.root)
 
 

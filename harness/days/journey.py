@@ -264,7 +264,7 @@ def step_explain(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
     else:
         said(f"{pair.cell} against {pair.good or 'no good cell'}: running with attribution",
              0)
-        j.where = explain(ctx, results, cells, [pair], ctx.store.root).get(pair.cell)
+        j.where = explain(ctx.ctx, results, cells, [pair], ctx.store.root).get(pair.cell)
         said(f"{pair.cell}: attributed", 1 + (pair.good is not None))
     found = list(j.where.diff or j.where.summary) if j.where is not None else []
     j.steps.append("explain: " + ("; ".join(found[:3]) if found else

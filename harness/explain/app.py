@@ -161,7 +161,7 @@ def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
                                    "again") from exc
         try:
             sweep = Sweep(matrix, engines.default, store, printer(quiet), engines.by_host)
-            explained = explain_matrix(sweep, matrix, found.results, todo, root)
+            explained = explain_matrix(sweep.ctx, matrix, found.results, todo, root)
             meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
             report = Report.from_results(matrix.name, found.results,
                                          meta if isinstance(meta, dict) else None, root,

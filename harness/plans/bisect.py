@@ -202,7 +202,7 @@ def latest(store: RunStore, cell_id: str) -> CellResult | None:
 def run_attempt(sweep: Sweep, cell: Cell, against: tuple[Cell, CellResult] | None
                 ) -> tuple[CellResult, Series]:
     """`cell` run as its next attempt, beside the runs the store holds (`attempt_id`),
-    compared with `against` (a reference cell and its result, `stages.rows.compare`)
+    compared with `against` (a reference cell and its result, `stages.way.settle`)
     where given, and written once: how bisect's and culprit's probes run."""
     runs = attempts(sweep.store, cell.id)
     this = cell if not runs else dataclasses.replace(

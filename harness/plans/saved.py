@@ -1,10 +1,10 @@
 """A cell against a saved run of an earlier version of its code (the pytest plugin's
 `--harness-compare NAME`, `harness.api.check(..., baseline=...)`).
 
-The same comparison as a sweep row's (`stages.rows.against_baseline`): the pooled step
-times, peaks and CPU times, then, where they leave a doubt (a suspected change, a busy
-host), rounds that must confirm it (`stages.confirm.confirm`), and the verdict from the
-one table.
+The same comparison as a sweep row's (`stages.compare.against_baseline`): the pooled
+step times, peaks and CPU times, then, where they leave a doubt (a suspected change, a
+busy host), the rounds it plans, run as a row's are (`stages.way.run_plan`:
+`stages.confirm.run_rounds`), and the verdict from the one table.
 
 What cannot be the same: a sweep's rounds run baseline and suspect alternately
 (B S B S), so drift of the host hits both alike. A saved run's code is gone (it was
@@ -21,14 +21,12 @@ and compare on the same machine.
 
 from __future__ import annotations
 
-from harness.analysis.kinds import GOOD
-from harness.analysis.vsbaseline import Baseline, Confirmation
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.stages.confirm import MAX_CALLS, confirm
-from harness.stages.context import Context, Measured
-from harness.stages.rows import against_baseline, round_length
+from harness.stages.compare import against_baseline, round_length
+from harness.stages.context import Context, Measured, Runs
+from harness.stages.way import run_plan
 
 
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,
@@ -36,12 +34,8 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
     """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
     with the comparison; nothing is written."""
     res = measured.result
-
-    def rounds(facts: Baseline) -> Confirmation:
-        return confirm(ctx, saved_series, cell, facts, round_length(
-            cell, len(measured.series.cols.steps),
-            [r.summary.median_step_s for r in (res, saved)]), label,
-            MAX_CALLS if res.verdict in GOOD else None)
-
-    return against_baseline(ctx.cfg, res, measured.verdict, saved_series, measured.series,
-                            label, cell.settings.rounds, rounds)
+    calls = round_length(cell, len(measured.series.cols.steps),
+                         [r.summary.median_step_s for r in (res, saved)])
+    return run_plan(ctx, against_baseline(ctx.cfg, res, measured.verdict, saved_series,
+                                          measured.series, label, cell.settings.rounds,
+                                          Runs(cell, saved_series, calls)))

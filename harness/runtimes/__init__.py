@@ -94,6 +94,10 @@ class Engines:
             by_host = {h.label: get_runtime(serves, h.url) for h in matrix.hosts}
         return cls(default, by_host)
 
+    def runtime_for(self, cell: Cell) -> Runtime:
+        """The runtime (host) that runs `cell`."""
+        return (self.by_host or {}).get(cell.host.label, self.default)
+
     def each(self) -> dict[str, Runtime]:
         """Host label -> runtime; "" stands for every host when there is one runtime."""
         return self.by_host or {"": self.default}

@@ -1,12 +1,19 @@
-"""A cell's way through a sweep, as named stages over one per-cell value (`CellRun`).
+"""A cell's way through a sweep, one downward list of stages, each taking the last one's
+value and returning its own, given the services it uses (`context.Context`), never the
+sweep.
 
-`measure.STAGES`, in order: prepare the image (`images`) -> GPU precheck (`gpucheck`) ->
-run attempts (`attempts`: each attempt runs the agent, reads its samples and decides the
-within-run verdict; an ambiguous one runs again, longer) -> the within-run result
-(`measure`). Then, once its row's baseline is known: compare with the row, with
-confirmation rounds where the pooled test leaves a doubt (`rows`, `confirm`) -> store
-(`rows`: `result.json`, once). `lanes` schedules cells (one per GPU, lanes in parallel).
+`measure.STAGES`, in order, over one per-cell value (`CellRun`): prepare the image
+(`images`) -> GPU precheck (`gpucheck`) -> run attempts (`attempts`: each attempt runs
+the agent through `execute.execute`, reads its samples and decides the within-run
+verdict; an ambiguous one runs again, longer) -> the within-run result (`measure`).
+Then, once its row's baseline is known (`rows`: the jobs ready to settle), `way.settle`:
+compare with the row (`compare`: a result, or the rounds it needs as a
+`context.RoundsPlan`) -> run the rounds (`confirm.run_rounds`, through the same
+`execute.execute`) -> decide with them (`decide.with_rounds`); the lane then stores
+the result (`result.json`, once). `lanes` schedules cells (one per GPU, lanes in
+parallel).
 
-`orchestrator.Sweep` only wires these; `bisect`, `fit` and `explain` are other plans over
-the same stages (`measure.measure`, `rows.compare`, `attempts.execute`).
+`orchestrator.Sweep` only wires these; `bisect`, `fit`, `culprit`, `explain` and a saved
+run's comparison are other plans over the same stages (`measure.measure`,
+`way.settle`, `way.run_plan`, `execute.execute`).
 """

@@ -1,75 +1,22 @@
-"""Stage 3, run attempts: each attempt runs the agent (`execute`: the runtime, the live
-watcher in early-stop mode, the samples read once), then decides the within-run
+"""Stage 3, run attempts: each attempt runs the agent (`execute.execute`: the runtime, the
+live watcher in early-stop mode, the samples read once), then decides the within-run
 verdict. An engine that went away is retried once; growth that stays ambiguous runs
 again, longer (up to the cell's `repeats`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
 from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
-from harness.matrixfile.model import BUDGET_CAP, Cell, RunSettings
+from harness.matrixfile.model import BUDGET_CAP, RunSettings
 from harness.preflight import decidable_iterations
-from harness.protocol.ingest import read_samples
-from harness.protocol.series import Series
-from harness.result.codec import JSON, as_json
 from harness.result.model import Attempt
-from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
-from harness.stages.context import CellRun, Context, cell_outdir
-
-if TYPE_CHECKING:
-    from harness.analysis.sequential import Watched
-
-
-@dataclass(frozen=True)
-class Ran:
-    """One run of the agent: how it ended, its samples, the live decision (early stop)."""
-
-    ended: RunOutcome
-    series: Series
-    watched: Watched | None
-    run_s: float
-
-    def where(self) -> JSON:
-        """The agent's where record (`--attribute`), as JSON; None without one."""
-        return as_json(self.series.where) if self.series.where is not None else None
-
-
-def emptied(outdir: Path) -> Path:
-    """`outdir`, made and emptied of an earlier run's files (a confirmation round, an
-    attributed run: each writes into its own directory again)."""
-    outdir.mkdir(parents=True, exist_ok=True)
-    for old in outdir.iterdir():
-        if old.is_file():
-            old.unlink()
-    return outdir
-
-
-def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
-            attribute: tuple[str, ...] = ()) -> Ran:
-    """Run the agent once into `outdir` and read what it wrote (parsed while it runs in
-    early-stop mode, else after; an attributed run is never stopped early)."""
-    request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute)
-    t_run = time.monotonic()
-    # An attributed run (explain) runs its whole length: a live decision would end it
-    # before its late window.
-    live = _Live.start(ctx, cell, outdir) if not attribute else None
-    try:
-        with ctx.measuring(cell):   # no pull or venv build on its host meanwhile
-            ended = ctx.runtime_for(cell).run(request, ctx.progress)
-    finally:
-        watched = live.finish() if live is not None else None
-    run_s = time.monotonic() - t_run
-    series = (watched.series if watched is not None
-              else read_samples(outdir / "samples.jsonl"))
-    return Ran(ended, series, watched, run_s)
+from harness.stages.context import CellRun, Context
+from harness.stages.execute import execute
 
 
 def run_attempts(ctx: Context, run: CellRun) -> None:
@@ -78,7 +25,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
     retried = False
     while True:
         cell = run.running
-        ran = execute(ctx, cell, run.info, cell_outdir(ctx.store, run.cell))
+        ran = execute(ctx, cell, run.info, ctx.store.cell_dir(run.cell.id, fresh=True))
         run.ended, run.run_s = ran.ended, ran.run_s
         if ran.ended.error and not retried:
             # The engine went away (restart, lost connection): once more, then record.
@@ -198,37 +145,3 @@ def _run_as(run: CellRun, settings: RunSettings) -> None:
     """The cell's next attempt runs with `settings`."""
     run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
         run.running.scenario, settings=settings))
-
-
-class _Live:
-    """Early-stop mode: tail samples.jsonl on a thread, stop the agent once certain."""
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-        self.watched: Watched | None = None
-
-    @classmethod
-    def start(cls, ctx: Context, cell: Cell, outdir: Path) -> _Live | None:
-        s = cell.settings
-        if s.max_iterations is None:
-            return None
-        decider = analysis.LiveDecider(ctx.cfg, s.min_iterations, s.max_iterations)
-        live = cls()
-
-        def watch() -> None:
-            live.watched = analysis.watch_file(outdir / "samples.jsonl", decider,
-                                               outdir / "stop", live.stop)
-
-        live.thread = threading.Thread(target=watch, daemon=True, name="live")
-        live.thread.start()
-        return live
-
-    def finish(self) -> Watched | None:
-        """The watcher's decision and the series it read, once it has read the file to
-        its end (the agent has exited: the file grows no more, so that end comes; a
-        watcher cut off after a while lost the live decision the run stopped on)."""
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join()
-        return self.watched

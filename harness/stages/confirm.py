@@ -1,10 +1,12 @@
-"""Run a suspected change again in interleaved rounds: B S B S ... (the `rounds` setting).
+"""Stage: run the rounds a comparison planned, a suspected change run again in
+interleaved rounds: B S B S ... (the `rounds` setting).
 
-`rows.compare` (in a sweep, and in `harness bisect`, whose probes are compared with
-the first image the same way) calls `confirm` when the pooled step-time comparison of
-a cell with its row's baseline leaves a doubt (a good cell slower or faster, or a busy
-host; a leak slower: `analysis.decision.rounds_for`), in the cell's lane right after
-it ran. Each round runs the baseline cell and then the suspect cell afresh, shorter
+`compare.against_baseline` returns a `context.RoundsPlan` when the pooled step-time
+comparison of a cell with its baseline leaves a doubt (a good cell slower or faster,
+or a busy host; a leak slower: `analysis.decision.rounds_for`); the way
+(`way.settle`, in the cell's lane right after it ran; `harness bisect`'s probes and a
+saved run's comparison alike) hands it to `run_rounds` and what they found to
+`decide.with_rounds`. Each round runs the baseline cell and then the suspect cell afresh, shorter
 than the cells themselves (half their measured calls, 50..1000; a leak's without the
 1,000 cap), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
 then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
@@ -33,10 +35,11 @@ import time
 from typing import TYPE_CHECKING
 
 from harness import analysis
-from harness.analysis.vsbaseline import Baseline, Confirmation, Round
+from harness.analysis.vsbaseline import Confirmation, Round
 from harness.matrixfile.model import Cell
-from harness.stages.attempts import emptied, execute
-from harness.stages.context import Context
+from harness.stages.compare import MAX_CALLS
+from harness.stages.context import Context, RoundsPlan
+from harness.stages.execute import execute
 
 if TYPE_CHECKING:
     from harness.analysis.contention import RunStat
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
     # (step time statistic, busy share, why it failed) of one run in a round
     RunRead = tuple[RunStat | None, float | None, str | None]
 
-MIN_CALLS, MAX_CALLS = 50, 1000
+MIN_CALLS = 50
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 
@@ -63,8 +66,8 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
 
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    outdir = emptied(ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}")
-    ran = execute(ctx, cell, ctx.image(cell), outdir)
+    outdir = ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
+    ran = execute(ctx, cell, ctx.images.get(cell), outdir)
     ended, series = ran.ended, ran.series
     stat = analysis.run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
@@ -107,30 +110,27 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
         f"{cost:.1f} s"))
 
 
-def confirm(ctx: Context, base: Cell | Series, cell: Cell, pooled: Baseline,
-            measured: int, label: str, cap: int | None = MAX_CALLS) -> Confirmation:
-    """Run rounds of `cell` against `base` until settled, and decide from them.
-
-    Args:
-        ctx: Supplies the runtime, image, store, cancel flag, progress and config.
-        base: The row's baseline cell, run afresh before the suspect in each round
-            (B S B S), or a saved run's samples (`plans.saved`), the baseline of every
-            round: its code is gone, so only the suspect runs again.
-        cell: The suspect cell.
-        pooled: The pooled comparison that left the doubt: its direction ("slower",
-            "faster", or "~" on a busy host) and how many usable rounds to get (>= 1).
-        measured: Calls that set the rounds' length (`rows.round_length`).
-        label: The baseline's name in progress lines.
-        cap: The most calls a round's run makes; None for a leak put to the rounds, whose
-            steps may slow as what it keeps grows (a handler added per call): rounds
-            capped short of its run measure an earlier, faster state (`round_cell`).
-    """
+def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
+    """Run the rounds `plan` asks for until settled, and decide from them: each round
+    runs `plan.runs.base` afresh (a cell; B S B S) or reads it (a saved run's samples,
+    whose code is gone: only the suspect runs again), then the suspect, each through
+    `execute.execute` as every run of a cell is, shorter (`round_cell`, at most
+    `plan.cap` calls). `ctx` gives the runtime, images, store, cancel flag, progress
+    and thresholds; nothing here decides the cell's verdict (`decide.with_rounds`)."""
+    runs, pooled, label, cap = plan.runs, plan.pooled, plan.label, plan.cap
+    assert runs is not None, "a plan whose rounds cannot run is recalled, not run"
     cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
     assert steps is not None, "rounds confirm a pooled step-time comparison"
-    suspected = steps.direction
-    short = round_cell(cell, measured, cap)
+    cell, base, suspected = runs.suspect, runs.base, steps.direction
+    short = round_cell(cell, runs.calls, cap)
     if isinstance(base, Cell):
-        short_base = round_cell(base, measured, cap)
+        if suspected == "~" and not ctx.busy_said.is_set():
+            # Said once a sweep: every later cell on this host is as busy.
+            ctx.busy_said.set()
+            ctx.progress(f"host busy: {pooled.busy:.0%} run-queue delay in {cell.id} or "
+                         "its baseline; unchanged-looking cells are confirmed in "
+                         "interleaved rounds")
+        short_base = round_cell(base, runs.calls, cap)
         how = "interleaved rounds"
 
         def baseline(k: int) -> RunRead:

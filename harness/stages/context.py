@@ -1,65 +1,45 @@
-"""What every stage shares (the `Context`, which `orchestrator.Sweep` satisfies) and the
-values a cell carries from stage to stage (`CellRun`, then `Measured`)."""
+"""What every stage is given (the `Context`: the services it uses, which
+`orchestrator.Sweep` builds) and the values a cell carries from stage to stage
+(`CellRun`, then `Measured`; a comparison's `RoundsPlan`)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from harness.matrixfile.model import Cell, Matrix
 from harness.protocol.series import Series
 from harness.result.model import Attempt, CellResult, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
+from harness.stages.gpucheck import GpuFacts
+from harness.stages.images import ImagePool
 from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
-    from harness.stages.gpucheck import GpuFacts
+    from harness.analysis.vsbaseline import Baseline
 
 
-class Context(Protocol):
-    """What the stages need of the sweep that runs them."""
+@dataclass(frozen=True)
+class Context:
+    """The narrow services the stages use, and nothing else of the sweep that made them
+    (`orchestrator.Sweep` builds one and hands it down; a stage never calls back up)."""
 
-    @property
-    def matrix(self) -> Matrix: ...
-
-    @property
-    def cfg(self) -> AnalysisConfig: ...        # thresholds for every decision
-
-    @property
-    def store(self) -> RunStore: ...            # where cells and rounds write
-
-    @property
-    def cancel(self) -> threading.Event: ...    # set on Ctrl-C: stop after the current run
-
-    @property
-    def progress(self) -> Progress: ...         # one line per event
-
-    @property
-    def series(self) -> SeriesCache: ...        # each cell's samples, parsed once
-
-    @property
-    def gpus(self) -> GpuFacts: ...             # the hosts' GPUs, probed once
-
-    @property
-    def busy_said(self) -> threading.Event: ... # the host-busy note, said once a sweep
-
-    def image(self, cell: Cell) -> ImageInfo:
-        """The cell's image, prepared (pulled, venv built) once per host."""
-        ...
-
-    def runtime_for(self, cell: Cell) -> Runtime:
-        """The runtime (host) that runs the cell."""
-        ...
-
-    def measuring(self, cell: Cell) -> AbstractContextManager[None]:
-        """Held while the cell's agent runs: no image of its host is prepared then."""
-        ...
+    matrix: Matrix              # its file (scripts named relative to it) and name
+    cfg: AnalysisConfig         # thresholds for every decision
+    store: RunStore             # where cells and rounds write
+    progress: Progress          # one line per event
+    images: ImagePool           # each cell's image, prepared once per host (`get`), and
+                                # none on its host while it runs (`measuring`)
+    gpus: GpuFacts              # the hosts' GPUs, probed once
+    runtime_for: Callable[[Cell], Runtime]   # the runtime (host) that runs a cell
+    series: SeriesCache         # each cell's samples, parsed once
+    cancel: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C
+    busy_said: threading.Event = field(default_factory=threading.Event)  # said once
 
 
 @dataclass(frozen=True)
@@ -70,6 +50,34 @@ class Measured:
     result: CellResult
     verdict: CellVerdict
     series: Series
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Who runs in a comparison's rounds: the suspect, and before it in each round the
+    row's baseline cell (B S B S), or a saved run's samples, every round's baseline (its
+    code is gone: only the suspect runs again)."""
+
+    suspect: Cell
+    base: Cell | Series
+    calls: int              # the calls that set the rounds' length (`compare.round_length`)
+
+
+@dataclass(frozen=True)
+class RoundsPlan:
+    """The rounds a comparison needs before it can decide: the pooled comparison that
+    left the doubt (its direction, "slower", "faster" or "~" on a busy host, and the
+    `rounds` setting: 2 to twice that, until settled), who runs (`runs`; None where no
+    round can run again: `--reanalyze` recalls the recorded ones), the most calls a
+    round's run makes (`cap`; None for a leak, whose steps may slow as what it keeps
+    grows), and what the decision after them starts from."""
+
+    res: CellResult             # the suspect's within-run result
+    within: CellVerdict
+    pooled: Baseline
+    label: str                  # the baseline's name in progress lines
+    runs: Runs | None
+    cap: int | None
 
 
 @dataclass
@@ -104,8 +112,3 @@ class CellRun:
         """Attempts that ran and were decided: an engine that went away mid-run is
         retried without spending one of the cell's `repeats` (issue 50)."""
         return len(self.attempts) - self.engine_retries
-
-
-def cell_outdir(store: RunStore, cell: Cell) -> Path:
-    """The cell's directory, emptied for a (new) run."""
-    return store.cell_dir(cell.id, fresh=True)

@@ -15,7 +15,7 @@ from harness.result.build import cell_result, timings_of
 from harness.result.model import Timings, Unavailable
 from harness.runtimes.base import ImageInfo, RunOutcome
 from harness.stages.attempts import run_attempts
-from harness.stages.context import CellRun, Context, Measured, cell_outdir
+from harness.stages.context import CellRun, Context, Measured
 
 UNSUPPORTED_DEADLINE_S = 300.0
 
@@ -23,9 +23,9 @@ UNSUPPORTED_DEADLINE_S = 300.0
 def prepare_image(ctx: Context, run: CellRun) -> None:
     """The cell's image, pulled or built once per host; one that cannot be had (a pull
     that fails, a pin that does not install) settles the cell as `unavailable`."""
-    cell_outdir(ctx.store, run.cell)
+    ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
     try:
-        run.info = ctx.image(run.cell)
+        run.info = ctx.images.get(run.cell)
     except EnvironmentUnavailable as exc:
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__

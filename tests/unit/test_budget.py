@@ -259,8 +259,8 @@ def test_a_budgeted_cells_rounds_take_about_half_its_budget() -> None:
     half its calls took minutes (0.4 s a call x 500 calls x 6 runs): they now hold half
     the budget at the slower cell's step time, at least `confirm.MIN_CALLS`."""
     from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
+    from harness.stages.compare import round_length
     from harness.stages.confirm import MIN_CALLS, round_cell
-    from harness.stages.rows import round_length
 
     def cell(**settings: object) -> Cell:
         return Cell("c", ImageSpec("py", "python3", 0), GpuSel("none"),

@@ -98,7 +98,7 @@ def test_explain_runs_the_pairs_with_attribution_and_writes_where(
     said: list[str] = []
     store.lock()
     try:
-        explained = explain_matrix(Sweep(matrix, runtime, store, said.append), matrix,
+        explained = explain_matrix(Sweep(matrix, runtime, store, said.append).ctx, matrix,
                                    results, pairs(results), root)
     finally:
         store.unlock()
@@ -142,7 +142,7 @@ def test_the_reports_show_the_diff(
     matrix, store, results = swept
     store.lock()
     try:
-        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None), matrix,
+        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None).ctx, matrix,
                        results, [Pair("v3.gpu0.loop", "v2.gpu0.loop", "gpu0.loop")],
                        store.root)
         write_all(store, Report.from_results(matrix.name, results, None, store.root))
@@ -169,13 +169,13 @@ def test_a_failed_attributed_run_leaves_no_older_answer_behind(
     old = store.root / "cells" / "v4.gpu0.slow" / "where.json"
     store.lock()
     try:
-        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None), matrix,
+        explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None).ctx, matrix,
                        results, pair, store.root)
         assert old.is_file()
         # GIVEN the same cells explained again, their runs now crashing
         said: list[str] = []
         got = explain_matrix(Sweep(matrix, FakeRuntime(lambda c: Behaviour(error="boom")),
-                                   store, said.append), matrix, results, pair, store.root)
+                                   store, said.append).ctx, matrix, results, pair, store.root)
     finally:
         store.unlock()
     assert got == {} and not old.exists()

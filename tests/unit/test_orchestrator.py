@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -542,7 +543,7 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
 
     def init(self: orch.Sweep, *a: Any, **kw: Any) -> None:
         real(self, *a, **kw)
-        self.cancel = Counting()
+        self.ctx = dataclasses.replace(self.ctx, cancel=Counting())
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(orch.Sweep, "__init__", init)
@@ -582,10 +583,10 @@ def test_a_saved_runs_busy_rounds_back_off_as_a_sweeps_do(tmp_path: Path) -> Non
     store = RunStore(tmp_path / "run", durable=False)
     lines: list[str] = []
     sweep = Sweep(matrix, FakeRuntime(behave), store, lines.append)
-    sweep.cancel = Counting()
+    sweep.ctx = dataclasses.replace(sweep.ctx, cancel=Counting())
     try:
         saved, measured = sweep.run_cell(v1), sweep.run_cell(v2)
-        res = against_saved(sweep, v2, measured, saved.result, saved.series, "main (saved)")
+        res = against_saved(sweep.ctx, v2, measured, saved.result, saved.series, "main (saved)")
     finally:
         sweep.images.close()
     vs = res.vs_baseline

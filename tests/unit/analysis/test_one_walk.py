@@ -27,7 +27,7 @@ def entered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How often each counted function was entered, through any module's name for it."""
     import harness.analysis.verdict
     import harness.stages.attempts
-    import harness.stages.rows  # noqa: F401
+    import harness.stages.way  # noqa: F401
 
     calls: Counter[str] = Counter()
 

@@ -1,0 +1,63 @@
+"""Stage: compare a cell with its baseline. Pure: nothing runs and nothing is written
+here. The comparison returns the cell's result, decided, or the rounds it needs first
+(`context.RoundsPlan`), which the way runs (`confirm.run_rounds`; `--reanalyze` recalls the
+recorded ones) and hands to `decide.with_rounds`. A sweep's row (`against_row`), a saved
+run (`plans.saved`) and `--reanalyze` all compare here (`against_baseline`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness import analysis
+from harness.analysis.kinds import GOOD
+from harness.matrixfile.model import Cell
+from harness.result.model import CellResult
+from harness.stages.context import RoundsPlan, Runs
+from harness.stages.decide import with_comparison
+
+if TYPE_CHECKING:
+    from harness.analysis.verdict import CellVerdict
+    from harness.protocol.series import Series
+    from harness.stages.context import Measured
+    from harness.thresholds import AnalysisConfig
+
+MAX_CALLS = 1000   # the most calls a good cell's round runs (`confirm.round_cell`)
+
+
+def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
+    """The calls that set the confirmation rounds' length (`confirm.round_cell` runs
+    half of them): the suspect's measured calls, and for a budgeted cell no more than
+    its budget holds at the slower of the two cells' step times, so that each round's
+    run takes about half the budget (a slow step's budgeted run goes past its budget
+    to its least calls; rounds of half that would take minutes)."""
+    budget = cell.settings.run_budget
+    slowest = max((s for s in step_s if s), default=0.0)
+    if budget is None or slowest <= 0:
+        return measured
+    return min(measured, int(budget / slowest))
+
+
+def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
+                     base_series: Series, series: Series, label: str, rounds: int,
+                     runs: Runs | None = None) -> CellResult | RoundsPlan:
+    """`res` (within-run verdict `within`, samples `series`) against a baseline's
+    samples: the pooled comparison (`analysis.pooled.baseline_facts`) and the verdict
+    from the one table, or, where the pooled comparison leaves a doubt (a good cell's,
+    or a leak whose steps read slower: `rounds_for`), the rounds that must settle it."""
+    facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,
+                                    good=res.verdict in GOOD)
+    if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
+        return RoundsPlan(res, within, facts, label, runs,
+                          MAX_CALLS if res.verdict in GOOD else None)
+    return with_comparison(cfg, res, within, facts)
+
+
+def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell,
+                base_result: CellResult, base_series: Series) -> CellResult | RoundsPlan:
+    """A sweep's cell against its row's baseline (run, its result and samples in hand):
+    `against_baseline`, with rounds that run both cells again."""
+    res = measured.result
+    calls = round_length(cell, len(measured.series.cols.steps),
+                         [r.summary.median_step_s for r in (res, base_result)])
+    return against_baseline(cfg, res, measured.verdict, base_series, measured.series,
+                            base.image.label, cell.settings.rounds, Runs(cell, base, calls))
