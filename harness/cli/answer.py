@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from harness.cli import options
 from harness.result.codec import encode
 from harness.result.words import cell_text
 
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
     from harness.result.model import CellResult
 
 SCHEMA = "harness.answer/1"
-FORMATS = ("console", "json")
-HELP = ("console: the answer in words (the default); json: one JSON document on stdout "
-        "(schema harness.answer/1, docs/json.md), progress on stderr, the same exit code")
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -59,8 +57,8 @@ _CURRENT: ContextVar[Answer | None] = ContextVar("harness_answer", default=None)
 
 
 def add(p: argparse.ArgumentParser) -> None:
-    """The command's --format option (console or json)."""
-    p.add_argument("--format", choices=FORMATS, default="console", help=HELP)
+    """The command's --format option (console or json): `options.add(p, "format")`."""
+    options.add(p, "format")
 
 
 def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Command]:

@@ -10,15 +10,20 @@ import argparse
 from pathlib import Path
 from typing import Literal
 
+from harness.analysis.kinds import MIN_WIDTH
 from harness.errors import InputError
 from harness.matrixfile.model import RUNTIMES
-from harness.report.grid import MIN_WIDTH
 
-Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width"]
+Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width",
+                 "format"]
 
 QUIET_HELP = ("no progress lines (what runs, what was written); the answer and errors are "
               "printed")
 DOCKER_HOST_HELP = "Docker endpoint (unix://, tcp://, ssh://user@host)"
+FORMATS = ("console", "json")
+FORMAT_HELP = ("console: the answer in words (the default); json: one JSON document on "
+               "stdout (schema harness.answer/1, docs/json.md), progress on stderr, the same "
+               "exit code")
 WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COLUMNS, "
               "else one line per row)")
 
@@ -52,6 +57,8 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
             p.add_argument("--out", type=Path, default=Path("reports"),
                            help="results base directory (default: reports/)"
                                 + (f"; {out_keeps}" if out_keeps else ""))
+        elif name == "format":
+            p.add_argument("--format", choices=FORMATS, default="console", help=FORMAT_HELP)
         elif name == "quiet":
             p.add_argument("-q", "--quiet", action="store_true", help=quiet_does)
         else:

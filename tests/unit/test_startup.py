@@ -65,10 +65,22 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
     reporters to the prefetch thread, which imports them while the container runs."""
     mods = _modules_after(
         "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-        "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
-        "harness.report.live, harness.stages.confirm\n"
+        "import harness.cli.sweep, harness.cli.sweeprun, harness.orchestrator, "
+        "harness.preflight, harness.report.live, harness.stages.confirm\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
     assert not {"numpy", "jinja2", "tabulate"} & mods, {"numpy", "jinja2", "tabulate"} & mods
+
+
+def test_the_sweeps_help_loads_its_parser_alone() -> None:
+    """`harness sweep --help` builds the sweep's parser and nothing a sweep runs: the
+    results store, the result model and the reporters load past `cli.sweep.run`'s one
+    boundary (`cli.sweeprun`); the matrix files' modules are the parser's (--between)."""
+    mods = _modules_after("from harness.cli import main\n"
+                          "try:\n    main(['sweep', '--help'])\nexcept SystemExit:\n    pass")
+    ran = {m for m in mods if m.split(".")[:2] in (["harness", "store"], ["harness", "result"],
+                                                   ["harness", "report"], ["harness", "app"])}
+    assert "harness.cli.sweep" in mods and "harness.cli.sweeprun" not in mods
+    assert ran <= {"harness.app", "harness.app.progress"}, ran
 
 
 def test_the_command_leaves_without_a_last_collection_over_its_objects() -> None:
