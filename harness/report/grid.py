@@ -24,6 +24,7 @@ from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 from harness.result.words import also_slowed, also_slower, ran_on_cpu
 
+
 @dataclass(frozen=True)
 class Glyph:
     """How a verdict kind shows in the grid: its symbol, its colour (ANSI SGR code), and
