@@ -59,9 +59,7 @@ def add_parser(sub: Any) -> None:
                         "culprit), the first fixed image and, on `hosts:`, whether the host "
                         "or the image changed the verdict; one summary per row (with "
                         "--resume, finished steps are reused)")
-    p.add_argument("--budget", metavar="SECONDS",
-                   help="override every cell's time budget (e.g. 20s, 2m): early-stop "
-                        "mode, max_iterations the cap (set: as it is; else 1,000,000)")
+    options.add(p, "budget")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     between.add(p)
     options.add(p, "quiet", "format")
