@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from harness import matrixfile
 from harness import report as reports
 from harness.answers.journey import results_json
+from harness.app import between
 from harness.app.sweep import (
     SweepOptions,
     apply_overrides,
@@ -19,7 +20,7 @@ from harness.app.sweep import (
     preflight,
     sweep_and_report,
 )
-from harness.cli import answer, between, printer
+from harness.cli import answer, printer
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 def sweep(args: argparse.Namespace) -> int:
     """`harness sweep`'s run, its options checked."""
     if args.between is not None or args.scenario or args.python:
-        args.matrix = between.matrix_file(args, printer(args.quiet))
+        args.matrix = between.matrix_file(args.between, args.scenario, args.python,
+                                          args.matrix, args.out, printer(args.quiet))
     elif args.matrix is None:
         raise InputError(f"no matrix file: harness sweep MATRIX, or {between.USAGE}")
     matrix = matrixfile.load(args.matrix)
