@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 from harness.analysis.baselinerules import (
     DOUBT,
+    DOUBT_RULES,
+    PEAK_VERDICT_RULES,
     REGRESSION,
     DoubtEvidence,
     PeakVerdictEvidence,
-    doubt_rule,
-    peak_verdict_rule,
 )
 from harness.analysis.baselinerules import unsettled as unsettled_words
 from harness.analysis.devices import device_kind
@@ -35,9 +35,9 @@ from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule, leaking
-from harness.analysis.runrules import BY_BUDGET, LengthEvidence, length_rule
+from harness.analysis.runrules import BY_BUDGET, LENGTH_RULES, LengthEvidence
 from harness.analysis.stepreading import read_steps
-from harness.analysis.table import Rule
+from harness.analysis.table import Rule, first_of
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
 from harness.analysis.vsbaseline import (
@@ -107,7 +107,7 @@ def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: s
     where each miss is slow, a few seconds hold a few hundred (issue 49)."""
     ended = budget_ended(series)
     words, done, asked = ended if ended is not None else ("", 0, 0)
-    rule, _ = length_rule(LengthEvidence(cfg, again, capped, grown, words, done, asked))
+    rule, _ = first_of(LengthEvidence(cfg, again, capped, grown, words, done, asked), LENGTH_RULES)
     return (words, min(cfg.short_calls, asked)) if rule.says == BY_BUDGET else None
 
 
@@ -161,8 +161,8 @@ def decide(facts: CellFacts) -> CellVerdict:
 def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
     """The rule of `baselinerules.DOUBT_RULES` that fires on the pooled comparison."""
     steps = base.steps
-    return doubt_rule(DoubtEvidence(cfg, steps.direction if steps is not None else "",
-                                    base.busy))[0]
+    return first_of(DoubtEvidence(cfg, steps.direction if steps is not None else "",
+                                    base.busy), DOUBT_RULES)[0]
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -224,8 +224,8 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             unsettled = unsettled_words(conf, cfg)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
-    if peaks is not None and peak_verdict_rule(PeakVerdictEvidence(
-            cfg, peaks.direction, peaks.ratio))[0].says == REGRESSION:
+    if peaks is not None and first_of(PeakVerdictEvidence(
+            cfg, peaks.direction, peaks.ratio), PEAK_VERDICT_RULES)[0].says == REGRESSION:
         worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")
     before = within.facts if within.facts is not None else Facts()
     found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected,

@@ -44,7 +44,8 @@ from typing import cast
 import numpy as np
 
 from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, late_points, theil_sen
-from harness.analysis.trendrules import CREEP_MARGIN, TREND_RULES, TrendEvidence, trend_rule
+from harness.analysis.table import first_of
+from harness.analysis.trendrules import CREEP_MARGIN, TREND_RULES, TrendEvidence
 from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
 
@@ -176,8 +177,6 @@ def _fill_amplitude(x: FloatArray, y: FloatArray, cfg: AnalysisConfig, nested: b
     return growth / (1.0 - math.pow(ratio, 1.5))
 
 
-
-
 def memory_trend(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
 ) -> MemoryTrend:
@@ -242,8 +241,8 @@ def trend_and_fill(
     # Memory that fell back by D (GC, arena trim) shows the series swings by D without
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown(by))
-    rule, _ = trend_rule(dataclasses.replace(first, whole=whole, late=late, growth=growth,
-                                             rise=end - start, floor=floor))
+    rule, _ = first_of(dataclasses.replace(first, whole=whole, late=late, growth=growth,
+                                             rise=end - start, floor=floor), TREND_RULES)
     creep = rule.says == "creep"        # steady growth under both floors: ambiguous
     kind = cast(MemoryKind, "ambiguous" if creep else rule.says)
     missed = missed_rate(whole, late, floor, span, cfg, per_call)

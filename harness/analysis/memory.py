@@ -33,7 +33,8 @@ from harness.analysis.rules import (
     leaking,
     memory_rule,
 )
-from harness.analysis.trendrules import GARBAGE, CollectedEvidence, collected_rule
+from harness.analysis.table import first_of
+from harness.analysis.trendrules import GARBAGE, GARBAGE_RULES, CollectedEvidence
 from harness.analysis.trends import (
     MemoryTrend,
     missed_text,
@@ -234,7 +235,8 @@ def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
     if not isinstance(before, int) or not isinstance(after, int):
         return None
     grew, kept = before - heap.start, after - heap.start
-    rule, _ = collected_rule(CollectedEvidence(heap.kind, heap.creep, grew, kept, heap.floor))
+    rule, _ = first_of(CollectedEvidence(heap.kind, heap.creep, grew, kept, heap.floor),
+                       GARBAGE_RULES)
     if rule.says != GARBAGE:
         return None
     return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "

@@ -37,21 +37,16 @@ from typing import NamedTuple, cast
 import numpy as np
 
 from harness.analysis.baselinerules import (
+    CONFIRM_RULES,
     FEW,
     SETTLED,
+    SETTLED_RULES,
     ConfirmEvidence,
     SettledEvidence,
-    confirm_rule,
-    settled_rule,
 )
 from harness.analysis.contention import RunStat, speed_scaled
-from harness.analysis.runrules import (
-    LEFT_OUT,
-    RoundEvidence,
-    busy_run,
-    round_rule,
-    speeds_apart,
-)
+from harness.analysis.runrules import LEFT_OUT, ROUND_RULES, RoundEvidence, busy_run, speeds_apart
+from harness.analysis.table import first_of
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
@@ -131,9 +126,9 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
         cpu = cpu_ratio(base, other)
     else:
         failed = failed or "a run measured no step"
-    rule, named = round_rule(RoundEvidence(
+    rule, named = first_of(RoundEvidence(
         cfg, failed, plain, scaled, speed,
-        (("baseline", base_busy), ("suspect", other_busy)), cpu))
+        (("baseline", base_busy), ("suspect", other_busy)), cpu), ROUND_RULES)
     why = named if rule.says == LEFT_OUT else None
     note = (f"host busy, counted: CPU time per step {cpu:.2f}x agrees"
             if rule.id == "round-busy-agrees" and cpu is not None else "")
@@ -154,7 +149,7 @@ def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
     - the interval lies wholly on the no-change side of the question's threshold
       (below `min_ratio` for a slowdown, above 1/`min_ratio` for an improvement).
     """
-    return settled_rule(SettledEvidence.of(conf, cfg))[0].says == SETTLED
+    return first_of(SettledEvidence.of(conf, cfg), SETTLED_RULES)[0].says == SETTLED
 
 
 def _span(indices: list[int]) -> str:
@@ -181,7 +176,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
         note = "; left out: " + "; ".join(
             f"round {r.index} ({r.excluded or 'no step times'})" for r in left_out)
     ids = [r.index for r in usable]
-    few, _ = confirm_rule(ConfirmEvidence(cfg, [r.ratio for r in usable]))
+    few, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable]), CONFIRM_RULES)
     if few.says == FEW:
         return Confirmation(suspected, "~", math.nan, math.nan, math.nan, ids,
                             f"not confirmed: {len(usable)} usable round(s) of {len(rounds)}, "
@@ -201,7 +196,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     ratios = ", ".join(f"{r.ratio:.2f}" for r in usable)
     head = (f"rounds {_span(ids)}: ratios {ratios}, mean {ratio:.2f}x "
             f"({cfg.round_confidence:.0%} CI {lo:.2f}..{hi:.2f})")
-    rule, _ = confirm_rule(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff))
+    rule, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff), CONFIRM_RULES)
     direction = cast(Direction, rule.says)
     verb: str
     if suspected == "~":     # rounds run because a cell ran on a busy host

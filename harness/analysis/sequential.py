@@ -52,8 +52,9 @@ import numpy as np
 
 from harness.analysis.memory import MemoryReading, memory_reading, risen
 from harness.analysis.rules import CARRIERS
-from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
+from harness.analysis.runrules import LIVE_RULES, STOP_LEAK, STOP_OK, LiveEvidence
 from harness.analysis.stepreading import rose, step_reading
+from harness.analysis.table import first_of
 from harness.analysis.trends import LiveDecision
 from harness.matrixfile.model import BUDGET_MIN_CALLS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
@@ -287,9 +288,9 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     # of the readings so far to move the whole run's slope.
     upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs + workers if s in mem),
                 default=math.inf)
-    rule, _ = live_rule(LiveEvidence(leak, grown, cfg.leak_large_bytes,
+    rule, _ = first_of(LiveEvidence(leak, grown, cfg.leak_large_bytes,
                                      needs[0] if flat else "", upper, cfg.ok_floor_bytes,
-                                     measured, cfg.live_ok_share, rose))
+                                     measured, cfg.live_ok_share, rose), LIVE_RULES)
     if rule.says == STOP_LEAK:
         t = mem[CARRIERS[leak][0]]
         why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "

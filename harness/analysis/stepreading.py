@@ -33,14 +33,15 @@ from harness.analysis.records import Finding
 from harness.analysis.steprules import (
     BACK,
     FEW,
+    LOAD_RULES,
     SLOWDOWN,
+    STEP_RULES,
     VOIDED,
     LoadEvidence,
     StepEvidence,
-    load_rule,
-    step_rule,
 )
 from harness.analysis.steprules import rose as rises
+from harness.analysis.table import first_of
 from harness.analysis.trends import Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
@@ -92,8 +93,8 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     cpu_rise = cpu.late_median_s - cpu.early_median_s \
         if cpu is not None and not cpu.insufficient else None
     cpu_ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
-    load, _ = load_rule(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
-                                     cpu_rise, cpu_ratio))
+    load, _ = first_of(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
+                                     cpu_rise, cpu_ratio), LOAD_RULES)
     voided = ""
     if busy is not None and load.says == VOIDED:
         voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
@@ -188,12 +189,12 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     n = t.size
     if n == 0:
         return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True,
-                         rule=step_rule(StepEvidence(cfg, 0))[0].id)
+                         rule=first_of(StepEvidence(cfg, 0), STEP_RULES)[0].id)
     width = max(1, int(n * cfg.step_window))
     early, late = t[:width], t[n - width :]
     early_med, late_med = float(np.median(early)), float(np.median(late))
     ratio = late_med / early_med if early_med > 0 else 1.0
-    few, _ = step_rule(StepEvidence(cfg, n))
+    few, _ = first_of(StepEvidence(cfg, n), STEP_RULES)
     if few.says == FEW:
         return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True,
                          rule=few.id)
@@ -209,8 +210,8 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
             back.append(came_back(t, early_med, late_med))
         return back[0]
 
-    rule, _ = step_rule(StepEvidence(cfg, n, p_value, ratio, late_med - early_med, trend_p,
-                                     came_back_at))
+    rule, _ = first_of(StepEvidence(cfg, n, p_value, ratio, late_med - early_med, trend_p,
+                                     came_back_at), STEP_RULES)
     return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value,
                      rule.says == SLOWDOWN, trend_p=trend_p,
                      came_back_at=came_back_at() if rule.says == BACK else 0, rule=rule.id)

@@ -13,7 +13,8 @@ from harness.analysis.facts import Facts
 from harness.analysis.rules import Evidence, first_rule, rule_named
 from harness.analysis.rules import why as rules_why
 from harness.analysis.runrules import RERUN_RULES
-from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, load_rule
+from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence
+from harness.analysis.table import first_of
 from harness.errors import InputError
 from harness.matrixfile.analysisblock import analysis_of
 from harness.report import Report
@@ -122,7 +123,7 @@ def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
     if steps is not None and steps.slowdown and busy is not None:
         rise = cpu.late_median_s - cpu.early_median_s \
             if cpu is not None and not cpu.insufficient else None
-        load, _ = load_rule(LoadEvidence(cfg, busy.share, busy.extra_s, rise))
+        load, _ = first_of(LoadEvidence(cfg, busy.share, busy.extra_s, rise), LOAD_RULES)
         out.append(f"the slowdown beside the host's load: {said(load.id, LOAD_RULES)}")
     vs = res.vs_baseline
     if vs is None:
@@ -132,15 +133,15 @@ def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
         if found is not None and found.rule:
             out.append(f"vs {vs.baseline}, {name}: {said(found.rule, rules)}")
     if vs.peak_rss is not None and vs.peak_rss.direction == "higher":
-        peak, _ = b.peak_verdict_rule(b.PeakVerdictEvidence(
-            cfg, vs.peak_rss.direction, vs.peak_rss.ratio))
+        peak, _ = first_of(b.PeakVerdictEvidence(
+            cfg, vs.peak_rss.direction, vs.peak_rss.ratio), b.PEAK_VERDICT_RULES)
         out.append(f"vs {vs.baseline}, peak RSS: {said(peak.id, b.PEAK_VERDICT_RULES)}")
     if vs.rule:
         out.append(f"vs {vs.baseline}: {said(vs.rule, b.DOUBT_RULES)}")
     conf = vs.confirmation
     if conf is not None and conf.rule:
-        done, _ = b.settled_rule(b.SettledEvidence.of(conf, cfg))
-        left, _ = b.unsettled_rule(b.UnsettledEvidence.of(conf, cfg))
+        done, _ = first_of(b.SettledEvidence.of(conf, cfg), b.SETTLED_RULES)
+        left, _ = first_of(b.UnsettledEvidence.of(conf, cfg), b.UNSETTLED_RULES)
         out.append(f"rounds: {said(conf.rule, b.CONFIRM_RULES)}; after the last, "
                    f"{said(done.id, b.SETTLED_RULES)}; {said(left.id, b.UNSETTLED_RULES)}")
     return out
