@@ -1,18 +1,8 @@
-"""The one place a cell's verdict is set: `decide(facts)`.
-
-The orchestrator gathers what is known about a cell into a `CellFacts` (the agent's
+"""The one place a cell's verdict is set: `decide(facts)`, from a `CellFacts` (the
 series, how the run ended, the live decision, the GPU precheck, the baseline
-comparison and its confirmation rounds) and calls `decide`. Everything that reads a
-series is read once, by `read_run`: memory (`memory.memory_reading`), step times
-(`stepreading.read_steps`), how the run ended (`outcomes.how_it_ended`), its cap
-(`facts.capped_at`) or its budget (`cut_short`); `within_run` is the table of
-rules over that reading, worded by `verdict.verdict_of`; `decide` adds what is known
-beside the run and turns it into `ok` / `leak` / `regression` / `not-applicable` ....
-
-Two moments call it: right after a cell ran (`baseline` is None), and once a row's
-comparison with its baseline is known (`baseline` and `within`, the within-run verdict
-held in memory, are given). Nothing is written before the second.
-"""
+comparison). Everything that reads a series is read once (`read_run`); `within_run` is
+the table over that reading. It is called right after a cell ran and again once its
+row's comparison is known; nothing is written before the second."""
 
 from __future__ import annotations
 
@@ -283,14 +273,8 @@ def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
 
 
 def _with_live(within: CellVerdict, live: LiveRun, reason: str) -> str:
-    """The reason once the live decision is known.
-
-    The live decision only chose when to stop: it is the one memory decision
-    (`memory.memory_reading`, the table's memory rules) on the samples read by then,
-    and the verdict is the table on all the run's samples, so the two differ only where
-    the agent ran on past the look (it stops within a few calls, or it ran to its end
-    while the samples were replayed): then the run's own samples decide, and the reason
-    says what the live look saw."""
+    """The reason once the live decision is known: where the agent ran on past the
+    live look, the run's own samples decide, and the reason says what the look saw."""
     looked = "leak" if live.verdict == "leak" else "ok"
     if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
