@@ -37,7 +37,7 @@ class Redecided:
     analysis_set: list[str]
 
 
-def redecided(root: Path, recorded: Report, overrides: Sequence[str] = (),
+def redecide(root: Path, recorded: Report, overrides: Sequence[str] = (),
               outdated: Collection[str] = ()) -> Redecided:
     """Every cell of the run in `root` decided again from its samples, with the
     `overrides` (`--set analysis.KEY=VALUE`) over what the run was decided with."""

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     asked = BisectOptions(args.matrix, args.out, args.runtime, args.docker_host, args.quiet,
                           args.repeats, tuple(args.reuse))
     outcome, cache = bisect_row(asked, matrix, cells, printer(args.quiet))
-    shown(outcome, cache, len(cells))
+    show(outcome, cache, len(cells))
     if not outcome.found:
         sweep = f"harness sweep {shlex.quote(str(args.matrix))} -k {outcome.row}"
         print(f"  fix: {outcome.fix(sweep)}", file=sys.stderr)
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if outcome.first_bad else EXIT_OK
 
 
-def shown(outcome: BisectOutcome, cache: Reuse, cells: int) -> None:
+def show(outcome: BisectOutcome, cache: Reuse, cells: int) -> None:
     """The answer in words: the first bad image, the fingerprint diff, what it cost;
     or in JSON mode the same from the outcome, each probed image's result with it."""
     whence = "; ".join(f"{n} from {where}" for where, n in cache.sources.items())

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Collection
 
-from harness.app.reanalyze import redecided, write_beside
+from harness.app.reanalyze import redecide, write_beside
 from harness.app.sweep import exit_code
 from harness.errors import InputError
 from harness.report import ConsoleReporter, Report
@@ -20,7 +20,7 @@ def reanalyzed(args: argparse.Namespace, recorded: Report,
     if args.issue is not None or (args.format not in (None, "console")):
         raise InputError("--reanalyze prints the console table; --issue and --format "
                          f"{args.format or ''} read the directory as recorded")
-    again = redecided(args.dir, recorded, args.overrides, outdated)
+    again = redecide(args.dir, recorded, args.overrides, outdated)
     report, changed = again.report, again.changed
     ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                 details=args.details)

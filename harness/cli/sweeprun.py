@@ -50,11 +50,11 @@ def sweep(args: argparse.Namespace) -> int:
     cells = preflight(cells, matrix, args.iterations)
     report, root, paths = sweep_and_report(options_of(args), matrix, cells,
                                            printer(args.quiet))
-    shown(args, report, (root, paths), cells)
+    show(args, report, (root, paths), cells)
     return exit_code(report)
 
 
-def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Path]],
+def show(args: argparse.Namespace, report: Report, written: tuple[Path, list[Path]],
           cells: list[Cell]) -> None:
     """The sweep's table, where its results are and the note of an answer that is not
     whole; or in JSON mode the same from the report model: the rows' answers

@@ -63,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     outcome, root = run_suite(plan, matrix, text, cells, args.out, args.docker_host,
                               printer(args.quiet))
-    return said(outcome, root, plan, state)
+    return tell(outcome, root, plan, state)
 
 
-def said(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
+def tell(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
     """The suite's table and the new tags' answer; the state recorded; 1 when a new
     tag is bad against the baseline."""
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)
