@@ -1,7 +1,7 @@
 """Probes `harness culprit` needs to name the change among n, beside undoing one change at
 a time, with noise-free and noisy probes.
 
-Both searches are the code the CLI drives (`harness.plans.culpritsearch.find_culprit`,
+Both searches are the code the CLI drives (`harness.culprit.search.find_culprit`,
 and `one_at_a_time`, B with each change undone alone, then G with the changes that fixed
 it applied) run against simulated hybrids: the cause is one change drawn uniformly from
 n (`single`), or two changes that only matter together (`pair`). A probe is one hybrid
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.plans.culpritsearch import (
+from harness.culprit.search import (
     BAD,
     GOOD,
     UNDO,

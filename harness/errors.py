@@ -68,3 +68,12 @@ class GpuUnavailable(EnvironmentUnavailable):
 
 class StoreError(HarnessError):
     exit_code = EXIT_ENVIRONMENT
+
+
+def without_out(exc: StoreError, fix: str) -> StoreError:
+    """`exc` with `fix` for a command that has no --out (report, history): the store's
+    own fix ("use --out DIR") is for the commands that do."""
+    head = str(exc).split("\n  fix:", 1)[0]
+    if "--out" not in str(exc):
+        return exc
+    return StoreError(f"{head}\n  fix: {fix}")

@@ -1,2 +1,2 @@
-"""Answers from finished cells: the first bad image of a row (search), bisecting a row
-over an ordered image list (bisect), and two result sets side by side (hostcompare)."""
+"""Answers from finished cells: the first bad image of a row (search), two result sets
+side by side (hostcompare), a run decided again from its samples (reanalyze)."""

@@ -1,7 +1,7 @@
 """`harness sweep --between OLD NEW --scenario FILE`: two lock files swept as the two
 images of one row (OLD the baseline, the last good), and where NEW is bad and OLD good,
 straight on to `harness culprit`'s search over the packages that differ
-(`plans.culpritrun.culprit_in_run`, the one search).
+(`culprit.run.culprit_in_run`, the one search).
 
 The two locks become a matrix file, `<out>/<name>/between.yaml` (`{name, lock: FILE}`
 images, the scenarios, and with a matrix given its `runtime`, `defaults`, `analysis`,

@@ -55,7 +55,7 @@ class SweepOptions:
         quiet: No progress lines, and no live display.
         between: The matrix is `--between OLD NEW`'s: then culprit searches where NEW is bad.
         explain: Then where each row's first bad leaks or slows.
-        find_cause: Then the whole journey per bad row (`plans.journey`).
+        find_cause: Then the whole journey per bad row (`days.journey`).
         iterations, warmup, budget: The lengths asked (--find-cause's own runs take
             them too).
     """

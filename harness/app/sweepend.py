@@ -11,19 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.answers.explain import pairs, unpaired
 from harness.app.sweep import SweepOptions, apply_overrides
+from harness.culprit.plan import docker_hybrids
+from harness.culprit.run import RunsOn, culprit_in_run
+from harness.days.journey import find_causes
+from harness.explain.model import pairs, unpaired
+from harness.explain.plan import explain_matrix
 from harness.orchestrator import Sweep
-from harness.plans.culprit import docker_hybrids
-from harness.plans.culpritrun import RunsOn, culprit_in_run
-from harness.plans.explain import explain_matrix
-from harness.plans.journey import find_causes
 from harness.runtimes import Engines
 from harness.store import RunStore
 
 if TYPE_CHECKING:
+    from harness.culprit.plan import Maker
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.culprit import Maker
     from harness.result.model import CellResult, Planned
     from harness.runtimes.base import Progress, Runtime
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 def after_sweep(asked: SweepOptions, matrix: Matrix, engines: Engines, store: RunStore,
                 progress: Progress, results: dict[str, CellResult],
                 planned: Sequence[Planned]) -> None:
-    """`--explain`, or `--find-cause`'s chain (`plans.journey`) over the matrix's cells as
+    """`--explain`, or `--find-cause`'s chain (`days.journey`) over the matrix's cells as
     this sweep runs them (its --iterations and --warmup): every host's, for the host step."""
     if not asked.find_cause:
         explain_after(matrix, engines.default, store, progress, engines.by_host, results,

@@ -24,8 +24,8 @@ from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_INTERRUPTED,
     HarnessError,
-    StoreError,
 )
+from harness.errors import without_out as without_out  # re-exported for the commands
 from harness.signals import interruptible as interruptible  # re-exported for the commands
 from harness.signals import stream_closed
 
@@ -281,15 +281,6 @@ class ReaderMayLeave:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._out, name)
-
-
-def without_out(exc: StoreError, fix: str) -> StoreError:
-    """`exc` with `fix` for a command that has no --out (report, history): the store's
-    own fix ("use --out DIR") is for the commands that do."""
-    head = str(exc).split("\n  fix:", 1)[0]
-    if "--out" not in str(exc):
-        return exc
-    return StoreError(f"{head}\n  fix: {fix}")
 
 
 def entry() -> None:

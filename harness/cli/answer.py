@@ -24,36 +24,20 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from harness.app.answer import Answer, collecting
+from harness.app.answer import active as active  # re-exported for the commands
+from harness.app.answer import cell_ref as cell_ref
+from harness.app.answer import note as note
+from harness.app.answer import say as say
+from harness.app.answer import update as update
 from harness.cli import options
 from harness.result.codec import encode
-from harness.result.words import cell_text
-
-if TYPE_CHECKING:
-    from harness.result.model import CellResult
 
 SCHEMA = "harness.answer/1"
 
 Command = Callable[[argparse.Namespace], int]
-
-
-@dataclass
-class Answer:
-    """What a command answers in JSON mode, gathered while it runs."""
-
-    command: str
-    answer: dict[str, object]
-    notes: list[str] = field(default_factory=list)
-
-    def envelope(self, code: int) -> dict[str, object]:
-        return {"schema": SCHEMA, "command": self.command, "exit": code,
-                "notes": list(self.notes), "answer": self.answer}
-
-
-_CURRENT: ContextVar[Answer | None] = ContextVar("harness_answer", default=None)
 
 
 def add(p: argparse.ArgumentParser) -> None:
@@ -72,13 +56,9 @@ def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Co
                 return run(args)
             sink = Answer(command, copy.deepcopy(dict(empty)))
             out = sys.stdout
-            token = _CURRENT.set(sink)
-            try:
-                with contextlib.redirect_stdout(sys.stderr):
-                    code = run(args)
-            finally:
-                _CURRENT.reset(token)
-            write(out, sink.envelope(code))
+            with collecting(sink), contextlib.redirect_stdout(sys.stderr):
+                code = run(args)
+            write(out, envelope(sink, code))
             return code
         return answering
     return wrap
@@ -92,38 +72,8 @@ def write(out: TextIO, document: Mapping[str, object]) -> None:
     out.flush()
 
 
-def active() -> bool:
-    """Whether the command runs in JSON mode (its answer goes to `update`)."""
-    return _CURRENT.get() is not None
-
-
-def update(**keys: object) -> None:
-    """Keys of the answer, in JSON mode; nothing in text mode."""
-    sink = _CURRENT.get()
-    if sink is not None:
-        sink.answer.update(keys)
-
-
-def say(text: str) -> None:
-    """A sentence of the answer: printed in text mode, one of the notes in JSON mode."""
-    sink = _CURRENT.get()
-    if sink is None:
-        print(text)
-    else:
-        sink.notes.append(text.strip())
-
-
-def note(text: str) -> None:
-    """A note of the JSON answer, which text mode says in its own way (or not at all)."""
-    sink = _CURRENT.get()
-    if sink is not None and text.strip():
-        sink.notes.append(text.strip())
-
-
-def cell_ref(res: CellResult | None) -> dict[str, object] | None:
-    """A cell as an answer names it: id, row, image label, verdict, reason, and the cell
-    in words (`result.words.cell_text`, as the tables say it)."""
-    if res is None:
-        return None
-    return {"id": res.id, "row": res.row, "image": res.image.label,
-            "verdict": str(res.verdict), "reason": res.reason, "text": cell_text(res)}
+def envelope(sink: Answer, code: int) -> dict[str, object]:
+    """The document `--format json` prints: the schema, the command, its exit code, its
+    notes and its answer."""
+    return {"schema": SCHEMA, "command": sink.command, "exit": code,
+            "notes": list(sink.notes), "answer": sink.answer}

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.app.compare import Asked, names, one_directory, results_compared
 from harness.cli import answer, options
-from harness.cli.fitcompare import compare_fits, fit_rows, param_of
 from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.fit.compare import FitComparison, compare_fits, fit_rows, param_of
 from harness.report.grid import console_width
 
 if TYPE_CHECKING:
     from harness.answers.hostcompare import Comparison
-    from harness.cli.fitcompare import Row
+    from harness.fit.compare import Row
 
 
 COMPARE_EPILOG = """examples:
@@ -84,7 +84,7 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     other = fit_rows(args.b) if args.b is not None and \
         args.b.resolve() != args.a.resolve() else None
     if other is not None:
-        return compare_fits(fits, other, names(args.a, args.b), param)
+        return shown_fits(compare_fits(fits, other, names(args.a, args.b), param))
     hosts = list(dict.fromkeys(str(r.get("host")) for r in fits))
     if not args.host:
         one_directory(asked(args), [h for h in hosts if h != "None"])
@@ -92,9 +92,18 @@ def compare_fit_dirs(args: argparse.Namespace, fits: list[Row]) -> int:
     if len(pick) != 2 or any(h not in hosts for h in pick):
         raise InputError(f"{args.a}: a fit over host(s) {', '.join(hosts)}; compare needs "
                          "a second fit directory, or --host A --host B of these")
-    return compare_fits([r for r in fits if r.get("host") == pick[0]],
-                        [r for r in fits if r.get("host") == pick[1]],
-                        (pick[0], pick[1]), param)
+    return shown_fits(compare_fits([r for r in fits if r.get("host") == pick[0]],
+                                   [r for r in fits if r.get("host") == pick[1]],
+                                   (pick[0], pick[1]), param))
+
+
+def shown_fits(found: FitComparison) -> int:
+    """The boundaries side by side, or in JSON mode their rows; 1 when B fits less."""
+    if answer.active():
+        answer.update(fits=[found.to_json()])
+    else:
+        sys.stdout.write(found.text())
+    return found.exit_code
 
 
 def show(comparisons: list[Comparison], where: str, width: int | None = None) -> int:

@@ -27,6 +27,7 @@ from harness.gpu.engine import describe
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities, is_local_endpoint
 from harness.preflight import compile_scenarios
 from harness.runtimes import get_runtime
+from harness.runtimes.base import Capabilities
 from harness.runtimes.localdoctor import local_checks
 from harness.runtimes.slurmdoctor import cluster_checks
 
@@ -35,7 +36,20 @@ TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime config
 
 
 class Engine(Protocol):
-    """The little doctor needs from a Docker engine (DockerRuntime, or a fake in tests)."""
+    """The little doctor needs from a Docker engine (DockerRuntime, or a fake in tests):
+    what its runtime declares it can do, asked, never probed for."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The runtime's declaration (`runtimes.base.Capabilities`): the engine's name,
+        how it gives GPUs, whether a probe container lists them."""
+
+    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+        """What this machine lacks for the runtime before its engine is asked."""
+
+    def gpu_inventory(self, ref: str) -> gpu.HostGpus | None:
+        """The engine's GPUs as a probe container in image `ref` sees them (asked only
+        where `capabilities.probes_gpus`)."""
 
     def info(self) -> Mapping[str, Any]: ...
 
@@ -77,8 +91,10 @@ class _DockerEngine:
         rt = get_runtime(runtime, url)
         assert isinstance(rt, DockerRuntime), f"runtime {runtime} has no Docker API"
         self.rt = rt
-        self.product = rt.name.capitalize()
-        self.gpu_by = rt.gpu_by
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.rt.capabilities
 
     def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
         """What this machine lacks for the runtime before its engine is asked."""
@@ -190,20 +206,20 @@ def _scenario_check(c: Checks, matrix: Matrix) -> None:
 
 def _probe(c: Checks, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpus | None:
     """The engine's GPUs through a probe container in the first matrix image it has."""
-    inventory = getattr(engine, "gpu_inventory", None)
-    if inventory is None:
+    if not engine.capabilities.probes_gpus:
         return None
     for img in matrix.images:
         if engine.image_config(img.ref) is None:
             continue
         try:
-            found: gpu.HostGpus = inventory(img.ref)
+            found = engine.gpu_inventory(img.ref)
         except HarnessError as exc:
             first, *rest = str(exc).splitlines()
             c.add("FAIL", f"{where}: {first}",
                   rest[-1].strip().removeprefix("fix: ") if rest else "")
             return None
-
+        if found is None:
+            return None
         c.add("ok", f"{where}: GPUs through the engine (probe in {img.label}): "
                     f"{describe(found)}")
         for g in found.gpus:
@@ -220,17 +236,15 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
     local = is_local_endpoint(url)
     try:
         engine = connect(url)
-        setup = getattr(engine, "setup_checks", None)   # a fake engine may have none
-        found = setup(wants_gpu) if setup is not None else []
-        for level, what, fix in found:
+        for level, what, fix in engine.setup_checks(wants_gpu):
             c.add(level, f"{where}: {what}", fix)
         info = engine.info()   # no engine: the runtime's own words and fix
     except HarnessError as exc:
         first, *rest = str(exc).splitlines()
         c.add("FAIL", f"{where}: {first}", rest[-1].strip().removeprefix("fix: ") if rest else "")
         return
-    product = getattr(engine, "product", "Docker")
-    c.add("ok", f"{where}: {product} {info.get('ServerVersion')} (cgroup "
+    can = engine.capabilities
+    c.add("ok", f"{where}: {can.product} {info.get('ServerVersion')} (cgroup "
                 f"{info.get('CgroupVersion')}, runtime {info.get('DefaultRuntime')})")
     probed = _probe(c, engine, matrix, where) if wants_gpu and matrix is not None else None
     if probed is not None:  # the engine's own GPUs, not this machine's
@@ -238,7 +252,7 @@ def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None
     else:
         local_gpus = local
     # GPUs by CDI name (podman): the runtime's setup checks above looked for the spec.
-    cdi = getattr(engine, "gpu_by", None) == "cdi"
+    cdi = can.gpu_by == "cdi"
     mechanisms = [] if cdi else gpu.engine_gpu_mechanisms(info, hook_found and local)
     if probed is not None and not mechanisms:
         mechanisms = [("CDI" if cdi else "--gpus") + " (a probe container was given GPUs)"]

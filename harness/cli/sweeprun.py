@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from harness import matrixfile
 from harness import report as reports
-from harness.answers.journey import results_json
 from harness.app import between
 from harness.app.sweep import (
     SweepOptions,
@@ -21,6 +20,7 @@ from harness.app.sweep import (
     sweep_and_report,
 )
 from harness.cli import answer, printer
+from harness.days.cause import results_json
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 
 import yaml
 
+from harness.culprit.diff import TOOLING
 from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S, abilities
-from harness.plans.culpritdiff import TOOLING
 from harness.report.text import md
 from harness.result.codec import JSON
 from harness.result.model import CellResult as Result

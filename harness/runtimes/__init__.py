@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.load import check_applied, check_images
@@ -12,6 +12,9 @@ from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
 from harness.runtimes.dockerlib import import_docker
 from harness.runtimes.local import LocalRuntime
+
+if TYPE_CHECKING:
+    from harness.runtimes.docker import DockerRuntime
 
 
 def _local(docker_host: str | None) -> Runtime:
@@ -113,15 +116,11 @@ class Engines:
         """
         if not abilities(runtime).container_images:
             return None
-        # lazy: docker-py only where an engine builds hybrid images (podman's runtime is a
-        # DockerRuntime too)
-        from harness.runtimes.docker import DockerRuntime
-
-        if not isinstance(self.default, DockerRuntime):
+        if not self.default.capabilities.builds_hybrids:
             raise EnvironmentUnavailable(
                 f"runtime {runtime}: its engine builds no hybrid images\n  fix: run "
                 "harness culprit with --runtime docker, or sweep on `runtime: local`")
-        return self.default.client
+        return cast("DockerRuntime", self.default).client    # podman's is one too
 
     def stop(self) -> None:
         for rt in self.each().values():

@@ -29,8 +29,8 @@ CALL_TIMEOUT_S = 120.0
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
 
-__all__ = ["AGENT_DIR", "LABEL", "ImageInfo", "Progress", "RunOutcome", "RunRequest",
-           "Runtime", "own_cgroup", "parse_size"]
+__all__ = ["AGENT_DIR", "LABEL", "Capabilities", "ImageInfo", "Progress", "RunOutcome",
+           "RunRequest", "Runtime", "own_cgroup", "parse_size"]
 
 LABEL = "harness.managed"
 Progress = Callable[[str], None]
@@ -153,15 +153,40 @@ class RunOutcome:
                 "host_samples": len(self.host_samples)}
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What one runtime can do, in one declaration its class fills (`RuntimeBase`'s
+    class attributes over the name's `matrixfile.model.Abilities`). `harness doctor`, the
+    plans and the engines ask these, never the object (no `getattr` probing)."""
+
+    product: str             # how `harness doctor` names its engine ("Docker", "Podman")
+    abilities: Abilities     # the name's entry: images, cgroup of its own, GPUs by, hosts
+    queues_cells: bool       # a cluster scheduler decides what runs when
+    probes_gpus: bool        # `gpu_inventory` asks an engine of its own (a probe container)
+    resolves_days: bool      # resolves an `as_of:` image per day (`harness day` runs on it)
+    builds_hybrids: bool     # its engine builds `harness culprit`'s hybrid images offline
+
+    @property
+    def gpu_by(self) -> str:
+        """How the engine is asked for a GPU (`Abilities.gpu_by`)."""
+        return self.abilities.gpu_by
+
+
 class Runtime(Protocol):
     """A backend that runs cells. Chosen by name in the matrix (`runtime:`).
 
-    Besides running cells it declares what it can do (`RuntimeBase` gives the defaults):
-    whether a scheduler queues the cells itself, how to abort an image build on Ctrl-C,
-    and the GPUs its engine gives a probe container."""
+    Besides running cells it declares what it can do in one object, `capabilities`
+    (`RuntimeBase` fills it from the class's declarations): whether a scheduler queues
+    the cells itself, whether its engine lists its GPUs, resolves days or builds hybrid
+    images; and it answers how to abort an image build on Ctrl-C, the GPUs its engine
+    gives a probe container and doctor's setup checks."""
 
     name: str
     queues_cells: bool      # a cluster scheduler decides what runs when: submit all at once
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this runtime can do, declared (`Capabilities`): asked, never probed."""
 
     def abort_prepare(self) -> None:
         """Ctrl-C: stop an image build or venv install in progress, leaving nothing."""
@@ -193,10 +218,22 @@ class Runtime(Protocol):
 
 class RuntimeBase:
     """What a runtime does not have to do: no queue, nothing to abort, no engine to ask
-    for its GPUs. A runtime subclasses it and overrides what it can do."""
+    for its GPUs. A runtime subclasses it, declares what it can do in the class
+    attributes below (read as one `Capabilities`) and overrides what it does."""
 
     queues_cells = False
     name: str
+    # What the subclass declares it can do beyond its name's `Abilities` (`Capabilities`).
+    product = "the engine"
+    probes_gpus = False
+    resolves_days = False
+    builds_hybrids = False
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The class's declaration over its name's abilities, in one object."""
+        return Capabilities(self.product, self.abilities, self.queues_cells, self.probes_gpus,
+                            self.resolves_days, self.builds_hybrids)
 
     @property
     def abilities(self) -> Abilities:

@@ -36,6 +36,9 @@ __all__ = ["DockerRuntime", "PullLayers", "pull_failure", "split_ref"]
 
 class DockerRuntime(RuntimeBase):
     name = "docker"
+    product = "Docker"
+    probes_gpus = True      # a probe container in a matrix image lists the engine's GPUs
+    builds_hybrids = True   # culprit's hybrid images, built offline (`dockerhybrid`)
     own_ulimits: tuple[tuple[str, int, int], ...] = ()  # the engine's defaults serve
 
     def __init__(self, base_url: str | None = None, copy_files: bool | None = None):

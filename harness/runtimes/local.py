@@ -115,6 +115,8 @@ class LocalRuntime(RuntimeBase):
     forked from a warm interpreter that imported the scenario (`process.run_warm`)."""
 
     name = "local"
+    product = "local venvs"
+    resolves_days = True    # `as_of:` pins resolved per day (`pins`)
 
     def __init__(self, cache: Path | None = None, warm: bool = False):
         self.cache = cache or cache_dir()

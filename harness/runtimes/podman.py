@@ -177,6 +177,7 @@ class PodmanRuntime(DockerRuntime):
     """`runtime: podman`: a `DockerRuntime` on podman's Docker-compatible socket."""
 
     name = "podman"
+    product = "Podman"
 
     def __init__(self, base_url: str | None = None, copy_files: bool | None = None):
         super().__init__(base_url or default_socket(), copy_files)

@@ -25,6 +25,7 @@ class SlurmRuntime(RuntimeBase):
     """Hands each cell to Slurm; `inner` (docker, podman or local) runs it inside the job."""
 
     queues_cells = True   # the orchestrator submits every cell at once
+    product = "Slurm"
 
     def __init__(self, inner: str, spec: SlurmSpec, sweep_name: str = "sweep",
                  docker_host: str | None = None):

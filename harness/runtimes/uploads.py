@@ -3,7 +3,7 @@ PEP 700's `upload-time`), asked by package name only; and which releases the ind
 yanked (PEP 592: the JSON `yanked` key, the HTML page's `data-yanked` attribute, each
 true or a reason), which a resolver skips for a range and installs only when pinned
 exactly. A release yanked after a day still reads as yanked for that day: the index keeps
-no time of the yanking, so a day it was current resolves past it (`plans.days` says so).
+no time of the yanking, so a day it was current resolves past it (`days.search` says so).
 
 Which index: uv's setting (`UV_DEFAULT_INDEX`, `UV_INDEX_URL`), else pip's
 (`PIP_INDEX_URL`), else pip's own default, read from pip at run time; harness names no

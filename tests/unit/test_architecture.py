@@ -117,13 +117,21 @@ def imports(path: Path, known: dict[str, Path], everywhere: bool) -> list[tuple[
 
 
 def floor_of(module: str, names: list[set[str]]) -> int | None:
-    """The index of the module's floor (0 is the top); the package root is the ground."""
+    """The index of the module's floor (0 is the top); the package root is the ground.
+    The longest name on the list that the module is, or stands in, places it: a folder
+    (`fit`) places its modules, and one of them named on its own (`fit.page`) stands on
+    its own floor."""
     if module == "harness":
         return len(names)
     if module == SHARED:
         return len(names) - 1
-    head = module.split(".")[1]
-    return next((i for i, floor in enumerate(names) if head in floor), None)
+    parts = module.split(".")[1:]
+    for k in range(len(parts), 0, -1):
+        name = ".".join(parts[:k])
+        found = next((i for i, floor in enumerate(names) if name in floor), None)
+        if found is not None:
+            return found
+    return None
 
 
 def layering_faults(root: Path, names: list[set[str]]) -> list[str]:
@@ -189,7 +197,8 @@ def floor_list() -> list[set[str]]:
 
 
 def test_every_floor_named_is_a_part_of_harness(floor_list: list[set[str]]) -> None:
-    heads = {m.split(".")[1] for m in modules(ROOT) if m != "harness"}
+    heads = {".".join(m.split(".")[1:k]) for m in modules(ROOT) if m != "harness"
+             for k in range(2, len(m.split(".")) + 1)}
     named = set().union(*floor_list)
     assert len(floor_list) >= 10 and "cli" in floor_list[0]
     assert sorted(named - heads) == []
@@ -251,6 +260,24 @@ def test_a_backward_import_is_found_wherever_it_stands(tmp_path: Path) -> None:
         "harness/low.py:3", "harness/mid/a.py:2", "harness/mid/b.py:2", "harness/stray.py:"]
 
 
+def test_a_module_named_on_its_own_stands_on_its_floor(tmp_path: Path) -> None:
+    """A feature folder below `report` whose page stands above it: the page may import
+    `report`, the folder's other modules may not, and the folder may not import its page."""
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/report.py": "import harness.fit.plan\n",
+        "harness/fit/__init__.py": "",
+        "harness/fit/plan.py": "",
+        "harness/fit/page.py": "import harness.report\nimport harness.fit.plan\n",
+        "harness/fit/steps.py": "import harness.report\n",
+        "harness/fit/words.py": "import harness.fit.page\n",
+    })
+    names = [{"fit.page"}, {"report"}, {"fit"}]
+    assert floor_of("harness.fit.page", names) == 0 and floor_of("harness.fit.steps", names) == 2
+    assert [f.split(" ")[0] for f in layering_faults(root, names)] == [
+        "harness/fit/steps.py:1", "harness/fit/words.py:1"]
+
+
 def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
         "harness/__init__.py": "",
@@ -279,6 +306,12 @@ def test_one_registry_of_runtime_names() -> None:
         assert issubclass(cls, RuntimeBase), cls
     orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "orchestrator.py")
     assert "getattr(" not in orchestrator.read_text()
+    # What each runtime can do is one declaration (`Capabilities`), which doctor asks.
+    assert DockerRuntime.probes_gpus and DockerRuntime.builds_hybrids
+    assert LocalRuntime.resolves_days and not LocalRuntime.probes_gpus
+    assert SlurmRuntime.queues_cells and not SlurmRuntime.builds_hybrids
+    doctor = ROOT / "harness" / "cli" / "doctor.py"
+    assert "getattr(" not in doctor.read_text() and "hasattr(" not in doctor.read_text()
 
 
 def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
@@ -360,6 +393,28 @@ def long_modules(root: Path, limit: int = MODULE_LINES) -> list[str]:
         if n > limit:
             out.append(f"{path.relative_to(root)}: {n} lines (at most {limit}: split it)")
     return out
+
+
+# An answer's command (cli/<command>.py) parses, calls its folder's `app` and prints,
+# with its folder's `page` and the report's renderers: the work is in the folder.
+ANSWER_COMMANDS = {"culprit": "culprit", "day": "days", "explain": "explain", "fit": "fit",
+                   "history": "history"}
+
+
+def commands_doing_work(root: Path) -> list[str]:
+    """Imports of an answer's command module beyond the CLI, the errors, the report's
+    renderers and its folder's `app` and `page`."""
+    known = modules(root)
+    faults = []
+    for command, folder in ANSWER_COMMANDS.items():
+        path = root / "harness" / "cli" / f"{command}.py"
+        allowed = ("harness.cli", "harness.errors", "harness.report", f"harness.{folder}.app",
+                   f"harness.{folder}.page")
+        for target, line in imports(path, known, everywhere=True):
+            if not any(target == a or target.startswith(a + ".") for a in allowed):
+                faults.append(f"{path.relative_to(root)}:{line} imports {target}: the "
+                              f"work belongs in harness/{folder}/app.py")
+    return faults
 
 
 def _dotted(node: ast.AST) -> str:
@@ -566,3 +621,20 @@ def test_a_lazy_import_without_its_reason_is_found(tmp_path: Path) -> None:
     found, unsaid = lazy_imports(root)
     assert found == ["harness/a.py:3", "harness/a.py:5", "harness/a.py:7"]
     assert unsaid == ["harness/a.py:5"]
+
+
+def test_an_answers_command_only_parses_calls_and_prints() -> None:
+    assert commands_doing_work(ROOT) == []
+
+
+def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
+    files = {"harness/__init__.py": "", "harness/cli/__init__.py": "",
+             "harness/orchestrator.py": "", "harness/report/__init__.py": "",
+             "harness/days/__init__.py": "", "harness/days/app.py": "",
+             "harness/days/search.py": ""}
+    files.update({f"harness/cli/{c}.py": "" for c in ANSWER_COMMANDS})
+    files["harness/cli/day.py"] = ("from harness.days.app import x\nfrom harness import report\n"
+                                   "from harness.orchestrator import Sweep\n"
+                                   "def f():\n    from harness.days.search import day_in_run\n")
+    assert [f.split(" ")[0] for f in commands_doing_work(_tree(tmp_path, files))] == [
+        "harness/cli/day.py:3", "harness/cli/day.py:5"]

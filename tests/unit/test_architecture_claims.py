@@ -45,8 +45,8 @@ def test_no_module_outside_the_cli_imports_it() -> None:
 
 
 def test_the_api_and_the_cli_sweep_through_one_app_module() -> None:
-    said("what a command does that the API calls too is in `harness/app/` (a sweep: "
-         "`app.sweep`, for `cli.sweep` and `harness.sweep`)")
+    said("what a command does is in `harness/app/` (a sweep: `app.sweep`, for `cli.sweep` "
+         "and `harness.sweep`;")
     for path in (HARNESS / "api" / "matrix.py", HARNESS / "cli" / "sweeprun.py"):
         assert "harness.app.sweep.sweep_and_report" in {n for n, _ in imported(path)}, path
 
@@ -55,8 +55,8 @@ def test_the_result_models_free_form_parts_are_json_never_any() -> None:
     said("Free-form parts from outside are `result.codec.JSON`, never `Any`")
     tree = ast.parse((HARNESS / "result" / "model.py").read_text(encoding="utf-8"))
     anys = [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and node.id == "Any"
-            or isinstance(node, ast.Attribute) and node.attr == "Any"]
+            if (isinstance(node, ast.Name) and node.id == "Any")
+            or (isinstance(node, ast.Attribute) and node.attr == "Any")]
     assert anys == []
     assert any(isinstance(n, ast.Name) and n.id == "JSON" for n in ast.walk(tree))
 
@@ -115,8 +115,7 @@ def test_a_directory_records_what_made_it_and_another_kind_is_refused(tmp_path: 
          "kind before anything is read")
     from harness.errors import InputError
     from harness.store import RunStore
-    from harness.store.runs import BISECT, SWEEP_RESULTS, kind_of, matrix_file, require
-    from harness.store.runs import started_of
+    from harness.store.runs import BISECT, SWEEP_RESULTS, kind_of, matrix_file, require, started_of
 
     root = tmp_path / "bisect-gpu0.s"
     (tmp_path / "m.yaml").write_text("name: m\n", encoding="utf-8")
@@ -135,7 +134,7 @@ def test_the_plans_an_option_runs_load_only_once_the_cells_ran() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     mods = set(out.stdout.split())
-    later = {"harness.app.sweepend", "harness.plans.explain", "harness.plans.journey",
-             "harness.plans.culpritrun"}
+    later = {"harness.app.sweepend", "harness.explain.plan", "harness.days.journey",
+             "harness.culprit.run"}
     assert not later & mods, later & mods
     assert "harness.app.sweepend" in {n for n, _ in imported(HARNESS / "app" / "sweep.py")}

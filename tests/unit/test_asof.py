@@ -21,10 +21,10 @@ from fakeruntime import Behaviour
 
 from harness import matrixfile
 from harness.cli import main
+from harness.culprit.search import BAD, GOOD, UNTESTABLE
+from harness.days.search import Change, halvings, search_days
 from harness.errors import EXIT_ENVIRONMENT, SpecError
 from harness.matrixfile import asof
-from harness.plans.culpritsearch import BAD, GOOD, UNTESTABLE
-from harness.plans.days import Change, halvings, search_days
 from harness.runtimes import resolver, uploads
 
 DEFAULTS = {"iterations": 40, "warmup": 5, "sample_every": 5, "repeats": 0}

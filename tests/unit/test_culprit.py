@@ -16,9 +16,8 @@ from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
 from harness.cli import main
-from harness.matrixfile.model import Cell, ImageSpec, Matrix
-from harness.orchestrator import Sweep
-from harness.plans.culprit import (
+from harness.culprit.diff import Change, difference
+from harness.culprit.plan import (
     CulpritOutcome,
     culprit,
     drift_of,
@@ -27,8 +26,9 @@ from harness.plans.culprit import (
     sweep_runner,
     workaround,
 )
-from harness.plans.culpritdiff import Change, difference
-from harness.plans.culpritsearch import APPLY, FOUND, OUTSIDE, UNDO
+from harness.culprit.search import APPLY, FOUND, OUTSIDE, UNDO
+from harness.matrixfile.model import Cell, ImageSpec, Matrix
+from harness.orchestrator import Sweep
 from harness.result.model import CellResult, Fingerprint, ImagePart
 from harness.store import RunStore
 from harness.store.results import SeriesCache
@@ -438,9 +438,9 @@ def test_culprit_after_harness_day_searches_the_days_it_found(
 
     # patched where they are used: the day search and the resolver
 
-    monkeypatch.setattr("harness.plans.days.upload_time", lambda name, version: None)
+    monkeypatch.setattr("harness.days.search.upload_time", lambda name, version: None)
 
-    for where in ("harness.plans.days", "harness.runtimes.resolver"):
+    for where in ("harness.days.search", "harness.runtimes.resolver"):
 
         monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
     on_the_cli(monkeypatch, DatedIndex(

@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection
 
 import pytest
 
-from harness.plans.culpritsearch import (
+from harness.culprit.search import (
     APPLY,
     BAD,
     FOUND,

@@ -26,9 +26,9 @@ from harness.analysis.kinds import (
     Verdict,
     kind,
 )
-from harness.answers.explain import kinds_for, pairs
 from harness.answers.hostcompare import compare_hosts
 from harness.errors import InputError
+from harness.explain.model import kinds_for, pairs
 from harness.report import (
     ConsoleReporter,
     HtmlReporter,
@@ -63,8 +63,8 @@ def report_of(verdict: str, tmp_path: Path) -> Report:
 
 def history_page(report: Report, tmp_path: Path) -> str:
     """history.html over one sweep's directory holding the report's cells."""
-    from harness.answers.history import read_history
-    from harness.report.history import latest_report, render_html
+    from harness.history.model import read_history
+    from harness.history.page import latest_report, render_html
     from harness.result.model import Planned
     from harness.store import RunStore
     from harness.store.runs import SWEEP

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.answers.explain import Explanation, pairs
 from harness.cli import main
+from harness.explain.model import Explanation, pairs
 from harness.report import read_run
 
 LEAKY = """
@@ -174,8 +174,8 @@ def test_bad_input_is_named(explained: Path, capsys: pytest.CaptureFixture[str])
 def test_attributed_runs_have_a_length_and_a_deadline_from_the_sweeps_run(
         tmp_path: Path) -> None:
     from harness import matrixfile
+    from harness.explain.plan import ATTRIBUTE_CAP, MEMORY_CALLS, attributed
     from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S
-    from harness.plans.explain import ATTRIBUTE_CAP, MEMORY_CALLS, attributed
 
     (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
     (tmp_path / "m.yaml").write_text(
@@ -228,7 +228,7 @@ def test_a_step_of_microseconds_is_attributed_to_its_function(tmp_path: Path) ->
     from harness import matrixfile
     from harness.analysis.kinds import kind
     from harness.analysis.whererecord import parse_where
-    from harness.plans.explain import attributed
+    from harness.explain.plan import attributed
     from harness.protocol.ingest import read_samples
     from harness.runtimes.base import RunRequest
     from harness.runtimes.local import LocalRuntime
@@ -265,7 +265,7 @@ def test_a_budgeted_cells_attributed_run_is_as_long_as_the_calls_it_made(
     47, before the end of the late window (225..300)"); a time-only run would have
     asked for 1,000,000 fixed calls."""
     from harness import matrixfile
-    from harness.plans.explain import (
+    from harness.explain.plan import (
         ATTRIBUTE_CAP,
         DEADLINE_FACTOR,
         MEMORY_CALLS,

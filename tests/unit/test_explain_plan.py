@@ -14,11 +14,11 @@ import sweepkit
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.answers.explain import Pair, kinds_for, pairs, unpaired
 from harness.app.sweep import plan_of
+from harness.explain.model import Pair, kinds_for, pairs, unpaired
+from harness.explain.plan import explain_matrix
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.orchestrator import Sweep
-from harness.plans.explain import explain_matrix
 from harness.report import Report, render_text, write_all
 from harness.report.issue import IssueReporter
 from harness.result.model import CellResult
@@ -189,8 +189,8 @@ def test_the_native_run_of_a_dated_image_keeps_the_pins_its_day_ran() -> None:
     runs as it is."""
     from types import SimpleNamespace
 
+    from harness.explain.plan import MEMRAY, with_memray
     from harness.matrixfile.model import ImageSpec
-    from harness.plans.explain import MEMRAY, with_memray
 
     @dataclasses.dataclass(frozen=True)
     class OneCell:              # what with_memray reads of a cell: its image

@@ -14,9 +14,8 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness import matrixfile
 from harness.cli import main
 from harness.errors import SpecError
-from harness.matrixfile.model import Cell, Matrix
-from harness.orchestrator import Sweep
-from harness.plans.fit import (
+from harness.fit.page import FitReport
+from harness.fit.plan import (
     Target,
     first_smaller,
     fit_row,
@@ -24,7 +23,8 @@ from harness.plans.fit import (
     store_cache,
     sweep_runner,
 )
-from harness.report.fitreport import FitReport
+from harness.matrixfile.model import Cell, Matrix
+from harness.orchestrator import Sweep
 from harness.store import RunStore
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"

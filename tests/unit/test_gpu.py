@@ -15,6 +15,8 @@ from harness.analysis.outcomes import runtime_incompatibility
 from harness.cli import doctor
 from harness.errors import EngineUnavailable
 from harness.gpu import Gpu, HostGpus, image_cuda, precheck
+from harness.matrixfile.model import abilities
+from harness.runtimes.base import Capabilities
 
 # The config of nvcr.io/nvidia/tensorflow:20.12-tf1-py3 and 22.12-tf1-py3 (docker inspect:
 # Config.Env and Config.Labels, trimmed).
@@ -184,11 +186,22 @@ def test_probe_reads_driver_and_gpus() -> None:
 
 # ---------------------------------------------------------------- doctor
 class FakeEngine:
+    # Declared as a Docker engine whose GPUs no probe container lists: doctor reads this
+    # machine's NVML for them, and asks nothing it does not declare.
+    capabilities = Capabilities("Docker", abilities("docker"), queues_cells=False,
+                                probes_gpus=False, resolves_days=False, builds_hybrids=False)
+
     def __init__(self, info: Mapping[str, Any], images: Mapping[str, Mapping[str, Any]],
                  registry: frozenset[str] = frozenset()):
         self._info = info
         self.images = images
         self.registry = registry       # refs a pull would find
+
+    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+        return []
+
+    def gpu_inventory(self, ref: str) -> HostGpus | None:
+        raise AssertionError("doctor asked a engine that lists no GPUs for them")
 
     def info(self) -> Mapping[str, Any]:
         return self._info
@@ -258,6 +271,39 @@ def test_doctor_fails_with_fixes(tmp_path: Path) -> None:
     assert "selects GPU 1, which this host does not have (GPUs: 0)" in text
     assert f"[FAIL] engine local: image {NGC}:20.12-tf1-py3 is not on the engine" in text
     assert "fix: check the tag exists" in text      # the engine's own fix, said once
+
+
+class PodmanLike(FakeEngine):
+    """An engine that declares a probe container lists its GPUs, given by CDI name."""
+
+    capabilities = Capabilities("Podman", abilities("podman"), queues_cells=False,
+                                probes_gpus=True, resolves_days=False, builds_hybrids=False)
+
+    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+        return [("ok", "CDI spec lists nvidia.com/gpu", "")] if wants_gpu else []
+
+    def gpu_inventory(self, ref: str) -> HostGpus | None:
+        return host_with(RTX_3090)
+
+
+def test_doctor_asks_what_the_runtime_declares(tmp_path: Path) -> None:
+    """Doctor reads the engine's `Capabilities`: its name, its setup checks, the GPUs
+    its probe container lists (not this machine's), and CDI instead of a toolkit."""
+    checks = doctor.diagnose(ngc_matrix(tmp_path), {"local": None},
+                             lambda url: PodmanLike(ENGINE_INFO, IMAGES), HostGpus(),
+                             has_gpu=False, hook_found=False)
+    text = "\n".join(checks.lines)
+    assert checks.code == 0, text
+    assert "[ok] engine local: CDI spec lists nvidia.com/gpu" in text
+    assert "[ok] engine local: Podman 28.2.2" in text
+    assert "GPUs through the engine (probe in 20.12-tf1-py3)" in text
+    assert "GPU support: CDI (a probe container was given GPUs)" in text
+    assert "this host has none" not in text
+    plain = doctor.diagnose(ngc_matrix(tmp_path), {"local": None},
+                            lambda url: FakeEngine(ENGINE_INFO, IMAGES), HostGpus(),
+                            has_gpu=False, hook_found=False)
+    assert "[ok] engine local: Docker 28.2.2" in "\n".join(plain.lines)
+    assert plain.code == 3      # no GPUs here, none listed by the engine
 
 
 def test_doctor_without_gpu_or_engine(tmp_path: Path) -> None:

@@ -211,7 +211,7 @@ def test_hosts_sweep_runs_the_first_bad_image_on_the_old_host(
 ])
 def test_the_first_fixed_image(verdicts: list[str], fixed: tuple[str, str] | None) -> None:
     from harness.answers.search import RowAnswer, first_bad
-    from harness.plans.journey import fixed_in
+    from harness.days.journey import fixed_in
 
     cells = [(f"i{i}", v, f"c{i}") for i, v in enumerate(verdicts)]
     bad, good, contiguous = first_bad([(label, v) for label, v, _ in cells])
@@ -277,11 +277,11 @@ def test_a_cause_whose_row_has_another_first_bad_now_is_stale(
 
 def test_the_day_seams_answer_heads_the_summary(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the date axis's day search (`plans.journey.day_of`) hands back is said first,
+    """What the date axis's day search (`days.journey.day_of`) hands back is said first,
     and the fix as a day."""
-    from harness.answers.explain import pairs
     from harness.answers.search import answer_rows
-    from harness.plans.journeysummary import DayAnswer, Journey, summary
+    from harness.days.cause import DayAnswer, Journey, summary
+    from harness.explain.model import pairs
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     # labels standing for dates
@@ -310,9 +310,9 @@ def test_a_day_answer_bounds_the_workaround(
     """The day search saw multidict move 6.4.4 -> 6.5.1 between the last good and the
     first bad day: the workaround keeps below the first bad day's version, not below
     B's."""
-    from harness.answers.explain import pairs
     from harness.answers.search import answer_rows
-    from harness.plans.journeysummary import DayAnswer, Journey, workaround
+    from harness.days.cause import DayAnswer, Journey, workaround
+    from harness.explain.model import pairs
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
@@ -344,7 +344,7 @@ def test_fixed_from_answers_the_first_bad_images_own_question(
     """Issue 51: memory and time are separate questions: a later image that no longer
     leaks fixed the leak, even where it is slower than the baseline."""
     from harness.answers.search import RowAnswer
-    from harness.plans.journey import fixed_in
+    from harness.days.journey import fixed_in
 
     labels = "abcd"[:len(verdicts)]
     row = RowAnswer("cpu.s", "cpu", "s", [(x, v, f"{x}.cpu.s") for x, v in
@@ -379,8 +379,8 @@ def dated_matrix(tmp: Path, days: list[str]) -> Path:
 def no_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """The day search asks the index nothing (upload times, yanked releases)."""
     # patched where they are used: the day search and the resolver
-    monkeypatch.setattr("harness.plans.days.upload_time", lambda name, version: None)
-    for where in ("harness.plans.days", "harness.runtimes.resolver"):
+    monkeypatch.setattr("harness.days.search.upload_time", lambda name, version: None)
+    for where in ("harness.days.search", "harness.runtimes.resolver"):
         monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
 
 

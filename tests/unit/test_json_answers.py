@@ -353,8 +353,8 @@ class DatedRuntime(LocalRuntime):
 def test_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     on_the_cli(monkeypatch, DatedRuntime(tmp_path / "cache"))
     # patched where they are used: the day search and the resolver
-    monkeypatch.setattr("harness.plans.days.upload_time", lambda name, version: None)
-    for where in ("harness.plans.days", "harness.runtimes.resolver"):
+    monkeypatch.setattr("harness.days.search.upload_time", lambda name, version: None)
+    for where in ("harness.days.search", "harness.runtimes.resolver"):
         monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
     matrix = write_matrix(tmp_path, [{"name": "app", "python": "python3", "pip": ["multidict"],
                                       "as_of": ["2025-05-15", "2025-07-15"]}],

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from harness.analysis.trends import rate_text, rate_words
-from harness.plans.journey import STEPS
+from harness.days.journey import STEPS
 
 
 def test_a_rate_of_megabytes_a_call_is_said_in_mib() -> None:

@@ -1,10 +1,10 @@
-"""`plans.culprit` run inside a sweep's results directory: between a row's G and B, its
+"""`culprit.plan` run inside a sweep's results directory: between a row's G and B, its
 probes kept in culprit/<row>/ (locked while it runs) and its answer written there as
 culprit.json with the run keys of G and B it rests on (`result.derived`), so a reader
 (`store.answers`) can tell when it no longer holds. `harness culprit` and `sweep
 --find-cause` both search through it: one writer of culprit.json, one choice of the two
 environments (`ends`: for a dated row, the last good and first bad day the day search
-found, not the axis's ends), one search (`plans.culprit.culprit`: delta debugging, no set
+found, not the axis's ends), one search (`culprit.plan.culprit`: delta debugging, no set
 swapped unproved) and one install strategy (local hybrids `--no-deps` where the
 resolver refuses their pins together)."""
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
+from harness.culprit.plan import culprit, sweep_runner
+from harness.days.search import dated_cell
 from harness.orchestrator import Sweep
-from harness.plans.culprit import culprit, sweep_runner
-from harness.plans.days import dated_cell
 from harness.result.derived import DerivedFrom
 from harness.store import RunStore
 from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, DAY_DIR, day_record
@@ -28,8 +28,8 @@ from harness.store.gate import why_not_current
 from harness.store.results import SeriesCache, atomic_write_text
 
 if TYPE_CHECKING:
+    from harness.culprit.plan import CulpritOutcome, Maker
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.culprit import CulpritOutcome, Maker
     from harness.result.model import CellResult
     from harness.runtimes.base import Runtime
 
@@ -95,7 +95,7 @@ def culprit_in_run(root: Path, on: RunsOn, g: Cell, b: Cell,
                    results: Mapping[str, CellResult], say: Say, make: Maker | None = None,
                    repeats: int = 1, swap: Sequence[str] = (), days: bool = True
                    ) -> tuple[CulpritOutcome, dict[str, object]]:
-    """Search between G and B (`plans.culprit.culprit`) with probes in
+    """Search between G and B (`culprit.plan.culprit`) with probes in
     root/culprit/<row>/; the outcome and the culprit.json written there (its dict),
     which rests on G and B (`derived_from`) and names the two runs searched between
     (`good`, `bad`, their keys in `searched`).

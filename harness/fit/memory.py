@@ -1,6 +1,6 @@
 """Memory per unit of a param: peak = fixed + per_unit * value, and the value at a limit.
 
-Pure: the peaks come in as numbers (`harness.plans.fit` reads them from each fitting
+Pure: the peaks come in as numbers (`harness.fit.plan` reads them from each fitting
 probe's samples). A least-squares line through (value, peak) splits a run's memory into
 what it holds whatever the value (framework, weights, libraries) and what each unit adds
 (a sample's activations); where that line meets the memory limit is the predicted

@@ -2,7 +2,7 @@
 image B made B bad, proved both ways. A plan over the sweep's stages: each probe is a
 hybrid image (B with a set of package changes undone, or G with it applied) run as a
 cell through `stages.measure.measure` and compared with G through `stages.rows.compare`,
-the way `bisect` runs its probes; `plans.culpritsearch` picks the probes.
+the way `bisect` runs its probes; `culprit.search` picks the probes.
 
 Hybrids on the local runtime are venvs from the other side's resolved pins (what the
 agent found installed) with the set swapped, cached by the local runtime under a key of
@@ -22,12 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
-from harness.errors import EnvironmentUnavailable
-from harness.matrixfile.lockfile import carried
-from harness.matrixfile.model import Cell, ImageSpec
-from harness.plans.bisect import attempts, run_attempt
-from harness.plans.culpritdiff import TOOLING, Change, Difference, difference, workaround
-from harness.plans.culpritsearch import (
+from harness.culprit.diff import TOOLING, Change, Difference, difference, workaround
+from harness.culprit.search import (
     APPLY,
     FOUND,
     OUTSIDE,
@@ -37,12 +33,16 @@ from harness.plans.culpritsearch import (
     find_culprit,
     held_together,
 )
-from harness.plans.culpritsearch import (
+from harness.culprit.search import (
     BAD as PROBE_BAD,
 )
-from harness.plans.culpritsearch import (
+from harness.culprit.search import (
     GOOD as PROBE_GOOD,
 )
+from harness.errors import EnvironmentUnavailable
+from harness.matrixfile.lockfile import carried
+from harness.matrixfile.model import Cell, ImageSpec
+from harness.plans.bisect import attempts, run_attempt
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.store.gate import why_not_current

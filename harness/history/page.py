@@ -1,5 +1,5 @@
 """`harness history`'s renderings: the console and history.html, from the runs joined by
-`harness.answers.history`.
+`harness.history.model`.
 
 The latest verdict of every (line, image) is handed to the one report model
 (`report.model.Report`, a line as its row, images in release order), so the first bad,
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.analysis.kinds import LOOKS
-from harness.answers.history import Flaky, History, Line, Run, Seen
 from harness.answers.search import RowAnswer
+from harness.history.model import Flaky, History, Line, Run, Seen
 from harness.report.grid import Grid, conclusions, console_width, token, wrap
 from harness.report.html import environment, kind_css
 from harness.report.model import Report

@@ -1,5 +1,5 @@
 """What `harness culprit` answered, read back from a results directory: one
-`culprit/<row>/culprit.json` per row it searched (written by `plans.culprit`), for the
+`culprit/<row>/culprit.json` per row it searched (written by `culprit.plan`), for the
 report model and every renderer (the sentence, then each probe in words)."""
 
 from __future__ import annotations

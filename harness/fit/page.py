@@ -16,8 +16,8 @@ from html import escape
 
 from harness.analysis.kinds import OOM
 from harness.analysis.trends import size
-from harness.plans.fit import FitRow, by_row, first_smaller, smaller_sentence
-from harness.plans.fitplan import FIT
+from harness.fit.plan import FitRow, by_row, first_smaller, smaller_sentence
+from harness.fit.steps import FIT
 from harness.report import svg
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")

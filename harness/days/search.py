@@ -11,7 +11,7 @@ The search is pure over two callbacks (`resolve`: day -> pins; `probe`: a day an
 pins -> good, bad or untestable), so a fake resolution history tests it with no index
 and no runs. `day_of_row` wires it to a sweep: each probe is the row's cell on the
 image `NAME@DAY`, run through the sweep's stages and compared with G
-(`plans.culprit.SweepRunner`, as culprit's hybrids are), kept in `day/<row>/` of the
+(`culprit.plan.SweepRunner`, as culprit's hybrids are), kept in `day/<row>/` of the
 results directory; `harness day DIR [ROW]` is its command and `harness sweep
 --find-cause` calls `day_of_row` for a dated row.
 """
@@ -25,15 +25,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+from harness.culprit.plan import SweepRunner, outcome_of
+from harness.culprit.search import BAD as PROBE_BAD
+from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.expand import cell_id
 from harness.orchestrator import Sweep
-from harness.plans.culprit import SweepRunner, outcome_of
-from harness.plans.culpritsearch import BAD as PROBE_BAD
-from harness.plans.culpritsearch import GOOD as PROBE_GOOD
 from harness.result.derived import DerivedFrom
-from harness.runtimes.local import LocalRuntime
 from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
 from harness.store.answers import DAY_DIR, DAY_FILE
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from harness.protocol.series import Series
     from harness.result.model import CellResult
     from harness.runtimes.base import Runtime
+    from harness.runtimes.local import LocalRuntime
 
 Pins = tuple[str, ...]
 Resolve = Callable[[str], Pins]
@@ -113,7 +113,7 @@ class DayOutcome:
     # The days whose runs stand for the last good and first bad day's environments (the
     # same day, or an earlier one that resolved to the same pins), and those runs' cell
     # ids (`day_of_row`: G's or B's sweep cell, else a probe in day/<row>/): what
-    # culprit searches between (`plans.culpritrun.ends`).
+    # culprit searches between (`culprit.run.ends`).
     good_run: str = ""
     bad_run: str = ""
     good_cell: str | None = None
@@ -317,10 +317,11 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
     if not same_entry(g_cell, b_cell):
         raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
                          "of one `as_of:` image entry")
-    runtime = sweep.runtime_for(g_cell)
-    if not isinstance(runtime, LocalRuntime):
+    found = sweep.runtime_for(g_cell)
+    if not found.capabilities.resolves_days:
         raise ValueError("the day search resolves on the local runtime; this sweep runs "
-                         f"{runtime.name}")
+                         f"{found.name}")
+    runtime = cast("LocalRuntime", found)    # the runtime that resolves days: local venvs
     runner = SweepRunner(sweep, g_cell, good, g_series)
     assert g_cell.image.as_of is not None and b_cell.image.as_of is not None
     ran = {g_cell.image.as_of: good.id, b_cell.image.as_of: bad.id}   # day -> its cell

@@ -10,13 +10,12 @@ is marked, and makes the exit code 1, as a bad cell does in a verdict comparison
 from __future__ import annotations
 
 import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
-from harness.cli import answer
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 
 Row = dict[str, Any]
@@ -53,8 +52,43 @@ def per_unit(row: Row, param: str) -> str:
         else "-"
 
 
-def compare_fits(a: list[Row], b: list[Row], names: tuple[str, str], param: str) -> int:
-    """Print the two sides' boundaries; 1 when B fits less than A beyond one step."""
+@dataclass(frozen=True)
+class FitComparison:
+    """Two sides' boundaries joined on (image, scenario, GPU): the table's lines, each
+    difference in words, the rows as JSON, and whether B fits less than A anywhere."""
+
+    names: tuple[str, str]
+    param: str
+    table: list[list[object]]
+    said: list[str]
+    rows: list[dict[str, object]]
+    worse: bool
+
+    @property
+    def exit_code(self) -> int:
+        """1 when B fits less than A beyond one step."""
+        return EXIT_REGRESSION if self.worse else EXIT_OK
+
+    def to_json(self) -> dict[str, object]:
+        return {"a": self.names[0], "b": self.names[1], "param": self.param,
+                "rows": self.rows, "differences": self.said}
+
+    def text(self) -> str:
+        a, b = self.names
+        return (tabulate(self.table, headers=["", "image", "scenario", "gpu", f"{a} fits",
+                                              f"{b} fits", f"{a} memory", f"{b} memory"],
+                         tablefmt="simple") + "\n\n"
+                + ("\n".join(self.said) if self.said else
+                   "the same boundary on both sides (within one step)") + "\n")
+
+
+def compare_fits(a: list[Row], b: list[Row], names: tuple[str, str],
+                 param: str) -> FitComparison:
+    """The two sides' boundaries side by side.
+
+    Raises:
+        InputError: the two share no (image, scenario, GPU).
+    """
     def key(r: Row) -> tuple[str, str, str]:
         return (str(r.get("image")), str(r.get("scenario")), str(r.get("gpu")))
 
@@ -63,7 +97,10 @@ def compare_fits(a: list[Row], b: list[Row], names: tuple[str, str], param: str)
     if not joined:
         raise InputError(f"{names[0]} and {names[1]} share no (image, scenario, GPU): "
                          "nothing to compare\n  fix: fit the same matrix on both hosts")
-    table, said, worse, rows = [], [], False, []
+    table: list[list[object]] = []
+    said: list[str] = []
+    rows: list[dict[str, object]] = []
+    worse = False
     for k in sorted(joined):
         fa, fb = left[k].get("max_fit"), right[k].get("max_fit")
         smaller = isinstance(fa, int) and (not isinstance(fb, int) or fb < fa - 1)
@@ -78,17 +115,7 @@ def compare_fits(a: list[Row], b: list[Row], names: tuple[str, str], param: str)
         if smaller or larger:
             said.append(f"{k[1]} with {k[0]} on {k[2]}: fits {param}={fa} on {names[0]}, "
                         f"{fb} on {names[1]}")
-    if answer.active():
-        answer.update(fits=[{"a": names[0], "b": names[1], "param": param, "rows": rows,
-                             "differences": said}])
-        return EXIT_REGRESSION if worse else EXIT_OK
-    sys.stdout.write(tabulate(table, headers=["", "image", "scenario", "gpu",
-                                              f"{names[0]} fits", f"{names[1]} fits",
-                                              f"{names[0]} memory", f"{names[1]} memory"],
-                              tablefmt="simple") + "\n")
-    sys.stdout.write("\n" + ("\n".join(said) if said else
-                             "the same boundary on both sides (within one step)") + "\n")
-    return EXIT_REGRESSION if worse else EXIT_OK
+    return FitComparison(names, param, table, said, rows, worse)
 
 
 def param_of(path: Path) -> str:

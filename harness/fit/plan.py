@@ -5,7 +5,7 @@ Each probe is a normal cell, the row's cell with the param set to one value (id
 `Sweep.run_cell`; in tests, a FakeRuntime sweep), so an out-of-memory, a crash or a
 timeout is decided as in any sweep. Probes already on disk are reused and cost nothing,
 when the same run made them (their key, `harness.result.runkey`, matches).
-The fitting probes' memory peaks give the memory-per-unit lines (`analysis.memfit`),
+The fitting probes' memory peaks give the memory-per-unit lines (`fit.memory`),
 and, once two values fit and the limit is known, the predicted boundary the planner may
 jump to.
 """
@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.analysis import memfit
 from harness.analysis.kinds import BAD
 from harness.analysis.outcomes import allocation_report
 from harness.errors import InputError
+from harness.fit import memory
+from harness.fit.steps import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
 from harness.matrixfile.fitblock import probe_cell
 from harness.matrixfile.model import Cell
-from harness.plans.fitplan import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
 from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.runtimes.base import own_cgroup, parse_size
@@ -112,13 +112,13 @@ class FitRow:
     def first_fail(self) -> ProbeResult | None:
         return self.probes.get(self.step.fails)
 
-    def lines(self) -> dict[str, memfit.Line]:
-        return memfit.fit_sources({v: p.peaks for v, p in self.probes.items()
+    def lines(self) -> dict[str, memory.Line]:
+        return memory.fit_sources({v: p.peaks for v, p in self.probes.items()
                                    if p.outcome == FIT})
 
-    def prediction(self) -> tuple[memfit.Line, float, float] | None:
+    def prediction(self) -> tuple[memory.Line, float, float] | None:
         """(line, limit, predicted value) where a fitted line meets a known limit."""
-        hit = memfit.limiting(self.lines(), self.device_limit, self.host_limit)
+        hit = memory.limiting(self.lines(), self.device_limit, self.host_limit)
         if hit is None:
             return None
         line, limit = hit
@@ -215,7 +215,7 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
     result, series = got
     outcome = outcome_of(result.verdict)
     seen[value] = outcome
-    row.probes[value] = ProbeResult(value, result, outcome, memfit.peaks(series, result.runtime),
+    row.probes[value] = ProbeResult(value, result, outcome, memory.peaks(series, result.runtime),
                                     cached)
     row.order.append(value)
     if cached:

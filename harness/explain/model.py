@@ -1,7 +1,7 @@
 """`harness explain`'s answers, read from a finished sweep: which pairs a row's first bad
 and last good cell make (`pairs`), what each verdict is attributed for (`kinds_for`), and
 the where records the attributed runs left (`Explanation`, `load_explanations`). The runs
-themselves are a plan over the stages: `harness.plans.explain`.
+themselves are a plan over the stages: `harness.explain.plan`.
 """
 
 from __future__ import annotations

@@ -2,22 +2,22 @@
 bad row, as a chain of the plans that exist (never a copy of their loops):
 
   day      the last good day and the first bad one, for a date axis (`day_of`:
-           `plans.days.day_in_run` between two days of one `as_of:` entry; any other row
+           `days.search.day_in_run` between two days of one `as_of:` entry; any other row
            is "not a date axis")
-  explain  `plans.explain`: the call site (its where.json reused while its run keys hold)
-  culprit  `plans.culpritrun.culprit_in_run`, as `harness culprit` searches: the package,
+  explain  `explain.plan`: the call site (its where.json reused while its run keys hold)
+  culprit  `culprit.run.culprit_in_run`, as `harness culprit` searches: the package,
            proved both ways, between the last good and first bad day the day search
            found (else G and B), changes that moved together swapped apart
            (culprit/<row>/culprit.json reused while the run keys of G and B and of the
            two runs it searched between hold; its hybrids are reused by their own)
-  code     `plans.changedcode`: the proved change's code, both releases read from the
+  code     `culprit.code`: the proved change's code, both releases read from the
            index, set against explain's sites (the function that changed and holds them)
   fixed    the first good image after the first bad one, from the sweep's own cells
   host     for a `hosts:` sweep: the first bad image on each other host (the sweep's cell,
            else run there, through the GPU precheck), and whether the host or the image
            changed the verdict
 
-Each row's answer goes to `cause/<row>.json` (`answers.journey.Cause`, with the run keys
+Each row's answer goes to `cause/<row>.json` (`days.cause.Cause`, with the run keys
 of every cell it rests on), which the report model reads back for every renderer.
 """
 
@@ -31,36 +31,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
-from harness.answers.explain import Explanation, Pair, kinds_for, load_explanations, pairs, unpaired
-from harness.answers.journey import CAUSE_DIR, Cause, cause_file
 from harness.answers.search import RowAnswer, answer_rows
-from harness.errors import EnvironmentUnavailable, InputError
-from harness.matrixfile.model import Cell
-from harness.orchestrator import Sweep
-from harness.plans.changedcode import step_lines
-from harness.plans.culpritdiff import difference
-from harness.plans.culpritrun import RunsOn, culprit_in_run, ends
-from harness.plans.days import day_in_run, same_entry
-from harness.plans.explain import explain
-from harness.plans.journeysummary import (
+from harness.culprit.code import step_lines
+from harness.culprit.diff import difference
+from harness.culprit.run import RunsOn, culprit_in_run, ends
+from harness.days.cause import (
+    CAUSE_DIR,
     NOT_A_DATE_AXIS,
+    Cause,
     DayAnswer,
     HostAnswer,
     Journey,
+    cause_file,
     facts,
     summary,
 )
+from harness.days.search import day_in_run, same_entry
+from harness.errors import EnvironmentUnavailable, InputError
+from harness.explain.model import Explanation, Pair, kinds_for, load_explanations, pairs, unpaired
+from harness.explain.plan import explain
+from harness.matrixfile.model import Cell
+from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text
-from harness.runtimes.local import LocalRuntime
 from harness.store import RunStore
 from harness.store.answers import culprit_record
 from harness.store.gate import why_not_current
 from harness.store.results import atomic_write_text
 
 if TYPE_CHECKING:
-    from harness.plans.culprit import Maker
+    from harness.culprit.plan import Maker
 
 Say = Callable[[str], None]
 # Hybrid images for a (G cell, B cell) pair on a container runtime; None: local venvs.
@@ -73,14 +74,14 @@ STEPS = ("day", "explain", "culprit", "code", "fixed", "host")
 def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
            results: Mapping[str, CellResult], say: Say) -> DayAnswer | None:
     """For a row whose last good and first bad images are two days of one `as_of:`
-    entry (`NAME@DATE`), the day search's answer between them (`plans.days.day_in_run`:
+    entry (`NAME@DATE`), the day search's answer between them (`days.search.day_in_run`:
     its probes kept in `day/<row>/` and reused there while their run keys hold); None
     for any other row ("not a date axis": the images are the axis)."""
     if pair.good is None or pair.good not in results or pair.cell not in results:
         return None
     g_cell, b_cell = cells[pair.good], cells[pair.cell]
     runtime = ctx.runtime_for(g_cell)
-    if not same_entry(g_cell, b_cell) or not isinstance(runtime, LocalRuntime):
+    if not same_entry(g_cell, b_cell) or not runtime.capabilities.resolves_days:
         return None
     out = day_in_run(ctx.store.root, ctx.matrix, runtime, g_cell, results[pair.good],
                      b_cell, results[pair.cell], say, ctx.progress)
@@ -298,7 +299,7 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
 
 def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
                 hybrids: Hybrids, said: Said) -> Mapping[str, object]:
-    """`harness culprit`'s search for the row (`plans.culpritrun.culprit_in_run`: the
+    """`harness culprit`'s search for the row (`culprit.run.culprit_in_run`: the
     same ends, the day search's days where it found them, the same delta debugging and
     hybrids) into culprit/<row>/ of the sweep's directory, its answer written as
     `harness culprit` writes it (culprit.json, with the run keys)."""
@@ -310,7 +311,7 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
 
 def step_code(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
               results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
-    """The proved change's code against the attributed sites (`plans.changedcode`)."""
+    """The proved change's code against the attributed sites (`culprit.code`)."""
     found, lines = step_lines(j.culprit, j.where, kinds=kinds_for(results[j.pair.cell]))
     j.code = tuple(found)
     for line in lines:

@@ -1,0 +1,101 @@
+"""`harness day`'s work: each dated row that went bad after a good day chosen and gated,
+its days searched in day/<row>/ (`search.day_in_run`), and the exit code. `cli.day`
+parses and prints; `--find-cause` reaches the same search through `days.journey`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.app import answer
+from harness.app.progress import printer
+from harness.culprit.app import cells_of, current_pairs
+from harness.days.search import day_in_run
+from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.explain.model import pairs
+from harness.orchestrator import prefetch_analysis
+from harness.runtimes import Engines
+from harness.signals import interruptible
+from harness.store.gate import read_gated
+
+if TYPE_CHECKING:
+    from harness.days.search import DayOutcome
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.store.gate import Gated
+
+
+def day_command(root: Path, row: str | None = None, matrix_file: Path | None = None,
+                quiet: bool = False) -> int:
+    """Each dated row's day (only `row`'s) searched in the results directory `root`,
+    against its matrix (`matrix_file`, default the one its plan.json names); the exit
+    code.
+
+    Raises:
+        InputError: an unknown row, a directory whose matrix cannot be found, a row whose
+            days cannot be searched.
+    """
+    found, matrix = read_gated(root, matrix_file)
+    todo = dated_pairs(found, row)
+    if not todo:
+        answer.say("no dated row went bad after a good day: nothing to search")
+        return EXIT_OK
+    if matrix is None:
+        raise InputError(found.unchecked)
+    todo = current_pairs(found, todo, "harness day")
+    if not todo:
+        return EXIT_UNDECIDED
+    cells = cells_of(matrix, [cid for pair in todo for cid in pair])
+    prefetch_analysis()
+    engines = Engines.for_matrix(matrix, "local", None)
+    engines.start(list(cells.values()))
+    outcomes = search(quiet, root, found, (matrix, engines), cells, todo)
+    if any(not o.found for o in outcomes):
+        return EXIT_UNDECIDED
+    return EXIT_REGRESSION if outcomes else EXIT_OK
+
+
+def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
+    """(last good cell id, first bad cell id) of each dated row to search.
+
+    Raises:
+        InputError: an unknown row.
+    """
+    # Chosen over every readable cell, stale ones too: a row whose ends are stale is
+    # then said to be stale (`current_pairs`), never "nothing to search".
+    res = {**found.results, **found.was}
+    rows = sorted({r.row for r in res.values()})
+    if row is not None and row not in rows:
+        raise InputError(f"no row {row!r} in this directory (allowed values: "
+                         f"{', '.join(rows)})")
+    return [(p.good, p.cell) for p in pairs(res, None, found.planned, found.unreadable)
+            if p.good is not None and (row is None or p.row == row)
+            and res[p.good].image.labels.get("as_of") and res[p.cell].image.labels.get("as_of")
+            and res[p.good].image.index < res[p.cell].image.index]
+
+
+def search(quiet: bool, root: Path, found: Gated,
+           run_on: tuple[Matrix, Engines], cells: dict[str, Cell],
+           todo: list[tuple[str, str]]) -> list[DayOutcome]:
+    """Each row's days searched in day/<row>/ of the run, the answer in day.json there."""
+    matrix, engines = run_on
+    outcomes: list[DayOutcome] = []
+    with interruptible():
+        try:
+            for g_id, b_id in todo:
+                g, b = cells[g_id], cells[b_id]
+                print(f"day {b.row}: {g.image.label} ({found.results[g_id].verdict}) .. "
+                      f"{b.image.label} ({found.results[b_id].verdict})", flush=True)
+                try:
+                    out = day_in_run(root, matrix, engines.default, g, found.results[g_id],
+                                     b, found.results[b_id],
+                                     lambda s: print(f"  {s}", flush=True),
+                                     printer(quiet))
+                except ValueError as exc:
+                    raise InputError(f"{b.row}: {exc}") from exc
+                print(f"{b.row}: {out.sentence()}\n  {out.counts()}", flush=True)
+                outcomes.append(out)
+                answer.update(rows=[{**o.to_dict(), "sentence": o.sentence()}
+                                    for o in outcomes])
+        finally:
+            engines.stop()
+    return outcomes
