@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.app.headstart import hold
 from harness.errors import InputError
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
@@ -119,7 +120,7 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
     """The row bisected in its own directory (<out>/<name>/bisect-<row>, kept for the
     next bisect of the row), reusing what still answers: the outcome and the cache that
     says where reused results came from."""
-    prefetch_analysis()
+    hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
     engines.start(cells)
     row = cells[0].row

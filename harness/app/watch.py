@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.app.headstart import hold
 from harness.app.sweep import plan_of
 from harness.orchestrator import prefetch_analysis
 from harness.runtimes import Engines
@@ -24,7 +25,7 @@ def run_suite(plan: Plan, matrix: Matrix, text: str, cells: list[Cell], out: Pat
               docker_host: str | None, progress: Progress) -> tuple[WatchOutcome, Path]:
     """The suite's cells over the new tags (`text`: the suite's matrix file), swept in a
     new results directory under `out`: the outcome and the directory."""
-    prefetch_analysis()
+    hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, matrix.runtime, docker_host)
     engines.start(cells, progress)  # no engine: exit 3 before any results directory exists
     with interruptible():
