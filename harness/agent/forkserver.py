@@ -1,13 +1,6 @@
-"""harness fork server: one warm interpreter that forks a fresh agent run per request.
-
-`harness.check` and the pytest plugin run many short cells, one after another, on the
-same interpreter; starting it and importing the agent and the test's module cost more
-than a short budget (1.4 s a test at a 0.5 s budget). This process starts once, with the
-cells' startup environment (PYTHONMALLOC, GLIBC_TUNABLES: read only when an interpreter
-starts), imports the agent, and per request imports the scenario's own modules (its test
-module), then forks. Each run is a process of its own, forked from the same warm state:
-what one run leaves (memory, a module's state) is never the next one's, and a run that
-crashes or hangs is killed by the host as a fresh one would be, by its process group.
+"""harness fork server: one warm interpreter that forks a fresh agent run per request,
+for `harness.check` and the pytest plugin's many short cells; each run is a process of
+its own, forked from the same warm state, killed by its process group as a fresh one.
 
 Requests come on stdin, one JSON object a line: {"argv": the agent's arguments, "env":
 its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgroup.procs
@@ -20,8 +13,7 @@ every later one of this environment, without a preload), or where a module file 
 imported changed since ("stale": the host starts another server).
 
 Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
-agent.py, so a scenario sees the import path a fresh agent run sees.
-"""
+agent.py, so a scenario sees the import path a fresh agent run sees."""
 import gc
 import importlib.util
 import json

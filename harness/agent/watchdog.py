@@ -1,19 +1,8 @@
 """The safety stop: a small process beside the agent that watches its memory from the
-start, so that runaway growth ends the run near a limit, not in the host's OOM killer.
-
-Forked before the scenario is imported, it reads the agent's RSS every CHECK_S. Once
-the agent has armed it (after the run's first call: `arm`), growth past the limit (the
-smaller of --stop-growth and STOP_SHARE of the memory the cell could still use then)
-makes it say so on a pipe; the agent stops at its next step boundary and says in its
-end record (`memory_stop`) what grew. A step that does not return (one call allocating
-gigabytes, held in C) cannot stop itself: past twice the limit (at most KILL_SHARE of
-what was free), or GRACE_S after asking, the watchdog kills the agent and writes the end
-record in its place. Before it is armed (import, setup and the first call, which may
-build a CUDA context or compile) only STOP_SHARE of the memory free at the start
-counts, and past it the agent is killed at once. Where a cgroup's memory limit holds
-the cell, the kernel's OOM killer acts inside it and only --stop-growth counts.
-Stdlib only, Python 3.6+.
-"""
+start, so that runaway growth ends the run near a limit, not in the host's OOM killer:
+past the limit the agent is asked to stop at its next step, past twice it (or a grace
+time after asking) it is killed and the end record written in its place. Stdlib only,
+Python 3.6+."""
 import json
 import os
 import signal

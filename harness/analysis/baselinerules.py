@@ -59,11 +59,6 @@ POOLED_RULES: tuple[Rule[PooledEvidence], ...] = (
 )
 
 
-def pooled_rule(ev: PooledEvidence) -> tuple[Rule[PooledEvidence], str]:
-    """The pooled comparison's rule that fires on `ev`, and what it names."""
-    return first_of(ev, POOLED_RULES)
-
-
 @dataclass(frozen=True)
 class PeakEvidence:
     """A cell's peak memory against its baseline's (`pooled.compare_peaks`): the
@@ -90,11 +85,6 @@ PEAK_RULES: tuple[Rule[PeakEvidence], ...] = (
 )
 
 
-def peak_rule(ev: PeakEvidence) -> tuple[Rule[PeakEvidence], str]:
-    """The peak comparison's rule that fires on `ev`, and what it names."""
-    return first_of(ev, PEAK_RULES)
-
-
 @dataclass(frozen=True)
 class PeakVerdictEvidence:
     """A peak comparison as the row's verdict reads it: its direction and ratio."""
@@ -114,11 +104,6 @@ PEAK_VERDICT_RULES: tuple[Rule[PeakVerdictEvidence], ...] = (
     Rule("peak-noted", NOTED, "none of the above: a higher peak is reported, no "
          "regression", (), lambda ev: "peak"),
 )
-
-
-def peak_verdict_rule(ev: PeakVerdictEvidence) -> tuple[Rule[PeakVerdictEvidence], str]:
-    """Whether a peak comparison makes a regression: the rule, and what it names."""
-    return first_of(ev, PEAK_VERDICT_RULES)
 
 
 @dataclass(frozen=True)
@@ -150,11 +135,6 @@ DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
     Rule("doubt-none", NO_DOUBT, "none of the above: the pooled comparison stands", (),
          lambda ev: "steps"),
 )
-
-
-def doubt_rule(ev: DoubtEvidence) -> tuple[Rule[DoubtEvidence], str]:
-    """Whether the pooled comparison leaves a doubt: the rule, and what it names."""
-    return first_of(ev, DOUBT_RULES)
 
 
 @dataclass(frozen=True)
@@ -194,11 +174,6 @@ CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
     Rule("confirm-none", SAME, "none of the above: no change confirmed", (),
          lambda ev: "rounds"),
 )
-
-
-def confirm_rule(ev: ConfirmEvidence) -> tuple[Rule[ConfirmEvidence], str]:
-    """The rounds' confirmation's rule that fires on `ev`, and what it names."""
-    return first_of(ev, CONFIRM_RULES)
 
 
 @dataclass(frozen=True)
@@ -247,11 +222,6 @@ SETTLED_RULES: tuple[Rule[SettledEvidence], ...] = (
     Rule("settled-open", MORE, "none of the above: another round may change the answer "
          "(up to twice `rounds`)", (), lambda ev: "rounds"),
 )
-
-
-def settled_rule(ev: SettledEvidence) -> tuple[Rule[SettledEvidence], str]:
-    """Whether the rounds so far settle the question: the rule, and what it names."""
-    return first_of(ev, SETTLED_RULES)
 
 
 @dataclass(frozen=True)
@@ -314,17 +284,11 @@ UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
 )
 
 
-def unsettled_rule(ev: UnsettledEvidence) -> tuple[Rule[UnsettledEvidence], str]:
-    """Whether rounds left a doubt about a slowdown unanswered: the rule, and what it
-    names (the words, where it did)."""
-    return first_of(ev, UNSETTLED_RULES)
-
-
 def unsettled(conf: Confirmation, cfg: AnalysisConfig) -> str:
     """Why rounds run for a doubt about a slowdown (suspected slower, or a busy host)
     settled nothing, or "" where they did (`UNSETTLED_RULES`): fewer than two counted,
     and the rounds left out read the suspect slower past `min_ratio`, each of them (two
     at least): a change the load that left them out does not make (issue 61: 15x in
     every round, every one left out, read `ok`)."""
-    rule, named = unsettled_rule(UnsettledEvidence.of(conf, cfg))
+    rule, named = first_of(UnsettledEvidence.of(conf, cfg), UNSETTLED_RULES)
     return named if rule.says == UNSETTLED else ""

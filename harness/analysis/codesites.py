@@ -1,18 +1,8 @@
-"""The changed function that holds the late samples: a proved package change's code diff
-(`analysis.codediff`) against the call sites `explain` attributed for the row (the first
-bad cell's where record): each site's frames in the package's files, matched by module
-path within the package and function (its qualified name where the agent recorded one,
-else its own name), weighed by the site's share of the part that answers the verdict
-(late stack samples for time, bytes grown for heap, device or native memory).
-
-"werkzeug 2.2.3 -> 2.3.0: `http.py: parse_options_header` changed (58 lines) and holds
-48 % of the late samples". Native code (an extension's sources or binary changed, and an
-attributed frame native or none in the package's Python) names the extension module
-and the native frame; where nothing intersects, the largest changes in the attributed
-modules, or that the attributed sites are unchanged. A function that moved to another
-module is one change where its code changed there, and said to have moved either way.
-Pure: no I/O.
-"""
+"""The changed function that holds the late samples: a proved package change's code
+diff (`analysis.codediff`) against the call sites `explain` attributed for the row,
+matched by module path and function, weighed by each site's share of what answers the
+verdict; native code names the extension and its frame, a moved function is one
+change. Pure: no I/O."""
 
 from __future__ import annotations
 

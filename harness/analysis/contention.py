@@ -1,56 +1,10 @@
 """How much of a run's step time went to something other than its own CPU work: the
 host (run-queue delay and throttling, a CPU whose speed moved) and the device (GPU
-busy time, a clock held down).
-
-The agent records, per sample interval, the stepping thread's run-queue delay (time it
-was runnable but another task had the CPU) and the cgroup's throttled time. Both are
-time the step could have run and did not, so they measure contention directly instead
-of inferring it from CPU time (which also stays flat when a step waits on a sleep, a
-lock or a GPU, the slowdowns that matter most).
-
-- `explain`: of a within-run slowdown (late minus early median step time), the share
-  the rise in contention per step accounts for. At `AnalysisConfig.contention_share`
-  or more the slowdown is `ambiguous` (the orchestrator runs the cell again).
-- `run_stat`, `speed_scaled`: the step time a run would have had without run-queue
-  delay and at a common CPU speed (the agent's canary loop), the per-round statistic
-  of confirmation rounds.
-- `busy_share`: contention (the larger of run-queue delay and throttled time) as a
-  share of a run's step time, to drop confirmation rounds run while the host was busy.
-
-A spin-wait is not CPU work. `torch.cuda.synchronize()` spins on a CPU until the
-device is done, so a step that waits on a busy GPU shows its whole wait as CPU time; a
-faster canary then "speeds up" a step that no CPU could make faster (on an H100, a flat
-42.8 ms matrix-product step read as a 1.55x slowdown "at one CPU speed" when the canary
-got 1.6x faster mid-run). The rule, per sample interval: a step never takes less than
-the device's busy time in it (utilization x step time, `device_share`), so only
-the stepping thread's CPU time beyond that, at most step x (1 - utilization), is CPU
-work that a CPU-speed change moves; the rest is left as measured, as waits are. With
-the GPU idle, or where NVML gave no utilization (no GPU, old recordings), every CPU
-second counts as work, as before. Where the GPU overlapped real CPU work (an
-asynchronous pipeline) the rule corrects less than it could: the device, not the CPU,
-then bounds the step, so its time does not move with the CPU's speed either. (A flat
-raw step time is not taken as proof of a spin: more CPU work on a CPU that got as much
-faster looks the same. But the verdict reads the wall clock first,
-`stepreading.step_reading`: a slowdown must show there, and this correction can only lower
-it, so a flat wall clock with more work on a faster CPU is no slowdown either.)
-
-GPU-bound time (`gpu_time`, `slowdown_label`): was the device busy for the extra time of
-a slowdown, and was its clock held down? The agent reads, at each step sample, the GPU's
-utilization (the share of NVML's last sample period, 1/6 s to 1 s, in which a kernel
-ran), its SM clock and the clock-event reasons (`harness/agent/nvml.py:Nvml.activity`).
-From them, for the early and late windows of a run:
-
-- device busy time per step: utilization x the interval's step time / its steps. A
-  slowdown whose busy time per step rises by half the extra step time or more is
-  GPU-bound: the device does more (or slower) work per call. The host's CPU time then
-  rises too when it spin-waits (`torch.cuda.synchronize()` spins), which is why such a
-  step is not called CPU-bound (`slowdown_label`).
-- the SM clock (medians) and the power or thermal reasons seen late: a clock that fell
-  5 % or more with such a reason is named ("GPU clock 1980 -> 1410 MHz, SW power cap").
-
-Pure: NumPy over a `Series`; the GPU's figures None where the agent recorded neither
-utilization nor clock (no NVML, an old driver, recordings from before issue 20).
-"""
+busy time, a clock held down), measured by the agent rather than inferred from CPU time.
+`explain`: the share of a slowdown that contention accounts for; `run_stat`,
+`speed_scaled`: a round's step time without run-queue delay, at one CPU speed;
+`busy_share`: a run's contention share; `gpu_time`, `slowdown_label`: GPU-bound or not.
+Pure NumPy over a `Series`; why each rule is so: docs/benchmarks.md, "Why the code is as it is"."""
 
 from __future__ import annotations
 
@@ -93,17 +47,11 @@ class OneSpeed:
 
 
 def at_one_speed(series: Series) -> OneSpeed | None:
-    """Measured step times and CPU time per step, put at the run's median CPU speed.
-
-    Per sample interval, the share of the step that was the stepping thread's own CPU
-    time (less what spun while the device was busy: `device_share`) is scaled by
-    the canary loop's time then over its median over the run (worker threads run on
-    other CPUs, whose speed the canary does not see); waits (and run-queue delay) are
-    left as they are. On a shared machine the CPU's speed changes by up to 1.9x within
-    a run (a hyperthread sibling gets busy and idle), enough to hide or fake a 1.5x
-    slowdown of the same work. None when the agent did not record the canary and CPU
-    time on every sample.
-    """
+    """Measured step times and CPU time per step, put at the run's median CPU speed: per
+    sample interval the stepping thread's own CPU time (less what spun while the device was
+    busy: `device_share`) is scaled by the canary loop's time over its median; waits and
+    run-queue delay are left as they are. None when the agent did not record the canary
+    and CPU time on every sample."""
     rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
             and s["dt"]]
     if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):

@@ -1,18 +1,8 @@
-"""The one place a cell's verdict is set: `decide(facts)`.
-
-The orchestrator gathers what is known about a cell into a `CellFacts` (the agent's
+"""The one place a cell's verdict is set: `decide(facts)`, from a `CellFacts` (the
 series, how the run ended, the live decision, the GPU precheck, the baseline
-comparison and its confirmation rounds) and calls `decide`. Everything that reads a
-series is read once, by `read_run`: memory (`memory.memory_reading`), step times
-(`stepreading.read_steps`), how the run ended (`outcomes.how_it_ended`), its cap
-(`facts.capped_at`) or its budget (`cut_short`); `within_run` is the table of
-rules over that reading, worded by `verdict.verdict_of`; `decide` adds what is known
-beside the run and turns it into `ok` / `leak` / `regression` / `not-applicable` ....
-
-Two moments call it: right after a cell ran (`baseline` is None), and once a row's
-comparison with its baseline is known (`baseline` and `within`, the within-run verdict
-held in memory, are given). Nothing is written before the second.
-"""
+comparison). Everything that reads a series is read once (`read_run`); `within_run` is
+the table over that reading. It is called right after a cell ran and again once its
+row's comparison is known; nothing is written before the second."""
 
 from __future__ import annotations
 
@@ -21,11 +11,11 @@ from dataclasses import dataclass, field
 
 from harness.analysis.baselinerules import (
     DOUBT,
+    DOUBT_RULES,
+    PEAK_VERDICT_RULES,
     REGRESSION,
     DoubtEvidence,
     PeakVerdictEvidence,
-    doubt_rule,
-    peak_verdict_rule,
 )
 from harness.analysis.baselinerules import unsettled as unsettled_words
 from harness.analysis.devices import device_kind
@@ -35,9 +25,9 @@ from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import how_it_ended, runtime_sign
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule, leaking
-from harness.analysis.runrules import BY_BUDGET, LengthEvidence, length_rule
+from harness.analysis.runrules import BY_BUDGET, LENGTH_RULES, LengthEvidence
 from harness.analysis.stepreading import read_steps
-from harness.analysis.table import Rule
+from harness.analysis.table import Rule, first_of
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
 from harness.analysis.vsbaseline import (
@@ -107,7 +97,7 @@ def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: s
     where each miss is slow, a few seconds hold a few hundred (issue 49)."""
     ended = budget_ended(series)
     words, done, asked = ended if ended is not None else ("", 0, 0)
-    rule, _ = length_rule(LengthEvidence(cfg, again, capped, grown, words, done, asked))
+    rule, _ = first_of(LengthEvidence(cfg, again, capped, grown, words, done, asked), LENGTH_RULES)
     return (words, min(cfg.short_calls, asked)) if rule.says == BY_BUDGET else None
 
 
@@ -161,8 +151,8 @@ def decide(facts: CellFacts) -> CellVerdict:
 def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
     """The rule of `baselinerules.DOUBT_RULES` that fires on the pooled comparison."""
     steps = base.steps
-    return doubt_rule(DoubtEvidence(cfg, steps.direction if steps is not None else "",
-                                    base.busy))[0]
+    return first_of(DoubtEvidence(cfg, steps.direction if steps is not None else "",
+                                    base.busy), DOUBT_RULES)[0]
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
@@ -224,8 +214,8 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             unsettled = unsettled_words(conf, cfg)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
-    if peaks is not None and peak_verdict_rule(PeakVerdictEvidence(
-            cfg, peaks.direction, peaks.ratio))[0].says == REGRESSION:
+    if peaks is not None and first_of(PeakVerdictEvidence(
+            cfg, peaks.direction, peaks.ratio), PEAK_VERDICT_RULES)[0].says == REGRESSION:
         worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")
     before = within.facts if within.facts is not None else Facts()
     found = dataclasses.replace(before, regression="; ".join(worse), suspected=suspected,
@@ -283,14 +273,8 @@ def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
 
 
 def _with_live(within: CellVerdict, live: LiveRun, reason: str) -> str:
-    """The reason once the live decision is known.
-
-    The live decision only chose when to stop: it is the one memory decision
-    (`memory.memory_reading`, the table's memory rules) on the samples read by then,
-    and the verdict is the table on all the run's samples, so the two differ only where
-    the agent ran on past the look (it stops within a few calls, or it ran to its end
-    while the samples were replayed): then the run's own samples decide, and the reason
-    says what the live look saw."""
+    """The reason once the live decision is known: where the agent ran on past the
+    live look, the run's own samples decide, and the reason says what the look saw."""
     looked = "leak" if live.verdict == "leak" else "ok"
     if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "

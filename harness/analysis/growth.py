@@ -1,38 +1,9 @@
-"""Within-run memory growth per source (step times: `stepreading.step_trend`).
-
-Memory: Theil-Sen slopes over the whole measured span and over the late window (the
-last third by default), each with Sen's confidence interval, decide between
-
-- leak: the slope interval is above zero, the growth over the span passes the floor,
-  and the late interval's lower bound, kept up over the span, passes it too;
-- plateau: it grew (trend above, or end-minus-start rise over the floor), but the late
-  slope's upper bound is below `stall_fraction` of the mean rate of rise, or would not
-  pass the floor over the span (an arena, cache or buffer that filled and stopped);
-- stable: neither trend nor rise passes the floor, nor does it creep (below);
-- ambiguous, creeping: under both floors, yet steady: the slope's interval above
-  `ok_floor_bytes` and the late third keeping its rate (`creeping`). A small leak over a
-  short run looks so, and so does a small cache still filling; neither is `ok`, and the
-  cell runs again long enough for the growth to pass the floor (`creep_rerun`);
-- ambiguous: anything else, e.g. a late window too noisy to tell "still growing" from
-  "stopped"; a longer or repeated run decides;
-- insufficient: fewer than `min_samples` samples.
-
-A leak must also be growth that a filling cache cannot explain (`fill_check`, the one
-rule the post-run trend and the live decider in `sequential` both apply): over a short
-run a cache, arena or plan pool still filling, A (1 - exp(-t / tau)), grows like a leak.
-The first and last thirds of the run (from where the growth started) give a lower bound
-on how much the rate fell, and so the smallest fill that fits the data; where that fill
-is no larger than `cfg.fill_share` of the source's level (at most `cfg.fill_bytes`) the
-source is `ambiguous`, and the cell runs again, longer, until the growth is too straight
-for any fill of that size or it levels off.
-
-The floor is the largest of the configured floors, `noise_multiple` times the noise
-band and `drawdown_multiple` times the largest fall from an earlier high. Sen's
-interval assumes independent errors, but memory samples are autocorrelated (GC
-sawtooth, allocator level shifts); the variance of Kendall's S is therefore scaled by
-(1 + r) / (1 - r), r the lag-1 autocorrelation of the detrended residuals (the AR(1)
-effective-sample-size correction of Yue and Wang, 2004).
-"""
+"""Within-run memory growth per source (step times: `stepreading.step_trend`):
+Theil-Sen slopes over the whole measured span and its late window, with Sen's interval
+(scaled for autocorrelated samples), decide leak, plateau, stable, ambiguous (creeping
+or noisy) or insufficient; a leak must also be growth no bounded fill explains
+(`fill_check`). The rules, their floors and why: docs/verdicts.md and
+docs/benchmarks.md, "Why the code is as it is"."""
 
 from __future__ import annotations
 
@@ -44,7 +15,8 @@ from typing import cast
 import numpy as np
 
 from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, late_points, theil_sen
-from harness.analysis.trendrules import CREEP_MARGIN, TREND_RULES, TrendEvidence, trend_rule
+from harness.analysis.table import first_of
+from harness.analysis.trendrules import CREEP_MARGIN, TREND_RULES, TrendEvidence
 from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
 
@@ -104,22 +76,10 @@ def drawdown(y: FloatArray) -> float:
 
 def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
                calls: int | None = None) -> Fill:
-    """Whether the growth of a source called leaking could still be a bounded fill.
-
-    A fill A (1 - exp(-t / tau)) read over L calls grows by A (1 - exp(-L / tau)), and
-    its rate in the last third is r = exp(-2 L / (3 tau)) times its rate in the first.
-    The Theil-Sen slopes of the two thirds (at `FILL_CONFIDENCE`) bound r from below
-    by `late.lo / early.hi`; every fill that fits decays no faster, so the smallest is
-    A* = growth / (1 - r^1.5). A fill is excluded when A* exceeds `cfg.fill_share` of
-    the source's median level (a cache as large as half the memory the source holds),
-    or `cfg.fill_bytes`, the smaller (a leak that grows by its exact size every call:
-    r = 1, A* = inf); a short or noisy run cannot exclude one, whatever its slope
-    interval says. Growth
-    that speeds up (the first third's slope below the last's) started after the run
-    did: the check reads the later half alone, from nearer the growth's start.
-    Fewer than six readings give no shape: the growth alone must exceed the bound, or
-    the readings' rates must be equal. The live decider (`sequential`) and the post-run
-    trend both ask this, on the readings they have.
+    """Whether the growth of a source called leaking could still be a bounded fill
+    A (1 - exp(-t / tau)): the smallest fill that fits the first and last thirds' slopes
+    is excluded when it exceeds `cfg.fill_share` of the source's level or `cfg.fill_bytes`.
+    The live decider (`sequential`) and the post-run trend both ask this.
 
     Args:
         iters: Calls of the readings, increasing (binned or not).
@@ -128,8 +88,7 @@ def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
         calls: Measured calls of the run (default: the readings' span).
 
     Returns:
-        The check, with the re-run length `FILL_RERUN` times the calls.
-    """
+        The check, with the re-run length `FILL_RERUN` times the calls."""
     x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
     span = float(x[-1] - x[0]) if x.size else 0.0
     measured = int(calls if calls is not None else span)
@@ -176,8 +135,6 @@ def _fill_amplitude(x: FloatArray, y: FloatArray, cfg: AnalysisConfig, nested: b
     return growth / (1.0 - math.pow(ratio, 1.5))
 
 
-
-
 def memory_trend(
     source: str, iters: FloatArray, values: FloatArray, cfg: AnalysisConfig
 ) -> MemoryTrend:
@@ -190,10 +147,8 @@ def trend_and_fill(
     min_samples: int | None = None, per_call: bool = True,
     creep_calls: float = math.inf,
 ) -> tuple[MemoryTrend, Fill | None]:
-    """Classify the trend of one memory source after warm-up.
-
-    Series longer than `cfg.max_points` are binned to that many medians of consecutive
-    samples (deterministic, O(n)) before the O(n^2) fits: 10^6 samples take ~0.06 s.
+    """Classify the trend of one memory source after warm-up (a long series binned to
+    `cfg.max_points` medians first).
 
     Args:
         source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
@@ -210,8 +165,7 @@ def trend_and_fill(
         into `ambiguous` (None otherwise).
 
     Raises:
-        ValueError: `iters` and `values` differ in length.
-    """
+        ValueError: `iters` and `values` differ in length."""
     x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(
@@ -242,8 +196,8 @@ def trend_and_fill(
     # Memory that fell back by D (GC, arena trim) shows the series swings by D without
     # leaking; a leak never gives back, so its drawdown is the noise alone.
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown(by))
-    rule, _ = trend_rule(dataclasses.replace(first, whole=whole, late=late, growth=growth,
-                                             rise=end - start, floor=floor))
+    rule, _ = first_of(dataclasses.replace(first, whole=whole, late=late, growth=growth,
+                                             rise=end - start, floor=floor), TREND_RULES)
     creep = rule.says == "creep"        # steady growth under both floors: ambiguous
     kind = cast(MemoryKind, "ambiguous" if creep else rule.says)
     missed = missed_rate(whole, late, floor, span, cfg, per_call)

@@ -30,6 +30,8 @@ Colour = Literal["red", "green", "yellow", "magenta", "cyan", "grey"]
 # deciding source's slope), its late/early step-time ratio, its ratio against the row's
 # baseline, or none of them (the cell's other numbers only).
 Figure = Literal["memory", "steps", "baseline", "none"]
+# The narrowest table (columns): narrower, a fitted table has no room for a verdict.
+MIN_WIDTH = 40
 # `harness explain`: the agent's --attribute kinds by what a verdict is about.
 MEMORY = ("heap", "device")
 TIME = ("stack", "ops")

@@ -1,19 +1,9 @@
 """The one decision of memory growth: what a cell's memory did, from its samples so far.
-
-`memory_reading(series, cfg)` is a pure function of the samples seen so far. Three
-callers, one function: the live decider (`sequential.LiveDecider`) calls it on the
-samples read while the cell runs, to choose when to stop; the post-run verdict
-(`decision.within_run`) calls it on all of a run's samples; `--reanalyze` (`answers.
-reanalyze`, through `decision.decide`) calls it on the recorded ones. So what a live
-look says at call k is what a fixed run of k calls with the same samples says, and a
-run that went on past a live look is decided on all its samples.
-
-Per source, `growth.trend_and_fill` is the one statistic (Theil-Sen slopes over the whole
-span and the late window, the total and per-call floors, the fill check); here the
-sources become one reading: which carrier leaks (RSS only with USS agreeing), whether a
-filling cache could still explain it, a plateau, or stable, with the smallest steady
-leak the run could have missed (`MemoryTrend.missed`).
-"""
+`memory_reading(series, cfg)` is a pure function of the samples seen so far, asked by
+the live decider, the post-run verdict and `--reanalyze` alike; per source
+`growth.trend_and_fill` is the one statistic, and here the sources become one reading
+(which carrier leaks, a fill, a plateau or stable, and the leak the run could have
+missed: `MemoryTrend.missed`)."""
 
 from __future__ import annotations
 
@@ -33,7 +23,8 @@ from harness.analysis.rules import (
     leaking,
     memory_rule,
 )
-from harness.analysis.trendrules import GARBAGE, CollectedEvidence, collected_rule
+from harness.analysis.table import first_of
+from harness.analysis.trendrules import GARBAGE, GARBAGE_RULES, CollectedEvidence
 from harness.analysis.trends import (
     MemoryTrend,
     missed_text,
@@ -221,12 +212,10 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
 
 
 def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
-    """A heap that grew like a leak (or too much to call stable), but that one
-    `gc.collect()` after the last call (the agent's `collected` end field) brought back
-    within the floor, grew cyclic garbage that Python's oldest generation frees in its
-    own time (PyTorch's rfft, ~0.3 KiB/call on an H100: tests/data/h100/sweep-1123): a run
-    that ends before the first such collection would otherwise read it as a leak, or as
-    undecided. A leak keeps what it grew, collection or not. None when that is not so."""
+    """A heap that grew like a leak but that one `gc.collect()` after the last call (the
+    agent's `collected` end field) brought back within the floor: cyclic garbage that
+    Python's oldest generation frees in its own time, not a leak. A leak keeps what it
+    grew, collection or not. None when that is not so."""
     got = (series.end or {}).get("collected")
     before = after = None
     if isinstance(got, dict):
@@ -234,7 +223,8 @@ def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
     if not isinstance(before, int) or not isinstance(after, int):
         return None
     grew, kept = before - heap.start, after - heap.start
-    rule, _ = collected_rule(CollectedEvidence(heap.kind, heap.creep, grew, kept, heap.floor))
+    rule, _ = first_of(CollectedEvidence(heap.kind, heap.creep, grew, kept, heap.floor),
+                       GARBAGE_RULES)
     if rule.says != GARBAGE:
         return None
     return Finding("note", f"garbage: the heap grew {grew / 1024:+.0f} KiB; gc.collect() "

@@ -1,14 +1,7 @@
 """A run that ended before its last call keeps its evidence: what memory and step time
-did before the timeout, the crash or the OOM kill.
-
-"timeout after rss grew +1.00 GiB in 3 s, +6.0 KiB/call": the reason says it, whatever
-the verdict. A leak that ends in a timeout is a finding about the image: its verdict is
-`leak` (with the timeout said), so the row names it first bad; a crash or an OOM kill
-stays what it is (both are already findings), with what memory did before it.
-
-How a run ended includes what it showed of the GPU (`runtime_sign`): a CUDA text in its
-log or traceback, or a first step that JIT-compiled every kernel from PTX.
-"""
+did before the timeout, the crash or the OOM kill, said in its reason; a leak that ends
+in a timeout is `leak`; how a run ended includes what it showed of the GPU
+(`runtime_sign`)."""
 
 from __future__ import annotations
 

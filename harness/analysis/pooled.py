@@ -18,9 +18,10 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.baselinerules import PeakEvidence, PooledEvidence, peak_rule, pooled_rule
+from harness.analysis.baselinerules import PEAK_RULES, POOLED_RULES, PeakEvidence, PooledEvidence
 from harness.analysis.contention import busy_share
 from harness.analysis.ranktests import mannwhitneyu_p
+from harness.analysis.table import first_of
 from harness.analysis.vsbaseline import (
     Baseline,
     Direction,
@@ -64,8 +65,8 @@ def compare_steps(
         )
     ratio = float(np.median(o)) / base_median
     p_value = mannwhitneyu_p(o, b, "two-sided")
-    rule, _ = pooled_rule(PooledEvidence(cfg, p_value, ratio,
-                                         abs(float(np.median(o)) - base_median)))
+    rule, _ = first_of(PooledEvidence(cfg, p_value, ratio,
+                                         abs(float(np.median(o)) - base_median)), POOLED_RULES)
     direction = cast(Direction, rule.says)
     return StepComparison(ratio, p_value, direction, int(b.size), int(o.size), rule.id)
 
@@ -75,7 +76,7 @@ def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
     significant", "within min_ratio 1.1" or "under the step floor": the rule of
     `baselinerules.POOLED_RULES` that fires on its p and ratio (a "~" comparison that
     passed both was held back by the floor)."""
-    rule, _ = pooled_rule(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0))
+    rule, _ = first_of(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0), POOLED_RULES)
     if rule.id == "pooled-unsure":
         return f"not significant at alpha {cfg.alpha:g}"
     if rule.id == "pooled-within":
@@ -106,7 +107,7 @@ def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> P
     if not (np.isfinite(other_peak) and other_peak >= 0.0):
         raise ValueError(f"compare_peaks: compared peak is {other_peak!r} bytes; it must be >= 0")
     ratio = float(other_peak) / float(base_peak)
-    rule, _ = peak_rule(PeakEvidence(cfg, ratio, abs(other_peak - base_peak)))
+    rule, _ = first_of(PeakEvidence(cfg, ratio, abs(other_peak - base_peak)), PEAK_RULES)
     return PeakComparison(ratio, cast(PeakDirection, rule.says), rule.id)
 
 

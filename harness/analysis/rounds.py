@@ -1,33 +1,9 @@
-"""Confirm a between-cell change on interleaved rounds, never on pooled steps alone.
-
-A row's cells run one after another while the host's load drifts, and thousands of
-autocorrelated step times pooled into one Mann-Whitney test make a 10 % drift look
-certain (p = 1e-50). So a suspected regression (or improvement) is run again: baseline
-and suspect alternate, B S B S ..., and each pair of runs is one round whose statistic
-is the ratio of the two runs' median step times. The change is confirmed when
-
-- at least two rounds are usable (rounds whose agent measured the stepping thread's
-  run-queue delay, or cgroup throttling, at `busy_share` of its step time or more ran
-  on a busy host and are left out, with the reason, unless CPU time per step, which
-  holds no waiting, puts the round on the same side of `min_ratio` as the wall clock
-  net of the delay does: `judged`; so are rounds whose two runs ran
-  at CPU speeds more than `speed_spread` apart where the change rests on putting
-  them at one speed, which holds for CPU-bound work only: `speed_reason`);
-- every usable round agrees in direction; and
-- the `round_confidence` interval of the mean log ratio (Student t over rounds, so the
-  between-run variance counts) lies wholly beyond `min_ratio` (or below 1/min_ratio),
-  and the medians differ by at least `step_floor_s`.
-
-asv's `--interleave-processes` plus a two-sample test on per-process results is the
-same idea; the per-round agreement and the busy-round exclusion are what is added.
-
-Rounds stop as soon as the question is settled (`settled`): once two usable rounds
-give an interval that clears the threshold (confirmed, or reversed), or lies wholly on
-the no-change side of the threshold asked about (below min_ratio for a suspected or
-hidden slowdown), or the rounds disagree in direction. Looking after every round makes
-the interval's nominal level optimistic; what keeps a false confirmation rare is that
-every round must agree as well.
-"""
+"""Confirm a between-cell change on interleaved rounds, never on pooled steps alone:
+baseline and suspect alternate (B S B S ...), each pair one round whose statistic is
+the ratio of their median step times. The change is confirmed when at least two rounds
+count (busy-host rounds and rounds at CPU speeds too far apart are left out: `judged`,
+`speed_reason`), all agree in direction, and the interval of the mean log ratio lies
+beyond `min_ratio`; rounds stop once that is settled (`settled`)."""
 
 from __future__ import annotations
 
@@ -37,21 +13,16 @@ from typing import NamedTuple, cast
 import numpy as np
 
 from harness.analysis.baselinerules import (
+    CONFIRM_RULES,
     FEW,
     SETTLED,
+    SETTLED_RULES,
     ConfirmEvidence,
     SettledEvidence,
-    confirm_rule,
-    settled_rule,
 )
 from harness.analysis.contention import RunStat, speed_scaled
-from harness.analysis.runrules import (
-    LEFT_OUT,
-    RoundEvidence,
-    busy_run,
-    round_rule,
-    speeds_apart,
-)
+from harness.analysis.runrules import LEFT_OUT, ROUND_RULES, RoundEvidence, busy_run, speeds_apart
+from harness.analysis.table import first_of
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
@@ -66,13 +37,10 @@ def busy_reason(base_busy: float | None, other_busy: float | None,
 
 def speed_reason(plain: float, scaled: float, speed: float | None,
                  cfg: AnalysisConfig) -> str | None:
-    """Why a round whose two runs ran at CPU speeds (the agent's canary; `speed` is the
-    suspect's over the baseline's) more than `speed_spread` apart is left out: its
-    ratio as measured (`plain`) and at one CPU speed (`scaled`) fall on different
-    sides of `min_ratio`, so the change would rest on the correction, which holds for
-    CPU-bound work only (a memory-bound step does not speed up with the canary). None:
-    the speeds were close, or both ratios say the same (a change far larger than the
-    speeds' difference stands either way): rule `round-speeds` (`runrules.speeds_apart`)."""
+    """Why a round whose two runs ran at CPU speeds more than `speed_spread` apart is
+    left out: its ratio as measured (`plain`) and at one CPU speed (`scaled`) fall on
+    different sides of `min_ratio`, and the correction holds for CPU-bound work only. None
+    where the speeds were close or both ratios agree (rule `round-speeds`)."""
     return speeds_apart(RoundEvidence(cfg, plain=plain, scaled=scaled, speed=speed))
 
 
@@ -117,12 +85,9 @@ class Judged(NamedTuple):
 def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
            other_busy: float | None, cfg: AnalysisConfig, failed: str = "") -> Judged:
     """A round as it counts: both step times at one CPU speed (`at_one_speed`), the
-    suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and
-    whether it counts: the first rule of the table's `runrules.ROUND_RULES` that fires
-    on what the round showed (a failed run; CPU speeds apart; a busy host, where CPU
-    time per step agreeing with the wall clock still counts it: load adds waiting,
-    which neither holds, and a change seen by both is the step's own; leaving every
-    busy round out turned a 15x slowdown seen in each of them into no answer)."""
+    suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and the
+    first rule of `runrules.ROUND_RULES` that fires on it (a failed run; CPU speeds
+    apart; a busy host, unless CPU time per step agrees with the wall clock)."""
     b_s, o_s, speed, cpu = 0.0, 0.0, None, None
     plain = scaled = math.nan
     if base is not None and other is not None and not failed:
@@ -131,9 +96,9 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
         cpu = cpu_ratio(base, other)
     else:
         failed = failed or "a run measured no step"
-    rule, named = round_rule(RoundEvidence(
+    rule, named = first_of(RoundEvidence(
         cfg, failed, plain, scaled, speed,
-        (("baseline", base_busy), ("suspect", other_busy)), cpu))
+        (("baseline", base_busy), ("suspect", other_busy)), cpu), ROUND_RULES)
     why = named if rule.says == LEFT_OUT else None
     note = (f"host busy, counted: CPU time per step {cpu:.2f}x agrees"
             if rule.id == "round-busy-agrees" and cpu is not None else "")
@@ -154,7 +119,7 @@ def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
     - the interval lies wholly on the no-change side of the question's threshold
       (below `min_ratio` for a slowdown, above 1/`min_ratio` for an improvement).
     """
-    return settled_rule(SettledEvidence.of(conf, cfg))[0].says == SETTLED
+    return first_of(SettledEvidence.of(conf, cfg), SETTLED_RULES)[0].says == SETTLED
 
 
 def _span(indices: list[int]) -> str:
@@ -181,7 +146,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
         note = "; left out: " + "; ".join(
             f"round {r.index} ({r.excluded or 'no step times'})" for r in left_out)
     ids = [r.index for r in usable]
-    few, _ = confirm_rule(ConfirmEvidence(cfg, [r.ratio for r in usable]))
+    few, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable]), CONFIRM_RULES)
     if few.says == FEW:
         return Confirmation(suspected, "~", math.nan, math.nan, math.nan, ids,
                             f"not confirmed: {len(usable)} usable round(s) of {len(rounds)}, "
@@ -201,7 +166,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     ratios = ", ".join(f"{r.ratio:.2f}" for r in usable)
     head = (f"rounds {_span(ids)}: ratios {ratios}, mean {ratio:.2f}x "
             f"({cfg.round_confidence:.0%} CI {lo:.2f}..{hi:.2f})")
-    rule, _ = confirm_rule(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff))
+    rule, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff), CONFIRM_RULES)
     direction = cast(Direction, rule.says)
     verb: str
     if suspected == "~":     # rounds run because a cell ran on a busy host

@@ -1,27 +1,9 @@
 """The verdict: one ordered table of named rules over one `Evidence` per cell.
-
-Every verdict of every kind comes from `RULES`, in order: how the run was had (the
-image could not be had, the GPU precheck), how it ended (timeout after a leak, the GPU
-unusable in the run, oom, timeout, crash, not-applicable), memory (leak), time within
-the run (slowdown), the undecided readings (a fill, a busy host, too few readings, an
-unsure source, RSS alone), the row's baseline (regression, suspected), plateau and ok.
-The first rule that fires decides; its id is kept in the result (`CellResult.rule`)
-with the `Facts` it read (`CellResult.facts`), so `harness report DIR --why CELL`
-prints every rule in order from the stored evidence, each with why it fired or not
-(`why`). docs/verdicts.md's list is `ruledocs.rules_markdown()`; a test fails when they differ.
-
-Three callers, one table: the live decider asks it of the memory trends read so far
-(`memory.memory_reading`: with no other facts, only the memory rules can fire), the
-post-run verdict (`decision.decide`) of everything the run showed, and the row
-comparison of the same evidence with the baseline's figures added. The words of a
-verdict are made after the table has decided (`decision`), never beside it.
-
-Per source, a trend (`growth.trend_and_fill`) is `leak` by the per-call rule (slope
-interval wholly above `live_floor_bytes`, growth past `live_min_growth_bytes`, the late
-third keeping `live_decay_ratio` of the rate) or by the total-floor rule (interval above
-zero, growth over the source's floor, the late slope's lower bound kept up over the span
-still over it), unless `growth.fill_check` finds a bounded fill that fits.
-"""
+Every verdict of every kind is the first rule of `RULES` that fires; its id and the
+`Facts` it read are kept in the result, so `harness report DIR --why CELL` prints every
+rule in order on the stored evidence (`why`). Three callers ask the one table: the
+live decider (memory rules only), the post-run verdict (`decision.decide`) and the row
+comparison. docs/verdicts.md's list is `ruledocs.rules_markdown()`."""
 
 from __future__ import annotations
 

@@ -89,11 +89,6 @@ LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
 )
 
 
-def live_rule(ev: LiveEvidence) -> tuple[Rule[LiveEvidence], str]:
-    """The live look's rule that fires on `ev`, and what it names."""
-    return first_of(ev, LIVE_RULES)
-
-
 @dataclass(frozen=True)
 class RoundEvidence:
     """What a confirmation round's two runs showed (`rounds.judged`).
@@ -180,11 +175,6 @@ ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
 )
 
 
-def round_rule(ev: RoundEvidence) -> tuple[Rule[RoundEvidence], str]:
-    """The round's rule that fires on `ev`, and what it names."""
-    return first_of(ev, ROUND_RULES)
-
-
 AS_READ, BY_CAP, BY_BUDGET = "as read", "cut short by its cap", "cut short by its budget"
 
 
@@ -230,11 +220,6 @@ LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
          ev.done < min(ev.cfg.short_calls, ev.asked) else None),
     Rule("length-enough", AS_READ, "none of the above", (), lambda ev: "run"),
 )
-
-
-def length_rule(ev: LengthEvidence) -> tuple[Rule[LengthEvidence], str]:
-    """Whether a run's end cut its reading short: the rule, and what it names."""
-    return first_of(ev, LENGTH_RULES)
 
 
 AGAIN, STANDS = "runs again", "stands"

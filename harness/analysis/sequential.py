@@ -1,41 +1,9 @@
 """Live decisions while a cell runs: the one memory decision, on the samples so far.
-
-The host feeds the agent's records to a `LiveDecider` as they arrive; at each look (every
-reading from `min_iterations` measured calls on, then every hundredth of the readings
-read) it asks `memory.memory_reading`, the same function the post-run verdict and
-`--reanalyze` ask, of the samples read so far. Where that reading is `ok` with every
-needed source's slope interval, over the samples so far and over their late third,
-below `ok_floor_bytes` (16 B/call) once the run has measured `live_ok_share` (0.8) of
-its time budget (what it has not reached it has not seen: growth that starts later
-reads flat until then, and a full run reads a leak where it started before 0.71 of
-it), or a leak already past `leak_large_bytes` (growth that matters whatever it is),
-it returns a `LiveDecision` and the host creates the agent's control file, so the agent
-stops measuring and still writes its end record. A smaller leak never stops a run:
-steady growth over a few hundred calls is what a cache filling looks like, and the rest
-of the run's time budget is what can show it level off (issue 49), so the run goes on to
-its budget and the verdict is read from all of it.
-`watch_file` is that loop: it tails the file through `protocol.ingest.SeriesReader`, the
-one reader of agent lines, and reads on to the end, so the cell's samples are parsed
-once and the Series comes back with the decision.
-
-So what a live look says at call k is what a fixed run of k calls with the same samples
-gets; the live decision only chooses when to stop, and the verdict is read from all the
-run's samples (`decision.decide`). A fill that lasts longer than the look grows like a
-leak for as long as it lasts: `growth.fill_check`, inside the one decision, keeps it
-`ambiguous` until no bounded fill explains it.
-
-`replay_live` feeds a recorded `samples.jsonl`'s records, in file order, to the same
-decider: the decision today's decider takes on that run (`harness report DIR
---reanalyze` and the benchmarks that replay real runs).
-
-`sign_evalue` and `median_bounds` (a mixture sign test, anytime-valid by Ville's
-inequality) are kept for the benchmarks that compare with the earlier live test.
-
-The heap must be read after gc.collect() (as psleak does) with glibc's tcache off
-(GLIBC_TUNABLES=glibc.malloc.tcache_count=0): otherwise cyclic garbage, Python's free
-lists and the tcache (~240 KiB of freed chunks that mallinfo counts as in use) grow like
-a leak for hundreds of calls until the collector or their caps stop them.
-"""
+A `LiveDecider` asks `memory.memory_reading` (what the post-run verdict asks) at each
+look and stops the run early only on a clear `ok` or a large leak; `watch_file` tails
+samples.jsonl through `protocol.ingest.SeriesReader`; `replay_live` feeds a recorded
+run to the same decider. A live look at call k says what a fixed run of k calls says;
+the verdict is read from all the run's samples (`decision.decide`)."""
 
 from __future__ import annotations
 
@@ -52,8 +20,9 @@ import numpy as np
 
 from harness.analysis.memory import MemoryReading, memory_reading, risen
 from harness.analysis.rules import CARRIERS
-from harness.analysis.runrules import STOP_LEAK, STOP_OK, LiveEvidence, live_rule
+from harness.analysis.runrules import LIVE_RULES, STOP_LEAK, STOP_OK, LiveEvidence
 from harness.analysis.stepreading import rose, step_reading
+from harness.analysis.table import first_of
 from harness.analysis.trends import LiveDecision
 from harness.matrixfile.model import BUDGET_MIN_CALLS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
@@ -255,13 +224,9 @@ class LiveDecider:
 
     def _rising(self) -> bool:
         """Whether the step times so far rose, read as the verdict reads them
-        (`stepreading.step_reading`: the wall clock, lowered where one CPU speed explains
-        it away): late steps slower than early ones (`stepreading.rose`), which every
-        slowdown is, and a rise that is not one yet (not bin after bin, or back down) is
-        too. A step that grows in stages rises in steps, not bin after bin, until the run
-        has seen several: on an H100 a GPU wait of 1 + k // 100 matrix products a call,
-        its memory flat, was stopped `ok` at call 180 where its 5 s budget read
-        `slowdown` 4.0x."""
+        (`stepreading.step_reading`): late steps slower than early ones (`stepreading.rose`),
+        and a rise that is not one yet (not bin after bin, or back down) too: a step that grows
+        in stages rises in steps until the run has seen several."""
         steps = step_reading(self.series, self.cfg)[0]
         return steps is not None and rose(steps, self.cfg)
 
@@ -287,9 +252,9 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     # of the readings so far to move the whole run's slope.
     upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs + workers if s in mem),
                 default=math.inf)
-    rule, _ = live_rule(LiveEvidence(leak, grown, cfg.leak_large_bytes,
+    rule, _ = first_of(LiveEvidence(leak, grown, cfg.leak_large_bytes,
                                      needs[0] if flat else "", upper, cfg.ok_floor_bytes,
-                                     measured, cfg.live_ok_share, rose))
+                                     measured, cfg.live_ok_share, rose), LIVE_RULES)
     if rule.says == STOP_LEAK:
         t = mem[CARRIERS[leak][0]]
         why = (f"{reading.reason}; past the {cfg.leak_large_bytes / 2**20:,.0f} MiB that "

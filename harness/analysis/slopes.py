@@ -101,11 +101,8 @@ def theil_sen(
 
 def late_points(x: FloatArray, fraction: float) -> int:
     """How many of the last readings form the late window: those in the last `fraction`
-    of the run's calls, and at least `_MIN_LATE_POINTS`. Calls, not readings: readings
-    come denser where calls are slow, so where a cache's misses compile (milliseconds)
-    and its hits take microseconds, the last third of the readings can end with the
-    misses, long before the run does (issue 49: PyTorch's cuFFT plan cache on an H100,
-    600 slow misses then 960 hits in 0.06 s, read `leak` from the misses alone)."""
+    of the run's calls (calls, not readings: readings come denser where calls are slow),
+    and at least `_MIN_LATE_POINTS`."""
     start = x[-1] - fraction * (x[-1] - x[0])
     inside = int(x.size - np.searchsorted(x, start, side="left"))
     return min(x.size, max(_MIN_LATE_POINTS, inside))

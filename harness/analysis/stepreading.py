@@ -1,22 +1,8 @@
 """The step-time reading of one run, read once (`read_steps`): the trend a slowdown
-verdict reads and everything said beside it.
-
-A slowdown is the wall-clock trend (late steps slower than early ones, rising bin after
-bin, and not back under half that rise late in the run: `step_trend`): the early and
-late windows (a quarter each by default) compared with a one-sided Mann-Whitney U test
-and the ratio of medians, which shrug off a slow first call or a few GC pauses. CPU time
-per step is evidence, not a veto: a step that waits longer (a sleep, a lock, a GPU)
-slows with flat CPU time. What can void a slowdown is measured contention: when the
-rise in the stepping thread's run-queue delay (or the cgroup's throttling) per step
-accounts for `contention_share` of the extra step time, and CPU time per step did not
-rise by half of it (more work), the host was busy and the cell is `ambiguous` (run
-again), with the reason. Where the agent timed its canary loop, step and CPU times are
-first put at one CPU speed: on a shared machine the CPU's speed moves by up to 1.9x
-within a run (a hyperthread sibling), with no run-queue delay to show. That correction
-can only explain a wall-clock slowdown away (or lower its figure), never make one from
-a flat wall clock (`step_reading`, the one place that rule lives). A slowdown seen on a
-cell's first attempt is looked at again in a run twice as long (`read_steps`).
-"""
+verdict reads and everything said beside it. A slowdown is the wall-clock trend
+(`step_trend`); measured contention can make it `ambiguous`, the CPU-speed correction
+can lower it but never make one (`step_reading`), a rise that came back is none
+(`came_back`), and a first attempt's slowdown is looked at again in a longer run."""
 
 from __future__ import annotations
 
@@ -33,14 +19,15 @@ from harness.analysis.records import Finding
 from harness.analysis.steprules import (
     BACK,
     FEW,
+    LOAD_RULES,
     SLOWDOWN,
+    STEP_RULES,
     VOIDED,
     LoadEvidence,
     StepEvidence,
-    load_rule,
-    step_rule,
 )
 from harness.analysis.steprules import rose as rises
+from harness.analysis.table import first_of
 from harness.analysis.trends import Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
@@ -69,16 +56,10 @@ RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the
 
 
 def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> StepReading:
-    """The step-time reading of one run.
-
-    `first`: the cell's first attempt. Steps that rise through a whole run are a
-    slowdown, or a cost that cycles with the scenario's input over a cycle longer than
-    the run (issue 49: emoji's 5,153-name cycle read `slowdown` 1.41x over 4,800 calls,
-    and `plateau` over 9,700, where the steps came back, `came_back`). A
-    slowdown lasts through a run twice as long: a first attempt's slowdown asks for
-    one (`StepReading.rising`, its calls) where it fits `RISE_MAX_S` at the run's pace;
-    a slower step's slowdown stands on one run, and a cycle longer than twice the run
-    is a cost no run of this length tells apart."""
+    """The step-time reading of one run. `first`: the cell's first attempt, whose
+    slowdown asks for a run twice as long (`StepReading.rising`) where it fits
+    `RISE_MAX_S` at the run's pace: a slowdown lasts through it, a cost that cycles with
+    the input over a cycle longer than the run does not."""
     speed = at_one_speed(series)
     steps, at_speed, notes = _step_reading(series, cfg, speed)
     cpu = cpu_trend(series, cfg, speed) if steps is not None else None
@@ -92,8 +73,8 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     cpu_rise = cpu.late_median_s - cpu.early_median_s \
         if cpu is not None and not cpu.insufficient else None
     cpu_ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
-    load, _ = load_rule(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
-                                     cpu_rise, cpu_ratio))
+    load, _ = first_of(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
+                                     cpu_rise, cpu_ratio), LOAD_RULES)
     voided = ""
     if busy is not None and load.says == VOIDED:
         voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
@@ -109,28 +90,15 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
 def step_reading(series: Series, cfg: AnalysisConfig
                  ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
     """The step-time trend a slowdown verdict reads: the one rule between the wall clock
-    and the CPU-speed correction.
-
-    A slowdown is what the wall clock shows. Where the agent timed its canary loop,
-    `contention.at_one_speed` puts the step's CPU work at one CPU speed; that corrected
-    series may only lower the wall clock's reading, never raise it. It is read where its
-    ratio is no higher than the wall clock's (a slower CPU explains a slowdown away, or
-    part of it) and, where the wall clock shows no slowdown, where it shows none either;
-    else the wall clock's trend stands. Where the wall clock rose (late steps slower,
-    past `min_ratio`) but not bin after bin, or came back down (`came_back`),
-    and at one CPU speed the rise lasts, the CPU's speed moved in the run: the wall
-    clock's slowdown stands with its own figure (a CPU-bound step slowing 3.7x over a
-    run read `ok` where the host's CPU got 1.75x faster two thirds of the way in). So
-    a step spinning on a busy device, recorded without utilization, that a faster CPU
-    "sped up" although no CPU made it faster (a flat 42.8 ms H100 step read 1.55x)
-    stays flat; the corrected slowdown is said as a
-    note, never as a verdict.
+    and the CPU-speed correction. The corrected series (`contention.at_one_speed`) may
+    only lower the wall clock's reading, never raise it; where the wall clock rose but not
+    bin after bin, or came back down, and at one CPU speed the rise lasts, the wall
+    clock's slowdown stands. A corrected slowdown the wall clock does not show is a note.
 
     Returns:
         The trend (None without step times), whether it is the corrected one (its
         reason says "at one CPU speed"), and the notes: a corrected slowdown the wall
-        clock did not show, a rise that came back (`came_back_note`).
-    """
+        clock did not show, a rise that came back (`came_back_note`)."""
     return _step_reading(series, cfg, at_one_speed(series))
 
 
@@ -188,12 +156,12 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     n = t.size
     if n == 0:
         return StepTrend(0, 0.0, 0.0, 0.0, 1.0, 1.0, False, True,
-                         rule=step_rule(StepEvidence(cfg, 0))[0].id)
+                         rule=first_of(StepEvidence(cfg, 0), STEP_RULES)[0].id)
     width = max(1, int(n * cfg.step_window))
     early, late = t[:width], t[n - width :]
     early_med, late_med = float(np.median(early)), float(np.median(late))
     ratio = late_med / early_med if early_med > 0 else 1.0
-    few, _ = step_rule(StepEvidence(cfg, n))
+    few, _ = first_of(StepEvidence(cfg, n), STEP_RULES)
     if few.says == FEW:
         return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, 1.0, False, True,
                          rule=few.id)
@@ -209,8 +177,8 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
             back.append(came_back(t, early_med, late_med))
         return back[0]
 
-    rule, _ = step_rule(StepEvidence(cfg, n, p_value, ratio, late_med - early_med, trend_p,
-                                     came_back_at))
+    rule, _ = first_of(StepEvidence(cfg, n, p_value, ratio, late_med - early_med, trend_p,
+                                     came_back_at), STEP_RULES)
     return StepTrend(n, float(np.median(t)), early_med, late_med, ratio, p_value,
                      rule.says == SLOWDOWN, trend_p=trend_p,
                      came_back_at=came_back_at() if rule.says == BACK else 0, rule=rule.id)
@@ -232,19 +200,10 @@ BACK_MIN_BIN = 25       # steps per bin at least (a MAD of fewer is no error bar
 
 def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
     """Where step times that rose from the early to the late window came back down
-    late in the run (the step index of that bin), or 0 where they did not.
-
-    A slowdown lasts: each call slower than the last (the rfft bug), or slower from
-    some call on. A cost that cycles with the scenario's input (a loop over names or
-    files whose later items cost more, an LRU cache's misses) rises and falls again: a
-    run that ends high in its cycle has late steps slower than early ones, and two
-    tests of a rise say so (issue 49: an emoji shortcode cycle read `slowdown` 1.48x
-    in 3 of 6 runs of a clean release). A bin in the last 40% of the run whose median
-    lies under half the rise, by `BACK_SE` standard errors of that median (1.2533 *
-    1.4826 * the run's MAD about its bins' medians / sqrt(bin size)), says the rise did
-    not last. A steady slowdown keeps those bins above two thirds of the rise, and a
-    short or noisy run cannot show a bin under it with that margin: its slowdown
-    stands."""
+    late in the run (the step index of that bin), or 0 where they did not: a bin in the
+    last 40% of the run whose median lies under half the rise by `BACK_SE` standard
+    errors of that median. A slowdown lasts; a cost that cycles with the scenario's
+    input rises and falls again."""
     rise = late_med - early_med
     if rise <= 0 or t.size < BACK_BINS * BACK_MIN_BIN:
         return 0

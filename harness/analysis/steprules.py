@@ -84,15 +84,10 @@ STEP_RULES: tuple[Rule[StepEvidence], ...] = (
 )
 
 
-def step_rule(ev: StepEvidence) -> tuple[Rule[StepEvidence], str]:
-    """The step trend's rule that fires on `ev`, and what it names."""
-    return first_of(ev, STEP_RULES)
-
-
 def rose(ev: StepEvidence) -> bool:
     """Late steps slower than early ones (neither too few nor flat): what a slowdown
     needs first, and what keeps a live look from stopping a run `ok`."""
-    return step_rule(ev)[0].says not in (FEW, FLAT)
+    return first_of(ev, STEP_RULES)[0].says not in (FEW, FLAT)
 
 
 @dataclass(frozen=True)
@@ -138,6 +133,3 @@ LOAD_RULES: tuple[Rule[LoadEvidence], ...] = (
 )
 
 
-def load_rule(ev: LoadEvidence) -> tuple[Rule[LoadEvidence], str]:
-    """The load's rule that fires on `ev`, and what it names."""
-    return first_of(ev, LOAD_RULES)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.analysis.table import Rule, first_of
+from harness.analysis.table import Rule
 from harness.analysis.trends import MemoryTrend
 from harness.thresholds import AnalysisConfig
 
@@ -177,11 +177,6 @@ TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
 )
 
 
-def trend_rule(ev: TrendEvidence) -> tuple[Rule[TrendEvidence], str]:
-    """The kind's rule that fires on a source's figures, and what it names."""
-    return first_of(ev, TREND_RULES)
-
-
 @dataclass(frozen=True)
 class CollectedEvidence:
     """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`).
@@ -220,6 +215,3 @@ GARBAGE_RULES: tuple[Rule[CollectedEvidence], ...] = (
 )
 
 
-def collected_rule(ev: CollectedEvidence) -> tuple[Rule[CollectedEvidence], str]:
-    """The collection's rule that fires, and what it names."""
-    return first_of(ev, GARBAGE_RULES)

@@ -1,20 +1,8 @@
-"""One verdict per cell, from how it ended and what its series show.
-
-Which memory source may carry a leak: the glibc heap (clean with PYTHONMALLOC=malloc)
-alone; RSS only when USS agrees (file-backed pages, arenas and page-cache noise move
-RSS, not USS); the GPU and the framework allocator alone. The container cgroup (v1
-counts page cache) is reported, never decisive. RSS growing with nothing to confirm
-it is `ambiguous`, which makes the orchestrator run the cell again, longer. So is a
-leak a cache still filling could explain (`growth.fill_check`): its reason gives the
-growth, the calls and the run that settles it (`CellVerdict.rerun`, 4x the calls).
-
-`verdict_of` words the rule the table (`rules.RULES`) fires on what a run showed
-(`RunReading`, read once by `decision.read_run`: memory, step times in `stepreading`, how
-it ended in `outcomes`); `pooled.compare_to_baseline` is the between-cell comparison;
-`harness.analysis.decision.decide` turns them (with the run's other facts) into the
-verdict. Every number behind a verdict is in `CellVerdict` (and so in the stored
-result) so a reader can check it.
-"""
+"""One verdict per cell, from how it ended and what its series show: `verdict_of`
+words the rule the table (`rules.RULES`) fires on a `RunReading`; every number behind
+a verdict is in `CellVerdict` (and so in the stored result). Which memory source may
+carry a leak: the heap alone, RSS only when USS agrees, the GPU and the framework
+allocator alone; the container cgroup is reported, never decisive."""
 
 from __future__ import annotations
 

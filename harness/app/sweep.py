@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import report as reports
+from harness.app.headstart import hold
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -147,7 +148,7 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
         store = RunStore.open(asked.out, matrix.name, resume, asked.matrix, started)
         # Imports NumPy and the reporters while the first cell runs; after every other
         # import of this command, so the two threads never import the same modules at once.
-        prefetch = prefetch_analysis(*REPORTERS, then=compile_report_template)
+        prefetch = hold(prefetch_analysis(*REPORTERS, then=compile_report_template))
         try:
             store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)

@@ -13,10 +13,10 @@ import gc
 import importlib
 import os
 import sys
-import threading
 from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
+from harness.app import headstart
 from harness.app.progress import printer as printer  # re-exported for the commands
 from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import (
@@ -292,12 +292,9 @@ def finish(code: int) -> NoReturn:
     object the command made (~0.1 s after a one-cell sweep, 0.3 s on a loaded host):
     nothing left needs it (results are written and closed, stdout is flushed at exit).
 
-    A head start still importing (`orchestrator.prefetch_analysis`: NumPy, the
-    reporters) is waited for first: an interpreter that ends under a thread inside a C
-    extension's import can die of it (exit -11 after Ctrl-C during a venv build, beside
-    two busy loops)."""
-    for thread in threading.enumerate():
-        if thread.name == "prefetch" and thread.is_alive():
-            thread.join(timeout=60)
+    The command's head starts still importing (`app.headstart`) are waited for first:
+    an interpreter that ends under a thread inside a C extension's import can die of it
+    (exit -11 after Ctrl-C during a venv build, beside two busy loops)."""
+    headstart.wait()
     gc.freeze()
     sys.exit(code)

@@ -32,19 +32,17 @@ from harness.app.answer import cell_ref as cell_ref
 from harness.app.answer import note as note
 from harness.app.answer import say as say
 from harness.app.answer import update as update
+from harness.cli import options
 from harness.result.codec import encode
 
 SCHEMA = "harness.answer/1"
-FORMATS = ("console", "json")
-HELP = ("console: the answer in words (the default); json: one JSON document on stdout "
-        "(schema harness.answer/1, docs/json.md), progress on stderr, the same exit code")
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def add(p: argparse.ArgumentParser) -> None:
-    """The command's --format option (console or json)."""
-    p.add_argument("--format", choices=FORMATS, default="console", help=HELP)
+    """The command's --format option (console or json): `options.add(p, "format")`."""
+    options.add(p, "format")
 
 
 def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Command]:

@@ -31,20 +31,9 @@ def add_parser(sub: Any) -> None:
         q.set_defaults(func=run)
 
 
-def recipes_file(given: Path | None) -> Path:
-    """`--recipes`, else images/images.yaml in the working directory, else the one in
-    harness's own source tree: `harness images build NAME`, the fix line a missing test
-    image prints, works from any directory."""
-    if given is not None:
-        return given
-    here = Path("images/images.yaml")
-    own = Path(__file__).resolve().parents[2] / here
-    return here if here.is_file() or not own.is_file() else own
-
-
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    recipes = images.load_recipes(recipes_file(args.recipes))
+    recipes = images.load_recipes(images.recipes_file(args.recipes))
     if args.action == "list":
         for r in recipes.values():
             extra = f" from {r.base} + {' '.join(r.pip)}" if r.base else f" ({r.script})"

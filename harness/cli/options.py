@@ -10,15 +10,20 @@ import argparse
 from pathlib import Path
 from typing import Literal
 
+from harness.analysis.kinds import MIN_WIDTH
 from harness.errors import InputError
 from harness.matrixfile.model import RUNTIMES
-from harness.report.grid import MIN_WIDTH
 
-Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width"]
+Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width",
+                 "format", "budget"]
 
 QUIET_HELP = ("no progress lines (what runs, what was written); the answer and errors are "
               "printed")
 DOCKER_HOST_HELP = "Docker endpoint (unix://, tcp://, ssh://user@host)"
+FORMATS = ("console", "json")
+FORMAT_HELP = ("console: the answer in words (the default); json: one JSON document on "
+               "stdout (schema harness.answer/1, docs/json.md), progress on stderr, the same "
+               "exit code")
 WIDTH_HELP = ("fit the table to this width (default: the terminal's; piped: $COLUMNS, "
               "else one line per row)")
 
@@ -29,7 +34,7 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
     """Add the chosen shared options to a command's parser, in the order given.
 
     Args:
-        per: What --iterations and --warmup apply to ("cell", "probe").
+        per: What --iterations, --warmup and --budget apply to ("cell", "probe").
         out_keeps: Said after --out's default: what the command keeps there.
         docker_host_does: Said before --docker-host's help: what the command does
             with that engine (doctor: checks it instead of the matrix's hosts).
@@ -52,6 +57,13 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
             p.add_argument("--out", type=Path, default=Path("reports"),
                            help="results base directory (default: reports/)"
                                 + (f"; {out_keeps}" if out_keeps else ""))
+        elif name == "budget":
+            p.add_argument("--budget", metavar="SECONDS",
+                           help=f"override every {per}'s time budget (e.g. 20s, 2m): "
+                                "early-stop mode, max_iterations the cap (set: as it is; "
+                                "else 1,000,000)")
+        elif name == "format":
+            p.add_argument("--format", choices=FORMATS, default="console", help=FORMAT_HELP)
         elif name == "quiet":
             p.add_argument("-q", "--quiet", action="store_true", help=quiet_does)
         else:

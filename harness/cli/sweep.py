@@ -3,30 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness import matrixfile
-from harness import report as reports
-from harness.app.sweep import (
-    SweepOptions,
-    apply_overrides,
-    exit_code,
-    how_to_decide,
-    preflight,
-    sweep_and_report,
-)
-from harness.cli import answer, between, options, printer
+from harness.cli import between, options
 from harness.cli.helptext import FittedHelpFormatter
-from harness.days.cause import results_json
-from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
-from harness.report.grid import console_width, say
-
-if TYPE_CHECKING:
-    from harness.matrixfile.model import Cell
-    from harness.report import Report
-
 
 SWEEP_EPILOG = """examples:
   harness sweep examples/multidict.yaml              the demo: a real leak, no Docker
@@ -78,68 +59,17 @@ def add_parser(sub: Any) -> None:
                         "culprit), the first fixed image and, on `hosts:`, whether the host "
                         "or the image changed the verdict; one summary per row (with "
                         "--resume, finished steps are reused)")
-    p.add_argument("--budget", metavar="SECONDS",
-                   help="override every cell's time budget (e.g. 20s, 2m): early-stop "
-                        "mode, max_iterations the cap (set: as it is; else 1,000,000)")
+    options.add(p, "budget")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
     between.add(p)
-    options.add(p, "quiet")
-    answer.add(p)
+    options.add(p, "quiet", "format")
     p.set_defaults(func=run)
 
 
-@answer.answers("sweep", {"dir": None, "files": [], "name": None, "cells": [], "images": [],
-                          "rows": [], "bad_cells": [], "missing_cells": [],
-                          "undecided_cells": [], "causes": {}})
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    if args.between is not None or args.scenario or args.python:
-        args.matrix = between.matrix_file(args, printer(args.quiet))
-    elif args.matrix is None:
-        raise InputError(f"no matrix file: harness sweep MATRIX, or {between.USAGE}")
-    matrix = matrixfile.load(args.matrix)
-    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args.iterations,
-                            args.warmup, args.budget)
-    answer.update(name=matrix.name, cells=[c.id for c in cells])
-    if args.list:
-        for c in cells if not answer.active() else ():
-            print(c.id)
-        return EXIT_OK
-    cells = preflight(cells, matrix, args.iterations)
-    report, root, paths = sweep_and_report(options_of(args), matrix, cells,
-                                           printer(args.quiet))
-    shown(args, report, (root, paths), cells)
-    return exit_code(report)
+    # lazy: the sweep's one start-up boundary: `harness sweep --help` builds this parser
+    # alone, and what a sweep runs (the stages, the store, the reporters) loads here
+    from harness.cli.sweeprun import sweep
 
-
-def shown(args: argparse.Namespace, report: Report, written: tuple[Path, list[Path]],
-          cells: list[Cell]) -> None:
-    """The sweep's table, where its results are and the note of an answer that is not
-    whole; or in JSON mode the same from the report model: the rows' answers
-    (`RowAnswer`s), the bad, missing and undecided cells and, with --find-cause, each
-    row's cause (as results.json keeps them)."""
-    root, paths = written
-    note = report.incomplete_note()
-    if note is not None and exit_code(report) == EXIT_UNDECIDED:
-        note = f"{note}: {how_to_decide(report, args.matrix, root, cells)}; exit {EXIT_UNDECIDED}"
-    if answer.active():
-        answer.note(note or "")
-        answer.update(dir=str(root), files=[p.name for p in paths], images=report.images,
-                      rows=report.rows, bad_cells=report.bad_cells,
-                      missing_cells=report.missing_cells,
-                      undecided_cells=report.undecided_cells,
-                      causes=results_json(report.causes))
-        return
-    reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                        details=args.details)
-    width = console_width(sys.stdout, args.width)
-    say(sys.stdout, f"\nresults: {root} ({', '.join(p.name for p in paths)})", width)
-    if note is not None:
-        say(sys.stdout, note, width)
-
-
-def options_of(args: argparse.Namespace) -> SweepOptions:
-    """The sweep asked by the command line."""
-    return SweepOptions(args.matrix, args.out, args.resume, args.runtime, args.docker_host,
-                        args.quiet, args.between is not None, args.explain, args.find_cause,
-                        args.iterations, args.warmup, args.budget)
+    return sweep(args)

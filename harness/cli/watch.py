@@ -7,19 +7,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.app.sweep import apply_overrides, plan_of
-from harness.cli import interruptible, options, printer
+from harness.app.sweep import apply_overrides
+from harness.app.watch import run_suite
+from harness.cli import options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
-from harness.orchestrator import prefetch_analysis
 from harness.report import ConsoleReporter
-from harness.runtimes import Engines
-from harness.store import RunStore
-from harness.store.runs import SWEEP
 from harness.watch.registry import list_tags, parse_repo
-from harness.watch.suite import WatchState, make_plan, run_plan, suite_matrix, suite_name
+from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
 
 if TYPE_CHECKING:
-    from harness.matrixfile.model import Cell, Matrix
     from harness.watch.suite import Plan, WatchOutcome
 
 
@@ -39,7 +35,7 @@ def add_parser(sub: Any) -> None:
                    help="plain HTTP to the registry (always so for localhost/127.0.0.1)")
     p.add_argument("--dry-run", action="store_true",
                    help="list the new tags and the cells, run nothing, keep the state")
-    options.add(p, "docker-host", "iterations", "warmup", "quiet")
+    options.add(p, "docker-host", "iterations", "warmup", "budget", "quiet")
     p.set_defaults(func=run)
 
 
@@ -59,41 +55,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"new: {', '.join(plan.new)}", flush=True)
     matrix, text = suite_matrix(args.matrix, plan)
     cells = apply_overrides(list(matrix.cells), args.iterations, args.warmup,
-                            getattr(args, "budget", None))
+                            args.budget)
     if args.dry_run:
         print(f"would run {len(cells)} cells (state {state.path} unchanged):")
         for c in cells:
             print(f"  {c.id}  {c.image.ref}")
         return EXIT_OK
-    outcome, root = run_suite(args, plan, matrix, text, cells)
-    return said(outcome, root, plan, state)
+    outcome, root = run_suite(plan, matrix, text, cells, args.out, args.docker_host,
+                              printer(args.quiet))
+    return tell(outcome, root, plan, state)
 
 
-def run_suite(args: argparse.Namespace, plan: Plan, matrix: Matrix, text: str,
-              cells: list[Cell]) -> tuple[WatchOutcome, Path]:
-    """The suite's cells over the new tags, swept in a new results directory: the
-    outcome and the directory."""
-    prefetch_analysis()
-    engines = Engines.for_matrix(matrix, matrix.runtime, args.docker_host)
-    progress = printer(args.quiet)
-    engines.start(cells, progress)  # no engine: exit 3 before any results directory exists
-    with interruptible():
-        store = RunStore.open(args.out, matrix.name, False)
-        try:
-            store.write("matrix.yaml", text)
-            store.mark(SWEEP, matrix.name, str(store.root / "matrix.yaml"), plan_of(cells))
-            progress(f"{len(cells)} cells, results in {store.root}")
-            outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
-                               engines.by_host)
-        finally:
-            try:
-                engines.stop()
-            finally:
-                store.unlock()
-    return outcome, store.root
-
-
-def said(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
+def tell(outcome: WatchOutcome, root: Path, plan: Plan, state: WatchState) -> int:
     """The suite's table and the new tags' answer; the state recorded; 1 when a new
     tag is bad against the baseline."""
     ConsoleReporter.from_results(outcome.report).render(sys.stdout)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.app import answer
+from harness.app.headstart import hold
 from harness.app.progress import printer
 from harness.app.sweep import exit_code as report_exit
 from harness.culprit.code import for_row
@@ -92,7 +93,7 @@ def culprit_command(root: Path, asked: CulpritAsked) -> int:
     if not todo:
         return EXIT_UNDECIDED
     cells = cells_of(matrix, [cid for pair in todo for cid in pair])
-    prefetch_analysis()
+    hold(prefetch_analysis())
     engines.start(list(cells.values()))
     outcomes = search_rows(asked, root, found, matrix, engines, cells, todo)
     if outcomes:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.app import answer
+from harness.app.headstart import hold
 from harness.app.progress import printer
 from harness.culprit.app import cells_of, current_pairs
 from harness.days.search import day_in_run
@@ -45,7 +46,7 @@ def day_command(root: Path, row: str | None = None, matrix_file: Path | None = N
     if not todo:
         return EXIT_UNDECIDED
     cells = cells_of(matrix, [cid for pair in todo for cid in pair])
-    prefetch_analysis()
+    hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, "local", None)
     engines.start(list(cells.values()))
     outcomes = search(quiet, root, found, (matrix, engines), cells, todo)

@@ -49,6 +49,17 @@ class Recipe:
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
+def recipes_file(given: Path | None) -> Path:
+    """`--recipes`, else images/images.yaml in the working directory, else the one in
+    harness's own source tree: `harness images build NAME`, the fix line a missing test
+    image prints, works from any directory."""
+    if given is not None:
+        return given
+    here = Path("images/images.yaml")
+    own = Path(__file__).resolve().parents[2] / here
+    return here if here.is_file() or not own.is_file() else own
+
+
 def load_recipes(path: Path) -> dict[str, Recipe]:
     """Read images.yaml.
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import matrixfile
+from harness.app.headstart import hold
 from harness.app.progress import printer
 from harness.app.sweep import apply_overrides
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
@@ -105,7 +106,7 @@ def fit_rows(asked: FitAsked, matrix: Matrix, cells: list[Cell], target: Target
              ) -> tuple[list[FitRow], RunStore]:
     """Each row's largest value that runs, probed in the fit's own directory
     (<out>/<name>/fit-<param>: the next fit of this matrix and param reuses its probes)."""
-    prefetch_analysis()
+    hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
     engines.start(cells)
     store = RunStore(asked.out / matrix.name / f"fit-{target.param}")

@@ -1,19 +1,8 @@
-"""A host's GPUs as its Docker engine gives them to containers, not as this machine sees them.
-
-A short probe container (the cell's own image, every GPU requested through a
-DeviceRequest, network off) runs the agent's NVML reader (`harness/agent/nvml.py`) and
-prints the driver, the CUDA version it supports and the GPUs it was given. So the
-compatibility precheck and the report work for every engine the same way: a remote
-`ssh://` engine, or several engines on one machine (the simulated GPU hosts of
-images/setup-gpu-sim.sh), each shows its own GPUs. Host-side NVML sampling during a cell
-stays where the engine runs on this machine.
-
-An engine without GPU support (no nvidia-container-toolkit: dockerd has no `nvidia`
-device driver and refuses the DeviceRequest) is a `GpuUnavailable`: the sweep stops
-before any cell with exit 3 and the fix. Which GPU mechanisms an engine offers at all
-(`docker info`: the `nvidia` runtime, CDI devices, the `--gpus` hook) and the
-DeviceRequest arguments for a cell's `gpu:` value are here too.
-"""
+"""A host's GPUs as its Docker engine gives them to containers, not as this machine
+sees them: a short probe container (the cell's image, every GPU requested) runs the
+agent's NVML reader, so every engine (a remote `ssh://` one too) shows its own GPUs.
+An engine without GPU support is a `GpuUnavailable` (exit 3, with the fix); the GPU
+mechanisms an engine offers and a cell's DeviceRequest are here too."""
 
 from __future__ import annotations
 

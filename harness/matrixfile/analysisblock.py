@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ def analysis_block(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfi
     for key, v in raw.items():
         field = key.replace("-", "_")
         kind = type(getattr(AnalysisConfig(), field))
+        v = _number(v) if kind is float else v
         ok = isinstance(v, bool) if kind is bool else (
             type(v) is int if kind is int else type(v) in (int, float))
         if not ok:
@@ -91,3 +93,14 @@ def analysis_block(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfi
         written = next((k for k in raw if f"analysis.{k.replace('-', '_')}" == field), None)
         raise ctx.fail(("analysis", written) if written else ("analysis",), problem or str(exc),
                        "use a value in that range, or drop the key for the default") from exc
+
+
+def _number(v: Any) -> Any:
+    """A float written in exponent form without a dot (`1e-05`, as Python prints the
+    default of `step_floor_s`), which YAML 1.1 reads as a string, as the number it is."""
+    if isinstance(v, str):
+        try:
+            return float(v) if math.isfinite(float(v)) else v
+        except ValueError:
+            return v
+    return v

@@ -1,19 +1,9 @@
-"""Read an agent's JSON lines tolerantly into a `Series`.
-
-A cell that died mid-way is an outcome, so a truncated last line, garbage lines and a
-missing `end` are recorded as problems and everything readable is kept. What comes out
-of a container is untrusted: reading is bounded (over-long lines are skipped without
-being held whole in memory, and the total bytes and records kept are capped), every
-record is checked against schema 1 (fields of the wrong type are dropped with a
-problem). The first `end` counts; anything after it is a problem (the agent writes its
-`end` last, so a forged end mid-run shows as a "second end" and the exit code, which a
-scenario cannot forge, still decides a crash).
-
-`SeriesReader` is the one reader of these lines: live mode feeds it the file's bytes as
-the agent writes them (`analysis.sequential.watch_file`), `read_samples` a finished file;
-a cell's samples are parsed once, by whichever of the two ran. What it builds is a
-`series.Series`; what each record must carry is `schema`'s.
-"""
+"""Read an agent's JSON lines tolerantly into a `Series`: a truncated last line,
+garbage lines and a missing `end` are problems, and everything readable is kept.
+Reading is bounded (what comes out of a container is untrusted), every record is
+checked against schema 1, and the first `end` counts. `SeriesReader` is the one reader
+of these lines, fed live (`analysis.sequential.watch_file`) or from a finished file
+(`read_samples`)."""
 
 from __future__ import annotations
 

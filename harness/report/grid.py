@@ -19,12 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from harness.analysis.kinds import KINDS, LOOKS, SLOWDOWN, Colour
+from harness.analysis.kinds import KINDS, LOOKS, MIN_WIDTH, SLOWDOWN, Colour
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 from harness.result.words import also_slowed, also_slower, ran_on_cpu
-
-MIN_WIDTH = 40   # columns: narrower, the fitted table has no room for a verdict
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,8 @@
-"""A bug report draft for the upstream tracker, for one row: `harness report DIR --issue ROW`.
-
-System information comes from the first bad cell's fingerprint (the agent's header),
-the scenario text from the script the matrix named, and the numbers from the stored
-results: growth with the slope's confidence interval, and the slowdown against the
-last good image with a bootstrap interval over the two cells' step times.
-
-Both environments are given exactly (issue 51, `report.issuerepro`): a `pip:` image's
-pins are the packages its cell found installed (`exact_pins`), never its requirement
-list, which installs today's releases; a dated image's day and the resolver's flags go
-beside them. The reproduction installs those pins (`pip install`) and gives a matrix
-that pins both sides for `harness sweep`. What `--find-cause` and `harness culprit` answered is
-quoted as written (the draft never words a cause of its own); a stale one is left out
-and said.
-"""
+"""A bug report draft for the upstream tracker, for one row: `harness report DIR --issue
+ROW`. System information from the first bad cell's fingerprint, the scenario as the
+matrix named it, the numbers from the stored results; both environments exactly
+(`report.issuerepro`), and what `--find-cause` and `harness culprit` answered quoted as
+written."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from harness.analysis.kinds import kind
+from harness.analysis.trends import kib
 from harness.report.model import Reporter
 from harness.report.text import steps_vs_baseline
 from harness.result.model import CellResult
@@ -32,8 +33,8 @@ def details(res: CellResult) -> str:
     """Every number behind a verdict, one line each, for the failure body."""
     lines = [f"verdict: {res.verdict}: {res.reason}"]
     for name, t in sorted(res.memory.items()):
-        lines.append(f"{name}: {t.kind} slope {t.slope / 1024:+.3f} KiB/call "
-                     f"(CI {t.slope_lo / 1024:+.3f}..{t.slope_hi / 1024:+.3f}), "
+        lines.append(f"{name}: {t.kind} slope {kib(t.slope, 3)} KiB/call "
+                     f"(CI {kib(t.slope_lo, 3)}..{kib(t.slope_hi, 3)}), "
                      f"growth {t.growth / 1024**2:+.2f} MiB, peak "
                      f"{t.peak / 1024**2:.1f} MiB over {t.n} samples")
     steps = res.steps

@@ -1,17 +1,7 @@
-"""The sweep on a terminal: a live display on a TTY, plain lines everywhere else.
-
-`progress_for(quiet, samples)` gives the sweep's progress callback:
-
-- on a TTY (and not `-q`): `LiveProgress`, a rich display on stderr with one bar per
-  running cell (iterations done / planned, rate, elapsed; read from the tail of the
-  cell's samples.jsonl), the latest pull / venv-build line per image, and the other
-  lines (finished cells among them) printed above it in the order they happen;
-- elsewhere: `PlainProgress`, one `harness: ...` line per event (logs, CI);
-- `-q`: nothing.
-
-`NO_COLOR` (set and not empty) turns colour off, as no-color.org asks; the live display
-still redraws in place on a TTY.
-"""
+"""The sweep on a terminal: `progress_for(quiet, samples)` gives a live display on a
+TTY (`LiveProgress`: one bar per running cell, the latest pull or venv-build line per
+image, other lines above it), plain `harness: ...` lines elsewhere (`PlainProgress`),
+or nothing with `-q`. `NO_COLOR` turns colour off."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Import docker-py without paramiko unless an ssh:// engine needs it, and without a
-character-set detector.
-
-docker-py imports paramiko (and with it invoke and unittest.mock: ~130 ms, a quarter of
-a one-cell sweep's overhead) for its ssh:// transport alone. `import_docker` imports
-docker with paramiko hidden (docker-py skips the transport on ImportError);
-`enable_ssh` adds the transport back when an ssh:// engine is asked for. requests
-imports charset_normalizer (~30-70 ms) to guess the encoding of a text body that names
-none; an engine answers JSON, and requests reads such a body as UTF-8 without one (its
-documented fallback), so it is hidden too, with requests' warning that it is missing.
-"""
+"""Import docker-py without paramiko unless an ssh:// engine needs it (`import_docker`,
+`enable_ssh`), and requests without a character-set detector: an engine answers JSON,
+read as UTF-8. What each cost: docs/benchmarks.md, "Why the code is as it is"."""
 
 from __future__ import annotations
 

@@ -1,28 +1,9 @@
-"""Run cells as podman containers: docker's modules against podman's Docker-compatible API.
-
-`podman system service` serves the Docker API on a unix socket, and docker-py talks to it
-as to dockerd, so a podman cell is a docker cell (`DockerRuntime`: the same limits, no
-network, no privileges, OOM and timeout outcomes, labels and cleanup of orphans). What
-differs is all here:
-
-- the socket: `HARNESS_PODMAN_HOST`, else podman's own `CONTAINER_HOST`, else the
-  service's default (`/run/podman/podman.sock` as root, `$XDG_RUNTIME_DIR/podman/
-  podman.sock` rootless); no engine there names `podman system service` as the fix;
-- rlimits: podman (unlike dockerd) sets RLIMIT_NOFILE and RLIMIT_NPROC of every
-  container to its own high defaults, which a host without CAP_SYS_RESOURCE (a nested
-  container, a sandboxed VM) cannot grant ("error setting rlimit type 7"): a cell asks
-  for this process's own limits instead, as dockerd would have passed them on
-  (`own_ulimits`); memlock=-1 refused is handled as for docker (`refuse_memlock`);
-- GPUs: through CDI device names (`nvidia.com/gpu=N`, a DeviceRequest with driver
-  `cdi`), which need a CDI spec (`nvidia-ctk cdi generate`) under /etc/cdi or
-  /var/run/cdi (`cdi_specs`). Podman 4.3's compat API passes no DeviceRequest on (its
-  `podman run --device nvidia.com/gpu=0` works, the API's create does not): the GPU
-  probe then sees no GPU and the sweep stops with exit 3 and this module's fix;
-- OOM kills and peak memory: read from the container's memory cgroup (`CgroupWatch`),
-  which podman 4.3 reports wrong (OOMKilled false on cgroup v1) or too seldom (stats
-  every 5 s);
-- `hosts:` endpoints stay docker's (`Abilities.serves_hosts`).
-"""
+"""Run cells as podman containers: docker's modules against podman's Docker-compatible
+API (`podman system service`), so a podman cell is a docker cell (`DockerRuntime`).
+What differs is all here: the socket (`HARNESS_PODMAN_HOST`, `CONTAINER_HOST`, the
+service's default), rlimits asked as this process's own (`own_ulimits`), GPUs through
+CDI device names (`cdi_specs`), OOM kills and peak memory read from the container's
+cgroup (`CgroupWatch`); `hosts:` endpoints stay docker's."""
 
 from __future__ import annotations
 
@@ -155,15 +136,9 @@ def read_int(path: Path) -> int | None:
 
 
 class CgroupWatch:
-    """What podman 4.3 does not say of a container, read from its memory cgroup every
-    `every_s` while the cgroup exists (it outlives the container's last process by the
-    moment podman takes to clean up, tenths of a second, far longer than a poll):
-
-    - an OOM kill: on cgroup v1 podman reports OOMKilled false for a container the
-      kernel's OOM killer ended (seen here: exit 137, `oom_kill 1` in its cgroup);
-    - the peak memory: its stats stream gives a sample every 5 s, so a short cell's
-      peak would be its first reading (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`,
-      else the largest `memory.current` read)."""
+    """What podman does not say of a container, read from its memory cgroup every
+    `every_s` while the cgroup exists: an OOM kill (cgroup v1 reports OOMKilled false)
+    and the peak memory (its stats stream samples every 5 s)."""
 
     def __init__(self, counter: Path, every_s: float = 0.01):
         self.counter, self.every_s = counter, every_s

@@ -1,20 +1,8 @@
-"""A requirement list resolved as the package index stood at 00:00 UTC of a day.
-
-`resolve` asks uv (`uv pip compile --exclude-newer DAYT00:00:00Z`, through
-`runtimes.process`) for the pins, or where uv is missing or not wanted
-(`HARNESS_VENV_TOOL=pip`) the interpreter's pip (`--uploaded-prior-to`, pip 26 has it),
-and keeps the answer in the cache directory: once the day is past, what the index held
-then never changes, so a resolution is kept forever, keyed by (requirements, day,
-interpreter version), and a second sweep asks the index nothing. Which index: uv's own
-settings (`UV_DEFAULT_INDEX`, `UV_INDEX_URL`, uv.toml) or its default, pip's default
-for pip (run `--isolated`); harness names none.
-
-Errors are said for a matrix's dated image (`NAME@DAY`):
-
-    ResolveError
-     +-- TooEarly      (InputError, exit 2): nothing matched the requirements that day
-     +-- Unreachable   (EnvironmentUnavailable, exit 3): the index could not be asked
-"""
+"""A requirement list resolved as the package index stood at 00:00 UTC of a day:
+`resolve` asks uv (`--exclude-newer`) or pip (`--uploaded-prior-to`) through
+`runtimes.process`, and keeps the answer forever in the cache directory, keyed by
+(requirements, day, interpreter version). Errors: `TooEarly` (exit 2: nothing matched
+that day), `Unreachable` (exit 3: the index could not be asked)."""
 
 from __future__ import annotations
 

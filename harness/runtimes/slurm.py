@@ -1,24 +1,8 @@
 """Cells as Slurm jobs: the cluster's scheduler decides where and when each cell runs.
-
-`slurm:` in the matrix wraps the matrix's runtime (docker or local): every cell is
-one `sbatch` job asking for the cell's GPUs (`--gres=gpu[:TYPE]:N`) and memory, and
-inside the job `harness _cell` runs it as that runtime would here (see slurmjob.py).
-The orchestrator submits every cell at once (`queues_cells`); one poller thread asks
-`squeue` about all of the sweep's jobs every few seconds, and a job's end state
-(from accounting when the cluster keeps it, else `scontrol` while the job is kept)
-maps to an outcome:
-
-    COMPLETED / FAILED   what `_cell` wrote to outcome.json (else a crash, with the log)
-    TIMEOUT              timeout (the job's time limit)
-    OUT_OF_MEMORY        oom (exit 137)
-    NODE_FAIL, PREEMPTED an engine-lost error: the orchestrator runs it once more,
-    BOOT_FAIL            then records a crash
-    CANCELLED            interrupted: the sweep stops (exit 130) and --resume reruns it
-
-Results come back through the results directory, which must be on a file system the
-nodes mount at the same path; the first cell checks that with a small probe job
-before any cell is submitted. Ctrl-C cancels every job of the sweep.
-"""
+`slurm:` wraps the matrix's runtime: every cell is one `sbatch` job asking for its GPUs
+and memory, run inside the job by `harness _cell` (slurmjob.py); one poller asks `squeue`
+about all the sweep's jobs, and a job's end state maps to an outcome. Results come back
+through the results directory, on a file system the nodes mount at the same path."""
 
 from __future__ import annotations
 

@@ -1,24 +1,9 @@
 """The one gate every answer reads its cells through: a run's cells, each checked against
-the inputs as they are now.
-
-`read_run(root)` is what a results directory holds (its readable results, the ones that
-do not read and why, its plan). `gate(root)` adds what each planned cell is now:
-
-- current: its result was made from the inputs the matrix names now (its run key,
-  `result.runkey`, says nothing changed);
-- stale: the scenario file, a helper module it imports, the pins, params or settings
-  changed since it ran (`why_changed` says which);
-- missing: planned and never finished;
-- unreadable: its result.json is cut short or damaged.
-
-A command answers only from current cells; every other one is named with the command
-that refreshes it (`Gated.refresh`: the sweep resumed in place, which runs exactly
-those cells again). Cells on disk the run's plan does not have (left by another
-matrix's run) are not the run's and are not read as its cells. The matrix is the file
-the run was swept from as it reads now (a pin, setting or scenario edited since makes
-the cells it changed stale, as `--resume` finds them); where it is not found nothing can
-be checked, and the cells read as they were recorded, said so (`Gated.unchecked`).
-"""
+the inputs as they are now. `read_run(root)` is what a results directory holds; `gate`
+adds what each planned cell is now: current, stale (`why_changed` says what changed),
+missing or unreadable. A command answers only from current cells and names the others
+with the command that refreshes them (`Gated.refresh`); where the run's matrix is not
+found, its cells read as recorded, said so (`Gated.unchecked`)."""
 
 from __future__ import annotations
 

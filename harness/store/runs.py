@@ -1,19 +1,8 @@
 """Results directories by kind: which command made a directory, when, and which read it.
-
-Every command that makes a results directory records its kind and start time in its
-plan.json (`harness.result.model.Plan`): `sweep` (sweep, watch), `bisect`
-(`<out>/<name>/bisect-<row>`), `fit` (`<out>/<name>/fit-<param>`), `explain` (the
-attributed runs under a sweep's `explain/`), `reanalyzed` (`report --reanalyze --write`).
-"The newest run" is the newest directory of the kinds a command reads, by recorded
-time, never the last name in sort order, and never one with no finished cell (a sweep
-stopped before its first cell: debris, `finished`); a command refuses a directory of a kind it
-does not read (`require`), naming the command that reads it.
-
-Directories of older versions recorded no kind: one with a plan.json reads as a sweep;
-one without is told by what it holds (fit.json, or a `fit-`/`bisect-`/`-reanalyzed`
-name, else cells/ as a sweep). A directory with none of these is not a results
-directory.
-"""
+Every command records its kind and start time in plan.json; "the newest run" is the
+newest of the kinds a command reads, by recorded time, never one with no finished cell;
+a command refuses a directory of a kind it does not read (`require`), naming the one
+that reads it. Older directories without a kind are told by what they hold."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""A repository's tags from a registry: Docker Registry HTTP API v2, `tags/list`.
-
-The exchange, with the token flow NGC (nvcr.io) and Docker Hub use::
-
-    GET /v2/<name>/tags/list?n=1000        -> 200 {"name": ..., "tags": [...]}
-                                              (Link: </v2/...?last=X&n=1000>; rel="next")
-                                           -> 401 WWW-Authenticate: Bearer realm="R",
-                                                  service="S",scope="repository:<name>:pull"
-    GET R?service=S&scope=...              (basic auth when credentials are known)
-                                           -> 200 {"token": T} or {"access_token": T}
-    GET /v2/<name>/tags/list?n=1000        Authorization: Bearer T  -> 200
-
-Credentials: NGC takes user `$oauthtoken` and an API key (NGC_API_KEY); otherwise the
-`auths` entry of the Docker config (`docker login HOST`). Anonymous tokens are enough
-for public repositories. Failures are mapped here, with `from exc`: a REPO string that
-is not a repository is an InputError (exit 2); an unreachable registry or refused
-credentials is EnvironmentUnavailable (exit 3), each with the fix.
-"""
+"""A repository's tags from a registry: Docker Registry HTTP API v2, `tags/list`, with
+the bearer-token flow NGC and Docker Hub use; credentials from NGC_API_KEY or the Docker
+config, anonymous otherwise. A REPO that is not a repository is an InputError (exit 2);
+an unreachable registry or refused credentials EnvironmentUnavailable (exit 3)."""
 
 from __future__ import annotations
 

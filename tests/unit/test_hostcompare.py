@@ -159,7 +159,7 @@ def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: l
 
 
 def test_compare_image_accepts_the_full_reference(tmp_path: Path) -> None:
-    from harness.cli.compare import image_label
+    from harness.app.compare import image_label
     from harness.errors import InputError
 
     results = as_results({f"{t}.gpu0.x": {

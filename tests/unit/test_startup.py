@@ -65,10 +65,22 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
     reporters to the prefetch thread, which imports them while the container runs."""
     mods = _modules_after(
         "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-        "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
-        "harness.report.live, harness.stages.confirm\n"
+        "import harness.cli.sweep, harness.cli.sweeprun, harness.orchestrator, "
+        "harness.preflight, harness.report.live, harness.stages.confirm\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
     assert not {"numpy", "jinja2", "tabulate"} & mods, {"numpy", "jinja2", "tabulate"} & mods
+
+
+def test_the_sweeps_help_loads_its_parser_alone() -> None:
+    """`harness sweep --help` builds the sweep's parser and nothing a sweep runs: the
+    results store, the result model and the reporters load past `cli.sweep.run`'s one
+    boundary (`cli.sweeprun`); the matrix files' modules are the parser's (--between)."""
+    mods = _modules_after("from harness.cli import main\n"
+                          "try:\n    main(['sweep', '--help'])\nexcept SystemExit:\n    pass")
+    ran = {m for m in mods if m.split(".")[:2] in (["harness", "store"], ["harness", "result"],
+                                                   ["harness", "report"], ["harness", "app"])}
+    assert "harness.cli.sweep" in mods and "harness.cli.sweeprun" not in mods
+    assert ran <= {"harness.app", "harness.app.progress", "harness.app.headstart"}, ran
 
 
 def test_the_command_leaves_without_a_last_collection_over_its_objects() -> None:
@@ -142,3 +154,29 @@ def test_the_top_level_help_lists_each_command_by_its_own_line() -> None:
     sub = next(a for a in build_parser()._actions
                if isinstance(a, argparse._SubParsersAction))
     assert {c.dest: c.help for c in sub._choices_actions} == SUMMARIES
+
+
+def test_every_head_start_is_held_and_waited_for_before_the_command_exits() -> None:
+    """`cli.finish` waits for the head starts a command made, by the references it holds
+    (`app.headstart`), not by a thread's name: every `prefetch_analysis()` of harness is
+    handed to `headstart.hold`, and `wait` returns once each held thread has ended."""
+    import ast
+    import threading
+    import time
+
+    from harness.app import headstart
+
+    loose = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        held = {id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "hold" and node.args}
+        loose += [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Call)
+                  and getattr(node.func, "id", None) == "prefetch_analysis"
+                  and id(node) not in held]
+    assert loose == []
+    thread = headstart.hold(threading.Thread(target=time.sleep, args=(0.2,)))
+    thread.start()
+    headstart.wait()
+    assert not thread.is_alive()

@@ -19,9 +19,8 @@ from harness.analysis.runrules import (
     STOP_OK,
     LiveEvidence,
     RoundEvidence,
-    live_rule,
-    round_rule,
 )
+from harness.analysis.table import first_of
 from harness.cli import main
 from harness.thresholds import AnalysisConfig
 
@@ -39,38 +38,41 @@ def test_each_table_is_named_once_reads_settings_and_ends_in_a_rule_that_fires(
 
 def test_the_live_look_s_rules_in_order() -> None:
     flat = LiveEvidence(flat="heap", upper=3.0, floor=16.0, measured=0.3, ok_share=0.5)
-    assert live_rule(flat)[0].id == "live-early" and live_rule(flat)[0].says == RUN_ON
+    fired, _ = first_of(flat, LIVE_RULES)
+    assert fired.id == "live-early" and fired.says == RUN_ON
     later = dataclasses.replace(flat, measured=0.6)
-    assert live_rule(later)[0].id == "live-ok" and live_rule(later)[0].says == STOP_OK
+    fired, _ = first_of(later, LIVE_RULES)
+    assert fired.id == "live-ok" and fired.says == STOP_OK
     rising = dataclasses.replace(later, rose=lambda: True)
-    assert live_rule(rising)[0].id == "live-rising"
+    assert first_of(rising, LIVE_RULES)[0].id == "live-rising"
     # a slope interval (over the run so far or its late third) up to the floor: no ok
     growing = dataclasses.replace(later, upper=16.0)
-    assert live_rule(growing)[0].id == "live-run-on"
+    assert first_of(growing, LIVE_RULES)[0].id == "live-run-on"
     small = LiveEvidence(leak="heap", grown=1e6, large=256e6)
-    assert live_rule(small)[0].id == "live-run-on"
+    assert first_of(small, LIVE_RULES)[0].id == "live-run-on"
     large = dataclasses.replace(small, grown=300e6)
-    assert live_rule(large)[0].id == "live-leak"
+    assert first_of(large, LIVE_RULES)[0].id == "live-leak"
 
 
 def test_the_rounds_rules_in_order() -> None:
     busy = (("baseline", 0.9), ("suspect", 0.0))
-    assert round_rule(RoundEvidence(failed="exit 1", busy=busy))[0].says == LEFT_OUT
+    assert first_of(RoundEvidence(failed="exit 1", busy=busy), ROUND_RULES)[0].says == LEFT_OUT
     # CPU speeds 1.6x apart, 1.3x as measured and 1.0x at one speed: the change rests on
     # the correction, busy or not
     apart = RoundEvidence(plain=1.3, scaled=1.0, speed=1.6, busy=busy, cpu=1.0)
-    assert round_rule(apart)[0].id == "round-speeds"
-    assert round_rule(dataclasses.replace(apart, plain=2.0, scaled=2.5, cpu=2.2))[0].id \
+    assert first_of(apart, ROUND_RULES)[0].id == "round-speeds"
+    assert first_of(dataclasses.replace(apart, plain=2.0, scaled=2.5, cpu=2.2), ROUND_RULES)[0].id \
         == "round-busy-agrees"
     agrees = RoundEvidence(plain=1.0, scaled=1.0, speed=1.0, busy=busy, cpu=1.02)
-    assert round_rule(agrees)[0].says == COUNTS
-    assert round_rule(dataclasses.replace(agrees, cpu=None))[0].id == "round-busy"
+    assert first_of(agrees, ROUND_RULES)[0].says == COUNTS
+    assert first_of(dataclasses.replace(agrees, cpu=None), ROUND_RULES)[0].id == "round-busy"
     # 2x on the wall clock, CPU time 1.2x: not both past busy_min_ratio
-    assert round_rule(dataclasses.replace(agrees, scaled=2.0, cpu=1.2))[0].id == "round-busy"
-    assert round_rule(dataclasses.replace(agrees, scaled=2.0, cpu=1.8))[0].says == COUNTS
-    said = round_rule(dataclasses.replace(agrees, cpu=None))[1]
+    assert first_of(dataclasses.replace(agrees, scaled=2.0, cpu=1.2),
+                    ROUND_RULES)[0].id == "round-busy"
+    assert first_of(dataclasses.replace(agrees, scaled=2.0, cpu=1.8), ROUND_RULES)[0].says == COUNTS
+    said = first_of(dataclasses.replace(agrees, cpu=None), ROUND_RULES)[1]
     assert said == "host busy: run-queue delay 90% of the baseline run's step time"
-    assert round_rule(RoundEvidence(plain=1.0, scaled=1.0))[0].id == "round"
+    assert first_of(RoundEvidence(plain=1.0, scaled=1.0), ROUND_RULES)[0].id == "round"
 
 
 def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,

@@ -10,7 +10,8 @@ import dataclasses
 
 from harness.analysis import baselinerules as b
 from harness.analysis.ruledocs import DOC_TABLES
-from harness.analysis.steprules import LoadEvidence, StepEvidence, load_rule, rose, step_rule
+from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, StepEvidence, rose
+from harness.analysis.table import first_of
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
@@ -27,27 +28,27 @@ def test_every_table_names_each_rule_once_and_reads_only_settings() -> None:
 
 def test_a_step_trend_in_order() -> None:
     rising = StepEvidence(CFG, 400, 1e-9, 1.5, 1e-3, 1e-9)
-    assert step_rule(dataclasses.replace(rising, n=3))[0].id == "steps-too-few"
-    assert step_rule(dataclasses.replace(rising, ratio=1.05))[0].id == "steps-flat"
-    assert step_rule(dataclasses.replace(rising, rise_s=1e-6))[0].id == "steps-flat"
-    assert step_rule(dataclasses.replace(rising, trend_p=0.3))[0].id == "steps-unsteady"
-    assert step_rule(dataclasses.replace(rising, back=lambda: 300))[1] == "step 300"
-    assert step_rule(rising)[0].id == "steps-slowdown"
+    assert first_of(dataclasses.replace(rising, n=3), STEP_RULES)[0].id == "steps-too-few"
+    assert first_of(dataclasses.replace(rising, ratio=1.05), STEP_RULES)[0].id == "steps-flat"
+    assert first_of(dataclasses.replace(rising, rise_s=1e-6), STEP_RULES)[0].id == "steps-flat"
+    assert first_of(dataclasses.replace(rising, trend_p=0.3), STEP_RULES)[0].id == "steps-unsteady"
+    assert first_of(dataclasses.replace(rising, back=lambda: 300), STEP_RULES)[1] == "step 300"
+    assert first_of(rising, STEP_RULES)[0].id == "steps-slowdown"
     assert rose(dataclasses.replace(rising, trend_p=0.3)) and not rose(
         dataclasses.replace(rising, p_value=0.1))
 
 
 def test_a_slowdown_beside_the_load_in_order() -> None:
-    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 6e-4))[0].id == "load-more-work"
-    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 1e-4))[0].id == "load-busy"
-    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 3e-4, 3.9))[0].id == "load-cpu-slower"
-    assert load_rule(LoadEvidence(CFG, 0.9, 1e-3, 1e-4, 1.2))[0].id == "load-busy"
-    assert load_rule(LoadEvidence(CFG, 0.4, 1e-3, None))[0].id == "load-own"
+    assert first_of(LoadEvidence(CFG, 0.9, 1e-3, 6e-4), LOAD_RULES)[0].id == "load-more-work"
+    assert first_of(LoadEvidence(CFG, 0.9, 1e-3, 1e-4), LOAD_RULES)[0].id == "load-busy"
+    assert first_of(LoadEvidence(CFG, 0.9, 1e-3, 3e-4, 3.9), LOAD_RULES)[0].id == "load-cpu-slower"
+    assert first_of(LoadEvidence(CFG, 0.9, 1e-3, 1e-4, 1.2), LOAD_RULES)[0].id == "load-busy"
+    assert first_of(LoadEvidence(CFG, 0.4, 1e-3, None), LOAD_RULES)[0].id == "load-own"
 
 
 def test_against_the_baseline_in_order() -> None:
     def pooled(p: float, ratio: float, diff: float) -> str:
-        return b.pooled_rule(b.PooledEvidence(CFG, p, ratio, diff))[0].id
+        return first_of(b.PooledEvidence(CFG, p, ratio, diff), b.POOLED_RULES)[0].id
 
     assert pooled(0.1, 2.0, 1.0) == "pooled-unsure"
     assert pooled(float("nan"), 2.0, 1.0) == "pooled-unsure"
@@ -57,35 +58,40 @@ def test_against_the_baseline_in_order() -> None:
                                                                   "pooled-faster")
 
     def peak(ratio: float, diff: float) -> str:
-        return b.peak_rule(b.PeakEvidence(CFG, ratio, diff))[0].says
+        return first_of(b.PeakEvidence(CFG, ratio, diff), b.PEAK_RULES)[0].says
 
     assert (peak(1.05, 1e9), peak(2.0, 1e3), peak(2.0, 1e9), peak(0.5, 1e9)) == (
         "~", "~", "higher", "lower")
     verdict = b.PeakVerdictEvidence(CFG, "higher", 1.6)
-    assert b.peak_verdict_rule(verdict)[0].says == b.REGRESSION
-    assert b.peak_verdict_rule(dataclasses.replace(verdict, ratio=1.2))[0].says == b.NOTED
-    assert b.doubt_rule(b.DoubtEvidence(CFG, "", 0.9))[0].says == b.NO_DOUBT
-    assert b.doubt_rule(b.DoubtEvidence(CFG, "slower"))[0].id == "doubt-suspected"
-    assert b.doubt_rule(b.DoubtEvidence(CFG, "~", CFG.recheck_share))[0].id == "doubt-busy"
-    assert b.doubt_rule(b.DoubtEvidence(CFG, "~", 0.1))[0].says == b.NO_DOUBT
+    assert first_of(verdict, b.PEAK_VERDICT_RULES)[0].says == b.REGRESSION
+    assert first_of(dataclasses.replace(verdict, ratio=1.2),
+                    b.PEAK_VERDICT_RULES)[0].says == b.NOTED
+    assert first_of(b.DoubtEvidence(CFG, "", 0.9), b.DOUBT_RULES)[0].says == b.NO_DOUBT
+    assert first_of(b.DoubtEvidence(CFG, "slower"), b.DOUBT_RULES)[0].id == "doubt-suspected"
+    assert first_of(b.DoubtEvidence(CFG, "~", CFG.recheck_share),
+                    b.DOUBT_RULES)[0].id == "doubt-busy"
+    assert first_of(b.DoubtEvidence(CFG, "~", 0.1), b.DOUBT_RULES)[0].says == b.NO_DOUBT
 
 
 def test_the_rounds_in_order() -> None:
     slower = b.ConfirmEvidence(CFG, (1.5, 1.6), 1.3, 1.8, 1e-3)
-    assert b.confirm_rule(dataclasses.replace(slower, ratios=(1.5,)))[0].says == b.FEW
-    assert b.confirm_rule(dataclasses.replace(slower, diff_s=1e-7))[0].id == "confirm-floor"
-    assert b.confirm_rule(slower)[0].says == b.SLOWER
-    assert b.confirm_rule(dataclasses.replace(slower, lo=1.05))[0].id == "confirm-none"
+    assert first_of(dataclasses.replace(slower, ratios=(1.5,)), b.CONFIRM_RULES)[0].says == b.FEW
+    assert first_of(dataclasses.replace(slower, diff_s=1e-7),
+                    b.CONFIRM_RULES)[0].id == "confirm-floor"
+    assert first_of(slower, b.CONFIRM_RULES)[0].says == b.SLOWER
+    assert first_of(dataclasses.replace(slower, lo=1.05), b.CONFIRM_RULES)[0].id == "confirm-none"
     faster = b.ConfirmEvidence(CFG, (0.5, 0.6), 0.4, 0.7, 1e-3)
-    assert b.confirm_rule(faster)[0].says == b.FASTER
+    assert first_of(faster, b.CONFIRM_RULES)[0].says == b.FASTER
     open_ = b.SettledEvidence(CFG, "slower", "~", (1.05, 1.2), 0.9, 1.3)
-    assert b.settled_rule(dataclasses.replace(open_, ratios=(1.2,)))[0].id == "settled-few"
-    assert b.settled_rule(dataclasses.replace(open_, direction="slower"))[0].id == \
+    assert first_of(dataclasses.replace(open_, ratios=(1.2,)),
+                    b.SETTLED_RULES)[0].id == "settled-few"
+    assert first_of(dataclasses.replace(open_, direction="slower"), b.SETTLED_RULES)[0].id == \
         "settled-confirmed"
-    assert b.settled_rule(dataclasses.replace(open_, ratios=(0.9, 1.2)))[0].id == \
+    assert first_of(dataclasses.replace(open_, ratios=(0.9, 1.2)), b.SETTLED_RULES)[0].id == \
         "settled-disagree"
-    assert b.settled_rule(dataclasses.replace(open_, hi=1.08))[0].id == "settled-unchanged"
-    assert b.settled_rule(open_)[0].says == b.MORE
+    assert first_of(dataclasses.replace(open_, hi=1.08),
+                    b.SETTLED_RULES)[0].id == "settled-unchanged"
+    assert first_of(open_, b.SETTLED_RULES)[0].says == b.MORE
     # an improvement in doubt is settled once the interval lies above 1/min_ratio
     faster_q = dataclasses.replace(open_, suspected="faster", ratios=(0.95, 0.97), lo=0.93)
-    assert b.settled_rule(faster_q)[0].id == "settled-unchanged"
+    assert first_of(faster_q, b.SETTLED_RULES)[0].id == "settled-unchanged"

@@ -1,0 +1,44 @@
+"""What `harness watch` does once its arguments are parsed: the suite's cells over a
+repository's new tags, swept in a new results directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.app.headstart import hold
+from harness.app.sweep import plan_of
+from harness.orchestrator import prefetch_analysis
+from harness.runtimes import Engines
+from harness.signals import interruptible
+from harness.store import RunStore
+from harness.store.runs import SWEEP
+from harness.watch.suite import run_plan
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell, Matrix
+    from harness.runtimes.base import Progress
+    from harness.watch.suite import Plan, WatchOutcome
+
+
+def run_suite(plan: Plan, matrix: Matrix, text: str, cells: list[Cell], out: Path,
+              docker_host: str | None, progress: Progress) -> tuple[WatchOutcome, Path]:
+    """The suite's cells over the new tags (`text`: the suite's matrix file), swept in a
+    new results directory under `out`: the outcome and the directory."""
+    hold(prefetch_analysis())
+    engines = Engines.for_matrix(matrix, matrix.runtime, docker_host)
+    engines.start(cells, progress)  # no engine: exit 3 before any results directory exists
+    with interruptible():
+        store = RunStore.open(out, matrix.name, False)
+        try:
+            store.write("matrix.yaml", text)
+            store.mark(SWEEP, matrix.name, str(store.root / "matrix.yaml"), plan_of(cells))
+            progress(f"{len(cells)} cells, results in {store.root}")
+            outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
+                               engines.by_host)
+        finally:
+            try:
+                engines.stop()
+            finally:
+                store.unlock()
+    return outcome, store.root
