@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
                         "(default: the matrix's `fit:` block)")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only the rows (cells) whose id matches, as in `harness sweep -k`")
-    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "quiet",
+    options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "budget", "quiet",
                 per="probe", out_keeps="probes are kept in <out>/<name>/fit-<param> and "
                                        "reused on the next run")
     answer.add(p)
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     options.check(args)
     code, report, root = fit_command(FitAsked(
         args.matrix, args.param, args.select, args.out, args.runtime, args.docker_host,
-        args.iterations, args.warmup, getattr(args, "budget", None), args.quiet))
+        args.iterations, args.warmup, args.budget, args.quiet))
     shown(report, root)
     return code
 

@@ -138,3 +138,18 @@ def test_the_plans_an_option_runs_load_only_once_the_cells_ran() -> None:
              "harness.culprit.run"}
     assert not later & mods, later & mods
     assert "harness.app.sweepend" in {n for n, _ in imported(HARNESS / "app" / "sweep.py")}
+
+
+def test_a_cells_way_goes_down_and_its_comparison_runs_nothing() -> None:
+    said("A cell's way goes down that list, never back up: the comparison runs nothing "
+         "but returns the rounds it needs (`stages.context.RoundsPlan`), which the way runs.")
+    stages = HARNESS / "stages"
+    up = [f"{p.name}:{line} imports {name}" for p in sorted(stages.glob("*.py"))
+          for name, line in imported(p) if name.startswith("harness.orchestrator")]
+    assert up == []
+    # The comparison and the decision are pure: nothing that runs an agent or a runtime.
+    runs = ("harness.stages.execute", "harness.stages.attempts", "harness.stages.confirm",
+            "harness.stages.way", "harness.runtimes")
+    for name in ("compare.py", "decide.py"):
+        found = [(n, line) for n, line in imported(stages / name) if n.startswith(runs)]
+        assert found == [], name

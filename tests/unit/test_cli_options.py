@@ -85,3 +85,11 @@ def test_the_shared_options_read_the_same_in_every_command() -> None:
 def test_docker_host_help_is_written_once() -> None:
     text = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "harness").rglob("*.py"))
     assert text.count('"Docker endpoint (unix://') == 1     # the string, not a docstring
+
+
+@pytest.mark.parametrize("command", ["sweep", "bisect", "fit", "watch"])
+def test_every_command_that_runs_cells_takes_a_budget(command: str) -> None:
+    # fit and watch read `getattr(args, "budget", None)`: fit had no --budget (always
+    # None) and watch's was never declared, so a user's budget was silently ignored.
+    args = build_parser().parse_args([command, *ARGV[command], "--budget", "3s"])
+    assert args.budget == "3s"
