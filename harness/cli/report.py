@@ -31,7 +31,7 @@ from harness.runtimes.process import check_output
 from harness.store import RunStore, load_json
 from harness.store.gate import read_gated
 from harness.store.jsonhead import load_json_keys
-from harness.store.results import PLAN_FILE, long_lived
+from harness.store.results import PLAN_FILE, long_lived, read_kept
 from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require, runs_of, shown, sweep_again
 
 if TYPE_CHECKING:
@@ -127,8 +127,8 @@ def report_of(args: argparse.Namespace) -> int:
     """What `harness report` does with its arguments: re-decide, draft an issue, print
     one format, or re-render."""
     args.dir = run_dir(args.dir)
-    report, found = recorded(args.dir)
     with long_lived():      # the cells read, kept to the end: no collector passes on them
+        report, found = read_kept(lambda: recorded(args.dir))
         return _answer(args, report, found)
 
 

@@ -57,15 +57,20 @@ def index_text(results: Stamp, entries: Mapping[str, Entry]) -> str:
 
 def _entries(root: Path) -> tuple[Stamp, dict[str, Entry]] | None:
     """The index in `root`: results.json's stamp and the cells' entries; None where
-    there is none, or one of another version or schema, or not of this shape."""
+    there is none, or one of another version or schema, or not of this shape. A cell
+    whose result.json is not older than the index is left out (racy, as git calls it:
+    written again in place within the same tick of the file system's clock, to the
+    same size, it would keep the stamp the index holds)."""
     try:
-        found = msgspec.json.decode((root / INDEX_FILE).read_bytes(), type=_Index)
+        with (root / INDEX_FILE).open("rb") as f:
+            written = os.fstat(f.fileno()).st_mtime_ns
+            found = msgspec.json.decode(f.read(), type=_Index)
     except (OSError, msgspec.DecodeError):
         return None
     if found.version != VERSION or found.schema != SCHEMA:
         return None
     return found.results, {cid: ((e[0], e[1], e[2]), e[3], e[4], e[5])
-                           for cid, e in found.cells.items()}
+                           for cid, e in found.cells.items() if e[1] < written}
 
 
 class Lines:
@@ -89,7 +94,7 @@ class Lines:
             return None
         return raw if len(raw) == length and zlib.crc32(raw) == crc else None
 
-    def result(self, cell_id: str, path: Path) -> tuple[CellResult, Stamp] | None:
+    def result(self, cell_id: str, path: str) -> tuple[CellResult, Stamp] | None:
         """The cell's result read from its line, and its result.json's stamp now, where
         the line stands for that file (`line`) and decodes as it stands (strictly, as
         `result.codec.decode` first tries: what it would read otherwise, the file is
