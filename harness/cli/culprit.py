@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.answers.explain import pairs
-from harness.app.sweep import exit_code as report_exit
+from harness.app.exits import exit_code as report_exit
 from harness.cli import answer, interruptible, options, printer
 from harness.cli.helptext import FittedHelpFormatter
 from harness.cli.report import newest_run

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.answers.history import read_history
-from harness.app.sweep import exit_code
+from harness.app.exits import exit_code
 from harness.cli import answer, options, without_out
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError
 from harness.report.grid import console_width, say

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.analysis.kinds import UNREADABLE
 from harness.answers.reanalyze import changed_by, reanalyze
-from harness.app.sweep import exit_code
+from harness.app.exits import exit_code
 from harness.errors import InputError, StoreError
 from harness.matrixfile.analysisblock import analysis_of
 from harness.report import ConsoleReporter, Report, write_all

@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
-from harness.app.sweep import exit_code
+from harness.app.exits import exit_code
 from harness.cli import options, without_out
-from harness.cli.reanalyze import reanalyzed
-from harness.cli.why import why
 from harness.errors import EXIT_OK, InputError, StoreError
 from harness.report import (
     ConsoleReporter,
@@ -142,8 +140,10 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.why is not None:
+        from harness.cli.why import why  # lazy: the rules' tables, for --why alone
         return why(args, report, found)
     if args.reanalyze:
+        from harness.cli.reanalyze import reanalyzed  # lazy: the deciding, for --reanalyze
         return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir, args.quiet)

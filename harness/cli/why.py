@@ -14,7 +14,7 @@ from harness.analysis.rules import Evidence, first_rule, rule_named
 from harness.analysis.rules import why as rules_why
 from harness.analysis.runrules import RERUN_RULES
 from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, load_rule
-from harness.app.sweep import exit_code
+from harness.app.exits import exit_code
 from harness.errors import InputError
 from harness.matrixfile.analysisblock import analysis_of
 from harness.report import Report
