@@ -73,8 +73,14 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     markdown = cast("type[MarkdownReporter]", _loaded("MarkdownReporter"))
     junit = cast("type[JunitReporter]", _loaded("JunitReporter"))
     # The stamps the report read its cells with are this directory's files' only where
-    # it read this directory (a re-decided run is written into a new one).
+    # it read this directory (a re-decided run is written into a new one); the cells the
+    # store wrote or read as the report holds them are its files too (a sweep's own:
+    # results.json copies them instead of encoding 10,000 cells again).
     here = report.root is not None and report.root.absolute() == store.root
+    stored = {**(report.stored if here else {}),
+              **{cid: stamp for cid, (stamp, res) in store.stamped.items()
+                 if report.results.get(cid) is res}}
+    report = dataclasses.replace(report, stored=stored)
     if report.root is None:  # the HTML links (and plots) the files next to the results
         report = dataclasses.replace(report, root=store.root,
                                      series=report.series.at(store.root))
@@ -87,10 +93,9 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
 
         def results() -> Iterator[str]:
             with lines_of(store.root) as lines:     # the results.json there was
-                yield from results_parts(head, report.cells_parts(
-                    lines if here else None, placed))
+                yield from results_parts(head, report.cells_parts(lines, placed))
         paths = [_write_new(store, "results.json", results)]
-        _indexed(store, report, placed, head, here)
+        _indexed(store, report, placed, head)
         paths += [_write_new(store, "report.md",
                              render_text(markdown.from_results(report))),
                   _write_new(store, "report.html", render_text(html)),
@@ -119,19 +124,17 @@ def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str
 
 
 def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, int]],
-             head: dict[str, JSON], here: bool) -> Path:
+             head: dict[str, JSON]) -> Path:
     """results.index written for the results.json just written (`placed`: where its
-    cells' lines are in its cells object): each cell whose result.json this store wrote
-    or read as the report holds it, or the report read here, and whose line says all
-    that file says (no host samples).
+    cells' lines are in its cells object): each cell whose result.json in this
+    directory the report holds as it was read or written (`Report.stored`), and whose
+    line says all that file says (no host samples).
 
     Raises:
         StoreError: the results directory cannot be written.
     """
     start = len(next(results_parts(head, ())).encode("utf-8"))
-    known = {cid: stamp for cid, stamp in report.stored.items()} if here else {}
-    known.update({cid: stamp for cid, (stamp, res) in store.stamped.items()
-                  if report.results.get(cid) is res})
+    known = report.stored
     entries: dict[str, Entry] = {
         cid: (known[cid], start + offset, length, crc)
         for cid, (offset, length, crc) in placed.items()
