@@ -46,8 +46,9 @@ class Report:
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
     # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
     explained: dict[str, Explanation] = field(default_factory=dict)
-    # cell id -> its result.json's stamp as read (current schema only): results.json
-    # copies that file instead of encoding the cell again (`store.gate.read_run`)
+    # cell id -> its result.json's stamp as read (current schema only; `store.gate.read_run`)
+    # or as the store wrote it (`RunStore.stamped`, added by `write_all`): results.json
+    # copies that file, or its line in results.index, instead of encoding the cell again
     stored: Mapping[str, Stamp] = field(default_factory=dict, compare=False)
     # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
     # are (they ran again, or are unreadable): `answers.explain.holding`, checked here
