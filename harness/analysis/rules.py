@@ -45,8 +45,11 @@ class Evidence:
 def leaking(memory: Mapping[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
     """The carriers whose every source leaks, each with its first source's trend, the
     largest growth per call first (the carrier); ties keep the order of `CARRIERS`."""
+    leaks = {source for source, t in memory.items() if t.kind == "leak"}
+    if not leaks:
+        return []
     found = [(name, memory[parts[0]]) for name, parts in CARRIERS.items()
-             if all(p in memory and memory[p].kind == "leak" for p in parts)]
+             if leaks.issuperset(parts)]
     return sorted(found, key=lambda pair: -pair[1].slope)
 
 

@@ -7,8 +7,8 @@ import argparse
 import sys
 from collections.abc import Collection
 
+from harness.app.exits import exit_code
 from harness.app.reanalyze import redecide, write_beside
-from harness.app.sweep import exit_code
 from harness.errors import InputError
 from harness.report import ConsoleReporter, Report
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.app.exits import exit_code
 from harness.app.report import (
     KEPT,
     complete_report,
@@ -18,10 +19,7 @@ from harness.app.report import (
     run_dir,
 )
 from harness.app.report import newest_run as newest_run  # cli.culprit, day, explain read it here
-from harness.app.sweep import exit_code
 from harness.cli import options, without_out
-from harness.cli.reanalyze import reanalyzed
-from harness.cli.why import why
 from harness.errors import EXIT_OK, InputError, StoreError
 from harness.report import (
     ConsoleReporter,
@@ -36,7 +34,7 @@ from harness.report import (
 )
 from harness.report.grid import console_width, say
 from harness.store import RunStore
-from harness.store.results import long_lived
+from harness.store.results import long_lived, read_kept
 
 if TYPE_CHECKING:
     from harness.report import Renderer
@@ -96,8 +94,8 @@ def report_of(args: argparse.Namespace) -> int:
     """What `harness report` does with its arguments: re-decide, draft an issue, print
     one format, or re-render."""
     args.dir = run_dir(args.dir)
-    report, found = recorded(args.dir)
     with long_lived():      # the cells read, kept to the end: no collector passes on them
+        report, found = read_kept(lambda: recorded(args.dir))
         return _answer(args, report, found)
 
 
@@ -111,8 +109,10 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.why is not None:
+        from harness.cli.why import why  # lazy: the rules' tables, for --why alone
         return why(args, report, found)
     if args.reanalyze:
+        from harness.cli.reanalyze import reanalyzed  # lazy: the deciding, for --reanalyze
         return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir, args.quiet)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.app import answer
+from harness.app.exits import exit_code as report_exit
 from harness.app.headstart import hold
 from harness.app.progress import printer
-from harness.app.sweep import exit_code as report_exit
 from harness.culprit.code import for_row
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run

@@ -6,14 +6,17 @@ import dataclasses
 import importlib
 import io
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
+from harness.errors import StoreError
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
 from harness.store.results import RunStore, atomic_write_parts, long_lived
-from harness.store.resultsjson import holds
+from harness.store.resultsindex import INDEX_FILE, Entry, index_text, lines_of
+from harness.store.resultsjson import holds, stamp_of
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -69,6 +72,15 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     html_reporter = cast("type[HtmlReporter]", _loaded("HtmlReporter"))
     markdown = cast("type[MarkdownReporter]", _loaded("MarkdownReporter"))
     junit = cast("type[JunitReporter]", _loaded("JunitReporter"))
+    # The stamps the report read its cells with are this directory's files' only where
+    # it read this directory (a re-decided run is written into a new one); the cells the
+    # store wrote or read as the report holds them are its files too (a sweep's own:
+    # results.json copies them instead of encoding 10,000 cells again).
+    here = report.root is not None and report.root.absolute() == store.root
+    stored = {**(report.stored if here else {}),
+              **{cid: stamp for cid, (stamp, res) in store.stamped.items()
+                 if report.results.get(cid) is res}}
+    report = dataclasses.replace(report, stored=stored)
     if report.root is None:  # the HTML links (and plots) the files next to the results
         report = dataclasses.replace(report, root=store.root,
                                      series=report.series.at(store.root))
@@ -77,13 +89,18 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
         # One line, through json's C encoder: indented, results.json of 1,600 cells took
         # most of `harness report`'s time.
         head = report.to_json(cells=False)
-        paths = [_write_new(store, "results.json",
-                            lambda: results_parts(head, report.cells_parts())),
-                 _write_new(store, "report.md",
-                            render_text(markdown.from_results(report))),
-                 _write_new(store, "report.html", render_text(html)),
-                 _write_new(store, "junit.xml",
-                            render_text(junit.from_results(report)))]
+        placed: dict[str, tuple[int, int, int]] = {}
+
+        def results() -> Iterator[str]:
+            with lines_of(store.root) as lines:     # the results.json there was
+                yield from results_parts(head, report.cells_parts(lines, placed))
+        paths = [_write_new(store, "results.json", results)]
+        _indexed(store, report, placed, head)
+        paths += [_write_new(store, "report.md",
+                             render_text(markdown.from_results(report))),
+                  _write_new(store, "report.html", render_text(html)),
+                  _write_new(store, "junit.xml",
+                             render_text(junit.from_results(report)))]
         html.write_cells(store.root)
     return paths
 
@@ -104,6 +121,30 @@ def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str
         return path
     atomic_write_parts(path, parts())
     return path
+
+
+def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, int]],
+             head: dict[str, JSON]) -> Path:
+    """results.index written for the results.json just written (`placed`: where its
+    cells' lines are in its cells object): each cell whose result.json in this
+    directory the report holds as it was read or written (`Report.stored`), and whose
+    line says all that file says (no host samples).
+
+    Raises:
+        StoreError: the results directory cannot be written.
+    """
+    start = len(next(results_parts(head, ())).encode("utf-8"))
+    known = report.stored
+    entries: dict[str, Entry] = {
+        cid: (known[cid], start + offset, length, crc)
+        for cid, (offset, length, crc) in placed.items()
+        if cid in known and not report.results[cid].host_samples}
+    try:
+        results = stamp_of(os.stat(store.root / "results.json"))
+    except OSError as exc:
+        raise StoreError(f"cannot read {store.root / 'results.json'} back: "
+                         f"{exc.strerror}") from exc
+    return _write_new(store, INDEX_FILE, index_text(results, entries))
 
 
 def results_text(data: dict[str, JSON]) -> str:

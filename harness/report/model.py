@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_numbers, cell_text, human_seconds
 from harness.store.results import SeriesCache
+from harness.store.resultsindex import Lines
 from harness.store.resultsjson import Stamp, results_line_of
 
 __all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
@@ -44,8 +46,9 @@ class Report:
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
     # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
     explained: dict[str, Explanation] = field(default_factory=dict)
-    # cell id -> its result.json's stamp as read (current schema only): results.json
-    # copies that file instead of encoding the cell again (`store.gate.read_run`)
+    # cell id -> its result.json's stamp as read (current schema only; `store.gate.read_run`)
+    # or as the store wrote it (`RunStore.stamped`, added by `write_all`): results.json
+    # copies that file, or its line in results.index, instead of encoding the cell again
     stored: Mapping[str, Stamp] = field(default_factory=dict, compare=False)
     # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
     # are (they ran again, or are unreadable): `explain.model.holding`, checked here
@@ -239,23 +242,40 @@ class Report:
             out.append(line)
         return out
 
-    def _cell_line(self, cell_id: str, result: CellResult) -> str:
+    def _cell_line(self, cell_id: str, result: CellResult, lines: Lines | None = None
+                   ) -> str:
         """A cell as results.json holds it: its result.json without host samples, one
-        line, keys sorted."""
+        line, keys sorted: the line `lines` (the results.json there was) holds for the
+        file as read, else made from that file, else encoded again."""
         stamp = self.stored.get(cell_id)
+        if stamp is not None and lines is not None:
+            kept = lines.line(cell_id, stamp)
+            if kept is not None:
+                return kept.decode("utf-8")
         line = (results_line_of(self.root, cell_id, stamp)
                 if stamp is not None and self.root is not None else None)
         if line is None:    # an older schema, or changed since it was read
             return json.dumps(result.to_json(host_samples=False), sort_keys=True, default=str)
         return line
 
-    def cells_parts(self) -> Iterator[str]:
+    def cells_parts(self, lines: Lines | None = None,
+                    placed: dict[str, tuple[int, int, int]] | None = None) -> Iterator[str]:
         """results.json's "cells" object as text, in parts made as they are asked for:
-        each cell's line, by id (10,000 lines held at once were 50 MB)."""
+        each cell's line, by id (10,000 lines held at once were 50 MB). `lines`: the
+        results.json there was (`_cell_line`); `placed`: filled with each line's offset
+        in the object, its length and CRC-32 (bytes), for results.index."""
         yield "{"
+        at = 1
         for n, (k, v) in enumerate(sorted(self.results.items())):
-            yield f"{', ' if n else ''}{json.dumps(k)}: "
-            yield self._cell_line(k, v)
+            key = f"{', ' if n else ''}{json.dumps(k)}: "
+            yield key
+            line = self._cell_line(k, v, lines)
+            if placed is not None:
+                raw = line.encode("utf-8")
+                at += len(key.encode("utf-8"))
+                placed[k] = (at, len(raw), zlib.crc32(raw))
+                at += len(raw)
+            yield line
         yield "}"
 
     def to_json(self, cells: bool = True) -> dict[str, JSON]:

@@ -61,20 +61,22 @@ class RunKey:
 # Settings added after results were first keyed: left out of the key while unset, so a
 # result recorded before them still answers for a cell that does not set them.
 ADDED_LATER = ("budget", "budget_calls")
+# One look's params and settings as JSON, by the id of the scenario they are of (held).
+Memo = dict[int, tuple[object, dict[str, JSON], dict[str, JSON]]]
 
 
 def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = (),
-           hashed: dict[Path, str] | None = None) -> RunKey:
+           hashed: dict[Path, str] | None = None, memo: Memo | None = None) -> RunKey:
     """The key of running `cell` now, on this machine, with `runtime`. `hashed`: each
     scenario's hash as this one look at the files found it (a caller that keys many
-    cells of one scenario at once, the gate over 10,000 cells, reads each file once)."""
-    s = cell.settings
-    settings = {f.name: (dict(getattr(s, f.name)) if f.name == "env" else getattr(s, f.name))
-                for f in dataclasses.fields(s)
-                if not (f.name in ADDED_LATER and getattr(s, f.name) is None)}
-    params = as_json(dict(cell.scenario.params), "scenario.params")
-    found = as_json(settings, "settings")
-    assert isinstance(params, dict) and isinstance(found, dict)
+    cells of one scenario at once, the gate over 10,000 cells, reads each file once);
+    `memo`: each scenario's params and settings as JSON, made once in that look."""
+    made = memo.get(id(cell.scenario)) if memo is not None else None
+    if made is None or made[0] is not cell.scenario:
+        made = (cell.scenario, *_parts(cell))
+        if memo is not None:    # holding the scenario: its id is not another's meanwhile
+            memo[id(cell.scenario)] = made
+    _, params, found = made
     return RunKey(
         image=ImageKey(cell.image.ref, tuple(sorted(cell.image.pip)), cell.image.python,
                        cell.image.as_of),
@@ -86,6 +88,18 @@ def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = (),
         attribution=tuple(attribution), runtime=runtime,
         host=f"{cell.host.label} {cell.host.url or ''} on {socket.gethostname()}",
         gpu=cell.gpu.value)
+
+
+def _parts(cell: Cell) -> tuple[dict[str, JSON], dict[str, JSON]]:
+    """The cell's params and run settings as a key holds them."""
+    s = cell.settings
+    settings = {f.name: (dict(getattr(s, f.name)) if f.name == "env" else getattr(s, f.name))
+                for f in dataclasses.fields(s)
+                if not (f.name in ADDED_LATER and getattr(s, f.name) is None)}
+    params = as_json(dict(cell.scenario.params), "scenario.params")
+    found = as_json(settings, "settings")
+    assert isinstance(params, dict) and isinstance(found, dict)
+    return params, found
 
 
 _NAMES: dict[tuple[Path, bytes], tuple[tuple[Path, str], ...]] = {}  # a file's imports

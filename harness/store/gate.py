@@ -19,7 +19,7 @@ from harness.matrixfile import parse
 from harness.matrixfile.load import load_copy
 from harness.result.codec import DecodeError, decode
 from harness.result.model import CellResult, Plan, Planned
-from harness.result.runkey import BEFORE_KEYS, key_of, why_changed
+from harness.result.runkey import BEFORE_KEYS, Memo, key_of, why_changed
 from harness.store.results import PLAN_FILE, load_json, read_cells
 from harness.store.resultsjson import Stamp
 from harness.store.runs import SWEEP, kind_of, matrix_file, matrix_named, shown, sweep_again
@@ -169,6 +169,7 @@ def gate(root: Path, given: Path | None = None,
     cells = {c.id: c for c in matrix.cells}
     stale: dict[str, str] = {}
     hashed: dict[Path, str] = {}     # each scenario read once in this look
+    memo: Memo = {}                  # and its params and settings made once
     for cid, res in found.results.items():
         cell = cells.get(cid)
         if cell is None:
@@ -181,10 +182,10 @@ def gate(root: Path, given: Path | None = None,
             continue
         if runtime is None:
             now = dataclasses.replace(key_of(cell, res.key.runtime, res.key.attribution,
-                                             hashed),
+                                             hashed, memo),
                                       host=res.key.host)
         else:
-            now = dataclasses.replace(key_of(cell, runtime(cell), hashed=hashed),
+            now = dataclasses.replace(key_of(cell, runtime(cell), hashed=hashed, memo=memo),
                                       attribution=res.key.attribution)
         why = why_changed(res.key, now)
         if why is not None:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from harness.result.codec import JSON, parse
 
-Stamp = tuple[int, int]      # a result.json as read: its size and mtime (ns)
+# A result.json as read: its size, mtime (ns) and inode (written again, by the store's
+# atomic writes or by hand, it is a new inode or a new time).
+Stamp = tuple[int, int, int]
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """A file's `Stamp`, from its `os.stat`."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def results_line(data: Mapping[str, JSON]) -> str:
@@ -45,8 +52,7 @@ def results_line_of(root: Path, cell_id: str, stamp: Stamp) -> str | None:
     path = root / "cells" / cell_id / "result.json"
     try:
         with path.open("rb") as f:
-            st = os.fstat(f.fileno())
-            if (st.st_size, st.st_mtime_ns) != stamp:
+            if stamp_of(os.fstat(f.fileno())) != stamp:
                 return None
             raw = f.read()
         line = as_written(raw)
@@ -64,9 +70,13 @@ def holds(path: Path, parts: Iterable[str]) -> bool:
     try:
         with path.open("rb") as f:
             for part in parts:
-                data = part.encode("utf-8")
-                if f.read(len(data)) != data:
-                    return False
+                for at in range(0, len(part), _CHUNK):  # a part of 8 MB not held twice
+                    data = part[at:at + _CHUNK].encode("utf-8")
+                    if f.read(len(data)) != data:
+                        return False
             return f.read(1) == b""
     except OSError:
         return False
+
+
+_CHUNK = 1 << 20

@@ -6,14 +6,15 @@ that reads it. Older directories without a kind are told by what they hold."""
 
 from __future__ import annotations
 
-import json
+import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.result.codec import JSON, encode
+from harness.result.codec import JSON, encode, parse
 from harness.result.model import Plan, Planned
+from harness.store.resultsjson import Stamp, stamp_of
 
 PLAN_FILE = "plan.json"     # what made the directory; a sweep's cells, written before the first
 
@@ -40,12 +41,33 @@ def plan_json(kind: str, name: str, matrix: str, cells: Sequence[Planned] = (),
                        resumed=resumed))
 
 
+# plan.json as last parsed, by path, with its stamp: a command asks a directory's kind,
+# times and matrix many times, and a sweep of 10,000 cells has a plan of 1 MB. A file
+# written in the last second is not kept: written again within the file system's clock
+# tick, in place and to the same size, it would keep its stamp.
+_PLANS: dict[Path, tuple[Stamp, JSON]] = {}
+_PLANS_KEPT = 4
+_SETTLED_NS = 1_000_000_000
+
+
 def _plan(root: Path) -> JSON:
+    """plan.json's content (not to be changed: it is shared), parsed again only where
+    the file is not the one last parsed; None where it is missing or not JSON."""
+    path = root / PLAN_FILE
     try:
-        data: JSON = json.loads((root / PLAN_FILE).read_text(encoding="utf-8"))
-        return data
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            known = _PLANS.get(path)
+            if known is not None and known[0] == stamp_of(st):
+                return known[1]
+            data = parse(f.read())
     except (OSError, ValueError):
         return None
+    if st.st_mtime_ns < time.time_ns() - _SETTLED_NS:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        _PLANS[path] = (stamp_of(st), data)
+    return data
 
 
 def kind_of(root: Path) -> str | None:
