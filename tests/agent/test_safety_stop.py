@@ -71,6 +71,7 @@ def test_the_limit_is_set_by_stop_growth_and_zero_turns_it_off(tmp_path: Path) -
     assert "memory_stop" not in records[-1] and records[-1]["iterations"] == 40
 
 
+@pytest.mark.slow     # a call that builds GiBs until the watchdog kills it
 def test_a_call_that_does_not_return_is_killed_and_the_end_record_says_why(
         tmp_path: Path) -> None:
     # GIVEN one call that builds 8 GiB in C with the GIL held: it cannot stop itself

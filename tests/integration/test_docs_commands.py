@@ -139,7 +139,12 @@ def test_commands_run_as_documented(path: Path, tmp_path: Path) -> None:
     if shutil.which("harness") is None:
         pytest.fail("no `harness` on PATH: install the package (pip install -e .) first")
     repo = _scratch(tmp_path)
-    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    # PIP_COMPILE=0: pip installs without byte-compiling what it installs (`--no-compile`;
+    # the modules a command imports are compiled when first imported): README's install
+    # into a fresh venv spent about half its CPU time compiling NumPy's and SciPy's .py
+    # files, which no command here imports all of. What is installed is the same.
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
+           "PIP_COMPILE": "0"}
     for block in blocks(path):
         if block.skip is not None:
             continue

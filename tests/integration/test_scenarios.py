@@ -10,7 +10,8 @@ import pytest
 
 from harness.cli import main
 
-pytestmark = pytest.mark.docker
+# slow: each cell starts a TensorFlow (or OpenCV/ORT) container, 25-35 s a test in CI
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 TF = "harness-test/tf-cpu:2.21.0"
 TF_OLD = "harness-test/tf-cpu:2.12.0"

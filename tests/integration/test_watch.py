@@ -33,7 +33,7 @@ from hostkit import ensure_apt, free_port, required, stop
 
 from harness.cli import main
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow]     # sweeps per new tag: ~15 s in CI
 REGISTRY = "/usr/bin/docker-registry"
 BASE = "harness-test/base:bookworm"
 REPO_PATH = "harness-test/base"

@@ -91,6 +91,7 @@ def _hanging_index() -> tuple[socket.socket, str, list[socket.socket]]:
     return srv, f"http://127.0.0.1:{srv.getsockname()[1]}/simple", held
 
 
+@pytest.mark.slow     # a real venv build, stopped: tens of seconds for pip on a busy host
 @pytest.mark.parametrize("tool", ["pip", "uv"])
 def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path, tool: str) -> None:
     from harness.runtimes.resolver import uv_bin

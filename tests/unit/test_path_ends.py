@@ -53,6 +53,7 @@ def cells_done(run: Path) -> set[str]:
     return {p.parent.name for p in run.glob("cells/*/result.json")}
 
 
+@pytest.mark.slow     # a sweep, its reader gone, then resumed
 def test_a_reader_that_leaves_stops_the_sweep_as_an_interruption(tmp_path: Path) -> None:
     # GIVEN a sweep whose stdout and stderr go to `head -1`
     m = matrix(tmp_path)
@@ -78,6 +79,7 @@ def test_a_reader_that_leaves_stops_the_sweep_as_an_interruption(tmp_path: Path)
     assert f"2 finished cells reused from {run}" in resumed.stderr
 
 
+@pytest.mark.slow     # sweeps as subprocesses
 def test_only_debris_is_said_with_a_command_that_works(tmp_path: Path) -> None:
     # GIVEN a matrix folder holding only a sweep stopped before its first cell
     matrix(tmp_path)

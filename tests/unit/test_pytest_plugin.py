@@ -146,6 +146,7 @@ def test_a_skip_or_xfail_inside_a_marked_test_ends_it_as_pytest_would(
     assert "crash" not in out
 
 
+@pytest.mark.slow     # two pytest runs of timed tests, then a comparison: ~15 s in CI
 def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_speed='''

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from seriesgen import Shape, shapes
@@ -57,6 +58,7 @@ def check(shape: Shape) -> None:
         assert fixed_v.memory[fixed_v.carrier.split("+")[0]].slope > 0, fixed_v
 
 
+@pytest.mark.slow     # 40 examples, each runs decided
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(shapes())
