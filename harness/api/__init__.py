@@ -14,6 +14,7 @@ A module the child can import, `leaky.py`::
 
     def grow():                   # keeps 1 KiB per call: a leak
         KEPT.append(bytes(1024))
+        sum(range(2000))          # and works ~20 us, as a step does
 
     def add():                    # keeps nothing
         sum(range(100))
