@@ -1,4 +1,5 @@
-# Sourced by images/setup-*.sh: install the Debian packages whose commands are missing.
+# Sourced by images/setup-*.sh: install the Debian packages whose commands are missing,
+# and tell a daemon's live pid file from a stale one.
 #   need_packages LABEL COMMAND:PACKAGE ...
 # A command counts as present when it is on PATH or executable in /usr/sbin; LABEL
 # starts the one line said when something is installed.
@@ -33,3 +34,17 @@ catatonit_needed() {
 # A single-node Slurm with accounting (slurmdbd + MariaDB).
 SLURM_NEEDS="slurmctld:slurmctld slurmd:slurmd sinfo:slurm-client munged:munge
     slurmdbd:slurmdbd mariadbd:mariadb-server"
+
+# runs_as PIDFILE NAME: the pid in PIDFILE is a running NAME. kill -0 alone is not
+# enough: a machine restored from a snapshot keeps /run's pid files while its pids are
+# handed to other processes, and a daemon that trusts such a file waits on a socket
+# nobody serves (dockerd: "containerd is still running", then a timeout).
+runs_as() {
+    local pid
+    pid="$(cat "$1" 2>/dev/null || true)"
+    [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null || true)" = "$2" ]
+}
+# drop_stale PIDFILE NAME: remove PIDFILE unless a running NAME owns it.
+drop_stale() {
+    if [ -e "$1" ] && ! runs_as "$1" "$2"; then rm -f "$1"; fi
+}

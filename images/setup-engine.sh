@@ -14,6 +14,8 @@ export DEBIAN_FRONTEND=noninteractive
 need_packages setup $ENGINE_NEEDS   # what each is for: images/apt-need.sh
 if ! docker info >/dev/null 2>&1; then
     echo "setup: starting dockerd (log: /tmp/harness-dockerd.log)"
+    drop_stale /var/run/docker.pid dockerd
+    drop_stale /var/run/docker/containerd/containerd.pid containerd
     # From /: a daemon's working directory is never a checkout (see setup-podman.sh).
     (cd / && exec setsid nohup dockerd --iptables=false --bridge=none) \
         >/tmp/harness-dockerd.log 2>&1 </dev/null &

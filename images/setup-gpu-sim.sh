@@ -19,6 +19,7 @@
 #   bash images/setup-gpu-sim.sh engines  start (or refresh) both, no images
 #   bash images/setup-gpu-sim.sh stop     stop both simulated engines
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/apt-need.sh"
 cd "$(dirname "$0")/.."
 SIM=/run/harness-sim
 DATA=/var/lib/harness-sim
@@ -29,7 +30,7 @@ TCP_4090=23909
 stop_engine() {
     local pidfile="$SIM/$1.pid" pid
     pid="$(cat "$pidfile" 2>/dev/null || true)"
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    if runs_as "$pidfile" dockerd; then
         echo "gpu-sim: stopping engine $1 (pid $pid)"
         kill "$pid"
         for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
@@ -89,6 +90,8 @@ for n in $NAMES; do
     echo "gpu-sim: starting engine $n at unix://$sock (log: /tmp/harness-sim-$n.log)"
     # As docker.service's LimitMEMLOCK=infinity: containers may then ask for memlock -1 (NGC).
     ulimit -l unlimited 2>/dev/null || true
+    drop_stale "$SIM/$n.pid" dockerd
+    drop_stale "$SIM/$n/exec/containerd/containerd.pid" containerd
     # From / (never a checkout: see setup-podman.sh).
     # shellcheck disable=SC2086
     (cd / && PATH="$bin:$PATH" exec setsid nohup dockerd --data-root "$DATA/$n" \

@@ -105,8 +105,10 @@ StoragePass=harness
 StorageLoc=slurm_acct_db
 EOF
 
-alive() {  # alive PIDFILE: the process named in it runs
-    [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+alive() {  # alive PIDFILE: the daemon named by the file (slurmd.pid: slurmd) runs
+    local name
+    name="$(basename "$1" .pid)"
+    runs_as "$1" "$name"
 }
 restart() {  # restart PIDFILE: stop it (config changed) so the start below picks it up
     if alive "$1"; then kill "$(cat "$1")"; for _ in $(seq 1 20); do alive "$1" || break; sleep 0.5; done; fi
