@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from harness.store.saved import Saved
 
 Progress = Callable[[str], None]
+# A check (a marked test) takes at most this many budgets in all, its runs again
+# included, unless its settings say otherwise: a budget too short for a verdict ends
+# `ambiguous`, saying the budget that would decide (`stages.attempts.too_short`).
+OVERRUN = 4.0
 
 
 def _matrix_text(script: Path, sid: str, budget: float | None, iterations: int | None,
@@ -159,7 +163,9 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
             `setup(params)` (or `setup()`); what it returns is `state`.
         budget: How long to measure ("3s", "500ms", "1m" or seconds): the run stops
             earlier once the verdict is certain, and runs again longer when it is
-            ambiguous (a cache still filling, say).
+            ambiguous (a cache still filling, say), all its runs within `overrun`
+            budgets (4 unless `settings` set it): past that it ends `ambiguous`, saying
+            the budget that would decide.
         iterations: A fixed number of calls instead of a budget.
         params: Plain data handed to `setup(params)`.
         kwargs: Keyword arguments for every call of `step` (pickled, loaded once in the
@@ -207,8 +213,10 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         script.write_text(text, encoding="utf-8")
         if kwargs is not None:
             (work / KWARGS).write_bytes(pickled(kwargs))
-        matrix = _matrix_text(script, sid, seconds, iterations, params,
-                              whole_budget(settings or {}, iterations, save, baseline))
+        asked = whole_budget(settings or {}, iterations, save, baseline)
+        if seconds is not None and "overrun" not in asked:
+            asked = {**asked, "overrun": OVERRUN}
+        matrix = _matrix_text(script, sid, seconds, iterations, params, asked)
         root = work / "run"
         with _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:
             measured = s.measure()

@@ -20,6 +20,7 @@ from harness.matrixfile import asof, lockfile
 from harness.matrixfile.model import (
     BUDGET_CAP,
     HEAP_MODES,
+    OVERRUN_LEAST,
     ImageSpec,
     RunSettings,
     ScenarioSpec,
@@ -30,7 +31,7 @@ from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
 SCENARIO_KEYS = ("script", "id", "params")
 # Settings harness sets alone, for a run again: no matrix key.
-INTERNAL = ("budget_calls",)
+INTERNAL = ("budget_calls", "budget_max")
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in INTERNAL)
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
 SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
@@ -320,6 +321,13 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
             changes[field] = ctx.duration(v, here, "write e.g. 90s, 20m, 1h or 600")
         elif field == "budget":
             changes[field] = ctx.duration(v, here, "write e.g. 5s, 30s, 2m or 10")
+        elif field == "overrun":
+            if type(v) not in (int, float) or not OVERRUN_LEAST <= v <= 1e6:
+                raise ctx.fail(here, f"must be a number of budgets, {OVERRUN_LEAST:g} or "
+                               f"more, got {v!r}", "write e.g. overrun: 4 (a cell takes at "
+                               "most 4 budgets in all: its warm-up and measured phase take "
+                               "up to one each)")
+            changes[field] = float(v)
         elif field == "sample_interval":
             if type(v) not in (int, float) or not 0.01 <= v <= 3600:
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")

@@ -60,7 +60,7 @@ class RunKey:
 
 # Settings added after results were first keyed: left out of the key while unset, so a
 # result recorded before them still answers for a cell that does not set them.
-ADDED_LATER = ("budget", "budget_calls")
+ADDED_LATER = ("budget", "budget_calls", "overrun", "budget_max")
 # One look's params and settings as JSON, by the id of the scenario they are of (held).
 Memo = dict[int, tuple[object, dict[str, JSON], dict[str, JSON]]]
 

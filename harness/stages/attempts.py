@@ -6,13 +6,14 @@ again, longer (up to the cell's `repeats`)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
 from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
-from harness.matrixfile.model import BUDGET_CAP, RunSettings
+from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, RunSettings
 from harness.preflight import decidable_iterations
 from harness.result.model import Attempt
 from harness.stages.context import CellRun, Context
@@ -23,10 +24,12 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
     """Run the cell until its within-run verdict is decided or its repeats are spent."""
     assert run.info is not None
     retried = False
+    spent = 0.0     # what its attempts took, against its `overrun` bound
     while True:
         cell = run.running
         ran = execute(ctx, cell, run.info, ctx.store.cell_dir(run.cell.id, fresh=True))
         run.ended, run.run_s = ran.ended, ran.run_s
+        spent += ran.run_s
         if ran.ended.error and not retried:
             # The engine went away (restart, lost connection): once more, then record.
             retried = True
@@ -43,7 +46,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
-        if not _longer(ctx, run):
+        if not _longer(ctx, run, spent):
             return
 
 
@@ -58,18 +61,27 @@ class _Next:
     said: str
 
 
-def _longer(ctx: Context, run: CellRun) -> bool:
+def _bound(run: CellRun) -> float:
+    """The cell's `overrun` bound in seconds: its budget (as the matrix asks it) times
+    `overrun`; inf without one."""
+    s = run.cell.settings
+    budget = s.run_budget
+    return s.overrun * budget if s.overrun is not None and budget is not None else math.inf
+
+
+def _longer(ctx: Context, run: CellRun, spent: float) -> bool:
     """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
     (`runrules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
-    on that attempt. False: it stands as it is."""
+    on that attempt. False: it stands as it is. `spent`: what its attempts took (s)."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     facts = verdict.facts
     plans: dict[str, _Next] = {}
+    left = _bound(run) - spent
 
     def plan(kind: str) -> _Next:
         if kind not in plans:
-            plans[kind] = _next(ctx, run, kind)
+            plans[kind] = _within(run, _next(ctx, run, kind), left)
         return plans[kind]
 
     ev = RerunEvidence(
@@ -78,10 +90,16 @@ def _longer(ctx: Context, run: CellRun) -> bool:
         script=run.series is not None and (run.series.end or {}).get("mode") == "script",
         budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
         capped=facts is not None and bool(facts.budget_calls) and not facts.short,
-        seconds=lambda kind: plan(kind).seconds, timeout=s.timeout)
+        seconds=lambda kind: plan(kind).seconds, timeout=s.timeout, left=left)
     rule, named = rerun_rule(ev)
     run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
     cid = run.cell.id
+    if rule.id == "rerun-overrun":
+        said = too_short(ctx, run, spent)
+        run.verdict = dataclasses.replace(verdict, reason=f"{verdict.reason}; {said}")
+        run.attempts[-1] = dataclasses.replace(run.attempts[-1],
+                                               reason=run.verdict.reason)
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); {said}")
     if rule.id == "rerun-timeout":
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
                      f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
@@ -139,6 +157,50 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap),
                  f"a budget of {longer_s:.0f} s", longer_s + (run.run_s - budget),
                  f"for {longer_s:.3g} s")
+
+
+def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
+    """A budgeted next attempt under an `overrun` bound: its measured phase stops at
+    what the bound leaves past its warm-up and start (`budget_max`), its budget at
+    least."""
+    s = nxt.settings
+    if math.isinf(left) or s.run_budget is None:
+        return nxt
+    measured = _measured_s(run)
+    most = max(s.run_budget, left - max(0.0, run.run_s - measured))
+    return dataclasses.replace(nxt, settings=dataclasses.replace(s, budget_max=most))
+
+
+def _measured_s(run: CellRun) -> float:
+    phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+    return float(phases.get("measure") or run.run_s)
+
+
+def too_short(ctx: Context, run: CellRun, spent: float) -> str:
+    """Why an ambiguous cell under its `overrun` bound is not run again, in words: the
+    calls it made, at what pace, in what time, and the budget that would decide (the
+    calls its verdict asks, at least the least a budget's run makes, at this pace)."""
+    verdict, s, asked = run.verdict, run.running.settings, run.cell.settings
+    assert verdict is not None and asked.overrun is not None
+    calls = (run.series.measured if run.series is not None else 0) or 0
+    pace = _measured_s(run) / max(1, calls)
+    need = max(verdict.rerun or 0, s.budget_calls or BUDGET_MIN_CALLS,
+               decidable_iterations(s, ctx.cfg))
+    wants = _round_up(need * pace)
+    return (f"its budget was too short for a verdict: {calls:,} calls of {_secs(pace)} in "
+            f"{spent:.1f} s in all, and a run again would pass its bound ({asked.overrun:g}x "
+            f"its {asked.run_budget:g} s budget, `overrun`); set budget >= {wants:g}s "
+            f"({need:,} calls at this pace)")
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms" if seconds < 0.1 else f"{seconds:.2g} s"
+
+
+def _round_up(seconds: float) -> float:
+    """Seconds rounded up: whole seconds from 10 s, tenths below (0.5 s at least)."""
+    scale = 1.0 if seconds >= 10 else 0.1
+    return max(0.5, round(math.ceil(seconds / scale - 1e-9) * scale, 1))
 
 
 def _run_as(run: CellRun, settings: RunSettings) -> None:
