@@ -37,7 +37,7 @@ Progress = Callable[[str], None]
 # A check (a marked test) takes at most this many budgets in all, its runs again
 # included, unless its settings say otherwise: a budget too short for a verdict ends
 # `ambiguous`, saying the budget that would decide (`stages.attempts.too_short`).
-OVERRUN = 4.0
+OVERRUN = 4
 
 
 def _matrix_text(script: Path, sid: str, budget: float | None, iterations: int | None,

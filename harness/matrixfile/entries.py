@@ -20,7 +20,6 @@ from harness.matrixfile import asof, lockfile
 from harness.matrixfile.model import (
     BUDGET_CAP,
     HEAP_MODES,
-    OVERRUN_LEAST,
     ImageSpec,
     RunSettings,
     ScenarioSpec,
@@ -321,23 +320,16 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
             changes[field] = ctx.duration(v, here, "write e.g. 90s, 20m, 1h or 600")
         elif field == "budget":
             changes[field] = ctx.duration(v, here, "write e.g. 5s, 30s, 2m or 10")
-        elif field == "overrun":
-            if type(v) not in (int, float) or not OVERRUN_LEAST <= v <= 1e6:
-                raise ctx.fail(here, f"must be a number of budgets, {OVERRUN_LEAST:g} or "
-                               f"more, got {v!r}", "write e.g. overrun: 4 (a cell takes at "
-                               "most 4 budgets in all: its warm-up and measured phase take "
-                               "up to one each)")
-            changes[field] = float(v)
         elif field == "sample_interval":
             if type(v) not in (int, float) or not 0.01 <= v <= 3600:
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
             changes[field] = float(v)
         elif field in ("iterations", "warmup", "sample_every", "repeats", "min_iterations",
-                       "max_iterations", "rounds"):
-            low = 0 if field in ("warmup", "repeats", "rounds") else 1
+                       "max_iterations", "rounds", "overrun"):
+            low = {"warmup": 0, "repeats": 0, "rounds": 0, "overrun": 2}.get(field, 1)
             if type(v) is not int or v < low:
-                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
-                               f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")
+                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}", "write a whole "
+                               f"number, e.g. {key}: {getattr(RunSettings(), field) or 4}")
             changes[field] = v
         elif field in ("pythonmalloc", "network"):
             if not isinstance(v, bool):

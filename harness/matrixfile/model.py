@@ -94,11 +94,12 @@ class RunSettings:
     # The calls a budget's run makes at least (None: BUDGET_MIN_CALLS): raised by harness
     # alone for a run again after rule `short`; no matrix key sets it.
     budget_calls: int | None = None
-    # The most a cell takes in all, as a multiple of its budget: its warm-up, measured
-    # calls and every run again together (None: no bound but `timeout`; each attempt's
-    # measured phase then stops at 10 budgets, 10 s at least). harness.check and the
-    # pytest plugin set 4 unless told (docs/pytest.md).
-    overrun: float | None = None
+    # The most a cell takes in all, as a whole number of its budgets (2 at least: an
+    # attempt's warm-up and measured phase each run up to its budget): its warm-up,
+    # measured calls and every run again together (None: no bound but `timeout`; each
+    # attempt's measured phase then stops at 10 budgets, 10 s at least). harness.check
+    # and the pytest plugin set 4 unless told (docs/pytest.md).
+    overrun: int | None = None
     # The most seconds an attempt's measured phase runs (the agent's --budget-max):
     # set by harness alone, from `overrun`, for a run again; no matrix key sets it.
     budget_max: float | None = None
@@ -124,9 +125,6 @@ class RunSettings:
 DEFAULT_BUDGET_S = 5.0
 BUDGET_MIN_CALLS = 300     # 30 readings at `sample_every` 10: a trend, and step windows
 BUDGET_CAP = 1_000_000
-# `overrun` is 2 budgets at least: an attempt's warm-up and its measured phase each run
-# up to its budget.
-OVERRUN_LEAST = 2.0
 
 
 @dataclass(frozen=True)

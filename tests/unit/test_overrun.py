@@ -74,9 +74,9 @@ def test_a_bound_set_higher_measures_longer(slow_step: object) -> None:
     assert "bound (8x its 0.3 s budget, `overrun`)" in got.reason, got.reason
 
 
-def test_overrun_is_a_number_of_budgets_two_or_more(slow_step: object) -> None:
+def test_overrun_is_a_whole_number_of_budgets_two_or_more(slow_step: object) -> None:
     with pytest.raises(harness.errors.InputError, match=r"settings\['overrun'\]: must be "
-                       r"a number of budgets, 2 or more, got 1"):
+                       r"an integer >= 2, got 1"):
         harness.check(slow_step, budget="0.3s",       # type: ignore[arg-type]
                       settings={"overrun": 1})
     assert issubclass(SpecError, harness.errors.HarnessError)
