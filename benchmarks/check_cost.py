@@ -50,7 +50,8 @@ for _ in sys.stdin:
     measured = (t.warmup_s or 0) + (t.measure_s or 0)
     print(json.dumps({"wall": wall, "measured": measured, "run": t.run_s,
                       "child": t.run_s - phases - (t.teardown_s or 0),
-                      "verdict": got.verdict}), flush=True)
+                      "verdict": got.verdict, "said": "" if got.ok else str(got),
+                      "attempts": len(got.result.attempts)}), flush=True)
 '''
 
 FIELDS = ("wall", "measured", "fixed", "child", "host")
@@ -109,8 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         cells = [f"{statistics.median(r[f] for r in got):.3f} "
                  f"({min(r[f] for r in got):.3f}..{max(r[f] for r in got):.3f})"
                  for f in FIELDS]
-        verdicts = sorted({str(r["verdict"]) for r in got})
+        verdicts = [f"{v} {sum(r['verdict'] == v for r in got)}"
+                    for v in sorted({str(r["verdict"]) for r in got})]
         print(f"| {name} | " + " | ".join(cells) + f" | {', '.join(verdicts)} |")
+    for name, got in rows.items():
+        for r in got:
+            if r["said"]:
+                print(f"{name}: {r['said']} ({r['attempts']} attempts)")
     return 0
 
 

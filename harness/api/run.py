@@ -108,7 +108,8 @@ class _Session:
             f"{s.iterations} calls" if s.run_budget is None else
             f"for {s.run_budget:g} s, at most {s.agent_iterations:,} calls, early stop") + ")")
         measured = self.sweep.run_cell(self.cell)
-        self.sweep.store.write_cell(measured.result)
+        if self.sweep.store.durable:    # kept (`out=`); else `Checked` holds it
+            self.sweep.store.write_cell(measured.result)
         return measured
 
 
@@ -129,18 +130,21 @@ def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
         engines.default.warm = True
     engines.start(cells)
     store = RunStore(root, durable)
-    store.lock()
+    if durable:     # a directory kept (`out=`) reads as a sweep's; a temporary one is not
+        store.lock()
     sweep = Sweep(matrix, engines.default, store, progress)
     try:
-        store.write("matrix.yaml", text)
-        store.mark(SWEEP, matrix.name, str(matrix_file))
+        if durable:
+            store.write("matrix.yaml", text)
+            store.mark(SWEEP, matrix.name, str(matrix_file))
         yield _Session(matrix, cells[0], sweep)
     finally:
         try:
             sweep.images.close()
             engines.stop()
         finally:
-            store.unlock()
+            if durable:
+                store.unlock()
 
 
 def check(step: Callable[..., object], setup: Callable[..., object] | None = None, *,

@@ -65,6 +65,7 @@ class RunRequest:
     control: Path                     # host path of the early-stop control file
     cancel: threading.Event | None = None   # set on Ctrl-C: kill the cell now
     attribute: tuple[str, ...] = ()   # `harness explain`: the agent's --attribute kinds
+    durable: bool = True              # False: outdir is thrown away after (--no-fsync)
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
@@ -84,6 +85,8 @@ class RunRequest:
         if self.attribute:
             args += ["--attribute", ",".join(self.attribute)]
         args += ["--heap", s.heap]
+        if not self.durable:
+            args.append("--no-fsync")
         if (budget := s.run_budget) is not None:
             # Early stop runs for its time budget (at least BUDGET_MIN_CALLS calls, or a
             # run again's `budget_calls`; at most max_iterations): readings spread over

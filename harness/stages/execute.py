@@ -53,7 +53,8 @@ def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
     and read what it wrote (parsed while it runs in early-stop mode, else after; an
     attributed run is never stopped early)."""
     emptied(outdir)
-    request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute)
+    request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute,
+                         durable=ctx.store.durable)
     t_run = time.monotonic()
     # An attributed run (explain) runs its whole length: a live decision would end it
     # before its late window.
