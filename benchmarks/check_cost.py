@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,11 +70,11 @@ def worker(root: Path, step_dir: Path, budget: str) -> subprocess.Popen[str]:
     return proc
 
 
-def ask(proc: subprocess.Popen[str]) -> dict[str, float]:
+def ask(proc: subprocess.Popen[str]) -> dict[str, Any]:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("go\n")
     proc.stdin.flush()
-    got = json.loads(proc.stdout.readline())
+    got: dict[str, Any] = json.loads(proc.stdout.readline())
     got["fixed"] = got["wall"] - got["measured"]
     got["host"] = got["wall"] - got["run"]
     return got
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         step_dir = Path(tmp)
         (step_dir / "trivial_step.py").write_text(STEP)
         procs = {name: worker(root, step_dir, args.budget) for name, root in roots.items()}
-        rows: dict[str, list[dict[str, float]]] = {name: [] for name in procs}
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in procs}
         try:
             for _ in range(args.checks):
                 for name, proc in procs.items():
