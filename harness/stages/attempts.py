@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
@@ -17,7 +19,11 @@ from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, RunSettings
 from harness.preflight import decidable_iterations
 from harness.result.model import Attempt
 from harness.stages.context import CellRun, Context
-from harness.stages.execute import execute
+from harness.stages.execute import Ran, execute
+
+if TYPE_CHECKING:
+    from harness.analysis.trends import LiveDecision
+    from harness.analysis.verdict import CellVerdict
 
 
 def run_attempts(ctx: Context, run: CellRun) -> None:
@@ -40,13 +46,19 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         t_an = time.monotonic()
         run.series = ran.series
         decision = ran.watched.decision if ran.watched is not None else None
-        run.verdict = analysis.decide(analysis.CellFacts(
-            ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision, run.precheck,
-            again=run.repeats_used < run.cell.settings.repeats, first=run.repeats_used == 0))
+
+        def decided(again: bool, first: bool, ran: Ran = ran,
+                    decision: LiveDecision | None = decision) -> CellVerdict:
+            return analysis.decide(analysis.CellFacts(
+                ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
+                run.precheck, again=again, first=first))
+
+        run.verdict = decided(run.repeats_used < run.cell.settings.repeats,
+                              run.repeats_used == 0)
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
-        if not _longer(ctx, run, spent):
+        if not _longer(ctx, run, spent, lambda: decided(False, False)):
             return
 
 
@@ -69,10 +81,12 @@ def _bound(run: CellRun) -> float:
     return s.overrun * budget if s.overrun is not None and budget is not None else math.inf
 
 
-def _longer(ctx: Context, run: CellRun, spent: float) -> bool:
+def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVerdict]) -> bool:
     """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
     (`runrules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
-    on that attempt. False: it stands as it is. `spent`: what its attempts took (s)."""
+    on that attempt. False: it stands as it is. `spent`: what its attempts took (s);
+    `last`: its verdict decided as its last attempt's (its repeats spent), which one
+    its `overrun` bound stops takes, with why."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     facts = verdict.facts
@@ -95,11 +109,14 @@ def _longer(ctx: Context, run: CellRun, spent: float) -> bool:
     run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
     cid = run.cell.id
     if rule.id == "rerun-overrun":
+        # As if its repeats were spent: what it read stands (a leak cut short by its
+        # budget reads as one), said with why it was not run again.
         said = too_short(ctx, run, spent)
-        run.verdict = dataclasses.replace(verdict, reason=f"{verdict.reason}; {said}")
-        run.attempts[-1] = dataclasses.replace(run.attempts[-1],
+        final = last()
+        run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
+        run.attempts[-1] = dataclasses.replace(run.attempts[-1], verdict=final.verdict,
                                                reason=run.verdict.reason)
-        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); {said}")
+        ctx.progress(f"{cid}: {final.verdict} ({final.reason}); {said}")
     if rule.id == "rerun-timeout":
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
                      f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
