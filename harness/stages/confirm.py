@@ -39,7 +39,6 @@ from harness.analysis.vsbaseline import Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.compare import MAX_CALLS
 from harness.stages.context import Context, RoundsPlan
-from harness.stages.execute import execute
 
 if TYPE_CHECKING:
     from harness.analysis.contention import RunStat
@@ -67,7 +66,7 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
     outdir = ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
-    ran = execute(ctx, cell, ctx.images.get(cell), outdir)
+    ran = ctx.runner.run(cell, ctx.images.get(cell), outdir)
     ended, series = ran.ended, ran.series
     stat = analysis.run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
@@ -114,7 +113,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     """Run the rounds `plan` asks for until settled, and decide from them: each round
     runs `plan.runs.base` afresh (a cell; B S B S) or reads it (a saved run's samples,
     whose code is gone: only the suspect runs again), then the suspect, each through
-    `execute.execute` as every run of a cell is, shorter (`round_cell`, at most
+    the run service (`ctx.runner`) as every run of a cell is, shorter (`round_cell`, at most
     `plan.cap` calls). `ctx` gives the runtime, images, store, cancel flag, progress
     and thresholds; nothing here decides the cell's verdict (`decide.with_rounds`)."""
     runs, pooled, label, cap = plan.runs, plan.pooled, plan.label, plan.cap

@@ -8,12 +8,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.matrixfile.model import Cell, Matrix
 from harness.protocol.series import Series
 from harness.result.model import Attempt, CellResult, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
+from harness.stages.execute import Runner
 from harness.stages.gpucheck import GpuFacts
 from harness.stages.images import ImagePool
 from harness.store.results import RunStore, SeriesCache
@@ -38,7 +40,8 @@ class Context:
     gpus: GpuFacts              # the hosts' GPUs, probed once
     runtime_for: Callable[[Cell], Runtime]   # the runtime (host) that runs a cell
     series: SeriesCache         # each cell's samples, parsed once
-    cancel: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C
+    runner: Runner              # runs a cell's agent once: every run goes through it
+    cancel: threading.Event     # set on Ctrl-C (the runner's too)
     busy_said: threading.Event = field(default_factory=threading.Event)  # said once
 
 
@@ -90,7 +93,8 @@ class CellRun:
     started: float = field(default_factory=time.monotonic)
     run_cell: Cell | None = None      # as it is run (shortened, lengthened)
     info: ImageInfo | None = None
-    runtime: Runtime | None = None
+    outdir: Path | None = None        # the cell's directory, emptied for this run
+    runtime: str | None = None        # the name of the runtime that ran it
     wait_s: float = 0.0               # waiting for the image
     t0: float = 0.0                   # when the image was ready
     precheck: tuple[str, str] | None = None

@@ -1,20 +1,25 @@
 """A cell's within-run measurement as a list of stages (`STAGES`) over one `CellRun`:
-prepare the image -> GPU precheck -> run attempts; then its result (`Measured`)."""
+prepare the image -> GPU precheck -> run attempts; then its result (`Measured`). Each
+attempt runs through the run service (`ctx.runner`); an ambiguous cell runs again,
+longer, as the re-run rules say (`analysis.runrules`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import analysis
+from harness.analysis.kinds import RUN_LONGER
+from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
-from harness.matrixfile.model import Cell
+from harness.matrixfile.model import BUDGET_CAP, Cell, RunSettings
+from harness.preflight import decidable_iterations
 from harness.result.build import cell_result, timings_of
-from harness.result.model import Timings, Unavailable
+from harness.result.model import Attempt, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, RunOutcome
-from harness.stages.attempts import run_attempts
 from harness.stages.context import CellRun, Context, Measured
 
 UNSUPPORTED_DEADLINE_S = 300.0
@@ -23,7 +28,7 @@ UNSUPPORTED_DEADLINE_S = 300.0
 def prepare_image(ctx: Context, run: CellRun) -> None:
     """The cell's image, pulled or built once per host; one that cannot be had (a pull
     that fails, a pin that does not install) settles the cell as `unavailable`."""
-    ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
+    run.outdir = ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
     try:
         run.info = ctx.images.get(run.cell)
     except EnvironmentUnavailable as exc:
@@ -37,7 +42,6 @@ def prepare_image(ctx: Context, run: CellRun) -> None:
         return
     run.wait_s = time.monotonic() - run.started
     run.t0 = time.monotonic()
-    run.runtime = ctx.runtime_for(run.cell)
 
 
 def gpu_precheck(ctx: Context, run: CellRun) -> None:
@@ -55,6 +59,137 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
         pre = (pre[0], f"{pre[1]} (deadline {short.timeout:.0f}s)")
         ctx.progress(f"{run.cell.id}: {pre[1]}")
     run.precheck = pre
+
+
+def run_attempts(ctx: Context, run: CellRun) -> None:
+    """Stage 3, run attempts: each attempt runs the agent (`ctx.runner`, the run service:
+    the runtime, the live watcher in early-stop mode, the samples read once), then
+    decides the within-run verdict. An engine that went away is retried once; growth
+    that stays ambiguous runs again, longer (up to the cell's `repeats`)."""
+    assert run.info is not None and run.outdir is not None
+    retried = False
+    while True:
+        cell = run.running
+        ran = ctx.runner.run(cell, run.info, run.outdir)
+        run.ended, run.run_s, run.runtime = ran.ended, ran.run_s, ran.runtime
+        if ran.ended.error and not retried:
+            # The engine went away (restart, lost connection): once more, then record.
+            retried = True
+            run.engine_retries += 1
+            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
+            ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
+            continue
+        t_an = time.monotonic()
+        run.series = ran.series
+        decision = ran.watched.decision if ran.watched is not None else None
+        run.verdict = analysis.decide(analysis.CellFacts(
+            ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision, run.precheck,
+            again=run.repeats_used < run.cell.settings.repeats, first=run.repeats_used == 0))
+        run.analyse_s = time.monotonic() - t_an
+        run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
+                                    cell.settings.agent_iterations))
+        if not _longer(ctx, run):
+            return
+
+
+@dataclass(frozen=True)
+class _Next:
+    """A next attempt: its settings, what it runs ("2,000 calls"), the seconds it would
+    take at this run's pace, and how progress says it."""
+
+    settings: RunSettings
+    what: str
+    seconds: float
+    said: str
+
+
+def _longer(ctx: Context, run: CellRun) -> bool:
+    """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
+    (`runrules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
+    on that attempt. False: it stands as it is."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    facts = verdict.facts
+    plans: dict[str, _Next] = {}
+
+    def plan(kind: str) -> _Next:
+        if kind not in plans:
+            plans[kind] = _next(ctx, run, kind)
+        return plans[kind]
+
+    ev = RerunEvidence(
+        undecided=verdict.verdict in RUN_LONGER,
+        spent=run.repeats_used > run.cell.settings.repeats,
+        script=run.series is not None and (run.series.end or {}).get("mode") == "script",
+        budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
+        capped=facts is not None and bool(facts.budget_calls) and not facts.short,
+        seconds=lambda kind: plan(kind).seconds, timeout=s.timeout)
+    rule, named = rerun_rule(ev)
+    run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
+    cid = run.cell.id
+    if rule.id == "rerun-timeout":
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
+                     f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
+                     f"past the cell's timeout ({s.timeout:.0f} s); raise timeout: to let "
+                     "it decide")
+    if rule.says == STANDS:
+        return False
+    nxt = plan(named)
+    _run_as(run, nxt.settings)
+    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again {nxt.said} "
+                 f"({run.repeats_used}/{run.cell.settings.repeats})")
+    return True
+
+
+def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
+    """The next attempt of a kind (`runrules`: CALLS, BUDGET, LONGER, or "cap").
+
+    Undecided growth needs a longer look, not the same look again: twice as long (or
+    the length the verdict asks for: growth a filling cache could still explain runs
+    4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
+    step samples alone. A budgeted cell's budget grows by the same factor, its cap
+    alike; one its cap ended keeps its budget with its cap raised to what the budget
+    holds at this pace; one its budget ended after too few calls to tell a leak from a
+    cache (`analysis.decision.cut_short`) keeps its budget and runs until the calls."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    facts = verdict.facts
+    asks = verdict.rerun or 0
+    least = decidable_iterations(s, ctx.cfg)
+    if kind == LONGER:
+        calls = max(asks or s.agent_iterations * 2, least)
+        longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
+                  else dataclasses.replace(s, max_iterations=calls))
+        return _Next(longer, f"{calls} iterations",
+                     run.run_s * calls / max(1, s.agent_iterations),
+                     f"with {calls} iterations")
+    budget = s.run_budget
+    assert budget is not None and s.max_iterations is not None and facts is not None
+    ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
+    if kind == "cap":
+        cap = max(min(BUDGET_CAP, max(asks, facts.budget_calls)), s.max_iterations * 2, least)
+        return _Next(dataclasses.replace(s, max_iterations=cap), f"up to {cap:,} calls",
+                     run.run_s, f"for up to {cap:,} calls in {budget:.3g} s")
+    if kind == CALLS:
+        calls = max(facts.budget_calls, asks)
+        phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+        measured = float(phases.get("measure") or run.run_s)
+        return _Next(dataclasses.replace(s, budget_calls=calls,
+                                         max_iterations=max(s.max_iterations, calls)),
+                     f"{calls:,} calls", run.run_s + measured * (calls / ran - 1),
+                     f"until {calls:,} calls")
+    factor = max(2.0, asks / ran)
+    longer_s = budget * factor
+    cap = max(int(s.max_iterations * factor), least)
+    return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap),
+                 f"a budget of {longer_s:.0f} s", longer_s + (run.run_s - budget),
+                 f"for {longer_s:.3g} s")
+
+
+def _run_as(run: CellRun, settings: RunSettings) -> None:
+    """The cell's next attempt runs with `settings`."""
+    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
+        run.running.scenario, settings=settings))
 
 
 STAGES: tuple[Callable[[Context, CellRun], None], ...] = (
@@ -83,9 +218,9 @@ def result(ctx: Context, run: CellRun) -> Measured:
     else:
         timings = timings_of(run.info, run.series, run.run_s, run.analyse_s, run.wait_s,
                              now - run.t0)
-    runtime = run.runtime or ctx.runtime_for(run.cell)
+    runtime = run.runtime or ctx.runtime_for(run.cell).name   # settled before a run
     res = cell_result(run.cell, run.verdict, run.series, run.ended, info=run.info,
-                      runtime=runtime.name, script=_rel(ctx, run.cell.scenario.script),
+                      runtime=runtime, script=_rel(ctx, run.cell.scenario.script),
                       gpus=ctx.gpus.seen.get(run.cell.host.label), attempts=run.attempts,
                       timings=timings, unavailable=run.unavailable)
     return Measured(res, run.verdict, run.series)
