@@ -190,10 +190,15 @@ class Way:
             with self._lock:
                 module = self._on.pop(id(frame))
                 self.keep(arg)
-                self._live[module] -= 1
-                if not self._live[module]:
-                    for earlier in self._order[:self._order.index(module)]:
-                        self._left_after[earlier].add(module)
+                self.returned(module)
+
+    def returned(self, module: str) -> None:
+        """A way frame of `module` returned; its last: every module first entered
+        before it has seen a later module left."""
+        self._live[module] -= 1
+        if not self._live[module]:
+            for earlier in self._order[:self._order.index(module)]:
+                self._left_after[earlier].add(module)
 
     def _call(self, frame: FrameType) -> None:
         callee = module_of(frame)
@@ -228,6 +233,9 @@ class Way:
 
     def _mark(self, frame: FrameType, module: str) -> None:
         self._on[id(frame)] = module
+        self.running(module)
+
+    def running(self, module: str) -> None:
         self._live[module] = self._live.get(module, 0) + 1
 
     def figures(self) -> str:
@@ -256,7 +264,7 @@ def traced(way: Way) -> Iterator[Way]:
         yield way
     finally:
         sys.setprofile(old)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
 
 
 def way_of(tmp_path: Path, behave: dict[str, Behaviour]) -> Way:
@@ -285,3 +293,29 @@ def test_a_cell_confirmed_in_rounds_enters_each_module_once(tmp_path: Path) -> N
     way = way_of(tmp_path, {"v2": Behaviour(step_s=0.002)})
     assert "harness.stages.confirm" in way.modules, way.said()
     check(way)
+
+
+def test_the_rule_counts_a_stage_entered_again_after_a_later_one_left() -> None:
+    way = Way("x")
+
+    def step(module: str, site: str) -> None:   # a call into `module` that returns
+        way.enter(module, site)
+        way.running(module)
+        way.returned(module)
+
+    way.enter("o", "start")
+    way.running("o")
+    step("a", "o:1")
+    step("a", "o:1")    # a loop's next turn: the same step
+    step("b", "o:2")
+    assert way.reentries == []
+    step("b", "a:9")    # b again, no later module left since: asked again, no re-entry
+    assert way.reentries == []
+    step("a", "b:5")    # a again from a new line, after b (entered later) left
+    assert way.reentries == ["a from b:5 (after b left)"]
+
+
+def test_the_page_states_the_figures_held_here() -> None:
+    page = " ".join((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split())
+    assert (f"`tests/unit/test_cell_way.py` traces it: at most {MAX_MODULES} modules, "
+            f"{MAX_SITES} call sites, no stage re-entered once left.") in page
