@@ -95,7 +95,7 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
             timeout = min(timeout, slower * per_call * calls + 60.0)
         short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                     timeout=timeout)
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+    return cell.with_settings(short)
 
 
 def length(cell: Cell) -> str:

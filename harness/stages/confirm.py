@@ -60,7 +60,7 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
         calls = min(cap, calls)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+    return cell.with_settings(short)
 
 
 def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:

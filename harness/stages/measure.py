@@ -54,8 +54,7 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
     elif pre is not None and pre[0] == "unsupported":
         s = run.cell.settings
         short = dataclasses.replace(s, timeout=min(s.timeout, UNSUPPORTED_DEADLINE_S))
-        run.run_cell = dataclasses.replace(run.cell, scenario=dataclasses.replace(
-            run.cell.scenario, settings=short))
+        run.run_cell = run.cell.with_settings(short)
         pre = (pre[0], f"{pre[1]} (deadline {short.timeout:.0f}s)")
         ctx.progress(f"{run.cell.id}: {pre[1]}")
     run.precheck = pre
@@ -135,7 +134,7 @@ def _longer(ctx: Context, run: CellRun) -> bool:
     if rule.says == STANDS:
         return False
     nxt = plan(named)
-    _run_as(run, nxt.settings)
+    run.run_cell = run.running.with_settings(nxt.settings)   # the next attempt's
     ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again {nxt.said} "
                  f"({run.repeats_used}/{run.cell.settings.repeats})")
     return True
@@ -184,12 +183,6 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap),
                  f"a budget of {longer_s:.0f} s", longer_s + (run.run_s - budget),
                  f"for {longer_s:.3g} s")
-
-
-def _run_as(run: CellRun, settings: RunSettings) -> None:
-    """The cell's next attempt runs with `settings`."""
-    run.run_cell = dataclasses.replace(run.running, scenario=dataclasses.replace(
-        run.running.scenario, settings=settings))
 
 
 STAGES: tuple[Callable[[Context, CellRun], None], ...] = (

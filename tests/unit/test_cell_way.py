@@ -9,7 +9,8 @@ What is on the way (the rule the figures follow):
   carrier: the cell (a `Cell` with its id, or the id), or a value an on-the-way call
   returned (`CellRun`, `Ran`, `Measured`, `Job`, `RoundsPlan`, `CellResult`...) or a
   field of one; an argument holding a carrier in a field (a `CellFacts`) carries it.
-  Reading a carrier's own property (`cell.settings`) hands it nowhere. The baseline's
+  A carrier's own property or method (`cell.settings`, `cell.with_settings`) is the
+  value itself, not a module it is handed to. The baseline's
   runs in the rounds get no carrier: they are the baseline's way.
 - The way is followed through the modules that hand the cell on: the orchestrator and
   `harness.stages`, less the services the stages' `Context` holds (the image pool, the
@@ -71,12 +72,14 @@ def services_of(ctx: object) -> set[str]:
     return out
 
 
-def is_property(frame: FrameType, args: list[object]) -> bool:
-    """Whether the call reads a property of its first argument."""
+def is_own(frame: FrameType, args: list[object]) -> bool:
+    """Whether the call is a property or method of its first argument's own class."""
     if not args or isinstance(args[0], PRIMITIVE):
         return False
-    found = getattr(type(args[0]), frame.f_code.co_name, None)
-    return isinstance(found, (property, functools.cached_property))
+    found = type(args[0]).__dict__.get(frame.f_code.co_name)
+    if isinstance(found, (property, functools.cached_property)):
+        return True
+    return getattr(found, "__code__", None) is frame.f_code
 
 
 @dataclass
@@ -219,8 +222,10 @@ class Way:
                 self._mark(frame, callee)   # within one module: followed, not a step
                 return
             args = self.args(frame)
-            if not any(self.carries(v) for v in args) or is_property(frame, args):
+            if not any(self.carries(v) for v in args):
                 return
+            if self.carries(args[0]) and is_own(frame, args):
+                return      # the carrier's own property or method
             site = f"{caller}:{caller_frame.f_lineno}"
             self.steps.append(Step(site, caller, self.named(callee), frame.f_code.co_name))
             if callee == "harness.orchestrator":
