@@ -38,4 +38,5 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
                          [r.summary.median_step_s for r in (res, saved)])
     return run_plan(ctx, against_baseline(ctx.cfg, res, measured.verdict, saved_series,
                                           measured.series, label, cell.settings.rounds,
-                                          Runs(cell, saved_series, calls)))
+                                          Runs(cell, saved_series, calls, measured.home,
+                                               measured.info)))

@@ -59,5 +59,6 @@ def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell,
     res = measured.result
     calls = round_length(cell, len(measured.series.cols.steps),
                          [r.summary.median_step_s for r in (res, base_result)])
+    runs = Runs(cell, base, calls, measured.home, measured.info)
     return against_baseline(cfg, res, measured.verdict, base_series, measured.series,
-                            base.image.label, cell.settings.rounds, Runs(cell, base, calls))
+                            base.image.label, cell.settings.rounds, runs)

@@ -48,11 +48,14 @@ class Context:
 @dataclass(frozen=True)
 class Measured:
     """A cell that ran (or could not): its within-run result, held in memory until its
-    row's comparison is known, with the verdict and series the comparison needs."""
+    row's comparison is known, with the verdict and series the comparison needs, and
+    where its rounds run (its directory and image)."""
 
     result: CellResult
     verdict: CellVerdict
     series: Series
+    home: Path                  # the cell's directory (`cells/<id>/`)
+    info: ImageInfo             # its image, as prepared
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class Runs:
     suspect: Cell
     base: Cell | Series
     calls: int              # the calls that set the rounds' length (`compare.round_length`)
+    home: Path              # the suspect's directory: its rounds run in home/rounds/
+    info: ImageInfo         # the suspect's image
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,8 @@ def result(ctx: Context, run: CellRun) -> Measured:
                       runtime=runtime, script=_rel(ctx, run.cell.scenario.script),
                       gpus=ctx.gpus.seen.get(run.cell.host.label), attempts=run.attempts,
                       timings=timings, unavailable=run.unavailable)
-    return Measured(res, run.verdict, run.series)
+    assert run.outdir is not None
+    return Measured(res, run.verdict, run.series, run.outdir, run.info)
 
 
 def _rel(ctx: Context, path: Path) -> str:

@@ -16,7 +16,8 @@ What is on the way (the rule the figures follow):
   `harness.stages`, less the services the stages' `Context` holds (the image pool, the
   GPU facts, the run). Any other module it enters is a service, one step whose insides
   are its own, counted by package (`harness.store`, `harness.analysis`...) or, in
-  `harness.stages`, by module. Calls within one module are followed, never steps.
+  `harness.stages`, by module. Calls within one module (with a carrier) are followed,
+  never steps.
 - Figures: call sites, the distinct lines a step is made from; modules, the distinct
   modules and services entered (the orchestrator with them); re-entries: with the
   modules that hand the cell on listed in first-entry order, one entered by a new step
@@ -151,6 +152,12 @@ class Way:
             return any(self.carries(v, depth - 1) for v in value[:8])
         return False
 
+    def holds_cell(self, value: object) -> bool:
+        """Whether `value` holds the cell (or its result) in a field (a `CellRun`)."""
+        return dataclasses.is_dataclass(value) and not isinstance(value, type) and any(
+            isinstance(v, (Cell, CellResult)) and v.id == self.cell_id
+            for v in (getattr(value, f.name, None) for f in dataclasses.fields(value)))
+
     def keep(self, value: object) -> None:
         """A value an on-the-way call returned, and its fields, carry the cell on."""
         if isinstance(value, PRIMITIVE):
@@ -218,13 +225,13 @@ class Way:
             if caller_frame is None or id(caller_frame) not in self._on:
                 return
             caller = self._on[id(caller_frame)]
-            if callee == caller:
-                self._mark(frame, callee)   # within one module: followed, not a step
-                return
             args = self.args(frame)
             if not any(self.carries(v) for v in args):
                 return
-            if self.carries(args[0]) and is_own(frame, args):
+            if callee == caller:
+                self._mark(frame, callee)   # within one module: followed, not a step
+                return
+            if (self.carries(args[0], 0) or self.holds_cell(args[0])) and is_own(frame, args):
                 return      # the carrier's own property or method
             site = f"{caller}:{caller_frame.f_lineno}"
             self.steps.append(Step(site, caller, self.named(callee), frame.f_code.co_name))
