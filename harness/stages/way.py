@@ -94,7 +94,8 @@ def settle(ctx: Context, job: Job) -> CellResult:
         # stands as it ran
         return res
     out = run_plan(ctx, against_row(ctx.cfg, job.cell, job.measured, job.base, base_result,
-                                    ctx.series(job.base.id) or no_samples()))
+                                    ctx.series(job.base.id) or no_samples(),
+                                    job.base.image.label))
     vs = out.vs_baseline
     if res.verdict in GOOD or (vs is not None and vs.confirmation is not None):
         said = (f"{out.verdict} ({out.reason})" if out.verdict != res.verdict
