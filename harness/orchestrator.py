@@ -195,8 +195,9 @@ class Sweep:
         pending = ("; vs baseline: pending"
                    if rows.bases.get(cell.id, cell.id) != cell.id and result.verdict in GOOD
                    else "")
+        # "in 0.4s" is the cell's own run: said before what is still to come
         self.progress(f"[{n}/{total}] {cell.id}: {result.verdict} within run "
-                      f"({result.reason}){pending} in {result.timings.cell_s:.1f}s")
+                      f"({result.reason}) in {result.timings.cell_s:.1f}s{pending}")
         for res in stand:
             self._store(res, outcome)
         for job in jobs:

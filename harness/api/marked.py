@@ -58,6 +58,8 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget=\"10s\")"
                 if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
                 else "")
+        # a leak: where it grew, from a short run under tracemalloc
+        more += "".join(f"\n  {line}" for line in got.where)
         _fail(f"harness: {text}{more}")
 
 
