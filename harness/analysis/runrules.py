@@ -229,7 +229,8 @@ CALLS, BUDGET, LONGER = "calls", "budget", "longer"
 
 @dataclass(frozen=True)
 class RerunEvidence:
-    """What decides whether an undecided cell runs again, and how (`stages.attempts`).
+    """What decides whether an undecided cell runs again, and how
+    (`stages.measure.run_attempts`).
 
     Attributes:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).

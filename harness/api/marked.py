@@ -19,7 +19,7 @@ from harness.pytest_plugin import PROPERTY, SAVED_DIR
 from harness.result.model import AgentError
 from harness.store.saved import Saved, key_of
 
-# The budget an `ambiguous` check's reason says would decide (`stages.attempts.too_short`).
+# The budget an `ambiguous` check's reason says would decide (`stages.measure.too_short`).
 WANTS = re.compile(r"set budget >= ([0-9.]+)s")
 
 
@@ -64,6 +64,8 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
                 f"\"{wants.group(1) if wants else '10'}s\")"
                 if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
                 else "")
+        # a leak: where it grew, from a short run under tracemalloc
+        more += "".join(f"\n  {line}" for line in got.where)
         _fail(f"harness: {text}{more}")
 
 

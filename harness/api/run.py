@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
+import linecache
 import os
 import sys
 import tempfile
@@ -14,9 +16,11 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness import matrixfile
+from harness.analysis.where import summary
 from harness.api.checked import Checked
 from harness.api.scenario import KWARGS, SCENARIO, pickled, scenario_text
 from harness.errors import InputError, SpecError
+from harness.explain.plan import attribute, floors
 from harness.matrixfile.entries import parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
@@ -30,13 +34,14 @@ from harness.store.saved import save_cell
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
+    from harness.result.model import CellResult
     from harness.stages.context import Measured
     from harness.store.saved import Saved
 
 Progress = Callable[[str], None]
 # A check (a marked test) takes at most this many budgets in all, its runs again
 # included, unless its settings say otherwise: a budget too short for a verdict ends
-# `ambiguous`, saying the budget that would decide (`stages.attempts.too_short`).
+# `ambiguous`, saying the budget that would decide (`stages.measure.too_short`).
 OVERRUN = 4
 
 
@@ -230,7 +235,27 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
                                        baseline.label)
             if save is not None:
                 save_cell(root, s.cell.id, save, result)
-        return Checked(result, root if out is not None else None)
+            where = _where(s, result, step, root / "where") if result.verdict == "leak" \
+                else ()
+        return Checked(result, root if out is not None else None, where)
+
+
+def _where(s: _Session, result: CellResult, step: Callable[..., object], outdir: Path
+           ) -> tuple[str, ...]:
+    """A leak's lines that grew: the cell run again briefly with tracemalloc (`harness
+    explain`'s run), its sites named in the step's own file ("test_x.py:9 test_f
+    (CACHE.append(x))"); empty where that run failed."""
+    got = attribute(s.sweep.ctx, s.cell, result, ("heap",), outdir, native=False)
+    if got is None:
+        return ()
+    path = inspect.getsourcefile(step) or ""
+    name = os.path.basename(path)
+
+    def source(file: str, line: int) -> str | None:
+        return linecache.getline(path, line).strip() or None if file == name else None
+
+    return tuple(text for text in summary(got[0], name, source, floors=floors(result))
+                 if " at " in text)
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:

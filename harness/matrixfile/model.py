@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, get_args
@@ -221,6 +221,10 @@ class Cell:
     @property
     def settings(self) -> RunSettings:
         return self.scenario.settings
+
+    def with_settings(self, settings: RunSettings) -> Cell:
+        """This cell run with other settings (shorter, longer, capped): the same id."""
+        return replace(self, scenario=replace(self.scenario, settings=settings))
 
 
 @dataclass(frozen=True)
