@@ -26,7 +26,8 @@ nothing was ever saved as (a typo) is a usage error naming the saved ones.
 Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
 setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`). A test
 takes at most `overrun` budgets (4 unless set), its runs again included: a budget too
-short for a verdict fails it `ambiguous`, naming the budget that would decide.
+short for a verdict passes it with a warning that names the budget that would decide
+(`--harness-strict`: fails it), since nothing was found against the code.
 Tests that are methods of a class are refused: the child imports the test function by
 its module and name. The children are forked from one warm interpreter per pytest
 process, which imported the test module once (harness/agent/forkserver.py): a test costs
@@ -64,6 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="compare each harness_time test's step times and peak memory with "
                          "its run saved as NAME (--harness-save NAME): a confirmed slowdown "
                          "fails the test")
+    group.addoption("--harness-strict", action="store_true", default=False,
+                    help="fail a harness test whose verdict is undecided (its budget too "
+                         "short for one) instead of passing it with a warning")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import pickle
 import re
+import warnings
 from typing import NoReturn
 
 import pytest
@@ -55,15 +56,22 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     if got.floor is not None:
         item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
     item.user_properties.append((PROPERTY, text))
-    # An unconfirmed change (`suspected`) passes, as a sweep exits 0 with one.
+    wants = WANTS.search(got.reason)
+    fix = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget="
+           f"\"{wants.group(1) if wants else '10'}s\")")
+    # An unconfirmed change (`suspected`) passes, as a sweep exits 0 with one; an
+    # undecided one (nothing found against the code, its budget too short to clear it)
+    # passes with a warning, as a sweep's exit 4 is not a bad cell's 1: `--harness-strict`
+    # fails it.
     if got.ok or got.verdict == "suspected":   # a failure says it in its message
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
+    elif got.verdict in UNDECIDED and not item.config.getoption("harness_strict"):
+        item.add_report_section("call", PROPERTY, f"harness: {text}\n")
+        warnings.warn(pytest.PytestWarning(f"harness: undecided, passed: {text}{fix}"),
+                      stacklevel=1)
     else:
-        wants = WANTS.search(got.reason)
-        more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget="
-                f"\"{wants.group(1) if wants else '10'}s\")"
-                if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
-                else "")
+        more = (fix if got.verdict in UNDECIDED
+                else f"\n{got.traceback}" if got.traceback else "")
         # a leak: where it grew, from a short run under tracemalloc
         more += "".join(f"\n  {line}" for line in got.where)
         _fail(f"harness: {text}{more}")
