@@ -135,10 +135,11 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
 #
 # Under xdist the work is also handed out heaviest first: a long test or group started
 # last is the run's tail while the other workers idle. Each unit of work (a group, or a
-# test of none) is weighed by its tests' marks (`_weight`: a `slow` test, one on an
-# engine or a cluster, a plain one), and the items are sorted by their unit's weight,
-# heaviest first, stably; `pytest_configure` turns off xdist's own reorder (units by test
-# count), which would undo it. Not without xdist: there the order stays the files'.
+# test of none) is weighed by its tests' marks (`_weight`: a `slow` test, by the seconds
+# its mark says if it does, one on an engine or a cluster, a plain one), and the items
+# are sorted by their unit's weight, heaviest first, stably; `pytest_configure` turns off
+# xdist's own reorder (units by test count), which would undo it. Not without xdist:
+# there the order stays the files'.
 @pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
@@ -170,10 +171,17 @@ def _unit_of(item: pytest.Item) -> str:
 
 
 def _weight(item: pytest.Item) -> int:
-    """A rough cost: a `slow` test takes tens of seconds to minutes, one on an engine or
-    a cluster starts containers or jobs (seconds), a plain one mostly well under one."""
+    """A rough cost in seconds: a `slow` test takes tens of seconds (20 unless its mark
+    says `slow(seconds=N)`: the ones that take a minute or more in CI say so, so they
+    start before the 20-second ones), one on an engine or a cluster starts containers
+    or jobs (seconds), a plain one mostly well under one."""
     marks = {m.name for m in item.iter_markers()}
-    return 1 + 20 * ("slow" in marks) + 4 * bool(marks & {"docker", "podman", "slurm"})
+    slow = item.get_closest_marker("slow")
+    return (1 + (int(slow.kwargs.get("seconds", SLOW_S)) if slow is not None else 0)
+            + 4 * bool(marks & {"docker", "podman", "slurm"}))
+
+
+SLOW_S = 20     # what a `slow` test weighs unless it says
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
