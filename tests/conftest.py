@@ -292,6 +292,20 @@ def _root_untracked() -> set[str] | None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):     # the controller, once
         session.config.stash[_ROOT_BEFORE] = _root_untracked()
+        compile_sources()
+
+
+def compile_sources() -> None:
+    """The checkout's own Python byte-compiled once, before xdist starts the workers.
+
+    Where PYTHONDONTWRITEBYTECODE=1 (this machine kind's environment sets it) no process
+    writes a .pyc, so each worker and each of the hundreds of `harness` processes the tests
+    start compiled the modules it imported from source again; written here (into the
+    ignored __pycache__ folders; up-to-date files are only looked at), they are read."""
+    import compileall
+
+    for folder in ("harness", "tests", "benchmarks", "scenarios"):
+        compileall.compile_dir(ROOT / folder, quiet=2)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
