@@ -260,8 +260,8 @@ def history(revs: list[str], root: Path, rounds: int, workdir: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="72 cells x 3 runs, 1 round (for CI)")
-    p.add_argument("--rounds", type=int, help="rounds of A B C (default 5; --quick 1)")
+    p.add_argument("--quick", action="store_true", help="72 cells x 3 runs, 2 rounds (for CI)")
+    p.add_argument("--rounds", type=int, help="rounds of A B C (default 5; --quick 2)")
     p.add_argument("--base", metavar="REV", nargs="+",
                    help="also time `harness history` with these commits' trees and this one")
     p.add_argument("--keep", metavar="DIR", type=Path,
@@ -279,7 +279,7 @@ def main() -> None:
     if a.dirs:
         child_dirs(a.dirs[0], Path(a.dirs[1]))
         return
-    rounds = a.rounds or (1 if a.quick else 5)
+    rounds = a.rounds or (2 if a.quick else 5)
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         if a.keep:
