@@ -18,7 +18,7 @@ With `--busy N`, N busy loops (`python3 -c 'while True: pass'`) run beside the w
 sweep: the rate on a busy host (issue 61: a busy host never reads as clean, nor as bad).
 
 Run: PYTHONPATH=. python benchmarks/aa_sweeps.py [--copies 3] [--case NAME] [--batch B]
-     [--jobs 2] [--busy N] [--json OUT]   (--quick: two controls, two copies: CI's smoke run)
+     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from corpuskit.sweep import LENGTHS, SWEEP_TIMEOUT_S, _harness  # noqa: E402
 
 from harness.analysis.kinds import BAD  # noqa: E402
 
-QUICK = ("control_lru_cache", "control_json")
+QUICK = ("control_lru_cache",)
 Z95 = 1.959963984540054
 
 

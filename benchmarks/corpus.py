@@ -30,9 +30,9 @@ scored), exact first bad, calls to decide (median, worst), wall time.
 
 `--old REV`: the same results re-decided by REV's rules (`harness report DIR
 --reanalyze --write` run from a git worktree of REV), side by side; a fresh sweep by REV
-only where it cannot re-decide. `--quick` (CI): four cases, their bad (or control)
-release only, psleak `times=2` only (venvs without pytest-memray: three to build on a
-bare machine). Exit 3 when a venv cannot be built.
+only where it cannot re-decide. `--quick` (CI): two cases (a leak, a control), the
+bad (or control) release only, psleak `times=2` only (venvs without pytest-memray).
+Exit 3 when a venv cannot be built.
 
 Run: PYTHONPATH=. python benchmarks/corpus.py [--case NAME] [--old REV] [--json OUT]
 """
@@ -72,7 +72,7 @@ from vs_psleak import psleak_on  # noqa: E402
 
 from harness.analysis.kinds import BAD, KINDS, TIMED  # noqa: E402
 
-QUICK = ("multidict_pop", "ujson_default", "control_lru_cache", "control_re_cache")
+QUICK = ("multidict_pop", "control_lru_cache")   # a leak's bad release, a control
 TOOLS = ("harness", "psleak times=2", "psleak defaults", "memray limit_leaks")
 
 

@@ -25,7 +25,7 @@ and the release that fixed it, plus clean controls) it builds a venv under
 psleak's defaults spend their full schedule (~22.7k calls, seconds) on every leak, so
 leaking cases run them `--psleak-leak-runs` times (default 10).
 
-`--quick` (CI): one leaking case, 2 runs, no psleak defaults; seconds once its venv
+`--quick` (CI): one leaking case, 1 run, no psleak defaults; seconds once its venv
 exists. Exit 3 when a venv cannot be built (no pip, no index).
 
 Run: python benchmarks/vs_psleak.py [--runs 100] [--cases multidict,ujson] [--quick]
@@ -289,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--psleak-leak-runs", type=int, default=10)
     p.add_argument("--cases", default="", help="comma-separated substrings of case names")
     p.add_argument("--quick", action="store_true",
-                   help=f"CI: {QUICK_CASE!r} only, 2 runs, no psleak defaults")
+                   help=f"CI: {QUICK_CASE!r} only, 1 run, no psleak defaults")
     args = p.parse_args(argv)
     if args.quick:
-        args.runs, args.cases, args.psleak_leak_runs = 2, QUICK_CASE, 0
+        args.runs, args.cases, args.psleak_leak_runs = 1, QUICK_CASE, 0
     if args.runs < 1:
         p.error("--runs must be >= 1")
     picked = [c for c in CASES if not args.cases

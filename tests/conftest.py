@@ -135,10 +135,11 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
 #
 # Under xdist the work is also handed out heaviest first: a long test or group started
 # last is the run's tail while the other workers idle. Each unit of work (a group, or a
-# test of none) is weighed by its tests' marks (`_weight`: a `slow` test, one on an
-# engine or a cluster, a plain one), and the items are sorted by their unit's weight,
-# heaviest first, stably; `pytest_configure` turns off xdist's own reorder (units by test
-# count), which would undo it. Not without xdist: there the order stays the files'.
+# test of none) is weighed by its tests' marks (`_weight`: a `slow` test, by the seconds
+# its mark says if it does, one on an engine or a cluster, a plain one), and the items
+# are sorted by their unit's weight, heaviest first, stably; `pytest_configure` turns off
+# xdist's own reorder (units by test count), which would undo it. Not without xdist:
+# there the order stays the files'.
 @pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
@@ -170,10 +171,17 @@ def _unit_of(item: pytest.Item) -> str:
 
 
 def _weight(item: pytest.Item) -> int:
-    """A rough cost: a `slow` test takes tens of seconds to minutes, one on an engine or
-    a cluster starts containers or jobs (seconds), a plain one mostly well under one."""
+    """A rough cost in seconds: a `slow` test takes tens of seconds (20 unless its mark
+    says `slow(seconds=N)`: the ones that take a minute or more in CI say so, so they
+    start before the 20-second ones), one on an engine or a cluster starts containers
+    or jobs (seconds), a plain one mostly well under one."""
     marks = {m.name for m in item.iter_markers()}
-    return 1 + 20 * ("slow" in marks) + 4 * bool(marks & {"docker", "podman", "slurm"})
+    slow = item.get_closest_marker("slow")
+    return (1 + (int(slow.kwargs.get("seconds", SLOW_S)) if slow is not None else 0)
+            + 4 * bool(marks & {"docker", "podman", "slurm"}))
+
+
+SLOW_S = 20     # what a `slow` test weighs unless it says
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
@@ -284,6 +292,20 @@ def _root_untracked() -> set[str] | None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):     # the controller, once
         session.config.stash[_ROOT_BEFORE] = _root_untracked()
+        compile_sources()
+
+
+def compile_sources() -> None:
+    """The checkout's own Python byte-compiled once, before xdist starts the workers.
+
+    Where PYTHONDONTWRITEBYTECODE=1 (this machine kind's environment sets it) no process
+    writes a .pyc, so each worker and each of the hundreds of `harness` processes the tests
+    start compiled the modules it imported from source again; written here (into the
+    ignored __pycache__ folders; up-to-date files are only looked at), they are read."""
+    import compileall
+
+    for folder in ("harness", "tests", "benchmarks", "scenarios"):
+        compileall.compile_dir(ROOT / folder, quiet=2)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -77,12 +77,14 @@ def test_yaml_punctuation_soup(text: str) -> None:
     _check(text, SCENARIO.parent / "m.yaml")
 
 
+@pytest.mark.slow     # many matrices, each swept
 @FUZZ
 @given(data=_matrixish())
 def test_near_valid_matrices(data: dict[str, Any]) -> None:
     _check(yaml.safe_dump(data, allow_unicode=True), SCENARIO.parent / "m.yaml")
 
 
+@pytest.mark.slow     # many matrices, each swept
 @FUZZ
 @given(data=_matrixish(), runtime=st.sampled_from(["docker", "local"]))
 def test_near_valid_matrices_with_runtime(data: dict[str, Any], runtime: str) -> None:

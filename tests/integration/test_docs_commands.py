@@ -127,9 +127,18 @@ def _scratch(tmp: Path) -> Path:
     return dest
 
 
+# The files whose commands take about a minute in CI (seconds, quiet), so they start
+# before the shorter ones (tests/conftest.py's `_weight`); the others weigh a slow test's
+# default.
+SECONDS = {"README.md": 50, "docs/gpu-hosts.md": 50, "docs/commands.md": 35,
+           "docs/culprit.md": 35}
+
+
 def _marks(path: Path) -> list[pytest.MarkDecorator]:
     needs = {n for b in blocks(path) if b.skip is None for n in b.needs}
-    return [getattr(pytest.mark, n) for n in sorted(needs)] + [pytest.mark.slow]
+    seconds = SECONDS.get(str(path.relative_to(ROOT)))
+    slow = pytest.mark.slow(seconds=seconds) if seconds else pytest.mark.slow
+    return [getattr(pytest.mark, n) for n in sorted(needs)] + [slow]
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT)), marks=_marks(p))

@@ -157,6 +157,7 @@ def test_numpy_2_image_fits_a_smaller_batch(tmp_path: Path,
 CONV_LIMIT, CONV_STEPS = "640m", "iterations: 2, warmup: 1"
 
 
+@pytest.mark.slow(seconds=100)
 def test_conv_net_boundary_under_a_memory_limit(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     example = (ROOT / "examples" / "fit-conv.yaml").read_text()

@@ -107,6 +107,7 @@ def test_cells_are_jobs_two_gpu_cells_at_once_and_the_third_waits(tmp_path: Path
     assert times[third][0] >= min(times[first][1], times[second][1])
 
 
+@pytest.mark.slow(seconds=75)       # the slurm group's weight: it starts first
 def test_time_limit_ends_as_timeout(tmp_path: Path) -> None:
     # Slurm's shortest limit, one minute, fires after 60-75 s: the one slow test here.
     m = write_matrix(tmp_path, "limit", "    - work.py", slurm="{time: 1m}",
@@ -201,6 +202,7 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     assert min(jobs.values()) > int(quick_job)
 
 
+@pytest.mark.slow(seconds=45)
 def test_multidict_demo_gives_the_same_verdicts_and_first_bad_with_slurm(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN the README's demo (four multidict releases in cached venvs, a real leak)

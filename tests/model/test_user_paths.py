@@ -47,7 +47,7 @@ def walk_the_named_paths() -> None:
         m.teardown()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=35)
 def test_every_answer_holds_to_the_truth_along_users_paths() -> None:
     UserPaths.counts.clear()
     UserPaths.counts.update(sequences=0, steps=0, commands=0)

@@ -101,6 +101,7 @@ def where(run: Path, image: str, scenario: str = "leaky") -> Explanation:
     return ex
 
 
+@pytest.mark.slow(seconds=30)     # the module fixture `explained` sweeps: start it early
 def test_the_bad_cells_leaking_line_is_named_per_call_and_absent_in_the_good_one(
         explained: Path) -> None:
     bad = where(explained, "bad")

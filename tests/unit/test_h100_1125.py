@@ -40,6 +40,7 @@ def five() -> dict[str, CellResult]:
     return redecided(DATA / "sweep-5s")
 
 
+@pytest.mark.slow(seconds=10)     # x3: the module fixture's tens of seconds, started early
 @pytest.mark.parametrize("cell", ["cupy_fft", "torch_fft_cycle_capped", "torch_rfft"])
 def test_the_caches_at_their_bound_and_the_control_are_clean(
         five: dict[str, CellResult], cell: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 import sweepkit
 import yaml
 
@@ -43,6 +44,7 @@ def sweep_live(tmp_path: Path, defaults: str, scenarios: dict[str, str]) -> list
     return list(run.results.values())
 
 
+@pytest.mark.slow     # local cells that run until the live look stops them
 def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
     # A live ok comes no earlier than `live_ok_share` of the budget (0.8): a 20 s budget
     # and a cap far past what it holds leave the watcher 4 s to stop the steady run on

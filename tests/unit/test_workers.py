@@ -66,3 +66,19 @@ def test_under_xdist_the_heaviest_unit_of_work_is_handed_out_first(
     # THEN the slow test first, then the engine's, then the group's three together in
     # their own order (three plain tests outweigh one), the lone plain test last
     assert order == ["slow", "docker", "g1", "g2", "g3", "plain"]
+
+
+def test_a_slow_test_that_says_its_seconds_is_weighed_by_them(
+        root_conftest: ModuleType) -> None:
+    # GIVEN two slow tests of the default weight, then one that says it takes 90 s, and a
+    # group of three slow tests of 10 s each
+    g = pytest.mark.xdist_group("g")
+    items = [Item(pytest.mark.slow, name="slow1"), Item(pytest.mark.slow, name="slow2"),
+             Item(g, pytest.mark.slow(seconds=10), name="g1"),
+             Item(pytest.mark.slow(seconds=90), name="long"),
+             Item(g, pytest.mark.slow(seconds=10), name="g2"),
+             Item(g, pytest.mark.slow(seconds=10), name="g3")]
+    # WHEN they are ordered for xdist
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    # THEN the 90-second test first, the group's 30 s next, the default ones in order
+    assert order == ["long", "g1", "g2", "g3", "slow1", "slow2"]

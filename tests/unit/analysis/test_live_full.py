@@ -40,6 +40,7 @@ def test_the_live_look_replayed_gives_the_full_runs_verdict(run: str) -> None:
     assert got.agree, got
 
 
+@pytest.mark.slow     # every recorded run replayed
 def test_the_look_stops_some_of_them_early() -> None:
     # not a vacuous agreement: some runs are stopped, and that saves measured seconds
     stopped = [c for c in (compared(r, read_run(RECORDED / r)) for r in RUNS) if c.live]
