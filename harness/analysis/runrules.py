@@ -184,7 +184,8 @@ class LengthEvidence:
 
     Attributes:
         cfg: The thresholds.
-        again: The cell may run again (its repeats are not spent).
+        again: The cell may run again (its repeats are not spent, and no
+            `--iterations` bounds its runs).
         capped: Its cap ended it with most of its budget left (`facts.capped_at`, in
             words; "" not so).
         grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
@@ -203,7 +204,8 @@ class LengthEvidence:
 
 
 LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
-    Rule("length-last", AS_READ, "its repeats are spent: what it read stands", (),
+    Rule("length-last", AS_READ, "its repeats are spent, or `--iterations` bounds its "
+         "runs (no re-run): what it read stands", (),
          lambda ev: "run" if not ev.again else None),
     Rule("length-cap", BY_CAP, "its cap on calls ended it with over half its time budget "
          "left (the verdict's rule `capped`, where a carrier leaks)", (),
@@ -235,6 +237,8 @@ class RerunEvidence:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
         spent: Its repeats are spent.
         script: A whole script ran once (the agent's script mode).
+        asked: Its length was asked on the command line (`--iterations`): the most
+            calls any run of it makes.
         budgeted: It runs for a time budget.
         short: Its budget ended it after too few calls (rule `short`).
         capped: Its cap, not its budget, ended it (rule `capped`).
@@ -245,6 +249,7 @@ class RerunEvidence:
     undecided: bool = False
     spent: bool = False
     script: bool = False
+    asked: bool = False
     budgeted: bool = False
     short: bool = False
     capped: bool = False
@@ -265,6 +270,9 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          lambda ev: "repeats" if ev.spent else None),
     Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
          (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-asked", STANDS, "its length was asked on the command line (`--iterations "
+         "N`): every run of the cell stays within N calls, and a re-run is longer: said, "
+         "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),
     Rule("rerun-cap", AGAIN, "its cap, not its budget, ended it (rule `capped`): the same "
          "budget, its cap raised to what the budget holds at this pace (or the calls the "
          "verdict asks, if more)", (), lambda ev: "cap" if ev.budgeted and ev.capped else None),

@@ -73,13 +73,15 @@ class SweepOptions:
 
 def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: int | None = None,
                     budget: str | float | None = None) -> list[Cell]:
-    """--iterations, --warmup and --budget over every cell.
+    """--iterations, --warmup and --budget over every cell. --iterations bounds every
+    run of the cell (`RunSettings.asked_calls`): no re-run or confirmation round passes it.
 
     Raises:
         InputError: a --budget that is not a duration.
     """
     changes: dict[str, Any] = {
-        k: v for k, v in (("iterations", iterations), ("warmup", warmup))
+        k: v for k, v in (("iterations", iterations), ("warmup", warmup),
+                          ("asked_calls", iterations))
         if v is not None}
     if budget is not None:
         seconds = parse_duration(budget)

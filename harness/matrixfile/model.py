@@ -94,6 +94,10 @@ class RunSettings:
     # The calls a budget's run makes at least (None: BUDGET_MIN_CALLS): raised by harness
     # alone for a run again after rule `short`; no matrix key sets it.
     budget_calls: int | None = None
+    # `--iterations N` from the command line (raised to what a decision needs,
+    # `preflight.floor_caps`): the most calls any run of the cell makes, its re-runs
+    # and confirmation rounds included; no matrix key sets it.
+    asked_calls: int | None = None
 
     @property
     def agent_iterations(self) -> int:

@@ -39,12 +39,20 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         decision = ran.watched.decision if ran.watched is not None else None
         run.verdict = analysis.decide(analysis.CellFacts(
             ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision, run.precheck,
-            again=run.repeats_used < run.cell.settings.repeats, first=run.repeats_used == 0))
+            again=may_run_again(run), first=run.repeats_used == 0))
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
         if not _longer(ctx, run):
             return
+
+
+def may_run_again(run: CellRun) -> bool:
+    """Whether the cell may run again, longer: its repeats are not spent, and no
+    `--iterations` bounds its runs (every re-run is longer than the run before it, so
+    with one what the run read stands: rule `length-last`)."""
+    s = run.cell.settings
+    return run.repeats_used < s.repeats and s.asked_calls is None
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ def _longer(ctx: Context, run: CellRun) -> bool:
         undecided=verdict.verdict in RUN_LONGER,
         spent=run.repeats_used > run.cell.settings.repeats,
         script=run.series is not None and (run.series.end or {}).get("mode") == "script",
+        asked=run.cell.settings.asked_calls is not None,
         budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
         capped=facts is not None and bool(facts.budget_calls) and not facts.short,
         seconds=lambda kind: plan(kind).seconds, timeout=s.timeout)
@@ -87,6 +96,10 @@ def _longer(ctx: Context, run: CellRun) -> bool:
                      f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
                      f"past the cell's timeout ({s.timeout:.0f} s); raise timeout: to let "
                      "it decide")
+    if rule.id == "rerun-asked":
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: --iterations "
+                     f"{run.cell.settings.asked_calls} bounds every run of it; raise it, or "
+                     "leave it out, to let it decide")
     if rule.says == STANDS:
         return False
     nxt = plan(named)
