@@ -128,6 +128,17 @@ def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list
     return cells
 
 
+def refused(asked: SweepOptions, matrix: Matrix) -> None:
+    """What `sweep_and_report` refuses of the matrix before any engine is asked
+    (`Engines.for_matrix`: images of another runtime's kind, a setting its runtime
+    cannot honour): `sweep --list` refuses it alike, with the same error and exit code.
+
+    Raises:
+        InputError: as `Engines.for_matrix` does.
+    """
+    Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
+
+
 def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
                      progress: Progress) -> tuple[Report, Path, list[Path]]:
     """The cells swept (then explained, with --explain) and every report file written:
