@@ -49,3 +49,21 @@ def test_list_of_a_good_matrix_prints_its_cells(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", str(matrix(tmp_path, "{iterations: 300}")), "--list"]) == 0
     assert capsys.readouterr().out == "v1.cpu.s\n"
+
+
+@pytest.mark.parametrize(("defaults", "script", "said"), [
+    ("{iterations: 300, mem_limit: 2g}", SCENARIO,
+     "defaults.mem_limit: mem_limit is not applied by runtime local"),
+    ("{iterations: 300}", BROKEN, "SyntaxError"),
+], ids=["mem_limit-on-local", "syntax-error"])
+def test_doctor_fails_what_the_sweep_refuses_with_its_exit_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], defaults: str, script: str,
+        said: str) -> None:
+    path = matrix(tmp_path, defaults, script)
+    # WHEN doctor checks a matrix the sweep refuses (exit 2)
+    code = main(["doctor", str(path), "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    # THEN it fails that check, with the fix, and exits 2 as the sweep does
+    [failed] = [line for line in out.splitlines() if line.startswith("[FAIL]")]
+    assert said in failed and "fix:" in out, out
+    assert code == 2 == main(["sweep", str(path), "-q", "--out", str(tmp_path / "r")])
