@@ -20,7 +20,9 @@ module-level test function (a method of a class is refused by harness's plugin):
 Per run: the tests that ran (passed + failed), the pytest process's wall time, and the
 cost of a marked test beyond its budget: (wall - plain wall) / tests - budget (a
 harness run can stop before its budget, once its verdict is sure, and run again
-longer where it is not: both counted). The load average is printed beside each run.
+longer where it is not: both counted); and from junit-xml, each test that ran (not one
+that skipped itself) less the budget: mean, median, max.
+The load average is printed beside each run.
 `--quick` (CI): three small test files (about 40 tests), budget 0.2 s, this checkout
 only; where the venv cannot be built (no package index) it says so and exits 0.
 
@@ -33,6 +35,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -40,6 +43,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -105,6 +109,7 @@ class Run:
     wall_s: float
     counts: dict[str, int]
     load: tuple[float, float]   # 1-minute load average before and after
+    calls: tuple[float, ...] = ()   # each test that ran: its time (s), as junit-xml has it
 
     @property
     def tests(self) -> int:
@@ -162,7 +167,9 @@ def run(name: str, python: Path, tests: Path, mark: str, budget: str,
     elif mark == "memray":
         env |= {"PYTHONMALLOC": "malloc"}
         flags = ["--memray", "-p", "no:harness"]
-    cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags, "."]
+    junit = tests.parent / f"{mark}-junit.xml"
+    cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+           *flags, "."]
     before = os.getloadavg()[0]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=tests, env=env, capture_output=True, text=True,
@@ -174,9 +181,24 @@ def run(name: str, python: Path, tests: Path, mark: str, budget: str,
     if done.returncode not in (0, 1) or not counts:
         print(f"plugin_suite: {name}: pytest exited {done.returncode}:\n"
               f"{(done.stdout + done.stderr)[-3000:]}", file=sys.stderr)
-    got = Run(name, wall, counts, (before, os.getloadavg()[0]))
+    got = Run(name, wall, counts, (before, os.getloadavg()[0]), ran_times(junit))
     print(f"  {name}: {wall:.1f} s, {last}", file=sys.stderr, flush=True)
+    if mark == "harness":   # the harness summary's failures, as harness words them
+        for line in done.stdout.splitlines():
+            if line.startswith("FAILED ") and ": " in line:
+                print(f"    {line[:400]}", file=sys.stderr)
     return got
+
+
+def ran_times(junit: Path) -> tuple[float, ...]:
+    """Each test that ran (passed or failed, not skipped): its setup, call and teardown
+    time as junit-xml has it."""
+    try:
+        root = ElementTree.parse(junit).getroot()
+    except (OSError, ElementTree.ParseError):
+        return ()
+    return tuple(float(case.get("time") or 0) for case in root.iter("testcase")
+                 if case.find("skipped") is None)
 
 
 def seconds(budget: str) -> float:
@@ -190,15 +212,19 @@ def seconds(budget: str) -> float:
 
 def table(runs: list[Run], plain: Run, budget_s: float) -> list[str]:
     out = ["| run | tests | passed / failed | budget | wall | per test | beyond the "
-           "budget, per test | load (1 min) |", "|---|---|---|---|---|---|---|---|"]
+           "budget, per test | a test that ran, beyond the budget: mean, median, max | "
+           "load (1 min) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         n = max(r.tests, 1)
         marked = r.name.startswith("harness")
         extra = (r.wall_s - plain.wall_s) / n - (budget_s if marked else 0.0)
+        beyond = [c - (budget_s if marked else 0.0) for c in r.calls]
+        calls = (f"{statistics.mean(beyond):+.3f}, {statistics.median(beyond):+.3f}, "
+                 f"{max(beyond):+.3f} s" if beyond and r is not plain else "-")
         out.append(f"| {r.name} | {r.tests} | {r.counts.get('passed', 0)} / "
                    f"{r.counts.get('failed', 0)} | {f'{budget_s:g} s' if marked else '-'} | "
                    f"{r.wall_s:.1f} s | {r.wall_s / n:.3f} s | "
-                   f"{'-' if r is plain else f'{extra:+.3f} s'} | "
+                   f"{'-' if r is plain else f'{extra:+.3f} s'} | {calls} | "
                    f"{r.load[0]:.1f} -> {r.load[1]:.1f} |")
     return out
 

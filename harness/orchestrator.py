@@ -3,8 +3,8 @@
 `Sweep` builds the services the stages use (`stages.context.Context`: the image pool,
 the hosts' GPUs, the store, the cancel flag, the progress sink) and its lanes run each
 cell down one list: `stages.measure` (prepare image -> GPU precheck -> run attempts),
-`stages.rows` (the comparisons that are ready), `stages.way.settle` (compare -> rounds
--> decide), then the store; lanes scheduled by `stages.lanes`. A cell's result is
+`stages.way.Rows` (the comparisons that are ready), `stages.way.settle` (compare ->
+rounds -> decide), then the store; lanes scheduled by `stages.lanes`. A cell's result is
 written once, when its verdict is final. Ctrl-C or a crash loses at most the running cells and those
 waiting for their baseline; `--resume` skips the rest.
 """
@@ -27,11 +27,11 @@ from harness.runtimes import Engines
 from harness.runtimes.base import CellEvents, Progress, Runtime
 from harness.stages import lanes as lane_plan
 from harness.stages.context import Context, Measured
+from harness.stages.execute import Runner
 from harness.stages.gpucheck import GpuFacts
 from harness.stages.images import ImagePool
 from harness.stages.measure import measure
-from harness.stages.rows import Job, Rows
-from harness.stages.way import settle
+from harness.stages.way import Job, Rows, settle
 from harness.store.gate import why_not_current
 from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
@@ -68,8 +68,12 @@ class Sweep:
         self.cfg: AnalysisConfig = matrix.analysis
         self.images = ImagePool(self.runtime_for, progress)
         self.series = SeriesCache(store.root)
+        cancel = threading.Event()
         self.ctx = Context(matrix, self.cfg, store, progress, self.images,
-                           GpuFacts(self.runtime_for), self.runtime_for, self.series)
+                           GpuFacts(self.runtime_for), self.runtime_for, self.series,
+                           Runner(self.cfg, self.images, self.runtime_for, progress, cancel,
+                                  store.durable),
+                           cancel)
         self._lock = threading.Lock()
         self._todo: list[Cell] = []
         self.faulted: set[Path] = set()     # scenario files the agent could not call
@@ -118,8 +122,8 @@ class Sweep:
         try:
             for groups in waves:
                 lane_plan.run_lanes(groups, lane, self.matrix.max_parallel, stop, self.cancel)
-            for job in rows.flush():
-                self._store(job.measured.result, outcome)
+            for res in rows.flush():
+                self._store(res, outcome)
         except BaseException:
             # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
             for rt in (self.runtime, *self.runtimes.values()):
@@ -187,13 +191,16 @@ class Sweep:
         self.series.keep(cell.id, measured.series)
         with self._lock:
             outcome.ran += 1
-        jobs = rows.ready(cell, measured)
+        stand, jobs = rows.ready(cell, measured)
         # Only what is known now: the row comparison prints its own line.
         pending = ("; vs baseline: pending"
                    if rows.bases.get(cell.id, cell.id) != cell.id and result.verdict in GOOD
                    else "")
+        # "in 0.4s" is the cell's own run: said before what is still to come
         self.progress(f"[{n}/{total}] {cell.id}: {result.verdict} within run "
-                      f"({result.reason}){pending} in {result.timings.cell_s:.1f}s")
+                      f"({result.reason}) in {result.timings.cell_s:.1f}s{pending}")
+        for res in stand:
+            self._store(res, outcome)
         for job in jobs:
             self._store(settle(self.ctx, job), outcome)
         if self.matrix.fail_fast and result.verdict in BAD:

@@ -48,9 +48,8 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
         if s.run_budget is not None and s.max_iterations is not None and \
                 s.max_iterations < need:
             raised.setdefault(need, []).append(cell.id)
-            cell = dataclasses.replace(cell, scenario=dataclasses.replace(
-                cell.scenario, settings=dataclasses.replace(s, max_iterations=need,
-                                                            asked_calls=need)))
+            cell = cell.with_settings(dataclasses.replace(s, max_iterations=need,
+                                                          asked_calls=need))
         out.append(cell)
     if not raised:
         return out, None

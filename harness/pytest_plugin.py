@@ -24,7 +24,9 @@ passes as `suspected`. A test with no saved run passes, said so in the summary; 
 nothing was ever saved as (a typo) is a usage error naming the saved ones.
 
 Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
-setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`).
+setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`). A test
+takes at most `overrun` budgets (4 unless set), its runs again included: a budget too
+short for a verdict fails it `ambiguous`, naming the budget that would decide.
 Tests that are methods of a class are refused: the child imports the test function by
 its module and name. The children are forked from one warm interpreter per pytest
 process, which imported the test module once (harness/agent/forkserver.py): a test costs

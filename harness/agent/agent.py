@@ -113,6 +113,27 @@ def header(args, sampler, params):
 
 
 def parse_args(argv):
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.sample_every < 1 or args.iterations < 0 or args.warmup < 0:
+        p.error("--sample-every must be >= 1, --iterations/--warmup >= 0")
+    if args.budget < 0 or args.budget_min < 0:
+        p.error("--budget and --budget-min must be >= 0")
+    args.attribute, unknown = attribute_kinds(args.attribute)
+    if unknown:
+        p.error("--attribute: unknown kind %s; the kinds are %s, or all"
+                % (", ".join(unknown), ",".join(fields.WHERE_KINDS)))
+    return args
+
+
+_PARSERS = []
+
+
+def _parser():
+    """The argument parser, made once per process (a fork server's runs share the one
+    its warm-up made)."""
+    if _PARSERS:
+        return _PARSERS[0]
     p = argparse.ArgumentParser(description="harness in-container agent")
     p.add_argument("--scenario", required=True)
     p.add_argument("--params", default="{}", help="JSON object of scenario params")
@@ -150,16 +171,11 @@ def parse_args(argv):
     p.add_argument("--attribute", default="", metavar="KINDS",
                    help="write a where record of the measured phase: a comma list of %s, "
                         "or all" % ",".join(fields.WHERE_KINDS))
-    args = p.parse_args(argv)
-    if args.sample_every < 1 or args.iterations < 0 or args.warmup < 0:
-        p.error("--sample-every must be >= 1, --iterations/--warmup >= 0")
-    if args.budget < 0 or args.budget_min < 0:
-        p.error("--budget and --budget-min must be >= 0")
-    args.attribute, unknown = attribute_kinds(args.attribute)
-    if unknown:
-        p.error("--attribute: unknown kind %s; the kinds are %s, or all"
-                % (", ".join(unknown), ",".join(fields.WHERE_KINDS)))
-    return args
+    p.add_argument("--no-fsync", action="store_true",
+                   help="do not sync --out to the disk at the end (a results directory "
+                        "thrown away after the run: harness.check's)")
+    _PARSERS.append(p)
+    return p
 
 
 def attribute_kinds(text):

@@ -164,7 +164,7 @@ def start_timer(sampler, interval, call_timeout=0.0):
 def run(args, make_header):
     """Run the scenario of `args`; 0 when it ended well, 1 when it raised."""
     params = json.loads(args.params) if args.params else {}
-    writer = Writer(args.out, echo=not args.quiet)
+    writer = Writer(args.out, echo=not args.quiet, sync=not getattr(args, "no_fsync", False))
     sampler = Sampler(writer, heap_enabled=not args.no_heap)
     sampler.collect = args.heap == "quiet"
     if not args.no_gpu:

@@ -28,8 +28,9 @@ def own_bytes(dt):
 class Writer(object):
     """Line-buffered JSON lines to a file and stdout, serialised across threads."""
 
-    def __init__(self, path, echo=True):
+    def __init__(self, path, echo=True, sync=True):
         self.lock = threading.Lock()
+        self.sync = sync    # False: its directory is thrown away after the run
         self.file = open(path, "a", buffering=1) if path else None
         self.echo = echo
         self.ended = False
@@ -52,7 +53,8 @@ class Writer(object):
         with self.lock:
             if self.file is not None:
                 self.file.flush()
-                os.fsync(self.file.fileno())
+                if self.sync:
+                    os.fsync(self.file.fileno())
                 self.file.close()
                 self.file = None
 

@@ -34,11 +34,29 @@ def norm_sf(z: float) -> float:
 
 def _rank_with_ties(values: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64],
                                                               npt.NDArray[np.int64]]:
-    """Average ranks (1-based) and the size of every tie group."""
+    """Average ranks (1-based) and the size of every tie group (NaNs one group)."""
     _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
     upper = np.cumsum(counts)
     average = upper - (counts - 1) / 2.0
     return average[inverse].astype(np.float64), counts.astype(np.int64)
+
+
+def _rank_sum_with_ties(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
+                        ) -> tuple[float, npt.NDArray[np.int64]]:
+    """The sum of `a`'s average ranks (1-based) in `a` and `b` together, and the size of
+    every tie group, in value order (as `np.unique` counts them). One value's average rank
+    is (below + at or below + 1) / 2 of the sorted whole, so the sum is whole halves,
+    exact in float64: the same figure as summing each rank, without ranking `b`'s
+    values (a sort of the values and two searches of `a`'s, not an argsort)."""
+    whole = np.sort(np.concatenate([a, b]))
+    if whole.size and np.isnan(whole[-1]):     # NaNs sort last, one tie group in np.unique
+        ranks, ties = _rank_with_ties(np.concatenate([a, b]))
+        return float(ranks[:a.size].sum()), ties
+    starts = np.flatnonzero(np.concatenate(([True], whole[1:] != whole[:-1])))
+    counts = np.diff(np.append(starts, whole.size))
+    below = np.searchsorted(whole, a, "left")
+    at_most = np.searchsorted(whole, a, "right")
+    return float(int(below.sum()) + int(at_most.sum()) + a.size) / 2.0, counts.astype(np.int64)
 
 
 def _mwu_counts(m: int, n: int) -> list[int]:
@@ -65,8 +83,8 @@ def mannwhitneyu_p(x: npt.ArrayLike, y: npt.ArrayLike,
     n1, n2 = a.size, b.size
     if n1 == 0 or n2 == 0:
         return float("nan")
-    ranks, ties = _rank_with_ties(np.concatenate([a, b]))
-    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
+    rank_sum, ties = _rank_sum_with_ties(a, b)
+    u1 = rank_sum - n1 * (n1 + 1) / 2.0
     u2 = n1 * n2 - u1
     if alternative == "greater":
         u, factor = u1, 1.0

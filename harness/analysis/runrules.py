@@ -231,7 +231,8 @@ CALLS, BUDGET, LONGER = "calls", "budget", "longer"
 
 @dataclass(frozen=True)
 class RerunEvidence:
-    """What decides whether an undecided cell runs again, and how (`stages.attempts`).
+    """What decides whether an undecided cell runs again, and how
+    (`stages.measure.run_attempts`).
 
     Attributes:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
@@ -244,6 +245,8 @@ class RerunEvidence:
         capped: Its cap, not its budget, ended it (rule `capped`).
         seconds: What the next attempt of a kind would take at this run's pace.
         timeout: The cell's timeout (s).
+        left: What is left of the cell's `overrun` bound (s): its budget times
+            `overrun`, less what its attempts took (inf: no bound).
     """
 
     undecided: bool = False
@@ -255,6 +258,13 @@ class RerunEvidence:
     capped: bool = False
     seconds: Callable[[str], float] = lambda kind: 0.0
     timeout: float = float("inf")
+    left: float = float("inf")
+
+    @property
+    def planned(self) -> str:
+        """The next attempt the rules below would run: its cap raised ("cap"), or
+        `kind`."""
+        return "cap" if self.budgeted and self.capped else self.kind
 
     @property
     def kind(self) -> str:
@@ -273,6 +283,12 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
     Rule("rerun-asked", STANDS, "its length was asked on the command line (`--iterations "
          "N`): every run of the cell stays within N calls, and a re-run is longer: said, "
          "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),
+    Rule("rerun-overrun", STANDS, "the next attempt (below) would take past what is left "
+         "of the cell's `overrun` bound (its budget times `overrun`, its attempts "
+         "together): its budget was too short for a verdict, said in its reason with the "
+         "budget that would decide", (),
+         lambda ev: ev.planned if math.isfinite(ev.left) and ev.seconds(ev.planned) > ev.left
+         else None),
     Rule("rerun-cap", AGAIN, "its cap, not its budget, ended it (rule `capped`): the same "
          "budget, its cap raised to what the budget holds at this pace (or the calls the "
          "verdict asks, if more)", (), lambda ev: "cap" if ev.budgeted and ev.capped else None),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import pickle
+import re
 from typing import NoReturn
 
 import pytest
@@ -17,6 +18,9 @@ from harness.errors import HarnessError
 from harness.pytest_plugin import PROPERTY, SAVED_DIR
 from harness.result.model import AgentError
 from harness.store.saved import Saved, key_of
+
+# The budget an `ambiguous` check's reason says would decide (`stages.measure.too_short`).
+WANTS = re.compile(r"set budget >= ([0-9.]+)s")
 
 
 def _fail(text: str) -> NoReturn:
@@ -55,9 +59,13 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     if got.ok or got.verdict == "suspected":   # a failure says it in its message
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
     else:
-        more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget=\"10s\")"
+        wants = WANTS.search(got.reason)
+        more = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget="
+                f"\"{wants.group(1) if wants else '10'}s\")"
                 if got.verdict in UNDECIDED else f"\n{got.traceback}" if got.traceback
                 else "")
+        # a leak: where it grew, from a short run under tracemalloc
+        more += "".join(f"\n  {line}" for line in got.where)
         _fail(f"harness: {text}{more}")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
+import linecache
 import os
 import sys
 import tempfile
@@ -14,9 +16,11 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness import matrixfile
+from harness.analysis.where import summary
 from harness.api.checked import Checked
 from harness.api.scenario import KWARGS, SCENARIO, pickled, scenario_text
 from harness.errors import InputError, SpecError
+from harness.explain.plan import attribute, floors
 from harness.matrixfile.entries import parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
@@ -30,10 +34,15 @@ from harness.store.saved import save_cell
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
+    from harness.result.model import CellResult
     from harness.stages.context import Measured
     from harness.store.saved import Saved
 
 Progress = Callable[[str], None]
+# A check (a marked test) takes at most this many budgets in all, its runs again
+# included, unless its settings say otherwise: a budget too short for a verdict ends
+# `ambiguous`, saying the budget that would decide (`stages.measure.too_short`).
+OVERRUN = 4
 
 
 def _matrix_text(script: Path, sid: str, budget: float | None, iterations: int | None,
@@ -104,7 +113,8 @@ class _Session:
             f"{s.iterations} calls" if s.run_budget is None else
             f"for {s.run_budget:g} s, at most {s.agent_iterations:,} calls, early stop") + ")")
         measured = self.sweep.run_cell(self.cell)
-        self.sweep.store.write_cell(measured.result)
+        if self.sweep.store.durable:    # kept (`out=`); else `Checked` holds it
+            self.sweep.store.write_cell(measured.result)
         return measured
 
 
@@ -125,18 +135,21 @@ def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
         engines.default.warm = True
     engines.start(cells)
     store = RunStore(root, durable)
-    store.lock()
+    if durable:     # a directory kept (`out=`) reads as a sweep's; a temporary one is not
+        store.lock()
     sweep = Sweep(matrix, engines.default, store, progress)
     try:
-        store.write("matrix.yaml", text)
-        store.mark(SWEEP, matrix.name, str(matrix_file))
+        if durable:
+            store.write("matrix.yaml", text)
+            store.mark(SWEEP, matrix.name, str(matrix_file))
         yield _Session(matrix, cells[0], sweep)
     finally:
         try:
             sweep.images.close()
             engines.stop()
         finally:
-            store.unlock()
+            if durable:
+                store.unlock()
 
 
 def check(step: Callable[..., object], setup: Callable[..., object] | None = None, *,
@@ -159,7 +172,9 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
             `setup(params)` (or `setup()`); what it returns is `state`.
         budget: How long to measure ("3s", "500ms", "1m" or seconds): the run stops
             earlier once the verdict is certain, and runs again longer when it is
-            ambiguous (a cache still filling, say).
+            ambiguous (a cache still filling, say), all its runs within `overrun`
+            budgets (4 unless `settings` set it): past that it ends `ambiguous`, saying
+            the budget that would decide.
         iterations: A fixed number of calls instead of a budget.
         params: Plain data handed to `setup(params)`.
         kwargs: Keyword arguments for every call of `step` (pickled, loaded once in the
@@ -207,8 +222,10 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         script.write_text(text, encoding="utf-8")
         if kwargs is not None:
             (work / KWARGS).write_bytes(pickled(kwargs))
-        matrix = _matrix_text(script, sid, seconds, iterations, params,
-                              whole_budget(settings or {}, iterations, save, baseline))
+        asked = whole_budget(settings or {}, iterations, save, baseline)
+        if seconds is not None and "overrun" not in asked:
+            asked = {**asked, "overrun": OVERRUN}
+        matrix = _matrix_text(script, sid, seconds, iterations, params, asked)
         root = work / "run"
         with _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:
             measured = s.measure()
@@ -218,7 +235,27 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
                                        baseline.label)
             if save is not None:
                 save_cell(root, s.cell.id, save, result)
-        return Checked(result, root if out is not None else None)
+            where = _where(s, result, step, root / "where") if result.verdict == "leak" \
+                else ()
+        return Checked(result, root if out is not None else None, where)
+
+
+def _where(s: _Session, result: CellResult, step: Callable[..., object], outdir: Path
+           ) -> tuple[str, ...]:
+    """A leak's lines that grew: the cell run again briefly with tracemalloc (`harness
+    explain`'s run), its sites named in the step's own file ("test_x.py:9 test_f
+    (CACHE.append(x))"); empty where that run failed."""
+    got = attribute(s.sweep.ctx, s.cell, result, ("heap",), outdir, native=False)
+    if got is None:
+        return ()
+    path = inspect.getsourcefile(step) or ""
+    name = os.path.basename(path)
+
+    def source(file: str, line: int) -> str | None:
+        return linecache.getline(path, line).strip() or None if file == name else None
+
+    return tuple(text for text in summary(got[0], name, source, floors=floors(result))
+                 if " at " in text)
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:

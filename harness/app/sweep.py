@@ -88,10 +88,8 @@ def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: in
         if seconds is None:
             raise InputError(f"--budget {budget}: not a duration; write e.g. 20s, 2m "
                              "or 30")
-        cells = [dataclasses.replace(c, scenario=dataclasses.replace(
-            c.scenario, settings=dataclasses.replace(
-                c.settings, budget=seconds,
-                max_iterations=c.settings.max_iterations or BUDGET_CAP)))
+        cells = [c.with_settings(dataclasses.replace(
+            c.settings, budget=seconds, max_iterations=c.settings.max_iterations or BUDGET_CAP))
             for c in cells]
     if not changes:
         return cells
@@ -103,8 +101,7 @@ def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: in
             settings = dataclasses.replace(
                 settings, max_iterations=iterations,
                 min_iterations=min(settings.min_iterations, iterations))
-        out.append(dataclasses.replace(c, scenario=dataclasses.replace(c.scenario,
-                                                                       settings=settings)))
+        out.append(c.with_settings(settings))
     return out
 
 

@@ -6,6 +6,7 @@ and the exit code. `cli.culprit` parses and prints; the sweep's `--find-cause` a
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,12 +90,9 @@ def culprit_command(root: Path, asked: CulpritAsked) -> int:
                         found.unreadable, root, bool(asked.swap))
     if not todo:
         return nothing_to_search(root, matrix.name, found, asked.row)
-    todo = current_pairs(found, todo)
+    todo, cells = started(found, todo, matrix, engines, "harness culprit")
     if not todo:
         return EXIT_UNDECIDED
-    cells = cells_of(matrix, [cid for pair in todo for cid in pair])
-    hold(prefetch_analysis())
-    engines.start(list(cells.values()))
     outcomes = search_rows(asked, root, found, matrix, engines, cells, todo)
     if outcomes:
         rewrite_reports(root, matrix.name, found)
@@ -112,10 +110,7 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
             --bad that name one image, a --good that is bad or a --bad that is not
             (without --swap).
     """
-    rows = sorted({r.row for r in results.values()})
-    if row is not None and row not in rows:
-        raise InputError(f"no row {row!r} in this directory (allowed values: "
-                         f"{', '.join(rows)})")
+    rows = known_rows(results, row)
     if good is not None or bad is not None:
         if row is None and len(rows) > 1:
             raise InputError(f"--good/--bad name images of one row: pass ROW (allowed "
@@ -126,6 +121,19 @@ def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | No
     out = [(p.good, p.cell) for p in pairs(results, None, planned, unreadable)
            if p.good is not None and (row is None or p.row == row)]
     return out
+
+
+def known_rows(results: Mapping[str, CellResult], row: str | None) -> list[str]:
+    """The rows of `results`, sorted.
+
+    Raises:
+        InputError: `row` is given and is none of them.
+    """
+    rows = sorted({r.row for r in results.values()})
+    if row is not None and row not in rows:
+        raise InputError(f"no row {row!r} in this directory (allowed values: "
+                         f"{', '.join(rows)})")
+    return rows
 
 
 def given_pair(results: dict[str, CellResult], row: str, good: str | None, bad: str | None,
@@ -181,8 +189,25 @@ def gated(root: Path, matrix: Matrix, engines: Engines) -> Gated:
                 runtime=lambda c: hosts.get(c.host.label, engines.default).name)
 
 
+def started(found: Gated, todo: list[tuple[str, str]], matrix: Matrix, engines: Engines,
+            then: str) -> tuple[list[tuple[str, str]], dict[str, Cell]]:
+    """The pairs to search now (`current_pairs`) and their cells, the engines started for
+    them and the statistics loading meanwhile; none: no pair is current (said why).
+
+    Raises:
+        InputError: see `cells_of`.
+    """
+    todo = current_pairs(found, todo, then)
+    if not todo:
+        return [], {}
+    cells = cells_of(matrix, [cid for pair in todo for cid in pair])
+    hold(prefetch_analysis())
+    engines.start(list(cells.values()))
+    return todo, cells
+
+
 def current_pairs(found: Gated, todo: list[tuple[str, str]],
-                  then: str = "harness culprit") -> list[tuple[str, str]]:
+                  then: str) -> list[tuple[str, str]]:
     """The pairs whose G and B are current: a hybrid is compared with them, so a cell
     made from other inputs (an edited scenario) would name the wrong cause. Each pair
     left out is said, with why and the command that runs its cells again."""

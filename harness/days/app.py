@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.app import answer
-from harness.app.headstart import hold
 from harness.app.progress import printer
-from harness.culprit.app import cells_of, current_pairs
+from harness.culprit.app import known_rows, started
 from harness.days.search import day_in_run
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 from harness.explain.model import pairs
-from harness.orchestrator import prefetch_analysis
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store.gate import read_gated
@@ -42,13 +40,10 @@ def day_command(root: Path, row: str | None = None, matrix_file: Path | None = N
         return EXIT_OK
     if matrix is None:
         raise InputError(found.unchecked)
-    todo = current_pairs(found, todo, "harness day")
+    engines = Engines.for_matrix(matrix, "local", None)
+    todo, cells = started(found, todo, matrix, engines, "harness day")
     if not todo:
         return EXIT_UNDECIDED
-    cells = cells_of(matrix, [cid for pair in todo for cid in pair])
-    hold(prefetch_analysis())
-    engines = Engines.for_matrix(matrix, "local", None)
-    engines.start(list(cells.values()))
     outcomes = search(quiet, root, found, (matrix, engines), cells, todo)
     if any(not o.found for o in outcomes):
         return EXIT_UNDECIDED
@@ -64,10 +59,7 @@ def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
     # Chosen over every readable cell, stale ones too: a row whose ends are stale is
     # then said to be stale (`current_pairs`), never "nothing to search".
     res = {**found.results, **found.was}
-    rows = sorted({r.row for r in res.values()})
-    if row is not None and row not in rows:
-        raise InputError(f"no row {row!r} in this directory (allowed values: "
-                         f"{', '.join(rows)})")
+    known_rows(res, row)
     return [(p.good, p.cell) for p in pairs(res, None, found.planned, found.unreadable)
             if p.good is not None and (row is None or p.row == row)
             and res[p.good].image.labels.get("as_of") and res[p.cell].image.labels.get("as_of")

@@ -1,10 +1,10 @@
 """`harness explain`: where the first bad cell of a row leaks or slows, against its last
 good cell. A plan over the sweep's stages: each of the two cells is run again through
-`stages.execute.execute` with the agent's `--attribute` (the kinds its verdict calls
-for), into `explain/<cell>/` of the results directory; the where records are ranked and
-matched (`analysis.where`) and written to `cells/<cell>/where.json`, which the answers
-read (`explain.model`). The sweep's verdicts are never taken from these runs:
-attribution slows a run (tracemalloc by 20-120x on allocation-heavy steps,
+the run service (`stages.execute.Runner`) with the agent's `--attribute` (the kinds its
+verdict calls for), into `explain/<cell>/` of the results directory; the where records
+are ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`,
+which the answers read (`explain.model`). The sweep's verdicts are never taken from
+these runs: attribution slows a run (tracemalloc by 20-120x on allocation-heavy steps,
 benchmarks/attribution_overhead.py).
 """
 
@@ -37,7 +37,6 @@ from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
 from harness.stages.context import Context
-from harness.stages.execute import emptied, execute
 from harness.store.answers import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
@@ -96,7 +95,7 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
             timeout = min(timeout, slower * per_call * calls + 60.0)
         short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                     timeout=timeout)
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+    return cell.with_settings(short)
 
 
 def length(cell: Cell) -> str:
@@ -126,7 +125,7 @@ class AttributionFailed(Exception):
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                    ) -> tuple[Where, dict[str, JSON]]:
     """Run the cell once with `--attribute KINDS` and parse its where record."""
-    ran = execute(ctx, cell, ctx.images.get(cell), emptied(outdir), attribute=tuple(kinds))
+    ran = ctx.runner.run(cell, ctx.images.get(cell), outdir, attribute=tuple(kinds))
     record = ran.where()
     if not isinstance(record, dict):
         why = ran.ended.error or ("timed out" if ran.ended.timed_out

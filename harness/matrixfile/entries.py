@@ -30,7 +30,7 @@ from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
 SCENARIO_KEYS = ("script", "id", "params")
 # Settings harness sets alone, for a run again: no matrix key.
-INTERNAL = ("budget_calls", "asked_calls")
+INTERNAL = ("budget_calls", "budget_max", "asked_calls")
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in INTERNAL)
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
 SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
@@ -325,11 +325,11 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
                 raise ctx.fail(here, "must be a number of seconds between 0.01 and 3600")
             changes[field] = float(v)
         elif field in ("iterations", "warmup", "sample_every", "repeats", "min_iterations",
-                       "max_iterations", "rounds"):
-            low = 0 if field in ("warmup", "repeats", "rounds") else 1
+                       "max_iterations", "rounds", "overrun"):
+            low = {"warmup": 0, "repeats": 0, "rounds": 0, "overrun": 2}.get(field, 1)
             if type(v) is not int or v < low:
-                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}",
-                               f"write a whole number, e.g. {key}: {getattr(RunSettings(), field)}")
+                raise ctx.fail(here, f"must be an integer >= {low}, got {v!r}", "write a whole "
+                               f"number, e.g. {key}: {getattr(RunSettings(), field) or 4}")
             changes[field] = v
         elif field in ("pythonmalloc", "network"):
             if not isinstance(v, bool):

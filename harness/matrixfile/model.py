@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, get_args
@@ -94,6 +94,15 @@ class RunSettings:
     # The calls a budget's run makes at least (None: BUDGET_MIN_CALLS): raised by harness
     # alone for a run again after rule `short`; no matrix key sets it.
     budget_calls: int | None = None
+    # The most a cell takes in all, as a whole number of its budgets (2 at least: an
+    # attempt's warm-up and measured phase each run up to its budget): its warm-up,
+    # measured calls and every run again together (None: no bound but `timeout`; each
+    # attempt's measured phase then stops at 10 budgets, 10 s at least). harness.check
+    # and the pytest plugin set 4 unless told (docs/pytest.md).
+    overrun: int | None = None
+    # The most seconds an attempt's measured phase runs (the agent's --budget-max):
+    # set by harness alone, from `overrun`, for a run again; no matrix key sets it.
+    budget_max: float | None = None
     # `--iterations N` from the command line (raised to what a decision needs,
     # `preflight.floor_caps`): the most calls any run of the cell makes, its re-runs
     # and confirmation rounds included; no matrix key sets it.
@@ -216,6 +225,10 @@ class Cell:
     @property
     def settings(self) -> RunSettings:
         return self.scenario.settings
+
+    def with_settings(self, settings: RunSettings) -> Cell:
+        """This cell run with other settings (shorter, longer, capped): the same id."""
+        return replace(self, scenario=replace(self.scenario, settings=settings))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """A cell against a saved run of an earlier version of its code (the pytest plugin's
 `--harness-compare NAME`, `harness.api.check(..., baseline=...)`).
 
-The same comparison as a sweep row's (`stages.compare.against_baseline`): the pooled
+The same comparison as a sweep row's (`stages.compare.against_row`): the pooled
 step times, peaks and CPU times, then, where they leave a doubt (a suspected change, a
 busy host), the rounds it plans, run as a row's are (`stages.way.run_plan`:
 `stages.confirm.run_rounds`), and the verdict from the one table.
@@ -24,8 +24,8 @@ from __future__ import annotations
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.stages.compare import against_baseline, round_length
-from harness.stages.context import Context, Measured, Runs
+from harness.stages.compare import against_row
+from harness.stages.context import Context, Measured
 from harness.stages.way import run_plan
 
 
@@ -33,9 +33,5 @@ def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResul
                   saved_series: Series, label: str) -> CellResult:
     """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
     with the comparison; nothing is written."""
-    res = measured.result
-    calls = round_length(cell, len(measured.series.cols.steps),
-                         [r.summary.median_step_s for r in (res, saved)])
-    return run_plan(ctx, against_baseline(ctx.cfg, res, measured.verdict, saved_series,
-                                          measured.series, label, cell.settings.rounds,
-                                          Runs(cell, saved_series, calls)))
+    return run_plan(ctx, against_row(ctx.cfg, cell, measured, saved_series, saved,
+                                     saved_series, label))

@@ -190,27 +190,37 @@ class ConsoleReporter(Reporter):
         answers = [r[-1] for r in body] + [header[-1]]
         longest = max((len(w) for a in answers for w in a.split()), default=0)
         room = width - row_width - sum(w + 3 for w in widths) - 3
+        rows = [r[0] for r in body]
+        image_w = max((len(i) for i in images), default=5)
+        whole = [max(len(name), *(len(r[1 + i]) for i in range(len(images))))
+                 for name, r in zip(rows, body, strict=True)]
         if room >= max(MIN_COLUMN, longest):
-            table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
-            table.add_column(header[0], overflow="fold", width=row_width)
-            for h, w in zip(images, widths, strict=True):
-                table.add_column(h, overflow="fold", min_width=w)
-            table.add_column(header[-1], overflow="fold", width=min(room, max(
-                MIN_COLUMN, longest, *(two_lines(a) for a in answers))))
-            for row, said in zip(body, verdicts, strict=True):
-                table.add_row(row[0], *map(text, row[1:-1], said), row[-1])
-            console.print(table)
-            return False
+            answer_w = min(room, max(MIN_COLUMN, longest, *(two_lines(a) for a in answers)))
+            # The images' columns share what is left (3 columns between two columns),
+            # each as wide as keeps a figure beside its unit ("13.4" / "µs/call"); where
+            # no widths do that and images down fit a cell a line, images go down.
+            left = width - row_width - answer_w - 3 * (len(images) + 1)
+            columns = [[h, *(r[1 + i] for r in body)] for i, h in enumerate(images)]
+            kept = unit_widths(columns, left, widths)
+            if kept is not None or image_w + sum(w + 3 for w in whole) > width:
+                share = max(left // max(1, len(images)), 1)
+                table = Table(box=box.SIMPLE_HEAD, expand=False, show_edge=False,
+                              pad_edge=False)
+                table.add_column(header[0], overflow="fold", width=row_width)
+                for i, h in enumerate(images):
+                    table.add_column(h, overflow="fold", width=kept[i] if kept else max(
+                        widths[i], min(share, max(map(len, columns[i])))))
+                table.add_column(header[-1], overflow="fold", width=answer_w)
+                for row, said in zip(body, verdicts, strict=True):
+                    table.add_row(row[0], *map(text, row[1:-1], said), row[-1])
+                console.print(table)
+                return False
         # Too many images: images down, rows across (with the answers below), where each
         # row's column holds its cells' words on one line where the width has room for
         # that, else in two lines.
-        rows = [r[0] for r in body]
-        image_w = max((len(i) for i in images), default=5)
         # Half of each cell's words is the least its column can be: where even that does
         # not fit, the grid, without working out each column's width.
         least = [max(len(name), *((len(r[1 + i]) + 1) // 2 for i in range(len(images))))
-                 for name, r in zip(rows, body, strict=True)]
-        whole = [max(len(name), *(len(r[1 + i]) for i in range(len(images))))
                  for name, r in zip(rows, body, strict=True)]
         if image_w + sum(w + 3 for w in whole) <= width:
             need = whole
@@ -260,6 +270,36 @@ def two_lines(text: str, keep_units: bool = True) -> int:
                    for a, b in itertools.pairwise(lines)):
             return w
     return narrowest
+
+
+def parted(text: str, width: int) -> bool:
+    """Whether `text` wrapped at `width` (between words, as rich wraps a cell) ends a
+    line with a figure and begins the next with its unit ("13.4" / "µs/call")."""
+    lines = textwrap.wrap(text, width, break_on_hyphens=False)
+    return any(FIGURE_END.search(a) and UNIT_START.match(b)
+               for a, b in itertools.pairwise(lines))
+
+
+def unit_widths(columns: list[list[str]], room: int, least: list[int]) -> list[int] | None:
+    """Widths for columns of texts, at most `room` in all, where no text parts a figure
+    from its unit: each column as wide as its longest text where all fit; else each at
+    the widest such width up to an even share, and a column with none there at the
+    narrowest above it that the others' slack pays for. None where no widths do."""
+    natural = [max(map(len, texts)) for texts in columns]
+    if sum(natural) <= room:
+        return natural
+    share = room // max(1, len(columns))
+    chosen = []
+    for texts, low, top in zip(columns, least, natural, strict=True):
+        floor = max(low, *(len(w) for t in texts for w in t.split()))
+
+        def whole(w: int, texts: list[str] = texts) -> bool:
+            return not any(parted(t, w) for t in texts)
+
+        chosen.append(top if top <= share else next(
+            (w for w in range(share, floor - 1, -1) if whole(w)), None) or next(
+            w for w in range(max(share + 1, floor), top + 1) if w == top or whole(w)))
+    return chosen if sum(chosen) <= room else None
 
 
 KEEP_UNIT = 12

@@ -118,11 +118,13 @@ class LiveProgress:
                 key = found.group("ref") or found.group("label") or text
                 self.preparing[key] = text
                 self.prepare_t.setdefault(key, time.monotonic())
-                self.live.update(self._view())
+                self.live.update(self._view(), refresh=True)
                 return
-            # rich wraps the line itself: it then knows how many rows it took, so the
-            # live region below is redrawn under it, not over its wrapped tail.
-            self.console.print(f"harness: {text}", markup=False, highlight=False)
+            # Wrapped as plain lines are (continuation lines indented), each line within
+            # the width: rich then knows how many rows it took, so the live region
+            # below is redrawn under it, not over its wrapped tail.
+            self.console.print("\n".join(wrap(f"harness: {text}", self.console.width)),
+                               markup=False, highlight=False)
 
     def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
         s = cell.settings
@@ -139,7 +141,7 @@ class LiveProgress:
                                           count="", start=False)
                 self.tasks[cell.id] = (task, [])
                 self.images[cell.id] = (cell.image.ref, cell.image.label)
-                self.live.update(self._view())
+                self.live.update(self._view(), refresh=True)
             elif event == "done" and cell.id in self.tasks:
                 # a cell done before a poll saw its first sample (a run under the
                 # poll's interval) still ends its image's preparing line
@@ -189,14 +191,14 @@ class LiveProgress:
             if text is not None and started is not None and "cached venv" not in text:
                 self.console.print(f"harness: {key}: built in {now - started:.1f} s",
                                    markup=False, highlight=False)
-        self.live.update(self._view())
+        self.live.update(self._view(), refresh=True)
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2)
         with self.lock:      # Ctrl-C or the end: no "building" line is left behind
             self.preparing.clear()
-            self.live.update(self._view())
+            self.live.update(self._view(), refresh=True)
         self.live.stop()
 
 

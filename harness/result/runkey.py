@@ -60,7 +60,7 @@ class RunKey:
 
 # Settings added after results were first keyed: left out of the key while unset, so a
 # result recorded before them still answers for a cell that does not set them.
-ADDED_LATER = ("budget", "budget_calls")
+ADDED_LATER = ("budget", "budget_calls", "overrun", "budget_max")
 # Settings the key leaves out: the bound `--iterations` puts on a cell's re-runs follows
 # from the lengths the key holds (a sweep sets both).
 NOT_KEYED = ("asked_calls",)

@@ -15,6 +15,7 @@ from harness.matrixfile.model import (
     Abilities,
     Cell,
     ImageSpec,
+    RunSettings,
     abilities,
 )
 from harness.protocol import AGENT_DIR
@@ -64,6 +65,7 @@ class RunRequest:
     control: Path                     # host path of the early-stop control file
     cancel: threading.Event | None = None   # set on Ctrl-C: kill the cell now
     attribute: tuple[str, ...] = ()   # `harness explain`: the agent's --attribute kinds
+    durable: bool = True              # False: outdir is thrown away after (--no-fsync)
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
@@ -83,6 +85,8 @@ class RunRequest:
         if self.attribute:
             args += ["--attribute", ",".join(self.attribute)]
         args += ["--heap", s.heap]
+        if not self.durable:
+            args.append("--no-fsync")
         if (budget := s.run_budget) is not None:
             # Early stop runs for its time budget (at least BUDGET_MIN_CALLS calls, or a
             # run again's `budget_calls`; at most max_iterations): readings spread over
@@ -95,6 +99,8 @@ class RunRequest:
                 # An attributed run (explain) makes its least calls, as a fixed run
                 # would, within its deadline: not cut at ten budgets.
                 args += ["--budget-max", f"{s.timeout:g}"]
+            elif (most := measure_cap(s)) is not None:
+                args += ["--budget-max", f"{most:g}"]
         return args
 
     def environment(self) -> dict[str, str]:
@@ -115,6 +121,18 @@ class RunRequest:
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         return env
+
+
+def measure_cap(s: RunSettings) -> float | None:
+    """The most seconds a budgeted attempt's measured phase runs where the cell has an
+    `overrun` bound: what a run again was left (`budget_max`), or for a first attempt
+    the bound less its warm-up's budget; None: the agent's own cap (10 budgets)."""
+    if s.budget_max is not None:
+        return s.budget_max
+    budget = s.run_budget
+    if s.overrun is None or budget is None:
+        return None
+    return max(budget, (s.overrun - 1) * budget)
 
 
 def quiet_tunables(given: str | None) -> str:

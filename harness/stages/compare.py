@@ -1,8 +1,9 @@
 """Stage: compare a cell with its baseline. Pure: nothing runs and nothing is written
 here. The comparison returns the cell's result, decided, or the rounds it needs first
-(`context.RoundsPlan`), which the way runs (`confirm.run_rounds`; `--reanalyze` recalls the
-recorded ones) and hands to `decide.with_rounds`. A sweep's row (`against_row`), a saved
-run (`plans.saved`) and `--reanalyze` all compare here (`against_baseline`)."""
+(`context.RoundsPlan`), which the way runs (`confirm.run_rounds`; `--reanalyze` recalls
+the recorded ones) and hands to `decide.with_rounds`. A sweep's row and a saved run
+(`plans.saved`) compare a measured cell here (`against_row`); they and `--reanalyze` all
+compare through `against_baseline`."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from typing import TYPE_CHECKING
 from harness import analysis
 from harness.analysis.kinds import GOOD
 from harness.matrixfile.model import Cell
+from harness.protocol.series import Series
 from harness.result.model import CellResult
 from harness.stages.context import RoundsPlan, Runs
 from harness.stages.decide import with_comparison
 
 if TYPE_CHECKING:
     from harness.analysis.verdict import CellVerdict
-    from harness.protocol.series import Series
     from harness.stages.context import Measured
     from harness.thresholds import AnalysisConfig
 
@@ -52,12 +53,17 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     return with_comparison(cfg, res, within, facts)
 
 
-def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell,
-                base_result: CellResult, base_series: Series) -> CellResult | RoundsPlan:
-    """A sweep's cell against its row's baseline (run, its result and samples in hand):
-    `against_baseline`, with rounds that run both cells again."""
+def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell | Series,
+                base_result: CellResult, base_series: Series, label: str
+                ) -> CellResult | RoundsPlan:
+    """A measured cell against its baseline's run (its result and samples in hand):
+    `against_baseline`, with rounds that run the cell again beside `base`: a row's
+    baseline cell, run again too, or a saved run's samples (`plans.saved`), read again.
+    The rounds' length is the cell's measured calls, for a budgeted cell no more than its
+    budget holds at the slower of the two step times (`round_length`)."""
     res = measured.result
     calls = round_length(cell, len(measured.series.cols.steps),
                          [r.summary.median_step_s for r in (res, base_result)])
+    runs = Runs(cell, base, calls, measured.home, measured.info)
     return against_baseline(cfg, res, measured.verdict, base_series, measured.series,
-                            base.image.label, cell.settings.rounds, Runs(cell, base, calls))
+                            label, cell.settings.rounds, runs)

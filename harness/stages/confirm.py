@@ -40,11 +40,13 @@ from harness.analysis.vsbaseline import Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.compare import MAX_CALLS
 from harness.stages.context import Context, RoundsPlan
-from harness.stages.execute import execute
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from harness.analysis.contention import RunStat
     from harness.protocol.series import Series
+    from harness.runtimes.base import ImageInfo
 
     # (step time statistic, busy share, why it failed) of one run in a round
     RunRead = tuple[RunStat | None, float | None, str | None]
@@ -64,13 +66,12 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
             calls = min(most, calls)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario, settings=short))
+    return cell.with_settings(short)
 
 
-def _run(ctx: Context, cell: Cell, suspect: Cell, k: int, role: str) -> RunRead:
+def _run(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path, role: str) -> RunRead:
     """(step time statistic, busy share, failure) of one confirmation run."""
-    outdir = ctx.store.cell_dir(suspect.id) / "rounds" / f"{k}-{role}"
-    ran = execute(ctx, cell, ctx.images.get(cell), outdir)
+    ran = ctx.runner.run(cell, info, outdir)
     ended, series = ran.ended, ran.series
     stat = analysis.run_stat(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
@@ -117,7 +118,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     """Run the rounds `plan` asks for until settled, and decide from them: each round
     runs `plan.runs.base` afresh (a cell; B S B S) or reads it (a saved run's samples,
     whose code is gone: only the suspect runs again), then the suspect, each through
-    `execute.execute` as every run of a cell is, shorter (`round_cell`, at most
+    the run service (`ctx.runner`) as every run of a cell is, shorter (`round_cell`, at most
     `plan.cap` calls). `ctx` gives the runtime, images, store, cancel flag, progress
     and thresholds; nothing here decides the cell's verdict (`decide.with_rounds`)."""
     runs, pooled, label, cap = plan.runs, plan.pooled, plan.label, plan.cap
@@ -137,7 +138,8 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
         how = "interleaved rounds"
 
         def baseline(k: int) -> RunRead:
-            return _run(ctx, short_base, cell, k, "baseline")
+            return _run(ctx, short_base, ctx.images.get(short_base),
+                        runs.home / "rounds" / f"{k}-baseline", "baseline")
     else:
         saved = _saved(base)
         how = "rounds of this run against the saved one"
@@ -160,7 +162,8 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
         b_med, b_busy, b_fail = baseline(k)
-        o_med, o_busy, o_fail = _run(ctx, short, cell, k, "suspect")
+        o_med, o_busy, o_fail = _run(ctx, short, runs.info,
+                                     runs.home / "rounds" / f"{k}-suspect", "suspect")
         j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
         why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,

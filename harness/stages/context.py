@@ -8,12 +8,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.matrixfile.model import Cell, Matrix
 from harness.protocol.series import Series
 from harness.result.model import Attempt, CellResult, Unavailable
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, Runtime
+from harness.stages.execute import Runner
 from harness.stages.gpucheck import GpuFacts
 from harness.stages.images import ImagePool
 from harness.store.results import RunStore, SeriesCache
@@ -38,18 +40,22 @@ class Context:
     gpus: GpuFacts              # the hosts' GPUs, probed once
     runtime_for: Callable[[Cell], Runtime]   # the runtime (host) that runs a cell
     series: SeriesCache         # each cell's samples, parsed once
-    cancel: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C
+    runner: Runner              # runs a cell's agent once: every run goes through it
+    cancel: threading.Event     # set on Ctrl-C (the runner's too)
     busy_said: threading.Event = field(default_factory=threading.Event)  # said once
 
 
 @dataclass(frozen=True)
 class Measured:
     """A cell that ran (or could not): its within-run result, held in memory until its
-    row's comparison is known, with the verdict and series the comparison needs."""
+    row's comparison is known, with the verdict and series the comparison needs, and
+    where its rounds run (its directory and image)."""
 
     result: CellResult
     verdict: CellVerdict
     series: Series
+    home: Path                  # the cell's directory (`cells/<id>/`)
+    info: ImageInfo             # its image, as prepared
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,8 @@ class Runs:
     suspect: Cell
     base: Cell | Series
     calls: int              # the calls that set the rounds' length (`compare.round_length`)
+    home: Path              # the suspect's directory: its rounds run in home/rounds/
+    info: ImageInfo         # the suspect's image
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,8 @@ class CellRun:
     started: float = field(default_factory=time.monotonic)
     run_cell: Cell | None = None      # as it is run (shortened, lengthened)
     info: ImageInfo | None = None
-    runtime: Runtime | None = None
+    outdir: Path | None = None        # the cell's directory, emptied for this run
+    runtime: str | None = None        # the name of the runtime that ran it
     wait_s: float = 0.0               # waiting for the image
     t0: float = 0.0                   # when the image was ready
     precheck: tuple[str, str] | None = None

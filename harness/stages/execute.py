@@ -1,12 +1,14 @@
-"""Run the agent once and read what it wrote: the one function every run of a cell goes
-through (an attempt in `attempts`, a confirmation round in `confirm`, an attributed run in
-`explain.plan`): the runtime, the live watcher in early-stop mode, the samples read
-once."""
+"""Run the agent once and read what it wrote: the run service (`Runner`), which the
+stages' `context.Context` holds and every run of a cell goes through (an attempt in
+`measure`, a confirmation round in `confirm`, an attributed run in `explain.plan`): the
+one place a cell reaches its runtime and its host's turn with the image pool, the live
+watcher in early-stop mode, the samples read once."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,8 +18,9 @@ from harness.matrixfile.model import Cell
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
 from harness.result.codec import JSON, as_json
-from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
-from harness.stages.context import Context
+from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest, Runtime
+from harness.stages.images import ImagePool
+from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
     from harness.analysis.sequential import Watched
@@ -31,6 +34,7 @@ class Ran:
     series: Series
     watched: Watched | None
     run_s: float
+    runtime: str            # the runtime's name (`Runtime.name`)
 
     def where(self) -> JSON:
         """The agent's where record (`--attribute`), as JSON; None without one."""
@@ -47,26 +51,41 @@ def emptied(outdir: Path) -> Path:
     return outdir
 
 
-def execute(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path,
+@dataclass(frozen=True)
+class Runner:
+    """Runs a cell's agent once (`run`), with the services a run needs: the thresholds
+    (the live decider's), the image pool (its host's turn), the runtime of each cell,
+    progress and the cancel flag. `orchestrator.Sweep` builds one for its `Context`."""
+
+    cfg: AnalysisConfig
+    images: ImagePool
+    runtime_for: Callable[[Cell], Runtime]
+    progress: Progress
+    cancel: threading.Event
+    durable: bool = True    # False: the run's directory is thrown away after (no fsync)
+
+    def run(self, cell: Cell, info: ImageInfo, outdir: Path,
             attribute: tuple[str, ...] = ()) -> Ran:
-    """Run the agent once into `outdir` (made, and emptied of an earlier run's files)
-    and read what it wrote (parsed while it runs in early-stop mode, else after; an
-    attributed run is never stopped early)."""
-    emptied(outdir)
-    request = RunRequest(cell, info, outdir, outdir / "stop", ctx.cancel, attribute=attribute)
-    t_run = time.monotonic()
-    # An attributed run (explain) runs its whole length: a live decision would end it
-    # before its late window.
-    live = _Live.start(ctx, cell, outdir) if not attribute else None
-    try:
-        with ctx.images.measuring(cell):   # no pull or venv build on its host meanwhile
-            ended = ctx.runtime_for(cell).run(request, ctx.progress)
-    finally:
-        watched = live.finish() if live is not None else None
-    run_s = time.monotonic() - t_run
-    series = (watched.series if watched is not None
-              else read_samples(outdir / "samples.jsonl"))
-    return Ran(ended, series, watched, run_s)
+        """Run the agent once into `outdir` (made, and emptied of an earlier run's
+        files) and read what it wrote (parsed while it runs in early-stop mode, else
+        after; an attributed run is never stopped early)."""
+        emptied(outdir)
+        request = RunRequest(cell, info, outdir, outdir / "stop", self.cancel,
+                             attribute=attribute, durable=self.durable)
+        runtime = self.runtime_for(cell)
+        t_run = time.monotonic()
+        # An attributed run (explain) runs its whole length: a live decision would end
+        # it before its late window.
+        live = _Live.start(self.cfg, cell, outdir) if not attribute else None
+        try:
+            with self.images.measuring(cell):   # no pull or venv build on its host
+                ended = runtime.run(request, self.progress)
+        finally:
+            watched = live.finish() if live is not None else None
+        run_s = time.monotonic() - t_run
+        series = (watched.series if watched is not None
+                  else read_samples(outdir / "samples.jsonl"))
+        return Ran(ended, series, watched, run_s, runtime.name)
 
 
 class _Live:
@@ -78,11 +97,11 @@ class _Live:
         self.watched: Watched | None = None
 
     @classmethod
-    def start(cls, ctx: Context, cell: Cell, outdir: Path) -> _Live | None:
+    def start(cls, cfg: AnalysisConfig, cell: Cell, outdir: Path) -> _Live | None:
         s = cell.settings
         if s.max_iterations is None:
             return None
-        decider = analysis.LiveDecider(ctx.cfg, s.min_iterations, s.max_iterations)
+        decider = analysis.LiveDecider(cfg, s.min_iterations, s.max_iterations)
         live = cls()
 
         def watch() -> None:

@@ -1,21 +1,33 @@
 """A cell's within-run measurement as a list of stages (`STAGES`) over one `CellRun`:
-prepare the image -> GPU precheck -> run attempts; then its result (`Measured`)."""
+prepare the image -> GPU precheck -> run attempts; then its result (`Measured`). Each
+attempt runs through the run service (`ctx.runner`); an ambiguous cell runs again,
+longer, as the re-run rules say (`analysis.runrules`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import analysis
+from harness.analysis.kinds import RUN_LONGER
+from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
-from harness.matrixfile.model import Cell
+from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
+from harness.preflight import decidable_iterations
 from harness.result.build import cell_result, timings_of
-from harness.result.model import Timings, Unavailable
+from harness.result.model import Attempt, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, RunOutcome
-from harness.stages.attempts import run_attempts
 from harness.stages.context import CellRun, Context, Measured
+
+if TYPE_CHECKING:
+    from harness.analysis.trends import LiveDecision
+    from harness.analysis.verdict import CellVerdict
+    from harness.stages.execute import Ran
 
 UNSUPPORTED_DEADLINE_S = 300.0
 
@@ -23,7 +35,7 @@ UNSUPPORTED_DEADLINE_S = 300.0
 def prepare_image(ctx: Context, run: CellRun) -> None:
     """The cell's image, pulled or built once per host; one that cannot be had (a pull
     that fails, a pin that does not install) settles the cell as `unavailable`."""
-    ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
+    run.outdir = ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
     try:
         run.info = ctx.images.get(run.cell)
     except EnvironmentUnavailable as exc:
@@ -37,7 +49,6 @@ def prepare_image(ctx: Context, run: CellRun) -> None:
         return
     run.wait_s = time.monotonic() - run.started
     run.t0 = time.monotonic()
-    run.runtime = ctx.runtime_for(run.cell)
 
 
 def gpu_precheck(ctx: Context, run: CellRun) -> None:
@@ -50,11 +61,219 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
     elif pre is not None and pre[0] == "unsupported":
         s = run.cell.settings
         short = dataclasses.replace(s, timeout=min(s.timeout, UNSUPPORTED_DEADLINE_S))
-        run.run_cell = dataclasses.replace(run.cell, scenario=dataclasses.replace(
-            run.cell.scenario, settings=short))
+        run.run_cell = run.cell.with_settings(short)
         pre = (pre[0], f"{pre[1]} (deadline {short.timeout:.0f}s)")
         ctx.progress(f"{run.cell.id}: {pre[1]}")
     run.precheck = pre
+
+
+def run_attempts(ctx: Context, run: CellRun) -> None:
+    """Stage 3, run attempts: each attempt runs the agent (`ctx.runner`, the run service:
+    the runtime, the live watcher in early-stop mode, the samples read once), then
+    decides the within-run verdict. An engine that went away is retried once; growth
+    that stays ambiguous runs again, longer (up to the cell's `repeats`)."""
+    assert run.info is not None and run.outdir is not None
+    retried = False
+    spent = 0.0     # what its attempts took, against its `overrun` bound
+    while True:
+        cell = run.running
+        ran = ctx.runner.run(cell, run.info, run.outdir)
+        run.ended, run.run_s, run.runtime = ran.ended, ran.run_s, ran.runtime
+        spent += ran.run_s
+        if ran.ended.error and not retried:
+            # The engine went away (restart, lost connection): once more, then record.
+            retried = True
+            run.engine_retries += 1
+            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
+            ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
+            continue
+        t_an = time.monotonic()
+        run.series = ran.series
+        decision = ran.watched.decision if ran.watched is not None else None
+
+        def decided(again: bool, first: bool, ran: Ran = ran,
+                    decision: LiveDecision | None = decision) -> CellVerdict:
+            return analysis.decide(analysis.CellFacts(
+                ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
+                run.precheck, again=again, first=first))
+
+        run.verdict = decided(may_run_again(run), run.repeats_used == 0)
+        run.analyse_s = time.monotonic() - t_an
+        run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
+                                    cell.settings.agent_iterations))
+        if not _longer(ctx, run, spent, lambda: decided(False, False)):
+            return
+
+
+def may_run_again(run: CellRun) -> bool:
+    """Whether the cell may run again, longer: its repeats are not spent, and no
+    `--iterations` bounds its runs (every re-run is longer than the run before it, so
+    with one what the run read stands: rule `length-last`)."""
+    s = run.cell.settings
+    return run.repeats_used < s.repeats and s.asked_calls is None
+
+
+@dataclass(frozen=True)
+class _Next:
+    """A next attempt: its settings, what it runs ("2,000 calls"), the seconds it would
+    take at this run's pace, and how progress says it."""
+
+    settings: RunSettings
+    what: str
+    seconds: float
+    said: str
+
+
+def _bound(run: CellRun) -> float:
+    """The cell's `overrun` bound in seconds: its budget (as the matrix asks it) times
+    `overrun`; inf without one."""
+    s = run.cell.settings
+    budget = s.run_budget
+    return s.overrun * budget if s.overrun is not None and budget is not None else math.inf
+
+
+def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVerdict]) -> bool:
+    """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
+    (`runrules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
+    on that attempt. False: it stands as it is. `spent`: what its attempts took (s);
+    `last`: its verdict decided as its last attempt's (its repeats spent), which one
+    its `overrun` bound stops takes, with why."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    facts = verdict.facts
+    plans: dict[str, _Next] = {}
+    left = _bound(run) - spent
+
+    def plan(kind: str) -> _Next:
+        if kind not in plans:
+            plans[kind] = _within(run, _next(ctx, run, kind), left)
+        return plans[kind]
+
+    ev = RerunEvidence(
+        undecided=verdict.verdict in RUN_LONGER,
+        spent=run.repeats_used > run.cell.settings.repeats,
+        asked=run.cell.settings.asked_calls is not None,
+        script=run.series is not None and (run.series.end or {}).get("mode") == "script",
+        budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
+        capped=facts is not None and bool(facts.budget_calls) and not facts.short,
+        seconds=lambda kind: plan(kind).seconds, timeout=s.timeout, left=left)
+    rule, named = rerun_rule(ev)
+    run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
+    cid = run.cell.id
+    if rule.id == "rerun-overrun":
+        # As if its repeats were spent: what it read stands (a leak cut short by its
+        # budget reads as one), said with why it was not run again.
+        said = too_short(ctx, run, spent)
+        final = last()
+        run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
+        run.attempts[-1] = dataclasses.replace(run.attempts[-1], verdict=final.verdict,
+                                               reason=run.verdict.reason)
+        ctx.progress(f"{cid}: {final.verdict} ({final.reason}); {said}")
+    if rule.id == "rerun-asked":
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: --iterations "
+                     f"{run.cell.settings.asked_calls} bounds every run of it; raise it, or "
+                     "leave it out, to let it decide")
+    if rule.id == "rerun-timeout":
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
+                     f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
+                     f"past the cell's timeout ({s.timeout:.0f} s); raise timeout: to let "
+                     "it decide")
+    if rule.says == STANDS:
+        return False
+    nxt = plan(named)
+    run.run_cell = run.running.with_settings(nxt.settings)   # the next attempt's
+    ctx.progress(f"{cid}: ambiguous ({verdict.reason}); running again {nxt.said} "
+                 f"({run.repeats_used}/{run.cell.settings.repeats})")
+    return True
+
+
+def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
+    """The next attempt of a kind (`runrules`: CALLS, BUDGET, LONGER, or "cap").
+
+    Undecided growth needs a longer look, not the same look again: twice as long (or
+    the length the verdict asks for: growth a filling cache could still explain runs
+    4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
+    step samples alone. A budgeted cell's budget grows by the same factor, its cap
+    alike; one its cap ended keeps its budget with its cap raised to what the budget
+    holds at this pace; one its budget ended after too few calls to tell a leak from a
+    cache (`analysis.decision.cut_short`) keeps its budget and runs until the calls."""
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    facts = verdict.facts
+    asks = verdict.rerun or 0
+    least = decidable_iterations(s, ctx.cfg)
+    if kind == LONGER:
+        calls = max(asks or s.agent_iterations * 2, least)
+        longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
+                  else dataclasses.replace(s, max_iterations=calls))
+        return _Next(longer, f"{calls} iterations",
+                     run.run_s * calls / max(1, s.agent_iterations),
+                     f"with {calls} iterations")
+    budget = s.run_budget
+    assert budget is not None and s.max_iterations is not None and facts is not None
+    ran = max(1, (run.series.measured if run.series is not None else 0) or s.agent_iterations)
+    if kind == "cap":
+        cap = max(min(BUDGET_CAP, max(asks, facts.budget_calls)), s.max_iterations * 2, least)
+        return _Next(dataclasses.replace(s, max_iterations=cap), f"up to {cap:,} calls",
+                     run.run_s, f"for up to {cap:,} calls in {budget:.3g} s")
+    if kind == CALLS:
+        calls = max(facts.budget_calls, asks)
+        phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+        measured = float(phases.get("measure") or run.run_s)
+        return _Next(dataclasses.replace(s, budget_calls=calls,
+                                         max_iterations=max(s.max_iterations, calls)),
+                     f"{calls:,} calls", run.run_s + measured * (calls / ran - 1),
+                     f"until {calls:,} calls")
+    factor = max(2.0, asks / ran)
+    longer_s = budget * factor
+    cap = max(int(s.max_iterations * factor), least)
+    return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap),
+                 f"a budget of {longer_s:.0f} s", longer_s + (run.run_s - budget),
+                 f"for {longer_s:.3g} s")
+
+
+def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
+    """A budgeted next attempt under an `overrun` bound: its measured phase stops at
+    what the bound leaves past its warm-up and start (`budget_max`), its budget at
+    least."""
+    s = nxt.settings
+    if math.isinf(left) or s.run_budget is None:
+        return nxt
+    measured = _measured_s(run)
+    most = max(s.run_budget, left - max(0.0, run.run_s - measured))
+    return dataclasses.replace(nxt, settings=dataclasses.replace(s, budget_max=most))
+
+
+def _measured_s(run: CellRun) -> float:
+    phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+    return float(phases.get("measure") or run.run_s)
+
+
+def too_short(ctx: Context, run: CellRun, spent: float) -> str:
+    """Why an ambiguous cell under its `overrun` bound is not run again, in words: the
+    calls it made, at what pace, in what time, and the budget that would decide (the
+    calls its verdict asks, at least the least a budget's run makes, at this pace)."""
+    verdict, s, asked = run.verdict, run.running.settings, run.cell.settings
+    assert verdict is not None and asked.overrun is not None
+    calls = (run.series.measured if run.series is not None else 0) or 0
+    pace = _measured_s(run) / max(1, calls)
+    need = max(verdict.rerun or 0, s.budget_calls or BUDGET_MIN_CALLS,
+               decidable_iterations(s, ctx.cfg))
+    wants = _round_up(need * pace)
+    return (f"its budget was too short for a verdict: {calls:,} calls of {_secs(pace)} in "
+            f"{spent:.1f} s in all, and a run again would pass its bound ({asked.overrun:g}x "
+            f"its {asked.run_budget:g} s budget, `overrun`); set budget >= {wants:g}s "
+            f"({need:,} calls at this pace)")
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms" if seconds < 0.1 else f"{seconds:.2g} s"
+
+
+def _round_up(seconds: float) -> float:
+    """Seconds rounded up: whole seconds from 10 s, tenths below (0.5 s at least)."""
+    scale = 1.0 if seconds >= 10 else 0.1
+    return max(0.5, round(math.ceil(seconds / scale - 1e-9) * scale, 1))
 
 
 STAGES: tuple[Callable[[Context, CellRun], None], ...] = (
@@ -83,12 +302,13 @@ def result(ctx: Context, run: CellRun) -> Measured:
     else:
         timings = timings_of(run.info, run.series, run.run_s, run.analyse_s, run.wait_s,
                              now - run.t0)
-    runtime = run.runtime or ctx.runtime_for(run.cell)
+    runtime = run.runtime or ctx.runtime_for(run.cell).name   # settled before a run
     res = cell_result(run.cell, run.verdict, run.series, run.ended, info=run.info,
-                      runtime=runtime.name, script=_rel(ctx, run.cell.scenario.script),
+                      runtime=runtime, script=_rel(ctx, run.cell.scenario.script),
                       gpus=ctx.gpus.seen.get(run.cell.host.label), attempts=run.attempts,
                       timings=timings, unavailable=run.unavailable)
-    return Measured(res, run.verdict, run.series)
+    assert run.outdir is not None
+    return Measured(res, run.verdict, run.series, run.outdir, run.info)
 
 
 def _rel(ctx: Context, path: Path) -> str:

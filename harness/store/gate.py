@@ -250,8 +250,7 @@ def as_recorded(cell: Cell, result: CellResult) -> Cell:
         return cell
     # The lengths are ints or None in RunSettings; mypy reads **kept against every field.
     settings = dataclasses.replace(cell.settings, **kept)  # type: ignore[arg-type]
-    return dataclasses.replace(cell, scenario=dataclasses.replace(cell.scenario,
-                                                                  settings=settings))
+    return cell.with_settings(settings)
 
 
 def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) -> Matrix:

@@ -72,8 +72,14 @@ def test_a_clean_function_says_its_floor_and_a_leak_its_figures(importable: Path
     assert (leak.verdict, leak.rule, leak.ok, leak.bad) == ("leak", "leak", False, True)
     assert str(leak).startswith("leak (rule leak): heap grows +2.")
     assert leak.floor is None and leak.root is None
+    # AND where it grew, by its line in the step's own file (this pass's look at the
+    # plugin: a failed test said how much a call, not where)
+    assert len(leak.where) == 1 and re.fullmatch(
+        r'heap: \+2\.\d KiB/call at steps\.py:12 keep '
+        r'\(state\["kept"\]\.append\(bytes\(state\["size"\]\)\)\)', leak.where[0]), leak.where
     clean = harness.check(steps.add, budget="1s")
     assert clean.ok and clean.floor is not None and 0 < clean.floor < 1024
+    assert clean.where == ()
     assert re.search(r"; no leak above [\d,.]+ (B|KiB)/call in [\d,]+ calls", str(clean))
 
 

@@ -148,7 +148,7 @@ def test_a_cells_way_goes_down_and_its_comparison_runs_nothing() -> None:
           for name, line in imported(p) if name.startswith("harness.orchestrator")]
     assert up == []
     # The comparison and the decision are pure: nothing that runs an agent or a runtime.
-    runs = ("harness.stages.execute", "harness.stages.attempts", "harness.stages.confirm",
+    runs = ("harness.stages.execute", "harness.stages.measure", "harness.stages.confirm",
             "harness.stages.way", "harness.runtimes")
     for name in ("compare.py", "decide.py"):
         found = [(n, line) for n, line in imported(stages / name) if n.startswith(runs)]

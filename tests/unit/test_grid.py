@@ -5,6 +5,7 @@ rows' answers grouped, messages wrapped."""
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -346,3 +347,51 @@ def test_two_lines_never_part_a_figure_from_its_unit() -> None:
     # where only a column far wider would keep them together: the narrowest
     words = "a" * 10 + " 2.5 µs" + "c" * 25 + " d"
     assert two_lines(words) == 29 and textwrap.wrap(words, 29)[0].endswith("2.5")
+
+
+def demo_report() -> Report:
+    """The README demo's row: four images, ok / leak / leak / ok, its cells' words as
+    long as the demo's ("ok: heap +0.0 KiB/call, no leak above 128 B/call in 300
+    calls, 13.4 µs/call")."""
+    heap = {"source": "heap", "n": 30, "slope": 0.0, "slope_lo": 0.0, "slope_hi": 0.0,
+            "growth": 0.0, "start": 0.0, "end": 0.0, "peak": 0.0, "kind": "stable",
+            "missed": 128.0}
+    cells = {}
+    for i, bad in enumerate([False, True, True, False]):
+        label = f"multidict-6.{i}.{i}"
+        memory = dict(heap, slope=5939.0 if bad else 0.0, kind="leak" if bad else "stable")
+        cells[f"{label}.cpu.pop"] = {
+            "id": f"{label}.cpu.pop", "row": "cpu.multidict_pop",
+            "verdict": "leak" if bad else "ok", "carrier": "heap",
+            "image": {"label": label, "index": i}, "memory": {"heap": memory},
+            "summary": {"median_step_s": 13.4e-6 + i * 1e-6, "iterations": 300}}
+    return Report.from_results("demo", as_results(cells), {})
+
+
+@pytest.mark.parametrize("width", range(100, 261, 8))
+def test_no_width_parts_a_figure_from_its_unit_in_a_cell(width: int) -> None:
+    """This pass's look at the demo in a terminal: at 160 columns (images across) a
+    cell read "in 300 calls, 13.4" / "µs/call", at 120 "ok: heap +0.0" / "KiB/call";
+    the images' columns are as wide as keeps each figure beside its unit, and where
+    no widths do, images go down (one line a cell there)."""
+    from harness.report.console import FIGURE_END, UNIT_START
+
+    lines = shown(demo_report(), width)
+    assert max(len(line) for line in lines) <= width, "\n".join(lines)
+    head = lines[0]
+    across = head.startswith("row ")
+    assert across or head.startswith("image "), "\n".join(lines)
+    labels = [f"multidict-6.{i}.{i}" for i in range(4)]
+    if across:     # each image's column: from its header to the next one's
+        starts = [head.index(label) for label in labels] + [head.index("first bad")]
+        table = lines[2:lines.index("")]
+        for a, b in itertools.pairwise(table):
+            for lo, hi in itertools.pairwise(starts):
+                end, begin = a[lo:hi].rstrip(), b[lo:hi].lstrip()
+                assert not (FIGURE_END.search(end) and UNIT_START.match(begin)), \
+                    "\n".join(lines)
+    else:          # one line a cell
+        for label in labels:
+            [line] = [line for line in lines if line.startswith(label)]
+            assert line.rstrip().endswith("µs/call") or "baseline" in line, "\n".join(lines)
+    assert sum(line.count("µs/call") for line in lines) == 4, "\n".join(lines)

@@ -238,10 +238,10 @@ def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
     # GIVEN a cell whose 20 calls took 1 s and a 3 s timeout: 100 calls cannot finish
     # (the attempt stage's clock is a fake one that the run moves on by exactly 1 s, so
     # the estimate is the same on a busy machine)
-    from harness.stages import attempts, execute
+    from harness.stages import execute, measure
 
     now = [1000.0]
-    for stage in (attempts, execute):   # the attempt's clock and the run's
+    for stage in (measure, execute):   # the attempt's clock and the run's
         monkeypatch.setattr(stage, "time", SimpleNamespace(monotonic=lambda: now[0]))
     matrix = grow_matrix(tmp_path, iterations=20, warmup=5, sample_every=10, repeats=2,
                          timeout=3)

@@ -57,8 +57,13 @@ def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
     assert leak.verdict == "leak" and leak.live is not None and leak.live.verdict == "leak"
     assert steady.verdict == "ok" and steady.live is not None
     assert steady.live.verdict == "stable"
+    # The steady run ends only by the live look's stop. The leak's run ends by it or, on
+    # a host so loaded that the look lags past the ~2,000 µs-cheap calls between its
+    # 256 MiB and the agent's 384 MiB, by the agent's safety stop (CI at a load of 26).
+    assert steady.end.status == "ok" and steady.end.stopped_early is True
+    assert leak.end.status == "ok"
+    assert leak.end.stopped_early is True or leak.rule == "runaway", leak
     for r in (leak, steady):
-        assert r.end.status == "ok" and r.end.stopped_early is True
         assert r.live is not None
         assert 80 <= r.live.iterations <= r.summary.iterations < 1000000
     assert leak.live.lo > 8000  # the bound on bytes/iteration is shown, near 16 KiB

@@ -56,6 +56,10 @@ def _leak_and_pass(result: pytest.RunResult) -> None:
     failure = re.search(r"_ test_grows _+\n(?:\[gw\d\].*\n)?(.*)\n", out)
     assert failure is not None, out
     assert failure.group(1).startswith("harness: leak (rule leak): heap grows +1."), out
+    # and where: the test's own line, from a short run under tracemalloc
+    assert re.search(r"_ test_grows _+\n(?:\[gw\d\].*\n)?.*\n  heap: \+1\.\d KiB/call at "
+                     r"test_leaky\.py:\d+ test_grows \(KEPT\.append\(bytes\(1024\)\)\)\n",
+                     out), out
     assert re.search(r"PASSED test_leaky\.py::test_clean: ok \(rule ok\): .*no leak above "
                      r"[\d,.]+ (B|KiB)/call in [\d,]+ calls", out), out
 

@@ -26,7 +26,7 @@ COUNTED = {"memory_reading": memory.memory_reading, "decide": decision.decide}
 def entered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How often each counted function was entered, through any module's name for it."""
     import harness.analysis.verdict
-    import harness.stages.attempts
+    import harness.stages.measure
     import harness.stages.way  # noqa: F401
 
     calls: Counter[str] = Counter()

@@ -131,7 +131,17 @@ def test_the_re_runs_rules_in_order() -> None:
     assert _rerun(budgeted=True, seconds=seconds, timeout=40) == "rerun-budget"
     assert _rerun(seconds=seconds, timeout=40) == "rerun-longer"
     assert _rerun(seconds=seconds, timeout=20) == "rerun-timeout"
+    # an `overrun` bound: the attempt the rules below would run (a capped run's too)
+    # stands where it would pass what is left of the bound, runs where it fits
+    assert _rerun(budgeted=True, seconds=seconds, timeout=40, left=20) == "rerun-overrun"
+    assert _rerun(budgeted=True, capped=True, seconds=seconds, left=20) == "rerun-overrun"
+    assert _rerun(budgeted=True, capped=True, seconds=seconds, left=40) == "rerun-cap"
+    assert _rerun(budgeted=True, seconds=seconds, timeout=40, left=40) == "rerun-budget"
+    seen.clear()
+    assert _rerun(budgeted=True, short=True, seconds=seconds, left=20) == "rerun-overrun"
+    assert seen == ["calls"]
     says = {r.id: r.says for r in RERUN_RULES}
+    assert says["rerun-overrun"] == STANDS
     assert {says["rerun-cap"], says["rerun-longer"]} == {AGAIN}
     assert says["rerun-timeout"] == says["rerun-spent"] == STANDS
 

@@ -1,0 +1,124 @@
+"""Issue 62 item 2: a check costs its budget and a bounded overrun. A step whose calls
+are too slow for its budget to decide ends `ambiguous` within `overrun` budgets (4 for
+`harness.check` and the pytest plugin), saying the calls it made and the budget that
+would decide, and never passes silently; before, its measured phase ran on for 10 s
+towards 300 calls and two runs again followed (2x and 4x the budget, 10 s or more each).
+A leak still fails; a bound set higher lets the same step run again."""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness.errors import SpecError
+from harness.stages.measure import _round_up
+
+pytest_plugins = ["pytester"]
+
+SLOW = """
+import time
+
+def slow():             # 50 ms a call: a 0.3 s budget holds 6
+    time.sleep(0.05)
+"""
+
+# What a phase may overshoot its limit by: the call under way when the limit passes
+# (50 ms asleep), on a loaded host many times that.
+SLACK_S = 1.0
+
+
+@pytest.fixture
+def slow_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "slowstep.py").write_text(SLOW, encoding="utf-8")
+    import slowstep
+
+    yield slowstep.slow
+    sys.modules.pop("slowstep", None)
+
+
+def test_a_budget_too_short_ends_ambiguous_within_its_bound_and_says_why(
+        slow_step: object) -> None:
+    got = harness.check(slow_step, budget="0.3s")    # type: ignore[arg-type]
+    assert got.verdict == "ambiguous" and not got.ok, str(got)
+    # one attempt: a run again (2x the budget) would pass the 1.2 s bound
+    assert [(a.verdict, a.rerun) for a in got.result.attempts] == [
+        ("ambiguous", "rerun-overrun")], got.result.attempts
+    t = got.result.timings
+    assert t.warmup_s is not None and t.measure_s is not None
+    # its warm-up stops at its budget, its measured phase at the bound less the warm-up's
+    # budget (3 budgets), each past it by the call under way at most
+    assert t.warmup_s <= 0.3 + SLACK_S and t.measure_s <= 0.9 + SLACK_S, t
+    said = re.search(r"its budget was too short for a verdict: ([\d,]+) calls of [\d.]+ ms "
+                     r"in [\d.]+ s in all, and a run again would pass its bound \(4x its "
+                     r"0\.3 s budget, `overrun`\); set budget >= ([\d.]+)s \(([\d,]+) "
+                     r"calls at this pace\)", got.reason)
+    assert said is not None, got.reason
+    calls, wants, need = (float(x.replace(",", "")) for x in said.groups())
+    # the budget said holds the calls said at the pace measured (~50 ms a call)
+    assert 0 < calls < need and wants >= need * 0.05 * 0.9, said.group(0)
+
+
+def test_a_bound_set_higher_measures_longer(slow_step: object) -> None:
+    got = harness.check(slow_step, budget="0.3s",     # type: ignore[arg-type]
+                        settings={"overrun": 8})
+    t = got.result.timings
+    # its measured phase runs on towards 300 calls (15 s at 50 ms) until 7 budgets
+    assert t.measure_s is not None and 2.1 <= t.measure_s <= 2.1 + SLACK_S, t
+    assert "bound (8x its 0.3 s budget, `overrun`)" in got.reason, got.reason
+
+
+def test_overrun_is_a_whole_number_of_budgets_two_or_more(slow_step: object) -> None:
+    with pytest.raises(harness.errors.InputError, match=r"settings\['overrun'\]: must be "
+                       r"an integer >= 2, got 1"):
+        harness.check(slow_step, budget="0.3s",       # type: ignore[arg-type]
+                      settings={"overrun": 1})
+    assert issubclass(SpecError, harness.errors.HarnessError)
+
+
+def test_the_budget_said_is_rounded_up() -> None:
+    assert [_round_up(s) for s in (0.01, 0.51, 3.01, 9.99, 10.2, 120.45)] == [
+        0.5, 0.6, 3.1, 10.0, 11.0, 121.0]
+
+
+SLOW_TESTS = '''
+import time
+
+import pytest
+
+KEPT = []
+
+
+@pytest.mark.harness_leaks(budget="300ms")
+def test_slow():
+    time.sleep(0.05)
+
+
+@pytest.mark.harness_leaks(budget="1s")
+def test_grows():
+    KEPT.append(bytes(1024))
+'''
+
+
+def test_a_marked_test_too_slow_for_its_budget_fails_saying_the_budget_to_set(
+        pytester: pytest.Pytester) -> None:
+    from tests.unit.test_pytest_plugin import _run
+
+    pytester.makepyfile(test_slow=textwrap.dedent(SLOW_TESTS))
+    result = _run(pytester)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert re.search(r"FAILED test_slow\.py::test_grows: leak \(rule leak\)", out), out
+    failure = re.search(r"_ test_slow _+\n(.*)\n(.*)\n", out)
+    assert failure is not None, out
+    said = re.search(r"set budget >= ([\d.]+)s", failure.group(1))
+    assert failure.group(1).startswith("harness: ambiguous (rule ") and said, out
+    assert "its budget was too short for a verdict" in failure.group(1), out
+    assert failure.group(2) == (f'  fix: run longer, e.g. @pytest.mark.harness_leaks('
+                                f'budget="{said.group(1)}s")'), out
