@@ -37,8 +37,9 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
     decision needs (`decidable_iterations`): below it the budget's run stopped at N
     calls with too few memory samples, read `ambiguous` and ran again up to what its
     budget holds (`--iterations 50` on a 5 s budget: 50 calls, then 170), never the
-    short run asked for. Returns the cells and the sentence that says so, None where no
-    cap was raised."""
+    short run asked for. The bound on every run of the cell (`asked_calls`) is raised
+    alike. Returns the cells and the sentence that says so, None where no cap was
+    raised."""
     out: list[Cell] = []
     raised: dict[int, list[str]] = {}
     for cell in cells:
@@ -47,7 +48,8 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
         if s.run_budget is not None and s.max_iterations is not None and \
                 s.max_iterations < need:
             raised.setdefault(need, []).append(cell.id)
-            cell = cell.with_settings(dataclasses.replace(s, max_iterations=need))
+            cell = cell.with_settings(dataclasses.replace(s, max_iterations=need,
+                                                          asked_calls=need))
         out.append(cell)
     if not raised:
         return out, None

@@ -57,10 +57,12 @@ class Fill:
         return self.said(again=True)
 
     def said(self, again: bool) -> str:
-        """The text, where the cell runs again (`again`) or may not (its repeats spent):
+        """The text, where the cell runs again (`again`) or may not (its repeats spent, or
+        --iterations bounds its runs):
         "...; a run of 9,600 calls would tell"."""
         then = (f"running it again for {self.rerun:,}" if again
-                else f"a run of {self.rerun:,} calls would tell (its repeats are spent)")
+                else f"a run of {self.rerun:,} calls would tell (it runs no more: its "
+                "repeats are spent or --iterations bounds it)")
         if self.fell:
             return (f"{signed_size(self.growth)} over {self.calls:,} calls, "
                     f"{signed_size(-self.fell)} given back at once: a leak or a cache that evicts; "

@@ -187,7 +187,8 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     if rule.id == "creep":
         t, calls = memory[named], creep_rerun(memory[named])
         then = (f"a run of {calls:,} calls or more tells: running it again" if again
-                else f"a run of {calls:,} calls would tell (its repeats are spent)")
+                else f"a run of {calls:,} calls would tell (it runs no more: its repeats "
+                "are spent or --iterations bounds it)")
         return out("creep", f"{named} grows {t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}.."
                    f"{t.slope_hi:+,.0f}) without slowing, {size(t.growth)} over "
                    f"{measured:,} calls: under its {size(t.floor)} floor, a small leak or "

@@ -184,7 +184,8 @@ class LengthEvidence:
 
     Attributes:
         cfg: The thresholds.
-        again: The cell may run again (its repeats are not spent).
+        again: The cell may run again (its repeats are not spent, and no
+            `--iterations` bounds its runs).
         capped: Its cap ended it with most of its budget left (`facts.capped_at`, in
             words; "" not so).
         grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
@@ -203,7 +204,8 @@ class LengthEvidence:
 
 
 LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
-    Rule("length-last", AS_READ, "its repeats are spent: what it read stands", (),
+    Rule("length-last", AS_READ, "its repeats are spent, or `--iterations` bounds its "
+         "runs (no re-run): what it read stands", (),
          lambda ev: "run" if not ev.again else None),
     Rule("length-cap", BY_CAP, "its cap on calls ended it with over half its time budget "
          "left (the verdict's rule `capped`, where a carrier leaks)", (),
@@ -236,6 +238,8 @@ class RerunEvidence:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
         spent: Its repeats are spent.
         script: A whole script ran once (the agent's script mode).
+        asked: Its length was asked on the command line (`--iterations`): the most
+            calls any run of it makes.
         budgeted: It runs for a time budget.
         short: Its budget ended it after too few calls (rule `short`).
         capped: Its cap, not its budget, ended it (rule `capped`).
@@ -248,6 +252,7 @@ class RerunEvidence:
     undecided: bool = False
     spent: bool = False
     script: bool = False
+    asked: bool = False
     budgeted: bool = False
     short: bool = False
     capped: bool = False
@@ -275,6 +280,9 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          lambda ev: "repeats" if ev.spent else None),
     Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
          (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-asked", STANDS, "its length was asked on the command line (`--iterations "
+         "N`): every run of the cell stays within N calls, and a re-run is longer: said, "
+         "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),
     Rule("rerun-overrun", STANDS, "the next attempt (below) would take past what is left "
          "of the cell's `overrun` bound (its budget times `overrun`, its attempts "
          "together): its budget was too short for a verdict, said in its reason with the "

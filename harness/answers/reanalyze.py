@@ -74,12 +74,14 @@ def changed_by(changed: list[Changed], plain: Mapping[str, CellResult], override
 
 
 def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
-    """The cell's within-run verdict from its recorded samples."""
+    """The cell's within-run verdict from its recorded samples (as one that may not run
+    again where `--iterations` bounded its runs, `RunSettings.asked_calls`)."""
     low, top = res.settings.get("min_iterations"), res.settings.get("max_iterations")
     live = (replay_live(cfg, series, low, top)
             if isinstance(low, int) and isinstance(top, int) else None)
     return decide(CellFacts(cfg, series, run_outcome(res), res.gpu.value not in ("", "none"),
-                            live, precheck=precheck_of(res)))
+                            live, precheck=precheck_of(res),
+                            again=res.settings.get("asked_calls") is None))
 
 
 def precheck_of(res: CellResult) -> tuple[str, str] | None:

@@ -130,11 +130,18 @@ def scenario_fault(items: Sequence[CellResult]) -> str | None:
     return None
 
 
-def same_failure(items: Sequence[CellResult]) -> str | None:
+def enough_ran(ran: Sequence[CellResult], images: int) -> bool:
+    """Whether `ran` speaks for every image of a row of `images` images: at least two
+    ran, or the row has one image and it ran (a row of one image that crashes is a
+    crash on every image of it, as one of two that crash alike is)."""
+    return len(ran) >= min(2, max(images, 1))
+
+
+def same_failure(items: Sequence[CellResult], images: int) -> str | None:
     """'Type: message' when every image that ran crashed with the same scenario error (at
-    least two images): the scenario is broken, not the images."""
+    least two images, or the row's one image): the scenario is broken, not the images."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
-    if len(ran) < 2 or any(r.verdict != "crash" for r in ran):
+    if not enough_ran(ran, images) or any(r.verdict != "crash" for r in ran):
         return None
     if all(r.end.error is None and SELF_EXIT in r.reason for r in ran):
         # The step ends the process on every image (exit 0, no end record): the
@@ -158,12 +165,12 @@ def leaked_before_timeout(items: Sequence[CellResult]) -> bool:
             and any(r.verdict == "leak" for r in timed))
 
 
-def all_timed_out(items: Sequence[CellResult]) -> str | None:
-    """What to change when every image that ran (at least two) was killed at its
-    deadline: the run is too short for the scenario, on any image, so no image is to
-    blame (a hang on every image is the scenario's too). None otherwise."""
+def all_timed_out(items: Sequence[CellResult], images: int) -> str | None:
+    """What to change when every image that ran (at least two, or the row's one image)
+    was killed at its deadline: the run is too short for the scenario, on any image, so
+    no image is to blame (a hang on every image is the scenario's too). None otherwise."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
-    if len(ran) < 2 or any(r.verdict != "timeout" for r in ran):
+    if not enough_ran(ran, images) or any(r.verdict != "timeout" for r in ran):
         return None
     stuck = sorted({r.reason.split(" (")[0] for r in ran if "did not return" in r.reason})
     if stuck:
@@ -213,8 +220,9 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
                        for label, verdict in ordered]
         bad, good, contiguous = first_bad(ordered)
         fault = scenario_fault(items)
-        broken = fault or same_failure(items)
-        too_short = all_timed_out(items) if broken is None and not leaked else None
+        images = len(line)      # the row's images, run or planned
+        broken = fault or same_failure(items, images)
+        too_short = all_timed_out(items, images) if broken is None and not leaked else None
         gap = gap_before(ordered, bad)
         if fault is not None:
             bad, good, contiguous, gap = None, None, True, []

@@ -73,13 +73,15 @@ class SweepOptions:
 
 def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: int | None = None,
                     budget: str | float | None = None) -> list[Cell]:
-    """--iterations, --warmup and --budget over every cell.
+    """--iterations, --warmup and --budget over every cell. --iterations bounds every
+    run of the cell (`RunSettings.asked_calls`): no re-run or confirmation round passes it.
 
     Raises:
         InputError: a --budget that is not a duration.
     """
     changes: dict[str, Any] = {
-        k: v for k, v in (("iterations", iterations), ("warmup", warmup))
+        k: v for k, v in (("iterations", iterations), ("warmup", warmup),
+                          ("asked_calls", iterations))
         if v is not None}
     if budget is not None:
         seconds = parse_duration(budget)
@@ -121,6 +123,17 @@ def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list
         if raised is not None:
             print(f"harness: {raised}", file=sys.stderr)
     return cells
+
+
+def refused(asked: SweepOptions, matrix: Matrix) -> None:
+    """What `sweep_and_report` refuses of the matrix before any engine is asked
+    (`Engines.for_matrix`: images of another runtime's kind, a setting its runtime
+    cannot honour): `sweep --list` refuses it alike, with the same error and exit code.
+
+    Raises:
+        InputError: as `Engines.for_matrix` does.
+    """
+    Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
 
 
 def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],

@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 from harness import gpu, matrixfile
 from harness.cli import options
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, HarnessError, InputError
+from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, HarnessError, InputError
 from harness.gpu.engine import describe
+from harness.matrixfile.load import check_applied
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities, is_local_endpoint
 from harness.preflight import compile_scenarios
 from harness.runtimes import get_runtime
@@ -65,9 +66,11 @@ class Engine(Protocol):
 class Checks:
     lines: list[str] = field(default_factory=list)
     failures: int = 0
+    bad_input: int = 0      # failures of the matrix or its scenarios: exit 2, as the sweep's
 
-    def add(self, level: str, what: str, fix: str = "") -> None:
+    def add(self, level: str, what: str, fix: str = "", bad_input: bool = False) -> None:
         self.failures += level == "FAIL"
+        self.bad_input += level == "FAIL" and bad_input
         self.lines.append(f"[{level}] {what}" + (f"\n       fix: {fix}" if fix else ""))
 
     def shown(self, quiet: bool) -> str:
@@ -77,7 +80,10 @@ class Checks:
 
     @property
     def code(self) -> int:
-        return EXIT_ENVIRONMENT if self.failures else EXIT_OK
+        """2 where the matrix or a scenario is wrong (the sweep refuses it so), else 3
+        where the environment fails, else 0."""
+        return (EXIT_BAD_INPUT if self.bad_input else EXIT_ENVIRONMENT if self.failures
+                else EXIT_OK)
 
 
 class _DockerEngine:
@@ -190,7 +196,13 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
 
 
 def _scenario_check(c: Checks, matrix: Matrix) -> None:
-    """Every scenario compiles with this Python (as the sweep checks before it runs)."""
+    """Every setting is one the matrix's runtime applies, and every scenario compiles
+    with this Python (as the sweep checks before it runs: exit 2 where not)."""
+    try:
+        check_applied(matrix, matrix.runtime)
+    except InputError as exc:
+        head, _, fix = str(exc).partition("\n  fix: ")
+        c.add("FAIL", head, fix, bad_input=True)
     try:
         compile_scenarios(matrix.cells)
     except InputError as exc:
@@ -199,7 +211,7 @@ def _scenario_check(c: Checks, matrix: Matrix) -> None:
             "fix:")]
         said = [ln.strip() for ln in lines[1:] if not ln.strip().startswith("fix:")]
         c.add("FAIL", f"scenario {lines[0]}" + (f": {' '.join(said)}" if said else ""),
-              fixes[0] if fixes else "correct the scenario")
+              fixes[0] if fixes else "correct the scenario", bad_input=True)
         return
     c.add("ok", f"scenarios compile ({len({x.scenario.script for x in matrix.cells})})")
 

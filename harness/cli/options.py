@@ -49,7 +49,8 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
         elif name == "iterations":
             p.add_argument("--iterations", type=int,
                            help=f"override iterations for every {per} (in early-stop mode, "
-                                "max_iterations, raised to what a decision needs)")
+                                "max_iterations, raised to what a decision needs); no "
+                                "re-run or confirmation round runs longer")
         elif name == "warmup":
             p.add_argument("--warmup", type=int,
                            help=f"override warm-up iterations for every {per}")

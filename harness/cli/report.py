@@ -20,7 +20,7 @@ from harness.app.report import (
 )
 from harness.app.report import newest_run as newest_run  # cli.culprit, day, explain read it here
 from harness.cli import options, without_out
-from harness.errors import EXIT_OK, InputError, StoreError
+from harness.errors import InputError, StoreError
 from harness.report import (
     ConsoleReporter,
     HtmlReporter,
@@ -122,14 +122,15 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
 
 
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
-    """`--issue ROW`: issue-ROW.md written beside the run, and printed."""
+    """`--issue ROW`: issue-ROW.md written beside the run, and printed. It exits as
+    `harness report DIR` does (1 with a bad cell): the same results, the same code."""
     drafted = IssueReporter.from_results(report, row)   # a row, or a cell's row
     text = render_text(drafted)
     path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
     sys.stdout.write(text)
     if not quiet:
         print(f"\nwritten: {path}", file=sys.stderr)
-    return EXIT_OK
+    return exit_code(report)
 
 
 def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:

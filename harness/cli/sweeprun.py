@@ -17,6 +17,7 @@ from harness.app.sweep import (
     exit_code,
     how_to_decide,
     preflight,
+    refused,
     sweep_and_report,
 )
 from harness.cli import answer, printer
@@ -44,6 +45,9 @@ def sweep(args: argparse.Namespace) -> int:
                             args.warmup, args.budget)
     answer.update(name=matrix.name, cells=[c.id for c in cells])
     if args.list:
+        # Checked as the sweep checks them, short of asking an engine (exit 2, not 0)
+        preflight(cells, matrix, args.iterations)
+        refused(options_of(args), matrix)
         for c in cells if not answer.active() else ():
             print(c.id)
         return EXIT_OK

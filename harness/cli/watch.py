@@ -13,10 +13,10 @@ from harness.cli import options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.report import ConsoleReporter
 from harness.watch.registry import list_tags, parse_repo
-from harness.watch.suite import WatchState, make_plan, suite_matrix, suite_name
+from harness.watch.suite import Plan, WatchState, make_plan, suite_matrix, suite_name
 
 if TYPE_CHECKING:
-    from harness.watch.suite import Plan, WatchOutcome
+    from harness.watch.suite import WatchOutcome
 
 
 def add_parser(sub: Any) -> None:
@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     state = WatchState.load(args.state or args.out / suite_name(args.matrix)
                             / "watch-state.json")
     last = state.last(repo.written)
+    # The suite checked before the registry is asked, with the baseline as its image: a
+    # wrong suite is exit 2 naming its file and key, whatever the registry answers (a
+    # registry out of reach, exit 3, or no new tag, exit 0, hid it)
+    suite_matrix(args.matrix, Plan(repo, args.baseline, last, (), ()))
     tags = list_tags(repo, args.insecure)
     plan = make_plan(repo, args.baseline, tags, last)
     print(f"{repo.written}: {len(tags)} tags; baseline {plan.baseline}; last checked "

@@ -103,6 +103,10 @@ class RunSettings:
     # The most seconds an attempt's measured phase runs (the agent's --budget-max):
     # set by harness alone, from `overrun`, for a run again; no matrix key sets it.
     budget_max: float | None = None
+    # `--iterations N` from the command line (raised to what a decision needs,
+    # `preflight.floor_caps`): the most calls any run of the cell makes, its re-runs
+    # and confirmation rounds included; no matrix key sets it.
+    asked_calls: int | None = None
 
     @property
     def agent_iterations(self) -> int:

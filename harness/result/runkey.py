@@ -61,6 +61,9 @@ class RunKey:
 # Settings added after results were first keyed: left out of the key while unset, so a
 # result recorded before them still answers for a cell that does not set them.
 ADDED_LATER = ("budget", "budget_calls", "overrun", "budget_max")
+# Settings the key leaves out: the bound `--iterations` puts on a cell's re-runs follows
+# from the lengths the key holds (a sweep sets both).
+NOT_KEYED = ("asked_calls",)
 # One look's params and settings as JSON, by the id of the scenario they are of (held).
 Memo = dict[int, tuple[object, dict[str, JSON], dict[str, JSON]]]
 
@@ -94,8 +97,8 @@ def _parts(cell: Cell) -> tuple[dict[str, JSON], dict[str, JSON]]:
     """The cell's params and run settings as a key holds them."""
     s = cell.settings
     settings = {f.name: (dict(getattr(s, f.name)) if f.name == "env" else getattr(s, f.name))
-                for f in dataclasses.fields(s)
-                if not (f.name in ADDED_LATER and getattr(s, f.name) is None)}
+                for f in dataclasses.fields(s) if f.name not in NOT_KEYED
+                and not (f.name in ADDED_LATER and getattr(s, f.name) is None)}
     params = as_json(dict(cell.scenario.params), "scenario.params")
     found = as_json(settings, "settings")
     assert isinstance(params, dict) and isinstance(found, dict)

@@ -8,8 +8,9 @@ or a busy host; a leak slower: `analysis.decision.rounds_for`); the way
 saved run's comparison alike) hands it to `run_rounds` and what they found to
 `decide.with_rounds`. Each round runs the baseline cell and then the suspect cell afresh, shorter
 than the cells themselves (half their measured calls, 50..1000; a leak's without the
-1,000 cap), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
-then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
+1,000 cap; never past `--iterations`), into
+`cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is then taken from the
+rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
 until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
 the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
 sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
@@ -56,11 +57,13 @@ BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
     """The cell as a confirmation run: fixed, shorter length (half `measured`, at least
-    `MIN_CALLS`, at most `cap` where one is given), no early stop or repeats."""
+    `MIN_CALLS`, at most `cap` where one is given and at most the calls `--iterations`
+    asked, `asked_calls`), no early stop or repeats."""
     s = cell.settings
     calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
-    if cap is not None:
-        calls = min(cap, calls)
+    for most in (cap, s.asked_calls):
+        if most is not None:
+            calls = min(most, calls)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
     return cell.with_settings(short)

@@ -97,13 +97,20 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
                 ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
                 run.precheck, again=again, first=first))
 
-        run.verdict = decided(run.repeats_used < run.cell.settings.repeats,
-                              run.repeats_used == 0)
+        run.verdict = decided(may_run_again(run), run.repeats_used == 0)
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
         if not _longer(ctx, run, spent, lambda: decided(False, False)):
             return
+
+
+def may_run_again(run: CellRun) -> bool:
+    """Whether the cell may run again, longer: its repeats are not spent, and no
+    `--iterations` bounds its runs (every re-run is longer than the run before it, so
+    with one what the run read stands: rule `length-last`)."""
+    s = run.cell.settings
+    return run.repeats_used < s.repeats and s.asked_calls is None
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,7 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
     ev = RerunEvidence(
         undecided=verdict.verdict in RUN_LONGER,
         spent=run.repeats_used > run.cell.settings.repeats,
+        asked=run.cell.settings.asked_calls is not None,
         script=run.series is not None and (run.series.end or {}).get("mode") == "script",
         budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
         capped=facts is not None and bool(facts.budget_calls) and not facts.short,
@@ -161,6 +169,10 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
         run.attempts[-1] = dataclasses.replace(run.attempts[-1], verdict=final.verdict,
                                                reason=run.verdict.reason)
         ctx.progress(f"{cid}: {final.verdict} ({final.reason}); {said}")
+    if rule.id == "rerun-asked":
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: --iterations "
+                     f"{run.cell.settings.asked_calls} bounds every run of it; raise it, or "
+                     "leave it out, to let it decide")
     if rule.id == "rerun-timeout":
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
                      f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "

@@ -100,14 +100,17 @@ def test_container_agent_is_not_pid_1(tmp_path: Path, engine: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_container_hang_in_c_call_is_killed_at_deadline(tmp_path: Path, engine: str) -> None:
     t0 = time.monotonic()
-    cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}", engine)
+    # A call that never returns on the row's only image: the scenario's (exit 2)
+    cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}", engine,
+                expect=2)
     assert cell["verdict"] == "timeout", cell["reason"]
     assert cell["outcome"]["duration_s"] < 10
     assert time.monotonic() - t0 < 30
 
 
 def test_local_hang_in_c_call_is_killed_at_deadline(tmp_path: Path) -> None:
-    cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}", "local")
+    cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}", "local",
+                expect=2)   # the scenario's, on the row's only image
     assert cell["verdict"] == "timeout", cell["reason"]
     # SIGTERM is blocked: the group gets SIGKILL after the grace period.
     assert cell["outcome"]["duration_s"] < 3 + 3 + 5

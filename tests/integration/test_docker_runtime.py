@@ -84,7 +84,8 @@ def test_oom_under_mem_limit(tmp_path: Path) -> None:
 def test_hang_is_killed_at_deadline(tmp_path: Path) -> None:
     s = HERE / "scenarios"
     m = write_matrix(tmp_path, f"    - {{script: {s / 'hang.py'}, timeout: 4s}}")
-    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
+    # on the row's only image: the scenario's, as on every image of a row (exit 2)
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 2
     cell = results(tmp_path)["bookworm.cpu.hang"]
     assert cell["verdict"] == "timeout"
     assert cell["outcome"]["duration_s"] < 20
@@ -95,7 +96,8 @@ def test_hang_is_killed_at_deadline(tmp_path: Path) -> None:
 def test_scenario_that_raises_is_a_crash_with_traceback(tmp_path: Path) -> None:
     s = HERE / "scenarios"
     m = write_matrix(tmp_path, f"    - {s / 'raises.py'}")
-    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
+    # on the row's only image: the scenario's, as on every image of a row (exit 2)
+    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 2
     cell = results(tmp_path)["bookworm.cpu.raises"]
     assert cell["verdict"] == "crash"
     assert "scenario exploded on purpose" in cell["reason"]

@@ -112,7 +112,8 @@ def test_time_limit_ends_as_timeout(tmp_path: Path) -> None:
     # Slurm's shortest limit, one minute, fires after 60-75 s: the one slow test here.
     m = write_matrix(tmp_path, "limit", "    - work.py", slurm="{time: 1m}",
                      defaults="iterations: 1000000, warmup: 10, timeout: 10m")
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 1
+    # killed at its limit on the row's only image: a run too short for it (exit 2)
+    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 2
     (r,) = results(tmp_path / "r", "limit").values()
     assert r["verdict"] == "timeout"
     assert r["outcome"]["details"]["slurm"]["state"] == "TIMEOUT"

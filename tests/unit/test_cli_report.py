@@ -42,6 +42,17 @@ def test_report_rewrites_every_file(rdir: Path, capsys: pytest.CaptureFixture[st
     assert json.loads((rdir / "results.json").read_text())["schema"] == 2
 
 
+@pytest.mark.parametrize("form", [["--issue", "gpu0.loop"], ["--issue", "v2.gpu0.loop"],
+                                  ["--format", "json"], ["--format", "md"], ["-q"]])
+def test_every_output_form_exits_as_report_does(rdir: Path, form: list[str],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a directory with a bad cell: `harness report DIR` exits 1
+    plain = main(["report", str(rdir)])
+    assert plain == 1
+    # THEN the same results exit the same, whatever the output form
+    assert main(["report", str(rdir), *form]) == plain, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("fmt", "check"), [
     ("md", lambda s: s.startswith("# harness sweep: rep\n")),
     ("html", lambda s: s.startswith("<!DOCTYPE html>") and "<svg" in s),
@@ -57,7 +68,8 @@ def test_format_prints_one_rendering(rdir: Path, fmt: str, check: object,
 
 
 def test_issue_is_written_and_printed(rdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(rdir), "--issue", "gpu0.loop"]) == 0
+    # It exits as `harness report DIR` does on the same directory (a bad cell: 1)
+    assert main(["report", str(rdir), "--issue", "gpu0.loop"]) == 1
     captured = capsys.readouterr()
     assert captured.out.startswith("# loop leaks memory in v2 (not in v1)")
     assert "def step(state):" in captured.out  # the scenario, found next to the matrix
@@ -112,7 +124,7 @@ def test_report_of_a_sweep_name_takes_its_newest_run(rdir: Path, tmp_path: Path,
 
 def test_issue_by_cell_id_writes_the_rows_issue(rdir: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(rdir), "--issue", "v2.gpu0.loop"]) == 0
+    assert main(["report", str(rdir), "--issue", "v2.gpu0.loop"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("# loop leaks memory in v2 (not in v1)")
     assert "## Reproduce without harness" in out and "{'" not in out

@@ -125,7 +125,7 @@ def test_the_reports_show_where(explained: Path) -> None:
         "**Where** (good.cpu.leaky, last good"), md
     html = (explained / "report.html").read_text()
     assert 'class="where"' in html and f"leaky.py:{ALLOC_LINE}" in html
-    assert main(["report", str(explained), "--issue", "cpu.leaky"]) == 0
+    assert main(["report", str(explained), "--issue", "cpu.leaky"]) == 1
     issue = (explained / "issue-cpu.leaky.md").read_text()
     assert "## Where" in issue and f"leaky.py:{ALLOC_LINE}" in issue
 

@@ -65,7 +65,7 @@ def test_an_unconfirmed_ratio_is_not_shown_beside_a_leak(
     assert "unconfirmed" not in cell_text(res) and "baseline" not in cell_text(res)
     assert "slower" not in res.reason and not any(f.kind == "vs-baseline"
                                                   for f in res.findings), res.reason
-    assert main(["report", str(swept), "--issue", "cpu.s"]) == 0
+    assert main(["report", str(swept), "--issue", "cpu.s"]) == 1
     issue = capsys.readouterr().out
     assert issue.startswith("# s leaks memory in v2 (not in v1)")
     assert "unconfirmed" not in issue and "1.30x" not in issue, issue
@@ -80,7 +80,7 @@ def test_a_leak_that_also_slows_down_says_both(
     # THEN its words, its grid token and its issue draft say both
     assert f"late steps {ratio} early" in cell_text(res), cell_text(res)
     assert token("leak", res).startswith("L16+S"), token("leak", res)
-    assert main(["report", str(swept), "--issue", "cpu.t"]) == 0
+    assert main(["report", str(swept), "--issue", "cpu.t"]) == 1
     issue = capsys.readouterr().out
     # AND, its rounds against v1 confirming it slower too, that as well
     conf = res.vs_baseline.confirmation if res.vs_baseline is not None else None

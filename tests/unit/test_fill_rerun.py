@@ -62,5 +62,5 @@ def test_with_its_repeats_spent_the_reason_does_not_promise_a_run(tmp_path: Path
     data = swept(tmp_path, repeats=0)
     assert data["verdict"] == "ambiguous", data["reason"]
     assert str(data["reason"]).endswith(
-        "a leak or a cache still filling; a run of 2,400 calls would tell (its repeats "
-        "are spent)"), data["reason"]
+        "a leak or a cache still filling; a run of 2,400 calls would tell (it runs no "
+        "more: its repeats are spent or --iterations bounds it)"), data["reason"]

@@ -375,7 +375,8 @@ def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
     checks = doctor.diagnose(matrixfile.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
                              hook_found=False, out=tmp_path / "out")
     text = "\n".join(checks.lines)
-    assert checks.code == 3 and checks.failures == 2, text
+    # the scenario's failure is bad input: exit 2, as the sweep refuses it before any cell
+    assert checks.code == 2 and checks.failures == 2 and checks.bad_input == 1, text
     assert "[FAIL] image nopy: interpreter 'python9.9' not found" in text
     assert "[ok] image here: Python 3." in text
     assert "bad.py:3: SyntaxError" in text and "fix: correct the scenario" in text

@@ -109,7 +109,7 @@ def test_a_timeout_on_some_images_is_a_finding_and_no_hang(
     assert main(argv) == 1
     assert "cpu.big: first bad: v2 (last good: v1)" in capsys.readouterr().out
     [run] = list((tmp_path / "r" / "slow").iterdir())
-    assert main(["report", str(run), "--issue", "cpu.big"]) == 0
+    assert main(["report", str(run), "--issue", "cpu.big"]) == 1
     issue = capsys.readouterr().out
     assert issue.startswith("# big does not finish within its timeout in v2 (not in v1)")
     assert not re.search(r"\bhang", issue)

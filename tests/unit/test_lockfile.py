@@ -330,6 +330,10 @@ def test_a_hashed_lock_installs_with_require_hashes(tmp_path: Path, tool: str,
 
     monkeypatch.setattr(local_runtime.process, "check_output", check_output)
     monkeypatch.setattr(local_runtime.process, "stream_lines", stream_lines)
+    # The interpreters' versions are asked once a process (`local._VERSIONS`): the fake's
+    # answer for this one goes into a cache of this test's own, not the process's (a
+    # dated image's resolution, keyed by the version, missed its cache after this test)
+    monkeypatch.setattr(local_runtime, "_VERSIONS", {})
     monkeypatch.setattr(local_runtime.resolver, "uv_bin", lambda: "uv" if tool == "uv"
                         else None)
     runtime = local_runtime.LocalRuntime(tmp_path / "cache")

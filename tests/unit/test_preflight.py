@@ -12,6 +12,7 @@ from harness.answers.search import answer_rows
 from harness.app.sweep import exit_code
 from harness.cli import main
 from harness.report import Report
+from harness.result.model import Planned
 from tests.resultkit import as_results
 
 
@@ -69,15 +70,21 @@ def _cell(label: str, index: int, verdict: str, message: str) -> dict[str, objec
             "end": {"error": {"type": "ImportError", "message": message}}}
 
 
-def test_different_errors_or_one_image_stay_findings() -> None:
+def test_different_errors_or_one_image_of_two_stay_findings() -> None:
     differ = {"a": _cell("a", 0, "crash", "no module x"), "b": _cell("b", 1, "crash", "y")}
     [row] = answer_rows(as_results(differ))
     assert row.scenario_error is None and row.first_bad == "a"
     same = {"a": _cell("a", 0, "crash", "m"), "b": _cell("b", 1, "crash", "m")}
     assert answer_rows(as_results(same))[0].scenario_error == "ImportError: m"
     assert exit_code(Report.from_results("x", as_results(same))) == 2
+    # A row of one image that crashes crashes on every image of it: exit 2 as well
     one = {"a": _cell("a", 0, "crash", "m")}
-    assert answer_rows(as_results(one))[0].scenario_error is None
+    assert answer_rows(as_results(one))[0].scenario_error == "ImportError: m"
+    assert exit_code(Report.from_results("x", as_results(one))) == 2
+    # ... but one of two planned images, the other not run, speaks for no other image
+    planned = [Planned("a", "cpu.s", "a", 0), Planned("b", "cpu.s", "b", 1)]
+    [row] = answer_rows(as_results(one), planned)
+    assert row.scenario_error is None and row.first_bad == "a"
     mixed = {"a": _cell("a", 0, "ok", ""), "b": _cell("b", 1, "crash", "m"),
              "c": _cell("c", 2, "crash", "m")}
     assert answer_rows(as_results(mixed))[0].first_bad == "b"

@@ -342,3 +342,22 @@ def test_cli_watch_records_its_results_directory_as_a_sweep(
     capsys.readouterr()
     assert main(["report", str(tmp_path / "r" / "watched")]) == 0
     assert "planned cells missing" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (SUITE.replace("repeats: 0}", "repeats: 0, heap: loud}"),
+     "suite.yaml:3: defaults.heap: must be one of quiet, stock, got 'loud'"),
+    (SUITE + "colour: red\n", "suite.yaml:7: colour: unknown key 'colour'"),
+], ids=["bad-value", "unknown-key"])
+def test_cli_watch_refuses_a_wrong_suite_before_asking_the_registry(
+        registry: Registry, tmp_path: Path, text: str, said: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a suite with a mistake, and a registry with no new tag (or out of reach)
+    registry.tags = ["23.01-cpu"]
+    suite = write_suite(tmp_path, text)
+    for repo in (f"127.0.0.1:{registry.port}/{NAME}", f"127.0.0.1:1/{NAME}"):
+        # WHEN it is watched, THEN the suite is refused, exit 2, named by file and key
+        assert main(["watch", repo, "--baseline", "23.01-cpu", "--matrix", str(suite),
+                     "--state", str(tmp_path / "state.json"), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "registry" not in err, err

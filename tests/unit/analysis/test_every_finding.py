@@ -66,7 +66,7 @@ def test_the_confirmed_slowdown_is_in_the_stored_result_and_the_issue(
     assert conf["confirmed"] and conf["direction"] == "slower", conf
     assert "also slower than v1" in stored["reason"]
     # AND the issue draft's title says both, with the rounds' ratio
-    assert main(["report", str(run.root), "--issue", "gpu0.loop"]) == 0
+    assert main(["report", str(run.root), "--issue", "gpu0.loop"]) == 1   # as `report`
     title = capsys.readouterr().out.splitlines()[0]     # type: ignore[attr-defined]
     assert title.startswith("# loop leaks memory and is ") and "x slower than v1 (in " \
         in title, title
