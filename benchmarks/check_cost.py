@@ -13,8 +13,10 @@ machine's load falls on both alike. Per check, from `Checked.result.timings`:
   exit: `timings.run_s` less the phases);
 - host: wall - run_s (the matrix, the store, the live watcher, the decision).
 
+`--quick` (CI): 3 checks of this checkout, budget 0.2 s.
+
 Run: PYTHONPATH=. python benchmarks/check_cost.py [--checks 20] [--budget 0.5s]
-     [--before ROOT]
+     [--before ROOT] [--quick]
 """
 
 from __future__ import annotations
@@ -86,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", default="0.5s")
     p.add_argument("--before", metavar="ROOT", type=Path, default=None,
                    help="another checkout (main), its checks alternated with this one's")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run (CI): 3 checks, budget 0.2 s")
     args = p.parse_args(argv)
+    if args.quick:
+        args.checks, args.budget = 3, "0.2s"
     roots = {"after": ROOT} if args.before is None else {
         "before": args.before.resolve(), "after": ROOT}
     with tempfile.TemporaryDirectory(prefix="check-cost-") as tmp:

@@ -28,6 +28,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "bisect_cost.py": (),
     "busy_rounds.py": (),
     "cell_overhead.py": ("docker",),
+    "check_cost.py": (),
     "codec_speed.py": (),
     "corpus.py": (),
     "culprit_cost.py": (),
