@@ -347,11 +347,18 @@ def main() -> None:
                 spawned = time.time()
                 done = subprocess.run([sys.executable, "-c", CHILD, bench, str(rec_file),
                                        "sweep", str(wd / "m.yaml"), "--out", str(out), "-q"],
-                                      stdout=subprocess.DEVNULL, env=env, cwd=tree)
+                                      stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
                 exited = time.time()
-                if done.returncode != 0:
+                # The cost is the figure here, not the verdict: a verdict (1: bad, 4:
+                # undecided) of 50 trivial calls on a busy host is said and the run goes
+                # on; harness failing to run the cell (2, 3, 130) ends the benchmark.
+                if done.returncode not in (0, 1, 4):
                     sys.exit(f"cell_overhead: the sweep over {name} exited "
-                             f"{done.returncode}")
+                             f"{done.returncode}:\n{done.stdout[-2000:]}")
+                if done.returncode != 0:
+                    print(f"cell_overhead: the sweep over {name} exited {done.returncode} "
+                          f"(its verdict; the timing stands):\n{done.stdout[-1500:]}",
+                          file=sys.stderr)
                 total[name].append(exited - spawned)
                 rec = json.loads(rec_file.read_text())
                 cell_dir = next((out / "overhead").glob("*/cells/*"))
