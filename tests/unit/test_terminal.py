@@ -5,6 +5,7 @@ lines when not a terminal."""
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import re
 import struct
@@ -14,9 +15,13 @@ import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from harness.matrixfile.model import Cell
+    from harness.report.live import LiveProgress
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -296,23 +301,27 @@ def test_the_first_progress_line_wraps_between_words(tmp_path: Path, cols: int) 
     assert all(len(line) < cols for line in lines), lines
 
 
-def test_a_cell_done_before_any_poll_saw_it_ends_its_venv_line(tmp_path: Path) -> None:
-    """Issue 63's new-user pass: in the README's demo at 80 columns, a cell that ran in
-    0.6 s between two polls left "multidict-6.5.1: cached venv ..." under the finished
-    lines through all of the next cell's confirmation rounds; its image's line goes
-    when the cell is done, as when a poll sees its first sample."""
-    import io
-
+def _live_at_80(tmp_path: Path) -> tuple[Cell, io.StringIO, LiveProgress]:
+    """One v1 cell and a live display drawn into a string at 80 columns, whose own
+    polls never come (refresh every 60 s): what it draws is what the calls made."""
     from rich.console import Console
 
     from harness.report.live import LiveProgress
     from tests.unit.test_orchestrator import make_matrix
 
-    matrix = make_matrix(tmp_path, images="v1")
-    [cell] = matrix.cells
+    [cell] = make_matrix(tmp_path, images="v1").cells
     out = io.StringIO()
     live = LiveProgress(lambda cid: tmp_path / "none.jsonl",
                         Console(file=out, force_terminal=True, width=80), refresh_s=60)
+    return cell, out, live
+
+
+def test_a_cell_done_before_any_poll_saw_it_ends_its_venv_line(tmp_path: Path) -> None:
+    """Issue 63's new-user pass: in the README's demo at 80 columns, a cell that ran in
+    0.6 s between two polls left "multidict-6.5.1: cached venv ..." under the finished
+    lines through all of the next cell's confirmation rounds; its image's line goes
+    when the cell is done, as when a poll sees its first sample."""
+    cell, out, live = _live_at_80(tmp_path)
     try:
         live(f"{cell.image.label}: cached venv /venvs/0286e9ff97b22040")
         live.cell(cell, "running", None)
@@ -332,17 +341,7 @@ def test_a_finished_line_drawn_after_a_cell_is_done_has_no_venv_line_under_it(
     the next two lines (the live region redrawn as it was, until the next refresh). The
     region is redrawn as it is now; and a finished line that wraps is indented as the
     plain lines are."""
-    import io
-
-    from rich.console import Console
-
-    from harness.report.live import LiveProgress
-    from tests.unit.test_orchestrator import make_matrix
-
-    [cell] = make_matrix(tmp_path, images="v1").cells
-    out = io.StringIO()
-    live = LiveProgress(lambda cid: tmp_path / "none.jsonl",
-                        Console(file=out, force_terminal=True, width=80), refresh_s=60)
+    cell, out, live = _live_at_80(tmp_path)
     try:
         live(f"{cell.image.label}: cached venv /venvs/4ddfec1c90c0958c")
         live.cell(cell, "running", None)
