@@ -174,6 +174,11 @@ def step(state):
         state["pool"].apply(keep, (4096,))
     else:
         state["pool"].apply(cache, (state["n"],))
+
+
+def teardown(state):
+    # a worker left running holds the agent's output pipes: 5 s of waiting on each
+    state["pool"].terminate()
 '''
 
 
