@@ -130,8 +130,7 @@ def _scratch(tmp: Path) -> Path:
 # The files whose commands take about a minute in CI (seconds, quiet), so they start
 # before the shorter ones (tests/conftest.py's `_weight`); the others weigh a slow test's
 # default.
-SECONDS = {"README.md": 50, "docs/gpu-hosts.md": 50, "docs/commands.md": 35,
-           "docs/culprit.md": 35}
+SECONDS = {"README.md": 50, "docs/culprit.md": 35}
 
 
 def _marks(path: Path) -> list[pytest.MarkDecorator]:
