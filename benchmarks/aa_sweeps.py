@@ -18,7 +18,8 @@ With `--busy N`, N busy loops (`python3 -c 'while True: pass'`) run beside the w
 sweep: the rate on a busy host (issue 61: a busy host never reads as clean, nor as bad).
 
 Run: PYTHONPATH=. python benchmarks/aa_sweeps.py [--copies 3] [--case NAME] [--batch B]
-     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies: CI's smoke run)
+     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies, a 1 s
+     budget: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from corpuskit.sweep import LENGTHS, SWEEP_TIMEOUT_S, _harness  # noqa: E402
 from harness.analysis.kinds import BAD  # noqa: E402
 
 QUICK = ("control_lru_cache",)
+QUICK_LENGTH = {"budget": "1s"}     # --quick: each cell's length (a smoke run, not a rate)
 Z95 = 1.959963984540054
 
 
@@ -76,7 +78,8 @@ def clean_releases(case: Case) -> list[tuple[str, str]]:
     return [(role, r) for role, r in case.releases() if not case.bad_release(role)]
 
 
-def matrix(case: Case, release: str, copies: int, length: str = "budget") -> str:
+def matrix(case: Case, release: str, copies: int, length: str = "budget",
+           quick: bool = False) -> str:
     pins = case.requirements(release, tools=False)
     images = [{"name": f"{'A' if k == 0 else f'B{k}'}-{release}", "pip": pins}
               for k in range(copies)]
@@ -84,16 +87,17 @@ def matrix(case: Case, release: str, copies: int, length: str = "budget") -> str
     if case.params:
         scenario["params"] = case.params
     return json.dumps({"name": f"aa-{case.slug}-{release}", "runtime": "local",
-                       "defaults": {**LENGTHS[length], "timeout": "10m"},
+                       "defaults": {**(QUICK_LENGTH if quick else LENGTHS[length]),
+                                    "timeout": "10m"},
                        "matrix": {"image": images, "gpu": ["none"], "scenario": [scenario]},
                        "baseline": {"image": images[0]["name"]}}, indent=1)
 
 
 def sweep_pair(case: Case, role: str, release: str, copies: int, work: Path,
-               length: str = "budget") -> Pair:
+               length: str = "budget", quick: bool = False) -> Pair:
     here = work / f"{case.slug}-{release}"
     here.mkdir(parents=True)
-    (here / "m.yaml").write_text(matrix(case, release, copies, length))
+    (here / "m.yaml").write_text(matrix(case, release, copies, length, quick))
     done = _harness(ROOT, ["sweep", str(here / "m.yaml"), "--out", str(here / "out"), "-q"],
                     here, SWEEP_TIMEOUT_S)
     runs = sorted((here / "out").glob("*/[0-9]*[0-9]"))
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, metavar="OUT")
     p.add_argument("--busy", type=int, default=0, metavar="N",
                    help="N busy loops beside the sweeps (a loaded host)")
-    p.add_argument("--quick", action="store_true", help=f"CI: {', '.join(QUICK)}, 2 copies")
+    p.add_argument("--quick", action="store_true",
+                   help=f"CI: {', '.join(QUICK)}, 2 copies, 1 s budget")
     p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
                    help="each cell's length: budget (5 s), calls (max_iterations: 2000, "
                         "issue 49's matrix) or default (no length key: harness's own)")
@@ -153,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="aa-") as tmp, \
                 ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length)
-                       for c, role, r in todo]
+            futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length,
+                                   args.quick) for c, role, r in todo]
             pairs = []
             for (c, _, r), fut in zip(todo, futures, strict=True):
                 pairs.append(fut.result())
@@ -170,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     within = [v for pr in pairs for v, _ in pr.within]
     versus = [v for pr in pairs for v, _ in pr.versus if v != "not compared"]
     print(f"{len(pairs)} clean releases x {copies} images of the same pins "
-          f"({len(within)} cells, {len(versus)} comparisons), length {args.length} "
-          f"({LENGTHS[args.length] or 'no length key'}), {args.busy} busy loops beside")
+          f"({len(within)} cells, {len(versus)} comparisons), length "
+          + (f"--quick ({QUICK_LENGTH})" if args.quick else
+             f"{args.length} ({LENGTHS[args.length] or 'no length key'})")
+          + f", {args.busy} busy loops beside")
     print(rate_line("within run", within))
     print(rate_line("vs baseline", versus))
     secs = sorted(s for pr in pairs for s in pr.seconds)
