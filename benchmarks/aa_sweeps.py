@@ -47,7 +47,6 @@ from corpuskit.sweep import LENGTHS, SWEEP_TIMEOUT_S, _harness  # noqa: E402
 from harness.analysis.kinds import BAD  # noqa: E402
 
 QUICK = ("control_lru_cache",)
-QUICK_LENGTH = {"budget": "1s"}     # --quick: each cell's length (a smoke run, not a rate)
 Z95 = 1.959963984540054
 
 
@@ -78,8 +77,7 @@ def clean_releases(case: Case) -> list[tuple[str, str]]:
     return [(role, r) for role, r in case.releases() if not case.bad_release(role)]
 
 
-def matrix(case: Case, release: str, copies: int, length: str = "budget",
-           quick: bool = False) -> str:
+def matrix(case: Case, release: str, copies: int, length: str = "budget") -> str:
     pins = case.requirements(release, tools=False)
     images = [{"name": f"{'A' if k == 0 else f'B{k}'}-{release}", "pip": pins}
               for k in range(copies)]
@@ -87,17 +85,16 @@ def matrix(case: Case, release: str, copies: int, length: str = "budget",
     if case.params:
         scenario["params"] = case.params
     return json.dumps({"name": f"aa-{case.slug}-{release}", "runtime": "local",
-                       "defaults": {**(QUICK_LENGTH if quick else LENGTHS[length]),
-                                    "timeout": "10m"},
+                       "defaults": {**LENGTHS[length], "timeout": "10m"},
                        "matrix": {"image": images, "gpu": ["none"], "scenario": [scenario]},
                        "baseline": {"image": images[0]["name"]}}, indent=1)
 
 
 def sweep_pair(case: Case, role: str, release: str, copies: int, work: Path,
-               length: str = "budget", quick: bool = False) -> Pair:
+               length: str = "budget") -> Pair:
     here = work / f"{case.slug}-{release}"
     here.mkdir(parents=True)
-    (here / "m.yaml").write_text(matrix(case, release, copies, length, quick))
+    (here / "m.yaml").write_text(matrix(case, release, copies, length))
     done = _harness(ROOT, ["sweep", str(here / "m.yaml"), "--out", str(here / "out"), "-q"],
                     here, SWEEP_TIMEOUT_S)
     runs = sorted((here / "out").glob("*/[0-9]*[0-9]"))
@@ -136,11 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--busy", type=int, default=0, metavar="N",
                    help="N busy loops beside the sweeps (a loaded host)")
     p.add_argument("--quick", action="store_true",
-                   help=f"CI: {', '.join(QUICK)}, 2 copies, 1 s budget")
+                   help=f"CI: {', '.join(QUICK)}, 2 copies, --length quick")
     p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
                    help="each cell's length: budget (5 s), calls (max_iterations: 2000, "
-                        "issue 49's matrix) or default (no length key: harness's own)")
+                        "issue 49's matrix), default (no length key: harness's own) or "
+                        "quick (1 s, --quick's)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.length = "quick"
     if args.copies < 2:
         p.error("--copies must be at least 2 (A and one B)")
     try:
@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="aa-") as tmp, \
                 ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length,
-                                   args.quick) for c, role, r in todo]
+            futures = [pool.submit(sweep_pair, c, role, r, copies, Path(tmp), args.length)
+                       for c, role, r in todo]
             pairs = []
             for (c, _, r), fut in zip(todo, futures, strict=True):
                 pairs.append(fut.result())
@@ -175,10 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     within = [v for pr in pairs for v, _ in pr.within]
     versus = [v for pr in pairs for v, _ in pr.versus if v != "not compared"]
     print(f"{len(pairs)} clean releases x {copies} images of the same pins "
-          f"({len(within)} cells, {len(versus)} comparisons), length "
-          + (f"--quick ({QUICK_LENGTH})" if args.quick else
-             f"{args.length} ({LENGTHS[args.length] or 'no length key'})")
-          + f", {args.busy} busy loops beside")
+          f"({len(within)} cells, {len(versus)} comparisons), length {args.length} "
+          f"({LENGTHS[args.length] or 'no length key'}), {args.busy} busy loops beside")
     print(rate_line("within run", within))
     print(rate_line("vs baseline", versus))
     secs = sorted(s for pr in pairs for s in pr.seconds)
