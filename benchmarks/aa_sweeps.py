@@ -18,7 +18,8 @@ With `--busy N`, N busy loops (`python3 -c 'while True: pass'`) run beside the w
 sweep: the rate on a busy host (issue 61: a busy host never reads as clean, nor as bad).
 
 Run: PYTHONPATH=. python benchmarks/aa_sweeps.py [--copies 3] [--case NAME] [--batch B]
-     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies: CI's smoke run)
+     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies, a 1 s
+     budget: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -131,11 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, metavar="OUT")
     p.add_argument("--busy", type=int, default=0, metavar="N",
                    help="N busy loops beside the sweeps (a loaded host)")
-    p.add_argument("--quick", action="store_true", help=f"CI: {', '.join(QUICK)}, 2 copies")
+    p.add_argument("--quick", action="store_true",
+                   help=f"CI: {', '.join(QUICK)}, 2 copies, --length quick")
     p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
                    help="each cell's length: budget (5 s), calls (max_iterations: 2000, "
-                        "issue 49's matrix) or default (no length key: harness's own)")
+                        "issue 49's matrix), default (no length key: harness's own) or "
+                        "quick (1 s, --quick's)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.length = "quick"
     if args.copies < 2:
         p.error("--copies must be at least 2 (A and one B)")
     try:

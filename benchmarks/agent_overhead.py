@@ -103,10 +103,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--sample-every", type=int, default=10)
     p.add_argument("--quick", action="store_true",
-                   help="one round of 200 steps: checks the benchmark runs (CI), no figure")
+                   help="one round of 50 steps: checks the benchmark runs (CI), no figure")
     a = p.parse_args()
     if a.quick:
-        a.iterations, a.rounds = 200, 1
+        a.iterations, a.rounds = 50, 1
     n = a.iterations
     with tempfile.TemporaryDirectory() as d:
         wd = Path(d)

@@ -16,8 +16,8 @@ With `--beside CMD`, CMD (a shell command: a container build, a test suite) runs
 and over beside every sweep as well, and the load average is printed per row.
 
 Run: PYTHONPATH=. python benchmarks/busy_rounds.py [--loops 0,2,6] [--factor 10]
-     [--beside CMD] [--quick]   (CI: the slowdown beside 1 loop only: 2 loops burnt
-     a core for the sweep's length beside the rest of the tests)
+     [--beside CMD] [--quick]   (CI: the slowdown beside 1 loop only, each cell a 1 s
+     budget: the loop burns a core for the sweep's length beside the rest of the tests)
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+QUICK_BUDGET = "1s"     # --quick: each cell's budget (the busy loop burns a core as long)
 
 SCENARIO = '''
 import sys
@@ -56,13 +57,16 @@ def interpreters() -> list[str]:
     return found[:2] if len(found) >= 2 else [sys.executable, sys.executable]
 
 
-def sweep(tmp: Path, factor: float, pythons: list[str]) -> tuple[int, dict[str, object]]:
+def sweep(tmp: Path, factor: float, pythons: list[str], budget: str | None = None
+          ) -> tuple[int, dict[str, object]]:
     minor = subprocess.run([pythons[1], "-c", "import sys; print(*sys.version_info[:2])"],
                            capture_output=True, text=True, check=True).stdout.split()
     params = {"factor": factor, "slow_on": [int(x) for x in minor]}
     (tmp / "work.py").write_text(SCENARIO)
     (tmp / "m.yaml").write_text(
-        "name: busy\nruntime: local\nmatrix:\n  image:\n"
+        "name: busy\nruntime: local\n"
+        + (f"defaults: {{budget: {budget}}}\n" if budget else "")
+        + "matrix:\n  image:\n"
         f"    - {{name: a, python: {pythons[0]}}}\n    - {{name: b, python: {pythons[1]}}}\n"
         f"  scenario:\n    - {{script: work.py, params: {json.dumps(params)}}}\n"
         "baseline: {image: a}\n")
@@ -82,7 +86,7 @@ def main() -> int:
     p.add_argument("--factor", type=float, default=10.0)
     p.add_argument("--beside", metavar="CMD", help="a shell command run over and over "
                    "beside each sweep (a container build, a test suite)")
-    p.add_argument("--quick", action="store_true", help="CI: beside 1 loop only")
+    p.add_argument("--quick", action="store_true", help="CI: beside 1 loop only, 1 s budgets")
     args = p.parse_args()
     loops = [1] if args.quick else [int(x) for x in args.loops.split(",")]
     pythons = interpreters()
@@ -102,7 +106,8 @@ def main() -> int:
             cases = [("slowdown", args.factor), ("same", 1.0)][:1 if args.quick else 2]
             for case, factor in cases:
                 with tempfile.TemporaryDirectory() as d:
-                    code, cell = sweep(Path(d), factor, pythons)
+                    code, cell = sweep(Path(d), factor, pythons, QUICK_BUDGET if args.quick
+                                       else None)
                 vs = cell.get("vs_baseline") or {}
                 conf = vs.get("confirmation") or {}
                 rounds = conf.get("rounds") or []

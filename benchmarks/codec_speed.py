@@ -8,7 +8,8 @@ error, a busy host, a GPU clock, a cgroup reading; one stays clean), each cell's
 result.json as the sweep wrote it. The 1,600 files are then laid out as three runs of
 that matrix (3 x 1,600 = 4,800 files, what `harness history` reads over three weekly
 runs), each with its plan.json. Beside them, the 30 result.json files recorded on a real
-H100 (`tests/data/h100`, schemas 2 and 3, host samples and all), read 10 times over.
+H100 (`tests/data/h100`, schemas 2 and 3, host samples and all), read 10 times over
+(`--quick`: once).
 
 Each way of reading runs in a child process of its own, the ways in turn (A B C A B C),
 every file's bytes read before the clock starts:
@@ -52,7 +53,7 @@ from scale import wide_matrix  # the same matrix shape as the scale benchmark
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = {False: (40, 4, 10), True: (12, 2, 3)}     # quick -> (images, GPUs, scenarios)
 RUNS = 3
-RECORDED_TIMES = 10
+RECORDED_TIMES = 10     # --quick: 1
 WAYS = ("hand", "msgspec", "codec")
 
 
@@ -260,8 +261,9 @@ def history(revs: list[str], root: Path, rounds: int, workdir: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="72 cells x 3 runs, 2 rounds (for CI)")
-    p.add_argument("--rounds", type=int, help="rounds of A B C (default 5; --quick 2)")
+    p.add_argument("--quick", action="store_true",
+                   help="72 cells x 3 runs, the recorded files once, 1 round (for CI)")
+    p.add_argument("--rounds", type=int, help="rounds of A B C (default 5; --quick 1)")
     p.add_argument("--base", metavar="REV", nargs="+",
                    help="also time `harness history` with these commits' trees and this one")
     p.add_argument("--keep", metavar="DIR", type=Path,
@@ -279,7 +281,8 @@ def main() -> None:
     if a.dirs:
         child_dirs(a.dirs[0], Path(a.dirs[1]))
         return
-    rounds = a.rounds or (2 if a.quick else 5)
+    rounds = a.rounds or (1 if a.quick else 5)
+    times = 1 if a.quick else RECORDED_TIMES
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         if a.keep:
@@ -292,11 +295,11 @@ def main() -> None:
         recorded = sorted((REPO / "tests" / "data" / "h100").rglob("result.json"))
         print(f"{len(files) // RUNS} cells swept over the fake runtime in {swept_s:.1f} s, "
               f"laid out as {RUNS} runs; {len(recorded)} recorded H100 results x "
-              f"{RECORDED_TIMES}; {rounds} rounds, medians", flush=True)
+              f"{times}; {rounds} rounds, medians", flush=True)
         print(f"{'corpus':<9} {'files':>5} {'way':<8} {'median s':>8} {'ms/file':>8} "
               f"{'vs hand':>8} {'RSS MiB':>8} {'traced MiB':>10} {'checked':>8} {'same':>6}")
         compare("swept", files, rounds, work)
-        compare("recorded", recorded * RECORDED_TIMES, rounds, work)
+        compare("recorded", recorded * times, rounds, work)
         directories(root, rounds)
         if a.base:
             history(a.base, root, rounds, work)

@@ -31,7 +31,8 @@ scored), exact first bad, calls to decide (median, worst), wall time.
 `--old REV`: the same results re-decided by REV's rules (`harness report DIR
 --reanalyze --write` run from a git worktree of REV), side by side; a fresh sweep by REV
 only where it cannot re-decide. `--quick` (CI): two cases (a leak, a control), the
-bad (or control) release only, psleak `times=2` only (venvs without pytest-memray).
+bad (or control) release only, psleak `times=2` only (venvs without pytest-memray),
+`--length quick` (a 1 s budget).
 Exit 3 when a venv cannot be built.
 
 Run: PYTHONPATH=. python benchmarks/corpus.py [--case NAME] [--old REV] [--json OUT]
@@ -289,8 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                    help='only the cases of CASE "batch" B (e.g. 49, the held-out cases '
                         'of issue 49; "-": the cases of no batch)')
     p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
-                   help="each cell's length: budget (5 s, the default) or calls "
-                        f"(max_iterations: {MAX_ITERATIONS}, as the runner wrote it before)")
+                   help="each cell's length: budget (5 s, the default), calls "
+                        f"(max_iterations: {MAX_ITERATIONS}, as the runner wrote it before) "
+                        "or quick (1 s, --quick's)")
     p.add_argument("--harness-only", action="store_true",
                    help="leave psleak and pytest-memray out")
     p.add_argument("--old-fresh", action="store_true",
@@ -305,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         p.error(f"--case {args.case} names no case under benchmarks/corpus/")
     if args.quick:      # the release with the bug (a control's one release) only
+        args.length = "quick"
         cases = [replace(c, versions={r: v for r, v in c.versions.items()
                                       if r == ("good" if c.kind == "control" else "bad")})
                  for c in cases]

@@ -6,7 +6,7 @@ recorded runs' noise levels; simulated). Prints, per shape, how the live look an
 verdict of all the samples read.
 
 Run: python benchmarks/one_decision.py [--examples 400] [--quick]
-     (--quick: 10 examples, CI's smoke run: tests/unit/analysis/test_one_decision.py
+     (--quick: 3 examples, CI's smoke run: tests/unit/analysis/test_one_decision.py
      holds the property over 40)
 """
 
@@ -35,7 +35,7 @@ def main() -> int:
     p.add_argument("--examples", type=int, default=400)
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
-    n = 10 if args.quick else args.examples
+    n = 3 if args.quick else args.examples
     seen: collections.Counter[tuple[str, str, str]] = collections.Counter()
     t0 = time.perf_counter()
 

@@ -23,8 +23,9 @@ harness run can stop before its budget, once its verdict is sure, and run again
 longer where it is not: both counted); and from junit-xml, each test that ran (not one
 that skipped itself) less the budget: mean, median, max.
 The load average is printed beside each run.
-`--quick` (CI): one small test file (11 tests), budget 0.2 s, this checkout
-only; where the venv cannot be built (no package index) it says so and exits 0.
+`--quick` (CI): the 4 tests of one small test file that `-k` QUICK_TESTS picks, budget
+0.2 s, this checkout only; where the venv cannot be built (no package index) it says so
+and exits 0.
 
 Run: PYTHONPATH=. python benchmarks/plugin_suite.py [--budget 0.5s] [--before ROOT]
 """
@@ -55,6 +56,7 @@ from harness.runtimes.local import LocalRuntime  # noqa: E402
 REQUIREMENTS = ("opt_einsum==3.4.0", "numpy==1.26.4", "pytest-memray==1.11.0")
 LEFT_OUT = ("test_contract.py",)
 QUICK_FILES = ("test_edge_cases.py",)
+QUICK_TESTS = "test_broadcasting_contraction"     # -k: 4 of its 11 tests
 BUDGET, QUICK_BUDGET = "0.5s", "0.2s"
 MEMRAY_LIMIT = "16 KB"
 TIMEOUT_S = 3600
@@ -155,7 +157,7 @@ def shim(harness_root: Path, into: Path) -> Path:
 
 
 def run(name: str, python: Path, tests: Path, mark: str, budget: str,
-        path: Path | None) -> Run:
+        path: Path | None, pick: tuple[str, ...] = ()) -> Run:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTHON", "PSUITE_", "MEMRAY_", "PYTEST_"))}
     env |= {MARK_ENV: mark, BUDGET_ENV: budget}
@@ -169,7 +171,7 @@ def run(name: str, python: Path, tests: Path, mark: str, budget: str,
         flags = ["--memray", "-p", "no:harness"]
     junit = tests.parent / f"{mark}-junit.xml"
     cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-           *flags, "."]
+           *flags, *pick, "."]
     before = os.getloadavg()[0]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=tests, env=env, capture_output=True, text=True,
@@ -232,8 +234,8 @@ def table(runs: list[Run], plain: Run, budget_s: float) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--quick", action="store_true",
-                   help=f"CI: {', '.join(QUICK_FILES)}, budget {QUICK_BUDGET}; skipped "
-                        "(exit 0) where the venv cannot be built")
+                   help=f"CI: {', '.join(QUICK_FILES)} -k {QUICK_TESTS}, budget "
+                        f"{QUICK_BUDGET}; skipped (exit 0) where the venv cannot be built")
     p.add_argument("--budget", default=None,
                    help=f"harness_leaks's budget (default {BUDGET}, --quick {QUICK_BUDGET})")
     p.add_argument("--before", metavar="ROOT", type=Path, default=None,
@@ -258,14 +260,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.before is not None:
             checkouts = {"harness before": shim(args.before.resolve(), work / "before"),
                          "harness after": checkouts["harness"]}
-        plain = run("plain", python, tests, "plain", budget, None)
+        pick = ("-k", QUICK_TESTS) if args.quick else ()
+        plain = run("plain", python, tests, "plain", budget, None, pick)
         runs = [plain]
         for _ in range(max(args.rounds, 1)):
             for name, path in checkouts.items():
-                runs.append(run(name, python, tests, "harness", budget, path))
+                runs.append(run(name, python, tests, "harness", budget, path, pick))
         if not args.no_memray:
-            runs.append(run("pytest-memray", python, tests, "memray", budget, None))
-    quick = f" (--quick: {', '.join(QUICK_FILES)})" if args.quick else ""
+            runs.append(run("pytest-memray", python, tests, "memray", budget, None, pick))
+    quick = f" (--quick: {', '.join(QUICK_FILES)} -k {QUICK_TESTS})" if args.quick else ""
     print(f"opt_einsum 3.4.0's tests{quick}"
           f", less {', '.join(LEFT_OUT)}; every module-level test marked "
           f"harness_leaks(budget={budget!r}) or limit_leaks({MEMRAY_LIMIT!r}); one pytest "

@@ -18,7 +18,7 @@ Each plugin runs it as its docs say a leak test is written:
 
 - harness (`-p harness.pytest_plugin -p no:memray`, LOOP=1): the test function is the
   step, which the plugin calls over and over in a child process (docs/pytest.md); the
-  budget is the corpus runner's (5 s; `--quick`: 1 s);
+  budget is the corpus runner's (5 s; `--quick`: 0.5 s);
 - pytest-memray 1.11.0 (`--memray -p no:harness`, LOOP=1000 after 200 warm-up calls in
   a module fixture, PYTHONMALLOC=malloc): its docs ask for the code under test to run
   in a loop, and to allow "some small amount of leaked memory per call stack"; the limit
@@ -41,7 +41,7 @@ per plugin: recall (a leak's first bad release failed with a memory finding), fa
 alarms (a control's, a good or a fixed release's test failed), errors (the test failed
 or errored for another reason: not counted as a finding), median and worst wall time
 per test. `--quick` (CI): two cases (multidict_pop, control_lru_cache), the
-bad (or control) release only, harness budget 1 s; where they cannot be built (no
+bad (or control) release only, harness budget 0.5 s; where they cannot be built (no
 package index: offline) it says so and exits 0 (skipped), the full run exits 3.
 
 Run: PYTHONPATH=. python benchmarks/plugin_vs_memray.py [--case NAME] [--json OUT]
@@ -75,7 +75,7 @@ from harness.errors import HarnessError  # noqa: E402
 
 QUICK = ("multidict_pop", "control_lru_cache")   # a leak's bad release, a control
 PLUGINS = ("harness", "memray")
-BUDGET, QUICK_BUDGET = "5s", "1s"
+BUDGET, QUICK_BUDGET = "5s", "0.5s"
 TIMEOUT_S = 900
 UNAVAILABLE = 3
 LOOP_ENV, WARM_ENV, HOST_ENV = "PVM_LOOP", "PVM_WARM", "PVM_HOST_PATH"

@@ -25,7 +25,7 @@ Leaks add rate x iteration, delivered in per-call chunks with 10 % jitter.
 
 Run: python benchmarks/sequential_fpr.py [--runs 2000] [--leak-runs 500] [--naive-runs 300]
      [--iterations 1000] [--seed 9]     (about 3 minutes on 2 cores)
-     [--quick]     (--quick: 20 series per kind of 300 iterations: CI's smoke run)
+     [--quick]     (--quick: 4 series per kind of 300 iterations: CI's smoke run)
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def one(job: tuple[str, float, int, int, bool]) -> tuple[str | None, int, tuple[
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
-                   help="20 series per kind (10 per leak rate, 5 naive) of 300 iterations")
+                   help="4 series per kind (2 per leak rate, 2 naive) of 300 iterations")
     p.add_argument("--runs", type=int, default=2000)
     p.add_argument("--iterations", type=int, default=1000)
     p.add_argument("--leak-runs", type=int, default=500)
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     EVERY, MIN_ITERATIONS = args.every, args.first_look   # forked workers inherit them
     started = time.perf_counter()
     if args.quick:
-        args.runs, args.leak_runs, args.naive_runs, args.iterations = 20, 10, 5, 300
+        args.runs, args.leak_runs, args.naive_runs, args.iterations = 4, 2, 2, 300
     jobs: list[tuple[str, float, int, int, bool]] = []
     for k, kind in enumerate(("stable", "plateau")):
         jobs += [(kind, 0.0, args.seed * 10**7 + k * 10**6 + r, args.iterations,

@@ -25,8 +25,9 @@ and the release that fixed it, plus clean controls) it builds a venv under
 psleak's defaults spend their full schedule (~22.7k calls, seconds) on every leak, so
 leaking cases run them `--psleak-leak-runs` times (default 10).
 
-`--quick` (CI): one leaking case, 1 run, no psleak defaults; seconds once its venv
-exists. Exit 3 when a venv cannot be built (no pip, no index).
+`--quick` (CI): one leaking case, 1 run, no psleak defaults, harness's runs up to
+QUICK_ITERATIONS calls; seconds once its venv exists. Exit 3 when a venv cannot be
+built (no pip, no index).
 
 Run: python benchmarks/vs_psleak.py [--runs 100] [--cases multidict,ujson] [--quick]
 """
@@ -80,6 +81,7 @@ AGENT = ROOT / "harness" / "agent" / "agent.py"
 CASE_DIR = ROOT / "benchmarks" / "cases"
 EXAMPLES = ROOT / "examples" / "scenarios"   # the cases that are examples too live there
 MAX_ITERATIONS, WARMUP = 2000, RunSettings().warmup   # a sweep's warm-up by default
+QUICK_ITERATIONS = 400                       # --quick: harness's runs' most calls
 LEAK_GOAL, STABLE_GOAL = 80, 150             # median measured calls to a right verdict
 QUICK_CASE = "multidict 6.6.3"
 CFG = AnalysisConfig()
@@ -188,23 +190,23 @@ class TimedDecider(LiveDecider):
         return got
 
 
-def decider() -> TimedDecider:
+def decider(most: int = MAX_ITERATIONS) -> TimedDecider:
     """The sweep's decider (as `sequential.LiveDecider` makes it), timed."""
-    return TimedDecider(CFG, FIRST_LOOK, MAX_ITERATIONS, floor=CFG.live_floor_bytes,
+    return TimedDecider(CFG, FIRST_LOOK, most, floor=CFG.live_floor_bytes,
                         min_growth=CFG.live_min_growth_bytes,
                         decay_ratio=CFG.live_decay_ratio)
 
 
-def run_harness(python: Path, case: Case, heap: HeapMode, work: Path
-                ) -> tuple[str, int, float]:
+def run_harness(python: Path, case: Case, heap: HeapMode, work: Path,
+                most: int = MAX_ITERATIONS) -> tuple[str, int, float]:
     out, ctrl = work / "samples.jsonl", work / "stop"
     for p in (out, ctrl):
         p.unlink(missing_ok=True)
     cmd = [str(python), str(AGENT), "--scenario", str(scenario_path(case)),
-           "--params", json.dumps(case.params), "--iterations", str(MAX_ITERATIONS),
+           "--params", json.dumps(case.params), "--iterations", str(most),
            "--warmup", str(WARMUP), "--sample-every", str(SPACING), "--max-overhead", "0",
            "--heap", heap, "--out", str(out), "--control", str(ctrl), "--quiet", "--no-gpu"]
-    timed = decider()
+    timed = decider(most)
     stop = threading.Event()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=cell_env(case, heap))
@@ -253,14 +255,15 @@ def psleak_on(python: Path, script: Path, params: object, work: Path, times: int
 TOOLS = ("harness quiet", "harness stock", "psleak defaults", "psleak times=2")
 
 
-def measure(case: Case, runs: int, psleak_full_runs: int, work: Path) -> dict[str, Tally]:
+def measure(case: Case, runs: int, psleak_full_runs: int, work: Path,
+            most: int = MAX_ITERATIONS) -> dict[str, Tally]:
     """Every tool's tally on `case`, the tools' runs interleaved (a busy spell of the
-    machine falls on all of them)."""
+    machine falls on all of them); harness's runs make `most` calls at most."""
     python = venv(case)
     got = {t: Tally() for t in TOOLS}
     for k in range(runs):
-        got["harness quiet"].add(*run_harness(python, case, "quiet", work))
-        got["harness stock"].add(*run_harness(python, case, "stock", work))
+        got["harness quiet"].add(*run_harness(python, case, "quiet", work, most))
+        got["harness stock"].add(*run_harness(python, case, "stock", work, most))
         got["psleak times=2"].add(*run_psleak(python, case, work, 2))
         if k < psleak_full_runs:
             got["psleak defaults"].add(*run_psleak(python, case, work, None))
@@ -289,8 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--psleak-leak-runs", type=int, default=10)
     p.add_argument("--cases", default="", help="comma-separated substrings of case names")
     p.add_argument("--quick", action="store_true",
-                   help=f"CI: {QUICK_CASE!r} only, 1 run, no psleak defaults")
+                   help=f"CI: {QUICK_CASE!r} only, 1 run, no psleak defaults, "
+                        f"{QUICK_ITERATIONS} calls at most")
     args = p.parse_args(argv)
+    most = QUICK_ITERATIONS if args.quick else MAX_ITERATIONS
     if args.quick:
         args.runs, args.cases, args.psleak_leak_runs = 1, QUICK_CASE, 0
     if args.runs < 1:
@@ -305,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         for case in picked:
             full = args.psleak_leak_runs if case.leaks else args.runs
             try:
-                rows.append((case, measure(case, args.runs, min(args.runs, full), Path(tmp))))
+                rows.append((case, measure(case, args.runs, min(args.runs, full), Path(tmp),
+                                           most)))
             except RuntimeError as exc:
                 print(f"vs_psleak: {exc}\n  fix: pip and a package index must be "
                       "reachable to build the benchmark's venvs", file=sys.stderr)
@@ -313,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {case.name}: done ({time.perf_counter() - started:.0f} s)",
                   file=sys.stderr)
     print(f"harness: the sweep's live decider (floor {CFG.live_floor_bytes:.0f} B/call, "
-          f"alpha {CFG.alpha}, first look {FIRST_LOOK} / max {MAX_ITERATIONS} measured "
+          f"alpha {CFG.alpha}, first look {FIRST_LOOK} / max {most} measured "
           f"calls, {WARMUP} warm-up, a heap reading every {SPACING}); quiet: tcache off, "
           "gc.collect() before each heap reading; stock: the heap as left. psleak 0.1.6. "
           "Cells: calls to verdict, median (max); wall s, median; right/runs; false "

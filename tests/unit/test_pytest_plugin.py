@@ -21,12 +21,12 @@ import pytest
 KEPT = []
 
 
-@pytest.mark.harness_leaks(budget="1s")
+@pytest.mark.harness_leaks(budget="300ms")
 def test_grows():
     KEPT.append(bytes(1024))
 
 
-@pytest.mark.harness_leaks(budget="1s")
+@pytest.mark.harness_leaks(budget="300ms")
 def test_clean():
     sum(range(100))
 '''
@@ -89,7 +89,7 @@ def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pyt
             return [1, 2, 3]
 
 
-        @pytest.mark.harness_leaks(budget="500ms")
+        @pytest.mark.harness_leaks(budget="200ms")
         def test_uses_data(sizes, tmp_path):
             assert sizes == [1, 2, 3] and tmp_path.is_dir()
 
@@ -105,7 +105,7 @@ def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pyt
                 pass
 
 
-        @pytest.mark.harness_leaks(budget="500ms")
+        @pytest.mark.harness_leaks(budget="200ms")
         def test_fails_inside():
             assert 1 + 1 == 3, "arithmetic"
     ''')
@@ -160,7 +160,7 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
         N = int(os.environ["WORK"])
 
 
-        @pytest.mark.harness_time(budget="1s")
+        @pytest.mark.harness_time(budget="500ms")
         def test_loop():
             s = 0
             for i in range(N):
@@ -188,7 +188,7 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
     pytester.makepyfile(test_new='''
         import pytest
 
-        @pytest.mark.harness_time(budget="1s")
+        @pytest.mark.harness_time(budget="300ms")
         def test_new():
             sum(range(100))
     ''')
@@ -227,30 +227,30 @@ def _note(name):
         open(path, "w").close()
 
 
-@pytest.mark.harness_leaks(budget="1s")
+@pytest.mark.harness_leaks(budget="300ms")
 def test_clean_first():
     _note("run")
     assert not KEPT
 
 
-@pytest.mark.harness_leaks(budget="1s")
+@pytest.mark.harness_leaks(budget="300ms")
 def test_grows():
     _note("run")
     KEPT.append(bytes(1024))
 
 
-@pytest.mark.harness_leaks(budget="1s")
+@pytest.mark.harness_leaks(budget="300ms")
 def test_clean_after_the_leak():
     _note("run")
     assert not KEPT, "the leaky test's items are here"
 
 
-@pytest.mark.harness_leaks(budget="500ms")
+@pytest.mark.harness_leaks(budget="200ms")
 def test_dies():
     os._exit(3)
 
 
-@pytest.mark.harness_leaks(budget="1s")
+@pytest.mark.harness_leaks(budget="300ms")
 def test_after_the_crash():
     _note("run")
 '''
