@@ -112,6 +112,7 @@ class Run:
     counts: dict[str, int]
     load: tuple[float, float]   # 1-minute load average before and after
     calls: tuple[float, ...] = ()   # each test that ran: its time (s), as junit-xml has it
+    undecided: int = 0      # tests that passed undecided, with harness's warning
 
     @property
     def tests(self) -> int:
@@ -183,7 +184,8 @@ def run(name: str, python: Path, tests: Path, mark: str, budget: str,
     if done.returncode not in (0, 1) or not counts:
         print(f"plugin_suite: {name}: pytest exited {done.returncode}:\n"
               f"{(done.stdout + done.stderr)[-3000:]}", file=sys.stderr)
-    got = Run(name, wall, counts, (before, os.getloadavg()[0]), ran_times(junit))
+    got = Run(name, wall, counts, (before, os.getloadavg()[0]), ran_times(junit),
+              done.stdout.count("harness: undecided, passed"))
     print(f"  {name}: {wall:.1f} s, {last}", file=sys.stderr, flush=True)
     if mark == "harness":   # the harness summary's failures, as harness words them
         for line in done.stdout.splitlines():
@@ -215,7 +217,7 @@ def seconds(budget: str) -> float:
 def table(runs: list[Run], plain: Run, budget_s: float) -> list[str]:
     out = ["| run | tests | passed / failed | budget | wall | per test | beyond the "
            "budget, per test | a test that ran, beyond the budget: mean, median, max | "
-           "load (1 min) |", "|---|---|---|---|---|---|---|---|---|"]
+           "passed undecided | load (1 min) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         n = max(r.tests, 1)
         marked = r.name.startswith("harness")
@@ -227,6 +229,7 @@ def table(runs: list[Run], plain: Run, budget_s: float) -> list[str]:
                    f"{r.counts.get('failed', 0)} | {f'{budget_s:g} s' if marked else '-'} | "
                    f"{r.wall_s:.1f} s | {r.wall_s / n:.3f} s | "
                    f"{'-' if r is plain else f'{extra:+.3f} s'} | {calls} | "
+                   f"{r.undecided if marked else '-'} | "
                    f"{r.load[0]:.1f} -> {r.load[1]:.1f} |")
     return out
 
