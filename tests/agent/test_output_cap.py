@@ -65,8 +65,8 @@ def shout(i):
 
 
 def setup(params):
-    if params['child'] == 'sleep':
-        child = subprocess.Popen(['sleep', '60'])
+    if params['child'] in ('sleep', 'yes'):     # yes: writes to fd 1 without end
+        child = subprocess.Popen(['sleep', '60'] if params['child'] == 'sleep' else ['yes'])
         pids = [child.pid]
     else:       # a pool never closed: its workers are forked, they hold every fd
         child = multiprocessing.get_context('fork').Pool(2)
@@ -127,3 +127,24 @@ def test_a_child_left_running_holds_the_pipes_but_the_agent_ends_at_once(
     assert "last words" in proc.stderr
     if child == "pool":
         assert "worker 0" in out and "worker 1" in out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="yes: Linux's")
+def test_a_child_that_never_stops_writing_holds_the_end_up_to_the_wait_only(
+        tmp_path: Path) -> None:
+    # GIVEN a scenario that leaves `yes` running, writing to fd 1 without end
+    script = scenario(tmp_path, LEFT_RUNNING)
+    try:
+        proc, records = run_agent(sys.executable, script, tmp_path, "--quiet", iterations=20,
+                                  warmup=2, params={"child": "yes"})
+        ended = time.time()
+    finally:
+        _kill_children(tmp_path)
+    # THEN the agent stops copying at the end's 5 s wait (not 5 s on each pipe), and the
+    # log stays capped, the scenario's own last lines in it
+    assert proc.returncode == 0, proc.stderr
+    assert records[-1]["status"] == "ok", records[-1]
+    took = ended - float((tmp_path / "teardown.time").read_text())
+    assert took < 8, took
+    assert "last words" in proc.stderr
+    assert len(proc.stdout) + len(proc.stderr) <= CAP_BYTES + 1000
