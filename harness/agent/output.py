@@ -12,7 +12,7 @@ import os
 import select
 import sys
 import threading
-import time
+from time import monotonic    # bound here: a scenario may patch time
 
 CAP_BYTES = 4 * 1024 * 1024
 CHUNK = 65536
@@ -61,26 +61,29 @@ class CappedOutput(object):
                 os.close(w)
             except OSError:
                 return
-            thread = threading.Thread(target=self._copy, args=(r, saved),
+            # The poll object made here, before the scenario is imported (gevent's
+            # patches take select.poll away)
+            thread = threading.Thread(target=self._copy, args=(r, saved, self._poller(r)),
                                       name="harness-output-%d" % fd)
             thread.daemon = True
             thread.start()
             self._fds.append((fd, saved, r, thread))
 
     def _poller(self, read):
-        """A poll object on the pipe and the wake pipe, or None (then reads block)."""
+        """(a poll object on the pipe and the wake pipe, the wake pipe's read end), or
+        None: then reads block until EOF."""
         if self._wake is None:
             return None
         try:
             poller = select.poll()
             poller.register(read, select.POLLIN)
             poller.register(self._wake[0], select.POLLIN)
-            return poller
+            return poller, self._wake[0]
         except (AttributeError, OSError, ValueError):
             return None
 
-    def _copy(self, read, target):
-        poller = self._poller(read)
+    def _copy(self, read, target, polling):
+        poller, wake = polling or (None, None)
         timeout = None      # ms: None until woken to drain, then the settle
         while True:
             if poller is not None:
@@ -92,7 +95,7 @@ class CappedOutput(object):
                 if read not in ready:
                     if timeout is not None:
                         break           # woken, and the pipe stayed empty: drained
-                    poller.unregister(self._wake[0])
+                    poller.unregister(wake)
                     timeout = int(SETTLE_S * 1000)
                     continue
             try:
@@ -143,9 +146,9 @@ class CappedOutput(object):
                 os.write(self._wake[1], b"x")
             except OSError:
                 pass
-        deadline = time.monotonic() + wait_s
+        deadline = monotonic() + wait_s
         for _, _, _, thread in self._fds:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - monotonic()))
         alive = [saved for _, saved, _, thread in self._fds if thread.is_alive()]
         with self._lock:
             self._over = True   # a thread still copying a child's output drops it
@@ -164,12 +167,13 @@ class CappedOutput(object):
                 _write_all(saved, tail)
             except OSError:
                 pass
-        for _, saved, read, thread in self._fds:
+        for _, saved, read, _ in self._fds:
             if saved not in alive:  # a thread still running may yet use its fds
                 os.close(read)
                 os.close(saved)
         if self._wake is not None and not alive:
             for fd in self._wake:
                 os.close(fd)
+        self._wake = None
         self._fds = []
         return self.dropped
