@@ -5,6 +5,7 @@ The steps of a phase are stepper.py's; the end record says how the run ended (st
 steps done, stopped_early, phase times). Stdlib only, Python 3.6+.
 """
 import json
+import os
 import signal
 import sys
 import threading
@@ -31,8 +32,29 @@ class Terminated(Exception):
     """SIGTERM arrived: finish with an end record instead of dying silently."""
 
 
-def on_term(signum, frame):
-    raise Terminated("signal %d" % signum)
+def term_handler(agent_pid):
+    """SIGTERM's handler in the agent (`agent_pid`): raise `Terminated`. A process the
+    scenario forks (a pool's worker) gets SIGTERM's default back, as it would have outside
+    the agent: with a Python handler a pool's worker blocked on its queue's lock may miss
+    the signal (it comes just before the wait), and the pool's terminate at the agent's
+    end then waits on it for ever; Python 3.6 has no fork hook: there the handler ends
+    such a process as the default would."""
+    def on_term(signum, frame):
+        if os.getpid() != agent_pid:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated("signal %d" % signum)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=default_term)
+    return on_term
+
+
+def default_term():
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError):    # not the child's main thread
+        pass
 
 
 class Run(object):
@@ -177,7 +199,7 @@ def run(args, make_header):
     stop_timer = start_timer(sampler, args.sample_interval,
                              getattr(args, "call_timeout", 0.0) or 0.0)
     this = Run(args, sampler, params, watch)
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, term_handler(os.getpid()))
     output = CappedOutput()
     output.start()
     try:

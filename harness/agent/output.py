@@ -4,13 +4,19 @@ writes alike, file descriptors 1 and 2) go through one pipe to where they went b
 of each fd kept back and written when the scenario ends, so a traceback or the last
 lines before a crash are never the part dropped; what lies between is counted and
 dropped, and a note says how much. A scenario printing 200 KB per call for 1,000 calls
-leaves 4 MiB, not 200 MB. Stdlib only, Python 3.6+."""
+leaves 4 MiB, not 200 MB. At the end each pipe is drained, not waited on for an EOF: a
+child process the scenario left running (a pool not closed, a server) holds its write
+end open, so the copy thread stops once the pipe stays empty for `SETTLE_S`. Stdlib
+only, Python 3.6+."""
 import os
+import select
 import sys
 import threading
+from time import monotonic    # bound here: a scenario may patch time
 
 CAP_BYTES = 4 * 1024 * 1024
 CHUNK = 65536
+SETTLE_S = 0.05     # the end: a pipe empty this long is drained
 
 
 def _write_all(fd, data):
@@ -31,6 +37,8 @@ class CappedOutput(object):
         self._noted = False     # the note where output starts being dropped
         self._fds = []      # (fd, its saved copy, the pipe's read end, the copy thread)
         self._tails = {}    # saved fd -> the last bytes past the head, written at the end
+        self._wake = None   # a pipe: a byte written to it tells the copy threads to drain
+        self._over = False  # past the end's wait: a copy thread still running drops all
 
     def start(self):
         """Send fds 1 and 2 through capping pipes; on an OSError leave the rest as they
@@ -40,6 +48,11 @@ class CappedOutput(object):
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
+        if hasattr(select, "poll"):     # else the copy threads wait for EOF, as before
+            try:
+                self._wake = os.pipe()
+            except OSError:
+                pass
         for fd in (1, 2):
             try:
                 saved = os.dup(fd)
@@ -48,14 +61,43 @@ class CappedOutput(object):
                 os.close(w)
             except OSError:
                 return
-            thread = threading.Thread(target=self._copy, args=(r, saved),
+            # The poll object made here, before the scenario is imported (gevent's
+            # patches take select.poll away)
+            thread = threading.Thread(target=self._copy, args=(r, saved, self._poller(r)),
                                       name="harness-output-%d" % fd)
             thread.daemon = True
             thread.start()
             self._fds.append((fd, saved, r, thread))
 
-    def _copy(self, read, target):
+    def _poller(self, read):
+        """(a poll object on the pipe and the wake pipe, the wake pipe's read end), or
+        None: then reads block until EOF."""
+        if self._wake is None:
+            return None
+        try:
+            poller = select.poll()
+            poller.register(read, select.POLLIN)
+            poller.register(self._wake[0], select.POLLIN)
+            return poller, self._wake[0]
+        except (AttributeError, OSError, ValueError):
+            return None
+
+    def _copy(self, read, target, polling):
+        poller, wake = polling or (None, None)
+        timeout = None      # ms: None until woken to drain, then the settle
         while True:
+            if poller is not None:
+                try:
+                    ready = [fd for fd, _ in poller.poll(timeout)]
+                except (OSError, ValueError):
+                    poller = None       # read as before: until EOF
+                    ready = [read]
+                if read not in ready:
+                    if timeout is not None:
+                        break           # woken, and the pipe stayed empty: drained
+                    poller.unregister(wake)
+                    timeout = int(SETTLE_S * 1000)
+                    continue
             try:
                 data = os.read(read, CHUNK)
             except OSError:
@@ -63,6 +105,8 @@ class CappedOutput(object):
             if not data:
                 break
             with self._lock:
+                if self._over:
+                    break
                 room = max(0, self.cap // 2 - self.kept)
                 keep = data[:room]
                 self.kept += len(keep)
@@ -94,13 +138,20 @@ class CappedOutput(object):
             pass
         for fd, saved, _, _ in self._fds:
             os.dup2(saved, fd)
-        # A child process the scenario left running may hold a pipe open: its copy
-        # thread then stops with the agent, its tail not drained.
-        for _, saved, read, thread in self._fds:
-            thread.join(wait_s)
-            if not thread.is_alive():
-                os.close(read)
+        # Everything written to the pipes is in them now; a child process the scenario
+        # left running may hold them open, so no EOF may come: the copy threads drain
+        # them and stop (a child that keeps writing keeps one going for up to `wait_s`).
+        if self._wake is not None:
+            try:
+                os.write(self._wake[1], b"x")
+            except OSError:
+                pass
+        deadline = monotonic() + wait_s
+        for _, _, _, thread in self._fds:
+            thread.join(max(0.0, deadline - monotonic()))
+        alive = [saved for _, saved, _, thread in self._fds if thread.is_alive()]
         with self._lock:
+            self._over = True   # a thread still copying a child's output drops it
             tails = [(saved, bytes(self._tails.pop(saved, b""))) for _, saved, _, _ in self._fds]
             self.kept += sum(len(t) for _, t in tails)
         if self.dropped:    # before the tails: a traceback stays the log's last lines
@@ -116,6 +167,13 @@ class CappedOutput(object):
                 _write_all(saved, tail)
             except OSError:
                 pass
-            os.close(saved)
+        for _, saved, read, _ in self._fds:
+            if saved not in alive:  # a thread still running may yet use its fds
+                os.close(read)
+                os.close(saved)
+        if self._wake is not None and not alive:
+            for fd in self._wake:
+                os.close(fd)
+        self._wake = None
         self._fds = []
         return self.dropped

@@ -175,10 +175,8 @@ def step(state):
     else:
         state["pool"].apply(cache, (state["n"],))
 
-
-def teardown(state):
-    # a worker left running holds the agent's output pipes: 5 s of waiting on each
-    state["pool"].terminate()
+# No teardown: the pool is left open, as a scenario may leave it; its worker holds the
+# agent's output pipes to the end.
 '''
 
 
