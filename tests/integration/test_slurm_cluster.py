@@ -193,11 +193,15 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     out = subprocess.run([sys.executable, "-m", "harness", "sweep", str(m), "--out",
                           str(tmp_path / "r"), "--resume", "--iterations", "200"], env=env,
                          capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
     assert "resume: 1 finished cells reused from " in out.stderr
     assert ", 3 to run" in out.stderr
     res = results(tmp_path / "r", "cancel")
-    assert {r["verdict"] for r in res.values()} == {"ok"} and len(res) == 4
+    # A busy host may leave a 200-call cell undecided: --iterations bounds its runs again,
+    # so it stands `ambiguous` and the sweep exits 4; nothing here is bad.
+    verdicts = {r["verdict"] for r in res.values()}
+    assert verdicts <= {"ok", "ambiguous"} and len(res) == 4, out.stderr
+    assert res["bookworm.cpu.quick"]["verdict"] == "ok"
+    assert out.returncode == (4 if "ambiguous" in verdicts else 0), out.stderr
     jobs = {cid: int(r["outcome"]["details"]["slurm"]["job"]) for cid, r in res.items()}
     assert jobs.pop("bookworm.cpu.quick") == int(quick_job)
     assert min(jobs.values()) > int(quick_job)
