@@ -8,7 +8,8 @@ file it joins first (or null), "preload": the scenario file to import here first
 null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
 the run is forked, then {"exit": code} when it ended (negative: the signal that ended
 it); or {"refused": why}, and the server exits, where importing the scenario's modules
-here started a Python thread, which a forked run would not have (the host runs that one, and
+here started a Python thread or a native one (not of a pool known to be re-made after a
+fork, as OpenBLAS's: TensorFlow's, whose functions then wait for ever), which a forked run would not have (the host runs that one, and
 every later one of this environment, without a preload), or where a module file it
 imported changed since ("stale": the host starts another server).
 
@@ -32,10 +33,56 @@ PRELOAD_NAME = "_harness_preload"
 
 
 def threads():
-    """This process's Python threads. A C library's own threads (OpenBLAS's, started as
-    numpy is imported) are not counted: such libraries re-make their pool in a forked
-    child (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on."""
+    """This process's Python threads."""
     return threading.active_count()
+
+
+def os_threads():
+    """This process's OS threads (Linux: /proc/self/task), native ones included; None
+    where it cannot be told."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+BLAS_GETTERS = ("openblas_get_num_threads", "openblas_get_num_threads64_",
+                "scipy_openblas_get_num_threads", "scipy_openblas_get_num_threads64_")
+
+
+def fork_safe_threads():
+    """The native threads of the pools known to re-make themselves in a forked child
+    (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on:
+    OpenBLAS's (one per loaded copy: numpy's, scipy's), n - 1 threads for its n."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return 0
+    import ctypes   # lazy: only where an OpenBLAS is loaded
+    count = 0
+    for lib in sorted(libs):
+        try:
+            handle = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for name in BLAS_GETTERS:
+            getter = getattr(handle, name, None)
+            if getter is not None:
+                count += max(int(getter()) - 1, 0)
+                break
+    return count
+
+
+def unsafe_threads(before, after, python_new, safe):
+    """How many native threads an import started (OS threads `before` and `after` it,
+    `python_new` of them Python threads) beyond `safe` known fork-safe pool threads
+    (counted before and after alike, so a pool started before the import is not
+    counted twice): a fork copies none of them, and a run that waits on one (a
+    TensorFlow function waiting on its thread pool) waits for ever."""
+    if before is None or after is None:
+        return 0
+    return max(after - before - python_new - safe, 0)
 
 
 def warm_up():
@@ -76,6 +123,7 @@ def preload(path, loaded):
     wrong is left for the run to say. Returns why this process can no longer fork such
     a run, or None."""
     before = threads()
+    os_before, safe_before = os_threads(), fork_safe_threads()
     saved = list(sys.path)
     modules = set(sys.modules)
     try:
@@ -93,6 +141,10 @@ def preload(path, loaded):
             loaded[file] = stamp(file)
     if threads() > before:
         return "importing %s's modules started a thread" % path
+    native = unsafe_threads(os_before, os_threads(), threads() - before,
+                            fork_safe_threads() - safe_before)
+    if native:
+        return "importing %s's modules started %d native thread(s)" % (path, native)
     if hasattr(gc, "freeze"):
         # What the imports left is every run's starting state: out of the collector's
         # sight (3.7+), as the agent freezes what lives when its measured phase starts,
