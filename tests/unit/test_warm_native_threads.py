@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_openblas_pool_is_counted_as_fork_safe() -> None:
         print(after - before, forkserver.fork_safe_threads() - safe,
               forkserver.unsafe_threads(before, after, 0, forkserver.fork_safe_threads() - safe))
     ''')
-    import subprocess   # a fresh interpreter: this one may have imported numpy already
+    # a fresh interpreter: this one may have imported numpy already
     out = subprocess.run([sys.executable, "-c", probe, str(AGENT_DIR)], check=True,
                          capture_output=True, text=True).stdout.split()
     started, safe, unsafe = map(int, out)
