@@ -11,7 +11,9 @@ it); or {"refused": why}, and the server exits, where importing the scenario's m
 here started a Python thread or a native one (not of a pool known to be re-made after a
 fork, as OpenBLAS's: TensorFlow's, whose functions then wait for ever), which a forked run would not have (the host runs that one, and
 every later one of this environment, without a preload), or where a module file it
-imported changed since ("stale": the host starts another server).
+imported changed since ("stale": the host starts another server). Where the host goes
+(its requests hang up, or this process is orphaned) while a run is on, the run's group
+is killed and the server exits: a run that hangs never outlives its host.
 
 Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
 agent.py, so a scenario sees the import path a fresh agent run sees."""
@@ -20,6 +22,8 @@ import importlib.util
 import json
 import os
 import platform
+import select
+import signal
 import sys
 import threading
 import traceback
@@ -30,6 +34,7 @@ import agent
 # agent is __main__).
 sys.modules.pop("agent", None)
 PRELOAD_NAME = "_harness_preload"
+WAKEUP = []     # the server's SIGCHLD pipe (read end, write end): no run keeps it
 
 
 def threads():
@@ -159,6 +164,10 @@ def child(request, replies):
     the agent; never returns."""
     code = 1
     try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in WAKEUP:
+            os.close(fd)
         os.setsid()
         os.close(replies)   # the host sees the server's end alone
         if request.get("cgroup"):
@@ -199,8 +208,51 @@ def exit_code(status):
     return os.WEXITSTATUS(status)
 
 
+def wakeup():
+    """A pipe SIGCHLD writes to (set_wakeup_fd), so the server waits on its run and on
+    its host at once; its read end."""
+    r, w = os.pipe()
+    for fd in (r, w):
+        os.set_blocking(fd, False)
+    WAKEUP[:] = [r, w]
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(w)
+    return r
+
+
+def wait_run(pid, host, woken, parent):
+    """The run's wait status once it ended; None where the host went first (its
+    requests hung up, or this process was orphaned: a killed pytest): the run's group is
+    killed then, for nobody is left to read what it says, nor to kill it at its
+    deadline."""
+    poller = select.poll()
+    poller.register(host, 0)            # hang-up and error alone
+    poller.register(woken, select.POLLIN)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        gone = os.getppid() != parent
+        for fd, _ in poller.poll(1000):
+            if fd == woken:
+                try:
+                    os.read(woken, 512)
+                except OSError:
+                    pass
+            else:
+                gone = True
+        if gone:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
+            return None
+
+
 def serve(requests, reply, replies):
     loaded = {}     # file -> (mtime, size) of each module a preload imported
+    woken, parent = wakeup(), os.getppid()
     for line in requests:
         if not line.strip():
             continue
@@ -220,7 +272,9 @@ def serve(requests, reply, replies):
         if pid == 0:
             child(request, replies)
         reply({"pid": pid})
-        _, status = os.waitpid(pid, 0)
+        status = wait_run(pid, requests.fileno(), woken, parent)
+        if status is None:
+            return
         reply({"exit": exit_code(status)})
 
 
