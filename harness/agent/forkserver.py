@@ -8,9 +8,12 @@ file it joins first (or null), "preload": the scenario file to import here first
 null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
 the run is forked, then {"exit": code} when it ended (negative: the signal that ended
 it); or {"refused": why}, and the server exits, where importing the scenario's modules
-here started a Python thread, which a forked run would not have (the host runs that one, and
+here started a Python thread or a native one (not of a pool known to be re-made after a
+fork, as OpenBLAS's: TensorFlow's, whose functions then wait for ever), which a forked run would not have (the host runs that one, and
 every later one of this environment, without a preload), or where a module file it
-imported changed since ("stale": the host starts another server).
+imported changed since ("stale": the host starts another server). Where the host goes
+(its requests hang up, or this process is orphaned) while a run is on, the run's group
+is killed and the server exits: a run that hangs never outlives its host.
 
 Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
 agent.py, so a scenario sees the import path a fresh agent run sees."""
@@ -19,6 +22,8 @@ import importlib.util
 import json
 import os
 import platform
+import select
+import signal
 import sys
 import threading
 import traceback
@@ -29,13 +34,60 @@ import agent
 # agent is __main__).
 sys.modules.pop("agent", None)
 PRELOAD_NAME = "_harness_preload"
+WAKEUP = []     # the server's SIGCHLD pipe (read end, write end): no run keeps it
 
 
 def threads():
-    """This process's Python threads. A C library's own threads (OpenBLAS's, started as
-    numpy is imported) are not counted: such libraries re-make their pool in a forked
-    child (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on."""
+    """This process's Python threads."""
     return threading.active_count()
+
+
+def os_threads():
+    """This process's OS threads (Linux: /proc/self/task), native ones included; None
+    where it cannot be told."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+BLAS_GETTERS = ("openblas_get_num_threads", "openblas_get_num_threads64_",
+                "scipy_openblas_get_num_threads", "scipy_openblas_get_num_threads64_")
+
+
+def fork_safe_threads():
+    """The native threads of the pools known to re-make themselves in a forked child
+    (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on:
+    OpenBLAS's (one per loaded copy: numpy's, scipy's), n - 1 threads for its n."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return 0
+    import ctypes   # lazy: only where an OpenBLAS is loaded
+    count = 0
+    for lib in sorted(libs):
+        try:
+            handle = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for name in BLAS_GETTERS:
+            getter = getattr(handle, name, None)
+            if getter is not None:
+                count += max(int(getter()) - 1, 0)
+                break
+    return count
+
+
+def unsafe_threads(before, after, python_new, safe):
+    """How many native threads an import started (OS threads `before` and `after` it,
+    `python_new` of them Python threads) beyond `safe` known fork-safe pool threads
+    (counted before and after alike, so a pool started before the import is not
+    counted twice): a fork copies none of them, and a run that waits on one (a
+    TensorFlow function waiting on its thread pool) waits for ever."""
+    if before is None or after is None:
+        return 0
+    return max(after - before - python_new - safe, 0)
 
 
 def warm_up():
@@ -76,6 +128,7 @@ def preload(path, loaded):
     wrong is left for the run to say. Returns why this process can no longer fork such
     a run, or None."""
     before = threads()
+    os_before, safe_before = os_threads(), fork_safe_threads()
     saved = list(sys.path)
     modules = set(sys.modules)
     try:
@@ -93,6 +146,10 @@ def preload(path, loaded):
             loaded[file] = stamp(file)
     if threads() > before:
         return "importing %s's modules started a thread" % path
+    native = unsafe_threads(os_before, os_threads(), threads() - before,
+                            fork_safe_threads() - safe_before)
+    if native:
+        return "importing %s's modules started %d native thread(s)" % (path, native)
     if hasattr(gc, "freeze"):
         # What the imports left is every run's starting state: out of the collector's
         # sight (3.7+), as the agent freezes what lives when its measured phase starts,
@@ -107,6 +164,10 @@ def child(request, replies):
     the agent; never returns."""
     code = 1
     try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in WAKEUP:
+            os.close(fd)
         os.setsid()
         os.close(replies)   # the host sees the server's end alone
         if request.get("cgroup"):
@@ -147,8 +208,51 @@ def exit_code(status):
     return os.WEXITSTATUS(status)
 
 
+def wakeup():
+    """A pipe SIGCHLD writes to (set_wakeup_fd), so the server waits on its run and on
+    its host at once; its read end."""
+    r, w = os.pipe()
+    for fd in (r, w):
+        os.set_blocking(fd, False)
+    WAKEUP[:] = [r, w]
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(w)
+    return r
+
+
+def wait_run(pid, host, woken, parent):
+    """The run's wait status once it ended; None where the host went first (its
+    requests hung up, or this process was orphaned: a killed pytest): the run's group is
+    killed then, for nobody is left to read what it says, nor to kill it at its
+    deadline."""
+    poller = select.poll()
+    poller.register(host, 0)            # hang-up and error alone
+    poller.register(woken, select.POLLIN)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        gone = os.getppid() != parent
+        for fd, _ in poller.poll(1000):
+            if fd == woken:
+                try:
+                    os.read(woken, 512)
+                except OSError:
+                    pass
+            else:
+                gone = True
+        if gone:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
+            return None
+
+
 def serve(requests, reply, replies):
     loaded = {}     # file -> (mtime, size) of each module a preload imported
+    woken, parent = wakeup(), os.getppid()
     for line in requests:
         if not line.strip():
             continue
@@ -168,7 +272,9 @@ def serve(requests, reply, replies):
         if pid == 0:
             child(request, replies)
         reply({"pid": pid})
-        _, status = os.waitpid(pid, 0)
+        status = wait_run(pid, requests.fileno(), woken, parent)
+        if status is None:
+            return
         reply({"exit": exit_code(status)})
 
 

@@ -27,6 +27,7 @@ from harness.orchestrator import Sweep
 from harness.plans.saved import against_saved
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
+from harness.runtimes.base import CALL_TIMEOUT_S
 from harness.runtimes.local import LocalRuntime
 from harness.store import RunStore
 from harness.store.runs import SWEEP
@@ -43,6 +44,17 @@ Progress = Callable[[str], None]
 # included, unless its settings say otherwise: a budget too short for a verdict ends
 # `ambiguous`, saying the budget that would decide (`stages.measure.too_short`).
 OVERRUN = 4
+
+
+def bounded(asked: Mapping[str, object], seconds: float | None) -> Mapping[str, object]:
+    """A budgeted check's deadline, unless its settings set `timeout`: its `overrun`
+    bound (overrun x budget) plus two call timeouts (the setup's, a step's), a wide
+    margin past what a run that ends takes, so a run that hangs (a step waiting on a
+    thread a fork lost) ends `timeout` in minutes, not at the matrix's 20."""
+    overrun = asked.get("overrun")
+    if seconds is None or "timeout" in asked or not isinstance(overrun, (int, float)):
+        return asked
+    return {**asked, "timeout": f"{overrun * seconds + 2 * CALL_TIMEOUT_S:g}s"}
 
 
 def _matrix_text(script: Path, sid: str, budget: float | None, iterations: int | None,
@@ -225,6 +237,7 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         asked = whole_budget(settings or {}, iterations, save, baseline)
         if seconds is not None and "overrun" not in asked:
             asked = {**asked, "overrun": OVERRUN}
+        asked = bounded(asked, seconds)
         matrix = _matrix_text(script, sid, seconds, iterations, params, asked)
         root = work / "run"
         with _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:

@@ -9,9 +9,13 @@ imported again."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -175,3 +179,63 @@ def test_a_module_edited_between_two_checks_is_imported_again(
         assert check(module.step, budget="1s").verdict == "leak"
     finally:
         sys.modules.pop(name, None)
+
+
+HANGS = '''
+import os
+import time
+
+
+def hangs():
+    with open(os.path.join(os.environ["WARM_OUT"], "run"), "w") as f:
+        f.write("%d %d" % (os.getpid(), os.getppid()))
+    time.sleep(3600)
+'''
+
+HOST = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+import harness
+import {name}
+harness.check({name}.hangs, budget="300ms", settings={{"timeout": "10m", "warmup": 0}})
+'''
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie left for init to reap counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc")
+def test_a_server_whose_host_died_kills_its_run_and_exits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"hangs_{os.getpid()}_{abs(hash(str(tmp_path)))}"
+    (tmp_path / f"{name}.py").write_text(HANGS, encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setenv("WARM_OUT", str(out))
+    host = subprocess.Popen([sys.executable, "-c", HOST.format(name=name), str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "run").exists() or not (out / "run").read_text():
+            assert time.monotonic() < deadline and host.poll() is None, "no run started"
+            time.sleep(0.05)
+        run, server = map(int, (out / "run").read_text().split())
+        assert server != host.pid
+        host.kill()     # SIGKILL: no atexit, no clean-up of its servers
+        host.wait()
+        deadline = time.monotonic() + 10
+        while not (_gone(run) and _gone(server)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(run), "the run outlived its host"
+        assert _gone(server), "the fork server outlived its host"
+    finally:
+        host.kill()
+        for pid in [int(x) for x in (out / "run").read_text().split()] if (
+                out / "run").exists() else []:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
