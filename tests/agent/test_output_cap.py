@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -98,16 +99,12 @@ def _kill_children(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and sleep: Linux's")
-@pytest.mark.parametrize("child", ["sleep", "pool"])
-@pytest.mark.parametrize("python", [OLDEST, pytest.param(sys.executable, id="current")])
-def test_a_child_left_running_holds_the_pipes_but_the_agent_ends_at_once(
-        tmp_path: Path, python: str, child: str) -> None:
-    # GIVEN a scenario that leaves a child process running (holding fds 1 and 2) and
-    # writes output up to its teardown's last line
+def _run_left_running(tmp_path: Path, python: str,
+                      child: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """LEFT_RUNNING with `child` under the agent, its children killed after: the agent's
+    process (ended 0, its last record ok) and the seconds from the teardown to its end."""
     script = scenario(tmp_path, LEFT_RUNNING)
     try:
-        # WHEN the agent runs it
         proc, records = run_agent(python, script, tmp_path, "--quiet", iterations=20,
                                   warmup=2, params={"child": child})
         ended = time.time()
@@ -115,9 +112,19 @@ def test_a_child_left_running_holds_the_pipes_but_the_agent_ends_at_once(
         _kill_children(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert records[-1]["status"] == "ok", records[-1]
+    return proc, ended - float((tmp_path / "teardown.time").read_text())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and sleep: Linux's")
+@pytest.mark.parametrize("child", ["sleep", "pool"])
+@pytest.mark.parametrize("python", [OLDEST, pytest.param(sys.executable, id="current")])
+def test_a_child_left_running_holds_the_pipes_but_the_agent_ends_at_once(
+        tmp_path: Path, python: str, child: str) -> None:
+    # GIVEN a scenario that leaves a child process running (holding fds 1 and 2) and
+    # writes output up to its teardown's last line; WHEN the agent runs it
+    proc, took = _run_left_running(tmp_path, python, child)
     # THEN it ends within a few seconds of the teardown, not after the 5 s wait on each
     # pipe (10 s) for an EOF the child never sends
-    took = ended - float((tmp_path / "teardown.time").read_text())
     assert took < 3, took
     # AND everything written before the end is in the log, in order
     out = proc.stdout
@@ -133,18 +140,9 @@ def test_a_child_left_running_holds_the_pipes_but_the_agent_ends_at_once(
 def test_a_child_that_never_stops_writing_holds_the_end_up_to_the_wait_only(
         tmp_path: Path) -> None:
     # GIVEN a scenario that leaves `yes` running, writing to fd 1 without end
-    script = scenario(tmp_path, LEFT_RUNNING)
-    try:
-        proc, records = run_agent(sys.executable, script, tmp_path, "--quiet", iterations=20,
-                                  warmup=2, params={"child": "yes"})
-        ended = time.time()
-    finally:
-        _kill_children(tmp_path)
+    proc, took = _run_left_running(tmp_path, sys.executable, "yes")
     # THEN the agent stops copying at the end's 5 s wait (not 5 s on each pipe), and the
     # log stays capped, the scenario's own last lines in it
-    assert proc.returncode == 0, proc.stderr
-    assert records[-1]["status"] == "ok", records[-1]
-    took = ended - float((tmp_path / "teardown.time").read_text())
     assert took < 8, took
     assert "last words" in proc.stderr
     assert len(proc.stdout) + len(proc.stderr) <= CAP_BYTES + 1000
