@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import json
 import os
 import select
@@ -109,21 +110,34 @@ def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
     return Finished(proc.returncode, False, time.monotonic() - start)
 
 
+_SPAWN_AGAIN = (errno.EFAULT, errno.EAGAIN, errno.ENOMEM, errno.EINTR)
+
+
 def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
                  cwd: Path | None = None, stdin: str | None = None) -> tuple[int, str]:
-    """Run a short tool; (returncode, combined output). Missing program -> (127, message).
+    """Run a short tool; (returncode, combined output). Missing program -> (127, message);
+    a spawn the system refuses -> (126, message), so the caller's clear error names it, not
+    a traceback (EFAULT, EAGAIN, ENOMEM and EINTR are tried once more: EFAULT came once
+    from a busy CI's spawn of python3).
     `stdin`: text handed to the tool's standard input (else it reads nothing)."""
-    try:
-        done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=None if stdin is not None else subprocess.DEVNULL,
-                              input=stdin.encode() if stdin is not None else None,
-                              timeout=timeout, env=env, cwd=cwd, check=False)
-    except FileNotFoundError as exc:
-        return 127, str(exc)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else ""
-        return 124, out + f"\n(timed out after {timeout:.0f}s)"
-    return done.returncode, done.stdout.decode("utf-8", "replace")
+    for attempt in (1, 2):
+        try:
+            done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=None if stdin is not None else subprocess.DEVNULL,
+                                  input=stdin.encode() if stdin is not None else None,
+                                  timeout=timeout, env=env, cwd=cwd, check=False)
+        except FileNotFoundError as exc:
+            return 127, str(exc)
+        except subprocess.TimeoutExpired as exc:
+            out = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else ""
+            return 124, out + f"\n(timed out after {timeout:.0f}s)"
+        except OSError as exc:
+            if attempt == 2 or exc.errno not in _SPAWN_AGAIN:
+                return 126, f"could not start {argv[0]}: {exc}"
+            time.sleep(0.2)
+        else:
+            return done.returncode, done.stdout.decode("utf-8", "replace")
+    raise AssertionError("unreachable")
 
 
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
