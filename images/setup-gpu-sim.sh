@@ -24,6 +24,8 @@ cd "$(dirname "$0")/.."
 SIM=/run/harness-sim
 DATA=/var/lib/harness-sim
 MiB=1048576
+# The real interpreter behind `python3` (not a version manager's shim), for the fake runtime.
+PY="$(python3 -c 'import sys; print(sys.executable)')"
 NAMES="3090 4090"
 TCP_4090=23909
 
@@ -64,6 +66,10 @@ for n in $NAMES; do
     mkdir -p "$bin" "$DATA/$n"
     # Files next to the hook are its configuration (see the hook's docstring).
     install -m 0755 images/gpu-sim/nvidia-container-runtime-hook images/gpu-sim/nvidia-container-runtime "$bin/"
+    # Both run several times a container (create, start, state, delete; the hook): under
+    # `#!/usr/bin/env python3` a version manager's shim (pyenv: ~10 bash processes) ran
+    # before each. The interpreter itself, without site (they use the stdlib only).
+    sed -i "1s|.*|#!$PY -S|" "$bin/nvidia-container-runtime-hook" "$bin/nvidia-container-runtime"
     profile "$n" > "$bin/gpus.json.tmp" && mv "$bin/gpus.json.tmp" "$bin/gpus.json"
     if [ ! -f "$bin/libnvidia-ml.so.1" ] || [ tests/data/fake_nvml/fake_nvml.c -nt "$bin/libnvidia-ml.so.1" ]; then
         gcc -shared -fPIC -O2 -Wall -Werror -o "$bin/libnvidia-ml.so.1.tmp" tests/data/fake_nvml/fake_nvml.c

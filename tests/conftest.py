@@ -293,6 +293,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):     # the controller, once
         session.config.stash[_ROOT_BEFORE] = _root_untracked()
         compile_sources()
+        rewrite_tests(session.config)
 
 
 def compile_sources() -> None:
@@ -306,6 +307,33 @@ def compile_sources() -> None:
 
     for folder in ("harness", "tests", "benchmarks", "scenarios"):
         compileall.compile_dir(ROOT / folder, quiet=2)
+
+
+def rewrite_tests(config: pytest.Config) -> None:
+    """The test modules' assert-rewritten code cached once, before the workers start.
+
+    pytest caches a rewritten module only where bytecode may be written, so under
+    PYTHONDONTWRITEBYTECODE=1 each xdist worker rewrote all of them again: ~5 of its
+    ~9 CPU-s of collection. Cached here (pytest's own cache files, in the ignored
+    __pycache__ folders), every worker reads them. This reaches into pytest's private
+    rewrite functions; where a pytest lacks them, the workers rewrite as before."""
+    try:
+        from _pytest.assertion import rewrite
+        state = config.stash[rewrite.assertstate_key]
+    except (ImportError, AttributeError, KeyError):
+        return
+    for fn in sorted(ROOT.glob("tests/**/*.py")):
+        if not (fn.name.startswith("test_") or fn.name == "conftest.py"):
+            continue
+        pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(fn, pyc, state.trace) is not None:
+            continue
+        try:
+            stat, code = rewrite._rewrite_test(fn, config)
+        except SyntaxError:
+            continue        # its collection says so
+        if rewrite.try_makedirs(pyc.parent):
+            rewrite._write_pyc(state, code, stat, pyc)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

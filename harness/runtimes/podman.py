@@ -219,7 +219,7 @@ class PodmanRuntime(DockerRuntime):
 
     def check(self, cells: list[Cell]) -> None:
         """As docker's, with a CDI spec required for GPU cells on this machine."""
-        self.client.info()
+        self.engine_info()
         if self.local and any(c.gpu.wants_gpu for c in cells) and not cdi_specs():
             raise GpuUnavailable(f"the matrix asks for GPUs but podman has no CDI spec for "
                                  f"{CDI_KIND}\n  fix: {CDI_FIX}")
