@@ -22,7 +22,7 @@ from harness.matrixfile.entries import parse_duration
 from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.preflight import check_lengths, compile_scenarios, floor_caps
-from harness.report.live import progress_for
+from harness.report.plain import progress_for
 from harness.result.model import Planned
 from harness.runtimes import Engines
 from harness.signals import interruptible

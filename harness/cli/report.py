@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import report as reports
 from harness.app.exits import exit_code
 from harness.app.report import (
     KEPT,
@@ -21,17 +22,7 @@ from harness.app.report import (
 from harness.app.report import newest_run as newest_run  # cli.culprit, day, explain read it here
 from harness.cli import options, without_out
 from harness.errors import InputError, StoreError
-from harness.report import (
-    ConsoleReporter,
-    HtmlReporter,
-    IssueReporter,
-    JunitReporter,
-    MarkdownReporter,
-    Report,
-    render_text,
-    rerun_line,
-    write_all,
-)
+from harness.report import Report, render_text, rerun_line, write_all
 from harness.report.grid import console_width, say
 from harness.store import RunStore
 from harness.store.results import long_lived, read_kept
@@ -124,7 +115,7 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
     """`--issue ROW`: issue-ROW.md written beside the run, and printed. It exits as
     `harness report DIR` does (1 with a bad cell): the same results, the same code."""
-    drafted = IssueReporter.from_results(report, row)   # a row, or a cell's row
+    drafted = reports.IssueReporter.from_results(report, row)   # a row, or a cell's row
     text = render_text(drafted)
     path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
     sys.stdout.write(text)
@@ -139,8 +130,8 @@ def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
     interrupted sweep wrote none): a partial report never replaces a whole one unless
     --force."""
 
-    ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                details=args.details)
+    reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                        details=args.details)
     width = console_width(sys.stdout, args.width)
     if report.missing_cells:
         missing_said(args, report, found, width)
@@ -187,14 +178,15 @@ def print_format(args: argparse.Namespace, report: Report) -> int:
     fails on a regression as the sweep did."""
 
     if args.format == "console":
-        ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
-                                                    details=args.details)
+        reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                            details=args.details)
     elif args.format == "json":
         sys.stdout.write(json.dumps(report.to_json(), indent=1, sort_keys=True, default=str)
                          + "\n")
     else:
         makers: dict[str, Callable[[Report], Renderer]] = {
-            "md": MarkdownReporter.from_results, "html": HtmlReporter.from_results,
-            "junit": JunitReporter.from_results}
+            "md": reports.MarkdownReporter.from_results,
+            "html": reports.HtmlReporter.from_results,
+            "junit": reports.JunitReporter.from_results}
         sys.stdout.write(render_text(makers[args.format](report)))
     return exit_code(report)

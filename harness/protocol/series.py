@@ -198,12 +198,28 @@ PEAK_KEYS = (*MEMORY_SOURCES, "rss_anon")
 CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "on_s")
 
 
-def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def readings(samples: list[dict[str, Any]], source: str, phase: str = "measure"
+             ) -> tuple[list[float], list[float]]:
+    """(iteration, bytes) of the samples in `phase` that carry `source`, by iteration, as
+    lists: what `Columns.memory` holds as arrays, for a reader that needs no NumPy (the
+    report's plots)."""
     pairs = sorted(((float(s["i"]), float(s[source])) for s in samples
                     if s.get("phase") == phase and s.get(source) is not None),
                    key=lambda p: p[0])
-    return _floats([p[0] for p in pairs]), _floats([p[1] for p in pairs])
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def step_times(samples: list[dict[str, Any]]) -> list[float]:
+    """The measured phase's step times in order, as a list: what `Columns.steps` holds as
+    an array, for a reader that needs no NumPy (the report's plots)."""
+    return [float(t) for s in samples if s.get("src") == "step" and s.get("phase") == "measure"
+            for t in s["dt"]]
+
+
+def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    xs, ys = readings(samples, source, phase)
+    return _floats(xs), _floats(ys)
 
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from harness.analysis.trends import MemoryTrend, StepTrend, per_call, rate_text, scaled
-from harness.protocol.series import TREND_NAMES, Series
+from harness.protocol.series import TREND_NAMES, Series, readings, step_times
 from harness.report.svg import Fit, Line, chart, robust_range
 from harness.result.words import human_seconds
 from harness.runtimes.base import own_cgroup
@@ -51,7 +51,7 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
         note = f"no readings to fit ({trend.n})"     # never "+0.0 KiB/call"
     elif trend is not None and fitted:
         slope = trend.slope
-        mx, my = series.cols.memory[key]
+        mx, my = readings(series.samples, key)
         if len(mx):
             # Theil-Sen's intercept: the median offset of the points from the slope.
             intercept = statistics.median(float(y) - slope * float(x)
@@ -101,10 +101,10 @@ def step_plot(series: Series, steps: StepTrend | None,
     note = ""
     if steps is not None:
         note = f"late/early {steps.ratio:.2f}x, p={steps.p_value:.2g}"
-    times = series.cols.steps
-    headline = f"median {human_seconds(float(statistics.median(times)))}" if len(times) else ""
+    times = step_times(series.samples)
+    headline = f"median {human_seconds(statistics.median(times))}" if times else ""
     if y_range is None:
-        y_range = robust_range([float(t) for t in times] or ys)
+        y_range = robust_range(times or ys)
     return chart("step time", lines, "s", warmup_end(series), None, note, y_range, headline)
 
 
@@ -126,8 +126,8 @@ def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> 
                 spans.append(max(values) - min(values))
         if spans:
             out.spans[key] = max(max(spans), MIN_SPAN.get(name, DEFAULT_MIN_SPAN))
-    ranges = [robust_range([float(t) for t in one.cols.steps]) for one in series.values()
-              if len(one.cols.steps)]
+    ranges = [robust_range(times) for one in series.values()
+              if (times := step_times(one.samples))]
     if ranges:
         out.steps = (max(0.0, min(r[0] for r in ranges)), max(r[1] for r in ranges))
     return out

@@ -95,7 +95,7 @@ def cell_view(report: Report, cid: str, role: str, series: Series | None = None,
     for key, name in sources_of(series, res.runtime):
         view.plots.append(memory_plot(series, key, name, res.memory.get(name),
                                       scales.spans.get(key), fitted=name != "cgroup"))
-    if series.cols.steps.size or any(s.get("src") == "step" for s in series.samples):
+    if any(s.get("src") == "step" for s in series.samples):
         view.plots.append(step_plot(series, res.steps, scales.steps, baseline))
     if not view.plots:
         view.note = "samples.jsonl holds no samples"

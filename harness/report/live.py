@@ -1,18 +1,16 @@
-"""The sweep on a terminal: `progress_for(quiet, samples)` gives a live display on a
-TTY (`LiveProgress`: one bar per running cell, the latest pull or venv-build line per
-image, other lines above it), plain `harness: ...` lines elsewhere (`PlainProgress`),
-or nothing with `-q`. `NO_COLOR` turns colour off."""
+"""The sweep on a terminal (`report.plain.progress_for` chooses it on a TTY):
+`LiveProgress`, one bar per running cell, the latest pull or venv-build line per image,
+other lines above it. `NO_COLOR` turns colour off."""
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -20,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from harness.protocol.ingest import last_sample
-from harness.report.grid import console_width, wrap
+from harness.report.grid import wrap
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -36,31 +34,6 @@ PREPARING = re.compile(r"^(?:pull(?:ing)? (?P<ref>[^\s:]+(?::[^\s:]+)?)|"
 
 def no_colour() -> bool:
     return bool(os.environ.get("NO_COLOR"))
-
-
-class PlainProgress:
-    """`harness: TEXT` on stderr, one line per event; nothing with `quiet`."""
-
-    def __init__(self, quiet: bool = False, stream: TextIO | None = None):
-        self.quiet = quiet
-        self.stream = stream
-
-    def __call__(self, text: str) -> None:
-        """One event; wrapped at the terminal's width, or at COLUMNS where it is set
-        (continuation lines indented), else one line as it is, for logs and grep."""
-        if self.quiet:
-            return
-
-        stream = self.stream or sys.stderr
-        width = console_width(stream)
-        line = f"harness: {text}"
-        print("\n".join(wrap(line, width)) if width else line, file=stream, flush=True)
-
-    def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
-        """Structured cell events; the plain lines already say everything."""
-
-    def close(self) -> None:
-        """Nothing to tear down."""
 
 
 def last_iteration(path: Path, chunk: int = 8192) -> tuple[int, str] | None:
@@ -207,12 +180,3 @@ BUDGET_STEPS = 1000     # a budgeted cell's bar: thousandths of its budget
 
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def progress_for(quiet: bool, samples: Callable[[str], Path], stream: TextIO | None = None
-                 ) -> PlainProgress | LiveProgress:
-    """The progress callback for this terminal: live on a TTY, plain lines otherwise."""
-    out = stream or sys.stderr
-    if quiet or not out.isatty() or os.environ.get("TERM") == "dumb":
-        return PlainProgress(quiet, stream)
-    return LiveProgress(samples)

@@ -11,13 +11,16 @@ from harness.matrixfile.load import check_applied, check_images
 from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
 from harness.runtimes.dockerlib import import_docker
-from harness.runtimes.local import LocalRuntime
 
 if TYPE_CHECKING:
     from harness.runtimes.docker import DockerRuntime
 
 
 def _local(docker_host: str | None) -> Runtime:
+    # lazy: the local runtime (venvs, the resolver, the host's GPUs) only where a cell runs
+    # on it: report, history and explain read `runtimes.base` without it
+    from harness.runtimes.local import LocalRuntime
+
     return LocalRuntime()
 
 

@@ -202,7 +202,7 @@ def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int)
 
 def test_plain_progress_lines_wrap_at_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 29: a piped sweep printed 116 columns at COLUMNS=100."""
-    from harness.report.live import PlainProgress
+    from harness.report.plain import PlainProgress
 
     out = io.StringIO()
     monkeypatch.setenv("COLUMNS", "60")
@@ -335,7 +335,7 @@ def test_two_lines_never_part_a_figure_from_its_unit() -> None:
     and "15.9 µs/call," stays on one line (up to 12 columns wider; else the narrowest)."""
     import textwrap
 
-    from harness.report.console import two_lines
+    from harness.report.fitted import two_lines
 
     leak = "leak: heap +5.8 KiB/call, 15.9 µs/call, peak RSS 1.11x baseline"
     assert textwrap.wrap(leak, two_lines(leak)) == [
@@ -374,7 +374,7 @@ def test_no_width_parts_a_figure_from_its_unit_in_a_cell(width: int) -> None:
     cell read "in 300 calls, 13.4" / "µs/call", at 120 "ok: heap +0.0" / "KiB/call";
     the images' columns are as wide as keeps each figure beside its unit, and where
     no widths do, images go down (one line a cell there)."""
-    from harness.report.console import FIGURE_END, UNIT_START
+    from harness.report.fitted import FIGURE_END, UNIT_START
 
     lines = shown(demo_report(), width)
     assert max(len(line) for line in lines) <= width, "\n".join(lines)

@@ -13,6 +13,7 @@ import pytest
 
 from harness.protocol import ingest
 from harness.protocol.ingest import MAX_LINE, SeriesReader, parse_lines, read_samples
+from harness.protocol.series import readings, step_times
 
 HEADER: dict[str, Any] = {"type": "header", "schema": 1, "python": "3.8.10"}
 
@@ -63,6 +64,25 @@ def test_a_clean_file(tmp_path: Path) -> None:
     assert s.cols.peaks.get("rss") == 1006
     assert s.memory("gpu_used")[0].size == 0
     assert s.cols.peaks.get("fw") is None
+
+
+def test_the_lists_the_plots_read_are_the_columns_arrays() -> None:
+    """`readings` and `step_times` (the report's plots, without NumPy) hold what
+    `Columns.memory` and `Columns.steps` hold: measured phase only, by iteration, ints
+    read as floats, whatever order the samples came in."""
+    # GIVEN warm-up, measured step and timer samples out of order, an integer dt, a
+    # sample without a heap reading
+    recs = [sample(2, phase="warmup", dt=[9.0]), sample(8, [3, 0.5]), sample(5, src="timer"),
+            sample(4, [0.001, 0.002]), sample(6, [0.004], heap=None), sample(7, [])]
+    s = parse_lines(lines(HEADER, *recs, END))
+    # THEN each list is the array's values, in the array's order
+    assert step_times(s.samples) == s.cols.steps.tolist() == [3.0, 0.5, 0.001, 0.002, 0.004]
+    for key in ("heap", "rss", "uss"):
+        xs, ys = readings(s.samples, key)
+        mx, my = s.cols.memory[key]
+        assert (xs, ys) == (mx.tolist(), my.tolist()), key
+    assert readings(s.samples, "heap")[0] == [4.0, 5.0, 7.0, 8.0]
+    assert readings(s.samples, "rss", "warmup") == ([2.0], [1002.0])
 
 
 def test_truncated_last_line(tmp_path: Path) -> None:

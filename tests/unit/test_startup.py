@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def _modules_after(code: str) -> set[str]:
+def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
     code += "\nimport sys\nprint(' '.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", code], env=env or ENV, capture_output=True,
                          text=True, check=True, cwd=ROOT)
     return set(out.stdout.split())
 
@@ -69,6 +69,43 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
         "harness.preflight, harness.report.live, harness.stages.confirm\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
     assert not {"numpy", "jinja2", "tabulate"} & mods, {"numpy", "jinja2", "tabulate"} & mods
+
+
+def test_a_report_is_rendered_without_numpy(tmp_path: Path) -> None:
+    """`harness report DIR` re-renders every file, plots included, without NumPy (~0.15 s
+    of its start): the plots read the samples as lists (`protocol.series.step_times`,
+    `readings`), and `--issue`'s renderer, which compares step times with NumPy, loads
+    only for `--issue`."""
+    import sweepkit
+    from fakeruntime import Behaviour
+
+    run = sweepkit.swept(tmp_path, ["v1", "v2"], lambda c: Behaviour(leak_per_iter=16384)
+                         if c.image.label == "v2" else Behaviour(), ["loop.py"]).root
+    (run / "report.html").unlink(missing_ok=True)
+    piped = {k: v for k, v in ENV.items() if k != "COLUMNS"}
+    mods = _modules_after(f"from harness.cli import main\nassert main(['report', {str(run)!r}])"
+                          " == 1", piped)
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert page.count("<svg") - page.count('class="trend"') == 2 * 4    # the cells' plots
+    assert "numpy" not in mods and "harness.report.issue" not in mods
+    # the table for a pipe is tabulate's, for a known width rich's: each loads only there
+    assert "tabulate" in mods and "rich" not in mods
+    mods = _modules_after(f"from harness.cli import main\nmain(['report', {str(run)!r}])",
+                          {**piped, "COLUMNS": "120"})
+    assert "rich" in mods and "tabulate" not in mods
+    mods = _modules_after(f"from harness.cli import main\nmain(['report', {str(run)!r}, "
+                          "'--issue', 'gpu0.loop', '-q'])")
+    assert "harness.report.issue" in mods
+
+
+def test_a_sweep_into_a_pipe_loads_no_live_display() -> None:
+    """The sweep's progress into a pipe or a log is plain lines (`report.plain`): rich's
+    live display (`report.live`) loads on a TTY alone."""
+    mods = _modules_after("import harness.app.sweep\n"
+                          "from harness.report.plain import PlainProgress, progress_for\n"
+                          "assert isinstance(progress_for(False, str), PlainProgress)")
+    assert "harness.app.sweep" in mods
+    assert "harness.report.live" not in mods and "rich" not in mods
 
 
 def test_the_sweeps_help_loads_its_parser_alone() -> None:
