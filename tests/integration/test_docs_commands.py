@@ -8,6 +8,10 @@ A fenced ```sh block is a command a user pastes. The HTML comment on the line be
                                                      timing verdicts a busy machine may move)
     <!-- docs-test: needs=docker exit=0 -->          runs where the marked engine is
     <!-- docs-test: skip=gpu (why, in words) -->     not run here; the reason is one of SKIPS
+    <!-- docs-test: needs=docker skip=elsewhere (tests/integration/test_x.py ...) -->
+                                                     run, as written and with the exit codes
+                                                     given before the skip, by the test file
+                                                     named, which also reads what it made
 
 The blocks of one file run in order, in one scratch copy of the repository (a later
 block may read what an earlier one wrote, as a reader following the page would), never
@@ -36,6 +40,8 @@ SKIPS = {
     "ci": "is the command that runs this test suite",
     "minutes": "builds images for minutes; what it shows is tested on smaller images "
                "(tests/integration/test_culprit_real.py)",
+    "elsewhere": "is run as written by the test file its comment names, which then checks "
+                 "the results it made (one run for both, not one each)",
 }
 NEEDS = {"docker", "slurm", "podman"}
 
@@ -51,6 +57,7 @@ class Block:
     exits: tuple[int, ...] = (0,)
     skip: str | None = None
     needs: set[str] = field(default_factory=set)
+    why: str = ""       # a skip's words after its reason: "(...)"
 
     @property
     def where(self) -> str:
@@ -89,6 +96,7 @@ def blocks(path: Path) -> list[Block]:
                         raise ValueError(f"{block.where}: skip={value}: not a reason this "
                                          f"test accepts ({', '.join(SKIPS)})")
                     block.skip = value
+                    block.why = m["body"].split(word, 1)[1].strip()
                 elif key == "needs":
                     if value not in NEEDS:
                         raise ValueError(f"{block.where}: needs={value}: allowed values: "
@@ -118,7 +126,23 @@ def test_skips_are_few() -> None:
     assert len(run) >= len(every) - len(run), [b.where for b in every if b.skip]
 
 
-def _scratch(tmp: Path) -> Path:
+def test_a_block_run_elsewhere_is_run_there() -> None:
+    """A block skipped as `elsewhere` names the test file that runs it, and that file reads
+    the block from this page (`blocks`), so an edit of the commands reaches the test."""
+    for path in DOCS:
+        for block in blocks(path):
+            if block.skip != "elsewhere":
+                continue
+            named = re.findall(r"tests/[\w/]+\.py", block.why)
+            assert named, f"{block.where}: skip=elsewhere names no tests/...py file"
+            for name in named:
+                text = (ROOT / name).read_text(encoding="utf-8")
+                assert str(path.relative_to(ROOT)) in text and "blocks(" in text, (
+                    f"{block.where}: {name} does not read its commands from "
+                    f"{path.relative_to(ROOT)}")
+
+
+def scratch(tmp: Path) -> Path:
     """A copy of the repository without its results, caches and VCS data."""
     dest = tmp / "repo"
     shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
@@ -140,19 +164,25 @@ def _marks(path: Path) -> list[pytest.MarkDecorator]:
     return [getattr(pytest.mark, n) for n in sorted(needs)] + [slow]
 
 
+def docs_env() -> dict[str, str]:
+    """The environment the docs' commands run in (here and where a block is run
+    `elsewhere`)."""
+    # PIP_COMPILE=0: pip installs without byte-compiling what it installs (`--no-compile`;
+    # the modules a command imports are compiled when first imported): README's install
+    # into a fresh venv spent about half its CPU time compiling NumPy's and SciPy's .py
+    # files, which no command here imports all of. What is installed is the same.
+    return {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
+            "PIP_COMPILE": "0"}
+
+
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT)), marks=_marks(p))
                                   for p in DOCS if any(b.skip is None for b in blocks(p))])
 def test_commands_run_as_documented(path: Path, tmp_path: Path) -> None:
     """Each runnable block of the file, in order, exits with the code it documents."""
     if shutil.which("harness") is None:
         pytest.fail("no `harness` on PATH: install the package (pip install -e .) first")
-    repo = _scratch(tmp_path)
-    # PIP_COMPILE=0: pip installs without byte-compiling what it installs (`--no-compile`;
-    # the modules a command imports are compiled when first imported): README's install
-    # into a fresh venv spent about half its CPU time compiling NumPy's and SciPy's .py
-    # files, which no command here imports all of. What is installed is the same.
-    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
-           "PIP_COMPILE": "0"}
+    repo = scratch(tmp_path)
+    env = docs_env()
     for block in blocks(path):
         if block.skip is not None:
             continue

@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ import docker
 import pytest
 
 from harness.cli import main
+from tests.integration.test_docs_commands import Block, blocks, docs_env, scratch
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,16 +97,19 @@ def cells_of(base: Path) -> dict[str, dict[str, Any]]:
     return cells
 
 
-# The seeds' cells each host runs: both images' random input and 20.12's zeros on the
-# 3090, the leaking scenario on both images on the 4090 (its 20.12 cell is the
+# The seeds' cells each host runs: both images' random input on each host, swept by
+# docs/gpu-hosts.md's own commands (`docs_sweeps`: examples/gpu-sim.yaml, the seeds'
+# rfft_loop row at 150 calls and `rounds: 0`, run here, not once more by the docs test),
+# and 20.12's zeros on the 3090 from matrix.yaml (the 4090's 20.12 cell is the
 # unsupported pair). Every check below is of a cell's host, GPU, NVML, glibc and agent,
 # the same for each input; the 3090's third input, its 22.12 zeros cell and the 4090's
 # other four cells were seven more TF 1.15 container starts (~15-20 s each under CI's
 # load) that showed nothing these do not. Two cells of an image on the 3090 (20.12's,
 # the baseline's, so each 22.12 cell keeps its baseline cell): the later one maps the
 # libraries the earlier one read in (`test_anonymous_rss_not_rss_is_compared_...`).
-SEED_CELLS = {"3090": "not rfft_variable and not (22.12 and rfft_zeros)", "4090": "rfft_loop"}
+SEED_ZEROS = "20.12 and rfft_zeros"
 SEED_COUNT = {"3090": 3, "4090": 2}
+DOCS = ROOT / "docs" / "gpu-hosts.md"
 
 
 def seed_matrix(tmp: Path) -> Path:
@@ -119,29 +125,75 @@ def seed_matrix(tmp: Path) -> Path:
     return path
 
 
+def docs_block() -> Block:
+    """docs/gpu-hosts.md's commands for the simulated hosts, which the docs test leaves to
+    this file (`skip=elsewhere`): set up the engines, sweep examples/gpu-sim.yaml on each."""
+    (block,) = [b for b in blocks(DOCS) if "examples/gpu-sim.yaml" in b.text]
+    assert block.skip == "elsewhere" and "tests/integration/test_gpu_sim.py" in block.why
+    return block
+
+
+def docs_sweeps(tmp: Path) -> dict[str, Path]:
+    """Each line of `docs_block` run as a reader pastes it (bash, in a scratch copy of the
+    repository, as tests/integration/test_docs_commands.py runs a page's commands), with
+    the exit codes the page gives; the run directory each host's sweep made."""
+    if shutil.which("harness") is None:
+        pytest.fail("no `harness` on PATH: install the package (pip install -e .) first")
+    block = docs_block()
+    repo = scratch(tmp)
+    made: dict[str, Path] = {}
+    for line in block.text.splitlines():
+        before = set(repo.glob("reports/*/*/results.json"))
+        done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=repo,
+                              env=docs_env(), capture_output=True, text=True, timeout=900,
+                              stdin=subprocess.DEVNULL)
+        # 1: a row comparison may call 1.15.5's CPU step times a regression on a busy
+        # shared machine (timing, not this test's subject; the page says so)
+        assert done.returncode in block.exits, (
+            f"{block.where}: `{line}` exited {done.returncode}, the docs say "
+            f"{' or '.join(map(str, block.exits))}\n--- stdout\n{done.stdout[-3000:]}"
+            f"\n--- stderr\n{done.stderr[-3000:]}")
+        assert "Traceback (most recent call last)" not in done.stderr, line
+        new = set(repo.glob("reports/*/*/results.json")) - before
+        hosts = [name for name, url in SIM.items() if f"DOCKER_HOST={url} " in line]
+        assert len(new) == len(hosts), (line, new)
+        if hosts:
+            made[hosts[0]] = new.pop().parent
+    assert sorted(made) == sorted(SIM), block.text
+    return made
+
+
 @pytest.fixture(scope="module")
-def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The seeds' matrix.yaml (`seed_matrix`) on each simulated host (DOCKER_HOST)."""
+def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    """Each simulated host's run directories of the seeds' cells: docs/gpu-hosts.md's
+    sweep of it (`docs_sweeps`) and, on the 3090, matrix.yaml's 20.12 zeros cell
+    (`seed_matrix`, `SEED_ZEROS`), swept after it."""
     for client in _open_sims().values():
         client.close()
+    out = {name: [run] for name, run in
+           docs_sweeps(tmp_path_factory.mktemp("gpu-hosts-docs")).items()}
     matrix = seed_matrix(tmp_path_factory.mktemp("seed-matrix"))
-    out = {}
-    for name, url in SIM.items():
-        base = tmp_path_factory.mktemp(f"seed-{name}")
-        only = ["-k", SEED_CELLS[name]] if SEED_CELLS[name] else []
-        code = sweep([str(matrix), "--out", str(base), *only, *ITER], url)
-        # 1: a row comparison may call 1.15.5's CPU step times a regression on a busy
-        # shared machine (timing, not this test's subject)
-        assert code in (0, 1), f"{name}: exit {code}"
-        out[name] = base
+    base = tmp_path_factory.mktemp("seed-3090")
+    code = sweep([str(matrix), "--out", str(base), "-k", SEED_ZEROS, *ITER], SIM["3090"])
+    # 1: a step-time verdict of TF on a busy shared CPU (not this test's subject)
+    assert code in (0, 1), f"3090 {SEED_ZEROS}: exit {code}"
+    out["3090"].append(results_dir(base))
     return out
 
 
+def seed_cells(runs: list[Path]) -> dict[str, dict[str, Any]]:
+    """The cells of a host's seed runs, in the order they were swept."""
+    cells: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        cells.update(json.loads((run / "results.json").read_text())["cells"])
+    return cells
+
+
 @pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
-def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, Path]) -> None:
+def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, list[Path]]) -> None:
     for name, want in (("3090", ["NVIDIA GeForce RTX 3090"] * 2),
                        ("4090", ["NVIDIA GeForce RTX 4090"])):
-        cells = cells_of(seed_runs[name])
+        cells = seed_cells(seed_runs[name])
         assert len(cells) == SEED_COUNT[name], sorted(cells)
         for cid, c in cells.items():
             # The host's GPUs came through its engine (probe container), not this machine.
@@ -167,11 +219,12 @@ def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, Path]) -> 
 
 
 @pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
-def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, Path]) -> None:
+def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(
+        seed_runs: dict[str, list[Path]]) -> None:
     # The 3090's three cells: a later cell of an image maps TF libraries whose page cache
     # an earlier container read in and was charged for. The 4090's two cells are one an
     # image: in a run here neither read RSS over its cgroup, as each was charged its own.
-    cells = cells_of(seed_runs["3090"])
+    cells = seed_cells(seed_runs["3090"])
     over = 0
     for cid, c in cells.items():
         src = c["reconcile"]["sources"]
@@ -185,8 +238,9 @@ def test_anonymous_rss_not_rss_is_compared_with_the_cgroup(seed_runs: dict[str, 
 
 
 @pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
-def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str, Path]) -> None:
-    cells = cells_of(seed_runs["4090"])
+def test_20_12_on_the_4090_is_run_and_decided_from_evidence(
+        seed_runs: dict[str, list[Path]]) -> None:
+    cells = seed_cells(seed_runs["4090"])
     for cid, c in cells.items():
         if not cid.startswith("20.12"):
             assert not any("unsupported" in f for f in texts(c)), cid
@@ -204,16 +258,16 @@ def test_20_12_on_the_4090_is_run_and_decided_from_evidence(seed_runs: dict[str,
         # what happened decides: here the framework ran on the CPU, so the GPU question
         # stays open, and the cell says so instead of claiming either answer
         assert evidence and "undecided: the framework ran on cpu" in evidence[0], c["findings"]
-    on_3090 = cells_of(seed_runs["3090"])
+    on_3090 = seed_cells(seed_runs["3090"])
     assert not any("unsupported" in f for c in on_3090.values() for f in texts(c))
 
 
 @pytest.mark.slow   # the seeds' sweeps (`seed_runs`): minutes, on whichever runs first
-def test_compare_names_the_two_hosts(seed_runs: dict[str, Path],
+def test_compare_names_the_two_hosts(seed_runs: dict[str, list[Path]],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    code = main(["compare", str(results_dir(seed_runs["3090"])),
-                 str(results_dir(seed_runs["4090"]))])
+    # docs/gpu-hosts.md's two sweeps of one matrix, one a host
+    code = main(["compare", str(seed_runs["3090"][0]), str(seed_runs["4090"][0])])
     out = capsys.readouterr().out
     assert code in (0, 1), out
     assert "RTX 3090" in out and "RTX 4090" in out, out
