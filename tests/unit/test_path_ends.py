@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -46,14 +47,15 @@ def in_process(*argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]
     """`harness ARGV` in `cwd` through the CLI's `main`, in this process: for a command
     whose exit code and words are checked, not how its process ends (those run as
     processes, `harness` and below); the same code, without a fresh interpreter's
-    imports (~0.3 CPU-s a command)."""
+    imports (~0.3 CPU-s a command). Its lines as wide as a process's here (ENV)."""
     from harness.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     here = Path.cwd()
     os.chdir(cwd)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                mock.patch.dict(os.environ, {"COLUMNS": ENV["COLUMNS"]}):
             code = main([*map(str, argv)])
     finally:
         os.chdir(here)
