@@ -151,6 +151,17 @@ def scratch(tmp: Path) -> Path:
     return dest
 
 
+def _others_pytest_plugins() -> str:
+    """`-p no:NAME` for each pytest plugin installed here other than harness's: a pasted
+    `python3 -m pytest ...` (docs/pytest.md) loads harness's plugin through its entry
+    point, as a user's does, without the suite's own (hypothesis alone imports in ~0.5
+    CPU-s a run), which a user who installed harness need not have."""
+    from importlib.metadata import entry_points
+
+    names = sorted({ep.name for ep in entry_points(group="pytest11")} - {"harness"})
+    return " ".join(f"-p no:{name}" for name in names)
+
+
 # The files whose commands take about a minute in CI (seconds, quiet), so they start
 # before the shorter ones (tests/conftest.py's `_weight`); the others weigh a slow test's
 # default.
@@ -171,8 +182,10 @@ def docs_env() -> dict[str, str]:
     # the modules a command imports are compiled when first imported): README's install
     # into a fresh venv spent about half its CPU time compiling NumPy's and SciPy's .py
     # files, which no command here imports all of. What is installed is the same.
+    # PYTEST_ADDOPTS: see _others_pytest_plugins.
     return {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONPATH": str(ROOT),
-            "PIP_COMPILE": "0"}
+            "PIP_COMPILE": "0", "PYTEST_ADDOPTS": " ".join(filter(None, [
+                os.environ.get("PYTEST_ADDOPTS"), _others_pytest_plugins()]))}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT)), marks=_marks(p))
