@@ -41,8 +41,22 @@ an `ok` one ends with its floor: "... no leak above 40 B/call in 22,080 calls".
 does, reports included, and returns them (`Swept`).
 """
 
+from typing import TYPE_CHECKING
+
 from harness.api.checked import Checked, Swept
-from harness.api.matrix import sweep
 from harness.api.run import check
 
+if TYPE_CHECKING:
+    from harness.api.matrix import sweep
+
 __all__ = ["Checked", "Swept", "check", "sweep"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "sweep":
+        # lazy: a sweep's reports and progress (rich); `check` and the pytest plugin's
+        # marked tests need none of them (~0.1 s of imports per pytest process)
+        from harness.api.matrix import sweep
+
+        return sweep
+    raise AttributeError(f"module 'harness.api' has no attribute {name!r}")

@@ -72,7 +72,8 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
     DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under tracemalloc) what the sweep's run
     took per call (`took_s` for the `made` calls) for its calls, plus, for a budget, the
     sweep's run and 1 + ATTRIBUTE_CAP budgets, and a minute: a part that hangs (a native
-    symbol table) ends the run, not the session."""
+    symbol table) ends the run, not the session. A fixed-length run (memory alone) takes
+    one reading a phase, its last."""
     s = cell.settings
     ran = made or s.agent_iterations
     calls = ran
@@ -93,8 +94,10 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
     else:
         if took_s:
             timeout = min(timeout, slower * per_call * calls + 60.0)
+        # Read once a phase: only its where record is read, which no reading feeds, and
+        # under tracemalloc each reading's allocations are traced (~30 ms each).
         short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
-                                    timeout=timeout)
+                                    timeout=timeout, sample_every=max(calls, s.warmup, 1))
     return cell.with_settings(short)
 
 

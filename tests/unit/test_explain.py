@@ -192,9 +192,13 @@ def test_attributed_runs_have_a_length_and_a_deadline_from_the_sweeps_run(
     assert mem.settings.max_iterations is None and mem.settings.repeats == 0
     assert mem.settings.iterations == MEMORY_CALLS
     assert mem.settings.timeout == 150 * 0.01 * MEMORY_CALLS + 60  # tracemalloc's worst
+    # Only its where record is read: one reading a phase, not one every 10 calls, each
+    # traced by tracemalloc
+    assert mem.settings.sample_every == MEMORY_CALLS != cell.settings.sample_every
     # Time is attributed over a budget (the default one at least), with the calls a
     # fixed run would make at least, its deadline the sweep's run and the budget's cap
     time_ = attributed(cell, ("stack", "ops"), took_s=10.0).settings
+    assert time_.sample_every == cell.settings.sample_every     # its windows' readings
     assert (time_.run_budget, time_.budget_calls, time_.max_iterations, time_.repeats) == (
         DEFAULT_BUDGET_S, MEMORY_CALLS, BUDGET_CAP, 0)
     assert time_.timeout == (10.0 + (1 + ATTRIBUTE_CAP) * DEFAULT_BUDGET_S

@@ -217,3 +217,14 @@ def test_every_head_start_is_held_and_waited_for_before_the_command_exits() -> N
     thread.start()
     headstart.wait()
     assert not thread.is_alive()
+
+
+def test_a_check_imports_no_sweep_reports() -> None:
+    """`harness.check` (a marked test's plugin, in every pytest process that runs one)
+    imports none of a sweep's reports and progress; `harness.sweep` is loaded on first
+    use."""
+    mods = _modules_after("import harness\nharness.check\nfrom harness.api import marked")
+    assert "harness.api.run" in mods and "harness.api.marked" in mods
+    assert not {"rich", "harness.app.sweep", "harness.api.matrix"} & mods
+    mods = _modules_after("import harness\nassert callable(harness.sweep)")
+    assert "harness.api.matrix" in mods
