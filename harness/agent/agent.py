@@ -31,7 +31,6 @@ protocol's field names).
 import argparse
 import os
 import platform
-import socket
 import sys
 import time
 
@@ -86,6 +85,37 @@ def dist_info(name):
     return None
 
 
+def platform_name():
+    """platform.platform() without the `uname -p` process it starts (a process per
+    cell) for the processor's name: on Linux that name is the machine's or "unknown",
+    both of which platform() leaves out (a patched uname naming the CPU model was the
+    one exception). Before 3.9 platform() reads its libc from the executable and
+    uname() itself runs `uname -p`: asked as before."""
+    if not sys.platform.startswith("linux") or sys.version_info < (3, 9):
+        return platform.platform()
+    uname = os.uname()
+    libc, version = platform.libc_ver()
+    # platform._platform's cosmetics: joined by "-", no "unknown", no "--", none trailing
+    text = "-".join(x.strip() for x in (uname.sysname, uname.release, uname.machine, "with",
+                                         libc + version) if x)
+    for old, new in ((" ", "_"), ("/", "-"), ("\\", "-"), (":", "-"), (";", "-"),
+                     ('"', "-"), ("(", "-"), (")", "-"), ("unknown", "")):
+        text = text.replace(old, new)
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text.rstrip("-")
+
+
+def machine_and_host():
+    """(machine, host name) from os.uname(), which platform.machine() and
+    socket.gethostname() read too (no socket module to import, no `uname -p`)."""
+    if not hasattr(os, "uname"):
+        import socket
+        return platform.machine(), socket.gethostname()
+    uname = os.uname()
+    return uname.machine, uname.nodename
+
+
 def header(args, sampler, params):
     gpu = None
     gpu_reason = None
@@ -95,14 +125,15 @@ def header(args, sampler, params):
         else:
             gpu_reason = sampler.nvml.reason
     heap = sampler.heap
+    machine, hostname = machine_and_host()
     return {"type": "header", "schema": SCHEMA, "scenario": args.scenario, "params": params,
             "config": {"iterations": args.iterations, "warmup": args.warmup,
                        "sample_every": args.sample_every, "sample_interval": args.sample_interval,
                        "budget": getattr(args, "budget", 0.0) or 0.0,
                        "budget_min": getattr(args, "budget_min", 0) or 0},
             "python": platform.python_version(), "implementation": platform.python_implementation(),
-            "platform": platform.platform(), "machine": platform.machine(),
-            "hostname": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
+            "platform": platform_name(), "machine": machine,
+            "hostname": hostname, "pid": os.getpid(), "time": time.time(),
             "env": dict((k, os.environ[k]) for k in ENV_KEYS if k in os.environ),
             "packages": installed_packages(),
             "heap": {"func": heap.func if heap else None, "note": heap.note if heap else

@@ -140,6 +140,23 @@ def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | N
     raise AssertionError("unreachable")
 
 
+# An interpreter's probe prints its sys.version (as it always did: a venv's key), then
+# the file that runs, its sys.executable.
+_RUNS = "executable: "
+_PROBE = f"import sys;print(sys.version);print({_RUNS!r} + sys.executable)"
+
+
+def python_probe(python: str) -> tuple[int, str, str]:
+    """(returncode, the file that runs `python`: its sys.executable, or `python` itself
+    where it names none; its sys.version, or on failure what it said)."""
+    rc, out = check_output([python, "-c", _PROBE], timeout=60)
+    lines = out.strip().splitlines()
+    runs = next((t[len(_RUNS):] for t in lines if t.startswith(_RUNS)), "")
+    ok = os.path.isabs(runs) and os.access(runs, os.X_OK)   # embedded: may name none
+    return rc, runs if ok else python, "\n".join(
+        t for t in lines if not t.startswith(_RUNS)).strip()
+
+
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
                  env: dict[str, str] | None = None, cwd: Path | None = None,
                  running: set[subprocess.Popen[bytes]] | None = None) -> int:

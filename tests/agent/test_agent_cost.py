@@ -1,0 +1,150 @@
+"""What a cell's agent costs beyond its steps (issue 62): its header is read without a
+process (`uname -p`, which Python's platform.platform() starts for the processor's name)
+and without the socket module, and the scenario's functions are checked without
+importing inspect where their code objects answer; each says what it said before."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_agent import AGENT, AGENT_DIR, INTERPRETERS, STABLE, scenario
+
+# In the interpreter under test: the agent's header fields beside what platform and
+# socket say.
+SAME = """
+import json, platform, socket, sys
+sys.path.insert(0, sys.argv[1])
+import agent
+print(json.dumps([[agent.platform_name(), *agent.machine_and_host()],
+                  [platform.platform(), platform.machine(), socket.gethostname()]]))
+"""
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_the_header_says_what_platform_and_socket_say(python: str) -> None:
+    out = subprocess.run([python, "-c", SAME, str(AGENT_DIR)], capture_output=True,
+                         text=True, check=True).stdout
+    ours, theirs = json.loads(out)
+    assert ours == theirs
+
+
+# Runs the agent in this interpreter under an audit hook that notes every process it
+# starts (the watchdog is a fork, which starts no program), and the modules it imported.
+AUDITED = """
+import json, runpy, sys
+before = set(sys.modules)
+started = []
+def hook(event, args):
+    if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+        started.append([event, str(args[0])[:200]])
+sys.addaudithook(hook)
+out = sys.argv[1]
+sys.argv = sys.argv[2:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+with open(out, "w") as f:
+    json.dump({"started": started, "modules": sorted(set(sys.modules) - before)}, f)
+"""
+
+
+def test_a_cell_starts_no_program_and_imports_neither_socket_nor_inspect(
+        tmp_path: Path) -> None:
+    # GIVEN a plain scenario, run by the agent as a cell runs it
+    script = scenario(tmp_path, STABLE)
+    seen = tmp_path / "seen.json"
+    samples = tmp_path / "samples.jsonl"
+    proc = subprocess.run([sys.executable, "-c", AUDITED, str(seen), str(AGENT),
+                           "--scenario", str(script), "--iterations", "20", "--warmup", "5",
+                           "--out", str(samples), "--no-gpu", "--quiet", "--heap", "quiet"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert records[-1]["status"] == "ok" and records[-1]["iterations"] == 20
+    header = records[0]
+    assert header["machine"] and header["hostname"] and header["platform"]
+    # THEN it started no program, and the modules only a mistake needs stayed out
+    found = json.loads(seen.read_text())
+    assert found["started"] == []
+    assert not {"socket", "inspect", "difflib", "subprocess"} & set(found["modules"])
+
+
+def _load_scenariofile() -> Any:
+    spec = importlib.util.spec_from_file_location("agent_scenariofile_for_test",
+                                                  AGENT_DIR / "scenariofile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wrapped(state: object, extra: object) -> None:
+    pass
+
+
+def _wraps() -> Callable[..., None]:
+    def outer(state: object) -> None:
+        pass
+    outer.__wrapped__ = _wrapped   # type: ignore[attr-defined]
+    return outer
+
+
+SHAPES: dict[str, Any] = {
+    "(state)": "def f(state): pass",
+    "()": "def f(): pass",
+    "(a, b)": "def f(a, b): pass",
+    "(a, b=1)": "def f(a, b=1): pass",
+    "(a=1, b=2)": "def f(a=1, b=2): pass",
+    "(*args)": "def f(*args): pass",
+    "(**kw)": "def f(**kw): pass",
+    "(a, *, k)": "def f(a, *, k): pass",
+    "(a, *, k=1)": "def f(a, *, k=1): pass",
+    "(*a, k)": "def f(*a, k): pass",
+    "(a, /)": "def f(a, /): pass",
+    "(a, b, /)": "def f(a, b, /): pass",
+    "(a, /, b=1, *c, d=2, **e)": "def f(a, /, b=1, *c, d=2, **e): pass",
+    "lambda": "f = lambda s: None",
+    "lambda of none": "f = lambda: None",
+    "a wrapper of two": _wraps(),
+    "a class": "class f:\n    def __init__(self, state): pass",
+    "a bound method": "class C:\n    def m(self, state): pass\nf = C().m",
+    "a partial": "import functools\nf = functools.partial(lambda a, b: None, 1)",
+    "a builtin": "f = len",
+}
+
+
+def _function(shape: Any) -> Any:
+    if callable(shape):
+        return shape
+    space: dict[str, Any] = {}
+    exec(shape, space)
+    return space["f"]
+
+
+def _binds_one(fn: Any) -> bool:
+    try:
+        inspect.signature(fn).bind(None)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_function_taken_as_callable_with_one_argument_is_one_inspect_would_take(
+        shape: str) -> None:
+    # takes_one answers True only where inspect's signature binds one argument; where
+    # it says False, call_problem asks inspect as before
+    fn = _function(SHAPES[shape])
+    takes = _load_scenariofile().takes_one(fn)
+    assert takes is False or _binds_one(fn)
+    if type(fn).__name__ == "function" and not hasattr(fn, "__wrapped__"):
+        assert takes == _binds_one(fn)
