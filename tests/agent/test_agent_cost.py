@@ -1,21 +1,24 @@
 """What a cell's agent costs beyond its steps (issue 62): its header is read without a
 process (`uname -p`, which Python's platform.platform() starts for the processor's name)
-and without the socket module, and the scenario's functions are checked without
-importing inspect where their code objects answer; each says what it said before."""
+and without the socket module, the scenario's functions are checked without importing
+inspect where their code objects answer, each saying what it said before; and the
+watchdog waits on its pipe, not in a sleep then a read that fails, and still leaves."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_agent import AGENT, AGENT_DIR, INTERPRETERS, STABLE, scenario
+from test_agent import AGENT, AGENT_DIR, INTERPRETERS, OLDEST, STABLE, scenario
 
 # In the interpreter under test: the agent's header fields beside what platform and
 # socket say.
@@ -148,3 +151,41 @@ def test_a_function_taken_as_callable_with_one_argument_is_one_inspect_would_tak
     assert takes is False or _binds_one(fn)
     if type(fn).__name__ == "function" and not hasattr(fn, "__wrapped__"):
         assert takes == _binds_one(fn)
+
+
+def _group(pgid: int) -> list[int]:
+    """The pids of process group `pgid` (from /proc/<pid>/stat)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        if name.isdigit() and int(stat.rsplit(b")", 1)[1].split()[2]) == pgid:
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("python", [OLDEST, INTERPRETERS[-1]])
+def test_the_watchdog_waits_on_its_pipe_and_leaves_with_the_agent(python: str,
+                                                                  tmp_path: Path) -> None:
+    # GIVEN an agent in a process group of its own, with its watchdog beside it
+    script = scenario(tmp_path, "import time\n\n\ndef setup(params):\n    return None\n\n\n"
+                                "def step(state):\n    time.sleep(0.01)\n")
+    samples = tmp_path / "s.jsonl"
+    proc = subprocess.Popen([python, str(AGENT), "--scenario", str(script), "--iterations",
+                             "100", "--warmup", "0", "--out", str(samples), "--no-gpu",
+                             "--quiet"], cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline and '"measure"' not in (
+            samples.read_text() if samples.exists() else ""):
+        time.sleep(0.01)
+    during = _group(proc.pid)    # in the measured phase: the agent and its watchdog
+    # WHEN the run ends well
+    assert proc.wait(timeout=60) == 0
+    assert len(during) == 2 and proc.pid in during
+    # THEN the watchdog, which was there, leaves too (the agent's end closed its pipe)
+    deadline = time.monotonic() + 10
+    while _group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _group(proc.pid) == []
