@@ -78,7 +78,29 @@ def test_a_cell_starts_no_program_and_imports_neither_socket_nor_inspect(
     # THEN it started no program, and the modules only a mistake needs stayed out
     found = json.loads(seen.read_text())
     assert found["started"] == []
-    assert not {"socket", "inspect", "difflib", "subprocess"} & set(found["modules"])
+    assert not {"socket", "inspect", "difflib", "subprocess", "shutil"} & set(found["modules"])
+
+
+HELP = """
+import argparse, sys
+sys.path.insert(0, sys.argv[1])
+import agent
+parser = agent._parser()
+ours = parser.format_help()
+parser.formatter_class = argparse.HelpFormatter
+print(ours == parser.format_help())
+"""
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+@pytest.mark.parametrize("columns", ["", "57", "131"])
+def test_the_help_is_what_argparse_s_own_formatter_writes(python: str, columns: str) -> None:
+    # the agent's formatter asks the width without shutil; its --help is argparse's
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env.update({"COLUMNS": columns} if columns else {})
+    out = subprocess.run([python, "-c", HELP, str(AGENT_DIR)], capture_output=True,
+                         text=True, check=True, env=env).stdout
+    assert out.strip() == "True"
 
 
 def _load_scenariofile() -> Any:
