@@ -28,7 +28,6 @@ writer.py (records as JSON lines, sample records), readers.py (memory, threads, 
 contention.py, hooks.py (--attribute), scenariofile.py, nvml.py, fields.py (the
 protocol's field names).
 """
-import argparse
 import os
 import platform
 import sys
@@ -144,92 +143,135 @@ def header(args, sampler, params):
 
 
 def parse_args(argv):
-    p = _parser()
-    args = p.parse_args(argv)
+    args = read_options(argv)
+    if args is None:            # not a list the host writes: argparse reads it, or says why
+        args = _parser().parse_args(argv)
+    problem = None
     if args.sample_every < 1 or args.iterations < 0 or args.warmup < 0:
-        p.error("--sample-every must be >= 1, --iterations/--warmup >= 0")
-    if args.budget < 0 or args.budget_min < 0:
-        p.error("--budget and --budget-min must be >= 0")
-    args.attribute, unknown = attribute_kinds(args.attribute)
-    if unknown:
-        p.error("--attribute: unknown kind %s; the kinds are %s, or all"
-                % (", ".join(unknown), ",".join(fields.WHERE_KINDS)))
+        problem = "--sample-every must be >= 1, --iterations/--warmup >= 0"
+    elif args.budget < 0 or args.budget_min < 0:
+        problem = "--budget and --budget-min must be >= 0"
+    else:
+        args.attribute, unknown = attribute_kinds(args.attribute)
+        if unknown:
+            problem = ("--attribute: unknown kind %s; the kinds are %s, or all"
+                       % (", ".join(unknown), ",".join(fields.WHERE_KINDS)))
+    if problem is not None:
+        _parser().error(problem)
+    return args
+
+
+# The agent's options, in --help's order: (name, type, default, argparse's other keywords);
+# type str, int, float, or bool for a flag (store_true).
+OPTIONS = (
+    ("--scenario", str, None, {"required": True}),
+    ("--params", str, "{}", {"help": "JSON object of scenario params"}),
+    ("--iterations", int, 2000, {}),
+    ("--warmup", int, 200, {}),
+    ("--sample-every", int, 10, {}),
+    ("--sample-interval", float, 0.5, {}),
+    ("--out", str, None, {"help": "JSON lines file (appended, line-buffered)"}),
+    ("--control", str, None, {"help": "stop measuring when this file appears"}),
+    ("--budget", float, 0.0, {
+        "help": "end the measured phase after this many seconds (0: none), once "
+                "--budget-min steps are done; --iterations stays the cap"}),
+    ("--budget-min", int, 0, {
+        "help": "steps the measured phase runs before --budget can end it"}),
+    ("--stop-growth", int, STOP_GROWTH, {
+        "metavar": "BYTES",
+        "help": "stop the run once memory grew this much after its first call (at most "
+                "half the memory free then; watchdog.py); 0: never"}),
+    ("--budget-max", float, 0.0, {
+        "metavar": "S",
+        "help": "with --budget: go on to --budget-min steps for at most S seconds "
+                "(default: 10x the budget, 10 s at least)"}),
+    ("--call-timeout", float, 0.0, {
+        "metavar": "S",
+        "help": "end the run when one call has not returned after S seconds (its end "
+                "record says which call, and where it waits); 0: never"}),
+    ("--no-heap", bool, False, {"help": "skip mallinfo/malloc_trim"}),
+    ("--max-overhead", float, 0.01, {
+        "help": "stretch the sampling interval so sampling costs at most this share of "
+                "the step time (0: always every --sample-every steps)"}),
+    ("--heap", str, "stock", {
+        "choices": HEAP_MODES,
+        "help": "quiet: gc.collect() before each heap reading, so free lists and cyclic "
+                "garbage do not read as growth (the host also starts the cell with "
+                "PYTHONMALLOC=malloc and glibc's tcache off); stock: the heap as the "
+                "scenario leaves it"}),
+    ("--no-gpu", bool, False, {"help": "skip NVML"}),
+    ("--quiet", bool, False, {"help": "do not echo records to stdout"}),
+    ("--attribute", str, "", {
+        "metavar": "KINDS",
+        "help": "write a where record of the measured phase: a comma list of %s, or all"
+                % ",".join(fields.WHERE_KINDS)}),
+    ("--no-fsync", bool, False, {
+        "help": "do not sync --out to the disk at the end (a results directory thrown "
+                "away after the run: harness.check's)"}),
+)
+_OPTIONS = dict((option[0], option) for option in OPTIONS)
+
+
+class Options(object):
+    """The options read (argparse's Namespace, without argparse)."""
+
+
+def read_options(argv):
+    """The options of `argv` as argparse would read them, without argparse (its import,
+    its parser's 21 add_argument calls and its reading: ~5 ms a run): each option once,
+    as `--name value` or `--name=value`, values that do not start with "-". None for any
+    other list (--help, a mistake, an abbreviation, a negative number): argparse's."""
+    given = {}
+    at = 0
+    while at < len(argv):
+        name, eq, value = argv[at].partition("=")
+        option = _OPTIONS.get(name)
+        if option is None or name in given:
+            return None
+        kind = option[1]
+        at += 1
+        if kind is bool:
+            if eq:
+                return None
+            given[name] = True
+            continue
+        if not eq:
+            if at >= len(argv):
+                return None
+            value = argv[at]
+            at += 1
+        if value.startswith("-"):
+            return None
+        try:
+            value = kind(value)
+        except ValueError:
+            return None
+        if value not in option[3].get("choices", (value,)):
+            return None
+        given[name] = value
+    if "--scenario" not in given:
+        return None
+    args = Options()
+    for name, _, default, _ in OPTIONS:
+        setattr(args, name[2:].replace("-", "_"), given.get(name, default))
     return args
 
 
 _PARSERS = []
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse (3.8+) makes a formatter for every add_argument, to check its metavar,
-    and each asks shutil for the terminal's width: an import of shutil (bz2, lzma, ...)
-    and 21 asks, ~4 ms a run, for a width only --help uses. Asked here as shutil asks."""
-
-    def __init__(self, prog):
-        argparse.HelpFormatter.__init__(self, prog, width=_help_width())
-
-
-def _help_width():
-    """shutil.get_terminal_size().columns - 2, as HelpFormatter takes it."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return (columns or 80) - 2
-
-
 def _parser():
-    """The argument parser, made once per process (a fork server's runs share the one
-    its warm-up made)."""
+    """argparse's parser of OPTIONS, made once per process, for what read_options leaves
+    to it: --help, and saying what is wrong."""
     if _PARSERS:
         return _PARSERS[0]
-    p = argparse.ArgumentParser(description="harness in-container agent",
-                                formatter_class=_HelpFormatter if sys.version_info >= (
-                                    3, 8) else argparse.HelpFormatter)
-    p.add_argument("--scenario", required=True)
-    p.add_argument("--params", default="{}", help="JSON object of scenario params")
-    p.add_argument("--iterations", type=int, default=2000)
-    p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--sample-every", type=int, default=10)
-    p.add_argument("--sample-interval", type=float, default=0.5)
-    p.add_argument("--out", default=None, help="JSON lines file (appended, line-buffered)")
-    p.add_argument("--control", default=None, help="stop measuring when this file appears")
-    p.add_argument("--budget", type=float, default=0.0,
-                   help="end the measured phase after this many seconds (0: none), "
-                        "once --budget-min steps are done; --iterations stays the cap")
-    p.add_argument("--budget-min", type=int, default=0,
-                   help="steps the measured phase runs before --budget can end it")
-    p.add_argument("--stop-growth", type=int, default=STOP_GROWTH, metavar="BYTES",
-                   help="stop the run once memory grew this much after its first call (at most "
-                        "half the memory free then; watchdog.py); 0: never")
-    p.add_argument("--budget-max", type=float, default=0.0, metavar="S",
-                   help="with --budget: go on to --budget-min steps for at most S seconds "
-                        "(default: 10x the budget, 10 s at least)")
-    p.add_argument("--call-timeout", type=float, default=0.0, metavar="S",
-                   help="end the run when one call has not returned after S seconds "
-                        "(its end record says which call, and where it waits); 0: never")
-    p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
-    p.add_argument("--max-overhead", type=float, default=0.01,
-                   help="stretch the sampling interval so sampling costs at most this "
-                        "share of the step time (0: always every --sample-every steps)")
-    p.add_argument("--heap", choices=HEAP_MODES, default="stock",
-                   help="quiet: gc.collect() before each heap reading, so free lists and "
-                        "cyclic garbage do not read as growth (the host also starts the "
-                        "cell with PYTHONMALLOC=malloc and glibc's tcache off); stock: "
-                        "the heap as the scenario leaves it")
-    p.add_argument("--no-gpu", action="store_true", help="skip NVML")
-    p.add_argument("--quiet", action="store_true", help="do not echo records to stdout")
-    p.add_argument("--attribute", default="", metavar="KINDS",
-                   help="write a where record of the measured phase: a comma list of %s, "
-                        "or all" % ",".join(fields.WHERE_KINDS))
-    p.add_argument("--no-fsync", action="store_true",
-                   help="do not sync --out to the disk at the end (a results directory "
-                        "thrown away after the run: harness.check's)")
+    import argparse
+    p = argparse.ArgumentParser(description="harness in-container agent")
+    for name, kind, default, more in OPTIONS:
+        if kind is bool:
+            p.add_argument(name, action="store_true", **more)
+        else:
+            p.add_argument(name, type=None if kind is str else kind, default=default, **more)
     _PARSERS.append(p)
     return p
 

@@ -91,10 +91,9 @@ def unsafe_threads(before, after, python_new, safe):
 
 def warm_up():
     """What every run does and finds the same each time, done once here: the modules
-    the agent imports as it goes (not difflib and inspect, which only a scenario's
-    mistake needs), its parser, and the header's platform name (before Python 3.9 it
-    runs `uname -p`)."""
-    import argparse  # noqa: F401
+    the agent imports as it goes (not argparse, difflib and inspect, which only a
+    mistake needs), and the header's platform name (before Python 3.9 it runs
+    `uname -p`)."""
     import ast  # noqa: F401
     import resource  # noqa: F401
     import runpy  # noqa: F401

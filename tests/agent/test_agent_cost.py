@@ -20,6 +20,10 @@ from typing import Any
 import pytest
 from test_agent import AGENT, AGENT_DIR, INTERPRETERS, OLDEST, STABLE, scenario
 
+from harness import matrixfile
+from harness.agent import agent as agent_module
+from harness.runtimes.base import ImageInfo, RunRequest
+
 # In the interpreter under test: the agent's header fields beside what platform and
 # socket say.
 SAME = """
@@ -78,29 +82,88 @@ def test_a_cell_starts_no_program_and_imports_neither_socket_nor_inspect(
     # THEN it started no program, and the modules only a mistake needs stayed out
     found = json.loads(seen.read_text())
     assert found["started"] == []
-    assert not {"socket", "inspect", "difflib", "subprocess", "shutil"} & set(found["modules"])
+    assert not {"socket", "inspect", "difflib", "subprocess", "shutil", "argparse"} & set(
+        found["modules"])
 
 
-HELP = """
-import argparse, sys
-sys.path.insert(0, sys.argv[1])
-import agent
-parser = agent._parser()
-ours = parser.format_help()
-parser.formatter_class = argparse.HelpFormatter
-print(ours == parser.format_help())
+def _argparse_reads(argv: list[str]) -> dict[str, Any] | None:
+    """What argparse's parser of the agent's options makes of `argv` (None: it refuses)."""
+    try:
+        return vars(agent_module._parser().parse_args(argv))
+    except SystemExit:
+        return None
+
+
+MATRIX = """\
+name: args
+runtime: local
+defaults: {%s}
+matrix:
+  image: [python3]
+  scenario: [steps.py]
 """
 
 
-@pytest.mark.parametrize("python", INTERPRETERS)
-@pytest.mark.parametrize("columns", ["", "57", "131"])
-def test_the_help_is_what_argparse_s_own_formatter_writes(python: str, columns: str) -> None:
-    # the agent's formatter asks the width without shutil; its --help is argparse's
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    env.update({"COLUMNS": columns} if columns else {})
-    out = subprocess.run([python, "-c", HELP, str(AGENT_DIR)], capture_output=True,
-                         text=True, check=True, env=env).stdout
-    assert out.strip() == "True"
+@pytest.mark.parametrize("settings, attribute, durable", [
+    ("iterations: 100, warmup: 10", (), True),
+    ("max_iterations: 5000, sample_every: 5", ("heap", "stack"), False),
+    ("max_iterations: 5000, budget: 2s, heap: stock", (), True),
+])
+def test_the_hosts_argument_lists_are_read_without_argparse_as_argparse_reads_them(
+        tmp_path: Path, settings: str, attribute: tuple[str, ...], durable: bool) -> None:
+    (tmp_path / "steps.py").write_text("def setup(p):\n    return p\n\n\ndef step(s):\n"
+                                       "    pass\n")
+    (tmp_path / "m.yaml").write_text(MATRIX % settings)
+    (cell,) = matrixfile.load(tmp_path / "m.yaml").cells
+    request = RunRequest(cell, ImageInfo(ref="python3"), tmp_path, tmp_path / "stop",
+                         attribute=attribute, durable=durable)
+    argv = request.agent_args("agent.py", str(tmp_path / "steps.py"), "out", "stop")[1:]
+    ours = agent_module.read_options(argv)
+    assert ours is not None
+    assert vars(ours) == _argparse_reads(argv)
+
+
+SPELLINGS = [
+    ["--scenario=s.py", "--iterations=7", "--heap=quiet", "--no-fsync"],
+    ["--scenario", "s.py", "--params", '{"a": "b=c"}', "--out", "o", "--stop-growth", "0"],
+    ["--scenario", "", "--attribute", "all", "--max-overhead", "0.5", "--no-heap"],
+    ["--budget-max", "3", "--budget", "1e-3", "--scenario", "s", "--sample-interval", "2"],
+]
+LEFT_TO_ARGPARSE = [
+    ["--scenario", "s", "--iter", "5"],             # an abbreviation argparse takes
+    ["--scenario", "s", "--budget", "-1"],          # a negative number argparse takes
+    ["--scenario", "s", "--warmup", "-3"],
+    ["--scenario", "a", "--scenario", "b"],         # the last wins in argparse
+    ["--iterations", "5"],                          # no --scenario: refused
+    ["--scenario", "s", "--heap", "loud"],          # not a choice: refused
+    ["--scenario", "s", "--iterations", "x"],       # not a number: refused
+    ["--scenario", "s", "--quiet=yes"],             # a flag takes no value: refused
+    ["--scenario", "s", "--out"],                   # no value: refused
+    ["--scenario", "s", "--out", "--quiet"],        # an option for a value: refused
+    ["--scenario", "s", "extra"],                   # no positionals: refused
+    ["--scenario", "s", "-h"],                      # the help
+]
+
+
+@pytest.mark.parametrize("argv", SPELLINGS + LEFT_TO_ARGPARSE, ids=" ".join)
+def test_any_list_reads_as_argparse_reads_it_or_goes_to_argparse(argv: list[str]) -> None:
+    ours = agent_module.read_options(argv)
+    if argv in LEFT_TO_ARGPARSE:
+        assert ours is None
+    else:
+        assert ours is not None and vars(ours) == _argparse_reads(argv)
+
+
+def test_what_argparse_refuses_the_agent_refuses_as_argparse_says(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        agent_module.parse_args(["--scenario", "s", "--heap", "loud"])
+    assert exc.value.code == 2
+    assert "argument --heap: invalid choice: 'loud'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        agent_module.parse_args(["--scenario", "s", "--sample-every", "0"])
+    assert "--sample-every must be >= 1" in capsys.readouterr().err
+    assert agent_module.parse_args(["--scenario", "s", "--iter", "5"]).iterations == 5
 
 
 def _load_scenariofile() -> Any:
