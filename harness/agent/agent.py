@@ -38,16 +38,23 @@ import time
 # harness.agent.agent) it is there only while they are imported. Then their names leave
 # sys.modules (they keep their references to each other), so that a scenario's own
 # `import fields` or `import loop` finds the scenario's module, not the agent's.
+# They are byte-compiled into this folder's __pycache__ where it can be written, also in
+# a cell started with PYTHONDONTWRITEBYTECODE=1 (which keeps the scenario's folder clean,
+# and is set again for it): the next agent of this Python reads them, not compiling
+# them again (~15 ms a start for an interpreter no other process compiled them for).
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PARTS = ("fields", "readers", "contention", "writer", "scenariofile", "hooks", "stepper",
           "output", "watchdog", "loop")
+_NO_PYC = sys.dont_write_bytecode
 sys.path.insert(0, _HERE)
+sys.dont_write_bytecode = False
 try:
     import fields
     from loop import run
     from watchdog import STOP_GROWTH
     from writer import Writer  # noqa: F401  (the agent's parts stay reachable by name)
 finally:
+    sys.dont_write_bytecode = _NO_PYC
     sys.path.remove(_HERE)
     for _name in _PARTS:
         sys.modules.pop(_name, None)

@@ -1,8 +1,9 @@
 """What a cell's agent costs beyond its steps (issue 62): its header is read without a
 process (`uname -p`, which Python's platform.platform() starts for the processor's name)
 and without the socket module, the scenario's functions are checked without importing
-inspect where their code objects answer, each saying what it said before; and the
-watchdog waits on its pipe, not in a sleep then a read that fails, and still leaves."""
+inspect where their code objects answer, each saying what it said before; the host's
+argument lists are read without argparse; the watchdog waits on its pipe, not in a sleep
+then a read that fails, and still leaves; and its own modules are byte-compiled once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import importlib.util
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -274,3 +276,28 @@ def test_the_watchdog_waits_on_its_pipe_and_leaves_with_the_agent(python: str,
     while _group(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _group(proc.pid) == []
+
+
+@pytest.mark.parametrize("python", [OLDEST, INTERPRETERS[-1]])
+def test_the_agent_byte_compiles_its_own_modules_and_not_the_scenarios(
+        python: str, tmp_path: Path) -> None:
+    # GIVEN the agent's files with no byte code yet, and a scenario importing a helper,
+    # run as a cell runs it: PYTHONDONTWRITEBYTECODE=1
+    agent_dir = tmp_path / "agent"
+    shutil.copytree(AGENT_DIR, agent_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    (folder / "helper.py").write_text("X = 1\n")
+    script = scenario(folder, "import helper\n\n\ndef setup(params):\n    return helper.X\n"
+                              "\n\ndef step(state):\n    pass\n")
+    proc = subprocess.run([python, str(agent_dir / "agent.py"), "--scenario", str(script),
+                           "--iterations", "5", "--warmup", "0", "--no-gpu", "--quiet",
+                           "--out", str(tmp_path / "s.jsonl")], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    # THEN the agent's own modules are compiled for the next run; the scenario's folder
+    # is left as it was
+    compiled = {p.name.split(".")[0] for p in (agent_dir / "__pycache__").glob("*.pyc")}
+    assert {"fields", "loop", "writer", "watchdog", "stepper"} <= compiled
+    assert sorted(p.name for p in folder.iterdir()) == ["helper.py", "scenario.py"]
