@@ -107,8 +107,9 @@ class PinsRefused(ImageUnavailable):
         self.said = said
 
 
-# interpreter as named -> (the file that runs, its sys.executable; its sys.version)
-_VERSIONS: dict[str, tuple[str, str]] = {}
+# interpreter as named -> (the file that runs, its sys.version); that file -> the variables
+_VERSIONS: dict[str, tuple[str, str]] = {}   # a shim would have set for it (python_probe)
+_SHIM_ENV: dict[str, dict[str, str]] = {}
 
 
 class LocalRuntime(RuntimeBase):
@@ -172,17 +173,17 @@ class LocalRuntime(RuntimeBase):
         return found
 
     def _python(self, image: ImageSpec) -> tuple[str, str]:
-        """The image's interpreter, as the file that runs (not a pyenv shim: a shell script
-        of ~10 processes, ~60 ms of CPU, each cell and venv build), and its sys.version."""
+        """The image's interpreter, as the file that runs (not a pyenv shim, ~10 processes
+        and ~60 ms of CPU each start: `process.python_probe`), and its sys.version."""
         named = self._interpreter(image.python or (image.ref if not image.pip else
                                                    sys.executable))
         if named not in self._versions:     # asked once a process
-            rc, runs, version = process.python_probe(named)
+            rc, runs, version, shim_env = process.python_probe(named)
             if rc != 0:
                 raise ImageUnavailable(f"{image.label}: interpreter {named} does not run: "
                                        f"{version[:300]}\n  fix: install it or name "
                                        "another interpreter")
-            self._versions[named] = (runs, version)
+            self._versions[named], _SHIM_ENV[runs] = (runs, version), shim_env
         return self._versions[named]
 
     def pins(self, image: ImageSpec) -> tuple[str, ...]:
@@ -329,6 +330,7 @@ class LocalRuntime(RuntimeBase):
         args = request.agent_args(str(AGENT_DIR / "agent.py"), str(cell.scenario.script),
                                   str(out), str(request.control.absolute()))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.update(_SHIM_ENV.get(request.image.python, {}))
         env.update(request.environment())
         env.update(gpu_env(cell))
         host: list[dict[str, object]] = []

@@ -141,20 +141,37 @@ def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | N
 
 
 # An interpreter's probe prints its sys.version (as it always did: a venv's key), then
-# the file that runs, its sys.executable.
-_RUNS = "executable: "
-_PROBE = f"import sys;print(sys.version);print({_RUNS!r} + sys.executable)"
+# on a line of its own the file that runs (sys.executable), the arguments it was started
+# with and its environment, as JSON.
+_SAID = "harness-probe: "
+_PROBE = ("import json,os,sys\ntry:\n with open('/proc/self/cmdline','rb') as f: a=[x.decode("
+          "'utf-8','replace') for x in f.read().split(b'\\0')[1:-1]]\nexcept (IOError,OSError)"
+          ": a=None\nprint(sys.version)\nprint(" + repr(_SAID) + "+json.dumps({'executable':"
+          "sys.executable,'args':a,'env':dict(os.environ)}))\n")
+_OWN_VARS = {"PWD", "SHLVL", "_", "LC_CTYPE"}   # the shell's, and Python's C locale coerced
 
 
-def python_probe(python: str) -> tuple[int, str, str]:
-    """(returncode, the file that runs `python`: its sys.executable, or `python` itself
-    where it names none; its sys.version, or on failure what it said)."""
-    rc, out = check_output([python, "-c", _PROBE], timeout=60)
+def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
+    """(returncode; the file to run for `python`: sys.executable where `python` only chose
+    it, a shim (pyenv's: ~10 processes a start) that kept the arguments and changed only
+    PATH and PYENV* variables, else `python`, a wrapper; its sys.version, or what it said;
+    the variables the shim set, for the cells)."""
+    ours = dict(os.environ)     # passed as it is: a library's setenv() is not in it
+    rc, out = check_output([python, "-c", _PROBE], timeout=60, env=ours)
     lines = out.strip().splitlines()
-    runs = next((t[len(_RUNS):] for t in lines if t.startswith(_RUNS)), "")
-    ok = os.path.isabs(runs) and os.access(runs, os.X_OK)   # embedded: may name none
-    return rc, runs if ok else python, "\n".join(
-        t for t in lines if not t.startswith(_RUNS)).strip()
+    said = next((t[len(_SAID):] for t in lines if t.startswith(_SAID)), "")
+    version = "\n".join(t for t in lines if not t.startswith(_SAID)).strip()
+    try:
+        seen = json.loads(said) if rc == 0 else {}
+    except ValueError:
+        seen = {}
+    runs, env = seen.get("executable"), seen.get("env") or {}
+    changed = {k for k in set(env) | set(ours) if env.get(k) != ours.get(k)} - _OWN_VARS
+    if (isinstance(runs, str) and os.path.isabs(runs) and os.access(runs, os.X_OK)
+            and seen.get("args") == ["-c", _PROBE]
+            and all(k == "PATH" or k.startswith(("PYENV", "_PYENV")) for k in changed)):
+        return rc, runs, version, {k: env[k] for k in changed if k in env}
+    return rc, python, version, {}
 
 
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],

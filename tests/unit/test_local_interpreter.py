@@ -2,8 +2,11 @@
 
 A local image's `python:` found on PATH may be a shim (pyenv's is a bash script that
 starts ~10 processes each time): the runtime's one probe of the interpreter also says
-its sys.executable, and the cells (and venv builds) run that file, so the version the
-probe saw is the one that runs, and no cell starts the shim again.
+its sys.executable, its arguments and its environment, and where the name only chose
+the interpreter (the arguments as given, only PATH and PYENV* variables changed) the
+cells (and venv builds) run that file with those variables, so the version the probe
+saw is the one that runs and no cell starts the shim again. A wrapper that sets another
+variable or adds an option runs for every cell, as before.
 """
 
 from __future__ import annotations
@@ -69,17 +72,17 @@ def test_an_interpreter_that_names_no_file_of_its_own_runs_as_named(tmp_path: Pa
     # GIVEN an "interpreter" that answers the probe with a version only
     fake = executable(tmp_path / "python-embedded", "#!/bin/sh\necho '3.99.1 (embedded)'\n")
     # WHEN it is probed
-    rc, runs, version = process.python_probe(str(fake))
+    rc, runs, version, shim_env = process.python_probe(str(fake))
     # THEN it runs as named, and its version is what it said
-    assert (rc, runs, version) == (0, str(fake), "3.99.1 (embedded)")
+    assert (rc, runs, version, shim_env) == (0, str(fake), "3.99.1 (embedded)", {})
 
 
 def test_the_probe_keeps_a_version_of_several_lines_whole(tmp_path: Path) -> None:
-    # GIVEN PyPy's kind of sys.version (two lines), then the probe's line naming the file
-    fake = executable(tmp_path / "pypy3", f"#!/bin/sh\nprintf '3.10.14 (pypy)\\n"
-                                          f"[PyPy 7.3.17]\\nexecutable: {sys.executable}\\n'\n")
-    rc, runs, version = process.python_probe(str(fake))
-    assert (rc, runs, version) == (0, sys.executable, "3.10.14 (pypy)\n[PyPy 7.3.17]")
+    # GIVEN PyPy's kind of sys.version (two lines) before the probe's own line
+    fake = executable(tmp_path / "pypy3", "#!/bin/sh\nprintf '3.10.14 (pypy)\\n"
+                                          "[PyPy 7.3.17]\\nharness-probe: {}\\n'\n")
+    rc, runs, version, _ = process.python_probe(str(fake))
+    assert (rc, runs, version) == (0, str(fake), "3.10.14 (pypy)\n[PyPy 7.3.17]")
 
 
 def test_an_interpreter_that_does_not_run_is_unavailable_with_what_it_said(
@@ -90,3 +93,28 @@ def test_an_interpreter_that_does_not_run_is_unavailable_with_what_it_said(
     runtime = local_runtime.LocalRuntime(tmp_path / "cache")
     with pytest.raises(local_runtime.ImageUnavailable, match="does not run: no libpython"):
         runtime.prepare(image_of(tmp_path, str(broken)), lambda _: None)
+
+
+@pytest.mark.parametrize("wrapper", ['BAD=1 exec {python} "$@"',
+                                     'exec {python} -X dev "$@"'])
+def test_a_wrapper_that_sets_a_variable_or_an_option_runs_for_every_cell(
+        tmp_path: Path, wrapper: str) -> None:
+    script = executable(tmp_path / "py-wrapped",
+                        "#!/bin/sh\n" + wrapper.format(python=sys.executable) + "\n")
+    rc, runs, version, shim_env = process.python_probe(str(script))
+    assert (rc, runs, shim_env) == (0, str(script), {})
+    assert version == sys.version
+
+
+def test_a_version_managers_variables_and_path_go_with_its_interpreter(
+        tmp_path: Path) -> None:
+    # GIVEN a shim that, as pyenv's does, names the version and puts its folder first
+    folder = Path(sys.executable).parent
+    script = executable(tmp_path / "python3", f"#!/bin/sh\nexport PYENV_VERSION=9.9\n"
+                                              f"PATH={folder}:$PATH exec {sys.executable} "
+                                              '"$@"\n')
+    rc, runs, _, shim_env = process.python_probe(str(script))
+    # THEN the cells run the interpreter with what the shim set
+    assert (rc, runs) == (0, sys.executable)
+    assert shim_env == {"PYENV_VERSION": "9.9",
+                        "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
