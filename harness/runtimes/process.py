@@ -153,9 +153,10 @@ _OWN_VARS = {"PWD", "SHLVL", "_", "LC_CTYPE"}   # the shell's, and Python's C lo
 
 def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
     """(returncode; the file to run for `python`: sys.executable where `python` only chose
-    it, a shim (pyenv's: ~10 processes a start) that kept the arguments and changed only
-    PATH and PYENV* variables, else `python`, a wrapper; its sys.version, or what it said;
-    the variables the shim set, for the cells)."""
+    it, a shim (pyenv's: ~10 processes a start) that kept the arguments, changed PYENV*
+    variables and put folders before PATH, else `python`, a wrapper; its sys.version, or
+    what it said; the PYENV* variables the shim set, for the cells, so that a `python`
+    they start is the same one)."""
     ours = dict(os.environ)     # passed as it is: a library's setenv() is not in it
     rc, out = check_output([python, "-c", _PROBE], timeout=60, env=ours)
     lines = out.strip().splitlines()
@@ -167,10 +168,11 @@ def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
         seen = {}
     runs, env = seen.get("executable"), seen.get("env") or {}
     changed = {k for k in set(env) | set(ours) if env.get(k) != ours.get(k)} - _OWN_VARS
+    mine = {k for k in changed if k.startswith(("PYENV", "_PYENV")) and k in env}
     if (isinstance(runs, str) and os.path.isabs(runs) and os.access(runs, os.X_OK)
-            and seen.get("args") == ["-c", _PROBE]
-            and all(k == "PATH" or k.startswith(("PYENV", "_PYENV")) for k in changed)):
-        return rc, runs, version, {k: env[k] for k in changed if k in env}
+            and seen.get("args") == ["-c", _PROBE] and changed - mine <= {"PATH"}
+            and str(env.get("PATH", "")).endswith(ours.get("PATH", ""))):
+        return rc, runs, version, {k: env[k] for k in mine}
     return rc, python, version, {}
 
 
