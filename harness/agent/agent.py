@@ -28,10 +28,8 @@ writer.py (records as JSON lines, sample records), readers.py (memory, threads, 
 contention.py, hooks.py (--attribute), scenariofile.py, nvml.py, fields.py (the
 protocol's field names).
 """
-import argparse
 import os
 import platform
-import socket
 import sys
 import time
 
@@ -40,16 +38,23 @@ import time
 # harness.agent.agent) it is there only while they are imported. Then their names leave
 # sys.modules (they keep their references to each other), so that a scenario's own
 # `import fields` or `import loop` finds the scenario's module, not the agent's.
+# They are byte-compiled into this folder's __pycache__ where it can be written, also in
+# a cell started with PYTHONDONTWRITEBYTECODE=1 (which keeps the scenario's folder clean,
+# and is set again for it): the next agent of this Python reads them, not compiling
+# them again (~15 ms a start for an interpreter no other process compiled them for).
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PARTS = ("fields", "readers", "contention", "writer", "scenariofile", "hooks", "stepper",
           "output", "watchdog", "loop")
+_NO_PYC = sys.dont_write_bytecode
 sys.path.insert(0, _HERE)
+sys.dont_write_bytecode = False
 try:
     import fields
     from loop import run
     from watchdog import STOP_GROWTH
     from writer import Writer  # noqa: F401  (the agent's parts stay reachable by name)
 finally:
+    sys.dont_write_bytecode = _NO_PYC
     sys.path.remove(_HERE)
     for _name in _PARTS:
         sys.modules.pop(_name, None)
@@ -86,6 +91,37 @@ def dist_info(name):
     return None
 
 
+def platform_name():
+    """platform.platform() without the `uname -p` process it starts (a process per
+    cell) for the processor's name: on Linux that name is the machine's or "unknown",
+    both of which platform() leaves out (a patched uname naming the CPU model was the
+    one exception). Before 3.9 platform() reads its libc from the executable and
+    uname() itself runs `uname -p`: asked as before."""
+    if not sys.platform.startswith("linux") or sys.version_info < (3, 9):
+        return platform.platform()
+    uname = os.uname()
+    libc, version = platform.libc_ver()
+    # platform._platform's cosmetics: joined by "-", no "unknown", no "--", none trailing
+    text = "-".join(x.strip() for x in (uname.sysname, uname.release, uname.machine, "with",
+                                         libc + version) if x)
+    for old, new in ((" ", "_"), ("/", "-"), ("\\", "-"), (":", "-"), (";", "-"),
+                     ('"', "-"), ("(", "-"), (")", "-"), ("unknown", "")):
+        text = text.replace(old, new)
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text.rstrip("-")
+
+
+def machine_and_host():
+    """(machine, host name) from os.uname(), which platform.machine() and
+    socket.gethostname() read too (no socket module to import, no `uname -p`)."""
+    if not hasattr(os, "uname"):
+        import socket
+        return platform.machine(), socket.gethostname()
+    uname = os.uname()
+    return uname.machine, uname.nodename
+
+
 def header(args, sampler, params):
     gpu = None
     gpu_reason = None
@@ -95,14 +131,15 @@ def header(args, sampler, params):
         else:
             gpu_reason = sampler.nvml.reason
     heap = sampler.heap
+    machine, hostname = machine_and_host()
     return {"type": "header", "schema": SCHEMA, "scenario": args.scenario, "params": params,
             "config": {"iterations": args.iterations, "warmup": args.warmup,
                        "sample_every": args.sample_every, "sample_interval": args.sample_interval,
                        "budget": getattr(args, "budget", 0.0) or 0.0,
                        "budget_min": getattr(args, "budget_min", 0) or 0},
             "python": platform.python_version(), "implementation": platform.python_implementation(),
-            "platform": platform.platform(), "machine": platform.machine(),
-            "hostname": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
+            "platform": platform_name(), "machine": machine,
+            "hostname": hostname, "pid": os.getpid(), "time": time.time(),
             "env": dict((k, os.environ[k]) for k in ENV_KEYS if k in os.environ),
             "packages": installed_packages(),
             "heap": {"func": heap.func if heap else None, "note": heap.note if heap else
@@ -113,16 +150,117 @@ def header(args, sampler, params):
 
 
 def parse_args(argv):
-    p = _parser()
-    args = p.parse_args(argv)
+    args = read_options(argv)
+    if args is None:            # not a list the host writes: argparse reads it, or says why
+        args = _parser().parse_args(argv)
+    problem = None
     if args.sample_every < 1 or args.iterations < 0 or args.warmup < 0:
-        p.error("--sample-every must be >= 1, --iterations/--warmup >= 0")
-    if args.budget < 0 or args.budget_min < 0:
-        p.error("--budget and --budget-min must be >= 0")
-    args.attribute, unknown = attribute_kinds(args.attribute)
-    if unknown:
-        p.error("--attribute: unknown kind %s; the kinds are %s, or all"
-                % (", ".join(unknown), ",".join(fields.WHERE_KINDS)))
+        problem = "--sample-every must be >= 1, --iterations/--warmup >= 0"
+    elif args.budget < 0 or args.budget_min < 0:
+        problem = "--budget and --budget-min must be >= 0"
+    else:
+        args.attribute, unknown = attribute_kinds(args.attribute)
+        if unknown:
+            problem = ("--attribute: unknown kind %s; the kinds are %s, or all"
+                       % (", ".join(unknown), ",".join(fields.WHERE_KINDS)))
+    if problem is not None:
+        _parser().error(problem)
+    return args
+
+
+# The agent's options, in --help's order: (name, type, default, argparse's other keywords);
+# type str, int, float, or bool for a flag (store_true).
+OPTIONS = (
+    ("--scenario", str, None, {"required": True}),
+    ("--params", str, "{}", {"help": "JSON object of scenario params"}),
+    ("--iterations", int, 2000, {}),
+    ("--warmup", int, 200, {}),
+    ("--sample-every", int, 10, {}),
+    ("--sample-interval", float, 0.5, {}),
+    ("--out", str, None, {"help": "JSON lines file (appended, line-buffered)"}),
+    ("--control", str, None, {"help": "stop measuring when this file appears"}),
+    ("--budget", float, 0.0, {
+        "help": "end the measured phase after this many seconds (0: none), once "
+                "--budget-min steps are done; --iterations stays the cap"}),
+    ("--budget-min", int, 0, {
+        "help": "steps the measured phase runs before --budget can end it"}),
+    ("--stop-growth", int, STOP_GROWTH, {
+        "metavar": "BYTES",
+        "help": "stop the run once memory grew this much after its first call (at most "
+                "half the memory free then; watchdog.py); 0: never"}),
+    ("--budget-max", float, 0.0, {
+        "metavar": "S",
+        "help": "with --budget: go on to --budget-min steps for at most S seconds "
+                "(default: 10x the budget, 10 s at least)"}),
+    ("--call-timeout", float, 0.0, {
+        "metavar": "S",
+        "help": "end the run when one call has not returned after S seconds (its end "
+                "record says which call, and where it waits); 0: never"}),
+    ("--no-heap", bool, False, {"help": "skip mallinfo/malloc_trim"}),
+    ("--max-overhead", float, 0.01, {
+        "help": "stretch the sampling interval so sampling costs at most this share of "
+                "the step time (0: always every --sample-every steps)"}),
+    ("--heap", str, "stock", {
+        "choices": HEAP_MODES,
+        "help": "quiet: gc.collect() before each heap reading, so free lists and cyclic "
+                "garbage do not read as growth (the host also starts the cell with "
+                "PYTHONMALLOC=malloc and glibc's tcache off); stock: the heap as the "
+                "scenario leaves it"}),
+    ("--no-gpu", bool, False, {"help": "skip NVML"}),
+    ("--quiet", bool, False, {"help": "do not echo records to stdout"}),
+    ("--attribute", str, "", {
+        "metavar": "KINDS",
+        "help": "write a where record of the measured phase: a comma list of %s, or all"
+                % ",".join(fields.WHERE_KINDS)}),
+    ("--no-fsync", bool, False, {
+        "help": "do not sync --out to the disk at the end (a results directory thrown "
+                "away after the run: harness.check's)"}),
+)
+_OPTIONS = dict((option[0], option) for option in OPTIONS)
+
+
+class Options(object):
+    """The options read (argparse's Namespace, without argparse)."""
+
+
+def read_options(argv):
+    """The options of `argv` as argparse would read them, without argparse (its import,
+    its parser's 21 add_argument calls and its reading: ~5 ms a run): each option once,
+    as `--name value` or `--name=value`, values that do not start with "-". None for any
+    other list (--help, a mistake, an abbreviation, a negative number): argparse's."""
+    given = {}
+    at = 0
+    while at < len(argv):
+        name, eq, value = argv[at].partition("=")
+        option = _OPTIONS.get(name)
+        if option is None or name in given:
+            return None
+        kind = option[1]
+        at += 1
+        if kind is bool:
+            if eq:
+                return None
+            given[name] = True
+            continue
+        if not eq:
+            if at >= len(argv):
+                return None
+            value = argv[at]
+            at += 1
+        if value.startswith("-"):
+            return None
+        try:
+            value = kind(value)
+        except ValueError:
+            return None
+        if value not in option[3].get("choices", (value,)):
+            return None
+        given[name] = value
+    if "--scenario" not in given:
+        return None
+    args = Options()
+    for name, _, default, _ in OPTIONS:
+        setattr(args, name[2:].replace("-", "_"), given.get(name, default))
     return args
 
 
@@ -130,50 +268,17 @@ _PARSERS = []
 
 
 def _parser():
-    """The argument parser, made once per process (a fork server's runs share the one
-    its warm-up made)."""
+    """argparse's parser of OPTIONS, made once per process, for what read_options leaves
+    to it: --help, and saying what is wrong."""
     if _PARSERS:
         return _PARSERS[0]
+    import argparse
     p = argparse.ArgumentParser(description="harness in-container agent")
-    p.add_argument("--scenario", required=True)
-    p.add_argument("--params", default="{}", help="JSON object of scenario params")
-    p.add_argument("--iterations", type=int, default=2000)
-    p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--sample-every", type=int, default=10)
-    p.add_argument("--sample-interval", type=float, default=0.5)
-    p.add_argument("--out", default=None, help="JSON lines file (appended, line-buffered)")
-    p.add_argument("--control", default=None, help="stop measuring when this file appears")
-    p.add_argument("--budget", type=float, default=0.0,
-                   help="end the measured phase after this many seconds (0: none), "
-                        "once --budget-min steps are done; --iterations stays the cap")
-    p.add_argument("--budget-min", type=int, default=0,
-                   help="steps the measured phase runs before --budget can end it")
-    p.add_argument("--stop-growth", type=int, default=STOP_GROWTH, metavar="BYTES",
-                   help="stop the run once memory grew this much after its first call (at most "
-                        "half the memory free then; watchdog.py); 0: never")
-    p.add_argument("--budget-max", type=float, default=0.0, metavar="S",
-                   help="with --budget: go on to --budget-min steps for at most S seconds "
-                        "(default: 10x the budget, 10 s at least)")
-    p.add_argument("--call-timeout", type=float, default=0.0, metavar="S",
-                   help="end the run when one call has not returned after S seconds "
-                        "(its end record says which call, and where it waits); 0: never")
-    p.add_argument("--no-heap", action="store_true", help="skip mallinfo/malloc_trim")
-    p.add_argument("--max-overhead", type=float, default=0.01,
-                   help="stretch the sampling interval so sampling costs at most this "
-                        "share of the step time (0: always every --sample-every steps)")
-    p.add_argument("--heap", choices=HEAP_MODES, default="stock",
-                   help="quiet: gc.collect() before each heap reading, so free lists and "
-                        "cyclic garbage do not read as growth (the host also starts the "
-                        "cell with PYTHONMALLOC=malloc and glibc's tcache off); stock: "
-                        "the heap as the scenario leaves it")
-    p.add_argument("--no-gpu", action="store_true", help="skip NVML")
-    p.add_argument("--quiet", action="store_true", help="do not echo records to stdout")
-    p.add_argument("--attribute", default="", metavar="KINDS",
-                   help="write a where record of the measured phase: a comma list of %s, "
-                        "or all" % ",".join(fields.WHERE_KINDS))
-    p.add_argument("--no-fsync", action="store_true",
-                   help="do not sync --out to the disk at the end (a results directory "
-                        "thrown away after the run: harness.check's)")
+    for name, kind, default, more in OPTIONS:
+        if kind is bool:
+            p.add_argument(name, action="store_true", **more)
+        else:
+            p.add_argument(name, type=None if kind is str else kind, default=default, **more)
     _PARSERS.append(p)
     return p
 

@@ -21,7 +21,6 @@ import gc
 import importlib.util
 import json
 import os
-import platform
 import select
 import signal
 import sys
@@ -92,15 +91,13 @@ def unsafe_threads(before, after, python_new, safe):
 
 def warm_up():
     """What every run does and finds the same each time, done once here: the modules
-    the agent imports as it goes, its parser, and platform's processor name (which runs
+    the agent imports as it goes (not argparse, difflib and inspect, which only a
+    mistake needs), and the header's platform name (before Python 3.9 it runs
     `uname -p`)."""
-    import argparse  # noqa: F401
     import ast  # noqa: F401
-    import difflib  # noqa: F401
-    import inspect  # noqa: F401
     import resource  # noqa: F401
     import runpy  # noqa: F401
-    platform.platform()
+    agent.platform_name()
     agent.parse_args(["--scenario", os.devnull])
 
 

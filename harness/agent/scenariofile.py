@@ -34,10 +34,10 @@ def protocol_problem(tree, path):
     with sys.exit() or os._exit(). The host runs the same check before any image is built
     (harness/preflight.py); this one holds for a scenario that reached the agent."""
     import ast
-    import difflib
     names = top_level_names(tree)
     have = [n for n in PROTOCOL if n in names]
     if len(have) == 1:
+        import difflib
         missing = [n for n in PROTOCOL if n not in names][0]
         near = difflib.get_close_matches(missing, sorted(names - set(PROTOCOL)), n=1,
                                          cutoff=0.6)
@@ -99,7 +99,6 @@ def call_problem(module, path):
     agent calls it (`step = 5`, `def step():`, `step = make()` returning a function of
     two arguments), or None. Checked after the import and before setup(), so the run
     fails at once, before a step, and says which name."""
-    import inspect
     for name, arg, required in CALLS:
         fn = getattr(module, name, None)
         if fn is None and not required:
@@ -107,6 +106,9 @@ def call_problem(module, path):
         if not callable(fn):
             return ("%s: `%s` is %s, not a function; the agent calls %s(%s)"
                     % (path, name, _what(fn), name, arg))
+        if takes_one(fn):
+            continue
+        import inspect      # the slow way, for what it says: most scenarios never get here
         try:
             signature = inspect.signature(fn)
         except (TypeError, ValueError):     # some builtins have none: call and see
@@ -117,6 +119,21 @@ def call_problem(module, path):
             return ("%s: `%s%s` cannot be called as %s(%s): %s"
                     % (path, name, signature, name, arg, exc))
     return None
+
+
+def takes_one(fn):
+    """True when `fn` is a plain Python function that one positional argument binds
+    (what inspect.signature(fn).bind(None) would accept), read from its code object;
+    False for anything else (then inspect decides)."""
+    code = getattr(fn, "__code__", None)
+    if type(fn).__name__ != "function" or code is None or getattr(
+            fn, "__signature__", None) is not None or hasattr(fn, "__wrapped__"):
+        return False
+    positional = code.co_argcount
+    required = positional - len(fn.__defaults__ or ())
+    kw_required = [n for n in code.co_varnames[positional:positional + code.co_kwonlyargcount]
+                   if n not in (fn.__kwdefaults__ or {})]
+    return required <= 1 and not kw_required and (positional >= 1 or bool(code.co_flags & 4))
 
 
 def _what(value):

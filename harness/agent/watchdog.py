@@ -5,6 +5,7 @@ time after asking) it is killed and the end record written in its place. Stdlib 
 Python 3.6+."""
 import json
 import os
+import select
 import signal
 import threading
 import time
@@ -24,6 +25,26 @@ def rss_of(pid):
             return int(f.read().split()[1]) * PAGE
     except (OSError, ValueError, IndexError):
         return None
+
+
+class Statm(object):
+    """Resident bytes of process `pid`, its statm kept open and re-read with pread: the
+    watchdog reads it 100 times a second for the whole run (open+read+close and the
+    file object cost ~10x more); None once the process is gone."""
+
+    def __init__(self, pid):
+        try:
+            self.fd = os.open("/proc/%d/statm" % pid, os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def rss(self):
+        if self.fd is None:
+            return None
+        try:
+            return int(os.pread(self.fd, 256, 0).split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            return None
 
 
 def _cgroup_dirs():
@@ -202,15 +223,25 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
     limit = int(STOP_SHARE * free) if free is not None else None
     kill_at = limit
     asked_at = None
+    statm = Statm(agent)
+    # Woken by the agent's message (or its end) or after CHECK_S: no read that fails
+    # every time, as a sleep then a non-blocking read did.
+    waiter = select.poll()
+    waiter.register(down, select.POLLIN)
     while True:
-        time.sleep(CHECK_S)
+        ready = waiter.poll(CHECK_S * 1000)
         if os.getppid() != agent:
             return
-        try:
-            got = os.read(down, 256)
-            if not got:
+        if ready:
+            try:
+                got = os.read(down, 256)
+            except (BlockingIOError, InterruptedError):
+                got = None
+            except OSError:
+                return
+            if got == b"":
                 return                      # the agent closed its end: the run is over
-            for line in got.decode("ascii", "replace").splitlines():
+            for line in (got or b"").decode("ascii", "replace").splitlines():
                 parts = line.split()
                 if parts and parts[0] == "arm" and len(parts) == 2:
                     base = int(parts[1])
@@ -219,11 +250,7 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
                     # Twice the limit, never past three quarters of what is free.
                     kill_at = 2 * limit if now_free is None else min(
                         2 * limit, int(KILL_SHARE * now_free))
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError:
-            return
-        rss = rss_of(agent)
+        rss = statm.rss()
         if rss is None:
             return
         grew = rss - (base if base is not None else start_rss)

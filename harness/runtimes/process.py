@@ -140,6 +140,42 @@ def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | N
     raise AssertionError("unreachable")
 
 
+# An interpreter's probe prints its sys.version (as it always did: a venv's key), then
+# on a line of its own the file that runs (sys.executable), the arguments it was started
+# with and its environment, as JSON.
+_SAID = "harness-probe: "
+_PROBE = ("import json,os,sys\ntry:\n with open('/proc/self/cmdline','rb') as f: a=[x.decode("
+          "'utf-8','replace') for x in f.read().split(b'\\0')[1:-1]]\nexcept (IOError,OSError)"
+          ": a=None\nprint(sys.version)\nprint(" + repr(_SAID) + "+json.dumps({'executable':"
+          "sys.executable,'args':a,'env':dict(os.environ)}))\n")
+_OWN_VARS = {"PWD", "SHLVL", "_", "LC_CTYPE"}   # the shell's, and Python's C locale coerced
+
+
+def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
+    """(returncode; the file to run for `python`: sys.executable where `python` only chose
+    it, a shim (pyenv's: ~10 processes a start) that kept the arguments, changed PYENV*
+    variables and put folders before PATH, else `python`, a wrapper; its sys.version, or
+    what it said; the PYENV* variables the shim set, for the cells, so that a `python`
+    they start is the same one)."""
+    ours = dict(os.environ)     # passed as it is: a library's setenv() is not in it
+    rc, out = check_output([python, "-c", _PROBE], timeout=60, env=ours)
+    lines = out.strip().splitlines()
+    said = next((t[len(_SAID):] for t in lines if t.startswith(_SAID)), "")
+    version = "\n".join(t for t in lines if not t.startswith(_SAID)).strip()
+    try:
+        seen = json.loads(said) if rc == 0 else {}
+    except ValueError:
+        seen = {}
+    runs, env = seen.get("executable"), seen.get("env") or {}
+    changed = {k for k in set(env) | set(ours) if env.get(k) != ours.get(k)} - _OWN_VARS
+    mine = {k for k in changed if k.startswith(("PYENV", "_PYENV")) and k in env}
+    if (isinstance(runs, str) and os.path.isabs(runs) and os.access(runs, os.X_OK)
+            and seen.get("args") == ["-c", _PROBE] and changed - mine <= {"PATH"}
+            and str(env.get("PATH", "")).endswith(ours.get("PATH", ""))):
+        return rc, runs, version, {k: env[k] for k in mine}
+    return rc, python, version, {}
+
+
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
                  env: dict[str, str] | None = None, cwd: Path | None = None,
                  running: set[subprocess.Popen[bytes]] | None = None) -> int:

@@ -316,7 +316,7 @@ def test_a_hashed_lock_installs_with_require_hashes(tmp_path: Path, tool: str,
     ran: list[list[str]] = []
     listed: list[str] = []
 
-    def check_output(argv: list[str], timeout: float = 0) -> tuple[int, str]:
+    def check_output(argv: list[str], timeout: float = 0, **_: object) -> tuple[int, str]:
         if "venv" in argv:
             (Path(argv[-1]) / "bin").mkdir(parents=True)
         return 0, "3.11.7 (main)"
