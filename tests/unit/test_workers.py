@@ -82,3 +82,18 @@ def test_a_slow_test_that_says_its_seconds_is_weighed_by_them(
     order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
     # THEN the 90-second test first, the group's 30 s next, the default ones in order
     assert order == ["long", "g1", "g2", "g3", "slow1", "slow2"]
+
+
+def test_units_on_an_engine_and_units_on_this_machine_are_handed_out_in_turns(
+        root_conftest: ModuleType) -> None:
+    # GIVEN two heavy tests that start containers and two that run here alone, the
+    # container ones first in the files
+    d, slow = pytest.mark.docker, pytest.mark.slow
+    items = [Item(d, slow(seconds=90), name="e1"), Item(d, slow(seconds=80), name="e2"),
+             Item(slow(seconds=70), name="h1"), Item(slow(seconds=60), name="h2"),
+             Item(name="plain")]
+    # WHEN they are ordered for xdist
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    # THEN the heaviest first, then the lane that has had less weight: not both
+    # container tests at once (their first starts wait on the disk together)
+    assert order == ["e1", "h1", "h2", "e2", "plain"]
