@@ -7,7 +7,6 @@ then a read that fails, and still leaves; and its own modules are byte-compiled 
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import os
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loadfile import load_file
 from test_agent import AGENT, AGENT_DIR, INTERPRETERS, OLDEST, STABLE, scenario
 
 from harness import matrixfile
@@ -169,12 +169,7 @@ def test_what_argparse_refuses_the_agent_refuses_as_argparse_says(
 
 
 def _load_scenariofile() -> Any:
-    spec = importlib.util.spec_from_file_location("agent_scenariofile_for_test",
-                                                  AGENT_DIR / "scenariofile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(AGENT_DIR / "scenariofile.py", "agent_scenariofile_for_test")
 
 
 def _wrapped(state: object, extra: object) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loadfile import load_file
 
 from tests.agent.test_agent import INTERPRETERS, OLDEST
 
@@ -236,12 +237,7 @@ def test_kinds_parsed_and_unknown_ones_named() -> None:
 
 def _attr_frames() -> Any:
     """The agent's attr_frames, loaded by its path as the agent loads it."""
-    spec = importlib.util.spec_from_file_location("attr_frames_probe",
-                                                  AGENT_DIR / "attr_frames.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(AGENT_DIR / "attr_frames.py", "attr_frames_probe")
 
 
 def test_the_step_call_line_is_found_in_the_stepper() -> None:

@@ -6,7 +6,6 @@ real symbol names, signatures and structs, with devices chosen through env varia
 from __future__ import annotations
 
 import glob
-import importlib.util
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from loadfile import load_file
 
 from harness.gpu.hostsample import NO_PYNVML, HostGpuSampler, reconcile
 
@@ -63,11 +63,7 @@ def fake_nvml(fake_nvml_build: Path, tmp_path: Path,
 
 
 def agent_nvml() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("agent_nvml", AGENT_DIR / "nvml.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(AGENT_DIR / "nvml.py", "agent_nvml")
 
 
 # ---------------------------------------------------------------- agent side (ctypes)

@@ -5,7 +5,6 @@ installed, the agent runs them on the CPU."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+from loadfile import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -20,15 +20,7 @@ AGENT = ROOT / "harness" / "agent" / "agent.py"
 
 
 def load(name: str) -> ModuleType:
-    sys.path.insert(0, str(SCENARIOS))      # `import _params`, as the agent arranges
-    try:
-        spec = importlib.util.spec_from_file_location(f"scenario_{name}", SCENARIOS / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(SCENARIOS))
+    return load_file(SCENARIOS / f"{name}.py", f"scenario_{name}", folder_on_path=True)
 
 
 @pytest.mark.parametrize(("name", "params", "words"), [

@@ -4,22 +4,18 @@ a GPU) and the fallbacks between the two allocator APIs."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from loadfile import load_file
 
 PATH = Path(__file__).resolve().parents[2] / "scenarios" / "_tf.py"
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scenario_tf", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(PATH, "scenario_tf")
 
 
 _tf = load()

@@ -7,7 +7,6 @@ numpy's warm import stays), and refuses: the run imports the module itself."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from loadfile import load_file
 
 from harness.api import check
 
@@ -24,15 +24,7 @@ linux = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /pro
 
 
 def _forkserver() -> ModuleType:
-    sys.path.insert(0, str(AGENT_DIR))
-    try:
-        spec = importlib.util.spec_from_file_location("forkserver_t", AGENT_DIR / "forkserver.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(AGENT_DIR))
+    return load_file(AGENT_DIR / "forkserver.py", "forkserver_t", folder_on_path=True)
 
 
 def test_native_threads_an_import_started_are_unsafe_less_python_and_pool_ones() -> None:
