@@ -77,8 +77,7 @@ class DockerRuntime(RuntimeBase):
         return self._info
 
     def check(self, cells: list[Cell]) -> None:
-        info = self.engine_info()
-        self.memlock_refused = self.memlock_refused or self._memlock_file(info).exists()
+        self.memlock_refused = self.memlock_refused or self._memlock_file().exists()
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
@@ -88,13 +87,14 @@ class DockerRuntime(RuntimeBase):
             if c.gpu.wants_gpu and self.image_labels(c.image.ref) is not None:
                 self.gpu_inventory(c.image.ref, c.image.python or "python3")
                 return
-        if self.local and not gpu.host_has_gpu() and gpu.engine_gpu_support(info) is None:
+        offered = gpu.engine_gpu_support(self.engine_info())
+        if self.local and not gpu.host_has_gpu() and offered is None:
             raise GpuUnavailable(
                 f"the matrix asks for GPU {', '.join(wants)} but this host has no NVIDIA GPU "
                 "or driver (no /proc/driver/nvidia/gpus, no /dev/nvidiactl).\n  fix: run the "
                 "sweep on a GPU host with the NVIDIA driver and nvidia-container-toolkit, or "
                 "set `gpu: [none]` for a CPU-only sweep")
-        if gpu.engine_gpu_support(info) is None and not self.local:
+        if offered is None and not self.local:
             raise GpuUnavailable("the engine offers no NVIDIA runtime or CDI devices.\n  fix: "
                                  "install nvidia-container-toolkit and restart dockerd")
 
@@ -132,11 +132,9 @@ class DockerRuntime(RuntimeBase):
         self._client = None
         self._info = None
 
-    def _memlock_file(self, info: dict[str, Any] | None = None) -> Path:
-        """Where this engine's refusal is remembered (`info`: the engine's, if asked
-        already: one round trip fewer)."""
-        info = self.engine_info() if info is None else info
-        engine = str(info.get("ID", "default")).replace(":", "_").replace("/", "_")
+    def _memlock_file(self) -> Path:
+        """Where this engine's refusal is remembered (by its `docker info` ID)."""
+        engine = str(self.engine_info().get("ID", "default")).replace(":", "_").replace("/", "_")
         return cache_dir() / "engines" / f"{engine}.memlock-refused"
 
     def refuse_memlock(self) -> None:
