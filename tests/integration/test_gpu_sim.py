@@ -109,6 +109,8 @@ def cells_of(base: Path) -> dict[str, dict[str, Any]]:
 # libraries the earlier one read in (`test_anonymous_rss_not_rss_is_compared_...`).
 SEED_ZEROS = "20.12 and rfft_zeros"
 SEED_COUNT = {"3090": 3, "4090": 2}
+# the rules that leave a cell undecided for its step times alone (a busy shared CPU)
+STEPS_UNDECIDED = {"busy-host", "rising", "unsettled"}
 DOCS = ROOT / "docs" / "gpu-hosts.md"
 
 
@@ -175,9 +177,16 @@ def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]
     matrix = seed_matrix(tmp_path_factory.mktemp("seed-matrix"))
     base = tmp_path_factory.mktemp("seed-3090")
     code = sweep([str(matrix), "--out", str(base), "-k", SEED_ZEROS, *ITER], SIM["3090"])
-    # 1: a step-time verdict of TF on a busy shared CPU (not this test's subject)
-    assert code in (0, 1), f"3090 {SEED_ZEROS}: exit {code}"
-    out["3090"].append(results_dir(base))
+    run = results_dir(base)
+    # 1: a step-time verdict of TF on a busy shared CPU; 4: the steps left undecided by a
+    # busy host (rules `busy-host`, `rising`): timing, not this test's subject. A cell
+    # left undecided for its memory still fails here.
+    undecided = {cid: c["rule"] for cid, c in seed_cells([run]).items()
+                 if c["verdict"] == "ambiguous"}
+    assert code in (0, 1) or (code == 4 and undecided
+                              and set(undecided.values()) <= STEPS_UNDECIDED), (
+        f"3090 {SEED_ZEROS}: exit {code}, undecided {undecided}")
+    out["3090"].append(run)
     return out
 
 
@@ -212,7 +221,9 @@ def test_seed_matrix_runs_on_each_simulated_host(seed_runs: dict[str, list[Path]
             # iterations on a shared 2-core CPU are not what this test is about (a burst
             # on the worker threads can still read as a 1.1x slowdown: see README).
             assert c["verdict"] in ("ok", "plateau", "regression", "slowdown",
-                                    "suspected"), (cid, c["verdict"], c["reason"])
+                                    "suspected") or (
+                c["verdict"] == "ambiguous" and c["rule"] in STEPS_UNDECIDED), (
+                cid, c["verdict"], c["rule"], c["reason"])
             assert c["summary"]["iterations"] >= 150, cid
             # glibc 2.31: mallinfo(), said in the header
             assert c["fingerprint"]["heap"]["func"] == "mallinfo"
