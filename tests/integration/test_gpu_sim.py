@@ -150,13 +150,15 @@ def docs_sweeps(tmp: Path) -> dict[str, Path]:
                               env=docs_env(), capture_output=True, text=True, timeout=900,
                               stdin=subprocess.DEVNULL)
         # 1: a row comparison may call 1.15.5's CPU step times a regression on a busy
-        # shared machine (timing, not this test's subject; the page says so)
-        assert done.returncode in block.exits, (
+        # shared machine; 4: a busy host left a cell's steps undecided (timing, not this
+        # test's subject; the page says both)
+        new = set(repo.glob("reports/*/*/results.json")) - before
+        assert done.returncode in block.exits or (
+            done.returncode == 4 and only_steps_undecided([p.parent for p in new])), (
             f"{block.where}: `{line}` exited {done.returncode}, the docs say "
             f"{' or '.join(map(str, block.exits))}\n--- stdout\n{done.stdout[-3000:]}"
             f"\n--- stderr\n{done.stderr[-3000:]}")
         assert "Traceback (most recent call last)" not in done.stderr, line
-        new = set(repo.glob("reports/*/*/results.json")) - before
         hosts = [name for name, url in SIM.items() if f"DOCKER_HOST={url} " in line]
         assert len(new) == len(hosts), (line, new)
         if hosts:
@@ -178,16 +180,27 @@ def seed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]
     base = tmp_path_factory.mktemp("seed-3090")
     code = sweep([str(matrix), "--out", str(base), "-k", SEED_ZEROS, *ITER], SIM["3090"])
     run = results_dir(base)
-    # 1: a step-time verdict of TF on a busy shared CPU; 4: the steps left undecided by a
-    # busy host (rules `busy-host`, `rising`): timing, not this test's subject. A cell
-    # left undecided for its memory still fails here.
-    undecided = {cid: c["rule"] for cid, c in seed_cells([run]).items()
-                 if c["verdict"] == "ambiguous"}
-    assert code in (0, 1) or (code == 4 and undecided
-                              and set(undecided.values()) <= STEPS_UNDECIDED), (
-        f"3090 {SEED_ZEROS}: exit {code}, undecided {undecided}")
+    # 1: a step-time verdict of TF on a busy shared CPU; 4: its steps left undecided
+    # (`only_steps_undecided`): timing, not this test's subject
+    assert code in (0, 1) or (code == 4 and only_steps_undecided([run])), (
+        f"3090 {SEED_ZEROS}: exit {code}, undecided {undecided_rules([run])}")
     out["3090"].append(run)
     return out
+
+
+def undecided_rules(runs: list[Path]) -> dict[str, str]:
+    """Each `ambiguous` cell of the runs and the rule that left it so."""
+    return {cid: c["rule"] for cid, c in seed_cells(runs).items()
+            if c["verdict"] == "ambiguous"}
+
+
+def only_steps_undecided(runs: list[Path]) -> bool:
+    """A sweep's exit 4 came from step times alone: every undecided cell was left so by a
+    step-time rule (`STEPS_UNDECIDED`, as a fresh-clone CI's 20.12 cell: "busy host:
+    run-queue delay rose 415 us/step, 61% of the slowdown"); one undecided for its memory
+    is not."""
+    rules = undecided_rules(runs)
+    return bool(rules) and set(rules.values()) <= STEPS_UNDECIDED
 
 
 def seed_cells(runs: list[Path]) -> dict[str, dict[str, Any]]:
