@@ -207,10 +207,15 @@ def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStor
     return report, reports.write_all(store, report)
 
 
+# The rules that leave a cell undecided because its host was busy while it ran.
+BUSY_RULES = frozenset({"busy-host"})
+
+
 def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
     """The command that decides what is not decided: missing cells are run by --resume
     (it reuses every finished one); undecided cells, whose results --resume would
-    reuse, by a longer run; a whole script runs once, whatever --iterations says."""
+    reuse, by a longer run, unless a busy host alone left them so; a whole script runs
+    once, whatever --iterations says."""
     undecided = report.undecided_cells
     scripts = [c for c in undecided if report.results[c].end.mode == "script"]
     if scripts and len(scripts) == len(undecided) and not report.missing_cells:
@@ -218,6 +223,11 @@ def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell
                 "setup(params) and step(state) in them")
     if not undecided:
         return f"harness sweep {path_shown(matrix)} --resume {path_shown(root)} runs them"
+    if not report.missing_cells and all(report.results[c].rule in BUSY_RULES
+                                        for c in undecided):
+        return (f"the host was busy while {'their' if len(undecided) > 1 else 'its'} steps "
+                f"were timed (rule busy-host), which a longer run does not cure: harness "
+                f"sweep {path_shown(matrix)} again on a quieter host")
     budgets = [b for c in cells if c.id in undecided
                and (b := c.settings.run_budget) is not None]
     if budgets:     # a budgeted cell runs longer by its seconds, not its cap

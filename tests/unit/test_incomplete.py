@@ -339,3 +339,25 @@ def test_a_short_length_in_the_matrix_is_said_not_refused(
     assert "only how it ends (oom, crash, timeout) can be told" in err
     assert list((tmp_path / "out").glob("smoke/*/results.json"))
     assert code == EXIT_UNDECIDED
+
+
+def test_cells_a_busy_host_left_undecided_are_not_told_to_run_longer() -> None:
+    """A fresh-clone CI's clean TF cell ended `ambiguous` by rule busy-host ("run-queue
+    delay rose 415 us/step, 61% of the slowdown") and the sweep said "run longer:
+    --iterations 300": a longer run on the same busy host is no cure."""
+    from harness.app.sweep import how_to_decide
+
+    def report(*rules: str) -> SimpleNamespace:
+        results = {f"c{i}": SimpleNamespace(rule=r, end=SimpleNamespace(mode="loop"))
+                   for i, r in enumerate(rules)}
+        return SimpleNamespace(undecided_cells=sorted(results), results=results,
+                               missing_cells=[])
+    cells = [SimpleNamespace(id=f"c{i}", settings=SimpleNamespace(
+        run_budget=None, max_iterations=None, iterations=150)) for i in range(2)]
+    m, root = Path("m.yaml"), Path("r")
+    # WHEN every undecided cell was left so by a busy host: run again, not longer
+    said = how_to_decide(report("busy-host", "busy-host"), m, root, cells)  # type: ignore[arg-type]
+    assert "busy" in said and "quieter host" in said and "--iterations" not in said
+    # WHEN one was left undecided for its memory: run longer, as before
+    said = how_to_decide(report("busy-host", "unsure"), m, root, cells)  # type: ignore[arg-type]
+    assert said == "run longer: harness sweep m.yaml --iterations 300"
