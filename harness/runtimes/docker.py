@@ -132,9 +132,13 @@ class DockerRuntime(RuntimeBase):
         self._client = None
         self._info = None
 
+    def engine_key(self) -> str:
+        """A name for this engine that lasts across runs: its `docker info` ID."""
+        return str(self.engine_info().get("ID", "default"))
+
     def _memlock_file(self) -> Path:
-        """Where this engine's refusal is remembered (by its `docker info` ID)."""
-        engine = str(self.engine_info().get("ID", "default")).replace(":", "_").replace("/", "_")
+        """Where this engine's refusal is remembered (by `engine_key`)."""
+        engine = self.engine_key().replace(":", "_").replace("/", "_")
         return cache_dir() / "engines" / f"{engine}.memlock-refused"
 
     def refuse_memlock(self) -> None:

@@ -80,3 +80,27 @@ def test_an_engine_whose_ping_names_no_version_is_asked_its_version(
     server.api_version = None
     assert connect(url).api.api_version == "1.41"
     assert "/version" in server.asked
+
+
+def test_a_podman_sweeps_check_asks_no_info(engine: tuple[str, _Engine], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """podman answers `docker info` by running dpkg-query for three of its tools (~0.27 s
+    of CPU a call): a CPU sweep's check asked it only to name the engine where a refused
+    memlock is remembered. Its socket's address names it now; docker's info ID still
+    names a docker engine."""
+    from harness.runtimes.docker import DockerRuntime
+    from harness.runtimes.podman import PodmanRuntime
+
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    url, server = engine
+    rt = PodmanRuntime(url)
+    rt.check([])
+    assert server.asked == ["/_ping"]          # connected (the service answered), no info
+    rt.refuse_memlock()
+    again = PodmanRuntime(url)
+    again.check([])
+    assert again.memlock_refused                # remembered for the same socket
+    assert PodmanRuntime(url + "-other").engine_key() != rt.engine_key()
+    docker_rt = DockerRuntime(url)
+    docker_rt.check([])
+    assert server.asked[-1] == "/v1.41/info"   # docker: named by its info ID, as before
