@@ -79,8 +79,10 @@ def podman_unavailable_reason() -> str | None:
     """None when podman's service answers ping() on its socket; else why not (cached)."""
     from harness.runtimes.podman import default_socket
 
+    # a fixed API version: docker-py's `auto` asks /version, which podman answers by
+    # running dpkg-query for three of its tools (the runtime reads its ping's instead)
     return _ping_reason("podman", lambda docker: docker.DockerClient(
-        base_url=default_socket(), timeout=5))
+        base_url=default_socket(), version="1.41", timeout=5))
 
 
 def slurm_unavailable_reason() -> str | None:

@@ -141,7 +141,8 @@ def managed(*pids: int, runtime: str = "docker") -> list[Any]:
     from harness.runtimes.base import LABEL
     from harness.runtimes.podman import default_socket
 
-    client = (docker.DockerClient(base_url=default_socket()) if runtime == "podman"
+    client = (docker.DockerClient(base_url=default_socket(), version="1.41")  # not /version
+              if runtime == "podman"
               else docker.from_env())
     try:
         found: list[Any] = []
