@@ -16,7 +16,7 @@ With `--beside CMD`, CMD (a shell command: a container build, a test suite) runs
 and over beside every sweep as well, and the load average is printed per row.
 
 Run: PYTHONPATH=. python benchmarks/busy_rounds.py [--loops 0,2,6] [--factor 10]
-     [--beside CMD] [--quick]   (CI: the slowdown beside 1 loop only, each cell a 1 s
+     [--beside CMD] [--quick]   (CI: the slowdown beside 1 loop only, each cell a 0.5 s
      budget: the loop burns a core for the sweep's length beside the rest of the tests)
 """
 
@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK_BUDGET = "1s"     # --quick: each cell's budget (the busy loop burns a core as long)
+QUICK_BUDGET = "0.5s"   # --quick: each cell's budget (the busy loop burns a core as long)
 
 SCENARIO = '''
 import sys
@@ -86,7 +86,7 @@ def main() -> int:
     p.add_argument("--factor", type=float, default=10.0)
     p.add_argument("--beside", metavar="CMD", help="a shell command run over and over "
                    "beside each sweep (a container build, a test suite)")
-    p.add_argument("--quick", action="store_true", help="CI: beside 1 loop only, 1 s budgets")
+    p.add_argument("--quick", action="store_true", help="CI: beside 1 loop only, 0.5 s budgets")
     args = p.parse_args()
     loops = [1] if args.quick else [int(x) for x in args.loops.split(",")]
     pythons = interpreters()

@@ -28,8 +28,9 @@ the sweep's expected length; they are always terminated when the sweep ends.
 time that confirmation rounds (and their back-off after busy rounds) add.
 
 Run: python benchmarks/time_verdicts.py [--sweeps 20] [--lines identical,slower,...]
-     [--quick]     (--quick: one sweep of the identical and wait-bound lines, no burst:
-                    CI's smoke run of a row comparison and a within-run verdict)
+     [--quick]     (--quick: one sweep of the identical and wait-bound lines, no burst,
+                    a third of the work per step: CI's smoke run of a row comparison and
+                    a within-run verdict)
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def step(state):
     time.sleep(state["s"] * (1 + state["grow"] * state["n"] / state["calls"]))
 '''
 ITERATIONS, WARMUP = 400, 20
+LOOPS, QUICK_LOOPS = 30000, 10000   # work.py's loop per step (~1 ms; --quick: ~0.3 ms)
 CALLS = ITERATIONS + WARMUP
 # late/early medians at 7/8 and 1/8 of the calls: (1 + 7g/8) / (1 + g/8) = 1.5
 GROW_15 = 0.5 / 0.6875
@@ -177,12 +179,12 @@ def setup_dir(root: Path) -> None:
         wrapper.chmod(0o755)
 
 
-def matrix_text(line: Line, root: Path) -> str:
+def matrix_text(line: Line, root: Path, loops: int = LOOPS) -> str:
     images = []
     for label, factor in line.images:
         wrapper = "py-b13" if factor != 1.0 else f"py-{label}"
         images.append(f"{{name: {label}, python: {root / wrapper}}}")
-    params = {"loops": 30000, "calls": CALLS, **line.params}
+    params = {"loops": loops, "calls": CALLS, **line.params}
     return (f"name: tv\nruntime: local\n"
             f"defaults: {{iterations: {ITERATIONS}, warmup: {WARMUP}, sample_every: 10}}\n"
             f"matrix:\n  image: [{', '.join(images)}]\n"
@@ -190,9 +192,9 @@ def matrix_text(line: Line, root: Path) -> str:
 
 
 def one_sweep(line: Line, root: Path, k: int, rng: random.Random, burst: bool,
-              log: Any) -> tuple[dict[str, Any], float, bool]:
+              log: Any, loops: int = LOOPS) -> tuple[dict[str, Any], float, bool]:
     m = root / f"m-{k}.yaml"
-    m.write_text(matrix_text(line, root))
+    m.write_text(matrix_text(line, root, loops))
     matrix = matrixfile.load(m)
     store = RunStore.open(root / "out", f"{line.scenario}-{k}", False)
     t0 = time.monotonic()
@@ -256,7 +258,7 @@ def run_lines(args: argparse.Namespace, rng: random.Random, root: Path, log: Any
             for k in range(args.sweeps):
                 print(f"--- {key} sweep {k}", file=log, flush=True)
                 got, wall, hit = one_sweep(line, root, k, rng, line.burst and not args.no_burst,
-                                           log)
+                                           log, QUICK_LOOPS if args.quick else LOOPS)
                 last = got["last"]
                 t.sweeps += 1
                 t.hits += last.verdict == line.want
