@@ -23,7 +23,8 @@ For each case it prints:
   with the live look replayed (where the look may stop, and what it then misses).
 
 Run: PYTHONPATH=. python benchmarks/late_onset.py [--budget 5] [--case NAME] [--truth]
-     [--record DIR] [--onsets] [--quick]   (CI: two cases, a 2 s budget)
+     [--record DIR] [--onsets] [--quick]   (CI: two cases, a 1.5 s budget,
+     each step sleeping 1 ms)
 """
 
 from __future__ import annotations
@@ -53,11 +54,11 @@ KEEP = []
 
 def setup(params):
     return {"t0": time.monotonic(), "onset": params["onset_s"], "rate": params["rate"],
-            "stop": params.get("stop_s")}
+            "stop": params.get("stop_s"), "sleep": params.get("sleep_s", 0.003)}
 
 
 def step(state):
-    time.sleep(0.003)
+    time.sleep(state["sleep"])
     now = time.monotonic() - state["t0"]
     if state["rate"] and now >= state["onset"] and (
             state["stop"] is None or now < state["stop"]):
@@ -76,19 +77,22 @@ CASES: dict[str, tuple[dict[str, object], str]] = {
     "early_cache": ({"onset_s": 0.0, "rate": 1024, "stop_s": 1.0}, "control"),
 }
 QUICK = ("late_leak_30pct", "flat")
+QUICK_SLEEP, QUICK_WARM = 0.001, 0.25    # --quick: each step sleeps 1 ms, not 3
+QUICK_BUDGET = 1.5      # --quick: seconds (the leak still starts at 30 % of it)
 # `--onsets`: leaks of these bytes a call, from these shares of the budget (full runs)
 RATES = (512, 1024, 2048, 8192)
 ONSETS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
-def params_for(name: str, budget: float) -> dict[str, object]:
-    """A case's scenario params at this budget (shares of it turned into seconds)."""
+def params_for(name: str, budget: float, quick: bool = False) -> dict[str, object]:
+    """A case's scenario params at this budget (shares of it turned into seconds);
+    `quick`: steps of QUICK_SLEEP, the warm-up QUICK_WARM."""
     out = dict(CASES[name][0])
     for key in ("onset", "stop"):
         frac = out.pop(f"{key}_frac", None)
         if isinstance(frac, float):
-            out[f"{key}_s"] = round(WARM + frac * budget, 3)
-    return out
+            out[f"{key}_s"] = round((QUICK_WARM if quick else WARM) + frac * budget, 3)
+    return {**out, "sleep_s": QUICK_SLEEP} if quick else out
 
 
 def truth(params: dict[str, object], seconds: float) -> str:
@@ -116,11 +120,12 @@ print(json.dumps([n, rate(seen[0], seen[third]), rate(seen[-third], seen[-1])]))
     return f"{n} calls: first third {first:+.0f} B/call, last third {last:+.0f} B/call"
 
 
-def swept(tmp: Path, budget: float, names: list[str]) -> dict[str, dict[str, object]]:
+def swept(tmp: Path, budget: float, names: list[str], quick: bool = False
+          ) -> dict[str, dict[str, object]]:
     """Each case's cell as `harness sweep` decides it."""
     (tmp / "late.py").write_text(SCENARIO)
     scen = "\n".join(f"    - {{script: late.py, id: {n}, params: "
-                     f"{json.dumps(params_for(n, budget))}}}" for n in names)
+                     f"{json.dumps(params_for(n, budget, quick))}}}" for n in names)
     (tmp / "m.yaml").write_text(
         f"name: late\nruntime: local\ndefaults: {{budget: {budget:g}s}}\nmatrix:\n"
         f"  image:\n    - {{name: py, python: {sys.executable}}}\n  scenario:\n{scen}\n")
@@ -162,7 +167,7 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=5.0)
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--truth", action="store_true", help="measure each case by hand first")
-    p.add_argument("--quick", action="store_true", help="CI: two cases, a 2 s budget")
+    p.add_argument("--quick", action="store_true", help="CI: two cases, a 1.5 s budget, 1 ms steps")
     p.add_argument("--onsets", action="store_true",
                    help="full runs only: leaks of each of RATES a call from each of ONSETS")
     p.add_argument("--record", type=Path, metavar="DIR",
@@ -170,7 +175,7 @@ def main() -> int:
                    "replays tests/data/live-full/late-onset/)")
     args = p.parse_args()
     names = list(QUICK) if args.quick else (args.case or list(CASES))
-    budget = 2.0 if args.quick else args.budget
+    budget = QUICK_BUDGET if args.quick else args.budget
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if args.onsets:
@@ -181,10 +186,10 @@ def main() -> int:
             return 0
         if args.truth:
             for n in names:
-                print(f"truth {n}: {truth(params_for(n, budget), budget + 0.7)}",
+                print(f"truth {n}: {truth(params_for(n, budget, args.quick), budget + 0.7)}",
                       flush=True)
         t = time.monotonic()
-        cells = swept(tmp, budget, names)
+        cells = swept(tmp, budget, names, args.quick)
         print(f"harness sweep, budget {budget:g} s ({time.monotonic() - t:.1f} s):")
         print(f"{'case':18} {'kind':8} {'verdict':10} {'live at':>8} {'cell s':>7}  "
               f"{'full run':9} {'live look':9} {'agree':5} {'at call':>7} {'saved s':>7}")
@@ -195,7 +200,7 @@ def main() -> int:
             live = c.get("live") or {}
             at = live.get("calls_to_decision", "-") if isinstance(live, dict) else "-"
             secs = float((c.get("outcome") or {}).get("duration_s") or 0.0)
-            run = full_run(tmp, budget, n, params_for(n, budget), args.record)
+            run = full_run(tmp, budget, n, params_for(n, budget, args.quick), args.record)
             agree += run.agree
             saved.append(run.saved_s)
             print(f"{n:18} {CASES[n][1]:8} {c['verdict']:10} {at!s:>8} {secs:7.1f}  "
