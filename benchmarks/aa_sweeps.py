@@ -18,7 +18,7 @@ With `--busy N`, N busy loops (`python3 -c 'while True: pass'`) run beside the w
 sweep: the rate on a busy host (issue 61: a busy host never reads as clean, nor as bad).
 
 Run: PYTHONPATH=. python benchmarks/aa_sweeps.py [--copies 3] [--case NAME] [--batch B]
-     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies, a 1 s
+     [--jobs 2] [--busy N] [--json OUT]   (--quick: one control, two copies, a 0.5 s
      budget: CI's smoke run)
 """
 
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--length", choices=sorted(LENGTHS), default="budget",
                    help="each cell's length: budget (5 s), calls (max_iterations: 2000, "
                         "issue 49's matrix), default (no length key: harness's own) or "
-                        "quick (1 s, --quick's)")
+                        "quick (0.5 s, --quick's)")
     args = p.parse_args(argv)
     if args.quick:
         args.length = "quick"

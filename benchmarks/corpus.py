@@ -32,7 +32,7 @@ scored), exact first bad, calls to decide (median, worst), wall time.
 --reanalyze --write` run from a git worktree of REV), side by side; a fresh sweep by REV
 only where it cannot re-decide. `--quick` (CI): two cases (a leak, a control), the
 bad (or control) release only, psleak `times=2` only (venvs without pytest-memray),
-`--length quick` (a 1 s budget).
+`--length quick` (a 0.5 s budget).
 Exit 3 when a venv cannot be built.
 
 Run: PYTHONPATH=. python benchmarks/corpus.py [--case NAME] [--old REV] [--json OUT]
