@@ -1,7 +1,7 @@
 """Reading result.json: the hand-made checking decoder against msgspec, side by side.
 
 The files: a release-regression matrix (40 NGC-like tags x 4 GPUs x 10 scenarios, 1,600
-cells; `--quick` 12 x 2 x 3, 72) swept through the real orchestrator over the fake
+cells; `--quick` 6 x 2 x 3, 36) swept through the real orchestrator over the fake
 runtime (`tests/fakeruntime.py`, no containers), its scenarios behaving each their own
 way from a first bad tag on (a leak, a slowdown, a crash, an OOM, a time-out, a raised
 error, a busy host, a GPU clock, a cgroup reading; one stays clean), each cell's
@@ -51,7 +51,7 @@ from pathlib import Path
 from scale import wide_matrix  # the same matrix shape as the scale benchmark
 
 REPO = Path(__file__).resolve().parents[1]
-SHAPE = {False: (40, 4, 10), True: (12, 2, 3)}     # quick -> (images, GPUs, scenarios)
+SHAPE = {False: (40, 4, 10), True: (6, 2, 3)}      # quick -> (images, GPUs, scenarios)
 RUNS = 3
 RECORDED_TIMES = 10     # --quick: 1
 WAYS = ("hand", "msgspec", "codec")
@@ -262,7 +262,7 @@ def history(revs: list[str], root: Path, rounds: int, workdir: Path) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="72 cells x 3 runs, the recorded files once, 1 round (for CI)")
+                   help="36 cells x 3 runs, the recorded files once, 1 round (for CI)")
     p.add_argument("--rounds", type=int, help="rounds of A B C (default 5; --quick 1)")
     p.add_argument("--base", metavar="REV", nargs="+",
                    help="also time `harness history` with these commits' trees and this one")
