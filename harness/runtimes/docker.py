@@ -122,6 +122,10 @@ class DockerRuntime(RuntimeBase):
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         return run_container(self, request, progress)
 
+    def wait_stopped(self, cid: str) -> None:
+        """dockerd's wait, which returns the moment the container stops."""
+        self.client.api.wait(cid, timeout=None)
+
     def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
         """dockerd reports OOMKilled and streams stats each second: nothing to watch."""
         return None

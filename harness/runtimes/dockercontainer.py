@@ -83,6 +83,10 @@ class Engine(Protocol):
     def remove(self, cid: str) -> None:
         """Remove the container, whatever state it is in."""
 
+    def wait_stopped(self, cid: str) -> None:
+        """Return once the engine says the container has stopped (raise where it cannot
+        say: the caller polls the container's state)."""
+
     def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
         """For an engine that reports OOMKilled wrong or its stats too seldom or at a
         cost: a watch of the started container's memory cgroup, which samples it (`t`
@@ -190,7 +194,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
                                    daemon=True)
         if cgroup is None:
             t_stats.start()
-        stopped = _waiter(engine.client, container.id)
+        stopped = _waiter(engine, container.id)
         poll = 0.02   # without the engine's wait: short cells end within a few polls
         while True:
             if stopped.is_set():   # the engine said it stopped (or its wait failed: poll)
@@ -272,7 +276,7 @@ def _exited(state: dict[str, Any]) -> bool:
     return not state.get("Running") and state.get("Status") in ("exited", "dead")
 
 
-def _waiter(client: Any, cid: str) -> threading.Event:
+def _waiter(engine: Engine, cid: str) -> threading.Event:
     """An event set when the engine's wait for the container returns: it stopped (seen
     at once, not at the next poll: up to 0.1 s and the polls' round trips saved), or the
     wait failed (an engine without it, a lost connection), when the caller polls."""
@@ -280,7 +284,7 @@ def _waiter(client: Any, cid: str) -> threading.Event:
 
     def wait() -> None:
         try:
-            client.api.wait(cid, timeout=None)
+            engine.wait_stopped(cid)
         except Exception:  # any failure: the caller polls the state instead
             pass
         finally:

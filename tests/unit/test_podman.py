@@ -158,6 +158,40 @@ def test_a_remote_podman_or_a_cgroup_not_found_keeps_the_stats_stream(
     assert remote.watch_cgroup("c0", time.monotonic()) is None
 
 
+def test_the_cells_end_is_waited_for_with_podmans_own_wait_which_does_not_spin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Podman 4.3's Docker-compatible wait looks at the container every microsecond
+    (a CPU of its service busy while the cell runs): podman's own wait is asked, with a
+    condition (without one it spins too) and an interval."""
+    monkeypatch.setattr(podman, "cgroup_oom_file", lambda pid: None)
+
+    class Waits(PodmanEngine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.posts: list[tuple[str, dict[str, Any]]] = []
+            self.compat_waits = 0
+
+        def wait(self, cid: str, timeout: float | None = None) -> dict[str, Any]:
+            self.compat_waits += 1
+            return {"StatusCode": 137}
+
+        def _url(self, path: str, *args: str) -> str:
+            return "/v1.41" + path.format(*args)
+
+        def _post(self, url: str, params: dict[str, Any], timeout: float | None) -> str:
+            self.posts.append((url, params))
+            return "response"
+
+        def _raise_for_status(self, res: str) -> None:
+            assert res == "response"
+
+    engine = Waits()
+    outcome = _runtime(engine, monkeypatch).run(_request(tmp_path), lambda t: None)
+    assert outcome.exit_code == 137 and engine.compat_waits == 0
+    assert engine.posts == [("/v1.41/libpod/containers/c0/wait",
+                             {"condition": ["stopped", "exited"], "interval": "50ms"})]
+
+
 def test_the_oom_counter_is_found_for_cgroup_v1_and_v2(tmp_path: Path) -> None:
     proc, root = tmp_path / "proc", tmp_path / "cg"
     (proc / "7").mkdir(parents=True)
