@@ -190,9 +190,9 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         if engine.memlock_refused:
             outcome.details["memlock"] = "engine refused -1; engine default used"
         stats: list[dict[str, Any]] = cgroup.samples if cgroup is not None else []
-        t_stats = threading.Thread(target=_stats, args=(container, stats, start, engine.local),
-                                   daemon=True)
-        if cgroup is None:
+        t_stats = None if cgroup is not None else threading.Thread(
+            target=_stats, args=(container, stats, start, engine.local), daemon=True)
+        if t_stats is not None:
             t_stats.start()
         stopped = _waiter(engine, container.id)
         poll = 0.02   # without the engine's wait: short cells end within a few polls
@@ -217,7 +217,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         outcome.exit_code = state.get("ExitCode")
         oom_seen, peak = cgroup() if cgroup is not None else (False, None)
         outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen
-        if cgroup is None:   # the stream only ends when the container is removed
+        if t_stats is not None:   # the stream only ends when the container is removed
             t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
         if stats or peak is not None:
