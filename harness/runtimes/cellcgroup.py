@@ -26,6 +26,15 @@ ROOT = Path("/sys/fs/cgroup")
 _NAMES = itertools.count()
 
 
+# A memory cgroup's files by version: what an engine's stats report as usage, its peak,
+# the limit and the anonymous memory (its `rss`, a key of memory.stat), and the file
+# that counts OOM kills (`oom_kill`).
+FILES = {1: {"usage": "memory.usage_in_bytes", "max_usage": "memory.max_usage_in_bytes",
+             "limit": "memory.limit_in_bytes", "rss": "rss", "events": "memory.oom_control"},
+         2: {"usage": "memory.current", "max_usage": "memory.peak", "limit": "memory.max",
+             "rss": "anon", "events": "memory.events"}}
+
+
 @dataclass(frozen=True)
 class Ending:
     """What the cell's cgroup saw: OOM kills in it, its peak and its limit (bytes)."""
@@ -96,6 +105,20 @@ def _limited(path: Path, version: int) -> bool:
     return False
 
 
+def memory_now(path: Path, version: int) -> dict[str, int | None] | None:
+    """The cgroup at `path`'s memory as an engine's stats stream gives it, in bytes:
+    `usage`, `max_usage` (None without the file: v2's memory.peak came in Linux 5.19),
+    `limit` (None: none) and `rss` (anonymous memory); None where the cgroup is gone."""
+    files = FILES[version]
+    usage = _read_int(path / files["usage"])
+    if usage is None:
+        return None
+    limit = _read_int(path / files["limit"])
+    return {"usage": usage, "max_usage": _read_int(path / files["max_usage"]),
+            "limit": limit if limit is not None and limit < 1 << 60 else None,
+            "rss": _counter(path / "memory.stat", files["rss"])}
+
+
 def vmstat_oom_kills() -> int | None:
     """The kernel's count of OOM kills since boot, host-wide (None: not read)."""
     path = Path("/proc/vmstat")
@@ -148,15 +171,11 @@ class CellCgroup:
 
     def ending(self) -> Ending:
         """OOM kills in the cgroup, its peak and its limit."""
-        if self.version == 1:
-            kills = _counter(self.path / "memory.oom_control", "oom_kill")
-            peak = _read_int(self.path / "memory.max_usage_in_bytes")
-            limit = _read_int(self.path / "memory.limit_in_bytes")
-        else:
-            kills = _counter(self.path / "memory.events", "oom_kill")
-            peak = _read_int(self.path / "memory.peak")
-            limit = _read_int(self.path / "memory.max")
-        return Ending(kills, peak, limit if limit is not None and limit < 1 << 60 else None)
+        files = FILES[self.version]
+        limit = _read_int(self.path / files["limit"])
+        return Ending(_counter(self.path / files["events"], "oom_kill"),
+                      _read_int(self.path / files["max_usage"]),
+                      limit if limit is not None and limit < 1 << 60 else None)
 
     def remove(self) -> None:
         """Remove the cgroup: what is left in it (the agent's watchdog, a scenario's

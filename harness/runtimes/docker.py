@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from harness.gpu import engine as gpuprobe
 from harness.matrixfile.model import Cell, ImageSpec, is_local_endpoint
 from harness.runtimes import dockerimage, process
 from harness.runtimes.base import LABEL, ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
-from harness.runtimes.dockercontainer import OWNER, run_container, start_time
+from harness.runtimes.dockercontainer import OWNER, CgroupReadings, run_container, start_time
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect, where
 from harness.runtimes.dockerimage import PullLayers, pull_failure, split_ref
 from harness.runtimes.local import cache_dir
@@ -123,7 +122,11 @@ class DockerRuntime(RuntimeBase):
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         return run_container(self, request, progress)
 
-    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
+    def wait_stopped(self, cid: str) -> None:
+        """dockerd's wait, which returns the moment the container stops."""
+        self.client.api.wait(cid, timeout=None)
+
+    def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
         """dockerd reports OOMKilled and streams stats each second: nothing to watch."""
         return None
 

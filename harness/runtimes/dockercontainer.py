@@ -18,7 +18,6 @@ import socket
 import tarfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,6 +47,15 @@ STACK_BYTES = 64 * 1024 * 1024
 POLL_S = 0.1
 
 
+class CgroupReadings(Protocol):
+    """A watch of a container's memory cgroup (`Engine.watch_cgroup`)."""
+
+    samples: list[dict[str, Any]]   # as `_stats` gives them: no stats stream is asked
+
+    def __call__(self) -> tuple[bool, int | None]:
+        """Stops the watch: (an OOM kill seen, the peak in bytes)."""
+
+
 class Engine(Protocol):
     """What running a container needs of the runtime that holds the engine
     (`DockerRuntime` is one)."""
@@ -75,10 +83,14 @@ class Engine(Protocol):
     def remove(self, cid: str) -> None:
         """Remove the container, whatever state it is in."""
 
-    def watch_cgroup(self, cid: str) -> Callable[[], tuple[bool, int | None]] | None:
-        """For an engine that reports OOMKilled wrong or its stats too seldom: a watch of
-        the started container's memory cgroup, asked once it has exited for (OOM kill
-        seen, peak bytes); None: the engine's state and stats say it."""
+    def wait_stopped(self, cid: str) -> None:
+        """Return once the engine says the container has stopped (raise where it cannot
+        say: the caller polls the container's state)."""
+
+    def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
+        """For an engine that reports OOMKilled wrong or its stats too seldom or at a
+        cost: a watch of the started container's memory cgroup, which samples it (`t`
+        from `start`, a time.monotonic()); None: the engine's state and stats say it."""
 
 
 def tar_inputs(scenario_dir: Path) -> bytes:
@@ -174,14 +186,15 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             kwargs["ulimits"] = ulimits(engine.memlock_refused, engine.own_ulimits)
             container = _create(engine, request, kwargs)
             container.start()
-        cgroup = engine.watch_cgroup(container.id)
+        cgroup = engine.watch_cgroup(container.id, start)
         if engine.memlock_refused:
             outcome.details["memlock"] = "engine refused -1; engine default used"
-        stats: list[dict[str, Any]] = []
-        t_stats = threading.Thread(target=_stats, args=(container, stats, start, engine.local),
-                                   daemon=True)
-        t_stats.start()
-        stopped = _waiter(engine.client, container.id)
+        stats: list[dict[str, Any]] = cgroup.samples if cgroup is not None else []
+        t_stats = None if cgroup is not None else threading.Thread(
+            target=_stats, args=(container, stats, start, engine.local), daemon=True)
+        if t_stats is not None:
+            t_stats.start()
+        stopped = _waiter(engine, container.id)
         poll = 0.02   # without the engine's wait: short cells end within a few polls
         while True:
             if stopped.is_set():   # the engine said it stopped (or its wait failed: poll)
@@ -204,8 +217,8 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         outcome.exit_code = state.get("ExitCode")
         oom_seen, peak = cgroup() if cgroup is not None else (False, None)
         outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen
-        # The stats stream only ends when the container is removed; don't wait on it.
-        t_stats.join(timeout=0.05)
+        if t_stats is not None:   # the stream only ends when the container is removed
+            t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
         if stats or peak is not None:
             outcome.details["host_max_usage"] = max([int(x.get("max_usage") or x["usage"])
@@ -263,7 +276,7 @@ def _exited(state: dict[str, Any]) -> bool:
     return not state.get("Running") and state.get("Status") in ("exited", "dead")
 
 
-def _waiter(client: Any, cid: str) -> threading.Event:
+def _waiter(engine: Engine, cid: str) -> threading.Event:
     """An event set when the engine's wait for the container returns: it stopped (seen
     at once, not at the next poll: up to 0.1 s and the polls' round trips saved), or the
     wait failed (an engine without it, a lost connection), when the caller polls."""
@@ -271,7 +284,7 @@ def _waiter(client: Any, cid: str) -> threading.Event:
 
     def wait() -> None:
         try:
-            client.api.wait(cid, timeout=None)
+            engine.wait_stopped(cid)
         except Exception:  # any failure: the caller polls the state instead
             pass
         finally:

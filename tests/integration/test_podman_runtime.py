@@ -68,10 +68,14 @@ def test_the_podman_example_finds_the_leak_and_the_stable_cell(tmp_path: Path) -
     assert flat["verdict"] == "ok", flat["reason"]
     # the cell ran in a cgroup of its own, under the matrix's limit
     assert leak["outcome"]["mem_limit_bytes"] == 256 * 2**20
-    # the host read the cells' cgroups from podman's stats stream: it gives a sample a
-    # second, and a cell of 600 calls can end (1.8 s) before its first, so the two
-    # cells together, not each, must have one
-    assert leak["outcome"]["host_samples"] + flat["outcome"]["host_samples"] >= 1
+    # the host sampled each cell's cgroup from its files, the first sample at once (not
+    # from podman's stats stream, which gave usage and limit alone, every 5 s)
+    for cid in (leak["id"], flat["id"]):
+        [result] = out.glob(f"*/*/cells/{cid}/result.json")
+        samples = json.loads(result.read_text())["host_samples"]
+        assert len(samples) >= 1, cid
+        assert all(s["usage"] > 0 and s["rss"] >= 0 and s["max_usage"] >= s["usage"] and
+                   s["limit"] == 256 * 2**20 for s in samples), (cid, samples)
     assert leak["image"]["digest"]
     no_leftovers()
 

@@ -67,3 +67,26 @@ def test_one_that_stays_busy_is_given_up_after_0_2_s(
     # 1 + 2 + ... + 64 ms, then the 73 ms left
     assert clock.waits[:-1] == [0.001 * 2**k for k in range(7)]
     assert clock.waits[-1] == pytest.approx(0.073)
+
+
+def test_a_cgroups_memory_is_read_as_an_engines_stats_give_it(tmp_path: Path) -> None:
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    v1.mkdir()
+    for name, value in (("usage_in_bytes", "300"), ("max_usage_in_bytes", "400"),
+                        ("limit_in_bytes", "9223372036854771712")):   # no limit
+        (v1 / f"memory.{name}").write_text(value + "\n")
+    (v1 / "memory.stat").write_text("cache 8\nrss 200\nrss_huge 0\ntotal_rss 999\n")
+    assert cellcgroup.memory_now(v1, 1) == {"usage": 300, "max_usage": 400, "limit": None,
+                                            "rss": 200}
+    v2.mkdir()
+    (v2 / "memory.current").write_text("300\n")
+    (v2 / "memory.max").write_text("1048576\n")
+    (v2 / "memory.stat").write_text("anon 100\nfile 200\n")
+    # memory.peak came in Linux 5.19: without it there is no max_usage
+    assert cellcgroup.memory_now(v2, 2) == {"usage": 300, "max_usage": None,
+                                            "limit": 1048576, "rss": 100}
+    (v2 / "memory.peak").write_text("500\n")
+    (v2 / "memory.max").write_text("max\n")
+    assert cellcgroup.memory_now(v2, 2) == {"usage": 300, "max_usage": 500, "limit": None,
+                                            "rss": 100}
+    assert cellcgroup.memory_now(tmp_path / "gone", 1) is None

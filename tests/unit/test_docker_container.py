@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import tarfile
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ class FakeContainer:
         return b"agent says hi\n"
 
     def stats(self, stream: bool, decode: bool) -> list[dict[str, Any]]:
+        self.engine.stats_asked.append(self.id)
         return [{"memory_stats": {"usage": 5 << 20, "max_usage": 6 << 20}}]
 
 
@@ -63,6 +65,7 @@ class FakeEngine:
         self.started: list[str] = []
         self.killed: list[str] = []
         self.removed: list[str] = []
+        self.stats_asked: list[str] = []   # containers whose stats stream was opened
         self.containers = self
         self.api = self
 
@@ -123,6 +126,11 @@ def test_a_cell_runs_as_one_labelled_container_that_is_removed(tmp_path: Path) -
     assert [u["Name"] for u in kw["ulimits"]] == ["memlock", "stack"]
     assert "device_requests" not in kw
     assert engine.started == ["c0"] and engine.removed == ["c0"]
+    # dockerd's stats stream samples the container's cgroup (1 Hz), on a thread of its own
+    deadline = time.monotonic() + 30
+    while not engine.stats_asked and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert engine.stats_asked == ["c0"]
 
 
 def test_an_engine_refusing_memlock_runs_with_its_default_and_is_remembered(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import resource
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,95 @@ def test_an_oom_kill_and_the_peak_podman_does_not_report_are_read_from_the_cgrou
     counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
     outcome = _runtime(PodmanEngine(), monkeypatch).run(_request(tmp_path), lambda t: None)
     assert (outcome.exit_code, outcome.oom_killed) == (137, False)   # a kill from outside
+
+
+def test_a_local_cell_is_sampled_from_its_cgroup_and_podmans_stats_are_not_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Podman's stats stream costs its service CPU for each container (and gives a sample
+    every 5 s, without max_usage or rss): the watch of the cgroup samples it instead."""
+    cg = tmp_path / "libpod-ab"
+    cg.mkdir()
+    (cg / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+    for name, value in (("usage_in_bytes", 30 << 20), ("max_usage_in_bytes", 40 << 20),
+                        ("limit_in_bytes", 64 << 20)):
+        (cg / f"memory.{name}").write_text(f"{value}\n")
+    (cg / "memory.stat").write_text(f"cache 4096\nrss {20 << 20}\nrss_huge 0\n")
+    monkeypatch.setattr(podman, "cgroup_oom_file", lambda pid: cg / "memory.oom_control")
+    sampled = threading.Event()
+    sample = podman.CgroupWatch._sample
+
+    def sample_once(watch: podman.CgroupWatch) -> None:
+        sample(watch)
+        sampled.set()
+
+    monkeypatch.setattr(podman.CgroupWatch, "_sample", sample_once)
+
+    class Running(PodmanEngine):
+        """Running until the watch took its first sample (as a cell of a second would)."""
+
+        def inspect_container(self, cid: str) -> dict[str, Any]:
+            state = super().inspect_container(cid)
+            if self.started and not sampled.wait(0.001):
+                state["State"].update(Running=True, Status="running")
+            return state
+
+    engine = Running()
+    outcome = _runtime(engine, monkeypatch).run(_request(tmp_path), lambda t: None)
+    assert engine.stats_asked == []
+    assert outcome.host_samples, "no sample of the cgroup"
+    first = outcome.host_samples[0]
+    assert {k: first[k] for k in ("usage", "max_usage", "limit", "rss")} == {
+        "usage": 30 << 20, "max_usage": 40 << 20, "limit": 64 << 20, "rss": 20 << 20}
+    assert isinstance(first["t"], float) and first["t"] >= 0
+    assert outcome.details["host_max_usage"] == 40 << 20
+
+
+def test_a_remote_podman_or_a_cgroup_not_found_keeps_the_stats_stream(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(podman, "cgroup_oom_file", lambda pid: None)
+    engine = PodmanEngine()
+    outcome = _runtime(engine, monkeypatch).run(_request(tmp_path), lambda t: None)
+    deadline = time.monotonic() + 30
+    while not engine.stats_asked and time.monotonic() < deadline:
+        time.sleep(0.001)            # the stream is read on a thread of its own
+    assert engine.stats_asked == ["c0"] and outcome.exit_code == 137
+    remote = PodmanRuntime("ssh://lab/run/podman/podman.sock")
+    remote._client = PodmanEngine()
+    assert remote.watch_cgroup("c0", time.monotonic()) is None
+
+
+def test_the_cells_end_is_waited_for_with_podmans_own_wait_which_does_not_spin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Podman 4.3's Docker-compatible wait looks at the container every microsecond
+    (a CPU of its service busy while the cell runs): podman's own wait is asked, with a
+    condition (without one it spins too) and an interval."""
+    monkeypatch.setattr(podman, "cgroup_oom_file", lambda pid: None)
+
+    class Waits(PodmanEngine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.posts: list[tuple[str, dict[str, Any]]] = []
+            self.compat_waits = 0
+
+        def wait(self, cid: str, timeout: float | None = None) -> dict[str, Any]:
+            self.compat_waits += 1
+            return {"StatusCode": 137}
+
+        def _url(self, path: str, *args: str) -> str:
+            return "/v1.41" + path.format(*args)
+
+        def _post(self, url: str, params: dict[str, Any], timeout: float | None) -> str:
+            self.posts.append((url, params))
+            return "response"
+
+        def _raise_for_status(self, res: str) -> None:
+            assert res == "response"
+
+    engine = Waits()
+    outcome = _runtime(engine, monkeypatch).run(_request(tmp_path), lambda t: None)
+    assert outcome.exit_code == 137 and engine.compat_waits == 0
+    assert engine.posts == [("/v1.41/libpod/containers/c0/wait",
+                             {"condition": ["stopped", "exited"], "interval": "50ms"})]
 
 
 def test_the_oom_counter_is_found_for_cgroup_v1_and_v2(tmp_path: Path) -> None:
