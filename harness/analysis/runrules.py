@@ -226,7 +226,7 @@ LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
 
 AGAIN, STANDS = "runs again", "stands"
 # The next attempt's kinds, by the facts of the last (`RerunEvidence.kind`).
-CALLS, BUDGET, LONGER = "calls", "budget", "longer"
+CALLS, BUDGET, LONGER, SAME = "calls", "budget", "longer", "same"
 
 
 @dataclass(frozen=True)
@@ -240,6 +240,7 @@ class RerunEvidence:
         script: A whole script ran once (the agent's script mode).
         asked: Its length was asked on the command line (`--iterations`): the most
             calls any run of it makes.
+        busy: A busy host alone left it undecided (its verdict's rule `busy-host`).
         budgeted: It runs for a time budget.
         short: Its budget ended it after too few calls (rule `short`).
         capped: Its cap, not its budget, ended it (rule `capped`).
@@ -253,6 +254,7 @@ class RerunEvidence:
     spent: bool = False
     script: bool = False
     asked: bool = False
+    busy: bool = False
     budgeted: bool = False
     short: bool = False
     capped: bool = False
@@ -280,6 +282,12 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          lambda ev: "repeats" if ev.spent else None),
     Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
          (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-busy", AGAIN, "its length was asked on the command line (`--iterations "
+         "N`) and a busy host alone left it undecided (rule `busy-host`): the same run "
+         "again, within N calls (a longer one is no cure for a busy host), where it fits "
+         "the cell's timeout and what is left of its `overrun` bound", (),
+         lambda ev: SAME if ev.asked and ev.busy and
+         ev.seconds(SAME) <= min(ev.timeout, ev.left) else None),
     Rule("rerun-asked", STANDS, "its length was asked on the command line (`--iterations "
          "N`): every run of the cell stays within N calls, and a re-run is longer: said, "
          "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),

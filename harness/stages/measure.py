@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
-from harness.analysis.runrules import CALLS, LONGER, STANDS, RerunEvidence, rerun_rule
+from harness.analysis.runrules import CALLS, LONGER, SAME, STANDS, RerunEvidence, rerun_rule
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
 from harness.preflight import decidable_iterations
@@ -152,7 +152,7 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
     ev = RerunEvidence(
         undecided=verdict.verdict in RUN_LONGER,
         spent=run.repeats_used > run.cell.settings.repeats,
-        asked=run.cell.settings.asked_calls is not None,
+        asked=run.cell.settings.asked_calls is not None, busy=verdict.rule == "busy-host",
         script=run.series is not None and (run.series.end or {}).get("mode") == "script",
         budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
         capped=facts is not None and bool(facts.budget_calls) and not facts.short,
@@ -188,7 +188,7 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
 
 
 def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
-    """The next attempt of a kind (`runrules`: CALLS, BUDGET, LONGER, or "cap").
+    """The next attempt of a kind (`runrules`: CALLS, BUDGET, LONGER, SAME, or "cap").
 
     Undecided growth needs a longer look, not the same look again: twice as long (or
     the length the verdict asks for: growth a filling cache could still explain runs
@@ -202,6 +202,9 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     facts = verdict.facts
     asks = verdict.rerun or 0
     least = decidable_iterations(s, ctx.cfg)
+    if kind == SAME:
+        return _Next(s, f"{s.agent_iterations} iterations", run.run_s,
+                     f"with the same {s.agent_iterations} iterations (the host was busy)")
     if kind == LONGER:
         calls = max(asks or s.agent_iterations * 2, least)
         longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None

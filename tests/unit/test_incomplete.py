@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import sweepkit
@@ -361,3 +362,37 @@ def test_cells_a_busy_host_left_undecided_are_not_told_to_run_longer() -> None:
     # WHEN one was left undecided for its memory: run longer, as before
     said = how_to_decide(report("busy-host", "unsure"), m, root, cells)  # type: ignore[arg-type]
     assert said == "run longer: harness sweep m.yaml --iterations 300"
+
+
+def test_a_busy_host_under_iterations_runs_the_same_length_again(tmp_path: Path) -> None:
+    """`--iterations N` bounds every run of a cell, so an undecided one stood (rule
+    `rerun-asked`), told to raise N; one a busy host alone left undecided (rule
+    `busy-host`) runs again at the same length (rule `rerun-busy`), within N."""
+    import dataclasses
+
+    matrix = grow_matrix(tmp_path, iterations=200, warmup=5, sample_every=10, repeats=2)
+    got: list[int] = []
+
+    def behave(cell: Any) -> Behaviour:
+        got.append(cell.settings.agent_iterations)
+        # the first run: late steps slower, the rise all run-queue delay (a busy host)
+        return (Behaviour(slowdown_per_iter=2e-5, rq_share=0.9, cpu_s=0.001) if len(got) == 1
+                else Behaviour())
+
+    def asked(cells: list[Any]) -> list[Any]:
+        return [c.with_settings(dataclasses.replace(c.settings, asked_calls=200))
+                for c in cells]
+
+    res = sweepkit.sweep_matrix(matrix, FakeRuntime(behave), cells=asked).results[
+        "a.gpu0.loop"]
+    assert [(a.verdict, a.rerun) for a in res.attempts][:1] == [("ambiguous", "rerun-busy")]
+    assert "busy host" in res.attempts[0].reason
+    assert got == [200, 200] and res.verdict == "ok", res.attempts
+    # a cell undecided for its memory (150 B/call: rule `creep`) still stands
+    got.clear()
+    creep = sweepkit.sweep_matrix(matrix, FakeRuntime(
+        lambda c: (got.append(c.settings.agent_iterations), Behaviour(
+            leak_per_iter=150))[1]), cells=asked).results["a.gpu0.loop"]
+    assert [(a.verdict, a.rerun) for a in creep.attempts] == [("ambiguous", "rerun-asked")], \
+        creep.attempts
+    assert got == [200]

@@ -140,7 +140,15 @@ def test_the_re_runs_rules_in_order() -> None:
     seen.clear()
     assert _rerun(budgeted=True, short=True, seconds=seconds, left=20) == "rerun-overrun"
     assert seen == ["calls"]
+    # --iterations N: a busy host alone runs the same length again where it fits, any
+    # other doubt stands (a re-run would be longer than N)
+    assert _rerun(asked=True, busy=True, seconds=seconds, timeout=40) == "rerun-busy"
+    assert _rerun(asked=True, busy=True, seconds=seconds, timeout=20) == "rerun-asked"
+    assert _rerun(asked=True, busy=True, seconds=seconds, left=20) == "rerun-asked"
+    assert _rerun(asked=True, seconds=seconds, timeout=40) == "rerun-asked"
+    assert _rerun(asked=True, busy=True, spent=True) == "rerun-spent"
     says = {r.id: r.says for r in RERUN_RULES}
+    assert says["rerun-busy"] == AGAIN
     assert says["rerun-overrun"] == STANDS
     assert {says["rerun-cap"], says["rerun-longer"]} == {AGAIN}
     assert says["rerun-timeout"] == says["rerun-spent"] == STANDS
