@@ -130,6 +130,9 @@ def _leak_then_timeout(ev: Evidence) -> str | None:
     return _leak(ev) if ev.facts.ended == "timeout" else None
 
 
+# The rule that leaves a cell undecided because its host was busy while it ran (read by
+# the re-run rules, `stages.measure`, and the sweep's last line, `app.sweep`).
+BUSY_HOST = "busy-host"
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule[Evidence], ...] = (
@@ -192,7 +195,7 @@ RULES: tuple[Rule[Evidence], ...] = (
          "it fell at once by a quarter of its rise (a cache that evicts in bursts): a leak "
          "or a cache still filling; the cell runs again 4x longer",
          ("fill_share", "fill_bytes"), filling_carrier, memory=True),
-    Rule("busy-host", "ambiguous", "late steps are slower, but the rise in run-queue delay "
+    Rule(BUSY_HOST, "ambiguous", "late steps are slower, but the rise in run-queue delay "
          "or throttling per step accounts for `contention_share` of it and CPU time per "
          "step did not rise by half of it: the host was busy; the cell runs again",
          ("contention_share",), lambda ev: "steps" if ev.facts.busy else None),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import report as reports
+from harness.analysis.rules import BUSY_HOST
 from harness.app.exits import exit_code as exit_code  # the sweep's exit, read here too
 from harness.app.headstart import hold
 from harness.errors import (
@@ -207,10 +208,6 @@ def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStor
     return report, reports.write_all(store, report)
 
 
-# The rules that leave a cell undecided because its host was busy while it ran.
-BUSY_RULES = frozenset({"busy-host"})
-
-
 def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
     """The command that decides what is not decided: missing cells are run by --resume
     (it reuses every finished one); undecided cells, whose results --resume would
@@ -223,7 +220,7 @@ def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell
                 "setup(params) and step(state) in them")
     if not undecided:
         return f"harness sweep {path_shown(matrix)} --resume {path_shown(root)} runs them"
-    if not report.missing_cells and all(report.results[c].rule in BUSY_RULES
+    if not report.missing_cells and all(report.results[c].rule == BUSY_HOST
                                         for c in undecided):
         return (f"the host was busy while {'their' if len(undecided) > 1 else 'its'} steps "
                 f"were timed (rule busy-host), which a longer run does not cure: harness "

@@ -81,6 +81,12 @@ def _read_int(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def _limit(path: Path) -> int | None:
+    """A memory limit file's bytes; None for none ("max", or v1's near-2**63 default)."""
+    limit = _read_int(path)
+    return limit if limit is not None and limit < 1 << 60 else None
+
+
 def _counter(path: Path, key: str) -> int:
     """A "key value" line's value in a flat keyed file (0 where absent)."""
     try:
@@ -113,9 +119,8 @@ def memory_now(path: Path, version: int) -> dict[str, int | None] | None:
     usage = _read_int(path / files["usage"])
     if usage is None:
         return None
-    limit = _read_int(path / files["limit"])
     return {"usage": usage, "max_usage": _read_int(path / files["max_usage"]),
-            "limit": limit if limit is not None and limit < 1 << 60 else None,
+            "limit": _limit(path / files["limit"]),
             "rss": _counter(path / "memory.stat", files["rss"])}
 
 
@@ -172,10 +177,8 @@ class CellCgroup:
     def ending(self) -> Ending:
         """OOM kills in the cgroup, its peak and its limit."""
         files = FILES[self.version]
-        limit = _read_int(self.path / files["limit"])
         return Ending(_counter(self.path / files["events"], "oom_kill"),
-                      _read_int(self.path / files["max_usage"]),
-                      limit if limit is not None and limit < 1 << 60 else None)
+                      _read_int(self.path / files["max_usage"]), _limit(self.path / files["limit"]))
 
     def remove(self) -> None:
         """Remove the cgroup: what is left in it (the agent's watchdog, a scenario's

@@ -22,7 +22,7 @@ from harness.errors import EngineUnavailable, GpuUnavailable
 from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
 from harness.pressure import cpu_pressure
-from harness.runtimes.cellcgroup import memory_cgroups, memory_now
+from harness.runtimes.cellcgroup import FILES, memory_cgroups, memory_now
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
 
@@ -110,7 +110,7 @@ def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
     except OSError:
         return None
     for here, version in memory_cgroups(lines, root):
-        found = here / ("memory.oom_control" if version == 1 else "memory.events")
+        found = here / FILES[version]["events"]
         if found.exists():
             return found
     return None
@@ -152,7 +152,7 @@ class CgroupWatch:
     def __init__(self, counter: Path, every_s: float = 0.01, sample_s: float = 1.0,
                  start: float | None = None):
         self.counter, self.every_s, self.sample_s = counter, every_s, sample_s
-        self.version = 1 if counter.name == "memory.oom_control" else 2
+        self.version = next(v for v, f in FILES.items() if f["events"] == counter.name)
         self.start = time.monotonic() if start is None else start
         self.peak_file = next((counter.parent / n for n in PEAK_FILES
                                if (counter.parent / n).exists()), None)
