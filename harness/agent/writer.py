@@ -35,13 +35,18 @@ class Writer(object):
         self.echo = echo
         self.ended = False
 
-    def write(self, record):
-        line = _ENCODE(record)
+    def write(self, record, stamp=None):
+        """`stamp(record)`, where given, adds the members read last, under the lock: a
+        sample's time and RSS stay in file order whichever thread wrote it."""
+        line = None if stamp else _ENCODE(record)
         with self.lock:
             # The end record is the last line: a timer sample already under way when
             # the run ended would otherwise land after it (and be ignored by the host).
             if self.ended:
                 return
+            if stamp:
+                stamp(record)
+                line = _ENCODE(record)
             self.ended = record.get("type") == "end"
             if self.file is not None:
                 self.file.write(line + "\n")
@@ -93,9 +98,11 @@ class Sampler(object):
         r = self.readers
         # USS is costly (smaps_rollup walks the page tables): the timer thread reads it
         # every time, off the main thread; step samples only within a 0.5 % budget.
-        rss, rss_anon = r.rss_and_anon()
+        # The time and RSS are read last, as the line is written (_stamp): a timer sample
+        # that read them first and waited on the other readings (or the GIL) while the
+        # stepping thread wrote later ones would land after those with an older RSS.
         rec = {"type": "sample", "src": src, "phase": self.phase, "i": self.steps_done,
-               "t": round(time.monotonic() - self.t0, 6), "rss": rss, "rss_anon": rss_anon,
+               "t": None, "rss": None, "rss_anon": None,
                "uss": r.uss(force or src == "timer"), "cgroup": r.cgroup_bytes(),
                "fds": count_fds(), "threads": r.threads()}
         # The USS of the processes this one started (a pool's workers), on the same
@@ -113,7 +120,12 @@ class Sampler(object):
             self._step_members(rec, dt, cpu, settle)
             if extra:
                 rec.update(extra)
-        self.writer.write(rec)
+        self.writer.write(rec, self._stamp)
+
+    def _stamp(self, rec):
+        rec["t"] = round(time.monotonic() - self.t0, 6)
+        rec["rss"], rec["rss_anon"] = self.readers.rss_and_anon()
+        rec["i"] = self.steps_done
 
     def _step_members(self, rec, dt, cpu, settle=False):
         # Heap and framework reads touch the allocator and the framework: only between
