@@ -100,7 +100,8 @@ class FakeRuntime(RuntimeBase):
                     noisy = mem + 4096 * round(rng.gauss(0, b.noise) / 4096)
                     rec = {"type": "sample", "src": "step", "phase": phase, "i": steps,
                            "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
-                           "heap": mem / 2 + rng.gauss(0, b.heap_noise), "dt": dts}
+                           "heap": mem / 2 + rng.gauss(0, b.heap_noise),
+                           "dt_ns": [round(x * 1e9) for x in dts]}
                     sampled = sum(1 for x in lines if x["type"] == "sample")
                     if b.heap_samples is not None and sampled >= b.heap_samples:
                         del rec["heap"]

@@ -21,8 +21,9 @@ SAMPLE = ("type", "src", "phase", "i", "t", "rss", "rss_anon", "uss", "cgroup", 
 TREND_NAMES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgroup"),
                ("gpu_used", "gpu"), ("fw", "fw"), ("kids", "kids"))
 # Step samples only (read between steps on the main thread): heap, framework bytes,
-# collections, step times and CPU time.
-STEP = ("heap", "fw", "fw_error", "gc", "dt", "cpu_s")
+# collections, step times (whole ns; the host reads `dt`, seconds, from older agents
+# and recordings as well) and CPU time.
+STEP = ("heap", "fw", "fw_error", "gc", "dt_ns", "cpu_s")
 # Step samples, per interval: contention (True: an integer count).
 CONTENTION = (("rq_s", False), ("ivcs", True), ("thr_s", False), ("thr_n", True),
               ("ref_s", False), ("rq_all_s", False), ("run_all_s", False), ("on_s", False))

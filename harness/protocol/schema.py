@@ -31,10 +31,16 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
             return f"sample {key!r} is not a non-negative integer" + (
                 " up to 100" if key == "gpu_util" else "")
     if rec["src"] == "step":
-        dt = rec.get("dt", [])
-        if not isinstance(dt, list) or not _numbers(dt):
-            return "sample 'dt' is not a list of non-negative numbers"
-        rec["dt"] = list(map(float, dt))
+        if "dt_ns" in rec:      # whole ns (this agent); `dt`, seconds, before it
+            ns = rec.pop("dt_ns")
+            if not isinstance(ns, list) or not _numbers(ns, int):
+                return "sample 'dt_ns' is not a list of non-negative integers"
+            rec["dt"] = list(map(_SECONDS, ns))
+        else:
+            dt = rec.get("dt", [])
+            if not isinstance(dt, list) or not _numbers(dt):
+                return "sample 'dt' is not a list of non-negative numbers"
+            rec["dt"] = list(map(float, dt))
         cpu_s = rec.get("cpu_s")
         if cpu_s is not None:
             if isinstance(cpu_s, bool) or not isinstance(cpu_s, int | float) or not (
@@ -60,14 +66,20 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
     return None
 
 
-def _numbers(values: list[Any]) -> bool:
-    """Every value a finite non-negative number, not a bool. A run's step times are
-    tens of thousands a check: the plain floats and ints JSON gives are checked at C
-    speed (`type` is exact, so a bool is neither), anything else one by one."""
-    if set(map(type, values)) <= {float, int}:
-        return all(map(math.isfinite, values)) and (not values or min(values) >= 0)
-    return all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-               and x >= 0 for x in values)
+def _numbers(values: list[Any], *kinds: type) -> bool:
+    """Every value a finite non-negative number (of `kinds`: int, float where none is
+    given), not a bool. A run's step times are tens of thousands a check: the plain
+    floats and ints JSON gives are checked at C speed (`type` is exact, so a bool is
+    neither), anything else one by one."""
+    allowed = set(kinds or (float, int))
+    if set(map(type, values)) <= allowed:
+        return ((allowed == {int} or all(map(math.isfinite, values)))
+                and (not values or min(values) >= 0))
+    return not kinds and all(isinstance(x, int | float) and not isinstance(x, bool)
+                             and math.isfinite(x) and x >= 0 for x in values)
+
+
+_SECONDS = (1e9).__rtruediv__   # ns -> s: ns / 1e9
 
 
 _STR = (str,)

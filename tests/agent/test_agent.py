@@ -116,8 +116,8 @@ def test_stable_scenario(python: str, tmp_path: Path) -> None:
     assert [s["phase"] for s in steps] == ["setup", "warmup"] + ["measure"] * 4
     assert len(step_samples(records, "measure")) == 40 // 10
     assert [s["i"] for s in steps] == [0, 10, 20, 30, 40, 50]
-    assert sum(len(s["dt"]) for s in steps) == 40 + 10
-    assert all(isinstance(x, float) and x >= 0 for s in steps for x in s["dt"])
+    assert sum(len(s["dt_ns"]) for s in steps) == 40 + 10
+    assert all(type(x) is int and x >= 0 for s in steps for x in s["dt_ns"])   # whole ns
     assert all(s["rss"] > 0 for s in steps)
     assert end["status"] == "ok" and end["mode"] == "steps"
     assert (end["iterations"], end["warmup"], end["stopped_early"]) == (40, 10, False)
@@ -137,7 +137,7 @@ def test_uneven_sampling(tmp_path: Path) -> None:
     _, records = run_agent(sys.executable, script, tmp_path, iterations=25, warmup=0)
     measure = step_samples(records, "measure")
     assert [s["i"] for s in measure] == [10, 20, 25]
-    assert [len(s["dt"]) for s in measure] == [10, 10, 5]
+    assert [len(s["dt_ns"]) for s in measure] == [10, 10, 5]
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -287,7 +287,7 @@ def test_control_file_stops_early(python: str, tmp_path: Path) -> None:
     assert end["status"] == "ok"
     assert end["stopped_early"] is True
     assert end["iterations"] == 30 < 1000
-    assert sum(len(s["dt"]) for s in step_samples(records, "measure")) == 30
+    assert sum(len(s["dt_ns"]) for s in step_samples(records, "measure")) == 30
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -465,4 +465,4 @@ def test_step_samples_carry_contention_counters(python: str, tmp_path: Path) -> 
     steps = step_samples(records)
     for before, s in itertools.pairwise(steps):
         if s["phase"] == "measure":
-            assert s["rq_s"] < s["t"] - before["t"] - 0.9 * 0.001 * len(s["dt"]), s
+            assert s["rq_s"] < s["t"] - before["t"] - 0.9 * 0.001 * len(s["dt_ns"]), s

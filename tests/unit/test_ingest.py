@@ -194,6 +194,10 @@ def test_lines_the_caller_does_not_iterate_over_are_read_later() -> None:
     ({"dt": [float("inf"), 0.001]}, "'dt' is not a list of non-negative numbers"),
     ({"dt": [0.001, True]}, "'dt' is not a list of non-negative numbers"),
     ({"dt": [-1, 2]}, "'dt' is not a list of non-negative numbers"),
+    ({"dt_ns": [1000, -1]}, "'dt_ns' is not a list of non-negative integers"),
+    ({"dt_ns": [1000, 1.5]}, "'dt_ns' is not a list of non-negative integers"),
+    ({"dt_ns": [1000, True]}, "'dt_ns' is not a list of non-negative integers"),
+    ({"dt_ns": "1000"}, "'dt_ns' is not a list of non-negative integers"),
     ({"i": "4"}, "without integer 'i'"),
     ({"i": True}, "without integer 'i'"),
     ({"src": "gpu"}, "unknown 'src'"),
@@ -213,6 +217,16 @@ def test_integer_dt_becomes_float() -> None:
     s = parse_lines(lines(HEADER, sample(4, [1, 2]), END))
     assert s.cols.steps.dtype == np.float64
     np.testing.assert_array_equal(s.cols.steps, [1.0, 2.0])
+
+
+def test_whole_ns_step_times_read_as_seconds_in_place_of_dt() -> None:
+    # GIVEN this agent's step times in whole ns (older agents and recordings: `dt`, s)
+    ns = {**sample(4), "dt_ns": [1500, 2_000_000_000, 0]}
+    del ns["dt"]
+    s = parse_lines(lines(HEADER, ns, sample(6, [0.25]), END))
+    # THEN both read as seconds, one column
+    np.testing.assert_array_equal(s.cols.steps, [1.5e-6, 2.0, 0.0, 0.25])
+    assert "dt_ns" not in s.samples[0] and s.skipped == 0
 
 
 def test_second_header_is_ignored() -> None:
