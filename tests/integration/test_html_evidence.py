@@ -35,7 +35,7 @@ class LocalLike(FakeRuntime):
         path = request.outdir / "samples.jsonl"
         recs: list[dict[str, Any]] = [json.loads(x) for x in path.read_text().splitlines()]
         samples = [r for r in recs if r.get("type") == "sample"]
-        samples[0]["dt"][0] = 0.041
+        samples[0]["dt_ns"][0] = 41_000_000     # 41 ms
         for r in samples:
             r["cgroup"] = 10.2 * 2**30 + (r["i"] % 7) * 2**20
             if r["i"] > 20:
