@@ -73,7 +73,8 @@ def _own_memory_cgroup() -> tuple[Path, int] | None:
     return None
 
 
-def _read_int(path: Path) -> int | None:
+def read_int(path: Path) -> int | None:
+    """A one-number file's value (None: unreadable, or not a number: "max")."""
     try:
         text = path.read_text().strip()
     except OSError:
@@ -83,11 +84,11 @@ def _read_int(path: Path) -> int | None:
 
 def _limit(path: Path) -> int | None:
     """A memory limit file's bytes; None for none ("max", or v1's near-2**63 default)."""
-    limit = _read_int(path)
+    limit = read_int(path)
     return limit if limit is not None and limit < 1 << 60 else None
 
 
-def _counter(path: Path, key: str) -> int:
+def counter(path: Path, key: str) -> int:
     """A "key value" line's value in a flat keyed file (0 where absent)."""
     try:
         for line in path.read_text().splitlines():
@@ -105,7 +106,7 @@ def _limited(path: Path, version: int) -> bool:
     for d in (path, *path.parents):
         if d == ROOT or ROOT not in d.parents:
             break
-        value = _read_int(d / name)
+        value = read_int(d / name)
         if value is not None and value < 1 << 60:
             return True
     return False
@@ -116,18 +117,18 @@ def memory_now(path: Path, version: int) -> dict[str, int | None] | None:
     `usage`, `max_usage` (None without the file: v2's memory.peak came in Linux 5.19),
     `limit` (None: none) and `rss` (anonymous memory); None where the cgroup is gone."""
     files = FILES[version]
-    usage = _read_int(path / files["usage"])
+    usage = read_int(path / files["usage"])
     if usage is None:
         return None
-    return {"usage": usage, "max_usage": _read_int(path / files["max_usage"]),
+    return {"usage": usage, "max_usage": read_int(path / files["max_usage"]),
             "limit": _limit(path / files["limit"]),
-            "rss": _counter(path / "memory.stat", files["rss"])}
+            "rss": counter(path / "memory.stat", files["rss"])}
 
 
 def vmstat_oom_kills() -> int | None:
     """The kernel's count of OOM kills since boot, host-wide (None: not read)."""
     path = Path("/proc/vmstat")
-    return _counter(path, "oom_kill") if path.exists() else None
+    return counter(path, "oom_kill") if path.exists() else None
 
 
 @dataclass
@@ -177,8 +178,8 @@ class CellCgroup:
     def ending(self) -> Ending:
         """OOM kills in the cgroup, its peak and its limit."""
         files = FILES[self.version]
-        return Ending(_counter(self.path / files["events"], "oom_kill"),
-                      _read_int(self.path / files["max_usage"]), _limit(self.path / files["limit"]))
+        return Ending(counter(self.path / files["events"], "oom_kill"),
+                      read_int(self.path / files["max_usage"]), _limit(self.path / files["limit"]))
 
     def remove(self) -> None:
         """Remove the cgroup: what is left in it (the agent's watchdog, a scenario's

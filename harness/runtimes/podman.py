@@ -22,7 +22,7 @@ from harness.errors import EngineUnavailable, GpuUnavailable
 from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
 from harness.pressure import cpu_pressure
-from harness.runtimes.cellcgroup import FILES, memory_cgroups, memory_now
+from harness.runtimes.cellcgroup import FILES, counter, memory_cgroups, memory_now, read_int
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
 
@@ -118,25 +118,10 @@ def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
 
 def oom_kills(path: Path) -> int | None:
     """The `oom_kill` count in a memory.oom_control / memory.events file; None: gone."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill" and value.strip().isdigit():
-            return int(value)
-    return 0
+    return counter(path, "oom_kill") if path.exists() else None
 
 
 PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak", "memory.current")
-
-
-def read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 class CgroupWatch:
