@@ -148,6 +148,9 @@ def test_copy_mode_for_remote_engines(tmp_path: Path, monkeypatch: pytest.Monkey
     no_leftovers()
 
 
+# The rules that call a cell on its step time alone (a slowdown, or steps left undecided).
+STEP_RULES = ("slowdown", "busy-host", "rising", "unsettled")
+
 POOL = '''
 import multiprocessing
 
@@ -195,6 +198,12 @@ def test_worker_processes_are_read_in_the_container(tmp_path: Path) -> None:
     cells = results(tmp_path)
     leak, cached = cells["bookworm.cpu.leak"], cells["bookworm.cpu.cache"]
     assert leak["verdict"] == "leak" and leak["reason"].startswith("kids grows "), leak["reason"]
-    assert cached["verdict"] in ("ok", "plateau"), cached["reason"]
-    assert "worker processes: no leak above" in cached["reason"], cached["reason"]
+    # What this test reads is memory: a bounded cache is no leak, in the workers nor in
+    # any source. Not the step time: a pool's call waits on its worker, whose run-queue
+    # delay the agent does not read (its own threads' only), so on a busy host a rise
+    # in it reads as a slowdown (a CI beside two busy loops: late steps 4.13x early).
+    assert not [k for k, m in cached["memory"].items() if m["kind"] == "leak"], cached
+    assert cached["verdict"] in ("ok", "plateau") or cached["rule"] in STEP_RULES, cached
+    if cached["verdict"] != "slowdown":
+        assert "worker processes: no leak above" in cached["reason"], cached["reason"]
     no_leftovers()
