@@ -146,6 +146,13 @@ class CgroupWatch:
         self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        # The first sample at once, as the stream's, and before the thread runs: a cell
+        # of a second can be over before a busy host gets to the thread (a CI beside two
+        # busy loops: a cell with no sample at all).
+        self._due = time.monotonic()
+        if self._read():
+            self._sample()
+            self._due += self.sample_s
         self._thread.start()
 
     def _read(self) -> bool:
@@ -166,7 +173,7 @@ class CgroupWatch:
                                  **cpu_pressure()})
 
     def _run(self) -> None:
-        due = time.monotonic()   # the first sample at once, as the stream's
+        due = self._due
         while self._read():
             if time.monotonic() >= due:
                 self._sample()

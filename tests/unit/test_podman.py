@@ -226,6 +226,20 @@ def test_the_watch_keeps_its_readings_after_the_cgroup_is_gone(tmp_path: Path) -
     assert watch() == (True, 5000)
 
 
+def test_the_watch_samples_once_before_its_thread_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a cgroup, and a host so busy that the watch's thread never gets to run
+    counter = tmp_path / "memory.oom_control"
+    counter.write_text("oom_kill 0\n")
+    (tmp_path / "memory.usage_in_bytes").write_text(f"{30 << 20}\n")
+    monkeypatch.setattr(threading.Thread, "start", lambda self: None)
+    monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: None)
+    watch = podman.CgroupWatch(counter)
+    # THEN the cell has its first sample all the same (a CI's cell of a second had none)
+    assert [s["usage"] for s in watch.samples] == [30 << 20]
+    assert watch() == (False, None)
+
+
 def test_gpu_cells_need_a_cdi_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     none = (tmp_path / "etc-cdi", tmp_path / "run-cdi")
     [(level, what, fix)] = podman.setup_checks(True, none)
