@@ -102,12 +102,11 @@ def counter(path: Path, key: str) -> int:
 
 def _limited(path: Path, version: int) -> bool:
     """Whether a memory limit holds the cgroup at `path` or one above it."""
-    name = "memory.limit_in_bytes" if version == 1 else "memory.max"
+    name = FILES[version]["limit"]
     for d in (path, *path.parents):
         if d == ROOT or ROOT not in d.parents:
             break
-        value = read_int(d / name)
-        if value is not None and value < 1 << 60:
+        if _limit(d / name) is not None:
             return True
     return False
 
