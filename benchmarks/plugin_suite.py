@@ -159,7 +159,7 @@ def shim(harness_root: Path, into: Path) -> Path:
 
 
 def run(name: str, python: Path, tests: Path, mark: str, budget: str,
-        path: Path | None, pick: tuple[str, ...] = ()) -> Run:
+        path: Path | None, pick: tuple[str, ...] = (), keep: Path | None = None) -> Run:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTHON", "PSUITE_", "MEMRAY_", "PYTEST_"))}
     env |= {MARK_ENV: mark, BUDGET_ENV: budget}
@@ -185,6 +185,10 @@ def run(name: str, python: Path, tests: Path, mark: str, budget: str,
     if done.returncode not in (0, 1) or not counts:
         print(f"plugin_suite: {name}: pytest exited {done.returncode}:\n"
               f"{(done.stdout + done.stderr)[-3000:]}", file=sys.stderr)
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        runs = len(list(keep.glob("*.xml")))
+        shutil.copy(junit, keep / f"{runs:02d}-{re.sub(r'[^a-z]+', '-', name)}.xml")
     got = Run(name, wall, counts, (before, os.getloadavg()[0]), ran_times(junit),
               done.stdout.count("harness: undecided, passed"))
     print(f"  {name}: {wall:.1f} s, {last}", file=sys.stderr, flush=True)
@@ -248,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1,
                    help="harness runs of each checkout, alternated (default 1)")
     p.add_argument("--no-memray", action="store_true", help="leave pytest-memray out")
+    p.add_argument("--keep", metavar="DIR", type=Path, default=None,
+                   help="copy each run's junit-xml (each test's time) into DIR")
     args = p.parse_args(argv)
     budget = args.budget or (QUICK_BUDGET if args.quick else BUDGET)
     budget_s = seconds(budget)
@@ -265,13 +271,15 @@ def main(argv: list[str] | None = None) -> int:
             checkouts = {"harness before": shim(args.before.resolve(), work / "before"),
                          "harness after": checkouts["harness"]}
         pick = ("-k", QUICK_TESTS) if args.quick else ()
-        plain = run("plain", python, tests, "plain", budget, None, pick)
+        plain = run("plain", python, tests, "plain", budget, None, pick, args.keep)
         runs = [plain]
         for _ in range(max(args.rounds, 1)):
             for name, path in checkouts.items():
-                runs.append(run(name, python, tests, "harness", budget, path, pick))
+                runs.append(run(name, python, tests, "harness", budget, path, pick,
+                                args.keep))
         if not args.no_memray:
-            runs.append(run("pytest-memray", python, tests, "memray", budget, None, pick))
+            runs.append(run("pytest-memray", python, tests, "memray", budget, None, pick,
+                                args.keep))
     quick = f" (--quick: {', '.join(QUICK_FILES)} -k {QUICK_TESTS})" if args.quick else ""
     print(f"opt_einsum 3.4.0's tests{quick}"
           f", less {', '.join(LEFT_OUT)}; every module-level test marked "
