@@ -158,6 +158,8 @@ def parse_args(argv):
         problem = "--sample-every must be >= 1, --iterations/--warmup >= 0"
     elif args.budget < 0 or args.budget_min < 0:
         problem = "--budget and --budget-min must be >= 0"
+    elif not 0 <= args.warmup_share < 1:
+        problem = "--warmup-share must be >= 0 and < 1"
     else:
         args.attribute, unknown = attribute_kinds(args.attribute)
         if unknown:
@@ -188,6 +190,11 @@ OPTIONS = (
         "metavar": "BYTES",
         "help": "stop the run once memory grew this much after its first call (at most "
                 "half the memory free then; watchdog.py); 0: never"}),
+    ("--warmup-share", float, 0.0, {
+        "metavar": "F",
+        "help": "with --budget: the warm-up spends at most this share of the budget and "
+                "the measured phase the rest (0: the warm-up runs before the budget, up "
+                "to it)"}),
     ("--budget-max", float, 0.0, {
         "metavar": "S",
         "help": "with --budget: go on to --budget-min steps for at most S seconds "

@@ -17,12 +17,11 @@ BUDGET_SAMPLES = 400
 LEAST_SAMPLES = 16
 # A budgeted run goes on past its budget to --budget-min steps for at most this many
 # times its budget (and LEAST_CAP_S at least): a step of seconds would otherwise run for
-# hours to make them (its end record says budget_capped).
+# hours to make them (its end record says budget_capped). Its warm-up ends with its
+# budget too (at least one step); with --warmup-share F, at F of its budget, and the
+# measured phase spends the rest (harness.check, the pytest plugin: a marked test costs
+# its budget; a warm-up of 200 calls of 3 ms before a 0.5 s budget cost it twice).
 LEAST_CAP_FACTOR, LEAST_CAP_S = 10.0, 10.0
-# A budgeted run's warm-up spends at most this share of its budget (at least one step),
-# and its measured phase the rest: the run costs its budget. A warm-up of 200 calls of
-# 3 ms outside a 0.5 s budget made a marked test cost twice it (issue 62).
-WARMUP_SHARE = 0.2
 
 
 class ControlCheck(object):
@@ -78,6 +77,7 @@ class Stepper(object):
         self.budget_spent = False
         self.budget_capped = False      # the cap on time cut the --budget-min steps short
         self.warmup_cut = False         # the budget ended the warm-up before its steps
+        self.warmup_share = getattr(args, "warmup_share", 0.0) or 0.0
         self.warmed = 0.0               # the warm-up's seconds, its measured phase's less
         self.control = ControlCheck(args.control)
         self.contention = Contention()
@@ -124,12 +124,13 @@ class Stepper(object):
         since = 0.0         # step seconds since the last sample
         budgeted = measuring and self.run_budget > 0
         started = clock()
-        ends_at = (started + self.run_budget - min(self.warmed, WARMUP_SHARE * self.run_budget)
+        share = self.warmup_share
+        ends_at = (started + self.run_budget - min(self.warmed, share * self.run_budget)
                    if budgeted else float("inf"))
         hard_end = (started + (self.budget_max or max(LEAST_CAP_FACTOR * self.run_budget,
                                                       LEAST_CAP_S))
                     if budgeted else float("inf"))
-        warmup_ends = (started + WARMUP_SHARE * self.run_budget
+        warmup_ends = (started + (share or 1.0) * self.run_budget
                        if not measuring and self.run_budget > 0 else float("inf"))
         least = self.budget_min
         every_s = self.run_budget / BUDGET_SAMPLES if budgeted else float("inf")

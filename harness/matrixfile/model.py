@@ -100,6 +100,11 @@ class RunSettings:
     # attempt's measured phase then stops at 10 budgets, 10 s at least). harness.check
     # and the pytest plugin set 4 unless told (docs/pytest.md).
     overrun: int | None = None
+    # A budgeted run's warm-up inside its budget: at most this share of it, the measured
+    # phase the rest (the agent's --warmup-share); None: the warm-up runs before the
+    # budget, up to it. harness.check and the pytest plugin set it (a marked test costs
+    # its budget); no matrix key sets it.
+    warmup_share: float | None = None
     # The most seconds an attempt's measured phase runs (the agent's --budget-max):
     # set by harness alone, from `overrun`, for a run again; no matrix key sets it.
     budget_max: float | None = None

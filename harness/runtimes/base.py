@@ -95,6 +95,8 @@ class RunRequest:
             args += ["--budget", f"{budget:g}", "--budget-min",
                      str(min(s.budget_calls or BUDGET_MIN_CALLS, s.agent_iterations)),
                      "--max-overhead", f"{BUDGET_OVERHEAD:g}"]
+            if s.warmup_share:
+                args += ["--warmup-share", f"{s.warmup_share:g}"]
             if self.attribute:
                 # An attributed run (explain) makes its least calls, as a fixed run
                 # would, within its deadline: not cut at ten budgets.

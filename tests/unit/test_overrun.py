@@ -65,6 +65,15 @@ def test_a_budget_too_short_ends_ambiguous_within_its_bound_and_says_why(
     assert 0 < calls < need and wants >= need * 0.05 * 0.9, said.group(0)
 
 
+def test_a_check_s_warm_up_is_inside_its_budget(slow_step: object) -> None:
+    """A check's warm-up spends a fifth of its budget at most (0.1 s of 0.5 s: 3 calls of
+    50 ms at most, as a sleep is never shorter than asked; before, 10 calls, the whole
+    budget, ran before it), and its measured phase the rest."""
+    got = harness.check(slow_step, budget="0.5s")     # type: ignore[arg-type]
+    warmup = got.result.end.warmup
+    assert warmup is not None and 1 <= warmup <= 3, got.result.end
+
+
 def test_a_bound_set_higher_measures_longer(slow_step: object) -> None:
     got = harness.check(slow_step, budget="0.3s",     # type: ignore[arg-type]
                         settings={"overrun": 8})
