@@ -101,6 +101,13 @@ STABLE_NEEDS = ("heap", "gpu", "fw")
 # caller's sources say nothing.
 WORKER_NEEDS = ("kids",)
 EVERY_READING = 200          # readings looked at one by one; past it every hundredth
+# Memory keys of a sample (TREND_NAMES'), whose range so far bounds what any source grew.
+_MEMORY_KEYS = tuple(TREND_NAMES)
+# A source's growth as the live leak rule reads it (`memory.risen`: its peak over its
+# first readings, or its slope times the calls where it never rose) stays under this
+# many times its range so far: a look earlier than `live_ok_share` with every range
+# under `leak_large_bytes` / it cannot stop the run, and is not made.
+_GROWTH_PER_RANGE = 4.0
 # What a sample carries besides memory, kept when the decider tests one source alone.
 _KEEP = ("type", "src", "phase", "i", "t", "dt")
 
@@ -153,6 +160,7 @@ class LiveDecider:
         self.cap = 0.0                  # ... and its cap on calls (`--iterations`)
         self.started: float | None = None   # the measured phase's first sample time
         self.now = 0.0                  # the latest sample's time
+        self.span: dict[str, tuple[float, float]] = {}  # each memory key's range so far
         self.decision: LiveDecision | None = None
 
     @property
@@ -184,13 +192,33 @@ class LiveDecider:
             fields = {k: v for k, v in fields.items() if k in _KEEP or k in self.keys}
         self.series.samples.append(fields)
         self.seen.update(s for s in WORKER_NEEDS if fields.get(SAMPLE_KEYS.get(s, s)) is not None)
+        span = self.span
+        for key in _MEMORY_KEYS:
+            if isinstance(v := fields.get(key), int | float):
+                lo, hi = span.get(key, (v, v))
+                span[key] = (min(lo, v), max(hi, v))
         if fields.get("phase") != "measure" or fields.get("src") != "step":
             return None
         self.readings += 1
         n = self.readings
         if n > EVERY_READING and n % max(1, n // 100):
             return None
+        if self._cannot_stop():
+            return None
         return self.look()
+
+    def _cannot_stop(self) -> bool:
+        """Whether a look now would run on whatever it read, known without making it (a
+        look reads the whole run so far: ~2-4 ms at 200 readings, most of a check's
+        host CPU): the run has measured less than `live_ok_share` of its length (rule
+        `live-early` holds any `ok`) and no memory key has ranged over enough to grow
+        `leak_large_bytes` (rule `live-leak`)."""
+        k = self.series.cols.calls
+        seconds = self.now - self.started if self.started is not None else 0.0
+        if self.share(seconds, k) >= self.cfg.live_ok_share:
+            return False
+        widest = max((hi - lo for lo, hi in self.span.values()), default=0.0)
+        return widest * _GROWTH_PER_RANGE < self.cfg.leak_large_bytes
 
     def look(self) -> LiveDecision | None:
         """The one memory decision on the samples so far, where it settles the cell: a
