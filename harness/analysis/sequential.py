@@ -105,8 +105,7 @@ EVERY_READING = 200          # readings looked at one by one; past it every hund
 _MEMORY_KEYS = tuple(TREND_NAMES)
 # A source's growth as the live leak rule reads it (`memory.risen`: its peak over its
 # first readings, or its slope times the calls where it never rose) stays under this
-# many times its range so far: a look earlier than `live_ok_share` with every range
-# under `leak_large_bytes` / it cannot stop the run, and is not made.
+# many times its range so far (`LiveDecider._cannot_stop`).
 _GROWTH_PER_RANGE = 4.0
 # What a sample carries besides memory, kept when the decider tests one source alone.
 _KEEP = ("type", "src", "phase", "i", "t", "dt")
@@ -210,15 +209,16 @@ class LiveDecider:
     def _cannot_stop(self) -> bool:
         """Whether a look now would run on whatever it read, known without making it (a
         look reads the whole run so far: ~2-4 ms at 200 readings, most of a check's
-        host CPU): the run has measured less than `live_ok_share` of its length (rule
-        `live-early` holds any `ok`) and no memory key has ranged over enough to grow
-        `leak_large_bytes` (rule `live-leak`)."""
+        host CPU): the look's own table (`runrules.LIVE_RULES`) on the most a look
+        could read, a leak grown `_GROWTH_PER_RANGE` times the widest range of any
+        memory key so far and memory flat, keeps the run going (rule `live-early`)."""
         k = self.series.cols.calls
         seconds = self.now - self.started if self.started is not None else 0.0
-        if self.share(seconds, k) >= self.cfg.live_ok_share:
-            return False
         widest = max((hi - lo for lo, hi in self.span.values()), default=0.0)
-        return widest * _GROWTH_PER_RANGE < self.cfg.leak_large_bytes
+        most = LiveEvidence("bound", widest * _GROWTH_PER_RANGE, self.cfg.leak_large_bytes,
+                            "bound", 0.0, self.cfg.ok_floor_bytes, self.share(seconds, k),
+                            self.cfg.live_ok_share)
+        return first_of(most, LIVE_RULES)[0].id == "live-early"
 
     def look(self) -> LiveDecision | None:
         """The one memory decision on the samples so far, where it settles the cell: a
