@@ -187,8 +187,9 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
             `step(state)` with it, as `step(**kwargs)` with `kwargs`.
         setup: A module-level function, called once before the measured calls as
             `setup(params)` (or `setup()`); what it returns is `state`.
-        budget: How long to measure ("3s", "500ms", "1m" or seconds): the run stops
-            earlier once the verdict is certain, and runs again longer when it is
+        budget: How long to run ("3s", "500ms", "1m" or seconds), its warm-up (a
+            fifth of it at most) included: the run stops earlier once the verdict is
+            certain, and runs again longer when it is
             ambiguous (a cache still filling, say), all its runs within `overrun`
             budgets (4 unless `settings` set it): past that it ends `ambiguous`, saying
             the budget that would decide.
