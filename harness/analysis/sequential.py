@@ -167,6 +167,11 @@ class LiveDecider:
         """Measured iterations seen so far."""
         return self.series.cols.calls
 
+    @property
+    def elapsed(self) -> float:
+        """Seconds the measured phase has run, by the latest sample's time."""
+        return self.now - self.started if self.started is not None else 0.0
+
     def feed(self, record: Record) -> LiveDecision | None:
         """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
 
@@ -212,11 +217,10 @@ class LiveDecider:
         host CPU): the look's own table (`runrules.LIVE_RULES`) on the most a look
         could read, a leak grown `_GROWTH_PER_RANGE` times the widest range of any
         memory key so far and memory flat, keeps the run going (rule `live-early`)."""
-        k = self.series.cols.calls
-        seconds = self.now - self.started if self.started is not None else 0.0
         widest = max((hi - lo for lo, hi in self.span.values()), default=0.0)
         most = LiveEvidence("bound", widest * _GROWTH_PER_RANGE, self.cfg.leak_large_bytes,
-                            "bound", 0.0, self.cfg.ok_floor_bytes, self.share(seconds, k),
+                            "bound", 0.0, self.cfg.ok_floor_bytes,
+                            self.share(self.elapsed, self.series.cols.calls),
                             self.cfg.live_ok_share)
         return first_of(most, LIVE_RULES)[0].id == "live-early"
 
@@ -231,7 +235,7 @@ class LiveDecider:
         # at call 100, 0.4 s of its 5 s budget); steps rising so far are read over the
         # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
         # memory at call 260, read `slowdown`, and so did its run twice as long).
-        seconds = self.now - self.started if self.started is not None else 0.0
+        seconds = self.elapsed
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
                         self.seen, self.share(seconds, k), self._rising)
         if found is None:
