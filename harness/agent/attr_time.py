@@ -125,7 +125,8 @@ class TF1Ops(Part):
         self.progress = ctx.progress
         self.seen = {"early": 0, "late": 0}
         self.traced = {"early": 0, "late": 0}
-        self.totals = {}  # (device, node) -> {"early": us, "late": us, "op": type}
+        # (device, node) -> {"early": [us a traced call], "late": [...], "op": type}
+        self.totals = {}
         self.optype = {}
         self.failure = None
         self.orig = session_module.BaseSession.run
@@ -164,6 +165,7 @@ class TF1Ops(Part):
         return self.optype[key]
 
     def _add(self, w, sess, step_stats):
+        call = {}
         for dev in step_stats.dev_stats:
             device = dev.device
             tail = device.rsplit("/", 1)[-1]
@@ -175,10 +177,12 @@ class TF1Ops(Part):
                 key = (short, ns.node_name)
                 acc = self.totals.get(key)
                 if acc is None:
-                    acc = self.totals[key] = {"early": 0, "late": 0,
+                    acc = self.totals[key] = {"early": [], "late": [],
                                               "op": self._op_type(sess, ns.node_name,
                                                                   ns.timeline_label)}
-                acc[w] += ns.all_end_rel_micros
+                call[key] = call.get(key, 0) + ns.all_end_rel_micros
+        for key, us in call.items():
+            self.totals[key][w].append(us)
 
 
     def close(self):
@@ -192,18 +196,27 @@ class TF1Ops(Part):
         if not (self.traced["early"] or self.traced["late"]):
             raise RuntimeError("no Session.run call was traced while measuring "
                                "(the scenario ran no TF1 session in the windows)")
+        # An op's time in a window is its median over the window's traced calls (0 in a
+        # call it did not run in), not their mean: on a busy host one call preempted
+        # inside a cheap op outweighed the op whose time grew on every call.
         ops = []
         for (device, node), v in self.totals.items():
-            e = self.traced["early"]
-            la = self.traced["late"]
             ops.append({"name": node, "op": v["op"], "device": device,
-                        "early_us": round(v["early"] / e, 3) if e else None,
-                        "late_us": round(v["late"] / la, 3) if la else None})
+                        "early_us": _median_of(v["early"], self.traced["early"]),
+                        "late_us": _median_of(v["late"], self.traced["late"])})
         ops.sort(key=lambda o: -max(o["early_us"] or 0, o["late_us"] or 0))
         return {"source": "tf1-step-stats", "every": self.every,
                 "windows": self.windows.describe(
                     {"early": {"calls": self.traced["early"]}, "late": {"calls": self.traced["late"]}}),
                 "ops": ops[:TOP]}
+
+
+def _median_of(values, calls):
+    """The median of `values` padded with zeros to `calls` values; None for no call."""
+    if not calls:
+        return None
+    v = sorted(values + [0] * (calls - len(values)))
+    return round((v[(calls - 1) // 2] + v[calls // 2]) / 2, 3)
 
 
 # ---------------------------------------------------------------- ops: torch
