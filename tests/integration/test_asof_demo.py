@@ -19,6 +19,7 @@ import pytest
 from harness.cli import main
 from harness.errors import EXIT_BAD_INPUT
 from harness.runtimes import resolver
+from tests.integration.test_docs_commands import elsewhere, run_as_pasted, scratch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,12 +40,13 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.slow
-def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]
-                                                   ) -> None:
-    out = tmp_path / "r"
-    assert main(["sweep", str(ROOT / "examples" / "asof.yaml"), "--out", str(out),
-                 "-q"]) == 1
+def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path) -> None:
+    # docs/asof.md's three commands, pasted in order in a scratch copy of the repository
+    sweep, day_cmd, cause_cmd = elsewhere(ROOT / "docs/asof.md",
+                                          "tests/integration/test_asof_demo.py")
+    repo = scratch(tmp_path)
+    run_as_pasted(sweep, repo)
+    out = repo / "reports"
     (run,) = (out / "asof-aiohttp").iterdir()
     cells = json.loads((run / "results.json").read_text())["cells"]
     pins = {c["image"]["label"]: c["image"]["labels"]["pins"] for c in cells.values()}
@@ -53,9 +55,8 @@ def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path,
     assert "multidict==6.6.4" in pins["aiohttp@2025-09-15"].split()
     verdicts = {c["image"]["label"]: c["verdict"] for c in cells.values()}
     assert verdicts["aiohttp@2025-07-15"] == "leak", verdicts
-    capsys.readouterr()
-    code = main(["day", str(out / "asof-aiohttp"), "-q"])
-    said = capsys.readouterr().out
+    done = run_as_pasted(day_cmd, repo)
+    code, said = done.returncode, done.stdout
     (answer,) = run.glob("day/*/day.json")
     day = json.loads(answer.read_text())
     # multidict 6.5.1, the first leaking release, reached the index on 2025-06-24: every
@@ -83,10 +84,7 @@ def test_the_demo_finds_the_day_multidict_went_bad(index: Path, tmp_path: Path,
     # The whole journey on the same run: the day's probes and the sweep's cells are
     # reused, culprit swaps only what changed between the two days (two probes, proved
     # both ways), and the summary's workaround stays below the first bad day's version.
-    capsys.readouterr()
-    assert main(["sweep", str(ROOT / "examples" / "asof.yaml"), "--out", str(out),
-                 "--resume", "--find-cause"]) == 1
-    said = capsys.readouterr().out
+    said = run_as_pasted(cause_cmd, repo).stdout
     cause = json.loads((run / "cause" / "cpu.multidict_pop.json").read_text())
     summary = cause["summary"]
     assert summary.startswith(f"went bad between {day['last_good']} and "

@@ -1,10 +1,11 @@
 """`harness culprit` on real runtimes: venvs built by pip (local), and hybrid images built
 by the engine from two images' RECORDs (docker).
 
-The local test needs pip's index (multidict's real leak, aio-libs/multidict#1232, among
-four package changes); the docker test builds its own two images offline from
-harness-test/base:bookworm with hand-made packages (one of which leaks by design), so
-the truth is stated here and the engine's swap is what is tested.
+The local test runs docs/culprit.md's demo as pasted (pip's index: multidict's real leak,
+aio-libs/multidict#1232, among six package changes); the docker test builds its own two
+images offline from harness-test/base:bookworm with hand-made packages (one of which
+leaks by design, one only in each image), so the truth is stated here and the engine's
+swap is what is tested.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.integration.test_docs_commands import elsewhere, run_as_pasted, scratch
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO = ROOT / "examples" / "scenarios" / "multidict_pop.py"
 
 
 def answer(out: Path, name: str) -> dict:
@@ -30,22 +31,14 @@ def answer(out: Path, name: str) -> dict:
 
 
 @pytest.mark.slow
-def test_local_culprit_names_multidict_among_four(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "m.yaml").write_text(
-        "name: cul\nruntime: local\n"
-        "defaults: {iterations: 200, warmup: 20, sample_every: 10, timeout: 5m}\n"
-        "matrix:\n  image:\n"
-        "    - {name: g, pip: [multidict==6.4.4, idna==3.6, attrs==23.2.0, "
-        "frozenlist==1.4.1]}\n"
-        "    - {name: b, pip: [multidict==6.6.3, idna==3.10, attrs==25.3.0, "
-        "frozenlist==1.7.0]}\n"
-        f"  scenario: [{SCENARIO}]\n")
-    out = tmp_path / "r"
-    assert main(["sweep", str(tmp_path / "m.yaml"), "--out", str(out), "-q"]) == 1
-    assert main(["culprit", str(out / "cul"), "-q"]) == 1
-    data = answer(out, "cul")
+def test_local_culprit_names_multidict_among_six(tmp_path: Path) -> None:
+    # docs/culprit.md's demo, pasted in a scratch copy of the repository: two venvs of an
+    # aiohttp-like stack, five packages moved and one added, multidict's leak among them
+    sweep, culprit = elsewhere(ROOT / "docs/culprit.md", "tests/integration/test_culprit_real.py")
+    repo = scratch(tmp_path)
+    run_as_pasted(sweep, repo)
+    run_as_pasted(culprit, repo)
+    data = answer(repo / "reports", "culprit-demo")
     assert data["status"] == "found"
     assert [c["name"] for c in data["answer"]] == ["multidict"]
     by = {(p["side"], tuple(p["changes"])): p for p in data["probes"]}

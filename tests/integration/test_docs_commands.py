@@ -128,7 +128,8 @@ def test_skips_are_few() -> None:
 
 def test_a_block_run_elsewhere_is_run_there() -> None:
     """A block skipped as `elsewhere` names the test file that runs it, and that file reads
-    the block from this page (`blocks`), so an edit of the commands reaches the test."""
+    the block from this page (`blocks` or `elsewhere`), so an edit of the commands reaches
+    the test."""
     for path in DOCS:
         for block in blocks(path):
             if block.skip != "elsewhere":
@@ -137,7 +138,8 @@ def test_a_block_run_elsewhere_is_run_there() -> None:
             assert named, f"{block.where}: skip=elsewhere names no tests/...py file"
             for name in named:
                 text = (ROOT / name).read_text(encoding="utf-8")
-                assert str(path.relative_to(ROOT)) in text and "blocks(" in text, (
+                assert str(path.relative_to(ROOT)) in text and (
+                    "blocks(" in text or "elsewhere(" in text), (
                     f"{block.where}: {name} does not read its commands from "
                     f"{path.relative_to(ROOT)}")
 
@@ -195,18 +197,33 @@ def test_commands_run_as_documented(path: Path, tmp_path: Path) -> None:
     if shutil.which("harness") is None:
         pytest.fail("no `harness` on PATH: install the package (pip install -e .) first")
     repo = scratch(tmp_path)
-    env = docs_env()
     for block in blocks(path):
-        if block.skip is not None:
-            continue
-        done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=repo,
-                              env=env, capture_output=True, text=True, timeout=900,
-                              stdin=subprocess.DEVNULL)
-        assert done.returncode in block.exits, (
-            f"{block.where}: `{block.text}` exited {done.returncode}, the docs say "
-            f"{' or '.join(map(str, block.exits))}\n--- stdout\n{done.stdout[-3000:]}"
-            f"\n--- stderr\n{done.stderr[-3000:]}")
-        assert "Traceback (most recent call last)" not in done.stderr, block.where
+        if block.skip is None:
+            run_as_pasted(block, repo)
+
+
+def run_as_pasted(block: Block, repo: Path) -> subprocess.CompletedProcess[str]:
+    """`block` run as a reader pastes it (bash, in `repo`, a `scratch` copy, with
+    `docs_env`); it must exit as the page says, without a traceback."""
+    if shutil.which("harness") is None:
+        pytest.fail("no `harness` on PATH: install the package (pip install -e .) first")
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=repo,
+                          env=docs_env(), capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode in block.exits, (
+        f"{block.where}: `{block.text}` exited {done.returncode}, the docs say "
+        f"{' or '.join(map(str, block.exits))}\n--- stdout\n{done.stdout[-3000:]}"
+        f"\n--- stderr\n{done.stderr[-3000:]}")
+    assert "Traceback (most recent call last)" not in done.stderr, block.where
+    return done
+
+
+def elsewhere(path: Path, test_file: str) -> list[Block]:
+    """The blocks of `path` that the docs test leaves to `test_file` (`skip=elsewhere`,
+    naming it), in the page's order."""
+    found = [b for b in blocks(path) if b.skip == "elsewhere" and test_file in b.why]
+    assert found, f"{path.relative_to(ROOT)} leaves no block to {test_file}"
+    return found
 
 
 def test_readme_is_a_short_guide_with_one_exit_code_table() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
+from tests.integration.test_docs_commands import elsewhere, run_as_pasted, scratch
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,30 +212,26 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
 def test_multidict_demo_gives_the_same_verdicts_and_first_bad_with_slurm(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN the README's demo (four multidict releases in cached venvs, a real leak)
-    (tmp_path / "scenarios").mkdir()
-    src = ROOT / "examples"
-    (tmp_path / "scenarios" / "multidict_pop.py").write_text(
-        (src / "scenarios" / "multidict_pop.py").read_text())
-    text = (src / "multidict.yaml").read_text()
-    plain, slurm = tmp_path / "plain.yaml", tmp_path / "slurm.yaml"
-    plain.write_text(text)
-    slurm.write_text(text.replace("name: multidict-pop", "name: multidict-pop-slurm")
-                     + "slurm: {}\n")
-    # WHEN it runs here and through Slurm
-    verdicts, first_bad = [], []
-    for m in (plain, slurm):
-        assert main(["sweep", str(m), "--out", str(tmp_path / "r")]) == 1
-        out = capsys.readouterr().out
-        first_bad.append([ln for ln in out.splitlines() if ln.startswith("cpu.multidict_pop:")])
-        res = results(tmp_path / "r", "multidict-pop" + ("-slurm" if m is slurm else ""))
-        verdicts.append({cid: r["verdict"] for cid, r in res.items()})
-        assert {r["runtime"] for r in res.values()} == (
-            {"slurm/local"} if m is slurm else {"local"})
+    # WHEN it runs here, and through Slurm as docs/slurm.md's commands run it (pasted in
+    # a scratch copy of the repository: `harness doctor`, then the sweep)
+    assert main(["sweep", str(ROOT / "examples" / "multidict.yaml"), "--out",
+                 str(tmp_path / "r")]) == 1
+    plain_said = capsys.readouterr().out
+    plain = results(tmp_path / "r", "multidict-pop")
+    (block,) = elsewhere(ROOT / "docs/slurm.md", "tests/integration/test_slurm_cluster.py")
+    repo = scratch(tmp_path)
+    done = run_as_pasted(block, repo)
+    assert "[FAIL]" not in done.stdout, done.stdout
+    slurm = results(repo / "reports", "multidict-pop-slurm")
+    assert {r["runtime"] for r in plain.values()} == {"local"}
+    assert {r["runtime"] for r in slurm.values()} == {"slurm/local"}
     # THEN the same verdict per cell and the same first bad image
+    verdicts = [{cid: r["verdict"] for cid, r in res.items()} for res in (plain, slurm)]
     assert verdicts[0] == verdicts[1]
-    assert first_bad[0] == first_bad[1] == [
-        "cpu.multidict_pop: first bad: multidict-6.5.1 (last good: multidict-6.4.4)"]
     assert verdicts[0]["multidict-6.6.4.cpu.multidict_pop"] == "ok"
+    line = "cpu.multidict_pop: first bad: multidict-6.5.1 (last good: multidict-6.4.4)"
+    assert line in plain_said.splitlines(), plain_said
+    assert line in done.stdout.splitlines(), done.stdout
 
 
 def test_doctor_checks_the_cluster_gres_and_shared_results(
