@@ -40,7 +40,10 @@ WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
-       "params_read", "output_dropped", "budget_spent", "memory_stop", "budget_capped")
+       "params_read", "output_dropped", "budget_spent", "memory_stop", "budget_capped",
+       "rss_hwm")
+# rss_hwm: the agent process's peak RSS, the kernel's high-water mark (VmHWM), in bytes;
+# a step's peak between two samples is in it (harness fit's lines read it).
 # memory_stop: the watchdog's safety stop (watchdog.py): rss, grew and limit (bytes),
 # the call and phase the run stopped in, or killed: True where the watchdog killed a
 # step that did not return and wrote the end record itself.

@@ -69,6 +69,19 @@ class Readers(object):
         except (ValueError, IndexError):
             return None, None
 
+    def peak_rss(self):
+        """VmHWM bytes: the kernel's high-water mark of this process's RSS since it
+        started (every page counted when it was touched, not when a sample fell), or
+        None where /proc does not say."""
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
     def uss(self, force=False):
         """Private_Clean + Private_Dirty (+ Hugetlb) bytes, or None when skipped."""
         now = time.monotonic()

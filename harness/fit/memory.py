@@ -72,7 +72,13 @@ class Line:
 
 def peaks(series: Series, runtime: str) -> dict[str, float]:
     """The peak of each memory source of the cell that a run's samples carry; the
-    cgroup's only where `runtime` (the result's) gave the cell a cgroup of its own."""
+    cgroup's only where `runtime` (the result's) gave the cell a cgroup of its own.
+
+    A step's peak can fall between two samples (50 ms apart at best; later on a busy
+    host, where the sampler waits for a CPU): where the agent's end record has the
+    kernel's high-water mark of its RSS (`rss_hwm`), the RSS peak is at least that, and
+    the anonymous peak at least that less the file-backed part the last sample read
+    (libraries' pages, which stay mapped)."""
     out: dict[str, float] = {}
     for key, name in SOURCES.items():
         if name == "cgroup" and not own_cgroup(runtime):
@@ -80,6 +86,14 @@ def peaks(series: Series, runtime: str) -> dict[str, float]:
         peak = series.cols.peaks.get(key)
         if peak is not None and math.isfinite(peak):
             out[name] = peak
+    hwm = (series.end or {}).get("rss_hwm")
+    if isinstance(hwm, int) and not isinstance(hwm, bool) and hwm > 0:
+        out["rss"] = max(out.get("rss", 0.0), float(hwm))
+        last = next((s for s in reversed(series.samples)
+                     if s.get("rss") is not None and s.get("rss_anon") is not None), None)
+        if last is not None and "rss_anon" in out:
+            files = float(last["rss"]) - float(last["rss_anon"])
+            out["rss_anon"] = max(out["rss_anon"], float(hwm) - files)
     return out
 
 

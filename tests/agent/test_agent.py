@@ -125,6 +125,29 @@ def test_stable_scenario(python: str, tmp_path: Path) -> None:
     assert set(end["phases"]) == {"import", "setup", "warmup", "measure"}
 
 
+SPIKE = """
+def setup(params):
+    return {"n": 0}
+
+
+def step(state):
+    state["n"] += 1
+    if state["n"] == 25:              # between two samples (every 10 calls): 64 MiB touched
+        bytearray(64 << 20)           # and freed within the call
+"""
+
+
+@pytest.mark.parametrize("python", [OLDEST, pytest.param(sys.executable, id="current")])
+def test_the_end_says_the_peak_rss_a_call_reached_between_samples(python: str,
+                                                                 tmp_path: Path) -> None:
+    # GIVEN a call that touches 64 MiB and frees it before the next sample
+    proc, records = run_agent(python, scenario(tmp_path, SPIKE), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    sampled = max(r["rss"] for r in records if r["type"] == "sample")
+    # THEN no sample saw it, and the end record's high-water mark did
+    assert records[-1]["rss_hwm"] >= sampled + (60 << 20), (records[-1]["rss_hwm"], sampled)
+
+
 def python_version(python: str) -> str:
     out = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                          stdout=subprocess.PIPE, text=True, check=True)

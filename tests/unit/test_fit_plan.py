@@ -157,6 +157,26 @@ def test_only_a_cell_with_its_own_cgroup_fits_the_cgroup(runtime: str, own: bool
     assert ("cgroup" in peaks(series, runtime)) is own and "rss" in peaks(series, runtime)
 
 
+def test_a_peak_between_two_samples_is_read_from_the_high_water_mark() -> None:
+    # GIVEN a probe whose samples saw at most 400 MiB resident, 300 MiB of it anonymous
+    # (100 MiB of libraries' file pages), while the kernel's high-water mark says a step
+    # reached 480 MiB between two samples
+    mib = 2**20
+    samples = [{"type": "sample", "src": "step", "phase": "measure", "i": i, "t": i * 0.05,
+                "rss": (380 + 5 * (i % 5)) * mib, "rss_anon": (280 + 5 * (i % 5)) * mib,
+                "dt": [0.05]} for i in range(1, 9)]
+    def read(end: dict[str, object]) -> dict[str, float]:
+        lines = [{"type": "header", "schema": 1}, *samples, {"type": "end", **end}]
+        return peaks(parse_lines([(json.dumps(r) + "\n").encode() for r in lines]), "docker")
+    # THEN the peaks are the mark, and the mark less the file-backed part
+    got = read({"status": "ok", "rss_hwm": 480 * mib})
+    assert got["rss"] == 480 * mib and got["rss_anon"] == 380 * mib
+    # AND without the mark (an older agent, a run killed before its end) the samples'
+    assert read({"status": "ok"})["rss_anon"] == 300 * mib
+    # AND a mark under the samples' peak (read by another process) lowers nothing
+    assert read({"status": "ok", "rss_hwm": 200 * mib})["rss"] == 400 * mib
+
+
 def test_a_fit_probe_reads_the_heap_as_the_program_leaves_it(tmp_path: Path) -> None:
     """A probe runs `heap: stock` whatever the matrix says: the quiet heap's collections
     and thread cache off lowered TF's peaks, and the fit then answered 13 where the plain
