@@ -144,6 +144,33 @@ def test_a_local_cell_is_sampled_from_its_cgroup_and_podmans_stats_are_not_asked
     assert outcome.details["host_max_usage"] == 40 << 20
 
 
+def test_a_cell_over_before_inspect_answers_is_sampled_from_its_cgroup_found_by_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a container whose process had ended when the engine was asked for it (Pid 0:
+    # a cell of a third of a second on a busy host), its cgroup still there at its start
+    cg = tmp_path / "cg" / "memory" / "libpod_parent" / "libpod-c0"
+    cg.mkdir(parents=True)
+    (cg / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+    (cg / "memory.usage_in_bytes").write_text(f"{30 << 20}\n")
+    monkeypatch.setattr(podman, "CGROUP_ROOT", tmp_path / "cg")
+
+    class Over(PodmanEngine):
+        def inspect_container(self, cid: str) -> dict[str, Any]:
+            state = super().inspect_container(cid)
+            state["State"]["Pid"] = 0
+            return state
+
+    outcome = _runtime(Over(), monkeypatch).run(_request(tmp_path), lambda t: None)
+    # THEN the watch found it by the container's id and sampled it
+    assert outcome.host_samples and outcome.host_samples[0]["usage"] == 30 << 20
+    assert podman.container_oom_file("c0", tmp_path / "cg") == cg / "memory.oom_control"
+    v2 = tmp_path / "cg" / "machine.slice" / "libpod-d1.scope"
+    v2.mkdir(parents=True)
+    (v2 / "memory.events").write_text("oom 0\noom_kill 0\n")
+    assert podman.container_oom_file("d1", tmp_path / "cg") == v2 / "memory.events"
+    assert podman.container_oom_file("e2", tmp_path / "cg") is None
+
+
 def test_a_remote_podman_or_a_cgroup_not_found_keeps_the_stats_stream(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(podman, "cgroup_oom_file", lambda pid: None)
