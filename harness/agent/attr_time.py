@@ -175,11 +175,10 @@ class TF1Ops(Part):
             short = device.split("device:", 1)[-1].lower()
             for ns in dev.node_stats:
                 key = (short, ns.node_name)
-                acc = self.totals.get(key)
-                if acc is None:
-                    acc = self.totals[key] = {"early": [], "late": [],
-                                              "op": self._op_type(sess, ns.node_name,
-                                                                  ns.timeline_label)}
+                if key not in self.totals:
+                    self.totals[key] = {"early": [], "late": [],
+                                        "op": self._op_type(sess, ns.node_name,
+                                                            ns.timeline_label)}
                 call[key] = call.get(key, 0) + ns.all_end_rel_micros
         for key, us in call.items():
             self.totals[key][w].append(us)

@@ -169,8 +169,7 @@ class Run(object):
         if isinstance(self.params, Params):   # setup(params) ran: what it (or step) read
             self.end["params_read"] = self.params.noted()
         self.end["elapsed_s"] = round(time.monotonic() - self.started, 6)
-        readers = getattr(self.sampler, "readers", None)
-        hwm = readers.peak_rss() if readers is not None else None
+        hwm = self.sampler.readers.peak_rss()
         if hwm is not None:
             self.end["rss_hwm"] = hwm
         yield self.end

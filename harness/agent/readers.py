@@ -29,6 +29,19 @@ class ProcFile(object):
             return None
 
 
+def proc_kib(path, key):
+    """Bytes of the "KEY: N kB" line of a /proc file (/proc/meminfo, /proc/PID/status),
+    or None where the file or the line cannot be read."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class Readers(object):
     """All per-sample readings of this process. USS walks every page table entry
     (smaps_rollup costs ~0.3-1 ms), so it is re-read only when the time since the last
@@ -73,14 +86,7 @@ class Readers(object):
         """VmHWM bytes: the kernel's high-water mark of this process's RSS since it
         started (every page counted when it was touched, not when a sample fell), or
         None where /proc does not say."""
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
-            pass
-        return None
+        return proc_kib("/proc/self/status", "VmHWM:")
 
     def uss(self, force=False):
         """Private_Clean + Private_Dirty (+ Hugetlb) bytes, or None when skipped."""

@@ -10,6 +10,8 @@ import signal
 import threading
 import time
 
+from readers import proc_kib
+
 STOP_GROWTH = 384 * 2 ** 20     # growth after the first call that stops a run (--stop-growth)
 STOP_SHARE = 0.5                # at most this share of the memory the cell could still use
 KILL_SHARE = 0.75               # a call that does not return: killed by this share at most
@@ -113,14 +115,7 @@ def free_memory():
             os.path.join(dirs[0], "memory.usage_in_bytes"))
         if limits and used is not None and used.isdigit():
             return max(min(limits) - int(used), 0)
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return proc_kib("/proc/meminfo", "MemAvailable:")
 
 
 def limit_for(stop_growth, free):

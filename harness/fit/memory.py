@@ -86,8 +86,8 @@ def peaks(series: Series, runtime: str) -> dict[str, float]:
         peak = series.cols.peaks.get(key)
         if peak is not None and math.isfinite(peak):
             out[name] = peak
-    hwm = (series.end or {}).get("rss_hwm")
-    if isinstance(hwm, int) and not isinstance(hwm, bool) and hwm > 0:
+    hwm = (series.end or {}).get("rss_hwm")    # an int where given (protocol.schema)
+    if hwm:
         out["rss"] = max(out.get("rss", 0.0), float(hwm))
         last = next((s for s in reversed(series.samples)
                      if s.get("rss") is not None and s.get("rss_anon") is not None), None)

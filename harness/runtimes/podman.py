@@ -14,6 +14,7 @@ import resource
 import shutil
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,13 @@ def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
         lines = (proc / str(pid) / "cgroup").read_text().splitlines()
     except OSError:
         return None
-    for here, version in memory_cgroups(lines, root):
+    return _oom_file_in(memory_cgroups(lines, root))
+
+
+def _oom_file_in(dirs: Iterable[tuple[Path, int]]) -> Path | None:
+    """The OOM-kill counter file of the first of the (cgroup directory, version) `dirs`
+    that has one; None where none has."""
+    for here, version in dirs:
         found = here / FILES[version]["events"]
         if found.exists():
             return found
@@ -128,13 +135,9 @@ def container_oom_file(cid: str, root: Path | None = None) -> Path | None:
     process: a cell of a third of a second was over before `inspect` answered on a busy
     host, and its cgroup, removed with it, was never read. None where not found there."""
     base = CGROUP_ROOT if root is None else root
-    for rel in LIBPOD_CGROUPS:
-        here = rel.format(cid=cid)
-        for path, version in ((base / "memory" / here, 1), (base / here, 2)):
-            found = path / FILES[version]["events"]
-            if found.exists():
-                return found
-    return None
+    return _oom_file_in((path, version) for rel in LIBPOD_CGROUPS
+                        for path, version in ((base / "memory" / rel.format(cid=cid), 1),
+                                              (base / rel.format(cid=cid), 2)))
 
 
 def oom_kills(path: Path) -> int | None:
