@@ -17,3 +17,17 @@ def as_result(data: Mapping[str, Any]) -> CellResult:
 
 def as_results(results: Mapping[str, Mapping[str, Any]]) -> dict[str, CellResult]:
     return {k: as_result(v) for k, v in results.items()}
+
+
+# The rules that leave a cell undecided on its step times alone (a busy host, steps that
+# rose through the run or never settled): a test of what harness shows or records, not of
+# timing, takes them on a busy machine (a fresh-clone CI's cell: "busy host: run-queue
+# delay rose 1155 us/step, 214% of the 539 us/step slowdown").
+STEPS_UNDECIDED = frozenset({"busy-host", "rising", "unsettled"})
+
+
+def only_steps_undecided(cells: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Some cell of results.json's `cells` is undecided, each by a step-time rule alone
+    (one undecided for its memory is not)."""
+    rules = {c["rule"] for c in cells.values() if c["verdict"] == "ambiguous"}
+    return bool(rules) and rules <= STEPS_UNDECIDED

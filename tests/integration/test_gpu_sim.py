@@ -25,6 +25,8 @@ import pytest
 
 from harness.cli import main
 from tests.integration.test_docs_commands import Block, blocks, docs_env, scratch
+from tests.resultkit import STEPS_UNDECIDED
+from tests.resultkit import only_steps_undecided as steps_alone
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +112,6 @@ def cells_of(base: Path) -> dict[str, dict[str, Any]]:
 SEED_ZEROS = "20.12 and rfft_zeros"
 SEED_COUNT = {"3090": 3, "4090": 2}
 # the rules that leave a cell undecided for its step times alone (a busy shared CPU)
-STEPS_UNDECIDED = {"busy-host", "rising", "unsettled"}
 DOCS = ROOT / "docs" / "gpu-hosts.md"
 
 
@@ -195,12 +196,10 @@ def undecided_rules(runs: list[Path]) -> dict[str, str]:
 
 
 def only_steps_undecided(runs: list[Path]) -> bool:
-    """A sweep's exit 4 came from step times alone: every undecided cell was left so by a
-    step-time rule (`STEPS_UNDECIDED`, as a fresh-clone CI's 20.12 cell: "busy host:
-    run-queue delay rose 415 us/step, 61% of the slowdown"); one undecided for its memory
-    is not."""
-    rules = undecided_rules(runs)
-    return bool(rules) and set(rules.values()) <= STEPS_UNDECIDED
+    """A sweep's exit 4 came from step times alone (`resultkit.only_steps_undecided`, as a
+    fresh-clone CI's 20.12 cell: "busy host: run-queue delay rose 415 us/step, 61% of the
+    slowdown")."""
+    return steps_alone(seed_cells(runs))
 
 
 def seed_cells(runs: list[Path]) -> dict[str, dict[str, Any]]:

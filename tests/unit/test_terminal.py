@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import io
+import json
 import os
 import re
 import struct
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests.resultkit import only_steps_undecided
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell
@@ -93,9 +96,18 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         f"sample_every: 5, repeats: 0}}\nmatrix:\n  image: [{images}]\n  scenario: [s.py]\n")
     code, out = in_pty([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out", "r"],
                        80, tmp)
-    assert code in (0, 1), out
     [root] = list((tmp / "r" / "term").iterdir())
+    # These tests read what a person sees, not the verdicts: on a busy machine a cell's
+    # steps may be left undecided (exit 4), and its line is shown like any other.
+    assert decided_or_steps_alone(code, root), out
     return root, out
+
+
+def decided_or_steps_alone(code: int, root: Path) -> bool:
+    """The sweep's exit (a report of it exits the same), where 4 is taken for a cell whose
+    steps alone were left undecided."""
+    cells = json.loads((root / "results.json").read_text())["cells"]
+    return code in (0, 1) or (code == 4 and only_steps_undecided(cells))
 
 
 def test_finished_lines_wider_than_the_terminal_are_shown_whole(
@@ -109,8 +121,9 @@ def test_finished_lines_wider_than_the_terminal_are_shown_whole(
     pyte.ByteStream(screen).feed(out.encode("utf-8"))
     text = " ".join(line.strip() for line in screen.display)
     for k in range(1, 7):
-        assert re.search(rf"harness: \[{k}/6\] interp-\d\.cpu\.s: ok within run \(memory "
-                         rf"stable, no slowdown(; no leak above [^)]*)?\)"
+        assert re.search(rf"harness: \[{k}/6\] interp-\d\.cpu\.s: (ok within run \(memory "
+                         rf"stable, no slowdown(; no leak above [^)]*)?\)|ambiguous "
+                         rf"within run \([^)]*busy host[^)]*\))"
                          rf" in \d+\.\ds(; vs baseline: pending)?", text), text
 
 
@@ -128,7 +141,7 @@ def test_live_display_shows_iterations_rate_and_elapsed(swept: tuple[Path, str])
 def test_table_fits_the_terminal(swept: tuple[Path, str], cols: int) -> None:
     root, _ = swept
     code, out = in_pty([sys.executable, "-m", "harness", "report", str(root)], cols, root)
-    assert code in (0, 1), out
+    assert decided_or_steps_alone(code, root), out
     lines = ANSI.sub("", out).replace("\r", "").splitlines()
     assert max(len(line) for line in lines) <= cols, "\n".join(lines)
     assert "interp-5" in out
@@ -283,8 +296,8 @@ def test_the_first_progress_line_wraps_between_words(tmp_path: Path, cols: int) 
         f"{sys.executable}}}]\n  scenario: [s.py]\n")
     code, out = in_pty([sys.executable, "-m", "harness", "sweep", "m.yaml", "--out",
                         str(tmp_path / "r")], cols, tmp_path)
-    assert code in (0, 1), out
     (run,) = (tmp_path / "r" / "a-matrix-with-a-long-name").iterdir()
+    assert decided_or_steps_alone(code, run), out
     screen = pyte.Screen(cols, 200)
     pyte.ByteStream(screen).feed(out.encode("utf-8"))
     shown = [line.rstrip() for line in screen.display]
