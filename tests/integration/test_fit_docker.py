@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -26,6 +25,7 @@ import pytest
 import yaml
 
 from harness.cli import main
+from tests.integration.test_docs_commands import elsewhere, run_as_pasted, scratch
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,20 +122,20 @@ def check_against_plain(row: dict[str, Any], image: str, matrix: dict[str, Any])
     return truth
 
 
-def test_numpy_2_image_fits_a_smaller_batch(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    shutil.copy(ROOT / "examples" / "fit-promote.yaml", tmp_path / "m.yaml")
-    (tmp_path / "m.yaml").write_text((tmp_path / "m.yaml").read_text().replace(
-        "../scenarios/", f"{ROOT / 'scenarios'}/"))
-    code = main(["fit", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "out"), "-q"])
-    out = capsys.readouterr().out
-    data = fit_json(tmp_path / "out", "fit-promote")
+def test_numpy_2_image_fits_a_smaller_batch(tmp_path: Path) -> None:
+    """README's `harness fit examples/fit-promote.yaml`, as a reader pastes it (the docs
+    test leaves it here, so it runs once)."""
+    (block,) = elsewhere(ROOT / "README.md", "tests/integration/test_fit_docker.py")
+    repo = scratch(tmp_path)
+    done = run_as_pasted(block, repo)
+    code, out = done.returncode, done.stdout
+    data = fit_json(repo / "reports", "fit-promote")
     old, new = data["rows"]
     assert code == 1, out
     assert data["first_smaller"][0]["image"] == "2.21.0"
     assert "first smaller: 2.21.0" in out
     # each boundary is where a plain container with the same limit and steps stops fitting
-    matrix = yaml.safe_load((tmp_path / "m.yaml").read_text())
+    matrix = yaml.safe_load((repo / "examples" / "fit-promote.yaml").read_text())
     plain_old = check_against_plain(old, "harness-test/tf-cpu:2.12.0", matrix)
     plain_new = check_against_plain(new, "harness-test/tf-cpu:2.21.0", matrix)
     assert plain_new < plain_old            # and the plain runs agree it is smaller
