@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import stat
 import sys
 import textwrap
@@ -141,8 +142,12 @@ def test_a_slowdown_is_explained_by_the_function_that_took_the_late_time(
     assert set(bad.kinds) >= {"stack"}, bad.kinds
     top = next(d for d in bad.diff if d.startswith("time:"))
     assert "slow.py:" in top and " growing " in top and top.endswith("in good"), bad.diff
-    share = int(top.split("time: ")[1].split("%")[0])
-    assert share >= 60, top
+    # How much of the late time is growing's follows from the scenario, not the machine:
+    # a run makes at least 300 calls, so the late calls' loop in growing() is over 6,000
+    # steps against fixed()'s 5,000 (its share was 52-90 %, lower when a busy machine let
+    # fewer calls into the attributed run's second); in good it stays at 65 (a few %).
+    share, good = (int(x) for x in re.findall(r"(\d+)% (?:of late samples|in good)", top))
+    assert share >= 33 and share >= 10 * max(good, 1), top
 
 
 def test_a_generator_expression_is_named_by_the_function_it_is_written_in(
