@@ -143,9 +143,12 @@ def test_the_end_says_the_peak_rss_a_call_reached_between_samples(python: str,
     # GIVEN a call that touches 64 MiB and frees it before the next sample
     proc, records = run_agent(python, scenario(tmp_path, SPIKE), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    sampled = max(r["rss"] for r in records if r["type"] == "sample")
-    # THEN no sample saw it, and the end record's high-water mark did
-    assert records[-1]["rss_hwm"] >= sampled + (60 << 20), (records[-1]["rss_hwm"], sampled)
+    sampled = sorted(r["rss"] for r in records if r["type"] == "sample")
+    # THEN the end record's high-water mark holds it over what the samples mostly read
+    # (the median: the step samples, every 10 calls, miss it; a timer sample may land in
+    # the call on a busy machine, where the call lasts longer)
+    typical = sampled[len(sampled) // 2]
+    assert records[-1]["rss_hwm"] >= typical + (60 << 20), (records[-1]["rss_hwm"], sampled)
 
 
 def python_version(python: str) -> str:
