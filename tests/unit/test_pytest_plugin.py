@@ -233,7 +233,7 @@ def test_clean_first():
     assert not KEPT
 
 
-@pytest.mark.harness_leaks(budget="300ms")
+@pytest.mark.harness_leaks(budget="500ms")
 def test_grows():
     _note("run")
     KEPT.append(bytes(1024))
@@ -259,7 +259,9 @@ def test_after_the_crash():
 def _warm_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
                   *args: str) -> tuple[str, list[int], list[tuple[int, int]]]:
     """The session's output, the pids that imported the test module, and each run's
-    (pid, parent pid)."""
+    (pid, parent pid). WARM's leak has the budget harness asked for when a CI beside two
+    busy loops left it undecided at 300 ms ("534 calls of 0.707 ms in 0.7 s in all, and a
+    run again would pass its bound ...; set budget >= 0.5s")."""
     out = pytester.path / "out"
     out.mkdir()
     monkeypatch.setenv("PLUGIN_OUT", str(out))
