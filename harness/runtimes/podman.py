@@ -24,6 +24,7 @@ from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
 from harness.pressure import cpu_pressure
 from harness.runtimes.cellcgroup import FILES, counter, memory_cgroups, memory_now, read_int
+from harness.runtimes.cellcgroup import ROOT as CGROUP_ROOT
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
 
@@ -103,7 +104,7 @@ def setup_checks(wants_gpu: bool, dirs: tuple[Path, ...] = CDI_DIRS) -> list[Che
 
 
 def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
-                    root: Path = Path("/sys/fs/cgroup")) -> Path | None:
+                    root: Path = CGROUP_ROOT) -> Path | None:
     """The file that counts OOM kills in process `pid`'s memory cgroup: cgroup v1's
     `memory.oom_control` (its `oom_kill` line), v2's `memory.events`; None if gone."""
     try:
@@ -126,7 +127,6 @@ def _oom_file_in(dirs: Iterable[tuple[Path, int]]) -> Path | None:
 # Where podman puts a container's cgroup below the hierarchy's root: libpod's default
 # parents, with the cgroupfs manager and with systemd's.
 LIBPOD_CGROUPS = ("libpod_parent/libpod-{cid}", "machine.slice/libpod-{cid}.scope")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 def container_oom_file(cid: str, root: Path | None = None) -> Path | None:

@@ -111,7 +111,6 @@ def cells_of(base: Path) -> dict[str, dict[str, Any]]:
 # libraries the earlier one read in (`test_anonymous_rss_not_rss_is_compared_...`).
 SEED_ZEROS = "20.12 and rfft_zeros"
 SEED_COUNT = {"3090": 3, "4090": 2}
-# the rules that leave a cell undecided for its step times alone (a busy shared CPU)
 DOCS = ROOT / "docs" / "gpu-hosts.md"
 
 
