@@ -321,24 +321,31 @@ def test_docker_cells_get_the_jobs_gpus_on_the_simulated_3090_engine(tmp_path: P
         if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
-    scen = "\n".join(f"    - {{script: work.py, id: g{i}}}" for i in range(3))
+    # of ~3 s each, so that two overlap (cells of 0.4 s ran one after another on a fresh
+    # CI machine, each on GPU 0)
+    scen = "\n".join(f"    - {{script: work.py, id: g{i}, params: {{sleep: 0.01}}}}"
+                     for i in range(3))
     m = write_matrix(tmp_path, "simgpu", scen, slurm="{gpu_type: rtx3090}", gpu="[0]",
                      runtime="docker", image="nvcr.io/nvidia/tensorflow:22.12-tf1-py3",
-                     defaults="iterations: 200, warmup: 10, timeout: 2m")
+                     defaults="iterations: 300, warmup: 10, timeout: 2m")
     # WHEN the sweep runs through Slurm with that engine on the node
     assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q",
                  "--docker-host", sim]) == 0
     # THEN each container saw exactly the GPU Slurm gave its job (SLURM_JOB_GPUS -> the
     # device request): the fake NVML's UUID ends in the node's GPU index
     res = results(tmp_path / "r", "simgpu")
-    seen = set()
+    gpus = {}
     for r in res.values():
         job_gpu = r["outcome"]["details"]["job_gpus"]
         (dev,) = r["fingerprint"]["gpu"]["devices"]
         assert dev["name"] == "NVIDIA GeForce RTX 3090"
         assert dev["uuid"].endswith(f"{int(job_gpu):012d}"), (job_gpu, dev["uuid"])
-        seen.add(job_gpu)
-    assert seen == {"0", "1"}
+        gpus[r["outcome"]["details"]["slurm"]["job"]] = job_gpu
+    # AND the two jobs that ran at once had different GPUs
+    times = sacct_times(list(gpus))
+    first, second, _ = sorted(times, key=lambda j: times[j][0])
+    assert times[second][0] < times[first][1], times
+    assert gpus[first] != gpus[second]
 
 
 @pytest.mark.podman
