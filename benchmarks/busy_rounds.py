@@ -23,13 +23,14 @@ Run: PYTHONPATH=. python benchmarks/busy_rounds.py [--loops 0,2,6] [--factor 10]
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tests.pythons import pythons
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_BUDGET = "0.5s"   # --quick: each cell's budget (the busy loop burns a core as long)
@@ -53,8 +54,8 @@ def step(state):
 
 def interpreters() -> list[str]:
     """Two interpreters of different minor versions, or the running one twice."""
-    found = sorted(glob.glob("/root/.pyenv/versions/3.1[12].*/bin/python3"))
-    return found[:2] if len(found) >= 2 else [sys.executable, sys.executable]
+    found = [p for minor in (11, 12) for p in pythons(minor)[-1:]]
+    return found if len(found) == 2 else [sys.executable, sys.executable]
 
 
 def sweep(tmp: Path, factor: float, pythons: list[str], budget: str | None = None

@@ -8,7 +8,6 @@ the interpreter running pytest. Missing interpreters are skipped, never faked.
 from __future__ import annotations
 
 import ast
-import glob
 import importlib.util
 import itertools
 import json
@@ -24,9 +23,10 @@ from typing import Any
 
 import pytest
 
+from tests.pythons import pythons
+
 AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "agent"
 AGENT = AGENT_DIR / "agent.py"
-PYENV = "/root/.pyenv/versions/*/bin/python3.{minor}"
 
 
 def _interpreters() -> list[Any]:
@@ -37,7 +37,7 @@ def _interpreters() -> list[Any]:
         version = f"3.{minor}"
         if version == me:
             continue
-        hits = sorted(glob.glob(PYENV.format(minor=minor)))
+        hits = pythons(minor)
         if hits:
             found[version] = pytest.param(hits[-1], id=f"py{version}")
         else:

@@ -5,7 +5,6 @@ real symbol names, signatures and structs, with devices chosen through env varia
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -21,13 +20,14 @@ import pytest
 from loadfile import load_file
 
 from harness.gpu.hostsample import NO_PYNVML, HostGpuSampler, reconcile
+from tests.pythons import pythons
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "data" / "fake_nvml" / "fake_nvml.c"
 AGENT_DIR = ROOT / "harness" / "agent"
 MiB = 1024 * 1024
 TWO_GPUS = "NVIDIA GeForce RTX 4090:8.9:24564MiB:312MiB;NVIDIA GeForce RTX 3090:8.6:24576MiB:1GiB"
-PY36 = sorted(glob.glob("/root/.pyenv/versions/3.6*/bin/python3.6"))
+PY36 = pythons(6)
 FAKE_ENV = ("FAKE_NVML_DEVICES", "FAKE_NVML_DRIVER", "FAKE_NVML_CUDA", "FAKE_NVML_INIT_ERROR",
             "FAKE_NVML_LEAK", "HARNESS_NVML_DEVICES", "FAKE_NVML_ACTIVITY",
             "FAKE_NVML_ACTIVITY_FILE", "FAKE_NVML_ACTIVITY_ERROR")
