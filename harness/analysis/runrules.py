@@ -293,8 +293,10 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),
     Rule("rerun-overrun", STANDS, "the next attempt (below) would take past what is left "
          "of the cell's `overrun` bound (its budget times `overrun`, its attempts "
-         "together): its budget was too short for a verdict, said in its reason with the "
-         "budget that would decide", (),
+         "together): decided as if its repeats were spent; still undecided, its budget was "
+         "too short for a verdict, said in its reason with the budget that would decide; "
+         "decided, its reason says it was not run again (a first attempt's slowdown: "
+         "unconfirmed, rule `rising`'s run twice as long left out)", (),
          lambda ev: ev.planned if math.isfinite(ev.left) and ev.seconds(ev.planned) > ev.left
          else None),
     Rule("rerun-cap", AGAIN, "its cap, not its budget, ended it (rule `capped`): the same "

@@ -164,8 +164,8 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
     if rule.id == "rerun-overrun":
         # As if its repeats were spent: what it read stands (a leak cut short by its
         # budget reads as one), said with why it was not run again.
-        said = too_short(ctx, run, spent)
         final = last()
+        said = too_short(ctx, run, spent) if final.verdict in RUN_LONGER else unrun(run)
         run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
         run.attempts[-1] = dataclasses.replace(run.attempts[-1], verdict=final.verdict,
                                                reason=run.verdict.reason)
@@ -268,6 +268,20 @@ def too_short(ctx: Context, run: CellRun, spent: float) -> str:
             f"{spent:.1f} s in all, and a run again would pass its bound ({asked.overrun:g}x "
             f"its {asked.run_budget:g} s budget, `overrun`); set budget >= {wants:g}s "
             f"({need:,} calls at this pace)")
+
+
+def unrun(run: CellRun) -> str:
+    """Why a verdict decided under its `overrun` bound was not looked at again, in words;
+    a slowdown its first attempt read (rule `rising`) stands unconfirmed, and says so."""
+    assert run.verdict is not None
+    asked = run.cell.settings
+    bound = (f"would pass its bound ({asked.overrun:g}x its {asked.run_budget:g} s budget, "
+             "`overrun`)")
+    if run.verdict.rule == "rising":
+        calls = (run.series.measured if run.series is not None else 0) or 0
+        return (f"seen in one run of {calls:,} calls, not confirmed: the run twice as long "
+                f"that rule `rising` asks {bound}")
+    return f"as read: a run again {bound}"
 
 
 def _secs(seconds: float) -> str:
