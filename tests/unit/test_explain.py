@@ -145,9 +145,12 @@ def test_a_slowdown_is_explained_by_the_function_that_took_the_late_time(
     # How much of the late time is growing's follows from the scenario, not the machine:
     # a run makes at least 300 calls, so the late calls' loop in growing() is over 6,000
     # steps against fixed()'s 5,000 (its share was 52-90 %, lower when a busy machine let
-    # fewer calls into the attributed run's second); in good it stays at 65 (a few %).
+    # fewer calls into the attributed run's second); in good it stays at 65 steps, about
+    # 1 % of the work, but a stack sampler on a busy machine read 9 % there beside 84 %
+    # in bad (a fresh-clone CI): bad's share is asked to be a third or more, and three
+    # times good's.
     share, good = (int(x) for x in re.findall(r"(\d+)% (?:of late samples|in good)", top))
-    assert share >= 33 and share >= 10 * max(good, 1), top
+    assert share >= 33 and share >= 3 * good, top
 
 
 def test_a_generator_expression_is_named_by_the_function_it_is_written_in(
