@@ -133,6 +133,9 @@ def _leak_then_timeout(ev: Evidence) -> str | None:
 # The rule that leaves a cell undecided because its host was busy while it ran (read by
 # the re-run rules, `stages.measure`, and the sweep's last line, `app.sweep`).
 BUSY_HOST = "busy-host"
+# The rule that asks a first attempt's slowdown to last through a run twice as long (read
+# by `stages.measure` where the `overrun` bound leaves no room for that run).
+RISING = "rising"
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule[Evidence], ...] = (
@@ -178,7 +181,7 @@ RULES: tuple[Rule[Evidence], ...] = (
          "allocator; the USS of the worker processes the scenario started) is `leak`: by "
          "the per-call rule (not RSS's: pages move it) or the total-floor rule, and no "
          "bounded fill fits its growth", LEAK_THRESHOLDS, _leak, memory=True),
-    Rule("rising", "ambiguous", "rule `slowdown` would fire on the cell's first attempt, "
+    Rule(RISING, "ambiguous", "rule `slowdown` would fire on the cell's first attempt, "
          "and a run twice as long fits 30 s at its pace (`stepreading.RISE_MAX_S`): steps "
          "rising through a whole run are a slowdown or a cost that cycles with the "
          "scenario's input; the cell runs again twice as long, and a slowdown that lasts "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
-from harness.analysis.rules import BUSY_HOST
+from harness.analysis.rules import BUSY_HOST, RISING
 from harness.analysis.runrules import CALLS, LONGER, SAME, STANDS, RerunEvidence, rerun_rule
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
@@ -257,31 +257,38 @@ def too_short(ctx: Context, run: CellRun, spent: float) -> str:
     """Why an ambiguous cell under its `overrun` bound is not run again, in words: the
     calls it made, at what pace, in what time, and the budget that would decide (the
     calls its verdict asks, at least the least a budget's run makes, at this pace)."""
-    verdict, s, asked = run.verdict, run.running.settings, run.cell.settings
-    assert verdict is not None and asked.overrun is not None
-    calls = (run.series.measured if run.series is not None else 0) or 0
+    verdict, s = run.verdict, run.running.settings
+    assert verdict is not None
+    calls = _calls(run)
     pace = _measured_s(run) / max(1, calls)
     need = max(verdict.rerun or 0, s.budget_calls or BUDGET_MIN_CALLS,
                decidable_iterations(s, ctx.cfg))
     wants = _round_up(need * pace)
     return (f"its budget was too short for a verdict: {calls:,} calls of {_secs(pace)} in "
-            f"{spent:.1f} s in all, and a run again would pass its bound ({asked.overrun:g}x "
-            f"its {asked.run_budget:g} s budget, `overrun`); set budget >= {wants:g}s "
-            f"({need:,} calls at this pace)")
+            f"{spent:.1f} s in all, and a run again {_passes_bound(run)}; set budget >= "
+            f"{wants:g}s ({need:,} calls at this pace)")
 
 
 def unrun(run: CellRun) -> str:
     """Why a verdict decided under its `overrun` bound was not looked at again, in words;
     a slowdown its first attempt read (rule `rising`) stands unconfirmed, and says so."""
     assert run.verdict is not None
+    if run.verdict.rule == RISING:
+        return (f"seen in one run of {_calls(run):,} calls, not confirmed: the run twice as "
+                f"long that rule `rising` asks {_passes_bound(run)}")
+    return f"as read: a run again {_passes_bound(run)}"
+
+
+def _calls(run: CellRun) -> int:
+    """The calls its last attempt measured."""
+    return (run.series.measured if run.series is not None else 0) or 0
+
+
+def _passes_bound(run: CellRun) -> str:
     asked = run.cell.settings
-    bound = (f"would pass its bound ({asked.overrun:g}x its {asked.run_budget:g} s budget, "
-             "`overrun`)")
-    if run.verdict.rule == "rising":
-        calls = (run.series.measured if run.series is not None else 0) or 0
-        return (f"seen in one run of {calls:,} calls, not confirmed: the run twice as long "
-                f"that rule `rising` asks {bound}")
-    return f"as read: a run again {bound}"
+    assert asked.overrun is not None
+    return (f"would pass its bound ({asked.overrun:g}x its {asked.run_budget:g} s budget, "
+            "`overrun`)")
 
 
 def _secs(seconds: float) -> str:
