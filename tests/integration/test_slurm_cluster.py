@@ -80,6 +80,15 @@ def squeue_names(prefix: str) -> list[str]:
     return [ln for ln in out.stdout.splitlines() if ln.startswith(prefix)]
 
 
+def cells_in_containers(client: Any, every: bool = False) -> list[str]:
+    """The cell ids of harness's containers on the engine (running ones, or `every` one),
+    read from one listing: sparse, with no inspect of each container, which fails (404)
+    where another test's container is removed between the listing and the inspect."""
+    return [(c.attrs.get("Labels") or {}).get("harness.cell", "")
+            for c in client.containers.list(all=every, sparse=True,
+                                            filters={"label": "harness.managed"})]
+
+
 def test_cells_are_jobs_two_gpu_cells_at_once_and_the_third_waits(tmp_path: Path) -> None:
     # GIVEN three one-GPU cells of ~3 s each on a node with two GPUs (and 4 CPUs)
     scen = "\n".join(f"    - {{script: work.py, id: w{i}, params: {{sleep: 0.01}}}}"
@@ -170,8 +179,7 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     assert any("quick: ok" in ln for ln in lines), "".join(lines)
     client = docker.from_env()
     for _ in range(100):  # the long cells' containers are up
-        running = client.containers.list(filters={"label": "harness.managed"})
-        if len([c for c in running if "long" in c.labels.get("harness.cell", "")]) >= 2:
+        if len([c for c in cells_in_containers(client) if "long" in c]) >= 2:
             break
         time.sleep(0.2)
     assert squeue_names("harness-cancel-"), "no job of the sweep is queued or running"
@@ -183,8 +191,8 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     # THEN exit 130, no job of the sweep left, no container of it left
     assert proc.returncode == 130, "".join(lines) + rest
     assert squeue_names("harness-cancel-") == []
-    left = [c for c in client.containers.list(all=True, filters={"label": "harness.managed"})
-            if c.labels.get("harness.cell", "").startswith("bookworm.cpu.long")]
+    left = [c for c in cells_in_containers(client, every=True)
+            if c.startswith("bookworm.cpu.long")]
     assert left == []
     assert took < 30, f"Ctrl-C took {took:.1f}s"
     print(f"Ctrl-C to exit: {took:.1f}s")
