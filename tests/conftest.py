@@ -335,20 +335,26 @@ def compile_sources() -> None:
 
 
 def rewrite_tests(config: pytest.Config) -> None:
-    """The test modules' assert-rewritten code cached once, before the workers start.
+    """The test modules' assert-rewritten code cached once, before the workers start, and
+    harness's own modules' too.
 
     pytest caches a rewritten module only where bytecode may be written, so under
     PYTHONDONTWRITEBYTECODE=1 each xdist worker rewrote all of them again: ~5 of its
-    ~9 CPU-s of collection. Cached here (pytest's own cache files, in the ignored
-    __pycache__ folders), every worker reads them. This reaches into pytest's private
-    rewrite functions; where a pytest lacks them, the workers rewrite as before."""
+    ~9 CPU-s of collection. pytest also rewrites every module of a distribution that
+    registers a plugin (harness's `pytest11` entry point), so each pytest process, a
+    worker or one a test starts, parsed and compiled each harness module it imported
+    (~100 for one test file's collection) instead of reading its .pyc. Cached here
+    (pytest's own cache files, in the ignored __pycache__ folders), every process reads
+    them. This reaches into pytest's private rewrite functions; where a pytest lacks
+    them, the processes rewrite as before."""
     try:
         from _pytest.assertion import rewrite
         state = config.stash[rewrite.assertstate_key]
     except (ImportError, AttributeError, KeyError):
         return
-    for fn in sorted(ROOT.glob("tests/**/*.py")):
-        if not (fn.name.startswith("test_") or fn.name == "conftest.py"):
+    for fn in sorted([*ROOT.glob("tests/**/*.py"), *ROOT.glob("harness/**/*.py")]):
+        if fn.parts[len(ROOT.parts)] == "tests" and not (
+                fn.name.startswith("test_") or fn.name == "conftest.py"):
             continue
         pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
         if rewrite._read_pyc(fn, pyc, state.trace) is not None:
