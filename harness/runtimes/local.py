@@ -2,10 +2,8 @@
 
 The local "image" is an interpreter (`python3.11`, `/usr/bin/python3`) or a pip
 requirement set built into a venv under the cache directory, keyed by a hash of the
-interpreter's version and the sorted requirements, so a sweep over package versions
-runs on any machine without Docker. Memory limits are a Docker feature and are not
-applied here (the result says so).
-"""
+interpreter's version and the sorted requirements (`venv_key`), so a sweep over package
+versions runs on any machine without Docker. A `mem_limit` is not applied (said)."""
 
 from __future__ import annotations
 
@@ -34,6 +32,10 @@ from harness.runtimes.base import (
     RuntimeBase,
 )
 from harness.runtimes.cellcgroup import CellCgroup, vmstat_oom_kills
+
+
+def venv_key(version: str, reqs: list[str], hashed: list[str]) -> str:   # sys.version, pins
+    return hashlib.sha256("\n".join([version, *reqs, *hashed]).encode()).hexdigest()[:16]
 
 
 def cache_dir() -> Path:
@@ -91,8 +93,7 @@ def short_pip_error(lines: list[str]) -> str:
     return last
 
 
-# ImageInfo label of a culprit hybrid the resolver refused: why, and that its pins went in
-# as listed (`--no-deps`), each at its version, the refused dependency check waived.
+# label of a culprit hybrid the resolver refused: why; its pins went in as listed (--no-deps)
 NO_DEPS = "no-deps"
 REFUSED_FILE = "harness-refused.txt"
 # A lock image's pins and hashes, as pip installed them (--require-hashes), kept in its venv.
@@ -214,7 +215,7 @@ class LocalRuntime(RuntimeBase):
                       # the resolver's flags, and a pin the index marks yanked
                       **resolver.notes(self.cache, image.pip, image.as_of, version)}
         hashed = requirement_lines(image.hashes)     # a lock's pins with their hashes
-        key = hashlib.sha256("\n".join([version, *reqs, *hashed]).encode()).hexdigest()[:16]
+        key = venv_key(version, reqs, hashed)
         venv = self.cache / "venvs" / key
         loose = self.cache / "venvs" / f"{key}-{NO_DEPS}"   # a hybrid the resolver refused
         if image.hybrid and not (venv / "bin" / "python").exists() and (

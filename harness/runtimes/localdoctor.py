@@ -1,7 +1,8 @@
 """`harness doctor` for a local matrix: what the sweep needs from this machine.
 
 Each image's interpreter exists and runs; its `pip:` pins resolve (a dry run of pip,
-no install: `pip install --dry-run`, pip >= 22.2); the results directory can be
+no install: `pip install --dry-run`, pip >= 22.2; where a sweep already installed them
+into its cached venv, that venv says so without asking the index); the results directory can be
 written (`harness.cli.doctor` adds that every scenario compiles). Each check is one
 line with its fix, as the Docker and Slurm doctors give theirs.
 """
@@ -15,9 +16,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.matrixfile.lockfile import requirement_lines
 from harness.matrixfile.model import ImageSpec, Matrix
 from harness.runtimes import process, resolver
-from harness.runtimes.local import LocalRuntime, short_pip_error
+from harness.runtimes.local import NO_DEPS, LocalRuntime, cache_dir, short_pip_error, venv_key
 
 Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix)
 RESOLVE_TIMEOUT_S = 120.0
@@ -28,6 +30,16 @@ def interpreter(image: ImageSpec) -> str:
     return image.python or (image.ref if not image.pip else sys.executable)
 
 
+def built(image: ImageSpec, version: str) -> Path | None:
+    """The sweep's cached venv of an undated image's pins (`LocalRuntime.prepare`'s key:
+    the interpreter's sys.version and the pins), None where no sweep built it."""
+    key = venv_key(version, sorted(image.pip), requirement_lines(image.hashes))
+    for venv in (cache_dir() / "venvs" / key, cache_dir() / "venvs" / f"{key}-{NO_DEPS}"):
+        if (venv / "bin" / "python").exists():
+            return venv
+    return None
+
+
 def _image_checks(image: ImageSpec) -> Iterator[Check]:
     name = interpreter(image)
     found = shutil.which(name) if os.sep not in name else (
@@ -36,17 +48,22 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
         yield ("FAIL", f"image {image.label}: interpreter {name!r} not found",
                "install it, or name an existing one in the image's `python:`")
         return
-    rc, out = process.check_output([found, "-c", "import sys;print(sys.version.split()[0])"],
+    rc, out = process.check_output([found, "-c", "import sys;print(sys.version)"],
                                    timeout=60)
     if rc != 0:
         yield ("FAIL", f"image {image.label}: interpreter {found} does not run: "
                        f"{out.strip()[-200:]}", "install it, or name another interpreter")
         return
-    yield ("ok", f"image {image.label}: Python {out.strip()} ({found})", "")
+    yield ("ok", f"image {image.label}: Python {out.split()[0]} ({found})", "")
     if not image.pip:
         return
     if image.as_of:
         yield _dated_check(image)
+        return
+    venv = built(image, out.strip())
+    if venv is not None:    # a sweep installed them: no index asked again
+        yield ("ok", f"image {image.label}: pins installed ({' '.join(image.pip)}; cached "
+                     f"venv {venv})", "")
         return
     rc, out = process.check_output(
         [found, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",

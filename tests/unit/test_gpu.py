@@ -4,6 +4,7 @@ and `harness doctor` against a fake engine and a fake NVML probe."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -493,7 +494,7 @@ def test_doctor_local_pin_that_does_not_resolve_fails_in_one_line(
     m = tmp_path / "m.yaml"
     m.write_text(f"name: l\nruntime: local\nmatrix:\n  image:\n"
                  f"    - {{name: nine, python: {fake}, pip: [multidict==9.9]}}\n"
-                 f"    - {{name: slow, python: {slow}, pip: [multidict==6.4.4]}}\n"
+                 f"    - {{name: slow, python: {slow}, pip: [never-built-here==1.0]}}\n"
                  f"  scenario: [s.py]\n")
     monkeypatch.setattr(localdoctor, "RESOLVE_TIMEOUT_S", 1.0)
     checks = doctor.diagnose(matrixfile.load(m), {"local": None}, lambda url: FakeEngine({}, {}),
@@ -506,3 +507,40 @@ def test_doctor_local_pin_that_does_not_resolve_fails_in_one_line(
     assert "1.17" not in text and text.count("image nine") == 2     # the pin line and Python
     assert "[warn] image slow: pins not checked: pip found no answer from its index in 1 s" \
         in text
+
+
+def test_doctor_says_pins_a_sweep_installed_without_asking_the_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the sweep's cached venv of an image's pins exists, the doctor says the pins
+    are installed, naming the venv, and runs no pip; without that venv it asks pip, as
+    before (this fake pip finds nothing: FAIL)."""
+    from harness.matrixfile.model import ImageSpec
+    from harness.runtimes.local import LocalRuntime, venv_key
+
+    fake = tmp_path / "python-fake"
+    fake.write_text(FAKE_PY.format(pin="multidict==6.4.4", pip=(
+        "echo 'ERROR: No matching distribution found for multidict==6.4.4'; exit 1")))
+    fake.chmod(0o755)
+    (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
+    m = tmp_path / "m.yaml"
+    m.write_text(f"name: l\nruntime: local\nmatrix:\n  image:\n"
+                 f"    - {{name: md, python: {fake}, pip: [multidict==6.4.4]}}\n"
+                 f"  scenario: [s.py]\n")
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache" / "harness"))
+    image = ImageSpec(label="md", ref="md", index=0, python=str(fake), pip=("multidict==6.4.4",))
+    _, version = LocalRuntime(tmp_path / "cache" / "harness")._python(image)
+    venv = tmp_path / "cache" / "harness" / "venvs" / venv_key(version, ["multidict==6.4.4"], [])
+
+    def diagnose() -> str:
+        checks = doctor.diagnose(matrixfile.load(m), {"local": None},
+                                 lambda url: FakeEngine({}, {}), HostGpus(), has_gpu=False,
+                                 hook_found=False, out=tmp_path / "out")
+        return "\n".join(checks.lines)
+
+    text = diagnose()
+    assert "[FAIL] image md: pins do not resolve: No matching distribution" in text, text
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    text = diagnose()
+    assert (f"[ok] image md: pins installed (multidict==6.4.4; cached venv {venv})" in text
+            and "FAIL" not in text), text
