@@ -177,6 +177,25 @@ def test_a_peak_between_two_samples_is_read_from_the_high_water_mark() -> None:
     assert read({"status": "ok", "rss_hwm": 200 * mib})["rss"] == 400 * mib
 
 
+def test_file_pages_reclaimed_after_the_peak_do_not_raise_the_anonymous_peak() -> None:
+    # GIVEN a probe near its memory limit (readings of a busy CI's conv net, batch 1 under
+    # 512 MiB): 210 MiB of libraries' file pages resident after its setup, reclaimed to
+    # 168 MiB by its last sample; anonymous memory seen at most at 366 MiB; the kernel's
+    # high-water mark of its RSS 554 MiB, reached while the file pages were resident
+    mib = 2**20
+    readings = [(423, 213), (437, 232), (543, 367), (512, 344)]     # (rss, rss_anon) MiB
+    lines = [{"type": "header", "schema": 1}] + [
+        {"type": "sample", "src": "step", "phase": "measure", "i": i, "t": i * 0.1,
+         "rss": rss * mib, "rss_anon": anon * mib, "dt": [0.1]}
+        for i, (rss, anon) in enumerate(readings, 1)] + [
+        {"type": "end", "status": "ok", "rss_hwm": 554 * mib}]
+    got = peaks(parse_lines([(json.dumps(r) + "\n").encode() for r in lines]), "docker")
+    # THEN the anonymous peak is at least the mark less the most file pages seen (554 -
+    # 210 = 344, under the 367 seen: the samples' peak stands), not the mark less the
+    # last sample's (554 - 168 = 386 MiB, more than the probe held)
+    assert got["rss_anon"] == 367 * mib and got["rss"] == 554 * mib
+
+
 def test_a_fit_probe_reads_the_heap_as_the_program_leaves_it(tmp_path: Path) -> None:
     """A probe runs `heap: stock` whatever the matrix says: the quiet heap's collections
     and thread cache off lowered TF's peaks, and the fit then answered 13 where the plain
