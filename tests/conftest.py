@@ -352,10 +352,9 @@ def rewrite_tests(config: pytest.Config) -> None:
         state = config.stash[rewrite.assertstate_key]
     except (ImportError, AttributeError, KeyError):
         return
-    for fn in sorted([*ROOT.glob("tests/**/*.py"), *ROOT.glob("harness/**/*.py")]):
-        if fn.parts[len(ROOT.parts)] == "tests" and not (
-                fn.name.startswith("test_") or fn.name == "conftest.py"):
-            continue
+    tests = [fn for fn in ROOT.glob("tests/**/*.py")
+             if fn.name.startswith("test_") or fn.name == "conftest.py"]
+    for fn in sorted([*tests, *ROOT.glob("harness/**/*.py")]):
         pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
         if rewrite._read_pyc(fn, pyc, state.trace) is not None:
             continue

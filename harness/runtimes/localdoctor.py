@@ -48,19 +48,19 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
         yield ("FAIL", f"image {image.label}: interpreter {name!r} not found",
                "install it, or name an existing one in the image's `python:`")
         return
-    rc, out = process.check_output([found, "-c", "import sys;print(sys.version)"],
-                                   timeout=60)
+    # the runtime's own probe: its sys.version is the one a cached venv's key holds
+    rc, _, version, _ = process.python_probe(found)
     if rc != 0:
         yield ("FAIL", f"image {image.label}: interpreter {found} does not run: "
-                       f"{out.strip()[-200:]}", "install it, or name another interpreter")
+                       f"{version[-200:]}", "install it, or name another interpreter")
         return
-    yield ("ok", f"image {image.label}: Python {out.split()[0]} ({found})", "")
+    yield ("ok", f"image {image.label}: Python {version.split()[0]} ({found})", "")
     if not image.pip:
         return
     if image.as_of:
         yield _dated_check(image)
         return
-    venv = built(image, out.strip())
+    venv = built(image, version)
     if venv is not None:    # a sweep installed them: no index asked again
         yield ("ok", f"image {image.label}: pins installed ({' '.join(image.pip)}; cached "
                      f"venv {venv})", "")
