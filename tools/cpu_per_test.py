@@ -1,28 +1,46 @@
-"""Where the test suite's CPU goes: each test's wall time and the machine's busy CPU
-seconds while it ran (its containers, engines and child processes included, which a
-process's own rusage does not see).
+"""Where the test suite's CPU goes: each test's wall time and the CPU seconds it cost,
+its child processes and containers included, which a process's own rusage does not
+see (an agent that leaves with os._exit, a container's processes). Slurm's jobs run in
+slurmd's groups and are not counted.
 
-Run the suite serially (no -n: one test at a time, so the machine's CPU is the test's)
-with this file as a plugin, then summarise:
+Two ways to count, chosen when the plugin loads:
 
-    PYTHONPATH=tools python3 -m pytest -p cpu_per_test -q      (writes cpu-per-test.jsonl)
+- **cgroup** (root, cgroup v1 with a writable cpuacct hierarchy, as on CI's machines):
+  each process of the run (each pytest-xdist worker, or the one pytest) moves itself
+  into a cpuacct group of its own (`cpuacct/cpu-per-test/gwN`), so a test's count is
+  the CPU its worker and every process the worker started used while it ran. A thread
+  reads the engines' container groups (`cpuacct/docker/*`, `cpuacct/libpod_parent/*`)
+  four times a second and credits a new container to the test running when it
+  appeared, if one of the container's mounts lies under that worker's temporary folder
+  (`popen-gwN`). Containers that mount no pytest folder (an engine over TCP copies
+  files in instead) are counted once, for the whole run. Works under `-n 6`, CI's run.
+- **busy** (anywhere else): the machine's busy CPU seconds while a test ran. Only
+  meaningful serially (no -n: one test at a time, so the machine's CPU is the test's).
+
+    PYTHONPATH=tools python3 -m pytest -p cpu_per_test -q -n 6 --dist loadgroup
     python3 tools/cpu_per_test.py cpu-per-test.jsonl           (per file and per test)
 
-Under `pytest -n 4` on 2 cores the suite is CPU-bound (idle under 5 % for most of a run,
-sampled from /proc/stat every 10 s), so its wall time follows the CPU seconds this
-counts, not the tests' wall times. CPU_PER_TEST_OUT names another output file.
+The summary also prints the whole run's wall time and the machine's busy CPU seconds
+over it, so what no test holds (the workers' start and collection, the engines'
+daemons, Slurm's jobs, the kernel) is seen as the difference. CPU_PER_TEST_OUT names
+another output file.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 OUT = os.environ.get("CPU_PER_TEST_OUT", "cpu-per-test.jsonl")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+ENGINE_GROUPS = ("docker", "libpod_parent")
+UNDECIDED = "?"     # a container group seen before any process of it
 
 
 def busy_seconds() -> float:
@@ -32,38 +50,171 @@ def busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def usage(group: Path) -> float | None:
+    """A cpuacct group's CPU seconds, or None once it is gone."""
+    try:
+        return int((group / "cpuacct.usage").read_text()) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def own_group(worker: str) -> Path | None:
+    """This process moved into a cpuacct group of its own, or None where it cannot be."""
+    group = CPUACCT / "cpu-per-test" / worker
+    try:
+        group.mkdir(parents=True, exist_ok=True)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        return None
+    return group
+
+
+def mount_source(group: Path) -> str | None:
+    """The source of the first mount of a process of the container group `group` under
+    a pytest temporary folder (mountinfo's 4th field, for a bind mount of a host
+    folder), "" where none is, or None while the group has no process to ask yet."""
+    try:
+        pid = (group / "tasks").read_text().split()[0]
+        with open(f"/proc/{pid}/mountinfo") as f:
+            return next((src for src in (line.split()[3] for line in f)
+                         if "/pytest-of-" in src), "")
+    except (OSError, IndexError):
+        return None
+
+
+class Containers(threading.Thread):
+    """Samples the engines' container groups. A new container whose mount is under
+    `mine` is credited to the test this process runs when it appears; one under another
+    worker's folder is that worker's; one under no pytest folder is unattributed."""
+
+    def __init__(self, mine: str | None) -> None:
+        super().__init__(daemon=True)
+        self.mine = mine                      # None: count the unattributed only
+        self.test: str | None = None
+        self.seen: dict[Path, list[Any]] = {}     # group -> [owner, first, last]
+        self.lock = threading.Lock()
+
+    def groups(self) -> list[Path]:
+        return [g for name in ENGINE_GROUPS if (CPUACCT / name).is_dir()
+                for g in (CPUACCT / name).iterdir() if g.is_dir()]
+
+    def owner(self, group: Path) -> str | None:
+        src = mount_source(group)
+        if src is None:
+            return UNDECIDED
+        if not src:
+            return ""                         # unattributed
+        if self.mine is not None and self.mine in src:
+            return self.test
+        return None                           # another worker's: not counted here
+
+    def run(self) -> None:
+        for g in self.groups():               # there before the run: not ours
+            self.seen[g] = [None, 0.0, 0.0]
+        while True:
+            for g in self.groups():
+                now = usage(g)
+                if now is None:
+                    continue
+                with self.lock:
+                    if g not in self.seen:
+                        self.seen[g] = [UNDECIDED, 0.0, now]
+                    if self.seen[g][0] == UNDECIDED:
+                        self.seen[g][0] = self.owner(g)
+                    self.seen[g][2] = now
+            time.sleep(0.25)
+
+    def holds(self, owner: str) -> bool:
+        with self.lock:
+            return any(v[0] == owner for v in self.seen.values())
+
+    def take(self, owner: str) -> float:
+        """CPU seconds of the containers credited to `owner` (each counted once)."""
+        with self.lock:
+            taken = [v for v in self.seen.values() if v[0] == owner]
+            for v in taken:
+                v[0] = None
+            return float(sum(v[2] - v[1] for v in taken))
+
+
 try:
     import pytest
 except ImportError:  # summarising needs no pytest
     pytest = None  # type: ignore[assignment]
 
 if pytest is not None:
+    WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+    STATE: dict[str, Any] = {}
+
+    def pytest_configure(config: Any) -> None:
+        group = own_group(WORKER or "main")
+        controller = not WORKER and bool(getattr(config.option, "numprocesses", None))
+        STATE.update(group=group, controller=controller, t0=time.time(), b0=busy_seconds())
+        if group is not None:
+            mine = None if controller else (f"popen-{WORKER}/" if WORKER else "/pytest-of-")
+            STATE["sampler"] = Containers(mine)
+            STATE["sampler"].start()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
-        t0, c0 = time.monotonic(), busy_seconds()
+        group, sampler = STATE.get("group"), STATE.get("sampler")
+        if sampler is not None:
+            sampler.test = item.nodeid
+        t0, b0 = time.time(), busy_seconds()
+        c0 = usage(group) if group is not None else None
         yield
+        row: dict[str, Any] = {"id": item.nodeid, "worker": WORKER or "main", "t0": t0,
+                               "wall": time.time() - t0, "busy": busy_seconds() - b0}
+        if group is not None and sampler is not None:
+            row["process"] = (usage(group) or 0.0) - (c0 or 0.0)
+            if sampler.holds(item.nodeid):
+                time.sleep(0.3)               # the sampler's last look at its containers
+            row["containers"] = sampler.take(item.nodeid)
+            row["cpu"] = row["process"] + row["containers"]
+        else:
+            row["cpu"] = row["busy"]
         with open(OUT, "a") as f:
-            f.write(json.dumps({"id": item.nodeid, "wall": time.monotonic() - t0,
-                                "cpu": busy_seconds() - c0}) + "\n")
+            f.write(json.dumps(row) + "\n")
+
+    def pytest_unconfigure(config: Any) -> None:
+        if WORKER:
+            return
+        sampler = STATE.get("sampler")
+        with open(OUT, "a") as f:
+            f.write(json.dumps({"run_wall": time.time() - STATE["t0"],
+                                "run_busy": busy_seconds() - STATE["b0"],
+                                "unattributed_containers":
+                                    sampler.take("") if sampler is not None else None}) + "\n")
 
 
 def main(path: str, top: int = 30) -> None:
     with open(path) as f:
-        rows = [json.loads(line) for line in f]
+        lines = [json.loads(line) for line in f]
+    rows = [r for r in lines if "id" in r]
+    run = next((r for r in lines if "run_busy" in r), None)
     by_file: Counter[str] = Counter()
     wall: Counter[str] = Counter()
+    inside: Counter[str] = Counter()
     for r in rows:
         name = r["id"].split("::")[0]
         by_file[name] += r["cpu"]
         wall[name] += r["wall"]
-    print(f"{len(rows)} tests: {sum(r['cpu'] for r in rows):.0f} CPU-s, "
-          f"{sum(r['wall'] for r in rows):.0f} s")
-    print(" CPU-s  wall-s  file")
+        inside[name] += r.get("containers", 0.0)
+    cgroup = any("process" in r for r in rows)
+    print(f"{len(rows)} tests: {sum(r['cpu'] for r in rows):.0f} CPU-s"
+          f"{f' ({sum(inside.values()):.0f} in containers)' if cgroup else ''}, "
+          f"{sum(r['wall'] for r in rows):.0f} s of tests' wall time")
+    if run is not None:
+        loose = run["unattributed_containers"]
+        print(f"the whole run: {run['run_wall']:.0f} s, the machine busy {run['run_busy']:.0f}"
+              f" CPU-s" + (f"; containers that mount no test's folder {loose:.0f} CPU-s"
+                           if loose is not None else ""))
+    print(" CPU-s  in ctr  wall-s  file")
     for name, cpu in by_file.most_common(top):
-        print(f"{cpu:6.1f} {wall[name]:7.1f}  {name}")
-    print(" CPU-s  wall-s  test")
+        print(f"{cpu:6.1f} {inside[name]:7.1f} {wall[name]:7.1f}  {name}")
+    print(" CPU-s  in ctr  wall-s  test")
     for r in sorted(rows, key=lambda r: -r["cpu"])[:top]:
-        print(f"{r['cpu']:6.1f} {r['wall']:7.1f}  {r['id']}")
+        print(f"{r['cpu']:6.1f} {r.get('containers', 0.0):7.1f} {r['wall']:7.1f}  {r['id']}")
 
 
 if __name__ == "__main__":
