@@ -12,8 +12,9 @@ Two ways to count, chosen when the plugin loads:
   reads the engines' container groups (`cpuacct/docker/*`, `cpuacct/libpod_parent/*`)
   four times a second and credits a new container to the test running when it
   appeared, if one of the container's mounts lies under that worker's temporary folder
-  (`popen-gwN`). Containers that mount no pytest folder (an engine over TCP copies
-  files in instead) are counted once, for the whole run. Works under `-n 6`, CI's run.
+  (`pytest-of-USER/.../popen-gwN`, pytest's default: not with --basetemp). Containers
+  that mount no pytest folder (an engine over TCP copies files in instead) are counted
+  once, for the whole run. Works under `-n 6`, CI's run.
 - **busy** (anywhere else): the machine's busy CPU seconds while a test ran. Only
   meaningful serially (no -n: one test at a time, so the machine's CPU is the test's).
 
