@@ -2,7 +2,7 @@
 
 The local "image" is an interpreter (`python3.11`, `/usr/bin/python3`) or a pip
 requirement set built into a venv under the cache directory, keyed by a hash of the
-interpreter's version and the sorted requirements (`venv_key`), so a sweep over package
+interpreter's version and the sorted requirements (`venv_dirs`), so a sweep over package
 versions runs on any machine without Docker. A `mem_limit` is not applied (said)."""
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from harness.runtimes.base import (
 from harness.runtimes.cellcgroup import CellCgroup, vmstat_oom_kills
 
 
-def venv_key(version: str, reqs: list[str], hashed: list[str]) -> str:   # sys.version, pins
-    return hashlib.sha256("\n".join([version, *reqs, *hashed]).encode()).hexdigest()[:16]
+def venv_dirs(cache: Path, version: str, reqs: list[str], hashed: list[str]) -> tuple[Path, Path]:
+    """The venv of these pins under `version` (sys.version), and its NO_DEPS twin."""
+    key = hashlib.sha256("\n".join([version, *reqs, *hashed]).encode()).hexdigest()[:16]
+    return cache / "venvs" / key, cache / "venvs" / f"{key}-{NO_DEPS}"
 
 
 def cache_dir() -> Path:
@@ -215,12 +217,10 @@ class LocalRuntime(RuntimeBase):
                       # the resolver's flags, and a pin the index marks yanked
                       **resolver.notes(self.cache, image.pip, image.as_of, version)}
         hashed = requirement_lines(image.hashes)     # a lock's pins with their hashes
-        key = venv_key(version, reqs, hashed)
-        venv = self.cache / "venvs" / key
-        loose = self.cache / "venvs" / f"{key}-{NO_DEPS}"   # a hybrid the resolver refused
+        venv, loose = venv_dirs(self.cache, version, reqs, hashed)   # loose: pins refused
         if image.hybrid and not (venv / "bin" / "python").exists() and (
                 loose / "bin" / "python").exists():
-            venv, key = loose, f"{key}-{NO_DEPS}"
+            venv = loose
         vpy = venv / "bin" / "python"
         if not vpy.exists():
             try:
@@ -234,7 +234,7 @@ class LocalRuntime(RuntimeBase):
                 # environment, each installed at its version with no dependency check.
                 progress(f"{image.label}: {exc.said}; installing the pins as listed "
                          "(--no-deps)")
-                venv, key = loose, f"{key}-{NO_DEPS}"
+                venv = loose
                 self._build(python, reqs, venv, progress, image.label, no_deps=exc.said,
                             hashed=hashed)
                 vpy = venv / "bin" / "python"
@@ -244,7 +244,7 @@ class LocalRuntime(RuntimeBase):
             refused = (venv / REFUSED_FILE).read_text() if (venv / REFUSED_FILE).exists() \
                 else "the resolver refused these pins together"
             labels[NO_DEPS] = refused.strip()
-        return ImageInfo(ref=" ".join(reqs), digest=f"venv:{key}", python=str(vpy),
+        return ImageInfo(ref=" ".join(reqs), digest=f"venv:{venv.name}", python=str(vpy),
                          labels={"venv": str(venv), **labels},
                          prepare_s=time.monotonic() - start)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.matrixfile.lockfile import requirement_lines
 from harness.matrixfile.model import ImageSpec, Matrix
 from harness.runtimes import process, resolver
-from harness.runtimes.local import NO_DEPS, LocalRuntime, cache_dir, short_pip_error, venv_key
+from harness.runtimes.local import LocalRuntime, cache_dir, short_pip_error, venv_dirs
 
 Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix)
 RESOLVE_TIMEOUT_S = 120.0
@@ -33,8 +33,8 @@ def interpreter(image: ImageSpec) -> str:
 def built(image: ImageSpec, version: str) -> Path | None:
     """The sweep's cached venv of an undated image's pins (`LocalRuntime.prepare`'s key:
     the interpreter's sys.version and the pins), None where no sweep built it."""
-    key = venv_key(version, sorted(image.pip), requirement_lines(image.hashes))
-    for venv in (cache_dir() / "venvs" / key, cache_dir() / "venvs" / f"{key}-{NO_DEPS}"):
+    for venv in venv_dirs(cache_dir(), version, sorted(image.pip),
+                          requirement_lines(image.hashes)):
         if (venv / "bin" / "python").exists():
             return venv
     return None

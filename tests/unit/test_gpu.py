@@ -515,7 +515,7 @@ def test_doctor_says_pins_a_sweep_installed_without_asking_the_index(
     are installed, naming the venv, and runs no pip; without that venv it asks pip, as
     before (this fake pip finds nothing: FAIL)."""
     from harness.matrixfile.model import ImageSpec
-    from harness.runtimes.local import LocalRuntime, venv_key
+    from harness.runtimes.local import LocalRuntime, venv_dirs
 
     fake = tmp_path / "python-fake"
     fake.write_text(FAKE_PY.format(pin="multidict==6.4.4", pip=(
@@ -529,7 +529,7 @@ def test_doctor_says_pins_a_sweep_installed_without_asking_the_index(
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache" / "harness"))
     image = ImageSpec(label="md", ref="md", index=0, python=str(fake), pip=("multidict==6.4.4",))
     _, version = LocalRuntime(tmp_path / "cache" / "harness")._python(image)
-    venv = tmp_path / "cache" / "harness" / "venvs" / venv_key(version, ["multidict==6.4.4"], [])
+    venv, _ = venv_dirs(tmp_path / "cache" / "harness", version, ["multidict==6.4.4"], [])
 
     def diagnose() -> str:
         checks = doctor.diagnose(matrixfile.load(m), {"local": None},
