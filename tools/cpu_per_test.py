@@ -92,7 +92,7 @@ class Containers(threading.Thread):
         super().__init__(daemon=True)
         self.mine = mine                      # None: count the unattributed only
         self.test: str | None = None
-        self.seen: dict[Path, list[Any]] = {}     # group -> [owner, first, last]
+        self.seen: dict[Path, list[Any]] = {}     # group -> [owner, CPU seconds]
         self.lock = threading.Lock()
 
     def groups(self) -> list[Path]:
@@ -111,7 +111,7 @@ class Containers(threading.Thread):
 
     def run(self) -> None:
         for g in self.groups():               # there before the run: not ours
-            self.seen[g] = [None, 0.0, 0.0]
+            self.seen[g] = [None, 0.0]
         while True:
             for g in self.groups():
                 now = usage(g)
@@ -119,10 +119,10 @@ class Containers(threading.Thread):
                     continue
                 with self.lock:
                     if g not in self.seen:
-                        self.seen[g] = [UNDECIDED, 0.0, now]
+                        self.seen[g] = [UNDECIDED, now]
                     if self.seen[g][0] == UNDECIDED:
                         self.seen[g][0] = self.owner(g)
-                    self.seen[g][2] = now
+                    self.seen[g][1] = now
             time.sleep(0.25)
 
     def holds(self, owner: str) -> bool:
@@ -135,7 +135,7 @@ class Containers(threading.Thread):
             taken = [v for v in self.seen.values() if v[0] == owner]
             for v in taken:
                 v[0] = None
-            return float(sum(v[2] - v[1] for v in taken))
+            return float(sum(v[1] for v in taken))
 
 
 try:
@@ -150,7 +150,7 @@ if pytest is not None:
     def pytest_configure(config: Any) -> None:
         group = own_group(WORKER or "main")
         controller = not WORKER and bool(getattr(config.option, "numprocesses", None))
-        STATE.update(group=group, controller=controller, t0=time.time(), b0=busy_seconds())
+        STATE.update(group=group, t0=time.time(), b0=busy_seconds())
         if group is not None:
             mine = None if controller else (f"popen-{WORKER}/" if WORKER else "/pytest-of-")
             STATE["sampler"] = Containers(mine)
