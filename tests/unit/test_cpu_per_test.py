@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from loadfile import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import cpu_per_test  # noqa: E402
+cpu_per_test = load_file(ROOT / "tools" / "cpu_per_test.py", "cpu_per_test_under_test")
 
 GROUP = Path("/sys/fs/cgroup/cpuacct")
 BURN = 0.5    # CPU seconds a test's child spends
