@@ -51,10 +51,11 @@ def busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def usage(group: Path) -> float | None:
-    """A cpuacct group's CPU seconds, or None once it is gone."""
+def usage(group: Path, kind: str = "usage") -> float | None:
+    """A cpuacct group's CPU seconds (`kind` usage_sys: the kernel's share), or None once
+    it is gone."""
     try:
-        return int((group / "cpuacct.usage").read_text()) / 1e9
+        return int((group / f"cpuacct.{kind}").read_text()) / 1e9
     except (OSError, ValueError):
         return None
 
@@ -163,11 +164,13 @@ if pytest is not None:
             sampler.test = item.nodeid
         t0, b0 = time.time(), busy_seconds()
         c0 = usage(group) if group is not None else None
+        s0 = usage(group, "usage_sys") if group is not None else None
         yield
         row: dict[str, Any] = {"id": item.nodeid, "worker": WORKER or "main", "t0": t0,
                                "wall": time.time() - t0, "busy": busy_seconds() - b0}
         if group is not None and sampler is not None:
             row["process"] = (usage(group) or 0.0) - (c0 or 0.0)
+            row["sys"] = (usage(group, "usage_sys") or 0.0) - (s0 or 0.0)
             if sampler.holds(item.nodeid):
                 time.sleep(0.3)               # the sampler's last look at its containers
             row["containers"] = sampler.take(item.nodeid)
