@@ -8,7 +8,8 @@ Two ways to count, chosen when the plugin loads:
 - **cgroup** (root, cgroup v1 with a writable cpuacct hierarchy, as on CI's machines):
   each process of the run (each pytest-xdist worker, or the one pytest) moves itself
   into a cpuacct group of its own (`cpuacct/cpu-per-test/gwN`), so a test's count is
-  the CPU its worker and every process the worker started used while it ran. A thread
+  the CPU its worker and every process the worker started used while it ran (`sys`:
+  the kernel's share of it, which names a test that faults in much memory). A thread
   reads the engines' container groups (`cpuacct/docker/*`, `cpuacct/libpod_parent/*`)
   four times a second and credits a new container to the test running when it
   appeared, if one of the container's mounts lies under that worker's temporary folder
@@ -205,8 +206,10 @@ def main(path: str, top: int = 30) -> None:
         wall[name] += r["wall"]
         inside[name] += r.get("containers", 0.0)
     cgroup = any("process" in r for r in rows)
+    kernel = sum(r.get("sys", 0.0) for r in rows)
     print(f"{len(rows)} tests: {sum(r['cpu'] for r in rows):.0f} CPU-s"
-          f"{f' ({sum(inside.values()):.0f} in containers)' if cgroup else ''}, "
+          f"{f' ({sum(inside.values()):.0f} in containers)' if cgroup else ''}"
+          f"{f', the kernel {kernel:.0f} of the processes' if kernel else ''}, "
           f"{sum(r['wall'] for r in rows):.0f} s of tests' wall time")
     if run is not None:
         loose = run["unattributed_containers"]
