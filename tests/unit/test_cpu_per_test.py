@@ -22,17 +22,18 @@ BURN = 0.5    # CPU seconds a test's child spends
 def test_the_summary_adds_up_files_and_says_the_run(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     rows = [{"id": "tests/a.py::one", "wall": 2.0, "cpu": 1.5, "process": 0.5,
-             "containers": 1.0},
+             "containers": 1.0, "sys": 0.25},
             {"id": "tests/a.py::two", "wall": 1.0, "cpu": 0.25, "process": 0.25,
              "containers": 0.0},
             {"id": "tests/b.py::three", "wall": 0.5, "cpu": 3.0, "process": 3.0,
-             "containers": 0.0},
+             "containers": 0.0, "sys": 1.0},
             {"run_wall": 9.0, "run_busy": 12.0, "unattributed_containers": 2.0}]
     out = tmp_path / "rows.jsonl"
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cpu_per_test.main(str(out))
     text = capsys.readouterr().out
-    assert "3 tests: 5 CPU-s (1 in containers), 4 s of tests' wall time" in text
+    assert ("3 tests: 5 CPU-s (1 in containers), the kernel 1 of the processes, 4 s of "
+            "tests' wall time") in text
     assert "the whole run: 9 s, the machine busy 12 CPU-s" in text
     assert "containers that mount no test's folder 2 CPU-s" in text
     files = [line.split() for line in text.splitlines() if line.endswith(".py")]
