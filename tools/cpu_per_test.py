@@ -225,4 +225,7 @@ def main(path: str, top: int = 30) -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)     # `| head`: end quietly, as a filter does
     main(sys.argv[1] if len(sys.argv) > 1 else OUT)
