@@ -38,6 +38,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "late_onset.py": (),
     "live_full.py": (),
     "live_gpu_replay.py": (),
+    "load_verdicts.py": (),
     "ms_steps.py": (),
     "near_floor.py": (),
     "one_decision.py": (),
