@@ -10,8 +10,12 @@ project's busy 2-core machine), and fed round by round to `replicate.confirm`'s 
 - BAND (the rule before): stopped on no change only once the interval lay wholly inside
   (1/min_ratio, min_ratio).
 
-Both stop at a decided direction or disagreeing rounds. It prints, per case, the mean
-rounds run and how often each rule said "slower".
+Both stop at a decided direction. The band rule stopped at disagreeing rounds too; the
+sequential rule does so only where an improvement was asked about (issue 78): rounds that
+disagree about a slowdown run on while more may settle it. It prints, per case, the mean
+rounds run, how often each rule said "slower", and how often the sequential rule's
+rounds ended open (`open`: their interval holds a slowdown as well as no change, the
+verdict's rule `unsettled`, an `ambiguous` cell).
 
 Run: python benchmarks/rounds_cost.py [--runs 2000] [--seed 5]     (a few seconds)
      [--quick]     (--quick: 50 runs per case, for CI)
@@ -28,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.analysis.baselinerules import unsettled
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rounds import decide_rounds, settled
 from harness.thresholds import AnalysisConfig
@@ -48,13 +53,14 @@ def band_settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
 
 
 def run(ratios: np.ndarray, suspected: Direction, rule: Rule, cfg: AnalysisConfig
-        ) -> tuple[int, Direction]:
+        ) -> tuple[int, Direction, bool]:
     done: list[Round] = []
     for k, x in enumerate(ratios, 1):
         if rule(decide_rounds(done, suspected, cfg), cfg):
             break
         done.append(Round(k, 0.01, 0.01 * float(x)))
-    return len(done), decide_rounds(done, suspected, cfg).direction
+    found = decide_rounds(done, suspected, cfg)
+    return len(done), found.direction, bool(unsettled(found, cfg))
 
 
 def main() -> None:
@@ -71,7 +77,7 @@ def main() -> None:
     print(f"min_ratio {cfg.min_ratio}, {cfg.round_confidence:.0%} interval, at most {most} "
           f"rounds, {args.runs} runs per case\n")
     print(f"{'true ratio':>10} {'sd':>5} {'asked':>6} | {'rounds: band':>12} "
-          f"{'sequential':>10} | {'slower: band':>12} {'sequential':>10}")
+          f"{'sequential':>10} | {'slower: band':>12} {'sequential':>10} | {'open':>6}")
     for true, sd, suspected in ((1.0, 0.03, "~"), (1.0, 0.06, "~"), (1.0, 0.10, "~"),
                                 (0.94, 0.03, "~"), (0.94, 0.06, "~"), (1.04, 0.03, "~"),
                                 (1.0, 0.06, "slower"), (1.05, 0.06, "slower"),
@@ -81,10 +87,12 @@ def main() -> None:
         stats = {}
         for name, rule in (("band", band_settled), ("seq", settled)):
             out = [run(d, suspected, rule, cfg) for d in draws]  # type: ignore[arg-type]
-            stats[name] = (np.mean([n for n, _ in out]),
-                           np.mean([d == "slower" for _, d in out]))
+            stats[name] = (np.mean([n for n, _, _ in out]),
+                           np.mean([d == "slower" for _, d, _ in out]),
+                           np.mean([o for _, _, o in out]))
         print(f"{true:>10.2f} {sd:>5.2f} {suspected:>6} | {stats['band'][0]:>12.2f} "
-              f"{stats['seq'][0]:>10.2f} | {stats['band'][1]:>12.1%} {stats['seq'][1]:>10.1%}")
+              f"{stats['seq'][0]:>10.2f} | {stats['band'][1]:>12.1%} {stats['seq'][1]:>10.1%}"
+              f" | {stats['seq'][2]:>6.1%}")
 
 
 if __name__ == "__main__":

@@ -210,10 +210,11 @@ SETTLED_RULES: tuple[Rule[SettledEvidence], ...] = (
     Rule("settled-confirmed", SETTLED, "a direction is confirmed (rule `confirm-slower` "
          "or `confirm-faster`)", (),
          lambda ev: ev.direction if ev.direction != SAME else None),
-    Rule("settled-disagree", SETTLED, "rounds that count disagree in direction: every "
-         "round must agree to confirm", (),
-         lambda ev: "rounds" if any(x > 1 for x in ev.ratios) and
-         any(x < 1 for x in ev.ratios) else None),
+    Rule("settled-disagree", SETTLED, "only an improvement was in doubt, and rounds that "
+         "count disagree in direction: every round must agree to confirm it (a doubt about "
+         "a slowdown runs on, where more rounds may still settle it as no change)", (),
+         lambda ev: "rounds" if ev.suspected == FASTER and any(x > 1 for x in ev.ratios)
+         and any(x < 1 for x in ev.ratios) else None),
     Rule("settled-unchanged", SETTLED, "the interval lies wholly on the no-change side of "
          "the question's threshold: under `min_ratio` for a slowdown (or a busy host), "
          "above 1/`min_ratio` for an improvement", ("min_ratio",),
@@ -237,6 +238,10 @@ class UnsettledEvidence:
         counted: Timed rounds that counted.
         out: The ratios of the timed rounds left out.
         busy: Every round left out was left out for a busy host.
+        rule: The confirmation's rule (`CONFIRM_RULES`).
+        lo, hi: The interval of the mean ratio of the rounds that counted.
+        why: Why rounds were left out, each reason once ("host busy").
+        asked: The rounds the cell's settings asked for (`rounds`; 0: not known).
     """
 
     cfg: AnalysisConfig
@@ -246,15 +251,30 @@ class UnsettledEvidence:
     counted: int = 0
     out: Sequence[float] = ()
     busy: bool = False
+    rule: str = ""
+    lo: float = math.nan
+    hi: float = math.nan
+    why: Sequence[str] = ()
+    asked: int = 0
 
     @classmethod
-    def of(cls, conf: Confirmation, cfg: AnalysisConfig) -> UnsettledEvidence:
-        """A confirmation's rounds as the table reads them."""
+    def of(cls, conf: Confirmation, cfg: AnalysisConfig, asked: int = 0
+           ) -> UnsettledEvidence:
+        """A confirmation's rounds as the table reads them (`asked`: the rounds the
+        cell's settings asked for)."""
         timed = [r for r in conf.rounds if r.base_s > 0 and r.other_s > 0]
         out = [r for r in timed if r.excluded is not None]
         busy = all(r.excluded and r.excluded.startswith("host busy") for r in out)
+        why = dict.fromkeys(LEFT_OUT_WHY.get(r.rule, "a run failed") for r in conf.rounds
+                            if r.excluded is not None or r.base_s <= 0 or r.other_s <= 0)
         return cls(cfg, conf.suspected, conf.direction, len(conf.rounds),
-                   len(timed) - len(out), [r.ratio for r in out], busy)
+                   len(timed) - len(out), [r.ratio for r in out], busy, conf.rule,
+                   conf.lo, conf.hi, tuple(why), asked)
+
+
+# Why a round was left out, by the round's rule (`runrules.ROUND_RULES`), in a few words.
+LEFT_OUT_WHY = {"round-busy": "host busy", "round-speeds": "CPU speeds apart",
+                "round-failed": "a run failed"}
 
 
 def _unsettled(ev: UnsettledEvidence) -> str:
@@ -264,14 +284,38 @@ def _unsettled(ev: UnsettledEvidence) -> str:
             "or more; sweep it again on a quieter host")
 
 
+def _open(ev: UnsettledEvidence) -> str | None:
+    """Rounds that counted, confirmed nothing, and whose interval reaches past
+    `min_ratio`: a slowdown fits them as well as no change does; in words, with how many
+    rounds ran and were left out, and what would settle it."""
+    limit = ev.cfg.min_ratio
+    if not (ev.counted >= 2 and ev.rule == "confirm-none" and ev.hi > limit):
+        return None
+    holds = (f"holds both no change and a slowdown past {limit:g}x" if ev.lo <= limit
+             else f"lies past {limit:g}x, but not every round read the suspect slower")
+    left = ev.rounds - ev.counted
+    more = f"`rounds: {2 * ev.asked}`" if ev.asked else "a larger `rounds:`"
+    return (f"the rounds' interval ({ev.lo:.2f}..{ev.hi:.2f}) {holds}: {ev.rounds} rounds "
+            f"ran, {ev.counted} counted, {left} left out"
+            + (f" ({', '.join(ev.why)})" if left and ev.why else "")
+            + f"; more rounds ({more} in the matrix's `defaults:`, or a check's "
+            "`settings`) or a quieter host would settle it")
+
+
 ANSWERED, UNSETTLED = "answered", "unsettled"
 UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
     Rule("unsettled-faster", ANSWERED, "only an improvement was in doubt: it changes no "
          "verdict", (), lambda ev: "rounds" if ev.suspected == FASTER else None),
     Rule("unsettled-confirmed", ANSWERED, "the rounds confirmed a direction", (),
          lambda ev: ev.direction if ev.direction != SAME else None),
-    Rule("unsettled-counted", ANSWERED, "two rounds or more counted: their answer stands",
-         (), lambda ev: "rounds" if ev.counted >= 2 else None),
+    Rule("unsettled-open", UNSETTLED, "two rounds or more counted, confirmed nothing (rule "
+         "`confirm-none`), and their interval reaches past `min_ratio`: a slowdown fits "
+         "them as well as no change does (rounds that disagree run on, up to twice "
+         "`rounds`), so no answer, never `ok`: more rounds or a quieter host settle it",
+         ("min_ratio",), _open),
+    Rule("unsettled-counted", ANSWERED, "two rounds or more counted, and their interval "
+         "lies under `min_ratio` (or their step times within `step_floor_s`): their answer "
+         "stands", (), lambda ev: "rounds" if ev.counted >= 2 else None),
     Rule("unsettled-few-out", ANSWERED, "fewer than two rounds were left out", (),
          lambda ev: "rounds" if len(ev.out) < 2 else None),
     Rule("unsettled-load", ANSWERED, "a round left out read the suspect `min_ratio` or "
@@ -284,11 +328,13 @@ UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
 )
 
 
-def unsettled(conf: Confirmation, cfg: AnalysisConfig) -> str:
+def unsettled(conf: Confirmation, cfg: AnalysisConfig, asked: int = 0) -> str:
     """Why rounds run for a doubt about a slowdown (suspected slower, or a busy host)
-    settled nothing, or "" where they did (`UNSETTLED_RULES`): fewer than two counted,
-    and the rounds left out read the suspect slower past `min_ratio`, each of them (two
-    at least): a change the load that left them out does not make (issue 61: 15x in
-    every round, every one left out, read `ok`)."""
-    rule, named = first_of(UnsettledEvidence.of(conf, cfg), UNSETTLED_RULES)
+    settled nothing, or "" where they did (`UNSETTLED_RULES`): two or more counted and
+    their interval holds a slowdown as well as no change (issue 78: rounds 0.94 and
+    2.29, 90 % CI 0.09..24.03, read `ok`); or fewer than two counted, and the rounds left
+    out read the suspect slower past `min_ratio`, each of them (two at least): a change
+    the load that left them out does not make (issue 61: 15x in every round, every one
+    left out, read `ok`). `asked`: the rounds the cell's settings asked for."""
+    rule, named = first_of(UnsettledEvidence.of(conf, cfg, asked), UNSETTLED_RULES)
     return named if rule.says == UNSETTLED else ""

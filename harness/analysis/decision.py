@@ -211,7 +211,7 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             if conf.direction == "slower":
                 worse.append(f"steps {conf.ratio:.2f}x {label}, {conf.reason}")
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
-            unsettled = unsettled_words(conf, cfg)
+            unsettled = unsettled_words(conf, cfg, base.rounds)
         elif steps.direction == "slower":
             suspected = f"{pooled}; not confirmed (rounds: 0)"
     if peaks is not None and first_of(PeakVerdictEvidence(

@@ -44,8 +44,9 @@ class Facts(Record):
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
-        unsettled: Rounds ran for a doubt about a slowdown, and too few counted to
-            settle it (`vsbaseline.Confirmation.unsettled`): the host was busy.
+        unsettled: Rounds ran for a doubt about a slowdown and left it open
+            (`baselinerules.unsettled`): their interval holds a slowdown and no change,
+            or too few counted and the host was busy.
     """
 
     unavailable: str | None = None

@@ -222,10 +222,12 @@ RULES: tuple[Rule[Evidence], ...] = (
          lambda ev: "baseline" if ev.facts.regression else None),
     Rule("unsettled", "ambiguous", "against the row's baseline: interleaved rounds ran "
          "for a doubt about a slowdown (suspected slower, or a host busy for "
-         "`recheck_share` of the steps), fewer than two counted, and every round left out "
-         "(two at least: a busy host, rule `round-busy`, or CPU speeds apart) read the "
-         "suspect slower past `min_ratio`: a slowdown load did not make, so no answer, "
-         "never `ok`", ("busy_share", "recheck_share", "busy_min_ratio", "min_ratio"),
+         "`recheck_share` of the steps) and left it open: two or more counted, confirmed "
+         "nothing, and their interval reaches past `min_ratio` (a slowdown fits them as "
+         "well as no change); or fewer than two counted, and every round left out (two at "
+         "least: a busy host, rule `round-busy`, or CPU speeds apart) read the suspect "
+         "slower past `min_ratio`, a slowdown load did not make: no answer, never `ok`",
+         ("busy_share", "recheck_share", "busy_min_ratio", "min_ratio"),
          lambda ev: "baseline" if ev.facts.unsettled else None),
     Rule("suspected", "suspected", "pooled step times slower than the baseline's, with no "
          "rounds to confirm it (`rounds: 0`)", ("alpha", "min_ratio"),

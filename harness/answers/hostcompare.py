@@ -17,7 +17,7 @@ from typing import TextIO
 
 from tabulate import tabulate
 
-from harness.analysis.kinds import BAD, GOOD, kind
+from harness.analysis.kinds import BAD, GOOD, UNDECIDED, kind
 from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.runkey import why_changed
@@ -162,6 +162,12 @@ class Comparison:
     def incomplete(self) -> bool:
         """A side has a cell that gives no answer (unreadable, stale, not run)."""
         return bool(self.gaps[0] or self.gaps[1])
+
+    @property
+    def undecided(self) -> bool:
+        """A side has a cell that ran and could not tell (`ambiguous`): no answer either."""
+        return any(r is not None and r.verdict in UNDECIDED
+                   for p in self.pairs for r in (p.a, p.b))
 
     def _side(self, p: Pair, side: int) -> str:
         """A side's cell in words; where it has none, why: the other side's cell id is

@@ -12,7 +12,13 @@ from harness import matrixfile
 from harness.app.bisect import BisectOptions, between, bisect_row, check_reuse, row_cells
 from harness.app.sweep import apply_overrides
 from harness.cli import answer, options, printer
-from harness.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+    InputError,
+)
 from harness.preflight import compile_scenarios
 
 if TYPE_CHECKING:
@@ -62,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if not outcome.found:
         sweep = f"harness sweep {shlex.quote(str(args.matrix))} -k {outcome.row}"
         print(f"  fix: {outcome.fix(sweep)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        # An endpoint that stayed undecided is no answer (exit 4), not a wrong input.
+        return EXIT_UNDECIDED if outcome.undecided_end else EXIT_BAD_INPUT
     return EXIT_REGRESSION if outcome.first_bad else EXIT_OK
 
 

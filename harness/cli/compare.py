@@ -109,7 +109,8 @@ def shown_fits(found: FitComparison) -> int:
 def show(comparisons: list[Comparison], where: str, width: int | None = None) -> int:
     """Each comparison rendered (a heading for each when there are several), its table
     within `width` (else the terminal's, else $COLUMNS); exit 1 when a compared cell is
-    bad on either side, even where the two sides agree.
+    bad on either side, even where the two sides agree; else 4 when a side has cells
+    that give no answer (missing, stale, unreadable, or undecided: `ambiguous`).
 
     Raises:
         InputError: two sides that share no cell.
@@ -128,7 +129,8 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
         c.render(sys.stdout, console_width(sys.stdout, width))
     if any(c.any_bad for c in comparisons):
         return EXIT_REGRESSION
-    return EXIT_UNDECIDED if any(c.incomplete for c in comparisons) else EXIT_OK
+    return (EXIT_UNDECIDED if any(c.incomplete or c.undecided for c in comparisons)
+            else EXIT_OK)
 
 
 def comparison_json(c: Comparison) -> dict[str, object]:

@@ -90,6 +90,11 @@ class BisectOutcome:
         return f"stopped: the {which} image {label} is {said}, but bisect needs it {want}"
 
     @property
+    def undecided_end(self) -> bool:
+        """Stopped because an endpoint stayed undecided (`ambiguous` in every probe)."""
+        return not self.found and self.step.why.startswith("endpoint stayed undecided")
+
+    @property
     def no_bad_end(self) -> bool:
         """Stopped because the last image, the bad end, ran good."""
         i = self.step.index
@@ -104,7 +109,9 @@ class BisectOutcome:
                     "of the row, and its first bad is the one to pass")
         if self.step.why.startswith("endpoint is"):
             return "bisect between a known-good and a known-bad image: --good IMAGE --bad IMAGE"
-        return "raise iterations (--iterations) so the endpoint's verdict is decided"
+        return ("raise iterations (--iterations), or `rounds:` where its confirmation "
+                "rounds left it unsettled, or run on a quieter host, so the endpoint's "
+                "verdict is decided")
 
 
 def expected_probes(n: int) -> int:
