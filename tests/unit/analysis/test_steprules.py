@@ -87,8 +87,11 @@ def test_the_rounds_in_order() -> None:
                     b.SETTLED_RULES)[0].id == "settled-few"
     assert first_of(dataclasses.replace(open_, direction="slower"), b.SETTLED_RULES)[0].id == \
         "settled-confirmed"
-    assert first_of(dataclasses.replace(open_, ratios=(0.9, 1.2)), b.SETTLED_RULES)[0].id == \
-        "settled-disagree"
+    # rounds that disagree about a slowdown run on (issue 78): more may settle it
+    assert first_of(dataclasses.replace(open_, ratios=(0.9, 1.2)), b.SETTLED_RULES)[0].says \
+        == b.MORE
+    assert first_of(dataclasses.replace(open_, suspected="faster", ratios=(0.9, 1.2)),
+                    b.SETTLED_RULES)[0].id == "settled-disagree"
     assert first_of(dataclasses.replace(open_, hi=1.08),
                     b.SETTLED_RULES)[0].id == "settled-unchanged"
     assert first_of(open_, b.SETTLED_RULES)[0].says == b.MORE
