@@ -42,6 +42,14 @@ class Contention(object):
                 on = rq = None
         return rq, self._nivcsw(), self._throttled(), on
 
+    def queued(self):
+        """The stepping thread's run-queue delay so far (s), or None."""
+        text = self.sched.read(128)
+        try:
+            return int(text.split()[1]) / 1e9 if text else None
+        except (ValueError, IndexError):
+            return None
+
     def _nivcsw(self):
         n = status_int(self.status.read(4096), "nonvoluntary_ctxt_switches:")
         if n is not None:

@@ -22,8 +22,10 @@ TREND_NAMES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgr
                ("gpu_used", "gpu"), ("fw", "fw"), ("kids", "kids"))
 # Step samples only (read between steps on the main thread): heap, framework bytes,
 # collections, step times (whole ns; the host reads `dt`, seconds, from older agents
-# and recordings as well) and CPU time.
-STEP = ("heap", "fw", "fw_error", "gc", "dt_ns", "cpu_s")
+# and recordings as well), CPU time, and cell_s: the phase's seconds so far that were the
+# cell's own (its wall time less the agent's sampling and the run-queue delay other work
+# imposed: stepper.queued), the clock a --budget is spent on.
+STEP = ("heap", "fw", "fw_error", "gc", "dt_ns", "cpu_s", "cell_s")
 # Step samples, per interval: contention (True: an integer count).
 CONTENTION = (("rq_s", False), ("ivcs", True), ("thr_s", False), ("thr_n", True),
               ("ref_s", False), ("rq_all_s", False), ("run_all_s", False), ("on_s", False))
@@ -41,7 +43,11 @@ WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
        "params_read", "output_dropped", "budget_spent", "memory_stop", "budget_capped",
-       "rss_hwm")
+       "rss_hwm", "cell_s", "times_s", "sampling_own_s")
+# sampling_s: what the measured phase's samples cost (wall); times_s: the part of it that
+# wrote the step times, which grows with the calls (~0.2-0.3 us each); sampling_own_s:
+# the rest in the cell's own time (less the run-queue delay the samples met), which a
+# budgeted run keeps under a tenth of cell_s (stepper.SAMPLING_SHARE).
 # rss_hwm: the agent process's peak RSS, the kernel's high-water mark (VmHWM), in bytes;
 # a step's peak between two samples is in it (harness fit's lines read it).
 # memory_stop: the watchdog's safety stop (watchdog.py): rss, grew and limit (bytes),

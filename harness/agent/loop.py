@@ -107,8 +107,14 @@ class Run(object):
             self.end["budget_capped"] = True    # ... and its time cap, before --budget-min
         if stepper.memory_stop is not None:
             self.end["memory_stop"] = stepper.memory_stop
-        # The agent's own cost inside the measured phase (between steps).
+        # The agent's own cost inside the measured phase (between steps), and the
+        # phase's seconds that were the cell's own: its wall time less that cost and
+        # the run-queue delay other work imposed (stepper.queued), the budget's clock.
         self.end["sampling_s"] = round(stepper.sampling, 6)
+        self.end["times_s"] = round(stepper.times, 6)
+        self.end["sampling_own_s"] = round(stepper.sampling_own, 6)
+        if "measure" in self.phases:
+            self.end["cell_s"] = round(max(0.0, self.phases["measure"] - stepper.lost), 6)
         if self.end["iterations"]:
             collected = self.sampler.collected()
             if collected is not None:
@@ -175,6 +181,23 @@ class Run(object):
         yield self.end
 
 
+def child_environment():
+    """Put back the allocator settings the host set for the agent alone (HARNESS_CHILD_ENV:
+    name -> the matrix's value, null for unset): the processes the scenario starts (a
+    spawned pool's workers, a subprocess) run as they would for a user. This process's
+    own allocator was fixed when it started; a forked worker shares it."""
+    undo = os.environ.pop("HARNESS_CHILD_ENV", None)
+    try:
+        values = json.loads(undo) if undo else {}
+    except ValueError:
+        values = {}
+    for name, value in (values.items() if isinstance(values, dict) else ()):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = str(value)
+
+
 def start_timer(sampler, interval, call_timeout=0.0):
     """The timer thread's stop event: samples every `interval` s off the main thread,
     and ends a run whose call has not returned after `call_timeout` s."""
@@ -195,6 +218,7 @@ def run(args, make_header):
     if not args.no_gpu:
         sampler.start_nvml()
     writer.write(make_header(args, sampler, params))
+    child_environment()     # after the header, which says what this process runs under
     # Forked before any thread of ours starts and before the scenario is imported.
     watch = watchdog.start(getattr(args, "stop_growth", 0) or 0, args.out)
     if watch is not None and hasattr(sampler.readers, "exclude_pids"):

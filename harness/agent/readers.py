@@ -133,7 +133,15 @@ class Readers(object):
         """The pids below this process, from each process's parent pid in /proc: its
         stat is read once, when its pid first shows (a pid is reused only after the
         kernel has gone round every pid). Those of `exclude_pids`, and the processes
-        below them, are left out."""
+        below them, are left out.
+
+        Where the kernel lists each thread's children (/proc/PID/task/TID/children), the
+        tree is walked from this process down, whatever else runs on the host: a scan of
+        every pid cost more the busier the host (a CI runner's thousands of processes),
+        on every sample since the workers are read with each."""
+        found = self.children_tree()
+        if found is not None:
+            return found
         try:
             pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
         except OSError:
@@ -150,6 +158,32 @@ class Readers(object):
                 if pid not in self.exclude_pids:
                     found.append(pid)
                     todo.append(pid)
+        return found
+
+    def children_tree(self):
+        """The pids below this process from the kernel's children lists, or None where it
+        keeps none (CONFIG_PROC_CHILDREN off)."""
+        found, todo = [], [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            try:
+                tids = os.listdir("/proc/%d/task" % pid)
+            except OSError:
+                continue    # gone since its parent listed it
+            for tid in tids:
+                try:
+                    with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                        text = f.read()
+                except IOError as exc:
+                    if pid == os.getpid() and getattr(exc, "errno", None) == 2 and \
+                            os.path.isdir("/proc/%d/task/%s" % (pid, tid)):
+                        return None     # the thread is there, its list is not
+                    continue
+                for kid in text.split():
+                    kid = int(kid)
+                    if kid not in self.exclude_pids:
+                        found.append(kid)
+                        todo.append(kid)
         return found
 
     def cgroup_bytes(self):

@@ -22,6 +22,10 @@ LEAST_SAMPLES = 16
 # measured phase spends the rest (harness.check, the pytest plugin: a marked test costs
 # its budget; a warm-up of 200 calls of 3 ms before a 0.5 s budget cost it twice).
 LEAST_CAP_FACTOR, LEAST_CAP_S = 10.0, 10.0
+# A budgeted run's samples cost at most this share of the time between them, whatever the
+# step's length: a sample (a full collection under --heap quiet, the USS of the workers)
+# costs ~1-5 ms, and 400 of them over a 5 s budget once took 2.4 s of it (issue 78).
+SAMPLING_SHARE = 0.1
 
 
 class ControlCheck(object):
@@ -70,7 +74,10 @@ class Stepper(object):
         # The measured phase's time budget (--budget): it ends once this many seconds
         # have passed and at least --budget-min steps were done; a sample is due at
         # least every 1/BUDGET_SAMPLES of it, so a run of cheap steps gives readings
-        # across its whole length, not a sample cap's worth.
+        # across its whole length, not a sample cap's worth. Its seconds are the cell's
+        # own (`lost` below): a sample's cost and the run-queue delay the host's other
+        # work imposed push every deadline back, so a busy host stretches the wall
+        # clock, not the evidence.
         self.run_budget = getattr(args, "budget", 0.0) or 0.0
         self.budget_min = getattr(args, "budget_min", 0) or 0
         self.budget_max = getattr(args, "budget_max", 0.0) or 0.0
@@ -86,8 +93,16 @@ class Stepper(object):
         self.cpu_clock = time.process_time
         self.measuring = False
         self.cpu_last = self.cont_last = None
-        self.cost = 0.0         # what the last sample cost
+        self.cost = 0.0         # what the last sample cost (its step times' part too)
         self.sampling = 0.0     # what this phase's samples cost
+        self.times = 0.0        # ... of which writing the step times (estimated)
+        self.own = 0.0          # the last sample's cost in the cell's own time, times apart
+        self.sampling_own = 0.0     # ... and this phase's samples'
+        self.own_mean = 0.0     # ... their mean
+        self.samples = 0        # this phase's step samples
+        self.cell_share = 1.0   # the cell's own share of the last interval's wall time
+        self.lost = 0.0         # this phase's seconds that were not the cell's (cell_time)
+        self.ended = 0.0        # when the last sample (or the phase's start) ended
 
     def start_phase(self, phase, count):
         """Start a phase: attribution first (measured phase), then the interval."""
@@ -97,7 +112,11 @@ class Stepper(object):
             base = self.sampler.steps_done
             self.att.measure_start(count, lambda: self.sampler.steps_done - base,
                                    self.run_budget, self.budget_min)
-        self.cost = self.sampling = 0.0
+        self.cost = self.sampling = self.lost = self.times = 0.0
+        self.own = self.sampling_own = self.own_mean = 0.0
+        self.samples = 0
+        self.cell_share = 1.0
+        self.started = self.ended = self.clock()
         self.cpu_last = self.cpu_clock()
         self.cont_last = self.contention.read()
         self.threads.interval(self.clock())
@@ -125,6 +144,7 @@ class Stepper(object):
         budgeted = measuring and self.run_budget > 0
         started = clock()
         share = self.warmup_share
+        lost0 = self.lost
         ends_at = (started + self.run_budget - min(self.warmed, share * self.run_budget)
                    if budgeted else float("inf"))
         hard_end = (started + (self.budget_max or max(LEAST_CAP_FACTOR * self.run_budget,
@@ -134,6 +154,8 @@ class Stepper(object):
                        if not measuring and self.run_budget > 0 else float("inf"))
         least = self.budget_min
         every_s = self.run_budget / BUDGET_SAMPLES if budgeted else float("inf")
+        lost = self.lost     # the deadlines above move back by what is lost after now
+        applied = 0.0        # ... some of it already, since the last sample (queued_since)
         watch = self.watch
         while done < count:
             t1 = clock()
@@ -160,6 +182,16 @@ class Stepper(object):
             point = done % every == 0
             stop_now = measuring and control.due(t2, point and not attributing)
             over = t2 >= ends_at
+            if over and budgeted:
+                # The delay queued since the last sample, before the deadline is taken:
+                # samples are sparse on a busy host, and the last interval's wait would
+                # otherwise end the run short of its budget.
+                queued_now = self.queued_since()
+                if queued_now > applied:
+                    ends_at += queued_now - applied
+                    hard_end += queued_now - applied
+                    applied = queued_now
+                    over = t2 >= ends_at
             spent = over and (done >= least or t2 >= hard_end)
             if spent:
                 self.budget_spent = True
@@ -175,17 +207,31 @@ class Stepper(object):
                 cap = max(every, least // LEAST_SAMPLES)
             if not (stop_now or point or done == count):
                 continue
-            if (stop_now or done == count or since * self.budget >= self.cost or gap >= cap
-                    or since >= every_s):
+            due = since * self.budget >= self.cost or gap >= cap or since >= every_s
+            if due and budgeted and (
+                    (t2 - self.ended) * self.cell_share * SAMPLING_SHARE < self.own_mean):
+                due = False     # a budgeted run's samples stay within SAMPLING_SHARE
+            if stop_now or done == count or due:
                 self.sample(dts, done, done == count)
                 dts = array("d")
                 since = 0.0
                 gap = 0
+                if self.lost > lost:
+                    moved, lost = self.lost - lost - applied, self.lost
+                    ends_at += moved
+                    hard_end += moved
+                    warmup_ends += moved
+                applied = 0.0
             if stop_now:
                 return done, True
         if not measuring:
-            self.warmed = clock() - started
+            self.warmed = clock() - started - (self.lost - lost0)
         return done, False
+
+    def queued_since(self):
+        """The stepping thread's run-queue delay since the last sample (a pread)."""
+        now, last = self.contention.queued(), self.cont_last[0] if self.cont_last else None
+        return now - last if now is not None and last is not None else 0.0
 
     def sample(self, dts, done, last=False):
         """Write one step sample; `last`: the phase's last (it settles the heap)."""
@@ -198,11 +244,43 @@ class Stepper(object):
         extra = Contention.delta(cont_now, self.cont_last, ref)
         extra["rq_all_s"] = round(rq_all, 9)
         extra["run_all_s"] = round(run_all, 9)
+        wall = t - self.ended
+        delay = queued(wall, extra.get("rq_s") or 0.0, rq_all, run_all)
+        self.cell_share = (wall - delay) / wall if wall > 0 else 1.0
+        self.lost += delay
+        extra["cell_s"] = round(t - self.started - self.lost, 6)
         self.sampler.snapshot("step", dts, cpu=cpu_now - self.cpu_last, extra=extra,
                               settle=last)
         if self.measuring and self.att is not None:
             self.att.at_sample(done)
-        self.cost = clock() - t
-        self.cpu_last = self.cpu_clock()  # the sample's own CPU is left out
         self.cont_last = self.contention.read()
+        self.cpu_last = self.cpu_clock()  # the sample's own CPU is left out
+        self.ended = clock()
+        self.cost = self.ended - t
         self.sampling += self.cost
+        self.times += self.sampler.dt_cost
+        self.lost += self.cost
+        # What the sample cost the cell in its own time: its wall time less the run-queue
+        # delay it met and the step times' writing, which grows with the calls.
+        waited = (self.cont_last[0] - cont_now[0]
+                  if self.cont_last[0] is not None and cont_now[0] is not None else 0.0)
+        self.own = max(0.0, self.cost - waited - self.sampler.dt_cost)
+        self.sampling_own += self.own
+        self.samples += 1
+        # Their mean so far sets the spacing: one sample that waited on the GIL (the
+        # timer thread's reading) would otherwise space the next ones far apart.
+        self.own_mean = self.sampling_own / self.samples
+
+
+def queued(wall, rq_self, rq_all, run_all):
+    """Seconds of an interval of `wall` s that the cell waited for a CPU the host's other
+    work held: the run-queue delay of its average runnable thread (all its threads' delay
+    over how many were runnable on average, at least one), and at least the stepping
+    thread's own. Single-threaded work gets its own delay exactly; a pool's (TF's
+    intra-op threads, BLAS), where the stepping thread waits on workers that queue, gets
+    theirs; a step that sleeps or waits on a device queues for nothing. CPU time would
+    not do: a step that waits would never spend its budget."""
+    if wall <= 0:
+        return 0.0
+    runnable = max(1.0, (rq_all + run_all) / wall)
+    return min(wall, max(rq_self, rq_all / runnable))

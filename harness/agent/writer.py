@@ -80,6 +80,7 @@ class Sampler(object):
         self.state = None
         self.fw = None
         self.collect = False
+        self.dt_cost = 0.0      # the last step sample's cost of its step times (estimated)
 
     def start_nvml(self):
         sys.path.insert(0, _HERE)
@@ -104,9 +105,12 @@ class Sampler(object):
                "t": None, "rss": None, "rss_anon": None,
                "uss": r.uss(force or src == "timer"), "cgroup": r.cgroup_bytes(),
                "fds": count_fds(), "threads": r.threads()}
-        # The USS of the processes this one started (a pool's workers), on the same
-        # terms as its own; absent where it has none.
-        kids = r.kids(force or src == "timer")
+        # The USS of the processes this one started (a pool's workers): on every sample,
+        # so they are read as often, in calls, as the heap and RSS (issue 78: read on a
+        # 0.5 s timer a busy host left 8 readings, and their leak was dropped); its cost
+        # counts in the sample's, which sets how often a budgeted run samples. Absent
+        # where it has none.
+        kids = r.kids(True)
         if kids is not None:
             rec["kids"] = kids
         if self.nvml is not None and self.nvml.available:
@@ -119,6 +123,10 @@ class Sampler(object):
             self._step_members(rec, dt, cpu, settle)
             if extra:
                 rec.update(extra)
+            t = time.perf_counter()
+            self.writer.write(rec, self._stamp)
+            self.dt_cost += time.perf_counter() - t     # the line is mostly step times
+            return
         self.writer.write(rec, self._stamp)
 
     def _stamp(self, rec):
@@ -155,7 +163,12 @@ class Sampler(object):
         rec["gc"] = sum(s.get("collections", 0) for s in gc.get_stats())
         # Whole ns (`dt_ns`): ~3x cheaper to write than seconds rounded to the ns (`dt`,
         # which the host still reads), at one number per call of a microsecond step.
+        t = time.perf_counter()
         rec["dt_ns"] = list(map(round, map(_GIGA, dt or ())))
+        # What the step times cost grows with the calls they hold (~0.1 us each to
+        # convert, about as much to write, which `snapshot` adds): stepper.Stepper keeps
+        # it out of the sample's fixed cost, which sets how often a budgeted run samples.
+        self.dt_cost = time.perf_counter() - t
         if cpu is not None:
             rec["cpu_s"] = round(cpu, 9)
 

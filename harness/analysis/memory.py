@@ -19,6 +19,7 @@ from harness.analysis.rules import (
     CARRIERS,
     PRIMARY,
     TOTAL_ONLY,
+    WORKERS,
     Evidence,
     leaking,
     memory_rule,
@@ -182,6 +183,12 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
         fill = next(fills[p] for p in CARRIERS[named] if p in fills)
         return out("filling", f"{named} {fill.said(again)}", named, fill)
     if rule.id == "insufficient":
+        if named == WORKERS:
+            n = memory[named].n
+            return out("insufficient", f"the worker processes' memory read {n} times: too "
+                       "few to call them flat; a run that reads them more tells (running "
+                       "it again)" if again else f"the worker processes' memory read {n} "
+                       "times: too few to call them flat", named)
         return out("insufficient", "too few memory samples to decide",
                    None if named == "none" else named)
     if rule.id == "creep":
@@ -194,7 +201,8 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
                    f"{measured:,} calls: under its {size(t.floor)} floor, a small leak or "
                    f"a cache still filling; {then}", named, rerun=calls)
     if rule.id == "unsure":
-        return out("unsure", f"{named} neither clearly growing nor stable", named)
+        who = "the worker processes' memory" if named == WORKERS else named
+        return out("unsure", f"{who} neither clearly growing nor stable", named)
     primary = ev.primary
     if rule.id == "unconfirmed":
         t = memory["rss"]

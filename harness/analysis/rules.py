@@ -24,6 +24,7 @@ CARRIERS: dict[str, tuple[str, ...]] = {
     "kids": ("kids",)}
 # The sources read first, in order, when nothing leaks: the cell's memory in words.
 PRIMARY = ("heap", "uss", "rss")
+WORKERS = "kids"
 PLATEAUS = ("heap", "uss", "rss", "gpu", "fw", "kids")
 # Sources read by the total floor alone, never the per-call rule: page cache, file-backed
 # and lazily touched pages move RSS (and the cgroup) by pages, with no leak behind them.
@@ -74,20 +75,29 @@ def _leak(ev: Evidence) -> str | None:
     return found[0][0] if found else None
 
 
-def _insufficient(ev: Evidence) -> str | None:
+def read_sources(ev: Evidence) -> tuple[str, ...]:
+    """The sources an `ok` rests on: the primary (the first of heap, USS, RSS read) and
+    the worker processes' USS where the scenario started any. A pool's leak lives in
+    its workers alone: an `ok` that did not read them flat enough times says nothing of
+    them (issue 78: 8 readings on a busy host, dropped, and the cell read `ok`)."""
     p = ev.primary
-    return "none" if p is None else p if ev.memory[p].kind == "insufficient" else None
+    return tuple(s for s in (p, WORKERS) if s is not None and s in ev.memory)
+
+
+def _insufficient(ev: Evidence) -> str | None:
+    if ev.primary is None:
+        return "none"
+    return next((s for s in read_sources(ev) if ev.memory[s].kind == "insufficient"),
+                None)
 
 
 def _creep(ev: Evidence) -> str | None:
-    p = ev.primary
-    return p if p is not None and ev.memory[p].kind == "ambiguous" and \
-        ev.memory[p].creep else None
+    return next((s for s in read_sources(ev)
+                 if ev.memory[s].kind == "ambiguous" and ev.memory[s].creep), None)
 
 
 def _unsure(ev: Evidence) -> str | None:
-    p = ev.primary
-    return p if p is not None and ev.memory[p].kind == "ambiguous" else None
+    return next((s for s in read_sources(ev) if ev.memory[s].kind == "ambiguous"), None)
 
 
 def _unconfirmed(ev: Evidence) -> str | None:
@@ -202,16 +212,19 @@ RULES: tuple[Rule[Evidence], ...] = (
          "or throttling per step accounts for `contention_share` of it and CPU time per "
          "step did not rise by half of it: the host was busy; the cell runs again",
          ("contention_share",), lambda ev: "steps" if ev.facts.busy else None),
-    Rule("insufficient", "ambiguous", "the first of heap, USS, RSS read has fewer than "
-         "`min_samples` readings (5 for the GPU and the framework allocator)",
+    Rule("insufficient", "ambiguous", "the first of heap, USS, RSS read, or the USS of the "
+         "worker processes the scenario started, has fewer than `min_samples` readings "
+         "(5 for the GPU and the framework allocator)",
          ("min_samples",), _insufficient, memory=True),
-    Rule("creep", "ambiguous", "that source grows steadily (its slope's interval above "
+    Rule("creep", "ambiguous", "that source (or the workers') grows steadily (its slope's "
+         "interval above "
          "`ok_floor_bytes`, its late third keeping `live_decay_ratio` of the rate), but "
          "too little yet for either leak rule: a small leak or a cache still filling; "
          "the cell runs again until its growth at that rate would pass twice its floor",
          ("ok_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
           "heap_floor_bytes"), _creep, memory=True),
-    Rule("unsure", "ambiguous", "that source neither clearly grows nor is stable (its "
+    Rule("unsure", "ambiguous", "that source (or the workers') neither clearly grows nor "
+         "is stable (its "
          "late window too noisy to tell growing from stopped)",
          ("confidence", "late_confidence"), _unsure, memory=True),
     Rule("unconfirmed", "ambiguous", "RSS leaks and USS is not stable: page cache and "
