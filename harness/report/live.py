@@ -36,12 +36,26 @@ def no_colour() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-def last_iteration(path: Path, chunk: int = 8192) -> tuple[int, str] | None:
-    """(iterations done, phase) from the last complete sample line of samples.jsonl."""
+def last_iteration(path: Path, chunk: int = 8192
+                   ) -> tuple[int, str, float | None] | None:
+    """(iterations done, phase, the phase's seconds of the cell's own time where a step
+    sample says them) from the last complete sample line of samples.jsonl."""
     record = last_sample(path, chunk)
     if record is None:
         return None
-    return int(record.fields["i"]), str(record.fields.get("phase") or "")
+    cell = record.fields.get("cell_s")
+    return (int(record.fields["i"]), str(record.fields.get("phase") or ""),
+            float(cell) if isinstance(cell, int | float) else None)
+
+
+def budget_count(done: int, spent: float, cell: float | None, budget: float) -> str:
+    """A budgeted cell's count: calls, and its budget's seconds spent; where the host's
+    other work stretched them (the agent's `cell_s`: its wall time less the run-queue
+    delay and its own sampling), both clocks."""
+    if cell is None or spent < 1.5 * cell + 1.0:
+        return f"{done:,} calls, {spent:.1f}/{budget:g} s"
+    return (f"{done:,} calls, {cell:.1f}/{budget:g} s of the cell's time "
+            f"(host busy: took {spent:.0f} s)")
 
 
 class LiveProgress:
@@ -67,6 +81,7 @@ class LiveProgress:
         self.budgets: dict[str, float] = {}
         self.measuring: dict[str, float] = {}
         self.totals: dict[str, int] = {}     # cell id -> the calls it runs at most
+        self.cell_s: dict[str, float] = {}   # cell id -> its last cell_s (step samples)
         self.lock = threading.RLock()
         self.live = Live(self._view(), console=self.console, refresh_per_second=4,
                          transient=True, redirect_stderr=False, redirect_stdout=False)
@@ -120,7 +135,7 @@ class LiveProgress:
                 # poll's interval) still ends its image's preparing line
                 self._prepared(cell.id, time.monotonic())
                 task, _ = self.tasks.pop(cell.id)
-                for kept in (self.budgets, self.measuring, self.totals):
+                for kept in (self.budgets, self.measuring, self.totals, self.cell_s):
                     kept.pop(cell.id, None)
                 self.bars.remove_task(task)
 
@@ -134,7 +149,9 @@ class LiveProgress:
         got = last_iteration(self.samples(cid))
         if got is None:
             return
-        done, phase = got
+        done, phase, cell = got
+        if cell is not None:
+            self.cell_s[cid] = cell
         now = time.monotonic()
         if not first:
             first += [now, float(done)]
@@ -151,8 +168,10 @@ class LiveProgress:
             if phase == "measure":
                 self.measuring.setdefault(cid, now)
             spent = now - self.measuring.get(cid, now)
-            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * spent / budget)
-            count = f"{done:,} calls, {spent:.1f}/{budget:g} s"
+            cell = self.cell_s.get(cid) if phase == "measure" else None
+            completed = min(BUDGET_STEPS - 1, BUDGET_STEPS * (
+                spent if cell is None else cell) / budget)
+            count = budget_count(done, spent, cell, budget)
         self.bars.update(task, completed=completed, rate=rate, count=count)
 
     def _prepared(self, cid: str, now: float) -> None:
