@@ -56,17 +56,19 @@ class CellFacts:
     within: CellVerdict | None = None          # the within-run verdict, with `baseline`
     again: bool = True                         # an ambiguous cell runs again (repeats left)
     first: bool = False                        # its first attempt: a slowdown asks a second
+    replicated: bool = False                   # an earlier run of the cell read a slowdown
 
 
 def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
-             first: bool = False) -> RunReading:
+             first: bool = False, replicated: bool = False) -> RunReading:
     """Everything the rules read of one run, built once: memory by `memory.
     memory_reading` (the reading the live decider makes on the samples so far), the
     step-time reading (`stepreading.read_steps`), how the run ended and what its log
     and first step showed of the GPU (`outcomes.how_it_ended`, `outcomes.runtime_sign`),
     whether its cap cut its budget short (`facts.capped_at`) or its budget ended it
     after too few calls to tell a leak from a cache, where what leaks is under
-    `leak_large_bytes` (`cut_short`, rule `length-short`)."""
+    `leak_large_bytes` (`cut_short`, rule `length-short`), and whether a slowdown it
+    read is this run's alone (`replicated`: an earlier run of the cell read one too)."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
@@ -80,6 +82,8 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
                   gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
                   filling=mem.filling, slowdown=st.slowdown,
                   rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",
+                  once=(f"seen in one run of {series.measured:,} calls"
+                        if st.slowdown and not st.voided and not replicated else ""),
                   short=short[0] if short else "",
                   budget_calls=capped[1] if capped else short[1] if short else 0)
     notes = (*((mem.cyclic,) if mem.cyclic is not None else ()), *st.notes)
@@ -102,12 +106,15 @@ def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: s
 
 
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
-               again: bool = True, first: bool = False) -> CellVerdict:
+               again: bool = True, first: bool = False, replicated: bool = False
+               ) -> CellVerdict:
     """Within-run verdict for one cell: the table of rules (`rules.RULES`) over what the
     run showed (`read_run`), in words. `again`: an ambiguous cell runs again (its
     repeats are not spent), as its reason says; `first`: this is its first attempt, and
-    a slowdown it shows is looked at again in a run twice as long (rule `rising`)."""
-    return verdict_of(read_run(series, outcome, cfg, again, first), series)
+    a slowdown it shows is looked at again in a run twice as long (rule `rising`);
+    `replicated`: an earlier run of the cell read a slowdown too, so one read here
+    stands (else it is a suspicion, rule `one-run`)."""
+    return verdict_of(read_run(series, outcome, cfg, again, first, replicated), series)
 
 
 def decide(facts: CellFacts) -> CellVerdict:
@@ -125,7 +132,7 @@ def decide(facts: CellFacts) -> CellVerdict:
         return CellVerdict(rule.verdict, found.unavailable or str(found.precheck),
                            rule=rule.id, facts=found)
     run = read_run(facts.series, facts.outcome, facts.cfg, facts.again,
-                   first=facts.first and facts.again)
+                   first=facts.first and facts.again, replicated=facts.replicated)
     within = verdict_of(run, facts.series)
     reason = within.reason
     if within.verdict == "ambiguous" and (facts.series.end or {}).get("mode") == "script":

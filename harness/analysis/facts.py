@@ -41,6 +41,10 @@ class Facts(Record):
         rising: That slowdown was seen in a first run only, and a run twice as long fits
             `stepreading.RISE_MAX_S` at its pace: the calls that run makes (a cost that cycles with
             the scenario's input rises through a run shorter than its cycle).
+        once: That slowdown was read in this run only: no earlier run of the cell read
+            it (`decision.CellFacts.replicated`), in words ("seen in one run of 1,187
+            calls"); "" where an earlier run did, or no slowdown was read. A suspicion,
+            never a finding (the verdict's rule `one-run`).
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
@@ -62,6 +66,7 @@ class Facts(Record):
     budget_calls: int = 0
     slowdown: str = ""
     rising: int = 0
+    once: str = ""
     busy: str = ""
     regression: str = ""
     suspected: str = ""

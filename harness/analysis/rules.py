@@ -146,6 +146,9 @@ BUSY_HOST = "busy-host"
 # The rule that asks a first attempt's slowdown to last through a run twice as long (read
 # by `stages.measure` where the `overrun` bound leaves no room for that run).
 RISING = "rising"
+# The rule that leaves a slowdown no second run of the cell read undecided (read by
+# `answers.hostcompare`: such a cell is not compared).
+ONE_RUN = "one-run"
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule[Evidence], ...] = (
@@ -196,6 +199,13 @@ RULES: tuple[Rule[Evidence], ...] = (
          "rising through a whole run are a slowdown or a cost that cycles with the "
          "scenario's input; the cell runs again twice as long, and a slowdown that lasts "
          "is one", (), lambda ev: "steps" if _slowed(ev) and ev.facts.rising else None),
+    Rule(ONE_RUN, "ambiguous", "rule `slowdown` would fire, but no earlier run of the cell "
+         "read that slowdown: one run is a suspicion (a busy host, a cost that cycles with "
+         "the input), never a finding; the cell runs again (twice as long) where it may, "
+         "and a slowdown a second run reads too is one; where it may not (its repeats "
+         "spent, `--iterations`, its `overrun` bound) it stays undecided, saying the run "
+         "that would confirm it", (),
+         lambda ev: "steps" if _slowed(ev) and ev.facts.once else None),
     Rule("slowdown", "slowdown", "late steps slower than early ones (the wall clock; at "
          "one CPU speed only where that lowers it), rising bin after bin and not back "
          "under half that rise late in the run (a cost that cycles with the input; a "
@@ -299,7 +309,7 @@ def facts_said(f: Facts) -> list[str]:
             ("a fill fits", ", ".join(f.filling)), ("steps", f.slowdown),
             ("cut short", f.short or None),
             ("first look", f"a run of {f.rising:,} calls would show it last" if f.rising
-             else None),
+             else None), ("one run", f.once or None),
             ("busy host", f.busy), ("vs baseline", f.regression or f.suspected),
             ("rounds", f.unsettled or None)]
     return [f"{name}: {value}" for name, value in said if value]

@@ -15,7 +15,7 @@ from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.outcomes import ended_with
 from harness.analysis.records import Finding
-from harness.analysis.rules import CARRIERS, Evidence, first_rule, leaking
+from harness.analysis.rules import CARRIERS, ONE_RUN, Evidence, first_rule, leaking
 from harness.analysis.table import Rule
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline
@@ -141,6 +141,15 @@ def _rising(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
                 contention=r.busy, gpu_time=r.gpu, rerun=f.rising)
 
 
+def _one_run(r: RunReading, series: Series, rule: Rule[Evidence]) -> CellVerdict:
+    f = r.evidence.facts
+    calls = 2 * series.measured
+    return _out(r, rule, f"{f.slowdown}; {f.once}, not replicated: a suspicion, not a "
+                f"finding (a busy host, a cost that cycles with the input); a run of "
+                f"{calls:,} calls that reads it too confirms it", None, tuple(_found(r)),
+                contention=r.busy, gpu_time=r.gpu, rerun=calls)
+
+
 def _slowdown(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
     assert r.steps is not None
     found = _found(r)
@@ -186,7 +195,8 @@ WORDS: dict[str, _Words] = {
     "timeout-leak": _ended,
     "oom": _ended, "timeout": _ended, "crash": _ended, "not-applicable": _ended,
     "runaway": _runaway, "gpu-in-run": _gpu_in_run, "leak": _leak, "capped": _capped,
-    "short": _short, "rising": _rising, "slowdown": _slowdown, "filling": _filling,
+    "short": _short, "rising": _rising, ONE_RUN: _one_run, "slowdown": _slowdown,
+    "filling": _filling,
     "creep": _filling, "busy-host": _busy, "insufficient": _undecided,
     "unsure": _undecided, "unconfirmed": _undecided, "plateau": _plateau, "ok": _ok,
 }

@@ -18,6 +18,7 @@ from typing import TextIO
 from tabulate import tabulate
 
 from harness.analysis.kinds import BAD, GOOD, UNDECIDED, kind
+from harness.analysis.rules import ONE_RUN
 from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
 from harness.result.model import CellResult
 from harness.result.runkey import why_changed
@@ -98,9 +99,17 @@ class Pair:
 
     @property
     def differs(self) -> bool:
-        """The two sides differ in verdict, or in what grew (`grew_apart`)."""
-        return (self.a is not None and self.b is not None
+        """The two sides differ in verdict, or in what grew (`grew_apart`); never where
+        a side's is a slowdown one run alone read (`one_run`): not compared."""
+        return (self.a is not None and self.b is not None and not self.one_run
                 and (self.a.verdict != self.b.verdict or self.grew_apart))
+
+    @property
+    def one_run(self) -> list[int]:
+        """The sides (0, 1) whose verdict is a slowdown one run alone read (rule
+        `one-run`): a suspicion a busy host can make, no difference between the sides."""
+        return [i for i, r in enumerate((self.a, self.b))
+                if r is not None and r.rule == ONE_RUN]
 
     @property
     def grew_apart(self) -> bool:
@@ -183,6 +192,13 @@ class Comparison:
         groups: dict[tuple[str, str, str], list[Pair]] = {}
         other: list[str] = []
         for p in self.joined:
+            if p.one_run and p.a is not None and p.b is not None and (
+                    p.a.verdict != p.b.verdict or p.a.rule != p.b.rule):
+                names = (self.a_name, self.b_name)
+                other.append(f"{p.a.scenario.id} {self._where_pair(p)}: host busy, not "
+                             "compared: a slowdown seen in one run on "
+                             f"{_join_words([names[i] for i in p.one_run])}, not "
+                             "replicated (a run again that reads it too would tell)")
             if not p.differs:
                 continue
             assert p.a is not None and p.b is not None

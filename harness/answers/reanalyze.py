@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.analysis.decision import CellFacts, decide
-from harness.analysis.kinds import COMPARED_WITH, NOT_MEASURED, UNREADABLE
+from harness.analysis.kinds import COMPARED_WITH, NOT_MEASURED, SLOWDOWN, UNREADABLE
 from harness.analysis.sequential import replay_live
 from harness.analysis.verdict import CellVerdict
 from harness.analysis.vsbaseline import Baseline
@@ -75,13 +75,16 @@ def changed_by(changed: list[Changed], plain: Mapping[str, CellResult], override
 
 def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
     """The cell's within-run verdict from its recorded samples (as one that may not run
-    again where `--iterations` bounded its runs, `RunSettings.asked_calls`)."""
+    again where `--iterations` bounded its runs, `RunSettings.asked_calls`). Its earlier
+    runs' samples are gone: a slowdown stands where the sweep let it stand (`slowdown`:
+    read by a second run, or, before rule `one-run`, by the one), as recorded."""
     low, top = res.settings.get("min_iterations"), res.settings.get("max_iterations")
     live = (replay_live(cfg, series, low, top)
             if isinstance(low, int) and isinstance(top, int) else None)
     return decide(CellFacts(cfg, series, run_outcome(res), res.gpu.value not in ("", "none"),
                             live, precheck=precheck_of(res),
-                            again=res.settings.get("asked_calls") is None))
+                            again=res.settings.get("asked_calls") is None,
+                            replicated=res.verdict == SLOWDOWN))
 
 
 def precheck_of(res: CellResult) -> tuple[str, str] | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
-from harness.analysis.rules import BUSY_HOST, RISING
+from harness.analysis.rules import BUSY_HOST
 from harness.analysis.runrules import CALLS, LONGER, SAME, STANDS, RerunEvidence, rerun_rule
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
@@ -76,6 +76,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
     assert run.info is not None and run.outdir is not None
     retried = False
     spent = 0.0     # what its attempts took, against its `overrun` bound
+    seen = False    # an attempt read a slowdown: one read again stands (rule `one-run`)
     while True:
         cell = run.running
         ran = ctx.runner.run(cell, run.info, run.outdir)
@@ -93,12 +94,15 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         decision = ran.watched.decision if ran.watched is not None else None
 
         def decided(again: bool, first: bool, ran: Ran = ran,
-                    decision: LiveDecision | None = decision) -> CellVerdict:
+                    decision: LiveDecision | None = decision, seen: bool = seen
+                    ) -> CellVerdict:
             return analysis.decide(analysis.CellFacts(
                 ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
-                run.precheck, again=again, first=first))
+                run.precheck, again=again, first=first, replicated=seen))
 
         run.verdict = decided(may_run_again(run), run.repeats_used == 0)
+        facts = run.verdict.facts
+        seen = seen or (facts is not None and bool(facts.slowdown) and not facts.busy)
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
                                     cell.settings.agent_iterations))
@@ -270,12 +274,8 @@ def too_short(ctx: Context, run: CellRun, spent: float) -> str:
 
 
 def unrun(run: CellRun) -> str:
-    """Why a verdict decided under its `overrun` bound was not looked at again, in words;
-    a slowdown its first attempt read (rule `rising`) stands unconfirmed, and says so."""
-    assert run.verdict is not None
-    if run.verdict.rule == RISING:
-        return (f"seen in one run of {_calls(run):,} calls, not confirmed: the run twice as "
-                f"long that rule `rising` asks {_passes_bound(run)}")
+    """Why a verdict decided under its `overrun` bound was not looked at again, in words
+    (a slowdown no second run read is undecided, rule `one-run`: `too_short` says it)."""
     return f"as read: a run again {_passes_bound(run)}"
 
 

@@ -149,7 +149,7 @@ def test_copy_mode_for_remote_engines(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 # The rules that call a cell on its step time alone (a slowdown, or steps left undecided).
-STEP_RULES = ("slowdown", "busy-host", "rising", "unsettled")
+STEP_RULES = ("slowdown", "busy-host", "rising", "one-run", "unsettled")
 
 POOL = '''
 import multiprocessing

@@ -48,7 +48,8 @@ def swept(tmp_path_factory: pytest.TempPathFactory
     assert SCENARIO.splitlines()[LEAK_LINE - 1].endswith("# LEAK_LINE")
     run = sweepkit.swept(tmp_path_factory.mktemp("plan"), IMAGES, behaviour,
                          ["loop.py", "slow.py"], name="plan",
-                         defaults={**sweepkit.DEFAULTS, "iterations": 600},
+                         # a repeat: a slowdown a second run reads too stands
+                         defaults={**sweepkit.DEFAULTS, "iterations": 600, "repeats": 1},
                          files={"loop.py": SCENARIO, "slow.py": SCENARIO})
     return run.matrix, run.store, run.results
 

@@ -1,5 +1,7 @@
 """Within-run verdicts from hand-built agent records (GIVEN series, WHEN within_run, THEN
-verdict)."""
+verdict). Each is decided as a run whose slowdown an earlier run of the cell read too
+(`replicated`): read in one run alone, a slowdown is rule `one-run`'s suspicion
+(tests/unit/test_one_run_slowdown.py)."""
 
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ def series(n: int = 600, every: int = 10, heap_leak: float = 0.0, rss_leak: floa
 
 
 def test_heap_leak_is_a_leak_carried_by_the_heap() -> None:
-    v = within_run(series(heap_leak=16384), OK, CFG)
+    v = within_run(series(heap_leak=16384), OK, CFG, replicated=True)
     assert v.verdict == "leak" and v.carrier == "heap"
     heap = v.memory["heap"]
     assert heap.slope_lo <= 16384 <= heap.slope_hi
@@ -56,23 +58,24 @@ def test_heap_leak_is_a_leak_carried_by_the_heap() -> None:
 
 def test_rss_growth_without_heap_or_uss_is_not_called_a_leak() -> None:
     # GIVEN RSS grows (file-backed pages, say) while USS and the heap stay flat
-    v = within_run(series(rss_leak=16384, uss_leak=0.0), OK, CFG)
+    v = within_run(series(rss_leak=16384, uss_leak=0.0), OK, CFG, replicated=True)
     assert v.verdict != "leak"
 
 
 def test_rss_growth_with_no_uss_readings_is_ambiguous() -> None:
-    v = within_run(series(rss_leak=16384, uss_leak=None), OK, CFG)
+    v = within_run(series(rss_leak=16384, uss_leak=None), OK, CFG, replicated=True)
     assert v.verdict == "ambiguous" and "rss grows" in v.reason
 
 
 def test_rss_and_uss_together_carry_a_leak() -> None:
-    v = within_run(series(rss_leak=16384, uss_leak=16384), OK, CFG)
+    v = within_run(series(rss_leak=16384, uss_leak=16384), OK, CFG, replicated=True)
     assert v.verdict == "leak" and v.carrier == "uss+rss"
 
 
 def test_a_step_that_waits_longer_is_a_slowdown_though_cpu_time_is_flat() -> None:
     # GIVEN a step whose sleep grows: wall time up, CPU time flat, no run-queue delay
-    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.0), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.0), OK,
+                   CFG, replicated=True)
     assert v.verdict == "slowdown"
     assert "wait-bound" in v.reason
     assert v.cpu_steps is not None and v.cpu_steps.ratio < 1.05   # kept as evidence
@@ -81,7 +84,7 @@ def test_a_step_that_waits_longer_is_a_slowdown_though_cpu_time_is_flat() -> Non
 
 def test_cpu_bound_step_on_a_busy_host_is_ambiguous_with_the_reason() -> None:
     # GIVEN the extra wall time is all run-queue delay (other tasks had the CPU)
-    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.9), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.9), OK, CFG, replicated=True)
     assert v.verdict == "ambiguous"
     assert "busy host: run-queue delay" in v.reason
     assert v.contention is not None and 0.8 < v.contention.share < 1.0
@@ -94,42 +97,43 @@ def test_a_step_doing_more_work_on_a_busy_host_is_a_slowdown() -> None:
     so CPU time rose by less than half the extra wall time; but CPU time per step,
     which holds no waiting, rose 2.2x on its own. test_explain's slow cell read
     `ambiguous` (busy host) beside other sessions' suites, CPU time 3.86x."""
-    v = within_run(series(wall_growth=5.0, cpu_growth=2.0, rq_share=0.85), OK, CFG)
+    v = within_run(series(wall_growth=5.0, cpu_growth=2.0, rq_share=0.85), OK, CFG, replicated=True)
     assert v.verdict == "slowdown", v.reason
     assert v.cpu_steps is not None and v.cpu_steps.ratio > CFG.busy_min_ratio
     # CPU time rising by less than load can make it: still the busy host's
-    v = within_run(series(wall_growth=5.0, cpu_growth=0.3, rq_share=0.85), OK, CFG)
+    v = within_run(series(wall_growth=5.0, cpu_growth=0.3, rq_share=0.85), OK, CFG, replicated=True)
     assert v.verdict == "ambiguous" and "busy host: run-queue delay" in v.reason
 
 
 def test_contention_explaining_under_half_leaves_the_slowdown_standing() -> None:
-    v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.3), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.3), OK, CFG, replicated=True)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason
 
 
 def test_rising_cgroup_throttling_makes_a_slowdown_ambiguous() -> None:
-    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.8), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0, rq_share=0.0, thr_share=0.8), OK,
+                   CFG, replicated=True)
     assert v.verdict == "ambiguous" and "cgroup throttling" in v.reason
 
 
 def test_old_recordings_without_contention_fall_back_to_the_wall_clock() -> None:
-    v = within_run(series(wall_growth=1.0, cpu_growth=0.0), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=0.0), OK, CFG, replicated=True)
     assert v.verdict == "slowdown" and v.contention is None
 
 
 def test_wall_and_cpu_time_growing_together_is_a_slowdown() -> None:
-    v = within_run(series(wall_growth=1.0, cpu_growth=1.0), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=1.0), OK, CFG, replicated=True)
     assert v.verdict == "slowdown"
     assert v.steps is not None and v.steps.ratio > 1.3
 
 
 def test_without_cpu_records_wall_time_alone_decides() -> None:
-    v = within_run(series(wall_growth=1.0, cpu_growth=None), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=None), OK, CFG, replicated=True)
     assert v.verdict == "slowdown"
 
 
 def test_microsecond_steps_never_slow_down_below_the_floor() -> None:
-    v = within_run(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, CFG)
+    v = within_run(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, CFG, replicated=True)
     assert v.verdict == "ok"
 
 
@@ -154,7 +158,7 @@ def test_no_kernel_image_in_the_log_is_not_applicable() -> None:
 def test_missing_end_record_is_a_crash() -> None:
     s = series()
     s.end = None
-    assert within_run(s, OK, CFG).verdict == "crash"
+    assert within_run(s, OK, CFG, replicated=True).verdict == "crash"
 
 
 def test_a_cpu_that_got_slower_is_not_a_slowdown_of_the_step() -> None:
@@ -164,7 +168,7 @@ def test_a_cpu_that_got_slower_is_not_a_slowdown_of_the_step() -> None:
     for rec in s.samples:
         rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
         rec["cpu_s"] = sum(rec["dt"])
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN at one CPU speed the step did the same work throughout
     assert v.verdict == "ok" and v.steps is not None and v.steps.ratio < 1.1
 
@@ -176,7 +180,7 @@ def test_a_flat_wall_clock_on_a_cpu_that_got_faster_is_not_a_slowdown() -> None:
     for rec in s.samples:
         rec["ref_s"] = 1e-5 / (1 + 0.6 * rec["i"] / 600)
         rec["cpu_s"] = sum(rec["dt"])
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN a slowdown must show on the wall clock: the correction never makes one
     assert v.verdict != "slowdown" and not v.has("slowdown"), v.reason
     assert v.steps is not None and v.steps.ratio < 1.1
@@ -186,7 +190,7 @@ def test_a_flat_wall_clock_on_a_cpu_that_got_faster_is_not_a_slowdown() -> None:
 
 def test_more_cpu_work_on_a_busy_host_is_still_a_slowdown() -> None:
     # GIVEN CPU time per step rising with the wall time, and run-queue delay rising too
-    v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.9), OK, CFG)
+    v = within_run(series(wall_growth=1.0, cpu_growth=1.0, rq_share=0.9), OK, CFG, replicated=True)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason
 
 
@@ -197,6 +201,6 @@ def test_worker_thread_cpu_is_not_put_at_the_stepping_threads_speed() -> None:
     for rec in s.samples:
         rec["ref_s"] = 1e-5 * (1 + rec["i"] / 600)
         rec["cpu_s"], rec["on_s"] = sum(rec["dt"]), 0.0
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN the workers' time is left as measured: the slowdown stands
     assert v.verdict == "slowdown" and v.steps is not None and v.steps.ratio > 1.5

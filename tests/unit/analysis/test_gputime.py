@@ -1,6 +1,7 @@
 """GPU-bound time: device busy time per step, SM clock and clock-event reasons behind a
 slowdown, and the CPU-speed correction leaving a spin-wait on the device alone (GIVEN
-agent records, WHEN within_run / run_stat, THEN verdict and evidence)."""
+agent records, WHEN within_run / run_stat, THEN verdict and evidence). A slowdown is
+decided as one an earlier run of the cell read too (`replicated`; else rule `one-run`)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_flat_spinning_gpu_step_on_a_faster_cpu_is_not_a_slowdown() -> None:
     # spinning in torch.cuda.synchronize() (CPU time = step time), the GPU ~100 % busy,
     # and the canary loop 1.6x faster from mid-run on
     s = gpu_series(util=lambda k: 99 + k % 2, ref=faster_canary)
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN the spin is not scaled by the CPU's speed: no slowdown
     assert v.verdict == "ok", v.reason
     assert v.steps is not None and v.steps.ratio == pytest.approx(1.0, abs=0.02)
@@ -83,7 +84,7 @@ def test_flat_step_recorded_without_utilization_is_not_a_slowdown() -> None:
     times = speed.steps
     assert float(times[300:].mean()) / float(times[:300].mean()) > 1.4
     # WHEN it is decided
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN the wall clock, flat, stands: ok, its trend the wall clock's
     assert v.verdict == "ok", v.reason
     assert v.steps is not None and v.steps.ratio == pytest.approx(1.0, abs=0.02)
@@ -97,13 +98,14 @@ def test_flat_step_recorded_without_utilization_is_not_a_slowdown() -> None:
 def test_a_wall_clock_slowdown_is_still_called_with_or_without_gpu_readings() -> None:
     # GIVEN a spinning 42.8 ms step 1.6x slower late on the wall clock, the canary flat
     for util in (None, 100):
-        v = within_run(gpu_series(growth=0.6, util=util), OK, CFG)
+        v = within_run(gpu_series(growth=0.6, util=util), OK, CFG, replicated=True)
         # THEN it is a slowdown, its figure the wall clock's
         assert v.verdict == "slowdown", (util, v.reason)
         assert v.steps is not None and v.steps.ratio > 1.4
     # AND a CPU that got faster mid-run does not inflate it: the correction only lowers
-    wall = within_run(gpu_series(growth=0.6, util=None), OK, CFG)
-    faster = within_run(gpu_series(growth=0.6, util=None, ref=faster_canary), OK, CFG)
+    wall = within_run(gpu_series(growth=0.6, util=None), OK, CFG, replicated=True)
+    faster = within_run(gpu_series(growth=0.6, util=None, ref=faster_canary), OK, CFG,
+                        replicated=True)
     assert faster.verdict == "slowdown" and "at one CPU speed" not in faster.reason
     assert faster.steps is not None and wall.steps is not None
     assert faster.steps.ratio == pytest.approx(wall.steps.ratio, rel=0.01)
@@ -113,16 +115,16 @@ def test_cpu_work_on_an_idle_gpu_is_still_put_at_one_cpu_speed() -> None:
     # GIVEN CPU-bound steps 2x slower late, the canary 2x slower too, the GPU idle
     s = gpu_series(step=0.001, growth=1.0, util=0, sm_mhz=375, reasons=1,
                    ref=lambda k: 1e-5 * (1 + k / 600))
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN as before issue 20: the same work at one CPU speed, not a slowdown
     assert v.verdict == "ok" and v.steps is not None and v.steps.ratio < 1.1
     # AND a wall-clock slowdown of CPU work on an idle GPU is called CPU-bound
-    slower = within_run(gpu_series(step=0.001, growth=1.0, util=0), OK, CFG)
+    slower = within_run(gpu_series(step=0.001, growth=1.0, util=0), OK, CFG, replicated=True)
     assert slower.verdict == "slowdown" and "at one CPU speed" in slower.reason
     assert "CPU-bound" in slower.reason and "GPU-bound" not in slower.reason
     # AND more work hidden by a CPU that got faster (the wall clock flat) is no
     # slowdown: the correction can only lower what the wall clock shows
-    hidden = within_run(gpu_series(step=0.001, util=0, ref=faster_canary), OK, CFG)
+    hidden = within_run(gpu_series(step=0.001, util=0, ref=faster_canary), OK, CFG, replicated=True)
     assert hidden.verdict == "ok", hidden.reason
     assert any(f.kind == "note" and "at one CPU speed" in f.text for f in hidden.findings)
 
@@ -146,7 +148,7 @@ def test_a_spinning_gpu_slowdown_is_gpu_bound_not_cpu_bound() -> None:
     # GIVEN 1 + k//100 matrix products per call (gpu_slowdown): the step 3x slower
     # late, the host spinning the whole time, the GPU 100 % busy
     s = gpu_series(growth=2.0, util=100)
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     assert v.verdict == "slowdown"
     assert "GPU-bound: the host spin-waits on the device" in v.reason
     assert "CPU-bound" not in v.reason
@@ -161,7 +163,7 @@ def test_a_cpu_slowdown_beside_a_lightly_used_gpu_stays_cpu_bound() -> None:
     # GIVEN CPU work doubling while the GPU does the same small kernel per call: busy
     # time per step flat (utilization halves as the step doubles)
     s = gpu_series(step=0.002, growth=1.0, util=lambda k: int(30 / (1 + k / 600)))
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     assert v.verdict == "slowdown" and "CPU-bound" in v.reason
     assert v.gpu_time is not None and not v.gpu_time.bound
 
@@ -172,7 +174,7 @@ def test_a_power_capped_clock_drop_is_named() -> None:
     late = 300
     s = gpu_series(growth=0.6, util=100, sm_mhz=lambda k: 1980 if k <= late else 1410,
                    reasons=lambda k: 0 if k <= late else 0x4)
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     assert v.verdict == "slowdown", v.reason
     assert "GPU clock 1980 -> 1410 MHz, SW power cap" in v.reason
     assert v.gpu_time is not None and v.gpu_time.clock_drop and v.gpu_time.reasons
@@ -195,7 +197,7 @@ def test_reason_names_and_labels() -> None:
 def test_no_nvml_fields_give_no_gpu_evidence() -> None:
     s = gpu_series(growth=1.0, util=None, sm_mhz=None, reasons=None)
     assert gpu_time(s, 0.2, 0.01) is None
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     assert v.verdict == "slowdown" and v.gpu_time is None and "GPU" not in v.reason
 
 
@@ -211,7 +213,7 @@ def test_recorded_h100_gpu_slowdown_still_decides_slowdown_without_nvml_fields()
     # GIVEN the real H100 run (recorded before issue 20: no utilization or clock)
     s = read_samples(H100 / "gpu-real" / "cells" / "torch.gpu0.gpu_slowdown" / "samples.jsonl")
     assert s.cols.gpu is None
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     assert v.verdict == "slowdown" and v.gpu_time is None
     assert v.steps is not None and v.steps.ratio > 3
 
@@ -242,7 +244,7 @@ def test_run_stat_spin_is_wait_and_clock_is_kept() -> None:
 def test_every_recorded_h100_cell_decides_without_gpu_evidence(cell: str) -> None:
     # GIVEN each real H100 recording (made before the agent read utilization or clock)
     s = read_samples(H100 / cell)
-    v = within_run(s, OK, CFG)
+    v = within_run(s, OK, CFG, replicated=True)
     # THEN it decides as before: no GPU evidence, no crash, and the speed correction
     # is the old one (no utilization: every CPU second counts as work)
     assert v.gpu_time is None and "GPU busy" not in v.reason

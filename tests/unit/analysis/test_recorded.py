@@ -16,10 +16,14 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "recorded"
 CFG = AnalysisConfig()
 
 
-def verdict_of(name: str, outcome: RunOutcome | None = None):  # type: ignore[no-untyped-def]
+def verdict_of(name: str, outcome: RunOutcome | None = None,  # type: ignore[no-untyped-def]
+               replicated: bool = False):
+    """The recorded run decided (`replicated`: as if a run before it had read its
+    slowdown too, which then stands; else it is rule `one-run`'s suspicion)."""
     series = read_samples(DATA / f"{name}.jsonl")
     assert series.problems == [], series.problems
-    return within_run(series, outcome or RunOutcome(exit_code=0), CFG)
+    return within_run(series, outcome or RunOutcome(exit_code=0), CFG,
+                      replicated=replicated)
 
 
 def test_real_multidict_leak_is_found_in_the_heap_with_its_rate() -> None:
@@ -78,9 +82,11 @@ def test_a_short_run_whose_heap_keeps_growing_is_not_called_a_plateau() -> None:
 
 def test_ort_arena_ratchet_plateaus_in_memory() -> None:
     # the ramp param grows the input shapes, so the steps really get slower too
-    v = verdict_of("latest.cpu.ort_varying_ramp")
+    v = verdict_of("latest.cpu.ort_varying_ramp", replicated=True)
     assert v.memory["heap"].kind == "plateau" and v.memory["rss"].kind == "plateau"
     assert v.verdict == "slowdown"
+    # AND read in one run alone, that slowdown is a suspicion (issue 78)
+    assert verdict_of("latest.cpu.ort_varying_ramp").rule == "one-run"
 
 
 def test_tf212_py_function_heap_growth() -> None:

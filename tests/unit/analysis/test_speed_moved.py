@@ -43,7 +43,7 @@ def faster_late(k: int) -> float:
 
 
 def test_a_lasting_slowdown_whose_wall_clock_fell_with_the_cpus_speed_is_one() -> None:
-    v = within_run(cpu_bound(rising, faster_late), OK, CFG, again=False)
+    v = within_run(cpu_bound(rising, faster_late), OK, CFG, again=False, replicated=True)
     assert v.verdict == "slowdown", v.reason
     # THEN its figure is the wall clock's, not the corrected one's (the correction only
     # explains the fall away), and the note says what moved
@@ -57,5 +57,5 @@ def test_the_same_fall_at_one_cpu_speed_is_a_cost_that_cycles_not_a_slowdown() -
     # 1,300 (a cost that cycles with the scenario's input)
     def work(k: int) -> float:
         return rising(k) / faster_late(k)
-    v = within_run(cpu_bound(work, lambda k: 1.0), OK, CFG, again=False)
+    v = within_run(cpu_bound(work, lambda k: 1.0), OK, CFG, again=False, replicated=True)
     assert v.verdict != "slowdown", v.reason
