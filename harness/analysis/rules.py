@@ -146,6 +146,9 @@ BUSY_HOST = "busy-host"
 # The rule that asks a first attempt's slowdown to last through a run twice as long (read
 # by `stages.measure` where the `overrun` bound leaves no room for that run).
 RISING = "rising"
+# The rule that leaves a cell undecided because its confirmation rounds left the doubt
+# open (read by the sweep's last line, `app.sweep`: more rounds or a quieter host).
+UNSETTLED = "unsettled"
 # The rule that leaves a slowdown no second run of the cell read undecided (read by
 # `answers.hostcompare`: such a cell is not compared).
 ONE_RUN = "one-run"
@@ -243,7 +246,7 @@ RULES: tuple[Rule[Evidence], ...] = (
          "rounds, or peak RSS `peak_regression_ratio` times the baseline's",
          ("peak_regression_ratio", "recheck_share"),
          lambda ev: "baseline" if ev.facts.regression else None),
-    Rule("unsettled", "ambiguous", "against the row's baseline: interleaved rounds ran "
+    Rule(UNSETTLED, "ambiguous", "against the row's baseline: interleaved rounds ran "
          "for a doubt about a slowdown (suspected slower, or a host busy for "
          "`recheck_share` of the steps) and left it open: two or more counted, confirmed "
          "nothing, and their interval reaches past `min_ratio` (a slowdown fits them as "

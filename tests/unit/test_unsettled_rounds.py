@@ -138,6 +138,10 @@ def test_between_two_locks_with_unsettled_rounds_exits_4(
     assert code == EXIT_UNDECIDED, out + err
     assert "first bad: new" not in out
     assert "undecided vs old" in out + err, out
+    # AND its last line says what settles it: more rounds or a quieter host, not a longer run
+    assert "left the doubt open (rule unsettled), which a longer run does not settle: more " \
+           "rounds (`rounds: 6` in the matrix's `defaults:`) or a quieter host; exit 4" \
+           in out + err, out + err
     # AND `report` and `harness compare` (of the run and a copy of it) say so too: exit 4
     (run,) = [p for p in (tmp_path / "r").glob("*/*") if p.is_dir()]
     assert main(["report", str(run)]) == EXIT_UNDECIDED
