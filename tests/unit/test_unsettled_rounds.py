@@ -165,3 +165,27 @@ def test_bisect_whose_bad_end_stays_unsettled_exits_4(
     assert "stopped: the last image v2 is ambiguous (undecided vs v1: " in out, out
     assert "first bad" not in out
     assert code == EXIT_UNDECIDED, out + err
+
+
+def test_a_saved_runs_rounds_that_hold_both_leave_it_undecided(
+        tmp_path: Path, no_backoff: None) -> None:
+    """The comparison of `harness.check(..., baseline=Saved(...))` and of a
+    `harness_time` test against a saved run (`plans.saved`): the same rounds, the same
+    answer, undecided (which the plugin passes with a warning)."""
+    from harness import matrixfile
+    from harness.orchestrator import Sweep
+    from harness.plans.saved import against_saved
+    from harness.store import RunStore
+
+    matrix = matrixfile.load(write_matrix(tmp_path, ["v1", "v2"], defaults=DEFAULTS))
+    v1, v2 = sorted(matrix.cells, key=lambda c: c.image.label)
+    sweep = Sweep(matrix, per_round(SPLIT), RunStore(tmp_path / "run", durable=False),
+                  lambda _: None)
+    try:
+        saved, measured = sweep.run_cell(v1), sweep.run_cell(v2)
+        res = against_saved(sweep.ctx, v2, measured, saved.result, saved.series,
+                            "main (saved)")
+    finally:
+        sweep.images.close()
+    assert (res.verdict, res.rule) == ("ambiguous", "unsettled"), res.reason
+    assert "undecided vs main (saved): the rounds' interval" in res.reason, res.reason
