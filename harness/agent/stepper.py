@@ -207,10 +207,12 @@ class Stepper(object):
                 cap = max(every, least // LEAST_SAMPLES)
             if not (stop_now or point or done == count):
                 continue
-            due = since * self.budget >= self.cost or gap >= cap or since >= every_s
+            due = since * self.budget >= self.cost or since >= every_s
             if due and budgeted and (
                     (t2 - self.ended) * self.cell_share * SAMPLING_SHARE < self.own_mean):
-                due = False     # a budgeted run's samples stay within SAMPLING_SHARE
+                due = False     # a budgeted run's samples stay within SAMPLING_SHARE ...
+            # ... but for the MIN_SAMPLES a run its cap on calls ends still reads
+            due = due or gap >= cap
             if stop_now or done == count or due:
                 self.sample(dts, done, done == count)
                 dts = array("d")
