@@ -133,11 +133,23 @@ def _short(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
                 rerun=f.budget_calls)
 
 
+# Memory readings of growth not decided yet: a slowdown beside one says it.
+GROWING = ("filling", "creep", "unconfirmed")
+
+
+def _grows(r: RunReading) -> str:
+    """"; and memory grows: ..." where memory grows and is not decided yet: each call
+    slower and memory growing is the seeds' symptom, never a slowdown alone in words
+    (issue 78: a late native leak read `slowdown` while its RSS went from 35 to 112 MB,
+    and not a word of memory)."""
+    return f"; and memory grows: {r.mem.reason}" if r.mem.kind in GROWING else ""
+
+
 def _rising(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
     f = r.evidence.facts
     return _out(r, rule, f"{f.slowdown}; rising through the whole run: a slowdown, or a "
                 "cost that cycles with the scenario's input; running it again for "
-                f"{f.rising:,} calls to see it last", None, tuple(_found(r)),
+                f"{f.rising:,} calls to see it last{_grows(r)}", None, tuple(_found(r)),
                 contention=r.busy, gpu_time=r.gpu, rerun=f.rising)
 
 
@@ -146,17 +158,20 @@ def _one_run(r: RunReading, series: Series, rule: Rule[Evidence]) -> CellVerdict
     calls = 2 * series.measured
     return _out(r, rule, f"{f.slowdown}; {f.once}, not replicated: a suspicion, not a "
                 f"finding (a busy host, a cost that cycles with the input); a run of "
-                f"{calls:,} calls that reads it too confirms it", None, tuple(_found(r)),
+                f"{calls:,} calls that reads it too confirms it{_grows(r)}", None,
+                tuple(_found(r)),
                 contention=r.busy, gpu_time=r.gpu, rerun=calls)
 
 
 def _slowdown(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
     assert r.steps is not None
     found = _found(r)
-    if r.mem.fill is not None:
+    reason = r.evidence.facts.slowdown + _grows(r)
+    if r.mem.kind in GROWING:
+        found.append(Finding("note", f"memory grows: {r.mem.reason}"))
+    elif r.mem.fill is not None:
         found.append(Finding("note", f"{r.mem.carrier} {r.mem.fill.said(False)}"))
-    return _out(r, rule, r.evidence.facts.slowdown, None, tuple(found), contention=r.busy,
-                gpu_time=r.gpu)
+    return _out(r, rule, reason, None, tuple(found), contention=r.busy, gpu_time=r.gpu)
 
 
 def _filling(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
