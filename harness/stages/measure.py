@@ -28,6 +28,7 @@ from harness.stages.context import CellRun, Context, Measured
 if TYPE_CHECKING:
     from harness.analysis.trends import LiveDecision
     from harness.analysis.verdict import CellVerdict
+    from harness.protocol.series import Series
     from harness.stages.execute import Ran
 
 UNSUPPORTED_DEADLINE_S = 300.0
@@ -81,7 +82,9 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         cell = run.running
         ran = ctx.runner.run(cell, run.info, run.outdir)
         run.ended, run.run_s, run.runtime = ran.ended, ran.run_s, ran.runtime
-        spent += ran.run_s
+        # In the cell's own time: what other work and the agent's sampling took is given
+        # back (the agent's cell_s), so a busy host stretches the bound, not the evidence.
+        spent += max(0.0, ran.run_s - _given_back(ran.series))
         if ran.ended.error and not retried:
             # The engine went away (restart, lost connection): once more, then record.
             retried = True
@@ -253,8 +256,22 @@ def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
 
 
 def _measured_s(run: CellRun) -> float:
-    phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
-    return float(phases.get("measure") or run.run_s)
+    """The measured phase's seconds in the cell's own time (the agent's cell_s: its wall
+    time less the run-queue delay and the agent's sampling), where the agent says it."""
+    end = (run.series.end or {}) if run.series is not None else {}
+    phases = end.get("phases") or {}
+    measured = float(phases.get("measure") or run.run_s)
+    return measured - _given_back(run.series)
+
+
+def _given_back(series: Series | None) -> float:
+    """The measured phase's seconds that were not the cell's (wall less cell_s), 0 where
+    the agent does not say."""
+    end = (series.end or {}) if series is not None else {}
+    cell, measure = end.get("cell_s"), (end.get("phases") or {}).get("measure")
+    if not isinstance(cell, int | float) or not isinstance(measure, int | float):
+        return 0.0
+    return max(0.0, float(measure) - float(cell))
 
 
 def too_short(ctx: Context, run: CellRun, spent: float) -> str:
