@@ -34,9 +34,10 @@ the rule and reason of both. The goals are printed, never enforced (exit 0).
 `--repo PATH` sweeps with the harness of another checkout (PYTHONPATH=PATH, as
 `corpuskit.sweep.redecide` runs an older tree): the "before" column, from a git worktree
 of an older commit; the cells, their scenarios and this benchmark stay this checkout's.
-`--json OUT` writes every cell's row per load. `--quick` (CI): three cells (a leak's bad
-release and an A/A pair of a control), loads 0 and 1, a 0.5 s budget, no venv warm-up
-pass: seconds once the venvs are cached.
+`--json OUT` writes every cell's row per load (each attempt's verdict and re-run rule),
+`--keep DIR` keeps the results directories, `--case NAME` narrows the set. `--quick`
+(CI): three cells (a leak's bad release and an A/A pair of a control), loads 0 and 1, a
+0.5 s budget, no venv warm-up pass: seconds once the venvs are cached.
 Exit 3 when a venv cannot be built, 2 when a sweep could not run.
 
 Run: PYTHONPATH=. python benchmarks/load_verdicts.py [--loads 0,2,6] [--beside-suite]
@@ -130,6 +131,7 @@ class Row:
     cell_s: float
     own: str = ""           # an A/A cell's own verdict, before any comparison
     versus: str = ""        # an A/A B cell's verdict against A ("" for none)
+    attempts: str = ""      # each attempt's verdict and the re-run rule after it
 
 
 @dataclass(frozen=True)
@@ -156,14 +158,17 @@ class Ran:
         return self.rc in (0, 1, 4) and all(r.verdict != "missing" for r in self.rows)
 
 
-def jobs(cells: tuple[tuple[str, tuple[str, ...]], ...], pairs: tuple[tuple[str, str], ...]
-         ) -> list[Job]:
-    """The set's sweeps: each case narrowed to the roles swept, then the A/A pairs.
+def jobs(cells: tuple[tuple[str, tuple[str, ...]], ...], pairs: tuple[tuple[str, str], ...],
+         names: list[str] | None = None) -> list[Job]:
+    """The set's sweeps: each case narrowed to the roles swept, then the A/A pairs; with
+    `names`, those whose case's name contains one of them.
 
     Raises:
         CaseError: a case file is missing or its CASE malformed.
     """
     out = []
+    cells = tuple((s, r) for s, r in cells if not names or any(n in s for n in names))
+    pairs = tuple((s, r) for s, r in pairs if not names or any(n in s for n in names))
     for slug, roles in cells:
         case = load(CORPUS / f"{slug}.py")
         out.append(Job(replace(case, versions={r: v for r, v in case.versions.items()
@@ -190,7 +195,8 @@ def read(directory: Path | None, labels: dict[str, tuple[str, str, bool | None]]
                             0, 0.0))
             continue
         verdict = str(c.get("verdict"))
-        own = (c.get("attempts") or [{}])[-1].get("verdict", verdict)
+        tries = c.get("attempts") or [{}]
+        own = tries[-1].get("verdict", verdict)
         calls = ((c.get("live") or {}).get("calls_to_decision")
                  or (c.get("end") or {}).get("iterations") or 0)
         rows.append(Row(load_, cell, group, role, bad, verdict,
@@ -199,7 +205,10 @@ def read(directory: Path | None, labels: dict[str, tuple[str, str, bool | None]]
                         float((c.get("timings") or {}).get("cell_s") or 0.0),
                         str(own) if group == "a/a" else "",
                         (verdict if c.get("vs_baseline") else "not compared")
-                        if group == "a/a" and label.startswith("B") else ""))
+                        if group == "a/a" and label.startswith("B") else "",
+                        ", ".join(f"{a.get('verdict')}"
+                                  + (f" -> {a['rerun']}" if a.get("rerun") else "")
+                                  for a in tries if a)))
     return rows
 
 
@@ -335,7 +344,8 @@ def flips(by_load: dict[str, list[Row]], first: str) -> list[str]:
                      "falsely clean" if r.bad and r.cls == "good" else "")
             if load_ != first and b is not None and b.cls != r.cls:
                 out.append(f"  {load_}: {r.cell}: {b.verdict} [{b.rule}] -> {r.verdict} "
-                           f"[{r.rule}] {wrong}: {r.reason} (at {first}: {b.reason})")
+                           f"[{r.rule}] {wrong}: {r.reason} (attempts: {r.attempts}; at "
+                           f"{first}: {b.reason}; attempts: {b.attempts})")
             elif wrong:
                 out.append(f"  {load_}: {r.cell}: {wrong}: {r.verdict} [{r.rule}]: "
                            f"{r.reason}")
@@ -358,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repo", type=Path, metavar="PATH",
                    help="sweep with the harness of this checkout (PYTHONPATH=PATH)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write every cell's row here")
+    p.add_argument("--case", action="append", default=[],
+                   help="only the set's cells and pairs whose case name has NAME")
+    p.add_argument("--keep", type=Path, metavar="DIR",
+                   help="keep the results directories under DIR (else a temporary one)")
     p.add_argument("--quick", action="store_true",
                    help="CI: 3 cells, loads 0 and 1, 0.5 s budgets, no warm-up pass")
     args = p.parse_args(argv)
@@ -368,10 +382,12 @@ def main(argv: list[str] | None = None) -> int:
         loads.append(("suite", 0, True))
     length = "quick" if args.quick else "default"
     try:
-        todo = jobs(*((QUICK_CELLS, QUICK_AA) if args.quick else (CELLS, AA)))
+        todo = jobs(*((QUICK_CELLS, QUICK_AA) if args.quick else (CELLS, AA)), args.case)
     except CaseError as exc:
         print(f"load_verdicts: {exc}", file=sys.stderr)
         return 2
+    if not todo:
+        p.error(f"--case {args.case} names no case of the set")
     started = time.perf_counter()
     failed: list[tuple[str, Ran]] = []
     print(f"harness of {'this checkout' if args.repo is None else root} "
@@ -380,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     by_load: dict[str, list[Row]] = {}
     sums: list[Summary] = []
-    with tempfile.TemporaryDirectory(prefix="load-verdicts-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="load-verdicts-") as scratch:
+        tmp = args.keep or scratch
         if not args.quick:      # the venvs built before anything is timed
             for job in todo:
                 ran = run_job(job, root, Path(tmp) / "warm", "quick", "warm")
@@ -411,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, rows in by_load.items():
         aa = [r for r in rows if r.group == "a/a"]
+        if not aa:
+            continue
         print(rate_line(f"A/A within run, {name}", [r.own for r in aa]))
         print(rate_line(f"A/A vs baseline, {name}",
                         [r.versus for r in aa if r.versus not in ("", "not compared")]))
