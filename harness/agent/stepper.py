@@ -209,8 +209,12 @@ class Stepper(object):
                 continue
             due = since * self.budget >= self.cost or since >= every_s
             if due and budgeted and (
-                    (t2 - self.ended) * self.cell_share * SAMPLING_SHARE < self.own_mean):
-                due = False     # a budgeted run's samples stay within SAMPLING_SHARE ...
+                    (t2 - self.ended) * self.cell_share * SAMPLING_SHARE < self.own_mean
+            ) and self.samples >= MIN_SAMPLES * (t2 - started - self.lost) / self.run_budget:
+                # A budgeted run's samples stay within SAMPLING_SHARE, once it has read
+                # MIN_SAMPLES in step with its budget (a short budget of a heavy process:
+                # a marked test's 0.5 s read 10 times had too few to decide) ...
+                due = False
             # ... but for the MIN_SAMPLES a run its cap on calls ends still reads
             due = due or gap >= cap
             if stop_now or done == count or due:

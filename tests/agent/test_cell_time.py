@@ -189,3 +189,15 @@ def test_the_processes_a_scenario_starts_allocate_as_for_a_user(tmp_path: Path) 
     # has the user's allocator
     assert header["pythonmalloc"] == "malloc"
     assert end["info"] == {"child": "-", "own": "-"}
+
+
+def test_a_short_budget_still_reads_thirty_times(tmp_path: Path) -> None:
+    # GIVEN a marked test's budget (0.5 s) of a step whose samples cost ~8 ms each: a
+    # tenth of it holds 6 of them, too few for any trend (min_samples is 10)
+    script = scenario(tmp_path, COSTLY_SAMPLE.replace("0.002", "0.008"))
+    proc, records = run_agent(sys.executable, script, tmp_path, *budgeted(0.5),
+                              iterations=10**7, warmup=20)
+    assert proc.returncode == 0, proc.stderr
+    # THEN it still reads about 30 times in step with its budget (stepper.MIN_SAMPLES),
+    # the share given up for that
+    assert len(step_samples(records, "measure")) >= 25
