@@ -100,7 +100,6 @@ class Stepper(object):
         self.sampling_own = 0.0     # ... and this phase's samples'
         self.own_mean = 0.0     # ... their mean
         self.samples = 0        # this phase's step samples
-        self.cell_share = 1.0   # the cell's own share of the last interval's wall time
         self.lost = 0.0         # this phase's seconds that were not the cell's (cell_time)
         self.ended = 0.0        # when the last sample (or the phase's start) ended
 
@@ -115,7 +114,6 @@ class Stepper(object):
         self.cost = self.sampling = self.lost = self.times = 0.0
         self.own = self.sampling_own = self.own_mean = 0.0
         self.samples = 0
-        self.cell_share = 1.0
         self.started = self.ended = self.clock()
         self.cpu_last = self.cpu_clock()
         self.cont_last = self.contention.read()
@@ -208,9 +206,12 @@ class Stepper(object):
             if not (stop_now or point or done == count):
                 continue
             due = since * self.budget >= self.cost or since >= every_s
+            if due and budgeted:
+                # the cell's seconds so far, the delay queued since the last sample too
+                cell_now = t2 - started - self.lost - self.queued_since()
             if due and budgeted and (
-                    (t2 - self.ended) * self.cell_share * SAMPLING_SHARE < self.own_mean
-            ) and self.samples >= MIN_SAMPLES * (t2 - started - self.lost) / self.run_budget:
+                    self.sampling_own + self.own_mean > SAMPLING_SHARE * cell_now
+            ) and self.samples >= MIN_SAMPLES * cell_now / self.run_budget:
                 # A budgeted run's samples stay within SAMPLING_SHARE, once it has read
                 # MIN_SAMPLES in step with its budget (a short budget of a heavy process:
                 # a marked test's 0.5 s read 10 times had too few to decide) ...
@@ -252,7 +253,6 @@ class Stepper(object):
         extra["run_all_s"] = round(run_all, 9)
         wall = t - self.ended
         delay = queued(wall, extra.get("rq_s") or 0.0, rq_all, run_all)
-        self.cell_share = (wall - delay) / wall if wall > 0 else 1.0
         self.lost += delay
         extra["cell_s"] = round(t - self.started - self.lost, 6)
         self.sampler.snapshot("step", dts, cpu=cpu_now - self.cpu_last, extra=extra,

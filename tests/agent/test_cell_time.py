@@ -87,13 +87,14 @@ def test_samples_cost_at_most_a_tenth_of_the_budget(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     end = end_of(records)
     measured = step_samples(records, "measure")
-    # THEN the samples cost at most a tenth of the cell's time (one sample's slack: the
-    # last one is taken whatever it costs), in the cell's own time (less the run-queue
+    # THEN the samples cost at most a tenth of the cell's time (a few samples' slack:
+    # each is spaced on the mean cost of those before it, and the last one is taken
+    # whatever it costs), in the cell's own time (less the run-queue
     # delay they met) and the writing of the step times apart (it grows with the calls,
     # not the samples), and there were still enough of them
     cost = end["sampling_own_s"]
     one = cost / len(measured)
-    assert cost <= SHARE * end["cell_s"] + 2 * one, (cost, end["cell_s"], len(measured))
+    assert cost <= SHARE * end["cell_s"] + 3 * one, (cost, end["cell_s"], len(measured))
     assert len(measured) >= 10
     # AND the budget was the cell's own seconds: its samples did not spend it
     assert end["cell_s"] >= 0.95, end
