@@ -156,6 +156,12 @@ def test_grows():
 '''
 
 
+# test_grows keeps 1 KiB a call of ~3 us: ~300 MiB in its 1 s budget, the cell's own
+# seconds on a busy host too; where the host's live look lags (a load of 20), the agent's
+# safety stop ends it at 384 MiB first: a leak either way (rule `runaway`).
+GROWS_FAILED = r"FAILED test_slow\.py::test_grows: leak \(rule (leak|runaway)\)"
+
+
 def test_a_marked_test_too_slow_for_its_budget_passes_with_a_warning_saying_the_budget(
         pytester: pytest.Pytester) -> None:
     # Nothing was found against the code: a pass, said (a sweep's exit 4, not a bad 1)
@@ -165,7 +171,7 @@ def test_a_marked_test_too_slow_for_its_budget_passes_with_a_warning_saying_the_
     result = _run(pytester)
     result.assert_outcomes(passed=1, failed=1, warnings=1)
     out = result.stdout.str()
-    assert re.search(r"FAILED test_slow\.py::test_grows: leak \(rule leak\)", out), out
+    assert re.search(GROWS_FAILED, out), out
     assert re.search(r"PASSED test_slow\.py::test_slow: ambiguous \(rule ", out), out
     warned = re.search(r"PytestWarning: harness: undecided, passed: ambiguous .*"
                        r"set budget >= ([\d.]+)s.*\n.*fix: run longer", out)
@@ -180,7 +186,7 @@ def test_a_marked_test_too_slow_for_its_budget_fails_strict_saying_the_budget_to
     result = _run(pytester, "--harness-strict")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    assert re.search(r"FAILED test_slow\.py::test_grows: leak \(rule leak\)", out), out
+    assert re.search(GROWS_FAILED, out), out
     failure = re.search(r"_ test_slow _+\n(.*)\n(.*)\n", out)
     assert failure is not None, out
     said = re.search(r"set budget >= ([\d.]+)s", failure.group(1))
