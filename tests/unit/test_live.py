@@ -24,14 +24,29 @@ def step(state):
 # 1 ms a call at least: the run lasts until the live look stops it, 16 s into its
 # 20 s budget (below), about 16,000 calls, far under the cap (at 3.6 us a call a cap
 # of 20,000 came in 72 ms, before the live look that read it stable could stop it; at
-# 0.1 ms a call the agent and the host's look read ten times the calls and samples)
+# 0.1 ms a call the agent and the host's look read ten times the calls and samples).
+# How soon after 16 s the host looks is the host's load: at a load of 14-17 on 2 cores
+# it read the samples of 16 s only after the agent had spent its budget (4 of 5 runs;
+# one: decided at call 13,440 on the samples to 16.1 s, stop file written 1.6 s after
+# the agent's last sample). So from 19 s on, its budget not yet spent (the budget is
+# the cell's own time, never more than the wall clock's), a call waits for the host's
+# stop file (the agent's --control) before it returns: the run then ends at the stop
+# whatever the host's lag, and an agent that did not heed a stop there would end at
+# its budget instead, not stopped early. (The calls before 19 s are as they were: on
+# a quiet host the stop comes at 16 s and no call waits.)
 STEADY = '''
+import os
+import sys
 import time
 def setup(params):
-    return {}
+    return {"t0": time.monotonic(), "stop": sys.argv[sys.argv.index("--control") + 1]}
 def step(state):
     bytearray(16384)
     time.sleep(0.001)
+    if time.monotonic() - state["t0"] > 19:
+        until = time.monotonic() + 60
+        while not os.path.exists(state["stop"]) and time.monotonic() < until:
+            time.sleep(0.01)
 '''
 
 
@@ -48,10 +63,10 @@ def sweep_live(tmp_path: Path, defaults: str, scenarios: dict[str, str]) -> list
 @pytest.mark.slow     # local cells that run until the live look stops them
 def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
     # A live ok comes no earlier than `live_ok_share` of the budget (0.8): a 20 s budget
-    # and a cap far past what it holds leave the watcher 4 s to stop the steady run on
-    # a loaded host (at a load of 13 on 2 cores the host's looks lagged the agent by
-    # 1.8-2.3 s; a cap of 20,000 calls came at 2-5 s, before or just after half of the
-    # default 5 s: the run ended at its cap or its budget, not stopped)
+    # and a cap far past what it holds (a cap of 20,000 calls came at 2-5 s, before or
+    # just after half of the default 5 s: the run ended at its cap, not stopped); the
+    # steady run's calls wait for the host's stop near the budget's end (STEADY), so
+    # however far a loaded host's looks lag the agent, the stop is what ends it
     results = sweep_live(tmp_path, "max_iterations: 1000000, min_iterations: 80, warmup: 10, "
                                    "sample_every: 20, budget: 20s",
                          {"leaky.py": LEAKY, "steady.py": STEADY})
@@ -60,10 +75,12 @@ def test_live_decision_stops_the_agent_early(tmp_path: Path) -> None:
     assert leak.verdict == "leak" and leak.live is not None and leak.live.verdict == "leak"
     assert steady.verdict == "ok" and steady.live is not None
     assert steady.live.verdict == "stable"
-    # The steady run ends only by the live look's stop. The leak's run ends by it or, on
+    # The steady run ends only by the live look's stop, at the call it was read (the
+    # live record's calls run are the end record's). The leak's run ends by it or, on
     # a host so loaded that the look lags past the ~2,000 µs-cheap calls between its
     # 256 MiB and the agent's 384 MiB, by the agent's safety stop (CI at a load of 26).
-    assert steady.end.status == "ok" and steady.end.stopped_early is True
+    assert steady.end.status == "ok" and steady.end.stopped_early is True, steady.end
+    assert steady.live.calls_run == steady.end.iterations
     assert leak.end.status == "ok"
     assert leak.end.stopped_early is True or leak.rule == "runaway", leak
     for r in (leak, steady):
