@@ -46,9 +46,9 @@ def proc_kib(path, key):
 class Readers(object):
     """All per-sample readings of this process. USS walks every page table entry
     (smaps_rollup costs ~0.3-1 ms), so it is re-read only when the time since the last
-    read is at least USS_BUDGET times its cost: its overhead stays under 0.1 %. The
-    same holds for `kids`, the USS of every process below this one but those of
-    `exclude_pids` (the agent's own helpers) and theirs."""
+    read is at least USS_BUDGET times its cost: its overhead stays under 0.1 %. `kids`,
+    the USS of every process below this one but those of `exclude_pids` (the agent's own
+    helpers) and theirs, is read on every sample (its cost counts in the sample's)."""
 
     USS_BUDGET = 1000.0
 
@@ -60,8 +60,6 @@ class Readers(object):
         self.cgroup = ProcFile(path) if path else ProcFile("/nonexistent")
         self.uss_cost = 0.0
         self.uss_at = None
-        self.kids_cost = 0.0
-        self.kids_at = None
         self.ppids = {}             # pid -> parent pid, each /proc/<pid>/stat read once
         self.exclude_pids = set()   # processes (and all below them) `kids` leaves out
         self.lock = threading.Lock()
@@ -103,16 +101,10 @@ class Readers(object):
         self.uss_cost = time.monotonic() - now
         return total
 
-    def kids(self, force=False):
+    def kids(self):
         """The USS bytes summed over every process below this one (children,
-        grandchildren) but `exclude_pids` and theirs; None when there is none, none
-        could be read, or the reading was skipped (the USS budget, its own cost)."""
-        now = time.monotonic()
-        with self.lock:
-            if not force and self.kids_at is not None and (
-                    now - self.kids_at) < self.USS_BUDGET * self.kids_cost:
-                return None
-            self.kids_at = now
+        grandchildren) but `exclude_pids` and theirs; None when there is none or none
+        could be read."""
         total = None
         for pid in self.descendants():
             text = None
@@ -127,7 +119,6 @@ class Readers(object):
             uss = private_bytes(text)
             if uss is not None:
                 total = (total or 0) + uss
-        self.kids_cost = time.monotonic() - now
         return total
 
     def descendants(self):

@@ -96,9 +96,7 @@ class Stepper(object):
         self.cost = 0.0         # what the last sample cost (its step times' part too)
         self.sampling = 0.0     # what this phase's samples cost
         self.times = 0.0        # ... of which writing the step times (estimated)
-        self.own = 0.0          # the last sample's cost in the cell's own time, times apart
-        self.sampling_own = 0.0     # ... and this phase's samples'
-        self.own_mean = 0.0     # ... their mean
+        self.sampling_own = 0.0     # ... in the cell's own time, the step times apart
         self.samples = 0        # this phase's step samples
         self.lost = 0.0         # this phase's seconds that were not the cell's (cell_time)
         self.ended = 0.0        # when the last sample (or the phase's start) ended
@@ -112,7 +110,7 @@ class Stepper(object):
             self.att.measure_start(count, lambda: self.sampler.steps_done - base,
                                    self.run_budget, self.budget_min)
         self.cost = self.sampling = self.lost = self.times = 0.0
-        self.own = self.sampling_own = self.own_mean = 0.0
+        self.sampling_own = 0.0
         self.samples = 0
         self.started = self.ended = self.clock()
         self.cpu_last = self.cpu_clock()
@@ -209,8 +207,12 @@ class Stepper(object):
             if due and budgeted:
                 # the cell's seconds so far, the delay queued since the last sample too
                 cell_now = t2 - started - self.lost - self.queued_since()
-            if due and budgeted and (
-                    self.sampling_own + self.own_mean > SAMPLING_SHARE * cell_now
+            # The mean cost of the samples so far prices the next one: a single sample
+            # that waited on the GIL (the timer thread's reading) would otherwise space
+            # the next ones far apart.
+            if due and budgeted and self.samples and (
+                    self.sampling_own * (self.samples + 1) / self.samples
+                    > SAMPLING_SHARE * cell_now
             ) and self.samples >= MIN_SAMPLES * cell_now / self.run_budget:
                 # A budgeted run's samples stay within SAMPLING_SHARE, once it has read
                 # MIN_SAMPLES in step with its budget (a short budget of a heavy process:
@@ -270,12 +272,8 @@ class Stepper(object):
         # delay it met and the step times' writing, which grows with the calls.
         waited = (self.cont_last[0] - cont_now[0]
                   if self.cont_last[0] is not None and cont_now[0] is not None else 0.0)
-        self.own = max(0.0, self.cost - waited - self.sampler.dt_cost)
-        self.sampling_own += self.own
+        self.sampling_own += max(0.0, self.cost - waited - self.sampler.dt_cost)
         self.samples += 1
-        # Their mean so far sets the spacing: one sample that waited on the GIL (the
-        # timer thread's reading) would otherwise space the next ones far apart.
-        self.own_mean = self.sampling_own / self.samples
 
 
 def queued(wall, rq_self, rq_all, run_all):

@@ -110,7 +110,7 @@ class Sampler(object):
         # 0.5 s timer a busy host left 8 readings, and their leak was dropped); its cost
         # counts in the sample's, which sets how often a budgeted run samples. Absent
         # where it has none.
-        kids = r.kids(True)
+        kids = r.kids()
         if kids is not None:
             rec["kids"] = kids
         if self.nvml is not None and self.nvml.available:

@@ -100,7 +100,7 @@ grandchild = int(child.stdout.readline())
 try:
     r = readers.Readers()
     seen = r.descendants()
-    kids = r.kids(force=True)
+    kids = r.kids()
     r.exclude_pids.add(child.pid)
     left = r.descendants()
 finally:
