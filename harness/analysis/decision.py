@@ -22,7 +22,7 @@ from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict, kind
 from harness.analysis.memory import memory_reading, risen
-from harness.analysis.outcomes import how_it_ended, runtime_sign
+from harness.analysis.outcomes import deadline_busy, how_it_ended, runtime_sign
 from harness.analysis.records import Finding
 from harness.analysis.rules import Evidence, first_rule, leaking
 from harness.analysis.runrules import BY_BUDGET, LENGTH_RULES, LengthEvidence
@@ -79,6 +79,7 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
                       max(map(risen, leaks)) if leaks else None)
     facts = Facts(runaway=memory_stopped(series), ended=ended[0] if ended else None,
                   ended_why=ended[1] if ended else "",
+                  crowded=deadline_busy(series, outcome) if ended else "",
                   gpu_unusable=sign[1] if sign and sign[0] == "not-applicable" else None,
                   filling=mem.filling, slowdown=st.slowdown,
                   rising=st.rising, busy=st.voided, capped=capped[0] if capped else "",

@@ -29,6 +29,8 @@ class Facts(Record):
         gpu_check: What the GPU precheck found of any kind ("unsupported: ..."), so
             deciding again (`--reanalyze`) starts from it.
         ended: How the run ended before its last call (`ENDINGS`), and `ended_why`.
+        crowded: Killed at its wall-clock deadline while the host took most of its
+            time (`outcomes.deadline_busy`), in words: the deadline measured the host.
         gpu_unusable: What the run's log showed of an image that cannot use the GPU.
         filling: The memory sources whose growth a bounded fill still fits.
         capped: The run stopped at its cap on calls with most of its time budget left
@@ -59,6 +61,7 @@ class Facts(Record):
     gpu_check: str = ""
     ended: str | None = None
     ended_why: str = ""
+    crowded: str = ""
     gpu_unusable: str | None = None
     filling: tuple[str, ...] = ()
     capped: str = ""

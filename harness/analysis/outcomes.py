@@ -194,6 +194,55 @@ def not_returned(series: Series, duration_s: float) -> str:
     return f"call {last + 1:,} ({PHASE_WORDS[phase]}) did not return after {stuck:.0f} s"
 
 
+def host_took(series: Series) -> tuple[float, float] | None:
+    """(wall seconds, the cell's own seconds) its calls ran, over the step samples that
+    say the agent's `cell_s` (each phase's seconds so far, less the run-queue delay
+    other work imposed and the agent's sampling): how much of a run's wall time the
+    host took. None where no phase has two such samples (an agent before `cell_s`)."""
+    spans: dict[str, tuple[float, float, float, float]] = {}
+    for s in series.samples:
+        cell, t = s.get("cell_s"), s.get("t")
+        if s.get("src") != "step" or not isinstance(cell, int | float) \
+                or not isinstance(t, int | float):
+            continue
+        phase = str(s.get("phase", ""))
+        first = spans.get(phase)
+        spans[phase] = (first[0], first[1], t, cell) if first else (t, cell, t, cell)
+    wall = sum(t1 - t0 for t0, _, t1, _ in spans.values())
+    own = sum(c1 - c0 for _, c0, _, c1 in spans.values())
+    return (wall, max(0.0, own)) if wall > 0 else None
+
+
+# A run killed at its wall-clock deadline while the host took at least this share of
+# the time its calls ran, none of them stuck, measured the host, not the scenario (the
+# verdict's rule `timeout-busy`). A call that never returns runs on the agent's clock
+# whatever the load: a sleep or a wait queues for nothing, and its samples stop.
+HOST_TOOK_SHARE = 0.5
+STUCK_S = 1.0
+
+
+def deadline_busy(series: Series, outcome: RunOutcome) -> str:
+    """Why a run killed at its wall-clock deadline (the matrix's `timeout:`, the
+    plugin's and `harness.check`'s) was the host's doing, in words; "" where it was not:
+    a call was in progress for `STUCK_S` on the agent's own clock at its last sample (a
+    hang), or the host took under `HOST_TOOK_SHARE` of the time its calls ran."""
+    if not outcome.timed_out:
+        return ""
+    seen = _calls_and_times(series)
+    took = host_took(series)
+    if not seen or took is None:
+        return ""
+    last = seen[-1][0]
+    if seen[-1][1] - min(t for i, t, _ in seen if i == last) >= STUCK_S:
+        return ""
+    wall, own = took
+    if wall - own < HOST_TOOK_SHARE * wall:
+        return ""
+    return (f"the host took {wall - own:.1f} s of the {wall:.1f} s its calls ran (run-queue "
+            f"delay and the agent's sampling; their own time {own:.1f} s), and no call was "
+            f"stuck")
+
+
 # The framework's first step JIT-compiling every kernel from PTX takes minutes, not the
 # seconds of graph building and autotuning a normal first step costs.
 JIT_MIN_FIRST_S = 30.0

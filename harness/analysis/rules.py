@@ -155,6 +155,9 @@ def _leak_then_timeout(ev: Evidence) -> str | None:
 # The rule that leaves a cell undecided because its host was busy while it ran (read by
 # the re-run rules, `stages.measure`, and the sweep's last line, `app.sweep`).
 BUSY_HOST = "busy-host"
+# The rule that leaves a cell undecided because a wall-clock deadline ended its run while
+# the host took most of its time (read by the re-run rules and the sweep's last line).
+TIMEOUT_BUSY = "timeout-busy"
 # The rule that asks a first attempt's slowdown to last through a run twice as long (read
 # by `stages.measure` where the `overrun` bound leaves no room for that run).
 RISING = "rising"
@@ -180,6 +183,14 @@ RULES: tuple[Rule[Evidence], ...] = (
          "`--stop-growth`); a call that does not return is killed past twice the limit",
          (),
          lambda ev: "uss+rss" if ev.facts.runaway else None),
+    Rule(TIMEOUT_BUSY, "ambiguous", "the run was killed at its wall-clock deadline (the "
+         "matrix's `timeout:`, the plugin's and `harness.check`'s), but the host took at "
+         "least half the time its calls ran (run-queue delay and the agent's sampling, "
+         "the agent's `cell_s`) and no call was stuck (in progress for 1 s on the agent's "
+         "clock): the deadline measured the host, not the scenario, and what the shortened "
+         "run read is no finding, neither `ok` nor `leak`; it runs the same again where "
+         "its repeats allow, and stays undecided: raise `timeout:` or run on a quieter "
+         "host", (), lambda ev: "run" if ev.facts.crowded else None),
     Rule("timeout-leak", "leak", "the run was killed at its timeout, and a carrier leaked "
          "before it (rule `leak`): a finding about the image", LEAK_THRESHOLDS,
          _leak_then_timeout),

@@ -241,6 +241,8 @@ class RerunEvidence:
         asked: Its length was asked on the command line (`--iterations`): the most
             calls any run of it makes.
         busy: A busy host alone left it undecided (its verdict's rule `busy-host`).
+        crowded: A wall-clock deadline ended it while the host took most of its time
+            (its verdict's rule `timeout-busy`).
         budgeted: It runs for a time budget.
         short: Its budget ended it after too few calls (rule `short`).
         capped: Its cap, not its budget, ended it (rule `capped`).
@@ -255,6 +257,7 @@ class RerunEvidence:
     script: bool = False
     asked: bool = False
     busy: bool = False
+    crowded: bool = False
     budgeted: bool = False
     short: bool = False
     capped: bool = False
@@ -282,6 +285,10 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          lambda ev: "repeats" if ev.spent else None),
     Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
          (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-crowded", AGAIN, "a wall-clock deadline ended it while the host took "
+         "most of its time (rule `timeout-busy`): the same run again (a longer one would "
+         "pass the deadline too), where anything is left of its `overrun` bound", (),
+         lambda ev: SAME if ev.crowded and ev.left > 0 else None),
     Rule("rerun-busy", AGAIN, "its length was asked on the command line (`--iterations "
          "N`) and a busy host alone left it undecided (rule `busy-host`): the same run "
          "again, within N calls (a longer one is no cure for a busy host), where it fits "

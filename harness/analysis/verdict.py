@@ -15,7 +15,14 @@ from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.outcomes import ended_with
 from harness.analysis.records import Finding
-from harness.analysis.rules import CARRIERS, ONE_RUN, Evidence, first_rule, leaking
+from harness.analysis.rules import (
+    CARRIERS,
+    ONE_RUN,
+    TIMEOUT_BUSY,
+    Evidence,
+    first_rule,
+    leaking,
+)
 from harness.analysis.table import Rule
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline
@@ -106,6 +113,15 @@ def _runaway(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
     grew = f"; {mem.reason}" if mem.kind == "leak" else ""
     return _out(r, rule, f"{f.runaway}{grew}", mem.carrier or "uss+rss",
                 (Finding("ended", f.runaway), *mem.findings, *_found(r)))
+
+
+def _crowded(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    assert r.ended is not None
+    read = f"; read before it: {r.mem.kind} ({r.mem.reason})" if r.mem.reason else ""
+    return _out(r, rule, f"{r.ended[1]}, but {r.evidence.facts.crowded}: the deadline "
+                "measured a busy host, not the scenario, and the shortened run decides "
+                f"nothing{read}; raise timeout: or run it on a quieter host", r.mem.carrier,
+                (Finding("ended", r.ended[1]), *_found(r)))
 
 
 def _gpu_in_run(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
@@ -207,7 +223,7 @@ _Words = Callable[[RunReading, Series, Rule[Evidence]], CellVerdict]
 # others are worded where their facts are: the image not had and the GPU precheck by
 # `decision.decide`, the baseline's with the comparison's figures (`decision`).
 WORDS: dict[str, _Words] = {
-    "timeout-leak": _ended,
+    "timeout-leak": _ended, TIMEOUT_BUSY: _crowded,
     "oom": _ended, "timeout": _ended, "crash": _ended, "not-applicable": _ended,
     "runaway": _runaway, "gpu-in-run": _gpu_in_run, "leak": _leak, "capped": _capped,
     "short": _short, "rising": _rising, ONE_RUN: _one_run, "slowdown": _slowdown,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import report as reports
-from harness.analysis.rules import BUSY_HOST, UNSETTLED
+from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY, UNSETTLED
 from harness.app.exits import exit_code as exit_code  # the sweep's exit, read here too
 from harness.app.headstart import hold
 from harness.errors import (
@@ -225,6 +225,12 @@ def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell
         return (f"the host was busy while {'their' if len(undecided) > 1 else 'its'} steps "
                 f"were timed (rule busy-host), which a longer run does not cure: harness "
                 f"sweep {path_shown(matrix)} again on a quieter host")
+    if not report.missing_cells and all(report.results[c].rule == TIMEOUT_BUSY
+                                        for c in undecided):
+        return (f"the host took most of {'their' if len(undecided) > 1 else 'its'} time "
+                f"before the timeout killed {'them' if len(undecided) > 1 else 'it'} "
+                f"(rule timeout-busy): harness sweep {path_shown(matrix)} again on a "
+                "quieter host, or raise timeout:")
     if not report.missing_cells and all(report.results[c].rule == UNSETTLED
                                          for c in undecided):
         asked = max((c.settings.rounds for c in cells if c.id in undecided), default=0)

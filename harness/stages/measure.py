@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
-from harness.analysis.rules import BUSY_HOST
+from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY
 from harness.analysis.runrules import CALLS, LONGER, SAME, STANDS, RerunEvidence, rerun_rule
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
@@ -161,6 +161,7 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
         undecided=verdict.verdict in RUN_LONGER,
         spent=run.repeats_used > run.cell.settings.repeats,
         asked=run.cell.settings.asked_calls is not None, busy=verdict.rule == BUSY_HOST,
+        crowded=verdict.rule == TIMEOUT_BUSY,
         script=run.series is not None and (run.series.end or {}).get("mode") == "script",
         budgeted=s.run_budget is not None, short=facts is not None and bool(facts.short),
         capped=facts is not None and bool(facts.budget_calls) and not facts.short,
