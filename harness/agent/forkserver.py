@@ -1,6 +1,9 @@
 """harness fork server: one warm interpreter that forks a fresh agent run per request,
 for `harness.check` and the pytest plugin's many short cells; each run is a process of
 its own, forked from the same warm state, killed by its process group as a fresh one.
+Why: a fresh interpreter and its imports per check cost more than a short budget (1.4 s
+a test at a 0.5 s budget); the server starts with the cells' startup environment
+(PYTHONMALLOC, GLIBC_TUNABLES), which an interpreter reads only as it starts.
 
 Requests come on stdin, one JSON object a line: {"argv": the agent's arguments, "env":
 its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgroup.procs

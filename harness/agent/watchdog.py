@@ -1,8 +1,12 @@
 """The safety stop: a small process beside the agent that watches its memory from the
 start, so that runaway growth ends the run near a limit, not in the host's OOM killer:
 past the limit the agent is asked to stop at its next step, past twice it (or a grace
-time after asking) it is killed and the end record written in its place. Stdlib only,
-Python 3.6+."""
+time after asking) it is killed and the end record written in its place. A process of
+its own because a step that does not return (one call building gigabytes in C) cannot
+stop itself. Growth counts from the end of the first call, which may build a CUDA
+context or compile (JAX's first call on an H200 grew 768 MiB); before it, growth past
+STOP_SHARE of the memory free at the start kills the agent at once. Stdlib only, Python
+3.6+."""
 import json
 import os
 import select

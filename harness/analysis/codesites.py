@@ -2,7 +2,9 @@
 diff (`analysis.codediff`) against the call sites `explain` attributed for the row,
 matched by module path and function, weighed by each site's share of what answers the
 verdict; native code names the extension and its frame, a moved function is one
-change. Pure: no I/O."""
+change. A site's weight goes to its innermost changed function: urllib3 2.0.0's slowdown
+first named `HTTPResponse.read`, a caller on 99 % of the stacks, where the fix changed
+`BytesQueueBuffer.get` below it. Pure: no I/O."""
 
 from __future__ import annotations
 

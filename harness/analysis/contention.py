@@ -4,7 +4,12 @@ busy time, a clock held down), measured by the agent rather than inferred from C
 `explain`: the share of a slowdown that contention accounts for; `run_stat`,
 `speed_scaled`: a round's step time without run-queue delay, at one CPU speed;
 `busy_share`: a run's contention share; `gpu_time`, `slowdown_label`: GPU-bound or not.
-Pure NumPy over a `Series`; why each rule is so: docs/benchmarks.md, "Why the code is as it is"."""
+Why measured: CPU time stays flat too when a step waits on a sleep, a lock or a GPU, the
+slowdowns that matter most. Why `device_share`: `torch.cuda.synchronize()` spins on a
+CPU, so a faster canary "sped up" a flat 42.8 ms H100 step to 1.55x at one CPU speed;
+only CPU time beyond the device's busy time is scaled. Why `at_one_speed`: on a shared
+machine a CPU's speed moves by up to 1.9x within a run (a hyperthread sibling busy or
+idle), enough to hide or fake a 1.5x slowdown. Pure NumPy over a `Series`."""
 
 from __future__ import annotations
 

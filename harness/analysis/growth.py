@@ -2,8 +2,14 @@
 Theil-Sen slopes over the whole measured span and its late window, with Sen's interval
 (scaled for autocorrelated samples), decide leak, plateau, stable, ambiguous (creeping
 or noisy) or insufficient; a leak must also be growth no bounded fill explains
-(`fill_check`). The rules, their floors and why: docs/verdicts.md and
-docs/benchmarks.md, "Why the code is as it is"."""
+(`fill_check`). Why the fill check: over a short run a cache, arena or plan pool still
+filling, A (1 - exp(-t / tau)), grows like a leak; the thirds' slopes bound how much the
+rate fell (r >= late.lo / early.hi), so the smallest fill that fits is growth / (1 -
+r^1.5), and a leak is read only where that fill would pass `fill_share` of the level (or
+`fill_bytes`). Why the scaled interval: memory readings are autocorrelated (GC
+saw-tooth, allocator level shifts), so the variance of Kendall's S is scaled by
+(1 + rho) / (1 - rho), rho the residuals' lag-1 autocorrelation (Yue and Wang, 2004).
+The rules and their floors: docs/verdicts.md."""
 
 from __future__ import annotations
 

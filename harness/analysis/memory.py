@@ -3,7 +3,9 @@
 the live decider, the post-run verdict and `--reanalyze` alike; per source
 `growth.trend_and_fill` is the one statistic, and here the sources become one reading
 (which carrier leaks, a fill, a plateau or stable, and the leak the run could have
-missed: `MemoryTrend.missed`)."""
+missed: `MemoryTrend.missed`). Why `garbage`: PyTorch's rfft on an H100 grew ~0.3
+KiB/call of cyclic garbage (tests/data/h100/sweep-1123) that the oldest generation frees
+in its own time; a run that ends before that collection would read it as a leak."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A run that ended before its last call keeps its evidence: what memory and step time
 did before the timeout, the crash or the OOM kill, said in its reason; a leak that ends
-in a timeout is `leak`; how a run ended includes what it showed of the GPU
-(`runtime_sign`)."""
+in a timeout is `leak` (a finding about the image, so its row names it first bad; a crash
+or an OOM kill is a finding already and stays what it is); how a run ended includes what
+it showed of the GPU (`runtime_sign`)."""
 
 from __future__ import annotations
 

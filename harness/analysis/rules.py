@@ -3,7 +3,8 @@ Every verdict of every kind is the first rule of `RULES` that fires; its id and 
 `Facts` it read are kept in the result, so `harness report DIR --why CELL` prints every
 rule in order on the stored evidence (`why`). Three callers ask the one table: the
 live decider (memory rules only), the post-run verdict (`decision.decide`) and the row
-comparison. docs/verdicts.md's list is `ruledocs.rules_markdown()`."""
+comparison. docs/verdicts.md's list is `ruledocs.rules_markdown()`. The words of a
+verdict are made after the table has decided (`decision`), never beside it."""
 
 from __future__ import annotations
 

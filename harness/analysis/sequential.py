@@ -3,7 +3,9 @@ A `LiveDecider` asks `memory.memory_reading` (what the post-run verdict asks) at
 look and stops the run early only on a clear `ok` or a large leak; `watch_file` tails
 samples.jsonl through `protocol.ingest.SeriesReader`; `replay_live` feeds a recorded
 run to the same decider. A live look at call k says what a fixed run of k calls says;
-the verdict is read from all the run's samples (`decision.decide`)."""
+the verdict is read from all the run's samples (`decision.decide`). A leak under
+`leak_large_bytes` never stops a run: steady growth over a few hundred calls is what a
+cache filling looks like, and the rest of the budget is what shows it level off."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Theil-Sen slopes with Sen's interval widened for autocorrelated readings, the binned
 medians they are fitted to and the late window's readings (`late_points`): what
 `growth` reads, for a run's trend and for its fill check (could a cache still filling
-explain it)."""
+explain it). The late window is by calls: by readings, PyTorch's cuFFT plan cache on an
+H100 (600 slow misses, then 960 hits in 0.06 s) read `leak` from the misses alone."""
 
 from __future__ import annotations
 

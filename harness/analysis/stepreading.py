@@ -2,7 +2,13 @@
 verdict reads and everything said beside it. A slowdown is the wall-clock trend
 (`step_trend`); measured contention can make it `ambiguous`, the CPU-speed correction
 can lower it but never make one (`step_reading`), a rise that came back is none
-(`came_back`), and a first attempt's slowdown is looked at again in a longer run."""
+(`came_back`), and a first attempt's slowdown is looked at again in a longer run.
+CPU time is evidence, not a veto: a step that waits longer slows with flat CPU time. The
+correction may only lower (a flat 42.8 ms H100 step spinning on the device read 1.55x at
+one CPU speed), yet it keeps a wall-clock rise that a CPU speeding up broke (a CPU-bound
+step slowing 3.7x read `ok` where the host's CPU got 1.75x faster two thirds in). A cost
+that cycles with the input comes back: an emoji shortcode cycle read `slowdown` 1.48x in
+3 of 6 runs of a clean release."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 words the rule the table (`rules.RULES`) fires on a `RunReading`; every number behind
 a verdict is in `CellVerdict` (and so in the stored result). Which memory source may
 carry a leak: the heap alone, RSS only when USS agrees, the GPU and the framework
-allocator alone; the container cgroup is reported, never decisive."""
+allocator alone (file-backed pages, arenas and the page cache move RSS, not USS); the
+container cgroup (v1 counts page cache) is reported, never decisive."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """Read an agent's JSON lines tolerantly into a `Series`: a truncated last line,
 garbage lines and a missing `end` are problems, and everything readable is kept.
-Reading is bounded (what comes out of a container is untrusted), every record is
-checked against schema 1, and the first `end` counts. `SeriesReader` is the one reader
-of these lines, fed live (`analysis.sequential.watch_file`) or from a finished file
-(`read_samples`)."""
+A cell that died mid-way is an outcome, so its evidence is kept. Reading is bounded
+(what comes out of a container is untrusted), every record is checked against schema 1,
+and the first `end` counts: a forged end mid-run shows as a second one, and the exit
+code, which a scenario cannot forge, still decides a crash. `SeriesReader` is the one
+reader of these lines, fed live (`analysis.sequential.watch_file`) or from a finished
+file (`read_samples`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """A bug report draft for the upstream tracker, for one row: `harness report DIR --issue
 ROW`. System information from the first bad cell's fingerprint, the scenario as the
 matrix named it, the numbers from the stored results; both environments exactly
-(`report.issuerepro`), and what `--find-cause` and `harness culprit` answered quoted as
-written."""
+(`report.issuerepro`: a `pip:` image's pins are what its cell found installed, never its
+requirement list, which installs today's releases), and what `--find-cause` and `harness
+culprit` answered quoted as written."""
 
 from __future__ import annotations
 

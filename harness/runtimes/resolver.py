@@ -1,8 +1,9 @@
 """A requirement list resolved as the package index stood at 00:00 UTC of a day:
 `resolve` asks uv (`--exclude-newer`) or pip (`--uploaded-prior-to`) through
 `runtimes.process`, and keeps the answer forever in the cache directory, keyed by
-(requirements, day, interpreter version). Errors: `TooEarly` (exit 2: nothing matched
-that day), `Unreachable` (exit 3: the index could not be asked)."""
+(requirements, day, interpreter version): once the day is past, what the index held then
+never changes, so a second sweep asks the index nothing. Errors: `TooEarly` (exit 2:
+nothing matched that day), `Unreachable` (exit 3: the index could not be asked)."""
 
 from __future__ import annotations
 

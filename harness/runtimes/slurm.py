@@ -2,7 +2,8 @@
 `slurm:` wraps the matrix's runtime: every cell is one `sbatch` job asking for its GPUs
 and memory, run inside the job by `harness _cell` (slurmjob.py); one poller asks `squeue`
 about all the sweep's jobs, and a job's end state maps to an outcome. Results come back
-through the results directory, on a file system the nodes mount at the same path."""
+through the results directory, on a file system the nodes mount at the same path, which
+a small probe job checks before any cell is submitted."""
 
 from __future__ import annotations
 
