@@ -165,7 +165,9 @@ def heaviest_first(items: list[Any]) -> list[Any]:
     handed out in turns, whichever has had less weight so far: a container's first start
     of an image reads its files from disk (TensorFlow's: ~8 s of waiting when the page
     cache lost them), and when all four workers began with such units the CPUs stood
-    idle for minutes (measured: 40-80 % idle for the suite's first 3 minutes)."""
+    idle for minutes (measured: 40-80 % idle for the suite's first 3 minutes). In CI,
+    where the engines are set up while the tests run (`ENGINES_READY`), every unit that
+    needs none comes first, heaviest first, and those that need one after them."""
     units: dict[str, int] = {}
     engine: set[str] = set()
     for item in items:
@@ -174,6 +176,9 @@ def heaviest_first(items: list[Any]) -> list[Any]:
         if {m.name for m in item.iter_markers()} & ENGINE_MARKS:
             engine.add(unit)
     ranked = sorted(units, key=lambda u: -units[u])      # stable: the files' order
+    if os.environ.get(ENGINES_READY):      # CI: the engines are still being set up
+        rank = {u: k for k, u in enumerate(ranked)}
+        return sorted(items, key=lambda item: (_unit_of(item) in engine, rank[_unit_of(item)]))
     lanes = [[u for u in ranked if u in engine], [u for u in ranked if u not in engine]]
     taken = [0, 0]
     place: dict[str, int] = {}
@@ -224,7 +229,35 @@ def xdist_group_of(item: pytest.Item) -> str | None:
     return None
 
 
+# CI (`.ci/run`) starts the tests while the engines' images build: it names a file here
+# that it writes once every engine, image and the cluster are set up ("ok"), or not
+# ("failed: ..."). The tests that need none of them run first (`heaviest_first`); one
+# that does waits for the file in its setup.
+ENGINES_READY = "HARNESS_CI_ENGINES_READY"
+ENGINES_WAIT_S = 3600.0
+
+
+def wait_for_engines(item: pytest.Item) -> None:
+    """Where CI names its ready file, wait for it before a test on an engine or a
+    cluster; fail the test, saying why, where the setup failed or never ended."""
+    ready = os.environ.get(ENGINES_READY)
+    if not ready or not {m.name for m in item.iter_markers()} & ENGINE_MARKS:
+        return
+    import time
+
+    path, until = Path(ready), time.monotonic() + ENGINES_WAIT_S
+    while not path.exists() or not (said := path.read_text(encoding="utf-8").strip()):
+        if time.monotonic() > until:
+            pytest.fail(f"{item.nodeid}: CI's engines were not set up after "
+                        f"{ENGINES_WAIT_S:.0f} s ({ENGINES_READY})", pytrace=False)
+        time.sleep(1.0)
+    if said != "ok":
+        pytest.fail(f"{item.nodeid}: CI's engine setup {said} (its lines are above)",
+                    pytrace=False)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    wait_for_engines(item)
     if item.get_closest_marker("docker") is not None:
         reason = docker_unavailable_reason()
         if reason is not None:
