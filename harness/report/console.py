@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from harness.analysis.kinds import IN_DOUBT, KINDS, Colour
+from harness.analysis.kinds import IN_DOUBT
 from harness.answers.search import RowAnswer
+from harness.report.colours import ANSI, colour_of
 from harness.report.grid import (
     DETAILS,
     Grid,
@@ -16,12 +17,6 @@ from harness.report.grid import (
     wrap,
 )
 from harness.report.model import Reporter
-
-# A kind's colour (harness.analysis.kinds) as an ANSI code, and as rich's style.
-ANSI: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
-                           "cyan": "36", "grey": "90"}
-STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
-                             "magenta": "magenta", "cyan": "cyan", "grey": "bright_black"}
 
 
 class ConsoleReporter(Reporter):
@@ -176,13 +171,6 @@ def _repeated(rows: list[RowAnswer]) -> bool:
     """Whether two of the rows give the same answer (first bad and differences)."""
     seen = [(row.sentence, tuple(row.diff)) for row in rows]
     return len(set(seen)) < len(seen)
-
-
-def colour_of(verdict: str) -> Colour | None:
-    """The colour of a table cell: its verdict kind's; none for a cell with no kind
-    ("not run", "unreadable", no cell)."""
-    found = KINDS.get(verdict)
-    return found.colour if found is not None else None
 
 
 def _paint(text: str, verdict: str) -> str:

@@ -37,7 +37,7 @@ from harness.report import (
     MarkdownReporter,
     Report,
 )
-from harness.report.console import ANSI, STYLES
+from harness.report.colours import ANSI, STYLES
 from harness.result.model import CellResult
 from tests.resultkit import as_result
 
