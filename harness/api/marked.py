@@ -6,6 +6,7 @@ nothing of harness. The marker's arguments and the test's fixtures become `check
 from __future__ import annotations
 
 import inspect
+import os
 import pickle
 import re
 import warnings
@@ -17,6 +18,7 @@ from harness.analysis.kinds import UNDECIDED
 from harness.api.run import check, whole_budget
 from harness.errors import HarnessError
 from harness.pytest_plugin import PROPERTY, SAVED_DIR
+from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
 from harness.result.model import AgentError
 from harness.store.saved import Saved, key_of
 
@@ -110,16 +112,26 @@ def _arguments(item: pytest.Function, marks: list[pytest.Mark]
     return budget, iterations, settings
 
 
-def _fixtures(item: pytest.Function, fn: object) -> dict[str, object]:
-    """The test function's arguments as pytest set them up, each checked to pickle."""
+def _fixtures(item: pytest.Function, fn: object) -> dict[str, object] | Calls:
+    """The test function's arguments as pytest set them up, each checked to pickle; where
+    one builds up with use (docs/pytest.md), made again for every call (`Calls`)."""
     try:
         names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
     except (TypeError, ValueError):
         names = []
     kwargs = {n: item.funcargs[n] for n in names if n in item.funcargs}
+    made: dict[str, Made] = {}
+    fresh: dict[str, object] = {}
     for name, value in kwargs.items():
+        found = made_for(value, item.config)
+        if found is not None:
+            _unused(item, name, value)
+            made[name] = found
+            continue
         try:
-            pickle.dumps(value)
+            blob = pickle.dumps(value)
+            if _function_scoped(item, name) and changeable(value) and len(blob) <= FRESH_MOST:
+                fresh[name] = value
             continue
         except Exception as exc:   # pickling raises what the object's reducer raises
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -128,7 +140,33 @@ def _fixtures(item: pytest.Function, fn: object) -> dict[str, object]:
               "test takes fixtures of plain data (numbers, strings, paths, picklable "
               "objects); build the object inside the test, or make the fixture return what "
               "builds it")
-    return kwargs
+    if not made and not fresh:
+        return kwargs
+    shared = {n: v for n, v in kwargs.items() if n not in made and n not in fresh}
+    return Calls(shared, pickle.dumps(fresh) if fresh else b"", made)
+
+
+def _function_scoped(item: pytest.Function, name: str) -> bool:
+    """Whether pytest sets the argument up for each test (a function-scoped fixture, a
+    parameter): wider-scoped ones are shared by tests, and so by the calls."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}).get(name) or ()
+    return not defs or getattr(defs[-1], "scope", "function") == "function"
+
+
+def _unused(item: pytest.Function, name: str, value: object) -> None:
+    """Fails a test whose `monkeypatch` another fixture used before it: the patches were
+    made in pytest's process, and the child that runs the test starts without them
+    (environment variables apart: the child is given pytest's environment as it is)."""
+    attrs = len(getattr(value, "_setattr", None) or ())
+    items = sum(1 for d, _, _ in getattr(value, "_setitem", None) or () if d is not os.environ)
+    if isinstance(value, pytest.MonkeyPatch) and (attrs or items):
+        what = ", ".join(f"{n} {w}{'s' if n > 1 else ''}" for n, w in (
+            (attrs, "attribute"), (items, "item")) if n)
+        _fail(f"harness: {item.name}: fixture `{name}` was used before the test (it set "
+              f"{what} in pytest's process): the child process that runs the test starts "
+              f"without what it set\n  fix: patch inside the test (each call's patches are "
+              f"undone after it), or have the fixture return what to patch")
 
 
 def _saved(item: pytest.Function) -> tuple[Saved | None, Saved | None, str]:

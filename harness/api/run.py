@@ -18,7 +18,7 @@ import yaml
 from harness import matrixfile
 from harness.analysis.where import summary
 from harness.api.checked import Checked
-from harness.api.scenario import KWARGS, SCENARIO, pickled, scenario_text
+from harness.api.scenario import KWARGS, SCENARIO, PerCall, pickled, scenario_text
 from harness.errors import InputError, SpecError
 from harness.explain.plan import attribute, floors
 from harness.matrixfile.entries import parse_duration, to_word
@@ -172,7 +172,7 @@ def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
 def check(step: Callable[..., object], setup: Callable[..., object] | None = None, *,
           budget: str | float | None = "3s", iterations: int | None = None,
           params: Mapping[str, object] | None = None,
-          kwargs: Mapping[str, object] | None = None,
+          kwargs: Mapping[str, object] | PerCall | None = None,
           settings: Mapping[str, object] | None = None,
           baseline: Saved | None = None, save: Saved | None = None,
           out: str | os.PathLike[str] | None = None,
@@ -196,7 +196,8 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         iterations: A fixed number of calls instead of a budget.
         params: Plain data handed to `setup(params)`.
         kwargs: Keyword arguments for every call of `step` (pickled, loaded once in the
-            child before the measured calls: the pytest plugin's fixture values).
+            child before the measured calls); or the pytest plugin's fixture values
+            and fixtures, made again for every call (`harness.pytestcall.Calls`).
         settings: Other run settings of a matrix's `defaults:` (docs/matrix.md):
             `{"heap": "stock", "warmup": 50, "timeout": "2m"}`.
         baseline: A saved run (`harness.store.saved.Saved`) to compare step times and

@@ -10,11 +10,22 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from harness.errors import InputError
 
 SCENARIO = "_harness_check.py"      # never a name a user's module has
 KWARGS = "kwargs.pkl"
+
+
+class PerCall(Protocol):
+    """Keyword arguments made again for every call (the pytest plugin's
+    `harness.pytestcall.Calls`): their `names`; in the child, `start()` (in setup)
+    returns it with `kwargs` set for the first call, `next()` after every call sets the
+    next call's, `close()` at teardown."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -108,7 +119,7 @@ def _arity(fn: Callable[..., object], counts: tuple[int, ...]) -> int | None:
 
 
 def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
-           kwargs: Mapping[str, object] | None) -> tuple[str, str]:
+           kwargs: Mapping[str, object] | PerCall | None) -> tuple[str, str]:
     """The bodies of the scenario's setup(params) and step(state).
 
     Raises:
@@ -118,16 +129,22 @@ def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
         if setup is not None:
             raise InputError("harness.check: give `setup` or `kwargs`, not both\n  fix: with "
                              "kwargs, step is called as step(**kwargs) after they are loaded")
+        names = kwargs if isinstance(kwargs, Mapping) else dict.fromkeys(kwargs.names)
         try:
-            inspect.signature(step).bind(**kwargs)
+            inspect.signature(step).bind(**names)
         except TypeError as exc:
             raise InputError(f"harness.check: step {_named(step)} cannot be called with "
-                             f"{sorted(kwargs)}: {exc}\n  fix: pass the keyword arguments "
+                             f"{sorted(names)}: {exc}\n  fix: pass the keyword arguments "
                              "step takes") from None
         except ValueError:
             pass
-        return (f"    with open(os.path.join(_HERE, {KWARGS!r}), 'rb') as f:\n"
-                "        return pickle.load(f)", "    _step(**state)")
+        load = (f"    with open(os.path.join(_HERE, {KWARGS!r}), 'rb') as f:\n"
+                "        return pickle.load(f)")
+        if isinstance(kwargs, Mapping):
+            return load, "    _step(**state)"
+        # Each call's own arguments: what the call before built up is reset after it.
+        return (f"{load}.start()", "    try:\n        _step(**state.kwargs)\n    finally:\n"
+                "        state.next()")
     if setup is None:
         if _arity(step, (0,)) is None:
             raise InputError(
@@ -180,7 +197,7 @@ def _load(module, qualname, file):
 
 
 _step = _load{step!r}
-_setup = {setup}
+_setup = {setup}{per_call}
 
 
 def setup(params):
@@ -189,7 +206,7 @@ def setup(params):
 
 def step(state):
 {step_body}
-'''
+{teardown}'''
 
 
 def _paths(*first: str | None, parent: bool = True) -> list[str]:
@@ -205,8 +222,9 @@ def _paths(*first: str | None, parent: bool = True) -> list[str]:
 
 
 def scenario_text(step: Callable[..., object], setup: Callable[..., object] | None,
-              kwargs: Mapping[str, object] | None) -> str:
-    """The scenario file's text: setup(params) and step(state) calling the user's."""
+                  kwargs: Mapping[str, object] | PerCall | None) -> str:
+    """The scenario file's text: setup(params) and step(state) calling the user's (and,
+    for arguments made for every call, teardown(state) closing them)."""
     s = _target(step, "step")
     u = _target(setup, "setup") if setup is not None else None
     setup_body, step_body = _calls(step, setup, kwargs)
@@ -217,11 +235,25 @@ def scenario_text(step: Callable[..., object], setup: Callable[..., object] | No
         paths=_paths(),
         step=(s.module, s.qualname, s.file),
         setup=f"_load{(u.module, u.qualname, u.file)!r}" if u else "None",
-        setup_body=setup_body, step_body=step_body)
+        per_call="" if kwargs is None or isinstance(kwargs, Mapping) else _per_call(kwargs),
+        setup_body=setup_body, step_body=step_body,
+        teardown="" if kwargs is None or isinstance(kwargs, Mapping) else
+        "\n\ndef teardown(state):\n    state.close()\n")
 
 
-def pickled(kwargs: Mapping[str, object]) -> bytes:
+def _per_call(kwargs: PerCall) -> str:
+    """The line that loads the class of arguments made for every call from this
+    harness's file (their pickle names it): the child's import path may find another
+    installed harness first."""
+    c = _target(type(kwargs), "kwargs")
+    return ("\n# the class of the arguments made for every call\n"
+            f"_load{(c.module, c.qualname, c.file)!r}")
+
+
+def pickled(kwargs: Mapping[str, object] | PerCall) -> bytes:
     """Raises: InputError: a value that cannot be sent to the child, named."""
+    if not isinstance(kwargs, Mapping):
+        return pickle.dumps(kwargs)     # its maker checked its values
     for name, value in kwargs.items():
         try:
             pickle.dumps(value)

@@ -81,6 +81,8 @@ def test_the_same_under_xdist(pytester: pytest.Pytester) -> None:
 
 def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_fix='''
+        import threading
+
         import pytest
 
 
@@ -94,8 +96,13 @@ def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pyt
             assert sizes == [1, 2, 3] and tmp_path.is_dir()
 
 
+        @pytest.fixture
+        def lock():
+            return threading.Lock()
+
+
         @pytest.mark.harness_leaks
-        def test_takes_capsys(capsys):
+        def test_takes_a_lock(lock):
             pass
 
 
@@ -112,7 +119,7 @@ def test_fixtures_are_sent_and_what_cannot_be_sent_is_named(pytester: pytest.Pyt
     result = _run(pytester)
     result.assert_outcomes(passed=1, failed=3)
     out = result.stdout.str()
-    assert "fixture `capsys` (CaptureFixture) cannot be sent to the child process" in out
+    assert "fixture `lock` (lock) cannot be sent to the child process" in out
     assert "test_method is a method of class TestInAClass" in out
     assert "harness: crash (rule crash): AssertionError: arithmetic" in out
     assert 'assert 1 + 1 == 3, "arithmetic"' in out     # the test's own frame

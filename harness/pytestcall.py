@@ -1,0 +1,253 @@
+"""A marked test's fixtures, for every call of it in the child process: each call sees
+what pytest's one call would.
+
+pytest sets a function-scoped fixture up once for a test's one call; harness calls the
+test thousands of times. Shared by those calls, a fixture whose state builds up with use
+reads as a leak that only the sharing made (`monkeypatch`'s undo list grows with every
+`setattr`: +90 B/call), or fails a later call (a `capfd` still holding what the call
+before wrote). So the plugin (`harness.api.marked`) sends the child a `Calls`: the
+values every call shares, those each call gets its own copy of, and the pytest fixtures
+the child makes itself (`Made`), each reset, or set up again, after every call:
+
+- `monkeypatch`: one, its `undo()` after every call (what pytest's teardown does);
+- `caplog`: one handler on the root logger (as pytest's, at its `log_level`); after
+  every call the levels `set_level` changed are restored, its records and text dropped,
+  and the next call gets a new `caplog`;
+- `capsys`, `capfd` (and `capsysbinary`, `capfdbinary`, `capteesys`): capturing from
+  the first call to the last, what a call wrote read and dropped after it
+  (`readouterr()`);
+- `recwarn`: set up again for every call (a new recorder; the warning filters restored);
+- a function-scoped fixture's value that can change (a list, a dict, an object; not a
+  number, a string, a path or a tuple of those) is unpickled again for every call, up to
+  `FRESH_MOST` bytes pickled: a larger one is shared.
+
+Wider-scoped fixtures (module, session) are shared, as pytest shares them. The scenario
+`harness.check` writes calls `Calls.start` in its setup, `Calls.next` after every call
+and `Calls.close` at its teardown. This module imports pytest: the host builds a `Calls`
+(under pytest), the child runs it (where the test module imported pytest already).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Protocol
+
+import pytest
+from _pytest import capture as _capture
+from _pytest.logging import (
+    LogCaptureHandler,
+    caplog_handler_key,
+    caplog_records_key,
+    catching_logs,
+)
+
+MONKEYPATCH, CAPLOG, CAPTURE, RECWARN = "monkeypatch", "caplog", "capture", "recwarn"
+# A function-scoped value pickled larger than this is shared by the calls, not copied
+# for each: unpickling it would be most of a call (and of what its step times measure).
+FRESH_MOST = 1 << 20
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, range, PurePath)
+
+
+@dataclass(frozen=True)
+class Made:
+    """A pytest fixture the child makes itself: its kind; for a capture, the capture
+    class's name (`_pytest.capture`) and its options; for caplog, the level and format
+    of pytest's own caplog handler."""
+
+    kind: str
+    capture: str = ""
+    options: tuple[tuple[str, object], ...] = ()
+    level: int | None = None
+    fmt: str = "%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s"
+    datefmt: str | None = None
+
+
+def made_for(value: object, config: pytest.Config) -> Made | None:
+    """The `Made` for a fixture value pytest set up that the child makes itself, else
+    None (a value sent as it is)."""
+    if isinstance(value, pytest.MonkeyPatch):
+        return Made(MONKEYPATCH)
+    if type(value) is pytest.WarningsRecorder:
+        return Made(RECWARN)
+    if isinstance(value, pytest.CaptureFixture):
+        options = getattr(value, "_config", None) or {}
+        return Made(CAPTURE, value.captureclass.__name__, tuple(sorted(options.items())))
+    if isinstance(value, pytest.LogCaptureFixture):
+        plugin = config.pluginmanager.get_plugin("logging-plugin")
+        level = getattr(plugin, "log_level", None)
+        fmt = config.getoption("log_format", None) or config.getini("log_format")
+        datefmt = config.getoption("log_date_format", None) or config.getini(
+            "log_date_format")
+        return Made(CAPLOG, level=level if isinstance(level, int) else None,
+                    fmt=str(fmt) if fmt else Made.fmt, datefmt=str(datefmt) if datefmt
+                    else None)
+    return None
+
+
+def changeable(value: object) -> bool:
+    """Whether a call could change the value in place (anything but numbers, strings,
+    bytes, paths and tuples or frozensets of those)."""
+    if isinstance(value, (tuple, frozenset)):
+        return any(changeable(v) for v in value)
+    return not isinstance(value, _ATOMS)
+
+
+class _Live(Protocol):
+    @property
+    def value(self) -> object: ...
+
+    def reset(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _MonkeyPatch:
+    def __init__(self) -> None:
+        self.value = pytest.MonkeyPatch()
+
+    def reset(self) -> None:
+        self.value.undo()
+
+    def close(self) -> None:
+        self.value.undo()
+
+
+class _Stashed:
+    """What `LogCaptureFixture` reads of a test item: its stash."""
+
+    def __init__(self) -> None:
+        self.stash = pytest.Stash()
+
+
+class _Caplog:
+    def __init__(self, made: Made) -> None:
+        self.handler = LogCaptureHandler()
+        self.handler.setFormatter(logging.Formatter(made.fmt, made.datefmt))
+        self.catching = catching_logs(self.handler, level=made.level)
+        self.catching.__enter__()
+        self.item = _Stashed()
+        self.item.stash[caplog_handler_key] = self.handler
+        self.value = self._fresh()
+
+    def _fresh(self) -> pytest.LogCaptureFixture:
+        self.item.stash[caplog_records_key] = {"call": self.handler.records}
+        return pytest.LogCaptureFixture(self.item, _ispytest=True)  # type: ignore[arg-type]
+
+    def reset(self) -> None:
+        self.value._finalize()
+        self.handler.reset()
+        self.value = self._fresh()
+
+    def close(self) -> None:
+        self.value._finalize()
+        self.catching.__exit__(None, None, None)
+
+
+class _Capture:
+    def __init__(self, made: Made) -> None:
+        kind = getattr(_capture, made.capture)
+        # No request: `capsys.disabled()` (which asks pytest's capture manager) has none
+        # in the child.
+        self.value: pytest.CaptureFixture[str] = pytest.CaptureFixture(
+            kind, None, config=dict(made.options), _ispytest=True)  # type: ignore[arg-type]
+        self.value._start()
+        # A file descriptor's capture reads and empties its files in 8 system calls a
+        # call; their sizes (2) tell whether the call wrote anything (+21 us a call down
+        # to +5 us where it did not).
+        multi = self.value._capture
+        self.files = [getattr(c, "tmpfile", None) for c in (multi.out, multi.err)] \
+            if multi is not None and made.capture.startswith("FD") else []
+
+    def reset(self) -> None:
+        if self.files and not any(f is None or os.fstat(f.fileno()).st_size
+                                  for f in self.files):
+            return
+        self.value.readouterr()
+
+    def close(self) -> None:
+        self.value.close()
+
+
+class _Recwarn:
+    def __init__(self) -> None:
+        self.value = self._fresh()
+
+    @staticmethod
+    def _fresh() -> pytest.WarningsRecorder:
+        recorder = pytest.WarningsRecorder(_ispytest=True)
+        recorder.__enter__()
+        warnings.simplefilter("default")    # as pytest's recwarn
+        return recorder
+
+    def reset(self) -> None:
+        self.value.__exit__(None, None, None)
+        self.value = self._fresh()
+
+    def close(self) -> None:
+        self.value.__exit__(None, None, None)
+
+
+def _live(made: Made) -> _Live:
+    if made.kind == MONKEYPATCH:
+        return _MonkeyPatch()
+    if made.kind == CAPLOG:
+        return _Caplog(made)
+    if made.kind == CAPTURE:
+        return _Capture(made)
+    return _Recwarn()
+
+
+@dataclass
+class Calls:
+    """A marked test's keyword arguments for every call (sent to the child pickled):
+    `shared` by every call, `fresh` (pickled) unpickled again for each, and the pytest
+    fixtures the child makes itself (`made`), reset after each. In the child, `kwargs`
+    is what the next call takes."""
+
+    shared: dict[str, object]
+    fresh: bytes
+    made: dict[str, Made]
+    kwargs: dict[str, object] = field(default_factory=dict, init=False, repr=False)
+    _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every argument's name, the fresh ones' included (host side)."""
+        fresh = pickle.loads(self.fresh) if self.fresh else {}
+        return (*self.shared, *fresh, *self.made)
+
+    def start(self) -> Calls:
+        """The fixtures made (in the child's setup), the first call's arguments set."""
+        self._live = {name: _live(made) for name, made in self.made.items()}
+        self._next_kwargs()
+        return self
+
+    def next(self) -> None:
+        """After a call: each fixture made reset (the last made first), the next call's
+        arguments set."""
+        for live in reversed(self._live.values()):
+            live.reset()
+        self._next_kwargs()
+
+    def close(self) -> None:
+        """At the child's teardown: each fixture made torn down (the last made first)."""
+        for live in reversed(self._live.values()):
+            live.close()
+        self._live = {}
+
+    def _next_kwargs(self) -> None:
+        fresh: Mapping[str, object] = pickle.loads(self.fresh) if self.fresh else {}
+        self.kwargs = {**self.shared, **fresh,
+                       **{name: live.value for name, live in self._live.items()}}
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"shared": self.shared, "fresh": self.fresh, "made": self.made}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state, kwargs={}, _live={})
