@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.app.sweep import SweepOptions, apply_overrides
+from harness.app.sweepoptions import SweepOptions, apply_overrides
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
 from harness.app.bisect import BisectOptions, between, bisect_row, check_reuse, row_cells
-from harness.app.sweep import apply_overrides
+from harness.app.sweepoptions import apply_overrides
 from harness.cli import answer, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,

@@ -12,14 +12,13 @@ from harness import matrixfile
 from harness import report as reports
 from harness.app import between
 from harness.app.sweep import (
-    SweepOptions,
-    apply_overrides,
     exit_code,
     how_to_decide,
     preflight,
     refused,
     sweep_and_report,
 )
+from harness.app.sweepoptions import SweepOptions, apply_overrides
 from harness.cli import answer, printer
 from harness.days.cause import results_json
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.app.sweep import apply_overrides
+from harness.app.sweepoptions import apply_overrides
 from harness.app.watch import run_suite
 from harness.cli import options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from harness import matrixfile
 from harness.app.headstart import hold
 from harness.app.progress import printer
-from harness.app.sweep import apply_overrides
+from harness.app.sweepoptions import apply_overrides
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.fit.page import FitReport
 from harness.fit.plan import Target, fit_row, store_cache, sweep_runner

@@ -277,7 +277,7 @@ def test_sweep_budget_overrides_every_cells_length(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
     from harness import matrixfile
-    from harness.app.sweep import apply_overrides
+    from harness.app.sweepoptions import apply_overrides
 
     path = sweepkit.write_matrix(tmp_path, ["py"], ["loop.py"], name="b",
                                  defaults={"iterations": 300})

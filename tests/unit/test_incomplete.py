@@ -313,7 +313,7 @@ def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
     assert code == 2 and not (tmp_path / "out").exists()
     assert "1 measured iteration cannot decide" in capsys.readouterr().err
     # AND a length that can decide bounds the run (min_iterations lowered to fit)
-    from harness.app.sweep import apply_overrides
+    from harness.app.sweepoptions import apply_overrides
     from harness.cli import build_parser
 
     args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
