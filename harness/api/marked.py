@@ -15,8 +15,10 @@ from typing import NoReturn
 import pytest
 
 from harness.analysis.kinds import UNDECIDED
+from harness.api.checked import Checked
 from harness.api.run import check, whole_budget
 from harness.errors import HarnessError
+from harness.protocol.tracebacks import frames
 from harness.pytest_plugin import PROPERTY, SAVED_DIR
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
 from harness.result.model import AgentError
@@ -54,6 +56,44 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     if got is None:     # failed outside the except: no "during handling" chain is shown
         _fail(f"harness: {item.name}: {problem}")
     _outcome(got.result.end.error)
+    once = _runs_once(got)
+    if once is not None:
+        item.user_properties.append((PROPERTY, once))
+        if item.config.getoption("harness_strict"):
+            _fail(f"harness: {once}{ONCE_FIX}\n{got.traceback}")
+        item.add_report_section("call", PROPERTY, f"harness: {once}\n")
+        _warn(f"harness: {once}; passed: its first call passed, as pytest's one call "
+              f"would, and nothing was measured{ONCE_FIX}")
+        return
+    _verdict(item, got, marks, note)
+
+
+# How a test that runs once only is fixed (`_runs_once`).
+ONCE_FIX = ("\n  fix: let each call leave what it changes as it found it (a `monkeypatch` "
+            "fixture's changes are undone after every call), or take the marker off")
+
+
+def _runs_once(got: Checked) -> str | None:
+    """"runs once only: call 2 failed: AssertionError at test_x.py:144": a test whose
+    first call passed and whose second failed (it changed what it runs on: patched its
+    own module, say) cannot be called over and over, and did what pytest's one call
+    does; None for any other end (a first call that failed is the test's failure)."""
+    error = got.result.end.error
+    if got.verdict != "crash" or error is None or error.call != 2:
+        return None
+    found = frames(error.traceback)
+    where = f" at {found[-1].path.rsplit('/', 1)[-1]}:{found[-1].line}" if found else ""
+    return f"runs once only: call 2 failed: {error.type or 'an error'}{where}"
+
+
+def _warn(text: str) -> None:
+    warnings.warn(pytest.PytestWarning(text), stacklevel=1)
+
+
+def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
+             note: str) -> None:
+    """The test's end from its verdict: passed (said), passed with a warning
+    (undecided), or failed with its words."""
     text = str(got) + (f"; {note}" if note else "")
     if got.floor is not None:
         item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
@@ -69,8 +109,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
     elif got.verdict in UNDECIDED and not item.config.getoption("harness_strict"):
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
-        warnings.warn(pytest.PytestWarning(f"harness: undecided, passed: {text}{fix}"),
-                      stacklevel=1)
+        _warn(f"harness: undecided, passed: {text}{fix}")
     else:
         more = (fix if got.verdict in UNDECIDED
                 else f"\n{got.traceback}" if got.traceback else "")

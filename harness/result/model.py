@@ -146,6 +146,7 @@ class AgentError:
     message: str = ""
     traceback: str = ""
     fault: str = ""     # "scenario": the agent could not call the scenario as written
+    call: int | None = None     # the call it failed in (1: the first), where a call failed
 
 
 @dataclass(frozen=True, slots=True)

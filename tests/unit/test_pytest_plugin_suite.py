@@ -161,3 +161,44 @@ def test_a_monkeypatch_used_by_another_fixture_is_refused_named(
     out = result.stdout.str()
     assert ("fixture `monkeypatch` was used before the test (it set 1 attribute in "
             "pytest's process)") in out, out
+
+
+ONCE = '''
+import sys
+
+import pytest
+
+
+def helper():
+    return 1
+
+
+@pytest.mark.harness_leaks(budget="300ms")
+def test_patches_its_own_module():
+    mod = sys.modules[__name__]
+    assert mod.helper() == 1
+    mod.helper = lambda: 2
+
+
+@pytest.mark.harness_leaks(budget="300ms")
+def test_fails_at_once():
+    assert 1 + 1 == 3, "arithmetic"
+'''
+
+
+def test_a_test_that_cannot_run_twice_passes_with_a_warning(pytester: pytest.Pytester) -> None:
+    """Item 3: a test whose second call fails (it patches its own module) passes, warned,
+    and fails under --harness-strict; one whose first call fails is a plain failure."""
+    pytester.makepyfile(test_once=ONCE)
+    line = ONCE.splitlines().index("    assert mod.helper() == 1")
+    said = f"runs once only: call 2 failed: AssertionError at test_once.py:{line}"
+    result = _run(pytester, "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert f"PASSED test_once.py::test_patches_its_own_module: {said}" in out, out
+    assert re.search(rf"PytestWarning: harness: {said}\b", out), out
+    assert "crash (rule crash): AssertionError:  (at test_once.py" not in out, out
+    assert "harness: crash (rule crash): AssertionError: arithmetic" in out, out
+    strict = _run(pytester, "--harness-strict")
+    strict.assert_outcomes(failed=2)
+    assert f"harness: {said}" in strict.stdout.str(), strict.stdout.str()
