@@ -11,7 +11,7 @@ import re
 from harness.analysis.kinds import SELF_EXIT, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
-from harness.analysis.trends import StepTrend, rate_text, signed_size
+from harness.analysis.trends import StepTrend, human_seconds, rate_text, signed_size
 from harness.gpu.logsigns import AFTER_RUN, NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
@@ -105,7 +105,7 @@ def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | N
     if outcome.timed_out:
         stuck = not_returned(series, outcome.duration_s)
         return "timeout", (f"{stuck}; " if stuck else "") + (
-            f"killed at the {outcome.duration_s:.0f}s deadline")
+            f"killed at its deadline after {human_seconds(outcome.duration_s)}")
     text = outcome.log_tail + (str(end.get("error", {}).get("traceback", "")) if end else "")
     if outcome.exit_code in (137, -9):
         limit = outcome.mem_limit_bytes

@@ -123,6 +123,17 @@ def missed_text(rate: float | None, calls: int | None) -> str:
     return f"no leak above {size}" + (f" in {calls:,} calls" if calls is not None else "")
 
 
+def human_seconds(seconds: float) -> str:
+    """0.0000159 -> '15.9 µs', 0.0123 -> '12.3 ms', 2.5 -> '2.5 s'; 0.0009996 -> '1 ms'
+    (rounded to three figures first, so never '1e+03 µs'); 1234.5 -> '1,234 s': the one
+    way a duration is written, a call's or a run's."""
+    for scale, unit in ((1e6, "µs"), (1e3, "ms")):
+        value = float(f"{seconds * scale:.3g}")
+        if value < 1000:
+            return f"{value:g} {unit}"
+    return f"{seconds:.3g} s" if seconds < 999.5 else f"{seconds:,.0f} s"
+
+
 @dataclass(frozen=True, slots=True)
 class StepTrend(Record):
     """Early-versus-late comparison of per-iteration step times (seconds).

@@ -15,6 +15,7 @@ from harness.analysis.kinds import (
     UNKNOWN,
     UNREADABLE,
 )
+from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
@@ -179,11 +180,23 @@ def all_timed_out(items: Sequence[CellResult], images: int) -> str | None:
                 "scenario (its reason names where it waits)")
     limits = sorted({float(v) for r in ran
                      if isinstance(v := r.settings.get("timeout"), int | float)})
-    calls = sorted({v for r in ran if isinstance(v := r.settings.get("iterations"), int)})
     now_limit = f" (now {'/'.join(f'{v:g}s' for v in limits)})" if limits else ""
-    now_calls = f" (now {'/'.join(str(n) for n in calls)})" if calls else ""
     return (f"killed at its timeout on every image: the run is too short for the "
-            f"scenario; raise `timeout:`{now_limit} or lower `iterations:`{now_calls}")
+            f"scenario; raise `timeout:`{now_limit} or lower {_length_set(ran)}")
+
+
+def _length_set(ran: Sequence[CellResult]) -> str:
+    """The key that set the runs' length, as the fix for a timeout names it, with its
+    value: `iterations:` of a fixed run, `budget:` of a budgeted one (early stop's:
+    `max_iterations` set), the default budget said to be one (issue 79 item 6: a budgeted
+    run was told to lower `iterations:` (now 2000), which nothing had set)."""
+    budgeted = [r.settings for r in ran if r.settings.get("max_iterations") is not None]
+    if not budgeted:
+        calls = sorted({v for r in ran if isinstance(v := r.settings.get("iterations"), int)})
+        return "`iterations:`" + (f" (now {'/'.join(map(str, calls))})" if calls else "")
+    said = sorted({f"{v:g}s" if isinstance(v := s.get("budget"), int | float)
+                   else f"{DEFAULT_BUDGET_S:g}s, the default" for s in budgeted})
+    return f"`budget:` (now {'/'.join(said)})"
 
 
 def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),

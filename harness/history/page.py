@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.analysis.kinds import LOOKS
+from harness.analysis.trends import human_seconds
 from harness.answers.search import RowAnswer
 from harness.history.model import Flaky, History, Line, Run, Seen
 from harness.report.grid import Grid, conclusions, console_width, token, wrap
@@ -25,7 +26,6 @@ from harness.report.html import environment, kind_css
 from harness.report.model import Report
 from harness.report.trend import in_kib, memory_point, row_trends, step_point
 from harness.result.model import CellResult
-from harness.result.words import human_seconds
 from harness.store.results import atomic_write_text
 
 PAGE = "history.html"       # written into reports/NAME/, never into a run directory

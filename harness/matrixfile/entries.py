@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.errors import SpecError
 from harness.matrixfile import asof, lockfile
+from harness.matrixfile.lengthchecks import fixed_beside_early_stop, timeout_past_budget
 from harness.matrixfile.model import (
     BUDGET_CAP,
     HEAP_MODES,
@@ -284,6 +285,7 @@ def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
     if not ctx.length_set and not length_in(overrides):
         # No length given anywhere: a time budget, the calls only capped (issue 49).
         settings = dataclasses.replace(settings, max_iterations=BUDGET_CAP)
+    timeout_past_budget(ctx, overrides, path, settings)
     return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),
                         settings=settings)
 
@@ -353,7 +355,7 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
                 raise ctx.fail(here, "env must be a mapping of NAME: value")
             changes[field] = MappingProxyType({k: str(x) for k, x in v.items()})
     result = dataclasses.replace(base, **changes)
-    _fixed_beside_early_stop(ctx, raw, path, base)
+    fixed_beside_early_stop(ctx, raw, path, base)
     if result.budget is not None and result.max_iterations is None:
         # A time budget is early stop's length: the calls are only capped.
         result = dataclasses.replace(result, max_iterations=BUDGET_CAP)
@@ -362,39 +364,3 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
                        f"min_iterations ({result.min_iterations})",
                        "raise max_iterations or lower min_iterations")
     return result
-
-
-def _fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
-                             base: RunSettings) -> None:
-    """`iterations` where `budget` or `max_iterations` is set: early stop runs for its
-    budget or up to max_iterations calls and would never read it.
-
-    Raises:
-        SpecError: naming the `iterations` key.
-    """
-    given = [k for k in raw if k.replace("-", "_") == "iterations"]
-    if not given or not ctx.check_files:    # a results directory's copy ran as it was
-        return
-    here = (*path, given[0])
-    for key, runs, keep, mode, move in _EARLY_STOP_KEYS:
-        if any(k.replace("-", "_") == key for k in raw):
-            raise ctx.fail(here, f"iterations beside {key}: {runs} and never reads "
-                           "iterations", f"keep one: {keep}, or iterations for a fixed length")
-        if (set_above := getattr(base, key)) is not None:
-            shown = f"{set_above:g}s" if key == "budget" else str(set_above)
-            raise ctx.fail(here, f"iterations under {mode} set above ({key}: {shown} in "
-                           "defaults), which never reads it", move)
-
-
-# The settings that make a run early stop's, each: what it runs, which to keep, how the
-# mode is called, and where to move it (a budget is looked at first: with one set in
-# `defaults`, max_iterations is its cap)
-_EARLY_STOP_KEYS = (
-    ("budget", "a budget runs for its seconds (max_iterations the cap)",
-     "budget for a run of so many seconds", "a time budget",
-     "set budget here instead, or move budget out of defaults"),
-    ("max_iterations", "early stop (max_iterations) runs up to max_iterations calls",
-     "max_iterations for early stop", "an early stop",
-     "set max_iterations here instead, or move max_iterations out of defaults into the "
-     "scenarios that stop early"),
-)

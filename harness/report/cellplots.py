@@ -12,10 +12,16 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from harness.analysis.trends import MemoryTrend, StepTrend, per_call, rate_text, scaled
+from harness.analysis.trends import (
+    MemoryTrend,
+    StepTrend,
+    human_seconds,
+    per_call,
+    rate_text,
+    scaled,
+)
 from harness.protocol.series import TREND_NAMES, Series, readings, step_times
 from harness.report.svg import Fit, Line, chart, robust_range
-from harness.result.words import human_seconds
 from harness.runtimes.base import own_cgroup
 
 COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",

@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import IN_DOUBT, LOOKS, kind
+from harness.analysis.trends import human_seconds
 from harness.answers.search import RowAnswer
 from harness.errors import StoreError
 from harness.protocol.series import Series
@@ -28,7 +29,6 @@ from harness.report.model import Report, Reporter
 from harness.report.text import steps_vs_baseline
 from harness.report.trend import KIND_COLOURS, row_trends
 from harness.result.codec import JSON
-from harness.result.words import human_seconds
 
 
 @dataclass

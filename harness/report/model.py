@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
+from harness.analysis.trends import human_seconds
 from harness.answers.search import RowAnswer, answer_rows
 from harness.culprit.model import Culprit, load_culprits
 from harness.culprit.model import holding as culprits_holding
@@ -19,7 +20,7 @@ from harness.explain.model import Explanation, holding, load_explanations
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned
-from harness.result.words import cell_numbers, cell_text, human_seconds
+from harness.result.words import cell_numbers, cell_text
 from harness.store.results import SeriesCache
 from harness.store.resultsindex import Lines
 from harness.store.resultsjson import Stamp, results_line_of

@@ -16,10 +16,9 @@ from html import escape
 from markupsafe import Markup
 
 from harness.analysis.kinds import LOOKS
-from harness.analysis.trends import kib
+from harness.analysis.trends import human_seconds, kib
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
-from harness.result.words import human_seconds
 
 # report.html's colour of each verdict, from the one list of verdict kinds ("not run" and
 # "unreadable" are the report's pseudo-verdicts).

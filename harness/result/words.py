@@ -6,19 +6,15 @@ import math
 
 from harness.analysis.devices import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN, TIMED
-from harness.analysis.trends import StepTrend, missed_text, rate_text, rate_words
+from harness.analysis.trends import (
+    StepTrend,
+    human_seconds,
+    missed_text,
+    rate_text,
+    rate_words,
+)
 from harness.analysis.vsbaseline import Confirmation
 from harness.result.model import CellResult
-
-
-def human_seconds(seconds: float) -> str:
-    """0.0000159 -> '15.9 µs', 0.0123 -> '12.3 ms', 2.5 -> '2.5 s'; 0.0009996 -> '1 ms'
-    (rounded to three figures first, so never '1e+03 µs')."""
-    for scale, unit in ((1e6, "µs"), (1e3, "ms")):
-        value = float(f"{seconds * scale:.3g}")
-        if value < 1000:
-            return f"{value:g} {unit}"
-    return f"{seconds:.3g} s"
 
 
 def cell_numbers(res: CellResult) -> str:

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.analysis.trends import human_seconds
 from harness.report import ConsoleReporter, Report
 from harness.report.grid import GLYPHS, pack, wrap
 from harness.result.model import Planned
-from harness.result.words import human_seconds
 from tests.resultkit import as_results
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

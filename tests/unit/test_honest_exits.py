@@ -3,6 +3,7 @@ file, a fit param the scenario never reads, a timeout on every image, compare)."
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -97,6 +98,30 @@ def test_a_timeout_on_every_image_is_a_run_too_short_exit_2(
     assert main(["report", str(run), "--issue", "cpu.big"]) == 2
     err = capsys.readouterr().err
     assert "the run is too short for the scenario" in err and not re.search(r"\bhang", err)
+
+
+def test_a_budgeted_run_killed_on_every_image_names_its_budget_not_iterations(
+        tmp_path: Path, timeouts: dict[str, set[str]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 79 item 6: a run of a time budget (no `iterations:` anywhere) was told to
+    lower `iterations:` (now 2000), and its reason said `killed at the 0s deadline`."""
+    from harness.cli import main
+
+    # GIVEN a budgeted row (early stop's cap, the default budget) killed on every image
+    path = timeout_matrix(tmp_path)
+    path.write_text(path.read_text().replace("iterations: 300", "max_iterations: 300"))
+    timeouts["big"] = {"v1", "v2", "v3"}
+    assert main(["sweep", str(path), "-q", "--out", str(tmp_path / "r")]) == 2
+    out = capsys.readouterr().out
+    # THEN the fix names what was set: the timeout and the budget, not iterations
+    assert ("cpu.big: killed at its timeout on every image: the run is too short for the "
+            "scenario; raise `timeout:` (now 45s) or lower `budget:` (now 5s, the default)"
+            ) in out
+    assert not [line for line in out.splitlines() if "timeout:" in line and "iterations" in line]
+    # AND each cell says how long it ran before it was killed (the fake runtime's 10 ms)
+    [run] = list((tmp_path / "r" / "slow").iterdir())
+    reason = json.loads((run / "cells" / "v1.cpu.big" / "result.json").read_text())["reason"]
+    assert "killed at its deadline after 10 ms" in reason and "0s" not in reason
 
 
 def test_a_timeout_on_some_images_is_a_finding_and_no_hang(

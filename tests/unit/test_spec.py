@@ -97,6 +97,36 @@ def test_bad_duration(tmp_path: Path, value: str) -> None:
     check(err, "defaults.timeout", 3, "20m", problem="bad duration")
 
 
+# Issue 79 item 6: `defaults: {timeout: 1ms}` alone was taken, and every cell then killed
+# at its deadline with a fix that named iterations no one set.
+@pytest.mark.parametrize(("text", "path", "line", "now"), [
+    ("runtime: local\ndefaults: {timeout: 1ms}\nmatrix:\n  image: [python3]\n"
+     "  scenario: [zeros.py]\n", "defaults.timeout", 2, "5s"),
+    ("runtime: local\nmatrix:\n  image: [python3]\n  scenario:\n"
+     "    - {script: zeros.py, budget: 30s,\n       timeout: 20s}\n",
+     "matrix.scenario[0].timeout", 6, "30s"),
+    ("runtime: local\ndefaults: {timeout: 10s}\nmatrix:\n  image: [python3]\n"
+     "  scenario: [{script: zeros.py, budget: 10s}]\n", "defaults.timeout", 2, "10s"),
+    ("runtime: local\ndefaults: {budget: 30m}\nmatrix:\n  image: [python3]\n"
+     "  scenario: [zeros.py]\n", "defaults.budget", 2, "1800s"),
+])
+def test_a_timeout_within_the_budget_is_refused(tmp_path: Path, text: str, path: str,
+                                                line: int, now: str) -> None:
+    # GIVEN a timeout no longer than the run's time budget (the default one included)
+    err = spec_error(tmp_path, text)
+    # THEN it is refused where the timeout (or the budget) was written, with the fix
+    # naming what is set: the budget, never iterations
+    check(err, path, line, "raise timeout:", "lower budget:", problem="budget")
+    assert now in err.problem and "iterations" not in str(err)
+
+
+def test_a_short_timeout_of_a_fixed_length_is_taken(tmp_path: Path) -> None:
+    # a fixed number of calls has no time to compare a timeout with
+    m = load(tmp_path, "runtime: local\ndefaults: {iterations: 10, timeout: 1ms}\n"
+             "matrix:\n  image: [python3]\n  scenario: [zeros.py]\n")
+    assert m.cells[0].settings.timeout == 0.001
+
+
 @pytest.mark.parametrize(("value", "seconds"), [("90s", 90.0), ("20m", 1200.0), ("1h", 3600.0),
                                                 ("600", 600.0), ("250ms", 0.25)])
 def test_good_durations(tmp_path: Path, value: str, seconds: float) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from harness.analysis.trends import human_seconds
 from harness.report import MarkdownReporter, Report
 from harness.report.issue import IssueReporter
-from harness.result.words import cell_text, human_seconds
+from harness.result.words import cell_text
 from tests.resultkit import as_result, as_results
 from tests.unit.test_report import result
 
@@ -30,6 +31,7 @@ def test_cell_text_names_each_number() -> None:
         "suspected: time 1.17x baseline (pooled, p=0; unconfirmed), peak RSS 1.12x "
         "baseline, heap +5.9 KiB/call, 15.9 µs/call")
     assert human_seconds(0.0123) == "12.3 ms" and human_seconds(2.5) == "2.5 s"
+    assert human_seconds(1234.5) == "1,234 s"      # a run's deadline, never "1.23e+03 s"
 
 
 def _md(results: dict[str, dict[str, Any]]) -> str:
