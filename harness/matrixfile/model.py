@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, get_args
 from harness.thresholds import AnalysisConfig
 
 # The one list of runtime names: the matrix's `runtime:` is checked against it, the CLI's
-# --runtime offers it, harness/runtimes/__init__.py:FACTORIES has one entry per name and
+# --runtime offers it, harness/runtimes/factories.py:FACTORIES has one entry per name and
 # ABILITIES below one `Abilities` per name (a test holds the three together).
 RuntimeName = Literal["docker", "local", "podman"]
 RUNTIMES: tuple[str, ...] = get_args(RuntimeName)

@@ -2,60 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.errors import EnvironmentUnavailable, InputError
+from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.load import check_applied, check_images
-from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
+from harness.matrixfile.model import Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
-from harness.runtimes.dockerlib import import_docker
+
+# The factories by name, handed on: `Engines` and every caller but a Slurm job's cell
+# reach `get_runtime` through the package (where the tests patch it).
+from harness.runtimes.factories import FACTORIES as FACTORIES
+from harness.runtimes.factories import NAMES as NAMES
+from harness.runtimes.factories import get_runtime as get_runtime
 
 if TYPE_CHECKING:
     from harness.runtimes.docker import DockerRuntime
-
-
-def _local(docker_host: str | None) -> Runtime:
-    # lazy: the local runtime (venvs, the resolver, the host's GPUs) only where a cell runs
-    # on it: report, history and explain read `runtimes.base` without it
-    from harness.runtimes.local import LocalRuntime
-
-    return LocalRuntime()
-
-
-def _docker(docker_host: str | None) -> Runtime:
-    import_docker()  # without paramiko: ~130 ms less start-up
-    # lazy: docker-py only for a docker or podman runtime, after import_docker hid paramiko
-    from harness.runtimes.docker import DockerRuntime
-
-    return DockerRuntime(docker_host)
-
-
-def _podman(podman_host: str | None) -> Runtime:
-    import_docker()
-    # lazy: docker-py only for a docker or podman runtime, after import_docker hid paramiko
-    from harness.runtimes.podman import PodmanRuntime
-
-    return PodmanRuntime(podman_host)
-
-
-# One factory per name of `matrixfile.model.RUNTIMES` (tests/unit/test_architecture.py checks).
-FACTORIES: dict[str, Callable[[str | None], Runtime]] = {"local": _local, "docker": _docker,
-                                                         "podman": _podman}
-NAMES = RUNTIMES
-
-
-def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
-    """The runtime called `name`.
-
-    Raises:
-        InputError: unknown name (the message lists the allowed values).
-    """
-    factory = FACTORIES.get(name)
-    if factory is None:
-        raise InputError(f"unknown runtime {name!r}; allowed values: {', '.join(NAMES)}")
-    return factory(docker_host)
 
 
 @dataclass
@@ -78,8 +40,7 @@ class Engines:
         check_images(matrix, name)
         if matrix.slurm is not None:
             # Cells become Slurm jobs; `name` runs each one inside its job.
-            # lazy: a circle: runtimes.slurmjob takes get_runtime from this package (where
-            # the tests patch it)
+            # lazy: Slurm's modules only for a matrix with `slurm:`
             from harness.runtimes.slurm import SlurmRuntime
 
             if name not in NAMES:

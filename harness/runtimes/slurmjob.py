@@ -30,8 +30,9 @@ from harness.matrixfile.model import (
     ScenarioSpec,
     abilities,
 )
-from harness.runtimes import get_runtime, process
+from harness.runtimes import process
 from harness.runtimes.base import AGENT_DIR, ImageInfo, RunOutcome, RunRequest
+from harness.runtimes.factories import get_runtime
 from harness.runtimes.local import LocalRuntime, _tail
 from harness.signals import interruptible
 
