@@ -26,6 +26,7 @@ from harness.matrixfile.model import (
     ScenarioSpec,
     abilities,
 )
+from harness.matrixfile.pins import pin_mistake
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
 IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
@@ -176,10 +177,9 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
         pip = [pip]
     if not isinstance(pip, list) or not all(isinstance(p, str) and p.strip() for p in pip):
         raise ctx.fail((*path, "pip"), "pip must be a list of requirement strings")
-    if (typo := lockfile.mistyped(pip)) is not None:     # (index, pin, operator, as meant)
+    if (typo := pin_mistake(pip)) is not None:      # (index, problem, fix)
         raise ctx.fail((*path, "pip", typo[0]) if isinstance(item.get("pip"), list) else (
-            *path, "pip"), f"{typo[1]!r}: {typo[2]!r} is not a version comparison (pip would "
-            "refuse it when the venv is built)", f"write {typo[3]}")
+            *path, "pip"), typo[1], typo[2])
     python = item.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ctx.fail((*path, "python"), "python must be an interpreter name or path")

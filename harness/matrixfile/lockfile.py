@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EnvironmentUnavailable, InputError
+from harness.matrixfile.pins import NAME
 
 REQUIREMENTS, PYLOCK, UV_LOCK = "requirements", "pylock.toml", "uv.lock"
 # The digests pip's and uv's --require-hashes check.
 HASH_ALGORITHMS = ("sha256", "sha384", "sha512")
-_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_PIN = re.compile(rf"^(?P<name>{_NAME})\s*(?:\[[^\]]*\])?\s*(?P<op>===|==)\s*"
+_PIN = re.compile(rf"^(?P<name>{NAME})\s*(?:\[[^\]]*\])?\s*(?P<op>===|==)\s*"
                   r"(?P<version>[^\s;,*]+)\s*(?:;\s*(?P<marker>.+?))?\s*$")
 _HASH = re.compile(r"(?:^|\s)--hash(?:=|\s+)(?P<value>\S+)")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
@@ -40,22 +40,6 @@ class LockError(InputError):
     def __init__(self, file: Path, problem: str, fix: str = ""):
         self.file, self.problem, self.fix = file, problem, fix
         super().__init__(f"{file}: {problem}" + (f"\n  fix: {fix}" if fix else ""))
-
-
-# A pin whose operator is mistyped (`pkg=1.0`, `pkg=>1.0`, `pkg=<1.0`, `pkg<>1.0`): a
-# matrix mistake at the file's line, not an image the resolver "cannot install" (exit 3).
-_MISTYPED = re.compile(rf"^(?P<name>{_NAME}(?:\[[^\]]*\])?)\s*(?P<op>=>|=<|<>|=(?![=<>~]))"
-                       r"\s*(?P<version>[0-9][^\s,;]*)$")
-_MEANT = {"=": "==", "=>": ">=", "=<": "<=", "<>": "!="}
-
-
-def mistyped(pins: list[str]) -> tuple[int, str, str, str] | None:
-    """The first pin written `pkg=1.0` or its like: (its index, the pin, the mistyped
-    operator, the pin as meant); else None."""
-    for at, pin in enumerate(pins):
-        if (found := _MISTYPED.match(pin.strip())) is not None:
-            return at, pin, found["op"], f"{found['name']}{_MEANT[found['op']]}{found['version']}"
-    return None
 
 
 def normal(name: str) -> str:
@@ -184,7 +168,7 @@ def _requirements(path: Path, text: str) -> Iterator[Pin]:
                             "another file is not a pin")
         m = _PIN.match(rest)
         if m is None:
-            name = re.match(_NAME, rest)
+            name = re.match(NAME, rest)
             said = name.group(0) if name else rest.split()[0]
             raise LockError(path, f"{where}: {said}: no exact version ({rest!r})",
                             f"pin it, e.g. {said}==1.2.3: {RELOCK}")
@@ -306,7 +290,7 @@ def _any(markers: list[str]) -> str:
 
 def _name(path: Path, entry: Any, where: str) -> str:
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
-            or not re.fullmatch(_NAME, entry["name"]):
+            or not re.fullmatch(NAME, entry["name"]):
         raise LockError(path, f"{where}: a package without a valid `name`",
                         f"regenerate the lock: {RELOCK}")
     return str(entry["name"])

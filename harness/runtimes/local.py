@@ -32,6 +32,7 @@ from harness.runtimes.base import (
     RuntimeBase,
 )
 from harness.runtimes.cellcgroup import CellCgroup, vmstat_oom_kills
+from harness.runtimes.piperrors import short_pip_error
 
 
 def venv_dirs(cache: Path, version: str, reqs: list[str], hashed: list[str]) -> tuple[Path, Path]:
@@ -71,28 +72,6 @@ def gpu_env(cell: Cell) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = cell.gpu.value
         env["HARNESS_NVML_DEVICES"] = cell.gpu.value
     return env
-
-
-def short_pip_error(lines: list[str]) -> str:
-    """The line of pip's output that says why, without the list of every version:
-    "No matching distribution found for multidict==9.9 (versions: 1.0 .. 6.7.0, 95)"."""
-    errors = [t.strip()[len("ERROR:"):].strip() for t in lines if t.startswith("ERROR")]
-    if not errors:  # uv: `error: ...` then `  cause: ...` lines, the last cause says why
-        said = [t.strip().split(":", 1)[1].strip() for t in lines
-                if t.strip().startswith(("error:", "cause:"))]
-        if said:
-            return said[-1]
-    versions = next((e for e in errors if "(from versions:" in e), None)
-    last = next((e for e in reversed(errors) if "(from versions:" not in e),
-                errors[-1] if errors else (lines[-1].strip() if lines else "no output"))
-    if versions is not None:
-        listed = versions.split("(from versions:", 1)[1].rstrip(")").split(",")
-        listed = [v.strip() for v in listed if v.strip() and v.strip() != "none"]
-        if listed:
-            last += f" (versions: {listed[0]} .. {listed[-1]}, {len(listed)} in all)"
-        else:
-            last += " (no versions at all: is the package name right?)"
-    return last
 
 
 # label of a culprit hybrid the resolver refused: why; its pins went in as listed (--no-deps)

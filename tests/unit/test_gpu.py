@@ -391,13 +391,28 @@ def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
 
 
 def test_a_pin_error_is_one_line_without_every_version() -> None:
-    from harness.runtimes.local import short_pip_error
+    from harness.runtimes.piperrors import short_pip_error
 
     lines = ["ERROR: Could not find a version that satisfies the requirement multidict==99 "
              "(from versions: 1.0, 1.1, 6.4.4, 6.6.4)",
              "ERROR: No matching distribution found for multidict==99"]
     assert short_pip_error(lines) == ("No matching distribution found for multidict==99 "
                                       "(versions: 1.0 .. 6.6.4, 4 in all)")
+
+
+def test_uvs_reason_wrapped_to_the_terminal_is_said_whole() -> None:
+    """Issue 79 item 7: uv wraps its cause to the terminal's width (`COLUMNS`); the
+    reason stopped at the first line's end, "...we can conclude that your requirements"."""
+    from harness.runtimes.piperrors import short_pip_error
+
+    lines = ["Using Python 3.11.7 environment at: v",
+             "error: No solution found when resolving dependencies",
+             "  cause: Because there is no version of six==99.0 and you require six==99.0, we",
+             "         can conclude that your requirements are unsatisfiable.",
+             "hint: Packages were unavailable because the network was disabled."]
+    assert short_pip_error(lines) == (
+        "Because there is no version of six==99.0 and you require six==99.0, we can "
+        "conclude that your requirements are unsatisfiable.")
 
 
 def test_doctor_tells_a_pullable_image_from_one_no_registry_has(tmp_path: Path) -> None:

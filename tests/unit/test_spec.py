@@ -538,9 +538,32 @@ def test_a_mistyped_pin_is_a_matrix_mistake_at_its_line(tmp_path: Path, pin: str
           "comparison")
 
 
+@pytest.mark.parametrize(("pin", "said"), [
+    ("six===", "'===' has no version after it"), ("six==", "'==' has no version after it"),
+    ("six>=1.0,", "'' is no version comparison"), ("six >= 1.0, <", "'<' has no version"),
+    ("six==1.0 2.0", "'==1.0 2.0' is no version comparison")])
+def test_a_malformed_pin_is_a_matrix_mistake_at_its_line(tmp_path: Path, pin: str,
+                                                         said: str) -> None:
+    """Issue 79 item 7: `six===` exited 3 ("environment unavailable", check that these
+    versions exist) once its venv was built; it is the file's typo, exit 2 at its line."""
+    err = spec_error(tmp_path, f"""
+        runtime: local
+        matrix:
+          image:
+            - name: b
+              pip:
+                - numpy
+                - "{pin}"
+          scenario: [rfft_loop.py]
+        """)
+    check(err, "matrix.image[0].pip[1]", 7, "six==VERSION", problem=said)
+
+
 @pytest.mark.parametrize("pin", ["multidict==6.4.4", "pkg===1.0", "pkg>=1,<2", "pkg~=1.4",
                                  "./local/dir", "pkg!=1.0", "pkg[x]==2",
-                                 "pkg==1.0; python_version<'3.12'"])
+                                 "pkg==1.0; python_version<'3.12'", "pkg==1.*",
+                                 "pkg >= 1.0 , < 2", "pkg @ file:///opt/pkg-1.0.whl",
+                                 "pkg>=1.0; python_version >= '3.8'", "pkg===1.0+local"])
 def test_well_formed_pins_are_not_called_mistyped(tmp_path: Path, pin: str) -> None:
     matrix = load(tmp_path, f"""
         name: pins
