@@ -20,6 +20,9 @@ from harness.result.model import CellResult, Planned
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
+# Installers a venv or an image brings along: never swapped by culprit (`culprit.diff`
+# lists them apart), left out of an issue draft's pins unless asked for.
+TOOLING = frozenset({"pip", "setuptools", "wheel", "distribute"})
 # Of the env vars the agent records (its own ENV_KEYS), those that name the image's
 # software stack: compared between last good and first bad.
 STACK_ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
@@ -199,6 +202,29 @@ def _length_set(ran: Sequence[CellResult]) -> str:
     return f"`budget:` (now {'/'.join(said)})"
 
 
+def gap_sentence(ordered: Sequence[tuple[str, str]], gap: Sequence[str], bad: str | None,
+                 cells: Mapping[str, CellResult]) -> str:
+    """A row's headline where images before its first bad (or the row's end) told nothing:
+    the first bad is the first of them or later. An image nothing was measured on
+    (`NOT_MEASURED`: unavailable) is said to be, with why (its reason's first clause,
+    "uv pip cannot install six==99.0"); where only such images follow the last good one,
+    or the row has no other, no first bad is claimed (issue 79 item 8: "a unavailable:
+    first bad is a or later, if any")."""
+    verdicts = dict(ordered)
+    unmeasured = [label for label in gap if verdicts[label] in NOT_MEASURED]
+    said = [f"{label} {verdicts[label]}" for label in gap if label not in unmeasured]
+    if unmeasured:
+        said.append("nothing measured for " + ", ".join(
+            f"{label} ({cells[label].reason.splitlines()[0].split(': ')[0]})"
+            if label in cells and cells[label].reason else label for label in unmeasured))
+    unknown = ", ".join(said)
+    if bad is None and len(unmeasured) == len(gap):
+        return ("no bad image among those measured; " if any(
+            v in GOOD for _, v in ordered) else "") + unknown
+    return (f"{unknown}: first bad is {gap[0]} or later"
+            + (f", up to {bad}" if bad is not None else ", if any"))
+
+
 def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
                 unreadable: Collection[str] = (), stale: Collection[str] = ()
                 ) -> list[RowAnswer]:
@@ -250,9 +276,7 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
             bad, good, contiguous, gap, broken = None, None, True, [], too_short
             sentence = f"{too_short}; these are not findings about the images"
         elif gap:
-            unknown = ", ".join(f"{label} {dict(ordered)[label]}" for label in gap)
-            sentence = (f"{unknown}: first bad is {gap[0]} or later"
-                        + (f", up to {bad}" if bad is not None else ", if any"))
+            sentence = gap_sentence(ordered, gap, bad, {r.image.label: r for r in items})
             bad, good = None, None
         elif bad is None:
             sentence = "no bad image"

@@ -102,3 +102,36 @@ def test_bad_pip_pin_on_the_local_runtime_is_unavailable(
     assert "badpin: badpin: pip cannot install" in out or "badpin:" in out
     leftovers = list((tmp_path / "cache" / "venvs").glob("*.tmp*"))
     assert leftovers == []
+
+
+def test_an_unavailable_image_is_headlined_as_measured_by_nothing() -> None:
+    """Issue 79 item 8: a row of unavailable cells read `a unavailable: first bad is a or
+    later, if any`, a first-bad claim where nothing was measured; it says so, and why."""
+    from harness.answers.search import answer_rows
+    from tests.resultkit import as_result
+
+    why = ("uv pip cannot install six==99.0: Because there is no version of six==99.0 "
+           "and you require six==99.0, we can conclude that your requirements are "
+           "unsatisfiable.\n  fix: check that these versions exist for this Python")
+
+    def row(*cells: tuple[str, str]) -> str:
+        results = {f"{label}.cpu.s": as_result({
+            "id": f"{label}.cpu.s", "row": "cpu.s", "verdict": verdict,
+            "reason": why if verdict == "unavailable" else "",
+            "image": {"label": label, "index": i}}) for i, (label, verdict) in enumerate(cells)}
+        [answer] = answer_rows(results)
+        return answer.sentence
+
+    # GIVEN a row whose every image could not be had
+    said = row(("a", "unavailable"), ("b", "unavailable"))
+    # THEN the headline says nothing was measured for each, and why; no first bad
+    assert said == ("nothing measured for a (uv pip cannot install six==99.0), b (uv pip "
+                    "cannot install six==99.0)"), said
+    # AND an unavailable image after a good one is no bad image either
+    said = row(("a", "ok"), ("b", "unavailable"))
+    assert said == "no bad image among those measured; nothing measured for b (uv pip " \
+                   "cannot install six==99.0)", said
+    # AND before a bad image it may be the first bad: the range is named, as it was
+    said = row(("a", "ok"), ("b", "unavailable"), ("c", "leak"))
+    assert said == "nothing measured for b (uv pip cannot install six==99.0): first bad " \
+                   "is b or later, up to c", said
