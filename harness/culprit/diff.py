@@ -10,11 +10,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.answers.search import fingerprint_diff
+from harness.answers.search import TOOLING, fingerprint_diff
 from harness.result.model import CellResult
-
-# Installers a venv or an image brings along: never swapped, listed apart.
-TOOLING = frozenset({"pip", "setuptools", "wheel", "distribute"})
 
 
 @dataclass(frozen=True, order=True)

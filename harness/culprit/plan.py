@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
-from harness.culprit.diff import TOOLING, Change, Difference, difference, workaround
+from harness.answers.search import TOOLING
+from harness.culprit.diff import Change, Difference, difference, workaround
 from harness.culprit.search import (
     APPLY,
     FOUND,

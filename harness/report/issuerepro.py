@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import yaml
 
-from harness.culprit.diff import TOOLING
+from harness.answers.search import TOOLING
 from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S, abilities
 from harness.report.text import md
 from harness.result.codec import JSON
