@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
+from harness.answers.pairs import pairs, unpaired
 from harness.app.sweepoptions import SweepOptions, apply_overrides
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes
-from harness.explain.model import pairs, unpaired
 from harness.explain.plan import explain_matrix
 from harness.orchestrator import Sweep
 from harness.runtimes import Engines

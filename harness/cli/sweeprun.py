@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from harness import matrixfile
 from harness import report as reports
+from harness.answers.causes import results_json
 from harness.app import between
 from harness.app.sweep import (
     exit_code,
@@ -20,7 +21,6 @@ from harness.app.sweep import (
 )
 from harness.app.sweepoptions import SweepOptions, apply_overrides
 from harness.cli import answer, printer
-from harness.days.cause import results_json
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
+from harness.answers.pairs import pairs
 from harness.app import answer
 from harness.app.exits import exit_code as report_exit
 from harness.app.headstart import hold
@@ -27,7 +28,6 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
 )
-from harness.explain.model import pairs
 from harness.orchestrator import prefetch_analysis
 from harness.report import Report, write_all
 from harness.runtimes import Engines

@@ -24,7 +24,8 @@ from harness.analysis.codesites import (
     part_of,
 )
 from harness.analysis.whererecord import parse_where
-from harness.explain.model import Explanation, kinds_for, load_explanations
+from harness.answers.explained import Explanation, load_explanations
+from harness.explain.model import kinds_for
 from harness.result.model import CellResult
 from harness.runtimes.sources import Release, SourcesUnavailable, release
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.answers.pairs import pairs
 from harness.app import answer
 from harness.app.progress import printer
 from harness.culprit.app import known_rows, started
 from harness.days.search import day_in_run
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
-from harness.explain.model import pairs
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store.gate import read_gated

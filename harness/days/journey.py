@@ -17,7 +17,7 @@ bad row, as a chain of the plans that exist (never a copy of their loops):
            else run there, through the GPU precheck), and whether the host or the image
            changed the verdict
 
-Each row's answer goes to `cause/<row>.json` (`days.cause.Cause`, with the run keys
+Each row's answer goes to `cause/<row>.json` (`answers.causes.Cause`, with the run keys
 of every cell it rests on), which the report model reads back for every renderer.
 """
 
@@ -31,24 +31,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
+from harness.answers.causes import CAUSE_DIR, Cause, cause_file
+from harness.answers.explained import Explanation, load_explanations
+from harness.answers.pairs import Pair, pairs, unpaired
 from harness.answers.search import RowAnswer, answer_rows
 from harness.culprit.code import step_lines
 from harness.culprit.diff import difference
 from harness.culprit.run import RunsOn, culprit_in_run, ends
 from harness.days.cause import (
-    CAUSE_DIR,
     NOT_A_DATE_AXIS,
-    Cause,
     DayAnswer,
     HostAnswer,
     Journey,
-    cause_file,
     facts,
     summary,
 )
 from harness.days.search import day_in_run, same_entry
 from harness.errors import EnvironmentUnavailable, InputError
-from harness.explain.model import Explanation, Pair, kinds_for, load_explanations, pairs, unpaired
+from harness.explain.model import kinds_for
 from harness.explain.plan import explain
 from harness.matrixfile.model import Cell
 from harness.orchestrator import Sweep

@@ -3,7 +3,7 @@ good cell. A plan over the sweep's stages: each of the two cells is run again th
 the run service (`stages.execute.Runner`) with the agent's `--attribute` (the kinds its
 verdict calls for), into `explain/<cell>/` of the results directory; the where records
 are ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`,
-which the answers read (`explain.model`). The sweep's verdicts are never taken from
+which the answers read (`answers.explained`). The sweep's verdicts are never taken from
 these runs: attribution slows a run (tracemalloc by 20-120x on allocation-heavy steps,
 benchmarks/attribution_overhead.py).
 """
@@ -18,14 +18,10 @@ from pathlib import Path
 
 from harness.analysis.kinds import BAD, GREW, TIME
 from harness.analysis.where import Where, changes, notes, parse_where, summary
+from harness.answers.explained import Explanation
+from harness.answers.pairs import Pair, image_after
 from harness.errors import InputError
-from harness.explain.model import (
-    EXPLAIN_DIR,
-    Explanation,
-    Pair,
-    image_after,
-    kinds_for,
-)
+from harness.explain.model import EXPLAIN_DIR, kinds_for
 from harness.matrixfile.model import (
     BUDGET_CAP,
     DEFAULT_BUDGET_S,

@@ -11,12 +11,12 @@ from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
 from harness.analysis.trends import human_seconds
+from harness.answers.causes import Cause, load_causes, results_json
+from harness.answers.causes import holding as causes_holding
+from harness.answers.culprits import Culprit, load_culprits
+from harness.answers.culprits import holding as culprits_holding
+from harness.answers.explained import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
-from harness.culprit.model import Culprit, load_culprits
-from harness.culprit.model import holding as culprits_holding
-from harness.days.cause import Cause, load_causes, results_json
-from harness.days.cause import holding as causes_holding
-from harness.explain.model import Explanation, holding, load_explanations
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned
@@ -52,7 +52,7 @@ class Report:
     # copies that file, or its line in results.index, instead of encoding the cell again
     stored: Mapping[str, Stamp] = field(default_factory=dict, compare=False)
     # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
-    # are (they ran again, or are unreadable): `explain.model.holding`, checked here
+    # are (they ran again, or are unreadable): `answers.explained.holding`, checked here
     # once, so `explained` holds only answers that rest on the cells beside them
     stale_where: dict[str, str] = field(default_factory=dict)
     # `harness culprit`: row -> which package change did it (culprit/<row>/culprit.json)

@@ -1,7 +1,7 @@
 """The answers commands store beside a run's cells, read back only here (the gate's
 other half): `harness explain`'s cells/<id>/where.json, `harness culprit`'s
 culprit/<row>/culprit.json and `harness day`'s day/<row>/day.json, each as parsed JSON
-(`explain.model` and `culprit.model` make them typed and check what they rest on;
+(`answers.explained` and `answers.culprits` make them typed and check what they rest on;
 `culprit.run.ends` reads day.json for the days culprit searches between)."""
 
 from __future__ import annotations

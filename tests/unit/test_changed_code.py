@@ -19,9 +19,9 @@ from fakeruntime import LEAK_LIB, Behaviour, FakeRuntime
 from sweepkit import on_the_cli, write_matrix
 
 from harness.analysis.codediff import diff, module_diff
+from harness.answers.explained import Explanation
 from harness.cli import main
 from harness.culprit.code import code_answers, step_lines
-from harness.explain.model import Explanation
 from harness.runtimes import sources
 
 SITE = "/venv/lib/python3.11/site-packages"

@@ -27,8 +27,9 @@ from harness.analysis.kinds import (
     kind,
 )
 from harness.answers.hostcompare import compare_hosts
+from harness.answers.pairs import pairs
 from harness.errors import InputError
-from harness.explain.model import kinds_for, pairs
+from harness.explain.model import kinds_for
 from harness.report import (
     ConsoleReporter,
     HtmlReporter,

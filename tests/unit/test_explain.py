@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.answers.explained import Explanation
+from harness.answers.pairs import pairs
 from harness.cli import main
-from harness.explain.model import Explanation, pairs
 from harness.report import read_run
 
 LEAKY = """

@@ -14,8 +14,9 @@ import sweepkit
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile
+from harness.answers.pairs import Pair, pairs, unpaired
 from harness.app.sweep import plan_of
-from harness.explain.model import Pair, kinds_for, pairs, unpaired
+from harness.explain.model import kinds_for
 from harness.explain.plan import explain_matrix
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.orchestrator import Sweep
