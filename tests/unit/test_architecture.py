@@ -11,8 +11,11 @@ drift apart:
   Every `import` counts, wherever it stands (inside a function, under
   `if TYPE_CHECKING:`), and so does `importlib.import_module("harness....")` with a
   literal name; a name built at run time is not seen;
-- no circle: no modules import each other in a loop through their module-level imports
-  (those under `if TYPE_CHECKING:` too, which type checkers and readers follow).
+- no circle: no modules import each other in a loop (the strongly connected groups of
+  the module graph). Every import counts here too: one inside a function only puts off
+  when the other module loads, not that each needs the other, and one under
+  `if TYPE_CHECKING:` is followed by type checkers and readers. One circle is known and
+  listed (`KNOWN_CIRCLES`), until it is broken.
 
 `harness/agent/` is left out: it is stdlib only and copied into images on its own.
 `python -m harness` (`__main__`) stands above every floor; the package's own
@@ -157,9 +160,10 @@ def layering_faults(root: Path, names: list[set[str]]) -> list[str]:
 
 
 def circles(root: Path) -> list[list[str]]:
-    """Groups of modules that import each other in a loop (module-level imports)."""
+    """Groups of modules that import each other in a loop, each sorted, through any of
+    their imports (at module level, under `if TYPE_CHECKING:`, inside a function)."""
     known = modules(root)
-    graph = {m: sorted({t for t, _ in imports(p, known, everywhere=False) if t != m})
+    graph = {m: sorted({t for t, _ in imports(p, known, everywhere=True) if t != m})
              for m, p in known.items() if not (m == APART or m.startswith(APART + "."))}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -188,7 +192,7 @@ def circles(root: Path) -> list[list[str]]:
     for v in graph:
         if v not in index:
             visit(v)
-    return found
+    return sorted(found)
 
 
 @pytest.fixture(scope="module")
@@ -208,8 +212,15 @@ def test_no_import_runs_back_up(floor_list: list[set[str]]) -> None:
     assert layering_faults(ROOT, floor_list) == []
 
 
+# The one circle left, each group as `circles` gives it (the entry fails the test once
+# the circle is broken: then it goes). The pytest plugin loads `api.marked` once a
+# marked test runs (lazily), and `api.marked` takes the plugin's names (`PROPERTY`,
+# `SAVED_DIR`) back at its top; another change of issue 80 breaks it.
+KNOWN_CIRCLES = [["harness.api.marked", "harness.pytest_plugin"]]
+
+
 def test_no_import_circles() -> None:
-    assert circles(ROOT) == []
+    assert circles(ROOT) == KNOWN_CIRCLES
 
 
 def test_the_package_root_imports_nothing_of_its_own() -> None:
@@ -278,7 +289,9 @@ def test_a_module_named_on_its_own_stands_on_its_floor(tmp_path: Path) -> None:
         "harness/fit/steps.py:1", "harness/fit/words.py:1"]
 
 
-def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path) -> None:
+def test_a_circle_is_found_wherever_its_imports_stand(tmp_path: Path) -> None:
+    """Through a TYPE_CHECKING import, a lazy one inside a function, and three modules
+    round; a chain with no way back is none."""
     root = _tree(tmp_path, {
         "harness/__init__.py": "",
         "harness/matrixfile/__init__.py": "",
@@ -287,8 +300,14 @@ def test_a_circle_is_found_and_a_function_level_import_makes_none(tmp_path: Path
                                    "    from harness.matrixfile.load import Ctx\n"),
         "harness/a.py": "import harness.b\n",
         "harness/b.py": "def f():\n    import harness.a\n",
+        "harness/c.py": "from harness import d\n",
+        "harness/d.py": "import harness.e\n",
+        "harness/e.py": ("def f():\n    import importlib\n"
+                         "    importlib.import_module('harness.c')\n"),
+        "harness/f.py": "import harness.c\nimport harness.a\n",
     })
-    assert circles(root) == [["harness.matrixfile.expand", "harness.matrixfile.load"]]
+    assert circles(root) == [["harness.a", "harness.b"], ["harness.c", "harness.d", "harness.e"],
+                             ["harness.matrixfile.expand", "harness.matrixfile.load"]]
 
 
 def test_one_registry_of_runtime_names() -> None:
