@@ -2,10 +2,10 @@
 pinned to it (each in its own session, so the scheduler shares the CPU between them
 and the cell as it does between a CI runner's jobs): the cell gets a quarter of the
 CPU at most, and its 2 s budget, which a live look ends at 1.6 s of its own time at the
-soonest, takes 6.4 s of wall time at least, past the 3 s deadline that kills it. A spinning step, which the host
-starved, is `ambiguous` (rule `timeout-busy`): its shortened run decides nothing. A
-step that hangs beside the same loops is `timeout`: its call ran on the agent's own
-clock, stuck, whatever the load."""
+soonest, takes 6.4 s of wall time at least, past the 3 s deadline that kills it. A
+spinning step, which the host starved, is `ambiguous` (rule `timeout-busy`): its
+shortened run decides nothing. A step that hangs beside the same loops is `timeout`:
+its call ran on the agent's own clock, stuck, whatever the load."""
 
 from __future__ import annotations
 
