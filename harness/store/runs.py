@@ -2,7 +2,8 @@
 Every command records its kind and start time in plan.json; "the newest run" is the
 newest of the kinds a command reads, by recorded time (never the last name in sort
 order), never one with no finished cell; a command refuses a directory of a kind it does
-not read (`require`), naming the one that reads it. Older directories without a kind are told by what they hold."""
+not read (`require`), naming the one that reads it. Older directories without a kind
+are told by what they hold."""
 
 from __future__ import annotations
 
