@@ -57,6 +57,7 @@ class CellFacts:
     again: bool = True                         # an ambiguous cell runs again (repeats left)
     first: bool = False                        # its first attempt: a slowdown asks a second
     replicated: bool = False                   # an earlier run of the cell read a slowdown
+    budget: float | None = None                # the budget set (a run again's is longer)
 
 
 def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
@@ -142,7 +143,7 @@ def decide(facts: CellFacts) -> CellVerdict:
                   f"({reason}); define setup(params) and step(state) to measure it per call")
     live = live_run(facts.live, facts.series)
     if live is not None:
-        reason = _with_live(within, live, reason)
+        reason = _with_live(within, live, reason, facts.budget)
     findings = [*within.findings, *gpu_findings(
         within.verdict, facts.series, facts.precheck, run.sign,
         run.evidence.facts.gpu_unusable is not None)]
@@ -280,15 +281,21 @@ def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
                    calls_run=calls_run if isinstance(calls_run, int) else series.measured)
 
 
-def _with_live(within: CellVerdict, live: LiveRun, reason: str) -> str:
+def _with_live(within: CellVerdict, live: LiveRun, reason: str,
+               budget: float | None = None) -> str:
     """The reason once the live decision is known: where the agent ran on past the
-    live look, the run's own samples decide, and the reason says what the look saw."""
+    live look, the run's own samples decide, and the reason says what the look saw.
+    `budget`: the budget set, which a run again's longer one is said against ("of a run
+    again of 1 s (2x its 0.5 s budget)")."""
     looked = "leak" if live.verdict == "leak" else "ok"
     if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
                    f"{live.calls_run:,} calls say {within.verdict}")
     span = (f" after {live.seconds:.1f} s of its {live.budget:g} s budget"
             if live.budget > 0 and live.seconds > 0 else "")
+    if span and budget and abs(live.budget - budget) > 1e-6 * budget:
+        span = (f" after {live.seconds:.1f} s of a run again of {live.budget:g} s "
+                f"({live.budget / budget:.2g}x its {budget:g} s budget)")
     return reason + (f"; decided live at call {live.calls_to_decision}{span}, stopped at "
                      f"call {live.calls_run}")
 

@@ -31,6 +31,11 @@ FILL_CONFIDENCE = 0.95
 _MIN_FILL_POINTS = 6        # two readings a third at least; below, the growth alone says
 
 
+# Why a run that could tell more does not: the sweep's words (the plugin says them as
+# its marker's arguments, `api.marked`).
+RUNS_NO_MORE = "(it runs no more: its repeats are spent or --iterations bounds it)"
+
+
 @dataclass(frozen=True, slots=True)
 class Fill:
     """Whether a bounded fill could still explain a source's growth at this length.
@@ -67,8 +72,7 @@ class Fill:
         --iterations bounds its runs):
         "...; a run of 9,600 calls would tell"."""
         then = (f"running it again for {self.rerun:,}" if again
-                else f"a run of {self.rerun:,} calls would tell (it runs no more: its "
-                "repeats are spent or --iterations bounds it)")
+                else f"a run of {self.rerun:,} calls would tell {RUNS_NO_MORE}")
         if self.fell:
             return (f"{signed_size(self.growth)} over {self.calls:,} calls, "
                     f"{signed_size(-self.fell)} given back at once: a leak or a cache that evicts; "

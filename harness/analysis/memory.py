@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.analysis.facts import Facts
-from harness.analysis.growth import CREEP_MAX_S, FILL_RERUN, Fill, creep_rerun, trend_and_fill
+from harness.analysis.growth import (
+    CREEP_MAX_S,
+    FILL_RERUN,
+    RUNS_NO_MORE,
+    Fill,
+    creep_rerun,
+    trend_and_fill,
+)
 from harness.analysis.records import Finding
 from harness.analysis.rules import (
     CARRIERS,
@@ -196,8 +203,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     if rule.id == "creep":
         t, calls = memory[named], creep_rerun(memory[named])
         then = (f"a run of {calls:,} calls or more tells: running it again" if again
-                else f"a run of {calls:,} calls would tell (it runs no more: its repeats "
-                "are spent or --iterations bounds it)")
+                else f"a run of {calls:,} calls would tell {RUNS_NO_MORE}")
         return out("creep", f"{named} grows {t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}.."
                    f"{t.slope_hi:+,.0f}) without slowing, {size(t.growth)} over "
                    f"{measured:,} calls: under its {size(t.floor)} floor, a small leak or "

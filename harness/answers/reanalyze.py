@@ -81,10 +81,12 @@ def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
     low, top = res.settings.get("min_iterations"), res.settings.get("max_iterations")
     live = (replay_live(cfg, series, low, top)
             if isinstance(low, int) and isinstance(top, int) else None)
+    budget = res.settings.get("budget")
     return decide(CellFacts(cfg, series, run_outcome(res), res.gpu.value not in ("", "none"),
                             live, precheck=precheck_of(res),
                             again=res.settings.get("asked_calls") is None,
-                            replicated=res.verdict == SLOWDOWN))
+                            replicated=res.verdict == SLOWDOWN,
+                            budget=float(budget) if isinstance(budget, int | float) else None))
 
 
 def precheck_of(res: CellResult) -> tuple[str, str] | None:

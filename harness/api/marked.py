@@ -9,19 +9,22 @@ import inspect
 import os
 import pickle
 import re
-import warnings
 from typing import NoReturn
 
 import pytest
 
+from harness.analysis.growth import RUNS_NO_MORE
 from harness.analysis.kinds import UNDECIDED
+from harness.analysis.rules import BUSY_HOST
 from harness.api.checked import Checked
 from harness.api.run import check, whole_budget
 from harness.errors import HarnessError
+from harness.matrixfile.entries import parse_duration
 from harness.protocol.tracebacks import frames
 from harness.pytest_plugin import PROPERTY, SAVED_DIR
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
 from harness.result.model import AgentError
+from harness.stages.measure import AS_READ
 from harness.store.saved import Saved, key_of
 
 # The budget an `ambiguous` check's reason says would decide (`stages.measure.too_short`).
@@ -62,7 +65,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         if item.config.getoption("harness_strict"):
             _fail(f"harness: {once}{ONCE_FIX}\n{got.traceback}")
         item.add_report_section("call", PROPERTY, f"harness: {once}\n")
-        _warn(f"harness: {once}; passed: its first call passed, as pytest's one call "
+        _warn(item, f"harness: {once}; passed: its first call passed, as pytest's one call "
               f"would, and nothing was measured{ONCE_FIX}")
         return
     _verdict(item, got, marks, note)
@@ -86,21 +89,53 @@ def _runs_once(got: Checked) -> str | None:
     return f"runs once only: call 2 failed: {error.type or 'an error'}{where}"
 
 
-def _warn(text: str) -> None:
-    warnings.warn(pytest.PytestWarning(text), stacklevel=1)
+def _warn(item: pytest.Function, text: str) -> None:
+    """A warning that stands at the test (its file and line, the line shown), not at
+    harness's own file."""
+    item.warn(pytest.PytestWarning(text))
+
+
+# The words of a sweep that name its command line and matrix, as the marker names them.
+MARKER_RUNS_NO_MORE = "(it runs no more: raise the marker's budget= or iterations= for it)"
+# The tail a decided verdict's reason ends with where a run again would pass its
+# `overrun` bound (`stages.measure.unrun`): why it was not looked at again.
+_AS_READ = re.compile(rf"; {re.escape(AS_READ)} [^;]*")
+
+
+def marker_words(text: str, decided: bool) -> str:
+    """A verdict's words as the plugin says them: the marker's arguments (`budget=`,
+    `iterations=`) where a sweep names its command line; a decided verdict without why
+    it was not run again."""
+    text = text.replace(RUNS_NO_MORE, MARKER_RUNS_NO_MORE)
+    return _AS_READ.sub("", text) if decided else text
+
+
+def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
+    """An undecided test's fix line: the budget its reason says would decide, where it is
+    larger than the one set; a quieter machine where the host was too busy (rule
+    `busy-host`: a longer budget is no cure); else twice its budget, 10 s at least."""
+    wants = WANTS.search(reason)
+    if wants and (budget is None or float(wants.group(1)) > budget):
+        return f"\n  fix: run longer, e.g. @pytest.mark.{mark}(budget=\"{wants.group(1)}s\")"
+    if rule == BUSY_HOST:
+        return ("\n  fix: run it again on a quieter machine (a longer budget is no cure for "
+                "a busy host)")
+    return (f"\n  fix: run longer, e.g. @pytest.mark.{mark}(budget="
+            f"\"{max(10.0, 2 * budget) if budget else 10.0:g}s\")")
 
 
 def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
              note: str) -> None:
     """The test's end from its verdict: passed (said), passed with a warning
     (undecided), or failed with its words."""
-    text = str(got) + (f"; {note}" if note else "")
+    text = marker_words(str(got), got.verdict not in UNDECIDED) + (f"; {note}" if note
+                                                                     else "")
     if got.floor is not None:
         item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
     item.user_properties.append((PROPERTY, text))
-    wants = WANTS.search(got.reason)
-    fix = (f"\n  fix: run longer, e.g. @pytest.mark.{marks[-1].name}(budget="
-           f"\"{wants.group(1) if wants else '10'}s\")")
+    budget = _arguments(item, marks)[0]
+    fix = fix_for(got.reason, got.rule, parse_duration(budget) if budget is not None
+                  else None, marks[-1].name)
     # An unconfirmed change (`suspected`) passes, as a sweep exits 0 with one; an
     # undecided one (nothing found against the code, its budget too short to clear it)
     # passes with a warning, as a sweep's exit 4 is not a bad cell's 1: `--harness-strict`
@@ -109,7 +144,7 @@ def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
     elif got.verdict in UNDECIDED and not item.config.getoption("harness_strict"):
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
-        _warn(f"harness: undecided, passed: {text}{fix}")
+        _warn(item, f"harness: undecided, passed: {text}{fix}")
     else:
         more = (fix if got.verdict in UNDECIDED
                 else f"\n{got.traceback}" if got.traceback else "")

@@ -101,7 +101,8 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
                     ) -> CellVerdict:
             return analysis.decide(analysis.CellFacts(
                 ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
-                run.precheck, again=again, first=first, replicated=seen))
+                run.precheck, again=again, first=first, replicated=seen,
+                budget=run.cell.settings.run_budget))
 
         run.verdict = decided(may_run_again(run), run.repeats_used == 0)
         facts = run.verdict.facts
@@ -285,16 +286,35 @@ def too_short(ctx: Context, run: CellRun, spent: float) -> str:
     pace = _measured_s(run) / max(1, calls)
     need = max(verdict.rerun or 0, s.budget_calls or BUDGET_MIN_CALLS,
                decidable_iterations(s, ctx.cfg))
-    wants = _round_up(need * pace)
+    advice = budget_advice(need, pace, run.cell.settings.run_budget,
+                           busy=verdict.rule == BUSY_HOST)
     return (f"its budget was too short for a verdict: {calls:,} calls of {_secs(pace)} in "
-            f"{spent:.1f} s in all, and a run again {_passes_bound(run)}; set budget >= "
-            f"{wants:g}s ({need:,} calls at this pace)")
+            f"{spent:.1f} s in all, and a run again {_passes_bound(run)}; {advice}")
+
+
+def budget_advice(need: int, pace: float, budget: float | None, busy: bool) -> str:
+    """The budget that would decide, in words: the calls needed at the pace measured,
+    rounded up, and always above the budget set (calls that fit in it and decided
+    nothing ask twice as long); none where a busy host left it undecided (rule
+    `busy-host`), which a longer run does not cure."""
+    if busy:
+        return ("a longer budget is no cure: the host was too busy to time its calls "
+                "(run it again on a quieter machine)")
+    wants = _round_up(need * pace)
+    if budget is not None and wants <= budget:
+        wants = _round_up(2 * budget)
+    return f"set budget >= {wants:g}s ({need:,} calls at this pace)"
+
+
+# How a decided verdict's reason says why it was not run again (`unrun`): the plugin
+# leaves it out (`api.marked`).
+AS_READ = "as read: a run again"
 
 
 def unrun(run: CellRun) -> str:
     """Why a verdict decided under its `overrun` bound was not looked at again, in words
     (a slowdown no second run read is undecided, rule `one-run`: `too_short` says it)."""
-    return f"as read: a run again {_passes_bound(run)}"
+    return f"{AS_READ} {_passes_bound(run)}"
 
 
 def _calls(run: CellRun) -> int:

@@ -196,7 +196,11 @@ def test_a_test_that_cannot_run_twice_passes_with_a_warning(pytester: pytest.Pyt
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert f"PASSED test_once.py::test_patches_its_own_module: {said}" in out, out
-    assert re.search(rf"PytestWarning: harness: {said}\b", out), out
+    # Item 5 (a): the warning stands at the test (its file and line, the line shown),
+    # not at harness's own file
+    mark = ONCE.splitlines().index("def test_patches_its_own_module():") - 1
+    assert re.search(rf"test_once\.py:{mark}: PytestWarning: harness: {said}\b", out), out
+    assert "marked.py" not in out and "warnings.warn(" not in out, out
     assert "crash (rule crash): AssertionError:  (at test_once.py" not in out, out
     assert "harness: crash (rule crash): AssertionError: arithmetic" in out, out
     strict = _run(pytester, "--harness-strict")
