@@ -13,7 +13,7 @@ import dataclasses
 import json
 import math
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -331,8 +331,10 @@ class Watched:
 
 
 def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.Event,
-               poll_s: float = POLL_S) -> Watched:
-    """Tail the agent's JSON-lines file through one `SeriesReader` into `decider`.
+               poll_s: float = POLL_S,
+               heard: Callable[[str, Mapping[str, object]], None] | None = None) -> Watched:
+    """Tail the agent's JSON-lines file through one `SeriesReader` into `decider` (and
+    each record's kind and fields into `heard`, where given, as it is read).
 
     On a decision it at once writes it as JSON into `control` (the agent polls for that
     file every 20 ms and stops measuring), then reads on. It returns once `stop` is set
@@ -356,6 +358,8 @@ def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.
                 while not reader.full and (chunk := fh.read(READ_CHUNK)):
                     offset += len(chunk)
                     for record in reader.feed_bytes(chunk):
+                        if heard is not None:
+                            heard(record.kind, record.fields)
                         if decision is None:
                             decision = decider.feed(record)
                             if decision is not None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import analysis
-from harness.matrixfile.model import Cell
+from harness.analysis.trends import human_seconds
+from harness.matrixfile.model import BUDGET_MIN_CALLS, Cell
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
 from harness.result.codec import JSON, as_json
@@ -76,7 +77,8 @@ class Runner:
         t_run = time.monotonic()
         # An attributed run (explain) runs its whole length: a live decision would end
         # it before its late window.
-        live = _Live.start(self.cfg, cell, outdir) if not attribute else None
+        live = (_Live.start(self.cfg, cell, outdir, Overrun(cell, self.progress))
+                if not attribute else None)
         try:
             with self.images.measuring(cell):   # no pull or venv build on its host
                 ended = runtime.run(request, self.progress)
@@ -97,7 +99,9 @@ class _Live:
         self.watched: Watched | None = None
 
     @classmethod
-    def start(cls, cfg: AnalysisConfig, cell: Cell, outdir: Path) -> _Live | None:
+    def start(cls, cfg: AnalysisConfig, cell: Cell, outdir: Path,
+              heard: Callable[[str, Mapping[str, object]], None] | None = None
+              ) -> _Live | None:
         s = cell.settings
         if s.max_iterations is None:
             return None
@@ -106,7 +110,7 @@ class _Live:
 
         def watch() -> None:
             live.watched = analysis.watch_file(outdir / "samples.jsonl", decider,
-                                               outdir / "stop", live.stop)
+                                               outdir / "stop", live.stop, heard=heard)
 
         live.thread = threading.Thread(target=watch, daemon=True, name="live")
         live.thread.start()
@@ -120,3 +124,39 @@ class _Live:
         if self.thread is not None:
             self.thread.join()
         return self.watched
+
+
+class Overrun:
+    """Says once, while a budgeted run goes on, that its budget is spent before its
+    least calls (`RunRequest.agent_args`' --budget-min: BUDGET_MIN_CALLS, or a run
+    again's `budget_calls`), which the agent makes before the budget ends a run: a slow
+    step's run then lasts longer than its budget, by how much it says (issue 79 item
+    10: a 5 s cell ran 55.6 s, 244 ms a call, with nothing said). Fed the samples as the
+    live watcher reads them; the agent's `cell_s` is the measured phase's own seconds."""
+
+    def __init__(self, cell: Cell, progress: Progress):
+        s = cell.settings
+        self.cell, self.progress, self.budget = cell.id, progress, s.run_budget
+        self.least = min(s.budget_calls or BUDGET_MIN_CALLS, s.agent_iterations)
+        self.warm = 0           # the calls of the warm-up (its last sample's `i`)
+        self.said = self.budget is None
+
+    def __call__(self, kind: str, fields: Mapping[str, object]) -> None:
+        if self.said or kind != "sample":
+            return
+        i, phase, spent = (fields.get(k) for k in ("i", "phase", "cell_s"))
+        if not isinstance(i, int):
+            return
+        if phase == "warmup":
+            self.warm = i
+            return
+        done = i - self.warm
+        if phase != "measure" or not isinstance(spent, int | float) or done <= 0 or \
+                done >= self.least or self.budget is None or spent < self.budget:
+            return
+        self.said = True
+        each = spent / done
+        self.progress(f"{self.cell}: its {self.budget:g} s budget is spent after {done:,} "
+                      f"calls ({human_seconds(each)} a call); it runs on to "
+                      f"{self.least:,} calls, the fewest a trend is read from (about "
+                      f"{human_seconds((self.least - done) * each)} more)")
