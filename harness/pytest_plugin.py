@@ -34,8 +34,8 @@ process, which imported the test module once (harness/agent/forkserver.py): a te
 its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
 has its own; the saved runs are files written atomically, one directory per test.
 
-Nothing is imported from harness until a marked test runs: unmarked sessions pay for
-two marker lines and two options.
+Nothing of harness but its names (`harness.pytestnames`, four constants) is imported
+until a marked test runs: unmarked sessions pay for two marker lines and three options.
 """
 
 from __future__ import annotations
@@ -44,9 +44,7 @@ import unicodedata
 
 import pytest
 
-LEAKS, TIME = "harness_leaks", "harness_time"
-PROPERTY = "harness"        # the user_properties key (junit-xml), the report section
-SAVED_DIR = ".harness"
+from harness.pytestnames import LEAKS, PROPERTY, SAVED_DIR, TIME
 
 
 def _is_name(name: str) -> bool:

@@ -21,8 +21,8 @@ from harness.api.run import check, whole_budget
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
 from harness.protocol.tracebacks import frames
-from harness.pytest_plugin import PROPERTY, SAVED_DIR
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
+from harness.pytestnames import PROPERTY, SAVED_DIR
 from harness.result.model import AgentError
 from harness.stages.measure import AS_READ
 from harness.store.saved import Saved, key_of

@@ -14,8 +14,7 @@ drift apart:
 - no circle: no modules import each other in a loop (the strongly connected groups of
   the module graph). Every import counts here too: one inside a function only puts off
   when the other module loads, not that each needs the other, and one under
-  `if TYPE_CHECKING:` is followed by type checkers and readers. One circle is known and
-  listed (`KNOWN_CIRCLES`), until it is broken.
+  `if TYPE_CHECKING:` is followed by type checkers and readers.
 
 `harness/agent/` is left out: it is stdlib only and copied into images on its own.
 `python -m harness` (`__main__`) stands above every floor; the package's own
@@ -212,15 +211,10 @@ def test_no_import_runs_back_up(floor_list: list[set[str]]) -> None:
     assert layering_faults(ROOT, floor_list) == []
 
 
-# The one circle left, each group as `circles` gives it (the entry fails the test once
-# the circle is broken: then it goes). The pytest plugin loads `api.marked` once a
-# marked test runs (lazily), and `api.marked` takes the plugin's names (`PROPERTY`,
-# `SAVED_DIR`) back at its top; another change of issue 80 breaks it.
-KNOWN_CIRCLES = [["harness.api.marked", "harness.pytest_plugin"]]
-
-
 def test_no_import_circles() -> None:
-    assert circles(ROOT) == KNOWN_CIRCLES
+    """The last one was broken by issue 79: the pytest plugin loads `api.marked` once a
+    marked test runs, and both take the plugin's names from `pytestnames` below them."""
+    assert circles(ROOT) == []
 
 
 def test_the_package_root_imports_nothing_of_its_own() -> None:
