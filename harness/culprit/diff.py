@@ -9,8 +9,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.answers.search import TOOLING, fingerprint_diff
+from harness.matrixfile.lockfile import line_of
 from harness.result.model import CellResult
 
 
@@ -86,10 +88,12 @@ def difference(good: CellResult, bad: CellResult) -> Difference:
                       other + tooling)
 
 
-def workaround(answer: Sequence[Change], image: str) -> str:
+def workaround(answer: Sequence[Change], image: str, lock: str | None = None) -> str:
     """The pins to change in B and the commands that do it; where the proving hybrid is
     an image on the engine (`harness-culprit/<label>:<key>`), its tag, which can be run.
-    A local hybrid's label (`culprit-<key>`) names a cached venv, nothing a user runs."""
+    A local hybrid's label (`culprit-<key>`) names a cached venv, nothing a user runs.
+    Where B's pins are a lock file's (`lock`: `sweep --between`, a `lock:` image), the
+    file and line of each pin to change, not a `pip:` list (issue 79 item 11)."""
     pins = [f"{c.name}=={c.good}" for c in answer if c.good is not None]
     gone = [c.name for c in answer if c.good is None]
     fix = " and ".join(filter(None, [f"pin {' '.join(pins)}" if pins else "",
@@ -99,7 +103,23 @@ def workaround(answer: Sequence[Change], image: str) -> str:
     said = f"{fix}: {' then '.join(commands)} in B's environment"
     if "/" in image or ":" in image:
         return f"{said}; `{image}` on the engine is B with that change, proved."
+    if lock is not None:
+        return f"{said} (in B's lock: {in_lock(answer, lock)})."
     where = " and ".join(filter(None, [
         f"{' '.join(pins)} in B's `pip:` list" if pins else "",
         f"{' '.join(gone)} out of it" if gone else ""]))
     return f"{said} (in the matrix: {where})."
+
+
+def in_lock(answer: Sequence[Change], lock: str) -> str:
+    """Each change as made in B's lock file, which is then locked again (its hashes, and
+    what depends on the package): "/x/new.txt:2, multidict==6.6.3 -> multidict==6.4.4,
+    then lock again" (a package B lacks: added to it)."""
+    said = []
+    for c in answer:
+        at = line_of(Path(lock), c.name) if c.bad is not None else None
+        where = f"{lock}:{at}" if at is not None else lock
+        said.append(f"{where}, {c.name}=={c.bad} -> {c.name}=={c.good}" if c.good and c.bad
+                    else f"{where}, {c.name}=={c.bad} out of it" if c.bad
+                    else f"{where}, {c.name}=={c.good} added")
+    return "; ".join(said) + ", then lock again"

@@ -123,6 +123,7 @@ class CulpritOutcome:
     probes: list[ProbeRun] = field(default_factory=list)
     seconds: float = 0.0
     not_bad: bool = False           # B is not bad: nothing to search
+    lock: str | None = None         # B's lock file, where its pins are one's
 
     @property
     def found(self) -> bool:
@@ -159,7 +160,7 @@ class CulpritOutcome:
             return (f"cause: {names}. B with {', '.join(c.undone() for c in s.answer)}: "
                     f"{_said(undo)}; G with {', '.join(c.applied() for c in s.answer)}: "
                     f"{_said(apply)}.{self.not_apart()} Workaround: "
-                    f"{workaround(s.answer, undo.image)} {cost}")
+                    f"{workaround(s.answer, undo.image, self.lock)} {cost}")
         if s.status == OUTSIDE:
             other = "; ".join(f"{w} {gv} -> {bv}" for w, gv, bv in self.diff.other)
             return (f"not the packages: B with every package change undone is still bad "
@@ -253,7 +254,7 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
         ValueError: a name in `swap` is not a package change between G and B.
     """
     start = time.monotonic()
-    out = CulpritOutcome(b_cell.row, good, bad, difference(good, bad))
+    out = CulpritOutcome(b_cell.row, good, bad, difference(good, bad), lock=b_cell.image.lock)
     named = [c for c in out.diff.packages if c.name in swap]
     if len(named) != len(set(swap)):
         lacking = sorted(set(swap) - {c.name for c in named})

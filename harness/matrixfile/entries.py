@@ -184,8 +184,9 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ctx.fail((*path, "python"), "python must be an interpreter name or path")
     hashes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    lock = None
     if "lock" in item:
-        pip, hashes = lock_pins(ctx, item, path, runtime, pip)
+        pip, hashes, lock = lock_pins(ctx, item, path, runtime, pip)
     ref = item.get("ref")
     if containers:
         if not isinstance(ref, str) or not ref.strip():
@@ -208,13 +209,13 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
                        f"digits, '.', '_', '-' (it names the image's cells and their "
                        f"directories); got {name!r}", f"name: {as_word(name, f'image{index}')}")
     return ImageSpec(label=name, ref=ref, index=index, pip=tuple(pip), python=python,
-                     hashes=hashes)
+                     hashes=hashes, lock=lock)
 
 
 def lock_pins(ctx: Ctx, item: dict[str, Any], path: PathKey, runtime: str, pip: Any
-              ) -> tuple[list[str], tuple[tuple[str, tuple[str, ...]], ...]]:
+              ) -> tuple[list[str], tuple[tuple[str, tuple[str, ...]], ...], str]:
     """An image's `pip` and `hashes` from its `lock:` file (`matrixfile.lockfile`),
-    relative to the matrix file's directory.
+    relative to the matrix file's directory, and the file's path.
 
     Raises:
         SpecError: `lock` beside `pip`, on a container runtime, not a path, or a lock
@@ -237,7 +238,7 @@ def lock_pins(ctx: Ctx, item: dict[str, Any], path: PathKey, runtime: str, pip: 
     except lockfile.LockError as exc:
         raise ctx.fail(here, f"{exc.file}: {exc.problem}", exc.fix) from exc
     pins, hashes = lockfile.image_fields(found)
-    return list(pins), hashes
+    return list(pins), hashes, str(found.file)
 
 
 def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,

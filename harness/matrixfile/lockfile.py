@@ -42,6 +42,26 @@ class LockError(InputError):
         super().__init__(f"{file}: {problem}" + (f"\n  fix: {fix}" if fix else ""))
 
 
+def line_of(file: Path, name: str) -> int | None:
+    """The line of `file` (a lock `read` took) where package `name` is pinned: its
+    requirement's (a `\\`-continued one's first), or its table's `name = "..."` in a
+    pylock.toml or uv.lock; None where it is not, or the file cannot be read now."""
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for number, line in enumerate(lines, 1):
+        found = _NAMED.match(line) or _REQUIRED.match(line)
+        if found is not None and normal(found["name"]) == normal(name):
+            return number
+    return None
+
+
+# A package's line in a lock: `name = "pkg"` opening its TOML table, or a requirement.
+_NAMED = re.compile(r'^\s*name\s*=\s*"(?P<name>[^"]+)"')
+_REQUIRED = re.compile(rf"^\s*(?P<name>{NAME})\s*(?:\[|===|==|;|\\|$)")
+
+
 def normal(name: str) -> str:
     """A project name compared as PEP 503 says: `PyYAML`, `pyyaml` -> `pyyaml`."""
     return re.sub(r"[-_.]+", "-", name).lower()

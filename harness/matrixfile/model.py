@@ -149,6 +149,7 @@ class ImageSpec:
     # local runtime, from a `lock:` file: (requirement of `pip`, its files' hashes) for
     # every pin, installed with --require-hashes; () where the lock has no hashes
     hashes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    lock: str | None = None         # local runtime: the `lock:` file of `pip`, its path
     # local runtime: a culprit hybrid, `pip` a whole environment's pins, installed as
     # listed (without the resolver's check, `--no-deps`, where it refuses them together)
     hybrid: bool = False

@@ -198,6 +198,23 @@ def test_a_uv_lock(tmp_path: Path) -> None:
     assert read(write(tmp_path, "sub/old.lock", UV_LOCK_TEXT)).kind == UV_LOCK
 
 
+@pytest.mark.parametrize(("name", "text", "package", "line"), [
+    ("requirements.txt", REQUIREMENTS_TXT, "multidict", "Multidict==6.6.3 --hash"),
+    ("requirements.txt", REQUIREMENTS_TXT, "colorama", "colorama==0.4.6 ;"),
+    ("pylock.toml", PYLOCK_TOML, "colorama", 'name = "colorama"'),
+    ("uv.lock", UV_LOCK_TEXT, "attrs", 'name = "attrs"')])
+def test_a_packages_line_in_a_lock(tmp_path: Path, name: str, text: str, package: str,
+                                   line: str) -> None:
+    """Issue 79 item 11: culprit's workaround names the line of B's lock to change: a
+    requirement's first line, or its table's `name =` (not a dependency's `{ name = }`)."""
+    from harness.matrixfile.lockfile import line_of
+
+    path = write(tmp_path, name, text)
+    assert line_of(path, package) == next(
+        n for n, t in enumerate(text.splitlines(), 1) if t.startswith(line))
+    assert line_of(path, "not-there") is None
+
+
 def test_hashes_carried_to_hybrid_pins() -> None:
     g = (("attrs==23.2.0", (H["a"],)), ("idna==3.6", (H["b"],)))
     b = (("attrs==25.3.0", (H["c"],)), ("IDNA==3.6", (H["b"],)))
