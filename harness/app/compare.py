@@ -34,6 +34,21 @@ class Asked:
     hosts: tuple[str, ...] = ()
 
 
+def missing(asked: Asked) -> None:
+    """Each side named that does not exist, said before anything is read (issue 79 item
+    12: `compare reports/NAME /nonexistent` refused A and said nothing of B).
+
+    Raises:
+        InputError: naming every missing side, with the fix.
+    """
+    gone = [f"{flag} {path}: no such directory" for flag, path in (("A", asked.a),
+                                                                   ("B", asked.b))
+            if path is not None and not path.exists()]
+    if gone:
+        raise InputError("; ".join(gone) + "\n  fix: pass a results directory "
+                         "(reports/<name>/<timestamp>, as harness sweep writes it)")
+
+
 def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
     """The `hosts:` labels of a results directory, in the matrix's order (its copy in
     the directory), else in the order of the cells."""

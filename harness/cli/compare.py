@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.app.compare import Asked, names, one_directory, results_compared
+from harness.app.compare import Asked, missing, names, one_directory, results_compared
 from harness.cli import answer, options
 from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
@@ -62,6 +62,7 @@ def add_parser(sub: Any) -> None:
 @answer.answers("compare", {"verdicts": [], "fits": []})
 def run(args: argparse.Namespace) -> int:
     options.check(args)
+    missing(asked(args))
     fits = fit_rows(args.a) if not args.image else None
     if fits is not None:
         return compare_fit_dirs(args, fits)

@@ -148,10 +148,16 @@ def test_cli_compare_images(hosts: tuple[Path, Path], capsys: pytest.CaptureFixt
                         "harness compare reads a sweep or reanalyzed directory "
                         "(reports/<name>/<timestamp>)\n"
                         "  fix: pass one of the runs it holds, the newest: {a}\n"),
+    # issue 79 item 12: `compare reports/NAME /nonexistent` refused A and said nothing
+    # of B, which does not exist: the missing path is named first, with the fix
+    (["{runs}", "{gone}"], "B {gone}: no such directory\n  fix: pass a results directory "
+                           "(reports/<name>/<timestamp>, as harness sweep writes it)"),
+    (["{gone}", "{a}"], "A {gone}: no such directory\n  fix: "),
 ])
 def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: list[str],
                                message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    names = {"a": str(hosts[0]), "empty": str(tmp_path), "runs": str(hosts[0].parent)}
+    names = {"a": str(hosts[0]), "empty": str(tmp_path), "runs": str(hosts[0].parent),
+             "gone": str(tmp_path / "nonexistent")}
     assert main(["compare", *(x.format(**names) for x in argv)]) == 2
     err = capsys.readouterr().err
     assert message.format(**names) in err
