@@ -12,6 +12,12 @@ import pytest
 HERE = "tests/unit/test_workers.py"
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order outside CI's setup: CI names its ready file while the suite runs."""
+    monkeypatch.delenv("HARNESS_CI_ENGINES_READY", raising=False)
+
+
 @pytest.fixture(scope="module")
 def shared() -> list[str]:
     return ["made once for the module"]
@@ -97,3 +103,31 @@ def test_units_on_an_engine_and_units_on_this_machine_are_handed_out_in_turns(
     # THEN the heaviest first, then the lane that has had less weight: not both
     # container tests at once (their first starts wait on the disk together)
     assert order == ["e1", "h1", "h2", "e2", "plain"]
+
+
+def test_while_ci_sets_the_engines_up_the_units_that_need_none_come_first(
+        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the same tests while CI's setup of the engines is under way
+    monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
+    d, slow = pytest.mark.docker, pytest.mark.slow
+    items = [Item(d, slow(seconds=90), name="e1"), Item(d, slow(seconds=80), name="e2"),
+             Item(slow(seconds=70), name="h1"), Item(slow(seconds=60), name="h2"),
+             Item(name="plain")]
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    # THEN every unit that needs no engine first, heaviest first, then the engines' ones
+    assert order == ["h1", "h2", "plain", "e1", "e2"]
+
+
+def test_a_test_on_an_engine_waits_for_ci_to_set_it_up(
+        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    ready = tmp_path / "ready"
+    monkeypatch.setenv("HARNESS_CI_ENGINES_READY", str(ready))
+    monkeypatch.setattr(root_conftest, "ENGINES_WAIT_S", 0.5)
+    root_conftest.wait_for_engines(Item(name="plain"))      # needs none: no wait
+    with pytest.raises(pytest.fail.Exception, match="not set up after"):
+        root_conftest.wait_for_engines(Item(pytest.mark.docker, name="e"))
+    ready.write_text("failed: images\n", encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception, match="failed: images"):
+        root_conftest.wait_for_engines(Item(pytest.mark.podman, name="e"))
+    ready.write_text("ok\n", encoding="utf-8")
+    root_conftest.wait_for_engines(Item(pytest.mark.slurm, name="e"))
