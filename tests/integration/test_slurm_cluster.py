@@ -329,9 +329,10 @@ def test_docker_cells_get_the_jobs_gpus_on_the_simulated_3090_engine(tmp_path: P
         if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
-    # The cells last ~3 s each (300 calls of 10 ms), so that two overlap: cells of 0.4 s
-    # ran one after another on a fresh CI machine, each on GPU 0.
-    scen = "\n".join(f"    - {{script: work.py, id: g{i}, params: {{sleep: 0.01}}}}"
+    # The cells last ~9 s each (300 calls of 30 ms), so that two overlap: cells of 0.4 s
+    # ran one after another on a fresh CI machine, each on GPU 0, and cells of 3 s did
+    # at a load of ~12 (the second job began in the second sacct says the first ended).
+    scen = "\n".join(f"    - {{script: work.py, id: g{i}, params: {{sleep: 0.03}}}}"
                      for i in range(3))
     m = write_matrix(tmp_path, "simgpu", scen, slurm="{gpu_type: rtx3090}", gpu="[0]",
                      runtime="docker", image="nvcr.io/nvidia/tensorflow:22.12-tf1-py3",
