@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.matrixfile.model import Cell, Matrix, row_baselines
+from harness.matrixfile.model import Cell, Matrix, abilities, row_baselines
 from harness.preflight import whole_script
 from harness.result.model import CellResult
 from harness.runtimes import Engines
@@ -181,7 +181,9 @@ class Sweep:
                      "stop") if s.max_iterations and s.run_budget is not None
                else f"up to {s.max_iterations} calls, early stop" if s.max_iterations
                else f"{s.iterations} call{'s' if s.iterations != 1 else ''}")
-        self.progress(f"[{n}/{total}] {cell.id}: running ({how})")
+        image = _image_of(cell, self.matrix.runtime)
+        first = "" if image is None or self.images.ready(cell) else f"preparing {image}, then "
+        self.progress(f"[{n}/{total}] {cell.id}: {first}running ({how})")
         self._event(cell, "running")
         try:
             measured = measure(self.ctx, cell)
@@ -268,3 +270,12 @@ def sweep(matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
     """Check the runtime(s), clean up leftovers, run the cells, compare rows."""
     Engines(runtime, runtimes).start(cells)
     return Sweep(matrix, runtime, store, progress, runtimes).run(cells, resume)
+
+
+def _image_of(cell: Cell, runtime: str) -> str | None:
+    """What a cell may wait for before it runs, in words: a container's image, a venv
+    of its `pip:` pins (issue 79 item 13: on a cold cache each venv build printed under
+    the cell's `running` line); None for an interpreter, which is there."""
+    if abilities(runtime).container_images:
+        return "its image (pulled where missing)"
+    return "its environment (a venv)" if cell.image.pip else None

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from harness.analysis.trends import rate_text
+from harness.analysis.trends import rate_words
 from harness.analysis.whererecord import (
     MEMORY_PARTS,
     Frame,
@@ -122,11 +122,14 @@ def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[floa
 
 
 def per_call(rate: float) -> str:
-    return rate_text(rate)      # "+5.9 KiB/call"; "+1.0 MiB/call" from 1 MiB a call
+    """A site's rate as every rate in words is written (`trends.rate_words`): "+5.9
+    KiB/call", "+1.0 MiB/call" from 1 MiB a call, "+216 B/call" under 1 KiB (issue 79
+    item 13: "+0.2 KiB/call" beside the verdict's "+216 B/call")."""
+    return rate_words(rate)
 
 
 # ---------------------------------------------------------------- one cell in words
-MIN_RATE = 51.2          # bytes/call a site must grow to be named (+0.1 KiB/call shown)
+MIN_RATE = 51.2          # bytes/call a site must grow to be named (+51 B/call shown)
 # Parts that do not apply to a scenario (no torch imported) are not news.
 NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|no framework",
                       re.IGNORECASE)

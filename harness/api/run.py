@@ -21,7 +21,7 @@ from harness.api.checked import Checked
 from harness.api.scenario import KWARGS, SCENARIO, PerCall, pickled, scenario_text
 from harness.errors import InputError, SpecError
 from harness.explain.plan import attribute, floors
-from harness.matrixfile.entries import parse_duration, to_word
+from harness.matrixfile.entries import NOT_A_DURATION, duration_problem, parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
 from harness.plans.saved import against_saved
@@ -108,7 +108,9 @@ def _seconds(budget: str | float | None) -> float | None:
         return None
     seconds = parse_duration(budget)
     if seconds is None:
-        raise InputError(f"harness.check: budget={budget!r} is not a duration\n  fix: write "
+        problem = duration_problem(budget)
+        raise InputError(f"harness.check: budget={budget!r} "
+                         f"{'is ' if problem == NOT_A_DURATION else ''}{problem}\n  fix: write "
                          "e.g. budget=\"2s\", \"500ms\", \"1m\" or a number of seconds")
     return seconds
 

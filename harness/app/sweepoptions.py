@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError
-from harness.matrixfile.entries import parse_duration
+from harness.matrixfile.entries import duration_problem, parse_duration
 from harness.matrixfile.model import BUDGET_CAP
 
 if TYPE_CHECKING:
@@ -64,8 +64,8 @@ def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: in
     if budget is not None:
         seconds = parse_duration(budget)
         if seconds is None:
-            raise InputError(f"--budget {budget}: not a duration; write e.g. 20s, 2m "
-                             "or 30")
+            raise InputError(f"--budget {budget}: {duration_problem(budget)}; write e.g. "
+                             "20s, 2m or 30")
         cells = [c.with_settings(dataclasses.replace(
             c.settings, budget=seconds, max_iterations=c.settings.max_iterations or BUDGET_CAP))
             for c in cells]

@@ -34,6 +34,7 @@ def day_command(root: Path, row: str | None = None, matrix_file: Path | None = N
             days cannot be searched.
     """
     found, matrix = read_gated(root, matrix_file)
+    undated(root, found)
     todo = dated_pairs(found, row)
     if not todo:
         answer.say("no dated row went bad after a good day: nothing to search")
@@ -48,6 +49,21 @@ def day_command(root: Path, row: str | None = None, matrix_file: Path | None = N
     if any(not o.found for o in outcomes):
         return EXIT_UNDECIDED
     return EXIT_REGRESSION if outcomes else EXIT_OK
+
+
+def undated(root: Path, found: Gated) -> None:
+    """A directory of no dated image is no input the day search takes (issue 79 item 13:
+    it said "nothing to search" and exited 0).
+
+    Raises:
+        InputError: no readable cell of the directory is of an `as_of:` image.
+    """
+    if not any(r.image.labels.get("as_of") for r in (*found.results.values(),
+                                                       *found.was.values())):
+        raise InputError(f"{root}: no dated image (as_of:) here: harness day searches the "
+                         "days between a dated row's last good and first bad day\n  fix: "
+                         "give an image `as_of:` days in the matrix (docs/asof.md) and sweep "
+                         f"it; which package change made an image bad: harness culprit {root}")
 
 
 def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:

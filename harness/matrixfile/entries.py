@@ -88,7 +88,9 @@ class Ctx:
         """Seconds from `90`, `90s`, `20m`, `1h` or `500ms`, or the error at `path`."""
         seconds = parse_duration(value)
         if seconds is None:
-            raise self.fail(path, f"bad duration {value!r}", fix)
+            problem = duration_problem(value)
+            raise self.fail(path, f"bad duration {value!r}" + (
+                f": {problem}" if problem != NOT_A_DURATION else ""), fix)
         return seconds
 
     def seq(self, value: Any, path: PathKey) -> list[Any]:
@@ -301,6 +303,18 @@ def length_in(raw: Any) -> bool:
     """Whether a settings mapping as written sets a run's length."""
     return isinstance(raw, dict) and any(
         isinstance(k, str) and k.replace("-", "_") in LENGTH_KEYS for k in raw)
+
+
+NOT_A_DURATION = "not a duration"
+
+
+def duration_problem(value: Any) -> str:
+    """Why `parse_duration` took no seconds from `value`: a duration of 0 or less
+    (`--budget 0s`, `timeout: -5`) "must be more than 0"; else it is NOT_A_DURATION."""
+    text = str(value).strip().lstrip("-")
+    if type(value) in (int, float) or (isinstance(value, str) and _DURATION.match(text)):
+        return "must be more than 0"
+    return NOT_A_DURATION
 
 
 def parse_duration(value: Any) -> float | None:

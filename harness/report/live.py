@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from harness.matrixfile.model import Cell
     from harness.result.model import CellResult
 
-RUNNING = re.compile(r"^\[\d+/\d+\] \S+: running\b")
+RUNNING = re.compile(r"^\[\d+/\d+\] \S+: (?:preparing .*, then )?running\b")
 PREPARING = re.compile(r"^(?:pull(?:ing)? (?P<ref>[^\s:]+(?::[^\s:]+)?)|"
                        r"(?P<label>\S+): (?:pip: |building venv|cached venv))")
 

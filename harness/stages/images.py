@@ -75,6 +75,10 @@ class ImagePool:
                 self._measuring[host] -= 1
                 self._idle.notify_all()
 
+    def ready(self, cell: Cell) -> bool:
+        """Whether the cell's image is prepared (or failed to be) already."""
+        return self._future(cell).done()
+
     def get(self, cell: Cell) -> ImageInfo:
         """The cell's image, prepared (raises what preparing it raised)."""
         return self._future(cell).result()

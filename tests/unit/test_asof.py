@@ -273,12 +273,16 @@ def test_an_index_that_cannot_be_reached_exits_3_with_the_fix(
     assert "Traceback" not in text
 
 
-def test_harness_day_on_a_row_of_undated_images_searches_nothing(
+def test_harness_day_on_a_row_of_undated_images_is_bad_input(
         fake_sweep: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 79 item 13: it searched nothing and exited 0; a directory without a dated
+    image is no input `harness day` can search: exit 2, with the fix."""
     run = fake_sweep(["v1", "v2"], {"v2": Behaviour(leak_per_iter=16384)})
     assert run.outcome.results[f"v2.{run.cells[0].row}"].verdict == "leak"
-    assert main(["day", str(run.store.root)]) == 0
-    assert "no dated row went bad after a good day" in capsys.readouterr().out
+    assert main(["day", str(run.store.root)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"harness: {run.store.root}: no dated image (as_of:) here" in err
+    assert "fix: " in err and "harness culprit" in err
 
 
 @pytest.mark.parametrize(("said", "kind", "words"), [

@@ -286,6 +286,9 @@ def test_sweep_budget_overrides_every_cells_length(
     assert cell.settings.run_budget == 20.0 and cell.settings.max_iterations == 1_000_000
     assert main(["sweep", str(path), "--budget", "soon", "--list"]) == 2
     assert "--budget soon: not a duration" in capsys.readouterr().err
+    # issue 79 item 13: a duration of 0 is one, too short: said so, not "not a duration"
+    assert main(["sweep", str(path), "--budget", "0s", "--list"]) == 2
+    assert "--budget 0s: must be more than 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("defaults", "scenario", "budget", "cap", "fixed"), [

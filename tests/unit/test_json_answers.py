@@ -267,11 +267,14 @@ def test_bisect(journey: Journey) -> None:
     assert answer["sentence"].startswith("no bad image: the last image c is ok")
 
 
-def test_day_with_nothing_to_search_says_so_in_a_note(journey: Journey) -> None:
-    got, answer = both("day", journey.runs[0])
-    assert got.code == 0 and answer["rows"] == []
-    assert json.loads(got.out)["notes"] == [
-        "no dated row went bad after a good day: nothing to search"]
+def test_day_on_a_run_of_no_dated_image_is_bad_input(journey: Journey) -> None:
+    """Issue 79 item 13: `harness day DIR` on a run with no `as_of:` image searched
+    nothing and exited 0; it is the command's input that does not fit, exit 2, with
+    nothing on stdout in words or JSON."""
+    text, got = run("day", journey.runs[0]), run("day", journey.runs[0], "--format", "json")
+    assert got.code == text.code == 2
+    assert got.out == "" and got.err == text.err
+    assert "no dated image" in got.err and "\n  fix: " in got.err
 
 
 @pytest.mark.parametrize("argv", [

@@ -90,3 +90,30 @@ def test_a_cluster_runtime_prepares_ahead(tmp_path: Path) -> None:
     # THEN its images are prepared while cells run (the wait is for one host only)
     assert len(outcome.results) == 3
     assert overlapping(runtime.events) != []
+
+
+def test_a_cell_whose_image_is_not_ready_says_it_is_prepared_first(tmp_path: Path) -> None:
+    """Issue 79 item 13: on a cold cache every venv build printed under `[1/2] CELL:
+    running (...)`, as if the cell ran while its venv was built."""
+    import sweepkit
+
+    said: list[str] = []
+    asked = threading.Event()
+
+    class Slow(FakeRuntime):
+        """The first image is ready only once its cell's line was said."""
+
+        def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
+            if image.label == "a":
+                asked.wait(10)
+            return super().prepare(image, progress)
+
+    def progress(line: str) -> None:
+        said.append(line)
+        if line.startswith("[1/1] a."):
+            asked.set()
+
+    matrix = sweepkit.write_matrix(tmp_path, [{"name": "a", "pip": ["demo==1"]}])
+    sweepkit.sweep_matrix(matrix, Slow(lambda c: Behaviour()), progress=progress)
+    assert said[0] == ("[1/1] a.gpu0.loop: preparing its environment (a venv), then running "
+                       "(300 calls)"), said

@@ -91,10 +91,12 @@ def test_wrong_type_for_iterations(tmp_path: Path) -> None:
     check(err, "defaults.iterations", 3, "whole number", "iterations: 2000", problem="'ten'")
 
 
-@pytest.mark.parametrize("value", ["20 minutes", "-5", "0", "true", "[1]"])
+@pytest.mark.parametrize("value", ["20 minutes", "-5", "0", "true", "[1]", "0s"])
 def test_bad_duration(tmp_path: Path, value: str) -> None:
     err = spec_error(tmp_path, GOOD.replace("timeout: 20m", f"timeout: {value}"))
     check(err, "defaults.timeout", 3, "20m", problem="bad duration")
+    # issue 79 item 13: one of 0 or less is said to be, not just "bad"
+    assert ("must be more than 0" in err.problem) == (value in ("-5", "0", "0s"))
 
 
 # Issue 79 item 6: `defaults: {timeout: 1ms}` alone was taken, and every cell then killed

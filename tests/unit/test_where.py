@@ -148,8 +148,8 @@ def test_a_comprehension_is_named_by_the_function_it_is_written_in() -> None:
     w = parse_where(record(heap=heap((60_000, genexpr), (30_000, lam))))
     # THEN each is said as the function written around it, at its own line
     assert summary(w, SCEN) == [
-        "heap: +0.6 KiB/call at multidict_pop.py:19 step",
-        "heap: +0.3 KiB/call at multidict_pop.py:23 Cache.fill -> multidict MultiDict.pop"]
+        "heap: +600 B/call at multidict_pop.py:19 step",
+        "heap: +300 B/call at multidict_pop.py:23 Cache.fill -> multidict MultiDict.pop"]
     # AND Python before 3.11 (a bare `<genexpr>`, no qualified name) names it by the frame
     # of its file running it; code outside any function keeps its own name
     assert site_key([[own, 19, "<genexpr>"], [own, 19, "step"]], SCEN) == (
@@ -164,13 +164,25 @@ def test_a_site_is_named_only_above_the_floor_of_the_cells_run() -> None:
     +0.2 KiB/call; where the sweep's run of the cell could tell no leak under 300 B/call,
     it is not named a site."""
     once = parse_where(record(calls=300, heap=heap((60_000, at(NEW_LIB, 817)))))
-    assert summary(once, SCEN)[0].startswith("heap: +0.2 KiB/call at")  # no floor given
+    assert summary(once, SCEN)[0].startswith("heap: +200 B/call at")  # no floor given
     floor = {"heap": 300.0}
     assert summary(once, SCEN, floors=floor) == [
         "heap: no site grew over 300 calls above the run's floor (300 B/call)"]
     assert diff(None, once, SCEN, "", "b", floors=floor) == []
     grown = parse_where(record(calls=300, heap=heap((300 * 1024, at(NEW_LIB, 817)))))
     assert summary(grown, SCEN, floors=floor)[0].startswith("heap: +1.0 KiB/call at")
+
+
+def test_a_sites_rate_is_written_as_the_verdicts_is() -> None:
+    """Issue 79 item 13: the where line wrote `+0.2 KiB/call` beside the verdict's
+    `+216 B/call`: a rate under 1 KiB a call is said in bytes everywhere (SMALL_RATE)."""
+    from harness.analysis.trends import rate_words
+
+    w = parse_where(record(calls=300, heap=heap((300 * 216, at(NEW_LIB, 817)))))
+    assert summary(w, SCEN)[0].startswith(f"heap: {rate_words(216.0)} at"), summary(w, SCEN)
+    assert rate_words(216.0) == "+216 B/call"
+    [change] = diff(None, w, SCEN, "", "b")
+    assert change.startswith("heap: +216 B/call at"), change
 
 
 def test_a_regression_of_time_alone_is_not_attributed_for_memory() -> None:
