@@ -187,7 +187,8 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
                          + (f"; the rest, {per_call(rest)}, is native, not seen by Python's "
                             "allocator" if rest > 0.1 * heap_rate else ""))
     for part, why in w.errors.items():
-        if part in w.kinds and not NOT_NEWS.search(why):
+        # "all": the whole run (it ended before its measured phase, issue 79 item 9)
+        if (part in w.kinds or part == "all") and not NOT_NEWS.search(why):
             lines.append(f"{part}: not attributed: {why}")
     return lines
 

@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from harness.analysis.facts import memory_stopped
 from harness.analysis.kinds import BAD, GREW, TIME
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explained import Explanation
@@ -55,10 +56,33 @@ TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attributi
 # would make (their time as the deadline allows, as before); the warm-up ends with its
 # budget. ATTRIBUTE_CAP budgets of the deadline for a step slowed past the sweep's pace.
 ATTRIBUTE_CAP = 10.0
+# A cell the agent's safety stop ended (rule `runaway`) is attributed in the calls that
+# grow it to at most this share of the stop's limit (tracemalloc's traces and the
+# framework's own memory on top): run as long as the sweep's run, the stop ended the
+# attributed run too, before it measured a call (issue 79 item 9).
+STOP_ROOM = 0.5
+
+
+def stop_room(res: CellResult) -> tuple[int, str] | None:
+    """The most calls, its warm-up's included, an attributed run of a cell the safety
+    stop ended makes (its memory then grows STOP_ROOM of the stop's limit past its first
+    call, at the sweep's run's pace), and why in words; None where the stop did not end
+    it, or said no call to measure the pace by (a call it killed)."""
+    stop = res.end.memory_stop or {}
+    grew, limit, call = (stop.get(k) for k in ("grew", "limit", "call"))
+    if res.facts is None or not res.facts.runaway or not isinstance(grew, int | float) \
+            or not isinstance(limit, int | float) or not isinstance(call, int) or call < 2 \
+            or grew <= 0:
+        return None
+    each = grew / (call - 1)        # growth counts from the end of the first call
+    room = 1 + max(1, int(STOP_ROOM * limit / each))
+    return room, (f"fewer calls than the sweep's: the safety stop ended its run, "
+                  f"{each / 2**20:,.0f} MiB a call past the first, and {room:,} calls in all "
+                  f"grow {STOP_ROOM:.0%} of its {limit / 2**20:,.0f} MiB limit at most")
 
 
 def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
-               made: int | None = None) -> Cell:
+               made: int | None = None, room: int | None = None) -> Cell:
     """The cell as an attribution run, with no early stop and no re-runs: where time is
     attributed (`stack`, `ops`), for a time budget (at least `DEFAULT_BUDGET_S`, the
     cell's own where longer) and at least the calls a fixed run would make (up to
@@ -69,10 +93,14 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
     took per call (`took_s` for the `made` calls) for its calls, plus, for a budget, the
     sweep's run and 1 + ATTRIBUTE_CAP budgets, and a minute: a part that hangs (a native
     symbol table) ends the run, not the session. A fixed-length run (memory alone) takes
-    one reading a phase, its last."""
+    one reading a phase, its last. `room` (`stop_room`): the most calls in all, its
+    warm-up's half of them at most, where the safety stop ended the sweep's run."""
     s = cell.settings
     ran = made or s.agent_iterations
     calls = ran
+    if room is not None:
+        s = dataclasses.replace(s, warmup=min(s.warmup, room // 2))
+        calls = max(1, min(calls, room - s.warmup))
     timeout, slower = s.timeout, float(DEADLINE_FACTOR)
     if "heap" in kinds:
         calls, timeout = min(calls, MEMORY_CALLS), s.timeout * TIMEOUT_FACTOR
@@ -101,7 +129,7 @@ def length(cell: Cell) -> str:
     """An attributed run's length in words: "300 calls", "5 s, 300 calls at least"."""
     s = cell.settings
     if (budget := s.run_budget) is None:
-        return f"{s.iterations:,} calls"
+        return f"{s.iterations:,} call{'s' if s.iterations != 1 else ''}"
     return f"{budget:g} s, {s.budget_calls or 0:,} calls at least"
 
 
@@ -138,6 +166,11 @@ def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
         said = f" (its deadline of {cell.settings.timeout:.0f} s ended the run)"
         w = dataclasses.replace(w, errors={
             k: v + said if "the run stopped at step" in v else v for k, v in w.errors.items()})
+    if stopped := memory_stopped(ran.series):
+        # The safety stop ended the attributed run too: what it left out says why.
+        w = dataclasses.replace(w, errors={k: f"{v} ({stopped})" for k, v in w.errors.items()}
+                                or ({"all": f"no call measured ({stopped})"} if not w.calls
+                                    else {}))
     return w, record
 
 
@@ -156,9 +189,10 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
     tracemalloc runs again without it; memray's native stacks are taken in a second run
     where Python's allocator saw too little of the heap's growth (`native` None: decide
     from this cell; True/False: as its pair's bad cell did)."""
-    run_as = attributed(cell, kinds, _took(res), _made(res))
+    room, why = stop_room(res) or (None, "")
+    run_as = attributed(cell, kinds, _took(res), _made(res), room)
     ctx.progress(f"explain {cell.id}: running with --attribute {','.join(kinds)} "
-                 f"({length(run_as)})")
+                 f"({length(run_as)}{'; ' + why if why else ''})")
     try:
         w, record = run_attributed(ctx, run_as, kinds, outdir)
     except AttributionFailed as exc:
@@ -171,8 +205,8 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
         ctx.progress(f"explain {cell.id}: running again without heap "
                      f"(--attribute {','.join(rest)})")
         try:
-            w, record = run_attributed(ctx, attributed(cell, rest, _took(res), _made(res)),
-                                       rest, outdir)
+            w, record = run_attributed(ctx, attributed(cell, rest, _took(res), _made(res),
+                                                       room), rest, outdir)
         except AttributionFailed as again:
             ctx.progress(f"explain: {again}")
             return None

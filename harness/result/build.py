@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from harness.runtimes.base import ImageInfo
 
 END_KEYS = ("status", "error", "info", "phases", "iterations", "warmup", "stopped_early",
-            "mode", "elapsed_s", "sampling_s", "output_dropped", "budget_spent")
+            "mode", "elapsed_s", "sampling_s", "output_dropped", "budget_spent", "memory_stop")
 FINGERPRINT_KEYS = ("python", "implementation", "platform", "hostname", "env", "packages",
                     "gpu", "gpu_reason", "heap", "pythonmalloc", "cgroup", "cpu_count")
 HOST_SAMPLES_KEPT = 2000

@@ -165,6 +165,9 @@ class AgentEnd:
     sampling_s: float | None = None
     output_dropped: int | None = None   # bytes of the scenario's output past the cap
     budget_spent: bool | None = None    # the measured phase ran its whole time budget
+    # The agent's safety stop (`harness/agent/watchdog.py`), as its end record said it:
+    # rss, grew and limit (bytes), call and phase, or killed
+    memory_stop: dict[str, JSON] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fakeruntime import Behaviour, FakeRuntime
 from sweepkit import DEFAULTS, write_matrix
@@ -41,3 +42,58 @@ def test_the_watchdog_s_kill_names_the_call_that_did_not_return() -> None:
     said = memory_stopped(series)
     assert said.startswith("the safety stop killed the run in call 21, which did not "
                            "return while its memory grew 800 MiB"), said
+
+
+def test_explain_of_a_runaway_cell_sizes_its_run_under_the_limit_and_says_why_not(
+        tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    """Issue 79 item 9: `harness explain` on a cell the safety stop ended ran it again
+    with --attribute for 40 calls (4 GiB for a step that keeps 100 MiB), the safety stop
+    ended that run too, and the answer was `where (cell; 0 calls ...):` and nothing."""
+    import json
+
+    from sweepkit import on_the_cli, sweep_matrix
+
+    from harness.cli import main
+    from harness.runtimes.base import Progress, RunOutcome, RunRequest
+
+    # GIVEN a cell whose run the safety stop ended at call 5 of its warm-up: 400 MiB
+    # grown after the first call, 100 MiB a call, past the limit of 384 MiB
+    stop = {"rss": 500 * MiB, "grew": 400 * MiB, "limit": 384 * MiB, "call": 5,
+            "phase": "warmup"}
+
+    class Stopped(FakeRuntime):
+        """The attributed run is stopped again before its measured phase, as the
+        agent's is: its where record says only that."""
+
+        def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
+            ended = super().run(request, progress)
+            if request.attribute:
+                path = request.outdir / "samples.jsonl"
+                lines = [json.loads(x) for x in path.read_text().splitlines()]
+                for x in lines:
+                    if x["type"] == "where":
+                        x.clear()
+                        x.update({"type": "where", "kinds": list(request.attribute),
+                                  "errors": {"all": "the run ended before its measured "
+                                                    "phase"}})
+                path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+            return ended
+
+    runtime = Stopped(lambda c: Behaviour(memory_stop=stop, leak_per_iter=100 * MiB))
+    path = write_matrix(tmp_path, ["v1"], name="stop", defaults={
+        **DEFAULTS, "iterations": 400, "warmup": 20})
+    run = sweep_matrix(path, runtime, plan=True, report=True)
+    assert run.results["v1.gpu0.loop"].rule == "runaway"
+    on_the_cli(monkeypatch, runtime)
+    capsys.readouterr()
+    main(["explain", str(run.store.root)])
+    out, err = capsys.readouterr()
+    # THEN its attributed run makes the calls the limit holds with room to spare (half
+    # of 384 MiB at 100 MiB a call: one warm-up call, one measured), and says why
+    [(_, _, calls, _)] = runtime.attributed
+    assert calls == 1, runtime.attributed
+    assert ("fewer calls than the sweep's: the safety stop ended its run, 100 MiB a call "
+            "past the first") in err, err
+    # AND where it still finds nothing, the answer says why
+    assert "not attributed: the run ended before its measured phase (the safety stop " \
+           "ended the run" in out, out
