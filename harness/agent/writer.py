@@ -37,8 +37,10 @@ class Writer(object):
     def write(self, record, stamp=None, tail=None):
         """`stamp(record)`, where given, adds the members read last, under the lock: a
         sample's time and RSS stay in file order whichever thread wrote it. `tail()`,
-        where given, is more members already encoded (",\"dt_ns\":[...]"), made after
-        the stamp's readings."""
+        where given, is more members already encoded, in pieces (",\"dt_ns\":[", ...),
+        made after the stamp's readings and written one by one: no string of the whole
+        line is made (one of 264 KB, freed, raised glibc's mmap threshold, and the next
+        ones stayed in the heap: RSS levelled off 1 MiB up)."""
         line = None if stamp else _ENCODE(record)
         with self.lock:
             # The end record is the last line: a timer sample already under way when
@@ -48,13 +50,19 @@ class Writer(object):
             if stamp:
                 stamp(record)
                 line = _ENCODE(record)
-            if tail is not None:
-                line = line[:-1] + tail() + "}"
+            pieces = [line + "\n"] if tail is None else [line[:-1]]
             self.ended = record.get("type") == "end"
-            if self.file is not None:
-                self.file.write(line + "\n")
+            outs = [f for f in (self.file, sys.stdout if self.echo else None) if f is not None]
+            for out in outs:
+                for piece in pieces:
+                    out.write(piece)
+            if tail is not None:
+                for piece in tail():
+                    for out in outs:
+                        out.write(piece)
+                for out in outs:
+                    out.write("}\n")
             if self.echo:
-                sys.stdout.write(line + "\n")
                 sys.stdout.flush()
 
     def close(self):
@@ -72,18 +80,17 @@ _CHUNK = 2048
 
 
 def step_times(dt):
-    """',"dt_ns":[...]': the interval's step times in whole ns (~3x cheaper to write than
-    seconds rounded to the ns, `dt`, which the host still reads), made into text a chunk
-    at a time, after the sample's memory was read. As one list of ints, an interval of
+    """',"dt_ns":[...]' in pieces: the interval's step times in whole ns (~3x cheaper to
+    write than seconds rounded to the ns, `dt`, which the host still reads), made into
+    text a chunk at a time, after the sample's memory was read. As one list of ints, an interval of
     33,000 calls of a 4 us step held ~1.7 MiB of int objects whose arenas the allocator
     kept: RSS rose and levelled off, a `plateau` of the agent's own in one run of two
     (toolz's suite, 17 of 142 tests). What they cost grows with the calls (~0.2 us each):
     stepper.Stepper keeps it out of the sample's fixed cost (`Sampler.dt_cost`)."""
-    if not dt:
-        return ',"dt_ns":[]'
-    parts = [",".join(map(str, map(round, map(_GIGA, dt[k:k + _CHUNK]))))
-             for k in range(0, len(dt), _CHUNK)]
-    return ',"dt_ns":[' + ",".join(parts) + "]"
+    yield ',"dt_ns":['
+    for k in range(0, len(dt or ()), _CHUNK):
+        yield ("," if k else "") + ",".join(map(str, map(round, map(_GIGA, dt[k:k + _CHUNK]))))
+    yield "]"
 
 
 class Sampler(object):
