@@ -18,13 +18,13 @@ import yaml
 from harness import matrixfile
 from harness.analysis.where import summary
 from harness.api.checked import Checked
+from harness.api.saved import against_saved
 from harness.api.scenario import KWARGS, SCENARIO, PerCall, pickled, scenario_text
 from harness.errors import InputError, SpecError
 from harness.explain.plan import attribute, floors
 from harness.matrixfile.entries import NOT_A_DURATION, duration_problem, parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
-from harness.plans.saved import against_saved
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
 from harness.runtimes.base import CALL_TIMEOUT_S
@@ -204,7 +204,7 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
             `{"heap": "stock", "warmup": 50, "timeout": "2m"}`.
         baseline: A saved run (`harness.store.saved.Saved`) to compare step times and
             peak memory with: the verdict can then be `regression` or `suspected`
-            (`harness.plans.saved` says how the comparison is confirmed).
+            (`harness.api.saved` says how the comparison is confirmed).
         save: Where to keep this run (result.json and samples.jsonl) as a baseline for
             later runs.
         out: Keep the results directory under this folder (`Checked.root`); by default

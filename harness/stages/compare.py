@@ -2,7 +2,7 @@
 here. The comparison returns the cell's result, decided, or the rounds it needs first
 (`context.RoundsPlan`), which the way runs (`confirm.run_rounds`; `--reanalyze` recalls
 the recorded ones) and hands to `decide.with_rounds`. A sweep's row and a saved run
-(`plans.saved`) compare a measured cell here (`against_row`); they and `--reanalyze` all
+(`api.saved`) compare a measured cell here (`against_row`); they and `--reanalyze` all
 compare through `against_baseline`."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell 
                 ) -> CellResult | RoundsPlan:
     """A measured cell against its baseline's run (its result and samples in hand):
     `against_baseline`, with rounds that run the cell again beside `base`: a row's
-    baseline cell, run again too, or a saved run's samples (`plans.saved`), read again.
+    baseline cell, run again too, or a saved run's samples (`api.saved`), read again.
     The rounds' length is the cell's measured calls, for a budgeted cell no more than its
     budget holds at the slower of the two step times (`round_length`)."""
     res = measured.result

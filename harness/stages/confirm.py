@@ -25,7 +25,7 @@ measured, with the CPU part put at the round's common CPU speed (the agent's can
 loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
 SM clock of both runs beside the CPU speed, where NVML gave it.
 
-A saved run (`plans.saved`) is confirmed by the same loop: its code is gone, so each
+A saved run (`api.saved`) is confirmed by the same loop: its code is gone, so each
 round runs the suspect alone against the saved run's statistic.
 """
 
