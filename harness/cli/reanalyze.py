@@ -1,5 +1,5 @@
 """`harness report DIR --reanalyze [--set analysis.KEY=VALUE] [--write]`: the run decided
-again (`app.reanalyze`), its table and what changed printed."""
+again (`reanalyze.app`), its table and what changed printed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 from collections.abc import Collection
 
 from harness.app.exits import exit_code
-from harness.app.reanalyze import redecide, write_beside
 from harness.errors import InputError
+from harness.reanalyze.app import redecide, write_beside
 from harness.report import ConsoleReporter, Report
 
 

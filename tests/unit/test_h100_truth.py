@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.answers.reanalyze import reanalyze
 from harness.cli import main
+from harness.reanalyze.decide import reanalyze
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.store import SeriesCache

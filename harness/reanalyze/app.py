@@ -1,5 +1,5 @@
 """`harness report DIR --reanalyze [--set analysis.KEY=VALUE] [--write]`: every cell of a
-recorded run decided again from its samples (`answers.reanalyze`), and with --write kept
+recorded run decided again from its samples (`reanalyze.decide`), and with --write kept
 as a new directory beside the run (the run itself is never written); `cli.reanalyze`
 prints it."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import UNREADABLE
-from harness.answers.reanalyze import changed_by, reanalyze
 from harness.errors import StoreError
 from harness.matrixfile.analysisblock import analysis_of
+from harness.reanalyze.decide import changed_by, reanalyze
 from harness.report import Report, write_all
 from harness.result.codec import JSON
 from harness.result.model import Planned
@@ -23,7 +23,7 @@ from harness.store import RunStore, SeriesCache
 from harness.store.runs import REANALYZED, started_of
 
 if TYPE_CHECKING:
-    from harness.answers.reanalyze import Changed
+    from harness.reanalyze.decide import Changed
 
 
 @dataclass(frozen=True)
