@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
-from harness.app.bisect import BisectOptions, between, bisect_row, check_reuse, row_cells
 from harness.app.sweepoptions import apply_overrides
+from harness.bisect.app import BisectOptions, between, bisect_row, check_reuse, row_cells
 from harness.cli import answer, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
@@ -22,8 +22,8 @@ from harness.errors import (
 from harness.preflight import compile_scenarios
 
 if TYPE_CHECKING:
-    from harness.app.bisect import Reuse
-    from harness.plans.bisect import BisectOutcome
+    from harness.bisect.app import Reuse
+    from harness.bisect.plan import BisectOutcome
 
 
 def add_parser(sub: Any) -> None:

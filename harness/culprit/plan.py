@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
 from harness.answers.search import TOOLING
+from harness.bisect.plan import attempts, run_attempt
 from harness.culprit.diff import Change, Difference, difference, workaround
 from harness.culprit.search import (
     APPLY,
@@ -43,7 +44,6 @@ from harness.culprit.search import (
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.lockfile import carried
 from harness.matrixfile.model import Cell, ImageSpec
-from harness.plans.bisect import attempts, run_attempt
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.store.gate import why_not_current

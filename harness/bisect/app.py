@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.app.headstart import hold
+from harness.bisect.plan import bisect, expected_probes, latest, sweep_runner
 from harness.errors import InputError
 from harness.orchestrator import Sweep, prefetch_analysis
-from harness.plans.bisect import bisect, expected_probes, latest, sweep_runner
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
@@ -21,8 +21,8 @@ from harness.store.runs import BISECT, SWEEP_RESULTS, require
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from harness.bisect.plan import BisectOutcome
     from harness.matrixfile.model import Cell, Matrix
-    from harness.plans.bisect import BisectOutcome
     from harness.result.model import CellResult
 
 
