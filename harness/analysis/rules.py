@@ -167,7 +167,7 @@ RISING = "rising"
 # open (read by the sweep's last line, `app.sweep`: more rounds or a quieter host).
 UNSETTLED = "unsettled"
 # The rule that leaves a slowdown no second run of the cell read undecided (read by
-# `answers.hostcompare`: such a cell is not compared).
+# `compare.join`: such a cell is not compared).
 ONE_RUN = "one-run"
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")

@@ -1,2 +1,3 @@
-"""Answers from finished cells: the first bad image of a row (search), two result sets
-side by side (hostcompare), a run decided again from its samples (reanalyze)."""
+"""Answers from finished cells that report renders: the first bad image of a row (search),
+its good and bad pairs (pairs), and the stored culprit, cause and explain answers
+(culprits, causes, explained)."""

@@ -26,8 +26,8 @@ from harness.analysis.kinds import (
     Verdict,
     kind,
 )
-from harness.answers.hostcompare import compare_hosts
 from harness.answers.pairs import pairs
+from harness.compare.join import compare_hosts
 from harness.errors import InputError
 from harness.explain.model import kinds_for
 from harness.report import (

@@ -18,8 +18,8 @@ import pytest
 import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
-from harness.answers.hostcompare import compare_hosts
 from harness.cli import main
+from harness.compare.join import compare_hosts
 from harness.report.grid import token
 from harness.result.words import cell_text
 from harness.runtimes.base import Progress, RunOutcome, RunRequest

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from harness.answers.hostcompare import compare_hosts, compare_images
 from harness.app.report import unchecked_note
+from harness.compare.join import compare_hosts, compare_images
 from harness.errors import InputError
 from harness.store.gate import STALE, read_gated
 from harness.store.runs import SWEEP_RESULTS, require
 
 if TYPE_CHECKING:
-    from harness.answers.hostcompare import Comparison
+    from harness.compare.join import Comparison
     from harness.result.model import CellResult
     from harness.store.gate import Gated
 
