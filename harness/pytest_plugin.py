@@ -6,8 +6,9 @@
 
 The test function is the step: the plugin runs it over and over in a child process
 (`harness.api.check`, the machinery of a `runtime: local` sweep), its fixture values
-set up once by pytest here and sent to the child (pickled; a fixture whose value cannot
-be pickled fails the test, named), and the test fails on a bad verdict with its words,
+set up once by pytest here and sent to the child (pickled; a test whose arguments cannot
+be pickled, or that is a method of a class, runs as a fork of this process instead, its
+arguments live), and the test fails on a bad verdict with its words,
 rule and figures ("harness: leak (rule leak): heap grows +1.1 KiB/call ..."). A pass
 says the smallest leak the run could have missed (`-rA` shows it as the test's
 "harness" section; the terminal summary lists every harness test; junit-xml gets it as
@@ -28,8 +29,7 @@ setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`).
 takes at most `overrun` budgets (4 unless set), its runs again included: a budget too
 short for a verdict passes it with a warning that names the budget that would decide
 (`--harness-strict`: fails it), since nothing was found against the code.
-Tests that are methods of a class are refused: the child imports the test function by
-its module and name. The children are forked from one warm interpreter per pytest
+The children are forked from one warm interpreter per pytest
 process, which imported the test module once (harness/agent/forkserver.py): a test costs
 its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
 has its own; the saved runs are files written atomically, one directory per test.

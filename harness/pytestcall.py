@@ -29,6 +29,7 @@ and `Calls.close` at its teardown. This module imports pytest: the host builds a
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import pickle
@@ -205,14 +206,16 @@ def _live(made: Made) -> _Live:
 
 @dataclass
 class Calls:
-    """A marked test's keyword arguments for every call (sent to the child pickled):
-    `shared` by every call, `fresh` (pickled) unpickled again for each, and the pytest
-    fixtures the child makes itself (`made`), reset after each. In the child, `kwargs`
-    is what the next call takes."""
+    """A marked test's keyword arguments for every call (sent to the child pickled, or
+    live in a fork of pytest's process): `shared` by every call, `fresh` (pickled)
+    unpickled again for each, `copied` (in a fork: values that cannot be pickled) deep
+    copied for each, and the pytest fixtures the child makes itself (`made`), reset
+    after each. In the child, `kwargs` is what the next call takes."""
 
     shared: dict[str, object]
     fresh: bytes
     made: dict[str, Made]
+    copied: dict[str, object] = field(default_factory=dict)
     kwargs: dict[str, object] = field(default_factory=dict, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
 
@@ -220,7 +223,7 @@ class Calls:
     def names(self) -> tuple[str, ...]:
         """Every argument's name, the fresh ones' included (host side)."""
         fresh = pickle.loads(self.fresh) if self.fresh else {}
-        return (*self.shared, *fresh, *self.made)
+        return (*self.shared, *fresh, *self.copied, *self.made)
 
     def start(self) -> Calls:
         """The fixtures made (in the child's setup), the first call's arguments set."""
@@ -243,11 +246,13 @@ class Calls:
 
     def _next_kwargs(self) -> None:
         fresh: Mapping[str, object] = pickle.loads(self.fresh) if self.fresh else {}
-        self.kwargs = {**self.shared, **fresh,
+        copied = copy.deepcopy(self.copied) if self.copied else {}
+        self.kwargs = {**self.shared, **fresh, **copied,
                        **{name: live.value for name, live in self._live.items()}}
 
     def __getstate__(self) -> dict[str, object]:
-        return {"shared": self.shared, "fresh": self.fresh, "made": self.made}
+        return {"shared": self.shared, "fresh": self.fresh, "made": self.made,
+                "copied": self.copied}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state, kwargs={}, _live={})

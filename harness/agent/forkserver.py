@@ -18,6 +18,10 @@ imported changed since ("stale": the host starts another server). Where the host
 (its requests hang up, or this process is orphaned) while a run is on, the run's group
 is killed and the server exits: a run that hangs never outlives its host.
 
+`fork_here`, called in the host's own process (the pytest plugin's, for a test whose
+arguments cannot be pickled: a lambda, a local class, a closure), forks that process as
+such a server, on a pipe: its runs are forks of the host as it stood, its objects live.
+
 Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
 agent.py, so a scenario sees the import path a fresh agent run sees."""
 import gc
@@ -31,12 +35,17 @@ import threading
 import traceback
 
 import agent
+import forked
 
 # A scenario's own `import agent` finds its own module, as in a fresh run (where the
 # agent is __main__).
 sys.modules.pop("agent", None)
+sys.modules.pop("forked", None)
 PRELOAD_NAME = "_harness_preload"
 WAKEUP = []     # the server's SIGCHLD pipe (read end, write end): no run keeps it
+# In a server forked from its host's process (`fork_here`): the host's allocator
+# settings as its interpreter had them, which its forks keep.
+HERE = []
 
 
 def threads():
@@ -186,6 +195,8 @@ def child(request, replies):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if HERE:
+            forked.as_forked(HERE[0])
         sys.argv = [os.path.join(os.path.dirname(os.path.abspath(agent.__file__)),
                                  "agent.py")] + list(request["argv"])
         code = agent.main(request["argv"])
@@ -200,6 +211,45 @@ def child(request, replies):
             except Exception:
                 pass
         os._exit(code if isinstance(code, int) else 1)
+
+
+def fork_here():
+    """This process forked as a server of runs (`serve`, on a pipe), each run a fork of
+    it and so of this process as it stands now, its objects live; the server exits once
+    its requests hang up. Returns (its pid, the requests' write end, the replies' read
+    end)."""
+    requests_r, requests_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:   # noqa: BLE001  (a closed or absent stream)
+            pass
+    started = dict((name, os.environ.get(name)) for name in forked.ALLOCATOR_ENV)
+    pid = os.fork()
+    if pid:
+        os.close(requests_r)
+        os.close(replies_w)
+        return pid, requests_w, replies_r
+    code = 1
+    try:
+        os.close(requests_w)
+        os.close(replies_r)
+        os.setsid()
+        HERE[:] = [started]
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        out = os.fdopen(replies_w, "w")
+
+        def reply(record):
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+        serve(os.fdopen(requests_r), reply, replies_w)
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def exit_code(status):

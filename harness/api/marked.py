@@ -5,6 +5,7 @@ nothing of harness. The marker's arguments and the test's fixtures become `check
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 import pickle
@@ -18,6 +19,7 @@ from harness.analysis.kinds import UNDECIDED
 from harness.analysis.rules import BUSY_HOST
 from harness.api.checked import Checked
 from harness.api.run import check, whole_budget
+from harness.api.scenario import unreachable
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
 from harness.protocol.tracebacks import frames
@@ -38,12 +40,14 @@ def _fail(text: str) -> NoReturn:
 def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     """The marked test run as a cell; a bad verdict fails it with its words."""
     fn = item.obj
-    if item.cls is not None:
-        _fail(f"harness: {item.name} is a method of class {item.cls.__name__}: the child "
-              "process imports the test function by its module and name and calls it "
-              "without an instance; make it a module-level test function")
     budget, iterations, settings = _arguments(item, marks)
-    kwargs = _fixtures(item, fn)
+    kwargs, here = _fixtures(item, fn)
+    if here is None:
+        here = (f"it is a method of class {item.cls.__name__}" if item.cls is not None
+                else unreachable(fn))
+    if here is not None and not hasattr(os, "fork"):
+        _fail(f"harness: {item.name}: {here}, and this platform cannot fork pytest's "
+              "process to run it\n  fix: make it a module-level test function")
     save = compare = None
     note = ""
     if timed:
@@ -53,7 +57,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     got = problem = None
     try:
         got = check(fn, kwargs=kwargs, budget=budget, iterations=iterations,
-                    settings=settings, baseline=compare, save=save)
+                    settings=settings, baseline=compare, save=save, here=here is not None)
     except HarnessError as exc:
         problem = str(exc)
     if got is None:     # failed outside the except: no "during handling" chain is shown
@@ -186,9 +190,13 @@ def _arguments(item: pytest.Function, marks: list[pytest.Mark]
     return budget, iterations, settings
 
 
-def _fixtures(item: pytest.Function, fn: object) -> dict[str, object] | Calls:
-    """The test function's arguments as pytest set them up, each checked to pickle; where
-    one builds up with use (docs/pytest.md), made again for every call (`Calls`)."""
+def _fixtures(item: pytest.Function, fn: object
+              ) -> tuple[dict[str, object] | Calls, str | None]:
+    """The test function's arguments as pytest set them up; where one builds up with use
+    (docs/pytest.md), made again for every call (`Calls`). And why the test must run as
+    a fork of pytest's process, its arguments live (None: they can be sent to the warm
+    interpreter's child, pickled): one cannot be pickled (a lambda, a local class, a
+    closure), or a `monkeypatch` another fixture used has what it set only here."""
     try:
         names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -196,28 +204,64 @@ def _fixtures(item: pytest.Function, fn: object) -> dict[str, object] | Calls:
     kwargs = {n: item.funcargs[n] for n in names if n in item.funcargs}
     made: dict[str, Made] = {}
     fresh: dict[str, object] = {}
+    copied: dict[str, object] = {}
+    here: list[str] = []
     for name, value in kwargs.items():
         found = made_for(value, item.config)
         if found is not None:
-            _unused(item, name, value)
+            here += _unused(item, name, value)
             made[name] = found
             continue
+        fresh_one = _function_scoped(item, name) and changeable(value)
         try:
             blob = pickle.dumps(value)
-            if _function_scoped(item, name) and changeable(value) and len(blob) <= FRESH_MOST:
+            if fresh_one and len(blob) <= FRESH_MOST:
                 fresh[name] = value
             continue
         except Exception as exc:   # pickling raises what the object's reducer raises
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        _fail(f"harness: {item.name}: fixture `{name}` ({type(value).__name__}) cannot "
-              f"be sent to the child process that runs the test ({why})\n  fix: a harness "
-              "test takes fixtures of plain data (numbers, strings, paths, picklable "
-              "objects); build the object inside the test, or make the fixture return what "
-              "builds it")
-    if not made and not fresh:
-        return kwargs
-    shared = {n: v for n, v in kwargs.items() if n not in made and n not in fresh}
-    return Calls(shared, pickle.dumps(fresh) if fresh else b"", made)
+        if not hasattr(os, "fork"):
+            _fail(f"harness: {item.name}: {argument_named(item, name)} "
+                  f"({type(value).__name__}) cannot be sent to the child process that runs "
+                  f"the test ({why}), and this platform cannot fork pytest's process to run "
+                  f"it with its arguments as they are\n  fix: {_fix(item, name)}")
+        here.append(f"{argument_named(item, name)} cannot be pickled ({why})")
+        if fresh_one and _copies(value):
+            copied[name] = value
+    first = here[0] if here else None
+    if not made and not fresh and not copied:
+        return kwargs, first
+    shared = {n: v for n, v in kwargs.items() if n not in made and n not in fresh
+              and n not in copied}
+    return Calls(shared, pickle.dumps(fresh) if fresh else b"", made, copied), first
+
+
+def argument_named(item: pytest.Function, name: str) -> str:
+    """"parameter `typ` of parametrize" (a value `parametrize` gives the test itself) or
+    "fixture `typ`" (an indirect parameter's included)."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get(name)
+    direct = not defs or getattr(defs[-1].func, "__name__", "") == "get_direct_param_fixture_func"
+    callspec = getattr(item, "callspec", None)
+    if direct and callspec is not None and name in callspec.params:
+        return f"parameter `{name}` of parametrize"
+    return f"fixture `{name}`"
+
+
+def _fix(item: pytest.Function, name: str) -> str:
+    if argument_named(item, name).startswith("parameter"):
+        return (f"parametrize with plain data (a name, a number) and build the object in "
+                f"the test: @pytest.mark.parametrize(\"{name}\", [\"a\", \"b\"])")
+    return ("a harness test takes fixtures of plain data (numbers, strings, paths, "
+            "picklable objects); build the object inside the test, or make the fixture "
+            "return what builds it")
+
+
+def _copies(value: object) -> bool:
+    """Whether each call can have its own deep copy of a value that cannot be pickled."""
+    try:
+        return copy.deepcopy(value) is not value
+    except Exception:   # copying raises what the object's reducer raises
+        return False
 
 
 def _function_scoped(item: pytest.Function, name: str) -> bool:
@@ -228,19 +272,18 @@ def _function_scoped(item: pytest.Function, name: str) -> bool:
     return not defs or getattr(defs[-1], "scope", "function") == "function"
 
 
-def _unused(item: pytest.Function, name: str, value: object) -> None:
-    """Fails a test whose `monkeypatch` another fixture used before it: the patches were
-    made in pytest's process, and the child that runs the test starts without them
+def _unused(item: pytest.Function, name: str, value: object) -> list[str]:
+    """Why a test whose `monkeypatch` another fixture used before it runs as a fork of
+    pytest's process: the patches were made there, and a fresh child starts without them
     (environment variables apart: the child is given pytest's environment as it is)."""
     attrs = len(getattr(value, "_setattr", None) or ())
     items = sum(1 for d, _, _ in getattr(value, "_setitem", None) or () if d is not os.environ)
-    if isinstance(value, pytest.MonkeyPatch) and (attrs or items):
-        what = ", ".join(f"{n} {w}{'s' if n > 1 else ''}" for n, w in (
-            (attrs, "attribute"), (items, "item")) if n)
-        _fail(f"harness: {item.name}: fixture `{name}` was used before the test (it set "
-              f"{what} in pytest's process): the child process that runs the test starts "
-              f"without what it set\n  fix: patch inside the test (each call's patches are "
-              f"undone after it), or have the fixture return what to patch")
+    if not isinstance(value, pytest.MonkeyPatch) or not (attrs or items):
+        return []
+    what = ", ".join(f"{n} {w}{'s' if n > 1 else ''}" for n, w in (
+        (attrs, "attribute"), (items, "item")) if n)
+    return [f"fixture `{name}` was used before the test (it set {what} in pytest's "
+            "process)"]
 
 
 def _saved(item: pytest.Function) -> tuple[Saved | None, Saved | None, str]:

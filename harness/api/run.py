@@ -19,7 +19,15 @@ from harness import matrixfile
 from harness.analysis.where import summary
 from harness.api.checked import Checked
 from harness.api.saved import against_saved
-from harness.api.scenario import KWARGS, SCENARIO, PerCall, pickled, scenario_text
+from harness.api.scenario import (
+    HERE,
+    KWARGS,
+    SCENARIO,
+    PerCall,
+    pickled,
+    scenario_here,
+    scenario_text,
+)
 from harness.errors import InputError, SpecError
 from harness.explain.plan import attribute, floors
 from harness.matrixfile.entries import NOT_A_DURATION, duration_problem, parse_duration, to_word
@@ -27,14 +35,16 @@ from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
-from harness.runtimes.base import CALL_TIMEOUT_S
+from harness.runtimes.base import AGENT_DIR, CALL_TIMEOUT_S
 from harness.runtimes.local import LocalRuntime
+from harness.runtimes.process import runs_forked_here
 from harness.store import RunStore
 from harness.store.runs import SWEEP
 from harness.store.saved import save_cell
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
+    from harness.protocol.series import Series
     from harness.result.model import CellResult
     from harness.stages.context import Measured
     from harness.store.saved import Saved
@@ -178,7 +188,7 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           settings: Mapping[str, object] | None = None,
           baseline: Saved | None = None, save: Saved | None = None,
           out: str | os.PathLike[str] | None = None,
-          progress: Progress | bool = False) -> Checked:
+          progress: Progress | bool = False, here: bool = False) -> Checked:
     """Run `step` over and over in a child process, as one cell of a local sweep, and
     decide: leak, plateau, slowdown, ok, crash, ... The child is forked from a warm
     interpreter kept for this process, which imported `step`'s module once (docs/pytest.md,
@@ -210,6 +220,12 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         out: Keep the results directory under this folder (`Checked.root`); by default
             it is a temporary one, removed before returning.
         progress: True prints the sweep's progress lines on stderr; or a callable.
+        here: Run each run as a fork of this process as it stands when `check` is
+            called (POSIX), step, setup and kwargs as they are here, none imported by
+            name or pickled: a lambda, a closure, a method, arguments that cannot be
+            pickled (the pytest plugin's test whose arguments cannot be sent). Python's
+            objects are malloc's in the run, as in a fresh one; glibc's tunables are this
+            process's.
 
     Returns:
         The cell's result and its verdict in words (`Checked`).
@@ -234,14 +250,33 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         if base is None:
             raise InputError(f"harness.check: no saved run at {baseline.where} to compare "
                              "with\n  fix: run it once with save=... first")
-    text = scenario_text(step, setup, kwargs)
+    if here and not hasattr(os, "fork"):
+        raise InputError("harness.check: here=True runs a fork of this process, and this "
+                         "platform cannot fork\n  fix: pass module-level functions and "
+                         "arguments that pickle, without here=True")
+    text, key = scenario_here(step, setup, kwargs) if here else (
+        scenario_text(step, setup, kwargs), None)
+    try:
+        return _check(text, step, seconds, iterations, params, kwargs, settings, base,
+                      baseline, save, out, progress, key)
+    finally:
+        HERE.pop(key or "", None)
+
+
+def _check(text: str, step: Callable[..., object], seconds: float | None,
+           iterations: int | None, params: Mapping[str, object] | None,
+           kwargs: Mapping[str, object] | PerCall | None,
+           settings: Mapping[str, object] | None,
+           base: tuple[CellResult, Series] | None, baseline: Saved | None,
+           save: Saved | None, out: str | os.PathLike[str] | None,
+           progress: Progress | bool, here: str | None) -> Checked:
     say: Progress = (progress if callable(progress) else _stderr if progress
                      else _quiet)
     sid = _scenario_id(step)
     with _workdir(out) as work:
         script = work / SCENARIO
         script.write_text(text, encoding="utf-8")
-        if kwargs is not None:
+        if kwargs is not None and here is None:
             (work / KWARGS).write_bytes(pickled(kwargs))
         asked = whole_budget(settings or {}, iterations, save, baseline)
         if seconds is not None and "overrun" not in asked:
@@ -249,7 +284,10 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         asked = bounded(asked, seconds)
         matrix = _matrix_text(script, sid, seconds, iterations, params, asked)
         root = work / "run"
-        with _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:
+        # here: forked now, before the session starts a thread of its own
+        with (runs_forked_here(AGENT_DIR / "forkserver.py") if here
+              else contextlib.nullcontext()), \
+                _session(matrix, work / "matrix.yaml", root, say, out is not None) as s:
             measured = s.measure()
             result = measured.result
             if base is not None and baseline is not None:

@@ -1,9 +1,11 @@
 """The scenario file `harness.check` writes: its setup(params) and step(state) call the
-user's functions, imported by name in the child process (or from their file)."""
+user's functions, imported by name in the child process (or from their file); with
+here=True, as this process holds them, in a fork of it (`scenario_here`)."""
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import os
 import pickle
 import sys
@@ -58,10 +60,7 @@ def _target(fn: object, role: str) -> _Target:
         raise InputError(f"harness.check: {role} {shown} is defined inside another function "
                          f"(a closure), which the child process cannot import by name\n"
                          f"  fix: {fix}")
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        raise InputError(f"harness.check: {role} {shown} is `async def`: the agent calls it "
-                         f"and never awaits it\n  fix: a plain `def` that runs the coroutine "
-                         "(asyncio.run(...))")
+    _not_async(fn, role, shown)
     mod = sys.modules.get(module)
     if module == "__main__" or mod is None:
         where = ("the script run as __main__" if module == "__main__"
@@ -81,6 +80,23 @@ def _target(fn: object, role: str) -> _Target:
         return _Target(module, name, None, None)
     file = os.path.realpath(file)
     return _Target(module, name, file, _import_root(module, file))
+
+
+def _not_async(fn: object, role: str, shown: str) -> None:
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise InputError(f"harness.check: {role} {shown} is `async def`: the agent calls it "
+                         f"and never awaits it\n  fix: a plain `def` that runs the coroutine "
+                         "(asyncio.run(...))")
+
+
+def unreachable(fn: object) -> str | None:
+    """Why the child process cannot import `fn` by name (a lambda, a closure, a method,
+    a function of __main__), or None."""
+    try:
+        _target(fn, "step")
+    except InputError as exc:
+        return str(exc).split("\n")[0].removeprefix("harness.check: ")
+    return None
 
 
 def _unwrapped(fn: object) -> object:
@@ -119,8 +135,10 @@ def _arity(fn: Callable[..., object], counts: tuple[int, ...]) -> int | None:
 
 
 def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
-           kwargs: Mapping[str, object] | PerCall | None) -> tuple[str, str]:
-    """The bodies of the scenario's setup(params) and step(state).
+           kwargs: Mapping[str, object] | PerCall | None, here: bool = False
+           ) -> tuple[str, str]:
+    """The bodies of the scenario's setup(params) and step(state); `here`: the
+    arguments as this process has them (`_kwargs`, `scenario_here`), not unpickled.
 
     Raises:
         InputError: a function that cannot be called the way it would be.
@@ -138,7 +156,8 @@ def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
                              "step takes") from None
         except ValueError:
             pass
-        load = (f"    with open(os.path.join(_HERE, {KWARGS!r}), 'rb') as f:\n"
+        load = ("    return _kwargs" if here else
+                f"    with open(os.path.join(_HERE, {KWARGS!r}), 'rb') as f:\n"
                 "        return pickle.load(f)")
         if isinstance(kwargs, Mapping):
             return load, "    _step(**state)"
@@ -239,6 +258,57 @@ def scenario_text(step: Callable[..., object], setup: Callable[..., object] | No
         setup_body=setup_body, step_body=step_body,
         teardown="" if kwargs is None or isinstance(kwargs, Mapping) else
         "\n\ndef teardown(state):\n    state.close()\n")
+
+
+# What `harness.check(here=True)` runs, by key: its scenario reads it in a fork of this
+# process (`process.runs_forked_here`), where it is as it was here: never pickled.
+HERE: dict[str, tuple[Callable[..., object], Callable[..., object] | None, object]] = {}
+_KEYS = itertools.count()
+
+_HERE_TEMPLATE = '''"""Written by harness.check: {what}, as they are in the process this run is
+forked from (here=True): nothing is imported by name or unpickled."""
+import sys
+
+try:
+    _step, _setup, _kwargs = sys.modules["harness.api.scenario"].HERE[{key!r}]
+except (KeyError, AttributeError):
+    raise RuntimeError("this scenario runs only in a fork of the process that wrote it "
+                       "(harness.check(..., here=True))") from None
+
+
+def setup(params):
+{setup_body}
+
+
+def step(state):
+{step_body}
+{teardown}'''
+
+
+def scenario_here(step: Callable[..., object], setup: Callable[..., object] | None,
+                  kwargs: Mapping[str, object] | PerCall | None) -> tuple[str, str]:
+    """The scenario file's text for a run forked from this process, and the key under
+    which `HERE` holds step, setup and kwargs for it (the caller drops it after): any
+    callables (a lambda, a closure, a method), any arguments.
+
+    Raises:
+        InputError: a function that is not one, or cannot be called the way it would be.
+    """
+    for fn, role in ((step, "step"), (setup, "setup")):
+        if fn is not None and not callable(fn):
+            raise InputError(f"harness.check: {role}={fn!r} is not a function\n  fix: pass "
+                             "a function (here=True: a lambda or a closure will do)")
+        if fn is not None:
+            _not_async(fn, role, _named(fn))
+    setup_body, step_body = _calls(step, setup, kwargs, here=True)
+    key = f"{os.getpid()}-{next(_KEYS)}"
+    HERE[key] = (step, setup, kwargs)
+    what = f"step(state) calls {_named(step)}" + (
+        f", setup(params) calls {_named(setup)}" if setup else "")
+    per_call = kwargs is not None and not isinstance(kwargs, Mapping)
+    return _HERE_TEMPLATE.format(
+        what=what, key=key, setup_body=setup_body, step_body=step_body,
+        teardown="\n\ndef teardown(state):\n    state.close()\n" if per_call else ""), key
 
 
 def _per_call(kwargs: PerCall) -> str:

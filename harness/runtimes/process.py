@@ -6,7 +6,8 @@ left behind in its group (a scenario's worker holding memory) is killed too.
 
 `run_warm` runs an agent as a fork of a warm interpreter (harness/agent/forkserver.py,
 one per interpreter and environment, kept for the rest of this process): the same
-process group, log and deadline as `run_with_deadline`, without an interpreter's start.
+process group, log and deadline as `run_with_deadline`, without an interpreter's start;
+inside `runs_forked_here`, as a fork of a fork of this process instead (its objects live).
 """
 
 from __future__ import annotations
@@ -14,46 +15,31 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import importlib.util
 import json
 import os
-import select
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-GRACE_S = 3.0
+from harness.runtimes.forking import (
+    Finished,
+    Forked,
+    ForkServer,
+    Refused,
+    ServerGone,
+    kill_group,
+    reap_group,
+)
+
 # The tools a caller started through stream_lines and may have to stop (kill_all).
 Running = set[subprocess.Popen[bytes]]
-
-
-@dataclass
-class Finished:
-    returncode: int | None
-    timed_out: bool
-    duration_s: float
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace: float = GRACE_S) -> None:
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _reap_group(pgid: int) -> None:
-    """SIGKILL what is left of a finished leader's process group."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -100,13 +86,13 @@ def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
             if poll is not None:
                 poll()
             if time.monotonic() - start > deadline_s:
-                _kill_group(proc)
-                _reap_group(proc.pid)
+                kill_group(proc)
+                reap_group(proc.pid)
                 return Finished(proc.returncode, True, time.monotonic() - start)
     except BaseException:
-        _kill_group(proc, grace=1.0)
+        kill_group(proc, grace=1.0)
         raise
-    _reap_group(proc.pid)
+    reap_group(proc.pid)
     return Finished(proc.returncode, False, time.monotonic() - start)
 
 
@@ -192,7 +178,7 @@ def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
                 on_line(raw.decode("utf-8", "replace").rstrip())
         return proc.wait()
     except BaseException:
-        _kill_group(proc, grace=1.0)
+        kill_group(proc, grace=1.0)
         raise
     finally:
         proc.stdout.close()
@@ -223,126 +209,6 @@ _PER_RUN_ENV = ("PYTEST_CURRENT_TEST",)
 MAX_SERVERS = 4
 
 
-class ServerGone(Exception):
-    """The fork server exited before it forked the run: the run goes to a fresh
-    interpreter."""
-
-
-class Refused(ServerGone):
-    """The fork server's preload started a thread, which a forked run would not have."""
-
-
-class ForkServer:
-    """One warm interpreter running harness/agent/forkserver.py: a request a line on its
-    stdin, its replies a line each on its stdout; one run at a time (`lock`)."""
-
-    def __init__(self, python: str, script: Path, env: dict[str, str], preload: bool):
-        self.preload = preload
-        self.lock = threading.Lock()
-        self._buffer = b""
-        self.proc = subprocess.Popen([python, str(script)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, start_new_session=True)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        """Its stdin closed (it exits after the run it waits on), then killed."""
-        with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        _kill_group(self.proc, grace=0.5)
-        with contextlib.suppress(OSError):
-            assert self.proc.stdout is not None
-            self.proc.stdout.close()
-
-    def send(self, request: dict[str, object]) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self.proc.stdin.flush()
-        except OSError as exc:
-            raise ServerGone(f"cannot write to the fork server: {exc}") from None
-
-    def reply(self, timeout: float) -> dict[str, object] | None:
-        """The next reply, or None when none came within `timeout` s.
-
-        Raises:
-            ServerGone: it exited (its stdout closed) or refused the run.
-        """
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        end = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = end - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise ServerGone("the fork server exited")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        got: dict[str, object] = json.loads(line)
-        if "refused" in got:
-            raise ServerGone(str(got["refused"])) if got.get("stale") else Refused(
-                str(got["refused"]))
-        return got
-
-    def run(self, args: Sequence[str], *, env: dict[str, str], log: Path,
-            deadline_s: float, cwd: Path | None, cgroup_procs: Path | None,
-            preload: Path | None, on_start: Callable[[int], None] | None,
-            poll: Callable[[], None] | None) -> Finished:
-        """One agent run forked by the server, as `run_with_deadline` runs one.
-
-        Raises:
-            ServerGone: before the run was forked (nothing ran: run it afresh).
-        """
-        start = time.monotonic()
-        self.send({"argv": list(args), "env": env, "cwd": str(cwd or os.getcwd()),
-                   "log": str(log.absolute()),
-                   "cgroup": str(cgroup_procs) if cgroup_procs else None,
-                   "preload": str(preload) if preload and self.preload else None})
-        got = None
-        while got is None:
-            got = self.reply(0.2)
-            if got is None and time.monotonic() - start > deadline_s:
-                raise ServerGone("the fork server did not fork the run in time")
-        pid = int(str(got["pid"]))
-        try:
-            if on_start is not None:
-                on_start(pid)
-            while (got := self.reply(0.2)) is None:
-                if poll is not None:
-                    poll()
-                if time.monotonic() - start > deadline_s:
-                    code = self._kill_run(pid, GRACE_S)
-                    return Finished(code, True, time.monotonic() - start)
-        except ServerGone:      # killed under the run: the run's group goes with it
-            _reap_group(pid)
-            self.close()
-            return Finished(None, False, time.monotonic() - start)
-        except BaseException:
-            self._kill_run(pid, 1.0)
-            raise
-        _reap_group(pid)
-        return Finished(int(str(got["exit"])), False, time.monotonic() - start)
-
-    def _kill_run(self, pid: int, grace: float) -> int | None:
-        """The run's group killed (SIGTERM, then SIGKILL), its exit code as the server
-        saw it; a server that does not say it is closed."""
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, sig)
-            with contextlib.suppress(ServerGone):
-                got = self.reply(wait)
-                if got is not None:
-                    _reap_group(pid)
-                    return int(str(got["exit"]))
-        self.close()
-        return None
-
-
 _SERVERS: dict[tuple[str, ...], ForkServer] = {}
 _NO_PRELOAD: set[tuple[str, ...]] = set()
 _POOL = threading.Lock()
@@ -357,7 +223,10 @@ def _server(python: str, script: Path, env: dict[str, str]) -> tuple[tuple[str, 
             if len(_SERVERS) >= MAX_SERVERS:
                 oldest = next(iter(_SERVERS))
                 _SERVERS.pop(oldest).close()
-            server = ForkServer(python, script, env, key not in _NO_PRELOAD)
+            server = ForkServer(subprocess.Popen(
+                [python, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, env=env, start_new_session=True),
+                key not in _NO_PRELOAD)
             _SERVERS[key] = server
         return key, server
 
@@ -370,6 +239,9 @@ def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
     where it could not (the server busy with another run, gone, or refusing: a preload
     that started a thread makes every later server of this environment preload
     nothing), and the caller runs it afresh."""
+    if _HERE:
+        return _run_here(_HERE[-1], warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
+                         on_start=on_start, poll=poll)
     key, server = _server(warm.python, warm.server, env)
     if not server.lock.acquire(blocking=False):
         return None
@@ -387,6 +259,70 @@ def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
         return None
     finally:
         server.lock.release()
+
+
+_HERE: list[ForkServer] = []     # the fork of this process that runs a block's runs
+
+
+@contextlib.contextmanager
+def runs_forked_here(script: Path) -> Iterator[None]:
+    """Every warm run (`run_warm`) until the block ends forked from one fork of this
+    process as it stands now (`script`, harness/agent/forkserver.py: its `fork_here`):
+    the runs have this process's objects, live (`harness.check(here=True)`).
+
+    Raises:
+        OSError: this process cannot fork.
+    """
+    server = ForkServer(Forked(*forkserver(script).fork_here()), False)
+    _HERE.append(server)
+    try:
+        yield
+    finally:
+        _HERE.remove(server)
+        server.close()
+
+
+def _run_here(server: ForkServer, warm: Warm, *, env: dict[str, str], log: Path,
+              deadline_s: float, cwd: Path | None, on_start: Callable[[int], None] | None,
+              poll: Callable[[], None] | None) -> Finished:
+    """A run forked from the fork of this process; no other can run it (its objects
+    live here alone): a server gone is said in its log."""
+    with server.lock:
+        try:
+            return server.run(warm.args, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
+                              cgroup_procs=warm.cgroup_procs, preload=None,
+                              on_start=on_start, poll=poll)
+        except ServerGone as exc:
+            with log.open("a", encoding="utf-8") as out:
+                out.write(f"harness: the fork of the test's process that runs it is gone "
+                          f"({exc})\n")
+            return Finished(None, False, 0.0)
+
+
+_LOADED: dict[Path, ModuleType] = {}
+_AGENTS = ("agent", "forked")     # what forkserver.py imports by these names
+
+
+def forkserver(script: Path) -> ModuleType:
+    """harness/agent/forkserver.py loaded into this process (once; its `import agent`
+    finds the agent beside it, not a module of this process so named), its warm-up done:
+    a later fork of this process (`runs_forked_here`) starts with both."""
+    if script not in _LOADED:
+        mine = {name: sys.modules.pop(name) for name in _AGENTS if name in sys.modules}
+        sys.path.insert(0, str(script.parent))
+        try:
+            spec = importlib.util.spec_from_file_location("_harness_forkserver", script)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(script.parent))
+            for name in _AGENTS:
+                sys.modules.pop(name, None)
+            sys.modules.update(mine)
+        module.warm_up()
+        _LOADED[script] = module
+    return _LOADED[script]
 
 
 @atexit.register
