@@ -35,7 +35,9 @@ its budget, not an interpreter's start and its imports. Under pytest-xdist each 
 has its own; the saved runs are files written atomically, one directory per test.
 
 Nothing of harness but its names (`harness.pytestnames`, four constants) is imported
-until a marked test runs: unmarked sessions pay for two marker lines and three options.
+until marked tests are to run: unmarked sessions pay for two marker lines and three
+options. Where some are, the warm interpreter is started with their modules imported
+once they are collected, before the first test's clock (`harness.api.marked.ahead`).
 """
 
 from __future__ import annotations
@@ -111,6 +113,21 @@ def _known_compare(config: pytest.Config) -> None:
         f"--harness-compare {name!r}: no run was ever saved ({where} holds none)\n  "
         f"fix: run the tests with --harness-save {name} first, then --harness-compare "
         f"{name}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Once the tests are collected, before the first one's clock: where some are marked,
+    what they fork from started (`harness.api.marked.ahead`). Under xdist, in each
+    worker (the controller collects nothing)."""
+    if session.config.option.collectonly or not any(
+            item.get_closest_marker(LEAKS) or item.get_closest_marker(TIME)
+            for item in session.items):
+        return
+    # lazy: the plugin loads in every pytest session; harness only once a marked test runs
+    from harness.api import marked
+
+    marked.ahead(session.items)
 
 
 @pytest.hookimpl(tryfirst=True)

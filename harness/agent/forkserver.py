@@ -8,7 +8,9 @@ a test at a 0.5 s budget); the server starts with the cells' startup environment
 Requests come on stdin, one JSON object a line: {"argv": the agent's arguments, "env":
 its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgroup.procs
 file it joins first (or null), "preload": the scenario file to import here first (or
-null)}. Replies go to the stdout the host reads, one JSON object a line: {"pid": N} once
+null)}; a request whose "argv" is null forks nothing: its preload imported, the server
+replies {"ready": true} (the host starts it ahead of its first run). Replies go to the
+stdout the host reads, one JSON object a line: {"pid": N} once
 the run is forked, then {"exit": code} when it ended (negative: the signal that ended
 it); or {"refused": why}, and the server exits, where importing the scenario's modules
 here started a Python thread or a native one (not of a pool known to be re-made after a
@@ -316,6 +318,9 @@ def serve(requests, reply, replies):
             if why is not None:
                 reply({"refused": why})
                 return
+        if request.get("argv") is None:     # ready, and its preload imported: no run
+            reply({"ready": True})
+            continue
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         pid = os.fork()

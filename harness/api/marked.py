@@ -5,11 +5,13 @@ nothing of harness. The marker's arguments and the test's fixtures become `check
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import os
 import pickle
 import re
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 import pytest
@@ -18,14 +20,16 @@ from harness.analysis.growth import RUNS_NO_MORE
 from harness.analysis.kinds import UNDECIDED
 from harness.analysis.rules import BUSY_HOST
 from harness.api.checked import Checked
-from harness.api.run import check, whole_budget
+from harness.api.run import check, warm_ahead, whole_budget
 from harness.api.scenario import unreachable
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
 from harness.protocol.tracebacks import frames
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
-from harness.pytestnames import PROPERTY, SAVED_DIR
+from harness.pytestnames import LEAKS, PROPERTY, SAVED_DIR, TIME
 from harness.result.model import AgentError
+from harness.runtimes.base import AGENT_DIR
+from harness.runtimes.process import forkserver
 from harness.stages.measure import AS_READ
 from harness.store.saved import Saved, key_of
 
@@ -73,6 +77,34 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
               f"would, and nothing was measured{ONCE_FIX}")
         return
     _verdict(item, got, marks, note)
+
+
+def ahead(items: Sequence[pytest.Item]) -> None:
+    """Before a session's first test (the plugin's `pytest_runtestloop`): the warm server
+    its marked tests fork from started, with each of their modules imported
+    (`harness.api.run.warm_ahead`, in the environment the first marked module-level
+    test's markers make), and the agent loaded here for those that run as a fork of this
+    process: the first marked test costs what the later ones do. What fails here is
+    left for the tests to say."""
+    with contextlib.suppress(OSError, ImportError):
+        forkserver(AGENT_DIR / "forkserver.py")
+    steps: dict[str, tuple[Callable[..., object], list[str]]] = {}
+    first: tuple[pytest.Function, list[pytest.Mark]] | None = None
+    for item in items:
+        marks = [m for m in (item.get_closest_marker(LEAKS), item.get_closest_marker(TIME))
+                 if m is not None]
+        if not marks or not isinstance(item, pytest.Function) or item.cls is not None or (
+                item.module.__name__ in steps or unreachable(item.obj) is not None):
+            continue
+        try:
+            names = list(inspect.signature(item.obj).parameters)
+        except (TypeError, ValueError):
+            continue
+        steps[item.module.__name__] = (item.obj, names)
+        first = first or (item, marks)
+    if first is not None:
+        with contextlib.suppress(HarnessError, OSError, pytest.fail.Exception):
+            warm_ahead(list(steps.values()), *_arguments(*first))
 
 
 # How a test that runs once only is fixed (`_runs_once`).

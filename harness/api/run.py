@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
-import linecache
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +14,6 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness import matrixfile
-from harness.analysis.where import summary
 from harness.api.checked import Checked
 from harness.api.saved import against_saved
 from harness.api.scenario import (
@@ -28,8 +25,8 @@ from harness.api.scenario import (
     scenario_here,
     scenario_text,
 )
+from harness.api.where import where
 from harness.errors import InputError, SpecError
-from harness.explain.plan import attribute, floors
 from harness.matrixfile.entries import NOT_A_DURATION, duration_problem, parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
@@ -295,27 +292,42 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
                                        baseline.label)
             if save is not None:
                 save_cell(root, s.cell.id, save, result)
-            where = _where(s, result, step, root / "where") if result.verdict == "leak" \
-                else ()
-        return Checked(result, root if out is not None else None, where)
+            lines = where(s.sweep.ctx, s.cell, result, step, root / "where", seconds) \
+                if result.verdict == "leak" else ()
+        return Checked(result, root if out is not None else None, lines)
 
 
-def _where(s: _Session, result: CellResult, step: Callable[..., object], outdir: Path
-           ) -> tuple[str, ...]:
-    """A leak's lines that grew: the cell run again briefly with tracemalloc (`harness
-    explain`'s run), its sites named in the step's own file ("test_x.py:9 test_f
-    (CACHE.append(x))"); empty where that run failed."""
-    got = attribute(s.sweep.ctx, s.cell, result, ("heap",), outdir, native=False)
-    if got is None:
-        return ()
-    path = inspect.getsourcefile(step) or ""
-    name = os.path.basename(path)
+def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],
+               budget: str | float | None, iterations: int | None,
+               settings: Mapping[str, object]) -> None:
+    """What the first check of each step (with keyword arguments of those names) would
+    start in its run, started now: its interpreter found, and the warm server of its
+    environment (as `budget`, `iterations` and `settings` make it) started with each
+    step's module imported (`LocalRuntime.warm_ahead`). The pytest plugin's, once its
+    session's tests are collected: a suite's first marked test then costs what its later
+    ones do, the server's start and the test module's import outside its clock.
 
-    def source(file: str, line: int) -> str | None:
-        return linecache.getline(path, line).strip() or None if file == name else None
-
-    return tuple(text for text in summary(got[0], name, source, floors=floors(result))
-                 if " at " in text)
+    Raises:
+        HarnessError: as a check of the first step would (and says, when it runs).
+    """
+    seconds = None if iterations is not None else _seconds(budget)
+    asked = dict(settings)
+    if seconds is not None and "overrun" not in asked:
+        asked["overrun"] = OVERRUN
+    with _workdir(None) as work:
+        scripts = []
+        for n, (step, names) in enumerate(steps):
+            scripts.append(work / f"{n}{SCENARIO}")
+            scripts[-1].write_text(scenario_text(step, None, dict.fromkeys(names)),
+                                   encoding="utf-8")
+        text = _matrix_text(scripts[0], _scenario_id(steps[0][0]), seconds, iterations,
+                            None, bounded(asked, seconds))
+        (work / "matrix.yaml").write_text(text, encoding="utf-8")
+        try:
+            matrix = matrixfile.load(work / "matrix.yaml")
+        except SpecError as exc:
+            raise _said(exc) from None
+        LocalRuntime(warm=True).warm_ahead(matrix.cells[0], scripts)
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:

@@ -142,6 +142,16 @@ class ForkServer:
                 str(got["refused"]))
         return got
 
+    def ready(self, preload: Path | None, timeout: float) -> None:
+        """The server started and `preload` imported in it, forking nothing.
+
+        Raises:
+            ServerGone: it exited, refused the preload, or did not answer in time.
+        """
+        self.send({"argv": None, "preload": str(preload) if preload else None})
+        if self.reply(timeout) is None:
+            raise ServerGone("the fork server did not answer in time")
+
     def run(self, args: Sequence[str], *, env: dict[str, str], log: Path,
             deadline_s: float, cwd: Path | None, cgroup_procs: Path | None,
             preload: Path | None, on_start: Callable[[int], None] | None,

@@ -309,10 +309,7 @@ class LocalRuntime(RuntimeBase):
         out = (request.outdir / "samples.jsonl").absolute()
         args = request.agent_args(str(AGENT_DIR / "agent.py"), str(cell.scenario.script),
                                   str(out), str(request.control.absolute()))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(_SHIM_ENV.get(request.image.python, {}))
-        env.update(request.environment())
-        env.update(gpu_env(cell))
+        env = _environment(request)
         host: list[dict[str, object]] = []
         pid_box: list[int] = []
         t0 = time.monotonic()
@@ -374,6 +371,25 @@ class LocalRuntime(RuntimeBase):
                           oom_killed=oom, duration_s=finished.duration_s,
                           host_samples=host, log_tail=tail, details=details)
 
+    def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
+        """The warm server a run of `cell` forks from, started now with each scenario of
+        `scripts` imported (`process.warm_ahead`; the pytest plugin's, before its first
+        marked test's clock)."""
+        info = self.prepare(cell.image, lambda _: None)
+        env = _environment(RunRequest(cell, info, Path(os.devnull), Path(os.devnull)))
+        process.warm_ahead(process.Warm(info.python, AGENT_DIR / "forkserver.py", (), None,
+                                        None), env, scripts)
+
     def cleanup(self) -> int:
         """Subprocesses die with their group; nothing persists between sweeps."""
         return 0
+
+
+def _environment(request: RunRequest) -> dict[str, str]:
+    """A run's environment: this process's (but PYTHON*), what its interpreter's shim
+    sets, the cell's (`RunRequest.environment`) and its GPUs'."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(_SHIM_ENV.get(request.image.python, {}))
+    env.update(request.environment())
+    env.update(gpu_env(request.cell))
+    return env

@@ -250,15 +250,38 @@ def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
                           cgroup_procs=warm.cgroup_procs, preload=warm.preload,
                           on_start=on_start, poll=poll)
     except ServerGone as exc:
-        if isinstance(exc, Refused):
-            _NO_PRELOAD.add(key)
-        with _POOL:
-            if _SERVERS.get(key) is server:
-                del _SERVERS[key]
-        server.close()
+        _drop(key, server, exc)
         return None
     finally:
         server.lock.release()
+
+
+def _drop(key: tuple[str, ...], server: ForkServer, exc: ServerGone) -> None:
+    """A server gone or refusing closed; one that refused a preload makes every later
+    server of its environment preload nothing."""
+    if isinstance(exc, Refused):
+        _NO_PRELOAD.add(key)
+    with _POOL:
+        if _SERVERS.get(key) is server:
+            del _SERVERS[key]
+    server.close()
+
+
+def warm_ahead(warm: Warm, env: dict[str, str], preloads: Sequence[Path],
+               timeout: float = 120.0) -> None:
+    """The warm server `warm`'s run would fork from, started now and each of `preloads`
+    (scenarios: the test modules they import) imported in it, its answers awaited: the
+    first run then forks from it as later ones do, its start outside that run's clock (a
+    pytest session's first marked test). What goes wrong is the runs' to find: a server
+    that refused is dropped, as `run_warm` drops it."""
+    each: list[Path | None] = [*preloads] or [None]
+    for preload in each:
+        key, server = _server(warm.python, warm.server, env)
+        with server.lock:
+            try:
+                server.ready(preload if server.preload else None, timeout)
+            except ServerGone as exc:
+                _drop(key, server, exc)
 
 
 _HERE: list[ForkServer] = []     # the fork of this process that runs a block's runs

@@ -42,6 +42,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "ms_steps.py": (),
     "near_floor.py": (),
     "one_decision.py": (),
+    "plugin_cost.py": (),
     "plugin_suite.py": (),
     "plugin_vs_memray.py": (),
     "rounds_cost.py": (),
