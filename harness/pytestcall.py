@@ -29,10 +29,12 @@ and `Calls.close` at its teardown. This module imports pytest: the host builds a
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
 import pickle
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -194,6 +196,39 @@ class _Recwarn:
         self.value.__exit__(None, None, None)
 
 
+# A fresh interpreter's warning filters (Python 3.7+, not in development mode).
+_FRESH_FILTERS = (("default", DeprecationWarning, "__main__"),
+                  ("ignore", DeprecationWarning, ""), ("ignore", PendingDeprecationWarning, ""),
+                  ("ignore", ImportWarning, ""), ("ignore", ResourceWarning, ""))
+
+
+def as_a_fresh_child() -> None:
+    """Where the calls run in a fork of pytest's process (a test whose arguments cannot be
+    pickled), what pytest set up around the test's one call there, and a fresh child
+    (the warm interpreter's) has not, undone before the first: its log capture's handlers
+    on the root logger, which keep every record (a warning logged per call read +1.1
+    KiB/call), and its record of the warnings shown, which keeps each (a
+    DeprecationWarning per call, +409 B/call): the warning filters are a fresh
+    interpreter's, and a warning shown is written to stderr, as a fresh child does. In a
+    fresh child, nothing to undo; never in pytest's own process, whose state it is."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, LogCaptureHandler)]:
+        root.removeHandler(handler)
+    if isinstance(getattr(getattr(warnings, "_showwarnmsg_impl", None), "__self__", None),
+                  list):
+        warnings._showwarnmsg_impl = _to_stderr  # type: ignore[attr-defined]
+        warnings.resetwarnings()
+        for action, category, module in _FRESH_FILTERS:
+            warnings.filterwarnings(action, category=category, module=module,  # type: ignore[arg-type]
+                                    append=True)
+
+
+def _to_stderr(shown: warnings.WarningMessage) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(warnings.formatwarning(shown.message, shown.category,
+                                                shown.filename, shown.lineno, shown.line))
+
+
 def _live(made: Made) -> _Live:
     if made.kind == MONKEYPATCH:
         return _MonkeyPatch()
@@ -210,12 +245,14 @@ class Calls:
     live in a fork of pytest's process): `shared` by every call, `fresh` (pickled)
     unpickled again for each, `copied` (in a fork: values that cannot be pickled) deep
     copied for each, and the pytest fixtures the child makes itself (`made`), reset
-    after each. In the child, `kwargs` is what the next call takes."""
+    after each; `forked`: the child is a fork of pytest's process, started as a fresh
+    one (`as_a_fresh_child`). In the child, `kwargs` is what the next call takes."""
 
     shared: dict[str, object]
     fresh: bytes
     made: dict[str, Made]
     copied: dict[str, object] = field(default_factory=dict)
+    forked: bool = False        # the calls run in a fork of pytest's process
     kwargs: dict[str, object] = field(default_factory=dict, init=False, repr=False)
     _live: dict[str, _Live] = field(default_factory=dict, init=False, repr=False)
 
@@ -227,6 +264,8 @@ class Calls:
 
     def start(self) -> Calls:
         """The fixtures made (in the child's setup), the first call's arguments set."""
+        if self.forked:
+            as_a_fresh_child()
         self._live = {name: _live(made) for name, made in self.made.items()}
         self._next_kwargs()
         return self

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import inspect
 import os
 import pickle
@@ -52,6 +53,10 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     if here is not None and not hasattr(os, "fork"):
         _fail(f"harness: {item.name}: {here}, and this platform cannot fork pytest's "
               "process to run it\n  fix: make it a module-level test function")
+    if here is not None:
+        # its fork starts as a fresh child would (`pytestcall.as_a_fresh_child`)
+        kwargs = dataclasses.replace(kwargs, forked=True) if isinstance(kwargs, Calls) \
+            else Calls(kwargs, b"", {}, forked=True)
     save = compare = None
     note = ""
     if timed:
