@@ -35,6 +35,7 @@ import logging
 import os
 import pickle
 import sys
+import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -207,13 +208,17 @@ def as_a_fresh_child() -> None:
     pickled), what pytest set up around the test's one call there, and a fresh child
     (the warm interpreter's) has not, undone before the first: its log capture's handlers
     on the root logger, which keep every record (a warning logged per call read +1.1
-    KiB/call), and its record of the warnings shown, which keeps each (a
-    DeprecationWarning per call, +409 B/call): the warning filters are a fresh
-    interpreter's, and a warning shown is written to stderr, as a fresh child does. In a
-    fresh child, nothing to undo; never in pytest's own process, whose state it is."""
+    KiB/call), its record of the warnings shown, which keeps each (a DeprecationWarning
+    per call, +409 B/call), and its hooks that keep unraisable and thread exceptions: the
+    warning filters are a fresh interpreter's, and a warning shown is written to stderr,
+    as a fresh child does. In a fresh child, nothing to undo; never in pytest's own
+    process, whose state it is."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, LogCaptureHandler)]:
         root.removeHandler(handler)
+    # pytest's hooks that keep what a call's unraisable exception or thread's end said
+    sys.unraisablehook = sys.__unraisablehook__
+    threading.excepthook = threading.__excepthook__
     if isinstance(getattr(getattr(warnings, "_showwarnmsg_impl", None), "__self__", None),
                   list):
         warnings._showwarnmsg_impl = _to_stderr  # type: ignore[attr-defined]
