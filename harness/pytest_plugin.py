@@ -36,8 +36,9 @@ has its own; the saved runs are files written atomically, one directory per test
 
 Nothing of harness but its names (`harness.pytestnames`, four constants) is imported
 until marked tests are to run: unmarked sessions pay for two marker lines and three
-options. Where some are, the warm interpreter is started with their modules imported
-once they are collected, before the first test's clock (`harness.api.marked.ahead`).
+options. Where some are, the warm interpreter is started, the first one's module
+imported in it, once they are collected, before the first test's clock
+(`harness.api.marked.ahead`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import inspect
 import os
 import pickle
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NoReturn
 
 import pytest
@@ -86,30 +86,26 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
 
 def ahead(items: Sequence[pytest.Item]) -> None:
     """Before a session's first test (the plugin's `pytest_runtestloop`): the warm server
-    its marked tests fork from started, with each of their modules imported
-    (`harness.api.run.warm_ahead`, in the environment the first marked module-level
-    test's markers make), and the agent loaded here for those that run as a fork of this
-    process: the first marked test costs what the later ones do. What fails here is
-    left for the tests to say."""
+    its marked tests fork from started in the environment the first marked module-level
+    test's markers make, that test's module imported in it (`harness.api.run.warm_ahead`),
+    and the agent loaded here for tests that run as a fork of this process: the first
+    marked test costs what the later ones do. Only the first's module: one whose import
+    starts a thread makes the server preload nothing from then on, which would cost
+    every test of the modules imported before it. What fails here is left for the tests
+    to say."""
     with contextlib.suppress(OSError, ImportError):
         forkserver(AGENT_DIR / "forkserver.py")
-    steps: dict[str, tuple[Callable[..., object], list[str]]] = {}
-    first: tuple[pytest.Function, list[pytest.Mark]] | None = None
     for item in items:
         marks = [m for m in (item.get_closest_marker(LEAKS), item.get_closest_marker(TIME))
                  if m is not None]
         if not marks or not isinstance(item, pytest.Function) or item.cls is not None or (
-                item.module.__name__ in steps or unreachable(item.obj) is not None):
+                unreachable(item.obj) is not None):
             continue
-        try:
+        with contextlib.suppress(HarnessError, OSError, TypeError, ValueError,
+                                 pytest.fail.Exception):
             names = list(inspect.signature(item.obj).parameters)
-        except (TypeError, ValueError):
-            continue
-        steps[item.module.__name__] = (item.obj, names)
-        first = first or (item, marks)
-    if first is not None:
-        with contextlib.suppress(HarnessError, OSError, pytest.fail.Exception):
-            warm_ahead(list(steps.values()), *_arguments(*first))
+            warm_ahead([(item.obj, names)], *_arguments(item, marks))
+        return
 
 
 # How a test that runs once only is fixed (`_runs_once`).

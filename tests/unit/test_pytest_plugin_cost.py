@@ -1,5 +1,5 @@
 """Issue 79 item 4: a marked test's budget is what it costs. What it forks from is
-started once per session, with the test modules imported, before the first test's
+started once per session, with the test module imported, before the first test's
 clock (not inside the first test: a suite's first marked test cost +1.1 s past its
 budget, the later ones +0.4 s); the run that finds a leak's lines (under tracemalloc) is
 bounded by the test's budget (a 5 ms step's ran 2.8 s after a 0.5 s budget). No
