@@ -50,12 +50,11 @@ class Writer(object):
             if stamp:
                 stamp(record)
                 line = _ENCODE(record)
-            pieces = [line + "\n"] if tail is None else [line[:-1]]
+            head = line + "\n" if tail is None else line[:-1]
             self.ended = record.get("type") == "end"
             outs = [f for f in (self.file, sys.stdout if self.echo else None) if f is not None]
             for out in outs:
-                for piece in pieces:
-                    out.write(piece)
+                out.write(head)
             if tail is not None:
                 for piece in tail():
                     for out in outs:

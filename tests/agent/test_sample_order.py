@@ -6,27 +6,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-
-import pytest
-
-AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "agent"
-
-
-@pytest.fixture()
-def writer() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(AGENT_DIR))
-    try:
-        import writer as module
-        yield module
-    finally:
-        sys.path.remove(str(AGENT_DIR))
-        for name in ("writer", "readers"):
-            sys.modules.pop(name, None)
 
 
 class GrowingReaders:

@@ -10,25 +10,9 @@ from __future__ import annotations
 import array
 import json
 import random
-import sys
 import tracemalloc
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
-
-import pytest
-
-AGENT = Path(__file__).resolve().parents[2] / "harness" / "agent"
-
-
-@pytest.fixture
-def writer() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(AGENT))
-    try:
-        import writer as module
-        yield module
-    finally:
-        sys.path.remove(str(AGENT))
 
 
 def peak(make: Callable[[], object]) -> int:

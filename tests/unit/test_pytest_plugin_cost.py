@@ -8,11 +8,11 @@ own pace (benchmarks/plugin_cost.py measures the cost)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from pathlib import Path
 
 import pytest
+from pluginkit import plugin_args
 
 from harness.api import check
 from harness.api.where import WHERE_LEAST, WHERE_SLOWER, within
@@ -20,10 +20,6 @@ from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, Scena
 
 pytest_plugins = ["pytester"]
 
-
-def _plugin() -> list[str]:
-    names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
-    return [] if "harness" in names else ["-p", "harness.pytest_plugin"]
 
 
 AHEAD = '''
@@ -66,7 +62,7 @@ def test_the_warm_interpreter_starts_before_the_first_tests_setup(
     out.mkdir()
     monkeypatch.setenv("PLUGIN_OUT", str(out))
     pytester.makepyfile(test_ahead=AHEAD)
-    result = pytester.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider", timeout=120)
+    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=2)
     events = [tuple(line.split()) for line in (out / "events").read_text().splitlines()]
     (pytest_pid,) = {pid for what, pid in events if what == "setup"}

@@ -7,11 +7,11 @@ tests/unit/test_pytest_plugin.py runs the plugin."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 import threading
 
 import pytest
+from pluginkit import run_plugin
 
 from harness.api import check
 from harness.api.marked import argument_named
@@ -19,14 +19,6 @@ from harness.api.marked import argument_named
 pytest_plugins = ["pytester"]
 
 
-def _plugin() -> list[str]:
-    names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
-    return [] if "harness" in names else ["-p", "harness.pytest_plugin"]
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider", *args,
-                                         timeout=180)
 
 
 LIVE = '''
@@ -114,7 +106,7 @@ def test_lambdas_local_classes_and_closures_are_checked_and_a_leak_among_them_fa
     capture's records, the warnings it records) is not the calls' (a warning logged and
     one shown per call read +1.1 KiB/call and +409 B/call)."""
     pytester.makepyfile(test_live=LIVE)
-    result = _run(pytester, "-rA")
+    result = run_plugin(pytester, "-rA")
     out = result.stdout.str()
     result.assert_outcomes(passed=6, failed=1)
     assert "cannot be sent" not in out and "PicklingError" not in out, out
@@ -158,7 +150,7 @@ def test_a_fixture(closure):
 def test_where_the_process_cannot_fork_a_parameter_and_a_fixture_are_named_as_such(
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_nofork=NO_FORK)
-    result = _run(pytester)
+    result = run_plugin(pytester)
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert ("harness: test_a_parameter[<lambda>]: parameter `typ` of parametrize (function) "

@@ -7,22 +7,14 @@ it made, while a real leak beside it still fails. Run by pytest in a child proce
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 
 import pytest
+from pluginkit import run_plugin
 
 pytest_plugins = ["pytester"]
 
 
-def _plugin() -> list[str]:
-    names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
-    return [] if "harness" in names else ["-p", "harness.pytest_plugin"]
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider", *args,
-                                         timeout=180)
 
 
 # Each test below builds up its fixture's state with every call: shared by the calls,
@@ -94,7 +86,7 @@ def test_setenv_is_undone(monkeypatch):
 
 def test_a_fixture_that_builds_up_is_fresh_for_every_call(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_fresh=FRESH)
-    result = _run(pytester, "-rA")
+    result = run_plugin(pytester, "-rA")
     out = result.stdout.str()
     result.assert_outcomes(passed=8)
     for name in ("test_monkeypatch", "test_caplog", "test_capsys",
@@ -123,7 +115,7 @@ def test_leaks_beside_monkeypatch(monkeypatch):
 
 def test_a_real_leak_beside_monkeypatch_still_fails(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_real=REAL)
-    result = _run(pytester)
+    result = run_plugin(pytester)
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert re.search(r"harness: leak \(rule leak\): heap grows \+1\.\d KiB/call", out), out
@@ -157,7 +149,7 @@ def test_a_patch_another_fixture_made_is_the_tests_own(pytester: pytest.Pytester
     as a fork of pytest's process instead (issue 79 item 2), which has it (it was
     refused); each call's own patch is undone after it."""
     pytester.makepyfile(test_monkeyed=MONKEYED)
-    result = _run(pytester, "-rA")
+    result = run_plugin(pytester, "-rA")
     result.assert_outcomes(passed=1)
     assert re.search(r"PASSED test_monkeyed\.py::test_uses_a_patch_made_outside: ok ",
                      result.stdout.str()), result.stdout.str()
@@ -192,7 +184,7 @@ def test_a_test_that_cannot_run_twice_passes_with_a_warning(pytester: pytest.Pyt
     pytester.makepyfile(test_once=ONCE)
     line = ONCE.splitlines().index("    assert mod.helper() == 1")
     said = f"runs once only: call 2 failed: AssertionError at test_once.py:{line}"
-    result = _run(pytester, "-rA")
+    result = run_plugin(pytester, "-rA")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert f"PASSED test_once.py::test_patches_its_own_module: {said}" in out, out
@@ -203,6 +195,6 @@ def test_a_test_that_cannot_run_twice_passes_with_a_warning(pytester: pytest.Pyt
     assert "marked.py" not in out and "warnings.warn(" not in out, out
     assert "crash (rule crash): AssertionError:  (at test_once.py" not in out, out
     assert "harness: crash (rule crash): AssertionError: arithmetic" in out, out
-    strict = _run(pytester, "--harness-strict")
+    strict = run_plugin(pytester, "--harness-strict")
     strict.assert_outcomes(failed=2)
     assert f"harness: {said}" in strict.stdout.str(), strict.stdout.str()

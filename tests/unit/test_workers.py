@@ -90,14 +90,20 @@ def test_a_slow_test_that_says_its_seconds_is_weighed_by_them(
     assert order == ["long", "g1", "g2", "g3", "slow1", "slow2"]
 
 
+def heavy_in_two_lanes() -> list[Item]:
+    """Two heavy tests that start containers and two that run here alone, the
+    container ones first in the files, and a plain one."""
+    d, slow = pytest.mark.docker, pytest.mark.slow
+    return [Item(d, slow(seconds=90), name="e1"), Item(d, slow(seconds=80), name="e2"),
+            Item(slow(seconds=70), name="h1"), Item(slow(seconds=60), name="h2"),
+            Item(name="plain")]
+
+
 def test_units_on_an_engine_and_units_on_this_machine_are_handed_out_in_turns(
         root_conftest: ModuleType) -> None:
     # GIVEN two heavy tests that start containers and two that run here alone, the
     # container ones first in the files
-    d, slow = pytest.mark.docker, pytest.mark.slow
-    items = [Item(d, slow(seconds=90), name="e1"), Item(d, slow(seconds=80), name="e2"),
-             Item(slow(seconds=70), name="h1"), Item(slow(seconds=60), name="h2"),
-             Item(name="plain")]
+    items = heavy_in_two_lanes()
     # WHEN they are ordered for xdist
     order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
     # THEN the heaviest first, then the lane that has had less weight: not both
@@ -109,10 +115,7 @@ def test_while_ci_sets_the_engines_up_the_units_that_need_none_come_first(
         root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN the same tests while CI's setup of the engines is under way
     monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
-    d, slow = pytest.mark.docker, pytest.mark.slow
-    items = [Item(d, slow(seconds=90), name="e1"), Item(d, slow(seconds=80), name="e2"),
-             Item(slow(seconds=70), name="h1"), Item(slow(seconds=60), name="h2"),
-             Item(name="plain")]
+    items = heavy_in_two_lanes()
     order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
     # THEN every unit that needs no engine first, heaviest first, then the engines' ones
     assert order == ["h1", "h2", "plain", "e1", "e2"]
