@@ -165,10 +165,10 @@ GROWS_FAILED = r"FAILED test_slow\.py::test_grows: leak \(rule (leak|runaway)\)"
 def test_a_marked_test_too_slow_for_its_budget_passes_with_a_warning_saying_the_budget(
         pytester: pytest.Pytester) -> None:
     # Nothing was found against the code: a pass, said (a sweep's exit 4, not a bad 1)
-    from tests.unit.test_pytest_plugin import _run
+    from pluginkit import run_plugin
 
     pytester.makepyfile(test_slow=textwrap.dedent(SLOW_TESTS))
-    result = _run(pytester)
+    result = run_plugin(pytester, timeout=120)
     result.assert_outcomes(passed=1, failed=1, warnings=1)
     out = result.stdout.str()
     assert re.search(GROWS_FAILED, out), out
@@ -180,10 +180,10 @@ def test_a_marked_test_too_slow_for_its_budget_passes_with_a_warning_saying_the_
 
 def test_a_marked_test_too_slow_for_its_budget_fails_strict_saying_the_budget_to_set(
         pytester: pytest.Pytester) -> None:
-    from tests.unit.test_pytest_plugin import _run
+    from pluginkit import run_plugin
 
     pytester.makepyfile(test_slow=textwrap.dedent(SLOW_TESTS))
-    result = _run(pytester, "--harness-strict")
+    result = run_plugin(pytester, "--harness-strict", timeout=120)
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert re.search(GROWS_FAILED, out), out
