@@ -292,8 +292,8 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
                                        baseline.label)
             if save is not None:
                 save_cell(root, s.cell.id, save, result)
-            lines = where(s.sweep.ctx, s.cell, result, step, root / "where", seconds) \
-                if result.verdict == "leak" else ()
+            lines = where(s.sweep.ctx, s.cell, result, step, root / "where", seconds,
+                          measured.series) if result.verdict == "leak" else ()
         return Checked(result, root if out is not None else None, lines)
 
 

@@ -146,7 +146,12 @@ def source_of(cell: Cell) -> Callable[[str, int], str | None]:
 
 
 class AttributionFailed(Exception):
-    """The attributed run gave no where record (it crashed, or the image's agent is old)."""
+    """The attributed run gave no where record (it crashed, or the image's agent is old);
+    `timed_out`: its deadline ended it."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
@@ -158,7 +163,7 @@ def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
         why = ran.ended.error or ("timed out" if ran.ended.timed_out
                                   else f"exit {ran.ended.exit_code}")
         raise AttributionFailed(f"{cell.id}: the attributed run left no where record ({why}; "
-                                f"see {outdir / 'agent.log'})")
+                                f"see {outdir / 'agent.log'})", ran.ended.timed_out)
     w = parse_where(record)
     if ran.ended.timed_out:
         # The agent saw its run stop before the late window ended; only the host knows

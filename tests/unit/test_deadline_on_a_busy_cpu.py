@@ -5,10 +5,15 @@ CPU at most, and its 2 s budget, which a live look ends at 1.6 s of its own time
 soonest, takes 6.4 s of wall time at least, past the 3 s deadline that kills it. A
 spinning step, which the host starved, is `ambiguous` (rule `timeout-busy`): its
 shortened run decides nothing. A step that hangs beside the same loops is `timeout`:
-its call ran on the agent's own clock, stuck, whatever the load."""
+its call ran on the agent's own clock, stuck, whatever the load. A leak's lines are
+named beside six such loops: its where run's wall deadline is its budget at the pace
+the host allowed the measured run, doubled where it still ended the run (before, 2 of
+3 runs beside 6 loops said no line)."""
 
 from __future__ import annotations
 
+import contextlib
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +30,9 @@ KEPT = []
 def spin():
     sum(range(2000))
 
+def leak():
+    KEPT.append(bytes(1024))
+
 def hang():
     KEPT.append(1)
     if len(KEPT) > 300:
@@ -39,19 +47,35 @@ checked = harness.check(getattr(steps, sys.argv[1]), budget="2s",
                         settings={"timeout": "3s", "repeats": 0})
 print(checked.verdict, checked.rule, checked.reason, sep="|")
 """
+WHERE = """
+import harness
+import steps
+for _ in range(3):
+    checked = harness.check(steps.leak, budget="300ms")
+    print(checked.verdict, *checked.where, sep="|")
+"""
+# the where run's cell gets a seventh of the CPU: the old deadline left 2 of 3 runs'
+# lines out
+WHERE_LOOPS = 6
 LOOPS = 3   # the cell gets a quarter of the CPU at most: the host takes 3/4
 
 
-@pytest.fixture
-def busy_cpu() -> Iterator[None]:
+@contextlib.contextmanager
+def _loops(n: int) -> Iterator[None]:
     loops = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"],
-                              start_new_session=True) for _ in range(LOOPS)]
+                              start_new_session=True) for _ in range(n)]
     try:
         yield
     finally:
         for p in loops:
             p.kill()
             p.wait()
+
+
+@pytest.fixture
+def busy_cpu() -> Iterator[None]:
+    with _loops(LOOPS):
+        yield
 
 
 @pytest.mark.slow     # two checks of a few seconds each, killed at their deadline
@@ -74,3 +98,20 @@ def test_a_deadline_the_host_took_decides_nothing_and_a_hang_is_a_timeout(
     verdict, rule, reason = check("hang")
     assert (verdict, rule) == ("timeout", "timeout"), reason
     assert "did not return" in reason
+
+
+@pytest.mark.slow     # three checks of a 0.3 s budget, each a few seconds beside the loops
+@pytest.mark.skipif(shutil.which("taskset") is None or not sys.platform.startswith("linux"),
+                    reason="taskset pins the cell and the loops to one CPU")
+def test_a_leaks_lines_are_named_on_a_busy_cpu(tmp_path: Path) -> None:
+    (tmp_path / "steps.py").write_text(textwrap.dedent(STEPS), encoding="utf-8")
+    (tmp_path / "where.py").write_text(textwrap.dedent(WHERE), encoding="utf-8")
+    with _loops(WHERE_LOOPS):
+        done = subprocess.run(["taskset", "-c", "0", sys.executable, "where.py"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    checks = [line.split("|") for line in done.stdout.strip().splitlines()[-3:]]
+    assert [c[0] for c in checks] == ["leak"] * 3, done.stdout
+    for c in checks:
+        assert any(re.search(r"at steps\.py:\d+ leak \(KEPT\.append\(bytes\(1024\)\)\)", w)
+                   for w in c[1:]), c

@@ -15,8 +15,9 @@ import pytest
 from pluginkit import plugin_args
 
 from harness.api import check
-from harness.api.where import WHERE_LEAST, WHERE_SLOWER, within
+from harness.api.where import WHERE_LEAST, WHERE_PACE_MAX, WHERE_SLOWER, pace, within
 from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
+from harness.protocol.series import Series
 
 pytest_plugins = ["pytester"]
 
@@ -81,6 +82,22 @@ def test_a_where_run_fits_in_the_budget_at_the_runs_pace() -> None:
         assert s.timeout == budget and s.warmup <= calls // 5
         assert calls == WHERE_LEAST or calls * per_call * WHERE_SLOWER <= budget / 2
         assert WHERE_LEAST <= calls <= 500
+        # the deadline is the budget at the host's pace; the calls stay as many
+        stretched = within(cell, per_call, budget, 4 * budget).settings
+        assert stretched.timeout == 4 * budget
+        assert (stretched.warmup, stretched.iterations) == (s.warmup, s.iterations)
+
+
+def test_the_where_runs_deadline_follows_the_hosts_pace_in_the_measured_run() -> None:
+    """Wall seconds per second of the cell's own (`cell_s`) over its step samples."""
+    def run(*points: tuple[float, float]) -> Series:
+        return Series(samples=[{"src": "step", "phase": "measure", "t": t, "cell_s": c}
+                               for t, c in points])
+    assert pace(None) == pace(Series()) == 1.0
+    assert pace(run((10.0, 0.0), (14.0, 1.0))) == pytest.approx(4.0)
+    assert pace(run((10.0, 0.0), (11.0, 1.0))) == 1.0
+    assert pace(run((10.0, 0.0), (11.0, 1.5))) == 1.0       # never shorter than the budget
+    assert pace(run((10.0, 0.0), (110.0, 1.0))) == WHERE_PACE_MAX
 
 
 STEPS = '''
