@@ -50,8 +50,7 @@ def add_parser(sub: Any) -> None:
                                           "each row with a first bad image)")
     p.add_argument("--good", metavar="IMAGE", help="G: this image of the row (label)")
     p.add_argument("--bad", metavar="IMAGE", help="B: this image of the row (label)")
-    p.add_argument("--matrix", type=Path,
-                   help="the sweep's matrix file (default: the one its plan.json names)")
+    options.add(p, "matrix")
     p.add_argument("--swap", action="append", default=[], metavar="PACKAGE",
                    help="no search: swap these packages (repeatable) both ways and run the "
                         "two hybrids, even where B is not bad")

@@ -39,9 +39,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
     p.add_argument("row", nargs="?", help="only this row, e.g. cpu.multidict_pop (default: "
                                           "each dated row that went bad after a good day)")
-    p.add_argument("--matrix", type=Path,
-                   help="the sweep's matrix file (default: the one its plan.json names)")
-    options.add(p, "quiet")
+    options.add(p, "matrix", "quiet")
     answer.add(p)
     p.set_defaults(func=run)
 

@@ -39,9 +39,7 @@ def add_parser(sub: Any) -> None:
         formatter_class=FittedHelpFormatter, epilog=EPILOG)
     p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
     p.add_argument("cell", nargs="?", help="only this cell (default: each row's first bad)")
-    p.add_argument("--matrix", type=Path,
-                   help="the sweep's matrix file (default: the one its plan.json names)")
-    options.add(p, "runtime", "docker-host", "quiet")
+    options.add(p, "matrix", "runtime", "docker-host", "quiet")
     answer.add(p)
     p.set_defaults(func=run)
 

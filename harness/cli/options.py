@@ -1,5 +1,5 @@
-"""The options the commands that run cells share (--runtime, --docker-host, --iterations,
---warmup, --out, -q, --width): each defined once here, each command choosing those it
+"""The options the commands share (--runtime, --docker-host, --iterations, --warmup, --out,
+-q, --width, --details, a run's --matrix): each defined once here, each command choosing those it
 takes (`add`), and one check of their values (`check`) that every command's `run` calls
 first (tests/unit/test_architecture.py holds them to it), so a value none of them can
 run with is refused the same way by all."""
@@ -15,7 +15,7 @@ from harness.errors import InputError
 from harness.matrixfile.model import RUNTIMES
 
 Option = Literal["runtime", "docker-host", "iterations", "warmup", "out", "quiet", "width",
-                 "format", "budget"]
+                 "format", "budget", "details", "matrix"]
 
 QUIET_HELP = ("no progress lines (what runs, what was written); the answer and errors are "
               "printed")
@@ -67,6 +67,15 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
             p.add_argument("--format", choices=FORMATS, default="console", help=FORMAT_HELP)
         elif name == "quiet":
             p.add_argument("-q", "--quiet", action="store_true", help=quiet_does)
+        elif name == "details":
+            p.add_argument("--details", action="store_true",
+                           help="every cell in full words below the table (by default only "
+                                "the bad, suspected and undecided ones, where cells are a "
+                                "grid)")
+        elif name == "matrix":
+            p.add_argument("--matrix", type=Path,
+                           help="the sweep's matrix file (default: the one its plan.json "
+                                "names)")
         else:
             p.add_argument("--width", type=int, metavar="COLUMNS",
                            help=WIDTH_HELP)

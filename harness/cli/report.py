@@ -45,10 +45,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--issue", metavar="ROW",
                    help="write issue-ROW.md, a bug report draft for row ROW (gpu0.rfft_loop,"
                         " or a cell id of that row), and print it")
-    options.add(p, "width", "quiet")
-    p.add_argument("--details", action="store_true",
-                   help="every cell in full words below the table (by default only the "
-                        "bad, suspected and undecided ones, where cells are a grid)")
+    options.add(p, "width", "quiet", "details")
     p.add_argument("--reanalyze", action="store_true",
                    help="decide every cell again from its samples.jsonl with this harness "
                         "and the directory's matrix.yaml analysis: block (recorded "

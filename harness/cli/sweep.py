@@ -40,10 +40,7 @@ def add_parser(sub: Any) -> None:
         formatter_class=FittedHelpFormatter, epilog=SWEEP_EPILOG)
     p.add_argument("matrix", type=Path, nargs="?",
                    help="matrix YAML file (with --between: optional, its scenarios)")
-    options.add(p, "width")
-    p.add_argument("--details", action="store_true",
-                   help="every cell in full words below the table (by default only the "
-                        "bad, suspected and undecided ones, where cells are a grid)")
+    options.add(p, "width", "details")
     p.add_argument("-k", dest="select", metavar="EXPR",
                    help="only cells whose id matches EXPR (substrings, and/or/not)")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
