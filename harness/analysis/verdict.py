@@ -134,20 +134,15 @@ def _leak(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
                 contention=r.busy)
 
 
-def _capped(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+def _cut(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
+    """A leak read in a run its cap (rule `capped`) or its budget (`short`) cut short."""
     f = r.evidence.facts
-    return _out(r, rule, f"{r.mem.reason}; but the run stopped at {f.capped}: a leak, or a "
-                "cache the rest of the budget would show levelling off; running it again "
-                f"for up to {f.budget_calls:,} calls", r.mem.carrier, tuple(_found(r)),
-                rerun=f.budget_calls)
-
-
-def _short(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
-    f = r.evidence.facts
-    return _out(r, rule, f"{r.mem.reason}; but its budget ended it after {f.short}: a leak, "
-                "or a cache of as many entries still filling; running it again for "
-                f"{f.budget_calls:,} calls", r.mem.carrier, tuple(_found(r)),
-                rerun=f.budget_calls)
+    why = (f"the run stopped at {f.capped}: a leak, or a cache the rest of the budget would "
+           "show levelling off; running it again for up to" if rule.id == "capped" else
+           f"its budget ended it after {f.short}: a leak, or a cache of as many entries "
+           "still filling; running it again for")
+    return _out(r, rule, f"{r.mem.reason}; but {why} {f.budget_calls:,} calls", r.mem.carrier,
+                tuple(_found(r)), rerun=f.budget_calls)
 
 
 # Memory readings of growth not decided yet: a slowdown beside one says it.
@@ -226,8 +221,8 @@ _Words = Callable[[RunReading, Series, Rule[Evidence]], CellVerdict]
 WORDS: dict[str, _Words] = {
     "timeout-leak": _ended, TIMEOUT_BUSY: _crowded,
     "oom": _ended, "timeout": _ended, "crash": _ended, "not-applicable": _ended,
-    "runaway": _runaway, "gpu-in-run": _gpu_in_run, "leak": _leak, "capped": _capped,
-    "short": _short, "rising": _rising, ONE_RUN: _one_run, "slowdown": _slowdown,
+    "runaway": _runaway, "gpu-in-run": _gpu_in_run, "leak": _leak, "capped": _cut,
+    "short": _cut, "rising": _rising, ONE_RUN: _one_run, "slowdown": _slowdown,
     "filling": _filling,
     "creep": _filling, "busy-host": _busy, "insufficient": _undecided,
     "unsure": _undecided, "unconfirmed": _undecided, "plateau": _plateau, "ok": _ok,
