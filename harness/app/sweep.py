@@ -84,7 +84,7 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
         # Imports NumPy and the reporters while the first cell runs; after every other
         # import of this command, so the two threads never import the same modules at once.
         prefetch = hold(prefetch_analysis(*REPORTERS, then=compile_report_template))
-        try:
+        with engines.stopped(store.unlock):
             store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
             planned = plan_of(cells)
             # Absolute: explain and report find it from any directory.
@@ -118,11 +118,6 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
             report, paths = reported(outcome, planned, store, {
                 "matrix": str(asked.matrix), "runtime": runtime.name, "started": started,
                 "baseline": matrix.baseline}, matrix.name)
-        finally:
-            try:
-                engines.stop()
-            finally:
-                store.unlock()
     return report, store.root, paths
 
 

@@ -132,7 +132,7 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
         print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
               f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes "
               f"without noise; cells in {store.root}", flush=True)
-        try:
+        with engines.stopped(store.unlock):
             sweep = Sweep(matrix, engines.default, store, progress, engines.by_host)
             cache = Reuse(sweep, store, [RunStore(d) for d in asked.reuse])
             store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
@@ -142,11 +142,6 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
             outcome = bisect(cells, sweep_runner(sweep, cells),
                              (lambda s: None) if asked.quiet else
                              (lambda s: print(s, flush=True)), cache, asked.repeats)
-        finally:
-            try:
-                engines.stop()
-            finally:
-                store.unlock()
     return outcome, cache
 
 

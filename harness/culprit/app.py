@@ -258,34 +258,31 @@ def search_rows(asked: CulpritAsked, root: Path, found: Gated, matrix: Matrix,
     on = RunsOn(matrix, engines.default, progress, engines.by_host)
     outcomes: list[CulpritOutcome] = []
     rows: list[dict[str, object]] = []
-    with interruptible():
-        try:
-            for g_id, b_id in todo:
-                g, b = cells[g_id], cells[b_id]
-                print(f"culprit {b.row}: G {g.image.label} ({found.results[g_id].verdict})"
-                      f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
-                make = None if client is None else docker_hybrids(client, g, b, progress)
-                try:
-                    # A dated row the day search took: between its days (`ends`),
-                    # as --find-cause searches; --good/--bad: between those images.
-                    out, data = culprit_in_run(root, on, g, b, found.results,
-                                            lambda s: print(f"  {s}", flush=True), make,
-                                            asked.repeats, list(asked.swap),
-                                            days=asked.good is None and asked.bad is None)
-                except ValueError as exc:
-                    raise InputError(f"--swap: {exc}") from exc
-                for line in out.diff.lines():
-                    print(f"  {line}")
-                print(f"{b.row}: {out.sentence()}", flush=True)
-                # the proved change's code against explain's sites, where B has them
-                code = for_row(root, found.results, b_id, data)
-                for c in code:
-                    print(f"  code: {c.words}", flush=True)
-                outcomes.append(out)
-                rows.append({**out.to_dict(), "code": [c.to_json() for c in code]})
-                answer.update(rows=rows)
-        finally:
-            engines.stop()
+    with interruptible(), engines.stopped():
+        for g_id, b_id in todo:
+            g, b = cells[g_id], cells[b_id]
+            print(f"culprit {b.row}: G {g.image.label} ({found.results[g_id].verdict})"
+                  f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
+            make = None if client is None else docker_hybrids(client, g, b, progress)
+            try:
+                # A dated row the day search took: between its days (`ends`),
+                # as --find-cause searches; --good/--bad: between those images.
+                out, data = culprit_in_run(root, on, g, b, found.results,
+                                           lambda s: print(f"  {s}", flush=True), make,
+                                           asked.repeats, list(asked.swap),
+                                           days=asked.good is None and asked.bad is None)
+            except ValueError as exc:
+                raise InputError(f"--swap: {exc}") from exc
+            for line in out.diff.lines():
+                print(f"  {line}")
+            print(f"{b.row}: {out.sentence()}", flush=True)
+            # the proved change's code against explain's sites, where B has them
+            code = for_row(root, found.results, b_id, data)
+            for c in code:
+                print(f"  code: {c.words}", flush=True)
+            outcomes.append(out)
+            rows.append({**out.to_dict(), "code": [c.to_json() for c in code]})
+            answer.update(rows=rows)
     return outcomes
 
 

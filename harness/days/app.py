@@ -88,23 +88,20 @@ def search(quiet: bool, root: Path, found: Gated,
     """Each row's days searched in day/<row>/ of the run, the answer in day.json there."""
     matrix, engines = run_on
     outcomes: list[DayOutcome] = []
-    with interruptible():
-        try:
-            for g_id, b_id in todo:
-                g, b = cells[g_id], cells[b_id]
-                print(f"day {b.row}: {g.image.label} ({found.results[g_id].verdict}) .. "
-                      f"{b.image.label} ({found.results[b_id].verdict})", flush=True)
-                try:
-                    out = day_in_run(root, matrix, engines.default, g, found.results[g_id],
-                                     b, found.results[b_id],
-                                     lambda s: print(f"  {s}", flush=True),
-                                     printer(quiet))
-                except ValueError as exc:
-                    raise InputError(f"{b.row}: {exc}") from exc
-                print(f"{b.row}: {out.sentence()}\n  {out.counts()}", flush=True)
-                outcomes.append(out)
-                answer.update(rows=[{**o.to_dict(), "sentence": o.sentence()}
-                                    for o in outcomes])
-        finally:
-            engines.stop()
+    with interruptible(), engines.stopped():
+        for g_id, b_id in todo:
+            g, b = cells[g_id], cells[b_id]
+            print(f"day {b.row}: {g.image.label} ({found.results[g_id].verdict}) .. "
+                  f"{b.image.label} ({found.results[b_id].verdict})", flush=True)
+            try:
+                out = day_in_run(root, matrix, engines.default, g, found.results[g_id],
+                                 b, found.results[b_id],
+                                 lambda s: print(f"  {s}", flush=True),
+                                 printer(quiet))
+            except ValueError as exc:
+                raise InputError(f"{b.row}: {exc}") from exc
+            print(f"{b.row}: {out.sentence()}\n  {out.counts()}", flush=True)
+            outcomes.append(out)
+            answer.update(rows=[{**o.to_dict(), "sentence": o.sentence()}
+                                for o in outcomes])
     return outcomes

@@ -159,7 +159,7 @@ def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
         except StoreError as exc:
             raise without_out(exc, "wait for it to finish, then run the same command "
                                    "again") from exc
-        try:
+        with engines.stopped(store.unlock):
             sweep = Sweep(matrix, engines.default, store, printer(quiet), engines.by_host)
             explained = explain_matrix(sweep.ctx, matrix, found.results, todo, root)
             meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
@@ -169,9 +169,4 @@ def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
                                          outdated=found.stale)
             if not report.missing_cells:   # a partial report never replaces a whole one
                 write_all(store, report)
-        finally:
-            try:
-                engines.stop()
-            finally:
-                store.unlock()
     return report, bool(explained)

@@ -116,7 +116,7 @@ def fit_rows(asked: FitAsked, matrix: Matrix, cells: list[Cell], target: Target
         print(f"fit {target.param} in {target.lo}..{target.hi} over {len(cells)} row(s): at most "
               f"{_bound(target)} probes per row; cells in {store.root}", flush=True)
         rows = []
-        try:
+        with engines.stopped(store.unlock):
             sweep = Sweep(matrix, engines.default, store, printer(asked.quiet), engines.by_host)
             store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
             store.mark(FIT, matrix.name, str(asked.matrix))
@@ -124,11 +124,6 @@ def fit_rows(asked: FitAsked, matrix: Matrix, cells: list[Cell], target: Target
             cache = store_cache(sweep, lambda s: print(s, flush=True))
             for cell in cells:
                 rows.append(fit_row(cell, target, runner, lambda s: print(s, flush=True), cache))
-        finally:
-            try:
-                engines.stop()
-            finally:
-                store.unlock()
     return rows, store
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -93,3 +95,15 @@ class Engines:
     def stop(self) -> None:
         for rt in self.each().values():
             rt.cleanup()
+
+    @contextmanager
+    def stopped(self, then: Callable[[], None] = lambda: None) -> Iterator[None]:
+        """`stop` once the block ends, however it ends; then `then` (a store's unlock),
+        even where stopping failed."""
+        try:
+            yield
+        finally:
+            try:
+                self.stop()
+            finally:
+                then()

@@ -30,15 +30,10 @@ def run_suite(plan: Plan, matrix: Matrix, text: str, cells: list[Cell], out: Pat
     engines.start(cells, progress)  # no engine: exit 3 before any results directory exists
     with interruptible():
         store = RunStore.open(out, matrix.name, False)
-        try:
+        with engines.stopped(store.unlock):
             store.write("matrix.yaml", text)
             store.mark(SWEEP, matrix.name, str(store.root / "matrix.yaml"), plan_of(cells))
             progress(f"{len(cells)} cells, results in {store.root}")
             outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
                                engines.by_host)
-        finally:
-            try:
-                engines.stop()
-            finally:
-                store.unlock()
     return outcome, store.root
