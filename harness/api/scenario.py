@@ -181,6 +181,20 @@ def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
     return ("    return _setup(params)" if takes else "    return _setup()"), "    _step(state)"
 
 
+# Both scenario files end alike: setup(params) and step(state) calling the user's, and
+# teardown(state) closing the arguments made for every call (`_TEARDOWN`).
+_CALLS = '''
+
+
+def setup(params):
+{setup_body}
+
+
+def step(state):
+{step_body}
+{teardown}'''
+_TEARDOWN = "\n\ndef teardown(state):\n    state.close()\n"
+
 _TEMPLATE = '''"""Written by harness.check: {what}."""
 import importlib
 import importlib.util
@@ -216,16 +230,7 @@ def _load(module, qualname, file):
 
 
 _step = _load{step!r}
-_setup = {setup}{per_call}
-
-
-def setup(params):
-{setup_body}
-
-
-def step(state):
-{step_body}
-{teardown}'''
+_setup = {setup}{per_call}''' + _CALLS
 
 
 def _paths(*first: str | None, parent: bool = True) -> list[str]:
@@ -256,8 +261,7 @@ def scenario_text(step: Callable[..., object], setup: Callable[..., object] | No
         setup=f"_load{(u.module, u.qualname, u.file)!r}" if u else "None",
         per_call="" if kwargs is None or isinstance(kwargs, Mapping) else _per_call(kwargs),
         setup_body=setup_body, step_body=step_body,
-        teardown="" if kwargs is None or isinstance(kwargs, Mapping) else
-        "\n\ndef teardown(state):\n    state.close()\n")
+        teardown="" if kwargs is None or isinstance(kwargs, Mapping) else _TEARDOWN)
 
 
 # What `harness.check(here=True)` runs, by key: its scenario reads it in a fork of this
@@ -273,16 +277,7 @@ try:
     _step, _setup, _kwargs = sys.modules["harness.api.scenario"].HERE[{key!r}]
 except (KeyError, AttributeError):
     raise RuntimeError("this scenario runs only in a fork of the process that wrote it "
-                       "(harness.check(..., here=True))") from None
-
-
-def setup(params):
-{setup_body}
-
-
-def step(state):
-{step_body}
-{teardown}'''
+                       "(harness.check(..., here=True))") from None''' + _CALLS
 
 
 def scenario_here(step: Callable[..., object], setup: Callable[..., object] | None,
@@ -308,7 +303,7 @@ def scenario_here(step: Callable[..., object], setup: Callable[..., object] | No
     per_call = kwargs is not None and not isinstance(kwargs, Mapping)
     return _HERE_TEMPLATE.format(
         what=what, key=key, setup_body=setup_body, step_body=step_body,
-        teardown="\n\ndef teardown(state):\n    state.close()\n" if per_call else ""), key
+        teardown=_TEARDOWN if per_call else ""), key
 
 
 def _per_call(kwargs: PerCall) -> str:
