@@ -5,20 +5,20 @@ container per image.
 is the user's input (exit 2, file:line), not a crash to report against every image; so
 is a file with one of setup()/step() but not the other (`def stpe`), one whose setup or
 step is no function of one argument (`step = 5`, `def step():`), or whose setup() or
-step() calls sys.exit() or os._exit() (`scenario_problem`, the agent's own check in
-`agent/scenariofile.py` said on the host, before any image is built). `whole_script`
-tells a plain script (neither), run whole once, for the progress line.
+step() calls sys.exit() or os._exit() (the agent's own check, `agent/scenariofile.py`'s
+`protocol_problem`, run on the host before any image is built). `whole_script` tells a
+plain script (neither), run whole once, for the progress line.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import functools
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness.agent.scenariofile import PROTOCOL, protocol_problem, top_level_names
 from harness.errors import InputError
 from harness.matrixfile.model import Cell, RunSettings
 from harness.result.runkey import parse_source
@@ -125,66 +125,12 @@ def compile_scenarios(cells: Iterable[Cell]) -> None:
         except ValueError as exc:  # NUL bytes
             problems.append(f"{script}: {exc}")
         else:
-            problem = scenario_problem(parse_source(source, str(script)), script)
+            problem = protocol_problem(parse_source(source, str(script)), script,
+                                       call_problem)
             if problem is not None:
                 problems.append(problem)
     if problems:
         raise InputError("\n".join(problems) + "\n  fix: correct the scenario; nothing ran")
-
-
-PROTOCOL = ("setup", "step")
-# os._exit is left out: a forked child leaves with it, and a step that dies with it is a
-# crash the run records, not a scenario mistake.
-EXITS = ("sys.exit", "exit", "quit")
-
-
-def _top_level_names(tree: ast.Module) -> set[str]:
-    """Functions, classes, assignments and imports at the module's top level."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
-
-
-def _called(func: ast.expr) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return f"{func.value.id}.{func.attr}"
-    return ""
-
-
-def scenario_problem(tree: ast.Module, script: Path) -> str | None:
-    """What makes the file no scenario the agent can step, or None (the same check as
-    the agent's `scenariofile.protocol_problem`, which holds inside the image too)."""
-    names = _top_level_names(tree)
-    have = [n for n in PROTOCOL if n in names]
-    if len(have) == 1:
-        (missing,) = (n for n in PROTOCOL if n not in names)
-        near = difflib.get_close_matches(missing, sorted(names - set(PROTOCOL)), n=1,
-                                         cutoff=0.6)
-        hint = f" (is `{near[0]}` meant to be `{missing}`?)" if near else ""
-        return (f"{script}: defines {have[0]}() but no {missing}(){hint}; a scenario "
-                "defines both setup(params) and step(state) at its top level, or neither "
-                "to run whole as a script")
-    if not have:
-        return None
-    uncallable = call_problem(tree, script)
-    if uncallable is not None:
-        return uncallable
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in PROTOCOL:
-            for call in ast.walk(node):
-                if isinstance(call, ast.Call) and _called(call.func) in EXITS:
-                    return (f"{script}:{call.lineno}: {node.name}() calls "
-                            f"{_called(call.func)}(), which ends the run; a {node.name} "
-                            "returns (raise an exception to fail it)")
-    return None
 
 
 # What the agent hands each protocol function: setup(params), step(state).
@@ -259,4 +205,4 @@ def whole_script(script: Path) -> bool:
         tree = parse_source(script.read_bytes(), str(script))
     except (OSError, SyntaxError, ValueError):
         return False
-    return not any(n in _top_level_names(tree) for n in PROTOCOL)
+    return not any(n in top_level_names(tree) for n in PROTOCOL)

@@ -3,6 +3,10 @@ stepped; any other is run whole as a plain script. Stdlib only, Python 3.6+."""
 import os
 import sys
 
+MYPY = False
+if MYPY:    # the host's type check only: preflight runs `protocol_problem` too
+    from typing import Any, Callable, Optional, Set
+
 
 PROTOCOL = ("setup", "step")
 # os._exit is left out: a forked child leaves with it, and a step that dies with it is a
@@ -11,6 +15,7 @@ EXITS = ("sys.exit", "exit", "quit")
 
 
 def top_level_names(tree):
+    # type: (Any) -> Set[str]
     """The names a module's top level defines: functions, classes, assignments and
     imports (`step = make_step()` and `from common import step` count)."""
     import ast
@@ -28,11 +33,14 @@ def top_level_names(tree):
     return names
 
 
-def protocol_problem(tree, path):
+def protocol_problem(tree, path, then=None):
+    # type: (Any, Any, Optional[Callable[[Any, Any], Optional[str]]]) -> Optional[str]
     """What is wrong with the file as a scenario, or None: one of setup()/step() without
     the other (a misspelled `def stpe` included), or setup()/step() ending the process
-    with sys.exit() or os._exit(). The host runs the same check before any image is built
-    (harness/preflight.py); this one holds for a scenario that reached the agent."""
+    with sys.exit() or os._exit(); where both are defined, `then`'s problem first. The
+    host runs this check before any image is built (harness/preflight.py, `then` its
+    check of how setup and step are bound); here it holds for a scenario that reached
+    the agent."""
     import ast
     names = top_level_names(tree)
     have = [n for n in PROTOCOL if n in names]
@@ -47,6 +55,9 @@ def protocol_problem(tree, path):
                 % (path, have[0], missing, hint))
     if not have:
         return None
+    problem = then(tree, path) if then is not None else None
+    if problem is not None:
+        return problem
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in PROTOCOL:
             for call in ast.walk(node):

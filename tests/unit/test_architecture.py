@@ -32,9 +32,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APART = "harness.agent"
-# The one module of the agent the host imports: the protocol's field names (plain
-# tuples, stdlib only), standing at the bottom so both sides name fields from one list.
-SHARED = "harness.agent.fields"
+# The modules of the agent the host imports, standing at the bottom: the protocol's
+# field names (plain tuples, stdlib only), so both sides name fields from one list, and
+# the scenario file's check (`preflight` runs it before any image, the agent inside it).
+SHARED = ("harness.agent.fields", "harness.agent.scenariofile")
 ENTRY = "harness.__main__"
 # The package's `__init__` hands on the Python API (`harness.check`, `harness.sweep`),
 # imported on first use: the one import up from the ground.
@@ -125,7 +126,7 @@ def floor_of(module: str, names: list[set[str]]) -> int | None:
     its own floor."""
     if module == "harness":
         return len(names)
-    if module == SHARED:
+    if module in SHARED:
         return len(names) - 1
     parts = module.split(".")[1:]
     for k in range(len(parts), 0, -1):
