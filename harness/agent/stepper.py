@@ -26,6 +26,12 @@ LEAST_CAP_FACTOR, LEAST_CAP_S = 10.0, 10.0
 # step's length: a sample (a full collection under --heap quiet, the USS of the workers)
 # costs ~1-5 ms, and 400 of them over a 5 s budget once took 2.4 s of it (issue 78).
 SAMPLING_SHARE = 0.1
+# The most step times a sample holds: the block they are kept in is made, and its pages
+# touched, once, before the first call, so the RSS never moves with the calls between
+# two samples (a busy host that spaced a cheap step's samples 26,000 calls apart grew a
+# growing array's RSS by 1.1-1.7 MiB, kept: a `plateau` of the agent's own, in one run
+# of two). A sample is taken once it is full (256 KiB).
+STEP_TIMES = 1 << 15
 
 
 class ControlCheck(object):
@@ -100,6 +106,7 @@ class Stepper(object):
         self.samples = 0        # this phase's step samples
         self.lost = 0.0         # this phase's seconds that were not the cell's (cell_time)
         self.ended = 0.0        # when the last sample (or the phase's start) ended
+        self.times_block = array("d", bytes(8 * STEP_TIMES))   # see STEP_TIMES
 
     def start_phase(self, phase, count):
         """Start a phase: attribution first (measured phase), then the interval."""
@@ -130,11 +137,12 @@ class Stepper(object):
         # waits for it, sampled the agent's check instead of the step, nearly every time.
         attributing = self.att is not None and "stack" in self.att.kinds
         cap = max(every, count // MIN_SAMPLES)
-        # The step times since the last sample, 8 bytes each in one block, which the
-        # heap reading leaves out (writer.own_bytes): a list of floats cost ~40 bytes a
-        # call in the heap itself, so a cheap step's readings rose and fell by MiBs with
-        # the calls between two samples (issue 63).
-        dts = array("d")
+        # The step times since the last sample, 8 bytes each in one block made once (a
+        # list of floats cost ~40 bytes a call in the heap itself, so a cheap step's
+        # readings rose and fell by MiBs with the calls between two samples, issue 63;
+        # an array grown as they came, the RSS: STEP_TIMES).
+        dts = self.times_block
+        times = memoryview(dts)
         done = gap = 0      # steps done, steps since the last sample
         since = 0.0         # step seconds since the last sample
         budgeted = measuring and self.run_budget > 0
@@ -157,7 +165,8 @@ class Stepper(object):
             t1 = clock()
             step(state)
             t2 = clock()
-            dts.append(t2 - t1)
+            dts[gap] = t2 - t1
+            gap += 1
             done += 1
             sampler.steps_done += 1
             if watch is not None and watch.base is None:
@@ -169,10 +178,9 @@ class Stepper(object):
             if watch is not None and watch.tripped is not None:
                 self.memory_stop = dict(watch.tripped, call=sampler.steps_done,
                                         phase=sampler.phase)
-                self.sample(dts, done, True)
+                self.sample(times[:gap], done, True)
                 return done, False
             since += t2 - t1
-            gap += 1
             # The control file is looked at on a timer too, so a live decision stops
             # the run within a few calls, not at the next sample.
             point = done % every == 0
@@ -201,7 +209,8 @@ class Stepper(object):
                 # evenly in steps, not in time, so fast steps after slow ones (a cache's
                 # hits after its misses) are read too.
                 cap = max(every, least // LEAST_SAMPLES)
-            if not (stop_now or point or done == count):
+            full = gap == STEP_TIMES
+            if not (stop_now or point or full or done == count):
                 continue
             due = since * self.budget >= self.cost or since >= every_s
             if due and budgeted:
@@ -219,10 +228,9 @@ class Stepper(object):
                 # a marked test's 0.5 s read 10 times had too few to decide) ...
                 due = False
             # ... but for the MIN_SAMPLES a run its cap on calls ends still reads
-            due = due or gap >= cap
+            due = due or gap >= cap or full
             if stop_now or done == count or due:
-                self.sample(dts, done, done == count)
-                dts = array("d")
+                self.sample(times[:gap], done, done == count)
                 since = 0.0
                 gap = 0
                 if self.lost > lost:

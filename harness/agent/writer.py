@@ -16,14 +16,6 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _GIGA = (1e9).__mul__      # seconds to ns
 
 
-def own_bytes(dt):
-    """The heap the agent's own step-time buffer holds at a reading (an array's block,
-    as allocated), which is not the scenario's; 0 for anything else."""
-    if dt is None or not hasattr(dt, "buffer_info"):
-        return 0
-    return sys.getsizeof(dt)
-
-
 class Writer(object):
     """Line-buffered JSON lines to a file and stdout, serialised across threads."""
 
@@ -181,7 +173,9 @@ class Sampler(object):
                     # freed later stays: at most once each, never growth per call.
                     gc.freeze()
             heap = self.heap.read()
-            rec["heap"] = heap - own_bytes(dt) if heap is not None else None
+            # (the step times' block, stepper.STEP_TIMES, is the same size at every
+            # reading: made before the first)
+            rec["heap"] = heap
         if self.fw is not None:
             try:
                 value = self.fw(self.state)
