@@ -207,7 +207,7 @@ def _command(argv: list[str], out: ReaderMayLeave, err: ReaderMayLeave) -> int:
     except KeyboardInterrupt:
         closed = out.closed_by or err.closed_by
         why = f"stopped: {closed}" if closed else "interrupted"
-        sys.stderr.write(f"\nharness: {why}; {AFTER_INTERRUPT.get(args.command, AGAIN)}\n")
+        sys.stderr.write(f"\nharness: {why}; {after_interrupt(args)}\n")
         return EXIT_INTERRUPTED
 
 
@@ -222,6 +222,24 @@ AFTER_INTERRUPT = {
     "explain": "explained cells are saved (run the same command again for the rest)",
     "culprit": "finished probes are saved (run the same command again: it reuses them)",
 }
+
+
+NOTHING_TO_RESUME = "no cell had finished, so nothing was saved; run the same command again"
+
+
+def after_interrupt(args: argparse.Namespace) -> str:
+    """What an interrupted command kept; a sweep before its first finished cell kept
+    nothing `--resume` would find (`args.resumes`: the output folder, the matrix's name
+    and file, set once the matrix is read)."""
+    resumes = getattr(args, "resumes", None)
+    if args.command == "sweep" and resumes is not None:
+        # lazy: only on an interrupted sweep
+        from harness.store.runs import resumable
+
+        out, name, matrix = resumes
+        if resumable(out / name, name, matrix) is None:
+            return NOTHING_TO_RESUME
+    return AFTER_INTERRUPT.get(args.command, AGAIN)
 
 
 class ReaderMayLeave:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import __version__
-from harness.cli import main
+from harness.cli import NOTHING_TO_RESUME, main
 from harness.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +138,8 @@ def test_ctrl_c_during_a_venv_build_leaves_no_temp_folder(tmp_path: Path, tool: 
             conn.close()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    # no cell had finished: `--resume` would find nothing, so it is not offered
+    assert NOTHING_TO_RESUME in err and "--resume" not in err, err
     assert list(venvs.glob("*.tmp*")) == []
     assert list(venvs.glob("*/bin/python")) == []        # and no half venv passes for one
 
