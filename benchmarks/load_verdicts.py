@@ -8,7 +8,11 @@ has one), a leak in a multiprocessing pool's workers while the caller stays flat
 (`leak_pool_worker_keeps`), controls and caches whose fill runs past a quiet budget's
 first second or saw-tooths for good (sympy's cacheit, mako, jinja2, SQLAlchemy, pygments,
 regex, pytz, phonenumbers, ...), the corpus's slowdowns between their good and bad
-release (the bad one a `regression` against the good), and A/A pairs (`AA`: one clean
+release (the bad one a `regression` against the good), a 1.3-1.5x slowdown between two
+lock files (`BETWEEN`: `harness sweep --between OLD NEW --scenario CASE` over
+benchmarks/corpus/locks/'s requirement locks with hashes, packaging 24.1 and 24.2, 1.35x
+by hand in slow_packaging_specifierset_hash's CASE; NEW a `regression` against OLD), and
+A/A pairs (`AA`: one clean
 release as two images of the same pins, B compared with A; 8 cells). Each case is one
 `harness sweep` of the matrix benchmarks/corpus.py writes (`corpuskit.sweep`:
 `runtime: local`, harness's defaults, the default budget among them; the good release as
@@ -36,7 +40,8 @@ the rule and reason of both. The goals are printed, never enforced (exit 0).
 of an older commit; the cells, their scenarios and this benchmark stay this checkout's.
 `--json OUT` writes every cell's row per load (each attempt's verdict and re-run rule),
 `--keep DIR` keeps the results directories, `--case NAME` narrows the set. `--quick`
-(CI): three cells (a leak's bad release and an A/A pair of a control), loads 0 and 1, a
+(CI): five cells (a leak's bad release, an A/A pair of a control and the two lock
+files swept `--between`), loads 0 and 1, a
 0.5 s budget, no venv warm-up pass: seconds once the venvs are cached.
 Exit 3 when a venv cannot be built, 2 when a sweep could not run.
 
@@ -68,7 +73,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from aa_sweeps import matrix as aa_matrix  # noqa: E402
 from aa_sweeps import rate_line  # noqa: E402
 from corpuskit.cases import CORPUS, Case, CaseError, load  # noqa: E402
-from corpuskit.sweep import SWEEP_TIMEOUT_S, UNAVAILABLE, _harness, sweep  # noqa: E402
+from corpuskit.sweep import LENGTHS, SWEEP_TIMEOUT_S, UNAVAILABLE, _harness, sweep  # noqa: E402
 
 from harness.analysis.kinds import BAD, KINDS  # noqa: E402
 
@@ -107,8 +112,15 @@ CELLS: tuple[tuple[str, tuple[str, ...]], ...] = (
 AA: tuple[tuple[str, str], ...] = (
     ("control_lru_cache", "good"), ("control_json", "good"),
     ("multidict_pop", "good"), ("slow_urllib3_gzip_read_amt", "good"))
+# `harness sweep --between OLD NEW --scenario CASE` over two requirement lock files with
+# hashes (benchmarks/corpus/locks/), one pin apart: (case, OLD's lock, NEW's lock), each
+# file named as its image (`Case.label`), OLD the good release.
+BETWEEN: tuple[tuple[str, str, str], ...] = (
+    ("slow_packaging_specifierset_hash", "packaging-24.1.txt", "packaging-24.2.txt"),)
+LOCKS = CORPUS / "locks"
 QUICK_CELLS: tuple[tuple[str, tuple[str, ...]], ...] = (("multidict_pop", ("bad",)),)
 QUICK_AA: tuple[tuple[str, str], ...] = (("control_lru_cache", "good"),)
+QUICK_BETWEEN: tuple[tuple[str, str, str], ...] = BETWEEN
 SUITE = "python3 -m pytest -q -n 6 -p no:cacheprovider tests/unit"
 GOAL_SAME = 0.95
 LOAD_EVERY_S = 5.0
@@ -140,10 +152,12 @@ class Job:
 
     case: Case
     aa: str | None = None   # the A/A pair's release
+    locks: tuple[Path, Path] | None = None      # `--between OLD NEW`
 
     @property
     def name(self) -> str:
-        return f"aa {self.case.slug} {self.aa}" if self.aa else self.case.slug
+        return (f"aa {self.case.slug} {self.aa}" if self.aa else
+                f"between {self.case.slug}" if self.locks else self.case.slug)
 
 
 @dataclass(frozen=True)
@@ -159,9 +173,11 @@ class Ran:
 
 
 def jobs(cells: tuple[tuple[str, tuple[str, ...]], ...], pairs: tuple[tuple[str, str], ...],
-         names: list[str] | None = None) -> list[Job]:
-    """The set's sweeps: each case narrowed to the roles swept, then the A/A pairs; with
-    `names`, those whose case's name contains one of them.
+         names: list[str] | None = None,
+         between: tuple[tuple[str, str, str], ...] = ()) -> list[Job]:
+    """The set's sweeps: each case narrowed to the roles swept, the A/A pairs, then the
+    lock pairs swept `--between`; with `names`, those whose case's name contains one of
+    them.
 
     Raises:
         CaseError: a case file is missing or its CASE malformed.
@@ -176,6 +192,9 @@ def jobs(cells: tuple[tuple[str, tuple[str, ...]], ...], pairs: tuple[tuple[str,
     for slug, role in pairs:
         case = load(CORPUS / f"{slug}.py")
         out.append(Job(case, case.versions[role]))
+    for slug, old, new in between:
+        if not names or any(n in slug for n in names):
+            out.append(Job(load(CORPUS / f"{slug}.py"), locks=(LOCKS / old, LOCKS / new)))
     return out
 
 
@@ -215,6 +234,8 @@ def read(directory: Path | None, labels: dict[str, tuple[str, str, bool | None]]
 def run_job(job: Job, root: Path, work: Path, length: str, load_: str) -> Ran:
     """Sweep one job with the harness of `root`; its rows."""
     case = job.case
+    if job.locks is not None:
+        return run_between(case, job.locks, root, work, length, load_)
     if job.aa is None:
         swept = sweep(case, root, work / case.slug, memray=False, length=length)
         labels = {case.label(r): (f"{case.slug} {r}", role,
@@ -232,6 +253,32 @@ def run_job(job: Job, root: Path, work: Path, length: str, load_: str) -> Ran:
               for image in ("A", "B1")}
     said = (done.stderr or done.stdout)[-1500:] if done.returncode not in (0, 1, 4) else ""
     return Ran(read(runs[-1] if runs else None, labels, load_, "a/a"), done.returncode, said)
+
+
+def run_between(case: Case, locks: tuple[Path, Path], root: Path, work: Path, length: str,
+                load_: str) -> Ran:
+    """`harness sweep --between OLD NEW --scenario CASE`, as a user types it; at another
+    length than harness's default, a matrix of the scenario and that length's
+    `defaults:` given too (`harness sweep MATRIX --between OLD NEW`). The images are the
+    lock files' stems, the case's labels."""
+    here = work / f"between-{case.slug}"
+    here.mkdir(parents=True, exist_ok=True)
+    args = ["sweep", "--between", *map(str, locks), "--out", str(here / "out"), "-q"]
+    if length == "default":
+        args += ["--scenario", str(case.path)]
+    else:
+        (here / "m.yaml").write_text(json.dumps({
+            "name": "between", "runtime": "local",
+            "defaults": {**LENGTHS[length], "timeout": "10m"},
+            "matrix": {"image": ["python3"], "scenario": [str(case.path)]}}))
+        args.insert(1, str(here / "m.yaml"))
+    done = _harness(root, args, here, SWEEP_TIMEOUT_S)
+    runs = sorted((here / "out").glob("*/[0-9]*[0-9]"))
+    labels = {lock.stem: (f"between {case.slug} {lock.stem}", role, case.bad_release(role))
+              for lock, role in zip(locks, ("good", "bad"), strict=True)}
+    said = (done.stderr or done.stdout)[-1500:] if done.returncode not in (0, 1, 4) else ""
+    return Ran(read(runs[-1] if runs else None, labels, load_, case.kind),
+               done.returncode, said)
 
 
 @dataclass
@@ -373,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="keep the results directories under DIR (else a temporary one)")
     p.add_argument("--quick", action="store_true",
-                   help="CI: 3 cells, loads 0 and 1, 0.5 s budgets, no warm-up pass")
+                   help="CI: 5 cells, loads 0 and 1, 0.5 s budgets, no warm-up pass")
     args = p.parse_args(argv)
     root = (args.repo or ROOT).resolve()
     loads = [(f"{n} loop{'' if n == 1 else 's'}", n, False) for n in
@@ -382,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         loads.append(("suite", 0, True))
     length = "quick" if args.quick else "default"
     try:
-        todo = jobs(*((QUICK_CELLS, QUICK_AA) if args.quick else (CELLS, AA)), args.case)
+        todo = jobs(*((QUICK_CELLS, QUICK_AA) if args.quick else (CELLS, AA)), args.case,
+                    QUICK_BETWEEN if args.quick else BETWEEN)
     except CaseError as exc:
         print(f"load_verdicts: {exc}", file=sys.stderr)
         return 2
