@@ -68,7 +68,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         got = check(fn, kwargs=kwargs, budget=budget, iterations=iterations,
                     settings=settings, baseline=compare, save=save, here=here is not None)
     except HarnessError as exc:
-        problem = str(exc)
+        problem = as_marker(str(exc), marks[-1].name if marks else "harness_leaks")
     if got is None:     # failed outside the except: no "during handling" chain is shown
         _fail(f"harness: {item.name}: {problem}")
     _outcome(got.result.end.error)
@@ -198,6 +198,14 @@ def _outcome(error: AgentError | None) -> None:
         pytest.skip(error.message)
     if error is not None and error.type == "XFailed":
         pytest.xfail(error.message)
+
+
+def as_marker(text: str, mark: str) -> str:
+    """`harness.check`'s refusal of an argument in the words of the marker that gave it:
+    `settings['budgt']` is the marker's `budgt=`."""
+    text = re.sub(r"^harness\.check: settings\['(\w+)'\]", rf"@pytest.mark.{mark}(\1=...)",
+                  text)
+    return re.sub(r"^harness\.check: ", f"@pytest.mark.{mark}: ", text)
 
 
 def _arguments(item: pytest.Function, marks: list[pytest.Mark]

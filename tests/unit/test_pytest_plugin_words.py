@@ -10,7 +10,9 @@ from harness.analysis.decision import _with_live
 from harness.analysis.growth import RUNS_NO_MORE
 from harness.analysis.trends import LiveRun
 from harness.analysis.verdict import CellVerdict
-from harness.api.marked import fix_for, marker_words
+from harness.api import check
+from harness.api.marked import as_marker, fix_for, marker_words
+from harness.errors import HarnessError
 from harness.stages.measure import AS_READ, budget_advice
 
 CREEP = ("heap grows +12 B/call (CI +9..+15) without slowing, 7.0 KiB over 600 calls: "
@@ -79,3 +81,23 @@ def test_the_fix_line_never_asks_for_a_budget_not_larger() -> None:
     assert "budget=" not in fix_for("... the host was busy", "busy-host", 0.5, mark)
     assert fix_for("no advice", "one-run", 20.0, mark).endswith('(budget="40s")')
     assert fix_for("no advice", "one-run", 0.5, mark).endswith('(budget="10s")')
+
+
+def nothing() -> None:
+    pass
+
+
+def test_a_markers_mistyped_argument_is_named_as_the_markers() -> None:
+    """`harness_leaks(budgt="1s")` and `budget="abc"` were refused in harness.check's
+    words ("harness.check: settings['budgt']"); the marker gave them."""
+    for budget, settings, said in (
+            ("1s", {"budgt": "1s"}, "@pytest.mark.harness_leaks(budgt=...)"),
+            ("abc", {}, "@pytest.mark.harness_leaks: budget='abc'")):
+        try:
+            check(nothing, budget=budget, settings=settings)
+        except HarnessError as exc:
+            words = as_marker(str(exc), "harness_leaks")
+        else:
+            raise AssertionError(f"{budget!r}, {settings!r} accepted")
+        assert words.startswith(said) and "harness.check" not in words, words
+        assert "fix:" in words, words
