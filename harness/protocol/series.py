@@ -161,8 +161,17 @@ class Columns:
 
     @cached_property
     def memory(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        return {key: _by_iteration(_settled(self._samples, key), key, "measure")
+        return {key: _by_iteration(self._settled(key), key, "measure")
                 for key in MEMORY_SOURCES}
+
+    def _settled(self, source: str) -> list[dict[str, Any]]:
+        """The samples `source`'s trend is read from (SETTLED): for RSS the measured
+        step samples alone, where SETTLED_LEAST of them read it; else every sample."""
+        if source in SETTLED:
+            stepped = [s for s in self._stepped if s.get(source) is not None]
+            if len(stepped) >= SETTLED_LEAST:
+                return stepped
+        return self._samples
 
     @cached_property
     def peaks(self) -> dict[str, float]:
@@ -225,14 +234,6 @@ def step_times(samples: list[dict[str, Any]]) -> list[float]:
 # fewer (a step of seconds), the timer's readings fill in.
 SETTLED = ("rss",)
 SETTLED_LEAST = 10
-
-
-def _settled(samples: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    if source not in SETTLED:
-        return samples
-    stepped = [s for s in samples if s.get("src") == "step" and s.get("phase") == "measure"
-               and s.get(source) is not None]
-    return stepped if len(stepped) >= SETTLED_LEAST else samples
 
 
 def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
