@@ -209,7 +209,8 @@ OPTIONS = (
                 "the step time (0: always every --sample-every steps)"}),
     ("--heap", str, "stock", {
         "choices": HEAP_MODES,
-        "help": "quiet: gc.collect() before each heap reading, so free lists and cyclic "
+        "help": "quiet: a collection before each heap reading (the oldest generation "
+                "too at readings 1, 2, 4, ... and the last), so free lists and cyclic "
                 "garbage do not read as growth (the host also starts the cell with "
                 "PYTHONMALLOC=malloc and glibc's tcache off); stock: the heap as the "
                 "scenario leaves it"}),

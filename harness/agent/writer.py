@@ -101,6 +101,8 @@ class Sampler(object):
         self.state = None
         self.fw = None
         self.collect = False
+        self.measured = 0       # the measured phase's heap readings so far
+        self.young_only = True  # no cyclic garbage among old objects found (_collect)
         self.dt_cost = 0.0      # the last step sample's cost of its step times (estimated)
 
     def start_nvml(self):
@@ -160,18 +162,7 @@ class Sampler(object):
         # steps on the main thread, never from the timer thread.
         if self.heap is not None:
             if self.collect and (settle or self.phase == "measure"):
-                # Free-lists and cycles give memory back only after a collection:
-                # without it a filling free-list looks like a slow leak. The warm-up's
-                # readings are not compared (only its last one, the measured phase's
-                # starting level): a full collection there would only cost time.
-                gc.collect()
-                if settle and hasattr(gc, "freeze"):
-                    # What lives at the start of the measured phase is moved out of the
-                    # collector's sight (3.7+), so each collection there walks only the
-                    # objects made since: a TensorFlow process's ~1 s full collection
-                    # becomes one of the step's own garbage. An old object in a cycle
-                    # freed later stays: at most once each, never growth per call.
-                    gc.freeze()
+                self._collect(settle)
             heap = self.heap.read()
             # (the step times' block, stepper.STEP_TIMES, is the same size at every
             # reading: made before the first)
@@ -187,6 +178,42 @@ class Sampler(object):
         if cpu is not None:
             rec["cpu_s"] = round(cpu, 9)
 
+
+    def _collect(self, settle):
+        """The collection before a --heap quiet reading. Free lists and cycles give
+        memory back only after a collection: without it a filling free list looks like
+        a slow leak. The warm-up's readings are not compared (only its last one, the
+        measured phase's starting level): a collection there would only cost time."""
+        if self.phase != "measure":
+            gc.collect()
+            self.measured, self.young_only = 0, True
+            if hasattr(gc, "freeze"):
+                # What lives at the start of the measured phase is moved out of the
+                # collector's sight (3.7+), so each collection there walks only the
+                # objects made since: a TensorFlow process's ~1 s full collection
+                # becomes one of the step's own garbage. An old object in a cycle
+                # freed later stays: at most once each, never growth per call.
+                gc.freeze()
+            return
+        self.measured += 1
+        k = self.measured
+        if self.young_only and not settle and k & (k - 1):
+            # A full collection walks every object the run kept: a leak of lists kept
+            # ~1.5 M of them after a 1 s budget, and one reading's collection took
+            # 0.17 s (52 of them 8.6 s, issue 79). Garbage younger than the last
+            # reading is the young generations'; the oldest is walked at readings
+            # 1, 2, 4, 8, ... and the last, and where one of those finds cyclic
+            # garbage among old objects (a cache evicting cyclic entries) every
+            # reading from then on collects in full, as a young collection would
+            # leave that garbage in the heap reading.
+            gc.collect(1)
+            return
+        if self.young_only:
+            gc.collect(1)
+            if gc.collect():
+                self.young_only = False
+        else:
+            gc.collect()
 
     def collected(self):
         """The heap just before and just after one full gc.collect() (the end record's
