@@ -135,32 +135,33 @@ NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|
                       re.IGNORECASE)
 
 
-def named_above(part: str, floors: Mapping[str, float]) -> float:
-    """The bytes per call a site of a memory part must grow to be named: MIN_RATE, or
-    the part's floor where higher (`floors`: the smallest steady leak the sweep's run
-    of the cell could have missed, `MemoryTrend.missed`). A site under it is what an
-    attributed run of a few hundred calls makes of a one-time allocation."""
-    return max(MIN_RATE, floors.get(part, 0.0))
+def named_above(part: str, floors: Mapping[str, float], least: float = MIN_RATE) -> float:
+    """The bytes per call a site of a memory part must grow to be named: `least`
+    (MIN_RATE), or the part's floor where higher (`floors`: the smallest steady leak the
+    sweep's run of the cell could have missed, `MemoryTrend.missed`). A site under it is
+    what an attributed run of a few hundred calls makes of a one-time allocation."""
+    return max(least, floors.get(part, 0.0))
 
 
 def summary(w: Where, scenario: str, source: Source | None = None, top: int = TOP,
-            floors: Mapping[str, float] = MappingProxyType({})) -> list[str]:
+            floors: Mapping[str, float] = MappingProxyType({}), least: float = MIN_RATE
+            ) -> list[str]:
     """What one attributed run shows, a line each: the largest sites per call of each
-    memory part (above its floor, `named_above`), where the late steps' time went, the
-    ops that grew."""
+    memory part (above its floor, `named_above`, `least` B/call at least), where the
+    late steps' time went, the ops that grew."""
     lines: list[str] = []
     for part in MEMORY_PARTS:
         if part not in w.sites:
             continue
         rates = sorted(_rates(w.sites[part], w.calls, scenario).items(), key=lambda kv: -kv[1])
-        least = named_above(part, floors)
-        shown = [(k, r) for k, r in rates if r >= least][:top]
+        above = named_above(part, floors, least)
+        shown = [(k, r) for k, r in rates if r >= above][:top]
         for k, r in shown:
             lines.append(f"{part}: {per_call(r)} at {_label(k, source)}")
         if not shown:
-            under = any(r >= MIN_RATE for _, r in rates)     # only under the floor
+            under = any(r >= least for _, r in rates)     # only under the floor
             lines.append(f"{part}: no site grew over {w.calls} calls" + (
-                f" above the run's floor ({least:,.0f} B/call)" if under else ""))
+                f" above the run's floor ({above:,.0f} B/call)" if under else ""))
     lines += _stack_lines(w, scenario, source, top)
     lines += _ops_lines(w, top)
     return lines

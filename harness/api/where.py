@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.analysis.outcomes import host_took
-from harness.analysis.where import summary
+from harness.analysis.where import MIN_RATE, named_above, summary
 from harness.analysis.whererecord import Where
 from harness.explain.plan import (
+    MEMORY_CALLS,
     AttributionFailed,
     attributed,
     floors,
@@ -43,16 +44,22 @@ WHERE_LEAST = 10
 WHERE_TRIES = 3
 # The most the measured run's pace stretches the where run's deadline.
 WHERE_PACE_MAX = 8.0
+# What a site must grow by in all to be named: a one-time allocation is bounded in
+# bytes, not per call, so a where run of more calls names a smaller leak per call
+# (explain's MIN_RATE over its MEMORY_CALLS); a leak's where run makes the calls in
+# which the measured rate grows by twice that, where its budget has room.
+SITE_BYTES = MIN_RATE * MEMORY_CALLS
+WHERE_CALLS_MAX = 200_000
 
 
-def within(cell: Cell, per_call: float, budget: float, deadline: float | None = None
-           ) -> Cell:
+def within(cell: Cell, per_call: float, budget: float, deadline: float | None = None,
+           wanted: int = 0) -> Cell:
     """The where run (`attributed`) bounded by the check's budget, its measured run's
     calls taking `per_call` seconds each of its own; ended at `deadline` wall seconds
-    (None: the budget)."""
+    (None: the budget); `wanted` calls where more than the run's own fit."""
     s = cell.settings
     fit = int(budget / 2 / max(per_call * WHERE_SLOWER, 1e-9))
-    calls = max(WHERE_LEAST, min(s.warmup + s.iterations, fit))
+    calls = max(WHERE_LEAST, min(max(s.warmup + s.iterations, wanted), fit))
     warmup = min(s.warmup, calls // 5)
     return cell.with_settings(dataclasses.replace(
         s, warmup=warmup, iterations=calls - warmup,
@@ -73,15 +80,22 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
           outdir: Path, budget: float | None, series: Series | None = None
           ) -> tuple[str, ...]:
     """A leak's lines that grew (`series`: its measured run's, for the host's pace);
-    empty where the where run failed, or ran past its deadline WHERE_TRIES times."""
+    else one line saying why none is named: the where run failed, ran past its deadline
+    WHERE_TRIES times, or no site of the step's file grew enough to tell from a
+    one-time allocation."""
     room, _ = stop_room(result) or (None, "")
     took, made = result.timings.run_s, result.end.iterations or result.summary.iterations
     whole = run_as = attributed(cell, ("heap",), took or None, made or None, room)
-    per_call = (took or 0.0) / max(made or 0, 1)
+    # the measured phase's own seconds a call: the run's also hold its start and exit
+    per_call = (result.timings.measure_s or took or 0.0) / max(made or 0, 1)
     deadline = None if budget is None else budget * pace(series)
+    heap = result.memory.get("heap")      # what the where run reads, tracemalloc's heap
+    rate = heap.slope if heap is not None else 0.0
+    wanted = min(WHERE_CALLS_MAX, int(2 * SITE_BYTES / rate)) if rate > 0 else 0
+    why = "heap: no line named: its run under tracemalloc ran past its deadline"
     for _ in range(WHERE_TRIES if budget is not None else 1):
         if budget is not None:
-            run_as = within(whole, per_call, budget, deadline)
+            run_as = within(whole, per_call, budget, deadline, wanted)
         ctx.progress(f"explain {cell.id}: running with --attribute heap ({length(run_as)}"
                      + (f", within {deadline:.2g} s for its {budget:g} s budget"
                         if budget is not None and deadline is not None else "") + ")")
@@ -92,22 +106,32 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
             if exc.timed_out and deadline is not None:
                 deadline *= 2
                 continue
-            return ()
+            return (f"heap: no line named: its run under tracemalloc failed ({exc})",)
         lines = _lines(found, step, result)
-        if lines or not found.errors or deadline is None or ctx.cancel.is_set():
+        if lines[0].count(" at ") or not found.errors or deadline is None \
+                or ctx.cancel.is_set():
             return lines
         ctx.progress(f"explain {cell.id}: its deadline ended the run before its lines "
                      f"({'; '.join(found.errors.values())})")
         deadline *= 2
-    return ()
+    return (why,)
 
 
 def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tuple[str, ...]:
+    """The sites of the step's file that grew; else one line saying why none: the
+    least a site must grow by over the run's calls (SITE_BYTES), or its floor."""
     path = inspect.getsourcefile(step) or ""
     name = os.path.basename(path)
 
     def source(file: str, line: int) -> str | None:
         return linecache.getline(path, line).strip() or None if file == name else None
 
-    return tuple(text for text in summary(found, name, source, floors=floors(result))
-                 if " at " in text)
+    least = max(1.0, min(MIN_RATE, SITE_BYTES / max(found.calls, 1)))
+    lines = tuple(text for text in summary(found, name, source, floors=floors(result),
+                                           least=least) if " at " in text)
+    if lines:
+        return lines
+    above = named_above("heap", floors(result), least)
+    return (f"heap: no line named: no site of {name} grew {above:,.0f} B/call or more in "
+            f"the {found.calls:,} calls run again under tracemalloc (less could be a "
+            "one-time allocation); a longer budget makes more calls",)

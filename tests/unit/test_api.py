@@ -85,6 +85,42 @@ def test_a_clean_function_says_its_floor_and_a_leak_its_figures(importable: Path
     assert re.search(r"; no leak above [\d,.]+ (B|KiB)/call in [\d,]+ calls", str(clean))
 
 
+def test_a_small_leaks_line_is_named_or_why_not(importable: Path) -> None:
+    """A leak of one pointer a call (~8 B: a shared object appended to a list) is named
+    at its line: the where run makes the calls in which it grows by what a one-time
+    allocation cannot (issue 79: `where == ()` and no word why, at +8 and +41 B/call).
+    Where its run is cut short, the one line says why none is named."""
+    (importable / "tiny.py").write_text(textwrap.dedent("""
+        KEPT = []
+
+        def keep():
+            KEPT.append(KEPT)
+    """), encoding="utf-8")
+    import tiny
+
+    leak = harness.check(tiny.keep, budget="1s")
+    assert leak.verdict == "leak", str(leak)
+    assert len(leak.where) == 1 and re.fullmatch(
+        r"heap: \+\d+ B/call at tiny\.py:5 keep \(KEPT\.append\(KEPT\)\)", leak.where[0]
+    ), leak.where
+    # GIVEN a where run of a handful of calls (its budget: a tenth of the measured run's)
+    from harness.api import where as where_run
+
+    few = where_run.within
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(where_run, "within", lambda cell, per_call, budget, deadline=None,
+                   wanted=0: few(cell, per_call, budget, deadline, 50))
+        mp.setattr(where_run, "WHERE_LEAST", 50)
+        mp.setattr(where_run, "WHERE_SLOWER", 1e9)
+        cut = harness.check(tiny.keep, budget="1s")
+    # THEN the one line says why no line is named, and how to get one
+    assert cut.verdict == "leak" and len(cut.where) == 1, cut.where
+    assert re.fullmatch(r"heap: no line named: no site of tiny\.py grew [\d,]+ B/call or "
+                        r"more in the \d+ calls run again under tracemalloc \(less could be "
+                        r"a one-time allocation\); a longer budget makes more calls",
+                        cut.where[0]), cut.where
+
+
 def test_what_the_child_cannot_import_is_refused_naming_it(importable: Path) -> None:
     (importable / "shapes.py").write_text(textwrap.dedent("""
         import pickle
