@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.decision import pooled_text
 from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.outcomes import host_busy
 from harness.api.scenario import SCENARIO
 from harness.result.words import cell_numbers, missed_rate, missed_words
 
@@ -24,13 +25,38 @@ class Checked:
         result: The cell's result, as a sweep stores it in result.json.
         root: The results directory that was kept (`check(..., out=DIR)`), else None.
         where: For a leak, the lines that grew, from a short run under tracemalloc
-            ("heap: +0.3 KiB/call at test_cache.py:9 test_remembers (CACHE.append(x))");
-            else empty.
+            ("heap: +0.3 KiB/call at test_cache.py:9 test_remembers (CACHE.append(x))"),
+            or one line saying why none is named; else empty.
+        took: (wall seconds, the run's own seconds) its calls ran: where the first is
+            much the larger, the host's other work took the difference. None where
+            the run did not say.
+        wall_s: The seconds the check took, its process's start, warm-up and the
+            where run included.
+        load: The host's one-minute load average per CPU as the check ended (None
+            where unknown).
     """
 
     result: CellResult
     root: Path | None = None
     where: tuple[str, ...] = ()
+    took: tuple[float, float] | None = None
+    wall_s: float = 0.0
+    load: float | None = None
+
+    @property
+    def busy(self) -> str:
+        """What the host's other work did to the check, where it did enough to say
+        (`outcomes.host_busy`): its calls' own seconds stretched, or, on a host loaded
+        past its CPUs, the check's whole time past three times its calls' own; else ""."""
+        if self.took is None:
+            return ""
+        wall, own = self.took
+        if host_busy(wall, own):
+            return f"host busy: {own:.1f} s of its calls' own time took {wall:.1f} s"
+        if self.load is not None and self.load > 1 and host_busy(self.wall_s, 2 * own):
+            return (f"host busy (load {self.load:.1f} a CPU): {own:.1f} s of its calls' own "
+                    f"time, {self.wall_s:.1f} s in all")
+        return ""
 
     @property
     def id(self) -> str:

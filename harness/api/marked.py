@@ -165,8 +165,8 @@ def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
              note: str) -> None:
     """The test's end from its verdict: passed (said), passed with a warning
     (undecided), or failed with its words."""
-    text = marker_words(str(got), got.verdict not in UNDECIDED) + (f"; {note}" if note
-                                                                     else "")
+    text = marker_words(str(got), got.verdict not in UNDECIDED) + "".join(
+        f"; {more}" for more in (note, got.busy) if more)
     if got.floor is not None:
         item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
     item.user_properties.append((PROPERTY, text))

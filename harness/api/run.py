@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness import matrixfile
+from harness.analysis.outcomes import host_took
 from harness.api.checked import Checked
 from harness.api.saved import against_saved
 from harness.api.scenario import (
@@ -260,6 +262,14 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         HERE.pop(key or "", None)
 
 
+def _load() -> float | None:
+    """The host's one-minute load average per CPU (None where it cannot be read)."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return None
+
+
 def _check(text: str, step: Callable[..., object], seconds: float | None,
            iterations: int | None, params: Mapping[str, object] | None,
            kwargs: Mapping[str, object] | PerCall | None,
@@ -270,6 +280,7 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
     say: Progress = (progress if callable(progress) else _stderr if progress
                      else _quiet)
     sid = _scenario_id(step)
+    started = time.monotonic()
     with _workdir(out) as work:
         script = work / SCENARIO
         script.write_text(text, encoding="utf-8")
@@ -294,7 +305,8 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
                 save_cell(root, s.cell.id, save, result)
             lines = where(s.sweep.ctx, s.cell, result, step, root / "where", seconds,
                           measured.series) if result.verdict == "leak" else ()
-        return Checked(result, root if out is not None else None, lines)
+        return Checked(result, root if out is not None else None, lines,
+                       host_took(measured.series), time.monotonic() - started, _load())
 
 
 def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],

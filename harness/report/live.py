@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from harness.analysis.outcomes import host_busy
 from harness.protocol.ingest import last_sample
 from harness.report.grid import wrap
 
@@ -52,7 +53,7 @@ def budget_count(done: int, spent: float, cell: float | None, budget: float) -> 
     """A budgeted cell's count: calls, and its budget's seconds spent; where the host's
     other work stretched them (the agent's `cell_s`: its wall time less the run-queue
     delay and its own sampling), both clocks."""
-    if cell is None or spent < 1.5 * cell + 1.0:
+    if cell is None or not host_busy(spent, cell):
         return f"{done:,} calls, {spent:.1f}/{budget:g} s"
     return (f"{done:,} calls, {cell:.1f}/{budget:g} s of the cell's time "
             f"(host busy: took {spent:.0f} s)")
@@ -130,10 +131,12 @@ class LiveProgress:
                 self.tasks[cell.id] = (task, [])
                 self.images[cell.id] = (cell.image.ref, cell.image.label)
                 self.live.update(self._view(), refresh=True)
-            elif event == "done" and cell.id in self.tasks:
+            elif event in ("done", "ended") and cell.id in self.tasks:
                 # a cell done before a poll saw its first sample (a run under the
-                # poll's interval) still ends its image's preparing line
-                self._prepared(cell.id, time.monotonic())
+                # poll's interval) still ends its image's preparing line; one whose
+                # image was never built ("ended": it failed, or Ctrl-C came first) ends
+                # it without a word of a build
+                self._prepared(cell.id, time.monotonic(), event == "done")
                 task, _ = self.tasks.pop(cell.id)
                 for kept in (self.budgets, self.measuring, self.totals, self.cell_s):
                     kept.pop(cell.id, None)
@@ -174,13 +177,14 @@ class LiveProgress:
             count = budget_count(done, spent, cell, budget)
         self.bars.update(task, completed=completed, rate=rate, count=count)
 
-    def _prepared(self, cid: str, now: float) -> None:
+    def _prepared(self, cid: str, now: float, built: bool = True) -> None:
         """The cell's image is ready (its agent wrote a sample): its preparing line
-        gives way to one line saying how long the build took."""
+        gives way to one line saying how long the build took (`built`: else none)."""
         for key in self.images.pop(cid, ()):
             text = self.preparing.pop(key, None)
             started = self.prepare_t.pop(key, None)
-            if text is not None and started is not None and "cached venv" not in text:
+            if built and text is not None and started is not None \
+                    and "cached venv" not in text:
                 self.console.print(f"harness: {key}: built in {now - started:.1f} s",
                                    markup=False, highlight=False)
         self.live.update(self._view(), refresh=True)

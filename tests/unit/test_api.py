@@ -5,6 +5,7 @@ does; what cannot run is refused with the function named and the fix."""
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import re
 import sys
@@ -82,6 +83,15 @@ def test_a_clean_function_says_its_floor_and_a_leak_its_figures(importable: Path
     clean = harness.check(steps.add, budget="1s")
     assert clean.ok and clean.floor is not None and 0 < clean.floor < 1024
     assert clean.where == ()
+    # AND what the host's other work did to it is said where it did enough to say
+    assert clean.took is not None and clean.wall_s > clean.took[0]
+    said = {(took, wall, load): dataclasses.replace(clean, took=took, wall_s=wall,
+                                                    load=load).busy
+            for took, wall, load in [((0.6, 0.5), 1.0, 0.3), ((5.2, 0.5), 6.0, 0.3),
+                                     ((0.6, 0.5), 4.0, 2.5), ((0.6, 0.5), 4.0, 0.5)]}
+    assert list(said.values()) == [
+        "", "host busy: 0.5 s of its calls' own time took 5.2 s",
+        "host busy (load 2.5 a CPU): 0.5 s of its calls' own time, 4.0 s in all", ""]
     assert re.search(r"; no leak above [\d,.]+ (B|KiB)/call in [\d,]+ calls", str(clean))
 
 
