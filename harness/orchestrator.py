@@ -188,7 +188,8 @@ class Sweep:
         try:
             measured = measure(self.ctx, cell)
         finally:
-            self._event(cell, "done")
+            # "ended": its image never got built (it failed, or Ctrl-C came first)
+            self._event(cell, "done" if self.images.built(cell) else "ended")
         result = measured.result
         self.series.keep(cell.id, measured.series)
         with self._lock:

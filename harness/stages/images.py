@@ -79,6 +79,11 @@ class ImagePool:
         """Whether the cell's image is prepared (or failed to be) already."""
         return self._future(cell).done()
 
+    def built(self, cell: Cell) -> bool:
+        """Whether the cell's image is prepared, not failed or cancelled (Ctrl-C)."""
+        f = self._future(cell)
+        return f.done() and not f.cancelled() and f.exception() is None
+
     def get(self, cell: Cell) -> ImageInfo:
         """The cell's image, prepared (raises what preparing it raised)."""
         return self._future(cell).result()

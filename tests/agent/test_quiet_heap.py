@@ -146,10 +146,11 @@ def test_a_leak_of_tracked_objects_is_read_at_a_fraction_of_its_budget(tmp_path:
     end = records[-1]
     steps = [r for r in records if r["type"] == "sample" and r["src"] == "step"
              and r["phase"] == "measure"]
-    # THEN the readings are there, and cost less than the cell's own time (the cost
-    # per object walked and per call scale alike on a slower or busier host)
+    # THEN the readings are there, and cost less than the cell's own time, both in the
+    # cell's own seconds (the cost per object walked and per call scale alike on a
+    # slower host; the host's other work counts in neither)
     assert len(steps) >= 20 and end["iterations"] > 10 ** 4
-    assert end["sampling_s"] < end["cell_s"], end
+    assert end["sampling_own_s"] < end["cell_s"], end
     # AND they read the leak: the heap grows with the calls
     assert steps[-1]["heap"] - steps[0]["heap"] > 50 * (steps[-1]["i"] - steps[0]["i"])
 

@@ -283,6 +283,32 @@ def test_a_cell_waiting_for_its_venv_has_no_clock_and_the_build_line_gives_way(
     assert live.preparing == {}
 
 
+def test_a_build_that_ended_unbuilt_says_no_build_time(tmp_path: Path) -> None:
+    """Issue 79 (a new user's Ctrl-C during a pip venv build): "built in 3.6 s" was said
+    before "interrupted", of a venv never built. A cell whose image was not built
+    (`ended`: it failed, or Ctrl-C came first) clears its building line without it."""
+    import io
+
+    from rich.console import Console
+
+    from harness.report.live import LiveProgress
+    from tests.unit.test_orchestrator import make_matrix
+
+    matrix = make_matrix(tmp_path, images="v1")
+    [cell] = matrix.cells
+    out = io.StringIO()
+    live = LiveProgress(lambda cid: tmp_path / "none.jsonl",
+                        Console(file=out, force_terminal=True, width=100), refresh_s=0.05)
+    try:
+        live(f"{cell.image.label}: building venv with multidict==6.5.1")
+        live.cell(cell, "running", None)
+        live.cell(cell, "ended", None)
+        assert live.preparing == {} and live.tasks == {}
+    finally:
+        live.close()
+    assert "built in" not in ANSI.sub("", out.getvalue())
+
+
 @pytest.mark.parametrize("cols", [80, 160])
 def test_the_first_progress_line_wraps_between_words(tmp_path: Path, cols: int) -> None:
     """Issue 42 item 8: at 80 columns `harness: 1 cell, runtime local, results in
