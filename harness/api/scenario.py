@@ -51,15 +51,17 @@ def _target(fn: object, role: str) -> _Target:
     shown = f"{module}.{name}" if module and name else repr(fn)
     fix = (f"define `{role}` with `def` at the top level of a module file (e.g. "
            f"mymodule.py) and pass it: harness.check(mymodule.{role})")
+    # a fork of this process needs no import by name (`scenario_here`)
+    forked = "\n  or: harness.check(..., here=True), which runs it in a fork of this process"
     if not callable(fn) or not isinstance(name, str) or not isinstance(module, str):
         raise InputError(f"harness.check: {role}={fn!r} is not a function\n  fix: {fix}")
     if name == "<lambda>" or "<lambda>" in name:
         raise InputError(f"harness.check: {role} {shown} is a lambda, which the child process "
-                         f"cannot import by name\n  fix: {fix}")
+                         f"cannot import by name\n  fix: {fix}{forked}")
     if "<locals>" in name:
         raise InputError(f"harness.check: {role} {shown} is defined inside another function "
                          f"(a closure), which the child process cannot import by name\n"
-                         f"  fix: {fix}")
+                         f"  fix: {fix}{forked}")
     _not_async(fn, role, shown)
     mod = sys.modules.get(module)
     if module == "__main__" or mod is None:
@@ -68,7 +70,7 @@ def _target(fn: object, role: str) -> _Target:
         raise InputError(
             f"harness.check: {role} {shown} is defined in {where}, which the child process "
             "cannot import by name\n  fix: move it into a module file beside the script "
-            "(e.g. steps.py) and import it from there")
+            f"(e.g. steps.py) and import it from there{forked}")
     found: object = mod
     for part in name.split("."):
         found = getattr(found, part, None)

@@ -174,6 +174,9 @@ def test_what_the_child_cannot_import_is_refused_naming_it(importable: Path) -> 
             harness.check(*args, **kwargs)   # type: ignore[arg-type]
         assert said in str(info.value), (said, str(info.value))
         assert "\n  fix: " in str(info.value)
+        # a new user: what cannot be imported by name runs in a fork, and the fix says so
+        assert (", here=True), which runs it in a fork" in str(info.value)) == (
+            "lambda" in said or "inside another" in said), str(info.value)
 
 
 def test_a_function_of_the_main_script_is_refused() -> None:
