@@ -161,9 +161,12 @@ class Sampler(object):
         # Heap and framework reads touch the allocator and the framework: only between
         # steps on the main thread, never from the timer thread.
         if self.heap is not None:
-            if self.collect and (settle or self.phase == "measure"):
-                self._collect(settle)
+            quiet = self.collect and (settle or self.phase == "measure")
+            if quiet:
+                self._collect()
             heap = self.heap.read()
+            if quiet:
+                self._check(settle)
             # (the step times' block, stepper.STEP_TIMES, is the same size at every
             # reading: made before the first)
             rec["heap"] = heap
@@ -179,41 +182,43 @@ class Sampler(object):
             rec["cpu_s"] = round(cpu, 9)
 
 
-    def _collect(self, settle):
+    def _collect(self):
         """The collection before a --heap quiet reading. Free lists and cycles give
         memory back only after a collection: without it a filling free list looks like
         a slow leak. The warm-up's readings are not compared (only its last one, the
-        measured phase's starting level): a collection there would only cost time."""
+        measured phase's starting level): a collection there would only cost time.
+
+        A full collection walks every object the run kept: a leak of lists kept ~1.5 M
+        of them after a 1 s budget, and one reading's collection took 0.17 s (52 of them
+        8.6 s, issue 79). So each reading collects the young generations, where the
+        garbage made since the last reading is; the oldest is walked after readings 1,
+        2, 4, 8, ... (`_check`). A full collection also empties the free lists, which a
+        young one leaves as the step keeps them: every reading is taken the same way,
+        or they would read as a sawtooth of a few KiB (a 1 KiB/call leak of 300 calls
+        then read `filling`)."""
+        gc.collect(1 if self.young_only else 2)
+
+    def _check(self, settle):
+        """After a --heap quiet reading: at the start of the measured phase (`settle`
+        outside it), a full collection, and what lives then moved out of the
+        collector's sight (gc.freeze, 3.7+), so each collection there walks only the
+        objects made since: a TensorFlow process's ~1 s full collection becomes one of
+        the step's own garbage (an old object in a cycle freed later stays: at most
+        once each, never growth per call). In the measured phase, after readings 1, 2,
+        4, 8, ...: a full collection, and where it finds cyclic garbage among old
+        objects (a cache evicting cyclic entries), which a young collection would leave
+        in the readings, every reading from then on collects in full."""
         if self.phase != "measure":
-            gc.collect()
-            self.measured, self.young_only = 0, True
-            if hasattr(gc, "freeze"):
-                # What lives at the start of the measured phase is moved out of the
-                # collector's sight (3.7+), so each collection there walks only the
-                # objects made since: a TensorFlow process's ~1 s full collection
-                # becomes one of the step's own garbage. An old object in a cycle
-                # freed later stays: at most once each, never growth per call.
-                gc.freeze()
+            if settle:
+                gc.collect()
+                self.measured, self.young_only = 0, True
+                if hasattr(gc, "freeze"):
+                    gc.freeze()
             return
         self.measured += 1
         k = self.measured
-        if self.young_only and not settle and k & (k - 1):
-            # A full collection walks every object the run kept: a leak of lists kept
-            # ~1.5 M of them after a 1 s budget, and one reading's collection took
-            # 0.17 s (52 of them 8.6 s, issue 79). Garbage younger than the last
-            # reading is the young generations'; the oldest is walked at readings
-            # 1, 2, 4, 8, ... and the last, and where one of those finds cyclic
-            # garbage among old objects (a cache evicting cyclic entries) every
-            # reading from then on collects in full, as a young collection would
-            # leave that garbage in the heap reading.
-            gc.collect(1)
-            return
-        if self.young_only:
-            gc.collect(1)
-            if gc.collect():
-                self.young_only = False
-        else:
-            gc.collect()
+        if self.young_only and not k & (k - 1) and gc.collect():
+            self.young_only = False
 
     def collected(self):
         """The heap just before and just after one full gc.collect() (the end record's

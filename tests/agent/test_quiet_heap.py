@@ -114,13 +114,14 @@ def test_quiet_collects_before_each_measured_reading_and_the_warmups_last(
            for phase in ("setup", "warmup", "measure")}
     # THEN the setup reading is collected, the warm-up's are not but for its last (the
     # measured phase's starting level), and every measured one is: the young generations
-    # at each, the oldest too at readings 1, 2, 4, 8 and the last (two collections)
+    # before each; after the starting level and readings 1, 2, 4 and 8 the oldest too
+    # (two collections in the reading's count)
     assert len(gcs["warmup"]) == 10 and len(gcs["measure"]) == 10
     assert len(set(gcs["warmup"][:-1])) == 1
     assert gcs["warmup"][0] == gcs["setup"][0]
-    assert gcs["warmup"][-1] == gcs["warmup"][0] + 1
+    assert gcs["warmup"][-1] == gcs["warmup"][0] + 2
     assert [b - a for a, b in zip(gcs["warmup"][-1:] + gcs["measure"][:-1],
-                                  gcs["measure"], strict=True)] == [2, 2, 1, 2, 1, 1, 1, 2, 1, 2]
+                                  gcs["measure"], strict=True)] == [2, 2, 1, 2, 1, 1, 1, 2, 1, 1]
 
 
 # Each call keeps a list, a few tracked objects, for as long as the run lasts.
