@@ -31,6 +31,7 @@ LEAK_LINE = 6
 class Behaviour:
     leak_per_iter: float = 0.0      # bytes
     step_s: float = 0.001
+    own_s: float | None = None     # a measured call's seconds of the cell's own (`cell_s`)
     slowdown_per_iter: float = 0.0  # seconds added per iteration
     exit_code: int = 0
     error: str | None = None        # scenario raises -> end status error
@@ -105,6 +106,8 @@ class FakeRuntime(RuntimeBase):
                     sampled = sum(1 for x in lines if x["type"] == "sample")
                     if b.heap_samples is not None and sampled >= b.heap_samples:
                         del rec["heap"]
+                    if b.own_s is not None and phase == "measure":
+                        rec["cell_s"] = (k + 1) * b.own_s
                     if b.rq_share is not None:
                         rec["rq_s"] = b.rq_share * sum(dts)
                     if b.cpu_s is not None:

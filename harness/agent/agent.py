@@ -203,6 +203,11 @@ OPTIONS = (
         "metavar": "S",
         "help": "end the run when one call has not returned after S seconds (its end "
                 "record says which call, and where it waits); 0: never"}),
+    ("--deadline", float, 0.0, {
+        "metavar": "S",
+        "help": "the host's wall deadline for the whole run, S seconds from this "
+                "process's start: a call under way for a second or more at 90 %% of it "
+                "ends the run as --call-timeout does; 0: none"}),
     ("--no-heap", bool, False, {"help": "skip mallinfo/malloc_trim"}),
     ("--max-overhead", float, 0.01, {
         "help": "stretch the sampling interval so sampling costs at most this share of "

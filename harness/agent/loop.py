@@ -198,12 +198,13 @@ def child_environment():
             os.environ[name] = str(value)
 
 
-def start_timer(sampler, interval, call_timeout=0.0):
+def start_timer(sampler, interval, call_timeout=0.0, deadline=0.0):
     """The timer thread's stop event: samples every `interval` s off the main thread,
-    and ends a run whose call has not returned after `call_timeout` s."""
+    and ends a run whose call has not returned after `call_timeout` s, or is under way
+    as the host's `deadline` nears (`timer_loop`)."""
     stop = threading.Event()
     timer = threading.Thread(target=timer_loop, args=(sampler, interval, stop,
-                                                      call_timeout))
+                                                      call_timeout, deadline))
     timer.daemon = True
     timer.start()
     return stop
@@ -224,7 +225,8 @@ def run(args, make_header):
     if watch is not None and hasattr(sampler.readers, "exclude_pids"):
         sampler.readers.exclude_pids.add(watch.pid)    # not the scenario's workers
     stop_timer = start_timer(sampler, args.sample_interval,
-                             getattr(args, "call_timeout", 0.0) or 0.0)
+                             getattr(args, "call_timeout", 0.0) or 0.0,
+                             getattr(args, "deadline", 0.0) or 0.0)
     this = Run(args, sampler, params, watch)
     signal.signal(signal.SIGTERM, term_handler(os.getpid()))
     output = CappedOutput()

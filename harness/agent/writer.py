@@ -237,10 +237,13 @@ class Sampler(object):
                 "s": round(time.monotonic() - t, 6)}
 
 
-def timer_loop(sampler, interval, stop, call_timeout=0.0):
+def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
     """Sample every `interval` s until `stop`; where one call has not returned after
-    `call_timeout` s (0: never), end the run (`call_stuck`)."""
+    `call_timeout` s (0: never), or has run a second or more when the host's wall
+    `deadline` for the whole run (s since this process started; 0: none) is DEADLINE_SHARE
+    spent, end the run (`call_stuck`): the host's kill at its deadline says no line."""
     calls, since = -1, time.monotonic()
+    born = since - (process_age() or 0.0)
     while not stop.wait(interval):
         try:
             sampler.snapshot("timer")
@@ -249,10 +252,30 @@ def timer_loop(sampler, interval, stop, call_timeout=0.0):
         now = time.monotonic()
         if sampler.steps_done != calls or sampler.phase not in ("warmup", "measure"):
             calls, since = sampler.steps_done, now
-        elif (call_timeout > 0 and calls > 0 and now - since >= call_timeout
-              and not stop.is_set()):
+        elif calls > 0 and not stop.is_set() and (
+                (call_timeout > 0 and now - since >= call_timeout)
+                or (deadline > 0 and now - born >= DEADLINE_SHARE * deadline
+                    and now - since >= 1.0)):
             # (Not the first call: it may build a graph or JIT-compile every kernel.)
             call_stuck(sampler, calls + 1, now - since)
+
+
+# The share of the host's deadline after which a call under way ends the run here, with
+# where it waits: on a busy host a call stuck from 1.5 s into a 10 s cell reached its 9 s
+# --call-timeout after the host had killed the run, whose reason then named no line.
+DEADLINE_SHARE = 0.9
+
+
+def process_age():
+    """Seconds since this process started, as the kernel counts them (None off Linux)."""
+    try:
+        with open("/proc/self/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        return max(0.0, up - started / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def call_stuck(sampler, call, waited):

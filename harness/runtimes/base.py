@@ -79,7 +79,8 @@ class RunRequest:
                 "--sample-every", str(s.sample_every),
                 "--sample-interval", str(s.sample_interval),
                 "--out", out, "--control", control, "--quiet",
-                "--call-timeout", f"{min(CALL_TIMEOUT_S, 0.9 * s.timeout):g}"]
+                "--call-timeout", f"{min(CALL_TIMEOUT_S, 0.9 * s.timeout):g}",
+                "--deadline", f"{s.timeout:g}"]
         if not self.cell.gpu.wants_gpu:
             args.append("--no-gpu")
         if self.attribute:

@@ -47,6 +47,29 @@ def test_a_call_that_does_not_return_ends_the_run_naming_it(tmp_path: Path) -> N
     assert 'scenario.py", line 10, in step' in err["traceback"], err["traceback"]
 
 
+@pytest.mark.parametrize("python", [OLD, sys.executable])
+def test_a_call_under_way_as_the_deadline_nears_ends_the_run_naming_it(
+        python: str, tmp_path: Path) -> None:
+    """A busy CI: the host kills a run at its deadline (10 s), counted from its start; a
+    call stuck from 1.5 s in reached the agent's --call-timeout (9 s) after that, and the
+    reason named no line. A call under way at 90 % of --deadline ends the run here."""
+    # GIVEN a setup of 3 s, then a call that never returns: 9 s of --call-timeout would
+    # end it ~12 s in, past a deadline of 10 s
+    script = write(tmp_path, HANGS.replace("params_hang", "5").replace(
+        'return {"n": 0}', 'time.sleep(3)\n    return {"n": 0}'))
+    proc, records = run_agent(python, script, tmp_path, "--call-timeout", "9",
+                              "--deadline", "10", iterations=50, warmup=2, timeout=60)
+    end = records[-1]
+    assert proc.returncode == 1 and end["type"] == "end", proc.stderr
+    err = end["error"]
+    # THEN it ends by the deadline's rule, naming the call and where it waits, after the
+    # call had waited less than --call-timeout
+    assert err["type"] == "CallTimeout" and err["call"] == 5, err
+    waited = float(err["message"].split(" did not return after ")[1].split()[0])
+    assert 1 <= waited < 9, err["message"]
+    assert 'scenario.py", line 11, in step' in err["traceback"], err["traceback"]
+
+
 def test_a_slow_first_call_is_not_cut_short(tmp_path: Path) -> None:
     # GIVEN a first call (a graph's build, a JIT) longer than the limit: it may be
     script = write(tmp_path, HANGS.replace("3600", "2.5").replace("params_hang", "1"))
