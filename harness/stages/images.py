@@ -8,6 +8,7 @@ slower "findings" while the next image's venv was built). A cluster runtime (one
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -38,7 +39,21 @@ class ImagePool:
         with self._lock:
             if key not in self._images:
                 self._images[key] = self._pool.submit(self._prepare, cell)
+                self._images[key].add_done_callback(
+                    functools.partial(self._failed, label=cell.image.label))
             return self._images[key]
+
+    def _failed(self, prepared: Future[ImageInfo], *, label: str) -> None:
+        """Said as soon as an image cannot be prepared, not when its first cell's turn
+        comes after the others' (a new user waited through every other cell to learn
+        that one pin was wrong)."""
+        if prepared.cancelled() or self._closed:
+            return
+        exc = prepared.exception()
+        if exc is not None and not isinstance(exc, CancelledError):
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            self.progress(f"{label}: cannot be prepared ({first}); its cells end "
+                          "unavailable when their turn comes")
 
     def _prepare(self, cell: Cell) -> ImageInfo:
         runtime = self.runtime_for(cell)

@@ -76,6 +76,25 @@ def test_pull_failure_text_is_clean_and_the_fix_fits_the_registry() -> None:
     assert "cannot be reached" in offline.splitlines()[0]
 
 
+def test_an_image_that_cannot_be_prepared_is_said_at_once(tmp_path: Path) -> None:
+    """Issue 79 (a new user): an image that could not be built was said only when its
+    cells' turn came, after every cell of the images before it had run."""
+    from harness import matrixfile
+    from sweepkit import write_matrix
+
+    # GIVEN three scenarios on v1, then v2, whose image cannot be pulled
+    matrix = matrixfile.load(write_matrix(tmp_path, ["v1", "v2"], ["a.py", "b.py", "c.py"],
+                                          defaults={"iterations": 100, "warmup": 10}))
+    said: list[str] = []
+    rt = MissingImage(by_image({}))
+    run(matrix, rt, tmp_path, progress=said.append)
+    # THEN it is said once, before v1's last cell has run, and its cells are unavailable
+    failed = [k for k, line in enumerate(said) if line.startswith("v2: cannot be prepared (")]
+    v1_last = max(k for k, line in enumerate(said) if line.startswith("[3/6] v1."))
+    assert len(failed) == 1 and failed[0] < v1_last, said
+    assert "its cells end unavailable when their turn comes" in said[failed[0]]
+
+
 def test_bad_pip_pin_on_the_local_runtime_is_unavailable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
