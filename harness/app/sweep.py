@@ -23,7 +23,7 @@ from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
 from harness.store.gate import kept_plan
-from harness.store.runs import SWEEP, begun_of
+from harness.store.runs import SWEEP, begun_of, made_from, matrix_named, runs_of
 from harness.store.runs import shown as path_shown
 
 if TYPE_CHECKING:
@@ -96,6 +96,11 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
                        started if resume else None)
             progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
                      f"{runtime.name}, results in {store.root}")
+            if (other := shared_name(store.root, matrix.name, asked.matrix)) is not None:
+                progress(f"note: {path_shown(store.root.parent)} also holds runs of "
+                         f"{other}, another matrix file named {matrix.name!r}: report, "
+                         "history and compare read them as this one's runs\n  fix: "
+                         f"give {asked.matrix.name} a name: of its own")
             live = progress_for(asked.quiet, store.samples_path)
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
@@ -184,4 +189,12 @@ def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
     """plan.json's cells: what a report checks the directory against."""
     return tuple(Planned(c.id, c.row, c.image.label, c.image.index) for c in cells)
 
+
+def shared_name(root: Path, name: str, matrix: Path) -> str | None:
+    """Another matrix file whose runs share `name:`'s folder with this sweep's `root`
+    (a copy of a matrix changed, its name kept), as a command line would name it."""
+    for run in reversed(runs_of(root.parent, (SWEEP,), name)):
+        if run != root and not made_from(run, matrix):
+            return str(path_shown(Path(matrix_named(run))))
+    return None
 

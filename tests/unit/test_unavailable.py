@@ -79,8 +79,9 @@ def test_pull_failure_text_is_clean_and_the_fix_fits_the_registry() -> None:
 def test_an_image_that_cannot_be_prepared_is_said_at_once(tmp_path: Path) -> None:
     """Issue 79 (a new user): an image that could not be built was said only when its
     cells' turn came, after every cell of the images before it had run."""
-    from harness import matrixfile
     from sweepkit import write_matrix
+
+    from harness import matrixfile
 
     # GIVEN three scenarios on v1, then v2, whose image cannot be pulled
     matrix = matrixfile.load(write_matrix(tmp_path, ["v1", "v2"], ["a.py", "b.py", "c.py"],
