@@ -21,11 +21,11 @@ SAMPLE = ("type", "src", "phase", "i", "t", "rss", "rss_anon", "uss", "cgroup", 
 TREND_NAMES = (("heap", "heap"), ("uss", "uss"), ("rss", "rss"), ("cgroup", "cgroup"),
                ("gpu_used", "gpu"), ("fw", "fw"), ("kids", "kids"))
 # Step samples only (read between steps on the main thread): heap, framework bytes,
-# collections, step times (whole ns; the host reads `dt`, seconds, from older agents
-# and recordings as well), CPU time, and cell_s: the phase's seconds so far that were the
+# collections, step times (base64 of float64 seconds; the host reads `dt_ns` and `dt`
+# from older agents and recordings as well), CPU time, and cell_s: the phase's seconds so far that were the
 # cell's own (its wall time less the agent's sampling and the run-queue delay other work
 # imposed: stepper.queued), the clock a --budget is spent on.
-STEP = ("heap", "fw", "fw_error", "gc", "dt_ns", "cpu_s", "cell_s")
+STEP = ("heap", "fw", "fw_error", "gc", "dt_b64", "cpu_s", "cell_s")
 # Step samples, per interval: contention (True: an integer count).
 CONTENTION = (("rq_s", False), ("ivcs", True), ("thr_s", False), ("thr_n", True),
               ("ref_s", False), ("rq_all_s", False), ("run_all_s", False), ("on_s", False))

@@ -6,7 +6,10 @@ a problem). The reader (`ingest.SeriesReader`) decides what a failed check costs
 
 from __future__ import annotations
 
+import array
+import binascii
 import math
+import sys
 from typing import Any
 
 from harness.protocol.series import CONTENTION_FIELDS, GPU_ACTIVITY_FIELDS, MEMORY_SOURCES
@@ -31,7 +34,12 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
             return f"sample {key!r} is not a non-negative integer" + (
                 " up to 100" if key == "gpu_util" else "")
     if rec["src"] == "step":
-        if "dt_ns" in rec:      # whole ns (this agent); `dt`, seconds, before it
+        if "dt_b64" in rec:     # seconds as little-endian float64 in base64 (this agent)
+            dt = _float64s(rec.pop("dt_b64"))
+            if dt is None:
+                return "sample 'dt_b64' is not base64 of non-negative float64 seconds"
+            rec["dt"] = dt
+        elif "dt_ns" in rec:    # whole ns (agents before it); `dt`, seconds, before those
             ns = rec.pop("dt_ns")
             if not isinstance(ns, list) or not _numbers(ns, int):
                 return "sample 'dt_ns' is not a list of non-negative integers"
@@ -80,6 +88,27 @@ def _numbers(values: list[Any], *kinds: type) -> bool:
 
 
 _SECONDS = (1e9).__rtruediv__   # ns -> s: ns / 1e9
+
+
+def _float64s(text: Any) -> list[float] | None:
+    """The step times of a `dt_b64` (`agent.writer.step_times`); None where it is not
+    base64 of finite non-negative little-endian float64s."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = binascii.a2b_base64(text)
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) % 8:
+        return None
+    values = array.array("d", raw)
+    if sys.byteorder != "little":
+        values.byteswap()
+    out = values.tolist()
+    # (at C speed: a NaN or an infinity makes the sum one)
+    if out and not (math.isfinite(sum(out)) and min(out) >= 0):
+        return None
+    return out
 
 
 _STR = (str,)

@@ -61,7 +61,7 @@ def test_the_agent_writes_only_fields_of_the_list(python: str, tmp_path: Path) -
 
 def test_the_field_check_finds_an_unknown_field() -> None:
     # GIVEN records as the agent writes them, one with a field the list lacks
-    records = [{"type": "sample", "src": "step", "dt_ns": []},
+    records = [{"type": "sample", "src": "step", "dt_b64": ""},
                {"type": "where", "kinds": ["heap"], "heap": {}, "hot": 1},
                {"type": "end", "status": "ok", "took": 2}]
     # THEN the check names both
