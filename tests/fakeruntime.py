@@ -6,9 +6,11 @@ time, exit code, crash text...), so tests state the truth and check the verdicts
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import random
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,7 +104,7 @@ class FakeRuntime(RuntimeBase):
                     rec = {"type": "sample", "src": "step", "phase": phase, "i": steps,
                            "t": steps * b.step_s, "rss": noisy, "uss": noisy - 1e6,
                            "heap": mem / 2 + rng.gauss(0, b.heap_noise),
-                           "dt_ns": [round(x * 1e9) for x in dts]}
+                           "dt_b64": step_times(dts)}
                     sampled = sum(1 for x in lines if x["type"] == "sample")
                     if b.heap_samples is not None and sampled >= b.heap_samples:
                         del rec["heap"]
@@ -228,3 +230,10 @@ class DatedIndex(LocalRuntime):
         pip = self.pins(image) if image.as_of else image.pip
         cell = dataclasses.replace(request.cell, image=dataclasses.replace(image, pip=pip))
         return self.fake.run(dataclasses.replace(request, cell=cell), progress)
+
+
+def step_times(seconds: list[float]) -> str:
+    """Step times as the agent writes them (`dt_b64`: little-endian float64 seconds in
+    base64, agent.writer.step_times)."""
+    return base64.b64encode(struct.pack(f"<{len(seconds)}d", *seconds)).decode("ascii")
+

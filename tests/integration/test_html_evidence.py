@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 import sweepkit
-from fakeruntime import Behaviour, FakeRuntime
+from fakeruntime import Behaviour, FakeRuntime, step_times
 
+from harness.protocol.schema import _float64s
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from tests.integration.test_html_screenshot import browser, decode_png, near
 
@@ -35,7 +36,8 @@ class LocalLike(FakeRuntime):
         path = request.outdir / "samples.jsonl"
         recs: list[dict[str, Any]] = [json.loads(x) for x in path.read_text().splitlines()]
         samples = [r for r in recs if r.get("type") == "sample"]
-        samples[0]["dt_ns"][0] = 41_000_000     # 41 ms
+        first = _float64s(samples[0]["dt_b64"]) or []
+        samples[0]["dt_b64"] = step_times([0.041, *first[1:]])     # 41 ms
         for r in samples:
             r["cgroup"] = 10.2 * 2**30 + (r["i"] % 7) * 2**20
             if r["i"] > 20:
