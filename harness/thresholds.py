@@ -267,6 +267,13 @@ class AnalysisConfig:
         return max(self.leak_floor_bytes, self.leak_floor_relative * abs(median_level))
 
 
+def host_busy(wall: float, own: float) -> bool:
+    """Whether the host's other work stretched `own` seconds of a run's own time to
+    `wall` seconds enough to say so: half as long again, and a second more (the live
+    bar's "host busy", a check's and a marked test's `busy`)."""
+    return wall >= 1.5 * own + 1.0
+
+
 def _fmt(bound: float) -> str:
     if math.isinf(bound):
         return "inf"

@@ -214,12 +214,6 @@ def host_took(series: Series) -> tuple[float, float] | None:
     return (wall, max(0.0, own)) if wall > 0 else None
 
 
-def host_busy(wall: float, own: float) -> bool:
-    """Whether the host's other work stretched `own` seconds of a run's own time to
-    `wall` seconds enough to say so: half as long again, and a second more."""
-    return wall >= 1.5 * own + 1.0
-
-
 # A run killed at its wall-clock deadline while the host took at least this share of
 # the time its calls ran, none of them stuck, measured the host, not the scenario (the
 # verdict's rule `timeout-busy`). A call that never returns runs on the agent's clock

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.decision import pooled_text
 from harness.analysis.kinds import BAD, GOOD
-from harness.analysis.outcomes import host_busy
 from harness.api.scenario import SCENARIO
 from harness.result.words import cell_numbers, missed_rate, missed_words
+from harness.thresholds import host_busy
 
 if TYPE_CHECKING:
     from harness.report.model import Report
@@ -46,7 +46,7 @@ class Checked:
     @property
     def busy(self) -> str:
         """What the host's other work did to the check, where it did enough to say
-        (`outcomes.host_busy`): its calls' own seconds stretched, or, on a host loaded
+        (`thresholds.host_busy`): its calls' own seconds stretched, or, on a host loaded
         past its CPUs, the check's whole time past three times its calls' own; else ""."""
         if self.took is None:
             return ""

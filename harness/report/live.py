@@ -17,9 +17,9 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from harness.analysis.outcomes import host_busy
 from harness.protocol.ingest import last_sample
 from harness.report.grid import wrap
+from harness.thresholds import host_busy
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
