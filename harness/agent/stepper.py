@@ -30,8 +30,10 @@ SAMPLING_SHARE = 0.1
 # touched, once, before the first call, so the RSS never moves with the calls between
 # two samples (a busy host that spaced a cheap step's samples 26,000 calls apart grew a
 # growing array's RSS by 1.1-1.7 MiB, kept: a `plateau` of the agent's own, in one run
-# of two). A sample is taken once it is full (256 KiB).
-STEP_TIMES = 1 << 15
+# of two). A sample is taken once it is full (1 MiB), whatever SAMPLING_SHARE says: at
+# 1 << 15 a 1 us step filled it 30 times a second, and at a CI's load of ~13 samples of
+# 13 ms took 0.66 s of a 1 s budget.
+STEP_TIMES = 1 << 17
 
 
 class ControlCheck(object):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,12 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="/proc's schedstat and smaps_rollup are Linux's")
 
 SHARE = 0.1     # stepper.SAMPLING_SHARE, what the issue asks
+# stepper.MIN_SAMPLES: the samples a budget reads, whatever they cost (the agent's
+# modules import each other by bare name: read from its text)
+_MIN = re.search(r"^MIN_SAMPLES = (\d+)$", (Path(__file__).resolve().parents[2] / "harness"
+                 / "agent" / "stepper.py").read_text(), re.M)
+assert _MIN is not None
+MIN_SAMPLES = int(_MIN.group(1))
 
 # A cheap step whose every step sample costs ~2 ms (its fw_bytes, read on each).
 COSTLY_SAMPLE = """
@@ -95,10 +102,11 @@ def test_samples_cost_at_most_a_tenth_of_the_budget(tmp_path: Path) -> None:
     cost = end["sampling_own_s"]
     one = cost / len(measured)
     # (1.5 times the share: on a host at a load of 20 a sample also waits on the GIL
-    # the timer thread holds, which no run-queue counter sees; before, 400 samples of
-    # 2 ms took 0.8 s of the 1 s)
-    assert cost <= 1.5 * SHARE * end["cell_s"] + 3 * one, (cost, end["cell_s"],
-                                                           len(measured))
+    # the timer thread holds, which no run-queue counter sees; and the MIN_SAMPLES a
+    # budget reads whatever they cost: at a CI's load of ~14 the 2 ms samples cost
+    # 8 ms, 41 of them 0.33 s. Before, 400 samples of 2 ms took 0.8 s of the 1 s)
+    assert cost <= 1.5 * SHARE * end["cell_s"] + MIN_SAMPLES * one, (
+        cost, end["cell_s"], len(measured))
     assert len(measured) >= 10
     # AND the budget was the cell's own seconds: its samples did not spend it
     assert end["cell_s"] >= 0.95, end
