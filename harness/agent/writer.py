@@ -178,7 +178,7 @@ class Sampler(object):
                 self._collect()
             heap = self.heap.read()
             if quiet:
-                self._check(settle)
+                self._check()
             # (the step times' block, stepper.STEP_TIMES, is the same size at every
             # reading: made before the first)
             rec["heap"] = heap
@@ -210,22 +210,20 @@ class Sampler(object):
         then read `filling`)."""
         gc.collect(1 if self.young_only else 2)
 
-    def _check(self, settle):
-        """After a --heap quiet reading: at the start of the measured phase (`settle`
-        outside it), a full collection, and what lives then moved out of the
-        collector's sight (gc.freeze, 3.7+), so each collection there walks only the
-        objects made since: a TensorFlow process's ~1 s full collection becomes one of
+    def _check(self):
+        """After a --heap quiet reading: at the start of the measured phase, a full
+        collection, and what lives then moved out of the collector's sight (gc.freeze,
+        3.7+), so each collection there walks only the objects made since: a TensorFlow process's ~1 s full collection becomes one of
         the step's own garbage (an old object in a cycle freed later stays: at most
         once each, never growth per call). In the measured phase, after readings 1, 2,
         4, 8, ...: a full collection, and where it finds cyclic garbage among old
         objects (a cache evicting cyclic entries), which a young collection would leave
         in the readings, every reading from then on collects in full."""
-        if self.phase != "measure":
-            if settle:
-                gc.collect()
-                self.measured, self.young_only = 0, True
-                if hasattr(gc, "freeze"):
-                    gc.freeze()
+        if self.phase != "measure":     # (outside it, only a settling reading collects)
+            gc.collect()
+            self.measured, self.young_only = 0, True
+            if hasattr(gc, "freeze"):
+                gc.freeze()
             return
         self.measured += 1
         k = self.measured

@@ -49,6 +49,8 @@ WHERE_PACE_MAX = 8.0
 # (explain's MIN_RATE over its MEMORY_CALLS); a leak's where run makes the calls in
 # which the measured rate grows by twice that, where its budget has room.
 SITE_BYTES = MIN_RATE * MEMORY_CALLS
+# How the one line begins where no line is named (its reason follows).
+NO_LINE = "heap: no line named: "
 WHERE_CALLS_MAX = 200_000
 
 
@@ -92,7 +94,7 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
     heap = result.memory.get("heap")      # what the where run reads, tracemalloc's heap
     rate = heap.slope if heap is not None else 0.0
     wanted = min(WHERE_CALLS_MAX, int(2 * SITE_BYTES / rate)) if rate > 0 else 0
-    why = "heap: no line named: its run under tracemalloc ran past its deadline"
+    why = f"{NO_LINE}its run under tracemalloc ran past its deadline"
     for _ in range(WHERE_TRIES if budget is not None else 1):
         if budget is not None:
             run_as = within(whole, per_call, budget, deadline, wanted)
@@ -106,9 +108,9 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
             if exc.timed_out and deadline is not None:
                 deadline *= 2
                 continue
-            return (f"heap: no line named: its run under tracemalloc failed ({exc})",)
+            return (f"{NO_LINE}its run under tracemalloc failed ({exc})",)
         lines = _lines(found, step, result)
-        if lines[0].count(" at ") or not found.errors or deadline is None \
+        if not lines[0].startswith(NO_LINE) or not found.errors or deadline is None \
                 or ctx.cancel.is_set():
             return lines
         ctx.progress(f"explain {cell.id}: its deadline ended the run before its lines "
@@ -132,6 +134,6 @@ def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tup
     if lines:
         return lines
     above = named_above("heap", floors(result), least)
-    return (f"heap: no line named: no site of {name} grew {above:,.0f} B/call or more in "
+    return (f"{NO_LINE}no site of {name} grew {above:,.0f} B/call or more in "
             f"the {found.calls:,} calls run again under tracemalloc (less could be a "
             "one-time allocation); a longer budget makes more calls",)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import random
-import struct
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from fakeruntime import step_times as as_written
 
 from harness.protocol import ingest
 from harness.protocol.ingest import MAX_LINE, SeriesReader, parse_lines, read_samples
@@ -184,10 +183,6 @@ def test_lines_the_caller_does_not_iterate_over_are_read_later() -> None:
     assert len(s.samples) == 3 and s.end == END and reader.finish() is s
 
 
-def _b64(seconds: list[float]) -> str:
-    return base64.b64encode(struct.pack(f"<{len(seconds)}d", *seconds)).decode()
-
-
 @pytest.mark.parametrize(("change", "why"), [
     ({"rss": "1000"}, "'rss' is not a non-negative number"),
     ({"heap": -5}, "'heap' is not a non-negative number"),
@@ -204,10 +199,10 @@ def _b64(seconds: list[float]) -> str:
     ({"dt_ns": [1000, 1.5]}, "'dt_ns' is not a list of non-negative integers"),
     ({"dt_ns": [1000, True]}, "'dt_ns' is not a list of non-negative integers"),
     ({"dt_ns": "1000"}, "'dt_ns' is not a list of non-negative integers"),
-    ({"dt_b64": _b64([0.001, -0.5])}, "'dt_b64' is not base64 of non-negative float64"),
-    ({"dt_b64": _b64([0.001, float("nan")])}, "'dt_b64' is not base64 of non-negative"),
-    ({"dt_b64": _b64([float("inf")])}, "'dt_b64' is not base64 of non-negative"),
-    ({"dt_b64": _b64([0.001])[:-4]}, "'dt_b64' is not base64 of non-negative"),
+    ({"dt_b64": as_written([0.001, -0.5])}, "'dt_b64' is not base64 of non-negative float64"),
+    ({"dt_b64": as_written([0.001, float("nan")])}, "'dt_b64' is not base64 of non-negative"),
+    ({"dt_b64": as_written([float("inf")])}, "'dt_b64' is not base64 of non-negative"),
+    ({"dt_b64": as_written([0.001])[:-4]}, "'dt_b64' is not base64 of non-negative"),
     ({"dt_b64": "not base64!"}, "'dt_b64' is not base64 of non-negative"),
     ({"dt_b64": [1000]}, "'dt_b64' is not base64 of non-negative"),
     ({"i": "4"}, "without integer 'i'"),
@@ -243,7 +238,7 @@ def test_whole_ns_step_times_read_as_seconds_in_place_of_dt() -> None:
 
 def test_base64_step_times_read_as_seconds_in_place_of_dt() -> None:
     # GIVEN this agent's step times, float64 seconds in base64 (`agent.writer.step_times`)
-    b64 = {**sample(4), "dt_b64": _b64([1.5e-6, 2.0, 0.0])}
+    b64 = {**sample(4), "dt_b64": as_written([1.5e-6, 2.0, 0.0])}
     del b64["dt"]
     s = parse_lines(lines(HEADER, b64, sample(6, [0.25]), END))
     # THEN they read as seconds, one column with older agents' `dt`
