@@ -118,8 +118,7 @@ class _MonkeyPatch:
     def reset(self) -> None:
         self.value.undo()
 
-    def close(self) -> None:
-        self.value.undo()
+    close = reset
 
 
 class _Stashed:

@@ -205,47 +205,32 @@ class Params(dict):
         """The keys read so far, sorted (the param names are strings, from JSON)."""
         return sorted(k for k in self.read if isinstance(k, str))
 
-    def _every(self):
+
+def _noting_key(name):
+    """dict's method `name`, noting the key it is given as read."""
+    method = getattr(dict, name)
+
+    def noting(self, key, *rest):
+        self.read.add(key)
+        return method(self, key, *rest)
+    noting.__name__ = name
+    return noting
+
+
+def _noting_every(name):
+    """dict's method `name`, noting every key as read."""
+    method = getattr(dict, name)
+
+    def noting(self):
         self.read.update(dict.keys(self))
+        return method(self)
+    noting.__name__ = name
+    return noting
 
-    def __getitem__(self, key):
-        self.read.add(key)
-        return dict.__getitem__(self, key)
 
-    def get(self, key, default=None):
-        self.read.add(key)
-        return dict.get(self, key, default)
-
-    def __contains__(self, key):
-        self.read.add(key)
-        return dict.__contains__(self, key)
-
-    def pop(self, key, *default):
-        self.read.add(key)
-        return dict.pop(self, key, *default)
-
-    def setdefault(self, key, default=None):
-        self.read.add(key)
-        return dict.setdefault(self, key, default)
-
-    # Iterating, copying or unpacking (`**params`, `dict(params)`) reads every key:
-    # with keys() and __iter__ overridden, CPython goes through them for those too.
-    def keys(self):
-        self._every()
-        return dict.keys(self)
-
-    def items(self):
-        self._every()
-        return dict.items(self)
-
-    def values(self):
-        self._every()
-        return dict.values(self)
-
-    def __iter__(self):
-        self._every()
-        return dict.__iter__(self)
-
-    def copy(self):
-        self._every()
-        return dict(dict.items(self))
+for _name in ("__getitem__", "get", "__contains__", "pop", "setdefault"):
+    setattr(Params, _name, _noting_key(_name))
+# Iterating, copying or unpacking (`**params`, `dict(params)`) reads every key: with
+# keys() and __iter__ overridden, CPython goes through them for those too.
+for _name in ("keys", "items", "values", "__iter__", "copy"):
+    setattr(Params, _name, _noting_every(_name))

@@ -24,6 +24,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TextIO
 
 from harness.app.answer import Answer, collecting
@@ -32,6 +33,7 @@ from harness.app.answer import cell_ref as cell_ref
 from harness.app.answer import note as note
 from harness.app.answer import say as say
 from harness.app.answer import update as update
+from harness.app.report import newest_run
 from harness.cli import options
 from harness.result.codec import encode
 
@@ -62,6 +64,14 @@ def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Co
             return code
         return answering
     return wrap
+
+
+def results_dir(path: Path, command: str) -> Path:
+    """The newest run of results directory `path` (`app.report.newest_run`), handed to
+    the answer as its `dir`."""
+    root = newest_run(path, f"harness {command}")
+    update(dir=str(root))
+    return root
 
 
 def write(out: TextIO, document: Mapping[str, object]) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 from harness.cli import answer, options
 from harness.cli.helptext import FittedHelpFormatter
-from harness.cli.report import newest_run
 from harness.culprit.app import CulpritAsked, culprit_command
 
 EPILOG = """examples:
@@ -66,6 +65,5 @@ def run(args: argparse.Namespace) -> int:
     options.check(args)
     asked = CulpritAsked(args.row, args.good, args.bad, args.matrix, tuple(args.swap),
                          args.repeats, args.runtime, args.docker_host, args.quiet)
-    root = newest_run(args.dir, "harness culprit")
-    answer.update(dir=str(root))
+    root = answer.results_dir(args.dir, "culprit")
     return culprit_command(root, asked)

@@ -9,7 +9,6 @@ from typing import Any
 
 from harness.cli import answer, options
 from harness.cli.helptext import FittedHelpFormatter
-from harness.cli.report import newest_run
 from harness.days.app import day_command
 
 EPILOG = """examples:
@@ -47,6 +46,5 @@ def add_parser(sub: Any) -> None:
 @answer.answers("day", {"dir": None, "rows": []})
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    root = newest_run(args.dir, "harness day")
-    answer.update(dir=str(root))
+    root = answer.results_dir(args.dir, "day")
     return day_command(root, args.row, args.matrix, args.quiet)

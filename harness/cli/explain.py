@@ -10,7 +10,6 @@ from typing import Any
 
 from harness.cli import answer, options
 from harness.cli.helptext import FittedHelpFormatter
-from harness.cli.report import newest_run
 from harness.errors import EXIT_ENVIRONMENT
 from harness.explain.app import explain_command
 from harness.report import ConsoleReporter, Report
@@ -47,8 +46,7 @@ def add_parser(sub: Any) -> None:
 @answer.answers("explain", {"dir": None, "cells": []})
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    root = newest_run(args.dir, "harness explain")
-    answer.update(dir=str(root))
+    root = answer.results_dir(args.dir, "explain")
     out = explain_command(root, args.cell, args.matrix, args.runtime, args.docker_host,
                           args.quiet)
     if out.report is not None:

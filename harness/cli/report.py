@@ -19,7 +19,6 @@ from harness.app.report import (
     recorded,
     run_dir,
 )
-from harness.app.report import newest_run as newest_run  # cli.culprit, day, explain read it here
 from harness.cli import options, without_out
 from harness.errors import InputError, StoreError
 from harness.report import Report, render_text, rerun_line, write_all
