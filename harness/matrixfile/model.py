@@ -183,10 +183,6 @@ class GpuSel:
     def wants_gpu(self) -> bool:
         return self.value != "none"
 
-    def device_ids(self) -> list[str] | None:
-        """Docker DeviceRequest ids; None means all GPUs (count=-1)."""
-        return None if self.value == "all" else [self.value]
-
 
 def is_local_endpoint(url: str | None) -> bool:
     """The default engine or a unix socket: an engine on this machine, which sees our
