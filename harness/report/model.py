@@ -80,11 +80,11 @@ class Report:
         first bad is named across them. `stored`: the cells' result.json stamps as read
         (`RunDir.stored`). `outdated`: the cells of `unreadable`
         made from inputs that changed since (`store.gate`), shown as stale."""
-        order: dict[str, int] = {}
+        # The plan's order first: a cell reused by --resume keeps the index its image
+        # had in the matrix it ran in, which an image inserted since has moved
+        order: dict[str, int] = {p.image: p.index for p in reversed(planned)}
         for r in results.values():
             order.setdefault(r.image.label, r.image.index)
-        for p in planned:
-            order.setdefault(p.image, p.index)
         images = sorted(order, key=order.__getitem__)
         gone = dict(unreadable or {})
         explained, stale = holding(load_explanations(root) if root is not None else {},

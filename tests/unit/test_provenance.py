@@ -156,3 +156,37 @@ def test_compare_of_a_run_and_its_redecided_copy_names_no_noise(
     # THEN it says one run was decided twice
     assert "s leaks with v3 and v4 in " in out and "one run decided twice" in out, out
     assert "noise" not in out, out
+
+
+def test_an_image_inserted_before_a_resume_is_shown_in_the_matrixs_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a sweep of a (demo 1) and c (demo 3, bad)
+    monkeypatch.setattr("harness.runtimes.get_runtime",
+                        lambda name, docker_host=None: FakeRuntime(behave))
+    (tmp_path / "s.py").write_text(SCENARIO)
+    matrix = tmp_path / "m.yaml"
+
+    def images(*pins: tuple[str, int]) -> None:
+        listed = ", ".join(f"{{name: {n}, pip: [demo=={p}]}}" for n, p in pins)
+        matrix.write_text("name: order\nruntime: local\n"
+                          "defaults: {iterations: 300, warmup: 10, sample_every: 5}\n"
+                          f"matrix:\n  image: [{listed}]\n  gpu: [none]\n  scenario: [s.py]\n")
+
+    images(("a", 1), ("c", 3))
+    assert main(["sweep", str(matrix), "-q", "--out", str(tmp_path / "r")]) == 1
+    [run] = list((tmp_path / "r" / "order").iterdir())
+    capsys.readouterr()
+    # WHEN b (demo 3, bad too) is put between them and the sweep resumed
+    images(("a", 1), ("b", 3), ("c", 3))
+    assert main(["sweep", str(matrix), "-q", "--resume", str(run), "--width", "200"]) == 1
+    out = capsys.readouterr().out
+    # THEN the table's columns follow the matrix, as the answer does (a reused cell's
+    # result keeps the column it had in the run it was made in)
+    header = next(line for line in out.splitlines() if line.startswith("row "))
+    assert header.split()[1:4] == ["a", "b", "c"], out
+    assert "first bad: b (last good: a)" in out, out
+    assert main(["report", str(run), "--width", "200"]) == 1
+    again = next(line for line in capsys.readouterr().out.splitlines()
+                 if line.startswith("row "))
+    assert again == header
