@@ -16,7 +16,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.analysis.kinds import BAD, GOOD
@@ -145,6 +145,11 @@ class Sweep:
         if why is not None:
             self.progress(f"resume: {cell.id}: {why}; running it again")
             return False
+        if old.image.index != cell.image.index:
+            # An image put into the matrix or taken out before this one since it ran:
+            # the result takes its place in this matrix, where every answer reads it
+            old = replace(old, image=replace(old.image, index=cell.image.index))
+            self.store.write_cell(old)
         outcome.results[cell.id] = old
         outcome.reused += 1
         return True
