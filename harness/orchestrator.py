@@ -100,7 +100,8 @@ class Sweep:
         if resume:
             todo = self._with_baselines(cells, todo, outcome)
         if outcome.reused:
-            self.progress(f"resume: {outcome.reused} finished cells reused from "
+            cells_word = "cell" if outcome.reused == 1 else "cells"
+            self.progress(f"resume: {outcome.reused} finished {cells_word} reused from "
                           f"{self.store.root}, {len(todo)} to run")
         rows = Rows(cells, self.matrix.baseline, outcome.results)
         stop, counter = threading.Event(), [0]

@@ -202,7 +202,7 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     out = subprocess.run([sys.executable, "-m", "harness", "sweep", str(m), "--out",
                           str(tmp_path / "r"), "--resume", "--iterations", "200"], env=env,
                          capture_output=True, text=True, timeout=300)
-    assert "resume: 1 finished cells reused from " in out.stderr
+    assert "resume: 1 finished cell reused from " in out.stderr
     assert ", 3 to run" in out.stderr
     res = results(tmp_path / "r", "cancel")
     # A busy host may leave a 200-call cell undecided: --iterations bounds its runs again,

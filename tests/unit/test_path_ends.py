@@ -151,7 +151,7 @@ def test_a_reader_that_leaves_mid_sweep_keeps_the_finished_cells(tmp_path: Path)
     assert cells_done(run) == {"a.cpu.s"}
     resumed = in_process("sweep", "m.yaml", "--out", "r", "--resume", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert "1 finished cells reused" in resumed.stderr
+    assert "1 finished cell reused" in resumed.stderr
     assert cells_done(run) == {"a.cpu.s", "b.cpu.s"}
 
 

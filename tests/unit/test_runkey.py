@@ -160,7 +160,7 @@ def test_sweep_resume_after_a_bisect_resumes_the_sweep(
     assert main(["sweep", str(m), "--out", str(out), "--resume"]) == 1
     captured = capsys.readouterr()
     # THEN it continues the sweep's directory, not the bisect's
-    assert f"resume: 1 finished cells reused from {sweep_dir.absolute()}, 2 to run" in \
+    assert f"resume: 1 finished cell reused from {sweep_dir.absolute()}, 2 to run" in \
         captured.err
     assert f"results: {sweep_dir.absolute()}" in captured.out
     assert not (out / "keys" / "bisect-gpu0.loop" / "report.md").exists()
