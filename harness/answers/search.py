@@ -79,10 +79,6 @@ def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | Non
     return first, good_before, contiguous
 
 
-def image_index(res: CellResult) -> int:
-    return res.image.index
-
-
 
 
 def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
@@ -238,6 +234,12 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
     rows: dict[str, list[CellResult]] = {}
     for res in results.values():
         rows.setdefault(res.row, []).append(res)
+    # The plan's places first: a results directory resumed before a reused cell's index
+    # was rewritten (`orchestrator`) holds the place its image had in an older matrix
+    place = {p.image: p.index for p in planned}
+
+    def index(res: CellResult) -> int:
+        return place.get(res.image.label, res.image.index)
     absent: dict[str, list[tuple[int, str, str, str]]] = {}
     for p in planned:
         if p.id not in results:
@@ -246,8 +248,8 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
                  UNREADABLE if p.id in unreadable else NOT_RUN, p.id))
     answers: list[RowAnswer] = []
     for row in sorted(set(rows) | set(absent)):
-        items = sorted(rows.get(row, []), key=image_index)
-        line = sorted([(r.image.index, r.image.label, str(r.verdict), r.id) for r in items]
+        items = sorted(rows.get(row, []), key=index)
+        line = sorted([(index(r), r.image.label, str(r.verdict), r.id) for r in items]
                       + absent.get(row, []))
         ordered = [(label, verdict) for _, label, verdict, _ in line]
         leaked = leaked_before_timeout(items)

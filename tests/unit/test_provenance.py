@@ -191,3 +191,10 @@ def test_an_image_inserted_before_a_resume_is_shown_in_the_matrixs_order(
     reported = capsys.readouterr().out
     assert next(line for line in reported.splitlines() if line.startswith("row ")) == header
     assert "first bad: z (last good: a)" in reported, reported
+    # AND a directory resumed before reused results took their new places (c's result
+    # still at index 1, z's at 1) is answered by its plan's places
+    stale = run / "cells" / "c.cpu.s" / "result.json"
+    stale.write_text(stale.read_text().replace('"index": 2', '"index": 1'))
+    assert '"index": 1' in stale.read_text()
+    assert main(["report", str(run), "--width", "200"]) == 1
+    assert "first bad: z (last good: a)" in capsys.readouterr().out
