@@ -17,6 +17,7 @@ from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
 from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY
 from harness.analysis.runrules import CALLS, LONGER, SAME, STANDS, RerunEvidence, rerun_rule
+from harness.analysis.stepreading import reach_s
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
 from harness.preflight import decidable_iterations
@@ -239,10 +240,18 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
                      f"until {calls:,} calls")
     factor = max(2.0, asks / ran)
     longer_s = budget * factor
-    cap = max(int(s.max_iterations * factor), least)
-    return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap),
-                 f"a budget of {longer_s:.0f} s", longer_s + (run.run_s - budget),
-                 f"for {longer_s:.3g} s")
+    cap = max(int(s.max_iterations * factor), least, asks)
+    # The calls it asks are made whatever their pace (the agent's --budget-min): steps
+    # that slow as the run goes (a leak each call walks: 3,105 calls in 5 s, then 4,500
+    # in 10 s, not the 12,420 its growth asked) or a busy host would make fewer in the
+    # longer budget, and leave the question as it was
+    at_least = max(s.budget_calls or 0, asks) or None
+    start = max(0.0, run.run_s - _measured_s(run))
+    seconds = max(longer_s, reach_s(verdict.steps, ran, _measured_s(run), at_least or 0)) + start
+    return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap,
+                                     budget_calls=at_least),
+                 f"a budget of {longer_s:.0f} s", seconds,
+                 f"for {longer_s:.3g} s" + (f", {at_least:,} calls at least" if at_least else ""))
 
 
 def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
