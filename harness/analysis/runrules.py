@@ -317,7 +317,9 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          lambda ev: CALLS if ev.kind == CALLS else None),
     Rule("rerun-budget", AGAIN, "a budgeted run: its budget times 2, or the calls the "
          "verdict asks over the calls made (4 where a filling cache could explain the "
-         "growth), its cap alike", (), lambda ev: BUDGET if ev.kind == BUDGET else None),
+         "growth), its cap alike; the calls asked are made whatever their pace (a busy "
+         "host, or steps that slow as the run goes)", (),
+         lambda ev: BUDGET if ev.kind == BUDGET else None),
     Rule("rerun-longer", AGAIN, "a run of fixed length: twice the calls, or the calls the "
          "verdict asks (a fill 4x, a creep what passes its floor), and at least what "
          "deciding from step samples needs", (), lambda ev: LONGER),
