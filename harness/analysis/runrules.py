@@ -13,9 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.analysis.table import Rule, first_of
 from harness.thresholds import AnalysisConfig
+
+if TYPE_CHECKING:
+    from harness.analysis.trends import StepTrend
 
 # What a live look does.
 STOP_LEAK, STOP_OK, RUN_ON = "stop: leak", "stop: ok", "run on"
@@ -329,3 +333,20 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
 def rerun_rule(ev: RerunEvidence) -> tuple[Rule[RerunEvidence], str]:
     """The re-run's rule that fires on `ev`, and what it names."""
     return first_of(ev, RERUN_RULES)
+
+
+def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) -> float:
+    """The seconds a fresh run takes to make `calls` calls at the pace of one that made
+    `ran` in `measured_s`, its steps' rise from early to late carried on (a step time
+    that grows with the calls made: the time grows with their square)."""
+    if calls <= 0 or ran <= 0 or measured_s <= 0:
+        return 0.0
+    early = steps.early_median_s if steps is not None else 0.0
+    late = steps.late_median_s if steps is not None else 0.0
+    if not (early > 0 and late > early):
+        return measured_s * calls / ran
+
+    def model(n: float) -> float:        # a step's time rising from early to late
+        return early * n + (late - early) * n * n / (2 * ran)
+
+    return measured_s * model(calls) / model(ran)

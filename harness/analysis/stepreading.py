@@ -251,20 +251,3 @@ def came_back_note(steps: StepTrend | None) -> tuple[Finding, ...]:
         f"late steps {steps.ratio:.2f}x early, but back under half that rise from step "
         f"{steps.came_back_at:,} on: a cost that cycles with the scenario's input, not a "
         "slowdown that lasts")),)
-
-
-def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) -> float:
-    """The seconds a fresh run takes to make `calls` calls at the pace of one that made
-    `ran` in `measured_s`, its steps' rise from early to late carried on (a step time
-    that grows with the calls made: the time grows with their square)."""
-    if calls <= 0 or ran <= 0 or measured_s <= 0:
-        return 0.0
-    early = steps.early_median_s if steps is not None else 0.0
-    late = steps.late_median_s if steps is not None else 0.0
-    if not (early > 0 and late > early):
-        return measured_s * calls / ran
-
-    def model(n: float) -> float:        # a step's time rising from early to late
-        return early * n + (late - early) * n * n / (2 * ran)
-
-    return measured_s * model(calls) / model(ran)

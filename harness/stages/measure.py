@@ -16,8 +16,15 @@ from typing import TYPE_CHECKING
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
 from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY
-from harness.analysis.runrules import CALLS, LONGER, SAME, STANDS, RerunEvidence, rerun_rule
-from harness.analysis.stepreading import reach_s
+from harness.analysis.runrules import (
+    CALLS,
+    LONGER,
+    SAME,
+    STANDS,
+    RerunEvidence,
+    reach_s,
+    rerun_rule,
+)
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
 from harness.preflight import decidable_iterations
