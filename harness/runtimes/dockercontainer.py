@@ -205,11 +205,10 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
             else:
                 stopped.wait(poll)
             if request.cancelled():
-                container.kill()
+                kill(container)
                 raise KeyboardInterrupt  # the finally below removes the container
             if time.monotonic() - start > s.timeout:
-                outcome.timed_out = True
-                container.kill()
+                outcome.timed_out = kill(container)
                 state = _wait_exit(engine.client, container.id)
                 break
             poll = min(POLL_S, poll * 1.5)
@@ -241,6 +240,19 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         if container is not None:
             engine.remove(container.id)
     return outcome
+
+
+def kill(container: Any) -> bool:
+    """Kill the container; False where the engine says it had exited already (its agent
+    ended the run as the deadline came, a call stuck: Docker answers 409, podman 500
+    "can only kill running containers"), which is no engine error."""
+    try:
+        container.kill()
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409 or "running" in str(exc.explanation or exc):
+            return False
+        raise
+    return True
 
 
 def _create(engine: Engine, request: RunRequest, kwargs: dict[str, Any]) -> Any:
