@@ -20,6 +20,10 @@ from harness.runtimes.local import LocalRuntime
 # (CI at a load of 13-17: ended by the safety stop, no live record at all). It waits
 # up to 300 s: at CI's load one look came more than 60 s after call 4,800's sample (the
 # run then spent its budget in the wait, its live record a late `leak`, not stopped).
+# From 4,300 calls (269 MiB) to 4,800 each call takes 5 ms: the agent spaces its samples
+# in time, and at CI's load its last before the wait came at call 2,820 (175 MiB) of
+# 4,800 made in a fraction of a second, so no look saw the 256 MiB (ended by the call
+# timeout, 120 s later); 2.5 s of calls past it are read in samples whatever the load.
 LEAKY = '''
 import os
 import sys
@@ -28,6 +32,8 @@ def setup(params):
     return {"keep": [], "stop": sys.argv[sys.argv.index("--control") + 1]}
 def step(state):
     state["keep"].append(bytearray(65536))
+    if len(state["keep"]) > 4300:
+        time.sleep(0.005)
     if len(state["keep"]) > 4800:
         until = time.monotonic() + 300
         while not os.path.exists(state["stop"]) and time.monotonic() < until:
