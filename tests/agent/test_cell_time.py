@@ -148,8 +148,10 @@ def test_a_busy_core_stretches_the_wall_clock_not_the_steps_budget(tmp_path: Pat
     # THEN the core was shared (the run's own run-queue delay says how much) ...
     assert waited > 0.2, waited
     # ... and the steps had their budget of the CPU anyway: their wall time less the
-    # delay they waited in the run queue is about the budget, not the budget less it
-    assert steps - waited >= 0.8, (steps, waited, end)
+    # delay they waited in the run queue is about the budget, not the budget less it.
+    # The samples' delay also holds what was queued while the agent sampled, at most
+    # the sampling's wall time (CI, a core stretched 18x: steps 17.31 s, delay 16.73 s)
+    assert steps - waited + end["sampling_s"] >= 0.8, (steps, waited, end)
     assert end["phases"]["measure"] >= end["cell_s"] + 0.8 * waited, end
     assert 0.9 <= end["cell_s"] <= 1.5, end
 
