@@ -213,12 +213,13 @@ class Sampler(object):
     def _check(self):
         """After a --heap quiet reading: at the start of the measured phase, a full
         collection, and what lives then moved out of the collector's sight (gc.freeze,
-        3.7+), so each collection there walks only the objects made since: a TensorFlow process's ~1 s full collection becomes one of
-        the step's own garbage (an old object in a cycle freed later stays: at most
-        once each, never growth per call). In the measured phase, after readings 1, 2,
-        4, 8, ...: a full collection, and where it finds cyclic garbage among old
-        objects (a cache evicting cyclic entries), which a young collection would leave
-        in the readings, every reading from then on collects in full."""
+        3.7+), so each collection there walks only the objects made since: a TensorFlow
+        process's ~1 s full collection becomes one of the step's own garbage (an old
+        object in a cycle freed later stays: at most once each, never growth per call).
+        In the measured phase, after readings 1, 2, 4, 8, ...: a full collection, and
+        where it finds cyclic garbage among old objects (a cache evicting cyclic
+        entries), which a young collection would leave in the readings, every reading
+        from then on collects in full."""
         if self.phase != "measure":     # (outside it, only a settling reading collects)
             gc.collect()
             self.measured, self.young_only = 0, True

@@ -16,7 +16,7 @@ from harness.analysis.kinds import (
     UNREADABLE,
 )
 from harness.matrixfile.model import DEFAULT_BUDGET_S
-from harness.result.model import CellResult, Planned
+from harness.result.model import CellResult, Planned, image_places
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
@@ -77,8 +77,6 @@ def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | Non
         span = [i for i in decided if bad_at[0] <= i <= bad_at[-1]]
         contiguous = all(i in bad_at for i in span)
     return first, good_before, contiguous
-
-
 
 
 def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
@@ -234,12 +232,12 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
     rows: dict[str, list[CellResult]] = {}
     for res in results.values():
         rows.setdefault(res.row, []).append(res)
-    # The plan's places first: a results directory resumed before a reused cell's index
-    # was rewritten (`orchestrator`) holds the place its image had in an older matrix
-    place = {p.image: p.index for p in planned}
+    # (a results directory resumed before a reused cell's index was rewritten,
+    # `orchestrator`, holds the place its image had in an older matrix)
+    place = image_places(results, planned)
 
     def index(res: CellResult) -> int:
-        return place.get(res.image.label, res.image.index)
+        return place[res.image.label]
     absent: dict[str, list[tuple[int, str, str, str]]] = {}
     for p in planned:
         if p.id not in results:

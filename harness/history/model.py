@@ -36,7 +36,7 @@ from pathlib import Path
 from harness.analysis.kinds import BAD, GOOD, STALE, UNREADABLE
 from harness.errors import InputError
 from harness.matrixfile.releases import release_order
-from harness.result.model import CellResult, Planned
+from harness.result.model import CellResult, Planned, image_places
 from harness.result.runkey import RunKey
 from harness.store.gate import read_gated
 from harness.store.runs import (
@@ -334,9 +334,7 @@ def read_history(root: Path) -> History:
         except InputError as exc:
             notes.append(f"{path.name}: left out, it does not read: {exc}")
             continue
-        index = {p.image: p.index for p in planned}
-        for res in results.values():
-            index.setdefault(res.image.label, res.image.index)
+        index = image_places(results, planned)
         images = tuple(label for _, label in sorted((i, label) for label, i in index.items()))
         run = Run(path, f"r{len(runs) + 1}", kind_of(path) or "", started_of(path), images,
                   _watched(path), begun_of(path))

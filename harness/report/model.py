@@ -19,7 +19,7 @@ from harness.answers.explained import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode, parse
-from harness.result.model import CellResult, Planned
+from harness.result.model import CellResult, Planned, image_places
 from harness.result.words import cell_numbers, cell_text
 from harness.store.results import SeriesCache
 from harness.store.resultsindex import Lines
@@ -80,11 +80,7 @@ class Report:
         first bad is named across them. `stored`: the cells' result.json stamps as read
         (`RunDir.stored`). `outdated`: the cells of `unreadable`
         made from inputs that changed since (`store.gate`), shown as stale."""
-        # The plan's order first: a cell reused by --resume keeps the index its image
-        # had in the matrix it ran in, which an image inserted since has moved
-        order: dict[str, int] = {p.image: p.index for p in reversed(planned)}
-        for r in results.values():
-            order.setdefault(r.image.label, r.image.index)
+        order = image_places(results, planned)
         images = sorted(order, key=order.__getitem__)
         gone = dict(unreadable or {})
         explained, stale = holding(load_explanations(root) if root is not None else {},

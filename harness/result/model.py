@@ -11,6 +11,7 @@ host fingerprint details, a runtime's details) are `JSON` values, not `Any`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.analysis.facts import Facts
@@ -283,6 +284,17 @@ class Planned:
     row: str
     image: str
     index: int
+
+
+def image_places(results: Mapping[str, CellResult], planned: Sequence[Planned]
+                 ) -> dict[str, int]:
+    """Each image's place in the matrix: the plan's first, else the one its results
+    kept (a cell reused by --resume kept the place its image had in the matrix it ran
+    in, which an image put in or taken out since has moved)."""
+    places = {p.image: p.index for p in planned}
+    for r in results.values():
+        places.setdefault(r.image.label, r.image.index)
+    return places
 
 
 @dataclass(frozen=True, slots=True)

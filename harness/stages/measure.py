@@ -253,8 +253,9 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     # in 10 s, not the 12,420 its growth asked) or a busy host would make fewer in the
     # longer budget, and leave the question as it was
     at_least = max(s.budget_calls or 0, asks) or None
-    start = max(0.0, run.run_s - _measured_s(run))
-    seconds = max(longer_s, reach_s(verdict.steps, ran, _measured_s(run), at_least or 0)) + start
+    measured = _measured_s(run)
+    seconds = (max(longer_s, reach_s(verdict.steps, ran, measured, at_least or 0))
+               + max(0.0, run.run_s - measured))
     return _Next(dataclasses.replace(s, budget=longer_s, max_iterations=cap,
                                      budget_calls=at_least),
                  f"a budget of {longer_s:.0f} s", seconds,
