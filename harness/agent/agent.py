@@ -208,6 +208,11 @@ OPTIONS = (
         "help": "the host's wall deadline for the whole run, S seconds from this "
                 "process's start: a call under way for a second or more at 90 %% of it "
                 "ends the run as --call-timeout does; 0: none"}),
+    ("--as-user", float, 0.0, {
+        "metavar": "S",
+        "help": "after the measured phase, time S seconds of steps again in a second agent "
+                "started with the user's allocator settings (asuser.py), written as phase "
+                "user; 0: not"}),
     ("--no-heap", bool, False, {"help": "skip mallinfo/malloc_trim"}),
     ("--max-overhead", float, 0.01, {
         "help": "stretch the sampling interval so sampling costs at most this share of "

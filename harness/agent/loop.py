@@ -12,6 +12,7 @@ import threading
 import time
 import traceback
 
+from asuser import time_as_user
 from hooks import Attribution
 from output import CappedOutput
 from scenariofile import (
@@ -25,7 +26,7 @@ from scenariofile import (
 )
 import watchdog
 from stepper import Stepper
-from writer import Sampler, Writer, timer_loop
+from writer import Sampler, Writer, process_age, timer_loop
 
 
 class Terminated(Exception):
@@ -101,6 +102,11 @@ class Run(object):
             stepper.end_phase(done)
             self.end[phase if phase == "warmup" else "iterations"] = done
             self.end["stopped_early"] = stopped
+        if (getattr(self.args, "as_user", 0.0) > 0 and self.end["iterations"]
+                and stepper.memory_stop is None):
+            # The steps timed again as the user's interpreter runs them (asuser.py).
+            self.end["as_user"] = time_as_user(self.args, self.sampler, self.sampler.writer,
+                                               process_age() or 0.0)
         if stepper.budget_spent:
             self.end["budget_spent"] = True     # the measured phase ran its --budget
         if stepper.budget_capped:

@@ -113,6 +113,9 @@ class Sampler(object):
         self.state = None
         self.fw = None
         self.collect = False
+        # The timer thread's own CPU seconds so far (`timer_loop`): a step sample's CPU
+        # time is the process's less this, the agent's readings off the stepping thread.
+        self.timer_cpu = 0.0
         self.measured = 0       # the measured phase's heap readings so far
         self.young_only = True  # no cyclic garbage among old objects found (_collect)
         self.dt_cost = 0.0      # the last step sample's cost of its step times (estimated)
@@ -255,11 +258,13 @@ def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
     spent, end the run (`call_stuck`): the host's kill at its deadline says no line."""
     calls, since = -1, time.monotonic()
     born = since - (process_age() or 0.0)
+    started = thread_cpu()
     while not stop.wait(interval):
         try:
             sampler.snapshot("timer")
         except Exception:  # sampling must never take the run down
             pass
+        sampler.timer_cpu = thread_cpu() - started
         now = time.monotonic()
         if sampler.steps_done != calls or sampler.phase not in ("warmup", "measure"):
             calls, since = sampler.steps_done, now
@@ -269,6 +274,14 @@ def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
                     and now - since >= 1.0)):
             # (Not the first call: it may build a graph or JIT-compile every kernel.)
             call_stuck(sampler, calls + 1, now - since)
+
+
+def thread_cpu():
+    """This thread's CPU seconds (0.0 where the platform cannot say)."""
+    try:
+        return time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID)
+    except (AttributeError, OSError):
+        return 0.0
 
 
 # The share of the host's deadline after which a call under way ends the run here, with

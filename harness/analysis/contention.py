@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.trends import CLOCK_REASONS, Explained, GpuTime, StepTrend
-from harness.protocol.series import Series
+from harness.protocol.series import Series, by_steps
 
 
 def windows(steps: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +45,8 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
 @dataclass(frozen=True)
 class OneSpeed:
     """A run's measured step times (one per step) and its CPU seconds per step (one per
-    sample interval), each with its CPU part put at the run's median CPU speed."""
+    sample interval, each repeated in proportion to its steps: `series.by_steps`), each
+    with its CPU part put at the run's median CPU speed."""
 
     steps: np.ndarray
     cpu: np.ndarray
@@ -75,7 +76,8 @@ def at_one_speed(series: Series) -> OneSpeed | None:
         work = min(share * per_step, idle)
         steps.append(dt * (((total - in_step) + in_step * speed) / total if total > 0 else 1.0))
         cpu.append(per_step - work + work * speed)
-    return OneSpeed(np.concatenate(steps), np.asarray(cpu, dtype=np.float64))
+    return OneSpeed(np.concatenate(steps),
+                    by_steps(np.asarray(cpu, dtype=np.float64), [len(s["dt"]) for s in rows]))
 
 
 def explain(series: Series, window: float, extra_s: float,

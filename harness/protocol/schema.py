@@ -18,7 +18,7 @@ from harness.protocol.series import CONTENTION_FIELDS, GPU_ACTIVITY_FIELDS, MEMO
 def valid_sample(rec: dict[str, Any]) -> str | None:
     if not isinstance(rec.get("i"), int) or isinstance(rec.get("i"), bool):
         return "sample without integer 'i'"
-    if rec.get("src") not in ("step", "timer"):
+    if rec.get("src") not in ("step", "timer", "user"):
         return "sample with unknown 'src'"
     if not isinstance(rec.get("phase"), str):
         return "sample without 'phase'"
@@ -33,6 +33,17 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
                               or (key == "gpu_util" and v > 100)):
             return f"sample {key!r} is not a non-negative integer" + (
                 " up to 100" if key == "gpu_util" else "")
+    if rec["src"] == "user":
+        # The steps timed as the user's interpreter runs them (the agent's --as-user): per
+        # interval their count and summed seconds, the clock's reads in them.
+        steps, total = rec.get("steps"), rec.get("dt_s")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            return "sample 'steps' is not a positive integer"
+        if isinstance(total, bool) or not isinstance(total, int | float) or not (
+                math.isfinite(total) and total >= 0):
+            return "sample 'dt_s' is not a non-negative number"
+        rec["dt_s"] = float(total)
+        return _timing(rec)
     if rec["src"] == "step":
         if "dt_b64" in rec:     # seconds as little-endian float64 in base64 (this agent)
             dt = _float64s(rec.pop("dt_b64"))
@@ -49,21 +60,17 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
             if not isinstance(dt, list) or not _numbers(dt):
                 return "sample 'dt' is not a list of non-negative numbers"
             rec["dt"] = list(map(float, dt))
-        cpu_s = rec.get("cpu_s")
-        if cpu_s is not None:
-            if isinstance(cpu_s, bool) or not isinstance(cpu_s, int | float) or not (
-                    math.isfinite(cpu_s) and cpu_s >= 0):
-                return "sample 'cpu_s' is not a non-negative number"
-            rec["cpu_s"] = float(cpu_s)
-        for key, integral in CONTENTION_FIELDS.items():
-            v = rec.get(key)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                    math.isfinite(v) and v >= 0) or (integral and not isinstance(v, int)):
-                kind = "integer" if integral else "number"
-                return f"sample {key!r} is not a non-negative {kind}"
-            rec[key] = v if integral else float(v)
+        clock = rec.get("clock_s")
+        if clock is not None:
+            if isinstance(clock, bool) or not isinstance(clock, int | float) or not (
+                    math.isfinite(clock) and clock >= 0):
+                return "sample 'clock_s' is not a non-negative number"
+            # The step times as the step took them: less what the clock's own reads
+            # added to each (fields.STEP), never below a nanosecond.
+            rec["dt"] = [t - clock if t - clock > _NS else _NS for t in rec["dt"]]
+        problem = _timing(rec)
+        if problem is not None:
+            return problem
         cpu = rec.get("cpu")
         if cpu is not None:
             if not isinstance(cpu, list) or not all(
@@ -71,6 +78,22 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
                     and x >= 0 for x in cpu):
                 return "sample 'cpu' is not a list of non-negative numbers"
             rec["cpu"] = [float(x) for x in cpu]
+    return None
+
+
+def _timing(rec: dict[str, Any]) -> str | None:
+    """What a step or user sample measured of its interval (CPU time, the clock's cost,
+    contention), each a non-negative number (an integer where it counts); None where
+    all are, normalised."""
+    for key, integral in (("cpu_s", False), ("clock_s", False), *CONTENTION_FIELDS.items()):
+        v = rec.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                math.isfinite(v) and v >= 0) or (integral and not isinstance(v, int)):
+            kind = "integer" if integral else "number"
+            return f"sample {key!r} is not a non-negative {kind}"
+        rec[key] = v if integral else float(v)
     return None
 
 
@@ -88,6 +111,7 @@ def _numbers(values: list[Any], *kinds: type) -> bool:
 
 
 _SECONDS = (1e9).__rtruediv__   # ns -> s: ns / 1e9
+_NS = 1e-9
 
 
 def _float64s(text: Any) -> list[float] | None:
@@ -126,7 +150,7 @@ END_TYPES: dict[str, tuple[type, ...]] = {
     "sampling_s": _NUM, "teardown_error": _STR, "collected": (dict,), "params_read": (list,),
     "output_dropped": (int,), "budget_spent": (bool,), "memory_stop": (dict,),
     "budget_capped": (bool,), "rss_hwm": (int,), "cell_s": _NUM,
-    "times_s": _NUM, "sampling_own_s": _NUM}
+    "times_s": _NUM, "sampling_own_s": _NUM, "as_user": (dict,)}
 
 
 def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,

@@ -126,7 +126,14 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series) -> Summary:
-    return Summary(series.measured, series.cols.median_step, series.cols.peaks.get("rss"))
+    """The run's calls, its time per call and its peak RSS. The time per call is the
+    step's own (`Columns.own_step`: less the waits for a CPU), as the user's interpreter
+    runs it where the agent timed it so (--as-user: `Series.user`), else the measured
+    phase's; the measured phase's own and wall-clock figures beside it."""
+    cols, user = series.cols, series.as_user()
+    return Summary(series.measured, cols.own_step if user is None else user[1],
+                   cols.peaks.get("rss"), cols.median_step, cols.own_step,
+                   None if user is None else user[0])
 
 
 def host_part(label: str, url: str | None, host: HostGpus | None) -> HostPart:

@@ -75,9 +75,20 @@ class HostPart:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
+    """A run's calls, its time per call and its peak RSS. `median_step_s` is the step's
+    own time per call (`protocol.series.Columns.own_step`: the wall clock less the waits
+    for a CPU the host's other work imposed), every report's per-call figure: as the
+    user's interpreter runs it where the agent timed `user_calls` calls so (--as-user),
+    else the measured phase's (a result from before issue 85: the wall clock's median).
+    `wall_step_s` is the measured phase's wall-clock median, waits for a CPU in it, and
+    `run_step_s` its own time, under the run's allocator settings (the quiet heap's)."""
+
     iterations: int = 0
     median_step_s: float | None = None
     peak_rss: float | None = None
+    wall_step_s: float | None = None
+    run_step_s: float | None = None
+    user_calls: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,21 @@ class RunRequest:
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
 
+    def as_user_s(self) -> float | None:
+        """The seconds of steps the agent times again as the user's interpreter runs them
+        (its --as-user: a second agent after the measured phase, with the allocator
+        settings the quiet heap changed put back), or None where it does not: the run
+        already has them (`pythonmalloc: false`, `heap: stock`); an attributed run
+        (explain's); a GPU cell (a second process would hold a second device context); a
+        cell with a memory limit (its memory would count against it); a run whose budget
+        holds its warm-up (harness.check's, a marked test's: each costs its budget)."""
+        s = self.cell.settings
+        if not (s.pythonmalloc or s.heap == "quiet") or self.attribute:
+            return None
+        if self.cell.gpu.wants_gpu or s.mem_limit or s.warmup_share:
+            return None
+        return AS_USER_S
+
     def agent_args(self, agent: str, scenario: str, out: str, control: str) -> list[str]:
         s = self.cell.settings
 
@@ -86,6 +101,8 @@ class RunRequest:
         if self.attribute:
             args += ["--attribute", ",".join(self.attribute)]
         args += ["--heap", s.heap]
+        if (seconds := self.as_user_s()) is not None:
+            args += ["--as-user", f"{seconds:g}"]
         if not self.durable:
             args.append("--no-fsync")
         if (budget := s.run_budget) is not None:
@@ -158,6 +175,10 @@ def quiet_tunables(given: str | None) -> str:
 
 
 TCACHE = "glibc.malloc.tcache_count"
+# The seconds of steps a run times again as the user's interpreter runs them (the agent's
+# --as-user, `RunRequest.as_user_s`): half a second holds thousands of a cheap step's calls
+# and a handful of a slow one's (the second agent makes 3 at least, for 5 s at most).
+AS_USER_S = 0.5
 # The allocator settings the cell's agent runs under, and the variable that hands the
 # matrix's own values (null: unset) to the agent for the processes it starts.
 ALLOCATOR_ENV = ("PYTHONMALLOC", "GLIBC_TUNABLES")

@@ -7,6 +7,7 @@ compare through `against_baseline`."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from harness import analysis
@@ -22,7 +23,21 @@ if TYPE_CHECKING:
     from harness.stages.context import Measured
     from harness.thresholds import AnalysisConfig
 
-MAX_CALLS = 1000   # the most calls a good cell's round runs (`confirm.round_cell`)
+MAX_CALLS = 1000   # the most calls a good cell's round runs (`confirm.round_cell`) ...
+# ... unless its steps are so cheap that this many seconds of them need more: a round of
+# 1,000 calls of a 0.3 us step is 0.3 ms, whose median moves with every cache miss.
+ROUND_S = 0.1
+
+
+def round_cap(res: CellResult, base_series: Series) -> int | None:
+    """The most calls a round's run makes (`RoundsPlan.cap`): None for a cell bad within
+    its run (a leak's steps may slow as what it keeps grows: its rounds are as long as
+    its run); else `MAX_CALLS`, or as many as `ROUND_S` of the slower cell's steps."""
+    if res.verdict not in GOOD:
+        return None
+    steps = [s for s in (res.summary.median_step_s, base_series.cols.median_step) if s]
+    slowest = max(steps, default=0.0)
+    return max(MAX_CALLS, math.ceil(ROUND_S / slowest)) if slowest > 0 else MAX_CALLS
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
@@ -48,8 +63,7 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,
                                     good=res.verdict in GOOD)
     if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
-        return RoundsPlan(res, within, facts, label, runs,
-                          MAX_CALLS if res.verdict in GOOD else None)
+        return RoundsPlan(res, within, facts, label, runs, round_cap(res, base_series))
     return with_comparison(cfg, res, within, facts)
 
 

@@ -20,6 +20,12 @@ After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait,
 round, once the rounds left cannot give two usable ones). What the
 rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
 
+Interleaved rounds run both cells under the allocator a user's interpreter runs with
+(`round_cell`'s `as_user`: the quiet heap's settings are for the heap's readings, and
+change what a step that allocates costs); a saved run's rounds run as the saved run did.
+A round of a cheap step runs at least `compare.ROUND_S` seconds of steps (as pyperf
+calibrates its loops), so its median is not one of a few hundred microseconds.
+
 Each run's statistic is its median step time net of the run-queue delay the agent
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
 loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
@@ -55,10 +61,15 @@ MIN_CALLS = 50
 BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 
-def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
+def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS,
+               as_user: bool = False) -> Cell:
     """The cell as a confirmation run: fixed, shorter length (half `measured`, at least
     `MIN_CALLS`, at most `cap` where one is given and at most the calls `--iterations`
-    asked, `asked_calls`), no early stop or repeats."""
+    asked, `asked_calls`), no early stop or repeats. `as_user`: under the allocator the
+    user's interpreter runs with (pymalloc, glibc's thread cache on, as the matrix's
+    `env:` sets them), not the quiet heap's settings, which only the heap's readings
+    need: a round reads time alone, and `sorted(range(2000, 0, -1))` takes 2.4x as long
+    under PYTHONMALLOC=malloc with the thread cache off."""
     s = cell.settings
     calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
     for most in (cap, s.asked_calls):
@@ -66,6 +77,8 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS) -> Cell:
             calls = min(most, calls)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
+    if as_user:
+        short = dataclasses.replace(short, pythonmalloc=False, heap="stock")
     return cell.with_settings(short)
 
 
@@ -126,7 +139,10 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
     assert steps is not None, "rounds confirm a pooled step-time comparison"
     cell, base, suspected = runs.suspect, runs.base, steps.direction
-    short = round_cell(cell, runs.calls, cap)
+    # Interleaved rounds run both cells as the user's interpreter would (`as_user`); a
+    # saved run's rounds as it ran, since its statistic was read under its settings.
+    as_user = isinstance(base, Cell)
+    short = round_cell(cell, runs.calls, cap, as_user)
     if isinstance(base, Cell):
         if suspected == "~" and not ctx.busy_said.is_set():
             # Said once a sweep: every later cell on this host is as busy.
@@ -134,7 +150,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
             ctx.progress(f"host busy: {pooled.busy:.0%} run-queue delay in {cell.id} or "
                          "its baseline; unchanged-looking cells are confirmed in "
                          "interleaved rounds")
-        short_base = round_cell(base, runs.calls, cap)
+        short_base = round_cell(base, runs.calls, cap, as_user)
         how = "interleaved rounds"
 
         def baseline(k: int) -> RunRead:

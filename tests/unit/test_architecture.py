@@ -349,7 +349,7 @@ MODULE_LINES = 400
 SPAWNER = "harness.runtimes.process"
 # Inside the cell, the agent's safety stop forks its watchdog, and the fork server forks
 # each run of `harness.check` (the agent runs apart from the host's modules, stdlib only).
-AGENT_SPAWNERS = ("harness.agent.watchdog", "harness.agent.forkserver")
+AGENT_SPAWNERS = ("harness.agent.watchdog", "harness.agent.forkserver", "harness.agent.asuser")
 SPAWNING = ("subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
             "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput",
             "os.system", "os.popen", "os.fork", "os.forkpty", "os.exec", "os.spawn",
@@ -522,6 +522,8 @@ def test_one_module_spawns_processes() -> None:
     assert "`process`, the only module that starts a process" in text
     assert "inside the cell, the agent's watchdog (`harness/agent/watchdog.py`)" in text
     assert "the fork server (`harness/agent/forkserver.py`)" in text
+    assert "the second agent that times the steps as the user's interpreter runs them" \
+        " (`harness/agent/asuser.py`)" in text
 
 
 # -------------------------------------------------------- and these checks can fail

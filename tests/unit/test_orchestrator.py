@@ -515,7 +515,8 @@ def test_unchanged_because_names_each_threshold() -> None:
     cfg = AnalysisConfig()
     assert unchanged_because(StepComparison(1.23, 0.3, "~"), cfg).startswith("not significant")
     assert unchanged_because(StepComparison(1.05, 1e-9, "~"), cfg) == "within min_ratio 1.1"
-    assert "step floor (10 µs)" in unchanged_because(StepComparison(1.2, 1e-9, "~"), cfg)
+    assert "step floor (10 µs)" in unchanged_because(StepComparison(1.2, 1e-9, "~"),
+                                                    AnalysisConfig(step_floor_s=1e-5))
 
 
 def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(

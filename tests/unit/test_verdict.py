@@ -132,8 +132,16 @@ def test_without_cpu_records_wall_time_alone_decides() -> None:
     assert v.verdict == "slowdown"
 
 
-def test_microsecond_steps_never_slow_down_below_the_floor() -> None:
+def test_a_microsecond_steps_slowdown_is_named_by_its_ratio() -> None:
+    # Issue 85: no absolute floor by default; a 1 us step twice as slow late as early
     v = within_run(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, CFG, replicated=True)
+    assert v.verdict == "slowdown", v.reason
+
+
+def test_microsecond_steps_never_slow_down_below_a_floor_set() -> None:
+    floored = AnalysisConfig(step_floor_s=1e-5)
+    v = within_run(series(step=1e-6, wall_growth=1.0, cpu_growth=1.0), OK, floored,
+                   replicated=True)
     assert v.verdict == "ok"
 
 

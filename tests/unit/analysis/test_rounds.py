@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.analysis.baselinerules import unsettled
@@ -66,9 +68,17 @@ def test_a_confirmed_improvement_and_a_reversal() -> None:
     assert not reversed_.confirmed and reversed_.reason.startswith("reversed (faster)")
 
 
-def test_differences_under_the_step_floor_are_never_confirmed() -> None:
-    c = decide_rounds(rounds((1e-6, 2e-6), (1e-6, 2e-6), (1e-6, 2e-6)), "slower", CFG)
+def test_differences_under_a_step_floor_set_are_never_confirmed() -> None:
+    floored = dataclasses.replace(CFG, step_floor_s=1e-5)
+    c = decide_rounds(rounds((1e-6, 2e-6), (1e-6, 2e-6), (1e-6, 2e-6)), "slower", floored)
     assert not c.confirmed
+
+
+def test_a_microsecond_steps_change_is_confirmed_by_its_ratio() -> None:
+    # Issue 85: no floor by default, a change of a cheap step judged by its ratio
+    c = decide_rounds(rounds((1e-6, 2e-6), (1.02e-6, 2.1e-6), (0.98e-6, 1.9e-6)), "slower",
+                      CFG)
+    assert c.confirmed and c.direction == "slower", c.reason
 
 
 @pytest.mark.parametrize("field", ["busy_share", "contention_share", "round_confidence"])

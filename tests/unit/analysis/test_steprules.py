@@ -15,6 +15,8 @@ from harness.analysis.table import first_of
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
+# The floor a matrix may still set (`analysis: {step_floor_s: ...}`; none by default).
+FLOORED = AnalysisConfig(step_floor_s=1e-5)
 
 
 def test_every_table_names_each_rule_once_and_reads_only_settings() -> None:
@@ -30,7 +32,9 @@ def test_a_step_trend_in_order() -> None:
     rising = StepEvidence(CFG, 400, 1e-9, 1.5, 1e-3, 1e-9)
     assert first_of(dataclasses.replace(rising, n=3), STEP_RULES)[0].id == "steps-too-few"
     assert first_of(dataclasses.replace(rising, ratio=1.05), STEP_RULES)[0].id == "steps-flat"
-    assert first_of(dataclasses.replace(rising, rise_s=1e-6), STEP_RULES)[0].id == "steps-flat"
+    assert first_of(dataclasses.replace(rising, rise_s=1e-6), STEP_RULES)[0].id == "steps-slowdown"
+    assert first_of(dataclasses.replace(rising, cfg=FLOORED, rise_s=1e-6),
+                    STEP_RULES)[0].id == "steps-flat"
     assert first_of(dataclasses.replace(rising, trend_p=0.3), STEP_RULES)[0].id == "steps-unsteady"
     assert first_of(dataclasses.replace(rising, back=lambda: 300), STEP_RULES)[1] == "step 300"
     assert first_of(rising, STEP_RULES)[0].id == "steps-slowdown"
@@ -53,7 +57,9 @@ def test_against_the_baseline_in_order() -> None:
     assert pooled(0.1, 2.0, 1.0) == "pooled-unsure"
     assert pooled(float("nan"), 2.0, 1.0) == "pooled-unsure"
     assert pooled(1e-9, 1.05, 1.0) == "pooled-within"
-    assert pooled(1e-9, 2.0, 1e-7) == "pooled-floor"
+    assert pooled(1e-9, 2.0, 1e-7) == "pooled-slower"
+    assert first_of(b.PooledEvidence(FLOORED, 1e-9, 2.0, 1e-7),
+                    b.POOLED_RULES)[0].id == "pooled-floor"
     assert (pooled(1e-9, 2.0, 1.0), pooled(1e-9, 0.5, 1.0)) == ("pooled-slower",
                                                                   "pooled-faster")
 
@@ -77,6 +83,8 @@ def test_the_rounds_in_order() -> None:
     slower = b.ConfirmEvidence(CFG, (1.5, 1.6), 1.3, 1.8, 1e-3)
     assert first_of(dataclasses.replace(slower, ratios=(1.5,)), b.CONFIRM_RULES)[0].says == b.FEW
     assert first_of(dataclasses.replace(slower, diff_s=1e-7),
+                    b.CONFIRM_RULES)[0].says == b.SLOWER
+    assert first_of(dataclasses.replace(slower, cfg=FLOORED, diff_s=1e-7),
                     b.CONFIRM_RULES)[0].id == "confirm-floor"
     assert first_of(slower, b.CONFIRM_RULES)[0].says == b.SLOWER
     assert first_of(dataclasses.replace(slower, lo=1.05), b.CONFIRM_RULES)[0].id == "confirm-none"

@@ -1,0 +1,129 @@
+"""The step timed as the user's interpreter runs it (--as-user S): after the measured
+phase, a second agent, started with the allocator settings the user's interpreter has
+(pymalloc, glibc's thread cache on, the matrix's own `env:`; loop.child_environment put
+them back in this process's environment), runs the scenario's setup and then its steps
+for S seconds, reading no heap; its step samples are written here as user samples.
+
+Why a second process: an interpreter takes PYTHONMALLOC and glibc's tunables only as it
+starts, and the quiet heap this process runs under for its heap readings changes what a
+step that allocates costs (`sorted(range(2000, 0, -1))`: 22 us with pymalloc, 55 us
+under PYTHONMALLOC=malloc with the thread cache off). The time a report prints per call
+is the user's (the host's `Columns.own_step` of these samples); the memory evidence and
+the trend of the step times within the run stay the measured phase's.
+
+Stdlib only, Python 3.6+."""
+import array
+import binascii
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The least calls the second agent makes, and the most seconds it goes on to make them
+# (a step of seconds makes few): its own --budget-min and --budget-max.
+LEAST_CALLS, MOST_S = 3, 5.0
+# What of the second agent's step samples is written here: where and when, its step
+# times and what it measured of each interval (fields.STEP, fields.CONTENTION), no memory.
+TIMING = frozenset(("type", "i", "t", "cpu_s", "clock_s", "rq_s", "ivcs", "thr_s", "thr_n",
+                    "ref_s", "rq_all_s", "run_all_s", "on_s"))
+# The most calls it makes: a step of 0.1 us makes 2,000,000 in 0.2 s, whose step times
+# are 16 MB on the disk, read back here.
+MOST_CALLS = 2000000
+# Its share of the host's deadline left: a second agent that cannot end in it is not
+# started (what it would print is not worth the cell).
+DEADLINE_SHARE = 0.25
+
+
+def time_as_user(args, sampler, writer, age):
+    """Run the second agent for `args.as_user` seconds of steps; write its step samples
+    as phase "user" through `writer`; return what the end record says of it: calls,
+    seconds, the allocator settings it ran with, or why it did not run or failed.
+    `age`: seconds since this process started (for the host's --deadline)."""
+    seconds = args.as_user
+    said = {"budget_s": seconds}
+    if args.deadline > 0:
+        left = args.deadline - age
+        if left * DEADLINE_SHARE < MOST_S + seconds * 2:
+            said["skipped"] = "%.0f s of the deadline left" % max(0.0, left)
+            return said
+        wait = left * DEADLINE_SHARE
+    else:
+        wait = 120.0
+    out = (args.out or os.path.join(os.getcwd(), "samples.jsonl")) + ".user"
+    argv = [sys.executable, os.path.join(HERE, "agent.py"), "--scenario", args.scenario,
+            "--params", args.params or "{}", "--iterations", str(MOST_CALLS),
+            "--warmup", str(max(1, args.warmup)), "--warmup-share", "0.25",
+            "--budget", "%g" % seconds, "--budget-min", str(LEAST_CALLS),
+            "--budget-max", "%g" % MOST_S, "--max-overhead", "0.005",
+            "--sample-interval", "%g" % max(args.sample_interval, 1.0),
+            "--out", out, "--quiet", "--no-gpu", "--no-heap", "--no-fsync",
+            "--heap", "stock", "--stop-growth", "0"]
+    import subprocess   # here: a run without --as-user starts no program (test_agent_cost)
+
+    phase, sampler.phase = sampler.phase, "user"    # its readings are not the run's
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=dict(os.environ))
+        try:
+            _, err = proc.communicate(timeout=wait)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            said["error"] = "did not end within %.0f s" % wait
+            return said
+        said["seconds"] = round(time.monotonic() - started, 3)
+        said.update(_copied(out, writer))
+        if proc.returncode != 0 and "error" not in said:
+            last = err.decode("utf-8", "replace").strip().splitlines()
+            said["error"] = ("exit %d: %s" % (proc.returncode, last[-1] if last else ""))[:500]
+    except OSError as exc:
+        said["error"] = "could not start: %s" % exc
+    finally:
+        sampler.phase = phase
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+    return said
+
+
+def _copied(path, writer):
+    """Write the second agent's measured step samples as user samples (src and phase
+    "user": per interval its steps, their summed seconds and what it measured of it, no
+    memory, which is another process's); what its header and end record say (its
+    allocator settings, calls, status). Read a line at a time: a cheap step's lines hold
+    a MiB of step times each."""
+    said = {}
+    try:
+        f = open(path)
+    except OSError as exc:
+        return {"error": "no samples: %s" % exc}
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            kind = rec.get("type")
+            if kind == "header":
+                env = rec.get("env") or {}
+                said["pythonmalloc"] = rec.get("pythonmalloc")
+                said["glibc_tunables"] = env.get("GLIBC_TUNABLES")
+            elif (kind == "sample" and rec.get("src") == "step"
+                  and rec.get("phase") == "measure" and rec.get("dt_b64")):
+                times = array.array("d", binascii.a2b_base64(rec["dt_b64"]))
+                if sys.byteorder != "little":
+                    times.byteswap()
+                out = dict((k, v) for k, v in rec.items() if k in TIMING)
+                out.update(src="user", phase="user", steps=len(times),
+                           dt_s=round(sum(times), 9))
+                writer.write(out)
+            elif kind == "end":
+                said["calls"] = rec.get("iterations", 0)
+                if rec.get("status") != "ok":
+                    err = rec.get("error") or {}
+                    said["error"] = ("%s: %s" % (err.get("type"),
+                                                 err.get("message")))[:500]
+    return said

@@ -1,0 +1,85 @@
+"""Issue 85 item 4: the CPU time per step is the step's alone.
+
+- A pure-CPU step whose cost rises with the call count (call n loops n // 4 times): its
+  CPU time per step rises as much as its wall time does (within 15 %), and early in the
+  run it is no more than the wall time per step. Before, a budgeted run's CPU times were
+  one per sample, and a window of a quarter of the samples, which the agent spaces in
+  time, held half the steps: 7.4x on the wall clock read 2.8x in CPU time.
+- A cheap flat step (about a microsecond): its CPU time per step is no more than its
+  wall time per step. Before, the agent's loop between steps (two clock reads and its
+  checks, as long as such a step) and the timer thread's readings were in it.
+
+The truth is the run's own wall clock, read from the same records.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_agent import run_agent, scenario
+
+from harness.analysis.stepreading import step_trend
+from harness.protocol.ingest import SeriesReader
+from harness.thresholds import AnalysisConfig
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="thread CPU clocks and schedstat are Linux's")
+
+RISING = """
+def setup(params):
+    return {"n": 0}
+
+
+def step(state):
+    state["n"] += 1
+    for _ in range(state["n"] // 4):
+        pass
+"""
+
+CHEAP = """
+def setup(params):
+    return {"d": {1: 2}}
+
+
+def step(state):
+    state["d"].get(1)
+    state["d"].get(1)
+"""
+
+
+def _series(tmp_path: Path, text: str, *extra: str) -> tuple[np.ndarray, np.ndarray]:
+    """(wall seconds per step, CPU seconds per step) of a run of `text`, as the host
+    reads them."""
+    proc, _ = run_agent(sys.executable, scenario(tmp_path, text), tmp_path, *extra,
+                        iterations=10_000_000, warmup=10, every=1000, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    reader = SeriesReader()
+    for line in (tmp_path / "samples.jsonl").read_bytes().splitlines():
+        reader.feed(line)
+    cols = reader.finish().cols
+    assert cols.cpu is not None
+    return cols.steps, cols.cpu
+
+
+def test_a_rising_pure_cpu_steps_cpu_time_rises_as_its_wall_time(tmp_path: Path) -> None:
+    # GIVEN a pure-CPU step whose cost rises with each call, run for a budget
+    wall, cpu = _series(tmp_path, RISING, "--budget", "1.5", "--budget-min", "2000",
+                        "--max-overhead", "0.005")
+    cfg = AnalysisConfig()
+    # WHEN its early and late windows are read from the wall clock and from CPU time
+    w, c = step_trend(wall, cfg), step_trend(cpu, cfg)
+    # THEN CPU time rises as the wall does, and early it is at most the wall's
+    assert w.ratio > 3, w
+    assert abs(c.ratio / w.ratio - 1) < 0.15, (c.ratio, w.ratio)
+    assert c.early_median_s <= 1.1 * w.early_median_s, (c.early_median_s, w.early_median_s)
+
+
+def test_a_cheap_steps_cpu_time_is_no_more_than_its_wall_time(tmp_path: Path) -> None:
+    # GIVEN a flat step of about a microsecond, run for a budget
+    wall, cpu = _series(tmp_path, CHEAP, "--budget", "0.5", "--max-overhead", "0.005")
+    # THEN its CPU time per step is the step's, not the agent's loop's around it too
+    assert float(np.median(cpu)) <= 1.15 * float(np.median(wall)), (
+        float(np.median(cpu)) * 1e6, float(np.median(wall)) * 1e6)

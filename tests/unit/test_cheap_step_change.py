@@ -1,0 +1,111 @@
+"""Issue 85 item 1: a cheap step's slowdown between releases is named, whatever its size
+in seconds, and a cheap step that did not change stays clean.
+
+Three releases of a tiny package, each a wheel installed offline into its own venv by the
+local runtime: 1.0's call looks 24 keys up in a dict (about a microsecond), 2.0's looks
+each up twice (a real slowdown of about 2x, a few hundred nanoseconds a call: under the
+10 us floor harness had, it read "no change" after a pooled 2x), 2.1 is 1.0's code again
+(the fix). The truth is by construction: 2.0 does twice 1.0's lookups, 2.1 the same as
+1.0."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import sweepkit
+
+from harness.result.model import CellResult
+from harness.runtimes.local import LocalRuntime
+
+ONCE = '''_D = {k: k for k in range(24)}
+
+
+def work():
+    get = _D.get
+    for k in range(24):
+        get(k)
+'''
+TWICE = '''_D = {k: k for k in range(24)}
+
+
+def work():
+    get = _D.get
+    for k in range(24):
+        get(k)
+        get(k)
+'''
+RELEASES = {"1.0": ONCE, "2.0": TWICE, "2.1": ONCE}
+SCENARIO = '''
+def setup(params):
+    import cheap_demo
+    return cheap_demo.work
+
+
+def step(work):
+    work()
+'''
+
+
+def wheel(where: Path, version: str, code: str) -> None:
+    """A wheel of one module, installable with no index."""
+    name = "cheap_demo"
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": code,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CellResult]:
+    tmp_path = tmp_path_factory.mktemp("cheap")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version, code in RELEASES.items():
+        wheel(wheels, version, code)
+    with pytest.MonkeyPatch.context() as mp:
+        for tool in ("UV", "PIP"):
+            mp.setenv(f"{tool}_NO_INDEX", "1")
+            mp.setenv(f"{tool}_FIND_LINKS", str(wheels))
+        mp.setenv("UV_OFFLINE", "1")
+        images = [{"name": f"c{v.replace('.', '')}", "python": sys.executable,
+                   "pip": [f"cheap_demo=={v}"]} for v in RELEASES]
+        path = sweepkit.write_matrix(tmp_path, images, ["cheap.py"], name="cheap", gpus=None,
+                                     defaults={"budget": "1s"},
+                                     files={"cheap.py": SCENARIO})
+        run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"),
+                                    out=tmp_path / "out")
+    return {r.image.label: r for r in run.results.values()}
+
+
+def test_a_cheap_steps_slowdown_between_releases_is_named(
+        swept: dict[str, CellResult]) -> None:
+    base, slow = swept["c10"], swept["c20"]
+    assert base.verdict == "ok", base.reason
+    assert base.summary.median_step_s is not None and base.summary.median_step_s < 1e-5
+    # THEN 2.0, twice the lookups, is confirmed slower in interleaved rounds, at about
+    # the ratio its work says (its calls' fixed cost is in both: under 2x)
+    assert slow.verdict == "regression", slow.reason
+    vs = slow.vs_baseline
+    assert vs is not None and vs.confirmation is not None, slow.reason
+    conf = vs.confirmation
+    assert conf.confirmed and conf.direction == "slower", conf.reason
+    assert 1.3 < conf.ratio < 2.3, conf.reason
+
+
+def test_a_cheap_step_that_did_not_change_is_never_called_slower(
+        swept: dict[str, CellResult]) -> None:
+    # THEN 2.1, 1.0's code, is no regression: `ok`, or on a host too busy for the rounds
+    # of a sub-microsecond step to settle, undecided (never a change confirmed)
+    fixed = swept["c21"]
+    assert fixed.verdict in ("ok", "ambiguous"), fixed.reason
+    vs = fixed.vs_baseline
+    assert vs is not None
+    assert vs.confirmation is None or not vs.confirmation.confirmed, vs.confirmation
