@@ -24,20 +24,19 @@ if TYPE_CHECKING:
     from harness.thresholds import AnalysisConfig
 
 MAX_CALLS = 1000   # the most calls a good cell's round runs (`confirm.round_cell`) ...
-# ... unless its steps are so cheap that this many seconds of them need more: a round of
-# 1,000 calls of a 0.3 us step is 0.3 ms, whose median moves with every cache miss.
+# ... but each cell's round runs at least this many seconds of its own steps, as pyperf
+# calibrates its loops (`least_calls`): 1,000 calls of a 0.3 us step are 0.3 ms, and
+# the 8 us baseline of a step 240x slower in the next release read 10 us in rounds of
+# 1,000 calls (192x) where it runs at 7.9 us.
 ROUND_S = 0.1
+MOST_LEAST = 1_000_000   # ... and at most this many for it (a step of 0.1 us: 0.1 s)
 
 
-def round_cap(res: CellResult, base_series: Series) -> int | None:
-    """The most calls a round's run makes (`RoundsPlan.cap`): None for a cell bad within
-    its run (a leak's steps may slow as what it keeps grows: its rounds are as long as
-    its run); else `MAX_CALLS`, or as many as `ROUND_S` of the slower cell's steps."""
-    if res.verdict not in GOOD:
-        return None
-    steps = [s for s in (res.summary.median_step_s, base_series.cols.median_step) if s]
-    slowest = max(steps, default=0.0)
-    return max(MAX_CALLS, math.ceil(ROUND_S / slowest)) if slowest > 0 else MAX_CALLS
+def least_calls(step_s: float | None) -> int:
+    """The calls that hold `ROUND_S` seconds of a step of `step_s` (0 where unknown)."""
+    if not step_s or step_s <= 0:
+        return 0
+    return min(MOST_LEAST, math.ceil(ROUND_S / step_s))
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
@@ -63,7 +62,10 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,
                                     good=res.verdict in GOOD)
     if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
-        return RoundsPlan(res, within, facts, label, runs, round_cap(res, base_series))
+        return RoundsPlan(res, within, facts, label, runs,
+                          MAX_CALLS if res.verdict in GOOD else None,
+                          (least_calls(base_series.cols.own_step),
+                           least_calls(res.summary.median_step_s)))
     return with_comparison(cfg, res, within, facts)
 
 

@@ -23,8 +23,9 @@ rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
 Interleaved rounds run both cells under the allocator a user's interpreter runs with
 (`round_cell`'s `as_user`: the quiet heap's settings are for the heap's readings, and
 change what a step that allocates costs); a saved run's rounds run as the saved run did.
-A round of a cheap step runs at least `compare.ROUND_S` seconds of steps (as pyperf
-calibrates its loops), so its median is not one of a few hundred microseconds.
+Each cell's round runs at least `compare.ROUND_S` seconds of its own steps (as pyperf
+calibrates its loops), so a cheap step's median is not one of a few hundred
+microseconds.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
@@ -62,19 +63,22 @@ BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 
 def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS,
-               as_user: bool = False) -> Cell:
+               as_user: bool = False, least: int = 0) -> Cell:
     """The cell as a confirmation run: fixed, shorter length (half `measured`, at least
-    `MIN_CALLS`, at most `cap` where one is given and at most the calls `--iterations`
-    asked, `asked_calls`), no early stop or repeats. `as_user`: under the allocator the
+    `MIN_CALLS`, at most `cap` where one is given; at least `least`, a cheap step's
+    `compare.ROUND_S` seconds of steps; at most the calls `--iterations` asked,
+    `asked_calls`), no early stop or repeats. `as_user`: under the allocator the
     user's interpreter runs with (pymalloc, glibc's thread cache on, as the matrix's
     `env:` sets them), not the quiet heap's settings, which only the heap's readings
     need: a round reads time alone, and `sorted(range(2000, 0, -1))` takes 2.4x as long
     under PYTHONMALLOC=malloc with the thread cache off."""
     s = cell.settings
     calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
-    for most in (cap, s.asked_calls):
-        if most is not None:
-            calls = min(most, calls)
+    if cap is not None:
+        calls = min(cap, calls)
+    calls = max(calls, least)
+    if s.asked_calls is not None:
+        calls = min(s.asked_calls, calls)
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
     if as_user:
@@ -142,7 +146,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     # Interleaved rounds run both cells as the user's interpreter would (`as_user`); a
     # saved run's rounds as it ran, since its statistic was read under its settings.
     as_user = isinstance(base, Cell)
-    short = round_cell(cell, runs.calls, cap, as_user)
+    short = round_cell(cell, runs.calls, cap, as_user, plan.least[1])
     if isinstance(base, Cell):
         if suspected == "~" and not ctx.busy_said.is_set():
             # Said once a sweep: every later cell on this host is as busy.
@@ -150,7 +154,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
             ctx.progress(f"host busy: {pooled.busy:.0%} run-queue delay in {cell.id} or "
                          "its baseline; unchanged-looking cells are confirmed in "
                          "interleaved rounds")
-        short_base = round_cell(base, runs.calls, cap, as_user)
+        short_base = round_cell(base, runs.calls, cap, as_user, plan.least[0])
         how = "interleaved rounds"
 
         def baseline(k: int) -> RunRead:

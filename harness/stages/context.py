@@ -78,7 +78,7 @@ class RoundsPlan:
     `rounds` setting: 2 to twice that, until settled), who runs (`runs`; None where no
     round can run again: `--reanalyze` recalls the recorded ones), the most calls a
     round's run makes (`cap`; None for a leak, whose steps may slow as what it keeps
-    grows), and what the decision after them starts from."""
+    grows) and the least (`least`), and what the decision after them starts from."""
 
     res: CellResult             # the suspect's within-run result
     within: CellVerdict
@@ -86,6 +86,9 @@ class RoundsPlan:
     label: str                  # the baseline's name in progress lines
     runs: Runs | None
     cap: int | None
+    # The least calls each of the baseline's and the suspect's round runs makes, past
+    # `cap` (`compare.least_calls`: `compare.ROUND_S` seconds of its own steps)
+    least: tuple[int, int] = (0, 0)
 
 
 @dataclass

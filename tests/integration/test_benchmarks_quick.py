@@ -21,6 +21,7 @@ BENCHMARKS = ROOT / "benchmarks"
 
 # file -> what it needs beyond this interpreter (a pytest marker each)
 QUICK: dict[str, tuple[str, ...]] = {
+    "aa_noise.py": (),
     "aa_sweeps.py": (),
     "agent_overhead.py": (),
     "analysis_speed.py": (),
@@ -52,6 +53,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "seeds_answer.py": ("docker",),
     "sequential_fpr.py": (),
     "slurm_overhead.py": ("slurm",),
+    "time_truth.py": (),
     "time_verdicts.py": (),
     "user_paths.py": (),
     "venv_build.py": (),
