@@ -66,6 +66,8 @@ def time_as_user(args, sampler, writer, age):
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, env=dict(os.environ))
+        excluded = getattr(sampler.readers, "exclude_pids", set())
+        excluded.add(proc.pid)      # its memory is not the scenario's workers'
         try:
             _, err = proc.communicate(timeout=wait)
         except subprocess.TimeoutExpired:

@@ -32,7 +32,7 @@ from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
 SCENARIO_KEYS = ("script", "id", "params")
 # Settings harness sets alone, for a run again: no matrix key.
-INTERNAL = ("budget_calls", "budget_max", "asked_calls")
+INTERNAL = ("budget_calls", "budget_max", "asked_calls", "time_only")
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in INTERNAL)
 # Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
 SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)

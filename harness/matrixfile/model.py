@@ -112,6 +112,10 @@ class RunSettings:
     # `preflight.floor_caps`): the most calls any run of the cell makes, its re-runs
     # and confirmation rounds included; no matrix key sets it.
     asked_calls: int | None = None
+    # A run that reads time alone (a confirmation round's): no heap readings (their
+    # malloc_trim gives the heap back to the system, and a cheap step that allocates pays
+    # for the pages again after each one); set by harness alone, no matrix key sets it.
+    time_only: bool = False
 
     @property
     def agent_iterations(self) -> int:

@@ -62,8 +62,9 @@ class RunKey:
 # result recorded before them still answers for a cell that does not set them.
 ADDED_LATER = ("budget", "budget_calls", "overrun", "budget_max")
 # Settings the key leaves out: the bound `--iterations` puts on a cell's re-runs follows
-# from the lengths the key holds (a sweep sets both).
-NOT_KEYED = ("asked_calls",)
+# from the lengths the key holds (a sweep sets both); a confirmation round's `time_only`
+# is no stored cell's.
+NOT_KEYED = ("asked_calls", "time_only")
 # One look's params and settings as JSON, by the id of the scenario they are of (held).
 Memo = dict[int, tuple[object, dict[str, JSON], dict[str, JSON]]]
 

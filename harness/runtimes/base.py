@@ -101,6 +101,8 @@ class RunRequest:
         if self.attribute:
             args += ["--attribute", ",".join(self.attribute)]
         args += ["--heap", s.heap]
+        if s.time_only:
+            args.append("--no-heap")
         if (seconds := self.as_user_s()) is not None:
             args += ["--as-user", f"{seconds:g}"]
         if not self.durable:

@@ -71,7 +71,9 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS,
     user's interpreter runs with (pymalloc, glibc's thread cache on, as the matrix's
     `env:` sets them), not the quiet heap's settings, which only the heap's readings
     need: a round reads time alone, and `sorted(range(2000, 0, -1))` takes 2.4x as long
-    under PYTHONMALLOC=malloc with the thread cache off."""
+    under PYTHONMALLOC=malloc with the thread cache off; and without heap readings
+    (`time_only`), whose malloc_trim makes a cheap step that allocates fault its pages
+    in again after each."""
     s = cell.settings
     calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
     if cap is not None:
@@ -82,7 +84,7 @@ def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS,
     short = dataclasses.replace(s, iterations=calls, max_iterations=None,
                                 warmup=min(s.warmup, calls), repeats=0)
     if as_user:
-        short = dataclasses.replace(short, pythonmalloc=False, heap="stock")
+        short = dataclasses.replace(short, pythonmalloc=False, heap="stock", time_only=True)
     return cell.with_settings(short)
 
 

@@ -102,3 +102,29 @@ def test_quiet_keeps_the_matrix_own_tunables(tmp_path: Path) -> None:
         "glibc.malloc.arena_max=2:glibc.malloc.tcache_count=0"
     assert quiet_tunables("glibc.malloc.tcache_count=7") == "glibc.malloc.tcache_count=7"
     assert quiet_tunables(None) == quiet_tunables("") == "glibc.malloc.tcache_count=0"
+
+
+def test_a_cell_times_its_steps_again_as_the_users_interpreter_would(tmp_path: Path) -> None:
+    # Issue 85 item 3: the quiet heap's cell asks the agent for a second agent with the
+    # user's allocator (--as-user); one that already runs so, or a GPU cell, does not
+    args = request(cell(tmp_path), tmp_path).agent_args("agent.py", "s.py", "o", "c")
+    assert "--as-user" in args and "--no-heap" not in args
+    plain = cell(tmp_path, ", heap: stock, pythonmalloc: false")
+    assert "--as-user" not in request(plain, tmp_path).agent_args("agent.py", "s.py", "o", "c")
+    limited = cell(tmp_path, ", mem_limit: 2g")
+    assert request(limited, tmp_path).as_user_s() is None
+
+
+def test_a_confirmation_round_runs_as_the_user_reading_time_alone(tmp_path: Path) -> None:
+    from harness.stages.confirm import round_cell
+
+    # GIVEN a cell's round as interleaved rounds run it, a cheap step's least calls asked
+    short = round_cell(cell(tmp_path), 100, 1000, as_user=True, least=50_000)
+    s = short.settings
+    # THEN it runs under the user's allocator, reads no heap, makes the calls asked
+    assert (s.pythonmalloc, s.heap, s.time_only, s.iterations) == (False, "stock", True,
+                                                                   50_000)
+    args = request(short, tmp_path).agent_args("agent.py", "s.py", "o", "c")
+    assert "--no-heap" in args and "--as-user" not in args
+    env = request(short, tmp_path).environment()
+    assert "PYTHONMALLOC" not in env and "GLIBC_TUNABLES" not in env
