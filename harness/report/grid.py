@@ -88,8 +88,8 @@ def _token(verdict: str, res: CellResult | None) -> str:
         conf = vs.confirmation
         if conf is not None and conf.ratio == conf.ratio:    # NaN without rounds
             return symbol + figure(conf.ratio)
-        if vs.steps is not None:
-            return symbol + figure(vs.steps.ratio)
+        # A pooled ratio of steps is one run's, never a figure of a change (issue 85):
+        # a cell bad against its baseline without rounds is so for its peak.
         if vs.peak_rss is not None:
             return symbol + figure(vs.peak_rss.ratio)
     return symbol
