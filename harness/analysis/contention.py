@@ -44,9 +44,9 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
 
 @dataclass(frozen=True)
 class OneSpeed:
-    """A run's measured step times (one per step) and its CPU seconds per step (one per
-    sample interval, each repeated in proportion to its steps: `series.by_steps`), each
-    with its CPU part put at the run's median CPU speed."""
+    """A run's measured step times and its CPU seconds per step (each interval's shared
+    among its steps: `series.by_steps`), one per step, each with its CPU part put at
+    the run's median CPU speed."""
 
     steps: np.ndarray
     cpu: np.ndarray
@@ -76,8 +76,8 @@ def at_one_speed(series: Series) -> OneSpeed | None:
         work = min(share * per_step, idle)
         steps.append(dt * (((total - in_step) + in_step * speed) / total if total > 0 else 1.0))
         cpu.append(per_step - work + work * speed)
-    return OneSpeed(np.concatenate(steps),
-                    by_steps(np.asarray(cpu, dtype=np.float64), [len(s["dt"]) for s in rows]))
+    return OneSpeed(np.concatenate(steps), by_steps(cpu, [s["dt"] for s in rows],
+                                                    [s.get("rq_s") for s in rows]))
 
 
 def explain(series: Series, window: float, extra_s: float,
