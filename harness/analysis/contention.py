@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.analysis.trends import CLOCK_REASONS, Explained, GpuTime, StepTrend
-from harness.protocol.series import Series, by_steps
+from harness.protocol.series import Series, shared
 
 
 def windows(steps: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +45,7 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
 @dataclass(frozen=True)
 class OneSpeed:
     """A run's measured step times and its CPU seconds per step (each interval's shared
-    among its steps: `series.by_steps`), one per step, each with its CPU part put at
+    among its steps: `series.shared`), one per step, each with its CPU part put at
     the run's median CPU speed."""
 
     steps: np.ndarray
@@ -76,8 +76,8 @@ def at_one_speed(series: Series) -> OneSpeed | None:
         work = min(share * per_step, idle)
         steps.append(dt * (((total - in_step) + in_step * speed) / total if total > 0 else 1.0))
         cpu.append(per_step - work + work * speed)
-    return OneSpeed(np.concatenate(steps), by_steps(cpu, [s["dt"] for s in rows],
-                                                    [s.get("rq_s") for s in rows]))
+    return OneSpeed(np.concatenate(steps), np.concatenate([
+        shared(c, s["dt"], s.get("rq_s")) for c, s in zip(cpu, rows, strict=True)]))
 
 
 def explain(series: Series, window: float, extra_s: float,

@@ -158,24 +158,19 @@ class Columns:
 
     @cached_property
     def cpu(self) -> np.ndarray | None:
-        means: list[float] = []
-        times: list[list[float]] = []
-        waits: list[float | None] = []
+        np_ = _numpy()
+        parts: list[np.ndarray] = []
         for s in self._stepped:
             dt = s["dt"]
             if not dt:
                 continue
             if "cpu" in s and len(s["cpu"]) == len(dt):    # per step (old recordings)
-                means.extend(s["cpu"])
-                times.extend([t] for t in dt)
-                waits.extend([None] * len(dt))
+                parts.append(np_.asarray(s["cpu"], dtype=np_.float64))
             elif isinstance(s.get("cpu_s"), float):
-                means.append(s["cpu_s"] / len(dt))
-                times.append(dt)
-                waits.append(s.get("rq_s"))
+                parts.append(shared(s["cpu_s"] / len(dt), dt, s.get("rq_s")))
             else:
                 return None
-        return by_steps(means, times, waits) if means else None
+        return np_.concatenate(parts) if parts else None
 
     @cached_property
     def contention(self) -> dict[str, np.ndarray] | None:
@@ -281,27 +276,21 @@ def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
 
 
 
-def by_steps(means: Sequence[float], times: Sequence[Sequence[float]],
-             waits: Sequence[float | None] | None = None) -> np.ndarray:
-    """Per-interval means (CPU seconds per step, one per sample) as one value per step,
-    in step order: each interval's CPU time shared among its steps as their wall times
-    share its wall time. An early or late window of them (a share of the run's steps,
-    `step_window`) is then the window of the same steps on the wall clock, not of the
-    samples, which a budgeted run spaces in time (a step slowing 7.4x over its run read
-    2.8x in CPU time: its first quarter of samples held half its steps). A pure-CPU step
-    reads its own times; a step that waits (a sleep, a device) reads them scaled down by
-    its interval's CPU share. `waits`: each interval's run-queue delay (the agent's
-    `rq_s`), the wall time its steps spent waiting for a CPU the host's other work held:
-    the CPU time is shared over the rest (a busy host's waits, in a few steps' wall
-    times, would otherwise scale every other step's CPU time down)."""
+def shared(mean: float, dt: Sequence[float], wait: float | None = None) -> np.ndarray:
+    """An interval's CPU time per step (`mean`, the agent's `cpu_s` over its steps) as one
+    value per step: shared among its steps as their wall times (`dt`) share the
+    interval's, less `wait`, its run-queue delay (the agent's `rq_s`). Windows of these
+    (a share of the run's steps, `step_window`) are windows of the same steps as the wall
+    clock's, not of the samples, which a budgeted run spaces in time (a step slowing 7.4x
+    over its run read 2.8x in CPU time: its first quarter of samples held half its
+    steps). A pure-CPU step reads its own times; a step that waits (a sleep, a device)
+    reads them scaled down by its CPU share; a busy host's wait for a CPU, in a few
+    steps' wall times, is left out of what is shared (it would scale every other step's
+    CPU time down)."""
     np_ = _numpy()
-    parts = []
-    for k, (mean, dt) in enumerate(zip(means, times, strict=True)):
-        t = np_.asarray(dt, dtype=np_.float64)
-        wait = (waits[k] or 0.0) if waits is not None else 0.0
-        total = float(t.sum()) - wait
-        parts.append(t * (mean * t.size / total) if total > 0 else np_.full(t.size, mean))
-    out: np.ndarray = np_.concatenate(parts) if parts else np_.empty(0)
+    t = np_.asarray(dt, dtype=np_.float64)
+    total = float(t.sum()) - (wait or 0.0)
+    out: np.ndarray = t * (mean * t.size / total) if total > 0 else np_.full(t.size, mean)
     return out
 
 
