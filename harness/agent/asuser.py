@@ -16,6 +16,7 @@ import array
 import binascii
 import json
 import os
+import signal
 import sys
 import time
 
@@ -63,32 +64,61 @@ def time_as_user(args, sampler, writer, age):
 
     phase, sampler.phase = sampler.phase, "user"    # its readings are not the run's
     started = time.monotonic()
+    proc = None
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, env=dict(os.environ))
+        with open(out + ".err", "wb") as err:
+            # A session of its own: what its setup starts (a pool, a forked child that
+            # sleeps) is killed with it, and none holds a pipe of ours open.
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=err,
+                                    env=dict(os.environ), start_new_session=True)
         excluded = getattr(sampler.readers, "exclude_pids", set())
         excluded.add(proc.pid)      # its memory is not the scenario's workers'
         try:
-            _, err = proc.communicate(timeout=wait)
+            proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
             said["error"] = "did not end within %.0f s" % wait
             return said
         said["seconds"] = round(time.monotonic() - started, 3)
         said.update(_copied(out, writer))
         if proc.returncode != 0 and "error" not in said:
-            last = err.decode("utf-8", "replace").strip().splitlines()
-            said["error"] = ("exit %d: %s" % (proc.returncode, last[-1] if last else ""))[:500]
+            said["error"] = ("exit %d: %s" % (proc.returncode, _last_line(out + ".err")))[:500]
     except OSError as exc:
         said["error"] = "could not start: %s" % exc
     finally:
+        if proc is not None:
+            _kill_session(proc)
         sampler.phase = phase
-        try:
-            os.unlink(out)
-        except OSError:
-            pass
+        for path in (out, out + ".err"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
     return said
+
+
+def _kill_session(proc):
+    """Kill the second agent's session (it, and what its setup started) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait()
+    except OSError:
+        pass
+
+
+def _last_line(path):
+    """The last line of a file (its stderr), or ""."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
 
 
 def _copied(path, writer):
