@@ -128,10 +128,7 @@ class AnalysisConfig:
             cbor2 5.9.0's 128 KiB decode was no faster where its canary ran 1.6-1.8x
             faster, and its scaled rounds read 1.56x, 1.37x, 1.57x where its plain ones
             read 0.95x, 1.35x, 0.92x. A change far past the speeds' difference (lizard
-            1.16.1, 3-5x) reads the same both ways and stands. Within this factor a
-            round's times stand as measured, not put at one speed: the canary's own
-            run-to-run noise is no speed the step ran at (werkzeug 2.0.0's rounds read
-            4.75x at one speed, 5.3x as measured, 5.9x by hand; issue 85).
+            1.16.1, 3-5x) reads the same both ways and stands.
         recheck_share: Cells compared with their baseline get confirmation rounds,
             even when the pooled steps show no change, when either ran with this share
             of run-queue delay or more: load can hide a change as well as fake one.

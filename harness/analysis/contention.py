@@ -202,19 +202,13 @@ def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarra
     return np.asarray(np.clip(share, 0.0, 1.0))
 
 
-def speed_scaled(base: RunStat, other: RunStat, spread: float = 1.0
-                 ) -> tuple[float, float, float | None]:
+def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
     """Both runs' step times with their CPU parts put at one CPU speed.
 
     A process that landed on a slower CPU (a busy hyperthread sibling, a lower clock)
     takes longer for the same work without any run-queue delay; the canary loop timed
     by the agent shows by how much. Only the CPU part of a step is scaled: a wait (a
-    sleep, a GPU) does not run faster on a faster CPU. Where the two canaries ran within
-    `spread` of each other (`speed_spread`), the times stand as measured: the canary's
-    own run-to-run noise (0.84-1.13x on this project's machine, bimodal with 1.4-2.0x
-    where a sibling was busy) is no speed the step ran at (werkzeug 2.0's rounds read
-    4.75x at one speed, 5.33x as measured, 5.9x by hand, its baseline's canary 1.12x
-    faster while its steps ran 1.02x slower).
+    sleep, a GPU) does not run faster on a faster CPU.
 
     Returns:
         (base seconds, other seconds, other's CPU speed over base's), the last None
@@ -223,9 +217,6 @@ def speed_scaled(base: RunStat, other: RunStat, spread: float = 1.0
     usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
     if not usable:
         return base.net_s, other.net_s, None
-    speed = base.ref_s / other.ref_s
-    if max(speed, 1 / speed) < spread:
-        return base.net_s, other.net_s, speed
     ref0 = float(np.sqrt(base.ref_s * other.ref_s))
 
     def scaled(r: RunStat) -> float:

@@ -55,7 +55,7 @@ def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
     """A round's two runs at one CPU speed (`contention.speed_scaled`): both step times,
     the suspect's speed over the baseline's, and why the speeds leave the round out
     (`speed_reason`), as a sweep's rounds and a saved run's both read them."""
-    b_s, o_s, speed = speed_scaled(base, other, cfg.speed_spread)
+    b_s, o_s, speed = speed_scaled(base, other)
     plain, scaled = _ratios(base, other, b_s, o_s)
     return b_s, o_s, speed, speed_reason(plain, scaled, speed, cfg)
 
@@ -97,7 +97,7 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
     b_s, o_s, speed, cpu = 0.0, 0.0, None, None
     plain = scaled = math.nan
     if base is not None and other is not None and not failed:
-        b_s, o_s, speed = speed_scaled(base, other, cfg.speed_spread)
+        b_s, o_s, speed = speed_scaled(base, other)
         plain, scaled = _ratios(base, other, b_s, o_s)
         cpu = cpu_ratio(base, other)
     else:
