@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 
 import numpy as np
 import pytest
@@ -160,23 +159,15 @@ def test_mismatched_lengths_raise_with_the_source_name() -> None:
         memory_trend("gpu", sampled(100), np.zeros(5), CFG)
 
 
-def test_million_samples_are_binned_and_analysed_in_about_a_sort_of_them() -> None:
-    # A million readings cost the analysis about what sorting them once costs (binned
-    # to `max_points`, O(n)), whatever the machine and its load: the fastest of three
-    # of each, run in turn, compared (a second on a quiet machine was the old bound,
-    # which a busy one broke)
+def test_million_samples_are_binned_and_analysed() -> None:
+    # A million readings are binned to `max_points` and read right. What it costs is
+    # benchmarks/analysis_speed.py's (10^4 to 10^6 samples): a ratio of durations
+    # asserted here (the fit against a sort of the readings) was red on busy runners
+    # (6.4x where it allowed 5x; issue 88: no test asserts the host's speed)
     rng = np.random.default_rng(1)
     t = np.arange(1_000_000, dtype=np.float64)
     y = 2e9 + 1.0 * KiB * t + rng.normal(0, 1 * MiB, t.size)
-    sort_s, trend_s = [], []
-    for _ in range(3):
-        began = time.perf_counter()
-        np.sort(y)
-        sort_s.append(time.perf_counter() - began)
-        began = time.perf_counter()
-        trend = memory_trend("rss", t, y, CFG)
-        trend_s.append(time.perf_counter() - began)
-    assert min(trend_s) < 5 * min(sort_s), (trend_s, sort_s)
+    trend = memory_trend("rss", t, y, CFG)
     assert trend.kind == "leak" and trend.n == 1_000_000
     assert trend.slope_lo < 1 * KiB < trend.slope_hi
 
