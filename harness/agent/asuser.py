@@ -20,14 +20,16 @@ import signal
 import sys
 import time
 
+import fields
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The least calls the second agent makes, and the most seconds it goes on to make them
 # (a step of seconds makes few): its own --budget-min and --budget-max.
 LEAST_CALLS, MOST_S = 3, 5.0
-# What of the second agent's step samples is written here: where and when, its step
-# times and what it measured of each interval (fields.STEP, fields.CONTENTION), no memory.
-TIMING = frozenset(("type", "i", "t", "cpu_s", "clock_s", "rq_s", "ivcs", "thr_s", "thr_n",
-                    "ref_s", "rq_all_s", "run_all_s", "on_s"))
+# What of the second agent's step samples is written here: where and when, and what it
+# measured of each interval (its CPU time, the clock's cost, fields.CONTENTION), no memory.
+TIMING = frozenset(("type", "i", "t", "cpu_s", "clock_s")
+                   + tuple(name for name, _ in fields.CONTENTION))
 # The most calls it makes: a step of 0.1 us makes 2,000,000 in 0.2 s, whose step times
 # are 16 MB on the disk, read back here.
 MOST_CALLS = 2000000

@@ -8,6 +8,7 @@ across samples once reading ends.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -78,11 +79,9 @@ class Series:
         rows = [s for s in self.samples if s.get("src") == "user"]
         if not rows:
             return None
-        net = sorted(max(0.0, s["dt_s"] - s["steps"] * (s.get("clock_s") or 0.0)
-                         - (s.get("rq_s") or 0.0)) / s["steps"] for s in rows)
-        mid = len(net) // 2
-        return (sum(s["steps"] for s in rows),
-                net[mid] if len(net) % 2 else (net[mid - 1] + net[mid]) / 2)
+        net = [max(0.0, s["dt_s"] - s["steps"] * (s.get("clock_s") or 0.0)
+                   - (s.get("rq_s") or 0.0)) / s["steps"] for s in rows]
+        return sum(s["steps"] for s in rows), statistics.median(net)
 
     @property
     def measured(self) -> int:
