@@ -80,14 +80,17 @@ def test_a_rising_pure_cpu_steps_cpu_time_rises_as_its_work_does(tmp_path: Path)
     # WHEN its early and late windows are read from the wall clock and from CPU time
     assert series.cols.cpu is not None
     w, c = step_trend(wall, cfg), step_trend(series.cols.cpu, cfg)
-    # THEN CPU time rises as the wall clock does (a window's median step met no wait
-    # for a CPU, on a busy host too), and about as the work does (the windows' median
-    # calls, 10 warm-up calls before them, give it: a CPU that slows as it warms moves
-    # both readings, so the work's ratio is a looser check)
+    # THEN CPU time rises as the wall clock does, or as the work does (the windows'
+    # median calls, 10 warm-up calls before them, give it), within 15 %: on a quiet host
+    # the two agree, but a CPU that slows as it warms moves the wall and CPU time off the
+    # work (8.2x both, 7.0x the work), and a loaded host stretches a window's wall
+    # clock that CPU time leaves out (CI at load ~14: wall 8.6x, CPU 7.2x, work 7.0x).
+    # Before, CPU time read 2.8x where the wall read 7.4x: far from both
     n = len(wall)
     work = ((10 + 7 * n // 8) // 4) / ((10 + n // 8) // 4)
     assert w.ratio > 3, w
-    assert abs(c.ratio / w.ratio - 1) < 0.15, (c.ratio, w.ratio, work)
+    assert min(abs(c.ratio / w.ratio - 1), abs(c.ratio / work - 1)) < 0.15, (
+        c.ratio, w.ratio, work)
     assert abs(c.ratio / work - 1) < 0.35, (c.ratio, w.ratio, work)
     # AND early, a step's CPU time is no more than its wall time (within what sharing an
     # interval's CPU time among its steps, less its waits for a CPU, can be off by on a
