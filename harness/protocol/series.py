@@ -285,11 +285,20 @@ def shared(mean: float, dt: Sequence[float], wait: float | None = None) -> np.nd
     steps). A pure-CPU step reads its own times; a step that waits (a sleep, a device)
     reads them scaled down by its CPU share; a busy host's wait for a CPU, in a few
     steps' wall times, is left out of what is shared (it would scale every other step's
-    CPU time down)."""
+    CPU time down). Leaving the wait out never lifts the steps' CPU time past their
+    wall time where, with it in, it was under it: the agent's `rq_s` is the steps' share
+    of the interval's delay, and where the delay fell outside the steps (a loaded CI
+    host, most of the wall a wait) that share read a step's CPU time 1.3x its wall time.
+    A step whose threads run on several CPUs (its CPU time past its wall time with the
+    wait in) keeps its own figure."""
     np_ = _numpy()
     t = np_.asarray(dt, dtype=np_.float64)
-    total = float(t.sum()) - (wait or 0.0)
-    out: np.ndarray = t * (mean * t.size / total) if total > 0 else np_.full(t.size, mean)
+    wall = float(t.sum())
+    cpu = mean * t.size
+    total = wall - (wait or 0.0)
+    if cpu <= wall:
+        total = max(total, cpu)
+    out: np.ndarray = t * (cpu / total) if total > 0 else np_.full(t.size, mean)
     return out
 
 

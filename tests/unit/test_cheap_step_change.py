@@ -91,11 +91,20 @@ def test_a_cheap_steps_slowdown_between_releases_is_named(
     assert base.verdict == "ok", base.reason
     assert base.summary.median_step_s is not None and base.summary.median_step_s < 1e-5
     # THEN 2.0, twice the lookups, is confirmed slower in interleaved rounds, at about
-    # the ratio its work says (its calls' fixed cost is in both: under 2x)
-    assert slow.verdict == "regression", slow.reason
+    # the ratio its work says (its calls' fixed cost is in both: under 2x). Never `ok`:
+    # before, "no change" under the 10 us floor. On a host too loaded for rounds of a
+    # microsecond step (the CI's own load, ~14 on 2 cores: one round of six read 0.67x
+    # where the rest read 1.5-1.7x) it may stay undecided, and then says so: its rounds
+    # lean slower and it names the host busy
     vs = slow.vs_baseline
     assert vs is not None and vs.confirmation is not None, slow.reason
     conf = vs.confirmation
+    if slow.verdict == "ambiguous":
+        busy = [r for r in conf.rounds if r.excluded or max(
+            r.base_busy or 0.0, r.other_busy or 0.0) >= 0.25]
+        assert busy and conf.ratio > 1.1 and "host busy" in slow.reason, slow.reason
+        pytest.skip(f"the host was too busy for these rounds to settle: {slow.reason}")
+    assert slow.verdict == "regression", slow.reason
     assert conf.confirmed and conf.direction == "slower", conf.reason
     assert 1.3 < conf.ratio < 2.3, conf.reason
 
