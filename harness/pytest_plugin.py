@@ -43,11 +43,13 @@ imported in it, once they are collected, before the first test's clock
 
 from __future__ import annotations
 
+import math
 import unicodedata
+from dataclasses import dataclass
 
 import pytest
 
-from harness.pytestnames import LEAKS, PROPERTY, SAVED_DIR, TIME
+from harness.pytestnames import ALLOWANCE, LEAKS, OVERRUN, PROPERTY, RAN_ON, SAVED_DIR, TIME, TOOK
 
 
 def _is_name(name: str) -> bool:
@@ -69,6 +71,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-strict", action="store_true", default=False,
                     help="fail a harness test whose verdict is undecided (its budget too "
                          "short for one) instead of passing it with a warning")
+    group.addoption("--harness-overrun", metavar="N", default=None,
+                    help="a harness test whose run ends undecided runs on, longer, until "
+                         f"decided, within N times its budget in all (default {OVERRUN}; "
+                         "ini harness_overrun; a marker's overrun= sets one test's)")
+    group.addoption("--harness-allowance", metavar="DURATION", default=None,
+                    help="the seconds past their first runs that the session's undecided "
+                         f"tests may run on in all (default {ALLOWANCE}; ini "
+                         "harness_allowance); once spent, a test runs within 4 budgets")
+    parser.addini("harness_overrun", f"as --harness-overrun (default {OVERRUN})",
+                  default=str(OVERRUN))
+    parser.addini("harness_allowance", f"as --harness-allowance (default {ALLOWANCE})",
+                  default=ALLOWANCE)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -86,7 +100,65 @@ def pytest_configure(config: pytest.Config) -> None:
                                     f"digits, '.', '_' and '-' (it names a folder under "
                                     f"{SAVED_DIR}/), e.g. {flag} main")
     _known_compare(config)
-    config.pluginmanager.register(_Summary(), "harness-summary")
+    config.stash[RUNNING_ON] = _running_on(config)
+    config.pluginmanager.register(_Summary(config.stash[RUNNING_ON]), "harness-summary")
+
+
+@dataclass
+class RunOn:
+    """How far the session's undecided tests may run on (`--harness-overrun`,
+    `--harness-allowance`) and what they have spent of it."""
+
+    overrun: int            # budgets a test takes in all, its runs again included
+    allowance: float        # seconds past their first runs, the session's tests together
+    spent: float = 0.0
+
+    def overrun_for(self, budget: float) -> int | None:
+        """The `overrun` a test of `budget` seconds runs under: the session's, less what
+        would pass the allowance left; None once that leaves no more than the check's
+        own 4 budgets."""
+        left = self.allowance - self.spent
+        most = min(self.overrun, int(1.0 + left / budget)) if budget > 0 else self.overrun
+        return most if most > 4 else None
+
+
+RUNNING_ON = pytest.StashKey[RunOn]()
+
+
+def _running_on(config: pytest.Config) -> RunOn:
+    """The session's `RunOn`, from the options (else the ini keys), checked."""
+    overrun = config.getoption("harness_overrun") or config.getini("harness_overrun")
+    allowance = config.getoption("harness_allowance") or config.getini("harness_allowance")
+    try:
+        times = int(str(overrun))
+    except ValueError:
+        times = 0
+    if times < 2:
+        raise pytest.UsageError(f"--harness-overrun {overrun!r}: the budgets a test may "
+                                "take in all, its runs again included: a whole number, 2 or "
+                                "more, e.g. --harness-overrun 16")
+    seconds = _seconds(str(allowance))
+    if seconds is None:
+        raise pytest.UsageError(f"--harness-allowance {allowance!r}: a duration, e.g. "
+                                "--harness-allowance 5m, 90s or 0 (no test runs on past 4 "
+                                "budgets)")
+    return RunOn(times, seconds)
+
+
+def _seconds(text: str) -> float | None:
+    """"5m", "90s", "500ms", "1h" or a number of seconds; None where it is none."""
+    units = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
+    for unit, scale in units:
+        if text.endswith(unit) and not (unit == "s" and text.endswith("ms")):
+            text, factor = text[: -len(unit)], scale
+            break
+    else:
+        factor = 1.0
+    try:
+        value = float(text) * factor
+    except ValueError:
+        return None
+    return value if value >= 0 and math.isfinite(value) else None
 
 
 def _known_compare(config: pytest.Config) -> None:
@@ -146,18 +218,67 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 class _Summary:
     """Each harness test's line, from this process's reports and from xdist's workers'
-    (their reports carry user_properties), listed in the terminal summary."""
+    (their reports carry user_properties), listed in the terminal summary; then the tests
+    that ran on past an undecided first run, and what a busy host did to the wall clock,
+    once for the session."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_on: RunOn) -> None:
+        self.run_on = run_on
         self.lines: list[tuple[str, str, str]] = []
+        self.ran_on: list[tuple[bool, float]] = []
+        self.took = [0.0, 0.0]
+        self.short = 0      # tests that ran within 4 budgets, the allowance spent
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":
-            self.lines += [(report.nodeid, report.outcome, str(value))
-                           for key, value in report.user_properties if key == PROPERTY]
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == PROPERTY:
+                self.lines.append((report.nodeid, report.outcome, str(value)))
+            elif key == RAN_ON:
+                how, seconds = str(value).split()
+                if how == "short":
+                    self.short += 1
+                else:
+                    self.ran_on.append((how == "decided", float(seconds)))
+            elif key == TOOK:
+                wall, own = (float(x) for x in str(value).split())
+                self.took = [self.took[0] + wall, self.took[1] + own]
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.lines:
-            terminalreporter.section("harness")
-            for nodeid, outcome, text in self.lines:
-                terminalreporter.write_line(f"{outcome.upper()} {nodeid}: {text}")
+        if not self.lines:
+            return
+        terminalreporter.section("harness")
+        for nodeid, outcome, text in self.lines:
+            terminalreporter.write_line(f"{outcome.upper()} {nodeid}: {text}")
+        for line in summary_lines(self.ran_on, self.took, self.run_on, self.short):
+            terminalreporter.write_line(line)
+
+
+def summary_lines(ran_on: list[tuple[bool, float]], took: list[float], run_on: RunOn,
+                  short: int = 0) -> list[str]:
+    """The session's lines: the tests that ran on past an undecided first run (how many
+    it decided, what they took, within what), and where the host stretched the marked
+    tests' wall clock, by how much."""
+    out = []
+    if ran_on:
+        decided = sum(1 for d, _ in ran_on if d)
+        seconds = sum(s for _, s in ran_on)
+        out.append(
+            f"harness: {len(ran_on)} test(s) ran on past an undecided first run, "
+            f"{decided} decided, {len(ran_on) - decided} still undecided: {seconds:.1f} s "
+            f"past their first runs (each within {run_on.overrun:g}x its budget, "
+            f"--harness-overrun; {_said(run_on.allowance)} a session, --harness-allowance)")
+    if short:
+        out.append(f"harness: the allowance was spent: {short} later test(s) ran "
+                   "within 4 budgets (--harness-allowance raises it)")
+    wall, own = took
+    if own > 0 and wall > 1.5 * own and wall - own > 1.0:
+        out.append(f"harness: host busy: the marked tests' calls took {wall:.1f} s of wall "
+                   f"clock for {own:.1f} s of their own time ({wall / own:.1f}x); budgets "
+                   "count their own time, so the session took longer")
+    return out
+
+
+def _said(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g} s"

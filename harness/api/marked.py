@@ -26,8 +26,9 @@ from harness.api.scenario import unreachable
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
 from harness.protocol.tracebacks import frames
+from harness.pytest_plugin import RUNNING_ON, RunOn
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
-from harness.pytestnames import LEAKS, PROPERTY, SAVED_DIR, TIME
+from harness.pytestnames import LEAKS, PROPERTY, RAN_ON, SAVED_DIR, TIME, TOOK
 from harness.result.model import AgentError
 from harness.runtimes.base import AGENT_DIR
 from harness.runtimes.process import forkserver
@@ -63,6 +64,14 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         save, compare, note = _saved(item)
         # A time check measures its whole budget, saved or compared or neither.
         settings = dict(whole_budget(settings, iterations, True, None))
+    seconds = parse_duration(budget) if budget is not None else None
+    run_on = item.config.stash.get(RUNNING_ON, None)
+    if seconds is not None and "overrun" not in settings and run_on is not None:
+        overrun = run_on.overrun_for(seconds)
+        if overrun is None:
+            item.user_properties.append((RAN_ON, "short 0"))
+        else:
+            settings = {**settings, "overrun": overrun}
     got = problem = None
     try:
         got = check(fn, kwargs=kwargs, budget=budget, iterations=iterations,
@@ -71,6 +80,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
         problem = as_marker(str(exc), marks[-1].name if marks else "harness_leaks")
     if got is None:     # failed outside the except: no "during handling" chain is shown
         _fail(f"harness: {item.name}: {problem}")
+    _ran_on(item, got, run_on)
     _outcome(got.result.end.error)
     once = _runs_once(got)
     if once is not None:
@@ -82,6 +92,22 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
               f"would, and nothing was measured{ONCE_FIX}")
         return
     _verdict(item, got, marks, note)
+
+
+def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:
+    """What the test's runs past its first took, spent from the session's allowance and
+    kept for the summary (`pytest_plugin.summary_lines`), with its calls' wall and own
+    seconds (a busy host is said once for the session)."""
+    if got.took is not None:
+        item.user_properties.append((TOOK, f"{got.took[0]:.3f} {got.took[1]:.3f}"))
+    again = got.result.attempts[1:]
+    if not again:
+        return
+    extra = sum(a.seconds for a in again)
+    if run_on is not None:
+        run_on.spent += extra
+    how = "undecided" if got.verdict in UNDECIDED else "decided"
+    item.user_properties.append((RAN_ON, f"{how} {extra:.3f}"))
 
 
 def ahead(items: Sequence[pytest.Item]) -> None:
@@ -164,9 +190,11 @@ def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
 def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
              note: str) -> None:
     """The test's end from its verdict: passed (said), passed with a warning
-    (undecided), or failed with its words."""
+    (undecided), or failed with its words. A busy host is said at a test only where it
+    did not pass (its verdict's context); the session's summary says it once."""
+    busy = got.busy if not got.ok else ""
     text = marker_words(str(got), got.verdict not in UNDECIDED) + "".join(
-        f"; {more}" for more in (note, got.busy) if more)
+        f"; {more}" for more in (note, busy) if more)
     if got.floor is not None:
         item.user_properties.append(("harness_floor_bytes_per_call", round(got.floor, 1)))
     item.user_properties.append((PROPERTY, text))

@@ -190,6 +190,7 @@ class Attempt:
     reason: str
     iterations: int
     rerun: str = ""       # the re-run rule that fired after it (`runrules.RERUN_RULES`)
+    seconds: float = 0.0  # the run's wall seconds (0: not recorded)
 
 
 @dataclass(frozen=True, slots=True)

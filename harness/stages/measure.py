@@ -97,7 +97,8 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
             # The engine went away (restart, lost connection): once more, then record.
             retried = True
             run.engine_retries += 1
-            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
+            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations,
+                                        seconds=round(ran.run_s, 3)))
             ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
             continue
         t_an = time.monotonic()
@@ -117,7 +118,8 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         seen = seen or (facts is not None and bool(facts.slowdown) and not facts.busy)
         run.analyse_s = time.monotonic() - t_an
         run.attempts.append(Attempt(run.verdict.verdict, run.verdict.reason,
-                                    cell.settings.agent_iterations))
+                                    cell.settings.agent_iterations,
+                                    seconds=round(ran.run_s, 3)))
         if not _longer(ctx, run, spent, lambda: decided(False, False)):
             return
 
