@@ -160,6 +160,12 @@ BUSY_HOST = "busy-host"
 # The rule that leaves a cell undecided because a wall-clock deadline ended its run while
 # the host took most of its time (read by the re-run rules and the sweep's last line).
 TIMEOUT_BUSY = "timeout-busy"
+# The rule that leaves growth a cache still filling could explain undecided (read by
+# `stages.measure`: a short run's next makes `short_calls` calls at least).
+FILLING = "filling"
+# The rule that leaves a leak its budget cut short of `short_calls` undecided (read by
+# `stages.measure`: at its `overrun` bound it stays undecided, never a leak).
+SHORT = "short"
 # The rule that asks a first attempt's slowdown to last through a run twice as long (read
 # by `stages.measure` where the `overrun` bound leaves no room for that run).
 RISING = "rising"
@@ -211,11 +217,12 @@ RULES: tuple[Rule[Evidence], ...] = (
          "cell may run again: the rest of the budget could show the growth level off; "
          "it runs again with its cap raised to what the budget holds", (),
          lambda ev: _leak(ev) if ev.facts.capped else None),
-    Rule("short", "ambiguous", "a carrier leaks (rule `leak`) by less than "
+    Rule(SHORT, "ambiguous", "a carrier leaks (rule `leak`) by less than "
          "`leak_large_bytes`, but the run's time budget ended it after fewer than "
          "`short_calls` calls (its steps are slow), and the cell may run again: a cache of "
          "as many entries as it made calls fills like a leak for all of them; it runs "
-         "again until it has made `short_calls` calls (its cap, if lower)",
+         "again until it has made `short_calls` calls (its cap, if lower); where its "
+         "`overrun` bound leaves no room for that run it stays undecided, never a leak",
          ("short_calls", "leak_large_bytes"),
          lambda ev: _leak(ev) if ev.facts.short else None),
     Rule("leak", "leak", "every source of a carrier (heap; USS with RSS; GPU; framework "
@@ -241,10 +248,11 @@ RULES: tuple[Rule[Evidence], ...] = (
          "speed, did not), and no busy host explains it",
          ("alpha", "min_ratio", "step_floor_s", "step_window"),
          lambda ev: "steps" if _slowed(ev) else None),
-    Rule("filling", "ambiguous", "a carrier's growth passes a leak rule, but a saturating "
+    Rule(FILLING, "ambiguous", "a carrier's growth passes a leak rule, but a saturating "
          "fill no larger than `fill_share` of its level (at most `fill_bytes`) fits it, or "
          "it fell at once by a quarter of its rise (a cache that evicts in bursts): a leak "
-         "or a cache still filling; the cell runs again 4x longer",
+         "or a cache still filling; the cell runs again 4x longer (a budgeted run that made "
+         "fewer than `short_calls` calls, until it makes them at least)",
          ("fill_share", "fill_bytes"), filling_carrier, memory=True),
     Rule(BUSY_HOST, "ambiguous", "late steps are slower, but the rise in run-queue delay "
          "or throttling per step accounts for `contention_share` of it and CPU time per "

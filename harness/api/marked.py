@@ -12,6 +12,8 @@ import inspect
 import os
 import pickle
 import re
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -81,6 +83,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
     if got is None:     # failed outside the except: no "during handling" chain is shown
         _fail(f"harness: {item.name}: {problem}")
     _ran_on(item, got, run_on)
+    _warnings_shown(got)
     _outcome(got.result.end.error)
     once = _runs_once(got)
     if once is not None:
@@ -92,6 +95,27 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
               f"would, and nothing was measured{ONCE_FIX}")
         return
     _verdict(item, got, marks, note)
+
+
+def _warnings_shown(got: Checked) -> None:
+    """The warnings the test's calls showed in its child process (the scenario's
+    `info`), raised again here at their own file and line, so pytest's warnings summary
+    lists them as it would without the marker."""
+    info = got.result.end.info or {}
+    shown = info.get("warnings")
+    for entry in shown if isinstance(shown, list) else ():
+        if not (isinstance(entry, list) and len(entry) == 5):
+            continue
+        module, name, text, filename, lineno = entry
+        warnings.warn_explicit(str(text), _category(str(module), str(name)), str(filename),
+                               lineno if isinstance(lineno, int) else 0)
+
+
+def _category(module: str, name: str) -> type[Warning]:
+    """The warning's class by its module and name, where this process has it; else
+    UserWarning."""
+    found = getattr(sys.modules.get(module), name, None) if "." not in name else None
+    return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
 
 
 def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:

@@ -186,14 +186,32 @@ def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
 # Both scenario files end alike: setup(params) and step(state) calling the user's, and
 # teardown(state) closing the arguments made for every call (`_TEARDOWN`).
 _CALLS = '''
+import warnings as _warnings
+
+# The warnings the calls show (the first 20), for the pytest plugin to raise again in
+# pytest's process: a suite's own warnings reach its summary (`info`).
+_SHOWN = []
+
+
+def _shown(message, category, filename, lineno, file=None, line=None,
+           _was=_warnings.showwarning):
+    if len(_SHOWN) < 20:
+        _SHOWN.append([category.__module__, category.__qualname__, str(message),
+                       filename, lineno])
+    _was(message, category, filename, lineno, file, line)
 
 
 def setup(params):
+    _warnings.showwarning = _shown
 {setup_body}
 
 
 def step(state):
 {step_body}
+
+
+def info(state):
+    return {{"warnings": _SHOWN}}
 {teardown}'''
 _TEARDOWN = "\n\ndef teardown(state):\n    state.close()\n"
 

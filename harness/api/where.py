@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import linecache
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.analysis.outcomes import host_took
-from harness.analysis.where import MIN_RATE, named_above, summary
+from harness.analysis.where import MIN_RATE, named_above, one_time, summary
 from harness.analysis.whererecord import Where
 from harness.explain.plan import (
     MEMORY_CALLS,
@@ -52,6 +53,9 @@ SITE_BYTES = MIN_RATE * MEMORY_CALLS
 # How the one line begins where no line is named (its reason follows).
 NO_LINE = "heap: no line named: "
 WHERE_CALLS_MAX = 200_000
+# A site named grows at most this many times the leak's own rate (the heap's, from the
+# measured run): one faster is a one-time allocation a short run divides by few calls.
+MOST_OVER = 1.5
 
 
 def within(cell: Cell, per_call: float, budget: float, deadline: float | None = None,
@@ -129,8 +133,17 @@ def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tup
         return linecache.getline(path, line).strip() or None if file == name else None
 
     least = max(1.0, min(MIN_RATE, SITE_BYTES / max(found.calls, 1)))
+    heap = result.memory.get("heap")
+    most = MOST_OVER * heap.slope if heap is not None and heap.slope > 0 else math.inf
+
+    def keep(key: str, rate: float) -> bool:
+        # the test's own line, not the plugin's wrapper around it; not a one-time read
+        # (linecache, an import); not above the leak's own rate (what a short run makes
+        # of a one-time allocation)
+        return key.startswith(f"{name}:") and not one_time(key) and rate <= most
+
     lines = tuple(text for text in summary(found, name, source, floors=floors(result),
-                                           least=least) if " at " in text)
+                                           least=least, keep=keep) if " at " in text)
     if lines:
         return lines
     above = named_above("heap", floors(result), least)
