@@ -43,13 +43,23 @@ imported in it, once they are collected, before the first test's clock
 
 from __future__ import annotations
 
-import math
 import unicodedata
-from dataclasses import dataclass
 
 import pytest
 
-from harness.pytestnames import ALLOWANCE, LEAKS, OVERRUN, PROPERTY, RAN_ON, SAVED_DIR, TIME, TOOK
+from harness.pytestnames import (
+    ALLOWANCE,
+    LEAKS,
+    OVERRUN,
+    PROPERTY,
+    RAN_ON,
+    RUNNING_ON,
+    SAVED_DIR,
+    TIME,
+    TOOK,
+    RunOn,
+    duration_seconds,
+)
 
 
 def _is_name(name: str) -> bool:
@@ -104,27 +114,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Summary(config.stash[RUNNING_ON]), "harness-summary")
 
 
-@dataclass
-class RunOn:
-    """How far the session's undecided tests may run on (`--harness-overrun`,
-    `--harness-allowance`) and what they have spent of it."""
-
-    overrun: int            # budgets a test takes in all, its runs again included
-    allowance: float        # seconds past their first runs, the session's tests together
-    spent: float = 0.0
-
-    def overrun_for(self, budget: float) -> int | None:
-        """The `overrun` a test of `budget` seconds runs under: the session's, less what
-        would pass the allowance left; None once that leaves no more than the check's
-        own 4 budgets."""
-        left = self.allowance - self.spent
-        most = min(self.overrun, int(1.0 + left / budget)) if budget > 0 else self.overrun
-        return most if most > 4 else None
-
-
-RUNNING_ON = pytest.StashKey[RunOn]()
-
-
 def _running_on(config: pytest.Config) -> RunOn:
     """The session's `RunOn`, from the options (else the ini keys), checked."""
     overrun = config.getoption("harness_overrun") or config.getini("harness_overrun")
@@ -137,28 +126,12 @@ def _running_on(config: pytest.Config) -> RunOn:
         raise pytest.UsageError(f"--harness-overrun {overrun!r}: the budgets a test may "
                                 "take in all, its runs again included: a whole number, 2 or "
                                 "more, e.g. --harness-overrun 16")
-    seconds = _seconds(str(allowance))
+    seconds = duration_seconds(str(allowance))
     if seconds is None:
         raise pytest.UsageError(f"--harness-allowance {allowance!r}: a duration, e.g. "
                                 "--harness-allowance 5m, 90s or 0 (no test runs on past 4 "
                                 "budgets)")
     return RunOn(times, seconds)
-
-
-def _seconds(text: str) -> float | None:
-    """"5m", "90s", "500ms", "1h" or a number of seconds; None where it is none."""
-    units = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
-    for unit, scale in units:
-        if text.endswith(unit) and not (unit == "s" and text.endswith("ms")):
-            text, factor = text[: -len(unit)], scale
-            break
-    else:
-        factor = 1.0
-    try:
-        value = float(text) * factor
-    except ValueError:
-        return None
-    return value if value >= 0 and math.isfinite(value) else None
 
 
 def _known_compare(config: pytest.Config) -> None:

@@ -350,3 +350,11 @@ def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) ->
         return early * n + (late - early) * n * n / (2 * ran)
 
     return measured_s * model(calls) / model(ran)
+
+
+def fill_calls(cfg: AnalysisConfig, rule: str, ran: int, cap: int) -> int:
+    """The calls a budgeted run again of growth a filling cache could explain (rule
+    `filling`) makes at least where its run made fewer than `short_calls`: those that
+    rule `short` would ask next, asked now (one run again, not two; its cap at most);
+    0 for any other."""
+    return min(cfg.short_calls, cap) if rule == "filling" and ran < cfg.short_calls else 0

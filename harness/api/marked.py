@@ -28,9 +28,8 @@ from harness.api.scenario import unreachable
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
 from harness.protocol.tracebacks import frames
-from harness.pytest_plugin import RUNNING_ON, RunOn
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
-from harness.pytestnames import LEAKS, PROPERTY, RAN_ON, SAVED_DIR, TIME, TOOK
+from harness.pytestnames import LEAKS, PROPERTY, RAN_ON, RUNNING_ON, SAVED_DIR, TIME, TOOK, RunOn
 from harness.result.model import AgentError
 from harness.runtimes.base import AGENT_DIR
 from harness.runtimes.process import forkserver

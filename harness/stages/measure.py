@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
-from harness.analysis.rules import BUSY_HOST, FILLING, SHORT, TIMEOUT_BUSY
+from harness.analysis.rules import BUSY_HOST, SHORT, TIMEOUT_BUSY
 from harness.analysis.runrules import (
     CALLS,
     LONGER,
     SAME,
     STANDS,
     RerunEvidence,
+    fill_calls,
     reach_s,
     rerun_rule,
 )
@@ -97,8 +98,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
             # The engine went away (restart, lost connection): once more, then record.
             retried = True
             run.engine_retries += 1
-            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations,
-                                        seconds=round(ran.run_s, 3)))
+            run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
             ctx.progress(f"{run.cell.id}: {ran.ended.error}; retrying once")
             continue
         t_an = time.monotonic()
@@ -181,12 +181,8 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
     run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
     cid = run.cell.id
     if rule.id == "rerun-overrun":
-        # As if its repeats were spent: what it read stands, said with why it was not run
-        # again; but not a leak its budget cut short of the calls that tell one from a
-        # cache (rule `short`): a cache of as many entries as the calls fills like a leak
-        # for all of them, and growth that never had the length to level off is no
-        # evidence of a leak (issue 86: an LRU of 1,024 entries, ~2,000 calls from
-        # levelling off, failed a marked test as a leak)
+        # What it read stands, said with why it was not run again; a leak cut short of the
+        # calls that tell it from a cache (rule `short`) stays undecided (issue 86)
         final = verdict if verdict.rule == SHORT else last()
         said = too_short(ctx, run, spent) if final.verdict in RUN_LONGER else unrun(run)
         run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
@@ -245,10 +241,7 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
                      run.run_s, f"for up to {cap:,} calls in {budget:.3g} s")
     if kind == CALLS:
         calls = max(facts.budget_calls, asks)
-        # in the cell's own time, as the `overrun` bound counts it: a busy host's wall
-        # clock (4.3 ms a call for 2.3 ms of its own) left a leak's run for its 2,000
-        # calls unrun within 16 budgets it had room for
-        own = run.run_s - _given_back(run.series)
+        own = run.run_s - _given_back(run.series)   # as the `overrun` bound counts it
         return _Next(dataclasses.replace(s, budget_calls=calls,
                                          max_iterations=max(s.max_iterations, calls)),
                      f"{calls:,} calls", own + _measured_s(run) * (calls / ran - 1),
@@ -260,10 +253,8 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     # that slow as the run goes (a leak each call walks: 3,105 calls in 5 s, then 4,500
     # in 10 s, not the 12,420 its growth asked) or a busy host would make fewer in the
     # longer budget, and leave the question as it was
-    at_least = max(s.budget_calls or 0, asks) or None
-    if verdict.rule == FILLING and ran < ctx.cfg.short_calls:
-        # the calls rule `short` would ask next, asked now: one run again, not two
-        at_least = max(at_least or 0, min(ctx.cfg.short_calls, cap))
+    at_least = max(s.budget_calls or 0, asks,
+                   fill_calls(ctx.cfg, verdict.rule, ran, cap)) or None
     measured = _measured_s(run)
     seconds = (max(longer_s, reach_s(verdict.steps, ran, measured, at_least or 0))
                + max(0.0, run.run_s - measured))

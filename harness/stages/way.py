@@ -12,6 +12,7 @@ until the baseline has run (maybe in another lane). Nothing here writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -69,11 +70,25 @@ class Rows:
         return [], [Job(cell, measured, self.cells[base_id], base_result)]
 
     def flush(self) -> list[CellResult]:
-        """The cells still waiting for a baseline that did not run, uncompared."""
+        """The cells still waiting for a baseline that did not run, uncompared, said so."""
         with self.lock:
-            held = [m.result for waiting in self.waiting.values() for _, m in waiting]
+            held = [not_compared(m.result, self.cells[base].image.label, "did not run")
+                    for base, waiting in self.waiting.items() for _, m in waiting]
             self.waiting.clear()
         return held
+
+
+def not_compared(res: CellResult, base: str, why: str) -> CellResult:
+    """A cell whose row's baseline gave nothing to compare with, its words saying so and
+    what would compare it (issue 87: "vs baseline: pending", then nothing)."""
+    said = (f"not compared: the baseline {base} {why}; `baseline: <image>` in the "
+            "matrix compares the row with another image")
+    return dataclasses.replace(res, reason=f"{res.reason}; {said}" if res.reason else said)
+
+
+# The words of a baseline's verdict that leaves nothing to compare with.
+_WHY = {"crash": "crashed", "unavailable": "was unavailable", "timeout": "timed out",
+        "oom": "ran out of memory", "not-applicable": "cannot run here"}
 
 
 def run_plan(ctx: Context, out: CellResult | RoundsPlan) -> CellResult:
@@ -89,10 +104,15 @@ def settle(ctx: Context, job: Job) -> CellResult:
     baseline's samples read once, here), its rounds run, decided; said in one line.
     Nothing is written here."""
     res, base_result = job.measured.result, job.base_result
-    if base_result.verdict not in COMPARED_WITH or res.verdict == UNAVAILABLE:
-        # a baseline with nothing to compare with, or a cell that could not be had: it
-        # stands as it ran
-        return res
+    if res.verdict == UNAVAILABLE:
+        return res      # a cell that could not be had stands as it ran
+    if base_result.verdict not in COMPARED_WITH:
+        # a baseline with nothing to compare with: it stands as it ran, said so
+        why = _WHY.get(base_result.verdict, f"ended {base_result.verdict}")
+        out = not_compared(res, job.base.image.label, why)
+        ctx.progress(f"{job.cell.id}: not compared: the baseline {job.base.image.label} "
+                     f"{why}")
+        return out
     out = run_plan(ctx, against_row(ctx.cfg, job.cell, job.measured, job.base, base_result,
                                     ctx.series(job.base.id) or no_samples(),
                                     job.base.image.label))

@@ -375,9 +375,11 @@ def test_a_busy_host_under_iterations_runs_the_same_length_again(tmp_path: Path)
 
     def behave(cell: Any) -> Behaviour:
         got.append(cell.settings.agent_iterations)
-        # the first run: late steps slower, the rise all run-queue delay (a busy host)
-        return (Behaviour(slowdown_per_iter=2e-5, rq_share=0.9, cpu_s=0.001) if len(got) == 1
-                else Behaviour())
+        # the first run: late steps slower, the rise all run-queue delay (a busy host);
+        # its CPU time per step (1 ms) within what the wait leaves of each (a tenth of
+        # 10-14 ms), as a real host's is
+        return (Behaviour(step_s=0.01, slowdown_per_iter=2e-5, rq_share=0.9, cpu_s=0.001)
+                if len(got) == 1 else Behaviour())
 
     def asked(cells: list[Any]) -> list[Any]:
         return [c.with_settings(dataclasses.replace(c.settings, asked_calls=200))

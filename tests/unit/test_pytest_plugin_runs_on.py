@@ -26,7 +26,8 @@ import re
 import pytest
 from pluginkit import run_plugin
 
-from harness.pytest_plugin import RunOn, summary_lines
+from harness.pytest_plugin import summary_lines
+from harness.pytestnames import RunOn
 
 pytest_plugins = ["pytester"]
 
