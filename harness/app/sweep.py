@@ -4,9 +4,10 @@ options that ask), every report written, the exit code; `cli.sweep` parses and p
 
 from __future__ import annotations
 
+import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,6 +103,7 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
                          "history and compare read them as this one's runs\n  fix: "
                          f"give {asked.matrix.name} a name: of its own")
             live = progress_for(asked.quiet, store.samples_path)
+            before = prior_meta(store.root) if resume else None
             try:
                 outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
                     cells, bool(resume))
@@ -122,17 +124,44 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
             prefetch.join()   # the reporters were imported while the cells ran
             report, paths = reported(outcome, planned, store, {
                 "matrix": str(asked.matrix), "runtime": runtime.name, "started": started,
-                "baseline": matrix.baseline}, matrix.name)
+                "baseline": matrix.baseline}, matrix.name, before)
     return report, store.root, paths
 
 
+def prior_meta(root: Path) -> dict[str, JSON]:
+    """What the earlier part of a resumed sweep said of itself (its results.json's meta:
+    started, seconds, ran, reused); {} where it wrote none (stopped before its end)."""
+    try:
+        data = json.loads((root / "results.json").read_bytes())
+    except (OSError, ValueError):
+        return {}
+    meta = data.get("meta") if isinstance(data, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _number(meta: Mapping[str, JSON], key: str) -> float | None:
+    value = meta.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
 def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStore,
-             meta: dict[str, JSON], name: str) -> tuple[Report, list[Path]]:
+             meta: dict[str, JSON], name: str, before: dict[str, JSON] | None = None
+             ) -> tuple[Report, list[Path]]:
     """The sweep's report model (its meta: `meta` and how the cells went), every report
-    file written into the results directory."""
-    report = reports.Report.from_results(name, outcome.results, {
-        **meta, "seconds": round(outcome.seconds, 3), "ran": outcome.ran,
-        "reused": outcome.reused}, store.root, outcome.series, planned)
+    file written into the results directory. A resumed one (`before`: its earlier part's
+    meta, `prior_meta`) is the whole sweep's: started at its first start, resumed now,
+    its seconds the parts' sum, the cells its earlier parts finished counted as ran (this
+    part reused them from its own directory), not as reused from elsewhere."""
+    counts: dict[str, JSON] = {"seconds": round(outcome.seconds, 3), "ran": outcome.ran,
+                               "reused": outcome.reused}
+    if before is not None:
+        counts = {
+            "seconds": round(outcome.seconds + (_number(before, "seconds") or 0.0), 3),
+            "ran": outcome.ran + outcome.reused, "reused": 0}
+        meta = {**meta, "started": begun_of(store.root), "resumed": meta.get("started")}
+    report = reports.Report.from_results(name, outcome.results, {**meta, **counts},
+                                         store.root, outcome.series, planned)
     return report, reports.write_all(store, report)
 
 

@@ -115,7 +115,7 @@ def meta_items(meta: Mapping[str, JSON]) -> list[tuple[str, str]]:
     """The run's facts in words: a date, not an epoch; no 'baseline: None'."""
     out: list[tuple[str, str]] = []
     for key, value in sorted(meta.items()):
-        if key == "started" and isinstance(value, int | float):
+        if key in ("started", "resumed") and isinstance(value, int | float):
             value = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(value))
         elif key == "seconds" and isinstance(value, int | float):
             key, value = "took", human_seconds(float(value))
