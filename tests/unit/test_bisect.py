@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import math
 import shlex
 from collections.abc import Callable
@@ -237,6 +239,27 @@ def test_cli_bisect_reuses_an_earlier_sweep(tmp_path: Path, fake_cli: list[FakeR
     assert "endpoint v00 [1/12, cached]: ok" in out and "endpoint v11 [12/12, cached]" in out
     assert "v00.gpu0.loop" not in fake_cli[0].runs and "v11.gpu0.loop" not in fake_cli[0].runs
     assert "gpu0.loop: first bad: v05 (last good: v04)" in out
+
+
+def test_cli_bisect_reuses_the_newest_sweep_of_its_matrix_file_unasked(
+        tmp_path: Path, fake_cli: list[FakeRuntime], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 87 item 7: right after a sweep of the same matrix, into the same reports
+    folder, a bisect reuses its cells whose run keys hold, and says where from (before:
+    `4 cell run(s), 0 reused`)."""
+    # GIVEN a sweep of the matrix that ran the endpoints of row gpu0.loop
+    matrix = make_matrix(tmp_path, 12)
+    store = sweepkit.sweep_matrix(matrix, leaks_from(5), out=tmp_path / "r", plan=True,
+                                  cells=lambda _: [c for c in row(matrix)
+                                                   if c.image.index in (0, 11)]).store
+    # WHEN bisecting with no --reuse THEN the endpoints are not run again, said
+    assert main(["bisect", str(tmp_path / "m.yaml"), "--gpu", "0", "--out",
+                 str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    assert f"reusing the finished cells of the newest sweep of m.yaml whose run keys " \
+           f"hold: {store.root}" in out, out
+    assert "endpoint v00 [1/12, cached]: ok" in out and "endpoint v11 [12/12, cached]" in out
+    assert "v00.gpu0.loop" not in fake_cli[0].runs and "v11.gpu0.loop" not in fake_cli[0].runs
+    assert re.search(r"\d+ cell run\(s\), \d+ reused \(2 from ", out), out
 
 
 def test_cli_bisect_good_bad_narrow_the_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
