@@ -289,9 +289,15 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          lambda ev: "repeats" if ev.spent else None),
     Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
          (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-crowded-past", STANDS, "a wall-clock deadline ended it while the host took "
+         "most of its time (rule `timeout-busy`), and at that run's pace the same run "
+         "again would pass the cell's timeout too: said, with the timeout that would let "
+         "it finish", (), lambda ev: SAME if ev.crowded and ev.seconds(SAME) > ev.timeout
+         else None),
     Rule("rerun-crowded", AGAIN, "a wall-clock deadline ended it while the host took "
          "most of its time (rule `timeout-busy`): the same run again (a longer one would "
-         "pass the deadline too), where anything is left of its `overrun` bound", (),
+         "pass the deadline too), where it fits the timeout at that run's pace and "
+         "anything is left of its `overrun` bound", (),
          lambda ev: SAME if ev.crowded and ev.left > 0 else None),
     Rule("rerun-busy", AGAIN, "its length was asked on the command line (`--iterations "
          "N`) and a busy host alone left it undecided (rule `busy-host`): the same run "

@@ -193,6 +193,15 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: --iterations "
                      f"{run.cell.settings.asked_calls} bounds every run of it; raise it, or "
                      "leave it out, to let it decide")
+    if rule.id == "rerun-crowded-past":
+        said = (f"not run again: {plan(SAME).what} would take about "
+                + (f"{plan(SAME).seconds:.0f} s at this run's pace" if math.isfinite(
+                    plan(SAME).seconds) else "as long: it measured no call")
+                + f", past its timeout ({s.timeout:.0f} s); raise `timeout:`, or run it on "
+                "a quieter host")
+        run.verdict = dataclasses.replace(verdict, reason=f"{verdict.reason}; {said}")
+        run.attempts[-1] = dataclasses.replace(run.attempts[-1], reason=run.verdict.reason)
+        ctx.progress(f"{cid}: ambiguous ({verdict.reason}); {said}")
     if rule.id == "rerun-timeout":
         ctx.progress(f"{cid}: ambiguous ({verdict.reason}); not run again: "
                      f"{plan(named).what} would take about {plan(named).seconds:.0f} s, "
@@ -223,8 +232,7 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     asks = verdict.rerun or 0
     least = decidable_iterations(s, ctx.cfg)
     if kind == SAME:
-        return _Next(s, f"{s.agent_iterations} iterations", run.run_s,
-                     f"with the same {s.agent_iterations} iterations (the host was busy)")
+        return _same(run, s)
     if kind == LONGER:
         calls = max(asks or s.agent_iterations * 2, least)
         longer = (dataclasses.replace(s, iterations=calls) if s.max_iterations is None
@@ -262,6 +270,27 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
                                      budget_calls=at_least),
                  f"a budget of {longer_s:.0f} s", seconds,
                  f"for {longer_s:.3g} s" + (f", {at_least:,} calls at least" if at_least else ""))
+
+
+def _same(run: CellRun, s: RunSettings) -> _Next:
+    """The same run again, and what it would take at this run's wall-clock pace: the
+    calls its budget holds at its own pace (or its fixed calls), not its cap; inf where
+    it measured no call (issue 87: "the same 1000000 iterations", killed at its timeout
+    twice more)."""
+    made = _calls(run)
+    phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
+    wall = float(phases.get("measure") or run.run_s)
+    own = _measured_s(run)
+    if s.run_budget is not None:
+        calls = int(s.run_budget / (own / made)) if made and own > 0 else 0
+        what = f"its {s.run_budget:g} s budget again" + (f", about {calls:,} calls"
+                                                          if calls else "")
+    else:
+        calls = s.agent_iterations
+        what = f"the same {calls:,} calls"
+    seconds = (max(0.0, run.run_s - wall) + calls * wall / made) if made and wall > 0 \
+        else math.inf
+    return _Next(s, what, seconds, f"with {what} (the host was busy)")
 
 
 def _within(run: CellRun, nxt: _Next, left: float) -> _Next:

@@ -343,9 +343,6 @@ def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
 # Each rule is a function over a tree of files (so a test below can break it in a
 # scratch tree and see it found) and a test over this repository.
 COMMAND_LINES = 40      # a command parses, calls the layer below and renders
-MODULE_LINES = 400
-# Modules over MODULE_LINES that another branch splits (the entry fails the test once
-# the module is short enough: then it goes).
 SPAWNER = "harness.runtimes.process"
 # Inside the cell, the agent's safety stop forks its watchdog, and the fork server forks
 # each run of `harness.check` (the agent runs apart from the host's modules, stdlib only).
@@ -398,15 +395,6 @@ def unchecked_commands(root: Path) -> list[str]:
             faults.append(f"{where} does not call options.check({f.args.args[0].arg}) first")
     return faults
 
-
-def long_modules(root: Path, limit: int = MODULE_LINES) -> list[str]:
-    """Modules of harness/ over `limit` lines."""
-    out = []
-    for path in sorted((root / "harness").rglob("*.py")):
-        n = len(path.read_text(encoding="utf-8").splitlines())
-        if n > limit:
-            out.append(f"{path.relative_to(root)}: {n} lines (at most {limit}: split it)")
-    return out
 
 
 # An answer's command (cli/<command>.py) parses, calls its folder's `app` and prints,
@@ -504,10 +492,6 @@ def test_every_command_checks_the_shared_options_first() -> None:
     assert "checked by `options.check`, which every command's `run` calls first" in text
 
 
-def test_no_module_is_long() -> None:
-    assert long_modules(ROOT) == []
-
-
 def test_only_dockers_modules_import_docker() -> None:
     assert docker_importers(ROOT) == []
     text = said()
@@ -544,7 +528,6 @@ def test_a_long_or_unchecked_command_is_found(tmp_path: Path) -> None:
         "harness/cli/long.py:go is 42 lines (at most 40: move the work to a function)"]
     assert unchecked_commands(root) == [
         "harness/cli/late.py:run does not call options.check(args) first"]
-    assert [f.split(":")[0] for f in long_modules(root, limit=10)] == ["harness/cli/long.py"]
 
 
 def test_a_stray_docker_import_or_spawn_is_found(tmp_path: Path) -> None:

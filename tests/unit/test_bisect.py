@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import math
+import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
