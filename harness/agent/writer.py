@@ -268,11 +268,12 @@ def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
         now = time.monotonic()
         if sampler.steps_done != calls or sampler.phase not in ("warmup", "measure"):
             calls, since = sampler.steps_done, now
-        elif calls > 0 and not stop.is_set() and (
-                (call_timeout > 0 and now - since >= call_timeout)
+        elif calls >= 0 and not stop.is_set() and (
+                (calls > 0 and call_timeout > 0 and now - since >= call_timeout)
                 or (deadline > 0 and now - born >= DEADLINE_SHARE * deadline
                     and now - since >= 1.0)):
-            # (Not the first call: it may build a graph or JIT-compile every kernel.)
+            # (The first call only at the deadline: it may build a graph or JIT-compile
+            # every kernel; but a first call that hangs says where, as a later one does.)
             call_stuck(sampler, calls + 1, now - since)
 
 

@@ -138,11 +138,21 @@ class _Session:
         s = self.cell.settings
         self.sweep.progress(f"{self.cell.id}: running (" + (
             f"{s.iterations} calls" if s.run_budget is None else
-            f"for {s.run_budget:g} s, at most {s.agent_iterations:,} calls, early stop") + ")")
+            f"for {s.run_budget:g} s, at most {s.agent_iterations:,} calls, early stop")
+            + f"); {_hang_said(s.timeout)}")
         measured = self.sweep.run_cell(self.cell)
         if self.sweep.store.durable:    # kept (`out=`); else `Checked` holds it
             self.sweep.store.write_cell(measured.result)
         return measured
+
+
+def _hang_said(timeout: float) -> str:
+    """When a call that does not return ends a run, in words: the agent's call timeout,
+    and the first call's (it may compile: it ends only as the deadline nears)."""
+    later, first = min(CALL_TIMEOUT_S, 0.9 * timeout), 0.9 * timeout
+    return (f"a call that does not return in {later:g} s" + (
+        f" (the first in {first:g} s)" if first > later else "")
+        + " ends the run, saying where it waits")
 
 
 @contextlib.contextmanager
