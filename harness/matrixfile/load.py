@@ -58,7 +58,15 @@ def load(path: str | Path) -> Matrix:
         SpecError: anything wrong in the file, or the file cannot be read.
     """
     file = Path(path)
-    return parse(read_text(file, "pass the path of a matrix YAML file"), file)
+    text = read_text(file, "pass the path of a matrix YAML file")
+    if file.suffix == ".py":
+        # a scenario where a matrix belongs: "not valid YAML" would leave the user there
+        raise SpecError(str(file), "", None, "a Python file, where a matrix YAML file "
+                        "belongs: a matrix names the images and the scenarios to run",
+                        f"write one beside it, e.g. m.yaml: `matrix: {{image: [python3], "
+                        f"scenario: [{file.name}]}}`, then `harness sweep m.yaml` (or call "
+                        "it from Python: harness.check(step))")
+    return parse(text, file)
 
 
 def load_copy(copy: Path, original: Path) -> Matrix:
