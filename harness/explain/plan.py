@@ -11,6 +11,7 @@ benchmarks/attribution_overhead.py).
 from __future__ import annotations
 
 import dataclasses
+import json
 import linecache
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -30,9 +31,10 @@ from harness.matrixfile.model import (
     Matrix,
     abilities,
 )
-from harness.result.codec import JSON
+from harness.result.codec import JSON, encode
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
+from harness.result.runkey import key_of
 from harness.stages.context import Context
 from harness.store.answers import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
@@ -154,9 +156,49 @@ class AttributionFailed(Exception):
         self.timed_out = timed_out
 
 
+# An attributed run that finished, kept beside its samples with the run key it was made
+# under: a resumed explain (`--find-cause --resume`) reuses it while the key holds, as
+# the sweep's cells are (issue 87: a Ctrl-C between a pair's two attributed runs ran the
+# finished one again).
+KEPT_RUN = "attributed.json"
+
+
+def _kept(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
+          ) -> tuple[str, tuple[Where, dict[str, JSON]] | None]:
+    """The attributed run's key, and the run kept in `outdir` under that key (None)."""
+    key = json.dumps([encode(key_of(cell, ctx.runtime_for(cell).name, tuple(kinds))),
+                      list(kinds)], sort_keys=True)
+    try:
+        kept = json.loads((outdir / KEPT_RUN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return key, None
+    if not isinstance(kept, dict) or kept.get("key") != key or not isinstance(
+            kept.get("record"), dict):
+        return key, None
+    w = parse_where(kept["record"])
+    errors = kept.get("errors")
+    if isinstance(errors, dict):
+        w = dataclasses.replace(w, errors={str(k): str(v) for k, v in errors.items()})
+    return key, (w, kept["record"])
+
+
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                    ) -> tuple[Where, dict[str, JSON]]:
-    """Run the cell once with `--attribute KINDS` and parse its where record."""
+    """Run the cell once with `--attribute KINDS` and parse its where record; a run kept
+    in `outdir` under the same run key is read instead (`KEPT_RUN`)."""
+    key, kept = _kept(ctx, cell, kinds, outdir)
+    if kept is not None:
+        ctx.progress(f"explain {cell.id}: its attributed run in {outdir.name} holds (same "
+                     "run key); reused")
+        return kept
+    w, record = _run_attributed(ctx, cell, kinds, outdir)
+    (outdir / KEPT_RUN).write_text(json.dumps({"key": key, "record": record,
+                                               "errors": dict(w.errors)}), encoding="utf-8")
+    return w, record
+
+
+def _run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
+                    ) -> tuple[Where, dict[str, JSON]]:
     ran = ctx.runner.run(cell, ctx.images.get(cell), outdir, attribute=tuple(kinds))
     record = ran.where()
     if not isinstance(record, dict):

@@ -137,6 +137,39 @@ def test_explain_runs_the_pairs_with_attribution_and_writes_where(
     assert {p: p.read_bytes() for p in root.glob("cells/*/result.json")} == before
 
 
+def test_a_resumed_explain_reuses_the_attributed_runs_that_finished(
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
+    """Issue 87 item 3: `--find-cause --resume` after a Ctrl-C between a pair's two
+    attributed runs ran the finished one again; each finished run is now kept with its
+    run key (explain/<cell>/attributed.json) and reused while the key holds."""
+    matrix, store, results = swept
+    root = store.root
+
+    def explain_again() -> tuple[FakeRuntime, list[str]]:
+        runtime, said = FakeRuntime(behaviour), []
+        store.lock()
+        try:
+            explain_matrix(Sweep(matrix, runtime, store, said.append).ctx, matrix, results,
+                           [Pair("v3.gpu0.loop", "v2.gpu0.loop", "gpu0.loop")], root)
+        finally:
+            store.unlock()
+        return runtime, said
+
+    explain_again()
+    first = (root / "cells" / "v3.gpu0.loop" / "where.json").read_text()
+    # GIVEN the pair's bad cell's run finished and its good cell's did not (its kept
+    # run gone, as a Ctrl-C during it leaves it), and neither where.json was written
+    (root / "explain" / "v2.gpu0.loop" / "attributed.json").unlink()
+    for cid in ("v3.gpu0.loop", "v2.gpu0.loop"):
+        (root / "cells" / cid / "where.json").unlink()
+    # WHEN explained again THEN only the unfinished one runs, and the answer is the same
+    runtime, said = explain_again()
+    assert runtime.runs == ["v2.gpu0.loop"], runtime.runs
+    assert any("explain v3.gpu0.loop: its attributed run in v3.gpu0.loop holds (same run "
+               "key); reused" in s for s in said), said
+    assert (root / "cells" / "v3.gpu0.loop" / "where.json").read_text() == first
+
+
 def test_the_reports_show_the_diff(
         swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]]) -> None:
     """report.html: under the first bad cell's plots, a table of its sites against the
@@ -174,7 +207,10 @@ def test_a_failed_attributed_run_leaves_no_older_answer_behind(
         explain_matrix(Sweep(matrix, FakeRuntime(behaviour), store, lambda _: None).ctx, matrix,
                        results, pair, store.root)
         assert old.is_file()
-        # GIVEN the same cells explained again, their runs now crashing
+        # GIVEN the same cells explained again, their runs now crashing (their kept
+        # attributed runs gone: while one holds, it is reused, not run)
+        for kept in (store.root / "explain").glob("v[34].gpu0.slow/attributed.json"):
+            kept.unlink()
         said: list[str] = []
         got = explain_matrix(Sweep(matrix, FakeRuntime(lambda c: Behaviour(error="boom")),
                                    store, said.append).ctx, matrix, results, pair, store.root)
