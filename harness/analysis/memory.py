@@ -111,22 +111,29 @@ def risen(t: MemoryTrend) -> float:
     return rise if rise > 0 else t.growth
 
 
+def shown(source: str) -> str:
+    """A memory source as its words name it: the worker processes' USS (`kids`, the
+    series' key) as "workers"."""
+    return "workers" if source == WORKERS else source
+
+
 def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
     """"gpu grows +1024.0 KiB/call (CI ..), +1.46 MiB over 1500 calls, never levelling
     off: a cache would hold more than 1.5 GiB; also fw +1024.0, heap +2.4 KiB/call": the
     size a cache still filling would need to explain it (issue 49)."""
     name, t = found[0]
     rate = rate_words(t.slope, t.slope_lo, t.slope_hi)
+    grows = "workers grow" if name == WORKERS else f"{name} grows"
     # From its first readings to its last (medians of a few each), so that the total
     # agrees with the rate: a single high reading (the agent's own step times were in
     # the heap reading once) made "+8 B/call, +74.84 MiB over 424,930 calls" (issue 63).
     kept = t.end - t.start
     grew = kept if kept > 0 else risen(t)
-    text = (f"{name} grows {rate}, "
+    text = (f"{grows} {rate}, "
             f"{grew / 1024**2:+.2f} MiB over {measured:,} calls, never levelling off: a "
             f"cache would hold more than {size(grew)}")
     if len(found) > 1:
-        text += "; also " + ", ".join(f"{n} {rate_words(o.slope)}" for n, o in found[1:])
+        text += "; also " + ", ".join(f"{shown(n)} {rate_words(o.slope)}" for n, o in found[1:])
     return text
 
 
@@ -187,10 +194,10 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
     if rule.id == "leak":
         found = leaking(memory)
         return out("leak", leak_reason(found, measured), named, findings=tuple(
-            Finding("leak", f"leak: {n} {rate_words(t.slope)}") for n, t in found))
+            Finding("leak", f"leak: {shown(n)} {rate_words(t.slope)}") for n, t in found))
     if rule.id == "filling":
         fill = next(fills[p] for p in CARRIERS[named] if p in fills)
-        return out("filling", f"{named} {fill.said(again)}", named, fill)
+        return out("filling", f"{shown(named)} {fill.said(again)}", named, fill)
     if rule.id == "insufficient":
         if named == WORKERS:
             n = memory[named].n
@@ -204,7 +211,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
         t, calls = memory[named], creep_rerun(memory[named])
         then = (f"a run of {calls:,} calls or more tells: running it again" if again
                 else f"a run of {calls:,} calls would tell {RUNS_NO_MORE}")
-        return out("creep", f"{named} grows {t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}.."
+        return out("creep", f"{shown(named)} grows {t.slope:+,.0f} B/call (CI {t.slope_lo:+,.0f}.."
                    f"{t.slope_hi:+,.0f}) without slowing, {size(t.growth)} over "
                    f"{measured:,} calls: under its {size(t.floor)} floor, a small leak or "
                    f"a cache still filling; {then}", named, rerun=calls)
@@ -221,7 +228,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
         # The rise, not the fitted slope times the span: Theil-Sen all but ignores the
         # few readings where a cache filled, and "+0.00 MiB" would hide what it grew.
         grew = risen(t)
-        return out("plateau", f"{named} grew {grew / 1024**2:+.2f} MiB then flattened",
+        return out("plateau", f"{shown(named)} grew {grew / 1024**2:+.2f} MiB then flattened",
                    named, findings=(Finding("plateau", "plateau"),))
     said = ("memory stable once collected (the heap's growth was cyclic garbage)"
             if cyclic is not None else "memory stable")

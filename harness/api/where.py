@@ -19,7 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.analysis.outcomes import host_took
+from harness.analysis.rules import WORKERS
 from harness.analysis.where import MIN_RATE, named_above, one_time, summary
+from harness.analysis.where import per_call as rate_of
 from harness.analysis.whererecord import Where
 from harness.explain.plan import (
     MEMORY_CALLS,
@@ -89,6 +91,14 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
     else one line saying why none is named: the where run failed, ran past its deadline
     WHERE_TRIES times, or no site of the step's file grew enough to tell from a
     one-time allocation."""
+    if result.carrier == WORKERS:
+        # tracemalloc in the stepping process cannot see its workers' heaps: no budget
+        # would name a line, so no run is made and no longer budget is advised
+        kids = result.memory.get(WORKERS)
+        said = f" ({rate_of(kids.slope)})" if kids is not None else ""
+        return (f"{NO_LINE}the growth{said} is in the worker processes the step drives, "
+                "and attribution traces the stepping process alone: no line of a worker "
+                "is named yet",)
     room, _ = stop_room(result) or (None, "")
     took, made = result.timings.run_s, result.end.iterations or result.summary.iterations
     whole = run_as = attributed(cell, ("heap",), took or None, made or None, room)

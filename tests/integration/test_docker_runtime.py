@@ -197,7 +197,7 @@ def test_worker_processes_are_read_in_the_container(tmp_path: Path) -> None:
     main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"])
     cells = results(tmp_path)
     leak, cached = cells["bookworm.cpu.leak"], cells["bookworm.cpu.cache"]
-    assert leak["verdict"] == "leak" and leak["reason"].startswith("kids grows "), leak["reason"]
+    assert leak["verdict"] == "leak" and leak["reason"].startswith("workers grow "), leak["reason"]
     # What this test reads is memory: a bounded cache is no leak, in the workers nor in
     # any source. Not the step time: a pool's call waits on its worker, whose run-queue
     # delay the agent does not read (its own threads' only), so on a busy host a rise

@@ -52,5 +52,5 @@ def test_a_pool_worker_keeping_4_kib_a_task_is_a_leak(tmp_path: Path) -> None:
     cell = json.loads(results.read_text())["cells"]["py.cpu.pool"]
     # THEN the cell leaks, in the workers' memory
     assert cell["verdict"] == "leak", cell["reason"]
-    assert cell["reason"].startswith("kids grows "), cell["reason"]
+    assert cell["reason"].startswith("workers grow "), cell["reason"]
     assert code == 1

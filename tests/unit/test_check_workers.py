@@ -52,5 +52,9 @@ def test_a_pools_workers_leak_is_found_in_a_short_check(importable: Path) -> Non
     # THEN the leak the workers hold (2 tasks of 50 KB a call) is the verdict, carried
     # by them, its rate near what they keep
     assert (got.verdict, got.bad) == ("leak", True), str(got)
-    rate = re.search(r"kids grows \+([\d.]+) KiB/call", str(got))
+    rate = re.search(r"workers grow \+([\d.]+) KiB/call", str(got))
     assert rate is not None and 80 <= float(rate.group(1)) <= 130, str(got)
+    # AND where it is says the growth is in the workers, not advice that cannot help
+    # (issue 87: "a longer budget makes more calls", when no budget could name a line)
+    assert len(got.where) == 1 and "is in the worker processes the step drives" in \
+        got.where[0] and "longer budget" not in got.where[0], got.where

@@ -36,7 +36,7 @@ def test_a_worker_that_keeps_4_kib_a_call_is_a_leak(
     verdict, reason = verdicts["leaks"]
     # THEN the cell leaks, and the reason names the workers' memory and its rate
     assert verdict == "leak", reason
-    assert reason.startswith("kids grows +4.0 KiB/call"), reason
+    assert reason.startswith("workers grow +4.0 KiB/call"), reason
 
 
 def test_a_worker_filling_a_bounded_cache_is_no_leak(
@@ -45,7 +45,7 @@ def test_a_worker_filling_a_bounded_cache_is_no_leak(
     verdict, reason = verdicts["cache"]
     # THEN it levelled off: never a leak
     assert verdict in ("plateau", "ok"), reason
-    assert verdict == "plateau" and reason.startswith("kids grew"), reason
+    assert verdict == "plateau" and reason.startswith("workers grew"), reason
 
 
 def test_an_ok_says_its_bound_for_the_workers_only_where_they_were_read(
