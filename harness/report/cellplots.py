@@ -75,7 +75,10 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
     values = measured(series, key) or ys
     if span is not None and values:
         low = min(values)
-        y_range = (low - span * 0.08, low + span * 1.08)
+        # bytes are never below zero: the axis starts at 0 at the lowest (a worker panel
+        # whose USS began near 0 drew from -9 MiB, issue 87)
+        y_range = (max(0.0, low - span * 0.08) if low >= 0 else low - span * 0.08,
+                   low + span * 1.08)
     line = Line(xs, ys, COLOURS.get(name, "#333"), name)
     return chart(name, [line], "B", warmup_end(series), fit, note, y_range, headline)
 
