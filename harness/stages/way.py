@@ -73,6 +73,7 @@ class Rows:
         """The cells still waiting for a baseline that did not run, uncompared, said so."""
         with self.lock:
             held = [not_compared(m.result, self.cells[base].image.label, "did not run")
+                    if m.result.verdict in COMPARED_WITH else m.result
                     for base, waiting in self.waiting.items() for _, m in waiting]
             self.waiting.clear()
         return held
@@ -107,7 +108,10 @@ def settle(ctx: Context, job: Job) -> CellResult:
     if res.verdict == UNAVAILABLE:
         return res      # a cell that could not be had stands as it ran
     if base_result.verdict not in COMPARED_WITH:
-        # a baseline with nothing to compare with: it stands as it ran, said so
+        # a baseline with nothing to compare with: it stands as it ran, said so where a
+        # comparison would have been made (not of a cell that crashed itself)
+        if res.verdict not in COMPARED_WITH:
+            return res
         why = _WHY.get(base_result.verdict, f"ended {base_result.verdict}")
         out = not_compared(res, job.base.image.label, why)
         ctx.progress(f"{job.cell.id}: not compared: the baseline {job.base.image.label} "

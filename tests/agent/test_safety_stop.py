@@ -93,11 +93,12 @@ def test_a_call_that_does_not_return_is_killed_and_the_end_record_says_why(
         [OLD, str(AGENT), "--scenario", str(script), "--iterations", "5", "--warmup",
          "0", "--out", str(out), "--no-gpu", "--quiet", "--stop-growth", str(128 * MiB)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    # THEN the watchdog killed it near twice its limit, far before 8 GiB
+    # THEN the watchdog killed it past its limit, at twice it or its grace time after
+    # asking (a loaded CI's page faults: 200 MiB in the grace time), far before 8 GiB
     assert proc.returncode == -9, (proc.returncode, proc.stderr)
     end = json.loads(out.read_text().splitlines()[-1])
     assert end["type"] == "end" and end["memory_stop"]["killed"] is True
-    assert 256 * MiB <= end["memory_stop"]["grew"] < 2048 * MiB, end
+    assert 128 * MiB <= end["memory_stop"]["grew"] < 2048 * MiB, end
     assert "did not return" in end["error"]["message"]
 
 

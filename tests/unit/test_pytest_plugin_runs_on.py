@@ -3,17 +3,19 @@ until decided, within a multiple of its budget (`--harness-overrun`) and a sessi
 allowance (`--harness-allowance`), both said; what that took is said once in the
 session's summary, apart from the budgets, and so is a busy host.
 
-The four cases are the classes the issue names, at `budget="0.5s"`, each call ~1.5 ms
-of work; their truth is by construction (and, by a plain loop of 20,000 calls under
-tracemalloc, 2,515 B/call and 432 B/call for the first two without end, the LRU flat at
-2.1 MiB from call 1,024 on, the clean test flat):
+The four cases are the classes the issue names, at `budget="0.5s"`, each call ~0.5 ms
+of work (~1,000 calls in the budget: at 1.5 ms a call, a loaded CI's pace left the run
+that decides past 16 budgets, and the leaks passed undecided). Their truth is by
+construction (and, by a plain loop of 20,000 calls under tracemalloc, 2,515 B/call and
+432 B/call for the first two without end, the LRU flat at 2.1 MiB from call 1,024 on,
+the clean test flat):
 
 - a per-type handler cache fed a new class each call (grows forever);
 - a module-level exception re-raised each call (its traceback chain grows forever);
 - an LRU cache of 1,024 entries of ~2 KB (fills over its first 1,024 calls, then holds);
 - a clean test.
 
-Before, at 0.5 s (~300 calls) the LRU failed as a leak in every run ("a cache would
+Before, at 0.5 s (~300 calls of 1.5 ms) the LRU failed as a leak in every run ("a cache would
 hold more than 568 KiB") while the two real leaks passed undecided in some runs (rule
 `filling`, "it runs no more"): the outcome came from a guess at a cache's size. Run by
 pytest in a child process (`pytester`), as tests/unit/test_pytest_plugin.py runs the
@@ -38,7 +40,7 @@ import pytest
 
 
 def _work():
-    return sum(range(100000))
+    return sum(range(30000))
 
 
 _HANDLERS = {}
