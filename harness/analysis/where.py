@@ -271,6 +271,26 @@ def _ms(us: float) -> str:
 
 
 # ---------------------------------------------------------------- good vs bad
+WHOLE = "whole run"     # a time change's detail: shares of a whole run's samples
+
+
+def _whole(w: Where, scenario: str) -> dict[str, tuple[str, float]]:
+    """Function key -> (the key to show, its share of all the run's stack samples)."""
+    early_n, late_n = w.stack_samples
+    total = max(early_n + late_n, 1)
+    return {f: (k, (e * early_n + l_ * late_n) / total)
+            for f, (k, e, l_) in _stack_groups(w, scenario).items()}
+
+
+def _between(good: Where, bad: Where, scenario: str, source: Source | None,
+             top: int) -> list[Change]:
+    """Time changes between two runs: each function's share of its run's samples in the
+    bad cell against the good one's, those that rose most first (5 points at least)."""
+    b, g = _whole(bad, scenario), _whole(good, scenario) if good.stack else {}
+    rise = {f: share - g.get(f, ("", 0.0))[1] for f, (_, share) in b.items()}
+    return [Change("time", _label(b[f][0], source), f"{b[f][1]:.0%}",
+                   f"{g.get(f, ('', 0.0))[1]:.0%}", WHOLE)
+            for f in sorted(b, key=lambda f: -rise[f])[:top] if rise[f] >= 0.05]
 @dataclass(frozen=True)
 class Change:
     """One row of the answer: a site (or op) of the first bad cell against the last good."""
@@ -289,6 +309,8 @@ class Change:
                     + (f"{self.good} in {good_label}, " if self.good is not None else "")
                     + f"{self.bad}{rising} in {bad_label}")
         was = f"; {self.good} in {good_label}" if self.good is not None else ""
+        if self.part == "time" and self.detail == WHOLE:
+            return f"time: {self.bad} of samples in {self.site} in {bad_label}{was}"
         if self.part == "time":
             return (f"time: {self.bad} of late samples in {self.site} in {bad_label} "
                     f"({self.detail}){was}")
@@ -296,17 +318,21 @@ class Change:
 
     def cells(self) -> tuple[str, str, str, str]:
         """(what, site, bad, good): a row of report.html's table."""
-        bad = (f"{self.bad} of late samples ({self.detail})" if self.part == "time"
+        bad = (f"{self.bad} of samples" if self.detail == WHOLE
+               else f"{self.bad} of late samples ({self.detail})" if self.part == "time"
                else f"{self.bad}, rising" if self.detail == "rising" else self.bad)
         return self.part, self.site, bad, "-" if self.good is None else self.good
 
 
 def changes(good: Where | None, bad: Where, scenario: str, source: Source | None = None,
-            top: int = TOP, floors: Mapping[str, float] = MappingProxyType({})
-            ) -> list[Change]:
+            top: int = TOP, floors: Mapping[str, float] = MappingProxyType({}),
+            between: bool = False) -> list[Change]:
     """The answer: the bad cell's sites matched with the good one's, those that grew
     most first (memory per call above the bad cell's floor, `named_above`; share of late
-    samples; op time per call)."""
+    samples; op time per call). `between`: the bad cell is slower than the good one
+    between runs (a `regression`), not within its run: time is each site's share of all
+    of a run's samples, the good cell's beside it, not of the late ones against the
+    early (issue 87: "11% of late samples ... (early 6%); 0% in 0.8.4")."""
     out: list[Change] = []
     for part in MEMORY_PARTS:
         if part not in bad.sites:
@@ -323,7 +349,9 @@ def changes(good: Where | None, bad: Where, scenario: str, source: Source | None
             was = "0" if before < MIN_RATE else per_call(before)
             out.append(Change(part, _label(k, source), per_call(rate),
                               was if good is not None else None))
-    if bad.stack:
+    if bad.stack and between and good is not None:
+        out += _between(good, bad, scenario, source, top)
+    elif bad.stack:
         b_sh = _stack_groups(bad, scenario)
         g_sh = _stack_groups(good, scenario) if good is not None and good.stack else {}
 
