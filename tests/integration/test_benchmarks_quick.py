@@ -45,6 +45,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "one_decision.py": (),
     "plugin_cost.py": (),
     "plugin_suite.py": (),
+    "plugin_toolz.py": (),
     "plugin_vs_memray.py": (),
     "rounds_cost.py": (),
     "redecide.py": (),
