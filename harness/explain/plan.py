@@ -369,8 +369,12 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
             good_label = results[pair.good].image.label if pair.good else ""
+            # a regression whose steps did not rise within its run is slower between
+            # runs only: said in shares of each run; one that rose, late against early
+            between = bad_res.verdict == "regression" and not (
+                bad_res.steps is not None and bad_res.steps.slowdown)
             found = (changes(good_where, w, scenario, source, floors=floors(res),
-                             between=bad_res.verdict == "regression")
+                             between=between)
                      if is_bad and (good_where is not None or pair.good is None) else [])
             fixed = pair.good is not None and image_after(results, pair.good, pair.cell)
             role = ("first bad" if is_bad and bad_res.verdict in BAD and pair.good

@@ -150,7 +150,10 @@ def test_a_slowdown_is_explained_by_the_function_that_took_the_late_time(
     # 1 % of the work, but a stack sampler on a busy machine read 9 % there beside 84 %
     # in bad (a fresh-clone CI): bad's share is asked to be a third or more, and three
     # times good's.
-    share, good = (int(x) for x in re.findall(r"(\d+)% (?:of late samples|in good)", top))
+    # (a bad cell whose run did not read its own rise, a regression against good alone,
+    # says shares of each run's samples, not of its late ones: issue 87)
+    share, good = (int(x) for x in re.findall(r"(\d+)% (?:of (?:late )?samples|in good)",
+                                              top))
     assert share >= 33 and share >= 3 * good, top
 
 
