@@ -39,7 +39,14 @@ def term_handler(agent_pid):
     the agent: with a Python handler a pool's worker blocked on its queue's lock may miss
     the signal (it comes just before the wait), and the pool's terminate at the agent's
     end then waits on it for ever; Python 3.6 has no fork hook: there the handler ends
-    such a process as the default would."""
+    such a process as the default would.
+
+    SIGTERM is blocked across the fork, in the thread that forks: a SIGTERM sent to the
+    child before its fork hooks ran met the inherited handler, which only marks it for
+    Python to run later, and Python clears such marks in a new child: the signal was
+    lost (a pool made and ended each call, its terminate quick after its start: 2 of
+    2 runs of toolz's test_fold hung at a load of ~9). Blocked, it waits in the child
+    until the default is back, then ends it."""
     def on_term(signum, frame):
         if os.getpid() != agent_pid:
             signal.signal(signum, signal.SIG_DFL)
@@ -47,7 +54,11 @@ def term_handler(agent_pid):
             return
         raise Terminated("signal %d" % signum)
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=default_term)
+        if hasattr(signal, "pthread_sigmask"):
+            os.register_at_fork(before=_block_term, after_in_parent=_unblock_term,
+                                after_in_child=_child_term)
+        else:
+            os.register_at_fork(after_in_child=default_term)
     return on_term
 
 
@@ -56,6 +67,28 @@ def default_term():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except (ValueError, OSError):    # not the child's main thread
         pass
+
+
+_HELD = threading.local()    # the forking thread's mask before the fork blocked SIGTERM
+
+
+def _block_term():
+    _HELD.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+
+
+def _unblock_term():
+    """The forking thread's mask as it was before the fork (SIGTERM unblocked, unless it
+    was blocked already)."""
+    mask = getattr(_HELD, "mask", None)
+    if mask is None or signal.SIGTERM not in mask:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+
+
+def _child_term():
+    """In a forked child: SIGTERM's default back, then a SIGTERM held since the fork
+    delivered (it ends the child, as it would have outside the agent)."""
+    default_term()
+    _unblock_term()
 
 
 class Run(object):
