@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from harness.analysis.rules import FILLING
 from harness.analysis.table import Rule, first_of
 from harness.thresholds import AnalysisConfig
 
@@ -363,4 +364,4 @@ def fill_calls(cfg: AnalysisConfig, rule: str, ran: int, cap: int) -> int:
     `filling`) makes at least where its run made fewer than `short_calls`: those that
     rule `short` would ask next, asked now (one run again, not two; its cap at most);
     0 for any other."""
-    return min(cfg.short_calls, cap) if rule == "filling" and ran < cfg.short_calls else 0
+    return min(cfg.short_calls, cap) if rule == FILLING and ran < cfg.short_calls else 0

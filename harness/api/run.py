@@ -34,7 +34,7 @@ from harness.matrixfile.model import BUDGET_CAP
 from harness.orchestrator import Sweep
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
-from harness.runtimes.base import AGENT_DIR, CALL_TIMEOUT_S
+from harness.runtimes.base import AGENT_DIR, CALL_TIMEOUT_S, DEADLINE_SHARE, call_timeout
 from harness.runtimes.local import LocalRuntime
 from harness.runtimes.process import runs_forked_here
 from harness.store import RunStore
@@ -149,7 +149,7 @@ class _Session:
 def _hang_said(timeout: float) -> str:
     """When a call that does not return ends a run, in words: the agent's call timeout,
     and the first call's (it may compile: it ends only as the deadline nears)."""
-    later, first = min(CALL_TIMEOUT_S, 0.9 * timeout), 0.9 * timeout
+    later, first = call_timeout(timeout), DEADLINE_SHARE * timeout
     return (f"a call that does not return in {later:g} s" + (
         f" (the first in {first:g} s)" if first > later else "")
         + " ends the run, saying where it waits")

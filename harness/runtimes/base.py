@@ -26,6 +26,15 @@ BUDGET_OVERHEAD = 0.05
 # timeout that names the call (the agent's --call-timeout); at most 90 % of the cell's
 # `timeout:`, so that the agent says it before the deadline kills it.
 CALL_TIMEOUT_S = 120.0
+# The share of the cell's `timeout:` at which the agent ends a call still under way (its
+# --call-timeout at most; the first call's, which no call timeout ends, at the deadline:
+# the agent's DEADLINE_SHARE, the same 90 %).
+DEADLINE_SHARE = 0.9
+
+
+def call_timeout(timeout: float) -> float:
+    """The agent's --call-timeout for a cell of `timeout` seconds."""
+    return min(CALL_TIMEOUT_S, DEADLINE_SHARE * timeout)
 
 if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
@@ -94,7 +103,7 @@ class RunRequest:
                 "--sample-every", str(s.sample_every),
                 "--sample-interval", str(s.sample_interval),
                 "--out", out, "--control", control, "--quiet",
-                "--call-timeout", f"{min(CALL_TIMEOUT_S, 0.9 * s.timeout):g}",
+                "--call-timeout", f"{call_timeout(s.timeout):g}",
                 "--deadline", f"{s.timeout:g}"]
         if not self.cell.gpu.wants_gpu:
             args.append("--no-gpu")
