@@ -59,7 +59,7 @@ def _why(exc):
 
 # The attribution modules themselves (the TF1 wrapper sits between the scenario and
 # the session): left out of stacks, not cut at.
-_OWN = ("attribution", "attr_frames", "attr_memory", "attr_time")
+_OWN = ("attribution", "attr_frames", "attr_memory", "attr_time", "attr_workers")
 
 
 def frame_class(path):

@@ -19,6 +19,8 @@ One object follows the measured phase (`make`), and its `measure_end` returns th
             allocated while recording (the measured phase), grouped by Python stack.
     native  memray (native traces) around the measured phase: allocations not freed by
             the end, with their native and Python stacks.
+    workers with heap: the same in the processes the step drives (attr_workers.py:
+            tracemalloc in each forked or spawned child, its sites added up).
 
 No part raises: what cannot be taken is said in the record's "errors".
 """
@@ -26,6 +28,7 @@ No part raises: what cannot be taken is said in the record's "errors".
 from attr_frames import FRAMES, KINDS, UNAVAILABLE, _why
 from attr_memory import DevicePart, HeapPart, NativePart
 from attr_time import StackPart, make_ops
+from attr_workers import Workers
 
 
 def parse_kinds(text):
@@ -66,6 +69,12 @@ class Attribution(object):
         self.record = {"type": "where", "kinds": list(self.kinds), "calls": 0,
                        "frames": FRAMES}
         self.errors = {}
+        self.workers = None
+        if "heap" in self.kinds:
+            try:
+                self.workers = Workers()    # before the scenario starts any process
+            except Exception as exc:
+                self.errors["workers"] = _why(exc)
         for k in kinds:
             if k not in KINDS:
                 self.errors[k] = "unknown kind (choose from %s)" % ",".join(KINDS)
@@ -85,6 +94,8 @@ class Attribution(object):
                     self.errors[kind] = _why(exc)
             except Exception as exc:
                 self.errors[kind] = _why(exc)
+        if self.workers is not None and "heap" in self.parts:
+            self.workers.start()
 
     def at_sample(self, done):
         for kind, part in list(self.parts.items()):
@@ -106,6 +117,8 @@ class Attribution(object):
         """Stop every part without a record (the run failed): idempotent."""
         for kind in list(self.parts):
             self._drop(kind)
+        if self.workers is not None:
+            self.workers.close()
 
     def measure_end(self, done):
         self.record["calls"] = done
@@ -121,12 +134,18 @@ class Attribution(object):
                     if note:
                         self.errors[kind] = note
                 self.record[kind] = out
+                if kind == "heap" and self.workers is not None:
+                    got = self.workers.end()
+                    if got is not None:
+                        self.record["workers"] = got
             except Exception as exc:
                 self.errors[kind] = _why(exc)
                 try:
                     part.close()
                 except Exception:
                     pass
+        if self.workers is not None:
+            self.workers.close()
         if self.errors:
             self.record["errors"] = dict(self.errors)
         return self.record

@@ -19,7 +19,8 @@ MAX_ERROR = 2000
 
 # attribution.py and its parts; their names leave sys.modules once imported, as the
 # agent's own do (agent.py), so a scenario's module of the same name is its own.
-ATTRIBUTION_MODULES = ("attribution", "attr_frames", "attr_memory", "attr_time")
+ATTRIBUTION_MODULES = ("attribution", "attr_frames", "attr_memory", "attr_time",
+                       "attr_workers")
 
 
 def _import_attribution():

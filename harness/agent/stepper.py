@@ -138,6 +138,9 @@ class Stepper(object):
 
     def end_phase(self, done):
         if self.measuring and self.att is not None:
+            # no call is under way while attribution reads its parts (the workers'
+            # answers take seconds): the call timer must not end the run for it
+            self.sampler.phase = "attributed"
             self.att.measure_end(done)
 
     def steps(self, count):

@@ -32,6 +32,7 @@ from harness.analysis.rules import (
     Evidence,
     leaking,
     memory_rule,
+    shown,
 )
 from harness.analysis.table import first_of
 from harness.analysis.trendrules import GARBAGE, GARBAGE_RULES, CollectedEvidence
@@ -109,12 +110,6 @@ def risen(t: MemoryTrend) -> float:
     growth where it never rose above where it began."""
     rise = t.peak - t.start
     return rise if rise > 0 else t.growth
-
-
-def shown(source: str) -> str:
-    """A memory source as its words name it: the worker processes' USS (`kids`, the
-    series' key) as "workers"."""
-    return "workers" if source == WORKERS else source
 
 
 def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:

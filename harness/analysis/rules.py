@@ -26,6 +26,13 @@ CARRIERS: dict[str, tuple[str, ...]] = {
 # The sources read first, in order, when nothing leaks: the cell's memory in words.
 PRIMARY = ("heap", "uss", "rss")
 WORKERS = "kids"
+
+
+def shown(source: str) -> str:
+    """A memory source as its words name it: the worker processes' USS (`kids`, the
+    series' key) as "workers"."""
+    return "workers" if source == WORKERS else source
+
 # The share of the USS's growth per call the heap's must be to be named the carrier:
 # most of it (a heap of half the USS's growth leaves half outside it, named for the USS).
 HEAP_HOLDS = 0.75

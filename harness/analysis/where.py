@@ -136,6 +136,18 @@ ONE_TIME = re.compile(r"^(linecache|tokenize|zipimport)\.py$|^<frozen (importlib
                       r"|^importlib$")
 
 
+# The worker pools' own loops (multiprocessing's, concurrent.futures'): a site of a
+# worker whose frames end in them is a task's message in transit, not what a task keeps.
+POOL_LOOP = re.compile(r"^(queues|connection|reduction|pool|process|synchronize)\.py:\d+ "
+                       r"(SimpleQueue|Queue|_?Connection|_ConnectionBase|ForkingPickler|worker"
+                       r"|_process_worker|BaseProcess|mapstar|starmapstar)\b")
+
+
+def pool_loop(key: str) -> bool:
+    """Whether a worker's site (`site_key`) is its pool's own loop (POOL_LOOP)."""
+    return bool(POOL_LOOP.match(key))
+
+
 def one_time(key: str) -> bool:
     """Whether a site's key (`site_key`) ends in code that allocates once (ONE_TIME)."""
     if " -> " not in key:
@@ -161,17 +173,19 @@ def named_above(part: str, floors: Mapping[str, float], least: float = MIN_RATE)
 
 def summary(w: Where, scenario: str, source: Source | None = None, top: int = TOP,
             floors: Mapping[str, float] = MappingProxyType({}), least: float = MIN_RATE,
-            keep: Callable[[str, float], bool] | None = None) -> list[str]:
+            keep: Callable[[str, float], bool] | None = None,
+            parts: Sequence[str] = MEMORY_PARTS) -> list[str]:
     """What one attributed run shows, a line each: the largest sites per call of each
-    memory part (above its floor, `named_above`, `least` B/call at least; `keep`: which
-    (site key, bytes per call) may be named at all), where the late steps' time went,
-    the ops that grew."""
+    memory part of `parts` (above its floor, `named_above`, `least` B/call at least;
+    `keep`: which (site key, bytes per call) may be named at all), where the late steps'
+    time went, the ops that grew."""
     lines: list[str] = []
     for part in MEMORY_PARTS:
-        if part not in w.sites:
+        if part not in w.sites or part not in parts:
             continue
         rates = sorted(((k, r) for k, r in _rates(w.sites[part], w.calls, scenario).items()
-                        if keep is None or keep(k, r)), key=lambda kv: -kv[1])
+                        if (keep is None or keep(k, r))
+                        and not (part == "workers" and pool_loop(k))), key=lambda kv: -kv[1])
         above = named_above(part, floors, least)
         shown = [(k, r) for k, r in rates if r >= above][:top]
         for k, r in shown:
@@ -207,7 +221,8 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
                             "allocator" if rest > 0.1 * heap_rate else ""))
     for part, why in w.errors.items():
         # "all": the whole run (it ended before its measured phase, issue 79 item 9)
-        if (part in w.kinds or part == "all") and not NOT_NEWS.search(why):
+        if (part in w.kinds or part == "all" or (part == "workers" and part in w.sites)) \
+                and not NOT_NEWS.search(why):
             lines.append(f"{part}: not attributed: {why}")
     return lines
 

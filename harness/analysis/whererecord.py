@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 Frame = tuple[str, int, str]               # file, line, function; innermost first
 Source = Callable[[str, int], str | None]  # (file's base name, line) -> the line's text
-MEMORY_PARTS = ("heap", "device", "native")
+# "workers": the heap's sites in the processes the step drives (the agent's heap kind
+# follows forks and spawns: attr_workers.py), added up over them.
+MEMORY_PARTS = ("heap", "workers", "device", "native")
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Where:
 
     calls: int
     kinds: tuple[str, ...] = ()
-    sites: dict[str, tuple[Site, ...]] = field(default_factory=dict)   # heap/device/native
+    sites: dict[str, tuple[Site, ...]] = field(default_factory=dict)   # MEMORY_PARTS
     totals: dict[str, int] = field(default_factory=dict)   # part -> bytes grown in all
     stack: tuple[Site, ...] = ()
     stack_samples: tuple[int, int] = (0, 0)               # early, late
@@ -107,6 +109,15 @@ def parse_where(record: Mapping[str, object]) -> Where:
             errors.setdefault(part, str(got["unavailable"]))
             continue
         sites[part] = _sites(got, part, problems)
+        unanswered = _int(got, "unanswered")
+        failed = got.get("failed")
+        if unanswered:
+            errors.setdefault(part, f"{unanswered} of {_int(got, 'armed')} worker processes "
+                                    "did not say what they hold before the agent stopped "
+                                    "waiting; the sites are the others'")
+        elif isinstance(failed, list) and failed:
+            errors.setdefault(part, f"{len(failed)} of {_int(got, 'armed')} worker processes "
+                                    f"could not say what they hold ({str(failed[0])[:200]})")
         if part == "heap":
             totals[part] = _int(got, "traced_end") - _int(got, "traced_start")
         else:

@@ -21,7 +21,6 @@ from pathlib import Path
 from harness.analysis.outcomes import host_took
 from harness.analysis.rules import WORKERS
 from harness.analysis.where import MIN_RATE, named_above, one_time, summary
-from harness.analysis.where import per_call as rate_of
 from harness.analysis.whererecord import Where
 from harness.explain.plan import (
     MEMORY_CALLS,
@@ -91,21 +90,14 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
     else one line saying why none is named: the where run failed, ran past its deadline
     WHERE_TRIES times, or no site of the step's file grew enough to tell from a
     one-time allocation."""
-    if result.carrier == WORKERS:
-        # tracemalloc in the stepping process cannot see its workers' heaps: no budget
-        # would name a line, so no run is made and no longer budget is advised
-        kids = result.memory.get(WORKERS)
-        said = f" ({rate_of(kids.slope)})" if kids is not None else ""
-        return (f"{NO_LINE}the growth{said} is in the worker processes the step drives, "
-                "and attribution traces the stepping process alone: no line of a worker "
-                "is named yet",)
     room, _ = stop_room(result) or (None, "")
     took, made = result.timings.run_s, result.end.iterations or result.summary.iterations
     whole = run_as = attributed(cell, ("heap",), took or None, made or None, room)
     # the measured phase's own seconds a call: the run's also hold its start and exit
     per_call = (result.timings.measure_s or took or 0.0) / max(made or 0, 1)
     deadline = None if budget is None else budget * pace(series)
-    heap = result.memory.get("heap")      # what the where run reads, tracemalloc's heap
+    # what the where run reads: tracemalloc's heap, in the workers where they carry it
+    heap = result.memory.get(WORKERS if result.carrier == WORKERS else "heap")
     rate = heap.slope if heap is not None else 0.0
     wanted = min(WHERE_CALLS_MAX, int(2 * SITE_BYTES / rate)) if rate > 0 else 0
     why = f"{NO_LINE}its run under tracemalloc ran past its deadline"
@@ -143,20 +135,29 @@ def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tup
         return linecache.getline(path, line).strip() or None if file == name else None
 
     least = max(1.0, min(MIN_RATE, SITE_BYTES / max(found.calls, 1)))
-    heap = result.memory.get("heap")
+    workers = result.carrier == WORKERS
+    part = "workers" if workers else "heap"
+    heap = result.memory.get(WORKERS if workers else "heap")
     most = MOST_OVER * heap.slope if heap is not None and heap.slope > 0 else math.inf
 
     def keep(key: str, rate: float) -> bool:
-        # the test's own line, not the plugin's wrapper around it; not a one-time read
-        # (linecache, an import); not above the leak's own rate (what a short run makes
-        # of a one-time allocation)
-        return key.startswith(f"{name}:") and not one_time(key) and rate <= most
+        # the test's own line, not the plugin's wrapper around it (in a worker, the
+        # task's, wherever it is written); not a one-time read (linecache, an import);
+        # not above the leak's own rate (what a short run makes of a one-time allocation)
+        own = not key.startswith("<") if workers else key.startswith(f"{name}:")
+        return own and not one_time(key) and rate <= most
 
     lines = tuple(text for text in summary(found, name, source, floors=floors(result),
-                                           least=least, keep=keep) if " at " in text)
+                                           least=least, keep=keep, parts=(part,))
+                  if " at " in text)
     if lines:
         return lines
-    above = named_above("heap", floors(result), least)
-    return (f"{NO_LINE}no site of {name} grew {above:,.0f} B/call or more in "
+    if workers and "workers" not in found.sites:
+        why = found.errors.get("workers") or "none of them was followed"
+        return (f"{NO_LINE}the growth is in the worker processes the step drives, and "
+                f"no worker said what it holds ({why})",)
+    above = named_above(part, floors(result), least)
+    where = "a worker's task" if workers else f"{name}"
+    return (f"{NO_LINE}no site of {where} grew {above:,.0f} B/call or more in "
             f"the {found.calls:,} calls run again under tracemalloc (less could be a "
             "one-time allocation); a longer budget makes more calls",)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness.analysis.facts import memory_stopped
 from harness.analysis.kinds import BAD, GREW, TIME
+from harness.analysis.rules import WORKERS
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explained import Explanation
 from harness.answers.pairs import Pair, image_after
@@ -317,7 +318,7 @@ def _with_native(ctx: Context, cell: Cell, res: CellResult, w: Where, outdir: Pa
 
 
 # The memory source of the sweep's run whose floor a where record's part is named above.
-PART_SOURCES = {"heap": "heap", "native": "heap", "device": "gpu"}
+PART_SOURCES = {"heap": "heap", "workers": WORKERS, "native": "heap", "device": "gpu"}
 
 
 def floors(res: CellResult) -> dict[str, float]:

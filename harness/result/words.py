@@ -6,6 +6,7 @@ import math
 
 from harness.analysis.devices import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN, TIMED
+from harness.analysis.rules import shown
 from harness.analysis.trends import (
     StepTrend,
     human_seconds,
@@ -59,7 +60,7 @@ def carrier_words(res: CellResult) -> str | None:
     trend = res.memory[source]
     # The carrier's name as the reason says it ("uss+rss", whose figure is USS's).
     carrier = res.deciding_carrier
-    name = carrier if carrier and carrier.split("+")[0] == source else source
+    name = shown(carrier if carrier and carrier.split("+")[0] == source else source)
     if trend.kind == "insufficient":
         return f"{name} no readings"     # too few to fit: never "+0.0"
     if KINDS[res.verdict].figure == "memory" and res.verdict in BAD:
