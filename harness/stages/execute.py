@@ -159,4 +159,5 @@ class Overrun:
         self.progress(f"{self.cell}: its {self.budget:g} s budget is spent after {done:,} "
                       f"calls ({human_seconds(each)} a call); it runs on to "
                       f"{self.least:,} calls, the fewest a trend is read from (about "
-                      f"{human_seconds((self.least - done) * each)} more)")
+                      f"{human_seconds((self.least - done) * each)} more), unless a live "
+                      "look decides it before")

@@ -411,7 +411,9 @@ def test_a_run_going_on_past_its_budget_for_its_least_calls_says_so_while_it_run
         tmp_path: Path) -> None:
     """Issue 79 item 10: a cell announced `running (for 5 s, at most 1,000,000 calls,
     early stop)` ran on for a minute towards its least calls, 244 ms a call, with nothing
-    said while it ran."""
+    said while it ran. Issue 87 item 8: it says a live look may end it before those
+    calls (it said it ran on to 300, then "decided live at call 240 ... stopped at call
+    241")."""
     from fakeruntime import Behaviour, FakeRuntime
 
     # GIVEN a budgeted cell (5 s, its least 300 calls) whose calls take 250 ms each
@@ -426,4 +428,4 @@ def test_a_run_going_on_past_its_budget_for_its_least_calls_says_so_while_it_run
     said = [line for line in out.said if "budget is spent" in line]
     assert said == ["a.gpu0.loop: its 5 s budget is spent after 20 calls (250 ms a call); "
                     "it runs on to 300 calls, the fewest a trend is read from (about "
-                    "70 s more)"], out.said
+                    "70 s more), unless a live look decides it before"], out.said
