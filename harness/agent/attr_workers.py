@@ -153,6 +153,9 @@ class Workers(object):
                          for k, v in top]}
         if waiting:
             out["unanswered"] = len(waiting)
+        gone = armed - answered - failed - set(waiting)
+        if gone:
+            out["gone"] = len(gone)     # ended before the measured phase did
         why = []
         for pid in sorted(failed - answered):
             try:

@@ -115,6 +115,10 @@ def parse_where(record: Mapping[str, object]) -> Where:
             errors.setdefault(part, f"{unanswered} of {_int(got, 'armed')} worker processes "
                                     "did not say what they hold before the agent stopped "
                                     "waiting; the sites are the others'")
+        elif _int(got, "gone"):
+            errors.setdefault(part, f"{_int(got, 'gone')} of {_int(got, 'armed')} worker "
+                                    "processes ended before the measured phase did; their "
+                                    "sites are not in")
         elif isinstance(failed, list) and failed:
             errors.setdefault(part, f"{len(failed)} of {_int(got, 'armed')} worker processes "
                                     f"could not say what they hold ({str(failed[0])[:200]})")

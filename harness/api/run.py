@@ -167,10 +167,9 @@ def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
              if cell.settings.run_budget is not None else cell for cell in matrix.cells]
     compile_scenarios(cells)
     engines = Engines.for_matrix(matrix, "local")
-    if isinstance(engines.default, LocalRuntime):
-        # One check after another (a test suite's marked tests): each run forked from a
-        # warm interpreter that imported the agent and the step's module once.
-        engines.default.warm = True
+    # One check after another (a test suite's marked tests): each run forked from a warm
+    # interpreter that imported the agent and the step's module once, where it can be.
+    engines.default.run_warm()
     engines.start(cells)
     store = RunStore(root, durable)
     if durable:     # a directory kept (`out=`) reads as a sweep's; a temporary one is not

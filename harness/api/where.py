@@ -100,7 +100,7 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
     heap = result.memory.get(WORKERS if result.carrier == WORKERS else "heap")
     rate = heap.slope if heap is not None else 0.0
     wanted = min(WHERE_CALLS_MAX, int(2 * SITE_BYTES / rate)) if rate > 0 else 0
-    why = f"{NO_LINE}its run under tracemalloc ran past its deadline"
+    said: tuple[str, ...] = (f"{NO_LINE}its run under tracemalloc ran past its deadline",)
     for _ in range(WHERE_TRIES if budget is not None else 1):
         if budget is not None:
             run_as = within(whole, per_call, budget, deadline, wanted)
@@ -119,10 +119,13 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
         if not lines[0].startswith(NO_LINE) or not found.errors or deadline is None \
                 or ctx.cancel.is_set():
             return lines
-        ctx.progress(f"explain {cell.id}: its deadline ended the run before its lines "
-                     f"({'; '.join(found.errors.values())})")
+        # its deadline ended the run before its lines, or worker processes it drove did
+        # not say what they hold: once more, its deadline twice as long
+        ctx.progress(f"explain {cell.id}: no line named ({'; '.join(found.errors.values())}); "
+                     "running it again")
+        said = lines if "workers" in found.errors else said
         deadline *= 2
-    return (why,)
+    return said
 
 
 def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tuple[str, ...]:
@@ -156,6 +159,9 @@ def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tup
         why = found.errors.get("workers") or "none of them was followed"
         return (f"{NO_LINE}the growth is in the worker processes the step drives, and "
                 f"no worker said what it holds ({why})",)
+    if workers and "workers" in found.errors:
+        return (f"{NO_LINE}the growth is in the worker processes the step drives: "
+                f"{found.errors['workers']}",)
     above = named_above(part, floors(result), least)
     where = "a worker's task" if workers else f"{name}"
     return (f"{NO_LINE}no site of {where} grew {above:,.0f} B/call or more in "

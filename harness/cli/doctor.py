@@ -27,8 +27,8 @@ from harness.gpu.engine import describe
 from harness.matrixfile.load import check_applied
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities, is_local_endpoint
 from harness.preflight import compile_scenarios
-from harness.runtimes import get_runtime
 from harness.runtimes.base import Capabilities
+from harness.runtimes.dockerdoctor import DockerEngine
 from harness.runtimes.localdoctor import local_checks
 from harness.runtimes.slurmdoctor import cluster_checks
 
@@ -86,45 +86,6 @@ class Checks:
                 else EXIT_OK)
 
 
-class _DockerEngine:
-    """An engine with the Docker API (dockerd, podman's service) as a runtime sees it."""
-
-    def __init__(self, url: str | None, runtime: str = DEFAULT_RUNTIME):
-        # lazy: docker-py only where a Docker engine is asked for (runtimes.get_runtime
-        # imports it first, paramiko hidden)
-        from harness.runtimes.docker import DockerRuntime
-
-        rt = get_runtime(runtime, url)
-        assert isinstance(rt, DockerRuntime), f"runtime {runtime} has no Docker API"
-        self.rt = rt
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.rt.capabilities
-
-    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
-        """What this machine lacks for the runtime before its engine is asked."""
-        return self.rt.setup_checks(wants_gpu)
-
-    def info(self) -> Mapping[str, Any]:
-        info: Mapping[str, Any] = self.rt.client.info()
-        return info
-
-    def image_config(self, ref: str) -> Mapping[str, Any] | None:
-        labels = self.rt.image_labels(ref)
-        if labels is None:
-            return None
-        config = self.rt.client.images.get(ref).attrs.get("Config") or {}
-        return {"labels": labels, "env": config.get("Env") or []}
-
-    def pullable(self, ref: str) -> str | None:
-        return self.rt.pullable(ref)
-
-    def gpu_inventory(self, ref: str) -> gpu.HostGpus:
-        """The engine's GPUs as a probe container in image `ref` sees them."""
-        return self.rt.gpu_inventory(ref)
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check engine, GPU runtime, driver, GPUs and images")
     p.add_argument("matrix", type=Path, nargs="?", help="also check this matrix's images")
@@ -151,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         endpoints = {"local": None}
     name = matrix.runtime if matrix is not None else DEFAULT_RUNTIME
-    checks = diagnose(matrix, endpoints, lambda url: _DockerEngine(url, name), gpu.probe(),
+    checks = diagnose(matrix, endpoints, lambda url: DockerEngine(url, name), gpu.probe(),
                       gpu.host_has_gpu(),
                       shutil.which("nvidia-container-runtime-hook") is not None, args.out)
     print(checks.shown(args.quiet))

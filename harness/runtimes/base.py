@@ -280,6 +280,11 @@ class Runtime(Protocol):
     def cleanup(self) -> int:
         """Remove anything this or an earlier, crashed harness left behind; count it."""
 
+    def run_warm(self) -> None:
+        """Many short cells in a row follow (`harness.check`, the pytest plugin): run
+        each from a warm interpreter where this runtime can (the local one), else as
+        before."""
+
 
 class RuntimeBase:
     """What a runtime does not have to do: no queue, nothing to abort, no engine to ask
@@ -293,6 +298,9 @@ class RuntimeBase:
     probes_gpus = False
     resolves_days = False
     builds_hybrids = False
+
+    def run_warm(self) -> None:
+        """No warm interpreter to run from: each cell runs as before."""
 
     @property
     def capabilities(self) -> Capabilities:

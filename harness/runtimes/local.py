@@ -371,6 +371,11 @@ class LocalRuntime(RuntimeBase):
                           oom_killed=oom, duration_s=finished.duration_s,
                           host_samples=host, log_tail=tail, details=details)
 
+    def run_warm(self) -> None:
+        """Each run from now on forked from a warm interpreter that imported the agent
+        and the step's module once (`warm`)."""
+        self.warm = True
+
     def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
         """The warm server a run of `cell` forks from, started now with each scenario of
         `scripts` imported (`process.warm_ahead`; the pytest plugin's, before its first
