@@ -182,6 +182,9 @@ UNSETTLED = "unsettled"
 # The rule that leaves a slowdown no second run of the cell read undecided (read by
 # `compare.join`: such a cell is not compared).
 ONE_RUN = "one-run"
+# The undecided rules about step time alone, which a busy host can raise on a cell whose
+# memory is clean (read by `culprit.plan.outcome_of`: such a probe of a leak is good).
+TIME_UNDECIDED = (UNSETTLED, ONE_RUN, BUSY_HOST, RISING)
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule[Evidence], ...] = (

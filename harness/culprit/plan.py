@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
+from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, MEMORY, UNDECIDED
+from harness.analysis.rules import TIME_UNDECIDED
 from harness.answers.search import TOOLING
 from harness.bisect.plan import attempts, run_attempt
 from harness.culprit.diff import Change, Difference, difference, workaround
@@ -222,8 +223,16 @@ def outcome_of(result: CellResult, bad: CellResult) -> str:
     """What the search reads from a probe's verdict: good; bad where it shows B's fault
     (B's verdict, or one `explain` attributes the same way: a leak where B ran out of
     memory); else untestable: a hybrid that crashes, hangs or slows where B leaked has
-    not shown B's fault (a busy host can make any cell slower), nor its absence."""
+    not shown B's fault (a busy host can make any cell slower), nor its absence. Where B's
+    fault is memory, a probe undecided about its step time alone (TIME_UNDECIDED: a busy
+    host's rounds that did not settle) whose every memory source read stable or levelled
+    off has shown its absence: good (a loaded CI's probe of the good pin read
+    `unsettled`, and the culprit named two packages for one)."""
     if result.verdict in GOOD:
+        return PROBE_GOOD
+    if (KINDS[bad.verdict].attribute == MEMORY and result.verdict in UNDECIDED
+            and result.rule in TIME_UNDECIDED and result.memory
+            and all(t.kind in ("stable", "plateau") for t in result.memory.values())):
         return PROBE_GOOD
     if result.verdict == bad.verdict or (
             result.verdict in BAD and result.verdict not in BROKEN

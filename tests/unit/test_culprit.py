@@ -15,6 +15,7 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
+from harness.analysis.trends import MemoryTrend
 from harness.cli import main
 from harness.culprit.diff import Change, difference
 from harness.culprit.plan import (
@@ -272,6 +273,26 @@ def test_a_package_pip_put_back_is_said() -> None:
 def test_a_probe_is_bad_only_with_b_s_fault(probe: str, b: str, outcome: str) -> None:
     assert outcome_of(dataclasses.replace(RESULT, verdict=probe),
                       dataclasses.replace(RESULT, verdict=b)) == outcome
+
+
+@pytest.mark.parametrize(("rule", "memory", "outcome"), [
+    ("unsettled", "stable", "good"), ("one-run", "plateau", "good"),
+    ("busy-host", "stable", "good"), ("unsettled", "ambiguous", "untestable"),
+    ("filling", "ambiguous", "untestable"), ("creep", "stable", "untestable"),
+])
+def test_a_probe_undecided_about_time_alone_answers_a_leak(rule: str, memory: str,
+                                                           outcome: str) -> None:
+    """A loaded CI's probe of the good pin read `ambiguous (rule unsettled)`: its rounds
+    against G left a slowdown open on a busy host, its heap stable. It was untestable,
+    and the culprit named two packages where one leaks. B's fault is memory: a probe
+    whose memory read clean has shown its absence, whatever its time."""
+    trend = MemoryTrend("heap", 300, 0.0, -1.0, 1.0, 0.0, 0.0, -1.0, 1.0, 1e6, 1e6, 1e6,
+                        memory)   # type: ignore[arg-type]
+    probe = dataclasses.replace(RESULT, verdict="ambiguous", rule=rule,
+                                memory={"heap": trend, "rss": trend})
+    assert outcome_of(probe, dataclasses.replace(RESULT, verdict="leak")) == outcome
+    # a slowdown's question is not answered by memory
+    assert outcome_of(probe, dataclasses.replace(RESULT, verdict="slowdown")) == "untestable"
 
 
 def test_swap_runs_both_hybrids_even_where_b_is_not_bad(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import threading
 import pytest
 from pluginkit import run_plugin
 
+from harness.analysis.rules import TIME_UNDECIDED
 from harness.api import check
 from harness.api.marked import argument_named
 
@@ -99,10 +100,6 @@ def test_leaks_as_a_lambda_says(size):
 '''
 
 
-# The undecided rules about step time alone, which a busy host can raise on a clean test.
-TIME_RULES = ("one-run", "busy-host", "rising", "unsettled")
-
-
 def test_lambdas_local_classes_and_closures_are_checked_and_a_leak_among_them_fails(
         pytester: pytest.Pytester) -> None:
     """Each ran, as a fork of pytest's process: the clean ones ok, the leak `leak` with
@@ -121,7 +118,7 @@ def test_lambdas_local_classes_and_closures_are_checked_and_a_leak_among_them_fa
         # CI of 28ae201 at a load of ~8: "ambiguous (rule one-run): late steps 1.52x
         # early"): never a memory rule, never failed
         assert re.search(rf"PASSED test_live\.py::{name}: (ok \(rule ok\)|ambiguous \(rule "
-                         rf"({'|'.join(TIME_RULES)})\)): ", out), out
+                         rf"({'|'.join(TIME_UNDECIDED)})\)): ", out), out
     assert re.search(r"_ test_leaks_as_a_lambda_says\[<lambda>\] _+\nharness: leak \(rule "
                      r"leak\): heap grows \+1\.", out), out
     line = LIVE.splitlines().index("    KEPT.append(bytes(size()))")
