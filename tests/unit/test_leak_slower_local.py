@@ -108,6 +108,10 @@ def test_a_leak_slower_than_its_baseline_says_both_and_one_at_its_speed_only_the
     assert "; also slower than h10: steps " in every.reason, every.reason
     assert "baseline (slower in " in cell_text(every), cell_text(every)
     assert every.facts is not None and every.facts.regression
-    # AND the leak at 1.0's speed ran no rounds and claims no slowdown
-    assert kept.vs_baseline is not None and kept.vs_baseline.confirmation is None
+    # AND the leak at 1.0's speed claims no slowdown: no rounds, or (where a busy host
+    # made its pooled steps look slower: 1.39x, p=4e-36, in the CI of 44157f7 at a load
+    # of ~8) rounds that confirmed none
+    assert kept.vs_baseline is not None
+    held = kept.vs_baseline.confirmation
+    assert held is None or not (held.confirmed and held.direction == "slower"), held
     assert "slower" not in kept.reason and "baseline" not in cell_text(kept), kept.reason
