@@ -89,9 +89,10 @@ def test_a_rising_pure_cpu_steps_cpu_time_rises_as_its_work_does(tmp_path: Path)
     n = len(wall)
     work = ((10 + 7 * n // 8) // 4) / ((10 + n // 8) // 4)
     assert w.ratio > 3, w
+    # (The work alone is no bound: in the CI of 2e2dae2 at a load of ~8 a shared CPU
+    # slowed the late steps, both clocks 10.2x for 7.0x the work, and agreeing.)
     assert min(abs(c.ratio / w.ratio - 1), abs(c.ratio / work - 1)) < 0.15, (
         c.ratio, w.ratio, work)
-    assert abs(c.ratio / work - 1) < 0.35, (c.ratio, w.ratio, work)
     # AND early, a step's CPU time is no more than its wall time (within what sharing an
     # interval's CPU time among its steps, less its waits for a CPU, can be off by on a
     # busy host: 14 % beside two busy loops; before, 2.9x on a quiet one)
