@@ -17,6 +17,7 @@ import pytest
 
 import harness
 import harness.api
+from harness.analysis.rules import TIME_UNDECIDED
 from harness.api import Checked
 from harness.errors import InputError
 from harness.store.saved import Saved, key_of
@@ -230,7 +231,11 @@ def test_a_saved_run_is_compared_and_a_slower_step_confirmed(importable: Path) -
     saved = Saved(importable / ".harness" / "main", key_of("tests/x.py::test_work[1]"),
                   "main (saved)")
     first = harness.check(work.step, work.setup, params={"n": 2000}, budget="1s", save=saved)
-    assert first.ok and saved.exists() and saved.where.name.startswith("tests_x.py_test_work_1-")
+    # ok; or, where a busy host stretched its steps (the CI of 2179b18 at a load of ~4),
+    # undecided about its time alone: the run is saved either way
+    assert first.ok or (first.verdict == "ambiguous" and first.result.rule in TIME_UNDECIDED), \
+        str(first)
+    assert saved.exists() and saved.where.name.startswith("tests_x.py_test_work_1-")
     slower = harness.check(work.step, work.setup, params={"n": 6000}, budget="1s",
                            baseline=saved)
     if slower.verdict != "regression" and "host busy" in str(slower):
