@@ -4,6 +4,7 @@ tracemalloc's frames, the early and late windows."""
 
 import dis
 import os
+import sys
 import time
 
 
@@ -97,6 +98,32 @@ def trim(frames):
         if c == 0 and len(out) < KEEP_FRAMES:
             out.append([fr[0], fr[1], fr[2]])
     return out
+
+
+def grown_sites(stats, cut, names):
+    """tracemalloc's `compare_to(..., "traceback")` statistics -> the TOP sites that grew,
+    largest first, as [{"size", "count", "frames": [[file, line, function], ...]}]:
+    each statistic's frames innermost first, cut by `cut` ((file, line) pairs -> the
+    frames kept, each starting with file and line; empty: not the scenario's), and
+    statistics whose kept frames are the same added up. `names`: a `_FuncNames`."""
+    # 3.7+: a Traceback iterates oldest first; 3.6: most recent first.
+    newest_last = sys.version_info >= (3, 7)
+    sites = {}
+    for st in stats:
+        if st.size_diff <= 0:
+            continue
+        raw = [(f.filename, f.lineno) for f in st.traceback]
+        if newest_last:
+            raw.reverse()
+        frames = cut(raw)
+        if not frames:
+            continue
+        acc = sites.setdefault(tuple((f[0], f[1]) for f in frames), [0, 0])
+        acc[0] += st.size_diff
+        acc[1] += st.count_diff
+    top = sorted(sites.items(), key=lambda kv: -kv[1][0])[:TOP]
+    return [{"size": v[0], "count": v[1],
+             "frames": [[f, ln, names.name(f, ln)] for f, ln in k]} for k, v in top]
 
 
 class _FuncNames(object):

@@ -7,7 +7,8 @@ import sys
 import tempfile
 import time
 
-from attr_frames import Part, FRAMES, TOP, _env_number, _FuncNames, is_agent_file, trim
+from attr_frames import (Part, FRAMES, TOP, _env_number, _FuncNames, grown_sites,
+                         is_agent_file, trim)
 
 # ---------------------------------------------------------------- heap
 class HeapPart(Part):
@@ -37,29 +38,8 @@ class HeapPart(Part):
                 tm.stop()
         stats = end.compare_to(self.start, "traceback")
         self.start = end = None
-        # 3.7+: a Traceback iterates oldest first; 3.6: most recent first.
-        newest_last = sys.version_info >= (3, 7)
-        names = _FuncNames()
-        sites = {}
-        for st in stats:
-            if st.size_diff <= 0:
-                continue
-            raw = list(st.traceback)
-            if newest_last:
-                raw.reverse()
-            frames = trim([(f.filename, f.lineno, None) for f in raw])
-            if not frames:
-                continue
-            key = tuple((f[0], f[1]) for f in frames)
-            acc = sites.get(key)
-            if acc is None:
-                sites[key] = [st.size_diff, st.count_diff]
-            else:
-                acc[0] += st.size_diff
-                acc[1] += st.count_diff
-        top = sorted(sites.items(), key=lambda kv: -kv[1][0])[:TOP]
-        out = [{"size": v[0], "count": v[1],
-                "frames": [[f, ln, names.name(f, ln)] for f, ln in k]} for k, v in top]
+        out = grown_sites(stats, lambda raw: trim([(f, ln, None) for f, ln in raw]),
+                          _FuncNames())
         self.overhead += time.perf_counter() - t
         return {"traced_start": self.traced_start, "traced_end": traced_end, "peak": peak,
                 "frames": self.frames, "sites": out, "overhead_s": round(self.overhead, 6)}

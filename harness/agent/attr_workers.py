@@ -282,28 +282,11 @@ class _Child(object):
         traced_end = self.tm.get_traced_memory()[0]
         self.tm.stop()          # what follows is not the task's, and runs faster untraced
         stats = end.compare_to(self.start, "traceback")
-        newest_last = sys.version_info >= (3, 7)
-        names = _names()
-        sites = {}
-        for st in stats:
-            if st.size_diff <= 0:
-                continue
-            raw = list(st.traceback)
-            if newest_last:
-                raw.reverse()
-            frames = _trim([(f.filename, f.lineno) for f in raw])
-            if not frames:
-                continue
-            key = tuple(frames)
-            acc = sites.setdefault(key, [0, 0])
-            acc[0] += st.size_diff
-            acc[1] += st.count_diff
-        top = sorted(sites.items(), key=lambda kv: -kv[1][0])[:TOP]
+        frames = _frames()
+        sites = frames.grown_sites(stats, _trim, frames._FuncNames())
         return {"pid": self.pid, "traced_start": self.traced_start,
                 "traced_end": traced_end, "took_s": round(time.monotonic() - t, 3),
-                "sites": [{"size": v[0], "count": v[1],
-                           "frames": [[f, ln, names.name(f, ln)] for f, ln in k]}
-                          for k, v in top]}
+                "sites": sites}
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -335,8 +318,8 @@ def _trim(frames):
     return out
 
 
-def _names():
-    """attr_frames' function names for (file, line), loaded beside this file by its
+def _frames():
+    """attr_frames (function names, the sites that grew), loaded beside this file by its
     path where the agent's modules are not importable (a spawned worker)."""
     mod = sys.modules.get("attr_frames")
     if mod is None:
@@ -345,4 +328,4 @@ def _names():
                                        os.path.join(_HERE, "attr_frames.py"))
         mod = module_from_spec(spec)
         spec.loader.exec_module(mod)
-    return mod._FuncNames()
+    return mod
