@@ -183,7 +183,7 @@ UNSETTLED = "unsettled"
 # `compare.join`: such a cell is not compared).
 ONE_RUN = "one-run"
 # The undecided rules about step time alone, which a busy host can raise on a cell whose
-# memory is clean (read by `culprit.plan.outcome_of`: such a probe of a leak is good).
+# memory is clean (read by `answers.search.free_of`: such a cell has shown a leak absent).
 TIME_UNDECIDED = (UNSETTLED, ONE_RUN, BUSY_HOST, RISING)
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.analysis.kinds import BAD, GOOD
-from harness.answers.search import answer_rows
+from harness.analysis.kinds import BAD
+from harness.answers.search import answer_rows, free_of
 from harness.result.model import CellResult, Planned
 
 
@@ -34,8 +34,10 @@ def pairs(results: Mapping[str, CellResult], only: str | None = None,
         good = ids.get(row.last_good) if row.last_good else None
         if bad is not None and good is None:
             # Bad from the first image: matched with the first good one after it (the
-            # release that fixed it), where there is one.
-            after = [cid for _, verdict, cid in row.cells if verdict in GOOD]
+            # release that fixed it), where there is one (`free_of` its fault).
+            fault = results[bad].verdict
+            after = [cid for _, _, cid in row.cells
+                     if cid in results and free_of(results[cid], fault)]
             good = next((cid for cid in after if image_after(results, cid, bad)), None)
         if only is not None:
             if only in ids.values():

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from harness.analysis.kinds import (
     BAD,
     GOOD,
+    KINDS,
+    MEMORY,
     NOT_MEASURED,
     NOT_RUN,
     SELF_EXIT,
@@ -15,6 +17,7 @@ from harness.analysis.kinds import (
     UNKNOWN,
     UNREADABLE,
 )
+from harness.analysis.rules import TIME_UNDECIDED
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.result.model import CellResult, Planned, image_places
 
@@ -48,6 +51,19 @@ class RowAnswer:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = asdict(self)
         return out
+
+
+def free_of(result: CellResult, fault: str) -> bool:
+    """Whether a cell has shown the absence of a fault (a bad verdict): it is good, or the
+    fault is memory and the cell is undecided about its step time alone (TIME_UNDECIDED:
+    a busy host's rounds that did not settle) with every memory source stable or
+    levelled off (a loaded CI's fixed release read `ambiguous` by its time, its memory
+    flat, and the leak's pair lost its "fixed in")."""
+    if result.verdict in GOOD:
+        return True
+    return (fault in KINDS and KINDS[fault].attribute == MEMORY
+            and result.rule in TIME_UNDECIDED and bool(result.memory)
+            and all(t.kind in ("stable", "plateau") for t in result.memory.values()))
 
 
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:

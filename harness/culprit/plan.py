@@ -21,9 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, MEMORY, UNDECIDED
-from harness.analysis.rules import TIME_UNDECIDED
-from harness.answers.search import TOOLING
+from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
+from harness.answers.search import TOOLING, free_of
 from harness.bisect.plan import attempts, run_attempt
 from harness.culprit.diff import Change, Difference, difference, workaround
 from harness.culprit.search import (
@@ -228,11 +227,7 @@ def outcome_of(result: CellResult, bad: CellResult) -> str:
     host's rounds that did not settle) whose every memory source read stable or levelled
     off has shown its absence: good (a loaded CI's probe of the good pin read
     `unsettled`, and the culprit named two packages for one)."""
-    if result.verdict in GOOD:
-        return PROBE_GOOD
-    if (KINDS[bad.verdict].attribute == MEMORY and result.verdict in UNDECIDED
-            and result.rule in TIME_UNDECIDED and result.memory
-            and all(t.kind in ("stable", "plateau") for t in result.memory.values())):
+    if free_of(result, bad.verdict):
         return PROBE_GOOD
     if result.verdict == bad.verdict or (
             result.verdict in BAD and result.verdict not in BROKEN

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.analysis.where import pool_loop
 
 POOL = """
 import multiprocessing
@@ -63,7 +64,10 @@ def test_a_pools_workers_leak_is_found_in_a_short_check(importable: Path, how: s
     assert rate is not None and 80 <= float(rate.group(1)) <= 130, str(got)
     # AND the line in the workers that keeps it is named, at about that rate, and no
     # line of the pool's own loop (issue 87 item 1)
-    [line] = got.where
-    named = re.match(r"workers: \+([\d.]+) KiB/call at poolsteps\.py:11 keep "
-                     r"\(KEPT\.append\(bytearray\(50000\)\)\)$", line)
-    assert named is not None and 80 <= float(named.group(1)) <= 130, got.where
+    # (a CI at a load of ~8 named a second line once, not kept: what it was is shown now)
+    named = [m for m in (re.match(r"workers: \+([\d.]+) KiB/call at poolsteps\.py:11 keep "
+                                  r"\(KEPT\.append\(bytearray\(50000\)\)\)$", line)
+                         for line in got.where) if m]
+    assert len(named) == 1 and 80 <= float(named[0].group(1)) <= 130, got.where
+    assert got.where[0] == named[0].group(0), got.where
+    assert not any(pool_loop(line.split(" at ", 1)[-1]) for line in got.where), got.where

@@ -248,3 +248,25 @@ def test_the_native_run_of_a_dated_image_keeps_the_pins_its_day_ran() -> None:
     assert with_memray(ctx, OneCell(plain)).image.pip == ("aiohttp", MEMRAY)
     kept = dataclasses.replace(plain, pip=("aiohttp", "memray==1.15"))
     assert with_memray(ctx, OneCell(kept)).image is kept
+
+
+@pytest.mark.parametrize(("rule", "memory", "fixed_in"), [
+    ("one-run", "stable", "v4"), ("unsettled", "plateau", "v4"), ("one-run", "linear", "v5"),
+    ("filling", "stable", "v5")])
+def test_a_leak_from_the_first_image_is_paired_with_the_release_free_of_it(
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]],
+        rule: str, memory: str, fixed_in: str) -> None:
+    """A loaded CI's fixed release read `ambiguous` by its step time alone, its memory
+    flat: the leak had no "fixed in" to be explained against. A release undecided about
+    its time alone, its every memory source stable or levelled off, is free of a leak."""
+    _, _, results = swept
+    clean = results["v2.gpu0.loop"]
+    trends = {k: dataclasses.replace(t, kind=memory)   # type: ignore[arg-type]
+              for k, t in clean.memory.items()}
+    assert trends, clean
+    row = {"v3.gpu0.loop": results["v3.gpu0.loop"],
+           "v4.gpu0.loop": dataclasses.replace(results["v4.gpu0.loop"], verdict="ambiguous",
+                                               rule=rule, memory=trends),
+           "v5.gpu0.loop": dataclasses.replace(clean, image=results["v5.gpu0.loop"].image,
+                                               id="v5.gpu0.loop")}
+    assert pairs(row) == [Pair("v3.gpu0.loop", f"{fixed_in}.gpu0.loop", "gpu0.loop")]

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import sweepkit
 
+from harness.analysis.rules import TIME_UNDECIDED
+from harness.answers.search import free_of
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.runtimes.local import LocalRuntime
@@ -95,8 +97,12 @@ def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, CellResu
 def test_a_leak_slower_than_its_baseline_says_both_and_one_at_its_speed_only_the_leak(
         swept: dict[str, CellResult]) -> None:
     every, kept = swept["h20"], swept["h30"]
-    # GIVEN both later releases leak, by the leak rule
-    assert swept["h10"].verdict == "ok", swept["h10"].reason
+    # GIVEN 1.0 is free of a leak (ok; or, where a busy host stretched its late steps,
+    # undecided about its time alone, its memory flat: the CI of 87564ef at a load of
+    # ~8, "late steps 1.18x early ... seen in one run") and both later releases leak
+    base = swept["h10"]
+    assert free_of(base, "leak"), base.reason
+    assert base.verdict == "ok" or base.rule in TIME_UNDECIDED, base.reason
     assert every.verdict == kept.verdict == "leak", (every.reason, kept.reason)
     assert every.rule == kept.rule == "leak"
     # THEN the handler per call, slower with every call, is confirmed slower than 1.0 by
