@@ -77,7 +77,13 @@ def _check(folder: Path) -> None:
     end = next(r for r in records if r["type"] == "end")
     assert end["status"] == "ok", end.get("error")
     workers = where["workers"]
-    assert workers["processes"] == workers["armed"] == 2, workers   # the pool's two
+    # the pool's two followed, and every one armed accounted for: a CI at a load of ~8
+    # saw one of a spawned pool's two in a container say nothing ("gone": ended before
+    # the measured phase did), the other doing all the tasks; the rate is the tasks' all
+    # the same
+    assert 1 <= workers["processes"] <= workers["armed"] == 2, workers
+    assert workers["processes"] + workers.get("gone", 0) + workers.get("unanswered", 0) \
+        + len(workers.get("failed", ())) == workers["armed"], workers
     top = workers["sites"][0]
     assert top["frames"][0][0].endswith("poolwork.py") and top["frames"][0][1:] == [6, "keep"]
     # 2 tasks of 50,000 bytes a call, held in the workers
