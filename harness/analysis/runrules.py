@@ -197,6 +197,8 @@ class LengthEvidence:
         ended: Its budget ended it (`facts.budget_ended`, in words; "" not so).
         done: The calls it made.
         asked: Its cap on calls.
+        room: The calls a run again may make within the cell's `overrun` bound (the
+            plugin's, `harness.check`'s; None: no bound, a sweep's cell).
     """
 
     cfg: AnalysisConfig
@@ -206,6 +208,19 @@ class LengthEvidence:
     ended: str = ""
     done: int = 0
     asked: int = 0
+    room: int | None = None
+
+
+# A budgeted run under an `overrun` bound that ended undecided between a leak and a cache
+# of more entries than it made calls runs again this many times its calls
+# (`growth.FILL_RERUN`, as a filling reading does).
+LENGTH_FILL = 4
+
+
+def fill_asks(ev: LengthEvidence) -> int:
+    """The calls rule `length-fill` asks of a run again: LENGTH_FILL times those made,
+    `short_calls` at least, its cap at most."""
+    return min(max(LENGTH_FILL * ev.done, ev.cfg.short_calls), ev.asked)
 
 
 LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
@@ -221,6 +236,14 @@ LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
          "matters whatever it is", ("leak_large_bytes",),
          lambda ev: "leak" if ev.grown is not None and
          ev.grown >= ev.cfg.leak_large_bytes else None),
+    Rule("length-fill", BY_BUDGET, "its budget ended it, and the cell's `overrun` bound "
+         "(the pytest plugin's, `harness.check`'s) leaves room for a run of 4 times its "
+         "calls (`short_calls` at least): a cache of more entries than it made calls fills "
+         "like a leak for all of them, and the bound is what the user gave to tell them "
+         "apart (a sweep's cell, unbounded, reads a leak as it is): the verdict's rule "
+         "`short`, asking those calls", ("short_calls",),
+         lambda ev: ev.ended if ev.ended and ev.room is not None and ev.done < ev.asked
+         and ev.room >= fill_asks(ev) else None),
     Rule("length-short", BY_BUDGET, "its budget ended it after fewer than `short_calls` "
          "calls (its cap, if lower): the verdict's rule `short`", ("short_calls",),
          lambda ev: ev.ended if ev.ended and

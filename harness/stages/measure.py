@@ -104,14 +104,15 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         t_an = time.monotonic()
         run.series = ran.series
         decision = ran.watched.decision if ran.watched is not None else None
+        room = _room(run, spent)
 
         def decided(again: bool, first: bool, ran: Ran = ran,
-                    decision: LiveDecision | None = decision, seen: bool = seen
-                    ) -> CellVerdict:
+                    decision: LiveDecision | None = decision, seen: bool = seen,
+                    room: int | None = room) -> CellVerdict:
             return analysis.decide(analysis.CellFacts(
                 ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
                 run.precheck, again=again, first=first, replicated=seen,
-                budget=run.cell.settings.run_budget))
+                budget=run.cell.settings.run_budget, room=room))
 
         run.verdict = decided(may_run_again(run), run.repeats_used == 0)
         facts = run.verdict.facts
@@ -122,6 +123,19 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
                                     seconds=round(ran.run_s, 3)))
         if not _longer(ctx, run, spent, lambda: decided(False, False)):
             return
+
+
+def _room(run: CellRun, spent: float) -> int | None:
+    """The calls a run again until its calls (`_next`'s CALLS) may make within the cell's
+    `overrun` bound, at this run's pace; None where it has no bound or no budget."""
+    left = _bound(run) - spent
+    if math.isinf(left) or run.cell.settings.run_budget is None or run.series is None:
+        return None
+    ran, measured = run.series.measured, _measured_s(run)
+    own = run.run_s - _given_back(run.series)
+    if ran <= 0 or measured <= 0:
+        return 0
+    return max(0, int(ran * (1 + (left - own) / measured)))
 
 
 def may_run_again(run: CellRun) -> bool:
