@@ -6,13 +6,16 @@ Under an `overrun` bound (the plugin's 16 budgets) a run its budget ended runs a
 times its calls where the bound leaves room (rule `length-fill`): the LRU reads `plateau`,
 and a leak at the same pace and rate still reads `leak`, after the longer run.
 
-The LRU's size is set from this machine's own pace (1.5x the calls the first run can make
-in its budget), so it fills past the first run on any host, and within the bound."""
+The LRU's size is set from the leak's own first run at the same pace (twice the calls that
+run made: a busy host makes fewer calls in a budget of the calls' own time), so it fills past
+the first run and within the bound on any host."""
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
+import time
 import timeit
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,11 +30,24 @@ from harness.protocol.ingest import Series
 from harness.thresholds import AnalysisConfig
 
 BUDGET_S = 0.5
-STEPS = """
+WORK = """
+KEPT = []
+
+
+def _work():
+    return sum(range({work}))
+
+
+def leak():
+    KEPT.append(bytes(2000) + str(len(KEPT)).encode())
+    _work()
+"""
+LRU = """
 import functools
 
+from leaksteps import _work
+
 SIZE = {size}
-KEPT = []
 _N = [0]
 
 
@@ -40,51 +56,51 @@ def _compiled(n):
     return bytes(2000) + str(n).encode()
 
 
-def _work():
-    return sum(range({work}))
-
-
 def lru():
     _N[0] += 1
     _compiled(_N[0])
-    _work()
-
-
-def leak():
-    KEPT.append(bytes(2000) + str(len(KEPT)).encode())
     _work()
 """
 
 
 @pytest.fixture
-def steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.syspath_prepend(str(tmp_path))
-    # ~0.1 ms of work a call on this machine, and an LRU half again as large as the calls
-    # a budget of it holds
-    work = 2000
-    per = timeit.timeit(f"sum(range({work}))", number=2000) / 2000
-    work = max(200, int(work * 1e-4 / per))
-    per_call = timeit.timeit(f"sum(range({work}))", number=2000) / 2000
-    size = int(1.5 * BUDGET_S / per_call)
-    (tmp_path / "fillsteps.py").write_text(
-        textwrap.dedent(STEPS.format(size=size, work=work)), encoding="utf-8")
-    import fillsteps  # type: ignore[import-not-found]
-    yield fillsteps
-    sys.modules.pop("fillsteps", None)
+    yield tmp_path
+    for name in ("leaksteps", "fillsteps"):
+        sys.modules.pop(name, None)
 
 
 def test_an_lru_larger_than_a_first_run_fills_within_the_bound_and_a_leak_still_fails(
-        steps: object) -> None:
+        folder: Path) -> None:
     bound = {"overrun": 16}
-    lru = harness.check(steps.lru, budget=f"{BUDGET_S}s", settings=bound)  # type: ignore[attr-defined]
-    leak = harness.check(steps.leak, budget=f"{BUDGET_S}s", settings=bound)  # type: ignore[attr-defined]
-    # THEN the LRU, still filling when its first run ended, levels off in a longer one
-    assert lru.verdict in ("plateau", "ok"), str(lru)
-    assert lru.result.attempts[0].verdict == "ambiguous", lru.result.attempts
-    assert "a cache of as many entries" in lru.result.attempts[0].reason
-    # AND the leak at the same pace and rate fails, read past the calls the LRU needed
+    # GIVEN ~0.1 ms of work a call on this machine, in CPU time
+    per = min(timeit.repeat("bytes(2000); sum(range(2000))", number=500, repeat=3,
+                            timer=time.process_time)) / 500
+    (folder / "leaksteps.py").write_text(textwrap.dedent(WORK.format(
+        work=max(200, int(2000 * 1e-4 / per)))), encoding="utf-8")
+    import leaksteps  # type: ignore[import-not-found]
+
+    # WHEN a leak of 2 KB a call at that pace is checked at 0.5 s under a bound of 16
+    leak = harness.check(leaksteps.leak, budget=f"{BUDGET_S}s", settings=bound)
+    # THEN it fails, read past its first run's calls, which the budget cut short
     assert (leak.verdict, leak.bad) == ("leak", True), str(leak)
-    assert (leak.result.end.iterations or 0) > steps.SIZE, leak.result.attempts  # type: ignore[attr-defined]
+    first = re.search(r"after ([\d,]+) calls in its", leak.result.attempts[0].reason)
+    assert first is not None, leak.result.attempts
+    made = int(first.group(1).replace(",", ""))
+    assert (leak.result.end.iterations or 0) >= 2 * made, leak.result.attempts
+    # AND an LRU twice as large as those calls, at the same pace (sized from the run
+    # itself: a busy host makes fewer calls in a budget of the calls' own time), still
+    # filling when its first run ends, levels off in a longer one
+    size = 2 * made
+    (folder / "fillsteps.py").write_text(textwrap.dedent(LRU.format(size=size)),
+                                         encoding="utf-8")
+    import fillsteps  # type: ignore[import-not-found]
+
+    lru = harness.check(fillsteps.lru, budget=f"{BUDGET_S}s", settings=bound)
+    assert lru.verdict in ("plateau", "ok"), (str(lru), size, lru.result.attempts)
+    assert lru.result.attempts[0].verdict == "ambiguous", (size, lru.result.attempts)
+    assert "a cache of as many entries" in lru.result.attempts[0].reason
 
 
 def test_the_fill_rule_asks_for_room_under_a_bound_only() -> None:
@@ -105,6 +121,15 @@ def test_the_fill_rule_asks_for_room_under_a_bound_only() -> None:
         cfg.short_calls
     assert first_of(LengthEvidence(cfg, True, "", cfg.leak_large_bytes, said, 4600, 10**6,
                                    10**6), LENGTH_RULES)[0].id == "length-large"
+    # a run again that would grow past `leak_large_bytes` at this rate asks only what keeps
+    # it under, and none where that is not twice the calls made: a live look would stop it
+    # there, or the safety stop (a lambda's 1.1 KiB a call grew ~150 MiB in 0.5 s)
+    big = cfg.leak_large_bytes / 3
+    assert fill_asks(LengthEvidence(cfg, True, "", big, said, 4600, 10**6, 10**6)) == 13800
+    assert first_of(LengthEvidence(cfg, True, "", big, said, 4600, 10**6, 10**6),
+                    LENGTH_RULES)[0].id == "length-fill"
+    assert first_of(LengthEvidence(cfg, True, "", cfg.leak_large_bytes * 0.6, said, 4600,
+                                   10**6, 10**6), LENGTH_RULES)[0].id == "length-enough"
     # under 2,000 calls without room: rule `length-short`, as before
     assert rule(0, done=300) == "length-short"
     assert cut_short(Series(), cfg, True, "", 9e6, 10**6) is None   # no budget ended it
