@@ -131,11 +131,19 @@ def _room(run: CellRun, spent: float) -> int | None:
     left = _bound(run) - spent
     if math.isinf(left) or run.cell.settings.run_budget is None or run.series is None:
         return None
-    ran, measured = run.series.measured, _measured_s(run)
-    own = run.run_s - _given_back(run.series)
+    ran = run.series.measured
+    own, measured = _until_calls_price(run)
     if ran <= 0 or measured <= 0:
         return 0
     return max(0, int(ran * (1 + (left - own) / measured)))
+
+
+def _until_calls_price(run: CellRun) -> tuple[float, float]:
+    """What a run again until N calls costs, priced from this run: (its own seconds, as
+    the `overrun` bound counts them; its measured phase's), the run again's seconds
+    `own + measured * (N / calls measured - 1)`. `_next`'s CALLS plan prices itself so,
+    and `_room` inverts it."""
+    return run.run_s - _given_back(run.series), _measured_s(run)
 
 
 def may_run_again(run: CellRun) -> bool:
@@ -263,10 +271,10 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
                      run.run_s, f"for up to {cap:,} calls in {budget:.3g} s")
     if kind == CALLS:
         calls = max(facts.budget_calls, asks)
-        own = run.run_s - _given_back(run.series)   # as the `overrun` bound counts it
+        own, measured = _until_calls_price(run)
         return _Next(dataclasses.replace(s, budget_calls=calls,
                                          max_iterations=max(s.max_iterations, calls)),
-                     f"{calls:,} calls", own + _measured_s(run) * (calls / ran - 1),
+                     f"{calls:,} calls", own + measured * (calls / ran - 1),
                      f"until {calls:,} calls")
     factor = max(2.0, asks / ran)
     longer_s = budget * factor
