@@ -12,6 +12,7 @@ started with the quiet heap's settings.
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import sys
@@ -22,6 +23,9 @@ import sweepkit
 from fakeruntime import Behaviour
 
 from harness.analysis.trends import human_seconds
+from harness.protocol.ingest import SeriesReader
+from harness.report.cellplots import step_plot
+from harness.report.trend import step_point
 from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.runtimes.local import LocalRuntime
@@ -51,13 +55,17 @@ def timed(env: dict[str, str]) -> float:
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory: pytest.TempPathFactory) -> CellResult:
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> sweepkit.Swept:
     tmp_path = tmp_path_factory.mktemp("asuser")
     path = sweepkit.write_matrix(tmp_path, [{"name": "py", "python": sys.executable}],
                                  ["sort.py"], name="sort", gpus=None,
                                  defaults={"budget": "1s"}, files={"sort.py": SORT})
-    run = sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
-    (res,) = run.results.values()
+    return sweepkit.sweep_matrix(path, LocalRuntime(tmp_path / "cache"), out=tmp_path / "out")
+
+
+@pytest.fixture(scope="module")
+def swept(sweep: sweepkit.Swept) -> CellResult:
+    (res,) = sweep.results.values()
     return res
 
 
@@ -77,6 +85,30 @@ def test_the_time_per_call_printed_is_the_users_allocators(swept: CellResult) ->
         assert s.run_step_s > s.median_step_s, s
     # AND the table says that figure
     assert f"{human_seconds(s.median_step_s)}/call" in cell_text(swept), cell_text(swept)
+
+
+def test_the_trend_and_the_step_plot_say_the_users_time_beside_the_runs(
+        sweep: sweepkit.Swept, swept: CellResult) -> None:
+    # GIVEN the cell's own figures: the user's time per call and the measured phase's,
+    # under the quiet heap's settings (a sort: 1.5-3x the user's on glibc)
+    s = swept.summary
+    assert s.median_step_s is not None and s.run_step_s is not None
+    if s.run_step_s < 1.3 * s.median_step_s:
+        pytest.skip("this machine's allocators time the sort alike: nothing to tell apart")
+    # THEN the trend's band (report.html's and history.html's row trends, history's
+    # words) lies about the user's figure, not about the quiet heap's
+    point = step_point(swept)
+    assert point is not None and point.value == s.median_step_s
+    assert point.hi < (s.median_step_s + s.run_step_s) / 2, (point, s)
+    # AND the cell's step plot, which draws the measured phase's times, says whose
+    # median its headline is and what the user's is
+    (samples,) = (sweep.root / "cells").glob("*/samples.jsonl")
+    reader = SeriesReader()
+    for line in samples.read_bytes().splitlines():
+        reader.feed(line)
+    svg = html.unescape(str(step_plot(reader.finish(), swept.steps)))
+    assert "this run's median" in svg, svg[-600:]
+    assert f"as the user runs it {human_seconds(s.median_step_s)}" in svg, svg[:600]
 
 
 def test_a_busy_host_does_not_stretch_the_time_per_call_printed(tmp_path: Path) -> None:
