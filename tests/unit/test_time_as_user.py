@@ -13,6 +13,7 @@ started with the quiet heap's settings.
 from __future__ import annotations
 
 import html
+import math
 import os
 import subprocess
 import sys
@@ -80,7 +81,10 @@ def test_the_time_per_call_printed_is_the_users_allocators(swept: CellResult) ->
     # differ (they do by 1.5-3x on glibc)
     assert s.user_calls and s.user_calls > 100, s
     if quiet > 1.3 * user:
-        assert abs(s.median_step_s / user - 1) < abs(s.median_step_s / quiet - 1), (
+        # (nearer as times are: by their ratio. A busy neighbour core slows this VM's
+        # CPU up to 1.6x for seconds: the sweep's 0.5 s of user calls read 46 us once
+        # where timeit, at other moments, read 28.5 and 84.6 us)
+        assert abs(math.log(s.median_step_s / user)) < abs(math.log(s.median_step_s / quiet)), (
             s.median_step_s, user, quiet)
         assert s.run_step_s > s.median_step_s, s
     # AND the table says that figure
