@@ -95,13 +95,15 @@ def growth_labels(points: Sequence[Point | None]) -> Callable[[float], str]:
 
 
 def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
-          first_bad: int | None, say: Callable[[float], str]) -> Markup:
+          first_bad: int | None, say: Callable[[float], str], zero: bool = False) -> Markup:
     """One row's trend: a point per image (coloured by verdict) with its interval as a
-    vertical bar, joined in release order; the first bad image marked by a red line."""
+    vertical bar, joined in release order; the first bad image marked by a red line.
+    `zero`: the axis starts at 0, so the heights compare as ratios (step times: two
+    single runs 3 % apart drew from the bottom of the plot to its top)."""
     known = [p for p in points if p is not None]
     if not known:
         return Markup(f'<p class="noplot">{escape(title)}: no figures</p>')
-    lo = min(p.lo for p in known)
+    lo = min([p.lo for p in known] + ([0.0] if zero else []))
     hi = max(p.hi for p in known)
     if hi - lo <= abs(hi) * 1e-9:
         pad = abs(hi) * 0.1 or 1.0
@@ -178,6 +180,6 @@ def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellRes
     steps = [step_point(r) if r is not None else None for r in cells]
     memory = [memory_point(r) if r is not None else None for r in cells]
     return [chart("step time per call (median; bar: early..late medians)", images, steps,
-                  first, human_seconds),
+                  first, human_seconds, zero=True),
             chart("memory growth per call (bar: the slope's CI)", images, memory, first,
                   growth_labels(memory))]

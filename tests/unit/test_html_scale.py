@@ -242,3 +242,18 @@ def test_a_cards_figures_do_not_repeat_what_its_reason_says(tmp_path: Path) -> N
     words = [w.strip() for w in view.numbers.split(", ")]
     assert words and not any(w in view.reason for w in words), (view.reason, view.numbers)
     assert report.numbers_of(cid).count("no leak above") == 1       # the table keeps it
+
+
+def test_a_step_time_trend_draws_single_runs_3_percent_apart_as_3_percent() -> None:
+    """Issue 85 item 2: a one-run difference is never drawn as a change. Two clean
+    images' single runs, 29.1 and 30.1 us a call, drew from the plot's bottom to its top
+    (the axis from 27.6 to 30.1 us); the step-time trend's axis starts at 0."""
+    from harness.report.trend import HEIGHT, Point, chart
+
+    points = [Point(29.1e-6, 27.6e-6, 29.1e-6, "ok"), Point(30.1e-6, 27.9e-6, 30.1e-6, "ok")]
+    svg = str(chart("step time", ["a", "b"], points, None, lambda v: f"{v * 1e6:.1f} us",
+                    zero=True))
+    ys = [float(y) for y in re.findall(r'<circle cx="[^"]*" cy="([^"]*)"', svg)]
+    assert len(ys) == 2 and abs(ys[0] - ys[1]) < 0.06 * HEIGHT, ys
+    axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
+    assert axis == ["30.1 us", "0.0 us"], axis
