@@ -111,12 +111,14 @@ def step_plot(series: Series, steps: StepTrend | None,
     if steps is not None:
         note = f"late/early {steps.ratio:.2f}x, p={steps.p_value:.2g}"
     times = step_times(series.samples)
-    headline = f"median {human_seconds(statistics.median(times))}" if times else ""
-    if times and series.as_user() is not None and (series.header or {}).get(
-            "heap_mode") == "quiet":
-        # The trace is the measured phase's, timed under the quiet heap's allocator; the
-        # figure the tables print is the user's (a sort: 64 us here, 29 us there).
-        headline = f"quiet-heap median {human_seconds(statistics.median(times))}"
+    headline = ""
+    if times:
+        # The trace is the measured phase's, timed under the quiet heap's allocator where
+        # the figure the tables print is the user's (a sort: 64 us here, 29 us there).
+        quiet = series.as_user() is not None and (series.header or {}).get(
+            "heap_mode") == "quiet"
+        headline = (f"{'quiet-heap ' if quiet else ''}median "
+                    f"{human_seconds(statistics.median(times))}")
     if y_range is None:
         y_range = robust_range(times or ys)
     return chart("step time", lines, "s", warmup_end(series), None, note, y_range, headline)

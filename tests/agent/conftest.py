@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,15 +13,25 @@ import pytest
 AGENT_DIR = Path(__file__).resolve().parents[2] / "harness" / "agent"
 
 
-@pytest.fixture()
-def writer() -> Iterator[ModuleType]:
-    """The agent's writer module, imported as the agent imports it (its folder on
-    sys.path), and forgotten afterwards with the reader module it imports."""
+def _agent_module(name: str, *imports: str) -> Iterator[ModuleType]:
+    """The agent's module `name`, imported as the agent imports it (its folder on
+    sys.path), and forgotten afterwards with the agent's modules it `imports`."""
     sys.path.insert(0, str(AGENT_DIR))
     try:
-        import writer as module
-        yield module
+        yield importlib.import_module(name)
     finally:
         sys.path.remove(str(AGENT_DIR))
-        for name in ("writer", "readers"):
-            sys.modules.pop(name, None)
+        for done in (name, *imports):
+            sys.modules.pop(done, None)
+
+
+@pytest.fixture()
+def writer() -> Iterator[ModuleType]:
+    """The agent's writer module (and the reader module it imports)."""
+    yield from _agent_module("writer", "readers")
+
+
+@pytest.fixture()
+def contention() -> Iterator[ModuleType]:
+    """The agent's contention module (and the fields module it imports)."""
+    yield from _agent_module("contention", "fields")

@@ -10,25 +10,7 @@ so its time put at one CPU speed came out faster than it was (werkzeug's 6x read
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from types import ModuleType
-
-import pytest
-from test_agent import AGENT_DIR
-
-
-@pytest.fixture()
-def contention() -> Iterator[ModuleType]:
-    """The agent's contention module, imported as the agent imports it."""
-    sys.path.insert(0, str(AGENT_DIR))
-    try:
-        import contention as module
-        yield module
-    finally:
-        sys.path.remove(str(AGENT_DIR))
-        for name in ("contention", "fields"):
-            sys.modules.pop(name, None)
 
 
 def test_a_cold_first_loop_is_not_the_cpus_speed(contention: ModuleType) -> None:

@@ -24,7 +24,7 @@ import sweepkit
 from fakeruntime import Behaviour
 
 from harness.analysis.trends import human_seconds
-from harness.protocol.ingest import SeriesReader
+from harness.protocol.ingest import read_samples
 from harness.report.cellplots import step_plot
 from harness.report.trend import step_point
 from harness.result.model import CellResult
@@ -107,10 +107,7 @@ def test_the_trend_and_the_step_plot_say_the_users_time_beside_the_runs(
     # AND the cell's step plot, which draws the measured phase's times, says its
     # headline's median is the quiet heap's, not the figure the tables print
     (samples,) = (sweep.root / "cells").glob("*/samples.jsonl")
-    reader = SeriesReader()
-    for line in samples.read_bytes().splitlines():
-        reader.feed(line)
-    svg = html.unescape(str(step_plot(reader.finish(), swept.steps)))
+    svg = html.unescape(str(step_plot(read_samples(samples), swept.steps)))
     assert "quiet-heap median" in svg, svg[-600:]
 
 
