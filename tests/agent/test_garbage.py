@@ -14,6 +14,8 @@ import pytest
 from test_agent import INTERPRETERS, run_agent, scenario
 
 from harness.analysis.decision import within_run
+from harness.analysis.rules import TIME_UNDECIDED
+from harness.analysis.verdict import CellVerdict
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
@@ -37,7 +39,8 @@ def step(state):
 """
 
 
-def decide(python: str, tmp_path: Path, keep: bool) -> tuple[str, str, dict[str, object]]:
+def decide(python: str, tmp_path: Path, keep: bool
+           ) -> tuple[str, str, dict[str, object], CellVerdict]:
     script = scenario(tmp_path, CYCLES)
     # Kept cycles, 1 KB a call, grow like a cache filling over 600 calls (issue 37: the
     # leak verdict needs a run too long for a fill): 2,400 calls tell them apart.
@@ -47,23 +50,27 @@ def decide(python: str, tmp_path: Path, keep: bool) -> tuple[str, str, dict[str,
     series = read_samples(tmp_path / "samples.jsonl")
     v = within_run(series, RunOutcome(exit_code=0), AnalysisConfig())
     assert series.end is not None
-    return v.verdict, v.reason, dict(series.end.get("collected") or {})
+    return v.verdict, v.reason, dict(series.end.get("collected") or {}), v
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallinfo is glibc's")
 @pytest.mark.parametrize("python", INTERPRETERS)
 def test_garbage_that_one_collection_gives_back_is_not_a_leak(python: str,
                                                              tmp_path: Path) -> None:
-    verdict, reason, collected = decide(python, tmp_path, keep=False)
+    verdict, reason, collected, v = decide(python, tmp_path, keep=False)
     assert collected and collected["objects"] >= 600, collected
     assert int(collected["heap"]) - int(collected["heap_after"]) > 500 * 1000
-    assert verdict == "ok", reason
-    assert "cyclic garbage" in reason
+    # ok; or, where a busy host stretched its late steps (the CI of eb71233 at load:
+    # "late steps 1.24x early ... seen in one run of 600 calls, not replicated"),
+    # undecided about its step time alone: the heap is what this test is about
+    assert verdict == "ok" or (verdict == "ambiguous" and v.rule in TIME_UNDECIDED), reason
+    said = " ".join([reason, *(f.text for f in v.findings)])
+    assert "cyclic garbage" in said, said
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallinfo is glibc's")
 def test_kept_cycles_are_still_a_leak(tmp_path: Path) -> None:
-    verdict, reason, collected = decide(str(INTERPRETERS[0].values[0]
+    verdict, reason, collected, _ = decide(str(INTERPRETERS[0].values[0]
                                             if hasattr(INTERPRETERS[0], "values")
                                             else INTERPRETERS[0]), tmp_path, keep=True)
     assert collected, "the agent recorded no collection"
