@@ -71,11 +71,14 @@ def time_as_user(args, sampler, writer, age):
         with open(out + ".err", "wb") as err:
             # A session of its own: what its setup starts (a pool, a forked child that
             # sleeps) is killed with it, and none holds a pipe of ours open.
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=err,
-                                    env=dict(os.environ), start_new_session=True)
-        excluded = getattr(sampler.readers, "exclude_pids", set())
-        excluded.add(proc.pid)      # its memory is not the scenario's workers'
+            def start():
+                return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=err,
+                                        env=dict(os.environ), start_new_session=True)
+
+            # its memory is not the scenario's workers'
+            spawn = getattr(sampler.readers, "start_excluded", None)
+            proc = spawn(start) if spawn is not None else start()
         try:
             proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:

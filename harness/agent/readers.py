@@ -63,6 +63,7 @@ class Readers(object):
         self.ppids = {}             # pid -> parent pid, each /proc/<pid>/stat read once
         self.exclude_pids = set()   # processes (and all below them) `kids` leaves out
         self.lock = threading.Lock()
+        self.spawning = threading.Lock()    # held while a helper starts (start_excluded)
 
     def rss(self):
         return self.rss_and_anon()[0]
@@ -106,7 +107,9 @@ class Readers(object):
         grandchildren) but `exclude_pids` and theirs; None when there is none or none
         could be read."""
         total = None
-        for pid in self.descendants():
+        with self.spawning:     # no helper between its fork and its exclusion
+            pids = self.descendants()
+        for pid in pids:
             text = None
             try:
                 fd = os.open("/proc/%d/smaps_rollup" % pid, os.O_RDONLY)
@@ -120,6 +123,18 @@ class Readers(object):
             if uss is not None:
                 total = (total or 0) + uss
         return total
+
+    def start_excluded(self, start):
+        """Start one of the agent's own helpers (`start()` returns it, a Popen) and leave
+        it, with all below it, out of `kids` from its first instant: a listing of this
+        process's children waits while it starts. (A timer sample that listed them
+        between the fork and the exclusion read the helper once as the scenario's
+        workers: a cell read "the worker processes' memory read 1 times: too few to call
+        them flat", undecided.)"""
+        with self.spawning:
+            proc = start()
+            self.exclude_pids.add(proc.pid)
+        return proc
 
     def descendants(self):
         """The pids below this process, from each process's parent pid in /proc: its

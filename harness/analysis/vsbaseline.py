@@ -133,7 +133,9 @@ class Confirmation(Record):
 
     @property
     def confirmed(self) -> bool:
-        return self.direction != "~" and self.direction == self.suspected
+        """A direction decided by the rounds: the one the pooled test suspected, or any,
+        where a busy host asked for them (suspected "~": no direction put to the test)."""
+        return self.direction != "~" and self.suspected in (self.direction, "~")
 
     def json_extra(self) -> dict[str, object]:
         return {"confirmed": self.confirmed}

@@ -35,3 +35,9 @@ def writer() -> Iterator[ModuleType]:
 def contention() -> Iterator[ModuleType]:
     """The agent's contention module (and the fields module it imports)."""
     yield from _agent_module("contention", "fields")
+
+
+@pytest.fixture()
+def readers() -> Iterator[ModuleType]:
+    """The agent's readers module."""
+    yield from _agent_module("readers")

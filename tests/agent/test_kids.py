@@ -124,3 +124,43 @@ def test_the_excluded_processes_and_theirs_are_left_out(tmp_path: Path) -> None:
     assert got["kids"] > 2**20, got
     # AND once the child is excluded, neither it nor its child is
     assert not {got["child"], got["grandchild"]} & set(got["left"]), got
+
+
+def test_a_helper_started_excluded_is_never_read_as_a_worker(readers: Any) -> None:
+    """A CI run of 3994462 under load: one cell's timer sample listed the agent's
+    children between the as-user helper's fork and its exclusion, read it once as the
+    scenario's workers, and the cell was left undecided ("the worker processes' memory
+    read 1 times"). A helper started through `Readers.start_excluded` is left out from
+    its first instant, however often the children are listed meanwhile."""
+    import threading
+
+    r = readers.Readers()
+    # (what earlier tests in this process left running is not this test's to read)
+    r.exclude_pids.update(r.descendants())
+    seen: list[int] = []
+    listed = [0]
+    stop = threading.Event()
+
+    def listing() -> None:
+        while not stop.is_set():
+            kids = r.kids()
+            listed[0] += 1
+            if kids is not None:
+                seen.append(kids)
+
+    reader = threading.Thread(target=listing)
+    reader.start()
+    procs = []
+    try:
+        for _ in range(30):
+            procs.append(r.start_excluded(lambda: subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(30)"],
+                start_new_session=True)))
+    finally:
+        stop.set()
+        reader.join()
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert listed[0] > 30, listed       # the children were listed as they started
+    assert seen == [], f"{len(seen)} of {listed[0]} listings read a helper"

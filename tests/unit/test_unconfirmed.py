@@ -58,6 +58,13 @@ def test_rounds_give_the_interval_the_outcome_and_the_cost() -> None:
     busy = dataclasses.replace(vs.confirmation, suspected="~")
     assert steps_vs_baseline(dataclasses.replace(vs, confirmation=busy)).endswith(
         ", no change")
+    # AND rounds a busy host asked for (no direction suspected) that find a slowdown
+    # confirm it, as the verdict (`regression`) reads them: never "slower, not the ~
+    # suspected" (the CI of 3994462 printed so beside its regression)
+    busy_slower = dataclasses.replace(busy, direction="slower")
+    assert busy_slower.confirmed
+    assert steps_vs_baseline(dataclasses.replace(vs, confirmation=busy_slower)).endswith(
+        "3 interleaved rounds (4.2 s), confirmed slower")
 
 
 def test_junit_and_the_issue_draft_mark_a_pooled_ratio_unconfirmed() -> None:
