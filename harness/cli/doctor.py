@@ -18,48 +18,17 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from harness import gpu, matrixfile
 from harness.cli import options
-from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, HarnessError, InputError
-from harness.gpu.engine import describe
+from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, InputError
 from harness.matrixfile.load import check_applied
-from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities, is_local_endpoint
+from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities
 from harness.preflight import compile_scenarios
-from harness.runtimes.base import Capabilities
-from harness.runtimes.dockerdoctor import DockerEngine
+from harness.runtimes.dockerdoctor import DockerEngine, Engine, engine_checks
 from harness.runtimes.localdoctor import local_checks
 from harness.runtimes.slurmdoctor import cluster_checks
-
-TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
-               "--runtime=docker` and restart dockerd")
-
-
-class Engine(Protocol):
-    """The little doctor needs from a Docker engine (DockerRuntime, or a fake in tests):
-    what its runtime declares it can do, asked, never probed for."""
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """The runtime's declaration (`runtimes.base.Capabilities`): the engine's name,
-        how it gives GPUs, whether a probe container lists them."""
-
-    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
-        """What this machine lacks for the runtime before its engine is asked."""
-
-    def gpu_inventory(self, ref: str) -> gpu.HostGpus | None:
-        """The engine's GPUs as a probe container in image `ref` sees them (asked only
-        where `capabilities.probes_gpus`)."""
-
-    def info(self) -> Mapping[str, Any]: ...
-
-    def image_config(self, ref: str) -> Mapping[str, Any] | None:
-        """{"labels": {...}, "env": ["K=V", ...]} of a local image, None when absent."""
-
-    def pullable(self, ref: str) -> str | None:
-        """None when the engine can pull `ref` (its registry has it), else why not and
-        the fix ("...\n  fix: ..."); nothing is pulled."""
 
 
 @dataclass
@@ -150,7 +119,9 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
         _scenario_check(c, matrix)
         return c
     for label, url in endpoints.items():
-        _engine_checks(c, matrix, label, url, connect, host, has_gpu, hook_found, wants_gpu)
+        for level, what, fix in engine_checks(matrix, label, url, connect, host, has_gpu,
+                                              hook_found, wants_gpu):
+            c.add(level, what, fix)
     if matrix is not None:
         _scenario_check(c, matrix)
     return c
@@ -175,111 +146,3 @@ def _scenario_check(c: Checks, matrix: Matrix) -> None:
               fixes[0] if fixes else "correct the scenario", bad_input=True)
         return
     c.add("ok", f"scenarios compile ({len({x.scenario.script for x in matrix.cells})})")
-
-
-def _probe(c: Checks, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpus | None:
-    """The engine's GPUs through a probe container in the first matrix image it has."""
-    if not engine.capabilities.probes_gpus:
-        return None
-    for img in matrix.images:
-        if engine.image_config(img.ref) is None:
-            continue
-        try:
-            found = engine.gpu_inventory(img.ref)
-        except HarnessError as exc:
-            first, *rest = str(exc).splitlines()
-            c.add("FAIL", f"{where}: {first}",
-                  rest[-1].strip().removeprefix("fix: ") if rest else "")
-            return None
-        if found is None:
-            return None
-        c.add("ok", f"{where}: GPUs through the engine (probe in {img.label}): "
-                    f"{describe(found)}")
-        for g in found.gpus:
-            cc = f"{g.cc[0]}.{g.cc[1]}" if g.cc else "?"
-            c.add("ok", f"{where}: GPU {g.index}: {g.name}, compute capability {cc}, {g.uuid}")
-        return found
-    return None
-
-
-def _engine_checks(c: Checks, matrix: Matrix | None, label: str, url: str | None,
-                   connect: Callable[[str | None], Engine], host: gpu.HostGpus,
-                   has_gpu: bool, hook_found: bool, wants_gpu: bool) -> None:
-    where = f"engine {label}" + (f" ({url})" if url and url != label else "")
-    local = is_local_endpoint(url)
-    try:
-        engine = connect(url)
-        for level, what, fix in engine.setup_checks(wants_gpu):
-            c.add(level, f"{where}: {what}", fix)
-        info = engine.info()   # no engine: the runtime's own words and fix
-    except HarnessError as exc:
-        first, *rest = str(exc).splitlines()
-        c.add("FAIL", f"{where}: {first}", rest[-1].strip().removeprefix("fix: ") if rest else "")
-        return
-    can = engine.capabilities
-    c.add("ok", f"{where}: {can.product} {info.get('ServerVersion')} (cgroup "
-                f"{info.get('CgroupVersion')}, runtime {info.get('DefaultRuntime')})")
-    probed = _probe(c, engine, matrix, where) if wants_gpu and matrix is not None else None
-    if probed is not None:  # the engine's own GPUs, not this machine's
-        host, has_gpu, local_gpus = probed, True, True
-    else:
-        local_gpus = local
-    # GPUs by CDI name (podman): the runtime's setup checks above looked for the spec.
-    cdi = can.gpu_by == "cdi"
-    mechanisms = [] if cdi else gpu.engine_gpu_mechanisms(info, hook_found and local)
-    if probed is not None and not mechanisms:
-        mechanisms = [("CDI" if cdi else "--gpus") + " (a probe container was given GPUs)"]
-    if mechanisms:
-        c.add("ok", f"{where}: GPU support: {', '.join(mechanisms)}")
-    elif cdi:
-        pass
-    elif wants_gpu and local:
-        c.add("FAIL", f"{where}: no NVIDIA runtime, CDI devices or --gpus hook", TOOLKIT_FIX)
-    elif wants_gpu:
-        c.add("warn", f"{where}: no nvidia runtime or CDI devices listed by the remote "
-                      "engine; `--gpus` support cannot be seen from here",
-              f"if cells fail to start, on that host: {TOOLKIT_FIX}")
-    if wants_gpu and local and not has_gpu and probed is None:
-        c.add("FAIL", f"{where}: the matrix asks for GPUs but this host has none",
-              "run on a GPU host or set gpu: [none]")
-    if matrix is None:
-        return
-    gpus = host.gpus if local_gpus else []
-    if local_gpus and host.gpus:
-        for sel in matrix.gpus:
-            if sel.wants_gpu and gpu.select(sel.value, host.gpus) is None:
-                c.add("FAIL", f"{where}: the matrix selects GPU {sel.value}, which this host "
-                              f"does not have (GPUs: {', '.join(str(g.index) for g in gpus)})",
-                      "fix `gpu:` in the matrix")
-    elif wants_gpu and not local_gpus:
-        c.add("warn", f"{where}: the remote host's GPUs are not visible from here; image/GPU "
-                      "compatibility is decided when its cells run")
-    for img in matrix.images:
-        config = engine.image_config(img.ref)
-        if config is None:
-            # The sweep pulls a missing image: only one its registry lacks (or that no
-            # registry can give) stops it.
-            why = engine.pullable(img.ref)
-            if why is None:
-                c.add("ok", f"{where}: image {img.ref}: not on the engine yet, its registry "
-                            "has it (the sweep pulls it)")
-                continue
-            first, *rest = why.splitlines()
-            fix = rest[-1].strip().removeprefix("fix: ") if rest else ""
-            # Said once: the pull's reason may already say the image is not here.
-            said = first.removeprefix(f"image {img.ref}").lstrip(": ")
-            if not said.startswith("is not on the engine"):
-                said = f"is not on the engine and {said}"
-            c.add("FAIL", f"{where}: image {img.ref} {said}",
-                  fix or f"docker pull {img.ref} on a host with registry access")
-            continue
-        cuda = gpu.image_cuda(config.get("labels"), config.get("env"))
-        c.add("ok", f"{where}: image {img.ref}" + (
-            f" (CUDA {cuda[0]}.{cuda[1]})" if cuda else ""))
-        targets = {g.index: g for sel in matrix.gpus if sel.wants_gpu
-                   for g in gpu.select(sel.value, gpus) or []}
-        for g in targets.values():
-            found = gpu.precheck(cuda, g, host.cuda_driver)
-            if found is not None:
-                c.add("warn", f"{where}: {img.label} on GPU {g.index} ({g.name}): "
-                              f"{found[0]}: {found[1]}")

@@ -18,6 +18,7 @@ from harness.errors import EngineUnavailable
 from harness.gpu import Gpu, HostGpus, image_cuda, precheck
 from harness.matrixfile.model import abilities
 from harness.runtimes.base import Capabilities
+from harness.runtimes.dockerdoctor import Engine
 
 # The config of nvcr.io/nvidia/tensorflow:20.12-tf1-py3 and 22.12-tf1-py3 (docker inspect:
 # Config.Env and Config.Labels, trimmed).
@@ -308,7 +309,7 @@ def test_doctor_asks_what_the_runtime_declares(tmp_path: Path) -> None:
 
 
 def test_doctor_without_gpu_or_engine(tmp_path: Path) -> None:
-    def no_engine(url: str | None) -> doctor.Engine:
+    def no_engine(url: str | None) -> Engine:
         raise EngineUnavailable("no Docker engine answers at the default socket: refused\n"
                                 "  fix: start the engine")
 
@@ -332,7 +333,7 @@ def test_doctor_remote_hosts_warn_instead_of_guessing(tmp_path: Path) -> None:
     engine = FakeEngine({"ServerVersion": "28.2.2", "Runtimes": {"runc": {}}}, IMAGES)
     seen: list[str | None] = []
 
-    def connect(url: str | None) -> doctor.Engine:
+    def connect(url: str | None) -> Engine:
         seen.append(url)
         return engine
 
@@ -352,7 +353,7 @@ def test_doctor_local_runtime_only_checks_gpus(tmp_path: Path) -> None:
     m.write_text("name: l\nruntime: local\nmatrix:\n  image: [python3]\n  gpu: [0]\n"
                  "  scenario: [s.py]\n")
 
-    def refuse(url: str | None) -> doctor.Engine:
+    def refuse(url: str | None) -> Engine:
         raise AssertionError("a local matrix needs no engine")
 
     checks = doctor.diagnose(matrixfile.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
@@ -370,7 +371,7 @@ def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
                  "    - {name: nopy, python: python9.9}\n    - {name: here, python: python3}\n"
                  "  scenario: [bad.py, good.py]\n")
 
-    def refuse(url: str | None) -> doctor.Engine:
+    def refuse(url: str | None) -> Engine:
         raise AssertionError("a local matrix needs no engine")
 
     checks = doctor.diagnose(matrixfile.load(m), {"local": None}, refuse, HostGpus(), has_gpu=False,
