@@ -26,7 +26,7 @@ from harness.errors import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, InputError
 from harness.matrixfile.load import check_applied
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities
 from harness.preflight import compile_scenarios
-from harness.runtimes.dockerdoctor import DockerEngine, Engine, engine_checks
+from harness.runtimes.dockerdoctor import Engine, docker_engine, engine_checks
 from harness.runtimes.localdoctor import local_checks
 from harness.runtimes.slurmdoctor import cluster_checks
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         endpoints = {"local": None}
     name = matrix.runtime if matrix is not None else DEFAULT_RUNTIME
-    checks = diagnose(matrix, endpoints, lambda url: DockerEngine(url, name), gpu.probe(),
+    checks = diagnose(matrix, endpoints, lambda url: docker_engine(url, name), gpu.probe(),
                       gpu.host_has_gpu(),
                       shutil.which("nvidia-container-runtime-hook") is not None, args.out)
     print(checks.shown(args.quiet))

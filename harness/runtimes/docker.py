@@ -199,3 +199,8 @@ class DockerRuntime(RuntimeBase):
 
     def image_labels(self, tag: str) -> dict[str, str] | None:
         return dockerimage.image_labels(self.client, tag)
+
+    def image_config(self, ref: str) -> dict[str, Any] | None:
+        """{"labels": {...}, "env": ["K=V", ...]} of an image on the engine, None when
+        absent (what `harness doctor` reads of it)."""
+        return dockerimage.image_config(self.client, ref)

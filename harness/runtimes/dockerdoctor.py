@@ -1,5 +1,5 @@
 """`harness doctor` for an engine with the Docker API (dockerd, podman's service): what
-it asks of the engine (`Engine`, answered by the runtime that drives it, `DockerEngine`;
+it asks of the engine (`Engine`: the runtime that drives it, `docker_engine`;
 doctor never tests which runtime it has) and its checks of each engine
 (`engine_checks`), each one line with its fix, as the local and Slurm doctors give
 theirs."""
@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from harness import gpu
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.gpu.engine import describe
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, is_local_endpoint
 from harness.runtimes.base import Capabilities
@@ -22,8 +22,9 @@ TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime config
 
 
 class Engine(Protocol):
-    """The little doctor needs from a Docker engine (DockerRuntime, or a fake in tests):
-    what its runtime declares it can do, asked, never probed for."""
+    """What doctor asks of an engine with the Docker API: the runtime that drives it
+    (`runtimes.docker.DockerRuntime`, podman's too), or a fake in tests. What it can do
+    is its runtime's declaration, asked, never probed for."""
 
     @property
     def capabilities(self) -> Capabilities:
@@ -37,7 +38,8 @@ class Engine(Protocol):
         """The engine's GPUs as a probe container in image `ref` sees them (asked only
         where `capabilities.probes_gpus`)."""
 
-    def info(self) -> Mapping[str, Any]: ...
+    def engine_info(self) -> Mapping[str, Any]:
+        """The engine's `docker info`."""
 
     def image_config(self, ref: str) -> Mapping[str, Any] | None:
         """{"labels": {...}, "env": ["K=V", ...]} of a local image, None when absent."""
@@ -47,43 +49,22 @@ class Engine(Protocol):
         the fix ("...\n  fix: ..."); nothing is pulled."""
 
 
-class DockerEngine:
-    """An engine with the Docker API (dockerd, podman's service) as a runtime sees it."""
+def docker_engine(url: str | None, runtime: str = DEFAULT_RUNTIME) -> Engine:
+    """The runtime `runtime` (docker, podman) driving the engine at `url`: doctor asks it,
+    as the sweep does.
 
-    def __init__(self, url: str | None, runtime: str = DEFAULT_RUNTIME):
-        # lazy: docker-py only where a Docker engine is asked for (runtimes.get_runtime
-        # imports it first, paramiko hidden)
-        from harness.runtimes.docker import DockerRuntime
+    Raises:
+        InputError: a runtime without a Docker API engine (local, slurm): the matrix's
+            `runtime:`, which doctor checks otherwise.
+    """
+    # lazy: docker-py only where a Docker engine is asked for (runtimes.get_runtime
+    # imports it first, paramiko hidden)
+    from harness.runtimes.docker import DockerRuntime
 
-        rt = get_runtime(runtime, url)
-        assert isinstance(rt, DockerRuntime), f"runtime {runtime} has no Docker API"
-        self.rt = rt
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.rt.capabilities
-
-    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
-        """What this machine lacks for the runtime before its engine is asked."""
-        return self.rt.setup_checks(wants_gpu)
-
-    def info(self) -> Mapping[str, Any]:
-        info: Mapping[str, Any] = self.rt.client.info()
-        return info
-
-    def image_config(self, ref: str) -> Mapping[str, Any] | None:
-        labels = self.rt.image_labels(ref)
-        if labels is None:
-            return None
-        config = self.rt.client.images.get(ref).attrs.get("Config") or {}
-        return {"labels": labels, "env": config.get("Env") or []}
-
-    def pullable(self, ref: str) -> str | None:
-        return self.rt.pullable(ref)
-
-    def gpu_inventory(self, ref: str) -> gpu.HostGpus:
-        """The engine's GPUs as a probe container in image `ref` sees them."""
-        return self.rt.gpu_inventory(ref)
+    rt = get_runtime(runtime, url)
+    if not isinstance(rt, DockerRuntime):
+        raise InputError(f"runtime {runtime} drives no engine with the Docker API")
+    return rt
 
 
 class _Lines(list[Check]):
@@ -143,7 +124,7 @@ def _engine(c: _Lines, matrix: Matrix | None, label: str, url: str | None,
         engine = connect(url)
         for level, what, fix in engine.setup_checks(wants_gpu):
             c.add(level, f"{where}: {what}", fix)
-        info = engine.info()   # no engine: the runtime's own words and fix
+        info = engine.engine_info()   # no engine: the runtime's own words and fix
     except HarnessError as exc:
         c.failed(where, exc)
         return

@@ -200,3 +200,14 @@ def image_labels(client: Any, tag: str) -> dict[str, str] | None:
         return dict(client.images.get(tag).labels or {})
     except docker.errors.ImageNotFound:
         return None
+
+
+def image_config(client: Any, tag: str) -> dict[str, Any] | None:
+    """{"labels": {...}, "env": ["K=V", ...]} of the image, or None when the engine does
+    not have it."""
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    config = image.attrs.get("Config") or {}
+    return {"labels": dict(image.labels or {}), "env": config.get("Env") or []}

@@ -205,7 +205,7 @@ class FakeEngine:
     def gpu_inventory(self, ref: str) -> HostGpus | None:
         raise AssertionError("doctor asked a engine that lists no GPUs for them")
 
-    def info(self) -> Mapping[str, Any]:
+    def engine_info(self) -> Mapping[str, Any]:
         return self._info
 
     def image_config(self, ref: str) -> Mapping[str, Any] | None:
