@@ -12,7 +12,7 @@ import yaml
 
 from harness import matrixfile
 from harness.api.checked import Checked, Swept
-from harness.app.progress import printer
+from harness.app.command import printer
 from harness.app.sweep import exit_code, preflight, sweep_and_report
 from harness.app.sweepoptions import SweepOptions, apply_overrides
 from harness.errors import InputError, SpecError

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from harness import report as reports
 from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY, UNSETTLED
-from harness.app.exits import exit_code as exit_code  # the sweep's exit, read here too
-from harness.app.headstart import hold
+from harness.app.command import exit_code as exit_code  # the sweep's exit, read here too
+from harness.app.command import hold
 from harness.app.sweepoptions import SweepOptions
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.preflight import check_lengths, compile_scenarios, floor_caps

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.app.headstart import hold
+from harness.app.command import hold
 from harness.bisect.plan import bisect, expected_probes, latest, sweep_runner
 from harness.errors import InputError
 from harness.orchestrator import Sweep, prefetch_analysis

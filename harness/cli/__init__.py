@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO, cast
 
-from harness.app import headstart
-from harness.app.progress import printer as printer  # re-exported for the commands
+from harness.app.command import printer as printer  # re-exported for the commands
+from harness.app.command import wait as wait_for_head_starts
 from harness.cli.helptext import FittedHelpFormatter
 from harness.errors import (
     EXIT_BAD_INPUT,
@@ -310,9 +310,9 @@ def finish(code: int) -> NoReturn:
     object the command made (~0.1 s after a one-cell sweep, 0.3 s on a loaded host):
     nothing left needs it (results are written and closed, stdout is flushed at exit).
 
-    The command's head starts still importing (`app.headstart`) are waited for first:
+    The command's head starts still importing (`app.command.hold`) are waited for first:
     an interpreter that ends under a thread inside a C extension's import can die of it
     (exit -11 after Ctrl-C during a venv build, beside two busy loops)."""
-    headstart.wait()
+    wait_for_head_starts()
     gc.freeze()
     sys.exit(code)

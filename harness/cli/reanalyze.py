@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Collection
 
-from harness.app.exits import exit_code
+from harness.app.command import exit_code
 from harness.errors import InputError
 from harness.reanalyze.app import redecide, write_beside
 from harness.report import ConsoleReporter, Report

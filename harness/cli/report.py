@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import report as reports
-from harness.app.exits import exit_code
+from harness.app.command import exit_code
 from harness.app.report import (
     KEPT,
     complete_report,

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from harness.app import why as reading
-from harness.app.exits import exit_code
+from harness.app.command import exit_code
 
 if TYPE_CHECKING:
     from harness.report import Report

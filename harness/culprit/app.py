@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
 from harness.answers.pairs import pairs
 from harness.app import answer
-from harness.app.exits import exit_code as report_exit
-from harness.app.headstart import hold
-from harness.app.progress import printer
+from harness.app.command import exit_code as report_exit
+from harness.app.command import hold, printer
 from harness.culprit.code import for_row
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from harness.answers.pairs import pairs
 from harness.app import answer
-from harness.app.progress import printer
+from harness.app.command import printer
 from harness.culprit.app import known_rows, started
 from harness.days.search import day_in_run
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from harness.answers.pairs import pairs, unpaired
 from harness.app import answer
-from harness.app.progress import printer
+from harness.app.command import printer
 from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_OK,

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import matrixfile
-from harness.app.headstart import hold
-from harness.app.progress import printer
+from harness.app.command import hold, printer
 from harness.app.sweepoptions import apply_overrides
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.fit.page import FitReport

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.app import answer
-from harness.app.exits import exit_code
+from harness.app.command import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError, without_out
 from harness.history.model import read_history
 from harness.history.page import latest_report, write_html

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.app.headstart import hold
+from harness.app.command import hold
 from harness.app.sweep import plan_of
 from harness.orchestrator import prefetch_analysis
 from harness.runtimes import Engines

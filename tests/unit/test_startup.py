@@ -117,7 +117,7 @@ def test_the_sweeps_help_loads_its_parser_alone() -> None:
     ran = {m for m in mods if m.split(".")[:2] in (["harness", "store"], ["harness", "result"],
                                                    ["harness", "report"], ["harness", "app"])}
     assert "harness.cli.sweep" in mods and "harness.cli.sweeprun" not in mods
-    assert ran <= {"harness.app", "harness.app.progress", "harness.app.headstart"}, ran
+    assert ran <= {"harness.app", "harness.app.command"}, ran
 
 
 def test_the_command_leaves_without_a_last_collection_over_its_objects() -> None:
@@ -195,13 +195,13 @@ def test_the_top_level_help_lists_each_command_by_its_own_line() -> None:
 
 def test_every_head_start_is_held_and_waited_for_before_the_command_exits() -> None:
     """`cli.finish` waits for the head starts a command made, by the references it holds
-    (`app.headstart`), not by a thread's name: every `prefetch_analysis()` of harness is
+    (`app.command.hold`), not by a thread's name: every `prefetch_analysis()` of harness is
     handed to `headstart.hold`, and `wait` returns once each held thread has ended."""
     import ast
     import threading
     import time
 
-    from harness.app import headstart
+    from harness.app import command as headstart  # its head starts' hold and wait
 
     loose = []
     for path in sorted((ROOT / "harness").rglob("*.py")):
