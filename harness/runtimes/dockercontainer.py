@@ -18,6 +18,7 @@ import socket
 import tarfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,6 +46,7 @@ def start_time(pid: int) -> str:
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
 STACK_BYTES = 64 * 1024 * 1024
 POLL_S = 0.1
+SIGKILLED = 137            # the exit code of a process the kernel killed with SIGKILL (128 + 9)
 
 
 class CgroupReadings(Protocol):
@@ -215,7 +217,9 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         outcome.duration_s = time.monotonic() - start
         outcome.exit_code = state.get("ExitCode")
         oom_seen, peak = cgroup() if cgroup is not None else (False, None)
-        outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen
+        outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen or (
+            state.get("ExitCode") == SIGKILLED and not outcome.timed_out
+            and _oom_event(engine.client, container.id, state))
         if t_stats is not None:   # the stream only ends when the container is removed
             t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
@@ -282,6 +286,26 @@ def fetch_out(container: Any, outdir: Path) -> None:
             src = tar.extractfile(member)
             if src is not None:
                 (outdir / name.name).write_bytes(src.read())
+
+
+def _epoch(stamp: str) -> int:
+    """The whole seconds since the epoch of an engine's RFC 3339 UTC time stamp."""
+    return int(datetime.fromisoformat(stamp[:19] + "+00:00").timestamp())
+
+
+def _oom_event(client: Any, cid: str, state: dict[str, Any]) -> bool:
+    """An `oom` event of the container in the engine's log. dockerd sets `OOMKilled` from
+    that event, which can reach it after it handled the exit (moby#18510): under a CI's
+    load a container killed at its memory limit (exit 137) read `OOMKilled false`. So a
+    SIGKILLed container whose flag says no is asked again here; False where the engine
+    keeps no such event or cannot say."""
+    try:
+        events = client.events(since=_epoch(state["StartedAt"]) - 1,
+                               until=_epoch(state["FinishedAt"]) + 1,
+                               filters={"container": cid, "event": "oom"}, decode=True)
+        return any((e.get("Action") or e.get("status")) == "oom" for e in events)
+    except (*ENGINE_ERRORS, KeyError, ValueError, TypeError):
+        return False
 
 
 def _exited(state: dict[str, Any]) -> bool:

@@ -88,6 +88,7 @@ class FakeEngine:
 
 
 def _request(tmp_path: Path) -> RunRequest:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\ndef step(s):\n    pass\n")
     (tmp_path / "matrix.yaml").write_text(textwrap.dedent("""\
         name: demo
@@ -263,3 +264,38 @@ def test_a_kill_the_engine_refuses_as_the_container_already_exited_is_no_error(
     assert kill(_Exited(status, text)) is False
     with pytest.raises(docker.errors.APIError):
         kill(_Exited(500, "engine on fire"))
+
+
+class SigkilledEngine(FakeEngine):
+    """A container that died of SIGKILL (exit 137) with `OOMKilled false`, and the engine's
+    event log: with an `oom` event of it, or without."""
+
+    def __init__(self, oom_event: bool) -> None:
+        super().__init__()
+        self.oom_event = oom_event
+        self.asked: list[dict[str, Any]] = []
+
+    def inspect_container(self, cid: str) -> dict[str, Any]:
+        return {"State": {"Running": False, "Status": "exited", "ExitCode": 137,
+                          "OOMKilled": False, "StartedAt": "2026-11-29T08:25:01.123456789Z",
+                          "FinishedAt": "2026-11-29T08:25:09.987654321Z"}}
+
+    def events(self, **kwargs: Any) -> list[dict[str, Any]]:
+        self.asked.append(kwargs)
+        return ([{"Type": "container", "Action": "oom", "status": "oom"}]
+                if self.oom_event else [])
+
+
+def test_an_oom_kill_the_engine_s_flag_missed_is_read_from_its_event_log(
+        tmp_path: Path) -> None:
+    """dockerd sets OOMKilled from the container's `oom` event, which can reach it after
+    it handled the exit: the CI of f1aa496 read a container killed at its memory limit
+    with `OOMKilled false`. Its event log still holds the event; a SIGKILL without one
+    (a kill from outside) is no OOM."""
+    for has_event in (True, False):
+        engine = SigkilledEngine(has_event)
+        outcome = _runtime(engine).run(_request(tmp_path / str(has_event)), lambda t: None)
+        assert (outcome.exit_code, outcome.oom_killed) == (137, has_event)
+        [asked] = engine.asked     # the container's own oom events, over its run
+        assert asked["filters"] == {"container": "c0", "event": "oom"}
+        assert asked["since"] < asked["until"] and asked["until"] - asked["since"] <= 12
