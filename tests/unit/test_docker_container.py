@@ -86,6 +86,10 @@ class FakeEngine:
     def info(self) -> dict[str, Any]:
         return {"ID": "fake:engine"}
 
+    def events(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """The engine's event log over the asked span: none kept here."""
+        return []
+
 
 def _request(tmp_path: Path) -> RunRequest:
     tmp_path.mkdir(parents=True, exist_ok=True)
