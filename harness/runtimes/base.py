@@ -218,6 +218,11 @@ class RunOutcome:
                 "host_samples": len(self.host_samples)}
 
 
+# One line of `harness doctor`: its level (ok, warn, FAIL), what it found and the fix;
+# each runtime's setup checks and each engine's doctor give them.
+Check = tuple[str, str, str]
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What one runtime can do, in one declaration its class fills (`RuntimeBase`'s
@@ -260,7 +265,7 @@ class Runtime(Protocol):
         """The GPUs a container of `image` is given on this runtime's engine; None when
         the runtime has no engine of its own to ask (this machine's NVML answers)."""
 
-    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+    def setup_checks(self, wants_gpu: bool) -> list[Check]:
         """`harness doctor`: what this machine lacks for this runtime before its engine
         is asked, as (ok|warn|FAIL, what, fix)."""
 
@@ -326,7 +331,7 @@ class RuntimeBase:
         """No engine of its own: None (the host's NVML answers for a local host)."""
         return None
 
-    def setup_checks(self, wants_gpu: bool) -> list[tuple[str, str, str]]:
+    def setup_checks(self, wants_gpu: bool) -> list[Check]:
         """`harness doctor`: what this machine lacks for the runtime before its engine is
         asked, as (ok|warn|FAIL, what, fix); nothing to say by default."""
         return []

@@ -19,10 +19,10 @@ from pathlib import Path
 from harness.matrixfile.lockfile import requirement_lines
 from harness.matrixfile.model import ImageSpec, Matrix
 from harness.runtimes import process, resolver
+from harness.runtimes.base import Check
 from harness.runtimes.local import LocalRuntime, cache_dir, venv_dirs
 from harness.runtimes.piperrors import short_pip_error
 
-Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix)
 RESOLVE_TIMEOUT_S = 120.0
 
 

@@ -23,6 +23,7 @@ from harness.errors import EngineUnavailable, GpuUnavailable
 from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
 from harness.pressure import cpu_pressure
+from harness.runtimes.base import Check
 from harness.runtimes.cellcgroup import FILES, counter, memory_cgroups, memory_now, read_int
 from harness.runtimes.cellcgroup import ROOT as CGROUP_ROOT
 from harness.runtimes.docker import DockerRuntime
@@ -41,7 +42,6 @@ COMPAT_CDI_FIX = ("where the host has GPUs and a CDI spec, this podman's Docker-
                   "use a podman whose compat API takes CDI DeviceRequests, or `runtime: "
                   "docker` for GPU cells")
 WAIT_POLL = "50ms"     # how often podman's wait looks: a cell's end is seen this late at most
-Check = tuple[str, str, str]      # (ok|warn|FAIL, what, fix), as the doctors give them
 
 
 def default_socket() -> str:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.model import Matrix
+from harness.runtimes.base import Check
 from harness.runtimes.slurm import SlurmRuntime
 from harness.runtimes.slurmqueue import NO_SLURM_FIX, slurm_cli
 
-Check = tuple[str, str, str]   # level (ok, warn, FAIL), what, fix
 PROBE_TIMEOUT_S = 180.0
 
 
