@@ -12,6 +12,8 @@ still read one:
   starts leaking after a while), not a measure of the code under test.
 - record: times are kept to say what ran when (overlaps, order), not how long.
 - data: a script kept as data (run by hand, outside the suite).
+- truth: the figure a verdict is held to is measured in the test, beside the run and
+  on the same host at the same load, never written down from another machine.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-KINDS = ("deadline", "bound", "scenario", "record", "data")
+KINDS = ("deadline", "bound", "scenario", "record", "data", "truth")
 CLOCK = re.compile(r"\btime\.(monotonic|perf_counter|process_time|thread_time|time|"
                    r"clock_gettime)(_ns)?\(|(?<![.\w])(monotonic|perf_counter|process_time"
-                   r"|thread_time)(_ns)?\(\)|\bdatetime\.now\(")
+                   r"|thread_time)(_ns)?\(\)|\bdatetime\.now\(|\btimeit\.|\bos\.times\(")
 
 CLOCKS: dict[str, tuple[str, str]] = {
     "conftest.py": ("deadline", "a test that needs an engine waits for CI's ready file"),
@@ -66,6 +68,12 @@ CLOCKS: dict[str, tuple[str, str]] = {
                                    "each was under way"),
     "unit/test_scheduler.py": ("record", "the fake runtime's runs, which GPU each held "
                                "when"),
+    "unit/test_check_fill_room.py": ("scenario", "timeit sizes the steps' work to ~0.1 ms "
+                                     "of this host's CPU; no time is asserted"),
+    "unit/test_time_as_user.py": ("truth", "timeit takes the step's time as a user would, "
+                                  "plain and under the quiet heap, beside the sweep; the "
+                                  "figure printed is held nearer the first only where "
+                                  "the two differ by 1.3x"),
     "unit/test_spec.py": ("bound", "an alias bomb is refused in 5 s: expanded it is 10^9 "
                           "nodes"),
     "unit/test_terminal.py": ("deadline", "waits for the pty's output"),
@@ -96,7 +104,8 @@ def test_every_listed_file_still_reads_a_clock_and_has_a_kind() -> None:
 
 def test_the_guard_sees_each_way_a_clock_is_read() -> None:
     for text in ("t = time.monotonic()", "time.perf_counter_ns()", "now = monotonic()",
-                 "datetime.now(timezone.utc)", "time.time()"):
+                 "datetime.now(timezone.utc)", "time.time()",
+                 "min(timeit.repeat(stmt))", "os.times()"):
         assert CLOCK.search(text), text
     for text in ("time.sleep(1)", "state.monotonic_count", "elapsed_time()"):
         assert not CLOCK.search(text), text
