@@ -1,8 +1,8 @@
 """A/A noise of interleaved confirmation rounds, by step size (issue 85 item 1).
 
-A change between two images is confirmed in interleaved rounds (`stages.confirm`): each
+A change between two images is confirmed in interleaved rounds (`sweeping.settle`): each
 round runs the baseline cell and then the suspect cell afresh, shorter than the cells
-(`confirm.round_cell`), and reads the ratio of their statistics (`analysis.run_stat`:
+(`settle.round_cell`), and reads the ratio of their statistics (`analysis.run_stat`:
 the median step time net of run-queue delay, put at one CPU speed by `analysis.judged`).
 Here both "images" are the same interpreter under two names, so every ratio is noise.
 For each step size (pure-Python steps of about 0.3 us, 1 us, 4 us, 20 us, 100 us and
@@ -14,7 +14,7 @@ times it, `perf_counter` either side) it runs `--rounds` A/A rounds and prints
   the sd of the log ratio of `net_s` as measured, before the CPU-speed correction;
 - the median statistic (us) and the calls of each round's run;
 - the false-confirm rate of the rounds rule: the rounds cut into consecutive groups as
-  `confirm.run_rounds` would stop them (`analysis.settled`, at most twice `rounds`),
+  `settle.run_rounds` would stop them (`analysis.settled`, at most twice `rounds`),
   each decided by `analysis.decide_rounds` (a slowdown suspected); a group that
   confirms either way is false. At `min_ratio` 1.1 without `step_floor_s` (the rule
   wanted) and with today's thresholds; and the least ratio R (steps of 0.005) from
@@ -23,11 +23,11 @@ times it, `perf_counter` either side) it runs `--rounds` A/A rounds and prints
 
 How a run is made is harness's own: the matrix (`runtime: local`, harness's defaults)
 is loaded by `matrixfile.load`, its runtime made by `runtimes.Engines.for_matrix`, and
-an `orchestrator.Sweep` gives the stages' `Context`. The suspect cell is measured once
+an `sweeping.orchestrator.Sweep` gives the stages' `Context`. The suspect cell is measured once
 by `Sweep.run_cell` (the sweep's own measurement: its calls set the rounds' length by
-`compare.round_length`); each round's runs are `confirm.round_cell`'s cells run by
-`confirm._run` (the agent through `ctx.runner`, its statistic read by `run_stat`), the
-round built as `confirm.run_rounds` builds it. Rounds never wait after a busy round here
+`settle.round_length`); each round's runs are `settle.round_cell`'s cells run by
+`settle._run` (the agent through `ctx.runner`, its statistic read by `run_stat`), the
+round built as `settle.run_rounds` builds it. Rounds never wait after a busy round here
 (`run_rounds` backs off 1-8 s): every round is kept, and the stop rule is replayed.
 
 Run: PYTHONPATH=. python3 benchmarks/aa_noise.py [--sizes 0.3us,1us,4us,20us,100us,2ms]
@@ -65,11 +65,11 @@ import numpy as np
 from harness import analysis, matrixfile
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
-from harness.orchestrator import Sweep
 from harness.runtimes import Engines
-from harness.stages import compare, confirm
-from harness.stages.context import Context
 from harness.store import RunStore
+from harness.sweeping import settle
+from harness.sweeping.context import Context
+from harness.sweeping.orchestrator import Sweep
 from harness.thresholds import AnalysisConfig
 
 SCENARIO = '''
@@ -148,12 +148,12 @@ def matrix_text(ns: list[int], budget: str | None) -> str:
 
 def one_round(ctx: Context, k: int, base: Cell, suspect: Cell, home: Path,
               cfg: AnalysisConfig) -> tuple[Round, float]:
-    """Round `k`: the baseline run, then the suspect's, as `confirm.run_rounds` runs
+    """Round `k`: the baseline run, then the suspect's, as `settle.run_rounds` runs
     and judges them; beside it the ratio of the two runs' `net_s` as measured, before
     `judged` puts them at one CPU speed (NaN where a run failed)."""
-    b_med, b_busy, b_fail = confirm._run(ctx, base, ctx.images.get(base),
+    b_med, b_busy, b_fail = settle._run(ctx, base, ctx.images.get(base),
                                          home / "rounds" / f"{k}-baseline", "baseline")
-    o_med, o_busy, o_fail = confirm._run(ctx, suspect, ctx.images.get(suspect),
+    o_med, o_busy, o_fail = settle._run(ctx, suspect, ctx.images.get(suspect),
                                          home / "rounds" / f"{k}-suspect", "suspect")
     j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
     plain = o_med.net_s / b_med.net_s if b_med and o_med and b_med.net_s > 0 else math.nan
@@ -162,7 +162,7 @@ def one_round(ctx: Context, k: int, base: Cell, suspect: Cell, home: Path,
 
 
 def groups(rounds: list[Round], most: int, cfg: AnalysisConfig) -> list[Confirmation]:
-    """The rounds cut where `confirm.run_rounds` would have stopped, each group
+    """The rounds cut where `settle.run_rounds` would have stopped, each group
     decided; a last group the rounds ran out in before it stopped is left out."""
     out: list[Confirmation] = []
     i = 0
@@ -170,7 +170,7 @@ def groups(rounds: list[Round], most: int, cfg: AnalysisConfig) -> list[Confirma
         done: list[Round] = []
         while True:
             if analysis.settled(analysis.decide_rounds(done, SUSPECTED, cfg), cfg) or \
-                    len(done) >= most or confirm.usable(done) + (most - len(done)) < 2:
+                    len(done) >= most or settle.usable(done) + (most - len(done)) < 2:
                 if not done:
                     return out      # `rounds: 0`: no round would run
                 out.append(analysis.decide_rounds(done, SUSPECTED, cfg))
@@ -264,17 +264,17 @@ def run(args: argparse.Namespace, labels: list[str], ns: list[int], budget: str 
                 if not measured.series.cols.steps.size:
                     raise SystemExit(f"{suspect.id}: the measured run timed no step "
                                      f"({res.verdict}: {res.reason})")
-                calls = compare.round_length(suspect, len(measured.series.cols.steps),
+                calls = settle.round_length(suspect, len(measured.series.cols.steps),
                                              [res.summary.median_step_s] * 2)
-                # As `run_rounds` makes them: at least `compare.ROUND_S` seconds of steps
+                # As `run_rounds` makes them: at least `settle.ROUND_S` seconds of steps
                 # and under the user's allocator (`as_user`), where the checkout swept
                 # has them (an older one's: at most 1,000 calls, the quiet heap).
                 more: dict[str, Any] = {}
-                if "least" in inspect.signature(confirm.round_cell).parameters:
+                if "least" in inspect.signature(settle.round_cell).parameters:
                     more = {"as_user": True,
-                            "least": compare.least_calls(res.summary.median_step_s)}
-                short_b = confirm.round_cell(base, calls, compare.MAX_CALLS, **more)
-                short_s = confirm.round_cell(suspect, calls, compare.MAX_CALLS, **more)
+                            "least": settle.least_calls(res.summary.median_step_s)}
+                short_b = settle.round_cell(base, calls, settle.MAX_CALLS, **more)
+                short_s = settle.round_cell(suspect, calls, settle.MAX_CALLS, **more)
                 ran = [one_round(sw.ctx, k, short_b, short_s, measured.home, cfg)
                        for k in range(1, args.rounds + 1)]
                 rounds, plain = [r for r, _ in ran], [x for _, x in ran]

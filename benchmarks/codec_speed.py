@@ -74,9 +74,9 @@ def child_sweep(workdir: Path, quick: bool) -> None:
     from fakeruntime import Behaviour, FakeRuntime
 
     from harness import matrixfile
-    from harness.orchestrator import sweep
     from harness.result.model import Planned
     from harness.store import RunStore
+    from harness.sweeping.orchestrator import sweep
 
     images, gpus, scenarios = SHAPE[quick]
     m, names = wide_matrix(workdir, "codec", images, gpus, scenarios)

@@ -68,12 +68,12 @@ def child_sweep(workdir: Path, cells: int) -> None:
     from fakeruntime import Behaviour, FakeRuntime
 
     from harness import matrixfile
-    from harness.orchestrator import sweep
     from harness.report import Report, write_all
     from harness.result.codec import encode
     from harness.result.model import Plan, Planned
     from harness.store import RunStore
     from harness.store.results import PLAN_FILE
+    from harness.sweeping.orchestrator import sweep
 
     images, gpus, scenarios = SHAPES[cells]
     m, names = wide_matrix(workdir, "scale", images, gpus, scenarios)

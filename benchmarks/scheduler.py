@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.orchestrator import prefetch_analysis, sweep
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.store import RunStore
+from harness.sweeping.orchestrator import prefetch_analysis, sweep
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 

@@ -53,9 +53,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import matrixfile
-from harness.orchestrator import sweep
 from harness.runtimes.local import LocalRuntime
 from harness.store import RunStore
+from harness.sweeping.orchestrator import sweep
 
 WORK = '''
 import os

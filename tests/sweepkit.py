@@ -22,15 +22,15 @@ import yaml
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.app.sweep import plan_of
 from harness.matrixfile.model import Cell, Matrix
-from harness.orchestrator import SweepOutcome, sweep
 from harness.report import Report, write_all
 from harness.result.codec import encode
 from harness.result.model import CellResult, Plan
 from harness.runtimes.base import Runtime
 from harness.store import RunStore
 from harness.store.results import PLAN_FILE
+from harness.sweeping.course import plan_of
+from harness.sweeping.orchestrator import SweepOutcome, sweep
 
 # A scenario that allocates nothing: what the fake runtime's behaviour makes of a cell is
 # the whole truth.

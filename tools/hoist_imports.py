@@ -71,12 +71,12 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
      "from harness.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
      {f"ext:{m}" for m in HEAVY} | {"harness.*"}),
     ("a verdict, the orchestrator, the reports",
-     "import harness.analysis.verdict, harness.orchestrator, harness.report",
+     "import harness.analysis.verdict, harness.sweeping.orchestrator, harness.report",
      {"ext:scipy"}),
     ("a sweep before its first container",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-     "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
-     "harness.report.live, harness.stages.confirm\n"
+     "import harness.cli.sweep, harness.sweeping.orchestrator, harness.preflight, "
+     "harness.report.live, harness.sweeping.settle\n"
      "from harness.runtimes import get_runtime\nget_runtime('docker')",
      {"ext:numpy", "ext:jinja2", "ext:tabulate", "ext:scipy"}),
     ("`harness sweep --help`",
@@ -93,8 +93,8 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
 SWEEP_START = [
     ("a sweep's start",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-     "import harness.cli.sweep, harness.orchestrator, harness.preflight, "
-     "harness.report.live, harness.stages.confirm, harness.matrixfile, harness.store\n"
+     "import harness.cli.sweep, harness.sweeping.orchestrator, harness.preflight, "
+     "harness.report.live, harness.sweeping.settle, harness.matrixfile, harness.store\n"
      "from harness.runtimes import get_runtime\nget_runtime('local')",
      {"harness.*"}),
 ]

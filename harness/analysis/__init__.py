@@ -4,7 +4,7 @@ This package's namespace holds the configuration, so that the spec imports it wi
 pulling in the runtimes, and the deciding functions the stages call (`analysis.decide`,
 `analysis.LiveDecider`, ...): a sweep's stages import this package, and NumPy loads with
 those functions only when the first is asked for, once the first container runs (the
-prefetch thread, `orchestrator.prefetch_analysis`, imports them meanwhile). The stages
+prefetch thread, `sweeping.orchestrator.prefetch_analysis`, imports them meanwhile). The stages
 reach the analysis's NumPy only through here (the series' arrays through
 `protocol.series`' one import); every module of this package imports at its top.
 """

@@ -31,7 +31,6 @@ from harness.api.where import where
 from harness.errors import InputError, SpecError
 from harness.matrixfile.entries import NOT_A_DURATION, duration_problem, parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
-from harness.orchestrator import Sweep
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
 from harness.runtimes.base import AGENT_DIR, CALL_TIMEOUT_S, DEADLINE_SHARE, call_timeout
@@ -40,18 +39,19 @@ from harness.runtimes.process import runs_forked_here
 from harness.store import RunStore
 from harness.store.runs import SWEEP
 from harness.store.saved import save_cell
+from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
     from harness.protocol.series import Series
     from harness.result.model import CellResult
-    from harness.stages.context import Measured
     from harness.store.saved import Saved
+    from harness.sweeping.context import Measured
 
 Progress = Callable[[str], None]
 # A check (a marked test) takes at most this many budgets in all, its runs again
 # included, unless its settings say otherwise: a budget too short for a verdict ends
-# `ambiguous`, saying the budget that would decide (`stages.measure.too_short`).
+# `ambiguous`, saying the budget that would decide (`sweeping.measure.too_short`).
 OVERRUN = 4
 # A budgeted check's warm-up spends at most this share of its budget and its measured
 # phase the rest (RunSettings.warmup_share): a marked test costs its budget, where 200

@@ -1,15 +1,15 @@
 """A cell against a saved run of an earlier version of its code (the pytest plugin's
 `--harness-compare NAME`, `harness.api.check(..., baseline=...)`).
 
-The same comparison as a sweep row's (`stages.compare.against_row`): the pooled
+The same comparison as a sweep row's (`sweeping.settle.against_row`): the pooled
 step times, peaks and CPU times, then, where they leave a doubt (a suspected change, a
-busy host), the rounds it plans, run as a row's are (`stages.way.run_plan`:
-`stages.confirm.run_rounds`), and the verdict from the one table.
+busy host), the rounds it plans, run as a row's are (`sweeping.settle.run_plan`:
+`sweeping.settle.run_rounds`), and the verdict from the one table.
 
 What cannot be the same: a sweep's rounds run baseline and suspect alternately
 (B S B S), so drift of the host hits both alike. A saved run's code is gone (it was
 another commit), so it cannot run again: here each round runs the current cell afresh
-(shorter, as `stages.confirm.round_cell` makes it) and compares its statistic with the
+(shorter, as `sweeping.settle.round_cell` makes it) and compares its statistic with the
 saved run's (`analysis.contention.run_stat`, both put at one CPU speed by the agent's
 canary loop: `speed_scaled`), and `analysis.rounds.decide_rounds` decides over the
 rounds, as it does in a sweep (every usable round must agree, and the interval clear
@@ -24,9 +24,8 @@ from __future__ import annotations
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.stages.compare import against_row
-from harness.stages.context import Context, Measured
-from harness.stages.way import run_plan
+from harness.sweeping.context import Context, Measured
+from harness.sweeping.settle import against_row, run_plan
 
 
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,

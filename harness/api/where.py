@@ -34,7 +34,7 @@ from harness.explain.plan import (
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.stages.context import Context
+from harness.sweeping.context import Context
 
 # A budgeted check's where run makes the calls that fit in half its budget at its
 # measured run's pace slowed this many times by tracemalloc (20-120x on an allocating

@@ -1,10 +1,10 @@
 """What every command shares at its edges, light enough for `harness --help` to import:
 its progress lines (`printer`), the head starts it holds until it exits (`hold`,
-`wait`: `orchestrator.prefetch_analysis`'s imports of NumPy, the deciding modules and
+`wait`: `sweeping.orchestrator.prefetch_analysis`'s imports of NumPy, the deciding modules and
 the reporters on a thread while the first cell runs; an interpreter that ends under a
 thread inside a C extension's import can die of it, so `cli.finish` waits for them),
 and the exit code of an answer (`exit_code`: what `harness sweep`, `harness report` and
-the commands that read a sweep's report exit with; apart from `app.sweep`, so that a
+the commands that read a sweep's report exit with; apart from `sweeping.course`, so that a
 command that reads a run imports none of what runs one)."""
 
 from __future__ import annotations

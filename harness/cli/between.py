@@ -1,5 +1,5 @@
 """`harness sweep`'s --between, --scenario and --python (the matrix they make:
-`app.between`)."""
+`sweeping.between`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
-from harness.app.sweepoptions import apply_overrides
 from harness.bisect.app import BisectOptions, between, bisect_row, check_reuse, row_cells
 from harness.cli import answer, options, printer
 from harness.errors import (
@@ -20,6 +19,7 @@ from harness.errors import (
     InputError,
 )
 from harness.preflight import compile_scenarios
+from harness.sweeping.options import apply_overrides
 
 if TYPE_CHECKING:
     from harness.bisect.app import Reuse

@@ -1,5 +1,5 @@
 """What `harness sweep` does once its arguments are parsed (`cli.sweep` parses them):
-the matrix read and its cells chosen, the sweep run by `app.sweep`, its answer printed."""
+the matrix read and its cells chosen, the sweep run by `sweeping.course`, its answer printed."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING
 from harness import matrixfile
 from harness import report as reports
 from harness.answers.causes import results_json
-from harness.app import between
-from harness.app.sweep import (
+from harness.cli import answer, printer
+from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
+from harness.report.grid import console_width, say
+from harness.sweeping import between
+from harness.sweeping.course import (
     exit_code,
     how_to_decide,
     preflight,
     refused,
     sweep_and_report,
 )
-from harness.app.sweepoptions import SweepOptions, apply_overrides
-from harness.cli import answer, printer
-from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
-from harness.report.grid import console_width, say
+from harness.sweeping.options import SweepOptions, apply_overrides
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell

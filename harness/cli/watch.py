@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.app.sweepoptions import apply_overrides
 from harness.cli import options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.report import ConsoleReporter
+from harness.sweeping.options import apply_overrides
 from harness.watch.app import run_suite
 from harness.watch.registry import list_tags, parse_repo
 from harness.watch.suite import Plan, WatchState, make_plan, suite_matrix, suite_name

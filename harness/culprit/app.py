@@ -1,7 +1,7 @@
 """`harness culprit`'s work: the pairs to search chosen and gated, each searched in its
 row's culprit/ folder (`run.culprit_in_run`), the reports written again with the answers,
 and the exit code. `cli.culprit` parses and prints; the sweep's `--find-cause` and
-`--between` reach the same search through `app.sweepend`."""
+`--between` reach the same search through `sweeping.after`."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
 )
-from harness.orchestrator import prefetch_analysis
 from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.signals import interruptible
@@ -36,6 +35,7 @@ from harness.store.answers import drop_culprit
 from harness.store.gate import gate, matrix_of
 from harness.store.jsonhead import load_json_keys
 from harness.store.runs import shown
+from harness.sweeping.orchestrator import prefetch_analysis
 
 if TYPE_CHECKING:
     from harness.culprit.plan import CulpritOutcome

@@ -1,7 +1,7 @@
 """`harness culprit`: which change between a row's last good image G and its first bad
 image B made B bad, proved both ways. A plan over the sweep's stages: each probe is a
 hybrid image (B with a set of package changes undone, or G with it applied) run as a
-cell through `stages.measure.measure` and compared with G through `stages.way.settle`,
+cell through `sweeping.measure.measure` and compared with G through `sweeping.settle.settle`,
 the way `bisect` runs its probes; `culprit.search` picks the probes.
 
 Hybrids on the local runtime are venvs from the other side's resolved pins (what the
@@ -49,8 +49,8 @@ from harness.result.words import cell_text
 from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:
-    from harness.orchestrator import Sweep
     from harness.protocol.series import Series
+    from harness.sweeping.orchestrator import Sweep
 
 Say = Callable[[str], None]
 Runner = Callable[[Cell], CellResult]

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 from harness.analysis.kinds import BAD, GOOD
 from harness.culprit.plan import culprit, sweep_runner
 from harness.days.search import dated_cell
-from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom
 from harness.store import RunStore
 from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, DAY_DIR, day_record
 from harness.store.gate import why_not_current
 from harness.store.results import SeriesCache, atomic_write_text
+from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.culprit.plan import CulpritOutcome, Maker

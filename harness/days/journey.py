@@ -51,7 +51,6 @@ from harness.errors import EnvironmentUnavailable, InputError
 from harness.explain.model import kinds_for
 from harness.explain.plan import explain
 from harness.matrixfile.model import Cell
-from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned
 from harness.result.words import cell_text
@@ -59,6 +58,7 @@ from harness.store import RunStore
 from harness.store.answers import culprit_record
 from harness.store.gate import why_not_current
 from harness.store.results import atomic_write_text
+from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.culprit.plan import Maker

@@ -31,12 +31,12 @@ from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.expand import cell_id
-from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom
 from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
 from harness.store.answers import DAY_DIR, DAY_FILE
 from harness.store.results import SeriesCache, atomic_write_text
+from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix

@@ -1,7 +1,7 @@
 """`harness explain`'s work: the pairs to explain chosen and gated, their cells run
 again with attribution (`plan.explain_matrix`), where.json written beside them and the
 run's reports rewritten with them; the report model and the exit code come back for
-`cli.explain` to print. `--explain` reaches the same plan through `app.sweepend`."""
+`cli.explain` to print. `--explain` reaches the same plan through `sweeping.after`."""
 
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ from harness.errors import (
     without_out,
 )
 from harness.explain.plan import explain_matrix
-from harness.orchestrator import Sweep
 from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
 from harness.store.gate import as_recorded, read_gated, refresh_line, why_not_current
 from harness.store.jsonhead import load_json_keys
+from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.answers.pairs import Pair

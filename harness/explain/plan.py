@@ -1,6 +1,6 @@
 """`harness explain`: where the first bad cell of a row leaks or slows, against its last
 good cell. A plan over the sweep's stages: each of the two cells is run again through
-the run service (`stages.execute.Runner`) with the agent's `--attribute` (the kinds its
+the run service (`sweeping.context.Runner`) with the agent's `--attribute` (the kinds its
 verdict calls for), into `explain/<cell>/` of the results directory; the where records
 are ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`,
 which the answers read (`answers.explained`). The sweep's verdicts are never taken from
@@ -36,9 +36,9 @@ from harness.result.codec import JSON, encode
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult
 from harness.result.runkey import key_of
-from harness.stages.context import Context
 from harness.store.answers import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
+from harness.sweeping.context import Context
 
 # memray's native stacks: asked for in a second run, only where Python's allocator saw
 # less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process

@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 
 from harness import matrixfile
 from harness.app.command import hold, printer
-from harness.app.sweepoptions import apply_overrides
 from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
 from harness.fit.page import FitReport
 from harness.fit.plan import Target, fit_row, store_cache, sweep_runner
 from harness.fit.steps import probe_bound
 from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
-from harness.orchestrator import Sweep, prefetch_analysis
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
 from harness.store.runs import FIT
+from harness.sweeping.options import apply_overrides
+from harness.sweeping.orchestrator import Sweep, prefetch_analysis
 
 if TYPE_CHECKING:
     from harness.fit.plan import FitRow

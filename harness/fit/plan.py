@@ -31,7 +31,7 @@ from harness.runtimes.base import own_cgroup, parse_size
 from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:
-    from harness.orchestrator import Sweep
+    from harness.sweeping.orchestrator import Sweep
 
 Probe = tuple[CellResult, Series]
 Runner = Callable[[Cell], Probe]

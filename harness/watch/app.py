@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.app.command import hold
-from harness.app.sweep import plan_of
-from harness.orchestrator import prefetch_analysis
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
 from harness.store.runs import SWEEP
+from harness.sweeping.course import plan_of
+from harness.sweeping.orchestrator import prefetch_analysis
 from harness.watch.suite import run_plan
 
 if TYPE_CHECKING:

@@ -25,10 +25,10 @@ from harness.errors import InputError, SpecError
 from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
 from harness.matrixfile.releases import tag_order as tag_order
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text, read_text
-from harness.orchestrator import Sweep, SweepOutcome
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
 from harness.store.results import RunStore, atomic_write_text
+from harness.sweeping.orchestrator import Sweep, SweepOutcome
 from harness.watch.registry import RepoRef
 
 STATE_SCHEMA = 1

@@ -318,7 +318,8 @@ def test_one_registry_of_runtime_names() -> None:
     assert set(FACTORIES) == set(RUNTIMES) and tuple(NAMES) == tuple(RUNTIMES)
     for cls in (DockerRuntime, LocalRuntime, SlurmRuntime):
         assert issubclass(cls, RuntimeBase), cls
-    orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "orchestrator.py")
+    orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "sweeping"
+                    / "orchestrator.py")
     assert "getattr(" not in orchestrator.read_text()
     # What each runtime can do is one declaration (`Capabilities`), which doctor asks.
     assert DockerRuntime.probes_gpus and DockerRuntime.builds_hybrids
@@ -330,8 +331,8 @@ def test_one_registry_of_runtime_names() -> None:
 
 def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
     """ARCHITECTURE.md's pipeline names the stages a cell goes through, in order; they
-    are the functions `stages.measure.STAGES` runs."""
-    from harness.stages.measure import STAGES
+    are the functions `sweeping.measure.STAGES` runs."""
+    from harness.sweeping.measure import STAGES
 
     text = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text()
     drawn = re.search(r"one CellRun through the stages in order\s*\n\s*(.+)\n", text)
@@ -633,7 +634,7 @@ def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
              "harness/days/search.py": ""}
     files.update({f"harness/cli/{c}.py": "" for c in ANSWER_COMMANDS})
     files["harness/cli/day.py"] = ("from harness.days.app import x\nfrom harness import report\n"
-                                   "from harness.orchestrator import Sweep\n"
+                                   "from harness.sweeping.orchestrator import Sweep\n"
                                    "def f():\n    from harness.days.search import day_in_run\n")
     assert [f.split(" ")[0] for f in commands_doing_work(_tree(tmp_path, files))] == [
         "harness/cli/day.py:3", "harness/cli/day.py:5"]

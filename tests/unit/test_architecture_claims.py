@@ -45,10 +45,10 @@ def test_no_module_outside_the_cli_imports_it() -> None:
 
 
 def test_the_api_and_the_cli_sweep_through_one_app_module() -> None:
-    said("what a command does is in `harness/app/` (a sweep: `app.sweep`, for `cli.sweep` "
+    said("what a command does is in `harness/app/` (a sweep: `sweeping.course`, for `cli.sweep` "
          "and `harness.sweep`;")
     for path in (HARNESS / "api" / "matrix.py", HARNESS / "cli" / "sweeprun.py"):
-        assert "harness.app.sweep.sweep_and_report" in {n for n, _ in imported(path)}, path
+        assert "harness.sweeping.course.sweep_and_report" in {n for n, _ in imported(path)}, path
 
 
 def test_the_result_models_free_form_parts_are_json_never_any() -> None:
@@ -128,28 +128,34 @@ def test_a_directory_records_what_made_it_and_another_kind_is_refused(tmp_path: 
 
 def test_the_plans_an_option_runs_load_only_once_the_cells_ran() -> None:
     said("the plans only an option runs (`--explain`, `--find-cause`, `--between`) load "
-         "with `app.sweepend` once the cells ran")
-    code = ("import sys, harness.cli.sweeprun, harness.app.sweep\n"
+         "with `sweeping.after` once the cells ran")
+    code = ("import sys, harness.cli.sweeprun, harness.sweeping.course\n"
             "print(' '.join(m for m in sys.modules if m.startswith('harness.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     mods = set(out.stdout.split())
-    later = {"harness.app.sweepend", "harness.explain.plan", "harness.days.journey",
+    later = {"harness.sweeping.after", "harness.explain.plan", "harness.days.journey",
              "harness.culprit.run"}
     assert not later & mods, later & mods
-    assert "harness.app.sweepend" in {n for n, _ in imported(HARNESS / "app" / "sweep.py")}
+    assert "harness.sweeping.after" in {n for n, _ in
+                                        imported(HARNESS / "sweeping" / "course.py")}
 
 
 def test_a_cells_way_goes_down_and_its_comparison_runs_nothing() -> None:
     said("A cell's way goes down that list, never back up: the comparison runs nothing "
-         "but returns the rounds it needs (`stages.context.RoundsPlan`), which the way runs.")
-    stages = HARNESS / "stages"
-    up = [f"{p.name}:{line} imports {name}" for p in sorted(stages.glob("*.py"))
-          for name, line in imported(p) if name.startswith("harness.orchestrator")]
+         "but returns the rounds it needs (`sweeping.context.RoundsPlan`), which the way runs.")
+    sweeping = HARNESS / "sweeping"
+    up = [f"{p.name}:{line} imports {name}"
+          for p in (sweeping / "context.py", sweeping / "measure.py", sweeping / "settle.py")
+          for name, line in imported(p) if name.startswith("harness.sweeping.orchestrator")]
     assert up == []
-    # The comparison and the decision are pure: nothing that runs an agent or a runtime.
-    runs = ("harness.stages.execute", "harness.stages.measure", "harness.stages.confirm",
-            "harness.stages.way", "harness.runtimes")
-    for name in ("compare.py", "decide.py"):
-        found = [(n, line) for n, line in imported(stages / name) if n.startswith(runs)]
-        assert found == [], name
+    # The comparison and the decision are pure: given no services (`Context`), they call
+    # nothing that runs an agent (the rounds, the way's run of a plan).
+    pure = {"least_calls", "round_length", "against_baseline", "against_row",
+            "with_comparison", "with_rounds", "with_verdict"}
+    runs = {"Context", "ctx", "run_rounds", "run_plan", "settle", "_run", "Runner"}
+    tree = ast.parse((sweeping / "settle.py").read_text(encoding="utf-8"))
+    found = {f.name: sorted({n.id for n in ast.walk(f) if isinstance(n, ast.Name)} & runs
+                            | {a.arg for a in f.args.args} & runs)
+             for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in pure}
+    assert set(found) == pure and all(v == [] for v in found.values()), found

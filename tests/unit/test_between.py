@@ -170,7 +170,7 @@ def test_two_locks_of_one_stem_are_named_by_their_directories(tmp_path: Path) ->
     """Issue 63 item 13: `v1/req.txt v2/req.txt` were `req-old`, `req-new` in a run
     `between-req-old-req-new`; their directories tell them apart, and where nothing
     does, the run is `between-req-old-new`."""
-    from harness.app.between import names, run_words
+    from harness.sweeping.between import names, run_words
 
     assert names([tmp_path / "v1" / "req.txt", tmp_path / "v2" / "req.txt"]) == ["v1", "v2"]
     same = names([tmp_path / "a" / "x" / "req.txt", tmp_path / "b" / "x" / "req.txt"])

@@ -323,7 +323,7 @@ def test_a_run_is_dated_as_its_directory_is_named_even_when_resumed(
         def time() -> float:
             return real.time() + 180.0
 
-    monkeypatch.setattr("harness.app.sweep.time", Later())
+    monkeypatch.setattr("harness.sweeping.course.time", Later())
     demo.sweep("--resume", str(run))
     plan = json.loads((run / "plan.json").read_text())
     assert plan["resumed"] - plan["started"] >= 179

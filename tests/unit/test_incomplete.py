@@ -15,11 +15,11 @@ import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.app.sweep import exit_code
 from harness.cli import main
 from harness.errors import EXIT_UNDECIDED
 from harness.report import Report, read_run
 from harness.store.results import PLAN_FILE
+from harness.sweeping.course import exit_code
 
 HOST_PYTHON = {"name": "a", "python": "python3"}   # a `runtime: local` image: this host
 IMAGES = ["v1", "v2", "v3", "v4"]
@@ -239,10 +239,10 @@ def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
     # GIVEN a cell whose 20 calls took 1 s and a 3 s timeout: 100 calls cannot finish
     # (the attempt stage's clock is a fake one that the run moves on by exactly 1 s, so
     # the estimate is the same on a busy machine)
-    from harness.stages import execute, measure
+    from harness.sweeping import context, measure
 
     now = [1000.0]
-    for stage in (measure, execute):   # the attempt's clock and the run's
+    for stage in (measure, context):   # the attempt's clock and the run's
         monkeypatch.setattr(stage, "time", SimpleNamespace(monotonic=lambda: now[0]))
     matrix = grow_matrix(tmp_path, iterations=20, warmup=5, sample_every=10, repeats=2,
                          timeout=3)
@@ -313,8 +313,8 @@ def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
     assert code == 2 and not (tmp_path / "out").exists()
     assert "1 measured iteration cannot decide" in capsys.readouterr().err
     # AND a length that can decide bounds the run (min_iterations lowered to fit)
-    from harness.app.sweepoptions import apply_overrides
     from harness.cli import build_parser
+    from harness.sweeping.options import apply_overrides
 
     args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
     (cell,) = apply_overrides(list(matrixfile.load(tmp_path / "m.yaml").cells), args.iterations)
@@ -346,7 +346,7 @@ def test_cells_a_busy_host_left_undecided_are_not_told_to_run_longer() -> None:
     """A fresh-clone CI's clean TF cell ended `ambiguous` by rule busy-host ("run-queue
     delay rose 415 us/step, 61% of the slowdown") and the sweep said "run longer:
     --iterations 300": a longer run on the same busy host is no cure."""
-    from harness.app.sweep import how_to_decide
+    from harness.sweeping.course import how_to_decide
 
     def report(*rules: str) -> SimpleNamespace:
         results = {f"c{i}": SimpleNamespace(rule=r, end=SimpleNamespace(mode="loop"))

@@ -16,11 +16,11 @@ import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness.analysis.decision import CellFacts, decide
-from harness.app.sweep import exit_code
 from harness.cli import main
 from harness.errors import EXIT_REGRESSION, EXIT_UNDECIDED
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
+from harness.sweeping.course import exit_code
 from harness.thresholds import AnalysisConfig
 
 pytest_plugins = ["pytester"]

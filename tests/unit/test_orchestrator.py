@@ -22,11 +22,11 @@ from harness import matrixfile
 from harness.answers.search import answer_rows
 from harness.errors import StoreError
 from harness.matrixfile.model import Cell, Matrix
-from harness.orchestrator import SweepOutcome, lanes
 from harness.report import ConsoleReporter, Report, write_all
 from harness.result.model import SCHEMA
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.store import RunStore, atomic_write_text
+from harness.sweeping.orchestrator import SweepOutcome, lanes
 
 
 def make_matrix(tmp_path: Path, images: str = "v1, v2, v3", gpus: str = "0",
@@ -540,7 +540,7 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
         return Behaviour(step_s=slow, rq_share=0.8 if busy else 0.0)
 
     matrix = make_matrix(tmp_path, "v1, v2")
-    import harness.orchestrator as orch
+    import harness.sweeping.orchestrator as orch
 
     real = orch.Sweep.__init__
 
@@ -567,7 +567,7 @@ def test_a_saved_runs_busy_rounds_back_off_as_a_sweeps_do(tmp_path: Path) -> Non
     back-off included, where a copy of the loop had none: every round busy, 1 + 2 + 4 +
     8 s of waits, five rounds of the suspect alone against the saved run."""
     from harness.api.saved import against_saved
-    from harness.orchestrator import Sweep
+    from harness.sweeping.orchestrator import Sweep
 
     waits: list[float] = []
 
@@ -621,10 +621,10 @@ def busy_rounds(slow: dict[str, float], cpu_share: float | None) -> Callable[[Ce
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """The busy rounds' back-off waits cut short for the test."""
-    import harness.stages.confirm as confirm
+    import harness.sweeping.settle as settle
 
-    monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
-    monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
+    monkeypatch.setattr(settle, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(settle, "MAX_BACKOFF_S", 0.0)
 
 
 @pytest.mark.parametrize("ratio", [10.0, 3.8])
@@ -664,8 +664,8 @@ def test_a_waiting_slowdown_every_round_busy_is_undecided_exit_4(
         tmp_path: Path, no_backoff: None) -> None:
     # GIVEN a 10x slower step that waits (its CPU time did not move), every round busy:
     # load could make such a wait, so no round counts; the cell is undecided, exit 4
-    from harness.app.sweep import exit_code
     from harness.errors import EXIT_UNDECIDED
+    from harness.sweeping.course import exit_code
 
     out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(busy_rounds(
         {"v2": 0.01}, cpu_share=0)), tmp_path)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.answers.search import answer_rows
-from harness.app.sweep import exit_code
 from harness.cli import main
 from harness.report import Report
 from harness.result.model import Planned
+from harness.sweeping.course import exit_code
 from tests.resultkit import as_results
 
 

@@ -14,8 +14,8 @@ from fakeruntime import Behaviour, FakeRuntime
 from sweepkit import DEFAULTS, sweep_matrix, write_matrix
 
 from harness import matrixfile
-from harness.orchestrator import SweepOutcome, lanes
 from harness.runtimes.base import Progress, RunOutcome, RunRequest, Runtime
+from harness.sweeping.orchestrator import SweepOutcome, lanes
 
 
 @dataclass

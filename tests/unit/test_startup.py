@@ -31,7 +31,7 @@ def test_help_imports_nothing_heavy_and_is_fast() -> None:
 
 
 def test_verdicts_need_no_scipy() -> None:
-    mods = _modules_after("import harness.analysis.verdict, harness.orchestrator, "
+    mods = _modules_after("import harness.analysis.verdict, harness.sweeping.orchestrator, "
                           "harness.report")
     assert "scipy" not in mods
 
@@ -53,7 +53,7 @@ def test_the_prefetch_thread_never_prints_a_traceback(capfd: pytest.CaptureFixtu
     """Ctrl-C during a slow import ends the interpreter under the prefetch thread (seen at
     load 14: 'Exception in thread prefetch' after exit 130); a failing import there is
     only a lost head start, said where the main thread imports it."""
-    from harness.orchestrator import prefetch_analysis
+    from harness.sweeping.orchestrator import prefetch_analysis
 
     prefetch_analysis("harness.no_such_module_for_this_test").join(timeout=60)
     assert "Traceback" not in capfd.readouterr().err
@@ -65,8 +65,8 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
     reporters to the prefetch thread, which imports them while the container runs."""
     mods = _modules_after(
         "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-        "import harness.cli.sweep, harness.cli.sweeprun, harness.orchestrator, "
-        "harness.preflight, harness.report.live, harness.stages.confirm\n"
+        "import harness.cli.sweep, harness.cli.sweeprun, harness.sweeping.orchestrator, "
+        "harness.preflight, harness.report.live, harness.sweeping.settle\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
     assert not {"numpy", "jinja2", "tabulate"} & mods, {"numpy", "jinja2", "tabulate"} & mods
 
@@ -101,10 +101,10 @@ def test_a_report_is_rendered_without_numpy(tmp_path: Path) -> None:
 def test_a_sweep_into_a_pipe_loads_no_live_display() -> None:
     """The sweep's progress into a pipe or a log is plain lines (`report.plain`): rich's
     live display (`report.live`) loads on a TTY alone."""
-    mods = _modules_after("import harness.app.sweep\n"
+    mods = _modules_after("import harness.sweeping.course\n"
                           "from harness.report.plain import PlainProgress, progress_for\n"
                           "assert isinstance(progress_for(False, str), PlainProgress)")
-    assert "harness.app.sweep" in mods
+    assert "harness.sweeping.course" in mods
     assert "harness.report.live" not in mods and "rich" not in mods
 
 
@@ -139,9 +139,9 @@ def test_the_report_template_is_compiled_ahead_once_a_process() -> None:
     """Issue 30 item 3: report.html.j2 took ~70 ms to compile at the end of every sweep;
     the prefetch thread compiles it while the first container runs, and that one
     compiled template is what write_all renders with."""
-    from harness.app.sweep import REPORTERS, compile_report_template
-    from harness.orchestrator import prefetch_analysis
     from harness.report.html import environment
+    from harness.sweeping.course import REPORTERS, compile_report_template
+    from harness.sweeping.orchestrator import prefetch_analysis
 
     prefetch_analysis(*REPORTERS, then=compile_report_template).join(timeout=120)
     env = environment()
@@ -225,6 +225,6 @@ def test_a_check_imports_no_sweep_reports() -> None:
     use."""
     mods = _modules_after("import harness\nharness.check\nfrom harness.api import marked")
     assert "harness.api.run" in mods and "harness.api.marked" in mods
-    assert not {"rich", "harness.app.sweep", "harness.api.matrix"} & mods
+    assert not {"rich", "harness.sweeping.course", "harness.api.matrix"} & mods
     mods = _modules_after("import harness\nassert callable(harness.sweep)")
     assert "harness.api.matrix" in mods

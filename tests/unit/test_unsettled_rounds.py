@@ -17,11 +17,11 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 from sweepkit import swept, write_matrix
 
-from harness.app.sweep import exit_code
 from harness.cli import main
 from harness.errors import EXIT_OK, EXIT_UNDECIDED
 from harness.matrixfile.model import Cell
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
+from harness.sweeping.course import exit_code
 
 STEP_S = 0.001
 DEFAULTS = {"iterations": 400, "warmup": 20, "sample_every": 5, "repeats": 0}
@@ -65,10 +65,10 @@ def per_round(ratios: Sequence[float | None], pooled: float = 1.4) -> PerRound:
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """The busy rounds' back-off waits cut short for the test."""
-    import harness.stages.confirm as confirm
+    import harness.sweeping.settle as settle
 
-    monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
-    monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
+    monkeypatch.setattr(settle, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(settle, "MAX_BACKOFF_S", 0.0)
 
 
 # The issue's rounds (0.94, left out, 2.29), then more of the same spread: a slowdown in
@@ -174,8 +174,8 @@ def test_a_saved_runs_rounds_that_hold_both_leave_it_undecided(
     answer, undecided (which the plugin passes with a warning)."""
     from harness import matrixfile
     from harness.api.saved import against_saved
-    from harness.orchestrator import Sweep
     from harness.store import RunStore
+    from harness.sweeping.orchestrator import Sweep
 
     matrix = matrixfile.load(write_matrix(tmp_path, ["v1", "v2"], defaults=DEFAULTS))
     v1, v2 = sorted(matrix.cells, key=lambda c: c.image.label)

@@ -1,6 +1,6 @@
 """What a sweep is asked (`SweepOptions`) and the lengths asked applied to its cells
-(`apply_overrides`): for `app.sweep`, the plans it runs after the cells
-(`app.sweepend`), and every command that takes --iterations, --warmup or --budget."""
+(`apply_overrides`): for the sweep's `course`, the plans it runs after the cells
+(`after`), and every command that takes --iterations, --warmup or --budget."""
 
 from __future__ import annotations
 

@@ -1,12 +1,17 @@
 """plan -> run cells -> ingest -> analyse -> store: the sweep, wired from its stages.
 
-`Sweep` builds the services the stages use (`stages.context.Context`: the image pool,
-the hosts' GPUs, the store, the cancel flag, the progress sink) and its lanes run each
-cell down one list: `stages.measure` (prepare image -> GPU precheck -> run attempts),
-`stages.way.Rows` (the comparisons that are ready), `stages.way.settle` (compare ->
-rounds -> decide), then the store; lanes scheduled by `stages.lanes`. A cell's result is
-written once, when its verdict is final. Ctrl-C or a crash loses at most the running cells and those
-waiting for their baseline; `--resume` skips the rest.
+`Sweep` builds the services the stages use (`context.Context`: the image pool, the
+hosts' GPUs, the store, the cancel flag, the progress sink) and its lanes run each cell
+down one list: `measure` (prepare image -> GPU precheck -> run attempts),
+`settle.Rows` (the comparisons that are ready), `settle.settle` (compare -> rounds ->
+decide), then the store. A cell's result is written once, when its verdict is final.
+Ctrl-C or a crash loses at most the running cells and those waiting for their baseline;
+`--resume` skips the rest.
+
+Lanes (`plan`, `run_lanes`): each GPU of each host runs one cell at a time (CPU-only
+cells of a host share one lane); lanes run in parallel up to `max-parallel`; `gpu: all`
+cells, which hold every GPU of their host, run after the others; a cluster scheduler (a
+runtime that `queues_cells`) gets every cell at once.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import contextlib
 import importlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,20 +31,16 @@ from harness.preflight import whole_script
 from harness.result.model import CellResult
 from harness.runtimes import Engines
 from harness.runtimes.base import CellEvents, Progress, Runtime
-from harness.stages import lanes as lane_plan
-from harness.stages.context import Context, Measured
-from harness.stages.execute import Runner
-from harness.stages.gpucheck import GpuFacts
-from harness.stages.images import ImagePool
-from harness.stages.measure import measure
-from harness.stages.way import Job, Rows, settle
 from harness.store.gate import why_not_current
 from harness.store.results import RunStore, SeriesCache
+from harness.sweeping.context import Context, GpuFacts, ImagePool, Measured, Runner
+from harness.sweeping.measure import measure
+from harness.sweeping.settle import Job, Rows, settle
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["Measured", "Sweep", "SweepOutcome", "lanes", "prefetch_analysis", "sweep"]
 
-lanes = lane_plan.lanes
+Lane = Callable[[list[Cell]], None]
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Sweep:
 
     def compare(self, cell: Cell, measured: Measured, base: Cell, base_result: CellResult
                 ) -> CellResult:
-        """`cell` against `base` as a sweep's row compares it (`stages.way.settle`)."""
+        """`cell` against `base` as a sweep's row compares it (`settle.settle`)."""
         return settle(self.ctx, Job(cell, measured, base, base_result))
 
     def run(self, cells: list[Cell], resume: bool) -> SweepOutcome:
@@ -117,12 +119,12 @@ class Sweep:
                 if self._runs(cell):
                     self._one(cell, rows, outcome, counter, len(todo), stop)
 
-        waves = lane_plan.plan(todo, self.runtime.queues_cells)
+        waves = plan(todo, self.runtime.queues_cells)
         # Every image queued in run order (`gpu: all` cells run last).
         self.images.prefetch(sorted(todo, key=lambda c: c.gpu.value == "all"))
         try:
             for groups in waves:
-                lane_plan.run_lanes(groups, lane, self.matrix.max_parallel, stop, self.cancel)
+                run_lanes(groups, lane, self.matrix.max_parallel, stop, self.cancel)
             for res in rows.flush():
                 self._store(res, outcome)
         except BaseException:
@@ -286,3 +288,48 @@ def _image_of(cell: Cell, runtime: str) -> str | None:
     if abilities(runtime).container_images:
         return "its image (pulled where missing)"
     return "its environment (a venv)" if cell.image.pip else None
+
+
+def lanes(cells: Sequence[Cell]) -> list[list[Cell]]:
+    """Group cells so each GPU of each host runs one cell at a time; CPU-only cells of a
+    host share one lane."""
+    out: dict[tuple[str, str], list[Cell]] = {}
+    for c in cells:
+        out.setdefault(c.lane, []).append(c)
+    return list(out.values())
+
+
+def plan(cells: Sequence[Cell], queues_cells: bool) -> tuple[list[list[Cell]], ...]:
+    """The waves of lanes to run, in order."""
+    if queues_cells:
+        return ([[c] for c in cells],)
+    spread = [c for c in cells if c.gpu.value != "all"]
+    whole = [c for c in cells if c.gpu.value == "all"]
+    return (lanes(spread), lanes(whole))
+
+
+def run_lanes(groups: list[list[Cell]], lane: Lane, width: int | None,
+              stop: threading.Event, cancel: threading.Event) -> None:
+    """Run each group through `lane`, up to `width` at once (None: all). Ctrl-C (or a
+    lane's exception) sets `cancel` (running cells kill their containers/processes now)
+    and `stop` (no lane starts another cell). A wave that simply ends leaves both unset:
+    the caller shares `stop` across its waves, and the next wave must still run."""
+    width = min(len(groups), width or len(groups)) or 1
+    pool = (ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
+            if width > 1 else None)
+    try:
+        if pool is None:
+            for group in groups:
+                lane(group)
+            return
+        futures = [pool.submit(lane, g) for g in groups]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in done:
+            f.result()
+    except BaseException:
+        cancel.set()
+        stop.set()
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)

@@ -1,7 +1,8 @@
 """What `harness sweep` runs once its cells are done, where an option asks for it:
-`--between`'s culprit search, `--explain`, `--find-cause`'s chain. Its own module, so the
-plans they run (and the network clients those load) are imported after the cells ran,
-never before a sweep's first container (`app.sweep` imports this module there).
+`--between`'s culprit search, `--explain`, `--find-cause`'s chain (the course's
+`answer_after` step). Its own module, so the plans they run (and the network clients
+those load) are imported after the cells ran, never before a sweep's first container
+(`course.answer_after` imports this module there).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
 from harness.answers.pairs import pairs, unpaired
-from harness.app.sweepoptions import SweepOptions, apply_overrides
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes
 from harness.explain.plan import explain_matrix
-from harness.orchestrator import Sweep
 from harness.runtimes import Engines
 from harness.store import RunStore
+from harness.sweeping.options import SweepOptions, apply_overrides
+from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.culprit.plan import Maker

@@ -1,13 +1,24 @@
-"""`harness sweep`'s work: the cells run and decided (then explained, searched, with the
-options that ask), every report written, the exit code; `cli.sweep` parses and prints,
-`harness.sweep` (`api.matrix`) calls the same functions."""
+"""`harness sweep`'s course: one list of named steps (`COURSE`), run in order over one
+`Sweeping` (what the sweep was asked and what each step found), as nox's workflow runs
+its tasks; below it, what the steps and the commands share. `cli.sweep` parses and
+prints, `harness.sweep` (`api.matrix`) calls the same functions.
+
+Before the course, the command reads the matrix (with `--between`, written from its two
+lock files: `between.matrix_file`), chooses its cells (`-k`) with the lengths asked
+(`options.apply_overrides`) and checks them (`preflight`); after it, it prints the table
+and exits with `exit_code`. Each cell's own way (measure -> settle -> store) is
+`orchestrator.Sweep`'s, in the `run_lanes` step.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,10 +26,8 @@ from harness import report as reports
 from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY, UNSETTLED
 from harness.app.command import exit_code as exit_code  # the sweep's exit, read here too
 from harness.app.command import hold
-from harness.app.sweepoptions import SweepOptions
-from harness.orchestrator import Sweep, prefetch_analysis
 from harness.preflight import check_lengths, compile_scenarios, floor_caps
-from harness.report.plain import progress_for
+from harness.report.plain import PlainProgress, progress_for
 from harness.result.model import Planned
 from harness.runtimes import Engines
 from harness.signals import interruptible
@@ -26,13 +35,146 @@ from harness.store import RunStore
 from harness.store.gate import kept_plan
 from harness.store.runs import SWEEP, begun_of, made_from, matrix_named, runs_of
 from harness.store.runs import shown as path_shown
+from harness.sweeping.options import SweepOptions
+from harness.sweeping.orchestrator import Sweep, prefetch_analysis
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
-    from harness.orchestrator import SweepOutcome
     from harness.report import Report
+    from harness.report.live import LiveProgress
     from harness.result.codec import JSON
     from harness.runtimes.base import Progress
+    from harness.sweeping.orchestrator import SweepOutcome
+
+
+@dataclass
+class Sweeping:
+    """One sweep on its course: what it was asked, and what each step found (a field is
+    set by its step, read by the later ones)."""
+
+    asked: SweepOptions
+    matrix: Matrix
+    cells: list[Cell]
+    progress: Progress
+    # What stays open until the course ends, closed backwards (on an error too): the
+    # Ctrl-C handling, the engines (stopped), the live display.
+    held: contextlib.ExitStack[bool | None] = field(init=False)
+    engines: Engines = field(init=False)
+    resume: bool | Path = field(init=False)
+    started: float = field(init=False)
+    store: RunStore = field(init=False)
+    prefetch: threading.Thread = field(init=False)
+    planned: tuple[Planned, ...] = field(init=False)
+    live: PlainProgress | LiveProgress = field(init=False)
+    display: contextlib.ExitStack[bool | None] = field(init=False)   # the live display's close
+    before: dict[str, JSON] | None = field(init=False)
+    outcome: SweepOutcome = field(init=False)
+    report: Report = field(init=False)
+    paths: list[Path] = field(init=False)
+
+
+def start_engines(s: Sweeping) -> None:
+    """The runtimes the matrix asks (`--runtime`, `--docker-host`), started."""
+    s.engines = Engines.for_matrix(s.matrix, s.asked.runtime or s.matrix.runtime,
+                                   s.asked.docker_host)
+    s.resume = Path(s.asked.resume) if isinstance(s.asked.resume, str) else s.asked.resume
+    s.started = time.time()
+    # no engine / no GPU: exit 3 before any results directory exists
+    s.engines.start(s.cells, s.progress)
+
+
+def open_store(s: Sweeping) -> None:
+    """The results directory opened (or resumed), its matrix.yaml and plan written."""
+    asked, matrix, resume, started = s.asked, s.matrix, s.resume, s.started
+    s.held.enter_context(interruptible())
+    s.store = RunStore.open(asked.out, matrix.name, resume, asked.matrix, started)
+    # Imports NumPy and the reporters while the first cell runs; after every other
+    # import of this command, so the two threads never import the same modules at once.
+    s.prefetch = hold(prefetch_analysis(*REPORTERS, then=compile_report_template))
+    s.held.enter_context(s.engines.stopped(s.store.unlock))
+    s.store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
+    s.planned = plan_of(s.cells)
+    # Absolute: explain and report find it from any directory.
+    # A resumed run keeps its first start (its directory's name) and says when
+    # it was continued.
+    s.store.mark(SWEEP, matrix.name, str(asked.matrix.resolve()),
+                 kept_plan(s.store.root, matrix, s.planned) if resume else s.planned,
+                 begun_of(s.store.root) if resume else started, started if resume else None)
+    s.progress(f"{len(s.cells)} cell{'' if len(s.cells) == 1 else 's'}, runtime "
+               f"{s.engines.default.name}, results in {s.store.root}")
+    if (other := shared_name(s.store.root, matrix.name, asked.matrix)) is not None:
+        s.progress(f"note: {path_shown(s.store.root.parent)} also holds runs of "
+                   f"{other}, another matrix file named {matrix.name!r}: report, "
+                   "history and compare read them as this one's runs\n  fix: "
+                   f"give {asked.matrix.name} a name: of its own")
+    s.live = progress_for(asked.quiet, s.store.samples_path)
+    s.display = s.held.enter_context(contextlib.ExitStack())
+    s.display.callback(s.live.close)
+    s.before = prior_meta(s.store.root) if resume else None
+
+
+def run_lanes(s: Sweeping) -> None:
+    """The cells run in lanes, each down its way (`orchestrator.Sweep.run`)."""
+    s.outcome = Sweep(s.matrix, s.engines.default, s.store, s.live, s.engines.by_host).run(
+        s.cells, bool(s.resume))
+
+
+def answer_after(s: Sweeping) -> None:
+    """What an option asks once the cells ran: `--between`'s culprit searches,
+    `--explain`, `--find-cause` (`after`)."""
+    asked = s.asked
+    if not (asked.between or asked.explain or asked.find_cause):
+        return
+    # lazy: the plans only an option runs load after the cells ran
+    from harness.sweeping import after
+
+    if asked.between and not asked.find_cause:  # --find-cause does it
+        after.culprit_after(s.matrix, s.engines.default, s.engines.by_host, s.store.root,
+                            s.live, s.outcome.results, s.planned, s.cells)
+    if asked.explain or asked.find_cause:   # their answers go into the reports
+        # --find-cause's steps go to the sweep's own display (its lines above)
+        after.after_sweep(asked, s.matrix, s.engines, s.store,
+                          s.live if asked.find_cause else s.progress,
+                          s.outcome.results, s.planned)
+
+
+def write_reports(s: Sweeping) -> None:
+    """The live display closed, then the report model and every report file."""
+    s.display.close()
+    s.prefetch.join()   # the reporters were imported while the cells ran
+    s.report, s.paths = reported(s.outcome, s.planned, s.store, {
+        "matrix": str(s.asked.matrix), "runtime": s.engines.default.name,
+        "started": s.started, "baseline": s.matrix.baseline}, s.matrix.name, s.before)
+
+
+# The course of a sweep, in order. First the command's own: the matrix read (written from
+# two lock files for --between: `between.matrix_file`), its cells chosen with the lengths
+# asked (`options.apply_overrides`) and checked (`preflight`). Then these, each taking the
+# sweep on its course and filling in its part. Last, the command's table and `exit_code`.
+COURSE: tuple[Callable[[Sweeping], None], ...] = (
+    start_engines,  # the runtimes asked, started: no engine or GPU is exit 3, before any
+                    # results directory exists
+    open_store,     # the results directory, its matrix.yaml and plan; NumPy and the
+                    # reporters imported on a thread meanwhile
+    run_lanes,      # the cells in lanes, each down its way: measure -> settle -> store
+    answer_after,   # --between's culprit searches, --explain, --find-cause
+    write_reports,  # the live display closed, the report model and every report file
+)
+
+
+def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
+                     progress: Progress) -> tuple[Report, Path, list[Path]]:
+    """The cells swept (then explained, with --explain) and every report file written,
+    down `COURSE`: the report model, the results directory and the files written there.
+
+    Raises:
+        EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
+    """
+    sweeping = Sweeping(asked, matrix, cells, progress)
+    with contextlib.ExitStack() as sweeping.held:
+        for step in COURSE:
+            step(sweeping)
+    return sweeping.report, sweeping.store.root, sweeping.paths
 
 
 def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list[Cell]:
@@ -64,68 +206,6 @@ def refused(asked: SweepOptions, matrix: Matrix) -> None:
         InputError: as `Engines.for_matrix` does.
     """
     Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
-
-
-def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
-                     progress: Progress) -> tuple[Report, Path, list[Path]]:
-    """The cells swept (then explained, with --explain) and every report file written:
-    the report model, the results directory and the files written there.
-
-    Raises:
-        EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
-    """
-    engines = Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
-    runtime = engines.default
-    resume: bool | Path = Path(asked.resume) if isinstance(asked.resume, str) else asked.resume
-    started = time.time()
-    # no engine / no GPU: exit 3 before any results directory exists
-    engines.start(cells, progress)
-    with interruptible():
-        store = RunStore.open(asked.out, matrix.name, resume, asked.matrix, started)
-        # Imports NumPy and the reporters while the first cell runs; after every other
-        # import of this command, so the two threads never import the same modules at once.
-        prefetch = hold(prefetch_analysis(*REPORTERS, then=compile_report_template))
-        with engines.stopped(store.unlock):
-            store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
-            planned = plan_of(cells)
-            # Absolute: explain and report find it from any directory.
-            # A resumed run keeps its first start (its directory's name) and says when
-            # it was continued.
-            store.mark(SWEEP, matrix.name, str(asked.matrix.resolve()),
-                       kept_plan(store.root, matrix, planned) if resume else planned,
-                       begun_of(store.root) if resume else started,
-                       started if resume else None)
-            progress(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}, runtime "
-                     f"{runtime.name}, results in {store.root}")
-            if (other := shared_name(store.root, matrix.name, asked.matrix)) is not None:
-                progress(f"note: {path_shown(store.root.parent)} also holds runs of "
-                         f"{other}, another matrix file named {matrix.name!r}: report, "
-                         "history and compare read them as this one's runs\n  fix: "
-                         f"give {asked.matrix.name} a name: of its own")
-            live = progress_for(asked.quiet, store.samples_path)
-            before = prior_meta(store.root) if resume else None
-            try:
-                outcome = Sweep(matrix, runtime, store, live, engines.by_host).run(
-                    cells, bool(resume))
-                if asked.between or asked.explain or asked.find_cause:
-                    # lazy: the plans only an option runs load after the cells ran
-                    from harness.app import sweepend
-
-                    if asked.between and not asked.find_cause:  # --find-cause does it
-                        sweepend.culprit_after(matrix, runtime, engines.by_host, store.root,
-                                               live, outcome.results, planned, cells)
-                    if asked.explain or asked.find_cause:   # their answers go into the reports
-                        # --find-cause's steps go to the sweep's own display (its lines above)
-                        sweepend.after_sweep(asked, matrix, engines, store,
-                                             live if asked.find_cause else progress,
-                                             outcome.results, planned)
-            finally:
-                live.close()
-            prefetch.join()   # the reporters were imported while the cells ran
-            report, paths = reported(outcome, planned, store, {
-                "matrix": str(asked.matrix), "runtime": runtime.name, "started": started,
-                "baseline": matrix.baseline}, matrix.name, before)
-    return report, store.root, paths
 
 
 def prior_meta(root: Path) -> dict[str, JSON]:

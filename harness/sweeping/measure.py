@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import analysis
 from harness.analysis.kinds import RUN_LONGER
 from harness.analysis.rules import BUSY_HOST, SHORT, TIMEOUT_BUSY
 from harness.analysis.runrules import (
@@ -32,13 +31,12 @@ from harness.preflight import decidable_iterations
 from harness.result.build import cell_result, timings_of
 from harness.result.model import Attempt, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, RunOutcome
-from harness.stages.context import CellRun, Context, Measured
+from harness.sweeping.context import CellRun, Context, Measured, Ran, verdict
 
 if TYPE_CHECKING:
     from harness.analysis.trends import LiveDecision
     from harness.analysis.verdict import CellVerdict
     from harness.protocol.series import Series
-    from harness.stages.execute import Ran
 
 UNSUPPORTED_DEADLINE_S = 300.0
 
@@ -56,7 +54,7 @@ def prepare_image(ctx: Context, run: CellRun) -> None:
         run.wait_s = time.monotonic() - run.started
         run.info, run.ended = ImageInfo(ref=run.cell.image.ref), RunOutcome(None, error=text)
         run.unavailable = Unavailable(what, text)
-        run.verdict = analysis.decide(analysis.CellFacts(ctx.cfg, unavailable=reason))
+        run.verdict = verdict(ctx.cfg, unavailable=reason)
         return
     run.wait_s = time.monotonic() - run.started
     run.t0 = time.monotonic()
@@ -68,7 +66,7 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
     assert run.info is not None
     pre = ctx.gpus.precheck(run.cell, run.info)
     if pre is not None and pre[0] == "not-applicable":
-        run.verdict = analysis.decide(analysis.CellFacts(ctx.cfg, precheck=pre))
+        run.verdict = verdict(ctx.cfg, precheck=pre)
     elif pre is not None and pre[0] == "unsupported":
         s = run.cell.settings
         short = dataclasses.replace(s, timeout=min(s.timeout, UNSUPPORTED_DEADLINE_S))
@@ -109,10 +107,10 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         def decided(again: bool, first: bool, ran: Ran = ran,
                     decision: LiveDecision | None = decision, seen: bool = seen,
                     room: int | None = room) -> CellVerdict:
-            return analysis.decide(analysis.CellFacts(
-                ctx.cfg, ran.series, ran.ended, run.cell.gpu.wants_gpu, decision,
-                run.precheck, again=again, first=first, replicated=seen,
-                budget=run.cell.settings.run_budget, room=room))
+            return verdict(ctx.cfg, series=ran.series, outcome=ran.ended,
+                           wants_gpu=run.cell.gpu.wants_gpu, live=decision,
+                           precheck=run.precheck, again=again, first=first,
+                           replicated=seen, budget=run.cell.settings.run_budget, room=room)
 
         run.verdict = decided(may_run_again(run), run.repeats_used == 0)
         facts = run.verdict.facts

@@ -1,0 +1,431 @@
+"""A cell's way after its run, settled: which comparisons a measured cell makes possible
+(`Rows.ready`), then each compared (`settle`), one downward list: compare
+(`against_row`: a result, or the rounds it needs as a `context.RoundsPlan`) -> rounds
+(`run_rounds`, which runs them through the run service, `ctx.runner`, as every run is)
+-> decide (`with_rounds`). Each step takes the last one's value and returns its own;
+none calls back up. The sweep's lane settles each `Job` here after `measure.measure` and
+then stores the result; `harness bisect`, `culprit` and `days` compare their probes here
+(`Sweep.compare`), and a saved run's comparison runs its plan here (`run_plan`).
+
+A row's baseline stands as it ran; any other cell is compared with it in memory, held
+until the baseline has run (maybe in another lane). Nothing here writes.
+
+Compare: pure, nothing runs. The comparison returns the cell's result, decided, or the
+rounds it needs first, which the way runs (`--reanalyze` recalls the recorded ones) and
+hands to `with_rounds`. A sweep's row and a saved run (`api.saved`) compare a measured
+cell here (`against_row`); they and `--reanalyze` all compare through
+`against_baseline`.
+
+Rounds: a suspected change run again in interleaved rounds: B S B S ... (the `rounds`
+setting), where `against_baseline` returns a `context.RoundsPlan`: the pooled step-time
+comparison of a cell with its baseline leaves a doubt (a good cell slower or faster, or
+a busy host; a leak slower: `analysis.decision.rounds_for`). Each round runs the
+baseline cell and then the suspect cell afresh, shorter than the cells themselves
+(half their measured calls, 50..1000; a leak's without the 1,000 cap; never past
+`--iterations`), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
+then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run until
+the answer is settled (`harness.analysis.rounds.settled`: the interval clears
+the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
+sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
+most twice `rounds` in all; rounds that ran on a busy host are left out and replaced,
+unless CPU time per step agrees with the wall clock (`harness.analysis.rounds.judged`).
+After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait, and no
+round, once the rounds left cannot give two usable ones). What the
+rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
+
+Interleaved rounds run both cells under the allocator a user's interpreter runs with
+(`round_cell`'s `as_user`: the quiet heap's settings are for the heap's readings, and
+change what a step that allocates costs); a saved run's rounds run as the saved run did.
+Each cell's round runs at least `ROUND_S` seconds of its own steps (as pyperf
+calibrates its loops), so a cheap step's median is not one of a few hundred
+microseconds.
+
+Each run's statistic is its median step time net of the run-queue delay the agent
+measured, with the CPU part put at the round's common CPU speed (the agent's canary
+loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
+SM clock of both runs beside the CPU speed, where NVML gave it.
+
+A saved run (`api.saved`) is confirmed by the same loop: its code is gone, so each
+round runs the suspect alone against the saved run's statistic.
+
+Decide: pure, the verdict from the one table (`context.verdict`) over the pooled
+comparison with its baseline and, where the comparison planned rounds, what they found
+(run by `run_rounds`, or recalled by `--reanalyze`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness import analysis
+from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
+from harness.analysis.vsbaseline import Confirmation, Round, VsBaseline
+from harness.matrixfile.model import Cell, row_baselines
+from harness.protocol.ingest import no_samples
+from harness.protocol.series import Series
+from harness.result.model import CellResult
+from harness.sweeping.context import Context, Measured, RoundsPlan, Runs, verdict
+from harness.thresholds import AnalysisConfig
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from harness.analysis.contention import RunStat
+    from harness.analysis.verdict import CellVerdict
+    from harness.analysis.vsbaseline import Baseline
+    from harness.runtimes.base import ImageInfo
+
+    # (step time statistic, busy share, why it failed) of one run in a round
+    RunRead = tuple[RunStat | None, float | None, str | None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A measured cell to compare with its row's baseline (cell and result)."""
+
+    cell: Cell
+    measured: Measured
+    base: Cell
+    base_result: CellResult
+
+
+class Rows:
+    """Each cell's row baseline, and the cells held until theirs has run. Cells whose
+    baseline never ran (fail-fast) are handed back, uncompared, by `flush`."""
+
+    def __init__(self, cells: Sequence[Cell], baseline: str | None,
+                 known: Mapping[str, CellResult]):
+        self.bases = row_baselines(list(cells), baseline)
+        self.cells = {c.id: c for c in cells}
+        # the baselines' results known so far (reused ones from the start)
+        self.ran = {i: r for i, r in known.items() if self.bases.get(i) == i}
+        self.waiting: dict[str, list[tuple[Cell, Measured]]] = {}
+        self.lock = threading.Lock()
+
+    def ready(self, cell: Cell, measured: Measured) -> tuple[list[CellResult], list[Job]]:
+        """What `cell`'s measurement makes ready: the results that stand as they ran (a
+        baseline's own), and the comparisons to settle, in order (those held for it as
+        their baseline; another cell's once its baseline ran, none while it waits)."""
+        base_id = self.bases.get(cell.id, cell.id)
+        with self.lock:
+            if base_id == cell.id:
+                self.ran[cell.id] = measured.result
+                held = self.waiting.pop(cell.id, [])
+                return [measured.result], [Job(c, m, cell, measured.result) for c, m in held]
+            base_result = self.ran.get(base_id)
+            if base_result is None:
+                self.waiting.setdefault(base_id, []).append((cell, measured))
+                return [], []
+        return [], [Job(cell, measured, self.cells[base_id], base_result)]
+
+    def flush(self) -> list[CellResult]:
+        """The cells still waiting for a baseline that did not run, uncompared, said so."""
+        with self.lock:
+            held = [not_compared(m.result, self.cells[base].image.label, "did not run")
+                    if m.result.verdict in COMPARED_WITH else m.result
+                    for base, waiting in self.waiting.items() for _, m in waiting]
+            self.waiting.clear()
+        return held
+
+
+def not_compared(res: CellResult, base: str, why: str) -> CellResult:
+    """A cell whose row's baseline gave nothing to compare with, its words saying so and
+    what would compare it (issue 87: "vs baseline: pending", then nothing)."""
+    said = (f"not compared: the baseline {base} {why}; `baseline: <image>` in the "
+            "matrix compares the row with another image")
+    return dataclasses.replace(res, reason=f"{res.reason}; {said}" if res.reason else said)
+
+
+# The words of a baseline's verdict that leaves nothing to compare with.
+_WHY = {"crash": "crashed", "unavailable": "was unavailable", "timeout": "timed out",
+        "oom": "ran out of memory", "not-applicable": "cannot run here"}
+
+
+def run_plan(ctx: Context, out: CellResult | RoundsPlan) -> CellResult:
+    """A comparison's result; where it planned rounds, the rounds run and the result
+    decided with them."""
+    if isinstance(out, RoundsPlan):
+        return with_rounds(ctx.cfg, out, run_rounds(ctx, out))
+    return out
+
+
+def settle(ctx: Context, job: Job) -> CellResult:
+    """The job's final result: compared with its row's baseline (a resumed or cached
+    baseline's samples read once, here), its rounds run, decided; said in one line.
+    Nothing is written here."""
+    res, base_result = job.measured.result, job.base_result
+    if res.verdict == UNAVAILABLE:
+        return res      # a cell that could not be had stands as it ran
+    if base_result.verdict not in COMPARED_WITH:
+        # a baseline with nothing to compare with: it stands as it ran, said so where a
+        # comparison would have been made (not of a cell that crashed itself)
+        if res.verdict not in COMPARED_WITH:
+            return res
+        why = _WHY.get(base_result.verdict, f"ended {base_result.verdict}")
+        out = not_compared(res, job.base.image.label, why)
+        ctx.progress(f"{job.cell.id}: not compared: the baseline {job.base.image.label} "
+                     f"{why}")
+        return out
+    out = run_plan(ctx, against_row(ctx.cfg, job.cell, job.measured, job.base, base_result,
+                                    ctx.series(job.base.id) or no_samples(),
+                                    job.base.image.label))
+    vs = out.vs_baseline
+    if res.verdict in GOOD or (vs is not None and vs.confirmation is not None):
+        said = (f"{out.verdict} ({out.reason})" if out.verdict != res.verdict
+                else vs_text(vs, ctx.cfg))
+        ctx.progress(f"{job.cell.id} vs {job.base.image.label}: {said}")
+    return out
+
+
+def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
+    """What the comparison with the row's baseline found, in words."""
+    if vs is not None and vs.confirmation is not None:
+        return vs.confirmation.reason   # starts with what the rounds decided
+    if vs is not None and vs.steps is not None:
+        s = vs.steps
+        return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
+                f"{analysis.unchanged_because(s, cfg)}")
+    return "no step times"
+
+
+MAX_CALLS = 1000   # the most calls a good cell's round runs (`round_cell`) ...
+# ... but each cell's round runs at least this many seconds of its own steps, as pyperf
+# calibrates its loops (`least_calls`): 1,000 calls of a 0.3 us step are 0.3 ms, and
+# the 8 us baseline of a step 240x slower in the next release read 10 us in rounds of
+# 1,000 calls (192x) where it runs at 7.9 us.
+ROUND_S = 0.1
+MOST_LEAST = 1_000_000   # ... and at most this many for it (a step of 0.1 us: 0.1 s)
+
+
+def least_calls(step_s: float | None) -> int:
+    """The calls that hold `ROUND_S` seconds of a step of `step_s` (0 where unknown)."""
+    if not step_s or step_s <= 0:
+        return 0
+    return min(MOST_LEAST, math.ceil(ROUND_S / step_s))
+
+
+def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
+    """The calls that set the confirmation rounds' length (`round_cell` runs
+    half of them): the suspect's measured calls, and for a budgeted cell no more than
+    its budget holds at the slower of the two cells' step times, so that each round's
+    run takes about half the budget (a slow step's budgeted run goes past its budget
+    to its least calls; rounds of half that would take minutes)."""
+    budget = cell.settings.run_budget
+    slowest = max((s for s in step_s if s), default=0.0)
+    if budget is None or slowest <= 0:
+        return measured
+    return min(measured, int(budget / slowest))
+
+
+def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
+                     base_series: Series, series: Series, label: str, rounds: int,
+                     runs: Runs | None = None) -> CellResult | RoundsPlan:
+    """`res` (within-run verdict `within`, samples `series`) against a baseline's
+    samples: the pooled comparison (`analysis.pooled.baseline_facts`) and the verdict
+    from the one table, or, where the pooled comparison leaves a doubt (a good cell's,
+    or a leak whose steps read slower: `rounds_for`), the rounds that must settle it."""
+    facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,
+                                    good=res.verdict in GOOD)
+    if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
+        return RoundsPlan(res, within, facts, label, runs,
+                          MAX_CALLS if res.verdict in GOOD else None,
+                          (least_calls(base_series.cols.own_step),
+                           least_calls(res.summary.median_step_s)))
+    return with_comparison(cfg, res, within, facts)
+
+
+def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell | Series,
+                base_result: CellResult, base_series: Series, label: str
+                ) -> CellResult | RoundsPlan:
+    """A measured cell against its baseline's run (its result and samples in hand):
+    `against_baseline`, with rounds that run the cell again beside `base`: a row's
+    baseline cell, run again too, or a saved run's samples (`api.saved`), read again.
+    The rounds' length is the cell's measured calls, for a budgeted cell no more than its
+    budget holds at the slower of the two step times (`round_length`)."""
+    res = measured.result
+    calls = round_length(cell, len(measured.series.cols.steps),
+                         [r.summary.median_step_s for r in (res, base_result)])
+    runs = Runs(cell, base, calls, measured.home, measured.info)
+    return against_baseline(cfg, res, measured.verdict, base_series, measured.series,
+                            label, cell.settings.rounds, runs)
+
+
+MIN_CALLS = 50
+BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
+
+
+def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS,
+               as_user: bool = False, least: int = 0) -> Cell:
+    """The cell as a confirmation run: fixed, shorter length (half `measured`, at least
+    `MIN_CALLS`, at most `cap` where one is given; at least `least`, a cheap step's
+    `ROUND_S` seconds of steps; at most the calls `--iterations` asked,
+    `asked_calls`), no early stop or repeats. `as_user`: under the allocator the
+    user's interpreter runs with (pymalloc, glibc's thread cache on, as the matrix's
+    `env:` sets them), not the quiet heap's settings, which only the heap's readings
+    need: a round reads time alone, and `sorted(range(2000, 0, -1))` takes 2.4x as long
+    under PYTHONMALLOC=malloc with the thread cache off; and without heap readings
+    (`time_only`), whose malloc_trim makes a cheap step that allocates fault its pages
+    in again after each."""
+    s = cell.settings
+    calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
+    if cap is not None:
+        calls = min(cap, calls)
+    calls = max(calls, least)
+    if s.asked_calls is not None:
+        calls = min(s.asked_calls, calls)
+    short = dataclasses.replace(s, iterations=calls, max_iterations=None,
+                                warmup=min(s.warmup, calls), repeats=0)
+    if as_user:
+        short = dataclasses.replace(short, pythonmalloc=False, heap="stock", time_only=True)
+    return cell.with_settings(short)
+
+
+def _run(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path, role: str) -> RunRead:
+    """(step time statistic, busy share, failure) of one confirmation run."""
+    ran = ctx.runner.run(cell, info, outdir)
+    ended, series = ran.ended, ran.series
+    stat = analysis.run_stat(series)
+    if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
+        why = ended.error or ("timed out" if ended.timed_out else
+                              f"exit {ended.exit_code}" if ended.exit_code not in (0, None)
+                              else "no step times")
+        return None, None, f"{role} run failed: {why}"
+    return stat, analysis.busy_share(series), None
+
+
+def _saved(series: Series) -> RunRead:
+    """A saved run read as every round's baseline run."""
+    stat = analysis.run_stat(series)
+    return (stat, analysis.busy_share(series),
+            None if stat else "the saved run has no step times")
+
+
+def usable(done: list[Round]) -> int:
+    """Rounds that count: not left out, both medians measured."""
+    return sum(r.excluded is None and r.base_s > 0 and r.other_s > 0 for r in done)
+
+
+def round_said(cell_id: str, label: str, r: Round, why: str | None, note: str = "") -> str:
+    """A round's progress line: its ratio, what it was measured at, why it is out."""
+    return (f"{cell_id} vs {label}: round {r.index}: "
+            + (f"{r.ratio:.2f}x" if r.base_s and r.other_s else "-")
+            + (f" (CPU speed {r.speed:.2f}x the baseline's)" if r.speed else "")
+            + (f" (GPU clock {r.base_sm_mhz:.0f} / {r.other_sm_mhz:.0f} MHz)"
+               if r.base_sm_mhz and r.other_sm_mhz else "")
+            + (f" ({note})" if note and not why else "")
+            + (f" (left out: {why})" if why else ""))
+
+
+def with_cost(found: Confirmation, done: list[Round], started: float, what: str
+              ) -> Confirmation:
+    """The rounds' decision with what they cost said: "...; 3 rounds (6 runs) in 4.1 s"."""
+    cost = time.monotonic() - started
+    return dataclasses.replace(found, seconds=round(cost, 3), reason=(
+        f"{found.reason}; {len(done)} round{'s' if len(done) != 1 else ''} {what} in "
+        f"{cost:.1f} s"))
+
+
+def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
+    """Run the rounds `plan` asks for until settled, and decide from them: each round
+    runs `plan.runs.base` afresh (a cell; B S B S) or reads it (a saved run's samples,
+    whose code is gone: only the suspect runs again), then the suspect, each through
+    the run service (`ctx.runner`) as every run of a cell is, shorter (`round_cell`, at most
+    `plan.cap` calls). `ctx` gives the runtime, images, store, cancel flag, progress
+    and thresholds; nothing here decides the cell's verdict (`with_rounds`)."""
+    runs, pooled, label, cap = plan.runs, plan.pooled, plan.label, plan.cap
+    assert runs is not None, "a plan whose rounds cannot run is recalled, not run"
+    cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
+    assert steps is not None, "rounds confirm a pooled step-time comparison"
+    cell, base, suspected = runs.suspect, runs.base, steps.direction
+    # Interleaved rounds run both cells as the user's interpreter would (`as_user`); a
+    # saved run's rounds as it ran, since its statistic was read under its settings.
+    as_user = isinstance(base, Cell)
+    short = round_cell(cell, runs.calls, cap, as_user, plan.least[1])
+    if isinstance(base, Cell):
+        if suspected == "~" and not ctx.busy_said.is_set():
+            # Said once a sweep: every later cell on this host is as busy.
+            ctx.busy_said.set()
+            ctx.progress(f"host busy: {pooled.busy:.0%} run-queue delay in {cell.id} or "
+                         "its baseline; unchanged-looking cells are confirmed in "
+                         "interleaved rounds")
+        short_base = round_cell(base, runs.calls, cap, as_user, plan.least[0])
+        how = "interleaved rounds"
+
+        def baseline(k: int) -> RunRead:
+            return _run(ctx, short_base, ctx.images.get(short_base),
+                        runs.home / "rounds" / f"{k}-baseline", "baseline")
+    else:
+        saved = _saved(base)
+        how = "rounds of this run against the saved one"
+
+        def baseline(k: int) -> RunRead:
+            return saved
+    what = f"suspected {suspected}" if suspected != "~" else "host busy"
+    ctx.progress(f"{cell.id} vs {label}: {analysis.pooled_text(steps, label)}, {what}; "
+                 "confirming in "
+                 f"{how} (2 to {2 * rounds}, until settled)")
+    done: list[Round] = []
+    k = 0
+    started = time.monotonic()
+    most = 2 * rounds
+    while k < most:
+        if analysis.settled(analysis.decide_rounds(done, suspected, cfg), cfg):
+            break   # decided either way, or the rounds disagree: more cannot change it
+        if usable(done) + (most - k) < 2:
+            break   # the rounds left cannot give the two usable ones a decision needs
+        # Rounds whose interval still straddles a threshold: one more.
+        k += 1
+        b_med, b_busy, b_fail = baseline(k)
+        o_med, o_busy, o_fail = _run(ctx, short, runs.info,
+                                     runs.home / "rounds" / f"{k}-suspect", "suspect")
+        j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
+        why = j.left_out
+        r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
+                  *analysis.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
+        done.append(r)
+        ctx.progress(round_said(cell.id, label, r, why, j.note))
+        more = k < most and usable(done) + (most - k) >= 2
+        if why and why.startswith("host busy") and more:
+            # A load burst passes: wait a little longer after each busy round (never
+            # after the last round that can run: nothing would use the wait).
+            ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
+        if ctx.cancel.is_set():
+            break
+    return with_cost(analysis.decide_rounds(done, suspected, cfg), done, started,
+                     f"({2 * len(done)} runs)" if isinstance(base, Cell)
+                     else "of this run against the saved one")
+
+
+def with_comparison(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
+            facts: Baseline | None) -> CellResult:
+    """`res` with the verdict the table gives its within-run verdict beside `facts` (the
+    comparison with its baseline; None: none could be made)."""
+    return with_verdict(res, verdict(cfg, baseline=facts, within=within))
+
+
+def with_rounds(cfg: AnalysisConfig, plan: RoundsPlan, found: Confirmation | None
+                ) -> CellResult:
+    """The planned comparison decided with what its rounds found (None: none were run
+    or recorded)."""
+    return with_comparison(cfg, plan.res, plan.within,
+                   dataclasses.replace(plan.pooled, confirmation=found))
+
+
+def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:
+    """`res` with the verdict and every number behind it taken from `verdict` (each
+    field the two share: a field added to both is carried without a change here)."""
+    mine = {f.name for f in dataclasses.fields(CellResult)}
+    given = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)
+             if f.name in mine}
+    for name, value in given.items():
+        if isinstance(value, list):
+            given[name] = tuple(value)
+        elif isinstance(value, dict):
+            given[name] = dict(value)
+    return dataclasses.replace(res, **given)
