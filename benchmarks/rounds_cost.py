@@ -32,9 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.baselinerules import unsettled
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rounds import decide_rounds, settled
+from harness.analysis.rules import unsettled
 from harness.thresholds import AnalysisConfig
 
 Rule = Callable[[Confirmation, AnalysisConfig], bool]

@@ -104,7 +104,7 @@ class AnalysisConfig:
             2-11 KiB/call leaks in 200 calls from it).
         live_floor_bytes: The per-call floor, in every mode (not only early stop):
             growth whose slope interval lies wholly above it and does not slow down is
-            never `ok` (a leak, or a cache still filling: `analysis.trendrules.steady_above`);
+            never `ok` (a leak, or a cache still filling: `analysis.rules.steady_above`);
             a live look stops on `ok` only once every needed source's interval is below
             it. RSS and the cgroup are read by the total floors alone.
         live_min_growth_bytes: The per-call rule's least total growth, in bytes.

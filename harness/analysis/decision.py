@@ -9,25 +9,31 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from harness.analysis.baselinerules import (
-    DOUBT,
-    DOUBT_RULES,
-    PEAK_VERDICT_RULES,
-    REGRESSION,
-    DoubtEvidence,
-    PeakVerdictEvidence,
-)
-from harness.analysis.baselinerules import unsettled as unsettled_words
 from harness.analysis.devices import device_kind
 from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict, kind
 from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import deadline_busy, how_it_ended, runtime_sign
 from harness.analysis.records import Finding
-from harness.analysis.rules import Evidence, first_rule, leaking
-from harness.analysis.runrules import BY_BUDGET, LENGTH_RULES, LengthEvidence, fill_asks
+from harness.analysis.rules import (
+    BY_BUDGET,
+    DOUBT,
+    DOUBT_RULES,
+    LENGTH_RULES,
+    PEAK_VERDICT_RULES,
+    REGRESSION,
+    DoubtEvidence,
+    Evidence,
+    LengthEvidence,
+    PeakVerdictEvidence,
+    Rule,
+    fill_asks,
+    first_of,
+    first_rule,
+    leaking,
+)
+from harness.analysis.rules import unsettled as unsettled_words
 from harness.analysis.stepreading import read_steps
-from harness.analysis.table import Rule, first_of
 from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
 from harness.analysis.vsbaseline import (
@@ -100,7 +106,7 @@ def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: s
     """The run's time budget ended it after fewer than `short_calls` calls (its cap, if
     lower), or with room left under its `overrun` bound for a run `LENGTH_FILL` times as
     long (`room`: the calls that bound leaves a run again; None: no bound), where rule
-    `length-short` or `length-fill` of `runrules.LENGTH_RULES` fires on it (`again`:
+    `length-short` or `length-fill` of `rules.LENGTH_RULES` fires on it (`again`:
     repeats are left; `capped`: its cap ended it, in words; `grown`: what the leak
     grew, None without one): what it made, in words, and the calls its next run makes.
     A cache of as many entries as a run made calls fills like a leak for all of them;
@@ -168,7 +174,7 @@ def decide(facts: CellFacts) -> CellVerdict:
 
 
 def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
-    """The rule of `baselinerules.DOUBT_RULES` that fires on the pooled comparison."""
+    """The rule of `rules.DOUBT_RULES` that fires on the pooled comparison."""
     steps = base.steps
     return first_of(DoubtEvidence(cfg, steps.direction if steps is not None else "",
                                     base.busy), DOUBT_RULES)[0]

@@ -51,7 +51,7 @@ class Facts(Record):
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
         unsettled: Rounds ran for a doubt about a slowdown and left it open
-            (`baselinerules.unsettled`): their interval holds a slowdown and no change,
+            (`rules.unsettled`): their interval holds a slowdown and no change,
             or too few counted and the host was busy.
     """
 
@@ -129,7 +129,7 @@ def capped_at(series: Series) -> tuple[str, int] | None:
 def budget_ended(series: Series) -> tuple[str, int, int] | None:
     """The run's time budget ended it: what it made, in words, the calls it made and its
     cap. Whether that was too few to tell a leak from a cache is rule `length-short` of
-    `runrules.LENGTH_RULES` (`decision.cut_short`). None: not so (its cap or a live
+    `rules.LENGTH_RULES` (`decision.cut_short`). None: not so (its cap or a live
     look ended it), or a series whose agent did not say its budget."""
     run = budget_run(series)
     if run is None or not run.spent or run.stopped_early:

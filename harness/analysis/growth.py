@@ -20,9 +20,8 @@ from typing import cast
 
 import numpy as np
 
+from harness.analysis.rules import CREEP_MARGIN, TREND_RULES, TrendEvidence, first_of
 from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, late_points, theil_sen
-from harness.analysis.table import first_of
-from harness.analysis.trendrules import CREEP_MARGIN, TREND_RULES, TrendEvidence
 from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
 

@@ -26,16 +26,18 @@ from harness.analysis.growth import (
 from harness.analysis.records import Finding
 from harness.analysis.rules import (
     CARRIERS,
+    GARBAGE,
+    GARBAGE_RULES,
     PRIMARY,
     TOTAL_ONLY,
     WORKERS,
+    CollectedEvidence,
     Evidence,
+    first_of,
     leaking,
     memory_rule,
     shown,
 )
-from harness.analysis.table import first_of
-from harness.analysis.trendrules import GARBAGE, GARBAGE_RULES, CollectedEvidence
 from harness.analysis.trends import (
     MemoryTrend,
     missed_text,

@@ -18,10 +18,9 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.baselinerules import PEAK_RULES, POOLED_RULES, PeakEvidence, PooledEvidence
 from harness.analysis.contention import busy_share
 from harness.analysis.ranktests import mannwhitneyu_p
-from harness.analysis.table import first_of
+from harness.analysis.rules import PEAK_RULES, POOLED_RULES, PeakEvidence, PooledEvidence, first_of
 from harness.analysis.vsbaseline import (
     Baseline,
     Direction,
@@ -74,7 +73,7 @@ def compare_steps(
 def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
     """Which threshold held a "~" pooled comparison back, in words: "p=0.31, not
     significant", "within min_ratio 1.1" or "under the step floor": the rule of
-    `baselinerules.POOLED_RULES` that fires on its p and ratio (a "~" comparison that
+    `rules.POOLED_RULES` that fires on its p and ratio (a "~" comparison that
     passed both was held back by the floor)."""
     rule, _ = first_of(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0), POOLED_RULES)
     if rule.id == "pooled-unsure":

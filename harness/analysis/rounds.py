@@ -18,17 +18,21 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
-from harness.analysis.baselinerules import (
+from harness.analysis.contention import RunStat, speed_scaled
+from harness.analysis.rules import (
     CONFIRM_RULES,
-    FEW,
+    FEW_ROUNDS,
+    LEFT_OUT,
+    ROUND_RULES,
     SETTLED,
     SETTLED_RULES,
     ConfirmEvidence,
+    RoundEvidence,
     SettledEvidence,
+    busy_run,
+    first_of,
+    speeds_apart,
 )
-from harness.analysis.contention import RunStat, speed_scaled
-from harness.analysis.runrules import LEFT_OUT, ROUND_RULES, RoundEvidence, busy_run, speeds_apart
-from harness.analysis.table import first_of
 from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
@@ -36,7 +40,7 @@ from harness.thresholds import AnalysisConfig
 def busy_reason(base_busy: float | None, other_busy: float | None,
                 cfg: AnalysisConfig) -> str | None:
     """Why a round ran on a busy host, or None when neither run did: either run waited
-    for a CPU `busy_share` of its step time or more (`runrules.busy_run`)."""
+    for a CPU `busy_share` of its step time or more (`rules.busy_run`)."""
     return busy_run(RoundEvidence(cfg, busy=(("baseline", base_busy),
                                              ("suspect", other_busy))))
 
@@ -85,14 +89,14 @@ class Judged(NamedTuple):
     cpu: float | None           # the CPU-time ratio (`cpu_ratio`)
     left_out: str | None        # why the round does not count; None: it counts
     note: str                   # a busy round that counts: why it does
-    rule: str = ""              # the rule of `runrules.ROUND_RULES` that decided
+    rule: str = ""              # the rule of `rules.ROUND_RULES` that decided
 
 
 def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
            other_busy: float | None, cfg: AnalysisConfig, failed: str = "") -> Judged:
     """A round as it counts: both step times at one CPU speed (`at_one_speed`), the
     suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and the
-    first rule of `runrules.ROUND_RULES` that fires on it (a failed run; CPU speeds
+    first rule of `rules.ROUND_RULES` that fires on it (a failed run; CPU speeds
     apart; a busy host, unless CPU time per step agrees with the wall clock)."""
     b_s, o_s, speed, cpu = 0.0, 0.0, None, None
     plain = scaled = math.nan
@@ -113,7 +117,7 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
     """Whether more rounds could change the answer (a sequential rule, looked at after
-    every round once two are usable): the rule of `baselinerules.SETTLED_RULES` that
+    every round once two are usable): the rule of `rules.SETTLED_RULES` that
     fires on the rounds so far.
 
     The rounds answer one question: is the suspect slower than the baseline by
@@ -153,7 +157,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
             f"round {r.index} ({r.excluded or 'no step times'})" for r in left_out)
     ids = [r.index for r in usable]
     few, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable]), CONFIRM_RULES)
-    if few.says == FEW:
+    if few.says == FEW_ROUNDS:
         return Confirmation(suspected, "~", math.nan, math.nan, math.nan, ids,
                             f"not confirmed: {len(usable)} usable round(s) of {len(rounds)}, "
                             f"2 needed{note}", list(rounds), rule=few.id)

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from harness.analysis.contention import OneSpeed, at_one_speed, explain, gpu_time, slowdown_words
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
 from harness.analysis.records import Finding
-from harness.analysis.steprules import (
+from harness.analysis.rules import (
     BACK,
     FEW,
     LOAD_RULES,
@@ -31,9 +31,9 @@ from harness.analysis.steprules import (
     VOIDED,
     LoadEvidence,
     StepEvidence,
+    first_of,
 )
-from harness.analysis.steprules import rose as rises
-from harness.analysis.table import first_of
+from harness.analysis.rules import rose as rises
 from harness.analysis.trends import Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
@@ -175,7 +175,7 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     trend_p = _monotone_p(t)
     # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
     # drifts between fast and slow regimes only happens to end slower. Both tests, and
-    # whether the rise came back, are rules of `steprules.STEP_RULES`.
+    # whether the rise came back, are rules of `rules.STEP_RULES`.
     back: list[int] = []
 
     def came_back_at() -> int:      # read once, where the table asks it
@@ -191,7 +191,7 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
 
 
 def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
-    """Late steps slower than early ones (`steprules.rose`: the Mann-Whitney p under
+    """Late steps slower than early ones (`rules.rose`: the Mann-Whitney p under
     `alpha`, the ratio past `min_ratio`, the medians `step_floor_s` apart); a slowdown
     also rises bin after bin and lasts (`step_trend`)."""
     return rises(StepEvidence.of(t, cfg))

@@ -152,7 +152,7 @@ class StepTrend(Record):
     insufficient: bool = False
     trend_p: float = 1.0       # one-sided Kendall tau over bin medians: rising throughout
     came_back_at: int = 0      # the step the rise came back down at (not a slowdown), or 0
-    rule: str = ""             # the rule of `steprules.STEP_RULES` that decided ("": before it)
+    rule: str = ""             # the rule of `rules.STEP_RULES` that decided ("": before it)
 
 
 Kind = Literal["leak", "stable"]
@@ -175,7 +175,7 @@ class LiveDecision(Record):
     alpha: float = 0.0
     seconds: float = 0.0        # the measured phase's seconds at the decision (0: unknown)
     budget: float = 0.0         # the run's time budget in seconds (0: none)
-    rule: str = ""              # the rule of `runrules.LIVE_RULES` that decided
+    rule: str = ""              # the rule of `rules.LIVE_RULES` that decided
 
     def to_dict(self) -> dict[str, object]:
         """Return the fields as a JSON-ready dict (infinite bounds as None)."""

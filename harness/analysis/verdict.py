@@ -21,10 +21,10 @@ from harness.analysis.rules import (
     ONE_RUN,
     TIMEOUT_BUSY,
     Evidence,
+    Rule,
     first_rule,
     leaking,
 )
-from harness.analysis.table import Rule
 from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
 from harness.analysis.vsbaseline import VsBaseline
 from harness.protocol.series import Series

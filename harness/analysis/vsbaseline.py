@@ -36,7 +36,7 @@ class StepComparison(Record):
     direction: Direction
     n_base: int = 0
     n_other: int = 0
-    rule: str = ""      # the rule of `baselinerules.POOLED_RULES` that decided ("": before)
+    rule: str = ""      # the rule of `rules.POOLED_RULES` that decided ("": before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class PeakComparison(Record):
 
     ratio: float
     direction: PeakDirection
-    rule: str = ""      # the rule of `baselinerules.PEAK_RULES` that decided ("": before)
+    rule: str = ""      # the rule of `rules.PEAK_RULES` that decided ("": before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ class Round(Record):
     base_sm_mhz: float | None = None
     other_sm_mhz: float | None = None
     cpu_ratio: float | None = None
-    rule: str = ""      # the rule of `runrules.ROUND_RULES` that decided ("": before it)
+    rule: str = ""      # the rule of `rules.ROUND_RULES` that decided ("": before it)
 
     @property
     def ratio(self) -> float:
@@ -123,7 +123,7 @@ class Confirmation(Record):
     reason: str
     rounds: list[Round] = field(default_factory=list)
     seconds: float = 0.0        # what the rounds cost, wall clock
-    rule: str = ""              # the rule of `baselinerules.CONFIRM_RULES` ("": before it)
+    rule: str = ""              # the rule of `rules.CONFIRM_RULES` ("": before it)
 
     def interval(self) -> str:
         """"1.52x (90% CI 1.31..1.76)" style, for tables; "-" without rounds."""
@@ -170,7 +170,7 @@ class VsBaseline(Record):
     peak_rss: PeakComparison | None = None
     direction: str | None = None
     confirmation: Confirmation | None = None
-    rule: str = ""      # the rule of `baselinerules.DOUBT_RULES` that decided ("": before)
+    rule: str = ""      # the rule of `rules.DOUBT_RULES` that decided ("": before)
 
     @property
     def said_direction(self) -> str | None:

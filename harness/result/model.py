@@ -189,7 +189,7 @@ class Attempt:
     verdict: Verdict
     reason: str
     iterations: int
-    rerun: str = ""       # the re-run rule that fired after it (`runrules.RERUN_RULES`)
+    rerun: str = ""       # the re-run rule that fired after it (`rules.RERUN_RULES`)
     seconds: float = 0.0  # the run's wall seconds (0: not recorded)
 
 

@@ -161,7 +161,7 @@ def test_why_on_a_slowdown_cell_shows_the_slowdown_rule_fired(
     assert [line for line in said if ": fired" in line] == [
         line for line in said if line.startswith(f"{RULE_IDS.index('slowdown') + 1}. slowdown:")]
     assert "steps: late steps" in out and "note:" not in out
-    # AND the rule of its step times that made the slowdown (`steprules.STEP_RULES`)
+    # AND the rule of its step times that made the slowdown (`rules.STEP_RULES`)
     assert "step times: rule steps-slowdown: slowdown" in out, out
 
 

@@ -6,7 +6,6 @@ import dataclasses
 
 import pytest
 
-from harness.analysis.baselinerules import unsettled
 from harness.analysis.records import Direction
 from harness.analysis.rounds import (
     Round,
@@ -16,6 +15,7 @@ from harness.analysis.rounds import (
     settled,
     speed_reason,
 )
+from harness.analysis.rules import unsettled
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()

@@ -11,8 +11,7 @@ from fakeruntime import Behaviour
 from sweepkit import FakeSweep
 
 from harness.analysis.kinds import BAD
-from harness.analysis.ruledocs import doc_with_rules
-from harness.analysis.rules import RULE_IDS, RULES
+from harness.analysis.rules import RULE_IDS, RULES, doc_with_rules
 from harness.cli import main
 from harness.thresholds import AnalysisConfig
 
@@ -25,7 +24,7 @@ def test_docs_verdicts_md_lists_the_rules_of_the_table() -> None:
     text = DOC.read_text()
     assert text == doc_with_rules(text, defaults), (
         "docs/verdicts.md's table of rules differs from analysis.rules.RULES\n"
-        "fix: python3 -m harness.analysis.ruledocs docs/verdicts.md")
+        "fix: python3 -m harness.analysis.rules docs/verdicts.md")
 
 
 def test_rules_are_named_once_and_read_only_analysis_settings() -> None:
