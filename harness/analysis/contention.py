@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.analysis.trends import CLOCK_REASONS, Explained, GpuTime, StepTrend
+from harness.analysis.records import CLOCK_REASONS, Explained, GpuTime, StepTrend
 from harness.protocol.series import Series, shared
 
 

@@ -14,7 +14,15 @@ from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stoppe
 from harness.analysis.kinds import GOOD, Verdict, kind
 from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import deadline_busy, how_it_ended, runtime_sign
-from harness.analysis.records import Finding
+from harness.analysis.records import (
+    Baseline,
+    Confirmation,
+    Finding,
+    LiveDecision,
+    LiveRun,
+    StepComparison,
+    VsBaseline,
+)
 from harness.analysis.rules import (
     BY_BUDGET,
     DOUBT,
@@ -34,14 +42,7 @@ from harness.analysis.rules import (
 )
 from harness.analysis.rules import unsettled as unsettled_words
 from harness.analysis.stepreading import read_steps
-from harness.analysis.trends import LiveDecision, LiveRun
 from harness.analysis.verdict import CellVerdict, RunReading, verdict_of
-from harness.analysis.vsbaseline import (
-    Baseline,
-    Confirmation,
-    StepComparison,
-    VsBaseline,
-)
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig

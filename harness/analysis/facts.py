@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.analysis.recordbase import Record
+from harness.analysis.records import Record
 
 if TYPE_CHECKING:
     from harness.protocol.series import Series

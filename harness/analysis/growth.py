@@ -20,9 +20,9 @@ from typing import cast
 
 import numpy as np
 
+from harness.analysis.records import MemoryKind, MemoryTrend, signed_size
 from harness.analysis.rules import CREEP_MARGIN, TREND_RULES, TrendEvidence, first_of
 from harness.analysis.slopes import FloatArray, SlopeFit, bin_medians, late_points, theil_sen
-from harness.analysis.trends import MemoryKind, MemoryTrend, signed_size
 from harness.thresholds import AnalysisConfig
 
 FILL_RERUN = 4              # a run that could be a fill runs again this many times longer

@@ -23,7 +23,13 @@ from harness.analysis.growth import (
     creep_rerun,
     trend_and_fill,
 )
-from harness.analysis.records import Finding
+from harness.analysis.records import (
+    Finding,
+    MemoryTrend,
+    missed_text,
+    rate_words,
+    size,
+)
 from harness.analysis.rules import (
     CARRIERS,
     GARBAGE,
@@ -37,12 +43,6 @@ from harness.analysis.rules import (
     leaking,
     memory_rule,
     shown,
-)
-from harness.analysis.trends import (
-    MemoryTrend,
-    missed_text,
-    rate_words,
-    size,
 )
 from harness.protocol.series import TREND_NAMES, Series
 from harness.thresholds import AnalysisConfig

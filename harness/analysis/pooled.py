@@ -20,14 +20,14 @@ import numpy.typing as npt
 
 from harness.analysis.contention import busy_share
 from harness.analysis.ranktests import mannwhitneyu_p
-from harness.analysis.rules import PEAK_RULES, POOLED_RULES, PeakEvidence, PooledEvidence, first_of
-from harness.analysis.vsbaseline import (
+from harness.analysis.records import (
     Baseline,
     Direction,
     PeakComparison,
     PeakDirection,
     StepComparison,
 )
+from harness.analysis.rules import PEAK_RULES, POOLED_RULES, PeakEvidence, PooledEvidence, first_of
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
 

@@ -19,6 +19,7 @@ from typing import NamedTuple, cast
 import numpy as np
 
 from harness.analysis.contention import RunStat, speed_scaled
+from harness.analysis.records import Confirmation, Direction, Round
 from harness.analysis.rules import (
     CONFIRM_RULES,
     FEW_ROUNDS,
@@ -33,7 +34,6 @@ from harness.analysis.rules import (
     first_of,
     speeds_apart,
 )
-from harness.analysis.vsbaseline import Confirmation, Direction, Round
 from harness.thresholds import AnalysisConfig
 
 

@@ -49,8 +49,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast, get_a
 
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
-from harness.analysis.trends import MemoryTrend, StepTrend
-from harness.analysis.vsbaseline import Confirmation
+from harness.analysis.records import Confirmation, MemoryTrend, StepTrend
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
@@ -214,7 +213,7 @@ def _trend_creeps(ev: TrendEvidence) -> str | None:
                                                ev.creep_calls) else None
 
 
-# Each rule's `says` is a memory kind (`trends.MemoryKind`), or "creep": ambiguous, and
+# Each rule's `says` is a memory kind (`records.MemoryKind`), or "creep": ambiguous, and
 # its next run asks the calls that pass its floor (`growth.creep_rerun`).
 TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
     Rule("too-few", "insufficient", "fewer readings than `min_samples` (5 for the GPU and "

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.memory import MemoryReading, memory_reading, risen
+from harness.analysis.records import LiveDecision
 from harness.analysis.rules import CARRIERS, LIVE_RULES, STOP_LEAK, STOP_OK, LiveEvidence, first_of
 from harness.analysis.stepreading import rose, step_reading
-from harness.analysis.trends import LiveDecision
 from harness.matrixfile.model import BUDGET_MIN_CALLS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from harness.analysis.contention import OneSpeed, at_one_speed, explain, gpu_time, slowdown_words
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
-from harness.analysis.records import Finding
+from harness.analysis.records import Explained, Finding, GpuTime, StepTrend
 from harness.analysis.rules import (
     BACK,
     FEW,
@@ -34,7 +34,6 @@ from harness.analysis.rules import (
     first_of,
 )
 from harness.analysis.rules import rose as rises
-from harness.analysis.trends import Explained, GpuTime, StepTrend
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
 

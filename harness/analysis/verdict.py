@@ -15,7 +15,15 @@ from harness.analysis.facts import Facts
 from harness.analysis.kinds import BAD, GOOD, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.outcomes import ended_with
-from harness.analysis.records import Finding
+from harness.analysis.records import (
+    Explained,
+    Finding,
+    GpuTime,
+    LiveRun,
+    MemoryTrend,
+    StepTrend,
+    VsBaseline,
+)
 from harness.analysis.rules import (
     CARRIERS,
     ONE_RUN,
@@ -25,8 +33,6 @@ from harness.analysis.rules import (
     first_rule,
     leaking,
 )
-from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
-from harness.analysis.vsbaseline import VsBaseline
 from harness.protocol.series import Series
 
 __all__ = [

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from harness.analysis.trends import rate_words
+from harness.analysis.records import rate_words
 from harness.analysis.whererecord import (
     MEMORY_PARTS,
     Frame,
@@ -122,7 +122,7 @@ def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[floa
 
 
 def per_call(rate: float) -> str:
-    """A site's rate as every rate in words is written (`trends.rate_words`): "+5.9
+    """A site's rate as every rate in words is written (`records.rate_words`): "+5.9
     KiB/call", "+1.0 MiB/call" from 1 MiB a call, "+216 B/call" under 1 KiB (issue 79
     item 13: "+0.2 KiB/call" beside the verdict's "+216 B/call")."""
     return rate_words(rate)

@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
-from harness.analysis.records import Finding
+from harness.analysis.records import (
+    Explained,
+    Finding,
+    GpuTime,
+    LiveRun,
+    MemoryTrend,
+    StepTrend,
+    VsBaseline,
+)
 from harness.analysis.rules import leaking
-from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
-from harness.analysis.vsbaseline import VsBaseline
 from harness.result.codec import JSON, DecodeError, decode, encode
 from harness.result.runkey import RunKey
 

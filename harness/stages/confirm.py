@@ -43,7 +43,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness import analysis
-from harness.analysis.vsbaseline import Confirmation, Round
+from harness.analysis.records import Confirmation, Round
 from harness.matrixfile.model import Cell
 from harness.stages.compare import MAX_CALLS
 from harness.stages.context import Context, RoundsPlan

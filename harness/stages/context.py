@@ -22,8 +22,8 @@ from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
+    from harness.analysis.records import Baseline
     from harness.analysis.verdict import CellVerdict
-    from harness.analysis.vsbaseline import Baseline
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import analysis
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.matrixfile.model import BUDGET_MIN_CALLS, Cell
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from harness import analysis
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
-from harness.analysis.vsbaseline import VsBaseline
+from harness.analysis.records import VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.result.model import CellResult

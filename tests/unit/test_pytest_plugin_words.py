@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.analysis.decision import _with_live
 from harness.analysis.growth import RUNS_NO_MORE
-from harness.analysis.trends import LiveRun
+from harness.analysis.records import LiveRun
 from harness.analysis.verdict import CellVerdict
 from harness.api import check
 from harness.api.marked import as_marker, fix_for, marker_words

@@ -10,8 +10,8 @@ import pytest
 
 from harness.analysis.facts import Facts
 from harness.analysis.memory import MemoryReading, Reading
+from harness.analysis.records import MemoryKind, MemoryTrend, StepTrend
 from harness.analysis.rules import Evidence, first_rule
-from harness.analysis.trends import MemoryKind, MemoryTrend, StepTrend
 from harness.analysis.verdict import RunReading, verdict_of
 from harness.protocol.series import Series
 

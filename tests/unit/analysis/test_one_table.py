@@ -20,6 +20,13 @@ from test_verdict import series
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import KINDS
+from harness.analysis.records import (
+    Baseline,
+    Confirmation,
+    MemoryTrend,
+    PeakComparison,
+    StepComparison,
+)
 from harness.analysis.rules import (
     MEMORY_RULES,
     RULE_IDS,
@@ -29,8 +36,6 @@ from harness.analysis.rules import (
     memory_rule,
     why,
 )
-from harness.analysis.trends import MemoryTrend
-from harness.analysis.vsbaseline import Baseline, Confirmation, PeakComparison, StepComparison
 from harness.cli import main
 from harness.result.codec import decode, encode
 from harness.runtimes.base import RunOutcome
