@@ -64,7 +64,7 @@ class MemoryTrend(Record):
     floor: float = 0.0
     autocorr: float = 0.0
     missed: float | None = None   # bytes/call: the smallest steady leak the run could miss
-    creep: bool = False           # ambiguous as steady growth under both floors (`growth`)
+    creep: bool = False           # ambiguous as steady growth under both floors (`memory`)
 
 
 # Rates under this many bytes a call are said in bytes (every rate in words, table or
@@ -254,6 +254,16 @@ class Explained(Record):
                  f"a slower CPU (canary loop {1 / (self.cpu_speed or 1):.2f}x)":
                      self.slower_cpu_s}
         return max(rises, key=rises.__getitem__)
+
+
+@dataclass(frozen=True, slots=True)
+class SlopeFit:
+    """A Theil-Sen slope, its Sen interval and the autocorrelation that widened it."""
+
+    slope: float
+    lo: float
+    hi: float
+    autocorr: float
 
 
 # Clock-event reasons (nvmlClocksEventReasons) that hold a busy GPU's clock down for

@@ -45,16 +45,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast, get_args
+from typing import Any, Generic, NamedTuple, TypeVar, cast, get_args
 
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
-from harness.analysis.records import Confirmation, MemoryTrend, StepTrend
+from harness.analysis.records import Confirmation, MemoryTrend, SlopeFit, StepTrend
 from harness.thresholds import AnalysisConfig
-
-if TYPE_CHECKING:
-    from harness.analysis.slopes import SlopeFit
-
 
 E = TypeVar("E")
 
@@ -112,7 +108,7 @@ def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConf
     floor (`live_floor_bytes`), the growth passes `live_min_growth_bytes`, and it does
     not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
     interval above zero). Such growth is never `ok`, however small its total against
-    the source's floor: it is a leak, or (`growth.fill_check`) a cache still filling."""
+    the source's floor: it is a leak, or (`memory.fill_check`) a cache still filling."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
 
 
@@ -125,7 +121,7 @@ def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
              cfg: AnalysisConfig, most: float = math.inf) -> bool:
     """The per-call rule at `ok_floor_bytes` in place of `live_floor_bytes`: growth too
     small for either leak rule yet, but steady; not a leak until a run long enough for
-    its growth to pass the source's floor says so (`growth.creep_rerun`), where one can,
+    its growth to pass the source's floor says so (`memory.creep_rerun`), where one can,
     in at most `most` calls and `CREEP_MAX_CALLS`: a floor no such run would pass says
     the growth does not matter."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
@@ -135,7 +131,7 @@ def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
 
 @dataclass(frozen=True)
 class TrendEvidence:
-    """A source's figures (`growth.trend_and_fill`), as its kind's rules read them.
+    """A source's figures (`memory.trend_and_fill`), as its kind's rules read them.
 
     Attributes:
         cfg: The thresholds.
@@ -214,7 +210,7 @@ def _trend_creeps(ev: TrendEvidence) -> str | None:
 
 
 # Each rule's `says` is a memory kind (`records.MemoryKind`), or "creep": ambiguous, and
-# its next run asks the calls that pass its floor (`growth.creep_rerun`).
+# its next run asks the calls that pass its floor (`memory.creep_rerun`).
 TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
     Rule("too-few", "insufficient", "fewer readings than `min_samples` (5 for the GPU and "
          "the framework allocator), or none apart", ("min_samples",),
@@ -844,7 +840,7 @@ class LengthEvidence:
 
 # A budgeted run under an `overrun` bound that ended undecided between a leak and a cache
 # of more entries than it made calls runs again this many times its calls
-# (`growth.FILL_RERUN`, as a filling reading does).
+# (`memory.FILL_RERUN`, as a filling reading does).
 LENGTH_FILL = 4
 
 

@@ -245,7 +245,7 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
 
     Undecided growth needs a longer look, not the same look again: twice as long (or
     the length the verdict asks for: growth a filling cache could still explain runs
-    4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
+    4x longer, `analysis.memory.fill_check`), and at least long enough to decide from
     step samples alone. A budgeted cell's budget grows by the same factor, its cap
     alike; one its cap ended keeps its budget with its cap raised to what the budget
     holds at this pace; one its budget ended after too few calls to tell a leak from a

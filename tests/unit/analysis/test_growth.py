@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.analysis.growth import FILL_RERUN, bin_medians, memory_trend
+from harness.analysis.memory import FILL_RERUN, bin_medians, memory_trend
 from harness.analysis.stepreading import step_trend
 from harness.thresholds import AnalysisConfig
 
