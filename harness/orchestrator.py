@@ -261,7 +261,7 @@ def prefetch_analysis(*more: str, then: Callable[[], object] | None = None
         # ends the interpreter under this thread, which must not print a traceback then.
         with contextlib.suppress(BaseException):
             for name in ("harness.analysis.verdict", "harness.analysis.decision",
-                         "harness.analysis.sequential", "harness.analysis.pooled", *more):
+                         "harness.analysis.sequential", "harness.analysis.baseline", *more):
                 importlib.import_module(name)
             if then is not None:
                 then()

@@ -394,7 +394,7 @@ class Round(Record):
             NVML gave no clock.
         other_sm_mhz: The same for the suspect run.
         cpu_ratio: The suspect's CPU time per step over the baseline's
-            (`rounds.cpu_ratio`): what lets a busy round count. None when not recorded.
+            (`baseline.cpu_ratio`): what lets a busy round count. None when not recorded.
     """
 
     index: int

@@ -723,7 +723,7 @@ LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
 
 @dataclass(frozen=True)
 class RoundEvidence:
-    """What a confirmation round's two runs showed (`rounds.judged`).
+    """What a confirmation round's two runs showed (`baseline.judged`).
 
     Attributes:
         cfg: The thresholds.
@@ -1155,7 +1155,7 @@ HIGHER, LOWER = "higher", "lower"
 
 @dataclass(frozen=True)
 class PooledEvidence:
-    """A cell's pooled step times against its baseline's (`pooled.compare_steps`).
+    """A cell's pooled step times against its baseline's (`baseline.compare_steps`).
 
     Attributes:
         cfg: The thresholds.
@@ -1191,7 +1191,7 @@ POOLED_RULES: tuple[Rule[PooledEvidence], ...] = (
 
 @dataclass(frozen=True)
 class PeakEvidence:
-    """A cell's peak memory against its baseline's (`pooled.compare_peaks`): the
+    """A cell's peak memory against its baseline's (`baseline.compare_peaks`): the
     thresholds, the ratio and the difference (bytes)."""
 
     cfg: AnalysisConfig
@@ -1269,7 +1269,7 @@ DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
 
 @dataclass(frozen=True)
 class ConfirmEvidence:
-    """The rounds that count, as their confirmation reads them (`rounds.decide_rounds`).
+    """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
 
     Attributes:
         cfg: The thresholds.
@@ -1308,7 +1308,7 @@ CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
 
 @dataclass(frozen=True)
 class SettledEvidence:
-    """The rounds so far (`rounds.settled`): the question and what they read.
+    """The rounds so far (`baseline.settled`): the question and what they read.
 
     Attributes:
         cfg: The thresholds.

@@ -56,7 +56,7 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
                      base_series: Series, series: Series, label: str, rounds: int,
                      runs: Runs | None = None) -> CellResult | RoundsPlan:
     """`res` (within-run verdict `within`, samples `series`) against a baseline's
-    samples: the pooled comparison (`analysis.pooled.baseline_facts`) and the verdict
+    samples: the pooled comparison (`analysis.baseline.baseline_facts`) and the verdict
     from the one table, or, where the pooled comparison leaves a doubt (a good cell's,
     or a leak whose steps read slower: `rounds_for`), the rounds that must settle it."""
     facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,

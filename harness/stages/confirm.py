@@ -10,12 +10,12 @@ saved run's comparison alike) hands it to `run_rounds` and what they found to
 than the cells themselves (half their measured calls, 50..1000; a leak's without the
 1,000 cap; never past `--iterations`), into
 `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is then taken from the
-rounds (`harness.analysis.rounds.decide_rounds`). Rounds run
-until the answer is settled (`harness.analysis.rounds.settled`: the interval clears
+rounds (`harness.analysis.baseline.decide_rounds`). Rounds run
+until the answer is settled (`harness.analysis.baseline.settled`: the interval clears
 the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
 sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
 most twice `rounds` in all; rounds that ran on a busy host are left out and replaced,
-unless CPU time per step agrees with the wall clock (`harness.analysis.rounds.judged`).
+unless CPU time per step agrees with the wall clock (`harness.analysis.baseline.judged`).
 After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait, and no
 round, once the rounds left cannot give two usable ones). What the
 rounds cost (rounds, runs, seconds) is said in the confirmation's reason.

@@ -6,8 +6,7 @@ import dataclasses
 
 import pytest
 
-from harness.analysis.records import Direction
-from harness.analysis.rounds import (
+from harness.analysis.baseline import (
     Round,
     at_one_speed,
     busy_reason,
@@ -15,6 +14,7 @@ from harness.analysis.rounds import (
     settled,
     speed_reason,
 )
+from harness.analysis.records import Direction
 from harness.analysis.rules import unsettled
 from harness.thresholds import AnalysisConfig
 
@@ -205,7 +205,7 @@ def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
     from scipy import stats
 
     code = ("import sys\nfrom harness.thresholds import AnalysisConfig\n"
-            "from harness.analysis.rounds import Round, decide_rounds\n"
+            "from harness.analysis.baseline import Round, decide_rounds\n"
             "r = [Round(k, 1.0, o, 0.0, None, None) for k, o in "
             "enumerate((1.31, 1.30, 1.33), 1)]\n"
             "decide_rounds(r, 'slower', AnalysisConfig())\n"
@@ -280,8 +280,8 @@ def test_a_busy_round_counts_where_cpu_time_per_step_agrees_with_the_wall_clock(
     which holds no waiting, reads the change on the same side of `min_ratio` as the
     wall clock net of the run-queue delay; a change seen only by the wall clock (a wait
     that load can make) is still left out."""
+    from harness.analysis.baseline import judged
     from harness.analysis.contention import RunStat
-    from harness.analysis.rounds import judged
 
     def stat(net_ms: float, cpu_ms: float) -> RunStat:
         return RunStat(net_ms * 1e-3, cpu_ms * 1e-3)
