@@ -24,13 +24,13 @@ if TYPE_CHECKING:
         settled,
         unchanged_because,
     )
-    from harness.analysis.contention import busy_share, run_stat, sm_clocks
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text, rounds_for
     from harness.analysis.sequential import LiveDecider, watch_file
+    from harness.analysis.stepreading import busy_share, run_stat, sm_clocks
 
 # Name -> the module of this package that defines it (PEP 562: loaded on first use).
 _LAZY = {
-    "busy_share": "contention", "run_stat": "contention", "sm_clocks": "contention",
+    "busy_share": "stepreading", "run_stat": "stepreading", "sm_clocks": "stepreading",
     "CellFacts": "decision", "decide": "decision", "needs_rounds": "decision",
     "pooled_text": "decision", "rounds_for": "decision",
     "baseline_facts": "baseline", "unchanged_because": "baseline",

@@ -32,7 +32,6 @@ from typing import NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.contention import RunStat, busy_share, speed_scaled
 from harness.analysis.ranktests import mannwhitneyu_p
 from harness.analysis.records import (
     Baseline,
@@ -61,6 +60,7 @@ from harness.analysis.rules import (
     first_of,
     speeds_apart,
 )
+from harness.analysis.stepreading import RunStat, busy_share, speed_scaled
 from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
 
@@ -201,7 +201,7 @@ def speed_reason(plain: float, scaled: float, speed: float | None,
 
 def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
                  ) -> tuple[float, float, float | None, str | None]:
-    """A round's two runs at one CPU speed (`contention.speed_scaled`): both step times,
+    """A round's two runs at one CPU speed (`stepreading.speed_scaled`): both step times,
     the suspect's speed over the baseline's, and why the speeds leave the round out
     (`speed_reason`), as a sweep's rounds and a saved run's both read them."""
     b_s, o_s, speed = speed_scaled(base, other)

@@ -276,7 +276,7 @@ CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it 
 @dataclass(frozen=True, slots=True)
 class GpuTime(Record):
     """The device behind a slowdown: busy time per step and SM clock, early vs late
-    (`harness.analysis.contention`).
+    (`harness.analysis.stepreading`).
 
     Attributes:
         extra_s: Late minus early median step time (the slowdown), seconds.

@@ -29,7 +29,7 @@ microseconds.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
-loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
+loop; `harness.analysis.stepreading.speed_scaled`). Each round records the GPU's median
 SM clock of both runs beside the CPU speed, where NVML gave it.
 
 A saved run (`api.saved`) is confirmed by the same loop: its code is gone, so each
@@ -51,7 +51,7 @@ from harness.stages.context import Context, RoundsPlan
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness.analysis.contention import RunStat
+    from harness.analysis.stepreading import RunStat
     from harness.protocol.series import Series
     from harness.runtimes.base import ImageInfo
 
