@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from harness.analysis.devices import device_kind
-from harness.analysis.facts import Facts, budget_ended, capped_at, memory_stopped
+from harness.analysis.facts import Facts, budget_ended, capped_at, device_kind, memory_stopped
 from harness.analysis.kinds import GOOD, Verdict, kind
 from harness.analysis.memory import memory_reading, risen
 from harness.analysis.outcomes import deadline_busy, how_it_ended, runtime_sign

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from harness.analysis.devices import device_kind
+from harness.analysis.facts import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN, TIMED
 from harness.analysis.records import (
     Confirmation,
