@@ -71,7 +71,7 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
      "from harness.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
      {f"ext:{m}" for m in HEAVY} | {"harness.*"}),
     ("a verdict, the orchestrator, the reports",
-     "import harness.analysis.verdict, harness.orchestrator, harness.report",
+     "import harness.analysis.decision, harness.orchestrator, harness.report",
      {"ext:scipy"}),
     ("a sweep before its first container",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"

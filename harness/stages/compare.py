@@ -19,7 +19,7 @@ from harness.stages.context import RoundsPlan, Runs
 from harness.stages.decide import with_comparison
 
 if TYPE_CHECKING:
-    from harness.analysis.verdict import CellVerdict
+    from harness.analysis.decision import CellVerdict
     from harness.stages.context import Measured
     from harness.thresholds import AnalysisConfig
 

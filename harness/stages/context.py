@@ -22,8 +22,8 @@ from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
+    from harness.analysis.decision import CellVerdict
     from harness.analysis.records import Baseline
-    from harness.analysis.verdict import CellVerdict
 
 
 @dataclass(frozen=True)

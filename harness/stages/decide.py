@@ -12,8 +12,8 @@ from harness import analysis
 from harness.result.model import CellResult
 
 if TYPE_CHECKING:
+    from harness.analysis.decision import CellVerdict
     from harness.analysis.records import Baseline, Confirmation
-    from harness.analysis.verdict import CellVerdict
     from harness.stages.context import RoundsPlan
     from harness.thresholds import AnalysisConfig
 

@@ -37,8 +37,8 @@ from harness.runtimes.base import ImageInfo, RunOutcome
 from harness.stages.context import CellRun, Context, Measured
 
 if TYPE_CHECKING:
+    from harness.analysis.decision import CellVerdict
     from harness.analysis.records import LiveDecision
-    from harness.analysis.verdict import CellVerdict
     from harness.protocol.series import Series
     from harness.stages.execute import Ran
 

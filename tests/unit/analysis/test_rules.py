@@ -71,8 +71,8 @@ def test_every_rule_has_its_words_in_one_place() -> None:
     # verdict_of words the rule that fired from `WORDS`, keyed by the rule's id: every
     # rule a run alone can fire has words there, and the rest are worded where their
     # facts are; no rule has both, none neither (issue 61 point 5)
+    from harness.analysis.decision import WORDED_ELSEWHERE, WORDS
     from harness.analysis.rules import RULE_IDS
-    from harness.analysis.verdict import WORDED_ELSEWHERE, WORDS
 
     assert not set(WORDS) & WORDED_ELSEWHERE
     assert set(WORDS) | WORDED_ELSEWHERE == set(RULE_IDS)
