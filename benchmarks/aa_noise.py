@@ -63,7 +63,7 @@ sys.path.insert(0, sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.arg
 import numpy as np
 
 from harness import analysis, matrixfile
-from harness.analysis.vsbaseline import Confirmation, Direction, Round
+from harness.analysis.records import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.runtimes import Engines
 from harness.store import RunStore

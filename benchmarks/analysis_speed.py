@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.growth import memory_trend
+from harness.analysis.memory import memory_trend
 from harness.analysis.stepreading import step_trend
 from harness.thresholds import AnalysisConfig
 

@@ -18,7 +18,7 @@ on the noise of a recorded run (tests/data/recorded, tests/data/h100):
   jitter, and cyclic garbage, +0.3 KiB/call that the oldest generation's collection
   gives back every 500-1,000 calls (150-300 KiB).
 
-Each is decided by `growth.memory_trend` on the heap (the post-run verdict's rule) with
+Each is decided by `memory.memory_trend` on the heap (the post-run verdict's rule) with
 today's rule (`fill_share: 0`, the rule before issue 37) and with the fill check
 (`fill_share`, default 0.5: a fill up to half the heap's level, ~95-100 MiB here, so
 every simulated fill is one it allows for), side by side on the same series. A series the new rule
@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.growth import FILL_RERUN, memory_trend
+from harness.analysis.memory import FILL_RERUN, memory_trend
 from harness.thresholds import AnalysisConfig
 
 KiB, MiB = 1024.0, 1024.0 * 1024.0

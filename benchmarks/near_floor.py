@@ -26,19 +26,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import detection
 
-from harness.analysis import trendrules
+from harness.analysis import rules
 from harness.thresholds import AnalysisConfig
 
 
 def shares(series: np.ndarray, cfg: AnalysisConfig) -> tuple[float, float]:
     """Share called leak with the rule on, and with it off."""
     on = detection.leak_share(series, cfg)
-    saved = trendrules.NEAR_FLOOR_MULTIPLE
-    trendrules.NEAR_FLOOR_MULTIPLE = 0.0      # no growth is under zero floors: rule off
+    saved = rules.NEAR_FLOOR_MULTIPLE
+    rules.NEAR_FLOOR_MULTIPLE = 0.0      # no growth is under zero floors: rule off
     try:
         off = detection.leak_share(series, cfg)
     finally:
-        trendrules.NEAR_FLOOR_MULTIPLE = saved
+        rules.NEAR_FLOOR_MULTIPLE = saved
     return on, off
 
 

@@ -5,7 +5,7 @@ true ratio with a between-run spread `sd` (0.03 on a quiet host, 0.06-0.10 on th
 project's busy 2-core machine), and fed round by round to `replicate.confirm`'s loop:
 `decide_rounds` after each round, stopping when `settled` says so or at 2x `rounds` (6).
 
-- SEQUENTIAL (`harness.analysis.rounds.settled`): stops once the interval lies on the
+- SEQUENTIAL (`harness.analysis.baseline.settled`): stops once the interval lies on the
   no-change side of the threshold asked about (below min_ratio for a slowdown);
 - BAND (the rule before): stopped on no change only once the interval lay wholly inside
   (1/min_ratio, min_ratio).
@@ -32,9 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.baselinerules import unsettled
+from harness.analysis.baseline import decide_rounds, settled
 from harness.analysis.records import Confirmation, Direction, Round
-from harness.analysis.rounds import decide_rounds, settled
+from harness.analysis.rules import unsettled
 from harness.thresholds import AnalysisConfig
 
 Rule = Callable[[Confirmation, AnalysisConfig], bool]

@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.growth import memory_trend
+from harness.analysis.memory import memory_trend
 from harness.analysis.sequential import FIRST_LOOK, SPACING, LiveDecider
 from harness.protocol.ingest import Record
 from harness.thresholds import AnalysisConfig

@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from cases.cases import CASES, Case  # noqa: E402
 
-from harness.analysis.growth import memory_trend  # noqa: E402
+from harness.analysis.memory import memory_trend  # noqa: E402
 from harness.analysis.sequential import (  # noqa: E402
     FIRST_LOOK,
     SPACING,

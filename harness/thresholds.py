@@ -87,7 +87,7 @@ class AnalysisConfig:
         late_confidence: Two-sided confidence level of the late-window slope interval.
             Lower than `confidence` because it is only asked once growth is proven.
         late_fraction: Share of the run's calls whose (binned) readings form the late
-            window (at least 4 readings; `slopes.late_points`).
+            window (at least 4 readings; `memory.late_points`).
         stall_fraction: A grown series is a plateau only when the late slope's upper
             bound is below this share of the whole-span slope.
         autocorrelation: Widen slope intervals for lag-1 autocorrelated residuals
@@ -104,7 +104,7 @@ class AnalysisConfig:
             2-11 KiB/call leaks in 200 calls from it).
         live_floor_bytes: The per-call floor, in every mode (not only early stop):
             growth whose slope interval lies wholly above it and does not slow down is
-            never `ok` (a leak, or a cache still filling: `analysis.trendrules.steady_above`);
+            never `ok` (a leak, or a cache still filling: `analysis.rules.steady_above`);
             a live look stops on `ok` only once every needed source's interval is below
             it. RSS and the cgroup are read by the total floors alone.
         live_min_growth_bytes: The per-call rule's least total growth, in bytes.
@@ -140,7 +140,7 @@ class AnalysisConfig:
         fill_share: The largest cache, arena or pool a run may still be filling, as a
             share of the source's level (its median bytes), and at most `fill_bytes`:
             growth is a leak only where no saturating fill that size or less fits it
-            (its rate fell too little over the run for one; `analysis.growth.
+            (its rate fell too little over the run for one; `analysis.memory.
             fill_check`, in the live decider too); else the cell is `ambiguous` and
             runs again, longer. 0 turns the check off (the rule before issue 37).
         fill_bytes: The cap on that fill in bytes (0: the check off as well).

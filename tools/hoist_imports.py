@@ -48,7 +48,7 @@ KEEP: dict[tuple[str, str], str] = {
         "loads here",
 }
 # Whole files whose harness imports stay lazy, with the reason.
-KEEP[("harness/analysis/rounds.py", "scipy")] = KEEP[("harness/analysis/sequential.py", "scipy")] = (
+KEEP[("harness/analysis/baseline.py", "scipy")] = KEEP[("harness/analysis/sequential.py", "scipy")] = (
     "SciPy (~1.4 s) only where its p-value is needed: a sweep that never confirms or "
     "stops early never loads it")
 KEEP_FILES: dict[str, str] = {
@@ -71,7 +71,7 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
      "from harness.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
      {f"ext:{m}" for m in HEAVY} | {"harness.*"}),
     ("a verdict, the orchestrator, the reports",
-     "import harness.analysis.verdict, harness.sweeping.orchestrator, harness.report",
+     "import harness.analysis.decision, harness.sweeping.orchestrator, harness.report",
      {"ext:scipy"}),
     ("a sweep before its first container",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"

@@ -1,4 +1,4 @@
-"""Verdicts from series: growth.py (within a run), pooled.py (between cells), verdict.py.
+"""Verdicts from series: memory.py (within a run), baseline.py (between cells), decision.py.
 
 This package's namespace holds the configuration, so that the spec imports it without
 pulling in the runtimes, and the deciding functions the stages call (`analysis.decide`,
@@ -17,19 +17,24 @@ from typing import TYPE_CHECKING
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
-    from harness.analysis.contention import busy_share, run_stat, sm_clocks
+    from harness.analysis.baseline import (
+        baseline_facts,
+        decide_rounds,
+        judged,
+        settled,
+        unchanged_because,
+    )
     from harness.analysis.decision import CellFacts, decide, needs_rounds, pooled_text, rounds_for
-    from harness.analysis.pooled import baseline_facts, unchanged_because
-    from harness.analysis.rounds import decide_rounds, judged, settled
     from harness.analysis.sequential import LiveDecider, watch_file
+    from harness.analysis.stepreading import busy_share, run_stat, sm_clocks
 
 # Name -> the module of this package that defines it (PEP 562: loaded on first use).
 _LAZY = {
-    "busy_share": "contention", "run_stat": "contention", "sm_clocks": "contention",
+    "busy_share": "stepreading", "run_stat": "stepreading", "sm_clocks": "stepreading",
     "CellFacts": "decision", "decide": "decision", "needs_rounds": "decision",
     "pooled_text": "decision", "rounds_for": "decision",
-    "baseline_facts": "pooled", "unchanged_because": "pooled",
-    "decide_rounds": "rounds", "judged": "rounds", "settled": "rounds",
+    "baseline_facts": "baseline", "unchanged_because": "baseline",
+    "decide_rounds": "baseline", "judged": "baseline", "settled": "baseline",
     "LiveDecider": "sequential", "watch_file": "sequential",
 }
 

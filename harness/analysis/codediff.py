@@ -6,7 +6,15 @@ it: `Class.method`, `outer.<locals>.inner`) changed where its code did, docstrin
 comments left out, with the lines its source text changed by; added and removed ones,
 and one that moved to another module (matched by its qualified name, else by its code)
 with whether its code changed there. Native code (C, C++, Cython, Rust sources; .so and
-.pyd binaries) is diffed by file, and named by the extension module it builds. Pure: no I/O.
+.pyd binaries) is diffed by file, and named by the extension module it builds.
+
+The changed function that holds the late samples: a proved package change's code
+diff (`diff`) against the call sites `explain` attributed for the row,
+matched by module path and function, weighed by each site's share of what answers the
+verdict; native code names the extension and its frame, a moved function is one
+change. A site's weight goes to its innermost changed function: urllib3 2.0.0's slowdown
+first named `HTTPResponse.read`, a caller on 99 % of the stacks, where the fix changed
+`BytesQueueBuffer.get` below it. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -14,9 +22,17 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
+import os
 import re
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeAlias
+
+from harness.analysis.where import Frame, Where, function
+
+if TYPE_CHECKING:   # result.checked's JSON, spelled here: analysis stands below result
+    JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
+
 
 NATIVE_SOURCES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".pyx", ".pxd", ".pxi",
                   ".rs")
@@ -254,3 +270,276 @@ def diff(old: Mapping[str, str | bytes], new: Mapping[str, str | bytes],
                   for n, (_, t) in names.items()]
         code.update(((f.path, n), c) for n, c in names.items())
     return CodeDiff(files, tuple(moves(funcs, code)), tuple(unparsed))
+
+
+PARTS = {"time": "of the late samples", "stack": "of the sampled stacks",
+         "heap": "of the heap growth",
+         "device": "of the device memory growth", "native": "of the native memory growth"}
+FOUND, NATIVE, ELSEWHERE, UNCHANGED, OUTSIDE, NONE, NOT_FETCHED = (
+    "found", "native", "elsewhere", "unchanged", "outside", "unattributed", "not fetched")
+SHOWN = 3
+HEADERS = (".h", ".hh", ".hpp", ".pxd", ".pxi")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A changed function, with its share of the attributed part (None: not attributed)."""
+
+    path: str
+    function: str
+    lines: int
+    status: str
+    share: float | None = None
+    moved_from: str | None = None   # moved: the module and function it was, `a.py: f`
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"module": self.path, "function": self.function, "lines": self.lines,
+                "status": self.status,
+                "share": None if self.share is None else round(self.share, 4),
+                "moved_from": self.moved_from}
+
+    def change(self) -> str:
+        """"changed (8 lines)", "moved from `pyparsing.py` and changed (8 lines)"."""
+        if self.status != MOVED:
+            return f"{self.status} ({lines(self.lines)})"
+        return f"moved from `{self.moved_from}`" + (
+            f" and changed ({lines(self.lines)})" if self.lines else ", its code unchanged")
+
+
+def hit(c: FunctionChange, share: float | None = None) -> Hit:
+    """A changed function as the answer names it."""
+    was = None
+    if c.moved_from is not None:
+        was = shown(c.moved_from) + ("" if c.was in (None, c.function) else f": {c.was}")
+    return Hit(c.path, c.function, c.lines, c.status, share, was)
+
+
+@dataclass(frozen=True)
+class CodeAnswer:
+    """One proved change's code read against the row's attributed sites."""
+
+    package: str
+    good: str
+    bad: str
+    status: str             # found, native, elsewhere, unchanged, outside, unattributed,
+    words: str              # not fetched; the answer in one line
+    part: str | None = None
+    hits: tuple[Hit, ...] = ()
+    native: tuple[str, ...] = ()          # extension modules whose code changed
+    native_frame: str | None = None
+    sites: tuple[Hit, ...] = ()           # the attributed functions in the package
+    files: tuple[str, ...] = ()           # the distribution files read
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"package": self.package, "good": self.good, "bad": self.bad,
+                "status": self.status, "words": self.words, "part": self.part,
+                "functions": [h.to_json() for h in self.hits],
+                "native": list(self.native), "native_frame": self.native_frame,
+                "attributed": [h.to_json() for h in self.sites], "files": list(self.files)}
+
+
+def not_fetched(package: str, good: str, bad: str, why: str) -> CodeAnswer:
+    return CodeAnswer(package, good, bad, NOT_FETCHED,
+                      f"{package} {good} -> {bad}: code not read: {why}")
+
+
+# ---------------------------------------------------------------- the attributed part
+def weighted(w: Where, part: str) -> list[tuple[tuple[Frame, ...], float]]:
+    """Each site of `part` with its share of the part (late samples; bytes grown)."""
+    if part == "time":
+        total = w.stack_samples[1] or sum(s.late for s in w.stack)
+        return [(s.frames, s.late / total) for s in w.stack if s.late > 0 and total > 0]
+    if part == "stack":   # a run stopped before its late window: the samples it has
+        total = sum(s.early + s.late for s in w.stack)
+        return [(s.frames, (s.early + s.late) / total) for s in w.stack
+                if s.early + s.late > 0]
+    sites = [s for s in w.sites.get(part, ()) if s.size > 0]
+    total = sum(s.size for s in sites)
+    return [(s.frames, s.size / total) for s in sites]
+
+
+def part_of(w: Where, first: str | None = None, kinds: Sequence[str] = ()) -> str | None:
+    """The part that answers the verdict: the first of its attribution kinds (`kinds`,
+    in the verdict's order: a regression's stack before its heap) with something
+    attributed, else explain's first change's (`first`), else any."""
+    order = [p for k in kinds for p in (("time", "stack") if k == "stack" else (k,))]
+    order += ([first] if first is not None else []) + (
+        ["stack"] if first == "time" else []) + list(PARTS)
+    return next((p for p in order if p in PARTS and weighted(w, p)), None)
+
+
+def in_package(path: str, files: Sequence[str]) -> str | None:
+    """The distribution's path for a frame's file (`.../site-packages/werkzeug/http.py`
+    is `werkzeug/http.py`, or an sdist's `src/werkzeug/http.py`), else None."""
+    parts = path.replace("\\", "/").split("/")
+    at = max((i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages")),
+             default=None)
+    if at is None:
+        return None
+    rel = "/".join(parts[at + 1:])
+    found = [f for f in files if f == rel or f.endswith("/" + rel)]
+    return min(found, key=len) if found else None
+
+
+def _same(frame_fn: str, changed: str) -> bool:
+    """A frame's function is the changed one: the same qualified name, or (a frame
+    with its bare name, as Python before 3.11 records it) the same last part."""
+    return frame_fn == changed or ("." not in frame_fn and changed.rsplit(".", 1)[-1]
+                                   == frame_fn)
+
+
+def shown(path: str) -> str:
+    """A module as the answer names it: its path below the package's top folder."""
+    path = re.sub(r"^(src|lib|python)/", "", path)
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+def _where(frames: Sequence[Frame]) -> str:
+    """The innermost frame as explain names it: `x.py:38 step` (a comprehension as the
+    function it is written in)."""
+    return f"{os.path.basename(frames[0][0])}:{frames[0][1]} {function(frames, 0)}"
+
+
+def _share(h: Hit, part: str) -> str:
+    return f"{(h.share or 0) * 100:.0f} % {PARTS[part]}"
+
+
+def lines(n: int) -> str:
+    return f"{n} line{'' if n == 1 else 's'}"
+
+
+def _fn(h: Hit) -> str:
+    return f"`{shown(h.path)}: {h.function}`"
+
+
+# ---------------------------------------------------------------- the answer
+def attributed_modules(w: Where, part: str, files: Sequence[str]) -> set[str]:
+    """The package's modules (distribution paths) any site of `part` runs through."""
+    return {p for frames, _ in weighted(w, part) for f in frames
+            if (p := in_package(f[0], files)) is not None}
+
+
+# Fewer stack samples than this in the part weighed (late, or all) are said with their
+# number: a share of a few samples names a site by chance (a 5 s attributed run at the
+# sampler's 200 a second takes about 1,000).
+FEW_SAMPLES = 50
+
+
+def samples(w: Where, part: str | None) -> int:
+    """The stack samples `part` is weighed by: the late window's for time, else all."""
+    if part == "time":
+        return w.stack_samples[1] or sum(s.late for s in w.stack)
+    return sum(w.stack_samples) or sum(s.early + s.late for s in w.stack)
+
+
+def few(w: Where, part: str | None) -> str:
+    """" (the stack sampler took 3 samples in 300 calls: too few to rest on)" where the
+    answer rests on few stack samples or none (a step of microseconds), else ""."""
+    if part not in ("time", "stack", None) or "stack" not in w.kinds:
+        return ""
+    n = samples(w, part)
+    if n >= FEW_SAMPLES:
+        return ""
+    window = " in its late window" if part == "time" else ""
+    return (f" (the stack sampler took {n} sample{'' if n == 1 else 's'}{window} in "
+            f"{w.calls:,} calls: too few to rest on)")
+
+
+def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
+           w: Where, part: str | None, read: tuple[str, ...] = ()) -> CodeAnswer:
+    """The change's code against the where record's sites of `part`; where they rest
+    on few stack samples, how many."""
+    got = _answer(package, good, bad, diff, files, w, part, read)
+    said = few(w, part)
+    return replace(got, words=got.words + said) if said else got
+
+
+def _answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
+            w: Where, part: str | None, read: tuple[str, ...]) -> CodeAnswer:
+    head = f"{package} {good} -> {bad}"
+    if part is None:
+        return CodeAnswer(package, good, bad, NONE, f"{head}: explain attributed nothing "
+                          "to read the change against", files=read)
+    sites = weighted(w, part)
+    by_path: dict[str, list[FunctionChange]] = {}
+    for c in diff.functions:
+        if c.status in (CHANGED, ADDED) or (c.status == MOVED and c.lines):
+            by_path.setdefault(c.path, []).append(c)
+    moved = {(c.path, c.function): hit(c) for c in diff.functions if c.status == MOVED}
+    # Each site's weight goes to its innermost frame in the package (`shares`: where the
+    # package spends it) and to its innermost frame in a changed or added function
+    # (`hits`), as explain names a site by its innermost library function.
+    shares: dict[tuple[str, str], float] = {}
+    hits: dict[tuple[str, str], Hit] = {}
+    for frames, weight in sites:
+        ours = [(p, function(frames, i)) for i, f in enumerate(frames)
+                if (p := in_package(f[0], files)) is not None]
+        if ours:
+            shares[ours[0]] = shares.get(ours[0], 0.0) + weight
+        got = next((c for path, fn in ours for c in by_path.get(path, ())
+                    if _same(fn, c.function)), None)
+        if got is not None:
+            was = hits.get((got.path, got.function))
+            hits[(got.path, got.function)] = hit(got, weight + (was.share or 0 if was else 0))
+    ranked = sorted(hits.values(), key=lambda h: (-(h.share or 0), -h.lines))
+    attributed = tuple(sorted((Hit(p, fn, 0, "", s) for (p, fn), s in shares.items()),
+                              key=lambda h: -(h.share or 0))[:SHOWN])
+    native = sorted({extension_of(f.path) for f in diff.native()
+                     if not f.path.endswith(HEADERS) and not NOT_IMPORTED.search(f.path)})
+    top = max(sites, key=lambda s: s[1])[0] if sites else ()
+    frame = next((f for f in top if is_native(f[0]) or f[0].startswith("<unknown")), None)
+    base = CodeAnswer(package, good, bad, "", "", part, sites=attributed, files=read)
+    if ranked:
+        first, rest = ranked[0], [h for h in ranked[1:SHOWN] if (h.share or 0) >= 0.01]
+        words = (f"{head}: {_fn(first)} {first.change()} and holds "
+                 f"{_share(first, part)}" + "".join(
+                     f"; {_fn(h)} {h.change()}, {_share(h, part)}" for h in rest))
+        return replace(base, status=FOUND, words=words, hits=tuple(ranked))
+    if diff.native() and (frame is not None or not shares):
+        said = frame_words(frame, top)
+        return replace(base, status=NATIVE, words=f"{head}: {native_words(diff, native)}; "
+                       f"{said}", native=tuple(native), native_frame=said)
+    where = " (" + ", ".join(
+        f"{_fn(h)} {_share(h, part)}" + (f", {m.change()}" if (
+            m := moved.get((h.path, h.function))) is not None else "")
+        for h in attributed) + ")"
+    modules = {p for p, _ in shares}
+    near = [hit(c) for c in sorted(
+        (c for c in diff.functions if c.path in modules and (c.status != MOVED or c.lines)),
+        key=lambda c: (-c.lines, c.function))[:SHOWN]]
+    listed = ", ".join(f"{_fn(h)} {h.change()}" for h in near)
+    if near:
+        return replace(base, status=ELSEWHERE, words=(
+            f"{head}: the attributed functions did not change{where}; changed in their "
+            f"modules: {listed}"), hits=tuple(near))
+    largest = [hit(c) for c in sorted(
+        (c for c in diff.functions if not NOT_IMPORTED.search(c.path)
+         and (c.status != MOVED or c.lines)), key=lambda c: (-c.lines, c.function))[:SHOWN]]
+    elsewhere = ("; its largest changes: " + ", ".join(
+        f"{_fn(h)} {h.change()}" for h in largest)) if largest else ""
+    if shares:
+        return replace(base, status=UNCHANGED,
+                       words=f"{head}: the attributed sites are unchanged{where}{elsewhere}")
+    return replace(base, status=OUTSIDE, words=(
+        f"{head}: no attributed site runs its Python code (the top one: "
+        f"{frame_words(None, top)}){elsewhere}"))
+
+
+def native_words(diff: CodeDiff, native: Sequence[str]) -> str:
+    """"native code changed: extension module `m` (m.c (40 lines), ...)"."""
+    largest = sorted(diff.native(), key=lambda f: (-(f.lines or 0), f.path))
+    files = ", ".join(f.path + (f" ({lines(f.lines)})" if f.lines is not None else
+                                " (binary differs)") for f in largest[:SHOWN])
+    more = len(diff.native()) - SHOWN
+    named = (f"extension module{'s' if len(native) > 1 else ''} "
+             f"{', '.join(f'`{n}`' for n in native[:SHOWN])} " if native else "")
+    return f"native code changed: {named}({files}{f', {more} more' if more > 0 else ''})"
+
+
+def frame_words(frame: Frame | None, top: Sequence[Frame]) -> str:
+    """The native frame named, or the Python frame that calls into native code."""
+    if frame is not None:
+        return f"the attributed frame is native: {frame[2]} in {os.path.basename(frame[0])}"
+    if top:
+        return f"the attributed site calls into it from {_where(top)}"
+    return "no attributed frame"

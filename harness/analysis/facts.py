@@ -1,16 +1,26 @@
 """`Facts`: what the verdict rules (`analysis.rules`) read beside the memory trends,
-as one light record that result.json stores, so `--why` reads the rules again from it."""
+as one light record that result.json stores, so `--why` reads the rules again from it;
+and the facts of a run its records say: how its budget went (`capped_at`,
+`budget_ended`), the agent's safety stop (`memory_stopped`), and where its framework
+says it ran, the GPU or a CPU fallback (`device_kind`).
+
+Scenarios report the device their framework used (`info()["device"]`); each framework
+names it its own way. A GPU cell is flagged "no-gpu" only when the name is a CPU one:
+a name `device_kind` does not know is not taken for a fallback.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from harness.analysis.recordbase import Record
+from harness.analysis.records import Record
 
 if TYPE_CHECKING:
     from harness.protocol.series import Series
+
 
 # How a run can end before its last call, as the rules name it.
 ENDINGS = ("oom", "timeout", "crash", "not-applicable")
@@ -51,7 +61,7 @@ class Facts(Record):
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
         unsettled: Rounds ran for a doubt about a slowdown and left it open
-            (`baselinerules.unsettled`): their interval holds a slowdown and no change,
+            (`rules.unsettled`): their interval holds a slowdown and no change,
             or too few counted and the host was busy.
     """
 
@@ -129,7 +139,7 @@ def capped_at(series: Series) -> tuple[str, int] | None:
 def budget_ended(series: Series) -> tuple[str, int, int] | None:
     """The run's time budget ended it: what it made, in words, the calls it made and its
     cap. Whether that was too few to tell a leak from a cache is rule `length-short` of
-    `runrules.LENGTH_RULES` (`decision.cut_short`). None: not so (its cap or a live
+    `rules.LENGTH_RULES` (`decision.cut_short`). None: not so (its cap or a live
     look ended it), or a series whose agent did not say its budget."""
     run = budget_run(series)
     if run is None or not run.spent or run.stopped_early:
@@ -169,3 +179,34 @@ def memory_stopped(series: Series) -> str:
             + (f" ({'warm-up' if phase == 'warmup' else 'measured phase'})" if phase else "")
             + f": memory grew {_mib(grew)} after the first call, past the limit of "
             f"{_mib(limit)}")
+
+
+DeviceKind = Literal["gpu", "cpu", "unknown"]
+
+# Checked in order on the lower-cased name; the first pattern that matches decides.
+_NAMES: tuple[tuple[DeviceKind, re.Pattern[str]], ...] = (
+    # ONNX Runtime execution providers (a list of them is reported as one string).
+    ("gpu", re.compile(r"(cuda|tensorrt|rocm|migraphx|dml)executionprovider")),
+    ("cpu", re.compile(r"^\W*cpuexecutionprovider\W*$")),
+    # TensorFlow: /device:GPU:0, /job:localhost/replica:0/task:0/device:GPU:0, GPU:0.
+    ("gpu", re.compile(r"(^|[/:])gpu(:\d+)?\b|^gpu\b")),
+    # PyTorch cuda / cuda:1, CuPy <CUDA Device 0>, JAX cuda:0 / CudaDevice(id=0) /
+    # gpu:0 / rocm:0, Apple's mps, XLA's TPU.
+    ("gpu", re.compile(r"\bcuda|cudadevice|<cuda device|\brocm|\bmps\b|\btpu")),
+    # CPU names: cpu, cpu:0, /device:CPU:0, TFRT_CPU_0, CpuDevice(id=0), JAX's cpu.
+    ("cpu", re.compile(r"\bcpu\b|[/:_]cpu|cpudevice|^cpu")),
+)
+
+
+def device_kind(name: str) -> DeviceKind:
+    """"gpu", "cpu" or "unknown" for a device name as a framework reports it.
+
+    Example:
+        >>> [device_kind(n) for n in ("cuda:0", "/device:CPU:0", "CUDAExecutionProvider")]
+        ['gpu', 'cpu', 'gpu']
+    """
+    text = name.strip().lower()
+    for kind, pattern in _NAMES:
+        if pattern.search(text):
+            return kind
+    return "unknown"

@@ -1,21 +1,288 @@
-"""The verdict: one ordered table of named rules over one `Evidence` per cell.
-Every verdict of every kind is the first rule of `RULES` that fires; its id and the
-`Facts` it read are kept in the result, so `harness report DIR --why CELL` prints every
-rule in order on the stored evidence (`why`). Three callers ask the one table: the
-live decider (memory rules only), the post-run verdict (`decision.decide`) and the row
-comparison. docs/verdicts.md's list is `ruledocs.rules_markdown()`. The words of a
-verdict are made after the table has decided (`decision`), never beside it."""
+"""Every table of rules, each a `Rule` (id, what it does, when, the thresholds it reads,
+its test over the table's evidence); the first that fires decides (`first_of`). The
+tables are listed once, in reading order, in `TABLES`, which docs/verdicts.md's lists
+(`doc_with_rules`: `python -m harness.analysis.rules docs/verdicts.md`; a test fails when
+the page and the tables differ) and `--why` read. Every threshold a decision compares
+is compared here, not in the modules that compute the figures, and the id of the rule
+that fired is kept in the result, so `--why` names it.
+
+The verdict: one ordered table of named rules over one `Evidence` per cell. Every
+verdict of every kind is the first rule of `RULES` that fires; its id and the `Facts` it
+read are kept in the result, so `harness report DIR --why CELL` prints every rule in
+order on the stored evidence (`why`). Three callers ask the one table: the live decider
+(memory rules only), the post-run verdict (`decision.decide`) and the row comparison.
+The words of a verdict are made after the table has decided (`decision`), never beside
+it.
+
+A memory source's kind (`TREND_RULES`) and cyclic garbage (`GARBAGE_RULES`): what
+`memory.trend_and_fill` and `memory.garbage` read of a source's figures.
+
+A run's course: when a live look stops a run (`LIVE_RULES`, over a `LiveEvidence` of the
+samples so far), whether a confirmation round counts (`ROUND_RULES`, over a
+`RoundEvidence`) and whether an undecided cell runs again, and how (`RERUN_RULES`, over
+a `RerunEvidence`); the decision records the id that fired (`LiveDecision.rule`,
+`Round.rule`). The figures the tests compare are read in `sequential.decided` and
+`baseline.judged`.
+
+A run's step times (issue 61): what a run's step-time trend is (`STEP_RULES`, over a
+`StepEvidence` of its early and late windows: too few, flat, rising but not bin after
+bin, come back, a slowdown) and whether a busy host explains a slowdown (`LOAD_RULES`,
+over a `LoadEvidence`). `stepreading` computes the figures and asks these tables, each
+rule's id kept (`StepTrend.rule`).
+
+A cell against its row's baseline (issue 61): the pooled step times' direction
+(`POOLED_RULES`) and the peak's (`PEAK_RULES`), whether the pooled comparison leaves a
+doubt that interleaved rounds settle (`DOUBT_RULES`), whether the rounds run so far
+settle it (`SETTLED_RULES`), what they confirm (`CONFIRM_RULES`), whether they left a
+doubt about a slowdown unanswered (`UNSETTLED_RULES`), and whether a higher peak is a
+regression (`PEAK_VERDICT_RULES`). `baseline` and `decision` compute the figures and ask
+these tables, the rules' ids kept (`StepComparison.rule`, `PeakComparison.rule`,
+`VsBaseline.rule`, `Confirmation.rule`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar, cast, get_args
 
 from harness.analysis.facts import Facts
-from harness.analysis.table import Rule, first_of
-from harness.analysis.trendrules import steady_above_trend
-from harness.analysis.trends import MemoryTrend
+from harness.analysis.kinds import Verdict
+from harness.analysis.records import Confirmation, MemoryTrend, SlopeFit, StepTrend
 from harness.thresholds import AnalysisConfig
+
+E = TypeVar("E")
+
+
+@dataclass(frozen=True)
+class Rule(Generic[E]):
+    """One rule: its id (kept in the result), what it decides (a verdict; in the tables
+    of a run's course, `LIVE_RULES` ..., what the run does; in `TREND_RULES`, a memory kind),
+    when, the thresholds it reads (names of `AnalysisConfig`), and its test over the
+    table's evidence: what it names when it fires (a carrier, a source, the cell), else
+    None."""
+
+    id: str
+    says: str
+    when: str
+    thresholds: tuple[str, ...]
+    test: Callable[[E], str | None]
+    memory: bool = False           # a rule of memory alone: the live decider's too
+
+    @property
+    def verdict(self) -> Verdict:
+        """What a rule of the verdict's table decides, as a verdict."""
+        if self.says not in get_args(Verdict):
+            raise ValueError(f"rule {self.id} decides {self.says!r}, not a verdict")
+        return cast(Verdict, self.says)
+
+
+def first_of(ev: E, rules: tuple[Rule[E], ...]) -> tuple[Rule[E], str]:
+    """The first rule of `rules` (a table, in order) that fires, and what it names."""
+    for rule in rules:
+        named = rule.test(ev)
+        if named is not None:
+            return rule, named
+    raise AssertionError("the last rule always fires")
+
+
+NEAR_FLOOR_MULTIPLE = 2.0   # growth under this many floors ...
+NEAR_FLOOR_DECAY = 0.9      # ... with the late slope under this share of the whole one
+CREEP_MARGIN = 2.0          # a creep's next run: this many times the calls its floor needs
+CREEP_MAX_CALLS = 1_000_000     # the most a budgeted run makes (matrixfile.BUDGET_CAP)
+
+
+def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
+                  cfg: AnalysisConfig, floor: float | None = None) -> bool:
+    """The per-call rule over a slope's figures: its interval's lower bound `lo` above
+    `floor` (`live_floor_bytes` by default), its growth past `live_min_growth_bytes`,
+    and the late slope (interval above zero) keeping `live_decay_ratio` of the rate."""
+    return (lo > (cfg.live_floor_bytes if floor is None else floor)
+            and growth >= cfg.live_min_growth_bytes
+            and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
+
+
+def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConfig) -> bool:
+    """The per-call rule: the whole slope's interval lies wholly above the per-call
+    floor (`live_floor_bytes`), the growth passes `live_min_growth_bytes`, and it does
+    not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
+    interval above zero). Such growth is never `ok`, however small its total against
+    the source's floor: it is a leak, or (`memory.fill_check`) a cache still filling."""
+    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
+
+
+def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
+    """`steady_above` read back from a trend's own figures (what a reader can check)."""
+    return per_call_rule(t.slope_lo, t.growth, t.late_slope, t.late_lo, t.slope, cfg)
+
+
+def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
+             cfg: AnalysisConfig, most: float = math.inf) -> bool:
+    """The per-call rule at `ok_floor_bytes` in place of `live_floor_bytes`: growth too
+    small for either leak rule yet, but steady; not a leak until a run long enough for
+    its growth to pass the source's floor says so (`memory.creep_rerun`), where one can,
+    in at most `most` calls and `CREEP_MAX_CALLS`: a floor no such run would pass says
+    the growth does not matter."""
+    return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
+                         cfg, cfg.ok_floor_bytes) \
+        and CREEP_MARGIN * floor / whole.lo <= min(most, CREEP_MAX_CALLS)
+
+
+@dataclass(frozen=True)
+class TrendEvidence:
+    """A source's figures (`memory.trend_and_fill`), as its kind's rules read them.
+
+    Attributes:
+        cfg: The thresholds.
+        n: Readings after warm-up.
+        least: The fewest readings a kind needs (`min_samples`; 5 for the GPU and the
+            framework allocator).
+        span: Calls between the first and last reading.
+        whole, late: Theil-Sen slopes over the whole span and the late window (None
+            before they are fitted: only `too-few` is asked then).
+        growth: The whole slope times the span (bytes).
+        rise: The last readings' median minus the first's (bytes).
+        floor: The source's floor (bytes): the configured one, its noise band, its
+            largest drawdown.
+        per_call: The per-call rule applies (not RSS's or the cgroup's: pages move them).
+        creep_calls: The most calls a creep's next run may ask.
+    """
+
+    cfg: AnalysisConfig
+    n: int
+    least: int
+    span: float
+    whole: SlopeFit | None = None
+    late: SlopeFit | None = None
+    growth: float = 0.0
+    rise: float = 0.0
+    floor: float = 0.0
+    per_call: bool = True
+    creep_calls: float = math.inf
+
+    @property
+    def fits(self) -> tuple[SlopeFit, SlopeFit]:
+        assert self.whole is not None and self.late is not None, "fits asked before fitted"
+        return self.whole, self.late
+
+    @property
+    def trending(self) -> bool:
+        return self.fits[0].lo > 0.0 and self.growth > self.floor
+
+    @property
+    def kept_up(self) -> bool:
+        """Still growing: the late slope's lower bound, kept up over the span, passes
+        the floor (a creep, or one level shift late on, is not enough)."""
+        return self.trending and self.fits[1].lo * self.span > self.floor
+
+    @property
+    def rose(self) -> bool:
+        """It grew: a trend, or a rise between the first and last readings over the
+        floor (a ratchet or a filled buffer, which a straight line fits badly)."""
+        return self.trending or self.rise > self.floor
+
+
+def _per_call(ev: TrendEvidence) -> str | None:
+    whole, late = ev.fits
+    return "per-call" if ev.per_call and steady_above(whole, late, ev.span, ev.cfg) else None
+
+
+def _near_floor(ev: TrendEvidence) -> str | None:
+    whole, late = ev.fits
+    slowing = late.slope < NEAR_FLOOR_DECAY * whole.slope
+    return "total" if ev.kept_up and slowing and \
+        ev.growth < NEAR_FLOOR_MULTIPLE * ev.floor else None
+
+
+def _stalled(ev: TrendEvidence) -> str | None:
+    whole, late = ev.fits
+    # Against the mean rate of rise as well: Theil-Sen all but ignores a few steps.
+    rate = max(whole.slope, ev.rise / ev.span)
+    stalled = late.hi < ev.cfg.stall_fraction * rate or late.hi * ev.span <= ev.floor
+    return "late" if ev.rose and stalled else None
+
+
+def _trend_creeps(ev: TrendEvidence) -> str | None:
+    whole, late = ev.fits
+    return "creep" if ev.per_call and creeping(whole, late, ev.span, ev.floor, ev.cfg,
+                                               ev.creep_calls) else None
+
+
+# Each rule's `says` is a memory kind (`records.MemoryKind`), or "creep": ambiguous, and
+# its next run asks the calls that pass its floor (`memory.creep_rerun`).
+TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
+    Rule("too-few", "insufficient", "fewer readings than `min_samples` (5 for the GPU and "
+         "the framework allocator), or none apart", ("min_samples",),
+         lambda ev: "readings" if ev.n < max(ev.least, 2) or ev.span <= 0 else None),
+    Rule("per-call", "leak", "the per-call rule (not for RSS or the cgroup, which pages "
+         "move): the slope's interval wholly above `live_floor_bytes`, growth past "
+         "`live_min_growth_bytes`, the late slope (interval above zero) keeping "
+         "`live_decay_ratio` of the rate",
+         ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio"), _per_call),
+    Rule("near-floor", "ambiguous", "still growing (below), but slowing (late slope under "
+         f"{NEAR_FLOOR_DECAY:g} of the whole one) and under {NEAR_FLOOR_MULTIPLE:g} floors: "
+         "a short run of a warming cache or allocator, until a longer run says so", (),
+         _near_floor),
+    Rule("total-floor", "leak", "the slope's interval above zero, its growth over the "
+         "floor (the configured floor, its noise band, its largest drawdown), and the late "
+         "slope's lower bound, kept up over the span, over it too",
+         ("leak_floor_bytes", "heap_floor_bytes", "noise_multiple", "drawdown_multiple"),
+         lambda ev: "total" if ev.kept_up else None),
+    Rule("stalled", "plateau", "it grew (a trend, or a rise from the first readings to "
+         "the last over the floor), then the late slope's upper bound fell under "
+         "`stall_fraction` of the rate or would not pass the floor over the span",
+         ("stall_fraction",), _stalled),
+    Rule("rose", "ambiguous", "it grew, but neither still growing nor stalled: the late "
+         "window is too noisy to tell", (), lambda ev: "rise" if ev.rose else None),
+    Rule("creep", "creep", "under both floors, but steady: the per-call rule at "
+         "`ok_floor_bytes`, where a run of at most the calls 30 s holds "
+         f"(and {CREEP_MAX_CALLS:,}) would pass its floor {CREEP_MARGIN:g} times: "
+         "ambiguous, and it runs again that long", ("ok_floor_bytes",), _trend_creeps),
+    Rule("stable", "stable", "its growth within the floor", (),
+         lambda ev: "floor" if ev.growth <= ev.floor else None),
+    Rule("unsure", "ambiguous", "none of the above (a fall, noise)", (),
+         lambda ev: "source"),
+)
+
+
+@dataclass(frozen=True)
+class CollectedEvidence:
+    """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`).
+
+    Attributes:
+        kind: The heap's kind ("" where the end record has no collection reading).
+        creep: The heap's growth is a creep.
+        grew: The heap before the collection, less its first reading (bytes).
+        kept: The heap after it, less its first reading (bytes).
+        floor: The heap's floor.
+    """
+
+    kind: str = ""
+    creep: bool = False
+    grew: float = 0.0
+    kept: float = 0.0
+    floor: float = 0.0
+
+
+GARBAGE = "garbage"
+GARBAGE_RULES: tuple[Rule[CollectedEvidence], ...] = (
+    Rule("uncollected", "as read", "the heap is neither `leak` nor undecided, or the run "
+         "has no collection after its last call", (),
+         lambda ev: "heap" if ev.kind not in ("leak", "ambiguous") else None),
+    Rule("kept-leak", "as read", "the heap leaks, and the collection gave nothing back, or "
+         "it keeps over half what it grew, or over its floor: a leak keeps what it grew",
+         (), lambda ev: "heap" if ev.kind == "leak" and (
+             ev.grew <= 0 or ev.kept > ev.grew / 2 or ev.kept > ev.floor) else None),
+    Rule("kept-unsure", "as read", "the heap is undecided, and it keeps over half its "
+         "floor, or (a creep) over half what it grew", (),
+         lambda ev: "heap" if ev.kind == "ambiguous" and (
+             ev.kept > ev.floor / 2 or (ev.creep and ev.kept > ev.grew / 2)) else None),
+    Rule("garbage", GARBAGE, "what it grew, the collection gave back: cyclic garbage that "
+         "Python's oldest generation frees in its own time, not a leak; the heap reads "
+         "stable", (), lambda ev: "heap"),
+)
+
 
 # Memory that may carry a leak, and the trend sources each needs leaking: RSS only
 # with USS agreeing (file-backed pages and page cache move RSS, not USS); the USS of the
@@ -380,3 +647,918 @@ def why(ev: Evidence, cfg: AnalysisConfig) -> list[str]:
             state = "did not fire"
         out.append(f"{k}. {rule.id}: {state}; when {rule.when}")
     return out
+
+
+# What a live look does.
+STOP_LEAK, STOP_OK, RUN_ON = "stop: leak", "stop: ok", "run on"
+# What a round does.
+COUNTS, LEFT_OUT = "counts", "left out"
+
+
+@dataclass(frozen=True)
+class LiveEvidence:
+    """What a live look read of the samples so far (`sequential.decided`).
+
+    Attributes:
+        leak: The memory rules read a leak: its carrier ("" none).
+        grown: What that carrier grew (bytes).
+        large: `leak_large_bytes`.
+        flat: The memory rules read `ok`, every needed source read enough: the first
+            of them ("" not so).
+        upper: The highest upper bound of the needed sources' slope intervals, over the
+            run so far and over its late third (bytes/call).
+        floor: `ok_floor_bytes`.
+        measured: The share of its run measured (`sequential.LiveDecider.share`: of its
+            time budget and the least calls a slow step's run goes on to, or of its cap;
+            1 without a budget).
+        ok_share: `live_ok_share`.
+        rose: Whether the step times so far rose (`stepreading.rose`), read only where
+            the rule that asks it is reached (it reads every step).
+    """
+
+    leak: str = ""
+    grown: float = 0.0
+    large: float = 0.0
+    flat: str = ""
+    upper: float = float("inf")
+    floor: float = 0.0
+    measured: float = 1.0
+    ok_share: float = 0.0
+    rose: Callable[[], bool] = bool
+
+    @property
+    def stable(self) -> str:
+        """The first needed source, where every one's slope intervals lie under the
+        floor ("" not so)."""
+        return self.flat if self.flat and self.upper < self.floor else ""
+
+
+LIVE_RULES: tuple[Rule[LiveEvidence], ...] = (
+    Rule("live-leak", STOP_LEAK, "the memory rules read a leak (rule `leak`) and its "
+         "carrier grew past `leak_large_bytes`: growth that matters whatever it is; a "
+         "smaller one runs on to its budget, which may still show it level off",
+         ("leak_large_bytes",),
+         lambda ev: ev.leak if ev.leak and ev.grown >= ev.large else None),
+    Rule("live-early", RUN_ON, "memory reads flat, but the run has measured less than "
+         "`live_ok_share` of its length (its time budget, and the least calls a slow "
+         "step's run goes on to past it; or its cap): growth that starts later reads flat "
+         "until it starts. A full run reads a leak only where growth started before 1/√2 (0.71) "
+         "of it: both leak rules need its whole slope, a median over pairs of readings, "
+         "above zero, so half the pairs must end past the start; by 0.8, growth that "
+         "started by 0.71 fills enough of the late third a look reads (`live-ok`)",
+         ("live_ok_share",),
+         lambda ev: "budget" if ev.stable and ev.measured < ev.ok_share else None),
+    Rule("live-rising", RUN_ON, "memory reads flat, but the step times so far rose "
+         "(late slower than early): an `ok` is no slowdown too, read over the whole run",
+         (), lambda ev: "steps" if ev.stable and ev.rose() else None),
+    Rule("live-ok", STOP_OK, "every needed source's slope interval, over the run so far "
+         "and over its late third, lies under `ok_floor_bytes` (the heap, the GPU and the "
+         "framework's allocator where read, else USS and RSS; the worker processes' USS "
+         "wherever any sample carried it)",
+         ("ok_floor_bytes",), lambda ev: ev.stable or None),
+    Rule("live-run-on", RUN_ON, "none of the above: the run goes on to its budget or its "
+         "cap", (), lambda ev: "run"),
+)
+
+
+@dataclass(frozen=True)
+class RoundEvidence:
+    """What a confirmation round's two runs showed (`baseline.judged`).
+
+    Attributes:
+        cfg: The thresholds.
+        failed: Why a run of the round failed or measured no step ("" none).
+        plain: The suspect's step time over the baseline's as measured (net of the
+            run-queue delay).
+        scaled: The same at one CPU speed.
+        speed: The suspect run's CPU speed over the baseline run's (the canary loop;
+            None: not timed).
+        busy: Each run's share of its step time spent waiting for a CPU, by name
+            ("baseline", "suspect"; None: not recorded).
+        cpu: The suspect's CPU time per step over the baseline's (None: not recorded).
+    """
+
+    cfg: AnalysisConfig = field(default_factory=AnalysisConfig)
+    failed: str = ""
+    plain: float = math.nan
+    scaled: float = math.nan
+    speed: float | None = None
+    busy: tuple[tuple[str, float | None], ...] = ()
+    cpu: float | None = None
+
+
+def side(ratio: float, cfg: AnalysisConfig) -> int:
+    """Which side of the no-change band a ratio lies on: 1 slower, -1 faster, 0 within
+    [1/`min_ratio`, `min_ratio`]."""
+    return 1 if ratio > cfg.min_ratio else -1 if ratio < 1 / cfg.min_ratio else 0
+
+
+def speeds_apart(ev: RoundEvidence) -> str | None:
+    """Why the runs' CPU speeds leave the round out (rule `round-speeds`), or None: the
+    speeds were within `speed_spread`, or the ratio as measured and at one CPU speed lie
+    on the same side of `min_ratio` (a change far larger than the speeds' difference
+    stands either way)."""
+    c, speed = ev.cfg, ev.speed
+    if speed is None or 1 / c.speed_spread <= speed <= c.speed_spread:
+        return None
+    if not (ev.plain > 0 and ev.scaled > 0) or side(ev.plain, c) == side(ev.scaled, c):
+        return None
+    return (f"host busy: the suspect run's CPU ran at {speed:.2f}x the baseline run's "
+            f"speed (the canary loop), and the change rests on that: {ev.plain:.2f}x as "
+            f"measured, {ev.scaled:.2f}x at one speed")
+
+
+def busy_run(ev: RoundEvidence) -> str | None:
+    """Why the round ran on a busy host (rule `round-busy`), or None: either run waited
+    for a CPU `busy_share` of its step time or more."""
+    for name, share in ev.busy:
+        if share is not None and share >= ev.cfg.busy_share:
+            return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
+    return None
+
+
+def cpu_agrees(ev: RoundEvidence) -> bool:
+    """CPU time per step reads what the wall clock (at one CPU speed) does: both within
+    `min_ratio`, or both past `busy_min_ratio` the same way."""
+    cpu, wall, c = ev.cpu, ev.scaled, ev.cfg
+    if cpu is None or not (math.isfinite(wall) and wall > 0):
+        return False
+    return side(cpu, c) == side(wall, c) and (side(wall, c) == 0 or min(
+        max(cpu, 1 / cpu), max(wall, 1 / wall)) >= c.busy_min_ratio)
+
+
+ROUND_RULES: tuple[Rule[RoundEvidence], ...] = (
+    Rule("round-failed", LEFT_OUT, "a run of the round failed or measured no step", (),
+         lambda ev: ev.failed or None),
+    Rule("round-speeds", LEFT_OUT, "its two runs ran at CPU speeds more than "
+         "`speed_spread` apart, and the change rests on putting them at one speed (as "
+         "measured and at one speed on different sides of `min_ratio`): that holds for "
+         "CPU-bound work only", ("speed_spread", "min_ratio"), speeds_apart),
+    Rule("round-busy-agrees", COUNTS, "a run waited for a CPU `busy_share` of its step "
+         "time or more, but CPU time per step (no waiting in it) reads what the wall "
+         "clock does: both no change (within `min_ratio`), or both a change past "
+         "`busy_min_ratio`, which load does not make: the change is the step's own",
+         ("busy_share", "min_ratio", "busy_min_ratio"),
+         lambda ev: "cpu" if busy_run(ev) and cpu_agrees(ev) else None),
+    Rule("round-busy", LEFT_OUT, "a run waited for a CPU `busy_share` of its step time or "
+         "more (a busy host), and CPU time per step does not agree or was not recorded: "
+         "load can make that change", ("busy_share",), busy_run),
+    Rule("round", COUNTS, "none of the above", (), lambda ev: "round"),
+)
+
+
+AS_READ, BY_CAP, BY_BUDGET = "as read", "cut short by its cap", "cut short by its budget"
+
+
+@dataclass(frozen=True)
+class LengthEvidence:
+    """Whether a run's end cut its reading short (`decision.read_run`).
+
+    Attributes:
+        cfg: The thresholds.
+        again: The cell may run again (its repeats are not spent, and no
+            `--iterations` bounds its runs).
+        capped: Its cap ended it with most of its budget left (`facts.capped_at`, in
+            words; "" not so).
+        grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
+        ended: Its budget ended it (`facts.budget_ended`, in words; "" not so).
+        done: The calls it made.
+        asked: Its cap on calls.
+        room: The calls a run again may make within the cell's `overrun` bound (the
+            plugin's, `harness.check`'s; None: no bound, a sweep's cell).
+    """
+
+    cfg: AnalysisConfig
+    again: bool = False
+    capped: str = ""
+    grown: float | None = None
+    ended: str = ""
+    done: int = 0
+    asked: int = 0
+    room: int | None = None
+
+
+# A budgeted run under an `overrun` bound that ended undecided between a leak and a cache
+# of more entries than it made calls runs again this many times its calls
+# (`memory.FILL_RERUN`, as a filling reading does).
+LENGTH_FILL = 4
+
+
+def fill_asks(ev: LengthEvidence) -> int:
+    """The calls rule `length-fill` asks of a run again: LENGTH_FILL times those made,
+    `short_calls` at least, its cap at most, and no more than keep the growth at this
+    rate under `leak_large_bytes` (a live look stops a run there: growth that matters
+    whatever it is, and past it the safety stop; a leak of 1.1 KiB a call that grew
+    ~150 MiB in a marked test's 0.5 s ended a run 4 times as long at the safety stop)."""
+    asks = min(max(LENGTH_FILL * ev.done, ev.cfg.short_calls), ev.asked)
+    if ev.grown is not None and ev.grown > 0 and ev.done > 0:
+        asks = min(asks, int(ev.done * ev.cfg.leak_large_bytes / ev.grown))
+    return asks
+
+
+def fill_fits(ev: LengthEvidence) -> bool:
+    """Whether rule `length-fill`'s run again is worth its time and fits: it makes twice
+    the calls made at least (`fill_asks`), within the room its `overrun` bound leaves."""
+    asks = fill_asks(ev)
+    return ev.room is not None and asks >= 2 * ev.done and ev.room >= asks
+
+
+LENGTH_RULES: tuple[Rule[LengthEvidence], ...] = (
+    Rule("length-last", AS_READ, "its repeats are spent, or `--iterations` bounds its "
+         "runs (no re-run): what it read stands", (),
+         lambda ev: "run" if not ev.again else None),
+    Rule("length-cap", BY_CAP, "its cap on calls ended it with over half its time budget "
+         "left (the verdict's rule `capped`, where a carrier leaks)", (),
+         lambda ev: ev.capped or None),
+    Rule("length-no-leak", AS_READ, "no carrier leaks", (),
+         lambda ev: "memory" if ev.grown is None else None),
+    Rule("length-large", AS_READ, "the leak grew `leak_large_bytes` or more: growth that "
+         "matters whatever it is", ("leak_large_bytes",),
+         lambda ev: "leak" if ev.grown is not None and
+         ev.grown >= ev.cfg.leak_large_bytes else None),
+    Rule("length-fill", BY_BUDGET, "its budget ended it, and the cell's `overrun` bound "
+         "(the pytest plugin's, `harness.check`'s) leaves room for a run of 4 times its "
+         "calls (`short_calls` at least; at least twice, as many as keep the growth under "
+         "`leak_large_bytes` at its rate): a cache of more entries than it made calls "
+         "fills like a leak for all of them, and the bound is what the user gave to tell "
+         "them apart (a sweep's cell, unbounded, reads a leak as it is): the verdict's "
+         "rule `short`, asking those calls", ("short_calls", "leak_large_bytes"),
+         lambda ev: ev.ended if ev.ended and ev.done < ev.asked and fill_fits(ev)
+         else None),
+    Rule("length-short", BY_BUDGET, "its budget ended it after fewer than `short_calls` "
+         "calls (its cap, if lower): the verdict's rule `short`", ("short_calls",),
+         lambda ev: ev.ended if ev.ended and
+         ev.done < min(ev.cfg.short_calls, ev.asked) else None),
+    Rule("length-enough", AS_READ, "none of the above", (), lambda ev: "run"),
+)
+
+
+AGAIN, STANDS = "runs again", "stands"
+# The next attempt's kinds, by the facts of the last (`RerunEvidence.kind`).
+CALLS, BUDGET, LONGER, SAME = "calls", "budget", "longer", "same"
+
+
+@dataclass(frozen=True)
+class RerunEvidence:
+    """What decides whether an undecided cell runs again, and how
+    (`stages.measure.run_attempts`).
+
+    Attributes:
+        undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
+        spent: Its repeats are spent.
+        script: A whole script ran once (the agent's script mode).
+        asked: Its length was asked on the command line (`--iterations`): the most
+            calls any run of it makes.
+        busy: A busy host alone left it undecided (its verdict's rule `busy-host`).
+        crowded: A wall-clock deadline ended it while the host took most of its time
+            (its verdict's rule `timeout-busy`).
+        budgeted: It runs for a time budget.
+        short: Its budget ended it after too few calls (rule `short`).
+        capped: Its cap, not its budget, ended it (rule `capped`).
+        seconds: What the next attempt of a kind would take at this run's pace.
+        timeout: The cell's timeout (s).
+        left: What is left of the cell's `overrun` bound (s): its budget times
+            `overrun`, less what its attempts took (inf: no bound).
+    """
+
+    undecided: bool = False
+    spent: bool = False
+    script: bool = False
+    asked: bool = False
+    busy: bool = False
+    crowded: bool = False
+    budgeted: bool = False
+    short: bool = False
+    capped: bool = False
+    seconds: Callable[[str], float] = lambda kind: 0.0
+    timeout: float = float("inf")
+    left: float = float("inf")
+
+    @property
+    def planned(self) -> str:
+        """The next attempt the rules below would run: its cap raised ("cap"), or
+        `kind`."""
+        return "cap" if self.budgeted and self.capped else self.kind
+
+    @property
+    def kind(self) -> str:
+        """The next attempt its facts call for: until more calls (cut short), a longer
+        budget, or more calls (a run of fixed length)."""
+        return CALLS if self.budgeted and self.short else BUDGET if self.budgeted else LONGER
+
+
+RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
+    Rule("rerun-decided", STANDS, "its verdict is decided: not one a longer run may settle "
+         "(ambiguous)", (), lambda ev: "verdict" if not ev.undecided else None),
+    Rule("rerun-spent", STANDS, "its repeats are spent (`repeats:`)", (),
+         lambda ev: "repeats" if ev.spent else None),
+    Rule("rerun-script", STANDS, "a whole script ran once: more iterations change nothing",
+         (), lambda ev: "script" if ev.script else None),
+    Rule("rerun-crowded-past", STANDS, "a wall-clock deadline ended it while the host took "
+         "most of its time (rule `timeout-busy`), and at that run's pace the same run "
+         "again would pass the cell's timeout too: said, with the timeout that would let "
+         "it finish", (), lambda ev: SAME if ev.crowded and ev.seconds(SAME) > ev.timeout
+         else None),
+    Rule("rerun-crowded", AGAIN, "a wall-clock deadline ended it while the host took "
+         "most of its time (rule `timeout-busy`): the same run again (a longer one would "
+         "pass the deadline too), where it fits the timeout at that run's pace and "
+         "anything is left of its `overrun` bound", (),
+         lambda ev: SAME if ev.crowded and ev.left > 0 else None),
+    Rule("rerun-busy", AGAIN, "its length was asked on the command line (`--iterations "
+         "N`) and a busy host alone left it undecided (rule `busy-host`): the same run "
+         "again, within N calls (a longer one is no cure for a busy host), where it fits "
+         "the cell's timeout and what is left of its `overrun` bound", (),
+         lambda ev: SAME if ev.asked and ev.busy and
+         ev.seconds(SAME) <= min(ev.timeout, ev.left) else None),
+    Rule("rerun-asked", STANDS, "its length was asked on the command line (`--iterations "
+         "N`): every run of the cell stays within N calls, and a re-run is longer: said, "
+         "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),
+    Rule("rerun-overrun", STANDS, "the next attempt (below) would take past what is left "
+         "of the cell's `overrun` bound (its budget times `overrun`, its attempts "
+         "together): decided as if its repeats were spent; still undecided, its budget was "
+         "too short for a verdict, said in its reason with the budget that would decide; "
+         "decided, its reason says it was not run again (a first attempt's slowdown: "
+         "unconfirmed, rule `rising`'s run twice as long left out)", (),
+         lambda ev: ev.planned if math.isfinite(ev.left) and ev.seconds(ev.planned) > ev.left
+         else None),
+    Rule("rerun-cap", AGAIN, "its cap, not its budget, ended it (rule `capped`): the same "
+         "budget, its cap raised to what the budget holds at this pace (or the calls the "
+         "verdict asks, if more)", (), lambda ev: "cap" if ev.budgeted and ev.capped else None),
+    Rule("rerun-timeout", STANDS, "the next attempt (below) would take past the cell's "
+         "timeout at this run's pace: said, with `timeout:` to raise", (),
+         lambda ev: ev.kind if ev.seconds(ev.kind) > ev.timeout else None),
+    Rule("rerun-calls", AGAIN, "its budget ended it after too few calls (rule `short`): "
+         "the same budget, run until the calls the rule asks", (),
+         lambda ev: CALLS if ev.kind == CALLS else None),
+    Rule("rerun-budget", AGAIN, "a budgeted run: its budget times 2, or the calls the "
+         "verdict asks over the calls made (4 where a filling cache could explain the "
+         "growth), its cap alike; the calls asked are made whatever their pace (a busy "
+         "host, or steps that slow as the run goes)", (),
+         lambda ev: BUDGET if ev.kind == BUDGET else None),
+    Rule("rerun-longer", AGAIN, "a run of fixed length: twice the calls, or the calls the "
+         "verdict asks (a fill 4x, a creep what passes its floor), and at least what "
+         "deciding from step samples needs", (), lambda ev: LONGER),
+)
+
+
+def rerun_rule(ev: RerunEvidence) -> tuple[Rule[RerunEvidence], str]:
+    """The re-run's rule that fires on `ev`, and what it names."""
+    return first_of(ev, RERUN_RULES)
+
+
+def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) -> float:
+    """The seconds a fresh run takes to make `calls` calls at the pace of one that made
+    `ran` in `measured_s`, its steps' rise from early to late carried on (a step time
+    that grows with the calls made: the time grows with their square)."""
+    if calls <= 0 or ran <= 0 or measured_s <= 0:
+        return 0.0
+    early = steps.early_median_s if steps is not None else 0.0
+    late = steps.late_median_s if steps is not None else 0.0
+    if not (early > 0 and late > early):
+        return measured_s * calls / ran
+
+    def model(n: float) -> float:        # a step's time rising from early to late
+        return early * n + (late - early) * n * n / (2 * ran)
+
+    return measured_s * model(calls) / model(ran)
+
+
+def fill_calls(cfg: AnalysisConfig, rule: str, ran: int, cap: int) -> int:
+    """The calls a budgeted run again of growth a filling cache could explain (rule
+    `filling`) makes at least where its run made fewer than `short_calls`: those that
+    rule `short` would ask next, asked now (one run again, not two; its cap at most);
+    0 for any other."""
+    return min(cfg.short_calls, cap) if rule == FILLING and ran < cfg.short_calls else 0
+
+
+# What a step trend is (`STEP_RULES`).
+FEW, FLAT, UNSTEADY, BACK, SLOWDOWN = ("too few", "flat", "not bin after bin", "came back",
+                                       "slowdown")
+# Whether a slowdown stands beside the host's load (`LOAD_RULES`).
+VOIDED = "busy host"
+
+
+@dataclass(frozen=True)
+class StepEvidence:
+    """A run's step times, early against late (`stepreading.step_trend`).
+
+    Attributes:
+        cfg: The thresholds.
+        n: Step times.
+        p_value: One-sided Mann-Whitney U p, late slower than early.
+        ratio: The late window's median over the early one's.
+        rise_s: The late median less the early one (seconds).
+        trend_p: One-sided Kendall tau p over bin medians: rising bin after bin.
+        back: Where the rise came back down (`stepreading.came_back`, a step index; 0:
+            it did not), read only where the rule that asks it is reached.
+    """
+
+    cfg: AnalysisConfig
+    n: int
+    p_value: float = 1.0
+    ratio: float = 1.0
+    rise_s: float = 0.0
+    trend_p: float = 1.0
+    back: Callable[[], int] = int
+
+    @classmethod
+    def of(cls, t: StepTrend, cfg: AnalysisConfig) -> StepEvidence:
+        """A trend's own figures as the table reads them (where its rise came back: as
+        it kept it)."""
+        return cls(cfg, t.n, t.p_value, t.ratio, t.late_median_s - t.early_median_s,
+                   t.trend_p, lambda: t.came_back_at)
+
+
+def _flat(ev: StepEvidence) -> str | None:
+    c = ev.cfg
+    rose = ev.p_value < c.alpha and ev.ratio > c.min_ratio and ev.rise_s >= c.step_floor_s
+    return None if rose else "steps"
+
+
+def _back(ev: StepEvidence) -> str | None:
+    at = ev.back()
+    return f"step {at:,}" if at else None
+
+
+STEP_RULES: tuple[Rule[StepEvidence], ...] = (
+    Rule("steps-too-few", FEW, "fewer step times than `min_step_samples`: no evidence "
+         "either way", ("min_step_samples",),
+         lambda ev: "steps" if ev.n < ev.cfg.min_step_samples else None),
+    Rule("steps-flat", FLAT, "late steps (the last `step_window`) not slower than early "
+         "ones: the one-sided Mann-Whitney p not under `alpha`, the ratio of medians not "
+         "past `min_ratio`, or the medians under `step_floor_s` apart",
+         ("step_window", "alpha", "min_ratio", "step_floor_s"), _flat),
+    Rule("steps-unsteady", UNSTEADY, "late steps slower, but not rising bin after bin "
+         "(the one-sided Kendall tau over bin medians not under `alpha`): a host that "
+         "drifts between fast and slow regimes only happens to end slower", ("alpha",),
+         lambda ev: "bins" if not ev.trend_p < ev.cfg.alpha else None),
+    Rule("steps-came-back", BACK, "rising bin after bin, but a bin of the last 40 % of "
+         "the run lies under half the rise by 4 standard errors of its median: a cost "
+         "that cycles with the scenario's input, not a slowdown that lasts", (), _back),
+    Rule("steps-slowdown", SLOWDOWN, "none of the above: late steps slower, rising bin "
+         "after bin, and lasting", (), lambda ev: "steps"),
+)
+
+
+def rose(ev: StepEvidence) -> bool:
+    """Late steps slower than early ones (neither too few nor flat): what a slowdown
+    needs first, and what keeps a live look from stopping a run `ok`."""
+    return first_of(ev, STEP_RULES)[0].says not in (FEW, FLAT)
+
+
+@dataclass(frozen=True)
+class LoadEvidence:
+    """A slowdown beside the host's load (`stepreading.read_steps`).
+
+    Attributes:
+        cfg: The thresholds.
+        share: The share of the extra step time the rise in run-queue delay or
+            throttling per step accounts for (None: not measured).
+        extra_s: The extra step time (late median less early, seconds).
+        cpu_rise_s: What CPU time per step rose by (None: not recorded).
+        cpu_ratio: CPU time per step, late over early, where its own trend is a
+            slowdown (None: not recorded, or no slowdown of its own).
+    """
+
+    cfg: AnalysisConfig
+    share: float | None = None
+    extra_s: float = 0.0
+    cpu_rise_s: float | None = None
+    cpu_ratio: float | None = None
+
+
+LOAD_RULES: tuple[Rule[LoadEvidence], ...] = (
+    Rule("load-more-work", STANDS, "CPU time per step rose by half the extra step time "
+         "or more: the step did more work, whatever the load", (),
+         lambda ev: "cpu" if ev.cpu_rise_s is not None and
+         ev.cpu_rise_s >= ev.extra_s / 2 else None),
+    Rule("load-cpu-slower", STANDS, "CPU time per step, which holds no waiting, is itself "
+         "a slowdown past `busy_min_ratio`: load stretches a step's CPU time by tens of "
+         "percent on a shared core, never by a factor, while the time it waits in the "
+         "run queue grows with the step (a step doing 6x the work on a host at load 15 "
+         "waits 6x longer too)", ("busy_min_ratio",),
+         lambda ev: "cpu" if ev.cpu_ratio is not None and
+         ev.cpu_ratio >= ev.cfg.busy_min_ratio else None),
+    Rule("load-busy", VOIDED, "the rise in run-queue delay or throttling per step "
+         "accounts for `contention_share` of the extra step time: the host was busy "
+         "(the verdict's rule `busy-host`)", ("contention_share",),
+         lambda ev: "host" if ev.share is not None and
+         ev.share >= ev.cfg.contention_share else None),
+    Rule("load-own", STANDS, "none of the above: the slowdown is the step's own", (),
+         lambda ev: "steps"),
+)
+
+
+SLOWER, FASTER, NO_CHANGE = "slower", "faster", "~"
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True)
+class PooledEvidence:
+    """A cell's pooled step times against its baseline's (`baseline.compare_steps`).
+
+    Attributes:
+        cfg: The thresholds.
+        p_value: Two-sided Mann-Whitney U p.
+        ratio: The cell's median over the baseline's.
+        diff_s: How far apart the medians are (seconds).
+    """
+
+    cfg: AnalysisConfig
+    p_value: float
+    ratio: float
+    diff_s: float
+
+
+POOLED_RULES: tuple[Rule[PooledEvidence], ...] = (
+    Rule("pooled-unsure", NO_CHANGE, "the two-sided Mann-Whitney p is not under `alpha`: not "
+         "significant", ("alpha",),
+         lambda ev: "steps" if not ev.p_value < ev.cfg.alpha else None),
+    Rule("pooled-within", NO_CHANGE, "the ratio of medians lies within [1/`min_ratio`, "
+         "`min_ratio`]", ("min_ratio",),
+         lambda ev: "steps" if 1.0 / ev.cfg.min_ratio <= ev.ratio <= ev.cfg.min_ratio
+         else None),
+    Rule("pooled-floor", NO_CHANGE, "the medians lie under `step_floor_s` apart",
+         ("step_floor_s",),
+         lambda ev: "steps" if not ev.diff_s >= ev.cfg.step_floor_s else None),
+    Rule("pooled-slower", SLOWER, "the ratio of medians past `min_ratio`: a suspected "
+         "slowdown, which interleaved rounds confirm", ("min_ratio",),
+         lambda ev: "steps" if ev.ratio > ev.cfg.min_ratio else None),
+    Rule("pooled-faster", FASTER, "none of the above: the ratio under 1/`min_ratio`", (),
+         lambda ev: "steps"),
+)
+
+
+@dataclass(frozen=True)
+class PeakEvidence:
+    """A cell's peak memory against its baseline's (`baseline.compare_peaks`): the
+    thresholds, the ratio and the difference (bytes)."""
+
+    cfg: AnalysisConfig
+    ratio: float
+    diff: float
+
+
+PEAK_RULES: tuple[Rule[PeakEvidence], ...] = (
+    Rule("peak-within", NO_CHANGE, "the ratio lies within [1/`peak_min_ratio`, "
+         "`peak_min_ratio`]", ("peak_min_ratio",),
+         lambda ev: "peak" if 1.0 / ev.cfg.peak_min_ratio <= ev.ratio <= ev.cfg.peak_min_ratio
+         else None),
+    Rule("peak-floor", NO_CHANGE, "the peaks differ by `peak_floor_bytes` or less",
+         ("peak_floor_bytes",),
+         lambda ev: "peak" if not ev.diff > ev.cfg.peak_floor_bytes else None),
+    Rule("peak-higher", HIGHER, "the ratio past `peak_min_ratio`: reported",
+         ("peak_min_ratio",),
+         lambda ev: "peak" if ev.ratio > ev.cfg.peak_min_ratio else None),
+    Rule("peak-lower", LOWER, "none of the above: the ratio under 1/`peak_min_ratio`", (),
+         lambda ev: "peak"),
+)
+
+
+@dataclass(frozen=True)
+class PeakVerdictEvidence:
+    """A peak comparison as the row's verdict reads it: its direction and ratio."""
+
+    cfg: AnalysisConfig
+    direction: str = NO_CHANGE
+    ratio: float = 1.0
+
+
+REGRESSION, NOTED = "regression", "noted"
+PEAK_VERDICT_RULES: tuple[Rule[PeakVerdictEvidence], ...] = (
+    Rule("peak-regression", REGRESSION, "peak RSS higher (rule `peak-higher`) and "
+         "`peak_regression_ratio` times the baseline's or more: the verdict's rule "
+         "`regression`", ("peak_regression_ratio",),
+         lambda ev: "peak" if ev.direction == HIGHER and
+         ev.ratio >= ev.cfg.peak_regression_ratio else None),
+    Rule("peak-noted", NOTED, "none of the above: a higher peak is reported, no "
+         "regression", (), lambda ev: "peak"),
+)
+
+
+@dataclass(frozen=True)
+class DoubtEvidence:
+    """The pooled comparison as the row asks whether rounds settle it.
+
+    Attributes:
+        cfg: The thresholds.
+        direction: The pooled step times' direction ("" without step times).
+        busy: The worse of the two cells' run-queue delay shares.
+    """
+
+    cfg: AnalysisConfig
+    direction: str = ""
+    busy: float = 0.0
+
+
+DOUBT, NO_DOUBT = "doubt: rounds", "no doubt"
+DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
+    Rule("doubt-none-timed", NO_DOUBT, "either cell measured no step time: nothing to "
+         "compare", (), lambda ev: "steps" if not ev.direction else None),
+    Rule("doubt-suspected", DOUBT, "the pooled step times suspect a change (rule "
+         "`pooled-slower` or `pooled-faster`): interleaved rounds confirm it or not", (),
+         lambda ev: ev.direction if ev.direction != NO_CHANGE else None),
+    Rule("doubt-busy", DOUBT, "either cell ran with a run-queue delay of `recheck_share` "
+         "of its step time or more: load can hide a change as well as fake one",
+         ("recheck_share",),
+         lambda ev: "host" if ev.busy >= ev.cfg.recheck_share else None),
+    Rule("doubt-none", NO_DOUBT, "none of the above: the pooled comparison stands", (),
+         lambda ev: "steps"),
+)
+
+
+@dataclass(frozen=True)
+class ConfirmEvidence:
+    """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
+
+    Attributes:
+        cfg: The thresholds.
+        ratios: Each usable round's ratio, suspect over baseline.
+        lo, hi: The `round_confidence` interval of the mean ratio.
+        diff_s: The median of the rounds' step time differences (seconds, absolute).
+    """
+
+    cfg: AnalysisConfig
+    ratios: Sequence[float] = ()
+    lo: float = math.nan
+    hi: float = math.nan
+    diff_s: float = math.nan
+
+
+FEW_ROUNDS = "too few rounds"
+CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
+    Rule("confirm-few", FEW_ROUNDS, "fewer than two rounds count: not confirmed", (),
+         lambda ev: "rounds" if len(ev.ratios) < 2 else None),
+    Rule("confirm-floor", NO_CHANGE, "the rounds' step times differ by less than "
+         "`step_floor_s` (their median difference)", ("step_floor_s",),
+         lambda ev: "rounds" if not ev.diff_s >= ev.cfg.step_floor_s else None),
+    Rule("confirm-slower", SLOWER, "every round that counts reads the suspect slower, and "
+         "the `round_confidence` interval of the mean ratio lies above `min_ratio`",
+         ("round_confidence", "min_ratio"),
+         lambda ev: "rounds" if all(r > 1 for r in ev.ratios) and
+         ev.lo > ev.cfg.min_ratio else None),
+    Rule("confirm-faster", FASTER, "every round that counts reads it faster, and the "
+         "interval lies under 1/`min_ratio`", ("round_confidence", "min_ratio"),
+         lambda ev: "rounds" if all(r < 1 for r in ev.ratios) and
+         ev.hi < 1.0 / ev.cfg.min_ratio else None),
+    Rule("confirm-none", NO_CHANGE, "none of the above: no change confirmed", (),
+         lambda ev: "rounds"),
+)
+
+
+@dataclass(frozen=True)
+class SettledEvidence:
+    """The rounds so far (`baseline.settled`): the question and what they read.
+
+    Attributes:
+        cfg: The thresholds.
+        suspected: The direction put to the test ("~": a busy host asked for them).
+        direction: The confirmed direction so far.
+        ratios: Each usable round's ratio.
+        lo, hi: The interval of the mean ratio.
+    """
+
+    cfg: AnalysisConfig
+    suspected: str = NO_CHANGE
+    direction: str = NO_CHANGE
+    ratios: Sequence[float] = field(default_factory=tuple)
+    lo: float = math.nan
+    hi: float = math.nan
+
+    @classmethod
+    def of(cls, conf: Confirmation, cfg: AnalysisConfig) -> SettledEvidence:
+        """A confirmation's rounds as the table reads them."""
+        usable = [r.ratio for r in conf.rounds if r.excluded is None and r.base_s > 0
+                  and r.other_s > 0]
+        return cls(cfg, conf.suspected, conf.direction, usable, conf.lo, conf.hi)
+
+
+SETTLED, MORE = "settled", "another round"
+SETTLED_RULES: tuple[Rule[SettledEvidence], ...] = (
+    Rule("settled-few", MORE, "fewer than two rounds count yet", (),
+         lambda ev: "rounds" if len(ev.ratios) < 2 else None),
+    Rule("settled-confirmed", SETTLED, "a direction is confirmed (rule `confirm-slower` "
+         "or `confirm-faster`)", (),
+         lambda ev: ev.direction if ev.direction != NO_CHANGE else None),
+    Rule("settled-disagree", SETTLED, "only an improvement was in doubt, and rounds that "
+         "count disagree in direction: every round must agree to confirm it (a doubt about "
+         "a slowdown runs on, where more rounds may still settle it as no change)", (),
+         lambda ev: "rounds" if ev.suspected == FASTER and any(x > 1 for x in ev.ratios)
+         and any(x < 1 for x in ev.ratios) else None),
+    Rule("settled-unchanged", SETTLED, "the interval lies wholly on the no-change side of "
+         "the question's threshold: under `min_ratio` for a slowdown (or a busy host), "
+         "above 1/`min_ratio` for an improvement", ("min_ratio",),
+         lambda ev: "rounds" if (ev.lo > 1.0 / ev.cfg.min_ratio if ev.suspected == FASTER
+                                 else ev.hi < ev.cfg.min_ratio) else None),
+    Rule("settled-open", MORE, "none of the above: another round may change the answer "
+         "(up to twice `rounds`)", (), lambda ev: "rounds"),
+)
+
+
+@dataclass(frozen=True)
+class UnsettledEvidence:
+    """Rounds run for a doubt about a slowdown, as the verdict's rule `unsettled` asks
+    whether they left it unanswered (`unsettled`).
+
+    Attributes:
+        cfg: The thresholds.
+        suspected: The direction put to the test.
+        direction: The confirmed direction.
+        rounds: The rounds run.
+        counted: Timed rounds that counted.
+        out: The ratios of the timed rounds left out.
+        busy: Every round left out was left out for a busy host.
+        rule: The confirmation's rule (`CONFIRM_RULES`).
+        lo, hi: The interval of the mean ratio of the rounds that counted.
+        why: Why rounds were left out, each reason once ("host busy").
+        asked: The rounds the cell's settings asked for (`rounds`; 0: not known).
+    """
+
+    cfg: AnalysisConfig
+    suspected: str = NO_CHANGE
+    direction: str = NO_CHANGE
+    rounds: int = 0
+    counted: int = 0
+    out: Sequence[float] = ()
+    busy: bool = False
+    rule: str = ""
+    lo: float = math.nan
+    hi: float = math.nan
+    why: Sequence[str] = ()
+    asked: int = 0
+
+    @classmethod
+    def of(cls, conf: Confirmation, cfg: AnalysisConfig, asked: int = 0
+           ) -> UnsettledEvidence:
+        """A confirmation's rounds as the table reads them (`asked`: the rounds the
+        cell's settings asked for)."""
+        timed = [r for r in conf.rounds if r.base_s > 0 and r.other_s > 0]
+        out = [r for r in timed if r.excluded is not None]
+        busy = all(r.excluded and r.excluded.startswith("host busy") for r in out)
+        why = dict.fromkeys(LEFT_OUT_WHY.get(r.rule, "a run failed") for r in conf.rounds
+                            if r.excluded is not None or r.base_s <= 0 or r.other_s <= 0)
+        return cls(cfg, conf.suspected, conf.direction, len(conf.rounds),
+                   len(timed) - len(out), [r.ratio for r in out], busy, conf.rule,
+                   conf.lo, conf.hi, tuple(why), asked)
+
+
+# Why a round was left out, by the round's rule (`rules.ROUND_RULES`), in a few words.
+LEFT_OUT_WHY = {"round-busy": "host busy", "round-speeds": "CPU speeds apart",
+                "round-failed": "a run failed"}
+
+
+def _unsettled(ev: UnsettledEvidence) -> str:
+    why = "host busy" if ev.busy else "host busy or runs failed"
+    return (f"{why}: {ev.rounds - ev.counted} of {ev.rounds} confirmation rounds left out, "
+            f"{ev.counted} counted, 2 needed, every one left out {min(ev.out):.2f}x slower "
+            "or more; sweep it again on a quieter host")
+
+
+def _open(ev: UnsettledEvidence) -> str | None:
+    """Rounds that counted, confirmed nothing, and whose interval reaches past
+    `min_ratio`: a slowdown fits them as well as no change does; in words, with how many
+    rounds ran and were left out, and what would settle it."""
+    limit = ev.cfg.min_ratio
+    if not (ev.counted >= 2 and ev.rule == "confirm-none" and ev.hi > limit):
+        return None
+    holds = (f"holds both no change and a slowdown past {limit:g}x" if ev.lo <= limit
+             else f"lies past {limit:g}x, but not every round read the suspect slower")
+    left = ev.rounds - ev.counted
+    more = f"`rounds: {2 * ev.asked}`" if ev.asked else "a larger `rounds:`"
+    return (f"the rounds' interval ({ev.lo:.2f}..{ev.hi:.2f}) {holds}: {ev.rounds} rounds "
+            f"ran, {ev.counted} counted, {left} left out"
+            + (f" ({', '.join(ev.why)})" if left and ev.why else "")
+            + f"; more rounds ({more} in the matrix's `defaults:`, or a check's "
+            "`settings`) or a quieter host would settle it")
+
+
+ANSWERED = "answered"
+UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
+    Rule("unsettled-faster", ANSWERED, "only an improvement was in doubt: it changes no "
+         "verdict", (), lambda ev: "rounds" if ev.suspected == FASTER else None),
+    Rule("unsettled-confirmed", ANSWERED, "the rounds confirmed a direction", (),
+         lambda ev: ev.direction if ev.direction != NO_CHANGE else None),
+    Rule("unsettled-open", UNSETTLED, "two rounds or more counted, confirmed nothing (rule "
+         "`confirm-none`), and their interval reaches past `min_ratio`: a slowdown fits "
+         "them as well as no change does (rounds that disagree run on, up to twice "
+         "`rounds`), so no answer, never `ok`: more rounds or a quieter host settle it",
+         ("min_ratio",), _open),
+    Rule("unsettled-counted", ANSWERED, "two rounds or more counted, and their interval "
+         "lies under `min_ratio` (or their step times within `step_floor_s`): their answer "
+         "stands", (), lambda ev: "rounds" if ev.counted >= 2 else None),
+    Rule("unsettled-few-out", ANSWERED, "fewer than two rounds were left out", (),
+         lambda ev: "rounds" if len(ev.out) < 2 else None),
+    Rule("unsettled-load", ANSWERED, "a round left out read the suspect `min_ratio` or "
+         "less: load alone makes such rounds (a clean pair on a loaded host read 0.57x, "
+         "1.10x, 1.61x), no slowdown stands behind them", ("min_ratio",),
+         lambda ev: "rounds" if any(r <= ev.cfg.min_ratio for r in ev.out) else None),
+    Rule("unsettled-rounds", UNSETTLED, "none of the above: every round left out (two at "
+         "least) read the suspect slower past `min_ratio`, a slowdown load did not make: "
+         "the verdict's rule `unsettled`", (), _unsettled),
+)
+
+
+def unsettled(conf: Confirmation, cfg: AnalysisConfig, asked: int = 0) -> str:
+    """Why rounds run for a doubt about a slowdown (suspected slower, or a busy host)
+    settled nothing, or "" where they did (`UNSETTLED_RULES`): two or more counted and
+    their interval holds a slowdown as well as no change (issue 78: rounds 0.94 and
+    2.29, 90 % CI 0.09..24.03, read `ok`); or fewer than two counted, and the rounds left
+    out read the suspect slower past `min_ratio`, each of them (two at least): a change
+    the load that left them out does not make (issue 61: 15x in every round, every one
+    left out, read `ok`). `asked`: the rounds the cell's settings asked for."""
+    rule, named = first_of(UnsettledEvidence.of(conf, cfg, asked), UNSETTLED_RULES)
+    return named if rule.says == UNSETTLED else ""
+
+
+class Table(NamedTuple):
+    """One table of rules in the registry (`TABLES`): its key (what `--why` asks it by,
+    `table`), its name (docs/verdicts.md marks the table's list `<!-- {name} rules: ...
+    -->`), its rules, and the head of what a rule does in that list."""
+
+    key: str
+    name: str
+    rules: tuple[Rule[Any], ...]
+    says: str
+
+
+# Every table of rules, in reading order: the verdict's, a run's course (the live look,
+# a confirmation round, a re-run), a memory source's kind, cyclic garbage, the run's
+# length, its step times and the load beside a slowdown, then a cell against its
+# baseline. docs/verdicts.md's lists (`doc_with_rules`) and `--why` (`app.why`) read it.
+TABLES: tuple[Table, ...] = (
+    Table("verdict", "the verdict's", RULES, "decides"),
+    Table("live", "the live look's", LIVE_RULES, "the run"),
+    Table("round", "the rounds'", ROUND_RULES, "the round"),
+    Table("rerun", "the re-runs'", RERUN_RULES, "the cell"),
+    Table("trend", "the memory kinds'", TREND_RULES, "the source's kind"),
+    Table("garbage", "the collection's", GARBAGE_RULES, "the heap"),
+    Table("length", "the length's", LENGTH_RULES, "the reading"),
+    Table("steps", "the step times'", STEP_RULES, "the steps"),
+    Table("load", "the load's", LOAD_RULES, "the slowdown"),
+    Table("pooled", "the pooled steps'", POOLED_RULES, "the steps"),
+    Table("peak", "the peak's", PEAK_RULES, "the peak"),
+    Table("peak-verdict", "the peak verdict's", PEAK_VERDICT_RULES, "the peak"),
+    Table("doubt", "the doubt's", DOUBT_RULES, "the comparison"),
+    Table("settled", "the settled", SETTLED_RULES, "the rounds"),
+    Table("confirm", "the confirmation's", CONFIRM_RULES, "the rounds say"),
+    Table("unsettled", "the unsettled", UNSETTLED_RULES, "the doubt"),
+)
+
+
+def table(key: str) -> tuple[Rule[Any], ...]:
+    """The rules of the table of that key in `TABLES`."""
+    return next(t.rules for t in TABLES if t.key == key)
+
+
+def said(key: str, rule_id: str, otherwise: str = "?") -> str:
+    """What rule `rule_id` of the table of that key does (`otherwise`: no such rule)."""
+    return next((r.says for r in table(key) if r.id == rule_id), otherwise)
+
+
+def _num(value: object) -> str:
+    if isinstance(value, int | float) and float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def rules_markdown(defaults: Mapping[str, object],
+                   rules: Sequence[Rule[Any]] = RULES, says: str = "decides") -> str:
+    """A table of rules for docs/verdicts.md (the verdict's by default; the others'
+    too), with the thresholds' defaults; `says`: the head of what a rule does."""
+    lines = [f"| # | rule | {says} | when | thresholds (default) |", "|---|---|---|---|---|"]
+    for k, rule in enumerate(rules, 1):
+        reads = ", ".join(f"`{t}` ({_num(defaults[t])})" for t in rule.thresholds) or "-"
+        mark = " (memory)" if rule.memory else ""
+        lines.append(f"| {k} | `{rule.id}`{mark} | {rule.says} | {rule.when} | {reads} |")
+    return "\n".join(lines) + "\n"
+
+
+def _with_table(text: str, begin: str, end: str, table: str) -> str:
+    head, found, rest = text.partition(begin)
+    if not found:
+        return text
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n{table}{end}{tail}"
+
+
+def doc_with_rules(text: str, defaults: Mapping[str, object]) -> str:
+    """docs/verdicts.md's text with its generated lists of rules made anew, one for each
+    table of `TABLES`, between its marks (`<!-- {name} rules: made by ... -->` and
+    `<!-- end of {name} rules -->`)."""
+    out = text
+    for t in TABLES:
+        out = _with_table(out, f"<!-- {t.name} rules: made by harness.analysis.rules; do "
+                          "not edit -->", f"<!-- end of {t.name} rules -->",
+                          rules_markdown(defaults, t.rules, t.says))
+    return out
+
+
+if __name__ == "__main__":     # python -m harness.analysis.rules docs/verdicts.md
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    path = Path(sys.argv[1])
+    made = doc_with_rules(path.read_text(), {
+        f.name: getattr(AnalysisConfig(), f.name) for f in dataclasses.fields(AnalysisConfig)})
+    path.write_text(made)

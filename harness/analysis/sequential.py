@@ -21,11 +21,9 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.memory import MemoryReading, memory_reading, risen
-from harness.analysis.rules import CARRIERS
-from harness.analysis.runrules import LIVE_RULES, STOP_LEAK, STOP_OK, LiveEvidence
+from harness.analysis.records import LiveDecision
+from harness.analysis.rules import CARRIERS, LIVE_RULES, STOP_LEAK, STOP_OK, LiveEvidence, first_of
 from harness.analysis.stepreading import rose, step_reading
-from harness.analysis.table import first_of
-from harness.analysis.trends import LiveDecision
 from harness.matrixfile.model import BUDGET_MIN_CALLS
 from harness.protocol.ingest import READ_CHUNK, Record, SeriesReader, no_samples
 from harness.protocol.series import TREND_NAMES, Series
@@ -225,7 +223,7 @@ class LiveDecider:
     def _cannot_stop(self) -> bool:
         """Whether a look now would run on whatever it read, known without making it (a
         look reads the whole run so far: ~2-4 ms at 200 readings, most of a check's
-        host CPU): the look's own table (`runrules.LIVE_RULES`) on the most a look
+        host CPU): the look's own table (`rules.LIVE_RULES`) on the most a look
         could read, a leak grown `_GROWTH_PER_RANGE` times the widest range of any
         memory key so far and memory flat, keeps the run going (rule `live-early`)."""
         widest = max((hi - lo for lo, hi in self.span.values()), default=0.0)
@@ -277,7 +275,7 @@ class LiveDecider:
 def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] = (),
             measured: float = 1.0, rose: Callable[[], bool] = bool) -> LiveDecision | None:
     """Whether a reading settles a cell live: the first rule of the table's
-    `runrules.LIVE_RULES` that fires on it (a leak already past `leak_large_bytes`; an
+    `rules.LIVE_RULES` that fires on it (a leak already past `leak_large_bytes`; an
     `ok` whose every needed source, `STABLE_NEEDS` where read, else USS and RSS,
     `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval, over the
     run so far and over its late third, below `ok_floor_bytes`, once the run has

@@ -8,7 +8,21 @@ correction may only lower (a flat 42.8 ms H100 step spinning on the device read 
 one CPU speed), yet it keeps a wall-clock rise that a CPU speeding up broke (a CPU-bound
 step slowing 3.7x read `ok` where the host's CPU got 1.75x faster two thirds in). A cost
 that cycles with the input comes back: an emoji shortcode cycle read `slowdown` 1.48x in
-3 of 6 runs of a clean release."""
+3 of 6 runs of a clean release.
+
+The contention: how much of a run's step time went to something other than its own CPU
+work: the host (run-queue delay and throttling, a CPU whose speed moved) and the device
+(GPU busy time, a clock held down), measured by the agent rather than inferred from CPU
+time. `explain`: the share of a slowdown that contention accounts for; `run_stat`,
+`speed_scaled`: a round's step time without run-queue delay, at one CPU speed;
+`busy_share`: a run's contention share; `gpu_time`, `slowdown_label`: GPU-bound or not.
+Why measured: CPU time stays flat too when a step waits on a sleep, a lock or a GPU, the
+slowdowns that matter most. Why `device_share`: `torch.cuda.synchronize()` spins on a
+CPU, so a faster canary "sped up" a flat 42.8 ms H100 step to 1.55x at one CPU speed;
+only CPU time beyond the device's busy time is scaled. Why `at_one_speed`: on a shared
+machine a CPU's speed moves by up to 1.9x within a run (a hyperthread sibling busy or
+idle), enough to hide or fake a 1.5x slowdown. Pure NumPy over a `Series`.
+"""
 
 from __future__ import annotations
 
@@ -19,10 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.contention import OneSpeed, at_one_speed, explain, gpu_time, slowdown_words
 from harness.analysis.ranktests import kendall_increasing_p, mannwhitneyu_p
-from harness.analysis.records import Finding
-from harness.analysis.steprules import (
+from harness.analysis.records import CLOCK_REASONS, Explained, Finding, GpuTime, StepTrend
+from harness.analysis.rules import (
     BACK,
     FEW,
     LOAD_RULES,
@@ -31,12 +44,315 @@ from harness.analysis.steprules import (
     VOIDED,
     LoadEvidence,
     StepEvidence,
+    first_of,
 )
-from harness.analysis.steprules import rose as rises
-from harness.analysis.table import first_of
-from harness.analysis.trends import Explained, GpuTime, StepTrend
-from harness.protocol.series import Series
+from harness.analysis.rules import rose as rises
+from harness.protocol.series import Series, shared
 from harness.thresholds import AnalysisConfig
+
+
+def windows(steps: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
+    """The sample intervals of the early and late windows (`window` of the steps each),
+    as masks: an interval covers steps [start, end) and belongs to a window when it
+    overlaps it."""
+    end = np.cumsum(steps)
+    start = end - steps
+    n = float(end[-1])
+    width = max(1.0, math.floor(n * window))
+    return start < width, end > n - width
+
+
+def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, float]:
+    steps = float(cols["steps"][mask].sum())
+    if steps <= 0:
+        return 0.0, 0.0
+    rq = float(np.nansum(cols["rq_s"][mask])) / steps
+    thr = float(np.nansum(cols["thr_s"][mask])) / steps
+    return rq, thr
+
+
+@dataclass(frozen=True)
+class OneSpeed:
+    """A run's measured step times and its CPU seconds per step (each interval's shared
+    among its steps: `series.shared`), one per step, each with its CPU part put at
+    the run's median CPU speed."""
+
+    steps: np.ndarray
+    cpu: np.ndarray
+
+
+def at_one_speed(series: Series) -> OneSpeed | None:
+    """Measured step times and CPU time per step, put at the run's median CPU speed: per
+    sample interval the stepping thread's own CPU time (less what spun while the device was
+    busy: `device_share`) is scaled by the canary loop's time over its median; waits and
+    run-queue delay are left as they are. None when the agent did not record the canary
+    and CPU time on every sample."""
+    rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
+            and s["dt"]]
+    if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
+        return None
+    r0 = float(np.median([s["ref_s"] for s in rows]))
+    steps: list[np.ndarray] = []
+    cpu: list[float] = []
+    for s in rows:
+        dt = np.asarray(s["dt"], dtype=np.float64)
+        total, per_step = float(dt.mean()), float(s["cpu_s"]) / dt.size
+        share, speed = float(_own_share(s.get("on_s", np.nan), s["cpu_s"])), r0 / float(s["ref_s"])
+        # The stepping thread's CPU work, less what spun while the device was busy (a
+        # spin on the device is no work): in the step, and per step of CPU time.
+        idle = total * (1.0 - device_share(s))
+        in_step = min(min(per_step, total) * share, idle)
+        work = min(share * per_step, idle)
+        steps.append(dt * (((total - in_step) + in_step * speed) / total if total > 0 else 1.0))
+        cpu.append(per_step - work + work * speed)
+    return OneSpeed(np.concatenate(steps), np.concatenate([
+        shared(c, s["dt"], s.get("rq_s")) for c, s in zip(cpu, rows, strict=True)]))
+
+
+def explain(series: Series, window: float, extra_s: float,
+            count_speed: bool = True) -> Explained | None:
+    """Contention in the early and late `window` share of the measured steps.
+
+    Args:
+        series: The run; its step samples carry `rq_s`/`thr_s` (agents from issue 12 on).
+        window: Share of the steps in each of the early and late windows.
+        extra_s: Late minus early median step time, seconds.
+        count_speed: Count a slower CPU (canary) as contention; False when the step times
+            were already put at one CPU speed (`at_one_speed`).
+
+    Returns:
+        The contention rise and the share of `extra_s` it explains, or None when the
+        agent did not record contention.
+    """
+    cols = series.cols.contention
+    if cols is None or not cols["steps"].size:
+        return None
+    early, late = windows(cols["steps"], window)
+    e_rq, e_thr = _per_step(cols, early)
+    l_rq, l_thr = _per_step(cols, late)
+    slower_cpu, speed = 0.0, None
+    ref, cpu = cols["ref_s"], cols["cpu_s"] / cols["steps"]
+    if count_speed and np.isfinite(ref[early | late]).all() and np.isfinite(cpu[early]).all():
+        e_ref, l_ref = float(np.median(ref[early])), float(np.median(ref[late]))
+        if e_ref > 0 and l_ref > 0:
+            speed = e_ref / l_ref
+            slower_cpu = max(0.0, float(np.median(cpu[early])) * (l_ref / e_ref - 1.0))
+    rise = max(l_rq - e_rq, l_thr - e_thr, slower_cpu)
+    share = rise / extra_s if extra_s > 0 else 0.0
+    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share, slower_cpu, speed)
+
+
+def busy_share(series: Series) -> float | None:
+    """How busy the host was for this run, measured phase: the larger of the stepping
+    thread's run-queue delay (or throttled time) over step time and, where recorded,
+    the share of all the process's runnable thread time spent in the run queue (worker
+    threads queue while the stepping thread waits on them), at most that queueing over
+    the step time. None when the agent did not record contention."""
+    cols = series.cols.contention
+    if cols is None:
+        return None
+    total = float(cols["dt_s"].sum())
+    if total <= 0:
+        return 0.0
+    own = max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
+    rq_all, run_all = float(np.nansum(cols["rq_all_s"])), float(np.nansum(cols["run_all_s"]))
+    every = rq_all / (rq_all + run_all) if rq_all + run_all > 0 else 0.0
+    # Never more than the queueing could add to the steps: a step that mostly sleeps
+    # has little runnable time, so a few ms in the queue were a large share of it
+    # (and called rounds, then left them out as busy) while its step time moved 0.4 %.
+    return max(own, min(every, rq_all / total))
+
+
+@dataclass(frozen=True, slots=True)
+class RunStat:
+    """One run's step time for comparing runs: medians over its sample intervals.
+
+    Attributes:
+        net_s: Step time net of run-queue delay, per step.
+        cpu_s: The part of it that was CPU time (at most `net_s`); NaN if not recorded.
+        ref_s: The agent's canary loop time (the CPU's speed); NaN if not recorded.
+        work: CPU time per step in canary loops, taken per interval (the CPU's speed
+            changes within a run as a hyperthread sibling gets busy and idle); NaN if
+            not recorded.
+        wait_s: The part of the step that was not CPU work (sleeps, locks, a device,
+            a spin-wait on a busy device).
+        sm_mhz: The GPU's SM clock (MHz) over the run's samples; NaN if not recorded.
+    """
+
+    net_s: float
+    cpu_s: float = float("nan")
+    ref_s: float = float("nan")
+    work: float = float("nan")
+    wait_s: float = float("nan")
+    sm_mhz: float = float("nan")
+
+
+def run_stat(series: Series) -> RunStat | None:
+    """The run's `RunStat`; the plain median step time for recordings without
+    contention counters; None when nothing was measured.
+
+    A busy host adds run-queue delay to whichever steps it preempts; taking it out per
+    interval (not per step, where it is not known) leaves what the step itself cost,
+    waits included.
+    """
+    cols = series.cols.contention
+    gpu = series.cols.gpu
+    clocks = gpu["sm_mhz"][np.isfinite(gpu["sm_mhz"])] if gpu is not None else np.empty(0)
+    mhz = float(np.median(clocks)) if clocks.size else float("nan")
+    if cols is None:
+        times = series.cols.steps
+        return RunStat(float(np.median(times)), sm_mhz=mhz) if times.size else None
+    if not cols["steps"].size:
+        return None
+    net = np.maximum((cols["dt_s"] - np.nan_to_num(cols["rq_s"])) / cols["steps"], 0.0)
+    med = float(np.median(net))
+    cpu = np.minimum(cols["cpu_s"] / cols["steps"], net)
+    ref = cols["ref_s"]
+    if not (np.isfinite(cpu).all() and np.isfinite(ref).all() and (ref > 0).all()):
+        finite = cpu[np.isfinite(cpu)]
+        return RunStat(med, float(np.median(finite)) if finite.size == cpu.size else math.nan,
+                       sm_mhz=mhz)
+    # Only the stepping thread's own CPU time runs at the canary's speed; worker
+    # threads run on other CPUs, whose speed the canary does not see. Of it, what spun
+    # while the device was busy is no work (the module's docstring).
+    mine = cpu * _own_share(cols["on_s"], cols["cpu_s"])
+    if gpu is not None:
+        busy = np.clip(np.nan_to_num(gpu["gpu_util"]) / 100.0, 0.0, 1.0)
+        mine = np.minimum(mine, cols["dt_s"] / cols["steps"] * (1.0 - busy))
+    return RunStat(med, float(np.median(cpu)), float(np.median(ref)),
+                   float(np.median(mine / ref)), float(np.median(net - mine)), mhz)
+
+
+def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarray:
+    """The stepping thread's share of the process's CPU time (1 where not recorded)."""
+    on, cpu = np.asarray(on_s, dtype=np.float64), np.asarray(cpu_s, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(np.isfinite(on) & (cpu > 0), on / cpu, 1.0)
+    return np.asarray(np.clip(share, 0.0, 1.0))
+
+
+def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
+    """Both runs' step times with their CPU parts put at one CPU speed.
+
+    A process that landed on a slower CPU (a busy hyperthread sibling, a lower clock)
+    takes longer for the same work without any run-queue delay; the canary loop timed
+    by the agent shows by how much. Only the CPU part of a step is scaled: a wait (a
+    sleep, a GPU) does not run faster on a faster CPU.
+
+    Returns:
+        (base seconds, other seconds, other's CPU speed over base's), the last None
+        (and the times unscaled) when either run lacks canary or CPU times.
+    """
+    usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
+    if not usable:
+        return base.net_s, other.net_s, None
+    ref0 = float(np.sqrt(base.ref_s * other.ref_s))
+
+    def scaled(r: RunStat) -> float:
+        return r.wait_s + r.work * ref0
+
+    return scaled(base), scaled(other), base.ref_s / other.ref_s
+
+
+def sm_clocks(base: RunStat | None, other: RunStat | None) -> tuple[float | None, float | None]:
+    """Both runs' median GPU SM clocks (MHz) for a round's record; None where not
+    recorded (no GPU, no NVML clock, a failed run)."""
+
+    def clock(r: RunStat | None) -> float | None:
+        return r.sm_mhz if r is not None and np.isfinite(r.sm_mhz) else None
+
+    return clock(base), clock(other)
+
+
+def reason_names(bits: int) -> tuple[str, ...]:
+    """The power and thermal clock-event reasons in a reasons bitmask, in bit order."""
+    return tuple(name for bit, name in sorted(CLOCK_REASONS.items()) if bits & bit)
+
+
+def device_share(sample: dict[str, object]) -> float:
+    """The share of a sample interval the device was busy (utilization / 100), 0 when
+    the sample has no utilization."""
+    util = sample.get("gpu_util")
+    if isinstance(util, int | float) and not isinstance(util, bool) and math.isfinite(util):
+        return min(1.0, max(0.0, float(util) / 100.0))
+    return 0.0
+
+
+def _median(values: np.ndarray) -> float | None:
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else None
+
+
+def _busy_per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> float | None:
+    has = mask & np.isfinite(cols["gpu_util"])
+    steps = float(cols["steps"][has].sum())
+    if steps <= 0:
+        return None
+    return float((cols["gpu_util"][has] / 100.0 * cols["dt_s"][has]).sum()) / steps
+
+
+def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
+    """The device's busy time per step and SM clock in the early and late `window`
+    share of the measured steps (the windows of `stepreading.explain`).
+
+    Args:
+        series: The run; its step samples carry `gpu_util`/`sm_mhz`/`clk_reasons`.
+        window: Share of the steps in each of the early and late windows.
+        extra_s: Late minus early median step time, seconds (the slowdown).
+
+    Returns:
+        The evidence, or None when no sample recorded utilization or clock.
+    """
+    cols = series.cols.gpu
+    if cols is None or not cols["steps"].size:
+        return None
+    early, late = windows(cols["steps"], window)
+    util = cols["gpu_util"]
+    bits = 0
+    for value in cols["clk_reasons"][late]:
+        if math.isfinite(value):
+            bits |= int(value)
+    return GpuTime(extra_s=extra_s,
+                   early_busy_s=_busy_per_step(cols, early),
+                   late_busy_s=_busy_per_step(cols, late),
+                   early_util=_median(util[early]), late_util=_median(util[late]),
+                   early_sm_mhz=_median(cols["sm_mhz"][early]),
+                   late_sm_mhz=_median(cols["sm_mhz"][late]),
+                   reasons=reason_names(bits))
+
+
+def slowdown_label(bound: str, gpu: GpuTime | None) -> str:
+    """What a slowdown was bound by, with the device's evidence: a step whose GPU busy
+    time rose with it is GPU-bound, even when the host's CPU time rose too (it
+    spin-waited on the device), else `bound` ("CPU-bound" or "wait-bound") stands."""
+    if gpu is None or not gpu.bound:
+        return bound
+    if bound == "CPU-bound":
+        return "GPU-bound: the host spin-waits on the device"
+    return "GPU-bound: the host waits on the device"
+
+
+def gpu_evidence(gpu: GpuTime | None) -> str:
+    """"; GPU busy ... ms/step ...; GPU clock ... MHz, <reason>" for a slowdown's
+    reason, "" without evidence."""
+    text = gpu.text if gpu is not None else ""
+    return f"; {text}" if text else ""
+
+
+def slowdown_words(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
+                   gpu: GpuTime | None = None) -> str:
+    """A slowdown in words: "late steps 1.41x early (p=8.5e-127, at one CPU speed); CPU
+    time per step 1.56x (CPU-bound)", with the device's evidence where NVML answered."""
+    text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
+    text += ", at one CPU speed)" if at_speed else ")"
+    if cpu is not None and not cpu.insufficient:
+        # Half the wall-clock rise (in seconds) in CPU time: the step does more work;
+        # less: it waits longer (sleep, lock, device).
+        more_cpu = cpu.late_median_s - cpu.early_median_s
+        more_wall = steps.late_median_s - steps.early_median_s
+        bound = slowdown_label("CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound", gpu)
+        text += f"; CPU time per step {cpu.ratio:.2f}x ({bound})"
+    return text + gpu_evidence(gpu)
 
 
 @dataclass(frozen=True)
@@ -96,7 +412,7 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
 def step_reading(series: Series, cfg: AnalysisConfig
                  ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
     """The step-time trend a slowdown verdict reads: the one rule between the wall clock
-    and the CPU-speed correction. The corrected series (`contention.at_one_speed`) may
+    and the CPU-speed correction. The corrected series (`stepreading.at_one_speed`) may
     only lower the wall clock's reading, never raise it; where the wall clock rose but not
     bin after bin, or came back down, and at one CPU speed the rise lasts, the wall
     clock's slowdown stands. A corrected slowdown the wall clock does not show is a note.
@@ -175,7 +491,7 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     trend_p = _monotone_p(t)
     # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
     # drifts between fast and slow regimes only happens to end slower. Both tests, and
-    # whether the rise came back, are rules of `steprules.STEP_RULES`.
+    # whether the rise came back, are rules of `rules.STEP_RULES`.
     back: list[int] = []
 
     def came_back_at() -> int:      # read once, where the table asks it
@@ -191,7 +507,7 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
 
 
 def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
-    """Late steps slower than early ones (`steprules.rose`: the Mann-Whitney p under
+    """Late steps slower than early ones (`rules.rose`: the Mann-Whitney p under
     `alpha`, the ratio past `min_ratio`, the medians `step_floor_s` apart); a slowdown
     also rises bin after bin and lasts (`step_trend`)."""
     return rises(StepEvidence.of(t, cfg))

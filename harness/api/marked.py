@@ -19,8 +19,8 @@ from typing import NoReturn
 
 import pytest
 
-from harness.analysis.growth import RUNS_NO_MORE
 from harness.analysis.kinds import UNDECIDED
+from harness.analysis.memory import RUNS_NO_MORE
 from harness.analysis.rules import BUSY_HOST
 from harness.api.checked import Checked
 from harness.api.run import check, warm_ahead, whole_budget

@@ -10,8 +10,8 @@ What cannot be the same: a sweep's rounds run baseline and suspect alternately
 (B S B S), so drift of the host hits both alike. A saved run's code is gone (it was
 another commit), so it cannot run again: here each round runs the current cell afresh
 (shorter, as `sweeping.settle.round_cell` makes it) and compares its statistic with the
-saved run's (`analysis.contention.run_stat`, both put at one CPU speed by the agent's
-canary loop: `speed_scaled`), and `analysis.rounds.decide_rounds` decides over the
+saved run's (`analysis.stepreading.run_stat`, both put at one CPU speed by the agent's
+canary loop: `speed_scaled`), and `analysis.baseline.decide_rounds` decides over the
 rounds, as it does in a sweep (every usable round must agree, and the interval clear
 `min_ratio`). A change that came from a burst of load in the first run does not come
 back in its rounds; a host that is slower throughout than when the run was saved (a

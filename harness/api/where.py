@@ -20,8 +20,7 @@ from pathlib import Path
 
 from harness.analysis.outcomes import host_took
 from harness.analysis.rules import WORKERS
-from harness.analysis.where import MIN_RATE, named_above, one_time, summary
-from harness.analysis.whererecord import Where
+from harness.analysis.where import MIN_RATE, Where, named_above, one_time, summary
 from harness.explain.plan import (
     MEMORY_CALLS,
     AttributionFailed,

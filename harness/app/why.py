@@ -5,16 +5,23 @@ their figures (`analysis.rules.why`), as lines that `cli.why` prints."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from harness.analysis import baselinerules as b
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.facts import Facts
-from harness.analysis.rules import Evidence, first_rule, rule_named
+from harness.analysis.rules import (
+    Evidence,
+    LoadEvidence,
+    PeakVerdictEvidence,
+    SettledEvidence,
+    UnsettledEvidence,
+    first_of,
+    first_rule,
+    rule_named,
+    table,
+)
+from harness.analysis.rules import said as rule_says
 from harness.analysis.rules import why as rules_why
-from harness.analysis.runrules import RERUN_RULES
-from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence
-from harness.analysis.table import first_of
 from harness.errors import InputError
 from harness.matrixfile.analysisblock import analysis_of
 from harness.report import Report
@@ -23,7 +30,6 @@ from harness.store import SeriesCache
 from harness.store.gate import Gated
 
 if TYPE_CHECKING:
-    from harness.analysis.table import Rule
     from harness.result.model import CellResult
     from harness.thresholds import AnalysisConfig
 
@@ -85,15 +91,14 @@ def why(cell: str, root: Path, recorded: Report, gated: Gated) -> list[str]:
 
 
 def course_said(res: CellResult) -> list[str]:
-    """The rules of its run's course that decided (`analysis.runrules`): whether each
+    """The rules of its run's course that decided (`analysis.rules`): whether each
     attempt ran again, where a live look stopped it, and whether each confirmation round
     counted."""
-    says = {r.id: r.says for r in RERUN_RULES}
     out: list[str] = []
     for k, a in enumerate(res.attempts, 1):
         if a.rerun:
             out.append(f"attempt {k} ({a.verdict}): rule {a.rerun}: the cell "
-                       f"{says.get(a.rerun, 'ran on')}")
+                       f"{rule_says('rerun', a.rerun, 'ran on')}")
     live = res.live
     if live is not None and live.rule:
         out.append(f"live look: rule {live.rule} stopped the run at call "
@@ -108,40 +113,40 @@ def course_said(res: CellResult) -> list[str]:
 
 
 def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
-    """The rules of its step times that decided (`analysis.steprules`, `analysis.
-    baselinerules`): what its step trend is and whether a busy host explains it, and
+    """The rules of its step times that decided (`analysis.rules.TABLES`' step times',
+    load's and baseline's tables): what its step trend is and whether a busy host explains it, and
     against its baseline the pooled steps' and peak's directions, the doubt that ran
     rounds, what they confirmed and whether they settled it (the last two read again on
     the stored rounds)."""
-    def said(rule_id: str, rules: tuple[Rule[Any], ...]) -> str:
-        return f"rule {rule_id}: {next((r.says for r in rules if r.id == rule_id), '?')}"
+    def said(rule_id: str, key: str) -> str:
+        return f"rule {rule_id}: {rule_says(key, rule_id)}"
 
     out: list[str] = []
     steps, cpu, busy = res.steps, res.cpu_steps, res.contention
     if steps is not None and steps.rule:
-        out.append(f"step times: {said(steps.rule, STEP_RULES)}")
+        out.append(f"step times: {said(steps.rule, 'steps')}")
     if steps is not None and steps.slowdown and busy is not None:
         rise = cpu.late_median_s - cpu.early_median_s \
             if cpu is not None and not cpu.insufficient else None
-        load, _ = first_of(LoadEvidence(cfg, busy.share, busy.extra_s, rise), LOAD_RULES)
-        out.append(f"the slowdown beside the host's load: {said(load.id, LOAD_RULES)}")
+        load, _ = first_of(LoadEvidence(cfg, busy.share, busy.extra_s, rise), table("load"))
+        out.append(f"the slowdown beside the host's load: {said(load.id, 'load')}")
     vs = res.vs_baseline
     if vs is None:
         return out
-    for name, found, rules in (
-            ("pooled steps", vs.steps, b.POOLED_RULES), ("peak RSS", vs.peak_rss, b.PEAK_RULES)):
+    for name, found, key in (
+            ("pooled steps", vs.steps, "pooled"), ("peak RSS", vs.peak_rss, "peak")):
         if found is not None and found.rule:
-            out.append(f"vs {vs.baseline}, {name}: {said(found.rule, rules)}")
+            out.append(f"vs {vs.baseline}, {name}: {said(found.rule, key)}")
     if vs.peak_rss is not None and vs.peak_rss.direction == "higher":
-        peak, _ = first_of(b.PeakVerdictEvidence(
-            cfg, vs.peak_rss.direction, vs.peak_rss.ratio), b.PEAK_VERDICT_RULES)
-        out.append(f"vs {vs.baseline}, peak RSS: {said(peak.id, b.PEAK_VERDICT_RULES)}")
+        peak, _ = first_of(PeakVerdictEvidence(
+            cfg, vs.peak_rss.direction, vs.peak_rss.ratio), table("peak-verdict"))
+        out.append(f"vs {vs.baseline}, peak RSS: {said(peak.id, 'peak-verdict')}")
     if vs.rule:
-        out.append(f"vs {vs.baseline}: {said(vs.rule, b.DOUBT_RULES)}")
+        out.append(f"vs {vs.baseline}: {said(vs.rule, 'doubt')}")
     conf = vs.confirmation
     if conf is not None and conf.rule:
-        done, _ = first_of(b.SettledEvidence.of(conf, cfg), b.SETTLED_RULES)
-        left, _ = first_of(b.UnsettledEvidence.of(conf, cfg), b.UNSETTLED_RULES)
-        out.append(f"rounds: {said(conf.rule, b.CONFIRM_RULES)}; after the last, "
-                   f"{said(done.id, b.SETTLED_RULES)}; {said(left.id, b.UNSETTLED_RULES)}")
+        done, _ = first_of(SettledEvidence.of(conf, cfg), table("settled"))
+        left, _ = first_of(UnsettledEvidence.of(conf, cfg), table("unsettled"))
+        out.append(f"rounds: {said(conf.rule, 'confirm')}; after the last, "
+                   f"{said(done.id, 'settled')}; {said(left.id, 'unsettled')}")
     return out

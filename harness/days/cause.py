@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.analysis.codesites import NOT_FETCHED, CodeAnswer
+from harness.analysis.codediff import NOT_FETCHED, CodeAnswer
 from harness.analysis.kinds import BAD, GOOD, kind
 from harness.answers.explained import Explanation
 from harness.answers.pairs import Pair

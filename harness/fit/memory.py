@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.analysis.trends import size
+from harness.analysis.records import size
 from harness.protocol.series import Series
 from harness.runtimes.base import own_cgroup
 

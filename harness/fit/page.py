@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html import escape
 
 from harness.analysis.kinds import OOM
-from harness.analysis.trends import size
+from harness.analysis.records import size
 from harness.fit.plan import FitRow, by_row, first_smaller, smaller_sentence
 from harness.fit.steps import FIT
 from harness.report import svg

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.analysis.kinds import LOOKS
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.answers.search import RowAnswer
 from harness.history.model import Flaky, History, Line, Run, Seen
 from harness.report.grid import Grid, conclusions, console_width, token, wrap

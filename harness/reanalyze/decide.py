@@ -21,11 +21,10 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.analysis.decision import CellFacts, decide
+from harness.analysis.decision import CellFacts, CellVerdict, decide
 from harness.analysis.kinds import COMPARED_WITH, NOT_MEASURED, SLOWDOWN, UNREADABLE
+from harness.analysis.records import Baseline
 from harness.analysis.sequential import replay_live
-from harness.analysis.verdict import CellVerdict
-from harness.analysis.vsbaseline import Baseline
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from harness.analysis.trends import (
+from harness.analysis.records import (
     MemoryTrend,
     StepTrend,
     human_seconds,

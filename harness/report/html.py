@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import IN_DOUBT, LOOKS, kind
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.answers.search import RowAnswer
 from harness.errors import StoreError
 from harness.protocol.series import Series

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 import numpy as np
 
 from harness.analysis.kinds import STALE, TIMED, kind
-from harness.analysis.trends import kib, per_call, rate_text, scaled
+from harness.analysis.records import kib, per_call, rate_text, scaled
 from harness.answers.search import FRAMEWORKS, RowAnswer
 from harness.errors import InputError
 from harness.report.issuerepro import environment_lines, repro_matrix, reproducer, run_words

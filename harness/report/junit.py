@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from harness.analysis.kinds import kind
-from harness.analysis.trends import kib
+from harness.analysis.records import kib
 from harness.report.model import Reporter
 from harness.report.text import steps_vs_baseline
 from harness.result.model import CellResult

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.answers.causes import Cause, load_causes, results_json
 from harness.answers.causes import holding as causes_holding
 from harness.answers.culprits import Culprit, load_culprits

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from harness.analysis.vsbaseline import VsBaseline
+from harness.analysis.records import VsBaseline
 
 # A name Python gives code in angle brackets (`step.<locals>.<genexpr>`, `<module>`):
 # shown as code in report.md, as the traceback and the console say it, never `&lt;locals>`.

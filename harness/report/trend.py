@@ -16,7 +16,7 @@ from html import escape
 from markupsafe import Markup
 
 from harness.analysis.kinds import LOOKS
-from harness.analysis.trends import human_seconds, kib
+from harness.analysis.records import human_seconds, kib
 from harness.answers.search import RowAnswer
 from harness.result.model import CellResult
 

@@ -34,7 +34,7 @@ from harness.result.runkey import key_of
 from harness.runtimes.base import RunOutcome
 
 if TYPE_CHECKING:
-    from harness.analysis.verdict import CellVerdict
+    from harness.analysis.decision import CellVerdict
     from harness.gpu.host import HostGpus
     from harness.matrixfile.model import Cell
     from harness.protocol.series import Series

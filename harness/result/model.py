@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import Verdict
-from harness.analysis.records import Finding
+from harness.analysis.records import (
+    Explained,
+    Finding,
+    GpuTime,
+    LiveRun,
+    MemoryTrend,
+    StepTrend,
+    VsBaseline,
+)
 from harness.analysis.rules import leaking
-from harness.analysis.trends import Explained, GpuTime, LiveRun, MemoryTrend, StepTrend
-from harness.analysis.vsbaseline import VsBaseline
 from harness.result.codec import JSON, DecodeError, decode, encode
 from harness.result.runkey import RunKey
 
@@ -189,7 +195,7 @@ class Attempt:
     verdict: Verdict
     reason: str
     iterations: int
-    rerun: str = ""       # the re-run rule that fired after it (`runrules.RERUN_RULES`)
+    rerun: str = ""       # the re-run rule that fired after it (`rules.RERUN_RULES`)
     seconds: float = 0.0  # the run's wall seconds (0: not recorded)
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import math
 
-from harness.analysis.devices import device_kind
+from harness.analysis.facts import device_kind
 from harness.analysis.kinds import BAD, GOOD, KINDS, SLOWDOWN, TIMED
-from harness.analysis.rules import shown
-from harness.analysis.trends import (
+from harness.analysis.records import (
+    Confirmation,
     StepTrend,
     human_seconds,
     missed_text,
     rate_text,
     rate_words,
 )
-from harness.analysis.vsbaseline import Confirmation
+from harness.analysis.rules import shown
 from harness.result.model import CellResult
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import analysis, gpu
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.matrixfile.model import BUDGET_MIN_CALLS, Cell, Matrix
 from harness.protocol.ingest import read_samples
 from harness.protocol.series import Series
@@ -44,9 +44,9 @@ from harness.store.results import RunStore, SeriesCache
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:
+    from harness.analysis.decision import CellVerdict
+    from harness.analysis.records import Baseline
     from harness.analysis.sequential import Watched
-    from harness.analysis.verdict import CellVerdict
-    from harness.analysis.vsbaseline import Baseline
 
 
 @dataclass(frozen=True)

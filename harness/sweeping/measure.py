@@ -1,7 +1,7 @@
 """A cell's within-run measurement as a list of stages (`STAGES`) over one `CellRun`:
 prepare the image -> GPU precheck -> run attempts; then its result (`Measured`). Each
 attempt runs through the run service (`ctx.runner`); an ambiguous cell runs again,
-longer, as the re-run rules say (`analysis.runrules`)."""
+longer, as the re-run rules say (`analysis.rules`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import RUN_LONGER
-from harness.analysis.rules import BUSY_HOST, SHORT, TIMEOUT_BUSY
-from harness.analysis.runrules import (
+from harness.analysis.rules import (
+    BUSY_HOST,
     CALLS,
     LONGER,
     SAME,
+    SHORT,
     STANDS,
+    TIMEOUT_BUSY,
     RerunEvidence,
     fill_calls,
     reach_s,
@@ -34,8 +36,8 @@ from harness.runtimes.base import ImageInfo, RunOutcome
 from harness.sweeping.context import CellRun, Context, Measured, Ran, verdict
 
 if TYPE_CHECKING:
-    from harness.analysis.trends import LiveDecision
-    from harness.analysis.verdict import CellVerdict
+    from harness.analysis.decision import CellVerdict
+    from harness.analysis.records import LiveDecision
     from harness.protocol.series import Series
 
 UNSUPPORTED_DEADLINE_S = 300.0
@@ -173,7 +175,7 @@ def _bound(run: CellRun) -> float:
 
 def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVerdict]) -> bool:
     """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
-    (`runrules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
+    (`rules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
     on that attempt. False: it stands as it is. `spent`: what its attempts took (s);
     `last`: its verdict decided as its last attempt's (its repeats spent), which one
     its `overrun` bound stops takes, with why."""
@@ -237,11 +239,11 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
 
 
 def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
-    """The next attempt of a kind (`runrules`: CALLS, BUDGET, LONGER, SAME, or "cap").
+    """The next attempt of a kind (`rules`: CALLS, BUDGET, LONGER, SAME, or "cap").
 
     Undecided growth needs a longer look, not the same look again: twice as long (or
     the length the verdict asks for: growth a filling cache could still explain runs
-    4x longer, `analysis.growth.fill_check`), and at least long enough to decide from
+    4x longer, `analysis.memory.fill_check`), and at least long enough to decide from
     step samples alone. A budgeted cell's budget grows by the same factor, its cap
     alike; one its cap ended keeps its budget with its cap raised to what the budget
     holds at this pace; one its budget ended after too few calls to tell a leak from a

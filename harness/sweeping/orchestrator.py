@@ -262,8 +262,8 @@ def prefetch_analysis(*more: str, then: Callable[[], object] | None = None
         # a failure is reported there. Here it is never said: Ctrl-C during a slow import
         # ends the interpreter under this thread, which must not print a traceback then.
         with contextlib.suppress(BaseException):
-            for name in ("harness.analysis.verdict", "harness.analysis.decision",
-                         "harness.analysis.sequential", "harness.analysis.pooled", *more):
+            for name in ("harness.analysis.decision", "harness.analysis.sequential",
+                         "harness.analysis.baseline", *more):
                 importlib.import_module(name)
             if then is not None:
                 then()

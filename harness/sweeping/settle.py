@@ -23,12 +23,12 @@ a busy host; a leak slower: `analysis.decision.rounds_for`). Each round runs the
 baseline cell and then the suspect cell afresh, shorter than the cells themselves
 (half their measured calls, 50..1000; a leak's without the 1,000 cap; never past
 `--iterations`), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
-then taken from the rounds (`harness.analysis.rounds.decide_rounds`). Rounds run until
-the answer is settled (`harness.analysis.rounds.settled`: the interval clears
+then taken from the rounds (`harness.analysis.baseline.decide_rounds`). Rounds run until
+the answer is settled (`harness.analysis.baseline.settled`: the interval clears
 the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
 sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
 most twice `rounds` in all; rounds that ran on a busy host are left out and replaced,
-unless CPU time per step agrees with the wall clock (`harness.analysis.rounds.judged`).
+unless CPU time per step agrees with the wall clock (`harness.analysis.baseline.judged`).
 After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait, and no
 round, once the rounds left cannot give two usable ones). What the
 rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
@@ -42,7 +42,7 @@ microseconds.
 
 Each run's statistic is its median step time net of the run-queue delay the agent
 measured, with the CPU part put at the round's common CPU speed (the agent's canary
-loop; `harness.analysis.contention.speed_scaled`). Each round records the GPU's median
+loop; `harness.analysis.stepreading.speed_scaled`). Each round records the GPU's median
 SM clock of both runs beside the CPU speed, where NVML gave it.
 
 A saved run (`api.saved`) is confirmed by the same loop: its code is gone, so each
@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING
 
 from harness import analysis
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
-from harness.analysis.vsbaseline import Confirmation, Round, VsBaseline
+from harness.analysis.records import Confirmation, Round, VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
@@ -76,9 +76,9 @@ from harness.thresholds import AnalysisConfig
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness.analysis.contention import RunStat
-    from harness.analysis.verdict import CellVerdict
-    from harness.analysis.vsbaseline import Baseline
+    from harness.analysis.decision import CellVerdict
+    from harness.analysis.records import Baseline
+    from harness.analysis.stepreading import RunStat
     from harness.runtimes.base import ImageInfo
 
     # (step time statistic, busy share, why it failed) of one run in a round
@@ -227,7 +227,7 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
                      base_series: Series, series: Series, label: str, rounds: int,
                      runs: Runs | None = None) -> CellResult | RoundsPlan:
     """`res` (within-run verdict `within`, samples `series`) against a baseline's
-    samples: the pooled comparison (`analysis.pooled.baseline_facts`) and the verdict
+    samples: the pooled comparison (`analysis.baseline.baseline_facts`) and the verdict
     from the one table, or, where the pooled comparison leaves a doubt (a good cell's,
     or a leak whose steps read slower: `rounds_for`), the rounds that must settle it."""
     facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,

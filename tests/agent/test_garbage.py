@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from test_agent import INTERPRETERS, run_agent, scenario
 
-from harness.analysis.decision import within_run
+from harness.analysis.decision import CellVerdict, within_run
 from harness.analysis.rules import TIME_UNDECIDED
-from harness.analysis.verdict import CellVerdict
 from harness.protocol.ingest import read_samples
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig

@@ -76,8 +76,8 @@ def test_a_result_json_of_schema_1_to_3_reads_and_another_is_refused() -> None:
 
 def test_the_reports_say_signed_kib_through_one_formatter() -> None:
     """No report module divides by 1024 inside a figure it prints: KiB go through
-    `analysis.trends.kib` (MiB, 1024**2, are another unit)."""
-    said("one KiB formatter of the reports, `analysis.trends.kib`")
+    `analysis.records.kib` (MiB, 1024**2, are another unit)."""
+    said("one KiB formatter of the reports, `analysis.records.kib`")
     faults = []
     for path in sorted((HARNESS / "report").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

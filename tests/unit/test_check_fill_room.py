@@ -24,8 +24,7 @@ import pytest
 
 import harness
 from harness.analysis.decision import cut_short
-from harness.analysis.runrules import LENGTH_RULES, LengthEvidence, fill_asks
-from harness.analysis.table import first_of
+from harness.analysis.rules import LENGTH_RULES, LengthEvidence, fill_asks, first_of
 from harness.protocol.ingest import Series
 from harness.thresholds import AnalysisConfig
 

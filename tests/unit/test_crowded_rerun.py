@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 
-from harness.analysis.runrules import SAME, RerunEvidence, rerun_rule
+from harness.analysis.rules import SAME, RerunEvidence, rerun_rule
 from harness.matrixfile.model import RunSettings
 from harness.protocol.series import Series
 from harness.sweeping.measure import _same

@@ -15,7 +15,7 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.analysis.trends import MemoryTrend
+from harness.analysis.records import MemoryTrend
 from harness.cli import main
 from harness.culprit.diff import Change, difference
 from harness.culprit.plan import (

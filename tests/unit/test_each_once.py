@@ -27,7 +27,7 @@ def called(name: str) -> set[str]:
 
 
 def test_one_kib_formatter() -> None:
-    assert defined("kib") == ["harness/analysis/trends.py"]
+    assert defined("kib") == ["harness/analysis/records.py"]
 
 
 def test_one_reuse_check() -> None:

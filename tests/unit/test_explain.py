@@ -249,7 +249,7 @@ def test_a_step_of_microseconds_is_attributed_to_its_function(tmp_path: Path) ->
     run now lasts a time budget, as a sweep's does."""
     from harness import matrixfile
     from harness.analysis.kinds import kind
-    from harness.analysis.whererecord import parse_where
+    from harness.analysis.where import parse_where
     from harness.explain.plan import attributed
     from harness.protocol.ingest import read_samples
     from harness.runtimes.base import RunRequest

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.trends import size
+from harness.analysis.records import size
 from harness.fit.memory import fit_line, fit_sources, limiting, peaks
 from harness.fit.steps import FitStep, plan_fit, probe_bound
 from harness.protocol.ingest import parse_lines

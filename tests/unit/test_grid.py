@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.report import ConsoleReporter, Report
 from harness.report.grid import GLYPHS, pack, wrap
 from harness.result.model import Planned

@@ -508,7 +508,7 @@ def test_a_no_change_line_names_the_threshold_that_held_it_back(tmp_path: Path) 
 
 
 def test_unchanged_because_names_each_threshold() -> None:
-    from harness.analysis.pooled import unchanged_because
+    from harness.analysis.baseline import unchanged_because
     from harness.analysis.records import StepComparison
     from harness.thresholds import AnalysisConfig
 

@@ -6,10 +6,9 @@ does not end with why it was not run again."""
 
 from __future__ import annotations
 
-from harness.analysis.decision import _with_live
-from harness.analysis.growth import RUNS_NO_MORE
-from harness.analysis.trends import LiveRun
-from harness.analysis.verdict import CellVerdict
+from harness.analysis.decision import CellVerdict, _with_live
+from harness.analysis.memory import RUNS_NO_MORE
+from harness.analysis.records import LiveRun
 from harness.api import check
 from harness.api.marked import as_marker, fix_for, marker_words
 from harness.errors import HarnessError

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness.analysis.decision import CellFacts, decide
-from harness.analysis.runrules import BUDGET, reach_s
+from harness.analysis.rules import BUDGET, reach_s
 from harness.matrixfile import load
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome

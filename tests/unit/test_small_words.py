@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.analysis.trends import rate_text, rate_words
+from harness.analysis.records import rate_text, rate_words
 from harness.days.journey import STEPS
 
 

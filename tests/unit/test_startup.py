@@ -31,7 +31,7 @@ def test_help_imports_nothing_heavy_and_is_fast() -> None:
 
 
 def test_verdicts_need_no_scipy() -> None:
-    mods = _modules_after("import harness.analysis.verdict, harness.sweeping.orchestrator, "
+    mods = _modules_after("import harness.analysis.decision, harness.sweeping.orchestrator, "
                           "harness.report")
     assert "scipy" not in mods
 

@@ -23,7 +23,7 @@ import pytest
 import sweepkit
 from fakeruntime import Behaviour
 
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.protocol.ingest import read_samples
 from harness.report.cellplots import step_plot
 from harness.report.trend import step_point

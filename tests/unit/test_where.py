@@ -176,7 +176,7 @@ def test_a_site_is_named_only_above_the_floor_of_the_cells_run() -> None:
 def test_a_sites_rate_is_written_as_the_verdicts_is() -> None:
     """Issue 79 item 13: the where line wrote `+0.2 KiB/call` beside the verdict's
     `+216 B/call`: a rate under 1 KiB a call is said in bytes everywhere (SMALL_RATE)."""
-    from harness.analysis.trends import rate_words
+    from harness.analysis.records import rate_words
 
     w = parse_where(record(calls=300, heap=heap((300 * 216, at(NEW_LIB, 817)))))
     assert summary(w, SCEN)[0].startswith(f"heap: {rate_words(216.0)} at"), summary(w, SCEN)

@@ -13,8 +13,7 @@ import pytest
 from pluginkit import run_plugin
 from resultkit import as_result
 
-from harness.analysis.where import one_time
-from harness.analysis.whererecord import Site, Where
+from harness.analysis.where import Site, Where, one_time
 from harness.api.where import _lines
 
 pytest_plugins = ["pytester"]

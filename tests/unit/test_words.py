@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.report import MarkdownReporter, Report
 from harness.report.issue import IssueReporter
 from harness.result.words import cell_text

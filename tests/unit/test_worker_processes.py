@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fakeruntime import Behaviour
 
+from harness.analysis.records import LiveDecision
 from harness.analysis.sequential import LiveDecider
-from harness.analysis.trends import LiveDecision
 from harness.protocol.ingest import SeriesReader
 from harness.thresholds import AnalysisConfig
 

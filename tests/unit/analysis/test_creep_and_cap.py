@@ -15,9 +15,8 @@ import pytest
 
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.facts import CAP_MARGIN, Facts, capped_at
-from harness.analysis.growth import memory_trend, trend_and_fill
-from harness.analysis.rules import Evidence, first_rule
-from harness.analysis.trendrules import CREEP_MARGIN
+from harness.analysis.memory import memory_trend, trend_and_fill
+from harness.analysis.rules import CREEP_MARGIN, Evidence, first_rule
 from harness.protocol.ingest import Series, parse_lines
 from harness.thresholds import AnalysisConfig
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.devices import device_kind
+from harness.analysis.facts import device_kind
 
 GPU = ["cuda", "cuda:1", "GPU", "/device:GPU:0", "/GPU:0",
        "/job:localhost/replica:0/task:0/device:GPU:0",          # TensorFlow

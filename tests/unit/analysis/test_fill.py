@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.decision import CellFacts, decide, within_run
-from harness.analysis.growth import FILL_RERUN, fill_check
+from harness.analysis.memory import FILL_RERUN, fill_check
 from harness.analysis.sequential import LiveDecider
 from harness.protocol.ingest import Record, Series, parse_lines, read_samples
 from harness.runtimes.base import RunOutcome

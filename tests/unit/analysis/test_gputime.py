@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.contention import (
+from harness.analysis.decision import within_run
+from harness.analysis.records import GpuTime, Round
+from harness.analysis.stepreading import (
     at_one_speed,
     gpu_time,
     reason_names,
@@ -19,8 +21,6 @@ from harness.analysis.contention import (
     slowdown_label,
     sm_clocks,
 )
-from harness.analysis.decision import within_run
-from harness.analysis.records import GpuTime, Round
 from harness.protocol.ingest import Series, parse_lines, read_samples
 from harness.result.codec import decode, encode
 from harness.runtimes.base import RunOutcome

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.analysis.growth import FILL_RERUN, bin_medians, memory_trend
+from harness.analysis.memory import FILL_RERUN, bin_medians, memory_trend
 from harness.analysis.stepreading import step_trend
 from harness.thresholds import AnalysisConfig
 
@@ -330,7 +330,7 @@ def test_a_leaks_total_agrees_with_its_rate_beside_one_high_reading() -> None:
     highest single reading over the first, one reading far above the line made it; it
     is the first readings' level to the last's, which the rate times the calls gives."""
     from harness.analysis.memory import leak_reason
-    from harness.analysis.trends import MemoryTrend
+    from harness.analysis.records import MemoryTrend
 
     calls, rate = 424_930, 8.0
     t = MemoryTrend("heap", 40, rate, rate - 0.5, rate + 0.5, rate * calls, rate, rate - 1,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.memory import leak_reason
+from harness.analysis.records import MemoryTrend
 from harness.analysis.rules import HEAP_HOLDS, leaking
-from harness.analysis.trends import MemoryTrend
 
 
 def trend(source: str, slope: float) -> MemoryTrend:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.analysis.decision import RunReading, verdict_of
 from harness.analysis.facts import Facts
 from harness.analysis.memory import MemoryReading, Reading
+from harness.analysis.records import MemoryKind, MemoryTrend, StepTrend
 from harness.analysis.rules import Evidence, first_rule
-from harness.analysis.trends import MemoryKind, MemoryTrend, StepTrend
-from harness.analysis.verdict import RunReading, verdict_of
 from harness.protocol.series import Series
 
 SLOWER = "late steps 1.35x early (p=0); CPU time per step 1.16x (CPU-bound)"

@@ -15,8 +15,8 @@ from seriesgen import Shape, shapes
 
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.memory import memory_reading
+from harness.analysis.rules import steady_above_trend
 from harness.analysis.sequential import LiveDecider, decided
-from harness.analysis.trendrules import steady_above_trend
 from harness.protocol.ingest import Record
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome

@@ -20,6 +20,13 @@ from test_verdict import series
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.facts import Facts
 from harness.analysis.kinds import KINDS
+from harness.analysis.records import (
+    Baseline,
+    Confirmation,
+    MemoryTrend,
+    PeakComparison,
+    StepComparison,
+)
 from harness.analysis.rules import (
     MEMORY_RULES,
     RULE_IDS,
@@ -29,8 +36,6 @@ from harness.analysis.rules import (
     memory_rule,
     why,
 )
-from harness.analysis.trends import MemoryTrend
-from harness.analysis.vsbaseline import Baseline, Confirmation, PeakComparison, StepComparison
 from harness.cli import main
 from harness.result.codec import decode, encode
 from harness.runtimes.base import RunOutcome
@@ -161,7 +166,7 @@ def test_why_on_a_slowdown_cell_shows_the_slowdown_rule_fired(
     assert [line for line in said if ": fired" in line] == [
         line for line in said if line.startswith(f"{RULE_IDS.index('slowdown') + 1}. slowdown:")]
     assert "steps: late steps" in out and "note:" not in out
-    # AND the rule of its step times that made the slowdown (`steprules.STEP_RULES`)
+    # AND the rule of its step times that made the slowdown (`rules.STEP_RULES`)
     assert "step times: rule steps-slowdown: slowdown" in out, out
 
 

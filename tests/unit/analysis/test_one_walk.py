@@ -25,7 +25,7 @@ COUNTED = {"memory_reading": memory.memory_reading, "decide": decision.decide}
 @pytest.fixture
 def entered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How often each counted function was entered, through any module's name for it."""
-    import harness.analysis.verdict
+    import harness.analysis.decision
     import harness.sweeping.measure
     import harness.sweeping.settle  # noqa: F401
 

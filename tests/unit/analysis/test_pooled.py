@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.analysis.pooled import compare_peaks, compare_steps
+from harness.analysis.baseline import compare_peaks, compare_steps
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()

@@ -40,7 +40,7 @@ def test_fixed_multidict_is_ok() -> None:
 
 # ort_fixed's heap grows +33 B/call (CI +23..+50) over its 1,000 calls, but at 2.6 ms a
 # call telling it from a cache would take ~22,600 calls, a minute: past what a creep
-# may ask (`growth.CREEP_MAX_S`), so it reads `ok` with the floor it reached.
+# may ask (`memory.CREEP_MAX_S`), so it reads `ok` with the floor it reached.
 @pytest.mark.parametrize("name", ["2.21.0.cpu.tfdata_py_function", "latest.cpu.resize_cv2",
                                   "latest.cpu.ort_fixed"])
 def test_stable_real_series_are_not_leaks(name: str) -> None:

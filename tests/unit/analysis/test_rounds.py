@@ -6,9 +6,7 @@ import dataclasses
 
 import pytest
 
-from harness.analysis.baselinerules import unsettled
-from harness.analysis.records import Direction
-from harness.analysis.rounds import (
+from harness.analysis.baseline import (
     Round,
     at_one_speed,
     busy_reason,
@@ -16,6 +14,8 @@ from harness.analysis.rounds import (
     settled,
     speed_reason,
 )
+from harness.analysis.records import Direction
+from harness.analysis.rules import unsettled
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
@@ -88,7 +88,7 @@ def test_new_thresholds_are_range_checked(field: str) -> None:
 
 
 def test_cpu_work_is_put_at_one_cpu_speed_but_waits_are_not() -> None:
-    from harness.analysis.contention import RunStat, speed_scaled
+    from harness.analysis.stepreading import RunStat, speed_scaled
 
     # GIVEN the same CPU-bound step, the suspect run on a CPU 1.5x slower (canary too)
     b, o, speed = speed_scaled(RunStat(0.001, 0.001, 10e-6, 100.0, 0.0),
@@ -105,7 +105,7 @@ def test_cpu_work_is_put_at_one_cpu_speed_but_waits_are_not() -> None:
 def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
     import json
 
-    from harness.analysis.contention import run_stat
+    from harness.analysis.stepreading import run_stat
     from harness.protocol.ingest import parse_lines
 
     recs = [{"type": "header", "schema": 1}] + [
@@ -123,7 +123,7 @@ def test_run_stat_takes_run_queue_delay_out_per_interval() -> None:
 def test_busy_share_counts_worker_threads_queueing() -> None:
     import json
 
-    from harness.analysis.contention import busy_share
+    from harness.analysis.stepreading import busy_share
     from harness.protocol.ingest import parse_lines
 
     # GIVEN the stepping thread never queued, but all threads together spent 60 % of
@@ -178,7 +178,7 @@ def test_a_mostly_sleeping_step_is_not_called_busy() -> None:
     busier host left out as busy round after round — though the step time moved 0.4 %."""
     import json
 
-    from harness.analysis.contention import busy_share
+    from harness.analysis.stepreading import busy_share
     from harness.protocol.ingest import parse_lines
 
     recs = [{"type": "header", "schema": 1}] + [
@@ -205,7 +205,7 @@ def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
     from scipy import stats
 
     code = ("import sys\nfrom harness.thresholds import AnalysisConfig\n"
-            "from harness.analysis.rounds import Round, decide_rounds\n"
+            "from harness.analysis.baseline import Round, decide_rounds\n"
             "r = [Round(k, 1.0, o, 0.0, None, None) for k, o in "
             "enumerate((1.31, 1.30, 1.33), 1)]\n"
             "decide_rounds(r, 'slower', AnalysisConfig())\n"
@@ -224,7 +224,7 @@ def test_the_interval_is_student_t_s_without_importing_scipy_stats() -> None:
 
 
 def test_rounds_whose_runs_ran_at_cpu_speeds_far_apart_are_left_out() -> None:
-    from harness.analysis.contention import RunStat
+    from harness.analysis.stepreading import RunStat
 
     # GIVEN cbor2 5.9.0 against 5.5.1 (a 128 KiB decode, bound by memory, not by the
     # CPU), three rounds as a busy 2-core host ran them: per run the median step net
@@ -280,8 +280,8 @@ def test_a_busy_round_counts_where_cpu_time_per_step_agrees_with_the_wall_clock(
     which holds no waiting, reads the change on the same side of `min_ratio` as the
     wall clock net of the run-queue delay; a change seen only by the wall clock (a wait
     that load can make) is still left out."""
-    from harness.analysis.contention import RunStat
-    from harness.analysis.rounds import judged
+    from harness.analysis.baseline import judged
+    from harness.analysis.stepreading import RunStat
 
     def stat(net_ms: float, cpu_ms: float) -> RunStat:
         return RunStat(net_ms * 1e-3, cpu_ms * 1e-3)

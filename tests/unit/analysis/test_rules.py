@@ -11,8 +11,7 @@ from fakeruntime import Behaviour
 from sweepkit import FakeSweep
 
 from harness.analysis.kinds import BAD
-from harness.analysis.ruledocs import doc_with_rules
-from harness.analysis.rules import RULE_IDS, RULES
+from harness.analysis.rules import RULE_IDS, RULES, doc_with_rules
 from harness.cli import main
 from harness.thresholds import AnalysisConfig
 
@@ -25,7 +24,7 @@ def test_docs_verdicts_md_lists_the_rules_of_the_table() -> None:
     text = DOC.read_text()
     assert text == doc_with_rules(text, defaults), (
         "docs/verdicts.md's table of rules differs from analysis.rules.RULES\n"
-        "fix: python3 -m harness.analysis.ruledocs docs/verdicts.md")
+        "fix: python3 -m harness.analysis.rules docs/verdicts.md")
 
 
 def test_rules_are_named_once_and_read_only_analysis_settings() -> None:
@@ -72,8 +71,8 @@ def test_every_rule_has_its_words_in_one_place() -> None:
     # verdict_of words the rule that fired from `WORDS`, keyed by the rule's id: every
     # rule a run alone can fire has words there, and the rest are worded where their
     # facts are; no rule has both, none neither (issue 61 point 5)
+    from harness.analysis.decision import WORDED_ELSEWHERE, WORDS
     from harness.analysis.rules import RULE_IDS
-    from harness.analysis.verdict import WORDED_ELSEWHERE, WORDS
 
     assert not set(WORDS) & WORDED_ELSEWHERE
     assert set(WORDS) | WORDED_ELSEWHERE == set(RULE_IDS)

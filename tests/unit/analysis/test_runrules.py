@@ -1,5 +1,5 @@
 """The rules of a run's course in the one table (issue 61 point 6): when a live look
-stops a run and whether a confirmation round counts are rules (`analysis.runrules`), the
+stops a run and whether a confirmation round counts are rules (`analysis.rules`), the
 first that fires decides, its id is kept and `--why` names it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from fakeruntime import Behaviour
 from sweepkit import FakeSweep
 
-from harness.analysis.runrules import (
+from harness.analysis.rules import (
     COUNTS,
     LEFT_OUT,
     LIVE_RULES,
@@ -19,8 +19,8 @@ from harness.analysis.runrules import (
     STOP_OK,
     LiveEvidence,
     RoundEvidence,
+    first_of,
 )
-from harness.analysis.table import first_of
 from harness.cli import main
 from harness.thresholds import AnalysisConfig
 
@@ -94,7 +94,7 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
     assert main(["report", str(run.root), "--why", res.id]) == 1
     out = capsys.readouterr().out
     assert "round 1: rule round-busy-agrees: counts" in out, out
-    # and the rules of its step times (`steprules`, `baselinerules`) that decided
+    # and the rules of its step times (`rules.STEP_RULES`, `rules.POOLED_RULES`, ...) that decided
     assert "step times: rule steps-flat: flat" in out, out
     assert "vs v1, pooled steps: rule pooled-slower: slower" in out, out
     assert "vs v1: rule doubt-suspected: doubt: rounds" in out, out
@@ -103,14 +103,14 @@ def test_why_names_the_rule_of_each_round(fake_sweep: FakeSweep,
 
 
 def _rerun(**kw: object) -> str:
-    from harness.analysis.runrules import RerunEvidence, rerun_rule
+    from harness.analysis.rules import RerunEvidence, rerun_rule
 
     defaults: dict[str, object] = {"undecided": True}
     return rerun_rule(RerunEvidence(**{**defaults, **kw}))[0].id  # type: ignore[arg-type]
 
 
 def test_the_re_runs_rules_in_order() -> None:
-    from harness.analysis.runrules import AGAIN, RERUN_RULES, STANDS
+    from harness.analysis.rules import AGAIN, RERUN_RULES, STANDS
 
     assert _rerun(undecided=False, spent=True) == "rerun-decided"
     assert _rerun(spent=True, script=True) == "rerun-spent"

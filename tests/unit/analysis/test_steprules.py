@@ -1,17 +1,24 @@
 """The step times' and the baseline comparison's decisions are rules of tables (issue 61
-item 5): `steprules` (a run's step trend, the load beside a slowdown) and
-`baselinerules` (the pooled steps' and peak's directions, the doubt that runs rounds,
-what they confirm, whether they settle it or leave it unanswered, a peak regression),
-each rule once, reading settings, the first that fires deciding."""
+item 5): `rules.STEP_RULES` and `rules.LOAD_RULES` (a run's step trend, the load beside
+a slowdown) and the baseline's tables of `rules` (the pooled steps' and peak's
+directions, the doubt that runs rounds, what they confirm, whether they settle it or
+leave it unanswered, a peak regression), each rule once, reading settings, the first
+that fires deciding."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from harness.analysis import baselinerules as b
-from harness.analysis.ruledocs import DOC_TABLES
-from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence, StepEvidence, rose
-from harness.analysis.table import first_of
+from harness.analysis import rules as b
+from harness.analysis.rules import (
+    LOAD_RULES,
+    STEP_RULES,
+    TABLES,
+    LoadEvidence,
+    StepEvidence,
+    first_of,
+    rose,
+)
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
@@ -21,10 +28,11 @@ FLOORED = AnalysisConfig(step_floor_s=1e-5)
 
 def test_every_table_names_each_rule_once_and_reads_only_settings() -> None:
     names = {f.name for f in dataclasses.fields(AnalysisConfig)}
-    ids = [r.id for _, _, table, _ in DOC_TABLES for r in table]
+    # (the verdict's own table, `RULES`, shares some ids with the others: its own test)
+    ids = [r.id for t in TABLES if t.key != "verdict" for r in t.rules]
     assert len(ids) == len(set(ids)), ids
-    for _, _, table, _ in DOC_TABLES:
-        for rule in table:
+    for t in TABLES:
+        for rule in t.rules:
             assert set(rule.thresholds) <= names, rule.id
 
 
@@ -81,7 +89,8 @@ def test_against_the_baseline_in_order() -> None:
 
 def test_the_rounds_in_order() -> None:
     slower = b.ConfirmEvidence(CFG, (1.5, 1.6), 1.3, 1.8, 1e-3)
-    assert first_of(dataclasses.replace(slower, ratios=(1.5,)), b.CONFIRM_RULES)[0].says == b.FEW
+    assert first_of(dataclasses.replace(slower, ratios=(1.5,)),
+                    b.CONFIRM_RULES)[0].says == b.FEW_ROUNDS
     assert first_of(dataclasses.replace(slower, diff_s=1e-7),
                     b.CONFIRM_RULES)[0].says == b.SLOWER
     assert first_of(dataclasses.replace(slower, cfg=FLOORED, diff_s=1e-7),

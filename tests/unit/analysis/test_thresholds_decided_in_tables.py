@@ -4,8 +4,7 @@ A comparison of an `AnalysisConfig` field (`cfg.min_ratio`, `cfg.live_floor_byte
 anywhere else decides beside the table, where `--why` cannot show it. A module that
 still compares one for a reason that decides nothing about a run is listed with how
 many comparisons it holds and why: a new comparison there, or one in any other module,
-fails this test until it moves into a table (`rules`, `runrules`, `trendrules`,
-`steprules`, `baselinerules`) or is listed here with its reason.
+fails this test until it moves into a table (`rules`) or is listed here with its reason.
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from pathlib import Path
 from harness.thresholds import AnalysisConfig
 
 ROOT = Path(__file__).resolve().parents[3] / "harness"
-TABLES = {"analysis/rules.py", "analysis/runrules.py", "analysis/trendrules.py",
-          "analysis/steprules.py", "analysis/baselinerules.py", "analysis/table.py",
-          "thresholds.py"}
+TABLES = {"analysis/rules.py", "thresholds.py"}
 # Modules that still compare a threshold, and why it is no decision about a run: the
 # length a command line asks for, refused as input before any cell runs.
 STILL = {
@@ -51,8 +48,7 @@ def test_thresholds_are_compared_in_the_tables_or_listed() -> None:
     more = {m: n for m, n in outside.items() if n > STILL.get(m, (0, ""))[0]}
     assert not more, (
         f"threshold comparisons outside the tables: {more}; move the decision into a "
-        "rule of a table module (harness/analysis/rules.py, runrules.py, trendrules.py, "
-        "steprules.py, baselinerules.py)")
+        "rule of a table (harness/analysis/rules.py)")
 
 
 def test_the_list_is_not_stale() -> None:
@@ -62,5 +58,5 @@ def test_the_list_is_not_stale() -> None:
 
 
 def test_the_memory_kind_compares_nothing_outside_its_table() -> None:
-    # growth.py fits slopes; trendrules decides what they mean.
-    assert compared_thresholds().get("analysis/growth.py", 0) == 0
+    # memory.py fits slopes; the rules decide what they mean.
+    assert compared_thresholds().get("analysis/memory.py", 0) == 0

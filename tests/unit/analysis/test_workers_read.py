@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.analysis.records import MemoryKind, MemoryTrend
 from harness.analysis.rules import Evidence, first_rule, memory_rule
-from harness.analysis.trends import MemoryKind, MemoryTrend
 
 
 def trend(source: str, kind: MemoryKind, n: int = 120, slope: float = 0.0,

@@ -1,4 +1,15 @@
-"""Confirm a between-cell change on interleaved rounds, never on pooled steps alone:
+"""A cell against its row's baseline cell: the pooled step times and peak memory, and
+the facts the verdict reads of them (`baseline_facts`, which
+`stages.compare.against_baseline` calls for a sweep and a re-analysis of a recorded
+sweep alike; where the facts leave a doubt, the sweep then runs the interleaved rounds
+it plans, a re-analysis recalls the recorded ones).
+
+Step times follow asv's rule: a change counts only when a two-sided Mann-Whitney U test
+gives p < `alpha` **and** the ratio of medians lies outside [1/min_ratio, min_ratio];
+otherwise the direction is "~". Peak memory is one number per cell, so there is no
+test: the ratio must pass `peak_min_ratio` and the difference `peak_floor_bytes`.
+
+A between-cell change is confirmed on interleaved rounds, never on pooled steps alone:
 baseline and suspect alternate (B S B S ...), each pair one round whose statistic is
 the ratio of their median step times. The change is confirmed when at least two rounds
 count (busy-host rounds and rounds at CPU speeds too far apart are left out: `judged`,
@@ -9,34 +20,172 @@ host's load look certain (p = 1e-50). asv's `--interleave-processes` is the same
 the per-round agreement and the busy-round exclusion are added. Looking after every
 round makes the interval optimistic; every round having to agree keeps a false
 confirmation rare. A busy round still counts where CPU time agrees with the wall clock:
-leaving every busy round out turned a 15x slowdown into no answer."""
+leaving every busy round out turned a 15x slowdown into no answer.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
-from harness.analysis.baselinerules import (
+from harness.analysis.ranktests import mannwhitneyu_p
+from harness.analysis.records import (
+    Baseline,
+    Confirmation,
+    Direction,
+    PeakComparison,
+    PeakDirection,
+    Round,
+    StepComparison,
+)
+from harness.analysis.rules import (
     CONFIRM_RULES,
-    FEW,
+    FEW_ROUNDS,
+    LEFT_OUT,
+    PEAK_RULES,
+    POOLED_RULES,
+    ROUND_RULES,
     SETTLED,
     SETTLED_RULES,
     ConfirmEvidence,
+    PeakEvidence,
+    PooledEvidence,
+    RoundEvidence,
     SettledEvidence,
+    busy_run,
+    first_of,
+    speeds_apart,
 )
-from harness.analysis.contention import RunStat, speed_scaled
-from harness.analysis.runrules import LEFT_OUT, ROUND_RULES, RoundEvidence, busy_run, speeds_apart
-from harness.analysis.table import first_of
-from harness.analysis.vsbaseline import Confirmation, Direction, Round
+from harness.analysis.stepreading import RunStat, busy_share, speed_scaled
+from harness.protocol.series import Series
 from harness.thresholds import AnalysisConfig
+
+
+def compare_steps(
+    base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
+) -> StepComparison:
+    """Compare the step times of a cell with those of the baseline cell.
+
+    Args:
+        base: Seconds per measured iteration of the baseline cell.
+        other: Seconds per measured iteration of the compared cell.
+        cfg: Supplies `alpha` and `min_ratio`.
+
+    Returns:
+        The ratio of medians, the p-value and the direction.
+
+    Raises:
+        ValueError: Either sample is empty, or the baseline median is not positive, so
+            no ratio exists.
+    """
+    b = np.asarray(base, dtype=np.float64)
+    o = np.asarray(other, dtype=np.float64)
+    if b.size == 0 or o.size == 0:
+        raise ValueError(
+            f"compare_steps: need step times on both sides, got {b.size} baseline and "
+            f"{o.size} compared; check that both cells ran measured iterations"
+        )
+    base_median = float(np.median(b))
+    if not base_median > 0.0:
+        raise ValueError(
+            f"compare_steps: baseline median step time is {base_median!r} s, so no ratio "
+            "exists; step times must be positive seconds"
+        )
+    ratio = float(np.median(o)) / base_median
+    p_value = mannwhitneyu_p(o, b, "two-sided")
+    rule, _ = first_of(PooledEvidence(cfg, p_value, ratio,
+                                         abs(float(np.median(o)) - base_median)), POOLED_RULES)
+    direction = cast(Direction, rule.says)
+    return StepComparison(ratio, p_value, direction, int(b.size), int(o.size), rule.id)
+
+
+def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
+    """Which threshold held a "~" pooled comparison back, in words: "p=0.31, not
+    significant", "within min_ratio 1.1" or "under the step floor": the rule of
+    `rules.POOLED_RULES` that fires on its p and ratio (a "~" comparison that
+    passed both was held back by the floor)."""
+    rule, _ = first_of(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0), POOLED_RULES)
+    if rule.id == "pooled-unsure":
+        return f"not significant at alpha {cfg.alpha:g}"
+    if rule.id == "pooled-within":
+        return f"within min_ratio {cfg.min_ratio:g}"
+    return f"the medians differ by less than the step floor ({cfg.step_floor_s * 1e6:g} µs)"
+
+
+def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
+    """Compare the peak memory of a cell with that of the baseline cell.
+
+    Args:
+        base_peak: Peak bytes of the baseline cell.
+        other_peak: Peak bytes of the compared cell.
+        cfg: Supplies `peak_min_ratio` and `peak_floor_bytes`.
+
+    Returns:
+        The ratio and the direction.
+
+    Raises:
+        ValueError: The baseline peak is not a positive finite number, or the other
+            peak is negative or not finite.
+    """
+    if not (np.isfinite(base_peak) and base_peak > 0.0):
+        raise ValueError(
+            f"compare_peaks: baseline peak is {base_peak!r} bytes; it must be positive "
+            "(was the baseline's memory sampled?)"
+        )
+    if not (np.isfinite(other_peak) and other_peak >= 0.0):
+        raise ValueError(f"compare_peaks: compared peak is {other_peak!r} bytes; it must be >= 0")
+    ratio = float(other_peak) / float(base_peak)
+    rule, _ = first_of(PeakEvidence(cfg, ratio, abs(other_peak - base_peak)), PEAK_RULES)
+    return PeakComparison(ratio, cast(PeakDirection, rule.says), rule.id)
+
+
+def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
+                        times: np.ndarray, peak: float | None,
+                        cfg: AnalysisConfig) -> tuple[StepComparison | None, PeakComparison | None]:
+    """A cell's step times and peak against its baseline's, each None where there is
+    nothing to compare (no step times, no peak, a zero median)."""
+    try:
+        steps = compare_steps(base_times, times, cfg) if len(base_times) and len(times) else None
+    except ValueError:  # a zero median: nothing to compare
+        steps = None
+    try:
+        peaks = compare_peaks(base_peak, peak, cfg) if base_peak and peak else None
+    except ValueError:
+        peaks = None
+    return steps, peaks
+
+
+def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str,
+                   rounds: int, *, good: bool) -> Baseline:
+    """Pooled step times, peaks and CPU times of `series` against its baseline's, and
+    (for a cell good within its run) how busy the host was for either.
+
+    Args:
+        label: The baseline image's label, as reasons name it.
+        rounds: The confirmation rounds the cell's settings ask for.
+        good: The cell's within-run verdict is good (only then do rounds matter).
+    """
+    steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peaks.get("rss"),
+                                       series.cols.steps, series.cols.peaks.get("rss"), cfg)
+    cpu = None
+    base_cpu, cell_cpu = base.cols.cpu, series.cols.cpu
+    if base_cpu is not None and cell_cpu is not None:
+        cpu, _ = compare_to_baseline(base_cpu, None, cell_cpu, None, cfg)
+    facts = Baseline(label, steps, peaks, cpu, rounds=rounds)
+    if good:
+        busy = max(busy_share(base) or 0.0, busy_share(series) or 0.0)
+        facts = dataclasses.replace(facts, busy=busy)
+    return facts
 
 
 def busy_reason(base_busy: float | None, other_busy: float | None,
                 cfg: AnalysisConfig) -> str | None:
     """Why a round ran on a busy host, or None when neither run did: either run waited
-    for a CPU `busy_share` of its step time or more (`runrules.busy_run`)."""
+    for a CPU `busy_share` of its step time or more (`rules.busy_run`)."""
     return busy_run(RoundEvidence(cfg, busy=(("baseline", base_busy),
                                              ("suspect", other_busy))))
 
@@ -52,7 +201,7 @@ def speed_reason(plain: float, scaled: float, speed: float | None,
 
 def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
                  ) -> tuple[float, float, float | None, str | None]:
-    """A round's two runs at one CPU speed (`contention.speed_scaled`): both step times,
+    """A round's two runs at one CPU speed (`stepreading.speed_scaled`): both step times,
     the suspect's speed over the baseline's, and why the speeds leave the round out
     (`speed_reason`), as a sweep's rounds and a saved run's both read them."""
     b_s, o_s, speed = speed_scaled(base, other)
@@ -85,14 +234,14 @@ class Judged(NamedTuple):
     cpu: float | None           # the CPU-time ratio (`cpu_ratio`)
     left_out: str | None        # why the round does not count; None: it counts
     note: str                   # a busy round that counts: why it does
-    rule: str = ""              # the rule of `runrules.ROUND_RULES` that decided
+    rule: str = ""              # the rule of `rules.ROUND_RULES` that decided
 
 
 def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
            other_busy: float | None, cfg: AnalysisConfig, failed: str = "") -> Judged:
     """A round as it counts: both step times at one CPU speed (`at_one_speed`), the
     suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and the
-    first rule of `runrules.ROUND_RULES` that fires on it (a failed run; CPU speeds
+    first rule of `rules.ROUND_RULES` that fires on it (a failed run; CPU speeds
     apart; a busy host, unless CPU time per step agrees with the wall clock)."""
     b_s, o_s, speed, cpu = 0.0, 0.0, None, None
     plain = scaled = math.nan
@@ -113,7 +262,7 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
     """Whether more rounds could change the answer (a sequential rule, looked at after
-    every round once two are usable): the rule of `baselinerules.SETTLED_RULES` that
+    every round once two are usable): the rule of `rules.SETTLED_RULES` that
     fires on the rounds so far.
 
     The rounds answer one question: is the suspect slower than the baseline by
@@ -153,7 +302,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
             f"round {r.index} ({r.excluded or 'no step times'})" for r in left_out)
     ids = [r.index for r in usable]
     few, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable]), CONFIRM_RULES)
-    if few.says == FEW:
+    if few.says == FEW_ROUNDS:
         return Confirmation(suspected, "~", math.nan, math.nan, math.nan, ids,
                             f"not confirmed: {len(usable)} usable round(s) of {len(rounds)}, "
                             f"2 needed{note}", list(rounds), rule=few.id)
