@@ -17,10 +17,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_ERROR = 2000
 
 
-# attribution.py and its parts; their names leave sys.modules once imported, as the
-# agent's own do (agent.py), so a scenario's module of the same name is its own.
-ATTRIBUTION_MODULES = ("attribution", "attr_frames", "attr_memory", "attr_time",
-                       "attr_workers")
+# attribution.py; its name leaves sys.modules once imported, as the agent's own do
+# (agent.py), so a scenario's module of the same name is its own.
+ATTRIBUTION_MODULES = ("attribution",)
 
 
 def _import_attribution():
