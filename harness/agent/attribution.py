@@ -816,7 +816,7 @@ POLL_S = 0.02
 WAIT_S = 20.0                           # the most the agent waits for its children's sites
 START_WAIT_S = 2.0                      # ... and for them to start tracing
 
-# A new interpreter's first import: loads this file by its path (as hooks.py loads this
+# A new interpreter's first import: loads this file by its path (as loop.py loads this
 # module, never by a name a scenario may have), then the sitecustomize this
 # one stands before, if any.
 BOOTSTRAP = '''"""harness: heap attribution in a worker process (written by the agent)."""

@@ -65,7 +65,7 @@ class Stepper(object):
     stretches wall time only; read at sample points, not per step, as it is a syscall)
     and the contention the stepping thread met (readers.Contention).
 
-    With --attribute, `att` (hooks.Attribution) hears of the measured phase: its start,
+    With --attribute, `att` (loop.Attribution) hears of the measured phase: its start,
     each sample point (at_sample counts as the sample's cost) and its end.
     """
 
