@@ -15,18 +15,17 @@ stopped_early. With --attribute KINDS, one "where" record (what the sibling modu
 attribution found in the measured phase) comes just before the end record.
 
 Each step sample also carries what the host took from the stepping thread in that
-interval (contention.py): run-queue delay `rq_s`, involuntary context switches `ivcs`,
+interval (readers.Contention): run-queue delay `rq_s`, involuntary context switches `ivcs`,
 its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the
 run-queue delay and run time summed over all the process's threads
 `rq_all_s`/`run_all_s`, and `ref_s`, the time of a fixed canary loop (the CPU's speed
 now). Where NVML answers, step samples also carry the device's utilization `gpu_util`
-(percent), SM clock `sm_mhz` and clock-event reasons `clk_reasons` (nvml.Nvml.activity).
+(percent), SM clock `sm_mhz` and clock-event reasons `clk_reasons` (readers.Nvml.activity).
 
 The parts, each a module beside this one: agent.py (arguments, header, main), loop.py
-(the run and its end record), stepper.py (a phase's steps and sample points),
-writer.py (records as JSON lines, sample records), readers.py (memory, threads, fds),
-contention.py, hooks.py (--attribute), scenariofile.py, nvml.py, fields.py (the
-protocol's field names).
+(the run, its end record and the --attribute hooks), stepper.py (a phase's steps and
+sample points), writer.py (records as JSON lines, sample records), readers.py (memory,
+threads, fds, contention, NVML), scenariofile.py, fields.py (the protocol's field names).
 """
 import os
 import platform
@@ -43,7 +42,7 @@ import time
 # and is set again for it): the next agent of this Python reads them, not compiling
 # them again (~15 ms a start for an interpreter no other process compiled them for).
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_PARTS = ("fields", "readers", "contention", "writer", "scenariofile", "hooks", "stepper",
+_PARTS = ("fields", "readers", "writer", "scenariofile", "stepper",
           "output", "watchdog", "loop")
 _NO_PYC = sys.dont_write_bytecode
 sys.path.insert(0, _HERE)

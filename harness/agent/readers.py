@@ -1,11 +1,22 @@
-"""What the agent reads of this process: memory (statm, smaps_rollup, cgroup, glibc heap),
-threads and open file descriptors; and the USS of the processes it started (a
-multiprocessing pool's, a DataLoader's workers). Stdlib only, Python 3.6+."""
+"""What the agent reads: of this process, memory (statm, smaps_rollup, cgroup, glibc
+heap), threads and open file descriptors, and the USS of the processes it started (a
+multiprocessing pool's, a DataLoader's workers); the contention the stepping thread
+meets: its run-queue delay, involuntary switches and time on a CPU, the cgroup's
+throttling (class Contention), the run-queue delay and run time of all the process's
+threads (class AllThreads), and a canary loop timing the CPU's speed now; and the GPU,
+through NVML by ctypes (libnvidia-ml.so.1: class Nvml). Stdlib only, Python 3.6+.
+
+`python readers.py [LIB]` prints NVML's summary as JSON (a probe for `harness doctor`).
+"""
 import ctypes
 import errno
+import json
 import os
+import sys
 import threading
 import time
+
+import fields
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -329,3 +340,491 @@ class Heap(object):
         if self.func == "mallinfo":
             value &= 0xFFFFFFFF
         return value
+
+
+# ---------------------------------------------------------------- contention
+# Contention members by name: True for a count (an integer), False for seconds.
+COUNTS = dict(fields.CONTENTION)
+
+
+class Contention(object):
+    """Cumulative contention counters of the stepping thread and its cgroup.
+
+    Run-queue delay (schedstat field 2: ns runnable but not running) and involuntary
+    context switches belong to the thread that reads them: create and read this on the
+    stepping thread. The cgroup's CPU throttling comes from cpu.stat (v2 throttled_usec,
+    v1 throttled_time in ns). A host busy with other work shows as run-queue delay; a
+    step that waits (sleep, lock, device) shows none, so the host can tell them apart.
+    """
+
+    def __init__(self):
+        self.sched = ProcFile("/proc/thread-self/schedstat")
+        if self.sched.fd is None:
+            # Linux < 3.17: the main thread's task id is the process id.
+            self.sched = ProcFile("/proc/self/task/%d/schedstat" % os.getpid())
+        self.status = ProcFile("/proc/thread-self/status")
+        self.cpu_stat, self.throttle_scale = cpu_stat_reader()
+
+    def read(self):
+        """(run-queue delay s, involuntary switches, (throttled s, nr_throttled), time on
+        CPU s); None for any counter this kernel or cgroup does not offer."""
+        rq = None
+        text = self.sched.read(128)
+        on = None
+        if text:
+            try:
+                on, rq = [int(x) / 1e9 for x in text.split()[:2]]
+            except (ValueError, IndexError):
+                on = rq = None
+        return rq, self._nivcsw(), self._throttled(), on
+
+    def queued(self):
+        """The stepping thread's run-queue delay so far (s), or None."""
+        text = self.sched.read(128)
+        try:
+            return int(text.split()[1]) / 1e9 if text else None
+        except (ValueError, IndexError):
+            return None
+
+    def _nivcsw(self):
+        n = status_int(self.status.read(4096), "nonvoluntary_ctxt_switches:")
+        if n is not None:
+            return n
+        try:
+            import resource
+            return resource.getrusage(getattr(resource, "RUSAGE_THREAD", 1)).ru_nivcsw
+        except (ImportError, OSError, ValueError):
+            return None
+
+    def _throttled(self):
+        if self.cpu_stat is None:
+            return None, None
+        text = self.cpu_stat.read(1024)
+        seconds = count = None
+        for line in (text or "").splitlines():
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            try:
+                if parts[0] in ("throttled_usec", "throttled_time"):
+                    seconds = int(parts[1]) * self.throttle_scale
+                elif parts[0] == "nr_throttled":
+                    count = int(parts[1])
+            except ValueError:
+                pass
+        return seconds, count
+
+    @staticmethod
+    def canary(clock):
+        """Seconds a fixed 1000-iteration loop takes now (~10-20 us): the CPU's speed
+        at this moment. A busy hyperthread sibling or a lower clock slows every process
+        by up to 1.5x with no run-queue delay at all; this is how the host sees it.
+
+        The loop runs twice and the faster counts: run once, right after a step that
+        went through MiBs of data, it read the caches the step left cold (urllib3's
+        gzip reads: 14-15 us against 10-11 us warm, werkzeug's multipart parse
+        +10-23 %), and the step's time put at one CPU speed came out that much
+        faster, the most for the slowest release of a pair."""
+        took = []
+        for _attempt in (0, 1):
+            t = clock()
+            for _ in range(1000):
+                pass
+            took.append(clock() - t)
+        return min(took)
+
+    @staticmethod
+    def delta(now, last, ref=None):
+        """Per-interval differences of two read() results, as sample members: seconds
+        rounded to the ns, counts as integers (fields.CONTENTION says which is which)."""
+        out = {} if ref is None else {"ref_s": round(ref, 9)}
+        (ts, tn), (ls, ln) = now[2], last[2]
+        for name, a, b in (("rq_s", now[0], last[0]), ("ivcs", now[1], last[1]),
+                           ("on_s", now[3], last[3]), ("thr_s", ts, ls), ("thr_n", tn, ln)):
+            if a is not None and b is not None:
+                out[name] = a - b if COUNTS[name] else round(a - b, 9)
+        return out
+
+
+class AllThreads(object):
+    """Run time and run-queue delay summed over every thread of the process, per call.
+
+    A framework's worker threads (TF's intra-op pool, BLAS) do the step's work while the
+    stepping thread waits on them: their queueing is the step's contention too. Files
+    stay open and the thread list is re-read at most every REFRESH s; a thread counts
+    from its first reading, one that exited drops out.
+    """
+
+    REFRESH = 1.0
+
+    def __init__(self):
+        self.files = {}
+        self.last = {}
+        self.listed_at = None
+
+    def _list(self, now):
+        try:
+            tids = os.listdir("/proc/self/task")
+        except OSError:
+            return
+        self.listed_at = now
+        for tid in tids:
+            if tid not in self.files:
+                self.files[tid] = ProcFile("/proc/self/task/%s/schedstat" % tid)
+        for tid in [t for t in self.files if t not in tids]:
+            f = self.files.pop(tid)
+            self.last.pop(tid, None)
+            if f.fd is not None:
+                os.close(f.fd)
+
+    def interval(self, now):
+        """(run-queue delay s, run time s) of all threads since the last call."""
+        if self.listed_at is None or now - self.listed_at >= self.REFRESH:
+            self._list(now)
+        rq = run = 0
+        for tid, f in self.files.items():
+            text = f.read(128)
+            try:
+                on, wait = [int(x) for x in text.split()[:2]]
+            except (AttributeError, ValueError):
+                continue
+            prev = self.last.get(tid)
+            self.last[tid] = (on, wait)
+            if prev is not None:
+                run += on - prev[0]
+                rq += wait - prev[1]
+        return rq / 1e9, run / 1e9
+
+
+
+def cpu_stat_reader():
+    """(ProcFile of this process's cgroup cpu.stat, seconds per unit) or (None, None)."""
+    # Inside a container the cgroup namespace makes the own cgroup the mount's root.
+    candidates = cgroup_cpu_stats() + [
+        ("/sys/fs/cgroup/cpu.stat", 1e-6), ("/sys/fs/cgroup/cpu/cpu.stat", 1e-9),
+        ("/sys/fs/cgroup/cpu,cpuacct/cpu.stat", 1e-9)]
+    for path, scale in candidates:
+        if not os.path.exists(path):
+            continue
+        reader = ProcFile(path)
+        if "throttled" in (reader.read(1024) or ""):
+            return reader, scale
+    return None, None
+
+
+def cgroup_cpu_stats():
+    """[(path, seconds per unit)] of the cpu.stat files /proc/self/cgroup names (v2: usec,
+    v1: ns), up to its first malformed line."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            break
+        hid, ctrls, path = parts
+        stat = path.rstrip("/") + "/cpu.stat"
+        if hid == "0" and ctrls == "":
+            out.append(("/sys/fs/cgroup" + stat, 1e-6))
+        elif "cpu" in ctrls.split(","):
+            out += [(mount + stat, 1e-9) for mount in ("/sys/fs/cgroup/cpu",
+                                                      "/sys/fs/cgroup/cpu,cpuacct")]
+    return out
+
+
+# ---------------------------------------------------------------- NVML through ctypes
+# Symbols, signatures and structs follow NVIDIA's NVML API reference (nvml.h):
+#   nvmlReturn_t nvmlInit_v2(void);  nvmlReturn_t nvmlShutdown(void);
+#   const char *nvmlErrorString(nvmlReturn_t);
+#   nvmlDeviceGetCount_v2(unsigned int *);
+#   nvmlDeviceGetHandleByIndex_v2(unsigned int, nvmlDevice_t *);
+#   nvmlDeviceGetName / nvmlDeviceGetUUID(nvmlDevice_t, char *, unsigned int);
+#   nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int *major, int *minor);
+#   nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t *)
+#       with nvmlMemory_t = {unsigned long long total, free, used};
+#   nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t, nvmlMemory_v2_t *)
+#       with nvmlMemory_v2_t = {unsigned int version; unsigned long long total, reserved,
+#       free, used} and version = sizeof(nvmlMemory_v2_t) | 2 << 24.
+# Since R510 drivers the v1 call counts the driver's reserved memory (a few hundred MiB
+# per GPU) as used, so an idle GPU looks held; `_v2` reports it apart and is used when the
+# library has it.
+#   nvmlSystemGetDriverVersion(char *, unsigned int);
+#   nvmlSystemGetCudaDriverVersion_v2(int *)   (1000 * major + 10 * minor).
+# What the device is doing (read per sample by `activity`; each optional, skipped where a
+# driver lacks it or answers NOT_SUPPORTED, never fatal):
+#   nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t *)
+#       with nvmlUtilization_t = {unsigned int gpu, memory} (percent of the driver's last
+#       sample period, 1/6 s to 1 s by product, in which a kernel ran);
+#   nvmlDeviceGetClockInfo(nvmlDevice_t, nvmlClockType_t, unsigned int *)  (MHz;
+#       NVML_CLOCK_SM = 1);
+#   nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long *)  (R535+;
+#       older drivers name it nvmlDeviceGetCurrentClocksThrottleReasons: same bits, 0x1
+#       GPU idle, 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal,
+#       0x80 HW power brake).
+# HARNESS_NVML_DEVICES (comma-separated NVML indices or UUIDs) restricts the readings to
+# the cell's GPUs where nothing else does (the local runtime: no container, every GPU of
+# the host is visible to NVML). nvmlDevice_t is an opaque pointer, kept as c_void_p. Inside a container NVML cannot map
+# its own PIDs (the PID namespace differs), so only device-level figures are used; the
+# harness runs one cell per GPU so that the device's figure is the cell's.
+NVML_SUCCESS = 0
+TEXT_SIZE = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE == NVML_DEVICE_UUID_V2_BUFFER_SIZE
+
+
+class _Memory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
+class _MemoryV2(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong),
+                ("reserved", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
+MEMORY_V2 = ctypes.sizeof(_MemoryV2) | (2 << 24)  # NVML_STRUCT_VERSION(Memory, 2)
+
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+NVML_CLOCK_SM = 1
+# The sample fields `activity` fills (the host's list: harness.protocol.ingest).
+ACTIVITY_FIELDS = ("gpu_util", "sm_mhz", "clk_reasons")
+
+_P = ctypes.POINTER
+_SIGNATURES = {
+    "nvmlInit_v2": [],
+    "nvmlShutdown": [],
+    "nvmlDeviceGetCount_v2": [_P(ctypes.c_uint)],
+    "nvmlDeviceGetHandleByIndex_v2": [ctypes.c_uint, _P(ctypes.c_void_p)],
+    "nvmlDeviceGetName": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint],
+    "nvmlDeviceGetUUID": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint],
+    "nvmlDeviceGetCudaComputeCapability": [ctypes.c_void_p, _P(ctypes.c_int),
+                                           _P(ctypes.c_int)],
+    "nvmlDeviceGetMemoryInfo": [ctypes.c_void_p, _P(_Memory)],
+    "nvmlSystemGetDriverVersion": [ctypes.c_char_p, ctypes.c_uint],
+}
+_OPTIONAL = {
+    "nvmlSystemGetCudaDriverVersion_v2": [_P(ctypes.c_int)],
+    "nvmlErrorString": [ctypes.c_int],
+    "nvmlDeviceGetMemoryInfo_v2": [ctypes.c_void_p, _P(_MemoryV2)],
+    "nvmlDeviceGetUtilizationRates": [ctypes.c_void_p, _P(_Utilization)],
+    "nvmlDeviceGetClockInfo": [ctypes.c_void_p, ctypes.c_int, _P(ctypes.c_uint)],
+    "nvmlDeviceGetCurrentClocksEventReasons": [ctypes.c_void_p, _P(ctypes.c_ulonglong)],
+    "nvmlDeviceGetCurrentClocksThrottleReasons": [ctypes.c_void_p, _P(ctypes.c_ulonglong)],
+}
+
+
+class Nvml(object):
+    """Device-level NVML readings; `available` is False with `reason` when absent."""
+
+    def __init__(self, libname="libnvidia-ml.so.1"):
+        self.available = False
+        self.reason = None
+        self.handles = []
+        self.indices = []          # NVML index of each handle (a subset when restricted)
+        self.memory_api = None
+        self._lib = None
+        self._fn = {}
+        try:
+            lib = ctypes.CDLL(libname)
+        except OSError as exc:
+            self.reason = "cannot load %s (%s): no NVIDIA driver in this container" % (
+                libname, exc)
+            return
+        try:
+            for name, argtypes in _SIGNATURES.items():
+                self._fn[name] = self._bind(lib, name, argtypes, ctypes.c_int)
+        except AttributeError as exc:
+            self.reason = "NVML symbol missing in %s: %s" % (libname, exc)
+            return
+        for name, argtypes in _OPTIONAL.items():
+            restype = ctypes.c_char_p if name == "nvmlErrorString" else ctypes.c_int
+            try:
+                self._fn[name] = self._bind(lib, name, argtypes, restype)
+            except AttributeError:
+                pass
+        rc = self._fn["nvmlInit_v2"]()
+        if rc != NVML_SUCCESS:
+            self.reason = "nvmlInit_v2 failed: %s" % self.error(rc)
+            return
+        count = ctypes.c_uint(0)
+        rc = self._fn["nvmlDeviceGetCount_v2"](ctypes.byref(count))
+        if rc != NVML_SUCCESS:
+            self.reason = "nvmlDeviceGetCount_v2 failed: %s" % self.error(rc)
+            self._fn["nvmlShutdown"]()
+            return
+        only = [x.strip() for x in os.environ.get("HARNESS_NVML_DEVICES", "").split(",")
+                if x.strip()]
+        for i in range(count.value):
+            handle = ctypes.c_void_p()
+            if self._fn["nvmlDeviceGetHandleByIndex_v2"](i, ctypes.byref(handle)) == 0:
+                if only and str(i) not in only and \
+                        self._text("nvmlDeviceGetUUID", handle) not in only:
+                    continue
+                self.handles.append(handle)
+                self.indices.append(i)
+        self._lib = lib
+        self.available = True
+        self.memory_api = "v2" if "nvmlDeviceGetMemoryInfo_v2" in self._fn else "v1"
+
+    @staticmethod
+    def _bind(lib, name, argtypes, restype):
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+        return fn
+
+    def error(self, rc):
+        """`Driver Not Loaded (9)`: NVML's own words for a return code."""
+        fn = self._fn.get("nvmlErrorString")
+        text = fn(rc) if fn is not None else None
+        return "%s (%d)" % (text.decode("utf-8", "replace") if text else "error", rc)
+
+    def _text(self, name, *args):
+        buf = ctypes.create_string_buffer(TEXT_SIZE)
+        if self._fn[name](*(args + (buf, TEXT_SIZE))) != NVML_SUCCESS:
+            return None
+        return buf.value.decode("utf-8", "replace")
+
+    def devices(self):
+        """[{index, name, uuid, cc: [major, minor], memory_total}] of the visible GPUs."""
+        out = []
+        if not self.available:
+            return out
+        for i, h in enumerate(self.handles):
+            major, minor = ctypes.c_int(0), ctypes.c_int(0)
+            cc = None
+            if self._fn["nvmlDeviceGetCudaComputeCapability"](
+                    h, ctypes.byref(major), ctypes.byref(minor)) == NVML_SUCCESS:
+                cc = [major.value, minor.value]
+            mem = self.memory_info(i)
+            out.append({"index": self.indices[i], "name": self._text("nvmlDeviceGetName", h),
+                        "uuid": self._text("nvmlDeviceGetUUID", h), "cc": cc,
+                        "memory_total": mem["total"] if mem else None,
+                        "memory_reserved": mem["reserved"] if mem else None,
+                        "memory_used": mem["used"] if mem else None,
+                        "memory_api": mem["api"] if mem else None})
+        return out
+
+    def driver(self):
+        """The kernel driver's version string, e.g. "535.129.03", or None."""
+        if not self.available:
+            return None
+        return self._text("nvmlSystemGetDriverVersion")
+
+    def cuda_driver(self):
+        """The newest CUDA version the driver supports, e.g. "12.2", or None."""
+        fn = self._fn.get("nvmlSystemGetCudaDriverVersion_v2")
+        if not self.available or fn is None:
+            return None
+        version = ctypes.c_int(0)
+        if fn(ctypes.byref(version)) != NVML_SUCCESS:
+            return None
+        return "%d.%d" % (version.value // 1000, (version.value % 1000) // 10)
+
+    def summary(self):
+        """The header's `gpu` block: devices, driver and the driver's CUDA version."""
+        return {"devices": self.devices(), "driver": self.driver(),
+                "cuda_driver": self.cuda_driver()}
+
+    def memory_info(self, index):
+        """{total, used, reserved, api} bytes of the index-th visible device, or None.
+
+        `_v2` first: `used` then excludes the driver's reservation (`reserved`); with
+        only v1 (drivers before R510, or a library without `_v2`) `reserved` is None and
+        `used` may include it.
+        """
+        if not self.available or index >= len(self.handles):
+            return None
+        fn = self._fn.get("nvmlDeviceGetMemoryInfo_v2")
+        if fn is not None:
+            mem2 = _MemoryV2()
+            mem2.version = MEMORY_V2
+            if fn(self.handles[index], ctypes.byref(mem2)) == NVML_SUCCESS:
+                return {"total": mem2.total, "used": mem2.used, "reserved": mem2.reserved,
+                        "api": "v2"}
+        mem = _Memory()
+        if self._fn["nvmlDeviceGetMemoryInfo"](self.handles[index],
+                                               ctypes.byref(mem)) != NVML_SUCCESS:
+            return None
+        return {"total": mem.total, "used": mem.used, "reserved": None, "api": "v1"}
+
+    def memory(self, index):
+        """(total, used) bytes of the index-th visible device, or None (used: v2 when
+        available, i.e. without the driver's reservation)."""
+        mem = self.memory_info(index)
+        return (mem["total"], mem["used"]) if mem else None
+
+    def used_by_device(self):
+        """[used bytes or None] per visible device."""
+        return [(m[1] if m else None) for m in map(self.memory, range(len(self.handles)))]
+
+    def used(self):
+        """Bytes used summed over the visible devices, or None."""
+        if not self.available or not self.handles:
+            return None
+        per = self.used_by_device()
+        return None if None in per else sum(per)
+
+    def _ask(self, name, index, *args):
+        """True when `name` answered for the index-th device; a function that fails
+        (NOT_SUPPORTED on this GPU, a driver without it) is not asked again."""
+        fn = self._fn.get(name)
+        if fn is None:
+            return False
+        if fn(self.handles[index], *args) == NVML_SUCCESS:
+            return True
+        self._fn.pop(name, None)
+        return False
+
+    def activity(self):
+        """What the visible devices did lately: {gpu_util: percent, sm_mhz: MHz,
+        clk_reasons: bitmask}, each key present only where NVML answered.
+
+        Over several devices: the highest utilization, the lowest SM clock and every
+        reason seen (a cell normally has one GPU). Costs one NVML call per function and
+        device (~10-50 us on a real GPU): the agent reads it at its step samples only.
+        """
+        out = {}
+        if not self.available or not self.handles:
+            return out
+        util = _Utilization()
+        clock = ctypes.c_uint(0)
+        bits = ctypes.c_ulonglong(0)
+        reasons = None
+        for i in range(len(self.handles)):
+            if self._ask("nvmlDeviceGetUtilizationRates", i, ctypes.byref(util)):
+                out["gpu_util"] = max(out.get("gpu_util", 0), int(util.gpu))
+            if self._ask("nvmlDeviceGetClockInfo", i, NVML_CLOCK_SM, ctypes.byref(clock)):
+                mhz = int(clock.value)
+                out["sm_mhz"] = min(out.get("sm_mhz", mhz), mhz)
+            for name in ("nvmlDeviceGetCurrentClocksEventReasons",
+                         "nvmlDeviceGetCurrentClocksThrottleReasons"):
+                if self._ask(name, i, ctypes.byref(bits)):
+                    reasons = (reasons or 0) | int(bits.value)
+                    break
+        if reasons is not None:
+            out["clk_reasons"] = reasons
+        return out
+
+    def close(self):
+        if self.available:
+            self._fn["nvmlShutdown"]()
+            self.available = False
+
+
+def main(argv):
+    nvml = Nvml(argv[1] if len(argv) > 1 else "libnvidia-ml.so.1")
+    out = nvml.summary() if nvml.available else {"reason": nvml.reason}
+    nvml.close()
+    sys.stdout.write(json.dumps(out, sort_keys=True) + "\n")
+    return 0 if "devices" in out else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -8,7 +8,7 @@ import os
 import time
 from array import array
 
-from contention import AllThreads, Contention
+from readers import AllThreads, Contention
 
 MIN_SAMPLES = 30
 BUDGET_SAMPLES = 400
@@ -63,9 +63,9 @@ class Stepper(object):
     MIN_SAMPLES samples. Each step sample carries the process CPU time of its interval
     (a real slowdown, more work, from a busy host, same work and less CPU: contention
     stretches wall time only; read at sample points, not per step, as it is a syscall)
-    and the contention the stepping thread met (contention.py).
+    and the contention the stepping thread met (readers.Contention).
 
-    With --attribute, `att` (hooks.Attribution) hears of the measured phase: its start,
+    With --attribute, `att` (loop.Attribution) hears of the measured phase: its start,
     each sample point (at_sample counts as the sample's cost) and its end.
     """
 

@@ -10,9 +10,8 @@ import threading
 import time
 from base64 import b64encode
 
-from readers import Heap, Readers, count_fds
+from readers import Heap, Nvml, Readers, count_fds
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
 # One encoder for every line (json.dumps with options makes a new one per call).
 _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
@@ -121,12 +120,7 @@ class Sampler(object):
         self.dt_cost = 0.0      # the last step sample's cost of its step times (estimated)
 
     def start_nvml(self):
-        sys.path.insert(0, _HERE)
-        try:
-            import nvml  # noqa: the agent's own sibling module
-            self.nvml = nvml.Nvml(os.environ.get("HARNESS_NVML_LIB", "libnvidia-ml.so.1"))
-        finally:
-            sys.path.pop(0)
+        self.nvml = Nvml(os.environ.get("HARNESS_NVML_LIB", "libnvidia-ml.so.1"))
 
     def snapshot(self, src, dt=None, force=False, cpu=None, extra=None, settle=False):
         """Write one sample: `dt` the step seconds since the last one, `cpu` the process

@@ -25,7 +25,7 @@ __all__ = ["Change", "OpTime", "Site", "Where", "changes", "diff", "named_above"
 Frame = tuple[str, int, str]               # file, line, function; innermost first
 Source = Callable[[str, int], str | None]  # (file's base name, line) -> the line's text
 # "workers": the heap's sites in the processes the step drives (the agent's heap kind
-# follows forks and spawns: attr_workers.py), added up over them.
+# follows forks and spawns: attribution.py), added up over them.
 MEMORY_PARTS = ("heap", "workers", "device", "native")
 
 

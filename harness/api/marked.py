@@ -27,7 +27,7 @@ from harness.api.run import check, warm_ahead, whole_budget
 from harness.api.scenario import unreachable
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
-from harness.protocol.tracebacks import frames
+from harness.protocol.ingest import frames
 from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
 from harness.pytestnames import LEAKS, PROPERTY, RAN_ON, RUNNING_ON, SAVED_DIR, TIME, TOOK, RunOn
 from harness.result.model import AgentError

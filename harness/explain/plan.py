@@ -53,7 +53,7 @@ TIMEOUT_FACTOR = 4
 DEADLINE_FACTOR = 10
 TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attribution_overhead)
 # Where time is attributed, the run is a time budget, as a sweep's is (its windows then
-# in time or in its least calls, the later: harness/agent/attr_frames.py): a fixed 300
+# in time or in its least calls, the later: harness/agent/attribution.py): a fixed 300
 # calls of an 18 µs step gave the stack sampler (200 a second) one or two samples. At
 # least the default budget, the cell's own where longer, and the calls a fixed run
 # would make (their time as the deadline allows, as before); the warm-up ends with its

@@ -89,7 +89,7 @@ def peaks(series: Series, runtime: str) -> dict[str, float]:
         peak = series.cols.peaks.get(key)
         if peak is not None and math.isfinite(peak):
             out[name] = peak
-    hwm = (series.end or {}).get("rss_hwm")    # an int where given (protocol.schema)
+    hwm = (series.end or {}).get("rss_hwm")    # an int where given (protocol.ingest)
     if hwm:
         out["rss"] = max(out.get("rss", 0.0), float(hwm))
         files = [float(s["rss"]) - float(s["rss_anon"]) for s in series.samples

@@ -74,7 +74,7 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
         EngineUnavailable: the probe container could not be created.
     """
     kwargs: dict[str, Any] = {
-        "command": [python, "/harness/agent/nvml.py"],
+        "command": [python, "/harness/agent/readers.py"],
         "device_requests": [device_request],
         "network_disabled": True, "network_mode": "none",
         "labels": {"harness.probe": "nvml"},

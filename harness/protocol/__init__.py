@@ -14,7 +14,7 @@ Schema 1, one JSON object per line, each with `"type"`:
 - `end` (last, once): status (ok|error), error {type, message, traceback, fault:
   "scenario" when the agent could not call the scenario as written}, info,
   phases, iterations, warmup, stopped_early, budget_spent, mode, elapsed_s, sampling_s.
-Lines that do not parse or fail the schema (`schema`) are counted and described
+Lines that do not parse or fail the schema (`ingest.checked`) are counted and described
 (`Series.skipped`, `Series.problems`, `series.Series` the whole), never fatal.
 """
 

@@ -34,7 +34,7 @@ TREND_NAMES = dict(fields.TREND_NAMES)
 # Older recordings lack them; True means an integer count.
 CONTENTION_FIELDS = dict(fields.CONTENTION)
 # Per step sample where NVML answered (agents from issue 20 on; the agent's list is
-# `harness/agent/nvml.py:ACTIVITY_FIELDS`): the device's utilization in percent (share
+# `harness/agent/readers.py:ACTIVITY_FIELDS`): the device's utilization in percent (share
 # of NVML's last sample period in which a kernel ran), its SM clock in MHz and the
 # clock-event reasons bitmask. Each may be missing (an old driver, a GPU that does not
 # support it, an older recording); all are non-negative integers.

@@ -17,7 +17,7 @@ from harness.answers.culprits import Culprit, load_culprits
 from harness.answers.culprits import holding as culprits_holding
 from harness.answers.explained import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
-from harness.protocol.tracebacks import frames
+from harness.protocol.ingest import frames
 from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned, image_places
 from harness.result.words import cell_numbers, cell_text

@@ -323,7 +323,7 @@ def _run_here(server: ForkServer, warm: Warm, *, env: dict[str, str], log: Path,
 
 
 _LOADED: dict[Path, ModuleType] = {}
-_AGENTS = ("agent", "forked")     # what forkserver.py imports by these names
+_AGENTS = ("agent",)     # what forkserver.py imports by name
 
 
 def forkserver(script: Path) -> ModuleType:

@@ -27,17 +27,11 @@ def _agent_module(name: str, *imports: str) -> Iterator[ModuleType]:
 
 @pytest.fixture()
 def writer() -> Iterator[ModuleType]:
-    """The agent's writer module (and the reader module it imports)."""
-    yield from _agent_module("writer", "readers")
-
-
-@pytest.fixture()
-def contention() -> Iterator[ModuleType]:
-    """The agent's contention module (and the fields module it imports)."""
-    yield from _agent_module("contention", "fields")
+    """The agent's writer module (and the readers and fields modules it imports)."""
+    yield from _agent_module("writer", "readers", "fields")
 
 
 @pytest.fixture()
 def readers() -> Iterator[ModuleType]:
-    """The agent's readers module."""
-    yield from _agent_module("readers")
+    """The agent's readers module (and the fields module it imports)."""
+    yield from _agent_module("readers", "fields")

@@ -86,7 +86,7 @@ def run_agent(python: str, script: Path, tmp_path: Path, *extra: str, iterations
 
 def times(sample: dict[str, Any]) -> list[float]:
     """A step sample's step times, seconds (its `dt_b64`, as the host reads it)."""
-    from harness.protocol.schema import _float64s
+    from harness.protocol.ingest import _float64s
 
     got = _float64s(sample["dt_b64"])
     assert got is not None, sample["dt_b64"][:80]

@@ -138,7 +138,7 @@ def test_heap_in_a_generator_expression_is_named_by_its_function(python: str,
 def test_code_without_a_qualified_name_is_named_as_python_3_11_names_it() -> None:
     from types import SimpleNamespace
 
-    mod = _attr_frames()
+    mod = _attribution()
     assert mod.qualname(SimpleNamespace(co_name="<genexpr>"), "step") == "step.<locals>.<genexpr>"
     assert mod.qualname(SimpleNamespace(co_name="<lambda>"), "") == "<lambda>"
     assert mod.qualname(SimpleNamespace(co_name="helper"), "step") == "helper"
@@ -235,16 +235,16 @@ def test_kinds_parsed_and_unknown_ones_named() -> None:
     assert "unknown kind" in rec["errors"]["bogus"] and rec["kinds"] == ["heap"]
 
 
-def _attr_frames() -> Any:
-    """The agent's attr_frames, loaded by its path as the agent loads it."""
-    return load_file(AGENT_DIR / "attr_frames.py", "attr_frames_probe")
+def _attribution() -> Any:
+    """The agent's attribution module, loaded by its path as the agent loads it."""
+    return load_file(AGENT_DIR / "attribution.py", "attribution_probe")
 
 
 def test_the_step_call_line_is_found_in_the_stepper() -> None:
-    """attr_frames.STEP_LINES: the stepper's `step(state)` lines, which tell a scenario's
+    """attribution.STEP_LINES: the stepper's `step(state)` lines, which tell a scenario's
     stack or allocation from the agent's own (its stop-file check, its sampler)."""
-    mod = _attr_frames()
-    path = AGENT_DIR / "attr_frames.py"
+    mod = _attribution()
+    path = AGENT_DIR / "attribution.py"
     stepper = (path.parent / "stepper.py").read_text().splitlines()
     assert mod.STEP_LINES and all(stepper[n - 1].strip() == "step(state)"
                                   for n in mod.STEP_LINES)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from harness.protocol.schema import _float64s
+from harness.protocol.ingest import _float64s
 
 AGENT = Path(__file__).resolve().parents[2] / "harness" / "agent" / "agent.py"
 # the agent's modules import each other by bare name: read the constant from its text

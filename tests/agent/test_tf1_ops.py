@@ -1,4 +1,4 @@
-"""The agent's TF1 per-op times (attr_time.TF1Ops) on fake step stats: what a window
+"""The agent's TF1 per-op times (attribution.TF1Ops) on fake step stats: what a window
 says of an op when one traced call of a cheap op was preempted.
 
 The real graphs run in tests/integration/test_attribution_tf1.py (docker, TF 1.15);
@@ -29,7 +29,7 @@ def _ops_of(calls: list[dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> dic
     tf = ModuleType("tensorflow")
     tf.compat = SimpleNamespace(v1=compat_v1)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tensorflow", tf)
-    attr_time = load_file(AGENT_DIR / "attr_time.py", "attr_time_probe", folder_on_path=True)
+    attribution = load_file(AGENT_DIR / "attribution.py", "attribution_probe")
     step = {"i": 0}
 
     class BaseSession:
@@ -48,7 +48,7 @@ def _ops_of(calls: list[dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> dic
     session = SimpleNamespace(BaseSession=BaseSession)
     ctx = SimpleNamespace(count=len(calls), budget=0.0, least=0,
                           progress=lambda: step["i"])
-    ops = attr_time.TF1Ops(ctx, session)
+    ops = attribution.TF1Ops(ctx, session)
     for i in range(len(calls)):
         step["i"] = i
         session.BaseSession.run(BaseSession(), "total")

@@ -17,7 +17,7 @@ import pytest
 import sweepkit
 from fakeruntime import Behaviour, FakeRuntime, step_times
 
-from harness.protocol.schema import _float64s
+from harness.protocol.ingest import _float64s
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from tests.integration.test_html_screenshot import browser, decode_png, near
 

@@ -63,7 +63,13 @@ def fake_nvml(fake_nvml_build: Path, tmp_path: Path,
 
 
 def agent_nvml() -> ModuleType:
-    return load_file(AGENT_DIR / "nvml.py", "agent_nvml")
+    """The agent's readers module (its `Nvml`), loaded by its path, its folder on sys.path
+    for its `import fields`, which is forgotten afterwards."""
+    had = "fields" in sys.modules
+    module = load_file(AGENT_DIR / "readers.py", "agent_readers", folder_on_path=True)
+    if not had:
+        sys.modules.pop("fields", None)
+    return module
 
 
 # ---------------------------------------------------------------- agent side (ctypes)
@@ -215,7 +221,7 @@ def test_missing_symbol_is_a_reason_not_a_crash(tmp_path: Path) -> None:
 
 
 def test_probe_prints_summary(fake_nvml: Path) -> None:
-    out = subprocess.run([sys.executable, str(AGENT_DIR / "nvml.py"), str(fake_nvml)],
+    out = subprocess.run([sys.executable, str(AGENT_DIR / "readers.py"), str(fake_nvml)],
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "FAKE_NVML_DRIVER": "550.54.14"}).stdout
     probe = json.loads(out)

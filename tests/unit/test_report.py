@@ -170,7 +170,7 @@ def test_a_scenario_that_raises_shows_where_on_the_terminal() -> None:
     """Issue 21 point 5: the terminal said only "ValueError: boom at step 6"."""
     import io as _io
 
-    from harness.protocol.tracebacks import raised_at
+    from harness.protocol.ingest import raised_at
     from harness.report import ConsoleReporter, Report
     from harness.result.model import load_result
 
