@@ -12,7 +12,7 @@ from harness.analysis.kinds import SELF_EXIT, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding
 from harness.analysis.trends import StepTrend, human_seconds, rate_text, signed_size
-from harness.gpu.logsigns import AFTER_RUN, NOT_APPLICABLE_TEXT
+from harness.gpu.cuda import AFTER_RUN, NOT_APPLICABLE_TEXT
 from harness.protocol.series import Series
 from harness.protocol.tracebacks import raised_at
 from harness.runtimes.base import RunOutcome

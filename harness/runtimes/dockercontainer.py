@@ -27,7 +27,7 @@ from docker.types import DeviceRequest, Ulimit
 
 from harness import gpu
 from harness.errors import EngineUnavailable, ImageUnavailable
-from harness.gpu.hostsample import HostGpuSampler
+from harness.gpu.host import HostGpuSampler
 from harness.pressure import cpu_pressure
 from harness.runtimes.base import AGENT_DIR, LABEL, Progress, RunOutcome, RunRequest, parse_size
 from harness.runtimes.dockerengine import ENGINE_ERRORS

@@ -9,7 +9,7 @@ from typing import Any
 from harness.analysis.decision import within_run
 from harness.analysis.outcomes import allocation_report
 from harness.gpu import engine as gpuprobe
-from harness.gpu.hostsample import memory_info
+from harness.gpu.host import memory_info
 from harness.matrixfile.model import GpuSel
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import RunOutcome
