@@ -33,7 +33,7 @@ from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.expand import cell_id
 from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom
-from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
+from harness.runtimes.resolver import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
 from harness.store.answers import DAY_DIR, DAY_FILE
 from harness.store.results import SeriesCache, atomic_write_text
@@ -307,8 +307,8 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
         sweep: A Sweep over the local runtime, its store the probes' directory.
         g_cell, good: G's cell and result; b_cell, bad: B's.
         g_series: G's samples (the comparison reads them), if not in sweep's store.
-        uploaded: (package, version) -> its upload time (`runtimes.uploads.upload_time`).
-        yanked: package -> its yanked releases (`runtimes.uploads.yanked_releases`).
+        uploaded: (package, version) -> its upload time (`runtimes.resolver.upload_time`).
+        yanked: package -> its yanked releases (`runtimes.resolver.yanked_releases`).
 
     Raises:
         ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
