@@ -27,7 +27,7 @@ from harness.matrixfile.load import check_applied
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities
 from harness.preflight import compile_scenarios
 from harness.runtimes.dockerdoctor import Engine, docker_engine, engine_checks
-from harness.runtimes.localdoctor import local_checks
+from harness.runtimes.local import local_checks
 from harness.runtimes.slurmdoctor import cluster_checks
 
 

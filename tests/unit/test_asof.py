@@ -237,7 +237,7 @@ def test_doctor_reads_a_dated_image_as_the_sweep_resolved_it(
     """doctor's check of a dated image is the sweep's resolution, under the same cache
     key: a day the sweep resolved is read from the cache, the index not asked."""
     from harness.matrixfile.model import ImageSpec
-    from harness.runtimes.localdoctor import _image_checks
+    from harness.runtimes.local import _image_checks
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("HARNESS_CACHE", str(cache))
