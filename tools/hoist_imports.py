@@ -41,7 +41,7 @@ APART = "harness.agent"
 KEEP: dict[tuple[str, str], str] = {
     ("harness/__init__.py", "harness"):
         "`import harness` loads no module of its own (the API on first use)",
-    ("harness/cli/__init__.py", "harness.runtimes.slurmjob"):
+    ("harness/cli/__init__.py", "harness.runtimes.slurm"):
         "only the hidden `_cell` command (inside a Slurm job) needs it",
     ("harness/cli/sweep.py", "harness.cli"):
         "`harness sweep --help` builds the parser alone: the sweep's run (cli.sweeprun) "

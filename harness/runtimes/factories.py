@@ -1,6 +1,6 @@
 """Each runtime by its name (`runtime:` in the matrix): one factory per name, each loading
 its runtime's modules on first use. The package hands `get_runtime` on; a Slurm job's
-cell (`runtimes.slurmjob`) takes it from here, as the package loads Slurm's modules."""
+cell (`runtimes.slurm`) takes it from here, as the package loads Slurm's modules."""
 
 from __future__ import annotations
 
