@@ -13,8 +13,8 @@ from harness import gpu
 from harness.errors import HarnessError, InputError
 from harness.gpu.engine import describe
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, is_local_endpoint
+from harness.runtimes import get_runtime
 from harness.runtimes.base import Capabilities, Check
-from harness.runtimes.factories import get_runtime
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
                "--runtime=docker` and restart dockerd")

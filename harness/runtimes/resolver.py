@@ -146,8 +146,8 @@ def _files(project: str) -> tuple[Any, ...] | None:
     base = index_url()
     if base is None or not base.startswith(("http://", "https://")):
         return None
-    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
-    # network is asked
+    # lazy: requests (with its charset detector, ~30-70 ms, unless
+    # `runtimes.paramiko_hidden` hid it) only where the network is asked
     import requests
 
     try:

@@ -64,10 +64,10 @@ from harness.runtimes.base import (
     Progress,
     RunOutcome,
     RunRequest,
+    Runtime,
     RuntimeBase,
     parse_size,
 )
-from harness.runtimes.factories import get_runtime
 from harness.runtimes.local import LocalRuntime, _tail
 from harness.signals import interruptible
 
@@ -322,8 +322,9 @@ def pyxis_command(request: RunRequest, gpus: str | None) -> list[str]:
     return [*argv, request.image.python, *args]
 
 
-def main(argv: list[str]) -> int:
-    """`harness _cell SPEC.json`: run one cell here (inside a Slurm job)."""
+def main(argv: list[str], get_runtime: Callable[[str, str | None], Runtime]) -> int:
+    """`harness _cell SPEC.json`: run one cell here (inside a Slurm job), a container
+    runtime made by `get_runtime` (the package's, `runtimes.job_cell`)."""
     if len(argv) != 1:
         print("usage: harness _cell SPEC.json (run by Slurm jobs harness submits)",
               file=sys.stderr)
@@ -337,7 +338,7 @@ def main(argv: list[str]) -> int:
     try:
         with interruptible():
             started.touch()
-            return _run(spec_path, progress)
+            return _run(spec_path, progress, get_runtime)
     except HarnessError as exc:
         print(f"harness[_cell]: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
@@ -351,7 +352,8 @@ def main(argv: list[str]) -> int:
             (spec_path.parent / ENDED).touch()
 
 
-def _run(spec_path: Path, progress: Any) -> int:
+def _run(spec_path: Path, progress: Any,
+         get_runtime: Callable[[str, str | None], Runtime]) -> int:
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     if spec.get("version") != SPEC_VERSION:
         print(f"harness[_cell]: {spec_path}: spec version {spec.get('version')} is not "

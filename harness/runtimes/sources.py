@@ -109,8 +109,8 @@ def index_files(project: str) -> list[Dist]:
     why = offline()
     if why is not None:
         raise SourcesUnavailable(f"offline ({why})")
-    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
-    # network is asked
+    # lazy: requests (with its charset detector, ~30-70 ms, unless
+    # `runtimes.paramiko_hidden` hid it) only where the network is asked
     import requests
 
     try:
@@ -165,7 +165,7 @@ def _download(dist: Dist, into: Path) -> Path:
         data = Path(url2pathname(urlparse(dist.url).path)).read_bytes()
     else:
         # lazy: requests only where the network is asked (its charset detector costs
-        # ~30-70 ms, unless dockerlib hid it)
+        # ~30-70 ms, unless `runtimes.paramiko_hidden` hid it)
         import requests
 
         try:

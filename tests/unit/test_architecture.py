@@ -534,7 +534,7 @@ def test_a_stray_docker_import_or_spawn_is_found(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
         "harness/__init__.py": "",
         "harness/runtimes/__init__.py": "",
-        "harness/runtimes/dockerlib.py": "import docker\nimport subprocess\n",
+        "harness/runtimes/dockerengine.py": "import docker\nimport subprocess\n",
         "harness/runtimes/process.py": "import subprocess\nsubprocess.run(['true'])\n",
         "harness/gpu/engine.py": "def f():\n    from docker.types import DeviceRequest\n",
         "harness/stages/a.py": ("import importlib\nimportlib.import_module('docker')\n"

@@ -13,7 +13,7 @@ from harness.gpu.host import memory_info
 from harness.matrixfile.model import GpuSel
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import RunOutcome
-from harness.runtimes.docker import split_ref
+from harness.runtimes.dockerengine import split_ref
 from harness.runtimes.local import gpu_env
 from harness.thresholds import AnalysisConfig
 

@@ -17,7 +17,7 @@ from harness.errors import ImageUnavailable
 from harness.matrixfile.model import ImageSpec
 from harness.report import Report, write_all
 from harness.runtimes.base import ImageInfo, Progress
-from harness.runtimes.docker import pull_failure
+from harness.runtimes.dockerengine import pull_failure
 from tests.unit.test_orchestrator import by_image, make_matrix, run
 
 RAW = ('404 Client Error for http+docker://localhost/v1.43/images/create?tag=9.99&'
