@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from harness.protocol.series import Series
     from harness.result.model import CellResult
     from harness.runtimes.base import Runtime
-    from harness.runtimes.local import LocalRuntime
 
 Pins = tuple[str, ...]
 Resolve = Callable[[str], Pins]
@@ -317,11 +316,10 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
     if not same_entry(g_cell, b_cell):
         raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
                          "of one `as_of:` image entry")
-    found = sweep.runtime_for(g_cell)
-    if not found.capabilities.resolves_days:
+    runtime = sweep.runtime_for(g_cell)
+    if not runtime.capabilities.resolves_days:
         raise ValueError("the day search resolves on the local runtime; this sweep runs "
-                         f"{found.name}")
-    runtime = cast("LocalRuntime", found)    # the runtime that resolves days: local venvs
+                         f"{runtime.name}")
     runner = SweepRunner(sweep, g_cell, good, g_series)
     assert g_cell.image.as_of is not None and b_cell.image.as_of is not None
     ran = {g_cell.image.as_of: good.id, b_cell.image.as_of: bad.id}   # day -> its cell
