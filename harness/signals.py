@@ -1,7 +1,7 @@
 """Signals for long commands: SIGTERM and SIGINT both end one through KeyboardInterrupt.
 
 A low module (stdlib only) so that the commands (`harness.cli`) and the code that runs
-inside a Slurm job (`harness.runtimes.slurmjob`) share it without the runtime layer
+inside a Slurm job (`harness.runtimes.slurm`) share it without the runtime layer
 importing the command-line layer.
 """
 

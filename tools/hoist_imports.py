@@ -16,7 +16,7 @@ An import inside a function moves to the top of its module unless
     here on this tree to see which harness modules each loads) reach a module it must not
     load (numpy, scipy, docker, ... or another command's module), or
   - the move would make docker-py importable other than through
-    runtimes.dockerlib.import_docker (paramiko and charset_normalizer hidden).
+    runtimes.get_runtime (paramiko and charset_normalizer hidden: paramiko_hidden).
 An import that stays gets a `# lazy: <reason>` comment above it (unless a comment is
 there already). A duplicate of a top-level import is removed.
 """
@@ -41,19 +41,22 @@ APART = "harness.agent"
 KEEP: dict[tuple[str, str], str] = {
     ("harness/__init__.py", "harness"):
         "`import harness` loads no module of its own (the API on first use)",
-    ("harness/cli/__init__.py", "harness.runtimes.slurmjob"):
+    ("harness/cli/__init__.py", "harness.runtimes"):
         "only the hidden `_cell` command (inside a Slurm job) needs it",
     ("harness/cli/sweep.py", "harness.cli"):
         "`harness sweep --help` builds the parser alone: the sweep's run (cli.sweeprun) "
         "loads here",
 }
+KEEP[("harness/runtimes/dockerengine.py", "docker.transport.sshconn")] = (
+    "paramiko (~130 ms) only where an ssh:// engine is asked for")
 # Whole files whose harness imports stay lazy, with the reason.
 KEEP[("harness/analysis/baseline.py", "scipy")] = KEEP[("harness/analysis/sequential.py", "scipy")] = (
     "SciPy (~1.4 s) only where its p-value is needed: a sweep that never confirms or "
     "stops early never loads it")
 KEEP_FILES: dict[str, str] = {
-    "harness/runtimes/dockerlib.py":
-        "docker-py is imported here with paramiko and charset_normalizer hidden",
+    "harness/runtimes/__init__.py":
+        "each runtime loads on first use, docker-py with paramiko and charset_normalizer "
+        "hidden (paramiko_hidden)",
     "harness/pytest_plugin.py":
         "the plugin loads in every pytest session; harness only once a marked test runs",
 }
@@ -351,7 +354,7 @@ def decide(mods: dict[str, Module], verbose: bool) -> None:
     static, runtime = graphs(mods)
     scen = scenario_roots()
     docker_ok = {m for m in mods if m.startswith("harness.runtimes.docker")
-                 or m == "harness.runtimes.podman"} - {"harness.runtimes.dockerlib"}
+                 or m == "harness.runtimes.podman"}
     fl = floors()
     order = sorted(mods.values(), key=lambda m: (floor_index(m.name, fl), m.rel))
     for m in order:
@@ -364,8 +367,7 @@ def decide(mods: dict[str, Module], verbose: bool) -> None:
             if kept:
                 c.decision, c.reason = "keep", kept[0]
                 continue
-            if key in KEEP_FILES and (key.endswith("dockerlib.py")
-                                      or any(t.startswith("harness") for t in tg)):
+            if key in KEEP_FILES and any(t.startswith("harness") for t in tg):
                 c.decision, c.reason = "keep", KEEP_FILES[key]
                 continue
             if c.in_try:
@@ -426,10 +428,10 @@ def decide(mods: dict[str, Module], verbose: bool) -> None:
                     break
             gained = reach(trial, [m.name]) - reach(runtime, [m.name])
             if why is None and m.name not in docker_ok and "ext:docker" in gained:
-                why = "docker-py is imported through dockerlib.import_docker, on first use"
+                why = "docker-py is imported through runtimes.get_runtime, on first use"
             elif why is None and "ext:requests" in gained:
-                why = ("requests (with its charset detector, ~30-70 ms, unless dockerlib "
-                       "hid it) only where the network is asked")
+                why = ("requests (with its charset detector, ~30-70 ms, unless "
+                       "paramiko_hidden hid it) only where the network is asked")
             if why:
                 c.decision, c.reason = "keep", why
                 continue

@@ -11,7 +11,7 @@ import re
 from harness.analysis.kinds import SELF_EXIT, Verdict
 from harness.analysis.memory import MemoryReading
 from harness.analysis.records import Finding, StepTrend, human_seconds, rate_text, signed_size
-from harness.gpu.logsigns import AFTER_RUN, NOT_APPLICABLE_TEXT
+from harness.gpu.cuda import AFTER_RUN, NOT_APPLICABLE_TEXT
 from harness.protocol.ingest import raised_at
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome

@@ -32,9 +32,8 @@ from harness.errors import InputError, SpecError
 from harness.matrixfile.entries import NOT_A_DURATION, duration_problem, parse_duration, to_word
 from harness.matrixfile.model import BUDGET_CAP
 from harness.preflight import compile_scenarios
-from harness.runtimes import Engines
+from harness.runtimes import Engines, get_runtime
 from harness.runtimes.base import AGENT_DIR, CALL_TIMEOUT_S, DEADLINE_SHARE, call_timeout
-from harness.runtimes.local import LocalRuntime
 from harness.runtimes.process import runs_forked_here
 from harness.store import RunStore
 from harness.store.runs import SWEEP
@@ -324,7 +323,7 @@ def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],
     """What the first check of each step (with keyword arguments of those names) would
     start in its run, started now: its interpreter found, and the warm server of its
     environment (as `budget`, `iterations` and `settings` make it) started with each
-    step's module imported (`LocalRuntime.warm_ahead`). The pytest plugin's, once its
+    step's module imported (the runtime's `warm_ahead`). The pytest plugin's, once its
     session's tests are collected: a suite's first marked test then costs what its later
     ones do, the server's start and the test module's import outside its clock.
 
@@ -348,7 +347,9 @@ def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],
             matrix = matrixfile.load(work / "matrix.yaml")
         except SpecError as exc:
             raise _said(exc) from None
-        LocalRuntime(warm=True).warm_ahead(matrix.cells[0], scripts)
+        runtime = get_runtime(matrix.runtime)
+        runtime.run_warm()
+        runtime.warm_ahead(matrix.cells[0], scripts)
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:

@@ -117,11 +117,11 @@ def _own_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["_cell"]:  # hidden: one cell inside a Slurm job (runtimes/slurmjob.py)
+    if argv[:1] == ["_cell"]:  # hidden: one cell inside a Slurm job (runtimes/slurm.py)
         # lazy: only the hidden `_cell` command (inside a Slurm job) needs it
-        from harness.runtimes.slurmjob import main as cell_main
+        from harness.runtimes import job_cell
 
-        return cell_main(argv[1:])
+        return job_cell(argv[1:])
     # Before parsing: `harness --help | head -1` and `harness sweep m.yaml >/dev/full`
     # print through them too.
     closed = closed_to_null()

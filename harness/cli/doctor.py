@@ -27,8 +27,8 @@ from harness.matrixfile.load import check_applied
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, abilities
 from harness.preflight import compile_scenarios
 from harness.runtimes.dockerdoctor import Engine, docker_engine, engine_checks
-from harness.runtimes.localdoctor import local_checks
-from harness.runtimes.slurmdoctor import cluster_checks
+from harness.runtimes.local import local_checks
+from harness.runtimes.slurm import cluster_checks
 
 
 @dataclass

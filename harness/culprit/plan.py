@@ -328,9 +328,9 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
 def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Maker:
     """Hybrids as container images built offline from B (undo) or G (apply), each
     package's files taken from the other image as its RECORD lists them
-    (`runtimes.dockerhybrid`), kept under `harness-culprit/<label>:<key>`."""
+    (`runtimes.dockerengine.hybrid`), kept under `harness-culprit/<label>:<key>`."""
     # lazy: docker-py only where a hybrid image is built on a Docker engine
-    from harness.runtimes.dockerhybrid import hybrid
+    from harness.runtimes.dockerengine import hybrid
 
     def make(side: str, changes: tuple[Change, ...]) -> ImageSpec:
         base, other = ((b_cell.image, g_cell.image) if side == UNDO

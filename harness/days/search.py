@@ -25,14 +25,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.expand import cell_id
 from harness.result.derived import DerivedFrom
-from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
+from harness.runtimes.resolver import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
 from harness.store.answers import DAY_DIR, DAY_FILE
 from harness.store.results import SeriesCache, atomic_write_text
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from harness.protocol.series import Series
     from harness.result.model import CellResult
     from harness.runtimes.base import Runtime
-    from harness.runtimes.local import LocalRuntime
 
 Pins = tuple[str, ...]
 Resolve = Callable[[str], Pins]
@@ -307,8 +306,8 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
         sweep: A Sweep over the local runtime, its store the probes' directory.
         g_cell, good: G's cell and result; b_cell, bad: B's.
         g_series: G's samples (the comparison reads them), if not in sweep's store.
-        uploaded: (package, version) -> its upload time (`runtimes.uploads.upload_time`).
-        yanked: package -> its yanked releases (`runtimes.uploads.yanked_releases`).
+        uploaded: (package, version) -> its upload time (`runtimes.resolver.upload_time`).
+        yanked: package -> its yanked releases (`runtimes.resolver.yanked_releases`).
 
     Raises:
         ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
@@ -317,11 +316,10 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
     if not same_entry(g_cell, b_cell):
         raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
                          "of one `as_of:` image entry")
-    found = sweep.runtime_for(g_cell)
-    if not found.capabilities.resolves_days:
+    runtime = sweep.runtime_for(g_cell)
+    if not runtime.capabilities.resolves_days:
         raise ValueError("the day search resolves on the local runtime; this sweep runs "
-                         f"{found.name}")
-    runtime = cast("LocalRuntime", found)    # the runtime that resolves days: local venvs
+                         f"{runtime.name}")
     runner = SweepRunner(sweep, g_cell, good, g_series)
     assert g_cell.image.as_of is not None and b_cell.image.as_of is not None
     ran = {g_cell.image.as_of: good.id, b_cell.image.as_of: bad.id}   # day -> its cell

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from harness.errors import ImageUnavailable, InputError
-from harness.runtimes import process
+from harness.runtimes import get_runtime, process
 from harness.runtimes.base import Progress
 from harness.runtimes.local import cache_dir
 
@@ -110,11 +110,7 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
             once every image that stands on no failed recipe is built).
     """
     if engine is None:
-        # lazy: docker-py only where a Docker engine is asked for (paramiko hidden by
-        # dockerlib.import_docker first)
-        from harness.runtimes.docker import DockerRuntime
-
-        engine = DockerRuntime()
+        engine = get_runtime("docker")      # docker-py loads here, paramiko hidden
     order = _order(recipes, names)
     todo: list[tuple[Recipe, str]] = []
     for i, name in enumerate(order, 1):

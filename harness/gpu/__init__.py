@@ -1,18 +1,22 @@
 """Host-side GPU facts, one module per concern; this face only hands their names on.
 
-- `host`: this machine's driver and GPUs through NVML (`probe`, `select`, `Gpu`).
-- `cuda`: the CUDA compatibility tables and the precheck of an image on a GPU.
-- `logsigns`: what CUDA and the frameworks print when an image cannot use the GPU, and
-  the after-run reading of a cell's log and first step.
+- `host`: this machine's driver and GPUs through NVML (`probe`, `select`, `Gpu`), and
+  their memory sampled during a cell, the sources reconciled.
+- `cuda`: the CUDA compatibility tables and the precheck of an image on a GPU; what CUDA
+  and the frameworks print when an image cannot use the GPU, and the after-run reading
+  of a cell's log and first step.
 - `engine`: the GPUs a Docker engine gives containers (probe container, mechanisms).
-- `hostsample`: host-side GPU memory during a cell, and reconciling sources.
 """
 
 from harness.gpu.cuda import (
     ARCH,
     ARCH_EXCEPTIONS,
     DROPPED_IN,
+    LOG_SIGNS,
     MIN_CUDA_FOR_CC,
+    NOT_APPLICABLE_TEXT,
+    LogSign,
+    SignKind,
     compatibility,
     image_cuda,
     parse_cuda_version,
@@ -20,12 +24,6 @@ from harness.gpu.cuda import (
 )
 from harness.gpu.engine import device_request_kwargs, engine_gpu_mechanisms, engine_gpu_support
 from harness.gpu.host import Gpu, HostGpus, Version, host_has_gpu, list_gpus, probe, select
-from harness.gpu.logsigns import (
-    LOG_SIGNS,
-    NOT_APPLICABLE_TEXT,
-    LogSign,
-    SignKind,
-)
 
 __all__ = [
     "ARCH", "ARCH_EXCEPTIONS", "DROPPED_IN", "LOG_SIGNS",

@@ -1,15 +1,31 @@
 """This machine's GPUs as its driver and NVML say: the driver, the CUDA version it
 supports, each GPU's name, UUID, compute capability and memory, and the GPUs a matrix's
-`gpu:` value selects.
+`gpu:` value selects; and their memory sampled during a cell (`HostGpuSampler`), with
+the sources reconciled (`reconcile`).
 
-NVML on the host comes from `nvidia-ml-py` (`pynvml`) when installed; without it the
-driver's /proc files still say whether GPUs exist.
+NVML on the host comes from `nvidia-ml-py` (`pynvml`, the optional `gpu` extra: `pip
+install 'harness[gpu]'`) when installed; without it the driver's /proc files still say
+whether GPUs exist.
+
+The agent reads NVML inside the container; the host reads it here, per device. Both are
+device-level figures: inside a container NVML cannot map its own PIDs, so neither side
+attributes memory to processes, and the harness runs one cell per GPU so that the
+device's figure is the cell's. The host's first sample is taken before the container
+starts: memory already used then belongs to someone else (another job on the GPU).
+
+Docker's `device_ids` are NVML indices (nvidia-container-toolkit enumerates through
+NVML, not CUDA's fastest-first order), so a cell's `gpu: 0` is NVML index 0 here too.
+Sampling is only meaningful when the engine runs on this machine (unix:// or the default
+socket).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,3 +108,175 @@ def select(value: str, gpus: Sequence[Gpu]) -> list[Gpu] | None:
         return list(gpus)
     hit = [g for g in gpus if value in (str(g.index), g.uuid)]
     return hit or None
+
+
+MiB = 1024 * 1024
+NO_PYNVML = "nvidia-ml-py is not installed (pip install 'harness[gpu]')"
+
+
+class HostGpuSampler:
+    """Samples used/total memory of the GPUs a cell selected, on a thread.
+
+    `start()` takes a first sample at once (before the container starts) and then one
+    every `interval` seconds; `stop()` takes a last one and returns them all as
+    `[{"t", "gpu", "uuid", "used", "total"}]`. Never raises: without pynvml or a driver
+    it returns [] and says why in `reason`.
+    """
+
+    def __init__(self, selection: str, interval: float = 0.5, nvml: Any = None):
+        self.selection = selection
+        self.interval = interval
+        self.reason: str | None = None
+        self.samples: list[dict[str, Any]] = []
+        self._nvml = nvml
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+
+    def start(self) -> HostGpuSampler:
+        if self.selection == "none":
+            self.reason = "CPU-only cell"
+            return self
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name=f"host-nvml-{self.selection}")
+        self._thread.start()
+        self._ready.wait(timeout=10)
+        return self
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return list(self.samples)
+
+    def _loop(self) -> None:
+        try:
+            nv = self._nvml if self._nvml is not None else importlib.import_module("pynvml")
+            nv.nvmlInit()
+        except ImportError:
+            self.reason = NO_PYNVML
+            self._ready.set()
+            return
+        except Exception as exc:  # pynvml.NVMLError and friends: no driver, no library
+            self.reason = f"NVML unavailable on the host: {exc}"
+            self._ready.set()
+            return
+        try:
+            devices = self._devices(nv)
+            self._sample(nv, devices)
+            self._ready.set()
+            while not self._stop.wait(self.interval):
+                self._sample(nv, devices)
+            self._sample(nv, devices)
+        except Exception as exc:  # a sampler must never take the cell down
+            self.reason = f"host NVML sampling stopped: {exc}"
+        finally:
+            self._ready.set()
+            with contextlib.suppress(Exception):
+                nv.nvmlShutdown()
+
+    def _devices(self, nv: Any) -> list[tuple[int, str, Any]]:
+        if self.selection == "all":
+            handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+        elif self.selection.isdigit():
+            handles = [nv.nvmlDeviceGetHandleByIndex(int(self.selection))]
+        else:
+            handles = [nv.nvmlDeviceGetHandleByUUID(self.selection)]
+        out = []
+        for h in handles:
+            uuid = nv.nvmlDeviceGetUUID(h)
+            out.append((int(nv.nvmlDeviceGetIndex(h)),
+                        uuid.decode() if isinstance(uuid, bytes) else str(uuid), h))
+        return out
+
+    def _sample(self, nv: Any, devices: list[tuple[int, str, Any]]) -> None:
+        t = round(time.monotonic() - self._t0, 3)
+        for index, uuid, h in devices:
+            used, total, reserved = memory_info(nv, h)
+            self.samples.append({"t": t, "gpu": index, "uuid": uuid, "used": used,
+                                 "total": total, "reserved": reserved})
+
+
+def memory_info(nv: Any, handle: Any) -> tuple[int, int, int | None]:
+    """(used, total, reserved) of a device through pynvml, reserved apart when it can be.
+
+    Since R510 drivers `nvmlDeviceGetMemoryInfo` (v1) counts the driver's reservation
+    (a few hundred MiB per GPU) as used: an idle GPU then looks held by someone. The v2
+    struct (`version=pynvml.nvmlMemory_v2`, nvidia-ml-py >= 11.510) reports it apart; v1
+    is the fallback for older drivers and bindings (reserved None).
+    """
+    version = getattr(nv, "nvmlMemory_v2", None)
+    if version is not None:
+        try:
+            mem = nv.nvmlDeviceGetMemoryInfo(handle, version=version)
+            return int(mem.used), int(mem.total), int(mem.reserved)
+        except Exception:  # TypeError (old binding), NVMLError (old driver): use v1
+            pass
+    mem = nv.nvmlDeviceGetMemoryInfo(handle)
+    return int(mem.used), int(mem.total), None
+
+
+def _stats(values: list[float]) -> dict[str, float] | None:
+    return {"first": values[0], "peak": max(values), "last": values[-1]} if values else None
+
+
+def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
+              host_gpu: list[dict[str, Any]], tolerance: float = 0.05,
+              floor: int = 64 * MiB) -> dict[str, Any]:
+    """Put the agent's, the engine's and the host NVML's memory figures side by side.
+
+    Args:
+        agent: the agent's sample records (`rss`, `rss_anon`, `cgroup`, `gpu_used` keys).
+        host_cgroup: the engine's stats samples (`usage` key), RunOutcome.host_samples.
+        host_gpu: HostGpuSampler samples (`gpu`, `used`).
+        tolerance: relative difference accepted between two figures of one quantity.
+        floor: absolute difference always accepted (sampling rates differ).
+
+    Returns:
+        {"sources": {name: {first, peak, last}}, "flags": [what disagrees, and why]}.
+    """
+    def series(rows: list[dict[str, Any]], key: str) -> list[float]:
+        return [float(r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+
+    gpu_total: dict[float, float] = {}
+    for s in host_gpu:
+        gpu_total[s["t"]] = gpu_total.get(s["t"], 0.0) + float(s["used"])
+    sources = {
+        "rss": _stats(series(agent, "rss")),
+        "rss_anon": _stats(series(agent, "rss_anon")),
+        "cgroup": _stats(series(agent, "cgroup")),
+        "engine_cgroup": _stats(series(host_cgroup, "usage")),
+        "gpu_agent": _stats(series(agent, "gpu_used")),
+        "gpu_host": _stats([gpu_total[t] for t in sorted(gpu_total)]),
+    }
+    flags: list[str] = []
+
+    def apart(a: float, b: float) -> bool:
+        return abs(a - b) > max(floor, tolerance * max(a, b))
+
+    def mib(x: float) -> str:
+        return f"{x / MiB:.0f} MiB"
+
+    ga, gh = sources["gpu_agent"], sources["gpu_host"]
+    if ga and gh and apart(ga["peak"], gh["peak"]):
+        flags.append(f"GPU memory: agent NVML peak {mib(ga['peak'])} vs host NVML peak "
+                     f"{mib(gh['peak'])} (device-level on both sides: a short spike between "
+                     "host samples, or the agent saw other devices)")
+    if gh and gh["first"] > floor:
+        flags.append(f"GPU already held {mib(gh['first'])} before the cell started: another "
+                     "process shares the GPU and is counted in every device figure")
+    cg, eng = sources["cgroup"], sources["engine_cgroup"]
+    if cg and eng and apart(cg["peak"], eng["peak"]):
+        flags.append(f"cgroup: agent read peak {mib(cg['peak'])}, engine stats peak "
+                     f"{mib(eng['peak'])} (engine stats are 1 Hz; cgroup v1 counts page cache)")
+    # Anonymous RSS, not RSS: a shared library's file pages are charged to the cgroup
+    # of whichever container read them first, so RSS exceeds a later container's cgroup
+    # without anything being wrong. Anonymous memory is always charged to our cgroup.
+    anon = sources.get("rss_anon")
+    box = cg or eng
+    if anon and box and anon["peak"] > box["peak"] + max(floor, tolerance * box["peak"]):
+        flags.append(f"process anonymous RSS peak {mib(anon['peak'])} exceeds the cgroup's "
+                     f"{mib(box['peak'])}: the figures come from different cgroups")
+    return {"sources": {k: v for k, v in sources.items() if v is not None}, "flags": flags}

@@ -52,7 +52,7 @@ STARTER = (f"write `name: demo`, `runtime: local` and `matrix: {{image: "
 # a cell id (joined by '.', matched by -k), a label in every report and a Slurm job's
 # name; what is unsafe there is refused: '/' and '\\' (paths), ':' and spaces (image
 # refs, shells), quotes, control characters. A name that must be ASCII (a hybrid image's
-# tag, `runtimes.dockerhybrid.tag_of`) is derived from it where it is made.
+# tag, `runtimes.dockerengine.tag_of`) is derived from it where it is made.
 WORD_MARKS = "_.-"
 
 

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from harness.gpu.hostsample import reconcile
+from harness.gpu.host import reconcile
 from harness.result.codec import JSON, DecodeError, as_json, decode
 from harness.result.model import (
     AgentEnd,

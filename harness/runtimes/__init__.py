@@ -1,25 +1,101 @@
-"""Backends that run cells, chosen by name (`runtime:` in the matrix)."""
+"""Backends that run cells, chosen by name (`runtime:` in the matrix): one factory per
+name (`FACTORIES`, `get_runtime`), each loading its runtime's modules on first use, and
+the runtime of each host a matrix names (`Engines`).
+
+docker-py loads without paramiko unless an ssh:// engine needs it
+(`dockerengine.enable_ssh`), and requests without a character-set detector: an engine
+answers JSON, read as UTF-8. Why: paramiko (with invoke and unittest.mock) took ~130 ms,
+a quarter of a one-cell sweep's overhead, for the ssh:// transport alone;
+charset_normalizer ~30-70 ms to guess an encoding that an engine's JSON never needs
+(requests reads a body that names none as UTF-8, its documented fallback, and warns that
+the detector is missing)."""
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.errors import EnvironmentUnavailable
+from harness.errors import EnvironmentUnavailable, InputError
 from harness.matrixfile.load import check_applied, check_images
-from harness.matrixfile.model import Cell, Matrix, abilities
+from harness.matrixfile.model import RUNTIMES, Cell, Matrix, abilities
 from harness.runtimes.base import Progress, Runtime
-
-# The factories by name, handed on: `Engines` and every caller but a Slurm job's cell
-# reach `get_runtime` through the package (where the tests patch it).
-from harness.runtimes.factories import FACTORIES as FACTORIES
-from harness.runtimes.factories import NAMES as NAMES
-from harness.runtimes.factories import get_runtime as get_runtime
 
 if TYPE_CHECKING:
     from harness.runtimes.docker import DockerRuntime
+
+HIDDEN = ("paramiko", "charset_normalizer", "chardet")
+
+
+@contextmanager
+def paramiko_hidden() -> Iterator[None]:
+    """While the block imports docker-py (through a docker* module), paramiko and requests'
+    character-set detector are left out (each left as it is where already imported;
+    nothing is hidden once docker-py is)."""
+    hidden = [] if "docker" in sys.modules else [n for n in HIDDEN if n not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # importing it: ImportError
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Unable to find acceptable character")
+            yield
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+
+
+def _local(docker_host: str | None) -> Runtime:
+    # lazy: the local runtime (venvs, the resolver, the host's GPUs) only where a cell runs
+    # on it: report, history and explain read `runtimes.base` without it
+    from harness.runtimes.local import LocalRuntime
+
+    return LocalRuntime()
+
+
+def _docker(docker_host: str | None) -> Runtime:
+    with paramiko_hidden():  # without paramiko: ~130 ms less start-up
+        # lazy: docker-py only for a docker or podman runtime, paramiko hidden
+        from harness.runtimes.docker import DockerRuntime
+
+    return DockerRuntime(docker_host)
+
+
+def _podman(podman_host: str | None) -> Runtime:
+    with paramiko_hidden():
+        # lazy: docker-py only for a docker or podman runtime, paramiko hidden
+        from harness.runtimes.podman import PodmanRuntime
+
+    return PodmanRuntime(podman_host)
+
+
+# One factory per name of `matrixfile.model.RUNTIMES` (tests/unit/test_architecture.py checks).
+FACTORIES: dict[str, Callable[[str | None], Runtime]] = {"local": _local, "docker": _docker,
+                                                         "podman": _podman}
+NAMES = RUNTIMES
+
+
+def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
+    """The runtime called `name`.
+
+    Raises:
+        InputError: unknown name (the message lists the allowed values).
+    """
+    factory = FACTORIES.get(name)
+    if factory is None:
+        raise InputError(f"unknown runtime {name!r}; allowed values: {', '.join(NAMES)}")
+    return factory(docker_host)
+
+
+def job_cell(argv: list[str]) -> int:
+    """`harness _cell SPEC.json`: one cell inside a Slurm job, its runtime made by
+    `get_runtime` (`runtimes.slurm.main`)."""
+    # lazy: Slurm's modules only for the hidden `_cell` command (inside a Slurm job)
+    from harness.runtimes.slurm import main
+
+    return main(argv, get_runtime)
 
 
 @dataclass

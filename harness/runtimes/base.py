@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.model import (
     ABILITIES,
     BUDGET_MIN_CALLS,
@@ -290,6 +291,19 @@ class Runtime(Protocol):
         each from a warm interpreter where this runtime can (the local one), else as
         before."""
 
+    def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
+        """The warm interpreter a run of `cell` would fork from, started now with each
+        scenario of `scripts` imported, where this runtime runs warm (the pytest
+        plugin's, before its first marked test's clock); else nothing."""
+
+    def pins(self, image: ImageSpec) -> tuple[str, ...]:
+        """A dated image's requirements as resolved on its day, where this runtime
+        resolves days (`capabilities.resolves_days`: `harness day` asks it).
+
+        Raises:
+            EnvironmentUnavailable: this runtime resolves no day.
+        """
+
 
 class RuntimeBase:
     """What a runtime does not have to do: no queue, nothing to abort, no engine to ask
@@ -306,6 +320,14 @@ class RuntimeBase:
 
     def run_warm(self) -> None:
         """No warm interpreter to run from: each cell runs as before."""
+
+    def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
+        """No warm interpreter to start ahead."""
+
+    def pins(self, image: ImageSpec) -> tuple[str, ...]:
+        """No day is resolved here (`resolves_days` is False)."""
+        raise EnvironmentUnavailable(f"runtime {self.name} resolves no `as_of:` day\n  "
+                                     "fix: run the day search on `runtime: local`")
 
     @property
     def capabilities(self) -> Capabilities:

@@ -1,43 +1,65 @@
-"""Run cells as Docker containers: `DockerRuntime`, one engine's runtime.
+"""Run cells as Docker containers: `DockerRuntime`, one engine's runtime, and one cell as
+one container (`run_container`).
 
-It wires the `docker*` modules, the only ones that import `docker`: the engine's client
-(`dockerengine`), its images (`dockerimage`: prepare, pull, build, registry question)
-and one cell's container (`dockercontainer`). Here: whether the engine can run the
-matrix's cells (`check`, the GPUs it gives containers), and `cleanup`, which removes
-the containers whose owner process is gone, so Ctrl-C, an error or a crashed harness
-never leaves one running.
+The runtime wires the engine's client and its images (`dockerengine`: connect, prepare,
+pull, build, registry question) to the cell's container. Here: whether the engine can
+run the matrix's cells (`check`, the GPUs it gives containers), and `cleanup`, which
+removes the containers whose owner process is gone, so Ctrl-C, an error or a crashed
+harness never leaves one running. The `docker*` modules of this folder are the only ones
+that import `docker`.
+
+One cell's container: the NGC flags (shm, memlock -1, stack 64 MiB), GPUs through a
+DeviceRequest, no network unless asked, the agent and the scenario's directory mounted
+read-only and the output directory read-write (or copied in and out for a remote
+engine). `container.wait(timeout)` is only an HTTP timeout, so the deadline is ours: the
+engine's wait runs on a thread (`_waiter`) and ends ours the moment the container stops,
+while we check the cancel flag and the deadline (and kill); the state is read once it
+stopped (polled where the engine's wait fails). Every container carries labels naming
+its owner process (`OWNER`), so `DockerRuntime.cleanup` can remove those whose owner is
+gone.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
+import tarfile
+import threading
+import time
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import docker.errors
 from docker.types import DeviceRequest, Ulimit
 
 from harness import gpu
-from harness.errors import EngineUnavailable, GpuUnavailable
+from harness.errors import EngineUnavailable, GpuUnavailable, ImageUnavailable
 from harness.gpu import engine as gpuprobe
+from harness.gpu.host import HostGpuSampler
 from harness.matrixfile.model import Cell, ImageSpec, is_local_endpoint
-from harness.runtimes import dockerimage, process
-from harness.runtimes.base import LABEL, ImageInfo, Progress, RunOutcome, RunRequest, RuntimeBase
-from harness.runtimes.dockercontainer import OWNER, CgroupReadings, run_container, start_time
+from harness.pressure import cpu_pressure
+from harness.runtimes import dockerengine, process
+from harness.runtimes.base import (
+    AGENT_DIR,
+    LABEL,
+    ImageInfo,
+    Progress,
+    RunOutcome,
+    RunRequest,
+    RuntimeBase,
+    parse_size,
+)
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect, where
-from harness.runtimes.dockerimage import PullLayers, pull_failure, split_ref
 from harness.runtimes.local import cache_dir
-
-# The image helpers were first defined here; callers still read them from here.
-__all__ = ["DockerRuntime", "PullLayers", "pull_failure", "split_ref"]
 
 
 class DockerRuntime(RuntimeBase):
     name = "docker"
     product = "Docker"
     probes_gpus = True      # a probe container in a matrix image lists the engine's GPUs
-    builds_hybrids = True   # culprit's hybrid images, built offline (`dockerhybrid`)
+    builds_hybrids = True   # culprit's hybrid images, built offline (`dockerengine.hybrid`)
     own_ulimits: tuple[tuple[str, int, int], ...] = ()  # the engine's defaults serve
 
     def __init__(self, base_url: str | None = None, copy_files: bool | None = None):
@@ -117,7 +139,7 @@ class DockerRuntime(RuntimeBase):
         return self._gpus
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
-        return dockerimage.image_info(self.client, image, progress)
+        return dockerengine.image_info(self.client, image, progress)
 
     def run(self, request: RunRequest, progress: Progress) -> RunOutcome:
         return run_container(self, request, progress)
@@ -190,17 +212,343 @@ class DockerRuntime(RuntimeBase):
         Raises:
             ImageUnavailable: the build failed (its last log lines are in the message).
         """
-        return dockerimage.build(self.client, context, tag, labels, progress)
+        return dockerengine.build(self.client, context, tag, labels, progress)
 
     def pullable(self, ref: str, timeout_s: float = 30.0) -> str | None:
         """None when the engine's registry has `ref`, else why not, with the fix
-        (`dockerimage.pullable`: nothing is pulled, the question is time-boxed)."""
-        return dockerimage.pullable(lambda: self.client, ref, timeout_s)
+        (`dockerengine.pullable`: nothing is pulled, the question is time-boxed)."""
+        return dockerengine.pullable(lambda: self.client, ref, timeout_s)
 
     def image_labels(self, tag: str) -> dict[str, str] | None:
-        return dockerimage.image_labels(self.client, tag)
+        return dockerengine.image_labels(self.client, tag)
 
     def image_config(self, ref: str) -> dict[str, Any] | None:
         """{"labels": {...}, "env": ["K=V", ...]} of an image on the engine, None when
         absent (what `harness doctor` reads of it)."""
-        return dockerimage.image_config(self.client, ref)
+        return dockerengine.image_config(self.client, ref)
+
+
+# ---------------------------------------------- one cell as one container
+
+def start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "?"
+
+
+# host:pid:start — a later process reusing the pid is not taken for a live owner.
+OWNER = f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
+STACK_BYTES = 64 * 1024 * 1024
+POLL_S = 0.1
+SIGKILLED = 137            # the exit code of a process the kernel killed with SIGKILL (128 + 9)
+
+
+class CgroupReadings(Protocol):
+    """A watch of a container's memory cgroup (`Engine.watch_cgroup`)."""
+
+    samples: list[dict[str, Any]]   # as `_stats` gives them: no stats stream is asked
+
+    def __call__(self) -> tuple[bool, int | None]:
+        """Stops the watch: (an OOM kill seen, the peak in bytes)."""
+
+
+class Engine(Protocol):
+    """What running a container needs of the runtime that holds the engine
+    (`DockerRuntime` is one)."""
+
+    copy_files: bool          # a remote engine: files copied in and out, not mounted
+    memlock_refused: bool     # the engine refuses memlock=-1: its default is used
+    own_ulimits: tuple[tuple[str, int, int], ...]   # (name, soft, hard) besides ours
+
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def local(self) -> bool: ...
+
+    @property
+    def gpu_by(self) -> str:
+        """How a GPU is requested (gpu.device_request_kwargs)."""
+
+    def refuse_memlock(self) -> None:
+        """Remember that the engine refuses memlock=-1."""
+
+    def lost(self) -> None:
+        """An engine call failed mid-run: connect again next time."""
+
+    def remove(self, cid: str) -> None:
+        """Remove the container, whatever state it is in."""
+
+    def wait_stopped(self, cid: str) -> None:
+        """Return once the engine says the container has stopped (raise where it cannot
+        say: the caller polls the container's state)."""
+
+    def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
+        """For an engine that reports OOMKilled wrong or its stats too seldom or at a
+        cost: a watch of the started container's memory cgroup, which samples it (`t`
+        from `start`, a time.monotonic()); None: the engine's state and stats say it."""
+
+
+def tar_inputs(scenario_dir: Path) -> bytes:
+    """A tar of harness/agent/*.py, the scenario's directory and an empty harness/out."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in sorted(AGENT_DIR.glob("*.py")):
+            tar.add(path, arcname=f"harness/agent/{path.name}")
+        tar.add(scenario_dir, arcname="harness/scenario",
+                filter=lambda t: None if "__pycache__" in t.name else t)
+        out = tarfile.TarInfo("harness/out")
+        out.type = tarfile.DIRTYPE
+        out.mode = 0o777
+        tar.addfile(out)
+    return buf.getvalue()
+
+
+def ulimits(memlock_refused: bool, own: tuple[tuple[str, int, int], ...] = ()) -> list[Any]:
+    limits = [Ulimit(name="stack", soft=STACK_BYTES, hard=STACK_BYTES),
+              *(Ulimit(name=name, soft=soft, hard=hard) for name, soft, hard in own)]
+    if not memlock_refused:
+        limits.insert(0, Ulimit(name="memlock", soft=-1, hard=-1))
+    return limits
+
+
+def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
+    """docker-py's `containers.create` arguments for the cell."""
+    cell, s = request.cell, request.cell.settings
+    script = cell.scenario.script
+    args = request.agent_args("/harness/agent/agent.py", f"/harness/scenario/{script.name}",
+                              "/harness/out/samples.jsonl",
+                              f"/harness/out/{request.control.name}")
+    kwargs: dict[str, Any] = {
+        "command": [request.image.python, *args],
+        "labels": {LABEL: "1", "harness.owner": OWNER, "harness.cell": cell.id,
+                   "harness.host": socket.gethostname(), "harness.pid": str(os.getpid())},
+        "environment": request.environment(),
+        "volumes": {} if engine.copy_files else {
+            str(AGENT_DIR): {"bind": "/harness/agent", "mode": "ro"},
+            str(script.parent): {"bind": "/harness/scenario", "mode": "ro"},
+            str(request.outdir.resolve()): {"bind": "/harness/out", "mode": "rw"}},
+        "working_dir": "/harness/scenario",
+        "shm_size": s.shm_size,
+        "ulimits": ulimits(engine.memlock_refused, engine.own_ulimits),
+        "detach": True,
+        # tini as PID 1: signals reach the agent and zombies of forked children are
+        # reaped (the agent as PID 1 ignores signals it has no handler for).
+        "init": True,
+    }
+    if not s.network:
+        kwargs["network_disabled"] = True
+        kwargs["network_mode"] = "none"
+    limit = parse_size(s.mem_limit)
+    if limit is not None:
+        kwargs["mem_limit"] = limit
+        kwargs["memswap_limit"] = limit  # no swap: over the limit is an OOM kill
+    if cell.gpu.wants_gpu:
+        kwargs["device_requests"] = [DeviceRequest(**gpu.device_request_kwargs(
+            cell.gpu.value, engine.gpu_by))]
+    return kwargs
+
+
+def run_container(engine: Engine, request: RunRequest, progress: Progress) -> RunOutcome:
+    """Run the cell's container to its end, its deadline or a cancel, and remove it.
+
+    An engine lost mid-run (restart, cut connection) is an outcome (`error`), not a
+    harness abort.
+
+    Raises:
+        ImageUnavailable: the image vanished from the engine.
+        KeyboardInterrupt: the request was cancelled (the container is removed).
+    """
+    cell, s = request.cell, request.cell.settings
+    kwargs = container_kwargs(request, engine)
+    outcome = RunOutcome(exit_code=None, mem_limit_bytes=parse_size(s.mem_limit))
+    container = None
+    gpu_sampler: HostGpuSampler | None = None
+    start = time.monotonic()
+    try:
+        container = _create(engine, request, kwargs)
+        if cell.gpu.wants_gpu and engine.local:
+            # Host-side NVML per device, first reading before the container starts.
+            gpu_sampler = HostGpuSampler(cell.gpu.value, s.sample_interval).start()
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            if "error setting rlimit" not in str(exc) or engine.memlock_refused:
+                raise
+            # Unprivileged engines (rootless, sandboxes) cannot raise RLIMIT_MEMLOCK.
+            engine.refuse_memlock()
+            progress("engine refuses memlock=-1 (NGC flag); running with its default")
+            engine.remove(container.id)
+            kwargs["ulimits"] = ulimits(engine.memlock_refused, engine.own_ulimits)
+            container = _create(engine, request, kwargs)
+            container.start()
+        cgroup = engine.watch_cgroup(container.id, start)
+        if engine.memlock_refused:
+            outcome.details["memlock"] = "engine refused -1; engine default used"
+        stats: list[dict[str, Any]] = cgroup.samples if cgroup is not None else []
+        t_stats = None if cgroup is not None else threading.Thread(
+            target=_stats, args=(container, stats, start, engine.local), daemon=True)
+        if t_stats is not None:
+            t_stats.start()
+        stopped = _waiter(engine, container.id)
+        poll = 0.02   # without the engine's wait: short cells end within a few polls
+        while True:
+            if stopped.is_set():   # the engine said it stopped (or its wait failed: poll)
+                state = engine.client.api.inspect_container(container.id)["State"]
+                if _exited(state):
+                    break
+                time.sleep(poll)
+            else:
+                stopped.wait(poll)
+            if request.cancelled():
+                kill(container)
+                raise KeyboardInterrupt  # the finally below removes the container
+            if time.monotonic() - start > s.timeout:
+                outcome.timed_out = kill(container)
+                state = _wait_exit(engine.client, container.id)
+                break
+            poll = min(POLL_S, poll * 1.5)
+        outcome.duration_s = time.monotonic() - start
+        outcome.exit_code = state.get("ExitCode")
+        oom_seen, peak = cgroup() if cgroup is not None else (False, None)
+        outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen or (
+            state.get("ExitCode") == SIGKILLED and not outcome.timed_out
+            and _oom_event(engine.client, container.id, state))
+        if t_stats is not None:   # the stream only ends when the container is removed
+            t_stats.join(timeout=0.05)
+        outcome.host_samples = list(stats)
+        if stats or peak is not None:
+            outcome.details["host_max_usage"] = max([int(x.get("max_usage") or x["usage"])
+                                                     for x in stats] + [peak or 0])
+        if engine.copy_files:
+            fetch_out(container, request.outdir)
+        logs = container.logs(tail=200)
+        outcome.log_tail = logs.decode("utf-8", "replace") if isinstance(logs, bytes) else ""
+        (request.outdir / "agent.log").write_text(outcome.log_tail, encoding="utf-8")
+    except docker.errors.ImageNotFound as exc:
+        raise ImageUnavailable(f"image {request.image.ref} vanished: {exc}") from exc
+    except (*ENGINE_ERRORS, EngineUnavailable) as exc:
+        outcome.error = f"engine error: {str(exc)[:500]}"
+        outcome.duration_s = time.monotonic() - start
+        engine.lost()  # reconnect next time: the engine may have restarted
+    finally:
+        if gpu_sampler is not None:
+            outcome.details["host_gpu"] = gpu_sampler.stop()
+            outcome.details["host_gpu_reason"] = gpu_sampler.reason
+        if container is not None:
+            engine.remove(container.id)
+    return outcome
+
+
+def kill(container: Any) -> bool:
+    """Kill the container; False where the engine says it had exited already (its agent
+    ended the run as the deadline came, a call stuck: Docker answers 409, podman 500
+    "can only kill running containers"), which is no engine error."""
+    try:
+        container.kill()
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409 or "running" in str(exc.explanation or exc):
+            return False
+        raise
+    return True
+
+
+def _create(engine: Engine, request: RunRequest, kwargs: dict[str, Any]) -> Any:
+    container = engine.client.containers.create(request.image.ref, **kwargs)
+    if engine.copy_files:
+        # A remote engine cannot see our files: copy the agent and the scenario's
+        # directory in before start (no live early stop: the control file and the
+        # samples stay on the far side until the container exits).
+        container.put_archive("/", tar_inputs(request.cell.scenario.script.parent))
+    return container
+
+
+def fetch_out(container: Any, outdir: Path) -> None:
+    """Copy /harness/out back from a remote container (even a killed one)."""
+    try:
+        stream, _ = container.get_archive("/harness/out")
+    except docker.errors.NotFound:
+        return
+    data = io.BytesIO(b"".join(stream))
+    with tarfile.open(fileobj=data) as tar:
+        for member in tar.getmembers():
+            name = Path(member.name)
+            # Only plain files directly under out/: nothing a container wrote may
+            # escape the cell's directory (links, "..", absolute names).
+            if not member.isfile() or len(name.parts) != 2 or name.parts[0] != "out":
+                continue
+            src = tar.extractfile(member)
+            if src is not None:
+                (outdir / name.name).write_bytes(src.read())
+
+
+def _epoch(stamp: str) -> int:
+    """The whole seconds since the epoch of an engine's RFC 3339 UTC time stamp."""
+    return int(datetime.fromisoformat(stamp[:19] + "+00:00").timestamp())
+
+
+def _oom_event(client: Any, cid: str, state: dict[str, Any]) -> bool:
+    """An `oom` event of the container in the engine's log. dockerd sets `OOMKilled` from
+    that event, which can reach it after it handled the exit (moby#18510): under a CI's
+    load a container killed at its memory limit (exit 137) read `OOMKilled false`. So a
+    SIGKILLed container whose flag says no is asked again here; False where the engine
+    keeps no such event or cannot say."""
+    try:
+        events = client.events(since=_epoch(state["StartedAt"]) - 1,
+                               until=_epoch(state["FinishedAt"]) + 1,
+                               filters={"container": cid, "event": "oom"}, decode=True)
+        return any((e.get("Action") or e.get("status")) == "oom" for e in events)
+    except (*ENGINE_ERRORS, KeyError, ValueError, TypeError):
+        return False
+
+
+def _exited(state: dict[str, Any]) -> bool:
+    return not state.get("Running") and state.get("Status") in ("exited", "dead")
+
+
+def _waiter(engine: Engine, cid: str) -> threading.Event:
+    """An event set when the engine's wait for the container returns: it stopped (seen
+    at once, not at the next poll: up to 0.1 s and the polls' round trips saved), or the
+    wait failed (an engine without it, a lost connection), when the caller polls."""
+    stopped = threading.Event()
+
+    def wait() -> None:
+        try:
+            engine.wait_stopped(cid)
+        except Exception:  # any failure: the caller polls the state instead
+            pass
+        finally:
+            stopped.set()
+
+    threading.Thread(target=wait, daemon=True, name=f"wait-{cid[:12]}").start()
+    return stopped
+
+
+def _wait_exit(client: Any, cid: str) -> dict[str, Any]:
+    for _ in range(100):
+        state: dict[str, Any] = client.api.inspect_container(cid)["State"]
+        if not state.get("Running"):
+            return state
+        time.sleep(POLL_S)
+    return state
+
+
+def _stats(container: Any, out: list[dict[str, Any]], start: float, psi: bool) -> None:
+    """Host-side cgroup memory from the engine's stats stream (1 Hz); with `psi`, this
+    machine's CPU pressure beside it (a local engine: its PSI is ours)."""
+    try:
+        for st in container.stats(stream=True, decode=True):
+            mem = st.get("memory_stats") or {}
+            if "usage" in mem:
+                out.append({"t": round(time.monotonic() - start, 3), "usage": mem["usage"],
+                            "max_usage": mem.get("max_usage"),
+                            "limit": mem.get("limit"),
+                            "rss": (mem.get("stats") or {}).get("rss"),
+                            **(cpu_pressure() if psi else {})})
+            elif out:
+                return  # the container has stopped
+    except Exception:  # best effort: the stream breaks in many ways when the engine goes
+        return

@@ -7,14 +7,14 @@ theirs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from harness import gpu
 from harness.errors import HarnessError, InputError
 from harness.gpu.engine import describe
 from harness.matrixfile.model import DEFAULT_RUNTIME, Matrix, is_local_endpoint
+from harness.runtimes import get_runtime
 from harness.runtimes.base import Capabilities, Check
-from harness.runtimes.factories import get_runtime
 
 TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime configure "
                "--runtime=docker` and restart dockerd")
@@ -56,14 +56,10 @@ def docker_engine(url: str | None, runtime: str = DEFAULT_RUNTIME) -> Engine:
         InputError: a runtime without a Docker API engine (local, slurm): the matrix's
             `runtime:`, which doctor checks otherwise.
     """
-    # lazy: docker-py only where a Docker engine is asked for (runtimes.get_runtime
-    # imports it first, paramiko hidden)
-    from harness.runtimes.docker import DockerRuntime
-
     rt = get_runtime(runtime, url)
-    if not isinstance(rt, DockerRuntime):
+    if not rt.capabilities.abilities.container_images:
         raise InputError(f"runtime {runtime} drives no engine with the Docker API")
-    return rt
+    return cast("Engine", rt)       # its images are containers: docker's runtime, podman's
 
 
 class _Lines(list[Check]):

@@ -1,38 +1,66 @@
-"""Run a cell as a subprocess of a Python interpreter or of a cached venv.
+"""Run a cell as a subprocess of a Python interpreter or of a cached venv, and doctor's
+checks of a local matrix (`local_checks`).
 
 The local "image" is an interpreter (`python3.11`, `/usr/bin/python3`) or a pip
 requirement set built into a venv under the cache directory, keyed by a hash of the
 interpreter's version and the sorted requirements (`venv_dirs`), so a sweep over package
-versions runs on any machine without Docker. A `mem_limit` is not applied (said)."""
+versions runs on any machine without Docker. What pip or uv said when it would not
+install a venv's requirements is one line (`short_pip_error`): the reason for an image
+it cannot build, and doctor's for pins that do not resolve.
+
+A memory cgroup of the cell's own (`CellCgroup`), where the host allows one. A local
+cell otherwise shares the harness's cgroup: its `cgroup` readings are the whole
+session's, a `mem_limit:` cannot hold it (it is not applied, said), and a kernel OOM kill
+reads as a plain SIGKILL. In a cgroup of its own (a child of the harness's memory
+cgroup: cgroup v1's memory controller, or v2 where the parent delegates it), the cell's
+memory is its own, `mem_limit:` is applied, and the kernel's count of OOM kills in it
+(`oom_kill` in memory.oom_control, or memory.events) and its peak say how the run ended.
+The agent joins it before it starts (`wrap`: a shell writes its pid to cgroup.procs, then
+execs the agent). Where none can be made, the host-wide count in /proc/vmstat is read
+instead (`vmstat_oom_kills`), which another process's OOM kill can also move. Podman
+reads its containers' cgroups with the same files (`FILES`, `memory_now`).
+
+`harness doctor` for a local matrix: each image's interpreter exists and runs; its
+`pip:` pins resolve (a dry run of pip, no install: `pip install --dry-run`, pip >= 22.2;
+where a sweep already installed them into its cached venv, that venv says so without
+asking the index); the results directory can be written (`harness.cli.doctor` adds that
+every scenario compiles). Each check is one line with its fix, as the Docker and Slurm
+doctors give theirs.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
+import itertools
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import gpu
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
 from harness.matrixfile.lockfile import requirement_lines
-from harness.matrixfile.model import Cell, ImageSpec
+from harness.matrixfile.model import Cell, ImageSpec, Matrix
 from harness.pressure import cpu_pressure
 from harness.runtimes import process, resolver
 from harness.runtimes.base import (
     AGENT_DIR,
+    Check,
     ImageInfo,
     Progress,
     RunOutcome,
     RunRequest,
     RuntimeBase,
 )
-from harness.runtimes.cellcgroup import CellCgroup, vmstat_oom_kills
-from harness.runtimes.piperrors import short_pip_error
 
 
 def venv_dirs(cache: Path, version: str, reqs: list[str], hashed: list[str]) -> tuple[Path, Path]:
@@ -398,3 +426,330 @@ def _environment(request: RunRequest) -> dict[str, str]:
     env.update(request.environment())
     env.update(gpu_env(request.cell))
     return env
+
+
+# ---------------------------------------------- a memory cgroup of the cell's own
+
+ROOT = Path("/sys/fs/cgroup")
+_NAMES = itertools.count()
+
+
+# A memory cgroup's files by version: what an engine's stats report as usage, its peak,
+# the limit and the anonymous memory (its `rss`, a key of memory.stat), and the file
+# that counts OOM kills (`oom_kill`).
+FILES = {1: {"usage": "memory.usage_in_bytes", "max_usage": "memory.max_usage_in_bytes",
+             "limit": "memory.limit_in_bytes", "rss": "rss", "events": "memory.oom_control"},
+         2: {"usage": "memory.current", "max_usage": "memory.peak", "limit": "memory.max",
+             "rss": "anon", "events": "memory.events"}}
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What the cell's cgroup saw: OOM kills in it, its peak and its limit (bytes)."""
+
+    oom_kills: int
+    peak: int | None
+    limit: int | None
+
+
+def memory_cgroups(lines: list[str], root: Path = ROOT) -> Iterator[tuple[Path, int]]:
+    """The memory cgroup directories, with their version, that a /proc/<pid>/cgroup's
+    `lines` name: cgroup v1's memory controller's first, then v2's unified one."""
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            yield root / "memory" / path.lstrip("/"), 1
+    for line in lines:
+        if line.startswith("0::"):
+            yield root / line[3:].lstrip("/"), 2
+
+
+def _own_memory_cgroup() -> tuple[Path, int] | None:
+    """The harness's own memory cgroup directory and its version, or None."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for here, version in memory_cgroups(lines):
+        if version == 1:
+            return here, 1
+        try:
+            if "memory" in (here / "cgroup.subtree_control").read_text().split():
+                return here, 2
+        except OSError:
+            return None
+    return None
+
+
+def read_int(path: Path) -> int | None:
+    """A one-number file's value (None: unreadable, or not a number: "max")."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _limit(path: Path) -> int | None:
+    """A memory limit file's bytes; None for none ("max", or v1's near-2**63 default)."""
+    limit = read_int(path)
+    return limit if limit is not None and limit < 1 << 60 else None
+
+
+def counter(path: Path, key: str) -> int:
+    """A "key value" line's value in a flat keyed file (0 where absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+def _limited(path: Path, version: int) -> bool:
+    """Whether a memory limit holds the cgroup at `path` or one above it."""
+    name = FILES[version]["limit"]
+    for d in (path, *path.parents):
+        if d == ROOT or ROOT not in d.parents:
+            break
+        if _limit(d / name) is not None:
+            return True
+    return False
+
+
+def memory_now(path: Path, version: int) -> dict[str, int | None] | None:
+    """The cgroup at `path`'s memory as an engine's stats stream gives it, in bytes:
+    `usage`, `max_usage` (None without the file: v2's memory.peak came in Linux 5.19),
+    `limit` (None: none) and `rss` (anonymous memory); None where the cgroup is gone."""
+    files = FILES[version]
+    usage = read_int(path / files["usage"])
+    if usage is None:
+        return None
+    return {"usage": usage, "max_usage": read_int(path / files["max_usage"]),
+            "limit": _limit(path / files["limit"]),
+            "rss": counter(path / "memory.stat", files["rss"])}
+
+
+def vmstat_oom_kills() -> int | None:
+    """The kernel's count of OOM kills since boot, host-wide (None: not read)."""
+    path = Path("/proc/vmstat")
+    return counter(path, "oom_kill") if path.exists() else None
+
+
+@dataclass
+class CellCgroup:
+    """One cell's memory cgroup: made by `make`, joined through `wrap`, read once the
+    run ended (`ending`) and removed (`remove`)."""
+
+    path: Path
+    version: int
+
+    @classmethod
+    def make(cls, cell_id: str, limit: int | None, inside_limits: bool = False
+             ) -> CellCgroup | None:
+        """A new cgroup for the cell below the harness's own, with `limit` bytes as its
+        memory limit where given; None where the host does not allow one, or (unless
+        `inside_limits`) where a memory limit already holds the harness (a Slurm job's,
+        a container's): that cgroup's own accounting of an OOM kill (Slurm's
+        OUT_OF_MEMORY) must see it, and it holds the cell already."""
+        own = _own_memory_cgroup()
+        if own is None:
+            return None
+        parent, version = own
+        if not inside_limits and _limited(parent, version):
+            return None
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cell_id)[:80]
+        path = parent / f"harness-{os.getpid()}-{next(_NAMES)}-{safe}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        made = cls(path, version)
+        if limit is not None:
+            name = "memory.limit_in_bytes" if version == 1 else "memory.max"
+            try:
+                (path / name).write_text(str(limit))
+            except OSError:
+                made.remove()
+                return None
+        return made
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` run inside the cgroup: a shell joins it, then execs the command (the
+        pid stays the command's)."""
+        return ["/bin/sh", "-c", 'echo $$ > "$1" 2>/dev/null; shift; exec "$@"', "sh",
+                str(self.path / "cgroup.procs"), *argv]
+
+    def ending(self) -> Ending:
+        """OOM kills in the cgroup, its peak and its limit."""
+        files = FILES[self.version]
+        return Ending(counter(self.path / files["events"], "oom_kill"),
+                      read_int(self.path / files["max_usage"]), _limit(self.path / files["limit"]))
+
+    def remove(self) -> None:
+        """Remove the cgroup: what is left in it (the agent's watchdog, a scenario's
+        worker outliving its cell) is killed first, and it is tried for at most 0.2 s,
+        so that a lane ending on Ctrl-C or a reader that left is not held up. The waits
+        between tries start at 1 ms and double: a process just killed leaves within a
+        millisecond or two, and each check of a test suite pays them."""
+        wait, end = 0.001, time.monotonic() + 0.2
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                self._kill_left()
+                left = end - time.monotonic()
+                if left <= 0:
+                    return
+                time.sleep(min(wait, left))
+                wait *= 2
+
+    def _kill_left(self) -> None:
+        try:
+            pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------- why pip or uv would not install
+
+def short_pip_error(lines: list[str]) -> str:
+    """The line of pip's output that says why, without the list of every version:
+    "No matching distribution found for multidict==9.9 (versions: 1.0 .. 6.7.0, 95)"."""
+    errors = [t.strip()[len("ERROR:"):].strip() for t in lines if t.startswith("ERROR")]
+    if not errors and (said := _uv_said(lines)):
+        return said[-1]
+    versions = next((e for e in errors if "(from versions:" in e), None)
+    last = next((e for e in reversed(errors) if "(from versions:" not in e),
+                errors[-1] if errors else (lines[-1].strip() if lines else "no output"))
+    if versions is not None:
+        listed = versions.split("(from versions:", 1)[1].rstrip(")").split(",")
+        listed = [v.strip() for v in listed if v.strip() and v.strip() != "none"]
+        if listed:
+            last += f" (versions: {listed[0]} .. {listed[-1]}, {len(listed)} in all)"
+        else:
+            last += " (no versions at all: is the package name right?)"
+    return last
+
+
+def _uv_said(lines: list[str]) -> list[str]:
+    """uv's `error: ...` and `  cause: ...` messages, each whole (the last cause says
+    why): uv wraps one to the terminal's width (`COLUMNS`) on indented lines that follow
+    it, joined again here (issue 79 item 7: "...we can conclude that your requirements"
+    was all that was said). The input uv echoes under a cause, marked by a `^^^` line,
+    is left out."""
+    said: list[list[str]] = []
+    for text in lines:
+        words = text.strip()
+        if words.startswith(("error:", "cause:")):
+            said.append([words.split(":", 1)[1].strip()])
+        elif said and words and text[:1].isspace():
+            if set(words) <= {"^"}:      # the line above is the input uv echoes
+                said[-1][1:] = said[-1][1:-1]
+            else:
+                said[-1].append(words)
+    return [" ".join(parts) for parts in said]
+
+
+# ---------------------------------------------- harness doctor for a local matrix
+
+RESOLVE_TIMEOUT_S = 120.0
+
+
+def interpreter(image: ImageSpec) -> str:
+    """The interpreter a local image runs (or builds its venv with)."""
+    return image.python or (image.ref if not image.pip else sys.executable)
+
+
+def built(image: ImageSpec, version: str) -> Path | None:
+    """The sweep's cached venv of an undated image's pins (`LocalRuntime.prepare`'s key:
+    the interpreter's sys.version and the pins), None where no sweep built it."""
+    for venv in venv_dirs(cache_dir(), version, sorted(image.pip),
+                          requirement_lines(image.hashes)):
+        if (venv / "bin" / "python").exists():
+            return venv
+    return None
+
+
+def _image_checks(image: ImageSpec) -> Iterator[Check]:
+    name = interpreter(image)
+    found = shutil.which(name) if os.sep not in name else (
+        name if os.access(name, os.X_OK) else None)
+    if found is None:
+        yield ("FAIL", f"image {image.label}: interpreter {name!r} not found",
+               "install it, or name an existing one in the image's `python:`")
+        return
+    # the runtime's own probe: its sys.version is the one a cached venv's key holds
+    rc, _, version, _ = process.python_probe(found)
+    if rc != 0:
+        yield ("FAIL", f"image {image.label}: interpreter {found} does not run: "
+                       f"{version[-200:]}", "install it, or name another interpreter")
+        return
+    yield ("ok", f"image {image.label}: Python {version.split()[0]} ({found})", "")
+    if not image.pip:
+        return
+    if image.as_of:
+        yield _dated_check(image)
+        return
+    venv = built(image, version)
+    if venv is not None:    # a sweep installed them: no index asked again
+        yield ("ok", f"image {image.label}: pins installed ({' '.join(image.pip)}; cached "
+                     f"venv {venv})", "")
+        return
+    rc, out = process.check_output(
+        [found, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
+         "--disable-pip-version-check", *image.pip], timeout=RESOLVE_TIMEOUT_S)
+    if rc == 0:
+        yield ("ok", f"image {image.label}: pins resolve ({' '.join(image.pip)})", "")
+    elif rc == 124:     # time-boxed: a slow or unreachable index is not a wrong pin
+        yield ("warn", f"image {image.label}: pins not checked: pip found no answer from "
+                       f"its index in {RESOLVE_TIMEOUT_S:.0f} s",
+               "check the index pip uses (pip config list) answers from this host")
+    elif "no such option: --dry-run" in out:
+        yield ("warn", f"image {image.label}: pip of {found} is too old to check pins "
+                       "without installing them", f"{found} -m pip install -U pip")
+    else:
+        yield ("FAIL", f"image {image.label}: pins do not resolve: "
+                       f"{short_pip_error(out.splitlines())}",
+               "check that these versions exist for this Python (and the index pip uses)")
+
+
+def _dated_check(image: ImageSpec) -> Check:
+    """A dated image's requirements resolved as of its day: the sweep's own resolution
+    (`LocalRuntime.pins`, kept in the cache under the same key)."""
+    try:
+        pins = LocalRuntime().pins(image)
+    except resolver.ResolveError as exc:
+        problem, _, fix = str(exc).partition("\n  fix: ")
+        return ("FAIL", problem, fix)
+    return ("ok", f"image {image.label}: {' '.join(image.pip)} resolves as of "
+                  f"{image.as_of} to {len(pins)} pins", "")
+
+
+def _writable(out: Path) -> Check:
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:   # access() says yes to root everywhere, /proc included: try it
+        fd, name = tempfile.mkstemp(dir=probe, prefix=".harness-doctor")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        return ("FAIL", f"results directory {out}: cannot be written ({probe}: "
+                        f"{exc.strerror})", "pass --out DIR you can write")
+    return ("ok", f"results directory {out}: writable", "")
+
+
+def local_checks(matrix: Matrix, out: Path) -> Iterator[Check]:
+    """Every check of a local matrix, in order."""
+    for image in matrix.images:
+        yield from _image_checks(image)
+    yield _writable(out)

@@ -24,10 +24,10 @@ from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
 from harness.pressure import cpu_pressure
 from harness.runtimes.base import Check
-from harness.runtimes.cellcgroup import FILES, counter, memory_cgroups, memory_now, read_int
-from harness.runtimes.cellcgroup import ROOT as CGROUP_ROOT
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
+from harness.runtimes.local import FILES, counter, memory_cgroups, memory_now, read_int
+from harness.runtimes.local import ROOT as CGROUP_ROOT
 
 CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 START_FIX = ("start podman's Docker-compatible service: `podman system service --time=0 "

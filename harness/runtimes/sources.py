@@ -7,7 +7,7 @@ hash, its hash checked), and read without unpacking: each Python module and nati
 source as text, each extension binary as its digest, by path within the distribution
 (an sdist's top folder cut).
 
-Which index: the one uv and pip resolve against (`runtimes.uploads.index_url`), a
+Which index: the one uv and pip resolve against (`runtimes.resolver.index_url`), a
 `file://` one read from disk. No network is used where the user says so (uv's
 `UV_OFFLINE`, pip's `PIP_NO_INDEX`), and no index is read at all under
 `HARNESS_OFFLINE` (the tests set it). What cannot be had raises `SourcesUnavailable`,
@@ -28,7 +28,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
 
 from harness.runtimes.local import cache_dir
-from harness.runtimes.uploads import SIMPLE_JSON, file_version, html_files, index_url, normalize
+from harness.runtimes.resolver import SIMPLE_JSON, file_version, html_files, index_url, normalize
 
 OFFLINE = ("UV_OFFLINE", "PIP_NO_INDEX")      # the user's settings for no network
 MAX_BYTES = 64 << 20          # a distribution larger than this is not fetched
@@ -80,7 +80,7 @@ def _from_href(page: str, text: str, href: str) -> Dist:
 
 def _linked(page: str, text: str) -> list[Dist]:
     """The files a PEP 503 HTML page links, read by the one anchor reader
-    (`uploads.html_files`)."""
+    (`resolver.html_files`)."""
     return [_from_href(page, str(f["filename"]), str(f["href"])) for f in html_files(text)]
 
 
@@ -109,8 +109,8 @@ def index_files(project: str) -> list[Dist]:
     why = offline()
     if why is not None:
         raise SourcesUnavailable(f"offline ({why})")
-    # lazy: requests (with its charset detector, ~30-70 ms, unless dockerlib hid it) only where the
-    # network is asked
+    # lazy: requests (with its charset detector, ~30-70 ms, unless
+    # `runtimes.paramiko_hidden` hid it) only where the network is asked
     import requests
 
     try:
@@ -165,7 +165,7 @@ def _download(dist: Dist, into: Path) -> Path:
         data = Path(url2pathname(urlparse(dist.url).path)).read_bytes()
     else:
         # lazy: requests only where the network is asked (its charset detector costs
-        # ~30-70 ms, unless dockerlib hid it)
+        # ~30-70 ms, unless `runtimes.paramiko_hidden` hid it)
         import requests
 
         try:

@@ -21,6 +21,7 @@ from harness import matrixfile
 from harness.errors import InputError
 from harness.matrixfile.entries import to_word
 from harness.matrixfile.lockfile import normal, read
+from harness.matrixfile.model import abilities
 
 if TYPE_CHECKING:
     from harness.matrixfile.lockfile import Lock
@@ -58,7 +59,7 @@ def matrix_file(pair: Sequence[Path] | None, given_scenarios: Sequence[Path] | N
     scenarios: list[Any] = [str(s.resolve()) for s in given_scenarios or ()]
     if matrix is not None:
         given = matrixfile.load(matrix)      # its own mistakes first, located
-        if given.runtime != "local":
+        if abilities(given.runtime).container_images:     # its images are no venvs
             raise InputError(f"{matrix}: runtime {given.runtime}: --between builds "
                              "each lock into a venv (`runtime: local`)\n  fix: drop "
                              "`runtime:` or set it to local, or sweep without the matrix")

@@ -126,7 +126,7 @@ def test_in_a_limited_cgroup_the_kernel_stops_it_not_the_watchdog(tmp_path: Path
     """A cell a memory limit holds (a container's, a Slurm job's) is stopped by the
     kernel's OOM killer inside it, which its ending reads as `oom` with its peak (and
     `fit` reads to find what fits): the watchdog's shares of the free memory stay out."""
-    from harness.runtimes.cellcgroup import CellCgroup
+    from harness.runtimes.local import CellCgroup
 
     # GIVEN the agent in a cgroup of 256 MiB whose setup builds 1 GiB in one call, in C
     box = CellCgroup.make("stop-test", 256 * MiB, inside_limits=True)

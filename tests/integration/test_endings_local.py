@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.runtimes.cellcgroup import CellCgroup
+from harness.runtimes.local import CellCgroup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="/proc and cgroups are Linux's")

@@ -329,6 +329,78 @@ def test_one_registry_of_runtime_names() -> None:
     assert "getattr(" not in doctor.read_text() and "hasattr(" not in doctor.read_text()
 
 
+# Issue 88 item 3: one engine interface, as httpx's BaseTransport. What an engine can do
+# is asked of it (`runtimes.base.Runtime`: its `Capabilities`, its methods); no module
+# outside harness/runtimes/ names a concrete runtime class, to build one, test for one
+# (isinstance) or cast to one.
+def concrete_runtimes(root: Path) -> set[str]:
+    """The runtime classes of harness/runtimes/: `RuntimeBase`'s subclasses, at any depth
+    (`PodmanRuntime(DockerRuntime)` too)."""
+    bases: dict[str, set[str]] = {}
+    for path in sorted((root / "harness" / "runtimes").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {_dotted(b).rpartition(".")[2] for b in node.bases}
+    found = {"RuntimeBase"}
+    while new := {name for name, of in bases.items() if of & found} - found:
+        found |= new
+    return found - {"RuntimeBase"}
+
+
+def runtime_namers(root: Path) -> list[str]:
+    """Where a module outside harness/runtimes/ (the agent apart) names a concrete runtime
+    class: imported, called, tested for or cast to (`cast("LocalRuntime", x)`); a
+    docstring's mention is no use of it."""
+    names = concrete_runtimes(root)
+    faults = []
+    for module, path in modules(root).items():
+        if module.startswith(("harness.runtimes", APART)):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            said = (node.id if isinstance(node, ast.Name)
+                    else node.attr if isinstance(node, ast.Attribute)
+                    else node.name.rpartition(".")[2] if isinstance(node, ast.alias)
+                    else node.value if isinstance(node, ast.Constant)
+                    and isinstance(node.value, str) else None)
+            if said in names:
+                faults.append(f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)} names "
+                              f"{said}: ask the runtime (runtimes.base.Runtime) instead")
+    return sorted(set(faults))
+
+
+def test_nothing_outside_the_runtimes_names_a_runtime_class() -> None:
+    assert {"DockerRuntime", "LocalRuntime", "PodmanRuntime", "SlurmRuntime"} \
+        <= concrete_runtimes(ROOT)
+    assert runtime_namers(ROOT) == []
+
+
+def test_a_runtime_class_named_outside_the_runtimes_is_found(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/runtimes/__init__.py": "from harness.runtimes.local import LocalRuntime\n",
+        "harness/runtimes/base.py": "class RuntimeBase:\n    pass\n",
+        "harness/runtimes/local.py": ("from harness.runtimes.base import RuntimeBase\n"
+                                      "class LocalRuntime(RuntimeBase):\n    pass\n"),
+        "harness/runtimes/docker.py": ("from harness.runtimes import base\n"
+                                       "class DockerRuntime(base.RuntimeBase):\n    pass\n"
+                                       "class PodmanRuntime(DockerRuntime):\n    pass\n"),
+        "harness/api/run.py": ("from harness.runtimes.local import LocalRuntime\n"
+                               "def f(rt):\n    '''Not LocalRuntime's way.'''\n"
+                               "    return isinstance(rt, LocalRuntime)\n"),
+        "harness/days/search.py": ("from typing import cast\n"
+                                   "import harness.runtimes.docker as d\n"
+                                   "def f(rt):\n    cast('DockerRuntime', rt)\n"
+                                   "    return d.PodmanRuntime()\n"),
+        "harness/stages/ok.py": "def f(rt):\n    return rt.capabilities.resolves_days\n",
+    })
+    assert concrete_runtimes(root) == {"LocalRuntime", "DockerRuntime", "PodmanRuntime"}
+    assert [f.split(" ")[0] for f in runtime_namers(root)] == [
+        "harness/api/run.py:1", "harness/api/run.py:4", "harness/days/search.py:4",
+        "harness/days/search.py:5"]
+
+
 def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
     """ARCHITECTURE.md's pipeline names the stages a cell goes through, in order; they
     are the functions `sweeping.measure.STAGES` runs."""
@@ -535,7 +607,7 @@ def test_a_stray_docker_import_or_spawn_is_found(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
         "harness/__init__.py": "",
         "harness/runtimes/__init__.py": "",
-        "harness/runtimes/dockerlib.py": "import docker\nimport subprocess\n",
+        "harness/runtimes/dockerengine.py": "import docker\nimport subprocess\n",
         "harness/runtimes/process.py": "import subprocess\nsubprocess.run(['true'])\n",
         "harness/gpu/engine.py": "def f():\n    from docker.types import DeviceRequest\n",
         "harness/stages/a.py": ("import importlib\nimportlib.import_module('docker')\n"

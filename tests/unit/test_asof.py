@@ -25,7 +25,7 @@ from harness.culprit.search import BAD, GOOD, UNTESTABLE
 from harness.days.search import Change, halvings, search_days
 from harness.errors import EXIT_ENVIRONMENT, SpecError
 from harness.matrixfile import asof
-from harness.runtimes import resolver, uploads
+from harness.runtimes import resolver
 
 DEFAULTS = {"iterations": 40, "warmup": 5, "sample_every": 5, "repeats": 0}
 
@@ -237,7 +237,7 @@ def test_doctor_reads_a_dated_image_as_the_sweep_resolved_it(
     """doctor's check of a dated image is the sweep's resolution, under the same cache
     key: a day the sweep resolved is read from the cache, the index not asked."""
     from harness.matrixfile.model import ImageSpec
-    from harness.runtimes.localdoctor import _image_checks
+    from harness.runtimes.local import _image_checks
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("HARNESS_CACHE", str(cache))
@@ -313,9 +313,9 @@ def test_an_upload_time_is_the_earliest_file_of_that_version() -> None:
              {"filename": "multidict-6.5.10.tar.gz", "upload-time": "2025-01-01T00:00:00Z"},
              {"filename": "multidict_extra-6.5.1.tar.gz", "upload-time": "2020-01-01T00:00:00Z"},
              {"filename": "multidict-6.4.4.tar.gz", "upload-time": "2025-05-19T00:00:00Z"}]
-    assert uploads.earliest(files, "multidict", "6.5.1") == "2025-06-24T22:13:46Z"
-    assert uploads.earliest(files, "multidict", "9.9") is None
-    assert uploads.file_version("typing_extensions-4.14.1-py3-none-any.whl",
+    assert resolver.earliest(files, "multidict", "6.5.1") == "2025-06-24T22:13:46Z"
+    assert resolver.earliest(files, "multidict", "9.9") is None
+    assert resolver.file_version("typing_extensions-4.14.1-py3-none-any.whl",
                                 "typing-extensions") == "4.14.1"
 
 
@@ -368,20 +368,20 @@ def fake_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setenv("UV_DEFAULT_INDEX", "http://index.test/simple")
     monkeypatch.setattr(requests, "get", get)
-    uploads._files.cache_clear()
+    resolver._files.cache_clear()
     yield asked
-    uploads._files.cache_clear()
+    resolver._files.cache_clear()
 
 
 def resolve_as_uv_does(day: str) -> tuple[str, ...]:
     """The newest multidict uploaded before the day, a yanked one skipped."""
     live = [f for f in FILES if not f.get("yanked") and f["upload-time"] < f"{day}T00:00:00Z"]
     newest = max(live, key=lambda f: str(f["upload-time"]))
-    return ("aiohttp==3.12", f"multidict=={uploads.file_version(newest['filename'], 'multidict')}")
+    return ("aiohttp==3.12", f"multidict=={resolver.file_version(newest['filename'], 'multidict')}")
 
 
 def test_a_yanked_release_between_two_days_is_skipped_and_said(fake_index: list[str]) -> None:
-    assert uploads.yanked_releases("multidict") == {"6.5.0": YANKED_REASON}
+    assert resolver.yanked_releases("multidict") == {"6.5.0": YANKED_REASON}
     runs: list[str] = []
 
     def probe(day: str, pins: tuple[str, ...]) -> str:
@@ -389,7 +389,7 @@ def test_a_yanked_release_between_two_days_is_skipped_and_said(fake_index: list[
         return BAD if pins[1] == "multidict==6.5.1" else GOOD
 
     out = search_days("cpu.s", "2025-06-10", "2025-07-01", resolve_as_uv_does, probe,
-                      lambda s: None, uploads.upload_time, uploads.yanked_releases)
+                      lambda s: None, resolver.upload_time, resolver.yanked_releases)
     # skipped: no day between resolves to 6.5.0, though it was on the index from 06-17
     assert "multidict==6.5.0" not in runs
     assert (out.last_good, out.first_bad) == ("2025-06-24", "2025-06-25")
@@ -430,6 +430,6 @@ def test_an_html_index_page_says_yanked_with_data_yanked() -> None:
             '</a><a href="x/multidict-6.5.0.tar.gz" data-yanked="leaks &amp; crashes">'
             'multidict-6.5.0.tar.gz</a><a href="y" data-yanked>multidict-6.3.0.tar.gz</a>'
             '<a href="z" data-yanked="">multidict-6.3.0-py3-none-any.whl</a></body></html>')
-    files = uploads.html_files(page)
-    assert uploads.yanked_in(files, "multidict") == {"6.5.0": "leaks & crashes", "6.3.0": ""}
-    assert uploads.yanked_words("6.3.0", "") == "6.3.0 (yanked: no reason given)"
+    files = resolver.html_files(page)
+    assert resolver.yanked_in(files, "multidict") == {"6.5.0": "leaks & crashes", "6.3.0": ""}
+    assert resolver.yanked_words("6.3.0", "") == "6.3.0 (yanked: no reason given)"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtimes import cellcgroup
-from harness.runtimes.cellcgroup import CellCgroup
+from harness.runtimes import local
+from harness.runtimes.local import CellCgroup
 
 
 class Clock:
@@ -50,7 +50,7 @@ def test_it_is_tried_again_after_1_ms_then_waits_that_double(
             (box / "cgroup.procs").unlink()
 
     clock = Clock(leaves)
-    monkeypatch.setattr(cellcgroup, "time", clock)
+    monkeypatch.setattr(local, "time", clock)
     CellCgroup(box, 1).remove()
     assert not box.exists()
     assert clock.waits == [0.001, 0.002, 0.004]
@@ -60,7 +60,7 @@ def test_one_that_stays_busy_is_given_up_after_0_2_s(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     box = _busy(tmp_path)
     clock = Clock()
-    monkeypatch.setattr(cellcgroup, "time", clock)
+    monkeypatch.setattr(local, "time", clock)
     CellCgroup(box, 1).remove()
     assert box.exists()
     assert sum(clock.waits) == pytest.approx(0.2)
@@ -76,17 +76,17 @@ def test_a_cgroups_memory_is_read_as_an_engines_stats_give_it(tmp_path: Path) ->
                         ("limit_in_bytes", "9223372036854771712")):   # no limit
         (v1 / f"memory.{name}").write_text(value + "\n")
     (v1 / "memory.stat").write_text("cache 8\nrss 200\nrss_huge 0\ntotal_rss 999\n")
-    assert cellcgroup.memory_now(v1, 1) == {"usage": 300, "max_usage": 400, "limit": None,
+    assert local.memory_now(v1, 1) == {"usage": 300, "max_usage": 400, "limit": None,
                                             "rss": 200}
     v2.mkdir()
     (v2 / "memory.current").write_text("300\n")
     (v2 / "memory.max").write_text("1048576\n")
     (v2 / "memory.stat").write_text("anon 100\nfile 200\n")
     # memory.peak came in Linux 5.19: without it there is no max_usage
-    assert cellcgroup.memory_now(v2, 2) == {"usage": 300, "max_usage": None,
+    assert local.memory_now(v2, 2) == {"usage": 300, "max_usage": None,
                                             "limit": 1048576, "rss": 100}
     (v2 / "memory.peak").write_text("500\n")
     (v2 / "memory.max").write_text("max\n")
-    assert cellcgroup.memory_now(v2, 2) == {"usage": 300, "max_usage": 500, "limit": None,
+    assert local.memory_now(v2, 2) == {"usage": 300, "max_usage": 500, "limit": None,
                                             "rss": 100}
-    assert cellcgroup.memory_now(tmp_path / "gone", 1) is None
+    assert local.memory_now(tmp_path / "gone", 1) is None

@@ -1,4 +1,4 @@
-"""One cell's container (`runtimes.dockercontainer.run_container`) through
+"""One cell's container (`runtimes.docker.run_container`) through
 `DockerRuntime.run`, against a fake engine client: no engine is touched."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import requests.exceptions
 
 from harness import matrixfile
 from harness.runtimes.base import LABEL, ImageInfo, RunRequest
-from harness.runtimes.docker import DockerRuntime
-from harness.runtimes.dockercontainer import OWNER, kill
+from harness.runtimes.docker import OWNER, DockerRuntime, kill
 
 
 class FakeContainer:

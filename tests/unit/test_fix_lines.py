@@ -185,7 +185,7 @@ def test_a_missing_test_image_is_built_only_where_a_recipe_makes_it(
     import docker.errors
 
     from harness.devtools.images import load_recipes
-    from harness.runtimes.dockerimage import pull_failure
+    from harness.runtimes.dockerengine import pull_failure
 
     monkeypatch.chdir(ROOT)
     gone = docker.errors.APIError("pull access denied, repository does not exist")
@@ -216,7 +216,7 @@ def test_doctors_fix_for_a_missing_image_says_docker_pull_once(tmp_path: Path) -
     from test_gpu import ENGINE_INFO, NGC, RTX_3090, FakeEngine, host_with, ngc_matrix
 
     from harness.cli import doctor
-    from harness.runtimes.dockerimage import pull_failure
+    from harness.runtimes.dockerengine import pull_failure
 
     engine = FakeEngine(ENGINE_INFO, {})
     # the engine's answer, as the docker runtime gives it

@@ -392,7 +392,7 @@ def test_doctor_local_checks_what_the_sweep_needs(tmp_path: Path) -> None:
 
 
 def test_a_pin_error_is_one_line_without_every_version() -> None:
-    from harness.runtimes.piperrors import short_pip_error
+    from harness.runtimes.local import short_pip_error
 
     lines = ["ERROR: Could not find a version that satisfies the requirement multidict==99 "
              "(from versions: 1.0, 1.1, 6.4.4, 6.6.4)",
@@ -404,7 +404,7 @@ def test_a_pin_error_is_one_line_without_every_version() -> None:
 def test_uvs_reason_wrapped_to_the_terminal_is_said_whole() -> None:
     """Issue 79 item 7: uv wraps its cause to the terminal's width (`COLUMNS`); the
     reason stopped at the first line's end, "...we can conclude that your requirements"."""
-    from harness.runtimes.piperrors import short_pip_error
+    from harness.runtimes.local import short_pip_error
 
     lines = ["Using Python 3.11.7 environment at: v",
              "error: No solution found when resolving dependencies",
@@ -494,7 +494,7 @@ def test_doctor_local_pin_that_does_not_resolve_fails_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 21 point 4: an uninstallable pin is a FAIL naming the pin, one line, no
     version list; an index that does not answer in time is a warning, not a FAIL."""
-    from harness.runtimes import localdoctor
+    from harness.runtimes import local
 
     versions = ", ".join(f"1.{k}" for k in range(40))
     fake = tmp_path / "python-fake"
@@ -512,7 +512,7 @@ def test_doctor_local_pin_that_does_not_resolve_fails_in_one_line(
                  f"    - {{name: nine, python: {fake}, pip: [multidict==9.9]}}\n"
                  f"    - {{name: slow, python: {slow}, pip: [never-built-here==1.0]}}\n"
                  f"  scenario: [s.py]\n")
-    monkeypatch.setattr(localdoctor, "RESOLVE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(local, "RESOLVE_TIMEOUT_S", 1.0)
     checks = doctor.diagnose(matrixfile.load(m), {"local": None}, lambda url: FakeEngine({}, {}),
                              HostGpus(), has_gpu=False, hook_found=False, out=tmp_path / "out")
     text = "\n".join(checks.lines)

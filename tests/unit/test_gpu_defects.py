@@ -9,11 +9,11 @@ from typing import Any
 from harness.analysis.decision import within_run
 from harness.analysis.outcomes import allocation_report
 from harness.gpu import engine as gpuprobe
-from harness.gpu.hostsample import memory_info
+from harness.gpu.host import memory_info
 from harness.matrixfile.model import GpuSel
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import RunOutcome
-from harness.runtimes.docker import split_ref
+from harness.runtimes.dockerengine import split_ref
 from harness.runtimes.local import gpu_env
 from harness.thresholds import AnalysisConfig
 

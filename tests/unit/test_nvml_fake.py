@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from loadfile import load_file
 
-from harness.gpu.hostsample import NO_PYNVML, HostGpuSampler, reconcile
+from harness.gpu.host import NO_PYNVML, HostGpuSampler, reconcile
 from tests.pythons import pythons
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -322,7 +322,7 @@ def test_agent_without_nvml_records_reason(tmp_path: Path) -> None:
 HOST_PROBE = """
 import json, time
 from harness import gpu
-from harness.gpu.hostsample import HostGpuSampler
+from harness.gpu.host import HostGpuSampler
 sampler = HostGpuSampler({sel!r}, interval=0.02).start()
 time.sleep(0.2)
 samples = sampler.stop()

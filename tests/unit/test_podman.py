@@ -17,7 +17,7 @@ from harness import matrixfile
 from harness.errors import GpuUnavailable
 from harness.runtimes import podman
 from harness.runtimes.base import ImageInfo, RunRequest
-from harness.runtimes.dockercontainer import container_kwargs
+from harness.runtimes.docker import container_kwargs
 from harness.runtimes.podman import PodmanRuntime
 
 

@@ -16,17 +16,20 @@ from harness.matrixfile.model import Matrix, SlurmSpec
 from harness.protocol.ingest import Series
 from harness.runtimes import Engines
 from harness.runtimes.base import ImageInfo, RunOutcome, RunRequest
-from harness.runtimes.slurm import SlurmRuntime
-from harness.runtimes.slurmbatch import job_mem, outcome_of, sbatch_args
-from harness.runtimes.slurmjob import (
+from harness.runtimes.slurm import (
+    JobEnd,
+    SlurmRuntime,
     cell_from_json,
     cell_to_json,
+    duration_s,
     job_gpus,
+    job_mem,
     outcome_from_json,
+    outcome_of,
     outcome_to_json,
     pyxis_command,
+    sbatch_args,
 )
-from harness.runtimes.slurmqueue import JobEnd, duration_s
 
 
 def matrix(tmp_path: Path, slurm: str, runtime: str = "local", gpu: str = "[0, none]",
@@ -160,7 +163,7 @@ def test_explains_attribution_kinds_reach_the_job(tmp_path: Path) -> None:
     and the node's agent gets them."""
     import dataclasses
 
-    from harness.runtimes.slurmjob import write_spec
+    from harness.runtimes.slurm import write_spec
 
     m = matrix(tmp_path, "slurm: {pyxis: true}\n", runtime="docker")
     req = dataclasses.replace(_request(tmp_path, m), attribute=("heap", "device"))

@@ -44,7 +44,7 @@ def test_docker_is_imported_without_paramiko_until_ssh_is_asked_for() -> None:
     assert "docker" in mods and "paramiko" not in mods
     mods = _modules_after(
         "from harness.runtimes import get_runtime\nget_runtime('docker')\n"
-        "from harness.runtimes.dockerlib import enable_ssh\nenable_ssh()\n"
+        "from harness.runtimes.dockerengine import enable_ssh\nenable_ssh()\n"
         "import docker.api.client\nassert docker.api.client.SSHHTTPAdapter")
     assert "paramiko" in mods
 

@@ -174,7 +174,7 @@ def test_plain_lines_when_not_a_terminal(swept: tuple[Path, str], tmp_path: Path
 
 
 def test_pull_progress_by_layer() -> None:
-    from harness.runtimes.docker import PullLayers
+    from harness.runtimes.dockerengine import PullLayers
 
     layers = PullLayers()
     for event in [{"status": "Pulling from nvidia/tensorflow", "id": "22.12-tf1-py3"},

@@ -16,7 +16,7 @@ from harness.errors import ImageUnavailable
 from harness.matrixfile.model import ImageSpec
 from harness.report import Report, write_all
 from harness.runtimes.base import ImageInfo, Progress
-from harness.runtimes.docker import pull_failure
+from harness.runtimes.dockerengine import pull_failure
 from harness.sweeping.course import exit_code
 from tests.unit.test_orchestrator import by_image, make_matrix, run
 
