@@ -16,7 +16,7 @@ from harness.analysis.runrules import RERUN_RULES
 from harness.analysis.steprules import LOAD_RULES, STEP_RULES, LoadEvidence
 from harness.analysis.table import first_of
 from harness.errors import InputError
-from harness.matrixfile.analysisblock import analysis_of
+from harness.matrixfile.load import analysis_of
 from harness.report import Report
 from harness.result.build import run_outcome
 from harness.store import SeriesCache

@@ -15,7 +15,7 @@ from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputErro
 from harness.fit.page import FitReport
 from harness.fit.plan import Target, fit_row, store_cache, sweep_runner
 from harness.fit.steps import probe_bound
-from harness.matrixfile.fitblock import RANGE_FIX, check_param, parse_range
+from harness.matrixfile.load import RANGE_FIX, check_param, parse_range
 from harness.orchestrator import Sweep, prefetch_analysis
 from harness.preflight import compile_scenarios
 from harness.runtimes import Engines

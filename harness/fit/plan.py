@@ -23,7 +23,7 @@ from harness.analysis.outcomes import allocation_report
 from harness.errors import InputError
 from harness.fit import memory
 from harness.fit.steps import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
-from harness.matrixfile.fitblock import probe_cell
+from harness.matrixfile.load import probe_cell
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult

@@ -201,7 +201,7 @@ def test_a_fit_probe_reads_the_heap_as_the_program_leaves_it(tmp_path: Path) -> 
     and thread cache off lowered TF's peaks, and the fit then answered 13 where the plain
     program fits 11 (tests/integration/test_fit_docker.py measures that on each machine)."""
     from harness import matrixfile
-    from harness.matrixfile.fitblock import probe_cell
+    from harness.matrixfile.load import probe_cell
 
     (tmp_path / "s.py").write_text("def setup(p):\n    return p['batch']\n\n\ndef step(s):\n"
                                    "    pass\n")
