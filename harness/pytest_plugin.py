@@ -34,7 +34,7 @@ process, which imported the test module once (harness/agent/forkserver.py): a te
 its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
 has its own; the saved runs are files written atomically, one directory per test.
 
-Nothing of harness but its names (`harness.pytestnames`, four constants) is imported
+Nothing of harness but its names (`harness.pytestcall`) is imported
 until marked tests are to run: unmarked sessions pay for two marker lines and three
 options. Where some are, the warm interpreter is started, the first one's module
 imported in it, once they are collected, before the first test's clock
@@ -47,7 +47,7 @@ import unicodedata
 
 import pytest
 
-from harness.pytestnames import (
+from harness.pytestcall import (
     ALLOWANCE,
     LEAKS,
     OVERRUN,

@@ -214,7 +214,7 @@ def test_no_import_runs_back_up(floor_list: list[set[str]]) -> None:
 
 def test_no_import_circles() -> None:
     """The last one was broken by issue 79: the pytest plugin loads `api.marked` once a
-    marked test runs, and both take the plugin's names from `pytestnames` below them."""
+    marked test runs, and both take the plugin's names from `pytestcall` below them."""
     assert circles(ROOT) == []
 
 
