@@ -25,7 +25,7 @@ from harness.analysis.codesites import (
 )
 from harness.analysis.whererecord import parse_where
 from harness.answers.explained import Explanation, load_explanations
-from harness.explain.model import kinds_for
+from harness.explain.plan import kinds_for
 from harness.result.model import CellResult
 from harness.runtimes.sources import Release, SourcesUnavailable, release
 
@@ -59,7 +59,7 @@ def code_answers(culprit: Mapping[str, object] | None, where: Explanation | None
                  fetch: Fetch = release, kinds: Sequence[str] = ()) -> list[CodeAnswer]:
     """Each proved change's code against the first bad cell's attributed sites (its
     where record), weighed by the first of `kinds` (the verdict's attribution kinds, in
-    its order: `explain.model.kinds_for`) that has any; none without a proved change
+    its order: `explain.plan.kinds_for`) that has any; none without a proved change
     or a where record."""
     changes = proved(culprit)
     if not changes or where is None or not where.record:

@@ -48,8 +48,7 @@ from harness.days.cause import (
 )
 from harness.days.search import day_in_run, same_entry
 from harness.errors import EnvironmentUnavailable, InputError
-from harness.explain.model import kinds_for
-from harness.explain.plan import explain
+from harness.explain.plan import explain, kinds_for
 from harness.matrixfile.model import Cell
 from harness.orchestrator import Sweep
 from harness.result.derived import DerivedFrom

@@ -29,7 +29,7 @@ from harness.analysis.kinds import (
 from harness.answers.pairs import pairs
 from harness.compare.join import compare_hosts
 from harness.errors import InputError
-from harness.explain.model import kinds_for
+from harness.explain.plan import kinds_for
 from harness.report import (
     ConsoleReporter,
     HtmlReporter,

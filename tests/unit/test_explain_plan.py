@@ -16,8 +16,7 @@ from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 from harness import matrixfile
 from harness.answers.pairs import Pair, pairs, unpaired
 from harness.app.sweep import plan_of
-from harness.explain.model import kinds_for
-from harness.explain.plan import explain_matrix
+from harness.explain.plan import explain_matrix, kinds_for
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.orchestrator import Sweep
 from harness.report import Report, render_text, write_all
