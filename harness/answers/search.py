@@ -23,7 +23,7 @@ from harness.result.model import CellResult, Planned, image_places
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
-# Installers a venv or an image brings along: never swapped by culprit (`culprit.diff`
+# Installers a venv or an image brings along: never swapped by culprit (`culprit.changes`
 # lists them apart), left out of an issue draft's pins unless asked for.
 TOOLING = frozenset({"pip", "setuptools", "wheel", "distribute"})
 # Of the env vars the agent records (its own ENV_KEYS), those that name the image's

@@ -10,7 +10,7 @@ bad row, as a chain of the plans that exist (never a copy of their loops):
            found (else G and B), changes that moved together swapped apart
            (culprit/<row>/culprit.json reused while the run keys of G and B and of the
            two runs it searched between hold; its hybrids are reused by their own)
-  code     `culprit.code`: the proved change's code, both releases read from the
+  code     `culprit.changes`: the proved change's code, both releases read from the
            index, set against explain's sites (the function that changed and holds them)
   fixed    the first good image after the first bad one, from the sweep's own cells
   host     for a `hosts:` sweep: the first bad image on each other host (the sweep's cell,
@@ -35,8 +35,7 @@ from harness.answers.causes import CAUSE_DIR, Cause, cause_file
 from harness.answers.explained import Explanation, load_explanations
 from harness.answers.pairs import Pair, pairs, unpaired
 from harness.answers.search import RowAnswer, answer_rows
-from harness.culprit.code import step_lines
-from harness.culprit.diff import difference
+from harness.culprit.changes import difference, step_lines
 from harness.culprit.run import RunsOn, culprit_in_run, ends
 from harness.days.cause import (
     NOT_A_DATE_AXIS,
@@ -310,7 +309,7 @@ def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
 
 def step_code(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
               results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
-    """The proved change's code against the attributed sites (`culprit.code`)."""
+    """The proved change's code against the attributed sites (`culprit.changes`)."""
     found, lines = step_lines(j.culprit, j.where, kinds=kinds_for(results[j.pair.cell]))
     j.code = tuple(found)
     for line in lines:
