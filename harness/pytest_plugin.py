@@ -18,7 +18,7 @@ a property).
 `--harness-save NAME`, keeps the run under `<rootdir>/.harness/NAME/`; with
 `--harness-compare NAME` it runs again and compares step times and peak memory with the
 run saved as NAME: the sweep's pooled comparison, then rounds that must confirm a
-suspected change (`harness.api.saved`: the saved code cannot run again, so each round
+suspected change (`harness.api.run`: the saved code cannot run again, so each round
 is a fresh run of the current code against the saved run, not the sweep's interleaved
 B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
 passes as `suspected`. A test with no saved run passes, said so in the summary; a NAME

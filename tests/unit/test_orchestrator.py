@@ -563,10 +563,10 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
 
 
 def test_a_saved_runs_busy_rounds_back_off_as_a_sweeps_do(tmp_path: Path) -> None:
-    """Issue 64: a saved run's rounds (`api.saved`) are the sweep's loop, its busy
+    """Issue 64: a saved run's rounds (`api.run`) are the sweep's loop, its busy
     back-off included, where a copy of the loop had none: every round busy, 1 + 2 + 4 +
     8 s of waits, five rounds of the suspect alone against the saved run."""
-    from harness.api.saved import against_saved
+    from harness.api.run import against_saved
     from harness.orchestrator import Sweep
 
     waits: list[float] = []

@@ -170,10 +170,10 @@ def test_bisect_whose_bad_end_stays_unsettled_exits_4(
 def test_a_saved_runs_rounds_that_hold_both_leave_it_undecided(
         tmp_path: Path, no_backoff: None) -> None:
     """The comparison of `harness.check(..., baseline=Saved(...))` and of a
-    `harness_time` test against a saved run (`api.saved`): the same rounds, the same
+    `harness_time` test against a saved run (`api.run`): the same rounds, the same
     answer, undecided (which the plugin passes with a warning)."""
     from harness import matrixfile
-    from harness.api.saved import against_saved
+    from harness.api.run import against_saved
     from harness.orchestrator import Sweep
     from harness.store import RunStore
 

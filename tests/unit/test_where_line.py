@@ -15,7 +15,7 @@ from resultkit import as_result
 
 from harness.analysis.where import one_time
 from harness.analysis.whererecord import Site, Where
-from harness.api.where import _lines
+from harness.api.run import _lines
 
 pytest_plugins = ["pytester"]
 
