@@ -281,7 +281,7 @@ def test_the_day_seams_answer_heads_the_summary(
     and the fix as a day."""
     from harness.answers.pairs import pairs
     from harness.answers.search import answer_rows
-    from harness.days.cause import DayAnswer, Journey, summary
+    from harness.days.journey import DayAnswer, Journey, summary
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     # labels standing for dates
@@ -312,7 +312,7 @@ def test_a_day_answer_bounds_the_workaround(
     B's."""
     from harness.answers.pairs import pairs
     from harness.answers.search import answer_rows
-    from harness.days.cause import DayAnswer, Journey, workaround
+    from harness.days.journey import DayAnswer, Journey, workaround
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     assert find_cause(three_images(tmp_path), tmp_path / "r") == 1
