@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import options
-from harness.cli.helptext import FittedHelpFormatter
+from harness.cli import FittedHelpFormatter, options
 
 SWEEP_EPILOG = """examples:
   harness sweep examples/multidict.yaml              the demo: a real leak, no Docker
