@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned

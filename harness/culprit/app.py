@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.app import answer
 from harness.app.command import exit_code as report_exit
 from harness.app.command import hold, printer

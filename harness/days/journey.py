@@ -41,8 +41,7 @@ from harness.analysis.codesites import NOT_FETCHED, CodeAnswer
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
 from harness.answers.causes import CAUSE_DIR, Cause, cause_file
 from harness.answers.explained import Explanation, load_explanations
-from harness.answers.pairs import Pair, pairs, unpaired
-from harness.answers.search import RowAnswer, answer_rows
+from harness.answers.search import Pair, RowAnswer, answer_rows, pairs, unpaired
 from harness.culprit.changes import difference, step_lines
 from harness.culprit.run import RunsOn, culprit_in_run, ends
 from harness.days.search import day_in_run, same_entry

@@ -4,7 +4,7 @@ the run service (`stages.execute.Runner`) with the agent's `--attribute` (the ki
 verdict calls for: `kinds_for`), into `explain/<cell>/` of the results directory
 (`EXPLAIN_DIR`); the where records are ranked and matched (`analysis.where`) and written
 to `cells/<cell>/where.json`, which the answers read (`answers.explained`). Which pairs a
-row's first bad and last good cell make is `answers.pairs`. The sweep's verdicts are
+row's first bad and last good cell make is `answers.search`. The sweep's verdicts are
 never taken from these runs: attribution slows a run (tracemalloc by 20-120x on
 allocation-heavy steps, benchmarks/attribution_overhead.py).
 """
@@ -23,7 +23,7 @@ from harness.analysis.kinds import BAD, GREW, MEMORY, TIME, TIMED, kind
 from harness.analysis.rules import WORKERS
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explained import Explanation
-from harness.answers.pairs import Pair, image_after
+from harness.answers.search import Pair, image_after
 from harness.errors import InputError
 from harness.matrixfile.model import (
     BUDGET_CAP,

@@ -26,7 +26,7 @@ from harness.analysis.kinds import (
     Verdict,
     kind,
 )
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.compare.join import compare_hosts
 from harness.errors import InputError
 from harness.explain.plan import kinds_for

@@ -14,7 +14,7 @@ import sweepkit
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.answers.pairs import Pair, pairs, unpaired
+from harness.answers.search import Pair, pairs, unpaired
 from harness.app.sweep import plan_of
 from harness.explain.plan import explain_matrix, kinds_for
 from harness.matrixfile.model import DEFAULT_BUDGET_S
