@@ -18,7 +18,7 @@ a property).
 `--harness-save NAME`, keeps the run under `<rootdir>/.harness/NAME/`; with
 `--harness-compare NAME` it runs again and compares step times and peak memory with the
 run saved as NAME: the sweep's pooled comparison, then rounds that must confirm a
-suspected change (`harness.api.saved`: the saved code cannot run again, so each round
+suspected change (`harness.api.run`: the saved code cannot run again, so each round
 is a fresh run of the current code against the saved run, not the sweep's interleaved
 B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
 passes as `suspected`. A test with no saved run passes, said so in the summary; a NAME
@@ -34,7 +34,7 @@ process, which imported the test module once (harness/agent/forkserver.py): a te
 its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
 has its own; the saved runs are files written atomically, one directory per test.
 
-Nothing of harness but its names (`harness.pytestnames`, four constants) is imported
+Nothing of harness but its names (`harness.pytestcall`) is imported
 until marked tests are to run: unmarked sessions pay for two marker lines and three
 options. Where some are, the warm interpreter is started, the first one's module
 imported in it, once they are collected, before the first test's clock
@@ -47,7 +47,7 @@ import unicodedata
 
 import pytest
 
-from harness.pytestnames import (
+from harness.pytestcall import (
     ALLOWANCE,
     LEAKS,
     OVERRUN,

@@ -92,7 +92,7 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
 
 # With --guard-sweep-start: a sweep's start (its parser, its run's modules, a local
 # runtime) loads no module of harness it does not load now: the plans and answers only an
-# option runs (--explain, --find-cause, --between) stay lazy in cli.sweep and cli.between.
+# option runs (--explain, --find-cause, --between) stay lazy in cli.sweep.
 SWEEP_START = [
     ("a sweep's start",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"

@@ -1,3 +1,3 @@
-"""Answers from finished cells that report renders: the first bad image of a row (search),
-its good and bad pairs (pairs), and the stored culprit, cause and explain answers
+"""Answers from finished cells that report renders: the first bad image of a row and its
+good and bad pairs (search), and the stored culprit, cause and explain answers
 (culprits, causes, explained)."""

@@ -1,4 +1,4 @@
-"""`--find-cause`'s answers read back (`days.journey` finds them, `days.cause` words
+"""`--find-cause`'s answers read back (`days.journey` finds and words
 them): one `cause/<row>.json` per bad row (`Cause`), for the report model and every
 renderer, the summary a user acts on and each step's answer (day, explain, culprit,
 fixed, host). Like explain's and culprit's answers, one keeps the run keys of the cells
@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned

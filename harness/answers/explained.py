@@ -10,8 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.answers.pairs import pairs
-from harness.answers.search import answer_rows
+from harness.answers.search import answer_rows, pairs
 from harness.result.codec import JSON
 from harness.result.derived import DerivedFrom
 from harness.result.model import CellResult, Planned

@@ -28,8 +28,21 @@ from harness.api.scenario import unreachable
 from harness.errors import HarnessError
 from harness.matrixfile.entries import parse_duration
 from harness.protocol.ingest import frames
-from harness.pytestcall import FRESH_MOST, Calls, Made, changeable, made_for
-from harness.pytestnames import LEAKS, PROPERTY, RAN_ON, RUNNING_ON, SAVED_DIR, TIME, TOOK, RunOn
+from harness.pytestcall import (
+    FRESH_MOST,
+    LEAKS,
+    PROPERTY,
+    RAN_ON,
+    RUNNING_ON,
+    SAVED_DIR,
+    TIME,
+    TOOK,
+    Calls,
+    Made,
+    RunOn,
+    changeable,
+    made_for,
+)
 from harness.result.model import AgentError
 from harness.runtimes.base import AGENT_DIR
 from harness.runtimes.process import forkserver

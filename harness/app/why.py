@@ -23,7 +23,7 @@ from harness.analysis.rules import (
 from harness.analysis.rules import said as rule_says
 from harness.analysis.rules import why as rules_why
 from harness.errors import InputError
-from harness.matrixfile.analysisblock import analysis_of
+from harness.matrixfile.load import analysis_of
 from harness.report import Report
 from harness.result.build import run_outcome
 from harness.store import SeriesCache

@@ -8,16 +8,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import answer, options
-from harness.cli.helptext import FittedHelpFormatter
+from harness.cli import FittedHelpFormatter, answer, options
 from harness.compare.app import Asked, missing, names, one_directory, results_compared
+from harness.compare.join import FitComparison, compare_fits, fit_rows, param_of
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
-from harness.fit.compare import FitComparison, compare_fits, fit_rows, param_of
 from harness.report.grid import console_width
 
 if TYPE_CHECKING:
-    from harness.compare.join import Comparison
-    from harness.fit.compare import Row
+    from harness.compare.join import Comparison, Row
 
 
 COMPARE_EPILOG = """examples:

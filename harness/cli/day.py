@@ -7,8 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import answer, options
-from harness.cli.helptext import FittedHelpFormatter
+from harness.cli import FittedHelpFormatter, answer, options
 from harness.days.app import day_command
 
 EPILOG = """examples:

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import answer, options
-from harness.cli.helptext import FittedHelpFormatter
+from harness.cli import FittedHelpFormatter, answer, options
 from harness.errors import EXIT_ENVIRONMENT
 from harness.explain.app import explain_command
 from harness.report import ConsoleReporter, Report

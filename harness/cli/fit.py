@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.cli import answer, options
-from harness.fit.app import FitAsked, fit_command
-
-if TYPE_CHECKING:
-    from harness.fit.page import FitReport
+from harness.fit.app import FitAsked, FitReport, fit_command
 
 
 def add_parser(sub: Any) -> None:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness import devtools
 from harness.cli import options, printer
-from harness.devtools import images
 from harness.errors import EXIT_OK
 
 
@@ -33,13 +33,13 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    recipes = images.load_recipes(images.recipes_file(args.recipes))
+    recipes = devtools.load_recipes(devtools.recipes_file(args.recipes))
     if args.action == "list":
         for r in recipes.values():
             extra = f" from {r.base} + {' '.join(r.pip)}" if r.base else f" ({r.script})"
             print(f"{r.name}: {r.tag}{extra}")
         return EXIT_OK
 
-    built = images.build(recipes, args.names, printer(args.quiet), force=args.force)
+    built = devtools.build(recipes, args.names, printer(args.quiet), force=args.force)
     print(f"built {len(built)} image(s): {', '.join(built) or 'all up to date'}")
     return EXIT_OK

@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import between, options
-from harness.cli.helptext import FittedHelpFormatter
+from harness.cli import FittedHelpFormatter, options
 
 SWEEP_EPILOG = """examples:
   harness sweep examples/multidict.yaml              the demo: a real leak, no Docker
@@ -58,7 +57,7 @@ def add_parser(sub: Any) -> None:
                         "--resume, finished steps are reused)")
     options.add(p, "budget")
     p.add_argument("--list", action="store_true", help="print the cell ids and exit")
-    between.add(p)
+    add_between(p)
     options.add(p, "quiet", "format")
     p.set_defaults(func=run)
 
@@ -70,3 +69,19 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.sweeprun import sweep
 
     return sweep(args)
+
+
+def add_between(p: argparse.ArgumentParser) -> None:
+    """--between, --scenario and --python on `harness sweep` (the matrix they make:
+    `app.between`)."""
+    p.add_argument("--between", nargs=2, type=Path, metavar=("OLD", "NEW"),
+                   help="two lock files (requirements.txt with pins and --hash lines, "
+                        "pylock.toml, uv.lock) swept as one row's images, OLD the last "
+                        "good; where NEW is bad, the package change that did it is "
+                        "searched and proved (harness culprit)")
+    p.add_argument("--scenario", action="append", type=Path, metavar="FILE",
+                   help="with --between: the scenario to run (repeatable; instead of a "
+                        "matrix's scenarios)")
+    p.add_argument("--python", metavar="INTERPRETER",
+                   help="with --between: the interpreter the venvs are built with "
+                        "(default: harness's own)")

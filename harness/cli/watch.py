@@ -12,8 +12,15 @@ from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.report import ConsoleReporter
 from harness.sweeping.options import apply_overrides
 from harness.watch.app import run_suite
-from harness.watch.registry import list_tags, parse_repo
-from harness.watch.suite import Plan, WatchState, make_plan, suite_matrix, suite_name
+from harness.watch.suite import (
+    Plan,
+    WatchState,
+    list_tags,
+    make_plan,
+    parse_repo,
+    suite_matrix,
+    suite_name,
+)
 
 if TYPE_CHECKING:
     from harness.watch.suite import WatchOutcome

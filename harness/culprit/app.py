@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, GOOD, UNAVAILABLE
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.app import answer
 from harness.app.command import exit_code as report_exit
 from harness.app.command import hold, printer
-from harness.culprit.code import for_row
+from harness.culprit.changes import for_row
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run
 from harness.culprit.search import FOUND, OUTSIDE

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.app import answer
 from harness.app.command import printer
 from harness.culprit.app import known_rows, started

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
-from harness.matrixfile.expand import cell_id
+from harness.matrixfile.cells import cell_id
 from harness.result.derived import DerivedFrom
 from harness.runtimes.resolver import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore

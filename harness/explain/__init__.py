@@ -1,3 +1,3 @@
 """`harness explain` and `--explain`: attributed runs of a row's first bad and last good
-cells (`plan`), where.json read back and ranked (`model`), and the command's work for the
-CLI (`app`)."""
+cells and the kinds they attribute (`plan`), and the command's work for the CLI
+(`app`)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.answers.pairs import pairs, unpaired
+from harness.answers.search import pairs, unpaired
 from harness.app import answer
 from harness.app.command import printer
 from harness.errors import (
@@ -33,7 +33,7 @@ from harness.store.jsonhead import load_json_keys
 from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
-    from harness.answers.pairs import Pair
+    from harness.answers.search import Pair
     from harness.matrixfile.model import Matrix
     from harness.result.model import CellResult, Planned
     from harness.store.gate import Gated

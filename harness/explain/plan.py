@@ -1,11 +1,12 @@
 """`harness explain`: where the first bad cell of a row leaks or slows, against its last
 good cell. A plan over the sweep's stages: each of the two cells is run again through
 the run service (`sweeping.context.Runner`) with the agent's `--attribute` (the kinds its
-verdict calls for), into `explain/<cell>/` of the results directory; the where records
-are ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`,
-which the answers read (`answers.explained`). The sweep's verdicts are never taken from
-these runs: attribution slows a run (tracemalloc by 20-120x on allocation-heavy steps,
-benchmarks/attribution_overhead.py).
+verdict calls for: `kinds_for`), into `explain/<cell>/` of the results directory
+(`EXPLAIN_DIR`); the where records are ranked and matched (`analysis.where`) and written
+to `cells/<cell>/where.json`, which the answers read (`answers.explained`). Which pairs a
+row's first bad and last good cell make is `answers.search`. The sweep's verdicts are
+never taken from these runs: attribution slows a run (tracemalloc by 20-120x on
+allocation-heavy steps, benchmarks/attribution_overhead.py).
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.analysis.facts import memory_stopped
-from harness.analysis.kinds import BAD, GREW, TIME
+from harness.analysis.kinds import BAD, GREW, MEMORY, TIME, TIMED, kind
 from harness.analysis.rules import WORKERS
 from harness.analysis.where import Where, changes, notes, parse_where, summary
 from harness.answers.explained import Explanation
-from harness.answers.pairs import Pair, image_after
+from harness.answers.search import Pair, image_after
 from harness.errors import InputError
-from harness.explain.model import EXPLAIN_DIR, kinds_for
 from harness.matrixfile.model import (
     BUDGET_CAP,
     DEFAULT_BUDGET_S,
@@ -39,6 +39,27 @@ from harness.result.runkey import key_of
 from harness.store.answers import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 from harness.sweeping.context import Context
+
+EXPLAIN_DIR = "explain"
+
+
+def kinds_for(result: CellResult) -> tuple[str, ...]:
+    """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`), but the
+    memory kinds of a verdict about time whose memory is not bad (no peak above the
+    baseline's): a site is named for the quantity that is bad. A regression of step time
+    alone was attributed with tracemalloc too, which named "heap: +0.2 KiB/call" where
+    the sweep read 0.25 B/call (issue 63), and made the step 150x slower for its stacks."""
+    kinds = kind(result.verdict).attribute
+    if result.verdict in TIMED and not larger(result):
+        return tuple(k for k in kinds if k not in MEMORY)
+    return kinds
+
+
+def larger(result: CellResult) -> bool:
+    """The cell's peak memory read higher than its baseline's."""
+    vs = result.vs_baseline
+    return vs is not None and vs.peak_rss is not None and vs.peak_rss.direction == "higher"
+
 
 # memray's native stacks: asked for in a second run, only where Python's allocator saw
 # less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process

@@ -1,4 +1,3 @@
-"""`harness fit`: the largest param value that runs. The probes' plan (`steps`, pure) and
-their runs (`plan`), memory per unit (`memory`), the answer in words, JSON, Markdown and
-HTML (`page`), two fits side by side (`compare`), and the command's work for the CLI
-(`app`)."""
+"""`harness fit`: the largest param value that runs. The probes' plan, their runs and
+memory per unit (`plan`), and the command's work for the CLI with the answer in words,
+JSON, Markdown and HTML (`app`)."""

@@ -1,29 +1,48 @@
-"""How much fits: drive `plan_fit` over one row (image x GPU x scenario), probe by probe.
+"""How much fits: drive `plan_fit` over one row (image x GPU x scenario), probe by probe;
+the next probe, and the memory per unit of the param (both pure).
 
 Each probe is a normal cell, the row's cell with the param set to one value (id
 `<cell id>.<param><value>`), run through an injected runner (in the CLI,
 `Sweep.run_cell`; in tests, a FakeRuntime sweep), so an out-of-memory, a crash or a
 timeout is decided as in any sweep. Probes already on disk are reused and cost nothing,
 when the same run made them (their key, `harness.result.runkey`, matches).
-The fitting probes' memory peaks give the memory-per-unit lines (`fit.memory`),
+The fitting probes' memory peaks give the memory-per-unit lines (`fit_sources`),
 and, once two values fit and the limit is known, the predicted boundary the planner may
 jump to.
+
+The next probe: doubling, a memory-predicted jump, or bisection. A row's answer is the
+largest value of an integer param in [lo, hi] whose cell runs:
+`lo - 1` when even `lo` does not, `hi` when the whole range does. Fitting is taken to be
+monotonic (a value that fits means every smaller one does; one that fails means every
+larger one fails), so every observation narrows the candidates to `fits .. fails - 1`,
+where `fits` is the largest value seen fitting and `fails` the smallest failing above it.
+
+Plain bisection of those candidates needs ceil(log2(fails - fits)) probes. The planner
+spends a probe on a guess (the next doubling, or the value the memory model predicts)
+only when, whichever way the guess turns out, bisecting what is left still ends within
+`probe_bound`: the bound holds however wrong a prediction is.
+
+Memory per unit of a param: peak = fixed + per_unit * value, and the value at a limit.
+The peaks come in as numbers (`peaks` reads them from each fitting probe's samples). A
+least-squares line through (value, peak) splits a run's memory into what it holds
+whatever the value (framework, weights, libraries) and what each unit adds (a sample's
+activations); where that line meets the memory limit is the predicted largest value
+that fits.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from harness.analysis.kinds import BAD
+from harness.analysis.kinds import BAD, CUT_SHORT, NOT_MEASURED
 from harness.analysis.outcomes import allocation_report
+from harness.analysis.trends import size
 from harness.errors import InputError
-from harness.fit import memory
-from harness.fit.steps import FAILURES, FIT, STOPS, FitStep, plan_fit, probe_bound
-from harness.matrixfile.fitblock import probe_cell
+from harness.matrixfile.load import probe_cell
 from harness.matrixfile.model import Cell
 from harness.protocol.series import Series
 from harness.result.model import CellResult
@@ -33,6 +52,240 @@ from harness.store.gate import why_not_current
 if TYPE_CHECKING:
     from harness.sweeping.orchestrator import Sweep
 
+
+# What a probe says about its value: fits, or the way it failed (each failure, a kind
+# whose run was cut short, means "does not fit"; they are kept apart so a crash is never
+# reported as running out of memory), or that the row cannot go on (a kind that measured
+# nothing: image unavailable, GPU not applicable).
+FIT = "fit"
+FAILURES = CUT_SHORT
+STOPS = NOT_MEASURED
+
+Action = Literal["probe", "done", "stop"]
+
+
+def probe_bound(lo: int, hi: int) -> int:
+    """Most probes (runs) a row may cost: ceil(log2(hi - lo + 1)) + 3."""
+    if hi < lo:
+        raise ValueError(f"empty range {lo}..{hi}")
+    return math.ceil(math.log2(hi - lo + 1)) + 3
+
+
+def bisect_cost(candidates: int) -> int:
+    """Probes plain bisection needs to pick one answer out of `candidates`."""
+    return math.ceil(math.log2(candidates)) if candidates > 1 else 0
+
+
+@dataclass(frozen=True)
+class FitStep:
+    """What to do next, and what is known so far.
+
+    `fits` is the largest value seen fitting (lo - 1: none yet), `fails` the smallest
+    value seen failing above it (hi + 1: none yet); on `done` the answer is `fits`.
+    `how` says why `value` was chosen: "doubling", "predicted", "bisection".
+    """
+
+    action: Action
+    value: int | None
+    fits: int
+    fails: int
+    how: str = ""
+    why: str = ""
+    conflicts: tuple[int, ...] = field(default=())  # failed below a value that fit
+
+
+def known(lo: int, hi: int, seen: Mapping[int, str]) -> tuple[int, int, tuple[int, ...]]:
+    """(fits, fails, conflicts) from the observations, as `FitStep` defines them."""
+    fits = max((v for v, o in seen.items() if o == FIT), default=lo - 1)
+    fails = min((v for v, o in seen.items() if o in FAILURES and v > fits), default=hi + 1)
+    conflicts = tuple(sorted(v for v, o in seen.items() if o in FAILURES and v < fits))
+    return fits, fails, conflicts
+
+
+def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
+             predicted: float | None = None) -> FitStep:
+    """The next value to probe, or the answer.
+
+    Args:
+        lo: Smallest value of the range.
+        hi: Largest value of the range.
+        seen: Outcome per value probed (or found on disk): "fit", one of `FAILURES`, or
+            one of `STOPS`.
+        runs: Probes run so far (cells taken from disk do not count).
+        predicted: The value the memory model predicts as the largest that fits (from
+            two or more fitting probes and a known memory limit), or None.
+
+    Raises:
+        ValueError: an empty range, a value outside it, or an unknown outcome.
+    """
+    if hi < lo:
+        raise ValueError(f"empty range {lo}..{hi}")
+    for v, o in seen.items():
+        if not lo <= v <= hi:
+            raise ValueError(f"value {v} is out of range {lo}..{hi}")
+        if o != FIT and o not in FAILURES and o not in STOPS:
+            raise ValueError(f"unknown outcome {o!r} at {v}")
+    fits, fails, conflicts = known(lo, hi, seen)
+    stopped = sorted(v for v, o in seen.items() if o in STOPS)
+    if stopped:
+        return FitStep("stop", stopped[0], fits, fails, why=f"{seen[stopped[0]]} at "
+                       f"{stopped[0]}: this row cannot be probed", conflicts=conflicts)
+    if fails == fits + 1:
+        return FitStep("done", None, fits, fails, conflicts=conflicts)
+    budget = probe_bound(lo, hi)
+    candidates = fails - fits
+
+    def worst(v: int) -> int:
+        return max(v - fits, fails - v)
+
+    def affordable(v: int) -> bool:
+        return runs + 1 + bisect_cost(worst(v)) <= budget
+
+    middle = fits + (candidates + 1) // 2
+    guesses: list[tuple[str, int]] = []
+    if predicted is not None and math.isfinite(predicted):
+        # The boundary is floor(predicted) when the prediction is right: probe it and
+        # the value above it, the one that leaves fewer candidates first (above it,
+        # while nothing failed yet: that failure closes the range).
+        near = {min(max(v, fits + 1), fails - 1) for v in (math.floor(predicted),
+                                                              math.floor(predicted) + 1)}
+        def order(v: int) -> tuple[int, int]:
+            return worst(v), -v
+
+        guesses += [("predicted", v) for v in sorted(near, key=order)]
+    if fails == hi + 1:
+        # Nothing failed yet: double the distance from lo (lo, lo+1, lo+3, ...).
+        guesses.append(("doubling", min(2 * fits - lo + 1 if fits >= lo else lo, hi)))
+    for how, v in guesses:
+        if v != middle and affordable(v):
+            return FitStep("probe", v, fits, fails, how, conflicts=conflicts)
+    return FitStep("probe", middle, fits, fails, "bisection", conflicts=conflicts)
+
+
+# Memory per unit
+# Sample keys of the memory sources, with the names the results use. `gpu` is the
+# device as NVML sees it, `fw` the framework allocator, the others the process / its
+# cgroup on the host: the cell's only where its runtime gave it a cgroup of its own
+# (`runtimes.base.own_cgroup`); elsewhere the agent's reading is the whole session's or
+# machine's, kept in the samples, never fitted as the cell's.
+SOURCES: dict[str, str] = {"gpu_used": "gpu", "fw": "fw", "rss": "rss", "rss_anon": "rss_anon",
+                           "uss": "uss", "heap": "heap", "cgroup": "cgroup"}
+DEVICE = ("fw", "gpu")            # limited by the GPU's memory
+HOST = ("rss_anon", "rss")        # limited by the cell's mem_limit (anonymous memory first:
+                                  # file pages of shared libraries are reclaimable)
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Line:
+    """peak = fixed + per_unit * value, fitted through `points` (value, peak bytes)."""
+
+    source: str
+    fixed: float
+    per_unit: float
+    points: tuple[tuple[int, float], ...]
+
+    def at(self, value: float) -> float:
+        return self.fixed + self.per_unit * value
+
+    def limit_value(self, limit: float) -> float | None:
+        """The value at which the line reaches `limit` (None: memory does not grow)."""
+        if self.per_unit <= 0:
+            return None
+        return (limit - self.fixed) / self.per_unit
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the fixed part reads as memory: an intercept below zero is no memory
+        the run holds, but a line that does not hold down to a value of 0 (memory that
+        grows faster than one line over the probes, or probes far from 0 whose scatter
+        tips the line); its per-unit slope and where it meets a limit still stand."""
+        return self.fixed >= 0
+
+    def text(self, unit: str) -> str:
+        """'fixed 1.1 GiB + 450 MiB per batch'; with the intercept below zero,
+        '450 MiB per batch, fixed part not resolved (...)'."""
+        if self.resolved:
+            return f"fixed {size(self.fixed)} + {size(self.per_unit)} per {unit}"
+        why = "the fit's intercept is below zero"
+        if self.per_unit > 0:
+            why += (f": the line through the probes is under 0 bytes below {unit}="
+                    f"{-self.fixed / self.per_unit:.3g}")
+        return f"{size(self.per_unit)} per {unit}, fixed part not resolved ({why})"
+
+
+
+
+def peaks(series: Series, runtime: str) -> dict[str, float]:
+    """The peak of each memory source of the cell that a run's samples carry; the
+    cgroup's only where `runtime` (the result's) gave the cell a cgroup of its own.
+
+    A step's peak can fall between two samples (50 ms apart at best; later on a busy
+    host, where the sampler waits for a CPU): where the agent's end record has the
+    kernel's high-water mark of its RSS (`rss_hwm`), the RSS peak is at least that, and
+    the anonymous peak at least that less the largest file-backed part a sample read
+    (libraries' pages). Not the last sample's: near a memory limit the kernel reclaims
+    file pages after the peak (a conv net's batch 1 under 512 MiB: 210 MiB of them at
+    its setup's end, 168 MiB at its last sample), and the mark less that smaller part
+    overstated the batch's anonymous peak by ~40 MiB."""
+    out: dict[str, float] = {}
+    for key, name in SOURCES.items():
+        if name == "cgroup" and not own_cgroup(runtime):
+            continue
+        peak = series.cols.peaks.get(key)
+        if peak is not None and math.isfinite(peak):
+            out[name] = peak
+    hwm = (series.end or {}).get("rss_hwm")    # an int where given (protocol.schema)
+    if hwm:
+        out["rss"] = max(out.get("rss", 0.0), float(hwm))
+        files = [float(s["rss"]) - float(s["rss_anon"]) for s in series.samples
+                 if s.get("rss") is not None and s.get("rss_anon") is not None]
+        if files and "rss_anon" in out:
+            out["rss_anon"] = max(out["rss_anon"], float(hwm) - max(files))
+    return out
+
+
+def fit_line(source: str, points: Sequence[tuple[int, float]]) -> Line | None:
+    """Least squares through at least two distinct values; None with fewer."""
+    pts = tuple(sorted(points))
+    if len({v for v, _ in pts}) < 2:
+        return None
+    n = len(pts)
+    mx = sum(v for v, _ in pts) / n
+    my = sum(p for _, p in pts) / n
+    sxx = sum((v - mx) ** 2 for v, _ in pts)
+    sxy = sum((v - mx) * (p - my) for v, p in pts)
+    slope = sxy / sxx
+    return Line(source, my - slope * mx, slope, pts)
+
+
+def fit_sources(by_value: Mapping[int, Mapping[str, float]]) -> dict[str, Line]:
+    """One line per source seen in at least two fitting probes' peaks."""
+    names = sorted({s for p in by_value.values() for s in p})
+    out: dict[str, Line] = {}
+    for name in names:
+        line = fit_line(name, [(v, p[name]) for v, p in by_value.items() if name in p])
+        if line is not None:
+            out[name] = line
+    return out
+
+
+def limiting(lines: Mapping[str, Line], device_limit: float | None,
+             host_limit: float | None) -> tuple[Line, float] | None:
+    """The line that meets a known limit, with that limit: the device's when the run's
+    device memory grows with the param (framework allocator first), else the host's;
+    None when neither applies. A line that does not grow never meets a limit: a GPU
+    cell whose scenario holds host memory is limited by the host's."""
+    for names, limit in ((DEVICE, device_limit), (HOST, host_limit)):
+        if limit is None:
+            continue
+        for name in names:
+            if name in lines and lines[name].per_unit > 0:
+                return lines[name], limit
+    return None
+
+
+# The probes' runs
 Probe = tuple[CellResult, Series]
 Runner = Callable[[Cell], Probe]
 Cache = Callable[[Cell], "Probe | None"]
@@ -112,13 +365,13 @@ class FitRow:
     def first_fail(self) -> ProbeResult | None:
         return self.probes.get(self.step.fails)
 
-    def lines(self) -> dict[str, memory.Line]:
-        return memory.fit_sources({v: p.peaks for v, p in self.probes.items()
+    def lines(self) -> dict[str, Line]:
+        return fit_sources({v: p.peaks for v, p in self.probes.items()
                                    if p.outcome == FIT})
 
-    def prediction(self) -> tuple[memory.Line, float, float] | None:
+    def prediction(self) -> tuple[Line, float, float] | None:
         """(line, limit, predicted value) where a fitted line meets a known limit."""
-        hit = memory.limiting(self.lines(), self.device_limit, self.host_limit)
+        hit = limiting(self.lines(), self.device_limit, self.host_limit)
         if hit is None:
             return None
         line, limit = hit
@@ -215,7 +468,7 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
     result, series = got
     outcome = outcome_of(result.verdict)
     seen[value] = outcome
-    row.probes[value] = ProbeResult(value, result, outcome, memory.peaks(series, result.runtime),
+    row.probes[value] = ProbeResult(value, result, outcome, peaks(series, result.runtime),
                                     cached)
     row.order.append(value)
     if cached:

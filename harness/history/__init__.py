@@ -1,2 +1,2 @@
 """`harness history`: every run of a matrix read through the gate, in order (`model`),
-and its console and HTML pages (`page`)."""
+and the command's work with its console and HTML pages (`app`)."""

@@ -1,23 +1,39 @@
 """`harness history`'s work: every run of a matrix read and joined (`model`), the
-latest verdicts as one report model, history.html written beside the runs (`page`), the
-exit code and the notes; the answer in JSON. `cli.history` parses and prints."""
+latest verdicts as one report model, history.html written beside the runs, the exit
+code and the notes; the answer in JSON. `cli.history` parses and prints.
+
+Its renderings, the console and history.html: the latest verdict of every (line, image)
+is handed to the one report model (`report.model.Report`, a line as its row, images in
+release order), so the first bad, the grid of the console (`report.grid`) and the
+heatmap and trends of report.html (`report.trend`) are the ones every report uses; what
+is the history's own is the run each verdict came from, the flaky marks and, on the
+page, each line's verdicts run by run.
+"""
 
 from __future__ import annotations
 
+import io
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TextIO
 
+from harness.analysis.kinds import LOOKS
+from harness.analysis.trends import human_seconds
+from harness.answers.search import RowAnswer
 from harness.app import answer
 from harness.app.command import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError, without_out
-from harness.history.model import read_history
-from harness.history.page import latest_report, write_html
+from harness.history.model import Flaky, History, Line, Run, Seen, read_history
+from harness.report.grid import Grid, conclusions, console_width, token, wrap
+from harness.report.html import environment, kind_css
+from harness.report.model import Report
+from harness.report.trend import in_kib, memory_point, row_trends, step_point
+from harness.result.model import CellResult
 from harness.result.words import cell_text
 from harness.store.gate import read_gated
-
-if TYPE_CHECKING:
-    from harness.history.model import History
-    from harness.report import Report
+from harness.store.results import atomic_write_text
 
 
 def history_of(root: Path) -> tuple[History, Report]:
@@ -92,3 +108,300 @@ def history_json(history: History, report: Report) -> dict[str, object]:
             "runs": [{"tag": r.tag, "name": r.name, "kind": r.kind, "started": r.started,
                       "images": list(r.images), "watch": r.watch} for r in history.runs],
             "lines": lines, "rows": list(report.rows)}
+
+
+# The renderings: the console and history.html
+PAGE = "history.html"       # written into reports/NAME/, never into a run directory
+WORDS_IMAGES = 12           # more images than this: the grid, whatever the width
+SHOWN_RUNS = 10             # run by run (the words table's column, a line's squares on
+                            # history.html): the newest this many, so a page of weekly
+                            # watch runs stays one size
+
+
+def latest_report(history: History) -> Report:
+    """The report model of every line's latest verdicts (a line as its row)."""
+    planned, why = history.unreadable()
+    return Report.from_results(history.name, history.latest_results(), {},
+                               planned=planned, unreadable=why,
+                               outdated=[c for c, w in why.items() if w.startswith("stale:")])
+
+
+def when(run: Run) -> str:
+    """When the run first started, on the local clock its directory is named by
+    (`20261125-214200` is 2026-11-25 21:42), the zone said."""
+    return time.strftime("%Y-%m-%d %H:%M %Z", time.localtime(run.began or run.started))
+
+
+def run_words(run: Run) -> str:
+    """ "r2 20261123-140150 watch of REPO, 2026-11-23 14:01 UTC" """
+    what = f"watch of {run.watch}" if run.watch else run.kind
+    return f"{run.tag} {run.name} ({what}, {when(run)})"
+
+
+def step_words(res: CellResult | None, interval: bool = True) -> str:
+    """Step time per call: the median, with the early..late medians."""
+    p = step_point(res) if res is not None else None
+    if p is None:
+        return "-"
+    if p.hi <= p.lo or not interval:
+        return human_seconds(p.value)
+    lo, hi = human_seconds(p.lo), human_seconds(p.hi)
+    unit = hi.split(" ")[-1]
+    if lo.endswith(" " + unit):      # "37.7..38.4 µs", the unit once
+        lo = lo.removesuffix(" " + unit)
+    return f"{human_seconds(p.value)} ({lo}..{hi})"
+
+
+def growth_words(res: CellResult | None, interval: bool = True, unit: bool = True) -> str:
+    """Memory growth per call in KiB, with the slope's confidence interval ("+5.84 KiB
+    (+5.80..+5.88 KiB)"; the unit left to a column's header without `unit`)."""
+    p = memory_point(res) if res is not None else None
+    if p is None:
+        return "-"
+    said = in_kib(p.value) if unit else in_kib(p.value).removesuffix(" KiB")
+    if p.hi <= p.lo or not interval:
+        return said
+    lo, hi = (in_kib(v).removesuffix(" KiB") for v in (p.lo, p.hi))
+    return f"{said} ({lo}..{hi}{' KiB' if unit else ''})"
+
+
+def _flaky_at(line: Line) -> dict[str, list[Flaky]]:
+    out: dict[str, list[Flaky]] = {}
+    for f in line.flaky():
+        out.setdefault(f.image, []).append(f)
+    return out
+
+
+def by_run(seen: Sequence[Seen], runs: Sequence[Run]) -> str:
+    """A (line, image)'s verdict in each of `runs` as the grid's symbol ("-": that run
+    did not measure it); a run's last reading where it has two."""
+    said = {s.run.tag: s.verdict for s in seen}
+    return "".join(token(said[r.tag], None) if r.tag in said else "-" for r in runs)
+
+
+def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))).rstrip()
+            for r in rows]
+
+
+@dataclass
+class HistoryConsole:
+    """The console: per line a table of its images in full words where they fit (and
+    there are at most WORDS_IMAGES images), else one grid of every line's tokens; then
+    the answers, the flaky images and where the latest verdicts came from."""
+
+    history: History
+    report: Report
+
+    def render(self, out: TextIO, width: int | None = None) -> None:
+        width = console_width(out, width)
+        lines = self._head(width)
+        few = len(self.report.images) <= WORDS_IMAGES
+        for intervals in (True, False) if few or width is None else ():
+            words = self._words(intervals, width)   # the intervals go first where too wide
+            if width is None or all(len(x) <= width for x in words):
+                lines.extend(words)
+                break
+        else:
+            lines.extend(self._grid(width))
+        for note in self.history.notes:
+            lines.extend(self._say(f"note: {note}", width))
+        out.write("".join(f"{x}\n" for x in lines))
+
+    def _say(self, text: str, width: int | None, indent: str = "") -> list[str]:
+        return wrap(text, width, indent) if width is not None else [indent + text]
+
+    def _head(self, width: int | None) -> list[str]:
+        h = self.history
+        n = len(h.runs)
+        rows = len({line.row for line in h.lines})
+        split = len(h.lines) - rows
+        out = self._say(f"history of {h.name}: {n} run{'s' if n != 1 else ''}, "
+                        f"{len(self.report.images)} images in release order, {rows} "
+                        f"row{'s' if rows != 1 else ''}" + (
+                            f" ({split} more line{'s' if split != 1 else ''}: a row "
+                            "measured on several hosts has a line per host)"
+                            if split else ""), width)
+        for run in h.runs:
+            out.extend(self._say(run_words(run), width, "  "))
+        hosts = sorted({line.host for line in h.lines})
+        if len(hosts) == 1:
+            out.extend(self._say(f"measured on {hosts[0] or 'an unknown host'}", width))
+        return out
+
+    def _words(self, intervals: bool = True, width: int | None = None) -> list[str]:
+        out: list[str] = []
+        answers = {row.row: row for row in self.report.rows}
+        for line in self.history.lines:
+            answer = answers.get(line.name)
+            flaky = _flaky_at(line)
+            out.append("")
+            out.extend(self._say(line.name + (
+                f"  (host {line.host})" if " @ " not in line.name
+                and len({x.host for x in self.history.lines}) > 1 else ""), width))
+            shown = self.history.runs[-SHOWN_RUNS:]
+            rows = [["image", "latest", "run", f"{shown[0].tag}..{shown[-1].tag}"
+                     if len(shown) > 1 else shown[0].tag, "step time/call (early..late)"
+                     if intervals else "step time/call", "growth KiB/call (CI)"
+                     if intervals else "growth KiB/call"]]
+            for image in self.report.images:
+                s = line.latest(image)
+                if s is None:
+                    continue
+                marks = [s.verdict]
+                if answer is not None and answer.first_bad == image:
+                    marks.append("first bad")
+                if image in flaky:
+                    marks.append("flaky")
+                rows.append([image, ", ".join(marks), s.run.tag,
+                             by_run(line.seen.get(image, ()), shown),
+                             step_words(s.result, intervals),
+                             growth_words(s.result, intervals, unit=False)])
+            out.extend(_table(rows))
+            if answer is not None:
+                out.extend(self._say(answer.sentence, width, "  "))
+            for image, found in flaky.items():
+                for f in found:
+                    out.extend(self._say(f"{image}: {f.text()}", width, "  "))
+        return out
+
+    def _grid(self, width: int | None) -> list[str]:
+        w = width or 100
+        r = self.report
+        grid = Grid(r.images, r.rows, r.results, w)
+        out = ["", *grid.lines(), "", *grid.legend(), "", *conclusions(r.rows, w)]
+        flaky = [(line, f) for line in self.history.lines for f in line.flaky()]
+        if flaky:
+            out.append("")
+            for line, f in flaky:
+                out.extend(wrap(f"{line.name}: {f.image}: {f.text()}", w))
+        out.append("")
+        out.extend(self._sources(w))
+        return out
+
+    def _sources(self, width: int) -> list[str]:
+        """Which run each line's latest verdicts came from, said once where one run
+        gave them all."""
+        per_line: list[tuple[Line, dict[str, list[str]]]] = []
+        for line in self.history.lines:
+            by_run: dict[str, list[str]] = {}
+            for image in self.report.images:
+                s = line.latest(image)
+                if s is not None:
+                    by_run.setdefault(s.run.tag, []).append(image)
+            per_line.append((line, by_run))
+        tags = {tag for _, by_run in per_line for tag in by_run}
+        if len(tags) == 1:
+            return wrap(f"every latest verdict from {tags.pop()}", width)
+        out = ["latest verdicts from:"]
+        for line, by_run in per_line:
+            parts = [f"{tag} ({', '.join(images)})" if len(by_run) > 1
+                     and len(images) <= 3 else f"{tag} ({len(images)} images)"
+                     for tag, images in sorted(by_run.items(), key=lambda kv: -len(kv[1]))]
+            out.extend(wrap(f"{line.name}: {'; '.join(parts)}", width, "  "))
+        return out
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One (line, image) of one run, or its latest, on the page."""
+
+    image: str
+    verdict: str
+    title: str
+    href: str
+    first_bad: bool = False
+    flaky: bool = False
+
+    @property
+    def css(self) -> str:
+        return "k-" + self.verdict.replace(" ", "-") if self.verdict else ""
+
+
+def _href(s: Seen) -> str:
+    """The cell's plots, relative to reports/NAME/: its page, else its report's anchor."""
+    page = s.run.path / "cells" / s.cell / "cell.html"
+    if page.is_file():
+        return f"{s.run.name}/cells/{s.cell}/cell.html"
+    return f"{s.run.name}/report.html#{s.cell}"
+
+
+def _tile(image: str, s: Seen | None, line: str, first_bad: bool = False,
+          flaky: bool = False, latest: bool = True) -> Tile:
+    """A square: its verdict and the run it came from; the latest's says its line and
+    figures too (a run by run square sits in its line's own table, beside the latest)."""
+    if s is None:
+        return Tile(image, "", f"{image}: not measured", "")
+    if not latest:
+        return Tile(image, s.verdict, f"{image}: {s.verdict} in {s.run.tag}", _href(s),
+                    first_bad, flaky)
+    said = f"step {step_words(s.result)}; growth {growth_words(s.result)}" \
+        if s.result is not None else s.why
+    return Tile(image, s.verdict, f"{image} {line}: {s.verdict} in {s.run.tag} "
+                f"({s.run.name}); {said}", _href(s), first_bad, flaky)
+
+
+@dataclass(frozen=True)
+class LineView:
+    line: Line
+    answer: RowAnswer | None
+    latest: list[Tile]
+    runs: list[tuple[Run, list[Tile]]]      # the newest SHOWN_RUNS that measured the line
+    flaky: list[str]
+    trends: list[str]
+    older: int = 0                          # runs that measured it too, not drawn
+
+
+def render_html(history: History, report: Report, out: TextIO) -> None:
+    """history.html: every line's latest verdicts as a heatmap over images in release
+    order, then per line its verdicts run by run, the flaky images and the trends of
+    step time and memory growth across the images (report.trend's)."""
+    answers = {row.row: row for row in report.rows}
+    views: list[LineView] = []
+    shown: set[str] = set()
+    for line in history.lines:
+        answer = answers.get(line.name)
+        flaky = _flaky_at(line)
+        latest = [_tile(img, line.latest(img), line.name,
+                        answer is not None and answer.first_bad == img, img in flaky)
+                  for img in report.images]
+        runs: list[tuple[Run, list[Tile]]] = []
+        older = 0
+        for run in reversed(history.runs):      # the newest first, up to SHOWN_RUNS
+            if len(runs) == SHOWN_RUNS:
+                older += any(s.run is run for seen in line.seen.values() for s in seen)
+                continue
+            own = {img: next((s for s in line.seen.get(img, ()) if s.run is run), None)
+                   for img in report.images}
+            if any(s is not None for s in own.values()):
+                hatched = {img for img, found in flaky.items()
+                           if any(own[img] is s for f in found for s in f.seen)}
+                runs.append((run, [_tile(img, own[img], line.name, flaky=img in hatched,
+                                         latest=False) for img in report.images]))
+        runs.reverse()
+        shown.update(t.verdict for t in latest if t.verdict)
+        shown.update(t.verdict for _, tiles in runs for t in tiles if t.verdict)
+        trends = [str(svg) for svg in row_trends(answer, report.images, report.results)] \
+            if answer is not None else []
+        views.append(LineView(line, answer, latest, runs,
+                              [f"{img}: {f.text()}" for img, found in flaky.items()
+                               for f in found], trends, older))
+    legend = [k for k in LOOKS if k in shown]   # kinds worst first, then the report's own
+    template = environment().get_template("history.html.j2")
+    out.write(template.render(history=history, images=report.images, views=views,
+                              legend=legend, kind_css=kind_css(), run_words=run_words,
+                              when=when))
+
+
+def write_html(history: History, report: Report) -> Path:
+    """history.html into reports/NAME/ (beside the runs, never inside one).
+
+    Raises:
+        StoreError: the directory cannot be written.
+    """
+    text = io.StringIO()
+    render_html(history, report, text)
+    path = history.root / PAGE
+    atomic_write_text(path, text.getvalue())
+    return path

@@ -1,7 +1,7 @@
 """The parts of a matrix every reader of it shares: `Ctx` (the document and how an
-error at a key path is said), one image entry, one scenario entry with its run
-settings, and durations. `load` reads the file's blocks with them, `expand` its
-`include:` entries, `slurm` and `fitblock` their own blocks.
+error at a key path is said), one image entry (its `pip:` pins checked as written),
+one scenario entry with its run settings (checked across keys), and durations. `load`
+reads the file's blocks with them, `cells` its `include:` entries.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import SpecError
-from harness.matrixfile import asof, lockfile
-from harness.matrixfile.lengthchecks import fixed_beside_early_stop, timeout_past_budget
+from harness.matrixfile import lockfile, releases
+from harness.matrixfile.lockfile import NAME
 from harness.matrixfile.model import (
     BUDGET_CAP,
     HEAP_MODES,
@@ -26,7 +26,6 @@ from harness.matrixfile.model import (
     ScenarioSpec,
     abilities,
 )
-from harness.matrixfile.pins import pin_mistake
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path
 
 IMAGE_KEYS = ("name", "ref", "pip", "python", "as_of", "lock")
@@ -159,7 +158,7 @@ def parse_images(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int
     if not image.pip:
         raise ctx.fail((*path, "as_of"), "as_of resolves the entry's `pip:` list by day, "
                        "and this entry has none", "add e.g. pip: [aiohttp]")
-    return asof.dated(image, asof.parse(ctx, item["as_of"], (*path, "as_of")), index)
+    return releases.dated(image, releases.parse_as_of(ctx, item["as_of"], (*path, "as_of")), index)
 
 
 def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
@@ -379,3 +378,107 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
                        f"min_iterations ({result.min_iterations})",
                        "raise max_iterations or lower min_iterations")
     return result
+
+
+# The checks of a run's settings across keys, once a scenario's settings are read
+# (`parse_settings`, `parse_scenario`): `iterations` beside early stop, which never
+# reads it, and a timeout within the run's time budget.
+def fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
+                            base: RunSettings) -> None:
+    """`iterations` where `budget` or `max_iterations` is set: early stop runs for its
+    budget or up to max_iterations calls and would never read it.
+
+    Raises:
+        SpecError: naming the `iterations` key.
+    """
+    given = [k for k in raw if k.replace("-", "_") == "iterations"]
+    if not given or not ctx.check_files:    # a results directory's copy ran as it was
+        return
+    here = (*path, given[0])
+    for key, runs, keep, mode, move in _EARLY_STOP_KEYS:
+        if any(k.replace("-", "_") == key for k in raw):
+            raise ctx.fail(here, f"iterations beside {key}: {runs} and never reads "
+                           "iterations", f"keep one: {keep}, or iterations for a fixed length")
+        if (set_above := getattr(base, key)) is not None:
+            shown = f"{set_above:g}s" if key == "budget" else str(set_above)
+            raise ctx.fail(here, f"iterations under {mode} set above ({key}: {shown} in "
+                           "defaults), which never reads it", move)
+
+
+# The settings that make a run early stop's, each: what it runs, which to keep, how the
+# mode is called, and where to move it (a budget is looked at first: with one set in
+# `defaults`, max_iterations is its cap)
+_EARLY_STOP_KEYS = (
+    ("budget", "a budget runs for its seconds (max_iterations the cap)",
+     "budget for a run of so many seconds", "a time budget",
+     "set budget here instead, or move budget out of defaults"),
+    ("max_iterations", "early stop (max_iterations) runs up to max_iterations calls",
+     "max_iterations for early stop", "an early stop",
+     "set max_iterations here instead, or move max_iterations out of defaults into the "
+     "scenarios that stop early"),
+)
+
+
+def timeout_past_budget(ctx: Ctx, overrides: dict[str, Any], path: PathKey,
+                        settings: RunSettings) -> None:
+    """A timeout no longer than the run's time budget (issue 79 item 6: `timeout: 1ms`
+    alone, under the default budget): the measured phase alone runs up to its budget,
+    the start, setup and warm-up come on top, so every cell would be killed at its
+    deadline. A fixed number of calls has no time to compare it with.
+
+    Raises:
+        SpecError: at the timeout where it is written (else at the budget), with both.
+    """
+    budget = settings.run_budget
+    if budget is None or settings.timeout > budget or not ctx.check_files:
+        return
+    keys = ("timeout", "budget")
+    here = next(((*where, key) for key in keys for where, raw in (
+        (path, overrides), (("defaults",), ctx.doc.data.get("defaults"))) if
+        isinstance(raw, dict) and key in raw), ("defaults",))
+    said = "set" if settings.budget is not None else "the default"
+    raise ctx.fail(here, f"timeout {settings.timeout:g}s is within the run's time budget "
+                   f"({budget:g}s, {said}): the budget's calls alone run that long, its "
+                   "start, setup and warm-up on top, so every cell would be killed at its "
+                   "deadline", f"raise timeout: well above the budget (e.g. timeout: "
+                   f"{max(20 * 60, 4 * budget):g}s), or lower budget:")
+
+
+# A `pip:` entry as written: a pin pip would refuse is the matrix's mistake, said at its
+# line (`pin_mistake`), before any venv is built.
+# A pin whose operator is mistyped (`pkg=1.0`, `pkg=>1.0`, `pkg=<1.0`, `pkg<>1.0`): a
+# matrix mistake at the file's line, not an image the resolver "cannot install" (exit 3).
+_MISTYPED = re.compile(rf"^(?P<name>{NAME}(?:\[[^\]]*\])?)\s*(?P<op>=>|=<|<>|=(?![=<>~]))"
+                       r"\s*(?P<version>[0-9][^\s,;]*)$")
+_MEANT = {"=": "==", "=>": ">=", "=<": "<=", "<>": "!="}
+# A pin of a name and version comparisons (up to its marker), each comparison checked
+# alone: an operator and a version (`==1.*`, `===1.0+local`).
+_COMPARED = re.compile(rf"^\s*(?P<name>{NAME})\s*(?:\[[^\]]*\])?\s*(?P<spec>[=!~<>][^;]*)"
+                       r"(?:;.*)?$")
+_OPERATORS = ("===", "==", "!=", "~=", "<=", ">=", "<", ">")
+_COMPARISON = re.compile(r"^\s*(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9][A-Za-z0-9.*+!_-]*\s*$")
+
+
+def pin_mistake(pins: list[str]) -> tuple[int, str, str] | None:
+    """The first pin pip would refuse as written, the file's mistake (exit 2 at its
+    line), not an image that cannot be had (exit 3, after the other venvs are built):
+    its index, what is wrong and the fix. An operator mistyped (`pkg=1.0`: the pin as
+    meant) or a comparison without a version (`six===`, `six>=1.0,`: issue 79 item 7);
+    a pin of another form (a path, `pkg @ URL`) is pip's to read."""
+    for at, pin in enumerate(pins):
+        if (found := _MISTYPED.match(pin.strip())) is not None:
+            return at, (f"{pin!r}: {found['op']!r} is not a version comparison (pip would "
+                        "refuse it when the venv is built)"), (
+                f"write {found['name']}{_MEANT[found['op']]}{found['version']}")
+        if (head := _COMPARED.match(pin)) is None:
+            continue
+        bad = next((part.strip() for part in head["spec"].split(",")
+                    if not _COMPARISON.match(part)), None)
+        if bad is not None:
+            has = next((op for op in _OPERATORS if bad == op), None)
+            return at, (f"{pin!r}: " + (f"{has!r} has no version after it" if has else
+                                        f"{bad!r} is no version comparison") +
+                        " (pip would refuse it when the venv is built)"), (
+                f"write {head['name']}==VERSION (or >=, <, ~=, !=, comma-separated), or "
+                f"{head['name']} alone for its newest release")
+    return None

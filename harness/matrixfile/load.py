@@ -1,14 +1,21 @@
-"""matrix.yaml -> validated `Matrix`. Every error names the file, key path, line and fix."""
+"""matrix.yaml -> validated `Matrix`: its top keys, and its `analysis:`, `fit:` and `slurm:`
+blocks. Every error names the file, key path, line and fix."""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+import yaml
+
 from harness.errors import InputError, SpecError
-from harness.matrixfile.analysisblock import analysis_block
+from harness.matrixfile.cells import across_hosts, expand
 from harness.matrixfile.entries import (
     IMAGES_EXAMPLE,
     SCENARIO_EXAMPLE,
@@ -25,26 +32,27 @@ from harness.matrixfile.entries import (
     parse_settings,
     to_word,
 )
-from harness.matrixfile.expand import across_hosts, expand
-from harness.matrixfile.fitblock import parse_fit
 from harness.matrixfile.model import (
     ABILITIES,
     DEFAULT_RUNTIME,
     LOCAL_HOST,
     RUNTIMES,
+    Cell,
+    FitSpec,
     GpuSel,
     Host,
     ImageSpec,
     Matrix,
     RunSettings,
     ScenarioSpec,
+    SlurmSpec,
     abilities,
 )
-from harness.matrixfile.slurm import parse_slurm
 from harness.matrixfile.yamlsrc import Located, PathKey, format_path, load_text, read_text
+from harness.thresholds import SETTABLE, AnalysisConfig
 
-__all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "load",
-           "parse", "parse_located", "read_text"]
+__all__ = ["MATRIX_KEYS", "SCENARIO_KEYS", "SETTING_KEYS", "TOP_KEYS", "analysis_block",
+           "analysis_of", "load", "parse", "parse_located", "read_text"]
 
 TOP_KEYS = ("name", "runtime", "defaults", "matrix", "exclude", "include", "baseline",
             "analysis", "max-parallel", "fail-fast", "hosts", "slurm", "fit")
@@ -313,3 +321,248 @@ def check_applied(matrix: Matrix, runtime: str) -> None:
     raise SpecError(str(matrix.file), format_path(path), line,
                     f"{key} is not applied by runtime {runtime} ({what})",
                     f"remove {key}, {needs[key]}")
+
+
+# The `analysis:` block (and `--set analysis.KEY=VALUE`) -> `AnalysisConfig`, every error
+# located as the value was given.
+
+
+def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
+    """The `analysis:` block of a matrix file (a results directory keeps its copy),
+    with `analysis.KEY=VALUE` overrides (`harness report --reanalyze --set`); a missing
+    file gives the defaults.
+
+    Raises:
+        SpecError: the file's block or an override is not a valid setting (an override
+            is named as `--set`, with the nearest key when it has none such).
+    """
+    doc = (load_text(read_text(file, "pass a results directory"), str(file))
+           if file.is_file() else Located(str(file), None, {}))
+    top = doc.data if isinstance(doc.data, dict) else {}
+    block = top.get("analysis") or {}
+    cfg = analysis_block(Ctx(doc), block)      # the file's own block, its errors located
+    if not overrides:
+        return cfg
+    block = dict(block)
+    names = [f.name for f in dataclasses.fields(AnalysisConfig)]
+    for text in overrides:
+        key, eq, value = text.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not eq or section != "analysis" or not dot:
+            raise SpecError("--set", text, None, "expected analysis.KEY=VALUE",
+                            "e.g. --set analysis.alpha=0.01")
+        if name.replace("-", "_") not in names:
+            near = difflib.get_close_matches(name.replace("-", "_"), names, n=1)
+            raise SpecError("--set", text, None, f"analysis has no key {name!r}",
+                            f"did you mean analysis.{near[0]}?" if near
+                            else f"the keys: {', '.join(names)}")
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise SpecError("--set", text, None, "the value is not a number or true/false",
+                            "e.g. --set analysis.alpha=0.01") from exc
+        block.pop(name.replace("_", "-"), None)
+        block[name.replace("-", "_")] = parsed
+    return analysis_block(Ctx(Located("--set", None, {})), block, via_set=True)
+
+
+def analysis_block(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfig:
+    """The analysis block as settings; a fix line is written as the value was given: a
+    YAML key in the file, or `--set analysis.KEY=VALUE` on the command line."""
+    if isinstance(value, dict):
+        constants = {f.name for f in dataclasses.fields(AnalysisConfig)} - set(SETTABLE)
+        for key in value:
+            if str(key).replace("-", "_") in constants:
+                raise ctx.fail(("analysis", str(key)),
+                               f"{key!r} is one of harness's named constants "
+                               "(harness/thresholds.py), not a setting",
+                               f"drop it; the keys a matrix sets: {', '.join(SETTABLE)}")
+    raw = ctx.mapping(value or {}, ("analysis",),
+                      SETTABLE + tuple(n.replace("_", "-") for n in SETTABLE))
+    changes: dict[str, Any] = {}
+    for key, v in raw.items():
+        field = key.replace("-", "_")
+        kind = type(getattr(AnalysisConfig(), field))
+        v = _number(v) if kind is float else v
+        ok = isinstance(v, bool) if kind is bool else (
+            type(v) is int if kind is int else type(v) in (int, float))
+        if not ok:
+            default = str(getattr(AnalysisConfig(), field)).lower()
+            raise ctx.fail(("analysis", key), f"must be a {kind.__name__}, got {v!r}",
+                           f"e.g. --set analysis.{field}={default}" if via_set
+                           else f"write e.g. {key}: {default}")
+        changes[field] = kind(v)
+    try:
+        return AnalysisConfig(**changes)
+    except ValueError as exc:
+        # The message starts "analysis.<field>: ..."; point at the key as it was written.
+        field, _, problem = str(exc).partition(": ")
+        written = next((k for k in raw if f"analysis.{k.replace('-', '_')}" == field), None)
+        raise ctx.fail(("analysis", written) if written else ("analysis",), problem or str(exc),
+                       "use a value in that range, or drop the key for the default") from exc
+
+
+def _number(v: Any) -> Any:
+    """A float written in exponent form without a dot (`1e-05`, as Python prints the
+    default of `step_floor_s`), which YAML 1.1 reads as a string, as the number it is."""
+    if isinstance(v, str):
+        try:
+            return float(v) if math.isfinite(float(v)) else v
+        except ValueError:
+            return v
+    return v
+
+
+# The `fit:` block (and `harness fit --param`) -> `FitSpec`, validated.
+FIT_KEYS = ("param", "range")
+_RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$")
+_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RANGE_FIX = "write the range as LO..HI with whole numbers, e.g. 1..64"
+
+
+def parse_range(value: Any) -> tuple[int, int] | None:
+    """(lo, hi) from `1..64` or `[1, 64]`; None when it is neither or lo > hi."""
+    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+        lo, hi = value
+    elif isinstance(value, str) and (m := _RANGE.match(value)):
+        lo, hi = int(m.group(1)), int(m.group(2))
+    else:
+        return None
+    return (lo, hi) if lo <= hi else None
+
+
+def check_param(param: str, scenarios: tuple[ScenarioSpec, ...]) -> str | None:
+    """Why `param` cannot be fitted in these scenarios, or None: a name that is not an
+    identifier, or a scenario that sets it to something other than a whole number."""
+    if not _PARAM.match(param):
+        return f"{param!r} is not a param name"
+    for s in scenarios:
+        v = s.params.get(param)
+        if v is not None and type(v) is not int:
+            return (f"scenario {s.id} sets {param} to {v!r}, not a whole number; fit "
+                    "varies integer params only")
+    return None
+
+
+def parse_fit(ctx: Ctx, value: Any, scenarios: tuple[ScenarioSpec, ...]) -> FitSpec | None:
+    """Validate `fit: {param: batch, range: 1..64}` (None when absent).
+
+    Raises:
+        SpecError: an unknown or missing key, a bad range, a param a scenario sets to a
+            value that is not a whole number.
+    """
+    if value is None:
+        return None
+    raw = ctx.mapping(value, ("fit",), FIT_KEYS)
+    for key in FIT_KEYS:
+        if key not in raw:
+            raise ctx.fail(("fit",), f"missing key 'fit.{key}'",
+                           "write e.g. fit: {param: batch, range: 1..64}")
+    param = raw["param"]
+    if not isinstance(param, str):
+        raise ctx.fail(("fit", "param"), f"param must be a name, got {param!r}",
+                       "name the integer scenario param to vary, e.g. param: batch")
+    problem = check_param(param, scenarios)
+    if problem is not None:
+        raise ctx.fail(("fit", "param"), problem,
+                       "name an integer scenario param, e.g. param: batch")
+    bounds = parse_range(raw["range"])
+    if bounds is None:
+        raise ctx.fail(("fit", "range"), f"bad range {raw['range']!r}", RANGE_FIX)
+    return FitSpec(param, bounds[0], bounds[1])
+
+
+def probe_cell(cell: Cell, param: str, value: int) -> Cell:
+    """The cell with `param` set to `value`, its own id (`<cell id>.<param><value>`), no
+    repeat runs (a probe asks whether the value runs, not whether memory grows), and the
+    heap as the program leaves it (`heap: stock`): the quiet heap's collections before
+    each reading and its thread cache off lower a framework's peaks (TF 2.12's conv net
+    fit 13 under it where the plain program fits 11), and a fit answers for the program
+    as it runs."""
+    params = dict(cell.scenario.params)
+    params[param] = value
+    settings = dataclasses.replace(cell.settings, repeats=0, heap="stock")
+    scenario = dataclasses.replace(cell.scenario, params=MappingProxyType(params),
+                                   settings=settings)
+    return dataclasses.replace(cell, id=f"{cell.id}.{param}{value}", scenario=scenario)
+
+
+# The `slurm:` block -> `SlurmSpec`, validated like every other key.
+SLURM_KEYS = ("partition", "account", "time", "gpu_type", "gpus_per_node", "mem", "options",
+        "pyxis")
+ALLOWED = SLURM_KEYS + tuple(k.replace("_", "-") for k in SLURM_KEYS if "_" in k)
+# What harness itself sets for every job: a matrix naming them would fight it.
+OWN_OPTIONS = ("--gres", "--gpus", "--mem", "--time", "-t", "--output", "-o", "--error",
+               "-e", "--job-name", "-J", "--wait", "-W", "--parsable", "--partition", "-p",
+               "--account", "-A", "--wrap", "--requeue", "--no-requeue", "--array", "-a")
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+_SIZE = re.compile(r"^\d+[kmgtKMGT]?$")
+
+
+def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
+                hosts: tuple[Host, ...]) -> SlurmSpec | None:
+    """Validate `slurm:` (None when absent).
+
+    Raises:
+        SpecError: an unknown key, a bad value, an sbatch option harness sets itself,
+            or `slurm:` together with `hosts:`.
+    """
+    if value is None:
+        return None
+    raw = ctx.mapping({} if value is True else value, ("slurm",), ALLOWED)
+    if len(hosts) > 1 or hosts[0].url is not None:
+        raise ctx.fail(("slurm",), "`slurm:` and `hosts:` both say where cells run",
+                       "drop `hosts:`: Slurm picks the nodes")
+    got: dict[str, Any] = {}
+    for key, v in raw.items():
+        field, here = key.replace("-", "_"), ("slurm", key)
+        if field in ("partition", "account", "gpu_type"):
+            if not isinstance(v, str) or not _NAME.match(v):
+                raise ctx.fail(here, f"must be a Slurm name (letters, digits, '_.+-'), "
+                               f"got {v!r}", f"e.g. {key}: " + {"partition": "gpu",
+                               "account": "mylab", "gpu_type": "a100"}[field])
+            got[field] = v
+        elif field == "time":
+            got[field] = ctx.duration(v, here, "write e.g. 30m, 2h or 90s")
+        elif field == "gpus_per_node":
+            if type(v) is not int or v < 1:
+                raise ctx.fail(here, f"must be an integer >= 1, got {v!r}")
+            got[field] = v
+        elif field == "mem":
+            if not (type(v) is int and v > 0) and not (isinstance(v, str) and _SIZE.match(v)):
+                raise ctx.fail(here, f"bad size {v!r}", "write e.g. 8g or 16000m")
+            got[field] = str(v)
+        elif field == "pyxis":
+            if not isinstance(v, bool):
+                raise ctx.fail(here, f"must be true or false, got {v!r}")
+            if v and not abilities(runtime).container_images:
+                runs = " or ".join(f"`runtime: {n}`" for n in RUNTIMES
+                                   if abilities(n).container_images)
+                raise ctx.fail(here, "pyxis runs container images", f"use {runs}")
+            got[field] = v
+        elif field == "options":
+            got[field] = _options(ctx, v, here)
+    if (any(g.value == "all" for g in gpus) and "gpus_per_node" not in got):
+        raise ctx.fail(("slurm",), "`gpu: all` needs to know how many GPUs a job asks for",
+                       "add slurm.gpus_per_node: N (the GPUs of one node)")
+    return SlurmSpec(**got)
+
+
+def _options(ctx: Ctx, value: Any, path: tuple[str, ...]) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(o, str) and o for o in items):
+        raise ctx.fail(path, "options must be a list of sbatch options",
+                       "e.g. options: [--qos=high, --constraint=a100]")
+    for i, opt in enumerate(items):
+        name = opt.split("=", 1)[0]
+        if not opt.startswith("-") or " " in name:
+            raise ctx.fail((*path, i), f"{opt!r} is not an sbatch option",
+                           "one option per entry, written --name=value")
+        if name in OWN_OPTIONS:
+            own = {"--partition": "partition", "-p": "partition", "--account": "account",
+                   "-A": "account", "--time": "time", "-t": "time", "--mem": "mem",
+                   "--gres": "gpu_type (and the matrix's gpu:)",
+                   "--gpus": "gpu_type (and the matrix's gpu:)"}.get(name)
+            raise ctx.fail((*path, i), f"harness sets {name} itself",
+                           f"use slurm.{own}" if own else "drop it")
+    return tuple(items)

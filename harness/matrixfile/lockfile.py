@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EnvironmentUnavailable, InputError
-from harness.matrixfile.pins import NAME
 
+# A project name as PEP 508 writes it (the matrix's `pip:` pins read it too).
+NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 REQUIREMENTS, PYLOCK, UV_LOCK = "requirements", "pylock.toml", "uv.lock"
 # The digests pip's and uv's --require-hashes check.
 HASH_ALGORITHMS = ("sha256", "sha384", "sha512")

@@ -1,18 +1,38 @@
-"""Release order of image tags (or labels): NGC calendar tags by (YY, MM, P), anything
-else as a version of the same shape. `harness watch` picks new tags with it;
-`harness history` slots in images that only older runs measured.
+"""The order of a matrix's images: the release order of image tags (or labels), and the
+days of an `as_of:` entry.
+
+Release order: NGC calendar tags by (YY, MM, P), anything else as a version of the
+same shape. `harness watch` picks new tags with it; `harness history` slots in images
+that only older runs measured.
 
 - NGC calendar tags `YY.MM[.P][-suffix]` (`23.01-tf1-py3`): only tags with the
   baseline's suffix (`-tf1-py3`; no suffix matches no suffix), ordered by (YY, MM, P).
 - Anything else is compared as a version: only tags with the baseline's shape, i.e.
   the same text once each run of digits is blanked out (`2.12.0` goes with `2.13.1`,
   not with `2.13.0rc1`, `2.13` or `latest`), ordered by the digit runs as integers.
+
+`as_of:` on a local image entry: the days its `pip:` list is resolved on.
+
+    image:
+      - {name: aiohttp, pip: [aiohttp], as_of: [2025-05-15, 2025-07-15, 2025-09-15]}
+      - {name: app, pip: [app], as_of: {from: 2025-01-01, to: 2025-12-01, every: 1 month}}
+
+Each day becomes one image, `NAME@DAY`, in day order (the release order: first bad
+and bisect read it so): the requirement list as the index stood at 00:00 UTC that
+day. Resolving is the local runtime's (`runtimes.resolver`); here only the days.
 """
 
 from __future__ import annotations
 
+import calendar
+import dataclasses
+import datetime as dt
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.matrixfile.model import ImageSpec
+from harness.matrixfile.yamlsrc import PathKey
 
 _CALENDAR = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d+))?(-.+)?")
 _DIGITS = re.compile(r"\d+")
@@ -73,3 +93,112 @@ def _slot(order: list[str], image: str, before: Sequence[str], after: Sequence[s
         if known in order:
             return order.index(known)
     return len(order)
+
+
+# `as_of:` days
+MAX_DAYS = 120          # an axis longer than this is a typo (`every: 1 day` over years)
+UNITS = ("day", "week", "month")
+_EVERY = re.compile(r"^\s*(\d+)\s*(day|week|month)s?\s*$")
+_FIX_DATE = "write a day as YYYY-MM-DD, e.g. 2025-07-15"
+
+
+def day_of(value: Any) -> dt.date | None:
+    """A YAML date (`2025-07-15` reads as a date) or a `YYYY-MM-DD` string, else None."""
+    if isinstance(value, dt.datetime):
+        return None
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def step(day: dt.date, n: int, unit: str) -> dt.date:
+    """`day` plus n units; a month step keeps the day of the month, or the month's last."""
+    if unit == "day":
+        return day + dt.timedelta(days=n)
+    if unit == "week":
+        return day + dt.timedelta(weeks=n)
+    months = day.year * 12 + day.month - 1 + n
+    year, month = divmod(months, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return dt.date(year, month + 1, min(day.day, last))
+
+
+def parse_as_of(ctx: Any, value: Any, path: PathKey, today: dt.date | None = None
+          ) -> tuple[str, ...]:
+    """The days of an `as_of:` value, ascending, as `YYYY-MM-DD`.
+
+    Args:
+        ctx: The matrix document (`entries.Ctx`), which words the errors.
+        today: The last day allowed (default: today, UTC): a later day's index is not
+            fixed yet.
+
+    Raises:
+        SpecError: at the key path: a bad day, `from` after `to`, an unknown unit, a day
+            after today, a repeated day, too many days.
+    """
+    today = today or dt.datetime.now(dt.timezone.utc).date()
+    if isinstance(value, dict):
+        days = _range(ctx, value, path)
+    elif isinstance(value, list) and value:
+        days = []
+        for i, item in enumerate(value):
+            day = day_of(item)
+            if day is None:
+                raise ctx.fail((*path, i), f"bad day {item!r}", _FIX_DATE)
+            if day in days:
+                raise ctx.fail((*path, i), f"{day} is listed twice", "list each day once")
+            days.append(day)
+    else:
+        raise ctx.fail(path, "as_of is a list of days or {from: DAY, to: DAY, every: "
+                       "1 month}", "e.g. as_of: [2025-05-15, 2025-07-15]")
+    late = [d for d in days if d > today]
+    if late:
+        raise ctx.fail(path, f"{late[0]} is after today ({today}): what the index will "
+                       "hold that day is not known yet", f"end as_of on {today} or before")
+    if len(days) > MAX_DAYS:
+        raise ctx.fail(path, f"{len(days)} days; at most {MAX_DAYS}",
+                       "take a longer step (`every: 1 month`), then `harness day` finds "
+                       "the day between two of them")
+    return tuple(d.isoformat() for d in sorted(days))
+
+
+def _range(ctx: Any, value: dict[str, Any], path: PathKey) -> list[dt.date]:
+    ctx.mapping(value, path, ("from", "to", "every"))
+    ends: dict[str, dt.date] = {}
+    for key in ("from", "to"):
+        if key not in value:
+            raise ctx.fail(path, f"as_of needs `{key}:`",
+                           "write {from: 2025-01-01, to: 2025-06-01, every: 1 month}")
+        day = day_of(value[key])
+        if day is None:
+            raise ctx.fail((*path, key), f"bad day {value[key]!r}", _FIX_DATE)
+        ends[key] = day
+    if ends["from"] > ends["to"]:
+        raise ctx.fail((*path, "from"), f"from ({ends['from']}) is after to ({ends['to']})",
+                       "swap them: from is the earlier day")
+    every = value.get("every", "1 month")
+    m = _EVERY.match(every) if isinstance(every, str) else None
+    if m is None or int(m.group(1)) < 1:
+        raise ctx.fail((*path, "every"), f"bad step {every!r}: a whole number and a unit "
+                       f"({', '.join(UNITS)})", "write e.g. every: 1 month, 2 weeks or 10 days")
+    n, unit = int(m.group(1)), m.group(2)
+    days, k = [], 0
+    while (day := step(ends["from"], n * k, unit)) <= ends["to"]:
+        days.append(day)
+        k += 1
+        if k > MAX_DAYS:
+            break
+    if days[-1] != ends["to"] and len(days) <= MAX_DAYS:
+        days.append(ends["to"])     # the user's last day is always asked
+    return days
+
+
+def dated(image: ImageSpec, days: tuple[str, ...], index: int) -> list[ImageSpec]:
+    """One image per day, `NAME@DAY`, indices from `index` on."""
+    return [dataclasses.replace(image, label=f"{image.label}@{day}", index=index + i,
+                                as_of=day) for i, day in enumerate(days)]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import UNREADABLE
 from harness.errors import StoreError
-from harness.matrixfile.analysisblock import analysis_of
+from harness.matrixfile.load import analysis_of
 from harness.reanalyze.decide import changed_by, reanalyze
 from harness.report import Report, write_all
 from harness.result.codec import JSON

@@ -1,5 +1,5 @@
 """A release's code from the package index, for naming the function a proved package
-change changed (`culprit.code`): one distribution file of `name==version` (its sdist
+change changed (`culprit.changes`): one distribution file of `name==version` (its sdist
 where the release also has binary wheels, so its C sources come with it; else a pure
 wheel, else the sdist, else one binary wheel), downloaded once into the user's cache
 (`runtimes.local.cache_dir()/sources/NAME/VERSION/`, keyed by the file's name and

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
-from harness.answers.pairs import pairs, unpaired
+from harness.answers.search import pairs, unpaired
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes

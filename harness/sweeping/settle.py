@@ -12,7 +12,7 @@ until the baseline has run (maybe in another lane). Nothing here writes.
 
 Compare: pure, nothing runs. The comparison returns the cell's result, decided, or the
 rounds it needs first, which the way runs (`--reanalyze` recalls the recorded ones) and
-hands to `with_rounds`. A sweep's row and a saved run (`api.saved`) compare a measured
+hands to `with_rounds`. A sweep's row and a saved run (`api.run`) compare a measured
 cell here (`against_row`); they and `--reanalyze` all compare through
 `against_baseline`.
 
@@ -45,7 +45,7 @@ measured, with the CPU part put at the round's common CPU speed (the agent's can
 loop; `harness.analysis.stepreading.speed_scaled`). Each round records the GPU's median
 SM clock of both runs beside the CPU speed, where NVML gave it.
 
-A saved run (`api.saved`) is confirmed by the same loop: its code is gone, so each
+A saved run (`api.run`) is confirmed by the same loop: its code is gone, so each
 round runs the suspect alone against the saved run's statistic.
 
 Decide: pure, the verdict from the one table (`context.verdict`) over the pooled
@@ -245,7 +245,7 @@ def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell 
                 ) -> CellResult | RoundsPlan:
     """A measured cell against its baseline's run (its result and samples in hand):
     `against_baseline`, with rounds that run the cell again beside `base`: a row's
-    baseline cell, run again too, or a saved run's samples (`api.saved`), read again.
+    baseline cell, run again too, or a saved run's samples (`api.run`), read again.
     The rounds' length is the cell's measured calls, for a budgeted cell no more than its
     budget holds at the slower of the two step times (`round_length`)."""
     res = measured.result

@@ -143,7 +143,7 @@ def test_a_small_leaks_line_is_named_or_why_not(importable: Path) -> None:
         r"heap: \+\d+ B/call at tiny\.py:5 keep \(KEPT\.append\(KEPT\)\)", leak.where[0]
     ), leak.where
     # GIVEN a where run of a handful of calls (its budget: a tenth of the measured run's)
-    from harness.api import where as where_run
+    from harness.api import run as where_run
 
     few = where_run.within
     with pytest.MonkeyPatch.context() as mp:

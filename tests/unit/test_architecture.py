@@ -122,7 +122,7 @@ def imports(path: Path, known: dict[str, Path], everywhere: bool) -> list[tuple[
 def floor_of(module: str, names: list[set[str]]) -> int | None:
     """The index of the module's floor (0 is the top); the package root is the ground.
     The longest name on the list that the module is, or stands in, places it: a folder
-    (`fit`) places its modules, and one of them named on its own (`fit.page`) stands on
+    (`fit`) places its modules, and one of them named on its own (`fit.app`) stands on
     its own floor."""
     if module == "harness":
         return len(names)
@@ -214,7 +214,7 @@ def test_no_import_runs_back_up(floor_list: list[set[str]]) -> None:
 
 def test_no_import_circles() -> None:
     """The last one was broken by issue 79: the pytest plugin loads `api.marked` once a
-    marked test runs, and both take the plugin's names from `pytestnames` below them."""
+    marked test runs, and both take the plugin's names from `pytestcall` below them."""
     assert circles(ROOT) == []
 
 
@@ -274,14 +274,14 @@ def test_a_module_named_on_its_own_stands_on_its_floor(tmp_path: Path) -> None:
         "harness/report.py": "import harness.fit.plan\n",
         "harness/fit/__init__.py": "",
         "harness/fit/plan.py": "",
-        "harness/fit/page.py": "import harness.report\nimport harness.fit.plan\n",
-        "harness/fit/steps.py": "import harness.report\n",
-        "harness/fit/words.py": "import harness.fit.page\n",
+        "harness/fit/app.py": "import harness.report\nimport harness.fit.plan\n",
+        "harness/fit/plan.py": "import harness.report\n",
+        "harness/fit/words.py": "import harness.fit.app\n",
     })
-    names = [{"fit.page"}, {"report"}, {"fit"}]
-    assert floor_of("harness.fit.page", names) == 0 and floor_of("harness.fit.steps", names) == 2
+    names = [{"fit.app"}, {"report"}, {"fit"}]
+    assert floor_of("harness.fit.app", names) == 0 and floor_of("harness.fit.plan", names) == 2
     assert [f.split(" ")[0] for f in layering_faults(root, names)] == [
-        "harness/fit/steps.py:1", "harness/fit/words.py:1"]
+        "harness/fit/plan.py:1", "harness/fit/words.py:1"]
 
 
 def test_a_circle_is_found_wherever_its_imports_stand(tmp_path: Path) -> None:
@@ -290,8 +290,8 @@ def test_a_circle_is_found_wherever_its_imports_stand(tmp_path: Path) -> None:
     root = _tree(tmp_path, {
         "harness/__init__.py": "",
         "harness/matrixfile/__init__.py": "",
-        "harness/matrixfile/load.py": "from harness.matrixfile.expand import expand\n",
-        "harness/matrixfile/expand.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "harness/matrixfile/load.py": "from harness.matrixfile.cells import expand\n",
+        "harness/matrixfile/cells.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                                    "    from harness.matrixfile.load import Ctx\n"),
         "harness/a.py": "import harness.b\n",
         "harness/b.py": "def f():\n    import harness.a\n",
@@ -302,7 +302,7 @@ def test_a_circle_is_found_wherever_its_imports_stand(tmp_path: Path) -> None:
         "harness/f.py": "import harness.c\nimport harness.a\n",
     })
     assert circles(root) == [["harness.a", "harness.b"], ["harness.c", "harness.d", "harness.e"],
-                             ["harness.matrixfile.expand", "harness.matrixfile.load"]]
+                             ["harness.matrixfile.cells", "harness.matrixfile.load"]]
 
 
 def test_one_registry_of_runtime_names() -> None:

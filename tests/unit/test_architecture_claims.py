@@ -94,7 +94,7 @@ def test_the_eight_settable_thresholds_are_the_analysis_block(tmp_path: Path) ->
     import dataclasses
 
     from harness.errors import InputError
-    from harness.matrixfile.analysisblock import analysis_of
+    from harness.matrixfile.load import analysis_of
     from harness.thresholds import SETTABLE, AnalysisConfig
 
     assert len(SETTABLE) == 8

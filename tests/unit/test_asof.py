@@ -24,7 +24,7 @@ from harness.cli import main
 from harness.culprit.search import BAD, GOOD, UNTESTABLE
 from harness.days.search import Change, halvings, search_days
 from harness.errors import EXIT_ENVIRONMENT, SpecError
-from harness.matrixfile import asof
+from harness.matrixfile import releases
 from harness.runtimes import resolver
 
 DEFAULTS = {"iterations": 40, "warmup": 5, "sample_every": 5, "repeats": 0}
@@ -89,8 +89,8 @@ def test_as_of_needs_a_pip_list_and_the_local_runtime(tmp_path: Path) -> None:
 
 
 def test_a_month_step_keeps_the_day_or_the_months_last() -> None:
-    assert asof.step(dt.date(2024, 1, 31), 1, "month") == dt.date(2024, 2, 29)
-    assert asof.step(dt.date(2024, 11, 15), 3, "month") == dt.date(2025, 2, 15)
+    assert releases.step(dt.date(2024, 1, 31), 1, "month") == dt.date(2024, 2, 29)
+    assert releases.step(dt.date(2024, 11, 15), 3, "month") == dt.date(2025, 2, 15)
 
 
 # ------------------------------------------------------------------ the day search

@@ -1,6 +1,6 @@
 """Issue 51 item 4, beyond every anchor: once culprit proved a package change and explain
 attributed the row's late samples to call sites, the answer names the function the
-change changed (`culprit.code`): both releases read from a package index (here a
+change changed (`culprit.changes`): both releases read from a package index (here a
 `file://` one built in the test: two tiny sdists or wheels), diffed at the syntax tree,
 and set against the where record's frames in the package's files."""
 
@@ -21,7 +21,7 @@ from sweepkit import on_the_cli, write_matrix
 from harness.analysis.codediff import diff, module_diff
 from harness.answers.explained import Explanation
 from harness.cli import main
-from harness.culprit.code import code_answers, step_lines
+from harness.culprit.changes import code_answers, step_lines
 from harness.runtimes import sources
 
 SITE = "/venv/lib/python3.11/site-packages"

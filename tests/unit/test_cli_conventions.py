@@ -173,7 +173,7 @@ def test_help_fits_an_80_column_terminal_and_keeps_every_word(
 
 
 def test_fitted_help_puts_a_description_under_a_command_too_long_for_its_column() -> None:
-    from harness.cli.helptext import fit_lines
+    from harness.cli import fit_lines
 
     text = ("examples:\n  harness culprit reports/culprit-demo/20261123-080000      every "
             "row's first bad image\n  harness culprit DIR ROW                                  "

@@ -17,7 +17,7 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness import matrixfile
 from harness.analysis.records import MemoryTrend
 from harness.cli import main
-from harness.culprit.diff import Change, difference
+from harness.culprit.changes import Change, difference
 from harness.culprit.plan import (
     CulpritOutcome,
     culprit,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.answers.explained import Explanation
-from harness.answers.pairs import pairs
+from harness.answers.search import pairs
 from harness.cli import main
 from harness.report import read_run
 

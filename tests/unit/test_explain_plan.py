@@ -14,9 +14,8 @@ import sweepkit
 from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile
-from harness.answers.pairs import Pair, pairs, unpaired
-from harness.explain.model import kinds_for
-from harness.explain.plan import explain_matrix
+from harness.answers.search import Pair, pairs, unpaired
+from harness.explain.plan import explain_matrix, kinds_for
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.report import Report, render_text, write_all
 from harness.report.issue import IssueReporter

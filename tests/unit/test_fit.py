@@ -14,7 +14,7 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness import matrixfile
 from harness.cli import main
 from harness.errors import SpecError
-from harness.fit.page import FitReport
+from harness.fit.app import FitReport
 from harness.fit.plan import (
     Target,
     first_smaller,

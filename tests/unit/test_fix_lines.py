@@ -184,7 +184,7 @@ def test_a_missing_test_image_is_built_only_where_a_recipe_makes_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import docker.errors
 
-    from harness.devtools.images import load_recipes
+    from harness.devtools import load_recipes
     from harness.runtimes.dockerengine import pull_failure
 
     monkeypatch.chdir(ROOT)

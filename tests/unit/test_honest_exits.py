@@ -231,7 +231,7 @@ def test_compare_says_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["compare", "--help"]) == 0
     out = capsys.readouterr().out
     assert "exit codes:" in out and "even where both sides agree" in out
-    # words, not line breaks: --help is fitted to the terminal (cli/helptext.py)
+    # words, not line breaks: --help is fitted to the terminal (cli.FittedHelpFormatter)
     assert "the same directory twice (but one of a `hosts:` sweep)" in " ".join(out.split())
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert '"no differences in verdict" with a leak on both hosts still exits 1' in readme

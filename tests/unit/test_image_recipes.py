@@ -1,4 +1,4 @@
-"""`harness images build` (harness/devtools/images.py) over a fake engine and fake tools:
+"""`harness images build` (harness/devtools.py) over a fake engine and fake tools:
 the pip contexts are prepared beside the shell recipes, each image is built once after its
 base, up-to-date images are skipped, and a failed base stops what stands on it."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.devtools import images
+from harness import devtools
 from harness.errors import ImageUnavailable
 from harness.runtimes import process
 
@@ -85,12 +85,12 @@ class Tools:
 
 
 @pytest.fixture
-def recipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, images.Recipe]:
-    monkeypatch.setattr(images, "cache_dir", lambda: tmp_path / "cache")
+def recipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, devtools.Recipe]:
+    monkeypatch.setattr(devtools, "cache_dir", lambda: tmp_path / "cache")
     for script in ("base.sh", "py37.sh"):
         (tmp_path / script).write_text("exit 0\n")
     (tmp_path / "images.yaml").write_text(RECIPES)
-    return images.load_recipes(tmp_path / "images.yaml")
+    return devtools.load_recipes(tmp_path / "images.yaml")
 
 
 def use(monkeypatch: pytest.MonkeyPatch, tools: Tools) -> None:
@@ -99,7 +99,7 @@ def use(monkeypatch: pytest.MonkeyPatch, tools: Tools) -> None:
 
 
 def test_contexts_are_prepared_while_the_base_is_built(
-        recipes: dict[str, images.Recipe], monkeypatch: pytest.MonkeyPatch) -> None:
+        recipes: dict[str, devtools.Recipe], monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a base recipe that only finishes once some pip install has started
     engine = Engine()
     waited: dict[str, bool] = {}
@@ -111,7 +111,7 @@ def test_contexts_are_prepared_while_the_base_is_built(
     tools = Tools(engine, script)
     use(monkeypatch, tools)
     lines: list[str] = []
-    built = images.build(recipes, [], lines.append, engine=engine)
+    built = devtools.build(recipes, [], lines.append, engine=engine)
     # THEN the pip installs ran while the shell recipes did (not after them)
     assert waited == {"base.sh": True, "py37.sh": True}
     assert sorted(tools.pips) == ["onnx", "tensorflow-cpu==2.12.0", "tensorflow==1.15.5"]
@@ -122,25 +122,25 @@ def test_contexts_are_prepared_while_the_base_is_built(
     assert any(line.startswith("tf: pip install --target") for line in lines), lines
 
 
-def test_up_to_date_images_are_skipped(recipes: dict[str, images.Recipe],
+def test_up_to_date_images_are_skipped(recipes: dict[str, devtools.Recipe],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    label = images.RECIPE_LABEL
+    label = devtools.RECIPE_LABEL
     engine = Engine({r.tag: {label: r.digest(recipes)} for r in recipes.values()
                      if r.name != "libs"})
     tools = Tools(engine, lambda name: 0)
     use(monkeypatch, tools)
     lines: list[str] = []
-    assert images.build(recipes, ["libs", "tf"], lines.append, engine=engine) == ["t/libs:1"]
+    assert devtools.build(recipes, ["libs", "tf"], lines.append, engine=engine) == ["t/libs:1"]
     assert tools.scripts == [] and tools.pips == ["onnx"]
     assert engine.built == [("t/libs:1", "t/base:1")]
     assert "[3/3] t/tf:1: up to date" in lines
 
 
 def test_a_failed_base_fails_the_build_and_builds_nothing_on_it(
-        recipes: dict[str, images.Recipe], monkeypatch: pytest.MonkeyPatch) -> None:
+        recipes: dict[str, devtools.Recipe], monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine()
     tools = Tools(engine, lambda name: 3 if name == "base.sh" else 0)
     use(monkeypatch, tools)
     with pytest.raises(ImageUnavailable, match=r"base\.sh failed with exit code 3"):
-        images.build(recipes, [], lambda _: None, engine=engine)
+        devtools.build(recipes, [], lambda _: None, engine=engine)
     assert [tag for tag, _ in engine.built] == ["t/ngc:1"]   # the other chain stands

@@ -279,9 +279,8 @@ def test_the_day_seams_answer_heads_the_summary(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the date axis's day search (`days.journey.day_of`) hands back is said first,
     and the fix as a day."""
-    from harness.answers.pairs import pairs
-    from harness.answers.search import answer_rows
-    from harness.days.cause import DayAnswer, Journey, summary
+    from harness.answers.search import answer_rows, pairs
+    from harness.days.journey import DayAnswer, Journey, summary
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     # labels standing for dates
@@ -310,9 +309,8 @@ def test_a_day_answer_bounds_the_workaround(
     """The day search saw multidict move 6.4.4 -> 6.5.1 between the last good and the
     first bad day: the workaround keeps below the first bad day's version, not below
     B's."""
-    from harness.answers.pairs import pairs
-    from harness.answers.search import answer_rows
-    from harness.days.cause import DayAnswer, Journey, workaround
+    from harness.answers.search import answer_rows, pairs
+    from harness.days.journey import DayAnswer, Journey, workaround
 
     on_the_cli(monkeypatch, FakeRuntime(leaks_with("multidict==6.6.3"), pins_as_packages=True))
     assert find_cause(three_images(tmp_path), tmp_path / "r") == 1

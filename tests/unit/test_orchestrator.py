@@ -563,10 +563,10 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
 
 
 def test_a_saved_runs_busy_rounds_back_off_as_a_sweeps_do(tmp_path: Path) -> None:
-    """Issue 64: a saved run's rounds (`api.saved`) are the sweep's loop, its busy
+    """Issue 64: a saved run's rounds (`api.run`) are the sweep's loop, its busy
     back-off included, where a copy of the loop had none: every round busy, 1 + 2 + 4 +
     8 s of waits, five rounds of the suspect alone against the saved run."""
-    from harness.api.saved import against_saved
+    from harness.api.run import against_saved
     from harness.sweeping.orchestrator import Sweep
 
     waits: list[float] = []
@@ -621,10 +621,10 @@ def busy_rounds(slow: dict[str, float], cpu_share: float | None) -> Callable[[Ce
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """The busy rounds' back-off waits cut short for the test."""
-    import harness.sweeping.settle as settle
+    import harness.sweeping.settle as confirm
 
-    monkeypatch.setattr(settle, "BACKOFF_S", 0.0)
-    monkeypatch.setattr(settle, "MAX_BACKOFF_S", 0.0)
+    monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
 
 
 @pytest.mark.parametrize("ratio", [10.0, 3.8])

@@ -205,7 +205,7 @@ def test_unmarked_tests_import_nothing_of_harness(pytester: pytest.Pytester) -> 
 
         def test_plain():
             assert not [m for m in sys.modules if m.startswith("harness.") and m not in
-                        ("harness.pytest_plugin", "harness.pytestnames")]
+                        ("harness.pytest_plugin", "harness.pytestcall")]
     ''')
     run_plugin(pytester, timeout=120).assert_outcomes(passed=1)
 

@@ -15,7 +15,7 @@ import pytest
 from pluginkit import plugin_args
 
 from harness.api import check
-from harness.api.where import WHERE_LEAST, WHERE_PACE_MAX, WHERE_SLOWER, pace, within
+from harness.api.run import WHERE_LEAST, WHERE_PACE_MAX, WHERE_SLOWER, pace, within
 from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
 from harness.protocol.series import Series
 

@@ -29,7 +29,7 @@ import pytest
 from pluginkit import run_plugin
 
 from harness.pytest_plugin import summary_lines
-from harness.pytestnames import RunOn
+from harness.pytestcall import RunOn
 
 pytest_plugins = ["pytester"]
 

@@ -17,7 +17,7 @@ import pytest
 from harness.analysis.sequential import LiveDecider, replay_live, watch_file
 from harness.cli import main
 from harness.errors import SpecError
-from harness.matrixfile.analysisblock import analysis_of
+from harness.matrixfile.load import analysis_of
 from harness.protocol.ingest import read_samples
 from harness.thresholds import AnalysisConfig
 

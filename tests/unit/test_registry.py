@@ -23,16 +23,14 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness.cli import main
 from harness.errors import EnvironmentUnavailable, InputError, SpecError
 from harness.store import RunStore
-from harness.watch.registry import (
-    RegistryClient,
-    credentials_for,
-    parse_challenge,
-    parse_repo,
-)
 from harness.watch.suite import (
+    RegistryClient,
     WatchState,
+    credentials_for,
     make_plan,
     newer_tags,
+    parse_challenge,
+    parse_repo,
     run_plan,
     suite_matrix,
     tag_order,

@@ -65,10 +65,10 @@ def per_round(ratios: Sequence[float | None], pooled: float = 1.4) -> PerRound:
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """The busy rounds' back-off waits cut short for the test."""
-    import harness.sweeping.settle as settle
+    import harness.sweeping.settle as confirm
 
-    monkeypatch.setattr(settle, "BACKOFF_S", 0.0)
-    monkeypatch.setattr(settle, "MAX_BACKOFF_S", 0.0)
+    monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
 
 
 # The issue's rounds (0.94, left out, 2.29), then more of the same spread: a slowdown in
@@ -170,10 +170,10 @@ def test_bisect_whose_bad_end_stays_unsettled_exits_4(
 def test_a_saved_runs_rounds_that_hold_both_leave_it_undecided(
         tmp_path: Path, no_backoff: None) -> None:
     """The comparison of `harness.check(..., baseline=Saved(...))` and of a
-    `harness_time` test against a saved run (`api.saved`): the same rounds, the same
+    `harness_time` test against a saved run (`api.run`): the same rounds, the same
     answer, undecided (which the plugin passes with a warning)."""
     from harness import matrixfile
-    from harness.api.saved import against_saved
+    from harness.api.run import against_saved
     from harness.store import RunStore
     from harness.sweeping.orchestrator import Sweep
 

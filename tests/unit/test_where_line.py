@@ -14,7 +14,7 @@ from pluginkit import run_plugin
 from resultkit import as_result
 
 from harness.analysis.where import Site, Where, one_time
-from harness.api.where import _lines
+from harness.api.run import _lines
 
 pytest_plugins = ["pytester"]
 

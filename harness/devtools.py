@@ -1,4 +1,7 @@
-"""Build the offline CPU test images from `images/images.yaml` (cached by tag + recipe hash).
+"""Developer tooling shipped with the package: building the offline CPU test images
+(`harness images build`). Nothing in a sweep imports it.
+
+Build the offline CPU test images from `images/images.yaml` (cached by tag + recipe hash).
 
 Containers have no network, so Python packages are installed on the host with
 `pip install --target` (the host's Python minor matches the base image's) and COPYed
@@ -56,7 +59,7 @@ def recipes_file(given: Path | None) -> Path:
     if given is not None:
         return given
     here = Path("images/images.yaml")
-    own = Path(__file__).resolve().parents[2] / here
+    own = Path(__file__).resolve().parents[1] / here
     return here if here.is_file() or not own.is_file() else own
 
 
