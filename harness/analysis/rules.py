@@ -901,7 +901,7 @@ CALLS, BUDGET, LONGER, SAME = "calls", "budget", "longer", "same"
 @dataclass(frozen=True)
 class RerunEvidence:
     """What decides whether an undecided cell runs again, and how
-    (`stages.measure.run_attempts`).
+    (`sweeping.measure.run_attempts`).
 
     Attributes:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).

@@ -99,7 +99,7 @@ def _sweep_file(path: Path, out: str | os.PathLike[str], select: str | None,
     asked = SweepOptions(path, Path(out), resume, runtime, quiet=not progress,
                          iterations=iterations, budget=budget)
     m = matrixfile.load(path)
-    cells = apply_overrides(matrixfile.cells(m.cells, select), iterations, None, budget)
+    cells = apply_overrides(matrixfile.select(m.cells, select), iterations, None, budget)
     cells = preflight(cells, m, iterations)
     report, root, _ = sweep_and_report(asked, m, cells, printer(not progress))
     return Swept(report, root, exit_code(report),

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_between(p: argparse.ArgumentParser) -> None:
     """--between, --scenario and --python on `harness sweep` (the matrix they make:
-    `app.between`)."""
+    `sweeping.between`)."""
     p.add_argument("--between", nargs=2, type=Path, metavar=("OLD", "NEW"),
                    help="two lock files (requirements.txt with pins and --hash lines, "
                         "pylock.toml, uv.lock) swept as one row's images, OLD the last "

@@ -41,7 +41,7 @@ def sweep(args: argparse.Namespace) -> int:
         raise InputError(f"no matrix file: harness sweep MATRIX, or {between.USAGE}")
     matrix = matrixfile.load(args.matrix)
     args.resumes = (args.out, matrix.name, args.matrix)     # cli.after_interrupt
-    cells = apply_overrides(matrixfile.cells(matrix.cells, args.select), args.iterations,
+    cells = apply_overrides(matrixfile.select(matrix.cells, args.select), args.iterations,
                             args.warmup, args.budget)
     answer.update(name=matrix.name, cells=[c.id for c in cells])
     if args.list:

@@ -8,7 +8,7 @@ Beyond the package: the function its change changed. Once `culprit` has proved a
 package change (culprit.json's answer) and `explain` has attributed the first bad cell's
 late samples or growth to call sites (its where.json), both releases' code is read from
 the index (`runtimes.sources.release`: the sdist or a pure wheel, cached), diffed
-(`analysis.codediff`) and set against the attributed sites (`analysis.codesites`):
+(`analysis.codediff`) and set against the attributed sites (`analysis.codediff`):
 "werkzeug 2.2.3 -> 2.3.0: `http.py: parse_options_header` changed (58 lines) and holds
 48 % of the late samples". For `harness culprit` (`for_row`) and the journey's code step
 (`step_lines`). A release that cannot be had is one line ("code not read: ..."), never
@@ -22,16 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.analysis.codediff import diff
-from harness.analysis.codesites import (
+from harness.analysis.codediff import (
     NOT_FETCHED,
     CodeAnswer,
     answer,
     attributed_modules,
+    diff,
     not_fetched,
     part_of,
 )
-from harness.analysis.whererecord import parse_where
+from harness.analysis.where import parse_where
 from harness.answers.explained import Explanation, load_explanations
 from harness.answers.search import TOOLING, fingerprint_diff
 from harness.explain.plan import kinds_for

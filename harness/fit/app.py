@@ -85,7 +85,7 @@ def fit_command(asked: FitAsked) -> tuple[int, FitReport, Path]:
     """
     matrix = matrixfile.load(asked.matrix)
     target = target_of(matrix, asked.param)
-    cells = apply_overrides(matrixfile.cells(matrix.cells, asked.select), asked.iterations,
+    cells = apply_overrides(matrixfile.select(matrix.cells, asked.select), asked.iterations,
                             asked.warmup, asked.budget)
     compile_scenarios(cells)
     rows, store = fit_rows(asked, matrix, cells, target)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Literal
 
 from harness.analysis.kinds import BAD, CUT_SHORT, NOT_MEASURED
 from harness.analysis.outcomes import allocation_report
-from harness.analysis.trends import size
+from harness.analysis.records import size
 from harness.errors import InputError
 from harness.matrixfile.load import probe_cell
 from harness.matrixfile.model import Cell
@@ -235,7 +235,7 @@ def peaks(series: Series, runtime: str) -> dict[str, float]:
         peak = series.cols.peaks.get(key)
         if peak is not None and math.isfinite(peak):
             out[name] = peak
-    hwm = (series.end or {}).get("rss_hwm")    # an int where given (protocol.schema)
+    hwm = (series.end or {}).get("rss_hwm")    # an int where given (protocol.ingest)
     if hwm:
         out["rss"] = max(out.get("rss", 0.0), float(hwm))
         files = [float(s["rss"]) - float(s["rss_anon"]) for s in series.samples

@@ -152,7 +152,7 @@ class LogSign:
     - `after_run`: `runtime_incompatibility`, after every run, searches the log and the
       traceback for each such sign, in table order; the first found gives (`kind`,
       `why`).
-    - `in_run`: the within-run reading of how a run ended (`analysis.verdict`) searches
+    - `in_run`: the within-run reading of how a run ended (`analysis.decision`) searches
       for these as one pattern (`NOT_APPLICABLE_TEXT`); a run whose log has one is
       `not-applicable`, not a crash, and the text found is its reason.
     """

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.analysis.kinds import LOOKS
-from harness.analysis.trends import human_seconds
+from harness.analysis.records import human_seconds
 from harness.answers.search import RowAnswer
 from harness.app import answer
 from harness.app.command import exit_code

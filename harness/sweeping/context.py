@@ -148,7 +148,10 @@ class CellRun:
         retried without spending one of the cell's `repeats` (issue 50)."""
         return len(self.attempts) - self.engine_retries
 
-def verdict(cfg: AnalysisConfig, **facts: Any) -> CellVerdict:
+
+# CellFacts' fields, passed on unread: naming their types here would import the deciding
+# modules, and NumPy with them, before a sweep's first container
+def verdict(cfg: AnalysisConfig, **facts: Any) -> CellVerdict:  # type: ignore[explicit-any]
     """A cell's verdict from the one table (`analysis.decision.decide`) over its
     `analysis.decision.CellFacts` (`cfg` and `facts`, named as its fields): the one place
     a stage (`measure`, `settle`) asks for a verdict."""

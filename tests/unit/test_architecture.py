@@ -122,7 +122,7 @@ def imports(path: Path, known: dict[str, Path], everywhere: bool) -> list[tuple[
 def floor_of(module: str, names: list[set[str]]) -> int | None:
     """The index of the module's floor (0 is the top); the package root is the ground.
     The longest name on the list that the module is, or stands in, places it: a folder
-    (`fit`) places its modules, and one of them named on its own (`fit.app`) stands on
+    (`fit`) places its modules, and one of them named on its own (`fit.page`) stands on
     its own floor."""
     if module == "harness":
         return len(names)
@@ -274,14 +274,14 @@ def test_a_module_named_on_its_own_stands_on_its_floor(tmp_path: Path) -> None:
         "harness/report.py": "import harness.fit.plan\n",
         "harness/fit/__init__.py": "",
         "harness/fit/plan.py": "",
-        "harness/fit/app.py": "import harness.report\nimport harness.fit.plan\n",
-        "harness/fit/plan.py": "import harness.report\n",
-        "harness/fit/words.py": "import harness.fit.app\n",
+        "harness/fit/page.py": "import harness.report\nimport harness.fit.plan\n",
+        "harness/fit/steps.py": "import harness.report\n",
+        "harness/fit/words.py": "import harness.fit.page\n",
     })
-    names = [{"fit.app"}, {"report"}, {"fit"}]
-    assert floor_of("harness.fit.app", names) == 0 and floor_of("harness.fit.plan", names) == 2
+    names = [{"fit.page"}, {"report"}, {"fit"}]
+    assert floor_of("harness.fit.page", names) == 0 and floor_of("harness.fit.steps", names) == 2
     assert [f.split(" ")[0] for f in layering_faults(root, names)] == [
-        "harness/fit/plan.py:1", "harness/fit/words.py:1"]
+        "harness/fit/steps.py:1", "harness/fit/words.py:1"]
 
 
 def test_a_circle_is_found_wherever_its_imports_stand(tmp_path: Path) -> None:

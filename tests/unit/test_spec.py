@@ -439,7 +439,7 @@ def test_what_a_name_cannot_hold_is_refused_with_a_fix_that_keeps_its_letters(
 
 # ---------------------------------------------------------------- -k selection
 def ids(m: Matrix, expr: str | None) -> list[str]:
-    return [c.id for c in matrixfile.cells(m.cells, expr)]
+    return [c.id for c in matrixfile.select(m.cells, expr)]
 
 
 def test_select_and_not(tmp_path: Path) -> None:
@@ -467,13 +467,13 @@ def test_select_is_case_insensitive_and_empty_selects_all(tmp_path: Path) -> Non
 def test_select_bad_expression(tmp_path: Path, expr: str) -> None:
     m = load(tmp_path, GOOD)
     with pytest.raises(InputError, match="-k"):
-        matrixfile.cells(m.cells, expr)
+        matrixfile.select(m.cells, expr)
 
 
 def test_select_nothing(tmp_path: Path) -> None:
     m = load(tmp_path, GOOD)
     with pytest.raises(InputError, match="selects no cell") as info:
-        matrixfile.cells(m.cells, "pytorch")
+        matrixfile.select(m.cells, "pytorch")
     assert "20.12-tf1-py3.gpu0.rfft_loop" in str(info.value)
     assert info.value.exit_code == EXIT_BAD_INPUT
 
