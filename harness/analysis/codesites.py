@@ -27,7 +27,7 @@ from harness.analysis.codediff import (
 from harness.analysis.where import function
 from harness.analysis.whererecord import Frame, Where
 
-if TYPE_CHECKING:   # result.checked's JSON, spelled here: analysis stands below result
+if TYPE_CHECKING:   # result.codec's JSON, spelled here: analysis stands below result
     JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
 
 PARTS = {"time": "of the late samples", "stack": "of the sampled stacks",
