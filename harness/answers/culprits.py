@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis import kinds
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult
+from harness.result.model import CellResult, DerivedFrom
 from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, culprit_records
 
 # Where the answers are (read by `harness.store.answers`, the store's reader of them).

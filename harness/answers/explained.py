@@ -13,8 +13,7 @@ from pathlib import Path
 from harness.answers.pairs import pairs
 from harness.answers.search import answer_rows
 from harness.result.codec import JSON
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult, Planned
+from harness.result.model import CellResult, DerivedFrom, Planned
 from harness.store.answers import where_records
 
 

@@ -1,6 +1,6 @@
 """`culprit.plan` run inside a sweep's results directory: between a row's G and B, its
 probes kept in culprit/<row>/ (locked while it runs) and its answer written there as
-culprit.json with the run keys of G and B it rests on (`result.derived`), so a reader
+culprit.json with the run keys of G and B it rests on (`result.model.DerivedFrom`), so a reader
 (`store.answers`) can tell when it no longer holds. `harness culprit` and `sweep
 --find-cause` both search through it: one writer of culprit.json, one choice of the two
 environments (`ends`: for a dated row, the last good and first bad day the day search
@@ -21,7 +21,7 @@ from harness.analysis.kinds import BAD, GOOD
 from harness.culprit.plan import culprit, sweep_runner
 from harness.days.search import dated_cell
 from harness.orchestrator import Sweep
-from harness.result.derived import DerivedFrom
+from harness.result.model import DerivedFrom
 from harness.store import RunStore
 from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, DAY_DIR, day_record
 from harness.store.gate import why_not_current

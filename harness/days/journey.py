@@ -52,9 +52,7 @@ from harness.explain.model import kinds_for
 from harness.explain.plan import explain
 from harness.matrixfile.model import Cell
 from harness.orchestrator import Sweep
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult, Planned
-from harness.result.words import cell_text
+from harness.result.model import CellResult, DerivedFrom, Planned, cell_text
 from harness.store import RunStore
 from harness.store.answers import culprit_record
 from harness.store.gate import why_not_current

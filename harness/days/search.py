@@ -32,7 +32,7 @@ from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.expand import cell_id
 from harness.orchestrator import Sweep
-from harness.result.derived import DerivedFrom
+from harness.result.model import DerivedFrom
 from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
 from harness.store.answers import DAY_DIR, DAY_FILE

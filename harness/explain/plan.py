@@ -33,8 +33,7 @@ from harness.matrixfile.model import (
     abilities,
 )
 from harness.result.codec import JSON, encode
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult
+from harness.result.model import CellResult, DerivedFrom
 from harness.result.runkey import key_of
 from harness.stages.context import Context
 from harness.store.answers import WHERE_FILE

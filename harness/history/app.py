@@ -12,7 +12,7 @@ from harness.app.command import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError, without_out
 from harness.history.model import read_history
 from harness.history.page import latest_report, write_html
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 from harness.store.gate import read_gated
 
 if TYPE_CHECKING:

@@ -21,8 +21,7 @@ from typing import TextIO
 
 from harness.analysis.kinds import KINDS, LOOKS, MIN_WIDTH, SLOWDOWN, Colour
 from harness.answers.search import RowAnswer
-from harness.result.model import CellResult
-from harness.result.words import also_slowed, also_slower, ran_on_cpu
+from harness.result.model import CellResult, also_slowed, also_slower, ran_on_cpu
 
 
 @dataclass(frozen=True)

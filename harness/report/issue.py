@@ -22,8 +22,7 @@ from harness.report.issuerepro import environment_lines, repro_matrix, reproduce
 from harness.report.model import Report, Reporter
 from harness.report.text import md, steps_vs_baseline
 from harness.result.codec import JSON
-from harness.result.model import CellResult
-from harness.result.words import also_slowed, also_slower
+from harness.result.model import CellResult, also_slowed, also_slower
 from harness.runtimes.base import own_cgroup
 from harness.store.gate import rerun_line
 from harness.thresholds import AnalysisConfig

@@ -19,8 +19,7 @@ from harness.answers.explained import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode, parse
-from harness.result.model import CellResult, Planned, image_places
-from harness.result.words import cell_numbers, cell_text
+from harness.result.model import CellResult, Planned, cell_numbers, cell_text, image_places
 from harness.store.results import SeriesCache
 from harness.store.resultsindex import Lines
 from harness.store.resultsjson import Stamp, results_line_of
@@ -94,11 +93,11 @@ class Report:
                                   root, planned, gone))
 
     def numbers_of(self, cid: str) -> str:
-        """The cell's key numbers (`result.words.cell_numbers`); "" for no result."""
+        """The cell's key numbers (`result.model.cell_numbers`); "" for no result."""
         return self._words(cid)[0]
 
     def text_of(self, cid: str) -> str:
-        """The cell in words (`result.words.cell_text`); "" for no result."""
+        """The cell in words (`result.model.cell_text`); "" for no result."""
         return self._words(cid)[1]
 
     def _words(self, cid: str) -> tuple[str, str]:
