@@ -22,7 +22,7 @@ from tests.resultkit import as_result
 ROOT = Path(__file__).resolve().parents[2]
 # The modules that show or read verdict kinds (a verdict is *set* in analysis.decision,
 # which names the kind it sets; trend kinds, "leak" among them, are another list).
-READERS = ("harness/report", "harness/result/words.py", "harness/fit/steps.py",
+READERS = ("harness/report", "harness/result/model.py", "harness/fit/steps.py",
            "harness/fit/plan.py", "harness/reanalyze/decide.py", "harness/stages/way.py",
            "harness/cli")
 NAMES = set(LOOKS)
