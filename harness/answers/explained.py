@@ -14,7 +14,7 @@ from harness.answers.pairs import pairs
 from harness.answers.search import answer_rows
 from harness.result.codec import JSON
 from harness.result.model import CellResult, DerivedFrom, Planned
-from harness.store.answers import where_records
+from harness.store.results import where_records
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,8 @@ from harness.matrixfile.model import Cell
 from harness.orchestrator import Sweep
 from harness.result.model import CellResult, DerivedFrom, Planned, cell_text
 from harness.store import RunStore
-from harness.store.answers import culprit_record
 from harness.store.gate import why_not_current
-from harness.store.results import atomic_write_text
+from harness.store.results import atomic_write_text, culprit_record
 
 if TYPE_CHECKING:
     from harness.culprit.plan import Maker

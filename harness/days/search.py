@@ -35,8 +35,7 @@ from harness.orchestrator import Sweep
 from harness.result.model import DerivedFrom
 from harness.runtimes.uploads import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
-from harness.store.answers import DAY_DIR, DAY_FILE
-from harness.store.results import SeriesCache, atomic_write_text
+from harness.store.results import DAY_DIR, DAY_FILE, SeriesCache, atomic_write_text
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix

@@ -36,7 +36,7 @@ from harness.result.codec import JSON, encode
 from harness.result.model import CellResult, DerivedFrom
 from harness.result.runkey import key_of
 from harness.stages.context import Context
-from harness.store.answers import WHERE_FILE
+from harness.store.results import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 
 # memray's native stacks: asked for in a second run, only where Python's allocator saw

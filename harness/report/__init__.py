@@ -15,8 +15,7 @@ from harness.errors import StoreError
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
 from harness.store.results import RunStore, atomic_write_parts, long_lived
-from harness.store.resultsindex import INDEX_FILE, Entry, index_text, lines_of
-from harness.store.resultsjson import holds, stamp_of
+from harness.store.resultsjson import INDEX_FILE, Entry, holds, index_text, lines_of, stamp_of
 
 if TYPE_CHECKING:
     from harness.report.console import ConsoleReporter
@@ -149,7 +148,7 @@ def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, 
 
 def results_text(data: dict[str, JSON]) -> str:
     """results.json's text: one line, keys sorted, but its cells last, so its name and
-    meta read from the file's start (`store.jsonhead.load_json_keys`)."""
+    meta read from the file's start (`store.results.load_json_keys`)."""
     return "".join(results_parts(data))
 
 

@@ -21,8 +21,7 @@ from harness.protocol.tracebacks import frames
 from harness.result.codec import JSON, encode, parse
 from harness.result.model import CellResult, Planned, cell_numbers, cell_text, image_places
 from harness.store.results import SeriesCache
-from harness.store.resultsindex import Lines
-from harness.store.resultsjson import Stamp, results_line_of
+from harness.store.resultsjson import Lines, Stamp, results_line_of
 
 __all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
 
