@@ -25,8 +25,7 @@ from harness.answers.search import RowAnswer
 from harness.errors import StoreError
 from harness.protocol.series import Series
 from harness.report.cellplots import RowScales, memory_plot, row_scales, sources_of, step_plot
-from harness.report.model import Report, Reporter
-from harness.report.text import steps_vs_baseline
+from harness.report.model import Report, Reporter, steps_vs_baseline
 from harness.report.trend import KIND_COLOURS, row_trends
 from harness.result.codec import JSON
 

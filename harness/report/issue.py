@@ -25,8 +25,7 @@ from harness.analysis.trends import kib, per_call, rate_text, scaled
 from harness.answers.search import FRAMEWORKS, TOOLING, RowAnswer
 from harness.errors import InputError
 from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S, abilities
-from harness.report.model import Report, Reporter
-from harness.report.text import md, steps_vs_baseline
+from harness.report.model import Report, Reporter, md, steps_vs_baseline
 from harness.result.codec import JSON
 from harness.result.model import CellResult, also_slowed, also_slower
 from harness.runtimes.base import own_cgroup

@@ -16,8 +16,7 @@ from typing import TextIO
 
 from harness.analysis.kinds import kind
 from harness.analysis.trends import kib
-from harness.report.model import Reporter
-from harness.report.text import steps_vs_baseline
+from harness.report.model import Reporter, steps_vs_baseline
 from harness.result.model import CellResult
 
 # XML 1.0 cannot carry these at all, not even escaped; tracebacks may hold colour codes.

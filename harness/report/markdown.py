@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from harness.report.model import Reporter
-from harness.report.text import md
+from harness.report.model import Reporter, md
 
 FOLD_AFTER = 8   # pip differences shown inline; more fold into <details>
 
