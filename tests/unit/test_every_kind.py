@@ -38,7 +38,7 @@ from harness.report import (
     MarkdownReporter,
     Report,
 )
-from harness.report.colours import ANSI, STYLES
+from harness.report.grid import ANSI, STYLES
 from harness.result.model import CellResult
 from tests.resultkit import as_result
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.agent.fields import WHERE_KINDS
 from harness.analysis.kinds import KINDS, LOOKS, NOT_RUN, UNREADABLE
 from harness.report import ConsoleReporter, HtmlReporter, Report
-from harness.report.colours import ANSI
+from harness.report.grid import ANSI
 from harness.result.model import CellResult, Planned
 from tests.resultkit import as_result
 
