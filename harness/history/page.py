@@ -4,7 +4,7 @@
 The latest verdict of every (line, image) is handed to the one report model
 (`report.model.Report`, a line as its row, images in release order), so the first bad,
 the grid of the console (`report.grid`) and the heatmap and trends of report.html
-(`report.trend`) are the ones every report uses; what is the history's own is the run
+(`report.html.row_trends`) are the ones every report uses; what is the history's own is the run
 each verdict came from, the flaky marks and, on the page, each line's verdicts run by run.
 """
 
@@ -22,9 +22,8 @@ from harness.analysis.trends import human_seconds
 from harness.answers.search import RowAnswer
 from harness.history.model import Flaky, History, Line, Run, Seen
 from harness.report.grid import Grid, conclusions, console_width, token, wrap
-from harness.report.html import environment, kind_css
+from harness.report.html import environment, in_kib, kind_css, memory_point, row_trends, step_point
 from harness.report.model import Report
-from harness.report.trend import in_kib, memory_point, row_trends, step_point
 from harness.result.model import CellResult
 from harness.store.results import atomic_write_text
 
@@ -273,7 +272,7 @@ class LineView:
 def render_html(history: History, report: Report, out: TextIO) -> None:
     """history.html: every line's latest verdicts as a heatmap over images in release
     order, then per line its verdicts run by run, the flaky images and the trends of
-    step time and memory growth across the images (report.trend's)."""
+    step time and memory growth across the images (report.html's)."""
     answers = {row.row: row for row in report.rows}
     views: list[LineView] = []
     shown: set[str] = set()

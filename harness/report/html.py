@@ -4,15 +4,28 @@ The Jinja2 templates ship as package data (`harness/report/templates/`) and are
 autoescaped: scenario ids, reasons and tracebacks come from the cells and may hold
 anything, `<script>` included. Only the SVG from `harness.report.svg`, which escapes
 its own text, is passed as `Markup`.
+
+The plots of a cell's page: each memory source against iteration with its fitted
+slope, and step time with the row's baseline overlaid, on one y scale per source across
+a row (`RowScales`). Drawn by `harness.report.svg`, so each plot is `Markup`.
+
+The overview at any size (`row_trends`): the heatmap of rows x images coloured by
+verdict, and each row's trend across images in release order (one figure per cell,
+with its interval, the first bad marked), the way asv draws a benchmark over commits.
+The overview reads only the cells' results (never their samples), so the overview of
+1,600 cells costs what their result.json files cost to read.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
+import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import TextIO
 
@@ -20,14 +33,24 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import IN_DOUBT, LOOKS, kind
-from harness.analysis.trends import human_seconds
+from harness.analysis.trends import (
+    MemoryTrend,
+    StepTrend,
+    human_seconds,
+    kib,
+    per_call,
+    rate_text,
+    scaled,
+)
 from harness.answers.search import RowAnswer
 from harness.errors import StoreError
-from harness.protocol.series import Series
-from harness.report.cellplots import RowScales, memory_plot, row_scales, sources_of, step_plot
+from harness.protocol.series import TREND_NAMES, Series, readings, step_times
+from harness.report import svg
 from harness.report.model import Report, Reporter, steps_vs_baseline
-from harness.report.trend import KIND_COLOURS, row_trends
+from harness.report.svg import Fit, Line, robust_range
 from harness.result.codec import JSON
+from harness.result.model import CellResult
+from harness.runtimes.base import own_cgroup
 
 
 @dataclass
@@ -371,3 +394,302 @@ def bad_rows_first(grid: Grid) -> Grid:
             t.verdict in LOOKS and LOOKS[t.verdict].css == "bad" for t in tiles)
 
     return ([g for g in grid if bad(g[0], g[1])] + [g for g in grid if not bad(g[0], g[1])])
+
+
+COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
+           "gpu": "#ff7f0e", "fw": "#17becf", "kids": "#e377c2", "step": "#2c3e70",
+           "baseline": "#999999"}
+MIN_POINTS = 3                  # a source needs this many measured samples for a panel
+MIN_SPAN = {"heap": 256 * 1024.0}   # bytes: below this, a row's heap span is noise
+DEFAULT_MIN_SPAN = 1024 * 1024.0
+
+
+def warmup_end(series: Series) -> float | None:
+    ends = [float(s["i"]) for s in series.samples if s.get("phase") == "warmup"]
+    return max(ends) if ends else None
+
+
+def measured(series: Series, key: str) -> list[float]:
+    return [float(v) for smp in series.samples if smp.get("phase") == "measure"
+            and (v := smp.get(key)) is not None]
+
+
+def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
+                span: float | None = None, fitted: bool = True) -> Markup:
+    """Bytes of one source against iteration, every phase, with the fitted slope.
+
+    With `span`, the y axis is that many bytes tall (the largest range of this source
+    in the row), from this cell's lowest measured value: a 30 KiB drift next to a
+    1.7 MiB leak looks like one. The slope is printed large either way."""
+    pairs = sorted((float(s["i"]), float(s[key])) for s in series.samples
+                   if s.get(key) is not None)
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    fit, note, headline = None, "", ""
+    if trend is not None and trend.kind == "insufficient":
+        note = f"no readings to fit ({trend.n})"     # never "+0.0 KiB/call"
+    elif trend is not None and fitted:
+        slope = trend.slope
+        mx, my = readings(series.samples, key)
+        if len(mx):
+            # Theil-Sen's intercept: the median offset of the points from the slope.
+            intercept = statistics.median(float(y) - slope * float(x)
+                                          for x, y in zip(mx, my, strict=True))
+            fit = Fit(slope, intercept, float(mx[0]), float(mx[-1]))
+        lo, hi = trend.slope_lo, trend.slope_hi
+        unit, scale = per_call(slope)
+        ci = (f"CI {scaled(lo, scale, 2)}..{scaled(hi, scale, 2)} {unit}/call, "
+              if lo == lo and hi == hi else "")  # not NaN
+        headline = rate_text(slope, 2)
+        note = f"{ci}{trend.kind}"
+    elif not fitted:
+        note = "never decisive"
+    y_range = None
+    values = measured(series, key) or ys
+    if span is not None and values:
+        low = min(values)
+        # bytes are never below zero: the axis starts at 0 at the lowest (a worker panel
+        # whose USS began near 0 drew from -9 MiB, issue 87)
+        y_range = (max(0.0, low - span * 0.08) if low >= 0 else low - span * 0.08,
+                   low + span * 1.08)
+    line = Line(xs, ys, COLOURS.get(name, "#333"), name)
+    return svg.chart(name, [line], "B", warmup_end(series), fit, note, y_range, headline)
+
+
+def step_points(series: Series) -> tuple[list[float], list[float]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    for s in series.samples:
+        if s.get("src") == "step":
+            dt = s["dt"]
+            first = int(s["i"]) - len(dt) + 1
+            xs.extend(float(first + k) for k in range(len(dt)))
+            ys.extend(dt)
+    return xs, ys
+
+
+def step_plot(series: Series, steps: StepTrend | None,
+              y_range: tuple[float, float] | None = None,
+              baseline: tuple[str, Series] | None = None) -> Markup:
+    """Seconds per step against iteration, warm-up included and shaded but not scaling
+    the axis; the row's baseline image overlaid (dashed grey) where the cell is compared."""
+    xs, ys = step_points(series)
+    lines = [Line(xs, ys, COLOURS["step"], "this image")]
+    if baseline is not None:
+        bx, by = step_points(baseline[1])
+        if bx:
+            lines.append(Line(bx, by, COLOURS["baseline"], f"baseline {baseline[0]}",
+                              dashed=True))
+    note = ""
+    if steps is not None:
+        note = f"late/early {steps.ratio:.2f}x, p={steps.p_value:.2g}"
+    times = step_times(series.samples)
+    headline = ""
+    if times:
+        # The trace is the measured phase's, timed under the quiet heap's allocator where
+        # the figure the tables print is the user's (a sort: 64 us here, 29 us there).
+        quiet = series.as_user() is not None and (series.header or {}).get(
+            "heap_mode") == "quiet"
+        headline = (f"{'quiet-heap ' if quiet else ''}median "
+                    f"{human_seconds(statistics.median(times))}")
+    if y_range is None:
+        y_range = robust_range(times or ys)
+    return svg.chart("step time", lines, "s", warmup_end(series), None, note, y_range, headline)
+
+
+@dataclass
+class RowScales:
+    """One y scale per source across a row: the memory span and the step-time range."""
+
+    spans: dict[str, float] = field(default_factory=dict)
+    steps: tuple[float, float] | None = None
+
+
+def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> RowScales:
+    out = RowScales()
+    for key, name in sources:
+        spans = []
+        for one in series.values():
+            values = measured(one, key)
+            if len(values) >= MIN_POINTS:
+                spans.append(max(values) - min(values))
+        if spans:
+            out.spans[key] = max(max(spans), MIN_SPAN.get(name, DEFAULT_MIN_SPAN))
+    ranges = [robust_range(times) for one in series.values()
+              if (times := step_times(one.samples))]
+    if ranges:
+        out.steps = (max(0.0, min(r[0] for r in ranges)), max(r[1] for r in ranges))
+    return out
+
+
+def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
+    """The memory sources with data in the measured phase (USS read only during import
+    has no panel); a cell without a cgroup of its own (the local runtime: the agent reads
+    the session's or machine's) has no cgroup panel either."""
+    return [(key, name) for key, name in TREND_NAMES.items()
+            if len(measured(series, key)) >= MIN_POINTS
+            and not (name == "cgroup" and not own_cgroup(runtime))]
+
+
+# report.html's colour of each verdict, from the one list of verdict kinds ("not run" and
+# "unreadable" are the report's pseudo-verdicts).
+KIND_COLOURS: dict[str, str] = {name: look.paint for name, look in LOOKS.items()}
+WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 150, 74, 34, 18
+TITLED = 60     # up to this many points a trend names each one on hover; past it, the first bad
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cell's figure on a row's trend: value, interval (lo..hi), its verdict."""
+
+    value: float
+    lo: float
+    hi: float
+    verdict: str
+
+
+def step_point(res: CellResult) -> Point | None:
+    """Step time per call: the median, with the early and late medians as its band. The
+    median is the user's (`Summary.median_step_s`); the early and late medians are the
+    measured phase's, under the quiet heap's allocator settings, so they are put in the
+    user's terms (times the user's figure over the run's own, `run_step_s`): a
+    `sorted(range(2000, 0, -1))` drew 28 us within a band of 65-66 us."""
+    s = res.summary
+    median = s.median_step_s
+    if median is None:
+        return None
+    steps = res.steps
+    if steps is None or not (steps.early_median_s > 0 and steps.late_median_s > 0):
+        return Point(median, median, median, res.verdict)
+    scale = median / s.run_step_s if s.user_calls and s.run_step_s else 1.0
+    early, late = steps.early_median_s * scale, steps.late_median_s * scale
+    return Point(median, min(early, late, median), max(early, late, median), res.verdict)
+
+
+def memory_point(res: CellResult) -> Point | None:
+    """Memory growth per call (KiB) of the deciding source, else heap, else USS, else
+    RSS, with the slope's confidence interval."""
+    order = [res.deciding_source, "heap", "uss", "rss"]
+    source = next((s for s in order if s is not None and s in res.memory), None)
+    if source is None:
+        return None
+    trend = res.memory[source]
+    lo, hi = trend.slope_lo, trend.slope_hi
+    if not (lo == lo and hi == hi):      # NaN: no interval
+        lo = hi = trend.slope
+    return Point(trend.slope / 1024, lo / 1024, hi / 1024, res.verdict)
+
+
+def in_kib(value: float) -> str:
+    """A figure already in KiB per call, as the charts say it ("+5.40 KiB")."""
+    return f"{kib(value * 1024, 2)} KiB"
+
+
+def growth_label(value: float, places: int = 2) -> str:
+    """A growth per call (in KiB) on a chart: in bytes below 1 KiB, so a clean row's
+    axis (a few bytes either side of 0) does not read "+0.00 KiB" at both ends."""
+    if abs(value) < 1:
+        return f"{kib(value * 1024 * 1024, max(places - 1, 1))} B"
+    return f"{kib(value * 1024, places)} KiB"
+
+
+def growth_labels(points: Sequence[Point | None]) -> Callable[[float], str]:
+    """`growth_label` with the decimals that tell the chart's two axis ends apart (a
+    leak of 2.09 KiB/call in every image read "+2.09 KiB" at the top and the bottom)."""
+    known = [p for p in points if p is not None]
+    lo = min((p.lo for p in known), default=0.0)
+    hi = max((p.hi for p in known), default=0.0)
+    places = 2
+    while places < 6 and growth_label(lo, places) == growth_label(hi, places):
+        places += 1
+    return lambda value: growth_label(value, places)
+
+
+def chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
+          first_bad: int | None, say: Callable[[float], str], zero: bool = False) -> Markup:
+    """One row's trend: a point per image (coloured by verdict) with its interval as a
+    vertical bar, joined in release order; the first bad image marked by a red line.
+    `zero`: the axis starts at 0, so the heights compare as ratios (step times: two
+    single runs 3 % apart drew from the bottom of the plot to its top)."""
+    known = [p for p in points if p is not None]
+    if not known:
+        return Markup(f'<p class="noplot">{escape(title)}: no figures</p>')
+    lo = min([p.lo for p in known] + ([0.0] if zero else []))
+    hi = max(p.hi for p in known)
+    if hi - lo <= abs(hi) * 1e-9:
+        pad = abs(hi) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    n = max(len(labels), 2)
+    plot_w, plot_h = WIDTH - LEFT - 10, HEIGHT - BOTTOM - TOP
+
+    def x(i: int) -> float:
+        return LEFT + plot_w * (i + 0.5) / n
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - (v - lo) / (hi - lo))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{WIDTH}" '
+           f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+           f'aria-label="{escape(title)}">',
+           f'<text x="{LEFT}" y="12" class="t">{escape(title)}</text>',
+           f'<text x="{LEFT - 4}" y="{y(hi):.0f}" class="a" text-anchor="end" '
+           f'dominant-baseline="hanging">{escape(say(hi))}</text>',
+           f'<text x="{LEFT - 4}" y="{y(lo):.0f}" class="a" text-anchor="end">'
+           f'{escape(say(lo))}</text>',
+           f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - 10}" y2="{TOP + plot_h}" '
+           'stroke="#999"/>']
+    if lo < 0 < hi:
+        out.append(f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{WIDTH - 10}" y2="{y(0):.1f}" '
+                   'stroke="#ccc" stroke-dasharray="2 2"/>')
+    if first_bad is not None:
+        out.append(f'<line class="fb" x1="{x(first_bad):.1f}" y1="{TOP - 4}" '
+                   f'x2="{x(first_bad):.1f}" y2="{TOP + plot_h}" stroke="#c00" '
+                   'stroke-width="2"/>')
+    step = max(1, math.ceil(n / 12))       # at most about a dozen labels along x
+    for i, label in enumerate(labels):
+        near = first_bad is not None and i != first_bad and abs(i - first_bad) < step
+        if (i % step == 0 and not near) or i == first_bad:
+            red = ' fill="#c00"' if i == first_bad else ""
+            out.append(f'<text x="{x(i):.1f}" y="{HEIGHT - BOTTOM + 14}" class="a" '
+                       f'text-anchor="middle"{red}>{escape(label)}</text>')
+    path = " ".join(f"{'M' if k == 0 else 'L'}{x(i):.1f},{y(p.value):.1f}"
+                    for k, (i, p) in enumerate((i, p) for i, p in enumerate(points)
+                                               if p is not None))
+    out.append(f'<path d="{path}" fill="none" stroke="#7d8bb3" stroke-width="1"/>')
+    bars = " ".join(f"M{x(i):.1f},{y(p.lo):.1f}V{y(p.hi):.1f}"
+                    for i, p in enumerate(points) if p is not None and p.hi > p.lo)
+    if bars:
+        out.append(f'<path d="{bars}" stroke="#555" stroke-width="1"/>')
+    titled = len(known) <= TITLED
+    dots: dict[str, list[str]] = {}
+    for i, p in enumerate(points):
+        if p is None:
+            continue
+        colour = KIND_COLOURS.get(p.verdict, "#888")
+        if titled or i == first_bad:
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(p.value):.1f}" r="3" '
+                       f'fill="{colour}"><title>{escape(labels[i])}: {escape(say(p.value))}'
+                       f' ({escape(say(p.lo))}..{escape(say(p.hi))}), {escape(p.verdict)}'
+                       '</title></circle>')
+        else:
+            dots.setdefault(colour, []).append(f"M{x(i):.1f},{y(p.value):.1f}h0")
+    # Past TITLED points, a round-capped dot per point, one path per colour: a title on
+    # each took 130 bytes a point (2.6 MB of a 10,000-cell report.html)
+    out.extend(f'<path class="dots" d="{" ".join(d)}" stroke="{colour}" stroke-width="6" '
+               'stroke-linecap="round"/>' for colour, d in dots.items())
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellResult]
+               ) -> list[Markup]:
+    """The row's two trends across every image of the report: step time per call and
+    memory growth per call."""
+    by_image = {label: results.get(cid) for label, _, cid in row.cells}
+    first = images.index(row.first_bad) if row.first_bad in images else None
+    cells = [by_image.get(img) for img in images]
+    steps = [step_point(r) if r is not None else None for r in cells]
+    memory = [memory_point(r) if r is not None else None for r in cells]
+    return [chart("step time per call (median; bar: early..late medians)", images, steps,
+                  first, human_seconds, zero=True),
+            chart("memory growth per call (bar: the slope's CI)", images, memory, first,
+                  growth_labels(memory))]

@@ -129,7 +129,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
 
     row("verdict", lambda c: f"{c.verdict}: {c.reason}")
     # The agent's cgroup reading is the cell's only where its runtime gave it a cgroup
-    # of its own; elsewhere it is the session's or the machine's (cellplots leaves it
+    # of its own; elsewhere it is the session's or the machine's (the cell plots leave it
     # out too), and growth there is nobody's finding.
     sources = sorted({s for c in cells for s in c.memory
                       if s != "cgroup" or own_cgroup(c.runtime)})

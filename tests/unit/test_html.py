@@ -143,7 +143,7 @@ def test_header_in_words_links_and_folded_pip_diff(swept: tuple[Report, RunStore
 
 def test_panels_only_for_sources_with_data() -> None:
     from harness.protocol.ingest import Series
-    from harness.report.cellplots import sources_of
+    from harness.report.html import sources_of
 
     samples = [{"type": "sample", "src": "step", "phase": "measure", "i": i, "heap": 1.0,
                 "rss": 2.0, "cgroup": 3.0, **({"uss": 4.0} if i < 2 else {})}

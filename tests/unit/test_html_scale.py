@@ -170,7 +170,7 @@ def test_above_large_the_page_leads_with_each_rows_first_bad(
 def test_a_trend_of_many_images_names_only_its_first_bad_on_hover() -> None:
     """A title on every point of a 100-image trend took 130 bytes a point; past
     `trend.TITLED` points each is a dot in one path per colour, the first bad titled."""
-    from harness.report.trend import TITLED, Point, chart
+    from harness.report.html import TITLED, Point, chart
 
     labels = [f"v{i}" for i in range(100)]
     points = [Point(float(i), float(i), float(i), "ok" if i < 70 else "leak")
@@ -187,7 +187,7 @@ def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
     """Issue 63's new-user pass: report.html of a clean row (growth a few bytes either
     side of 0) labelled its memory axis "+0.00 KiB" at the top and at the bottom; below
     1 KiB a growth is said in bytes, a leak's still in KiB."""
-    from harness.report.trend import Point, chart, growth_label, growth_labels
+    from harness.report.html import Point, chart, growth_label, growth_labels
 
     labels = ["a", "b", "c"]
     clean = [Point(v / 1024, (v - 2) / 1024, (v + 2) / 1024, "ok") for v in (0.1, 0.4, 0.3)]
@@ -248,7 +248,7 @@ def test_a_step_time_trend_draws_single_runs_3_percent_apart_as_3_percent() -> N
     """Issue 85 item 2: a one-run difference is never drawn as a change. Two clean
     images' single runs, 29.1 and 30.1 us a call, drew from the plot's bottom to its top
     (the axis from 27.6 to 30.1 us); the step-time trend's axis starts at 0."""
-    from harness.report.trend import HEIGHT, Point, chart
+    from harness.report.html import HEIGHT, Point, chart
 
     points = [Point(29.1e-6, 27.6e-6, 29.1e-6, "ok"), Point(30.1e-6, 27.9e-6, 30.1e-6, "ok")]
     svg = str(chart("step time", ["a", "b"], points, None, lambda v: f"{v * 1e6:.1f} us",

@@ -25,8 +25,7 @@ from fakeruntime import Behaviour
 
 from harness.analysis.trends import human_seconds
 from harness.protocol.ingest import read_samples
-from harness.report.cellplots import step_plot
-from harness.report.trend import step_point
+from harness.report.html import step_plot, step_point
 from harness.result.model import CellResult, cell_text
 from harness.runtimes.local import LocalRuntime
 
