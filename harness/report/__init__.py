@@ -18,11 +18,10 @@ from harness.store.results import RunStore, atomic_write_parts, long_lived
 from harness.store.resultsjson import INDEX_FILE, Entry, holds, index_text, lines_of, stamp_of
 
 if TYPE_CHECKING:
+    from harness.report.ci import JunitReporter, MarkdownReporter
     from harness.report.console import ConsoleReporter
     from harness.report.html import HtmlReporter, environment
     from harness.report.issue import IssueReporter
-    from harness.report.junit import JunitReporter
-    from harness.report.markdown import MarkdownReporter
     from harness.report.model import Report
 
 # The renderers and the model load when first asked for (PEP 562): a module of this
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 # Commands read them as `report.X` (`from harness import report`): this is the one place
 # of the package that imports them lazily.
 _LAZY = {"ConsoleReporter": "console", "HtmlReporter": "html", "IssueReporter": "issue",
-         "JunitReporter": "junit", "MarkdownReporter": "markdown", "Report": "model",
+         "JunitReporter": "ci", "MarkdownReporter": "ci", "Report": "model",
          "environment": "html"}
 
 
