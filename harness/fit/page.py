@@ -18,7 +18,7 @@ from harness.analysis.kinds import OOM
 from harness.analysis.trends import size
 from harness.fit.plan import FitRow, by_row, first_smaller, smaller_sentence
 from harness.fit.steps import FIT
-from harness.report import svg
+from harness.report.html import Fit, Line, chart
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -180,15 +180,15 @@ def plot(r: FitRow) -> str:
     """Peak memory against the param, one line per source, the limiting fit dashed."""
     fits = sorted(v for v, p in r.probes.items() if p.outcome == FIT)
     names = sorted({s for v in fits for s in r.probes[v].peaks})
-    lines = [svg.Line([float(v) for v in fits if n in r.probes[v].peaks],
-                      [r.probes[v].peaks[n] for v in fits if n in r.probes[v].peaks],
-                      COLOURS[i % len(COLOURS)], n) for i, n in enumerate(names)]
+    lines = [Line([float(v) for v in fits if n in r.probes[v].peaks],
+                  [r.probes[v].peaks[n] for v in fits if n in r.probes[v].peaks],
+                  COLOURS[i % len(COLOURS)], n) for i, n in enumerate(names)]
     pred = r.prediction()
     fit = None
     if pred is not None and fits:
         line = pred[0]
-        fit = svg.Fit(line.per_unit, line.fixed, float(fits[0]), max(float(fits[-1]), pred[2]))
-    drawn = str(svg.chart(f"peak memory vs {r.target.param}", lines, "B", fit=fit,
-                          headline=pred[0].text(r.target.param) if pred else ""))
+        fit = Fit(line.per_unit, line.fixed, float(fits[0]), max(float(fits[-1]), pred[2]))
+    drawn = str(chart(f"peak memory vs {r.target.param}", lines, "B", fit=fit,
+                      headline=pred[0].text(r.target.param) if pred else ""))
     # The chart's x axis is labelled for iterations; here it is the param.
     return drawn.replace(">iteration</text>", f">{escape(r.target.param)}</text>")

@@ -13,7 +13,7 @@ import sweepkit
 from fakeruntime import Behaviour
 
 from harness.report import HtmlReporter, Report, write_all
-from harness.report.svg import chart, human, reduce
+from harness.report.html import chart, human, reduce
 from harness.store import RunStore
 from tests.resultkit import as_results
 
