@@ -14,8 +14,8 @@ H100 (`tests/data/h100`, schemas 2 and 3, host samples and all), read 10 times o
 Each way of reading runs in a child process of its own, the ways in turn (A B C A B C),
 every file's bytes read before the clock starts:
 
-- `hand`: `json.loads`, then the hand-made checking decoder (`harness.result.checked`),
-  the codec as it was before msgspec;
+- `hand`: `json.loads`, then the hand-made checking decoder
+  (`harness.result.codec.decode_checked`), the codec as it was before msgspec;
 - `msgspec`: `msgspec.json.decode(bytes, type=CellResult)` alone, which keeps none of
   the codec's promises for older or bad files (it rejects them; counted, not read);
 - `codec`: the harness's reading now (`store.results.load_json`, then `load_result`):
@@ -118,19 +118,19 @@ def child_read(way: str, listing: Path) -> None:
     """In the child: read every file listed, by `way`; print the figures as JSON."""
     import tracemalloc
 
-    from harness.result import checked
+    from harness.result import codec
     from harness.result.codec import parse
     from harness.result.model import READS, REQUIRED, SCHEMA, CellResult, load_result
 
     blobs = [Path(p).read_bytes() for p in listing.read_text().split("\n") if p]
     asked = 0
-    hand = checked.decode
+    hand = codec.decode_checked
 
     def counted(*args: object, **kwargs: object) -> object:
         nonlocal asked
         asked += 1
         return hand(*args, **kwargs)   # type: ignore[arg-type]
-    checked.decode = counted  # type: ignore[assignment]
+    codec.decode_checked = counted  # type: ignore[assignment]
 
     def by_hand(blob: bytes) -> object:
         data = json.loads(blob)

@@ -2,7 +2,7 @@
 them): one `cause/<row>.json` per bad row (`Cause`), for the report model and every
 renderer, the summary a user acts on and each step's answer (day, explain, culprit,
 fixed, host). Like explain's and culprit's answers, one keeps the run keys of the cells
-it rests on (`result.derived.DerivedFrom`); one whose cells changed since is left out
+it rests on (`result.model.DerivedFrom`); one whose cells changed since is left out
 and said (`holding`)."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 
 from harness.answers.search import pairs
 from harness.result.codec import JSON
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult, Planned
+from harness.result.model import CellResult, DerivedFrom, Planned
 
 CAUSE_DIR = "cause"
 STALE_PAIR = ("stale: the row's first bad or last good is another cell now; `harness sweep "

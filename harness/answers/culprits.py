@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis import kinds
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult
-from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, culprit_records
+from harness.result.model import CellResult, DerivedFrom
+from harness.store.results import CULPRIT_DIR, CULPRIT_FILE, culprit_records
 
-# Where the answers are (read by `harness.store.answers`, the store's reader of them).
+# Where the answers are (read by `harness.store.results`, the store's reader of them).
 __all__ = ["CULPRIT_DIR", "CULPRIT_FILE", "Culprit", "holding", "load_culprits"]
 
 STALE = ("stale: the cells it searched between changed since ({cells}); "

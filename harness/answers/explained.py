@@ -12,9 +12,8 @@ from pathlib import Path
 
 from harness.answers.search import answer_rows, pairs
 from harness.result.codec import JSON
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult, Planned
-from harness.store.answers import where_records
+from harness.result.model import CellResult, DerivedFrom, Planned
+from harness.store.results import where_records
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from harness.analysis.decision import pooled_text
 from harness.analysis.kinds import BAD, GOOD
 from harness.api.scenario import SCENARIO
-from harness.result.words import cell_numbers, missed_rate, missed_words
+from harness.result.model import cell_numbers, missed_rate, missed_words
 from harness.thresholds import host_busy
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 
 if TYPE_CHECKING:
     from harness.result.model import CellResult
@@ -70,7 +70,7 @@ def note(text: str) -> None:
 
 def cell_ref(res: CellResult | None) -> dict[str, object] | None:
     """A cell as an answer names it: id, row, image label, verdict, reason, and the cell
-    in words (`result.words.cell_text`, as the tables say it)."""
+    in words (`result.model.cell_text`, as the tables say it)."""
     if res is None:
         return None
     return {"id": res.id, "row": res.row, "image": res.image.label,

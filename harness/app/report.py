@@ -15,8 +15,7 @@ from harness.report.grid import console_width, say
 from harness.runtimes.process import check_output
 from harness.store import load_json
 from harness.store.gate import read_gated
-from harness.store.jsonhead import load_json_keys
-from harness.store.results import PLAN_FILE
+from harness.store.results import PLAN_FILE, load_json_keys
 from harness.store.runs import SWEEP_RESULTS, kind_of, newest, require, runs_of, shown, sweep_again
 
 if TYPE_CHECKING:

@@ -30,9 +30,8 @@ from harness.analysis.kinds import BAD, GOOD, UNDECIDED, kind
 from harness.analysis.rules import ONE_RUN
 from harness.errors import EXIT_OK, EXIT_REGRESSION, InputError
 from harness.matrixfile.model import LOCAL_HOST, abilities, is_local_endpoint
-from harness.result.model import CellResult
+from harness.result.model import CellResult, carrier_words, cell_text
 from harness.result.runkey import why_changed
-from harness.result.words import carrier_words, cell_text
 
 Result = CellResult
 

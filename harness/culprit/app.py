@@ -31,9 +31,8 @@ from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
-from harness.store.answers import drop_culprit
 from harness.store.gate import gate, matrix_of
-from harness.store.jsonhead import load_json_keys
+from harness.store.results import drop_culprit, load_json_keys
 from harness.store.runs import shown
 from harness.sweeping.orchestrator import prefetch_analysis
 

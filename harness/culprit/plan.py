@@ -44,8 +44,7 @@ from harness.culprit.search import (
 from harness.errors import EnvironmentUnavailable
 from harness.matrixfile.lockfile import carried
 from harness.matrixfile.model import Cell, ImageSpec
-from harness.result.model import CellResult
-from harness.result.words import cell_text
+from harness.result.model import CellResult, cell_text
 from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:

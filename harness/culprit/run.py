@@ -1,7 +1,7 @@
 """`culprit.plan` run inside a sweep's results directory: between a row's G and B, its
 probes kept in culprit/<row>/ (locked while it runs) and its answer written there as
-culprit.json with the run keys of G and B it rests on (`result.derived`), so a reader
-(`store.answers`) can tell when it no longer holds. `harness culprit` and `sweep
+culprit.json with the run keys of G and B it rests on (`result.model`), so a reader
+(`store.results`) can tell when it no longer holds. `harness culprit` and `sweep
 --find-cause` both search through it: one writer of culprit.json, one choice of the two
 environments (`ends`: for a dated row, the last good and first bad day the day search
 found, not the axis's ends), one search (`culprit.plan.culprit`: delta debugging, no set
@@ -20,11 +20,17 @@ from typing import TYPE_CHECKING
 from harness.analysis.kinds import BAD, GOOD
 from harness.culprit.plan import culprit, sweep_runner
 from harness.days.search import dated_cell
-from harness.result.derived import DerivedFrom
+from harness.result.model import DerivedFrom
 from harness.store import RunStore
-from harness.store.answers import CULPRIT_DIR, CULPRIT_FILE, DAY_DIR, day_record
 from harness.store.gate import why_not_current
-from harness.store.results import SeriesCache, atomic_write_text
+from harness.store.results import (
+    CULPRIT_DIR,
+    CULPRIT_FILE,
+    DAY_DIR,
+    SeriesCache,
+    atomic_write_text,
+    day_record,
+)
 from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:

@@ -49,13 +49,10 @@ from harness.errors import EnvironmentUnavailable, InputError
 from harness.explain.plan import explain, kinds_for
 from harness.matrixfile.model import Cell
 from harness.result.codec import JSON
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult, Planned
-from harness.result.words import cell_text
+from harness.result.model import CellResult, DerivedFrom, Planned, cell_text
 from harness.store import RunStore
-from harness.store.answers import culprit_record
 from harness.store.gate import why_not_current
-from harness.store.results import atomic_write_text
+from harness.store.results import atomic_write_text, culprit_record
 from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:

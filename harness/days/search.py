@@ -31,11 +31,10 @@ from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
 from harness.matrixfile.cells import cell_id
-from harness.result.derived import DerivedFrom
+from harness.result.model import DerivedFrom
 from harness.runtimes.resolver import upload_time, yanked_releases, yanked_words
 from harness.store import RunStore
-from harness.store.answers import DAY_DIR, DAY_FILE
-from harness.store.results import SeriesCache, atomic_write_text
+from harness.store.results import DAY_DIR, DAY_FILE, SeriesCache, atomic_write_text
 from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
 from harness.store.gate import as_recorded, read_gated, refresh_line, why_not_current
-from harness.store.jsonhead import load_json_keys
+from harness.store.results import load_json_keys
 from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:

@@ -33,10 +33,9 @@ from harness.matrixfile.model import (
     abilities,
 )
 from harness.result.codec import JSON, encode
-from harness.result.derived import DerivedFrom
-from harness.result.model import CellResult
+from harness.result.model import CellResult, DerivedFrom
 from harness.result.runkey import key_of
-from harness.store.answers import WHERE_FILE
+from harness.store.results import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
 from harness.sweeping.context import Context
 

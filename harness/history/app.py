@@ -5,7 +5,7 @@ code and the notes; the answer in JSON. `cli.history` parses and prints.
 Its renderings, the console and history.html: the latest verdict of every (line, image)
 is handed to the one report model (`report.model.Report`, a line as its row, images in
 release order), so the first bad, the grid of the console (`report.grid`) and the
-heatmap and trends of report.html (`report.trend`) are the ones every report uses; what
+heatmap and trends of report.html (`report.html`) are the ones every report uses; what
 is the history's own is the run each verdict came from, the flaky marks and, on the
 page, each line's verdicts run by run.
 """
@@ -27,11 +27,9 @@ from harness.app.command import exit_code
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, StoreError, without_out
 from harness.history.model import Flaky, History, Line, Run, Seen, read_history
 from harness.report.grid import Grid, conclusions, console_width, token, wrap
-from harness.report.html import environment, kind_css
+from harness.report.html import environment, in_kib, kind_css, memory_point, row_trends, step_point
 from harness.report.model import Report
-from harness.report.trend import in_kib, memory_point, row_trends, step_point
-from harness.result.model import CellResult
-from harness.result.words import cell_text
+from harness.result.model import CellResult, cell_text
 from harness.store.gate import read_gated
 from harness.store.results import atomic_write_text
 

@@ -15,15 +15,13 @@ from harness.errors import StoreError
 from harness.result.codec import JSON
 from harness.store.gate import RunDir, read_run, rerun_line
 from harness.store.results import RunStore, atomic_write_parts, long_lived
-from harness.store.resultsindex import INDEX_FILE, Entry, index_text, lines_of
-from harness.store.resultsjson import holds, stamp_of
+from harness.store.resultsjson import INDEX_FILE, Entry, holds, index_text, lines_of, stamp_of
 
 if TYPE_CHECKING:
+    from harness.report.ci import JunitReporter, MarkdownReporter
     from harness.report.console import ConsoleReporter
     from harness.report.html import HtmlReporter, environment
     from harness.report.issue import IssueReporter
-    from harness.report.junit import JunitReporter
-    from harness.report.markdown import MarkdownReporter
     from harness.report.model import Report
 
 # The renderers and the model load when first asked for (PEP 562): a module of this
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
 # Commands read them as `report.X` (`from harness import report`): this is the one place
 # of the package that imports them lazily.
 _LAZY = {"ConsoleReporter": "console", "HtmlReporter": "html", "IssueReporter": "issue",
-         "JunitReporter": "junit", "MarkdownReporter": "markdown", "Report": "model",
+         "JunitReporter": "ci", "MarkdownReporter": "ci", "Report": "model",
          "environment": "html"}
 
 
@@ -149,7 +147,7 @@ def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, 
 
 def results_text(data: dict[str, JSON]) -> str:
     """results.json's text: one line, keys sorted, but its cells last, so its name and
-    meta read from the file's start (`store.jsonhead.load_json_keys`)."""
+    meta read from the file's start (`store.results.load_json_keys`)."""
     return "".join(results_parts(data))
 
 

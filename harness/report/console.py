@@ -7,10 +7,11 @@ from typing import TextIO
 
 from harness.analysis.kinds import IN_DOUBT
 from harness.answers.search import RowAnswer
-from harness.report.colours import ANSI, colour_of
 from harness.report.grid import (
+    ANSI,
     DETAILS,
     Grid,
+    colour_of,
     conclusions,
     console_width,
     runs,

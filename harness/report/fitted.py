@@ -14,8 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.report.colours import STYLES, colour_of
-from harness.report.grid import Grid
+from harness.report.grid import STYLES, Grid, colour_of
 from harness.report.model import Report
 
 

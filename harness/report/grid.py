@@ -8,6 +8,10 @@ bracketed ("[L16]"); a GPU cell whose framework ran on the CPU has a "c" after i
 token ("·c"). Columns are as wide as their widest token and their header's
 longest word, never narrower; images that do not fit the width are paged as blocks of
 images, each block a grid of its own.
+
+A verdict kind's colour (`harness.analysis.kinds`) on a terminal (`colour_of`): as an
+ANSI code for the plain table, as rich's style for the fitted one (`report.console`,
+`report.fitted`).
 """
 
 from __future__ import annotations
@@ -21,8 +25,7 @@ from typing import TextIO
 
 from harness.analysis.kinds import KINDS, LOOKS, MIN_WIDTH, SLOWDOWN, Colour
 from harness.answers.search import RowAnswer
-from harness.result.model import CellResult
-from harness.result.words import also_slowed, also_slower, ran_on_cpu
+from harness.result.model import CellResult, also_slowed, also_slower, ran_on_cpu
 
 
 @dataclass(frozen=True)
@@ -395,3 +398,16 @@ def _spans(row: RowAnswer, images: list[str], results: dict[str, CellResult]
             spans.append((verdict, i, i, first))
             tokens.append({tok})
     return tuple(spans), tokens
+
+
+ANSI: dict[Colour, str] = {"red": "31", "green": "32", "yellow": "33", "magenta": "35",
+                           "cyan": "36", "grey": "90"}
+STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
+                             "magenta": "magenta", "cyan": "cyan", "grey": "bright_black"}
+
+
+def colour_of(verdict: str) -> Colour | None:
+    """The colour of a table cell: its verdict kind's; none for a cell with no kind
+    ("not run", "unreadable", no cell)."""
+    found = KINDS.get(verdict)
+    return found.colour if found is not None else None

@@ -2,17 +2,36 @@
 
 The Jinja2 templates ship as package data (`harness/report/templates/`) and are
 autoescaped: scenario ids, reasons and tracebacks come from the cells and may hold
-anything, `<script>` included. Only the SVG from `harness.report.svg`, which escapes
-its own text, is passed as `Markup`.
+anything, `<script>` included. Only the SVG drawn here (`chart`), which escapes its own
+text, is passed as `Markup`.
+
+The plots of a cell's page: each memory source against iteration with its fitted
+slope, and step time with the row's baseline overlaid, on one y scale per source across
+a row (`RowScales`), each drawn by `chart`.
+
+The overview at any size (`row_trends`): the heatmap of rows x images coloured by
+verdict, and each row's trend across images in release order (one figure per cell,
+with its interval, the first bad marked), the way asv draws a benchmark over commits.
+The overview reads only the cells' results (never their samples), so the overview of
+1,600 cells costs what their result.json files cost to read.
+
+The charts (`chart`, also `harness fit`'s page): small inline SVG line charts, drawn
+in Python so report.html works offline. No plotting library and no CDN: a chart is a
+string of SVG with every piece of text escaped here, handed to the template as
+`Markup`. Long series are reduced to the min and max of each bucket, so a spike
+survives the reduction and a page with many cells stays small.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
+import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import TextIO
 
@@ -20,15 +39,22 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.analysis.kinds import IN_DOUBT, LOOKS, kind
-from harness.analysis.records import human_seconds
+from harness.analysis.records import (
+    MemoryTrend,
+    StepTrend,
+    human_seconds,
+    kib,
+    per_call,
+    rate_text,
+    scaled,
+)
 from harness.answers.search import RowAnswer
 from harness.errors import StoreError
-from harness.protocol.series import Series
-from harness.report.cellplots import RowScales, memory_plot, row_scales, sources_of, step_plot
-from harness.report.model import Report, Reporter
-from harness.report.text import steps_vs_baseline
-from harness.report.trend import KIND_COLOURS, row_trends
+from harness.protocol.series import TREND_NAMES, Series, readings, step_times
+from harness.report.model import Report, Reporter, steps_vs_baseline
 from harness.result.codec import JSON
+from harness.result.model import CellResult
+from harness.runtimes.base import own_cgroup
 
 
 @dataclass
@@ -372,3 +398,555 @@ def bad_rows_first(grid: Grid) -> Grid:
             t.verdict in LOOKS and LOOKS[t.verdict].css == "bad" for t in tiles)
 
     return ([g for g in grid if bad(g[0], g[1])] + [g for g in grid if not bad(g[0], g[1])])
+
+
+COLOURS = {"heap": "#1f77b4", "uss": "#2ca02c", "rss": "#9467bd", "cgroup": "#8c564b",
+           "gpu": "#ff7f0e", "fw": "#17becf", "kids": "#e377c2", "step": "#2c3e70",
+           "baseline": "#999999"}
+MIN_POINTS = 3                  # a source needs this many measured samples for a panel
+MIN_SPAN = {"heap": 256 * 1024.0}   # bytes: below this, a row's heap span is noise
+DEFAULT_MIN_SPAN = 1024 * 1024.0
+
+
+def warmup_end(series: Series) -> float | None:
+    ends = [float(s["i"]) for s in series.samples if s.get("phase") == "warmup"]
+    return max(ends) if ends else None
+
+
+def measured(series: Series, key: str) -> list[float]:
+    return [float(v) for smp in series.samples if smp.get("phase") == "measure"
+            and (v := smp.get(key)) is not None]
+
+
+def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
+                span: float | None = None, fitted: bool = True) -> Markup:
+    """Bytes of one source against iteration, every phase, with the fitted slope.
+
+    With `span`, the y axis is that many bytes tall (the largest range of this source
+    in the row), from this cell's lowest measured value: a 30 KiB drift next to a
+    1.7 MiB leak looks like one. The slope is printed large either way."""
+    pairs = sorted((float(s["i"]), float(s[key])) for s in series.samples
+                   if s.get(key) is not None)
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    fit, note, headline = None, "", ""
+    if trend is not None and trend.kind == "insufficient":
+        note = f"no readings to fit ({trend.n})"     # never "+0.0 KiB/call"
+    elif trend is not None and fitted:
+        slope = trend.slope
+        mx, my = readings(series.samples, key)
+        if len(mx):
+            # Theil-Sen's intercept: the median offset of the points from the slope.
+            intercept = statistics.median(float(y) - slope * float(x)
+                                          for x, y in zip(mx, my, strict=True))
+            fit = Fit(slope, intercept, float(mx[0]), float(mx[-1]))
+        lo, hi = trend.slope_lo, trend.slope_hi
+        unit, scale = per_call(slope)
+        ci = (f"CI {scaled(lo, scale, 2)}..{scaled(hi, scale, 2)} {unit}/call, "
+              if lo == lo and hi == hi else "")  # not NaN
+        headline = rate_text(slope, 2)
+        note = f"{ci}{trend.kind}"
+    elif not fitted:
+        note = "never decisive"
+    y_range = None
+    values = measured(series, key) or ys
+    if span is not None and values:
+        low = min(values)
+        # bytes are never below zero: the axis starts at 0 at the lowest (a worker panel
+        # whose USS began near 0 drew from -9 MiB, issue 87)
+        y_range = (max(0.0, low - span * 0.08) if low >= 0 else low - span * 0.08,
+                   low + span * 1.08)
+    line = Line(xs, ys, COLOURS.get(name, "#333"), name)
+    return chart(name, [line], "B", warmup_end(series), fit, note, y_range, headline)
+
+
+def step_points(series: Series) -> tuple[list[float], list[float]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    for s in series.samples:
+        if s.get("src") == "step":
+            dt = s["dt"]
+            first = int(s["i"]) - len(dt) + 1
+            xs.extend(float(first + k) for k in range(len(dt)))
+            ys.extend(dt)
+    return xs, ys
+
+
+def step_plot(series: Series, steps: StepTrend | None,
+              y_range: tuple[float, float] | None = None,
+              baseline: tuple[str, Series] | None = None) -> Markup:
+    """Seconds per step against iteration, warm-up included and shaded but not scaling
+    the axis; the row's baseline image overlaid (dashed grey) where the cell is compared."""
+    xs, ys = step_points(series)
+    lines = [Line(xs, ys, COLOURS["step"], "this image")]
+    if baseline is not None:
+        bx, by = step_points(baseline[1])
+        if bx:
+            lines.append(Line(bx, by, COLOURS["baseline"], f"baseline {baseline[0]}",
+                              dashed=True))
+    note = ""
+    if steps is not None:
+        note = f"late/early {steps.ratio:.2f}x, p={steps.p_value:.2g}"
+    times = step_times(series.samples)
+    headline = ""
+    if times:
+        # The trace is the measured phase's, timed under the quiet heap's allocator where
+        # the figure the tables print is the user's (a sort: 64 us here, 29 us there).
+        quiet = series.as_user() is not None and (series.header or {}).get(
+            "heap_mode") == "quiet"
+        headline = (f"{'quiet-heap ' if quiet else ''}median "
+                    f"{human_seconds(statistics.median(times))}")
+    if y_range is None:
+        y_range = robust_range(times or ys)
+    return chart("step time", lines, "s", warmup_end(series), None, note, y_range, headline)
+
+
+@dataclass
+class RowScales:
+    """One y scale per source across a row: the memory span and the step-time range."""
+
+    spans: dict[str, float] = field(default_factory=dict)
+    steps: tuple[float, float] | None = None
+
+
+def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> RowScales:
+    out = RowScales()
+    for key, name in sources:
+        spans = []
+        for one in series.values():
+            values = measured(one, key)
+            if len(values) >= MIN_POINTS:
+                spans.append(max(values) - min(values))
+        if spans:
+            out.spans[key] = max(max(spans), MIN_SPAN.get(name, DEFAULT_MIN_SPAN))
+    ranges = [robust_range(times) for one in series.values()
+              if (times := step_times(one.samples))]
+    if ranges:
+        out.steps = (max(0.0, min(r[0] for r in ranges)), max(r[1] for r in ranges))
+    return out
+
+
+def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
+    """The memory sources with data in the measured phase (USS read only during import
+    has no panel); a cell without a cgroup of its own (the local runtime: the agent reads
+    the session's or machine's) has no cgroup panel either."""
+    return [(key, name) for key, name in TREND_NAMES.items()
+            if len(measured(series, key)) >= MIN_POINTS
+            and not (name == "cgroup" and not own_cgroup(runtime))]
+
+
+# report.html's colour of each verdict, from the one list of verdict kinds ("not run" and
+# "unreadable" are the report's pseudo-verdicts).
+KIND_COLOURS: dict[str, str] = {name: look.paint for name, look in LOOKS.items()}
+TREND_WIDTH, TREND_HEIGHT, TREND_LEFT, TREND_BOTTOM, TREND_TOP = 640, 150, 74, 34, 18
+TITLED = 60     # up to this many points a trend names each one on hover; past it, the first bad
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cell's figure on a row's trend: value, interval (lo..hi), its verdict."""
+
+    value: float
+    lo: float
+    hi: float
+    verdict: str
+
+
+def step_point(res: CellResult) -> Point | None:
+    """Step time per call: the median, with the early and late medians as its band. The
+    median is the user's (`Summary.median_step_s`); the early and late medians are the
+    measured phase's, under the quiet heap's allocator settings, so they are put in the
+    user's terms (times the user's figure over the run's own, `run_step_s`): a
+    `sorted(range(2000, 0, -1))` drew 28 us within a band of 65-66 us."""
+    s = res.summary
+    median = s.median_step_s
+    if median is None:
+        return None
+    steps = res.steps
+    if steps is None or not (steps.early_median_s > 0 and steps.late_median_s > 0):
+        return Point(median, median, median, res.verdict)
+    scale = median / s.run_step_s if s.user_calls and s.run_step_s else 1.0
+    early, late = steps.early_median_s * scale, steps.late_median_s * scale
+    return Point(median, min(early, late, median), max(early, late, median), res.verdict)
+
+
+def memory_point(res: CellResult) -> Point | None:
+    """Memory growth per call (KiB) of the deciding source, else heap, else USS, else
+    RSS, with the slope's confidence interval."""
+    order = [res.deciding_source, "heap", "uss", "rss"]
+    source = next((s for s in order if s is not None and s in res.memory), None)
+    if source is None:
+        return None
+    trend = res.memory[source]
+    lo, hi = trend.slope_lo, trend.slope_hi
+    if not (lo == lo and hi == hi):      # NaN: no interval
+        lo = hi = trend.slope
+    return Point(trend.slope / 1024, lo / 1024, hi / 1024, res.verdict)
+
+
+def in_kib(value: float) -> str:
+    """A figure already in KiB per call, as the charts say it ("+5.40 KiB")."""
+    return f"{kib(value * 1024, 2)} KiB"
+
+
+def growth_label(value: float, places: int = 2) -> str:
+    """A growth per call (in KiB) on a chart: in bytes below 1 KiB, so a clean row's
+    axis (a few bytes either side of 0) does not read "+0.00 KiB" at both ends."""
+    if abs(value) < 1:
+        return f"{kib(value * 1024 * 1024, max(places - 1, 1))} B"
+    return f"{kib(value * 1024, places)} KiB"
+
+
+def growth_labels(points: Sequence[Point | None]) -> Callable[[float], str]:
+    """`growth_label` with the decimals that tell the chart's two axis ends apart (a
+    leak of 2.09 KiB/call in every image read "+2.09 KiB" at the top and the bottom)."""
+    known = [p for p in points if p is not None]
+    lo = min((p.lo for p in known), default=0.0)
+    hi = max((p.hi for p in known), default=0.0)
+    places = 2
+    while places < 6 and growth_label(lo, places) == growth_label(hi, places):
+        places += 1
+    return lambda value: growth_label(value, places)
+
+
+def trend_chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
+          first_bad: int | None, say: Callable[[float], str], zero: bool = False) -> Markup:
+    """One row's trend: a point per image (coloured by verdict) with its interval as a
+    vertical bar, joined in release order; the first bad image marked by a red line.
+    `zero`: the axis starts at 0, so the heights compare as ratios (step times: two
+    single runs 3 % apart drew from the bottom of the plot to its top)."""
+    known = [p for p in points if p is not None]
+    if not known:
+        return Markup(f'<p class="noplot">{escape(title)}: no figures</p>')
+    lo = min([p.lo for p in known] + ([0.0] if zero else []))
+    hi = max(p.hi for p in known)
+    if hi - lo <= abs(hi) * 1e-9:
+        pad = abs(hi) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    n = max(len(labels), 2)
+    plot_w, plot_h = TREND_WIDTH - TREND_LEFT - 10, TREND_HEIGHT - TREND_BOTTOM - TREND_TOP
+
+    def x(i: int) -> float:
+        return TREND_LEFT + plot_w * (i + 0.5) / n
+
+    def y(v: float) -> float:
+        return TREND_TOP + plot_h * (1 - (v - lo) / (hi - lo))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{TREND_WIDTH}" '
+           f'height="{TREND_HEIGHT}" viewBox="0 0 {TREND_WIDTH} {TREND_HEIGHT}" role="img" '
+           f'aria-label="{escape(title)}">',
+           f'<text x="{TREND_LEFT}" y="12" class="t">{escape(title)}</text>',
+           f'<text x="{TREND_LEFT - 4}" y="{y(hi):.0f}" class="a" text-anchor="end" '
+           f'dominant-baseline="hanging">{escape(say(hi))}</text>',
+           f'<text x="{TREND_LEFT - 4}" y="{y(lo):.0f}" class="a" text-anchor="end">'
+           f'{escape(say(lo))}</text>',
+           f'<line x1="{TREND_LEFT}" y1="{TREND_TOP + plot_h}" x2="{TREND_WIDTH - 10}" '
+           f'y2="{TREND_TOP + plot_h}" stroke="#999"/>']
+    if lo < 0 < hi:
+        out.append(f'<line x1="{TREND_LEFT}" y1="{y(0):.1f}" x2="{TREND_WIDTH - 10}" '
+                   f'y2="{y(0):.1f}" stroke="#ccc" stroke-dasharray="2 2"/>')
+    if first_bad is not None:
+        out.append(f'<line class="fb" x1="{x(first_bad):.1f}" y1="{TREND_TOP - 4}" '
+                   f'x2="{x(first_bad):.1f}" y2="{TREND_TOP + plot_h}" stroke="#c00" '
+                   'stroke-width="2"/>')
+    step = max(1, math.ceil(n / 12))       # at most about a dozen labels along x
+    for i, label in enumerate(labels):
+        near = first_bad is not None and i != first_bad and abs(i - first_bad) < step
+        if (i % step == 0 and not near) or i == first_bad:
+            red = ' fill="#c00"' if i == first_bad else ""
+            out.append(f'<text x="{x(i):.1f}" y="{TREND_HEIGHT - TREND_BOTTOM + 14}" class="a" '
+                       f'text-anchor="middle"{red}>{escape(label)}</text>')
+    path = " ".join(f"{'M' if k == 0 else 'L'}{x(i):.1f},{y(p.value):.1f}"
+                    for k, (i, p) in enumerate((i, p) for i, p in enumerate(points)
+                                               if p is not None))
+    out.append(f'<path d="{path}" fill="none" stroke="#7d8bb3" stroke-width="1"/>')
+    bars = " ".join(f"M{x(i):.1f},{y(p.lo):.1f}V{y(p.hi):.1f}"
+                    for i, p in enumerate(points) if p is not None and p.hi > p.lo)
+    if bars:
+        out.append(f'<path d="{bars}" stroke="#555" stroke-width="1"/>')
+    titled = len(known) <= TITLED
+    dots: dict[str, list[str]] = {}
+    for i, p in enumerate(points):
+        if p is None:
+            continue
+        colour = KIND_COLOURS.get(p.verdict, "#888")
+        if titled or i == first_bad:
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(p.value):.1f}" r="3" '
+                       f'fill="{colour}"><title>{escape(labels[i])}: {escape(say(p.value))}'
+                       f' ({escape(say(p.lo))}..{escape(say(p.hi))}), {escape(p.verdict)}'
+                       '</title></circle>')
+        else:
+            dots.setdefault(colour, []).append(f"M{x(i):.1f},{y(p.value):.1f}h0")
+    # Past TITLED points, a round-capped dot per point, one path per colour: a title on
+    # each took 130 bytes a point (2.6 MB of a 10,000-cell report.html)
+    out.extend(f'<path class="dots" d="{" ".join(d)}" stroke="{colour}" stroke-width="6" '
+               'stroke-linecap="round"/>' for colour, d in dots.items())
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellResult]
+               ) -> list[Markup]:
+    """The row's two trends across every image of the report: step time per call and
+    memory growth per call."""
+    by_image = {label: results.get(cid) for label, _, cid in row.cells}
+    first = images.index(row.first_bad) if row.first_bad in images else None
+    cells = [by_image.get(img) for img in images]
+    steps = [step_point(r) if r is not None else None for r in cells]
+    memory = [memory_point(r) if r is not None else None for r in cells]
+    return [trend_chart("step time per call (median; bar: early..late medians)", images, steps,
+                  first, human_seconds, zero=True),
+            trend_chart("memory growth per call (bar: the slope's CI)", images, memory, first,
+                  growth_labels(memory))]
+
+
+WIDTH, HEIGHT = 340, 150
+LEFT, RIGHT, TOP, BOTTOM = 70, 10, 32, 24
+MAX_POINTS = 400
+FIT_COLOUR = "#d62728"
+
+
+@dataclass(frozen=True)
+class Line:
+    xs: Sequence[float]
+    ys: Sequence[float]
+    colour: str
+    label: str
+    dashed: bool = False
+
+
+@dataclass(frozen=True)
+class Fit:
+    """y = slope * x + intercept over [x0, x1], drawn dashed over the data."""
+
+    slope: float
+    intercept: float
+    x0: float
+    x1: float
+
+
+def reduce(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_POINTS
+           ) -> tuple[list[float], list[float]]:
+    """At most about `limit` points: per bucket, the lowest and highest y in x order."""
+    if len(xs) <= limit:
+        return list(xs), list(ys)
+    size = -(-2 * len(xs) // limit)
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for start in range(0, len(xs), size):
+        idx = range(start, min(start + size, len(xs)))
+        lo = min(idx, key=lambda i: ys[i])
+        hi = max(idx, key=lambda i: ys[i])
+        for i in sorted({lo, hi}):
+            out_x.append(xs[i])
+            out_y.append(ys[i])
+    return out_x, out_y
+
+
+def human(value: float, unit: str, span: float = 0.0) -> str:
+    """A tick label: bytes as KiB/MiB/GiB, seconds as ms/us.
+
+    Enough decimals that ticks `span` apart read differently: a flat 95 MiB heap
+    with 100 bytes of noise must not show three identical labels.
+    """
+    scales = {"B": (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0)),
+              "s": (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))}.get(unit)
+    if scales is None:
+        return f"{value:.4g}"
+    name, scale = next(((n, f) for n, f in scales if abs(value) >= f), scales[-1])
+    step = span / 2 / scale if span > 0 else 1.0
+    decimals = min(6, max(0, 1 - math.floor(math.log10(step)))) if step < 10 else 0
+    return f"{value / scale:.{decimals}f} {name}"
+
+
+def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.98
+                 ) -> tuple[float, float]:
+    """The [lo_q, hi_q] quantiles of ys, widened by a quarter of their spread and never
+    below 0 for values that are never negative (times): one slow warm-up step (40 ms
+    against 0.3 ms), or the top 2 % of spikes, must not flatten the rest of the plot;
+    what is left out is counted on the chart."""
+    if not ys:
+        return 0.0, 1.0
+    v = sorted(ys)
+    lo = v[int(lo_q * (len(v) - 1))]
+    hi = v[math.ceil(hi_q * (len(v) - 1))]
+    spread = hi - lo or abs(hi) * 0.05 or 1.0
+    low = lo - spread * 0.25
+    return (max(0.0, low) if v[0] >= 0 else low), hi + spread * 0.25
+
+
+@dataclass(frozen=True)
+class Axes:
+    """A chart's data ranges and plot area: where a value is drawn."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    w: float = WIDTH - LEFT - RIGHT
+    h: float = HEIGHT - TOP - BOTTOM
+
+    def px(self, x: float) -> float:
+        return LEFT + (x - self.x_lo) / (self.x_hi - self.x_lo) * self.w
+
+    def py(self, y: float) -> float:
+        return TOP + (1 - (y - self.y_lo) / (self.y_hi - self.y_lo)) * self.h
+
+
+def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None = None,
+          fit: Fit | None = None, note: str = "", y_range: tuple[float, float] | None = None,
+          headline: str = "") -> Markup:
+    """One chart: the lines against iteration, warm-up shaded, fitted slope dashed.
+
+    `y_range` fixes the y axis (shared across a row, or robust to warm-up outliers);
+    points outside it are drawn at the edge and counted in a note. `headline` is
+    printed large (the slope), so two charts compare by number whatever their scale."""
+    points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
+    if not points:
+        return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
+    ax = axes(points, y_range, fit)
+    clipped = ([p for p in points if p[1] > ax.y_hi or p[1] < ax.y_lo]
+               if y_range is not None else [])
+    parts = [*frame(title, ax), *warmup(ax, warmup_end), *ticks(ax, unit),
+             *series(lines, ax), *legend(lines), *clipped_note(clipped, ax, warmup_end, unit),
+             *fit_line(fit, ax), *labels(title, headline, note, ax)]
+    return Markup("".join(parts))
+
+
+def axes(points: Sequence[tuple[float, float]], y_range: tuple[float, float] | None,
+         fit: Fit | None) -> Axes:
+    """The ranges: x from 0 (or the least x) to the last point; y as `y_range` fixes
+    it, else the points' and the fitted line's, padded 5 %."""
+    x_lo = min(0.0, min(p[0] for p in points))
+    x_hi = max(p[0] for p in points)
+    if y_range is not None:
+        y_lo, y_hi = y_range
+    else:
+        y_lo = min(p[1] for p in points)
+        y_hi = max(p[1] for p in points)
+        if fit is not None:
+            for x in (fit.x0, fit.x1):
+                y = fit.slope * x + fit.intercept
+                y_lo, y_hi = min(y_lo, y), max(y_hi, y)
+    if y_hi - y_lo < 1e-12 * max(1.0, abs(y_hi)):
+        y_lo, y_hi = y_lo - 1, y_hi + 1
+    if y_range is None:
+        pad = (y_hi - y_lo) * 0.05
+        y_lo, y_hi = y_lo - pad, y_hi + pad
+    return Axes(x_lo, x_hi if x_hi > x_lo else x_lo + 1, y_lo, y_hi)
+
+
+def frame(title: str, ax: Axes) -> list[str]:
+    """The svg element and the plot area's white box."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{WIDTH}" '
+            f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+            f'aria-label="{escape(title)}">',
+            f'<title>{escape(title)}</title>',
+            f'<rect x="{LEFT}" y="{TOP}" width="{ax.w}" height="{ax.h}" fill="#fff" '
+            'stroke="#bbb"/>']
+
+
+def warmup(ax: Axes, warmup_end: float | None) -> list[str]:
+    """The warm-up shaded, with its label."""
+    if warmup_end is None or warmup_end <= ax.x_lo:
+        return []
+    end = ax.px(min(warmup_end, ax.x_hi))
+    return [f'<rect class="warmup" x="{LEFT}" y="{TOP}" width="{end - LEFT:.1f}" '
+            f'height="{ax.h}" fill="#e8e8e8"><title>warm-up (iterations up to '
+            f'{warmup_end:.0f})</title></rect>',
+            f'<text x="{LEFT + 3}" y="{TOP + ax.h - 4}" font-size="9" '
+            'fill="#777">warm-up</text>']
+
+
+def ticks(ax: Axes, unit: str) -> list[str]:
+    """Three labels on each axis: low, middle, high."""
+    parts = []
+    for frac in (0.0, 0.5, 1.0):
+        y = ax.y_lo + frac * (ax.y_hi - ax.y_lo)
+        parts.append(f'<text x="{LEFT - 4}" y="{ax.py(y) + 3:.1f}" font-size="9" '
+                     f'text-anchor="end" fill="#444">'
+                     f'{escape(human(y, unit, ax.y_hi - ax.y_lo))}</text>')
+        x = ax.x_lo + frac * (ax.x_hi - ax.x_lo)
+        parts.append(f'<text x="{ax.px(x):.1f}" y="{HEIGHT - 8}" font-size="9" '
+                     f'text-anchor="middle" fill="#444">{x:.0f}</text>')
+    return parts
+
+
+def series(lines: Sequence[Line], ax: Axes) -> list[str]:
+    """Each line as a polyline (reduced), a point off the y axis drawn on its edge."""
+    parts = []
+    x_lo, y_lo, y_hi, w, h = ax.x_lo, ax.y_lo, ax.y_hi, ax.w, ax.h
+    dx, dy = ax.x_hi - x_lo, y_hi - y_lo
+    for ln in lines:
+        xs, ys = reduce(ln.xs, ln.ys)
+        # px and py written out (the same arithmetic): a page of 1,600 cells draws
+        # ~350,000 points
+        path = " ".join(
+            f"{LEFT + (x - x_lo) / dx * w:.1f},"
+            f"{TOP + (1 - ((y_lo if y < y_lo else y_hi if y > y_hi else y) - y_lo) / dy) * h:.1f}"
+            for x, y in zip(xs, ys, strict=True))
+        dash = ' stroke-dasharray="3,2"' if ln.dashed else ""
+        parts.append(f'<polyline class="series" fill="none" stroke="{escape(ln.colour)}" '
+                     f'stroke-width="1.2"{dash} points="{path}"><title>{escape(ln.label)}'
+                     '</title></polyline>')
+    return parts
+
+
+def legend(lines: Sequence[Line]) -> list[str]:
+    """The lines' names in their colours, where there are several: under the axis,
+    left of "iteration", never over the trace."""
+    if len(lines) <= 1:
+        return []
+    said = " · ".join(ln.label for ln in lines)
+    return [f'<text class="legend" x="2" y="{HEIGHT - 0.5}" font-size="8" fill="#555">'
+            + "".join(f'<tspan fill="{escape(ln.colour)}">{escape(ln.label)}'
+                      f'{" · " if k < len(lines) - 1 else ""}</tspan>'
+                      for k, ln in enumerate(lines))
+            + f'<title>{escape(said)}</title></text>']
+
+
+def clipped_note(clipped: Sequence[tuple[float, float]], ax: Axes, warmup_end: float | None,
+                 unit: str) -> list[str]:
+    """Points off the axis are drawn on its edge; how many, how far and whether they
+    are warm-up, said above the plot, never over the trace."""
+    said = []
+    for side, off in (("above", [p for p in clipped if p[1] > ax.y_hi]),
+                      ("below", [p for p in clipped if p[1] < ax.y_lo])):
+        if not off:
+            continue
+        warm = sum(1 for x, _ in off if warmup_end is not None and x <= warmup_end)
+        far = max(y for _, y in off) if side == "above" else min(y for _, y in off)
+        said.append(f"{len(off)}{' warm-up' if warm == len(off) else ''} {side} "
+                    f"({'max' if side == 'above' else 'min'} {human(far, unit, 0)})")
+    if not said:
+        return []
+    return [f'<text class="clipped" x="{LEFT}" y="{TOP - 4}" font-size="8" '
+            f'fill="#a40">{escape("; ".join(said))}<title>samples off the axis, '
+            'drawn on its edge</title></text>']
+
+
+def fit_line(fit: Fit | None, ax: Axes) -> list[str]:
+    """The fitted slope, dashed."""
+    if fit is None:
+        return []
+    return [f'<line class="fit" x1="{ax.px(fit.x0):.1f}" '
+            f'y1="{ax.py(fit.slope * fit.x0 + fit.intercept):.1f}" '
+            f'x2="{ax.px(fit.x1):.1f}" y2="{ax.py(fit.slope * fit.x1 + fit.intercept):.1f}" '
+            f'stroke="{FIT_COLOUR}" stroke-width="1.5" stroke-dasharray="5,3">'
+            '<title>fitted slope (Theil-Sen, after warm-up)</title></line>']
+
+
+def labels(title: str, headline: str, note: str, ax: Axes) -> list[str]:
+    """The title, the headline (large, right), the note (above the plot, right: never
+    over the trace, the title or the axis labels), the x axis's name; the svg closed."""
+    parts = [f'<text x="{LEFT}" y="{TOP - 17}" font-size="11" font-weight="bold" '
+             f'fill="#222">{escape(title)}</text>']
+    if headline:
+        parts.append(f'<text class="headline" x="{WIDTH - RIGHT}" y="{TOP - 16}" '
+                     f'font-size="12" font-weight="bold" text-anchor="end" fill="#222">'
+                     f'{escape(headline)}</text>')
+    if note:
+        parts.append(f'<text class="note" x="{WIDTH - RIGHT}" y="{TOP - 4}" font-size="8" '
+                     f'text-anchor="end" fill="#555">{escape(note)}</text>')
+    parts.append(f'<text x="{LEFT + ax.w / 2:.0f}" y="{HEIGHT - 0.5}" font-size="8" '
+                 'text-anchor="middle" fill="#777">iteration</text></svg>')
+    return parts

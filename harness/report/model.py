@@ -1,16 +1,21 @@
-"""One report model built from cell results; every renderer reads only this."""
+"""One report model built from cell results; every renderer reads only this.
+
+And the small text helpers the renderers share (`md`, `steps_vs_baseline`): Markdown
+table cells, signed KiB, a ratio against the baseline with what it rests on.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import TextIO, TypeVar, cast
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
-from harness.analysis.records import human_seconds
+from harness.analysis.records import VsBaseline, human_seconds
 from harness.answers.causes import Cause, load_causes, results_json
 from harness.answers.causes import holding as causes_holding
 from harness.answers.culprits import Culprit, load_culprits
@@ -19,13 +24,12 @@ from harness.answers.explained import Explanation, holding, load_explanations
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.ingest import frames
 from harness.result.codec import JSON, encode, parse
-from harness.result.model import CellResult, Planned, image_places
-from harness.result.words import cell_numbers, cell_text
+from harness.result.model import CellResult, Planned, cell_numbers, cell_text, image_places
 from harness.store.results import SeriesCache
-from harness.store.resultsindex import Lines
-from harness.store.resultsjson import Stamp, results_line_of
+from harness.store.resultsjson import Lines, Stamp, results_line_of
 
-__all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds"]
+__all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_seconds", "md",
+           "steps_vs_baseline"]
 
 RESULTS_SCHEMA = 2
 # Above this many cells a report is read by its rows' answers: the console says each
@@ -94,11 +98,11 @@ class Report:
                                   root, planned, gone))
 
     def numbers_of(self, cid: str) -> str:
-        """The cell's key numbers (`result.words.cell_numbers`); "" for no result."""
+        """The cell's key numbers (`result.model.cell_numbers`); "" for no result."""
         return self._words(cid)[0]
 
     def text_of(self, cid: str) -> str:
-        """The cell in words (`result.words.cell_text`); "" for no result."""
+        """The cell in words (`result.model.cell_text`); "" for no result."""
         return self._words(cid)[1]
 
     def _words(self, cid: str) -> tuple[str, str]:
@@ -314,3 +318,63 @@ class Reporter:
     def render(self, out: TextIO) -> None:
         """Write this rendering of the report to `out`."""
         raise NotImplementedError(f"{type(self).__name__} does not render")
+
+
+# A name Python gives code in angle brackets (`step.<locals>.<genexpr>`, `<module>`):
+# shown as code in report.md, as the traceback and the console say it, never `&lt;locals>`.
+PY_ANGLED = re.compile(r"[^\s`|<>]*(?:<(?:locals|genexpr|lambda|module|listcomp|dictcomp|"
+                       r"setcomp|string|stdin)>[^\s`|<>]*)+")
+TRAILING = ",;:.)]"
+
+
+def _code(m: re.Match[str]) -> str:
+    token = m.group(0)
+    kept = token.rstrip(TRAILING)
+    lead = "(" if kept.startswith("(") else ""
+    return f"{lead}`{kept[len(lead):]}`{token[len(kept):]}"
+
+
+def md(text: object) -> str:
+    """`text` safe inside a Markdown table cell (no pipes, newlines or raw HTML); a
+    Python name in angle brackets is a code span, read the same on GitHub and on a
+    terminal (`harness report DIR --format md`)."""
+    said = str(text).replace("|", "\\|").replace("\n", " ")
+    if "<" not in said:     # no raw HTML and no angled name (10,000 cells' words: 40,000)
+        return said
+    parts = cast("list[str]", PY_ANGLED.split(said))     # no capturing group: no None
+    names = [_code(m) for m in PY_ANGLED.finditer(said)]
+    out = parts[0].replace("<", "&lt;")
+    for name, rest in zip(names, parts[1:], strict=True):
+        out += name + rest.replace("<", "&lt;")
+    return out
+
+
+def steps_vs_baseline(vs: VsBaseline) -> str:
+    """The step-time ratio against the baseline as far as it is known: the interleaved
+    rounds' ratio with its interval, confirmed or not, and what they cost; else the pooled
+    ratio marked unconfirmed (two runs one after the other: host drift is in it).
+
+    "1.52x (CI 1.31..1.76) in 3 interleaved rounds (8.2 s), confirmed slower" or
+    "1.69x pooled (p=1e-30), suspected slower, unconfirmed: no interleaved rounds"."""
+    conf, steps = vs.confirmation, vs.steps
+    if conf is not None:
+        n = len(conf.rounds)
+        cost = f"{n} interleaved round{'s' if n != 1 else ''}" + (
+            f" ({conf.seconds:.1f} s)" if conf.seconds else "")
+        if conf.confirmed:
+            said = f"confirmed {conf.direction}"
+        elif conf.direction != "~":
+            said = f"{conf.direction}, not the {conf.suspected} suspected"
+        elif conf.suspected != "~":
+            said = f"{conf.suspected} not confirmed"
+        else:
+            said = "no change"
+        return f"{conf.interval()} in {cost}, {said}"
+    if steps is None:
+        return "-"
+    pooled = f"{steps.ratio:.2f}x pooled (p={steps.p_value:.2g})"
+    if steps.direction == "~":
+        # Which threshold held it back (the ratio, the p-value or the step floor) is the
+        # matrix's analysis block's to say; the words do not guess.
+        return f"{pooled}, not a change by the pooled test's thresholds"
+    return f"{pooled}, suspected {steps.direction}, unconfirmed: no interleaved rounds"

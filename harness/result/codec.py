@@ -17,7 +17,7 @@ msgspec's first (`msgspec.convert`, strict): it builds the same dataclasses from
 that fits the types exactly, which is every result.json this harness writes now, and
 does it in C. Whatever it rejects (a missing field without a default, a
 null for NaN, a whole number written as 3.0, findings kept as text, a value of the wrong
-type) goes to the hand-made decoder of `harness.result.checked`, which reads it
+type) goes to the hand-made checking decoder (`decode_checked`), which reads it
 leniently or names the path of the bad value as before; msgspec's own words are never
 shown. msgspec alone cannot keep those promises: it has no "empty value of the type"
 for a missing field, reads null for `float` as an error, and has no hook for a record
@@ -26,6 +26,14 @@ kept as text, and its errors do not name the key (`$.memory[...].slope`).
 result.json files of a fake-runtime sweep read in 3.73 s by `json.loads` and the
 checking decoder, 1.17 s by `parse` and this (3.2x), 0.84 s by msgspec alone, which
 read none of the 100 schema-2 files among the recorded H100 results.
+
+The hand-made checking decoder (`decode_checked`): JSON values -> typed values, naming
+the path of the first value that does not fit (`memory.heap.slope: expected a number,
+got 'x'`). `decode` hands a value to it when msgspec rejects it: it reads older records
+leniently (a missing field as its default, else as the empty value of its type; a
+record kept as text through the class's `from_text`; null as NaN for a number), passes
+over a bad field with `skip`, and names where a value does not fit. `as_json` checks
+free-form JSON the same way.
 """
 
 from __future__ import annotations
@@ -33,16 +41,371 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import types
 import typing
 from collections.abc import Callable, Mapping
+from typing import (
+    TYPE_CHECKING,
+    Literal,
+    TypeAlias,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import msgspec
 
-from harness.result import checked
-from harness.result.checked import JSON, DecodeError, as_json
+if TYPE_CHECKING:
+    JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
+else:
+    # At run time a free-form JSON field is `Any` to msgspec; this decoder checks it.
+    JSON = typing.Any
 
-__all__ = ["JSON", "DecodeError", "as_json", "decode", "encode", "parse"]
-T = typing.TypeVar("T")
+
+T = TypeVar("T")
+
+
+class DecodeError(ValueError):
+    """A JSON value that does not fit the type; `path` says where."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path or '(top)'}: {message}")
+        self.path = path
+        self.message = message
+
+    def within(self, key: str) -> DecodeError:
+        """The same error seen from the value that holds this one under `key` (a field
+        name, or "[i]" for a list's item)."""
+        if not self.path:
+            return DecodeError(key, self.message)
+        sep = "" if self.path.startswith("[") else "."
+        return DecodeError(f"{key}{sep}{self.path}", self.message)
+
+
+def _what(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json(value: object, path: str) -> JSON:
+    try:
+        return _free(value)
+    except DecodeError as exc:
+        raise (exc.within(path) if path else exc) from None
+
+
+def _free(value: object) -> JSON:
+    """A free-form JSON value as it is, checked; errors name the path inside it."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        out: list[JSON] = []
+        for i, v in enumerate(value):
+            try:
+                out.append(_free(_plain(v)))
+            except DecodeError as exc:
+                raise exc.within(f"[{i}]") from None
+        return out
+    if isinstance(value, dict):
+        items: dict[str, JSON] = {}
+        for k, v in value.items():
+            try:
+                items[str(k)] = _free(_plain(v))
+            except DecodeError as exc:
+                raise exc.within(str(k)) from None
+        return items
+    raise DecodeError("", f"not a JSON value: {_what(value)}")
+
+
+def _plain(value: object) -> object:
+    """NumPy scalars as numbers, tuples as lists."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, (list, dict, str)):
+        value = item()
+    if isinstance(value, tuple):
+        value = list(value)
+    return value
+
+
+def as_json(value: object, path: str = "") -> JSON:
+    """`value` as a JSON value (dicts, lists, text, numbers, None), or DecodeError naming
+    where it is not one. NumPy scalars become numbers."""
+    return _json(_plain(value), path)
+
+
+# A decoder: (value, required) -> the typed value, or DecodeError with the path inside
+# `value` (each level adds its key on the way out, so a path is only built for an error).
+# `required`: paths inside `value` of fields that must be there.
+Decoder = Callable[[object, tuple[str, ...]], object]
+_DECODERS: dict[object, Decoder] = {}
+
+
+def _decoder(tp: object) -> Decoder:
+    try:
+        return _DECODERS[tp]
+    except KeyError:
+        found = _DECODERS[tp] = _build(tp)
+        return found
+    except TypeError:       # an unhashable annotation
+        return _build(tp)
+
+
+def _fail(message: str) -> DecodeError:
+    return DecodeError("", message)
+
+
+def _d_str(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, str):
+        return value
+    raise _fail(f"expected text, got {_what(value)}")
+
+
+def _d_float(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, float):
+        return value
+    if value is None:       # NaN and infinities are written as null
+        return math.nan
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    raise _fail(f"expected a number, got {_what(value)}")
+
+
+def _d_int(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _fail(f"expected a whole number, got {_what(value)}")
+
+
+def _d_bool(value: object, required: tuple[str, ...]) -> object:
+    if isinstance(value, bool):
+        return value
+    raise _fail(f"expected true or false, got {_what(value)}")
+
+
+def _d_json(value: object, required: tuple[str, ...]) -> object:
+    return _free(value)
+
+
+def _d_object(value: object, required: tuple[str, ...]) -> object:
+    return value
+
+
+def _d_union(options: tuple[object, ...]) -> Decoder:
+    nullable = type(None) in options
+    decoders = [_decoder(o) for o in options if o is not type(None)]
+    if nullable and len(decoders) == 1:     # `T | None`, the usual union
+        (only,) = decoders
+
+        def optional(value: object, required: tuple[str, ...]) -> object:
+            return None if value is None else only(value, required)
+        return optional
+
+    def union(value: object, required: tuple[str, ...]) -> object:
+        if value is None:
+            if nullable:
+                return None
+            raise _fail("expected a value, got null")
+        first: DecodeError | None = None
+        for decoder in decoders:
+            try:
+                return decoder(value, required)
+            except DecodeError as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+    return union
+
+
+def _d_literal(args: tuple[object, ...]) -> Decoder:
+    def literal(value: object, required: tuple[str, ...]) -> object:
+        if value in args:
+            return value
+        raise _fail(f"expected one of {', '.join(map(str, args))}, got {_what(value)}")
+    return literal
+
+
+def _d_items(item: Decoder, as_tuple: bool) -> Decoder:
+    def items(value: object, required: tuple[str, ...]) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise _fail(f"expected a list, got {_what(value)}")
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(item(v, ()))
+            except DecodeError as exc:
+                raise exc.within(f"[{i}]") from None
+        return tuple(out) if as_tuple else out
+    return items
+
+
+def _d_fixed(parts: list[Decoder]) -> Decoder:
+    def fixed(value: object, required: tuple[str, ...]) -> object:
+        if not isinstance(value, (list, tuple)):
+            raise _fail(f"expected a list, got {_what(value)}")
+        if len(parts) != len(value):
+            raise _fail(f"expected {len(parts)} items, got {len(value)}")
+        out = []
+        for i, (part, v) in enumerate(zip(parts, value, strict=True)):
+            try:
+                out.append(part(v, ()))
+            except DecodeError as exc:
+                raise exc.within(f"[{i}]") from None
+        return tuple(out)
+    return fixed
+
+
+def _d_dict(item: Decoder) -> Decoder:
+    def mapping(value: object, required: tuple[str, ...]) -> object:
+        if not isinstance(value, dict):
+            raise _fail(f"expected a mapping, got {_what(value)}")
+        out = {}
+        for k, v in value.items():
+            try:
+                out[str(k)] = item(v, ())
+            except DecodeError as exc:
+                raise exc.within(str(k)) from None
+        return out
+    return mapping
+
+
+def _build(tp: object) -> Decoder:
+    """The decoder of `tp`, made once per type."""
+    simple: dict[object, Decoder] = {str: _d_str, float: _d_float, int: _d_int,
+                                     bool: _d_bool, JSON: _d_json, object: _d_object}
+    if tp in simple:
+        return simple[tp]
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        return _d_union(args)
+    if origin is Literal:
+        return _d_literal(args)
+    if origin in (list, tuple):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return _d_fixed([_decoder(a) for a in args])
+        return _d_items(_decoder(args[0]), origin is tuple)
+    if origin is dict:
+        return _d_dict(_decoder(args[1]))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _Record(tp)
+    raise DecodeError("", f"no decoder for {tp!r}")
+
+
+class _Record:
+    """A dataclass's decoder; its fields' decoders are made on the first value (a class
+    may name itself, or one defined after it)."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+        self.from_text = getattr(cls, "from_text", None)
+        self.fields: list[tuple[str, bool, object, Decoder]] | None = None
+        self.inner: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
+
+    def _fields(self) -> list[tuple[str, bool, object, Decoder]]:
+        if self.fields is None:
+            hints = get_type_hints(self.cls)
+            self.fields = [(f.name, f.default is dataclasses.MISSING
+                            and f.default_factory is dataclasses.MISSING,
+                            hints[f.name], _decoder(hints[f.name]))
+                           for f in dataclasses.fields(self.cls) if f.init]
+        return self.fields
+
+    def _inner(self, required: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """Per field, the required paths inside it, once per `required`."""
+        found = self.inner.get(required)
+        if found is None:
+            found = self.inner[required] = {
+                name: tuple(r[len(name) + 1:] for r in required if r.startswith(name + "."))
+                for name, *_ in self._fields()}
+        return found
+
+    def __call__(self, value: object, required: tuple[str, ...] = (),
+                 skip: Callable[[DecodeError], None] | None = None) -> object:
+        if isinstance(value, str) and callable(self.from_text):   # older files kept it as text
+            return self.from_text(value)
+        if not isinstance(value, dict):
+            raise _fail(f"expected a mapping, got {_what(value)}")
+        kwargs: dict[str, object] = {}
+        fields = self.fields or self._fields()
+        if not (required or skip):      # the common case, with the least work per field
+            name = ""
+            try:
+                for name, needed, tp, decoder in fields:
+                    if name in value:
+                        kwargs[name] = decoder(value[name], ())
+                    elif needed:
+                        kwargs[name] = _empty(tp)
+            except DecodeError as exc:
+                raise exc.within(name) from None
+            return self.cls(**kwargs)
+        inner = self._inner(required) if required else None
+        for name, needed, tp, decoder in fields:
+            if name in value:
+                try:
+                    kwargs[name] = decoder(value[name], inner[name] if inner else ())
+                    continue
+                except DecodeError as exc:
+                    if skip is None:
+                        raise exc.within(name) from None
+                    skip(exc.within(name))
+            if name in required:
+                raise DecodeError(name, "missing")
+            if needed:
+                try:
+                    kwargs[name] = _empty(tp)
+                except DecodeError as exc:
+                    raise exc.within(name) from None
+        return self.cls(**kwargs)
+
+
+def _empty(tp: object) -> object:
+    """The value a missing field of type `tp` (without a default) reads as."""
+    origin = get_origin(tp)
+    if tp is type(None) or (origin in (Union, types.UnionType)
+                            and type(None) in get_args(tp)):
+        return None
+    if tp is JSON:
+        return None
+    if tp is str:
+        return ""
+    if tp is bool:
+        return False
+    if tp is int:
+        return 0
+    if tp is float:
+        return 0.0
+    if origin is tuple:
+        return ()
+    if origin is list:
+        return []
+    if origin is dict:
+        return {}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _decoder(tp)({}, ())
+    raise _fail("missing")
+
+
+def decode_checked(cls: type[T], value: object, path: str = "",
+                   required: typing.Collection[str] = (),
+                   skip: Callable[[DecodeError], None] | None = None) -> T:
+    """A `cls` (a dataclass) from a JSON object, checked value by value; the arguments
+    are `decode`'s (which callers call).
+
+    Raises:
+        DecodeError: a value does not fit its field's type (without `skip`), or a
+            required one is missing.
+    """
+    decoder = _decoder(cls)
+    assert isinstance(decoder, _Record), cls
+    try:
+        found: T = decoder(value, tuple(required), skip)    # type: ignore[assignment]
+    except DecodeError as exc:
+        raise (exc.within(path) if path else exc) from None
+    return found
+
 
 
 # Both directions are compiled once per type into a function (a dict lookup and a call
@@ -180,4 +543,4 @@ def decode(cls: type[T], value: object, path: str = "",
             pass        # the checking decoder reads it leniently, or says where it is bad
         except TypeError:
             _REFUSED.add(cls)
-    return checked.decode(cls, value, path, required, skip)
+    return decode_checked(cls, value, path, required, skip)

@@ -5,6 +5,20 @@ Ctrl-C leaves either the old file or the new one, never half of one. A directory
 locked while a sweep writes to it; `--resume` continues the newest sweep of the matrix
 (`harness.store.runs`: by recorded kind and time) and skips cells whose result.json is
 complete and was made by the same run (`harness.result.runkey`).
+
+`load_json_keys`: some keys of a JSON object read from the head of its file:
+results.json keeps its cells last, so `harness report` and `explain` read its name and
+meta without parsing every cell.
+
+`SeriesCache`: each cell's parsed samples, by cell id, as a report's renderers ask for
+them: kept as the sweep parsed them, else read again from cells/<id>/samples.jsonl, a bounded number
+held at once.
+
+The answers commands store beside a run's cells, read back only here (the gate's
+other half): `harness explain`'s cells/<id>/where.json, `harness culprit`'s
+culprit/<row>/culprit.json and `harness day`'s day/<row>/day.json, each as parsed JSON
+(`answers.explained` and `answers.culprits` make them typed and check what they rest on;
+`culprit.run.ends` reads day.json for the days culprit searches between).
 """
 
 from __future__ import annotations
@@ -16,17 +30,19 @@ import gc
 import json
 import os
 import shutil
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TypeVar, cast
 
 from harness.errors import InputError, StoreError
+from harness.protocol.ingest import read_samples
+from harness.protocol.series import Series
 from harness.result.codec import JSON, DecodeError, parse
 from harness.result.model import SCHEMA, CellResult, Planned, load_result
-from harness.store.resultsindex import lines_of
-from harness.store.resultsjson import Stamp, stamp_of
+from harness.store.resultsjson import Stamp, lines_of, stamp_of
 from harness.store.runs import (
     PLAN_FILE,
     SWEEP,
@@ -41,11 +57,10 @@ from harness.store.runs import (
     resume_copy,
     runs_of,
 )
-from harness.store.seriescache import SeriesCache, samples_path
 
 __all__ = ["PLAN_FILE", "SCHEMA", "RunStore", "SeriesCache", "atomic_write_parts",
-           "atomic_write_text", "load_json", "long_lived", "read_kept", "samples_path",
-           "write_json"]
+           "atomic_write_text", "load_json", "load_json_keys", "long_lived", "read_kept",
+           "samples_path", "write_json"]
 
 
 T = TypeVar("T")
@@ -378,3 +393,167 @@ class RunStore:
 
     def samples_path(self, cell_id: str) -> Path:
         return samples_path(self.root, cell_id)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _skip(text: str, at: int) -> int:
+    """The first position from `at` that is not white space."""
+    while at < len(text) and text[at] in " \t\n\r":
+        at += 1
+    return at
+
+
+def _value(text: str, at: int) -> tuple[JSON, int]:
+    """The JSON value at `at` and where it ends. Raises ValueError: none there whole."""
+    found = cast("tuple[JSON, int]", _DECODER.raw_decode(text, at))
+    return found
+
+
+def load_json_keys(path: Path, keys: Collection[str]) -> dict[str, JSON]:
+    """Some keys of the JSON object in `path`, read from its start and stopping once they
+    are all found: results.json keeps its cells last, so its name and meta are read
+    without parsing 1,600 cells. Keys that are not there are left out; a missing or
+    broken file gives {}.
+    """
+    wanted = set(keys)
+    found: dict[str, JSON] = {}
+    try:
+        with path.open(encoding="utf-8") as f:
+            text = f.read(1 << 16)
+            pos = _skip(text, 0)
+            if not text.startswith("{", pos):
+                return {}
+            pos += 1
+            while wanted - found.keys():
+                try:        # one `"key": value,` from `pos`; more text where it is cut
+                    at = _skip(text, pos)
+                    if text.startswith("}", at):
+                        break
+                    key, at = _value(text, at)
+                    at = _skip(text, at)
+                    if not text.startswith(":", at):
+                        return {}
+                    value, at = _value(text, _skip(text, at + 1))
+                    at = _skip(text, at)
+                    if at >= len(text):     # a number cut at the end may go on
+                        raise ValueError("cut")
+                except ValueError:
+                    more = f.read(max(1 << 16, len(text)))
+                    if not more:
+                        return {}
+                    text += more
+                    continue
+                if isinstance(key, str) and key in wanted:
+                    found[key] = value
+                pos = at + 1 if text.startswith(",", at) else at
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return found
+
+
+def samples_path(root: Path, cell_id: str) -> Path:
+    return root / "cells" / cell_id / "samples.jsonl"
+
+
+class SeriesCache:
+    """Each cell's parsed samples, by cell id: kept as the sweep parsed them, else read
+    once from the results directory's cells/<id>/samples.jsonl on first use.
+
+    With a results directory to read them back from, at most KEEP series are held (the
+    latest): a sweep of 1,600 cells does not hold 1,600 parsed series; an older one is
+    read again from its samples.jsonl when asked for."""
+
+    KEEP = 128
+
+    def __init__(self, root: Path | None, known: Mapping[str, Series] | None = None):
+        self.root = root
+        self._known: dict[str, Series] = dict(known or {})
+        self._lock = threading.Lock()
+
+    def keep(self, cell_id: str, series: Series) -> None:
+        with self._lock:
+            self._known.pop(cell_id, None)
+            self._known[cell_id] = series
+            self._bound()
+
+    def __len__(self) -> int:
+        """How many parsed series are held now."""
+        with self._lock:
+            return len(self._known)
+
+    def _bound(self) -> None:
+        """Let go of the oldest series beyond KEEP whose samples are on disk."""
+        if self.root is None or len(self._known) <= self.KEEP:
+            return
+        for cid in list(self._known)[: len(self._known) - self.KEEP]:
+            if samples_path(self.root, cid).is_file():
+                del self._known[cid]
+
+    def at(self, root: Path) -> SeriesCache:
+        """The same series, with the others read from `root`."""
+        with self._lock:
+            return SeriesCache(root, self._known)
+
+    def peek(self, cell_id: str) -> Series | None:
+        """The cell's series as `__call__` gives it, but one read from disk is not kept:
+        a renderer that walks every cell once holds one row's series at a time."""
+        with self._lock:
+            found = self._known.get(cell_id)
+        if found is None and self.root is not None:
+            path = samples_path(self.root, cell_id)
+            if path.is_file():
+                return read_samples(path)
+        return found
+
+    def __call__(self, cell_id: str) -> Series | None:
+        """The cell's series; None when it was not kept and has no samples file."""
+        with self._lock:
+            found = self._known.get(cell_id)
+            if found is None and self.root is not None:
+                path = samples_path(self.root, cell_id)
+                if path.is_file():
+                    found = self._known[cell_id] = read_samples(path)
+                    self._bound()
+            return found
+
+
+WHERE_FILE = "where.json"
+CULPRIT_DIR = "culprit"
+CULPRIT_FILE = "culprit.json"
+DAY_DIR = "day"
+DAY_FILE = "day.json"
+
+
+def where_records(root: Path) -> list[JSON]:
+    """Every cells/<id>/where.json of a run, parsed (None for one that does not parse)."""
+    return [load_json(path) for path in sorted(root.glob(f"cells/*/{WHERE_FILE}"))]
+
+
+def culprit_records(root: Path) -> list[JSON]:
+    """Every culprit/<row>/culprit.json of a run, parsed (None for one that does not)."""
+    base = root / CULPRIT_DIR
+    if not base.is_dir():
+        return []
+    return [load_json(path) for path in sorted(base.glob(f"*/{CULPRIT_FILE}"))]
+
+
+def culprit_record(root: Path, row: str) -> JSON:
+    """The row's culprit/<row>/culprit.json, parsed (None: none, or it does not parse)."""
+    return load_json(root / CULPRIT_DIR / row / CULPRIT_FILE)
+
+
+def drop_culprit(root: Path, row: str) -> bool:
+    """Remove the row's stored culprit answer (it rests on cells that are no longer a
+    first bad image and its last good one); whether there was one."""
+    path = root / CULPRIT_DIR / row / CULPRIT_FILE
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+        return True
+    return False
+
+
+def day_record(root: Path, row: str) -> JSON:
+    """The row's day/<row>/day.json, parsed (None: none, or it does not parse)."""
+    return load_json(root / DAY_DIR / row / DAY_FILE)

@@ -285,8 +285,8 @@ def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell
 
 
 # What the reports need, imported while the first container runs (prefetch_analysis).
-REPORTERS = ("harness.report.model", "harness.report.console", "harness.report.markdown",
-             "harness.report.junit", "harness.report.html")
+REPORTERS = ("harness.report.model", "harness.report.console", "harness.report.ci",
+             "harness.report.html")
 
 
 def compile_report_template() -> None:

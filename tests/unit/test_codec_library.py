@@ -20,7 +20,7 @@ from test_result_model import full as model_full
 from harness.analysis.records import (
     Finding,
 )
-from harness.result import checked, codec
+from harness.result import codec
 from harness.result.codec import JSON, DecodeError
 from harness.result.model import REQUIRED, CellResult, Fingerprint, load_result
 
@@ -56,19 +56,19 @@ def test_a_result_as_written_now_never_reaches_the_checking_decoder(
         monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> object:
         raise AssertionError("the checking decoder was asked")
-    monkeypatch.setattr(checked, "decode", refuse)
+    monkeypatch.setattr(codec, "decode_checked", refuse)
     assert load_result(written()) == full()
 
 
 def test_what_msgspec_rejects_the_checking_decoder_reads_leniently(
         monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[type] = []
-    hand = checked.decode
+    hand = codec.decode_checked
 
     def counted(cls: type[T], *args: object, **kwargs: object) -> T:
         asked.append(cls)
         return hand(cls, *args, **kwargs)    # type: ignore[arg-type]
-    monkeypatch.setattr(checked, "decode", counted)
+    monkeypatch.setattr(codec, "decode_checked", counted)
 
     data = written()
     data["vs_baseline"]["confirmation"]["lo"] = None          # type: ignore[index,call-overload]
@@ -158,7 +158,7 @@ def changed(draw: st.DrawFn) -> dict[str, JSON]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(changed())
 def test_msgspec_first_says_what_the_checking_decoder_says(data: dict[str, JSON]) -> None:
-    assert outcome(codec.decode, data, parsed=True) == outcome(checked.decode, data)
+    assert outcome(codec.decode, data, parsed=True) == outcome(codec.decode_checked, data)
 
 
 def loads(raw: bytes) -> str:

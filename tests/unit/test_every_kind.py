@@ -38,7 +38,7 @@ from harness.report import (
     MarkdownReporter,
     Report,
 )
-from harness.report.colours import ANSI, STYLES
+from harness.report.grid import ANSI, STYLES
 from harness.result.model import CellResult
 from tests.resultkit import as_result
 
@@ -177,7 +177,7 @@ def test_grid_and_page_read_their_looks_from_the_kind_table() -> None:
     report shows, told apart (two kinds with one symbol or colour could not be read)."""
     from harness.analysis.kinds import LOOKS, NOT_RUN, STALE, UNREADABLE
     from harness.report.grid import GLYPHS
-    from harness.report.trend import KIND_COLOURS
+    from harness.report.html import KIND_COLOURS
 
     assert set(LOOKS) == set(KINDS) | {NOT_RUN, UNREADABLE, STALE}
     assert {k: g.symbol for k, g in GLYPHS.items()} == {k: v.symbol for k, v in LOOKS.items()}

@@ -15,8 +15,7 @@ from fakeruntime import Behaviour
 from harness.cli import main
 from harness.matrixfile.model import Cell
 from harness.report.grid import token
-from harness.result.model import CellResult, load_result
-from harness.result.words import cell_text
+from harness.result.model import CellResult, cell_text, load_result
 
 
 def result(run: Path, cell: str) -> CellResult:

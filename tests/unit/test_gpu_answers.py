@@ -21,7 +21,7 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness.cli import main
 from harness.compare.join import compare_hosts
 from harness.report.grid import token
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.store.gate import read_run
 from tests.resultkit import as_results

@@ -15,8 +15,7 @@ import pytest
 
 from harness.cli import main
 from harness.reanalyze.decide import reanalyze
-from harness.result.model import CellResult
-from harness.result.words import cell_text
+from harness.result.model import CellResult, cell_text
 from harness.store import SeriesCache
 from harness.store.gate import read_run
 from harness.thresholds import AnalysisConfig

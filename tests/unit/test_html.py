@@ -13,7 +13,7 @@ import sweepkit
 from fakeruntime import Behaviour
 
 from harness.report import HtmlReporter, Report, write_all
-from harness.report.svg import chart, human, reduce
+from harness.report.html import chart, human, reduce
 from harness.store import RunStore
 from tests.resultkit import as_results
 
@@ -143,7 +143,7 @@ def test_header_in_words_links_and_folded_pip_diff(swept: tuple[Report, RunStore
 
 def test_panels_only_for_sources_with_data() -> None:
     from harness.protocol.ingest import Series
-    from harness.report.cellplots import sources_of
+    from harness.report.html import sources_of
 
     samples = [{"type": "sample", "src": "step", "phase": "measure", "i": i, "heap": 1.0,
                 "rss": 2.0, "cgroup": 3.0, **({"uss": 4.0} if i < 2 else {})}

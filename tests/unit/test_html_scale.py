@@ -169,17 +169,17 @@ def test_above_large_the_page_leads_with_each_rows_first_bad(
 
 def test_a_trend_of_many_images_names_only_its_first_bad_on_hover() -> None:
     """A title on every point of a 100-image trend took 130 bytes a point; past
-    `trend.TITLED` points each is a dot in one path per colour, the first bad titled."""
-    from harness.report.trend import TITLED, Point, chart
+    `html.TITLED` points each is a dot in one path per colour, the first bad titled."""
+    from harness.report.html import TITLED, Point, trend_chart
 
     labels = [f"v{i}" for i in range(100)]
     points = [Point(float(i), float(i), float(i), "ok" if i < 70 else "leak")
               for i in range(100)]
-    many = str(chart("t", labels, points, 70, str))
+    many = str(trend_chart("t", labels, points, 70, str))
     assert re.findall(r"<title>([^<:]*):", many) == ["v70"]
     dots = re.findall(r'<path class="dots" d="([^"]*)" stroke="([^"]*)"', many)
     assert sum(d.count("h0") for d, _ in dots) == 99 and len({c for _, c in dots}) == 2
-    few = str(chart("t", labels[:TITLED], points[:TITLED], None, str))
+    few = str(trend_chart("t", labels[:TITLED], points[:TITLED], None, str))
     assert few.count("<title>") == TITLED and 'class="dots"' not in few
 
 
@@ -187,17 +187,17 @@ def test_a_clean_rows_memory_trend_has_two_axis_labels_that_differ() -> None:
     """Issue 63's new-user pass: report.html of a clean row (growth a few bytes either
     side of 0) labelled its memory axis "+0.00 KiB" at the top and at the bottom; below
     1 KiB a growth is said in bytes, a leak's still in KiB."""
-    from harness.report.trend import Point, chart, growth_label, growth_labels
+    from harness.report.html import Point, growth_label, growth_labels, trend_chart
 
     labels = ["a", "b", "c"]
     clean = [Point(v / 1024, (v - 2) / 1024, (v + 2) / 1024, "ok") for v in (0.1, 0.4, 0.3)]
-    svg = str(chart("memory", labels, clean, None, growth_label))
+    svg = str(trend_chart("memory", labels, clean, None, growth_label))
     axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
     assert axis == ["+2.4 B", "-1.9 B"], axis
     assert growth_label(5.85) == "+5.85 KiB" and growth_label(-0.5) == "-512.0 B"
     # a row leaking 2.09 KiB/call in every image read "+2.09 KiB" at both ends
     leaks = [Point(v, v - 0.003, v + 0.003, "leak") for v in (2.0891, 2.0903, 2.0899)]
-    svg = str(chart("memory", labels, leaks, 0, growth_labels(leaks)))
+    svg = str(trend_chart("memory", labels, leaks, 0, growth_labels(leaks)))
     axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
     assert axis == ["+2.093 KiB", "+2.086 KiB"], axis
 
@@ -248,12 +248,12 @@ def test_a_step_time_trend_draws_single_runs_3_percent_apart_as_3_percent() -> N
     """Issue 85 item 2: a one-run difference is never drawn as a change. Two clean
     images' single runs, 29.1 and 30.1 us a call, drew from the plot's bottom to its top
     (the axis from 27.6 to 30.1 us); the step-time trend's axis starts at 0."""
-    from harness.report.trend import HEIGHT, Point, chart
+    from harness.report.html import TREND_HEIGHT, Point, trend_chart
 
     points = [Point(29.1e-6, 27.6e-6, 29.1e-6, "ok"), Point(30.1e-6, 27.9e-6, 30.1e-6, "ok")]
-    svg = str(chart("step time", ["a", "b"], points, None, lambda v: f"{v * 1e6:.1f} us",
-                    zero=True))
+    svg = str(trend_chart("step time", ["a", "b"], points, None, lambda v: f"{v * 1e6:.1f} us",
+                          zero=True))
     ys = [float(y) for y in re.findall(r'<circle cx="[^"]*" cy="([^"]*)"', svg)]
-    assert len(ys) == 2 and abs(ys[0] - ys[1]) < 0.06 * HEIGHT, ys
+    assert len(ys) == 2 and abs(ys[0] - ys[1]) < 0.06 * TREND_HEIGHT, ys
     axis = re.findall(r'class="a" text-anchor="end"[^>]*>([^<]*)</text>', svg)
     assert axis == ["30.1 us", "0.0 us"], axis

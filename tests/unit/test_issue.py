@@ -244,7 +244,7 @@ def test_a_result_without_recorded_flags_still_says_the_day_and_how_it_resolves(
 
 def test_a_draft_beside_a_culprit_note_quotes_it_and_installs_the_same_versions(
         tmp_path: Path) -> None:
-    from harness.result.derived import DerivedFrom
+    from harness.result.model import DerivedFrom
 
     sentence = ("cause: multidict 6.4.3 -> 6.6.3. B with multidict 6.4.3: ok; G with "
                 "multidict 6.6.3: leak. Workaround: pin multidict==6.4.3 in B.")

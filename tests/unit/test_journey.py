@@ -24,7 +24,7 @@ from harness.cli import main
 from harness.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION
 from harness.matrixfile.model import Cell
 from harness.report import Report, read_run
-from harness.report.text import md
+from harness.report.model import md
 
 GOOD = ("multidict==6.4.4", "yarl==1.9.4", "attrs==23.2.0")
 BAD = ("multidict==6.6.3", "yarl==1.20.1", "attrs==25.3.0")

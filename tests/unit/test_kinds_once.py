@@ -15,14 +15,14 @@ from pathlib import Path
 from harness.agent.fields import WHERE_KINDS
 from harness.analysis.kinds import KINDS, LOOKS, NOT_RUN, UNREADABLE
 from harness.report import ConsoleReporter, HtmlReporter, Report
-from harness.report.colours import ANSI
+from harness.report.grid import ANSI
 from harness.result.model import CellResult, Planned
 from tests.resultkit import as_result
 
 ROOT = Path(__file__).resolve().parents[2]
 # The modules that show or read verdict kinds (a verdict is *set* in analysis.decision,
 # which names the kind it sets; trend kinds, "leak" among them, are another list).
-READERS = ("harness/report", "harness/result/words.py", "harness/fit/plan.py",
+READERS = ("harness/report", "harness/result/model.py", "harness/fit/plan.py",
            "harness/reanalyze/decide.py", "harness/sweeping/settle.py", "harness/cli")
 NAMES = set(LOOKS)
 

@@ -17,8 +17,7 @@ import sweepkit
 
 from harness.analysis.rules import TIME_UNDECIDED
 from harness.answers.search import free_of
-from harness.result.model import CellResult
-from harness.result.words import cell_text
+from harness.result.model import CellResult, cell_text
 from harness.runtimes.local import LocalRuntime
 
 ONCE = '''import logging

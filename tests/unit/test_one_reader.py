@@ -10,7 +10,7 @@ from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 STORED = ("result.json", "samples.jsonl", "where.json", "culprit.json")
-CONSTANTS = ("WHERE_FILE", "CULPRIT_FILE")      # harness.store.answers's names for them
+CONSTANTS = ("WHERE_FILE", "CULPRIT_FILE")      # harness.store.results's names for them
 # Calls that read a file: a path's methods, and the readers that take a path.
 METHODS = {"read_text", "read_bytes", "open", "glob", "rglob", "iterdir"}
 FUNCTIONS = {"open", "load_json", "load_json_keys", "read_samples", "watch_file", "parse"}
@@ -63,4 +63,4 @@ def test_no_module_outside_the_store_reads_a_stored_file() -> None:
             continue
         found += [f"harness/{rel}:{line}" for line in readers(path.read_text())]
     assert found == [], ("read a run's stored files through harness.store (the gate, "
-                         "store.answers, SeriesCache), not here")
+                         "store.results, SeriesCache), not here")

@@ -14,7 +14,7 @@ import pytest
 from harness.report import Report, read_run, results_text, write_all
 from harness.result.codec import DecodeError, decode, encode
 from harness.store import RunStore
-from harness.store.jsonhead import load_json_keys
+from harness.store.results import load_json_keys
 
 
 def test_keys_read_from_the_head_of_a_big_file(tmp_path: Path) -> None:

@@ -17,8 +17,14 @@ from harness.analysis.records import (
     VsBaseline,
 )
 from harness.result.codec import DecodeError, decode, encode
-from harness.result.model import SCHEMA, CellResult, Fingerprint, ImagePart, load_result
-from harness.result.words import cell_numbers
+from harness.result.model import (
+    SCHEMA,
+    CellResult,
+    Fingerprint,
+    ImagePart,
+    cell_numbers,
+    load_result,
+)
 
 RECORDED = Path(__file__).parents[1] / "data" / "recorded"
 

@@ -30,7 +30,7 @@ from harness.report import (
 )
 from harness.result.codec import encode
 from harness.store import RunStore
-from harness.store import resultsindex as index
+from harness.store import resultsjson as index
 from harness.store.results import read_cells
 
 BEHAVES = {"v2": Behaviour(leak_per_iter=16384), "v3": Behaviour(step_s=0.002),

@@ -13,7 +13,7 @@ from test_orchestrator import run
 from harness import matrixfile
 from harness.analysis.facts import memory_stopped
 from harness.protocol.series import Series
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 
 MiB = 2 ** 20
 

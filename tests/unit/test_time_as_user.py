@@ -25,10 +25,8 @@ from fakeruntime import Behaviour
 
 from harness.analysis.records import human_seconds
 from harness.protocol.ingest import read_samples
-from harness.report.cellplots import step_plot
-from harness.report.trend import step_point
-from harness.result.model import CellResult
-from harness.result.words import cell_text
+from harness.report.html import step_plot, step_point
+from harness.result.model import CellResult, cell_text
 from harness.runtimes.local import LocalRuntime
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),

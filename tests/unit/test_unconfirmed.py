@@ -9,8 +9,8 @@ import io
 
 from harness.analysis.records import Confirmation, Round, StepComparison, VsBaseline
 from harness.report import IssueReporter, JunitReporter, Report
-from harness.report.junit import details
-from harness.report.text import steps_vs_baseline
+from harness.report.ci import details
+from harness.report.model import steps_vs_baseline
 from harness.result.model import CellResult
 from tests.resultkit import as_result
 

@@ -8,7 +8,7 @@ from typing import Any
 from harness.analysis.records import human_seconds
 from harness.report import MarkdownReporter, Report
 from harness.report.issue import IssueReporter
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 from tests.resultkit import as_result, as_results
 from tests.unit.test_report import result
 

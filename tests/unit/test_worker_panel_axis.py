@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from harness.protocol.series import Series
-from harness.report.cellplots import memory_plot
+from harness.report.html import memory_plot
 
 
 def test_a_memory_panel_never_draws_negative_bytes() -> None:

@@ -13,7 +13,7 @@ from sweepkit import FakeSweep
 
 from harness.cli import main
 from harness.report.grid import token
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 
 # ~320 B a call kept (a logging handler per call), the bad image's every call 5x v1's.
 LEAK = 320.0

@@ -11,7 +11,7 @@ from sweepkit import FakeSweep
 
 from harness.answers.search import answer_rows
 from harness.cli import main
-from harness.result.words import cell_text
+from harness.result.model import cell_text
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()
