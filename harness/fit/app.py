@@ -38,7 +38,7 @@ from harness.fit.plan import (
 )
 from harness.matrixfile.load import RANGE_FIX, check_param, parse_range
 from harness.preflight import compile_scenarios
-from harness.report import svg
+from harness.report.html import Fit, Line, chart
 from harness.runtimes import Engines
 from harness.signals import interruptible
 from harness.store import RunStore
@@ -313,15 +313,15 @@ def plot(r: FitRow) -> str:
     """Peak memory against the param, one line per source, the limiting fit dashed."""
     fits = sorted(v for v, p in r.probes.items() if p.outcome == FIT)
     names = sorted({s for v in fits for s in r.probes[v].peaks})
-    lines = [svg.Line([float(v) for v in fits if n in r.probes[v].peaks],
+    lines = [Line([float(v) for v in fits if n in r.probes[v].peaks],
                       [r.probes[v].peaks[n] for v in fits if n in r.probes[v].peaks],
                       COLOURS[i % len(COLOURS)], n) for i, n in enumerate(names)]
     pred = r.prediction()
     fit = None
     if pred is not None and fits:
         line = pred[0]
-        fit = svg.Fit(line.per_unit, line.fixed, float(fits[0]), max(float(fits[-1]), pred[2]))
-    drawn = str(svg.chart(f"peak memory vs {r.target.param}", lines, "B", fit=fit,
+        fit = Fit(line.per_unit, line.fixed, float(fits[0]), max(float(fits[-1]), pred[2]))
+    drawn = str(chart(f"peak memory vs {r.target.param}", lines, "B", fit=fit,
                           headline=pred[0].text(r.target.param) if pred else ""))
     # The chart's x axis is labelled for iterations; here it is the param.
     return drawn.replace(">iteration</text>", f">{escape(r.target.param)}</text>")
