@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from harness.analysis.where import Frame, Where, function
 
-if TYPE_CHECKING:   # result.checked's JSON, spelled here: analysis stands below result
+if TYPE_CHECKING:   # result.codec's JSON, spelled here: analysis stands below result
     JSON: TypeAlias = str | int | float | bool | list["JSON"] | dict[str, "JSON"] | None
 
 

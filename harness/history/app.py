@@ -354,7 +354,7 @@ class LineView:
 def render_html(history: History, report: Report, out: TextIO) -> None:
     """history.html: every line's latest verdicts as a heatmap over images in release
     order, then per line its verdicts run by run, the flaky images and the trends of
-    step time and memory growth across the images (report.trend's)."""
+    step time and memory growth across the images (report.html's trend)."""
     answers = {row.row: row for row in report.rows}
     views: list[LineView] = []
     shown: set[str] = set()
