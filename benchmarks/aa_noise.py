@@ -3,7 +3,7 @@
 A change between two images is confirmed in interleaved rounds (`sweeping.settle`): each
 round runs the baseline cell and then the suspect cell afresh, shorter than the cells
 (`settle.round_cell`), and reads the ratio of their statistics (`analysis.run_stat`:
-the median step time net of run-queue delay, put at one CPU speed by `analysis.judged`).
+the median step time net of run-queue delay, put at one CPU speed by `baseline.judged`).
 Here both "images" are the same interpreter under two names, so every ratio is noise.
 For each step size (pure-Python steps of about 0.3 us, 1 us, 4 us, 20 us, 100 us and
 2 ms: a loop of n dict lookups, n calibrated at start, each call timed as the agent
@@ -15,7 +15,7 @@ times it, `perf_counter` either side) it runs `--rounds` A/A rounds and prints
 - the median statistic (us) and the calls of each round's run;
 - the false-confirm rate of the rounds rule: the rounds cut into consecutive groups as
   `settle.run_rounds` would stop them (`analysis.settled`, at most twice `rounds`),
-  each decided by `analysis.decide_rounds` (a slowdown suspected); a group that
+  each decided by `baseline.decide_rounds` (a slowdown suspected); a group that
   confirms either way is false. At `min_ratio` 1.1 without `step_floor_s` (the rule
   wanted) and with today's thresholds; and the least ratio R (steps of 0.005) from
   which on no group confirms, the floor off;
@@ -62,7 +62,8 @@ sys.path.insert(0, sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.arg
 
 import numpy as np
 
-from harness import analysis, matrixfile
+from harness import matrixfile
+from harness.analysis import baseline, stepreading
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.runtimes import Engines
@@ -155,10 +156,10 @@ def one_round(ctx: Context, k: int, base: Cell, suspect: Cell, home: Path,
                                          home / "rounds" / f"{k}-baseline", "baseline")
     o_med, o_busy, o_fail = settle._run(ctx, suspect, ctx.images.get(suspect),
                                          home / "rounds" / f"{k}-suspect", "suspect")
-    j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
+    j = baseline.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
     plain = o_med.net_s / b_med.net_s if b_med and o_med and b_med.net_s > 0 else math.nan
     return Round(k, j.base_s, j.other_s, b_busy, o_busy, j.left_out, j.speed,
-                 *analysis.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule), plain
+                 *stepreading.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule), plain
 
 
 def groups(rounds: list[Round], most: int, cfg: AnalysisConfig) -> list[Confirmation]:
@@ -169,11 +170,11 @@ def groups(rounds: list[Round], most: int, cfg: AnalysisConfig) -> list[Confirma
     while i < len(rounds):
         done: list[Round] = []
         while True:
-            if analysis.settled(analysis.decide_rounds(done, SUSPECTED, cfg), cfg) or \
+            if baseline.settled(baseline.decide_rounds(done, SUSPECTED, cfg), cfg) or \
                     len(done) >= most or settle.usable(done) + (most - len(done)) < 2:
                 if not done:
                     return out      # `rounds: 0`: no round would run
-                out.append(analysis.decide_rounds(done, SUSPECTED, cfg))
+                out.append(baseline.decide_rounds(done, SUSPECTED, cfg))
                 break
             if i == len(rounds):
                 return out

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import analysis, gpu
+from harness import gpu
 from harness.analysis.records import human_seconds
 from harness.matrixfile.model import BUDGET_MIN_CALLS, Cell, Matrix
 from harness.protocol.ingest import read_samples
@@ -394,11 +394,15 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
-        decider = analysis.LiveDecider(cfg, s.min_iterations, s.max_iterations)
+        # lazy: NumPy, with the live decider, once a cell's run starts: a sweep reaches its
+        # first container without it (tests/unit/test_startup.py)
+        from harness.analysis import sequential
+
+        decider = sequential.LiveDecider(cfg, s.min_iterations, s.max_iterations)
         live = cls()
 
         def watch() -> None:
-            live.watched = analysis.watch_file(outdir / "samples.jsonl", decider,
+            live.watched = sequential.watch_file(outdir / "samples.jsonl", decider,
                                                outdir / "stop", live.stop, heard=heard)
 
         live.thread = threading.Thread(target=watch, daemon=True, name="live")

@@ -63,7 +63,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness import analysis
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.records import Confirmation, Round, VsBaseline
 from harness.matrixfile.model import Cell, row_baselines
@@ -188,9 +187,13 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
+        # lazy: NumPy, with the baseline's statistics, once a sweep's first comparison
+        # is asked: a sweep reaches its first container without it (test_startup.py)
+        from harness.analysis import baseline
+
         s = vs.steps
         return (f"no change: pooled steps {s.ratio:.2f}x (p={s.p_value:.2g}), "
-                f"{analysis.unchanged_because(s, cfg)}")
+                f"{baseline.unchanged_because(s, cfg)}")
     return "no step times"
 
 
@@ -230,9 +233,13 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     samples: the pooled comparison (`analysis.baseline.baseline_facts`) and the verdict
     from the one table, or, where the pooled comparison leaves a doubt (a good cell's,
     or a leak whose steps read slower: `rounds_for`), the rounds that must settle it."""
-    facts = analysis.baseline_facts(cfg, base_series, series, label, rounds,
+    # lazy: NumPy, with the baseline's statistics, once a sweep's first comparison is asked: a sweep
+    # reaches its first container without it (tests/unit/test_startup.py)
+    from harness.analysis import baseline, decision
+
+    facts = baseline.baseline_facts(cfg, base_series, series, label, rounds,
                                     good=res.verdict in GOOD)
-    if facts.steps is not None and analysis.rounds_for(res.verdict, facts, cfg):
+    if facts.steps is not None and decision.rounds_for(res.verdict, facts, cfg):
         return RoundsPlan(res, within, facts, label, runs,
                           MAX_CALLS if res.verdict in GOOD else None,
                           (least_calls(base_series.cols.own_step),
@@ -290,20 +297,28 @@ def _run(ctx: Context, cell: Cell, info: ImageInfo, outdir: Path, role: str) -> 
     """(step time statistic, busy share, failure) of one confirmation run."""
     ran = ctx.runner.run(cell, info, outdir)
     ended, series = ran.ended, ran.series
-    stat = analysis.run_stat(series)
+    stat, busy = _read(series)
     if ended.error or ended.timed_out or ended.exit_code not in (0, None) or not stat:
         why = ended.error or ("timed out" if ended.timed_out else
                               f"exit {ended.exit_code}" if ended.exit_code not in (0, None)
                               else "no step times")
         return None, None, f"{role} run failed: {why}"
-    return stat, analysis.busy_share(series), None
+    return stat, busy, None
 
 
 def _saved(series: Series) -> RunRead:
     """A saved run read as every round's baseline run."""
-    stat = analysis.run_stat(series)
-    return (stat, analysis.busy_share(series),
-            None if stat else "the saved run has no step times")
+    stat, busy = _read(series)
+    return stat, busy, None if stat else "the saved run has no step times"
+
+
+def _read(series: Series) -> tuple[RunStat | None, float | None]:
+    """A run's step time statistic and how busy its host was (`analysis.stepreading`)."""
+    # lazy: NumPy, with the step times' reading, once a sweep's first comparison is asked: a sweep
+    # reaches its first container without it (tests/unit/test_startup.py)
+    from harness.analysis import stepreading
+
+    return stepreading.run_stat(series), stepreading.busy_share(series)
 
 
 def usable(done: list[Round]) -> int:
@@ -338,6 +353,10 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     the run service (`ctx.runner`) as every run of a cell is, shorter (`round_cell`, at most
     `plan.cap` calls). `ctx` gives the runtime, images, store, cancel flag, progress
     and thresholds; nothing here decides the cell's verdict (`with_rounds`)."""
+    # lazy: NumPy, with the rounds' statistics, once a sweep's first comparison is asked: a sweep
+    # reaches its first container without it (tests/unit/test_startup.py)
+    from harness.analysis import baseline, decision, stepreading
+
     runs, pooled, label, cap = plan.runs, plan.pooled, plan.label, plan.cap
     assert runs is not None, "a plan whose rounds cannot run is recalled, not run"
     cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
@@ -357,17 +376,17 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
         short_base = round_cell(base, runs.calls, cap, as_user, plan.least[0])
         how = "interleaved rounds"
 
-        def baseline(k: int) -> RunRead:
+        def base_run(k: int) -> RunRead:
             return _run(ctx, short_base, ctx.images.get(short_base),
                         runs.home / "rounds" / f"{k}-baseline", "baseline")
     else:
         saved = _saved(base)
         how = "rounds of this run against the saved one"
 
-        def baseline(k: int) -> RunRead:
+        def base_run(k: int) -> RunRead:
             return saved
     what = f"suspected {suspected}" if suspected != "~" else "host busy"
-    ctx.progress(f"{cell.id} vs {label}: {analysis.pooled_text(steps, label)}, {what}; "
+    ctx.progress(f"{cell.id} vs {label}: {decision.pooled_text(steps, label)}, {what}; "
                  "confirming in "
                  f"{how} (2 to {2 * rounds}, until settled)")
     done: list[Round] = []
@@ -375,19 +394,19 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     started = time.monotonic()
     most = 2 * rounds
     while k < most:
-        if analysis.settled(analysis.decide_rounds(done, suspected, cfg), cfg):
+        if baseline.settled(baseline.decide_rounds(done, suspected, cfg), cfg):
             break   # decided either way, or the rounds disagree: more cannot change it
         if usable(done) + (most - k) < 2:
             break   # the rounds left cannot give the two usable ones a decision needs
         # Rounds whose interval still straddles a threshold: one more.
         k += 1
-        b_med, b_busy, b_fail = baseline(k)
+        b_med, b_busy, b_fail = base_run(k)
         o_med, o_busy, o_fail = _run(ctx, short, runs.info,
                                      runs.home / "rounds" / f"{k}-suspect", "suspect")
-        j = analysis.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
+        j = baseline.judged(b_med, o_med, b_busy, o_busy, cfg, failed=b_fail or o_fail or "")
         why = j.left_out
         r = Round(k, j.base_s, j.other_s, b_busy, o_busy, why, j.speed,
-                  *analysis.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
+                  *stepreading.sm_clocks(b_med, o_med), cpu_ratio=j.cpu, rule=j.rule)
         done.append(r)
         ctx.progress(round_said(cell.id, label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
@@ -397,7 +416,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
             ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if ctx.cancel.is_set():
             break
-    return with_cost(analysis.decide_rounds(done, suspected, cfg), done, started,
+    return with_cost(baseline.decide_rounds(done, suspected, cfg), done, started,
                      f"({2 * len(done)} runs)" if isinstance(base, Cell)
                      else "of this run against the saved one")
 

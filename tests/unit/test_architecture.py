@@ -710,3 +710,38 @@ def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
                                    "def f():\n    from harness.days.search import day_in_run\n")
     assert [f.split(" ")[0] for f in commands_doing_work(_tree(tmp_path, files))] == [
         "harness/cli/day.py:3", "harness/cli/day.py:5"]
+
+
+# Issue 88 item 4: a cell's way to its verdict is followed by reading imports, never
+# through a name a package hands on when first asked (PEP 562's module `__getattr__`).
+# The packages that still do are the entry points a user or a renderer names.
+LAZY_PACKAGES = {"harness", "harness.api", "harness.cli", "harness.report"}
+WAY_OF_A_CELL = ("sweeping", "analysis", "protocol", "result")
+
+
+def lazy_packages(root: Path) -> set[str]:
+    """The modules of harness/ that define a module-level `__getattr__`."""
+    out = set()
+    for module, path in modules(root).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        if any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+               for node in _module_level(tree.body)):
+            out.add(module)
+    return out
+
+
+def test_no_package_on_a_cells_way_hands_on_names_lazily() -> None:
+    found = lazy_packages(ROOT)
+    assert found <= LAZY_PACKAGES, sorted(found - LAZY_PACKAGES)
+    assert not {m for m in found if m.split(".")[1:2] and m.split(".")[1] in WAY_OF_A_CELL}
+
+
+def test_a_lazy_package_attribute_is_found(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "harness/__init__.py": "",
+        "harness/analysis/__init__.py": ("if True:\n    def __getattr__(name):\n"
+                                         "        return name\n"),
+        "harness/analysis/rules.py": "def __getattr__(name):\n    return name\n",
+        "harness/sweeping/__init__.py": "def get(name):\n    return name\n",
+    })
+    assert lazy_packages(root) == {"harness.analysis", "harness.analysis.rules"}
