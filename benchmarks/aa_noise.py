@@ -1,6 +1,6 @@
 """A/A noise of interleaved confirmation rounds, by step size (issue 85 item 1).
 
-A change between two images is confirmed in interleaved rounds (`sweeping.settle`): each
+A change between two images is confirmed in interleaved rounds (`stages.settle`): each
 round runs the baseline cell and then the suspect cell afresh, shorter than the cells
 (`settle.round_cell`), and reads the ratio of their statistics (`analysis.run_stat`:
 the median step time net of run-queue delay, put at one CPU speed by `baseline.judged`).
@@ -23,7 +23,7 @@ times it, `perf_counter` either side) it runs `--rounds` A/A rounds and prints
 
 How a run is made is harness's own: the matrix (`runtime: local`, harness's defaults)
 is loaded by `matrixfile.load`, its runtime made by `runtimes.Engines.for_matrix`, and
-an `sweeping.orchestrator.Sweep` gives the stages' `Context`. The suspect cell is measured once
+an `stages.orchestrator.Sweep` gives the stages' `Context`. The suspect cell is measured once
 by `Sweep.run_cell` (the sweep's own measurement: its calls set the rounds' length by
 `settle.round_length`); each round's runs are `settle.round_cell`'s cells run by
 `settle._run` (the agent through `ctx.runner`, its statistic read by `run_stat`), the
@@ -67,10 +67,10 @@ from harness.analysis import baseline, stepreading
 from harness.analysis.records import Confirmation, Direction, Round
 from harness.matrixfile.model import Cell
 from harness.runtimes import Engines
+from harness.stages import settle
+from harness.stages.context import Context
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
-from harness.sweeping import settle
-from harness.sweeping.context import Context
-from harness.sweeping.orchestrator import Sweep
 from harness.thresholds import AnalysisConfig
 
 SCENARIO = '''

@@ -75,8 +75,8 @@ def child_sweep(workdir: Path, quick: bool) -> None:
 
     from harness import matrixfile
     from harness.result.model import Planned
+    from harness.stages.orchestrator import sweep
     from harness.store import RunStore
-    from harness.sweeping.orchestrator import sweep
 
     images, gpus, scenarios = SHAPE[quick]
     m, names = wide_matrix(workdir, "codec", images, gpus, scenarios)

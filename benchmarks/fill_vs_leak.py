@@ -22,7 +22,7 @@ Each is decided by `memory.memory_trend` on the heap (the post-run verdict's rul
 today's rule (`fill_share: 0`, the rule before issue 37) and with the fill check
 (`fill_share`, default 0.5: a fill up to half the heap's level, ~95-100 MiB here, so
 every simulated fill is one it allows for), side by side on the same series. A series the new rule
-calls `ambiguous` is run again as a sweep would (`sweeping.measure`: `FILL_RERUN` times
+calls `ambiguous` is run again as a sweep would (`stages.measure`: `FILL_RERUN` times
 longer, up to `repeats`, 2): a fresh series of that length, the last verdict stands.
 
 Goals (issue 37): no fill called a leak at any length; no leak of >= 1 KiB/call missed

@@ -71,9 +71,9 @@ def child_sweep(workdir: Path, cells: int) -> None:
     from harness.report import Report, write_all
     from harness.result.codec import encode
     from harness.result.model import Plan, Planned
+    from harness.stages.orchestrator import sweep
     from harness.store import RunStore
     from harness.store.results import PLAN_FILE
-    from harness.sweeping.orchestrator import sweep
 
     images, gpus, scenarios = SHAPES[cells]
     m, names = wide_matrix(workdir, "scale", images, gpus, scenarios)

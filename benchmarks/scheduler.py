@@ -25,8 +25,8 @@ from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
+from harness.stages.orchestrator import prefetch_analysis, sweep
 from harness.store import RunStore
-from harness.sweeping.orchestrator import prefetch_analysis, sweep
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 

@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import matrixfile
 from harness.runtimes.local import LocalRuntime
+from harness.stages.orchestrator import sweep
 from harness.store import RunStore
-from harness.sweeping.orchestrator import sweep
 
 WORK = '''
 import os

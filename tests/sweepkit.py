@@ -27,10 +27,10 @@ from harness.report import Report, write_all
 from harness.result.codec import encode
 from harness.result.model import CellResult, Plan
 from harness.runtimes.base import Runtime
+from harness.stages.orchestrator import SweepOutcome, sweep
 from harness.store import RunStore
 from harness.store.results import PLAN_FILE
 from harness.sweeping.course import plan_of
-from harness.sweeping.orchestrator import SweepOutcome, sweep
 
 # A scenario that allocates nothing: what the fake runtime's behaviour makes of a cell is
 # the whole truth.

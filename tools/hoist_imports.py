@@ -74,12 +74,12 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
      "from harness.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
      {f"ext:{m}" for m in HEAVY} | {"harness.*"}),
     ("a verdict, the orchestrator, the reports",
-     "import harness.analysis.decision, harness.sweeping.orchestrator, harness.report",
+     "import harness.analysis.decision, harness.stages.orchestrator, harness.report",
      {"ext:scipy"}),
     ("a sweep before its first container",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-     "import harness.cli.sweep, harness.sweeping.orchestrator, harness.preflight, "
-     "harness.report.live, harness.sweeping.settle\n"
+     "import harness.cli.sweep, harness.stages.orchestrator, harness.preflight, "
+     "harness.report.live, harness.stages.settle\n"
      "from harness.runtimes import get_runtime\nget_runtime('docker')",
      {"ext:numpy", "ext:jinja2", "ext:tabulate", "ext:scipy"}),
     ("`harness sweep --help`",
@@ -96,8 +96,8 @@ SCENARIOS: list[tuple[str, str, set[str]]] = [
 SWEEP_START = [
     ("a sweep's start",
      "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-     "import harness.cli.sweep, harness.sweeping.orchestrator, harness.preflight, "
-     "harness.report.live, harness.sweeping.settle, harness.matrixfile, harness.store\n"
+     "import harness.cli.sweep, harness.stages.orchestrator, harness.preflight, "
+     "harness.report.live, harness.stages.settle, harness.matrixfile, harness.store\n"
      "from harness.runtimes import get_runtime\nget_runtime('local')",
      {"harness.*"}),
 ]

@@ -1,6 +1,6 @@
 """A cell against its row's baseline cell: the pooled step times and peak memory, and
 the facts the verdict reads of them (`baseline_facts`, which
-`sweeping.settle.against_baseline` calls for a sweep and a re-analysis of a recorded
+`stages.settle.against_baseline` calls for a sweep and a re-analysis of a recorded
 sweep alike; where the facts leave a doubt, the sweep then runs the interleaved rounds
 it plans, a re-analysis recalls the recorded ones).
 

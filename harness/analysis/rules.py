@@ -429,19 +429,19 @@ def _leak_then_timeout(ev: Evidence) -> str | None:
 
 
 # The rule that leaves a cell undecided because its host was busy while it ran (read by
-# the re-run rules, `sweeping.measure`, and the sweep's last line, `sweeping.course`).
+# the re-run rules, `stages.measure`, and the sweep's last line, `sweeping.course`).
 BUSY_HOST = "busy-host"
 # The rule that leaves a cell undecided because a wall-clock deadline ended its run while
 # the host took most of its time (read by the re-run rules and the sweep's last line).
 TIMEOUT_BUSY = "timeout-busy"
 # The rule that leaves growth a cache still filling could explain undecided (read by
-# `sweeping.measure`: a short run's next makes `short_calls` calls at least).
+# `stages.measure`: a short run's next makes `short_calls` calls at least).
 FILLING = "filling"
 # The rule that leaves a leak its budget cut short of `short_calls` undecided (read by
-# `sweeping.measure`: at its `overrun` bound it stays undecided, never a leak).
+# `stages.measure`: at its `overrun` bound it stays undecided, never a leak).
 SHORT = "short"
 # The rule that asks a first attempt's slowdown to last through a run twice as long (read
-# by `sweeping.measure` where the `overrun` bound leaves no room for that run).
+# by `stages.measure` where the `overrun` bound leaves no room for that run).
 RISING = "rising"
 # The rule that leaves a cell undecided because its confirmation rounds left the doubt
 # open (read by the sweep's last line, `sweeping.course`: more rounds or a quieter host).
@@ -901,7 +901,7 @@ CALLS, BUDGET, LONGER, SAME = "calls", "budget", "longer", "same"
 @dataclass(frozen=True)
 class RerunEvidence:
     """What decides whether an undecided cell runs again, and how
-    (`sweeping.measure.run_attempts`).
+    (`stages.measure.run_attempts`).
 
     Attributes:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).

@@ -3,7 +3,7 @@
 `check(step)` runs a module-level function as one cell of a `runtime: local` matrix, in
 a child process of this same interpreter: the agent calls `setup` once, then `step`
 over and over for the time budget, reads the heap, USS and RSS as it goes, and the
-verdict is the one the sweep would give (`harness.sweeping.orchestrator.Sweep.run_cell`, the
+verdict is the one the sweep would give (`harness.stages.orchestrator.Sweep.run_cell`, the
 rule table of `harness.analysis.rules`). The functions are imported by name in the
 child, so they must be importable module-level functions (not lambdas, closures or
 functions of a script run as `__main__`).

@@ -46,10 +46,10 @@ from harness.pytestcall import (
 from harness.result.model import AgentError
 from harness.runtimes.base import AGENT_DIR
 from harness.runtimes.process import forkserver
+from harness.stages.measure import AS_READ
 from harness.store.saved import Saved, key_of
-from harness.sweeping.measure import AS_READ
 
-# The budget an `ambiguous` check's reason says would decide (`sweeping.measure.too_short`).
+# The budget an `ambiguous` check's reason says would decide (`stages.measure.too_short`).
 WANTS = re.compile(r"set budget >= ([0-9.]+)s")
 
 
@@ -197,7 +197,7 @@ def _warn(item: pytest.Function, text: str) -> None:
 # The words of a sweep that name its command line and matrix, as the marker names them.
 MARKER_RUNS_NO_MORE = "(it runs no more: raise the marker's budget= or iterations= for it)"
 # The tail a decided verdict's reason ends with where a run again would pass its
-# `overrun` bound (`sweeping.measure.unrun`): why it was not looked at again.
+# `overrun` bound (`stages.measure.unrun`): why it was not looked at again.
 _AS_READ = re.compile(rf"; {re.escape(AS_READ)} [^;]*")
 
 

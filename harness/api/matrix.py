@@ -15,8 +15,8 @@ from harness.api.checked import Checked, Swept
 from harness.app.command import printer
 from harness.errors import InputError, SpecError
 from harness.matrixfile.model import RUNTIMES
+from harness.stages.options import SweepOptions, apply_overrides
 from harness.sweeping.course import exit_code, preflight, sweep_and_report
-from harness.sweeping.options import SweepOptions, apply_overrides
 
 
 def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.PathLike[str]

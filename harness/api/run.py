@@ -2,15 +2,15 @@
 cell against a saved run of its code, and a checked leak's lines.
 
 A saved run (the pytest plugin's `--harness-compare NAME`, `harness.api.check(...,
-baseline=...)`): the same comparison as a sweep row's (`sweeping.settle.against_row`):
+baseline=...)`): the same comparison as a sweep row's (`stages.settle.against_row`):
 the pooled step times, peaks and CPU times, then, where they leave a doubt (a suspected
-change, a busy host), the rounds it plans, run as a row's are (`sweeping.settle.run_plan`:
-`sweeping.settle.run_rounds`), and the verdict from the one table.
+change, a busy host), the rounds it plans, run as a row's are (`stages.settle.run_plan`:
+`stages.settle.run_rounds`), and the verdict from the one table.
 
 What cannot be the same: a sweep's rounds run baseline and suspect alternately
 (B S B S), so drift of the host hits both alike. A saved run's code is gone (it was
 another commit), so it cannot run again: here each round runs the current cell afresh
-(shorter, as `sweeping.settle.round_cell` makes it) and compares its statistic with the
+(shorter, as `stages.settle.round_cell` makes it) and compares its statistic with the
 saved run's (`analysis.stepreading.run_stat`, both put at one CPU speed by the agent's
 canary loop: `speed_scaled`), and `analysis.baseline.decide_rounds` decides over the
 rounds, as it does in a sweep (every usable round must agree, and the interval clear
@@ -79,12 +79,12 @@ from harness.result.model import CellResult
 from harness.runtimes import Engines, get_runtime
 from harness.runtimes.base import AGENT_DIR, CALL_TIMEOUT_S, DEADLINE_SHARE, call_timeout
 from harness.runtimes.process import runs_forked_here
+from harness.stages.context import Context, Measured
+from harness.stages.orchestrator import Sweep
+from harness.stages.settle import against_row, run_plan
 from harness.store import RunStore
 from harness.store.runs import SWEEP
 from harness.store.saved import save_cell
-from harness.sweeping.context import Context, Measured
-from harness.sweeping.orchestrator import Sweep
-from harness.sweeping.settle import against_row, run_plan
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Matrix
@@ -94,7 +94,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 # A check (a marked test) takes at most this many budgets in all, its runs again
 # included, unless its settings say otherwise: a budget too short for a verdict ends
-# `ambiguous`, saying the budget that would decide (`sweeping.measure.too_short`).
+# `ambiguous`, saying the budget that would decide (`stages.measure.too_short`).
 OVERRUN = 4
 # A budgeted check's warm-up spends at most this share of its budget and its measured
 # phase the rest (RunSettings.warmup_share): a marked test costs its budget, where 200

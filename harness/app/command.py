@@ -1,6 +1,6 @@
 """What every command shares at its edges, light enough for `harness --help` to import:
 its progress lines (`printer`), the head starts it holds until it exits (`hold`,
-`wait`: `sweeping.orchestrator.prefetch_analysis`'s imports of NumPy, the deciding modules and
+`wait`: `stages.orchestrator.prefetch_analysis`'s imports of NumPy, the deciding modules and
 the reporters on a thread while the first cell runs; an interpreter that ends under a
 thread inside a C extension's import can die of it, so `cli.finish` waits for them),
 and the exit code of an answer (`exit_code`: what `harness sweep`, `harness report` and

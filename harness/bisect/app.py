@@ -13,10 +13,10 @@ from harness.bisect.plan import bisect, expected_probes, latest, sweep_runner
 from harness.errors import InputError
 from harness.runtimes import Engines
 from harness.signals import interruptible
+from harness.stages.orchestrator import Sweep, prefetch_analysis
 from harness.store import RunStore
 from harness.store.gate import why_not_current
 from harness.store.runs import BISECT, SWEEP_RESULTS, require, resumable, shown
-from harness.sweeping.orchestrator import Sweep, prefetch_analysis
 
 if TYPE_CHECKING:
     from collections.abc import Callable

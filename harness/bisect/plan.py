@@ -26,7 +26,7 @@ from harness.store.results import RunStore
 
 if TYPE_CHECKING:
     from harness.protocol.series import Series
-    from harness.sweeping.orchestrator import Sweep
+    from harness.stages.orchestrator import Sweep
 
 Runner = Callable[[Cell], CellResult]
 Cache = Callable[[Cell], "CellResult | None"]
@@ -209,7 +209,7 @@ def latest(store: RunStore, cell_id: str) -> CellResult | None:
 def run_attempt(sweep: Sweep, cell: Cell, against: tuple[Cell, CellResult] | None
                 ) -> tuple[CellResult, Series]:
     """`cell` run as its next attempt, beside the runs the store holds (`attempt_id`),
-    compared with `against` (a reference cell and its result, `sweeping.settle.settle`)
+    compared with `against` (a reference cell and its result, `stages.settle.settle`)
     where given, and written once: how bisect's and culprit's probes run."""
     runs = attempts(sweep.store, cell.id)
     this = cell if not runs else dataclasses.replace(

@@ -19,7 +19,7 @@ from harness.errors import (
     InputError,
 )
 from harness.preflight import compile_scenarios
-from harness.sweeping.options import apply_overrides
+from harness.stages.options import apply_overrides
 
 if TYPE_CHECKING:
     from harness.bisect.app import Reuse

@@ -14,6 +14,7 @@ from harness.answers.causes import results_json
 from harness.cli import answer, printer
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
+from harness.stages.options import SweepOptions, apply_overrides
 from harness.sweeping import between
 from harness.sweeping.course import (
     exit_code,
@@ -22,7 +23,6 @@ from harness.sweeping.course import (
     refused,
     sweep_and_report,
 )
-from harness.sweeping.options import SweepOptions, apply_overrides
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell

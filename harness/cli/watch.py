@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cli import options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.report import ConsoleReporter
-from harness.sweeping.options import apply_overrides
+from harness.stages.options import apply_overrides
 from harness.watch.app import run_suite
 from harness.watch.suite import (
     Plan,

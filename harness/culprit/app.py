@@ -30,11 +30,11 @@ from harness.errors import (
 from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.signals import interruptible
+from harness.stages.orchestrator import prefetch_analysis
 from harness.store import RunStore
 from harness.store.gate import gate, matrix_of
 from harness.store.results import drop_culprit, load_json_keys
 from harness.store.runs import shown
-from harness.sweeping.orchestrator import prefetch_analysis
 
 if TYPE_CHECKING:
     from harness.culprit.plan import CulpritOutcome

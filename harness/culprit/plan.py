@@ -1,7 +1,7 @@
 """`harness culprit`: which change between a row's last good image G and its first bad
 image B made B bad, proved both ways. A plan over the sweep's stages: each probe is a
 hybrid image (B with a set of package changes undone, or G with it applied) run as a
-cell through `sweeping.measure.measure` and compared with G through `sweeping.settle.settle`,
+cell through `stages.measure.measure` and compared with G through `stages.settle.settle`,
 the way `bisect` runs its probes; `culprit.search` picks the probes.
 
 Hybrids on the local runtime are venvs from the other side's resolved pins (what the
@@ -49,7 +49,7 @@ from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:
     from harness.protocol.series import Series
-    from harness.sweeping.orchestrator import Sweep
+    from harness.stages.orchestrator import Sweep
 
 Say = Callable[[str], None]
 Runner = Callable[[Cell], CellResult]

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
 from harness.culprit.plan import culprit, sweep_runner
-from harness.days.search import dated_cell
+from harness.matrixfile.cells import dated_cell
 from harness.result.model import DerivedFrom
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.gate import why_not_current
 from harness.store.results import (
@@ -31,7 +32,6 @@ from harness.store.results import (
     atomic_write_text,
     day_record,
 )
-from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.culprit.plan import CulpritOutcome, Maker

@@ -50,10 +50,10 @@ from harness.explain.plan import explain, kinds_for
 from harness.matrixfile.model import Cell
 from harness.result.codec import JSON
 from harness.result.model import CellResult, DerivedFrom, Planned, cell_text
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.gate import why_not_current
 from harness.store.results import atomic_write_text, culprit_record
-from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.culprit.plan import Maker

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
-from harness.matrixfile.cells import cell_id
+from harness.matrixfile.cells import dated_cell
 from harness.result.model import DerivedFrom
 from harness.runtimes.resolver import upload_time, yanked_releases, yanked_words
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.results import DAY_DIR, DAY_FILE, SeriesCache, atomic_write_text
-from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -276,12 +276,6 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
     return out
 
 
-def dated_cell(cell: Cell, day: str) -> Cell:
-    """The row's cell on its image entry as of `day` (`NAME@DAY`)."""
-    name = cell.image.label.rpartition("@")[0] or cell.image.label
-    image = dataclasses.replace(cell.image, label=f"{name}@{day}", as_of=day)
-    return dataclasses.replace(cell, image=image,
-                               id=cell_id(image, cell.gpu, cell.scenario, cell.host))
 
 
 def same_entry(good: Cell, bad: Cell) -> bool:

@@ -27,10 +27,10 @@ from harness.explain.plan import explain_matrix
 from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.signals import interruptible
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.gate import as_recorded, read_gated, refresh_line, why_not_current
 from harness.store.results import load_json_keys
-from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.answers.search import Pair

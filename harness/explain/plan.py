@@ -1,6 +1,6 @@
 """`harness explain`: where the first bad cell of a row leaks or slows, against its last
 good cell. A plan over the sweep's stages: each of the two cells is run again through
-the run service (`sweeping.context.Runner`) with the agent's `--attribute` (the kinds its
+the run service (`stages.context.Runner`) with the agent's `--attribute` (the kinds its
 verdict calls for: `kinds_for`), into `explain/<cell>/` of the results directory
 (`EXPLAIN_DIR`); the where records are ranked and matched (`analysis.where`) and written
 to `cells/<cell>/where.json`, which the answers read (`answers.explained`). Which pairs a
@@ -35,9 +35,9 @@ from harness.matrixfile.model import (
 from harness.result.codec import JSON, encode
 from harness.result.model import CellResult, DerivedFrom
 from harness.result.runkey import key_of
+from harness.stages.context import Context
 from harness.store.results import WHERE_FILE
 from harness.store.runs import EXPLAIN, PLAN_FILE, plan_json
-from harness.sweeping.context import Context
 
 EXPLAIN_DIR = "explain"
 

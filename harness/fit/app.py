@@ -41,10 +41,10 @@ from harness.preflight import compile_scenarios
 from harness.report.html import Fit, Line, chart
 from harness.runtimes import Engines
 from harness.signals import interruptible
+from harness.stages.options import apply_overrides
+from harness.stages.orchestrator import Sweep, prefetch_analysis
 from harness.store import RunStore
 from harness.store.runs import FIT as FIT_RUN
-from harness.sweeping.options import apply_overrides
-from harness.sweeping.orchestrator import Sweep, prefetch_analysis
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix

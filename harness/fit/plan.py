@@ -50,7 +50,7 @@ from harness.runtimes.base import own_cgroup, parse_size
 from harness.store.gate import why_not_current
 
 if TYPE_CHECKING:
-    from harness.sweeping.orchestrator import Sweep
+    from harness.stages.orchestrator import Sweep
 
 
 # What a probe says about its value: fits, or the way it failed (each failure, a kind

@@ -32,6 +32,14 @@ def cell_id(image: ImageSpec, gpu: GpuSel, scenario: ScenarioSpec,
     return base if host is LOCAL_HOST else f"{host.label}.{base}"
 
 
+def dated_cell(cell: Cell, day: str) -> Cell:
+    """The row's cell on its image entry as of `day` (`NAME@DAY`)."""
+    name = cell.image.label.rpartition("@")[0] or cell.image.label
+    image = dataclasses.replace(cell.image, label=f"{name}@{day}", as_of=day)
+    return dataclasses.replace(cell, image=image,
+                               id=cell_id(image, cell.gpu, cell.scenario, cell.host))
+
+
 def across_hosts(cells: tuple[Cell, ...], hosts: tuple[Host, ...]) -> tuple[Cell, ...]:
     """Every cell once per host (one host: unchanged ids)."""
     if hosts == (LOCAL_HOST,):

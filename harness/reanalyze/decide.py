@@ -30,9 +30,9 @@ from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
 from harness.result.build import run_outcome
 from harness.result.model import CellResult
+from harness.stages.context import RoundsPlan
+from harness.stages.settle import against_baseline, with_comparison, with_rounds, with_verdict
 from harness.store.results import SeriesCache
-from harness.sweeping.context import RoundsPlan
-from harness.sweeping.settle import against_baseline, with_comparison, with_rounds, with_verdict
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["RULES", "Changed", "changed_by", "reanalyze"]

@@ -1,25 +1,6 @@
 """The sweep, one home: its course, one list of named steps (`course.COURSE`: engines,
-store, lanes, after-sweep answers, reports), and a cell's way through it, one downward
-list of stages, each taking the last one's value and returning its own, given the
-services it uses (`context.Context`), never the sweep.
-
-`measure.STAGES`, in order, over one per-cell value (`CellRun`): prepare the image
--> GPU precheck -> run attempts (`measure.run_attempts`: each attempt runs the agent
-through the run service, `context.Runner`, reads its samples and decides the within-run
-verdict; an ambiguous one runs again, longer) -> the within-run result (`measure`).
-Then, once its row's baseline is known (`settle.Rows`: the results that stand and the
-jobs ready to settle), `settle.settle`: compare with the row (`settle.against_row`: a
-result, or the rounds it needs as a `context.RoundsPlan`) -> run the rounds
-(`settle.run_rounds`, through the same `context.Runner`) -> decide with them
-(`settle.with_rounds`); the lane then stores the result (`result.json`, once).
-`orchestrator` schedules cells in lanes (one per GPU, lanes in parallel). The image
-pool, the GPU facts and the run are services the `Context` holds: the stages ask them,
-and they hand nothing on.
-
-`orchestrator.Sweep` only wires these; `bisect`, `fit`, `culprit`, `explain` and a saved
-run's comparison are other plans over the same stages (`measure.measure`,
-`settle.settle`, `settle.run_plan`, `context.Runner`). `course` and `after` (the
-command's work around the cells) stand on `app`'s floor; the rest stands below
-`answers`, where those plans reach it. What a sweep is asked is `options`, and
-`--between`'s matrix of two lock files `between`.
+store, lanes, after-sweep answers, reports), above the commands whose answers it gives
+after the cells ran (`after`: `--explain`, `--find-cause`, `--between`'s culprit), and
+`--between`'s matrix of two lock files (`between`). Each cell goes its way through
+`harness.stages`, below every command that runs cells.
 """

@@ -18,9 +18,9 @@ from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes
 from harness.explain.plan import explain_matrix
 from harness.runtimes import Engines
+from harness.stages.options import SweepOptions, apply_overrides
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
-from harness.sweeping.options import SweepOptions, apply_overrides
-from harness.sweeping.orchestrator import Sweep
 
 if TYPE_CHECKING:
     from harness.culprit.plan import Maker

@@ -31,12 +31,12 @@ from harness.report.plain import PlainProgress, progress_for
 from harness.result.model import Planned
 from harness.runtimes import Engines
 from harness.signals import interruptible
+from harness.stages.options import SweepOptions
+from harness.stages.orchestrator import Sweep, prefetch_analysis
 from harness.store import RunStore
 from harness.store.gate import kept_plan
 from harness.store.runs import SWEEP, begun_of, made_from, matrix_named, runs_of
 from harness.store.runs import shown as path_shown
-from harness.sweeping.options import SweepOptions
-from harness.sweeping.orchestrator import Sweep, prefetch_analysis
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Cell, Matrix
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from harness.report.live import LiveProgress
     from harness.result.codec import JSON
     from harness.runtimes.base import Progress
-    from harness.sweeping.orchestrator import SweepOutcome
+    from harness.stages.orchestrator import SweepOutcome
 
 
 @dataclass

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from harness.app.command import hold
 from harness.runtimes import Engines
 from harness.signals import interruptible
+from harness.stages.orchestrator import prefetch_analysis
 from harness.store import RunStore
 from harness.store.runs import SWEEP
 from harness.sweeping.course import plan_of
-from harness.sweeping.orchestrator import prefetch_analysis
 from harness.watch.suite import run_plan
 
 if TYPE_CHECKING:

@@ -38,8 +38,8 @@ from harness.matrixfile.releases import tag_order as tag_order
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text, read_text
 from harness.report import Report, write_all
 from harness.runtimes.base import Runtime
+from harness.stages.orchestrator import Sweep, SweepOutcome
 from harness.store.results import RunStore, atomic_write_text
-from harness.sweeping.orchestrator import Sweep, SweepOutcome
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"

@@ -208,6 +208,14 @@ def test_every_floor_named_is_a_part_of_harness(floor_list: list[set[str]]) -> N
     assert sorted(named - heads) == []
 
 
+def test_floors_are_drawn_by_folder(floor_list: list[set[str]]) -> None:
+    """Issue 88 item 5: a floor is whole folders, or modules standing alone in harness/;
+    a module inside a folder never stands on a floor of its own (`fit.page` above `fit`),
+    so the map a reader draws by folder is the one the imports hold."""
+    inside = sorted(name for floor in floor_list for name in floor if "." in name)
+    assert inside == [], f"{inside}: name their folders in ARCHITECTURE.md's floor list"
+
+
 def test_no_import_runs_back_up(floor_list: list[set[str]]) -> None:
     assert layering_faults(ROOT, floor_list) == []
 
@@ -318,7 +326,7 @@ def test_one_registry_of_runtime_names() -> None:
     assert set(FACTORIES) == set(RUNTIMES) and tuple(NAMES) == tuple(RUNTIMES)
     for cls in (DockerRuntime, LocalRuntime, SlurmRuntime):
         assert issubclass(cls, RuntimeBase), cls
-    orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "sweeping"
+    orchestrator = (Path(__file__).resolve().parents[2] / "harness" / "stages"
                     / "orchestrator.py")
     assert "getattr(" not in orchestrator.read_text()
     # What each runtime can do is one declaration (`Capabilities`), which doctor asks.
@@ -403,8 +411,8 @@ def test_a_runtime_class_named_outside_the_runtimes_is_found(tmp_path: Path) -> 
 
 def test_the_stage_list_is_the_one_architecture_md_draws() -> None:
     """ARCHITECTURE.md's pipeline names the stages a cell goes through, in order; they
-    are the functions `sweeping.measure.STAGES` runs."""
-    from harness.sweeping.measure import STAGES
+    are the functions `stages.measure.STAGES` runs."""
+    from harness.stages.measure import STAGES
 
     text = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text()
     drawn = re.search(r"one CellRun through the stages in order\s*\n\s*(.+)\n", text)
@@ -706,7 +714,7 @@ def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
              "harness/days/search.py": ""}
     files.update({f"harness/cli/{c}.py": "" for c in ANSWER_COMMANDS})
     files["harness/cli/day.py"] = ("from harness.days.app import x\nfrom harness import report\n"
-                                   "from harness.sweeping.orchestrator import Sweep\n"
+                                   "from harness.stages.orchestrator import Sweep\n"
                                    "def f():\n    from harness.days.search import day_in_run\n")
     assert [f.split(" ")[0] for f in commands_doing_work(_tree(tmp_path, files))] == [
         "harness/cli/day.py:3", "harness/cli/day.py:5"]
@@ -716,7 +724,7 @@ def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
 # through a name a package hands on when first asked (PEP 562's module `__getattr__`).
 # The packages that still do are the entry points a user or a renderer names.
 LAZY_PACKAGES = {"harness", "harness.api", "harness.cli", "harness.report"}
-WAY_OF_A_CELL = ("sweeping", "analysis", "protocol", "result")
+WAY_OF_A_CELL = ("stages", "analysis", "protocol", "result")
 
 
 def lazy_packages(root: Path) -> set[str]:

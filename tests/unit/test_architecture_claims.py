@@ -45,7 +45,7 @@ def test_no_module_outside_the_cli_imports_it() -> None:
 
 
 def test_the_api_and_the_cli_sweep_through_one_app_module() -> None:
-    said("what a command does is in `harness/app/` (a sweep: `sweeping.course`, for `cli.sweep` "
+    said("what a command does is in its folder (a sweep: `sweeping.course`, for `cli.sweep` "
          "and `harness.sweep`;")
     for path in (HARNESS / "api" / "matrix.py", HARNESS / "cli" / "sweeprun.py"):
         assert "harness.sweeping.course.sweep_and_report" in {n for n, _ in imported(path)}, path
@@ -143,18 +143,18 @@ def test_the_plans_an_option_runs_load_only_once_the_cells_ran() -> None:
 
 def test_a_cells_way_goes_down_and_its_comparison_runs_nothing() -> None:
     said("A cell's way goes down that list, never back up: the comparison runs nothing "
-         "but returns the rounds it needs (`sweeping.context.RoundsPlan`), which the way runs.")
-    sweeping = HARNESS / "sweeping"
+         "but returns the rounds it needs (`stages.context.RoundsPlan`), which the way runs.")
+    stages = HARNESS / "stages"
     up = [f"{p.name}:{line} imports {name}"
-          for p in (sweeping / "context.py", sweeping / "measure.py", sweeping / "settle.py")
-          for name, line in imported(p) if name.startswith("harness.sweeping.orchestrator")]
+          for p in (stages / "context.py", stages / "measure.py", stages / "settle.py")
+          for name, line in imported(p) if name.startswith("harness.stages.orchestrator")]
     assert up == []
     # The comparison and the decision are pure: given no services (`Context`), they call
     # nothing that runs an agent (the rounds, the way's run of a plan).
     pure = {"least_calls", "round_length", "against_baseline", "against_row",
             "with_comparison", "with_rounds", "with_verdict"}
     runs = {"Context", "ctx", "run_rounds", "run_plan", "settle", "_run", "Runner"}
-    tree = ast.parse((sweeping / "settle.py").read_text(encoding="utf-8"))
+    tree = ast.parse((stages / "settle.py").read_text(encoding="utf-8"))
     found = {f.name: sorted({n.id for n in ast.walk(f) if isinstance(n, ast.Name)} & runs
                             | {a.arg for a in f.args.args} & runs)
              for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in pure}

@@ -17,8 +17,8 @@ from harness.answers.search import plan_bisect
 from harness.bisect.plan import attempts, bisect, expected_probes, latest, sweep_runner
 from harness.cli import main
 from harness.matrixfile.model import Cell, Matrix
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
-from harness.sweeping.orchestrator import Sweep
 
 
 # ---------------------------------------------------------------- planner (pure)

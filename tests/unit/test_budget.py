@@ -259,7 +259,7 @@ def test_a_budgeted_cells_rounds_take_about_half_its_budget() -> None:
     half its calls took minutes (0.4 s a call x 500 calls x 6 runs): they now hold half
     the budget at the slower cell's step time, at least `confirm.MIN_CALLS`."""
     from harness.matrixfile.model import Cell, GpuSel, ImageSpec, RunSettings, ScenarioSpec
-    from harness.sweeping.settle import MIN_CALLS, round_cell, round_length
+    from harness.stages.settle import MIN_CALLS, round_cell, round_length
 
     def cell(**settings: object) -> Cell:
         return Cell("c", ImageSpec("py", "python3", 0), GpuSel("none"),
@@ -276,7 +276,7 @@ def test_sweep_budget_overrides_every_cells_length(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
     from harness import matrixfile
-    from harness.sweeping.options import apply_overrides
+    from harness.stages.options import apply_overrides
 
     path = sweepkit.write_matrix(tmp_path, ["py"], ["loop.py"], name="b",
                                  defaults={"iterations": 300})

@@ -6,7 +6,7 @@ given back."""
 from __future__ import annotations
 
 from harness.protocol.series import Series
-from harness.sweeping.measure import _given_back
+from harness.stages.measure import _given_back
 
 
 def test_the_seconds_other_work_took_are_given_back() -> None:

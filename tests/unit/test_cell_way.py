@@ -3,7 +3,7 @@ fake runtime, every call into `harness` recorded with `sys.setprofile` (all thre
 
 What is on the way (the rule the figures follow):
 
-- The way starts at `sweeping.orchestrator.Sweep._one` for the traced cell.
+- The way starts at `stages.orchestrator.Sweep._one` for the traced cell.
 - A call is on the way when a frame on the way makes it into a `harness` module (a real
   source file: the `__init__` a dataclass generates is no call site) and it receives a
   carrier: the cell (a `Cell` with its id, or the id), or a value an on-the-way call
@@ -13,17 +13,17 @@ What is on the way (the rule the figures follow):
   value itself, not a module it is handed to. The baseline's
   runs in the rounds get no carrier: they are the baseline's way.
 - The way is followed through the modules that hand the cell on: the orchestrator and
-  `harness.sweeping`, less the services the stages' `Context` holds (the image pool, the
+  `harness.stages`, less the services the stages' `Context` holds (the image pool, the
   GPU facts, the run). Any other module it enters is a service, one step whose insides
   are its own, counted by package (`harness.store`, `harness.analysis`...) or, in
-  `harness.sweeping`, by module. Calls within one module (with a carrier) are followed,
+  `harness.stages`, by module. Calls within one module (with a carrier) are followed,
   never steps.
 - Figures: call sites, the distinct lines a step is made from; modules, the distinct
   modules and services entered (the orchestrator with them); re-entries: with the
   modules that hand the cell on listed in first-entry order, one entered by a new step
   while none of its frames runs, after a module first entered later than it was
   entered and left. A step made again from the same line (a loop's next attempt or
-  round) is the same step. Climbing: a step from below into `harness.sweeping.orchestrator`.
+  round) is the same step. Climbing: a step from below into `harness.stages.orchestrator`.
   A service may be asked by several stages (it is below them all): its fan-in, the
   modules that ask it, is printed.
 """
@@ -111,7 +111,7 @@ class Way:
 
     @property
     def modules(self) -> list[str]:
-        return list(dict.fromkeys(["harness.sweeping.orchestrator"]
+        return list(dict.fromkeys(["harness.stages.orchestrator"]
                                   + [s.callee for s in self.steps]))
 
     @property
@@ -128,12 +128,12 @@ class Way:
 
     def follows(self, module: str) -> bool:
         """Whether the way is followed through `module` (it hands the cell on)."""
-        return module == "harness.sweeping.orchestrator" or (
-            module.startswith("harness.sweeping.") and module not in self.services)
+        return module == "harness.stages.orchestrator" or (
+            module.startswith("harness.stages.") and module not in self.services)
 
     def named(self, module: str) -> str:
         """A module as the figures count it: a service outside the stages by package."""
-        if self.follows(module) or module.startswith("harness.sweeping."):
+        if self.follows(module) or module.startswith("harness.stages."):
             return module
         return ".".join(module.split(".")[:2])
 
@@ -217,7 +217,7 @@ class Way:
             return
         caller_frame = frame.f_back
         with self._lock:
-            if (callee == "harness.sweeping.orchestrator" and frame.f_code.co_name == "_one"
+            if (callee == "harness.stages.orchestrator" and frame.f_code.co_name == "_one"
                     and self.carries(frame.f_locals.get("cell"), 0)):
                 self.services = services_of(frame.f_locals["self"].ctx)
                 self.enter(callee, "start")
@@ -236,7 +236,7 @@ class Way:
                 return      # the carrier's own property or method
             site = f"{caller}:{caller_frame.f_lineno}"
             self.steps.append(Step(site, caller, self.named(callee), frame.f_code.co_name))
-            if callee == "harness.sweeping.orchestrator":
+            if callee == "harness.stages.orchestrator":
                 self.climbs.append(site)
             if self.follows(callee):
                 self.enter(callee, site)
@@ -292,8 +292,8 @@ def way_of(tmp_path: Path, behave: dict[str, Behaviour]) -> Way:
 def rounds_ran(way: Way) -> bool:
     """Whether the cell's comparison ran rounds: the settling asks the run service (the
     rounds' runs), which only the measuring asks otherwise."""
-    return any(s.caller == "harness.sweeping.settle" and s.function == "run"
-               and s.callee == "harness.sweeping.context" for s in way.steps)
+    return any(s.caller == "harness.stages.settle" and s.function == "run"
+               and s.callee == "harness.stages.context" for s in way.steps)
 
 
 def check(way: Way) -> None:

@@ -12,7 +12,7 @@ import types
 from harness.analysis.rules import SAME, RerunEvidence, rerun_rule
 from harness.matrixfile.model import RunSettings
 from harness.protocol.series import Series
-from harness.sweeping.measure import _same
+from harness.stages.measure import _same
 
 
 def test_a_crowded_run_that_cannot_finish_by_its_deadline_is_not_run_again() -> None:

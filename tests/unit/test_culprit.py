@@ -30,9 +30,9 @@ from harness.culprit.plan import (
 from harness.culprit.search import APPLY, FOUND, OUTSIDE, UNDO
 from harness.matrixfile.model import Cell, ImageSpec, Matrix
 from harness.result.model import CellResult, Fingerprint, ImagePart
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.results import SeriesCache
-from harness.sweeping.orchestrator import Sweep
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 GOOD_PINS = {"multidict": "6.4.4", "yarl": "1.9.4", "attrs": "23.2.0", "frozenlist": "1.4.1",

@@ -36,6 +36,6 @@ def test_one_reuse_check() -> None:
     own reading of a run and by `compare`'s two runs side by side."""
     assert called("why_changed") <= {"harness/store/gate.py",
                                      "harness/compare/join.py"}
-    assert {"harness/sweeping/orchestrator.py", "harness/bisect/app.py", "harness/explain/app.py",
+    assert {"harness/stages/orchestrator.py", "harness/bisect/app.py", "harness/explain/app.py",
             "harness/fit/plan.py", "harness/culprit/plan.py",
             "harness/days/journey.py"} <= called("why_not_current")

@@ -20,9 +20,9 @@ from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.report import Report, render_text, write_all
 from harness.report.issue import IssueReporter
 from harness.result.model import CellResult
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.sweeping.course import plan_of
-from harness.sweeping.orchestrator import Sweep
 
 SCENARIO = """def setup(params):
     return {"kept": []}

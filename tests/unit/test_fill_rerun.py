@@ -9,8 +9,8 @@ from pathlib import Path
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
+from harness.stages.orchestrator import sweep
 from harness.store import RunStore
-from harness.sweeping.orchestrator import sweep
 
 MATRIX = """\
 name: fill

@@ -24,8 +24,8 @@ from harness.fit.plan import (
     sweep_runner,
 )
 from harness.matrixfile.model import Cell, Matrix
+from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
-from harness.sweeping.orchestrator import Sweep
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 MiB = 1 << 20

@@ -3,7 +3,7 @@
 A model over generated `gpu:` values (an index, `all`, `none`, a list mixing them, or no
 axis at all) on a simulated host of 1, 2 or 4 GPUs: the expanded matrix is swept on the
 fake runtime, whose engine shows that many GPUs. Spread cells and `gpu: all` cells run
-in two waves (`sweeping.orchestrator.plan`); the first wave ending must not stop the second (it
+in two waves (`stages.orchestrator.plan`); the first wave ending must not stop the second (it
 did: `[0, 1, all]` on 2 GPUs ran 4 of 6 cells and exited 4). An index the host lacks is
 what the GPU precheck makes of it: a not-applicable result, not a missing cell.
 """
@@ -26,8 +26,8 @@ from harness import matrixfile
 from harness.errors import EXIT_OK, EXIT_UNDECIDED
 from harness.gpu.host import Gpu, HostGpus
 from harness.matrixfile.model import Cell
+from harness.stages.orchestrator import plan, run_lanes
 from harness.sweeping.course import exit_code
-from harness.sweeping.orchestrator import plan, run_lanes
 
 NOT_APPLICABLE = "not-applicable"
 ABSENT = object()   # no `gpu:` axis (the matrix's default, "none")

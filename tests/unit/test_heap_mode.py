@@ -116,7 +116,7 @@ def test_a_cell_times_its_steps_again_as_the_users_interpreter_would(tmp_path: P
 
 
 def test_a_confirmation_round_runs_as_the_user_reading_time_alone(tmp_path: Path) -> None:
-    from harness.sweeping.settle import round_cell
+    from harness.stages.settle import round_cell
 
     # GIVEN a cell's round as interleaved rounds run it, a cheap step's least calls asked
     short = round_cell(cell(tmp_path), 100, 1000, as_user=True, least=50_000)

@@ -239,7 +239,7 @@ def test_a_rerun_that_would_pass_the_timeout_stops_and_says_why(
     # GIVEN a cell whose 20 calls took 1 s and a 3 s timeout: 100 calls cannot finish
     # (the attempt stage's clock is a fake one that the run moves on by exactly 1 s, so
     # the estimate is the same on a busy machine)
-    from harness.sweeping import context, measure
+    from harness.stages import context, measure
 
     now = [1000.0]
     for stage in (measure, context):   # the attempt's clock and the run's
@@ -314,7 +314,7 @@ def test_iterations_bounds_an_early_stop_run_and_is_refused_when_too_short(
     assert "1 measured iteration cannot decide" in capsys.readouterr().err
     # AND a length that can decide bounds the run (min_iterations lowered to fit)
     from harness.cli import build_parser
-    from harness.sweeping.options import apply_overrides
+    from harness.stages.options import apply_overrides
 
     args = build_parser().parse_args(["sweep", "m.yaml", "--iterations", "50"])
     (cell,) = apply_overrides(list(matrixfile.load(tmp_path / "m.yaml").cells), args.iterations)

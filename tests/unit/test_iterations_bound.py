@@ -12,7 +12,7 @@ from fakeruntime import Behaviour, FakeRuntime
 
 from harness.matrixfile.model import Cell
 from harness.runtimes.base import RunRequest
-from harness.sweeping.settle import round_cell
+from harness.stages.settle import round_cell
 
 SCENARIO = "def setup(params):\n    return None\n\n\ndef step(state):\n    pass\n"
 

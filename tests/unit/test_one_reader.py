@@ -15,10 +15,10 @@ CONSTANTS = ("WHERE_FILE", "CULPRIT_FILE")      # harness.store.results's names 
 METHODS = {"read_text", "read_bytes", "open", "glob", "rglob", "iterdir"}
 FUNCTIONS = {"open", "load_json", "load_json_keys", "read_samples", "watch_file", "parse"}
 # The store reads them; the agent writes them inside the cell; a cell's run reads its own
-# samples as the agent writes them (the run service in sweeping/context.py: live mode and
+# samples as the agent writes them (the run service in stages/context.py: live mode and
 # the read after the run), before the cell is stored, so there is nothing yet to check
 # against.
-ALLOWED = ("store/", "agent/", "sweeping/context.py")
+ALLOWED = ("store/", "agent/", "stages/context.py")
 
 
 def names_a_stored_file(node: ast.AST) -> bool:

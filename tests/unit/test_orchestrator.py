@@ -25,8 +25,8 @@ from harness.matrixfile.model import Cell, Matrix
 from harness.report import ConsoleReporter, Report, write_all
 from harness.result.model import SCHEMA
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
+from harness.stages.orchestrator import SweepOutcome, lanes
 from harness.store import RunStore, atomic_write_text
-from harness.sweeping.orchestrator import SweepOutcome, lanes
 
 
 def make_matrix(tmp_path: Path, images: str = "v1, v2, v3", gpus: str = "0",
@@ -540,7 +540,7 @@ def test_rounds_on_a_host_busy_throughout_stop_when_no_decision_is_left(
         return Behaviour(step_s=slow, rq_share=0.8 if busy else 0.0)
 
     matrix = make_matrix(tmp_path, "v1, v2")
-    import harness.sweeping.orchestrator as orch
+    import harness.stages.orchestrator as orch
 
     real = orch.Sweep.__init__
 
@@ -567,7 +567,7 @@ def test_a_saved_runs_busy_rounds_back_off_as_a_sweeps_do(tmp_path: Path) -> Non
     back-off included, where a copy of the loop had none: every round busy, 1 + 2 + 4 +
     8 s of waits, five rounds of the suspect alone against the saved run."""
     from harness.api.run import against_saved
-    from harness.sweeping.orchestrator import Sweep
+    from harness.stages.orchestrator import Sweep
 
     waits: list[float] = []
 
@@ -621,7 +621,7 @@ def busy_rounds(slow: dict[str, float], cpu_share: float | None) -> Callable[[Ce
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """The busy rounds' back-off waits cut short for the test."""
-    import harness.sweeping.settle as confirm
+    import harness.stages.settle as confirm
 
     monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
     monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)

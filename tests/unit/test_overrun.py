@@ -17,7 +17,7 @@ import pytest
 
 import harness
 from harness.errors import SpecError
-from harness.sweeping.measure import _round_up
+from harness.stages.measure import _round_up
 
 pytest_plugins = ["pytester"]
 

@@ -12,7 +12,7 @@ from harness.analysis.records import LiveRun
 from harness.api import check
 from harness.api.marked import as_marker, fix_for, marker_words
 from harness.errors import HarnessError
-from harness.sweeping.measure import AS_READ, budget_advice
+from harness.stages.measure import AS_READ, budget_advice
 
 CREEP = ("heap grows +12 B/call (CI +9..+15) without slowing, 7.0 KiB over 600 calls: "
          f"under its 16 KiB floor, a small leak or a cache still filling; a run of 9,600 "
@@ -43,7 +43,7 @@ def _live(budget: float) -> LiveRun:
 
 
 def test_the_budget_said_is_the_budget_set() -> None:
-    """A run again has twice the budget (`sweeping.measure._next`): its live look said
+    """A run again has twice the budget (`stages.measure._next`): its live look said
     "of its 1 s budget" on a test marked 0.5 s."""
     within = CellVerdict("ok", "memory stable")
     again = _with_live(within, _live(1.0), "memory stable", budget=0.5)

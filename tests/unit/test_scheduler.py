@@ -15,7 +15,7 @@ from sweepkit import DEFAULTS, sweep_matrix, write_matrix
 
 from harness import matrixfile
 from harness.runtimes.base import Progress, RunOutcome, RunRequest, Runtime
-from harness.sweeping.orchestrator import SweepOutcome, lanes
+from harness.stages.orchestrator import SweepOutcome, lanes
 
 
 @dataclass

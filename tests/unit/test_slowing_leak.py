@@ -18,8 +18,8 @@ from harness.analysis.rules import BUDGET, reach_s
 from harness.matrixfile import load
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
-from harness.sweeping.context import CellRun
-from harness.sweeping.measure import _next
+from harness.stages.context import CellRun
+from harness.stages.measure import _next
 from harness.thresholds import AnalysisConfig
 
 CFG = AnalysisConfig()

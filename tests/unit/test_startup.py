@@ -31,7 +31,7 @@ def test_help_imports_nothing_heavy_and_is_fast() -> None:
 
 
 def test_verdicts_need_no_scipy() -> None:
-    mods = _modules_after("import harness.analysis.decision, harness.sweeping.orchestrator, "
+    mods = _modules_after("import harness.analysis.decision, harness.stages.orchestrator, "
                           "harness.report")
     assert "scipy" not in mods
 
@@ -53,7 +53,7 @@ def test_the_prefetch_thread_never_prints_a_traceback(capfd: pytest.CaptureFixtu
     """Ctrl-C during a slow import ends the interpreter under the prefetch thread (seen at
     load 14: 'Exception in thread prefetch' after exit 130); a failing import there is
     only a lost head start, said where the main thread imports it."""
-    from harness.sweeping.orchestrator import prefetch_analysis
+    from harness.stages.orchestrator import prefetch_analysis
 
     prefetch_analysis("harness.no_such_module_for_this_test").join(timeout=60)
     assert "Traceback" not in capfd.readouterr().err
@@ -65,8 +65,8 @@ def test_a_sweep_reaches_its_first_container_without_numpy() -> None:
     reporters to the prefetch thread, which imports them while the container runs."""
     mods = _modules_after(
         "from harness.cli import build_parser\nbuild_parser('sweep')\n"
-        "import harness.cli.sweep, harness.cli.sweeprun, harness.sweeping.orchestrator, "
-        "harness.preflight, harness.report.live, harness.sweeping.settle\n"
+        "import harness.cli.sweep, harness.cli.sweeprun, harness.stages.orchestrator, "
+        "harness.preflight, harness.report.live, harness.stages.settle\n"
         "from harness.runtimes import get_runtime\nget_runtime('docker')")
     assert not {"numpy", "jinja2", "tabulate"} & mods, {"numpy", "jinja2", "tabulate"} & mods
 
@@ -140,8 +140,8 @@ def test_the_report_template_is_compiled_ahead_once_a_process() -> None:
     the prefetch thread compiles it while the first container runs, and that one
     compiled template is what write_all renders with."""
     from harness.report.html import environment
+    from harness.stages.orchestrator import prefetch_analysis
     from harness.sweeping.course import REPORTERS, compile_report_template
-    from harness.sweeping.orchestrator import prefetch_analysis
 
     prefetch_analysis(*REPORTERS, then=compile_report_template).join(timeout=120)
     env = environment()

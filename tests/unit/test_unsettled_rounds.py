@@ -65,7 +65,7 @@ def per_round(ratios: Sequence[float | None], pooled: float = 1.4) -> PerRound:
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """The busy rounds' back-off waits cut short for the test."""
-    import harness.sweeping.settle as confirm
+    import harness.stages.settle as confirm
 
     monkeypatch.setattr(confirm, "BACKOFF_S", 0.0)
     monkeypatch.setattr(confirm, "MAX_BACKOFF_S", 0.0)
@@ -174,8 +174,8 @@ def test_a_saved_runs_rounds_that_hold_both_leave_it_undecided(
     answer, undecided (which the plugin passes with a warning)."""
     from harness import matrixfile
     from harness.api.run import against_saved
+    from harness.stages.orchestrator import Sweep
     from harness.store import RunStore
-    from harness.sweeping.orchestrator import Sweep
 
     matrix = matrixfile.load(write_matrix(tmp_path, ["v1", "v2"], defaults=DEFAULTS))
     v1, v2 = sorted(matrix.cells, key=lambda c: c.image.label)

@@ -175,7 +175,7 @@ def test_deciding_again_keeps_what_the_gpu_precheck_found() -> None:
     (an unsupported image/GPU pair, run to decide) is not dropped."""
     from harness.reanalyze.decide import within
     from harness.result.model import CellResult, GpuPart, ImagePart
-    from harness.sweeping.settle import with_verdict
+    from harness.stages.settle import with_verdict
 
     s = series()
     v = decide(CellFacts(CFG, s, OUTCOMES["ok"], True, precheck=("unsupported", "sm_120")))

@@ -26,8 +26,8 @@ COUNTED = {"memory_reading": memory.memory_reading, "decide": decision.decide}
 def entered(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How often each counted function was entered, through any module's name for it."""
     import harness.analysis.decision
-    import harness.sweeping.measure
-    import harness.sweeping.settle  # noqa: F401
+    import harness.stages.measure
+    import harness.stages.settle  # noqa: F401
 
     calls: Counter[str] = Counter()
 

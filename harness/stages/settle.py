@@ -69,7 +69,7 @@ from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
 from harness.result.model import CellResult
-from harness.sweeping.context import Context, Measured, RoundsPlan, Runs, verdict
+from harness.stages.context import Context, Measured, RoundsPlan, Runs, verdict
 from harness.thresholds import AnalysisConfig
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from harness.preflight import decidable_iterations
 from harness.result.build import cell_result, timings_of
 from harness.result.model import Attempt, Timings, Unavailable
 from harness.runtimes.base import ImageInfo, RunOutcome
-from harness.sweeping.context import CellRun, Context, Measured, Ran, verdict
+from harness.stages.context import CellRun, Context, Measured, Ran, verdict
 
 if TYPE_CHECKING:
     from harness.analysis.decision import CellVerdict

@@ -31,11 +31,11 @@ from harness.preflight import whole_script
 from harness.result.model import CellResult
 from harness.runtimes import Engines
 from harness.runtimes.base import CellEvents, Progress, Runtime
+from harness.stages.context import Context, GpuFacts, ImagePool, Measured, Runner
+from harness.stages.measure import measure
+from harness.stages.settle import Job, Rows, settle
 from harness.store.gate import why_not_current
 from harness.store.results import RunStore, SeriesCache
-from harness.sweeping.context import Context, GpuFacts, ImagePool, Measured, Runner
-from harness.sweeping.measure import measure
-from harness.sweeping.settle import Job, Rows, settle
 from harness.thresholds import AnalysisConfig
 
 __all__ = ["Measured", "Sweep", "SweepOutcome", "lanes", "prefetch_analysis", "sweep"]
