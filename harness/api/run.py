@@ -391,9 +391,7 @@ def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],
             matrix = matrixfile.load(work / "matrix.yaml")
         except SpecError as exc:
             raise _said(exc) from None
-        runtime = get_runtime(matrix.runtime)
-        runtime.run_warm()
-        runtime.warm_ahead(matrix.cells[0], scripts)
+        get_runtime(matrix.runtime).warm_ahead(matrix.cells[0], scripts)
 
 
 def _scenario_id(fn: Callable[..., object]) -> str:
