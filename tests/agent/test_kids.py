@@ -131,36 +131,46 @@ def test_a_helper_started_excluded_is_never_read_as_a_worker(readers: Any) -> No
     children between the as-user helper's fork and its exclusion, read it once as the
     scenario's workers, and the cell was left undecided ("the worker processes' memory
     read 1 times"). A helper started through `Readers.start_excluded` is left out from
-    its first instant, however often the children are listed meanwhile."""
+    its first instant: a listing asked for between its fork and its exclusion waits.
+
+    The listing is put in that gap by the test, not left to the scheduler: `start`
+    forks the helper, starts a listing thread, waits until that thread is about to
+    list, and gives it time to finish before `start` returns. (Racing a free-running
+    lister against 30 starts listed twice in all on a busy CI runner.)"""
     import threading
 
     r = readers.Readers()
     # (what earlier tests in this process left running is not this test's to read)
     r.exclude_pids.update(r.descendants())
-    seen: list[int] = []
-    listed = [0]
-    stop = threading.Event()
+    seen: list[int | None] = []
+    listers: list[threading.Thread] = []
+    procs: list[subprocess.Popen[bytes]] = []
 
-    def listing() -> None:
-        while not stop.is_set():
-            kids = r.kids()
-            listed[0] += 1
-            if kids is not None:
-                seen.append(kids)
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                                start_new_session=True)
+        procs.append(proc)
+        about_to_list = threading.Event()
 
-    reader = threading.Thread(target=listing)
-    reader.start()
-    procs = []
+        def listing() -> None:
+            about_to_list.set()
+            seen.append(r.kids())
+
+        lister = threading.Thread(target=listing)
+        listers.append(lister)
+        lister.start()
+        about_to_list.wait()
+        lister.join(0.2)        # without the lock, the listing ends here and reads it
+        return proc
+
     try:
-        for _ in range(30):
-            procs.append(r.start_excluded(lambda: subprocess.Popen(
-                [sys.executable, "-c", "import time; time.sleep(30)"],
-                start_new_session=True)))
+        for _ in range(5):
+            r.start_excluded(start)
+        for lister in listers:
+            lister.join()
     finally:
-        stop.set()
-        reader.join()
         for p in procs:
             p.kill()
             p.wait()
-    assert listed[0] > 30, listed       # the children were listed as they started
-    assert seen == [], f"{len(seen)} of {listed[0]} listings read a helper"
+    assert len(seen) == 5
+    assert seen == [None] * 5, f"listings between a helper's fork and exclusion: {seen}"

