@@ -42,7 +42,9 @@ def test_local_culprit_names_multidict_among_six(tmp_path: Path) -> None:
     assert data["status"] == "found"
     assert [c["name"] for c in data["answer"]] == ["multidict"]
     by = {(p["side"], tuple(p["changes"])): p for p in data["probes"]}
-    assert by[("undo", ("multidict",))]["verdict"] == "ok"
+    # (the undo probe is read good: `ok`, or on a busy host undecided on its steps alone
+    # with its memory stable: culprit.plan.outcome_of)
+    assert by[("undo", ("multidict",))]["outcome"] == "good", by[("undo", ("multidict",))]
     assert by[("apply", ("multidict",))]["verdict"] == "leak"
 
 

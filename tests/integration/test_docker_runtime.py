@@ -16,6 +16,7 @@ import pytest
 
 from harness.cli import main
 from harness.runtimes.base import LABEL
+from tests.resultkit import held_ok
 
 pytestmark = pytest.mark.docker
 BASE = "harness-test/base:bookworm"
@@ -56,7 +57,7 @@ def test_stable_and_leaking_cells(tmp_path: Path, capsys: pytest.CaptureFixture[
     m = write_matrix(tmp_path, f"    - {s / 'stable.py'}\n    - {s / 'leaky.py'}")
     code = main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"])
     cells = results(tmp_path)
-    assert cells["bookworm.cpu.stable"]["verdict"] == "ok", cells["bookworm.cpu.stable"]["reason"]
+    assert held_ok(cells["bookworm.cpu.stable"]), cells["bookworm.cpu.stable"]["reason"]
     leak = cells["bookworm.cpu.leaky"]
     assert leak["verdict"] == "leak"
     heap = leak["memory"]["heap"]
@@ -142,7 +143,7 @@ def test_copy_mode_for_remote_engines(tmp_path: Path, monkeypatch: pytest.Monkey
     m = write_matrix(tmp_path, f"    - {s / 'stable.py'}\n    - {s / 'leaky.py'}")
     assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 1
     cells = results(tmp_path)
-    assert cells["bookworm.cpu.stable"]["verdict"] == "ok"
+    assert held_ok(cells["bookworm.cpu.stable"]), cells["bookworm.cpu.stable"]["reason"]
     assert cells["bookworm.cpu.leaky"]["verdict"] == "leak"
     assert cells["bookworm.cpu.leaky"]["summary"]["iterations"] == 300
     no_leftovers()

@@ -19,6 +19,7 @@ import pytest
 
 from harness.cli import main
 from harness.result.model import CellResult, load_result
+from tests.resultkit import held_ok
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def info(res: CellResult) -> dict[str, object]:
 def test_torch_rfft_control_is_ok_on_the_device(results: dict[str, CellResult],
                                                 cell: str) -> None:
     res = results[cell]
-    assert res.verdict == "ok", res.reason
+    assert held_ok(res), res.reason
     assert str(info(res)["device"]).startswith("cuda")
     assert "fw" in res.memory and res.memory["fw"].kind != "leak"
 
@@ -87,7 +88,7 @@ def test_spinning_gpu_slowdown_is_gpu_bound_with_nvml_evidence(
 @pytest.mark.skipif(not HAVE["jax"], reason="jax is not importable by this interpreter")
 def test_jax_controls(results: dict[str, CellResult]) -> None:
     rfft = results["jax_rfft"]
-    assert rfft.verdict == "ok", rfft.reason
+    assert held_ok(rfft), rfft.reason
     assert str(info(rfft)["device"]).startswith("cuda")
     leak = results["jax_leak"]
     assert leak.memory["fw"].kind == "leak"

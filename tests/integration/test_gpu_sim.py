@@ -25,7 +25,7 @@ import pytest
 
 from harness.cli import main
 from tests.integration.test_docs_commands import Block, blocks, docs_env, scratch
-from tests.resultkit import STEPS_UNDECIDED
+from tests.resultkit import STEPS_UNDECIDED, held_exit, held_ok
 from tests.resultkit import only_steps_undecided as steps_alone
 
 pytestmark = pytest.mark.docker
@@ -334,7 +334,7 @@ matrix:
             assert c["verdict"] == "leak" and c["carrier"] == "gpu", (cid, c["reason"])
             assert c["memory"]["gpu"]["slope"] == pytest.approx(MiB, rel=0.1)
         else:
-            assert c["verdict"] == "ok", (cid, c["reason"])
+            assert held_ok(c), (cid, c["reason"])
     # one cell per GPU at a time (per host): no two cells on one GPU overlap
     by_gpu: dict[str, list[tuple[float, float]]] = {}
     for c in ran.values():
@@ -449,7 +449,8 @@ matrix:
   gpu: [0]
   scenario: [{SCENARIO}]
 """)
-    assert main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"]) == 0
+    code = main(["sweep", str(m), "--out", str(tmp_path / "out"), "-q"])
+    assert held_exit(code, cells_of(tmp_path / "out")), code
     (c,) = cells_of(tmp_path / "out").values()
     (g,) = c["host"]["gpus"]
     assert g["name"] == "NVIDIA GeForce RTX 4090" and g["cc"] == [8, 9]
@@ -477,7 +478,7 @@ matrix:
     assert old["verdict"] == "not-applicable", old["reason"]
     assert "no kernel image is available" in old["reason"]
     assert any("run to decide: not-applicable from evidence" in f for f in texts(old))
-    assert new["verdict"] == "ok", new["reason"]
+    assert held_ok(new), new["reason"]
 
 
 def test_find_cause_on_the_two_hosts_runs_the_first_bad_image_on_the_old_one(

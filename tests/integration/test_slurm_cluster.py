@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.rules import TIME_UNDECIDED
 from harness.cli import main
 from tests.integration.test_docs_commands import elsewhere, run_as_pasted, scratch
+from tests.resultkit import held_exit, held_ok
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,14 +97,15 @@ def test_cells_are_jobs_two_gpu_cells_at_once_and_the_third_waits(tmp_path: Path
     m = write_matrix(tmp_path, "gres", scen, slurm="{gpu_type: rtx3090}", gpu="[0]",
                      defaults="iterations: 300, warmup: 10, timeout: 2m")
     # WHEN the sweep runs with slurm:
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 0
+    code = main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"])
     # THEN every cell was one COMPLETED job that asked for one rtx3090
     res = results(tmp_path / "r", "gres")
+    assert held_exit(code, res), code
     assert len(res) == 3
     jobs = {}
     for r in res.values():
         s = r["outcome"]["details"]["slurm"]
-        assert r["verdict"] == "ok" and r["runtime"] == "slurm/local"
+        assert held_ok(r) and r["runtime"] == "slurm/local", r["reason"]
         assert s["state"] == "COMPLETED" and "--gres=gpu:rtx3090:1" in s["sbatch"]
         # the scenario saw the GPU Slurm gave its job, and ran inside that job
         assert r["end"]["info"]["slurm_job"] == s["job"]
@@ -142,7 +143,7 @@ def test_memory_hog_in_the_job_is_oom(tmp_path: Path) -> None:
     assert hog["verdict"] == "oom", hog["reason"]
     assert hog["outcome"]["details"]["slurm"]["state"] == "OUT_OF_MEMORY"
     assert "--mem=356M" in hog["outcome"]["details"]["slurm"]["sbatch"]
-    assert calm["verdict"] == "ok"
+    assert held_ok(calm), calm["reason"]
 
 
 def test_unsatisfiable_gpu_request_exits_3_before_submitting(tmp_path: Path,
@@ -210,7 +211,7 @@ def test_ctrl_c_cancels_every_job_and_container_and_resume_submits_the_rest(
     # so it stands `ambiguous` and the sweep exits 4; nothing here is bad.
     verdicts = {r["verdict"] for r in res.values()}
     assert verdicts <= {"ok", "ambiguous"} and len(res) == 4, out.stderr
-    assert res["bookworm.cpu.quick"]["verdict"] == "ok"
+    assert held_ok(res["bookworm.cpu.quick"]), res["bookworm.cpu.quick"]["reason"]
     assert out.returncode == (4 if "ambiguous" in verdicts else 0), out.stderr
     jobs = {cid: int(r["outcome"]["details"]["slurm"]["job"]) for cid, r in res.items()}
     assert jobs.pop("bookworm.cpu.quick") == int(quick_job)
@@ -239,8 +240,7 @@ def test_multidict_demo_gives_the_same_verdicts_and_first_bad_with_slurm(
     # 11-16 the fixed 6.6.4 read `ambiguous` in one of the two. A time rule's "no answer"
     # is not a different verdict; the memory, which load does not move, must agree.)
     def verdict(r: dict[str, Any]) -> str:
-        return "ok" if r["verdict"] == "ambiguous" and r["rule"] in TIME_UNDECIDED \
-            else r["verdict"]
+        return "ok" if held_ok(r) else r["verdict"]
 
     verdicts = [{cid: verdict(r) for cid, r in res.items()} for res in (plain, slurm)]
     said = {cid: [r["verdict"] + ": " + r["reason"] for r in (plain[cid], slurm[cid])]
@@ -315,10 +315,10 @@ def test_node_failure_submits_the_cell_once_more(tmp_path: Path) -> None:
             proc.communicate(timeout=60)
     # THEN the job ended NODE_FAIL, the cell was submitted once more and finished
     text = "".join(lines) + rest
-    assert proc.returncode == 0, text
+    assert held_exit(proc.returncode, results(tmp_path / "r", "nodefail")), text
     assert "ended NODE_FAIL" in text and "retrying once" in text
     (r,) = results(tmp_path / "r", "nodefail").values()
-    assert r["verdict"] == "ok"
+    assert held_ok(r), r["reason"]
     assert r["attempts"][0]["verdict"] == "crash" and "NODE_FAIL" in r["attempts"][0]["reason"]
     assert r["outcome"]["details"]["slurm"]["state"] == "COMPLETED"
 
@@ -373,10 +373,11 @@ def test_podman_cells_run_in_the_jobs_on_the_nodes_podman(tmp_path: Path) -> Non
     m = write_matrix(tmp_path, "pmjob", "    - {script: work.py, id: calm}", runtime="podman",
                      image=BASE)
     # WHEN it is swept through Slurm
-    assert main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"]) == 0
+    code = main(["sweep", str(m), "--out", str(tmp_path / "r"), "-q"])
     # THEN the cell ran in its job, in a container of the node's podman
+    assert held_exit(code, results(tmp_path / "r", "pmjob")), code
     (r,) = results(tmp_path / "r", "pmjob").values()
-    assert r["verdict"] == "ok", r["reason"]
+    assert held_ok(r), r["reason"]
     assert r["runtime"] == "slurm/podman"
     assert r["outcome"]["details"]["slurm"]["state"] == "COMPLETED"
     assert r["outcome"]["details"]["image"]["digest"]  # the node's podman prepared it
