@@ -34,11 +34,11 @@ def test_monster_line_without_newline_is_skipped_in_bounded_memory(tmp_path: Pat
         f.write(_line(HEADER))
         f.write(b"[" * (64 << 20))         # 64 MiB, no newline
     tracemalloc.start()
-    t0 = time.monotonic()
+    t0 = time.process_time()       # this process's CPU: the host's load does not stretch it
     s = read_samples(p)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
     assert peak < 8 * ingest.MAX_LINE
     assert s.header is not None and "longer than" in s.problems[0]
 

@@ -257,11 +257,11 @@ def test_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
     path = tmp_path / "matrix.yaml"
     path.write_text("\n".join(levels) + "\n")
     # WHEN it is loaded
-    t0 = time.monotonic()
+    t0 = time.process_time()       # this process's CPU: the host's load does not stretch it
     with pytest.raises(SpecError) as info:
         matrixfile.load(path)
-    # THEN a clean SpecError comes back in well under a second or two
-    assert time.monotonic() - t0 < 5
+    # THEN a clean SpecError comes back in well under a second or two of CPU
+    assert time.process_time() - t0 < 5
     assert "alias" in info.value.problem
     assert info.value.line is not None
     assert "write the matrix out plainly" in info.value.fix
