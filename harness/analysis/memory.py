@@ -1,15 +1,11 @@
 """The one decision of memory growth: what a cell's memory did, from its samples so far.
 
-`memory_reading(series, cfg)` is a pure function of the samples, asked by the live
-decider, the post-run verdict and `--reanalyze` alike. Per source, `trend_and_fill` fits
-Theil-Sen slopes (to binned medians) over the whole span and the late window, with Sen's
-interval widened for autocorrelated readings (GC saw-tooth, allocator level shifts; Yue
-and Wang, 2004), and the rules decide leak, plateau, stable, ambiguous or insufficient.
-
-A leak must also be growth no bounded fill A (1 - exp(-t / tau)) explains (`fill_check`):
-a cache or plan pool still filling grows like a leak over a short run. The late window
-is by calls, not readings, so a cache's dense slow misses do not make the late slope.
-The rules and their floors: docs/verdicts.md.
+`memory_reading(series, cfg)` is pure, asked alike by the live decider, the post-run
+verdict and `--reanalyze`. Per source, `trend_and_fill` fits Theil-Sen slopes over the
+whole span and the late window (by calls, not readings), with Sen's interval widened for
+autocorrelated readings, and the rules decide the kind. A leak must also be growth no
+bounded fill explains (`fill_check`): a cache still filling grows like a leak over a
+short run. The rules and their floors: docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -62,16 +58,8 @@ _MIN_LATE_POINTS = 4
 def bin_medians(
     iters: FloatArray, values: FloatArray, max_points: int
 ) -> tuple[FloatArray, FloatArray]:
-    """Reduce a long series to at most `max_points` medians of consecutive bins (O(n)).
-
-    Args:
-        iters: Iteration index of each sample, increasing.
-        values: Sample values.
-        max_points: Largest number of points to return.
-
-    Returns:
-        The binned iterations and values; the inputs themselves when already short.
-    """
+    """Reduce a long series (`iters` increasing) to at most `max_points` medians of
+    consecutive bins, in O(n); the inputs themselves when already short."""
     n = values.size
     if n <= max_points:
         return iters, values
@@ -95,8 +83,7 @@ def theil_sen(
     O(n^2); callers bin long series first (`bin_medians`).
 
     Args:
-        x: Abscissae, increasing.
-        y: Ordinates.
+        x, y: Abscissae (increasing) and ordinates.
         confidence: Two-sided confidence level of the interval.
         cfg: Supplies `autocorrelation` and `max_autocorrelation`.
         min_rho: Lower bound on the autocorrelation (e.g. from a longer stretch).
@@ -164,14 +151,13 @@ class Fill:
 
     Attributes:
         possible: A saturating fill no larger than `bound` fits the data.
-        growth: Bytes grown over the measured calls.
-        calls: Measured calls.
+        growth, calls: Bytes grown over the measured calls, and their number.
         amplitude: The smallest fill that fits the growth and the fall in rate from the
             first third to the last (inf: no fill fits).
         rerun: Calls a run again measures to tell a leak from a fill.
         bound: The largest fill allowed (`fill_share` of the level, `fill_bytes` at most).
-        fell: A fall inside the run of a quarter of the growth or more where no fill fits
-            (a cache that evicts in bursts), else 0.
+        fell: A fall of a quarter of the growth or more where no fill fits (a cache that
+            evicts in bursts), else 0.
     """
 
     possible: bool
@@ -188,8 +174,7 @@ class Fill:
         return self.said(again=True)
 
     def said(self, again: bool) -> str:
-        """The text, with what run would tell where the cell runs again (`again`) or may
-        not."""
+        """The text, with the run that would tell (`again`: the cell runs again)."""
         then = (f"running it again for {self.rerun:,}" if again
                 else f"a run of {self.rerun:,} calls would tell {RUNS_NO_MORE}")
         if self.fell:
@@ -209,12 +194,10 @@ def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
                calls: int | None = None) -> Fill:
     """Whether a leaking source's growth could still be a bounded fill: the smallest fill
     that fits the first and last thirds' slopes is ruled out past `cfg.fill_share` of the
-    level or `cfg.fill_bytes`. Asked live (`sequential`) and after the run.
+    level or `cfg.fill_bytes` (0 turns the check off). Asked live and after the run.
 
     Args:
-        iters: Calls of the readings, increasing (binned or not).
-        values: Bytes at each reading.
-        cfg: Supplies `fill_share` and `fill_bytes` (0 turns the check off).
+        iters, values: Calls of the readings (increasing) and bytes at each.
         calls: Measured calls of the run (default: the readings' span).
 
     Returns:
@@ -279,8 +262,7 @@ def trend_and_fill(
 
     Args:
         source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
-        iters: Iteration index of each post-warm-up sample, increasing.
-        values: Bytes at each sample; NaN-free.
+        iters, values: Calls of each post-warm-up sample (increasing) and its bytes.
         min_samples: Fewer readings give "insufficient" (default `cfg.min_samples`).
         per_call: Apply the per-call rule; not for RSS and the cgroup, which pages move.
         creep_calls: The most calls a creep's next run may ask for (`CREEP_MAX_S`).
@@ -435,15 +417,15 @@ class MemoryReading:
 
 
 def risen(t: MemoryTrend) -> float:
-    """What a source grew: first readings to highest, since slope times calls overstates
-    a fill; the slope's growth where it never rose above where it began."""
+    """What a source grew: first readings to highest (slope times calls overstates a
+    fill), or the slope's growth where it never rose above its start."""
     rise = t.peak - t.start
     return rise if rise > 0 else t.growth
 
 
 def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
-    """"gpu grows +1024.0 KiB/call (CI ..), ... never levelling off: a cache would hold
-    more than 1.5 GiB; ...": the size a filling cache would need to explain it."""
+    """The size a filling cache would need to explain the growth: "gpu grows ... never
+    levelling off: a cache would hold more than 1.5 GiB; ..."."""
     name, t = found[0]
     rate = rate_words(t.slope, t.slope_lo, t.slope_hi)
     grows = "workers grow" if name == WORKERS else f"{name} grows"

@@ -1,11 +1,6 @@
-"""The analysis's results as plain frozen records (`Record`: how each becomes JSON for
+"""The analysis's results as plain frozen records (`Record`: each becomes JSON for
 result.json): what a verdict rests on, and what it finds (`Finding`). None needs NumPy,
 so the result model, the reports and search load them cheaply.
-
-One run's course: memory and step trends (`MemoryTrend`, `StepTrend`), the live decision
-(`LiveDecision`, `LiveRun`), and what lies behind a slowdown (`Explained`, `GpuTime`).
-A cell against its baseline: `StepComparison`, `PeakComparison`, `Round`,
-`Confirmation`, `Baseline`, `VsBaseline` (`analysis.baseline`).
 """
 
 from __future__ import annotations
@@ -206,14 +201,11 @@ class Explained(Record):
     rise counts, never their sum.
 
     Attributes:
-        early_s: Run-queue delay per step, early window.
-        late_s: The same, late window.
+        early_s, late_s: Run-queue delay per step, early and late windows.
         throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
         extra_s: Late minus early median step time (the slowdown to explain).
-        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s (0 without
-            extra time).
-        slower_cpu_s: Step time a slower CPU accounts for (early CPU time per step times
-            the canary loop's rise): a busy sibling or lower clock, no queueing.
+        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s (0 without).
+        slower_cpu_s: Step time a slower CPU accounts for (a busy sibling or lower clock).
         cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
     """
 
@@ -253,16 +245,14 @@ CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it 
 
 @dataclass(frozen=True, slots=True)
 class GpuTime(Record):
-    """The device behind a slowdown: busy time per step and SM clock, early vs late.
+    """The device behind a slowdown: busy time per step and SM clock, early vs late (each
+    None where NVML did not record it).
 
     Attributes:
         extra_s: Late minus early median step time (the slowdown), seconds.
-        early_busy_s: Device busy seconds per step, early window (None: no utilization).
-        late_busy_s: The same, late window.
-        early_util: Median utilization (percent), early window; None if not recorded.
-        late_util: The same, late window.
-        early_sm_mhz: Median SM clock (MHz), early window; None if not recorded.
-        late_sm_mhz: The same, late window.
+        early_busy_s, late_busy_s: Device busy seconds per step.
+        early_util, late_util: Median utilization (percent).
+        early_sm_mhz, late_sm_mhz: Median SM clock (MHz).
         reasons: The power and thermal clock-event reasons seen in the late window.
     """
 
@@ -325,8 +315,7 @@ class StepComparison(Record):
         ratio: median(other) / median(base).
         p_value: Two-sided Mann-Whitney U p-value.
         direction: "slower"/"faster" when significant and beyond `min_ratio`, else "~".
-        n_base: Number of baseline step times.
-        n_other: Number of step times of the compared cell.
+        n_base, n_other: Number of step times of each.
     """
 
     ratio: float
@@ -357,15 +346,11 @@ class Round(Record):
 
     Attributes:
         index: 1-based round number.
-        base_s: Median step time of the baseline run, seconds.
-        other_s: Median step time of the suspect run, seconds.
-        base_busy: Contention share of the baseline run (None: not recorded).
-        other_busy: The same for the suspect run.
+        base_s, other_s: Median step time of each run, seconds, at one CPU speed.
+        base_busy, other_busy: Contention share of each run (None: not recorded).
         excluded: Why the round does not count, or None.
-        speed: The suspect run's CPU speed over the baseline's (times are already scaled
-            to one speed); None when not measured.
-        base_sm_mhz: The baseline run's median GPU SM clock (MHz; None: no clock).
-        other_sm_mhz: The same for the suspect run.
+        speed: The suspect run's CPU speed over the baseline's (None: not measured).
+        base_sm_mhz, other_sm_mhz: Each run's median GPU SM clock (MHz; None: no clock).
         cpu_ratio: The suspect's CPU time per step over the baseline's, which lets a busy
             round count; None when not recorded.
     """
@@ -401,8 +386,8 @@ class Confirmation(Record):
     Attributes:
         suspected: The pooled comparison's direction that was put to the test.
         direction: The confirmed direction, "~" when not confirmed.
-        ratio: Geometric mean of the usable rounds' ratios (NaN without rounds).
-        lo, hi: Its interval.
+        ratio, lo, hi: Geometric mean of the usable rounds' ratios (NaN without) and its
+            interval.
         decided_by: Indices of the rounds that decided.
         reason: One line for the report.
         rounds: Every round, excluded ones included.

@@ -103,7 +103,6 @@ class TrendEvidence:
     """A source's figures (`memory.trend_and_fill`), as its kind's rules read them.
 
     Attributes:
-        cfg: The thresholds.
         n: Readings after warm-up.
         least: The fewest readings a kind needs (`min_samples`).
         span: Calls between the first and last reading.
@@ -139,14 +138,12 @@ class TrendEvidence:
 
     @property
     def kept_up(self) -> bool:
-        """Still growing: the late slope's lower bound, kept up over the span, passes
-        the floor."""
+        """Still growing: the late slope's bound, kept up over the span, passes the floor."""
         return self.trending and self.fits[1].lo * self.span > self.floor
 
     @property
     def rose(self) -> bool:
-        """It grew: a trend, or a first-to-last rise over the floor (a ratchet or a
-        filled buffer, which a line fits badly)."""
+        """It grew: a trend, or a first-to-last rise over the floor (a ratchet, a buffer)."""
         return self.trending or self.rise > self.floor
 
 
@@ -214,15 +211,9 @@ TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
 
 @dataclass(frozen=True)
 class CollectedEvidence:
-    """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`).
-
-    Attributes:
-        kind: The heap's kind ("" where the end record has no collection reading).
-        creep: The heap's growth is a creep.
-        grew: The heap before the collection, less its first reading (bytes).
-        kept: The heap after it, less its first reading (bytes).
-        floor: The heap's floor.
-    """
+    """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`):
+    its kind ("" without a collection reading), whether it creeps, what it grew before
+    the collection and kept after it, and its floor (bytes)."""
 
     kind: str = ""
     creep: bool = False
@@ -609,17 +600,12 @@ class LiveEvidence:
     """What a live look read of the samples so far (`sequential.decided`).
 
     Attributes:
-        leak: The memory rules read a leak: its carrier ("" none).
-        grown: What that carrier grew (bytes).
-        large: `leak_large_bytes`.
+        leak: The carrier of a leak the memory rules read ("" none), `grown` its growth.
         flat: The first needed source, where memory reads `ok` ("" not so).
-        upper: The highest upper bound of the needed sources' slope intervals, over the
-            run so far and over its late third (bytes/call).
-        floor: `ok_floor_bytes`.
+        upper: The highest upper bound of the needed sources' slopes, whole and late.
         measured: The share of its run measured (`sequential.LiveDecider.share`).
-        ok_share: `live_ok_share`.
-        rose: Whether the step times so far rose (`stepreading.rose`); lazy, as it
-            reads every step.
+        large, floor, ok_share: `leak_large_bytes`, `ok_floor_bytes`, `live_ok_share`.
+        rose: Whether the step times so far rose; lazy, as it reads every step.
     """
 
     leak: str = ""
@@ -671,14 +657,11 @@ class RoundEvidence:
     """What a confirmation round's two runs showed (`baseline.judged`).
 
     Attributes:
-        cfg: The thresholds.
         failed: Why a run of the round failed or measured no step ("" none).
-        plain: The suspect's step time over the baseline's as measured (net of the
-            run-queue delay).
-        scaled: The same at one CPU speed.
+        plain, scaled: The suspect's step time over the baseline's, as measured (less
+            run-queue delay) and at one CPU speed.
         speed: The suspect run's CPU speed over the baseline's (None: not timed).
-        busy: Each run's share of its step time spent waiting for a CPU, by name
-            ("baseline", "suspect"; None: not recorded).
+        busy: Each run's run-queue share of its step time, by name (None: not recorded).
         cpu: The suspect's CPU time per step over the baseline's (None: not recorded).
     """
 
@@ -756,13 +739,11 @@ class LengthEvidence:
     """Whether a run's end cut its reading short (`decision.read_run`).
 
     Attributes:
-        cfg: The thresholds.
         again: The cell may run again (repeats left, no `--iterations`).
-        capped: Its cap ended it with most of its budget left ("" not so).
-        grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
-        ended: Its budget ended it (`facts.budget_ended`, in words; "" not so).
-        done: The calls it made.
-        asked: Its cap on calls.
+        capped, ended: Its cap (with most of its budget left) or its budget ended it, in
+            words ("" not so).
+        grown: What the largest leaking carrier grew (None: none leaks).
+        done, asked: The calls it made, and its cap.
         room: The calls a run again may make within the `overrun` bound (None: none).
     """
 
@@ -958,10 +939,8 @@ def fill_calls(cfg: AnalysisConfig, rule: str, ran: int, cap: int) -> int:
     return min(cfg.short_calls, cap) if rule == FILLING and ran < cfg.short_calls else 0
 
 
-# What a step trend is (`STEP_RULES`).
 FEW, FLAT, UNSTEADY, BACK, SLOWDOWN = ("too few", "flat", "not bin after bin", "came back",
                                        "slowdown")
-# Whether a slowdown stands beside the host's load (`LOAD_RULES`).
 VOIDED = "busy host"
 
 
@@ -970,7 +949,6 @@ class StepEvidence:
     """A run's step times, early against late (`stepreading.step_trend`).
 
     Attributes:
-        cfg: The thresholds.
         n: Step times.
         p_value: One-sided Mann-Whitney U p, late slower than early.
         ratio: The late window's median over the early one's.
@@ -1033,17 +1011,10 @@ def rose(ev: StepEvidence) -> bool:
 
 @dataclass(frozen=True)
 class LoadEvidence:
-    """A slowdown beside the host's load (`stepreading.read_steps`).
-
-    Attributes:
-        cfg: The thresholds.
-        share: The share of the extra step time that run-queue delay or throttling
-            accounts for (None: not measured).
-        extra_s: The extra step time (late median less early, seconds).
-        cpu_rise_s: What CPU time per step rose by (None: not recorded).
-        cpu_ratio: CPU time per step, late over early, where that is itself a slowdown
-            (None: not recorded, or no slowdown).
-    """
+    """A slowdown beside the host's load (`stepreading.read_steps`): the share of the extra
+    step time `extra_s` that run-queue delay or throttling accounts for, what CPU time
+    per step rose by, and its late/early ratio where that is itself a slowdown (each
+    None where not recorded)."""
 
     cfg: AnalysisConfig
     share: float | None = None
@@ -1080,14 +1051,8 @@ HIGHER, LOWER = "higher", "lower"
 
 @dataclass(frozen=True)
 class PooledEvidence:
-    """A cell's pooled step times against its baseline's (`baseline.compare_steps`).
-
-    Attributes:
-        cfg: The thresholds.
-        p_value: Two-sided Mann-Whitney U p.
-        ratio: The cell's median over the baseline's.
-        diff_s: How far apart the medians are (seconds).
-    """
+    """A cell's pooled step times against its baseline's (`baseline.compare_steps`): the
+    two-sided Mann-Whitney p, the ratio of medians and their difference (s)."""
 
     cfg: AnalysisConfig
     p_value: float
@@ -1162,13 +1127,8 @@ PEAK_VERDICT_RULES: tuple[Rule[PeakVerdictEvidence], ...] = (
 
 @dataclass(frozen=True)
 class DoubtEvidence:
-    """The pooled comparison as the row asks whether rounds settle it.
-
-    Attributes:
-        cfg: The thresholds.
-        direction: The pooled step times' direction ("" without step times).
-        busy: The worse of the two cells' run-queue delay shares.
-    """
+    """The pooled comparison as the row asks whether rounds settle it: its direction (""
+    without step times) and the worse of the two cells' run-queue shares."""
 
     cfg: AnalysisConfig
     direction: str = ""
@@ -1193,14 +1153,9 @@ DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
 
 @dataclass(frozen=True)
 class ConfirmEvidence:
-    """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
-
-    Attributes:
-        cfg: The thresholds.
-        ratios: Each usable round's ratio, suspect over baseline.
-        lo, hi: The `round_confidence` interval of the mean ratio.
-        diff_s: The median of the rounds' step time differences (seconds, absolute).
-    """
+    """The rounds that count (`baseline.decide_rounds`): each ratio (suspect over
+    baseline), the `round_confidence` interval of the mean, and the median absolute
+    step-time difference (s)."""
 
     cfg: AnalysisConfig
     ratios: Sequence[float] = ()
@@ -1232,15 +1187,8 @@ CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
 
 @dataclass(frozen=True)
 class SettledEvidence:
-    """The rounds so far (`baseline.settled`): the question and what they read.
-
-    Attributes:
-        cfg: The thresholds.
-        suspected: The direction put to the test ("~": a busy host asked for them).
-        direction: The confirmed direction so far.
-        ratios: Each usable round's ratio.
-        lo, hi: The interval of the mean ratio.
-    """
+    """The rounds so far (`baseline.settled`): the direction put to the test ("~": a busy
+    host asked), the one confirmed so far, the usable ratios and their interval."""
 
     cfg: AnalysisConfig
     suspected: str = NO_CHANGE
@@ -1284,7 +1232,6 @@ class UnsettledEvidence:
     """Rounds run for a doubt about a slowdown, as rule `unsettled` reads them.
 
     Attributes:
-        cfg: The thresholds.
         suspected: The direction put to the test.
         direction: The confirmed direction.
         rounds: The rounds run.
@@ -1381,11 +1328,7 @@ UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
 
 def unsettled(conf: Confirmation, cfg: AnalysisConfig, asked: int = 0) -> str:
     """Why rounds run for a doubt about a slowdown settled nothing, or "" where they did
-    (`UNSETTLED_RULES`); a slowdown they cannot rule out is never `ok`.
-
-    Args:
-        asked: The rounds the cell's settings asked for (0: not known).
-    """
+    (`UNSETTLED_RULES`). `asked`: the rounds the settings asked for (0: not known)."""
     rule, named = first_of(UnsettledEvidence.of(conf, cfg, asked), UNSETTLED_RULES)
     return named if rule.says == UNSETTLED else ""
 

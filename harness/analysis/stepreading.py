@@ -1,17 +1,11 @@
 """The step-time reading of one run, read once (`read_steps`): the trend a slowdown verdict
-reads and everything said beside it.
+reads (`step_trend`) and everything said beside it.
 
-A slowdown is the wall-clock trend (`step_trend`). Measured contention can make it
-`ambiguous`; the CPU-speed correction may only lower it, never make one (a step spinning
-on the device would read faster at one speed); a rise that came back is none
-(`came_back`); a first attempt's slowdown is looked at again in a longer run.
-
-Contention is measured by the agent, not inferred from CPU time, because CPU time stays
-flat when a step waits on a sleep, a lock or a GPU: the host's run-queue delay,
-throttling and CPU speed (`explain`, `busy_share`, `run_stat`, `speed_scaled`) and the
-device's busy time and clock (`gpu_time`). A shared CPU's speed moves within a run enough
-to hide or fake a slowdown, hence `at_one_speed`; only CPU time beyond the device's busy
-time is scaled (`device_share`). Pure NumPy over a `Series`.
+Measured contention can make a slowdown `ambiguous`; the CPU-speed correction may only
+lower it; a rise that came back is none. Contention is measured by the agent (run-queue
+delay, throttling, CPU speed, GPU busy time and clock), not inferred from CPU time, which
+stays flat when a step waits on a sleep, a lock or a GPU. A shared CPU's speed moves
+within a run enough to hide or fake a slowdown, hence `at_one_speed`. Pure NumPy.
 """
 
 from __future__ import annotations
@@ -101,14 +95,12 @@ def explain(series: Series, window: float, extra_s: float,
 
     Args:
         series: The run; its step samples carry `rq_s`/`thr_s`.
-        window: Share of the steps in each of the early and late windows.
         extra_s: Late minus early median step time, seconds.
-        count_speed: Count a slower CPU as contention; False when the times are already
-            at one CPU speed.
+        count_speed: Count a slower CPU as contention (False: times already at one speed).
 
     Returns:
-        The contention rise and the share of `extra_s` it explains, or None when the
-        agent did not record contention.
+        The contention rise and the share of `extra_s` it explains; None when the agent
+        did not record contention.
     """
     cols = series.cols.contention
     if cols is None or not cols["steps"].size:
@@ -149,16 +141,16 @@ def busy_share(series: Series) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class RunStat:
-    """One run's step time for comparing runs: medians over its sample intervals.
+    """One run's step time for comparing runs: medians over its sample intervals (NaN
+    where not recorded).
 
     Attributes:
         net_s: Step time net of run-queue delay, per step.
-        cpu_s: The part of it that was CPU time (at most `net_s`); NaN if not recorded.
-        ref_s: The agent's canary loop time (the CPU's speed); NaN if not recorded.
-        work: CPU time per step in canary loops, per interval (the CPU's speed changes
-            within a run); NaN if not recorded.
+        cpu_s: The part of it that was CPU time (at most `net_s`).
+        ref_s: The agent's canary loop time (the CPU's speed).
+        work: CPU time per step in canary loops, per interval (the speed moves in a run).
         wait_s: The part of the step that was not CPU work (sleeps, locks, a device).
-        sm_mhz: The GPU's SM clock (MHz) over the run's samples; NaN if not recorded.
+        sm_mhz: The GPU's SM clock (MHz).
     """
 
     net_s: float
@@ -210,10 +202,8 @@ def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarra
 
 
 def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
-    """Both runs' step times with their CPU parts put at one CPU speed.
-
-    Only the CPU part of a step is scaled (the agent's canary loop gives the speed): a
-    wait does not run faster on a faster CPU.
+    """Both runs' step times with only their CPU parts put at one CPU speed (a wait does
+    not run faster on a faster CPU).
 
     Returns:
         (base seconds, other seconds, other's CPU speed over base's); the last None, and
@@ -267,15 +257,11 @@ def _busy_per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> float | Non
 
 def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
     """The device's busy time per step and SM clock in the early and late windows (those of
-    `explain`).
+    `explain`); None when no sample recorded utilization or clock.
 
     Args:
         series: The run; its step samples carry `gpu_util`/`sm_mhz`/`clk_reasons`.
-        window: Share of the steps in each of the early and late windows.
         extra_s: Late minus early median step time, seconds (the slowdown).
-
-    Returns:
-        The evidence, or None when no sample recorded utilization or clock.
     """
     cols = series.cols.gpu
     if cols is None or not cols["steps"].size:
@@ -384,8 +370,7 @@ def step_reading(series: Series, cfg: AnalysisConfig
     the corrected rise lasts, the wall clock's slowdown stands.
 
     Returns:
-        The trend (None without step times), whether it is the corrected one, and the
-        notes (a corrected-only slowdown, a rise that came back)."""
+        The trend (None without step times), whether it is the corrected one, and notes."""
     return _step_reading(series, cfg, at_one_speed(series))
 
 
@@ -433,9 +418,6 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     Args:
         step_s: Seconds per measured iteration, in order (warm-up already dropped).
         cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
-
-    Returns:
-        The medians, late/early ratio, one-sided p-value and the slowdown flag.
     """
     t = np.asarray(step_s, dtype=np.float64)
     n = t.size
