@@ -1,15 +1,11 @@
 """A cell against its row's baseline: pooled step times and peak memory, and the facts the
 verdict reads of them (`baseline_facts`, for a sweep and a re-analysis alike).
 
-Step times follow asv's rule: a change counts only when a two-sided Mann-Whitney U test
-gives p < `alpha` and the ratio of medians lies outside [1/min_ratio, min_ratio]. Peak
-memory is one number per cell, so no test: `peak_min_ratio` and `peak_floor_bytes`.
-
-A change is confirmed on interleaved rounds (B S B S ...), never on pooled steps alone,
-because thousands of autocorrelated steps make a small drift in load look certain. It
-is confirmed when two or more rounds count (busy rounds and rounds at CPU speeds far
-apart are left out, unless CPU time agrees), all agree in direction, and the interval
-of the mean log ratio lies beyond `min_ratio`; rounds stop once settled (`settled`).
+Step times follow asv's rule: a change needs a two-sided Mann-Whitney p < `alpha` and a
+ratio of medians outside [1/min_ratio, min_ratio]; peaks, one number per cell, need
+`peak_min_ratio` and `peak_floor_bytes`. A change is confirmed only on interleaved rounds
+(B S B S ...): pooled autocorrelated steps make a small load drift look certain. Two or
+more rounds must count, all agree, and their interval lie beyond `min_ratio`.
 """
 
 from __future__ import annotations
@@ -57,15 +53,8 @@ from harness.thresholds import AnalysisConfig
 def compare_steps(
     base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
 ) -> StepComparison:
-    """Compare the step times of a cell with those of the baseline cell.
-
-    Args:
-        base: Seconds per measured iteration of the baseline cell.
-        other: Seconds per measured iteration of the compared cell.
-        cfg: Supplies `alpha` and `min_ratio`.
-
-    Returns:
-        The ratio of medians, the p-value and the direction.
+    """Compare the step times (seconds per iteration) of a cell with the baseline's, by
+    `cfg.alpha` and `cfg.min_ratio`: the ratio of medians, the p-value and the direction.
 
     Raises:
         ValueError: Either sample is empty, or the baseline median is not positive.
@@ -103,15 +92,8 @@ def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
 
 
 def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
-    """Compare the peak memory of a cell with that of the baseline cell.
-
-    Args:
-        base_peak: Peak bytes of the baseline cell.
-        other_peak: Peak bytes of the compared cell.
-        cfg: Supplies `peak_min_ratio` and `peak_floor_bytes`.
-
-    Returns:
-        The ratio and the direction.
+    """Compare the peak bytes of a cell with the baseline's, by `cfg.peak_min_ratio` and
+    `cfg.peak_floor_bytes`: the ratio and the direction.
 
     Raises:
         ValueError: The baseline peak is not positive and finite, or the other is
@@ -147,14 +129,9 @@ def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
 
 def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str,
                    rounds: int, *, good: bool) -> Baseline:
-    """Pooled step times, peaks and CPU times of `series` against its baseline's, and for
-    a cell good within its run how busy the host was.
-
-    Args:
-        label: The baseline image's label, as reasons name it.
-        rounds: The confirmation rounds the cell's settings ask for.
-        good: The cell's within-run verdict is good (only then do rounds matter).
-    """
+    """Pooled step times, peaks and CPU times of `series` against its baseline's (`label`),
+    and, for a cell good within its run (`good`: only then do rounds matter), how busy the
+    host was. `rounds`: the confirmation rounds the cell's settings ask for."""
     steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peaks.get("rss"),
                                        series.cols.steps, series.cols.peaks.get("rss"), cfg)
     cpu = None
@@ -240,11 +217,8 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
-    """Whether more rounds could change the answer: the rule of `rules.SETTLED_RULES` on
-    the rounds so far, looked at after every round once two are usable.
-
-    The question is whether the suspect is slower by `min_ratio` or more (faster, where
-    the pooled test suspected faster): settled when a direction is decided, rounds
+    """Whether more rounds could change the answer (`rules.SETTLED_RULES`), asked after
+    every round once two are usable: settled when a direction is decided, rounds
     disagree, or the interval lies wholly on the no-change side.
     """
     return first_of(SettledEvidence.of(conf, cfg), SETTLED_RULES)[0].says == SETTLED
@@ -256,11 +230,10 @@ def _span(indices: list[int]) -> str:
 
 def decide_rounds(rounds: list[Round], suspected: Direction,
                   cfg: AnalysisConfig) -> Confirmation:
-    """Decide a suspected change from interleaved rounds.
+    """Decide a suspected change ("slower" or "faster") from interleaved rounds.
 
     Args:
         rounds: The rounds run, in order; `excluded` ones are reported, not used.
-        suspected: "slower" or "faster", the pooled comparison's finding.
         cfg: Supplies `min_ratio`, `round_confidence` and `step_floor_s`.
 
     Returns:

@@ -1,14 +1,8 @@
 """What changed in a package's code between two releases, and which changed function holds
-the row's attributed samples.
-
-Files (as `runtimes.sources` reads them) are diffed one by one; a Python module's
-functions are diffed at the syntax tree by qualified name (docstrings and comments left
-out), with added, removed and moved ones (matched by name, else by code). Native code is
-diffed by file and named by the extension module it builds.
-
-`explain`'s sites are matched by module path and function, weighed by their share of
-what answers the verdict; a site's weight goes to its innermost changed function, not
-to a caller on every stack. Pure: no I/O.
+the row's attributed samples. Files are diffed one by one; a module's functions at the
+syntax tree by qualified name (docstrings and comments left out), with added, removed
+and moved ones; native code by file, named by its extension module. A site's weight
+goes to its innermost changed function, not to a caller on every stack. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -106,11 +100,8 @@ def _without_docstrings(node: ast.AST) -> ast.AST:
 
 def functions(source: str) -> dict[str, tuple[str, str]]:
     """Qualified name -> (code as a syntax tree dump, source text), for every function and
-    method of a module (a name defined twice: both).
-
-    Raises:
-        SyntaxError: the module does not parse (Python 2, a template).
-    """
+    method of a module (a name defined twice: both). Raises SyntaxError where it does not
+    parse (Python 2, a template)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     out: dict[str, tuple[str, str]] = {}
@@ -136,10 +127,7 @@ def functions(source: str) -> dict[str, tuple[str, str]]:
 
 def module_diff(path: str, old: str, new: str) -> list[FunctionChange]:
     """The functions of one module that changed, came or went, largest change first.
-
-    Raises:
-        SyntaxError: one side does not parse.
-    """
+    Raises SyntaxError where one side does not parse."""
     return _changes(path, functions(old), functions(new))
 
 
@@ -204,8 +192,7 @@ def _text(data: str | bytes) -> str | None:
 
 def file_diff(old: Mapping[str, str | bytes], new: Mapping[str, str | bytes]
               ) -> tuple[FileChange, ...]:
-    """Every file that differs between two releases (text as str, a binary's digest as
-    bytes), by path."""
+    """Every file that differs between two releases by path (text; a binary's digest)."""
     out: list[FileChange] = []
     for path in sorted(old.keys() | new.keys()):
         a, b = old.get(path), new.get(path)

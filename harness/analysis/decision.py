@@ -1,10 +1,7 @@
-"""The one place a cell's verdict is set: `decide(facts)`, from a `CellFacts`.
-
-A series is read once (`read_run`); the table (`rules.RULES`) fires on that reading and
-`verdict_of` words the rule. It runs right after a cell ran and again once its row's
-comparison is known; nothing is written before the second. Every number behind a
-verdict is kept in `CellVerdict`, so in the stored result. The container cgroup is
-reported, never decisive (v1 counts page cache).
+"""The one place a cell's verdict is set: `decide(facts)`, from a `CellFacts`. A run is read
+once (`read_run`), `rules.RULES` fires on it and `verdict_of` words the rule. It runs
+after the cell and again once its row's comparison is known; nothing is written before
+the second. Every number behind a verdict is kept in `CellVerdict`.
 """
 
 from __future__ import annotations
@@ -278,10 +275,8 @@ class CellFacts:
 def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
              first: bool = False, replicated: bool = False,
              room: int | None = None) -> RunReading:
-    """Everything the rules read of one run, built once: the memory reading, the step-time
-    reading, how the run ended and its GPU signs, whether its cap or budget cut it short
-    (`cut_short`), and whether an earlier run of the cell read a slowdown too
-    (`replicated`)."""
+    """Everything the rules read of one run, built once: memory, step times, how the run
+    ended and its GPU signs, whether it was cut short, and `replicated`."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
@@ -307,16 +302,10 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
 
 def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: str = "",
               grown: float | None = 0.0, room: int | None = None) -> tuple[str, int] | None:
-    """Whether the budget cut the run short (rule `length-short` or `length-fill` of
-    `rules.LENGTH_RULES`): what it made, in words, and the calls its next run makes. A
-    cache of as many entries as the run made calls fills like a leak for all of them.
-
-    Args:
-        room: The calls the `overrun` bound leaves a run again (None: no bound).
-        again: Repeats are left.
-        capped: Its cap ended it, in words.
-        grown: What the leak grew (None without one).
-    """
+    """Whether the budget cut the run short (rule `length-short` or `length-fill`): what
+    it made, in words, and the calls its next run makes, since a cache of as many entries
+    as the run made calls fills like a leak. `room`: the calls the `overrun` bound leaves
+    (None: no bound); `capped`: its cap ended it, in words; `grown`: the leak's growth."""
     ended = budget_ended(series)
     words, done, asked = ended if ended is not None else ("", 0, 0)
     ev = LengthEvidence(cfg, again, capped, grown, words, done, asked, room)
@@ -334,8 +323,7 @@ def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
     Args:
         again: An ambiguous cell runs again, as its reason says.
         first: Its first attempt: a slowdown is looked at again (rule `rising`).
-        replicated: An earlier run read a slowdown too, so one here stands (else
-            rule `one-run`).
+        replicated: An earlier run read a slowdown too, so one here stands.
     """
     return verdict_of(read_run(series, outcome, cfg, again, first, replicated), series)
 
@@ -398,8 +386,7 @@ def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
 
 def rounds_for(verdict: Verdict, base: Baseline, cfg: AnalysisConfig) -> bool:
     """Whether rounds run for a cell of `verdict`: a good cell's doubt, or a leak whose
-    pooled steps read slower (so a slowdown is said beside the leak only where the rounds
-    confirm it)."""
+    pooled steps read slower, so its slowdown is said only where rounds confirm it."""
     if verdict in GOOD:
         return needs_rounds(base, cfg)
     found = kind(verdict)
@@ -468,9 +455,8 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
 
 def _also_slower(within: CellVerdict, vs: VsBaseline, conf: Confirmation | None
                  ) -> CellVerdict:
-    """A leaking cell with rounds run: the rounds kept beside it, and a slowdown they
-    confirmed said in its reason, findings and facts; the verdict stays the leak's rule.
-    Rounds that confirmed nothing say nothing."""
+    """A leaking cell with rounds run: a slowdown they confirmed is said beside the leak,
+    whose rule still decides; rounds that confirmed nothing say nothing."""
     if conf is None:
         return dataclasses.replace(within, vs_baseline=vs)
     vs = dataclasses.replace(vs, confirmation=conf, direction=conf.direction)
@@ -497,9 +483,8 @@ def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
 
 def _with_live(within: CellVerdict, live: LiveRun, reason: str,
                budget: float | None = None) -> str:
-    """The reason once the live decision is known: where the agent ran on past the look,
-    the run's samples decide and the reason says what the look saw. `budget`: the budget
-    set, against which a run again's longer one is said."""
+    """The reason once the live decision is known (where the agent ran on past the look,
+    the run's samples decide). `budget`: the budget set, for a longer rerun's words."""
     looked = "leak" if live.verdict == "leak" else "ok"
     if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "

@@ -1,9 +1,7 @@
-"""Live decisions while a cell runs: the one memory decision, on the samples so far.
-
-A `LiveDecider` asks `memory.memory_reading` at each look and stops early only on a clear
-`ok` or a large leak; `watch_file` tails samples.jsonl, `replay_live` replays a recorded
-run. A smaller leak never stops a run: a filling cache looks the same until the rest of
-the budget shows it level off."""
+"""Live decisions while a cell runs: `LiveDecider` asks `memory.memory_reading` of the
+samples so far at each look and stops early only on a clear `ok` or a large leak (a
+smaller one may be a cache the rest of the budget shows level off). `watch_file` tails
+samples.jsonl; `replay_live` replays a recorded run."""
 
 from __future__ import annotations
 
@@ -37,13 +35,8 @@ SPACING = 2
 
 
 def sign_evalue(above: Any, below: Any) -> Any:
-    """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2.
-
-    Vectorised over numpy arrays of counts; ties count on neither side.
-
-    Raises:
-        ValueError: A count is negative.
-    """
+    """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2,
+    vectorised over arrays of counts. Raises ValueError for a negative count."""
     a, b = np.asarray(above, dtype=np.float64), np.asarray(below, dtype=np.float64)
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError(f"counts must be >= 0, got above={above}, below={below}")
@@ -67,12 +60,12 @@ def median_bounds(rates: Any, alpha: float) -> tuple[float, float]:
     if n == 0:
         return -math.inf, math.inf
     need = math.log(1.0 / alpha)
-    # For f just below r[j]: `above` rates exceed it, `below` are less than it.
+    # f just below r[j]: `above` rates exceed it, `below` are less.
     above = n - np.searchsorted(r, r, side="left")
     below = np.searchsorted(r, r, side="left")
     ok = np.flatnonzero(sign_evalue(above, below) >= need)
     lo = float(r[ok[-1]]) if ok.size else -math.inf
-    # For f just above r[j]: rates below it vs rates above it.
+    # f just above r[j]: rates below it vs above it.
     below_hi = np.searchsorted(r, r, side="right")
     ok = np.flatnonzero(sign_evalue(below_hi, n - below_hi) >= need)
     hi = float(r[ok[0]]) if ok.size else math.inf
@@ -82,8 +75,8 @@ def median_bounds(rates: Any, alpha: float) -> tuple[float, float]:
 # The carriers of the one memory decision, each by its agent sample key.
 SOURCES = tuple(CARRIERS)
 SAMPLE_KEYS = {name: key for key, name in TREND_NAMES.items()}   # "gpu" -> "gpu_used"
-# An `ok` needs these certain where read; RSS and USS move with page cache and arenas, so
-# they decide "stable" alone only when none of these is read.
+# An `ok` needs these certain where read; RSS and USS (moved by page cache) decide it
+# alone only when none of these is read.
 STABLE_NEEDS = ("heap", "gpu", "fw")
 # ... and the workers' USS wherever any sample carried it (the caller's say nothing of it).
 WORKER_NEEDS = ("kids",)
@@ -101,7 +94,6 @@ class LiveDecider:
     samples so far, and stops on a large leak or a certain `ok`.
 
     Args:
-        cfg: The thresholds of the one decision.
         min_iterations: No decision before this many measured iterations.
         max_iterations: Past this many it stops deciding; the post-run verdict decides.
         source: One source of `SOURCES` to test alone (tests, benchmarks); default: all.
@@ -157,12 +149,8 @@ class LiveDecider:
         return self.now - self.started if self.started is not None else 0.0
 
     def feed(self, record: Record) -> LiveDecision | None:
-        """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
-
-        Returns:
-            The decision the first time one is certain (never before min_iterations),
-            else None; later calls return None.
-        """
+        """Feed one record (header, sample or end, in file order); the decision the first
+        time one is certain (never before `min_iterations`), else None."""
         if record.kind == "header":
             config = (record.fields or {}).get("config") or {}
             self.budget, self.cap = _number(config.get("budget")), _number(config.get("iterations"))
@@ -209,8 +197,8 @@ class LiveDecider:
         return first_of(most, LIVE_RULES)[0].id == "live-early"
 
     def look(self) -> LiveDecision | None:
-        """The one memory decision on the samples so far, where it settles the cell: a
-        leak, or an `ok` while the step times so far show no slowdown."""
+        """The memory decision on the samples so far where it settles the cell: a leak, or
+        an `ok` while the steps show no slowdown."""
         k = self.series.cols.calls
         if k < self.min_iterations or k > self.max_iterations:
             return None
@@ -243,12 +231,8 @@ class LiveDecider:
 def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] = (),
             measured: float = 1.0, rose: Callable[[], bool] = bool) -> LiveDecision | None:
     """Whether a reading settles a cell live: the first rule of `rules.LIVE_RULES` that
-    fires, or None (it runs on).
-
-    Args:
-        measured: The share of its budget the run has measured.
-        rose: Whether its step times so far rose.
-    """
+    fires, or None (it runs on). `measured`: the share of its budget measured; `rose`:
+    whether its step times so far rose."""
     mem = reading.memory
     leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
     grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
@@ -298,14 +282,11 @@ def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.
                poll_s: float = POLL_S,
                heard: Callable[[str, Mapping[str, object]], None] | None = None) -> Watched:
     """Tail the agent's JSON-lines file through one `SeriesReader` into `decider` (and each
-    record's kind and fields into `heard`, where given).
+    record into `heard`, where given).
 
-    On a decision it writes it as JSON into `control` at once (the agent polls for it and
-    stops measuring), then reads on until `stop` is set (the agent exited) and the file is
-    read to its end, so `series` equals `read_samples(path)` of the finished file.
-
-    Returns:
-        The decision (None when undecided) and the file's Series.
+    A decision is written at once as JSON into `control` (the agent polls for it); reading
+    goes on until `stop` is set and the file is read to its end, so the Series equals
+    `read_samples(path)` of the finished file.
     """
     reader = SeriesReader()
     decision: LiveDecision | None = None
@@ -341,8 +322,7 @@ def _write_control(control: Path, decision: LiveDecision) -> None:
 
 def replay_live(cfg: AnalysisConfig, series: Series, min_iterations: int,
                 max_iterations: int) -> LiveDecision | None:
-    """The decision the live decider reaches on `series`, fed in file order; None when
-    it reaches none (or the bounds are not ones a decider takes)."""
+    """The live decider's decision on `series`, fed in file order; None when none."""
     try:
         decider = LiveDecider(cfg, min_iterations, max_iterations)
     except ValueError:

@@ -1,10 +1,8 @@
 """Where a cell's memory and time went: the agent's "where" record (`--attribute`), parsed
-leniently (`parse_where`: what does not fit is a problem, never raised), ranked per call
-and diffed between the last good and the first bad cell of a row.
-
-Sites match across versions by the scenario's innermost frame and the innermost library
-function below it, never by a library's line numbers, which move between releases.
-Pure: no I/O but reading a scenario's source line where a `Source` is given.
+leniently (`parse_where`), ranked per call and diffed between the last good and the first
+bad cell of a row. Sites match across versions by the scenario's innermost frame and
+the innermost library function below it, never by library line numbers, which move
+between releases. Pure, but for reading a scenario's line through a `Source`.
 """
 
 from __future__ import annotations
@@ -166,8 +164,7 @@ TOP = 5                                    # sites a summary names per part
 
 # ---------------------------------------------------------------- naming sites
 def library(path: str) -> str:
-    """The package a file belongs to ("torch"), else the file's name; "native" for a
-    native frame without one."""
+    """The package a file belongs to ("torch"), else its name; "native" for a bare native frame."""
     if not path or path.startswith("<unknown"):
         return "native"
     parts = path.replace("\\", "/").split("/")
@@ -184,8 +181,7 @@ INNER = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambd
 
 
 def _enclosing(name: str) -> str:
-    """A qualified name cut before its first comprehension or lambda part ("" if none
-    encloses it)."""
+    """A qualified name cut before its first comprehension or lambda part ("" if none)."""
     parts = name.split(".")
     kept = parts[:next((i for i, p in enumerate(parts) if p in INNER), len(parts))]
     return ".".join(kept[:-1] if kept[-1:] == ["<locals>"] else kept)
@@ -193,8 +189,7 @@ def _enclosing(name: str) -> str:
 
 def function(frames: Sequence[Frame], i: int) -> str:
     """The function of frames[i] as its author named it: a comprehension or lambda is the
-    function it is written in (for a bare `<genexpr>`, the nearest outer named frame of
-    the same file)."""
+    function it is written in (a bare `<genexpr>`: the nearest outer named frame)."""
     path, name = frames[i][0], frames[i][2]
     for outer in frames[i:]:
         if outer[0] == path and (named := _enclosing(outer[2])):
@@ -290,8 +285,7 @@ NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|
 
 def named_above(part: str, floors: Mapping[str, float], least: float = MIN_RATE) -> float:
     """The bytes per call a site of a memory part must grow to be named: `least`, or the
-    part's floor (`floors`: the smallest leak the sweep's run could miss) where higher,
-    so a one-time allocation in a short run is not named."""
+    part's floor (`floors`) where higher, so a short run's one-time allocation is not."""
     return max(least, floors.get(part, 0.0))
 
 
@@ -359,8 +353,7 @@ def _function_key(key: str) -> str:
 
 
 def _stack_groups(w: Where, scenario: str) -> dict[str, tuple[str, float, float]]:
-    """Function key -> (the key of its most sampled line, to show; share of early
-    samples; share of late samples)."""
+    """Function key -> (its most sampled line's key, early share, late share)."""
     early_n, late_n = (max(n, 1) for n in w.stack_samples)
     sums: dict[str, tuple[float, float]] = {}
     for s in w.stack:
@@ -463,9 +456,8 @@ def changes(good: Where | None, bad: Where, scenario: str, source: Source | None
             top: int = TOP, floors: Mapping[str, float] = MappingProxyType({}),
             between: bool = False) -> list[Change]:
     """The answer: the bad cell's sites matched with the good one's, largest growth first.
-    `between`: the cell is slower than the good one between runs (a `regression`), so
-    time is each site's share of the whole run beside the good cell's, not late vs
-    early."""
+    `between`: a `regression` between runs, so time is each site's share of the whole run
+    beside the good cell's, not late vs early."""
     out: list[Change] = []
     for part in MEMORY_PARTS:
         if part not in bad.sites:
