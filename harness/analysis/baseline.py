@@ -53,8 +53,14 @@ from harness.thresholds import AnalysisConfig
 def compare_steps(
     base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
 ) -> StepComparison:
-    """Compare the step times (seconds per iteration) of a cell with the baseline's, by
-    `cfg.alpha` and `cfg.min_ratio`: the ratio of medians, the p-value and the direction.
+    """Compare the step times of a cell with the baseline's.
+
+    Args:
+        base, other: Seconds per measured iteration of the baseline and the cell.
+        cfg: Supplies `alpha` and `min_ratio`.
+
+    Returns:
+        The ratio of medians, the p-value and the direction.
 
     Raises:
         ValueError: Either sample is empty, or the baseline median is not positive.
@@ -92,8 +98,14 @@ def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
 
 
 def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
-    """Compare the peak bytes of a cell with the baseline's, by `cfg.peak_min_ratio` and
-    `cfg.peak_floor_bytes`: the ratio and the direction.
+    """Compare the peak memory of a cell with the baseline's.
+
+    Args:
+        base_peak, other_peak: Peak bytes of the baseline and the cell.
+        cfg: Supplies `peak_min_ratio` and `peak_floor_bytes`.
+
+    Returns:
+        The ratio and the direction.
 
     Raises:
         ValueError: The baseline peak is not positive and finite, or the other is
@@ -129,9 +141,14 @@ def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
 
 def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str,
                    rounds: int, *, good: bool) -> Baseline:
-    """Pooled step times, peaks and CPU times of `series` against its baseline's (`label`),
-    and, for a cell good within its run (`good`: only then do rounds matter), how busy the
-    host was. `rounds`: the confirmation rounds the cell's settings ask for."""
+    """Pooled step times, peaks and CPU times of `series` against its baseline's, and for a
+    cell good within its run how busy the host was.
+
+    Args:
+        label: The baseline image's label, as reasons name it.
+        rounds: The confirmation rounds the cell's settings ask for.
+        good: The within-run verdict is good (only then do rounds matter).
+    """
     steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peaks.get("rss"),
                                        series.cols.steps, series.cols.peaks.get("rss"), cfg)
     cpu = None

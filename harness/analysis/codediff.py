@@ -100,8 +100,11 @@ def _without_docstrings(node: ast.AST) -> ast.AST:
 
 def functions(source: str) -> dict[str, tuple[str, str]]:
     """Qualified name -> (code as a syntax tree dump, source text), for every function and
-    method of a module (a name defined twice: both). Raises SyntaxError where it does not
-    parse (Python 2, a template)."""
+    method of a module (a name defined twice: both).
+
+    Raises:
+        SyntaxError: The module does not parse (Python 2, a template).
+    """
     tree = ast.parse(source)
     lines = source.splitlines()
     out: dict[str, tuple[str, str]] = {}
@@ -127,7 +130,10 @@ def functions(source: str) -> dict[str, tuple[str, str]]:
 
 def module_diff(path: str, old: str, new: str) -> list[FunctionChange]:
     """The functions of one module that changed, came or went, largest change first.
-    Raises SyntaxError where one side does not parse."""
+
+    Raises:
+        SyntaxError: One side does not parse.
+    """
     return _changes(path, functions(old), functions(new))
 
 

@@ -58,8 +58,15 @@ _MIN_LATE_POINTS = 4
 def bin_medians(
     iters: FloatArray, values: FloatArray, max_points: int
 ) -> tuple[FloatArray, FloatArray]:
-    """Reduce a long series (`iters` increasing) to at most `max_points` medians of
-    consecutive bins, in O(n); the inputs themselves when already short."""
+    """Reduce a long series to at most `max_points` medians of consecutive bins, in O(n).
+
+    Args:
+        iters, values: Iteration index of each sample (increasing), and its value.
+        max_points: Largest number of points to return.
+
+    Returns:
+        The binned iterations and values; the inputs themselves when already short.
+    """
     n = values.size
     if n <= max_points:
         return iters, values
@@ -79,8 +86,7 @@ def theil_sen(
     x: FloatArray, y: FloatArray, confidence: float, cfg: AnalysisConfig, min_rho: float = 0.0
 ) -> SlopeFit:
     """Fit a Theil-Sen slope with Sen's interval, widened for autocorrelated residuals.
-
-    O(n^2); callers bin long series first (`bin_medians`).
+    O(n^2): bin long series first.
 
     Args:
         x, y: Abscissae (increasing) and ordinates.
@@ -267,6 +273,7 @@ def trend_and_fill(
         per_call: Apply the per-call rule; not for RSS and the cgroup, which pages move.
         creep_calls: The most calls a creep's next run may ask for (`CREEP_MAX_S`).
 
+
     Returns:
         The trend, and the fill check where it turned a leak `ambiguous` (else None).
 
@@ -335,9 +342,8 @@ def trend_and_fill(
 
 def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
                 cfg: AnalysisConfig, per_call: bool = True) -> float:
-    """The smallest steady leak (bytes/call) this run could have missed, from its noise
-    and length: the least rate that would pass the per-call rule or the total-floor rule,
-    whichever comes first."""
+    """The smallest steady leak (bytes/call) this run could have missed, from its noise and
+    length: the least rate either leak rule would catch."""
     if span <= 0:
         return math.inf
     total = max(floor / span + max(0.0, late.slope - late.lo), max(0.0, whole.slope - whole.lo))

@@ -33,9 +33,8 @@ E = TypeVar("E")
 
 @dataclass(frozen=True)
 class Rule(Generic[E]):
-    """One rule: its id (kept in the result), what it decides (a verdict, a run's next
-    step or a memory kind), when, the thresholds it reads (`AnalysisConfig` names), and
-    its test: what it names when it fires (a carrier, a source, the cell), else None."""
+    """One rule: its id (kept in the result), what it decides, when, the thresholds it
+    reads, and its test: what it names when it fires (a carrier, a source), else None."""
 
     id: str
     says: str
@@ -70,8 +69,7 @@ CREEP_MAX_CALLS = 1_000_000     # the most a budgeted run makes (matrixfile.BUDG
 def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
                   cfg: AnalysisConfig, floor: float | None = None) -> bool:
     """The per-call rule: the slope's lower bound `lo` above `floor` (`live_floor_bytes`
-    by default), growth past `live_min_growth_bytes`, the late slope keeping
-    `live_decay_ratio` of the rate."""
+    by default), growth past `live_min_growth_bytes`, the late slope keeping the rate."""
     return (lo > (cfg.live_floor_bytes if floor is None else floor)
             and growth >= cfg.live_min_growth_bytes
             and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
@@ -90,9 +88,8 @@ def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
 
 def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
              cfg: AnalysisConfig, most: float = math.inf) -> bool:
-    """The per-call rule at `ok_floor_bytes`: steady growth too small for either leak
-    rule. It counts only where a run of at most `most` (and `CREEP_MAX_CALLS`) calls would
-    pass the floor (`memory.creep_rerun`); else the growth does not matter."""
+    """The per-call rule at `ok_floor_bytes`: steady growth too small for either leak rule,
+    where a run of at most `most` (and `CREEP_MAX_CALLS`) calls would pass the floor."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
                          cfg, cfg.ok_floor_bytes) \
         and CREEP_MARGIN * floor / whole.lo <= min(most, CREEP_MAX_CALLS)
@@ -103,13 +100,12 @@ class TrendEvidence:
     """A source's figures (`memory.trend_and_fill`), as its kind's rules read them.
 
     Attributes:
-        n: Readings after warm-up.
-        least: The fewest readings a kind needs (`min_samples`).
+        n, least: Readings after warm-up, and the fewest a kind needs.
         span: Calls between the first and last reading.
         whole, late: Theil-Sen slopes over the whole span and the late window (None
             before they are fitted: only `too-few` is asked then).
-        growth: The whole slope times the span (bytes).
-        rise: The last readings' median minus the first's (bytes).
+        growth, rise: The whole slope times the span, and the last readings' median less
+            the first's (bytes).
         floor: The source's floor (bytes).
         per_call: The per-call rule applies (not to RSS or the cgroup: pages move them).
         creep_calls: The most calls a creep's next run may ask.
@@ -211,9 +207,13 @@ TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
 
 @dataclass(frozen=True)
 class CollectedEvidence:
-    """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`):
-    its kind ("" without a collection reading), whether it creeps, what it grew before
-    the collection and kept after it, and its floor (bytes)."""
+    """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`).
+
+    Attributes:
+        kind, creep: The heap's kind ("" without a collection reading); it creeps.
+        grew, kept: Bytes over its first reading before and after the collection.
+        floor: The heap's floor.
+    """
 
     kind: str = ""
     creep: bool = False
@@ -276,9 +276,8 @@ class Evidence:
 
 def leaking(memory: Mapping[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
     """The carriers whose every source leaks, with their first source's trend, largest
-    growth per call first (ties in `CARRIERS` order). The heap is named before USS where
-    it holds `HEAP_HOLDS` of USS's growth: the narrower carrier, whose line tracemalloc
-    names."""
+    growth per call first. The heap comes before USS where it holds `HEAP_HOLDS` of USS's
+    growth: the narrower carrier, whose line tracemalloc names."""
     leaks = {source for source, t in memory.items() if t.kind == "leak"}
     if not leaks:
         return []
@@ -569,8 +568,7 @@ def facts_said(f: Facts) -> list[str]:
 
 
 def why(ev: Evidence, cfg: AnalysisConfig) -> list[str]:
-    """Every rule in order with whether it fired, after each source's figures and the
-    other facts."""
+    """Every rule in order with whether it fired, after the figures and other facts."""
     out = [f"  {figures(t, cfg)}" for t in ev.memory.values()]
     out += [f"  {line}" for line in facts_said(ev.facts)]
     decided = False
@@ -820,17 +818,13 @@ class RerunEvidence:
 
     Attributes:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
-        spent: Its repeats are spent.
-        script: A whole script ran once (the agent's script mode).
+        spent, script: Its repeats are spent; a whole script ran once.
         asked: `--iterations` was given: the most calls any run of it makes.
-        busy: A busy host alone left it undecided (its verdict's rule `busy-host`).
-        crowded: A deadline ended it while the host took most of its time.
+        busy, crowded: Rule `busy-host` or `timeout-busy` left it undecided.
         budgeted: It runs for a time budget.
-        short: Its budget ended it after too few calls (rule `short`).
-        capped: Its cap, not its budget, ended it (rule `capped`).
+        short, capped: Rule `short` or `capped`: its budget or its cap cut it short.
         seconds: What the next attempt of a kind would take at this run's pace.
-        timeout: The cell's timeout (s).
-        left: What is left of the cell's `overrun` bound (s; inf: no bound).
+        timeout, left: The cell's timeout, and what is left of its `overrun` bound (s).
     """
 
     undecided: bool = False
@@ -950,8 +944,7 @@ class StepEvidence:
 
     Attributes:
         n: Step times.
-        p_value: One-sided Mann-Whitney U p, late slower than early.
-        ratio: The late window's median over the early one's.
+        p_value, ratio: One-sided Mann-Whitney p (late slower) and the ratio of medians.
         rise_s: The late median less the early one (seconds).
         trend_p: One-sided Kendall tau p over bin medians: rising bin after bin.
         back: Where the rise came back down (a step index; 0: it did not); lazy.
@@ -1011,10 +1004,14 @@ def rose(ev: StepEvidence) -> bool:
 
 @dataclass(frozen=True)
 class LoadEvidence:
-    """A slowdown beside the host's load (`stepreading.read_steps`): the share of the extra
-    step time `extra_s` that run-queue delay or throttling accounts for, what CPU time
-    per step rose by, and its late/early ratio where that is itself a slowdown (each
-    None where not recorded)."""
+    """A slowdown beside the host's load (`stepreading.read_steps`); None: not recorded.
+
+    Attributes:
+        share: The share of `extra_s` that run-queue delay or throttling accounts for.
+        extra_s: The extra step time (late median less early, seconds).
+        cpu_rise_s, cpu_ratio: CPU time per step's rise, and its late/early ratio where
+            that is itself a slowdown.
+    """
 
     cfg: AnalysisConfig
     share: float | None = None
@@ -1051,8 +1048,12 @@ HIGHER, LOWER = "higher", "lower"
 
 @dataclass(frozen=True)
 class PooledEvidence:
-    """A cell's pooled step times against its baseline's (`baseline.compare_steps`): the
-    two-sided Mann-Whitney p, the ratio of medians and their difference (s)."""
+    """A cell's pooled step times against its baseline's (`baseline.compare_steps`).
+
+    Attributes:
+        p_value, ratio, diff_s: Two-sided Mann-Whitney p, ratio and difference (s) of
+            the medians.
+    """
 
     cfg: AnalysisConfig
     p_value: float
@@ -1127,8 +1128,12 @@ PEAK_VERDICT_RULES: tuple[Rule[PeakVerdictEvidence], ...] = (
 
 @dataclass(frozen=True)
 class DoubtEvidence:
-    """The pooled comparison as the row asks whether rounds settle it: its direction (""
-    without step times) and the worse of the two cells' run-queue shares."""
+    """The pooled comparison as the row asks whether rounds settle it.
+
+    Attributes:
+        direction: The pooled step times' direction ("" without step times).
+        busy: The worse of the two cells' run-queue delay shares.
+    """
 
     cfg: AnalysisConfig
     direction: str = ""
@@ -1153,9 +1158,13 @@ DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
 
 @dataclass(frozen=True)
 class ConfirmEvidence:
-    """The rounds that count (`baseline.decide_rounds`): each ratio (suspect over
-    baseline), the `round_confidence` interval of the mean, and the median absolute
-    step-time difference (s)."""
+    """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
+
+    Attributes:
+        ratios: Each usable round's ratio, suspect over baseline.
+        lo, hi: The `round_confidence` interval of the mean ratio.
+        diff_s: The median absolute step-time difference of the rounds (seconds).
+    """
 
     cfg: AnalysisConfig
     ratios: Sequence[float] = ()
@@ -1187,8 +1196,13 @@ CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
 
 @dataclass(frozen=True)
 class SettledEvidence:
-    """The rounds so far (`baseline.settled`): the direction put to the test ("~": a busy
-    host asked), the one confirmed so far, the usable ratios and their interval."""
+    """The rounds so far (`baseline.settled`).
+
+    Attributes:
+        suspected, direction: The direction put to the test ("~": a busy host asked for
+            the rounds), and the one confirmed so far.
+        ratios, lo, hi: Each usable round's ratio, and their mean's interval.
+    """
 
     cfg: AnalysisConfig
     suspected: str = NO_CHANGE
@@ -1232,16 +1246,14 @@ class UnsettledEvidence:
     """Rounds run for a doubt about a slowdown, as rule `unsettled` reads them.
 
     Attributes:
-        suspected: The direction put to the test.
-        direction: The confirmed direction.
-        rounds: The rounds run.
-        counted: Timed rounds that counted.
+        suspected, direction: The direction put to the test, and the one confirmed.
+        rounds, counted: The rounds run, and the timed ones that counted.
         out: The ratios of the timed rounds left out.
         busy: Every round left out was left out for a busy host.
         rule: The confirmation's rule (`CONFIRM_RULES`).
         lo, hi: The interval of the mean ratio of the rounds that counted.
         why: Why rounds were left out, each reason once ("host busy").
-        asked: The rounds the cell's settings asked for (`rounds`; 0: not known).
+        asked: The rounds the cell's settings asked for (0: not known).
     """
 
     cfg: AnalysisConfig

@@ -36,7 +36,14 @@ SPACING = 2
 
 def sign_evalue(above: Any, below: Any) -> Any:
     """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2,
-    vectorised over arrays of counts. Raises ValueError for a negative count."""
+    vectorised over arrays of counts.
+
+    Args:
+        above, below: Intervals on the tested side of the rate, and on the other side.
+
+    Raises:
+        ValueError: A count is negative.
+    """
     a, b = np.asarray(above, dtype=np.float64), np.asarray(below, dtype=np.float64)
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError(f"counts must be >= 0, got above={above}, below={below}")
@@ -149,8 +156,12 @@ class LiveDecider:
         return self.now - self.started if self.started is not None else 0.0
 
     def feed(self, record: Record) -> LiveDecision | None:
-        """Feed one record (header, sample or end, in file order); the decision the first
-        time one is certain (never before `min_iterations`), else None."""
+        """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
+
+        Returns:
+            The decision the first time one is certain (never before `min_iterations`),
+            else None.
+        """
         if record.kind == "header":
             config = (record.fields or {}).get("config") or {}
             self.budget, self.cap = _number(config.get("budget")), _number(config.get("iterations"))
@@ -285,8 +296,10 @@ def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.
     record into `heard`, where given).
 
     A decision is written at once as JSON into `control` (the agent polls for it); reading
-    goes on until `stop` is set and the file is read to its end, so the Series equals
-    `read_samples(path)` of the finished file.
+    goes on until `stop` is set and the file is read to its end.
+
+    Returns:
+        The decision (None when undecided) and the Series `read_samples(path)` gives.
     """
     reader = SeriesReader()
     decision: LiveDecision | None = None

@@ -64,10 +64,9 @@ class OneSpeed:
 
 
 def at_one_speed(series: Series) -> OneSpeed | None:
-    """Step times and CPU time per step at the run's median CPU speed: per interval, the
-    stepping thread's CPU time (less device spin, `device_share`) is scaled by the canary
-    loop's time over its median; waits are left as they are. None without the canary and
-    CPU time on every sample."""
+    """Step times and CPU time per step at the run's median CPU speed: per interval the
+    stepping thread's CPU time (less device spin) is scaled by the canary; waits are not.
+    None without the canary and CPU time on every sample."""
     rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
             and s["dt"]]
     if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
@@ -99,8 +98,7 @@ def explain(series: Series, window: float, extra_s: float,
         count_speed: Count a slower CPU as contention (False: times already at one speed).
 
     Returns:
-        The contention rise and the share of `extra_s` it explains; None when the agent
-        did not record contention.
+        The rise and the share of `extra_s` it explains; None if not recorded.
     """
     cols = series.cols.contention
     if cols is None or not cols["steps"].size:
@@ -122,9 +120,8 @@ def explain(series: Series, window: float, extra_s: float,
 
 def busy_share(series: Series) -> float | None:
     """How busy the host was in the measured phase: the larger of the stepping thread's
-    run-queue delay (or throttling) over step time and the process's share of runnable
-    time queued (workers queue while the stepper waits on them), capped at that queueing
-    over step time. None when the agent did not record contention."""
+    run-queue delay (or throttling) over step time and the process's queued share of its
+    runnable time (capped at that queueing over step time); None if not recorded."""
     cols = series.cols.contention
     if cols is None:
         return None
@@ -162,9 +159,8 @@ class RunStat:
 
 
 def run_stat(series: Series) -> RunStat | None:
-    """The run's `RunStat` (the plain median for recordings without contention counters);
-    None when nothing was measured. Run-queue delay is taken out per interval, leaving what
-    the step itself cost, waits included.
+    """The run's `RunStat` (the plain median without contention counters; None when
+    nothing was measured), run-queue delay taken out per interval.
     """
     cols = series.cols.contention
     gpu = series.cols.gpu
@@ -206,8 +202,8 @@ def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | N
     not run faster on a faster CPU).
 
     Returns:
-        (base seconds, other seconds, other's CPU speed over base's); the last None, and
-        the times unscaled, when either run lacks canary or CPU times.
+        (base s, other s, other's CPU speed over base's); the last None, and the times
+        unscaled, when either run lacks canary or CPU times.
     """
     usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
     if not usable:
@@ -257,11 +253,14 @@ def _busy_per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> float | Non
 
 def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
     """The device's busy time per step and SM clock in the early and late windows (those of
-    `explain`); None when no sample recorded utilization or clock.
+    `explain`).
 
     Args:
         series: The run; its step samples carry `gpu_util`/`sm_mhz`/`clk_reasons`.
-        extra_s: Late minus early median step time, seconds (the slowdown).
+        extra_s: The slowdown: late minus early median step time, seconds.
+
+    Returns:
+        The evidence, or None when no sample recorded utilization or clock.
     """
     cols = series.cols.gpu
     if cols is None or not cols["steps"].size:
@@ -365,9 +364,9 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
 
 def step_reading(series: Series, cfg: AnalysisConfig
                  ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
-    """The step-time trend a slowdown verdict reads. The CPU-speed corrected series may only
-    lower the wall clock's reading; where the wall clock rose unsteadily or came back and
-    the corrected rise lasts, the wall clock's slowdown stands.
+    """The step-time trend a slowdown verdict reads. The CPU-speed correction may only lower
+    the wall clock's reading; where the wall clock rose unsteadily or came back and the
+    corrected rise lasts, the wall clock's slowdown stands.
 
     Returns:
         The trend (None without step times), whether it is the corrected one, and notes."""
@@ -416,8 +415,11 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     """Test whether step times rise from the early to the late window.
 
     Args:
-        step_s: Seconds per measured iteration, in order (warm-up already dropped).
+        step_s: Seconds per measured iteration, in order (warm-up dropped).
         cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
+
+    Returns:
+        The trend: medians, late/early ratio, one-sided p-value and the slowdown flag.
     """
     t = np.asarray(step_s, dtype=np.float64)
     n = t.size
@@ -485,10 +487,8 @@ def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
 
 
 def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
-    """One-sided Kendall tau p-value that medians of consecutive bins keep rising.
-
-    Bins hold 8 values where there are enough, so a short series gets the exact test on
-    6+ bins; under 6 values there is no evidence (p = 1).
+    """One-sided Kendall tau p-value that medians of consecutive bins (8 values each where
+    there are enough) keep rising; p = 1 under 6 values, where no order is evidence.
     """
     bins = min(max_bins, max(t.size // 8, min(6, t.size)))
     if bins < 6:
