@@ -87,8 +87,8 @@ def compare_steps(
 
 
 def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
-    """Which threshold held a "~" pooled comparison back, in words ("p=0.31, not
-    significant", "within min_ratio 1.1", "under the step floor"), by `rules.POOLED_RULES`."""
+    """Which threshold held a "~" pooled comparison back (`rules.POOLED_RULES`), in words:
+    "p=0.31, not significant", "within min_ratio 1.1" or "under the step floor"."""
     rule, _ = first_of(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0), POOLED_RULES)
     if rule.id == "pooled-unsure":
         return f"not significant at alpha {cfg.alpha:g}"

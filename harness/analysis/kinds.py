@@ -141,13 +141,10 @@ OOM = "oom"         # out of memory: the allocation report is looked for
 SLOWDOWN = "slowdown"   # steps slowed within the run: said beside a leak too (`also_slowed`)
 BAD: frozenset[str] = of_class("bad")
 GOOD: frozenset[str] = of_class("good")
-# Ran, but could not tell: run longer. Not a complete answer.
 UNDECIDED: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
 # Ran, and the answer is in doubt: the console says these in full words below a grid.
 IN_DOUBT: frozenset[str] = of_class("undecided")
-# The run ended before its last call: in `harness fit`, the value does not fit.
 CUT_SHORT: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.cut_short)
-# A row's baseline of these kinds is compared with (`Kind.compared_with`).
 COMPARED_WITH: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.compared_with)
 # Bad kinds about time: only beside them does a timing ratio belong in an issue draft.
 TIMED: frozenset[str] = frozenset(
@@ -172,7 +169,6 @@ NOT_MEASURED: frozenset[str] = of_class("unavailable", "skipped")
 # A crash or hang where another run leaked or slowed hides that fault: a culprit probe of
 # this kind is untestable, not bad.
 BROKE: frozenset[str] = frozenset({"crash", "timeout"})
-# Kinds that run again, longer (`Kind.run_longer`: the series could not tell).
 RUN_LONGER: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
 # Memory trend kinds of a source that grew (`MemoryTrend.kind`).
 GREW: frozenset[str] = frozenset({"leak", "plateau"})

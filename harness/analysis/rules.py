@@ -5,15 +5,8 @@ a test over the table's evidence); the first that fires decides (`first_of`).
 (`python -m harness.analysis.rules docs/verdicts.md`, a test compares) and `--why` reads
 it. Every threshold a decision compares is compared here, not where the figures are
 computed, and the id of the rule that fired is kept in the result so `--why` can name it.
-
-- The verdict (`RULES`, over one `Evidence` per cell), asked by the live decider (memory
-  rules only), `decision.decide` and the row comparison; its words come afterwards.
-- A memory source's kind (`TREND_RULES`) and cyclic garbage (`GARBAGE_RULES`).
-- A run's course: the live look (`LIVE_RULES`), a confirmation round (`ROUND_RULES`), the
-  run's length (`LENGTH_RULES`) and re-runs (`RERUN_RULES`).
-- Step times (`STEP_RULES`) and the load beside a slowdown (`LOAD_RULES`).
-- A cell against its baseline: `POOLED_RULES`, `PEAK_RULES`, `PEAK_VERDICT_RULES`,
-  `DOUBT_RULES`, `SETTLED_RULES`, `CONFIRM_RULES`, `UNSETTLED_RULES`.
+The verdict's table (`RULES`) is asked by the live decider (memory rules only),
+`decision.decide` and the row comparison; a verdict's words come afterwards.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | N
 
 
 def sm_clocks(base: RunStat | None, other: RunStat | None) -> tuple[float | None, float | None]:
-    """Both runs' median GPU SM clocks (MHz) for a round's record; None where not recorded."""
+    """Both runs' median GPU SM clocks (MHz) for a round's record (None: not recorded)."""
 
     def clock(r: RunStat | None) -> float | None:
         return r.sm_mhz if r is not None and np.isfinite(r.sm_mhz) else None

@@ -164,7 +164,8 @@ TOP = 5                                    # sites a summary names per part
 
 # ---------------------------------------------------------------- naming sites
 def library(path: str) -> str:
-    """The package a file belongs to ("torch"), else its name; "native" for a bare native frame."""
+    """The package a file belongs to ("torch"), else its name; "native" for a bare native
+    frame."""
     if not path or path.startswith("<unknown"):
         return "native"
     parts = path.replace("\\", "/").split("/")
