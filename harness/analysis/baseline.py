@@ -1,26 +1,11 @@
-"""A cell against its row's baseline cell: the pooled step times and peak memory, and
-the facts the verdict reads of them (`baseline_facts`, which
-`stages.settle.against_baseline` calls for a sweep and a re-analysis of a recorded
-sweep alike; where the facts leave a doubt, the sweep then runs the interleaved rounds
-it plans, a re-analysis recalls the recorded ones).
+"""A cell against its row's baseline: pooled step times and peak memory, and the facts the
+verdict reads of them (`baseline_facts`, for a sweep and a re-analysis alike).
 
-Step times follow asv's rule: a change counts only when a two-sided Mann-Whitney U test
-gives p < `alpha` **and** the ratio of medians lies outside [1/min_ratio, min_ratio];
-otherwise the direction is "~". Peak memory is one number per cell, so there is no
-test: the ratio must pass `peak_min_ratio` and the difference `peak_floor_bytes`.
-
-A between-cell change is confirmed on interleaved rounds, never on pooled steps alone:
-baseline and suspect alternate (B S B S ...), each pair one round whose statistic is
-the ratio of their median step times. The change is confirmed when at least two rounds
-count (busy-host rounds and rounds at CPU speeds too far apart are left out: `judged`,
-`speed_reason`), all agree in direction, and the interval of the mean log ratio lies
-beyond `min_ratio`; rounds stop once that is settled (`settled`). Why: thousands of
-autocorrelated step times pooled into one Mann-Whitney test make a 10 % drift of the
-host's load look certain (p = 1e-50). asv's `--interleave-processes` is the same idea;
-the per-round agreement and the busy-round exclusion are added. Looking after every
-round makes the interval optimistic; every round having to agree keeps a false
-confirmation rare. A busy round still counts where CPU time agrees with the wall clock:
-leaving every busy round out turned a 15x slowdown into no answer.
+Step times follow asv's rule: a change needs a two-sided Mann-Whitney p < `alpha` and a
+ratio of medians outside [1/min_ratio, min_ratio]; peaks, one number per cell, need
+`peak_min_ratio` and `peak_floor_bytes`. A change is confirmed only on interleaved rounds
+(B S B S ...): pooled autocorrelated steps make a small load drift look certain. Two or
+more rounds must count, all agree, and their interval lie beyond `min_ratio`.
 """
 
 from __future__ import annotations
@@ -68,19 +53,17 @@ from harness.thresholds import AnalysisConfig
 def compare_steps(
     base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
 ) -> StepComparison:
-    """Compare the step times of a cell with those of the baseline cell.
+    """Compare the step times of a cell with the baseline's.
 
     Args:
-        base: Seconds per measured iteration of the baseline cell.
-        other: Seconds per measured iteration of the compared cell.
+        base, other: Seconds per measured iteration of the baseline and the cell.
         cfg: Supplies `alpha` and `min_ratio`.
 
     Returns:
         The ratio of medians, the p-value and the direction.
 
     Raises:
-        ValueError: Either sample is empty, or the baseline median is not positive, so
-            no ratio exists.
+        ValueError: Either sample is empty, or the baseline median is not positive.
     """
     b = np.asarray(base, dtype=np.float64)
     o = np.asarray(other, dtype=np.float64)
@@ -104,10 +87,8 @@ def compare_steps(
 
 
 def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
-    """Which threshold held a "~" pooled comparison back, in words: "p=0.31, not
-    significant", "within min_ratio 1.1" or "under the step floor": the rule of
-    `rules.POOLED_RULES` that fires on its p and ratio (a "~" comparison that
-    passed both was held back by the floor)."""
+    """Which threshold held a "~" pooled comparison back (`rules.POOLED_RULES`), in words:
+    "p=0.31, not significant", "within min_ratio 1.1" or "under the step floor"."""
     rule, _ = first_of(PooledEvidence(cfg, steps.p_value, steps.ratio, 0.0), POOLED_RULES)
     if rule.id == "pooled-unsure":
         return f"not significant at alpha {cfg.alpha:g}"
@@ -117,19 +98,18 @@ def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
 
 
 def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
-    """Compare the peak memory of a cell with that of the baseline cell.
+    """Compare the peak memory of a cell with the baseline's.
 
     Args:
-        base_peak: Peak bytes of the baseline cell.
-        other_peak: Peak bytes of the compared cell.
+        base_peak, other_peak: Peak bytes of the baseline and the cell.
         cfg: Supplies `peak_min_ratio` and `peak_floor_bytes`.
 
     Returns:
         The ratio and the direction.
 
     Raises:
-        ValueError: The baseline peak is not a positive finite number, or the other
-            peak is negative or not finite.
+        ValueError: The baseline peak is not positive and finite, or the other is
+            negative or not finite.
     """
     if not (np.isfinite(base_peak) and base_peak > 0.0):
         raise ValueError(
@@ -161,13 +141,13 @@ def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
 
 def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str,
                    rounds: int, *, good: bool) -> Baseline:
-    """Pooled step times, peaks and CPU times of `series` against its baseline's, and
-    (for a cell good within its run) how busy the host was for either.
+    """Pooled step times, peaks and CPU times of `series` against its baseline's, and for a
+    cell good within its run how busy the host was.
 
     Args:
         label: The baseline image's label, as reasons name it.
         rounds: The confirmation rounds the cell's settings ask for.
-        good: The cell's within-run verdict is good (only then do rounds matter).
+        good: The within-run verdict is good (only then do rounds matter).
     """
     steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peaks.get("rss"),
                                        series.cols.steps, series.cols.peaks.get("rss"), cfg)
@@ -184,26 +164,22 @@ def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str
 
 def busy_reason(base_busy: float | None, other_busy: float | None,
                 cfg: AnalysisConfig) -> str | None:
-    """Why a round ran on a busy host, or None when neither run did: either run waited
-    for a CPU `busy_share` of its step time or more (`rules.busy_run`)."""
+    """Why a round ran on a busy host (`rules.busy_run`), or None."""
     return busy_run(RoundEvidence(cfg, busy=(("baseline", base_busy),
                                              ("suspect", other_busy))))
 
 
 def speed_reason(plain: float, scaled: float, speed: float | None,
                  cfg: AnalysisConfig) -> str | None:
-    """Why a round whose two runs ran at CPU speeds more than `speed_spread` apart is
-    left out: its ratio as measured (`plain`) and at one CPU speed (`scaled`) fall on
-    different sides of `min_ratio`, and the correction holds for CPU-bound work only. None
-    where the speeds were close or both ratios agree (rule `round-speeds`)."""
+    """Why a round at CPU speeds far apart is left out (rule `round-speeds`: its ratios as
+    measured and at one speed fall on different sides of `min_ratio`), or None."""
     return speeds_apart(RoundEvidence(cfg, plain=plain, scaled=scaled, speed=speed))
 
 
 def at_one_speed(base: RunStat, other: RunStat, cfg: AnalysisConfig
                  ) -> tuple[float, float, float | None, str | None]:
-    """A round's two runs at one CPU speed (`stepreading.speed_scaled`): both step times,
-    the suspect's speed over the baseline's, and why the speeds leave the round out
-    (`speed_reason`), as a sweep's rounds and a saved run's both read them."""
+    """A round's two runs at one CPU speed: both step times, the suspect's speed over the
+    baseline's, and why the speeds leave the round out, for live and saved rounds alike."""
     b_s, o_s, speed = speed_scaled(base, other)
     plain, scaled = _ratios(base, other, b_s, o_s)
     return b_s, o_s, speed, speed_reason(plain, scaled, speed, cfg)
@@ -216,9 +192,8 @@ def _ratios(base: RunStat, other: RunStat, b_s: float, o_s: float) -> tuple[floa
 
 
 def cpu_ratio(base: RunStat, other: RunStat) -> float | None:
-    """The suspect's CPU time per step over the baseline's: in canary loops (one CPU
-    speed) where both runs timed the canary, else in seconds; None where either run
-    did not record CPU time. A run-queue delay is time off the CPU, so it is not in it."""
+    """The suspect's CPU time per step over the baseline's (in canary loops where both
+    timed it, else seconds; run-queue delay excluded); None without CPU time."""
     for b, o in ((base.work, other.work), (base.cpu_s, other.cpu_s)):
         if math.isfinite(b) and math.isfinite(o) and b > 0 and o > 0:
             return o / b
@@ -239,10 +214,8 @@ class Judged(NamedTuple):
 
 def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
            other_busy: float | None, cfg: AnalysisConfig, failed: str = "") -> Judged:
-    """A round as it counts: both step times at one CPU speed (`at_one_speed`), the
-    suspect's CPU speed over the baseline's, the CPU-time ratio (`cpu_ratio`), and the
-    first rule of `rules.ROUND_RULES` that fires on it (a failed run; CPU speeds
-    apart; a busy host, unless CPU time per step agrees with the wall clock)."""
+    """A round as it counts: both step times at one CPU speed, the speed and CPU-time
+    ratios, and the first rule of `rules.ROUND_RULES` that fires on it."""
     b_s, o_s, speed, cpu = 0.0, 0.0, None, None
     plain = scaled = math.nan
     if base is not None and other is not None and not failed:
@@ -261,18 +234,9 @@ def judged(base: RunStat | None, other: RunStat | None, base_busy: float | None,
 
 
 def settled(conf: Confirmation, cfg: AnalysisConfig) -> bool:
-    """Whether more rounds could change the answer (a sequential rule, looked at after
-    every round once two are usable): the rule of `rules.SETTLED_RULES` that
-    fires on the rounds so far.
-
-    The rounds answer one question: is the suspect slower than the baseline by
-    `min_ratio` or more (faster, where the pooled test suspected faster; slower, where a
-    busy host called for them: only a slowdown changes a verdict). Settled when
-
-    - the interval clears the threshold either way (a direction is decided);
-    - usable rounds disagree in direction (every round must agree to confirm); or
-    - the interval lies wholly on the no-change side of the question's threshold
-      (below `min_ratio` for a slowdown, above 1/`min_ratio` for an improvement).
+    """Whether more rounds could change the answer (`rules.SETTLED_RULES`), asked after
+    every round once two are usable: settled when a direction is decided, rounds
+    disagree, or the interval lies wholly on the no-change side.
     """
     return first_of(SettledEvidence.of(conf, cfg), SETTLED_RULES)[0].says == SETTLED
 
@@ -283,16 +247,15 @@ def _span(indices: list[int]) -> str:
 
 def decide_rounds(rounds: list[Round], suspected: Direction,
                   cfg: AnalysisConfig) -> Confirmation:
-    """Decide a suspected change from interleaved rounds.
+    """Decide a suspected change ("slower" or "faster") from interleaved rounds.
 
     Args:
         rounds: The rounds run, in order; `excluded` ones are reported, not used.
-        suspected: "slower" or "faster", the pooled comparison's finding.
         cfg: Supplies `min_ratio`, `round_confidence` and `step_floor_s`.
 
     Returns:
         The confirmed direction ("~" unless every usable round agrees and the interval
-        clears the threshold), the interval and the rounds that decided it.
+        clears the threshold), the interval and the deciding rounds.
     """
     usable = [r for r in rounds if r.excluded is None and r.base_s > 0 and r.other_s > 0]
     left_out = [r for r in rounds if r not in usable]
@@ -309,9 +272,8 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     logs = np.log([r.ratio for r in usable])
     mean = float(logs.mean())
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    # lazy: SciPy only when rounds run: not at the top, so a sweep that never confirms never
-    # loads it (tests/unit/test_startup.py); and its special functions alone, not
-    # scipy.stats (~0.9 s more to import), whose t.ppf is this same stdtrit.
+    # lazy: SciPy only when rounds run (tests/unit/test_startup.py); special alone, not the
+    # slower scipy.stats, whose t.ppf is this same stdtrit.
     from scipy import special
 
     t = float(special.stdtrit(len(logs) - 1, 0.5 + cfg.round_confidence / 2))

@@ -1,20 +1,8 @@
-"""What changed in a package's code between two releases: the files of each (a module's
-path within the distribution -> its text, an extension's binary -> its digest, as
-`runtimes.sources` reads them) diffed file by file, and a Python module's functions
-diffed at the syntax tree: a function or method (by its qualified name, as Python names
-it: `Class.method`, `outer.<locals>.inner`) changed where its code did, docstrings and
-comments left out, with the lines its source text changed by; added and removed ones,
-and one that moved to another module (matched by its qualified name, else by its code)
-with whether its code changed there. Native code (C, C++, Cython, Rust sources; .so and
-.pyd binaries) is diffed by file, and named by the extension module it builds.
-
-The changed function that holds the late samples: a proved package change's code
-diff (`diff`) against the call sites `explain` attributed for the row,
-matched by module path and function, weighed by each site's share of what answers the
-verdict; native code names the extension and its frame, a moved function is one
-change. A site's weight goes to its innermost changed function: urllib3 2.0.0's slowdown
-first named `HTTPResponse.read`, a caller on 99 % of the stacks, where the fix changed
-`BytesQueueBuffer.get` below it. Pure: no I/O.
+"""What changed in a package's code between two releases, and which changed function holds
+the row's attributed samples. Files are diffed one by one; a module's functions at the
+syntax tree by qualified name (docstrings and comments left out), with added, removed
+and moved ones; native code by file, named by its extension module. A site's weight
+goes to its innermost changed function, not to a caller on every stack. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -50,9 +38,8 @@ def is_native(path: str) -> bool:
 
 
 def extension_of(path: str) -> str:
-    """The extension module a native file builds or is, as Python imports it:
-    `multidict/_multidict.c` and `multidict/_multidict.cpython-311-x86_64-linux-gnu.so`
-    are `multidict._multidict`; an sdist's `src/` is cut."""
+    """The extension module a native file builds or is, as Python imports it
+    (`multidict/_multidict.c` is `multidict._multidict`; an sdist's `src/` is cut)."""
     parts = re.sub(r"^(src|lib|python)/", "", path).split("/")
     return ".".join([*parts[:-1], parts[-1].split(".", 1)[0]])
 
@@ -64,8 +51,7 @@ class FunctionChange:
     path: str            # the module's path within the distribution
     function: str        # qualified name
     status: str          # changed, added, removed, moved
-    lines: int           # lines of its source text changed (its length, added/removed;
-    #                      moved: changed there, 0 where its code is the same)
+    lines: int           # lines of its source text changed (moved: changed there)
     moved_from: str | None = None       # moved: the module it was in
     was: str | None = None              # moved: its qualified name there
 
@@ -81,8 +67,7 @@ class FileChange:
 
 @dataclass(frozen=True)
 class CodeDiff:
-    """Two releases' files diffed: every file that differs; a module's functions on
-    request (`functions_of`), kept here for the modules asked."""
+    """Two releases' files diffed; a module's functions on request (`functions_of`)."""
 
     files: tuple[FileChange, ...]
     functions: tuple[FunctionChange, ...] = ()
@@ -114,11 +99,11 @@ def _without_docstrings(node: ast.AST) -> ast.AST:
 
 
 def functions(source: str) -> dict[str, tuple[str, str]]:
-    """Qualified name -> (its code as a syntax tree dump, its source text), for every
-    function and method of a module (a name defined twice: both, one after the other).
+    """Qualified name -> (code as a syntax tree dump, source text), for every function and
+    method of a module (a name defined twice: both).
 
     Raises:
-        SyntaxError: the module does not parse (Python 2, a template).
+        SyntaxError: The module does not parse (Python 2, a template).
     """
     tree = ast.parse(source)
     lines = source.splitlines()
@@ -147,7 +132,7 @@ def module_diff(path: str, old: str, new: str) -> list[FunctionChange]:
     """The functions of one module that changed, came or went, largest change first.
 
     Raises:
-        SyntaxError: one side does not parse.
+        SyntaxError: One side does not parse.
     """
     return _changes(path, functions(old), functions(new))
 
@@ -165,8 +150,7 @@ def _changes(path: str, a: Code, b: Code) -> list[FunctionChange]:
     return sorted(out, key=lambda c: (-c.lines, c.function))
 
 
-# A function matched by its code alone has at least this many lines: one-line bodies
-# (`return self._x`) are alike in many places.
+# A function matched by code alone has this many lines at least: one-liners are common.
 MATCH_LINES = 3
 _NAMED = re.compile(r"^(Async)?FunctionDef\(name='[^']*', ")
 
@@ -180,10 +164,9 @@ def _unique(keys: list[tuple[str, tuple[str, str]]]) -> dict[str, tuple[str, str
 
 def moves(funcs: list[FunctionChange], code: Mapping[tuple[str, str], tuple[str, str]]
           ) -> list[FunctionChange]:
-    """`funcs` with each function removed from one module and added to another matched
-    as one that moved: by its qualified name (the only one of that name to go and to
-    come), else by its code (the only one of that code, its name aside). `code`: (path,
-    name) -> `functions`' (code, text) of each added and removed one."""
+    """`funcs` with a function removed from one module and added to another matched as
+    moved: by qualified name where unique, else by unique code. `code`: (path, name) ->
+    (code, text) of each added and removed one."""
     gone = [c for c in funcs if c.status == REMOVED]
     came = [c for c in funcs if c.status == ADDED]
     pairs: dict[tuple[str, str], tuple[str, str]] = {}   # came -> gone
@@ -215,8 +198,7 @@ def _text(data: str | bytes) -> str | None:
 
 def file_diff(old: Mapping[str, str | bytes], new: Mapping[str, str | bytes]
               ) -> tuple[FileChange, ...]:
-    """Every file that differs between two releases (a text: str; a binary: its digest,
-    bytes), by its path within the distribution."""
+    """Every file that differs between two releases by path (text; a binary's digest)."""
     out: list[FileChange] = []
     for path in sorted(old.keys() | new.keys()):
         a, b = old.get(path), new.get(path)
@@ -237,8 +219,7 @@ def diff(old: Mapping[str, str | bytes], new: Mapping[str, str | bytes],
          modules: set[str] | None = None, most: int = 300,
          also: Collection[str] = ()) -> CodeDiff:
     """The files that differ, and the functions of the changed Python modules among
-    `modules` (None: every importable one, up to `most` modules, those in `also` first
-    and whatever their path)."""
+    `modules` (None: every importable one, up to `most`, those in `also` first)."""
     files = file_diff(old, new)
     funcs: list[FunctionChange] = []
     unparsed: list[str] = []
@@ -359,9 +340,8 @@ def weighted(w: Where, part: str) -> list[tuple[tuple[Frame, ...], float]]:
 
 
 def part_of(w: Where, first: str | None = None, kinds: Sequence[str] = ()) -> str | None:
-    """The part that answers the verdict: the first of its attribution kinds (`kinds`,
-    in the verdict's order: a regression's stack before its heap) with something
-    attributed, else explain's first change's (`first`), else any."""
+    """The part that answers the verdict: the first attribution kind (`kinds`, in the
+    verdict's order) with something attributed, else explain's first change's, else any."""
     order = [p for k in kinds for p in (("time", "stack") if k == "stack" else (k,))]
     order += ([first] if first is not None else []) + (
         ["stack"] if first == "time" else []) + list(PARTS)
@@ -369,8 +349,7 @@ def part_of(w: Where, first: str | None = None, kinds: Sequence[str] = ()) -> st
 
 
 def in_package(path: str, files: Sequence[str]) -> str | None:
-    """The distribution's path for a frame's file (`.../site-packages/werkzeug/http.py`
-    is `werkzeug/http.py`, or an sdist's `src/werkzeug/http.py`), else None."""
+    """The distribution's path for a frame's file (`werkzeug/http.py`), else None."""
     parts = path.replace("\\", "/").split("/")
     at = max((i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages")),
              default=None)
@@ -382,8 +361,8 @@ def in_package(path: str, files: Sequence[str]) -> str | None:
 
 
 def _same(frame_fn: str, changed: str) -> bool:
-    """A frame's function is the changed one: the same qualified name, or (a frame
-    with its bare name, as Python before 3.11 records it) the same last part."""
+    """A frame's function is the changed one: the same qualified name, or the same last
+    part for a bare name (Python before 3.11)."""
     return frame_fn == changed or ("." not in frame_fn and changed.rsplit(".", 1)[-1]
                                    == frame_fn)
 
@@ -395,8 +374,7 @@ def shown(path: str) -> str:
 
 
 def _where(frames: Sequence[Frame]) -> str:
-    """The innermost frame as explain names it: `x.py:38 step` (a comprehension as the
-    function it is written in)."""
+    """The innermost frame as explain names it: `x.py:38 step`."""
     return f"{os.path.basename(frames[0][0])}:{frames[0][1]} {function(frames, 0)}"
 
 
@@ -419,9 +397,8 @@ def attributed_modules(w: Where, part: str, files: Sequence[str]) -> set[str]:
             if (p := in_package(f[0], files)) is not None}
 
 
-# Fewer stack samples than this in the part weighed (late, or all) are said with their
-# number: a share of a few samples names a site by chance (a 5 s attributed run at the
-# sampler's 200 a second takes about 1,000).
+# Fewer stack samples than this in the part weighed are said with their number: a share
+# of a few samples names a site by chance.
 FEW_SAMPLES = 50
 
 
@@ -433,8 +410,7 @@ def samples(w: Where, part: str | None) -> int:
 
 
 def few(w: Where, part: str | None) -> str:
-    """" (the stack sampler took 3 samples in 300 calls: too few to rest on)" where the
-    answer rests on few stack samples or none (a step of microseconds), else ""."""
+    """A note where the answer rests on few stack samples or none, else ""."""
     if part not in ("time", "stack", None) or "stack" not in w.kinds:
         return ""
     n = samples(w, part)
@@ -447,8 +423,7 @@ def few(w: Where, part: str | None) -> str:
 
 def answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[str],
            w: Where, part: str | None, read: tuple[str, ...] = ()) -> CodeAnswer:
-    """The change's code against the where record's sites of `part`; where they rest
-    on few stack samples, how many."""
+    """The change's code against the where record's sites of `part`."""
     got = _answer(package, good, bad, diff, files, w, part, read)
     said = few(w, part)
     return replace(got, words=got.words + said) if said else got
@@ -466,9 +441,8 @@ def _answer(package: str, good: str, bad: str, diff: CodeDiff, files: Sequence[s
         if c.status in (CHANGED, ADDED) or (c.status == MOVED and c.lines):
             by_path.setdefault(c.path, []).append(c)
     moved = {(c.path, c.function): hit(c) for c in diff.functions if c.status == MOVED}
-    # Each site's weight goes to its innermost frame in the package (`shares`: where the
-    # package spends it) and to its innermost frame in a changed or added function
-    # (`hits`), as explain names a site by its innermost library function.
+    # A site's weight goes to its innermost frame in the package (`shares`) and in a
+    # changed or added function (`hits`), as explain names sites.
     shares: dict[tuple[str, str], float] = {}
     hits: dict[tuple[str, str], Hit] = {}
     for frames, weight in sites:

@@ -1,15 +1,7 @@
-"""The one place a cell's verdict is set: `decide(facts)`, from a `CellFacts` (the
-series, how the run ended, the live decision, the GPU precheck, the baseline
-comparison). Everything that reads a series is read once (`read_run`); `within_run` is
-the table over that reading. It is called right after a cell ran and again once its
-row's comparison is known; nothing is written before the second.
-
-One verdict per cell, from how it ended and what its series show: `verdict_of` words
-the rule the table (`rules.RULES`) fires on a `RunReading`; every number behind a
-verdict is in `CellVerdict` (and so in the stored result). Which memory source may
-carry a leak: the heap alone, RSS only when USS agrees, the GPU and the framework
-allocator alone (file-backed pages, arenas and the page cache move RSS, not USS); the
-container cgroup (v1 counts page cache) is reported, never decisive.
+"""The one place a cell's verdict is set: `decide(facts)`, from a `CellFacts`. A run is read
+once (`read_run`), `rules.RULES` fires on it and `verdict_of` words the rule. It runs
+after the cell and again once its row's comparison is known; nothing is written before
+the second. Every number behind a verdict is kept in `CellVerdict`.
 """
 
 from __future__ import annotations
@@ -90,8 +82,7 @@ class CellVerdict:
 
 @dataclass(frozen=True)
 class RunReading:
-    """What one run showed, read once: the evidence the rules decide on (`evidence`)
-    and the objects its words are made of."""
+    """What one run showed, read once: the rules' evidence and the objects its words use."""
 
     mem: MemoryReading
     evidence: Evidence
@@ -113,8 +104,8 @@ def _out(r: RunReading, rule: Rule[Evidence], reason: str, carrier: str | None,
 
 
 def _found(r: RunReading) -> list[Finding]:
-    """The findings every rule's words carry: the notes, and a slowdown (or the busy
-    host that voided one) where the steps showed it."""
+    """The findings every rule's words carry: the notes, and a slowdown (or the busy host
+    that voided one)."""
     f = r.evidence.facts
     out = list(r.notes)
     if f.slowdown:
@@ -165,23 +156,19 @@ def _cut(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
                 tuple(_found(r)), rerun=f.budget_calls)
 
 
-# Memory readings of growth not decided yet: a slowdown beside one says it.
+# Memory readings of undecided growth: a slowdown beside one says it.
 GROWING = ("filling", "creep", "unconfirmed")
 
 
 def _grows(r: RunReading) -> str:
-    """"; and memory grows: ..." where memory grows and is not decided yet: each call
-    slower and memory growing is the seeds' symptom, never a slowdown alone in words
-    (issue 78: a late native leak read `slowdown` while its RSS went from 35 to 112 MB,
-    and not a word of memory)."""
+    """"; and memory grows: ..." where memory grows undecided: a slowdown is never said
+    alone while memory grows beside it."""
     return f"; and memory grows: {r.mem.reason}" if r.mem.kind in GROWING else ""
 
 
 def _asks(r: RunReading, calls: int) -> int:
     """The calls a slowdown's next run measures: its own, or more where memory grows
-    undecided beside it (a fill asks 4x, a slowdown 2x: air 0.15.0's leak, each call
-    walking what the calls before it kept, was run again for the slowdown's length and
-    its growth stayed `a leak or a cache still filling`)."""
+    undecided beside it (a fill asks 4x), so one run answers both."""
     grows = (r.mem.rerun or 0) if r.mem.kind in GROWING else 0
     return max(calls, grows)
 
@@ -244,9 +231,8 @@ def _ok(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
 
 
 _Words = Callable[[RunReading, Series, Rule[Evidence]], CellVerdict]
-# Each rule's words, by its id: every rule of `rules.RULES` a run alone can fire. The
-# others are worded where their facts are: the image not had and the GPU precheck by
-# `decision.decide`, the baseline's with the comparison's figures (`decision`).
+# Each rule's words, by id, for the rules a run alone can fire; the others are worded
+# where their facts are (`decide`, the baseline comparison).
 WORDS: dict[str, _Words] = {
     "timeout-leak": _ended, TIMEOUT_BUSY: _crowded,
     "oom": _ended, "timeout": _ended, "crash": _ended, "not-applicable": _ended,
@@ -289,14 +275,8 @@ class CellFacts:
 def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bool = True,
              first: bool = False, replicated: bool = False,
              room: int | None = None) -> RunReading:
-    """Everything the rules read of one run, built once: memory by `memory.
-    memory_reading` (the reading the live decider makes on the samples so far), the
-    step-time reading (`stepreading.read_steps`), how the run ended and what its log
-    and first step showed of the GPU (`outcomes.how_it_ended`, `outcomes.runtime_sign`),
-    whether its cap cut its budget short (`facts.capped_at`) or its budget ended it
-    after too few calls to tell a leak from a cache, where what leaks is under
-    `leak_large_bytes` (`cut_short`, rule `length-short`), and whether a slowdown it
-    read is this run's alone (`replicated`: an earlier run of the cell read one too)."""
+    """Everything the rules read of one run, built once: memory, step times, how the run
+    ended and its GPU signs, whether it was cut short, and `replicated`."""
     mem = memory_reading(series, cfg, again)
     st = read_steps(series, cfg, first)
     ended = how_it_ended(series, outcome)
@@ -322,16 +302,10 @@ def read_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig, again: bo
 
 def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: str = "",
               grown: float | None = 0.0, room: int | None = None) -> tuple[str, int] | None:
-    """The run's time budget ended it after fewer than `short_calls` calls (its cap, if
-    lower), or with room left under its `overrun` bound for a run `LENGTH_FILL` times as
-    long (`room`: the calls that bound leaves a run again; None: no bound), where rule
-    `length-short` or `length-fill` of `rules.LENGTH_RULES` fires on it (`again`:
-    repeats are left; `capped`: its cap ended it, in words; `grown`: what the leak
-    grew, None without one): what it made, in words, and the calls its next run makes.
-    A cache of as many entries as a run made calls fills like a leak for all of them;
-    where each miss is slow, a few seconds hold a few hundred (issue 49); a marked test's
-    LRU of 5,000 entries at 0.1 ms a call filled through all 4,600 calls of its 0.5 s
-    (issue 86)."""
+    """Whether the budget cut the run short (rule `length-short` or `length-fill`): what
+    it made, in words, and the calls its next run makes, since a cache of as many entries
+    as the run made calls fills like a leak. `room`: the calls the `overrun` bound leaves
+    (None: no bound); `capped`: its cap ended it, in words; `grown`: the leak's growth."""
     ended = budget_ended(series)
     words, done, asked = ended if ended is not None else ("", 0, 0)
     ev = LengthEvidence(cfg, again, capped, grown, words, done, asked, room)
@@ -344,18 +318,18 @@ def cut_short(series: Series, cfg: AnalysisConfig, again: bool = True, capped: s
 def within_run(series: Series, outcome: RunOutcome, cfg: AnalysisConfig,
                again: bool = True, first: bool = False, replicated: bool = False
                ) -> CellVerdict:
-    """Within-run verdict for one cell: the table of rules (`rules.RULES`) over what the
-    run showed (`read_run`), in words. `again`: an ambiguous cell runs again (its
-    repeats are not spent), as its reason says; `first`: this is its first attempt, and
-    a slowdown it shows is looked at again in a run twice as long (rule `rising`);
-    `replicated`: an earlier run of the cell read a slowdown too, so one read here
-    stands (else it is a suspicion, rule `one-run`)."""
+    """Within-run verdict for one cell: `rules.RULES` over `read_run`, in words.
+
+    Args:
+        again: An ambiguous cell runs again, as its reason says.
+        first: Its first attempt: a slowdown is looked at again (rule `rising`).
+        replicated: An earlier run read a slowdown too, so one here stands.
+    """
     return verdict_of(read_run(series, outcome, cfg, again, first, replicated), series)
 
 
 def decide(facts: CellFacts) -> CellVerdict:
-    """The cell's verdict from everything known about it: the one table of rules
-    (`rules.RULES`) over its evidence, then its words."""
+    """The cell's verdict from everything known about it: `rules.RULES`, then its words."""
     if facts.baseline is not None:
         assert facts.within is not None, "a row comparison needs the within-run verdict"
         return _vs_baseline(facts.baseline, facts.within, facts.cfg)
@@ -400,9 +374,8 @@ def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
 
 
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
-    """Whether the pooled comparison leaves the step time in doubt (`doubt`): a
-    suspected change, or either cell ran on a busy host (load can hide a change as well
-    as fake one)."""
+    """Whether the pooled comparison leaves the step time in doubt: a suspected change,
+    or a busy host (load can hide a change as well as fake one)."""
     return doubt(base, cfg).says == DOUBT
 
 
@@ -412,11 +385,8 @@ def needs_rounds(base: Baseline, cfg: AnalysisConfig) -> bool:
 
 
 def rounds_for(verdict: Verdict, base: Baseline, cfg: AnalysisConfig) -> bool:
-    """Whether interleaved rounds run for a cell of `verdict` within its run: a good
-    cell's doubt (`needs_rounds`), and a leak whose pooled steps read slower than the
-    baseline's (memory that grows and every call slower: the seeds' own symptom), so
-    that its slowdown is said beside the leak where the rounds confirm it, and never
-    from the pooled steps of two runs alone."""
+    """Whether rounds run for a cell of `verdict`: a good cell's doubt, or a leak whose
+    pooled steps read slower, so its slowdown is said only where rounds confirm it."""
     if verdict in GOOD:
         return needs_rounds(base, cfg)
     found = kind(verdict)
@@ -430,15 +400,14 @@ def pooled_text(steps: StepComparison, label: str) -> str:
 
 
 def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> CellVerdict:
-    """The same table over the cell's evidence with the baseline's figures added. A
-    pooled step-time change is only suspected until interleaved rounds confirm it;
-    without rounds it is `suspected`."""
+    """The same table with the baseline's figures added; a pooled change is only
+    `suspected` until interleaved rounds confirm it."""
     label, steps, peaks = base.label, base.steps, base.peaks
     findings = list(within.findings)
     vs = VsBaseline(label, steps, base.cpu, peaks)
     if within.verdict not in GOOD:
-        # A rule before the baseline's decided: the comparison's figures, and a slowdown
-        # the rounds confirmed beside it (`rounds_for`).
+        # A rule before the baseline's decided: add the comparison's figures, and a
+        # slowdown the rounds confirmed (`rounds_for`).
         return _also_slower(within, vs, base.confirmation)
     asked = doubt(base, cfg)
     vs = dataclasses.replace(vs, rule=asked.id)
@@ -486,11 +455,8 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
 
 def _also_slower(within: CellVerdict, vs: VsBaseline, conf: Confirmation | None
                  ) -> CellVerdict:
-    """A cell bad within its run (a leak) with the rounds run against its baseline: the
-    rounds kept beside it, and a slowdown they confirmed said too, in its reason, its
-    findings and its facts (`regression`, which the table reads after the rule that
-    decided: the verdict stays that rule's). Rounds that confirmed nothing say nothing,
-    and neither does the pooled ratio."""
+    """A leaking cell with rounds run: a slowdown they confirmed is said beside the leak,
+    whose rule still decides; rounds that confirmed nothing say nothing."""
     if conf is None:
         return dataclasses.replace(within, vs_baseline=vs)
     vs = dataclasses.replace(vs, confirmation=conf, direction=conf.direction)
@@ -505,8 +471,7 @@ def _also_slower(within: CellVerdict, vs: VsBaseline, conf: Confirmation | None
 
 
 def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
-    """The live decision as the cell ran it: when the host decided vs how far the agent
-    got before it stopped."""
+    """The live decision: when the host decided vs how far the agent got before stopping."""
     if decision is None:
         return None
     calls_run = (series.end or {}).get("iterations")
@@ -518,10 +483,8 @@ def live_run(decision: LiveDecision | None, series: Series) -> LiveRun | None:
 
 def _with_live(within: CellVerdict, live: LiveRun, reason: str,
                budget: float | None = None) -> str:
-    """The reason once the live decision is known: where the agent ran on past the
-    live look, the run's own samples decide, and the reason says what the look saw.
-    `budget`: the budget set, which a run again's longer one is said against ("of a run
-    again of 1 s (2x its 0.5 s budget)")."""
+    """The reason once the live decision is known (where the agent ran on past the look,
+    the run's samples decide). `budget`: the budget set, for a longer rerun's words."""
     looked = "leak" if live.verdict == "leak" else "ok"
     if live.calls_run > live.calls_to_decision and looked != within.verdict:
         reason += (f"; at call {live.calls_to_decision} it read {looked}, and its "
@@ -537,8 +500,8 @@ def _with_live(within: CellVerdict, live: LiveRun, reason: str,
 
 def gpu_findings(verdict: Verdict, series: Series, pre: tuple[str, str] | None,
                  found: tuple[str, str] | None, decided: bool) -> list[Finding]:
-    """What the GPU precheck and the run's CUDA signs add to a verdict's findings
-    (`decided`: the sign made the verdict, rule `gpu-in-run`)."""
+    """What the GPU precheck and CUDA signs add to the findings (`decided`: the sign made
+    the verdict)."""
     out: list[Finding] = []
     if pre is not None:
         out.append(Finding("gpu-check", f"{pre[0]}: {pre[1]}"))
@@ -578,8 +541,8 @@ def unsupported_evidence(verdict: Verdict, series: Series,
 
 
 def cell_flags(wants_gpu: bool, verdict: Verdict, series: Series) -> list[Finding]:
-    """What a reader must not miss, said in the verdict's reason too: a GPU cell whose
-    framework ran on the CPU, the heap notes of reading (mallinfo's 4 GiB wrap)."""
+    """What a reader must not miss, said in the reason too: a GPU cell run on the CPU, the
+    heap reading's notes."""
     out: list[Finding] = []
     device = framework_device(series)
     if (wants_gpu and device is not None and device_kind(device) == "cpu"

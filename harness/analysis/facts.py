@@ -1,12 +1,7 @@
-"""`Facts`: what the verdict rules (`analysis.rules`) read beside the memory trends,
-as one light record that result.json stores, so `--why` reads the rules again from it;
-and the facts of a run its records say: how its budget went (`capped_at`,
-`budget_ended`), the agent's safety stop (`memory_stopped`), and where its framework
-says it ran, the GPU or a CPU fallback (`device_kind`).
-
-Scenarios report the device their framework used (`info()["device"]`); each framework
-names it its own way. A GPU cell is flagged "no-gpu" only when the name is a CPU one:
-a name `device_kind` does not know is not taken for a fallback.
+"""`Facts`: what the verdict rules read beside the memory trends, stored in result.json so
+`--why` can read the rules again; and the facts a run's records say: how its budget went
+(`capped_at`, `budget_ended`), the safety stop (`memory_stopped`), and the device its
+framework ran on (`device_kind`; an unknown name is never taken for a CPU fallback).
 """
 
 from __future__ import annotations
@@ -28,41 +23,29 @@ ENDINGS = ("oom", "timeout", "crash", "not-applicable")
 
 @dataclass(frozen=True, slots=True)
 class Facts(Record):
-    """What the rules read beside the memory trends, each said with its figures ("" or
-    None: not so); built once per cell (`decision.decide`), stored in result.json.
+    """What the rules read beside the memory trends, each in words with its figures (""
+    or None: not so); built once per cell (`decision.decide`), stored in result.json.
 
     Attributes:
         unavailable: Why the image or engine could not be had.
-        runaway: The agent's safety stop (its watchdog) ended the run: what grew, past
-            what limit, at which call (`memory_stopped`).
+        runaway: The safety stop ended the run: what grew, past what, at which call.
         precheck: Why the GPU precheck found the image cannot use the GPU.
-        gpu_check: What the GPU precheck found of any kind ("unsupported: ..."), so
-            deciding again (`--reanalyze`) starts from it.
+        gpu_check: What the GPU precheck found of any kind, for `--reanalyze`.
         ended: How the run ended before its last call (`ENDINGS`), and `ended_why`.
-        crowded: Killed at its wall-clock deadline while the host took most of its
-            time (`outcomes.deadline_busy`), in words: the deadline measured the host.
+        crowded: Killed at its deadline while the host took most of its time.
         gpu_unusable: What the run's log showed of an image that cannot use the GPU.
         filling: The memory sources whose growth a bounded fill still fits.
-        capped: The run stopped at its cap on calls with most of its time budget left
-            (`capped_at`), and the cell may run again: what the budget was and used.
-        short: The run's time budget ended it after fewer calls than `short_calls`
-            (`decision.cut_short`), and the cell may run again: what it made, in words.
-        budget_calls: The calls the cell's next run makes: what the whole budget
-            holds at its pace (`capped`), or `short_calls` (`short`).
+        capped: Its cap stopped it with most of its budget left, and it may run again.
+        short: Its budget ended it under `short_calls` calls, and it may run again.
+        budget_calls: The calls the cell's next run makes.
         slowdown: Late steps slower than early ones: the figures.
-        rising: That slowdown was seen in a first run only, and a run twice as long fits
-            `stepreading.RISE_MAX_S` at its pace: the calls that run makes (a cost that cycles with
-            the scenario's input rises through a run shorter than its cycle).
-        once: That slowdown was read in this run only: no earlier run of the cell read
-            it (`decision.CellFacts.replicated`), in words ("seen in one run of 1,187
-            calls"); "" where an earlier run did, or no slowdown was read. A suspicion,
-            never a finding (the verdict's rule `one-run`).
+        rising: A first run's slowdown, and the calls of the run twice as long that looks
+            again (a cost that cycles with the input rises through a short run).
+        once: That slowdown was read in this run only: a suspicion (rule `one-run`).
         busy: Contention accounts for that slowdown, and the step did no more work.
         regression: Worse than the row's baseline, confirmed: the figures.
         suspected: Slower than the baseline pooled, no rounds to confirm it.
-        unsettled: Rounds ran for a doubt about a slowdown and left it open
-            (`rules.unsettled`): their interval holds a slowdown and no change,
-            or too few counted and the host was busy.
+        unsettled: Rounds ran for a doubt about a slowdown and left it open.
     """
 
     unavailable: str | None = None
@@ -86,18 +69,16 @@ class Facts(Record):
     unsettled: str = ""
 
 
-# A run that stopped at its cap on calls having used under CAP_SHARE of its time budget
-# was cut short by the cap; its next run's cap is the calls CAP_MARGIN times what the
-# whole budget holds at its pace.
+# A run stopped by its cap with under CAP_SHARE of its budget used was cut short; its next
+# cap is CAP_MARGIN times what the whole budget holds at its pace.
 CAP_SHARE = 0.5
 CAP_MARGIN = 1.5
 
 
 @dataclass(frozen=True, slots=True)
 class BudgetRun:
-    """How a budgeted run went, as its agent recorded it (header config, end record):
-    the budget in seconds, the calls asked for (the cap) and made, the seconds the
-    measured calls took (None: not said), and how it ended."""
+    """How a budgeted run went, as its agent recorded it: the budget (s), the calls capped
+    and made, the measured seconds (None: not said), and how it ended."""
 
     budget: float
     asked: int
@@ -108,8 +89,7 @@ class BudgetRun:
 
 
 def budget_run(series: Series) -> BudgetRun | None:
-    """The run's budget record, or None for a series whose agent did not say its
-    budget (or made no call)."""
+    """The run's budget record, or None where the agent did not say it or made no call."""
     config = (series.header or {}).get("config") or {}
     end = series.end or {}
     budget, asked, done = config.get("budget"), config.get("iterations"), end.get("iterations")
@@ -123,11 +103,9 @@ def budget_run(series: Series) -> BudgetRun | None:
 
 
 def capped_at(series: Series) -> tuple[str, int] | None:
-    """The run stopped at its cap on calls (`max_iterations`) with most of its time
-    budget left: what it ran, in words, and the calls the whole budget holds at its pace.
-    The budget, not the cap, is a run's length (issue 49): growth read at the cap may be
-    a cache the rest of the budget would show levelling off. None: not so, or a series
-    whose agent did not say its budget."""
+    """The run stopped at its cap with most of its budget left: what it ran, in words, and
+    the calls the whole budget holds. The budget, not the cap, is a run's length: the
+    rest might show the growth level off. None: not so, or no budget said."""
     run = budget_run(series)
     if run is None or run.done != run.asked or run.spent or run.stopped_early \
             or run.took is None or not 0 < run.took < CAP_SHARE * run.budget:
@@ -137,10 +115,8 @@ def capped_at(series: Series) -> tuple[str, int] | None:
 
 
 def budget_ended(series: Series) -> tuple[str, int, int] | None:
-    """The run's time budget ended it: what it made, in words, the calls it made and its
-    cap. Whether that was too few to tell a leak from a cache is rule `length-short` of
-    `rules.LENGTH_RULES` (`decision.cut_short`). None: not so (its cap or a live
-    look ended it), or a series whose agent did not say its budget."""
+    """The run's budget ended it: what it made, in words, the calls made and its cap
+    (whether too few is rule `length-short`). None: not so, or no budget said."""
     run = budget_run(series)
     if run is None or not run.spent or run.stopped_early:
         return None
@@ -153,9 +129,7 @@ def _mib(n: float) -> str:
 
 
 def memory_stopped(series: Series) -> str:
-    """The agent's safety stop, in words (its end record's `memory_stop`, written by the
-    agent at a step boundary or by its watchdog where a call did not return): "" where
-    the run was not stopped for its memory."""
+    """The agent's safety stop in words (the end record's `memory_stop`), "" if none."""
     stop = (series.end or {}).get("memory_stop")
     if not isinstance(stop, dict):
         return ""
@@ -190,10 +164,9 @@ _NAMES: tuple[tuple[DeviceKind, re.Pattern[str]], ...] = (
     ("cpu", re.compile(r"^\W*cpuexecutionprovider\W*$")),
     # TensorFlow: /device:GPU:0, /job:localhost/replica:0/task:0/device:GPU:0, GPU:0.
     ("gpu", re.compile(r"(^|[/:])gpu(:\d+)?\b|^gpu\b")),
-    # PyTorch cuda / cuda:1, CuPy <CUDA Device 0>, JAX cuda:0 / CudaDevice(id=0) /
-    # gpu:0 / rocm:0, Apple's mps, XLA's TPU.
+    # PyTorch, CuPy, JAX (cuda, gpu, rocm), Apple's mps, XLA's TPU.
     ("gpu", re.compile(r"\bcuda|cudadevice|<cuda device|\brocm|\bmps\b|\btpu")),
-    # CPU names: cpu, cpu:0, /device:CPU:0, TFRT_CPU_0, CpuDevice(id=0), JAX's cpu.
+    # CPU names, as each framework spells them.
     ("cpu", re.compile(r"\bcpu\b|[/:_]cpu|cpudevice|^cpu")),
 )
 

@@ -1,9 +1,8 @@
-"""The verdict kinds, each once: its class (good, bad, undecided, unavailable, skipped)
-and how every report shows it (`KINDS`). Light, so reports and search need no SciPy.
+"""The verdict kinds, each once: its class (good, bad, undecided, unavailable, skipped) and
+how every report shows it (`KINDS`). Light, so reports and search need no SciPy.
 
-Every renderer reads a kind's presentation from here (`kind(name)`), never from a list of
-its own: a kind added here and not given a presentation fails `Kind`'s own fields (all
-required), and `tests/unit/test_every_kind.py` runs each kind through every renderer.
+Renderers read a kind's presentation only from here (`kind(name)`); `Kind`'s fields are
+all required and tests/unit/test_every_kind.py runs each kind through every renderer.
 """
 
 from __future__ import annotations
@@ -13,24 +12,19 @@ from typing import Literal
 
 Verdict = Literal["ok", "leak", "plateau", "slowdown", "regression", "oom", "timeout", "crash",
                   "not-applicable", "ambiguous", "unavailable", "suspected"]
-# good: the code under test behaves. bad: it misbehaved (a finding, exit 1).
-# undecided: it ran, and whether it is good or bad is not known (ambiguous: the series
-# could not tell, run longer, exit 4; suspected: a pooled step-time change that
-# interleaved rounds did not confirm, `rounds: 0`, a complete answer by the user's
-# choice). unavailable: the cell could not be prepared (image not found, a pip pin that
-# does not install): it ran nothing, the sweep goes on, exit 3. skipped: the cell does not
-# apply (not-applicable: the GPU is not on the host, or the image cannot use it).
-# The first bad may hide in an undecided or unavailable cell, never in a skipped one.
+# good: the code behaves. bad: a finding (exit 1). undecided: it ran but could not tell
+# (ambiguous: run longer, exit 4; suspected: a pooled change not confirmed by rounds, by
+# the user's choice). unavailable: it could not be prepared and ran nothing (exit 3).
+# skipped: the cell does not apply. The first bad may hide in an undecided or unavailable
+# cell, never in a skipped one.
 Class = Literal["good", "bad", "undecided", "unavailable", "skipped"]
-# How junit.xml shows a cell: a passing testcase, a <failure> (the code misbehaved), an
-# <error> (it did not finish, or could not run), or <skipped>.
+# How junit.xml shows a cell: passing, <failure>, <error> (did not finish or run), <skipped>.
 JunitAs = Literal["passed", "failure", "error", "skipped"]
 Colour = Literal["red", "green", "yellow", "magenta", "cyan", "grey"]
-# The figure a cell of the kind is shown with, first: its memory growth per call (the
-# deciding source's slope), its late/early step-time ratio, its ratio against the row's
-# baseline, or none of them (the cell's other numbers only).
+# The figure a cell of the kind is shown with first: memory growth per call, the step-time
+# ratio, the ratio against the baseline, or none.
 Figure = Literal["memory", "steps", "baseline", "none"]
-# The narrowest table (columns): narrower, a fitted table has no room for a verdict.
+# The narrowest table (columns) with room for a verdict.
 MIN_WIDTH = 40
 # `harness explain`: the agent's --attribute kinds by what a verdict is about.
 MEMORY = ("heap", "device")
@@ -45,20 +39,17 @@ class Kind:
 
     Attributes:
         junit: junit.xml's element for it (a bad kind is never "passed").
-        colour: the terminal's colour for it (table and grid).
-        symbol: the grid's one-character token for it (`report.grid`).
-        paint: report.html's colour for it (heatmap squares, trend points, legend).
+        colour: the terminal's colour for it.
+        symbol: the grid's one-character token for it.
+        paint: report.html's colour for it.
         severity: report.html's sort order, worst first.
-        verb: what the scenario does, in `harness compare`'s sentences ("rfft_loop leaks
-            only on RTX 4090 with 22.12-tf1-py3").
-        title: the same in an issue draft's title ("rfft_loop leaks memory in 22.12").
+        verb: what the scenario does, in `harness compare`'s sentences ("leaks").
+        title: the same in an issue draft's title ("leaks memory").
         attribute: what `harness explain` attributes for a cell of this kind.
         figure: the figure the grid's token and the cell's words lead with.
-        cut_short: the run ended before its last call (crashed, out of memory, killed at
-            its timeout): `harness fit` reads the value as not fitting.
-        compared_with: a row's baseline of this kind is one its other cells are compared
-            with (it ran to its end: good, or bad only in its own course).
-        run_longer: the cell ran and could not tell: the answer is not complete (exit 4).
+        cut_short: the run ended before its last call: `harness fit` reads it as not fitting.
+        compared_with: a row's baseline of this kind is compared with (it ran to its end).
+        run_longer: the cell could not tell: the answer is not complete (exit 4).
     """
 
     name: Verdict
@@ -129,8 +120,7 @@ class Look:
     """How a report shows a cell's verdict: a kind's, or a pseudo-verdict's.
 
     Attributes:
-        severity: report.html's sort order, worst first: a kind's own; a
-            pseudo-verdict's after every kind's (nothing was measured there).
+        severity: report.html's sort order, worst first (pseudo-verdicts after kinds).
         css: report.html's class for its cells ("good", "bad" or "other").
     """
 
@@ -144,33 +134,26 @@ class Look:
 
 UNAVAILABLE = "unavailable"
 CRASH = "crash"     # the scenario raised: its traceback's last frames are shown
-# A crash's reason where the process exited 0 with no end record: it was not killed and
-# did not fail in Python; something in it ended it (`os._exit` in the scenario or a
-# library it calls). Here, not in `outcomes`, so search reads it without NumPy.
+# A crash's reason where the process exited 0 with no end record (e.g. `os._exit`); here,
+# not in `outcomes`, so search reads it without NumPy.
 SELF_EXIT = "the process ended itself, by os._exit in the scenario or in a library it calls"
 OOM = "oom"         # out of memory: the allocation report is looked for
 SLOWDOWN = "slowdown"   # steps slowed within the run: said beside a leak too (`also_slowed`)
 BAD: frozenset[str] = of_class("bad")
 GOOD: frozenset[str] = of_class("good")
-# Ran, but could not tell: run longer. Not a complete answer.
 UNDECIDED: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
-# Ran, and the answer is in doubt (undecided, or a change not confirmed): the console
-# says these cells in full words below a grid.
+# Ran, and the answer is in doubt: the console says these in full words below a grid.
 IN_DOUBT: frozenset[str] = of_class("undecided")
-# The run ended before its last call: in `harness fit`, the value does not fit.
 CUT_SHORT: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.cut_short)
-# A row's baseline of these kinds is compared with (`Kind.compared_with`).
 COMPARED_WITH: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.compared_with)
-# Bad kinds about time (their figure is a step ratio, in the run or against the baseline):
-# only beside them does a timing ratio belong in an issue draft.
+# Bad kinds about time: only beside them does a timing ratio belong in an issue draft.
 TIMED: frozenset[str] = frozenset(
     k.name for k in KINDS.values() if k.cls == "bad" and k.figure in ("steps", "baseline"))
 # Pseudo-verdicts of a report, for cells the matrix has and the directory lacks.
 NOT_RUN = "not run"
 UNREADABLE = "unreadable"
 STALE = "stale"     # made from inputs that changed since (`store.gate`): not a finding
-# Every verdict a report shows, kinds first (worst first), then the pseudo-verdicts: the
-# grid's tokens and legend and report.html's colours read them from here.
+# Every verdict a report shows, kinds first (worst first), then the pseudo-verdicts.
 LOOKS: dict[str, Look] = {
     **{k.name: Look(k.symbol, k.colour, k.paint, k.name.replace("-", " "), k.severity, k.css)
        for k in sorted(KINDS.values(), key=lambda k: k.severity)},
@@ -183,10 +166,9 @@ UNKNOWN: frozenset[str] = of_class("undecided", "unavailable") | {NOT_RUN, UNREA
                                                                    STALE}
 # Cells that measured nothing of the code: they could not, or need not, run.
 NOT_MEASURED: frozenset[str] = of_class("unavailable", "skipped")
-# A run that crashed or hung where another leaked or slowed has not shown that fault:
-# a culprit probe of this kind is untestable (a missing symbol, an import error), not bad.
+# A crash or hang where another run leaked or slowed hides that fault: a culprit probe of
+# this kind is untestable, not bad.
 BROKE: frozenset[str] = frozenset({"crash", "timeout"})
-# Kinds that run again, longer (`Kind.run_longer`: the series could not tell).
 RUN_LONGER: frozenset[str] = frozenset(k.name for k in KINDS.values() if k.run_longer)
 # Memory trend kinds of a source that grew (`MemoryTrend.kind`).
 GREW: frozenset[str] = frozenset({"leak", "plateau"})

@@ -1,29 +1,11 @@
 """The one decision of memory growth: what a cell's memory did, from its samples so far.
-`memory_reading(series, cfg)` is a pure function of the samples seen so far, asked by
-the live decider, the post-run verdict and `--reanalyze` alike; per source
-`trend_and_fill` is the one statistic, and here the sources become one reading (which
-carrier leaks, a fill, a plateau or stable, and the leak the run could have missed:
-`MemoryTrend.missed`). Why `garbage`: PyTorch's rfft on an H100 grew ~0.3 KiB/call of
-cyclic garbage (tests/data/h100/sweep-1123) that the oldest generation frees in its own
-time; a run that ends before that collection would read it as a leak.
 
-Within-run memory growth per source (step times: `stepreading.step_trend`): Theil-Sen
-slopes over the whole measured span and its late window, with Sen's interval (scaled for
-autocorrelated samples), decide leak, plateau, stable, ambiguous (creeping or noisy) or
-insufficient; a leak must also be growth no bounded fill explains (`fill_check`). Why the
-fill check: over a short run a cache, arena or plan pool still filling, A (1 - exp(-t /
-tau)), grows like a leak; the thirds' slopes bound how much the rate fell (r >= late.lo /
-early.hi), so the smallest fill that fits is growth / (1 - r^1.5), and a leak is read
-only where that fill would pass `fill_share` of the level (or `fill_bytes`). Why the
-scaled interval: memory readings are autocorrelated (GC saw-tooth, allocator level
-shifts), so the variance of Kendall's S is scaled by (1 + rho) / (1 - rho), rho the
-residuals' lag-1 autocorrelation (Yue and Wang, 2004). The rules and their floors:
-docs/verdicts.md.
-
-The slopes (`theil_sen`, a `records.SlopeFit`) are fitted to binned medians
-(`bin_medians`), for a run's trend and for its fill check, and the late window is by
-calls (`late_points`): by readings, PyTorch's cuFFT plan cache on an H100 (600 slow
-misses, then 960 hits in 0.06 s) read `leak` from the misses alone.
+`memory_reading(series, cfg)` is pure, asked alike by the live decider, the post-run
+verdict and `--reanalyze`. Per source, `trend_and_fill` fits Theil-Sen slopes over the
+whole span and the late window (by calls, not readings), with Sen's interval widened for
+autocorrelated readings, and the rules decide the kind. A leak must also be growth no
+bounded fill explains (`fill_check`): a cache still filling grows like a leak over a
+short run. The rules and their floors: docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -76,14 +58,10 @@ _MIN_LATE_POINTS = 4
 def bin_medians(
     iters: FloatArray, values: FloatArray, max_points: int
 ) -> tuple[FloatArray, FloatArray]:
-    """Reduce a long series to at most `max_points` points, each the median of a bin.
-
-    Bins hold consecutive samples and differ in size by at most one. Medians (rather
-    than every k-th sample) stay robust and cost O(n): tens of ms for 10^6 samples.
+    """Reduce a long series to at most `max_points` medians of consecutive bins, in O(n).
 
     Args:
-        iters: Iteration index of each sample, increasing.
-        values: Sample values.
+        iters, values: Iteration index of each sample (increasing), and its value.
         max_points: Largest number of points to return.
 
     Returns:
@@ -108,16 +86,13 @@ def theil_sen(
     x: FloatArray, y: FloatArray, confidence: float, cfg: AnalysisConfig, min_rho: float = 0.0
 ) -> SlopeFit:
     """Fit a Theil-Sen slope with Sen's interval, widened for autocorrelated residuals.
-
-    O(n^2) in time and memory; callers bin long series first (see `bin_medians`).
+    O(n^2): bin long series first.
 
     Args:
-        x: Abscissae, increasing.
-        y: Ordinates.
+        x, y: Abscissae (increasing) and ordinates.
         confidence: Two-sided confidence level of the interval.
         cfg: Supplies `autocorrelation` and `max_autocorrelation`.
-        min_rho: Lower bound on the autocorrelation, e.g. one estimated on a longer
-            stretch of the same series than the few points given.
+        min_rho: Lower bound on the autocorrelation (e.g. from a longer stretch).
 
     Returns:
         The slope, its interval and the autocorrelation used.
@@ -146,8 +121,7 @@ def theil_sen(
 
 def late_points(x: FloatArray, fraction: float) -> int:
     """How many of the last readings form the late window: those in the last `fraction`
-    of the run's calls (calls, not readings: readings come denser where calls are slow),
-    and at least `_MIN_LATE_POINTS`."""
+    of the calls (readings come denser where calls are slow), `_MIN_LATE_POINTS` at least."""
     start = x[-1] - fraction * (x[-1] - x[0])
     inside = int(x.size - np.searchsorted(x, start, side="left"))
     return min(x.size, max(_MIN_LATE_POINTS, inside))
@@ -173,8 +147,7 @@ FILL_CONFIDENCE = 0.95
 _MIN_FILL_POINTS = 6        # two readings a third at least; below, the growth alone says
 
 
-# Why a run that could tell more does not: the sweep's words (the plugin says them as
-# its marker's arguments, `api.marked`).
+# Why a run that could tell more does not, in the sweep's words.
 RUNS_NO_MORE = "(it runs no more: its repeats are spent or --iterations bounds it)"
 
 
@@ -184,15 +157,13 @@ class Fill:
 
     Attributes:
         possible: A saturating fill no larger than `bound` fits the data.
-        growth: Bytes grown over the measured calls.
-        calls: Measured calls.
-        amplitude: The smallest fill A (1 - exp(-t / tau)) that fits the growth and how
-            little its rate fell from the first third to the last (inf: no fill fits).
+        growth, calls: Bytes grown over the measured calls, and their number.
+        amplitude: The smallest fill that fits the growth and the fall in rate from the
+            first third to the last (inf: no fill fits).
         rerun: Calls a run again measures to tell a leak from a fill.
-        bound: The largest fill allowed for: `cfg.fill_share` of the median level, at
-            most `cfg.fill_bytes`.
-        fell: The largest fall inside the run where no fill fits but that fall is a
-            quarter of the growth or more (a cache that evicts in bursts), else 0.
+        bound: The largest fill allowed (`fill_share` of the level, `fill_bytes` at most).
+        fell: A fall of a quarter of the growth or more where no fill fits (a cache that
+            evicts in bursts), else 0.
     """
 
     possible: bool
@@ -205,14 +176,11 @@ class Fill:
 
     @property
     def text(self) -> str:
-        """"+300 KiB over 600 calls: a leak or a cache still filling; running it again
-        for 2,400"."""
+        """E.g. "+300 KiB over 600 calls: a leak or a cache still filling; ..."."""
         return self.said(again=True)
 
     def said(self, again: bool) -> str:
-        """The text, where the cell runs again (`again`) or may not (its repeats spent, or
-        --iterations bounds its runs):
-        "...; a run of 9,600 calls would tell"."""
+        """The text, with the run that would tell (`again`: the cell runs again)."""
         then = (f"running it again for {self.rerun:,}" if again
                 else f"a run of {self.rerun:,} calls would tell {RUNS_NO_MORE}")
         if self.fell:
@@ -230,15 +198,12 @@ def drawdown(y: FloatArray) -> float:
 
 def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
                calls: int | None = None) -> Fill:
-    """Whether the growth of a source called leaking could still be a bounded fill
-    A (1 - exp(-t / tau)): the smallest fill that fits the first and last thirds' slopes
-    is excluded when it exceeds `cfg.fill_share` of the source's level or `cfg.fill_bytes`.
-    The live decider (`sequential`) and the post-run trend both ask this.
+    """Whether a leaking source's growth could still be a bounded fill: the smallest fill
+    that fits the first and last thirds' slopes is ruled out past `cfg.fill_share` of the
+    level or `cfg.fill_bytes` (0 turns the check off). Asked live and after the run.
 
     Args:
-        iters: Calls of the readings, increasing (binned or not).
-        values: Bytes at each reading.
-        cfg: Supplies `fill_share` and `fill_bytes` (0 turns the check off).
+        iters, values: Calls of the readings (increasing) and bytes at each.
         calls: Measured calls of the run (default: the readings' span).
 
     Returns:
@@ -252,10 +217,8 @@ def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
     if y.size >= _MIN_FILL_POINTS:
         edge = max(1, y.size // 6)
         growth = float(np.median(y[-edge:]) - np.median(y[:edge]))
-    # A fall of a quarter of the rise: a cache that evicts in bursts, its tooth longer
-    # than the run (JAX's malloc heap on an H100: +490 B/call for ~8,000 calls, then
-    # -4 MB; 5 s saw 1.3 teeth). A leak never gives back; in a run FILL_RERUN times
-    # longer its rise outgrows the same fall, and a saw-tooth's does not.
+    # A fall of a quarter of the rise: a cache that evicts in bursts. A leak never gives
+    # back; a run FILL_RERUN times longer tells them apart.
     drop = drawdown(y)
     fits = amplitude <= bound
     fell = drop if not fits and growth > 0 and drop * FILL_RERUN >= growth else 0.0
@@ -301,22 +264,18 @@ def trend_and_fill(
     min_samples: int | None = None, per_call: bool = True,
     creep_calls: float = math.inf,
 ) -> tuple[MemoryTrend, Fill | None]:
-    """Classify the trend of one memory source after warm-up (a long series binned to
-    `cfg.max_points` medians first).
+    """Classify the trend of one memory source after warm-up (long series binned first).
 
     Args:
         source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
-        iters: Iteration index of each post-warm-up sample, increasing, possibly irregular.
-        values: Bytes at each sample; NaN-free.
+        iters, values: Calls of each post-warm-up sample (increasing) and its bytes.
         min_samples: Fewer readings give "insufficient" (default `cfg.min_samples`).
-        per_call: Apply the per-call rule (`steady_above`); RSS and the cgroup, which
-            page cache and lazily touched pages move, are read by the total floor alone.
-        creep_calls: The most calls a creep's next run may ask for (`creeping`): what
-            `CREEP_MAX_S` holds at the run's pace.
+        per_call: Apply the per-call rule; not for RSS and the cgroup, which pages move.
+        creep_calls: The most calls a creep's next run may ask for (`CREEP_MAX_S`).
+
 
     Returns:
-        The trend with its verdict in `kind`, and the fill check where it turned a leak
-        into `ambiguous` (None otherwise).
+        The trend, and the fill check where it turned a leak `ambiguous` (else None).
 
     Raises:
         ValueError: `iters` and `values` differ in length."""
@@ -339,16 +298,13 @@ def trend_and_fill(
     bx, by = bin_medians(x, y, cfg.max_points)
     whole = theil_sen(bx, by, cfg.confidence, cfg)
     tail = late_points(bx, cfg.late_fraction)
-    # A window of ~10 points cannot see a GC sawtooth or an allocator level shift as
-    # correlated noise, but the whole series can, so its autocorrelation is a floor.
+# A short window cannot see a saw-tooth as correlated noise; the whole series can.
     late = theil_sen(bx[-tail:], by[-tail:], cfg.late_confidence, cfg, whole.autocorr)
     growth = whole.slope * span
-    # Growth within the series' own noise band (sawtooth, allocator level shifts) is not
-    # evidence, however narrow the slope interval claims to be. The band is taken from
-    # successive differences so that a plateau's curvature does not count as noise.
+    # Growth within the series' own noise band is no evidence. The band comes from
+    # successive differences, so a plateau's curvature is not counted as noise.
     spread = np.subtract(*np.percentile(np.diff(by), [75.0, 25.0])) / np.sqrt(2.0)
-    # Memory that fell back by D (GC, arena trim) shows the series swings by D without
-    # leaking; a leak never gives back, so its drawdown is the noise alone.
+    # A fall of D shows the series swings by D; a leak never gives back.
     floor = max(floor, cfg.noise_multiple * float(spread), cfg.drawdown_multiple * drawdown(by))
     rule, _ = first_of(dataclasses.replace(first, whole=whole, late=late, growth=growth,
                                              rise=end - start, floor=floor), TREND_RULES)
@@ -386,11 +342,8 @@ def trend_and_fill(
 
 def missed_rate(whole: SlopeFit, late: SlopeFit, floor: float, span: float,
                 cfg: AnalysisConfig, per_call: bool = True) -> float:
-    """The smallest steady leak (bytes/call) this run could have missed, from its own
-    noise and length: a leak of rate r shifts both slope intervals by r, so it is called
-    once r clears the per-call floor by the whole interval's lower half-width (the
-    per-call rule), or once its growth over the span clears the total floor by the late
-    interval's lower half-width (the total-floor rule), whichever comes first."""
+    """The smallest steady leak (bytes/call) this run could have missed, from its noise and
+    length: the least rate either leak rule would catch."""
     if span <= 0:
         return math.inf
     total = max(floor / span + max(0.0, late.slope - late.lo), max(0.0, whole.slope - whole.lo))
@@ -413,14 +366,12 @@ CREEP_MAX_S = 30.0      # the longest run a creep asks for, at the run's pace
 
 def creep_rerun(t: MemoryTrend) -> int:
     """The calls a creeping source's next run measures: enough for growth at its slope's
-    lower bound to pass its floor `CREEP_MARGIN` times over (the total-floor rule reads
-    the late slope's lower bound, which is lower)."""
+    lower bound to pass its floor `CREEP_MARGIN` times."""
     return math.ceil(CREEP_MARGIN * t.floor / max(t.slope_lo, 1.0))
 
 
-# Sources that count exact bytes (the device's used memory, the framework allocator's
-# bytes in use): no allocator noise, so fewer readings give a slope (5, where the
-# others need `min_samples`): a device read every 10 calls is decided at 50.
+# Sources that count exact bytes (device memory, the framework allocator): no allocator
+# noise, so fewer readings give a slope.
 EXACT = frozenset({"gpu", "fw"})
 EXACT_MIN_SAMPLES = 5
 
@@ -433,17 +384,13 @@ class MemoryReading:
     """What a cell's memory did over its samples so far (`memory_reading`).
 
     Attributes:
-        kind: leak (a carrier leaks), filling (a leak a cache still filling could
-            explain), insufficient (too few readings), unsure (the primary source
-            neither grows nor is stable), unconfirmed (RSS grows, USS does not say so),
-            plateau, ok.
+        kind: leak, filling, insufficient, unsure, unconfirmed, plateau or ok.
         reason: The reading in words, with its figures.
         carrier: The source the reading is about.
         memory: Every source's trend.
         fill: The fill check behind `filling`.
         findings: The leak findings, one per leaking carrier; a plateau's.
-        rerun: The calls an ambiguous cell's next run measures, where its reading says
-            (a fill's, a creep's); None: twice this run.
+        rerun: The calls an ambiguous cell's next run measures (None: twice this run).
     """
 
     kind: Reading
@@ -460,41 +407,36 @@ class MemoryReading:
 
     @property
     def missed_said(self) -> str:
-        """"no leak above 40 B/call in 1,000 calls" ("" when not known); where the
-        worker processes' USS was read (`kids`), their own bound after it: "...; worker
-        processes: no leak above 1.2 KiB/call"."""
+        """"no leak above 40 B/call in 1,000 calls" ("" when not known), with the worker
+        processes' own bound after it where read."""
         said = missed_text(self.missed, self.calls)
         kids = missed_text(self.memory["kids"].missed, None) if "kids" in self.memory else ""
         return "; ".join(s for s in (said, kids and f"worker processes: {kids}") if s)
 
     @property
     def missed(self) -> float:
-        """The smallest steady leak (bytes/call) the run could have missed: a host leak
-        grows every host source, so the most sensitive one's (NaN without one)."""
+        """The smallest steady leak (bytes/call) the run could have missed, by its most
+        sensitive host source (NaN without one)."""
         rates = [r for s in PRIMARY if s in self.memory
                  and (r := self.memory[s].missed) is not None and math.isfinite(r)]
         return min(rates) if rates else math.nan
 
 
 def risen(t: MemoryTrend) -> float:
-    """What a source grew over the run: from its first readings to its highest, not the
-    fitted slope times the calls, which a fill's many slow readings inflate (issue 49:
-    "+420 MiB over 1,360 calls" where the heap rose 236 MiB and stopped); the slope's
-    growth where it never rose above where it began."""
+    """What a source grew: first readings to highest (slope times calls overstates a
+    fill), or the slope's growth where it never rose above its start."""
     rise = t.peak - t.start
     return rise if rise > 0 else t.growth
 
 
 def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
-    """"gpu grows +1024.0 KiB/call (CI ..), +1.46 MiB over 1500 calls, never levelling
-    off: a cache would hold more than 1.5 GiB; also fw +1024.0, heap +2.4 KiB/call": the
-    size a cache still filling would need to explain it (issue 49)."""
+    """The size a filling cache would need to explain the growth: "gpu grows ... never
+    levelling off: a cache would hold more than 1.5 GiB; ..."."""
     name, t = found[0]
     rate = rate_words(t.slope, t.slope_lo, t.slope_hi)
     grows = "workers grow" if name == WORKERS else f"{name} grows"
-    # From its first readings to its last (medians of a few each), so that the total
-    # agrees with the rate: a single high reading (the agent's own step times were in
-    # the heap reading once) made "+8 B/call, +74.84 MiB over 424,930 calls" (issue 63).
+    # First readings to last (medians of a few each), so one high reading cannot make the
+    # total disagree with the rate.
     kept = t.end - t.start
     grew = kept if kept > 0 else risen(t)
     text = (f"{grows} {rate}, "
@@ -507,8 +449,7 @@ def leak_reason(found: list[tuple[str, MemoryTrend]], measured: int) -> str:
 
 def trends_and_fills(series: Series, cfg: AnalysisConfig
                      ) -> tuple[dict[str, MemoryTrend], dict[str, Fill]]:
-    """Every memory source's trend, and the fill checks that turned a leak ambiguous
-    (`memory.fill_check`), by source."""
+    """Every source's trend, and the fill checks that turned a leak ambiguous, by source."""
     heap_cfg = dataclasses.replace(cfg, leak_floor_bytes=cfg.heap_floor_bytes)
     out: dict[str, MemoryTrend] = {}
     fills: dict[str, Fill] = {}
@@ -533,10 +474,8 @@ def memory_reading(series: Series, cfg: AnalysisConfig, again: bool = True,
     """The one decision of a cell's memory over `series`'s samples (so far).
 
     Args:
-        again: An ambiguous cell runs again (its repeats are not spent), as a filling
-            reading's reason says.
-        collected: Apply the end record's `gc.collect()` reading (`garbage`), where the
-            series has one (a live look's has none yet).
+        again: An ambiguous cell runs again, as a filling reading's reason says.
+        collected: Apply the end record's `gc.collect()` reading (`garbage`) if any.
     """
     memory, fills = trends_and_fills(series, cfg)
     return reading_of(memory, fills, series, again, collected)
@@ -593,8 +532,7 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
                    "not confirm it", "rss")
     if rule.id == "plateau":
         t = memory[named]
-        # The rise, not the fitted slope times the span: Theil-Sen all but ignores the
-        # few readings where a cache filled, and "+0.00 MiB" would hide what it grew.
+        # The rise, not slope times span: Theil-Sen all but ignores a fill's few steps.
         grew = risen(t)
         return out("plateau", f"{shown(named)} grew {grew / 1024**2:+.2f} MiB then flattened",
                    named, findings=(Finding("plateau", "plateau"),))
@@ -604,10 +542,9 @@ def reading_of(memory: dict[str, MemoryTrend], fills: dict[str, Fill], series: S
 
 
 def garbage(series: Series, heap: MemoryTrend) -> Finding | None:
-    """A heap that grew like a leak but that one `gc.collect()` after the last call (the
-    agent's `collected` end field) brought back within the floor: cyclic garbage that
-    Python's oldest generation frees in its own time, not a leak. A leak keeps what it
-    grew, collection or not. None when that is not so."""
+    """A heap that grew like a leak but that the `gc.collect()` after the last call
+    brought back within the floor: cyclic garbage, not a leak (a leak keeps what it grew).
+    None when that is not so."""
     got = (series.end or {}).get("collected")
     before = after = None
     if isinstance(got, dict):

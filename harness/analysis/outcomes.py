@@ -1,8 +1,6 @@
-"""A run that ended before its last call keeps its evidence: what memory and step time
-did before the timeout, the crash or the OOM kill, said in its reason; a leak that ends
-in a timeout is `leak` (a finding about the image, so its row names it first bad; a crash
-or an OOM kill is a finding already and stays what it is); how a run ended includes what
-it showed of the GPU (`runtime_sign`)."""
+"""A run that ended before its last call keeps its evidence: what memory and step time did
+before the timeout, crash or OOM kill, said in its reason. A leak that ends in a timeout
+is `leak` (a finding about the image); how a run ended includes its GPU signs."""
 
 from __future__ import annotations
 
@@ -16,16 +14,15 @@ from harness.protocol.ingest import raised_at
 from harness.protocol.series import Series
 from harness.runtimes.base import RunOutcome
 
-# Memory readings a crash's reason adds its evidence for (a timeout's and an OOM kill's
-# always say it: memory is what they are about).
+# Memory readings a crash's reason adds evidence for (timeouts and OOM kills always do).
 GREW_BEFORE = ("leak", "filling", "plateau")
 # The sources said for a run that ended early, where none leaks: the first read.
 SAID = ("rss", "uss", "heap", "gpu", "fw")
 
 
 def before_the_end(mem: MemoryReading, series: Series) -> str:
-    """What memory did before the run ended: "rss grew +1.00 GiB in 3 s, +6.0 KiB/call";
-    "no memory readings" without one; a source with too few readings is "no readings"."""
+    """What memory did before the run ended: "rss grew +1.00 GiB in 3 s, +6.0 KiB/call",
+    or "no memory readings"/"no readings"."""
     source = (mem.carrier or "").split("+")[-1] if mem.kind == "leak" else None
     if source not in mem.memory:
         source = next((s for s in SAID if s in mem.memory), None)
@@ -51,9 +48,8 @@ def steps_before(steps: StepTrend | None) -> str:
 def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series,
                steps: StepTrend | None = None
                ) -> tuple[Verdict, str, str | None, tuple[Finding, ...]]:
-    """The verdict, reason, carrier and findings of a run that ended as `ended` says
-    (crash, oom, timeout, not-applicable), with the evidence it left: memory, and the
-    step times where they rose."""
+    """The verdict, reason, carrier and findings of a run that ended as `ended` says, with
+    the evidence it left: memory, and the step times where they rose."""
     kind, why = ended
     if kind == "not-applicable":
         return kind, why, None, ()
@@ -67,15 +63,12 @@ def ended_with(ended: tuple[Verdict, str], mem: MemoryReading, series: Series,
     return kind, (f"{why}; {said}" if said != kind else why), None, (note,)
 
 
-# A framework's own out-of-memory on the device: the process is not OOM-killed, the
-# framework raises (TF's ResourceExhaustedError from its BFC allocator, PyTorch's
-# OutOfMemoryError, a bare CUDA error) and the agent ends with an error.
+# A framework's own device out-of-memory: not OOM-killed, the framework raises.
 GPU_OOM = re.compile(
     r"ResourceExhaustedError|OOM when allocating tensor|CUDA out of memory|"
     r"CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|torch\.cuda\.OutOfMemoryError|"
     r"failed to allocate [\d.]+[KMG]?i?B? .*from device: CUDA_ERROR_OUT_OF_MEMORY")
-# The allocation report a framework prints with it (TF's BFC allocator summary and the
-# OOM line, PyTorch's "Tried to allocate ... already allocated" sentence).
+# The allocation report a framework prints with it (TF's BFC summary, PyTorch's sentence).
 ALLOCATION_REPORT = re.compile(
     r"OOM when allocating tensor.*|Tried to allocate .*|Sum Total of in-use chunks.*|"
     r"^\s*(?:Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Largest free block)\s*[:=].*|"
@@ -96,8 +89,7 @@ def allocation_report(text: str, limit: int = 12) -> list[str]:
 
 
 def how_it_ended(series: Series, outcome: RunOutcome) -> tuple[Verdict, str] | None:
-    """How the run ended before its last call (`facts.ENDINGS`) and why, in words; None:
-    it ran to its end."""
+    """How the run ended before its last call (`facts.ENDINGS`) and why; None: it ran out."""
     end = series.end
     if outcome.error:
         return "crash", outcome.error
@@ -160,9 +152,8 @@ PHASE_WORDS = {"warmup": "warm-up", "measure": "measured phase", "setup": "setup
 
 
 def in_call(err: dict[str, object], series: Series) -> str:
-    """" in call 14 (measured phase)": the call a run failed in, as the agent's error
-    says it; for a run with no error record (killed), " after call 420 (...)", the last
-    call its samples counted ("" before any)."""
+    """" in call 14 (measured phase)": the call a run failed in, by the agent's error; for a
+    killed run, " after call 420 (...)", the last call counted ("" before any)."""
     call, phase = err.get("call"), err.get("phase")
     if err and not isinstance(call, int):
         return ""       # an agent that did not say (an older one, or not in a call)
@@ -180,9 +171,8 @@ def in_call(err: dict[str, object], series: Series) -> str:
 
 
 def not_returned(series: Series, duration_s: float) -> str:
-    """"call 301 did not return after 14 s": where a run killed at its deadline was
-    stuck in one call, its samples (the timer thread's go on while a call runs) still
-    counting the calls before it; "" where it was not stuck (or nothing was read)."""
+    """"call 301 did not return after 14 s" where a run killed at its deadline was stuck in
+    one call (the sampler runs on during a call); "" where it was not."""
     seen = _calls_and_times(series)
     if not seen:
         return ""
@@ -195,10 +185,9 @@ def not_returned(series: Series, duration_s: float) -> str:
 
 
 def host_took(series: Series) -> tuple[float, float] | None:
-    """(wall seconds, the cell's own seconds) its calls ran, over the step samples that
-    say the agent's `cell_s` (each phase's seconds so far, less the run-queue delay
-    other work imposed and the agent's sampling): how much of a run's wall time the
-    host took. None where no phase has two such samples (an agent before `cell_s`)."""
+    """(wall seconds, the cell's own seconds) its calls ran, from the step samples' `cell_s`
+    (load and sampling excluded): how much of the wall time the host took. None without
+    two such samples in a phase."""
     spans: dict[str, tuple[float, float, float, float]] = {}
     for s in series.samples:
         cell, t = s.get("cell_s"), s.get("t")
@@ -213,19 +202,17 @@ def host_took(series: Series) -> tuple[float, float] | None:
     return (wall, max(0.0, own)) if wall > 0 else None
 
 
-# A run killed at its wall-clock deadline while the host took at least this share of
-# the time its calls ran, none of them stuck, measured the host, not the scenario (the
-# verdict's rule `timeout-busy`). A call that never returns runs on the agent's clock
-# whatever the load: a sleep or a wait queues for nothing, and its samples stop.
+# A run killed at its deadline while the host took at least this share of its calls' time,
+# none stuck, measured the host (rule `timeout-busy`). A stuck call's time runs on the
+# agent's clock whatever the load.
 HOST_TOOK_SHARE = 0.5
 STUCK_S = 1.0
 
 
 def deadline_busy(series: Series, outcome: RunOutcome) -> str:
-    """Why a run killed at its wall-clock deadline (the matrix's `timeout:`, the
-    plugin's and `harness.check`'s) was the host's doing, in words; "" where it was not:
-    a call was in progress for `STUCK_S` on the agent's own clock at its last sample (a
-    hang), or the host took under `HOST_TOOK_SHARE` of the time its calls ran."""
+    """Why a run killed at its deadline was the host's doing, in words; "" where a call was
+    in progress for `STUCK_S` at the last sample (a hang), or the host took under
+    `HOST_TOOK_SHARE` of the time."""
     if not outcome.timed_out:
         return ""
     seen = _calls_and_times(series)
@@ -243,8 +230,7 @@ def deadline_busy(series: Series, outcome: RunOutcome) -> str:
             f"stuck")
 
 
-# The framework's first step JIT-compiling every kernel from PTX takes minutes, not the
-# seconds of graph building and autotuning a normal first step costs.
+# A first step JIT-compiling every kernel from PTX takes minutes, not seconds.
 JIT_MIN_FIRST_S = 30.0
 JIT_MIN_RATIO = 100.0
 
@@ -264,10 +250,9 @@ def runtime_incompatibility(first_step_s: float | None, median_step_s: float | N
                             ) -> tuple[str, str] | None:
     """Incompatibility seen while running, when the image's labels did not say.
 
-    The logs decide first (CUDA's and the frameworks' own error texts); otherwise a first
-    iteration that took minutes and hundreds of times the median step means every
-    kernel was JIT-compiled from PTX. `baseline_first_s` (the same image's first step on
-    another GPU) makes that call sharper. Returns (verdict, reason) or None.
+    The logs decide first; else a first iteration of minutes and hundreds of times the
+    median step means a PTX JIT. `baseline_first_s` (the same image on another GPU)
+    sharpens that. Returns (verdict, reason) or None.
     """
     for sign, pattern in AFTER_RUN:
         if pattern.search(log_text):

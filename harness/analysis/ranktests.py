@@ -1,10 +1,8 @@
 """The two rank tests the verdicts use, in NumPy and the standard library.
 
-SciPy takes ~1.4 s to import, most of a one-cell sweep's overhead; these are the same
-tests as `scipy.stats.mannwhitneyu` (method "auto": exact below 9 values on a side when
-nothing ties, else the normal approximation with tie and continuity correction) and the
-one-sided `scipy.stats.kendalltau` against the index, and give the same p-values
-(tests/unit/analysis/test_ranktests.py checks them against SciPy).
+Same p-values as `scipy.stats.mannwhitneyu` (method "auto") and one-sided
+`scipy.stats.kendalltau` against the index, without SciPy's slow import
+(tests/unit/analysis/test_ranktests.py compares them).
 """
 
 from __future__ import annotations
@@ -43,16 +41,11 @@ def _rank_with_ties(values: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.flo
 
 def _rank_sum_with_ties(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
                         ) -> tuple[float, npt.NDArray[np.int64]]:
-    """The sum of `a`'s average ranks (1-based) in `a` and `b` together, and the size of
-    every tie group, in value order (as `np.unique` counts them). One value's average rank
-    is (below + at or below + 1) / 2 of the sorted whole, so the sum is whole halves,
-    exact in float64: the same figure as summing each rank, without ranking `b`'s
-    values (a sort of the values and two searches of `a`'s, not an argsort). `a` is
-    searched sorted: the sums do not depend on its order, and sorted keys are found in
-    a sixth of the time (numpy starts each search where the last one ended; ~70,000
-    step times of a microsecond step: 30 -> 5 ms). The whole is the two sorted samples
-    merged (a stable sort finds their two runs: ~170,000 step times each, 27 -> 20 ms),
-    not the two together sorted again."""
+    """The sum of `a`'s average ranks (1-based) among `a` and `b`, and the tie-group sizes.
+
+    A value's average rank is (below + at or below + 1) / 2 in the sorted whole, so two
+    searches replace an argsort. `a` is searched sorted (sorted keys search faster) and the
+    whole is a stable merge of the two sorted samples."""
     keys = np.sort(a)
     whole = np.sort(np.concatenate([keys, np.sort(b)]), kind="stable")
     if whole.size and np.isnan(whole[-1]):     # NaNs sort last, one tie group in np.unique

@@ -1,17 +1,6 @@
-"""The analysis's results as plain frozen records, each a `Record` (how one turns into
-JSON for `result.json`): what a verdict rests on, and what it finds (`Finding`, typed by
-`FindingKind`). None of them needs NumPy or SciPy, so the result model, the reports and
-search load them cheaply.
-
-What one run shows over its own course: the trend of each memory source (`MemoryTrend`)
-and of the step times (`StepTrend`), the live decision reached while it ran
-(`LiveDecision`, `LiveRun`), and what lies behind a slowdown: contention (`Explained`)
-or the GPU (`GpuTime`); `analysis.memory`, `sequential` and `stepreading` compute them.
-
-A cell against its row's baseline: pooled step times and peaks (`StepComparison`,
-`PeakComparison`), the interleaved rounds that confirm a suspected change (`Round`,
-`Confirmation`), what the verdict reads of them (`Baseline`) and all of it together as
-result.json keeps it (`VsBaseline`); `analysis.baseline` computes them.
+"""The analysis's results as plain frozen records (`Record`: each becomes JSON for
+result.json): what a verdict rests on, and what it finds (`Finding`). None needs NumPy,
+so the result model, the reports and search load them cheaply.
 """
 
 from __future__ import annotations
@@ -22,8 +11,8 @@ from typing import Literal
 
 
 class Record:
-    """A frozen result record: `to_dict` gives its fields as a JSON-ready dict;
-    `json_extra` what the stored form adds for a reader (derived values)."""
+    """A frozen result record: `to_dict` gives a JSON-ready dict; `json_extra` the derived
+    values the stored form adds."""
 
     __slots__ = ()
 
@@ -42,10 +31,8 @@ MemoryKind = Literal["leak", "plateau", "stable", "ambiguous", "insufficient"]
 class MemoryTrend(Record):
     """Trend of one memory source over the measured iterations; bytes and bytes/call.
 
-    `slope_lo`/`slope_hi` and `late_lo`/`late_hi` are confidence intervals at
-    `AnalysisConfig.confidence` and `late_confidence`. `start`/`end` are medians of the
-    first and last few samples, `peak` the largest sample, `floor` the growth floor
-    applied, `autocorr` the residual lag-1 autocorrelation used to widen the intervals.
+    `slope_*`/`late_*` bounds are intervals at `confidence`/`late_confidence`; `start`/`end`
+    are medians of the first and last few samples; `autocorr` widened the intervals.
     """
 
     source: str
@@ -67,14 +54,12 @@ class MemoryTrend(Record):
     creep: bool = False           # ambiguous as steady growth under both floors (`memory`)
 
 
-# Rates under this many bytes a call are said in bytes (every rate in words, table or
-# reason: one threshold), where KiB would round them to "+0.1" or "+0.0".
+# Rates under this many bytes a call are said in bytes, where KiB would round to "+0.0".
 SMALL_RATE = 1024.0
 
 
 def kib(n: float, places: int = 1) -> str:
-    """Bytes as signed KiB, `places` decimals, never "-0.0" for tiny negative noise: the
-    one KiB formatter of every report and answer ("+5.4", "+0.25")."""
+    """Bytes as signed KiB ("+5.4"), never "-0.0": the one KiB formatter."""
     return scaled(n, 1024.0, places)
 
 
@@ -83,20 +68,17 @@ def scaled(n: float, scale: float, places: int = 1) -> str:
     return f"{round(n / scale, places) + 0.0:+.{places}f}"
 
 
-# Rates from this many bytes a call on are said in MiB, where KiB would run to five
-# digits ("+51204.0 KiB/call" is "+50.0 MiB/call").
+# Rates from this many bytes a call are said in MiB ("+50.0 MiB/call", not five digits).
 LARGE_RATE = float(1 << 20)
 
 
 def per_call(rate: float) -> tuple[str, float]:
-    """The unit a rate per call is said in, KiB or from 1 MiB a call on MiB, and its
-    scale: `per_call(5 << 20)` is ("MiB", 1048576.0); for a figure and its interval."""
+    """The unit (KiB, or MiB from 1 MiB a call) and scale a rate per call is said in."""
     return ("MiB", LARGE_RATE) if abs(rate) >= LARGE_RATE else ("KiB", 1024.0)
 
 
 def rate_text(rate: float, places: int = 1) -> str:
-    """A rate per call in KiB ("+5.4 KiB/call", "+0.0 KiB/call"), in MiB from 1 MiB a
-    call on ("+50.0 MiB/call")."""
+    """A rate per call: "+5.4 KiB/call", or "+50.0 MiB/call" from 1 MiB a call."""
     unit, scale = per_call(rate)
     return f"{scaled(rate, scale, places)} {unit}/call"
 
@@ -104,9 +86,7 @@ def rate_text(rate: float, places: int = 1) -> str:
 def rate_words(rate: float, lo: float | None = None, hi: float | None = None,
                places: int = 1) -> str:
     """A rate per call in words, with its interval where given: "+5.4 KiB/call (CI
-    +5.3..+5.5)", "+50.0 MiB/call (CI ...)" from 1 MiB a call, or in bytes under 1 KiB,
-    where a KiB figure would round it to a digit or away ("+84 B/call (CI +83..+85)":
-    issue 49's small leaks, never "+0.1 KiB/call (CI +0.1..+0.1)")."""
+    +5.3..+5.5)"; in MiB from 1 MiB a call, in bytes under 1 KiB ("+84 B/call")."""
     if abs(rate) < SMALL_RATE:
         text, ci = f"{rate:+,.0f} B/call", (f"{lo:+,.0f}..{hi:+,.0f}" if lo is not None
                                             and hi is not None else "")
@@ -130,15 +110,13 @@ def size(n: float) -> str:
 
 
 def signed_size(n: float) -> str:
-    """`size` with its sign, growth's or a fall's: "+54.3 KiB", "-1.17 MiB"; the one
-    signed size of every reason."""
+    """`size` with its sign: "+54.3 KiB", "-1.17 MiB"; the one signed size of reasons."""
     return ("+" if n >= 0 else "") + size(n)
 
 
 def missed_text(rate: float | None, calls: int | None) -> str:
-    """"no leak above 40 B/call in 1,000 calls" ("" when not known): the smallest steady
-    leak a run could have missed (`MemoryTrend.missed`); without `calls`, "no leak
-    above 40 B/call"."""
+    """"no leak above 40 B/call in 1,000 calls" ("" when not known; without `calls`, no
+    "in ... calls"): the smallest steady leak the run could have missed."""
     if rate is None or rate != rate or math.isinf(rate):
         return ""
     size = f"{rate:,.0f} B/call" if rate < 1024 else f"{rate / 1024:,.1f} KiB/call"
@@ -146,9 +124,8 @@ def missed_text(rate: float | None, calls: int | None) -> str:
 
 
 def human_seconds(seconds: float) -> str:
-    """0.0000159 -> '15.9 µs', 0.0123 -> '12.3 ms', 2.5 -> '2.5 s'; 0.0009996 -> '1 ms'
-    (rounded to three figures first, so never '1e+03 µs'); 1234.5 -> '1,234 s': the one
-    way a duration is written, a call's or a run's."""
+    """The one way a duration is written: 0.0000159 -> '15.9 µs', 0.0123 -> '12.3 ms',
+    2.5 -> '2.5 s', 1234.5 -> '1,234 s' (three figures, so never '1e+03 µs')."""
     for scale, unit in ((1e6, "µs"), (1e3, "ms")):
         value = float(f"{seconds * scale:.3g}")
         if value < 1000:
@@ -160,8 +137,7 @@ def human_seconds(seconds: float) -> str:
 class StepTrend(Record):
     """Early-versus-late comparison of per-iteration step times (seconds).
 
-    `insufficient` is true when there were too few step times to test, in which case
-    `slowdown` is false and `p_value` is 1.
+    With too few step times, `insufficient` is true, `slowdown` false and `p_value` 1.
     """
 
     n: int
@@ -211,8 +187,7 @@ class LiveDecision(Record):
 
 @dataclass(frozen=True, slots=True)
 class LiveRun(LiveDecision):
-    """The live decision as the cell ran it: when the host decided vs how far the agent
-    got before it stopped."""
+    """The live decision: when the host decided vs how far the agent got before stopping."""
 
     calls_to_decision: int = 0
     calls_run: int = 0
@@ -222,19 +197,15 @@ class LiveRun(LiveDecision):
 class Explained(Record):
     """Contention per step (seconds) in the early and late windows of a run.
 
-    A throttled thread stays queued, so its run-queue delay already contains the
-    throttled time; the larger of the two rises counts, never their sum.
+    A throttled thread's run-queue delay already holds its throttled time, so the larger
+    rise counts, never their sum.
 
     Attributes:
-        early_s: Run-queue delay per step, early window.
-        late_s: The same, late window.
+        early_s, late_s: Run-queue delay per step, early and late windows.
         throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
         extra_s: Late minus early median step time (the slowdown to explain).
-        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s; 0
-            without extra time.
-        slower_cpu_s: Step time a slower CPU accounts for: the early CPU time per step
-            times the rise of the canary loop's time (a busy hyperthread sibling or a
-            lower clock slows the same work with no run-queue delay).
+        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s (0 without).
+        slower_cpu_s: Step time a slower CPU accounts for (a busy sibling or lower clock).
         cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
     """
 
@@ -266,8 +237,7 @@ class SlopeFit:
     autocorr: float
 
 
-# Clock-event reasons (nvmlClocksEventReasons) that hold a busy GPU's clock down for
-# power or heat: a cause of "every call got slower" on its own.
+# NVML clock-event reasons for power or heat: a cause of "every call got slower" alone.
 CLOCK_REASONS = {0x4: "SW power cap", 0x8: "HW slowdown", 0x20: "SW thermal slowdown",
                  0x40: "HW thermal slowdown", 0x80: "HW power brake"}
 CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it dropped
@@ -275,18 +245,14 @@ CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it 
 
 @dataclass(frozen=True, slots=True)
 class GpuTime(Record):
-    """The device behind a slowdown: busy time per step and SM clock, early vs late
-    (`harness.analysis.stepreading`).
+    """The device behind a slowdown: busy time per step and SM clock, early vs late (each
+    None where NVML did not record it).
 
     Attributes:
         extra_s: Late minus early median step time (the slowdown), seconds.
-        early_busy_s: Device busy seconds per step (utilization x interval / steps),
-            early window; None where NVML gave no utilization.
-        late_busy_s: The same, late window.
-        early_util: Median utilization (percent), early window; None if not recorded.
-        late_util: The same, late window.
-        early_sm_mhz: Median SM clock (MHz), early window; None if not recorded.
-        late_sm_mhz: The same, late window.
+        early_busy_s, late_busy_s: Device busy seconds per step.
+        early_util, late_util: Median utilization (percent).
+        early_sm_mhz, late_sm_mhz: Median SM clock (MHz).
         reasons: The power and thermal clock-event reasons seen in the late window.
     """
 
@@ -315,8 +281,8 @@ class GpuTime(Record):
 
     @property
     def text(self) -> str:
-        """The evidence in words: "GPU busy 12.0 -> 24.1 ms/step (util 99% -> 100%);
-        GPU clock 1980 -> 1410 MHz, SW power cap"."""
+        """The evidence in words: "GPU busy 12.0 -> 24.1 ms/step (util 99% -> 100%); GPU
+        clock 1980 -> 1410 MHz, SW power cap"."""
         parts: list[str] = []
         if self.early_busy_s is not None and self.late_busy_s is not None:
             util = (f" (util {self.early_util:.0f}% -> {self.late_util:.0f}%)"
@@ -349,8 +315,7 @@ class StepComparison(Record):
         ratio: median(other) / median(base).
         p_value: Two-sided Mann-Whitney U p-value.
         direction: "slower"/"faster" when significant and beyond `min_ratio`, else "~".
-        n_base: Number of baseline step times.
-        n_other: Number of step times of the compared cell.
+        n_base, n_other: Number of step times of each.
     """
 
     ratio: float
@@ -367,8 +332,7 @@ class PeakComparison(Record):
 
     Attributes:
         ratio: other_peak / base_peak.
-        direction: "higher"/"lower" when beyond `peak_min_ratio` and `peak_floor_bytes`,
-            else "~".
+        direction: "higher"/"lower" past `peak_min_ratio` and `peak_floor_bytes`, else "~".
     """
 
     ratio: float
@@ -382,19 +346,13 @@ class Round(Record):
 
     Attributes:
         index: 1-based round number.
-        base_s: Median step time of the baseline run, seconds.
-        other_s: Median step time of the suspect run, seconds.
-        base_busy: Contention share of the baseline run (None: not recorded).
-        other_busy: The same for the suspect run.
+        base_s, other_s: Median step time of each run, seconds, at one CPU speed.
+        base_busy, other_busy: Contention share of each run (None: not recorded).
         excluded: Why the round does not count, or None.
-        speed: The suspect run's CPU speed over the baseline run's (canary loop); the
-            times are already scaled to one speed. None when not measured.
-        base_sm_mhz: The baseline run's median GPU SM clock (MHz), beside the CPU
-            speed: a GPU held down by power or heat slows the same work. None when
-            NVML gave no clock.
-        other_sm_mhz: The same for the suspect run.
-        cpu_ratio: The suspect's CPU time per step over the baseline's
-            (`baseline.cpu_ratio`): what lets a busy round count. None when not recorded.
+        speed: The suspect run's CPU speed over the baseline's (None: not measured).
+        base_sm_mhz, other_sm_mhz: Each run's median GPU SM clock (MHz; None: no clock).
+        cpu_ratio: The suspect's CPU time per step over the baseline's, which lets a busy
+            round count; None when not recorded.
     """
 
     index: int
@@ -428,9 +386,8 @@ class Confirmation(Record):
     Attributes:
         suspected: The pooled comparison's direction that was put to the test.
         direction: The confirmed direction, "~" when not confirmed.
-        ratio: Geometric mean of the usable rounds' ratios (NaN without rounds).
-        lo: Lower bound of its interval.
-        hi: Upper bound of its interval.
+        ratio, lo, hi: Geometric mean of the usable rounds' ratios (NaN without) and its
+            interval.
         decided_by: Indices of the rounds that decided.
         reason: One line for the report.
         rounds: Every round, excluded ones included.
@@ -455,8 +412,8 @@ class Confirmation(Record):
 
     @property
     def confirmed(self) -> bool:
-        """A direction decided by the rounds: the one the pooled test suspected, or any,
-        where a busy host asked for them (suspected "~": no direction put to the test)."""
+        """A direction the rounds decided: the suspected one, or any where a busy host
+        asked for them (suspected "~")."""
         return self.direction != "~" and self.suspected in (self.direction, "~")
 
     def json_extra(self) -> dict[str, object]:
@@ -476,14 +433,13 @@ def _num(x: float) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class VsBaseline(Record):
-    """A cell against its row's baseline: pooled step times, CPU times and peak RSS,
-    and the interleaved rounds when they ran.
+    """A cell against its row's baseline: pooled step times, CPU times, peak RSS and the
+    interleaved rounds when they ran.
 
     Attributes:
         baseline: The baseline image's label.
-        direction: The rounds' direction when they ran; else "suspected slower" /
-            "suspected faster" / "~" from a pooled change or a busy host; None when
-            the pooled steps raised no doubt.
+        direction: The rounds' direction; else "suspected slower"/"suspected faster"/"~"
+            from the pooled steps or a busy host; None when nothing raised a doubt.
     """
 
     baseline: str
@@ -534,8 +490,8 @@ FLAG_KINDS: frozenset[str] = frozenset({"no-gpu", "heap-note"})
 
 @dataclass(frozen=True, slots=True)
 class Finding(Record):
-    """One thing the analysis found about a cell, typed by `kind`; `text` is what a
-    reader sees (the reason quotes the flags)."""
+    """One thing the analysis found about a cell, typed by `kind`; `text` is what a reader
+    sees."""
 
     kind: FindingKind
     text: str
@@ -549,7 +505,7 @@ class Finding(Record):
 
     @classmethod
     def from_text(cls, text: str) -> Finding:
-        """A finding as older result.json files stored it: bare text, kind by its words."""
+        """A finding as older result.json stored it: bare text, kind by its words."""
         head = text.split(":", 1)[0].strip()
         kinds: dict[str, FindingKind] = {
             "leak": "leak", "slowdown": "slowdown", "plateau": "plateau",

@@ -1,43 +1,12 @@
-"""Every table of rules, each a `Rule` (id, what it does, when, the thresholds it reads,
-its test over the table's evidence); the first that fires decides (`first_of`). The
-tables are listed once, in reading order, in `TABLES`, which docs/verdicts.md's lists
-(`doc_with_rules`: `python -m harness.analysis.rules docs/verdicts.md`; a test fails when
-the page and the tables differ) and `--why` read. Every threshold a decision compares
-is compared here, not in the modules that compute the figures, and the id of the rule
-that fired is kept in the result, so `--why` names it.
+"""Every table of rules: each a `Rule` (id, what it decides, when, the thresholds it reads,
+a test over the table's evidence); the first that fires decides (`first_of`).
 
-The verdict: one ordered table of named rules over one `Evidence` per cell. Every
-verdict of every kind is the first rule of `RULES` that fires; its id and the `Facts` it
-read are kept in the result, so `harness report DIR --why CELL` prints every rule in
-order on the stored evidence (`why`). Three callers ask the one table: the live decider
-(memory rules only), the post-run verdict (`decision.decide`) and the row comparison.
-The words of a verdict are made after the table has decided (`decision`), never beside
-it.
-
-A memory source's kind (`TREND_RULES`) and cyclic garbage (`GARBAGE_RULES`): what
-`memory.trend_and_fill` and `memory.garbage` read of a source's figures.
-
-A run's course: when a live look stops a run (`LIVE_RULES`, over a `LiveEvidence` of the
-samples so far), whether a confirmation round counts (`ROUND_RULES`, over a
-`RoundEvidence`) and whether an undecided cell runs again, and how (`RERUN_RULES`, over
-a `RerunEvidence`); the decision records the id that fired (`LiveDecision.rule`,
-`Round.rule`). The figures the tests compare are read in `sequential.decided` and
-`baseline.judged`.
-
-A run's step times (issue 61): what a run's step-time trend is (`STEP_RULES`, over a
-`StepEvidence` of its early and late windows: too few, flat, rising but not bin after
-bin, come back, a slowdown) and whether a busy host explains a slowdown (`LOAD_RULES`,
-over a `LoadEvidence`). `stepreading` computes the figures and asks these tables, each
-rule's id kept (`StepTrend.rule`).
-
-A cell against its row's baseline (issue 61): the pooled step times' direction
-(`POOLED_RULES`) and the peak's (`PEAK_RULES`), whether the pooled comparison leaves a
-doubt that interleaved rounds settle (`DOUBT_RULES`), whether the rounds run so far
-settle it (`SETTLED_RULES`), what they confirm (`CONFIRM_RULES`), whether they left a
-doubt about a slowdown unanswered (`UNSETTLED_RULES`), and whether a higher peak is a
-regression (`PEAK_VERDICT_RULES`). `baseline` and `decision` compute the figures and ask
-these tables, the rules' ids kept (`StepComparison.rule`, `PeakComparison.rule`,
-`VsBaseline.rule`, `Confirmation.rule`).
+`TABLES` lists them in reading order; docs/verdicts.md's lists are generated from it
+(`python -m harness.analysis.rules docs/verdicts.md`, a test compares) and `--why` reads
+it. Every threshold a decision compares is compared here, not where the figures are
+computed, and the id of the rule that fired is kept in the result so `--why` can name it.
+The verdict's table (`RULES`) is asked by the live decider (memory rules only),
+`decision.decide` and the row comparison; a verdict's words come afterwards.
 """
 
 from __future__ import annotations
@@ -57,11 +26,8 @@ E = TypeVar("E")
 
 @dataclass(frozen=True)
 class Rule(Generic[E]):
-    """One rule: its id (kept in the result), what it decides (a verdict; in the tables
-    of a run's course, `LIVE_RULES` ..., what the run does; in `TREND_RULES`, a memory kind),
-    when, the thresholds it reads (names of `AnalysisConfig`), and its test over the
-    table's evidence: what it names when it fires (a carrier, a source, the cell), else
-    None."""
+    """One rule: its id (kept in the result), what it decides, when, the thresholds it
+    reads, and its test: what it names when it fires (a carrier, a source), else None."""
 
     id: str
     says: str
@@ -95,20 +61,16 @@ CREEP_MAX_CALLS = 1_000_000     # the most a budgeted run makes (matrixfile.BUDG
 
 def per_call_rule(lo: float, growth: float, late: float, late_lo: float, slope: float,
                   cfg: AnalysisConfig, floor: float | None = None) -> bool:
-    """The per-call rule over a slope's figures: its interval's lower bound `lo` above
-    `floor` (`live_floor_bytes` by default), its growth past `live_min_growth_bytes`,
-    and the late slope (interval above zero) keeping `live_decay_ratio` of the rate."""
+    """The per-call rule: the slope's lower bound `lo` above `floor` (`live_floor_bytes`
+    by default), growth past `live_min_growth_bytes`, the late slope keeping the rate."""
     return (lo > (cfg.live_floor_bytes if floor is None else floor)
             and growth >= cfg.live_min_growth_bytes
             and late_lo > 0.0 and late >= cfg.live_decay_ratio * slope)
 
 
 def steady_above(whole: SlopeFit, late: SlopeFit, span: float, cfg: AnalysisConfig) -> bool:
-    """The per-call rule: the whole slope's interval lies wholly above the per-call
-    floor (`live_floor_bytes`), the growth passes `live_min_growth_bytes`, and it does
-    not slow down (the late slope keeps `live_decay_ratio` of the whole one, its
-    interval above zero). Such growth is never `ok`, however small its total against
-    the source's floor: it is a leak, or (`memory.fill_check`) a cache still filling."""
+    """The per-call rule over fitted slopes. Such growth is never `ok`, however small
+    against the source's floor: a leak, or (`memory.fill_check`) a cache still filling."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope, cfg)
 
 
@@ -119,11 +81,8 @@ def steady_above_trend(t: MemoryTrend, cfg: AnalysisConfig) -> bool:
 
 def creeping(whole: SlopeFit, late: SlopeFit, span: float, floor: float,
              cfg: AnalysisConfig, most: float = math.inf) -> bool:
-    """The per-call rule at `ok_floor_bytes` in place of `live_floor_bytes`: growth too
-    small for either leak rule yet, but steady; not a leak until a run long enough for
-    its growth to pass the source's floor says so (`memory.creep_rerun`), where one can,
-    in at most `most` calls and `CREEP_MAX_CALLS`: a floor no such run would pass says
-    the growth does not matter."""
+    """The per-call rule at `ok_floor_bytes`: steady growth too small for either leak rule,
+    where a run of at most `most` (and `CREEP_MAX_CALLS`) calls would pass the floor."""
     return per_call_rule(whole.lo, whole.slope * span, late.slope, late.lo, whole.slope,
                          cfg, cfg.ok_floor_bytes) \
         and CREEP_MARGIN * floor / whole.lo <= min(most, CREEP_MAX_CALLS)
@@ -134,18 +93,14 @@ class TrendEvidence:
     """A source's figures (`memory.trend_and_fill`), as its kind's rules read them.
 
     Attributes:
-        cfg: The thresholds.
-        n: Readings after warm-up.
-        least: The fewest readings a kind needs (`min_samples`; 5 for the GPU and the
-            framework allocator).
+        n, least: Readings after warm-up, and the fewest a kind needs.
         span: Calls between the first and last reading.
         whole, late: Theil-Sen slopes over the whole span and the late window (None
             before they are fitted: only `too-few` is asked then).
-        growth: The whole slope times the span (bytes).
-        rise: The last readings' median minus the first's (bytes).
-        floor: The source's floor (bytes): the configured one, its noise band, its
-            largest drawdown.
-        per_call: The per-call rule applies (not RSS's or the cgroup's: pages move them).
+        growth, rise: The whole slope times the span, and the last readings' median less
+            the first's (bytes).
+        floor: The source's floor (bytes).
+        per_call: The per-call rule applies (not to RSS or the cgroup: pages move them).
         creep_calls: The most calls a creep's next run may ask.
     """
 
@@ -172,14 +127,12 @@ class TrendEvidence:
 
     @property
     def kept_up(self) -> bool:
-        """Still growing: the late slope's lower bound, kept up over the span, passes
-        the floor (a creep, or one level shift late on, is not enough)."""
+        """Still growing: the late slope's bound, kept up over the span, passes the floor."""
         return self.trending and self.fits[1].lo * self.span > self.floor
 
     @property
     def rose(self) -> bool:
-        """It grew: a trend, or a rise between the first and last readings over the
-        floor (a ratchet or a filled buffer, which a straight line fits badly)."""
+        """It grew: a trend, or a first-to-last rise over the floor (a ratchet, a buffer)."""
         return self.trending or self.rise > self.floor
 
 
@@ -209,8 +162,7 @@ def _trend_creeps(ev: TrendEvidence) -> str | None:
                                                ev.creep_calls) else None
 
 
-# Each rule's `says` is a memory kind (`records.MemoryKind`), or "creep": ambiguous, and
-# its next run asks the calls that pass its floor (`memory.creep_rerun`).
+# Each `says` is a memory kind, or "creep": ambiguous, rerun to pass its floor.
 TREND_RULES: tuple[Rule[TrendEvidence], ...] = (
     Rule("too-few", "insufficient", "fewer readings than `min_samples` (5 for the GPU and "
          "the framework allocator), or none apart", ("min_samples",),
@@ -251,10 +203,8 @@ class CollectedEvidence:
     """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`).
 
     Attributes:
-        kind: The heap's kind ("" where the end record has no collection reading).
-        creep: The heap's growth is a creep.
-        grew: The heap before the collection, less its first reading (bytes).
-        kept: The heap after it, less its first reading (bytes).
+        kind, creep: The heap's kind ("" without a collection reading); it creeps.
+        grew, kept: Bytes over its first reading before and after the collection.
         floor: The heap's floor.
     """
 
@@ -284,28 +234,24 @@ GARBAGE_RULES: tuple[Rule[CollectedEvidence], ...] = (
 )
 
 
-# Memory that may carry a leak, and the trend sources each needs leaking: RSS only
-# with USS agreeing (file-backed pages and page cache move RSS, not USS); the USS of the
-# agent's worker processes (`kids`: a pool's, a DataLoader's) alone.
+# Memory that may carry a leak, and the sources each needs leaking. RSS counts only with
+# USS agreeing (page cache moves RSS, not USS); `kids` is the worker processes' USS.
 CARRIERS: dict[str, tuple[str, ...]] = {
     "heap": ("heap",), "uss+rss": ("uss", "rss"), "gpu": ("gpu",), "fw": ("fw",),
     "kids": ("kids",)}
-# The sources read first, in order, when nothing leaks: the cell's memory in words.
+# Read first, in order, when nothing leaks.
 PRIMARY = ("heap", "uss", "rss")
 WORKERS = "kids"
 
 
 def shown(source: str) -> str:
-    """A memory source as its words name it: the worker processes' USS (`kids`, the
-    series' key) as "workers"."""
+    """A memory source as words name it (`kids` as "workers")."""
     return "workers" if source == WORKERS else source
 
-# The share of the USS's growth per call the heap's must be to be named the carrier:
-# most of it (a heap of half the USS's growth leaves half outside it, named for the USS).
+# The share of the USS's growth the heap's must hold to be named the carrier.
 HEAP_HOLDS = 0.75
 PLATEAUS = ("heap", "uss", "rss", "gpu", "fw", "kids")
-# Sources read by the total floor alone, never the per-call rule: page cache, file-backed
-# and lazily touched pages move RSS (and the cgroup) by pages, with no leak behind them.
+# Read by the total floor only: pages move RSS and the cgroup with no leak behind them.
 TOTAL_ONLY = frozenset({"rss", "cgroup"})
 
 
@@ -322,12 +268,9 @@ class Evidence:
 
 
 def leaking(memory: Mapping[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
-    """The carriers whose every source leaks, each with its first source's trend, the
-    largest growth per call first (the carrier); ties keep the order of `CARRIERS`. The
-    Python heap lies inside the USS: where it holds at least `HEAP_HOLDS` of the USS's
-    growth it is named first, the narrower carrier (tracemalloc names its line), not
-    the USS that adds its own tracing and allocator pages (CI, busy: "uss grows +1.2"
-    over a heap's +1.1 KiB/call, the heap's leak said second)."""
+    """The carriers whose every source leaks, with their first source's trend, largest
+    growth per call first. The heap comes before USS where it holds `HEAP_HOLDS` of USS's
+    growth: the narrower carrier, whose line tracemalloc names."""
     leaks = {source for source, t in memory.items() if t.kind == "leak"}
     if not leaks:
         return []
@@ -343,9 +286,8 @@ def leaking(memory: Mapping[str, MemoryTrend]) -> list[tuple[str, MemoryTrend]]:
 
 
 def filling_carrier(ev: Evidence) -> str | None:
-    """The carrier whose leak a filling cache could still explain, largest rate first.
-    USS with RSS counts where one of the two could be a fill and the other leaks or
-    could be one."""
+    """The carrier whose leak a filling cache could still explain, largest rate first
+    (USS with RSS where either could be a fill and the other leaks or could be one)."""
     fills = ev.facts.filling
     found: list[tuple[float, str]] = []
     for name, parts in CARRIERS.items():
@@ -364,10 +306,8 @@ def _leak(ev: Evidence) -> str | None:
 
 
 def read_sources(ev: Evidence) -> tuple[str, ...]:
-    """The sources an `ok` rests on: the primary (the first of heap, USS, RSS read) and
-    the worker processes' USS where the scenario started any. A pool's leak lives in
-    its workers alone: an `ok` that did not read them flat enough times says nothing of
-    them (issue 78: 8 readings on a busy host, dropped, and the cell read `ok`)."""
+    """The sources an `ok` rests on: the primary (first of heap, USS, RSS) and the
+    workers' USS where any started, since a pool's leak lives in its workers alone."""
     p = ev.primary
     return tuple(s for s in (p, WORKERS) if s is not None and s in ev.memory)
 
@@ -408,8 +348,8 @@ def _slowed(ev: Evidence) -> bool:
 
 
 def _gpu_in_run(ev: Evidence) -> str | None:
-    """The log shows the image cannot use the GPU, and the run showed nothing that
-    stands whatever the device: it crashed, or nothing leaked, slowed or levelled off."""
+    """The log shows the image cannot use the GPU, and the run showed nothing that stands
+    regardless: it crashed, or nothing leaked, slowed or levelled off."""
     f = ev.facts
     if f.gpu_unusable is None or f.ended not in (None, "crash"):
         return None
@@ -428,29 +368,22 @@ def _leak_then_timeout(ev: Evidence) -> str | None:
     return _leak(ev) if ev.facts.ended == "timeout" else None
 
 
-# The rule that leaves a cell undecided because its host was busy while it ran (read by
-# the re-run rules, `stages.measure`, and the sweep's last line, `sweeping.course`).
+# Undecided: the host was busy (read by the re-run rules, `stages.measure`, `sweeping`).
 BUSY_HOST = "busy-host"
-# The rule that leaves a cell undecided because a wall-clock deadline ended its run while
-# the host took most of its time (read by the re-run rules and the sweep's last line).
+# Undecided: a deadline ended a run the host slowed (re-run rules, the sweep's last line).
 TIMEOUT_BUSY = "timeout-busy"
-# The rule that leaves growth a cache still filling could explain undecided (read by
-# `stages.measure`: a short run's next makes `short_calls` calls at least).
+# Undecided: a filling cache could explain the growth (`stages.measure`).
 FILLING = "filling"
-# The rule that leaves a leak its budget cut short of `short_calls` undecided (read by
-# `stages.measure`: at its `overrun` bound it stays undecided, never a leak).
+# Undecided: the budget cut a leak short of `short_calls` (`stages.measure`).
 SHORT = "short"
-# The rule that asks a first attempt's slowdown to last through a run twice as long (read
-# by `stages.measure` where the `overrun` bound leaves no room for that run).
+# A first attempt's slowdown must last through a run twice as long (`stages.measure`).
 RISING = "rising"
-# The rule that leaves a cell undecided because its confirmation rounds left the doubt
-# open (read by the sweep's last line, `sweeping.course`: more rounds or a quieter host).
+# Undecided: the confirmation rounds left the doubt open (`sweeping.course`).
 UNSETTLED = "unsettled"
-# The rule that leaves a slowdown no second run of the cell read undecided (read by
-# `compare.join`: such a cell is not compared).
+# Undecided: no second run read the slowdown (`compare.join` skips such a cell).
 ONE_RUN = "one-run"
-# The undecided rules about step time alone, which a busy host can raise on a cell whose
-# memory is clean (read by `answers.search.free_of`: such a cell has shown a leak absent).
+# Undecided by step time alone, which load can cause on clean memory
+# (`answers.search.free_of`).
 TIME_UNDECIDED = (UNSETTLED, ONE_RUN, BUSY_HOST, RISING)
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
@@ -577,15 +510,14 @@ RULES: tuple[Rule[Evidence], ...] = (
 )
 RULE_IDS = tuple(r.id for r in RULES)
 MEMORY_RULES = tuple(r for r in RULES if r.memory)
-# Ids results recorded before the one table kept, and the rule each is now.
+# Ids recorded before the one table, and the rule each is now.
 FORMER_IDS = {"ended": "crash", "vs-baseline-regression": "regression",
               "vs-baseline-suspected": "suspected"}
 
 
 def first_rule(ev: Evidence, rules: tuple[Rule[Evidence], ...] = RULES
                ) -> tuple[Rule[Evidence], str]:
-    """The first rule of `rules` (the verdict's table, in order) that fires, and what it
-    names."""
+    """The first rule of `rules` (the verdict's table) that fires, and what it names."""
     return first_of(ev, rules)
 
 
@@ -629,8 +561,7 @@ def facts_said(f: Facts) -> list[str]:
 
 
 def why(ev: Evidence, cfg: AnalysisConfig) -> list[str]:
-    """Every rule in order, with whether it fired (the first that fired decided), each
-    source's figures and the other facts first."""
+    """Every rule in order with whether it fired, after the figures and other facts."""
     out = [f"  {figures(t, cfg)}" for t in ev.memory.values()]
     out += [f"  {line}" for line in facts_said(ev.facts)]
     decided = False
@@ -660,20 +591,12 @@ class LiveEvidence:
     """What a live look read of the samples so far (`sequential.decided`).
 
     Attributes:
-        leak: The memory rules read a leak: its carrier ("" none).
-        grown: What that carrier grew (bytes).
-        large: `leak_large_bytes`.
-        flat: The memory rules read `ok`, every needed source read enough: the first
-            of them ("" not so).
-        upper: The highest upper bound of the needed sources' slope intervals, over the
-            run so far and over its late third (bytes/call).
-        floor: `ok_floor_bytes`.
-        measured: The share of its run measured (`sequential.LiveDecider.share`: of its
-            time budget and the least calls a slow step's run goes on to, or of its cap;
-            1 without a budget).
-        ok_share: `live_ok_share`.
-        rose: Whether the step times so far rose (`stepreading.rose`), read only where
-            the rule that asks it is reached (it reads every step).
+        leak: The carrier of a leak the memory rules read ("" none), `grown` its growth.
+        flat: The first needed source, where memory reads `ok` ("" not so).
+        upper: The highest upper bound of the needed sources' slopes, whole and late.
+        measured: The share of its run measured (`sequential.LiveDecider.share`).
+        large, floor, ok_share: `leak_large_bytes`, `ok_floor_bytes`, `live_ok_share`.
+        rose: Whether the step times so far rose; lazy, as it reads every step.
     """
 
     leak: str = ""
@@ -688,8 +611,7 @@ class LiveEvidence:
 
     @property
     def stable(self) -> str:
-        """The first needed source, where every one's slope intervals lie under the
-        floor ("" not so)."""
+        """The first needed source, where every slope interval lies under the floor."""
         return self.flat if self.flat and self.upper < self.floor else ""
 
 
@@ -726,15 +648,11 @@ class RoundEvidence:
     """What a confirmation round's two runs showed (`baseline.judged`).
 
     Attributes:
-        cfg: The thresholds.
         failed: Why a run of the round failed or measured no step ("" none).
-        plain: The suspect's step time over the baseline's as measured (net of the
-            run-queue delay).
-        scaled: The same at one CPU speed.
-        speed: The suspect run's CPU speed over the baseline run's (the canary loop;
-            None: not timed).
-        busy: Each run's share of its step time spent waiting for a CPU, by name
-            ("baseline", "suspect"; None: not recorded).
+        plain, scaled: The suspect's step time over the baseline's, as measured (less
+            run-queue delay) and at one CPU speed.
+        speed: The suspect run's CPU speed over the baseline's (None: not timed).
+        busy: Each run's run-queue share of its step time, by name (None: not recorded).
         cpu: The suspect's CPU time per step over the baseline's (None: not recorded).
     """
 
@@ -755,9 +673,7 @@ def side(ratio: float, cfg: AnalysisConfig) -> int:
 
 def speeds_apart(ev: RoundEvidence) -> str | None:
     """Why the runs' CPU speeds leave the round out (rule `round-speeds`), or None: the
-    speeds were within `speed_spread`, or the ratio as measured and at one CPU speed lie
-    on the same side of `min_ratio` (a change far larger than the speeds' difference
-    stands either way)."""
+    speeds were close, or the ratio lies on the same side of `min_ratio` either way."""
     c, speed = ev.cfg, ev.speed
     if speed is None or 1 / c.speed_spread <= speed <= c.speed_spread:
         return None
@@ -769,8 +685,7 @@ def speeds_apart(ev: RoundEvidence) -> str | None:
 
 
 def busy_run(ev: RoundEvidence) -> str | None:
-    """Why the round ran on a busy host (rule `round-busy`), or None: either run waited
-    for a CPU `busy_share` of its step time or more."""
+    """Why the round ran on a busy host (rule `round-busy`), or None."""
     for name, share in ev.busy:
         if share is not None and share >= ev.cfg.busy_share:
             return f"host busy: run-queue delay {share:.0%} of the {name} run's step time"
@@ -815,17 +730,12 @@ class LengthEvidence:
     """Whether a run's end cut its reading short (`decision.read_run`).
 
     Attributes:
-        cfg: The thresholds.
-        again: The cell may run again (its repeats are not spent, and no
-            `--iterations` bounds its runs).
-        capped: Its cap ended it with most of its budget left (`facts.capped_at`, in
-            words; "" not so).
-        grown: What the largest leaking carrier grew (`memory.risen`; None: none leaks).
-        ended: Its budget ended it (`facts.budget_ended`, in words; "" not so).
-        done: The calls it made.
-        asked: Its cap on calls.
-        room: The calls a run again may make within the cell's `overrun` bound (the
-            plugin's, `harness.check`'s; None: no bound, a sweep's cell).
+        again: The cell may run again (repeats left, no `--iterations`).
+        capped, ended: Its cap (with most of its budget left) or its budget ended it, in
+            words ("" not so).
+        grown: What the largest leaking carrier grew (None: none leaks).
+        done, asked: The calls it made, and its cap.
+        room: The calls a run again may make within the `overrun` bound (None: none).
     """
 
     cfg: AnalysisConfig
@@ -838,18 +748,15 @@ class LengthEvidence:
     room: int | None = None
 
 
-# A budgeted run under an `overrun` bound that ended undecided between a leak and a cache
-# of more entries than it made calls runs again this many times its calls
-# (`memory.FILL_RERUN`, as a filling reading does).
+# A budgeted, bounded run undecided between a leak and a large cache runs again this many
+# times its calls (as `memory.FILL_RERUN`).
 LENGTH_FILL = 4
 
 
 def fill_asks(ev: LengthEvidence) -> int:
-    """The calls rule `length-fill` asks of a run again: LENGTH_FILL times those made,
-    `short_calls` at least, its cap at most, and no more than keep the growth at this
-    rate under `leak_large_bytes` (a live look stops a run there: growth that matters
-    whatever it is, and past it the safety stop; a leak of 1.1 KiB a call that grew
-    ~150 MiB in a marked test's 0.5 s ended a run 4 times as long at the safety stop)."""
+    """The calls rule `length-fill` asks: LENGTH_FILL times those made, at least
+    `short_calls`, at most the cap, and few enough to keep the growth under
+    `leak_large_bytes`, where a live look would stop the run anyway."""
     asks = min(max(LENGTH_FILL * ev.done, ev.cfg.short_calls), ev.asked)
     if ev.grown is not None and ev.grown > 0 and ev.done > 0:
         asks = min(asks, int(ev.done * ev.cfg.leak_large_bytes / ev.grown))
@@ -857,8 +764,8 @@ def fill_asks(ev: LengthEvidence) -> int:
 
 
 def fill_fits(ev: LengthEvidence) -> bool:
-    """Whether rule `length-fill`'s run again is worth its time and fits: it makes twice
-    the calls made at least (`fill_asks`), within the room its `overrun` bound leaves."""
+    """Whether rule `length-fill`'s run again fits the `overrun` bound and makes at least
+    twice the calls made."""
     asks = fill_asks(ev)
     return ev.room is not None and asks >= 2 * ev.done and ev.room >= asks
 
@@ -900,25 +807,17 @@ CALLS, BUDGET, LONGER, SAME = "calls", "budget", "longer", "same"
 
 @dataclass(frozen=True)
 class RerunEvidence:
-    """What decides whether an undecided cell runs again, and how
-    (`stages.measure.run_attempts`).
+    """What decides whether an undecided cell runs again, and how (`stages.measure`).
 
     Attributes:
         undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
-        spent: Its repeats are spent.
-        script: A whole script ran once (the agent's script mode).
-        asked: Its length was asked on the command line (`--iterations`): the most
-            calls any run of it makes.
-        busy: A busy host alone left it undecided (its verdict's rule `busy-host`).
-        crowded: A wall-clock deadline ended it while the host took most of its time
-            (its verdict's rule `timeout-busy`).
+        spent, script: Its repeats are spent; a whole script ran once.
+        asked: `--iterations` was given: the most calls any run of it makes.
+        busy, crowded: Rule `busy-host` or `timeout-busy` left it undecided.
         budgeted: It runs for a time budget.
-        short: Its budget ended it after too few calls (rule `short`).
-        capped: Its cap, not its budget, ended it (rule `capped`).
+        short, capped: Rule `short` or `capped`: its budget or its cap cut it short.
         seconds: What the next attempt of a kind would take at this run's pace.
-        timeout: The cell's timeout (s).
-        left: What is left of the cell's `overrun` bound (s): its budget times
-            `overrun`, less what its attempts took (inf: no bound).
+        timeout, left: The cell's timeout, and what is left of its `overrun` bound (s).
     """
 
     undecided: bool = False
@@ -936,14 +835,13 @@ class RerunEvidence:
 
     @property
     def planned(self) -> str:
-        """The next attempt the rules below would run: its cap raised ("cap"), or
-        `kind`."""
+        """The next attempt the rules would run: "cap" (its cap raised), or `kind`."""
         return "cap" if self.budgeted and self.capped else self.kind
 
     @property
     def kind(self) -> str:
-        """The next attempt its facts call for: until more calls (cut short), a longer
-        budget, or more calls (a run of fixed length)."""
+        """The next attempt its facts call for: more calls (cut short), a longer budget,
+        or a longer fixed run."""
         return CALLS if self.budgeted and self.short else BUDGET if self.budgeted else LONGER
 
 
@@ -1007,9 +905,8 @@ def rerun_rule(ev: RerunEvidence) -> tuple[Rule[RerunEvidence], str]:
 
 
 def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) -> float:
-    """The seconds a fresh run takes to make `calls` calls at the pace of one that made
-    `ran` in `measured_s`, its steps' rise from early to late carried on (a step time
-    that grows with the calls made: the time grows with their square)."""
+    """Seconds a fresh run takes for `calls` calls at the pace of one that made `ran` in
+    `measured_s`, with the early-to-late rise in step time carried on (quadratic)."""
     if calls <= 0 or ran <= 0 or measured_s <= 0:
         return 0.0
     early = steps.early_median_s if steps is not None else 0.0
@@ -1024,17 +921,13 @@ def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) ->
 
 
 def fill_calls(cfg: AnalysisConfig, rule: str, ran: int, cap: int) -> int:
-    """The calls a budgeted run again of growth a filling cache could explain (rule
-    `filling`) makes at least where its run made fewer than `short_calls`: those that
-    rule `short` would ask next, asked now (one run again, not two; its cap at most);
-    0 for any other."""
+    """The calls a budgeted rerun of a `filling` cell under `short_calls` makes at least:
+    what rule `short` would ask next, asked now to save a run; 0 for any other rule."""
     return min(cfg.short_calls, cap) if rule == FILLING and ran < cfg.short_calls else 0
 
 
-# What a step trend is (`STEP_RULES`).
 FEW, FLAT, UNSTEADY, BACK, SLOWDOWN = ("too few", "flat", "not bin after bin", "came back",
                                        "slowdown")
-# Whether a slowdown stands beside the host's load (`LOAD_RULES`).
 VOIDED = "busy host"
 
 
@@ -1043,14 +936,11 @@ class StepEvidence:
     """A run's step times, early against late (`stepreading.step_trend`).
 
     Attributes:
-        cfg: The thresholds.
         n: Step times.
-        p_value: One-sided Mann-Whitney U p, late slower than early.
-        ratio: The late window's median over the early one's.
+        p_value, ratio: One-sided Mann-Whitney p (late slower) and the ratio of medians.
         rise_s: The late median less the early one (seconds).
         trend_p: One-sided Kendall tau p over bin medians: rising bin after bin.
-        back: Where the rise came back down (`stepreading.came_back`, a step index; 0:
-            it did not), read only where the rule that asks it is reached.
+        back: Where the rise came back down (a step index; 0: it did not); lazy.
     """
 
     cfg: AnalysisConfig
@@ -1063,8 +953,7 @@ class StepEvidence:
 
     @classmethod
     def of(cls, t: StepTrend, cfg: AnalysisConfig) -> StepEvidence:
-        """A trend's own figures as the table reads them (where its rise came back: as
-        it kept it)."""
+        """A trend's own figures as the table reads them."""
         return cls(cfg, t.n, t.p_value, t.ratio, t.late_median_s - t.early_median_s,
                    t.trend_p, lambda: t.came_back_at)
 
@@ -1101,23 +990,20 @@ STEP_RULES: tuple[Rule[StepEvidence], ...] = (
 
 
 def rose(ev: StepEvidence) -> bool:
-    """Late steps slower than early ones (neither too few nor flat): what a slowdown
-    needs first, and what keeps a live look from stopping a run `ok`."""
+    """Late steps slower than early ones: what a slowdown needs first, and what keeps a
+    live look from stopping a run `ok`."""
     return first_of(ev, STEP_RULES)[0].says not in (FEW, FLAT)
 
 
 @dataclass(frozen=True)
 class LoadEvidence:
-    """A slowdown beside the host's load (`stepreading.read_steps`).
+    """A slowdown beside the host's load (`stepreading.read_steps`); None: not recorded.
 
     Attributes:
-        cfg: The thresholds.
-        share: The share of the extra step time the rise in run-queue delay or
-            throttling per step accounts for (None: not measured).
+        share: The share of `extra_s` that run-queue delay or throttling accounts for.
         extra_s: The extra step time (late median less early, seconds).
-        cpu_rise_s: What CPU time per step rose by (None: not recorded).
-        cpu_ratio: CPU time per step, late over early, where its own trend is a
-            slowdown (None: not recorded, or no slowdown of its own).
+        cpu_rise_s, cpu_ratio: CPU time per step's rise, and its late/early ratio where
+            that is itself a slowdown.
     """
 
     cfg: AnalysisConfig
@@ -1158,10 +1044,8 @@ class PooledEvidence:
     """A cell's pooled step times against its baseline's (`baseline.compare_steps`).
 
     Attributes:
-        cfg: The thresholds.
-        p_value: Two-sided Mann-Whitney U p.
-        ratio: The cell's median over the baseline's.
-        diff_s: How far apart the medians are (seconds).
+        p_value, ratio, diff_s: Two-sided Mann-Whitney p, ratio and difference (s) of
+            the medians.
     """
 
     cfg: AnalysisConfig
@@ -1191,8 +1075,7 @@ POOLED_RULES: tuple[Rule[PooledEvidence], ...] = (
 
 @dataclass(frozen=True)
 class PeakEvidence:
-    """A cell's peak memory against its baseline's (`baseline.compare_peaks`): the
-    thresholds, the ratio and the difference (bytes)."""
+    """A cell's peak memory against its baseline's (`baseline.compare_peaks`)."""
 
     cfg: AnalysisConfig
     ratio: float
@@ -1241,7 +1124,6 @@ class DoubtEvidence:
     """The pooled comparison as the row asks whether rounds settle it.
 
     Attributes:
-        cfg: The thresholds.
         direction: The pooled step times' direction ("" without step times).
         busy: The worse of the two cells' run-queue delay shares.
     """
@@ -1272,10 +1154,9 @@ class ConfirmEvidence:
     """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
 
     Attributes:
-        cfg: The thresholds.
         ratios: Each usable round's ratio, suspect over baseline.
         lo, hi: The `round_confidence` interval of the mean ratio.
-        diff_s: The median of the rounds' step time differences (seconds, absolute).
+        diff_s: The median absolute step-time difference of the rounds (seconds).
     """
 
     cfg: AnalysisConfig
@@ -1308,14 +1189,12 @@ CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
 
 @dataclass(frozen=True)
 class SettledEvidence:
-    """The rounds so far (`baseline.settled`): the question and what they read.
+    """The rounds so far (`baseline.settled`).
 
     Attributes:
-        cfg: The thresholds.
-        suspected: The direction put to the test ("~": a busy host asked for them).
-        direction: The confirmed direction so far.
-        ratios: Each usable round's ratio.
-        lo, hi: The interval of the mean ratio.
+        suspected, direction: The direction put to the test ("~": a busy host asked for
+            the rounds), and the one confirmed so far.
+        ratios, lo, hi: Each usable round's ratio, and their mean's interval.
     """
 
     cfg: AnalysisConfig
@@ -1357,21 +1236,17 @@ SETTLED_RULES: tuple[Rule[SettledEvidence], ...] = (
 
 @dataclass(frozen=True)
 class UnsettledEvidence:
-    """Rounds run for a doubt about a slowdown, as the verdict's rule `unsettled` asks
-    whether they left it unanswered (`unsettled`).
+    """Rounds run for a doubt about a slowdown, as rule `unsettled` reads them.
 
     Attributes:
-        cfg: The thresholds.
-        suspected: The direction put to the test.
-        direction: The confirmed direction.
-        rounds: The rounds run.
-        counted: Timed rounds that counted.
+        suspected, direction: The direction put to the test, and the one confirmed.
+        rounds, counted: The rounds run, and the timed ones that counted.
         out: The ratios of the timed rounds left out.
         busy: Every round left out was left out for a busy host.
         rule: The confirmation's rule (`CONFIRM_RULES`).
         lo, hi: The interval of the mean ratio of the rounds that counted.
         why: Why rounds were left out, each reason once ("host busy").
-        asked: The rounds the cell's settings asked for (`rounds`; 0: not known).
+        asked: The rounds the cell's settings asked for (0: not known).
     """
 
     cfg: AnalysisConfig
@@ -1390,8 +1265,7 @@ class UnsettledEvidence:
     @classmethod
     def of(cls, conf: Confirmation, cfg: AnalysisConfig, asked: int = 0
            ) -> UnsettledEvidence:
-        """A confirmation's rounds as the table reads them (`asked`: the rounds the
-        cell's settings asked for)."""
+        """A confirmation's rounds as the table reads them (`asked`: rounds asked for)."""
         timed = [r for r in conf.rounds if r.base_s > 0 and r.other_s > 0]
         out = [r for r in timed if r.excluded is not None]
         busy = all(r.excluded and r.excluded.startswith("host busy") for r in out)
@@ -1402,7 +1276,7 @@ class UnsettledEvidence:
                    conf.lo, conf.hi, tuple(why), asked)
 
 
-# Why a round was left out, by the round's rule (`rules.ROUND_RULES`), in a few words.
+# Why a round was left out, by its rule (`ROUND_RULES`).
 LEFT_OUT_WHY = {"round-busy": "host busy", "round-speeds": "CPU speeds apart",
                 "round-failed": "a run failed"}
 
@@ -1415,9 +1289,8 @@ def _unsettled(ev: UnsettledEvidence) -> str:
 
 
 def _open(ev: UnsettledEvidence) -> str | None:
-    """Rounds that counted, confirmed nothing, and whose interval reaches past
-    `min_ratio`: a slowdown fits them as well as no change does; in words, with how many
-    rounds ran and were left out, and what would settle it."""
+    """Why counted rounds settle nothing: they confirmed nothing and their interval
+    reaches past `min_ratio`, with what would settle it; None if not so."""
     limit = ev.cfg.min_ratio
     if not (ev.counted >= 2 and ev.rule == "confirm-none" and ev.hi > limit):
         return None
@@ -1459,21 +1332,15 @@ UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
 
 
 def unsettled(conf: Confirmation, cfg: AnalysisConfig, asked: int = 0) -> str:
-    """Why rounds run for a doubt about a slowdown (suspected slower, or a busy host)
-    settled nothing, or "" where they did (`UNSETTLED_RULES`): two or more counted and
-    their interval holds a slowdown as well as no change (issue 78: rounds 0.94 and
-    2.29, 90 % CI 0.09..24.03, read `ok`); or fewer than two counted, and the rounds left
-    out read the suspect slower past `min_ratio`, each of them (two at least): a change
-    the load that left them out does not make (issue 61: 15x in every round, every one
-    left out, read `ok`). `asked`: the rounds the cell's settings asked for."""
+    """Why rounds run for a doubt about a slowdown settled nothing, or "" where they did
+    (`UNSETTLED_RULES`). `asked`: the rounds the settings asked for (0: not known)."""
     rule, named = first_of(UnsettledEvidence.of(conf, cfg, asked), UNSETTLED_RULES)
     return named if rule.says == UNSETTLED else ""
 
 
 class Table(NamedTuple):
-    """One table of rules in the registry (`TABLES`): its key (what `--why` asks it by,
-    `table`), its name (docs/verdicts.md marks the table's list `<!-- {name} rules: ...
-    -->`), its rules, and the head of what a rule does in that list."""
+    """One table in `TABLES`: its key (`--why`'s name), its name (docs/verdicts.md's
+    marks), its rules, and the column head for what a rule does."""
 
     key: str
     name: str
@@ -1481,10 +1348,7 @@ class Table(NamedTuple):
     says: str
 
 
-# Every table of rules, in reading order: the verdict's, a run's course (the live look,
-# a confirmation round, a re-run), a memory source's kind, cyclic garbage, the run's
-# length, its step times and the load beside a slowdown, then a cell against its
-# baseline. docs/verdicts.md's lists (`doc_with_rules`) and `--why` (`app.why`) read it.
+# Every table of rules, in reading order; `doc_with_rules` and `--why` read it.
 TABLES: tuple[Table, ...] = (
     Table("verdict", "the verdict's", RULES, "decides"),
     Table("live", "the live look's", LIVE_RULES, "the run"),
@@ -1523,8 +1387,7 @@ def _num(value: object) -> str:
 
 def rules_markdown(defaults: Mapping[str, object],
                    rules: Sequence[Rule[Any]] = RULES, says: str = "decides") -> str:
-    """A table of rules for docs/verdicts.md (the verdict's by default; the others'
-    too), with the thresholds' defaults; `says`: the head of what a rule does."""
+    """A markdown table of rules with the thresholds' defaults; `says`: the column head."""
     lines = [f"| # | rule | {says} | when | thresholds (default) |", "|---|---|---|---|---|"]
     for k, rule in enumerate(rules, 1):
         reads = ", ".join(f"`{t}` ({_num(defaults[t])})" for t in rule.thresholds) or "-"
@@ -1542,9 +1405,8 @@ def _with_table(text: str, begin: str, end: str, table: str) -> str:
 
 
 def doc_with_rules(text: str, defaults: Mapping[str, object]) -> str:
-    """docs/verdicts.md's text with its generated lists of rules made anew, one for each
-    table of `TABLES`, between its marks (`<!-- {name} rules: made by ... -->` and
-    `<!-- end of {name} rules -->`)."""
+    """docs/verdicts.md's text with every table's generated list made anew between its
+    marks."""
     out = text
     for t in TABLES:
         out = _with_table(out, f"<!-- {t.name} rules: made by harness.analysis.rules; do "

@@ -1,11 +1,7 @@
-"""Live decisions while a cell runs: the one memory decision, on the samples so far.
-A `LiveDecider` asks `memory.memory_reading` (what the post-run verdict asks) at each
-look and stops the run early only on a clear `ok` or a large leak; `watch_file` tails
-samples.jsonl through `protocol.ingest.SeriesReader`; `replay_live` feeds a recorded
-run to the same decider. A live look at call k says what a fixed run of k calls says;
-the verdict is read from all the run's samples (`decision.decide`). A leak under
-`leak_large_bytes` never stops a run: steady growth over a few hundred calls is what a
-cache filling looks like, and the rest of the budget is what shows it level off."""
+"""Live decisions while a cell runs: `LiveDecider` asks `memory.memory_reading` of the
+samples so far at each look and stops early only on a clear `ok` or a large leak (a
+smaller one may be a cache the rest of the budget shows level off). `watch_file` tails
+samples.jsonl; `replay_live` replays a recorded run."""
 
 from __future__ import annotations
 
@@ -33,20 +29,17 @@ __all__ = ["FIRST_LOOK", "SPACING", "LiveDecider", "LiveDecision", "Watched", "d
            "median_bounds", "replay_live", "sign_evalue", "watch_file"]
 
 POLL_S = 0.02   # with the agent checking every 20 ms: a stop within ~40 ms of a sample
-# The first look the benchmarks (benchmarks/vs_psleak.py) and the docs name: 80 measured
-# calls at a reading every 2 calls (`min_iterations` and `sample_every` set it).
+# The first look the benchmarks and docs name: 80 calls at a reading every 2 calls.
 FIRST_LOOK = 80
 SPACING = 2
 
 
 def sign_evalue(above: Any, below: Any) -> Any:
-    """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2.
-
-    Vectorised over numpy arrays of counts.
+    """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2,
+    vectorised over arrays of counts.
 
     Args:
-        above: Intervals on the tested side of the rate.
-        below: Intervals on the other side (ties count on neither).
+        above, below: Intervals on the tested side of the rate, and on the other side.
 
     Raises:
         ValueError: A count is negative.
@@ -55,8 +48,7 @@ def sign_evalue(above: Any, below: Any) -> Any:
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError(f"counts must be >= 0, got above={above}, below={below}")
     # integral_{1/2}^1 p^a (1-p)^b dp = B(a+1, b+1) * I_{1/2}(b+1, a+1)
-    # lazy: SciPy takes ~1.4 s to import, and only early stop needs it: imported here, not at the
-    # top, so a sweep without early stop never loads it (tests/unit/test_startup.py).
+    # lazy: SciPy imports slowly and only early stop needs it (tests/unit/test_startup.py).
     from scipy import special
     with np.errstate(divide="ignore"):
         out = ((a + b + 1) * math.log(2.0) + special.betaln(a + 1, b + 1)
@@ -67,68 +59,55 @@ def sign_evalue(above: Any, below: Any) -> Any:
 def median_bounds(rates: Any, alpha: float) -> tuple[float, float]:
     """Anytime-valid (1 - alpha) lower and upper bounds of the median rate.
 
-    `lo` is the largest rate below which the sign e-value rejects "median <= f";
-    `hi` the smallest above which it rejects "median >= f". -inf/+inf when none.
-    Ties between rates are counted on neither side, as the test does.
+    `lo`/`hi`: the rates past which the sign e-value rejects "median <= f"/"median >= f"
+    (-inf/+inf when none); ties count on neither side.
     """
     r = np.sort(np.asarray(rates, dtype=np.float64))
     n = r.size
     if n == 0:
         return -math.inf, math.inf
     need = math.log(1.0 / alpha)
-    # For f just below r[j]: `above` rates exceed it, `below` are less than it.
+    # f just below r[j]: `above` rates exceed it, `below` are less.
     above = n - np.searchsorted(r, r, side="left")
     below = np.searchsorted(r, r, side="left")
     ok = np.flatnonzero(sign_evalue(above, below) >= need)
     lo = float(r[ok[-1]]) if ok.size else -math.inf
-    # For f just above r[j]: rates below it vs rates above it.
+    # f just above r[j]: rates below it vs above it.
     below_hi = np.searchsorted(r, r, side="right")
     ok = np.flatnonzero(sign_evalue(below_hi, n - below_hi) >= need)
     hi = float(r[ok[0]]) if ok.size else math.inf
     return lo, hi
 
 
-# The sources a leak may be carried by, tested live: the carriers of the one memory
-# decision (`analysis.memory.CARRIERS`), each read from the agent's sample keys.
+# The carriers of the one memory decision, each by its agent sample key.
 SOURCES = tuple(CARRIERS)
 SAMPLE_KEYS = {name: key for key, name in TREND_NAMES.items()}   # "gpu" -> "gpu_used"
-# A stable decision needs these certain where they are read; RSS and USS move with
-# page cache, arenas and lazily touched pages, so they only ever add a leak (they decide
-# "stable" alone only when none of these is read).
+# An `ok` needs these certain where read; RSS and USS (moved by page cache) decide it
+# alone only when none of these is read.
 STABLE_NEEDS = ("heap", "gpu", "fw")
-# ... and these besides, with enough readings, wherever any sample so far carried them
-# (the agent reads them at the end of setup): the worker processes' USS, of which the
-# caller's sources say nothing.
+# ... and the workers' USS wherever any sample carried it (the caller's say nothing of it).
 WORKER_NEEDS = ("kids",)
 EVERY_READING = 200          # readings looked at one by one; past it every hundredth
-# Memory keys of a sample (TREND_NAMES'), whose range so far bounds what any source grew.
+# Memory keys of a sample, whose range so far bounds what any source grew.
 _MEMORY_KEYS = tuple(TREND_NAMES)
-# A source's growth as the live leak rule reads it (`memory.risen`: its peak over its
-# first readings, or its slope times the calls where it never rose) stays under this
-# many times its range so far (`LiveDecider._cannot_stop`).
+# The live leak rule's growth of a source stays under this many times its range so far.
 _GROWTH_PER_RANGE = 4.0
 # What a sample carries besides memory, kept when the decider tests one source alone.
 _KEEP = ("type", "src", "phase", "i", "t", "dt")
 
 
 class LiveDecider:
-    """Reads agent records in order; at each look, asks the one memory decision
-    (`memory.memory_reading`) of the samples so far, and stops on a leak or a certain
-    `ok`.
+    """Reads agent records in order; at each look asks the one memory decision of the
+    samples so far, and stops on a large leak or a certain `ok`.
 
     Args:
-        cfg: The thresholds of the one decision; `live_floor_bytes` is the per-call
-            floor a certain `ok` must be below on every needed source.
         min_iterations: No decision before this many measured iterations.
-        max_iterations: Past this many measured iterations it stops deciding; the
-            post-run analysis then gives the verdict.
+        max_iterations: Past this many it stops deciding; the post-run verdict decides.
         source: One source of `SOURCES` to test alone (tests, benchmarks); default: all.
-        floor, min_growth, decay_ratio: the per-call rule's thresholds, in place of
-            `cfg`'s `live_floor_bytes`, `live_min_growth_bytes`, `live_decay_ratio`.
+        floor, min_growth, decay_ratio: The per-call rule's thresholds, in place of `cfg`'s.
 
     Raises:
-        ValueError: The bounds or thresholds are out of range, or `source` is none of
-            `SOURCES`.
+        ValueError: Bounds or thresholds out of range, or `source` not in `SOURCES`.
     """
 
     def __init__(self, cfg: AnalysisConfig, min_iterations: int, max_iterations: int,
@@ -171,10 +150,7 @@ class LiveDecider:
     @property
     def elapsed(self) -> float:
         """Seconds the measured phase has run in the cell's own time, as its budget counts
-        them (the agent's `cell_s`: wall time less the run-queue delay other work imposed
-        and its sampling), or by the latest sample's time where the agent does not say.
-        The wall clock made a live `ok` at "1.6 s of its 2 s budget" where the cell had
-        had 0.36 s of it on a CPU busy loops took 80 % of (issue 78)."""
+        them (the agent's `cell_s`, which excludes load; else the latest sample's time)."""
         if self.cell is not None:
             return self.cell
         return self.now - self.started if self.started is not None else 0.0
@@ -183,8 +159,8 @@ class LiveDecider:
         """Feed one record as `SeriesReader` kept it (header, sample or end, in file order).
 
         Returns:
-            The decision the first time one is certain (never before min_iterations
-            measured iterations), else None; later calls return None.
+            The decision the first time one is certain (never before `min_iterations`),
+            else None.
         """
         if record.kind == "header":
             config = (record.fields or {}).get("config") or {}
@@ -221,11 +197,9 @@ class LiveDecider:
         return self.look()
 
     def _cannot_stop(self) -> bool:
-        """Whether a look now would run on whatever it read, known without making it (a
-        look reads the whole run so far: ~2-4 ms at 200 readings, most of a check's
-        host CPU): the look's own table (`rules.LIVE_RULES`) on the most a look
-        could read, a leak grown `_GROWTH_PER_RANGE` times the widest range of any
-        memory key so far and memory flat, keeps the run going (rule `live-early`)."""
+        """Whether a look now would run on whatever it read, known without making it
+        (looks are costly): the live table on the most a look could read, a leak grown
+        `_GROWTH_PER_RANGE` times the widest range so far, keeps the run going."""
         widest = max((hi - lo for lo, hi in self.span.values()), default=0.0)
         most = LiveEvidence("bound", widest * _GROWTH_PER_RANGE, self.cfg.leak_large_bytes,
                             "bound", 0.0, self.cfg.ok_floor_bytes,
@@ -234,16 +208,13 @@ class LiveDecider:
         return first_of(most, LIVE_RULES)[0].id == "live-early"
 
     def look(self) -> LiveDecision | None:
-        """The one memory decision on the samples so far, where it settles the cell: a
-        leak, or an `ok` while the step times so far show no slowdown."""
+        """The memory decision on the samples so far where it settles the cell: a leak, or
+        an `ok` while the steps show no slowdown."""
         k = self.series.cols.calls
         if k < self.min_iterations or k > self.max_iterations:
             return None
-        # What a run has not reached it has not seen: growth that starts late reads flat
-        # until it starts (issue 61: a leak from call 300 of a 3 ms step was stopped `ok`
-        # at call 100, 0.4 s of its 5 s budget); steps rising so far are read over the
-        # whole run (issue 49: a loop over 2,000 inputs of rising cost, stopped on its
-        # memory at call 260, read `slowdown`, and so did its run twice as long).
+        # Growth that starts late reads flat until it starts, and steps rising so far are
+        # read over the whole run, so neither may stop the run early.
         seconds = self.elapsed
         found = decided(memory_reading(self.series, self.cfg, collected=False), self.cfg,
                         self.seen, self.share(seconds, k), self._rising)
@@ -254,34 +225,25 @@ class LiveDecider:
         return self.decision
 
     def share(self, seconds: float, calls: int) -> float:
-        """The share of its whole run a budgeted run has measured (1 without a budget):
-        it ends once its budget is spent and its least calls are made (a slow step's run
-        goes on past its budget to them: 300 calls of 0.17 s are 50 s of a 5 s budget),
-        or at its cap on calls."""
+        """The share of its whole run a budgeted run has measured (1 without a budget): it
+        ends when its budget is spent and its least calls made, or at its cap."""
         if self.budget <= 0:
             return 1.0
         spent = min(seconds / self.budget, calls / self.least if self.least > 0 else 1.0)
         return max(spent, calls / self.cap if self.cap > 0 else 0.0)
 
     def _rising(self) -> bool:
-        """Whether the step times so far rose, read as the verdict reads them
-        (`stepreading.step_reading`): late steps slower than early ones (`stepreading.rose`),
-        and a rise that is not one yet (not bin after bin, or back down) too: a step that grows
-        in stages rises in steps until the run has seen several."""
+        """Whether the step times so far rose, as the verdict reads them, including a rise
+        not steady yet: a step that grows in stages rises in steps."""
         steps = step_reading(self.series, self.cfg)[0]
         return steps is not None and rose(steps, self.cfg)
 
 
 def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] = (),
             measured: float = 1.0, rose: Callable[[], bool] = bool) -> LiveDecision | None:
-    """Whether a reading settles a cell live: the first rule of the table's
-    `rules.LIVE_RULES` that fires on it (a leak already past `leak_large_bytes`; an
-    `ok` whose every needed source, `STABLE_NEEDS` where read, else USS and RSS,
-    `WORKER_NEEDS` where read or `seen` in any phase, has its slope interval, over the
-    run so far and over its late third, below `ok_floor_bytes`, once the run has
-    measured `live_ok_share` of its budget, and its steps have not risen). `measured`:
-    the share of its budget the run has measured; `rose`: whether its step times so far
-    rose. None: the cell runs on."""
+    """Whether a reading settles a cell live: the first rule of `rules.LIVE_RULES` that
+    fires, or None (it runs on). `measured`: the share of its budget measured; `rose`:
+    whether its step times so far rose."""
     mem = reading.memory
     leak = reading.carrier if reading.kind == "leak" and reading.carrier is not None else ""
     grown = risen(mem[CARRIERS[leak][0]]) if leak else 0.0
@@ -289,8 +251,7 @@ def decided(reading: MemoryReading, cfg: AnalysisConfig, seen: Collection[str] =
     workers = [s for s in WORKER_NEEDS if s in mem or s in seen]
     flat = reading.kind == "ok" and bool(needs) and all(
         s in mem and mem[s].kind != "insufficient" for s in workers)
-    # The late third too: growth that started a little before this look holds too few
-    # of the readings so far to move the whole run's slope.
+    # The late third too: growth that started lately barely moves the whole slope.
     upper = max((max(mem[s].slope_hi, mem[s].late_hi) for s in needs + workers if s in mem),
                 default=math.inf)
     rule, _ = first_of(LiveEvidence(leak, grown, cfg.leak_large_bytes,
@@ -321,8 +282,8 @@ def _number(value: object) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Watched:
-    """What tailing a cell's samples file gave: the live decision (None when the run
-    ended undecided) and the Series of the whole file, as `read_samples` reads it."""
+    """What tailing a samples file gave: the live decision (None: undecided) and the
+    file's Series, as `read_samples` reads it."""
 
     decision: LiveDecision | None
     series: Series
@@ -331,17 +292,14 @@ class Watched:
 def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.Event,
                poll_s: float = POLL_S,
                heard: Callable[[str, Mapping[str, object]], None] | None = None) -> Watched:
-    """Tail the agent's JSON-lines file through one `SeriesReader` into `decider` (and
-    each record's kind and fields into `heard`, where given, as it is read).
+    """Tail the agent's JSON-lines file through one `SeriesReader` into `decider` (and each
+    record into `heard`, where given).
 
-    On a decision it at once writes it as JSON into `control` (the agent polls for that
-    file every 20 ms and stops measuring), then reads on. It returns once `stop` is set
-    (the caller sets it when the agent has exited) and the file has been read to its
-    end, a last line without its newline included: `series` is then what
-    `read_samples(path)` gives for the finished file (a missing file included).
+    A decision is written at once as JSON into `control` (the agent polls for it); reading
+    goes on until `stop` is set and the file is read to its end.
 
     Returns:
-        The decision (None when undecided) and the file's Series.
+        The decision (None when undecided) and the Series `read_samples(path)` gives.
     """
     reader = SeriesReader()
     decision: LiveDecision | None = None
@@ -377,8 +335,7 @@ def _write_control(control: Path, decision: LiveDecision) -> None:
 
 def replay_live(cfg: AnalysisConfig, series: Series, min_iterations: int,
                 max_iterations: int) -> LiveDecision | None:
-    """The decision the live decider reaches on `series`, fed in file order; None when
-    it reaches none (or the bounds are not ones a decider takes)."""
+    """The live decider's decision on `series`, fed in file order; None when none."""
     try:
         decider = LiveDecider(cfg, min_iterations, max_iterations)
     except ValueError:

@@ -1,27 +1,11 @@
-"""The step-time reading of one run, read once (`read_steps`): the trend a slowdown
-verdict reads and everything said beside it. A slowdown is the wall-clock trend
-(`step_trend`); measured contention can make it `ambiguous`, the CPU-speed correction
-can lower it but never make one (`step_reading`), a rise that came back is none
-(`came_back`), and a first attempt's slowdown is looked at again in a longer run.
-CPU time is evidence, not a veto: a step that waits longer slows with flat CPU time. The
-correction may only lower (a flat 42.8 ms H100 step spinning on the device read 1.55x at
-one CPU speed), yet it keeps a wall-clock rise that a CPU speeding up broke (a CPU-bound
-step slowing 3.7x read `ok` where the host's CPU got 1.75x faster two thirds in). A cost
-that cycles with the input comes back: an emoji shortcode cycle read `slowdown` 1.48x in
-3 of 6 runs of a clean release.
+"""The step-time reading of one run, read once (`read_steps`): the trend a slowdown verdict
+reads (`step_trend`) and everything said beside it.
 
-The contention: how much of a run's step time went to something other than its own CPU
-work: the host (run-queue delay and throttling, a CPU whose speed moved) and the device
-(GPU busy time, a clock held down), measured by the agent rather than inferred from CPU
-time. `explain`: the share of a slowdown that contention accounts for; `run_stat`,
-`speed_scaled`: a round's step time without run-queue delay, at one CPU speed;
-`busy_share`: a run's contention share; `gpu_time`, `slowdown_label`: GPU-bound or not.
-Why measured: CPU time stays flat too when a step waits on a sleep, a lock or a GPU, the
-slowdowns that matter most. Why `device_share`: `torch.cuda.synchronize()` spins on a
-CPU, so a faster canary "sped up" a flat 42.8 ms H100 step to 1.55x at one CPU speed;
-only CPU time beyond the device's busy time is scaled. Why `at_one_speed`: on a shared
-machine a CPU's speed moves by up to 1.9x within a run (a hyperthread sibling busy or
-idle), enough to hide or fake a 1.5x slowdown. Pure NumPy over a `Series`.
+Measured contention can make a slowdown `ambiguous`; the CPU-speed correction may only
+lower it; a rise that came back is none. Contention is measured by the agent (run-queue
+delay, throttling, CPU speed, GPU busy time and clock), not inferred from CPU time, which
+stays flat when a step waits on a sleep, a lock or a GPU. A shared CPU's speed moves
+within a run enough to hide or fake a slowdown, hence `at_one_speed`. Pure NumPy.
 """
 
 from __future__ import annotations
@@ -52,9 +36,8 @@ from harness.thresholds import AnalysisConfig
 
 
 def windows(steps: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
-    """The sample intervals of the early and late windows (`window` of the steps each),
-    as masks: an interval covers steps [start, end) and belongs to a window when it
-    overlaps it."""
+    """Masks of the sample intervals in the early and late windows (`window` of the steps
+    each); an interval belongs to a window when it overlaps it."""
     end = np.cumsum(steps)
     start = end - steps
     n = float(end[-1])
@@ -73,20 +56,17 @@ def _per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[float, flo
 
 @dataclass(frozen=True)
 class OneSpeed:
-    """A run's measured step times and its CPU seconds per step (each interval's shared
-    among its steps: `series.shared`), one per step, each with its CPU part put at
-    the run's median CPU speed."""
+    """A run's step times and CPU seconds per step, one per step, the CPU part put at the
+    run's median CPU speed."""
 
     steps: np.ndarray
     cpu: np.ndarray
 
 
 def at_one_speed(series: Series) -> OneSpeed | None:
-    """Measured step times and CPU time per step, put at the run's median CPU speed: per
-    sample interval the stepping thread's own CPU time (less what spun while the device was
-    busy: `device_share`) is scaled by the canary loop's time over its median; waits and
-    run-queue delay are left as they are. None when the agent did not record the canary
-    and CPU time on every sample."""
+    """Step times and CPU time per step at the run's median CPU speed: per interval the
+    stepping thread's CPU time (less device spin) is scaled by the canary; waits are not.
+    None without the canary and CPU time on every sample."""
     rows = [s for s in series.samples if s.get("src") == "step" and s.get("phase") == "measure"
             and s["dt"]]
     if not rows or not all(s.get("ref_s") and s.get("cpu_s") is not None for s in rows):
@@ -98,8 +78,7 @@ def at_one_speed(series: Series) -> OneSpeed | None:
         dt = np.asarray(s["dt"], dtype=np.float64)
         total, per_step = float(dt.mean()), float(s["cpu_s"]) / dt.size
         share, speed = float(_own_share(s.get("on_s", np.nan), s["cpu_s"])), r0 / float(s["ref_s"])
-        # The stepping thread's CPU work, less what spun while the device was busy (a
-        # spin on the device is no work): in the step, and per step of CPU time.
+        # The stepping thread's CPU work less its spin on a busy device, which is no work.
         idle = total * (1.0 - device_share(s))
         in_step = min(min(per_step, total) * share, idle)
         work = min(share * per_step, idle)
@@ -114,15 +93,12 @@ def explain(series: Series, window: float, extra_s: float,
     """Contention in the early and late `window` share of the measured steps.
 
     Args:
-        series: The run; its step samples carry `rq_s`/`thr_s` (agents from issue 12 on).
-        window: Share of the steps in each of the early and late windows.
+        series: The run; its step samples carry `rq_s`/`thr_s`.
         extra_s: Late minus early median step time, seconds.
-        count_speed: Count a slower CPU (canary) as contention; False when the step times
-            were already put at one CPU speed (`at_one_speed`).
+        count_speed: Count a slower CPU as contention (False: times already at one speed).
 
     Returns:
-        The contention rise and the share of `extra_s` it explains, or None when the
-        agent did not record contention.
+        The rise and the share of `extra_s` it explains; None if not recorded.
     """
     cols = series.cols.contention
     if cols is None or not cols["steps"].size:
@@ -143,11 +119,9 @@ def explain(series: Series, window: float, extra_s: float,
 
 
 def busy_share(series: Series) -> float | None:
-    """How busy the host was for this run, measured phase: the larger of the stepping
-    thread's run-queue delay (or throttled time) over step time and, where recorded,
-    the share of all the process's runnable thread time spent in the run queue (worker
-    threads queue while the stepping thread waits on them), at most that queueing over
-    the step time. None when the agent did not record contention."""
+    """How busy the host was in the measured phase: the larger of the stepping thread's
+    run-queue delay (or throttling) over step time and the process's queued share of its
+    runnable time (capped at that queueing over step time); None if not recorded."""
     cols = series.cols.contention
     if cols is None:
         return None
@@ -157,26 +131,23 @@ def busy_share(series: Series) -> float | None:
     own = max(float(np.nansum(cols["rq_s"])), float(np.nansum(cols["thr_s"]))) / total
     rq_all, run_all = float(np.nansum(cols["rq_all_s"])), float(np.nansum(cols["run_all_s"]))
     every = rq_all / (rq_all + run_all) if rq_all + run_all > 0 else 0.0
-    # Never more than the queueing could add to the steps: a step that mostly sleeps
-    # has little runnable time, so a few ms in the queue were a large share of it
-    # (and called rounds, then left them out as busy) while its step time moved 0.4 %.
+    # Capped by what queueing could add to the steps: a mostly sleeping step has little
+    # runnable time, so a few ms queued would read as a large share.
     return max(own, min(every, rq_all / total))
 
 
 @dataclass(frozen=True, slots=True)
 class RunStat:
-    """One run's step time for comparing runs: medians over its sample intervals.
+    """One run's step time for comparing runs: medians over its sample intervals (NaN
+    where not recorded).
 
     Attributes:
         net_s: Step time net of run-queue delay, per step.
-        cpu_s: The part of it that was CPU time (at most `net_s`); NaN if not recorded.
-        ref_s: The agent's canary loop time (the CPU's speed); NaN if not recorded.
-        work: CPU time per step in canary loops, taken per interval (the CPU's speed
-            changes within a run as a hyperthread sibling gets busy and idle); NaN if
-            not recorded.
-        wait_s: The part of the step that was not CPU work (sleeps, locks, a device,
-            a spin-wait on a busy device).
-        sm_mhz: The GPU's SM clock (MHz) over the run's samples; NaN if not recorded.
+        cpu_s: The part of it that was CPU time (at most `net_s`).
+        ref_s: The agent's canary loop time (the CPU's speed).
+        work: CPU time per step in canary loops, per interval (the speed moves in a run).
+        wait_s: The part of the step that was not CPU work (sleeps, locks, a device).
+        sm_mhz: The GPU's SM clock (MHz).
     """
 
     net_s: float
@@ -188,12 +159,8 @@ class RunStat:
 
 
 def run_stat(series: Series) -> RunStat | None:
-    """The run's `RunStat`; the plain median step time for recordings without
-    contention counters; None when nothing was measured.
-
-    A busy host adds run-queue delay to whichever steps it preempts; taking it out per
-    interval (not per step, where it is not known) leaves what the step itself cost,
-    waits included.
+    """The run's `RunStat` (the plain median without contention counters; None when
+    nothing was measured), run-queue delay taken out per interval.
     """
     cols = series.cols.contention
     gpu = series.cols.gpu
@@ -212,9 +179,8 @@ def run_stat(series: Series) -> RunStat | None:
         finite = cpu[np.isfinite(cpu)]
         return RunStat(med, float(np.median(finite)) if finite.size == cpu.size else math.nan,
                        sm_mhz=mhz)
-    # Only the stepping thread's own CPU time runs at the canary's speed; worker
-    # threads run on other CPUs, whose speed the canary does not see. Of it, what spun
-    # while the device was busy is no work (the module's docstring).
+    # Only the stepping thread's CPU time runs at the canary's speed (workers run on other
+    # CPUs), and its spin on a busy device is no work.
     mine = cpu * _own_share(cols["on_s"], cols["cpu_s"])
     if gpu is not None:
         busy = np.clip(np.nan_to_num(gpu["gpu_util"]) / 100.0, 0.0, 1.0)
@@ -232,16 +198,12 @@ def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarra
 
 
 def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
-    """Both runs' step times with their CPU parts put at one CPU speed.
-
-    A process that landed on a slower CPU (a busy hyperthread sibling, a lower clock)
-    takes longer for the same work without any run-queue delay; the canary loop timed
-    by the agent shows by how much. Only the CPU part of a step is scaled: a wait (a
-    sleep, a GPU) does not run faster on a faster CPU.
+    """Both runs' step times with only their CPU parts put at one CPU speed (a wait does
+    not run faster on a faster CPU).
 
     Returns:
-        (base seconds, other seconds, other's CPU speed over base's), the last None
-        (and the times unscaled) when either run lacks canary or CPU times.
+        (base s, other s, other's CPU speed over base's); the last None, and the times
+        unscaled, when either run lacks canary or CPU times.
     """
     usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
     if not usable:
@@ -255,8 +217,7 @@ def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | N
 
 
 def sm_clocks(base: RunStat | None, other: RunStat | None) -> tuple[float | None, float | None]:
-    """Both runs' median GPU SM clocks (MHz) for a round's record; None where not
-    recorded (no GPU, no NVML clock, a failed run)."""
+    """Both runs' median GPU SM clocks (MHz) for a round's record (None: not recorded)."""
 
     def clock(r: RunStat | None) -> float | None:
         return r.sm_mhz if r is not None and np.isfinite(r.sm_mhz) else None
@@ -270,8 +231,7 @@ def reason_names(bits: int) -> tuple[str, ...]:
 
 
 def device_share(sample: dict[str, object]) -> float:
-    """The share of a sample interval the device was busy (utilization / 100), 0 when
-    the sample has no utilization."""
+    """The share of a sample interval the device was busy (0 without utilization)."""
     util = sample.get("gpu_util")
     if isinstance(util, int | float) and not isinstance(util, bool) and math.isfinite(util):
         return min(1.0, max(0.0, float(util) / 100.0))
@@ -292,13 +252,12 @@ def _busy_per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> float | Non
 
 
 def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
-    """The device's busy time per step and SM clock in the early and late `window`
-    share of the measured steps (the windows of `stepreading.explain`).
+    """The device's busy time per step and SM clock in the early and late windows (those of
+    `explain`).
 
     Args:
         series: The run; its step samples carry `gpu_util`/`sm_mhz`/`clk_reasons`.
-        window: Share of the steps in each of the early and late windows.
-        extra_s: Late minus early median step time, seconds (the slowdown).
+        extra_s: The slowdown: late minus early median step time, seconds.
 
     Returns:
         The evidence, or None when no sample recorded utilization or clock.
@@ -322,9 +281,8 @@ def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
 
 
 def slowdown_label(bound: str, gpu: GpuTime | None) -> str:
-    """What a slowdown was bound by, with the device's evidence: a step whose GPU busy
-    time rose with it is GPU-bound, even when the host's CPU time rose too (it
-    spin-waited on the device), else `bound` ("CPU-bound" or "wait-bound") stands."""
+    """What a slowdown was bound by: GPU-bound where GPU busy time rose with it (even if
+    CPU time rose too: it spin-waited), else `bound` ("CPU-bound" or "wait-bound")."""
     if gpu is None or not gpu.bound:
         return bound
     if bound == "CPU-bound":
@@ -333,8 +291,7 @@ def slowdown_label(bound: str, gpu: GpuTime | None) -> str:
 
 
 def gpu_evidence(gpu: GpuTime | None) -> str:
-    """"; GPU busy ... ms/step ...; GPU clock ... MHz, <reason>" for a slowdown's
-    reason, "" without evidence."""
+    """The device evidence for a slowdown's reason ("; GPU busy ..."), "" without it."""
     text = gpu.text if gpu is not None else ""
     return f"; {text}" if text else ""
 
@@ -346,8 +303,7 @@ def slowdown_words(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
     text = f"late steps {steps.ratio:.2f}x early (p={steps.p_value:.2g}"
     text += ", at one CPU speed)" if at_speed else ")"
     if cpu is not None and not cpu.insufficient:
-        # Half the wall-clock rise (in seconds) in CPU time: the step does more work;
-        # less: it waits longer (sleep, lock, device).
+        # CPU time rising by half the wall-clock rise or more: more work; less: waiting.
         more_cpu = cpu.late_median_s - cpu.early_median_s
         more_wall = steps.late_median_s - steps.early_median_s
         bound = slowdown_label("CPU-bound" if more_cpu >= more_wall / 2 else "wait-bound", gpu)
@@ -357,10 +313,9 @@ def slowdown_words(steps: StepTrend, cpu: StepTrend | None, at_speed: bool,
 
 @dataclass(frozen=True)
 class StepReading:
-    """What a run's step times showed: the trend (None without step times) and CPU
-    time per step, whether the trend is at one CPU speed, the contention and device
-    time behind a slowdown, the slowdown in words, what voids it (a busy host), the
-    calls of the run that looks at it again, and the notes said beside it."""
+    """What a run's step times showed: the trend (None without step times), CPU time per
+    step, the contention and device time behind a slowdown, its words, what voids it, the
+    calls of a longer look, and the notes."""
 
     steps: StepTrend | None = None
     cpu: StepTrend | None = None
@@ -378,10 +333,9 @@ RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the
 
 
 def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> StepReading:
-    """The step-time reading of one run. `first`: the cell's first attempt, whose
-    slowdown asks for a run twice as long (`StepReading.rising`) where it fits
-    `RISE_MAX_S` at the run's pace: a slowdown lasts through it, a cost that cycles with
-    the input over a cycle longer than the run does not."""
+    """The step-time reading of one run. `first`: the cell's first attempt, whose slowdown
+    asks for a run twice as long (`StepReading.rising`) where it fits `RISE_MAX_S`: a
+    slowdown lasts, a cost that cycles with the input does not."""
     speed = at_one_speed(series)
     steps, at_speed, notes = _step_reading(series, cfg, speed)
     cpu = cpu_trend(series, cfg, speed) if steps is not None else None
@@ -390,8 +344,7 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     extra = steps.late_median_s - steps.early_median_s
     gpu = gpu_time(series, cfg.step_window, extra)
     busy = explain(series, cfg.step_window, extra, count_speed=not at_speed)
-    # Contention voids a slowdown only when the step did not do more work: CPU time per
-    # step rising by half the extra time says it did, whatever the load (`LOAD_RULES`).
+    # Contention voids a slowdown only where the step did no more work (`LOAD_RULES`).
     cpu_rise = cpu.late_median_s - cpu.early_median_s \
         if cpu is not None and not cpu.insufficient else None
     cpu_ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
@@ -411,16 +364,12 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
 
 def step_reading(series: Series, cfg: AnalysisConfig
                  ) -> tuple[StepTrend | None, bool, tuple[Finding, ...]]:
-    """The step-time trend a slowdown verdict reads: the one rule between the wall clock
-    and the CPU-speed correction. The corrected series (`stepreading.at_one_speed`) may
-    only lower the wall clock's reading, never raise it; where the wall clock rose but not
-    bin after bin, or came back down, and at one CPU speed the rise lasts, the wall
-    clock's slowdown stands. A corrected slowdown the wall clock does not show is a note.
+    """The step-time trend a slowdown verdict reads. The CPU-speed correction may only lower
+    the wall clock's reading; where the wall clock rose unsteadily or came back and the
+    corrected rise lasts, the wall clock's slowdown stands.
 
     Returns:
-        The trend (None without step times), whether it is the corrected one (its
-        reason says "at one CPU speed"), and the notes: a corrected slowdown the wall
-        clock did not show, a rise that came back (`came_back_note`)."""
+        The trend (None without step times), whether it is the corrected one, and notes."""
     return _step_reading(series, cfg, at_one_speed(series))
 
 
@@ -438,10 +387,8 @@ def _step_reading(series: Series, cfg: AnalysisConfig, speed: OneSpeed | None
     if wall.slowdown or not corrected.slowdown:
         return wall, False, came_back_note(wall)
     if rose(wall, cfg):
-        # The wall clock rose, late steps slower than early ones, but not bin after bin
-        # (or it came back down) where the CPU's speed changed: at one CPU speed the
-        # rise lasts. The wall clock's figure stands; the correction explains only the
-        # fall away, as it may explain a rise away.
+        # The CPU's speed changed and at one speed the rise lasts: the wall clock's
+        # figure stands (the correction may explain a fall away, as a rise).
         return dataclasses.replace(wall, slowdown=True, came_back_at=0,
                                    rule=corrected.rule), False, (
             Finding("note", (
@@ -468,11 +415,11 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     """Test whether step times rise from the early to the late window.
 
     Args:
-        step_s: Seconds per measured iteration, in order (warm-up already dropped).
+        step_s: Seconds per measured iteration, in order (warm-up dropped).
         cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
 
     Returns:
-        The medians, late/early ratio, one-sided p-value and the slowdown flag.
+        The trend: medians, late/early ratio, one-sided p-value and the slowdown flag.
     """
     t = np.asarray(step_s, dtype=np.float64)
     n = t.size
@@ -489,9 +436,8 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
                          rule=few.id)
     p_value = mannwhitneyu_p(late, early, "greater")
     trend_p = _monotone_p(t)
-    # A slowdown that grows per call (the rfft bug) rises bin after bin; a host that
-    # drifts between fast and slow regimes only happens to end slower. Both tests, and
-    # whether the rise came back, are rules of `rules.STEP_RULES`.
+    # A real slowdown rises bin after bin; a host drifting between regimes only happens to
+    # end slower (`rules.STEP_RULES` asks both, and whether it came back).
     back: list[int] = []
 
     def came_back_at() -> int:      # read once, where the table asks it
@@ -507,9 +453,8 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
 
 
 def rose(t: StepTrend, cfg: AnalysisConfig) -> bool:
-    """Late steps slower than early ones (`rules.rose`: the Mann-Whitney p under
-    `alpha`, the ratio past `min_ratio`, the medians `step_floor_s` apart); a slowdown
-    also rises bin after bin and lasts (`step_trend`)."""
+    """Late steps slower than early ones (`rules.rose`); a slowdown must also rise bin
+    after bin and last (`step_trend`)."""
     return rises(StepEvidence.of(t, cfg))
 
 
@@ -521,19 +466,16 @@ BACK_MIN_BIN = 25       # steps per bin at least (a MAD of fewer is no error bar
 
 
 def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
-    """Where step times that rose from the early to the late window came back down
-    late in the run (the step index of that bin), or 0 where they did not: a bin in the
-    last 40% of the run whose median lies under half the rise by `BACK_SE` standard
-    errors of that median. A slowdown lasts; a cost that cycles with the scenario's
-    input rises and falls again."""
+    """The step index where a rise came back down late in the run, or 0: a bin in the last
+    40% whose median lies under half the rise by `BACK_SE` standard errors. A slowdown
+    lasts; a cost that cycles with the input falls again."""
     rise = late_med - early_med
     if rise <= 0 or t.size < BACK_BINS * BACK_MIN_BIN:
         return 0
     parts = np.array_split(t, BACK_BINS)
     starts = np.cumsum([0] + [p.size for p in parts])
     medians = [float(np.median(p)) for p in parts]
-    # The spread of a step about its bin's median, pooled over the run (one bin's own
-    # MAD, from 25 steps, can come out half the true one)
+    # The spread about each bin's median, pooled over the run (one bin's MAD is too noisy).
     spread = [np.abs(p - m) for p, m in zip(parts, medians, strict=True)]
     mad = float(np.median(np.concatenate(spread)))
     line = early_med + BACK_SHARE * rise
@@ -545,11 +487,8 @@ def came_back(t: FloatArray, early_med: float, late_med: float) -> int:
 
 
 def _monotone_p(t: FloatArray, max_bins: int = 20) -> float:
-    """One-sided Kendall tau p-value that medians of consecutive bins keep rising.
-
-    Bins hold 8 values where there are enough, else fewer (at least one), so a short
-    series gets the exact test on 6+ bins; under 6 values there is no evidence (p = 1):
-    six in perfect order give p = 1/720, the least p a short series can give.
+    """One-sided Kendall tau p-value that medians of consecutive bins (8 values each where
+    there are enough) keep rising; p = 1 under 6 values, where no order is evidence.
     """
     bins = min(max_bins, max(t.size // 8, min(6, t.size)))
     if bins < 6:

@@ -1,12 +1,8 @@
-"""Where a cell's memory and time went: the agent's "where" record (`--attribute`),
-in typed form (`parse_where`: allocation sites, sampled stacks and framework op times,
-parsed leniently: what does not fit is a problem, never raised), ranked per call and
-diffed between the last good and the first bad cell of a row.
-
-Sites are matched across versions by the scenario's own innermost frame (its file's
-name and line: the scenario is the same on both sides) and the innermost library
-function below it, never by a library's line numbers, which move between releases.
-Pure: no I/O but reading a scenario's source line where a `Source` is given.
+"""Where a cell's memory and time went: the agent's "where" record (`--attribute`), parsed
+leniently (`parse_where`), ranked per call and diffed between the last good and the first
+bad cell of a row. Sites match across versions by the scenario's innermost frame and
+the innermost library function below it, never by library line numbers, which move
+between releases. Pure, but for reading a scenario's line through a `Source`.
 """
 
 from __future__ import annotations
@@ -24,8 +20,7 @@ __all__ = ["Change", "OpTime", "Site", "Where", "changes", "diff", "named_above"
 
 Frame = tuple[str, int, str]               # file, line, function; innermost first
 Source = Callable[[str, int], str | None]  # (file's base name, line) -> the line's text
-# "workers": the heap's sites in the processes the step drives (the agent's heap kind
-# follows forks and spawns: attribution.py), added up over them.
+# "workers": the heap's sites in the processes the step drives, added up over them.
 MEMORY_PARTS = ("heap", "workers", "device", "native")
 
 
@@ -169,8 +164,8 @@ TOP = 5                                    # sites a summary names per part
 
 # ---------------------------------------------------------------- naming sites
 def library(path: str) -> str:
-    """The package a file belongs to ("multidict", "torch"), else the file's name; a
-    native frame without one is "native"."""
+    """The package a file belongs to ("torch"), else its name; "native" for a bare native
+    frame."""
     if not path or path.startswith("<unknown"):
         return "native"
     parts = path.replace("\\", "/").split("/")
@@ -182,24 +177,20 @@ def library(path: str) -> str:
     return os.path.basename(path)
 
 
-# Code Python names in angle brackets inside a function: shown as the function it is
-# written in, as a reader wrote it (`step.<locals>.<genexpr>` is `step`).
+# Python's angle-bracket names inside a function show as that function (`step`).
 INNER = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
 
 
 def _enclosing(name: str) -> str:
-    """A qualified name cut before its first comprehension or lambda part, "" where
-    none encloses it (`<genexpr>` at module level, or as Python before 3.11 names it)."""
+    """A qualified name cut before its first comprehension or lambda part ("" if none)."""
     parts = name.split(".")
     kept = parts[:next((i for i, p in enumerate(parts) if p in INNER), len(parts))]
     return ".".join(kept[:-1] if kept[-1:] == ["<locals>"] else kept)
 
 
 def function(frames: Sequence[Frame], i: int) -> str:
-    """The function of frames[i] as its author named it: a comprehension, generator
-    expression or lambda is the function it is written in. A bare `<genexpr>` (Python
-    before 3.11 records no qualified name) is the nearest outer frame's of the same file
-    that has a name of its own, the function running it; else it stays as recorded."""
+    """The function of frames[i] as its author named it: a comprehension or lambda is the
+    function it is written in (a bare `<genexpr>`: the nearest outer named frame)."""
     path, name = frames[i][0], frames[i][2]
     for outer in frames[i:]:
         if outer[0] == path and (named := _enclosing(outer[2])):
@@ -209,8 +200,7 @@ def function(frames: Sequence[Frame], i: int) -> str:
 
 def site_key(frames: Sequence[Frame], scenario: str) -> str:
     """What matches a site across versions: the scenario's innermost frame (file name,
-    line, function) and the innermost library function below it, if any; a line keeps
-    its own number where a comprehension on it is named as the function around it."""
+    line, function) and the innermost library function below it, if any."""
     frames = frames or [("?", 0, "?")]
     at = next((i for i, f in enumerate(frames) if os.path.basename(f[0]) == scenario),
               len(frames) - 1)
@@ -245,9 +235,8 @@ def _rates(sites: Sequence[Site], calls: int, scenario: str) -> dict[str, float]
 
 
 def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[float, str]]:
-    """Match key -> (bytes per call, the site's key to show). A site with the scenario's
-    own frame is matched by it; one without (a framework's callback thread) by its
-    innermost library function alone: the frames above it move between releases."""
+    """Match key -> (bytes per call, the site's key to show). A site without the scenario's
+    frame (a framework's thread) matches by its innermost library function alone."""
     out: dict[str, tuple[float, str]] = {}
     for key, rate in rates.items():
         own = key.startswith(f"{scenario}:")
@@ -258,22 +247,18 @@ def _matching(rates: Mapping[str, float], scenario: str) -> dict[str, tuple[floa
 
 
 def per_call(rate: float) -> str:
-    """A site's rate as every rate in words is written (`records.rate_words`): "+5.9
-    KiB/call", "+1.0 MiB/call" from 1 MiB a call, "+216 B/call" under 1 KiB (issue 79
-    item 13: "+0.2 KiB/call" beside the verdict's "+216 B/call")."""
+    """A site's rate as every rate in words is written (`records.rate_words`)."""
     return rate_words(rate)
 
 
-# Code that reads a file or builds code once, whatever calls it: a site whose innermost
-# frame is in one of these is a one-time allocation however a short run divides it (a
-# test's warning read its source file through linecache: "+34.0 KiB/call", 5.7x the
-# leak's own rate; issue 86).
+# Code that reads a file or builds code once: a site whose innermost frame is here is a
+# one-time allocation, however a short run divides it per call.
 ONE_TIME = re.compile(r"^(linecache|tokenize|zipimport)\.py$|^<frozen (importlib|zipimport)"
                       r"|^importlib$")
 
 
-# The worker pools' own loops (multiprocessing's, concurrent.futures'): a site of a
-# worker whose frames end in them is a task's message in transit, not what a task keeps.
+# The worker pools' own loops: a worker's site ending in them is a task's message in
+# transit, not what a task keeps.
 POOL_LOOP = re.compile(r"^(queues|connection|reduction|pool|process|synchronize)\.py:\d+ "
                        r"(SimpleQueue|Queue|_?Connection|_ConnectionBase|ForkingPickler|worker"
                        r"|_process_worker|BaseProcess|mapstar|starmapstar)\b")
@@ -300,10 +285,8 @@ NOT_NEWS = re.compile(r"not imported|neither .* imported|no torch|no TensorFlow|
 
 
 def named_above(part: str, floors: Mapping[str, float], least: float = MIN_RATE) -> float:
-    """The bytes per call a site of a memory part must grow to be named: `least`
-    (MIN_RATE), or the part's floor where higher (`floors`: the smallest steady leak the
-    sweep's run of the cell could have missed, `MemoryTrend.missed`). A site under it is
-    what an attributed run of a few hundred calls makes of a one-time allocation."""
+    """The bytes per call a site of a memory part must grow to be named: `least`, or the
+    part's floor (`floors`) where higher, so a short run's one-time allocation is not."""
     return max(least, floors.get(part, 0.0))
 
 
@@ -312,9 +295,8 @@ def summary(w: Where, scenario: str, source: Source | None = None, top: int = TO
             keep: Callable[[str, float], bool] | None = None,
             parts: Sequence[str] = MEMORY_PARTS) -> list[str]:
     """What one attributed run shows, a line each: the largest sites per call of each
-    memory part of `parts` (above its floor, `named_above`, `least` B/call at least;
-    `keep`: which (site key, bytes per call) may be named at all), where the late steps'
-    time went, the ops that grew."""
+    memory part (above `named_above`; `keep` filters what may be named), where the late
+    steps' time went, and the ops that grew."""
     lines: list[str] = []
     for part in MEMORY_PARTS:
         if part not in w.sites or part not in parts:
@@ -336,16 +318,15 @@ def summary(w: Where, scenario: str, source: Source | None = None, top: int = TO
 
 
 def notes(w: Where, heap_rate: float | None = None) -> list[str]:
-    """How much of the heap's growth (`heap_rate`, bytes/call, from the sweep's own run)
-    Python's allocator saw, the rest native; and the parts that could not be taken."""
+    """How much of the heap's growth (`heap_rate`, bytes/call) Python's allocator saw, the
+    rest native; and the parts that could not be taken."""
     lines: list[str] = []
     if "heap" in w.totals and heap_rate is not None and heap_rate >= MIN_RATE:
         seen = max(w.totals["heap"] / max(w.calls, 1), 0.0)
         rest = heap_rate - seen
         if seen >= heap_rate:
-            # All of it through PyMem/PyObject allocators, which C extensions call too
-            # (multidict's pop() leaks from C): where it was allocated is the site below,
-            # whichever language the code there is in.
+            # All of it via PyMem/PyObject, which C extensions call too: the site below
+            # is where it was allocated, whatever the language.
             lines.append(f"heap: Python's allocator saw {per_call(seen)} in the attributed run, as "
                          f"much as the heap grew in the sweep ({per_call(heap_rate)}): all of it "
                          "went through Python's allocator (from Python code or from a C "
@@ -356,7 +337,7 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
                          + (f"; the rest, {per_call(rest)}, is native, not seen by Python's "
                             "allocator" if rest > 0.1 * heap_rate else ""))
     for part, why in w.errors.items():
-        # "all": the whole run (it ended before its measured phase, issue 79 item 9)
+        # "all": the whole run (it ended before its measured phase)
         if (part in w.kinds or part == "all" or (part == "workers" and part in w.sites)) \
                 and not NOT_NEWS.search(why):
             lines.append(f"{part}: not attributed: {why}")
@@ -364,9 +345,8 @@ def notes(w: Where, heap_rate: float | None = None) -> list[str]:
 
 
 def _function_key(key: str) -> str:
-    """A stack's match key: a site in the scenario's own code is its function, whichever
-    of its lines the samples fell on ("x.py:22 growing" and "x.py:23 growing" are one);
-    a call into a library stays the scenario's line that makes it."""
+    """A stack's match key: a site in the scenario's code is its function, whichever of
+    its lines the samples fell on; a call into a library stays the scenario's line."""
     if " -> " in key:
         return key
     m = re.match(r"([^:]+):\d+ (.*)", key)
@@ -374,8 +354,7 @@ def _function_key(key: str) -> str:
 
 
 def _stack_groups(w: Where, scenario: str) -> dict[str, tuple[str, float, float]]:
-    """Function key -> (the key of its most sampled line, to show; share of early
-    samples; share of late samples)."""
+    """Function key -> (its most sampled line's key, early share, late share)."""
     early_n, late_n = (max(n, 1) for n in w.stack_samples)
     sums: dict[str, tuple[float, float]] = {}
     for s in w.stack:
@@ -394,8 +373,7 @@ def _stack_groups(w: Where, scenario: str) -> dict[str, tuple[str, float, float]
 
 
 def shares(w: Where, scenario: str) -> dict[str, tuple[float, float]]:
-    """Stack key (of a function's most sampled line) -> (share of early samples, share
-    of late samples), a function's lines added up."""
+    """Stack key -> (early share, late share), a function's lines added up."""
     return {shown: (e, l_) for shown, e, l_ in _stack_groups(w, scenario).values()}
 
 
@@ -435,8 +413,8 @@ def _whole(w: Where, scenario: str) -> dict[str, tuple[str, float]]:
 
 def _between(good: Where, bad: Where, scenario: str, source: Source | None,
              top: int) -> list[Change]:
-    """Time changes between two runs: each function's share of its run's samples in the
-    bad cell against the good one's, those that rose most first (5 points at least)."""
+    """Time changes between two runs: each function's share of samples, bad against good,
+    largest rise first (5 points at least)."""
     b, g = _whole(bad, scenario), _whole(good, scenario) if good.stack else {}
     rise = {f: share - g.get(f, ("", 0.0))[1] for f, (_, share) in b.items()}
     return [Change("time", _label(b[f][0], source), f"{b[f][1]:.0%}",
@@ -478,12 +456,9 @@ class Change:
 def changes(good: Where | None, bad: Where, scenario: str, source: Source | None = None,
             top: int = TOP, floors: Mapping[str, float] = MappingProxyType({}),
             between: bool = False) -> list[Change]:
-    """The answer: the bad cell's sites matched with the good one's, those that grew
-    most first (memory per call above the bad cell's floor, `named_above`; share of late
-    samples; op time per call). `between`: the bad cell is slower than the good one
-    between runs (a `regression`), not within its run: time is each site's share of all
-    of a run's samples, the good cell's beside it, not of the late ones against the
-    early (issue 87: "11% of late samples ... (early 6%); 0% in 0.8.4")."""
+    """The answer: the bad cell's sites matched with the good one's, largest growth first.
+    `between`: a `regression` between runs, so time is each site's share of the whole run
+    beside the good cell's, not late vs early."""
     out: list[Change] = []
     for part in MEMORY_PARTS:
         if part not in bad.sites:
