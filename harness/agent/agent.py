@@ -1,32 +1,22 @@
 """harness agent: run a scenario, time each step, sample memory, write JSON lines.
 
-Stdlib only; runs on Python 3.6+ with the image's own interpreter; never imports
-harness.*. Output schema 1, one JSON object per line, to --out and stdout: one "header",
-many "sample", one "end" (also when the scenario raises); fields.py lists the fields.
-
+Stdlib only, Python 3.6+, the image's own interpreter; never imports harness.*. Writes
+schema 1 to --out and stdout: one "header", many "sample", one "end" (also when the
+scenario raises), with --attribute a "where" before the end; fields.py lists the fields.
 A scenario defines setup(params) -> state and step(state), optionally teardown(state),
-fw_bytes(state) -> int (framework allocator bytes) and info(state) -> dict. A file
-without setup/step is run whole, sampled by the timer thread only.
-
-The measured loop stops early when the --control file appears (the host's live analysis
-decided). With --attribute KINDS, one "where" record comes just before the end record.
-Step samples carry the interval's contention (readers.Contention, AllThreads, a canary
-loop) and, where NVML answers, the device's activity (readers.Nvml.activity).
-
-The parts, each a module beside this one: agent.py (arguments, header, main), loop.py
-(the run, end record, --attribute hooks), stepper.py (a phase's steps and samples),
-writer.py (JSON lines, samples), readers.py (memory, threads, fds, contention, NVML),
-scenariofile.py, fields.py (the protocol's field names).
+fw_bytes(state) -> int and info(state) -> dict; a file without setup/step runs whole.
+The parts, modules beside this one: agent.py (arguments, header, main), loop.py (the
+run), stepper.py (steps and samples), writer.py (output), readers.py (memory,
+contention, NVML), scenariofile.py, fields.py.
 """
 import os
 import platform
 import sys
 import time
 
-# The agent's modules sit beside this file and are imported by name; then their names
-# leave sys.modules, so a scenario's own `import fields` finds its own module. They are
-# byte-compiled here even under PYTHONDONTWRITEBYTECODE=1 (set again for the scenario),
-# so the next agent start need not compile them.
+# The agent's modules are imported by name from here, then leave sys.modules so a
+# scenario's own `import fields` finds its module; they are byte-compiled even under
+# PYTHONDONTWRITEBYTECODE=1, so the next start need not compile them.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PARTS = ("fields", "readers", "writer", "scenariofile", "stepper",
           "output", "watchdog", "loop")
@@ -77,8 +67,7 @@ def dist_info(name):
 
 
 def platform_name():
-    """platform.platform() without the `uname -p` process it starts (one per cell) for a
-    processor name that on Linux it leaves out anyway. Before 3.9, platform() as is."""
+    """platform.platform() without its `uname -p` process (before 3.9: platform() as is)."""
     if not sys.platform.startswith("linux") or sys.version_info < (3, 9):
         return platform.platform()
     uname = os.uname()
@@ -223,11 +212,8 @@ class Options(object):
 
 
 def read_options(argv):
-    """The options of `argv` as argparse would read them, without argparse's cost.
-
-    Each option once, as `--name value` or `--name=value`, values not starting with "-".
-    Returns None for anything else (--help, a mistake, an abbreviation, a negative
-    number), which argparse then reads."""
+    """The options of `argv` as argparse would read them, without argparse's cost; None
+    for anything but `--name value`/`--name=value` once each (argparse then reads it)."""
     given = {}
     at = 0
     while at < len(argv):

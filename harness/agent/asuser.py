@@ -1,13 +1,8 @@
-"""The step timed as the user's interpreter runs it (--as-user S).
-
-After the measured phase, a second agent started with the user's allocator settings
-(pymalloc, glibc's thread cache, the matrix's `env:`) runs setup and then steps for S
-seconds, reading no heap; its step samples are written here as user samples. A second
-process because an interpreter reads PYTHONMALLOC and glibc's tunables only at start,
-and this process's quiet heap changes what an allocating step costs. The report's time
-per call is the user's; the memory evidence and the time trend stay the measured phase's.
-
-Stdlib only, Python 3.6+."""
+"""The step timed as the user's interpreter runs it (--as-user S): after the measured
+phase a second agent, started with the user's allocator settings (read only at an
+interpreter's start), runs setup and then steps for S seconds without heap readings;
+its step samples are written here as user samples, the report's time per call. The
+memory evidence and the time trend stay the measured phase's. Stdlib only, Python 3.6+."""
 import array
 import binascii
 import json
@@ -32,12 +27,9 @@ DEADLINE_SHARE = 0.25
 
 
 def time_as_user(args, sampler, writer, age):
-    """Run the second agent for `args.as_user` seconds of steps, writing its step samples
-    as phase "user" through `writer`.
-
-    `age`: seconds since this process started (for the host's --deadline). Returns what
-    the end record says of it: calls, seconds, allocator settings, or why it did not run
-    or failed."""
+    """Run the second agent for `args.as_user` seconds, writing its step samples as phase
+    "user"; `age`: this process's age (for --deadline). Returns the end record's account:
+    calls, seconds, allocator settings, or why it did not run or failed."""
     seconds = args.as_user
     said = {"budget_s": seconds}
     if args.deadline > 0:

@@ -1,18 +1,10 @@
 """Attribution for the measured phase: where the memory and the time went.
 
-Loaded by the agent only with --attribute KINDS (stdlib only, Python 3.6+). `make` returns
-an object that follows the phase; its `measure_end` returns the "where" record:
-
-    heap    tracemalloc over the measured steps: live blocks grown, by traceback, top 50.
-    stack   a thread samples the stepping thread's stack (HARNESS_STACK_HZ, default 200)
-            in an early and a late window.
-    ops     TF1: every k-th Session.run traced with FULL_TRACE; PyTorch: torch.profiler
-            over the first and last HARNESS_OPS_STEPS steps.
-    device  PyTorch's CUDA allocator history: blocks still held at the end, by stack.
-    native  memray: allocations not freed by the end, with native and Python stacks.
-    workers with heap: the same in the processes the step drives (`Workers`).
-
-No part raises: what cannot be taken is said in the record's "errors".
+Loaded only with --attribute KINDS (stdlib only, Python 3.6+); `make` returns an object
+whose `measure_end` returns the "where" record. Kinds: heap (tracemalloc growth by
+traceback), stack (sampled stacks, early vs late window), ops (TF1 step stats or
+torch.profiler), device (PyTorch's CUDA allocator history), native (memray), and with
+heap the processes the step drives (`Workers`). No part raises: failures go to "errors".
 """
 
 import dis
@@ -110,11 +102,8 @@ def trim(frames):
 
 
 def grown_sites(stats, cut, names):
-    """tracemalloc `compare_to(..., "traceback")` stats -> the TOP grown sites, largest first.
-
-    `cut` maps innermost-first (file, line) pairs to the frames kept (empty: not the
-    scenario's); sites with the same kept frames are added up. `names`: a `_FuncNames`.
-    """
+    """tracemalloc `compare_to(..., "traceback")` stats -> the TOP grown sites, largest
+    first, by the frames `cut` keeps (empty: not the scenario's). `names`: a `_FuncNames`."""
     # 3.7+: a Traceback iterates oldest first; 3.6: most recent first.
     newest_last = sys.version_info >= (3, 7)
     sites = {}
@@ -184,11 +173,8 @@ def qualname(co, outer):
 # ---------------------------------------------------------------- windows
 class Windows(object):
     """Early: steps [0, q); late: [count - q, count); q = a quarter of the planned steps.
-
-    With a time `budget` (count only a cap; at least `least` steps) each window is the
-    later of the budget's first/last quarter in time and of `least`'s in steps. `span`
-    bounds the early window's steps.
-    """
+    With a time `budget`, each window is the later of the budget's quarter in time and
+    `least`'s in steps; `span` bounds the early window."""
 
     def __init__(self, count, span=None, budget=0.0, least=0, clock=time.perf_counter):
         q = max(1, count // 4)

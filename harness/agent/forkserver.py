@@ -1,22 +1,13 @@
 """harness fork server: one warm interpreter that forks a fresh agent run per request.
 
-For `harness.check` and the pytest plugin's many short cells: a fresh interpreter and its
-imports per cell would cost more than a short budget. The server starts with the cells'
-startup environment (PYTHONMALLOC, GLIBC_TUNABLES), read only at an interpreter's start.
-
-Requests on stdin, one JSON object a line: {"argv", "env", "cwd", "log" (stdout and
-stderr), "cgroup" (a cgroup.procs file to join, or null), "preload" (a scenario file to
-import here first, or null)}; "argv" null forks nothing and replies {"ready": true}.
-Replies on stdout: {"pid": N}, then {"exit": code} (negative: the signal); or
-{"refused": why} and the server exits, where a preload started a thread a fork would not
-have (see `unsafe_threads`) or a module file changed since ("stale"). If the host goes,
-the running run's group is killed and the server exits.
-
-`fork_here` forks the host's own process as such a server (for a test whose arguments
-cannot be pickled); `as_forked` sets up such a run.
-
-Stdlib only, Python 3.6+. Run as a script, so a scenario sees the import path a fresh
-agent run sees."""
+For `harness.check` and the pytest plugin's many short cells, where a fresh interpreter
+per cell costs more than a short budget; it starts with the cells' allocator environment.
+Requests on stdin, one JSON object a line: {"argv", "env", "cwd", "log", "cgroup",
+"preload"} ("argv" null: only preload, reply {"ready": true}). Replies on stdout:
+{"pid"}, then {"exit"} (negative: a signal); {"refused": why} ends the server (a preload
+started a thread a fork would lack, or a module file changed: "stale"). If the host
+goes, the running run's group is killed. `fork_here` forks the host's own process as
+such a server. Stdlib only, Python 3.6+; run as a script."""
 import gc
 import importlib.util
 import json
@@ -41,12 +32,9 @@ ALLOCATOR_ENV = ("PYTHONMALLOC", "GLIBC_TUNABLES")
 
 
 def malloc_objects():
-    """Have Python's objects allocated by malloc from now on, as PYTHONMALLOC=malloc would.
-
-    For a fork of a pymalloc process, whose mmap'd arenas mallinfo cannot see: the object
-    and memory domains take the raw domain's malloc and calloc and keep pymalloc's realloc
-    and free (which hand foreign blocks to the raw domain). Returns True where objects are
-    malloc's now; False for another allocator or where it cannot be told (before 3.8)."""
+    """Have Python's objects allocated by malloc from now on, as PYTHONMALLOC=malloc would
+    (a fork of a pymalloc process: mallinfo cannot see its arenas). Returns whether
+    objects are malloc's now (False for another allocator, or before 3.8)."""
     try:
         import ctypes   # lazy: only in a fork of the host
         api = ctypes.pythonapi
@@ -76,11 +64,8 @@ def malloc_objects():
 
 
 def as_forked(started):
-    """Set up a run forked from its host's process (`fork_here`).
-
-    Its own streams, the fork's objects frozen out of the collector's sight, malloc
-    objects where PYTHONMALLOC=malloc is asked, and the allocator environment the host
-    started with (`started`), as the header reports it."""
+    """Set up a run forked from the host's process: its own streams, the fork's objects
+    frozen, malloc objects if asked, and the host's start allocator settings (`started`)."""
     sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
@@ -136,10 +121,8 @@ def fork_safe_threads():
 
 
 def unsafe_threads(before, after, python_new, safe):
-    """Native threads an import started beyond `safe` fork-safe pool threads.
-
-    A fork copies none of them, and a run waiting on one (a TensorFlow function on its
-    pool) waits for ever. `before`/`after`: OS thread counts; `python_new`: Python ones."""
+    """Native threads an import started beyond `safe` fork-safe ones (OS counts `before`,
+    `after`; `python_new` Python ones): a fork lacks them, and a run waiting on one hangs."""
     if before is None or after is None:
         return 0
     return max(after - before - python_new - safe, 0)
@@ -172,10 +155,8 @@ def changed(loaded):
 
 
 def preload(path, loaded):
-    """Import the scenario file here once, so its modules are loaded before the fork.
-
-    The import path is put back; each new module's file is noted in `loaded`; errors are
-    left for the run to say. Returns why this process can no longer fork a run, or None."""
+    """Import the scenario file here once, so its modules are loaded before the fork;
+    new modules' files go to `loaded`. Returns why this process can no longer fork, or None."""
     before = threads()
     os_before, safe_before = os_threads(), fork_safe_threads()
     saved = list(sys.path)

@@ -1,8 +1,6 @@
 """The run: a scenario's phases (import, setup, warmup, measure, teardown) or a plain
-script, with samples between steps and an end record however it ends.
-
-The steps are stepper.py's. With --attribute the run calls the sibling module
-`attribution` through class Attribution, which never fails the run. Stdlib only, 3.6+.
+script, sampled, with an end record however it ends; --attribute hooks that never fail
+the run (class Attribution). Stdlib only, 3.6+.
 """
 import json
 import os
@@ -33,13 +31,9 @@ class Terminated(Exception):
 
 
 def term_handler(agent_pid):
-    """SIGTERM's handler in the agent (`agent_pid`): raise `Terminated`.
-
-    A process the scenario forks gets SIGTERM's default back, as outside the agent (a
-    pool worker with a Python handler may miss the signal and hang the pool's terminate);
-    on 3.6, without fork hooks, the handler ends it as the default would. SIGTERM is
-    blocked across the fork in the forking thread, so a signal sent before the child's
-    hooks ran is not lost but delivered once the default is back."""
+    """SIGTERM's handler in the agent (`agent_pid`): raise `Terminated`. A forked child
+    gets SIGTERM's default back (a pool worker with a handler may miss it and hang the
+    pool); SIGTERM is blocked across the fork so one sent meanwhile is not lost."""
     def on_term(signum, frame):
         if os.getpid() != agent_pid:
             signal.signal(signum, signal.SIG_DFL)

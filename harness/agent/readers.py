@@ -1,10 +1,6 @@
-"""What the agent reads.
-
-Of this process: memory (statm, smaps_rollup, cgroup, glibc heap), threads, open file
-descriptors and the USS of the processes it started; the stepping thread's contention
-(Contention), all threads' run-queue delay and run time (AllThreads), a canary of the
-CPU's speed; the GPU through NVML by ctypes (Nvml). Stdlib only, Python 3.6+.
-
+"""What the agent reads: this process's memory (statm, smaps_rollup, cgroup, glibc heap),
+threads, fds and its children's USS; contention (Contention, AllThreads, a CPU-speed
+canary); the GPU through NVML by ctypes (Nvml). Stdlib only, Python 3.6+.
 `python readers.py [LIB]` prints NVML's summary as JSON (a probe for `harness doctor`).
 """
 import ctypes
@@ -53,11 +49,8 @@ def proc_kib(path, key):
 
 
 class Readers(object):
-    """All per-sample readings of this process.
-
-    USS walks every page table entry, so it is re-read only once the time since the last
-    read is USS_BUDGET times its cost. `kids`, the USS of every process below this one
-    but `exclude_pids` (the agent's helpers) and theirs, is read on every sample."""
+    """All per-sample readings of this process. USS is re-read only once USS_BUDGET times
+    its cost has passed; `kids` (children's USS, but `exclude_pids`) on every sample."""
 
     USS_BUDGET = 1000.0
 
@@ -78,10 +71,8 @@ class Readers(object):
         return self.rss_and_anon()[0]
 
     def rss_and_anon(self):
-        """(RSS, anonymous RSS) bytes from one statm read (resident - shared).
-
-        A cgroup is charged shared library pages only by the first reader, so the host
-        compares the cgroup with the anonymous part."""
+        """(RSS, anonymous RSS) bytes from one statm read; the host compares the cgroup
+        with the anonymous part (shared pages are charged to their first reader)."""
         text = self.statm.read(256)
         try:
             fields = text.split() if text else None
@@ -132,20 +123,16 @@ class Readers(object):
         return total
 
     def start_excluded(self, start):
-        """Start one of the agent's helpers (`start()` returns a Popen) and leave it and
-        its tree out of `kids` from its first instant: `kids` lists no children while it
-        starts, so a helper is never read as the scenario's worker."""
+        """Start one of the agent's helpers (`start()` returns a Popen), excluded from
+        `kids` from its first instant (no listing while it starts)."""
         with self.spawning:
             proc = start()
             self.exclude_pids.add(proc.pid)
         return proc
 
     def descendants(self):
-        """The pids below this process, but `exclude_pids` and those below them.
-
-        Walks the kernel's children lists where it keeps them (cost independent of the
-        host's process count); else reads each pid's parent once, when the pid first
-        shows."""
+        """The pids below this process, but `exclude_pids` and their trees: from the
+        kernel's children lists where kept, else each pid's parent, read once."""
         found = self.children_tree()
         if found is not None:
             return found
@@ -265,11 +252,8 @@ def count_fds():
 
 
 class Heap(object):
-    """glibc heap in-use bytes (uordblks + hblkhd) read after malloc_trim(0).
-
-    mallinfo2 (glibc >= 2.33) has size_t fields; older glibc has only mallinfo, whose
-    int fields wrap past 2-4 GiB, so its readings are flagged in the header.
-    """
+    """glibc heap in-use bytes (uordblks + hblkhd) read after malloc_trim(0); mallinfo2
+    where glibc >= 2.33, else mallinfo, whose int fields wrap (flagged in the header)."""
 
     FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
               "uordblks", "fordblks", "keepcost")
@@ -334,12 +318,9 @@ COUNTS = dict(fields.CONTENTION)
 
 
 class Contention(object):
-    """Cumulative contention counters of the stepping thread and its cgroup.
-
-    Run-queue delay and involuntary switches belong to the reading thread: create and
-    read this on the stepping thread. Throttling comes from the cgroup's cpu.stat. Other
-    work on the host shows as run-queue delay; a step that waits shows none.
-    """
+    """Cumulative contention counters of the stepping thread (create and read it there:
+    run-queue delay and switches are the reading thread's) and its cgroup's throttling.
+    Other work on the host shows as run-queue delay; a step that waits shows none."""
 
     def __init__(self):
         self.sched = ProcFile("/proc/thread-self/schedstat")
@@ -400,10 +381,8 @@ class Contention(object):
 
     @staticmethod
     def canary(clock):
-        """Seconds a fixed 1000-iteration loop takes now: the CPU's speed at this moment
-        (a busy hyperthread sibling or a lower clock slows a process with no run-queue
-        delay). Run twice, the faster counts: the first run may meet caches a step left
-        cold."""
+        """Seconds a fixed 1000-iteration loop takes now: the CPU's speed (a busy sibling
+        or lower clock has no run-queue delay). The faster of two runs (cold caches)."""
         took = []
         for _attempt in (0, 1):
             t = clock()
@@ -426,12 +405,8 @@ class Contention(object):
 
 
 class AllThreads(object):
-    """Run time and run-queue delay summed over every thread of the process, per call.
-
-    Worker threads (TF's intra-op pool, BLAS) do the step's work while the stepping thread
-    waits, so their queueing is the step's contention too. The thread list is re-read at
-    most every REFRESH s.
-    """
+    """Run time and run-queue delay summed over all threads, per call: worker threads
+    (TF's pool, BLAS) queueing is the step's contention too. Listed every REFRESH s."""
 
     REFRESH = 1.0
 
@@ -686,11 +661,8 @@ class Nvml(object):
                 "cuda_driver": self.cuda_driver()}
 
     def memory_info(self, index):
-        """{total, used, reserved, api} bytes of the index-th visible device, or None.
-
-        `_v2` first, whose `used` excludes the driver's `reserved`; with v1 `reserved` is
-        None and `used` may include it.
-        """
+        """{total, used, reserved, api} bytes of the index-th visible device, or None;
+        `_v2` first (`used` without `reserved`), else v1 (`reserved` None)."""
         if not self.available or index >= len(self.handles):
             return None
         fn = self._fn.get("nvmlDeviceGetMemoryInfo_v2")
@@ -735,10 +707,8 @@ class Nvml(object):
         return False
 
     def activity(self):
-        """What the visible devices did lately: {gpu_util, sm_mhz, clk_reasons}, each
-        only where NVML answered; over several devices the highest utilization, the
-        lowest SM clock and every reason. Read at step samples only (an NVML call each).
-        """
+        """What the visible devices did lately: {gpu_util, sm_mhz, clk_reasons} where
+        NVML answered; the highest utilization, lowest clock, every reason."""
         out = {}
         if not self.available or not self.handles:
             return out

@@ -34,12 +34,9 @@ def top_level_names(tree):
 
 def protocol_problem(tree, path, then=None):
     # type: (Any, Any, Optional[Callable[[Any, Any], Optional[str]]]) -> Optional[str]
-    """What is wrong with the file as a scenario, or None.
-
-    One of setup()/step() without the other (a misspelled `def stpe` too), or either
-    ending the process with sys.exit() or os._exit(); where both are defined, `then`'s
-    problem first. The host runs this before any image is built (harness/preflight.py);
-    here it holds for a scenario that reached the agent."""
+    """What is wrong with the file as a scenario, or None: one of setup()/step() without
+    the other, or one ending the process (sys.exit, os._exit); then `then`'s problem. The
+    host runs it before any image is built (harness/preflight.py)."""
     import ast
     names = top_level_names(tree)
     have = [n for n in PROTOCOL if n in names]

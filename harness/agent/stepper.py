@@ -1,8 +1,5 @@
-"""The steps of one phase, with samples between them.
-
-The measured loop stops early when the --control file appears (the host's live analysis
-decided); the end record then says stopped_early. Stdlib only, Python 3.6+.
-"""
+"""The steps of one phase, with samples between them; the measured loop stops early when
+the --control file appears (end record: stopped_early). Stdlib only, Python 3.6+."""
 import os
 import time
 from array import array
@@ -43,14 +40,10 @@ class ControlCheck(object):
 
 
 class Stepper(object):
-    """Steps the scenario through one phase at a time, sampling between steps.
-
-    Samples every `every` steps, no more often than keeps the agent's cost under
-    --max-overhead and no more rarely than MIN_SAMPLES a phase. Each sample carries the
-    interval's process CPU time (contention stretches wall time, not CPU) and the
-    contention the stepping thread met (readers.Contention). With --attribute, `att`
-    hears of the measured phase's start, each sample point and its end.
-    """
+    """Steps the scenario through one phase at a time, sampling between steps: every
+    `every` steps, within --max-overhead, at least MIN_SAMPLES a phase. A sample carries
+    the interval's CPU time and contention; `att` (--attribute) hears of the measured
+    phase's start, sample points and end."""
 
     def __init__(self, args, sampler, step, state, att=None, watch=None):
         self.sampler = sampler
@@ -230,17 +223,11 @@ class Stepper(object):
         return now - last if now is not None and last is not None else 0.0
 
     def sample(self, dts, done, last=False, stepped=None):
-        """Write one step sample.
+        """Write one step sample: `dts` the step times since the last, `done` steps done,
+        `last` the phase's last (it settles the heap), `stepped` the steps' own seconds.
 
-        Args:
-            dts: the step times since the last sample.
-            done: steps done in this phase.
-            last: the phase's last sample (it settles the heap).
-            stepped: the steps' own seconds (less the clock's reads: `clock_cost`).
-
-        Its CPU time, on-CPU, run-queue delay and throttled time are the interval's, less
-        the timer thread's CPU, at the steps' share of the interval's wall time: the
-        loop's checks between steps are the agent's."""
+        CPU, on-CPU, run-queue delay and throttled time are the interval's (less the timer
+        thread's CPU) at the steps' share of its wall time: the loop's checks are the agent's."""
         clock = self.clock
         t = clock()
         cpu_now = self.cpu_clock()
@@ -299,12 +286,9 @@ def clock_cost(clock, reads=201):
 
 
 def queued(wall, rq_self, rq_all, run_all):
-    """Seconds of a `wall` s interval the cell waited for a CPU held by other work.
-
-    The run-queue delay of its average runnable thread (all threads' delay over how many
-    were runnable, at least one), and at least the stepping thread's own: this covers a
-    pool the stepping thread waits on. Not CPU time: a step that waits would never spend
-    its budget."""
+    """Seconds of a `wall` s interval the cell waited for a CPU held by other work: the
+    average runnable thread's run-queue delay, at least the stepping thread's own (so a
+    pool it waits on counts). Not CPU time: a waiting step would never spend its budget."""
     if wall <= 0:
         return 0.0
     runnable = max(1.0, (rq_all + run_all) / wall)

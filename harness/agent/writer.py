@@ -26,12 +26,9 @@ class Writer(object):
         self.ended = False
 
     def write(self, record, stamp=None, tail=None):
-        """Write one record as a JSON line.
-
-        `stamp(record)` adds the members read last, under the lock, so a sample's time
-        and RSS stay in file order. `tail()` yields more members already encoded, written
-        piece by piece so no string of the whole line is made (a large one, freed, moves
-        glibc's mmap threshold)."""
+        """Write one record as a JSON line. `stamp(record)` adds the members read last,
+        under the lock, to keep file order; `tail()` yields more encoded members, written
+        piece by piece (no large string, which would move glibc's mmap threshold)."""
         line = None if stamp else _ENCODE(record)
         with self.lock:
             # The end record is the last line; a late timer sample is dropped.
@@ -115,15 +112,9 @@ class Sampler(object):
         self.nvml = Nvml(os.environ.get("HARNESS_NVML_LIB", "libnvidia-ml.so.1"))
 
     def snapshot(self, src, dt=None, force=False, cpu=None, extra=None, settle=False):
-        """Write one sample.
-
-        Args:
-            src: "step" or "timer".
-            dt: the step seconds since the last sample.
-            cpu: the process CPU seconds of the interval.
-            extra: more members (contention) for a step sample.
-            settle: the last reading before the measured phase (its starting level),
-                which --heap quiet collects like a measured one."""
+        """Write one sample (`src` "step" or "timer"): `dt` the step seconds since the last,
+        `cpu` the interval's CPU seconds, `extra` contention members, `settle` the last
+        reading before the measured phase (--heap quiet collects it like a measured one)."""
         r = self.readers
         # USS walks the page tables: every timer sample, step samples within a budget.
         # Time and RSS are read last, as the line is written (_stamp), to keep file order.
@@ -179,21 +170,15 @@ class Sampler(object):
 
 
     def _collect(self):
-        """The collection before a --heap quiet reading: without it a filling free list
-        or uncollected cycle looks like a slow leak.
-
-        Each reading collects the young generations (a full one walks every object kept,
-        too slow); the oldest is walked after readings 1, 2, 4, 8, ... (`_check`). Every
-        reading is taken the same way, or the free lists read as a sawtooth."""
+        """The collection before a --heap quiet reading, or free lists and cycles look
+        like a slow leak: the young generations each time (a full one is too slow), the
+        oldest after readings 1, 2, 4, 8, ... (`_check`), every reading alike."""
         gc.collect(1 if self.young_only else 2)
 
     def _check(self):
-        """After a --heap quiet reading.
-
-        Before the measured phase: a full collection, then gc.freeze (3.7+), so later
-        collections walk only the objects made since. In it, after readings 1, 2, 4, 8,
-        ...: a full collection; if it finds cyclic garbage among old objects, every
-        reading from then on collects in full."""
+        """After a --heap quiet reading: before the measured phase a full collection and
+        gc.freeze (3.7+); in it, a full one after readings 1, 2, 4, 8, ..., and every
+        reading in full once one finds cyclic garbage among old objects."""
         if self.phase != "measure":     # (outside it, only a settling reading collects)
             gc.collect()
             self.measured, self.young_only = 0, True
@@ -222,11 +207,9 @@ class Sampler(object):
 
 
 def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
-    """Sample every `interval` s until `stop`.
-
-    Ends the run (`call_stuck`) where one call has not returned after `call_timeout` s
-    (0: never), or has run 1 s or more once DEADLINE_SHARE of the host's `deadline` (s
-    since process start; 0: none) is spent: the host's own kill would say no line."""
+    """Sample every `interval` s until `stop`; end the run (`call_stuck`) where a call has
+    not returned after `call_timeout` s, or runs at DEADLINE_SHARE of the host's
+    `deadline`, whose own kill would say no line (0: never)."""
     calls, since = -1, time.monotonic()
     born = since - (process_age() or 0.0)
     started = thread_cpu()
