@@ -1,15 +1,8 @@
-"""Read an agent's JSON lines tolerantly into a `Series`.
-
-A truncated last line, garbage lines and a missing `end` are problems; everything
-readable is kept (a cell that died mid-way is an outcome). Reading is bounded (a
-container's output is untrusted), every record is checked against schema 1, and the
-first `end` counts; the exit code, which a scenario cannot forge, still decides a crash.
-`SeriesReader` is the one reader, fed live or from a finished file (`read_samples`).
-
-Schema 1 is checked a record at a time: `valid_sample` (which normalises numbers) and
-the `header`/`end` field types (`HEADER_TYPES`, `END_TYPES`, `checked`). Where a scenario
-raised is read from the end record's traceback (`frames`, `raised_at`), the agent's own
-frames left out: one reader for the verdict's reason and the terminal's last frames."""
+"""Read an agent's JSON lines tolerantly into a `Series`: bad or truncated lines and a
+missing `end` are problems, the rest is kept. Reading is bounded (a container's output is
+untrusted), records are checked against schema 1, and the first `end` counts (the exit
+code still decides a crash). `SeriesReader` is the one reader, live or `read_samples`.
+Also where a scenario raised, from the end record's traceback (`frames`, `raised_at`)."""
 
 from __future__ import annotations
 
@@ -148,9 +141,8 @@ _NS = 1e-9
 
 
 def _float64s(text: Any, clock: float | None = None) -> list[float] | None:
-    """The step times of a `dt_b64` (`agent.writer.step_times`), each less `clock` and at
-    least 1 ns where `clock` is given; None where it is not base64 of finite non-negative
-    little-endian float64s."""
+    """The step times of a `dt_b64` (`agent.writer.step_times`), less `clock` (at least
+    1 ns); None where it is not base64 of finite non-negative float64s."""
     if not isinstance(text, str):
         return None
     try:
@@ -231,8 +223,7 @@ RecordKind = Literal["header", "sample", "end"]
 
 
 class Record(NamedTuple):
-    """One line the reader kept: its kind, line number (from 1) and checked fields (the
-    dict the Series holds)."""
+    """One line the reader kept: kind, line number (from 1), checked fields."""
 
     kind: RecordKind
     line: int
@@ -242,10 +233,9 @@ class Record(NamedTuple):
 class SeriesReader:
     """The one reader of an agent's lines: validates them, one at a time, into a Series.
 
-    Feed it lines (`feed`) or stream bytes (`feed_bytes`, which carries a cut line over
-    to the next chunk), then call `finish` once. Live mode and `read_samples` both read
-    through it, so they give the same Series. Past `MAX_RECORDS` samples or `MAX_TOTAL`
-    bytes it stops (`full`); a line over `MAX_LINE` bytes is never held whole.
+    Feed lines (`feed`) or stream bytes (`feed_bytes`), then call `finish` once. It stops
+    (`full`) past `MAX_RECORDS` samples or `MAX_TOTAL` bytes; a line over `MAX_LINE`
+    bytes is never held whole.
     """
 
     def __init__(self) -> None:
@@ -334,11 +324,8 @@ class SeriesReader:
         return None
 
     def feed_bytes(self, data: bytes) -> Iterator[Record]:
-        """Read the next bytes of the stream; yields each record kept as its line is read.
-
-        The chunk is cut into lines at once; lines the caller does not iterate over are
-        read by the next call or by `finish`, so no line is lost or read twice.
-        """
+        """Read the next bytes of the stream, yielding each record kept; lines not
+        iterated over are read by the next call or `finish`."""
         self._queue.extend(self._cut(data))
         return self._read_queue()
 
@@ -370,8 +357,7 @@ class SeriesReader:
         return out
 
     def finish(self) -> Series:
-        """The Series: reads what is left (a last line without newline too), then undoes
-        mallinfo's wrap (`unwrap_mallinfo`). Later calls return it again."""
+        """The Series, after the rest and `unwrap_mallinfo`; later calls return it again."""
         if not self._finished:
             self._finished = True
             for _ in self._read_queue():
@@ -417,8 +403,7 @@ def read_samples(path: Path) -> Series:
 
 
 def last_sample(path: Path, chunk: int = 8192) -> Record | None:
-    """The last valid sample of a samples.jsonl being written (the live progress), read
-    from the file's tail."""
+    """The last valid sample of a samples.jsonl being written, read from its tail."""
     try:
         with path.open("rb") as f:
             f.seek(0, 2)

@@ -1,7 +1,5 @@
-"""The Series: an agent's records as read (`ingest.SeriesReader` builds it), and the
-views the analysis takes of it (step times, CPU, contention, GPU activity, memory by
-source); the protocol's field names (from `harness/agent/fields.py`); `unwrap_mallinfo`.
-"""
+"""The Series (an agent's records as read, built by `ingest.SeriesReader`) and the views
+the analysis takes of it; the protocol's field names; `unwrap_mallinfo`."""
 
 from __future__ import annotations
 
@@ -24,12 +22,10 @@ MAX_PROBLEMS = 20
 MEMORY_SOURCES = tuple(key for key, _ in fields.TREND_NAMES)
 # Sample key -> name of its trend in a result's `memory` (and in the report's panels).
 TREND_NAMES = dict(fields.TREND_NAMES)
-# Per step sample interval: the stepping thread's and all threads' contention
-# (readers.Contention, AllThreads) and the canary's time; older recordings lack them.
-# True means an integer count.
+# Per step sample interval: contention (readers.Contention, AllThreads) and the canary;
+# older recordings lack them. True means an integer count.
 CONTENTION_FIELDS = dict(fields.CONTENTION)
-# Per step sample where NVML answered (agent: `readers.py:ACTIVITY_FIELDS`): utilization
-# in percent, SM clock in MHz, clock-event reasons bitmask; each may be missing.
+# Per step sample where NVML answered (`readers.py:ACTIVITY_FIELDS`); each may be missing.
 GPU_ACTIVITY_FIELDS: tuple[str, ...] = fields.GPU_ACTIVITY
 
 
@@ -53,8 +49,7 @@ class Series:
 
     @property
     def cols(self) -> Columns:
-        """The measured phase as `Columns`, kept until a sample is added (the live decider
-        adds them as it reads)."""
+        """The measured phase as `Columns`, kept until a sample is added."""
         if self._cols is None or self._cols[0] != len(self.samples):
             self._cols = (len(self.samples), Columns(self.samples))
         return self._cols[1]
@@ -65,9 +60,8 @@ class Series:
         return _by_iteration(self.samples, source, phase)
 
     def as_user(self) -> tuple[int, float] | None:
-        """(calls, the step's own seconds per call) as the user's interpreter runs it
-        (--as-user): per interval the summed time less the clock's reads and run-queue
-        delay, per step; the median over intervals. None where not timed."""
+        """(calls, the step's own seconds per call) under --as-user: per interval less
+        clock reads and run-queue delay; the median over intervals. None where not timed."""
         rows = [s for s in self.samples if s.get("src") == "user"]
         if not rows:
             return None
@@ -82,27 +76,20 @@ class Series:
 
     @property
     def ended(self) -> bool:
-        """Whether the agent's end record was read (written last however the run ends,
-        unless killed)."""
+        """Whether the agent's end record (written last unless killed) was read."""
         return self.end is not None
 
     def params_read(self) -> list[str] | None:
-        """The params keys the scenario read, per the end record; None where it does
-        not say (killed, a plain script, an older agent)."""
+        """The params keys the scenario read, per the end record; None where unsaid."""
         read = (self.end or {}).get("params_read")
         return [str(k) for k in read] if isinstance(read, list) else None
 
 
 class Columns:
-    """A series' measured phase as the analysis reads it, each view built on first read.
-
-    `steps`: seconds per measured call, in order. `cpu`: CPU seconds per call (None where
-    a step sample lacks it). `contention`: per step sample `steps`, `dt_s` and each of
-    `CONTENTION_KEYS` (NaN where missing); None without run-queue delay. `gpu`: the same
-    for `GPU_ACTIVITY_FIELDS`. `memory`: (iteration, bytes) by source, timer samples too.
-    `peaks`: each of `PEAK_KEYS`' highest value. `measured`: the step times' count.
-    `calls`: the measured calls the samples span. `pace`: seconds per measured call from
-    the first and last step readings' clocks (None where they do not say)."""
+    """A series' measured phase as the analysis reads it, each view built on first read:
+    `steps` (s per call), `cpu`, `contention` and `gpu` (per step sample; None where not
+    recorded), `memory` (by source), `peaks`, `measured` (step times), `calls` (spanned)
+    and `pace` (s per call from the first and last step readings' clocks)."""
 
     def __init__(self, samples: list[dict[str, Any]]) -> None:
         self._samples = samples[:]      # as they are now: the reader may add more
@@ -121,18 +108,14 @@ class Columns:
 
     @cached_property
     def median_step(self) -> float | None:
-        """The median of `steps` on the wall clock (host waits included); None without
-        steps."""
+        """The median of `steps` on the wall clock; None without steps."""
         return float(_numpy().median(self.steps)) if len(self.steps) else None
 
     @cached_property
     def own_step(self) -> float | None:
-        """Seconds per call that were the step's own: per sample interval, the steps'
-        time less the run-queue delay they met, per step; the median over intervals.
-
-        A wait off the CPU (device, worker, I/O) stays in; a wait for a CPU other work held
-        does not. Falls back to `median_step` where no delay was recorded; None without
-        steps."""
+        """Seconds per call that were the step's own: per interval the steps' time less the
+        run-queue delay they met (a wait off the CPU stays in), per step; the median over
+        intervals. `median_step` where no delay was recorded; None without steps."""
         table = self.contention
         if table is None or not len(table["steps"]):
             return self.median_step
@@ -227,9 +210,7 @@ CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "
 
 def readings(samples: list[dict[str, Any]], source: str, phase: str = "measure"
              ) -> tuple[list[float], list[float]]:
-    """(iteration, bytes) of the samples in `phase` that carry `source`, by iteration, as
-    lists: what `Columns.memory` holds as arrays, for a reader that needs no NumPy (the
-    report's plots)."""
+    """(iteration, bytes) of the samples in `phase` carrying `source`, as lists (no NumPy)."""
     pairs = sorted(((float(s["i"]), float(s[source])) for s in samples
                     if s.get("phase") == phase and s.get(source) is not None),
                    key=lambda p: p[0])
@@ -237,8 +218,7 @@ def readings(samples: list[dict[str, Any]], source: str, phase: str = "measure"
 
 
 def step_times(samples: list[dict[str, Any]]) -> list[float]:
-    """The measured phase's step times in order, as a list: what `Columns.steps` holds as
-    an array, for a reader that needs no NumPy (the report's plots)."""
+    """The measured phase's step times in order, as a list (no NumPy)."""
     return [float(t) for s in samples if s.get("src") == "step" and s.get("phase") == "measure"
             for t in s["dt"]]
 
@@ -258,13 +238,9 @@ def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
 
 
 def shared(mean: float, dt: Sequence[float], wait: float | None = None) -> np.ndarray:
-    """An interval's CPU time per step (`mean`) as one value per step, shared as the
-    steps' wall times (`dt`) share the interval's, less `wait` (its run-queue delay).
-
-    So windows of CPU times are windows of the same steps as the wall clock's, not of
-    samples spaced in time. A wait for a CPU is left out of what is shared, or it would
-    scale the other steps' CPU down; a multi-threaded step whose CPU exceeds its wall
-    keeps its own figure."""
+    """An interval's CPU time per step (`mean`) as one value per step, shared as the steps'
+    wall times (`dt`) less `wait` (run-queue delay) share the interval's, so CPU windows
+    are the same steps as wall-clock windows. A step whose CPU exceeds its wall keeps it."""
     np_ = _numpy()
     t = np_.asarray(dt, dtype=np_.float64)
     wall = float(t.sum())
@@ -277,8 +253,7 @@ def shared(mean: float, dt: Sequence[float], wait: float | None = None) -> np.nd
 
 
 def _numpy() -> ModuleType:
-    """NumPy, imported with the first columns built (a sweep's first container does not
-    wait for it)."""
+    """NumPy, imported with the first columns built."""
     # lazy: NumPy with the first columns, never before a sweep's first container
     import numpy
 
@@ -294,11 +269,8 @@ WRAP = 1 << 32
 
 
 def unwrap_mallinfo(series: Series) -> int:
-    """Undo the 4 GiB wrap of glibc < 2.33's mallinfo() across samples; count the wraps.
-
-    A jump of more than 2 GiB between neighbouring samples is a wrap, not an allocation:
-    each moves the rest by 4 GiB. Says so in `series.notes`.
-    """
+    """Undo the 4 GiB wrap of glibc < 2.33's mallinfo() across samples (a jump over 2 GiB
+    between neighbours is a wrap); returns the wraps, noted in `series.notes`."""
     heap = (series.header or {}).get("heap") or {}
     if heap.get("func") != "mallinfo":
         return 0
