@@ -1,8 +1,6 @@
-"""Whether an image's CUDA can run on a GPU, decided before the run (the compatibility
-tables, after NVIDIA's documents, the image's CUDA version, the precheck), and what a run
-shows afterwards: what CUDA and frameworks print when an image cannot use the GPU
-(`LOG_SIGNS`), which `analysis.outcomes` reads a cell's log with.
-"""
+"""Whether an image's CUDA can run on a GPU, decided before the run (NVIDIA's
+compatibility tables, the image's CUDA version), and the log signs of an image that
+cannot use the GPU (`LOG_SIGNS`), read by `analysis.outcomes`."""
 
 from __future__ import annotations
 
@@ -40,11 +38,8 @@ def parse_cuda_version(text: str | None) -> Version | None:
 
 def image_cuda(labels: Mapping[str, str] | None,
                env: Sequence[str] | Mapping[str, str] | None) -> Version | None:
-    """The CUDA version an image was built with, from its config, or None.
-
-    Read from `CUDA_VERSION`, the label `com.nvidia.cuda.version` or
-    `NVIDIA_REQUIRE_CUDA`. `env`: the config's `Env` list (`KEY=VALUE`) or a mapping.
-    """
+    """The CUDA version an image was built with, from its config's `Env` (list or mapping)
+    or labels, or None."""
     if isinstance(env, Mapping):
         variables = dict(env)
     else:
@@ -69,11 +64,9 @@ def _arch(cc: Version) -> str:
 
 def precheck(cuda: Version | None, gpu: Gpu | Version | None,
              driver_cuda: Version | None = None) -> tuple[str, str] | None:
-    """Can an image built with CUDA `cuda` run on `gpu`? Decided before running it.
-
-    Returns ("not-applicable", reason), ("degraded", reason), ("unsupported", reason)
-    (not supported by NVIDIA but may run: run it and decide from evidence), or None when
-    it runs natively or too little is known (`runtime_incompatibility` decides later).
+    """Can an image built with CUDA `cuda` run on `gpu`? Returns ("not-applicable" |
+    "degraded" | "unsupported", reason) or None (native, or too little known).
+    "unsupported": NVIDIA does not support it but it may run: run and decide from evidence.
     """
     cc = gpu.cc if isinstance(gpu, Gpu) else gpu
     if cuda is None or cc is None:
@@ -129,11 +122,9 @@ SignKind = Literal["not-applicable", "degraded"]
 
 @dataclass(frozen=True, slots=True)
 class LogSign:
-    """A text CUDA or a framework prints when an image cannot use the GPU (or only
-    through PTX JIT): its meaning, its pattern (case-insensitive), and which log reading
-    uses it: `after_run` (`runtime_incompatibility`, first found in table order) and/or
-    `in_run` (`NOT_APPLICABLE_TEXT`: such a run is `not-applicable`, not a crash).
-    """
+    """A text CUDA or a framework prints when an image cannot use the GPU (or only via PTX
+    JIT): meaning, case-insensitive pattern, and whether `after_run`
+    (`runtime_incompatibility`) and/or `in_run` (`NOT_APPLICABLE_TEXT`) read it."""
 
     kind: SignKind
     why: str

@@ -143,9 +143,7 @@ def device_request_kwargs(value: str, by: str = "device-request") -> dict[str, A
 
 def engine_gpu_mechanisms(info: Mapping[str, Any], hook_found: bool = False) -> list[str]:
     """How this engine can give a container GPUs, from `docker info` (empty: none seen):
-    the `nvidia` runtime, discovered CDI devices, or `--gpus` (API >= 1.40 and the
-    runtime hook, which only a local check sees: `hook_found`).
-    """
+    `nvidia` runtime, CDI devices, or `--gpus` (only a local check sees: `hook_found`)."""
     found = []
     if "nvidia" in (info.get("Runtimes") or {}):
         found.append("nvidia runtime")
@@ -159,9 +157,8 @@ def engine_gpu_mechanisms(info: Mapping[str, Any], hook_found: bool = False) -> 
 
 
 def engine_gpu_support(info: Mapping[str, Any]) -> str | None:
-    """From `docker info`: the first GPU mechanism the engine offers, or None. CDI spec
-    directories alone are a weak sign, kept so a remote engine is not refused.
-    """
+    """From `docker info`: the first GPU mechanism the engine offers, or None (CDI spec
+    directories alone count, so a remote engine is not refused)."""
     found = engine_gpu_mechanisms(info)
     if not found and info.get("CDISpecDirs"):
         found.append("CDI")

@@ -1,12 +1,7 @@
-"""This machine's GPUs as its driver and NVML say (driver, CUDA version, each GPU's name,
-UUID, compute capability and memory, the GPUs a matrix's `gpu:` selects), and their memory
-sampled during a cell (`HostGpuSampler`), the sources reconciled (`reconcile`).
-
-NVML comes from the optional `pynvml` (the `gpu` extra); without it the driver's /proc
-files still say whether GPUs exist. Figures are device-level (a container's NVML cannot
-map its PIDs), so one cell runs per GPU; the first sample, before the container starts,
-shows memory someone else holds. Docker's `device_ids` are NVML indices, as here.
-Sampling means something only for an engine on this machine.
+"""This machine's GPUs as its driver and NVML (the optional `pynvml`) say, the GPUs a
+matrix's `gpu:` selects, and their memory during a cell (`HostGpuSampler`, `reconcile`).
+Figures are device-level (a container's NVML cannot map its PIDs), so one cell runs per
+GPU; Docker's `device_ids` are NVML indices, as here.
 """
 
 from __future__ import annotations
@@ -105,11 +100,9 @@ NO_PYNVML = "nvidia-ml-py is not installed (pip install 'harness[gpu]')"
 
 
 class HostGpuSampler:
-    """Samples used/total memory of the GPUs a cell selected, on a thread.
-
-    `start()` samples at once (before the container starts), then every `interval` s;
-    `stop()` samples once more and returns `[{"t", "gpu", "uuid", "used", "total"}]`.
-    Never raises: without pynvml or a driver it returns [] and says why in `reason`.
+    """Samples used/total memory of the GPUs a cell selected, on a thread: at `start()`
+    (before the container starts), every `interval` s, and at `stop()`, which returns
+    `[{"t", "gpu", "uuid", "used", "total"}]`. Never raises; [] and `reason` without NVML.
     """
 
     def __init__(self, selection: str, interval: float = 0.5, nvml: Any = None):
@@ -189,11 +182,8 @@ class HostGpuSampler:
 
 
 def memory_info(nv: Any, handle: Any) -> tuple[int, int, int | None]:
-    """(used, total, reserved) of a device through pynvml.
-
-    The v2 struct reports the driver's reservation apart (v1 counts it as used since
-    R510, so an idle GPU looks held); v1 is the fallback (reserved None).
-    """
+    """(used, total, reserved) of a device: v2 reports the driver's reservation apart
+    (v1 counts it as used since R510); v1 is the fallback (reserved None)."""
     version = getattr(nv, "nvmlMemory_v2", None)
     if version is not None:
         try:

@@ -1,10 +1,6 @@
-"""Decide a recorded sweep again: every cell from its `samples.jsonl`, with today's code.
-
-For a harness upgrade or other thresholds (`--reanalyze --set analysis.alpha=0.01`).
-What cannot be had again is kept as recorded: confirmation rounds, an unavailable image
-or engine, a GPU precheck's not-applicable. The early stop is replayed by feeding the
-live decider the recorded samples in order. A samples file cut short after the run
-(`cut_short`) is `unreadable`, and no first bad is named across it. Nothing here writes.
+"""Decide a recorded sweep again, every cell from its `samples.jsonl` with today's code
+(an upgrade, other thresholds). What cannot be had again (rounds, an unavailable image, a
+GPU precheck) is kept as recorded; the early stop is replayed. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -83,11 +79,8 @@ def precheck_of(res: CellResult) -> tuple[str, str] | None:
 
 
 def cut_short(res: CellResult, series: Series) -> str | None:
-    """Why the samples file no longer holds the run the sweep decided, or None.
-
-    A file without an end record whose stored result has one (`end.status`) lost its
-    tail after the sweep read it; deciding from what is left would call a leak a crash.
-    A run killed by OOM, timeout or signal wrote none and is decided again as before."""
+    """Why the samples file no longer holds the run the sweep decided (its stored result
+    has an end record the file lacks: the tail was lost), or None."""
     if series.ended or res.end.status is None:
         return None
     kept = f"{series.measured} measured calls left"
@@ -110,10 +103,8 @@ def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
 
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
-    """Every cell decided again, and the cells whose verdict changed.
-
-    A cut-short cell is left out and listed as changed to `unreadable`; a cell whose
-    baseline was cut short is decided with its recorded comparison.
+    """Every cell decided again, and the cells whose verdict changed (a cut-short cell
+    becomes `unreadable`; a cut-short baseline's comparison stays as recorded).
 
     Args:
         series: Each cell's recorded samples (cells/<id>/samples.jsonl).
