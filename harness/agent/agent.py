@@ -1,46 +1,22 @@
 """harness agent: run a scenario, time each step, sample memory, write JSON lines.
 
-Stdlib only; runs on Python 3.6+ with the image's own interpreter; never imports
-harness.*. Output schema 1, one JSON object per line, to --out (line-buffered) and
-stdout: one "header", many "sample", one "end" (also when the scenario raises).
-The record types and their fields are listed in fields.py.
-
+Stdlib only, Python 3.6+, the image's own interpreter; never imports harness.*. Writes
+schema 1 to --out and stdout: one "header", many "sample", one "end" (also when the
+scenario raises), with --attribute a "where" before the end; fields.py lists the fields.
 A scenario defines setup(params) -> state and step(state), optionally teardown(state),
-fw_bytes(state) -> int (framework allocator bytes) and info(state) -> dict. A file
-without setup/step is run whole, sampled by the timer thread only.
-
-The measured loop stops early when the --control file appears (the host's live
-analysis decided; looked for at each sample and every 20 ms); the end record then says
-stopped_early. With --attribute KINDS, one "where" record (what the sibling module
-attribution found in the measured phase) comes just before the end record.
-
-Each step sample also carries what the host took from the stepping thread in that
-interval (readers.Contention): run-queue delay `rq_s`, involuntary context switches `ivcs`,
-its time on a CPU `on_s`, the cgroup's throttled time `thr_s` and periods `thr_n`, the
-run-queue delay and run time summed over all the process's threads
-`rq_all_s`/`run_all_s`, and `ref_s`, the time of a fixed canary loop (the CPU's speed
-now). Where NVML answers, step samples also carry the device's utilization `gpu_util`
-(percent), SM clock `sm_mhz` and clock-event reasons `clk_reasons` (readers.Nvml.activity).
-
-The parts, each a module beside this one: agent.py (arguments, header, main), loop.py
-(the run, its end record and the --attribute hooks), stepper.py (a phase's steps and
-sample points), writer.py (records as JSON lines, sample records), readers.py (memory,
-threads, fds, contention, NVML), scenariofile.py, fields.py (the protocol's field names).
+fw_bytes(state) -> int and info(state) -> dict; a file without setup/step runs whole.
+The parts, modules beside this one: agent.py (arguments, header, main), loop.py (the
+run), stepper.py (steps and samples), writer.py (output), readers.py (memory,
+contention, NVML), scenariofile.py, fields.py.
 """
 import os
 import platform
 import sys
 import time
 
-# The agent's modules sit beside this file and are imported by name, from here: run as
-# a script this directory is sys.path[0] anyway; imported from the host (a test, as
-# harness.agent.agent) it is there only while they are imported. Then their names leave
-# sys.modules (they keep their references to each other), so that a scenario's own
-# `import fields` or `import loop` finds the scenario's module, not the agent's.
-# They are byte-compiled into this folder's __pycache__ where it can be written, also in
-# a cell started with PYTHONDONTWRITEBYTECODE=1 (which keeps the scenario's folder clean,
-# and is set again for it): the next agent of this Python reads them, not compiling
-# them again (~15 ms a start for an interpreter no other process compiled them for).
+# The agent's modules are imported by name from here, then leave sys.modules so a
+# scenario's own `import fields` finds its module; they are byte-compiled even under
+# PYTHONDONTWRITEBYTECODE=1, so the next start need not compile them.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PARTS = ("fields", "readers", "writer", "scenariofile", "stepper",
           "output", "watchdog", "loop")
@@ -91,11 +67,7 @@ def dist_info(name):
 
 
 def platform_name():
-    """platform.platform() without the `uname -p` process it starts (a process per
-    cell) for the processor's name: on Linux that name is the machine's or "unknown",
-    both of which platform() leaves out (a patched uname naming the CPU model was the
-    one exception). Before 3.9 platform() reads its libc from the executable and
-    uname() itself runs `uname -p`: asked as before."""
+    """platform.platform() without its `uname -p` process (before 3.9: platform() as is)."""
     if not sys.platform.startswith("linux") or sys.version_info < (3, 9):
         return platform.platform()
     uname = os.uname()
@@ -112,8 +84,7 @@ def platform_name():
 
 
 def machine_and_host():
-    """(machine, host name) from os.uname(), which platform.machine() and
-    socket.gethostname() read too (no socket module to import, no `uname -p`)."""
+    """(machine, host name) from os.uname(), with no socket import and no `uname -p`."""
     if not hasattr(os, "uname"):
         import socket
         return platform.machine(), socket.gethostname()
@@ -169,8 +140,8 @@ def parse_args(argv):
     return args
 
 
-# The agent's options, in --help's order: (name, type, default, argparse's other keywords);
-# type str, int, float, or bool for a flag (store_true).
+# The agent's options in --help's order: (name, type, default, argparse's other keywords);
+# type str, int, float, or bool for a flag.
 OPTIONS = (
     ("--scenario", str, None, {"required": True}),
     ("--params", str, "{}", {"help": "JSON object of scenario params"}),
@@ -241,10 +212,8 @@ class Options(object):
 
 
 def read_options(argv):
-    """The options of `argv` as argparse would read them, without argparse (its import,
-    its parser's 21 add_argument calls and its reading: ~5 ms a run): each option once,
-    as `--name value` or `--name=value`, values that do not start with "-". None for any
-    other list (--help, a mistake, an abbreviation, a negative number): argparse's."""
+    """The options of `argv` as argparse would read them, without argparse's cost; None
+    for anything but `--name value`/`--name=value` once each (argparse then reads it)."""
     given = {}
     at = 0
     while at < len(argv):
@@ -285,8 +254,7 @@ _PARSERS = []
 
 
 def _parser():
-    """argparse's parser of OPTIONS, made once per process, for what read_options leaves
-    to it: --help, and saying what is wrong."""
+    """argparse's parser of OPTIONS, made once, for --help and saying what is wrong."""
     if _PARSERS:
         return _PARSERS[0]
     import argparse

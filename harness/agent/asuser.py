@@ -1,17 +1,8 @@
 """The step timed as the user's interpreter runs it (--as-user S): after the measured
-phase, a second agent, started with the allocator settings the user's interpreter has
-(pymalloc, glibc's thread cache on, the matrix's own `env:`; loop.child_environment put
-them back in this process's environment), runs the scenario's setup and then its steps
-for S seconds, reading no heap; its step samples are written here as user samples.
-
-Why a second process: an interpreter takes PYTHONMALLOC and glibc's tunables only as it
-starts, and the quiet heap this process runs under for its heap readings changes what a
-step that allocates costs (`sorted(range(2000, 0, -1))`: 22 us with pymalloc, 55 us
-under PYTHONMALLOC=malloc with the thread cache off). The time a report prints per call
-is the user's (the host's `Columns.own_step` of these samples); the memory evidence and
-the trend of the step times within the run stay the measured phase's.
-
-Stdlib only, Python 3.6+."""
+phase a second agent, started with the user's allocator settings (read only at an
+interpreter's start), runs setup and then steps for S seconds without heap readings;
+its step samples are written here as user samples, the report's time per call. The
+memory evidence and the time trend stay the measured phase's. Stdlib only, Python 3.6+."""
 import array
 import binascii
 import json
@@ -23,26 +14,22 @@ import time
 import fields
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The least calls the second agent makes, and the most seconds it goes on to make them
-# (a step of seconds makes few): its own --budget-min and --budget-max.
+# The second agent's --budget-min and --budget-max.
 LEAST_CALLS, MOST_S = 3, 5.0
-# What of the second agent's step samples is written here: where and when, and what it
-# measured of each interval (its CPU time, the clock's cost, fields.CONTENTION), no memory.
+# What of its step samples is written here: where, when and the interval's CPU and
+# contention; no memory.
 TIMING = frozenset(("type", "i", "t", "cpu_s", "clock_s")
                    + tuple(name for name, _ in fields.CONTENTION))
-# The most calls it makes: a step of 0.1 us makes 2,000,000 in 0.2 s, whose step times
-# are 16 MB on the disk, read back here.
+# The most calls it makes (their step times are read back from disk).
 MOST_CALLS = 2000000
-# Its share of the host's deadline left: a second agent that cannot end in it is not
-# started (what it would print is not worth the cell).
+# Its share of the host's deadline left; one that cannot end in it is not started.
 DEADLINE_SHARE = 0.25
 
 
 def time_as_user(args, sampler, writer, age):
-    """Run the second agent for `args.as_user` seconds of steps; write its step samples
-    as phase "user" through `writer`; return what the end record says of it: calls,
-    seconds, the allocator settings it ran with, or why it did not run or failed.
-    `age`: seconds since this process started (for the host's --deadline)."""
+    """Run the second agent for `args.as_user` seconds, writing its step samples as phase
+    "user"; `age`: this process's age (for --deadline). Returns the end record's account:
+    calls, seconds, allocator settings, or why it did not run or failed."""
     seconds = args.as_user
     said = {"budget_s": seconds}
     if args.deadline > 0:
@@ -69,8 +56,7 @@ def time_as_user(args, sampler, writer, age):
     proc = None
     try:
         with open(out + ".err", "wb") as err:
-            # A session of its own: what its setup starts (a pool, a forked child that
-            # sleeps) is killed with it, and none holds a pipe of ours open.
+            # Its own session: what its setup starts dies with it and holds no pipe of ours.
             def start():
                 return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=err,
@@ -127,11 +113,9 @@ def _last_line(path):
 
 
 def _copied(path, writer):
-    """Write the second agent's measured step samples as user samples (src and phase
-    "user": per interval its steps, their summed seconds and what it measured of it, no
-    memory, which is another process's); what its header and end record say (its
-    allocator settings, calls, status). Read a line at a time: a cheap step's lines hold
-    a MiB of step times each."""
+    """Write the second agent's measured step samples as user samples (no memory: another
+    process's) and return what its header and end record say. Read a line at a time:
+    a cheap step's line holds a MiB of step times."""
     said = {}
     try:
         f = open(path)

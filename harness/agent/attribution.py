@@ -1,28 +1,10 @@
-"""Attribution for one measured phase: where the memory went and where the time went.
+"""Attribution for the measured phase: where the memory and the time went.
 
-Imported by the agent only when it runs with --attribute KINDS. Stdlib only, Python 3.6+.
-One object follows the measured phase (`make`), and its `measure_end` returns the
-"where" record (one JSON line, written by the agent just before "end"):
-
-    heap    tracemalloc from the first measured step to the last: the live blocks
-            allocated in between, grouped by traceback (the agent's own frames cut off),
-            top 50 by size. Started at measure_start, so its start snapshot is empty and
-            the growth covers exactly the measured steps ("calls").
-    stack   a daemon thread reads the stepping thread's frame HARNESS_STACK_HZ times a
-            second (default 200) and counts stacks in the early window (first quarter of
-            the planned steps) and the late window (last quarter); in a run with a time
-            budget, those of its least steps or of its budget in time, the later.
-    ops     TensorFlow 1 sessions: every k-th Session.run in each window runs with
-            FULL_TRACE and its step stats are summed per node; PyTorch: torch.profiler
-            over the first and the last HARNESS_OPS_STEPS steps (at sample boundaries).
-    device  PyTorch's CUDA allocator history: blocks still allocated at the end that were
-            allocated while recording (the measured phase), grouped by Python stack.
-    native  memray (native traces) around the measured phase: allocations not freed by
-            the end, with their native and Python stacks.
-    workers with heap: the same in the processes the step drives (`Workers`:
-            tracemalloc in each forked or spawned child, its sites added up).
-
-No part raises: what cannot be taken is said in the record's "errors".
+Loaded only with --attribute KINDS (stdlib only, Python 3.6+); `make` returns an object
+whose `measure_end` returns the "where" record. Kinds: heap (tracemalloc growth by
+traceback), stack (sampled stacks, early vs late window), ops (TF1 step stats or
+torch.profiler), device (PyTorch's CUDA allocator history), native (memray), and with
+heap the processes the step drives (`Workers`). No part raises: failures go to "errors".
 """
 
 import dis
@@ -36,12 +18,8 @@ import warnings
 
 
 # ---------------------------------------------------------------- what the parts share
-# The kinds, frame trimming (the agent's own frames cut off), function names for
-# tracemalloc's frames, the early and late windows.
 def _protocol_kinds():
-    """The protocol's list of attribution kinds (fields.WHERE_KINDS, which the host and
-    agent.py read too), from the fields.py beside this file: loaded by its path, not
-    imported by name, since a scenario may have a module `fields` of its own."""
+    """fields.WHERE_KINDS, loaded by path: a scenario may have a module `fields` of its own."""
     from importlib.util import module_from_spec, spec_from_file_location
 
     spec = spec_from_file_location("_harness_agent_fields", os.path.join(
@@ -62,9 +40,8 @@ _AGENT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _step_lines():
-    """The lines of stepper.py that call the scenario's step(state): a stack or an
-    allocation is the scenario's only when the agent's frame above it is one of them
-    (not the agent's own stop-file check or sampler, also in stepper.py)."""
+    """The lines of stepper.py that call step(state): only frames below them are the
+    scenario's (stepper.py also runs the agent's own stop-file check and sampler)."""
     try:
         with open(os.path.join(_AGENT_DIR, STEP_CALLER)) as f:
             return frozenset(i for i, text in enumerate(f, 1) if text.strip() == "step(state)")
@@ -88,14 +65,12 @@ def _why(exc):
     return ("%s: %s" % (type(exc).__name__, exc))[:300]
 
 
-# The attribution module itself (the TF1 wrapper sits between the scenario and the
-# session): left out of stacks, not cut at.
+# This module (the TF1 wrapper sits between scenario and session): left out, not cut at.
 _OWN = ("attribution",)
 
 
 def frame_class(path):
-    """0: keep; 1: leave out (threading, tracemalloc, the attribution module: the TF1 wrapper
-    sits between the scenario and the session); 2: the agent, which calls the step: stop."""
+    """0: keep; 1: leave out (threading, tracemalloc, this module); 2: the agent: stop."""
     if not path:
         return 0
     full = os.path.abspath(path)
@@ -111,18 +86,14 @@ def is_agent_file(path):
 
 
 def trim(frames):
-    """Innermost-first [file, line, func] frames -> the part below the agent.
+    """Innermost-first [file, line, func] frames -> the scenario's part, KEEP_FRAMES at most.
 
-    Cut at the first frame of the agent (its step call and what runs it), leave out
-    threading, tracemalloc and the attribution module's frames, keep KEEP_FRAMES. Empty:
-    the agent's own allocation or stack (its first agent frame is not the step call).
+    Empty when the first agent frame is not the stepper's step call (the agent's own).
     """
     out = []
     for fr in frames:
         c = frame_class(fr[0])
         if c == 2:
-            # Below the stepper's call of step(): the scenario's. Below any other agent
-            # frame (its sampler, its JSON writer): the agent's own, not the scenario's.
             return out if (os.path.basename(fr[0]) == STEP_CALLER
                            and fr[1] in STEP_LINES) else []
         if c == 0 and len(out) < KEEP_FRAMES:
@@ -131,11 +102,8 @@ def trim(frames):
 
 
 def grown_sites(stats, cut, names):
-    """tracemalloc's `compare_to(..., "traceback")` statistics -> the TOP sites that grew,
-    largest first, as [{"size", "count", "frames": [[file, line, function], ...]}]:
-    each statistic's frames innermost first, cut by `cut` ((file, line) pairs -> the
-    frames kept, each starting with file and line; empty: not the scenario's), and
-    statistics whose kept frames are the same added up. `names`: a `_FuncNames`."""
+    """tracemalloc `compare_to(..., "traceback")` stats -> the TOP grown sites, largest
+    first, by the frames `cut` keeps (empty: not the scenario's). `names`: a `_FuncNames`."""
     # 3.7+: a Traceback iterates oldest first; 3.6: most recent first.
     newest_last = sys.version_info >= (3, 7)
     sites = {}
@@ -157,8 +125,7 @@ def grown_sites(stats, cut, names):
 
 
 class _FuncNames(object):
-    """(file, line) -> function name, for tracemalloc frames (which carry no name):
-    compile the file once and map each line to the innermost code object holding it."""
+    """(file, line) -> function name for tracemalloc frames, from the file's code objects."""
 
     def __init__(self):
         self.files = {}
@@ -193,10 +160,8 @@ INNER = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>")
 
 
 def qualname(co, outer):
-    """The code's qualified name. Before 3.11 code has none: a comprehension's or
-    lambda's is made as 3.11 makes it (`step.<locals>.<genexpr>`, from `outer`, the
-    name of the code it is in), so the host names it by the function it is written in
-    (analysis.where.function); a tracemalloc frame of `step` on that line is named so too."""
+    """The code's qualified name; before 3.11, a comprehension's or lambda's is made as
+    3.11 makes it (`step.<locals>.<genexpr>`), so the host names sites alike."""
     name = getattr(co, "co_qualname", None)
     if name is not None:
         return name
@@ -208,13 +173,8 @@ def qualname(co, outer):
 # ---------------------------------------------------------------- windows
 class Windows(object):
     """Early: steps [0, q); late: [count - q, count); q = a quarter of the planned steps.
-
-    A run with a time budget (`budget` seconds; its count only a cap, seldom reached;
-    at least `least` steps) has each window the later of two: in time, the budget's
-    first quarter and from its last quarter on; in steps, the first and the last
-    quarter of its least steps (a slow step's run goes on past its budget to them).
-    `span` then bounds the early window's steps alone. Each says the steps it saw
-    (`describe`)."""
+    With a time `budget`, each window is the later of the budget's quarter in time and
+    `least`'s in steps; `span` bounds the early window."""
 
     def __init__(self, count, span=None, budget=0.0, least=0, clock=time.perf_counter):
         q = max(1, count // 4)
@@ -285,8 +245,7 @@ class Windows(object):
 
 
 class Part(object):
-    """What every attribution part answers: at_sample (nothing, unless it works in
-    windows), close (stop without a record), end (its part of the where record)."""
+    """A part: at_sample (windowed parts only), close (no record), end (its record)."""
 
     on = False
 
@@ -294,8 +253,7 @@ class Part(object):
         pass
 
 
-# Attribution of memory: heap (tracemalloc), device (PyTorch's CUDA allocator history),
-# native (memray); a framework is imported only when the scenario already has.
+# Memory: heap, device, native; a framework is read only when the scenario imported it.
 # ---------------------------------------------------------------- heap
 class HeapPart(Part):
     def __init__(self, ctx):
@@ -398,8 +356,7 @@ class DevicePart(Part):
 
 
 # ---------------------------------------------------------------- native: memray
-# The interpreter's and libc's own frames say nothing about the site: left out of native
-# stacks (file names as the debug info or the library path give them).
+# The interpreter's and libc's frames say nothing about the site: left out.
 _INTERPRETER = ("Objects/", "Python/", "Include/", "Parser/", "Modules/", "libpython",
                 "/python3", "libc.so", "libc-", "ld-linux", "libpthread", "malloc",
                 "sysdeps/", "csu/")
@@ -449,8 +406,7 @@ class NativePart(Part):
             sites = {}
             records = list(reader.get_leaked_allocation_records(merge_threads=True))
             total = sum(rec.size for rec in records)
-            # Resolving a native stack is slow (symbols of libraries as large as
-            # libtorch_cuda take seconds each): the largest records only, within a budget.
+            # Resolving native stacks is slow: the largest records only, within a budget.
             records.sort(key=lambda rec: -rec.size)
             deadline = time.monotonic() + _env_number("HARNESS_NATIVE_S", 30.0)
             resolved = 0
@@ -482,8 +438,7 @@ class NativePart(Part):
                           for k, v in top]}
 
 
-# Attribution of time: a stack sampler (a thread reading the stepping thread's frame),
-# TensorFlow 1 per-op step stats, torch.profiler key averages.
+# Time: a stack sampler, TF1 per-op step stats, torch.profiler key averages.
 # ---------------------------------------------------------------- stack
 SWITCH_S = 0.0005   # the GIL's switch interval while the sampler runs
 BUDGET_EVERY = 10   # TF1: every k-th Session.run traced in a budgeted run's windows
@@ -499,10 +454,8 @@ class StackPart(Part):
         self.samples = {"early": 0, "late": 0}
         self.busy = 0.0  # the sampler's own time
         self.stop_flag = False
-        # A thread waiting for the GIL gets it where the stepping thread drops it: at an
-        # I/O call (the agent's stop-file check) long before the switch interval (5 ms)
-        # forces it, so at 5 ms every sample of a pure-Python step landed between steps.
-        # At 0.5 ms a sample lands where the step spends its time.
+        # A lower switch interval lets a sample land inside the step, not only at its
+        # I/O points between steps.
         self.switch = sys.getswitchinterval()
         sys.setswitchinterval(min(self.switch, SWITCH_S))
         self.thread = threading.Thread(target=self._loop, name="harness-stack-sampler")
@@ -518,9 +471,8 @@ class StackPart(Part):
         cache = {}  # co_filename -> is the agent's (or a skipped) file
         next_at = clock()
         while not self.stop_flag:
-            # Always sleep: a sample taken late (the GIL is handed over at the switch
-            # interval, 5 ms by default) must not be followed at once by another at the
-            # same point of the step, which would count it twice.
+            # Always sleep: a late sample followed at once by another would count the
+            # same point twice.
             next_at += period
             now = clock()
             if next_at < now + period / 2:
@@ -539,9 +491,7 @@ class StackPart(Part):
                 if kind is None:
                     kind = cache[fn] = frame_class(fn)
                 if kind == 2:
-                    # Below the stepper's step(state): the scenario's. Below any other
-                    # agent frame (its stop-file check, its sample writer): the agent's
-                    # own time between steps, not counted (as `trim`).
+                    # Not below step(state): the agent's own time, not counted.
                     if not (fn.endswith(STEP_CALLER) and frame.f_lineno in STEP_LINES):
                         key = []
                     break
@@ -669,9 +619,7 @@ class TF1Ops(Part):
         if not (self.traced["early"] or self.traced["late"]):
             raise RuntimeError("no Session.run call was traced while measuring "
                                "(the scenario ran no TF1 session in the windows)")
-        # An op's time in a window is its median over the window's traced calls (0 in a
-        # call it did not run in), not their mean: on a busy host one call preempted
-        # inside a cheap op outweighed the op whose time grew on every call.
+        # Per op, the median over the window's traced calls, robust to one preempted call.
         ops = []
         for (device, node), v in self.totals.items():
             ops.append({"name": node, "op": v["op"], "device": device,
@@ -694,8 +642,7 @@ def _median_of(values, calls):
 
 # ---------------------------------------------------------------- ops: torch
 class TorchOps(Part):
-    """torch.profiler over the first and the last HARNESS_OPS_STEPS (default 50) steps,
-    started and stopped at sample points."""
+    """torch.profiler over the first and last HARNESS_OPS_STEPS (default 50) steps."""
 
     def __init__(self, ctx):
         import torch
@@ -797,28 +744,18 @@ def make_ops(ctx):
 
 
 # ---------------------------------------------------------------- workers
-# Heap attribution in the worker processes a step drives (the part of `heap` in other
-# processes): a pool's workers, a ProcessPoolExecutor's, a data loader's, forked or spawned.
-#
-# The agent arms its children before the scenario is imported (`Workers`): a fork runs
-# `_forked` (os.register_at_fork), a new interpreter runs a `sitecustomize` written into
-# the run's folder and put first on PYTHONPATH, which loads this file by its path. Either
-# says so (a file `a<pid>`) and polls for the agent's markers: from `start` (the measured
-# phase's first step, which waits until each child says it traces, `s<pid>`; at once where
-# it began already) the child traces its allocations with tracemalloc, at `end` it writes
-# the sites of those still held (`w<pid>.json`; `e<pid>` if it could not), as the heap
-# part does for the stepping process. The agent waits
-# for every armed child still alive, and adds their sites up.
-# A fork is followed from Python 3.7, which has register_at_fork.
+# Heap attribution in the processes a step drives (pools, executors, data loaders).
+# `Workers` arms children before the scenario loads: a fork runs `_forked`
+# (register_at_fork, 3.7+), a new interpreter a `sitecustomize` first on PYTHONPATH.
+# A child writes `a<pid>`, traces from the `start` marker (`s<pid>`), and at `end`
+# writes its grown sites (`w<pid>.json`, or `e<pid>`); the agent adds them up.
 ENV = "HARNESS_WORKER_TRACE"            # the run's folder, in the children's environment
 AGENT_FILE = "HARNESS_WORKER_TRACE_FILE"  # this file, for a new interpreter's bootstrap
 POLL_S = 0.02
 WAIT_S = 20.0                           # the most the agent waits for its children's sites
 START_WAIT_S = 2.0                      # ... and for them to start tracing
 
-# A new interpreter's first import: loads this file by its path (as loop.py loads this
-# module, never by a name a scenario may have), then the sitecustomize this
-# one stands before, if any.
+# A new interpreter's first import: loads this file by path, then any shadowed sitecustomize.
 BOOTSTRAP = '''"""harness: heap attribution in a worker process (written by the agent)."""
 def _harness_workers():
     import os, sys
@@ -868,9 +805,8 @@ class Workers(object):
         self.on = True
 
     def start(self, wait_s=START_WAIT_S):
-        """Mark the measured phase's start, and wait (`wait_s` at most) until every
-        armed child still alive traces from it: a task it ran before it looked would be
-        missed, and the calls it is divided by would not be."""
+        """Mark the phase's start; wait (`wait_s` at most) until each live armed child
+        traces, so no task it runs is missed."""
         _write(os.path.join(self.dir, "start"), "")
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
@@ -985,16 +921,14 @@ def _forked():
 
 
 def in_child():
-    """A new interpreter's start (the bootstrap sitecustomize): it is followed, and so
-    are its own forks (a forkserver's workers)."""
+    """A new interpreter's start (the bootstrap): follow it and its forks."""
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forked)
     if not _helper():
         _forked()
 
 
-# multiprocessing's own helpers, which run no task: the fork server (its forks, the
-# workers, are followed by the at-fork hook) and the resource tracker.
+# multiprocessing's helpers, which run no task (a fork server's forks are followed).
 HELPERS = (b"multiprocessing.forkserver import main", b"multiprocessing.resource_tracker import",
            b"multiprocessing.semaphore_tracker import")
 
@@ -1026,10 +960,8 @@ class _Child(object):
         t.start()
 
     def _at_start(self):
-        """From the measured phase's start on (or this process's, the later), the blocks
-        allocated are traced: the start snapshot is empty, and the end one holds only
-        what the phase allocated and kept (a fork of a traced process forgets what it
-        was traced with, as a new interpreter has nothing traced)."""
+        """From the phase's start on, trace allocations afresh (a fork forgets its
+        parent's traces), so the end snapshot holds only what the phase kept."""
         if self.start is None and os.path.exists(os.path.join(self.dir, "start")):
             if self.tm.is_tracing():
                 self.tm.clear_traces()
@@ -1076,16 +1008,14 @@ class _Child(object):
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SKIP = ("threading.py", "tracemalloc.py")
-# The pools' own loops, which call the task: a site's frames end at the task, as the
-# stepping process's end at the step (the agent's frames a fork still holds lie below).
+# The pools' loops, which call the task: a worker's site ends there.
 _POOLS = tuple(os.sep + p + os.sep for p in ("multiprocessing", os.path.join(
     "concurrent", "futures")))
 
 
 def _trim(frames):
-    """Innermost-first (file, line) frames of a worker's allocation -> the task's: those
-    above the pool's loop (or above the agent, or this file's own snapshots: none),
-    KEEP_FRAMES of them; a site of the pool's own machinery keeps its frames."""
+    """Innermost-first (file, line) frames of a worker's allocation -> the task's part,
+    above the pool's loop or the agent; empty for this file's own snapshots."""
     out = []
     for path, line in frames:
         full = os.path.abspath(path) if path else ""

@@ -1,33 +1,13 @@
-"""harness fork server: one warm interpreter that forks a fresh agent run per request,
-for `harness.check` and the pytest plugin's many short cells; each run is a process of
-its own, forked from the same warm state, killed by its process group as a fresh one.
-Why: a fresh interpreter and its imports per check cost more than a short budget (1.4 s
-a test at a 0.5 s budget); the server starts with the cells' startup environment
-(PYTHONMALLOC, GLIBC_TUNABLES), which an interpreter reads only as it starts.
+"""harness fork server: one warm interpreter that forks a fresh agent run per request.
 
-Requests come on stdin, one JSON object a line: {"argv": the agent's arguments, "env":
-its environment, "cwd", "log": where its stdout and stderr go, "cgroup": a cgroup.procs
-file it joins first (or null), "preload": the scenario file to import here first (or
-null)}; a request whose "argv" is null forks nothing: its preload imported, the server
-replies {"ready": true} (the host starts it ahead of its first run). Replies go to the
-stdout the host reads, one JSON object a line: {"pid": N} once
-the run is forked, then {"exit": code} when it ended (negative: the signal that ended
-it); or {"refused": why}, and the server exits, where importing the scenario's modules
-here started a Python thread or a native one (not of a pool known to be re-made after a
-fork, as OpenBLAS's: TensorFlow's, whose functions then wait for ever), which a forked run would not have (the host runs that one, and
-every later one of this environment, without a preload), or where a module file it
-imported changed since ("stale": the host starts another server). Where the host goes
-(its requests hang up, or this process is orphaned) while a run is on, the run's group
-is killed and the server exits: a run that hangs never outlives its host.
-
-`fork_here`, called in the host's own process (the pytest plugin's, for a test whose
-arguments cannot be pickled: a lambda, a local class, a closure), forks that process as
-such a server, on a pipe: its runs are forks of the host as it stood, its objects live;
-what such a run takes as its own before the agent runs, and what it says of the
-allocator it has: `as_forked`.
-
-Stdlib only, Python 3.6+. Run as a script: this directory is sys.path[0], as for
-agent.py, so a scenario sees the import path a fresh agent run sees."""
+For `harness.check` and the pytest plugin's many short cells, where a fresh interpreter
+per cell costs more than a short budget; it starts with the cells' allocator environment.
+Requests on stdin, one JSON object a line: {"argv", "env", "cwd", "log", "cgroup",
+"preload"} ("argv" null: only preload, reply {"ready": true}). Replies on stdout:
+{"pid"}, then {"exit"} (negative: a signal); {"refused": why} ends the server (a preload
+started a thread a fork would lack, or a module file changed: "stale"). If the host
+goes, the running run's group is killed. `fork_here` forks the host's own process as
+such a server. Stdlib only, Python 3.6+; run as a script."""
 import gc
 import importlib.util
 import json
@@ -40,30 +20,21 @@ import traceback
 
 import agent
 
-# A scenario's own `import agent` finds its own module, as in a fresh run (where the
-# agent is __main__).
+# A scenario's own `import agent` finds its own module, as in a fresh run.
 sys.modules.pop("agent", None)
 PRELOAD_NAME = "_harness_preload"
 WAKEUP = []     # the server's SIGCHLD pipe (read end, write end): no run keeps it
-# In a server forked from its host's process (`fork_here`): the host's allocator
-# settings as its interpreter had them, which its forks keep.
+# In a server made by `fork_here`: the host's allocator settings at its start.
 HERE = []
 
-# A run forked from its host's own process (`fork_here`: the pytest plugin's test whose
-# arguments cannot be pickled): what such a run takes as its own before the agent runs,
-# and what it says of the allocator it has.
+# The allocator settings a run forked from its host's process takes as its own.
 ALLOCATOR_ENV = ("PYTHONMALLOC", "GLIBC_TUNABLES")
 
 
 def malloc_objects():
-    """Python's objects allocated by malloc from now on, as under PYTHONMALLOC=malloc, which
-    only an interpreter's start reads: in a fork of a process started with pymalloc (the
-    host's: pytest's), whose arenas are mmap'd, outside the heap mallinfo reads. The
-    object and memory domains take malloc and calloc from the raw domain and keep
-    pymalloc's realloc and free, which hand a block that is not in its arenas to the raw
-    domain (as they always do for blocks over 512 bytes). True where this process's
-    objects are malloc's now; False where the allocator is another (a debug or tracing
-    hook, mimalloc) or cannot be told (before 3.8)."""
+    """Have Python's objects allocated by malloc from now on, as PYTHONMALLOC=malloc would
+    (a fork of a pymalloc process: mallinfo cannot see its arenas). Returns whether
+    objects are malloc's now (False for another allocator, or before 3.8)."""
     try:
         import ctypes   # lazy: only in a fork of the host
         api = ctypes.pythonapi
@@ -93,11 +64,8 @@ def malloc_objects():
 
 
 def as_forked(started):
-    """A run forked from its host's process (`fork_here`): its streams are this run's
-    (not the host's, pytest's capture), what lived at the fork is out of the collector's
-    sight (as a preload's), its objects are malloc's where the run asks PYTHONMALLOC=malloc
-    (`malloc_objects`), and the allocator settings this process cannot take now (glibc's
-    tunables, a pymalloc kept) read as the host's (`started`), as the header says them."""
+    """Set up a run forked from the host's process: its own streams, the fork's objects
+    frozen, malloc objects if asked, and the host's start allocator settings (`started`)."""
     sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
@@ -118,8 +86,7 @@ def threads():
 
 
 def os_threads():
-    """This process's OS threads (Linux: /proc/self/task), native ones included; None
-    where it cannot be told."""
+    """This process's OS threads (native ones included); None where it cannot be told."""
     try:
         return len(os.listdir("/proc/self/task"))
     except OSError:
@@ -131,9 +98,8 @@ BLAS_GETTERS = ("openblas_get_num_threads", "openblas_get_num_threads64_",
 
 
 def fork_safe_threads():
-    """The native threads of the pools known to re-make themselves in a forked child
-    (pthread_atfork), as every `multiprocessing` fork of a numpy process relies on:
-    OpenBLAS's (one per loaded copy: numpy's, scipy's), n - 1 threads for its n."""
+    """Native threads of pools known to re-make themselves in a fork (pthread_atfork):
+    OpenBLAS's, n - 1 per loaded copy."""
     try:
         with open("/proc/self/maps") as f:
             libs = {line.split()[-1] for line in f if "openblas" in line.lower()}
@@ -155,21 +121,16 @@ def fork_safe_threads():
 
 
 def unsafe_threads(before, after, python_new, safe):
-    """How many native threads an import started (OS threads `before` and `after` it,
-    `python_new` of them Python threads) beyond `safe` known fork-safe pool threads
-    (counted before and after alike, so a pool started before the import is not
-    counted twice): a fork copies none of them, and a run that waits on one (a
-    TensorFlow function waiting on its thread pool) waits for ever."""
+    """Native threads an import started beyond `safe` fork-safe ones (OS counts `before`,
+    `after`; `python_new` Python ones): a fork lacks them, and a run waiting on one hangs."""
     if before is None or after is None:
         return 0
     return max(after - before - python_new - safe, 0)
 
 
 def warm_up():
-    """What every run does and finds the same each time, done once here: the modules
-    the agent imports as it goes (not argparse, difflib and inspect, which only a
-    mistake needs), and the header's platform name (before Python 3.9 it runs
-    `uname -p`)."""
+    """Do once here what every run does alike: import the agent's modules and read the
+    platform name (before 3.9 it runs `uname -p`)."""
     import ast  # noqa: F401
     import resource  # noqa: F401
     import runpy  # noqa: F401
@@ -186,8 +147,7 @@ def stamp(path):
 
 
 def changed(loaded):
-    """A file of a module imported by a preload that changed since (edited between two
-    checks): None, or the file."""
+    """The file of a preloaded module that changed since it was imported, or None."""
     for path, seen in loaded.items():
         if stamp(path) != seen:
             return path
@@ -195,11 +155,8 @@ def changed(loaded):
 
 
 def preload(path, loaded):
-    """Run the scenario file here once, as the agent will import it, so the modules it
-    imports (the test module, its library) are imported before the fork; the import
-    path is put back as it was, and each new module's file noted in `loaded`. What goes
-    wrong is left for the run to say. Returns why this process can no longer fork such
-    a run, or None."""
+    """Import the scenario file here once, so its modules are loaded before the fork;
+    new modules' files go to `loaded`. Returns why this process can no longer fork, or None."""
     before = threads()
     os_before, safe_before = os_threads(), fork_safe_threads()
     saved = list(sys.path)
@@ -224,17 +181,16 @@ def preload(path, loaded):
     if native:
         return "importing %s's modules started %d native thread(s)" % (path, native)
     if hasattr(gc, "freeze"):
-        # What the imports left is every run's starting state: out of the collector's
-        # sight (3.7+), as the agent freezes what lives when its measured phase starts,
-        # so a run's collections walk only what it made (and touch no shared page).
+        # Freeze what the imports left (3.7+), so a run's collections walk only what
+        # it made and touch no shared page.
         gc.collect()
         gc.freeze()
     return None
 
 
 def child(request, replies):
-    """The forked run: its own session, cgroup, output, directory and environment, then
-    the agent; never returns."""
+    """The forked run: its own session, cgroup, output, cwd and environment, then the
+    agent; never returns."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -278,10 +234,8 @@ def child(request, replies):
 
 
 def fork_here():
-    """This process forked as a server of runs (`serve`, on a pipe), each run a fork of
-    it and so of this process as it stands now, its objects live; the server exits once
-    its requests hang up. Returns (its pid, the requests' write end, the replies' read
-    end)."""
+    """Fork this process as a run server (`serve` on pipes); each run is a fork of this
+    process as it stands. Returns (its pid, the requests' write end, the replies' read end)."""
     requests_r, requests_w = os.pipe()
     replies_r, replies_w = os.pipe()
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -323,8 +277,8 @@ def exit_code(status):
 
 
 def wakeup():
-    """A pipe SIGCHLD writes to (set_wakeup_fd), so the server waits on its run and on
-    its host at once; its read end."""
+    """A pipe SIGCHLD writes to, so the server waits on its run and host at once; its read
+    end."""
     r, w = os.pipe()
     for fd in (r, w):
         os.set_blocking(fd, False)
@@ -335,10 +289,8 @@ def wakeup():
 
 
 def wait_run(pid, host, woken, parent):
-    """The run's wait status once it ended; None where the host went first (its
-    requests hung up, or this process was orphaned: a killed pytest): the run's group is
-    killed then, for nobody is left to read what it says, nor to kill it at its
-    deadline."""
+    """The run's wait status; None where the host went first (requests hung up or this
+    process orphaned), after killing the run's group, which nobody would read or stop."""
     poller = select.poll()
     poller.register(host, 0)            # hang-up and error alone
     poller.register(woken, select.POLLIN)

@@ -1,10 +1,6 @@
 """The run: a scenario's phases (import, setup, warmup, measure, teardown) or a plain
-script, with samples between steps and an end record however it ends.
-
-The steps of a phase are stepper.py's; the end record says how the run ended (status,
-steps done, stopped_early, phase times). With --attribute the run calls the sibling
-module `attribution` through its hooks (class Attribution), which never fail the run.
-Stdlib only, Python 3.6+.
+script, sampled, with an end record however it ends; --attribute hooks that never fail
+the run (class Attribution). Stdlib only, 3.6+.
 """
 import json
 import os
@@ -35,19 +31,9 @@ class Terminated(Exception):
 
 
 def term_handler(agent_pid):
-    """SIGTERM's handler in the agent (`agent_pid`): raise `Terminated`. A process the
-    scenario forks (a pool's worker) gets SIGTERM's default back, as it would have outside
-    the agent: with a Python handler a pool's worker blocked on its queue's lock may miss
-    the signal (it comes just before the wait), and the pool's terminate at the agent's
-    end then waits on it for ever; Python 3.6 has no fork hook: there the handler ends
-    such a process as the default would.
-
-    SIGTERM is blocked across the fork, in the thread that forks: a SIGTERM sent to the
-    child before its fork hooks ran met the inherited handler, which only marks it for
-    Python to run later, and Python clears such marks in a new child: the signal was
-    lost (a pool made and ended each call, its terminate quick after its start: 2 of
-    2 runs of toolz's test_fold hung at a load of ~9). Blocked, it waits in the child
-    until the default is back, then ends it."""
+    """SIGTERM's handler in the agent (`agent_pid`): raise `Terminated`. A forked child
+    gets SIGTERM's default back (a pool worker with a handler may miss it and hang the
+    pool); SIGTERM is blocked across the fork so one sent meanwhile is not lost."""
     def on_term(signum, frame):
         if os.getpid() != agent_pid:
             signal.signal(signum, signal.SIG_DFL)
@@ -93,23 +79,18 @@ def _child_term():
 
 
 # ---------------------------------------------------------------- --attribute
-# The attribution hooks of `--attribute KINDS`: the sibling module `attribution` says
-# where memory and time go in the measured phase, as one "where" record.
-#
+# The hooks of `--attribute KINDS` (the sibling module `attribution`):
 #     att = attribution.make(kinds, scenario_path)
 #     att.measure_start(count, progress, budget, least)   # before the first measured step
 #     att.at_sample(done)                  # at every sample point of the measured phase
 #     rec = att.measure_end(done)          # right after the measured loop
-#
-# Class Attribution calls these and makes sure attribution never fails a run: the first
-# exception (an import that fails, a hook that raises) ends attribution for the run, and
-# the where record then says why in errors["all"].
+# The first exception of a hook ends attribution for the run; the where record says why
+# in errors["all"].
 _HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_ERROR = 2000
 
 
-# attribution.py; its name leaves sys.modules once imported, as the agent's own do
-# (agent.py), so a scenario's module of the same name is its own.
+# Its name leaves sys.modules once imported, so a scenario's module of that name is its own.
 ATTRIBUTION_MODULES = ("attribution",)
 
 
@@ -185,15 +166,14 @@ class Attribution(object):
             self.error = "TypeError: measure_end returned %s, not a dict" % type(rec).__name__
 
     def finish(self):
-        """measure_end for a measured phase that raised before its end. Called while
-        the run ends: nothing is passed through any more."""
+        """measure_end for a measured phase that raised; nothing is passed through now."""
         self.passthrough = ()
         if self.progress is not None and self.record is None and self.att is not None:
             self.measure_end(self.progress())
 
     def where(self, why="the run ended before its measured phase"):
-        """The where record to write before the end record; `why` there is none, where
-        attribution did not fail."""
+        """The where record to write before the end record; `why`: the reason there is
+        none where attribution did not fail."""
         if self.error is None and self.record is not None:
             rec = {"type": "where", "kinds": self.kinds}
             rec.update(self.record)
@@ -258,9 +238,8 @@ class Run(object):
             self.end["budget_capped"] = True    # ... and its time cap, before --budget-min
         if stepper.memory_stop is not None:
             self.end["memory_stop"] = stepper.memory_stop
-        # The agent's own cost inside the measured phase (between steps), and the
-        # phase's seconds that were the cell's own: its wall time less that cost and
-        # the run-queue delay other work imposed (stepper.queued), the budget's clock.
+        # The agent's own cost inside the measured phase, and the phase's seconds that
+        # were the cell's own (less that cost and run-queue delay: the budget's clock).
         self.end["sampling_s"] = round(stepper.sampling, 6)
         self.end["times_s"] = round(stepper.times, 6)
         self.end["sampling_own_s"] = round(stepper.sampling_own, 6)
@@ -290,7 +269,7 @@ class Run(object):
         if self.sampler.phase in ("warmup", "measure"):
             self.end["error"]["call"] = self.sampler.steps_done + 1   # the call it failed in
         # A file the agent cannot step, or a protocol name it could not call: the
-        # scenario's fault, which the host never reads as a finding about the image.
+        # scenario's fault, never a finding about the image.
         called = called_wrongly(exc, sys.exc_info()[2])
         if called is not None:
             self.end["error"]["message"] = ("%s: %s could not be called as the agent calls "
@@ -300,8 +279,7 @@ class Run(object):
             self.end["error"]["fault"] = "scenario"
 
     def teardown(self):
-        # Samples from here on are no longer the measured phase's (a pool closed in
-        # teardown gives its workers' memory back: not a reading of the steps).
+        # Later samples are not the measured phase's (teardown may free workers).
         self.sampler.phase = "teardown"
         if self.att is not None:
             self.att.finish()
@@ -333,10 +311,8 @@ class Run(object):
 
 
 def child_environment():
-    """Put back the allocator settings the host set for the agent alone (HARNESS_CHILD_ENV:
-    name -> the matrix's value, null for unset): the processes the scenario starts (a
-    spawned pool's workers, a subprocess) run as they would for a user. This process's
-    own allocator was fixed when it started; a forked worker shares it."""
+    """Put back the allocator settings the host set for the agent alone (HARNESS_CHILD_ENV),
+    so the processes the scenario starts run as they would for a user."""
     undo = os.environ.pop("HARNESS_CHILD_ENV", None)
     try:
         values = json.loads(undo) if undo else {}
@@ -350,9 +326,7 @@ def child_environment():
 
 
 def start_timer(sampler, interval, call_timeout=0.0, deadline=0.0):
-    """The timer thread's stop event: samples every `interval` s off the main thread,
-    and ends a run whose call has not returned after `call_timeout` s, or is under way
-    as the host's `deadline` nears (`timer_loop`)."""
+    """Start the timer thread (`timer_loop`); returns its stop event."""
     stop = threading.Event()
     timer = threading.Thread(target=timer_loop, args=(sampler, interval, stop,
                                                       call_timeout, deadline))

@@ -1,13 +1,11 @@
-"""The scenario's output, capped: stdout and stderr (Python's print and a library's C
-writes alike, file descriptors 1 and 2) go through one pipe to where they went before
-(agent.log): its first half of `CAP_BYTES` as it comes, and the last quarter of the cap
-of each fd kept back and written when the scenario ends, so a traceback or the last
-lines before a crash are never the part dropped; what lies between is counted and
-dropped, and a note says how much. A scenario printing 200 KB per call for 1,000 calls
-leaves 4 MiB, not 200 MB. At the end each pipe is drained, not waited on for an EOF: a
-child process the scenario left running (a pool not closed, a server) holds its write
-end open, so the copy thread stops once the pipe stays empty for `SETTLE_S`. Stdlib
-only, Python 3.6+."""
+"""The scenario's output, capped.
+
+fds 1 and 2 (print and C writes alike) go through pipes to where they went before
+(agent.log): the first half of `CAP_BYTES` as it comes, the last quarter per fd kept and
+written at the end, so a traceback is never the part dropped; the middle is counted and
+dropped, with a note. At the end each pipe is drained, not waited on for EOF (a child the
+scenario left running may hold it open): a copy thread stops once its pipe stays empty
+for `SETTLE_S`. Stdlib only, Python 3.6+."""
 import os
 import select
 import sys
@@ -26,8 +24,8 @@ def _write_all(fd, data):
 
 
 class CappedOutput(object):
-    """fds 1 and 2, each through a pipe of its own while the scenario runs (`start`,
-    `stop`), to where they went before; one cap for both."""
+    """fds 1 and 2, each through its own pipe while the scenario runs (`start`, `stop`);
+    one cap for both."""
 
     def __init__(self, cap=CAP_BYTES):
         self.cap = cap
@@ -41,8 +39,8 @@ class CappedOutput(object):
         self._over = False  # past the end's wait: a copy thread still running drops all
 
     def start(self):
-        """Send fds 1 and 2 through capping pipes; on an OSError leave the rest as they
-        are (that output is then not capped, never lost)."""
+        """Send fds 1 and 2 through capping pipes; on an OSError leave the rest as they are
+        (uncapped, never lost)."""
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -61,8 +59,7 @@ class CappedOutput(object):
                 os.close(w)
             except OSError:
                 return
-            # The poll object made here, before the scenario is imported (gevent's
-            # patches take select.poll away)
+            # Made before the scenario is imported (gevent's patches remove select.poll).
             thread = threading.Thread(target=self._copy, args=(r, saved, self._poller(r)),
                                       name="harness-output-%d" % fd)
             thread.daemon = True
@@ -71,7 +68,7 @@ class CappedOutput(object):
 
     def _poller(self, read):
         """(a poll object on the pipe and the wake pipe, the wake pipe's read end), or
-        None: then reads block until EOF."""
+        None: reads then block until EOF."""
         if self._wake is None:
             return None
         try:
@@ -129,8 +126,8 @@ class CappedOutput(object):
                 pass
 
     def stop(self, wait_s=5.0):
-        """Give fds 1 and 2 back, let the pipes drain, say what was dropped (on stderr,
-        into agent.log). Returns the bytes dropped."""
+        """Give fds 1 and 2 back, drain the pipes, note what was dropped (on stderr).
+        Returns the bytes dropped."""
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -138,9 +135,8 @@ class CappedOutput(object):
             pass
         for fd, saved, _, _ in self._fds:
             os.dup2(saved, fd)
-        # Everything written to the pipes is in them now; a child process the scenario
-        # left running may hold them open, so no EOF may come: the copy threads drain
-        # them and stop (a child that keeps writing keeps one going for up to `wait_s`).
+        # A child the scenario left running may hold the pipes open: drain them
+        # (a child that keeps writing keeps one going for up to `wait_s`).
         if self._wake is not None:
             try:
                 os.write(self._wake[1], b"x")

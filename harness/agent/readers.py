@@ -1,11 +1,6 @@
-"""What the agent reads: of this process, memory (statm, smaps_rollup, cgroup, glibc
-heap), threads and open file descriptors, and the USS of the processes it started (a
-multiprocessing pool's, a DataLoader's workers); the contention the stepping thread
-meets: its run-queue delay, involuntary switches and time on a CPU, the cgroup's
-throttling (class Contention), the run-queue delay and run time of all the process's
-threads (class AllThreads), and a canary loop timing the CPU's speed now; and the GPU,
-through NVML by ctypes (libnvidia-ml.so.1: class Nvml). Stdlib only, Python 3.6+.
-
+"""What the agent reads: this process's memory (statm, smaps_rollup, cgroup, glibc heap),
+threads, fds and its children's USS; contention (Contention, AllThreads, a CPU-speed
+canary); the GPU through NVML by ctypes (Nvml). Stdlib only, Python 3.6+.
 `python readers.py [LIB]` prints NVML's summary as JSON (a probe for `harness doctor`).
 """
 import ctypes
@@ -22,8 +17,8 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class ProcFile(object):
-    """A /proc or /sys file kept open and re-read with pread: ~1 us instead of ~80 us
-    for open+read+close, which matters at one sample every few milliseconds."""
+    """A /proc or /sys file kept open and re-read with pread: far cheaper than
+    open+read+close at one sample every few milliseconds."""
 
     def __init__(self, path):
         self.path = path
@@ -42,8 +37,7 @@ class ProcFile(object):
 
 
 def proc_kib(path, key):
-    """Bytes of the "KEY: N kB" line of a /proc file (/proc/meminfo, /proc/PID/status),
-    or None where the file or the line cannot be read."""
+    """Bytes of the "KEY: N kB" line of a /proc file, or None where it cannot be read."""
     try:
         with open(path) as f:
             for line in f:
@@ -55,11 +49,8 @@ def proc_kib(path, key):
 
 
 class Readers(object):
-    """All per-sample readings of this process. USS walks every page table entry
-    (smaps_rollup costs ~0.3-1 ms), so it is re-read only when the time since the last
-    read is at least USS_BUDGET times its cost: its overhead stays under 0.1 %. `kids`,
-    the USS of every process below this one but those of `exclude_pids` (the agent's own
-    helpers) and theirs, is read on every sample (its cost counts in the sample's)."""
+    """All per-sample readings of this process. USS is re-read only once USS_BUDGET times
+    its cost has passed; `kids` (children's USS, but `exclude_pids`) on every sample."""
 
     USS_BUDGET = 1000.0
 
@@ -80,10 +71,8 @@ class Readers(object):
         return self.rss_and_anon()[0]
 
     def rss_and_anon(self):
-        """(RSS, anonymous RSS) bytes from one statm read: resident - shared is RssAnon.
-
-        A cgroup is charged a shared library's file pages only by the first container
-        that read them, so the host compares the cgroup with the anonymous part."""
+        """(RSS, anonymous RSS) bytes from one statm read; the host compares the cgroup
+        with the anonymous part (shared pages are charged to their first reader)."""
         text = self.statm.read(256)
         try:
             fields = text.split() if text else None
@@ -94,9 +83,8 @@ class Readers(object):
             return None, None
 
     def peak_rss(self):
-        """VmHWM bytes: the kernel's high-water mark of this process's RSS since it
-        started (every page counted when it was touched, not when a sample fell), or
-        None where /proc does not say."""
+        """VmHWM bytes: the kernel's RSS high-water mark since start (every page, not
+        only at samples), or None."""
         return proc_kib("/proc/self/status", "VmHWM:")
 
     def uss(self, force=False):
@@ -114,9 +102,8 @@ class Readers(object):
         return total
 
     def kids(self):
-        """The USS bytes summed over every process below this one (children,
-        grandchildren) but `exclude_pids` and theirs; None when there is none or none
-        could be read."""
+        """USS bytes summed over every process below this one but `exclude_pids` and
+        theirs; None when there is none or none could be read."""
         total = None
         with self.spawning:     # no helper between its fork and its exclusion
             pids = self.descendants()
@@ -136,27 +123,16 @@ class Readers(object):
         return total
 
     def start_excluded(self, start):
-        """Start one of the agent's own helpers (`start()` returns it, a Popen) and leave
-        it, with all below it, out of `kids` from its first instant: a listing of this
-        process's children waits while it starts. (A timer sample that listed them
-        between the fork and the exclusion read the helper once as the scenario's
-        workers: a cell read "the worker processes' memory read 1 times: too few to call
-        them flat", undecided.)"""
+        """Start one of the agent's helpers (`start()` returns a Popen), excluded from
+        `kids` from its first instant (no listing while it starts)."""
         with self.spawning:
             proc = start()
             self.exclude_pids.add(proc.pid)
         return proc
 
     def descendants(self):
-        """The pids below this process, from each process's parent pid in /proc: its
-        stat is read once, when its pid first shows (a pid is reused only after the
-        kernel has gone round every pid). Those of `exclude_pids`, and the processes
-        below them, are left out.
-
-        Where the kernel lists each thread's children (/proc/PID/task/TID/children), the
-        tree is walked from this process down, whatever else runs on the host: a scan of
-        every pid cost more the busier the host (a CI runner's thousands of processes),
-        on every sample since the workers are read with each."""
+        """The pids below this process, but `exclude_pids` and their trees: from the
+        kernel's children lists where kept, else each pid's parent, read once."""
         found = self.children_tree()
         if found is not None:
             return found
@@ -190,8 +166,7 @@ class Readers(object):
             except OSError:
                 continue    # gone since its parent listed it
             for tid in tids:
-                # os.open and os.read, not open(): its buffered text objects, made
-                # on every sample, grew a quiet heap by ~100 B a reading.
+                # os.open/os.read, not open(): text objects made every sample grow the heap.
                 try:
                     fd = os.open("/proc/%d/task/%s/children" % (pid, tid), os.O_RDONLY)
                 except OSError as exc:
@@ -226,8 +201,7 @@ class Readers(object):
 
 
 def private_bytes(text):
-    """Private_Clean + Private_Dirty + Private_Hugetlb bytes (the USS) of smaps_rollup
-    text, or None without the text or with a line that does not parse."""
+    """The USS bytes of smaps_rollup text, or None without text or with a bad line."""
     if not text:
         return None
     total = 0
@@ -241,8 +215,8 @@ def private_bytes(text):
 
 
 def parent_pid(pid):
-    """The parent pid in /proc/<pid>/stat (after the command's closing parenthesis:
-    a command may hold spaces and parentheses), or None when it cannot be read."""
+    """The parent pid in /proc/<pid>/stat (after the last ')': a command may hold
+    parentheses), or None."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             return int(f.read().rsplit(b")", 1)[1].split()[1])
@@ -251,8 +225,7 @@ def parent_pid(pid):
 
 
 def status_int(text, label):
-    """The number on the first line of /proc/<pid>/status text that starts with `label`
-    (e.g. "Threads:"), or None when the text, the line or the number is missing."""
+    """The number on the first line of /proc status text starting with `label`, or None."""
     for line in (text or "").splitlines():
         if line.startswith(label):
             try:
@@ -279,11 +252,8 @@ def count_fds():
 
 
 class Heap(object):
-    """glibc heap in-use bytes (uordblks + hblkhd) read after malloc_trim(0).
-
-    mallinfo2 (glibc >= 2.33) has size_t fields; older glibc has only mallinfo, whose
-    int fields wrap past 2-4 GiB, so its readings are flagged in the header.
-    """
+    """glibc heap in-use bytes (uordblks + hblkhd) read after malloc_trim(0); mallinfo2
+    where glibc >= 2.33, else mallinfo, whose int fields wrap (flagged in the header)."""
 
     FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
               "uordblks", "fordblks", "keepcost")
@@ -328,8 +298,8 @@ class Heap(object):
         if self.func is None:
             return None
         if self._trim is not None:
-            # malloc_trim walks the whole heap (~0.3 ms here); it moves nothing out of
-            # the in-use count, so it runs only when it costs under 0.1 % of the time.
+            # malloc_trim walks the whole heap and moves nothing out of the in-use
+            # count: run only while it costs under 0.1 % of the time.
             now = time.monotonic()
             if self._trim_at is None or now - self._trim_at >= self.TRIM_BUDGET * self._trim_cost:
                 self._trim(0)
@@ -348,14 +318,9 @@ COUNTS = dict(fields.CONTENTION)
 
 
 class Contention(object):
-    """Cumulative contention counters of the stepping thread and its cgroup.
-
-    Run-queue delay (schedstat field 2: ns runnable but not running) and involuntary
-    context switches belong to the thread that reads them: create and read this on the
-    stepping thread. The cgroup's CPU throttling comes from cpu.stat (v2 throttled_usec,
-    v1 throttled_time in ns). A host busy with other work shows as run-queue delay; a
-    step that waits (sleep, lock, device) shows none, so the host can tell them apart.
-    """
+    """Cumulative contention counters of the stepping thread (create and read it there:
+    run-queue delay and switches are the reading thread's) and its cgroup's throttling.
+    Other work on the host shows as run-queue delay; a step that waits shows none."""
 
     def __init__(self):
         self.sched = ProcFile("/proc/thread-self/schedstat")
@@ -416,15 +381,8 @@ class Contention(object):
 
     @staticmethod
     def canary(clock):
-        """Seconds a fixed 1000-iteration loop takes now (~10-20 us): the CPU's speed
-        at this moment. A busy hyperthread sibling or a lower clock slows every process
-        by up to 1.5x with no run-queue delay at all; this is how the host sees it.
-
-        The loop runs twice and the faster counts: run once, right after a step that
-        went through MiBs of data, it read the caches the step left cold (urllib3's
-        gzip reads: 14-15 us against 10-11 us warm, werkzeug's multipart parse
-        +10-23 %), and the step's time put at one CPU speed came out that much
-        faster, the most for the slowest release of a pair."""
+        """Seconds a fixed 1000-iteration loop takes now: the CPU's speed (a busy sibling
+        or lower clock has no run-queue delay). The faster of two runs (cold caches)."""
         took = []
         for _attempt in (0, 1):
             t = clock()
@@ -435,8 +393,8 @@ class Contention(object):
 
     @staticmethod
     def delta(now, last, ref=None):
-        """Per-interval differences of two read() results, as sample members: seconds
-        rounded to the ns, counts as integers (fields.CONTENTION says which is which)."""
+        """Per-interval differences of two read() results as sample members: seconds
+        rounded to the ns, counts as integers (fields.CONTENTION)."""
         out = {} if ref is None else {"ref_s": round(ref, 9)}
         (ts, tn), (ls, ln) = now[2], last[2]
         for name, a, b in (("rq_s", now[0], last[0]), ("ivcs", now[1], last[1]),
@@ -447,13 +405,8 @@ class Contention(object):
 
 
 class AllThreads(object):
-    """Run time and run-queue delay summed over every thread of the process, per call.
-
-    A framework's worker threads (TF's intra-op pool, BLAS) do the step's work while the
-    stepping thread waits on them: their queueing is the step's contention too. Files
-    stay open and the thread list is re-read at most every REFRESH s; a thread counts
-    from its first reading, one that exited drops out.
-    """
+    """Run time and run-queue delay summed over all threads, per call: worker threads
+    (TF's pool, BLAS) queueing is the step's contention too. Listed every REFRESH s."""
 
     REFRESH = 1.0
 
@@ -536,39 +489,14 @@ def cgroup_cpu_stats():
 
 
 # ---------------------------------------------------------------- NVML through ctypes
-# Symbols, signatures and structs follow NVIDIA's NVML API reference (nvml.h):
-#   nvmlReturn_t nvmlInit_v2(void);  nvmlReturn_t nvmlShutdown(void);
-#   const char *nvmlErrorString(nvmlReturn_t);
-#   nvmlDeviceGetCount_v2(unsigned int *);
-#   nvmlDeviceGetHandleByIndex_v2(unsigned int, nvmlDevice_t *);
-#   nvmlDeviceGetName / nvmlDeviceGetUUID(nvmlDevice_t, char *, unsigned int);
-#   nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int *major, int *minor);
-#   nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t *)
-#       with nvmlMemory_t = {unsigned long long total, free, used};
-#   nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t, nvmlMemory_v2_t *)
-#       with nvmlMemory_v2_t = {unsigned int version; unsigned long long total, reserved,
-#       free, used} and version = sizeof(nvmlMemory_v2_t) | 2 << 24.
-# Since R510 drivers the v1 call counts the driver's reserved memory (a few hundred MiB
-# per GPU) as used, so an idle GPU looks held; `_v2` reports it apart and is used when the
-# library has it.
-#   nvmlSystemGetDriverVersion(char *, unsigned int);
-#   nvmlSystemGetCudaDriverVersion_v2(int *)   (1000 * major + 10 * minor).
-# What the device is doing (read per sample by `activity`; each optional, skipped where a
-# driver lacks it or answers NOT_SUPPORTED, never fatal):
-#   nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t *)
-#       with nvmlUtilization_t = {unsigned int gpu, memory} (percent of the driver's last
-#       sample period, 1/6 s to 1 s by product, in which a kernel ran);
-#   nvmlDeviceGetClockInfo(nvmlDevice_t, nvmlClockType_t, unsigned int *)  (MHz;
-#       NVML_CLOCK_SM = 1);
-#   nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long *)  (R535+;
-#       older drivers name it nvmlDeviceGetCurrentClocksThrottleReasons: same bits, 0x1
-#       GPU idle, 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal,
-#       0x80 HW power brake).
-# HARNESS_NVML_DEVICES (comma-separated NVML indices or UUIDs) restricts the readings to
-# the cell's GPUs where nothing else does (the local runtime: no container, every GPU of
-# the host is visible to NVML). nvmlDevice_t is an opaque pointer, kept as c_void_p. Inside a container NVML cannot map
-# its own PIDs (the PID namespace differs), so only device-level figures are used; the
-# harness runs one cell per GPU so that the device's figure is the cell's.
+# Signatures and structs follow NVIDIA's NVML API reference (nvml.h). Since R510 the v1
+# memory call counts the driver's reservation as used; `_v2`, where present, reports it
+# apart. The activity functions are optional: skipped where a driver lacks them or says
+# NOT_SUPPORTED. Clock reasons (R535+ "Event", older "Throttle", same bits): 0x1 idle,
+# 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 power brake.
+# HARNESS_NVML_DEVICES (NVML indices or UUIDs) restricts the readings to the cell's GPUs
+# where nothing else does. In a container NVML cannot map its PIDs, so only device-level
+# figures are used (one cell per GPU).
 NVML_SUCCESS = 0
 TEXT_SIZE = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE == NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
@@ -733,12 +661,8 @@ class Nvml(object):
                 "cuda_driver": self.cuda_driver()}
 
     def memory_info(self, index):
-        """{total, used, reserved, api} bytes of the index-th visible device, or None.
-
-        `_v2` first: `used` then excludes the driver's reservation (`reserved`); with
-        only v1 (drivers before R510, or a library without `_v2`) `reserved` is None and
-        `used` may include it.
-        """
+        """{total, used, reserved, api} bytes of the index-th visible device, or None;
+        `_v2` first (`used` without `reserved`), else v1 (`reserved` None)."""
         if not self.available or index >= len(self.handles):
             return None
         fn = self._fn.get("nvmlDeviceGetMemoryInfo_v2")
@@ -755,8 +679,8 @@ class Nvml(object):
         return {"total": mem.total, "used": mem.used, "reserved": None, "api": "v1"}
 
     def memory(self, index):
-        """(total, used) bytes of the index-th visible device, or None (used: v2 when
-        available, i.e. without the driver's reservation)."""
+        """(total, used) bytes of the index-th visible device (v2 `used` where
+        available), or None."""
         mem = self.memory_info(index)
         return (mem["total"], mem["used"]) if mem else None
 
@@ -772,8 +696,8 @@ class Nvml(object):
         return None if None in per else sum(per)
 
     def _ask(self, name, index, *args):
-        """True when `name` answered for the index-th device; a function that fails
-        (NOT_SUPPORTED on this GPU, a driver without it) is not asked again."""
+        """Whether `name` answered for the index-th device; one that fails is not asked
+        again."""
         fn = self._fn.get(name)
         if fn is None:
             return False
@@ -783,13 +707,8 @@ class Nvml(object):
         return False
 
     def activity(self):
-        """What the visible devices did lately: {gpu_util: percent, sm_mhz: MHz,
-        clk_reasons: bitmask}, each key present only where NVML answered.
-
-        Over several devices: the highest utilization, the lowest SM clock and every
-        reason seen (a cell normally has one GPU). Costs one NVML call per function and
-        device (~10-50 us on a real GPU): the agent reads it at its step samples only.
-        """
+        """What the visible devices did lately: {gpu_util, sm_mhz, clk_reasons} where
+        NVML answered; the highest utilization, lowest clock, every reason."""
         out = {}
         if not self.available or not self.handles:
             return out

@@ -9,8 +9,7 @@ if MYPY:    # the host's type check only: preflight runs `protocol_problem` too
 
 
 PROTOCOL = ("setup", "step")
-# os._exit is left out: a forked child leaves with it, and a step that dies with it is a
-# crash the run records, not a scenario mistake.
+# os._exit is left out: a forked child leaves with it; a step dying by it is a crash.
 EXITS = ("sys.exit", "exit", "quit")
 
 
@@ -36,11 +35,8 @@ def top_level_names(tree):
 def protocol_problem(tree, path, then=None):
     # type: (Any, Any, Optional[Callable[[Any, Any], Optional[str]]]) -> Optional[str]
     """What is wrong with the file as a scenario, or None: one of setup()/step() without
-    the other (a misspelled `def stpe` included), or setup()/step() ending the process
-    with sys.exit() or os._exit(); where both are defined, `then`'s problem first. The
-    host runs this check before any image is built (harness/preflight.py, `then` its
-    check of how setup and step are bound); here it holds for a scenario that reached
-    the agent."""
+    the other, or one ending the process (sys.exit, os._exit); then `then`'s problem. The
+    host runs it before any image is built (harness/preflight.py)."""
     import ast
     names = top_level_names(tree)
     have = [n for n in PROTOCOL if n in names]
@@ -95,21 +91,19 @@ def has_protocol(path):
 
 
 class ScenarioMistake(Exception):
-    """The scenario file is not one the agent can run as written: the scenario's fault,
-    never a finding about the image (the end record's error says `fault: scenario`)."""
+    """The scenario file cannot run as written: the scenario's fault, never a finding
+    about the image (the end record says `fault: scenario`)."""
 
 
-# What the agent hands each function it calls: setup(params), step(state), and the
-# optional info(state), whose failure would end the run after its calls. (teardown's
-# failure is only noted in the end record, so it is not checked here.)
+# What the agent hands each function it calls (teardown's failure is only noted, so it is
+# not checked).
 CALLS = (("setup", "params", True), ("step", "state", True), ("info", "state", False))
 
 
 def call_problem(module, path):
-    """What makes one of the module's protocol names impossible to call the way the
-    agent calls it (`step = 5`, `def step():`, `step = make()` returning a function of
-    two arguments), or None. Checked after the import and before setup(), so the run
-    fails at once, before a step, and says which name."""
+    """Why one of the module's protocol names cannot be called as the agent calls it
+    (`step = 5`, `def step():`), or None. Checked before setup(), so the run fails at once
+    and names it."""
     for name, arg, required in CALLS:
         fn = getattr(module, name, None)
         if fn is None and not required:
@@ -133,9 +127,8 @@ def call_problem(module, path):
 
 
 def takes_one(fn):
-    """True when `fn` is a plain Python function that one positional argument binds
-    (what inspect.signature(fn).bind(None) would accept), read from its code object;
-    False for anything else (then inspect decides)."""
+    """True when `fn` is a plain Python function one positional argument binds, read from
+    its code object; False for anything else (then inspect decides)."""
     code = getattr(fn, "__code__", None)
     if type(fn).__name__ != "function" or code is None or getattr(
             fn, "__signature__", None) is not None or hasattr(fn, "__wrapped__"):
@@ -155,9 +148,8 @@ def _what(value):
 
 
 def called_wrongly(exc, tb):
-    """The protocol name a TypeError was raised calling, when it was raised by the call
-    itself (the agent's frame is the innermost: the scenario's code never ran), else
-    None. A failure inside the scenario's own code has its frames below the agent's."""
+    """The protocol name a TypeError came from when the call itself raised it (the
+    agent's frame is innermost: the scenario's code never ran), else None."""
     if not isinstance(exc, TypeError) or tb is None:
         return None
     while tb.tb_next is not None:
@@ -191,10 +183,9 @@ def run_script(args):
 
 
 class Params(dict):
-    """The params handed to setup(params): a dict that notes the keys the scenario
-    reads (`params["batch"]`, `.get`, `in`, `.pop`, `.setdefault`; every key when it
-    iterates, copies or unpacks them), for the end record's `params_read`: `harness
-    fit` stops when the param it varies is one the scenario never reads."""
+    """The params handed to setup(params): a dict that notes the keys the scenario reads
+    (every key when it iterates, copies or unpacks them), for the end record's
+    `params_read`: `harness fit` stops when the param it varies is never read."""
 
     def __init__(self, *args, **kwargs):
         dict.__init__(self, *args, **kwargs)
@@ -230,7 +221,7 @@ def _noting_every(name):
 
 for _name in ("__getitem__", "get", "__contains__", "pop", "setdefault"):
     setattr(Params, _name, _noting_key(_name))
-# Iterating, copying or unpacking (`**params`, `dict(params)`) reads every key: with
-# keys() and __iter__ overridden, CPython goes through them for those too.
+# Iterating, copying or unpacking reads every key: CPython goes through the overridden
+# keys() and __iter__ for those too.
 for _name in ("keys", "items", "values", "__iter__", "copy"):
     setattr(Params, _name, _noting_every(_name))

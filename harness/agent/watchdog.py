@@ -1,12 +1,11 @@
-"""The safety stop: a small process beside the agent that watches its memory from the
-start, so that runaway growth ends the run near a limit, not in the host's OOM killer:
-past the limit the agent is asked to stop at its next step, past twice it (or a grace
-time after asking) it is killed and the end record written in its place. A process of
-its own because a step that does not return (one call building gigabytes in C) cannot
-stop itself. Growth counts from the end of the first call, which may build a CUDA
-context or compile (JAX's first call on an H200 grew 768 MiB); before it, growth past
-STOP_SHARE of the memory free at the start kills the agent at once. Stdlib only, Python
-3.6+."""
+"""The safety stop: a small process beside the agent that watches its memory.
+
+Runaway growth ends the run near a limit, not in the host's OOM killer: past the limit
+the agent is asked to stop at its next step; past twice it (or a grace time after
+asking) it is killed and the end record written in its place. A separate process because
+a step that does not return cannot stop itself. Growth counts from the end of the first
+call (which may build a CUDA context or compile); before it, growth past STOP_SHARE of
+the free memory kills the agent at once. Stdlib only, Python 3.6+."""
 import json
 import os
 import select
@@ -34,9 +33,8 @@ def rss_of(pid):
 
 
 class Statm(object):
-    """Resident bytes of process `pid`, its statm kept open and re-read with pread: the
-    watchdog reads it 100 times a second for the whole run (open+read+close and the
-    file object cost ~10x more); None once the process is gone."""
+    """Resident bytes of process `pid` from its statm kept open and re-read with pread
+    (read 100 times a second); None once the process is gone."""
 
     def __init__(self, pid):
         try:
@@ -55,7 +53,7 @@ class Statm(object):
 
 def _cgroup_dirs():
     """This process's memory cgroup directories, its own first, then its parents' up to
-    the mount (cgroup v1's memory controller, or v2); [] where none is read."""
+    the mount (v1 or v2); [] where none is read."""
     try:
         with open("/proc/self/cgroup") as f:
             lines = f.read().splitlines()
@@ -86,9 +84,9 @@ def _read(path):
 
 
 def limited():
-    """Whether a memory limit of this process's cgroup, or of one above it, holds it:
-    then the kernel's OOM killer acts inside the cell (its ending reads `oom`, with its
-    peak), never on the host, and the shares of the free memory do not apply."""
+    """Whether a memory limit of this process's cgroup or one above holds it: then the
+    kernel's OOM killer acts inside the cell (its ending reads `oom`) and the shares of
+    the free memory do not apply."""
     for d in _cgroup_dirs():
         for name in ("memory.max", "memory.limit_in_bytes"):
             text = _read(os.path.join(d, name))
@@ -98,9 +96,8 @@ def limited():
 
 
 def free_memory():
-    """Bytes this cell could still use: the lowest memory limit of its cgroup and the
-    ones above it (a cell's cgroup inside a limited one) less its usage, where one has a
-    limit; else the host's MemAvailable; None where neither is read."""
+    """Bytes this cell could still use: the lowest cgroup limit above it less its usage,
+    else the host's MemAvailable; None where neither is read."""
     dirs = _cgroup_dirs()
     if dirs:
         limits = []
@@ -132,7 +129,7 @@ def limit_for(stop_growth, free):
 
 class Watch(object):
     """The agent's side: the watchdog's pid, arming it, and whether it asked to stop
-    (`tripped`: {"rss", "grew", "limit"}), read on the stepping thread at every step."""
+    (`tripped`: {"rss", "grew", "limit"}), read at every step."""
 
     def __init__(self, pid, to_dog, from_dog):
         self.pid = pid
@@ -183,15 +180,14 @@ class Watch(object):
 
 
 def start(stop_growth, out_path):
-    """Fork the watchdog of this process; the agent's `Watch`, or None where it cannot
-    run (no fork, no /proc, --stop-growth 0). `out_path`: where the watchdog writes the
-    end record of an agent it had to kill."""
+    """Fork the watchdog of this process; returns the agent's `Watch`, or None where it
+    cannot run (no fork, no /proc, --stop-growth 0). `out_path`: where the watchdog
+    writes the end record of an agent it killed."""
     if stop_growth <= 0 or not hasattr(os, "fork") or rss_of(os.getpid()) is None:
         return None
     agent = os.getpid()
     start_rss = rss_of(agent)
-    # In a cell a memory limit holds (a container's, a Slurm job's, `mem_limit:`), the
-    # kernel stops it and says so (`oom`, a finding `fit` reads): only --stop-growth.
+    # Where a memory limit holds the cell, the kernel stops it and says so (`oom`).
     free = None if limited() else free_memory()
     down_r, down_w = os.pipe()     # agent -> watchdog: "arm <rss>"
     up_r, up_w = os.pipe()         # watchdog -> agent: "stop <rss> <grew> <limit>"
@@ -217,14 +213,12 @@ def _watch(agent, start_rss, free, stop_growth, down, up, out_path):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.set_blocking(down, False) if hasattr(os, "set_blocking") else None
     base = None
-    # Before it is armed, only the share of the free memory counts, and no step boundary
-    # comes to stop at: past it, the agent is killed at once.
+    # Before arming only the free-memory share counts, and there is no step to stop at.
     limit = int(STOP_SHARE * free) if free is not None else None
     kill_at = limit
     asked_at = None
     statm = Statm(agent)
-    # Woken by the agent's message (or its end) or after CHECK_S: no read that fails
-    # every time, as a sleep then a non-blocking read did.
+    # Woken by the agent's message (or its end) or after CHECK_S.
     waiter = select.poll()
     waiter.register(down, select.POLLIN)
     while True:

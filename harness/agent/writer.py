@@ -1,6 +1,5 @@
-"""The agent's output: records built as dicts, one JSON line each (class Writer), and the
-sample records of this process's memory (class Sampler, also run by a timer thread).
-Stdlib only, Python 3.6+."""
+"""The agent's output: records as JSON lines (Writer) and memory samples (Sampler, also
+run by a timer thread). Stdlib only, Python 3.6+."""
 import array
 import gc
 import json
@@ -27,16 +26,12 @@ class Writer(object):
         self.ended = False
 
     def write(self, record, stamp=None, tail=None):
-        """`stamp(record)`, where given, adds the members read last, under the lock: a
-        sample's time and RSS stay in file order whichever thread wrote it. `tail()`,
-        where given, is more members already encoded, in pieces (",\"dt_b64\":\"", ...),
-        made after the stamp's readings and written one by one: no string of the whole
-        line is made (one of 264 KB, freed, raised glibc's mmap threshold, and the next
-        ones stayed in the heap: RSS levelled off 1 MiB up)."""
+        """Write one record as a JSON line. `stamp(record)` adds the members read last,
+        under the lock, to keep file order; `tail()` yields more encoded members, written
+        piece by piece (no large string, which would move glibc's mmap threshold)."""
         line = None if stamp else _ENCODE(record)
         with self.lock:
-            # The end record is the last line: a timer sample already under way when
-            # the run ended would otherwise land after it (and be ignored by the host).
+            # The end record is the last line; a late timer sample is dropped.
             if self.ended:
                 return
             if stamp:
@@ -73,15 +68,9 @@ _SWAP = sys.byteorder != "little"
 
 
 def step_times(dt):
-    """',"dt_b64":"..."' in pieces: the interval's step times, seconds as little-endian
-    float64, in base64, made into text a chunk at a time after the sample's memory was
-    read. As whole ns in a JSON list they cost ~0.2 us each to write and half that
-    again to read: a marked test's 500,000 calls of a trivial step spent 0.15 s of its
-    +0.28 s past its budget writing them; base64 costs ~1/12 of that. As one string,
-    or one list of ints, an interval of 33,000 calls held ~1.7 MiB whose arenas the
-    allocator kept: RSS rose and levelled off, a `plateau` of the agent's own (toolz's
-    suite, 17 of 142 tests). What they cost grows with the calls: stepper.Stepper keeps
-    it out of the sample's fixed cost (`Sampler.dt_cost`)."""
+    """',"dt_b64":"..."' in pieces: the interval's step times as little-endian float64 in
+    base64, a chunk at a time: far cheaper than a JSON list, and no large string whose
+    arenas the allocator would keep. Its cost grows with the calls (`Sampler.dt_cost`)."""
     yield ',"dt_b64":"'
     if dt is not None and len(dt):
         if not isinstance(dt, memoryview) or dt.format != "d":
@@ -96,9 +85,9 @@ def step_times(dt):
 
 
 class Sampler(object):
-    """Sample records: memory by source on every sample; on step samples (taken between
-    steps on the stepping thread) also the heap, framework bytes, collections, the step
-    times and what the caller measured of the interval (CPU time, contention)."""
+    """Sample records: memory by source on every sample; on step samples (between steps,
+    on the stepping thread) also heap, framework bytes, collections, step times and the
+    interval's CPU time and contention."""
 
     def __init__(self, writer, heap_enabled=True):
         self.writer = writer
@@ -123,33 +112,25 @@ class Sampler(object):
         self.nvml = Nvml(os.environ.get("HARNESS_NVML_LIB", "libnvidia-ml.so.1"))
 
     def snapshot(self, src, dt=None, force=False, cpu=None, extra=None, settle=False):
-        """Write one sample: `dt` the step seconds since the last one, `cpu` the process
-        CPU seconds of the interval, `extra` more members (contention) for a step sample.
-        `settle`: the last reading before the measured phase (its starting level), which
-        --heap quiet collects like every measured one."""
+        """Write one sample (`src` "step" or "timer"): `dt` the step seconds since the last,
+        `cpu` the interval's CPU seconds, `extra` contention members, `settle` the last
+        reading before the measured phase (--heap quiet collects it like a measured one)."""
         r = self.readers
-        # USS is costly (smaps_rollup walks the page tables): the timer thread reads it
-        # every time, off the main thread; step samples only within a 0.5 % budget.
-        # The time and RSS are read last, as the line is written (_stamp): a timer sample
-        # that read them first and waited on the other readings (or the GIL) while the
-        # stepping thread wrote later ones would land after those with an older RSS.
+        # USS walks the page tables: every timer sample, step samples within a budget.
+        # Time and RSS are read last, as the line is written (_stamp), to keep file order.
         rec = {"type": "sample", "src": src, "phase": self.phase, "i": self.steps_done,
                "t": None, "rss": None, "rss_anon": None,
                "uss": r.uss(force or src == "timer"), "cgroup": r.cgroup_bytes(),
                "fds": count_fds(), "threads": r.threads()}
-        # The USS of the processes this one started (a pool's workers): on every sample,
-        # so they are read as often, in calls, as the heap and RSS (issue 78: read on a
-        # 0.5 s timer a busy host left 8 readings, and their leak was dropped); its cost
-        # counts in the sample's, which sets how often a budgeted run samples. Absent
-        # where it has none.
+        # The USS of this process's children, on every sample so they are read as often
+        # as the heap; absent where there are none.
         kids = r.kids()
         if kids is not None:
             rec["kids"] = kids
         if self.nvml is not None and self.nvml.available:
             rec["gpu_used"] = self.nvml.used()
             if src == "step":
-                # Utilization, SM clock and clock-event reasons: was the device busy in
-                # this interval, and was its clock held down (power, heat)?
+                # Was the device busy, and its clock held down (power, heat)?
                 rec.update(self.nvml.activity())
         if src == "step":
             self._step_members(rec, dt, cpu, settle)
@@ -167,8 +148,7 @@ class Sampler(object):
         rec["i"] = self.steps_done
 
     def _step_members(self, rec, dt, cpu, settle=False):
-        # Heap and framework reads touch the allocator and the framework: only between
-        # steps on the main thread, never from the timer thread.
+        # Heap and framework reads touch the allocator: main thread, between steps only.
         if self.heap is not None:
             quiet = self.collect and (settle or self.phase == "measure")
             if quiet:
@@ -176,8 +156,6 @@ class Sampler(object):
             heap = self.heap.read()
             if quiet:
                 self._check()
-            # (the step times' block, stepper.STEP_TIMES, is the same size at every
-            # reading: made before the first)
             rec["heap"] = heap
         if self.fw is not None:
             try:
@@ -192,31 +170,15 @@ class Sampler(object):
 
 
     def _collect(self):
-        """The collection before a --heap quiet reading. Free lists and cycles give
-        memory back only after a collection: without it a filling free list looks like
-        a slow leak. The warm-up's readings are not compared (only its last one, the
-        measured phase's starting level): a collection there would only cost time.
-
-        A full collection walks every object the run kept: a leak of lists kept ~1.5 M
-        of them after a 1 s budget, and one reading's collection took 0.17 s (52 of them
-        8.6 s, issue 79). So each reading collects the young generations, where the
-        garbage made since the last reading is; the oldest is walked after readings 1,
-        2, 4, 8, ... (`_check`). A full collection also empties the free lists, which a
-        young one leaves as the step keeps them: every reading is taken the same way,
-        or they would read as a sawtooth of a few KiB (a 1 KiB/call leak of 300 calls
-        then read `filling`)."""
+        """The collection before a --heap quiet reading, or free lists and cycles look
+        like a slow leak: the young generations each time (a full one is too slow), the
+        oldest after readings 1, 2, 4, 8, ... (`_check`), every reading alike."""
         gc.collect(1 if self.young_only else 2)
 
     def _check(self):
-        """After a --heap quiet reading: at the start of the measured phase, a full
-        collection, and what lives then moved out of the collector's sight (gc.freeze,
-        3.7+), so each collection there walks only the objects made since: a TensorFlow
-        process's ~1 s full collection becomes one of the step's own garbage (an old
-        object in a cycle freed later stays: at most once each, never growth per call).
-        In the measured phase, after readings 1, 2, 4, 8, ...: a full collection, and
-        where it finds cyclic garbage among old objects (a cache evicting cyclic
-        entries), which a young collection would leave in the readings, every reading
-        from then on collects in full."""
+        """After a --heap quiet reading: before the measured phase a full collection and
+        gc.freeze (3.7+); in it, a full one after readings 1, 2, 4, 8, ..., and every
+        reading in full once one finds cyclic garbage among old objects."""
         if self.phase != "measure":     # (outside it, only a settling reading collects)
             gc.collect()
             self.measured, self.young_only = 0, True
@@ -229,10 +191,9 @@ class Sampler(object):
             self.young_only = False
 
     def collected(self):
-        """The heap just before and just after one full gc.collect() (the end record's
-        `collected`): growth that the collection gives back was cyclic garbage, which
-        the oldest generation frees in its own time, not a leak. None without a heap
-        reader, or where every heap reading is collected anyway (--heap quiet)."""
+        """The heap just before and after one full gc.collect() (the end record's
+        `collected`): growth it gives back was cyclic garbage, not a leak. None without a
+        heap reader or under --heap quiet."""
         if self.heap is None or self.collect:
             return None
         before = self.heap.read()
@@ -246,10 +207,9 @@ class Sampler(object):
 
 
 def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
-    """Sample every `interval` s until `stop`; where one call has not returned after
-    `call_timeout` s (0: never), or has run a second or more when the host's wall
-    `deadline` for the whole run (s since this process started; 0: none) is DEADLINE_SHARE
-    spent, end the run (`call_stuck`): the host's kill at its deadline says no line."""
+    """Sample every `interval` s until `stop`; end the run (`call_stuck`) where a call has
+    not returned after `call_timeout` s, or runs at DEADLINE_SHARE of the host's
+    `deadline`, whose own kill would say no line (0: never)."""
     calls, since = -1, time.monotonic()
     born = since - (process_age() or 0.0)
     started = thread_cpu()
@@ -266,8 +226,7 @@ def timer_loop(sampler, interval, stop, call_timeout=0.0, deadline=0.0):
                 (calls > 0 and call_timeout > 0 and now - since >= call_timeout)
                 or (deadline > 0 and now - born >= DEADLINE_SHARE * deadline
                     and now - since >= 1.0)):
-            # (The first call only at the deadline: it may build a graph or JIT-compile
-            # every kernel; but a first call that hangs says where, as a later one does.)
+            # The first call only at the deadline: it may compile; a hang still says where.
             call_stuck(sampler, calls + 1, now - since)
 
 
@@ -279,9 +238,8 @@ def thread_cpu():
         return 0.0
 
 
-# The share of the host's deadline after which a call under way ends the run here, with
-# where it waits: on a busy host a call stuck from 1.5 s into a 10 s cell reached its 9 s
-# --call-timeout after the host had killed the run, whose reason then named no line.
+# The share of the host's deadline after which a stuck call ends the run here, saying
+# where it waits, before the host's kill (which names no line).
 DEADLINE_SHARE = 0.9
 
 
@@ -298,9 +256,9 @@ def process_age():
 
 
 def call_stuck(sampler, call, waited):
-    """End a run whose call `call` has not returned after `waited` s: its end record says
-    so with where the stepping thread is (its stack), and the agent exits at once (the
-    call cannot be interrupted from here)."""
+    """End a run whose call `call` has not returned after `waited` s: the end record says
+    so with the stepping thread's stack, and the agent exits at once (the call cannot be
+    interrupted)."""
     import traceback
 
     frames = sys._current_frames()

@@ -1,8 +1,7 @@
 """A command's answer as it runs, for `--format json` (`cli.answer` writes the envelope):
-the work of a command (here in `harness/app/` and each answer's `app`) hands over its
-answer's keys (`update`) and short sentences (`say`, `note`) without knowing whether a
-JSON document or words will show them. Outside a command collecting one (`collecting`),
-`say` prints and the rest do nothing."""
+a command hands over its answer's keys (`update`) and sentences (`say`, `note`) without
+knowing whether JSON or words will show them. Outside `collecting`, `say` prints and the
+rest do nothing."""
 
 from __future__ import annotations
 
@@ -70,7 +69,7 @@ def note(text: str) -> None:
 
 def cell_ref(res: CellResult | None) -> dict[str, object] | None:
     """A cell as an answer names it: id, row, image label, verdict, reason, and the cell
-    in words (`result.model.cell_text`, as the tables say it)."""
+    in words (`result.model.cell_text`)."""
     if res is None:
         return None
     return {"id": res.id, "row": res.row, "image": res.image.label,

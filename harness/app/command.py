@@ -1,11 +1,8 @@
 """What every command shares at its edges, light enough for `harness --help` to import:
-its progress lines (`printer`), the head starts it holds until it exits (`hold`,
-`wait`: `stages.orchestrator.prefetch_analysis`'s imports of NumPy, the deciding modules and
-the reporters on a thread while the first cell runs; an interpreter that ends under a
-thread inside a C extension's import can die of it, so `cli.finish` waits for them),
-and the exit code of an answer (`exit_code`: what `harness sweep`, `harness report` and
-the commands that read a sweep's report exit with; apart from `sweeping.course`, so that a
-command that reads a run imports none of what runs one)."""
+progress lines (`printer`), the head-start threads held until exit (`hold`, `wait`: an
+interpreter ending under a thread inside a C extension's import can die of it), and an
+answer's exit code (`exit_code`, apart from `sweeping.course` so a command that reads a
+run imports none of what runs one)."""
 
 from __future__ import annotations
 
@@ -30,16 +27,13 @@ __all__ = ["exit_code", "hold", "printer", "wait"]
 
 def printer(quiet: bool) -> Callable[[str], None]:
     """Progress lines on stderr (`harness: ...`), or nothing with -q; on a terminal
-    wrapped at its width between words (a path at its slashes), never where the
-    terminal would cut them."""
+    wrapped at its width between words (a path at its slashes)."""
     def progress(text: str) -> None:
         if quiet:
             return
         line = f"harness: {text}"
         if sys.stderr.isatty():
-            # lazy: report.grid (and the result model below it) only where stderr is a
-            # terminal: `harness --help` imports nothing of harness but the CLI's package
-            # and this module
+            # lazy: report.grid only where stderr is a terminal (`harness --help` stays light)
             from harness.report.grid import console_width, wrap
 
             width = console_width(sys.stderr)
@@ -65,12 +59,9 @@ def wait(timeout: float = 60.0) -> None:
 
 
 def exit_code(report: Report) -> int:
-    """1 when a cell is bad; else 2 when a scenario fails the same way on every image (a
-    scenario bug, not a finding) or times out on every image (a run too short for
-    the scenario: the `timeout:` or `iterations:` to change); else 3 when a cell could
-    not be prepared (its image or pip pin is unavailable), since the sweep did not
-    answer for it; else 4 when a cell is undecided (ambiguous after its re-runs) or a
-    planned cell is missing from the directory: not a clean answer; else 0."""
+    """The exit code of an answer: 1 when a cell is bad; else 2 when a scenario fails or
+    times out the same way on every image (not a finding); else 3 when a cell could not
+    be prepared; else 4 when a cell is undecided or a planned cell is missing; else 0."""
     if report.findings:
         return EXIT_REGRESSION
     if report.broken_scenarios:

@@ -23,9 +23,8 @@ if TYPE_CHECKING:
 
 
 def newest_run(path: Path, command: str) -> Path:
-    """`path` itself when it is a results directory, else its newest subdirectory of a
-    sweep's results (by recorded start time, never a bisect's or a fit's); then checked:
-    `command` reads only a sweep's results.
+    """`path` when it is a results directory, else its newest sweep results subdirectory
+    (by recorded start time); checked that `command` can read it.
 
     Raises:
         InputError: a file, no such directory, not a results directory (nor a folder of
@@ -51,8 +50,8 @@ def newest_run(path: Path, command: str) -> Path:
 
 
 def complete_report(run_dir: Path) -> bool:
-    """`run_dir` holds the reports of a complete run: a results.json that lists no
-    missing cells (an interrupted sweep writes none; a partial report lists them)."""
+    """Whether `run_dir` holds a complete run's reports: a results.json listing no missing
+    cells."""
     data = load_json(run_dir / "results.json")
     return (isinstance(data, dict) and isinstance(data.get("cells"), dict)
             and not data.get("missing_cells"))
@@ -70,8 +69,7 @@ def run_dir(given: Path) -> Path:
 
 
 def a_file(path: Path, command: str = "harness report") -> str:
-    """What to pass instead of the file `path` to `command`, as a command that works
-    here."""
+    """What to pass to `command` instead of the file `path`."""
     if kind_of(path.parent) is not None:
         return f"pass the results directory it is in: {command} {shown(path.parent)}"
     try:
@@ -110,8 +108,8 @@ def recorded(root: Path) -> tuple[Report, Gated]:
 
 
 def unchecked_note(found: Gated) -> None:
-    """Say so where the gate could not check the cells against their inputs (the matrix
-    the sweep ran is not found: a copied directory): never passed silently (issue 50)."""
+    """Say so where the gate could not check the cells against their inputs (no matrix
+    found, as in a copied directory): never passed silently."""
     if found.unchecked and (found.results or found.unreadable):
         say(sys.stderr, f"harness: note: {found.unchecked.split('; pass --matrix')[0]}: its "
             "cells are not checked against their inputs now, and read as recorded",
@@ -125,9 +123,8 @@ KEPT = ("git tracks its files: no report file rewritten (a run kept as recorded;
 
 
 def kept_by_git(root: Path) -> bool:
-    """`root` holds files git tracks (a run kept in a repository, as tests/data/h100 is):
-    a record that a plain `harness report` reads and never rewrites. False where git is
-    missing or `root` is in no repository (a sweep's own reports/ directory)."""
+    """Whether `root` holds files git tracks (a run kept in a repository): a plain
+    `harness report` then never rewrites it. False without git or outside a repository."""
     try:
         code, out = check_output(["git", "-C", str(root), "ls-files", "-z", "--", "."],
                                  timeout=20)

@@ -1,6 +1,5 @@
-"""`harness report DIR --why CELL`: the table of rules in order, each with whether it
-fired, on one recorded cell's stored evidence (its memory trends and `Facts`), with
-their figures (`analysis.rules.why`), as lines that `cli.why` prints."""
+"""`harness report DIR --why CELL`: the rules in order, each with whether it fired on one
+recorded cell's stored evidence, with their figures (`analysis.rules.why`)."""
 
 from __future__ import annotations
 
@@ -40,12 +39,12 @@ def named(pool: list[str], cell: str) -> list[str]:
 
 
 def why(cell: str, root: Path, recorded: Report, gated: Gated) -> list[str]:
-    """Why `cell` of the run in `root` got its verdict, in lines: the rules in order on
-    its evidence, then those of its run's course and of its step times.
+    """Why `cell` of the run in `root` got its verdict, as lines: the rules on its evidence,
+    then its run's course and its step times.
 
     Raises:
-        InputError: no current cell of that id (or ending in it): a stale one is said
-            to be stale, with the command that runs it again; or one without samples.
+        InputError: no current cell of that id (or ending in it; a stale one is named
+            with the command that reruns it), or one without samples.
     """
     ids = sorted(recorded.results)
     found = named(ids, cell)
@@ -91,9 +90,8 @@ def why(cell: str, root: Path, recorded: Report, gated: Gated) -> list[str]:
 
 
 def course_said(res: CellResult) -> list[str]:
-    """The rules of its run's course that decided (`analysis.rules`): whether each
-    attempt ran again, where a live look stopped it, and whether each confirmation round
-    counted."""
+    """The run-course rules that decided (`analysis.rules`): re-runs, a live stop, and
+    whether each confirmation round counted."""
     out: list[str] = []
     for k, a in enumerate(res.attempts, 1):
         if a.rerun:
@@ -113,11 +111,9 @@ def course_said(res: CellResult) -> list[str]:
 
 
 def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
-    """The rules of its step times that decided (`analysis.rules.TABLES`' step times',
-    load's and baseline's tables): what its step trend is and whether a busy host explains it, and
-    against its baseline the pooled steps' and peak's directions, the doubt that ran
-    rounds, what they confirmed and whether they settled it (the last two read again on
-    the stored rounds)."""
+    """The step-time rules that decided (the step times', load's and baseline's tables):
+    the step trend, whether a busy host explains it, and against the baseline the
+    directions, the doubt that ran rounds and what they settled."""
     def said(rule_id: str, key: str) -> str:
         return f"rule {rule_id}: {rule_says(key, rule_id)}"
 

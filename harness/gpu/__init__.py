@@ -1,10 +1,8 @@
 """Host-side GPU facts, one module per concern; this face only hands their names on.
 
-- `host`: this machine's driver and GPUs through NVML (`probe`, `select`, `Gpu`), and
-  their memory sampled during a cell, the sources reconciled.
-- `cuda`: the CUDA compatibility tables and the precheck of an image on a GPU; what CUDA
-  and the frameworks print when an image cannot use the GPU, and the after-run reading
-  of a cell's log and first step.
+- `host`: this machine's driver and GPUs through NVML, and their memory during a cell.
+- `cuda`: CUDA compatibility tables, an image's precheck on a GPU, and the log signs of
+  an image that cannot use the GPU.
 - `engine`: the GPUs a Docker engine gives containers (probe container, mechanisms).
 """
 

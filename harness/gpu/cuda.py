@@ -1,13 +1,6 @@
-"""Whether an image's CUDA can run on a GPU, decided before the run: the compatibility
-tables (which toolkit first and last targets each compute capability), the image's CUDA
-version from its config, and the precheck. The rules follow NVIDIA's documents, cited
-where each table is.
-
-And what a run shows afterwards: what CUDA runtimes and frameworks print when an image
-cannot use the GPU (or only through PTX JIT), `LOG_SIGNS`. `analysis.outcomes` reads a
-cell's log with them (`NOT_APPLICABLE_TEXT` in how the run ended, `AFTER_RUN` in
-`runtime_incompatibility`).
-"""
+"""Whether an image's CUDA can run on a GPU, decided before the run (NVIDIA's
+compatibility tables, the image's CUDA version), and the log signs of an image that
+cannot use the GPU (`LOG_SIGNS`), read by `analysis.outcomes`."""
 
 from __future__ import annotations
 
@@ -19,19 +12,14 @@ from typing import Literal
 from harness.gpu.host import Gpu, Version
 
 # First CUDA toolkit whose nvcc targets each compute capability natively (sm_XY), from
-# the CUDA Toolkit release notes and NVIDIA's per-architecture compatibility guides:
-# Volta sm_70 in CUDA 9.0; Turing sm_75 in 10.0; Ampere sm_80 (A100) in 11.0, sm_86
-# (RTX 30xx) in 11.1, sm_87 (Orin) in 11.4; Ada sm_89 (RTX 40xx) and Hopper sm_90 both
-# in 11.8 (the Ada and Hopper guides treat "11.7 or earlier" as pre-support); Blackwell
-# sm_100 / sm_101 / sm_120 (RTX 50xx) in 12.8, sm_103 and sm_121 in 12.9.
+# the CUDA release notes and NVIDIA's per-architecture guides (Ada and Hopper: 11.8).
 MIN_CUDA_FOR_CC: dict[Version, Version] = {
     (6, 0): (8, 0), (6, 1): (8, 0), (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0),
     (8, 6): (11, 1), (8, 7): (11, 4), (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8),
     (10, 1): (12, 8), (10, 3): (12, 9), (12, 0): (12, 8), (12, 1): (12, 9),
 }
-# First CUDA toolkit that no longer targets a compute capability: CUDA 11.0 removed
-# sm_30 (Kepler), 12.0 removed sm_35/sm_37, and 13.0 removed offline compilation for
-# Maxwell, Pascal and Volta (sm_50 ... sm_72).
+# First CUDA toolkit that no longer targets a compute capability (11.0: Kepler sm_30,
+# 12.0: sm_35/37, 13.0: Maxwell to Volta).
 DROPPED_IN: list[tuple[Version, Version, Version]] = [  # (cc from, cc to, CUDA)
     ((3, 0), (3, 2), (11, 0)), ((3, 5), (3, 7), (12, 0)), ((5, 0), (7, 2), (13, 0)),
 ]
@@ -50,13 +38,8 @@ def parse_cuda_version(text: str | None) -> Version | None:
 
 def image_cuda(labels: Mapping[str, str] | None,
                env: Sequence[str] | Mapping[str, str] | None) -> Version | None:
-    """The CUDA version an image was built with, from its config, or None.
-
-    NGC images set `ENV CUDA_VERSION=11.1.1.017` (20.12) and the label
-    `com.nvidia.cuda.version`; nvidia/cuda base images set CUDA_VERSION and
-    `NVIDIA_REQUIRE_CUDA=cuda>=11.8 ...`. `env` is the image config's `Env` list
-    (`KEY=VALUE` strings) or a mapping.
-    """
+    """The CUDA version an image was built with, from its config's `Env` (list or mapping)
+    or labels, or None."""
     if isinstance(env, Mapping):
         variables = dict(env)
     else:
@@ -81,12 +64,9 @@ def _arch(cc: Version) -> str:
 
 def precheck(cuda: Version | None, gpu: Gpu | Version | None,
              driver_cuda: Version | None = None) -> tuple[str, str] | None:
-    """Can an image built with CUDA `cuda` run on `gpu`? Decided before running it.
-
-    Returns ("not-applicable", reason), ("degraded", reason), ("unsupported", reason)
-    (NVIDIA does not support the pair but binaries of the same major may run: run it
-    and decide from evidence), or None when it can run natively or too little is known
-    (then `runtime_incompatibility` decides later).
+    """Can an image built with CUDA `cuda` run on `gpu`? Returns ("not-applicable" |
+    "degraded" | "unsupported", reason) or None (native, or too little known).
+    "unsupported": NVIDIA does not support it but it may run: run and decide from evidence.
     """
     cc = gpu.cc if isinstance(gpu, Gpu) else gpu
     if cuda is None or cc is None:
@@ -112,11 +92,8 @@ def precheck(cuda: Version | None, gpu: Gpu | Version | None,
         known = [k for k in MIN_CUDA_FOR_CC if k <= cc]
         need = MIN_CUDA_FOR_CC[max(known)] if known else None
     if need is not None and cuda < need:
-        # An 8.6 cubin does execute on 8.9 (same major, later minor: NVIDIA's binary
-        # compatibility rule), though NVIDIA supports the GPU from CUDA `need` on and
-        # older cuDNN/cuBLAS and ptxas (XLA) do not know it. Whether the image works is
-        # then a question for a run, not a rule: "unsupported" runs the cell with a
-        # short deadline and decides from what happened.
+        # A cubin of the same major runs on a later minor, but older libraries
+        # may not know the GPU: "unsupported" runs it with a short deadline.
         same_major = [k for k, v in MIN_CUDA_FOR_CC.items()
                       if k[0] == cc[0] and k < cc and v <= cuda]
         if same_major:
@@ -145,17 +122,9 @@ SignKind = Literal["not-applicable", "degraded"]
 
 @dataclass(frozen=True, slots=True)
 class LogSign:
-    """A text CUDA or a framework prints when an image cannot use the GPU (or only
-    through PTX JIT): what it means, its one pattern (read case-insensitively), and which
-    of the two log readings read it.
-
-    - `after_run`: `runtime_incompatibility`, after every run, searches the log and the
-      traceback for each such sign, in table order; the first found gives (`kind`,
-      `why`).
-    - `in_run`: the within-run reading of how a run ended (`analysis.decision`) searches
-      for these as one pattern (`NOT_APPLICABLE_TEXT`); a run whose log has one is
-      `not-applicable`, not a crash, and the text found is its reason.
-    """
+    """A text CUDA or a framework prints when an image cannot use the GPU (or only via PTX
+    JIT): meaning, case-insensitive pattern, and whether `after_run`
+    (`runtime_incompatibility`) and/or `in_run` (`NOT_APPLICABLE_TEXT`) read it."""
 
     kind: SignKind
     why: str

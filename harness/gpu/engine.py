@@ -1,8 +1,6 @@
-"""A host's GPUs as its Docker engine gives them to containers, not as this machine
-sees them: a short probe container (the cell's image, every GPU requested) runs the
-agent's NVML reader, so every engine (a remote `ssh://` one too) shows its own GPUs.
-An engine without GPU support is a `GpuUnavailable` (exit 3, with the fix); the GPU
-mechanisms an engine offers and a cell's DeviceRequest are here too."""
+"""A host's GPUs as its Docker engine gives them to containers: a short probe container
+(the cell's image, every GPU requested) runs the agent's NVML reader, so any engine,
+remote too, shows its own GPUs. Also the engine's GPU mechanisms and a DeviceRequest."""
 
 from __future__ import annotations
 
@@ -63,11 +61,11 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
                      ulimits: list[Any] | None = None) -> HostGpus:
     """Run the NVML probe in `image` on the engine behind `client` (docker-py).
 
-    `mount`: bind-mount the agent (an engine on this machine); else copy it in.
-    `device_request`: docker-py's DeviceRequest for every GPU, built by the caller (the
-    runtime, one of docker's modules: no other module imports docker) from
-    `device_request_kwargs("all", by)`; `ulimits`: docker-py Ulimits the engine needs
-    given (podman: this process's nofile and nproc).
+    Args:
+        mount: bind-mount the agent (a local engine); else copy it in.
+        device_request: docker-py's DeviceRequest for every GPU, built by the caller
+            from `device_request_kwargs("all", by)` (only the runtime imports docker).
+        ulimits: docker-py Ulimits the engine needs given (podman).
 
     Raises:
         GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
@@ -134,9 +132,8 @@ def describe(host: HostGpus) -> str:
 
 def device_request_kwargs(value: str, by: str = "device-request") -> dict[str, Any]:
     """Arguments for docker.types.DeviceRequest selecting `value` ("all", index, UUID):
-    `by` "cdi" names the CDI device `nvidia.com/gpu=VALUE` (podman's way: its CDI spec
-    from `nvidia-ctk cdi generate` names each GPU by index, UUID and `all`), else the
-    NVIDIA driver's request by index or UUID (Docker's `--gpus`)."""
+    `by` "cdi" names the CDI device `nvidia.com/gpu=VALUE` (podman), else the NVIDIA
+    driver's request (Docker's `--gpus`)."""
     if by == "cdi":
         return {"driver": "cdi", "device_ids": [f"{CDI_KIND}={value}"]}
     if value == "all":
@@ -145,14 +142,8 @@ def device_request_kwargs(value: str, by: str = "device-request") -> dict[str, A
 
 
 def engine_gpu_mechanisms(info: Mapping[str, Any], hook_found: bool = False) -> list[str]:
-    """How this engine can give a container GPUs, from `docker info` (empty: none seen).
-
-    - the `nvidia` runtime registered by nvidia-container-toolkit (`--runtime nvidia`);
-    - CDI devices `nvidia.com/gpu=...` the engine discovered (Docker 28 lists them under
-      DiscoveredDevices; `--device nvidia.com/gpu=all`);
-    - `--gpus` / DeviceRequest: needs API >= 1.40 and `nvidia-container-runtime-hook` on
-      the daemon's PATH, which only a local check can see (`hook_found`).
-    """
+    """How this engine can give a container GPUs, from `docker info` (empty: none seen):
+    `nvidia` runtime, CDI devices, or `--gpus` (only a local check sees: `hook_found`)."""
     found = []
     if "nvidia" in (info.get("Runtimes") or {}):
         found.append("nvidia runtime")
@@ -166,11 +157,8 @@ def engine_gpu_mechanisms(info: Mapping[str, Any], hook_found: bool = False) -> 
 
 
 def engine_gpu_support(info: Mapping[str, Any]) -> str | None:
-    """From `docker info`: the first GPU mechanism the engine offers, or None.
-
-    CDI spec directories alone (listed by default since Docker 25) are a weak sign, kept
-    so that a remote engine whose `--gpus` hook cannot be seen from here is not refused.
-    """
+    """From `docker info`: the first GPU mechanism the engine offers, or None (CDI spec
+    directories alone count, so a remote engine is not refused)."""
     found = engine_gpu_mechanisms(info)
     if not found and info.get("CDISpecDirs"):
         found.append("CDI")

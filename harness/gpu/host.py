@@ -1,22 +1,7 @@
-"""This machine's GPUs as its driver and NVML say: the driver, the CUDA version it
-supports, each GPU's name, UUID, compute capability and memory, and the GPUs a matrix's
-`gpu:` value selects; and their memory sampled during a cell (`HostGpuSampler`), with
-the sources reconciled (`reconcile`).
-
-NVML on the host comes from `nvidia-ml-py` (`pynvml`, the optional `gpu` extra: `pip
-install 'harness[gpu]'`) when installed; without it the driver's /proc files still say
-whether GPUs exist.
-
-The agent reads NVML inside the container; the host reads it here, per device. Both are
-device-level figures: inside a container NVML cannot map its own PIDs, so neither side
-attributes memory to processes, and the harness runs one cell per GPU so that the
-device's figure is the cell's. The host's first sample is taken before the container
-starts: memory already used then belongs to someone else (another job on the GPU).
-
-Docker's `device_ids` are NVML indices (nvidia-container-toolkit enumerates through
-NVML, not CUDA's fastest-first order), so a cell's `gpu: 0` is NVML index 0 here too.
-Sampling is only meaningful when the engine runs on this machine (unix:// or the default
-socket).
+"""This machine's GPUs as its driver and NVML (the optional `pynvml`) say, the GPUs a
+matrix's `gpu:` selects, and their memory during a cell (`HostGpuSampler`, `reconcile`).
+Figures are device-level (a container's NVML cannot map its PIDs), so one cell runs per
+GPU; Docker's `device_ids` are NVML indices, as here.
 """
 
 from __future__ import annotations
@@ -115,12 +100,9 @@ NO_PYNVML = "nvidia-ml-py is not installed (pip install 'harness[gpu]')"
 
 
 class HostGpuSampler:
-    """Samples used/total memory of the GPUs a cell selected, on a thread.
-
-    `start()` takes a first sample at once (before the container starts) and then one
-    every `interval` seconds; `stop()` takes a last one and returns them all as
-    `[{"t", "gpu", "uuid", "used", "total"}]`. Never raises: without pynvml or a driver
-    it returns [] and says why in `reason`.
+    """Samples used/total memory of the GPUs a cell selected, on a thread: at `start()`
+    (before the container starts), every `interval` s, and at `stop()`, which returns
+    `[{"t", "gpu", "uuid", "used", "total"}]`. Never raises; [] and `reason` without NVML.
     """
 
     def __init__(self, selection: str, interval: float = 0.5, nvml: Any = None):
@@ -200,13 +182,8 @@ class HostGpuSampler:
 
 
 def memory_info(nv: Any, handle: Any) -> tuple[int, int, int | None]:
-    """(used, total, reserved) of a device through pynvml, reserved apart when it can be.
-
-    Since R510 drivers `nvmlDeviceGetMemoryInfo` (v1) counts the driver's reservation
-    (a few hundred MiB per GPU) as used: an idle GPU then looks held by someone. The v2
-    struct (`version=pynvml.nvmlMemory_v2`, nvidia-ml-py >= 11.510) reports it apart; v1
-    is the fallback for older drivers and bindings (reserved None).
-    """
+    """(used, total, reserved) of a device: v2 reports the driver's reservation apart
+    (v1 counts it as used since R510); v1 is the fallback (reserved None)."""
     version = getattr(nv, "nvmlMemory_v2", None)
     if version is not None:
         try:
@@ -271,9 +248,8 @@ def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
     if cg and eng and apart(cg["peak"], eng["peak"]):
         flags.append(f"cgroup: agent read peak {mib(cg['peak'])}, engine stats peak "
                      f"{mib(eng['peak'])} (engine stats are 1 Hz; cgroup v1 counts page cache)")
-    # Anonymous RSS, not RSS: a shared library's file pages are charged to the cgroup
-    # of whichever container read them first, so RSS exceeds a later container's cgroup
-    # without anything being wrong. Anonymous memory is always charged to our cgroup.
+    # Anonymous RSS: a shared library's file pages are charged to whichever container
+    # read them first, so RSS may exceed a later container's cgroup harmlessly.
     anon = sources.get("rss_anon")
     box = cg or eng
     if anon and box and anon["peak"] > box["peak"] + max(floor, tolerance * box["peak"]):

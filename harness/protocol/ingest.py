@@ -1,20 +1,8 @@
-"""Read an agent's JSON lines tolerantly into a `Series`: a truncated last line,
-garbage lines and a missing `end` are problems, and everything readable is kept.
-A cell that died mid-way is an outcome, so its evidence is kept. Reading is bounded
-(what comes out of a container is untrusted), every record is checked against schema 1,
-and the first `end` counts: a forged end mid-run shows as a second one, and the exit
-code, which a scenario cannot forge, still decides a crash. `SeriesReader` is the one
-reader of these lines, fed live (`analysis.sequential.watch_file`) or from a finished
-file (`read_samples`).
-
-Schema 1 is checked one record at a time: what a `sample` must carry (`valid_sample`,
-which also normalises its numbers) and the types of the `header` and `end` fields the
-host reads (`HEADER_TYPES`, `END_TYPES`; `checked` drops a field of the wrong type with
-a problem); the reader decides what a failed check costs. Where a scenario raised is
-read from the frames of the Python traceback the end record carries
-(`end.error.traceback`, `frames`, `raised_at`), the agent's own frames left out: one
-reader for the verdict's reason ("at boom.py:8 in step") and the terminal's last frames
-under the table."""
+"""Read an agent's JSON lines tolerantly into a `Series`: bad or truncated lines and a
+missing `end` are problems, the rest is kept. Reading is bounded (a container's output is
+untrusted), records are checked against schema 1, and the first `end` counts (the exit
+code still decides a crash). `SeriesReader` is the one reader, live or `read_samples`.
+Also where a scenario raised, from the end record's traceback (`frames`, `raised_at`)."""
 
 from __future__ import annotations
 
@@ -71,8 +59,7 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
             return f"sample {key!r} is not a non-negative integer" + (
                 " up to 100" if key == "gpu_util" else "")
     if rec["src"] == "user":
-        # The steps timed as the user's interpreter runs them (the agent's --as-user): per
-        # interval their count and summed seconds, the clock's reads in them.
+        # --as-user steps: per interval their count and summed seconds.
         steps, total = rec.get("steps"), rec.get("dt_s")
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             return "sample 'steps' is not a positive integer"
@@ -86,9 +73,7 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
         if "dt_b64" in rec and (clock is None or (
                 isinstance(clock, int | float) and not isinstance(clock, bool)
                 and math.isfinite(clock) and clock >= 0)):
-            # seconds as little-endian float64 in base64 (this agent), less the clock's
-            # own reads, at C speed (a trivial step's 600,000 times a run: a list
-            # comprehension was half the plugin's analysis of it)
+            # little-endian float64 in base64, less the clock's reads, at C speed
             dt = _float64s(rec.pop("dt_b64"), None if clock is None else float(clock))
             if dt is None:
                 return "sample 'dt_b64' is not base64 of non-negative float64 seconds"
@@ -110,8 +95,7 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
             if isinstance(clock, bool) or not isinstance(clock, int | float) or not (
                     math.isfinite(clock) and clock >= 0):
                 return "sample 'clock_s' is not a non-negative number"
-            # The step times as the step took them: less what the clock's own reads
-            # added to each (fields.STEP), never below a nanosecond.
+            # The step times less the clock's own reads (fields.STEP), at least 1 ns.
             rec["dt"] = [t - clock if t - clock > _NS else _NS for t in rec["dt"]]
         problem = _timing(rec)
         if problem is not None:
@@ -127,9 +111,8 @@ def valid_sample(rec: dict[str, Any]) -> str | None:
 
 
 def _timing(rec: dict[str, Any]) -> str | None:
-    """What a step or user sample measured of its interval (CPU time, the clock's cost,
-    contention), each a non-negative number (an integer where it counts); None where
-    all are, normalised."""
+    """What a step or user sample measured of its interval (CPU, clock cost, contention),
+    normalised, each non-negative (an integer where it counts); None where all are."""
     for key, integral in (("cpu_s", False), ("clock_s", False), *CONTENTION_FIELDS.items()):
         v = rec.get(key)
         if v is None:
@@ -143,10 +126,8 @@ def _timing(rec: dict[str, Any]) -> str | None:
 
 
 def _numbers(values: list[Any], *kinds: type) -> bool:
-    """Every value a finite non-negative number (of `kinds`: int, float where none is
-    given), not a bool. A run's step times are tens of thousands a check: the plain
-    floats and ints JSON gives are checked at C speed (`type` is exact, so a bool is
-    neither), anything else one by one."""
+    """Whether every value is a finite non-negative number of `kinds` (default int and
+    float), not a bool; JSON's plain floats and ints are checked at C speed."""
     allowed = set(kinds or (float, int))
     if set(map(type, values)) <= allowed:
         return ((allowed == {int} or all(map(math.isfinite, values)))
@@ -160,9 +141,8 @@ _NS = 1e-9
 
 
 def _float64s(text: Any, clock: float | None = None) -> list[float] | None:
-    """The step times of a `dt_b64` (`agent.writer.step_times`), each less `clock` (the
-    clock's own reads) and never below a nanosecond where `clock` is given; None where
-    it is not base64 of finite non-negative little-endian float64s."""
+    """The step times of a `dt_b64` (`agent.writer.step_times`), less `clock` (at least
+    1 ns); None where it is not base64 of finite non-negative float64s."""
     if not isinstance(text, str):
         return None
     try:
@@ -243,8 +223,7 @@ RecordKind = Literal["header", "sample", "end"]
 
 
 class Record(NamedTuple):
-    """One line the reader kept: its kind, its line number (from 1) and its checked
-    fields, the very dict the Series holds (`Series.header`, `.end`, `.samples[k]`)."""
+    """One line the reader kept: kind, line number (from 1), checked fields."""
 
     kind: RecordKind
     line: int
@@ -254,13 +233,9 @@ class Record(NamedTuple):
 class SeriesReader:
     """The one reader of an agent's lines: validates them, one at a time, into a Series.
 
-    Feed it lines (`feed`) or the bytes of the stream as they arrive (`feed_bytes`,
-    which cuts them into lines as `read_samples` does and carries a line cut by a
-    chunk's end over to the next chunk), then call `finish` once for the Series. Live
-    mode tails the file through it while the agent runs (`analysis.sequential`);
-    `read_samples` reads a finished file through it: both give the same Series.
-    Reading is bounded: past `MAX_RECORDS` samples or `MAX_TOTAL` bytes the next line
-    stops it (`full`), and a line over `MAX_LINE` bytes is never held whole.
+    Feed lines (`feed`) or stream bytes (`feed_bytes`), then call `finish` once. It stops
+    (`full`) past `MAX_RECORDS` samples or `MAX_TOTAL` bytes; a line over `MAX_LINE`
+    bytes is never held whole.
     """
 
     def __init__(self) -> None:
@@ -349,11 +324,8 @@ class SeriesReader:
         return None
 
     def feed_bytes(self, data: bytes) -> Iterator[Record]:
-        """Read the next bytes of the stream; yields each record kept as its line is read.
-
-        The chunk is cut into lines at once; lines the caller does not iterate over are
-        read by the next call or by `finish`, so no line is lost or read twice.
-        """
+        """Read the next bytes of the stream, yielding each record kept; lines not
+        iterated over are read by the next call or `finish`."""
         self._queue.extend(self._cut(data))
         return self._read_queue()
 
@@ -365,7 +337,7 @@ class SeriesReader:
 
     def _cut(self, data: bytes) -> list[bytes]:
         """Complete lines of `data`, the first continuing the carried-over part; a line
-        over MAX_LINE keeps only its first MAX_LINE + 1 bytes (it is skipped anyway)."""
+        over MAX_LINE keeps only MAX_LINE + 1 bytes (it is skipped anyway)."""
         out: list[bytes] = []
         limit = MAX_LINE + 1
         start, size = 0, len(data)
@@ -385,8 +357,7 @@ class SeriesReader:
         return out
 
     def finish(self) -> Series:
-        """The Series: reads the lines not yet read and a last line without its newline,
-        then undoes mallinfo's wrap (`unwrap_mallinfo`). Later calls return it again."""
+        """The Series, after the rest and `unwrap_mallinfo`; later calls return it again."""
         if not self._finished:
             self._finished = True
             for _ in self._read_queue():
@@ -432,8 +403,7 @@ def read_samples(path: Path) -> Series:
 
 
 def last_sample(path: Path, chunk: int = 8192) -> Record | None:
-    """The last valid sample record of a samples.jsonl being written (the live display's
-    progress), read from the file's tail by the same validation as the rest."""
+    """The last valid sample of a samples.jsonl being written, read from its tail."""
     try:
         with path.open("rb") as f:
             f.seek(0, 2)
@@ -475,8 +445,7 @@ def _agents(path: str) -> bool:
 
 
 def frames(traceback: str) -> list[Frame]:
-    """The traceback's frames, outermost first, without the agent's own (its run loop,
-    the wrapper that starts it)."""
+    """The traceback's frames, outermost first, without the agent's own."""
     lines = traceback.splitlines()
     out: list[Frame] = []
     for i, text in enumerate(lines):

@@ -1,9 +1,5 @@
-"""The Series: an agent's records as read (`ingest.SeriesReader` builds it), and the
-views the analysis takes of it (step times, CPU times, contention, GPU activity, memory
-by source). Also the names of the protocol's fields, from the agent's own list
-(`harness/agent/fields.py`), and `unwrap_mallinfo`, which undoes the heap's 4 GiB wrap
-across samples once reading ends.
-"""
+"""The Series (an agent's records as read, built by `ingest.SeriesReader`) and the views
+the analysis takes of it; the protocol's field names; `unwrap_mallinfo`."""
 
 from __future__ import annotations
 
@@ -26,18 +22,10 @@ MAX_PROBLEMS = 20
 MEMORY_SOURCES = tuple(key for key, _ in fields.TREND_NAMES)
 # Sample key -> name of its trend in a result's `memory` (and in the report's panels).
 TREND_NAMES = dict(fields.TREND_NAMES)
-# Per sample interval, on step samples (agents from issue 12 on): the stepping thread's
-# run-queue delay (s) and involuntary context switches, the cgroup's throttled time (s)
-# and throttled periods, the run-queue delay and run time of all the process's threads
-# (`rq_all_s`, `run_all_s`), the stepping thread's time on a CPU (`on_s`), and `ref_s`,
-# the time of a fixed canary loop (CPU speed).
-# Older recordings lack them; True means an integer count.
+# Per step sample interval: contention (readers.Contention, AllThreads) and the canary;
+# older recordings lack them. True means an integer count.
 CONTENTION_FIELDS = dict(fields.CONTENTION)
-# Per step sample where NVML answered (agents from issue 20 on; the agent's list is
-# `harness/agent/readers.py:ACTIVITY_FIELDS`): the device's utilization in percent (share
-# of NVML's last sample period in which a kernel ran), its SM clock in MHz and the
-# clock-event reasons bitmask. Each may be missing (an old driver, a GPU that does not
-# support it, an older recording); all are non-negative integers.
+# Per step sample where NVML answered (`readers.py:ACTIVITY_FIELDS`); each may be missing.
 GPU_ACTIVITY_FIELDS: tuple[str, ...] = fields.GPU_ACTIVITY
 
 
@@ -61,8 +49,7 @@ class Series:
 
     @property
     def cols(self) -> Columns:
-        """The measured phase as arrays (`Columns`), each read once and kept until a
-        sample is added (the live decider adds them as it reads)."""
+        """The measured phase as `Columns`, kept until a sample is added."""
         if self._cols is None or self._cols[0] != len(self.samples):
             self._cols = (len(self.samples), Columns(self.samples))
         return self._cols[1]
@@ -73,10 +60,8 @@ class Series:
         return _by_iteration(self.samples, source, phase)
 
     def as_user(self) -> tuple[int, float] | None:
-        """(calls, the step's own seconds per call) as the user's interpreter runs it:
-        the steps the agent timed again so (--as-user, its user samples), each
-        interval's summed time less the clock's reads and the run-queue delay in it, per
-        step, the median over the intervals; None where the run did not time them."""
+        """(calls, the step's own seconds per call) under --as-user: per interval less
+        clock reads and run-queue delay; the median over intervals. None where not timed."""
         rows = [s for s in self.samples if s.get("src") == "user"]
         if not rows:
             return None
@@ -91,36 +76,20 @@ class Series:
 
     @property
     def ended(self) -> bool:
-        """The agent's end record was read (it writes it last, however the run ends,
-        unless it is killed)."""
+        """Whether the agent's end record (written last unless killed) was read."""
         return self.end is not None
 
     def params_read(self) -> list[str] | None:
-        """The keys of params the scenario read, as the end record says (a run of
-        setup(params)); None where it does not say (killed, a plain script, an agent
-        from before `params_read`)."""
+        """The params keys the scenario read, per the end record; None where unsaid."""
         read = (self.end or {}).get("params_read")
         return [str(k) for k in read] if isinstance(read, list) else None
 
 
 class Columns:
-    """A series' measured phase as the analysis reads it: each view built the first
-    time it is read, from the samples there were when the columns were taken.
-
-    `steps`: seconds per measured call, in order. `cpu`: process CPU seconds per call
-    (the agent's `cpu_s` is a sample interval's mean per step; older recordings carry a
-    per-step `cpu` list), None where a step sample lacks it. `contention`: per measured
-    step sample, `steps`, `dt_s` (their summed step time) and each of `CONTENTION_KEYS`
-    (NaN where a sample lacks it), None when no sample recorded run-queue delay (an agent
-    older than the contention counters). `gpu`: the same for `GPU_ACTIVITY_FIELDS`, None
-    when no sample recorded the GPU's utilization or SM clock. `memory`: (iteration,
-    bytes) by source, timer samples too (USS is read mostly by the timer thread).
-    `peaks`: each of `PEAK_KEYS`' highest value in any phase. `measured`: the step times'
-    count. `calls`: the measured calls the samples span (`measured`, or where samples
-    carry no step times, hand-built records, the last measured call less the warm-up's
-    last). `pace`: seconds per
-    measured call, from the first and last step readings' clocks (None where they do not
-    say)."""
+    """A series' measured phase as the analysis reads it, each view built on first read:
+    `steps` (s per call), `cpu`, `contention` and `gpu` (per step sample; None where not
+    recorded), `memory` (by source), `peaks`, `measured` (step times), `calls` (spanned)
+    and `pace` (s per call from the first and last step readings' clocks)."""
 
     def __init__(self, samples: list[dict[str, Any]]) -> None:
         self._samples = samples[:]      # as they are now: the reader may add more
@@ -131,7 +100,7 @@ class Columns:
 
     @cached_property
     def steps(self) -> np.ndarray:
-        # at C speed: a list comprehension of a trivial step's ~500,000 times took 17 ms
+        # fromiter: at C speed, for the many times of a cheap step
         np_ = _numpy()
         out: np.ndarray = np_.fromiter(chain.from_iterable(s["dt"] for s in self._stepped),
                                        np_.float64, sum(len(s["dt"]) for s in self._stepped))
@@ -139,20 +108,14 @@ class Columns:
 
     @cached_property
     def median_step(self) -> float | None:
-        """The median of `steps` (None where no step was timed): the wall clock's, a
-        busy host's waits for a CPU in it."""
+        """The median of `steps` on the wall clock; None without steps."""
         return float(_numpy().median(self.steps)) if len(self.steps) else None
 
     @cached_property
     def own_step(self) -> float | None:
-        """Seconds per call that were the step's own: per sample interval, its steps'
-        time less the run-queue delay they met (the agent's `rq_s`), per step; the
-        median over the intervals. A wait off the CPU (a device, a worker, I/O) is the
-        step's and stays in it; a wait for a CPU the host's other work held is not (a
-        clean pair at a load of ~11 read 10.5 and 4.39 ms/call on the wall clock, 1.7-2.1
-        ms by hand). The rounds' statistic is the same (`analysis.run_stat`). The wall
-        clock's median (`median_step`) where the agent recorded no delay; None where no
-        step was timed."""
+        """Seconds per call that were the step's own: per interval the steps' time less the
+        run-queue delay they met (a wait off the CPU stays in), per step; the median over
+        intervals. `median_step` where no delay was recorded; None without steps."""
         table = self.contention
         if table is None or not len(table["steps"]):
             return self.median_step
@@ -247,9 +210,7 @@ CONTENTION_KEYS = ("rq_s", "thr_s", "ref_s", "cpu_s", "rq_all_s", "run_all_s", "
 
 def readings(samples: list[dict[str, Any]], source: str, phase: str = "measure"
              ) -> tuple[list[float], list[float]]:
-    """(iteration, bytes) of the samples in `phase` that carry `source`, by iteration, as
-    lists: what `Columns.memory` holds as arrays, for a reader that needs no NumPy (the
-    report's plots)."""
+    """(iteration, bytes) of the samples in `phase` carrying `source`, as lists (no NumPy)."""
     pairs = sorted(((float(s["i"]), float(s[source])) for s in samples
                     if s.get("phase") == phase and s.get(source) is not None),
                    key=lambda p: p[0])
@@ -257,18 +218,14 @@ def readings(samples: list[dict[str, Any]], source: str, phase: str = "measure"
 
 
 def step_times(samples: list[dict[str, Any]]) -> list[float]:
-    """The measured phase's step times in order, as a list: what `Columns.steps` holds as
-    an array, for a reader that needs no NumPy (the report's plots)."""
+    """The measured phase's step times in order, as a list (no NumPy)."""
     return [float(t) for s in samples if s.get("src") == "step" and s.get("phase") == "measure"
             for t in s["dt"]]
 
 
-# The RSS a step sample stamps is read after the heap reading's malloc_trim(0), between
-# calls; a timer sample's, while a call runs, holds what the allocator keeps free since
-# the last trim too (with the calls between two samples: +1.0-1.7 MiB of a cheap step
-# whose samples a busy host spaced out, a `plateau` in one run of two of boltons' suite
-# at load 8-14). Where a phase has this many step readings, the RSS trend is theirs;
-# fewer (a step of seconds), the timer's readings fill in.
+# A timer sample's RSS, taken while a call runs, also holds what the allocator keeps
+# free since the last trim; a step sample's is read after it. Where a phase has this many
+# step readings the RSS trend is theirs; fewer, the timer's fill in.
 SETTLED = ("rss",)
 SETTLED_LEAST = 10
 
@@ -281,21 +238,9 @@ def _by_iteration(samples: list[dict[str, Any]], source: str, phase: str
 
 
 def shared(mean: float, dt: Sequence[float], wait: float | None = None) -> np.ndarray:
-    """An interval's CPU time per step (`mean`, the agent's `cpu_s` over its steps) as one
-    value per step: shared among its steps as their wall times (`dt`) share the
-    interval's, less `wait`, its run-queue delay (the agent's `rq_s`). Windows of these
-    (a share of the run's steps, `step_window`) are windows of the same steps as the wall
-    clock's, not of the samples, which a budgeted run spaces in time (a step slowing 7.4x
-    over its run read 2.8x in CPU time: its first quarter of samples held half its
-    steps). A pure-CPU step reads its own times; a step that waits (a sleep, a device)
-    reads them scaled down by its CPU share; a busy host's wait for a CPU, in a few
-    steps' wall times, is left out of what is shared (it would scale every other step's
-    CPU time down). Leaving the wait out never lifts the steps' CPU time past their
-    wall time where, with it in, it was under it: the agent's `rq_s` is the steps' share
-    of the interval's delay, and where the delay fell outside the steps (a loaded CI
-    host, most of the wall a wait) that share read a step's CPU time 1.3x its wall time.
-    A step whose threads run on several CPUs (its CPU time past its wall time with the
-    wait in) keeps its own figure."""
+    """An interval's CPU time per step (`mean`) as one value per step, shared as the steps'
+    wall times (`dt`) less `wait` (run-queue delay) share the interval's, so CPU windows
+    are the same steps as wall-clock windows. A step whose CPU exceeds its wall keeps it."""
     np_ = _numpy()
     t = np_.asarray(dt, dtype=np_.float64)
     wall = float(t.sum())
@@ -308,8 +253,7 @@ def shared(mean: float, dt: Sequence[float], wait: float | None = None) -> np.nd
 
 
 def _numpy() -> ModuleType:
-    """NumPy, imported with the first columns built: a sweep reaches its first container
-    without it (the prefetch thread imports it meanwhile)."""
+    """NumPy, imported with the first columns built."""
     # lazy: NumPy with the first columns, never before a sweep's first container
     import numpy
 
@@ -325,13 +269,8 @@ WRAP = 1 << 32
 
 
 def unwrap_mallinfo(series: Series) -> int:
-    """Undo the 4 GiB wrap of glibc < 2.33's mallinfo() across samples; count the wraps.
-
-    Without mallinfo2 the agent reads mallinfo(), whose int fields wrap (the agent keeps
-    the low 32 bits). Samples are ~10 iterations apart, so a jump of more than 2 GiB
-    between neighbours is a wrap, not an allocation: each one moves the rest by 4 GiB.
-    Says so in `series.notes` (the console and the report show it with the verdict).
-    """
+    """Undo the 4 GiB wrap of glibc < 2.33's mallinfo() across samples (a jump over 2 GiB
+    between neighbours is a wrap); returns the wraps, noted in `series.notes`."""
     heap = (series.header or {}).get("heap") or {}
     if heap.get("func") != "mallinfo":
         return 0

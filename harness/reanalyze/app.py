@@ -1,7 +1,6 @@
 """`harness report DIR --reanalyze [--set analysis.KEY=VALUE] [--write]`: every cell of a
-recorded run decided again from its samples (`reanalyze.decide`), and with --write kept
-as a new directory beside the run (the run itself is never written); `cli.reanalyze`
-prints it."""
+recorded run decided again (`reanalyze.decide`); with --write kept as a new directory
+beside the run, which is never written."""
 
 from __future__ import annotations
 
@@ -28,8 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Redecided:
-    """A recorded run decided again: its report, the cells whose verdict changed (and
-    by what), its plan with the cells cut short, the --set it was decided with."""
+    """A recorded run decided again: its report, the changed cells (and by what), its plan
+    with the cut-short cells, the --set it was decided with."""
 
     report: Report
     changed: list[Changed]
@@ -39,11 +38,10 @@ class Redecided:
 
 def redecide(root: Path, recorded: Report, overrides: Sequence[str] = (),
               outdated: Collection[str] = ()) -> Redecided:
-    """Every cell of the run in `root` decided again from its samples, with the
-    `overrides` (`--set analysis.KEY=VALUE`) over what the run was decided with."""
-    # A copy written by --write was decided with the --set it records (results.json's
-    # meta, `analysis_set`): deciding it again starts from those, so an untouched copy
-    # gives back its verdicts too.
+    """Every cell of the run in `root` decided again, with `overrides` (--set) over what
+    the run was decided with."""
+    # A --write copy starts from the --set it records, so an untouched copy gives back
+    # its verdicts.
     kept = recorded.meta.get("analysis_set")
     before = [str(x) for x in kept] if isinstance(kept, list) else []
     cfg = analysis_of(root / "matrix.yaml", [*before, *overrides])
@@ -57,8 +55,7 @@ def redecide(root: Path, recorded: Report, overrides: Sequence[str] = (),
                              base if isinstance(base, str) else None)
     changed = changed_by(changed, plain, "--set " + " --set ".join(overrides)
                          if overrides else "")
-    # A cell whose samples were cut short is unreadable now: named as missing, and no
-    # first bad is named across it (its row's plan entry is kept for that).
+    # A cut-short cell is named as missing; no first bad is named across it.
     cut = {c.cell: c.reason for c in changed if c.after == UNREADABLE}
     planned = list(recorded.planned) + [
         Planned(cid, r.row, r.image.label, r.image.index)
@@ -72,8 +69,7 @@ def redecide(root: Path, recorded: Report, overrides: Sequence[str] = (),
 def write_beside(run_dir: Path, recorded: Report, report: Report,
                  planned: list[Planned], analysis_set: list[str]) -> Path:
     """`--reanalyze --write`: the re-decided run as a new directory beside `run_dir`,
-    recording the --set it was decided with (`analysis_set` in results.json's meta:
-    deciding the copy again starts from them).
+    recording its --set (`analysis_set` in results.json's meta).
 
     Raises:
         StoreError: the new directory cannot be written.

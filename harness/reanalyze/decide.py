@@ -1,18 +1,6 @@
-"""Decide a recorded sweep again: every cell from its `samples.jsonl`, with today's code.
-
-A results directory keeps what each cell's run left (the agent's samples, how the
-process ended, the cell's settings), so a verdict can be set again after an upgrade of
-harness or with other thresholds (`harness report DIR --reanalyze --set
-analysis.alpha=0.01`). What cannot be had again is kept as recorded: the interleaved
-confirmation rounds a sweep ran (they need both images running), an image or engine
-that was unavailable, a GPU precheck that made a cell not applicable. The early-stop
-decision is replayed: the live decider is fed the recorded samples in order, as the
-sweep fed them while the cell ran.
-
-A samples file cut short after the run (`cut_short`) is not decided again: the cell is
-`unreadable`, as a cut-short result.json is, and no first bad is named across it.
-
-Nothing here writes; `harness.cli.report` writes a new directory when asked.
+"""Decide a recorded sweep again, every cell from its `samples.jsonl` with today's code
+(an upgrade, other thresholds). What cannot be had again (rounds, an unavailable image, a
+GPU precheck) is kept as recorded; the early stop is replayed. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -57,10 +45,9 @@ RULES = "harness's rules: its analysis decides these samples otherwise than when
 
 def changed_by(changed: list[Changed], plain: Mapping[str, CellResult], overrides: str
                ) -> list[Changed]:
-    """Each change said with what made it: `overrides` (the --set) where the cell decided
-    again without them (`plain`) keeps its recorded verdict, else harness's rules (a
-    re-analysis of an untouched run with the harness that made it changes nothing); a
-    cut-short samples file says so in its reason already."""
+    """Each change with what made it: the --set `overrides` where the cell decided without
+    them (`plain`) keeps its recorded verdict, else harness's rules; a cut-short file says
+    so in its reason already."""
     out = []
     for c in changed:
         if c.after == UNREADABLE:
@@ -72,10 +59,8 @@ def changed_by(changed: list[Changed], plain: Mapping[str, CellResult], override
 
 
 def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
-    """The cell's within-run verdict from its recorded samples (as one that may not run
-    again where `--iterations` bounded its runs, `RunSettings.asked_calls`). Its earlier
-    runs' samples are gone: a slowdown stands where the sweep let it stand (`slowdown`:
-    read by a second run, or, before rule `one-run`, by the one), as recorded."""
+    """The cell's within-run verdict from its recorded samples. Its earlier runs' samples
+    are gone: a slowdown stands where the sweep let it (`slowdown`), as recorded."""
     low, top = res.settings.get("min_iterations"), res.settings.get("max_iterations")
     live = (replay_live(cfg, series, low, top)
             if isinstance(low, int) and isinstance(top, int) else None)
@@ -88,23 +73,14 @@ def within(cfg: AnalysisConfig, res: CellResult, series: Series) -> CellVerdict:
 
 
 def precheck_of(res: CellResult) -> tuple[str, str] | None:
-    """What the GPU precheck found before the cell ran, as its result kept it, so
-    deciding again keeps it (None: nothing, or recorded before it was kept)."""
+    """The GPU precheck's finding as the result kept it, or None."""
     kind, _, why = (res.facts.gpu_check if res.facts is not None else "").partition(": ")
     return (kind, why) if why else None
 
 
 def cut_short(res: CellResult, series: Series) -> str | None:
-    """Why the cell's samples file no longer holds the run the sweep decided, or None.
-
-    The agent writes its end record last, so a file without one is either a run that
-    never wrote it or a file that lost its tail after the sweep read it (a copy cut
-    short, a disk that filled, a last line cut in the middle). The result stored at
-    the time tells them apart: `end` keeps the end record the sweep read. A run killed
-    by OOM, by its timeout or by a signal wrote none (its stored `end.status` is
-    None), and its outcome decides it again as it did in the sweep (oom, timeout,
-    crash); only a stored end record that the file lacks now means the file was cut,
-    and deciding from what is left would call a leak a crash ("no end record")."""
+    """Why the samples file no longer holds the run the sweep decided (its stored result
+    has an end record the file lacks: the tail was lost), or None."""
     if series.ended or res.end.status is None:
         return None
     kept = f"{series.measured} measured calls left"
@@ -127,12 +103,8 @@ def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
 
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
-    """Every cell decided again, and the cells whose verdict changed.
-
-    A cell whose samples file was cut short (`cut_short`) is left out of the results
-    and listed as changed to `unreadable`, with why; a cell whose row baseline was cut
-    short is decided again from its own samples with its recorded comparison (which
-    cannot be made again).
+    """Every cell decided again, and the cells whose verdict changed (a cut-short cell
+    becomes `unreadable`; a cut-short baseline's comparison stays as recorded).
 
     Args:
         series: Each cell's recorded samples (cells/<id>/samples.jsonl).
@@ -156,16 +128,14 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     for cell_id, (res, verdict) in decided.items():
         base_id = bases[cell_id]
         if base_id in cut:
-            # The comparison cannot be made again: the recorded one stands, and the
-            # cell is decided again with it (a --set still applies to its own run).
+            # The comparison cannot be made again: the recorded one stands.
             out[cell_id] = (res if verdict is None else
                             with_comparison(cfg, res, verdict, recorded(results[cell_id], cfg)))
             continue
         base_res = decided[base_id][0]
         if verdict is not None and base_id != cell_id and (
                 base_res.verdict in COMPARED_WITH):
-            # Rounds cannot run again: the recorded ones stand (or none ran). They are
-            # read from the stored result: `res` holds the within-run verdict only.
+            # Rounds cannot run again: the recorded ones stand, from the stored result.
             stored = results[cell_id].vs_baseline
             old = stored.confirmation if stored is not None else None
             rounds = res.settings.get("rounds")
