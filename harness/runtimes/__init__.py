@@ -1,10 +1,8 @@
-"""Backends that run cells, chosen by name (`runtime:` in the matrix): one factory per
-name (`FACTORIES`, `get_runtime`), each loading its runtime on first use, and the runtime
-of each host a matrix names (`Engines`).
+"""Backends that run cells, chosen by name (`runtime:`): one lazy factory per name
+(`FACTORIES`, `get_runtime`), and the runtime of each host a matrix names (`Engines`).
 
-docker-py loads without paramiko (only an ssh:// engine needs it:
-`dockerengine.enable_ssh`) and without requests' character-set detector (an engine's JSON
-is UTF-8): both cost start-up time for nothing."""
+docker-py loads without paramiko and requests' charset detector, which cost start-up
+time that only an ssh:// engine needs (`dockerengine.enable_ssh`)."""
 
 from __future__ import annotations
 
@@ -28,8 +26,7 @@ HIDDEN = ("paramiko", "charset_normalizer", "chardet")
 
 @contextmanager
 def paramiko_hidden() -> Iterator[None]:
-    """While the block imports docker-py, paramiko and the character-set detector are
-    hidden (nothing already imported is hidden)."""
+    """Hide paramiko and the charset detector while the block imports docker-py."""
     hidden = [] if "docker" in sys.modules else [n for n in HIDDEN if n not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]  # importing it: ImportError
@@ -43,8 +40,7 @@ def paramiko_hidden() -> Iterator[None]:
 
 
 def _local(docker_host: str | None) -> Runtime:
-    # lazy: the local runtime (venvs, the resolver, the host's GPUs) only where a cell runs
-    # on it: report, history and explain read `runtimes.base` without it
+    # lazy: the local runtime only where a cell runs on it
     from harness.runtimes.local import LocalRuntime
 
     return LocalRuntime()
@@ -96,8 +92,7 @@ def job_cell(argv: list[str]) -> int:
 class Engines:
     """The runtime of each host a matrix names: one, unless `hosts:` lists endpoints.
 
-    `start` cleans up and checks the cells can run (EnvironmentUnavailable: exit 3 before
-    any results directory exists); `stop` removes what this harness left.
+    `start` cleans up and checks the cells can run (exit 3 before any results exist).
     """
 
     default: Runtime
@@ -110,7 +105,6 @@ class Engines:
         cannot honour."""
         check_images(matrix, name)
         if matrix.slurm is not None:
-            # Cells become Slurm jobs; `name` runs each one inside its job.
             # lazy: Slurm's modules only for a matrix with `slurm:`
             from harness.runtimes.slurm import SlurmRuntime
 
@@ -138,8 +132,7 @@ class Engines:
         return self.by_host or {"": self.default}
 
     def start(self, cells: list[Cell], progress: Progress | None = None) -> None:
-        """Clean up, check and ready each runtime for its cells: what cannot run stops
-        here, before any cell."""
+        """Clean up, check and ready each runtime: what cannot run stops before any cell."""
         for label, rt in self.each().items():
             rt.cleanup()
             mine = [c for c in cells if not label or c.host.label == label]

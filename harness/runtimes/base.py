@@ -23,11 +23,9 @@ from harness.protocol import AGENT_DIR
 
 # A budgeted run's readings cost at most this share of its steps' time.
 BUDGET_OVERHEAD = 0.05
-# A call (after the first) running this long ends the run as a timeout naming the call
-# (the agent's --call-timeout).
+# A call running this long ends the run as a timeout naming it (--call-timeout) ...
 CALL_TIMEOUT_S = 120.0
-# At most this share of the cell's `timeout:`, so the agent names the call before the
-# deadline kills it (the agent's DEADLINE_SHARE).
+# ... at most this share of `timeout:`, so the agent says it before the deadline kills.
 DEADLINE_SHARE = 0.9
 
 
@@ -78,10 +76,8 @@ class RunRequest:
         return self.cancel is not None and self.cancel.is_set()
 
     def as_user_s(self) -> float | None:
-        """Seconds of steps the agent times again under the user's allocator settings
-        (--as-user), or None where that is not needed or would cost: stock allocator
-        settings, an attributed run, a GPU cell (a second device context), a memory limit,
-        or a budget that holds its warm-up."""
+        """Seconds of steps timed again under the user's allocator (--as-user), or None
+        where not needed or too costly (GPU, memory limit, attributed run)."""
         s = self.cell.settings
         if not (s.pythonmalloc or s.heap == "quiet") or self.attribute:
             return None
@@ -112,8 +108,7 @@ class RunRequest:
         if not self.durable:
             args.append("--no-fsync")
         if (budget := s.run_budget) is not None:
-            # Early stop runs for its time budget, readings spread over it, each costing
-            # at most BUDGET_OVERHEAD of the steps' time (a heap reading collects garbage).
+            # Readings spread over the budget, costing at most BUDGET_OVERHEAD of it.
             args += ["--budget", f"{budget:g}", "--budget-min",
                      str(min(s.budget_calls or BUDGET_MIN_CALLS, s.agent_iterations)),
                      "--max-overhead", f"{BUDGET_OVERHEAD:g}"]
@@ -127,8 +122,7 @@ class RunRequest:
         return args
 
     def environment(self) -> dict[str, str]:
-        """The cell's environment for every runtime: the matrix's `env:`, then the
-        allocator settings (which take effect only at interpreter start)."""
+        """The cell's environment: `env:`, then the allocator settings (at start only)."""
         s = self.cell.settings
         env = dict(s.env)
         given = {name: env.get(name) for name in ALLOCATOR_ENV}
@@ -138,12 +132,10 @@ class RunRequest:
             env["GLIBC_TUNABLES"] = quiet_tunables(env.get("GLIBC_TUNABLES"))
         undo = {name: value for name, value in given.items() if env.get(name) != value}
         if undo:
-            # The agent puts these back before the scenario runs, so the processes it
-            # starts allocate as a user's would; only the agent's own heap is read quiet.
+            # The agent puts these back, so the processes it starts allocate as a user's.
             env[CHILD_ENV] = json.dumps(undo, sort_keys=True)
         if not self.cell.gpu.wants_gpu:
-            # NGC images set NVIDIA_VISIBLE_DEVICES=all; `void` keeps a CPU cell off GPUs
-            # on an engine whose default runtime is nvidia.
+            # NGC images set NVIDIA_VISIBLE_DEVICES=all: keep a CPU cell off the GPUs.
             env.setdefault("NVIDIA_VISIBLE_DEVICES", "void")
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
@@ -151,8 +143,7 @@ class RunRequest:
 
 
 def measure_cap(s: RunSettings) -> float | None:
-    """The most seconds a budgeted measured phase runs under an `overrun` bound; None:
-    the agent's own cap."""
+    """The most seconds a budgeted measured phase runs under `overrun`; None: the agent's."""
     if s.budget_max is not None:
         return s.budget_max
     budget = s.run_budget
@@ -162,8 +153,7 @@ def measure_cap(s: RunSettings) -> float | None:
 
 
 def quiet_tunables(given: str | None) -> str:
-    """GLIBC_TUNABLES with glibc's tcache off, unless the matrix set it: freed chunks it
-    keeps count as in use and fill like a leak."""
+    """GLIBC_TUNABLES with the tcache off (its freed chunks would fill like a leak)."""
     parts = [p for p in (given or "").split(":") if p]
     if not any(p.startswith(TCACHE + "=") for p in parts):
         parts.append(TCACHE + "=0")
@@ -173,8 +163,7 @@ def quiet_tunables(given: str | None) -> str:
 TCACHE = "glibc.malloc.tcache_count"
 # Seconds of steps timed again under the user's allocator settings (`as_user_s`).
 AS_USER_S = 0.5
-# The allocator settings, and the variable that hands the matrix's own values to the
-# agent for the processes it starts.
+# The allocator settings, and the variable that hands their own values to the agent.
 ALLOCATOR_ENV = ("PYTHONMALLOC", "GLIBC_TUNABLES")
 CHILD_ENV = "HARNESS_CHILD_ENV"
 
@@ -207,8 +196,7 @@ Check = tuple[str, str, str]
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What one runtime can do, declared by its class over its name's `Abilities`;
-    asked, never probed with `getattr`."""
+    """What one runtime can do, declared by its class: asked, never probed."""
 
     product: str             # how `harness doctor` names its engine ("Docker", "Podman")
     abilities: Abilities     # the name's entry in `matrixfile.model.ABILITIES`
@@ -224,8 +212,7 @@ class Capabilities:
 
 
 class Runtime(Protocol):
-    """A backend that runs cells, chosen by name in the matrix (`runtime:`); it declares
-    what it can do in `capabilities`."""
+    """A backend that runs cells; it declares what it can do in `capabilities`."""
 
     name: str
     queues_cells: bool      # a cluster scheduler decides what runs when: submit all at once
@@ -262,8 +249,7 @@ class Runtime(Protocol):
         """Many short cells follow: run each from a warm interpreter where possible."""
 
     def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
-        """Start now the warm interpreter `cell` would fork from, `scripts` imported,
-        where this runtime runs warm; else nothing."""
+        """Start the warm interpreter `cell` would fork from, `scripts` imported, if any."""
 
     def pins(self, image: ImageSpec) -> tuple[str, ...]:
         """A dated image's requirements as resolved on its day (`harness day`).
@@ -274,8 +260,7 @@ class Runtime(Protocol):
 
 
 class RuntimeBase:
-    """Defaults for a runtime: no queue, nothing to abort, no engine to ask for GPUs.
-    Subclasses declare their `Capabilities` in the class attributes below."""
+    """A runtime's defaults; subclasses declare their `Capabilities` as class attributes."""
 
     queues_cells = False
     name: str
@@ -327,9 +312,8 @@ class RuntimeBase:
 
 
 def own_cgroup(runtime: str) -> bool:
-    """Whether a cell run by `runtime` had a memory cgroup of its own, so its `cgroup`
-    reading is the cell's. By name, as a result keeps only that ("slurm/<inner>": the
-    inner one's); an unknown name has none."""
+    """Whether a cell run by `runtime` ("slurm/<inner>": the inner) had a memory cgroup
+    of its own, so its `cgroup` reading is the cell's."""
     name = runtime.rpartition("/")[2]
     return name in ABILITIES and abilities(name).own_cgroup
 

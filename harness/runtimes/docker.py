@@ -1,12 +1,7 @@
-"""Run cells as Docker containers: `DockerRuntime`, one engine's runtime, and one cell as
-one container (`run_container`). The `docker*` modules are the only ones that import
-`docker`.
-
-A container gets the NGC flags (shm, memlock -1, stack 64 MiB), GPUs by DeviceRequest, no
-network unless asked, and the agent and scenario mounted (or copied, for a remote engine).
-`container.wait(timeout)` is only an HTTP timeout, so the deadline is kept here. Every
-container is labelled with its owner process (`OWNER`), so `cleanup` removes those whose
-owner is gone.
+"""Run cells as Docker containers: `DockerRuntime`, and one cell as one container
+(`run_container`, with the NGC flags). The deadline is kept here (`container.wait` has
+only an HTTP timeout), and containers are labelled with their owner (`OWNER`) so
+`cleanup` removes orphans. Only the `docker*` modules import `docker`.
 """
 
 from __future__ import annotations
@@ -155,8 +150,7 @@ class DockerRuntime(RuntimeBase):
         return cache_dir() / "engines" / f"{engine}.memlock-refused"
 
     def refuse_memlock(self) -> None:
-        """Use the engine's default memlock from now on, remembered across runs
-        (unprivileged engines cannot raise RLIMIT_MEMLOCK)."""
+        """Use the engine's default memlock from now on, remembered across runs."""
         self.memlock_refused = True
         try:
             path = self._memlock_file()
@@ -271,8 +265,7 @@ class Engine(Protocol):
         """Return once the container has stopped; raise where the engine cannot say."""
 
     def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
-        """A watch of the container's memory cgroup, for an engine whose OOMKilled or
-        stats cannot be trusted; None: the engine's state and stats serve."""
+        """A watch of the container's memory cgroup; None: the engine's stats serve."""
 
 
 def tar_inputs(scenario_dir: Path) -> bytes:
@@ -422,8 +415,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
 
 
 def kill(container: Any) -> bool:
-    """Kill the container; False where it had exited already (Docker's 409, podman's
-    500 "can only kill running containers"), which is no engine error."""
+    """Kill the container; False where it had exited already (no engine error)."""
     try:
         container.kill()
     except docker.errors.APIError as exc:
@@ -465,9 +457,8 @@ def _epoch(stamp: str) -> int:
 
 
 def _oom_event(client: Any, cid: str, state: dict[str, Any]) -> bool:
-    """Whether the engine logged an `oom` event for the container: dockerd can set
-    `OOMKilled` after handling the exit, so a SIGKILLed container is asked again here.
-    False where the engine cannot say."""
+    """Whether the engine logged an `oom` event for the container (dockerd can set
+    `OOMKilled` too late); False where it cannot say."""
     try:
         events = client.events(since=_epoch(state["StartedAt"]) - 1,
                                until=_epoch(state["FinishedAt"]) + 1,
@@ -482,8 +473,7 @@ def _exited(state: dict[str, Any]) -> bool:
 
 
 def _waiter(engine: Engine, cid: str) -> threading.Event:
-    """An event set when the engine's wait returns: the container stopped (seen at once,
-    not at the next poll), or the wait failed and the caller polls."""
+    """An event set when the engine's wait returns: stopped, or failed (then poll)."""
     stopped = threading.Event()
 
     def wait() -> None:
@@ -508,8 +498,7 @@ def _wait_exit(client: Any, cid: str) -> dict[str, Any]:
 
 
 def _stats(container: Any, out: list[dict[str, Any]], start: float, psi: bool) -> None:
-    """Host-side cgroup memory from the engine's stats stream; with `psi`, this machine's
-    CPU pressure too (a local engine)."""
+    """Host-side cgroup memory from the engine's stats stream; `psi`: CPU pressure too."""
     try:
         for st in container.stats(stream=True, decode=True):
             mem = st.get("memory_stats") or {}

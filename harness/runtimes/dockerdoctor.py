@@ -1,6 +1,4 @@
-"""`harness doctor` for an engine with the Docker API (dockerd, podman's service): what it
-asks of the engine (`Engine`) and its checks of each engine (`engine_checks`), one line
-each with its fix."""
+"""`harness doctor` for an engine with the Docker API: `Engine`, `engine_checks`."""
 
 from __future__ import annotations
 
@@ -92,9 +90,8 @@ def _probe(c: _Lines, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpu
 def engine_checks(matrix: Matrix | None, label: str, url: str | None,
                   connect: Callable[[str | None], Engine], host: gpu.HostGpus,
                   has_gpu: bool, hook_found: bool, wants_gpu: bool) -> list[Check]:
-    """`harness doctor`'s checks of one Docker API engine (at `url`, shown as `label`): it
-    answers, its version, its GPUs, the matrix's GPU selection, and each image (there and
-    runnable on each selected GPU, or pullable)."""
+    """`harness doctor`'s checks of one Docker API engine: it answers, its GPUs, and each
+    image there and runnable, or pullable."""
     c = _Lines()
     _engine(c, matrix, label, url, connect, host, has_gpu, hook_found, wants_gpu)
     return c

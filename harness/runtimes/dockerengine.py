@@ -1,10 +1,6 @@
-"""A Docker engine and the images on it: reaching the engine (`connect`, `ENGINE_ERRORS`,
-`engine_text`), its images (`image_info`, `pull`, `build`, `pullable`), and `harness
-culprit`'s hybrid images (`hybrid`).
-
-A hybrid is built offline from a base image with some packages' files (as their
-`*.dist-info/RECORD` lists them) replaced by another image's, so no index or network is
-needed. Its tag's key hashes the recipe, so the same recipe is built once and kept.
+"""A Docker engine and its images: `connect`, `image_info`, `pull`, `build`, `pullable`,
+and `harness culprit`'s hybrids (`hybrid`): a base image with some packages' RECORD files
+replaced by another image's, built offline once per recipe.
 """
 
 from __future__ import annotations
@@ -87,8 +83,7 @@ def connect(base_url: str | None) -> Any:
 
 
 def _negotiated(url: str | None) -> Any:
-    """A client at the API version the engine's ping names, as the docker CLI does, not
-    docker-py's `auto`: podman answers `/version` slowly (it queries its package manager)."""
+    """A client at the API version the engine's ping names (podman's `/version` is slow)."""
     def make(version: str) -> Any:
         return (docker.DockerClient(base_url=url, version=version, timeout=120) if url
                 else docker.from_env(version=version, timeout=120))
@@ -172,8 +167,7 @@ RECIPES = Path("images/images.yaml")    # `harness images build` reads it from h
 
 
 def recipe_for(ref: str, recipes: Path = RECIPES) -> str | None:
-    """The name of the offline image recipe whose tag is `ref` (`harness images build
-    NAME`), or None."""
+    """The name of the offline image recipe whose tag is `ref`, or None."""
     try:
         data = yaml.safe_load(recipes.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
@@ -262,9 +256,8 @@ def build(client: Any, context: Path, tag: str, labels: dict[str, str],
 
 
 def pullable(client: Callable[[], Any], ref: str, timeout_s: float = 30.0) -> str | None:
-    """None when the engine's registry has `ref`'s manifest, else why not, with the fix
-    (`pull_failure`). Nothing is pulled; the question is time-boxed, as an unreachable
-    registry can hang the engine's call."""
+    """None when the engine's registry has `ref`, else why not; nothing is pulled, and the
+    question is time-boxed (an unreachable registry can hang it)."""
     if ref.startswith("harness-test/"):     # built here, never in a registry
         return pull_failure(ref, RuntimeError("built locally, not in a registry"))
     found: list[BaseException | None] = []
@@ -376,8 +369,7 @@ main(sys.argv[1:])
 
 def dockerfile(base: ImageSpec, other: ImageSpec, take: Sequence[str], drop: Sequence[str]
                ) -> str:
-    """The recipe: `other`'s files of `take` collected in a stage of their own; `base`
-    with `drop`'s files removed and the collected files copied in."""
+    """The recipe: `base` less `drop`'s files, plus `other`'s files of `take`."""
     def py(image: ImageSpec) -> str:
         return image.python or "python3"
 

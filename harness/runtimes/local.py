@@ -1,14 +1,8 @@
-"""Run a cell as a subprocess of a Python interpreter or of a cached venv, and doctor's
-checks of a local matrix (`local_checks`).
-
-The local "image" is an interpreter or a pip requirement set built into a venv keyed by
-the interpreter's version and the requirements (`venv_dirs`), so a sweep over package
-versions runs without Docker.
+"""Run a cell as a subprocess of an interpreter or a cached venv (`venv_dirs`), and
+doctor's checks of a local matrix (`local_checks`).
 
 A cell gets a memory cgroup of its own where the host allows one (`CellCgroup`), so its
-memory, `mem_limit:`, peak and OOM kills are its own; elsewhere the host-wide OOM count
-in /proc/vmstat is read instead (`vmstat_oom_kills`). Podman reads its containers'
-cgroups with the same files (`FILES`, `memory_now`).
+memory, `mem_limit:` and OOM kills are its own; else the host-wide OOM count is read.
 """
 
 from __future__ import annotations
@@ -69,11 +63,8 @@ def _tail(path: Path, size: int) -> str:
 
 
 def gpu_env(cell: Cell) -> dict[str, str]:
-    """GPU selection for a process on this machine (no container to hide other GPUs).
-
-    PCI bus order makes CUDA's device N the matrix's (and NVML's) `gpu: N`;
-    HARNESS_NVML_DEVICES makes the agent read NVML for the cell's GPUs only.
-    """
+    """GPU selection for a local process, in PCI bus order so CUDA's device N is the
+    matrix's (and NVML's) `gpu: N`."""
     if not cell.gpu.wants_gpu:
         return {"CUDA_VISIBLE_DEVICES": ""}
     env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
@@ -162,8 +153,7 @@ class LocalRuntime(RuntimeBase):
         return found
 
     def _python(self, image: ImageSpec) -> tuple[str, str]:
-        """The image's interpreter, as the file that runs (not a slow pyenv shim), and its
-        sys.version."""
+        """The image's interpreter as the file that runs (not a shim), and its sys.version."""
         named = self._interpreter(image.python or (image.ref if not image.pip else
                                                    sys.executable))
         if named not in self._versions:     # asked once a process
@@ -215,8 +205,7 @@ class LocalRuntime(RuntimeBase):
             except PinsRefused as exc:
                 if not image.hybrid:
                     raise
-                # A culprit hybrid splits packages a release pins together: install its
-                # pins as listed, with no dependency check.
+                # A culprit hybrid splits packages pinned together: install as listed.
                 progress(f"{image.label}: {exc.said}; installing the pins as listed "
                          "(--no-deps)")
                 venv = loose
@@ -236,8 +225,7 @@ class LocalRuntime(RuntimeBase):
     def _build(self, python: str, reqs: list[str], venv: Path, progress: Progress,
                label: str, as_of: str | None = None, no_deps: str | None = None,
                hashed: list[str] | None = None) -> None:
-        """Build the venv at `venv` once (locked against a second sweep); `no_deps`: why
-        the resolver refused `reqs`, kept in REFUSED_FILE, installed as listed."""
+        """Build the venv at `venv` once, locked; `no_deps`: why `reqs` were refused."""
         venv.parent.mkdir(parents=True, exist_ok=True)
         with (venv.parent / f"{venv.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two sweeps building the same venv
@@ -391,8 +379,7 @@ class LocalRuntime(RuntimeBase):
 
 
 def _environment(request: RunRequest) -> dict[str, str]:
-    """A run's environment: this process's (but PYTHON*), its interpreter shim's, the
-    cell's and its GPUs'."""
+    """A run's environment: ours (but PYTHON*), the shim's, the cell's and its GPUs'."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(_SHIM_ENV.get(request.image.python, {}))
     env.update(request.environment())
@@ -489,8 +476,7 @@ def _limited(path: Path, version: int) -> bool:
 
 
 def memory_now(path: Path, version: int) -> dict[str, int | None] | None:
-    """The cgroup's memory in bytes as an engine's stats give it (`usage`, `max_usage`,
-    `limit`, `rss`); None where the cgroup is gone."""
+    """The cgroup's memory in bytes as an engine's stats give it; None: it is gone."""
     files = FILES[version]
     usage = read_int(path / files["usage"])
     if usage is None:
@@ -542,8 +528,7 @@ class CellCgroup:
         return made
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` run inside the cgroup: a shell joins it, then execs the command (the
-        pid stays the command's)."""
+        """`argv` run inside the cgroup: a shell joins it, then execs the command."""
         return ["/bin/sh", "-c", 'echo $$ > "$1" 2>/dev/null; shift; exec "$@"', "sh",
                 str(self.path / "cgroup.procs"), *argv]
 
@@ -554,8 +539,7 @@ class CellCgroup:
                       read_int(self.path / files["max_usage"]), _limit(self.path / files["limit"]))
 
     def remove(self) -> None:
-        """Remove the cgroup, killing what is left in it; tried briefly, with doubling
-        waits, so that a lane ending is not held up."""
+        """Remove the cgroup, killing what is left; tried only briefly."""
         wait, end = 0.001, time.monotonic() + 0.2
         while True:
             try:
@@ -584,8 +568,7 @@ class CellCgroup:
 # ---------------------------------------------- why pip or uv would not install
 
 def short_pip_error(lines: list[str]) -> str:
-    """The line of pip's output that says why, without the list of every version:
-    "No matching distribution found for multidict==9.9 (versions: 1.0 .. 6.7.0, 95)"."""
+    """The line of pip's output that says why, its list of versions shortened."""
     errors = [t.strip()[len("ERROR:"):].strip() for t in lines if t.startswith("ERROR")]
     if not errors and (said := _uv_said(lines)):
         return said[-1]
@@ -603,8 +586,7 @@ def short_pip_error(lines: list[str]) -> str:
 
 
 def _uv_said(lines: list[str]) -> list[str]:
-    """uv's `error:` and `cause:` messages, each rejoined from its wrapped lines, without
-    the input uv echoes under a `^^^` line."""
+    """uv's `error:` and `cause:` messages, rejoined from their wrapped lines."""
     said: list[list[str]] = []
     for text in lines:
         words = text.strip()

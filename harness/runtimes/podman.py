@@ -1,7 +1,5 @@
-"""Run cells as podman containers: docker's modules against podman's Docker-compatible
-API, so a podman cell is a docker cell (`DockerRuntime`). What differs is here: the
-socket, rlimits (`own_ulimits`), GPUs by CDI name (`cdi_specs`), memory and OOM kills read
-from the container's cgroup (`CgroupWatch`), and podman's own wait (`wait_stopped`)."""
+"""Run cells as podman containers through its Docker-compatible API (`DockerRuntime`);
+what differs is here: socket, rlimits, CDI GPUs, cgroup readings (`CgroupWatch`), wait."""
 
 from __future__ import annotations
 
@@ -53,8 +51,7 @@ def default_socket() -> str:
 
 
 def own_limits() -> tuple[tuple[str, int, int], ...]:
-    """(name, soft, hard) of RLIMIT_NOFILE and RLIMIT_NPROC as this process has them: what
-    a container may get without CAP_SYS_RESOURCE (NPROC within kernel.pid_max)."""
+    """(name, soft, hard) of our RLIMIT_NOFILE and RLIMIT_NPROC: what a container may get."""
     out = []
     for name, kind in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
         soft, hard = resource.getrlimit(kind)
@@ -122,8 +119,8 @@ LIBPOD_CGROUPS = ("libpod_parent/libpod-{cid}", "machine.slice/libpod-{cid}.scop
 
 
 def container_oom_file(cid: str, root: Path | None = None) -> Path | None:
-    """`cgroup_oom_file` of container `cid`, found by id under libpod's default parents
-    without asking the engine (a short cell can be gone before it answers); or None."""
+    """`cgroup_oom_file` of container `cid`, found by id (a short cell may be gone before
+    the engine answers); or None."""
     base = CGROUP_ROOT if root is None else root
     return _oom_file_in((path, version) for rel in LIBPOD_CGROUPS
                         for path, version in ((base / "memory" / rel.format(cid=cid), 1),
@@ -139,9 +136,8 @@ PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak", "memory.current")
 
 
 class CgroupWatch:
-    """What podman does not say well of a container, read from its memory cgroup: OOM
-    kills and peak every `every_s`, and a memory sample every `sample_s` in place of the
-    stats stream (too coarse, and it costs the service CPU)."""
+    """A container's OOM kills and peak (every `every_s`) and memory samples (every
+    `sample_s`) read from its cgroup: podman's stats are too coarse and costly."""
 
     def __init__(self, counter: Path, every_s: float = 0.01, sample_s: float = 1.0,
                  start: float | None = None):
@@ -227,8 +223,7 @@ class PodmanRuntime(DockerRuntime):
         return self._client
 
     def wait_stopped(self, cid: str) -> None:
-        """Podman's own wait, looking every `WAIT_POLL`: its Docker-compatible wait busies
-        a CPU of the service while the cell runs (before podman 4.5)."""
+        """Podman's own wait (its Docker-compatible one busies a CPU of the service)."""
         api = self.client.api
         res = api._post(api._url("/libpod/containers/{0}/wait", cid), timeout=None,
                         params={"condition": ["stopped", "exited"], "interval": WAIT_POLL})

@@ -1,11 +1,7 @@
 """The one module that spawns processes: agent subprocesses, venv builds, tools.
 
-Children start in their own session so a deadline or Ctrl-C kills the whole group
-(`kill_group`), and what a finished leader left in its group is killed too (`reap_group`).
-
-`run_warm` runs an agent as a fork of a warm interpreter (harness/agent/forkserver.py,
-spoken to through `ForkServer`), saving an interpreter's start; inside
-`runs_forked_here`, as a fork of a fork of this process (`Forked`).
+Children start in their own session so a deadline or Ctrl-C kills the whole group.
+`run_warm` forks an agent from a warm interpreter (`ForkServer`), saving its start.
 """
 
 from __future__ import annotations
@@ -94,8 +90,7 @@ class Refused(ServerGone):
 
 
 class ForkServer:
-    """One warm interpreter running forkserver.py: JSON lines in and out, one run at a
-    time (`lock`)."""
+    """One warm interpreter running forkserver.py: JSON lines, one run at a time."""
 
     def __init__(self, proc: subprocess.Popen[bytes] | Forked, preload: bool):
         self.preload = preload
@@ -232,12 +227,8 @@ def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
                       on_start: Callable[[int], None] | None = None,
                       poll: Callable[[], None] | None = None,
                       warm: Warm | None = None) -> Finished:
-    """Run argv (no shell), output to `log`, killing the group at the deadline; `warm`:
-    forked from a warm server where one takes it.
-
-    `poll` is called about every 0.2 s while the child runs. KeyboardInterrupt kills the
-    group before propagating.
-    """
+    """Run argv (no shell), output to `log`, killing the group at the deadline or on
+    KeyboardInterrupt; `warm`: fork it where a server takes it; `poll`: every ~0.2 s."""
     if warm is not None:
         done = run_warm(warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
                         on_start=on_start, poll=poll)
@@ -275,9 +266,8 @@ _SPAWN_AGAIN = (errno.EFAULT, errno.EAGAIN, errno.ENOMEM, errno.EINTR)
 
 def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
                  cwd: Path | None = None, stdin: str | None = None) -> tuple[int, str]:
-    """Run a short tool; (returncode, combined output). Missing program: 127; a spawn the
-    system refuses: 126 (transient errors are tried once more), so the caller names it.
-    `stdin`: text for the tool's standard input."""
+    """Run a short tool; (returncode, output). Missing program: 127; a refused spawn:
+    126 (tried twice), so the caller says it, not a traceback."""
     for attempt in (1, 2):
         try:
             done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -298,8 +288,7 @@ def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | N
     raise AssertionError("unreachable")
 
 
-# An interpreter's probe prints its sys.version (a venv's key), then a JSON line of its
-# executable, arguments and environment.
+# The probe prints sys.version, then a JSON line of executable, arguments, environment.
 _SAID = "harness-probe: "
 _PROBE = ("import json,os,sys\ntry:\n with open('/proc/self/cmdline','rb') as f: a=[x.decode("
           "'utf-8','replace') for x in f.read().split(b'\\0')[1:-1]]\nexcept (IOError,OSError)"
@@ -309,9 +298,8 @@ _OWN_VARS = {"PWD", "SHLVL", "_", "LC_CTYPE"}   # the shell's, and Python's C lo
 
 
 def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
-    """(returncode, the file to run, its sys.version or what it said, the PYENV*
-    variables its shim set). The file is sys.executable where `python` is only a shim
-    (a slow start) that chose it, else `python`."""
+    """(returncode, the file to run, sys.version, the PYENV* variables): the file behind
+    a slow-starting shim where `python` is one."""
     ours = dict(os.environ)     # passed as it is: a library's setenv() is not in it
     rc, out = check_output([python, "-c", _PROBE], timeout=60, env=ours)
     lines = out.strip().splitlines()
@@ -334,8 +322,7 @@ def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
                  env: dict[str, str] | None = None, cwd: Path | None = None,
                  running: set[subprocess.Popen[bytes]] | None = None) -> int:
-    """Run a long tool, passing each output line to on_line; while it runs it is in
-    `running`, so a Ctrl-C elsewhere can kill it."""
+    """Run a long tool, each output line to on_line; in `running` for Ctrl-C to kill."""
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
     assert proc.stdout is not None
@@ -402,9 +389,8 @@ def _server(python: str, script: Path, env: dict[str, str]) -> tuple[tuple[str, 
 def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
              cwd: Path | None = None, on_start: Callable[[int], None] | None = None,
              poll: Callable[[], None] | None = None) -> Finished | None:
-    """The agent run as a fork of the warm server of its interpreter and environment,
-    `warm.preload` imported first; None where the server is busy, gone or refusing (the
-    caller runs it afresh)."""
+    """The agent run as a fork of its warm server; None where the server is busy, gone
+    or refusing (the caller runs it afresh)."""
     if _HERE:
         return _run_here(_HERE[-1], warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
                          on_start=on_start, poll=poll)
@@ -423,8 +409,7 @@ def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
 
 
 def _drop(key: tuple[str, ...], server: ForkServer, exc: ServerGone) -> None:
-    """Close a server gone or refusing; a refused preload means no preload for its
-    environment from then on."""
+    """Close a server gone or refusing (a refused preload: none for its environment)."""
     if isinstance(exc, Refused):
         _NO_PRELOAD.add(key)
     with _POOL:
@@ -435,8 +420,7 @@ def _drop(key: tuple[str, ...], server: ForkServer, exc: ServerGone) -> None:
 
 def warm_ahead(warm: Warm, env: dict[str, str], preloads: Sequence[Path],
                timeout: float = 120.0) -> None:
-    """Start now the warm server `warm`'s run would fork from, with `preloads` imported,
-    so the first run's clock does not hold its start. A server that refuses is dropped."""
+    """Start `warm`'s server now, `preloads` imported, outside the first run's clock."""
     each: list[Path | None] = [*preloads] or [None]
     for preload in each:
         key, server = _server(warm.python, warm.server, env)
@@ -470,8 +454,7 @@ def runs_forked_here(script: Path) -> Iterator[None]:
 def _run_here(server: ForkServer, warm: Warm, *, env: dict[str, str], log: Path,
               deadline_s: float, cwd: Path | None, on_start: Callable[[int], None] | None,
               poll: Callable[[], None] | None) -> Finished:
-    """A run forked from the fork of this process; no other can run it, so a server gone
-    is said in its log."""
+    """A run forked from the fork of this process; a server gone is said in its log."""
     with server.lock:
         try:
             return server.run(warm.args, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
@@ -489,8 +472,7 @@ _AGENTS = ("agent",)     # what forkserver.py imports by name
 
 
 def forkserver(script: Path) -> ModuleType:
-    """harness/agent/forkserver.py loaded into this process once (its `import agent` the
-    agent beside it), warmed up, for `runs_forked_here`."""
+    """harness/agent/forkserver.py loaded here once and warmed up, for `runs_forked_here`."""
     if script not in _LOADED:
         mine = {name: sys.modules.pop(name) for name in _AGENTS if name in sys.modules}
         sys.path.insert(0, str(script.parent))

@@ -1,13 +1,8 @@
 """A requirement list resolved as the package index stood at 00:00 UTC of a day.
 
-`resolve` asks uv (`--exclude-newer`) or pip (`--uploaded-prior-to`) and caches the
-answer forever, keyed by (requirements, day, interpreter version): a past day's index
-never changes. Errors: `TooEarly` (exit 2), `Unreachable` (exit 3).
-
-The index also says when a version was uploaded (`upload_time`, PEP 700) and which
-releases are yanked (`yanked_releases`, PEP 592; the index keeps no time of a yanking).
-The index is uv's or pip's setting; harness names none of its own. An index that does not
-answer gives None: such details never fail an answer.
+`resolve` asks uv or pip and caches the answer forever (a past day's index never
+changes). The index (uv's or pip's setting) also gives upload times and yanked releases;
+an index that does not answer gives None, never a failure.
 """
 
 from __future__ import annotations
@@ -72,8 +67,7 @@ def earliest(files: list[Any], project: str, version: str) -> str | None:
 
 
 def yanked_in(files: list[Any], project: str) -> dict[str, str]:
-    """{version: reason or ""} of each release whose every file is yanked in a simple
-    page's file list (a release with one file not yanked can still be taken)."""
+    """{version: reason or ""} of each release whose every file is yanked."""
     seen: dict[str, list[str | None]] = {}
     for f in files:
         if not isinstance(f, dict):
@@ -187,8 +181,7 @@ class Unreachable(ResolveError, EnvironmentUnavailable):
 
 
 def uv_bin() -> str | None:
-    """The uv binary (the `uv` package's, else one on PATH); None: none, or
-    HARNESS_VENV_TOOL=pip."""
+    """The uv binary (the `uv` package's, else PATH's); None: none, or pip is asked."""
     if os.environ.get(TOOL_ENV, "").lower() == "pip":
         return None
     with _FIND_LOCK:    # uv's finder reads sysconfig, whose first read is not thread-safe
@@ -247,8 +240,7 @@ def cached(cache: Path, reqs: Sequence[str], day: str, version: str) -> tuple[st
 
 
 def notes(cache: Path, reqs: Sequence[str], day: str, version: str) -> dict[str, str]:
-    """What a cell keeps of its day's resolution beside the pins: `resolved_with` (the
-    resolver's command) and `yanked` (its pins the index marks yanked)."""
+    """What a cell keeps of its day's resolution: `resolved_with` and `yanked`."""
     data = _record(cache, reqs, day, version)
     out = {"resolved_with": str(data.get("resolved_with") or flags(day))}
     yanked = data.get("yanked")
@@ -258,8 +250,7 @@ def notes(cache: Path, reqs: Sequence[str], day: str, version: str) -> dict[str,
 
 
 def yanked_pins(reqs: Sequence[str], pins: Sequence[str]) -> list[str]:
-    """The pins that name a yanked release, as "name X.Y.Z (yanked: reason)"; asked only
-    for an exact `==` requirement, the one way a resolver lands on one."""
+    """The pins of exact `==` requirements that name a yanked release, in words."""
     exact = {normal(r.split("==", 1)[0].split("[", 1)[0].strip())
              for r in reqs if "==" in r and "*" not in r}
     out = []
@@ -278,11 +269,11 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
     """The pins `reqs` resolved to as of `day` for the interpreter `python`.
 
     Args:
-        reqs: Requirement strings (`aiohttp`, `numpy<2`).
-        day: `YYYY-MM-DD`, not after today (a past day's index is fixed).
+        reqs: Requirement strings.
+        day: `YYYY-MM-DD`, not after today.
         python: The interpreter the venv will be built with (its markers count).
         version: That interpreter's `sys.version` (part of the cache key).
-        cache: harness's cache directory; resolutions are kept under `resolutions/`.
+        cache: harness's cache directory.
         label: The dated image's label, for errors.
 
     Raises:
@@ -321,8 +312,8 @@ def _by_uv(uv: str, reqs: Sequence[str], day: str, python: str, label: str
 
 
 def _by_pip(reqs: Sequence[str], day: str, python: str, label: str) -> tuple[str, ...]:
-    """pip's `--uploaded-prior-to`, where uv is not used. `--isolated`: pip.conf's extra
-    indexes may give no upload times, and such a file would pass for any day's."""
+    """pip's `--uploaded-prior-to`; `--isolated`, as an index without upload times would
+    pass for any day's."""
     rc, out = process.check_output(
         [python, "-m", "pip", "install", "--isolated", "--dry-run", "--quiet",
          "--ignore-installed", "--disable-pip-version-check", "--report", "-",

@@ -1,12 +1,7 @@
-"""Cells as Slurm jobs: `slurm:` wraps the matrix's runtime, and each cell is one
-`sbatch` job (`sbatch_args`, `job_script`) run on the node by `harness _cell SPEC.json`
-(`main`) through the inner runtime or pyxis. Results come back through a results
-directory the nodes share, which a probe job checks first; the job's end state maps to
-an outcome (`outcome_of`).
-
-One poller asks `squeue` about all of the sweep's jobs at once (one controller RPC a
-poll); a finished job's record comes from `sacct`, else `scontrol show job`.
-`cluster_checks` is `harness doctor` for a matrix with `slurm:`.
+"""Cells as Slurm jobs: `slurm:` wraps the matrix's runtime, and each cell is one `sbatch`
+job run on the node by `harness _cell SPEC.json` (`main`). Results come back through a
+shared results directory (checked by a probe job first). One poller asks `squeue` about
+all jobs at once. `cluster_checks` is `harness doctor` for a matrix with `slurm:`.
 """
 
 from __future__ import annotations
@@ -96,8 +91,7 @@ class SlurmRuntime(RuntimeBase):
                     "`sinfo -o '%P %G %m'` lists partitions, GPUs and memory")
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
-        """local: build the venv here, into a cache the nodes share; a container runtime:
-        nothing (the node's engine pulls the image)."""
+        """local: build the venv here, in a shared cache; containers: the node pulls."""
         if not abilities(self.inner).container_images:
             return self._local().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
@@ -115,8 +109,7 @@ class SlurmRuntime(RuntimeBase):
 
     def probe(self, root: Path, progress: Progress, cancelled: Callable[[], bool] = bool,
               timeout_s: float | None = None) -> None:
-        """Once per results directory: a tiny job with this harness must write a file
-        there that appears here.
+        """Once per results directory: a tiny job must write a file there seen here.
 
         Raises:
             EnvironmentUnavailable: the file did not appear, or the job did not end
@@ -255,8 +248,7 @@ def outcome_from_json(d: dict[str, Any]) -> RunOutcome:
 
 
 def job_gpus(inner: str, environ: dict[str, str]) -> str | None:
-    """The GPUs Slurm gave the job, as the runtime names them: the node's indices for a
-    container, CUDA_VISIBLE_DEVICES (renumbered by Slurm) for a local process."""
+    """The GPUs Slurm gave the job, as the runtime names them (node's or renumbered)."""
     order = (("SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES") if inner != "local"
              else ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS"))
     for name in order:
@@ -267,8 +259,7 @@ def job_gpus(inner: str, environ: dict[str, str]) -> str | None:
 
 
 def pyxis_command(request: RunRequest, gpus: str | None) -> list[str]:
-    """`srun --container-image=IMAGE ...` running the agent under pyxis, with the mounts
-    where the Docker runtime puts them, so the agent's arguments are the same."""
+    """`srun --container-image=IMAGE ...` running the agent under pyxis, mounted as docker's."""
     cell = request.cell
     script = cell.scenario.script
     mounts = ",".join([f"{AGENT_DIR}:/harness/agent:ro",
@@ -526,8 +517,7 @@ class JobWatcher:
 
 
 class JobQueue:
-    """The sweep's jobs: submitted here, waited for through one JobWatcher, cancelled
-    together on Ctrl-C."""
+    """The sweep's jobs: submitted, waited for (one JobWatcher), cancelled on Ctrl-C."""
 
     def __init__(self) -> None:
         self._jobs: set[str] = set()
@@ -666,8 +656,7 @@ def job_script(command: list[str]) -> str:
 
 def outcome_of(end: JobEnd, request: RunRequest, spec: SlurmSpec, log: Path, waited_s: float,
                argv: list[str]) -> RunOutcome:
-    """The cell's outcome from `_cell`'s outcome.json and the job's end state (TIMEOUT,
-    OUT_OF_MEMORY, a lost node: an engine error, run once more)."""
+    """The cell's outcome from `_cell`'s outcome.json and the job's end state."""
     path = request.outdir / OUTCOME
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -1,11 +1,7 @@
-"""A release's code from the package index, for naming the function a proved package
-change changed (`culprit.changes`): one distribution file of `name==version` (`choose`),
-downloaded once into the cache with its hash checked, and read without unpacking
-(sources as text, binaries as digests).
-
-The index is uv's and pip's (`resolver.index_url`); `UV_OFFLINE`/`PIP_NO_INDEX` keep it
-off the network and `HARNESS_OFFLINE` reads none. What cannot be had raises
-`SourcesUnavailable`, in one line.
+"""A release's code from the package index, for naming the function a package change
+changed (`culprit.changes`): one distribution file (`choose`), cached and hash-checked,
+read without unpacking. `UV_OFFLINE`/`PIP_NO_INDEX` keep off the network;
+`HARNESS_OFFLINE` reads no index.
 """
 
 from __future__ import annotations
@@ -48,8 +44,7 @@ class Dist:
 
 @dataclass(frozen=True)
 class Release:
-    """What one distribution file holds: path -> text (modules, native sources) or
-    digest (bytes: an extension binary's sha256)."""
+    """What one distribution file holds: path -> text (sources) or sha256 (binaries)."""
 
     name: str
     version: str
@@ -78,8 +73,7 @@ def _linked(page: str, text: str) -> list[Dist]:
 
 
 def index_files(project: str) -> list[Dist]:
-    """The files of a project's page on the index (PEP 691 JSON, else PEP 503 HTML; a
-    `file://` index's page, or its folder's files where it has no page).
+    """The files of a project's page on the index (JSON, HTML, or a `file://` folder).
 
     Raises:
         SourcesUnavailable: no index set up, offline, or the page cannot be read.
@@ -125,16 +119,15 @@ def index_files(project: str) -> list[Dist]:
 
 
 def _binary_rank(filename: str) -> tuple[int, int, str]:
-    """Rank binary wheels: manylinux x86_64, then the newest CPython (the same choice on
-    both releases)."""
+    """Rank binary wheels: manylinux x86_64, then the newest CPython."""
     tags = filename[:-4].split("-")[-3:]
     cp = max((int(m) for m in re.findall(r"cp3(\d+)", tags[0])), default=0)
     return (0 if "manylinux" in tags[-1] and "x86_64" in tags[-1] else 1, -cp, filename)
 
 
 def choose(files: list[Dist], project: str, version: str) -> Dist | None:
-    """The distribution file of `version` to read: the sdist where there are binary
-    wheels (it holds the native sources), else a pure wheel, the sdist, a binary wheel."""
+    """The file of `version` to read: the sdist where there are binary wheels (it holds
+    the native sources), else a pure wheel, the sdist, a binary wheel."""
     mine = [f for f in files if file_version(f.filename, project) == version]
     sdists = [f for f in mine if f.filename.endswith(SDISTS)]
     pure = [f for f in mine if f.filename.endswith("-none-any.whl")]
