@@ -1,12 +1,6 @@
-"""What every stage is given: the `Context` of services, the values a cell carries
-(`CellRun`, `Measured`, a comparison's `RoundsPlan`), the one place a stage asks for a
-verdict (`verdict`), and the services:
-
-- `ImagePool` prepares each image once per host, ahead of its cells, but never while a
-  cell is measured on that host (a build beside it makes its readings noisy).
-- `GpuFacts`: the hosts' GPUs, probed once per engine, and the GPU precheck.
-- `Runner` runs the agent once and reads what it wrote: every run of a cell goes
-  through it.
+"""What every stage is given: the `Context` of services (`ImagePool`, `GpuFacts`,
+`Runner`), the values a cell carries (`CellRun`, `Measured`, `RoundsPlan`), and the one
+place a stage asks for a verdict (`verdict`).
 """
 
 from __future__ import annotations
@@ -57,8 +51,7 @@ class Context:
 
 @dataclass(frozen=True)
 class Measured:
-    """A cell that ran (or could not), held until its row's comparison is known: its
-    within-run result, and what the comparison and its rounds need."""
+    """A cell that ran (or could not), held until its row's comparison is known."""
 
     result: CellResult
     verdict: CellVerdict
@@ -69,8 +62,7 @@ class Measured:
 
 @dataclass(frozen=True)
 class Runs:
-    """Who runs in a comparison's rounds: the suspect, and before it the row's baseline
-    cell (B S B S), or a saved run's samples (then only the suspect runs)."""
+    """Who runs in a comparison's rounds: the suspect, and the baseline cell or samples."""
 
     suspect: Cell
     base: Cell | Series
@@ -97,8 +89,7 @@ class RoundsPlan:
 
 @dataclass
 class CellRun:
-    """One cell on its way through the stages: each fills in what it found; one that
-    settles the cell sets `verdict` and the rest skip."""
+    """One cell on its way through the stages; one that sets `verdict` ends the way."""
 
     cell: Cell                        # as the matrix asks for it
     started: float = field(default_factory=time.monotonic)
@@ -130,8 +121,7 @@ class CellRun:
 
 # CellFacts' fields passed on unread: naming their types would import NumPy early
 def verdict(cfg: AnalysisConfig, **facts: Any) -> CellVerdict:  # type: ignore[explicit-any]
-    """A cell's verdict from the one table (`analysis.decision.decide`) over its
-    `CellFacts` fields: the one place a stage asks for a verdict."""
+    """A cell's verdict from the one table over its `CellFacts`: the one place asked."""
     # lazy: NumPy, with the deciding modules, once a sweep's first verdict is asked
     from harness.analysis.decision import CellFacts, decide
 
@@ -139,8 +129,8 @@ def verdict(cfg: AnalysisConfig, **facts: Any) -> CellVerdict:  # type: ignore[e
 
 
 class ImagePool:
-    """One worker prepares one image at a time, in queue order; on one host, preparing
-    and measuring take turns (`measuring`)."""
+    """Prepares one image at a time, ahead of its cells; never beside a measured cell of
+    its host (a build there makes the readings noisy)."""
 
     def __init__(self, runtime_for: Callable[[Cell], Runtime], progress: Progress):
         self.runtime_for = runtime_for
@@ -164,8 +154,7 @@ class ImagePool:
             return self._images[key]
 
     def _failed(self, prepared: Future[ImageInfo], *, label: str) -> None:
-        """Say at once that an image cannot be prepared, not when its first cell's turn
-        comes."""
+        """Say at once that an image cannot be prepared, not at its first cell's turn."""
         if prepared.cancelled() or self._closed:
             return
         exc = prepared.exception()
@@ -253,8 +242,7 @@ class GpuFacts:
         self._lock = threading.Lock()
 
     def host_gpus(self, cell: Cell, info: ImageInfo) -> gpu.HostGpus | None:
-        """The cell's host's GPUs: through its engine where it can, else this machine's
-        NVML for a local host; None for another host."""
+        """The cell's host's GPUs, through its engine or this machine's NVML; or None."""
         with self._lock:
             found = self.runtime_for(cell).gpu_inventory(info.ref, info.python or "python3")
             if found is not None:
@@ -323,8 +311,7 @@ class Runner:
 
     def run(self, cell: Cell, info: ImageInfo, outdir: Path,
             attribute: tuple[str, ...] = ()) -> Ran:
-        """Run the agent once into `outdir` (emptied first) and read what it wrote (live
-        in early-stop mode; an attributed run is never stopped early)."""
+        """Run the agent once into `outdir` (emptied first) and read what it wrote."""
         emptied(outdir)
         request = RunRequest(cell, info, outdir, outdir / "stop", self.cancel,
                              attribute=attribute, durable=self.durable)
@@ -374,8 +361,7 @@ class _Live:
         return live
 
     def finish(self) -> Watched | None:
-        """The watcher's decision and series, once it has read the file to its end (the
-        agent has exited, so that end comes)."""
+        """The watcher's decision and series, once it has read the file to its end."""
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
@@ -384,7 +370,7 @@ class _Live:
 
 class Overrun:
     """Says once that a budgeted run spent its budget before its least calls, so it
-    runs on longer, and about how much. Fed the samples the live watcher reads."""
+    runs on longer, and for about how long."""
 
     def __init__(self, cell: Cell, progress: Progress):
         s = cell.settings

@@ -1,5 +1,4 @@
-"""A cell's within-run measurement as stages (`STAGES`) over one `CellRun`: prepare the
-image -> GPU precheck -> run attempts; then its result (`Measured`). An ambiguous cell
+"""A cell's within-run measurement as `STAGES` over one `CellRun`; an ambiguous cell
 runs again, longer, as the re-run rules say (`analysis.rules`)."""
 
 from __future__ import annotations
@@ -43,8 +42,7 @@ UNSUPPORTED_DEADLINE_S = 300.0
 
 
 def prepare_image(ctx: Context, run: CellRun) -> None:
-    """The cell's image, prepared once per host; one that cannot be had settles the cell
-    as `unavailable`."""
+    """The cell's image; one that cannot be had settles the cell as `unavailable`."""
     run.outdir = ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
     try:
         run.info = ctx.images.get(run.cell)
@@ -120,8 +118,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
 
 
 def _room(run: CellRun, spent: float) -> int | None:
-    """The calls a run again may make within the `overrun` bound at this run's pace;
-    None without a bound or budget."""
+    """The calls a run again may make within the `overrun` bound; None: no bound."""
     left = _bound(run) - spent
     if math.isinf(left) or run.cell.settings.run_budget is None or run.series is None:
         return None
@@ -139,8 +136,7 @@ def _until_calls_price(run: CellRun) -> tuple[float, float]:
 
 
 def may_run_again(run: CellRun) -> bool:
-    """Whether the cell may run again, longer: repeats left and no `--iterations` bound
-    (rule `length-last`)."""
+    """Whether the cell may run again: repeats left, no `--iterations` (`length-last`)."""
     s = run.cell.settings
     return run.repeats_used < s.repeats and s.asked_calls is None
 
@@ -224,12 +220,9 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
 
 
 def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
-    """The next attempt of a kind (`rules`: CALLS, BUDGET, LONGER, SAME, or "cap").
-
-    Undecided growth needs a longer look: twice as long or as the verdict asks, and long
-    enough to decide. "cap" raises only the cap; CALLS keeps the budget and runs until
-    the calls that tell a leak from a cache.
-    """
+    """The next attempt of a kind (`rules`: CALLS, BUDGET, LONGER, SAME, or "cap"):
+    undecided growth needs a longer look, not the same one; "cap" raises only the cap,
+    CALLS keeps the budget and runs until the calls that tell a leak from a cache."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     facts = verdict.facts
@@ -275,8 +268,7 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
 
 
 def _same(run: CellRun, s: RunSettings) -> _Next:
-    """The same run again, and its seconds at this run's pace (the calls its budget
-    holds, not its cap); inf where it measured no call."""
+    """The same run again, and its seconds at this pace; inf where it measured no call."""
     made = _calls(run)
     phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
     wall = float(phases.get("measure") or run.run_s)
@@ -294,8 +286,7 @@ def _same(run: CellRun, s: RunSettings) -> _Next:
 
 
 def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
-    """A budgeted next attempt whose measured phase stops at what the `overrun` bound
-    leaves (`budget_max`), its budget at least."""
+    """A budgeted next attempt stopped at what the `overrun` bound leaves (`budget_max`)."""
     s = nxt.settings
     if math.isinf(left) or s.run_budget is None:
         return nxt
@@ -322,8 +313,7 @@ def _given_back(series: Series | None) -> float:
 
 
 def too_short(ctx: Context, run: CellRun, spent: float) -> str:
-    """Why an ambiguous cell under its `overrun` bound is not run again, in words, with
-    the budget that would decide."""
+    """Why an ambiguous cell is not run again past `overrun`, and the budget that would do."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     calls = _calls(run)
@@ -384,8 +374,7 @@ STAGES: tuple[Callable[[Context, CellRun], None], ...] = (
 
 
 def measure(ctx: Context, cell: Cell) -> Measured:
-    """Run the cell through `STAGES`; its within-run result, written only once its row is
-    compared."""
+    """Run the cell through `STAGES`; its within-run result (written once compared)."""
     run = CellRun(cell)
     for stage in STAGES:
         stage(ctx, run)

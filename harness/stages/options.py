@@ -1,5 +1,4 @@
-"""What a sweep is asked (`SweepOptions`) and the lengths asked applied to its cells
-(`apply_overrides`), for every command that takes --iterations, --warmup or --budget."""
+"""What a sweep is asked (`SweepOptions`), and the lengths asked applied to its cells."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """plan -> run cells -> ingest -> analyse -> store: the sweep, wired from its stages.
 
-`Sweep` builds the services (`context.Context`) and its lanes run each cell down one
-list: `measure`, `settle.Rows`, `settle.settle`, then the store. A result is written once,
-when final, so Ctrl-C loses at most the cells in flight; `--resume` skips the rest.
-
-Lanes (`plan`, `run_lanes`): one cell at a time per GPU of each host (CPU-only cells of a
-host share one), in parallel up to `max-parallel`; `gpu: all` cells run last; a cluster
-scheduler gets every cell at once.
+`Sweep` builds the services and its lanes run each cell down `measure`, `settle`, then
+the store; a result is written once, when final, so `--resume` skips it. Lanes: one cell
+at a time per GPU of each host, in parallel up to `max-parallel`.
 """
 
 from __future__ import annotations
@@ -53,8 +49,7 @@ class SweepOutcome:
 
 
 class Sweep:
-    """Runs cells of one matrix on its runtime(s) into one store, handing its stages the
-    services (`ctx`), never itself."""
+    """Runs cells of one matrix into one store, handing its stages `ctx`, never itself."""
 
     def __init__(self, matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
                  runtimes: dict[str, Runtime] | None = None):
@@ -133,8 +128,7 @@ class Sweep:
         return outcome
 
     def _reuse(self, cell: Cell, outcome: SweepOutcome) -> bool:
-        """Reuse the cell's stored result when the same run made it (its key matches);
-        else say why it runs again."""
+        """Reuse the cell's stored result where its run key matches; else say why not."""
         old = self.store.load_cell(cell.id)
         if old is None:
             return False
@@ -152,8 +146,7 @@ class Sweep:
 
     def _with_baselines(self, cells: list[Cell], todo: list[Cell], outcome: SweepOutcome
                         ) -> list[Cell]:
-        """`todo` and the reused cells whose row baseline runs again (their comparison
-        rests on the baseline's run)."""
+        """`todo` and the reused cells whose row baseline runs again."""
         again = {c.id for c in todo}
         bases = row_baselines(cells, self.matrix.baseline)
         for c in cells:
@@ -168,8 +161,7 @@ class Sweep:
 
     def _one(self, cell: Cell, rows: Rows, outcome: SweepOutcome, counter: list[int],
              total: int, stop: threading.Event) -> None:
-        """One cell of a lane: measured, then each comparison it makes ready (its own, or
-        those waiting on it as a baseline) settled and stored."""
+        """One cell of a lane: measured, then each comparison it makes ready settled."""
         with self._lock:
             counter[0] += 1
             n = counter[0]
@@ -240,12 +232,10 @@ class Sweep:
 
 def prefetch_analysis(*more: str, then: Callable[[], object] | None = None
                       ) -> threading.Thread:
-    """Import the deciding modules (NumPy) and `more` in the background while the first
-    container starts; then call `then`."""
+    """Import NumPy's deciding modules and `more` while the first container starts."""
 
     def load() -> None:
-        # Only a head start: failures are the main thread's to report, and Ctrl-C during
-        # a slow import must not print a traceback here.
+        # Only a head start: failures are the main thread's to report.
         with contextlib.suppress(BaseException):
             for name in ("harness.analysis.decision", "harness.analysis.sequential",
                          "harness.analysis.baseline", *more):
@@ -274,8 +264,7 @@ def _image_of(cell: Cell, runtime: str) -> str | None:
 
 
 def lanes(cells: Sequence[Cell]) -> list[list[Cell]]:
-    """Group cells so each GPU of each host runs one cell at a time; CPU-only cells of a
-    host share one lane."""
+    """Group cells so each GPU of each host (or its CPU) runs one cell at a time."""
     out: dict[tuple[str, str], list[Cell]] = {}
     for c in cells:
         out.setdefault(c.lane, []).append(c)

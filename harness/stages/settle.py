@@ -1,18 +1,9 @@
-"""A cell's way after its run: which comparisons a measured cell makes ready
-(`Rows.ready`), then each settled (`settle`) down one list: compare (`against_row`: a
-result, or the rounds it needs as a `context.RoundsPlan`) -> rounds (`run_rounds`) ->
-decide (`with_rounds`). None calls back up, and nothing here writes. `bisect`, `culprit`
-and `days` compare their probes here too, and a saved run runs its plan (`run_plan`).
+"""A cell's way after its run: the comparisons a measured cell makes ready (`Rows`), each
+settled (`settle`): compare (`against_row`) -> rounds (`run_rounds`) -> decide
+(`with_rounds`). Compare and decide are pure, and nothing here writes.
 
-A row's baseline stands as it ran; any other cell is held in memory until it has run.
-Compare and decide are pure: nothing runs in them.
-
-Rounds: where the pooled step-time comparison leaves a doubt, the baseline and suspect
-run again in interleaved rounds (B S B S ...), shorter than the cells, until the answer
-is settled (`analysis.baseline.settled`): at least two usable rounds, at most twice
-`rounds`. Busy rounds are left out and replaced, with a growing wait after each.
-Rounds run under the user's allocator (`as_user`), each for at least `ROUND_S` seconds of
-steps. A saved run's rounds run the suspect alone against its saved statistic.
+Where the pooled comparison leaves a doubt, baseline and suspect run again in short
+interleaved rounds (B S B S ...) until settled; busy rounds are replaced.
 """
 
 from __future__ import annotations
@@ -57,8 +48,7 @@ class Job:
 
 
 class Rows:
-    """Each cell's row baseline, and the cells held until theirs has run; `flush` hands
-    back uncompared those whose baseline never ran."""
+    """Each cell's row baseline, and the cells held until theirs has run."""
 
     def __init__(self, cells: Sequence[Cell], baseline: str | None,
                  known: Mapping[str, CellResult]):
@@ -70,8 +60,7 @@ class Rows:
         self.lock = threading.Lock()
 
     def ready(self, cell: Cell, measured: Measured) -> tuple[list[CellResult], list[Job]]:
-        """What `cell`'s measurement makes ready: results that stand as they ran (a
-        baseline's), and comparisons to settle, in order."""
+        """What `cell`'s measurement makes ready: results that stand, jobs to settle."""
         base_id = self.bases.get(cell.id, cell.id)
         with self.lock:
             if base_id == cell.id:
@@ -107,16 +96,14 @@ _WHY = {"crash": "crashed", "unavailable": "was unavailable", "timeout": "timed 
 
 
 def run_plan(ctx: Context, out: CellResult | RoundsPlan) -> CellResult:
-    """A comparison's result; where it planned rounds, the rounds run and the result
-    decided with them."""
+    """A comparison's result, its planned rounds run and decided with."""
     if isinstance(out, RoundsPlan):
         return with_rounds(ctx.cfg, out, run_rounds(ctx, out))
     return out
 
 
 def settle(ctx: Context, job: Job) -> CellResult:
-    """The job's final result: compared with its row's baseline, its rounds run,
-    decided, and said in one line. Nothing is written here."""
+    """The job's final result, compared with its row's baseline and said in one line."""
     res, base_result = job.measured.result, job.base_result
     if res.verdict == UNAVAILABLE:
         return res      # a cell that could not be had stands as it ran
@@ -169,9 +156,8 @@ def least_calls(step_s: float | None) -> int:
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
-    """The calls that set the rounds' length (`round_cell` runs half): the suspect's
-    measured calls, for a budgeted cell no more than its budget holds at the slower
-    step time, so a round takes about half the budget."""
+    """The calls that set the rounds' length: the suspect's measured calls, for a
+    budgeted cell no more than its budget holds at the slower step time."""
     budget = cell.settings.run_budget
     slowest = max((s for s in step_s if s), default=0.0)
     if budget is None or slowest <= 0:
@@ -200,8 +186,7 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
 def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell | Series,
                 base_result: CellResult, base_series: Series, label: str
                 ) -> CellResult | RoundsPlan:
-    """A measured cell against its baseline's run (`against_baseline`), its rounds run
-    beside `base`: a row's baseline cell, or a saved run's samples."""
+    """A measured cell against its baseline's run, its rounds beside `base`."""
     res = measured.result
     calls = round_length(cell, len(measured.series.cols.steps),
                          [r.summary.median_step_s for r in (res, base_result)])
@@ -287,9 +272,8 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
 
 
 def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
-    """Run the rounds `plan` asks for until settled, and what they found: each round runs
-    (or, for a saved run, reads) the baseline, then the suspect. The cell's verdict is
-    `with_rounds`'s."""
+    """Run the rounds `plan` asks for until settled (baseline, then suspect); what they
+    found."""
     # lazy: NumPy, with the rounds' statistics, once a first comparison is asked
     from harness.analysis import baseline, decision, stepreading
 
