@@ -1,5 +1,4 @@
-"""What `harness bisect` does once its arguments are parsed: one row's cells between
---good and --bad, bisected in the row's own directory, reusing what still answers."""
+"""`harness bisect` once parsed: one row bisected in its own directory, reusing results."""
 
 from __future__ import annotations
 
@@ -102,9 +101,7 @@ def check_reuse(dirs: list[Path]) -> None:
 
 @dataclass(frozen=True)
 class BisectOptions:
-    """What a bisect is asked, as `harness bisect`'s flags say it: the matrix file, the
-    reports folder, the runtime and engine, -q, the extra probes of an ambiguous image,
-    the --reuse directories."""
+    """What a bisect is asked, as `harness bisect`'s flags say it."""
 
     matrix: Path
     out: Path = Path("reports")
@@ -117,14 +114,12 @@ class BisectOptions:
 
 def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
                progress: Callable[[str], None]) -> tuple[BisectOutcome, Reuse]:
-    """The row bisected in its own directory (<out>/<name>/bisect-<row>, kept for the
-    next bisect of the row), reusing what still answers: the outcome and the cache that
-    says where reused results came from."""
+    """Bisect the row in its own kept directory; the outcome and the cache."""
     hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
     engines.start(cells)
     row = cells[0].row
-    # A fixed directory, not a timestamped one: the next bisect of this row reuses it.
+    # A fixed directory, so the next bisect of this row reuses it.
     store = RunStore(asked.out / matrix.name / f"bisect-{row}")
     store.lock()
     # A closed stdout or stderr stops the probes as Ctrl-C does (harness.signals).
@@ -137,8 +132,7 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
             dirs = list(asked.reuse)
             swept = resumable(asked.out / matrix.name, matrix.name, asked.matrix)
             if swept is not None and not any(d.resolve() == swept.resolve() for d in dirs):
-                # the newest sweep of this matrix file: its cells whose keys still hold
-                # answer probes (issue 87: right after a sweep, 4 runs, 0 reused, 82 s)
+                # the newest sweep's cells whose keys still hold answer probes
                 dirs.insert(0, swept)
                 print(f"reusing the finished cells of the newest sweep of "
                       f"{asked.matrix.name} whose run keys hold: {shown(swept)} (--reuse DIR "
@@ -146,8 +140,7 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
             cache = Reuse(sweep, store, [RunStore(d) for d in dirs])
             store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
             store.mark(BISECT, matrix.name, str(asked.matrix))
-            # A probe's line is progress: -q leaves the range searched, why a kept cell
-            # runs again, and the answer (issue 63 item 14).
+            # A probe's line is progress, which -q leaves out.
             outcome = bisect(cells, sweep_runner(sweep, cells),
                              (lambda s: None) if asked.quiet else
                              (lambda s: print(s, flush=True)), cache, asked.repeats)
@@ -156,9 +149,7 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
 
 
 class Reuse:
-    """The bisect's cache: a cell's result from the row's directory, else from a --reuse
-    directory, when the same run made it (its key matches); else None, said why.
-    `sources` counts where reused results came from."""
+    """The bisect's cache: a stored result whose run key matches, else None, said why."""
 
     def __init__(self, sweep: Sweep, store: RunStore, others: list[RunStore]):
         self.sweep = sweep

@@ -1,13 +1,6 @@
-"""Bisect one row (GPU x scenario) over an ordered image list: drive `plan_bisect`.
-
-The planner (`harness.answers.search.plan_bisect`) is pure; this module runs its probes
-through an injected runner (in the CLI, `Sweep.run_cell`; in tests, a FakeRuntime
-sweep), reuses results already on disk, and says each step as it goes.
-
-A cell's result is written once. A probe of an image that already has one (an undecided
-image probed again) is a new attempt, run and recorded beside it as the cell
-`<id>.attempt-<n>` (`cells/<id>.attempt-2/`, ...); the latest attempt answers for the
-image, here and when a later bisect of the row reuses the directory.
+"""Bisect one row: run the pure planner's (`answers.search.plan_bisect`) probes through
+an injected runner. An image probed again is a new attempt (`<id>.attempt-<n>`); the
+latest answers for it.
 """
 
 from __future__ import annotations
@@ -78,8 +71,7 @@ class BisectOutcome:
         want = "good" if self.step.index == 0 else "bad"
         said = f"{res.verdict} ({res.reason})" if res is not None else "? ()"
         if self.no_bad_end:
-            # The answer to "which image went bad" here: none, as far as the ends show;
-            # the images between them were never run, and a fix at the end hides them.
+            # None bad as far as the ends show; the images between were never run.
             first, between = self.labels[0], len(self.labels) - 2
             if not between:
                 return (f"no bad image: the last image {label} is {said} and the first "
@@ -127,8 +119,7 @@ def bisect(cells: Sequence[Cell], runner: Runner, say: Say, cache: Cache | None 
         cells: The row's cells, ordered by image index.
         runner: Runs a cell and returns its (final) result.
         say: Receives one line per step.
-        cache: Returns a finished result for a cell, or None; consulted once per image
-            before its first run, so an earlier sweep or bisect is not paid for again.
+        cache: A finished result for a cell, or None; asked before its first run.
         repeats: Extra probes of an image whose verdict stays undecided.
 
     Raises:
@@ -208,9 +199,7 @@ def latest(store: RunStore, cell_id: str) -> CellResult | None:
 
 def run_attempt(sweep: Sweep, cell: Cell, against: tuple[Cell, CellResult] | None
                 ) -> tuple[CellResult, Series]:
-    """`cell` run as its next attempt, beside the runs the store holds (`attempt_id`),
-    compared with `against` (a reference cell and its result, `stages.settle.settle`)
-    where given, and written once: how bisect's and culprit's probes run."""
+    """Run `cell` as its next attempt, compared with `against`, and written once."""
     runs = attempts(sweep.store, cell.id)
     this = cell if not runs else dataclasses.replace(
         cell, id=attempt_id(cell.id, len(runs) + 1))
@@ -221,20 +210,13 @@ def run_attempt(sweep: Sweep, cell: Cell, against: tuple[Cell, CellResult] | Non
 
 
 def sweep_runner(sweep: Sweep, cells: Sequence[Cell]) -> Runner:
-    """A runner over the sweep that also compares each probe with the first image.
-
-    Without the comparison a probe would only see within-run trends; with it a cell
-    that is uniformly slower than the known-good first image is a `regression`, as in
-    a full sweep (which picks the matrix baseline, else the first cell). Each probe's
-    result is written once, compared; a probe of a cell that has a result already is
-    the cell's next attempt, beside it (see the module's docstring).
-    """
+    """A runner that compares each probe with the first image, as a full sweep does."""
     first = cells[0]
     done: dict[str, CellResult] = {}
 
     def run(cell: Cell) -> CellResult:
         if first.id not in done:
-            # The first endpoint may have come from the cache: it is in the store.
+            # The first endpoint may have come from the cache: read it from the store.
             cached = attempts(sweep.store, first.id)
             if cached:
                 done[first.id] = cached[-1]

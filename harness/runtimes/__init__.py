@@ -1,14 +1,8 @@
-"""Backends that run cells, chosen by name (`runtime:` in the matrix): one factory per
-name (`FACTORIES`, `get_runtime`), each loading its runtime's modules on first use, and
-the runtime of each host a matrix names (`Engines`).
+"""Backends that run cells, chosen by name (`runtime:`): one lazy factory per name
+(`FACTORIES`, `get_runtime`), and the runtime of each host a matrix names (`Engines`).
 
-docker-py loads without paramiko unless an ssh:// engine needs it
-(`dockerengine.enable_ssh`), and requests without a character-set detector: an engine
-answers JSON, read as UTF-8. Why: paramiko (with invoke and unittest.mock) took ~130 ms,
-a quarter of a one-cell sweep's overhead, for the ssh:// transport alone;
-charset_normalizer ~30-70 ms to guess an encoding that an engine's JSON never needs
-(requests reads a body that names none as UTF-8, its documented fallback, and warns that
-the detector is missing)."""
+docker-py loads without paramiko and requests' charset detector, which cost start-up
+time that only an ssh:// engine needs (`dockerengine.enable_ssh`)."""
 
 from __future__ import annotations
 
@@ -32,9 +26,7 @@ HIDDEN = ("paramiko", "charset_normalizer", "chardet")
 
 @contextmanager
 def paramiko_hidden() -> Iterator[None]:
-    """While the block imports docker-py (through a docker* module), paramiko and requests'
-    character-set detector are left out (each left as it is where already imported;
-    nothing is hidden once docker-py is)."""
+    """Hide paramiko and the charset detector while the block imports docker-py."""
     hidden = [] if "docker" in sys.modules else [n for n in HIDDEN if n not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]  # importing it: ImportError
@@ -48,15 +40,14 @@ def paramiko_hidden() -> Iterator[None]:
 
 
 def _local(docker_host: str | None) -> Runtime:
-    # lazy: the local runtime (venvs, the resolver, the host's GPUs) only where a cell runs
-    # on it: report, history and explain read `runtimes.base` without it
+    # lazy: the local runtime only where a cell runs on it
     from harness.runtimes.local import LocalRuntime
 
     return LocalRuntime()
 
 
 def _docker(docker_host: str | None) -> Runtime:
-    with paramiko_hidden():  # without paramiko: ~130 ms less start-up
+    with paramiko_hidden():
         # lazy: docker-py only for a docker or podman runtime, paramiko hidden
         from harness.runtimes.docker import DockerRuntime
 
@@ -90,8 +81,7 @@ def get_runtime(name: str, docker_host: str | None = None) -> Runtime:
 
 
 def job_cell(argv: list[str]) -> int:
-    """`harness _cell SPEC.json`: one cell inside a Slurm job, its runtime made by
-    `get_runtime` (`runtimes.slurm.main`)."""
+    """`harness _cell SPEC.json`: one cell inside a Slurm job (`runtimes.slurm.main`)."""
     # lazy: Slurm's modules only for the hidden `_cell` command (inside a Slurm job)
     from harness.runtimes.slurm import main
 
@@ -102,9 +92,7 @@ def job_cell(argv: list[str]) -> int:
 class Engines:
     """The runtime of each host a matrix names: one, unless `hosts:` lists endpoints.
 
-    `start` removes what a crashed harness left behind and checks that the cells can
-    run (raising EnvironmentUnavailable: exit 3 before any results directory exists);
-    `stop` removes what this harness left.
+    `start` cleans up and checks the cells can run (exit 3 before any results exist).
     """
 
     default: Runtime
@@ -113,11 +101,10 @@ class Engines:
     @classmethod
     def for_matrix(cls, matrix: Matrix, name: str,
                    docker_host: str | None = None) -> Engines:
-        """Raises: InputError: unknown runtime name; SpecError: a setting the runtime cannot
-        honour (mem_limit where cells have no cgroup of their own)."""
+        """Raises: InputError: unknown runtime name; SpecError: a setting the runtime
+        cannot honour."""
         check_images(matrix, name)
         if matrix.slurm is not None:
-            # Cells become Slurm jobs; `name` runs each one inside its job.
             # lazy: Slurm's modules only for a matrix with `slurm:`
             from harness.runtimes.slurm import SlurmRuntime
 
@@ -145,8 +132,7 @@ class Engines:
         return self.by_host or {"": self.default}
 
     def start(self, cells: list[Cell], progress: Progress | None = None) -> None:
-        """Each runtime cleaned up and checked for its cells, then readied for them (a
-        dated image's day resolved): what cannot run stops here, before any cell."""
+        """Clean up, check and ready each runtime: what cannot run stops before any cell."""
         for label, rt in self.each().items():
             rt.cleanup()
             mine = [c for c in cells if not label or c.host.label == label]
@@ -154,8 +140,7 @@ class Engines:
             rt.resolve_ahead(mine, progress or (lambda _: None))
 
     def hybrid_client(self, runtime: str) -> Any:
-        """The engine client that builds `harness culprit`'s hybrid images (None on the
-        local runtime, whose hybrids are venvs).
+        """The engine client that builds `harness culprit`'s hybrid images (None on local).
 
         Raises:
             EnvironmentUnavailable: a container runtime whose engine builds none.
@@ -174,8 +159,7 @@ class Engines:
 
     @contextmanager
     def stopped(self, then: Callable[[], None] = lambda: None) -> Iterator[None]:
-        """`stop` once the block ends, however it ends; then `then` (a store's unlock),
-        even where stopping failed."""
+        """`stop` when the block ends, then `then` (a store's unlock) even if stop fails."""
         try:
             yield
         finally:

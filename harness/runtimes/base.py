@@ -23,13 +23,9 @@ from harness.protocol import AGENT_DIR
 
 # A budgeted run's readings cost at most this share of its steps' time.
 BUDGET_OVERHEAD = 0.05
-# A call after the first that has not returned after this long ends the run as a
-# timeout that names the call (the agent's --call-timeout); at most 90 % of the cell's
-# `timeout:`, so that the agent says it before the deadline kills it.
+# A call running this long ends the run as a timeout naming it (--call-timeout) ...
 CALL_TIMEOUT_S = 120.0
-# The share of the cell's `timeout:` at which the agent ends a call still under way (its
-# --call-timeout at most; the first call's, which no call timeout ends, at the deadline:
-# the agent's DEADLINE_SHARE, the same 90 %).
+# ... at most this share of `timeout:`, so the agent says it before the deadline kills.
 DEADLINE_SHARE = 0.9
 
 
@@ -49,8 +45,7 @@ Progress = Callable[[str], None]
 
 @runtime_checkable
 class CellEvents(Protocol):
-    """A progress sink that also wants to know when a cell starts and ends (the live
-    terminal display: harness/report/live.py); a plain `Progress` callable need not."""
+    """A progress sink told when a cell starts and ends (the live display)."""
 
     def cell(self, cell: Cell, event: str, result: object) -> None: ...
 
@@ -81,13 +76,8 @@ class RunRequest:
         return self.cancel is not None and self.cancel.is_set()
 
     def as_user_s(self) -> float | None:
-        """The seconds of steps the agent times again as the user's interpreter runs them
-        (its --as-user: a second agent after the measured phase, with the allocator
-        settings the quiet heap changed put back), or None where it does not: the run
-        already has them (`pythonmalloc: false`, `heap: stock`); an attributed run
-        (explain's); a GPU cell (a second process would hold a second device context); a
-        cell with a memory limit (its memory would count against it); a run whose budget
-        holds its warm-up (harness.check's, a marked test's: each costs its budget)."""
+        """Seconds of steps timed again under the user's allocator (--as-user), or None
+        where not needed or too costly (GPU, memory limit, attributed run)."""
         s = self.cell.settings
         if not (s.pythonmalloc or s.heap == "quiet") or self.attribute:
             return None
@@ -118,27 +108,21 @@ class RunRequest:
         if not self.durable:
             args.append("--no-fsync")
         if (budget := s.run_budget) is not None:
-            # Early stop runs for its time budget (at least BUDGET_MIN_CALLS calls, or a
-            # run again's `budget_calls`; at most max_iterations): readings spread over
-            # the budget, each costing at most BUDGET_OVERHEAD of the steps' time (a
-            # heap reading collects garbage).
+            # Readings spread over the budget, costing at most BUDGET_OVERHEAD of it.
             args += ["--budget", f"{budget:g}", "--budget-min",
                      str(min(s.budget_calls or BUDGET_MIN_CALLS, s.agent_iterations)),
                      "--max-overhead", f"{BUDGET_OVERHEAD:g}"]
             if s.warmup_share:
                 args += ["--warmup-share", f"{s.warmup_share:g}"]
             if self.attribute:
-                # An attributed run (explain) makes its least calls, as a fixed run
-                # would, within its deadline: not cut at ten budgets.
+                # An attributed run makes its least calls within its deadline.
                 args += ["--budget-max", f"{s.timeout:g}"]
             elif (most := measure_cap(s)) is not None:
                 args += ["--budget-max", f"{most:g}"]
         return args
 
     def environment(self) -> dict[str, str]:
-        """The cell's environment, the one place every runtime takes it from: the
-        matrix's `env:`, then the allocator settings of `pythonmalloc` and `heap`
-        (before the interpreter starts, which is the only time they take effect)."""
+        """The cell's environment: `env:`, then the allocator settings (at start only)."""
         s = self.cell.settings
         env = dict(s.env)
         given = {name: env.get(name) for name in ALLOCATOR_ENV}
@@ -148,15 +132,10 @@ class RunRequest:
             env["GLIBC_TUNABLES"] = quiet_tunables(env.get("GLIBC_TUNABLES"))
         undo = {name: value for name, value in given.items() if env.get(name) != value}
         if undo:
-            # The agent puts these back before the scenario runs, so the processes it
-            # starts (a spawned pool's workers, a subprocess) allocate as they would for
-            # a user: under PYTHONMALLOC=malloc a spawned worker's leak read flat for its
-            # first ~2,500 calls (issue 78). Only the agent's own heap is read quiet.
+            # The agent puts these back, so the processes it starts allocate as a user's.
             env[CHILD_ENV] = json.dumps(undo, sort_keys=True)
         if not self.cell.gpu.wants_gpu:
-            # NGC images set NVIDIA_VISIBLE_DEVICES=all: on an engine whose default runtime
-            # is nvidia a "CPU" cell would get every GPU. `void` makes the toolkit inject
-            # nothing (no device, no driver library).
+            # NGC images set NVIDIA_VISIBLE_DEVICES=all: keep a CPU cell off the GPUs.
             env.setdefault("NVIDIA_VISIBLE_DEVICES", "void")
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
@@ -164,9 +143,7 @@ class RunRequest:
 
 
 def measure_cap(s: RunSettings) -> float | None:
-    """The most seconds a budgeted attempt's measured phase runs where the cell has an
-    `overrun` bound: what a run again was left (`budget_max`), or for a first attempt
-    the bound less its warm-up's budget; None: the agent's own cap (10 budgets)."""
+    """The most seconds a budgeted measured phase runs under `overrun`; None: the agent's."""
     if s.budget_max is not None:
         return s.budget_max
     budget = s.run_budget
@@ -176,10 +153,7 @@ def measure_cap(s: RunSettings) -> float | None:
 
 
 def quiet_tunables(given: str | None) -> str:
-    """GLIBC_TUNABLES with glibc's per-thread cache off (tcache_count=0), the matrix's
-    own tunables kept. The tcache keeps up to ~240 KiB of freed chunks that mallinfo
-    counts as in use, filling over the first hundreds of calls like a leak. A
-    tcache_count the matrix set itself stands."""
+    """GLIBC_TUNABLES with the tcache off (its freed chunks would fill like a leak)."""
     parts = [p for p in (given or "").split(":") if p]
     if not any(p.startswith(TCACHE + "=") for p in parts):
         parts.append(TCACHE + "=0")
@@ -187,12 +161,9 @@ def quiet_tunables(given: str | None) -> str:
 
 
 TCACHE = "glibc.malloc.tcache_count"
-# The seconds of steps a run times again as the user's interpreter runs them (the agent's
-# --as-user, `RunRequest.as_user_s`): half a second holds thousands of a cheap step's calls
-# and a handful of a slow one's (the second agent makes 3 at least, for 5 s at most).
+# Seconds of steps timed again under the user's allocator settings (`as_user_s`).
 AS_USER_S = 0.5
-# The allocator settings the cell's agent runs under, and the variable that hands the
-# matrix's own values (null: unset) to the agent for the processes it starts.
+# The allocator settings, and the variable that hands their own values to the agent.
 ALLOCATOR_ENV = ("PYTHONMALLOC", "GLIBC_TUNABLES")
 CHILD_ENV = "HARNESS_CHILD_ENV"
 
@@ -219,19 +190,16 @@ class RunOutcome:
                 "host_samples": len(self.host_samples)}
 
 
-# One line of `harness doctor`: its level (ok, warn, FAIL), what it found and the fix;
-# each runtime's setup checks and each engine's doctor give them.
+# One line of `harness doctor`: (ok|warn|FAIL, what it found, the fix).
 Check = tuple[str, str, str]
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What one runtime can do, in one declaration its class fills (`RuntimeBase`'s
-    class attributes over the name's `matrixfile.model.Abilities`). `harness doctor`, the
-    plans and the engines ask these, never the object (no `getattr` probing)."""
+    """What one runtime can do, declared by its class: asked, never probed."""
 
     product: str             # how `harness doctor` names its engine ("Docker", "Podman")
-    abilities: Abilities     # the name's entry: images, cgroup of its own, GPUs by, hosts
+    abilities: Abilities     # the name's entry in `matrixfile.model.ABILITIES`
     queues_cells: bool       # a cluster scheduler decides what runs when
     probes_gpus: bool        # `gpu_inventory` asks an engine of its own (a probe container)
     resolves_days: bool      # resolves an `as_of:` image per day (`harness day` runs on it)
@@ -244,13 +212,7 @@ class Capabilities:
 
 
 class Runtime(Protocol):
-    """A backend that runs cells. Chosen by name in the matrix (`runtime:`).
-
-    Besides running cells it declares what it can do in one object, `capabilities`
-    (`RuntimeBase` fills it from the class's declarations): whether a scheduler queues
-    the cells itself, whether its engine lists its GPUs, resolves days or builds hybrid
-    images; and it answers how to abort an image build on Ctrl-C, the GPUs its engine
-    gives a probe container and doctor's setup checks."""
+    """A backend that runs cells; it declares what it can do in `capabilities`."""
 
     name: str
     queues_cells: bool      # a cluster scheduler decides what runs when: submit all at once
@@ -263,19 +225,16 @@ class Runtime(Protocol):
         """Ctrl-C: stop an image build or venv install in progress, leaving nothing."""
 
     def gpu_inventory(self, image: str, python: str = "python3") -> HostGpus | None:
-        """The GPUs a container of `image` is given on this runtime's engine; None when
-        the runtime has no engine of its own to ask (this machine's NVML answers)."""
+        """The GPUs a container of `image` gets on this engine; None: no engine to ask."""
 
     def setup_checks(self, wants_gpu: bool) -> list[Check]:
-        """`harness doctor`: what this machine lacks for this runtime before its engine
-        is asked, as (ok|warn|FAIL, what, fix)."""
+        """`harness doctor`: what this machine lacks for this runtime, as `Check`s."""
 
     def check(self, cells: list[Cell]) -> None:
         """Raise EnvironmentUnavailable if these cells cannot run here at all."""
 
     def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
-        """Before the first cell: what the cells' images need settled once (the local
-        runtime resolves each `as_of:` day), saying so through `progress`."""
+        """Before the first cell: settle what the images need once (an `as_of:` day)."""
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
         """Make the image available (pull / build venv); raise ImageUnavailable."""
@@ -287,18 +246,13 @@ class Runtime(Protocol):
         """Remove anything this or an earlier, crashed harness left behind; count it."""
 
     def run_warm(self) -> None:
-        """Many short cells in a row follow (`harness.check`, the pytest plugin): run
-        each from a warm interpreter where this runtime can (the local one), else as
-        before."""
+        """Many short cells follow: run each from a warm interpreter where possible."""
 
     def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
-        """The warm interpreter a run of `cell` would fork from, started now with each
-        scenario of `scripts` imported, where this runtime runs warm (the pytest
-        plugin's, before its first marked test's clock); else nothing."""
+        """Start the warm interpreter `cell` would fork from, `scripts` imported, if any."""
 
     def pins(self, image: ImageSpec) -> tuple[str, ...]:
-        """A dated image's requirements as resolved on its day, where this runtime
-        resolves days (`capabilities.resolves_days`: `harness day` asks it).
+        """A dated image's requirements as resolved on its day (`harness day`).
 
         Raises:
             EnvironmentUnavailable: this runtime resolves no day.
@@ -306,13 +260,10 @@ class Runtime(Protocol):
 
 
 class RuntimeBase:
-    """What a runtime does not have to do: no queue, nothing to abort, no engine to ask
-    for its GPUs. A runtime subclasses it, declares what it can do in the class
-    attributes below (read as one `Capabilities`) and overrides what it does."""
+    """A runtime's defaults; subclasses declare their `Capabilities` as class attributes."""
 
     queues_cells = False
     name: str
-    # What the subclass declares it can do beyond its name's `Abilities` (`Capabilities`).
     product = "the engine"
     probes_gpus = False
     resolves_days = False
@@ -337,8 +288,7 @@ class RuntimeBase:
 
     @property
     def abilities(self) -> Abilities:
-        """What this runtime can do, as `matrixfile.model.ABILITIES` declares it for its
-        name (the one place: matrix validation and the answers read the same entry)."""
+        """This runtime's entry in `matrixfile.model.ABILITIES`."""
         return abilities(self.name)
 
     @property
@@ -354,8 +304,7 @@ class RuntimeBase:
         return None
 
     def setup_checks(self, wants_gpu: bool) -> list[Check]:
-        """`harness doctor`: what this machine lacks for the runtime before its engine is
-        asked, as (ok|warn|FAIL, what, fix); nothing to say by default."""
+        """`harness doctor`: nothing to say by default."""
         return []
 
     def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
@@ -363,12 +312,8 @@ class RuntimeBase:
 
 
 def own_cgroup(runtime: str) -> bool:
-    """Whether a cell run by the runtime called `runtime` had a memory cgroup of its own,
-    which the agent reads as its cgroup mount's root (a container's cgroup namespace), so
-    its `cgroup` reading is the cell's. Elsewhere (`local`, and Slurm running `local` in
-    its job) that root is the session's or the machine's, never the cell's. By name, as a
-    result keeps only its runtime's name ("slurm/<inner>": the inner one's); a name this
-    version does not know has none, so no figure that may not be the cell's is shown."""
+    """Whether a cell run by `runtime` ("slurm/<inner>": the inner) had a memory cgroup
+    of its own, so its `cgroup` reading is the cell's."""
     name = runtime.rpartition("/")[2]
     return name in ABILITIES and abilities(name).own_cgroup
 

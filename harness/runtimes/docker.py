@@ -1,22 +1,7 @@
-"""Run cells as Docker containers: `DockerRuntime`, one engine's runtime, and one cell as
-one container (`run_container`).
-
-The runtime wires the engine's client and its images (`dockerengine`: connect, prepare,
-pull, build, registry question) to the cell's container. Here: whether the engine can
-run the matrix's cells (`check`, the GPUs it gives containers), and `cleanup`, which
-removes the containers whose owner process is gone, so Ctrl-C, an error or a crashed
-harness never leaves one running. The `docker*` modules of this folder are the only ones
-that import `docker`.
-
-One cell's container: the NGC flags (shm, memlock -1, stack 64 MiB), GPUs through a
-DeviceRequest, no network unless asked, the agent and the scenario's directory mounted
-read-only and the output directory read-write (or copied in and out for a remote
-engine). `container.wait(timeout)` is only an HTTP timeout, so the deadline is ours: the
-engine's wait runs on a thread (`_waiter`) and ends ours the moment the container stops,
-while we check the cancel flag and the deadline (and kill); the state is read once it
-stopped (polled where the engine's wait fails). Every container carries labels naming
-its owner process (`OWNER`), so `DockerRuntime.cleanup` can remove those whose owner is
-gone.
+"""Run cells as Docker containers: `DockerRuntime`, and one cell as one container
+(`run_container`, with the NGC flags). The deadline is kept here (`container.wait` has
+only an HTTP timeout), and containers are labelled with their owner (`OWNER`) so
+`cleanup` removes orphans. Only the `docker*` modules import `docker`.
 """
 
 from __future__ import annotations
@@ -64,8 +49,7 @@ class DockerRuntime(RuntimeBase):
 
     def __init__(self, base_url: str | None = None, copy_files: bool | None = None):
         self.base_url = base_url
-        # Bind mounts need the engine on this machine; a tcp:// or ssh:// engine gets
-        # the files copied in and out instead (HARNESS_DOCKER_COPY=1 forces it).
+        # Bind mounts need a local engine; a remote one gets the files copied.
         if copy_files is None:
             copy_files = (os.environ.get("HARNESS_DOCKER_COPY") == "1"
                           or not is_local_endpoint(base_url))
@@ -92,7 +76,7 @@ class DockerRuntime(RuntimeBase):
         return is_local_endpoint(self.base_url)
 
     def engine_info(self) -> dict[str, Any]:
-        """The engine's `docker info`, asked once a connection (podman takes ~0.2 s)."""
+        """The engine's `docker info`, asked once a connection (it is slow on podman)."""
         if self._info is None:
             self._info = self.client.info()
         return self._info
@@ -102,8 +86,7 @@ class DockerRuntime(RuntimeBase):
         wants = sorted({c.gpu.value for c in cells if c.gpu.wants_gpu})
         if not wants:
             return
-        # The engine decides, not this machine: probe it with a GPU image it already has
-        # (a missing toolkit stops the sweep here, exit 3); else judge from `docker info`.
+        # The engine decides: probe it with a GPU image it has, else read `docker info`.
         for c in cells:
             if c.gpu.wants_gpu and self.image_labels(c.image.ref) is not None:
                 self.gpu_inventory(c.image.ref, c.image.python or "python3")
@@ -167,8 +150,7 @@ class DockerRuntime(RuntimeBase):
         return cache_dir() / "engines" / f"{engine}.memlock-refused"
 
     def refuse_memlock(self) -> None:
-        """Unprivileged engines (rootless, sandboxes) cannot raise RLIMIT_MEMLOCK: use
-        their default from now on, and remember it for this engine across runs."""
+        """Use the engine's default memlock from now on, remembered across runs."""
         self.memlock_refused = True
         try:
             path = self._memlock_file()
@@ -215,16 +197,14 @@ class DockerRuntime(RuntimeBase):
         return dockerengine.build(self.client, context, tag, labels, progress)
 
     def pullable(self, ref: str, timeout_s: float = 30.0) -> str | None:
-        """None when the engine's registry has `ref`, else why not, with the fix
-        (`dockerengine.pullable`: nothing is pulled, the question is time-boxed)."""
+        """None when the engine's registry has `ref`, else why not (`dockerengine.pullable`)."""
         return dockerengine.pullable(lambda: self.client, ref, timeout_s)
 
     def image_labels(self, tag: str) -> dict[str, str] | None:
         return dockerengine.image_labels(self.client, tag)
 
     def image_config(self, ref: str) -> dict[str, Any] | None:
-        """{"labels": {...}, "env": ["K=V", ...]} of an image on the engine, None when
-        absent (what `harness doctor` reads of it)."""
+        """{"labels": {...}, "env": ["K=V", ...]} of an image on the engine; None: absent."""
         return dockerengine.image_config(self.client, ref)
 
 
@@ -256,8 +236,7 @@ class CgroupReadings(Protocol):
 
 
 class Engine(Protocol):
-    """What running a container needs of the runtime that holds the engine
-    (`DockerRuntime` is one)."""
+    """What running a container needs of its runtime (`DockerRuntime` is one)."""
 
     copy_files: bool          # a remote engine: files copied in and out, not mounted
     memlock_refused: bool     # the engine refuses memlock=-1: its default is used
@@ -283,13 +262,10 @@ class Engine(Protocol):
         """Remove the container, whatever state it is in."""
 
     def wait_stopped(self, cid: str) -> None:
-        """Return once the engine says the container has stopped (raise where it cannot
-        say: the caller polls the container's state)."""
+        """Return once the container has stopped; raise where the engine cannot say."""
 
     def watch_cgroup(self, cid: str, start: float) -> CgroupReadings | None:
-        """For an engine that reports OOMKilled wrong or its stats too seldom or at a
-        cost: a watch of the started container's memory cgroup, which samples it (`t`
-        from `start`, a time.monotonic()); None: the engine's state and stats say it."""
+        """A watch of the container's memory cgroup; None: the engine's stats serve."""
 
 
 def tar_inputs(scenario_dir: Path) -> bytes:
@@ -335,8 +311,7 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
         "shm_size": s.shm_size,
         "ulimits": ulimits(engine.memlock_refused, engine.own_ulimits),
         "detach": True,
-        # tini as PID 1: signals reach the agent and zombies of forked children are
-        # reaped (the agent as PID 1 ignores signals it has no handler for).
+        # tini as PID 1: signals reach the agent and zombies are reaped.
         "init": True,
     }
     if not s.network:
@@ -353,10 +328,8 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
 
 
 def run_container(engine: Engine, request: RunRequest, progress: Progress) -> RunOutcome:
-    """Run the cell's container to its end, its deadline or a cancel, and remove it.
-
-    An engine lost mid-run (restart, cut connection) is an outcome (`error`), not a
-    harness abort.
+    """Run the cell's container to its end, its deadline or a cancel, and remove it. An
+    engine lost mid-run is an outcome (`error`), not a harness abort.
 
     Raises:
         ImageUnavailable: the image vanished from the engine.
@@ -371,14 +344,12 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
     try:
         container = _create(engine, request, kwargs)
         if cell.gpu.wants_gpu and engine.local:
-            # Host-side NVML per device, first reading before the container starts.
             gpu_sampler = HostGpuSampler(cell.gpu.value, s.sample_interval).start()
         try:
             container.start()
         except docker.errors.APIError as exc:
             if "error setting rlimit" not in str(exc) or engine.memlock_refused:
                 raise
-            # Unprivileged engines (rootless, sandboxes) cannot raise RLIMIT_MEMLOCK.
             engine.refuse_memlock()
             progress("engine refuses memlock=-1 (NGC flag); running with its default")
             engine.remove(container.id)
@@ -394,7 +365,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         if t_stats is not None:
             t_stats.start()
         stopped = _waiter(engine, container.id)
-        poll = 0.02   # without the engine's wait: short cells end within a few polls
+        poll = 0.02   # short cells end within a few polls
         while True:
             if stopped.is_set():   # the engine said it stopped (or its wait failed: poll)
                 state = engine.client.api.inspect_container(container.id)["State"]
@@ -444,9 +415,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
 
 
 def kill(container: Any) -> bool:
-    """Kill the container; False where the engine says it had exited already (its agent
-    ended the run as the deadline came, a call stuck: Docker answers 409, podman 500
-    "can only kill running containers"), which is no engine error."""
+    """Kill the container; False where it had exited already (no engine error)."""
     try:
         container.kill()
     except docker.errors.APIError as exc:
@@ -459,9 +428,7 @@ def kill(container: Any) -> bool:
 def _create(engine: Engine, request: RunRequest, kwargs: dict[str, Any]) -> Any:
     container = engine.client.containers.create(request.image.ref, **kwargs)
     if engine.copy_files:
-        # A remote engine cannot see our files: copy the agent and the scenario's
-        # directory in before start (no live early stop: the control file and the
-        # samples stay on the far side until the container exits).
+        # A remote engine cannot see our files: copy them in (no live early stop).
         container.put_archive("/", tar_inputs(request.cell.scenario.script.parent))
     return container
 
@@ -476,8 +443,7 @@ def fetch_out(container: Any, outdir: Path) -> None:
     with tarfile.open(fileobj=data) as tar:
         for member in tar.getmembers():
             name = Path(member.name)
-            # Only plain files directly under out/: nothing a container wrote may
-            # escape the cell's directory (links, "..", absolute names).
+            # Only plain files directly under out/: nothing may escape the cell's directory.
             if not member.isfile() or len(name.parts) != 2 or name.parts[0] != "out":
                 continue
             src = tar.extractfile(member)
@@ -491,11 +457,8 @@ def _epoch(stamp: str) -> int:
 
 
 def _oom_event(client: Any, cid: str, state: dict[str, Any]) -> bool:
-    """An `oom` event of the container in the engine's log. dockerd sets `OOMKilled` from
-    that event, which can reach it after it handled the exit (moby#18510): under a CI's
-    load a container killed at its memory limit (exit 137) read `OOMKilled false`. So a
-    SIGKILLed container whose flag says no is asked again here; False where the engine
-    keeps no such event or cannot say."""
+    """Whether the engine logged an `oom` event for the container (dockerd can set
+    `OOMKilled` too late); False where it cannot say."""
     try:
         events = client.events(since=_epoch(state["StartedAt"]) - 1,
                                until=_epoch(state["FinishedAt"]) + 1,
@@ -510,9 +473,7 @@ def _exited(state: dict[str, Any]) -> bool:
 
 
 def _waiter(engine: Engine, cid: str) -> threading.Event:
-    """An event set when the engine's wait for the container returns: it stopped (seen
-    at once, not at the next poll: up to 0.1 s and the polls' round trips saved), or the
-    wait failed (an engine without it, a lost connection), when the caller polls."""
+    """An event set when the engine's wait returns: stopped, or failed (then poll)."""
     stopped = threading.Event()
 
     def wait() -> None:
@@ -537,8 +498,7 @@ def _wait_exit(client: Any, cid: str) -> dict[str, Any]:
 
 
 def _stats(container: Any, out: list[dict[str, Any]], start: float, psi: bool) -> None:
-    """Host-side cgroup memory from the engine's stats stream (1 Hz); with `psi`, this
-    machine's CPU pressure beside it (a local engine: its PSI is ours)."""
+    """Host-side cgroup memory from the engine's stats stream; `psi`: CPU pressure too."""
     try:
         for st in container.stats(stream=True, decode=True):
             mem = st.get("memory_stats") or {}

@@ -1,8 +1,4 @@
-"""`harness doctor` for an engine with the Docker API (dockerd, podman's service): what
-it asks of the engine (`Engine`: the runtime that drives it, `docker_engine`;
-doctor never tests which runtime it has) and its checks of each engine
-(`engine_checks`), each one line with its fix, as the local and Slurm doctors give
-theirs."""
+"""`harness doctor` for an engine with the Docker API: `Engine`, `engine_checks`."""
 
 from __future__ import annotations
 
@@ -21,21 +17,17 @@ TOOLKIT_FIX = ("install nvidia-container-toolkit, run `nvidia-ctk runtime config
 
 
 class Engine(Protocol):
-    """What doctor asks of an engine with the Docker API: the runtime that drives it
-    (`runtimes.docker.DockerRuntime`, podman's too), or a fake in tests. What it can do
-    is its runtime's declaration, asked, never probed for."""
+    """What doctor asks of an engine with the Docker API: its runtime, or a fake in tests."""
 
     @property
     def capabilities(self) -> Capabilities:
-        """The runtime's declaration (`runtimes.base.Capabilities`): the engine's name,
-        how it gives GPUs, whether a probe container lists them."""
+        """The runtime's declaration (`runtimes.base.Capabilities`)."""
 
     def setup_checks(self, wants_gpu: bool) -> list[Check]:
         """What this machine lacks for the runtime before its engine is asked."""
 
     def gpu_inventory(self, ref: str) -> gpu.HostGpus | None:
-        """The engine's GPUs as a probe container in image `ref` sees them (asked only
-        where `capabilities.probes_gpus`)."""
+        """The engine's GPUs as a probe container in image `ref` sees them."""
 
     def engine_info(self) -> Mapping[str, Any]:
         """The engine's `docker info`."""
@@ -44,17 +36,14 @@ class Engine(Protocol):
         """{"labels": {...}, "env": ["K=V", ...]} of a local image, None when absent."""
 
     def pullable(self, ref: str) -> str | None:
-        """None when the engine can pull `ref` (its registry has it), else why not and
-        the fix ("...\n  fix: ..."); nothing is pulled."""
+        """None when the engine can pull `ref`, else why not and the fix; nothing is pulled."""
 
 
 def docker_engine(url: str | None, runtime: str = DEFAULT_RUNTIME) -> Engine:
-    """The runtime `runtime` (docker, podman) driving the engine at `url`: doctor asks it,
-    as the sweep does.
+    """The runtime `runtime` (docker, podman) driving the engine at `url`, as the sweep's.
 
     Raises:
-        InputError: a runtime without a Docker API engine (local, slurm): the matrix's
-            `runtime:`, which doctor checks otherwise.
+        InputError: a runtime without a Docker API engine (local, slurm).
     """
     rt = get_runtime(runtime, url)
     if not rt.capabilities.abilities.container_images:
@@ -101,10 +90,8 @@ def _probe(c: _Lines, engine: Engine, matrix: Matrix, where: str) -> gpu.HostGpu
 def engine_checks(matrix: Matrix | None, label: str, url: str | None,
                   connect: Callable[[str | None], Engine], host: gpu.HostGpus,
                   has_gpu: bool, hook_found: bool, wants_gpu: bool) -> list[Check]:
-    """`harness doctor`'s checks of one engine with the Docker API (at `url`, shown as
-    `label`): it answers, its version and cgroup, its GPU mechanism (or a probe
-    container's GPUs, where its runtime `probes_gpus`), the matrix's GPU selection, and
-    each image: there (its CUDA, whether it runs on each selected GPU) or pullable."""
+    """`harness doctor`'s checks of one Docker API engine: it answers, its GPUs, and each
+    image there and runnable, or pullable."""
     c = _Lines()
     _engine(c, matrix, label, url, connect, host, has_gpu, hook_found, wants_gpu)
     return c
@@ -131,7 +118,7 @@ def _engine(c: _Lines, matrix: Matrix | None, label: str, url: str | None,
         host, has_gpu, local_gpus = probed, True, True
     else:
         local_gpus = local
-    # GPUs by CDI name (podman): the runtime's setup checks above looked for the spec.
+    # GPUs by CDI name (podman): the setup checks above looked for the spec.
     cdi = can.gpu_by == "cdi"
     mechanisms = [] if cdi else gpu.engine_gpu_mechanisms(info, hook_found and local)
     if probed is not None and not mechanisms:
@@ -164,8 +151,7 @@ def _engine(c: _Lines, matrix: Matrix | None, label: str, url: str | None,
     for img in matrix.images:
         config = engine.image_config(img.ref)
         if config is None:
-            # The sweep pulls a missing image: only one its registry lacks (or that no
-            # registry can give) stops it.
+            # The sweep pulls a missing image: only one no registry gives stops it.
             why = engine.pullable(img.ref)
             if why is None:
                 c.add("ok", f"{where}: image {img.ref}: not on the engine yet, its registry "

@@ -1,26 +1,6 @@
-"""A Docker engine and the images on it.
-
-Reaching the engine: the docker-py client for a base URL, a context name or DOCKER_HOST
-(`connect`; an ssh:// engine's transport given on first use, `enable_ssh`), the errors
-an engine call raises (`ENGINE_ERRORS`) and the engine's own words out of them
-(`engine_text`).
-
-Its images: what `prepare` gives a cell (`image_info`, pulling the image when the engine
-lacks it, with progress by layer), why a pull failed and the fix (`pull_failure`),
-`docker build` of a directory with no network, and whether a registry has a tag, asked
-without pulling (`pullable`).
-
-Hybrid container images for `harness culprit` (`hybrid`): an image built offline from a
-base image with some packages' installed files replaced by another image's. Each
-package's files are the ones its `*.dist-info/RECORD` lists (and the dist-info itself):
-removed from the base, copied from the other image in a build stage of its own, so no
-index and no network is needed (the build runs with `network_mode=none`). The image is
-tagged `harness-culprit/<base label>:<key>`, the key a hash of the recipe (both images'
-ids, what is taken and dropped, the script `SCRIPT`), labelled with what was swapped,
-and kept: the same recipe is built once, and a user can `docker run` it.
-
-The `docker*` modules of this folder are the only ones that import `docker`: this one
-and `docker` (the runtime and one cell's container).
+"""A Docker engine and its images: `connect`, `image_info`, `pull`, `build`, `pullable`,
+and `harness culprit`'s hybrids (`hybrid`): a base image with some packages' RECORD files
+replaced by another image's, built offline once per recipe.
 """
 
 from __future__ import annotations
@@ -53,12 +33,10 @@ NO_ENGINE_FIX = ("start the engine (`dockerd --iptables=false --bridge=none &` o
 
 
 def enable_ssh() -> None:
-    """Give docker-py its ssh:// transport if it was imported without paramiko (the
-    package's `get_runtime` hides it while docker-py loads: ~130 ms, with invoke and
-    unittest.mock, for the ssh:// transport alone)."""
+    """Give docker-py its ssh:// transport if it was imported without paramiko."""
     client, transport = sys.modules["docker.api.client"], sys.modules["docker.transport"]
     if not hasattr(client, "SSHHTTPAdapter"):
-        # lazy: paramiko (~130 ms) only where an ssh:// engine is asked for
+        # lazy: paramiko only where an ssh:// engine is asked for
         from docker.transport.sshconn import SSHHTTPAdapter
 
         client.SSHHTTPAdapter = SSHHTTPAdapter  # type: ignore[attr-defined]
@@ -91,8 +69,7 @@ def connect(base_url: str | None) -> Any:
         ssh = (url or os.environ.get("DOCKER_HOST") or "").startswith("ssh://")
         if ssh:
             enable_ssh()
-        # ssh:// goes through paramiko: the ssh CLI transport costs ~0.8 s per
-        # API call (measured on loopback) against ~0.06 s.
+        # ssh:// goes through paramiko: the ssh CLI transport is far slower per call.
         if ssh:
             client = (docker.DockerClient(base_url=url, timeout=120) if url
                       else docker.from_env(timeout=120))
@@ -106,9 +83,7 @@ def connect(base_url: str | None) -> Any:
 
 
 def _negotiated(url: str | None) -> Any:
-    """A client at the API version the engine's ping names (as the docker CLI does),
-    not docker-py's `auto`, which asks `/version`: podman answers that by querying its
-    package manager for three packages (~0.35 s of CPU a connect on Debian's podman)."""
+    """A client at the API version the engine's ping names (podman's `/version` is slow)."""
     def make(version: str) -> Any:
         return (docker.DockerClient(base_url=url, version=version, timeout=120) if url
                 else docker.from_env(version=version, timeout=120))
@@ -192,8 +167,7 @@ RECIPES = Path("images/images.yaml")    # `harness images build` reads it from h
 
 
 def recipe_for(ref: str, recipes: Path = RECIPES) -> str | None:
-    """The name of the offline test image recipe that builds `ref` (`harness images
-    build NAME` accepts it), or None: only a recipe's own tag has one."""
+    """The name of the offline image recipe whose tag is `ref`, or None."""
     try:
         data = yaml.safe_load(recipes.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
@@ -205,8 +179,7 @@ def recipe_for(ref: str, recipes: Path = RECIPES) -> str | None:
 
 
 def split_ref(ref: str) -> tuple[str, str]:
-    """`repo[:tag]` or `repo@sha256:...` -> (repo, tag or digest) for the pull API, by
-    docker-py's own parser (a registry port, `host:5000/x`, is not a tag)."""
+    """`repo[:tag]` or `repo@sha256:...` -> (repo, tag or digest) for the pull API."""
     repo, tag = docker.utils.parse_repository_tag(ref)
     return repo, tag or "latest"
 
@@ -283,11 +256,8 @@ def build(client: Any, context: Path, tag: str, labels: dict[str, str],
 
 
 def pullable(client: Callable[[], Any], ref: str, timeout_s: float = 30.0) -> str | None:
-    """None when the engine's registry has `ref` (its manifest answers: the sweep can
-    pull it), else why not, with the fix (`pull_failure`). Nothing is pulled; the
-    question is time-boxed, as an unreachable registry can hang the engine's call.
-    `client` gives the engine's client when the question is asked (an engine that does
-    not answer is a reason too)."""
+    """None when the engine's registry has `ref`, else why not; nothing is pulled, and the
+    question is time-boxed (an unreachable registry can hang it)."""
     if ref.startswith("harness-test/"):     # built here, never in a registry
         return pull_failure(ref, RuntimeError("built locally, not in a registry"))
     found: list[BaseException | None] = []
@@ -318,8 +288,7 @@ def image_labels(client: Any, tag: str) -> dict[str, str] | None:
 
 
 def image_config(client: Any, tag: str) -> dict[str, Any] | None:
-    """{"labels": {...}, "env": ["K=V", ...]} of the image, or None when the engine does
-    not have it."""
+    """{"labels": {...}, "env": ["K=V", ...]} of the image; None: not on the engine."""
     try:
         image = client.images.get(tag)
     except docker.errors.ImageNotFound:
@@ -400,8 +369,7 @@ main(sys.argv[1:])
 
 def dockerfile(base: ImageSpec, other: ImageSpec, take: Sequence[str], drop: Sequence[str]
                ) -> str:
-    """The recipe: `other`'s files of `take` collected in a stage of their own; `base`
-    with `drop`'s files removed and the collected files copied in."""
+    """The recipe: `base` less `drop`'s files, plus `other`'s files of `take`."""
     def py(image: ImageSpec) -> str:
         return image.python or "python3"
 

@@ -1,31 +1,8 @@
-"""Run a cell as a subprocess of a Python interpreter or of a cached venv, and doctor's
-checks of a local matrix (`local_checks`).
+"""Run a cell as a subprocess of an interpreter or a cached venv (`venv_dirs`), and
+doctor's checks of a local matrix (`local_checks`).
 
-The local "image" is an interpreter (`python3.11`, `/usr/bin/python3`) or a pip
-requirement set built into a venv under the cache directory, keyed by a hash of the
-interpreter's version and the sorted requirements (`venv_dirs`), so a sweep over package
-versions runs on any machine without Docker. What pip or uv said when it would not
-install a venv's requirements is one line (`short_pip_error`): the reason for an image
-it cannot build, and doctor's for pins that do not resolve.
-
-A memory cgroup of the cell's own (`CellCgroup`), where the host allows one. A local
-cell otherwise shares the harness's cgroup: its `cgroup` readings are the whole
-session's, a `mem_limit:` cannot hold it (it is not applied, said), and a kernel OOM kill
-reads as a plain SIGKILL. In a cgroup of its own (a child of the harness's memory
-cgroup: cgroup v1's memory controller, or v2 where the parent delegates it), the cell's
-memory is its own, `mem_limit:` is applied, and the kernel's count of OOM kills in it
-(`oom_kill` in memory.oom_control, or memory.events) and its peak say how the run ended.
-The agent joins it before it starts (`wrap`: a shell writes its pid to cgroup.procs, then
-execs the agent). Where none can be made, the host-wide count in /proc/vmstat is read
-instead (`vmstat_oom_kills`), which another process's OOM kill can also move. Podman
-reads its containers' cgroups with the same files (`FILES`, `memory_now`).
-
-`harness doctor` for a local matrix: each image's interpreter exists and runs; its
-`pip:` pins resolve (a dry run of pip, no install: `pip install --dry-run`, pip >= 22.2;
-where a sweep already installed them into its cached venv, that venv says so without
-asking the index); the results directory can be written (`harness.cli.doctor` adds that
-every scenario compiles). Each check is one line with its fix, as the Docker and Slurm
-doctors give theirs.
+A cell gets a memory cgroup of its own where the host allows one (`CellCgroup`), so its
+memory, `mem_limit:` and OOM kills are its own; else the host-wide OOM count is read.
 """
 
 from __future__ import annotations
@@ -86,13 +63,8 @@ def _tail(path: Path, size: int) -> str:
 
 
 def gpu_env(cell: Cell) -> dict[str, str]:
-    """GPU selection for a process on this machine (no container to hide other GPUs).
-
-    CUDA numbers devices fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while NVML
-    (and the matrix's `gpu: N`, like Docker's device ids) counts in PCI bus order: with
-    the order set, CUDA_VISIBLE_DEVICES=N is NVML's device N. HARNESS_NVML_DEVICES makes
-    the agent read NVML for the cell's GPUs only, not every GPU of the machine.
-    """
+    """GPU selection for a local process, in PCI bus order so CUDA's device N is the
+    matrix's (and NVML's) `gpu: N`."""
     if not cell.gpu.wants_gpu:
         return {"CUDA_VISIBLE_DEVICES": ""}
     env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
@@ -118,13 +90,12 @@ class PinsRefused(ImageUnavailable):
 
 
 # interpreter as named -> (the file that runs, its sys.version); that file -> the variables
-_VERSIONS: dict[str, tuple[str, str]] = {}   # a shim would have set for it (python_probe)
+_VERSIONS: dict[str, tuple[str, str]] = {}   # a shim would have set for it
 _SHIM_ENV: dict[str, dict[str, str]] = {}
 
 
 class LocalRuntime(RuntimeBase):
-    """`warm` (`harness.check`, the pytest plugin: many short cells in a row): each run
-    forked from a warm interpreter that imported the scenario (`process.run_warm`)."""
+    """Runs cells as local subprocesses; `warm`: each forked from a warm interpreter."""
 
     name = "local"
     product = "local venvs"
@@ -150,9 +121,8 @@ class LocalRuntime(RuntimeBase):
                 "`gpu: [none]` in the matrix")
 
     def resolve_ahead(self, cells: list[Cell], progress: Progress) -> None:
-        """Every dated image resolved now (cached), so a day before the packages existed
-        (exit 2) or an index that does not answer (exit 3) stops the sweep before its
-        first cell; a line per day the index is asked about."""
+        """Resolve every dated image now, so a day too early (exit 2) or an index that
+        does not answer (exit 3) stops the sweep before its first cell."""
         dated = sorted({c.image for c in cells if c.image.as_of}, key=lambda i: i.index)
         todo = []
         for image in dated:
@@ -183,8 +153,7 @@ class LocalRuntime(RuntimeBase):
         return found
 
     def _python(self, image: ImageSpec) -> tuple[str, str]:
-        """The image's interpreter, as the file that runs (not a pyenv shim, ~10 processes
-        and ~60 ms of CPU each start: `process.python_probe`), and its sys.version."""
+        """The image's interpreter as the file that runs (not a shim), and its sys.version."""
         named = self._interpreter(image.python or (image.ref if not image.pip else
                                                    sys.executable))
         if named not in self._versions:     # asked once a process
@@ -236,9 +205,7 @@ class LocalRuntime(RuntimeBase):
             except PinsRefused as exc:
                 if not image.hybrid:
                     raise
-                # A culprit hybrid holds apart packages one release pins together
-                # (pydantic 2.9.2 requires pydantic-core==2.23.4): its pins are a whole
-                # environment, each installed at its version with no dependency check.
+                # A culprit hybrid splits packages pinned together: install as listed.
                 progress(f"{image.label}: {exc.said}; installing the pins as listed "
                          "(--no-deps)")
                 venv = loose
@@ -258,9 +225,7 @@ class LocalRuntime(RuntimeBase):
     def _build(self, python: str, reqs: list[str], venv: Path, progress: Progress,
                label: str, as_of: str | None = None, no_deps: str | None = None,
                hashed: list[str] | None = None) -> None:
-        """The venv at `venv`, built once (locked against a second sweep building it);
-        `no_deps`: why the resolver refused `reqs` together, kept in the venv
-        (REFUSED_FILE), which installs them as listed."""
+        """Build the venv at `venv` once, locked; `no_deps`: why `reqs` were refused."""
         venv.parent.mkdir(parents=True, exist_ok=True)
         with (venv.parent / f"{venv.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two sweeps building the same venv
@@ -281,16 +246,15 @@ class LocalRuntime(RuntimeBase):
     def _build_into(self, python: str, reqs: list[str], tmp: Path, progress: Progress,
                     label: str, as_of: str | None = None, no_deps: bool = False,
                     hashed: list[str] | None = None) -> None:
-        """A venv at `tmp` with `reqs`: uv's `venv` and `pip install` where uv is
-        installed (a dependency of harness: seconds, not a minute), else venv and pip.
-        `as_of`: only files uploaded before that day (the pins were resolved then);
-        `no_deps`: each requirement as listed, no dependency resolved or checked;
-        `hashed`: a lock's requirement lines with their `--hash`es, installed from a
-        requirements file in the venv (LOCK_FILE) with `--require-hashes`.
+        """A venv at `tmp` with `reqs`, by uv where installed (much faster), else pip.
+
+        Args:
+            as_of: only files uploaded before that day.
+            no_deps: each requirement as listed, no dependency resolved.
+            hashed: a lock's lines with `--hash`es, installed with `--require-hashes`.
 
         Raises:
-            PinsRefused: the installer would not install them (a conflict, no such
-                version).
+            PinsRefused: the installer would not install them.
             ImageUnavailable: the venv could not be made.
         """
         uv = resolver.uv_bin()
@@ -356,8 +320,7 @@ class LocalRuntime(RuntimeBase):
 
         log = request.outdir / "agent.log"
         argv = [request.image.python, *args]
-        # A memory cgroup of the cell's own where the host allows one: its OOM kills and
-        # peak are the cell's; else the host-wide count of OOM kills, before and after.
+        # The cell's own cgroup where allowed; else the host-wide OOM count.
         cgroup = CellCgroup.make(cell.id, None)
         kills_before = vmstat_oom_kills()
         try:
@@ -400,14 +363,11 @@ class LocalRuntime(RuntimeBase):
                           host_samples=host, log_tail=tail, details=details)
 
     def run_warm(self) -> None:
-        """Each run from now on forked from a warm interpreter that imported the agent
-        and the step's module once (`warm`)."""
+        """Fork each run from now on from a warm interpreter (`warm`)."""
         self.warm = True
 
     def warm_ahead(self, cell: Cell, scripts: list[Path]) -> None:
-        """The warm server a run of `cell` forks from, started now with each scenario of
-        `scripts` imported (`process.warm_ahead`; the pytest plugin's, before its first
-        marked test's clock)."""
+        """Start now the warm server `cell` forks from, `scripts` imported."""
         info = self.prepare(cell.image, lambda _: None)
         env = _environment(RunRequest(cell, info, Path(os.devnull), Path(os.devnull)))
         process.warm_ahead(process.Warm(info.python, AGENT_DIR / "forkserver.py", (), None,
@@ -419,8 +379,7 @@ class LocalRuntime(RuntimeBase):
 
 
 def _environment(request: RunRequest) -> dict[str, str]:
-    """A run's environment: this process's (but PYTHON*), what its interpreter's shim
-    sets, the cell's (`RunRequest.environment`) and its GPUs'."""
+    """A run's environment: ours (but PYTHON*), the shim's, the cell's and its GPUs'."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(_SHIM_ENV.get(request.image.python, {}))
     env.update(request.environment())
@@ -434,9 +393,7 @@ ROOT = Path("/sys/fs/cgroup")
 _NAMES = itertools.count()
 
 
-# A memory cgroup's files by version: what an engine's stats report as usage, its peak,
-# the limit and the anonymous memory (its `rss`, a key of memory.stat), and the file
-# that counts OOM kills (`oom_kill`).
+# A memory cgroup's files by version, named as an engine's stats name them.
 FILES = {1: {"usage": "memory.usage_in_bytes", "max_usage": "memory.max_usage_in_bytes",
              "limit": "memory.limit_in_bytes", "rss": "rss", "events": "memory.oom_control"},
          2: {"usage": "memory.current", "max_usage": "memory.peak", "limit": "memory.max",
@@ -453,8 +410,7 @@ class Ending:
 
 
 def memory_cgroups(lines: list[str], root: Path = ROOT) -> Iterator[tuple[Path, int]]:
-    """The memory cgroup directories, with their version, that a /proc/<pid>/cgroup's
-    `lines` name: cgroup v1's memory controller's first, then v2's unified one."""
+    """The memory cgroup directories and versions a /proc/<pid>/cgroup names, v1 first."""
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if "memory" in controllers.split(","):
@@ -520,9 +476,7 @@ def _limited(path: Path, version: int) -> bool:
 
 
 def memory_now(path: Path, version: int) -> dict[str, int | None] | None:
-    """The cgroup at `path`'s memory as an engine's stats stream gives it, in bytes:
-    `usage`, `max_usage` (None without the file: v2's memory.peak came in Linux 5.19),
-    `limit` (None: none) and `rss` (anonymous memory); None where the cgroup is gone."""
+    """The cgroup's memory in bytes as an engine's stats give it; None: it is gone."""
     files = FILES[version]
     usage = read_int(path / files["usage"])
     if usage is None:
@@ -540,8 +494,7 @@ def vmstat_oom_kills() -> int | None:
 
 @dataclass
 class CellCgroup:
-    """One cell's memory cgroup: made by `make`, joined through `wrap`, read once the
-    run ended (`ending`) and removed (`remove`)."""
+    """One cell's memory cgroup: `make`, joined through `wrap`, read by `ending`, `remove`."""
 
     path: Path
     version: int
@@ -549,11 +502,9 @@ class CellCgroup:
     @classmethod
     def make(cls, cell_id: str, limit: int | None, inside_limits: bool = False
              ) -> CellCgroup | None:
-        """A new cgroup for the cell below the harness's own, with `limit` bytes as its
-        memory limit where given; None where the host does not allow one, or (unless
-        `inside_limits`) where a memory limit already holds the harness (a Slurm job's,
-        a container's): that cgroup's own accounting of an OOM kill (Slurm's
-        OUT_OF_MEMORY) must see it, and it holds the cell already."""
+        """A new cgroup for the cell below the harness's own, limited to `limit` bytes;
+        None where the host allows none, or (unless `inside_limits`) where a limit holds
+        the harness already (a Slurm job's must see the OOM kill)."""
         own = _own_memory_cgroup()
         if own is None:
             return None
@@ -577,8 +528,7 @@ class CellCgroup:
         return made
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` run inside the cgroup: a shell joins it, then execs the command (the
-        pid stays the command's)."""
+        """`argv` run inside the cgroup: a shell joins it, then execs the command."""
         return ["/bin/sh", "-c", 'echo $$ > "$1" 2>/dev/null; shift; exec "$@"', "sh",
                 str(self.path / "cgroup.procs"), *argv]
 
@@ -589,11 +539,7 @@ class CellCgroup:
                       read_int(self.path / files["max_usage"]), _limit(self.path / files["limit"]))
 
     def remove(self) -> None:
-        """Remove the cgroup: what is left in it (the agent's watchdog, a scenario's
-        worker outliving its cell) is killed first, and it is tried for at most 0.2 s,
-        so that a lane ending on Ctrl-C or a reader that left is not held up. The waits
-        between tries start at 1 ms and double: a process just killed leaves within a
-        millisecond or two, and each check of a test suite pays them."""
+        """Remove the cgroup, killing what is left; tried only briefly."""
         wait, end = 0.001, time.monotonic() + 0.2
         while True:
             try:
@@ -622,8 +568,7 @@ class CellCgroup:
 # ---------------------------------------------- why pip or uv would not install
 
 def short_pip_error(lines: list[str]) -> str:
-    """The line of pip's output that says why, without the list of every version:
-    "No matching distribution found for multidict==9.9 (versions: 1.0 .. 6.7.0, 95)"."""
+    """The line of pip's output that says why, its list of versions shortened."""
     errors = [t.strip()[len("ERROR:"):].strip() for t in lines if t.startswith("ERROR")]
     if not errors and (said := _uv_said(lines)):
         return said[-1]
@@ -641,11 +586,7 @@ def short_pip_error(lines: list[str]) -> str:
 
 
 def _uv_said(lines: list[str]) -> list[str]:
-    """uv's `error: ...` and `  cause: ...` messages, each whole (the last cause says
-    why): uv wraps one to the terminal's width (`COLUMNS`) on indented lines that follow
-    it, joined again here (issue 79 item 7: "...we can conclude that your requirements"
-    was all that was said). The input uv echoes under a cause, marked by a `^^^` line,
-    is left out."""
+    """uv's `error:` and `cause:` messages, rejoined from their wrapped lines."""
     said: list[list[str]] = []
     for text in lines:
         words = text.strip()
@@ -670,8 +611,7 @@ def interpreter(image: ImageSpec) -> str:
 
 
 def built(image: ImageSpec, version: str) -> Path | None:
-    """The sweep's cached venv of an undated image's pins (`LocalRuntime.prepare`'s key:
-    the interpreter's sys.version and the pins), None where no sweep built it."""
+    """The sweep's cached venv of an undated image's pins; None where none was built."""
     for venv in venv_dirs(cache_dir(), version, sorted(image.pip),
                           requirement_lines(image.hashes)):
         if (venv / "bin" / "python").exists():
@@ -723,8 +663,7 @@ def _image_checks(image: ImageSpec) -> Iterator[Check]:
 
 
 def _dated_check(image: ImageSpec) -> Check:
-    """A dated image's requirements resolved as of its day: the sweep's own resolution
-    (`LocalRuntime.pins`, kept in the cache under the same key)."""
+    """A dated image's requirements resolved as of its day, as the sweep resolves them."""
     try:
         pins = LocalRuntime().pins(image)
     except resolver.ResolveError as exc:

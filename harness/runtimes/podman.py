@@ -1,10 +1,5 @@
-"""Run cells as podman containers: docker's modules against podman's Docker-compatible
-API (`podman system service`), so a podman cell is a docker cell (`DockerRuntime`).
-What differs is all here: the socket (`HARNESS_PODMAN_HOST`, `CONTAINER_HOST`, the
-service's default), rlimits asked as this process's own (`own_ulimits`), GPUs through
-CDI device names (`cdi_specs`), OOM kills, peak memory and the 1 Hz memory samples read
-from the container's cgroup (`CgroupWatch`), not podman's stats stream, a cell's end
-waited for with podman's own wait (`wait_stopped`); `hosts:` endpoints stay docker's."""
+"""Run cells as podman containers through its Docker-compatible API (`DockerRuntime`);
+what differs is here: socket, rlimits, CDI GPUs, cgroup readings (`CgroupWatch`), wait."""
 
 from __future__ import annotations
 
@@ -41,7 +36,7 @@ COMPAT_CDI_FIX = ("where the host has GPUs and a CDI spec, this podman's Docker-
                   "`podman run --device nvidia.com/gpu=0` works): "
                   "use a podman whose compat API takes CDI DeviceRequests, or `runtime: "
                   "docker` for GPU cells")
-WAIT_POLL = "50ms"     # how often podman's wait looks: a cell's end is seen this late at most
+WAIT_POLL = "50ms"     # how often podman's wait looks: how late a cell's end may be seen
 
 
 def default_socket() -> str:
@@ -56,9 +51,7 @@ def default_socket() -> str:
 
 
 def own_limits() -> tuple[tuple[str, int, int], ...]:
-    """(name, soft, hard) of RLIMIT_NOFILE and RLIMIT_NPROC as this process has them:
-    what a container may be given without CAP_SYS_RESOURCE. NPROC stays within
-    kernel.pid_max, which podman's service lowers its own hard limit to."""
+    """(name, soft, hard) of our RLIMIT_NOFILE and RLIMIT_NPROC: what a container may get."""
     out = []
     for name, kind in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
         soft, hard = resource.getrlimit(kind)
@@ -90,8 +83,7 @@ def cdi_specs(dirs: tuple[Path, ...] = CDI_DIRS) -> list[Path]:
 
 
 def setup_checks(wants_gpu: bool, dirs: tuple[Path, ...] = CDI_DIRS) -> list[Check]:
-    """What this machine lacks for podman's GPU cells: a CDI spec (podman missing, or
-    its service not answering, is the client's error, with its fix)."""
+    """What this machine lacks for podman's GPU cells: a CDI spec."""
     out: list[Check] = []
     if wants_gpu:
         specs = cdi_specs(dirs)
@@ -105,8 +97,7 @@ def setup_checks(wants_gpu: bool, dirs: tuple[Path, ...] = CDI_DIRS) -> list[Che
 
 def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
                     root: Path = CGROUP_ROOT) -> Path | None:
-    """The file that counts OOM kills in process `pid`'s memory cgroup: cgroup v1's
-    `memory.oom_control` (its `oom_kill` line), v2's `memory.events`; None if gone."""
+    """The file that counts OOM kills in process `pid`'s memory cgroup; None if gone."""
     try:
         lines = (proc / str(pid) / "cgroup").read_text().splitlines()
     except OSError:
@@ -115,8 +106,7 @@ def cgroup_oom_file(pid: int, proc: Path = Path("/proc"),
 
 
 def _oom_file_in(dirs: Iterable[tuple[Path, int]]) -> Path | None:
-    """The OOM-kill counter file of the first of the (cgroup directory, version) `dirs`
-    that has one; None where none has."""
+    """The OOM-kill counter file of the first of `dirs` that has one, or None."""
     for here, version in dirs:
         found = here / FILES[version]["events"]
         if found.exists():
@@ -124,16 +114,13 @@ def _oom_file_in(dirs: Iterable[tuple[Path, int]]) -> Path | None:
     return None
 
 
-# Where podman puts a container's cgroup below the hierarchy's root: libpod's default
-# parents, with the cgroupfs manager and with systemd's.
+# libpod's default cgroup parents, with the cgroupfs manager and with systemd's.
 LIBPOD_CGROUPS = ("libpod_parent/libpod-{cid}", "machine.slice/libpod-{cid}.scope")
 
 
 def container_oom_file(cid: str, root: Path | None = None) -> Path | None:
-    """`cgroup_oom_file` of container `cid` found by its id under libpod's default
-    parents (cgroup v1's memory controller, then v2), without asking the engine for its
-    process: a cell of a third of a second was over before `inspect` answered on a busy
-    host, and its cgroup, removed with it, was never read. None where not found there."""
+    """`cgroup_oom_file` of container `cid`, found by id (a short cell may be gone before
+    the engine answers); or None."""
     base = CGROUP_ROOT if root is None else root
     return _oom_file_in((path, version) for rel in LIBPOD_CGROUPS
                         for path, version in ((base / "memory" / rel.format(cid=cid), 1),
@@ -149,14 +136,8 @@ PEAK_FILES = ("memory.max_usage_in_bytes", "memory.peak", "memory.current")
 
 
 class CgroupWatch:
-    """What podman does not say of a container, read from its memory cgroup every
-    `every_s` while the cgroup exists: an OOM kill (cgroup v1 reports OOMKilled false)
-    and the peak memory (its stats stream samples every 5 s); and every `sample_s` a
-    sample of its memory as the stats stream would give it (`memory_now`, this host's
-    CPU pressure beside it; `t`: seconds since `start`, a time.monotonic()), in place
-    of the stream (podman 4.3's gives usage and limit alone, every 5 s; opening it costs
-    the service ~6 ms of CPU, and the cgroup's peaks read with it open were ~0.7 MB
-    higher)."""
+    """A container's OOM kills and peak (every `every_s`) and memory samples (every
+    `sample_s`) read from its cgroup: podman's stats are too coarse and costly."""
 
     def __init__(self, counter: Path, every_s: float = 0.01, sample_s: float = 1.0,
                  start: float | None = None):
@@ -170,9 +151,7 @@ class CgroupWatch:
         self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        # The first sample at once, as the stream's, and before the thread runs: a cell
-        # of a second can be over before a busy host gets to the thread (a CI beside two
-        # busy loops: a cell with no sample at all).
+        # The first sample now, before the thread runs: a short cell may end first.
         self._due = time.monotonic()
         if self._read():
             self._sample()
@@ -207,8 +186,7 @@ class CgroupWatch:
                 return
 
     def __call__(self) -> tuple[bool, int | None]:
-        """(the OOM killer ended a process of the container, its peak memory in bytes);
-        stops the watch."""
+        """Stop the watch: (an OOM kill seen, the peak memory in bytes)."""
         self._stop.set()
         self._thread.join(timeout=1.0)
         self._read()
@@ -230,8 +208,7 @@ class PodmanRuntime(DockerRuntime):
         """docker-py on podman's socket.
 
         Raises:
-            EngineUnavailable: podman is not installed or its service does not answer
-                (the message says how to start it).
+            EngineUnavailable: podman is not installed or its service does not answer.
         """
         if self._client is None:
             try:
@@ -246,19 +223,14 @@ class PodmanRuntime(DockerRuntime):
         return self._client
 
     def wait_stopped(self, cid: str) -> None:
-        """Podman's own wait, which looks every `WAIT_POLL` (~0.7 ms of the service's CPU
-        a look, measured on podman 4.3): its Docker-compatible wait looks every
-        microsecond before podman 4.5 (containers/podman#18150), a CPU of the service
-        busy for as long as the cell runs; its own wait without a condition too."""
+        """Podman's own wait (its Docker-compatible one busies a CPU of the service)."""
         api = self.client.api
         res = api._post(api._url("/libpod/containers/{0}/wait", cid), timeout=None,
                         params={"condition": ["stopped", "exited"], "interval": WAIT_POLL})
         api._raise_for_status(res)
 
     def watch_cgroup(self, cid: str, start: float) -> CgroupWatch | None:
-        """A watch of the container's memory cgroup, which samples it too (this
-        machine's engine only: a remote one's, or where none is found, the stats
-        stream samples it)."""
+        """A watch of the container's memory cgroup (a local engine's; else None)."""
         if not self.local:
             return None
         path = container_oom_file(cid)
@@ -274,15 +246,12 @@ class PodmanRuntime(DockerRuntime):
         return setup_checks(wants_gpu) if self.local else []
 
     def engine_key(self) -> str:
-        """Its socket's address: podman answers `docker info` (and `/version`) by asking
-        the package manager about three of its tools, ~0.27 s of CPU a call, which every
-        sweep's check paid for this name alone."""
+        """Its socket's address: podman's `docker info` is slow to ask."""
         url = self.base_url or default_socket()
         return "podman-" + hashlib.sha256(url.encode()).hexdigest()[:16]
 
     def check(self, cells: list[Cell]) -> None:
-        """As docker's, with a CDI spec required for GPU cells on this machine; the
-        service must answer its ping (`client`)."""
+        """As docker's, with a CDI spec required for GPU cells on this machine."""
         _ = self.client   # connecting pings it: EngineUnavailable where nothing answers
         if self.local and any(c.gpu.wants_gpu for c in cells) and not cdi_specs():
             raise GpuUnavailable(f"the matrix asks for GPUs but podman has no CDI spec for "

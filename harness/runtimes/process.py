@@ -1,16 +1,7 @@
 """The one module that spawns processes: agent subprocesses, venv builds, tools.
 
-Children start in their own session so a deadline or Ctrl-C kills the whole group,
-escalating SIGTERM -> SIGKILL (`kill_group`). When the leader exits by itself, whatever
-it forked and left behind in its group (a scenario's worker holding memory) is killed
-too (`reap_group`).
-
-`run_warm` runs an agent as a fork of a warm interpreter (harness/agent/forkserver.py,
-one per interpreter and environment, kept for the rest of this process): the same
-process group, log and deadline as `run_with_deadline`, without an interpreter's start;
-inside `runs_forked_here`, as a fork of a fork of this process instead (its objects live:
-`Forked`). A fork server is spoken to through `ForkServer`: its requests, its replies, a
-run it forked, that run killed at its deadline.
+Children start in their own session so a deadline or Ctrl-C kills the whole group.
+`run_warm` forks an agent from a warm interpreter (`ForkServer`), saving its start.
 """
 
 from __future__ import annotations
@@ -63,8 +54,7 @@ def reap_group(pgid: int) -> None:
 
 
 class Forked:
-    """A fork of this process that serves runs (forkserver's `fork_here`), read as a
-    `subprocess.Popen` is: its pid (and process group), its requests and replies."""
+    """A fork of this process that serves runs, used as a `subprocess.Popen` is."""
 
     def __init__(self, pid: int, requests: int, replies: int) -> None:
         self.pid = pid
@@ -92,8 +82,7 @@ class Forked:
 
 
 class ServerGone(Exception):
-    """The fork server exited before it forked the run: the run goes to a fresh
-    interpreter."""
+    """The fork server exited before it forked the run: run it in a fresh interpreter."""
 
 
 class Refused(ServerGone):
@@ -101,8 +90,7 @@ class Refused(ServerGone):
 
 
 class ForkServer:
-    """One warm interpreter running harness/agent/forkserver.py: a request a line on its
-    stdin, its replies a line each on its stdout; one run at a time (`lock`)."""
+    """One warm interpreter running forkserver.py: JSON lines, one run at a time."""
 
     def __init__(self, proc: subprocess.Popen[bytes] | Forked, preload: bool):
         self.preload = preload
@@ -206,8 +194,7 @@ class ForkServer:
         return Finished(int(str(got["exit"])), False, time.monotonic() - start)
 
     def _kill_run(self, pid: int, grace: float) -> int | None:
-        """The run's group killed (SIGTERM, then SIGKILL), its exit code as the server
-        saw it; a server that does not say it is closed."""
+        """Kill the run's group; its exit code, or None (the server is then closed)."""
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, sig)
@@ -240,12 +227,8 @@ def run_with_deadline(argv: Sequence[str], *, env: dict[str, str], log: Path,
                       on_start: Callable[[int], None] | None = None,
                       poll: Callable[[], None] | None = None,
                       warm: Warm | None = None) -> Finished:
-    """Run argv (no shell), stdout+stderr to `log`, killing the group at the deadline;
-    `warm`: forked from a warm server instead, where one takes it (`run_warm`).
-
-    `poll` is called about every 0.2 s while the child runs (host-side sampling).
-    KeyboardInterrupt kills the group before propagating.
-    """
+    """Run argv (no shell), output to `log`, killing the group at the deadline or on
+    KeyboardInterrupt; `warm`: fork it where a server takes it; `poll`: every ~0.2 s."""
     if warm is not None:
         done = run_warm(warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
                         on_start=on_start, poll=poll)
@@ -283,11 +266,8 @@ _SPAWN_AGAIN = (errno.EFAULT, errno.EAGAIN, errno.ENOMEM, errno.EINTR)
 
 def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
                  cwd: Path | None = None, stdin: str | None = None) -> tuple[int, str]:
-    """Run a short tool; (returncode, combined output). Missing program -> (127, message);
-    a spawn the system refuses -> (126, message), so the caller's clear error names it, not
-    a traceback (EFAULT, EAGAIN, ENOMEM and EINTR are tried once more: EFAULT came once
-    from a busy CI's spawn of python3).
-    `stdin`: text handed to the tool's standard input (else it reads nothing)."""
+    """Run a short tool; (returncode, output). Missing program: 127; a refused spawn:
+    126 (tried twice), so the caller says it, not a traceback."""
     for attempt in (1, 2):
         try:
             done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -308,9 +288,7 @@ def check_output(argv: Sequence[str], *, timeout: float, env: dict[str, str] | N
     raise AssertionError("unreachable")
 
 
-# An interpreter's probe prints its sys.version (as it always did: a venv's key), then
-# on a line of its own the file that runs (sys.executable), the arguments it was started
-# with and its environment, as JSON.
+# The probe prints sys.version, then a JSON line of executable, arguments, environment.
 _SAID = "harness-probe: "
 _PROBE = ("import json,os,sys\ntry:\n with open('/proc/self/cmdline','rb') as f: a=[x.decode("
           "'utf-8','replace') for x in f.read().split(b'\\0')[1:-1]]\nexcept (IOError,OSError)"
@@ -320,11 +298,8 @@ _OWN_VARS = {"PWD", "SHLVL", "_", "LC_CTYPE"}   # the shell's, and Python's C lo
 
 
 def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
-    """(returncode; the file to run for `python`: sys.executable where `python` only chose
-    it, a shim (pyenv's: ~10 processes a start) that kept the arguments, changed PYENV*
-    variables and put folders before PATH, else `python`, a wrapper; its sys.version, or
-    what it said; the PYENV* variables the shim set, for the cells, so that a `python`
-    they start is the same one)."""
+    """(returncode, the file to run, sys.version, the PYENV* variables): the file behind
+    a slow-starting shim where `python` is one."""
     ours = dict(os.environ)     # passed as it is: a library's setenv() is not in it
     rc, out = check_output([python, "-c", _PROBE], timeout=60, env=ours)
     lines = out.strip().splitlines()
@@ -347,8 +322,7 @@ def python_probe(python: str) -> tuple[int, str, str, dict[str, str]]:
 def stream_lines(argv: Sequence[str], *, on_line: Callable[[str], None],
                  env: dict[str, str] | None = None, cwd: Path | None = None,
                  running: set[subprocess.Popen[bytes]] | None = None) -> int:
-    """Run a long tool (pip, debootstrap), passing each output line to on_line. While it
-    runs, the process is in `running` (so a Ctrl-C elsewhere can kill it)."""
+    """Run a long tool, each output line to on_line; in `running` for Ctrl-C to kill."""
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
     assert proc.stdout is not None
@@ -385,8 +359,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-# Environment variables that differ between runs without changing what a warm
-# interpreter would be: pytest's name of the test running now.
+# Variables that change between runs but not what a warm interpreter would be.
 _PER_RUN_ENV = ("PYTEST_CURRENT_TEST",)
 MAX_SERVERS = 4
 
@@ -416,11 +389,8 @@ def _server(python: str, script: Path, env: dict[str, str]) -> tuple[tuple[str, 
 def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
              cwd: Path | None = None, on_start: Callable[[int], None] | None = None,
              poll: Callable[[], None] | None = None) -> Finished | None:
-    """The agent run as a fork of the warm server of its interpreter and environment,
-    which imported `warm.preload` (the scenario, and so the test module) first; None
-    where it could not (the server busy with another run, gone, or refusing: a preload
-    that started a thread makes every later server of this environment preload
-    nothing), and the caller runs it afresh."""
+    """The agent run as a fork of its warm server; None where the server is busy, gone
+    or refusing (the caller runs it afresh)."""
     if _HERE:
         return _run_here(_HERE[-1], warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
                          on_start=on_start, poll=poll)
@@ -439,8 +409,7 @@ def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
 
 
 def _drop(key: tuple[str, ...], server: ForkServer, exc: ServerGone) -> None:
-    """A server gone or refusing closed; one that refused a preload makes every later
-    server of its environment preload nothing."""
+    """Close a server gone or refusing (a refused preload: none for its environment)."""
     if isinstance(exc, Refused):
         _NO_PRELOAD.add(key)
     with _POOL:
@@ -451,11 +420,7 @@ def _drop(key: tuple[str, ...], server: ForkServer, exc: ServerGone) -> None:
 
 def warm_ahead(warm: Warm, env: dict[str, str], preloads: Sequence[Path],
                timeout: float = 120.0) -> None:
-    """The warm server `warm`'s run would fork from, started now and each of `preloads`
-    (scenarios: the test modules they import) imported in it, its answers awaited: the
-    first run then forks from it as later ones do, its start outside that run's clock (a
-    pytest session's first marked test). What goes wrong is the runs' to find: a server
-    that refused is dropped, as `run_warm` drops it."""
+    """Start `warm`'s server now, `preloads` imported, outside the first run's clock."""
     each: list[Path | None] = [*preloads] or [None]
     for preload in each:
         key, server = _server(warm.python, warm.server, env)
@@ -471,9 +436,8 @@ _HERE: list[ForkServer] = []     # the fork of this process that runs a block's 
 
 @contextlib.contextmanager
 def runs_forked_here(script: Path) -> Iterator[None]:
-    """Every warm run (`run_warm`) until the block ends forked from one fork of this
-    process as it stands now (`script`, harness/agent/forkserver.py: its `fork_here`):
-    the runs have this process's objects, live (`harness.check(here=True)`).
+    """Fork every warm run in the block from one fork of this process as it stands, so
+    the runs have its objects live (`harness.check(here=True)`).
 
     Raises:
         OSError: this process cannot fork.
@@ -490,8 +454,7 @@ def runs_forked_here(script: Path) -> Iterator[None]:
 def _run_here(server: ForkServer, warm: Warm, *, env: dict[str, str], log: Path,
               deadline_s: float, cwd: Path | None, on_start: Callable[[int], None] | None,
               poll: Callable[[], None] | None) -> Finished:
-    """A run forked from the fork of this process; no other can run it (its objects
-    live here alone): a server gone is said in its log."""
+    """A run forked from the fork of this process; a server gone is said in its log."""
     with server.lock:
         try:
             return server.run(warm.args, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
@@ -509,9 +472,7 @@ _AGENTS = ("agent",)     # what forkserver.py imports by name
 
 
 def forkserver(script: Path) -> ModuleType:
-    """harness/agent/forkserver.py loaded into this process (once; its `import agent`
-    finds the agent beside it, not a module of this process so named), its warm-up done:
-    a later fork of this process (`runs_forked_here`) starts with both."""
+    """harness/agent/forkserver.py loaded here once and warmed up, for `runs_forked_here`."""
     if script not in _LOADED:
         mine = {name: sys.modules.pop(name) for name in _AGENTS if name in sys.modules}
         sys.path.insert(0, str(script.parent))
@@ -532,8 +493,7 @@ def forkserver(script: Path) -> ModuleType:
 
 @atexit.register
 def close_servers() -> None:
-    """Every fork server closed (at exit: they would exit on their own, their stdin
-    gone, once their run ended)."""
+    """Close every fork server at exit."""
     with _POOL:
         while _SERVERS:
             _SERVERS.popitem()[1].close()

@@ -1,22 +1,8 @@
-"""A requirement list resolved as the package index stood at 00:00 UTC of a day:
-`resolve` asks uv (`--exclude-newer`) or pip (`--uploaded-prior-to`) through
-`runtimes.process`, and keeps the answer forever in the cache directory, keyed by
-(requirements, day, interpreter version): once the day is past, what the index held then
-never changes, so a second sweep asks the index nothing. Errors: `TooEarly` (exit 2:
-nothing matched that day), `Unreachable` (exit 3: the index could not be asked).
+"""A requirement list resolved as the package index stood at 00:00 UTC of a day.
 
-What else the index says of a day: when a package version's files reached it
-(`upload_time`: its simple API's JSON, PEP 691 and PEP 700's `upload-time`, asked by
-package name only), and which releases it marks yanked (`yanked_releases`, PEP 592: the
-JSON `yanked` key, the HTML page's `data-yanked` attribute, each true or a reason),
-which a resolver skips for a range and installs only when pinned exactly. A release
-yanked after a day still reads as yanked for that day: the index keeps no time of the
-yanking, so a day it was current resolves past it (`days.search` says so).
-
-Which index: uv's setting (`UV_DEFAULT_INDEX`, `UV_INDEX_URL`), else pip's
-(`PIP_INDEX_URL`), else pip's own default, read from pip at run time; harness names no
-index host of its own. An index that does not answer, or gives no upload times, gives
-None: an upload time is a detail of the day search's answer, never a reason to fail it.
+`resolve` asks uv or pip and caches the answer forever (a past day's index never
+changes). The index (uv's or pip's setting) also gives upload times and yanked releases;
+an index that does not answer gives None, never a failure.
 """
 
 from __future__ import annotations
@@ -81,10 +67,7 @@ def earliest(files: list[Any], project: str, version: str) -> str | None:
 
 
 def yanked_in(files: list[Any], project: str) -> dict[str, str]:
-    """{version: reason} of each release whose every file is yanked in a simple page's
-    file list (`yanked`: true, or the reason; false or absent: not yanked); "" where
-    the index gives no reason. One file of a release yanked and another not: not yanked
-    (a resolver can still take that release)."""
+    """{version: reason or ""} of each release whose every file is yanked."""
     seen: dict[str, list[str | None]] = {}
     for f in files:
         if not isinstance(f, dict):
@@ -105,8 +88,7 @@ def yanked_words(version: str, reason: str) -> str:
 
 
 class _Anchors(HTMLParser):
-    """A PEP 503 HTML page's files: each anchor's text as `filename`, its `href`, its
-    `data-yanked` attribute as `yanked` (present: true, or its reason)."""
+    """A PEP 503 HTML page's files: `filename`, `href`, and `yanked` from `data-yanked`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -141,13 +123,11 @@ def html_files(text: str) -> list[dict[str, object]]:
 
 @lru_cache(maxsize=256)
 def _files(project: str) -> tuple[Any, ...] | None:
-    """The files of a project's simple page (JSON, else HTML), or None where the index
-    is not set up here or does not answer."""
+    """The files of a project's simple page (JSON, else HTML); None: no index answers."""
     base = index_url()
     if base is None or not base.startswith(("http://", "https://")):
         return None
-    # lazy: requests (with its charset detector, ~30-70 ms, unless
-    # `runtimes.paramiko_hidden` hid it) only where the network is asked
+    # lazy: requests only where the network is asked
     import requests
 
     try:
@@ -174,8 +154,7 @@ def upload_time(name: str, version: str) -> str | None:
 
 
 def yanked_releases(name: str) -> dict[str, str]:
-    """{version: reason} of the project's releases the index marks yanked now; empty
-    where it does not answer (a detail of an answer, never a reason to fail it)."""
+    """{version: reason} of the project's releases marked yanked now; empty: no answer."""
     project = normalize(name)
     files = _files(project)
     return yanked_in(list(files), project) if files is not None else {}
@@ -202,8 +181,7 @@ class Unreachable(ResolveError, EnvironmentUnavailable):
 
 
 def uv_bin() -> str | None:
-    """The uv binary: the one the `uv` package ships (a dependency of harness), else one
-    on PATH; None where neither is, or where HARNESS_VENV_TOOL=pip."""
+    """The uv binary (the `uv` package's, else PATH's); None: none, or pip is asked."""
     if os.environ.get(TOOL_ENV, "").lower() == "pip":
         return None
     with _FIND_LOCK:    # uv's finder reads sysconfig, whose first read is not thread-safe
@@ -233,9 +211,7 @@ def cutoff(day: str) -> str:
 
 
 def flags(day: str, tool: str = "uv") -> str:
-    """The resolver's command for a day, as a user types it: what reproduces a day's
-    resolution (`uv pip compile --exclude-newer DAYT00:00:00Z`, or pip's
-    `--uploaded-prior-to`)."""
+    """The command that reproduces a day's resolution, as a user types it."""
     if tool == "pip":
         return f"pip install --dry-run --uploaded-prior-to {cutoff(day)}"
     return f"uv pip compile --exclude-newer {cutoff(day)}"
@@ -264,11 +240,7 @@ def cached(cache: Path, reqs: Sequence[str], day: str, version: str) -> tuple[st
 
 
 def notes(cache: Path, reqs: Sequence[str], day: str, version: str) -> dict[str, str]:
-    """What a cell keeps of its day's resolution beside the pins: `resolved_with`, the
-    resolver's command and flags (a resolution cached before they were kept says uv's),
-    and `yanked`, each pin the day resolved to that the index marks yanked (PEP 592:
-    only an exact `==` requirement lands on one; uv and pip skip them for a range), as
-    "multidict 6.5.0 (yanked: reason)"."""
+    """What a cell keeps of its day's resolution: `resolved_with` and `yanked`."""
     data = _record(cache, reqs, day, version)
     out = {"resolved_with": str(data.get("resolved_with") or flags(day))}
     yanked = data.get("yanked")
@@ -278,9 +250,7 @@ def notes(cache: Path, reqs: Sequence[str], day: str, version: str) -> dict[str,
 
 
 def yanked_pins(reqs: Sequence[str], pins: Sequence[str]) -> list[str]:
-    """The pins that name a yanked release, as "name X.Y.Z (yanked: reason)": asked of
-    the index only for a requirement pinned exactly (`name==X.Y.Z`), the one way a
-    resolver lands on a yanked release; an index that does not answer says nothing."""
+    """The pins of exact `==` requirements that name a yanked release, in words."""
     exact = {normal(r.split("==", 1)[0].split("[", 1)[0].strip())
              for r in reqs if "==" in r and "*" not in r}
     out = []
@@ -299,11 +269,11 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
     """The pins `reqs` resolved to as of `day` for the interpreter `python`.
 
     Args:
-        reqs: Requirement strings (`aiohttp`, `numpy<2`).
-        day: `YYYY-MM-DD`, not after today (a past day's index is fixed).
+        reqs: Requirement strings.
+        day: `YYYY-MM-DD`, not after today.
         python: The interpreter the venv will be built with (its markers count).
         version: That interpreter's `sys.version` (part of the cache key).
-        cache: harness's cache directory; resolutions are kept under `resolutions/`.
+        cache: harness's cache directory.
         label: The dated image's label, for errors.
 
     Raises:
@@ -342,9 +312,8 @@ def _by_uv(uv: str, reqs: Sequence[str], day: str, python: str, label: str
 
 
 def _by_pip(reqs: Sequence[str], day: str, python: str, label: str) -> tuple[str, ...]:
-    """pip's `--uploaded-prior-to` (pip 26 has it), where uv is not installed or not
-    wanted. `--isolated`: pip.conf's extra indexes and find-links folders may give no
-    upload times, and a file without one would pass for a file of any day."""
+    """pip's `--uploaded-prior-to`; `--isolated`, as an index without upload times would
+    pass for any day's."""
     rc, out = process.check_output(
         [python, "-m", "pip", "install", "--isolated", "--dry-run", "--quiet",
          "--ignore-installed", "--disable-pip-version-check", "--report", "-",

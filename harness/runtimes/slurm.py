@@ -1,30 +1,7 @@
-"""Cells as Slurm jobs: the cluster's scheduler decides where and when each cell runs.
-`slurm:` wraps the matrix's runtime: every cell is one `sbatch` job asking for its GPUs
-and memory (`sbatch_args`, `job_script`), run inside the job by `harness _cell`
-(`main`); one poller asks `squeue` about all the sweep's jobs (`JobQueue`), and a job's
-end state maps to an outcome (`outcome_of`). Results come back through the results
-directory, on a file system the nodes mount at the same path, which a small probe job
-checks before any cell is submitted.
-
-One cell inside a Slurm job: `python -m harness _cell SPEC.json` on the node. The
-submitting harness writes the cell, its prepared image and its output directory as JSON
-next to the job script (`write_spec`); there the cell runs as it would on a workstation,
-through the node's Docker engine (`runtime: docker`), its interpreter or venv (`runtime:
-local`) or pyxis (`srun --container-image`), with the job's GPUs. What the run returned
-goes to `outcome.json` in the cell's directory, which the submitting harness reads once
-Slurm says the job ended. SIGTERM (scancel, the job's time limit) ends the cell the way
-Ctrl-C does: its container is killed and removed.
-
-Asking Slurm about jobs: `squeue -t all` for all of the sweep's jobs at once (one RPC to
-the controller per poll, however many cells); once a job left the active states its
-record comes from accounting (`sacct`) when the cluster keeps one, else from `scontrol
-show job` while the controller still holds the job (MinJobAge).
-
-`harness doctor` for a matrix with `slurm:` (`cluster_checks`): sinfo answers; the
-partition exists and has nodes up; the GPU gres the cells ask for is there; Slurm would
-accept each kind of job (`sbatch --test-only`); accounting keeps end states (else
-`scontrol` must see them before MinJobAge); and a job can write to the results
-directory (a file system shared with the nodes).
+"""Cells as Slurm jobs: `slurm:` wraps the matrix's runtime, and each cell is one `sbatch`
+job run on the node by `harness _cell SPEC.json` (`main`). Results come back through a
+shared results directory (checked by a probe job first). One poller asks `squeue` about
+all jobs at once. `cluster_checks` is `harness doctor` for a matrix with `slurm:`.
 """
 
 from __future__ import annotations
@@ -92,8 +69,7 @@ class SlurmRuntime(RuntimeBase):
         self._builder: LocalRuntime | None = None   # builds venvs for runtime: local
 
     def check(self, cells: list[Cell]) -> None:
-        """sinfo answers, and Slurm would accept each kind of job the cells make
-        (`sbatch --test-only`: the partition, account, GPU type and count, memory)."""
+        """sinfo answers, and Slurm would accept each kind of job (`sbatch --test-only`)."""
         rc, out = slurm_cli(["sinfo", "-h", "-o", "%P"])
         if rc != 0:
             raise EnvironmentUnavailable(f"Slurm does not answer: `sinfo` says "
@@ -115,10 +91,7 @@ class SlurmRuntime(RuntimeBase):
                     "`sinfo -o '%P %G %m'` lists partitions, GPUs and memory")
 
     def prepare(self, image: ImageSpec, progress: Progress) -> ImageInfo:
-        """local: the venv is built here, into a cache the nodes must see
-        (HARNESS_CACHE on the shared file system); a container runtime (docker,
-        podman): the node's engine pulls the image inside the job, so nothing happens
-        here."""
+        """local: build the venv here, in a shared cache; containers: the node pulls."""
         if not abilities(self.inner).container_images:
             return self._local().prepare(image, progress)
         return ImageInfo(ref=image.ref, python=image.python or "python3")
@@ -136,12 +109,10 @@ class SlurmRuntime(RuntimeBase):
 
     def probe(self, root: Path, progress: Progress, cancelled: Callable[[], bool] = bool,
               timeout_s: float | None = None) -> None:
-        """Once per results directory: a tiny job writes a file there with this
-        harness's interpreter and code; the file must appear here.
+        """Once per results directory: a tiny job must write a file there seen here.
 
         Raises:
-            EnvironmentUnavailable: the file did not appear (not a shared file system,
-                harness or its Python missing on the node), or the job did not end
+            EnvironmentUnavailable: the file did not appear, or the job did not end
                 within `timeout_s`.
         """
         with self._lock:
@@ -277,12 +248,7 @@ def outcome_from_json(d: dict[str, Any]) -> RunOutcome:
 
 
 def job_gpus(inner: str, environ: dict[str, str]) -> str | None:
-    """The GPUs Slurm gave the job, as the runtime must name them.
-
-    Docker's device request and pyxis name GPUs as the node does (SLURM_JOB_GPUS holds
-    the node's indices); a process in the job sees CUDA_VISIBLE_DEVICES, which Slurm
-    renumbers from 0 where it constrains devices.
-    """
+    """The GPUs Slurm gave the job, as the runtime names them (node's or renumbered)."""
     order = (("SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES") if inner != "local"
              else ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS"))
     for name in order:
@@ -293,13 +259,7 @@ def job_gpus(inner: str, environ: dict[str, str]) -> str | None:
 
 
 def pyxis_command(request: RunRequest, gpus: str | None) -> list[str]:
-    """`srun --container-image=IMAGE --container-mounts=...` running the agent.
-
-    pyxis (NVIDIA's Slurm plugin over enroot) imports the image on the node and runs
-    the step inside it with the job's GPUs; the agent, the scenario's directory
-    (read-only) and the cell's output directory are mounted where the Docker runtime
-    mounts them, so the agent's arguments are the same.
-    """
+    """`srun --container-image=IMAGE ...` running the agent under pyxis, mounted as docker's."""
     cell = request.cell
     script = cell.scenario.script
     mounts = ",".join([f"{AGENT_DIR}:/harness/agent:ro",
@@ -323,8 +283,7 @@ def pyxis_command(request: RunRequest, gpus: str | None) -> list[str]:
 
 
 def main(argv: list[str], get_runtime: Callable[[str, str | None], Runtime]) -> int:
-    """`harness _cell SPEC.json`: run one cell here (inside a Slurm job), a container
-    runtime made by `get_runtime` (the package's, `runtimes.job_cell`)."""
+    """`harness _cell SPEC.json`: run one cell here, inside a Slurm job."""
     if len(argv) != 1:
         print("usage: harness _cell SPEC.json (run by Slurm jobs harness submits)",
               file=sys.stderr)
@@ -346,8 +305,7 @@ def main(argv: list[str], get_runtime: Callable[[str, str | None], Runtime]) -> 
         progress("cancelled (the cell's container or process is stopped)")
         return 130
     finally:
-        # The submitting harness waits for this after scancel: Slurm calls the job
-        # CANCELLED at once, before its container is gone.
+        # The submitter waits for this after scancel: CANCELLED comes before cleanup.
         if started.exists():
             (spec_path.parent / ENDED).touch()
 
@@ -379,7 +337,6 @@ def _run(spec_path: Path, progress: Any,
         outcome = _run_pyxis(request, gpus)
     elif abilities(inner).container_images:   # docker, podman: the node's engine
         rt = get_runtime(inner, spec.get("docker_host"))
-        # The node's engine pulls the image when it lacks it; the digest is the node's.
         info = rt.prepare(cell.image, progress)
         request = dataclasses.replace(request, image=info)
         details["image"] = {"digest": info.digest, "prepare_s": round(info.prepare_s, 3)}
@@ -560,8 +517,7 @@ class JobWatcher:
 
 
 class JobQueue:
-    """The sweep's jobs: submitted here, waited for through one JobWatcher, cancelled
-    together on Ctrl-C."""
+    """The sweep's jobs: submitted, waited for (one JobWatcher), cancelled on Ctrl-C."""
 
     def __init__(self) -> None:
         self._jobs: set[str] = set()
@@ -572,8 +528,7 @@ class JobQueue:
         """sbatch; the job id.
 
         Raises:
-            EnvironmentUnavailable: Slurm refused the job (no such GPU type, account,
-                too much memory for any node).
+            EnvironmentUnavailable: Slurm refused the job.
         """
         rc, out = slurm_cli(argv)
         job_id = out.strip().splitlines()[-1].split(";")[0] if out.strip() else ""
@@ -655,8 +610,7 @@ LOST = ("NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
 
 
 def gres(cell: Cell, spec: SlurmSpec) -> str | None:
-    """`gpu[:TYPE]:N` for the cell's GPUs: an index or UUID is one GPU (Slurm picks
-    which), `all` is slurm.gpus_per_node, `none` asks for none."""
+    """`gpu[:TYPE]:N` for the cell's GPUs: one GPU, or slurm.gpus_per_node for `all`."""
     if not cell.gpu.wants_gpu:
         return None
     n = spec.gpus_per_node if cell.gpu.value == "all" else 1
@@ -694,8 +648,7 @@ def sbatch_args(cell: Cell, spec: SlurmSpec, script: Path, log: Path, name: str)
 
 
 def job_script(command: list[str]) -> str:
-    """The batch script: this harness's interpreter and code (the same paths must
-    exist on the nodes: a shared file system, or the same install everywhere)."""
+    """The batch script: this harness's interpreter and code, at paths the nodes share."""
     return ("#!/bin/sh\n# Written by harness: one cell of a sweep, run by Slurm.\n"
             f"export PYTHONPATH={shlex.quote(str(HARNESS_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}\n"
             f"exec {' '.join(shlex.quote(a) for a in command)}\n")
@@ -703,9 +656,7 @@ def job_script(command: list[str]) -> str:
 
 def outcome_of(end: JobEnd, request: RunRequest, spec: SlurmSpec, log: Path, waited_s: float,
                argv: list[str]) -> RunOutcome:
-    """The cell's outcome from what `_cell` wrote (outcome.json) and the job's end
-    state: TIMEOUT a timeout, OUT_OF_MEMORY an OOM kill, a lost node an engine error
-    (run once more), a job that died before `_cell` wrote anything a crash with its log."""
+    """The cell's outcome from `_cell`'s outcome.json and the job's end state."""
     path = request.outdir / OUTCOME
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -1,17 +1,7 @@
-"""A release's code from the package index, for naming the function a proved package
-change changed (`culprit.changes`): one distribution file of `name==version` (its sdist
-where the release also has binary wheels, so its C sources come with it; else a pure
-wheel, else the sdist, else one binary wheel), downloaded once into the user's cache
-(`runtimes.local.cache_dir()/sources/NAME/VERSION/`, keyed by the file's name and
-hash, its hash checked), and read without unpacking: each Python module and native
-source as text, each extension binary as its digest, by path within the distribution
-(an sdist's top folder cut).
-
-Which index: the one uv and pip resolve against (`runtimes.resolver.index_url`), a
-`file://` one read from disk. No network is used where the user says so (uv's
-`UV_OFFLINE`, pip's `PIP_NO_INDEX`), and no index is read at all under
-`HARNESS_OFFLINE` (the tests set it). What cannot be had raises `SourcesUnavailable`,
-whose text is one line.
+"""A release's code from the package index, for naming the function a package change
+changed (`culprit.changes`): one distribution file (`choose`), cached and hash-checked,
+read without unpacking. `UV_OFFLINE`/`PIP_NO_INDEX` keep off the network;
+`HARNESS_OFFLINE` reads no index.
 """
 
 from __future__ import annotations
@@ -54,8 +44,7 @@ class Dist:
 
 @dataclass(frozen=True)
 class Release:
-    """What one distribution file holds: path -> text (modules, native sources) or
-    digest (bytes: an extension binary's sha256)."""
+    """What one distribution file holds: path -> text (sources) or sha256 (binaries)."""
 
     name: str
     version: str
@@ -79,14 +68,12 @@ def _from_href(page: str, text: str, href: str) -> Dist:
 
 
 def _linked(page: str, text: str) -> list[Dist]:
-    """The files a PEP 503 HTML page links, read by the one anchor reader
-    (`resolver.html_files`)."""
+    """The files a PEP 503 HTML page links (`resolver.html_files`)."""
     return [_from_href(page, str(f["filename"]), str(f["href"])) for f in html_files(text)]
 
 
 def index_files(project: str) -> list[Dist]:
-    """The files of a project's page on the index (PEP 691 JSON, else PEP 503 HTML; a
-    `file://` index's page, or its folder's files where it has no page).
+    """The files of a project's page on the index (JSON, HTML, or a `file://` folder).
 
     Raises:
         SourcesUnavailable: no index set up, offline, or the page cannot be read.
@@ -109,8 +96,7 @@ def index_files(project: str) -> list[Dist]:
     why = offline()
     if why is not None:
         raise SourcesUnavailable(f"offline ({why})")
-    # lazy: requests (with its charset detector, ~30-70 ms, unless
-    # `runtimes.paramiko_hidden` hid it) only where the network is asked
+    # lazy: requests only where the network is asked
     import requests
 
     try:
@@ -133,17 +119,15 @@ def index_files(project: str) -> list[Dist]:
 
 
 def _binary_rank(filename: str) -> tuple[int, int, str]:
-    """The binary wheel to take where there is nothing else: this kind of machine's
-    (manylinux x86_64), the newest CPython; the same choice on both releases."""
+    """Rank binary wheels: manylinux x86_64, then the newest CPython."""
     tags = filename[:-4].split("-")[-3:]
     cp = max((int(m) for m in re.findall(r"cp3(\d+)", tags[0])), default=0)
     return (0 if "manylinux" in tags[-1] and "x86_64" in tags[-1] else 1, -cp, filename)
 
 
 def choose(files: list[Dist], project: str, version: str) -> Dist | None:
-    """The distribution file of `version` to read: the sdist where the release has
-    binary wheels (its native sources are there), else a pure wheel, else the sdist,
-    else a binary wheel."""
+    """The file of `version` to read: the sdist where there are binary wheels (it holds
+    the native sources), else a pure wheel, the sdist, a binary wheel."""
     mine = [f for f in files if file_version(f.filename, project) == version]
     sdists = [f for f in mine if f.filename.endswith(SDISTS)]
     pure = [f for f in mine if f.filename.endswith("-none-any.whl")]
@@ -164,8 +148,7 @@ def _download(dist: Dist, into: Path) -> Path:
     if dist.url.startswith("file:"):
         data = Path(url2pathname(urlparse(dist.url).path)).read_bytes()
     else:
-        # lazy: requests only where the network is asked (its charset detector costs
-        # ~30-70 ms, unless `runtimes.paramiko_hidden` hid it)
+        # lazy: requests only where the network is asked
         import requests
 
         try:
@@ -191,8 +174,8 @@ def _download(dist: Dist, into: Path) -> Path:
 
 
 def read_archive(data: bytes, filename: str) -> dict[str, str | bytes]:
-    """Path within the distribution -> text (modules, native sources) or sha256 digest
-    (binaries); an sdist's top folder cut, paths that climb out left out.
+    """Path within the distribution -> text (sources) or sha256 digest (binaries); an
+    sdist's top folder cut, paths that climb out left out.
 
     Raises:
         SourcesUnavailable: not an archive this can read.

@@ -1,23 +1,6 @@
-"""What every stage is given: the `Context` (the services it uses, which
-`orchestrator.Sweep` builds), the values a cell carries from stage to stage (`CellRun`,
-then `Measured`; a comparison's `RoundsPlan`), the one place a stage asks the table for a
-verdict (`verdict`), and the services themselves:
-
-- the image pool (`ImagePool`), which prepares each image: pulled or built once per host,
-  ahead of the cells that need it, so the next image is ready when its cell starts; but
-  never while a cell is being measured on the same host (a pull or a venv build beside a
-  measured cell makes its steps slower and its memory noisier: on a busy host, leak cells
-  read as 3.5x slower "findings" while the next image's venv was built). A cluster
-  runtime (one that `queues_cells`) measures its cells on other machines, and prepares
-  ahead freely.
-- the hosts' GPUs (`GpuFacts`) and the GPU precheck: not-applicable (the GPU is not on
-  the host, the image's CUDA cannot run on it) or unsupported (run briefly: what happens
-  decides), from the image's CUDA and the host's GPUs, probed once per engine.
-- the run service (`Runner`), which runs the agent once and reads what it wrote: every
-  run of a cell goes through it (an attempt in `measure`, a confirmation round in
-  `settle`, an attributed run in `explain.plan`): the one place a cell reaches its
-  runtime and its host's turn with the image pool, the live watcher in early-stop mode,
-  the samples read once.
+"""What every stage is given: the `Context` of services (`ImagePool`, `GpuFacts`,
+`Runner`), the values a cell carries (`CellRun`, `Measured`, `RoundsPlan`), and the one
+place a stage asks for a verdict (`verdict`).
 """
 
 from __future__ import annotations
@@ -51,15 +34,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Context:
-    """The narrow services the stages use, and nothing else of the sweep that made them
-    (`orchestrator.Sweep` builds one and hands it down; a stage never calls back up)."""
+    """The narrow services the stages use; a stage never calls back up to the sweep."""
 
     matrix: Matrix              # its file (scripts named relative to it) and name
     cfg: AnalysisConfig         # thresholds for every decision
     store: RunStore             # where cells and rounds write
     progress: Progress          # one line per event
-    images: ImagePool           # each cell's image, prepared once per host (`get`), and
-                                # none on its host while it runs (`measuring`)
+    images: ImagePool           # each cell's image, prepared once per host
     gpus: GpuFacts              # the hosts' GPUs, probed once
     runtime_for: Callable[[Cell], Runtime]   # the runtime (host) that runs a cell
     series: SeriesCache         # each cell's samples, parsed once
@@ -70,9 +51,7 @@ class Context:
 
 @dataclass(frozen=True)
 class Measured:
-    """A cell that ran (or could not): its within-run result, held in memory until its
-    row's comparison is known, with the verdict and series the comparison needs, and
-    where its rounds run (its directory and image)."""
+    """A cell that ran (or could not), held until its row's comparison is known."""
 
     result: CellResult
     verdict: CellVerdict
@@ -83,9 +62,7 @@ class Measured:
 
 @dataclass(frozen=True)
 class Runs:
-    """Who runs in a comparison's rounds: the suspect, and before it in each round the
-    row's baseline cell (B S B S), or a saved run's samples, every round's baseline (its
-    code is gone: only the suspect runs again)."""
+    """Who runs in a comparison's rounds: the suspect, and the baseline cell or samples."""
 
     suspect: Cell
     base: Cell | Series
@@ -97,11 +74,8 @@ class Runs:
 @dataclass(frozen=True)
 class RoundsPlan:
     """The rounds a comparison needs before it can decide: the pooled comparison that
-    left the doubt (its direction, "slower", "faster" or "~" on a busy host, and the
-    `rounds` setting: 2 to twice that, until settled), who runs (`runs`; None where no
-    round can run again: `--reanalyze` recalls the recorded ones), the most calls a
-    round's run makes (`cap`; None for a leak, whose steps may slow as what it keeps
-    grows) and the least (`least`), and what the decision after them starts from."""
+    left the doubt, who runs (`runs`; None: `--reanalyze` recalls recorded rounds), and
+    the most (`cap`; None for a leak) and least calls a round's run makes."""
 
     res: CellResult             # the suspect's within-run result
     within: CellVerdict
@@ -109,16 +83,13 @@ class RoundsPlan:
     label: str                  # the baseline's name in progress lines
     runs: Runs | None
     cap: int | None
-    # The least calls each of the baseline's and the suspect's round runs makes, past
-    # `cap` (`settle.least_calls`: `settle.ROUND_S` seconds of its own steps)
+    # The least calls the baseline's and the suspect's round runs make (`settle.least_calls`)
     least: tuple[int, int] = (0, 0)
 
 
 @dataclass
 class CellRun:
-    """One cell on its way through the stages: each stage fills in what it found; a stage
-    that settles the cell (no image, not applicable) sets `verdict` and the rest skip
-    (only the last stage, run_attempts, sets it after a run)."""
+    """One cell on its way through the stages; one that sets `verdict` ends the way."""
 
     cell: Cell                        # as the matrix asks for it
     started: float = field(default_factory=time.monotonic)
@@ -144,29 +115,22 @@ class CellRun:
 
     @property
     def repeats_used(self) -> int:
-        """Attempts that ran and were decided: an engine that went away mid-run is
-        retried without spending one of the cell's `repeats` (issue 50)."""
+        """Attempts that ran and were decided: an engine lost mid-run spends no repeat."""
         return len(self.attempts) - self.engine_retries
 
 
-# CellFacts' fields, passed on unread: naming their types here would import the deciding
-# modules, and NumPy with them, before a sweep's first container
+# CellFacts' fields passed on unread: naming their types would import NumPy early
 def verdict(cfg: AnalysisConfig, **facts: Any) -> CellVerdict:  # type: ignore[explicit-any]
-    """A cell's verdict from the one table (`analysis.decision.decide`) over its
-    `analysis.decision.CellFacts` (`cfg` and `facts`, named as its fields): the one place
-    a stage (`measure`, `settle`) asks for a verdict."""
-    # lazy: NumPy, with the deciding modules, once a sweep's first verdict is asked: a
-    # sweep reaches its first container without it (tests/unit/test_startup.py), while
-    # the prefetch thread (`orchestrator.prefetch_analysis`) imports them
+    """A cell's verdict from the one table over its `CellFacts`: the one place asked."""
+    # lazy: NumPy, with the deciding modules, once a sweep's first verdict is asked
     from harness.analysis.decision import CellFacts, decide
 
     return decide(CellFacts(cfg, **facts))
 
 
 class ImagePool:
-    """One worker prepares one image at a time, in the order cells were queued; on one
-    host, preparing and measuring take turns (`measuring`): a prepare starts once no
-    cell of its host runs, and a cell's run starts once the prepare under way ends."""
+    """Prepares one image at a time, ahead of its cells; never beside a measured cell of
+    its host (a build there makes the readings noisy)."""
 
     def __init__(self, runtime_for: Callable[[Cell], Runtime], progress: Progress):
         self.runtime_for = runtime_for
@@ -190,9 +154,7 @@ class ImagePool:
             return self._images[key]
 
     def _failed(self, prepared: Future[ImageInfo], *, label: str) -> None:
-        """Said as soon as an image cannot be prepared, not when its first cell's turn
-        comes after the others' (a new user waited through every other cell to learn
-        that one pin was wrong)."""
+        """Say at once that an image cannot be prepared, not at its first cell's turn."""
         if prepared.cancelled() or self._closed:
             return
         exc = prepared.exception()
@@ -220,8 +182,7 @@ class ImagePool:
 
     @contextlib.contextmanager
     def measuring(self, cell: Cell) -> Iterator[None]:
-        """While the cell runs, no image of its host is pulled or built: it starts once
-        a prepare under way ends, and holds the next one back until it ends."""
+        """While the cell runs, no image of its host is pulled or built."""
         if self.runtime_for(cell).queues_cells:
             yield
             return
@@ -256,8 +217,7 @@ class ImagePool:
             self._future(cell)
 
     def keep_only(self, runs: Callable[[Cell], bool]) -> None:
-        """Cancel the queued (not yet started) images that no queued cell that still
-        `runs` uses: the images of cells that will not run now."""
+        """Cancel the queued images that no cell that still `runs` uses."""
         keys = [(f"{c.host.label}/{c.image.label}", runs(c)) for c in self._queued]
         keep = {key for key, still in keys if still}
         with self._lock:
@@ -282,8 +242,7 @@ class GpuFacts:
         self._lock = threading.Lock()
 
     def host_gpus(self, cell: Cell, info: ImageInfo) -> gpu.HostGpus | None:
-        """The cell's host's GPUs: through its engine (a probe container) where the
-        runtime can, else this machine's NVML for a local host; None for another host."""
+        """The cell's host's GPUs, through its engine or this machine's NVML; or None."""
         with self._lock:
             found = self.runtime_for(cell).gpu_inventory(info.ref, info.python or "python3")
             if found is not None:
@@ -296,8 +255,7 @@ class GpuFacts:
             return self._local
 
     def precheck(self, cell: Cell, info: ImageInfo) -> tuple[str, str] | None:
-        """not-applicable / unsupported / degraded from the image's CUDA and the GPU, or
-        None."""
+        """not-applicable / unsupported / degraded from the image's CUDA and the GPU."""
         if not cell.gpu.wants_gpu:
             return None
         host = self.host_gpus(cell, info)
@@ -332,8 +290,7 @@ class Ran:
 
 
 def emptied(outdir: Path) -> Path:
-    """`outdir`, made and emptied of an earlier run's files (a confirmation round, an
-    attributed run: each writes into its own directory again)."""
+    """`outdir`, made and emptied of an earlier run's files."""
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.iterdir():
         if old.is_file():
@@ -343,9 +300,7 @@ def emptied(outdir: Path) -> Path:
 
 @dataclass(frozen=True)
 class Runner:
-    """Runs a cell's agent once (`run`), with the services a run needs: the thresholds
-    (the live decider's), the image pool (its host's turn), the runtime of each cell,
-    progress and the cancel flag. `orchestrator.Sweep` builds one for its `Context`."""
+    """Runs a cell's agent once (`run`), with the services a run needs."""
 
     cfg: AnalysisConfig
     images: ImagePool
@@ -356,16 +311,13 @@ class Runner:
 
     def run(self, cell: Cell, info: ImageInfo, outdir: Path,
             attribute: tuple[str, ...] = ()) -> Ran:
-        """Run the agent once into `outdir` (made, and emptied of an earlier run's
-        files) and read what it wrote (parsed while it runs in early-stop mode, else
-        after; an attributed run is never stopped early)."""
+        """Run the agent once into `outdir` (emptied first) and read what it wrote."""
         emptied(outdir)
         request = RunRequest(cell, info, outdir, outdir / "stop", self.cancel,
                              attribute=attribute, durable=self.durable)
         runtime = self.runtime_for(cell)
         t_run = time.monotonic()
-        # An attributed run (explain) runs its whole length: a live decision would end
-        # it before its late window.
+        # An attributed run runs its whole length: a live stop would cut its late window.
         live = (_Live.start(self.cfg, cell, outdir, Overrun(cell, self.progress))
                 if not attribute else None)
         try:
@@ -394,8 +346,7 @@ class _Live:
         s = cell.settings
         if s.max_iterations is None:
             return None
-        # lazy: NumPy, with the live decider, once a cell's run starts: a sweep reaches its
-        # first container without it (tests/unit/test_startup.py)
+        # lazy: NumPy, with the live decider, once a cell's run starts
         from harness.analysis import sequential
 
         decider = sequential.LiveDecider(cfg, s.min_iterations, s.max_iterations)
@@ -410,9 +361,7 @@ class _Live:
         return live
 
     def finish(self) -> Watched | None:
-        """The watcher's decision and the series it read, once it has read the file to
-        its end (the agent has exited: the file grows no more, so that end comes; a
-        watcher cut off after a while lost the live decision the run stopped on)."""
+        """The watcher's decision and series, once it has read the file to its end."""
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
@@ -420,12 +369,8 @@ class _Live:
 
 
 class Overrun:
-    """Says once, while a budgeted run goes on, that its budget is spent before its
-    least calls (`RunRequest.agent_args`' --budget-min: BUDGET_MIN_CALLS, or a run
-    again's `budget_calls`), which the agent makes before the budget ends a run: a slow
-    step's run then lasts longer than its budget, by how much it says (issue 79 item
-    10: a 5 s cell ran 55.6 s, 244 ms a call, with nothing said). Fed the samples as the
-    live watcher reads them; the agent's `cell_s` is the measured phase's own seconds."""
+    """Says once that a budgeted run spent its budget before its least calls, so it
+    runs on longer, and for about how long."""
 
     def __init__(self, cell: Cell, progress: Progress):
         s = cell.settings

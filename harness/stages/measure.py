@@ -1,7 +1,5 @@
-"""A cell's within-run measurement as a list of stages (`STAGES`) over one `CellRun`:
-prepare the image -> GPU precheck -> run attempts; then its result (`Measured`). Each
-attempt runs through the run service (`ctx.runner`); an ambiguous cell runs again,
-longer, as the re-run rules say (`analysis.rules`)."""
+"""A cell's within-run measurement as `STAGES` over one `CellRun`; an ambiguous cell
+runs again, longer, as the re-run rules say (`analysis.rules`)."""
 
 from __future__ import annotations
 
@@ -44,8 +42,7 @@ UNSUPPORTED_DEADLINE_S = 300.0
 
 
 def prepare_image(ctx: Context, run: CellRun) -> None:
-    """The cell's image, pulled or built once per host; one that cannot be had (a pull
-    that fails, a pin that does not install) settles the cell as `unavailable`."""
+    """The cell's image; one that cannot be had settles the cell as `unavailable`."""
     run.outdir = ctx.store.cell_dir(run.cell.id, fresh=True)   # emptied for a (new) run
     try:
         run.info = ctx.images.get(run.cell)
@@ -63,8 +60,7 @@ def prepare_image(ctx: Context, run: CellRun) -> None:
 
 
 def gpu_precheck(ctx: Context, run: CellRun) -> None:
-    """not-applicable settles the cell without a run; unsupported runs it briefly (what
-    happens then decides)."""
+    """not-applicable settles the cell without a run; unsupported runs it briefly."""
     assert run.info is not None
     pre = ctx.gpus.precheck(run.cell, run.info)
     if pre is not None and pre[0] == "not-applicable":
@@ -79,10 +75,8 @@ def gpu_precheck(ctx: Context, run: CellRun) -> None:
 
 
 def run_attempts(ctx: Context, run: CellRun) -> None:
-    """Stage 3, run attempts: each attempt runs the agent (`ctx.runner`, the run service:
-    the runtime, the live watcher in early-stop mode, the samples read once), then
-    decides the within-run verdict. An engine that went away is retried once; growth
-    that stays ambiguous runs again, longer (up to the cell's `repeats`)."""
+    """Run attempts, each deciding the within-run verdict. An engine that went away is
+    retried once; growth that stays ambiguous runs again, longer (up to `repeats`)."""
     assert run.info is not None and run.outdir is not None
     retried = False
     spent = 0.0     # what its attempts took, against its `overrun` bound
@@ -91,11 +85,9 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         cell = run.running
         ran = ctx.runner.run(cell, run.info, run.outdir)
         run.ended, run.run_s, run.runtime = ran.ended, ran.run_s, ran.runtime
-        # In the cell's own time: what other work and the agent's sampling took is given
-        # back (the agent's cell_s), so a busy host stretches the bound, not the evidence.
+        # In the cell's own time (the agent's cell_s), so a busy host stretches the bound.
         spent += max(0.0, ran.run_s - _given_back(ran.series))
         if ran.ended.error and not retried:
-            # The engine went away (restart, lost connection): once more, then record.
             retried = True
             run.engine_retries += 1
             run.attempts.append(Attempt("crash", ran.ended.error, cell.settings.iterations))
@@ -126,8 +118,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
 
 
 def _room(run: CellRun, spent: float) -> int | None:
-    """The calls a run again until its calls (`_next`'s CALLS) may make within the cell's
-    `overrun` bound, at this run's pace; None where it has no bound or no budget."""
+    """The calls a run again may make within the `overrun` bound; None: no bound."""
     left = _bound(run) - spent
     if math.isinf(left) or run.cell.settings.run_budget is None or run.series is None:
         return None
@@ -139,25 +130,20 @@ def _room(run: CellRun, spent: float) -> int | None:
 
 
 def _until_calls_price(run: CellRun) -> tuple[float, float]:
-    """What a run again until N calls costs, priced from this run: (its own seconds, as
-    the `overrun` bound counts them; its measured phase's), the run again's seconds
-    `own + measured * (N / calls measured - 1)`. `_next`'s CALLS plan prices itself so,
-    and `_room` inverts it."""
+    """(own seconds, measured-phase seconds) of this run: a run again until N calls costs
+    `own + measured * (N / calls measured - 1)`."""
     return run.run_s - _given_back(run.series), _measured_s(run)
 
 
 def may_run_again(run: CellRun) -> bool:
-    """Whether the cell may run again, longer: its repeats are not spent, and no
-    `--iterations` bounds its runs (every re-run is longer than the run before it, so
-    with one what the run read stands: rule `length-last`)."""
+    """Whether the cell may run again: repeats left, no `--iterations` (`length-last`)."""
     s = run.cell.settings
     return run.repeats_used < s.repeats and s.asked_calls is None
 
 
 @dataclass(frozen=True)
 class _Next:
-    """A next attempt: its settings, what it runs ("2,000 calls"), the seconds it would
-    take at this run's pace, and how progress says it."""
+    """A next attempt: its settings, what it runs, its seconds at this pace, its words."""
 
     settings: RunSettings
     what: str
@@ -166,19 +152,15 @@ class _Next:
 
 
 def _bound(run: CellRun) -> float:
-    """The cell's `overrun` bound in seconds: its budget (as the matrix asks it) times
-    `overrun`; inf without one."""
+    """The cell's `overrun` bound in seconds (budget x `overrun`); inf without one."""
     s = run.cell.settings
     budget = s.run_budget
     return s.overrun * budget if s.overrun is not None and budget is not None else math.inf
 
 
 def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVerdict]) -> bool:
-    """Whether an ambiguous cell runs one more attempt, and how: the re-run rules
-    (`rules.RERUN_RULES`) over what its last attempt showed; the rule's id is kept
-    on that attempt. False: it stands as it is. `spent`: what its attempts took (s);
-    `last`: its verdict decided as its last attempt's (its repeats spent), which one
-    its `overrun` bound stops takes, with why."""
+    """Whether an ambiguous cell runs one more attempt, by the re-run rules (the rule's id
+    kept on the attempt); False: it stands. `last`: its verdict as a final attempt's."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     facts = verdict.facts
@@ -203,8 +185,7 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
     run.attempts[-1] = dataclasses.replace(run.attempts[-1], rerun=rule.id)
     cid = run.cell.id
     if rule.id == "rerun-overrun":
-        # What it read stands, said with why it was not run again; a leak cut short of the
-        # calls that tell it from a cache (rule `short`) stays undecided (issue 86)
+        # What it read stands, with why; a leak cut short (rule `short`) stays undecided
         final = verdict if verdict.rule == SHORT else last()
         said = too_short(ctx, run, spent) if final.verdict in RUN_LONGER else unrun(run)
         run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
@@ -239,15 +220,9 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
 
 
 def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
-    """The next attempt of a kind (`rules`: CALLS, BUDGET, LONGER, SAME, or "cap").
-
-    Undecided growth needs a longer look, not the same look again: twice as long (or
-    the length the verdict asks for: growth a filling cache could still explain runs
-    4x longer, `analysis.memory.fill_check`), and at least long enough to decide from
-    step samples alone. A budgeted cell's budget grows by the same factor, its cap
-    alike; one its cap ended keeps its budget with its cap raised to what the budget
-    holds at this pace; one its budget ended after too few calls to tell a leak from a
-    cache (`analysis.decision.cut_short`) keeps its budget and runs until the calls."""
+    """The next attempt of a kind (`rules`: CALLS, BUDGET, LONGER, SAME, or "cap"):
+    undecided growth needs a longer look, not the same one; "cap" raises only the cap,
+    CALLS keeps the budget and runs until the calls that tell a leak from a cache."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     facts = verdict.facts
@@ -279,10 +254,8 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
     factor = max(2.0, asks / ran)
     longer_s = budget * factor
     cap = max(int(s.max_iterations * factor), least, asks)
-    # The calls it asks are made whatever their pace (the agent's --budget-min): steps
-    # that slow as the run goes (a leak each call walks: 3,105 calls in 5 s, then 4,500
-    # in 10 s, not the 12,420 its growth asked) or a busy host would make fewer in the
-    # longer budget, and leave the question as it was
+    # The calls it asks are made whatever their pace (--budget-min): slowing steps or a
+    # busy host would make fewer in the longer budget and leave the question open
     at_least = max(s.budget_calls or 0, asks,
                    fill_calls(ctx.cfg, verdict.rule, ran, cap)) or None
     measured = _measured_s(run)
@@ -295,10 +268,7 @@ def _next(ctx: Context, run: CellRun, kind: str) -> _Next:
 
 
 def _same(run: CellRun, s: RunSettings) -> _Next:
-    """The same run again, and what it would take at this run's wall-clock pace: the
-    calls its budget holds at its own pace (or its fixed calls), not its cap; inf where
-    it measured no call (issue 87: "the same 1000000 iterations", killed at its timeout
-    twice more)."""
+    """The same run again, and its seconds at this pace; inf where it measured no call."""
     made = _calls(run)
     phases = (run.series.end or {}).get("phases") or {} if run.series is not None else {}
     wall = float(phases.get("measure") or run.run_s)
@@ -316,9 +286,7 @@ def _same(run: CellRun, s: RunSettings) -> _Next:
 
 
 def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
-    """A budgeted next attempt under an `overrun` bound: its measured phase stops at
-    what the bound leaves past its warm-up and start (`budget_max`), its budget at
-    least."""
+    """A budgeted next attempt stopped at what the `overrun` bound leaves (`budget_max`)."""
     s = nxt.settings
     if math.isinf(left) or s.run_budget is None:
         return nxt
@@ -328,8 +296,7 @@ def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
 
 
 def _measured_s(run: CellRun) -> float:
-    """The measured phase's seconds in the cell's own time (the agent's cell_s: its wall
-    time less the run-queue delay and the agent's sampling), where the agent says it."""
+    """The measured phase's seconds in the cell's own time (the agent's cell_s)."""
     end = (run.series.end or {}) if run.series is not None else {}
     phases = end.get("phases") or {}
     measured = float(phases.get("measure") or run.run_s)
@@ -337,8 +304,7 @@ def _measured_s(run: CellRun) -> float:
 
 
 def _given_back(series: Series | None) -> float:
-    """The measured phase's seconds that were not the cell's (wall less cell_s), 0 where
-    the agent does not say."""
+    """The measured phase's seconds not the cell's (wall less cell_s); 0 if unsaid."""
     end = (series.end or {}) if series is not None else {}
     cell, measure = end.get("cell_s"), (end.get("phases") or {}).get("measure")
     if not isinstance(cell, int | float) or not isinstance(measure, int | float):
@@ -347,9 +313,7 @@ def _given_back(series: Series | None) -> float:
 
 
 def too_short(ctx: Context, run: CellRun, spent: float) -> str:
-    """Why an ambiguous cell under its `overrun` bound is not run again, in words: the
-    calls it made, at what pace, in what time, and the budget that would decide (the
-    calls its verdict asks, at least the least a budget's run makes, at this pace)."""
+    """Why an ambiguous cell is not run again past `overrun`, and the budget that would do."""
     verdict, s = run.verdict, run.running.settings
     assert verdict is not None
     calls = _calls(run)
@@ -363,10 +327,8 @@ def too_short(ctx: Context, run: CellRun, spent: float) -> str:
 
 
 def budget_advice(need: int, pace: float, budget: float | None, busy: bool) -> str:
-    """The budget that would decide, in words: the calls needed at the pace measured,
-    rounded up, and always above the budget set (calls that fit in it and decided
-    nothing ask twice as long); none where a busy host left it undecided (rule
-    `busy-host`), which a longer run does not cure."""
+    """The budget that would decide, in words: the calls needed at this pace, above the
+    budget set; none for a busy host (rule `busy-host`), which a longer run won't cure."""
     if busy:
         return ("a longer budget is no cure: the host was too busy to time its calls "
                 "(run it again on a quieter machine)")
@@ -376,14 +338,12 @@ def budget_advice(need: int, pace: float, budget: float | None, busy: bool) -> s
     return f"set budget >= {wants:g}s ({need:,} calls at this pace)"
 
 
-# How a decided verdict's reason says why it was not run again (`unrun`): the plugin
-# leaves it out (`api.marked`).
+# How a reason says why it was not run again (`unrun`); the plugin leaves it out.
 AS_READ = "as read: a run again"
 
 
 def unrun(run: CellRun) -> str:
-    """Why a verdict decided under its `overrun` bound was not looked at again, in words
-    (a slowdown no second run read is undecided, rule `one-run`: `too_short` says it)."""
+    """Why a verdict decided under its `overrun` bound was not looked at again."""
     return f"{AS_READ} {_passes_bound(run)}"
 
 
@@ -414,8 +374,7 @@ STAGES: tuple[Callable[[Context, CellRun], None], ...] = (
 
 
 def measure(ctx: Context, cell: Cell) -> Measured:
-    """Run the cell through `STAGES` and return its within-run result. Nothing is written
-    but the agent's samples: the result is written once its row is compared."""
+    """Run the cell through `STAGES`; its within-run result (written once compared)."""
     run = CellRun(cell)
     for stage in STAGES:
         stage(ctx, run)

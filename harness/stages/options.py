@@ -1,6 +1,4 @@
-"""What a sweep is asked (`SweepOptions`) and the lengths asked applied to its cells
-(`apply_overrides`): for the sweep's `course`, the plans it runs after the cells
-(`after`), and every command that takes --iterations, --warmup or --budget."""
+"""What a sweep is asked (`SweepOptions`), and the lengths asked applied to its cells."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SweepOptions:
-    """What a sweep is asked, as `harness sweep`'s flags and `harness.sweep`'s arguments
-    say it (the cells' lengths are applied before, by `apply_overrides`).
+    """What a sweep is asked: `harness sweep`'s flags, `harness.sweep`'s arguments.
 
     Attributes:
         matrix: The matrix file (with --between, the one written for the two files).
@@ -31,8 +28,7 @@ class SweepOptions:
         between: The matrix is `--between OLD NEW`'s: then culprit searches where NEW is bad.
         explain: Then where each row's first bad leaks or slows.
         find_cause: Then the whole journey per bad row (`days.journey`).
-        iterations, warmup, budget: The lengths asked (--find-cause's own runs take
-            them too).
+        iterations, warmup, budget: The lengths asked.
     """
 
     matrix: Path
@@ -51,8 +47,8 @@ class SweepOptions:
 
 def apply_overrides(cells: list[Cell], iterations: int | None = None, warmup: int | None = None,
                     budget: str | float | None = None) -> list[Cell]:
-    """--iterations, --warmup and --budget over every cell. --iterations bounds every
-    run of the cell (`RunSettings.asked_calls`): no re-run or confirmation round passes it.
+    """--iterations, --warmup and --budget over every cell; --iterations bounds every run
+    of the cell, re-runs and rounds included.
 
     Raises:
         InputError: a --budget that is not a duration.

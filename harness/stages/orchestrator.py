@@ -1,17 +1,8 @@
 """plan -> run cells -> ingest -> analyse -> store: the sweep, wired from its stages.
 
-`Sweep` builds the services the stages use (`context.Context`: the image pool, the
-hosts' GPUs, the store, the cancel flag, the progress sink) and its lanes run each cell
-down one list: `measure` (prepare image -> GPU precheck -> run attempts),
-`settle.Rows` (the comparisons that are ready), `settle.settle` (compare -> rounds ->
-decide), then the store. A cell's result is written once, when its verdict is final.
-Ctrl-C or a crash loses at most the running cells and those waiting for their baseline;
-`--resume` skips the rest.
-
-Lanes (`plan`, `run_lanes`): each GPU of each host runs one cell at a time (CPU-only
-cells of a host share one lane); lanes run in parallel up to `max-parallel`; `gpu: all`
-cells, which hold every GPU of their host, run after the others; a cluster scheduler (a
-runtime that `queues_cells`) gets every cell at once.
+`Sweep` builds the services and its lanes run each cell down `measure`, `settle`, then
+the store; a result is written once, when final, so `--resume` skips it. Lanes: one cell
+at a time per GPU of each host, in parallel up to `max-parallel`.
 """
 
 from __future__ import annotations
@@ -58,8 +49,7 @@ class SweepOutcome:
 
 
 class Sweep:
-    """Runs cells of one matrix against one runtime (or one per host) into one store,
-    handing its stages the services they use (`ctx`), never itself."""
+    """Runs cells of one matrix into one store, handing its stages `ctx`, never itself."""
 
     def __init__(self, matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
                  runtimes: dict[str, Runtime] | None = None):
@@ -108,8 +98,7 @@ class Sweep:
         rows = Rows(cells, self.matrix.baseline, outcome.results)
         stop, counter = threading.Event(), [0]
         self._todo = todo
-        # Each scenario file read once, not once a cell: the progress lines say how a
-        # cell runs.
+        # Each scenario file read once, for the progress lines.
         self.whole = frozenset(p for p in {c.scenario.script for c in todo} if whole_script(p))
 
         def lane(cells_in_lane: list[Cell]) -> None:
@@ -128,7 +117,7 @@ class Sweep:
             for res in rows.flush():
                 self._store(res, outcome)
         except BaseException:
-            # Ctrl-C: a venv build in the prepare thread is killed too (no temp folder).
+            # Ctrl-C: a venv build in the prepare thread is killed too.
             for rt in (self.runtime, *self.runtimes.values()):
                 rt.abort_prepare()
             raise
@@ -139,8 +128,7 @@ class Sweep:
         return outcome
 
     def _reuse(self, cell: Cell, outcome: SweepOutcome) -> bool:
-        """Reuse the cell's stored result when the same run made it (its key matches);
-        else say why it runs again."""
+        """Reuse the cell's stored result where its run key matches; else say why not."""
         old = self.store.load_cell(cell.id)
         if old is None:
             return False
@@ -149,8 +137,7 @@ class Sweep:
             self.progress(f"resume: {cell.id}: {why}; running it again")
             return False
         if old.image.index != cell.image.index:
-            # An image put into the matrix or taken out before this one since it ran:
-            # the result takes its place in this matrix, where every answer reads it
+            # Images added or removed before it since it ran: it takes its new place
             old = replace(old, image=replace(old.image, index=cell.image.index))
             self.store.write_cell(old)
         outcome.results[cell.id] = old
@@ -159,9 +146,7 @@ class Sweep:
 
     def _with_baselines(self, cells: list[Cell], todo: list[Cell], outcome: SweepOutcome
                         ) -> list[Cell]:
-        """`todo` and the reused cells whose row baseline runs again: a cell's comparison
-        with its baseline (and its verdict, where that decided it) rests on the baseline's
-        run, so it is not kept beside a new one."""
+        """`todo` and the reused cells whose row baseline runs again."""
         again = {c.id for c in todo}
         bases = row_baselines(cells, self.matrix.baseline)
         for c in cells:
@@ -176,10 +161,7 @@ class Sweep:
 
     def _one(self, cell: Cell, rows: Rows, outcome: SweepOutcome, counter: list[int],
              total: int, stop: threading.Event) -> None:
-        """One cell of a lane, down one list: measured (prepare -> precheck -> run ->
-        read -> decide), its progress said; then each comparison it makes ready (its
-        own, or those held for it as a row's baseline) settled (compare -> rounds ->
-        decide) and stored."""
+        """One cell of a lane: measured, then each comparison it makes ready settled."""
         with self._lock:
             counter[0] += 1
             n = counter[0]
@@ -203,11 +185,9 @@ class Sweep:
         with self._lock:
             outcome.ran += 1
         stand, jobs = rows.ready(cell, measured)
-        # Only what is known now: the row comparison prints its own line.
         pending = ("; vs baseline: pending"
                    if rows.bases.get(cell.id, cell.id) != cell.id and result.verdict in GOOD
                    else "")
-        # "in 0.4s" is the cell's own run: said before what is still to come
         self.progress(f"[{n}/{total}] {cell.id}: {result.verdict} within run "
                       f"({result.reason}) in {result.timings.cell_s:.1f}s{pending}")
         for res in stand:
@@ -226,9 +206,8 @@ class Sweep:
             outcome.results[result.id] = result
 
     def _scenario_fault(self, cell: Cell, message: str) -> None:
-        """The agent could not call the cell's scenario as written: every other cell of
-        that file would fail the same way, on any image, so none of them runs (and the
-        images only they need are not prepared)."""
+        """The agent could not call the cell's scenario: the file's other cells would
+        fail alike on any image, so none of them runs."""
         script = cell.scenario.script
         with self._lock:
             if script in self.faulted:
@@ -253,14 +232,10 @@ class Sweep:
 
 def prefetch_analysis(*more: str, then: Callable[[], object] | None = None
                       ) -> threading.Thread:
-    """Import the statistics (NumPy), the stages' deciding and `more` modules (the
-    reporters) in the background, while the first container starts: the first verdict
-    and the reports need them; then call `then` (the report's template, compiled)."""
+    """Import NumPy's deciding modules and `more` while the first container starts."""
 
     def load() -> None:
-        # Only a head start: the main thread imports these again where it needs them, and
-        # a failure is reported there. Here it is never said: Ctrl-C during a slow import
-        # ends the interpreter under this thread, which must not print a traceback then.
+        # Only a head start: failures are the main thread's to report.
         with contextlib.suppress(BaseException):
             for name in ("harness.analysis.decision", "harness.analysis.sequential",
                          "harness.analysis.baseline", *more):
@@ -282,17 +257,14 @@ def sweep(matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
 
 
 def _image_of(cell: Cell, runtime: str) -> str | None:
-    """What a cell may wait for before it runs, in words: a container's image, a venv
-    of its `pip:` pins (issue 79 item 13: on a cold cache each venv build printed under
-    the cell's `running` line); None for an interpreter, which is there."""
+    """What a cell may wait for before it runs, in words (an image, a venv); None."""
     if abilities(runtime).container_images:
         return "its image (pulled where missing)"
     return "its environment (a venv)" if cell.image.pip else None
 
 
 def lanes(cells: Sequence[Cell]) -> list[list[Cell]]:
-    """Group cells so each GPU of each host runs one cell at a time; CPU-only cells of a
-    host share one lane."""
+    """Group cells so each GPU of each host (or its CPU) runs one cell at a time."""
     out: dict[tuple[str, str], list[Cell]] = {}
     for c in cells:
         out.setdefault(c.lane, []).append(c)
@@ -310,10 +282,9 @@ def plan(cells: Sequence[Cell], queues_cells: bool) -> tuple[list[list[Cell]], .
 
 def run_lanes(groups: list[list[Cell]], lane: Lane, width: int | None,
               stop: threading.Event, cancel: threading.Event) -> None:
-    """Run each group through `lane`, up to `width` at once (None: all). Ctrl-C (or a
-    lane's exception) sets `cancel` (running cells kill their containers/processes now)
-    and `stop` (no lane starts another cell). A wave that simply ends leaves both unset:
-    the caller shares `stop` across its waves, and the next wave must still run."""
+    """Run each group through `lane`, up to `width` at once (None: all). Ctrl-C or a
+    lane's exception sets `cancel` (kill running cells) and `stop` (start no more); a
+    wave that simply ends leaves both unset for the next wave."""
     width = min(len(groups), width or len(groups)) or 1
     pool = (ThreadPoolExecutor(max_workers=width, thread_name_prefix="lane")
             if width > 1 else None)

@@ -1,56 +1,9 @@
-"""A cell's way after its run, settled: which comparisons a measured cell makes possible
-(`Rows.ready`), then each compared (`settle`), one downward list: compare
-(`against_row`: a result, or the rounds it needs as a `context.RoundsPlan`) -> rounds
-(`run_rounds`, which runs them through the run service, `ctx.runner`, as every run is)
--> decide (`with_rounds`). Each step takes the last one's value and returns its own;
-none calls back up. The sweep's lane settles each `Job` here after `measure.measure` and
-then stores the result; `harness bisect`, `culprit` and `days` compare their probes here
-(`Sweep.compare`), and a saved run's comparison runs its plan here (`run_plan`).
+"""A cell's way after its run: the comparisons a measured cell makes ready (`Rows`), each
+settled (`settle`): compare (`against_row`) -> rounds (`run_rounds`) -> decide
+(`with_rounds`). Compare and decide are pure, and nothing here writes.
 
-A row's baseline stands as it ran; any other cell is compared with it in memory, held
-until the baseline has run (maybe in another lane). Nothing here writes.
-
-Compare: pure, nothing runs. The comparison returns the cell's result, decided, or the
-rounds it needs first, which the way runs (`--reanalyze` recalls the recorded ones) and
-hands to `with_rounds`. A sweep's row and a saved run (`api.run`) compare a measured
-cell here (`against_row`); they and `--reanalyze` all compare through
-`against_baseline`.
-
-Rounds: a suspected change run again in interleaved rounds: B S B S ... (the `rounds`
-setting), where `against_baseline` returns a `context.RoundsPlan`: the pooled step-time
-comparison of a cell with its baseline leaves a doubt (a good cell slower or faster, or
-a busy host; a leak slower: `analysis.decision.rounds_for`). Each round runs the
-baseline cell and then the suspect cell afresh, shorter than the cells themselves
-(half their measured calls, 50..1000; a leak's without the 1,000 cap; never past
-`--iterations`), into `cells/<suspect>/rounds/<k>-baseline|suspect/`; the verdict is
-then taken from the rounds (`harness.analysis.baseline.decide_rounds`). Rounds run until
-the answer is settled (`harness.analysis.baseline.settled`: the interval clears
-the threshold, or lies wholly on its no-change side, or usable rounds disagree; a
-sequential rule, `benchmarks/rounds_cost.py`), at least two usable ones and at
-most twice `rounds` in all; rounds that ran on a busy host are left out and replaced,
-unless CPU time per step agrees with the wall clock (`harness.analysis.baseline.judged`).
-After a busy round the next waits 1, 2, 4, 8 s: a burst of load passes (no wait, and no
-round, once the rounds left cannot give two usable ones). What the
-rounds cost (rounds, runs, seconds) is said in the confirmation's reason.
-
-Interleaved rounds run both cells under the allocator a user's interpreter runs with
-(`round_cell`'s `as_user`: the quiet heap's settings are for the heap's readings, and
-change what a step that allocates costs); a saved run's rounds run as the saved run did.
-Each cell's round runs at least `ROUND_S` seconds of its own steps (as pyperf
-calibrates its loops), so a cheap step's median is not one of a few hundred
-microseconds.
-
-Each run's statistic is its median step time net of the run-queue delay the agent
-measured, with the CPU part put at the round's common CPU speed (the agent's canary
-loop; `harness.analysis.stepreading.speed_scaled`). Each round records the GPU's median
-SM clock of both runs beside the CPU speed, where NVML gave it.
-
-A saved run (`api.run`) is confirmed by the same loop: its code is gone, so each
-round runs the suspect alone against the saved run's statistic.
-
-Decide: pure, the verdict from the one table (`context.verdict`) over the pooled
-comparison with its baseline and, where the comparison planned rounds, what they found
-(run by `run_rounds`, or recalled by `--reanalyze`).
+Where the pooled comparison leaves a doubt, baseline and suspect run again in short
+interleaved rounds (B S B S ...) until settled; busy rounds are replaced.
 """
 
 from __future__ import annotations
@@ -95,8 +48,7 @@ class Job:
 
 
 class Rows:
-    """Each cell's row baseline, and the cells held until theirs has run. Cells whose
-    baseline never ran (fail-fast) are handed back, uncompared, by `flush`."""
+    """Each cell's row baseline, and the cells held until theirs has run."""
 
     def __init__(self, cells: Sequence[Cell], baseline: str | None,
                  known: Mapping[str, CellResult]):
@@ -108,9 +60,7 @@ class Rows:
         self.lock = threading.Lock()
 
     def ready(self, cell: Cell, measured: Measured) -> tuple[list[CellResult], list[Job]]:
-        """What `cell`'s measurement makes ready: the results that stand as they ran (a
-        baseline's own), and the comparisons to settle, in order (those held for it as
-        their baseline; another cell's once its baseline ran, none while it waits)."""
+        """What `cell`'s measurement makes ready: results that stand, jobs to settle."""
         base_id = self.bases.get(cell.id, cell.id)
         with self.lock:
             if base_id == cell.id:
@@ -134,8 +84,7 @@ class Rows:
 
 
 def not_compared(res: CellResult, base: str, why: str) -> CellResult:
-    """A cell whose row's baseline gave nothing to compare with, its words saying so and
-    what would compare it (issue 87: "vs baseline: pending", then nothing)."""
+    """A cell whose baseline gave nothing to compare with, saying so and what would."""
     said = (f"not compared: the baseline {base} {why}; `baseline: <image>` in the "
             "matrix compares the row with another image")
     return dataclasses.replace(res, reason=f"{res.reason}; {said}" if res.reason else said)
@@ -147,23 +96,19 @@ _WHY = {"crash": "crashed", "unavailable": "was unavailable", "timeout": "timed 
 
 
 def run_plan(ctx: Context, out: CellResult | RoundsPlan) -> CellResult:
-    """A comparison's result; where it planned rounds, the rounds run and the result
-    decided with them."""
+    """A comparison's result, its planned rounds run and decided with."""
     if isinstance(out, RoundsPlan):
         return with_rounds(ctx.cfg, out, run_rounds(ctx, out))
     return out
 
 
 def settle(ctx: Context, job: Job) -> CellResult:
-    """The job's final result: compared with its row's baseline (a resumed or cached
-    baseline's samples read once, here), its rounds run, decided; said in one line.
-    Nothing is written here."""
+    """The job's final result, compared with its row's baseline and said in one line."""
     res, base_result = job.measured.result, job.base_result
     if res.verdict == UNAVAILABLE:
         return res      # a cell that could not be had stands as it ran
     if base_result.verdict not in COMPARED_WITH:
-        # a baseline with nothing to compare with: it stands as it ran, said so where a
-        # comparison would have been made (not of a cell that crashed itself)
+        # nothing to compare with: it stands, said where a comparison was due
         if res.verdict not in COMPARED_WITH:
             return res
         why = _WHY.get(base_result.verdict, f"ended {base_result.verdict}")
@@ -187,8 +132,7 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
     if vs is not None and vs.confirmation is not None:
         return vs.confirmation.reason   # starts with what the rounds decided
     if vs is not None and vs.steps is not None:
-        # lazy: NumPy, with the baseline's statistics, once a sweep's first comparison
-        # is asked: a sweep reaches its first container without it (test_startup.py)
+        # lazy: NumPy, with the baseline's statistics, once a first comparison is asked
         from harness.analysis import baseline
 
         s = vs.steps
@@ -198,10 +142,8 @@ def vs_text(vs: VsBaseline | None, cfg: AnalysisConfig) -> str:
 
 
 MAX_CALLS = 1000   # the most calls a good cell's round runs (`round_cell`) ...
-# ... but each cell's round runs at least this many seconds of its own steps, as pyperf
-# calibrates its loops (`least_calls`): 1,000 calls of a 0.3 us step are 0.3 ms, and
-# the 8 us baseline of a step 240x slower in the next release read 10 us in rounds of
-# 1,000 calls (192x) where it runs at 7.9 us.
+# ... but at least this many seconds of its own steps (`least_calls`), as pyperf
+# calibrates its loops: a cheap step's median over too short a round misleads.
 ROUND_S = 0.1
 MOST_LEAST = 1_000_000   # ... and at most this many for it (a step of 0.1 us: 0.1 s)
 
@@ -214,11 +156,8 @@ def least_calls(step_s: float | None) -> int:
 
 
 def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
-    """The calls that set the confirmation rounds' length (`round_cell` runs
-    half of them): the suspect's measured calls, and for a budgeted cell no more than
-    its budget holds at the slower of the two cells' step times, so that each round's
-    run takes about half the budget (a slow step's budgeted run goes past its budget
-    to its least calls; rounds of half that would take minutes)."""
+    """The calls that set the rounds' length: the suspect's measured calls, for a
+    budgeted cell no more than its budget holds at the slower step time."""
     budget = cell.settings.run_budget
     slowest = max((s for s in step_s if s), default=0.0)
     if budget is None or slowest <= 0:
@@ -229,12 +168,9 @@ def round_length(cell: Cell, measured: int, step_s: list[float | None]) -> int:
 def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
                      base_series: Series, series: Series, label: str, rounds: int,
                      runs: Runs | None = None) -> CellResult | RoundsPlan:
-    """`res` (within-run verdict `within`, samples `series`) against a baseline's
-    samples: the pooled comparison (`analysis.baseline.baseline_facts`) and the verdict
-    from the one table, or, where the pooled comparison leaves a doubt (a good cell's,
-    or a leak whose steps read slower: `rounds_for`), the rounds that must settle it."""
-    # lazy: NumPy, with the baseline's statistics, once a sweep's first comparison is asked: a sweep
-    # reaches its first container without it (tests/unit/test_startup.py)
+    """`res` against a baseline's samples: the pooled comparison's verdict, or, where it
+    leaves a doubt (`rounds_for`), the rounds that must settle it."""
+    # lazy: NumPy, with the baseline's statistics, once a first comparison is asked
     from harness.analysis import baseline, decision
 
     facts = baseline.baseline_facts(cfg, base_series, series, label, rounds,
@@ -250,11 +186,7 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
 def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell | Series,
                 base_result: CellResult, base_series: Series, label: str
                 ) -> CellResult | RoundsPlan:
-    """A measured cell against its baseline's run (its result and samples in hand):
-    `against_baseline`, with rounds that run the cell again beside `base`: a row's
-    baseline cell, run again too, or a saved run's samples (`api.run`), read again.
-    The rounds' length is the cell's measured calls, for a budgeted cell no more than its
-    budget holds at the slower of the two step times (`round_length`)."""
+    """A measured cell against its baseline's run, its rounds beside `base`."""
     res = measured.result
     calls = round_length(cell, len(measured.series.cols.steps),
                          [r.summary.median_step_s for r in (res, base_result)])
@@ -269,16 +201,10 @@ BACKOFF_S, MAX_BACKOFF_S = 1.0, 8.0
 
 def round_cell(cell: Cell, measured: int, cap: int | None = MAX_CALLS,
                as_user: bool = False, least: int = 0) -> Cell:
-    """The cell as a confirmation run: fixed, shorter length (half `measured`, at least
-    `MIN_CALLS`, at most `cap` where one is given; at least `least`, a cheap step's
-    `ROUND_S` seconds of steps; at most the calls `--iterations` asked,
-    `asked_calls`), no early stop or repeats. `as_user`: under the allocator the
-    user's interpreter runs with (pymalloc, glibc's thread cache on, as the matrix's
-    `env:` sets them), not the quiet heap's settings, which only the heap's readings
-    need: a round reads time alone, and `sorted(range(2000, 0, -1))` takes 2.4x as long
-    under PYTHONMALLOC=malloc with the thread cache off; and without heap readings
-    (`time_only`), whose malloc_trim makes a cheap step that allocates fault its pages
-    in again after each."""
+    """The cell as a confirmation run: a fixed, shorter length (half `measured`, within
+    `MIN_CALLS`..`cap`, at least `least`, at most `--iterations`), no early stop or
+    repeats. `as_user`: under the user's allocator and without heap readings, which
+    change what a step that allocates costs (a round reads time alone)."""
     s = cell.settings
     calls = max(MIN_CALLS, (measured or s.agent_iterations) // 2)
     if cap is not None:
@@ -314,8 +240,7 @@ def _saved(series: Series) -> RunRead:
 
 def _read(series: Series) -> tuple[RunStat | None, float | None]:
     """A run's step time statistic and how busy its host was (`analysis.stepreading`)."""
-    # lazy: NumPy, with the step times' reading, once a sweep's first comparison is asked: a sweep
-    # reaches its first container without it (tests/unit/test_startup.py)
+    # lazy: NumPy, with the step times' reading, once a first comparison is asked
     from harness.analysis import stepreading
 
     return stepreading.run_stat(series), stepreading.busy_share(series)
@@ -347,14 +272,9 @@ def with_cost(found: Confirmation, done: list[Round], started: float, what: str
 
 
 def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
-    """Run the rounds `plan` asks for until settled, and decide from them: each round
-    runs `plan.runs.base` afresh (a cell; B S B S) or reads it (a saved run's samples,
-    whose code is gone: only the suspect runs again), then the suspect, each through
-    the run service (`ctx.runner`) as every run of a cell is, shorter (`round_cell`, at most
-    `plan.cap` calls). `ctx` gives the runtime, images, store, cancel flag, progress
-    and thresholds; nothing here decides the cell's verdict (`with_rounds`)."""
-    # lazy: NumPy, with the rounds' statistics, once a sweep's first comparison is asked: a sweep
-    # reaches its first container without it (tests/unit/test_startup.py)
+    """Run the rounds `plan` asks for until settled (baseline, then suspect); what they
+    found."""
+    # lazy: NumPy, with the rounds' statistics, once a first comparison is asked
     from harness.analysis import baseline, decision, stepreading
 
     runs, pooled, label, cap = plan.runs, plan.pooled, plan.label, plan.cap
@@ -362,13 +282,11 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     cfg, steps, rounds = ctx.cfg, pooled.steps, pooled.rounds
     assert steps is not None, "rounds confirm a pooled step-time comparison"
     cell, base, suspected = runs.suspect, runs.base, steps.direction
-    # Interleaved rounds run both cells as the user's interpreter would (`as_user`); a
-    # saved run's rounds as it ran, since its statistic was read under its settings.
+    # A saved run's rounds run as it ran: its statistic was read under its settings.
     as_user = isinstance(base, Cell)
     short = round_cell(cell, runs.calls, cap, as_user, plan.least[1])
     if isinstance(base, Cell):
         if suspected == "~" and not ctx.busy_said.is_set():
-            # Said once a sweep: every later cell on this host is as busy.
             ctx.busy_said.set()
             ctx.progress(f"host busy: {pooled.busy:.0%} run-queue delay in {cell.id} or "
                          "its baseline; unchanged-looking cells are confirmed in "
@@ -398,7 +316,6 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
             break   # decided either way, or the rounds disagree: more cannot change it
         if usable(done) + (most - k) < 2:
             break   # the rounds left cannot give the two usable ones a decision needs
-        # Rounds whose interval still straddles a threshold: one more.
         k += 1
         b_med, b_busy, b_fail = base_run(k)
         o_med, o_busy, o_fail = _run(ctx, short, runs.info,
@@ -411,8 +328,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
         ctx.progress(round_said(cell.id, label, r, why, j.note))
         more = k < most and usable(done) + (most - k) >= 2
         if why and why.startswith("host busy") and more:
-            # A load burst passes: wait a little longer after each busy round (never
-            # after the last round that can run: nothing would use the wait).
+            # Let a load burst pass, longer after each busy round.
             ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if ctx.cancel.is_set():
             break
@@ -423,22 +339,19 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
 
 def with_comparison(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
             facts: Baseline | None) -> CellResult:
-    """`res` with the verdict the table gives its within-run verdict beside `facts` (the
-    comparison with its baseline; None: none could be made)."""
+    """`res` with the table's verdict over `within` and `facts` (None: no comparison)."""
     return with_verdict(res, verdict(cfg, baseline=facts, within=within))
 
 
 def with_rounds(cfg: AnalysisConfig, plan: RoundsPlan, found: Confirmation | None
                 ) -> CellResult:
-    """The planned comparison decided with what its rounds found (None: none were run
-    or recorded)."""
+    """The planned comparison decided with what its rounds found (None: none)."""
     return with_comparison(cfg, plan.res, plan.within,
                    dataclasses.replace(plan.pooled, confirmation=found))
 
 
 def with_verdict(res: CellResult, verdict: CellVerdict) -> CellResult:
-    """`res` with the verdict and every number behind it taken from `verdict` (each
-    field the two share: a field added to both is carried without a change here)."""
+    """`res` with every field it shares with `verdict` taken from it."""
     mine = {f.name for f in dataclasses.fields(CellResult)}
     given = {f.name: getattr(verdict, f.name) for f in dataclasses.fields(verdict)
              if f.name in mine}

@@ -1,9 +1,5 @@
-"""What `harness sweep` runs once its cells are done, where an option asks for it:
-`--between`'s culprit search, `--explain`, `--find-cause`'s chain (the course's
-`answer_after` step). Its own module, so the plans they run (and the network clients
-those load) are imported after the cells ran, never before a sweep's first container
-(`course.answer_after` imports this module there).
-"""
+"""What `harness sweep` runs after its cells where an option asks (`--between`'s culprit,
+`--explain`, `--find-cause`); imported only then, so their plans load late."""
 
 from __future__ import annotations
 
@@ -32,16 +28,14 @@ if TYPE_CHECKING:
 def after_sweep(asked: SweepOptions, matrix: Matrix, engines: Engines, store: RunStore,
                 progress: Progress, results: dict[str, CellResult],
                 planned: Sequence[Planned]) -> None:
-    """`--explain`, or `--find-cause`'s chain (`days.journey`) over the matrix's cells as
-    this sweep runs them (its --iterations and --warmup): every host's, for the host step."""
+    """`--explain`, or `--find-cause`'s chain (`days.journey`) over the matrix's cells."""
     if not asked.find_cause:
         explain_after(matrix, engines.default, store, progress, engines.by_host, results,
                       planned)
         return
 
     def hybrids(g: Cell, b: Cell) -> Maker | None:
-        """Built on B's host's engine. Raises: EnvironmentUnavailable: an engine that
-        builds no hybrid images."""
+        """Built on B's host's engine. Raises: EnvironmentUnavailable: it builds none."""
         own = (engines.by_host or {}).get(b.host.label, engines.default)
         client = Engines(own).hybrid_client(asked.runtime or matrix.runtime)
         return None if client is None else docker_hybrids(client, g, b, progress)
@@ -55,8 +49,7 @@ def after_sweep(asked: SweepOptions, matrix: Matrix, engines: Engines, store: Ru
 def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: Progress,
                   by_host: dict[str, Runtime] | None, results: dict[str, CellResult],
                   planned: Sequence[Planned] = ()) -> None:
-    """`--explain`: each row's first bad cell and its last good cell, run again with
-    attribution once the sweep is done (their where.json files go into the reports)."""
+    """`--explain`: each row's first bad and last good cell, run again with attribution."""
     todo = pairs(results, planned=planned)   # never across a cell the sweep did not run
     for line in unpaired(results, planned):
         progress(f"explain: {line}")
@@ -70,9 +63,7 @@ def explain_after(matrix: Matrix, runtime: Runtime, store: RunStore, progress: P
 def culprit_after(matrix: Matrix, runtime: Runtime, by_host: dict[str, Runtime] | None,
                   root: Path, progress: Progress, results: dict[str, CellResult],
                   planned: Sequence[Planned], cells: Sequence[Cell]) -> None:
-    """Each row where NEW (the second image) is bad and OLD good: `harness culprit`'s
-    search between them, its answer in culprit/<row>/culprit.json (the reports show it);
-    a row where OLD is bad too is said, not searched."""
+    """`harness culprit`'s search in each row where NEW is bad and OLD good."""
     by_id = {c.id: c for c in cells}
     old, new = matrix.images[0].label, matrix.images[1].label
     rows = sorted({c.row for c in cells})

@@ -1,13 +1,5 @@
-"""`harness sweep --between OLD NEW --scenario FILE`: two lock files swept as the two
-images of one row (OLD the baseline, the last good), and where NEW is bad and OLD good,
-straight on to `harness culprit`'s search over the packages that differ
-(`culprit.run.culprit_in_run`, the one search).
-
-The two locks become a matrix file, `<out>/<name>/between.yaml` (`{name, lock: FILE}`
-images, the scenarios, and with a matrix given its `runtime`, `defaults`, `analysis`,
-`slurm` and GPUs), so every later command (`report`, `culprit`, `explain`, `--resume`)
-reads the run as any sweep's.
-"""
+"""`harness sweep --between OLD NEW`: two lock files swept as one row's images (OLD the
+baseline), written as a matrix file so later commands read the run as any sweep's."""
 
 from __future__ import annotations
 
@@ -39,14 +31,10 @@ USAGE = ("harness sweep --between OLD NEW --scenario FILE (or a matrix for its "
 def matrix_file(pair: Sequence[Path] | None, given_scenarios: Sequence[Path] | None,
                 python: str | None, matrix: Path | None, out: Path,
                 progress: Progress) -> Path:
-    """The matrix of `--between OLD NEW` (`pair`) written under --out, and its path:
-    the --scenario files, else the scenarios of the given matrix; the --python
-    interpreter the venvs are built with.
+    """Write the matrix of `--between OLD NEW` (`pair`) under --out; its path.
 
     Raises:
-        InputError: no --between where --scenario or --python ask for it, no scenario,
-            a given matrix of a container runtime, or a lock that cannot be read (its
-            file, package and the fix: `matrixfile.lockfile`).
+        InputError: no --between, no scenario, a container runtime, or an unreadable lock.
     """
     if pair is None:
         raise InputError(f"{'--scenario' if given_scenarios else '--python'} goes with "
@@ -103,8 +91,7 @@ def matrix_file(pair: Sequence[Path] | None, given_scenarios: Sequence[Path] | N
 
 
 def absolute(entry: Any, base: Path) -> Any:
-    """A matrix's scenario entry with its script's path made absolute (the locks' matrix
-    lives under --out, not beside the scenarios)."""
+    """A scenario entry with its script's path made absolute (the matrix lives in --out)."""
     if isinstance(entry, str):
         return str((base / entry).resolve())
     if isinstance(entry, dict) and isinstance(entry.get("script"), str):
@@ -113,8 +100,7 @@ def absolute(entry: Any, base: Path) -> Any:
 
 
 def same_file(paths: Sequence[Path]) -> None:
-    """Refuse OLD and NEW that are one file: the sweep would compare an environment with
-    itself.
+    """Refuse OLD and NEW that are one file.
 
     Raises:
         InputError: the two paths name one file.
@@ -132,10 +118,7 @@ def same_file(paths: Sequence[Path]) -> None:
 
 
 def names(paths: Sequence[Path]) -> list[str]:
-    """The two images' labels: each file's stem (`old.txt` -> old), its directory's name
-    for a stem that says nothing (`v1/uv.lock` -> v1) or that both files share
-    (`v1/req.txt`, `v2/req.txt` -> v1, v2), `-old`/`-new` added where they are still
-    one name."""
+    """The two images' labels: file stems, else directory names, else `-old`/`-new`."""
     def word(stem: str) -> str:
         return to_word(stem).strip("-") or "lock"
 
@@ -153,9 +136,7 @@ def names(paths: Sequence[Path]) -> list[str]:
 
 
 def run_words(labels: Sequence[str]) -> list[str]:
-    """The words of the run's name after "between": the two labels, or where they are
-    one name with -old/-new added, that name once (`req-old`, `req-new` -> req, old,
-    new: `between-req-old-new`)."""
+    """The words of the run's name after "between" (`req-old`, `req-new` -> req, old, new)."""
     a, b = labels
     if a.endswith("-old") and b.endswith("-new") and a[:-4] == b[:-4]:
         return [a[:-4], "old", "new"]

@@ -1,13 +1,6 @@
-"""`harness sweep`'s course: one list of named steps (`COURSE`), run in order over one
-`Sweeping` (what the sweep was asked and what each step found), as nox's workflow runs
-its tasks; below it, what the steps and the commands share. `cli.sweep` parses and
-prints, `harness.sweep` (`api.matrix`) calls the same functions.
-
-Before the course, the command reads the matrix (with `--between`, written from its two
-lock files: `between.matrix_file`), chooses its cells (`-k`) with the lengths asked
-(`options.apply_overrides`) and checks them (`preflight`); after it, it prints the table
-and exits with `exit_code`. Each cell's own way (measure -> settle -> store) is
-`orchestrator.Sweep`'s, in the `run_lanes` step.
+"""`harness sweep`'s course: one list of named steps (`COURSE`) run over one `Sweeping`,
+and what the steps and the commands share. The command reads and checks the matrix
+before it (`preflight`), and prints the table and `exit_code` after.
 """
 
 from __future__ import annotations
@@ -49,15 +42,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class Sweeping:
-    """One sweep on its course: what it was asked, and what each step found (a field is
-    set by its step, read by the later ones)."""
+    """One sweep on its course: what it was asked, and what each step found."""
 
     asked: SweepOptions
     matrix: Matrix
     cells: list[Cell]
     progress: Progress
-    # What stays open until the course ends, closed backwards (on an error too): the
-    # Ctrl-C handling, the engines (stopped), the live display.
+    # What stays open until the course ends, closed backwards (on an error too).
     held: contextlib.ExitStack[bool | None] = field(init=False)
     engines: Engines = field(init=False)
     resume: bool | Path = field(init=False)
@@ -79,7 +70,6 @@ def start_engines(s: Sweeping) -> None:
                                    s.asked.docker_host)
     s.resume = Path(s.asked.resume) if isinstance(s.asked.resume, str) else s.asked.resume
     s.started = time.time()
-    # no engine / no GPU: exit 3 before any results directory exists
     s.engines.start(s.cells, s.progress)
 
 
@@ -88,15 +78,12 @@ def open_store(s: Sweeping) -> None:
     asked, matrix, resume, started = s.asked, s.matrix, s.resume, s.started
     s.held.enter_context(interruptible())
     s.store = RunStore.open(asked.out, matrix.name, resume, asked.matrix, started)
-    # Imports NumPy and the reporters while the first cell runs; after every other
-    # import of this command, so the two threads never import the same modules at once.
+    # After every other import of this command, so two threads never import one module.
     s.prefetch = hold(prefetch_analysis(*REPORTERS, then=compile_report_template))
     s.held.enter_context(s.engines.stopped(s.store.unlock))
     s.store.write("matrix.yaml", asked.matrix.read_text(encoding="utf-8"))
     s.planned = plan_of(s.cells)
-    # Absolute: explain and report find it from any directory.
-    # A resumed run keeps its first start (its directory's name) and says when
-    # it was continued.
+    # Absolute, so it is found from any directory; a resumed run keeps its first start.
     s.store.mark(SWEEP, matrix.name, str(asked.matrix.resolve()),
                  kept_plan(s.store.root, matrix, s.planned) if resume else s.planned,
                  begun_of(s.store.root) if resume else started, started if resume else None)
@@ -120,8 +107,7 @@ def run_lanes(s: Sweeping) -> None:
 
 
 def answer_after(s: Sweeping) -> None:
-    """What an option asks once the cells ran: `--between`'s culprit searches,
-    `--explain`, `--find-cause` (`after`)."""
+    """What an option asks once the cells ran (`after`)."""
     asked = s.asked
     if not (asked.between or asked.explain or asked.find_cause):
         return
@@ -132,7 +118,6 @@ def answer_after(s: Sweeping) -> None:
         after.culprit_after(s.matrix, s.engines.default, s.engines.by_host, s.store.root,
                             s.live, s.outcome.results, s.planned, s.cells)
     if asked.explain or asked.find_cause:   # their answers go into the reports
-        # --find-cause's steps go to the sweep's own display (its lines above)
         after.after_sweep(asked, s.matrix, s.engines, s.store,
                           s.live if asked.find_cause else s.progress,
                           s.outcome.results, s.planned)
@@ -147,15 +132,10 @@ def write_reports(s: Sweeping) -> None:
         "started": s.started, "baseline": s.matrix.baseline}, s.matrix.name, s.before)
 
 
-# The course of a sweep, in order. First the command's own: the matrix read (written from
-# two lock files for --between: `between.matrix_file`), its cells chosen with the lengths
-# asked (`options.apply_overrides`) and checked (`preflight`). Then these, each taking the
-# sweep on its course and filling in its part. Last, the command's table and `exit_code`.
+# The course of a sweep, in order, each step filling in its part of `Sweeping`.
 COURSE: tuple[Callable[[Sweeping], None], ...] = (
-    start_engines,  # the runtimes asked, started: no engine or GPU is exit 3, before any
-                    # results directory exists
-    open_store,     # the results directory, its matrix.yaml and plan; NumPy and the
-                    # reporters imported on a thread meanwhile
+    start_engines,  # no engine or GPU: exit 3, before any results directory exists
+    open_store,     # the results directory; NumPy and the reporters load meanwhile
     run_lanes,      # the cells in lanes, each down its way: measure -> settle -> store
     answer_after,   # --between's culprit searches, --explain, --find-cause
     write_reports,  # the live display closed, the report model and every report file
@@ -164,8 +144,7 @@ COURSE: tuple[Callable[[Sweeping], None], ...] = (
 
 def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
                      progress: Progress) -> tuple[Report, Path, list[Path]]:
-    """The cells swept (then explained, with --explain) and every report file written,
-    down `COURSE`: the report model, the results directory and the files written there.
+    """Sweep the cells down `COURSE`; the report model, results directory and files.
 
     Raises:
         EngineUnavailable: no engine or GPU (exit 3, before a results directory exists).
@@ -178,11 +157,7 @@ def sweep_and_report(asked: SweepOptions, matrix: Matrix, cells: list[Cell],
 
 
 def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list[Cell]:
-    """Before any container: a scenario's syntax error is exit 2 with file:line; a run
-    too short to ever decide is refused where --iterations asked for it (`iterations`),
-    else said (a smoke or OOM run is the author's choice); an --iterations that can
-    decide but needs longer is raised for a run with a time budget (its cap), and said.
-    Returns the cells as they will run.
+    """Check the cells before any container; the cells as they will run (caps raised).
 
     Raises:
         InputError: a scenario that does not compile, or a refused length.
@@ -198,9 +173,7 @@ def preflight(cells: list[Cell], matrix: Matrix, iterations: int | None) -> list
 
 
 def refused(asked: SweepOptions, matrix: Matrix) -> None:
-    """What `sweep_and_report` refuses of the matrix before any engine is asked
-    (`Engines.for_matrix`: images of another runtime's kind, a setting its runtime
-    cannot honour): `sweep --list` refuses it alike, with the same error and exit code.
+    """What a sweep refuses of the matrix before any engine is asked (`sweep --list` too).
 
     Raises:
         InputError: as `Engines.for_matrix` does.
@@ -209,8 +182,7 @@ def refused(asked: SweepOptions, matrix: Matrix) -> None:
 
 
 def prior_meta(root: Path) -> dict[str, JSON]:
-    """What the earlier part of a resumed sweep said of itself (its results.json's meta:
-    started, seconds, ran, reused); {} where it wrote none (stopped before its end)."""
+    """The earlier part of a resumed sweep's results.json meta; {} where it wrote none."""
     try:
         data = json.loads((root / "results.json").read_bytes())
     except (OSError, ValueError):
@@ -228,11 +200,7 @@ def _number(meta: Mapping[str, JSON], key: str) -> float | None:
 def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStore,
              meta: dict[str, JSON], name: str, before: dict[str, JSON] | None = None
              ) -> tuple[Report, list[Path]]:
-    """The sweep's report model (its meta: `meta` and how the cells went), every report
-    file written into the results directory. A resumed one (`before`: its earlier part's
-    meta, `prior_meta`) is the whole sweep's: started at its first start, resumed now,
-    its seconds the parts' sum, the cells its earlier parts finished counted as ran (this
-    part reused them from its own directory), not as reused from elsewhere."""
+    """The sweep's report model, every report file written; a resumed one's as a whole."""
     counts: dict[str, JSON] = {"seconds": round(outcome.seconds, 3), "ran": outcome.ran,
                                "reused": outcome.reused}
     if before is not None:
@@ -246,10 +214,7 @@ def reported(outcome: SweepOutcome, planned: tuple[Planned, ...], store: RunStor
 
 
 def how_to_decide(report: Report, matrix: Path, root: Path, cells: Sequence[Cell]) -> str:
-    """The command that decides what is not decided: missing cells are run by --resume
-    (it reuses every finished one); undecided cells, whose results --resume would
-    reuse, by a longer run, unless a busy host alone left them so; a whole script runs
-    once, whatever --iterations says."""
+    """The command that decides what is not decided (--resume, a longer run, a quieter host)."""
     undecided = report.undecided_cells
     scripts = [c for c in undecided if report.results[c].end.mode == "script"]
     if scripts and len(scripts) == len(undecided) and not report.missing_cells:
@@ -300,8 +265,7 @@ def plan_of(cells: list[Cell]) -> tuple[Planned, ...]:
 
 
 def shared_name(root: Path, name: str, matrix: Path) -> str | None:
-    """Another matrix file whose runs share `name:`'s folder with this sweep's `root`
-    (a copy of a matrix changed, its name kept), as a command line would name it."""
+    """Another matrix file whose runs share this sweep's `name:` folder, or None."""
     for run in reversed(runs_of(root.parent, (SWEEP,), name)):
         if run != root and not made_from(run, matrix):
             return str(path_shown(Path(matrix_named(run))))
