@@ -5,40 +5,26 @@
         parse(sample_bytes)
 
 The test function is the step: the plugin runs it over and over in a child process
-(`harness.api.check`, the machinery of a `runtime: local` sweep), its fixture values
-set up once by pytest here and sent to the child (pickled; a test whose arguments cannot
-be pickled, or that is a method of a class, runs as a fork of this process instead, its
-arguments live), and the test fails on a bad verdict with its words,
-rule and figures ("harness: leak (rule leak): heap grows +1.1 KiB/call ..."). A pass
-says the smallest leak the run could have missed (`-rA` shows it as the test's
-"harness" section; the terminal summary lists every harness test; junit-xml gets it as
-a property).
+(`harness.api.check`), its fixture values set up here and pickled to the child (or, where
+they cannot be pickled or it is a method, as a fork of this process), and fails it on a
+bad verdict with its words ("harness: leak (rule leak): heap grows +1.1 KiB/call ...").
+A pass says the smallest leak the run could have missed (`-rA`, the terminal summary,
+junit-xml).
 
-`@pytest.mark.harness_time(budget="2s")` runs the test the same way and, with
-`--harness-save NAME`, keeps the run under `<rootdir>/.harness/NAME/`; with
-`--harness-compare NAME` it runs again and compares step times and peak memory with the
-run saved as NAME: the sweep's pooled comparison, then rounds that must confirm a
-suspected change (`harness.api.run`: the saved code cannot run again, so each round
-is a fresh run of the current code against the saved run, not the sweep's interleaved
-B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
-passes as `suspected`. A test with no saved run passes, said so in the summary; a NAME
-nothing was ever saved as (a typo) is a usage error naming the saved ones.
+`@pytest.mark.harness_time(budget="2s")` runs the test the same way; `--harness-save NAME`
+keeps the run under `<rootdir>/.harness/NAME/`, and `--harness-compare NAME` compares step
+times and peak memory with it, confirming a suspected change in rounds of fresh runs
+(`harness.api.run`). A confirmed slowdown fails (`regression`); an unconfirmed one passes
+as `suspected`; a NAME never saved is a usage error.
 
-Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
-setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`). A test
-takes at most `overrun` budgets (4 unless set), its runs again included: a budget too
-short for a verdict passes it with a warning that names the budget that would decide
-(`--harness-strict`: fails it), since nothing was found against the code.
-The children are forked from one warm interpreter per pytest
-process, which imported the test module once (harness/agent/forkserver.py): a test costs
-its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
-has its own; the saved runs are files written atomically, one directory per test.
+Marker arguments: `budget` (or the first positional), `iterations`, and any run setting
+of a matrix's `defaults:`. A test takes at most `overrun` budgets (4 unless set); one too
+short for a verdict passes with a warning naming the budget that would decide
+(`--harness-strict` fails it). Children fork from one warm interpreter per pytest process
+(harness/agent/forkserver.py), so a test costs its budget, not an interpreter start.
 
-Nothing of harness but its names (`harness.pytestcall`) is imported
-until marked tests are to run: unmarked sessions pay for two marker lines and three
-options. Where some are, the warm interpreter is started, the first one's module
-imported in it, once they are collected, before the first test's clock
-(`harness.api.marked.ahead`).
+Only harness's names (`harness.pytestcall`) are imported until marked tests are to run,
+so unmarked sessions pay almost nothing (`harness.api.marked.ahead` starts the rest).
 """
 
 from __future__ import annotations
@@ -136,9 +122,8 @@ def _running_on(config: pytest.Config) -> RunOn:
 
 def _known_compare(config: pytest.Config) -> None:
     """Refuse `--harness-compare NAME` where nothing was ever saved as NAME (a typo
-    would otherwise pass every test as "not compared"), naming the saved ones. A name
-    saved before, or saved in this same session, is known; a test with no run under a
-    known name still passes, said."""
+    would pass every test as "not compared"), naming the saved ones. A name saved before or in
+    this session is known."""
     name = config.getoption("harness_compare")
     if name is None or name == config.getoption("harness_save"):
         return
@@ -163,9 +148,8 @@ def _known_compare(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Once the tests are collected, before the first one's clock: where some are marked,
-    what they fork from started (`harness.api.marked.ahead`). Under xdist, in each
-    worker (the controller collects nothing)."""
+    """Once the tests are collected, before the first one's clock: where some
+    are marked, start what they fork from (`harness.api.marked.ahead`); in each xdist worker."""
     if session.config.option.collectonly or not any(
             item.get_closest_marker(LEAKS) or item.get_closest_marker(TIME)
             for item in session.items):
@@ -190,10 +174,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 class _Summary:
-    """Each harness test's line, from this process's reports and from xdist's workers'
-    (their reports carry user_properties), listed in the terminal summary; then the tests
-    that ran on past an undecided first run, and what a busy host did to the wall clock,
-    once for the session."""
+    """Each harness test's line (from this process's and xdist workers' reports) for the
+    terminal summary; then the tests that ran on past an undecided first run, and what a busy
+    host did to the wall clock, once for the session."""
 
     def __init__(self, run_on: RunOn) -> None:
         self.run_on = run_on
@@ -230,9 +213,8 @@ class _Summary:
 
 def summary_lines(ran_on: list[tuple[bool, float]], took: list[float], run_on: RunOn,
                   short: int = 0) -> list[str]:
-    """The session's lines: the tests that ran on past an undecided first run (how many
-    it decided, what they took, within what), and where the host stretched the marked
-    tests' wall clock, by how much."""
+    """The session's lines: the tests that ran on past an undecided first run (how
+    many it decided, at what cost), and how much the host stretched their wall clock."""
     out = []
     if ran_on:
         decided = sum(1 for d, _ in ran_on if d)

@@ -1,13 +1,11 @@
 """A bug report draft for the upstream tracker, for one row: `harness report DIR --issue
-ROW`. System information from the first bad cell's fingerprint, the scenario as the
-matrix named it, the numbers from the stored results; both environments exactly, and
-what `--find-cause` and `harness culprit` answered quoted as written.
+ROW`. System information from the first bad cell's fingerprint, the scenario as the matrix
+named it, the numbers from the stored results, both environments exactly, and the
+answers of `--find-cause` and `harness culprit` quoted as written.
 
-The draft's exact environments (issue 51): each side's pins as its cell found them
-installed, a dated image's day with the resolver's flags, and the commands that
-reproduce them (a `pip install` of those pins, a matrix that pins both sides for
-`harness sweep`). Never a `pip:` image's requirement list as the environment:
-unpinned, it installs today's releases.
+Exact environments are each side's pins as its cell found them installed (or a dated
+image's day and resolver flags) and the commands that reproduce them; never a `pip:`
+image's unpinned requirement list, which installs today's releases.
 """
 
 from __future__ import annotations
@@ -62,8 +60,7 @@ def scenario_text(report: Report, res: Result) -> tuple[str, str]:
     script = res.scenario.script
     if not script:
         return "", "(the result does not name its scenario script)"
-    # Stored relative to the matrix file; not relative to the current directory, where
-    # a file of the same name may be another scenario.
+    # Stored relative to the matrix file, not the current directory.
     tries: list[Path] = []
     matrix = report.meta.get("matrix")
     if Path(script).is_absolute():
@@ -128,9 +125,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
         lines.append(f"| {name} | " + " | ".join(md(value(c)) for c in cells) + " |")
 
     row("verdict", lambda c: f"{c.verdict}: {c.reason}")
-    # The agent's cgroup reading is the cell's only where its runtime gave it a cgroup
-    # of its own; elsewhere it is the session's or the machine's (the cell plots leave it
-    # out too), and growth there is nobody's finding.
+    # The cgroup reading is the cell's only where its runtime gave it its own cgroup.
     sources = sorted({s for c in cells for s in c.memory
                       if s != "cgroup" or own_cgroup(c.runtime)})
     for s in sources:
@@ -175,19 +170,17 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
 
 
 def timed(bad: Result) -> bool:
-    """Whether the first bad cell's finding is about time (a slowdown, a regression
-    against the baseline, a leak whose steps slowed within its run too, or that
-    interleaved rounds confirmed slower than the baseline): only then do
-    step-time ratios belong in its issue; beside a leak alone an unconfirmed one would
-    read as a finding."""
+    """Whether the first bad cell's finding is about time (a slowdown, a regression, a
+    leak whose steps slowed too, or rounds confirmed slower): only then do step-time ratios
+    belong in its issue, where an unconfirmed one would read as a finding."""
     return (bad.verdict in TIMED or also_slowed(bad) is not None
             or also_slower(bad) is not None)
 
 
 def cause_section(r: Report, row: str) -> str:
-    """`## Cause`: what `--find-cause` and `harness culprit` answered for the row, quoted
-    as written, each only while the cells it rests on are the row's (a stale one is
-    left out, and said, with the command that finds it again); empty where neither ran."""
+    """`## Cause`: what `--find-cause` and `harness culprit` answered for the row,
+    quoted, each only while its cells are the row's (a stale one is said, with the command
+    that finds it again); empty where neither ran."""
     cause, culprit = r.causes.get(row), r.culprits.get(row)
     if cause is None and culprit is None:
         return ""
@@ -315,10 +308,9 @@ class IssueReporter(Reporter):
 
 
 def exact_pins(res: Result) -> tuple[str, ...]:
-    """A `pip:` image's environment as `name==X.Y.Z` pins: the packages its cell found
-    installed (the fingerprint) but the installers a venv brings along, unless asked
-    for; else the pins its day resolved to (`pins` label); else its requirement list.
-    Empty for an image that is not built from a `pip:` list."""
+    """A `pip:` image's environment as `name==X.Y.Z` pins: what its cell found
+    installed (less a venv's own installers), else its day's resolved pins, else its
+    requirement list. Empty for an image not built from a `pip:` list."""
     if not res.image.pip:
         return ()
     resolved = res.image.labels.get("pins", "").split()
@@ -340,8 +332,7 @@ def interpreter(res: Result) -> str:
 
 def as_of_words(res: Result) -> str | None:
     """"2025-07-15 (00:00 UTC), resolved by `uv pip compile --exclude-newer ...`" for a
-    dated image; None for any other. A cell recorded before the flags were kept says
-    uv's and pip's."""
+    dated image; None for any other. Older cells without kept flags say uv's and pip's."""
     labels = res.image.labels
     day = labels.get("as_of")
     if not day:
@@ -383,10 +374,9 @@ def environment_lines(good: Result | None, bad: Result) -> list[str]:
 
 
 def run_length(settings: Mapping[str, JSON]) -> dict[str, JSON]:
-    """The matrix keys of a run's length as it was made: `budget` (and `max_iterations`
-    where it was not the budget's own cap) for a run in early-stop mode, else
-    `iterations`; with `warmup` and `sample_every`. A budgeted run's `iterations` is the
-    default it never read: written beside `budget`, the matrix would be refused."""
+    """The matrix keys of a run's length as it was made: `budget` (and a non-default
+    `max_iterations`) for an early-stop run, else `iterations`; with `warmup` and
+    `sample_every`. A budgeted run's `iterations` is left out: beside `budget` it is refused."""
     early = isinstance(settings.get("max_iterations"), int)
     keys = ("max_iterations", "warmup", "sample_every") if early else (
         "iterations", "warmup", "sample_every")
@@ -409,9 +399,8 @@ def calls_made(res: Result) -> int | None:
 
 
 def run_words(res: Result) -> str:
-    """The run as it was made: "a 5 s time budget (554 calls) after 200 warm-up calls"
-    for a budgeted run, "2000 iterations after 200 warm-up" for a fixed one (with the
-    calls it made where it ended sooner)."""
+    """The run as it was made, e.g. "a 5 s time budget (554 calls) after 200 warm-up
+    calls" or "2000 iterations after 200 warm-up"."""
     settings = res.settings
     made = calls_made(res)
     warm = f" after {settings.get('warmup', '?')} warm-up"
@@ -427,11 +416,9 @@ def run_words(res: Result) -> str:
 
 
 def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
-    """A matrix that runs the scenario on both environments as they were, for as long
-    (`run_length`: a time budget where the run had one): each `pip:` image pinned
-    exactly (no `as_of:`: today's index would resolve it anew), a container image by
-    the digest it ran (`repo@sha256:...`, where the engine knew one), a local
-    interpreter by its name."""
+    """A matrix that runs the scenario on both environments as they were, for as
+    long: `pip:` images pinned exactly (no `as_of:`, which would resolve anew), a container
+    image by its digest where known, a local interpreter by name."""
     def image(name: str, c: Result) -> object:
         pins = exact_pins(c)
         if pins:
@@ -458,11 +445,10 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
 
 def reproducer(bad: Result, script: str, good: Result | None, *, time: bool = False,
                memory: bool = True) -> str:
-    """A stand-alone reproduction: the first bad image's exact pins (or image), and a
-    loop over the scenario, without harness, as long as the cell's run (its warm-up,
-    then the calls it measured), that prints the verdict's own quantity: the median step
-    time of each tenth of the calls where the finding is about `time`, the process's
-    max RSS every 100 calls where it is about `memory`."""
+    """A stand-alone reproduction without harness: the first bad image's exact pins (or
+    image) and a loop over the scenario as long as the cell's run, printing the verdict's
+    quantity: the median step time per tenth of the calls (time), or max RSS every 100 calls
+    (memory)."""
     name = script.rsplit("/", 1)[-1] or "scenario.py"
     asked = bad.settings.get("iterations", 1000)
     calls = calls_made(bad) or (asked if isinstance(asked, int) else 1000)
