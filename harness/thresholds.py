@@ -1,8 +1,7 @@
 """Thresholds for the verdict statistics, each named once with the default the detection
-benchmark (`benchmarks/detection.py`) was tuned against. The eight in `SETTABLE` a user sets
-from matrix.yaml's `analysis:` block or `report --reanalyze --set analysis.KEY=VALUE`; the
-rest are named constants. Values are checked on construction, so a bad matrix fails before
-any container starts.
+benchmark (`benchmarks/detection.py`) was tuned against. Users set the `SETTABLE` ones in
+matrix.yaml's `analysis:` block or with `--set analysis.KEY=VALUE`. Values are checked on
+construction, so a bad matrix fails before any container starts.
 
 Example:
     >>> AnalysisConfig(alpha=0.01, leak_floor_bytes=4 * 2**20).min_ratio
@@ -65,84 +64,64 @@ class AnalysisConfig:
     """Thresholds for memory-trend, step-trend and between-cell decisions.
 
     Attributes:
-        alpha: Significance level of every Mann-Whitney U test. asv uses 0.002.
-        min_ratio: Median step-time ratio that counts as a slowdown or regression; its
-            reciprocal counts as "faster".
+        alpha: Significance level of every Mann-Whitney U test (asv uses 0.002).
+        min_ratio: Median step-time ratio that counts as a slowdown; its reciprocal, faster.
         peak_min_ratio: Peak-memory ratio between cells that counts as higher/lower.
-        peak_floor_bytes: Peak differences below this are "~" whatever the ratio, so
-            small processes do not flap on a few pages.
+        peak_floor_bytes: Peak differences below this are "~", so small processes don't flap.
         leak_floor_bytes: Growth over the measured span below this is never a leak.
-        leak_floor_relative: The same floor relative to the series' median level; the
-            larger of the two applies.
-        noise_multiple: The floor is at least this multiple of the series' noise band
-            (IQR of successive differences over sqrt(2)).
-        drawdown_multiple: ... and at least this multiple of the largest fall from an
-            earlier high (GC drops, arena trims): swings the series can undo.
+        leak_floor_relative: The same floor relative to the median level; the larger applies.
+        noise_multiple: The floor is at least this multiple of the series' noise band.
+        drawdown_multiple: ... and of the largest fall from an earlier high (GC, arena trims).
         confidence: Two-sided confidence of the whole-span slope interval.
-        late_confidence: Two-sided confidence of the late-window slope interval; lower,
-            since it is only asked once growth is proven.
-        late_fraction: Share of the run's calls that form the late window (at least 4
-            readings; `memory.late_points`).
-        stall_fraction: A grown series is a plateau only when the late slope's upper
-            bound is below this share of the whole-span slope.
+        late_confidence: The same for the late window; lower, asked only once growth is proven.
+        late_fraction: Share of the run's calls that form the late window.
+        stall_fraction: A grown series is a plateau only when the late slope's upper bound is
+            below this share of the whole-span slope.
         autocorrelation: Widen slope intervals for lag-1 autocorrelated residuals (GC
             sawtooth, allocator steps), else level shifts read as leaks.
         max_autocorrelation: Cap on the estimated lag-1 autocorrelation.
         min_samples: Fewer memory samples than this give "insufficient".
-        max_points: Longer memory series are binned to this many medians before the
-            O(n^2) Theil-Sen fit.
+        max_points: Longer series are binned to this many medians before the O(n^2) fit.
         step_window: Share of the step times in each of the early and late windows.
         min_step_samples: Fewer step times than this never give a slowdown.
-        heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which has almost
-            no noise after malloc_trim under PYTHONMALLOC=malloc.
-        live_floor_bytes: The per-call floor: growth whose slope interval lies wholly
-            above it and does not slow down is never `ok` (`analysis.rules.steady_above`);
-            a live look stops on `ok` only once every needed source is below it.
+        heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which is nearly
+            noiseless after malloc_trim.
+        live_floor_bytes: Per-call floor: steady growth wholly above it is never `ok`
+            (`analysis.rules.steady_above`), and a live look stops on `ok` only below it.
         live_min_growth_bytes: The per-call rule's least total growth, in bytes.
-        live_decay_ratio: The per-call rule's last third must keep this share of the
-            whole run's rate (a filling cache slows down).
-        contention_share: A within-run slowdown explained at least this much by the rise
-            in run-queue delay (or cgroup throttling) is `ambiguous`, not a slowdown.
-        busy_share: A confirmation round with this share of run-queue delay (or
-            throttling) or more is left out; below it the round is corrected for the
-            delay and the CPU speed.
-        speed_spread: A confirmation round whose two runs' CPU speeds (the agent's canary)
-            differ by more than this factor, and whose raw and speed-scaled ratios fall on
-            different sides of `min_ratio`, is replaced: scaling assumes the step runs at
-            the canary's speed, which a memory-bound step does not.
-        recheck_share: Cells compared with their baseline get confirmation rounds even
-            with no pooled change when either ran with this share of run-queue delay or
-            more: load can hide a change as well as fake one.
-        round_confidence: Two-sided confidence of the per-round ratio interval that must
-            clear `min_ratio` to confirm a regression.
+        live_decay_ratio: The per-call rule's last third must keep this share of the whole
+            run's rate (a filling cache slows down).
+        contention_share: A within-run slowdown this much explained by run-queue delay (or
+            throttling) is `ambiguous`, not a slowdown.
+        busy_share: A confirmation round with this share of run-queue delay is left out;
+            below it the round is corrected for the delay and the CPU speed.
+        speed_spread: A round whose two runs' CPU speeds differ by more than this factor,
+            and whose raw and speed-scaled ratios disagree about `min_ratio`, is replaced:
+            scaling assumes the step runs at the canary's speed.
+        recheck_share: Compared cells get confirmation rounds whenever either ran with this
+            share of run-queue delay: load can hide a change as well as fake one.
+        round_confidence: Confidence of the per-round ratio interval that must clear
+            `min_ratio` to confirm a regression.
         peak_regression_ratio: A peak RSS this many times the baseline's is a regression;
-            between `peak_min_ratio` and this it is only "higher", since new framework
-            releases routinely import more code.
-        fill_share: The largest cache or pool a run may still be filling, as a share of
-            the source's median level (at most `fill_bytes`): growth is a leak only where
-            no saturating fill that size fits it (`analysis.memory.fill_check`); else the
-            cell is `ambiguous` and runs again, longer. 0 turns the check off.
+            below it only "higher" (new releases routinely import more code).
+        fill_share: The largest cache a run may still be filling, as a share of the median
+            level (at most `fill_bytes`): growth such a fill fits is `ambiguous` and runs
+            again, longer (`analysis.memory.fill_check`). 0: off.
         fill_bytes: The cap on that fill in bytes (0: the check off as well).
-        leak_large_bytes: Growth that matters on its own: a live look stops a run on a
-            leak only once the carrier grew this much; below it the run goes on to its
-            budget, which may show the growth level off (a filling cache).
-        ok_floor_bytes: A live look stops a run on `ok` only once every needed source's
-            slope interval lies below this many bytes per call; else the run goes on to
-            its budget, whose length buys sensitivity.
-        busy_min_ratio: A round on a busy host counts only where CPU time and wall clock
-            both read no change, or both a change past this ratio: load inflates both by
-            tens of percent, never by a factor.
-        live_ok_share: A live look stops a budgeted run on `ok` only once its measured
-            phase has run this share of its length: growth that starts later reads flat
-            until it starts. The value keeps a look's leak reading equal to the whole
-            run's (docs/benchmarks.md). 1: never stop on `ok`; 0: as soon as flat.
-        short_calls: A run its budget ended after fewer calls than this that reads a leak
-            under `leak_large_bytes` runs again until it has made this many (rule
-            `short`): common caches hold 128 to 1,024 entries, and such a cache fills like
-            a leak until it is full. 0: never.
-        step_floor_s: Median step-time differences below this many seconds are never a
-            slowdown. 0 by default: a change is judged by its ratio against the rounds'
-            noise at every step size, as pyperf and asv do (docs/benchmarks.md).
+        leak_large_bytes: Growth that matters on its own: a live look stops on a leak only
+            past it; below, the run goes on to its budget, where a cache may level off.
+        ok_floor_bytes: A live look stops on `ok` only once every needed source's slope
+            interval lies below this many bytes per call.
+        busy_min_ratio: A busy round counts only where CPU time and wall clock agree (both
+            no change, or both past this ratio): load inflates both, never by a factor.
+        live_ok_share: A live look stops a budgeted run on `ok` only past this share of its
+            length, since later growth reads flat until it starts (docs/benchmarks.md).
+            1: never stop on `ok`; 0: as soon as flat.
+        short_calls: A run ended by its budget before this many calls that reads a small
+            leak runs again to this many (rule `short`): common caches hold up to ~1,024
+            entries and fill like leaks. 0: never.
+        step_floor_s: Step-time differences below this are never a slowdown. 0: judged by
+            ratio against the rounds' noise at every step size, as pyperf and asv do.
     """
 
     alpha: float = 0.002
